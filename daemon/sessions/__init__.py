@@ -1,0 +1,1 @@
+"""DSH-format session logs: reading, writing, projecting and the lineage tree."""
