@@ -1,0 +1,102 @@
+"""Durable file primitives shared by every write protocol: private dirs, fsync, atomic publish.
+
+Every helper here fsyncs what it wrote and the directory entry that names it, because a
+rename or link that is not on disk yet can vanish in a power cut and undo a "committed" write.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+TEMP_MARKER = ".remem-tmp-"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) user-only; tighten an existing directory we own."""
+    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, PRIVATE_DIR_MODE)
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_path_for(target: Path) -> Path:
+    """A hidden sibling of `target`, unique per call, recognisable by `TEMP_MARKER`."""
+    return target.with_name(f".{target.name}{TEMP_MARKER}{secrets.token_hex(6)}")
+
+
+def is_temp_name(name: str) -> bool:
+    return name.startswith(".") and TEMP_MARKER in name
+
+
+def write_synced(path: Path, data: bytes) -> None:
+    """Create `path` exclusively with user-only permissions and fsync its content."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_temp(target: Path, data: bytes) -> Path:
+    """Write `data` to a fresh synced temp file beside `target` and return its path."""
+    temp = temp_path_for(target)
+    write_synced(temp, data)
+    return temp
+
+
+def replace_durably(temp: Path, target: Path) -> None:
+    os.replace(temp, target)
+    fsync_dir(target.parent)
+
+
+def atomic_write(target: Path, data: bytes) -> None:
+    """Replace `target` so that readers see the old or the new bytes, never a mix."""
+    temp = write_temp(target, data)
+    try:
+        replace_durably(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def publish_new(temp: Path, target: Path) -> None:
+    """Publish `temp` at `target` only if `target` does not exist (hard link), then drop `temp`.
+
+    Raises FileExistsError when something already occupies `target`: a publish never
+    overwrites.
+    """
+    os.link(temp, target)
+    fsync_dir(target.parent)
+    temp.unlink()
+    fsync_dir(temp.parent)
+
+
+def remove_stale_temps(directory: Path) -> list[Path]:
+    """Delete temp files a crashed writer left in `directory`; return what was removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return removed
+    for entry in entries:
+        if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    if removed:
+        fsync_dir(directory)
+    return removed

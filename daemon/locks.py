@@ -1,0 +1,55 @@
+"""Cross-process advisory locks (portalocker / flock) on files under `state/locks/`.
+
+flock belongs to the open file description, so two acquisitions exclude each other even inside
+one process, and the kernel drops a lock the moment its holder dies: a crashed writer can never
+leave a scope locked. Acquisition blocks in the kernel (no polling) because every holder does
+bounded work; callers on an event loop run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+import portalocker
+
+from .fsutil import PRIVATE_FILE_MODE
+
+
+@contextmanager
+def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """Hold an exclusive (or shared) lock on `path`, creating the lock file user-only."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "r+b") as handle:
+        flags = portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE
+        portalocker.lock(handle, flags)
+        try:
+            yield
+        finally:
+            portalocker.unlock(handle)
+
+
+class LockHandle:
+    """An exclusive lock held until `release()` (or process death)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+
+    def release(self) -> None:
+        portalocker.unlock(self._handle)
+        self._handle.close()
+
+
+def try_file_lock(path: Path) -> LockHandle | None:
+    """Take an exclusive lock without waiting; None when another holder has it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    handle = os.fdopen(fd, "r+b")
+    try:
+        portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+    except portalocker.LockException:
+        handle.close()
+        return None
+    return LockHandle(handle)
