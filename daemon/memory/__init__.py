@@ -1,0 +1,1 @@
+"""Memory: validated Markdown records and Global text, revisions, and the CAS store."""

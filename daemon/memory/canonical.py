@@ -1,0 +1,128 @@
+"""Canonical text: UTF-8 without BOM, LF line endings, exactly one trailing newline.
+
+The store writes only canonical text and hashes canonical bytes, so a file that differs only in
+BOM, line endings or trailing newlines keeps its revision. Control characters are *not*
+canonicalised away: dropping them would silently change content, so they are errors instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .diagnostics import Diagnostic, Severity, TextPositions, diagnostic
+
+BOM = "\ufeff"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_MAX_CONTROL_REPORTS = 20
+
+
+def canonicalize(text: str) -> str:
+    """Return the canonical form of `text`; idempotent. Blank text becomes the empty string."""
+    if text.startswith(BOM):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.rstrip("\n")
+    return f"{text}\n" if text else ""
+
+
+def canonical_bytes(raw: bytes) -> bytes:
+    """Byte-level `canonicalize`, usable on files that are not valid UTF-8."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    raw = raw.rstrip(b"\n")
+    return raw + b"\n" if raw else b""
+
+
+def decode(raw: bytes) -> tuple[str, list[Diagnostic]]:
+    """Decode UTF-8; invalid bytes become U+FFFD and an error at the first of them."""
+    try:
+        return raw.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        offset = len(raw[: exc.start].decode("utf-8", errors="replace"))
+        where = TextPositions(text).range(offset, offset + 1)
+        message = (
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte offset {exc.start}); "
+            "re-save it as UTF-8"
+        )
+        return text, [diagnostic("encoding", Severity.ERROR, message, where)]
+
+
+def canonical_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
+    """Every way `text` departs from canonical form, each at its exact place."""
+    problems: list[Diagnostic] = []
+    if text.startswith(BOM):
+        problems.append(
+            diagnostic(
+                "bom", Severity.WARNING,
+                "the file starts with a byte-order mark; remove it (remem stores UTF-8 without BOM)",
+                positions.range(0, 1),
+            )
+        )
+    if "\r" in text:
+        problems.append(_line_ending_problem(text, positions))
+    problems.extend(_control_problems(text, positions))
+    trailing = _trailing_newline_problem(text, positions)
+    if trailing is not None:
+        problems.append(trailing)
+    return problems
+
+
+def _line_ending_problem(text: str, positions: TextPositions) -> Diagnostic:
+    first = text.index("\r")
+    count = text.count("\r")
+    return diagnostic(
+        "line-endings", Severity.WARNING,
+        f"the file uses CR or CRLF line endings ({count} of them); convert them to LF",
+        positions.range(first, first + 1),
+    )
+
+
+def _control_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
+    problems = []
+    matches = list(_CONTROL.finditer(text))
+    for match in matches[:_MAX_CONTROL_REPORTS]:
+        code_point = ord(match.group())
+        problems.append(
+            diagnostic(
+                "control-character", Severity.ERROR,
+                f"control character U+{code_point:04X} is not allowed; delete it "
+                "(only tab and line breaks may appear)",
+                positions.range(match.start(), match.end()),
+            )
+        )
+    if len(matches) > _MAX_CONTROL_REPORTS:
+        last = matches[_MAX_CONTROL_REPORTS]
+        problems.append(
+            diagnostic(
+                "control-character", Severity.ERROR,
+                f"{len(matches) - _MAX_CONTROL_REPORTS} more control characters follow; "
+                "is this a binary file?",
+                positions.range(last.start(), last.end()),
+            )
+        )
+    return problems
+
+
+def _trailing_newline_problem(text: str, positions: TextPositions) -> Diagnostic | None:
+    body = text.rstrip("\r\n")
+    if not body:
+        return None
+    tail = text[len(body) :]
+    if tail in ("\n", "\r\n", "\r"):
+        return None
+    if not tail:
+        return diagnostic(
+            "trailing-newline", Severity.WARNING,
+            "the file does not end with a newline; add one",
+            positions.range(len(body) - 1, len(body)),
+        )
+    first_break = 2 if tail.startswith("\r\n") else 1
+    return diagnostic(
+        "trailing-newline", Severity.WARNING,
+        "the file ends with extra blank lines; keep exactly one trailing newline",
+        positions.range(len(body) + first_break, len(text)),
+    )

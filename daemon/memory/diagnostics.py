@@ -1,0 +1,84 @@
+"""Diagnostic and range models shared by the validator, the CLI and the language server.
+
+Positions are 0-based lines and UTF-16 code-unit characters, the LSP default encoding, so the
+language server can publish them unchanged. Lines break at `\\r\\n`, `\\r` or `\\n` as in LSP.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Position(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    line: int
+    character: int
+
+
+class Range(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    start: Position
+    end: Position
+
+
+class Diagnostic(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    code: str
+    severity: Severity
+    message: str
+    range: Range
+
+
+class TextPositions:
+    """Maps code-point offsets of one text to LSP positions; built lazily, only for problems."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts: list[int] | None = None
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def line_starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in _LINE_BREAK.finditer(self._text)]
+        return self._starts
+
+    def position(self, offset: int) -> Position:
+        starts = self.line_starts
+        line = bisect.bisect_right(starts, offset) - 1
+        prefix = self._text[starts[line] : offset]
+        # Characters outside the BMP take two UTF-16 code units.
+        character = len(prefix) + sum(1 for ch in prefix if ord(ch) > 0xFFFF)
+        return Position(line=line, character=character)
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(start=self.position(start), end=self.position(end))
+
+    def line_range(self, line: int) -> Range:
+        """The whole of `line` without its line break."""
+        starts = self.line_starts
+        begin = starts[line]
+        match = _LINE_BREAK.search(self._text, begin)
+        return self.range(begin, match.start() if match else len(self._text))
+
+
+def diagnostic(code: str, severity: Severity, message: str, where: Range) -> Diagnostic:
+    return Diagnostic(code=f"remem/{code}", severity=severity, message=message, range=where)
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diagnostics)

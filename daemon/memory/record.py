@@ -1,0 +1,80 @@
+"""The record and its file: fields, limits, and rendering a record to canonical Markdown."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from .canonical import canonicalize
+
+NAME_MAX = 64
+DESCRIPTION_MAX = 200
+BODY_MAX_BYTES = 8 * 1024
+GLOBAL_MAX_BYTES = 24 * 1024
+RECORDS_MAX = 200
+INDEX_MAX_LINES = 200
+INDEX_MAX_BYTES = 24 * 1024
+RESERVED_NAMES = frozenset({"memory"})
+INDEX_FILE = "MEMORY.md"
+GLOBAL_FILE = "GLOBAL.md"
+RECORD_SUFFIX = ".md"
+FIELDS = ("name", "description", "type")
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class RecordType(str, Enum):
+    FEEDBACK = "feedback"
+    PROJECT = "project"
+    REFERENCE = "reference"
+
+
+TYPE_MEANINGS = {
+    RecordType.FEEDBACK: "how the user wants work done",
+    RecordType.PROJECT: "facts about this codebase",
+    RecordType.REFERENCE: "pointers to docs, commands, places",
+}
+
+
+class Record(BaseModel):
+    """One memory record as agents and the wire see it; `content` is the Markdown body."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str
+    type: str
+    content: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}{RECORD_SUFFIX}"
+
+
+def render_record(record: Record) -> str:
+    """The canonical file text of `record` (validation happens on this text, not before)."""
+    header = "".join(f"{key}: {_yaml_scalar(getattr(record, key))}\n" for key in FIELDS)
+    return f"---\n{header}---\n{canonicalize(record.content)}"
+
+
+def _yaml_scalar(value: str) -> str:
+    """A plain scalar when YAML reads it back as the same string, else a quoted one.
+
+    A JSON string is a valid YAML double-quoted scalar, so quoting never needs its own escaper.
+    """
+    if value and "\n" not in value and value == value.strip():
+        try:
+            if yaml.load(f"k: {value}", Loader=_YAML_LOADER) == {"k": value}:
+                return value
+        except yaml.YAMLError:
+            pass
+    return json.dumps(value, ensure_ascii=False)
+
+
+def record_name_of(file_name: str) -> str | None:
+    """The record name a workspace file name stands for, or None for non-record files."""
+    if file_name.startswith(".") or not file_name.endswith(RECORD_SUFFIX) or file_name == INDEX_FILE:
+        return None
+    return file_name[: -len(RECORD_SUFFIX)]

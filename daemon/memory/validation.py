@@ -1,0 +1,447 @@
+"""Pure validation of memory files: records, `GLOBAL.md`, `MEMORY.md` and whole workspaces.
+
+Every function returns all problems at once, each with a stable code, a severity, a message that
+says how to fix it and an exact range, so the CLI and the language server show the same thing.
+Nothing here touches the file system.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from .canonical import BOM, canonical_problems, canonicalize
+from .diagnostics import Diagnostic, Range, Severity, TextPositions, diagnostic, has_errors
+from .index import render_index
+from .record import (
+    BODY_MAX_BYTES,
+    DESCRIPTION_MAX,
+    FIELDS,
+    GLOBAL_MAX_BYTES,
+    INDEX_MAX_BYTES,
+    INDEX_MAX_LINES,
+    NAME_MAX,
+    RECORDS_MAX,
+    RESERVED_NAMES,
+    TYPE_MEANINGS,
+    Record,
+    RecordType,
+    record_name_of,
+)
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_KINDS = {
+    "int": "a number", "float": "a number", "bool": "a boolean", "seq": "a list",
+    "map": "a mapping", "timestamp": "a date",
+}
+_VALID_TYPES = ", ".join(f"`{t.value}` ({TYPE_MEANINGS[t]})" for t in RecordType)
+
+
+@dataclass
+class ParsedRecord:
+    """A record file's validation result; `record` is set only when there are no errors."""
+
+    record: Record | None
+    diagnostics: list[Diagnostic]
+    name_range: Range | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _FrontMatter:
+    start: int  # offset of the first front-matter line
+    end: int  # offset just past the last front-matter line
+    body_start: int
+
+
+def validate_global(text: str) -> list[Diagnostic]:
+    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
+    positions = TextPositions(text)
+    problems = canonical_problems(text, positions)
+    over = _over_budget_offset(text, GLOBAL_MAX_BYTES)
+    if over is not None:
+        size = len(canonicalize(text).encode("utf-8"))
+        problems.append(
+            diagnostic(
+                "global-too-large", Severity.ERROR,
+                f"GLOBAL.md is {size} bytes; the limit is {GLOBAL_MAX_BYTES} bytes. Move "
+                "project-specific facts into workspace records or shorten it (from here on is over)",
+                positions.range(over, len(text)),
+            )
+        )
+    return problems
+
+
+def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
+    """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check."""
+    positions = TextPositions(text)
+    problems = canonical_problems(text, positions)
+    front = _find_front_matter(text, positions, problems)
+    if front is None:
+        return ParsedRecord(None, problems)
+    parsed = ParsedRecord(None, problems)
+    _check_fields(text, front, positions, file_name, parsed)
+    body = text[front.body_start :]
+    problems.extend(_body_problems(text, body, front, positions))
+    if not has_errors(problems) and len(parsed.fields) == len(FIELDS):
+        parsed.record = Record(**parsed.fields, content=canonicalize(body))
+    return parsed
+
+
+def validate_record(text: str, file_name: str | None = None) -> list[Diagnostic]:
+    return parse_record(text, file_name).diagnostics
+
+
+def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
+    """Problems of `MEMORY.md`; `expected` is what the records render to (None: unknown)."""
+    positions = TextPositions(text)
+    problems = canonical_problems(text, positions)
+    canonical = canonicalize(text)
+    lines = canonical.count("\n")
+    size = len(canonical.encode("utf-8"))
+    if lines > INDEX_MAX_LINES or size > INDEX_MAX_BYTES:
+        problems.append(
+            diagnostic(
+                "index-budget", Severity.WARNING,
+                f"MEMORY.md has {lines} lines and {size} bytes; agents truncate it past "
+                f"{INDEX_MAX_LINES} lines or {INDEX_MAX_BYTES} bytes. Merge or delete records",
+                positions.line_range(0),
+            )
+        )
+    if expected is not None and canonical != expected:
+        line = _first_different_line(canonical, expected)
+        problems.append(
+            diagnostic(
+                "index-out-of-sync", Severity.WARNING,
+                "MEMORY.md differs from what the records render to (it is generated; hand edits "
+                f"are lost). First difference at line {line + 1}: regenerate it",
+                positions.line_range(min(line, len(positions.line_starts) - 1)),
+            )
+        )
+    return problems
+
+
+def validate_workspace(
+    files: dict[str, str], index_text: str | None = None
+) -> tuple[dict[str, ParsedRecord], list[Diagnostic]]:
+    """Validate every record of a workspace together; return per-file results and the index's.
+
+    `files` maps record file names to their text. Workspace-wide rules (case-insensitive
+    duplicate names, the record limit, `MEMORY.md` in sync) are added to the per-file results.
+    """
+    parsed = {name: parse_record(text, name) for name, text in files.items()}
+    _check_duplicates(parsed)
+    if len(files) > RECORDS_MAX:
+        for name, result in parsed.items():
+            result.diagnostics.append(_too_many(len(files), files[name]))
+    index_problems: list[Diagnostic] = []
+    if index_text is not None:
+        records = [p.record for p in parsed.values() if p.record is not None]
+        all_valid = len(records) == len(parsed)
+        index_problems = validate_index(index_text, render_index(records) if all_valid else None)
+    return parsed, index_problems
+
+
+def _too_many(count: int, text: str) -> Diagnostic:
+    return diagnostic(
+        "too-many-records", Severity.ERROR,
+        f"the workspace has {count} records; the limit is {RECORDS_MAX}. Merge or delete some",
+        TextPositions(text).line_range(0),
+    )
+
+
+def _check_duplicates(parsed: dict[str, ParsedRecord]) -> None:
+    seen: dict[str, str] = {}
+    for file_name in sorted(parsed):
+        name = parsed[file_name].fields.get("name")
+        if name is None:
+            continue
+        folded = name.casefold()
+        if folded in seen:
+            for owner, other in ((file_name, seen[folded]), (seen[folded], file_name)):
+                _add_duplicate(parsed[owner], name, other)
+        else:
+            seen[folded] = file_name
+
+
+def _add_duplicate(result: ParsedRecord, name: str, other_file: str) -> None:
+    assert result.name_range is not None  # a parsed name always has its range
+    result.record = None
+    result.diagnostics.append(
+        Diagnostic(
+            code="remem/name-duplicate", severity=Severity.ERROR,
+            message=f"another record ({other_file}) already uses the name `{name}` (names are "
+            "compared ignoring case); rename one of them",
+            range=result.name_range,
+        )
+    )
+
+
+def _find_front_matter(
+    text: str, positions: TextPositions, problems: list[Diagnostic]
+) -> _FrontMatter | None:
+    lines = _LINE.finditer(text, 1 if text.startswith(BOM) else 0)
+    first = next(lines)
+    if first.group().rstrip("\r\n").rstrip(" \t") != "---":
+        problems.append(
+            diagnostic(
+                "front-matter-missing", Severity.ERROR,
+                "a record starts with front matter: a `---` line, `name:`, `description:` and "
+                "`type:` lines, then a closing `---` line",
+                positions.line_range(0),
+            )
+        )
+        return None
+    for line in lines:
+        if line.group().rstrip("\r\n").rstrip(" \t") == "---":
+            return _FrontMatter(first.end(), line.start(), line.end())
+        if line.end() == len(text):
+            break
+    problems.append(
+        diagnostic(
+            "front-matter-unterminated", Severity.ERROR,
+            "the front matter is never closed; add a `---` line after the `type:` line",
+            positions.line_range(0),
+        )
+    )
+    return None
+
+
+def _check_fields(
+    text: str, front: _FrontMatter, positions: TextPositions, file_name: str | None,
+    parsed: ParsedRecord,
+) -> None:
+    source = text[front.start : front.end]
+    problems = parsed.diagnostics
+    node = _compose(source, front, positions, problems)
+    if node is None:
+        return
+    seen: dict[str, yaml.Node] = {}
+    for key_node, value_node in node.value:
+        key_range = _node_range(key_node, front, positions)
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        if key not in FIELDS:
+            problems.append(
+                diagnostic(
+                    "unknown-key", Severity.ERROR,
+                    f"unknown front-matter key `{key}`; a record has exactly `name`, "
+                    "`description` and `type` (put anything else in the body)",
+                    key_range,
+                )
+            )
+        elif key in seen:
+            problems.append(
+                diagnostic(
+                    "duplicate-key", Severity.ERROR,
+                    f"`{key}` appears twice in the front matter; keep one", key_range,
+                )
+            )
+        else:
+            seen[key] = value_node
+            _check_value(key, value_node, front, positions, file_name, parsed)
+    for key in FIELDS:
+        if key not in seen:
+            problems.append(
+                diagnostic(
+                    "missing-key", Severity.ERROR,
+                    f"the front matter has no `{key}`; add a `{key}:` line",
+                    positions.line_range(0),
+                )
+            )
+
+
+def _compose(
+    source: str, front: _FrontMatter, positions: TextPositions, problems: list[Diagnostic]
+) -> yaml.MappingNode | None:
+    tab = re.search(r"^[ ]*\t", source, re.MULTILINE)
+    if tab is not None:
+        at = front.start + tab.end() - 1
+        problems.append(
+            diagnostic(
+                "front-matter-tab", Severity.ERROR,
+                "tabs cannot indent YAML front matter; use spaces", positions.range(at, at + 1),
+            )
+        )
+        return None
+    try:
+        node = yaml.compose(source, Loader=_YAML_LOADER)
+    except yaml.reader.ReaderError:
+        return None  # control characters: already reported at their exact place
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        at = front.start + (mark.index if mark is not None else 0)
+        problems.append(
+            diagnostic(
+                "front-matter-syntax", Severity.ERROR,
+                f"the front matter is not valid YAML: {exc.problem}; write `key: value` lines",
+                positions.range(at, min(at + 1, front.end)),
+            )
+        )
+        return None
+    if node is None:
+        return yaml.MappingNode("tag:yaml.org,2002:map", [])
+    if not isinstance(node, yaml.MappingNode):
+        problems.append(
+            diagnostic(
+                "front-matter-not-mapping", Severity.ERROR,
+                "the front matter must be `key: value` lines (a YAML mapping)",
+                _node_range(node, front, positions),
+            )
+        )
+        return None
+    return node
+
+
+def _node_range(node: yaml.Node, front: _FrontMatter, positions: TextPositions) -> Range:
+    start = front.start + node.start_mark.index
+    end = front.start + node.end_mark.index
+    # Block scalars end at the start of the next line; keep the squiggle on the value's lines.
+    while end > start and positions.text[end - 1] in "\r\n":
+        end -= 1
+    return positions.range(start, end)
+
+
+def _check_value(
+    key: str, node: yaml.Node, front: _FrontMatter, positions: TextPositions,
+    file_name: str | None, parsed: ParsedRecord,
+) -> None:
+    where = _node_range(node, front, positions)
+    if key == "name":
+        parsed.name_range = where
+    if not isinstance(node, yaml.ScalarNode) or node.tag != _STR_TAG:
+        parsed.diagnostics.append(_non_string(key, node, where))
+        return
+    value: str = node.value
+    parsed.fields[key] = value
+    spans_lines = node.style in ("|", ">") or node.end_mark.line > node.start_mark.line
+    checker = {"name": _name_problem, "description": _description_problem, "type": _type_problem}
+    message = checker[key](value, spans_lines, file_name)
+    if message is not None:
+        code, text = message
+        parsed.diagnostics.append(diagnostic(code, Severity.ERROR, text, where))
+
+
+def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:
+    if isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG:
+        message = f"`{key}` has no value; write it on the same line, e.g. `{key}: ...`"
+    else:
+        kind = _KINDS.get(node.tag.rsplit(":", 1)[-1], "non-string value")
+        message = f"`{key}` must be a string, not {kind}; put the value in quotes"
+    return diagnostic("non-string-value", Severity.ERROR, message, where)
+
+
+def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
+    if not _NAME.fullmatch(value):
+        return "name-invalid", _name_rule_broken(value)
+    if value in RESERVED_NAMES:
+        return "name-reserved", (
+            f"`{value}` is reserved (memory.md would clash with MEMORY.md on case-insensitive "
+            "disks); choose another name"
+        )
+    stem = record_name_of(file_name) if file_name else None
+    if stem is not None and stem != value:
+        return "name-mismatch", (
+            f"the name `{value}` differs from the file name `{file_name}`; rename the file to "
+            f"`{value}.md` or set `name: {stem}`"
+        )
+    return None
+
+
+def _name_rule_broken(value: str) -> str:
+    if not value:
+        return "the name is empty; use lowercase letters, digits and hyphens, e.g. `prefer-uv`"
+    if len(value) > NAME_MAX:
+        return f"the name is {len(value)} characters long; at most {NAME_MAX} are allowed"
+    if value != value.lower() and _NAME.fullmatch(value.lower()):
+        return f"names are lowercase; use `{value.lower()}`"
+    bad = sorted({ch for ch in value if not (ch.isascii() and (ch.isalnum() or ch == "-"))})
+    if bad:
+        shown = " ".join(f"`{ch}`" for ch in bad)
+        return f"the name contains {shown}; use only lowercase letters, digits and hyphens"
+    return "the name must start and end with a lowercase letter or digit"
+
+
+def _description_problem(
+    value: str, spans_lines: bool, file_name: str | None
+) -> tuple[str, str] | None:
+    trimmed = value.strip()
+    if spans_lines or "\n" in trimmed:
+        return "description-multiline", "the description must be one line; shorten it or move detail to the body"
+    if not trimmed:
+        return "description-empty", "the description is empty; say in one line when this memory applies"
+    if len(trimmed) > DESCRIPTION_MAX:
+        return "description-too-long", (
+            f"the description is {len(trimmed)} characters; at most {DESCRIPTION_MAX}. "
+            "Move detail to the body"
+        )
+    return None
+
+
+def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
+    if value in {t.value for t in RecordType}:
+        return None
+    if value.strip().lower() in {t.value for t in RecordType}:
+        return "type-invalid", f"types are lowercase: use `{value.strip().lower()}`"
+    return "type-invalid", f"`{value}` is not a record type; use one of {_VALID_TYPES}"
+
+
+def _body_problems(
+    text: str, body: str, front: _FrontMatter, positions: TextPositions
+) -> list[Diagnostic]:
+    problems = []
+    if not body.strip():
+        problems.append(
+            diagnostic(
+                "body-empty", Severity.ERROR,
+                "the record has no body; write below the front matter why this memory matters and when it applies",
+                positions.range(front.end, front.body_start),
+            )
+        )
+    over = _over_budget_offset(body, BODY_MAX_BYTES)
+    if over is not None:
+        size = len(canonicalize(body).encode("utf-8"))
+        problems.append(
+            diagnostic(
+                "body-too-large", Severity.ERROR,
+                f"the body is {size} bytes; the limit is {BODY_MAX_BYTES}. Split it into "
+                "several records or shorten it (from here on is over)",
+                positions.range(front.body_start + over, len(text)),
+            )
+        )
+    if re.match(r"\s*---[ \t]*(?:\r\n|\r|\n)", body):
+        at = front.body_start + body.index("---")
+        problems.append(
+            diagnostic(
+                "front-matter-duplicate", Severity.ERROR,
+                "a second front-matter block follows the first; merge its keys into the first "
+                "block and delete it",
+                positions.range(at, at + 3),
+            )
+        )
+    return problems
+
+
+def _over_budget_offset(text: str, limit: int) -> int | None:
+    """Offset of the first character past `limit` canonical UTF-8 bytes, or None if within."""
+    canonical = canonicalize(text)
+    if len(canonical) <= limit // 4 or len(canonical.encode("utf-8")) <= limit:
+        return None
+    used = 0
+    for offset, ch in enumerate(text):
+        used += len(ch.encode("utf-8")) if ch != "\ufeff" else 0
+        if used > limit:
+            return offset
+    return len(text)
+
+
+def _first_different_line(actual: str, expected: str) -> int:
+    for number, (a, b) in enumerate(zip(actual.split("\n"), expected.split("\n"))):
+        if a != b:
+            return number
+    return min(actual.count("\n"), expected.count("\n"))
