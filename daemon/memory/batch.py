@@ -1,0 +1,158 @@
+"""Change batches and the one planning path that `preview` and `commit` both run.
+
+Planning is pure: given the current files and a batch it validates, canonicalises, orders
+(deletes, then puts, each by name) and computes the next revision, without touching disk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .canonical import canonical_bytes, canonicalize, decode
+from .diagnostics import Severity
+from .index import render_index
+from .record import GLOBAL_FILE, Record, render_record
+from .revision import global_revision, workspace_revision
+from .validation import validate_global, validate_workspace
+
+
+class PutChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["put"]
+    record: Record
+
+
+class DeleteChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["delete"]
+    name: str
+
+
+Change = Annotated[Union[PutChange, DeleteChange], Field(discriminator="action")]
+CHANGES = TypeAdapter(list[Change])
+
+
+def change_name(change: PutChange | DeleteChange) -> str:
+    return change.record.name if isinstance(change, PutChange) else change.name
+
+
+class Problem(BaseModel):
+    """Why a batch or a scope cannot be committed: which change or file, and what to do."""
+
+    code: str
+    message: str
+    change: int | None = None
+    file: str | None = None
+
+
+class InvalidChanges(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class WorkspacePlan:
+    before: str
+    after: str
+    changes: list[PutChange | DeleteChange]
+    writes: dict[str, bytes]
+    deletes: list[str]
+    records: list[Record]
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before
+
+
+@dataclass(frozen=True)
+class GlobalPlan:
+    before: str
+    after: str
+    content: bytes
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before
+
+
+def plan_global(current: bytes, content: str) -> GlobalPlan:
+    canonical = canonicalize(content)
+    errors = [d for d in validate_global(canonical) if d.severity is Severity.ERROR]
+    if errors:
+        raise InvalidChanges([Problem(code=d.code, message=d.message, file=GLOBAL_FILE) for d in errors])
+    data = canonical.encode("utf-8")
+    return GlobalPlan(before=global_revision(current), after=global_revision(data), content=data)
+
+
+def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteChange]) -> WorkspacePlan:
+    """Plan `changes` against `current` (record file name → raw bytes); raise InvalidChanges."""
+    problems = _batch_problems(current, changes)
+    ordered = sorted(changes, key=lambda c: (isinstance(c, PutChange), change_name(c)))
+    deletes = [f"{c.name}.md" for c in ordered if isinstance(c, DeleteChange)]
+    puts = {c.record.file_name: render_record(c.record).encode("utf-8")
+            for c in ordered if isinstance(c, PutChange)}
+    following = {name: data for name, data in current.items() if name not in deletes}
+    following.update(puts)
+    records, record_problems = _validated(following, puts, changes)
+    if problems or record_problems:
+        raise InvalidChanges(problems + record_problems)
+    writes = {name: data for name, data in puts.items()
+              if canonical_bytes(current.get(name, b"")) != data}
+    return WorkspacePlan(
+        before=workspace_revision(current),
+        after=workspace_revision(following),
+        changes=ordered,
+        writes=writes,
+        deletes=deletes,
+        records=records,
+    )
+
+
+def index_bytes(plan: WorkspacePlan) -> bytes:
+    return render_index(plan.records).encode("utf-8")
+
+
+def _batch_problems(current: dict[str, bytes], changes: list[PutChange | DeleteChange]) -> list[Problem]:
+    problems = []
+    seen: dict[str, int] = {}
+    for number, change in enumerate(changes):
+        name = change_name(change)
+        if name.casefold() in seen:
+            problems.append(Problem(
+                code="remem/batch-duplicate-name", change=number,
+                message=f"changes {seen[name.casefold()]} and {number} both touch `{name}`; "
+                "a batch changes each record at most once",
+            ))
+        seen.setdefault(name.casefold(), number)
+        if isinstance(change, DeleteChange) and f"{name}.md" not in current:
+            problems.append(Problem(
+                code="remem/delete-missing", change=number,
+                message=f"deletes `{name}`, which does not exist; re-read the "
+                "workspace and drop this change",
+            ))
+    return problems
+
+
+def _validated(
+    following: dict[str, bytes], puts: dict[str, bytes], changes: list[PutChange | DeleteChange]
+) -> tuple[list[Record], list[Problem]]:
+    texts = {name: decode(data) for name, data in following.items()}
+    parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
+    change_of = {f"{change_name(c)}.md": number for number, c in enumerate(changes)}
+    problems = []
+    for name in sorted(parsed):
+        errors = [d for d in texts[name][1] + parsed[name].diagnostics if d.severity is Severity.ERROR]
+        for error in errors:
+            if name in puts:
+                problems.append(Problem(code=error.code, message=error.message, change=change_of[name]))
+            else:
+                problems.append(Problem(
+                    code=error.code, file=name,
+                    message=f"{error.message} (fix this existing file before committing changes)",
+                ))
+    records = [parsed[name].record for name in sorted(parsed) if parsed[name].record is not None]
+    return records, problems

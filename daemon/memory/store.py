@@ -1,0 +1,277 @@
+"""MemoryStore: reads and compare-and-swap commits of Global and workspace memory.
+
+Each scope has a cross-process lock file (`state/locks/global.lock`, `ws-<key>.lock`); readers
+hold it shared and writers exclusive, always in the order global → workspace. Hand-edited files
+are read as they are: an invalid file makes reads of its scope fail with every problem, and
+nothing is ever dropped or rewritten behind the user's back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel
+
+from ..faults import faultpoint
+from ..fsutil import atomic_write, ensure_private_dir, is_temp_name, remove_stale_temps, replace_durably, write_temp
+from ..home import Home
+from ..locks import file_lock
+from .batch import (
+    DeleteChange,
+    GlobalPlan,
+    InvalidChanges,
+    Problem,
+    PutChange,
+    WorkspacePlan,
+    index_bytes,
+    plan_global,
+    plan_workspace,
+)
+from .canonical import canonicalize, decode
+from .diagnostics import Diagnostic, Range, Position, Severity, diagnostic, has_errors
+from .identity import WorkspaceId
+from .index import render_index
+from .journal import needs_recovery, recover, write_generation
+from .record import INDEX_FILE, Record, record_name_of
+from .revision import global_revision, is_revision, workspace_revision
+from .validation import validate_global, validate_workspace
+
+T = TypeVar("T")
+WORKSPACE_INFO = "workspace.json"
+_START = Position(line=0, character=0)
+
+
+class GlobalSnapshot(BaseModel):
+    revision: str
+    content: str
+
+
+class WorkspaceSnapshot(BaseModel):
+    key: str
+    cwd: str
+    revision: str
+    records: list[Record]
+
+
+class CommitResult(BaseModel):
+    status: Literal["committed", "no-change", "conflict"]
+    revision: str
+
+
+class WorkspaceInfo(BaseModel):
+    """`workspace.json`: tells a person which project a workspace folder belongs to."""
+
+    cwd: str
+    createdAt: str
+
+
+class FileProblems(BaseModel):
+    path: str
+    diagnostics: list[Diagnostic]
+
+
+class MemoryInvalid(Exception):
+    """A scope holds files with errors; every problem is listed so the user can fix them."""
+
+    def __init__(self, files: list[FileProblems]) -> None:
+        count = sum(len(f.diagnostics) for f in files)
+        super().__init__(f"memory has {count} problem(s) in {len(files)} file(s)")
+        self.files = files
+
+
+class MemoryStore:
+    def __init__(self, home: Home) -> None:
+        self.home = home.ensure_layout()
+
+    # -- Global ---------------------------------------------------------------------------
+
+    def read_global(self) -> GlobalSnapshot:
+        raw = self._locked_global(self._read_global_bytes)
+        text, problems = decode(raw)
+        problems += validate_global(text)
+        if has_errors(problems):
+            raise MemoryInvalid([FileProblems(path=str(self.home.global_file), diagnostics=problems)])
+        return GlobalSnapshot(revision=global_revision(raw), content=canonicalize(text))
+
+    def preview_global(self, content: str) -> GlobalPlan:
+        return plan_global(self._locked_global(self._read_global_bytes), content)
+
+    def replace_global(self, expected_revision: str, content: str) -> CommitResult:
+        _check_revision(expected_revision)
+
+        def commit() -> CommitResult:
+            current = self._read_global_bytes()
+            if global_revision(current) != expected_revision:
+                return CommitResult(status="conflict", revision=global_revision(current))
+            plan = plan_global(current, content)
+            if not plan.changed:
+                return CommitResult(status="no-change", revision=plan.before)
+            self._publish_global(plan)
+            return CommitResult(status="committed", revision=plan.after)
+
+        return self._locked_global(commit, exclusive=True)
+
+    # -- Workspaces -----------------------------------------------------------------------
+
+    def read_workspace(self, workspace: WorkspaceId) -> WorkspaceSnapshot:
+        files = self._locked_workspace(workspace, _as_read)
+        return WorkspaceSnapshot(
+            key=workspace.key, cwd=workspace.cwd, revision=workspace_revision(files),
+            records=self._valid_records(workspace, files),
+        )
+
+    def preview_workspace(
+        self, workspace: WorkspaceId, changes: list[PutChange | DeleteChange]
+    ) -> WorkspacePlan:
+        return plan_workspace(self._locked_workspace(workspace, _as_read), changes)
+
+    def commit_workspace(
+        self, workspace: WorkspaceId, expected_revision: str, changes: list[PutChange | DeleteChange]
+    ) -> CommitResult:
+        _check_revision(expected_revision)
+
+        def commit(files: dict[str, bytes]) -> CommitResult:
+            if workspace_revision(files) != expected_revision:
+                return CommitResult(status="conflict", revision=workspace_revision(files))
+            plan = plan_workspace(files, changes)
+            if not plan.changed:
+                return CommitResult(status="no-change", revision=plan.before)
+            self._publish_workspace(workspace, plan)
+            return CommitResult(status="committed", revision=plan.after)
+
+        return self._locked_workspace(workspace, commit, exclusive=True)
+
+    def regenerate_index(self, workspace: WorkspaceId) -> bool:
+        """Rewrite `MEMORY.md` from valid records; False when it was already in sync."""
+
+        def regenerate(files: dict[str, bytes]) -> bool:
+            records = self._valid_records(workspace, files)
+            wanted = render_index(records).encode("utf-8")
+            target = self.folder(workspace) / INDEX_FILE
+            if target.exists() and target.read_bytes() == wanted:
+                return False
+            ensure_private_dir(target.parent)
+            atomic_write(target, wanted)
+            return True
+
+        return self._locked_workspace(workspace, regenerate, exclusive=True)
+
+    def folder(self, workspace: WorkspaceId) -> Path:
+        return self.home.workspaces / workspace.key
+
+    # -- Internals ------------------------------------------------------------------------
+
+    def _read_global_bytes(self) -> bytes:
+        try:
+            return self.home.global_file.read_bytes()
+        except FileNotFoundError:
+            return b""
+
+    def _publish_global(self, plan: GlobalPlan) -> None:
+        temp = write_temp(self.home.global_file, plan.content)
+        faultpoint("memory.global.after-temp-write")
+        replace_durably(temp, self.home.global_file)
+
+    def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
+        lock = self.home.locks / "global.lock"
+        if not exclusive:
+            with file_lock(lock, shared=True):
+                if not _has_temps(self.home.memory):
+                    return action()
+        with file_lock(lock):
+            remove_stale_temps(self.home.memory)
+            return action()
+
+    def _locked_workspace(
+        self, workspace: WorkspaceId, action: Callable[[dict[str, bytes]], T], *, exclusive: bool = False
+    ) -> T:
+        lock = self.home.locks / f"ws-{workspace.key}.lock"
+        folder = self.folder(workspace)
+        if not exclusive:
+            with file_lock(lock, shared=True):
+                names = _listing(folder)
+                if not needs_recovery(names):
+                    return action(_read_records(folder, names))
+        with file_lock(lock):
+            if folder.is_dir():
+                recover(folder)
+            return action(_read_records(folder, _listing(folder)))
+
+    def _valid_records(self, workspace: WorkspaceId, files: dict[str, bytes]) -> list[Record]:
+        texts = {name: decode(data) for name, data in files.items()}
+        parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
+        broken = []
+        for name in sorted(parsed):
+            diagnostics = texts[name][1] + parsed[name].diagnostics
+            if has_errors(diagnostics):
+                path = str(self.folder(workspace) / name)
+                broken.append(FileProblems(path=path, diagnostics=diagnostics))
+        if broken:
+            raise MemoryInvalid(broken)
+        return [parsed[name].record for name in sorted(parsed)]  # type: ignore[misc]
+
+    def _publish_workspace(self, workspace: WorkspaceId, plan: WorkspacePlan) -> None:
+        folder = self.folder(workspace)
+        if not folder.is_dir():
+            ensure_private_dir(folder)
+            info = WorkspaceInfo(cwd=workspace.cwd, createdAt=_now())
+            atomic_write(folder / WORKSPACE_INFO, info.model_dump_json(indent=2).encode() + b"\n")
+        writes = dict(plan.writes)
+        writes[INDEX_FILE] = index_bytes(plan)
+        write_generation(folder, plan.after, writes, plan.deletes)
+
+
+_IRREGULAR = diagnostic(
+    "not-a-regular-file", Severity.ERROR,
+    "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
+    Range(start=_START, end=_START),
+)
+
+
+def _check_revision(revision: str) -> None:
+    if not is_revision(revision):
+        raise InvalidChanges([Problem(
+            code="remem/bad-revision",
+            message=f"`{revision}` is not a revision; revisions look like `sha256:` and 64 hex "
+            "digits (take one from `remem memory show --json`)",
+        )])
+
+
+def _listing(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
+
+
+def _has_temps(folder: Path) -> bool:
+    return any(is_temp_name(name) for name in _listing(folder))
+
+
+def _as_read(files: dict[str, bytes]) -> dict[str, bytes]:
+    return files
+
+
+def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
+    files = {}
+    irregular = []
+    for name in sorted(names):
+        if record_name_of(name) is None:
+            continue
+        path = folder / name
+        # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
+        if path.is_symlink() or not path.is_file():
+            irregular.append(FileProblems(path=str(path), diagnostics=[_IRREGULAR]))
+            continue
+        files[name] = path.read_bytes()
+    if irregular:
+        raise MemoryInvalid(irregular)
+    return files
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
