@@ -1,0 +1,178 @@
+"""`settings.yml`: the user's settings, parsed strictly and updated only by compare-and-swap.
+
+Errors name the key and the line, because a settings file is edited by hand and "invalid
+settings" alone leaves the user guessing. Updates rewrite only the keys the user set (plus the
+changed ones); YAML comments are not preserved by a rewrite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .faults import faultpoint
+from .fsutil import replace_durably, write_temp
+from .home import Home
+from .locks import file_lock
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SessionsSettings(_Strict):
+    roots: list[str] = Field(default_factory=list)
+    idle_seconds: int = Field(default=120, gt=0)
+
+
+class DaemonSettings(_Strict):
+    idle_minutes: int = Field(default=60, gt=0)
+
+
+class ProviderSettings(_Strict):
+    base_url: str
+    api_key_env: str | None = None
+
+
+class ConsolidationSettings(_Strict):
+    provider: str = "deepseek"
+    model: str = "deepseek-v4-flash"
+    max_tokens: int = Field(default=8192, gt=0)
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    max_input_bytes: int = Field(default=131072, gt=0)
+    debug: bool = False
+
+
+PREDEFINED_PROVIDERS = {
+    "deepseek": ProviderSettings(base_url="https://api.deepseek.com", api_key_env="DEEPSEEK_API_KEY"),
+    "openai": ProviderSettings(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"),
+    "ollama": ProviderSettings(base_url="http://127.0.0.1:11434/v1"),
+}
+
+
+class Settings(_Strict):
+    sessions: SessionsSettings = Field(default_factory=SessionsSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+
+    def all_providers(self) -> dict[str, ProviderSettings]:
+        return {**PREDEFINED_PROVIDERS, **self.providers}
+
+
+class SettingsError(Exception):
+    """settings.yml cannot be used; each problem names the key and its line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class SettingsConflict(Exception):
+    def __init__(self, revision: str) -> None:
+        super().__init__(f"settings.yml changed meanwhile (now {revision}); re-read and retry")
+        self.revision = revision
+
+
+def revision_of(raw: bytes) -> str:
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
+    """Parse and validate; raise SettingsError naming every bad key and its line."""
+    try:
+        text = raw.decode("utf-8")
+        node = yaml.compose(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_LOADER) if node is not None else {}
+    except UnicodeDecodeError as exc:
+        raise SettingsError([f"{source}: not valid UTF-8 at byte {exc.start}"]) from exc
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
+        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"]) from exc
+    if not isinstance(data, dict):
+        raise SettingsError([f"{source}:1: settings must be a mapping of sections (sessions, daemon, ...)"])
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError([_describe(error, node, source) for error in exc.errors()]) from exc
+    provider = settings.consolidation.provider
+    if provider not in settings.all_providers():
+        line = _line_of(node, ["consolidation", "provider"])
+        known = ", ".join(sorted(settings.all_providers()))
+        raise SettingsError([
+            f"{source}:{line}: consolidation.provider: `{provider}` is not defined; use one of "
+            f"{known} or add it under providers"
+        ])
+    return settings
+
+
+def _describe(error: Mapping[str, Any], node: yaml.Node | None, source: str) -> str:
+    location = [str(part) for part in error["loc"]]
+    line = _line_of(node, location)
+    key = ".".join(location) or "(top level)"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key; check its spelling against docs/cli.md#settings"
+    return f"{source}:{line}: {key}: {message}"
+
+
+def _line_of(node: yaml.Node | None, location: list[str]) -> int:
+    """1-based line of the deepest node on `location` that exists in the file."""
+    line = 1
+    for part in location:
+        if not isinstance(node, yaml.MappingNode):
+            break
+        match = next(((k, v) for k, v in node.value if str(k.value) == part), None)
+        if match is None:
+            break
+        line = match[0].start_mark.line + 1
+        node = match[1]
+    return line
+
+
+class SettingsStore:
+    """Reads `settings.yml` and updates it with CAS on the file's revision."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home.ensure_layout()
+
+    def read(self) -> tuple[Settings, str]:
+        raw = self._raw()
+        return parse_settings(raw, str(self.home.settings_file)), revision_of(raw)
+
+    def update(self, expected_revision: str, changes: Mapping[str, Any]) -> str:
+        """Set dotted keys (`consolidation.model`) if the file is still at `expected_revision`."""
+        with file_lock(self.home.locks / "settings.lock"):
+            raw = self._raw()
+            if revision_of(raw) != expected_revision:
+                raise SettingsConflict(revision_of(raw))
+            data = parse_settings(raw, str(self.home.settings_file)).model_dump(exclude_unset=True)
+            for dotted, value in changes.items():
+                _assign(data, dotted.split("."), value)
+            new_raw = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
+            parse_settings(new_raw, "the updated settings")
+            temp = write_temp(self.home.settings_file, new_raw)
+            faultpoint("settings.after-temp-write")
+            replace_durably(temp, self.home.settings_file)
+            return revision_of(new_raw)
+
+    def _raw(self) -> bytes:
+        try:
+            return self.home.settings_file.read_bytes()
+        except FileNotFoundError:
+            return b""
+
+
+def _assign(data: dict[str, Any], path: list[str], value: Any) -> None:
+    for part in path[:-1]:
+        child = data.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise SettingsError([f"`{part}` is not a section, cannot set `{'.'.join(path)}`"])
+        data = child
+    data[path[-1]] = value
