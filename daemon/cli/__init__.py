@@ -1,0 +1,28 @@
+"""The `remem` command line: one group per capability, `--json` on every command."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from ..home import Home
+from .memory import memory
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--home", type=click.Path(file_okay=False), envvar="REMEM_HOME",
+    help="remem's home folder (default: $REMEM_HOME, else ~/.remem).",
+)
+@click.version_option(__version__, prog_name="remem")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """remem: validated, evidenced, recoverable long-term memory for coding agents."""
+    ctx.obj = Home.resolve(home)
+
+
+cli.add_command(memory)
+
+
+def main() -> None:
+    cli(prog_name="remem")

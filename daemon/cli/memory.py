@@ -1,0 +1,190 @@
+"""`remem memory ...`: validate, show, apply, replace-global, reindex and context."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+
+from ..home import Home
+from ..memory.batch import CHANGES, InvalidChanges, Problem
+from ..memory.context import render_context
+from ..memory.diagnostics import Severity
+from ..memory.identity import WorkspaceId
+from ..memory.lint import NotMemoryFile, lint_paths
+from ..memory.store import CommitResult, MemoryInvalid, MemoryStore
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail, print_file_problems
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+cwd_option = click.option(
+    "--cwd", type=click.Path(file_okay=False), default=None,
+    help="The workspace (project folder); default: the current directory.",
+)
+
+
+@click.group()
+def memory() -> None:
+    """Read, validate and change Global and workspace memory."""
+
+
+@memory.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@json_option
+def validate(paths: tuple[Path, ...], as_json: bool) -> None:
+    """Check memory files (or folders of them) against every rule; exit 1 on any error."""
+    try:
+        reports = lint_paths(list(paths))
+    except NotMemoryFile as exc:
+        fail(str(exc))
+    ok = not any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)
+    if as_json:
+        emit_json({"ok": ok, "files": [r.model_dump(mode="json") for r in reports]})
+    else:
+        print_file_problems(reports)
+        count = sum(len(r.diagnostics) for r in reports)
+        click.echo(f"{len(reports)} file(s) checked, {count} problem(s)" + ("" if ok else ", not valid"))
+    sys.exit(0 if ok else EXIT_PROBLEMS)
+
+
+@memory.command()
+@cwd_option
+@json_option
+@click.pass_obj
+def show(home: Home, cwd: str | None, as_json: bool) -> None:
+    """Show Global memory and this workspace's records with their revisions."""
+    store = MemoryStore(home)
+    workspace = _workspace(cwd)
+    try:
+        global_memory = store.read_global()
+        snapshot = store.read_workspace(workspace)
+    except MemoryInvalid as exc:
+        _report_invalid(exc, as_json)
+    if as_json:
+        emit_json({
+            "global": global_memory.model_dump(mode="json"),
+            "workspace": snapshot.model_dump(mode="json", include={"key", "revision", "records"}),
+        })
+        return
+    click.echo(f"Global memory ({global_memory.revision})")
+    click.echo(global_memory.content or "(empty)\n")
+    click.echo(f"Workspace {snapshot.key} for {snapshot.cwd} ({snapshot.revision})")
+    for record in snapshot.records:
+        click.echo(f"  {record.name} [{record.type}] — {record.description}")
+    if not snapshot.records:
+        click.echo("  (no records)")
+
+
+@memory.command()
+@cwd_option
+@click.option("--expected-revision", required=True, help="The workspace revision your changes are based on.")
+@click.option("--changes", "changes_file", required=True, type=click.File("rb"),
+              help="JSON list of put/delete changes ('-' for stdin).")
+@json_option
+@click.pass_obj
+def apply(home: Home, cwd: str | None, expected_revision: str, changes_file, as_json: bool) -> None:  # noqa: ANN001
+    """Commit a batch of record changes if the workspace is still at --expected-revision."""
+    try:
+        changes = CHANGES.validate_json(changes_file.read())
+    except ValidationError as exc:
+        _report_result_invalid([_problem_from(error) for error in exc.errors()], as_json)
+    store = MemoryStore(home)
+    _commit(lambda: store.commit_workspace(_workspace(cwd), expected_revision, changes), as_json)
+
+
+@memory.command("replace-global")
+@click.option("--expected-revision", required=True, help="The Global revision your text is based on.")
+@click.option("--file", "source", required=True, type=click.File("rb"), help="New GLOBAL.md text ('-' for stdin).")
+@json_option
+@click.pass_obj
+def replace_global(home: Home, expected_revision: str, source, as_json: bool) -> None:  # noqa: ANN001
+    """Replace GLOBAL.md if it is still at --expected-revision."""
+    raw = source.read()
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _report_result_invalid(
+            [Problem(code="remem/encoding", message=f"the new text is not UTF-8 (byte offset {exc.start})")],
+            as_json,
+        )
+    store = MemoryStore(home)
+    _commit(lambda: store.replace_global(expected_revision, content), as_json)
+
+
+@memory.command()
+@cwd_option
+@json_option
+@click.pass_obj
+def reindex(home: Home, cwd: str | None, as_json: bool) -> None:
+    """Regenerate this workspace's MEMORY.md from its records."""
+    try:
+        written = MemoryStore(home).regenerate_index(_workspace(cwd))
+    except MemoryInvalid as exc:
+        _report_invalid(exc, as_json)
+    if as_json:
+        emit_json({"status": "regenerated" if written else "no-change"})
+    else:
+        click.echo("MEMORY.md regenerated" if written else "MEMORY.md already up to date")
+
+
+@memory.command()
+@cwd_option
+@click.pass_obj
+def context(home: Home, cwd: str | None) -> None:
+    """Print what an agent should load: Global memory and the workspace index."""
+    try:
+        click.echo(render_context(MemoryStore(home), _workspace(cwd)), nl=False)
+    except MemoryInvalid as exc:
+        _report_invalid(exc, as_json=False)
+
+
+def _workspace(cwd: str | None) -> WorkspaceId:
+    return WorkspaceId.from_cwd(cwd if cwd is not None else os.getcwd())
+
+
+def _commit(action, as_json: bool) -> None:  # noqa: ANN001
+    try:
+        result: CommitResult = action()
+    except InvalidChanges as exc:
+        _report_result_invalid(exc.problems, as_json)
+    except MemoryInvalid as exc:
+        problems = [Problem(code=d.code, message=d.message, file=f.path) for f in exc.files for d in f.diagnostics]
+        _report_result_invalid(problems, as_json)
+    if as_json:
+        emit_json(result)
+    elif result.status == "conflict":
+        click.echo(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
+    else:
+        click.echo(f"{result.status}: {result.revision}")
+    sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
+
+
+def _report_result_invalid(problems: list[Problem], as_json: bool) -> None:
+    if as_json:
+        emit_json({"status": "invalid", "problems": [p.model_dump(mode="json") for p in problems]})
+    else:
+        for problem in problems:
+            where = f"change {problem.change}: " if problem.change is not None else ""
+            where = f"{problem.file}: " if problem.file else where
+            click.echo(f"invalid: {where}{problem.message} [{problem.code}]", err=True)
+    sys.exit(EXIT_INVALID)
+
+
+def _report_invalid(exc: MemoryInvalid, as_json: bool) -> None:
+    if as_json:
+        files = [f.model_dump(mode="json") for f in exc.files]
+        emit_json({"error": {"code": "memory-invalid", "message": str(exc), "files": files}})
+    else:
+        print_file_problems(exc.files, err=True)
+        click.echo(f"remem: {exc}; fix the files above (see `remem memory validate`)", err=True)
+    sys.exit(EXIT_PROBLEMS)
+
+
+def _problem_from(error: dict) -> Problem:  # type: ignore[type-arg]
+    location = error["loc"]
+    change = location[0] if location and isinstance(location[0], int) else None
+    field = ".".join(str(part) for part in location[1:] if not str(part) in ("put", "delete"))
+    return Problem(code="remem/bad-change", change=change, message=f"{field or 'change'}: {error['msg']}")
