@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .faults import faultpoint
-from .fsutil import replace_durably, write_temp
+from .fsutil import remove_stale_temps, replace_durably, write_temp
 from .home import Home
 from .locks import file_lock
 
@@ -149,6 +149,7 @@ class SettingsStore:
     def update(self, expected_revision: str, changes: Mapping[str, Any]) -> str:
         """Set dotted keys (`consolidation.model`) if the file is still at `expected_revision`."""
         with file_lock(self.home.locks / "settings.lock"):
+            remove_stale_temps(self.home.root)
             raw = self._raw()
             if revision_of(raw) != expected_revision:
                 raise SettingsConflict(revision_of(raw))

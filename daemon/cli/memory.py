@@ -176,7 +176,8 @@ def _report_result_invalid(problems: list[Problem], as_json: bool) -> None:
 def _report_invalid(exc: MemoryInvalid, as_json: bool) -> None:
     if as_json:
         files = [f.model_dump(mode="json") for f in exc.files]
-        emit_json({"error": {"code": "memory-invalid", "message": str(exc), "files": files}})
+        error = {"code": "memory-invalid", "message": str(exc), "revision": exc.revision, "files": files}
+        emit_json({"error": error})
     else:
         print_file_problems(exc.files, err=True)
         click.echo(f"remem: {exc}; fix the files above (see `remem memory validate`)", err=True)

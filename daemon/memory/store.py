@@ -77,10 +77,12 @@ class FileProblems(BaseModel):
 class MemoryInvalid(Exception):
     """A scope holds files with errors; every problem is listed so the user can fix them."""
 
-    def __init__(self, files: list[FileProblems]) -> None:
+    def __init__(self, files: list[FileProblems], revision: str | None = None) -> None:
         count = sum(len(f.diagnostics) for f in files)
         super().__init__(f"memory has {count} problem(s) in {len(files)} file(s)")
         self.files = files
+        # The scope's revision, so a fix can still be committed with compare-and-swap.
+        self.revision = revision
 
 
 class MemoryStore:
@@ -94,7 +96,8 @@ class MemoryStore:
         text, problems = decode(raw)
         problems += validate_global(text)
         if has_errors(problems):
-            raise MemoryInvalid([FileProblems(path=str(self.home.global_file), diagnostics=problems)])
+            files = [FileProblems(path=str(self.home.global_file), diagnostics=problems)]
+            raise MemoryInvalid(files, global_revision(raw))
         return GlobalSnapshot(revision=global_revision(raw), content=canonicalize(text))
 
     def preview_global(self, content: str) -> GlobalPlan:
@@ -211,7 +214,7 @@ class MemoryStore:
                 path = str(self.folder(workspace) / name)
                 broken.append(FileProblems(path=path, diagnostics=diagnostics))
         if broken:
-            raise MemoryInvalid(broken)
+            raise MemoryInvalid(broken, workspace_revision(files))
         return [parsed[name].record for name in sorted(parsed)]  # type: ignore[misc]
 
     def _publish_workspace(self, workspace: WorkspaceId, plan: WorkspacePlan) -> None:
