@@ -1,0 +1,30 @@
+"""Shared fixtures: a fresh REMEM_HOME per test and a store on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    root = tmp_path / "home"
+    monkeypatch.setenv("REMEM_HOME", str(root))
+    return Home(root)
+
+
+@pytest.fixture
+def store(home: Home) -> MemoryStore:
+    return MemoryStore(home)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> WorkspaceId:
+    project = tmp_path / "My Project"
+    project.mkdir()
+    return WorkspaceId.from_cwd(project)

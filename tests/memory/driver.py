@@ -1,0 +1,74 @@
+"""A separate process that drives the store, for crash-point and multi-process race tests.
+
+    python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
+    python -m tests.memory.driver replace-global HOME EXPECTED TEXT
+    python -m tests.memory.driver read HOME CWD
+    python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
+    python -m tests.memory.driver race HOME CWD WORKER COUNT
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from remem.daemon.home import Home
+from remem.daemon.memory.batch import CHANGES, PutChange
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.record import Record
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.settings import SettingsStore
+
+
+def commit(home: str, cwd: str, expected: str, changes: str) -> None:
+    store = MemoryStore(Home(Path(home)))
+    result = store.commit_workspace(WorkspaceId.from_cwd(cwd), expected, CHANGES.validate_json(changes))
+    print(result.model_dump_json())
+
+
+def replace_global(home: str, expected: str, text: str) -> None:
+    print(MemoryStore(Home(Path(home))).replace_global(expected, text).model_dump_json())
+
+
+def read(home: str, cwd: str) -> None:
+    snap = MemoryStore(Home(Path(home))).read_workspace(WorkspaceId.from_cwd(cwd))
+    print(json.dumps({r.name: r.content for r in snap.records}))
+
+
+def update_settings(home: str, expected: str, key: str, value: str) -> None:
+    print(SettingsStore(Home(Path(home))).update(expected, {key: value}))
+
+
+def race(home: str, cwd: str, worker: str, count: str) -> None:
+    """Read-modify-CAS `count` times on a shared counter record and on Global; print tallies."""
+    store = MemoryStore(Home(Path(home)))
+    workspace = WorkspaceId.from_cwd(cwd)
+    conflicts = 0
+    for n in range(1, int(count) + 1):
+        while True:
+            snap = store.read_workspace(workspace)
+            total = next((int(r.content) for r in snap.records if r.name == "counter"), 0)
+            changes = [_counter("counter", total + 1), _counter(f"worker-{worker}", n)]
+            if store.commit_workspace(workspace, snap.revision, changes).status == "committed":
+                break
+            conflicts += 1
+        while True:
+            current = store.read_global()
+            text = f"{current.content}{worker}-{n}\n"
+            if store.replace_global(current.revision, text).status == "committed":
+                break
+            conflicts += 1
+    print(json.dumps({"worker": worker, "commits": int(count) * 2, "conflicts": conflicts}))
+
+
+def _counter(name: str, value: int) -> PutChange:
+    record = Record(name=name, description=f"Counter {name}", type="project", content=f"{value}\n")
+    return PutChange(action="put", record=record)
+
+
+if __name__ == "__main__":
+    command, *args = sys.argv[1:]
+    commands = {"commit": commit, "replace-global": replace_global, "read": read,
+                "update-settings": update_settings, "race": race}
+    commands[command](*args)

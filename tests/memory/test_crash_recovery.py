@@ -1,0 +1,103 @@
+"""Kill a committing process at every named crash point and prove recovery.
+
+After each crash the next reader must see exactly the old or exactly the new generation,
+never a mix, and no temp or journal file may remain once it has recovered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.faults import EXIT_CODE, POINTS
+from remem.daemon.fsutil import is_temp_name
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.index import render_index
+from remem.daemon.memory.journal import JOURNAL_NAME
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.settings import SettingsStore
+
+from .factory import delete, put
+
+REPO = Path(__file__).resolve().parents[2]
+EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+ROLLS_FORWARD = {
+    "memory.workspace.after-temp-files": False,
+    "memory.workspace.after-journal": True,
+    "memory.workspace.mid-rename": True,
+    "memory.workspace.before-journal-removal": True,
+}
+
+
+def run_driver(point: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REMEM_FAULTPOINT": point}
+    return subprocess.run([sys.executable, "-m", "tests.memory.driver", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def generation(store: MemoryStore, workspace: WorkspaceId) -> dict[str, str]:
+    return {r.name: r.content for r in store.read_workspace(workspace).records}
+
+
+def leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if is_temp_name(p.name) or p.name == JOURNAL_NAME]
+
+
+def test_every_memory_fault_point_is_covered() -> None:
+    covered = set(ROLLS_FORWARD) | {"memory.global.after-temp-write", "settings.after-temp-write"}
+    assert {p for p in POINTS if p.startswith(("memory.", "settings."))} == covered
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", sorted(ROLLS_FORWARD))
+def test_workspace_commit_crash(point: str, store: MemoryStore, workspace: WorkspaceId) -> None:
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    old = generation(store, workspace)
+    batch = [delete("alpha"), put("beta", body="Beta, updated.\n"), put("gamma")]
+    payload = json.dumps([c.model_dump() for c in batch])
+    crashed = run_driver(point, "commit", str(store.home.root), workspace.cwd, base, payload)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    new = {"beta": "Beta, updated.\n", "gamma": "Why it matters.\n"}
+    interrupted = os.listdir(store.folder(workspace))
+    assert (JOURNAL_NAME in interrupted) == ROLLS_FORWARD[point], interrupted
+
+    other_process = run_driver("", "read", str(store.home.root), workspace.cwd)
+    assert other_process.returncode == 0, other_process.stderr
+    expected = new if ROLLS_FORWARD[point] else old
+    assert json.loads(other_process.stdout) == expected
+    assert generation(store, workspace) == expected
+    folder = store.folder(workspace)
+    assert leftovers(folder) == []
+    assert (folder / "MEMORY.md").read_text() == render_index(store.read_workspace(workspace).records)
+
+
+@pytest.mark.slow
+def test_global_replace_crash(store: MemoryStore) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    crashed = run_driver("memory.global.after-temp-write", "replace-global", str(store.home.root), base,
+                         "New global.\n")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    assert leftovers(store.home.memory) != [], "the crash left its temp file"
+    assert store.read_global().content == "Old global.\n"
+    assert leftovers(store.home.memory) == []
+    assert store.replace_global(base, "New global.\n").status == "committed"
+
+
+@pytest.mark.slow
+def test_settings_update_crash(home: Home) -> None:
+    settings = SettingsStore(home)
+    _, base = settings.read()
+    crashed = run_driver("settings.after-temp-write", "update-settings", str(home.root), base,
+                         "consolidation.model", "crashed-model")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    current, revision = settings.read()
+    assert current.consolidation.model == "deepseek-v4-flash" and revision == base
+    settings.update(base, {"consolidation.model": "next-model"})
+    assert leftovers(home.root) == []
+    assert settings.read()[0].consolidation.model == "next-model"

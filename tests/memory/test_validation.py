@@ -1,0 +1,242 @@
+"""Every validation rule: a valid case, an invalid case, and the exact range it reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from remem.daemon.memory.diagnostics import Diagnostic, Severity
+from remem.daemon.memory.validation import (
+    parse_record,
+    validate_global,
+    validate_index,
+    validate_record,
+    validate_workspace,
+)
+from remem.daemon.memory.index import render_index
+
+VALID = "---\nname: prefer-uv\ndescription: Use uv instead of pip\ntype: feedback\n---\nBecause it is fast.\n"
+
+
+def only(diagnostics: list[Diagnostic], code: str) -> Diagnostic:
+    matching = [d for d in diagnostics if d.code == f"remem/{code}"]
+    assert len(matching) == 1, [d.code for d in diagnostics]
+    return matching[0]
+
+
+def span(d: Diagnostic) -> tuple[int, int, int, int]:
+    r = d.range
+    return (r.start.line, r.start.character, r.end.line, r.end.character)
+
+
+def record(name: str = "prefer-uv", description: str = "Use uv", type_: str = "feedback",
+           body: str = "Because it is fast.\n") -> str:
+    return f"---\nname: {name}\ndescription: {description}\ntype: {type_}\n---\n{body}"
+
+
+def test_valid_record_has_no_problems_and_parses_fields() -> None:
+    parsed = parse_record(VALID, "prefer-uv.md")
+    assert parsed.diagnostics == []
+    assert parsed.record is not None
+    assert parsed.record.model_dump() == {
+        "name": "prefer-uv", "description": "Use uv instead of pip", "type": "feedback",
+        "content": "Because it is fast.\n",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "where"),
+    [
+        ("no front matter\n", "front-matter-missing", (0, 0, 0, 15)),
+        ("", "front-matter-missing", (0, 0, 0, 0)),
+        ("---\nname: a\n", "front-matter-unterminated", (0, 0, 0, 3)),
+        ("---\nname: a\n\tdescription: b\n---\nx\n", "front-matter-tab", (2, 0, 2, 1)),
+        ("---\nname: [a\n---\nx\n", "front-matter-syntax", (2, 0, 2, 0)),
+        ("---\n- a\n---\nx\n", "front-matter-not-mapping", (1, 0, 1, 3)),
+    ],
+)
+def test_front_matter_structure(text: str, code: str, where: tuple[int, int, int, int]) -> None:
+    assert span(only(validate_record(text, "a.md"), code)) == where
+
+
+def test_second_front_matter_block() -> None:
+    text = record(body="\n---\nextra: 1\n---\nbody\n")
+    assert span(only(validate_record(text, "prefer-uv.md"), "front-matter-duplicate")) == (6, 0, 6, 3)
+
+
+def test_unknown_and_duplicate_keys_point_at_the_key() -> None:
+    text = "---\nname: a\ndescription: d\ntype: project\ntags: x\nname: b\n---\nbody\n"
+    problems = validate_record(text, "a.md")
+    assert span(only(problems, "unknown-key")) == (4, 0, 4, 4)
+    assert "tags" in only(problems, "unknown-key").message
+    assert span(only(problems, "duplicate-key")) == (5, 0, 5, 4)
+
+
+def test_missing_keys_are_each_reported() -> None:
+    problems = validate_record("---\nname: a\n---\nbody\n", "a.md")
+    missing = sorted(d.message for d in problems if d.code == "remem/missing-key")
+    assert len(missing) == 2
+    assert "`description`" in missing[0] and "`type`" in missing[1]
+    assert all(span(d) == (0, 0, 0, 3) for d in problems if d.code == "remem/missing-key")
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [("name: 42", "a number"), ("name: true", "a boolean"), ("name: [a]", "a list"),
+     ("name: {a: 1}", "a mapping"), ("name:", "has no value")],
+)
+def test_non_string_values(line: str, fragment: str) -> None:
+    text = f"---\n{line}\ndescription: d\ntype: project\n---\nbody\n"
+    problem = only(validate_record(text, "a.md"), "non-string-value")
+    assert fragment in problem.message
+    assert span(problem)[:2] == (1, 6) or fragment == "has no value"
+
+
+def test_quoted_scalars_are_strings() -> None:
+    text = '---\nname: "a"\ndescription: \'yes\'\ntype: project\n---\nbody\n'
+    assert validate_record(text, "a.md") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("Prefer-UV", "lowercase; use `prefer-uv`"),
+        ("prefer_uv", "contains `_`"),
+        ("-prefer", "start and end"),
+        ("prefer-", "start and end"),
+        ("a" * 65, "65 characters"),
+        ('""', "empty"),
+    ],
+)
+def test_invalid_names_say_which_rule(name: str, fragment: str) -> None:
+    problem = only(validate_record(record(name=name), None), "name-invalid")
+    assert fragment in problem.message
+    assert span(problem)[:2] == (1, 6)
+
+
+def test_longest_valid_name_and_single_character_name() -> None:
+    assert validate_record(record(name="a" * 64), None) == []
+    assert validate_record(record(name="a"), "a.md") == []
+
+
+def test_reserved_name() -> None:
+    problem = only(validate_record(record(name="memory"), "memory.md"), "name-reserved")
+    assert span(problem) == (1, 6, 1, 12)
+
+
+def test_name_must_match_file_stem() -> None:
+    problem = only(validate_record(record(name="prefer-uv"), "other.md"), "name-mismatch")
+    assert span(problem) == (1, 6, 1, 15)
+    assert "`prefer-uv.md`" in problem.message and "name: other" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("description", "code", "where"),
+    [
+        ('""', "description-empty", (2, 13, 2, 15)),
+        ('"   "', "description-empty", (2, 13, 2, 18)),
+        ("x" * 201, "description-too-long", (2, 13, 2, 214)),
+        ("|\n  one\n  two", "description-multiline", (2, 13, 4, 5)),
+        ("first\n  second", "description-multiline", (2, 13, 3, 8)),
+    ],
+)
+def test_descriptions(description: str, code: str, where: tuple[int, int, int, int]) -> None:
+    problem = only(validate_record(record(description=description), "prefer-uv.md"), code)
+    assert span(problem) == where
+
+
+def test_description_of_exactly_200_characters_is_valid() -> None:
+    assert validate_record(record(description="x" * 200), "prefer-uv.md") == []
+
+
+def test_bad_type_lists_valid_ones_and_casing_is_explained() -> None:
+    wrong = only(validate_record(record(type_="note"), "prefer-uv.md"), "type-invalid")
+    assert all(t in wrong.message for t in ("`feedback`", "`project`", "`reference`"))
+    assert span(wrong) == (3, 6, 3, 10)
+    casing = only(validate_record(record(type_="Project"), "prefer-uv.md"), "type-invalid")
+    assert "use `project`" in casing.message
+
+
+def test_empty_body() -> None:
+    problem = only(validate_record(record(body="  \n\n"), "prefer-uv.md"), "body-empty")
+    assert span(problem) == (4, 0, 5, 0)
+
+
+def test_body_size_limit_points_at_the_overflow() -> None:
+    assert validate_record(record(body="x" * 8191 + "\n"), "prefer-uv.md") == []
+    problem = only(validate_record(record(body="x" * 8192 + "\n"), "prefer-uv.md"), "body-too-large")
+    assert span(problem) == (5, 8192, 6, 0)
+
+
+def test_global_size_limit_counts_utf8_bytes() -> None:
+    assert validate_global("é" * 12287 + "\n") == []
+    problem = only(validate_global("é" * 12288 + "\n"), "global-too-large")
+    assert span(problem) == (0, 12288, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "severity", "where"),
+    [
+        ("\ufeffhello\n", "bom", Severity.WARNING, (0, 0, 0, 1)),
+        ("a\r\nb\r\n", "line-endings", Severity.WARNING, (0, 1, 0, 2)),
+        ("a\x00b\n", "control-character", Severity.ERROR, (0, 1, 0, 2)),
+        ("a\x85b\n", "control-character", Severity.ERROR, (0, 1, 0, 2)),
+        ("hello", "trailing-newline", Severity.WARNING, (0, 4, 0, 5)),
+        ("hello\n\n\n", "trailing-newline", Severity.WARNING, (1, 0, 3, 0)),
+    ],
+)
+def test_non_canonical_text(text: str, code: str, severity: Severity, where: tuple[int, int, int, int]) -> None:
+    problem = only(validate_global(text), code)
+    assert problem.severity is severity
+    assert span(problem) == where
+
+
+def test_tab_and_empty_global_are_canonical() -> None:
+    assert validate_global("a\tb\n") == []
+    assert validate_global("") == []
+
+
+def test_ranges_count_utf16_code_units() -> None:
+    problem = only(validate_global("😀\x01\n"), "control-character")
+    assert span(problem) == (0, 2, 0, 3)
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    text = "\ufeff---\r\nname: Bad_Name\r\ndescription: ''\r\ntype: nope\r\nextra: 1\r\n---\r\n\r\n"
+    codes = {d.code for d in validate_record(text, "x.md")}
+    assert codes == {
+        "remem/bom", "remem/line-endings", "remem/trailing-newline", "remem/name-invalid",
+        "remem/description-empty", "remem/type-invalid", "remem/unknown-key", "remem/body-empty",
+    }
+
+
+def test_workspace_duplicate_names_ignore_case() -> None:
+    files = {"a.md": record(name="a"), "b.md": record(name="a")}
+    parsed, _ = validate_workspace(files)
+    assert only(parsed["a.md"].diagnostics, "name-duplicate").message.count("b.md") == 1
+    assert only(parsed["b.md"].diagnostics, "name-duplicate").message.count("a.md") == 1
+    assert parsed["a.md"].record is None
+
+
+def test_workspace_record_limit() -> None:
+    files = {f"r{i}.md": record(name=f"r{i}") for i in range(201)}
+    parsed, _ = validate_workspace(files)
+    assert all(any(d.code == "remem/too-many-records" for d in p.diagnostics) for p in parsed.values())
+    parsed, _ = validate_workspace(dict(list(files.items())[:200]))
+    assert all(p.diagnostics == [] for p in parsed.values())
+
+
+def test_index_in_sync_and_out_of_sync() -> None:
+    files = {"a.md": record(name="a", type_="project"), "b.md": record(name="b")}
+    parsed, _ = validate_workspace(files)
+    good = render_index([p.record for p in parsed.values() if p.record])
+    assert validate_workspace(files, good)[1] == []
+    edited = good.replace("- [a]", "- [A]")
+    problem = only(validate_workspace(files, edited)[1], "index-out-of-sync")
+    line = edited.split("\n").index(next(x for x in edited.split("\n") if "[A]" in x))
+    assert span(problem)[0] == line
+
+
+def test_index_budget_is_a_warning() -> None:
+    text = "".join(f"- line {i}\n" for i in range(201))
+    problem = only(validate_index(text, None), "index-budget")
+    assert problem.severity is Severity.WARNING

@@ -1,0 +1,138 @@
+"""`remem memory ...` end to end: output shapes, exit codes, and what lands on disk."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.home import Home
+
+EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+RECORD = {"name": "prefer-uv", "description": "Use uv, not pip", "type": "feedback", "content": "It is faster.\n"}
+
+
+def run(home: Home, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home.root), *args], input=stdin)
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def show(home: Home, cwd: Path) -> dict:  # type: ignore[type-arg]
+    code, out, _ = run(home, "memory", "show", "--cwd", str(cwd), "--json")
+    assert code == 0
+    return json.loads(out)
+
+
+def test_entry_points_print_help() -> None:
+    script = Path(sys.executable).with_name("remem")  # installed beside the interpreter
+    for command in ([str(script)], [sys.executable, "-m", "remem.daemon"]):
+        out = subprocess.run([*command, "--help"], capture_output=True, text=True, check=True).stdout
+        assert "memory" in out and "--home" in out
+
+
+def test_show_empty_home(home: Home, tmp_path: Path) -> None:
+    data = show(home, tmp_path)
+    assert data["global"] == {"revision": EMPTY, "content": ""}
+    assert data["workspace"]["revision"] == EMPTY and data["workspace"]["records"] == []
+    assert data["workspace"]["key"].endswith(tuple("0123456789abcdef"))
+
+
+def test_apply_commit_then_conflict_then_no_change(home: Home, tmp_path: Path) -> None:
+    changes = tmp_path / "changes.json"
+    changes.write_text(json.dumps([{"action": "put", "record": RECORD}]))
+    args = ["memory", "apply", "--cwd", str(tmp_path), "--changes", str(changes), "--json"]
+    code, out, _ = run(home, *args, "--expected-revision", EMPTY)
+    assert code == 0 and json.loads(out)["status"] == "committed"
+    revision = json.loads(out)["revision"]
+    assert show(home, tmp_path)["workspace"] == {
+        "key": show(home, tmp_path)["workspace"]["key"], "revision": revision, "records": [RECORD]
+    }
+    code, out, _ = run(home, *args, "--expected-revision", EMPTY)
+    assert code == 3 and json.loads(out) == {"status": "conflict", "revision": revision}
+    code, out, _ = run(home, *args, "--expected-revision", revision)
+    assert code == 0 and json.loads(out) == {"status": "no-change", "revision": revision}
+
+
+def test_apply_reads_changes_from_stdin_and_reports_every_problem(home: Home, tmp_path: Path) -> None:
+    bad = [{"action": "put", "record": {**RECORD, "type": "Feedback", "name": "x_y"}},
+           {"action": "delete", "name": "ghost"}, {"action": "rename"}]
+    args = ["memory", "apply", "--cwd", str(tmp_path), "--expected-revision", EMPTY, "--changes", "-"]
+    code, out, _ = run(home, *args, "--json", stdin=json.dumps(bad))
+    assert code == 2
+    assert json.loads(out)["status"] == "invalid"
+    assert json.loads(out)["problems"][0]["change"] == 2, "schema problems name the change"
+    code, out, _ = run(home, *args, "--json", stdin=json.dumps(bad[:2]))
+    problems = json.loads(out)["problems"]
+    assert code == 2 and {(p["change"], p["code"]) for p in problems} == {
+        (0, "remem/name-invalid"), (0, "remem/type-invalid"), (1, "remem/delete-missing")}
+    code, _, err = run(home, *args, stdin="not json")
+    assert code == 2 and "invalid" in err
+
+
+def test_replace_global_and_context(home: Home, tmp_path: Path) -> None:
+    text = tmp_path / "global.md"
+    text.write_text("Answer briefly.\n")
+    code, out, _ = run(home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text), "--json")
+    assert code == 0 and json.loads(out)["status"] == "committed"
+    code, out, _ = run(home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text))
+    assert code == 3
+    code, out, _ = run(home, "memory", "context", "--cwd", str(tmp_path))
+    assert code == 0 and "Answer briefly." in out and "# Workspace memory" in out
+
+
+def test_validate_reports_json_and_human_forms(home: Home, tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "good.md").write_text("---\nname: good\ndescription: d\ntype: project\n---\nbody\n")
+    (folder / "bad.md").write_text("---\nname: bad\ndescription: d\ntype: nope\n---\nbody\n")
+    code, out, _ = run(home, "memory", "validate", str(folder), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False
+    by_name = {Path(f["path"]).name: f["diagnostics"] for f in data["files"]}
+    assert by_name["good.md"] == []
+    assert by_name["bad.md"] == [{
+        "code": "remem/type-invalid", "severity": "error", "message": by_name["bad.md"][0]["message"],
+        "range": {"start": {"line": 3, "character": 6}, "end": {"line": 3, "character": 10}},
+    }]
+    code, out, _ = run(home, "memory", "validate", str(folder / "good.md"))
+    assert code == 0 and "1 file(s) checked, 0 problem(s)" in out
+    code, out, _ = run(home, "memory", "validate", str(folder / "bad.md"))
+    assert code == 1 and f"{folder / 'bad.md'}:4:7: error:" in out
+
+
+def test_validate_refuses_missing_and_non_memory_paths(home: Home, tmp_path: Path) -> None:
+    code, _, err = run(home, "memory", "validate", str(tmp_path / "nope.md"))
+    assert code == 2 and "no such file" in err
+    (tmp_path / "notes.txt").write_text("x")
+    code, _, err = run(home, "memory", "validate", str(tmp_path / "notes.txt"))
+    assert code == 2 and "not a memory file" in err
+
+
+def test_invalid_memory_makes_show_report_problems_and_revision(home: Home, tmp_path: Path) -> None:
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    run(home, "memory", "apply", "--cwd", str(tmp_path), "--expected-revision", EMPTY, "--changes", "-", stdin=changes)
+    key = show(home, tmp_path)["workspace"]["key"]
+    record = home.workspaces / key / "prefer-uv.md"
+    record.write_text(record.read_text().replace("feedback", "Feedback"))
+    code, out, _ = run(home, "memory", "show", "--cwd", str(tmp_path), "--json")
+    error = json.loads(out)["error"]
+    assert code == 1 and error["code"] == "memory-invalid" and error["revision"].startswith("sha256:")
+    assert error["files"][0]["diagnostics"][0]["code"] == "remem/type-invalid"
+    code, _, err = run(home, "memory", "context", "--cwd", str(tmp_path))
+    assert code == 1 and "types are lowercase" in err
+    code, _, _ = run(home, "memory", "reindex", "--cwd", str(tmp_path))
+    assert code == 1
+
+
+@pytest.mark.parametrize("revision", ["latest", "sha256:xyz"])
+def test_malformed_revision_is_invalid_input(home: Home, tmp_path: Path, revision: str) -> None:
+    code, out, _ = run(home, "memory", "apply", "--cwd", str(tmp_path), "--expected-revision", revision,
+                       "--changes", "-", "--json", stdin="[]")
+    assert code == 2 and json.loads(out)["problems"][0]["code"] == "remem/bad-revision"

@@ -1,0 +1,73 @@
+"""settings.yml: strict parsing with key-and-line errors, and CAS updates."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
+
+
+def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
+    settings, revision = SettingsStore(home).read()
+    assert settings.consolidation.provider == "deepseek"
+    assert settings.sessions.idle_seconds == 120 and settings.daemon.idle_minutes == 60
+    assert parse_settings(b"") == settings
+    assert revision.startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("sessions:\n  roots: []\n  idle_secs: 5\n", "settings.yml:3: sessions.idle_secs: unknown key"),
+        ("consolidation:\n  max_tokens: '8192'\n", "settings.yml:2: consolidation.max_tokens: Input should be a valid integer"),
+        ("daemon:\n  idle_minutes: 0\n", "settings.yml:2: daemon.idle_minutes: Input should be greater than 0"),
+        ("consolidation:\n  debug: 1\n", "settings.yml:2: consolidation.debug: Input should be a valid boolean"),
+        ("colour: blue\n", "settings.yml:1: colour: unknown key"),
+        ("providers:\n  mine:\n    url: x\n", "settings.yml:3: providers.mine.url: unknown key"),
+        ("consolidation:\n  model: m\n  provider: mine\n", "settings.yml:3: consolidation.provider: `mine` is not defined"),
+        ("sessions: [\n", "settings.yml:2: not valid YAML"),
+        ("- a\n", "settings.yml:1: settings must be a mapping"),
+    ],
+)
+def test_errors_name_the_key_and_line(text: str, expected: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(text.encode())
+    assert any(problem.startswith(expected) for problem in caught.value.problems), caught.value.problems
+
+
+def test_every_problem_is_reported() -> None:
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(b"sessions:\n  idle_seconds: -1\ndaemon:\n  nap: 1\n")
+    assert len(caught.value.problems) == 2
+
+
+def test_custom_provider_is_accepted() -> None:
+    text = b"providers:\n  local:\n    base_url: http://127.0.0.1:9/v1\nconsolidation:\n  provider: local\n"
+    assert parse_settings(text).all_providers()["local"].base_url == "http://127.0.0.1:9/v1"
+
+
+def test_update_is_compare_and_swap(home: Home) -> None:
+    store = SettingsStore(home)
+    home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
+    _, revision = store.read()
+    new_revision = store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
+    settings, current = store.read()
+    assert current == new_revision
+    assert settings.consolidation.model == "deepseek-v4-pro"
+    assert settings.sessions.idle_seconds == 30, "keys the user set survive a rewrite"
+    assert "max_tokens" not in home.settings_file.read_text(), "defaults are not written out"
+    assert stat.S_IMODE(home.settings_file.stat().st_mode) == 0o600
+    with pytest.raises(SettingsConflict):
+        store.update(revision, {"consolidation.model": "lost"})
+    assert store.read()[0].consolidation.model == "deepseek-v4-pro"
+
+
+def test_invalid_update_is_refused_and_nothing_written(home: Home) -> None:
+    store = SettingsStore(home)
+    _, revision = store.read()
+    with pytest.raises(SettingsError):
+        store.update(revision, {"consolidation.max_tokens": "lots"})
+    assert not home.settings_file.exists()
