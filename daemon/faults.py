@@ -18,6 +18,10 @@ POINTS: frozenset[str] = frozenset(
         "memory.workspace.after-journal",
         "memory.workspace.mid-rename",
         "memory.workspace.before-journal-removal",
+        "sessions.writer.after-temp-write",
+        "sessions.writer.after-publish",
+        "sessions.writer.mid-append",
+        "sessions.writer.after-append",
         "settings.after-temp-write",
     }
 )

@@ -88,7 +88,7 @@ def publish_new(temp: Path, target: Path) -> None:
 
 def remove_stale_temps(directory: Path) -> list[Path]:
     """Delete temp files a crashed writer left in `directory`; return what was removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
     except FileNotFoundError:

@@ -61,7 +61,14 @@ class Home:
 
     def ensure_layout(self) -> Home:
         """Create the fixed folders (0700); existing ones are tightened, never loosened."""
-        for folder in (self.root, self.memory, self.workspaces, self.reviews, self.sessions,
-                       self.state, self.locks):
+        for folder in (
+            self.root,
+            self.memory,
+            self.workspaces,
+            self.reviews,
+            self.sessions,
+            self.state,
+            self.locks,
+        ):
             ensure_private_dir(folder)
         return self

@@ -105,10 +105,12 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
     if provider not in settings.all_providers():
         line = _line_of(node, ["consolidation", "provider"])
         known = ", ".join(sorted(settings.all_providers()))
-        raise SettingsError([
-            f"{source}:{line}: consolidation.provider: `{provider}` is not defined; use one of "
-            f"{known} or add it under providers"
-        ])
+        raise SettingsError(
+            [
+                f"{source}:{line}: consolidation.provider: `{provider}` is not defined; use one of "
+                f"{known} or add it under providers"
+            ]
+        )
     return settings
 
 

@@ -14,7 +14,12 @@ from remem.daemon.cli import cli
 from remem.daemon.home import Home
 
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-RECORD = {"name": "prefer-uv", "description": "Use uv, not pip", "type": "feedback", "content": "It is faster.\n"}
+RECORD = {
+    "name": "prefer-uv",
+    "description": "Use uv, not pip",
+    "type": "feedback",
+    "content": "It is faster.\n",
+}
 
 
 def run(home: Home, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -52,7 +57,9 @@ def test_apply_commit_then_conflict_then_no_change(home: Home, tmp_path: Path) -
     assert code == 0 and json.loads(out)["status"] == "committed"
     revision = json.loads(out)["revision"]
     assert show(home, tmp_path)["workspace"] == {
-        "key": show(home, tmp_path)["workspace"]["key"], "revision": revision, "records": [RECORD]
+        "key": show(home, tmp_path)["workspace"]["key"],
+        "revision": revision,
+        "records": [RECORD],
     }
     code, out, _ = run(home, *args, "--expected-revision", EMPTY)
     assert code == 3 and json.loads(out) == {"status": "conflict", "revision": revision}
@@ -61,8 +68,11 @@ def test_apply_commit_then_conflict_then_no_change(home: Home, tmp_path: Path) -
 
 
 def test_apply_reads_changes_from_stdin_and_reports_every_problem(home: Home, tmp_path: Path) -> None:
-    bad = [{"action": "put", "record": {**RECORD, "type": "Feedback", "name": "x_y"}},
-           {"action": "delete", "name": "ghost"}, {"action": "rename"}]
+    bad = [
+        {"action": "put", "record": {**RECORD, "type": "Feedback", "name": "x_y"}},
+        {"action": "delete", "name": "ghost"},
+        {"action": "rename"},
+    ]
     args = ["memory", "apply", "--cwd", str(tmp_path), "--expected-revision", EMPTY, "--changes", "-"]
     code, out, _ = run(home, *args, "--json", stdin=json.dumps(bad))
     assert code == 2
@@ -71,7 +81,10 @@ def test_apply_reads_changes_from_stdin_and_reports_every_problem(home: Home, tm
     code, out, _ = run(home, *args, "--json", stdin=json.dumps(bad[:2]))
     problems = json.loads(out)["problems"]
     assert code == 2 and {(p["change"], p["code"]) for p in problems} == {
-        (0, "remem/name-invalid"), (0, "remem/type-invalid"), (1, "remem/delete-missing")}
+        (0, "remem/name-invalid"),
+        (0, "remem/type-invalid"),
+        (1, "remem/delete-missing"),
+    }
     code, _, err = run(home, *args, stdin="not json")
     assert code == 2 and "invalid" in err
 
@@ -79,7 +92,9 @@ def test_apply_reads_changes_from_stdin_and_reports_every_problem(home: Home, tm
 def test_replace_global_and_context(home: Home, tmp_path: Path) -> None:
     text = tmp_path / "global.md"
     text.write_text("Answer briefly.\n")
-    code, out, _ = run(home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text), "--json")
+    code, out, _ = run(
+        home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text), "--json"
+    )
     assert code == 0 and json.loads(out)["status"] == "committed"
     code, out, _ = run(home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text))
     assert code == 3
@@ -97,10 +112,14 @@ def test_validate_reports_json_and_human_forms(home: Home, tmp_path: Path) -> No
     assert code == 1 and data["ok"] is False
     by_name = {Path(f["path"]).name: f["diagnostics"] for f in data["files"]}
     assert by_name["good.md"] == []
-    assert by_name["bad.md"] == [{
-        "code": "remem/type-invalid", "severity": "error", "message": by_name["bad.md"][0]["message"],
-        "range": {"start": {"line": 3, "character": 6}, "end": {"line": 3, "character": 10}},
-    }]
+    assert by_name["bad.md"] == [
+        {
+            "code": "remem/type-invalid",
+            "severity": "error",
+            "message": by_name["bad.md"][0]["message"],
+            "range": {"start": {"line": 3, "character": 6}, "end": {"line": 3, "character": 10}},
+        }
+    ]
     code, out, _ = run(home, "memory", "validate", str(folder / "good.md"))
     assert code == 0 and "1 file(s) checked, 0 problem(s)" in out
     code, out, _ = run(home, "memory", "validate", str(folder / "bad.md"))
@@ -117,7 +136,18 @@ def test_validate_refuses_missing_and_non_memory_paths(home: Home, tmp_path: Pat
 
 def test_invalid_memory_makes_show_report_problems_and_revision(home: Home, tmp_path: Path) -> None:
     changes = json.dumps([{"action": "put", "record": RECORD}])
-    run(home, "memory", "apply", "--cwd", str(tmp_path), "--expected-revision", EMPTY, "--changes", "-", stdin=changes)
+    run(
+        home,
+        "memory",
+        "apply",
+        "--cwd",
+        str(tmp_path),
+        "--expected-revision",
+        EMPTY,
+        "--changes",
+        "-",
+        stdin=changes,
+    )
     key = show(home, tmp_path)["workspace"]["key"]
     record = home.workspaces / key / "prefer-uv.md"
     record.write_text(record.read_text().replace("feedback", "Feedback"))
@@ -133,6 +163,17 @@ def test_invalid_memory_makes_show_report_problems_and_revision(home: Home, tmp_
 
 @pytest.mark.parametrize("revision", ["latest", "sha256:xyz"])
 def test_malformed_revision_is_invalid_input(home: Home, tmp_path: Path, revision: str) -> None:
-    code, out, _ = run(home, "memory", "apply", "--cwd", str(tmp_path), "--expected-revision", revision,
-                       "--changes", "-", "--json", stdin="[]")
+    code, out, _ = run(
+        home,
+        "memory",
+        "apply",
+        "--cwd",
+        str(tmp_path),
+        "--expected-revision",
+        revision,
+        "--changes",
+        "-",
+        "--json",
+        stdin="[]",
+    )
     assert code == 2 and json.loads(out)["problems"][0]["code"] == "remem/bad-revision"

@@ -22,12 +22,24 @@ def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
     ("text", "expected"),
     [
         ("sessions:\n  roots: []\n  idle_secs: 5\n", "settings.yml:3: sessions.idle_secs: unknown key"),
-        ("consolidation:\n  max_tokens: '8192'\n", "settings.yml:2: consolidation.max_tokens: Input should be a valid integer"),
-        ("daemon:\n  idle_minutes: 0\n", "settings.yml:2: daemon.idle_minutes: Input should be greater than 0"),
-        ("consolidation:\n  debug: 1\n", "settings.yml:2: consolidation.debug: Input should be a valid boolean"),
+        (
+            "consolidation:\n  max_tokens: '8192'\n",
+            "settings.yml:2: consolidation.max_tokens: Input should be a valid integer",
+        ),
+        (
+            "daemon:\n  idle_minutes: 0\n",
+            "settings.yml:2: daemon.idle_minutes: Input should be greater than 0",
+        ),
+        (
+            "consolidation:\n  debug: 1\n",
+            "settings.yml:2: consolidation.debug: Input should be a valid boolean",
+        ),
         ("colour: blue\n", "settings.yml:1: colour: unknown key"),
         ("providers:\n  mine:\n    url: x\n", "settings.yml:3: providers.mine.url: unknown key"),
-        ("consolidation:\n  model: m\n  provider: mine\n", "settings.yml:3: consolidation.provider: `mine` is not defined"),
+        (
+            "consolidation:\n  model: m\n  provider: mine\n",
+            "settings.yml:3: consolidation.provider: `mine` is not defined",
+        ),
         ("sessions: [\n", "settings.yml:2: not valid YAML"),
         ("- a\n", "settings.yml:1: settings must be a mapping"),
     ],

@@ -11,7 +11,9 @@ from .memory import memory
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--home", type=click.Path(file_okay=False), envvar="REMEM_HOME",
+    "--home",
+    type=click.Path(file_okay=False),
+    envvar="REMEM_HOME",
     help="remem's home folder (default: $REMEM_HOME, else ~/.remem).",
 )
 @click.version_option(__version__, prog_name="remem")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from ..home import Home
 from ..memory.batch import CHANGES, InvalidChanges, Problem
@@ -21,7 +23,9 @@ from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail,
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 cwd_option = click.option(
-    "--cwd", type=click.Path(file_okay=False), default=None,
+    "--cwd",
+    type=click.Path(file_okay=False),
+    default=None,
     help="The workspace (project folder); default: the current directory.",
 )
 
@@ -64,10 +68,12 @@ def show(home: Home, cwd: str | None, as_json: bool) -> None:
     except MemoryInvalid as exc:
         _report_invalid(exc, as_json)
     if as_json:
-        emit_json({
-            "global": global_memory.model_dump(mode="json"),
-            "workspace": snapshot.model_dump(mode="json", include={"key", "revision", "records"}),
-        })
+        emit_json(
+            {
+                "global": global_memory.model_dump(mode="json"),
+                "workspace": snapshot.model_dump(mode="json", include={"key", "revision", "records"}),
+            }
+        )
         return
     click.echo(f"Global memory ({global_memory.revision})")
     click.echo(global_memory.content or "(empty)\n")
@@ -81,11 +87,16 @@ def show(home: Home, cwd: str | None, as_json: bool) -> None:
 @memory.command()
 @cwd_option
 @click.option("--expected-revision", required=True, help="The workspace revision your changes are based on.")
-@click.option("--changes", "changes_file", required=True, type=click.File("rb"),
-              help="JSON list of put/delete changes ('-' for stdin).")
+@click.option(
+    "--changes",
+    "changes_file",
+    required=True,
+    type=click.File("rb"),
+    help="JSON list of put/delete changes ('-' for stdin).",
+)
 @json_option
 @click.pass_obj
-def apply(home: Home, cwd: str | None, expected_revision: str, changes_file, as_json: bool) -> None:  # noqa: ANN001
+def apply(home: Home, cwd: str | None, expected_revision: str, changes_file: BinaryIO, as_json: bool) -> None:
     """Commit a batch of record changes if the workspace is still at --expected-revision."""
     try:
         changes = CHANGES.validate_json(changes_file.read())
@@ -97,10 +108,12 @@ def apply(home: Home, cwd: str | None, expected_revision: str, changes_file, as_
 
 @memory.command("replace-global")
 @click.option("--expected-revision", required=True, help="The Global revision your text is based on.")
-@click.option("--file", "source", required=True, type=click.File("rb"), help="New GLOBAL.md text ('-' for stdin).")
+@click.option(
+    "--file", "source", required=True, type=click.File("rb"), help="New GLOBAL.md text ('-' for stdin)."
+)
 @json_option
 @click.pass_obj
-def replace_global(home: Home, expected_revision: str, source, as_json: bool) -> None:  # noqa: ANN001
+def replace_global(home: Home, expected_revision: str, source: BinaryIO, as_json: bool) -> None:
     """Replace GLOBAL.md if it is still at --expected-revision."""
     raw = source.read()
     try:
@@ -145,18 +158,22 @@ def _workspace(cwd: str | None) -> WorkspaceId:
     return WorkspaceId.from_cwd(cwd if cwd is not None else os.getcwd())
 
 
-def _commit(action, as_json: bool) -> None:  # noqa: ANN001
+def _commit(action: Callable[[], CommitResult], as_json: bool) -> None:
     try:
         result: CommitResult = action()
     except InvalidChanges as exc:
         _report_result_invalid(exc.problems, as_json)
     except MemoryInvalid as exc:
-        problems = [Problem(code=d.code, message=d.message, file=f.path) for f in exc.files for d in f.diagnostics]
+        problems = [
+            Problem(code=d.code, message=d.message, file=f.path) for f in exc.files for d in f.diagnostics
+        ]
         _report_result_invalid(problems, as_json)
     if as_json:
         emit_json(result)
     elif result.status == "conflict":
-        click.echo(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
+        click.echo(
+            f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True
+        )
     else:
         click.echo(f"{result.status}: {result.revision}")
     sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
@@ -184,8 +201,8 @@ def _report_invalid(exc: MemoryInvalid, as_json: bool) -> None:
     sys.exit(EXIT_PROBLEMS)
 
 
-def _problem_from(error: dict) -> Problem:  # type: ignore[type-arg]
+def _problem_from(error: ErrorDetails) -> Problem:
     location = error["loc"]
     change = location[0] if location and isinstance(location[0], int) else None
-    field = ".".join(str(part) for part in location[1:] if not str(part) in ("put", "delete"))
+    field = ".".join(str(part) for part in location[1:] if str(part) not in ("put", "delete"))
     return Problem(code="remem/bad-change", change=change, message=f"{field or 'change'}: {error['msg']}")

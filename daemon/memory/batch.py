@@ -7,7 +7,7 @@ Planning is pure: given the current files and a batch it validates, canonicalise
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -31,7 +31,7 @@ class DeleteChange(BaseModel):
     name: str
 
 
-Change = Annotated[Union[PutChange, DeleteChange], Field(discriminator="action")]
+Change = Annotated[PutChange | DeleteChange, Field(discriminator="action")]
 CHANGES = TypeAdapter(list[Change])
 
 
@@ -93,15 +93,17 @@ def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteCh
     problems = _batch_problems(current, changes)
     ordered = sorted(changes, key=lambda c: (isinstance(c, PutChange), change_name(c)))
     deletes = [f"{c.name}.md" for c in ordered if isinstance(c, DeleteChange)]
-    puts = {c.record.file_name: render_record(c.record).encode("utf-8")
-            for c in ordered if isinstance(c, PutChange)}
+    puts = {
+        c.record.file_name: render_record(c.record).encode("utf-8")
+        for c in ordered
+        if isinstance(c, PutChange)
+    }
     following = {name: data for name, data in current.items() if name not in deletes}
     following.update(puts)
     records, record_problems = _validated(following, puts, changes)
     if problems or record_problems:
         raise InvalidChanges(problems + record_problems)
-    writes = {name: data for name, data in puts.items()
-              if canonical_bytes(current.get(name, b"")) != data}
+    writes = {name: data for name, data in puts.items() if canonical_bytes(current.get(name, b"")) != data}
     return WorkspacePlan(
         before=workspace_revision(current),
         after=workspace_revision(following),
@@ -122,18 +124,24 @@ def _batch_problems(current: dict[str, bytes], changes: list[PutChange | DeleteC
     for number, change in enumerate(changes):
         name = change_name(change)
         if name.casefold() in seen:
-            problems.append(Problem(
-                code="remem/batch-duplicate-name", change=number,
-                message=f"changes {seen[name.casefold()]} and {number} both touch `{name}`; "
-                "a batch changes each record at most once",
-            ))
+            problems.append(
+                Problem(
+                    code="remem/batch-duplicate-name",
+                    change=number,
+                    message=f"changes {seen[name.casefold()]} and {number} both touch `{name}`; "
+                    "a batch changes each record at most once",
+                )
+            )
         seen.setdefault(name.casefold(), number)
         if isinstance(change, DeleteChange) and f"{name}.md" not in current:
-            problems.append(Problem(
-                code="remem/delete-missing", change=number,
-                message=f"deletes `{name}`, which does not exist; re-read the "
-                "workspace and drop this change",
-            ))
+            problems.append(
+                Problem(
+                    code="remem/delete-missing",
+                    change=number,
+                    message=f"deletes `{name}`, which does not exist; re-read the "
+                    "workspace and drop this change",
+                )
+            )
     return problems
 
 
@@ -150,9 +158,12 @@ def _validated(
             if name in puts:
                 problems.append(Problem(code=error.code, message=error.message, change=change_of[name]))
             else:
-                problems.append(Problem(
-                    code=error.code, file=name,
-                    message=f"{error.message} (fix this existing file before committing changes)",
-                ))
-    records = [parsed[name].record for name in sorted(parsed) if parsed[name].record is not None]
+                problems.append(
+                    Problem(
+                        code=error.code,
+                        file=name,
+                        message=f"{error.message} (fix this existing file before committing changes)",
+                    )
+                )
+    records = [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
     return records, problems

@@ -57,7 +57,8 @@ def canonical_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
     if text.startswith(BOM):
         problems.append(
             diagnostic(
-                "bom", Severity.WARNING,
+                "bom",
+                Severity.WARNING,
                 "the file starts with a byte-order mark; remove it (remem stores UTF-8 without BOM)",
                 positions.range(0, 1),
             )
@@ -75,7 +76,8 @@ def _line_ending_problem(text: str, positions: TextPositions) -> Diagnostic:
     first = text.index("\r")
     count = text.count("\r")
     return diagnostic(
-        "line-endings", Severity.WARNING,
+        "line-endings",
+        Severity.WARNING,
         f"the file uses CR or CRLF line endings ({count} of them); convert them to LF",
         positions.range(first, first + 1),
     )
@@ -88,7 +90,8 @@ def _control_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
         code_point = ord(match.group())
         problems.append(
             diagnostic(
-                "control-character", Severity.ERROR,
+                "control-character",
+                Severity.ERROR,
                 f"control character U+{code_point:04X} is not allowed; delete it "
                 "(only tab and line breaks may appear)",
                 positions.range(match.start(), match.end()),
@@ -98,7 +101,8 @@ def _control_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
         last = matches[_MAX_CONTROL_REPORTS]
         problems.append(
             diagnostic(
-                "control-character", Severity.ERROR,
+                "control-character",
+                Severity.ERROR,
                 f"{len(matches) - _MAX_CONTROL_REPORTS} more control characters follow; "
                 "is this a binary file?",
                 positions.range(last.start(), last.end()),
@@ -116,13 +120,15 @@ def _trailing_newline_problem(text: str, positions: TextPositions) -> Diagnostic
         return None
     if not tail:
         return diagnostic(
-            "trailing-newline", Severity.WARNING,
+            "trailing-newline",
+            Severity.WARNING,
             "the file does not end with a newline; add one",
             positions.range(len(body) - 1, len(body)),
         )
     first_break = 2 if tail.startswith("\r\n") else 1
     return diagnostic(
-        "trailing-newline", Severity.WARNING,
+        "trailing-newline",
+        Severity.WARNING,
         "the file ends with extra blank lines; keep exactly one trailing newline",
         positions.range(len(body) + first_break, len(text)),
     )

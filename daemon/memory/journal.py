@@ -9,6 +9,7 @@ crash at any instant leaves exactly the old or exactly the new generation.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -26,14 +27,23 @@ class Journal(BaseModel):
     renames: list[tuple[str, str]]
     deletes: list[str]
 
-    @field_validator("renames", "deletes")
+    # A journal is replayed blindly during recovery: it may only name files in its folder.
+    @field_validator("renames")
     @classmethod
-    def _plain_names(cls, value: list) -> list:  # type: ignore[type-arg]
-        # A journal is replayed blindly during recovery: it may only name files in its folder.
-        names = [n for item in value for n in (item if isinstance(item, tuple) else (item,))]
-        if any("/" in n or n in ("", ".", "..") for n in names):
-            raise ValueError("journal entries must be plain file names")
+    def _plain_renames(cls, value: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        _require_plain([name for pair in value for name in pair])
         return value
+
+    @field_validator("deletes")
+    @classmethod
+    def _plain_deletes(cls, value: list[str]) -> list[str]:
+        _require_plain(value)
+        return value
+
+
+def _require_plain(names: list[str]) -> None:
+    if any("/" in name or name in ("", ".", "..") for name in names):
+        raise ValueError("journal entries must be plain file names")
 
 
 def write_generation(folder: Path, revision: str, writes: dict[str, bytes], deletes: list[str]) -> None:
@@ -69,10 +79,9 @@ def recover(folder: Path) -> bool:
 
 def _roll_forward(folder: Path, journal: Journal) -> None:
     for number, (temp, final) in enumerate(journal.renames):
-        try:
+        # A missing temp was renamed before a crash: its final file already holds the new content.
+        with contextlib.suppress(FileNotFoundError):
             os.replace(folder / temp, folder / final)
-        except FileNotFoundError:
-            pass  # renamed before a crash: the final file already holds the new content
         if number == 0:
             faultpoint("memory.workspace.mid-rename")
     for name in journal.deletes:

@@ -17,7 +17,14 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel
 
 from ..faults import faultpoint
-from ..fsutil import atomic_write, ensure_private_dir, is_temp_name, remove_stale_temps, replace_durably, write_temp
+from ..fsutil import (
+    atomic_write,
+    ensure_private_dir,
+    is_temp_name,
+    remove_stale_temps,
+    replace_durably,
+    write_temp,
+)
 from ..home import Home
 from ..locks import file_lock
 from .batch import (
@@ -32,7 +39,7 @@ from .batch import (
     plan_workspace,
 )
 from .canonical import canonicalize, decode
-from .diagnostics import Diagnostic, Range, Position, Severity, diagnostic, has_errors
+from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_errors
 from .identity import WorkspaceId
 from .index import render_index
 from .journal import needs_recovery, recover, write_generation
@@ -123,7 +130,9 @@ class MemoryStore:
     def read_workspace(self, workspace: WorkspaceId) -> WorkspaceSnapshot:
         files = self._locked_workspace(workspace, _as_read)
         return WorkspaceSnapshot(
-            key=workspace.key, cwd=workspace.cwd, revision=workspace_revision(files),
+            key=workspace.key,
+            cwd=workspace.cwd,
+            revision=workspace_revision(files),
             records=self._valid_records(workspace, files),
         )
 
@@ -215,7 +224,7 @@ class MemoryStore:
                 broken.append(FileProblems(path=path, diagnostics=diagnostics))
         if broken:
             raise MemoryInvalid(broken, workspace_revision(files))
-        return [parsed[name].record for name in sorted(parsed)]  # type: ignore[misc]
+        return [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
 
     def _publish_workspace(self, workspace: WorkspaceId, plan: WorkspacePlan) -> None:
         folder = self.folder(workspace)
@@ -229,7 +238,8 @@ class MemoryStore:
 
 
 _IRREGULAR = diagnostic(
-    "not-a-regular-file", Severity.ERROR,
+    "not-a-regular-file",
+    Severity.ERROR,
     "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
     Range(start=_START, end=_START),
 )
@@ -237,11 +247,15 @@ _IRREGULAR = diagnostic(
 
 def _check_revision(revision: str) -> None:
     if not is_revision(revision):
-        raise InvalidChanges([Problem(
-            code="remem/bad-revision",
-            message=f"`{revision}` is not a revision; revisions look like `sha256:` and 64 hex "
-            "digits (take one from `remem memory show --json`)",
-        )])
+        raise InvalidChanges(
+            [
+                Problem(
+                    code="remem/bad-revision",
+                    message=f"`{revision}` is not a revision; revisions look like `sha256:` and 64 hex "
+                    "digits (take one from `remem memory show --json`)",
+                )
+            ]
+        )
 
 
 def _listing(folder: Path) -> list[str]:

@@ -37,8 +37,12 @@ _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
 _KINDS = {
-    "int": "a number", "float": "a number", "bool": "a boolean", "seq": "a list",
-    "map": "a mapping", "timestamp": "a date",
+    "int": "a number",
+    "float": "a number",
+    "bool": "a boolean",
+    "seq": "a list",
+    "map": "a mapping",
+    "timestamp": "a date",
 }
 _VALID_TYPES = ", ".join(f"`{t.value}` ({TYPE_MEANINGS[t]})" for t in RecordType)
 
@@ -69,7 +73,8 @@ def validate_global(text: str) -> list[Diagnostic]:
         size = len(canonicalize(text).encode("utf-8"))
         problems.append(
             diagnostic(
-                "global-too-large", Severity.ERROR,
+                "global-too-large",
+                Severity.ERROR,
                 f"GLOBAL.md is {size} bytes; the limit is {GLOBAL_MAX_BYTES} bytes. Move "
                 "project-specific facts into workspace records or shorten it (from here on is over)",
                 positions.range(over, len(text)),
@@ -108,7 +113,8 @@ def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
     if lines > INDEX_MAX_LINES or size > INDEX_MAX_BYTES:
         problems.append(
             diagnostic(
-                "index-budget", Severity.WARNING,
+                "index-budget",
+                Severity.WARNING,
                 f"MEMORY.md has {lines} lines and {size} bytes; agents truncate it past "
                 f"{INDEX_MAX_LINES} lines or {INDEX_MAX_BYTES} bytes. Merge or delete records",
                 positions.line_range(0),
@@ -118,7 +124,8 @@ def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
         line = _first_different_line(canonical, expected)
         problems.append(
             diagnostic(
-                "index-out-of-sync", Severity.WARNING,
+                "index-out-of-sync",
+                Severity.WARNING,
                 "MEMORY.md differs from what the records render to (it is generated; hand edits "
                 f"are lost). First difference at line {line + 1}: regenerate it",
                 positions.line_range(min(line, len(positions.line_starts) - 1)),
@@ -150,7 +157,8 @@ def validate_workspace(
 
 def _too_many(count: int, text: str) -> Diagnostic:
     return diagnostic(
-        "too-many-records", Severity.ERROR,
+        "too-many-records",
+        Severity.ERROR,
         f"the workspace has {count} records; the limit is {RECORDS_MAX}. Merge or delete some",
         TextPositions(text).line_range(0),
     )
@@ -175,7 +183,8 @@ def _add_duplicate(result: ParsedRecord, name: str, other_file: str) -> None:
     result.record = None
     result.diagnostics.append(
         Diagnostic(
-            code="remem/name-duplicate", severity=Severity.ERROR,
+            code="remem/name-duplicate",
+            severity=Severity.ERROR,
             message=f"another record ({other_file}) already uses the name `{name}` (names are "
             "compared ignoring case); rename one of them",
             range=result.name_range,
@@ -191,7 +200,8 @@ def _find_front_matter(
     if first.group().rstrip("\r\n").rstrip(" \t") != "---":
         problems.append(
             diagnostic(
-                "front-matter-missing", Severity.ERROR,
+                "front-matter-missing",
+                Severity.ERROR,
                 "a record starts with front matter: a `---` line, `name:`, `description:` and "
                 "`type:` lines, then a closing `---` line",
                 positions.line_range(0),
@@ -205,7 +215,8 @@ def _find_front_matter(
             break
     problems.append(
         diagnostic(
-            "front-matter-unterminated", Severity.ERROR,
+            "front-matter-unterminated",
+            Severity.ERROR,
             "the front matter is never closed; add a `---` line after the `type:` line",
             positions.line_range(0),
         )
@@ -214,7 +225,10 @@ def _find_front_matter(
 
 
 def _check_fields(
-    text: str, front: _FrontMatter, positions: TextPositions, file_name: str | None,
+    text: str,
+    front: _FrontMatter,
+    positions: TextPositions,
+    file_name: str | None,
     parsed: ParsedRecord,
 ) -> None:
     source = text[front.start : front.end]
@@ -229,7 +243,8 @@ def _check_fields(
         if key not in FIELDS:
             problems.append(
                 diagnostic(
-                    "unknown-key", Severity.ERROR,
+                    "unknown-key",
+                    Severity.ERROR,
                     f"unknown front-matter key `{key}`; a record has exactly `name`, "
                     "`description` and `type` (put anything else in the body)",
                     key_range,
@@ -238,8 +253,10 @@ def _check_fields(
         elif key in seen:
             problems.append(
                 diagnostic(
-                    "duplicate-key", Severity.ERROR,
-                    f"`{key}` appears twice in the front matter; keep one", key_range,
+                    "duplicate-key",
+                    Severity.ERROR,
+                    f"`{key}` appears twice in the front matter; keep one",
+                    key_range,
                 )
             )
         else:
@@ -249,7 +266,8 @@ def _check_fields(
         if key not in seen:
             problems.append(
                 diagnostic(
-                    "missing-key", Severity.ERROR,
+                    "missing-key",
+                    Severity.ERROR,
                     f"the front matter has no `{key}`; add a `{key}:` line",
                     positions.line_range(0),
                 )
@@ -264,8 +282,10 @@ def _compose(
         at = front.start + tab.end() - 1
         problems.append(
             diagnostic(
-                "front-matter-tab", Severity.ERROR,
-                "tabs cannot indent YAML front matter; use spaces", positions.range(at, at + 1),
+                "front-matter-tab",
+                Severity.ERROR,
+                "tabs cannot indent YAML front matter; use spaces",
+                positions.range(at, at + 1),
             )
         )
         return None
@@ -278,7 +298,8 @@ def _compose(
         at = front.start + (mark.index if mark is not None else 0)
         problems.append(
             diagnostic(
-                "front-matter-syntax", Severity.ERROR,
+                "front-matter-syntax",
+                Severity.ERROR,
                 f"the front matter is not valid YAML: {exc.problem}; write `key: value` lines",
                 positions.range(at, min(at + 1, front.end)),
             )
@@ -289,7 +310,8 @@ def _compose(
     if not isinstance(node, yaml.MappingNode):
         problems.append(
             diagnostic(
-                "front-matter-not-mapping", Severity.ERROR,
+                "front-matter-not-mapping",
+                Severity.ERROR,
                 "the front matter must be `key: value` lines (a YAML mapping)",
                 _node_range(node, front, positions),
             )
@@ -308,8 +330,12 @@ def _node_range(node: yaml.Node, front: _FrontMatter, positions: TextPositions) 
 
 
 def _check_value(
-    key: str, node: yaml.Node, front: _FrontMatter, positions: TextPositions,
-    file_name: str | None, parsed: ParsedRecord,
+    key: str,
+    node: yaml.Node,
+    front: _FrontMatter,
+    positions: TextPositions,
+    file_name: str | None,
+    parsed: ParsedRecord,
 ) -> None:
     where = _node_range(node, front, positions)
     if key == "name":
@@ -367,12 +393,13 @@ def _name_rule_broken(value: str) -> str:
     return "the name must start and end with a lowercase letter or digit"
 
 
-def _description_problem(
-    value: str, spans_lines: bool, file_name: str | None
-) -> tuple[str, str] | None:
+def _description_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
     trimmed = value.strip()
     if spans_lines or "\n" in trimmed:
-        return "description-multiline", "the description must be one line; shorten it or move detail to the body"
+        return (
+            "description-multiline",
+            "the description must be one line; shorten it or move detail to the body",
+        )
     if not trimmed:
         return "description-empty", "the description is empty; say in one line when this memory applies"
     if len(trimmed) > DESCRIPTION_MAX:
@@ -391,15 +418,15 @@ def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple
     return "type-invalid", f"`{value}` is not a record type; use one of {_VALID_TYPES}"
 
 
-def _body_problems(
-    text: str, body: str, front: _FrontMatter, positions: TextPositions
-) -> list[Diagnostic]:
+def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPositions) -> list[Diagnostic]:
     problems = []
     if not body.strip():
         problems.append(
             diagnostic(
-                "body-empty", Severity.ERROR,
-                "the record has no body; write below the front matter why this memory matters and when it applies",
+                "body-empty",
+                Severity.ERROR,
+                "the record has no body; below the front matter, say why this memory matters "
+                "and when it applies",
                 positions.range(front.end, front.body_start),
             )
         )
@@ -408,7 +435,8 @@ def _body_problems(
         size = len(canonicalize(body).encode("utf-8"))
         problems.append(
             diagnostic(
-                "body-too-large", Severity.ERROR,
+                "body-too-large",
+                Severity.ERROR,
                 f"the body is {size} bytes; the limit is {BODY_MAX_BYTES}. Split it into "
                 "several records or shorten it (from here on is over)",
                 positions.range(front.body_start + over, len(text)),
@@ -418,7 +446,8 @@ def _body_problems(
         at = front.body_start + body.index("---")
         problems.append(
             diagnostic(
-                "front-matter-duplicate", Severity.ERROR,
+                "front-matter-duplicate",
+                Severity.ERROR,
                 "a second front-matter block follows the first; merge its keys into the first "
                 "block and delete it",
                 positions.range(at, at + 3),
@@ -441,7 +470,8 @@ def _over_budget_offset(text: str, limit: int) -> int | None:
 
 
 def _first_different_line(actual: str, expected: str) -> int:
-    for number, (a, b) in enumerate(zip(actual.split("\n"), expected.split("\n"))):
+    pairs = zip(actual.split("\n"), expected.split("\n"), strict=False)  # lengths may differ
+    for number, (a, b) in enumerate(pairs):
         if a != b:
             return number
     return min(actual.count("\n"), expected.count("\n"))

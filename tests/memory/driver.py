@@ -1,10 +1,10 @@
 """A separate process that drives the store, for crash-point and multi-process race tests.
 
-    python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
-    python -m tests.memory.driver replace-global HOME EXPECTED TEXT
-    python -m tests.memory.driver read HOME CWD
-    python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
-    python -m tests.memory.driver race HOME CWD WORKER COUNT
+python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
+python -m tests.memory.driver replace-global HOME EXPECTED TEXT
+python -m tests.memory.driver read HOME CWD
+python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
+python -m tests.memory.driver race HOME CWD WORKER COUNT
 """
 
 from __future__ import annotations
@@ -69,6 +69,11 @@ def _counter(name: str, value: int) -> PutChange:
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    commands = {"commit": commit, "replace-global": replace_global, "read": read,
-                "update-settings": update_settings, "race": race}
+    commands = {
+        "commit": commit,
+        "replace-global": replace_global,
+        "read": read,
+        "update-settings": update_settings,
+        "race": race,
+    }
     commands[command](*args)

@@ -6,7 +6,9 @@ from remem.daemon.memory.batch import DeleteChange, PutChange
 from remem.daemon.memory.record import Record
 
 
-def rec(name: str, body: str = "Why it matters.\n", type_: str = "project", description: str | None = None) -> Record:
+def rec(
+    name: str, body: str = "Why it matters.\n", type_: str = "project", description: str | None = None
+) -> Record:
     return Record(name=name, description=description or f"About {name}", type=type_, content=body)
 
 

@@ -37,8 +37,14 @@ ROLLS_FORWARD = {
 
 def run_driver(point: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REMEM_FAULTPOINT": point}
-    return subprocess.run([sys.executable, "-m", "tests.memory.driver", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.memory.driver", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def generation(store: MemoryStore, workspace: WorkspaceId) -> dict[str, str]:
@@ -80,8 +86,9 @@ def test_workspace_commit_crash(point: str, store: MemoryStore, workspace: Works
 @pytest.mark.slow
 def test_global_replace_crash(store: MemoryStore) -> None:
     base = store.replace_global(EMPTY, "Old global.\n").revision
-    crashed = run_driver("memory.global.after-temp-write", "replace-global", str(store.home.root), base,
-                         "New global.\n")
+    crashed = run_driver(
+        "memory.global.after-temp-write", "replace-global", str(store.home.root), base, "New global.\n"
+    )
     assert crashed.returncode == EXIT_CODE, crashed.stderr
     assert leftovers(store.home.memory) != [], "the crash left its temp file"
     assert store.read_global().content == "Old global.\n"
@@ -93,8 +100,14 @@ def test_global_replace_crash(store: MemoryStore) -> None:
 def test_settings_update_crash(home: Home) -> None:
     settings = SettingsStore(home)
     _, base = settings.read()
-    crashed = run_driver("settings.after-temp-write", "update-settings", str(home.root), base,
-                         "consolidation.model", "crashed-model")
+    crashed = run_driver(
+        "settings.after-temp-write",
+        "update-settings",
+        str(home.root),
+        base,
+        "consolidation.model",
+        "crashed-model",
+    )
     assert crashed.returncode == EXIT_CODE, crashed.stderr
     current, revision = settings.read()
     assert current.consolidation.model == "deepseek-v4-flash" and revision == base

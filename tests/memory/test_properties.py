@@ -12,8 +12,32 @@ from remem.daemon.memory.validation import parse_record, validate_global, valida
 
 # Front-matter-shaped text finds far more parser paths than uniform noise does.
 _PIECES = st.sampled_from(
-    ["---", "\n", "\r\n", "\r", "name:", " description: ", "type: project", "\t", " ", "- a",
-     "[", "{", "'", '"', ":", "#", "|", ">", "\ufeff", "\x00", "😀", "é", "memory", "x" * 70]
+    [
+        "---",
+        "\n",
+        "\r\n",
+        "\r",
+        "name:",
+        " description: ",
+        "type: project",
+        "\t",
+        " ",
+        "- a",
+        "[",
+        "{",
+        "'",
+        '"',
+        ":",
+        "#",
+        "|",
+        ">",
+        "\ufeff",
+        "\x00",
+        "😀",
+        "é",
+        "memory",
+        "x" * 70,
+    ]
 )
 _TEXTY = st.one_of(st.text(), st.lists(_PIECES | st.text(max_size=5)).map("".join))
 
@@ -52,14 +76,18 @@ def test_canonical_bytes_is_idempotent(raw: bytes) -> None:
     assert canonical_bytes(canonical_bytes(raw)) == canonical_bytes(raw)
 
 
-_NAMES = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True).filter(lambda n: n != "memory")
+_NAMES = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True).filter(
+    lambda n: n != "memory"
+)
 _LINE = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=60).filter(
     lambda s: s.strip() != "" and s.strip() == s
 )
 
 
 @given(_NAMES, _LINE, st.sampled_from(["feedback", "project", "reference"]), _LINE)
-def test_rendered_records_parse_back_to_themselves(name: str, description: str, type_: str, body: str) -> None:
+def test_rendered_records_parse_back_to_themselves(
+    name: str, description: str, type_: str, body: str
+) -> None:
     record = Record(name=name, description=description, type=type_, content=body + "\n")
     parsed = parse_record(render_record(record), f"{name}.md")
     assert parsed.diagnostics == []

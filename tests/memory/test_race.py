@@ -21,8 +21,16 @@ COMMITS = 100
 @pytest.mark.slow
 def test_no_lost_update_between_processes(store: MemoryStore, workspace: WorkspaceId) -> None:
     command = [sys.executable, "-m", "tests.memory.driver", "race", str(store.home.root), workspace.cwd]
-    procs = [subprocess.Popen([*command, str(w), str(COMMITS)], cwd=REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for w in range(WORKERS)]
+    procs = [
+        subprocess.Popen(
+            [*command, str(w), str(COMMITS)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(WORKERS)
+    ]
     reports = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)

@@ -36,7 +36,12 @@ def test_commit_writes_records_index_and_workspace_info(store: MemoryStore, work
     result = store.commit_workspace(workspace, EMPTY, [put("b-rule", type_="feedback"), put("a-fact")])
     assert result.status == "committed"
     folder = store.folder(workspace)
-    assert sorted(p.name for p in folder.iterdir()) == ["MEMORY.md", "a-fact.md", "b-rule.md", "workspace.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "MEMORY.md",
+        "a-fact.md",
+        "b-rule.md",
+        "workspace.json",
+    ]
     snap = store.read_workspace(workspace)
     assert snap.revision == result.revision
     assert [r.name for r in snap.records] == ["a-fact", "b-rule"]
@@ -76,7 +81,12 @@ def test_preview_and_commit_agree_and_order_is_canonical(store: MemoryStore, wor
     base = store.commit_workspace(workspace, EMPTY, [put("old-b"), put("old-a")]).revision
     changes = [put("new-z"), delete("old-b"), put("new-c"), delete("old-a")]
     plan = store.preview_workspace(workspace, changes)
-    assert [getattr(c, "name", None) or c.record.name for c in plan.changes] == ["old-a", "old-b", "new-c", "new-z"]
+    assert [getattr(c, "name", None) or c.record.name for c in plan.changes] == [
+        "old-a",
+        "old-b",
+        "new-c",
+        "new-z",
+    ]
     assert plan.before == base
     assert store.commit_workspace(workspace, base, changes).revision == plan.after
     assert [r.name for r in store.read_workspace(workspace).records] == ["new-c", "new-z"]
@@ -96,8 +106,12 @@ def test_invalid_batches_list_every_problem(store: MemoryStore, workspace: Works
     with pytest.raises(InvalidChanges) as caught:
         store.commit_workspace(workspace, EMPTY, bad)
     found = {(p.change, p.code) for p in caught.value.problems}
-    assert found >= {(0, "remem/delete-missing"), (1, "remem/name-invalid"), (2, "remem/type-invalid"),
-                     (4, "remem/batch-duplicate-name")}
+    assert found >= {
+        (0, "remem/delete-missing"),
+        (1, "remem/name-invalid"),
+        (2, "remem/type-invalid"),
+        (4, "remem/batch-duplicate-name"),
+    }
     assert not store.folder(workspace).exists()
 
 
@@ -172,7 +186,9 @@ def test_regenerate_index_after_hand_edit(store: MemoryStore, workspace: Workspa
     assert store.regenerate_index(workspace) is False
 
 
-def test_render_context_holds_global_index_and_record_folder(store: MemoryStore, workspace: WorkspaceId) -> None:
+def test_render_context_holds_global_index_and_record_folder(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
     store.replace_global(EMPTY, "Answer in English.\n")
     store.commit_workspace(workspace, EMPTY, [put("a-fact")])
     index = store.folder(workspace) / "MEMORY.md"
@@ -190,15 +206,20 @@ def test_revisions_are_equal_across_processes(store: MemoryStore, workspace: Wor
         "from remem.daemon.memory.identity import WorkspaceId;"
         "print(MemoryStore(Home.resolve()).read_workspace(WorkspaceId.from_cwd(sys.argv[1])).revision)"
     )
-    out = subprocess.run([sys.executable, "-c", code, workspace.cwd], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONHASHSEED": "123"})
+    out = subprocess.run(
+        [sys.executable, "-c", code, workspace.cwd],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+    )
     assert out.stdout.strip() == rev
 
 
 def test_records_round_trip_awkward_descriptions(store: MemoryStore, workspace: WorkspaceId) -> None:
     tricky = ["yes", "null", "42", "a: b", "# not a comment", "'quoted'", " padded", "ünï 😀", "[x]"]
     changes = [put(f"r{i}") for i in range(len(tricky))]
-    for change, description in zip(changes, tricky):
+    for change, description in zip(changes, tricky, strict=True):
         change.record.description = description
     store.commit_workspace(workspace, EMPTY, changes)
     read = {r.name: r.description for r in store.read_workspace(workspace).records}

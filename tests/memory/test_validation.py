@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from remem.daemon.memory.diagnostics import Diagnostic, Severity
+from remem.daemon.memory.index import render_index
 from remem.daemon.memory.validation import (
     parse_record,
     validate_global,
@@ -12,7 +13,6 @@ from remem.daemon.memory.validation import (
     validate_record,
     validate_workspace,
 )
-from remem.daemon.memory.index import render_index
 
 VALID = "---\nname: prefer-uv\ndescription: Use uv instead of pip\ntype: feedback\n---\nBecause it is fast.\n"
 
@@ -28,8 +28,12 @@ def span(d: Diagnostic) -> tuple[int, int, int, int]:
     return (r.start.line, r.start.character, r.end.line, r.end.character)
 
 
-def record(name: str = "prefer-uv", description: str = "Use uv", type_: str = "feedback",
-           body: str = "Because it is fast.\n") -> str:
+def record(
+    name: str = "prefer-uv",
+    description: str = "Use uv",
+    type_: str = "feedback",
+    body: str = "Because it is fast.\n",
+) -> str:
     return f"---\nname: {name}\ndescription: {description}\ntype: {type_}\n---\n{body}"
 
 
@@ -38,7 +42,9 @@ def test_valid_record_has_no_problems_and_parses_fields() -> None:
     assert parsed.diagnostics == []
     assert parsed.record is not None
     assert parsed.record.model_dump() == {
-        "name": "prefer-uv", "description": "Use uv instead of pip", "type": "feedback",
+        "name": "prefer-uv",
+        "description": "Use uv instead of pip",
+        "type": "feedback",
         "content": "Because it is fast.\n",
     }
 
@@ -81,8 +87,13 @@ def test_missing_keys_are_each_reported() -> None:
 
 @pytest.mark.parametrize(
     ("line", "fragment"),
-    [("name: 42", "a number"), ("name: true", "a boolean"), ("name: [a]", "a list"),
-     ("name: {a: 1}", "a mapping"), ("name:", "has no value")],
+    [
+        ("name: 42", "a number"),
+        ("name: true", "a boolean"),
+        ("name: [a]", "a list"),
+        ("name: {a: 1}", "a mapping"),
+        ("name:", "has no value"),
+    ],
 )
 def test_non_string_values(line: str, fragment: str) -> None:
     text = f"---\n{line}\ndescription: d\ntype: project\n---\nbody\n"
@@ -92,7 +103,7 @@ def test_non_string_values(line: str, fragment: str) -> None:
 
 
 def test_quoted_scalars_are_strings() -> None:
-    text = '---\nname: "a"\ndescription: \'yes\'\ntype: project\n---\nbody\n'
+    text = "---\nname: \"a\"\ndescription: 'yes'\ntype: project\n---\nbody\n"
     assert validate_record(text, "a.md") == []
 
 
@@ -184,7 +195,9 @@ def test_global_size_limit_counts_utf8_bytes() -> None:
         ("hello\n\n\n", "trailing-newline", Severity.WARNING, (1, 0, 3, 0)),
     ],
 )
-def test_non_canonical_text(text: str, code: str, severity: Severity, where: tuple[int, int, int, int]) -> None:
+def test_non_canonical_text(
+    text: str, code: str, severity: Severity, where: tuple[int, int, int, int]
+) -> None:
     problem = only(validate_global(text), code)
     assert problem.severity is severity
     assert span(problem) == where
@@ -204,8 +217,14 @@ def test_every_problem_is_reported_at_once() -> None:
     text = "\ufeff---\r\nname: Bad_Name\r\ndescription: ''\r\ntype: nope\r\nextra: 1\r\n---\r\n\r\n"
     codes = {d.code for d in validate_record(text, "x.md")}
     assert codes == {
-        "remem/bom", "remem/line-endings", "remem/trailing-newline", "remem/name-invalid",
-        "remem/description-empty", "remem/type-invalid", "remem/unknown-key", "remem/body-empty",
+        "remem/bom",
+        "remem/line-endings",
+        "remem/trailing-newline",
+        "remem/name-invalid",
+        "remem/description-empty",
+        "remem/type-invalid",
+        "remem/unknown-key",
+        "remem/body-empty",
     }
 
 
