@@ -1,0 +1,23 @@
+"""Errors of the session-log layer: each names the path and says what to do about it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SessionLogError(Exception):
+    """One session log cannot be used; other logs of the same root are unaffected."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.reason = message
+
+
+class SessionRootError(Exception):
+    """A whole root is unusable (e.g. it mixes raw and zstd logs, which DSH refuses)."""
+
+    def __init__(self, root: Path, message: str) -> None:
+        super().__init__(f"{root}: {message}")
+        self.root = root
+        self.reason = message

@@ -1,0 +1,116 @@
+"""The line scanner of DSH's `scanLog`: logical bytes -> seq-contiguous event records.
+
+A log is append-only and a crash can only damage its end, so the scanner finds the committed
+prefix: the lines before the first torn or bad line. A bad line is only forgivable when nothing
+after it could have been a later durable write; a `turn/end` after it proves that later
+batches were committed, so the log is corrupt instead (format.ts L272-378).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .chunks import ChunkRowError, expand_row, is_chunk_row
+
+TURN_END_TEXT = b'"turn/end"'
+
+
+class CorruptLog(ValueError):
+    """The log cannot be used at all; the message says where and why."""
+
+
+class _BadLine(ValueError):
+    """A complete line the scanner cannot accept (ends the committed prefix)."""
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    records: list[dict[str, Any]]  # expanded event records in seq order
+    end: int  # buffer offset just past the last committed line
+    stop: str | None  # why the committed prefix ends before the buffer does
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(line: bytes, parse_int: Callable[[str], Any] = int) -> Any:
+    """JSON.parse semantics: strict UTF-8, no NaN/Infinity; deep nesting is a parse error."""
+    text = line.decode("utf-8")
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
+    except RecursionError:
+        raise ValueError("JSON nesting is too deep") from None
+
+
+def _is_seq(value: Any, expected: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value == expected
+
+
+def _decode_line(line: bytes, line_no: int, expected_seq: int) -> list[dict[str, Any]]:
+    try:
+        record = parse_json(line)
+    except UnicodeDecodeError as exc:
+        raise CorruptLog(f"line {line_no} is not valid UTF-8 (byte {exc.start} of the line)") from None
+    except ValueError as exc:
+        raise _BadLine(f"line {line_no} is not valid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise _BadLine(f"line {line_no} is not a JSON object")
+    if is_chunk_row(record):
+        try:
+            records = expand_row(record)
+        except ChunkRowError as exc:
+            raise _BadLine(f"line {line_no}: malformed packed row: {exc}") from None
+    else:
+        records = [record]
+    first = records[0].get("seq")
+    if not _is_seq(first, expected_seq):
+        raise _BadLine(f"line {line_no}: seq gap (expected seq {expected_seq}, found {first!r})")
+    return records
+
+
+def _has_turn_end(line: bytes) -> bool:
+    if TURN_END_TEXT not in line:
+        return False
+    try:
+        record = parse_json(line)
+    except ValueError:
+        return True  # unparsable: DSH cannot rule out a turn/end either
+    return isinstance(record, dict) and record.get("type") == "turn/end"
+
+
+def _turn_end_after(buf: bytes, pos: int, line_no: int) -> int | None:
+    """Line number of the first line at or after `pos` that holds a turn/end."""
+    while pos < len(buf):
+        nl = buf.find(b"\n", pos)
+        end = len(buf) if nl < 0 else nl
+        if _has_turn_end(buf[pos:end]):
+            return line_no
+        pos, line_no = end + 1, line_no + 1
+    return None
+
+
+def scan_records(buf: bytes, start: int, first_seq: int, first_line: int, *, strict: bool) -> ScanResult:
+    """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption."""
+    records: list[dict[str, Any]] = []
+    pos, line_no = start, first_line
+    while pos < len(buf):
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            if strict:
+                raise CorruptLog(f"line {line_no} is not newline-terminated inside a complete frame")
+            return ScanResult(records, pos, f"line {line_no} is torn (no final newline)")
+        try:
+            records.extend(_decode_line(buf[pos:nl], line_no, first_seq + len(records)))
+        except _BadLine as bad:
+            if strict:
+                raise CorruptLog(str(bad)) from None
+            later = _turn_end_after(buf, pos, line_no)
+            if later is not None:
+                raise CorruptLog(f"{bad}, but line {later} holds a turn/end written after it") from None
+            return ScanResult(records, pos, str(bad))
+        pos, line_no = nl + 1, line_no + 1
+    return ScanResult(records, pos, None)

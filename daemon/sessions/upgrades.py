@@ -1,0 +1,101 @@
+"""Read-side upgrades of older event shapes (coordinator.ts shims), applied in memory only.
+
+DSH never rewrites an old log; it upgrades each event as it loads, so remem must do the same
+to see the events DSH would hand to a session. Each shim maps one record dict to a new dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _legacy_id(session_id: str, seq: Any) -> str:
+    return f"legacy-message:{session_id}:{seq}"
+
+
+def _upgrade_turn_end_reason(reason: Any) -> Any:
+    if not isinstance(reason, dict):
+        return reason
+    kind = reason.get("kind")
+    if kind == "aborted" and "reason" not in reason:
+        return {"kind": "aborted", "reason": {"kind": "legacy"}}
+    if kind == "disposed":
+        return {"kind": "aborted", "reason": {"kind": "disposed"}}
+    if kind == "error" and not isinstance(reason.get("error"), dict):
+        message = reason.get("message", reason.get("error", ""))
+        return {"kind": "error", "error": {"message": str(message), "code": reason.get("code", "UNKNOWN")}}
+    return reason
+
+
+def _replaced_seq(record: dict[str, Any]) -> Any:
+    op = record.get("surfaceOp")
+    return op.get("start") if isinstance(op, dict) else None
+
+
+class LegacyUpgrader:
+    """Upgrades one session's records in seq order (tool-result replacements need history)."""
+
+    def __init__(self, session_id: str) -> None:
+        self._session_id = session_id
+        self._tool_result_ids: dict[Any, str] = {}
+
+    def upgrade(self, record: dict[str, Any]) -> dict[str, Any]:
+        kind = record.get("type")
+        data = record.get("data")
+        if kind == "steering/message":
+            record = {**record, "type": "user/message"}
+            kind = "user/message"
+        if not isinstance(data, dict):
+            return record
+        if kind == "turn/start" and "trigger" in data:
+            return {**record, "data": {k: v for k, v in data.items() if k != "trigger"}}
+        if kind == "turn/end" and "reason" in data:
+            return {**record, "data": {**data, "reason": _upgrade_turn_end_reason(data["reason"])}}
+        if kind == "user/message" and "id" not in data and "role" not in data:
+            return {
+                **record,
+                "data": {"id": _legacy_id(self._session_id, record.get("seq")), "role": "user", **data},
+            }
+        if kind == "assistant/message" and "message" not in data and "content" in data:
+            return {**record, "data": self._assistant(record, data)}
+        if kind == "tool/result":
+            return self._tool_result(record, data)
+        return record
+
+    def _assistant(self, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        rest = {k: v for k, v in data.items() if k not in ("content", "provenance")}
+        provenance = data.get("provenance")
+        if not isinstance(provenance, dict):
+            provenance = {}
+        message = {
+            "id": _legacy_id(self._session_id, record.get("seq")),
+            "role": "assistant",
+            "content": data["content"],
+            "source": {**provenance, "kind": "model"},
+        }
+        return {**rest, "message": message}
+
+    def _tool_result(self, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        if "message" in data or "callId" not in data:
+            if isinstance(data.get("message"), dict):
+                self._tool_result_ids[record.get("seq")] = data["message"].get("id")
+            return record
+        message_id = self._tool_result_ids.get(_replaced_seq(record)) or _legacy_id(
+            self._session_id, record.get("seq")
+        )
+        self._tool_result_ids[record.get("seq")] = message_id
+        block: dict[str, Any] = {
+            "type": "tool-result",
+            "toolCallId": data["callId"],
+            "content": data.get("content", []),
+        }
+        if "isError" in data:
+            block["isError"] = data["isError"]
+        rest = {k: v for k, v in data.items() if k not in ("callId", "content", "isError")}
+        message = {
+            "id": message_id,
+            "role": "user",
+            "content": [block],
+            "source": {"kind": "tool", "callId": data["callId"]},
+        }
+        return {**record, "data": {**rest, "message": message}}
