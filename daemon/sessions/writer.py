@@ -1,0 +1,189 @@
+"""Write remem-owned session logs in DSH's format, crash-safely and one writer at a time.
+
+Protocol (DSH jsonl `index.ts`): nothing exists until the first non-empty append; the first
+bytes (header + first batch) are published without overwrite (temp, fsync, hard link, dir
+fsync); every later batch is appended, fsynced, and truncated away again if the write fails.
+Zstd logs get one frame for the header and one per batch. `writer.lock` in the session dir is
+held from the first append until `close()`, so readers can tell the session is live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..faults import faultpoint
+from ..fsutil import ensure_private_dir, publish_new, remove_stale_temps, write_temp
+from ..locks import LockHandle, try_file_lock
+from .checks import EventCheckError, check_event, check_writable
+from .chunks import pack_chunk_runs
+from .errors import SessionLogError, SessionRootError
+from .models import SessionEvent, SessionHeader
+from .paths import Encoding, session_log_path
+from .roots import detect_encoding
+from .zstd_frames import encode_frame
+
+LOCK_NAME = "writer.lock"
+DEFAULT_ENCODING = Encoding.ZSTD  # DSH's DEFAULT_COMPRESSION
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    """One compact JSON line as `JSON.stringify` writes it, newline included."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        # A lone surrogate is legal in a JS string; escaping everything keeps it lossless.
+        return json.dumps(record, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+def encode_batch(events: Iterable[SessionEvent], *, pack_chunks: bool = True) -> bytes:
+    """The storage lines of one append batch (chunk runs packed as DSH does by default)."""
+    records = [e.to_record() for e in events]
+    return b"".join(json_line(r) for r in (pack_chunk_runs(records) if pack_chunks else records))
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def choose_encoding(root: Path, requested: Encoding | None) -> Encoding:
+    """The root's own encoding; a different request would make the root mixed and is refused."""
+    existing = detect_encoding(root)
+    if existing is not None and requested is not None and requested is not existing:
+        raise SessionRootError(
+            root,
+            f"root holds {existing.value} logs; a {requested.value} log would make DSH refuse the root",
+        )
+    return existing or requested or DEFAULT_ENCODING
+
+
+class SessionWriter:
+    """Appends batches to one new session log; use as a context manager or call `close()`."""
+
+    def __init__(self, root: Path, header: SessionHeader, *, encoding: Encoding | None = None) -> None:
+        self.header = header
+        self.encoding = choose_encoding(root, encoding)
+        self.path = session_log_path(root, header.cwd, header.id, self.encoding)
+        if self.path.parent.exists() and any((self.path.parent / e.file_name).exists() for e in Encoding):
+            raise SessionLogError(self.path, "a session with this id already exists; pick a new id")
+        self.next_seq = 0
+        self._fd: int | None = None
+        self._lock: LockHandle | None = None
+        self._size = 0
+        self._broken = False
+
+    @property
+    def materialized(self) -> bool:
+        return self._fd is not None
+
+    def append(self, events: Iterable[SessionEvent]) -> None:
+        """Durably append one batch; on failure the log is rolled back to the previous batch."""
+        batch = self._validated(list(events))
+        if not batch:
+            return
+        if self._broken:
+            raise SessionLogError(self.path, "an earlier append failed and could not be rolled back")
+        body = encode_batch(batch)
+        if self._fd is None:
+            self._materialize(body)
+        else:
+            self._append_bytes(self._framed(body))
+        self.next_seq += len(batch)
+
+    def close(self) -> None:
+        """Stop writing: close the file and release `writer.lock` (idempotent)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> SessionWriter:
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+    def _validated(self, events: list[SessionEvent]) -> list[SessionEvent]:
+        for offset, event in enumerate(events):
+            where = f"event seq {event.seq}"
+            if event.seq != self.next_seq + offset:
+                raise SessionLogError(self.path, f"{where}: expected seq {self.next_seq + offset}")
+            try:
+                check_event(event.to_record(), where=where)
+                check_writable(event, where=where)
+            except EventCheckError as exc:
+                raise SessionLogError(self.path, str(exc)) from None
+        return events
+
+    def _framed(self, plaintext: bytes) -> bytes:
+        return encode_frame(plaintext) if self.encoding is Encoding.ZSTD else plaintext
+
+    def _materialize(self, body: bytes) -> None:
+        # Create missing levels one by one: mkdir(parents=True) would give the parents the umask
+        # mode. Existing directories (e.g. a DSH root) are left as their owner set them.
+        for directory in (self.path.parent.parent.parent, self.path.parent.parent, self.path.parent):
+            if not directory.is_dir():
+                ensure_private_dir(directory)
+        directory = self.path.parent
+        lock = try_file_lock(directory / LOCK_NAME)
+        if lock is None:
+            raise SessionLogError(self.path, f"another writer holds {LOCK_NAME}")
+        content = self._framed(json_line(self.header.to_record())) + self._framed(body)
+        temp = write_temp(self.path, content)
+        faultpoint("sessions.writer.after-temp-write")
+        try:
+            publish_new(temp, self.path)
+        except FileExistsError:
+            temp.unlink()
+            lock.release()
+            raise SessionLogError(self.path, "a session with this id was created concurrently") from None
+        faultpoint("sessions.writer.after-publish")
+        self._lock = lock
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._size = len(content)
+
+    def _append_bytes(self, data: bytes) -> None:
+        assert self._fd is not None
+        try:
+            half = len(data) // 2
+            # Two writes so the crash tests can stop between them and leave a torn batch.
+            _write_all(self._fd, memoryview(data)[:half])
+            faultpoint("sessions.writer.mid-append")
+            _write_all(self._fd, memoryview(data)[half:])
+            os.fsync(self._fd)
+        except BaseException:
+            self._rollback()
+            raise
+        self._size += len(data)
+        faultpoint("sessions.writer.after-append")
+
+    def _rollback(self) -> None:
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, self._size)
+            os.fsync(self._fd)
+        except OSError:
+            self._broken = True
+
+
+def recover_root(root: Path) -> list[Path]:
+    """Delete temp files crashed writers left in session dirs no live writer holds."""
+    removed: list[Path] = []
+    for lock_file in sorted(root.glob(f"*/*/{LOCK_NAME}")):
+        lock = try_file_lock(lock_file)
+        if lock is None:
+            continue
+        try:
+            removed.extend(remove_stale_temps(lock_file.parent))
+        finally:
+            lock.release()
+    return removed
