@@ -1,0 +1,107 @@
+"""Conformance against real DSH roots (`shared/fixtures/dsh`, outside the project).
+
+The fixtures sit next to the repository (`<repo>/../shared/fixtures/dsh`); CI provides them.
+Every fact checked here comes from `manifest.json` or from DSH's own output in the logs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.daemon.sessions.models import SessionEvent
+from remem.daemon.sessions.paths import Encoding, session_log_path
+from remem.daemon.sessions.reader import SessionLog, read_session
+from remem.daemon.sessions.repair import interrupted_turn_closers
+from remem.daemon.sessions.roots import scan_root
+from remem.daemon.sessions.writer import encode_batch, json_line
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "dsh"
+
+if not (FIXTURES / "manifest.json").is_file():
+    pytest.skip("DSH fixtures not found at ../shared/fixtures/dsh; CI provides them", allow_module_level=True)
+
+MANIFEST: dict[str, Any] = json.loads((FIXTURES / "manifest.json").read_text())
+SESSIONS: list[dict[str, Any]] = MANIFEST["sessions"]
+ROOTS = {
+    Encoding.RAW: FIXTURES / MANIFEST["roots"]["raw"],
+    Encoding.ZSTD: FIXTURES / MANIFEST["roots"]["zstd"],
+}
+
+
+def _read(entry: dict[str, Any], encoding: Encoding) -> SessionLog:
+    return read_session(ROOTS[encoding] / entry[f"path_{encoding.value}"])
+
+
+def _records(events: tuple[SessionEvent, ...] | list[SessionEvent]) -> list[dict[str, Any]]:
+    return [e.to_record() for e in events]
+
+
+@pytest.mark.parametrize("encoding", list(Encoding))
+def test_every_session_of_the_root_reads(encoding: Encoding) -> None:
+    scan = scan_root(ROOTS[encoding])
+    assert scan.errors == [] and scan.encoding is encoding
+    assert sorted(log.header.id for log in scan.logs) == sorted(s["id"] for s in SESSIONS)
+    assert len(scan.logs) == MANIFEST["session_count"]
+
+
+@pytest.mark.parametrize("entry", SESSIONS, ids=lambda s: f"{s['fixture']}:{s['role']}:{s['id'][:13]}")
+def test_session_matches_manifest(entry: dict[str, Any]) -> None:
+    raw, zst = _read(entry, Encoding.RAW), _read(entry, Encoding.ZSTD)
+    assert _records(raw.events) == _records(zst.events)
+    assert raw.digest == zst.digest and raw.header == zst.header
+    for log, encoding in ((raw, Encoding.RAW), (zst, Encoding.ZSTD)):
+        assert log.path == session_log_path(ROOTS[encoding], log.header.cwd, log.header.id, encoding)
+        assert log.torn is None and log.unknown_types == frozenset()
+    header = raw.header
+    assert (header.id, header.cwd, header.createdAt) == (entry["id"], entry["cwd"], entry["createdAt"])
+    assert (header.parentSession, header.origin) == (entry["parent"], entry["origin"])
+    assert (header.delegationDepth, header.seedLength) == (entry["delegationDepth"], entry["seedLength"])
+    _check_turn_facts(raw, entry)
+    assert zst.resume.frame_count == (2 if entry["storage_rows"] else 1)
+
+
+def _check_turn_facts(log: SessionLog, entry: dict[str, Any]) -> None:
+    events = log.events
+    assert len(events) == entry["events"]
+    assert (events[-1].seq if events else None) == (entry["last_seq"] if events else None)
+    ends = [e.data["reason"]["kind"] for e in events if e.type == "turn/end"]
+    assert sum(e.type == "turn/start" for e in events) == entry["turns"]
+    assert ends == entry["turn_end_reasons"] and ends.count("completed") == entry["completed_turns"]
+    assert bool(log.closers) == entry["has_open_turn"]
+    titles = [e.data["title"] for e in events if e.type == "session/title"]
+    assert (titles[-1] if titles else None) == entry["title"]
+
+
+@pytest.mark.parametrize(
+    "entry", [s for s in SESSIONS if s["storage_rows"]], ids=lambda s: f"{s['fixture']}:{s['id'][:13]}"
+)
+def test_our_encoder_packs_exactly_like_dsh(entry: dict[str, Any]) -> None:
+    log = _read(entry, Encoding.RAW)
+    stored = log.path.read_bytes().splitlines(keepends=True)
+    ours = (json_line(log.header.to_record()) + encode_batch(log.events)).splitlines(keepends=True)
+    assert stored[0] == ours[0]
+    assert [json.loads(x) for x in ours] == [json.loads(x) for x in stored]
+
+
+def test_repair_closers_match_the_ones_dsh_wrote() -> None:
+    entry = next(s for s in SESSIONS if s["fixture"] == "headless-tool-outcome-unknown")
+    events = _read(entry, Encoding.RAW).events
+    turn_end = next(e.seq for e in events if e.type == "turn/end")
+    first_closer = next(e.seq for e in events if e.type == "tool/result")
+    closers = interrupted_turn_closers(list(events[:first_closer]))
+    assert _records(closers) == _records(events[first_closer : turn_end + 1])
+
+
+@pytest.mark.parametrize("entry", [s for s in SESSIONS if s["seedLength"]], ids=lambda s: s["id"][:13])
+def test_seeded_children_inherit_their_parents_prefix(entry: dict[str, Any]) -> None:
+    parent = next(s for s in SESSIONS if s["id"] == entry["parent"])
+    child, source = _read(entry, Encoding.RAW).events, _read(parent, Encoding.RAW).events
+    seed = entry["seedLength"]
+    assert _records(child[:seed]) == _records(source[:seed])
+    # The child constructor appends an end marker unless the seed already ends with one.
+    assert child[seed].type == "session/end-seed" or child[seed - 1].type == "session/end-seed"
