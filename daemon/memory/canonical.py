@@ -14,6 +14,8 @@ from .diagnostics import Diagnostic, Severity, TextPositions, diagnostic
 BOM = "\ufeff"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _MAX_CONTROL_REPORTS = 20
+_C0_BYTES = bytes(b for b in range(0x20) if b not in b"\t\n\r") + b"\x7f"
+_C1_BYTES = re.compile(rb"\xc2[\x80-\x9f]")
 
 
 def canonicalize(text: str) -> str:
@@ -84,6 +86,8 @@ def _line_ending_problem(text: str, positions: TextPositions) -> Diagnostic:
 
 
 def _control_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
+    if not _has_control(positions.utf8):
+        return []
     problems = []
     matches = list(_CONTROL.finditer(text))
     for match in matches[:_MAX_CONTROL_REPORTS]:
@@ -109,6 +113,13 @@ def _control_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
             )
         )
     return problems
+
+
+def _has_control(data: bytes) -> bool:
+    """A C-speed pre-check on the UTF-8 bytes; the slower regex then only locates real hits."""
+    if len(data.translate(None, _C0_BYTES)) != len(data):
+        return True
+    return b"\xc2" in data and _C1_BYTES.search(data) is not None
 
 
 def _trailing_newline_problem(text: str, positions: TextPositions) -> Diagnostic | None:

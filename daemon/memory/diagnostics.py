@@ -46,10 +46,18 @@ class TextPositions:
     def __init__(self, text: str) -> None:
         self._text = text
         self._starts: list[int] | None = None
+        self._utf8: bytes | None = None
 
     @property
     def text(self) -> str:
         return self._text
+
+    @property
+    def utf8(self) -> bytes:
+        """The text's UTF-8 bytes, encoded once for every byte-level check."""
+        if self._utf8 is None:
+            self._utf8 = self._text.encode("utf-8", "surrogatepass")
+        return self._utf8
 
     @property
     def line_starts(self) -> list[int]:

@@ -32,7 +32,11 @@ from .record import (
 )
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+_DELIMITER = r"---[ \t]*(?:\r\n|\r|\n|\Z)"
+_OPENING = re.compile(_DELIMITER)
+_SECOND_BLOCK = re.compile(r"\s*---[ \t]*(?:\r\n|\r|\n)")
+_TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
+_CLOSING = re.compile(r"(?<=[\r\n])" + _DELIMITER)  # at a line start, whatever the line break
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
@@ -53,7 +57,8 @@ class ParsedRecord:
 
     record: Record | None
     diagnostics: list[Diagnostic]
-    name_range: Range | None = None
+    name_span: tuple[int, int] | None = None  # offsets; turned into a range only on a problem
+    positions: TextPositions | None = None
     fields: dict[str, str] = field(default_factory=dict)
 
 
@@ -179,7 +184,7 @@ def _check_duplicates(parsed: dict[str, ParsedRecord]) -> None:
 
 
 def _add_duplicate(result: ParsedRecord, name: str, other_file: str) -> None:
-    assert result.name_range is not None  # a parsed name always has its range
+    assert result.name_span is not None and result.positions is not None  # a parsed name has its span
     result.record = None
     result.diagnostics.append(
         Diagnostic(
@@ -187,7 +192,7 @@ def _add_duplicate(result: ParsedRecord, name: str, other_file: str) -> None:
             severity=Severity.ERROR,
             message=f"another record ({other_file}) already uses the name `{name}` (names are "
             "compared ignoring case); rename one of them",
-            range=result.name_range,
+            range=result.positions.range(*result.name_span),
         )
     )
 
@@ -195,9 +200,8 @@ def _add_duplicate(result: ParsedRecord, name: str, other_file: str) -> None:
 def _find_front_matter(
     text: str, positions: TextPositions, problems: list[Diagnostic]
 ) -> _FrontMatter | None:
-    lines = _LINE.finditer(text, 1 if text.startswith(BOM) else 0)
-    first = next(lines)
-    if first.group().rstrip("\r\n").rstrip(" \t") != "---":
+    opening = _OPENING.match(text, 1 if text.startswith(BOM) else 0)
+    if opening is None:
         problems.append(
             diagnostic(
                 "front-matter-missing",
@@ -208,11 +212,9 @@ def _find_front_matter(
             )
         )
         return None
-    for line in lines:
-        if line.group().rstrip("\r\n").rstrip(" \t") == "---":
-            return _FrontMatter(first.end(), line.start(), line.end())
-        if line.end() == len(text):
-            break
+    closing = _CLOSING.search(text, opening.end())
+    if closing is not None:
+        return _FrontMatter(opening.end(), closing.start(), closing.end())
     problems.append(
         diagnostic(
             "front-matter-unterminated",
@@ -238,7 +240,6 @@ def _check_fields(
         return
     seen: dict[str, yaml.Node] = {}
     for key_node, value_node in node.value:
-        key_range = _node_range(key_node, front, positions)
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
         if key not in FIELDS:
             problems.append(
@@ -247,7 +248,7 @@ def _check_fields(
                     Severity.ERROR,
                     f"unknown front-matter key `{key}`; a record has exactly `name`, "
                     "`description` and `type` (put anything else in the body)",
-                    key_range,
+                    _node_range(key_node, front, positions),
                 )
             )
         elif key in seen:
@@ -256,7 +257,7 @@ def _check_fields(
                     "duplicate-key",
                     Severity.ERROR,
                     f"`{key}` appears twice in the front matter; keep one",
-                    key_range,
+                    _node_range(key_node, front, positions),
                 )
             )
         else:
@@ -277,7 +278,7 @@ def _check_fields(
 def _compose(
     source: str, front: _FrontMatter, positions: TextPositions, problems: list[Diagnostic]
 ) -> yaml.MappingNode | None:
-    tab = re.search(r"^[ ]*\t", source, re.MULTILINE)
+    tab = _TAB_INDENT.search(source)
     if tab is not None:
         at = front.start + tab.end() - 1
         problems.append(
@@ -321,12 +322,16 @@ def _compose(
 
 
 def _node_range(node: yaml.Node, front: _FrontMatter, positions: TextPositions) -> Range:
+    return positions.range(*_node_span(node, front, positions.text))
+
+
+def _node_span(node: yaml.Node, front: _FrontMatter, text: str) -> tuple[int, int]:
     start = front.start + node.start_mark.index
     end = front.start + node.end_mark.index
     # Block scalars end at the start of the next line; keep the squiggle on the value's lines.
-    while end > start and positions.text[end - 1] in "\r\n":
+    while end > start and text[end - 1] in "\r\n":
         end -= 1
-    return positions.range(start, end)
+    return start, end
 
 
 def _check_value(
@@ -337,20 +342,19 @@ def _check_value(
     file_name: str | None,
     parsed: ParsedRecord,
 ) -> None:
-    where = _node_range(node, front, positions)
     if key == "name":
-        parsed.name_range = where
+        parsed.name_span = _node_span(node, front, positions.text)
+        parsed.positions = positions
     if not isinstance(node, yaml.ScalarNode) or node.tag != _STR_TAG:
-        parsed.diagnostics.append(_non_string(key, node, where))
+        parsed.diagnostics.append(_non_string(key, node, _node_range(node, front, positions)))
         return
     value: str = node.value
     parsed.fields[key] = value
     spans_lines = node.style in ("|", ">") or node.end_mark.line > node.start_mark.line
-    checker = {"name": _name_problem, "description": _description_problem, "type": _type_problem}
-    message = checker[key](value, spans_lines, file_name)
+    message = _CHECKERS[key](value, spans_lines, file_name)
     if message is not None:
         code, text = message
-        parsed.diagnostics.append(diagnostic(code, Severity.ERROR, text, where))
+        parsed.diagnostics.append(diagnostic(code, Severity.ERROR, text, _node_range(node, front, positions)))
 
 
 def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:
@@ -430,7 +434,10 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
                 positions.range(front.end, front.body_start),
             )
         )
-    over = _over_budget_offset(body, BODY_MAX_BYTES)
+    head_bytes = len(text[: front.body_start].encode("utf-8", "surrogatepass"))
+    # Canonical form adds at most one byte (a final newline), so this bound is exact enough.
+    within = len(positions.utf8) - head_bytes < BODY_MAX_BYTES
+    over = None if within else _over_budget_offset(body, BODY_MAX_BYTES)
     if over is not None:
         size = len(canonicalize(body).encode("utf-8"))
         problems.append(
@@ -442,7 +449,7 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
                 positions.range(front.body_start + over, len(text)),
             )
         )
-    if re.match(r"\s*---[ \t]*(?:\r\n|\r|\n)", body):
+    if _SECOND_BLOCK.match(body):
         at = front.body_start + body.index("---")
         problems.append(
             diagnostic(
@@ -454,6 +461,9 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
             )
         )
     return problems
+
+
+_CHECKERS = {"name": _name_problem, "description": _description_problem, "type": _type_problem}
 
 
 def _over_budget_offset(text: str, limit: int) -> int | None:

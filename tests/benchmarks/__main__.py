@@ -1,0 +1,88 @@
+"""`python -m tests.benchmarks`: run the registered benchmarks and print remem vs its baselines.
+
+Timings are reported, never asserted: the exit code is 0 unless a benchmark crashes (1) or the
+command line is wrong (2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import traceback
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+from . import memory
+from .harness import Benchmark, Row, format_table, run
+
+BENCHMARKS: list[Benchmark] = [*memory.BENCHMARKS]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    selected = [b for b in BENCHMARKS if args.only is None or args.only in b.name]
+    if not selected:
+        parser.error(f"no benchmark name contains {args.only!r}")
+    facts = machine_facts()
+    print("\n".join(f"{key}: {value}" for key, value in facts.items()), end="\n\n")
+    rows, crashed = _run_all(selected, quick=args.quick)
+    print(format_table(rows), end="\n\n")
+    print("\n".join(f"{b.name}: {b.note}" for b in selected))
+    if args.json is not None:
+        _write_json(args.json, facts, selected, rows, quick=args.quick)
+    if crashed:
+        print(f"\ncrashed: {', '.join(crashed)}", file=sys.stderr)
+    return 1 if crashed else 0
+
+
+def machine_facts() -> dict[str, str]:
+    return {
+        "date": date.today().isoformat(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "cpus": str(os.cpu_count()),
+        "platform": platform.platform(),
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tests.benchmarks", description=__doc__)
+    parser.add_argument("--only", metavar="NAME", help="run only benchmarks whose name contains NAME")
+    parser.add_argument("--quick", action="store_true", help="few iterations: a smoke run, not figures")
+    parser.add_argument("--json", metavar="FILE", type=Path, help="also write the results to FILE")
+    return parser
+
+
+def _run_all(benchmarks: Sequence[Benchmark], *, quick: bool) -> tuple[list[Row], list[str]]:
+    rows: list[Row] = []
+    crashed: list[str] = []
+    for benchmark in benchmarks:
+        print(f"running {benchmark.name} ...", file=sys.stderr, flush=True)
+        try:
+            rows += run(benchmark, quick=quick)
+        except Exception:
+            # One broken benchmark should not hide the figures of the others.
+            traceback.print_exc()
+            crashed.append(benchmark.name)
+    return rows, crashed
+
+
+def _write_json(
+    path: Path, facts: dict[str, str], benchmarks: Sequence[Benchmark], rows: Sequence[Row],
+    *, quick: bool,
+) -> None:
+    document = {
+        "machine": facts,
+        "quick": quick,
+        "notes": {b.name: b.note for b in benchmarks},
+        "results": [r.as_dict() for r in rows],
+    }
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
