@@ -20,8 +20,9 @@ _C1_BYTES = re.compile(rb"\xc2[\x80-\x9f]")
 
 def canonicalize(text: str) -> str:
     """Return the canonical form of `text`; idempotent. Blank text becomes the empty string."""
-    if text.startswith(BOM):
-        text = text[1:]
+    # Every leading U+FEFF goes, not just the first: keeping a second one would make the
+    # result start with a "BOM" again and canonicalize would not be idempotent.
+    text = text.lstrip(BOM)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.rstrip("\n")
@@ -30,7 +31,7 @@ def canonicalize(text: str) -> str:
 
 def canonical_bytes(raw: bytes) -> bytes:
     """Byte-level `canonicalize`, usable on files that are not valid UTF-8."""
-    if raw.startswith(b"\xef\xbb\xbf"):
+    while raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if b"\r" in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -62,7 +63,7 @@ def canonical_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
                 "bom",
                 Severity.WARNING,
                 "the file starts with a byte-order mark; remove it (remem stores UTF-8 without BOM)",
-                positions.range(0, 1),
+                positions.range(0, len(text) - len(text.lstrip(BOM))),
             )
         )
     if "\r" in text:

@@ -92,3 +92,9 @@ def test_rendered_records_parse_back_to_themselves(
     parsed = parse_record(render_record(record), f"{name}.md")
     assert parsed.diagnostics == []
     assert parsed.record == record
+
+
+def test_repeated_byte_order_marks_canonicalize_in_one_step() -> None:
+    # Found by hypothesis: stripping a single BOM left a second one for the next pass.
+    assert canonicalize("\ufeff\ufeffa") == canonicalize(canonicalize("\ufeff\ufeffa")) == "a\n"
+    assert canonical_bytes("\ufeff\ufeff".encode()) == b""
