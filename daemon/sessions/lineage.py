@@ -1,0 +1,212 @@
+"""Build the lineage tree of a workspace's sessions (`remem sessions tree --json`).
+
+Pure and iterative: parent links come from session headers, which nothing stops from being
+missing, self-referential or cyclic, and chains and fans may be 10 000 sessions long or wide.
+So no step recurses: a missing parent makes a flagged orphan root, a cycle is broken at its
+earliest member and flagged, and every input session appears in the tree exactly once.
+
+Serialising deep trees: pydantic's serialiser and the stdlib `json` encoder both recurse (a
+10 000-deep chain fails with "Maximum serialization depth exceeded" / `RecursionError`), so
+`SessionTree.to_json_dict()` and `SessionTree.to_json()` walk the tree with an explicit stack.
+`model_dump()` remains fine for shallow trees and yields the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+NodeKind = Literal["root", "fork", "subagent"]
+NodeFlag = Literal["orphan", "cycle", "duplicate"]
+
+
+@dataclass(frozen=True)
+class LineageItem:
+    """One session as the tree needs it; `origin` is the DSH header origin ("subagent" or None)."""
+
+    id: str
+    title: str | None
+    parent: str | None
+    origin: str | None
+    created_at: int  # epoch ms
+    fork_turn: int | None
+    live: bool
+    archived: bool
+
+    @property
+    def kind(self) -> NodeKind:
+        if self.origin == "subagent":
+            return "subagent"
+        return "fork" if self.parent is not None else "root"
+
+    @property
+    def order(self) -> tuple[int, str]:
+        return (self.created_at, self.id)
+
+
+class TreeNode(BaseModel):
+    """One session in the tree; `children` sorted by `createdAt`, then id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str | None
+    kind: NodeKind
+    forkTurn: int | None
+    createdAt: int
+    live: bool
+    archived: bool
+    flags: list[NodeFlag]
+    children: list[TreeNode]
+
+
+class SessionTree(BaseModel):
+    """The forest of a workspace; serialise deep trees with `to_json()` / `to_json_dict()`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    roots: list[TreeNode]
+
+    def walk(self) -> Iterator[tuple[TreeNode | None, int]]:
+        """Pre-order `(node, depth)` pairs; `(None, depth)` closes the node opened at that depth."""
+        stack: list[tuple[TreeNode | None, int]] = [(n, 0) for n in reversed(self.roots)]
+        while stack:
+            node, depth = stack.pop()
+            yield node, depth
+            if node is not None:
+                stack.append((None, depth))
+                stack.extend((child, depth + 1) for child in reversed(node.children))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """What `model_dump()` returns, built without recursion so any depth works."""
+        top: list[dict[str, Any]] = []
+        containers = [top]  # containers[d] receives the nodes at depth d
+        for node, depth in self.walk():
+            if node is None:
+                containers.pop()
+                continue
+            record = {**_scalars(node), "children": []}
+            containers[depth].append(record)
+            containers.append(record["children"])
+        return {"roots": top}
+
+    def to_json(self) -> str:
+        """Compact JSON text of the tree, written without recursion so any depth works."""
+        parts = ['{"roots":[']
+        first = [True]  # first[d]: no sibling emitted yet at depth d
+        for node, depth in self.walk():
+            if node is None:
+                parts.append("]}")
+                first.pop()
+                continue
+            parts.append(("" if first[depth] else ",") + _json(_scalars(node))[:-1] + ',"children":[')
+            first[depth] = False
+            first.append(True)
+        parts.append("]}")
+        return "".join(parts)
+
+
+def _scalars(node: TreeNode) -> dict[str, Any]:
+    return node.model_dump(exclude={"children"})
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _unique(items: Iterable[LineageItem]) -> tuple[dict[str, LineageItem], set[str]]:
+    """Items by id; a repeated id keeps its first item and is flagged rather than silently merged."""
+    by_id: dict[str, LineageItem] = {}
+    repeated: set[str] = set()
+    for item in items:
+        if item.id in by_id:
+            repeated.add(item.id)
+        else:
+            by_id[item.id] = item
+    return by_id, repeated
+
+
+def _cycles(parent_of: dict[str, str | None]) -> list[list[str]]:
+    """Every cycle of the parent graph (each node has at most one parent), found in O(n)."""
+    state: dict[str, int] = {}  # 1 = on the current walk, 2 = settled
+    cycles = []
+    for start in parent_of:
+        path: list[str] = []
+        node: str | None = start
+        while node is not None and node not in state:
+            state[node] = 1
+            path.append(node)
+            node = parent_of[node]
+        if node is not None and state[node] == 1:
+            cycles.append(path[path.index(node) :])
+        for visited in path:
+            state[visited] = 2
+    return cycles
+
+
+def _children(by_id: dict[str, LineageItem], parent_of: dict[str, str | None]) -> dict[str | None, list[str]]:
+    """Child ids per parent id (None = the roots), each list in tree order."""
+    children: dict[str | None, list[str]] = {}
+    for node_id, parent in parent_of.items():
+        children.setdefault(parent, []).append(node_id)
+    for ids in children.values():
+        ids.sort(key=lambda i: by_id[i].order)
+    return children
+
+
+def _resolve_parents(
+    by_id: dict[str, LineageItem], repeated: set[str]
+) -> tuple[dict[str, str | None], dict[str, list[NodeFlag]]]:
+    """Tree parent per id (None = root) after cutting unknown parents and cycles, and the flags."""
+    flags: dict[str, list[NodeFlag]] = {i: ["duplicate"] if i in repeated else [] for i in by_id}
+    parent_of: dict[str, str | None] = {}
+    for item in by_id.values():
+        known = item.parent is not None and item.parent in by_id
+        parent_of[item.id] = item.parent if known else None
+        if item.parent is not None and not known:
+            flags[item.id].append("orphan")
+    for cycle in _cycles(parent_of):
+        parent_of[min(cycle, key=lambda i: by_id[i].order)] = None
+        for member in cycle:
+            flags[member].append("cycle")
+    return parent_of, flags
+
+
+def _assemble(
+    by_id: dict[str, LineageItem], parent_of: dict[str, str | None], flags: dict[str, list[NodeFlag]]
+) -> SessionTree:
+    children = _children(by_id, parent_of)
+    # Every node is reachable from a root once cycles are cut. Building in reverse pre-order
+    # creates each node's children before the node itself, without recursion.
+    order: list[str] = []
+    stack = list(children.get(None, []))
+    while stack:
+        node_id = stack.pop()
+        order.append(node_id)
+        stack.extend(children.get(node_id, []))
+    nodes: dict[str, TreeNode] = {}
+    for node_id in reversed(order):
+        item = by_id[node_id]
+        nodes[node_id] = TreeNode(
+            id=item.id,
+            title=item.title,
+            kind=item.kind,
+            forkTurn=item.fork_turn,
+            createdAt=item.created_at,
+            live=item.live,
+            archived=item.archived,
+            flags=sorted(flags[node_id]),
+            children=[nodes[c] for c in children.get(node_id, [])],
+        )
+    return SessionTree(roots=[nodes[r] for r in children.get(None, [])])
+
+
+def build_tree(items: Iterable[LineageItem]) -> SessionTree:
+    """The lineage forest of `items`: every distinct id exactly once, orphans and cycles flagged."""
+    by_id, repeated = _unique(items)
+    parent_of, flags = _resolve_parents(by_id, repeated)
+    return _assemble(by_id, parent_of, flags)

@@ -1,0 +1,298 @@
+"""Render a session log as a human Markdown transcript: the log as it happened, turn by turn.
+
+The transcript follows append-origin events, not the compacted surface, so turns a compaction
+shadowed stay readable and the compaction itself shows as a marked summary where it happened.
+It keeps what a person reviewing a session needs (real prompts, each turn's final reply, tool
+outcomes) and leaves out injected runtime context, reasoning and stream chunks. Text from the
+log is quoted or put in code spans so it can never forge the transcript's own headings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .models import SessionEvent
+from .reader import SessionLog
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>#|])")
+NOT_FINISHED = "not finished"
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object: unknown payload shapes must never crash a rendering."""
+    return value if isinstance(value, dict) else {}
+
+
+def _blocks(message: Any) -> list[dict[str, Any]]:
+    content = _obj(message).get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def utc_iso(epoch_ms: int) -> str:
+    """`epoch_ms` as UTC ISO 8601 with milliseconds; safe integers past year 9999 stay numeric."""
+    try:
+        moment = _EPOCH + timedelta(milliseconds=epoch_ms)
+    except OverflowError:
+        return f"{epoch_ms} ms since the epoch"
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _code(text: str) -> str:
+    """A code span that survives backticks inside `text`."""
+    text = _one_line(text) or " "
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _inline(text: str) -> str:
+    return _INLINE_SPECIALS.sub(r"\\\1", _one_line(text))
+
+
+def _quote(text: str) -> list[str]:
+    return [f"> {line}" if line.strip() else ">" for line in text.splitlines() or [""]]
+
+
+def _placeholder(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind != "image":
+        return f"[{kind if isinstance(kind, str) else 'block'}]"
+    attachment = _obj(block.get("attachment"))
+    parts = [attachment.get("name"), attachment.get("mediaType")]
+    width, height = attachment.get("width"), attachment.get("height")
+    if isinstance(width, int) and isinstance(height, int):
+        parts.append(f"{width}×{height}")
+    described = " ".join(p for p in parts if isinstance(p, str) and p)
+    return f"[image: {described}]" if described else "[image]"
+
+
+def _message_text(message: Any) -> str:
+    """Text and placeholders of a message; reasoning and tool calls are shown elsewhere or not at all."""
+    pieces = []
+    for block in _blocks(message):
+        kind = block.get("type")
+        if kind == "text":
+            pieces.append(str(block.get("text", "")))
+        elif kind not in ("reasoning", "tool-call"):
+            pieces.append(_placeholder(block))
+    return "\n\n".join(p for p in pieces if p.strip())
+
+
+def _has_text(message: Any) -> bool:
+    return any(b.get("type") == "text" and str(b.get("text", "")).strip() for b in _blocks(message))
+
+
+def _source(message: Any) -> dict[str, Any]:
+    return _obj(_obj(message).get("source"))
+
+
+def _is_compact_checkpoint(message: Any) -> bool:
+    source = _source(message)
+    return source.get("kind") == "plugin" and source.get("plugin") == "compact"
+
+
+@dataclass
+class _Call:
+    name: str = "unknown tool"
+    outcome: str = NOT_FINISHED
+
+
+@dataclass
+class _Section:
+    """A turn, or (with `turn` None) the events between two turns."""
+
+    turn: str | None
+    started: int
+    inherited: bool
+    status: str = "open"
+    error: str | None = None
+    prompts: list[str] = field(default_factory=list)
+    reply: str | None = None
+    reply_interrupted: bool = False
+    calls: dict[str, _Call] = field(default_factory=dict)  # by callId, in order of first mention
+    summaries: list[str] = field(default_factory=list)
+
+    def call(self, call_id: str, name: Any = None) -> _Call:
+        entry = self.calls.setdefault(call_id, _Call())
+        if isinstance(name, str) and name:
+            entry.name = name
+        return entry
+
+
+class _Collector:
+    """Folds events, in log order, into sections."""
+
+    def __init__(self, seed_length: int) -> None:
+        self.seed_length = seed_length
+        self.sections: list[_Section] = []
+        self.current: _Section | None = None
+        self.title: str | None = None
+        self.compactions: set[str] = set()
+
+    def section(self, event: SessionEvent) -> _Section:
+        if self.current is None:
+            self.current = self._open(None, event)
+        return self.current
+
+    def _open(self, turn: str | None, event: SessionEvent) -> _Section:
+        section = _Section(turn, event.time, event.seq < self.seed_length)
+        self.sections.append(section)
+        return section
+
+    def feed(self, event: SessionEvent) -> None:
+        data = _obj(event.data)
+        if event.type == "turn/start":
+            self.current = self._open(str(data.get("turn", "?")), event)
+        elif event.type == "turn/end":
+            self._end_turn(data)
+        elif event.type == "session/title" and isinstance(data.get("title"), str):
+            self.title = data["title"]
+        elif event.type == "compaction/summary":
+            self._summary(event, data.get("compactionId"), data.get("summary"))
+        elif event.type == "user/message":
+            self._user(event, data)
+        elif event.type == "assistant/message" and event.surfaceOp == "append":
+            self._assistant(event, data)
+        elif event.type == "tool/call" and isinstance(data.get("callId"), str):
+            self.section(event).call(data["callId"], data.get("name"))
+        elif event.type == "tool/result" and event.surfaceOp == "append":
+            self._tool_result(event, data)
+
+    def _end_turn(self, data: dict[str, Any]) -> None:
+        if self.current is None or self.current.turn is None:
+            return
+        reason = _obj(data.get("reason"))
+        kind = reason.get("kind")
+        self.current.status = kind if isinstance(kind, str) and kind else "ended"
+        message = _obj(reason.get("error")).get("message")
+        self.current.error = message if isinstance(message, str) else None
+        self.current = None
+
+    def _summary(self, event: SessionEvent, compaction_id: Any, blocks: Any) -> None:
+        # The summary is logged twice (compaction/summary and its checkpoint message): show it once.
+        if isinstance(compaction_id, str):
+            if compaction_id in self.compactions:
+                return
+            self.compactions.add(compaction_id)
+        self.section(event).summaries.append(_message_text({"content": blocks}))
+
+    def _user(self, event: SessionEvent, data: dict[str, Any]) -> None:
+        if _is_compact_checkpoint(data):
+            self._summary(event, _source(data).get("compactionId"), data.get("content"))
+        elif event.surfaceOp == "append" and _source(data).get("kind") == "user":
+            text = _message_text(data)
+            if text.strip():
+                self.section(event).prompts.append(text)
+
+    def _assistant(self, event: SessionEvent, data: dict[str, Any]) -> None:
+        section, message = self.section(event), data.get("message")
+        for block in _blocks(message):
+            if block.get("type") == "tool-call" and isinstance(block.get("id"), str):
+                section.call(block["id"], block.get("name"))
+        if _has_text(message):
+            section.reply, section.reply_interrupted = _message_text(message), data.get("interrupted") is True
+
+    def _tool_result(self, event: SessionEvent, data: dict[str, Any]) -> None:
+        message = data.get("message")
+        call_id = _source(message).get("callId")
+        if not isinstance(call_id, str):
+            return
+        blocks = _blocks(message)
+        failed = bool(blocks and blocks[0].get("isError")) or data.get("error") is not None
+        self.section(event).call(call_id).outcome = "error" if failed else "ok"
+
+
+def _label(title: str, body: list[str]) -> list[str]:
+    return [f"**{title}**", "", *body, ""]
+
+
+def _heading(section: _Section, *, after_turn: bool) -> str:
+    if section.turn is None:
+        # Without a heading of its own, between-turn material would read as part of the turn above.
+        heading = "## Between turns" if after_turn else "## Before the first turn"
+    else:
+        heading = f"## Turn {_inline(section.turn)} — {_inline(section.status)} — {utc_iso(section.started)}"
+    return heading + (" — inherited" if section.inherited else "")
+
+
+def _render_section(section: _Section, *, after_turn: bool) -> list[str]:
+    lines = [_heading(section, after_turn=after_turn), ""]
+    if section.error:
+        lines += [f"Error: {_inline(section.error)}", ""]
+    for prompt in section.prompts:
+        lines += _label("User", _quote(prompt))
+    if section.calls:
+        lines += _label("Tools", [f"- {_code(c.name)} — {c.outcome}" for c in section.calls.values()])
+    if section.reply is not None:
+        cut = ["", "_(reply interrupted)_"] if section.reply_interrupted else []
+        lines += _label("Assistant", _quote(section.reply) + cut)
+    for summary in section.summaries:
+        lines += _label("Compaction summary — earlier context was replaced by this summary", _quote(summary))
+    return lines
+
+
+def _fork_turn(sections: list[_Section]) -> str | None:
+    inherited = [s.turn for s in sections if s.inherited and s.turn is not None]
+    return inherited[-1] if inherited else None
+
+
+def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
+    header = log.header
+    lines = [f"# {_inline(collector.title or header.id)}", ""]
+    lines.append(f"- Session: {_code(header.id)}")
+    lines.append(f"- Working directory: {_code(header.cwd) if header.cwd else 'none'}")
+    lines.append(f"- Created: {utc_iso(header.createdAt)}")
+    if header.parentSession is not None:
+        origin = " (subagent)" if header.origin == "subagent" else ""
+        lines.append(f"- Parent: {_code(header.parentSession)}{origin}")
+    if header.seedLength:
+        turn = _fork_turn(collector.sections)
+        point = f"after turn {_inline(turn)}" if turn else "before the parent's first turn"
+        lines.append(f"- Fork point: {point} (first {header.seedLength} events inherited)")
+    return [*lines, ""]
+
+
+def _seed_note(log: SessionLog) -> list[str]:
+    parent = _code(log.header.parentSession) if log.header.parentSession else "the parent session"
+    return [
+        "---",
+        "",
+        f"_Everything above is inherited from {parent}; this session's own history starts here._",
+        "",
+    ]
+
+
+def _transcript_events(log: SessionLog) -> Iterable[SessionEvent]:
+    # Of the crash closers only the turn/end is used: it marks the cut-off turn `interrupted`,
+    # while a synthetic tool result would turn "not finished" into a generic error.
+    return (*log.events, *(c for c in log.closers if c.type == "turn/end"))
+
+
+def render_transcript(log: SessionLog) -> str:
+    """The Markdown transcript of `log` (deterministic: a pure function of the events)."""
+    seed_length = log.header.seedLength or 0
+    collector = _Collector(seed_length)
+    for event in _transcript_events(log):
+        collector.feed(event)
+    lines = _render_header(log, collector)
+    noted, after_turn = seed_length == 0, False
+    for section in collector.sections:
+        if not noted and not section.inherited:
+            lines += _seed_note(log)
+            noted = True
+        lines += _render_section(section, after_turn=after_turn)
+        after_turn = after_turn or section.turn is not None
+    if not noted:
+        lines += _seed_note(log)
+    if not any(s.turn is not None for s in collector.sections):
+        lines += ["_No turns yet._", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
