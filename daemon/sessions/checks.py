@@ -4,15 +4,16 @@ A log that passes the scanner can still be refused by DSH's core (coordinator.ts
 `index.ts`); remem applies the same rules so it never calls a log readable that DSH rejects,
 and its writer refuses to produce one. Unknown event types are the exception: they are
 carried through and reported, because a newer harness may have written them.
+
+The checks run once per event on every read, so they raise bare problems and `check_event`
+adds the event's location only when one fires.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from .models import SURFACE_TYPES, SessionEvent
+from .models import SURFACE_TYPES, EnvelopeError, SessionEvent, event_from_record
 from .vocabulary import KNOWN_EVENT_TYPES, REFUSED_LEGACY_TYPES
 
 
@@ -24,30 +25,34 @@ def _non_empty_str(value: Any) -> bool:
     return isinstance(value, str) and value != ""
 
 
-def _check_message(message: Any, role: str, where: str) -> dict[str, Any]:
+def _check_message(message: Any, role: str) -> dict[str, Any]:
     if not isinstance(message, dict):
-        raise EventCheckError(f"{where}: message must be an object")
+        raise EventCheckError("message must be an object")
     if not _non_empty_str(message.get("id")):
-        raise EventCheckError(f"{where}: message needs a non-empty id")
+        raise EventCheckError("message needs a non-empty id")
     if message.get("role") != role:
-        raise EventCheckError(f"{where}: message role must be {role!r}")
+        raise EventCheckError(f"message role must be {role!r}")
     source = message.get("source")
     if not isinstance(source, dict) or not isinstance(source.get("kind"), str):
-        raise EventCheckError(f"{where}: message source.kind must be a string")
+        raise EventCheckError("message source.kind must be a string")
     return source
 
 
-def _check_assistant(data: Any, where: str) -> None:
-    source = _check_message(data.get("message") if isinstance(data, dict) else None, "assistant", where)
+def _check_user_message(data: Any) -> None:
+    _check_message(data, "user")
+
+
+def _check_assistant(data: Any) -> None:
+    source = _check_message(data.get("message") if isinstance(data, dict) else None, "assistant")
     if source["kind"] != "model" or not (
         _non_empty_str(source.get("provider")) and _non_empty_str(source.get("model"))
     ):
-        raise EventCheckError(f"{where}: assistant source must be kind 'model' with provider and model")
+        raise EventCheckError("assistant source must be kind 'model' with provider and model")
 
 
-def _check_tool_result(data: Any, where: str) -> None:
+def _check_tool_result(data: Any) -> None:
     message = data.get("message") if isinstance(data, dict) else None
-    source = _check_message(message, "user", where)
+    source = _check_message(message, "user")
     content = message.get("content") if isinstance(message, dict) else None
     blocks = (
         [b for b in content if isinstance(b, dict) and b.get("type") == "tool-result"]
@@ -55,59 +60,66 @@ def _check_tool_result(data: Any, where: str) -> None:
         else []
     )
     if len(blocks) != 1 or blocks[0].get("toolCallId") != source.get("callId"):
-        raise EventCheckError(
-            f"{where}: tool/result needs exactly one tool-result block matching source.callId"
-        )
+        raise EventCheckError("tool/result needs exactly one tool-result block matching source.callId")
 
 
-def _check_request_header(data: Any, where: str) -> None:
+def _check_request_header(data: Any) -> None:
     header = data.get("header") if isinstance(data, dict) else None
     config = header.get("config") if isinstance(header, dict) else None
     if not isinstance(config, dict) or not (
         _non_empty_str(config.get("provider")) and _non_empty_str(config.get("model"))
     ):
-        raise EventCheckError(f"{where}: request/header needs config.provider and config.model")
+        raise EventCheckError("request/header needs config.provider and config.model")
     if data.get("reason") == "fallback":
-        raise EventCheckError(f"{where}: request/header reason 'fallback' is retired legacy vocabulary")
+        raise EventCheckError("request/header reason 'fallback' is retired legacy vocabulary")
 
 
-def _check_payload(event: SessionEvent, where: str) -> None:
-    if event.type == "user/message":
-        _check_message(event.data, "user", where)
-    elif event.type == "assistant/message":
-        _check_assistant(event.data, where)
-    elif event.type == "tool/result":
-        _check_tool_result(event.data, where)
-    elif event.type == "request/header":
-        _check_request_header(event.data, where)
+_PAYLOAD_CHECKS = {
+    "user/message": _check_user_message,
+    "assistant/message": _check_assistant,
+    "tool/result": _check_tool_result,
+    "request/header": _check_request_header,
+}
 
 
-def _check_surface(event: SessionEvent, where: str) -> None:
+def _check_surface(event: SessionEvent) -> None:
+    seqs = event.sourceEventSeqs
     if event.type in SURFACE_TYPES:
         if event.surfaceOp is None:
-            raise EventCheckError(f"{where}: surface event {event.type} must carry surfaceOp")
-    elif event.surfaceOp is not None or event.sourceEventSeqs is not None:
-        raise EventCheckError(f"{where}: only surface events may carry surfaceOp/sourceEventSeqs")
-    seqs = event.sourceEventSeqs or []
-    if len(set(seqs)) != len(seqs) or any(s >= event.seq for s in seqs):
-        raise EventCheckError(f"{where}: sourceEventSeqs must be unique and strictly earlier")
-    if event.sourceEventSeqs == [] and event.type != "assistant/message":
-        raise EventCheckError(f"{where}: only assistant/message may have empty sourceEventSeqs")
+            raise EventCheckError(f"surface event {event.type} must carry surfaceOp")
+    elif event.surfaceOp is not None or seqs is not None:
+        raise EventCheckError("only surface events may carry surfaceOp/sourceEventSeqs")
+    if seqs is None:
+        return
+    if not seqs:
+        if event.type != "assistant/message":
+            raise EventCheckError("only assistant/message may have empty sourceEventSeqs")
+    elif max(seqs) >= event.seq or len(set(seqs)) != len(seqs):
+        raise EventCheckError("sourceEventSeqs must be unique and strictly earlier")
 
 
-def check_event(record: dict[str, Any], *, where: str) -> SessionEvent:
-    """Validate one (already upgraded) record into a `SessionEvent` or raise `EventCheckError`."""
-    kind = record.get("type")
-    if kind in REFUSED_LEGACY_TYPES:
-        raise EventCheckError(f"{where}: {kind} is retired legacy vocabulary DSH refuses")
+def check_event(record: dict[str, Any], *, where: str | None = None) -> SessionEvent:
+    """Validate one (already upgraded) record into a `SessionEvent` or raise `EventCheckError`.
+
+    `where` prefixes the error; it defaults to "event seq N" from the record.
+    """
     try:
-        event = SessionEvent.model_validate(record)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors())
-        raise EventCheckError(f"{where}: bad event envelope ({problems})") from None
-    _check_surface(event, where)
-    _check_payload(event, where)
+        event = event_from_record(record)
+        if event.type in REFUSED_LEGACY_TYPES:
+            raise EventCheckError(f"{event.type} is retired legacy vocabulary DSH refuses")
+        _check_surface(event)
+        payload_check = _PAYLOAD_CHECKS.get(event.type)
+        if payload_check is not None:
+            payload_check(event.data)
+    except EnvelopeError as exc:
+        raise EventCheckError(f"{_location(record, where)}: bad event envelope ({exc})") from None
+    except EventCheckError as exc:
+        raise EventCheckError(f"{_location(record, where)}: {exc}") from None
     return event
+
+
+def _location(record: dict[str, Any], where: str | None) -> str:
+    return where or f"event seq {record.get('seq')}"
 
 
 def is_unknown(event: SessionEvent) -> bool:

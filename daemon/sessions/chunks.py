@@ -6,9 +6,10 @@ row that silently expanded to the wrong members would shift every later seq.
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any
 
-from .models import MAX_SAFE_INTEGER
+from .models import MAX_SAFE_INTEGER, all_safe_ints
 
 ROW_TAGS: dict[str, str] = {
     "text-chunks": "text-delta",
@@ -22,6 +23,7 @@ _TOOL_DATA_KEYS = frozenset({"turn", "step", "index", "id", "dt", "args"})
 _TEXT_CHUNK_KEYS = frozenset({"type", "index", "text"})
 _TOOL_CHUNK_KEYS = frozenset({"type", "index", "id", "argumentsDelta"})
 MIN_PACKED_RUN = 3
+_STRS_ONLY = frozenset({str})
 
 
 class ChunkRowError(ValueError):
@@ -29,7 +31,8 @@ class ChunkRowError(ValueError):
 
 
 def is_chunk_row(record: dict[str, Any]) -> bool:
-    return record.get("type") in ROW_TAGS
+    kind = record.get("type")
+    return isinstance(kind, str) and kind in ROW_TAGS
 
 
 def _is_safe_int(value: Any) -> bool:
@@ -53,12 +56,12 @@ def _check_row_shape(record: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 def _check_row_values(record: dict[str, Any], data: dict[str, Any], members: Any) -> None:
     ints = [record["seq0"], record["time0"], data["turn"], data["step"], data["index"]]
-    if not all(_is_safe_int(v) for v in ints):
+    if not all_safe_ints(ints):
         raise ChunkRowError("row seq0/time0/turn/step/index must be safe integers")
-    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+    if not isinstance(members, list) or not members or set(map(type, members)) != _STRS_ONLY:
         raise ChunkRowError("row members must be a non-empty list of strings")
     dt = data["dt"]
-    if not isinstance(dt, list) or len(dt) != len(members) - 1 or not all(_is_safe_int(d) for d in dt):
+    if not isinstance(dt, list) or len(dt) != len(members) - 1 or not all_safe_ints(dt):
         raise ChunkRowError("row dt must hold len(members) - 1 safe integers")
     if "id" in data and not isinstance(data["id"], str):
         raise ChunkRowError("tool-call row id must be a string")
@@ -66,13 +69,13 @@ def _check_row_values(record: dict[str, Any], data: dict[str, Any], members: Any
         raise ChunkRowError("tool-call row name must be a string")
 
 
-def _member_chunk(data: dict[str, Any], delta_type: str, member: str) -> dict[str, Any]:
-    if delta_type != "tool-call-delta":
-        return {"type": delta_type, "index": data["index"], "text": member}
-    chunk: dict[str, Any] = {"type": delta_type, "index": data["index"], "id": data["id"]}
-    if "name" in data:
-        chunk["name"] = data["name"]
-    chunk["argumentsDelta"] = member
+def _chunk_head(data: dict[str, Any], delta_type: str) -> dict[str, Any]:
+    """The keys every member's chunk shares, in DSH's key order (the member key comes last)."""
+    chunk: dict[str, Any] = {"type": delta_type, "index": data["index"]}
+    if delta_type == "tool-call-delta":
+        chunk["id"] = data["id"]
+        if "name" in data:
+            chunk["name"] = data["name"]
     return chunk
 
 
@@ -81,24 +84,23 @@ def expand_row(record: dict[str, Any]) -> list[dict[str, Any]]:
     data, members_key = _check_row_shape(record)
     members = data[members_key]
     _check_row_values(record, data, members)
+    seq0 = record["seq0"]
+    times = list(accumulate(data["dt"], initial=record["time0"]))
+    if seq0 + len(members) - 1 > MAX_SAFE_INTEGER or not all_safe_ints(times):
+        raise ChunkRowError("expanded seq/time leaves the safe integer range")
     delta_type = ROW_TAGS[record["type"]]
-    events = []
-    time = record["time0"]
-    for k, member in enumerate(members):
-        if k:
-            time += data["dt"][k - 1]
-        if abs(time) > MAX_SAFE_INTEGER or record["seq0"] + k > MAX_SAFE_INTEGER:
-            raise ChunkRowError("expanded seq/time leaves the safe integer range")
-        chunk = _member_chunk(data, delta_type, member)
-        events.append(
-            {
-                "type": "assistant/chunk",
-                "seq": record["seq0"] + k,
-                "time": time,
-                "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
-            }
-        )
-    return events
+    head = _chunk_head(data, delta_type)
+    member_key = "argumentsDelta" if delta_type == "tool-call-delta" else "text"
+    turn, step = data["turn"], data["step"]
+    return [
+        {
+            "type": "assistant/chunk",
+            "seq": seq,
+            "time": time,
+            "data": {"turn": turn, "step": step, "chunk": {**head, member_key: member}},
+        }
+        for seq, time, member in zip(range(seq0, seq0 + len(members)), times, members, strict=True)
+    ]
 
 
 def _packable_kind(event: dict[str, Any]) -> str | None:

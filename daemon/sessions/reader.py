@@ -3,30 +3,47 @@
 Reading never writes: torn tails and crash closers are computed in memory exactly as DSH's
 `inspect()` would, and the file is left byte-for-byte alone. Every defect surfaces as a
 `SessionLogError` naming the file and the reason.
+
+A log only ever grows by appends, so `read_appended` continues an earlier read from its
+`ResumePoint` and `DigestState`, reading and validating only the new bytes; whatever cannot be
+a pure continuation raises `NotAppendOnly` and must be read whole again.
 """
 
 from __future__ import annotations
 
-import hashlib
+import gc
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from .checks import EventCheckError, check_event, is_unknown
+from .checks import EventCheckError, check_event
+from .digest import DigestState, LogDigest
 from .errors import SessionLogError
 from .models import RETIRED_HEADER_KEYS, SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, parse_json_int
 from .paths import Encoding, encode_segment, encoding_of_file_name, project_key
 from .repair import interrupted_turn_closers
 from .scanner import CorruptLog, parse_json, scan_records
-from .upgrades import LegacyUpgrader
-from .zstd_frames import FrameError, FrameSpan, decode_frame, decode_torn_frame, split_frames
+from .upgrades import LegacyUpgrader, NeedsHistory
+from .vocabulary import KNOWN_EVENT_TYPES
+from .zstd_frames import (
+    FrameError,
+    FrameSpan,
+    FrameSplit,
+    decode_frame,
+    decode_torn_frame,
+    split_frames,
+    starts_frame,
+)
 
 READ_ATTEMPTS = 5
 _WINDOWS_ABSOLUTE = re.compile(r"\A([A-Za-z]:[\\/]|\\\\)")
+_TURN_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 
 
 @dataclass(frozen=True)
@@ -61,7 +78,8 @@ class SessionLog:
     torn: TornTail | None
     resume: ResumePoint
     logical_length: int
-    digest: str  # sha256 hex of the committed prefix's logical (plaintext) bytes
+    digest: str  # `LogDigest` hex of the committed prefix's logical bytes, header line included
+    digest_state: DigestState  # the digest at `resume`, to continue with `read_appended`
     revision: str
     unknown_types: frozenset[str]
 
@@ -71,15 +89,37 @@ class SessionLog:
         return self.events + self.closers
 
 
-@dataclass
-class _Decoded:
-    header_line: bytes
-    records: list[dict[str, Any]]
+@dataclass(frozen=True)
+class Appended:
+    """What a log gained since an earlier read's resume point.
+
+    `digest` covers the whole committed prefix, exactly like a fresh `SessionLog.digest`.
+    `closers` are exact whenever the new events contain a turn/start or turn/end (the turn
+    state resets there); otherwise they would need events from before the resume point and
+    are `()`, so a caller that needs the balanced view of such a log reads it whole.
+    """
+
+    events: tuple[SessionEvent, ...]  # new committed events, seqs continuing from resume.event_count
+    closers: tuple[SessionEvent, ...]
     torn: TornTail | None
     resume: ResumePoint
-    digest: Any  # hashlib object over the committed logical bytes
-    logical_length: int
-    lines: int  # complete logical lines before the resume point
+    digest_state: DigestState
+    digest: str
+    revision: str
+
+
+class NotAppendOnly(SessionLogError):
+    """The file is not a pure continuation of the earlier read: the caller must read it whole."""
+
+
+@dataclass
+class _Tail:
+    """What the bytes after one resume point hold."""
+
+    records: list[dict[str, Any]]
+    resume: ResumePoint
+    torn: TornTail | None
+    recovered: bytes  # logical bytes of the records salvaged from a torn zstd frame
 
 
 def file_revision(path: Path) -> str:
@@ -101,59 +141,78 @@ def _torn(offset: int, total: int, reason: str | None, recovered: int) -> TornTa
     return TornTail(offset, total - offset, reason or "trailing bytes", recovered)
 
 
-def _decode_raw(data: bytes) -> _Decoded:
-    if not data:
-        raise CorruptLog("log file is empty")
-    header_line, body = _split_header(data)
-    scan = scan_records(data, body, 0, 2, strict=False)
-    resume = ResumePoint(scan.end, 0, len(scan.records), scan.end)
-    digest = hashlib.sha256(memoryview(data)[: scan.end])
-    torn = _torn(scan.end, len(data), scan.stop, 0)
-    return _Decoded(header_line, scan.records, torn, resume, digest, scan.end, 0)
+def _raw_tail(data: bytes, pos: int, base: ResumePoint, digest: LogDigest, first_line: int) -> _Tail:
+    """The lines of `data[pos:]`, where `data[pos]` sits at `base.file_offset` in the file."""
+    origin = base.file_offset - pos
+    scan = scan_records(data, pos, base.event_count, first_line, strict=False)
+    digest.update(memoryview(data)[pos : scan.end])
+    end = origin + scan.end
+    resume = ResumePoint(end, 0, base.event_count + len(scan.records), end)
+    return _Tail(scan.records, resume, _torn(end, origin + len(data), scan.stop, 0), b"")
 
 
-def _decode_frames(data: bytes, spans: list[FrameSpan]) -> _Decoded:
-    digest, length, lines = hashlib.sha256(), 0, 0
-    records: list[dict[str, Any]] = []
-    header_line = b""
-    for index, span in enumerate(spans):
-        try:
-            plain = decode_frame(memoryview(data)[span.start : span.end])
-        except FrameError as exc:
-            raise CorruptLog(f"frame {index} (bytes {span.start}-{span.end}) is damaged: {exc}") from None
-        start = 0
-        if index == 0:
-            header_line, start = _split_header(plain)
-        first_line = lines + 1 + (index == 0)
-        records.extend(scan_records(plain, start, len(records), first_line, strict=True).records)
-        lines += plain.count(b"\n")
-        digest.update(plain)
-        length += len(plain)
-    end = spans[-1].end if spans else 0
-    resume = ResumePoint(end, len(spans), len(records), length)
-    return _Decoded(header_line, records, None, resume, digest, length, lines)
-
-
-def _decode_zstd(data: bytes) -> _Decoded:
-    if not data:
-        raise CorruptLog("log file is empty")
+def _split(data: bytes) -> FrameSplit:
     try:
-        split = split_frames(data)
+        return split_frames(data)
     except FrameError as exc:
         raise CorruptLog(str(exc)) from None
+
+
+def _frame_plain(data: bytes, span: FrameSpan, index: int, origin: int) -> bytes:
+    try:
+        return decode_frame(memoryview(data)[span.start : span.end])
+    except FrameError as exc:
+        start, end = origin + span.start, origin + span.end
+        raise CorruptLog(f"frame {index} (bytes {start}-{end}) is damaged: {exc}") from None
+
+
+def _zstd_tail(
+    data: bytes, origin: int, frames: FrameSplit, base: ResumePoint, digest: LogDigest, first_line: int
+) -> _Tail:
+    """`frames` of `data` (at file offset `origin`), where the first one starts at `base`."""
+    spans, torn_start = frames.frames, frames.torn_start
+    records: list[dict[str, Any]] = []
+    length, line_no = 0, first_line
+    for index, span in enumerate(spans, start=base.frame_count):
+        plain = _frame_plain(data, span, index, origin)
+        records.extend(scan_records(plain, 0, base.event_count + len(records), line_no, strict=True).records)
+        line_no += plain.count(b"\n")
+        digest.update(plain)
+        length += len(plain)
+    end = origin + spans[-1].end if spans else base.file_offset
+    resume = ResumePoint(
+        end, base.frame_count + len(spans), base.event_count + len(records), base.logical_offset + length
+    )
+    if torn_start is None:
+        return _Tail(records, resume, None, b"")
+    plain = decode_torn_frame(memoryview(data)[torn_start:])
+    scan = scan_records(plain, 0, resume.event_count, line_no, strict=False)
+    records.extend(scan.records)
+    reason = f"last frame is incomplete (a crashed append); {len(scan.records)} events recovered from it"
+    torn = _torn(origin + torn_start, origin + len(data), reason, len(scan.records))
+    return _Tail(records, resume, torn, plain[: scan.end])
+
+
+def _read_raw(data: bytes, digest: LogDigest) -> tuple[bytes, _Tail]:
+    header_line, body = _split_header(data)
+    digest.update(memoryview(data)[:body])
+    return header_line, _raw_tail(data, body, ResumePoint(body, 0, 0, body), digest, first_line=2)
+
+
+def _read_zstd(data: bytes, digest: LogDigest) -> tuple[bytes, _Tail]:
+    split = _split(data)
     if not split.frames:
         raise CorruptLog("the header frame is incomplete: the log was never fully created")
-    decoded = _decode_frames(data, split.frames)
-    if split.torn_start is None:
-        return decoded
-    plain = decode_torn_frame(memoryview(data)[split.torn_start :])
-    scan = scan_records(plain, 0, len(decoded.records), decoded.lines + 1, strict=False)
-    decoded.records.extend(scan.records)
-    decoded.digest.update(memoryview(plain)[: scan.end])
-    decoded.logical_length += scan.end
-    reason = f"last frame is incomplete (a crashed append); {len(scan.records)} events recovered from it"
-    decoded.torn = _torn(split.torn_start, len(data), reason, len(scan.records))
-    return decoded
+    head = split.frames[0]
+    plain = _frame_plain(data, head, 0, 0)
+    header_line, body = _split_header(plain)
+    head_records = scan_records(plain, body, 0, 2, strict=True).records  # DSH writes none here
+    digest.update(plain)
+    base = ResumePoint(head.end, 1, len(head_records), len(plain))
+    rest = FrameSplit(split.frames[1:], split.torn_start)
+    tail = _zstd_tail(data, 0, rest, base, digest, first_line=plain.count(b"\n") + 1)
+    tail.records[:0] = head_records
+    return header_line, tail
 
 
 def _parse_header(line: bytes) -> SessionHeader:
@@ -200,51 +259,149 @@ def _check_identity(path: Path, header: SessionHeader, encoding: Encoding) -> No
     )
 
 
-def _load_events(session_id: str, records: list[dict[str, Any]]) -> list[SessionEvent]:
-    upgrader = LegacyUpgrader(session_id)
+def _load_events(session_id: str, records: list[dict[str, Any]], first_seq: int) -> list[SessionEvent]:
+    upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
     try:
-        return [check_event(upgrader.upgrade(r), where=f"event seq {r.get('seq')}") for r in records]
+        return [check_event(upgrade(record)) for record in records]
     except EventCheckError as exc:
         raise CorruptLog(str(exc)) from None
 
 
-def _read_stable(path: Path) -> tuple[bytes, str]:
-    """The file's bytes and revision, re-read while a writer is changing it (DSH does too)."""
+def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:
+    """Crash closers for the turn `events` leave open, or () when they hold no turn boundary.
+
+    The repair state resets at every turn/start and turn/end, so only the events from the last
+    boundary on matter; that keeps this cheap and lets `read_appended` use it on new events.
+    """
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type in _TURN_BOUNDARIES:
+            return tuple(interrupted_turn_closers(events[index:]))
+    return ()
+
+
+def _digests(digest: LogDigest, recovered: bytes) -> tuple[DigestState, str]:
+    """The state at the resume point, and the hex digest that also covers salvaged records."""
+    state = digest.state
+    digest.update(recovered)
+    return state, digest.hexdigest()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while a log is decoded.
+
+    A read allocates several containers per event and keeps all of them, so the collector
+    would keep re-walking the growing heap (over half the read time) without finding garbage.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextmanager
+def _session_errors(path: Path, context: str = "") -> Iterator[None]:
+    """Turn what reading found wrong into the per-log errors callers handle."""
+    try:
+        yield
+    except CorruptLog as exc:
+        raise SessionLogError(path, f"{context}{exc}") from None
+    except NeedsHistory as exc:
+        raise NotAppendOnly(path, f"{exc}; read the log whole") from None
+    except OSError as exc:
+        raise SessionLogError(path, f"cannot read the log: {exc.strerror or exc}") from None
+
+
+def _read_stable(path: Path, start: int = 0) -> tuple[bytes, str]:
+    """The file's bytes from `start` on and its revision, re-read while a writer changes it."""
     for _ in range(READ_ATTEMPTS):
         before = file_revision(path)
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            file.seek(start)
+            data = file.read()
         if file_revision(path) == before:
             return data, before
     raise CorruptLog(f"log kept changing across {READ_ATTEMPTS} reads; retry when its writer is idle")
 
 
-def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
-    """Read and validate the log at `path` (`session.jsonl` or `session.jsonl.zstd`)."""
+def _log_encoding(path: Path) -> Encoding:
     encoding = encoding_of_file_name(path.name)
     if encoding is None:
         raise SessionLogError(path, "not a session log name (expected session.jsonl or session.jsonl.zstd)")
-    try:
+    return encoding
+
+
+def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
+    """Read and validate the log at `path` (`session.jsonl` or `session.jsonl.zstd`)."""
+    encoding = _log_encoding(path)
+    digest = LogDigest()
+    with _gc_paused(), _session_errors(path):
         data, revision = _read_stable(path)
-        decoded = (_decode_raw if encoding is Encoding.RAW else _decode_zstd)(data)
-        header = _parse_header(decoded.header_line)
+        if not data:
+            raise CorruptLog("log file is empty")
+        header_line, tail = (_read_raw if encoding is Encoding.RAW else _read_zstd)(data, digest)
+        header = _parse_header(header_line)
         if expected_id is not None and header.id != expected_id:
             raise CorruptLog(f"header id {header.id!r} is not the requested id {expected_id!r}")
         _check_identity(path, header, encoding)
-        events = _load_events(header.id, decoded.records)
-    except CorruptLog as exc:
-        raise SessionLogError(path, str(exc)) from None
-    except OSError as exc:
-        raise SessionLogError(path, f"cannot read the log: {exc.strerror or exc}") from None
+        events = _load_events(header.id, tail.records, 0)
+    state, hexdigest = _digests(digest, tail.recovered)
     return SessionLog(
         path=path,
         encoding=encoding,
         header=header,
         events=tuple(events),
-        closers=tuple(interrupted_turn_closers(events)),
-        torn=decoded.torn,
-        resume=decoded.resume,
-        logical_length=decoded.logical_length,
-        digest=decoded.digest.hexdigest(),
+        closers=_closers(events),
+        torn=tail.torn,
+        resume=tail.resume,
+        logical_length=tail.resume.logical_offset + len(tail.recovered),
+        digest=hexdigest,
+        digest_state=state,
         revision=revision,
-        unknown_types=frozenset(e.type for e in events if is_unknown(e)),
+        unknown_types=frozenset({e.type for e in events} - KNOWN_EVENT_TYPES),
     )
+
+
+def _appended_bytes(path: Path, data: bytes, encoding: Encoding) -> bytes:
+    """The bytes after the resume point; `data` starts one byte before it."""
+    if not data:
+        raise NotAppendOnly(path, "the file is shorter than the resume point")
+    appended = data[1:]
+    if encoding is Encoding.RAW and data[:1] != b"\n":
+        raise NotAppendOnly(path, "the byte before the resume point is not a newline")
+    if encoding is Encoding.ZSTD and appended and not starts_frame(appended):
+        raise NotAppendOnly(path, "the bytes at the resume point do not start a zstd frame")
+    return appended
+
+
+def _decode_appended(data: bytes, encoding: Encoding, resume: ResumePoint, digest: LogDigest) -> _Tail:
+    # Line numbers in errors count from the resume point: earlier lines are not read.
+    if encoding is Encoding.RAW:
+        return _raw_tail(data, 0, resume, digest, first_line=1)
+    return _zstd_tail(data, resume.file_offset, _split(data), resume, digest, first_line=1)
+
+
+def read_appended(
+    path: Path, header: SessionHeader, resume: ResumePoint, digest_state: DigestState
+) -> Appended:
+    """Continue an earlier read of `path` (its `resume` and `digest_state`) over the new bytes.
+
+    Validates and upgrades the new records exactly like `read_session` and never writes.
+    Raises `NotAppendOnly` when the file is not a pure continuation or a legacy upgrade needs
+    earlier records, `SessionLogError` for a defect in the new bytes.
+    """
+    encoding = _log_encoding(path)
+    if digest_state.length != resume.logical_offset:
+        raise ValueError(
+            f"digest state covers {digest_state.length} bytes, resume point {resume.logical_offset}"
+        )
+    digest = LogDigest(digest_state)
+    with _gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):
+        data, revision = _read_stable(path, resume.file_offset - 1)
+        tail = _decode_appended(_appended_bytes(path, data, encoding), encoding, resume, digest)
+        events = _load_events(header.id, tail.records, resume.event_count)
+    state, hexdigest = _digests(digest, tail.recovered)
+    return Appended(tuple(events), _closers(events), tail.torn, tail.resume, state, hexdigest, revision)

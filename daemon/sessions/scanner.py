@@ -37,11 +37,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_json(line: bytes, parse_int: Callable[[str], Any] = int) -> Any:
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def parse_json(line: bytes, parse_int: Callable[[str], Any] | None = None) -> Any:
     """JSON.parse semantics: strict UTF-8, no NaN/Infinity; deep nesting is a parse error."""
     text = line.decode("utf-8")
+    if text.startswith("\ufeff"):
+        raise ValueError("a byte order mark is not JSON")
+    # `json.loads` with options builds a new decoder per call; the shared one is the hot path.
+    decoder = (
+        _DECODER
+        if parse_int is None
+        else json.JSONDecoder(parse_constant=_reject_constant, parse_int=parse_int)
+    )
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
+        return decoder.decode(text)
     except RecursionError:
         raise ValueError("JSON nesting is too deep") from None
 

@@ -2,6 +2,8 @@
 
 DSH never rewrites an old log; it upgrades each event as it loads, so remem must do the same
 to see the events DSH would hand to a session. Each shim maps one record dict to a new dict.
+Only one shim needs history (a legacy tool-result replacement reuses the replaced result's
+message id), so an upgrader started mid-log can say when it lacks that history.
 """
 
 from __future__ import annotations
@@ -27,20 +29,38 @@ def _upgrade_turn_end_reason(reason: Any) -> Any:
     return reason
 
 
-def _replaced_seq(record: dict[str, Any]) -> Any:
+# Types some shim may touch; every other record passes through untouched.
+_UPGRADED_TYPES = frozenset(
+    {"steering/message", "turn/start", "turn/end", "user/message", "assistant/message", "tool/result"}
+)
+
+
+class NeedsHistory(ValueError):
+    """Upgrading a record needs a record from before the upgrader's first seq."""
+
+
+def _replaced_seq(record: dict[str, Any]) -> int | float | None:
     op = record.get("surfaceOp")
-    return op.get("start") if isinstance(op, dict) else None
+    start = op.get("start") if isinstance(op, dict) else None
+    return start if isinstance(start, (int, float)) and not isinstance(start, bool) else None
 
 
 class LegacyUpgrader:
-    """Upgrades one session's records in seq order (tool-result replacements need history)."""
+    """Upgrades one session's records in seq order (tool-result replacements need history).
 
-    def __init__(self, session_id: str) -> None:
+    `first_seq` is the seq of the first record it will see; when that is not 0 and a record
+    needs one of the earlier records, `upgrade` raises `NeedsHistory`.
+    """
+
+    def __init__(self, session_id: str, *, first_seq: int = 0) -> None:
         self._session_id = session_id
+        self._first_seq = first_seq
         self._tool_result_ids: dict[Any, str] = {}
 
     def upgrade(self, record: dict[str, Any]) -> dict[str, Any]:
         kind = record.get("type")
+        if not isinstance(kind, str) or kind not in _UPGRADED_TYPES:
+            return record
         data = record.get("data")
         if kind == "steering/message":
             record = {**record, "type": "user/message"}
@@ -80,7 +100,7 @@ class LegacyUpgrader:
             if isinstance(data.get("message"), dict):
                 self._tool_result_ids[record.get("seq")] = data["message"].get("id")
             return record
-        message_id = self._tool_result_ids.get(_replaced_seq(record)) or _legacy_id(
+        message_id = self._tool_result_ids.get(self._known_seq(_replaced_seq(record))) or _legacy_id(
             self._session_id, record.get("seq")
         )
         self._tool_result_ids[record.get("seq")] = message_id
@@ -99,3 +119,9 @@ class LegacyUpgrader:
             "source": {"kind": "tool", "callId": data["callId"]},
         }
         return {**record, "data": {**rest, "message": message}}
+
+    def _known_seq(self, seq: int | float | None) -> int | float | None:
+        """`seq` itself, once sure its record (if any) has been seen."""
+        if seq is not None and seq < self._first_seq and seq not in self._tool_result_ids:
+            raise NeedsHistory(f"a legacy tool/result replaces seq {seq}, before this read's first seq")
+        return seq

@@ -53,9 +53,14 @@ def _header_size(data: bytes | memoryview, start: int) -> int | None:
     return 5 + window_bytes + _DICT_ID_SIZES[descriptor & 0x03] + content_size_bytes
 
 
+def starts_frame(data: bytes | memoryview, start: int = 0) -> bool:
+    """Whether the bytes at `start` can begin a frame (a frame cut inside its magic included)."""
+    return FRAME_MAGIC.startswith(bytes(data[start : start + len(FRAME_MAGIC)]))
+
+
 def _frame_end(data: bytes | memoryview, start: int) -> int | None:
     """End offset of the frame starting at `start`, or None when the data ends inside it."""
-    if not FRAME_MAGIC.startswith(bytes(data[start : start + 4])):
+    if not starts_frame(data, start):
         raise FrameError(f"bytes at {start} are not a zstd frame (bad magic; skippable frames are refused)")
     header = _header_size(data, start)
     if header is None:

@@ -113,6 +113,28 @@ def test_expand_row_is_strict(row: dict, message: str) -> None:
         expand_row(row)
 
 
+@pytest.mark.parametrize(
+    ("seq0", "time0", "dt", "message"),
+    [
+        (2**53 - 2, 0, [1, 1], "leaves the safe integer range"),
+        (0, 2**53 - 2, [1, 1], "leaves the safe integer range"),
+        (0, -(2**53) + 2, [-1, -1], "leaves the safe integer range"),
+        (0, 0, [1, True], "dt must hold"),
+        (0, 0, [1, 1.0], "dt must hold"),
+    ],
+)
+def test_expanded_values_must_stay_safe_integers(seq0: int, time0: int, dt: list, message: str) -> None:
+    data = {"turn": 1, "step": 1, "index": 0, "dt": dt, "texts": ["a", "b", "c"]}
+    with pytest.raises(ChunkRowError, match=message):
+        expand_row({"type": "text-chunks", "seq0": seq0, "time0": time0, "data": data})
+
+
+def test_members_must_all_be_strings() -> None:
+    data = {"turn": 1, "step": 1, "index": 0, "id": "c", "dt": [0], "args": ["{", 1]}
+    with pytest.raises(ChunkRowError, match="list of strings"):
+        expand_row({"type": "tool-call-chunks", "seq0": 0, "time0": 0, "data": data})
+
+
 def test_pack_needs_three_consecutive_same_block_deltas() -> None:
     two = [_delta(0, 0, "a"), _delta(1, 1, "b")]
     assert pack_chunk_runs(two) == two

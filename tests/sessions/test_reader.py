@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
+from remem.daemon.sessions.digest import LogDigest, log_digest
 from remem.daemon.sessions.errors import SessionLogError
 from remem.daemon.sessions.factory import build_family, write_session
 from remem.daemon.sessions.paths import Encoding
@@ -42,7 +43,8 @@ def test_factory_family_reads_identically_in_both_encodings(tmp_path: Path) -> N
 def test_raw_digest_covers_exactly_the_committed_bytes(tmp_path: Path) -> None:
     path = raw_log(tmp_path, lines(turn_events()))
     log = read_session(path)
-    assert log.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert log.digest == log_digest(path.read_bytes())
+    assert log.digest_state.length == log.resume.logical_offset == path.stat().st_size
     assert log.revision.count(":") == 4
 
 
@@ -59,7 +61,7 @@ def test_raw_torn_tail_at_every_cut_is_repaired_in_memory_only(tmp_path: Path) -
         assert log.resume.file_offset == len(head) + tail[:cut].rfind(b"\n") + 1
         assert log.torn is not None and "torn" in log.torn.reason
         assert len(log.events) < full_count
-        assert log.digest == hashlib.sha256(path.read_bytes()[: log.resume.file_offset]).hexdigest()
+        assert log.digest == log_digest(path.read_bytes()[: log.resume.file_offset])
         if log.closers:
             assert log.closers[-1].data["reason"] == {"kind": "interrupted"}
             assert {c.time for c in log.closers} == {log.events[-1].time}
@@ -130,8 +132,12 @@ def test_zstd_recovered_events_count_toward_the_digest(tmp_path: Path) -> None:
     log = read_session(place(tmp_path, "s1", encode_frame(line(header())) + torn_frame, Encoding.ZSTD))
     assert log.torn is not None and log.torn.recovered_events == len(log.events) == 8
     assert log.resume.event_count == 0 and log.resume.frame_count == 1
-    assert log.digest == hashlib.sha256(line(header()) + body).hexdigest()
+    assert log.digest == log_digest(line(header()) + body)
     assert log.logical_length == len(line(header()) + body)
+    # The state stops at the resume point: the torn frame's bytes are read again after an append.
+    assert log.digest_state == LogDigest().state.model_copy(
+        update={"tail": line(header()), "length": len(line(header()))}
+    )
 
 
 @pytest.mark.parametrize(
@@ -172,6 +178,38 @@ def test_zstd_recovered_events_count_toward_the_digest(tmp_path: Path) -> None:
             "fallback",
         ),
         (line(event(0, "turn/start", {"turn": 1}, extra=1)), "bad event envelope"),
+        (line(event(0, ["turn/start"], {"turn": 1})), "event seq 0: bad event envelope"),
+        (lines(turn_events()[:4]) + line({**turn_events()[5], "seq": 4}), "event seq 4: .*strictly earlier"),
+        (
+            lines(turn_events()[:5]) + line({**turn_events()[5], "sourceEventSeqs": [4, 4]}),
+            "unique and strictly earlier",
+        ),
+        (
+            lines(turn_events()[:5]) + line({**turn_events()[5], "sourceEventSeqs": []}),
+            "only assistant/message may have empty",
+        ),
+        (
+            line(
+                event(
+                    0,
+                    "user/message",
+                    {"id": "u", "role": "assistant", "source": {"kind": "user"}},
+                    surfaceOp="append",
+                )
+            ),
+            "event seq 0: message role must be 'user'",
+        ),
+        (
+            lines(turn_events()[:5])
+            + line(
+                {
+                    **turn_events()[5],
+                    "data": {"message": {**turn_events()[5]["data"]["message"], "content": []}},
+                }
+            ),
+            "exactly one tool-result block",
+        ),
+        (line(event(0, "request/header", {"header": {"config": {"provider": "p"}}})), "config.provider"),
         (line(event(0, "turn/start", {"turn": 1}, ignorable=False)), "ignorable"),
     ],
 )
@@ -188,6 +226,7 @@ def test_hostile_bodies_are_per_session_errors(tmp_path: Path, body: bytes, mess
         (lines(turn_events()[:3]) + line(event(9, "turn/start", {"turn": 2})), "seq gap"),
         (lines(turn_events()[:3]) + b"[" * 100_000 + b"\n", "nesting"),
         (lines(turn_events()[:3]) + b'{"type":"x","seq":3,"time":NaN,"data":{}}\n', "NaN"),
+        (lines(turn_events()[:3]) + "\ufeff".encode() + line(turn_events()[3]), "byte order mark"),
         (
             lines(turn_events()[:3]) + b'{"type":"text-chunks","seq0":3,"time0":0,"data":{}}\n',
             "malformed packed row",
