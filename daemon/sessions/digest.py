@@ -24,7 +24,8 @@ _DOMAIN = b"remem-log-digest-v1"
 class DigestState(BaseModel):
     """What the index stores to continue a digest: the chain value and the partial block."""
 
-    model_config = ConfigDict(frozen=True)
+    # Base64 in JSON: the index stores this state as text and the bytes are arbitrary.
+    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
     chain: bytes = bytes(32)
     tail: bytes = b""
     length: int = 0
