@@ -15,6 +15,8 @@ from remem.daemon.memory.store import MemoryStore
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     root = tmp_path / "home"
     monkeypatch.setenv("REMEM_HOME", str(root))
+    # Never let a test list the real ~/.dsh sessions of whoever runs the suite.
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "no-dsh-home"))
     return Home(root)
 
 

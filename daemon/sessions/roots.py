@@ -68,6 +68,13 @@ def _single_encoding(root: Path, found: dict[Encoding, list[Path]]) -> Encoding 
     return present[0] if present else None
 
 
+def list_logs(root: Path) -> tuple[list[Path], list[Path]]:
+    """The root's log files (one encoding) and its flat files; mixed roots raise."""
+    found, flat = _log_files(root)
+    encoding = _single_encoding(root, found)
+    return (found[encoding] if encoding else []), flat
+
+
 def detect_encoding(root: Path) -> Encoding | None:
     """The encoding the root's logs use, None for an empty root; mixed roots raise."""
     found, _ = _log_files(root)

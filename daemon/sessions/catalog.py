@@ -1,0 +1,274 @@
+"""The catalog of every session in the configured roots, kept current through the index.
+
+A listing stats every log and re-reads only what changed: an unchanged revision is an index
+hit, a grown log is continued from its resume point, anything else is read whole. Unreadable
+logs and roots become per-path errors; one bad log never hides the others.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..home import Home
+from ..locks import try_file_lock
+from ..settings import SettingsStore
+from .errors import SessionLogError, SessionRootError
+from .index import LogRow, LogState, SessionIndex
+from .models import SessionHeader
+from .projection import Projection
+from .reader import NotAppendOnly, SessionLog, read_appended, read_session
+from .roots import list_logs
+from .writer import LOCK_NAME
+
+WORKER_WORKSPACE = "consolidator-workspace"
+
+
+class SessionSummary(BaseModel):
+    """One row of `remem sessions list --json`."""
+
+    id: str
+    title: str | None
+    cwd: str | None
+    createdAt: int
+    parent: str | None
+    kind: Literal["root", "fork", "subagent"]
+    live: bool
+    turns: int
+    lastSeq: int
+    revision: str
+    digest: str
+
+
+class ListError(BaseModel):
+    path: str
+    message: str
+
+
+class Listing(BaseModel):
+    sessions: list[SessionSummary]
+    errors: list[ListError]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A listed session with what the tree and lookups need beyond the summary."""
+
+    summary: SessionSummary
+    path: Path
+    row: LogRow
+
+
+class SessionNotFound(Exception):
+    """No (or more than one) session has the requested id; the message says which."""
+
+
+def stat_revision(st: os.stat_result) -> str:
+    """DSH's opaque revision of a log: `dev:ino:size:mtimeNs:ctimeNs`."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def default_roots(home: Home, configured: Iterable[str]) -> list[Path]:
+    """remem's own root, the configured ones, and DSH's root when it exists."""
+    dsh_home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
+    dsh_root = Path(os.path.abspath(os.path.expanduser(dsh_home))) / "sessions"
+    roots = [home.sessions, *(Path(os.path.abspath(os.path.expanduser(r))) for r in configured)]
+    if dsh_root.is_dir():
+        roots.append(dsh_root)
+    return roots
+
+
+class SessionCatalog:
+    def __init__(self, home: Home, roots: list[Path], idle_seconds: int) -> None:
+        self.home = home.ensure_layout()
+        self.roots = list(dict.fromkeys(roots))
+        self.idle_seconds = idle_seconds
+        self.index = SessionIndex(home.state / "index.sqlite")
+        self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
+
+    @classmethod
+    def open(cls, home: Home, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
+        settings, _ = SettingsStore(home).read()
+        roots = default_roots(home, settings.sessions.roots)
+        roots += [Path(os.path.abspath(r)) for r in extra_roots]
+        return cls(home, roots, settings.sessions.idle_seconds)
+
+    def entries(self, cwd: str | None = None) -> tuple[list[Entry], list[ListError]]:
+        """Readable, uniquely identified sessions (of the workspace `cwd`, if given), and errors.
+
+        Worker sessions of the consolidator are never listed: they are remem's own audit trail.
+        """
+        rows, errors = self._refresh()
+        wanted = os.path.abspath(cwd) if cwd is not None else None
+        now_ns = time.time_ns()
+        duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
+        entries = []
+        for row, st in rows:
+            if row.id in duplicated:
+                others = [r.path for r, _ in rows if r.id == row.id and r.path != row.path]
+                errors.append(
+                    ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
+                )
+            elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
+                entries.append(self._entry(row, st, now_ns))
+        entries.sort(key=lambda e: (e.summary.createdAt, e.summary.id))
+        return entries, errors
+
+    def listing(self, cwd: str | None = None) -> Listing:
+        entries, errors = self.entries(cwd)
+        return Listing(sessions=[e.summary for e in entries], errors=errors)
+
+    def find(self, session_id: str) -> Entry:
+        entries, _ = self.entries()
+        for entry in entries:
+            if entry.summary.id == session_id:
+                return entry
+        raise SessionNotFound(f"no session {session_id!r} in {', '.join(map(str, self.roots))}")
+
+    def read(self, session_id: str) -> SessionLog:
+        entry = self.find(session_id)
+        try:
+            return read_session(entry.path, expected_id=session_id)
+        except SessionLogError as exc:
+            raise SessionNotFound(f"session {session_id!r} cannot be read: {exc.reason}") from None
+
+    def projection(self, session_id: str) -> Projection:
+        entry = self.find(session_id)
+        state = self.index.state(str(entry.path))
+        return state.projection if state else Projection().fold(self.read(session_id).events)
+
+    # -- refreshing the index ----------------------------------------------------------------
+
+    def _refresh(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+        cached = self.index.rows()
+        seen: list[tuple[LogRow, os.stat_result]] = []
+        errors: list[ListError] = []
+        updates: list[tuple[LogRow, LogState | None]] = []
+        for path in self._log_paths(errors):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue  # deleted between the directory scan and now
+            row = cached.get(str(path))
+            if row is None or row.revision != stat_revision(st):
+                row, state = self._project(path, st, row)
+                updates.append((row, state))
+            if row.error is not None:
+                errors.append(ListError(path=row.path, message=row.error))
+            else:
+                seen.append((row, st))
+        self.index.put(updates)
+        present = {r.path for r, _ in seen} | {e.path for e in errors}
+        self.index.forget(p for p in cached if p not in present)
+        return seen, errors
+
+    def _log_paths(self, errors: list[ListError]) -> list[Path]:
+        paths: list[Path] = []
+        for root in self.roots:
+            if not root.is_dir():
+                if root != self.home.sessions:
+                    errors.append(ListError(path=str(root), message="session root does not exist"))
+                continue
+            try:
+                logs, flat = list_logs(root)
+            except SessionRootError as exc:
+                errors.append(ListError(path=str(root), message=exc.reason))
+                continue
+            errors.extend(
+                ListError(path=str(p), message="flat log outside a session directory; DSH ignores it")
+                for p in flat
+            )
+            paths.extend(logs)
+        return paths
+
+    def _project(
+        self, path: Path, st: os.stat_result, cached: LogRow | None
+    ) -> tuple[LogRow, LogState | None]:
+        revision = stat_revision(st)
+        try:
+            continued = self._continue(path, st, cached)
+            return continued if continued is not None else _whole(path, revision)
+        except SessionLogError as exc:
+            return LogRow(path=str(path), revision=revision, error=exc.reason), None
+
+    def _continue(
+        self, path: Path, st: os.stat_result, cached: LogRow | None
+    ) -> tuple[LogRow, LogState] | None:
+        """Project only what an append added; None when the log must be read whole."""
+        if (
+            cached is None
+            or cached.error is not None
+            or cached.revision.split(":")[:2] != [str(st.st_dev), str(st.st_ino)]
+        ):
+            return None
+        state = self.index.state(str(path))
+        if state is None or st.st_size < state.resume.get("file_offset", 0):
+            return None
+        try:
+            appended = read_appended(path, state.header, state.resume_point, state.digest_state)
+        except NotAppendOnly:
+            return None
+        projection = state.projection.fold(appended.events)
+        new_state = LogState.of(state.header, projection, appended.resume, appended.digest_state)
+        return _row(path, appended.revision, state.header, projection, appended.digest), new_state
+
+    def _entry(self, row: LogRow, st: os.stat_result, now_ns: int) -> Entry:
+        path = Path(row.path)
+        summary = SessionSummary(
+            id=row.id or "",
+            title=row.title,
+            cwd=row.cwd,
+            createdAt=row.created_at or 0,
+            parent=row.parent,
+            kind="subagent" if row.origin == "subagent" else "fork" if row.parent else "root",
+            live=self._live(path, row, st, now_ns),
+            turns=row.turns,
+            lastSeq=row.last_seq,
+            revision=row.revision,
+            digest=row.digest or "",
+        )
+        return Entry(summary=summary, path=path, row=row)
+
+    def _live(self, path: Path, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
+        lock_file = path.parent / LOCK_NAME
+        if path.is_relative_to(self.home.sessions) and lock_file.exists():
+            held = try_file_lock(lock_file)
+            if held is None:
+                return True
+            held.release()
+            return False
+        recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
+        return row.open_turn is not None or recently
+
+
+def _whole(path: Path, revision: str) -> tuple[LogRow, LogState]:
+    log = read_session(path)
+    projection = Projection().fold(log.events)
+    state = LogState.of(log.header, projection, log.resume, log.digest_state)
+    return _row(path, log.revision, log.header, projection, log.digest), state
+
+
+def _row(path: Path, revision: str, header: SessionHeader, projection: Projection, digest: str) -> LogRow:
+    return LogRow(
+        path=str(path),
+        revision=revision,
+        id=header.id,
+        cwd=header.cwd,
+        created_at=header.createdAt,
+        parent=header.parentSession,
+        origin=header.origin,
+        seed_length=header.seedLength,
+        title=projection.title,
+        turns=len(projection.turns),
+        open_turn=projection.open_turn,
+        fork_turn=projection.fork_turn(header.seedLength),
+        last_seq=projection.lastSeq,
+        digest=digest,
+    )

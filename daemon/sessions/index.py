@@ -1,0 +1,158 @@
+"""The derived session index in `state/index.sqlite`: per-log projections keyed by revision.
+
+Everything here can be rebuilt from the logs, so an unreadable or outdated index file is
+simply replaced. Listing columns are kept apart from the heavier continuation state (turn
+list, resume point, digest state) so that a warm listing reads only small rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..fsutil import PRIVATE_FILE_MODE
+from .digest import DigestState
+from .models import SessionHeader
+from .projection import Projection
+from .reader import ResumePoint
+
+SCHEMA_VERSION = 1
+_LISTING_COLUMNS = (
+    "path", "revision", "error", "id", "cwd", "created_at", "parent", "origin", "seed_length",
+    "title", "turns", "open_turn", "fork_turn", "last_seq", "digest",
+)  # fmt: skip
+_SCHEMA = f"""
+CREATE TABLE logs (
+    path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
+    created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
+    turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
+    header TEXT, projection TEXT, resume TEXT, digest_state TEXT
+);
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+class LogRow(BaseModel):
+    """What a listing needs about one log at one revision (or why it cannot be read)."""
+
+    path: str
+    revision: str
+    error: str | None = None
+    id: str | None = None
+    cwd: str | None = None
+    created_at: int | None = None
+    parent: str | None = None
+    origin: str | None = None
+    seed_length: int | None = None
+    title: str | None = None
+    turns: int = 0
+    open_turn: int | None = None
+    fork_turn: int | None = None
+    last_seq: int = -1
+    digest: str | None = None
+
+
+class LogState(BaseModel):
+    """What continuing a projection after an append needs."""
+
+    header: SessionHeader
+    projection: Projection
+    resume: dict[str, int]
+    digest_state: DigestState
+
+    @property
+    def resume_point(self) -> ResumePoint:
+        return ResumePoint(**self.resume)
+
+    @classmethod
+    def of(
+        cls, header: SessionHeader, projection: Projection, resume: ResumePoint, digest_state: DigestState
+    ) -> LogState:
+        return cls(header=header, projection=projection, resume=asdict(resume), digest_state=digest_state)
+
+
+class SessionIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError:
+            # A damaged or foreign file: the index is derived data, so start afresh.
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        # SQLite gives its -wal and -shm files the database file's mode, so create it user-only.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            db.executescript(f"BEGIN IMMEDIATE; DROP TABLE IF EXISTS logs; {_SCHEMA} COMMIT;")
+        return db
+
+    def rows(self) -> dict[str, LogRow]:
+        cursor = self._db.execute(f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs")
+        return {r[0]: LogRow.model_construct(**dict(zip(_LISTING_COLUMNS, r, strict=True))) for r in cursor}
+
+    def state(self, path: str) -> LogState | None:
+        found = self._db.execute(
+            "SELECT header, projection, resume, digest_state FROM logs WHERE path = ? AND error IS NULL",
+            (path,),
+        ).fetchone()
+        if found is None or found[0] is None:
+            return None
+        header, projection, resume, digest_state = found
+        return LogState(
+            header=SessionHeader.model_validate_json(header),
+            projection=Projection.model_validate_json(projection),
+            resume=json.loads(resume),
+            digest_state=DigestState.model_validate_json(digest_state),
+        )
+
+    def put(self, rows: Iterable[tuple[LogRow, LogState | None]]) -> None:
+        values = [
+            (
+                *(getattr(row, column) for column in _LISTING_COLUMNS),
+                state.header.model_dump_json(exclude_none=True) if state else None,
+                state.projection.model_dump_json() if state else None,
+                json.dumps(state.resume) if state else None,
+                state.digest_state.model_dump_json() if state else None,
+            )
+            for row, state in rows
+        ]
+        if not values:
+            return
+        marks = ", ".join("?" * (len(_LISTING_COLUMNS) + 4))
+        with self._transaction():
+            self._db.executemany(f"INSERT OR REPLACE INTO logs VALUES ({marks})", values)
+
+    def forget(self, paths: Iterable[str]) -> None:
+        gone = [(p,) for p in paths]
+        if gone:
+            with self._transaction():
+                self._db.executemany("DELETE FROM logs WHERE path = ?", gone)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()

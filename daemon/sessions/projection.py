@@ -1,0 +1,121 @@
+"""Per-log projection for listings: title, turns with their seq ranges and status, seed end.
+
+The projection folds events one at a time and is a pydantic model, so the derived index can
+store it and continue it with only the events a later append added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .models import SessionEvent
+
+OPEN = "open"
+USER_PREVIEW_CHARS = 120
+
+
+class TurnSummary(BaseModel):
+    """One turn: `status` is its `turn/end` reason kind, or `open` while it has no end."""
+
+    turn: int
+    startSeq: int
+    endSeq: int | None = None
+    status: str = OPEN
+    user: str = ""
+
+    @property
+    def forkable(self) -> bool:
+        # DSH's Host fork anchors at any turn/end, whatever its reason (an aborted turn is a
+        # completed prefix); only a turn still open cannot be branched from.
+        return self.status != OPEN
+
+
+class Projection(BaseModel):
+    title: str | None = None
+    turns: list[TurnSummary] = Field(default_factory=list)
+    seedEnd: int | None = None
+    lastSeq: int = -1
+    pendingUser: str = ""  # a human prompt queued before its turn/start
+
+    def fold(self, events: Iterable[SessionEvent]) -> Projection:
+        for event in events:
+            self.lastSeq = event.seq
+            handler = _HANDLERS.get(event.type)
+            if handler is not None:
+                handler(self, event.seq, event.data)
+        return self
+
+    @property
+    def open_turn(self) -> int | None:
+        return self.turns[-1].turn if self.turns and self.turns[-1].status == OPEN else None
+
+    def fork_turn(self, seed_length: int | None) -> int | None:
+        """The last turn a fork child inherited: the last turn that ended before its seed end."""
+        if seed_length is None:
+            return None
+        ended = [t.turn for t in self.turns if t.endSeq is not None and t.endSeq < seed_length]
+        return ended[-1] if ended else None
+
+
+def _turn_start(p: Projection, seq: int, data: Any) -> None:
+    number = data.get("turn") if isinstance(data, dict) else None
+    turn = number if isinstance(number, int) else len(p.turns) + 1
+    p.turns.append(TurnSummary(turn=turn, startSeq=seq, user=p.pendingUser))
+    p.pendingUser = ""
+
+
+def _turn_end(p: Projection, seq: int, data: Any) -> None:
+    if not p.turns or p.turns[-1].status != OPEN:
+        return  # an end without a start: DSH's checks reject it before a projection sees it
+    reason = data.get("reason") if isinstance(data, dict) else None
+    kind = reason.get("kind") if isinstance(reason, dict) else None
+    p.turns[-1].endSeq = seq
+    p.turns[-1].status = kind if isinstance(kind, str) else "completed"
+
+
+def _title(p: Projection, seq: int, data: Any) -> None:
+    title = data.get("title") if isinstance(data, dict) else None
+    if isinstance(title, str):
+        p.title = title
+
+
+def _end_seed(p: Projection, seq: int, data: Any) -> None:
+    p.seedEnd = seq
+
+
+def _user_message(p: Projection, seq: int, data: Any) -> None:
+    text = human_text(data)
+    if not text:
+        return
+    if p.turns and p.turns[-1].status == OPEN:
+        if not p.turns[-1].user:
+            p.turns[-1].user = text
+    elif not p.pendingUser:
+        p.pendingUser = text
+
+
+def human_text(message: Any) -> str:
+    """First non-blank line of a real human prompt (`source.kind == "user"`), else ''."""
+    if not isinstance(message, dict):
+        return ""
+    source = message.get("source")
+    if not isinstance(source, dict) or source.get("kind") != "user":
+        return ""
+    for block in message.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            for line in block["text"].splitlines():
+                if line.strip():
+                    return line.strip()[:USER_PREVIEW_CHARS]
+    return ""
+
+
+_HANDLERS = {
+    "turn/start": _turn_start,
+    "turn/end": _turn_end,
+    "session/title": _title,
+    "session/end-seed": _end_seed,
+    "user/message": _user_message,
+}
