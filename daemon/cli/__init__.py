@@ -7,6 +7,7 @@ import click
 from .. import __version__
 from ..home import Home
 from .memory import memory
+from .sessions import sessions
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,6 +25,7 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 cli.add_command(memory)
+cli.add_command(sessions)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from pydantic import BaseModel
@@ -34,7 +34,7 @@ def print_file_problems(files: list[FileProblems], *, err: bool = False) -> None
             click.echo(diagnostic_line(report.path, d), err=err)
 
 
-def fail(message: str, code: int = EXIT_INVALID) -> None:
+def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     """One clear line on stderr and a non-zero exit."""
     click.echo(f"remem: {message}", err=True)
     sys.exit(code)

@@ -1,0 +1,150 @@
+"""`remem sessions ...`: list, tree, turns and show, over every configured session root."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..home import Home
+from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
+from ..sessions.lineage import LineageItem, build_tree
+from ..sessions.projection import TurnSummary
+from ..sessions.transcript import render_transcript
+from ..settings import SettingsError
+from .output import EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def session_options(command: F) -> F:
+    """`--root` (repeatable) and `--json`, shared by every session command."""
+    command = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(command)
+    return click.option(
+        "--root", "roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+        help="An extra DSH-format session root (repeatable), besides the configured ones.",
+    )(command)  # fmt: skip
+
+
+@click.group()
+def sessions() -> None:
+    """List agent sessions, show their lineage, turns and transcripts."""
+
+
+@sessions.command("list")
+@click.option(
+    "--cwd", default=None, type=click.Path(file_okay=False), help="Only sessions of this workspace."
+)
+@session_options
+@click.pass_obj
+def list_sessions(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
+    """Every session in the configured roots, oldest first, and every log that cannot be read."""
+    listing = _catalog(home, roots).listing(cwd)
+    if as_json:
+        emit_json(listing)
+        return
+    for s in listing.sessions:
+        badge = " live" if s.live else ""
+        click.echo(
+            f"{s.id}  {_age(s.createdAt)}  {s.kind:<8} {s.turns:>3} turns{badge}  {s.title or '(untitled)'}"
+        )
+    for error in listing.errors:
+        click.echo(f"error: {error.path}: {error.message}", err=True)
+    click.echo(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
+
+
+@sessions.command()
+@click.option("--cwd", default=None, type=click.Path(file_okay=False), help="The workspace; default: here.")
+@session_options
+@click.pass_obj
+def tree(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
+    """The lineage of this workspace's sessions: forks and subagents under their parents."""
+    entries, _ = _catalog(home, roots).entries(cwd if cwd is not None else str(Path.cwd()))
+    lineage = build_tree(_item(entry) for entry in entries)
+    if as_json:
+        # Not emit_json: pydantic and json.dumps recurse, and lineage chains can be 10 000 deep.
+        click.echo(lineage.to_json())
+        return
+    stack = [(node, 0) for node in reversed(lineage.roots)]
+    while stack:
+        node, depth = stack.pop()
+        extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
+        flags = f" [{', '.join(node.flags)}]" if node.flags else ""
+        click.echo(f"{'  ' * depth}{node.kind}: {node.title or node.id}{extra}{flags}  {node.id}")
+        stack.extend((child, depth + 1) for child in reversed(node.children))
+
+
+@sessions.command()
+@click.argument("session_id")
+@session_options
+@click.pass_obj
+def turns(home: Home, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
+    """The turns of a session: number, seq range, status, first line of the prompt."""
+    projection = _lookup(lambda: _catalog(home, roots).projection(session_id))
+    rows = [_turn_json(t) for t in projection.turns]
+    if as_json:
+        emit_json({"turns": rows})
+        return
+    for t in projection.turns:
+        mark = "" if t.forkable else "  (open: cannot branch)"
+        end = t.endSeq if t.endSeq is not None else "…"
+        click.echo(f"{t.turn:>4}  {t.status:<11} seq {t.startSeq}-{end}  {t.user}{mark}")
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print the transcript as Markdown (default).")
+@session_options
+@click.pass_obj
+def show(home: Home, session_id: str, as_markdown: bool, roots: tuple[Path, ...], as_json: bool) -> None:
+    """A session's transcript, or its header, turns and events as JSON."""
+    catalog = _catalog(home, roots)
+    log = _lookup(lambda: catalog.read(session_id))
+    if as_json:
+        projection = _lookup(lambda: catalog.projection(session_id))
+        emit_json({
+            "header": log.header.to_record(),
+            "title": projection.title,
+            "turns": [_turn_json(t) for t in projection.turns],
+            "events": [e.to_record() for e in log.events],
+        })  # fmt: skip
+        return
+    click.echo(render_transcript(log), nl=False)
+
+
+def _catalog(home: Home, roots: tuple[Path, ...]) -> SessionCatalog:
+    try:
+        return SessionCatalog.open(home, roots)
+    except SettingsError as exc:
+        fail(f"settings.yml is invalid: {exc}", EXIT_INVALID)
+
+
+T = TypeVar("T")
+
+
+def _lookup(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except SessionNotFound as exc:
+        click.echo(f"remem: {exc}", err=True)
+        sys.exit(EXIT_PROBLEMS)
+
+
+def _item(entry: Entry) -> LineageItem:
+    row = entry.row
+    return LineageItem(
+        id=entry.summary.id, title=row.title, parent=row.parent, origin=row.origin,
+        created_at=entry.summary.createdAt, fork_turn=row.fork_turn, live=entry.summary.live, archived=False,
+    )  # fmt: skip
+
+
+def _turn_json(turn: TurnSummary) -> dict[str, Any]:
+    return {**turn.model_dump(), "forkable": turn.forkable}
+
+
+def _age(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")

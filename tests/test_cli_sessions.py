@@ -1,0 +1,87 @@
+"""`remem sessions ...` end to end on generated DSH roots."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.home import Home
+from remem.daemon.sessions.factory import (
+    SessionSpec,
+    build_family,
+    build_session,
+    fork_session,
+    write_session,
+)
+
+CWD = "/home/dev/projects/demo"
+
+
+def run(home: Home, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home.root), "sessions", *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def seeded_root(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "root"
+    family = build_family(21, cwd=CWD)
+    lost_parent = build_session(SessionSpec(seed=30, turns=3, cwd=CWD))
+    orphan = fork_session(lost_parent, SessionSpec(seed=31, turns=1, cwd=CWD), after_turn=2)
+    for draft in (*family.drafts, orphan):
+        os.utime(write_session(root, draft), (1_600_000_000, 1_600_000_000))
+    ids = {"main": family.main.header.id, "fork": family.fork.header.id,
+           "subagent": family.subagent.header.id, "orphan": orphan.header.id}  # fmt: skip
+    return root, ids
+
+
+def test_list_json_shape(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    code, out, _ = run(home, "list", "--root", str(root), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["errors"] == []
+    assert {s["id"] for s in data["sessions"]} == set(ids.values())
+    assert set(data["sessions"][0]) == {
+        "id", "title", "cwd", "createdAt", "parent", "kind", "live", "turns", "lastSeq", "revision", "digest"
+    }  # fmt: skip
+
+
+def test_tree_nests_forks_and_subagents_and_flags_orphans(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root), "--json")
+    roots = json.loads(out)["roots"]
+    assert code == 0
+    by_id = {node["id"]: node for node in roots}
+    assert set(by_id) == {ids["main"], ids["orphan"]}
+    assert by_id[ids["orphan"]]["flags"] == ["orphan"] and by_id[ids["orphan"]]["forkTurn"] == 2
+    children = {c["id"]: c for c in by_id[ids["main"]]["children"]}
+    assert children[ids["fork"]]["kind"] == "fork" and children[ids["fork"]]["forkTurn"] == 2
+    assert children[ids["subagent"]]["kind"] == "subagent"
+    code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root))
+    assert code == 0 and "fork:" in out and "[orphan]" in out
+
+
+def test_turns_and_show(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    code, out, _ = run(home, "turns", ids["main"], "--root", str(root), "--json")
+    turns = json.loads(out)["turns"]
+    assert code == 0 and [t["turn"] for t in turns] == [1, 2, 3, 4, 5]
+    assert set(turns[0]) == {"turn", "startSeq", "endSeq", "status", "user", "forkable"}
+    assert all(t["forkable"] for t in turns)
+    code, out, _ = run(home, "show", ids["main"], "--root", str(root))
+    assert code == 0 and out.startswith("# ")
+    code, out, _ = run(home, "show", ids["main"], "--root", str(root), "--json")
+    data = json.loads(out)
+    assert data["header"]["id"] == ids["main"] and len(data["turns"]) == 5
+    assert [e["seq"] for e in data["events"]] == list(range(len(data["events"])))
+
+
+def test_unknown_session_is_a_clear_error(home: Home, tmp_path: Path) -> None:
+    root, _ = seeded_root(tmp_path)
+    code, _, err = run(home, "turns", "session-nope", "--root", str(root))
+    assert code == 1 and "no session 'session-nope'" in err
