@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import memory
+from . import memory, sessions
 from .harness import Benchmark, Row, format_table, run
 
-BENCHMARKS: list[Benchmark] = [*memory.BENCHMARKS]
+BENCHMARKS: list[Benchmark] = [*memory.BENCHMARKS, *sessions.BENCHMARKS]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,8 +72,12 @@ def _run_all(benchmarks: Sequence[Benchmark], *, quick: bool) -> tuple[list[Row]
 
 
 def _write_json(
-    path: Path, facts: dict[str, str], benchmarks: Sequence[Benchmark], rows: Sequence[Row],
-    *, quick: bool,
+    path: Path,
+    facts: dict[str, str],
+    benchmarks: Sequence[Benchmark],
+    rows: Sequence[Row],
+    *,
+    quick: bool,
 ) -> None:
     document = {
         "machine": facts,

@@ -70,9 +70,14 @@ class Row:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "benchmark": self.benchmark, "metric": self.metric, "remem_ns": self.remem_ns,
-            "baseline_ns": self.baseline_ns, "ratio": round(self.ratio, 3),
-            "target": self.target, "informational": self.informational, "verdict": self.verdict,
+            "benchmark": self.benchmark,
+            "metric": self.metric,
+            "remem_ns": self.remem_ns,
+            "baseline_ns": self.baseline_ns,
+            "ratio": round(self.ratio, 3),
+            "target": self.target,
+            "informational": self.informational,
+            "verdict": self.verdict,
         }
 
 
@@ -86,10 +91,22 @@ def run(benchmark: Benchmark, *, quick: bool) -> list[Row]:
     with benchmark.setup() as contenders:
         remem, baseline = _measure(contenders, budget)
     return [
-        Row(benchmark.name, "p50", percentile(remem, 50), percentile(baseline, 50),
-            benchmark.target, benchmark.informational),
-        Row(benchmark.name, "p99", percentile(remem, 99), percentile(baseline, 99),
-            None, benchmark.informational),
+        Row(
+            benchmark.name,
+            "p50",
+            percentile(remem, 50),
+            percentile(baseline, 50),
+            benchmark.target,
+            benchmark.informational,
+        ),
+        Row(
+            benchmark.name,
+            "p99",
+            percentile(remem, 99),
+            percentile(baseline, 99),
+            None,
+            benchmark.informational,
+        ),
     ]
 
 
@@ -102,13 +119,22 @@ def percentile(samples: Sequence[int], pct: float) -> int:
 def format_table(rows: Sequence[Row]) -> str:
     header = ("benchmark", "metric", "remem", "baseline", "ratio", "target", "verdict")
     lines = [header] + [
-        (r.benchmark, r.metric, _format_ns(r.remem_ns), _format_ns(r.baseline_ns),
-         f"{r.ratio:.2f}", _target_text(r), r.verdict)
+        (
+            r.benchmark,
+            r.metric,
+            _format_ns(r.remem_ns),
+            _format_ns(r.baseline_ns),
+            f"{r.ratio:.2f}",
+            _target_text(r),
+            r.verdict,
+        )
         for r in rows
     ]
     widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
-    rendered = [" | ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
-                for line in lines]
+    rendered = [
+        " | ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    ]
     rendered.insert(1, "-+-".join("-" * width for width in widths))
     return "\n".join(rendered)
 
