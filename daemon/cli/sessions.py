@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import click
 
 from ..home import Home
-from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
-from ..sessions.lineage import LineageItem, build_tree
+from ..sessions.catalog import SessionCatalog, SessionNotFound
+from ..sessions.lineage import build_tree
 from ..sessions.projection import TurnSummary
 from ..sessions.transcript import render_transcript
 from ..settings import SettingsError
@@ -64,7 +64,7 @@ def list_sessions(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json:
 def tree(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
     entries, _ = _catalog(home, roots).entries(cwd if cwd is not None else str(Path.cwd()))
-    lineage = build_tree(_item(entry) for entry in entries)
+    lineage = build_tree(entry.lineage_item() for entry in entries)
     if as_json:
         # Not emit_json: pydantic and json.dumps recurse, and lineage chains can be 10 000 deep.
         click.echo(lineage.to_json())
@@ -132,14 +132,6 @@ def _lookup(action: Callable[[], T]) -> T:
     except SessionNotFound as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(EXIT_PROBLEMS)
-
-
-def _item(entry: Entry) -> LineageItem:
-    row = entry.row
-    return LineageItem(
-        id=entry.summary.id, title=row.title, parent=row.parent, origin=row.origin,
-        created_at=entry.summary.createdAt, fork_turn=row.fork_turn, live=entry.summary.live, archived=False,
-    )  # fmt: skip
 
 
 def _turn_json(turn: TurnSummary) -> dict[str, Any]:

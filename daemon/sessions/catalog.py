@@ -22,9 +22,10 @@ from ..locks import try_file_lock
 from ..settings import SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .index import LogRow, LogState, SessionIndex
+from .lineage import LineageItem
 from .models import SessionHeader
 from .projection import Projection
-from .reader import NotAppendOnly, SessionLog, read_appended, read_session
+from .reader import NotAppendOnly, SessionLog, read_appended, read_session, stat_revision
 from .roots import list_logs
 from .writer import LOCK_NAME
 
@@ -65,14 +66,21 @@ class Entry:
     path: Path
     row: LogRow
 
+    def lineage_item(self) -> LineageItem:
+        return LineageItem(
+            id=self.summary.id,
+            title=self.row.title,
+            parent=self.row.parent,
+            origin=self.row.origin,
+            created_at=self.summary.createdAt,
+            fork_turn=self.row.fork_turn,
+            live=self.summary.live,
+            archived=False,
+        )
+
 
 class SessionNotFound(Exception):
     """No (or more than one) session has the requested id; the message says which."""
-
-
-def stat_revision(st: os.stat_result) -> str:
-    """DSH's opaque revision of a log: `dev:ino:size:mtimeNs:ctimeNs`."""
-    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def default_roots(home: Home, configured: Iterable[str]) -> list[Path]:

@@ -122,10 +122,13 @@ class _Tail:
     recovered: bytes  # logical bytes of the records salvaged from a torn zstd frame
 
 
-def file_revision(path: Path) -> str:
-    """DSH's opaque revision: `dev:ino:size:mtimeNs:ctimeNs` of the log."""
-    st = os.stat(path)
+def stat_revision(st: os.stat_result) -> str:
+    """DSH's opaque revision of a log: `dev:ino:size:mtimeNs:ctimeNs`."""
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def file_revision(path: Path) -> str:
+    return stat_revision(os.stat(path))
 
 
 def _split_header(buf: bytes) -> tuple[bytes, int]:

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from remem.daemon.home import Home
+from remem.daemon.sessions.catalog import SessionCatalog
+from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.models import SessionEvent
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.reader import SessionLog, read_session
@@ -105,3 +108,27 @@ def test_seeded_children_inherit_their_parents_prefix(entry: dict[str, Any]) -> 
     assert _records(child[:seed]) == _records(source[:seed])
     # The child constructor appends an end marker unless the seed already ends with one.
     assert child[seed].type == "session/end-seed" or child[seed - 1].type == "session/end-seed"
+
+
+@pytest.mark.parametrize("encoding", list(Encoding))
+def test_catalog_turns_and_tree_agree_with_the_manifest(encoding: Encoding, tmp_path: Path) -> None:
+    catalog = SessionCatalog(Home(tmp_path / "home"), [ROOTS[encoding]], idle_seconds=120)
+    listing = catalog.listing()
+    assert listing.errors == []
+    assert sorted(s.id for s in listing.sessions) == sorted(s["id"] for s in SESSIONS)
+    for entry in SESSIONS:
+        projection = catalog.projection(entry["id"])
+        statuses = [t.status for t in projection.turns]
+        assert len(statuses) == entry["turns"] and projection.title == entry["title"]
+        assert [s for s in statuses if s != "open"] == entry["turn_end_reasons"]
+        assert ("open" in statuses) == entry["has_open_turn"]
+    for cwd in {s["cwd"] for s in SESSIONS}:
+        entries, _ = catalog.entries(cwd)
+        tree = build_tree(e.lineage_item() for e in entries)
+        placed = {}
+        for node, _depth in tree.walk():
+            if node is not None:
+                placed.update({child.id: node.id for child in node.children})
+                assert not node.flags, f"{node.id} flagged {node.flags}"
+        expected = {s["id"]: s["parent"] for s in SESSIONS if s["cwd"] == cwd and s["parent"]}
+        assert placed == expected
