@@ -21,7 +21,7 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..settings import SettingsStore
 from .errors import SessionLogError, SessionRootError
-from .index import LogRow, LogState, SessionIndex
+from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .models import SessionHeader
 from .projection import Projection
@@ -150,7 +150,9 @@ class SessionCatalog:
     def projection(self, session_id: str) -> Projection:
         entry = self.find(session_id)
         state = self.index.state(str(entry.path))
-        return state.projection if state else Projection().fold(self.read(session_id).events)
+        if state is None:
+            return Projection().fold(self.read(session_id).events)
+        return state.projection.model_copy(update={"turns": self.index.turns(str(entry.path))})
 
     # -- refreshing the index ----------------------------------------------------------------
 
@@ -158,7 +160,7 @@ class SessionCatalog:
         cached = self.index.rows()
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
-        updates: list[tuple[LogRow, LogState | None]] = []
+        updates: list[Update] = []
         for path in self._log_paths(errors):
             try:
                 st = os.stat(path)
@@ -166,8 +168,9 @@ class SessionCatalog:
                 continue  # deleted between the directory scan and now
             row = cached.get(str(path))
             if row is None or row.revision != stat_revision(st):
-                row, state = self._project(path, st, row)
-                updates.append((row, state))
+                update = self._project(path, st, row)
+                updates.append(update)
+                row = update.row
             if row.error is not None:
                 errors.append(ListError(path=row.path, message=row.error))
             else:
@@ -196,19 +199,13 @@ class SessionCatalog:
             paths.extend(logs)
         return paths
 
-    def _project(
-        self, path: Path, st: os.stat_result, cached: LogRow | None
-    ) -> tuple[LogRow, LogState | None]:
-        revision = stat_revision(st)
+    def _project(self, path: Path, st: os.stat_result, cached: LogRow | None) -> Update:
         try:
-            continued = self._continue(path, st, cached)
-            return continued if continued is not None else _whole(path, revision)
+            return self._continue(path, st, cached) or _whole(path)
         except SessionLogError as exc:
-            return LogRow(path=str(path), revision=revision, error=exc.reason), None
+            return Update(LogRow(path=str(path), revision=stat_revision(st), error=exc.reason))
 
-    def _continue(
-        self, path: Path, st: os.stat_result, cached: LogRow | None
-    ) -> tuple[LogRow, LogState] | None:
+    def _continue(self, path: Path, st: os.stat_result, cached: LogRow | None) -> Update | None:
         """Project only what an append added; None when the log must be read whole."""
         if (
             cached is None
@@ -223,9 +220,12 @@ class SessionCatalog:
             appended = read_appended(path, state.header, state.resume_point, state.digest_state)
         except NotAppendOnly:
             return None
+        earlier = cached.turns - len(state.projection.turns)
         projection = state.projection.fold(appended.events)
+        row = _row(path, appended.revision, state.header, projection, appended.digest)
+        row.turns, row.fork_turn = earlier + len(projection.turns), cached.fork_turn
         new_state = LogState.of(state.header, projection, appended.resume, appended.digest_state)
-        return _row(path, appended.revision, state.header, projection, appended.digest), new_state
+        return Update(row, new_state, projection.turns, whole=False)
 
     def _entry(self, row: LogRow, st: os.stat_result, now_ns: int) -> Entry:
         path = Path(row.path)
@@ -256,11 +256,11 @@ class SessionCatalog:
         return row.open_turn is not None or recently
 
 
-def _whole(path: Path, revision: str) -> tuple[LogRow, LogState]:
+def _whole(path: Path) -> Update:
     log = read_session(path)
     projection = Projection().fold(log.events)
     state = LogState.of(log.header, projection, log.resume, log.digest_state)
-    return _row(path, log.revision, log.header, projection, log.digest), state
+    return Update(_row(path, log.revision, log.header, projection, log.digest), state, projection.turns)
 
 
 def _row(path: Path, revision: str, header: SessionHeader, projection: Projection, digest: str) -> LogRow:

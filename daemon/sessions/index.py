@@ -1,8 +1,9 @@
 """The derived session index in `state/index.sqlite`: per-log projections keyed by revision.
 
 Everything here can be rebuilt from the logs, so an unreadable or outdated index file is
-simply replaced. Listing columns are kept apart from the heavier continuation state (turn
-list, resume point, digest state) so that a warm listing reads only small rows.
+simply replaced. Listing columns are kept apart from the continuation state (resume point,
+digest state, the projection's last turn), and turns live in their own table, so a warm
+listing reads only small rows and an append rewrites only the turns it touched.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -20,10 +21,10 @@ from pydantic import BaseModel
 from ..fsutil import PRIVATE_FILE_MODE
 from .digest import DigestState
 from .models import SessionHeader
-from .projection import Projection
+from .projection import Projection, TurnSummary
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _LISTING_COLUMNS = (
     "path", "revision", "error", "id", "cwd", "created_at", "parent", "origin", "seed_length",
     "title", "turns", "open_turn", "fork_turn", "last_seq", "digest",
@@ -35,6 +36,10 @@ CREATE TABLE logs (
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
     header TEXT, projection TEXT, resume TEXT, digest_state TEXT
 );
+CREATE TABLE turns (
+    path TEXT NOT NULL, start_seq INTEGER NOT NULL, turn INTEGER NOT NULL, end_seq INTEGER,
+    status TEXT NOT NULL, user TEXT NOT NULL, PRIMARY KEY (path, start_seq)
+) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
@@ -60,7 +65,7 @@ class LogRow(BaseModel):
 
 
 class LogState(BaseModel):
-    """What continuing a projection after an append needs."""
+    """What continuing a projection after an append needs; the projection keeps its last turn only."""
 
     header: SessionHeader
     projection: Projection
@@ -75,7 +80,19 @@ class LogState(BaseModel):
     def of(
         cls, header: SessionHeader, projection: Projection, resume: ResumePoint, digest_state: DigestState
     ) -> LogState:
-        return cls(header=header, projection=projection, resume=asdict(resume), digest_state=digest_state)
+        return cls(
+            header=header, projection=projection.tail(), resume=asdict(resume), digest_state=digest_state
+        )
+
+
+@dataclass(frozen=True)
+class Update:
+    """One log's new index entry: `turns` are upserted, or replace all of its turns when `whole`."""
+
+    row: LogRow
+    state: LogState | None = None
+    turns: list[TurnSummary] = field(default_factory=list)
+    whole: bool = True
 
 
 class SessionIndex:
@@ -99,7 +116,9 @@ class SessionIndex:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            db.executescript(f"BEGIN IMMEDIATE; DROP TABLE IF EXISTS logs; {_SCHEMA} COMMIT;")
+            db.executescript(
+                f"BEGIN IMMEDIATE; DROP TABLE IF EXISTS logs; DROP TABLE IF EXISTS turns; {_SCHEMA} COMMIT;"
+            )
         return db
 
     def rows(self) -> dict[str, LogRow]:
@@ -121,28 +140,42 @@ class SessionIndex:
             digest_state=DigestState.model_validate_json(digest_state),
         )
 
-    def put(self, rows: Iterable[tuple[LogRow, LogState | None]]) -> None:
-        values = [
-            (
-                *(getattr(row, column) for column in _LISTING_COLUMNS),
-                state.header.model_dump_json(exclude_none=True) if state else None,
-                state.projection.model_dump_json() if state else None,
-                json.dumps(state.resume) if state else None,
-                state.digest_state.model_dump_json() if state else None,
-            )
-            for row, state in rows
+    def turns(self, path: str) -> list[TurnSummary]:
+        cursor = self._db.execute(
+            "SELECT turn, start_seq, end_seq, status, user FROM turns WHERE path = ? ORDER BY start_seq",
+            (path,),
+        )
+        return [
+            TurnSummary(turn=turn, startSeq=start, endSeq=end, status=status, user=user)
+            for turn, start, end, status, user in cursor
         ]
-        if not values:
+
+    def put(self, updates: list[Update]) -> None:
+        if not updates:
             return
         marks = ", ".join("?" * (len(_LISTING_COLUMNS) + 4))
         with self._transaction():
-            self._db.executemany(f"INSERT OR REPLACE INTO logs VALUES ({marks})", values)
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO logs VALUES ({marks})", [_values(u) for u in updates]
+            )
+            self._db.executemany(
+                "DELETE FROM turns WHERE path = ?", [(u.row.path,) for u in updates if u.whole]
+            )
+            self._db.executemany(
+                "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (u.row.path, t.startSeq, t.turn, t.endSeq, t.status, t.user)
+                    for u in updates
+                    for t in u.turns
+                ],
+            )
 
     def forget(self, paths: Iterable[str]) -> None:
         gone = [(p,) for p in paths]
         if gone:
             with self._transaction():
                 self._db.executemany("DELETE FROM logs WHERE path = ?", gone)
+                self._db.executemany("DELETE FROM turns WHERE path = ?", gone)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -156,3 +189,14 @@ class SessionIndex:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _values(update: Update) -> tuple[object, ...]:
+    state = update.state
+    return (
+        *(getattr(update.row, column) for column in _LISTING_COLUMNS),
+        state.header.model_dump_json(exclude_none=True) if state else None,
+        state.projection.model_dump_json() if state else None,
+        json.dumps(state.resume) if state else None,
+        state.digest_state.model_dump_json() if state else None,
+    )

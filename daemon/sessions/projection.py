@@ -48,6 +48,10 @@ class Projection(BaseModel):
                 handler(self, event.seq, event.data)
         return self
 
+    def tail(self) -> Projection:
+        """This projection with only its last turn: all a later fold can still change."""
+        return self.model_copy(update={"turns": self.turns[-1:]})
+
     @property
     def open_turn(self) -> int | None:
         return self.turns[-1].turn if self.turns and self.turns[-1].status == OPEN else None

@@ -28,9 +28,8 @@ _CWD = "/home/dev/projects/bench"
 
 def _corpus(root: Path, count: int) -> list[Path]:
     """`count` raw logs of about 100 KB: one generated log, re-headed under fresh ids."""
-    template = write_session(
-        root / "template", build_session(SessionSpec(seed=1, target_bytes=_SESSION_BYTES, cwd=_CWD))
-    )
+    draft = build_session(SessionSpec(seed=1, target_bytes=_SESSION_BYTES, cwd=_CWD))
+    template = write_session(root / "template", draft, encoding=Encoding.RAW)
     header, _, body = template.read_bytes().partition(b"\n")
     paths = []
     for number in range(count):
