@@ -22,6 +22,8 @@ from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.writer import SessionWriter
 
+from . import logs
+
 CWD = "/home/dev/projects/demo"
 OLD = 1_600_000_000  # a modification time far in the past: not live by recency
 
@@ -217,3 +219,39 @@ def test_fork_turn_of_a_child(home: Home, tmp_path: Path) -> None:
     write_session(folder, child)
     entries, _ = catalog(home, folder).entries()
     assert {e.summary.id: e.row.fork_turn for e in entries} == {parent.header.id: None, child.header.id: 3}
+
+
+def test_hostile_logs_never_break_a_listing(home: Home, tmp_path: Path) -> None:
+    raw_root, zstd_root = tmp_path / "raw", tmp_path / "zstd"
+    draft = build_session(SessionSpec(seed=1, turns=2, cwd=logs.CWD), session_id="session-good")
+    good = write_session(raw_root, draft, encoding=Encoding.RAW)
+    body = b"".join(logs.factory_batches())
+    events = body.splitlines(keepends=True)
+    hostile = {
+        "bad-utf8": events[0] + b'{"type":"x","seq":1,"time":1,"data":"\xff"}\n' + b"".join(events[1:]),
+        "seq-gap": events[0] + b"".join(events[2:]),
+        "not-json": events[0] + b"{oops\n" + b"".join(events[1:]),
+    }
+    for name, data in hostile.items():
+        logs.raw_log(raw_root, data, session_id=f"session-{name}")
+    logs.place(raw_root, "a/../b", logs.line(logs.header("a/../b")))
+    misplaced = logs.raw_log(raw_root, events[0], session_id="session-moved")
+    misplaced.parent.rename(misplaced.parent.with_name("session-elsewhere"))
+    frames = logs.factory_batches()
+    logs.zstd_log(zstd_root, frames, session_id="s1")
+    damaged = logs.zstd_log(zstd_root, frames, session_id="s2")
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a complete frame: checksum or decode failure
+    damaged.write_bytes(bytes(data))
+    truncated = logs.zstd_log(zstd_root, frames, session_id="s3")
+    truncated.write_bytes(truncated.read_bytes()[:-7])  # a torn last frame is crash damage, not corruption
+
+    listing = catalog(home, raw_root, zstd_root).listing()
+    listed = {s.id for s in listing.sessions}
+    failed = {Path(e.path).parent.name for e in listing.errors}
+    assert good.parent.name in listed
+    assert "a/../b" in listed, "an id with / and .. is just an id: its directory is escaped"
+    assert catalog(home, raw_root).find("a/../b").path.parent.name == "a~002F..~002Fb"
+    assert {"session-bad-utf8", "session-seq-gap", "session-not-json", "session-elsewhere", "s2"} <= failed
+    assert {"s1", "s3"} <= listed, "readable logs, including a crash-torn one, are still listed"
+    assert all(e.message for e in listing.errors)
