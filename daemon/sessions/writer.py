@@ -128,25 +128,17 @@ class SessionWriter:
         return encode_frame(plaintext) if self.encoding is Encoding.ZSTD else plaintext
 
     def _materialize(self, body: bytes) -> None:
-        # Create missing levels one by one: mkdir(parents=True) would give the parents the umask
-        # mode. Existing directories (e.g. a DSH root) are left as their owner set them.
-        for directory in (self.path.parent.parent.parent, self.path.parent.parent, self.path.parent):
-            if not directory.is_dir():
-                ensure_private_dir(directory)
+        ensure_session_dirs(self.path)
         directory = self.path.parent
         lock = try_file_lock(directory / LOCK_NAME)
         if lock is None:
             raise SessionLogError(self.path, f"another writer holds {LOCK_NAME}")
-        content = self._framed(json_line(self.header.to_record())) + self._framed(body)
-        temp = write_temp(self.path, content)
-        faultpoint("sessions.writer.after-temp-write")
+        content = encode_log(self.header, body, self.encoding)
         try:
-            publish_new(temp, self.path)
+            publish_log(self.path, content, protocol="sessions.writer")
         except FileExistsError:
-            temp.unlink()
             lock.release()
             raise SessionLogError(self.path, "a session with this id was created concurrently") from None
-        faultpoint("sessions.writer.after-publish")
         self._lock = lock
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self._size = len(content)
@@ -173,6 +165,38 @@ class SessionWriter:
             os.fsync(self._fd)
         except OSError:
             self._broken = True
+
+
+def encode_log(header: SessionHeader, body: bytes, encoding: Encoding) -> bytes:
+    """A new log's bytes: the header line, then `body` as its first batch (one frame each)."""
+    header_line = json_line(header.to_record())
+    if encoding is Encoding.ZSTD:
+        return encode_frame(header_line) + encode_frame(body)
+    return header_line + body
+
+
+def ensure_session_dirs(path: Path) -> None:
+    """Create the root, project and session folders of log `path` that do not exist yet."""
+    # Create missing levels one by one: mkdir(parents=True) would give the parents the umask
+    # mode. Existing directories (e.g. a DSH root) are left as their owner set them.
+    for directory in (path.parent.parent.parent, path.parent.parent, path.parent):
+        if not directory.is_dir():
+            ensure_private_dir(directory)
+
+
+def publish_log(path: Path, content: bytes, *, protocol: str) -> None:
+    """Publish a complete log at `path` without ever overwriting one (FileExistsError if taken).
+
+    `protocol` names the caller's crash points (`<protocol>.after-temp-write`, `.after-publish`).
+    """
+    temp = write_temp(path, content)
+    faultpoint(f"{protocol}.after-temp-write")
+    try:
+        publish_new(temp, path)
+    except FileExistsError:
+        temp.unlink()
+        raise
+    faultpoint(f"{protocol}.after-publish")
 
 
 def recover_root(root: Path) -> list[Path]:
