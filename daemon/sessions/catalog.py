@@ -23,6 +23,7 @@ from ..settings import SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
+from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .projection import Projection
 from .reader import NotAppendOnly, SessionLog, read_appended, read_session, stat_revision
@@ -65,17 +66,18 @@ class Entry:
     summary: SessionSummary
     path: Path
     row: LogRow
+    archived: bool
 
     def lineage_item(self) -> LineageItem:
         return LineageItem(
             id=self.summary.id,
-            title=self.row.title,
+            title=self.summary.title,
             parent=self.row.parent,
             origin=self.row.origin,
             created_at=self.summary.createdAt,
             fork_turn=self.row.fork_turn,
             live=self.summary.live,
-            archived=False,
+            archived=self.archived,
         )
 
 
@@ -100,6 +102,7 @@ class SessionCatalog:
         self.idle_seconds = idle_seconds
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
+        self.metadata = SessionMetadata(home)
 
     @classmethod
     def open(cls, home: Home, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
@@ -116,6 +119,7 @@ class SessionCatalog:
         rows, errors = self._refresh()
         wanted = os.path.abspath(cwd) if cwd is not None else None
         now_ns = time.time_ns()
+        metas, dsh = self.metadata.all(), dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
         entries = []
         for row, st in rows:
@@ -125,7 +129,9 @@ class SessionCatalog:
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
             elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
-                entries.append(self._entry(row, st, now_ns))
+                meta = metas.get(row.id or "", SessionMeta())
+                archived = meta.archived if meta.archived is not None else row.id in dsh
+                entries.append(self._entry(row, st, now_ns, meta.title, archived))
         entries.sort(key=lambda e: (e.summary.createdAt, e.summary.id))
         return entries, errors
 
@@ -227,11 +233,13 @@ class SessionCatalog:
         new_state = LogState.of(state.header, projection, appended.resume, appended.digest_state)
         return Update(row, new_state, projection.turns, whole=False)
 
-    def _entry(self, row: LogRow, st: os.stat_result, now_ns: int) -> Entry:
+    def _entry(
+        self, row: LogRow, st: os.stat_result, now_ns: int, display_title: str | None, archived: bool
+    ) -> Entry:
         path = Path(row.path)
         summary = SessionSummary(
             id=row.id or "",
-            title=row.title,
+            title=display_title or row.title,
             cwd=row.cwd,
             createdAt=row.created_at or 0,
             parent=row.parent,
@@ -242,7 +250,7 @@ class SessionCatalog:
             revision=row.revision,
             digest=row.digest or "",
         )
-        return Entry(summary=summary, path=path, row=row)
+        return Entry(summary=summary, path=path, row=row, archived=archived)
 
     def _live(self, path: Path, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
         lock_file = path.parent / LOCK_NAME

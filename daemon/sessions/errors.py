@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 
 class SessionLogError(Exception):
@@ -21,3 +22,17 @@ class SessionRootError(Exception):
         super().__init__(f"{root}: {message}")
         self.root = root
         self.reason = message
+
+
+ErrorCode = Literal[
+    "NOT_FOUND", "INVALID_ANCHOR", "OPEN_TURN", "STALE_SOURCE", "OP_CONFLICT", "STALE_GENERATION", "INVALID"
+]
+
+
+class OperationError(Exception):
+    """A refused session operation (fork, rename, archive): a stable code and what to do."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message

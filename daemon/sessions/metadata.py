@@ -1,0 +1,80 @@
+"""remem's own session metadata: display titles and archive state, never written into any log.
+
+Each session's entry carries a generation; every change is a compare-and-swap on it
+(`STALE_GENERATION` when another client changed the session first). DSH's own archive list
+(`$DSH_HOME/storages/workspace.json`) is honoured read-only; an explicit archive or restore
+in remem takes precedence over it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..fsutil import atomic_write
+from ..home import Home
+from ..locks import file_lock
+from .errors import OperationError
+
+
+class SessionMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = None
+    archived: bool | None = None  # None: not set in remem, DSH's archive list decides
+    generation: int = 0
+
+
+class _MetaFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sessions: dict[str, SessionMeta] = Field(default_factory=dict)
+
+
+class SessionMetadata:
+    def __init__(self, home: Home) -> None:
+        self.path = home.state / "session-meta.json"
+        self.lock = home.locks / "session-meta.lock"
+
+    def get(self, session_id: str) -> SessionMeta:
+        return self._load().sessions.get(session_id, SessionMeta())
+
+    def all(self) -> dict[str, SessionMeta]:
+        return self._load().sessions
+
+    def display_title(self, session_id: str, log_title: str | None) -> str | None:
+        return self.get(session_id).title or log_title
+
+    def update(self, session_id: str, expected_generation: int | None, **changes: object) -> SessionMeta:
+        """Apply `changes` (title, archived) if the session is still at `expected_generation`."""
+        with file_lock(self.lock):
+            data = self._load()
+            current = data.sessions.get(session_id, SessionMeta())
+            if expected_generation is not None and expected_generation != current.generation:
+                raise OperationError(
+                    "STALE_GENERATION",
+                    f"session {session_id!r} metadata is at generation {current.generation}, "
+                    f"not {expected_generation}; re-read it and retry",
+                )
+            updated = current.model_copy(update={**changes, "generation": current.generation + 1})
+            data.sessions[session_id] = updated
+            atomic_write(self.path, data.model_dump_json(indent=2).encode() + b"\n")
+            return updated
+
+    def _load(self) -> _MetaFile:
+        try:
+            return _MetaFile.model_validate_json(self.path.read_bytes())
+        except FileNotFoundError:
+            return _MetaFile()
+
+
+def dsh_archived() -> frozenset[str]:
+    """Session ids DSH's web workspace registry archived; empty when it has none or is unreadable."""
+    home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
+    registry = Path(os.path.expanduser(home)) / "storages" / "workspace.json"
+    try:
+        ids = json.loads(registry.read_bytes()).get("global", {}).get("archivedSessionIds", [])
+    except (OSError, ValueError, AttributeError):
+        return frozenset()
+    return frozenset(i for i in ids if isinstance(i, str))
