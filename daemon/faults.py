@@ -13,6 +13,10 @@ EXIT_CODE = 86
 
 POINTS: frozenset[str] = frozenset(
     {
+        "fork.after-prepare",
+        "fork.after-temp-write",
+        "fork.after-publish",
+        "fork.after-journal",
         "memory.global.after-temp-write",
         "memory.workspace.after-temp-files",
         "memory.workspace.after-journal",

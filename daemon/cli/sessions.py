@@ -6,19 +6,24 @@ import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
+from ..forks.child import normalize_title
+from ..forks.service import ForkRequest, ForkService
 from ..home import Home
 from ..sessions.catalog import SessionCatalog, SessionNotFound
+from ..sessions.errors import OperationError
 from ..sessions.lineage import build_tree
+from ..sessions.metadata import SessionMetadata
 from ..sessions.projection import TurnSummary
 from ..sessions.transcript import render_transcript
 from ..settings import SettingsError
-from .output import EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def session_options(command: F) -> F:
@@ -123,9 +128,6 @@ def _catalog(home: Home, roots: tuple[Path, ...]) -> SessionCatalog:
         fail(f"settings.yml is invalid: {exc}", EXIT_INVALID)
 
 
-T = TypeVar("T")
-
-
 def _lookup(action: Callable[[], T]) -> T:
     try:
         return action()
@@ -140,3 +142,124 @@ def _turn_json(turn: TurnSummary) -> dict[str, Any]:
 
 def _age(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+_EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_SOURCE": EXIT_CONFLICT,
+               "STALE_GENERATION": EXIT_CONFLICT, "OP_CONFLICT": EXIT_CONFLICT}  # fmt: skip
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--at", "at_seq", type=int, default=None, help="Branch after the turn holding this event seq.")
+@click.option(
+    "--op-id", "operation_id", required=True, help="Idempotency key: a retry with it returns the same child."
+)
+@click.option("--title", default=None, help="The child's title (default: the parent's title with (N+1)).")
+@click.option("--expected-revision", default=None, help="Refuse (STALE_SOURCE) if the session changed since.")
+@session_options
+@click.pass_obj
+def fork(
+    home: Home, session_id: str, at_seq: int | None, operation_id: str, title: str | None,
+    expected_revision: str | None, roots: tuple[Path, ...], as_json: bool,
+) -> None:  # fmt: skip
+    """Branch a session after a completed turn. Only the conversation is copied: files and
+    other side effects of the parent are not rolled back."""
+    request = ForkRequest(
+        source=session_id,
+        operationId=operation_id,
+        atSeq=at_seq,
+        title=title,
+        expectedRevision=expected_revision,
+    )
+    result = _operation(lambda: ForkService(_catalog(home, roots)).fork(request), as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        verb = "created" if result.created else "already existed:"
+        click.echo(
+            f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} events inherited)"
+        )
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.argument("title")
+@click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
+@session_options
+@click.pass_obj
+def rename(
+    home: Home,
+    session_id: str,
+    title: str,
+    expected_generation: int | None,
+    roots: tuple[Path, ...],
+    as_json: bool,
+) -> None:
+    """Give a session a display title (the log itself is never rewritten)."""
+    clean = normalize_title(title)
+    if not clean:
+        _report(OperationError("INVALID", "the title is empty once control characters are removed"), as_json)
+    _change_meta(home, roots, session_id, expected_generation, as_json, title=clean)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
+@session_options
+@click.pass_obj
+def archive(
+    home: Home, session_id: str, expected_generation: int | None, roots: tuple[Path, ...], as_json: bool
+) -> None:
+    """Hide a session from the tree; nothing is deleted."""
+    _change_meta(home, roots, session_id, expected_generation, as_json, archived=True)
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
+@session_options
+@click.pass_obj
+def restore(
+    home: Home, session_id: str, expected_generation: int | None, roots: tuple[Path, ...], as_json: bool
+) -> None:
+    """Show an archived session again."""
+    _change_meta(home, roots, session_id, expected_generation, as_json, archived=False)
+
+
+def _change_meta(
+    home: Home,
+    roots: tuple[Path, ...],
+    session_id: str,
+    expected: int | None,
+    as_json: bool,
+    **changes: object,
+) -> None:
+    catalog = _catalog(home, roots)
+    _operation(lambda: _must_exist(catalog, session_id), as_json)
+    meta = _operation(lambda: SessionMetadata(home).update(session_id, expected, **changes), as_json)
+    if as_json:
+        emit_json({"id": session_id, **meta.model_dump()})
+    else:
+        click.echo(f"{session_id}: generation {meta.generation}")
+
+
+def _must_exist(catalog: SessionCatalog, session_id: str) -> None:
+    try:
+        catalog.find(session_id)
+    except SessionNotFound as exc:
+        raise OperationError("NOT_FOUND", str(exc)) from None
+
+
+def _operation(action: Callable[[], T], as_json: bool) -> T:
+    try:
+        return action()
+    except OperationError as exc:
+        _report(exc, as_json)
+
+
+def _report(exc: OperationError, as_json: bool) -> NoReturn:
+    if as_json:
+        emit_json({"error": {"code": exc.code, "message": exc.message}})
+    else:
+        click.echo(f"remem: {exc.code}: {exc.message}", err=True)
+    sys.exit(_EXIT_CODES.get(exc.code, EXIT_PROBLEMS))

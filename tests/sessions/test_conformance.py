@@ -7,11 +7,13 @@ Every fact checked here comes from `manifest.json` or from DSH's own output in t
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from remem.daemon.forks.service import ForkRequest, ForkService
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.lineage import build_tree
@@ -132,3 +134,26 @@ def test_catalog_turns_and_tree_agree_with_the_manifest(encoding: Encoding, tmp_
                 assert not node.flags, f"{node.id} flagged {node.flags}"
         expected = {s["id"]: s["parent"] for s in SESSIONS if s["cwd"] == cwd and s["parent"]}
         assert placed == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoding", list(Encoding))
+def test_every_completed_turn_of_every_fixture_forks(encoding: Encoding, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(ROOTS[encoding], root)  # the fixtures are read-only; forks write beside their parent
+    forks = ForkService(SessionCatalog(Home(tmp_path / "home"), [root], idle_seconds=120))
+    for entry in SESSIONS:
+        source = read_session(root / entry[f"path_{encoding.value}"])
+        for end in (e for e in source.events if e.type == "turn/end"):
+            result = forks.fork(
+                ForkRequest(source=entry["id"], operationId=f"{entry['id']}@{end.seq}", atSeq=end.seq)
+            )
+            child = read_session(
+                session_log_path(root, entry["cwd"], result.child, encoding), expected_id=result.child
+            )
+            seed = result.seedLength
+            assert _records(child.events[:seed]) == _records(source.events[:seed])
+            assert child.header.parentSession == entry["id"] and child.header.seedLength == seed
+    for entry in SESSIONS:
+        original = (ROOTS[encoding] / entry[f"path_{encoding.value}"]).read_bytes()
+        assert (root / entry[f"path_{encoding.value}"]).read_bytes() == original

@@ -1,0 +1,66 @@
+"""The child of a fork: its id, header, seed and title, encoded exactly as DSH would write it."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+
+from ..sessions.models import SessionEvent, SessionHeader
+from ..sessions.paths import Encoding
+from ..sessions.writer import encode_batch, encode_log
+from .cut import Cut
+
+# Fixed namespace: the same operation id names the same child in every process, forever.
+_CHILD_NAMESPACE = uuid.UUID("5b1f3c7e-2a4d-5e8f-9c10-72656d656d66")
+_COUNTER = re.compile(r"^(.*?)\s*([(（])(\d+)([)）])$")
+TITLE_MAX_BYTES = 80
+
+
+def child_id(operation_id: str) -> str:
+    return f"session-{uuid.uuid5(_CHILD_NAMESPACE, operation_id)}"
+
+
+def next_title(parent_title: str) -> str:
+    """DSH's client rule: a trailing `(N)` (or full-width `（N）`) becomes `(N+1)`, else ` (1)`."""
+    match = _COUNTER.match(parent_title)
+    if match is None:
+        return f"{parent_title} (1)"
+    stem, opening, number, closing = match.groups()
+    return f"{stem} {opening}{int(number) + 1}{closing}"
+
+
+def normalize_title(title: str) -> str:
+    """Controls stripped, whitespace collapsed, trimmed and capped at 80 UTF-8 bytes, as DSH does."""
+    text = " ".join("".join(ch for ch in title if ch.isprintable() or ch.isspace()).split())
+    data = text.encode("utf-8")[:TITLE_MAX_BYTES]
+    return data.decode("utf-8", errors="ignore").strip()
+
+
+def child_events(
+    source: Sequence[SessionEvent], cut: Cut, title: str | None, now_ms: int
+) -> list[SessionEvent]:
+    """The seed verbatim, the seed marker (unless the seed ends with one) and an optional title."""
+    events = list(source[: cut.seed_length])
+    if not events or events[-1].type != "session/end-seed":
+        events.append(SessionEvent(type="session/end-seed", seq=len(events), time=now_ms, data={}))
+    if title:
+        data = {"title": title, "messageSeqs": [], "source": {"kind": "user"}}
+        events.append(SessionEvent(type="session/title", seq=len(events), time=now_ms, data=data))
+    return events
+
+
+def child_header(source: SessionHeader, child: str, cut: Cut, now_ms: int) -> SessionHeader:
+    return SessionHeader(
+        id=child,
+        createdAt=now_ms,
+        cwd=source.cwd,
+        parentSession=source.id,
+        seedLength=cut.seed_length,
+        delegationDepth=0,
+        agentPreset=source.agentPreset,
+    )
+
+
+def child_bytes(header: SessionHeader, events: list[SessionEvent], encoding: Encoding) -> bytes:
+    return encode_log(header, encode_batch(events), encoding)

@@ -1,0 +1,197 @@
+"""Forks: the parent is never rewritten, a child is complete or absent, one child per operation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.faults import EXIT_CODE, POINTS
+from remem.daemon.forks.child import child_id, next_title
+from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.fsutil import is_temp_name
+from remem.daemon.home import Home
+from remem.daemon.sessions.catalog import SessionCatalog
+from remem.daemon.sessions.errors import OperationError
+from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from remem.daemon.sessions.paths import Encoding, session_log_path
+from remem.daemon.sessions.projection import Projection
+from remem.daemon.sessions.reader import read_session
+
+REPO = Path(__file__).resolve().parents[2]
+CWD = "/home/dev/projects/demo"
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("session.jsonl*")
+    }
+
+
+def service(home: Home, root: Path) -> ForkService:
+    return ForkService(SessionCatalog(home, [root], idle_seconds=120))
+
+
+@pytest.fixture(params=[Encoding.RAW, Encoding.ZSTD], ids=["raw", "zstd"])
+def parent(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Path, Encoding]:
+    root = tmp_path / "root"
+    draft = build_session(SessionSpec(seed=42, turns=5, cwd=CWD))
+    return root, write_session(root, draft, encoding=request.param), request.param
+
+
+def test_every_completed_turn_forks_into_a_faithful_child(
+    home: Home, parent: tuple[Path, Path, Encoding]
+) -> None:
+    root, path, encoding = parent
+    source = read_session(path)
+    before = tree_digest(root)
+    turns = Projection().fold(source.events).turns
+    for turn in turns:
+        result = service(home, root).fork(
+            ForkRequest(source=source.header.id, operationId=f"op-{turn.turn}", atSeq=turn.startSeq)
+        )
+        child_path = session_log_path(root, CWD, result.child, encoding)
+        child = read_session(child_path, expected_id=result.child)
+        seed = result.seedLength
+        assert result.created and result.forkTurn == turn.turn
+        assert seed > turn.endSeq and (seed == len(source.events) or source.events[seed].type == "turn/start")
+        assert [e.to_record() for e in child.events[:seed]] == [e.to_record() for e in source.events[:seed]]
+        assert child.events[seed].type == "session/end-seed" and child.events[seed].seq == seed
+        header = child.header
+        assert (header.parentSession, header.seedLength, header.cwd) == (source.header.id, seed, CWD)
+        assert header.origin is None and header.delegationDepth == 0
+        assert header.to_record().keys() <= {"type", "version", "id", "createdAt", "cwd", "parentSession",
+                                             "seedLength", "delegationDepth", "agentPreset"}  # fmt: skip
+        assert child.encoding is encoding and child.torn is None and child.closers == ()
+    assert {k: v for k, v in tree_digest(root).items() if k in before} == before, "the parent is unchanged"
+    entries, _ = SessionCatalog(home, [root], 120).entries()
+    forks = {e.summary.id: e for e in entries if e.summary.kind == "fork"}
+    assert sorted(e.row.fork_turn for e in forks.values()) == [t.turn for t in turns]
+    assert all(e.summary.parent == source.header.id for e in forks.values())
+
+
+def test_default_anchor_title_and_forks_of_forks(home: Home, parent: tuple[Path, Path, Encoding]) -> None:
+    root, path, encoding = parent
+    source = read_session(path)
+    first = service(home, root).fork(ForkRequest(source=source.header.id, operationId="a"))
+    assert first.forkTurn == 5 and first.seedLength == len(source.events)
+    again = service(home, root).fork(ForkRequest(source=first.child, operationId="b", atSeq=10**9))
+    grandchild = read_session(session_log_path(root, CWD, again.child, encoding))
+    titles = [e.data["title"] for e in grandchild.events if e.type == "session/title"]
+    parent_title = [e.data["title"] for e in source.events if e.type == "session/title"][-1]
+    assert titles[-1] == next_title(next_title(parent_title))
+    assert grandchild.header.parentSession == first.child
+
+
+def test_refusals(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    draft = build_session(SessionSpec(seed=8, turns=2, cwd=CWD))
+    events = draft.events
+    last_end = max(i for i, e in enumerate(events) if e.type == "turn/end")
+    draft.batches = [events[:last_end]]  # the last turn is still open
+    path = write_session(root, draft)
+    source = read_session(path)
+    open_start = max(e.seq for e in source.events if e.type == "turn/start")
+    svc = service(home, root)
+    cases = [
+        (ForkRequest(source=source.header.id, operationId="x1", atSeq=open_start), "OPEN_TURN"),
+        (ForkRequest(source=source.header.id, operationId="x2", atSeq=-1), "INVALID_ANCHOR"),
+        (ForkRequest(source="session-missing", operationId="x3"), "NOT_FOUND"),
+        (
+            ForkRequest(source=source.header.id, operationId="x4", expectedRevision="1:2:3:4:5"),
+            "STALE_SOURCE",
+        ),
+        (ForkRequest(source=source.header.id, operationId=" "), "INVALID"),
+    ]
+    for request, code in cases:
+        with pytest.raises(OperationError) as caught:
+            svc.fork(request)
+        assert caught.value.code == code, caught.value.message
+    ok = svc.fork(
+        ForkRequest(source=source.header.id, operationId="x5", expectedRevision=source.revision, atSeq=0)
+    )
+    assert ok.forkTurn == 1
+    assert [p.name for p in root.rglob("*") if is_temp_name(p.name)] == []
+
+
+def test_same_operation_same_child_different_request_conflicts(
+    home: Home, parent: tuple[Path, Path, Encoding]
+) -> None:
+    root, path, _ = parent
+    source_id = read_session(path).header.id
+    first = service(home, root).fork(ForkRequest(source=source_id, operationId="op", atSeq=0))
+    retry = service(home, root).fork(ForkRequest(source=source_id, operationId="op", atSeq=0))
+    assert first.created and not retry.created and retry.child == first.child == child_id("op")
+    with pytest.raises(OperationError) as caught:
+        service(home, root).fork(ForkRequest(source=source_id, operationId="op", atSeq=5))
+    assert caught.value.code == "OP_CONFLICT"
+    assert len(list(root.rglob("session.jsonl*"))) == 2
+
+
+def run_driver(
+    home: Home, root: Path, source: str, op: str, point: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REMEM_FAULTPOINT": point}
+    command = [sys.executable, "-m", "tests.forks.driver", str(home.root), str(root), source, op]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+
+
+FORK_POINTS = sorted(p for p in POINTS if p.startswith("fork."))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", FORK_POINTS)
+def test_crash_at_every_point_then_retry_gives_one_complete_child(
+    home: Home, parent: tuple[Path, Path, Encoding], point: str
+) -> None:
+    root, path, encoding = parent
+    source_id = read_session(path).header.id
+    before = tree_digest(root)
+    crashed = run_driver(home, root, source_id, "op-crash", point)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    retried = run_driver(home, root, source_id, "op-crash")
+    assert retried.returncode == 0, retried.stderr
+    result = json.loads(retried.stdout)
+    assert result["child"] == child_id("op-crash")
+    assert result["created"] is (point in {"fork.after-prepare", "fork.after-temp-write"})
+    logs = sorted(root.rglob("session.jsonl*"))
+    assert len(logs) == 2
+    child = read_session(session_log_path(root, CWD, result["child"], encoding), expected_id=result["child"])
+    assert child.header.seedLength == result["seedLength"] and child.torn is None
+    assert [p for p in root.rglob("*") if is_temp_name(p.name)] == []
+    assert {k: v for k, v in tree_digest(root).items() if k in before} == before
+    assert json.loads(run_driver(home, root, source_id, "op-crash").stdout)["created"] is False
+
+
+@pytest.mark.slow
+def test_concurrent_identical_requests_make_one_child(
+    home: Home, parent: tuple[Path, Path, Encoding]
+) -> None:
+    root, path, _ = parent
+    source_id = read_session(path).header.id
+    command = [sys.executable, "-m", "tests.forks.driver", str(home.root), str(root), source_id, "op-race"]
+    procs = [subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(6)]  # fmt: skip
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        results.append(json.loads(out))
+    assert {r["child"] for r in results} == {child_id("op-race")}
+    assert sum(r["created"] for r in results) == 1
+    assert len(list(root.rglob("session.jsonl*"))) == 2
+
+
+def test_fork_points_are_registered() -> None:
+    assert FORK_POINTS == [
+        "fork.after-journal",
+        "fork.after-prepare",
+        "fork.after-publish",
+        "fork.after-temp-write",
+    ]
