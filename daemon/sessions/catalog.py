@@ -27,7 +27,7 @@ from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .projection import Projection
 from .reader import NotAppendOnly, SessionLog, read_appended, read_session, stat_revision
-from .roots import list_logs
+from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
@@ -64,9 +64,12 @@ class Entry:
     """A listed session with what the tree and lookups need beyond the summary."""
 
     summary: SessionSummary
-    path: Path
     row: LogRow
     archived: bool
+
+    @property
+    def path(self) -> Path:
+        return Path(self.row.path)
 
     def lineage_item(self) -> LineageItem:
         return LineageItem(
@@ -103,6 +106,7 @@ class SessionCatalog:
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
         self.metadata = SessionMetadata(home)
+        self._own_root = f"{home.sessions}{os.sep}"
 
     @classmethod
     def open(cls, home: Home, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
@@ -167,14 +171,10 @@ class SessionCatalog:
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
         updates: list[Update] = []
-        for path in self._log_paths(errors):
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue  # deleted between the directory scan and now
-            row = cached.get(str(path))
+        for path, st in self._log_files(errors):
+            row = cached.get(path)
             if row is None or row.revision != stat_revision(st):
-                update = self._project(path, st, row)
+                update = self._project(Path(path), st, row)
                 updates.append(update)
                 row = update.row
             if row.error is not None:
@@ -186,8 +186,8 @@ class SessionCatalog:
         self.index.forget(p for p in cached if p not in present)
         return seen, errors
 
-    def _log_paths(self, errors: list[ListError]) -> list[Path]:
-        paths: list[Path] = []
+    def _log_files(self, errors: list[ListError]) -> list[LogFile]:
+        files: list[LogFile] = []
         for root in self.roots:
             if not root.is_dir():
                 if root != self.home.sessions:
@@ -202,8 +202,8 @@ class SessionCatalog:
                 ListError(path=str(p), message="flat log outside a session directory; DSH ignores it")
                 for p in flat
             )
-            paths.extend(logs)
-        return paths
+            files.extend(logs)
+        return files
 
     def _project(self, path: Path, st: os.stat_result, cached: LogRow | None) -> Update:
         try:
@@ -236,7 +236,6 @@ class SessionCatalog:
     def _entry(
         self, row: LogRow, st: os.stat_result, now_ns: int, display_title: str | None, archived: bool
     ) -> Entry:
-        path = Path(row.path)
         summary = SessionSummary(
             id=row.id or "",
             title=display_title or row.title,
@@ -244,22 +243,23 @@ class SessionCatalog:
             createdAt=row.created_at or 0,
             parent=row.parent,
             kind="subagent" if row.origin == "subagent" else "fork" if row.parent else "root",
-            live=self._live(path, row, st, now_ns),
+            live=self._live(row, st, now_ns),
             turns=row.turns,
             lastSeq=row.last_seq,
             revision=row.revision,
             digest=row.digest or "",
         )
-        return Entry(summary=summary, path=path, row=row, archived=archived)
+        return Entry(summary=summary, row=row, archived=archived)
 
-    def _live(self, path: Path, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
-        lock_file = path.parent / LOCK_NAME
-        if path.is_relative_to(self.home.sessions) and lock_file.exists():
-            held = try_file_lock(lock_file)
-            if held is None:
-                return True
-            held.release()
-            return False
+    def _live(self, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
+        if row.path.startswith(self._own_root):
+            lock_file = Path(row.path).parent / LOCK_NAME
+            if lock_file.exists():
+                held = try_file_lock(lock_file)
+                if held is None:
+                    return True
+                held.release()
+                return False
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
         return row.open_turn is not None or recently
 

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -25,10 +25,6 @@ from .projection import Projection, TurnSummary
 from .reader import ResumePoint
 
 SCHEMA_VERSION = 2
-_LISTING_COLUMNS = (
-    "path", "revision", "error", "id", "cwd", "created_at", "parent", "origin", "seed_length",
-    "title", "turns", "open_turn", "fork_turn", "last_seq", "digest",
-)  # fmt: skip
 _SCHEMA = f"""
 CREATE TABLE logs (
     path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
@@ -44,8 +40,13 @@ PRAGMA user_version = {SCHEMA_VERSION};
 """
 
 
-class LogRow(BaseModel):
-    """What a listing needs about one log at one revision (or why it cannot be read)."""
+@dataclass(slots=True)
+class LogRow:
+    """What a listing needs about one log at one revision (or why it cannot be read).
+
+    A plain dataclass, not a pydantic model: a warm listing builds one per log, and these rows
+    only ever come from this index, which wrote them.
+    """
 
     path: str
     revision: str
@@ -62,6 +63,10 @@ class LogRow(BaseModel):
     fork_turn: int | None = None
     last_seq: int = -1
     digest: str | None = None
+
+
+# The listing columns are LogRow's fields, in order, so a row is rebuilt positionally.
+_LISTING_COLUMNS = tuple(f.name for f in fields(LogRow))
 
 
 class LogState(BaseModel):
@@ -123,7 +128,7 @@ class SessionIndex:
 
     def rows(self) -> dict[str, LogRow]:
         cursor = self._db.execute(f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs")
-        return {r[0]: LogRow.model_construct(**dict(zip(_LISTING_COLUMNS, r, strict=True))) for r in cursor}
+        return {r[0]: LogRow(*r) for r in cursor}
 
     def state(self, path: str) -> LogState | None:
         found = self._db.execute(

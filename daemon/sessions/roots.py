@@ -8,12 +8,15 @@ returns per-log errors next to the logs that did read.
 from __future__ import annotations
 
 import os
+import stat
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import SessionLogError, SessionRootError
-from .paths import FLAT_LOG_NAME, LOG_FILE_NAMES, Encoding, encode_segment
+from .paths import FLAT_LOG_NAME, LOG_FILE_NAMES, Encoding
 from .reader import SessionLog, read_session
 
 
@@ -27,39 +30,53 @@ class RootScan:
     errors: list[SessionLogError] = field(default_factory=list)
 
 
-def _visible_dirs(path: Path) -> list[Path]:
+class LogFile(NamedTuple):
+    """A log found in a root, with the stat taken while finding it (listings reuse it)."""
+
+    path: str
+    stat: os.stat_result
+
+
+def _entries(path: str) -> list[os.DirEntry[str]]:
     try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
+        return sorted(os.scandir(path), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
 
 
-def _flat_logs(project: Path) -> list[Path]:
-    return sorted(
-        Path(e.path)
-        for e in os.scandir(project)
-        if e.is_file(follow_symlinks=False) and FLAT_LOG_NAME.match(e.name) and not e.name.startswith(".")
-    )
+def _logs_in(session_dir: str) -> Iterator[tuple[Encoding, LogFile]]:
+    for encoding, name in LOG_FILE_NAMES.items():
+        path = f"{session_dir}/{name}"
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            yield encoding, LogFile(path, st)
 
 
-def _log_files(root: Path) -> tuple[dict[Encoding, list[Path]], list[Path]]:
-    """Session log files by encoding, plus flat files DSH would reject."""
-    found: dict[Encoding, list[Path]] = defaultdict(list)
+def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Path]]:
+    """Session log files by encoding, plus flat files DSH would reject (plain strings: listing speed)."""
+    found: dict[Encoding, list[LogFile]] = defaultdict(list)
     flat: list[Path] = []
-    for project in _visible_dirs(root):
-        flat.extend(_flat_logs(project))
-        for session in _visible_dirs(project):
-            for encoding, name in LOG_FILE_NAMES.items():
-                if (session / name).is_file():
-                    found[encoding].append(session / name)
+    for project in _entries(str(root)):
+        if project.name.startswith(".") or not project.is_dir(follow_symlinks=False):
+            continue
+        for entry in _entries(project.path):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                for encoding, log in _logs_in(entry.path):
+                    found[encoding].append(log)
+            elif entry.is_file(follow_symlinks=False) and FLAT_LOG_NAME.match(entry.name):
+                flat.append(Path(entry.path))
     return found, flat
 
 
-def _single_encoding(root: Path, found: dict[Encoding, list[Path]]) -> Encoding | None:
+def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encoding | None:
     present = [e for e in Encoding if found.get(e)]
     if len(present) > 1:
-        examples = ", ".join(str(found[e][0].relative_to(root)) for e in present)
+        examples = ", ".join(str(Path(found[e][0].path).relative_to(root)) for e in present)
         raise SessionRootError(
             root,
             f"root mixes raw and zstd session logs (e.g. {examples}); DSH refuses the whole root. "
@@ -68,7 +85,7 @@ def _single_encoding(root: Path, found: dict[Encoding, list[Path]]) -> Encoding 
     return present[0] if present else None
 
 
-def list_logs(root: Path) -> tuple[list[Path], list[Path]]:
+def list_logs(root: Path) -> tuple[list[LogFile], list[Path]]:
     """The root's log files (one encoding) and its flat files; mixed roots raise."""
     found, flat = _log_files(root)
     encoding = _single_encoding(root, found)
@@ -106,28 +123,10 @@ def scan_root(root: Path) -> RootScan:
         )
         for p in flat
     )
-    for path in found.get(encoding, []) if encoding else []:
+    for log in found.get(encoding, []) if encoding else []:
         try:
-            scan.logs.append(read_session(path))
+            scan.logs.append(read_session(Path(log.path)))
         except SessionLogError as exc:
             scan.errors.append(exc)
     _flag_duplicates(scan)
     return scan
-
-
-def find_session(root: Path, session_id: str) -> SessionLog:
-    """The log of `session_id` in any project dir of `root` (the id must be unique)."""
-    encoding = detect_encoding(root)
-    segment = encode_segment(session_id)
-    candidates = [
-        project / segment / encoding.file_name
-        for project in _visible_dirs(root)
-        if encoding and (project / segment / encoding.file_name).is_file()
-    ]
-    if not candidates:
-        raise SessionLogError(root / segment, f"no session {session_id!r} in this root")
-    if len(candidates) > 1:
-        raise SessionLogError(
-            candidates[0], f"session id {session_id!r} exists in {len(candidates)} project dirs"
-        )
-    return read_session(candidates[0], expected_id=session_id)

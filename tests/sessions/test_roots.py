@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.sessions.errors import SessionLogError, SessionRootError
+from remem.daemon.sessions.errors import SessionRootError
 from remem.daemon.sessions.factory import build_family, write_session
 from remem.daemon.sessions.paths import Encoding
-from remem.daemon.sessions.roots import detect_encoding, find_session, scan_root
+from remem.daemon.sessions.roots import detect_encoding, scan_root
 
 from .logs import header, line, lines, place, turn_events
 
@@ -55,15 +55,6 @@ def test_duplicate_ids_across_projects_are_errors(tmp_path: Path) -> None:
     scan = scan_root(tmp_path)
     assert scan.logs == [] and len(scan.errors) == 2
     assert all("also exists" in e.reason for e in scan.errors)
-    with pytest.raises(SessionLogError, match="2 project dirs"):
-        find_session(tmp_path, "dup")
-
-
-def test_find_session_by_id(tmp_path: Path) -> None:
-    ids = _family_root(tmp_path, Encoding.RAW)
-    assert find_session(tmp_path, ids[0]).header.id == ids[0]
-    with pytest.raises(SessionLogError, match="no session"):
-        find_session(tmp_path, "missing")
 
 
 def test_empty_or_missing_root(tmp_path: Path) -> None:
