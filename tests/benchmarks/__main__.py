@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import memory, sessions
+from . import forks, memory, sessions
 from .harness import Benchmark, Row, format_table, run
 
-BENCHMARKS: list[Benchmark] = [*memory.BENCHMARKS, *sessions.BENCHMARKS]
+BENCHMARKS: list[Benchmark] = [*memory.BENCHMARKS, *sessions.BENCHMARKS, *forks.BENCHMARKS]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
