@@ -202,28 +202,24 @@ def rename(
     _change_meta(home, roots, session_id, expected_generation, as_json, title=clean)
 
 
-@sessions.command()
-@click.argument("session_id")
-@click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
-@session_options
-@click.pass_obj
-def archive(
-    home: Home, session_id: str, expected_generation: int | None, roots: tuple[Path, ...], as_json: bool
-) -> None:
-    """Hide a session from the tree; nothing is deleted."""
-    _change_meta(home, roots, session_id, expected_generation, as_json, archived=True)
+def _archive_command(name: str, archived: bool, summary: str) -> None:
+    """`archive` and `restore` differ only in the flag they set."""
+
+    @sessions.command(name, help=summary)
+    @click.argument("session_id")
+    @click.option(
+        "--expected-generation", type=int, default=None, help="Refuse if the metadata changed since."
+    )
+    @session_options
+    @click.pass_obj
+    def command(
+        home: Home, session_id: str, expected_generation: int | None, roots: tuple[Path, ...], as_json: bool
+    ) -> None:
+        _change_meta(home, roots, session_id, expected_generation, as_json, archived=archived)
 
 
-@sessions.command()
-@click.argument("session_id")
-@click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
-@session_options
-@click.pass_obj
-def restore(
-    home: Home, session_id: str, expected_generation: int | None, roots: tuple[Path, ...], as_json: bool
-) -> None:
-    """Show an archived session again."""
-    _change_meta(home, roots, session_id, expected_generation, as_json, archived=False)
+_archive_command("archive", True, "Hide a session from the tree; nothing is deleted.")
+_archive_command("restore", False, "Show an archived session again.")
 
 
 def _change_meta(
