@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import Any
 
-from .models import MAX_SAFE_INTEGER, all_safe_ints
+from .models import MAX_SAFE_INTEGER, SessionEvent, all_safe_ints, chunk_events
 
 ROW_TAGS: dict[str, str] = {
     "text-chunks": "text-delta",
@@ -40,7 +40,7 @@ def _is_safe_int(value: Any) -> bool:
 
 
 def _check_row_shape(record: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    if set(record) != _ROW_KEYS:
+    if record.keys() != _ROW_KEYS:
         raise ChunkRowError(f"{record['type']} row keys must be exactly {sorted(_ROW_KEYS)}")
     data = record["data"]
     if not isinstance(data, dict):
@@ -48,7 +48,7 @@ def _check_row_shape(record: dict[str, Any]) -> tuple[dict[str, Any], str]:
     tool = record["type"] == "tool-call-chunks"
     required = _TOOL_DATA_KEYS if tool else _TEXT_DATA_KEYS
     allowed = required | {"name"} if tool else required
-    if not required <= set(data) <= allowed:
+    if not required <= data.keys() <= allowed:
         raise ChunkRowError(f"{record['type']} row data keys must be {sorted(allowed)}")
     members_key = "args" if tool else "texts"
     return data, members_key
@@ -79,19 +79,27 @@ def _chunk_head(data: dict[str, Any], delta_type: str) -> dict[str, Any]:
     return chunk
 
 
-def expand_row(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `assistant/chunk` event records a packed row stands for, in seq order."""
+def _decode_row(record: dict[str, Any]) -> tuple[list[int], dict[str, Any], str, list[str]]:
+    """Check a row whole: the member times, the shared chunk keys, the member key, the members."""
     data, members_key = _check_row_shape(record)
     members = data[members_key]
     _check_row_values(record, data, members)
-    seq0 = record["seq0"]
     times = list(accumulate(data["dt"], initial=record["time0"]))
-    if seq0 + len(members) - 1 > MAX_SAFE_INTEGER or not all_safe_ints(times):
+    # The times are ints already (sums of safe integers); only their range is left to check.
+    if record["seq0"] + len(members) - 1 > MAX_SAFE_INTEGER or not (
+        min(times) >= -MAX_SAFE_INTEGER and max(times) <= MAX_SAFE_INTEGER
+    ):
         raise ChunkRowError("expanded seq/time leaves the safe integer range")
     delta_type = ROW_TAGS[record["type"]]
-    head = _chunk_head(data, delta_type)
     member_key = "argumentsDelta" if delta_type == "tool-call-delta" else "text"
-    turn, step = data["turn"], data["step"]
+    return times, _chunk_head(data, delta_type), member_key, members
+
+
+def expand_row(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `assistant/chunk` event records a packed row stands for, in seq order."""
+    times, head, member_key, members = _decode_row(record)
+    seq0 = record["seq0"]
+    turn, step = record["data"]["turn"], record["data"]["step"]
     return [
         {
             "type": "assistant/chunk",
@@ -101,6 +109,20 @@ def expand_row(record: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for seq, time, member in zip(range(seq0, seq0 + len(members)), times, members, strict=True)
     ]
+
+
+def expand_row_events(record: dict[str, Any]) -> list[SessionEvent]:
+    """`expand_row` as checked events: what `check_event` would make of each expanded record.
+
+    The row is validated once, as a whole; its members are then valid by construction (an
+    `assistant/chunk` without surface fields, with safe-integer seq and time, no payload
+    rule), so each is built without a per-event check. The one rule a row cannot settle
+    alone is a non-negative seq: the caller must check `seq0` against the seq it expects
+    (the scanner's seq-gap rule) before it uses the events.
+    """
+    times, head, member_key, members = _decode_row(record)
+    data = record["data"]
+    return chunk_events(record["seq0"], times, data["turn"], data["step"], head, member_key, members)
 
 
 def _packable_kind(event: dict[str, Any]) -> str | None:

@@ -132,7 +132,14 @@ class SessionEvent(BaseModel):
 EVENT_KEYS = frozenset(SessionEvent.model_fields)
 _REQUIRED_KEYS = frozenset({"type", "seq", "time", "data"})
 _new_object = object.__new__
-_set_slot = object.__setattr__
+# `BaseModel`'s slot setters, bound once: the cheapest way to fill a model without validation.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+# The fields set of every event that carries exactly the four required keys. Shared: the model
+# is frozen, so pydantic never adds to it, and `model_copy` copies it before an update.
+_ENVELOPE_FIELDS_SET = set(_REQUIRED_KEYS)
 
 
 def _checked_int(key: str, value: Any, *, negative: bool) -> int:
@@ -169,11 +176,56 @@ def _surface_op(value: Any) -> str | ReplaceOp | None:
 def _construct(values: dict[str, Any], fields_set: set[str]) -> SessionEvent:
     # Exactly what `model_construct` stores, without its per-field loop (9 µs per event).
     event = _new_object(SessionEvent)
-    _set_slot(event, "__dict__", values)
-    _set_slot(event, "__pydantic_fields_set__", fields_set)
-    _set_slot(event, "__pydantic_extra__", None)
-    _set_slot(event, "__pydantic_private__", None)
+    _set_dict(event, values)
+    _set_fields_set(event, fields_set)
+    _set_extra(event, None)
+    _set_private(event, None)
     return event
+
+
+def chunk_events(
+    seq0: int,
+    times: list[int],
+    turn: Any,
+    step: Any,
+    head: dict[str, Any],
+    member_key: str,
+    members: list[str],
+) -> list[SessionEvent]:
+    """The `assistant/chunk` events of a decoded packed row, built without per-event checks.
+
+    Member k is `{type: "assistant/chunk", seq: seq0 + k, time: times[k], data: {turn, step,
+    chunk: {**head, member_key: members[k]}}}`. Only for a row already known valid: `seq0` a
+    non-negative safe integer, the times safe integers, as many times as members.
+    """
+    events: list[SessionEvent] = []
+    append = events.append
+    seq = seq0
+    if member_key == "text" and len(head) == 2:  # text and reasoning deltas: `{type, index, text}`
+        chunk_type, index = head["type"], head["index"]
+        chunks = [{"type": chunk_type, "index": index, "text": member} for member in members]
+    else:
+        chunks = [{**head, member_key: member} for member in members]
+    for time, chunk in zip(times, chunks, strict=True):
+        event = _new_object(SessionEvent)
+        _set_dict(
+            event,
+            {
+                "type": "assistant/chunk",
+                "seq": seq,
+                "time": time,
+                "data": {"turn": turn, "step": step, "chunk": chunk},
+                "surfaceOp": None,
+                "sourceEventSeqs": None,
+                "ignorable": None,
+            },
+        )
+        _set_fields_set(event, _ENVELOPE_FIELDS_SET)
+        _set_extra(event, None)
+        _set_private(event, None)
+        append(event)
+        seq += 1
+    return events
 
 
 def _check_keys(keys: Any) -> None:
@@ -192,11 +244,42 @@ def _optional_fields(record: dict[str, Any], values: dict[str, Any]) -> None:
     values["ignorable"] = ignorable
 
 
-def event_from_record(record: dict[str, Any]) -> SessionEvent:
+_ENVELOPE_ORDER = ("type", "seq", "time", "data")
+_ABSENT_OPTIONALS = {"surfaceOp": None, "sourceEventSeqs": None, "ignorable": None}
+
+
+def adopt_bare_record(record: dict[str, Any]) -> SessionEvent | None:
+    """`event_from_record(record, adopt=True)` for the record DSH writes most, else None.
+
+    That record has exactly `type, seq, time, data` in this order, a non-empty string type,
+    and plain integers in range for seq and time. Any other record is left untouched for
+    `event_from_record`, which knows every rule and its error.
+    """
+    seq, time, kind = record.get("seq"), record.get("time"), record.get("type")
+    if (
+        seq.__class__ is int
+        and time.__class__ is int
+        and kind.__class__ is str
+        and kind
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+        and tuple(record) == _ENVELOPE_ORDER
+    ):
+        record.update(_ABSENT_OPTIONALS)
+        return _construct(record, _ENVELOPE_FIELDS_SET)
+    return None
+
+
+def event_from_record(record: dict[str, Any], *, adopt: bool = False) -> SessionEvent:
     """`SessionEvent.model_validate(record)` for a JSON record, checked by hand.
 
     Same rules as the model, except that `ignorable` must be exactly `true` (pydantic's lax
     mode would also take `1`, which DSH refuses). Raises `EnvelopeError`.
+
+    `adopt` hands the record over to the event: when it already holds exactly the event's
+    values (the four required keys in field order, integer seq and time, as DSH writes
+    them), it becomes the event's `__dict__`, gaining the absent optional fields, instead of
+    being copied. The caller must not use the record afterwards.
     """
     try:
         kind, seq, time, data = record["type"], record["seq"], record["time"], record["data"]
@@ -209,6 +292,11 @@ def event_from_record(record: dict[str, Any]) -> SessionEvent:
         seq = _checked_int("seq", seq, negative=False)
     if type(time) is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
         time = _checked_int("time", time, negative=True)
+    plain = len(record) == len(_REQUIRED_KEYS)  # all four are present, so there is no other key
+    if plain and adopt:
+        event = adopt_bare_record(record)  # the record, once it holds exactly `values` below
+        if event is not None:
+            return event
     values = {
         "type": kind,
         "seq": seq,
@@ -218,7 +306,8 @@ def event_from_record(record: dict[str, Any]) -> SessionEvent:
         "sourceEventSeqs": None,
         "ignorable": None,
     }
-    if len(record) != len(_REQUIRED_KEYS):  # all four are present, so only surplus keys remain
-        _check_keys(record.keys())
-        _optional_fields(record, values)
+    if plain:
+        return _construct(values, _ENVELOPE_FIELDS_SET)
+    _check_keys(record.keys())
+    _optional_fields(record, values)
     return _construct(values, set(record))

@@ -29,7 +29,7 @@ from .models import RETIRED_HEADER_KEYS, SESSION_FORMAT_VERSION, SessionEvent, S
 from .paths import Encoding, encode_segment, encoding_of_file_name, project_key
 from .repair import interrupted_turn_closers
 from .scanner import CorruptLog, parse_json, scan_records
-from .upgrades import LegacyUpgrader, NeedsHistory
+from .upgrades import UPGRADED_TYPES, LegacyUpgrader, NeedsHistory
 from .vocabulary import KNOWN_EVENT_TYPES
 from .zstd_frames import (
     FrameError,
@@ -116,7 +116,7 @@ class NotAppendOnly(SessionLogError):
 class _Tail:
     """What the bytes after one resume point hold."""
 
-    records: list[dict[str, Any]]
+    records: list[dict[str, Any] | SessionEvent]  # as `ScanResult.records`
     resume: ResumePoint
     torn: TornTail | None
     recovered: bytes  # logical bytes of the records salvaged from a torn zstd frame
@@ -174,7 +174,7 @@ def _zstd_tail(
 ) -> _Tail:
     """`frames` of `data` (at file offset `origin`), where the first one starts at `base`."""
     spans, torn_start = frames.frames, frames.torn_start
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any] | SessionEvent] = []
     length, line_no = 0, first_line
     for index, span in enumerate(spans, start=base.frame_count):
         plain = _frame_plain(data, span, index, origin)
@@ -262,12 +262,35 @@ def _check_identity(path: Path, header: SessionHeader, encoding: Encoding) -> No
     )
 
 
-def _load_events(session_id: str, records: list[dict[str, Any]], first_seq: int) -> list[SessionEvent]:
+def _load_events(
+    session_id: str, records: list[dict[str, Any] | SessionEvent], first_seq: int
+) -> tuple[list[SessionEvent], set[str]]:
+    """The scanned records upgraded and checked, and the types of those still records.
+
+    The scanner's events come checked already: they are `assistant/chunk`s from packed rows
+    and bare records of `BARE_TYPES`, which no upgrade shim touches (nor learns from), so they
+    skip the upgrader too. Each record is handed over to its event (`adopt`): the scan's
+    records are not used again.
+    """
     upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
+    events: list[SessionEvent] = []
+    append = events.append
+    kinds: set[str] = set()
+    add_kind = kinds.add
     try:
-        return [check_event(upgrade(record)) for record in records]
+        for record in records:
+            if record.__class__ is SessionEvent:
+                append(record)  # type: ignore[arg-type]
+                continue
+            kind = record.get("type")  # type: ignore[union-attr]
+            if kind.__class__ is not str or kind in UPGRADED_TYPES:
+                record = upgrade(record)  # type: ignore[arg-type]
+                kind = record.get("type")
+            append(check_event(record, adopt=True))  # type: ignore[arg-type]
+            add_kind(kind)  # type: ignore[arg-type]  # check_event proved it a string
     except EventCheckError as exc:
         raise CorruptLog(str(exc)) from None
+    return events, kinds
 
 
 def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:
@@ -350,7 +373,7 @@ def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
         if expected_id is not None and header.id != expected_id:
             raise CorruptLog(f"header id {header.id!r} is not the requested id {expected_id!r}")
         _check_identity(path, header, encoding)
-        events = _load_events(header.id, tail.records, 0)
+        events, kinds = _load_events(header.id, tail.records, 0)
     state, hexdigest = _digests(digest, tail.recovered)
     return SessionLog(
         path=path,
@@ -364,7 +387,8 @@ def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
         digest=hexdigest,
         digest_state=state,
         revision=revision,
-        unknown_types=frozenset({e.type for e in events} - KNOWN_EVENT_TYPES),
+        # Events the scanner checked are all of known types (`BARE_TYPES`, `assistant/chunk`).
+        unknown_types=frozenset(kinds - KNOWN_EVENT_TYPES),
     )
 
 
@@ -405,6 +429,6 @@ def read_appended(
     with _gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):
         data, revision = _read_stable(path, resume.file_offset - 1)
         tail = _decode_appended(_appended_bytes(path, data, encoding), encoding, resume, digest)
-        events = _load_events(header.id, tail.records, resume.event_count)
+        events, _ = _load_events(header.id, tail.records, resume.event_count)
     state, hexdigest = _digests(digest, tail.recovered)
     return Appended(tuple(events), _closers(events), tail.torn, tail.resume, state, hexdigest, revision)

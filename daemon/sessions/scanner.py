@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .chunks import ChunkRowError, expand_row, is_chunk_row
+from .checks import checked_bare_event
+from .chunks import ROW_TAGS, ChunkRowError, expand_row_events
+from .models import SessionEvent
 
 TURN_END_TEXT = b'"turn/end"'
 
@@ -28,7 +30,9 @@ class _BadLine(ValueError):
 
 @dataclass(frozen=True)
 class ScanResult:
-    records: list[dict[str, Any]]  # expanded event records in seq order
+    # In seq order: the checked events of plain lines and packed rows (valid by construction),
+    # and the records of the plain lines still to be upgraded and checked (`_decode_line`).
+    records: list[dict[str, Any] | SessionEvent]
     end: int  # buffer offset just past the last committed line
     stop: str | None  # why the committed prefix ends before the buffer does
 
@@ -61,26 +65,59 @@ def _is_seq(value: Any, expected: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and value == expected
 
 
-def _decode_line(line: bytes, line_no: int, expected_seq: int) -> list[dict[str, Any]]:
+# The C scanner under `JSONDecoder.decode`, without its wrappers (typeshed does not declare it).
+_scan_value = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def _parse_line(line: bytes, line_no: int) -> Any:
+    """`parse_json(line)`, with the scanner's errors; a line that is exactly one JSON value
+    (the only kind DSH writes) skips the decoder's whitespace handling.
+
+    A fast-path success implies `parse_json` would return the same value: the value starts at
+    offset 0 (so there is neither whitespace nor a byte order mark before it) and ends the line.
+    Anything else takes `parse_json`, whose result or error is then exactly the old one.
+    """
     try:
-        record = parse_json(line)
+        text = line.decode("utf-8")
+        value, end = _scan_value(text, 0)
+        if end == len(text):
+            return value
+    except (ValueError, StopIteration, RecursionError):
+        pass
+    try:
+        return parse_json(line)
     except UnicodeDecodeError as exc:
         raise CorruptLog(f"line {line_no} is not valid UTF-8 (byte {exc.start} of the line)") from None
     except ValueError as exc:
         raise _BadLine(f"line {line_no} is not valid JSON ({exc})") from None
+
+
+def _decode_line(
+    line: bytes, line_no: int, expected_seq: int
+) -> SessionEvent | dict[str, Any] | list[SessionEvent]:
+    """A plain line's checked event or, when it needs more than the scanner knows (an upgrade,
+    the session id, a payload rule), its record; or the checked events of a packed row."""
+    record = _parse_line(line, line_no)
     if not isinstance(record, dict):
         raise _BadLine(f"line {line_no} is not a JSON object")
-    if is_chunk_row(record):
+    kind = record.get("type")
+    if isinstance(kind, str) and kind in ROW_TAGS:  # `is_chunk_row`
         try:
-            records = expand_row(record)
+            events = expand_row_events(record)
         except ChunkRowError as exc:
             raise _BadLine(f"line {line_no}: malformed packed row: {exc}") from None
-    else:
-        records = [record]
-    first = records[0].get("seq")
-    if not _is_seq(first, expected_seq):
-        raise _BadLine(f"line {line_no}: seq gap (expected seq {expected_seq}, found {first!r})")
-    return records
+        # The seq-gap rule is also what makes the events' seqs non-negative (their one
+        # envelope rule a row cannot settle alone), so they need no further check.
+        if events[0].seq != expected_seq:
+            raise _BadLine(f"line {line_no}: seq gap (expected seq {expected_seq}, found {events[0].seq!r})")
+        return events
+    seq = record.get("seq")
+    if not (seq.__class__ is int and seq == expected_seq) and not _is_seq(seq, expected_seq):
+        raise _BadLine(f"line {line_no}: seq gap (expected seq {expected_seq}, found {seq!r})")
+    # Checked while the record is still in the CPU cache; an event that needs more (or fails a
+    # check) stays a record, for the reader's upgrade and check pass to handle in seq order.
+    event = checked_bare_event(record)
+    return record if event is None else event
 
 
 def _has_turn_end(line: bytes) -> bool:
@@ -106,16 +143,23 @@ def _turn_end_after(buf: bytes, pos: int, line_no: int) -> int | None:
 
 def scan_records(buf: bytes, start: int, first_seq: int, first_line: int, *, strict: bool) -> ScanResult:
     """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption."""
-    records: list[dict[str, Any]] = []
-    pos, line_no = start, first_line
-    while pos < len(buf):
-        nl = buf.find(b"\n", pos)
+    records: list[dict[str, Any] | SessionEvent] = []
+    append, extend, find, size = records.append, records.extend, buf.find, len(buf)
+    pos, line_no, seq = start, first_line, first_seq
+    while pos < size:
+        nl = find(b"\n", pos)
         if nl < 0:
             if strict:
                 raise CorruptLog(f"line {line_no} is not newline-terminated inside a complete frame")
             return ScanResult(records, pos, f"line {line_no} is torn (no final newline)")
         try:
-            records.extend(_decode_line(buf[pos:nl], line_no, first_seq + len(records)))
+            decoded = _decode_line(buf[pos:nl], line_no, seq)
+            if isinstance(decoded, list):
+                extend(decoded)
+                seq += len(decoded)
+            else:
+                append(decoded)
+                seq += 1
         except _BadLine as bad:
             if strict:
                 raise CorruptLog(str(bad)) from None

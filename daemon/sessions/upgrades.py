@@ -29,8 +29,9 @@ def _upgrade_turn_end_reason(reason: Any) -> Any:
     return reason
 
 
-# Types some shim may touch; every other record passes through untouched.
-_UPGRADED_TYPES = frozenset(
+# Types some shim may touch; `LegacyUpgrader.upgrade` returns a record of any other (string)
+# type as it is, without looking at it, so a caller may skip the call for those.
+UPGRADED_TYPES = frozenset(
     {"steering/message", "turn/start", "turn/end", "user/message", "assistant/message", "tool/result"}
 )
 
@@ -59,7 +60,7 @@ class LegacyUpgrader:
 
     def upgrade(self, record: dict[str, Any]) -> dict[str, Any]:
         kind = record.get("type")
-        if not isinstance(kind, str) or kind not in _UPGRADED_TYPES:
+        if not isinstance(kind, str) or kind not in UPGRADED_TYPES:
             return record
         data = record.get("data")
         if kind == "steering/message":
@@ -70,7 +71,8 @@ class LegacyUpgrader:
         if kind == "turn/start" and "trigger" in data:
             return {**record, "data": {k: v for k, v in data.items() if k != "trigger"}}
         if kind == "turn/end" and "reason" in data:
-            return {**record, "data": {**data, "reason": _upgrade_turn_end_reason(data["reason"])}}
+            reason = _upgrade_turn_end_reason(data["reason"])
+            return record if reason is data["reason"] else {**record, "data": {**data, "reason": reason}}
         if kind == "user/message" and "id" not in data and "role" not in data:
             return {
                 **record,
