@@ -26,7 +26,7 @@ from .lineage import LineageItem
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .projection import Projection
-from .reader import NotAppendOnly, SessionLog, read_appended, read_session, stat_revision
+from .reader import NotAppendOnly, SessionLog, gc_paused, read_appended, read_session, stat_revision
 from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
 
@@ -167,6 +167,12 @@ class SessionCatalog:
     # -- refreshing the index ----------------------------------------------------------------
 
     def _refresh(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+        # One pause for the whole refresh: each log's events die by reference count when its
+        # projection is done, but a collection between logs would walk them all while alive.
+        with gc_paused():
+            return self._refresh_rows()
+
+    def _refresh_rows(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         cached = self.index.rows()
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []

@@ -313,8 +313,8 @@ def _digests(digest: LogDigest, recovered: bytes) -> tuple[DigestState, str]:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while a log is decoded.
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while logs are decoded (nested pauses are fine).
 
     A read allocates several containers per event and keeps all of them, so the collector
     would keep re-walking the growing heap (over half the read time) without finding garbage.
@@ -364,7 +364,7 @@ def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
     """Read and validate the log at `path` (`session.jsonl` or `session.jsonl.zstd`)."""
     encoding = _log_encoding(path)
     digest = LogDigest()
-    with _gc_paused(), _session_errors(path):
+    with gc_paused(), _session_errors(path):
         data, revision = _read_stable(path)
         if not data:
             raise CorruptLog("log file is empty")
@@ -426,7 +426,7 @@ def read_appended(
             f"digest state covers {digest_state.length} bytes, resume point {resume.logical_offset}"
         )
     digest = LogDigest(digest_state)
-    with _gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):
+    with gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):
         data, revision = _read_stable(path, resume.file_offset - 1)
         tail = _decode_appended(_appended_bytes(path, data, encoding), encoding, resume, digest)
         events, _ = _load_events(header.id, tail.records, resume.event_count)
