@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
 
 from ..sessions.models import SessionEvent, SessionHeader
 from ..sessions.paths import Encoding
-from ..sessions.writer import encode_batch, encode_log
+from ..sessions.writer import encode_batch, encode_log, json_line
 from .cut import Cut
 
 # Fixed namespace: the same operation id names the same child in every process, forever.
@@ -37,16 +36,16 @@ def normalize_title(title: str) -> str:
     return data.decode("utf-8", errors="ignore").strip()
 
 
-def child_events(
-    source: Sequence[SessionEvent], cut: Cut, title: str | None, now_ms: int
-) -> list[SessionEvent]:
-    """The seed verbatim, the seed marker (unless the seed ends with one) and an optional title."""
-    events = list(source[: cut.seed_length])
-    if not events or events[-1].type != "session/end-seed":
-        events.append(SessionEvent(type="session/end-seed", seq=len(events), time=now_ms, data={}))
+def seed_tail(seed_length: int, seed_has_marker: bool, title: str | None, now_ms: int) -> list[SessionEvent]:
+    """What follows the seed: the seed marker (unless the seed ends with one), then the title."""
+    events = []
+    if not seed_has_marker:
+        events.append(SessionEvent(type="session/end-seed", seq=seed_length, time=now_ms, data={}))
     if title:
         data = {"title": title, "messageSeqs": [], "source": {"kind": "user"}}
-        events.append(SessionEvent(type="session/title", seq=len(events), time=now_ms, data=data))
+        events.append(
+            SessionEvent(type="session/title", seq=seed_length + len(events), time=now_ms, data=data)
+        )
     return events
 
 
@@ -64,3 +63,8 @@ def child_header(source: SessionHeader, child: str, cut: Cut, now_ms: int) -> Se
 
 def child_bytes(header: SessionHeader, events: list[SessionEvent], encoding: Encoding) -> bytes:
     return encode_log(header, encode_batch(events), encoding)
+
+
+def raw_child_bytes(header: SessionHeader, seed_lines: bytes, tail: list[SessionEvent]) -> bytes:
+    """A raw child whose seed is the parent's own lines, byte for byte (packing included)."""
+    return json_line(header.to_record()) + seed_lines + encode_batch(tail)

@@ -15,15 +15,23 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ..faults import faultpoint
-from ..sessions.catalog import SessionCatalog, SessionNotFound
+from ..sessions.catalog import Indexed, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError, SessionLogError
-from ..sessions.metadata import SessionMetadata
-from ..sessions.paths import session_log_path
+from ..sessions.paths import Encoding, encoding_of_file_name, session_log_path
 from ..sessions.reader import SessionLog, read_session
 from ..sessions.writer import ensure_session_dirs, publish_log
-from .child import child_bytes, child_events, child_header, child_id, next_title, normalize_title
+from .child import (
+    child_bytes,
+    child_header,
+    child_id,
+    next_title,
+    normalize_title,
+    raw_child_bytes,
+    seed_tail,
+)
 from .cut import Cut, resolve_cut
 from .journal import ForkJournal, JournalEntry
+from .prefix import raw_seed_lines
 
 
 class ForkRequest(BaseModel):
@@ -52,7 +60,6 @@ class ForkService:
     def __init__(self, catalog: SessionCatalog) -> None:
         self.catalog = catalog
         self.journal = ForkJournal(catalog.home)
-        self.metadata = SessionMetadata(catalog.home)
 
     def fork(self, request: ForkRequest) -> ForkResult:
         if not request.operationId.strip():
@@ -69,17 +76,13 @@ class ForkService:
             return self._create(request, entry)
 
     def _create(self, request: ForkRequest, entry: JournalEntry | None) -> ForkResult:
-        source = self._read_source(request.source)
+        source = self._source(request.source)
         if entry is None:
             entry = self._prepare(request, source)
-        cut = Cut(seed_length=entry.seedLength, fork_turn=entry.forkTurn)
-        now_ms = time.time_ns() // 1_000_000
-        header = child_header(source.header, entry.child, cut, now_ms)
-        events = child_events(source.events, cut, entry.title, now_ms)
         path = Path(entry.path)
         ensure_session_dirs(path)
         try:
-            publish_log(path, child_bytes(header, events, source.encoding), protocol="fork")
+            publish_log(path, self._child_bytes(source, entry), protocol="fork")
             created = True
         except FileExistsError:
             self._check_existing(path, entry)  # an earlier attempt published it, then crashed
@@ -89,31 +92,36 @@ class ForkService:
         faultpoint("fork.after-journal")
         return _result(committed, created=created)
 
-    def _read_source(self, session_id: str) -> SessionLog:
+    def _source(self, session_id: str) -> Indexed:
         try:
-            path = self.catalog.find(session_id).path
-            return read_session(path, expected_id=session_id)
-        except (SessionNotFound, SessionLogError) as exc:
+            return self.catalog.indexed(session_id)
+        except SessionNotFound as exc:
             raise OperationError("NOT_FOUND", str(exc)) from None
 
-    def _prepare(self, request: ForkRequest, source: SessionLog) -> JournalEntry:
-        if request.expectedRevision is not None and request.expectedRevision != source.revision:
+    def _prepare(self, request: ForkRequest, source: Indexed) -> JournalEntry:
+        revision = source.entry.summary.revision
+        if request.expectedRevision is not None and request.expectedRevision != revision:
             raise OperationError(
                 "STALE_SOURCE",
                 f"session {request.source!r} changed since revision {request.expectedRevision} "
-                f"(now {source.revision}); re-read it and choose the turn again",
+                f"(now {revision}); re-read it and choose the turn again",
             )
-        cut = resolve_cut(source.events, request.atSeq)
+        projection = source.projection
+        cut = resolve_cut(projection.turns, projection.lastSeq, request.atSeq)
         child = child_id(request.operationId)
-        root = source.path.parent.parent.parent
+        parent_path = source.entry.path
+        encoding = encoding_of_file_name(parent_path.name)
+        assert encoding is not None  # the catalog only lists known log names
         entry = JournalEntry(
             operationId=request.operationId,
             requestHash=request.digest(),
             status="prepared",
             source=request.source,
-            sourceRevision=source.revision,
+            sourceRevision=revision,
             child=child,
-            path=str(session_log_path(root, source.header.cwd, child, source.encoding)),
+            path=str(
+                session_log_path(parent_path.parent.parent.parent, source.state.header.cwd, child, encoding)
+            ),
             seedLength=cut.seed_length,
             forkTurn=cut.fork_turn,
             title=self._title(request, source),
@@ -122,13 +130,43 @@ class ForkService:
         faultpoint("fork.after-prepare")
         return entry
 
-    def _title(self, request: ForkRequest, source: SessionLog) -> str | None:
+    def _child_bytes(self, source: Indexed, entry: JournalEntry) -> bytes:
+        now_ms = time.time_ns() // 1_000_000
+        cut = Cut(seed_length=entry.seedLength, fork_turn=entry.forkTurn)
+        header = child_header(source.state.header, entry.child, cut, now_ms)
+        marked = source.projection.seedEnd == cut.seed_length - 1
+        tail = seed_tail(cut.seed_length, marked, entry.title, now_ms)
+        path = source.entry.path
+        if path.name == Encoding.RAW.file_name:
+            end = source.state.resume_point.file_offset
+            lines = raw_seed_lines(
+                path, source.entry.summary.revision, cut.seed_length, source.projection.lastSeq, end
+            )
+            if lines is not None:
+                return raw_child_bytes(header, lines, tail)
+        log = self._read_whole(path, entry)
+        return child_bytes(header, [*log.events[: cut.seed_length], *tail], log.encoding)
+
+    @staticmethod
+    def _read_whole(path: Path, entry: JournalEntry) -> SessionLog:
+        """The slow path (zstd, or a log that changed since it was indexed): read and validate it all."""
+        try:
+            log = read_session(path, expected_id=entry.source)
+        except SessionLogError as exc:
+            raise OperationError("NOT_FOUND", str(exc)) from None
+        if len(log.events) < entry.seedLength:
+            raise OperationError(
+                "STALE_SOURCE", f"session {entry.source!r} no longer holds the turns to branch from"
+            )
+        return log
+
+    def _title(self, request: ForkRequest, source: Indexed) -> str | None:
         if request.title is not None:
             title = normalize_title(request.title)
             if not title:
                 raise OperationError("INVALID", "the title is empty once control characters are removed")
             return title
-        parent = self.metadata.display_title(source.header.id, _log_title(source))
+        parent = source.entry.summary.title  # the display title: a rename wins over the log's
         return next_title(parent) if parent else None
 
     @staticmethod
@@ -138,13 +176,6 @@ class ForkService:
             raise OperationError(
                 "OP_CONFLICT", f"{path} already holds a different session; use another operation id"
             )
-
-
-def _log_title(log: SessionLog) -> str | None:
-    titles = [
-        e.data.get("title") for e in log.events if e.type == "session/title" and isinstance(e.data, dict)
-    ]
-    return titles[-1] if titles and isinstance(titles[-1], str) else None
 
 
 def _result(entry: JournalEntry, *, created: bool) -> ForkResult:

@@ -84,6 +84,15 @@ class Entry:
         )
 
 
+@dataclass(frozen=True)
+class Indexed:
+    """An entry with its continuation state and its full projection (every turn)."""
+
+    entry: Entry
+    state: LogState
+    projection: Projection
+
+
 class SessionNotFound(Exception):
     """No (or more than one) session has the requested id; the message says which."""
 
@@ -158,11 +167,19 @@ class SessionCatalog:
             raise SessionNotFound(f"session {session_id!r} cannot be read: {exc.reason}") from None
 
     def projection(self, session_id: str) -> Projection:
+        return self.indexed(session_id).projection
+
+    def indexed(self, session_id: str) -> Indexed:
+        """A session as the index knows it at its current revision (read whole if not indexed)."""
         entry = self.find(session_id)
         state = self.index.state(str(entry.path))
         if state is None:
-            return Projection().fold(self.read(session_id).events)
-        return state.projection.model_copy(update={"turns": self.index.turns(str(entry.path))})
+            log = self.read(session_id)
+            projection = Projection().fold(log.events)
+            state = LogState.of(log.header, projection, log.resume, log.digest_state)
+            return Indexed(entry, state, projection)
+        turns = self.index.turns(str(entry.path))
+        return Indexed(entry, state, state.projection.model_copy(update={"turns": turns}))
 
     # -- refreshing the index ----------------------------------------------------------------
 

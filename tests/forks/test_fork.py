@@ -13,6 +13,7 @@ import pytest
 
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.forks.child import child_id, next_title
+from remem.daemon.forks.prefix import raw_seed_lines
 from remem.daemon.forks.service import ForkRequest, ForkService
 from remem.daemon.fsutil import is_temp_name
 from remem.daemon.home import Home
@@ -195,3 +196,32 @@ def test_fork_points_are_registered() -> None:
         "fork.after-publish",
         "fork.after-temp-write",
     ]
+
+
+def test_raw_child_seed_is_the_parents_own_lines(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    path = write_session(root, build_session(SessionSpec(seed=4, turns=4, cwd=CWD)), encoding=Encoding.RAW)
+    source = read_session(path)
+    result = service(home, root).fork(ForkRequest(source=source.header.id, operationId="bytes", atSeq=0))
+    child = session_log_path(root, CWD, result.child, Encoding.RAW).read_bytes()
+    seed_and_tail = child.partition(b"\n")[2].splitlines(keepends=True)
+    seed = b"".join(seed_and_tail[:-2])  # the seed marker and the title follow the seed
+    assert path.read_bytes().partition(b"\n")[2].startswith(seed) and seed.endswith(b"\n")
+    assert [json.loads(line)["type"] for line in seed_and_tail[-2:]] == ["session/end-seed", "session/title"]
+
+
+def test_raw_seed_lines_refuses_a_log_that_changed(tmp_path: Path) -> None:
+    path = write_session(
+        tmp_path, build_session(SessionSpec(seed=6, turns=3, cwd=CWD)), encoding=Encoding.RAW
+    )
+    log = read_session(path)
+    turns = Projection().fold(log.events).turns
+    args = (turns[1].startSeq, log.events[-1].seq, log.resume.file_offset)
+    assert raw_seed_lines(path, log.revision, *args) == _body_until(path, turns[1].startSeq)
+    assert raw_seed_lines(path, "0:0:0:0:0", *args) is None
+
+
+def _body_until(path: Path, seq: int) -> bytes:
+    lines = path.read_bytes().partition(b"\n")[2].splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if json.loads(line).get("seq") == seq)
+    return b"".join(lines[:start])
