@@ -153,11 +153,35 @@ class SessionCatalog:
         return Listing(sessions=[e.summary for e in entries], errors=errors)
 
     def find(self, session_id: str) -> Entry:
+        """The session with this id; a log the index already places is refreshed on its own."""
+        known = self._find_indexed(session_id)
+        if known is not None:
+            return known
         entries, _ = self.entries()
         for entry in entries:
             if entry.summary.id == session_id:
                 return entry
         raise SessionNotFound(f"no session {session_id!r} in {', '.join(map(str, self.roots))}")
+
+    def _find_indexed(self, session_id: str) -> Entry | None:
+        """Skip the full scan when the index holds exactly one readable log with this id in a
+        configured root: forking a session must not wait for every other log to be indexed."""
+        rows = [r for r in self.index.rows().values() if r.id == session_id and r.error is None]
+        if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._in_roots(rows[0].path):
+            return None
+        try:
+            st = os.stat(rows[0].path)
+        except OSError:
+            return None
+        row = self._current_row(rows[0].path, st, rows[0])
+        if row.error is not None or row.id != session_id:
+            return None
+        meta = self.metadata.get(session_id)
+        archived = meta.archived if meta.archived is not None else session_id in dsh_archived()
+        return self._entry(row, st, time.time_ns(), meta.title, archived)
+
+    def _in_roots(self, path: str) -> bool:
+        return any(path.startswith(f"{root}{os.sep}") for root in self.roots)
 
     def read(self, session_id: str) -> SessionLog:
         entry = self.find(session_id)
@@ -195,11 +219,7 @@ class SessionCatalog:
         errors: list[ListError] = []
         updates: list[Update] = []
         for path, st in self._log_files(errors):
-            row = cached.get(path)
-            if row is None or row.revision != stat_revision(st):
-                update = self._project(Path(path), st, row)
-                updates.append(update)
-                row = update.row
+            row = self._current_row(path, st, cached.get(path), updates)
             if row.error is not None:
                 errors.append(ListError(path=row.path, message=row.error))
             else:
@@ -208,6 +228,20 @@ class SessionCatalog:
         present = {r.path for r, _ in seen} | {e.path for e in errors}
         self.index.forget(p for p in cached if p not in present)
         return seen, errors
+
+    def _current_row(
+        self, path: str, st: os.stat_result, cached: LogRow | None, updates: list[Update] | None = None
+    ) -> LogRow:
+        """The index row of `path` at its current revision; re-projects (and stores) when stale."""
+        if cached is not None and cached.revision == stat_revision(st):
+            return cached
+        with gc_paused():
+            update = self._project(Path(path), st, cached)
+        if updates is None:
+            self.index.put([update])
+        else:
+            updates.append(update)
+        return update.row
 
     def _log_files(self, errors: list[ListError]) -> list[LogFile]:
         files: list[LogFile] = []

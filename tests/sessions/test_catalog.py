@@ -255,3 +255,22 @@ def test_hostile_logs_never_break_a_listing(home: Home, tmp_path: Path) -> None:
     assert {"session-bad-utf8", "session-seq-gap", "session-not-json", "session-elsewhere", "s2"} <= failed
     assert {"s1", "s3"} <= listed, "readable logs, including a crash-torn one, are still listed"
     assert all(e.message for e in listing.errors)
+
+
+def test_find_refreshes_only_the_session_it_looks_up(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, other_root = tmp_path / "r", tmp_path / "other"
+    known = build_session(SessionSpec(seed=1, turns=2, cwd=CWD))
+    write_session(folder, known)
+    elsewhere = build_session(SessionSpec(seed=3, turns=1, cwd=CWD))
+    write_session(other_root, elsewhere)
+    catalog(home, folder, other_root).listing()
+    write_session(folder, build_session(SessionSpec(seed=2, turns=2, cwd=CWD)))  # not indexed yet
+    reads: list[Path] = []
+    real = catalog_module.read_session
+    monkeypatch.setattr(catalog_module, "read_session", lambda p, **k: reads.append(p) or real(p, **k))
+    assert catalog(home, folder).find(known.header.id).summary.id == known.header.id
+    assert reads == [], "the new log is indexed by the next listing, not by a lookup"
+    with pytest.raises(SessionNotFound):
+        catalog(home, folder).find(elsewhere.header.id)  # indexed, but its root is not configured now
