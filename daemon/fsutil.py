@@ -40,22 +40,26 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and TEMP_MARKER in name
 
 
-def write_synced(path: Path, data: bytes) -> None:
-    """Create `path` exclusively with user-only permissions and fsync its content."""
+def write_synced(path: Path, *parts: bytes | memoryview) -> None:
+    """Create `path` exclusively with user-only permissions, write `parts` in order, fsync.
+
+    Several parts let a caller write a large file from slices without concatenating them.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def write_temp(target: Path, data: bytes) -> Path:
-    """Write `data` to a fresh synced temp file beside `target` and return its path."""
+def write_temp(target: Path, *parts: bytes | memoryview) -> Path:
+    """Write `parts` to a fresh synced temp file beside `target` and return its path."""
     temp = temp_path_for(target)
-    write_synced(temp, data)
+    write_synced(temp, *parts)
     return temp
 
 

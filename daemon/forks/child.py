@@ -61,10 +61,14 @@ def child_header(source: SessionHeader, child: str, cut: Cut, now_ms: int) -> Se
     )
 
 
-def child_bytes(header: SessionHeader, events: list[SessionEvent], encoding: Encoding) -> bytes:
-    return encode_log(header, encode_batch(events), encoding)
+def child_bytes(
+    header: SessionHeader, events: list[SessionEvent], encoding: Encoding
+) -> list[bytes | memoryview]:
+    return [encode_log(header, encode_batch(events), encoding)]
 
 
-def raw_child_bytes(header: SessionHeader, seed_lines: bytes, tail: list[SessionEvent]) -> bytes:
+def raw_child_parts(
+    header: SessionHeader, seed_lines: memoryview, tail: list[SessionEvent]
+) -> list[bytes | memoryview]:
     """A raw child whose seed is the parent's own lines, byte for byte (packing included)."""
-    return json_line(header.to_record()) + seed_lines + encode_batch(tail)
+    return [json_line(header.to_record()), seed_lines, encode_batch(tail)]

@@ -18,7 +18,7 @@ _TURN_START = b'"turn/start"'
 
 def raw_seed_lines(
     path: Path, revision: str, seed_length: int, last_seq: int, committed_end: int
-) -> bytes | None:
+) -> memoryview | None:
     """The parent's lines of events `[0, seed_length)`, or None when the log is not at `revision`."""
     with open(path, "rb") as handle:
         if stat_revision(os.fstat(handle.fileno())) != revision:
@@ -27,10 +27,9 @@ def raw_seed_lines(
         if stat_revision(os.fstat(handle.fileno())) != revision or len(data) != committed_end:
             return None
     header_end = data.index(b"\n") + 1
-    if seed_length == last_seq + 1:
-        return data[header_end:]
-    start = _turn_start_line(data, header_end, seed_length)
-    return data[header_end:start] if start is not None else None
+    end = committed_end if seed_length == last_seq + 1 else _turn_start_line(data, header_end, seed_length)
+    # A view, not a slice: the seed of a large log is written out without another copy.
+    return memoryview(data)[header_end:end] if end is not None else None
 
 
 def _turn_start_line(data: bytes, position: int, seq: int) -> int | None:

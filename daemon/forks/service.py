@@ -26,7 +26,7 @@ from .child import (
     child_id,
     next_title,
     normalize_title,
-    raw_child_bytes,
+    raw_child_parts,
     seed_tail,
 )
 from .cut import Cut, resolve_cut
@@ -130,7 +130,7 @@ class ForkService:
         faultpoint("fork.after-prepare")
         return entry
 
-    def _child_bytes(self, source: Indexed, entry: JournalEntry) -> bytes:
+    def _child_bytes(self, source: Indexed, entry: JournalEntry) -> list[bytes | memoryview]:
         now_ms = time.time_ns() // 1_000_000
         cut = Cut(seed_length=entry.seedLength, fork_turn=entry.forkTurn)
         header = child_header(source.state.header, entry.child, cut, now_ms)
@@ -143,7 +143,7 @@ class ForkService:
                 path, source.entry.summary.revision, cut.seed_length, source.projection.lastSeq, end
             )
             if lines is not None:
-                return raw_child_bytes(header, lines, tail)
+                return raw_child_parts(header, lines, tail)
         log = self._read_whole(path, entry)
         return child_bytes(header, [*log.events[: cut.seed_length], *tail], log.encoding)
 

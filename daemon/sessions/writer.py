@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -135,7 +135,7 @@ class SessionWriter:
             raise SessionLogError(self.path, f"another writer holds {LOCK_NAME}")
         content = encode_log(self.header, body, self.encoding)
         try:
-            publish_log(self.path, content, protocol="sessions.writer")
+            publish_log(self.path, [content], protocol="sessions.writer")
         except FileExistsError:
             lock.release()
             raise SessionLogError(self.path, "a session with this id was created concurrently") from None
@@ -184,12 +184,12 @@ def ensure_session_dirs(path: Path) -> None:
             ensure_private_dir(directory)
 
 
-def publish_log(path: Path, content: bytes, *, protocol: str) -> None:
+def publish_log(path: Path, parts: Sequence[bytes | memoryview], *, protocol: str) -> None:
     """Publish a complete log at `path` without ever overwriting one (FileExistsError if taken).
 
     `protocol` names the caller's crash points (`<protocol>.after-temp-write`, `.after-publish`).
     """
-    temp = write_temp(path, content)
+    temp = write_temp(path, *parts)
     faultpoint(f"{protocol}.after-temp-write")
     try:
         publish_new(temp, path)
