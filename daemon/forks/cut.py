@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..sessions.errors import OperationError
-from ..sessions.projection import TurnSummary
+from ..sessions.projection import TurnBounds
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Cut:
     fork_turn: int  # the turn whose end the cut follows
 
 
-def resolve_cut(turns: Sequence[TurnSummary], last_seq: int, at_seq: int | None) -> Cut:
+def resolve_cut(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) -> Cut:
     if at_seq is not None and at_seq < 0:
         raise OperationError("INVALID_ANCHOR", f"--at must be a non-negative event seq, not {at_seq}")
     index = _boundary(turns, last_seq, at_seq)
@@ -30,7 +30,7 @@ def resolve_cut(turns: Sequence[TurnSummary], last_seq: int, at_seq: int | None)
     return Cut(seed_length=following, fork_turn=turns[index].turn)
 
 
-def _boundary(turns: Sequence[TurnSummary], last_seq: int, at_seq: int | None) -> int:
+def _boundary(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) -> int:
     ended = [i for i, t in enumerate(turns) if t.endSeq is not None]
     if at_seq is None or at_seq > last_seq:
         if not ended:

@@ -106,8 +106,7 @@ class ForkService:
                 f"session {request.source!r} changed since revision {request.expectedRevision} "
                 f"(now {revision}); re-read it and choose the turn again",
             )
-        projection = source.projection
-        cut = resolve_cut(projection.turns, projection.lastSeq, request.atSeq)
+        cut = resolve_cut(source.bounds, source.state.projection.lastSeq, request.atSeq)
         child = child_id(request.operationId)
         parent_path = source.entry.path
         encoding = encoding_of_file_name(parent_path.name)
@@ -134,13 +133,14 @@ class ForkService:
         now_ms = time.time_ns() // 1_000_000
         cut = Cut(seed_length=entry.seedLength, fork_turn=entry.forkTurn)
         header = child_header(source.state.header, entry.child, cut, now_ms)
-        marked = source.projection.seedEnd == cut.seed_length - 1
+        tail_state = source.state.projection  # the last turn only, but seqs are current
+        marked = tail_state.seedEnd == cut.seed_length - 1
         tail = seed_tail(cut.seed_length, marked, entry.title, now_ms)
         path = source.entry.path
         if path.name == Encoding.RAW.file_name:
             end = source.state.resume_point.file_offset
             lines = raw_seed_lines(
-                path, source.entry.summary.revision, cut.seed_length, source.projection.lastSeq, end
+                path, source.entry.summary.revision, cut.seed_length, tail_state.lastSeq, end
             )
             if lines is not None:
                 return raw_child_parts(header, lines, tail)

@@ -25,7 +25,7 @@ from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
-from .projection import Projection
+from .projection import Projection, TurnBounds
 from .reader import NotAppendOnly, SessionLog, gc_paused, read_appended, read_session, stat_revision
 from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
@@ -86,11 +86,11 @@ class Entry:
 
 @dataclass(frozen=True)
 class Indexed:
-    """An entry with its continuation state and its full projection (every turn)."""
+    """An entry with its continuation state (header, last turn, seqs) and every turn's bounds."""
 
     entry: Entry
     state: LogState
-    projection: Projection
+    bounds: list[TurnBounds]
 
 
 class SessionNotFound(Exception):
@@ -191,19 +191,23 @@ class SessionCatalog:
             raise SessionNotFound(f"session {session_id!r} cannot be read: {exc.reason}") from None
 
     def projection(self, session_id: str) -> Projection:
-        return self.indexed(session_id).projection
+        """The full projection (every turn) of a session at its current revision."""
+        entry = self.find(session_id)
+        state = self.index.state(entry.row.path)
+        if state is None:
+            return Projection().fold(self.read(session_id).events)
+        return state.projection.model_copy(update={"turns": self.index.turns(entry.row.path)})
 
     def indexed(self, session_id: str) -> Indexed:
         """A session as the index knows it at its current revision (read whole if not indexed)."""
         entry = self.find(session_id)
-        state = self.index.state(str(entry.path))
+        state = self.index.state(entry.row.path)
         if state is None:
             log = self.read(session_id)
             projection = Projection().fold(log.events)
-            state = LogState.of(log.header, projection, log.resume, log.digest_state)
-            return Indexed(entry, state, projection)
-        turns = self.index.turns(str(entry.path))
-        return Indexed(entry, state, state.projection.model_copy(update={"turns": turns}))
+            bounds = [TurnBounds(t.turn, t.startSeq, t.endSeq) for t in projection.turns]
+            return Indexed(entry, LogState.of(log.header, projection, log.resume, log.digest_state), bounds)
+        return Indexed(entry, state, self.index.turn_bounds(entry.row.path))
 
     # -- refreshing the index ----------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from ..fsutil import PRIVATE_FILE_MODE
 from .digest import DigestState
 from .models import SessionHeader
-from .projection import Projection, TurnSummary
+from .projection import Projection, TurnBounds, TurnSummary
 from .reader import ResumePoint
 
 SCHEMA_VERSION = 2
@@ -154,6 +154,12 @@ class SessionIndex:
             TurnSummary(turn=turn, startSeq=start, endSeq=end, status=status, user=user)
             for turn, start, end, status, user in cursor
         ]
+
+    def turn_bounds(self, path: str) -> list[TurnBounds]:
+        cursor = self._db.execute(
+            "SELECT turn, start_seq, end_seq FROM turns WHERE path = ? ORDER BY start_seq", (path,)
+        )
+        return [TurnBounds(*row) for row in cursor]
 
     def put(self, updates: list[Update]) -> None:
         if not updates:

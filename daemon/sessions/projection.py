@@ -7,7 +7,7 @@ store it and continue it with only the events a later append added.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +31,14 @@ class TurnSummary(BaseModel):
         # DSH's Host fork anchors at any turn/end, whatever its reason (an aborted turn is a
         # completed prefix); only a turn still open cannot be branched from.
         return self.status != OPEN
+
+
+class TurnBounds(NamedTuple):
+    """A turn's number and seq range: all a fork's cut needs, cheap to load for 10 000 turns."""
+
+    turn: int
+    startSeq: int
+    endSeq: int | None
 
 
 class Projection(BaseModel):
