@@ -230,7 +230,9 @@ class SessionCatalog:
                 seen.append((row, st))
         self.index.put(updates)
         present = {r.path for r, _ in seen} | {e.path for e in errors}
-        self.index.forget(p for p in cached if p not in present)
+        # Only logs of the roots scanned now can be known gone; rows of other roots (another
+        # client's `--root`) stay for when that client lists again.
+        self.index.forget(p for p in cached if p not in present and self._in_roots(p))
         return seen, errors
 
     def _current_row(

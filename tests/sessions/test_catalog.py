@@ -274,3 +274,20 @@ def test_find_refreshes_only_the_session_it_looks_up(
     assert reads == [], "the new log is indexed by the next listing, not by a lookup"
     with pytest.raises(SessionNotFound):
         catalog(home, folder).find(elsewhere.header.id)  # indexed, but its root is not configured now
+
+
+def test_listing_other_roots_keeps_their_index_rows(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    write_session(one, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    gone = write_session(two, build_session(SessionSpec(seed=2, turns=1, cwd=CWD)))
+    catalog(home, one, two).listing()
+    catalog(home, one).listing()
+    reads: list[Path] = []
+    real = catalog_module.read_session
+    monkeypatch.setattr(catalog_module, "read_session", lambda p, **k: reads.append(p) or real(p, **k))
+    assert len(catalog(home, one, two).listing().sessions) == 2 and reads == []
+    shutil.rmtree(gone.parent)
+    assert len(catalog(home, one, two).listing().sessions) == 1
+    assert str(gone) not in catalog(home, one).index.rows(), "a log that disappeared is forgotten"
