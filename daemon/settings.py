@@ -32,7 +32,7 @@ class SessionsSettings(_Strict):
 
 
 class DaemonSettings(_Strict):
-    idle_minutes: int = Field(default=60, gt=0)
+    idle_minutes: float = Field(default=60, gt=0)
 
 
 class ProviderSettings(_Strict):

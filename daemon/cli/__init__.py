@@ -6,6 +6,7 @@ import click
 
 from .. import __version__
 from ..home import Home
+from .daemon import daemon
 from .memory import memory
 from .sessions import sessions
 
@@ -24,6 +25,7 @@ def cli(ctx: click.Context, home: str | None) -> None:
     ctx.obj = Home.resolve(home)
 
 
+cli.add_command(daemon)
 cli.add_command(memory)
 cli.add_command(sessions)
 

@@ -1,0 +1,92 @@
+"""`remem daemon run|start|stop|status`: the per-user daemon's lifecycle."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+
+import click
+
+from ..client import DaemonUnavailable, call
+from ..home import Home
+from ..server.process import run as run_daemon
+from ..server.runtime import DaemonPaths
+from .output import EXIT_PROBLEMS, emit_json, fail
+
+STOP_TIMEOUT_SECONDS = 15.0
+
+
+@click.group()
+def daemon() -> None:
+    """Run, start, stop or inspect the background daemon of this home."""
+
+
+@daemon.command()
+@click.pass_obj
+def run(home: Home) -> None:
+    """Run the daemon in the foreground (exits 0 if one already serves this home)."""
+    sys.exit(run_daemon(home))
+
+
+@daemon.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.pass_obj
+def start(home: Home, as_json: bool) -> None:
+    """Start the daemon unless it is running; print how to reach it."""
+    status = _status(home, start=True)
+    if as_json:
+        emit_json(status)
+    else:
+        click.echo(f"remem daemon running (pid {status['pid']}, version {status['version']})")
+
+
+@daemon.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.pass_obj
+def stop(home: Home, as_json: bool) -> None:
+    """Stop the daemon and wait until it has exited."""
+    paths = DaemonPaths(home)
+    was_running = paths.running()
+    if was_running:
+        # A daemon exiting already, or not yet listening, is waited for just the same.
+        with contextlib.suppress(DaemonUnavailable):
+            call(home, "daemon/shutdown", start=False)
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while paths.running():
+            if time.monotonic() > deadline:
+                fail(f"the daemon did not exit within {STOP_TIMEOUT_SECONDS:.0f} s", EXIT_PROBLEMS)
+            time.sleep(0.02)
+    if as_json:
+        emit_json({"stopped": was_running})
+    else:
+        click.echo("remem daemon stopped" if was_running else "remem daemon was not running")
+
+
+@daemon.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.pass_obj
+def status(home: Home, as_json: bool) -> None:
+    """Whether the daemon runs, and its pid, version and clients; exit 1 when it does not."""
+    try:
+        result = _status(home, start=False)
+    except DaemonUnavailable as exc:
+        if as_json:
+            emit_json({"running": False})
+        else:
+            click.echo(f"remem daemon not running ({exc})")
+        sys.exit(EXIT_PROBLEMS)
+    if as_json:
+        emit_json({"running": True, **result})
+    else:
+        pid, version, since = result["pid"], result["version"], result["startedAt"]
+        click.echo(f"remem daemon running: pid {pid}, version {version}, since {since}")
+
+
+def _status(home: Home, *, start: bool) -> dict[str, object]:
+    try:
+        return call(home, "daemon/status", start=start)
+    except DaemonUnavailable as exc:
+        if start:
+            fail(str(exc), EXIT_PROBLEMS)
+        raise

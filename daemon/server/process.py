@@ -1,0 +1,153 @@
+"""The daemon process: one per user and REMEM_HOME, serving JSON-RPC until told or idle to stop.
+
+Singleton by holding `state/daemon.lock` for life: the kernel releases it when the process
+dies, so a stale status file or socket after a crash never blocks a new daemon. The status
+file is written only once the socket listens, and removed before the reply to a shutdown, so
+a client never finds a dying daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import struct
+from datetime import datetime, timezone
+
+from ..fsutil import atomic_write
+from ..home import Home
+from ..locks import try_file_lock
+from ..settings import SettingsStore
+from .jsonrpc import Dispatcher, serve_connection
+from .protocol import (
+    APP_VERSION,
+    MAX_MESSAGE_BYTES,
+    PROTOCOL_VERSION,
+    DaemonInfo,
+    Empty,
+    HelloParams,
+    HelloResult,
+    StatusResult,
+)
+from .runtime import DaemonPaths
+
+log = logging.getLogger("remem.daemon")
+_PEERCRED = struct.Struct("3i")
+
+
+class Daemon:
+    def __init__(self, home: Home, idle_seconds: float) -> None:
+        self.home = home
+        self.paths = DaemonPaths(home)
+        self.idle_seconds = idle_seconds
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        self.clients = 0
+        self._stop = asyncio.Event()
+        self._idle: asyncio.TimerHandle | None = None
+        self.dispatcher = Dispatcher(
+            {"daemon/hello": self._hello, "daemon/status": self._status, "daemon/shutdown": self._shutdown}
+        )
+
+    async def serve(self) -> None:
+        socket_path = self.paths.socket
+        socket_path.unlink(missing_ok=True)  # a crashed daemon's socket: we hold the lock now
+        server = await asyncio.start_unix_server(
+            self._connection, path=str(socket_path), limit=MAX_MESSAGE_BYTES
+        )
+        os.chmod(socket_path, 0o600)
+        info = DaemonInfo(
+            pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
+            startedAt=self.started_at,
+        )  # fmt: skip
+        atomic_write(self.paths.status, info.model_dump_json().encode() + b"\n")
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stop)
+        self._arm_idle()
+        log.info("listening on %s (pid %d)", socket_path, os.getpid())
+        async with server:
+            await self._stop.wait()
+        self._forget_status()
+        socket_path.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        self._forget_status()
+        self._stop.set()
+
+    def _forget_status(self) -> None:
+        info = self.paths.read_status()
+        if info is not None and info.pid == os.getpid():
+            self.paths.status.unlink(missing_ok=True)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not _same_user(writer):
+            writer.close()
+            return
+        self.clients += 1
+        self._disarm_idle()
+        try:
+            await serve_connection(reader, writer, self.dispatcher)
+        except asyncio.CancelledError:
+            pass  # the daemon is stopping: this top-level connection task just ends
+        finally:
+            self.clients -= 1
+            if self.clients == 0:
+                self._arm_idle()
+
+    def _arm_idle(self) -> None:
+        self._disarm_idle()
+        self._idle = asyncio.get_running_loop().call_later(self.idle_seconds, self._idle_exit)
+
+    def _disarm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    def _idle_exit(self) -> None:
+        log.info("no client for %.0f s: exiting", self.idle_seconds)
+        self.stop()
+
+    async def _hello(self, params: HelloParams) -> HelloResult:
+        return HelloResult(protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid())
+
+    async def _status(self, params: Empty) -> StatusResult:
+        return StatusResult(
+            pid=os.getpid(), protocol=PROTOCOL_VERSION, version=APP_VERSION, startedAt=self.started_at,
+            home=str(self.home.root), clients=self.clients,
+        )  # fmt: skip
+
+    async def _shutdown(self, params: Empty) -> Empty:
+        # The status file goes before the reply: a client that hears "stopped" must not find it.
+        self._forget_status()
+        asyncio.get_running_loop().call_soon(self._stop.set)
+        return Empty()
+
+
+def _same_user(writer: asyncio.StreamWriter) -> bool:
+    sock: socket.socket | None = writer.get_extra_info("socket")
+    if sock is None:
+        return False
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True  # no peer credentials here (macOS): the 0700 socket folder keeps others out
+    _, uid, _ = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+    return uid == os.getuid()
+
+
+def run(home: Home) -> int:
+    """Run the daemon in the foreground; 0 also when another daemon already serves this home."""
+    home.ensure_layout()
+    paths = DaemonPaths(home)
+    held = try_file_lock(paths.lock)
+    if held is None:
+        running = paths.read_status()
+        print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
+        return 0
+    try:
+        settings, _ = SettingsStore(home).read()
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        asyncio.run(Daemon(home, settings.daemon.idle_minutes * 60).serve())
+        return 0
+    finally:
+        held.release()

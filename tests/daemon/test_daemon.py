@@ -1,0 +1,161 @@
+"""The daemon process: singleton, auto-start, crash recovery, idle exit, hostile input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.server.protocol import MAX_MESSAGE_BYTES
+from remem.daemon.server.runtime import DaemonPaths
+
+pytestmark = pytest.mark.slow
+
+
+def remem(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def wait_until(condition: object, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def home(home: Home) -> Iterator[Home]:
+    """A home whose daemon (if any) is always stopped afterwards, even when a test fails."""
+    home.ensure_layout()
+    home.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net, never relied on
+    yield home
+    info = DaemonPaths(home).read_status()
+    remem(home, "daemon", "stop")
+    if info is not None and DaemonPaths(home).running():
+        os.kill(info.pid, signal.SIGKILL)
+
+
+def status(home: Home) -> dict:  # type: ignore[type-arg]
+    return json.loads(remem(home, "daemon", "status", "--json").stdout)
+
+
+def test_start_status_stop(home: Home) -> None:
+    assert remem(home, "daemon", "status").returncode == 1
+    started = remem(home, "daemon", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    info = json.loads(started.stdout)
+    assert status(home)["pid"] == info["pid"] and status(home)["running"] is True
+    paths = DaemonPaths(home)
+    sock = Path(paths.read_status().socket)  # type: ignore[union-attr]
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600 and stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(paths.status.stat().st_mode) == 0o600
+    assert remem(home, "daemon", "start", "--json").stdout == started.stdout.replace(
+        '"clients": 1', '"clients": 1'
+    )
+    stopped = remem(home, "daemon", "stop", "--json")
+    assert json.loads(stopped.stdout) == {"stopped": True}
+    assert not paths.running() and not paths.status.exists() and not sock.exists()
+    assert status(home) == {"running": False}
+
+
+def test_two_daemons_racing_leave_one_running(home: Home) -> None:
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"]
+    first, second = (
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    )
+    wait_until(lambda: first.poll() is not None or second.poll() is not None)
+    loser, winner = (first, second) if first.poll() is not None else (second, first)
+    out, _ = loser.communicate(timeout=30)
+    assert loser.returncode == 0 and "already running" in out
+    wait_until(lambda: DaemonPaths(home).read_status() is not None)
+    assert status(home)["pid"] == winner.pid
+    remem(home, "daemon", "stop")
+    assert winner.wait(timeout=30) == 0
+
+
+def test_ten_clients_auto_starting_at_once_share_one_daemon(home: Home) -> None:
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "start", "--json"]
+    clients = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(10)
+    ]
+    pids = set()
+    for client in clients:
+        out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err
+        pids.add(json.loads(out)["pid"])
+    assert len(pids) == 1 and status(home)["pid"] in pids
+
+
+def test_a_killed_daemon_is_replaced_on_the_next_call(home: Home) -> None:
+    first = json.loads(remem(home, "daemon", "start", "--json").stdout)["pid"]
+    os.kill(first, signal.SIGKILL)
+    paths = DaemonPaths(home)
+    wait_until(lambda: not paths.running())
+    assert paths.status.exists(), "a killed daemon leaves its status file behind"
+    assert status(home) == {"running": False}, "a stale status file is not a running daemon"
+    second = json.loads(remem(home, "daemon", "start", "--json").stdout)["pid"]
+    assert second != first and paths.read_status().pid == second  # type: ignore[union-attr]
+
+
+def test_idle_daemon_exits(home: Home) -> None:
+    home.settings_file.write_text("daemon:\n  idle_minutes: 0.01\n")
+    assert remem(home, "daemon", "start").returncode == 0
+    paths = DaemonPaths(home)
+    wait_until(lambda: not paths.running(), seconds=30)
+    assert not paths.status.exists()
+
+
+def exchange(sock: socket.socket, payload: bytes) -> dict | None:  # type: ignore[type-arg]
+    sock.sendall(payload)
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return json.loads(data)
+
+
+def test_hostile_messages_get_errors_and_the_daemon_keeps_serving(home: Home) -> None:
+    assert remem(home, "daemon", "start").returncode == 0
+    path = DaemonPaths(home).read_status().socket  # type: ignore[union-attr]
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        assert exchange(sock, b"{not json\n")["error"]["code"] == -32700  # type: ignore[index]
+        assert exchange(sock, b"[]\n")["error"]["code"] == -32600  # type: ignore[index]
+        assert (
+            exchange(sock, b'{"jsonrpc":"1.0","id":1,"method":"daemon/status"}\n')["error"]["code"] == -32600
+        )  # type: ignore[index]
+        unknown = exchange(sock, b'{"jsonrpc":"2.0","id":2,"method":"rm -rf"}\n')
+        assert unknown == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {"code": -32601, "message": "unknown method 'rm -rf'"},
+        }
+        bad = exchange(sock, b'{"jsonrpc":"2.0","id":3,"method":"daemon/hello","params":{"protocol":"x"}}\n')
+        assert bad["error"]["code"] == -32602  # type: ignore[index]
+        assert {p["field"] for p in bad["error"]["data"]} == {"protocol", "version"}  # type: ignore[index]
+        sock.sendall(b'{"jsonrpc":"2.0","method":"daemon/status"}\n')  # a notification: no answer
+        status_reply = exchange(sock, b'{"jsonrpc":"2.0","id":"s","method":"daemon/status"}\n')
+        assert status_reply["id"] == "s" and status_reply["result"]["clients"] == 1  # type: ignore[index]
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        reply = exchange(sock, b"x" * (MAX_MESSAGE_BYTES + 10) + b"\n")
+        assert reply is not None and "exceeds" in reply["error"]["message"]
+        assert sock.recv(1) == b"", "the connection is closed after an oversized message"
+    with socket.socket(socket.AF_UNIX) as silent:  # half-closed and never-reading clients
+        silent.connect(path)
+        silent.shutdown(socket.SHUT_WR)
+    assert status(home)["running"] is True

@@ -1,0 +1,50 @@
+"""The dispatcher never fails on any frame: every input gets a well-formed answer or none."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from remem.daemon.home import Home
+from remem.daemon.server.process import Daemon
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+_REQUESTS = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", 2]), "method": st.sampled_from(
+        ["daemon/hello", "daemon/status", "daemon/shutdown-not", "x", ""]) | st.text(max_size=10)},
+    optional={"id": st.none() | st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=2),
+              "params": _JSON},
+)  # fmt: skip
+_FRAMES = st.one_of(
+    st.binary(max_size=200),
+    _JSON.map(lambda v: json.dumps(v).encode()),
+    _REQUESTS.map(lambda v: json.dumps(v).encode()),
+)
+
+
+def answer(daemon: Daemon, frame: bytes) -> dict | None:  # type: ignore[type-arg]
+    return asyncio.run(daemon.dispatcher.handle(frame))
+
+
+@settings(max_examples=300, deadline=None)
+@given(frame=_FRAMES)
+def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: bytes) -> None:
+    daemon = Daemon(Home(tmp_path_factory.mktemp("home")), idle_seconds=60)  # type: ignore[attr-defined]
+    reply = answer(daemon, frame)
+    if reply is None:
+        return  # a valid notification
+    assert reply["jsonrpc"] == "2.0" and set(reply) in (
+        {"jsonrpc", "id", "result"},
+        {"jsonrpc", "id", "error"},
+    )
+    assert reply["id"] is None or isinstance(reply["id"], (int, str))
+    if "error" in reply:
+        assert isinstance(reply["error"]["code"], int) and reply["error"]["message"]
+        assert reply["error"]["code"] != -32603, "no input may reach an internal error"
