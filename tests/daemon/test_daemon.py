@@ -159,3 +159,20 @@ def test_hostile_messages_get_errors_and_the_daemon_keeps_serving(home: Home) ->
         silent.connect(path)
         silent.shutdown(socket.SHUT_WR)
     assert status(home)["running"] is True
+
+
+def test_a_daemon_of_another_version_is_replaced(home: Home) -> None:
+    # An "old" daemon: the real process code, started with a different app version.
+    old_daemon = (
+        "import sys; import remem.daemon.server.protocol as protocol; protocol.APP_VERSION = '0.0.1-old'; "
+        "from remem.daemon.home import Home; from remem.daemon.server.process import run; "
+        "sys.exit(run(Home.resolve(sys.argv[1])))"
+    )
+    old = subprocess.Popen([sys.executable, "-c", old_daemon, str(home.root)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)  # fmt: skip
+    paths = DaemonPaths(home)
+    wait_until(lambda: paths.read_status() is not None)
+    assert paths.read_status().version == "0.0.1-old"  # type: ignore[union-attr]
+    started = json.loads(remem(home, "daemon", "start", "--json").stdout)
+    assert old.wait(timeout=30) == 0, "the old daemon was asked to stop"
+    assert started["version"] != "0.0.1-old" and started["pid"] != old.pid
