@@ -16,10 +16,15 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import forks, memory, sessions
+from . import daemon, forks, memory, sessions
 from .harness import Benchmark, Row, format_table, run
 
-BENCHMARKS: list[Benchmark] = [*memory.BENCHMARKS, *sessions.BENCHMARKS, *forks.BENCHMARKS]
+BENCHMARKS: list[Benchmark] = [
+    *memory.BENCHMARKS,
+    *sessions.BENCHMARKS,
+    *forks.BENCHMARKS,
+    *daemon.BENCHMARKS,
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
