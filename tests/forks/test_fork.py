@@ -19,7 +19,7 @@ from remem.daemon.fsutil import is_temp_name
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from remem.daemon.sessions.factory import SessionSpec, build_family, build_session, write_session
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.projection import Projection
 from remem.daemon.sessions.reader import read_session
@@ -225,3 +225,31 @@ def _body_until(path: Path, seq: int) -> bytes:
     lines = path.read_bytes().partition(b"\n")[2].splitlines(keepends=True)
     start = next(i for i, line in enumerate(lines) if json.loads(line).get("seq") == seq)
     return b"".join(lines[:start])
+
+
+@pytest.mark.parametrize("encoding", [Encoding.RAW, Encoding.ZSTD], ids=["raw", "zstd"])
+def test_every_turn_of_a_family_forks_including_forks_and_subagents(
+    home: Home, tmp_path: Path, encoding: Encoding
+) -> None:
+    root = tmp_path / "root"
+    family = build_family(17, cwd=CWD)
+    paths = [write_session(root, draft, encoding=encoding) for draft in family.drafts]
+    before = tree_digest(root)
+    for path in paths:
+        source = read_session(path)
+        for end in (e for e in source.events if e.type == "turn/end"):
+            result = service(home, root).fork(
+                ForkRequest(
+                    source=source.header.id, operationId=f"{source.header.id}@{end.seq}", atSeq=end.seq
+                )
+            )
+            child = read_session(
+                session_log_path(root, CWD, result.child, encoding), expected_id=result.child
+            )
+            seed = result.seedLength
+            assert [e.to_record() for e in child.events[:seed]] == [
+                e.to_record() for e in source.events[:seed]
+            ]
+            assert child.header.parentSession == source.header.id and child.header.origin is None
+            assert result.forkTurn == end.data["turn"]
+    assert {k: v for k, v in tree_digest(root).items() if k in before} == before
