@@ -31,6 +31,7 @@ from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
+_NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
 
 
 class SessionSummary(BaseModel):
@@ -142,7 +143,7 @@ class SessionCatalog:
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
             elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
-                meta = metas.get(row.id or "", SessionMeta())
+                meta = metas.get(row.id or "", _NO_META)
                 archived = meta.archived if meta.archived is not None else row.id in dsh
                 entries.append(self._entry(row, st, now_ns, meta.title, archived))
         entries.sort(key=lambda e: (e.summary.createdAt, e.summary.id))
