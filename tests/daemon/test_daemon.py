@@ -176,3 +176,12 @@ def test_a_daemon_of_another_version_is_replaced(home: Home) -> None:
     started = json.loads(remem(home, "daemon", "start", "--json").stdout)
     assert old.wait(timeout=30) == 0, "the old daemon was asked to stop"
     assert started["version"] != "0.0.1-old" and started["pid"] != old.pid
+
+
+def test_sigterm_stops_the_daemon_cleanly(home: Home) -> None:
+    pid = json.loads(remem(home, "daemon", "start", "--json").stdout)["pid"]
+    paths = DaemonPaths(home)
+    sock = Path(paths.read_status().socket)  # type: ignore[union-attr]
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not paths.running())
+    assert not paths.status.exists() and not sock.exists()
