@@ -21,6 +21,7 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..settings import SettingsStore
 from .jsonrpc import Dispatcher, serve_connection
+from .memory_methods import MemoryMethods
 from .protocol import (
     APP_VERSION,
     MAX_MESSAGE_BYTES,
@@ -47,7 +48,12 @@ class Daemon:
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self.dispatcher = Dispatcher(
-            {"daemon/hello": self._hello, "daemon/status": self._status, "daemon/shutdown": self._shutdown}
+            {
+                "daemon/hello": self._hello,
+                "daemon/status": self._status,
+                "daemon/shutdown": self._shutdown,
+                **MemoryMethods(home).handlers(),
+            }
         )
 
     async def serve(self) -> None:

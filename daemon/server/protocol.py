@@ -7,12 +7,15 @@ daemon that disagree on it (or on the app version) never talk past the `daemon/h
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import __version__
+from ..memory.batch import Change
+from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
 
 PROTOCOL_VERSION = 1
 APP_VERSION = __version__
@@ -53,6 +56,37 @@ class StatusResult(_Strict):
     clients: int
 
 
+class WorkspaceParams(_Strict):
+    """A workspace is named by its project folder; the daemon derives the key and never reads it."""
+
+    cwd: str = Field(min_length=1)
+
+    @field_validator("cwd")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not os.path.isabs(value):
+            raise ValueError("cwd must be an absolute path")
+        return value
+
+
+class ReplaceGlobalParams(_Strict):
+    expectedRevision: str
+    content: str
+
+
+class CommitWorkspaceParams(WorkspaceParams):
+    expectedRevision: str
+    changes: list[Change]
+
+
+class RegenerateResult(_Strict):
+    written: bool
+
+
+class ContextResult(_Strict):
+    text: str
+
+
 @dataclass(frozen=True)
 class Method:
     params: type[BaseModel]
@@ -63,7 +97,17 @@ METHODS: dict[str, Method] = {
     "daemon/hello": Method(HelloParams, HelloResult),
     "daemon/status": Method(Empty, StatusResult),
     "daemon/shutdown": Method(Empty, Empty),
+    "memory/readGlobal": Method(Empty, GlobalSnapshot),
+    "memory/readWorkspace": Method(WorkspaceParams, WorkspaceSnapshot),
+    "memory/replaceGlobal": Method(ReplaceGlobalParams, CommitResult),
+    "memory/commitWorkspace": Method(CommitWorkspaceParams, CommitResult),
+    "memory/regenerateIndex": Method(WorkspaceParams, RegenerateResult),
+    "memory/context": Method(WorkspaceParams, ContextResult),
 }
+
+# Application errors (JSON-RPC reserves -32000 to -32099 for the server's own).
+INVALID_CHANGES = -32010  # data: {"problems": [...]} — nothing was written
+MEMORY_INVALID = -32011  # data: {"revision", "files": [...]} — fix the files first
 
 
 class RpcError(Exception):

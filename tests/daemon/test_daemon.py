@@ -9,8 +9,6 @@ import socket
 import stat
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,31 +17,9 @@ from remem.daemon.home import Home
 from remem.daemon.server.protocol import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 
+from .helpers import remem, wait_until
+
 pytestmark = pytest.mark.slow
-
-
-def remem(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60)
-
-
-def wait_until(condition: object, seconds: float = 15.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def home(home: Home) -> Iterator[Home]:
-    """A home whose daemon (if any) is always stopped afterwards, even when a test fails."""
-    home.ensure_layout()
-    home.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net, never relied on
-    yield home
-    info = DaemonPaths(home).read_status()
-    remem(home, "daemon", "stop")
-    if info is not None and DaemonPaths(home).running():
-        os.kill(info.pid, signal.SIGKILL)
 
 
 def status(home: Home) -> dict:  # type: ignore[type-arg]

@@ -16,9 +16,12 @@ _JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
 )
+_METHODS = st.sampled_from([
+    "daemon/hello", "daemon/status", "memory/readGlobal", "memory/readWorkspace", "memory/commitWorkspace",
+    "memory/replaceGlobal", "memory/context", "x", "",
+]) | st.text(max_size=10)  # fmt: skip
 _REQUESTS = st.fixed_dictionaries(
-    {"jsonrpc": st.sampled_from(["2.0", "1.0", 2]), "method": st.sampled_from(
-        ["daemon/hello", "daemon/status", "daemon/shutdown-not", "x", ""]) | st.text(max_size=10)},
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", 2]), "method": _METHODS},
     optional={"id": st.none() | st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=2),
               "params": _JSON},
 )  # fmt: skip
