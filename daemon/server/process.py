@@ -33,6 +33,7 @@ from .protocol import (
     StatusResult,
 )
 from .runtime import DaemonPaths
+from .session_methods import SessionMethods
 
 log = logging.getLogger("remem.daemon")
 _PEERCRED = struct.Struct("3i")
@@ -53,6 +54,7 @@ class Daemon:
                 "daemon/status": self._status,
                 "daemon/shutdown": self._shutdown,
                 **MemoryMethods(home).handlers(),
+                **SessionMethods(home).handlers(),
             }
         )
 

@@ -14,8 +14,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import __version__
+from ..forks.service import ForkRequest, ForkResult
 from ..memory.batch import Change
 from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
+from ..sessions.catalog import Listing
+from ..sessions.lineage import FlatNode
+from ..sessions.metadata import SessionMeta
+from ..sessions.projection import TurnSummary
 
 PROTOCOL_VERSION = 1
 APP_VERSION = __version__
@@ -87,6 +92,55 @@ class ContextResult(_Strict):
     text: str
 
 
+class ListParams(_Strict):
+    cwd: str | None = None
+
+
+class SessionParams(_Strict):
+    id: str = Field(min_length=1)
+
+
+class TreeResult(_Strict):
+    nodes: list[FlatNode]
+
+
+class TurnsResult(_Strict):
+    turns: list[TurnRow]
+
+
+class TurnRow(_Strict):
+    """One row of `remem sessions turns --json`."""
+
+    turn: int
+    startSeq: int
+    endSeq: int | None
+    status: str
+    user: str
+    forkable: bool
+
+    @classmethod
+    def of(cls, turn: TurnSummary) -> TurnRow:
+        return cls(**turn.model_dump(), forkable=turn.forkable)
+
+
+class TranscriptResult(_Strict):
+    markdown: str
+
+
+class RenameParams(SessionParams):
+    title: str
+    expectedGeneration: int | None = None
+
+
+class ArchiveParams(SessionParams):
+    archived: bool
+    expectedGeneration: int | None = None
+
+
+class MetaResult(SessionMeta):
+    id: str
+
+
 @dataclass(frozen=True)
 class Method:
     params: type[BaseModel]
@@ -103,11 +157,19 @@ METHODS: dict[str, Method] = {
     "memory/commitWorkspace": Method(CommitWorkspaceParams, CommitResult),
     "memory/regenerateIndex": Method(WorkspaceParams, RegenerateResult),
     "memory/context": Method(WorkspaceParams, ContextResult),
+    "sessions/list": Method(ListParams, Listing),
+    "sessions/tree": Method(WorkspaceParams, TreeResult),
+    "sessions/turns": Method(SessionParams, TurnsResult),
+    "sessions/transcript": Method(SessionParams, TranscriptResult),
+    "sessions/fork": Method(ForkRequest, ForkResult),
+    "sessions/rename": Method(RenameParams, MetaResult),
+    "sessions/archive": Method(ArchiveParams, MetaResult),
 }
 
 # Application errors (JSON-RPC reserves -32000 to -32099 for the server's own).
 INVALID_CHANGES = -32010  # data: {"problems": [...]} — nothing was written
 MEMORY_INVALID = -32011  # data: {"revision", "files": [...]} — fix the files first
+SESSION_REFUSED = -32012  # data: {"code": NOT_FOUND | OPEN_TURN | STALE_SOURCE | OP_CONFLICT | ...}
 
 
 class RpcError(Exception):

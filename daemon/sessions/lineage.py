@@ -64,6 +64,21 @@ class TreeNode(BaseModel):
     children: list[TreeNode]
 
 
+class FlatNode(BaseModel):
+    """A tree node without children, placed by `parent` and `depth` in pre-order."""
+
+    id: str
+    title: str | None
+    kind: NodeKind
+    forkTurn: int | None
+    createdAt: int
+    live: bool
+    archived: bool
+    flags: list[NodeFlag]
+    parent: str | None
+    depth: int
+
+
 class SessionTree(BaseModel):
     """The forest of a workspace; serialise deep trees with `to_json()` / `to_json_dict()`."""
 
@@ -80,6 +95,19 @@ class SessionTree(BaseModel):
             if node is not None:
                 stack.append((None, depth))
                 stack.extend((child, depth + 1) for child in reversed(node.children))
+
+    def flat(self) -> list[FlatNode]:
+        """The tree as a pre-order list with parent ids: the wire form for clients, since JSON
+        parsers recurse too and a 10 000-deep nesting cannot be read back."""
+        nodes: list[FlatNode] = []
+        parents: list[str] = []
+        for node, depth in self.walk():
+            if node is None:
+                parents.pop()
+                continue
+            nodes.append(FlatNode(**_scalars(node), parent=parents[-1] if parents else None, depth=depth))
+            parents.append(node.id)
+        return nodes
 
     def to_json_dict(self) -> dict[str, Any]:
         """What `model_dump()` returns, built without recursion so any depth works."""

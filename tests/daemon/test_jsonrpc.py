@@ -18,7 +18,7 @@ _JSON = st.recursive(
 )
 _METHODS = st.sampled_from([
     "daemon/hello", "daemon/status", "memory/readGlobal", "memory/readWorkspace", "memory/commitWorkspace",
-    "memory/replaceGlobal", "memory/context", "x", "",
+    "memory/replaceGlobal", "memory/context", "sessions/list", "sessions/turns", "sessions/fork", "x", "",
 ]) | st.text(max_size=10)  # fmt: skip
 _REQUESTS = st.fixed_dictionaries(
     {"jsonrpc": st.sampled_from(["2.0", "1.0", 2]), "method": _METHODS},

@@ -1,0 +1,114 @@
+"""The daemon's session and fork methods, over the configured roots only, off the event loop.
+
+Each call opens the catalog afresh (settings may have changed, and SQLite connections are not
+shared between worker threads); a client can name sessions by id and workspaces by cwd, never
+a root or a log path, so nothing outside REMEM_HOME and the configured roots is reachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..forks.child import normalize_title
+from ..forks.service import ForkRequest, ForkResult, ForkService
+from ..home import Home
+from ..sessions.catalog import Listing, SessionCatalog, SessionNotFound
+from ..sessions.errors import OperationError
+from ..sessions.lineage import build_tree
+from ..sessions.metadata import SessionMetadata
+from ..sessions.transcript import render_transcript
+from ..settings import SettingsError
+from .jsonrpc import Handler
+from .protocol import (
+    SESSION_REFUSED,
+    ArchiveParams,
+    ListParams,
+    MetaResult,
+    RenameParams,
+    RpcError,
+    SessionParams,
+    TranscriptResult,
+    TreeResult,
+    TurnRow,
+    TurnsResult,
+    WorkspaceParams,
+)
+
+T = TypeVar("T")
+
+
+class SessionMethods:
+    def __init__(self, home: Home) -> None:
+        self.home = home
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "sessions/list": self.listing,
+            "sessions/tree": self.tree,
+            "sessions/turns": self.turns,
+            "sessions/transcript": self.transcript,
+            "sessions/fork": self.fork,
+            "sessions/rename": self.rename,
+            "sessions/archive": self.archive,
+        }
+
+    async def listing(self, params: ListParams) -> Listing:
+        return await self._run(lambda catalog: catalog.listing(params.cwd))
+
+    async def tree(self, params: WorkspaceParams) -> TreeResult:
+        def build(catalog: SessionCatalog) -> TreeResult:
+            entries, _ = catalog.entries(params.cwd)
+            return TreeResult(nodes=build_tree(e.lineage_item() for e in entries).flat())
+
+        return await self._run(build)
+
+    async def turns(self, params: SessionParams) -> TurnsResult:
+        return await self._run(
+            lambda catalog: TurnsResult(turns=[TurnRow.of(t) for t in catalog.projection(params.id).turns])
+        )
+
+    async def transcript(self, params: SessionParams) -> TranscriptResult:
+        return await self._run(
+            lambda catalog: TranscriptResult(markdown=render_transcript(catalog.read(params.id)))
+        )
+
+    async def fork(self, params: ForkRequest) -> ForkResult:
+        return await self._run(lambda catalog: ForkService(catalog).fork(params))
+
+    async def rename(self, params: RenameParams) -> MetaResult:
+        title = normalize_title(params.title)
+        if not title:
+            raise _refused(
+                OperationError("INVALID", "the title is empty once control characters are removed")
+            )
+        return await self._meta(params.id, params.expectedGeneration, title=title)
+
+    async def archive(self, params: ArchiveParams) -> MetaResult:
+        return await self._meta(params.id, params.expectedGeneration, archived=params.archived)
+
+    async def _meta(self, session_id: str, expected: int | None, **changes: object) -> MetaResult:
+        def update(catalog: SessionCatalog) -> MetaResult:
+            catalog.find(session_id)
+            meta = SessionMetadata(self.home).update(session_id, expected, **changes)
+            return MetaResult(id=session_id, **meta.model_dump())
+
+        return await self._run(update)
+
+    async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
+        def call() -> T:
+            return action(SessionCatalog.open(self.home))
+
+        try:
+            return await asyncio.to_thread(call)
+        except SessionNotFound as exc:
+            raise _refused(OperationError("NOT_FOUND", str(exc))) from None
+        except OperationError as exc:
+            raise _refused(exc) from None
+        except SettingsError as exc:
+            raise RpcError(SESSION_REFUSED, f"settings.yml is invalid: {exc}", {"code": "INVALID"}) from None
+
+
+def _refused(exc: OperationError) -> RpcError:
+    return RpcError(SESSION_REFUSED, exc.message, {"code": exc.code})
