@@ -228,3 +228,12 @@ def test_ten_thousand_long_cycle_is_broken_once() -> None:
     assert ids(tree.roots) == ["n0"]
     flagged = [node.flags for node, _ in tree.walk() if node is not None]
     assert len(flagged) == N and all(flags == ["cycle"] for flags in flagged)
+
+
+def test_flat_form_places_every_node_by_parent_and_depth() -> None:
+    deep = build_tree(chain(10_000)).flat()
+    assert [n.depth for n in deep] == list(range(10_000))
+    assert all(node.parent == previous.id for previous, node in zip(deep, deep[1:], strict=False))
+    assert json.loads(json.dumps([n.model_dump() for n in deep]))[-1]["depth"] == 9_999
+    fan = build_tree([item("root"), item("b", "root", created_at=2), item("a", "root", created_at=1)]).flat()
+    assert [(n.id, n.parent, n.depth) for n in fan] == [("root", None, 0), ("a", "root", 1), ("b", "root", 1)]
