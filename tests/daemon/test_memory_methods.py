@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,34 +14,17 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.protocol import INVALID_CHANGES, INVALID_PARAMS, MEMORY_INVALID, RpcError
 
+from .helpers import calls
+
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 RECORD = {"name": "prefer-uv", "description": "Use uv", "type": "feedback", "content": "Faster.\n"}
 
 
-def session(home: Home, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Run calls in order on one connection; an RpcError is returned in place of its result."""
-
-    async def run() -> list[Any]:
-        client = await AsyncDaemonClient.open(home)
-        results: list[Any] = []
-        try:
-            for method, params in calls:
-                try:
-                    results.append(await client.call(method, params))
-                except RpcError as exc:
-                    results.append(exc)
-        finally:
-            await client.close()
-        return results
-
-    return asyncio.run(run())
-
-
 def test_memory_round_trip_through_the_daemon(home: Home, tmp_path: Path) -> None:
     cwd = str(tmp_path / "project")
     put = {"action": "put", "record": RECORD}
-    first, glob, ws, committed, stale, relative = session(home, [
+    first, glob, ws, committed, stale, relative = calls(home, [
         ("memory/readGlobal", {}),
         ("memory/replaceGlobal", {"expectedRevision": EMPTY, "content": "Be brief.\n"}),
         ("memory/readWorkspace", {"cwd": cwd}),
@@ -51,7 +33,7 @@ def test_memory_round_trip_through_the_daemon(home: Home, tmp_path: Path) -> Non
         ("memory/readWorkspace", {"cwd": "relative/path"}),
     ])  # fmt: skip
     delete_ghost = {"action": "delete", "name": "ghost"}
-    [invalid] = session(home, [("memory/commitWorkspace", {
+    [invalid] = calls(home, [("memory/commitWorkspace", {
         "cwd": cwd, "expectedRevision": committed["revision"], "changes": [delete_ghost]})])  # fmt: skip
     assert first == {"revision": EMPTY, "content": ""} and glob["status"] == "committed"
     assert ws["records"] == [] and ws["key"] == WorkspaceId.from_cwd(cwd).key
@@ -63,7 +45,7 @@ def test_memory_round_trip_through_the_daemon(home: Home, tmp_path: Path) -> Non
     store = MemoryStore(home)  # the daemon wrote the very files an in-process reader sees
     assert store.read_global().content == "Be brief.\n"
     assert [r.name for r in store.read_workspace(WorkspaceId.from_cwd(cwd)).records] == ["prefer-uv"]
-    [context] = session(home, [("memory/context", {"cwd": cwd})])
+    [context] = calls(home, [("memory/context", {"cwd": cwd})])
     assert "Be brief." in context["text"] and "[prefer-uv](prefer-uv.md)" in context["text"]
 
 
@@ -74,7 +56,7 @@ def test_invalid_memory_is_reported_with_its_revision(home: Home, tmp_path: Path
     store.commit_workspace(workspace, EMPTY, CHANGES.validate_python([{"action": "put", "record": RECORD}]))
     record = store.folder(workspace) / "prefer-uv.md"
     record.write_text(record.read_text().replace("feedback", "Feedback"))
-    broken, regenerate = session(
+    broken, regenerate = calls(
         home, [("memory/readWorkspace", {"cwd": cwd}), ("memory/regenerateIndex", {"cwd": cwd})]
     )
     assert isinstance(broken, RpcError) and broken.code == MEMORY_INVALID

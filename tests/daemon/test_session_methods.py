@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.server.protocol import INVALID_PARAMS, SESSION_REFUSED, RpcError
 from remem.daemon.sessions.factory import (
@@ -20,25 +17,10 @@ from remem.daemon.sessions.factory import (
     write_session,
 )
 
+from .helpers import calls
+
 pytestmark = pytest.mark.slow
 CWD = "/home/dev/projects/demo"
-
-
-def calls(home: Home, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    async def run() -> list[Any]:
-        client = await AsyncDaemonClient.open(home)
-        out: list[Any] = []
-        try:
-            for method, params in requests:
-                try:
-                    out.append(await client.call(method, params))
-                except RpcError as exc:
-                    out.append(exc)
-        finally:
-            await client.close()
-        return out
-
-    return asyncio.run(run())
 
 
 @pytest.fixture
