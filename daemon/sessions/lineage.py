@@ -48,8 +48,8 @@ class LineageItem:
         return (self.created_at, self.id)
 
 
-class TreeNode(BaseModel):
-    """One session in the tree; `children` sorted by `createdAt`, then id."""
+class _Node(BaseModel):
+    """What every tree node says about its session (field order is the JSON key order)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -61,20 +61,17 @@ class TreeNode(BaseModel):
     live: bool
     archived: bool
     flags: list[NodeFlag]
+
+
+class TreeNode(_Node):
+    """One session in the tree; `children` sorted by `createdAt`, then id."""
+
     children: list[TreeNode]
 
 
-class FlatNode(BaseModel):
+class FlatNode(_Node):
     """A tree node without children, placed by `parent` and `depth` in pre-order."""
 
-    id: str
-    title: str | None
-    kind: NodeKind
-    forkTurn: int | None
-    createdAt: int
-    live: bool
-    archived: bool
-    flags: list[NodeFlag]
     parent: str | None
     depth: int
 
