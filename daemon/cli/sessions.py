@@ -13,11 +13,11 @@ import click
 from ..forks.child import normalize_title
 from ..forks.service import ForkRequest, ForkService
 from ..home import Home
+from ..server.protocol import TurnRow
 from ..sessions.catalog import SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.lineage import build_tree
 from ..sessions.metadata import SessionMetadata
-from ..sessions.projection import TurnSummary
 from ..sessions.transcript import render_transcript
 from ..settings import SettingsError
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail
@@ -90,7 +90,7 @@ def tree(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json: bool) ->
 def turns(home: Home, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
     """The turns of a session: number, seq range, status, first line of the prompt."""
     projection = _lookup(lambda: _catalog(home, roots).projection(session_id))
-    rows = [_turn_json(t) for t in projection.turns]
+    rows = [TurnRow.of(t).model_dump() for t in projection.turns]
     if as_json:
         emit_json({"turns": rows})
         return
@@ -114,7 +114,7 @@ def show(home: Home, session_id: str, as_markdown: bool, roots: tuple[Path, ...]
         emit_json({
             "header": log.header.to_record(),
             "title": projection.title,
-            "turns": [_turn_json(t) for t in projection.turns],
+            "turns": [TurnRow.of(t).model_dump() for t in projection.turns],
             "events": [e.to_record() for e in log.events],
         })  # fmt: skip
         return
@@ -134,10 +134,6 @@ def _lookup(action: Callable[[], T]) -> T:
     except SessionNotFound as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(EXIT_PROBLEMS)
-
-
-def _turn_json(turn: TurnSummary) -> dict[str, Any]:
-    return {**turn.model_dump(), "forkable": turn.forkable}
 
 
 def _age(epoch_ms: int) -> str:
