@@ -14,77 +14,160 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .home import Home
 from .locks import file_lock
-from .server.protocol import APP_VERSION, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, DaemonInfo, RpcError
+from .server.protocol import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from .server.runtime import DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
+# Requests are capped at MAX_MESSAGE_BYTES; answers (a long transcript) may be much larger.
+MAX_ANSWER_BYTES = 1 << 30
 
 
 class DaemonUnavailable(Exception):
     """The daemon could not be reached or started; the message says why and what to do."""
 
 
+Listener = Callable[[str, dict[str, Any]], None]
+
+
 class AsyncDaemonClient:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, info: DaemonInfo) -> None:
-        self._reader, self._writer, self.info = reader, writer, info
-        self._ids = itertools.count(1)
+    """A connection to this home's daemon that comes back by itself after a daemon restart.
+
+    Requests may be in flight together; answers are matched by id. Notifications go to the
+    listener. A request in flight when the daemon goes away fails with `DaemonUnavailable`
+    (it may or may not have been applied: commits carry a revision, forks an operation id, so
+    a retry is safe); the next request reconnects, starting the daemon if allowed.
+    """
+
+    def __init__(self, home: Home, start: bool, listener: Listener | None) -> None:
+        self.home, self._start, self._listener = home, start, listener
+        self._link: _Link | None = None
+        self._linking = asyncio.Lock()
 
     @classmethod
-    async def open(cls, home: Home, *, start: bool = True) -> AsyncDaemonClient:
+    async def open(
+        cls, home: Home, *, start: bool = True, listener: Listener | None = None
+    ) -> AsyncDaemonClient:
         """Connect to this home's daemon, starting (or replacing) it when needed."""
-        paths = DaemonPaths(home)
-        client = await _connect_checked(paths)
-        if client is not None:
-            return client
-        if not start:
-            raise DaemonUnavailable(f"no remem daemon is running for {home.root}")
-        await asyncio.to_thread(_start, paths)
-        client = await _connect_checked(paths)
-        if client is None:
-            raise DaemonUnavailable(f"the remem daemon for {home.root} started but does not answer")
+        client = cls(home, start, listener)
+        await client._connected()
         return client
 
+    @property
+    def info(self) -> DaemonInfo:
+        assert self._link is not None
+        return self._link.info
+
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
-        self._writer.write(json.dumps(request).encode() + b"\n")
-        await self._writer.drain()
-        line = await self._reader.readline()
-        if not line:
-            raise DaemonUnavailable("the daemon closed the connection")
-        response = json.loads(line)
-        if "error" in response:
-            error = response["error"]
-            raise RpcError(error["code"], error["message"], error.get("data"))
-        result: dict[str, Any] = response["result"]
-        return result
+        link = await self._connected()
+        return await link.request(method, params or {})
+
+    async def close(self) -> None:
+        if self._link is not None:
+            await self._link.close()
+
+    async def _connected(self) -> _Link:
+        async with self._linking:
+            if self._link is None or self._link.lost:
+                self._link = await self._open_link()
+            return self._link
+
+    async def _open_link(self) -> _Link:
+        paths = DaemonPaths(self.home)
+        link = await _connect_checked(paths, self._listener)
+        if link is not None:
+            return link
+        if not self._start:
+            raise DaemonUnavailable(f"no remem daemon is running for {self.home.root}")
+        await asyncio.to_thread(_start, paths)
+        link = await _connect_checked(paths, self._listener)
+        if link is None:
+            raise DaemonUnavailable(f"the remem daemon for {self.home.root} started but does not answer")
+        return link
+
+
+class _Link:
+    """One socket connection: writes requests, and one reader task routes what comes back."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        info: DaemonInfo,
+        listener: Listener | None,
+    ) -> None:
+        self._writer, self.info, self._listener = writer, info, listener
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._reading = asyncio.create_task(self._read_all(reader))
+
+    @property
+    def lost(self) -> bool:
+        return self._reading.done()
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id = next(self._ids)
+        answer = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = answer
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        try:
+            self._writer.write(json.dumps(message).encode() + b"\n")
+            await self._writer.drain()
+            return await answer
+        except ConnectionError:
+            raise DaemonUnavailable("the daemon closed the connection") from None
+        finally:
+            self._waiting.pop(request_id, None)
 
     async def close(self) -> None:
         self._writer.close()
+        self._reading.cancel()
+
+    async def _read_all(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while line := await reader.readline():
+                self._route(json.loads(line))
+        except (ConnectionError, ValueError):
+            pass  # a broken connection or a garbled answer: fail what waits, reconnect next time
+        finally:
+            for answer in self._waiting.values():
+                if not answer.done():
+                    answer.set_exception(DaemonUnavailable("the daemon closed the connection"))
+
+    def _route(self, message: dict[str, Any]) -> None:
+        if "id" not in message:
+            if self._listener is not None:
+                self._listener(message["method"], message.get("params") or {})
+            return
+        answer = self._waiting.get(message["id"])
+        if answer is None or answer.done():
+            return
+        if "error" in message:
+            error = message["error"]
+            answer.set_exception(RpcError(error["code"], error["message"], error.get("data")))
+        else:
+            answer.set_result(message["result"])
 
 
-async def _connect(info: DaemonInfo) -> AsyncDaemonClient | None:
+async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Link | None:
+    """A connection after a version handshake; None when no compatible daemon answers."""
+    info = paths.read_status()
+    if info is None:
+        return None
     try:
-        reader, writer = await asyncio.open_unix_connection(info.socket, limit=MAX_MESSAGE_BYTES)
+        reader, writer = await asyncio.open_unix_connection(info.socket, limit=MAX_ANSWER_BYTES)
     except OSError:
         return None
-    return AsyncDaemonClient(reader, writer, info)
-
-
-async def _connect_checked(paths: DaemonPaths) -> AsyncDaemonClient | None:
-    """A connected client after a version handshake; None when no compatible daemon answers."""
-    info = paths.read_status()
-    client = await _connect(info) if info is not None else None
-    if client is None:
-        return None
-    hello = await client.call("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
+    link = _Link(reader, writer, info, listener)
+    hello = await link.request("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
     if (hello["protocol"], hello["version"]) == (PROTOCOL_VERSION, APP_VERSION):
-        return client
-    await client.call("daemon/shutdown")  # an older (or newer) daemon: replace it
-    await client.close()
+        return link
+    await link.request("daemon/shutdown", {})  # an older (or newer) daemon: replace it
+    await link.close()
     await asyncio.to_thread(_wait_until_stopped, paths)
     return None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -33,6 +33,8 @@ class SessionsSettings(_Strict):
 
 class DaemonSettings(_Strict):
     idle_minutes: float = Field(default=60, gt=0)
+    # polling: for network file systems, where inotify sees no changes made by other machines
+    watch: Literal["auto", "polling"] = "auto"
 
 
 class ProviderSettings(_Strict):

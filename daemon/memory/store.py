@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..faults import faultpoint
 from ..fsutil import (
@@ -174,6 +174,16 @@ class MemoryStore:
 
     def folder(self, workspace: WorkspaceId) -> Path:
         return self.home.workspaces / workspace.key
+
+    def workspace_of(self, key: str) -> WorkspaceId:
+        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown)."""
+        try:
+            info = WorkspaceInfo.model_validate_json(
+                (self.home.workspaces / key / WORKSPACE_INFO).read_bytes()
+            )
+        except (OSError, ValidationError):
+            return WorkspaceId(key=key, cwd="")
+        return WorkspaceId(key=key, cwd=info.cwd)
 
     # -- Internals ------------------------------------------------------------------------
 

@@ -27,6 +27,8 @@ from .protocol import (
 
 Handler = Callable[[Any], Awaitable[BaseModel]]
 WRITE_TIMEOUT_SECONDS = 10.0
+MAX_IN_FLIGHT = 16  # requests of one client running at once; more wait to be read
+OUTBOX_LIMIT = 1024  # answers and notifications queued for a client before it counts as stuck
 log = logging.getLogger("remem.daemon")
 
 
@@ -86,31 +88,81 @@ def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": usable, "error": error.to_json()}
 
 
-async def serve_connection(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dispatcher: Dispatcher
-) -> None:
-    """Answer one client's messages in order until it closes, breaks the framing or stops reading."""
-    try:
-        while True:
+class Connection:
+    """One client. Its requests run concurrently (up to `MAX_IN_FLIGHT`), so a slow one never
+    holds up the next; answers and notifications go through one queue and one writer, so a
+    client that stops reading is cut off without blocking anyone else."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dispatcher: Dispatcher
+    ) -> None:
+        self._reader, self._writer, self._dispatcher = reader, writer, dispatcher
+        self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue(OUTBOX_LIMIT)
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._requests: set[asyncio.Task[None]] = set()
+
+    async def serve(self) -> None:
+        """Answer this client until it closes, breaks the framing or stops reading."""
+        sender = asyncio.create_task(self._send_all())
+        try:
+            await self._receive_all()
+            if self._requests:  # a half-closed client still gets its answers
+                await asyncio.wait(self._requests)
+            self._post(None)
+            await sender
+        finally:
+            for task in (sender, *self._requests):
+                task.cancel()
+            self._writer.close()
+
+    def notify(self, method: str, params: BaseModel) -> None:
+        """Queue a notification; never blocks."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params.model_dump(mode="json")}
+        self._post(_encode(message))
+
+    async def _receive_all(self) -> None:
+        while not self._writer.is_closing():
             try:
-                line = await reader.readuntil(b"\n")
+                line = await self._reader.readuntil(b"\n")
             except asyncio.LimitOverrunError:
                 too_big = RpcError(
                     INVALID_REQUEST, f"message exceeds {MAX_MESSAGE_BYTES} bytes; connection closed"
                 )
-                await _send(writer, _error(None, too_big))
+                self._post(_encode(_error(None, too_big)))
                 return
-            except asyncio.IncompleteReadError:
+            except (asyncio.IncompleteReadError, ConnectionError):
                 return  # the client closed (or half-closed) its side
-            response = await dispatcher.handle(line)
-            if response is not None:
-                await _send(writer, response)
-    except (ConnectionError, TimeoutError):
-        return  # a client that vanished or never reads its answers loses only its own connection
-    finally:
-        writer.close()
+            await self._slots.acquire()
+            task = asyncio.create_task(self._answer(line))
+            self._requests.add(task)
+            task.add_done_callback(self._request_done)
+
+    async def _answer(self, line: bytes) -> None:
+        response = await self._dispatcher.handle(line)
+        if response is not None:
+            self._post(_encode(response))
+
+    def _request_done(self, task: asyncio.Task[None]) -> None:
+        self._requests.discard(task)
+        self._slots.release()
+
+    def _post(self, data: bytes | None) -> None:
+        try:
+            self._outbox.put_nowait(data)
+        except asyncio.QueueFull:
+            log.warning("a client does not read its messages: disconnecting it")
+            self._writer.transport.abort()
+
+    async def _send_all(self) -> None:
+        while (data := await self._outbox.get()) is not None:
+            self._writer.write(data)
+            try:
+                await asyncio.wait_for(self._writer.drain(), WRITE_TIMEOUT_SECONDS)
+            except (ConnectionError, TimeoutError):
+                # A client that vanished or never reads loses only its own connection.
+                self._writer.transport.abort()
+                return
 
 
-async def _send(writer: asyncio.StreamWriter, response: dict[str, Any]) -> None:
-    writer.write(json.dumps(response, separators=(",", ":")).encode() + b"\n")
-    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_SECONDS)
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"

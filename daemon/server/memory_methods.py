@@ -2,14 +2,18 @@
 
 Every call runs in a worker thread, because it takes file locks, reads and fsyncs; the store's
 own exceptions become JSON-RPC errors carrying every problem, so a client can show them as the
-CLI does.
+CLI does. Each new revision of a scope, committed here or edited by hand, is announced once as
+`memory/changed`: the last announced revision per scope is what tells news from an echo.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
+
+from pydantic import BaseModel
 
 from ..home import Home
 from ..memory.batch import InvalidChanges
@@ -23,6 +27,7 @@ from .protocol import (
     CommitWorkspaceParams,
     ContextResult,
     Empty,
+    MemoryChanged,
     RegenerateResult,
     ReplaceGlobalParams,
     RpcError,
@@ -30,11 +35,22 @@ from .protocol import (
 )
 
 T = TypeVar("T")
+Publish = Callable[[str, BaseModel], None]
+Scope = str | None  # a workspace key, or None for Global
+
+
+def unheard(method: str, params: BaseModel) -> None:
+    """Where notifications go when no daemon serves clients (the CLI run in-process)."""
 
 
 class MemoryMethods:
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, publish: Publish = unheard) -> None:
         self.store = MemoryStore(home)
+        self._publish = publish
+        self._announced: dict[Scope, str | None] = {}
+        # A commit and the watcher's look at the same scope take turns, so the watcher always
+        # sees the revision the commit announced and drops the echo of its writes.
+        self._turns: defaultdict[Scope, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -53,13 +69,60 @@ class MemoryMethods:
         return await _off_loop(lambda: self.store.read_workspace(WorkspaceId.from_cwd(params.cwd)))
 
     async def replace_global(self, params: ReplaceGlobalParams) -> CommitResult:
-        return await _off_loop(lambda: self.store.replace_global(params.expectedRevision, params.content))
+        async with self._turns[None]:
+            result = await _off_loop(
+                lambda: self.store.replace_global(params.expectedRevision, params.content)
+            )
+            self._committed(MemoryChanged(scope="global", revision=result.revision, valid=True), result)
+        return result
 
     async def commit_workspace(self, params: CommitWorkspaceParams) -> CommitResult:
         workspace = WorkspaceId.from_cwd(params.cwd)
-        return await _off_loop(
-            lambda: self.store.commit_workspace(workspace, params.expectedRevision, params.changes)
-        )
+        async with self._turns[workspace.key]:
+            result = await _off_loop(
+                lambda: self.store.commit_workspace(workspace, params.expectedRevision, params.changes)
+            )
+            change = MemoryChanged(
+                scope="workspace",
+                workspace=workspace.key,
+                cwd=workspace.cwd,
+                revision=result.revision,
+                valid=True,
+            )
+            self._committed(change, result)
+        return result
+
+    async def scope_changed(self, scope: Scope) -> None:
+        """React to files of a scope changing on disk: reindex a valid workspace, announce news."""
+        async with self._turns[scope]:
+            change = await asyncio.to_thread(self._look, scope)
+            self._announce(scope, change)
+
+    def _committed(self, change: MemoryChanged, result: CommitResult) -> None:
+        if result.status == "committed":
+            self._announce(change.workspace, change)
+
+    def _announce(self, scope: Scope, change: MemoryChanged) -> None:
+        if self._announced.get(scope, "") != change.revision:
+            self._announced[scope] = change.revision
+            self._publish("memory/changed", change)
+
+    def _look(self, scope: Scope) -> MemoryChanged:
+        if scope is None:
+            try:
+                return MemoryChanged(scope="global", revision=self.store.read_global().revision, valid=True)
+            except MemoryInvalid as exc:
+                return MemoryChanged(scope="global", revision=exc.revision, valid=False)
+        workspace = self.store.workspace_of(scope)
+        cwd = workspace.cwd or None
+        try:
+            revision = self.store.read_workspace(workspace).revision
+        except MemoryInvalid as exc:
+            return MemoryChanged(
+                scope="workspace", workspace=scope, cwd=cwd, revision=exc.revision, valid=False
+            )
+        self.store.regenerate_index(workspace)  # a valid hand edit gets its MEMORY.md line
+        return MemoryChanged(scope="workspace", workspace=scope, cwd=cwd, revision=revision, valid=True)
 
     async def regenerate_index(self, params: WorkspaceParams) -> RegenerateResult:
         written = await _off_loop(lambda: self.store.regenerate_index(WorkspaceId.from_cwd(params.cwd)))

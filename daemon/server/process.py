@@ -16,15 +16,19 @@ import socket
 import struct
 from datetime import datetime, timezone
 
+from pydantic import BaseModel
+
 from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
-from ..settings import SettingsStore
-from .jsonrpc import Dispatcher, serve_connection
+from ..sessions.catalog import default_roots
+from ..settings import Settings, SettingsError, SettingsStore
+from .jsonrpc import Connection, Dispatcher
 from .memory_methods import MemoryMethods
 from .protocol import (
     APP_VERSION,
     MAX_MESSAGE_BYTES,
+    NOTIFICATIONS,
     PROTOCOL_VERSION,
     DaemonInfo,
     Empty,
@@ -34,29 +38,40 @@ from .protocol import (
 )
 from .runtime import DaemonPaths
 from .session_methods import SessionMethods
+from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
 _PEERCRED = struct.Struct("3i")
 
 
 class Daemon:
-    def __init__(self, home: Home, idle_seconds: float) -> None:
+    def __init__(self, home: Home, settings: Settings) -> None:
         self.home = home
         self.paths = DaemonPaths(home)
-        self.idle_seconds = idle_seconds
+        self.idle_seconds = settings.daemon.idle_minutes * 60
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        self.clients = 0
+        self.connections: set[Connection] = set()
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
+        self.memory = MemoryMethods(home, self.publish)
+        self.sessions = SessionMethods(home, publish=self.publish)
+        roots = default_roots(home, settings.sessions.roots)
+        self.watcher = Watcher(home, roots, self._changed, settings.daemon.watch)
         self.dispatcher = Dispatcher(
             {
                 "daemon/hello": self._hello,
                 "daemon/status": self._status,
                 "daemon/shutdown": self._shutdown,
-                **MemoryMethods(home).handlers(),
-                **SessionMethods(home).handlers(),
+                **self.memory.handlers(),
+                **self.sessions.handlers(),
             }
         )
+
+    def publish(self, method: str, params: BaseModel) -> None:
+        """Send a notification to every connected client."""
+        assert isinstance(params, NOTIFICATIONS[method])
+        for connection in self.connections:
+            connection.notify(method, params)
 
     async def serve(self) -> None:
         socket_path = self.paths.socket
@@ -65,6 +80,7 @@ class Daemon:
             self._connection, path=str(socket_path), limit=MAX_MESSAGE_BYTES
         )
         os.chmod(socket_path, 0o600)
+        self.watcher.start(asyncio.get_running_loop())
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,
@@ -75,8 +91,11 @@ class Daemon:
             loop.add_signal_handler(signum, self.stop)
         self._arm_idle()
         log.info("listening on %s (pid %d)", socket_path, os.getpid())
-        async with server:
-            await self._stop.wait()
+        try:
+            async with server:
+                await self._stop.wait()
+        finally:
+            await asyncio.to_thread(self.watcher.stop)
         self._forget_status()
         socket_path.unlink(missing_ok=True)
 
@@ -93,16 +112,33 @@ class Daemon:
         if not _same_user(writer):
             writer.close()
             return
-        self.clients += 1
+        connection = Connection(reader, writer, self.dispatcher)
+        self.connections.add(connection)
         self._disarm_idle()
         try:
-            await serve_connection(reader, writer, self.dispatcher)
+            await connection.serve()
         except asyncio.CancelledError:
             pass  # the daemon is stopping: this top-level connection task just ends
         finally:
-            self.clients -= 1
-            if self.clients == 0:
+            self.connections.discard(connection)
+            if not self.connections:
                 self._arm_idle()
+
+    async def _changed(self, target: Target) -> None:
+        if isinstance(target, MemoryScope):
+            await self.memory.scope_changed(target.key)
+        elif isinstance(target, SessionRoot):
+            await self.sessions.root_changed(target.path)
+        elif isinstance(target, SettingsFile):
+            await self._settings_changed()
+
+    async def _settings_changed(self) -> None:
+        try:
+            settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
+        except SettingsError as exc:
+            log.warning("settings.yml is invalid; keeping the previous roots: %s", exc)
+            return
+        self.watcher.set_roots(default_roots(self.home, settings.sessions.roots))
 
     def _arm_idle(self) -> None:
         self._disarm_idle()
@@ -123,7 +159,7 @@ class Daemon:
     async def _status(self, params: Empty) -> StatusResult:
         return StatusResult(
             pid=os.getpid(), protocol=PROTOCOL_VERSION, version=APP_VERSION, startedAt=self.started_at,
-            home=str(self.home.root), clients=self.clients,
+            home=str(self.home.root), clients=len(self.connections), watch=self.watcher.status(),
         )  # fmt: skip
 
     async def _shutdown(self, params: Empty) -> Empty:
@@ -155,7 +191,7 @@ def run(home: Home) -> int:
     try:
         settings, _ = SettingsStore(home).read()
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-        asyncio.run(Daemon(home, settings.daemon.idle_minutes * 60).serve())
+        asyncio.run(Daemon(home, settings).serve())
         return 0
     finally:
         held.release()

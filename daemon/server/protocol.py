@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -52,6 +52,15 @@ class HelloResult(_Strict):
     pid: int
 
 
+class WatchStatus(_Strict):
+    """How the daemon notices changes it did not make itself."""
+
+    backend: Literal["inotify", "polling", "off"]  # off: not (yet, or any more) watching
+    reason: str | None = None  # why polling: the setting, or the inotify limit that was hit
+    paths: list[str]
+    missing: list[str]  # configured roots that do not exist (yet); not watched
+
+
 class StatusResult(_Strict):
     pid: int
     protocol: int
@@ -59,6 +68,7 @@ class StatusResult(_Strict):
     startedAt: str
     home: str
     clients: int
+    watch: WatchStatus
 
 
 class WorkspaceParams(_Strict):
@@ -164,6 +174,28 @@ METHODS: dict[str, Method] = {
     "sessions/fork": Method(ForkRequest, ForkResult),
     "sessions/rename": Method(RenameParams, MetaResult),
     "sessions/archive": Method(ArchiveParams, MetaResult),
+}
+
+
+class MemoryChanged(_Strict):
+    """`memory/changed`: a scope has a new revision (a commit, or an edit by hand)."""
+
+    scope: Literal["global", "workspace"]
+    workspace: str | None = None  # the workspace key
+    cwd: str | None = None  # the workspace's project folder, when workspace.json names it
+    revision: str | None  # None only when a record is not even a regular file
+    valid: bool
+
+
+class SessionsChanged(_Strict):
+    """`sessions/changed`: a root's logs or a session's metadata changed; re-list it."""
+
+    root: str
+
+
+NOTIFICATIONS: dict[str, type[BaseModel]] = {
+    "memory/changed": MemoryChanged,
+    "sessions/changed": SessionsChanged,
 }
 
 # Application errors (JSON-RPC reserves -32000 to -32099 for the server's own).

@@ -3,12 +3,16 @@
 Each call opens the catalog afresh (settings may have changed, and SQLite connections are not
 shared between worker threads); a client can name sessions by id and workspaces by cwd, never
 a root or a log path, so nothing outside REMEM_HOME and the configured roots is reachable.
+Extra roots exist only for the CLI run in-process, where the user names them on the command
+line. A root whose logs changed is announced once as `sessions/changed`, the root's
+fingerprint telling news from the echo of the daemon's own fork.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from ..forks.child import normalize_title
@@ -18,9 +22,11 @@ from ..sessions.catalog import Listing, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.lineage import build_tree
 from ..sessions.metadata import SessionMetadata
+from ..sessions.roots import root_fingerprint
 from ..sessions.transcript import render_transcript
 from ..settings import SettingsError
 from .jsonrpc import Handler
+from .memory_methods import Publish, unheard
 from .protocol import (
     SESSION_REFUSED,
     ArchiveParams,
@@ -29,6 +35,7 @@ from .protocol import (
     RenameParams,
     RpcError,
     SessionParams,
+    SessionsChanged,
     TranscriptResult,
     TreeResult,
     TurnRow,
@@ -40,8 +47,14 @@ T = TypeVar("T")
 
 
 class SessionMethods:
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, extra_roots: Sequence[Path] = (), publish: Publish = unheard) -> None:
         self.home = home
+        self.extra_roots = tuple(extra_roots)
+        self._publish = publish
+        self._fingerprints: dict[Path, str] = {}
+        # Forks and the watcher's look at a root take turns, so the look after a fork finds
+        # the fingerprint the fork recorded and drops the echo of its writes.
+        self._turns = asyncio.Lock()
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -75,7 +88,26 @@ class SessionMethods:
         )
 
     async def fork(self, params: ForkRequest) -> ForkResult:
-        return await self._run(lambda catalog: ForkService(catalog).fork(params))
+        def fork(catalog: SessionCatalog) -> tuple[ForkResult, Path]:
+            result = ForkService(catalog).fork(params)
+            return result, catalog.root_of(catalog.find(result.child).path)
+
+        async with self._turns:
+            result, root = await self._run(fork)
+            if result.created:
+                await self._announce(root)
+        return result
+
+    async def root_changed(self, root: Path) -> None:
+        """React to files of a root changing on disk: announce it if its logs changed."""
+        async with self._turns:
+            await self._announce(root)
+
+    async def _announce(self, root: Path) -> None:
+        fingerprint = await asyncio.to_thread(root_fingerprint, root)
+        if self._fingerprints.get(root) != fingerprint:
+            self._fingerprints[root] = fingerprint
+            self._publish("sessions/changed", SessionsChanged(root=str(root)))
 
     async def rename(self, params: RenameParams) -> MetaResult:
         title = normalize_title(params.title)
@@ -89,16 +121,19 @@ class SessionMethods:
         return await self._meta(params.id, params.expectedGeneration, archived=params.archived)
 
     async def _meta(self, session_id: str, expected: int | None, **changes: object) -> MetaResult:
-        def update(catalog: SessionCatalog) -> MetaResult:
-            catalog.find(session_id)
+        def update(catalog: SessionCatalog) -> tuple[MetaResult, Path]:
+            root = catalog.root_of(catalog.find(session_id).path)
             meta = SessionMetadata(self.home).update(session_id, expected, **changes)
-            return MetaResult(id=session_id, **meta.model_dump())
+            return MetaResult(id=session_id, **meta.model_dump()), root
 
-        return await self._run(update)
+        result, root = await self._run(update)
+        # The metadata lives in REMEM_HOME, not in the root: no file event will tell anyone.
+        self._publish("sessions/changed", SessionsChanged(root=str(root)))
+        return result
 
     async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
         def call() -> T:
-            return action(SessionCatalog.open(self.home))
+            return action(SessionCatalog.open(self.home, self.extra_roots))
 
         try:
             return await asyncio.to_thread(call)

@@ -184,6 +184,10 @@ class SessionCatalog:
     def _in_roots(self, path: str) -> bool:
         return any(path.startswith(f"{root}{os.sep}") for root in self.roots)
 
+    def root_of(self, path: Path) -> Path:
+        """The configured root a listed log lies in."""
+        return next(root for root in self.roots if path.is_relative_to(root))
+
     def read(self, session_id: str) -> SessionLog:
         entry = self.find(session_id)
         try:

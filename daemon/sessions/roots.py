@@ -7,6 +7,7 @@ returns per-log errors next to the logs that did read.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections import defaultdict
@@ -90,6 +91,23 @@ def list_logs(root: Path) -> tuple[list[LogFile], list[Path]]:
     found, flat = _log_files(root)
     encoding = _single_encoding(root, found)
     return (found[encoding] if encoding else []), flat
+
+
+def root_fingerprint(root: Path) -> str:
+    """A digest of what a listing of `root` depends on: every log's path and stat revision.
+
+    Equal fingerprints mean nothing to re-list; temp files, locks and reads never change it.
+    """
+    digest = hashlib.sha256()
+    found, flat = _log_files(root)
+    for log in sorted((f for files in found.values() for f in files), key=lambda f: f.path):
+        st = log.stat
+        digest.update(
+            os.fsencode(log.path) + f"\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}\n".encode()
+        )
+    for path in sorted(flat):
+        digest.update(os.fsencode(path) + b"\0flat\n")
+    return digest.hexdigest()
 
 
 def detect_encoding(root: Path) -> Encoding | None:

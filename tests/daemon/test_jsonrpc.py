@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from remem.daemon.home import Home
 from remem.daemon.server.process import Daemon
+from remem.daemon.settings import Settings
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -39,7 +40,7 @@ def answer(daemon: Daemon, frame: bytes) -> dict | None:  # type: ignore[type-ar
 @settings(max_examples=300, deadline=None)
 @given(frame=_FRAMES)
 def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: bytes) -> None:
-    daemon = Daemon(Home(tmp_path_factory.mktemp("home")), idle_seconds=60)  # type: ignore[attr-defined]
+    daemon = Daemon(Home(tmp_path_factory.mktemp("home")), Settings())  # type: ignore[attr-defined]
     reply = answer(daemon, frame)
     if reply is None:
         return  # a valid notification

@@ -1,0 +1,227 @@
+"""Noticing changes the daemon did not make: the memory folder, the session roots, settings.
+
+watchdog calls back on its own thread; every event is handed to the event loop, mapped to
+what it touches (a memory scope, a session root, the settings) and debounced per target, so an
+editor's atomic save (temp file, write, rename) or a burst of appends becomes one callback.
+Whether a callback is news is for the callee to decide: it compares revisions, which also
+drops the echoes of the daemon's own writes. inotify is preferred; when its watch or instance
+limit is hit, or the settings ask for it, polling takes over and `daemon/status` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+from watchdog.observers.polling import PollingObserver
+
+from ..home import Home
+from ..memory.identity import is_workspace_key
+from .protocol import WatchStatus
+
+log = logging.getLogger("remem.daemon")
+
+DEBOUNCE_SECONDS = 0.15
+MAX_DELAY_SECONDS = 1.0  # a session appended to without pause is still reported every second
+POLL_SECONDS = 1.0
+_LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
+# Opening and reading are not changes; without this filter our own reads would wake us.
+_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+    DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent,
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    key: str | None  # None is Global
+
+
+@dataclass(frozen=True)
+class SessionRoot:
+    path: Path
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    pass
+
+
+Target = MemoryScope | SessionRoot | SettingsFile
+OnChange = Callable[[Target], Awaitable[None]]
+
+
+class Watcher:
+    def __init__(
+        self, home: Home, roots: list[Path], on_change: OnChange, mode: Literal["auto", "polling"]
+    ) -> None:
+        self.home = home
+        self._on_change = on_change
+        self._roots = list(roots)
+        self._handler = _Forward(self)
+        self._observer: BaseObserver | None = None
+        self._root_watches: dict[Path, ObservedWatch] = {}
+        self._pending: dict[Target, _Pending] = {}
+        self._reactions: set[asyncio.Task[None]] = set()  # referenced until they end
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._status = WatchStatus(backend="off", paths=[], missing=[])
+        self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Watch with inotify, or with polling when asked to or when inotify runs out."""
+        self._loop = loop
+        if self._polling_reason is None:
+            try:
+                self._observe(Observer())
+                return
+            except OSError as exc:
+                if exc.errno not in _LIMITS:
+                    raise
+                self._stop_observer()
+                self._polling_reason = f"inotify limit reached ({exc.strerror or exc}); polling every second"
+                log.warning("%s", self._polling_reason)
+        self._observe(PollingObserver(timeout=POLL_SECONDS))
+
+    def stop(self) -> None:
+        """Stop watching (blocks until the observer thread ends: call it off the event loop)."""
+        self._stop_observer()
+        self._status = WatchStatus(backend="off", paths=[], missing=[])
+
+    def status(self) -> WatchStatus:
+        return self._status
+
+    def set_roots(self, roots: list[Path]) -> None:
+        """Follow a change of the configured roots without restarting the daemon."""
+        if self._observer is None or roots == self._roots:
+            return
+        for path in [p for p in self._roots if p not in roots]:
+            watch = self._root_watches.pop(path, None)
+            if watch is not None:
+                self._observer.unschedule(watch)
+        self._roots = list(roots)
+        self._schedule_roots(self._observer)
+
+    def _observe(self, observer: BaseObserver) -> None:
+        self._observer = observer
+        self._root_watches = {}
+        observer.schedule(self._handler, str(self.home.memory), recursive=True, event_filter=_EVENTS)
+        observer.schedule(self._handler, str(self.home.root), recursive=False, event_filter=_EVENTS)
+        observer.start()
+        self._schedule_roots(observer)
+
+    def _schedule_roots(self, observer: BaseObserver) -> None:
+        missing = []
+        for root in self._roots:
+            if root in self._root_watches:
+                continue
+            if not root.is_dir():
+                missing.append(str(root))
+                continue
+            self._root_watches[root] = observer.schedule(
+                self._handler, str(root), recursive=True, event_filter=_EVENTS
+            )
+        backend: Literal["inotify", "polling"] = (
+            "polling" if isinstance(observer, PollingObserver) else "inotify"
+        )
+        watched = [str(self.home.memory), *map(str, self._root_watches)]
+        self._status = WatchStatus(
+            backend=backend, reason=self._polling_reason, paths=watched, missing=missing
+        )
+
+    def _stop_observer(self) -> None:
+        observer, self._observer = self._observer, None
+        if observer is not None and observer.is_alive():
+            observer.stop()
+            observer.join()
+
+    def post(self, paths: tuple[str, ...]) -> None:
+        """Hand changed paths to the event loop; safe from any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._event, paths)
+
+    # -- on the event loop ---------------------------------------------------------------
+
+    def _event(self, paths: tuple[str, ...]) -> None:
+        for path in paths:
+            target = self.classify(path)
+            if target is not None:
+                self._touch(target)
+
+    def classify(self, path: str) -> Target | None:
+        """What a changed path belongs to; None for anything remem does not follow."""
+        if path == str(self.home.settings_file):
+            return SettingsFile()
+        memory = f"{self.home.memory}{os.sep}"
+        if path.startswith(memory):
+            parts = path[len(memory) :].split(os.sep)
+            if parts[0] == "workspaces":
+                return MemoryScope(parts[1]) if len(parts) > 1 and is_workspace_key(parts[1]) else None
+            # GLOBAL.md, or the temp file it is written through, beside it.
+            return MemoryScope(None) if len(parts) == 1 else None
+        for root in self._roots:
+            if path == str(root) or path.startswith(f"{root}{os.sep}"):
+                return SessionRoot(root)
+        return None
+
+    def _touch(self, target: Target) -> None:
+        assert self._loop is not None
+        now = time.monotonic()
+        first = now
+        earlier = self._pending.get(target)
+        if earlier is not None:
+            earlier.timer.cancel()
+            first = earlier.first
+        delay = max(0.0, min(DEBOUNCE_SECONDS, first + MAX_DELAY_SECONDS - now))
+        self._pending[target] = _Pending(first, self._loop.call_later(delay, self._fire, target))
+
+    def _fire(self, target: Target) -> None:
+        del self._pending[target]
+        assert self._loop is not None
+        task = self._loop.create_task(self._report(target))
+        self._reactions.add(task)
+        task.add_done_callback(self._reactions.discard)
+
+    async def _report(self, target: Target) -> None:
+        try:
+            await self._on_change(target)
+        except Exception:  # one failed reaction must not stop the watching
+            log.exception("reacting to a change of %s failed", target)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    first: float
+    timer: asyncio.TimerHandle
+
+
+class _Forward(FileSystemEventHandler):
+    """Runs on watchdog's thread: hands each event's paths to the event loop, nothing more."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self._watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self._watcher.post(tuple(os.fsdecode(p) for p in (event.src_path, event.dest_path) if p))

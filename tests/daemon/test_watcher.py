@@ -1,0 +1,104 @@
+"""The watcher: what a path belongs to, debouncing bursts, and polling when inotify runs out."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from pathlib import Path
+
+import pytest
+from watchdog.observers import Observer
+
+from remem.daemon.home import Home
+from remem.daemon.server import watcher as watcher_module
+from remem.daemon.server.watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
+
+KEY = "demo-0123456789abcdef"
+
+
+def make(home: Home, roots: list[Path]) -> tuple[Watcher, list[Target]]:
+    seen: list[Target] = []
+
+    async def record(target: Target) -> None:
+        seen.append(target)
+
+    return Watcher(home.ensure_layout(), roots, record, "auto"), seen
+
+
+def test_paths_map_to_what_they_change(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "dsh"
+    watcher, _ = make(home, [root])
+    memory = home.memory
+    assert watcher.classify(str(memory / "GLOBAL.md")) == MemoryScope(None)
+    assert watcher.classify(str(memory / "GLOBAL.md.tmp-123")) == MemoryScope(None)
+    assert watcher.classify(str(memory / "workspaces" / KEY / "note.md")) == MemoryScope(KEY)
+    assert watcher.classify(str(memory / "workspaces" / KEY)) == MemoryScope(KEY)
+    assert watcher.classify(str(memory / "workspaces" / "..")) is None
+    assert watcher.classify(str(memory / "workspaces")) is None
+    assert watcher.classify(str(memory / "reviews" / "r.md")) is None
+    assert watcher.classify(str(home.settings_file)) == SettingsFile()
+    assert watcher.classify(str(home.state / "index.sqlite")) is None
+    assert watcher.classify(str(root / "p" / "s" / "session.jsonl")) == SessionRoot(root)
+    assert watcher.classify(f"{root}-other/x") is None
+
+
+def test_a_burst_of_changes_is_one_callback(home: Home) -> None:
+    async def scenario() -> list[Target]:
+        watcher, seen = make(home, [])
+        watcher.start(asyncio.get_running_loop())
+        try:
+            for n in range(20):
+                (home.memory / "GLOBAL.md").write_text(f"Version {n}.\n")
+            await asyncio.sleep(1.0)
+        finally:
+            await asyncio.to_thread(watcher.stop)
+        return seen
+
+    assert asyncio.run(scenario()) == [MemoryScope(None)]
+
+
+class ExhaustedInotify(Observer):  # type: ignore[misc,valid-type]
+    """The kernel's answer when the user's inotify watches are used up."""
+
+    def start(self) -> None:
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+
+def test_inotify_limits_fall_back_to_polling(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watcher_module, "Observer", ExhaustedInotify)
+    root = tmp_path / "dsh"
+    root.mkdir()
+
+    async def scenario() -> list[Target]:
+        watcher, seen = make(home, [root])
+        watcher.start(asyncio.get_running_loop())
+        try:
+            (root / "project").mkdir()
+            for _ in range(60):
+                if seen:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await asyncio.to_thread(watcher.stop)
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen == [SessionRoot(root)], "polling still notices changes"
+
+
+def test_status_says_why_it_polls(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watcher_module, "Observer", ExhaustedInotify)
+
+    async def scenario() -> dict[str, object]:
+        watcher, _ = make(home, [tmp_path / "missing"])
+        watcher.start(asyncio.get_running_loop())
+        try:
+            return watcher.status().model_dump()
+        finally:
+            await asyncio.to_thread(watcher.stop)
+
+    status = asyncio.run(scenario())
+    assert status["backend"] == "polling" and "inotify limit reached" in str(status["reason"])
+    assert status["paths"] == [str(home.memory)] and status["missing"] == [str(tmp_path / "missing")]
