@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh REMEM_HOME per test and a store on it."""
+"""Shared fixtures: a fresh REMEM_HOME per test, a store on it, and the CLI without a daemon."""
 
 from __future__ import annotations
 
@@ -6,9 +6,17 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+
+
+@pytest.fixture(autouse=True)
+def no_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI runs in-process by default here; tests/daemon/test_cli_routing.py runs it through
+    the daemon and checks that both paths print the same."""
+    monkeypatch.setenv(NO_DAEMON_ENV, "1")
 
 
 @pytest.fixture

@@ -54,16 +54,16 @@ def test_list_json_shape(home: Home, tmp_path: Path) -> None:
 def test_tree_nests_forks_and_subagents_and_flags_orphans(home: Home, tmp_path: Path) -> None:
     root, ids = seeded_root(tmp_path)
     code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root), "--json")
-    roots = json.loads(out)["roots"]
+    nodes = json.loads(out)["nodes"]
     assert code == 0
-    by_id = {node["id"]: node for node in roots}
-    assert set(by_id) == {ids["main"], ids["orphan"]}
+    by_id = {node["id"]: node for node in nodes}
+    assert [n["id"] for n in nodes if n["parent"] is None] == [ids["main"], ids["orphan"]]
     assert by_id[ids["orphan"]]["flags"] == ["orphan"] and by_id[ids["orphan"]]["forkTurn"] == 2
-    children = {c["id"]: c for c in by_id[ids["main"]]["children"]}
+    children = {n["id"]: n for n in nodes if n["parent"] == ids["main"]}
     assert children[ids["fork"]]["kind"] == "fork" and children[ids["fork"]]["forkTurn"] == 2
-    assert children[ids["subagent"]]["kind"] == "subagent"
+    assert children[ids["subagent"]]["kind"] == "subagent" and children[ids["subagent"]]["depth"] == 1
     code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root))
-    assert code == 0 and "fork:" in out and "[orphan]" in out
+    assert code == 0 and "\n  fork:" in out and "[orphan]" in out
 
 
 def test_turns_and_show(home: Home, tmp_path: Path) -> None:

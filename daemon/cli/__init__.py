@@ -6,6 +6,7 @@ import click
 
 from .. import __version__
 from ..home import Home
+from .backend import NO_DAEMON_ENV, Backend
 from .daemon import daemon
 from .memory import memory
 from .sessions import sessions
@@ -18,11 +19,17 @@ from .sessions import sessions
     envvar="REMEM_HOME",
     help="remem's home folder (default: $REMEM_HOME, else ~/.remem).",
 )
+@click.option(
+    "--no-daemon",
+    is_flag=True,
+    envvar=NO_DAEMON_ENV,
+    help=f"Run in this process instead of through the daemon (also ${NO_DAEMON_ENV}=1).",
+)
 @click.version_option(__version__, prog_name="remem")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None) -> None:
+def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
     """remem: validated, evidenced, recoverable long-term memory for coding agents."""
-    ctx.obj = Home.resolve(home)
+    ctx.obj = Backend(Home.resolve(home), use_daemon=not no_daemon)
 
 
 cli.add_command(daemon)

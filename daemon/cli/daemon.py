@@ -11,7 +11,9 @@ import click
 from ..client import DaemonUnavailable, call
 from ..home import Home
 from ..server.process import run as run_daemon
+from ..server.protocol import StatusResult
 from ..server.runtime import DaemonPaths
+from .backend import Backend
 from .output import EXIT_PROBLEMS, emit_json, fail
 
 STOP_TIMEOUT_SECONDS = 15.0
@@ -24,17 +26,17 @@ def daemon() -> None:
 
 @daemon.command()
 @click.pass_obj
-def run(home: Home) -> None:
+def run(backend: Backend) -> None:
     """Run the daemon in the foreground (exits 0 if one already serves this home)."""
-    sys.exit(run_daemon(home))
+    sys.exit(run_daemon(backend.home))
 
 
 @daemon.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_obj
-def start(home: Home, as_json: bool) -> None:
+def start(backend: Backend, as_json: bool) -> None:
     """Start the daemon unless it is running; print how to reach it."""
-    status = _status(home, start=True)
+    status = _status(backend.home, start=True)
     if as_json:
         emit_json(status)
     else:
@@ -44,8 +46,9 @@ def start(home: Home, as_json: bool) -> None:
 @daemon.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_obj
-def stop(home: Home, as_json: bool) -> None:
+def stop(backend: Backend, as_json: bool) -> None:
     """Stop the daemon and wait until it has exited."""
+    home = backend.home
     paths = DaemonPaths(home)
     was_running = paths.running()
     if was_running:
@@ -66,10 +69,10 @@ def stop(home: Home, as_json: bool) -> None:
 @daemon.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_obj
-def status(home: Home, as_json: bool) -> None:
+def status(backend: Backend, as_json: bool) -> None:
     """Whether the daemon runs, and its pid, version and clients; exit 1 when it does not."""
     try:
-        result = _status(home, start=False)
+        result = _status(backend.home, start=False)
     except DaemonUnavailable as exc:
         if as_json:
             emit_json({"running": False})
@@ -81,6 +84,11 @@ def status(home: Home, as_json: bool) -> None:
     else:
         pid, version, since = result["pid"], result["version"], result["startedAt"]
         click.echo(f"remem daemon running: pid {pid}, version {version}, since {since}")
+        watch = StatusResult.model_validate(result).watch
+        why = f" ({watch.reason})" if watch.reason else ""
+        click.echo(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
+        for missing in watch.missing:
+            click.echo(f"not watched, missing: {missing}")
 
 
 def _status(home: Home, *, start: bool) -> dict[str, object]:

@@ -4,23 +4,32 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import click
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..home import Home
-from ..memory.batch import CHANGES, InvalidChanges, Problem
-from ..memory.context import render_context
+from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import Severity
-from ..memory.identity import WorkspaceId
 from ..memory.lint import NotMemoryFile, lint_paths
-from ..memory.store import CommitResult, MemoryInvalid, MemoryStore
+from ..memory.store import CommitResult, FileProblems, GlobalSnapshot, WorkspaceSnapshot
+from ..server.protocol import (
+    INVALID_CHANGES,
+    MEMORY_INVALID,
+    CommitWorkspaceParams,
+    ContextResult,
+    Empty,
+    RegenerateResult,
+    ReplaceGlobalParams,
+    RpcError,
+    WorkspaceParams,
+)
+from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail, print_file_problems
 
+R = TypeVar("R", bound=BaseModel)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 cwd_option = click.option(
     "--cwd",
@@ -58,15 +67,10 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
 @cwd_option
 @json_option
 @click.pass_obj
-def show(home: Home, cwd: str | None, as_json: bool) -> None:
+def show(backend: Backend, cwd: str | None, as_json: bool) -> None:
     """Show Global memory and this workspace's records with their revisions."""
-    store = MemoryStore(home)
-    workspace = _workspace(cwd)
-    try:
-        global_memory = store.read_global()
-        snapshot = store.read_workspace(workspace)
-    except MemoryInvalid as exc:
-        _report_invalid(exc, as_json)
+    global_memory = _read(backend, "memory/readGlobal", Empty(), GlobalSnapshot, as_json)
+    snapshot = _read(backend, "memory/readWorkspace", _workspace(cwd), WorkspaceSnapshot, as_json)
     if as_json:
         emit_json(
             {
@@ -96,14 +100,18 @@ def show(home: Home, cwd: str | None, as_json: bool) -> None:
 )
 @json_option
 @click.pass_obj
-def apply(home: Home, cwd: str | None, expected_revision: str, changes_file: BinaryIO, as_json: bool) -> None:
+def apply(
+    backend: Backend, cwd: str | None, expected_revision: str, changes_file: BinaryIO, as_json: bool
+) -> None:
     """Commit a batch of record changes if the workspace is still at --expected-revision."""
     try:
         changes = CHANGES.validate_json(changes_file.read())
     except ValidationError as exc:
         _report_result_invalid([_problem_from(error) for error in exc.errors()], as_json)
-    store = MemoryStore(home)
-    _commit(lambda: store.commit_workspace(_workspace(cwd), expected_revision, changes), as_json)
+    params = CommitWorkspaceParams(
+        cwd=_workspace(cwd).cwd, expectedRevision=expected_revision, changes=changes
+    )
+    _commit(backend, "memory/commitWorkspace", params, as_json)
 
 
 @memory.command("replace-global")
@@ -113,7 +121,7 @@ def apply(home: Home, cwd: str | None, expected_revision: str, changes_file: Bin
 )
 @json_option
 @click.pass_obj
-def replace_global(home: Home, expected_revision: str, source: BinaryIO, as_json: bool) -> None:
+def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, as_json: bool) -> None:
     """Replace GLOBAL.md if it is still at --expected-revision."""
     raw = source.read()
     try:
@@ -123,20 +131,17 @@ def replace_global(home: Home, expected_revision: str, source: BinaryIO, as_json
             [Problem(code="remem/encoding", message=f"the new text is not UTF-8 (byte offset {exc.start})")],
             as_json,
         )
-    store = MemoryStore(home)
-    _commit(lambda: store.replace_global(expected_revision, content), as_json)
+    params = ReplaceGlobalParams(expectedRevision=expected_revision, content=content)
+    _commit(backend, "memory/replaceGlobal", params, as_json)
 
 
 @memory.command()
 @cwd_option
 @json_option
 @click.pass_obj
-def reindex(home: Home, cwd: str | None, as_json: bool) -> None:
+def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
     """Regenerate this workspace's MEMORY.md from its records."""
-    try:
-        written = MemoryStore(home).regenerate_index(_workspace(cwd))
-    except MemoryInvalid as exc:
-        _report_invalid(exc, as_json)
+    written = _read(backend, "memory/regenerateIndex", _workspace(cwd), RegenerateResult, as_json).written
     if as_json:
         emit_json({"status": "regenerated" if written else "no-change"})
     else:
@@ -146,26 +151,35 @@ def reindex(home: Home, cwd: str | None, as_json: bool) -> None:
 @memory.command()
 @cwd_option
 @click.pass_obj
-def context(home: Home, cwd: str | None) -> None:
+def context(backend: Backend, cwd: str | None) -> None:
     """Print what an agent should load: Global memory and the workspace index."""
+    click.echo(_read(backend, "memory/context", _workspace(cwd), ContextResult, as_json=False).text, nl=False)
+
+
+def _workspace(cwd: str | None) -> WorkspaceParams:
+    return WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
+
+
+def _read(backend: Backend, method: str, params: BaseModel, result: type[R], as_json: bool) -> R:
     try:
-        click.echo(render_context(MemoryStore(home), _workspace(cwd)), nl=False)
-    except MemoryInvalid as exc:
-        _report_invalid(exc, as_json=False)
+        return backend.call(method, params, result)
+    except RpcError as exc:
+        if exc.code != MEMORY_INVALID:
+            raise
+        _report_invalid(exc.message, exc.data, as_json)
 
 
-def _workspace(cwd: str | None) -> WorkspaceId:
-    return WorkspaceId.from_cwd(cwd if cwd is not None else os.getcwd())
-
-
-def _commit(action: Callable[[], CommitResult], as_json: bool) -> None:
+def _commit(backend: Backend, method: str, params: BaseModel, as_json: bool) -> None:
     try:
-        result: CommitResult = action()
-    except InvalidChanges as exc:
-        _report_result_invalid(exc.problems, as_json)
-    except MemoryInvalid as exc:
+        result = backend.call(method, params, CommitResult)
+    except RpcError as exc:
+        if exc.code == INVALID_CHANGES:
+            _report_result_invalid([Problem.model_validate(p) for p in exc.data["problems"]], as_json)
+        if exc.code != MEMORY_INVALID:
+            raise
+        files = [FileProblems.model_validate(f) for f in exc.data["files"]]
         problems = [
-            Problem(code=d.code, message=d.message, file=f.path) for f in exc.files for d in f.diagnostics
+            Problem(code=d.code, message=d.message, file=f.path) for f in files for d in f.diagnostics
         ]
         _report_result_invalid(problems, as_json)
     if as_json:
@@ -179,7 +193,7 @@ def _commit(action: Callable[[], CommitResult], as_json: bool) -> None:
     sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
 
 
-def _report_result_invalid(problems: list[Problem], as_json: bool) -> None:
+def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:
     if as_json:
         emit_json({"status": "invalid", "problems": [p.model_dump(mode="json") for p in problems]})
     else:
@@ -190,14 +204,19 @@ def _report_result_invalid(problems: list[Problem], as_json: bool) -> None:
     sys.exit(EXIT_INVALID)
 
 
-def _report_invalid(exc: MemoryInvalid, as_json: bool) -> None:
+def _report_invalid(message: str, data: dict[str, Any], as_json: bool) -> NoReturn:
+    files = [FileProblems.model_validate(f) for f in data["files"]]
     if as_json:
-        files = [f.model_dump(mode="json") for f in exc.files]
-        error = {"code": "memory-invalid", "message": str(exc), "revision": exc.revision, "files": files}
+        error = {
+            "code": "memory-invalid",
+            "message": message,
+            "revision": data["revision"],
+            "files": data["files"],
+        }
         emit_json({"error": error})
     else:
-        print_file_problems(exc.files, err=True)
-        click.echo(f"remem: {exc}; fix the files above (see `remem memory validate`)", err=True)
+        print_file_problems(files, err=True)
+        click.echo(f"remem: {message}; fix the files above (see `remem memory validate`)", err=True)
     sys.exit(EXIT_PROBLEMS)
 
 

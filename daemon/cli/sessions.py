@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
+from pydantic import BaseModel
 
-from ..forks.child import normalize_title
-from ..forks.service import ForkRequest, ForkService
-from ..home import Home
-from ..server.protocol import TurnRow
-from ..sessions.catalog import SessionCatalog, SessionNotFound
-from ..sessions.errors import OperationError
-from ..sessions.lineage import build_tree
-from ..sessions.metadata import SessionMetadata
-from ..sessions.transcript import render_transcript
-from ..settings import SettingsError
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail
+from ..forks.service import ForkRequest, ForkResult
+from ..server.protocol import (
+    SESSION_REFUSED,
+    ArchiveParams,
+    ListParams,
+    LogResult,
+    MetaResult,
+    RenameParams,
+    RpcError,
+    SessionParams,
+    TranscriptResult,
+    TreeResult,
+    TurnsResult,
+    WorkspaceParams,
+)
+from ..sessions.catalog import Listing
+from .backend import Backend
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
+R = TypeVar("R", bound=BaseModel)
 
 
 def session_options(command: F) -> F:
@@ -46,9 +55,10 @@ def sessions() -> None:
 )
 @session_options
 @click.pass_obj
-def list_sessions(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
+def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """Every session in the configured roots, oldest first, and every log that cannot be read."""
-    listing = _catalog(home, roots).listing(cwd)
+    params = ListParams(cwd=os.path.abspath(cwd) if cwd is not None else None)
+    listing = _call(backend, "sessions/list", params, Listing, roots, as_json)
     if as_json:
         emit_json(listing)
         return
@@ -66,35 +76,30 @@ def list_sessions(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json:
 @click.option("--cwd", default=None, type=click.Path(file_okay=False), help="The workspace; default: here.")
 @session_options
 @click.pass_obj
-def tree(home: Home, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
+def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
-    entries, _ = _catalog(home, roots).entries(cwd if cwd is not None else str(Path.cwd()))
-    lineage = build_tree(entry.lineage_item() for entry in entries)
+    params = WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    nodes = _call(backend, "sessions/tree", params, TreeResult, roots, as_json).nodes
     if as_json:
-        # Not emit_json: pydantic and json.dumps recurse, and lineage chains can be 10 000 deep.
-        click.echo(lineage.to_json())
+        emit_json({"nodes": [node.model_dump(mode="json") for node in nodes]})
         return
-    stack = [(node, 0) for node in reversed(lineage.roots)]
-    while stack:
-        node, depth = stack.pop()
+    for node in nodes:
         extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
-        click.echo(f"{'  ' * depth}{node.kind}: {node.title or node.id}{extra}{flags}  {node.id}")
-        stack.extend((child, depth + 1) for child in reversed(node.children))
+        click.echo(f"{'  ' * node.depth}{node.kind}: {node.title or node.id}{extra}{flags}  {node.id}")
 
 
 @sessions.command()
 @click.argument("session_id")
 @session_options
 @click.pass_obj
-def turns(home: Home, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
+def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
     """The turns of a session: number, seq range, status, first line of the prompt."""
-    projection = _lookup(lambda: _catalog(home, roots).projection(session_id))
-    rows = [TurnRow.of(t).model_dump() for t in projection.turns]
+    rows = _call(backend, "sessions/turns", SessionParams(id=session_id), TurnsResult, roots, as_json).turns
     if as_json:
-        emit_json({"turns": rows})
+        emit_json({"turns": [row.model_dump() for row in rows]})
         return
-    for t in projection.turns:
+    for t in rows:
         mark = "" if t.forkable else "  (open: cannot branch)"
         end = t.endSeq if t.endSeq is not None else "…"
         click.echo(f"{t.turn:>4}  {t.status:<11} seq {t.startSeq}-{end}  {t.user}{mark}")
@@ -105,43 +110,20 @@ def turns(home: Home, session_id: str, roots: tuple[Path, ...], as_json: bool) -
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the transcript as Markdown (default).")
 @session_options
 @click.pass_obj
-def show(home: Home, session_id: str, as_markdown: bool, roots: tuple[Path, ...], as_json: bool) -> None:
+def show(
+    backend: Backend, session_id: str, as_markdown: bool, roots: tuple[Path, ...], as_json: bool
+) -> None:
     """A session's transcript, or its header, turns and events as JSON."""
-    catalog = _catalog(home, roots)
-    log = _lookup(lambda: catalog.read(session_id))
+    params = SessionParams(id=session_id)
     if as_json:
-        projection = _lookup(lambda: catalog.projection(session_id))
-        emit_json({
-            "header": log.header.to_record(),
-            "title": projection.title,
-            "turns": [TurnRow.of(t).model_dump() for t in projection.turns],
-            "events": [e.to_record() for e in log.events],
-        })  # fmt: skip
+        emit_json(_call(backend, "sessions/log", params, LogResult, roots, as_json))
         return
-    click.echo(render_transcript(log), nl=False)
-
-
-def _catalog(home: Home, roots: tuple[Path, ...]) -> SessionCatalog:
-    try:
-        return SessionCatalog.open(home, roots)
-    except SettingsError as exc:
-        fail(f"settings.yml is invalid: {exc}", EXIT_INVALID)
-
-
-def _lookup(action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except SessionNotFound as exc:
-        click.echo(f"remem: {exc}", err=True)
-        sys.exit(EXIT_PROBLEMS)
+    markdown = _call(backend, "sessions/transcript", params, TranscriptResult, roots, as_json).markdown
+    click.echo(markdown, nl=False)
 
 
 def _age(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-_EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_SOURCE": EXIT_CONFLICT,
-               "STALE_GENERATION": EXIT_CONFLICT, "OP_CONFLICT": EXIT_CONFLICT}  # fmt: skip
 
 
 @sessions.command()
@@ -155,7 +137,7 @@ _EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_S
 @session_options
 @click.pass_obj
 def fork(
-    home: Home, session_id: str, at_seq: int | None, operation_id: str, title: str | None,
+    backend: Backend, session_id: str, at_seq: int | None, operation_id: str, title: str | None,
     expected_revision: str | None, roots: tuple[Path, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Branch a session after a completed turn. Only the conversation is copied: files and
@@ -167,7 +149,7 @@ def fork(
         title=title,
         expectedRevision=expected_revision,
     )
-    result = _operation(lambda: ForkService(_catalog(home, roots)).fork(request), as_json)
+    result = _call(backend, "sessions/fork", request, ForkResult, roots, as_json)
     if as_json:
         emit_json(result)
     else:
@@ -184,7 +166,7 @@ def fork(
 @session_options
 @click.pass_obj
 def rename(
-    home: Home,
+    backend: Backend,
     session_id: str,
     title: str,
     expected_generation: int | None,
@@ -192,10 +174,8 @@ def rename(
     as_json: bool,
 ) -> None:
     """Give a session a display title (the log itself is never rewritten)."""
-    clean = normalize_title(title)
-    if not clean:
-        _report(OperationError("INVALID", "the title is empty once control characters are removed"), as_json)
-    _change_meta(home, roots, session_id, expected_generation, as_json, title=clean)
+    params = RenameParams(id=session_id, title=title, expectedGeneration=expected_generation)
+    _print_meta(_call(backend, "sessions/rename", params, MetaResult, roots, as_json), as_json)
 
 
 def _archive_command(name: str, archived: bool, summary: str) -> None:
@@ -209,49 +189,43 @@ def _archive_command(name: str, archived: bool, summary: str) -> None:
     @session_options
     @click.pass_obj
     def command(
-        home: Home, session_id: str, expected_generation: int | None, roots: tuple[Path, ...], as_json: bool
+        backend: Backend,
+        session_id: str,
+        expected_generation: int | None,
+        roots: tuple[Path, ...],
+        as_json: bool,
     ) -> None:
-        _change_meta(home, roots, session_id, expected_generation, as_json, archived=archived)
+        params = ArchiveParams(id=session_id, archived=archived, expectedGeneration=expected_generation)
+        _print_meta(_call(backend, "sessions/archive", params, MetaResult, roots, as_json), as_json)
 
 
 _archive_command("archive", True, "Hide a session from the tree; nothing is deleted.")
 _archive_command("restore", False, "Show an archived session again.")
 
 
-def _change_meta(
-    home: Home,
-    roots: tuple[Path, ...],
-    session_id: str,
-    expected: int | None,
-    as_json: bool,
-    **changes: object,
-) -> None:
-    catalog = _catalog(home, roots)
-    _operation(lambda: _must_exist(catalog, session_id), as_json)
-    meta = _operation(lambda: SessionMetadata(home).update(session_id, expected, **changes), as_json)
+def _print_meta(meta: MetaResult, as_json: bool) -> None:
     if as_json:
-        emit_json({"id": session_id, **meta.model_dump()})
+        emit_json(meta)
     else:
-        click.echo(f"{session_id}: generation {meta.generation}")
+        click.echo(f"{meta.id}: generation {meta.generation}")
 
 
-def _must_exist(catalog: SessionCatalog, session_id: str) -> None:
+_EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_SOURCE": EXIT_CONFLICT,
+               "STALE_GENERATION": EXIT_CONFLICT, "OP_CONFLICT": EXIT_CONFLICT}  # fmt: skip
+
+
+def _call(
+    backend: Backend, method: str, params: BaseModel, result: type[R], roots: tuple[Path, ...], as_json: bool
+) -> R:
+    """The method's result; a refusal is printed (as JSON with --json) and sets the exit code."""
     try:
-        catalog.find(session_id)
-    except SessionNotFound as exc:
-        raise OperationError("NOT_FOUND", str(exc)) from None
-
-
-def _operation(action: Callable[[], T], as_json: bool) -> T:
-    try:
-        return action()
-    except OperationError as exc:
-        _report(exc, as_json)
-
-
-def _report(exc: OperationError, as_json: bool) -> NoReturn:
-    if as_json:
-        emit_json({"error": {"code": exc.code, "message": exc.message}})
-    else:
-        click.echo(f"remem: {exc.code}: {exc.message}", err=True)
-    sys.exit(_EXIT_CODES.get(exc.code, EXIT_PROBLEMS))
+        return backend.call(method, params, result, roots)
+    except RpcError as exc:
+        if exc.code != SESSION_REFUSED:
+            raise
+        code = exc.data["code"]
+        if as_json:
+            emit_json({"error": {"code": code, "message": exc.message}})
+        else:
+            click.echo(f"remem: {code}: {exc.message}", err=True)
+        sys.exit(_EXIT_CODES.get(code, EXIT_PROBLEMS))

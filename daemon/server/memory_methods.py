@@ -144,4 +144,4 @@ async def _off_loop(action: Callable[[], T]) -> T:
     except MemoryInvalid as exc:
         files = [f.model_dump(mode="json") for f in exc.files]
         data = {"revision": exc.revision, "files": files}
-        raise RpcError(MEMORY_INVALID, f"{exc}; fix the files first", data) from None
+        raise RpcError(MEMORY_INVALID, str(exc), data) from None

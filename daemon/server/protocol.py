@@ -37,6 +37,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _must_be_absolute(cwd: str | None) -> str | None:
+    # A relative cwd would be resolved against the daemon's own folder, not the client's.
+    if cwd is not None and not os.path.isabs(cwd):
+        raise ValueError("cwd must be an absolute path")
+    return cwd
+
+
 class Empty(_Strict):
     pass
 
@@ -76,12 +83,7 @@ class WorkspaceParams(_Strict):
 
     cwd: str = Field(min_length=1)
 
-    @field_validator("cwd")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not os.path.isabs(value):
-            raise ValueError("cwd must be an absolute path")
-        return value
+    _absolute = field_validator("cwd")(lambda cls, value: _must_be_absolute(value))
 
 
 class ReplaceGlobalParams(_Strict):
@@ -104,6 +106,8 @@ class ContextResult(_Strict):
 
 class ListParams(_Strict):
     cwd: str | None = None
+
+    _absolute = field_validator("cwd")(lambda cls, value: _must_be_absolute(value))
 
 
 class SessionParams(_Strict):
@@ -135,6 +139,15 @@ class TurnRow(_Strict):
 
 class TranscriptResult(_Strict):
     markdown: str
+
+
+class LogResult(_Strict):
+    """`remem sessions show --json`: the header and events exactly as logged."""
+
+    header: dict[str, Any]
+    title: str | None
+    turns: list[TurnRow]
+    events: list[dict[str, Any]]
 
 
 class RenameParams(SessionParams):
@@ -171,6 +184,7 @@ METHODS: dict[str, Method] = {
     "sessions/tree": Method(WorkspaceParams, TreeResult),
     "sessions/turns": Method(SessionParams, TurnsResult),
     "sessions/transcript": Method(SessionParams, TranscriptResult),
+    "sessions/log": Method(SessionParams, LogResult),
     "sessions/fork": Method(ForkRequest, ForkResult),
     "sessions/rename": Method(RenameParams, MetaResult),
     "sessions/archive": Method(ArchiveParams, MetaResult),

@@ -31,6 +31,7 @@ from .protocol import (
     SESSION_REFUSED,
     ArchiveParams,
     ListParams,
+    LogResult,
     MetaResult,
     RenameParams,
     RpcError,
@@ -62,6 +63,7 @@ class SessionMethods:
             "sessions/tree": self.tree,
             "sessions/turns": self.turns,
             "sessions/transcript": self.transcript,
+            "sessions/log": self.log,
             "sessions/fork": self.fork,
             "sessions/rename": self.rename,
             "sessions/archive": self.archive,
@@ -86,6 +88,18 @@ class SessionMethods:
         return await self._run(
             lambda catalog: TranscriptResult(markdown=render_transcript(catalog.read(params.id)))
         )
+
+    async def log(self, params: SessionParams) -> LogResult:
+        def read(catalog: SessionCatalog) -> LogResult:
+            log, projection = catalog.read(params.id), catalog.projection(params.id)
+            return LogResult(
+                header=log.header.to_record(),
+                title=projection.title,
+                turns=[TurnRow.of(t) for t in projection.turns],
+                events=[e.to_record() for e in log.events],
+            )
+
+        return await self._run(read)
 
     async def fork(self, params: ForkRequest) -> ForkResult:
         def fork(catalog: SessionCatalog) -> tuple[ForkResult, Path]:

@@ -46,6 +46,7 @@ log = logging.getLogger("remem.daemon")
 DEBOUNCE_SECONDS = 0.15
 MAX_DELAY_SECONDS = 1.0  # a session appended to without pause is still reported every second
 POLL_SECONDS = 1.0
+MISSING_ROOT_SECONDS = 2.0  # how often a configured root that does not exist yet is looked for
 _LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
 # Opening and reading are not changes; without this filter our own reads would wake us.
 _EVENTS: list[type[FileSystemEvent]] = [
@@ -86,6 +87,7 @@ class Watcher:
         self._pending: dict[Target, _Pending] = {}
         self._reactions: set[asyncio.Task[None]] = set()  # referenced until they end
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._recheck: asyncio.TimerHandle | None = None
         self._status = WatchStatus(backend="off", paths=[], missing=[])
         self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
 
@@ -106,6 +108,8 @@ class Watcher:
 
     def stop(self) -> None:
         """Stop watching (blocks until the observer thread ends: call it off the event loop)."""
+        if self._recheck is not None:
+            self._recheck.cancel()
         self._stop_observer()
         self._status = WatchStatus(backend="off", paths=[], missing=[])
 
@@ -121,7 +125,7 @@ class Watcher:
             if watch is not None:
                 self._observer.unschedule(watch)
         self._roots = list(roots)
-        self._schedule_roots(self._observer)
+        self._schedule_roots(self._observer, announce=True)
 
     def _observe(self, observer: BaseObserver) -> None:
         self._observer = observer
@@ -129,9 +133,9 @@ class Watcher:
         observer.schedule(self._handler, str(self.home.memory), recursive=True, event_filter=_EVENTS)
         observer.schedule(self._handler, str(self.home.root), recursive=False, event_filter=_EVENTS)
         observer.start()
-        self._schedule_roots(observer)
+        self._schedule_roots(observer, announce=False)
 
-    def _schedule_roots(self, observer: BaseObserver) -> None:
+    def _schedule_roots(self, observer: BaseObserver, *, announce: bool) -> None:
         missing = []
         for root in self._roots:
             if root in self._root_watches:
@@ -142,6 +146,12 @@ class Watcher:
             self._root_watches[root] = observer.schedule(
                 self._handler, str(root), recursive=True, event_filter=_EVENTS
             )
+            if announce:  # a root that appeared or was added: clients list it anew
+                self._touch(SessionRoot(root))
+        if self._recheck is not None:
+            self._recheck.cancel()
+        if missing and self._loop is not None:
+            self._recheck = self._loop.call_later(MISSING_ROOT_SECONDS, self._look_for_missing)
         backend: Literal["inotify", "polling"] = (
             "polling" if isinstance(observer, PollingObserver) else "inotify"
         )
@@ -149,6 +159,10 @@ class Watcher:
         self._status = WatchStatus(
             backend=backend, reason=self._polling_reason, paths=watched, missing=missing
         )
+
+    def _look_for_missing(self) -> None:
+        if self._observer is not None:
+            self._schedule_roots(self._observer, announce=True)
 
     def _stop_observer(self) -> None:
         observer, self._observer = self._observer, None

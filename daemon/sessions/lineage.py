@@ -1,19 +1,18 @@
-"""Build the lineage tree of a workspace's sessions (`remem sessions tree --json`).
+"""Build the lineage tree of a workspace's sessions (`remem sessions tree`).
 
 Pure and iterative: parent links come from session headers, which nothing stops from being
 missing, self-referential or cyclic, and chains and fans may be 10 000 sessions long or wide.
 So no step recurses: a missing parent makes a flagged orphan root, a cycle is broken at its
 earliest member and flagged, and every input session appears in the tree exactly once.
 
-Serialising deep trees: pydantic's serialiser and the stdlib `json` encoder both recurse (a
-10 000-deep chain fails with "Maximum serialization depth exceeded" / `RecursionError`), so
-`SessionTree.to_json_dict()` and `SessionTree.to_json()` walk the tree with an explicit stack.
-`model_dump()` remains fine for shallow trees and yields the same shape.
+Serialising deep trees: pydantic's serialiser, the stdlib `json` encoder and JSON parsers all
+recurse (a 10 000-deep chain fails with "Maximum serialization depth exceeded" /
+`RecursionError`), so the tree leaves remem flat: `SessionTree.flat()` is a pre-order list of
+nodes with their parent id and depth, built with an explicit stack.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -77,7 +76,7 @@ class FlatNode(_Node):
 
 
 class SessionTree(BaseModel):
-    """The forest of a workspace; serialise deep trees with `to_json()` / `to_json_dict()`."""
+    """The forest of a workspace; serialise it with `flat()`, which works at any depth."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -106,41 +105,9 @@ class SessionTree(BaseModel):
             parents.append(node.id)
         return nodes
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """What `model_dump()` returns, built without recursion so any depth works."""
-        top: list[dict[str, Any]] = []
-        containers = [top]  # containers[d] receives the nodes at depth d
-        for node, depth in self.walk():
-            if node is None:
-                containers.pop()
-                continue
-            record = {**_scalars(node), "children": []}
-            containers[depth].append(record)
-            containers.append(record["children"])
-        return {"roots": top}
-
-    def to_json(self) -> str:
-        """Compact JSON text of the tree, written without recursion so any depth works."""
-        parts = ['{"roots":[']
-        first = [True]  # first[d]: no sibling emitted yet at depth d
-        for node, depth in self.walk():
-            if node is None:
-                parts.append("]}")
-                first.pop()
-                continue
-            parts.append(("" if first[depth] else ",") + _json(_scalars(node))[:-1] + ',"children":[')
-            first[depth] = False
-            first.append(True)
-        parts.append("]}")
-        return "".join(parts)
-
 
 def _scalars(node: TreeNode) -> dict[str, Any]:
     return node.model_dump(exclude={"children"})
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _unique(items: Iterable[LineageItem]) -> tuple[dict[str, LineageItem], set[str]]:

@@ -77,7 +77,11 @@ def test_hand_edits_of_memory_are_announced_and_reindexed(home: Home, tmp_path: 
         _, global_change = (await ears.until(4))[3]
         now = await ears.client.call("memory/readGlobal")
         assert global_change == {
-            "scope": "global", "workspace": None, "cwd": None, "revision": now["revision"], "valid": True
+            "scope": "global",
+            "workspace": None,
+            "cwd": None,
+            "revision": now["revision"],
+            "valid": True,
         }
         await ears.client.close()
 
@@ -85,13 +89,14 @@ def test_hand_edits_of_memory_are_announced_and_reindexed(home: Home, tmp_path: 
 
 
 def test_session_files_appearing_and_forks_are_announced(home: Home, tmp_path: Path) -> None:
-    root = tmp_path / "dsh-sessions"
-    root.mkdir()
+    root = tmp_path / "dsh-sessions"  # not there yet when the daemon starts
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
 
     async def scenario() -> None:
         ears = await Listening().open(home)
         draft = build_session(SessionSpec(seed=3, turns=2))
+        status = await ears.client.call("daemon/status")
+        assert status["watch"]["missing"] == [str(root)]
         await asyncio.to_thread(write_session, root, draft)  # an agent writing a new session
         heard = await ears.until(1)
         assert heard == [("sessions/changed", {"root": str(root)})]

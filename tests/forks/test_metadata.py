@@ -27,12 +27,7 @@ def run(home: Home, root: Path, *args: str) -> tuple[int, dict]:  # type: ignore
 
 def tree(home: Home, root: Path) -> dict[str, dict]:  # type: ignore[type-arg]
     _, data = run(home, root, "tree", "--cwd", CWD)
-    nodes, stack = {}, list(data["roots"])
-    while stack:
-        node = stack.pop()
-        nodes[node["id"]] = node
-        stack.extend(node["children"])
-    return nodes
+    return {node["id"]: node for node in data["nodes"]}
 
 
 @pytest.fixture

@@ -1,0 +1,52 @@
+"""Where a CLI command runs: through the daemon (the default) or in this process (`--no-daemon`).
+
+Both paths call the very handlers the daemon serves, with the same protocol models, and get
+the same results or the same `RpcError`s, so a command's output never depends on the path it
+took. In-process calls take the same cross-process file locks, so a script without a daemon
+stays safe beside one. Extra `--root`s are always read in-process: the daemon reads only the
+configured roots and never takes a path from a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from .. import client
+from ..home import Home
+from ..server.memory_methods import MemoryMethods
+from ..server.protocol import METHODS
+from ..server.session_methods import SessionMethods
+from .output import EXIT_PROBLEMS, fail
+
+R = TypeVar("R", bound=BaseModel)
+NO_DAEMON_ENV = "REMEM_NO_DAEMON"
+
+
+@dataclass(frozen=True)
+class Backend:
+    home: Home
+    use_daemon: bool
+
+    def call(self, method: str, params: BaseModel, result: type[R], roots: Sequence[Path] = ()) -> R:
+        """Run `method`; raises `RpcError` exactly as the daemon would answer it."""
+        assert METHODS[method].result is result, f"{method} returns {METHODS[method].result.__name__}"
+        if self.use_daemon and not roots:
+            try:
+                answer = client.call(self.home, method, params.model_dump(mode="json"))
+            except client.DaemonUnavailable as exc:
+                fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
+            return result.model_validate(answer)
+        handlers = {**MemoryMethods(self.home).handlers(), **SessionMethods(self.home, roots).handlers()}
+
+        async def in_process() -> BaseModel:
+            return await handlers[method](params)
+
+        answered = asyncio.run(in_process())
+        assert isinstance(answered, result)
+        return answered

@@ -1,0 +1,97 @@
+"""The CLI goes through the daemon by default and prints exactly what `--no-daemon` prints."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths
+from remem.daemon.sessions.factory import build_family, write_session
+
+pytestmark = pytest.mark.slow
+EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def run(home: Home, *args: str, daemon: bool, stdin: str | None = None) -> tuple[int, str, str]:
+    flags = [] if daemon else ["--no-daemon"]
+    result = CliRunner().invoke(cli, ["--home", str(home.root), *flags, *args], input=stdin)
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def project(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, str]]:
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    cwd = str(tmp_path / "project")
+    root = tmp_path / "dsh-sessions"
+    family = build_family(7, cwd=cwd)
+    for draft in family.drafts:
+        os.utime(write_session(root, draft), (1_600_000_000, 1_600_000_000))
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
+    return cwd, {"main": family.main.header.id, "fork": family.fork.header.id}
+
+
+def test_every_reading_command_prints_the_same_both_ways(
+    home: Home, project: tuple[str, dict[str, str]]
+) -> None:
+    cwd, ids = project
+    record = {"name": "prefer-uv", "description": "Use uv", "type": "feedback", "content": "Faster.\n"}
+    changes = json.dumps([{"action": "put", "record": record}])
+    committed = run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", EMPTY, "--changes", "-",
+                    "--json", daemon=True, stdin=changes)  # fmt: skip
+    assert committed[0] == 0 and json.loads(committed[1])["status"] == "committed"
+    assert DaemonPaths(home).running(), "the command started the daemon"
+    commands = [
+        ("memory", "show", "--cwd", cwd, "--json"),
+        ("memory", "show", "--cwd", cwd),
+        ("memory", "context", "--cwd", cwd),
+        ("memory", "reindex", "--cwd", cwd, "--json"),
+        ("sessions", "list", "--json"),
+        ("sessions", "list", "--cwd", cwd),
+        ("sessions", "tree", "--cwd", cwd, "--json"),
+        ("sessions", "tree", "--cwd", cwd),
+        ("sessions", "turns", ids["main"], "--json"),
+        ("sessions", "show", ids["main"]),
+        ("sessions", "show", ids["main"], "--json"),
+        ("sessions", "turns", "session-nope", "--json"),
+    ]
+    for command in commands:
+        through_daemon = run(home, *command, daemon=True)
+        assert through_daemon == run(home, *command, daemon=False), command
+    stale = run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", EMPTY, "--changes", "-",
+                "--json", daemon=True, stdin=changes)  # fmt: skip
+    assert stale[0] == 3 and json.loads(stale[1])["status"] == "conflict"
+    revision = json.loads(committed[1])["revision"]
+    bad = run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", revision, "--changes", "-",
+              daemon=True, stdin='[{"action": "delete", "name": "ghost"}]')  # fmt: skip
+    assert bad[0] == 2 and "[remem/delete-missing]" in bad[2]
+    fork = ("sessions", "fork", ids["main"], "--op-id", "op-1", "--json")
+    made, again = run(home, *fork, daemon=True), run(home, *fork, daemon=False)
+    assert json.loads(made[1]) == {**json.loads(again[1]), "created": True}, "one fork, whichever path"
+    renamed = run(home, "sessions", "rename", ids["fork"], "  ", "--json", daemon=True)
+    assert renamed[0] == 2 and json.loads(renamed[1])["error"]["code"] == "INVALID"
+
+
+def test_invalid_memory_is_reported_the_same_both_ways(
+    home: Home, project: tuple[str, dict[str, str]]
+) -> None:
+    home.ensure_layout()
+    home.global_file.write_text("x" * 30_000 + "\n")  # over the 24 KiB budget
+    for args in (("memory", "show", "--json"), ("memory", "show")):
+        through_daemon = run(home, *args, daemon=True)
+        assert through_daemon[0] == 1 and through_daemon == run(home, *args, daemon=False)
+
+
+def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str, dict[str, str]]) -> None:
+    home.settings_file.write_text("daemon:\n  idle_minutes: -1\n")
+    code, _, err = run(home, "memory", "show", daemon=True)
+    assert code == 1 and "idle_minutes" in err and "--no-daemon" in err
+    assert run(home, "memory", "show", daemon=False)[0] == 0
