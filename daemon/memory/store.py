@@ -213,6 +213,8 @@ class MemoryStore:
     ) -> T:
         lock = self.home.locks / f"ws-{workspace.key}.lock"
         folder = self.folder(workspace)
+        if folder.is_symlink():  # reading, recovering or committing through it would leave REMEM_HOME
+            raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[_LINKED_FOLDER])])
         if not exclusive:
             with file_lock(lock, shared=True):
                 names = _listing(folder)
@@ -251,6 +253,15 @@ _IRREGULAR = diagnostic(
     "not-a-regular-file",
     Severity.ERROR,
     "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
+    Range(start=_START, end=_START),
+)
+
+
+_LINKED_FOLDER = diagnostic(
+    "linked-workspace",
+    Severity.ERROR,
+    "a workspace folder must be a real folder inside REMEM_HOME, not a symlink; move the folder "
+    "it points to here instead",
     Range(start=_START, end=_START),
 )
 

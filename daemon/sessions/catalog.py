@@ -168,7 +168,7 @@ class SessionCatalog:
         """Skip the full scan when the index holds exactly one readable log with this id in a
         configured root: forking a session must not wait for every other log to be indexed."""
         rows = [r for r in self.index.rows().values() if r.id == session_id and r.error is None]
-        if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._in_roots(rows[0].path):
+        if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._confined(rows[0].path):
             return None
         try:
             st = os.stat(rows[0].path)
@@ -183,6 +183,15 @@ class SessionCatalog:
 
     def _in_roots(self, path: str) -> bool:
         return any(path.startswith(f"{root}{os.sep}") for root in self.roots)
+
+    def _confined(self, path: str) -> bool:
+        """Whether `path` lies in a root with no link on the way: an indexed log may have been
+        swapped for a symlink to anything since it was listed."""
+        for root in self.roots:
+            if path.startswith(f"{root}{os.sep}"):
+                inside = os.path.join(os.path.realpath(root), os.path.relpath(path, root))
+                return os.path.realpath(path) == inside
+        return False
 
     def root_of(self, path: Path) -> Path:
         """The configured root a listed log lies in."""
@@ -262,14 +271,11 @@ class SessionCatalog:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
             try:
-                logs, flat = list_logs(root)
+                logs, rejected = list_logs(root)
             except SessionRootError as exc:
                 errors.append(ListError(path=str(root), message=exc.reason))
                 continue
-            errors.extend(
-                ListError(path=str(p), message="flat log outside a session directory; DSH ignores it")
-                for p in flat
-            )
+            errors.extend(ListError(path=str(path), message=reason) for path, reason in rejected)
             files.extend(logs)
         return files
 

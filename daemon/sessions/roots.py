@@ -45,33 +45,54 @@ def _entries(path: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _logs_in(session_dir: str) -> Iterator[tuple[Encoding, LogFile]]:
+class Rejected(NamedTuple):
+    """Something in a root that looks like a session but is not read, and why."""
+
+    path: Path
+    reason: str
+
+
+FLAT_REASON = "flat log file outside a session directory; DSH only reads <project>/<session>/<log>"
+# A link could lead a listing, a transcript or a fork's copy to any file of the user's.
+LINK_REASON = "a symbolic link; remem reads only real folders and files inside a session root"
+
+
+def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encoding, LogFile]]:
     for encoding, name in LOG_FILE_NAMES.items():
         path = f"{session_dir}/{name}"
         try:
-            st = os.stat(path)
+            st = os.stat(path, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             continue
         if stat.S_ISREG(st.st_mode):
             yield encoding, LogFile(path, st)
+        elif stat.S_ISLNK(st.st_mode):
+            rejected.append(Rejected(Path(path), LINK_REASON))
 
 
-def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Path]]:
-    """Session log files by encoding, plus flat files DSH would reject (plain strings: listing speed)."""
+def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
+    """Session log files by encoding, plus what DSH or remem would refuse (plain strings: speed)."""
     found: dict[Encoding, list[LogFile]] = defaultdict(list)
-    flat: list[Path] = []
+    rejected: list[Rejected] = []
     for project in _entries(str(root)):
-        if project.name.startswith(".") or not project.is_dir(follow_symlinks=False):
+        if project.name.startswith("."):
+            continue
+        if project.is_symlink():
+            rejected.append(Rejected(Path(project.path), LINK_REASON))
+            continue
+        if not project.is_dir(follow_symlinks=False):
             continue
         for entry in _entries(project.path):
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                for encoding, log in _logs_in(entry.path):
+            if entry.is_symlink():
+                rejected.append(Rejected(Path(entry.path), LINK_REASON))
+            elif entry.is_dir(follow_symlinks=False):
+                for encoding, log in _logs_in(entry.path, rejected):
                     found[encoding].append(log)
             elif entry.is_file(follow_symlinks=False) and FLAT_LOG_NAME.match(entry.name):
-                flat.append(Path(entry.path))
-    return found, flat
+                rejected.append(Rejected(Path(entry.path), FLAT_REASON))
+    return found, rejected
 
 
 def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encoding | None:
@@ -86,11 +107,11 @@ def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encodi
     return present[0] if present else None
 
 
-def list_logs(root: Path) -> tuple[list[LogFile], list[Path]]:
-    """The root's log files (one encoding) and its flat files; mixed roots raise."""
-    found, flat = _log_files(root)
+def list_logs(root: Path) -> tuple[list[LogFile], list[Rejected]]:
+    """The root's log files (one encoding) and what is refused; mixed roots raise."""
+    found, rejected = _log_files(root)
     encoding = _single_encoding(root, found)
-    return (found[encoding] if encoding else []), flat
+    return (found[encoding] if encoding else []), rejected
 
 
 def root_fingerprint(root: Path) -> str:
@@ -99,14 +120,14 @@ def root_fingerprint(root: Path) -> str:
     Equal fingerprints mean nothing to re-list; temp files, locks and reads never change it.
     """
     digest = hashlib.sha256()
-    found, flat = _log_files(root)
+    found, rejected = _log_files(root)
     for log in sorted((f for files in found.values() for f in files), key=lambda f: f.path):
         st = log.stat
         digest.update(
             os.fsencode(log.path) + f"\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}\n".encode()
         )
-    for path in sorted(flat):
-        digest.update(os.fsencode(path) + b"\0flat\n")
+    for path, reason in sorted(rejected):
+        digest.update(os.fsencode(path) + f"\0{reason}\n".encode())
     return digest.hexdigest()
 
 
@@ -132,15 +153,10 @@ def _flag_duplicates(scan: RootScan) -> None:
 
 def scan_root(root: Path) -> RootScan:
     """Read every log under `root`; raises `SessionRootError` only for a mixed-encoding root."""
-    found, flat = _log_files(root)
+    found, rejected = _log_files(root)
     encoding = _single_encoding(root, found)
     scan = RootScan(root, encoding)
-    scan.errors.extend(
-        SessionLogError(
-            p, "flat log file outside a session directory; DSH only reads <project>/<session>/<log>"
-        )
-        for p in flat
-    )
+    scan.errors.extend(SessionLogError(path, reason) for path, reason in rejected)
     for log in found.get(encoding, []) if encoding else []:
         try:
             scan.logs.append(read_session(Path(log.path)))

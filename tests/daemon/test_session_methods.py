@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from remem.daemon.sessions.factory import (
     fork_session,
     write_session,
 )
+from remem.daemon.sessions.reader import read_session
 
 from .helpers import calls
 
@@ -95,3 +97,64 @@ def test_roots_not_configured_are_out_of_reach(
     listing, turns = calls(home, [("sessions/list", {}), ("sessions/turns", {"id": stranger.header.id})])
     assert stranger.header.id not in {s["id"] for s in listing["sessions"]}
     assert isinstance(turns, RpcError) and turns.data == {"code": "NOT_FOUND"}
+
+
+def test_ids_shaped_like_paths_reach_nothing(
+    home: Home, root: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    folder, _ = root
+    stranger = build_session(SessionSpec(seed=51, turns=1, cwd=CWD))
+    outside_log = write_session(tmp_path / "outside", stranger)
+    hostile = ["../../../etc/passwd", "/etc/passwd", str(outside_log), str(outside_log.parent),
+               f"../outside/{outside_log.parent.parent.name}", stranger.header.id]  # fmt: skip
+    requests = [(method, {"id": i}) for i in hostile for method in ("sessions/turns", "sessions/transcript")]
+    requests += [("sessions/rename", {"id": i, "title": "x"}) for i in hostile]
+    requests += [("sessions/fork", {"source": i, "operationId": "op"}) for i in hostile]
+    for reply in calls(home, requests):
+        assert isinstance(reply, RpcError) and reply.data == {"code": "NOT_FOUND"}, reply
+    assert (
+        not (home.state / "session-meta.json").exists()
+        or "passwd" not in (home.state / "session-meta.json").read_text()
+    )
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in folder.iterdir() if p.is_dir())
+
+
+def test_symlinks_out_of_a_root_are_never_followed(
+    home: Home, root: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    folder, ids = root
+    outside = tmp_path / "outside"
+    linked = {}
+    for n, kind in enumerate(("project", "session", "log")):
+        draft = build_session(SessionSpec(seed=60 + n, turns=1, cwd=CWD))
+        linked[kind] = draft.header.id
+        log = write_session(outside / kind, draft)
+        project_dir = folder / f"linked-{kind}"
+        if kind == "project":
+            project_dir.symlink_to(log.parent.parent)
+        elif kind == "session":
+            project_dir.mkdir()
+            (project_dir / "session-dir").symlink_to(log.parent)
+        else:
+            (project_dir / "session-dir").mkdir(parents=True)
+            (project_dir / "session-dir" / log.name).symlink_to(log)
+    replies = calls(home, [("sessions/list", {}), *(("sessions/turns", {"id": i}) for i in linked.values())])
+    listing, *turns = replies
+    assert {s["id"] for s in listing["sessions"]}.isdisjoint(linked.values())
+    refused = [e["path"] for e in listing["errors"] if "symbolic link" in e["message"]]
+    assert len(refused) == 3, listing["errors"]
+    assert all(isinstance(t, RpcError) and t.data == {"code": "NOT_FOUND"} for t in turns)
+
+
+def test_a_log_swapped_for_a_link_after_indexing_is_not_read(
+    home: Home, root: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    folder, ids = root
+    [listing] = calls(home, [("sessions/list", {})])  # indexes every log
+    log = next(p for p in folder.rglob("session.jsonl*") if read_session(p).header.id == ids["orphan"])
+    decoy = tmp_path / "decoy"
+    shutil.move(log.parent, decoy)
+    log.parent.symlink_to(decoy)  # the same id and bytes, now behind a link
+    [turns] = calls(home, [("sessions/turns", {"id": ids["orphan"]})])
+    assert isinstance(turns, RpcError) and turns.data == {"code": "NOT_FOUND"}
+    assert ids["orphan"] in {s["id"] for s in listing["sessions"]}

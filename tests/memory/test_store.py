@@ -224,3 +224,20 @@ def test_records_round_trip_awkward_descriptions(store: MemoryStore, workspace: 
     store.commit_workspace(workspace, EMPTY, changes)
     read = {r.name: r.description for r in store.read_workspace(workspace).records}
     assert [read[f"r{i}"] for i in range(len(tricky))] == tricky
+
+
+def test_symlinked_workspace_folder_is_refused(
+    store: MemoryStore, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store.folder(workspace).symlink_to(elsewhere)
+    for attempt in (
+        lambda: store.read_workspace(workspace),
+        lambda: store.commit_workspace(workspace, EMPTY, [put("a-fact")]),
+        lambda: store.regenerate_index(workspace),
+    ):
+        with pytest.raises(MemoryInvalid) as caught:
+            attempt()
+        assert caught.value.files[0].diagnostics[0].code == "remem/linked-workspace"
+    assert list(elsewhere.iterdir()) == [], "nothing was written through the link"
