@@ -37,6 +37,7 @@ from .protocol import (
 T = TypeVar("T")
 Publish = Callable[[str, BaseModel], None]
 Scope = str | None  # a workspace key, or None for Global
+THREADS_PER_SCOPE = 4
 
 
 def unheard(method: str, params: BaseModel) -> None:
@@ -51,6 +52,11 @@ class MemoryMethods:
         # A commit and the watcher's look at the same scope take turns, so the watcher always
         # sees the revision the commit announced and drops the echo of its writes.
         self._turns: defaultdict[Scope, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Worker threads one scope may occupy: requests stuck behind another process's lock on
+        # that scope wait here, on the event loop, and leave threads for every other scope.
+        self._threads: defaultdict[Scope, asyncio.Semaphore] = defaultdict(
+            lambda: asyncio.Semaphore(THREADS_PER_SCOPE)
+        )
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -63,15 +69,16 @@ class MemoryMethods:
         }
 
     async def read_global(self, params: Empty) -> GlobalSnapshot:
-        return await _off_loop(self.store.read_global)
+        return await self._off_loop(None, self.store.read_global)
 
     async def read_workspace(self, params: WorkspaceParams) -> WorkspaceSnapshot:
-        return await _off_loop(lambda: self.store.read_workspace(WorkspaceId.from_cwd(params.cwd)))
+        workspace = WorkspaceId.from_cwd(params.cwd)
+        return await self._off_loop(workspace.key, lambda: self.store.read_workspace(workspace))
 
     async def replace_global(self, params: ReplaceGlobalParams) -> CommitResult:
         async with self._turns[None]:
-            result = await _off_loop(
-                lambda: self.store.replace_global(params.expectedRevision, params.content)
+            result = await self._off_loop(
+                None, lambda: self.store.replace_global(params.expectedRevision, params.content)
             )
             self._committed(MemoryChanged(scope="global", revision=result.revision, valid=True), result)
         return result
@@ -79,8 +86,9 @@ class MemoryMethods:
     async def commit_workspace(self, params: CommitWorkspaceParams) -> CommitResult:
         workspace = WorkspaceId.from_cwd(params.cwd)
         async with self._turns[workspace.key]:
-            result = await _off_loop(
-                lambda: self.store.commit_workspace(workspace, params.expectedRevision, params.changes)
+            result = await self._off_loop(
+                workspace.key,
+                lambda: self.store.commit_workspace(workspace, params.expectedRevision, params.changes),
             )
             change = MemoryChanged(
                 scope="workspace",
@@ -95,7 +103,7 @@ class MemoryMethods:
     async def scope_changed(self, scope: Scope) -> None:
         """React to files of a scope changing on disk: reindex a valid workspace, announce news."""
         async with self._turns[scope]:
-            change = await asyncio.to_thread(self._look, scope)
+            change = await self._off_loop(scope, lambda: self._look(scope))
             self._announce(scope, change)
 
     def _committed(self, change: MemoryChanged, result: CommitResult) -> None:
@@ -125,15 +133,21 @@ class MemoryMethods:
         return MemoryChanged(scope="workspace", workspace=scope, cwd=cwd, revision=revision, valid=True)
 
     async def regenerate_index(self, params: WorkspaceParams) -> RegenerateResult:
-        written = await _off_loop(lambda: self.store.regenerate_index(WorkspaceId.from_cwd(params.cwd)))
+        workspace = WorkspaceId.from_cwd(params.cwd)
+        written = await self._off_loop(workspace.key, lambda: self.store.regenerate_index(workspace))
         return RegenerateResult(written=written)
 
     async def context(self, params: WorkspaceParams) -> ContextResult:
-        text = await _off_loop(lambda: render_context(self.store, WorkspaceId.from_cwd(params.cwd)))
+        workspace = WorkspaceId.from_cwd(params.cwd)
+        text = await self._off_loop(workspace.key, lambda: render_context(self.store, workspace))
         return ContextResult(text=text)
 
+    async def _off_loop(self, scope: Scope, action: Callable[[], T]) -> T:
+        async with self._threads[scope]:
+            return await _in_thread(action)
 
-async def _off_loop(action: Callable[[], T]) -> T:
+
+async def _in_thread(action: Callable[[], T]) -> T:
     try:
         return await asyncio.to_thread(action)
     except InvalidChanges as exc:

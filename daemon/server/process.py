@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from pydantic import BaseModel
@@ -41,6 +42,7 @@ from .session_methods import SessionMethods
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
+WORKER_THREADS = 32
 _PEERCRED = struct.Struct("3i")
 
 
@@ -80,13 +82,15 @@ class Daemon:
             self._connection, path=str(socket_path), limit=MAX_MESSAGE_BYTES
         )
         os.chmod(socket_path, 0o600)
-        self.watcher.start(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
+        loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
+        self.watcher.start(loop)
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,
         )  # fmt: skip
         atomic_write(self.paths.status, info.model_dump_json().encode() + b"\n")
-        loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         self._arm_idle()

@@ -1,22 +1,25 @@
-"""Daemon benchmarks: a JSON-RPC round trip, and a cold start until the daemon answers."""
+"""Daemon benchmarks: a JSON-RPC round trip, a cold start until the daemon answers, idle memory."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from remem.daemon.client import call
+from remem.daemon.client import DaemonUnavailable, call
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 
-from .harness import Benchmark, Budget, Contenders, repeat
+from .harness import Benchmark, Budget, Call, Contenders, percentile, repeat
+from .sessions import _SESSIONS, _corpus
 
 # The baseline server: the same asyncio stream API, answering each line with itself.
 _ECHO_SERVER = """
@@ -87,6 +90,149 @@ def _cold_start() -> Iterator[Contenders]:
         yield Contenders(remem=repeat(start_until_ready), baseline=repeat(interpreter))
 
 
+# Idle memory is read this long after the last request, once nothing runs any more.
+_SETTLE_SECONDS = 3.0
+_STOP_SECONDS = 15.0
+_RSS_TARGET_BYTES = 120_000_000
+# The least any Python daemon of this kind holds: the interpreter, an asyncio Unix-socket server
+# (the round trip's echo server) and the json and sqlite3 modules, loaded and idle.
+_IDLE_SERVER = "import json, sqlite3\n" + _ECHO_SERVER
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """A process's resident set now and at its peak, in bytes (`VmRSS`, `VmHWM`)."""
+
+    rss: int
+    peak: int
+
+
+def _memory_of(pid: int) -> _Memory:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) * 1024  # the kernel reports kB, meaning KiB
+    return _Memory(rss=fields["VmRSS"], peak=fields["VmHWM"])
+
+
+def _idle_daemon_memory(home: Home, env: dict[str, str]) -> _Memory:
+    """Start a daemon, have it list every session once, let it idle, read its memory, stop it."""
+    paths = DaemonPaths(home)
+    with open(paths.log, "ab") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + _STOP_SECONDS
+        while paths.read_status() is None:
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon did not start; its log says:\n{paths.log.read_text()}")
+            time.sleep(0.02)
+        assert call(home, "daemon/status", start=False)["pid"] == daemon.pid
+        listing = call(home, "sessions/list", start=False)
+        # Only a daemon that really indexed every log is measured.
+        assert len(listing["sessions"]) == _SESSIONS and not listing["errors"], listing["errors"]
+        time.sleep(_SETTLE_SECONDS)
+        return _memory_of(daemon.pid)
+    finally:
+        _stop(home, daemon)
+
+
+def _stop(home: Home, daemon: subprocess.Popen[bytes]) -> None:
+    """Shut the daemon down and wait for its exit; SIGTERM, then SIGKILL, if it does not go."""
+    try:
+        call(home, "daemon/shutdown", start=False)
+    except DaemonUnavailable:
+        daemon.terminate()  # not listening (yet): the daemon stops on SIGTERM too
+    try:
+        daemon.wait(_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+
+
+def _idle_server_memory(socket_path: str) -> _Memory:
+    server = subprocess.Popen([sys.executable, "-c", _IDLE_SERVER, socket_path], stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None and server.stdout.readline() == b"ready\n"
+        time.sleep(_SETTLE_SECONDS)
+        return _memory_of(server.pid)
+    finally:
+        server.kill()
+        server.wait()
+
+
+class _Starts(Budget):
+    """One process start per iteration: a quick run starts each side once."""
+
+    def quick(self) -> Budget:
+        return Budget(iterations=1, warmup=0)
+
+
+@contextmanager
+def _idle_rss() -> Iterator[Contenders]:
+    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+        root = Path(folder)
+        _corpus(root, _SESSIONS)
+        # No real ~/.dsh: the daemon's roots are its own and the corpus, nothing else.
+        env = {**os.environ, "DSH_HOME": str(root / "no-dsh")}
+        cold: list[_Memory] = []
+        warm: list[_Memory] = []
+        baseline: list[_Memory] = []
+
+        def remem(iteration: int) -> Call:
+            home = Home(root / f"home-{iteration}")
+            home.ensure_layout()
+            home.settings_file.write_text(f"sessions:\n  roots: [{json.dumps(str(root / 'corpus'))}]\n")
+
+            def starts() -> None:
+                cold.append(_idle_daemon_memory(home, env))  # indexes every log itself
+                warm.append(_idle_daemon_memory(home, env))  # opens the index the first one wrote
+
+            return starts
+
+        def server(iteration: int) -> Call:
+            return lambda: baseline.append(_idle_server_memory(str(root / f"idle-{iteration}.sock")))
+
+        yield Contenders(remem=remem, baseline=server)
+        print(_memory_table(cold, warm, baseline), end="\n\n", flush=True)
+
+
+def _memory_table(cold: Sequence[_Memory], warm: Sequence[_Memory], baseline: Sequence[_Memory]) -> str:
+    """Medians of the starts (nearest rank), laid out like the harness table; MB = 10^6 bytes."""
+    base = _median(baseline)
+    lines = [("benchmark", "metric", "remem", "baseline", "ratio", "target", "verdict")]
+    for label, runs in (("indexed here", cold), ("index reused", warm)):
+        remem = _median(runs)
+        verdict = "ok" if remem.rss <= _RSS_TARGET_BYTES else "over target"
+        target = f"≤ {_RSS_TARGET_BYTES / 1e6:.0f} MB"
+        for metric, mine, theirs, shown in (
+            ("RSS", remem.rss, base.rss, True),
+            ("peak", remem.peak, base.peak, False),
+        ):
+            lines.append(
+                (
+                    "daemon.idle-rss",
+                    f"{metric}, {label}",
+                    f"{mine / 1e6:.1f} MB",
+                    f"{theirs / 1e6:.1f} MB",
+                    f"{mine / theirs:.2f}",
+                    target if shown else "",
+                    verdict if shown else "",
+                )
+            )
+    widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
+    rendered = [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+    rendered.insert(1, "-+-".join("-" * width for width in widths))
+    return f"daemon.idle-rss memory, median of {len(baseline)} start(s) per side:\n" + "\n".join(rendered)
+
+
+def _median(runs: Sequence[_Memory]) -> _Memory:
+    return _Memory(rss=percentile([m.rss for m in runs], 50), peak=percentile([m.peak for m in runs], 50))
+
+
 BENCHMARKS = [
     Benchmark(
         name="daemon.rpc-roundtrip",
@@ -103,6 +249,18 @@ BENCHMARKS = [
         target=3.0,
         budget=Budget(iterations=10, warmup=1),
         setup=_cold_start,
+        informational=True,
+    ),
+    Benchmark(
+        name="daemon.idle-rss",
+        note=f"a daemon whose root holds {_SESSIONS} raw logs of ~100 KB lists them once, idles "
+        f"{_SETTLE_SECONDS:.0f} s, and its VmRSS is read; started on a fresh index, then again on the "
+        "index it wrote; baseline: an idle asyncio Unix-socket server with json and sqlite3 imported "
+        "(target: idle RSS ≤ 120 MB). The memory figures print in their own table before this one; "
+        "the harness rows only time one measurement cycle per side",
+        target=3.0,
+        budget=_Starts(iterations=3, warmup=0),
+        setup=_idle_rss,
         informational=True,
     ),
 ]

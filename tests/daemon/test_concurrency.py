@@ -1,0 +1,57 @@
+"""A slow request stalls no one: not the other clients, not the same client's other requests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.home import Home
+from remem.daemon.locks import file_lock
+from remem.daemon.memory.identity import WorkspaceId
+
+pytestmark = pytest.mark.slow
+EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+HANG_SECONDS = 30
+RECORD = {"name": "a-fact", "description": "A fact", "type": "project", "content": "Body.\n"}
+
+
+def test_requests_stuck_behind_a_lock_stall_no_one_else(home: Home, tmp_path: Path) -> None:
+    stuck = WorkspaceId.from_cwd(tmp_path / "stuck")
+    free = WorkspaceId.from_cwd(tmp_path / "free")
+    commit = {"cwd": stuck.cwd, "expectedRevision": EMPTY, "changes": [{"action": "put", "record": RECORD}]}
+
+    async def scenario() -> None:
+        writer, bystander, *readers = [await AsyncDaemonClient.open(home) for _ in range(5)]
+        # Another process (a `--no-daemon` CLI, say) holds the workspace for as long as it likes.
+        with file_lock(home.ensure_layout().locks / f"ws-{stuck.key}.lock"):
+            slow = [asyncio.create_task(writer.call("memory/commitWorkspace", commit)) for _ in range(10)]
+            # More stuck readers than the daemon has worker threads, each client below its
+            # in-flight limit, so that each could still be answered on other matters.
+            slow += [
+                asyncio.create_task(reader.call("memory/readWorkspace", {"cwd": stuck.cwd}))
+                for reader in readers
+                for _ in range(15)
+            ]
+            await asyncio.sleep(0.5)  # not a timing assertion: a head start for the slow ones
+            others = asyncio.gather(
+                bystander.call("daemon/status"),
+                bystander.call("memory/readGlobal"),
+                bystander.call("memory/readWorkspace", {"cwd": free.cwd}),
+                writer.call("memory/readWorkspace", {"cwd": free.cwd}),  # the writer's own
+                readers[0].call("daemon/status"),
+            )
+            # A deadline for a hang, not a speed target: a stalled daemon fails instead of hanging.
+            answers = await asyncio.wait_for(others, HANG_SECONDS)
+            assert not any(task.done() for task in slow), "the lock is still held"
+        assert answers[0]["clients"] == 5 and answers[2]["records"] == []
+        results = await asyncio.gather(*slow)
+        statuses = sorted(r["status"] for r in results[:10])
+        assert statuses == ["committed"] + ["conflict"] * 9, "one commit won, nine saw its revision"
+        assert all(r["key"] == stuck.key for r in results[10:])
+        for client in (writer, bystander, *readers):
+            await client.close()
+
+    asyncio.run(scenario())
