@@ -25,6 +25,7 @@ from .server.runtime import DaemonPaths
 START_TIMEOUT_SECONDS = 15.0
 # Requests are capped at MAX_MESSAGE_BYTES; answers (a long transcript) may be much larger.
 MAX_ANSWER_BYTES = 1 << 30
+RETRY_SECONDS = 0.05
 
 
 class DaemonUnavailable(Exception):
@@ -78,15 +79,17 @@ class AsyncDaemonClient:
 
     async def _open_link(self) -> _Link:
         paths = DaemonPaths(self.home)
-        link = await _connect_checked(paths, self._listener)
-        if link is not None:
-            return link
-        if not self._start:
-            raise DaemonUnavailable(f"no remem daemon is running for {self.home.root}")
-        await asyncio.to_thread(_start, paths)
-        link = await _connect_checked(paths, self._listener)
-        if link is None:
-            raise DaemonUnavailable(f"the remem daemon for {self.home.root} started but does not answer")
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        retry = False
+        while (link := await _connect_checked(paths, self._listener)) is None:
+            if not self._start:
+                raise DaemonUnavailable(f"no remem daemon is running for {self.home.root}")
+            if time.monotonic() > deadline:
+                raise DaemonUnavailable(f"the remem daemon for {self.home.root} started but does not answer")
+            if retry:  # a daemon killed a moment ago may still hold its lock: wait until it is gone
+                await asyncio.sleep(RETRY_SECONDS)
+            await asyncio.to_thread(_start, paths)
+            retry = True
         return link
 
 
@@ -103,11 +106,8 @@ class _Link:
         self._writer, self.info, self._listener = writer, info, listener
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+        self.lost = False
         self._reading = asyncio.create_task(self._read_all(reader))
-
-    @property
-    def lost(self) -> bool:
-        return self._reading.done()
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = next(self._ids)
@@ -134,6 +134,7 @@ class _Link:
         except (ConnectionError, ValueError):
             pass  # a broken connection or a garbled answer: fail what waits, reconnect next time
         finally:
+            self.lost = True
             for answer in self._waiting.values():
                 if not answer.done():
                     answer.set_exception(DaemonUnavailable("the daemon closed the connection"))
@@ -163,7 +164,11 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
     except OSError:
         return None
     link = _Link(reader, writer, info, listener)
-    hello = await link.request("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
+    try:
+        hello = await link.request("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
+    except DaemonUnavailable:
+        return None  # a daemon dying (or killed) as we connected
+
     if (hello["protocol"], hello["version"]) == (PROTOCOL_VERSION, APP_VERSION):
         return link
     await link.request("daemon/shutdown", {})  # an older (or newer) daemon: replace it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.home import Home
 from remem.daemon.server.protocol import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
@@ -83,6 +85,23 @@ def test_a_killed_daemon_is_replaced_on_the_next_call(home: Home) -> None:
     assert status(home) == {"running": False}, "a stale status file is not a running daemon"
     second = json.loads(remem(home, "daemon", "start", "--json").stdout)["pid"]
     assert second != first and paths.read_status().pid == second  # type: ignore[union-attr]
+
+
+def test_a_client_reconnects_after_the_daemon_is_killed(home: Home) -> None:
+    async def scenario() -> tuple[int, int, object]:
+        client = await AsyncDaemonClient.open(home)
+        first = (await client.call("daemon/status"))["pid"]
+        waiting = asyncio.create_task(client.call("sessions/list"))
+        os.kill(first, signal.SIGKILL)
+        lost = await asyncio.gather(waiting, return_exceptions=True)
+        # The same client object: the next call starts a new daemon and carries on.
+        second = (await client.call("daemon/status"))["pid"]
+        await client.close()
+        return first, second, lost[0]
+
+    first, second, lost = asyncio.run(scenario())
+    assert second != first and DaemonPaths(home).read_status().pid == second  # type: ignore[union-attr]
+    assert isinstance(lost, (DaemonUnavailable, dict)), "in flight: failed clearly, or answered in time"
 
 
 def test_idle_daemon_exits(home: Home) -> None:
