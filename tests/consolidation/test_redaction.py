@@ -1,0 +1,88 @@
+"""Best-effort credential redaction: each recognised kind is masked, ordinary prose is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from remem.daemon.consolidation.redaction import redact
+
+PRIVATE_KEY = "\n".join(
+    [
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAA",
+        "AAAEbm9uZQ==",
+        "-----END OPENSSH PRIVATE KEY-----",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("id AKIAIOSFODNN7EXAMPLE here", "id [redacted aws-access-key-id] here"),
+        ("temporary ASIAY34FZKBOKMUTVV7A.", "temporary [redacted aws-access-key-id]."),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "aws_secret_access_key = [redacted aws-secret-access-key]",
+        ),
+        (
+            'AWS_SECRET_ACCESS_KEY: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+            'AWS_SECRET_ACCESS_KEY: "[redacted aws-secret-access-key]"',
+        ),
+        ("key sk-abcdefghijklmnopqrstuvwxyz012345 ok", "key [redacted api-key] ok"),
+        ("sk-proj-Ab12_cd34-EF56gh78ij90KL12mn34", "[redacted api-key]"),
+        ("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx-yz", "[redacted api-key]"),
+        ("ghp_0123456789abcdefghijABCDEFGHIJ012345", "[redacted github-token]"),
+        ("push with gho_0123456789abcdefghij0123 now", "push with [redacted github-token] now"),
+        ("ghu_0123456789abcdefghij0123", "[redacted github-token]"),
+        ("ghs_0123456789abcdefghij0123", "[redacted github-token]"),
+        ("ghr_0123456789abcdefghij0123", "[redacted github-token]"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijKLMNOP", "[redacted github-token]"),
+        ("xoxb-1234567890-0987654321-AbCdEfGhIjKl", "[redacted slack-token]"),
+        ("xoxp-1234-5678-abcdefabcdef", "[redacted slack-token]"),
+        ("xoxa-2-abcdef123456", "[redacted slack-token]"),
+        ("xoxr-refresh-token-value", "[redacted slack-token]"),
+        (f"key:\n{PRIVATE_KEY}\ndone", "key:\n[redacted private-key]\ndone"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA truncated", "[redacted private-key]"),
+        ("password=hunter2", "password=[redacted secret]"),
+        ("passwd: hunter2 and more", "passwd: [redacted secret] and more"),
+        ("secret=abc123", "secret=[redacted secret]"),
+        ("token=abc.def", "token=[redacted secret]"),
+        ("api_key=abc123&x=1", "api_key=[redacted secret]&x=1"),
+        ("export DB_PASSWORD='p@ss word'", "export DB_PASSWORD='[redacted secret]'"),
+        ('{"client_secret": "s3cr3t", "name": "x"}', '{"client_secret": "[redacted secret]", "name": "x"}'),
+        ("SECRET_KEY = django-insecure-xyz", "SECRET_KEY = [redacted secret]"),
+        ("GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }}", "GITHUB_TOKEN=${{ secrets.GITHUB_TOKEN }}"),
+        (
+            "curl -H 'Authorization: Bearer eyJhbGciOi.J9x-_y'",
+            "curl -H 'Authorization: Bearer [redacted bearer-token]'",
+        ),
+        ('{"authorization": "bearer abc.def"}', '{"authorization": "bearer [redacted bearer-token]"}'),
+        ("api_key=sk-abcdefghijklmnopqrstuvwxyz012345", "api_key=[redacted api-key]"),
+    ],
+)
+def test_credentials_are_masked(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password policy requires 12 characters",
+        "rotate the token before the secret expires",
+        "Set max_tokens to 8192; the tokenizer splits on spaces.",
+        "password=$DB_PASSWORD and token=<your token>",
+        "Authorization: Bearer $TOKEN",
+        "AKIA is the prefix of AWS access key ids",
+        "use scikit-learn and task-runner-for-everything",
+        "ghp_short",
+        "",
+    ],
+)
+def test_ordinary_text_is_untouched(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redaction_is_stable() -> None:
+    once = redact(f"password=hunter2 {PRIVATE_KEY} AKIAIOSFODNN7EXAMPLE")
+    assert redact(once) == once
