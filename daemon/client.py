@@ -228,12 +228,13 @@ def _log_tail(paths: DaemonPaths, lines: int = 20) -> str:
 
 
 def call(
-    home: Home, method: str, params: dict[str, Any] | None = None, *, start: bool = True
-) -> dict[str, Any]:
+    home: Home, method: str, params: dict[str, Any] | None = None, *, start: bool = True,
+    listener: Listener | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """One synchronous request (for the CLI): connect or start, call, close."""
 
     async def once() -> dict[str, Any]:
-        client = await AsyncDaemonClient.open(home, start=start)
+        client = await AsyncDaemonClient.open(home, start=start, listener=listener)
         try:
             return await client.call(method, params)
         finally:

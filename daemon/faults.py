@@ -13,6 +13,10 @@ EXIT_CODE = 86
 
 POINTS: frozenset[str] = frozenset(
     {
+        "consolidation.after-committing-receipt",
+        "consolidation.after-global-commit",
+        "consolidation.after-workspace-commit",
+        "consolidation.before-committed-receipt",
         "fork.after-prepare",
         "fork.after-temp-write",
         "fork.after-publish",

@@ -45,10 +45,21 @@ class LockHandle:
 
 def try_file_lock(path: Path) -> LockHandle | None:
     """Take an exclusive lock without waiting; None when another holder has it."""
+    return _lock_handle(path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+
+
+def acquire_file_lock(path: Path) -> LockHandle:
+    """Wait for an exclusive lock that outlives any one block of code (release it yourself)."""
+    handle = _lock_handle(path, portalocker.LockFlags.EXCLUSIVE)
+    assert handle is not None, "a blocking lock is always acquired"
+    return handle
+
+
+def _lock_handle(path: Path, flags: portalocker.LockFlags) -> LockHandle | None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
     handle = os.fdopen(fd, "r+b")
     try:
-        portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+        portalocker.lock(handle, flags)
     except portalocker.LockException:
         handle.close()
         return None

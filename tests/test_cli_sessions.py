@@ -47,8 +47,10 @@ def test_list_json_shape(home: Home, tmp_path: Path) -> None:
     assert code == 0 and data["errors"] == []
     assert {s["id"] for s in data["sessions"]} == set(ids.values())
     assert set(data["sessions"][0]) == {
-        "id", "title", "cwd", "createdAt", "parent", "kind", "live", "turns", "lastSeq", "revision", "digest"
+        "id", "title", "cwd", "createdAt", "parent", "kind", "live", "turns", "lastSeq", "revision", "digest",
+        "review",
     }  # fmt: skip
+    assert {s["review"]["state"] for s in data["sessions"]} == {"never"}
 
 
 def test_tree_nests_forks_and_subagents_and_flags_orphans(home: Home, tmp_path: Path) -> None:

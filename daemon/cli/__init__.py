@@ -7,6 +7,7 @@ import click
 from .. import __version__
 from ..home import Home
 from .backend import NO_DAEMON_ENV, Backend
+from .consolidate import consolidate, receipts, settings
 from .daemon import daemon
 from .memory import memory
 from .sessions import sessions
@@ -32,9 +33,12 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
     ctx.obj = Backend(Home.resolve(home), use_daemon=not no_daemon)
 
 
+cli.add_command(consolidate)
 cli.add_command(daemon)
 cli.add_command(memory)
+cli.add_command(receipts)
 cli.add_command(sessions)
+cli.add_command(settings)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from .. import client
 from ..home import Home
+from ..server.consolidation_methods import ConsolidationMethods
 from ..server.memory_methods import MemoryMethods
 from ..server.protocol import METHODS
 from ..server.session_methods import SessionMethods
@@ -33,16 +34,30 @@ class Backend:
     home: Home
     use_daemon: bool
 
-    def call(self, method: str, params: BaseModel, result: type[R], roots: Sequence[Path] = ()) -> R:
-        """Run `method`; raises `RpcError` exactly as the daemon would answer it."""
+    def call(
+        self, method: str, params: BaseModel, result: type[R], roots: Sequence[Path] = (),
+        listener: client.Listener | None = None,
+    ) -> R:  # fmt: skip
+        """Run `method`; raises `RpcError` exactly as the daemon would answer it. `listener`
+        hears the notifications the call causes (the daemon's go to every client)."""
         assert METHODS[method].result is result, f"{method} returns {METHODS[method].result.__name__}"
         if self.use_daemon and not roots:
             try:
-                answer = client.call(self.home, method, params.model_dump(mode="json"))
+                answer = client.call(self.home, method, params.model_dump(mode="json"), listener=listener)
             except client.DaemonUnavailable as exc:
                 fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
             return result.model_validate(answer)
-        handlers = {**MemoryMethods(self.home).handlers(), **SessionMethods(self.home, roots).handlers()}
+
+        def publish(name: str, notification: BaseModel) -> None:
+            if listener is not None:
+                listener(name, notification.model_dump(mode="json"))
+
+        memory = MemoryMethods(self.home, publish)
+        handlers = {
+            **memory.handlers(),
+            **SessionMethods(self.home, roots, publish).handlers(),
+            **ConsolidationMethods(self.home, memory, publish).handlers(),
+        }
 
         async def in_process() -> BaseModel:
             return await handlers[method](params)

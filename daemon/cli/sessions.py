@@ -64,6 +64,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         return
     for s in listing.sessions:
         badge = " live" if s.live else ""
+        badge += f" [{s.review.status or s.review.state}]" if s.review.state != "never" else ""
         click.echo(
             f"{s.id}  {_age(s.createdAt)}  {s.kind:<8} {s.turns:>3} turns{badge}  {s.title or '(untitled)'}"
         )

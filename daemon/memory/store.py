@@ -99,13 +99,17 @@ class MemoryStore:
     # -- Global ---------------------------------------------------------------------------
 
     def read_global(self) -> GlobalSnapshot:
+        return self.read_global_with_bytes()[0]
+
+    def read_global_with_bytes(self) -> tuple[GlobalSnapshot, bytes]:
+        """The snapshot and the exact bytes it came from (a plan made later starts from them)."""
         raw = self._locked_global(self._read_global_bytes)
         text, problems = decode(raw)
         problems += validate_global(text)
         if has_errors(problems):
             files = [FileProblems(path=str(self.home.global_file), diagnostics=problems)]
             raise MemoryInvalid(files, global_revision(raw))
-        return GlobalSnapshot(revision=global_revision(raw), content=canonicalize(text))
+        return GlobalSnapshot(revision=global_revision(raw), content=canonicalize(text)), raw
 
     def preview_global(self, content: str) -> GlobalPlan:
         return plan_global(self._locked_global(self._read_global_bytes), content)
@@ -128,13 +132,18 @@ class MemoryStore:
     # -- Workspaces -----------------------------------------------------------------------
 
     def read_workspace(self, workspace: WorkspaceId) -> WorkspaceSnapshot:
+        return self.read_workspace_with_files(workspace)[0]
+
+    def read_workspace_with_files(self, workspace: WorkspaceId) -> tuple[WorkspaceSnapshot, dict[str, bytes]]:
+        """The snapshot and the record files it came from (a plan made later starts from them)."""
         files = self._locked_workspace(workspace, _as_read)
-        return WorkspaceSnapshot(
+        snapshot = WorkspaceSnapshot(
             key=workspace.key,
             cwd=workspace.cwd,
             revision=workspace_revision(files),
             records=self._valid_records(workspace, files),
         )
+        return snapshot, files
 
     def preview_workspace(
         self, workspace: WorkspaceId, changes: list[PutChange | DeleteChange]

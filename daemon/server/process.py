@@ -24,6 +24,7 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..sessions.catalog import default_roots
 from ..settings import Settings, SettingsError, SettingsStore
+from .consolidation_methods import ConsolidationMethods
 from .jsonrpc import Connection, Dispatcher
 from .memory_methods import MemoryMethods
 from .protocol import (
@@ -57,6 +58,7 @@ class Daemon:
         self._idle: asyncio.TimerHandle | None = None
         self.memory = MemoryMethods(home, self.publish)
         self.sessions = SessionMethods(home, publish=self.publish)
+        self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
         roots = default_roots(home, settings.sessions.roots)
         self.watcher = Watcher(home, roots, self._changed, settings.daemon.watch)
         self.dispatcher = Dispatcher(
@@ -66,6 +68,7 @@ class Daemon:
                 "daemon/shutdown": self._shutdown,
                 **self.memory.handlers(),
                 **self.sessions.handlers(),
+                **self.consolidation.handlers(),
             }
         )
 

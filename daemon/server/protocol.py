@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import __version__
+from ..consolidation.receipts import Receipt
+from ..consolidation.runner import ConsolidationResult
 from ..forks.service import ForkRequest, ForkResult
 from ..memory.batch import Change
 from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
@@ -164,6 +166,38 @@ class MetaResult(SessionMeta):
     id: str
 
 
+class ConsolidateParams(_Strict):
+    session: str = Field(min_length=1)
+
+
+class CancelResult(_Strict):
+    cancelled: bool
+
+
+class ReceiptsParams(_Strict):
+    session: str | None = None
+
+
+class ReceiptsResult(_Strict):
+    receipts: list[Receipt]
+
+
+class ModelSettings(_Strict):
+    """The consolidation route as `remem settings model` shows it (never the API key)."""
+
+    provider: str
+    model: str
+    providers: list[str]
+    apiKeyEnv: str | None
+    revision: str  # of settings.yml, for the compare-and-swap of `consolidation/settings/select`
+
+
+class SelectModelParams(_Strict):
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    expectedRevision: str
+
+
 @dataclass(frozen=True)
 class Method:
     params: type[BaseModel]
@@ -188,6 +222,11 @@ METHODS: dict[str, Method] = {
     "sessions/fork": Method(ForkRequest, ForkResult),
     "sessions/rename": Method(RenameParams, MetaResult),
     "sessions/archive": Method(ArchiveParams, MetaResult),
+    "consolidation/run": Method(ConsolidateParams, ConsolidationResult),
+    "consolidation/cancel": Method(ConsolidateParams, CancelResult),
+    "consolidation/receipts": Method(ReceiptsParams, ReceiptsResult),
+    "consolidation/settings/read": Method(Empty, ModelSettings),
+    "consolidation/settings/select": Method(SelectModelParams, ModelSettings),
 }
 
 
@@ -207,15 +246,27 @@ class SessionsChanged(_Strict):
     root: str
 
 
+class ConsolidationProgress(_Strict):
+    """`consolidation/progress`: a phase of a running consolidation (or one model step)."""
+
+    session: str
+    phase: str  # freezing | model | model-step | committing
+    review: str | None = None
+    attempt: int | None = None
+    step: int | None = None
+
+
 NOTIFICATIONS: dict[str, type[BaseModel]] = {
     "memory/changed": MemoryChanged,
     "sessions/changed": SessionsChanged,
+    "consolidation/progress": ConsolidationProgress,
 }
 
 # Application errors (JSON-RPC reserves -32000 to -32099 for the server's own).
 INVALID_CHANGES = -32010  # data: {"problems": [...]} — nothing was written
 MEMORY_INVALID = -32011  # data: {"revision", "files": [...]} — fix the files first
 SESSION_REFUSED = -32012  # data: {"code": NOT_FOUND | OPEN_TURN | STALE_SOURCE | OP_CONFLICT | ...}
+CONSOLIDATION_REFUSED = -32013  # data: {"code": NOT_FOUND | LIVE | NO_CWD | NO_ROUTE | ...}: no review began
 
 
 class RpcError(Exception):

@@ -15,12 +15,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from ..consolidation.receipts import ReceiptStore, review_states
 from ..forks.child import normalize_title
 from ..forks.service import ForkRequest, ForkResult, ForkService
 from ..home import Home
 from ..sessions.catalog import Listing, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
-from ..sessions.lineage import build_tree
+from ..sessions.lineage import ReviewState, build_tree
 from ..sessions.metadata import SessionMetadata
 from ..sessions.roots import root_fingerprint
 from ..sessions.transcript import render_transcript
@@ -53,6 +54,7 @@ class SessionMethods:
         self.extra_roots = tuple(extra_roots)
         self._publish = publish
         self._fingerprints: dict[Path, str] = {}
+        self._receipts = ReceiptStore(home)
         # Forks and the watcher's look at a root take turns, so the look after a fork finds
         # the fingerprint the fork recorded and drops the echo of its writes.
         self._turns = asyncio.Lock()
@@ -70,14 +72,29 @@ class SessionMethods:
         }
 
     async def listing(self, params: ListParams) -> Listing:
-        return await self._run(lambda catalog: catalog.listing(params.cwd))
+        def listing(catalog: SessionCatalog) -> Listing:
+            found = catalog.listing(params.cwd)
+            states = self._reviews({s.id: s.digest for s in found.sessions})
+            sessions = [
+                s.model_copy(update={"review": states[s.id]}) if s.id in states else s for s in found.sessions
+            ]
+            return Listing(sessions=sessions, errors=found.errors)
+
+        return await self._run(listing)
 
     async def tree(self, params: WorkspaceParams) -> TreeResult:
         def build(catalog: SessionCatalog) -> TreeResult:
             entries, _ = catalog.entries(params.cwd)
-            return TreeResult(nodes=build_tree(e.lineage_item() for e in entries).flat())
+            states = self._reviews({e.summary.id: e.summary.digest for e in entries})
+            nodes = build_tree(e.lineage_item() for e in entries).flat()
+            return TreeResult(
+                nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes]
+            )
 
         return await self._run(build)
+
+    def _reviews(self, digests: dict[str, str]) -> dict[str, ReviewState]:
+        return review_states(self._receipts.all(), digests)
 
     async def turns(self, params: SessionParams) -> TurnsResult:
         return await self._run(

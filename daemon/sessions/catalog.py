@@ -22,7 +22,7 @@ from ..locks import try_file_lock
 from ..settings import SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .index import LogRow, LogState, SessionIndex, Update
-from .lineage import LineageItem
+from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .projection import Projection, TurnBounds
@@ -48,6 +48,7 @@ class SessionSummary(BaseModel):
     lastSeq: int
     revision: str
     digest: str
+    review: ReviewState = NEVER_REVIEWED
 
 
 class ListError(BaseModel):

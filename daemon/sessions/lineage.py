@@ -47,6 +47,18 @@ class LineageItem:
         return (self.created_at, self.id)
 
 
+class ReviewState(BaseModel):
+    """Whether a session's current content was consolidated (filled in from the receipts)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: Literal["never", "consolidated", "no-change", "failed", "pending", "changed"] = "never"
+    status: str | None = None  # the receipt's status, for failed and pending reviews
+
+
+NEVER_REVIEWED = ReviewState()
+
+
 class _Node(BaseModel):
     """What every tree node says about its session (field order is the JSON key order)."""
 
@@ -60,6 +72,7 @@ class _Node(BaseModel):
     live: bool
     archived: bool
     flags: list[NodeFlag]
+    review: ReviewState = NEVER_REVIEWED
 
 
 class TreeNode(_Node):

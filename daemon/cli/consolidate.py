@@ -1,0 +1,112 @@
+"""`remem consolidate`, `remem receipts` and `remem settings model`: learning memory from sessions."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..consolidation.receipts import FAILED, Status
+from ..consolidation.runner import ConsolidationResult
+from ..server.protocol import (
+    CONSOLIDATION_REFUSED,
+    ConsolidateParams,
+    Empty,
+    ModelSettings,
+    ReceiptsParams,
+    ReceiptsResult,
+    RpcError,
+    SelectModelParams,
+)
+from .backend import Backend
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+_EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
+
+
+@click.command()
+@click.argument("session_id")
+@json_option
+@click.pass_obj
+def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
+    """Learn memory from a finished session: the model proposes, remem checks and commits.
+
+    A review already done returns its receipt without calling the model again."""
+
+    def show_progress(method: str, params: dict[str, Any]) -> None:
+        if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
+            step = f" (step {params['step']})" if params.get("step") else ""
+            click.echo(f"… {params['phase']}{step}", err=True)
+
+    params = ConsolidateParams(session=session_id)
+    try:
+        result = backend.call("consolidation/run", params, ConsolidationResult, listener=show_progress)
+    except RpcError as exc:
+        _refused(exc, as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        again = " (recovered after a crash)" if result.recovered else ""
+        changes = f", {result.changes} change(s)" if result.changes else ""
+        click.echo(
+            f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
+        )
+    sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+
+
+@click.command()
+@click.option("--session", "session_id", default=None, help="Only the reviews of this session.")
+@json_option
+@click.pass_obj
+def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
+    """The consolidation receipts, oldest first: what was learnt from which session, and how."""
+    found = backend.call("consolidation/receipts", ReceiptsParams(session=session_id), ReceiptsResult)
+    if as_json:
+        emit_json(found)
+        return
+    for r in found.receipts:
+        names = ", ".join(c.name or "Global" for c in r.changes) or "-"
+        click.echo(
+            f"{r.createdAt}  {r.status.value:<18} {r.source.session}  changes: {names}  ({r.review[:12]})"
+        )
+    click.echo(f"{len(found.receipts)} receipt(s)")
+
+
+@click.group()
+def settings() -> None:
+    """Read or change remem's settings."""
+
+
+@settings.command()
+@click.option("--provider", default=None, help="A provider name (deepseek, openai, ollama, or your own).")
+@click.option("--model", default=None, help="The model id at that provider.")
+@json_option
+@click.pass_obj
+def model(backend: Backend, provider: str | None, model: str | None, as_json: bool) -> None:
+    """Show the consolidation model, or choose another one (both --provider and --model)."""
+    try:
+        current = backend.call("consolidation/settings/read", Empty(), ModelSettings)
+        if provider is not None or model is not None:
+            chosen = SelectModelParams(provider=provider or current.provider, model=model or current.model,
+                                       expectedRevision=current.revision)  # fmt: skip
+            current = backend.call("consolidation/settings/select", chosen, ModelSettings)
+    except RpcError as exc:
+        _refused(exc, as_json)
+    if as_json:
+        emit_json(current)
+        return
+    key = f" (API key from ${current.apiKeyEnv})" if current.apiKeyEnv else ""
+    click.echo(f"{current.provider}/{current.model}{key}")
+
+
+def _refused(exc: RpcError, as_json: bool) -> None:
+    if exc.code != CONSOLIDATION_REFUSED:
+        raise exc
+    code = exc.data["code"]
+    if as_json:
+        emit_json({"error": {"code": code, "message": exc.message}})
+    else:
+        click.echo(f"remem: {code}: {exc.message}", err=True)
+    sys.exit(EXIT_CONFLICT if code in ("SOURCE_CHANGED", "STALE_SETTINGS") else EXIT_INVALID)

@@ -1,0 +1,236 @@
+"""Receipts: the auditable record of each review, one Markdown file per review id.
+
+`memory/reviews/<review-id>.md` holds YAML front matter (the machine-readable receipt) and a
+short summary for people. It names sessions, revisions, evidence ranges and content hashes,
+never memory or evidence text. Every write replaces the file atomically, under the review's
+lock; the status may only move along the state machine below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..fsutil import atomic_write
+from ..home import Home
+from ..sessions.lineage import ReviewState
+from .evidence import EvidenceRange
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+CONSOLIDATOR_VERSION = 1  # bump when prompt, schema, projection or commit semantics change
+
+
+class Status(str, Enum):
+    PREPARED = "prepared"
+    RUNNING = "running"
+    PROPOSED = "proposed"
+    COMMITTING = "committing"
+    COMMITTED = "committed"
+    NO_CHANGE = "no-change"
+    CANCELLED = "cancelled"
+    SOURCE_CHANGED = "source-changed"
+    TARGET_CONFLICT = "target-conflict"
+    INVALID_PROPOSAL = "invalid-proposal"
+    PROVIDER_FAILED = "provider-failed"
+    EVIDENCE_TOO_LARGE = "evidence-too-large"
+    INTERNAL_ERROR = "internal-error"
+
+
+SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
+IN_FLIGHT = frozenset({Status.PREPARED, Status.RUNNING, Status.PROPOSED})
+FAILED = frozenset(Status) - SUCCEEDED - IN_FLIGHT - {Status.COMMITTING}
+_NEXT: dict[Status, frozenset[Status]] = {
+    Status.PREPARED: frozenset({Status.RUNNING}) | FAILED | SUCCEEDED,
+    Status.RUNNING: frozenset({Status.PROPOSED}) | FAILED | {Status.NO_CHANGE},
+    Status.PROPOSED: frozenset({Status.COMMITTING}) | FAILED | {Status.NO_CHANGE},
+    Status.COMMITTING: frozenset({Status.COMMITTED, Status.TARGET_CONFLICT}),
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(_Model):
+    session: str
+    digest: str
+    coveredSeq: int
+
+
+class ScopeRevisions(_Model):
+    before: str
+    planned: str | None = None
+    after: str | None = None
+
+
+class Target(_Model):
+    workspace: str  # the workspace key
+    workspaceRevisions: ScopeRevisions
+    globalRevisions: ScopeRevisions
+
+
+class ChangeSummary(_Model):
+    action: Literal["replace-global", "put", "delete"]
+    name: str | None = None
+    type: str | None = None
+    evidence: list[EvidenceRange]
+    contentHash: str | None = None
+
+
+class Attempt(_Model):
+    number: int
+    workerSession: str | None = None
+    provider: str
+    model: str
+    status: Status
+    startedAt: str
+    endedAt: str | None = None
+    error: str | None = None
+
+
+class Receipt(_Model):
+    review: str
+    consolidator: int
+    status: Status
+    source: Source
+    target: Target
+    proposalHash: str | None = None
+    changes: list[ChangeSummary] = []
+    attempts: list[Attempt] = []
+    createdAt: str
+    completedAt: str | None = None
+
+    def moved(self, status: Status, **fields: object) -> Receipt:
+        """This receipt in `status`; refuses a move the state machine does not allow."""
+        if status not in _NEXT.get(self.status, frozenset()) and not (
+            self.status in FAILED | IN_FLIGHT and status is Status.PREPARED  # an explicit retry
+        ):
+            raise ValueError(f"a receipt cannot go from {self.status.value} to {status.value}")
+        done = now() if status in SUCCEEDED | FAILED else None
+        return self.model_copy(update={"status": status, "completedAt": done, **fields})
+
+    @property
+    def attempt(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+
+def review_id(session_id: str, digest: str, workspace_key: str, version: int = CONSOLIDATOR_VERSION) -> str:
+    """sha256 over the length-prefixed (version, session, digest, workspace): the same evidence
+    under the same semantics is the same review, whenever and however often it is asked for."""
+    h = hashlib.sha256()
+    for part in (str(version), session_id, digest, workspace_key):
+        data = part.encode("utf-8")
+        h.update(len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+def review_states(receipts: list[Receipt], digests: dict[str, str]) -> dict[str, ReviewState]:
+    """Each session's review state for its current digest (`digests`: session id → digest).
+
+    The newest receipt of the current content decides; receipts only of older content mean the
+    session changed since it was last reviewed.
+    """
+    states: dict[str, ReviewState] = {}
+    for receipt in receipts:  # oldest first, so the newest of each session wins
+        session = receipt.source.session
+        if session not in digests:
+            continue
+        if receipt.source.digest != digests[session]:
+            states.setdefault(session, ReviewState(state="changed"))
+        else:
+            states[session] = _state_of(receipt.status)
+    return states
+
+
+def _state_of(status: Status) -> ReviewState:
+    if status is Status.COMMITTED:
+        return ReviewState(state="consolidated")
+    if status is Status.NO_CHANGE:
+        return ReviewState(state="no-change")
+    pending = status in IN_FLIGHT or status is Status.COMMITTING
+    return ReviewState(state="pending" if pending else "failed", status=status.value)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class ReceiptError(Exception):
+    """A receipt file exists but cannot be read; the message names it and the problem."""
+
+
+class ReceiptStore:
+    def __init__(self, home: Home) -> None:
+        self.folder = home.ensure_layout().reviews
+        self.locks = home.locks
+        # Parsed receipts by file and stat: listings ask for all of them, and YAML is slow.
+        self._parsed: dict[Path, tuple[tuple[int, int], Receipt]] = {}
+
+    def path(self, review: str) -> Path:
+        return self.folder / f"{review}.md"
+
+    def lock_path(self, review: str) -> Path:
+        return self.locks / f"review-{review}.lock"
+
+    def read(self, review: str) -> Receipt | None:
+        try:
+            return parse_receipt(self.path(review).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (ValueError, ValidationError, yaml.YAMLError) as exc:
+            raise ReceiptError(f"{self.path(review)}: not a valid receipt ({exc})") from None
+
+    def write(self, receipt: Receipt) -> None:
+        atomic_write(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
+
+    def all(self) -> list[Receipt]:
+        """Every readable receipt, oldest first; unreadable ones are skipped (see `read`)."""
+        receipts = []
+        for path in self.folder.glob("*.md"):
+            try:
+                receipts.append(self._cached(path))
+            except (OSError, ValueError, ValidationError, yaml.YAMLError):
+                continue
+        return sorted(receipts, key=lambda r: (r.createdAt, r.review))
+
+    def _cached(self, path: Path) -> Receipt:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        known = self._parsed.get(path)
+        if known is None or known[0] != key:
+            known = self._parsed[path] = (key, parse_receipt(path.read_text(encoding="utf-8")))
+        return known[1]
+
+
+def render_receipt(receipt: Receipt) -> str:
+    front = yaml.safe_dump(receipt.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    return f"---\n{front}---\n\n{summary(receipt)}\n"
+
+
+def parse_receipt(text: str) -> Receipt:
+    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+        raise ValueError("no YAML front matter")
+    front = text[4 : text.index("\n---\n", 3) + 1]
+    return Receipt.model_validate(yaml.load(front, Loader=_LOADER))
+
+
+def summary(receipt: Receipt) -> str:
+    """A few lines a person can read without knowing the schema."""
+    lines = [f"Review of session {receipt.source.session} (through event {receipt.source.coveredSeq}): "
+             f"**{receipt.status.value}**."]  # fmt: skip
+    for change in receipt.changes:
+        what = "Global memory" if change.action == "replace-global" else f"`{change.name}`"
+        ranges = ", ".join(f"{r.fromSeq}-{r.toSeq}" for r in change.evidence)
+        lines.append(f"- {change.action} {what} (evidence: events {ranges})")
+    attempt = receipt.attempt
+    if attempt is not None:
+        detail = f": {attempt.error}" if attempt.error else ""
+        route = f"{attempt.provider}/{attempt.model}"
+        lines.append(f"\nAttempt {attempt.number} with {route}: {attempt.status.value}{detail}")
+    return "\n".join(lines)

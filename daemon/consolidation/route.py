@@ -1,0 +1,100 @@
+"""The model route of a consolidation: provider, model, limits and the API key to use.
+
+The key comes from the provider's environment variable, else from `credentials.yml` (which
+must be private to the user). A missing key is reported, naming the variable, before any
+session is read or frozen.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..home import Home
+from ..settings import Settings
+
+
+class RouteError(Exception):
+    """The configured route cannot be used; the message says what to set."""
+
+
+class _ProviderCredentials(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    api_key: str
+
+
+class Credentials(BaseModel):
+    """`credentials.yml`: `providers: {<name>: {api_key: ...}}`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    providers: dict[str, _ProviderCredentials] = {}
+
+
+@dataclass(frozen=True)
+class Route:
+    provider: str
+    model: str
+    base_url: str
+    api_key: str
+    max_tokens: int
+    timeout_seconds: float
+    max_input_bytes: int
+    debug: bool
+
+    def __repr__(self) -> str:  # the key must never reach a log or a traceback
+        return f"Route(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+
+def resolve_route(home: Home, settings: Settings) -> Route:
+    config = settings.consolidation
+    provider = settings.all_providers()[config.provider]  # parse_settings checked that it exists
+    return Route(
+        provider=config.provider,
+        model=config.model,
+        base_url=provider.base_url,
+        api_key=_api_key(home, config.provider, provider.api_key_env),
+        max_tokens=config.max_tokens,
+        timeout_seconds=config.timeout_seconds,
+        max_input_bytes=config.max_input_bytes,
+        debug=config.debug,
+    )
+
+
+def _api_key(home: Home, provider: str, env: str | None) -> str:
+    if env is None:
+        return "unused"  # a local server (ollama) takes any key, but the client needs one
+    if key := os.environ.get(env, "").strip():
+        return key
+    stored = read_credentials(home).providers.get(provider)
+    if stored is not None and stored.api_key.strip():
+        return stored.api_key.strip()
+    raise RouteError(
+        f"no API key for provider `{provider}`: set the environment variable {env}, or add "
+        f"`providers: {{{provider}: {{api_key: ...}}}}` to {home.credentials_file} (mode 0600)"
+    )
+
+
+def read_credentials(home: Home) -> Credentials:
+    path = home.credentials_file
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return Credentials()
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise RouteError(f"{path} is readable by other users; run `chmod 600 {path}` first")
+    try:
+        return Credentials.model_validate(yaml.safe_load(path.read_bytes()) or {})
+    except (yaml.YAMLError, ValidationError) as exc:
+        # The problem's location only: echoing the file could print a key.
+        where = (
+            ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
+            if isinstance(exc, ValidationError)
+            else "YAML syntax"
+        )
+        raise RouteError(
+            f"{path} is not valid (at {where}); expected providers: {{name: {{api_key: ...}}}}"
+        ) from None

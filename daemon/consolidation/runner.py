@@ -1,0 +1,413 @@
+"""Consolidating one session: eligibility, frozen input, review lock, worker, barrier, receipt.
+
+The flow of DESIGN §5.1. Everything before a review id exists is refused with a structured
+error and leaves no trace; from then on every outcome is a receipt. A successful review is
+returned as it is (no model call); a `committing` one is recovered from its worker session
+(no model call); a failed one may be retried, as a new attempt. Memory is never locked while
+the model runs: the frozen revisions and the barrier's compare-and-swap catch any change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import BaseModel
+
+from ..faults import faultpoint
+from ..home import Home
+from ..locks import acquire_file_lock
+from ..memory.identity import WorkspaceId
+from ..memory.store import GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
+from ..sessions.errors import SessionLogError
+from ..sessions.paths import Encoding, session_log_path
+from ..sessions.reader import SessionLog, read_session
+from ..settings import Settings, SettingsStore
+from .barrier import converge
+from .evidence import Evidence, project_evidence
+from .prompt import runtime_context
+from .proposal import (
+    Frozen,
+    Plan,
+    ProposalRejected,
+    ProposedChange,
+    Put,
+    ReplaceGlobal,
+    canonical_order,
+    content_hash,
+    parse_arguments,
+    proposal_hash,
+)
+from .receipts import (
+    CONSOLIDATOR_VERSION,
+    IN_FLIGHT,
+    SUCCEEDED,
+    Attempt,
+    ChangeSummary,
+    Receipt,
+    ReceiptStore,
+    ScopeRevisions,
+    Source,
+    Status,
+    Target,
+    now,
+    review_id,
+)
+from .route import Route, RouteError, resolve_route
+from .worker import Outcome, Progress, run_attempt
+from .worker_log import WorkerLog, final_arguments, worker_cwd
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+T = TypeVar("T")
+
+
+class ConsolidationResult(BaseModel):
+    """What `remem consolidate --json` prints."""
+
+    review: str
+    status: Status
+    attempt: int
+    changes: int
+    recovered: bool
+
+
+class Refused(Exception):
+    """No review was started: `code` says why (NOT_FOUND, LIVE, NO_CWD, ARCHIVED, ...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+@dataclass(frozen=True)
+class _Input:
+    """A source observed twice, identically, with the memory it will be reviewed against."""
+
+    entry: Entry
+    log: SessionLog
+    workspace: WorkspaceId
+    global_snapshot: GlobalSnapshot
+    workspace_snapshot: WorkspaceSnapshot
+    frozen: Frozen
+
+
+class Consolidator:
+    """One per daemon: it holds the model clients and serialises requests per review."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self.store = MemoryStore(home)
+        self.receipts = ReceiptStore(home)
+        self._clients: dict[tuple[str, str], AsyncOpenAI] = {}
+        self._reviews: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    async def consolidate(self, session_id: str, progress: Progress) -> ConsolidationResult:
+        settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
+        route = _route(self.home, settings)  # a missing key is reported before anything is read
+        settled = await self._settle_pending(session_id)
+        progress("freezing", {})
+        source = await asyncio.to_thread(self._freeze, session_id)
+        review = review_id(session_id, source.entry.summary.digest, source.workspace.key)
+        async with self._reviews[review]:
+            lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
+            try:
+                return await self._review(review, source, route, progress, recovered=review in settled)
+            finally:
+                lock.release()
+
+    async def _review(
+        self, review: str, source: _Input, route: Route, progress: Progress, *, recovered: bool
+    ) -> ConsolidationResult:
+        receipt = self.receipts.read(review)
+        if receipt is not None and receipt.status in SUCCEEDED | {Status.TARGET_CONFLICT} and recovered:
+            return _result(receipt, recovered=True)
+        if receipt is not None and receipt.status in SUCCEEDED:
+            return _result(receipt, recovered=False)
+        if receipt is not None and receipt.status is Status.COMMITTING:
+            return _result(await asyncio.to_thread(self._recover, receipt), recovered=True)
+        receipt = self._prepared(review, source, receipt)
+        evidence = project_evidence(source.log)
+        if evidence.is_empty():
+            return self._finish(receipt.moved(Status.NO_CHANGE))
+        context = runtime_context(
+            review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
+        )
+        attempt = _attempt(receipt, route)
+        if len(context.encode("utf-8")) > route.max_input_bytes:
+            size = len(context.encode("utf-8"))
+            failed = attempt.model_copy(
+                update={
+                    "status": Status.EVIDENCE_TOO_LARGE,
+                    "endedAt": now(),
+                    "error": f"the review input is {size} bytes; "
+                    f"consolidation.max_input_bytes is {route.max_input_bytes}",
+                }
+            )
+            return self._finish(
+                receipt.moved(Status.EVIDENCE_TOO_LARGE, attempts=[*receipt.attempts, failed])
+            )
+        log = WorkerLog(self.home, review, attempt.number)
+        attempt = attempt.model_copy(update={"workerSession": log.id})
+        receipt = receipt.moved(Status.RUNNING, attempts=[*receipt.attempts, attempt])
+        self.receipts.write(receipt)
+        progress("model", {"review": review, "attempt": attempt.number})
+        try:
+            outcome = await run_attempt(
+                self._client(route), route, log, context, evidence.ranges(), source.frozen, progress
+            )
+        except asyncio.CancelledError:
+            return self._finish(_ended(receipt, Status.CANCELLED, "cancelled before any memory was written"))
+        return await self._conclude(receipt, outcome, source, evidence, progress)
+
+    async def _conclude(
+        self, receipt: Receipt, outcome: Outcome, source: _Input, evidence: Evidence, progress: Progress
+    ) -> ConsolidationResult:
+        if outcome.plan is None:
+            return self._finish(_ended(receipt, Status(outcome.status), outcome.error))
+        plan = outcome.plan
+        if not plan.changed:
+            return self._finish(_ended(receipt, Status.NO_CHANGE, None))
+        receipt = _proposed(receipt, plan)
+        self.receipts.write(receipt)
+        progress("committing", {"review": receipt.review})
+        # Past this point a cancel no longer stops anything: the barrier runs to its end.
+        finishing = asyncio.ensure_future(asyncio.to_thread(self._commit, receipt, source, plan.changes))
+        try:
+            return await asyncio.shield(finishing)
+        except asyncio.CancelledError:
+            return await finishing
+
+    def _commit(self, receipt: Receipt, source: _Input, changes: list[ProposedChange]) -> ConsolidationResult:
+        if not self._still_same(source):
+            return self._finish(
+                _ended(receipt, Status.SOURCE_CHANGED, "the session changed during the review")
+            )
+        receipt = receipt.moved(Status.COMMITTING)
+        self.receipts.write(receipt)
+        faultpoint("consolidation.after-committing-receipt")
+        return self._finish(_with_attempt_status(converge(self.store, source.workspace, receipt, changes)))
+
+    def _recover(self, receipt: Receipt) -> Receipt:
+        """Finish a `committing` receipt from its worker session's final proposal; no model."""
+        changes = self._replayed(receipt)
+        workspace = self.store.workspace_of(receipt.target.workspace)
+        if changes is None:
+            done = receipt.moved(Status.TARGET_CONFLICT)
+            done.attempts[-1].error = "the worker session's final proposal cannot be read back"
+        else:
+            done = _with_attempt_status(converge(self.store, workspace, receipt, changes))
+        self.receipts.write(done)
+        return done
+
+    def _replayed(self, receipt: Receipt) -> list[ProposedChange] | None:
+        attempt = receipt.attempt
+        if attempt is None or attempt.workerSession is None:
+            return None
+        for encoding in Encoding:
+            path = session_log_path(
+                self.home.sessions, worker_cwd(self.home), attempt.workerSession, encoding
+            )
+            arguments = final_arguments(path) if path.exists() else None
+            if arguments is None:
+                continue
+            try:
+                changes = canonical_order(parse_arguments(arguments).changes)
+            except ProposalRejected:
+                return None
+            return changes if proposal_hash(changes) == receipt.proposalHash else None
+        return None
+
+    async def _settle_pending(self, session_id: str) -> set[str]:
+        """A crash left a review of this session committing: finish it before anything else.
+        Returns the review settled, if any."""
+        pending = [
+            r for r in self.receipts.all() if r.source.session == session_id and r.status is Status.COMMITTING
+        ]
+        if not pending:
+            return set()
+        oldest = pending[0]
+        async with self._reviews[oldest.review]:
+            lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(oldest.review))
+            try:
+                current = self.receipts.read(oldest.review)
+                if current is not None and current.status is Status.COMMITTING:
+                    await asyncio.to_thread(self._recover, current)
+            finally:
+                lock.release()
+        return {oldest.review}
+
+    def _freeze(self, session_id: str) -> _Input:
+        entry = self._eligible(session_id)
+        try:
+            log = read_session(entry.path, expected_id=session_id)
+        except SessionLogError as exc:
+            raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
+        assert entry.summary.cwd is not None
+        workspace = WorkspaceId.from_cwd(entry.summary.cwd)
+        try:
+            global_snapshot, global_raw = self.store.read_global_with_bytes()
+            workspace_snapshot, files = self.store.read_workspace_with_files(workspace)
+        except MemoryInvalid as exc:
+            raise Refused("MEMORY_INVALID", f"{exc}; fix memory first (remem memory show)") from None
+        source = _Input(entry, log, workspace, global_snapshot, workspace_snapshot, Frozen(global_raw, files))
+        if not self._still_same(source):
+            raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+        return source
+
+    def _eligible(self, session_id: str) -> Entry:
+        catalog = SessionCatalog.open(self.home)
+        try:
+            entry = catalog.find(session_id)
+        except SessionNotFound as exc:
+            raise Refused("NOT_FOUND", str(exc)) from None
+        summary = entry.summary
+        if summary.live:
+            raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
+        if summary.cwd is None:
+            raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
+        if summary.cwd == worker_cwd(self.home):
+            raise Refused("WORKER_SESSION", f"session {session_id} is one of remem's own review sessions")
+        if entry.archived:
+            raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
+        return entry
+
+    def _still_same(self, source: _Input) -> bool:
+        try:
+            again = self._eligible(source.entry.summary.id)
+        except Refused:
+            return False
+        return (again.summary.revision, again.summary.digest) == (
+            source.entry.summary.revision,
+            source.entry.summary.digest,
+        )
+
+    def _prepared(self, review: str, source: _Input, existing: Receipt | None) -> Receipt:
+        if existing is not None:
+            # A failed review retried, or one whose process died mid-attempt: a new attempt.
+            attempts = [
+                a.model_copy(
+                    update={"status": Status.INTERNAL_ERROR, "error": "interrupted", "endedAt": now()}
+                )
+                if a.status in IN_FLIGHT
+                else a
+                for a in existing.attempts
+            ]
+            return existing.moved(Status.PREPARED, attempts=attempts, completedAt=None)
+        g, w = source.global_snapshot.revision, source.workspace_snapshot.revision
+        return Receipt(
+            review=review,
+            consolidator=CONSOLIDATOR_VERSION,
+            status=Status.PREPARED,
+            source=Source(
+                session=source.entry.summary.id,
+                digest=source.entry.summary.digest,
+                coveredSeq=source.entry.summary.lastSeq,
+            ),
+            target=Target(
+                workspace=source.workspace.key,
+                workspaceRevisions=ScopeRevisions(before=w, planned=w),
+                globalRevisions=ScopeRevisions(before=g, planned=g),
+            ),
+            createdAt=now(),
+        )
+
+    def _finish(self, receipt: Receipt) -> ConsolidationResult:
+        self.receipts.write(receipt)
+        return _result(receipt, recovered=False)
+
+    def _client(self, route: Route) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
+        key = (route.base_url, route.api_key)
+        if key not in self._clients:
+            # Retries are bounded: the attempt's own timeout is the user's budget.
+            self._clients[key] = AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=2)
+        return self._clients[key]
+
+
+def _route(home: Home, settings: Settings) -> Route:
+    try:
+        return resolve_route(home, settings)
+    except RouteError as exc:
+        raise Refused("NO_ROUTE", str(exc)) from None
+
+
+def _attempt(receipt: Receipt, route: Route) -> Attempt:
+    return Attempt(
+        number=len(receipt.attempts) + 1,
+        provider=route.provider,
+        model=route.model,
+        status=Status.RUNNING,
+        startedAt=now(),
+    )
+
+
+def _ended(receipt: Receipt, status: Status, error: str | None) -> Receipt:
+    attempts = list(receipt.attempts)
+    if attempts:
+        attempts[-1] = attempts[-1].model_copy(update={"status": status, "endedAt": now(), "error": error})
+    return receipt.moved(status, attempts=attempts)
+
+
+def _with_attempt_status(receipt: Receipt) -> Receipt:
+    attempts = list(receipt.attempts)
+    if attempts:
+        attempts[-1] = attempts[-1].model_copy(update={"status": receipt.status, "endedAt": now()})
+    return receipt.model_copy(update={"attempts": attempts})
+
+
+def _proposed(receipt: Receipt, plan: Plan) -> Receipt:
+    target = receipt.target
+    if plan.global_plan is not None:
+        target = target.model_copy(
+            update={
+                "globalRevisions": ScopeRevisions(
+                    before=plan.global_plan.before, planned=plan.global_plan.after
+                )
+            }
+        )
+    if plan.workspace_plan is not None:
+        target = target.model_copy(
+            update={
+                "workspaceRevisions": ScopeRevisions(
+                    before=plan.workspace_plan.before, planned=plan.workspace_plan.after
+                )
+            }
+        )
+    return receipt.moved(
+        Status.PROPOSED,
+        target=target,
+        proposalHash=plan.proposal_hash,
+        changes=[_summary(c) for c in plan.changes],
+    )
+
+
+def _summary(change: ProposedChange) -> ChangeSummary:
+    if isinstance(change, ReplaceGlobal):
+        return ChangeSummary(
+            action="replace-global", evidence=change.evidence, contentHash=content_hash(change.content)
+        )
+    if isinstance(change, Put):
+        return ChangeSummary(
+            action="put",
+            name=change.record.name,
+            type=change.record.type,
+            evidence=change.evidence,
+            contentHash=content_hash(change.record.content),
+        )
+    return ChangeSummary(action="delete", name=change.name, evidence=change.evidence)
+
+
+def _result(receipt: Receipt, *, recovered: bool) -> ConsolidationResult:
+    return ConsolidationResult(
+        review=receipt.review,
+        status=receipt.status,
+        attempt=len(receipt.attempts),
+        changes=len(receipt.changes) if receipt.status is Status.COMMITTED else 0,
+        recovered=recovered,
+    )

@@ -1,0 +1,140 @@
+"""One worker attempt: the model loop around `memory_review_propose`, recorded step by step.
+
+Drafts (`final: false`) are checked and answered; the first valid final proposal ends the
+attempt. Each raw assistant message goes back into the history unchanged, since providers
+such as DeepSeek refuse tool-call history without its `reasoning_content`. The attempt has a
+step budget and one timeout for all of it; cancelling the task aborts the HTTP call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from .evidence import EvidenceRange
+from .prompt import SYSTEM_RULES, TOOL
+from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
+from .redaction import redact
+from .route import Route
+from .worker_log import ACCEPTED, WorkerLog
+
+if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
+    from openai import AsyncOpenAI
+
+MAX_STEPS = 6
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended: a plan, or the failure status and a redacted reason."""
+
+    status: str  # proposed | invalid-proposal | provider-failed
+    plan: Plan | None = None
+    error: str | None = None
+
+
+async def run_attempt(
+    client: AsyncOpenAI, route: Route, log: WorkerLog, context: str, ranges: list[EvidenceRange],
+    frozen: Frozen, progress: Progress,
+) -> Outcome:  # fmt: skip
+    """Run the loop under the route's timeout; the log is ended whatever happens."""
+    log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_RULES},
+        {"role": "user", "content": context},
+    ]
+    try:
+        outcome = await asyncio.wait_for(
+            _loop(client, route, log, messages, ranges, frozen, progress), route.timeout_seconds
+        )
+    except TimeoutError:
+        log.end("aborted")
+        return Outcome("provider-failed", error=f"no final proposal within {route.timeout_seconds:.0f} s")
+    except asyncio.CancelledError:
+        log.end("aborted")
+        raise
+    except Exception as exc:
+        from openai import APIError
+
+        if not isinstance(exc, APIError):
+            log.close()
+            raise
+        log.end("error")
+        return Outcome("provider-failed", error=_describe(exc))
+    log.end("completed" if outcome.plan is not None else "error")
+    return outcome
+
+
+async def _loop(
+    client: AsyncOpenAI, route: Route, log: WorkerLog, messages: list[dict[str, Any]],
+    ranges: list[EvidenceRange], frozen: Frozen, progress: Progress,
+) -> Outcome:  # fmt: skip
+    for step in range(1, MAX_STEPS + 1):
+        progress("model-step", {"step": step})
+        response = await client.chat.completions.create(
+            # The SDK types messages as TypedDicts; raw dicts keep provider fields it does not know.
+            model=route.model,
+            messages=cast(Any, messages),
+            tools=cast(Any, [TOOL]),
+            max_tokens=route.max_tokens,
+        )
+        message = response.choices[0].message
+        raw = message.model_dump(exclude_none=True)
+        messages.append(raw)
+        calls = [c for c in message.tool_calls or [] if c.type == "function"]
+        log.assistant(_blocks(raw, calls), route.provider, route.model)
+        if not calls:
+            nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
+            log.nudge(nudge)
+            messages.append({"role": "user", "content": nudge})
+            continue
+        for call in calls:
+            plan, result = _check(call.function.name, call.function.arguments, ranges, frozen)
+            log.tool(call.id, call.function.name, call.function.arguments, result, error=plan is None)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            if plan is not None and result == ACCEPTED:
+                return Outcome("proposed", plan=plan)
+    return Outcome("invalid-proposal", error=f"no valid final proposal within {MAX_STEPS} model steps")
+
+
+def _check(name: str, arguments: str, ranges: list[EvidenceRange], frozen: Frozen) -> tuple[Plan | None, str]:
+    """The tool's answer to one call, and the plan when the proposal is valid."""
+    if name != TOOL_NAME:
+        return None, f"rejected: there is no tool `{name}`; use `{TOOL_NAME}`"
+    try:
+        proposal = parse_arguments(arguments)
+        plan = plan_proposal(proposal, ranges, frozen)
+    except ProposalRejected as exc:
+        return None, "rejected:\n" + "\n".join(f"- {p}" for p in exc.problems)
+    return (
+        plan,
+        ACCEPTED if proposal.final else "valid draft; send it again with `final: true` when it is complete",
+    )
+
+
+def _blocks(raw: dict[str, Any], calls: list[Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reasoning := raw.get("reasoning_content"):
+        blocks.append({"type": "reasoning", "text": reasoning})
+    if text := raw.get("content"):
+        blocks.append({"type": "text", "text": text})
+    blocks += [
+        {"type": "tool-call", "id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+        for c in calls
+    ]
+    return blocks or [{"type": "text", "text": ""}]
+
+
+def _describe(exc: BaseException) -> str:
+    """The error chain, redacted and short: class, HTTP status, message."""
+    parts: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(parts) < 3:
+        status = getattr(current, "status_code", None)
+        message = str(getattr(current, "message", "") or current)[:300]
+        parts.append(f"{type(current).__name__}" + (f" {status}" if status else "") + f": {message}")
+        current = current.__cause__
+    return redact(" <- ".join(parts))

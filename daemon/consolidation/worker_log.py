@@ -1,0 +1,125 @@
+"""A worker attempt as a DSH-format session: the replayable record of what the model saw and said.
+
+Each attempt writes one fresh session into remem's own root, under the consolidator's private
+cwd (so it is never listed nor consolidated). Every step is appended and fsynced before the
+attempt moves on, so after a crash the final proposal can be read back (`final_arguments`)
+and committed without asking the model again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+
+from ..home import Home
+from ..sessions.catalog import WORKER_WORKSPACE
+from ..sessions.errors import SessionLogError
+from ..sessions.models import SessionEvent, SessionHeader
+from ..sessions.reader import read_session
+from ..sessions.writer import SessionWriter
+from .proposal import TOOL_NAME
+
+_IDS = uuid.UUID("6f1d9a52-3c0e-4f6b-9d57-0b8e2a1c4e10")  # namespace of worker session ids
+ACCEPTED = "accepted: final proposal"
+
+
+def worker_session_id(review: str, attempt: int) -> str:
+    return f"session-{uuid.uuid5(_IDS, f'{review}/{attempt}')}"
+
+
+def worker_cwd(home: Home) -> str:
+    return str(home.memory / WORKER_WORKSPACE)
+
+
+class WorkerLog:
+    """Appends the events of one attempt: one turn, one step per model call."""
+
+    def __init__(self, home: Home, review: str, attempt: int) -> None:
+        header = SessionHeader(
+            id=worker_session_id(review, attempt), createdAt=_now_ms(), cwd=worker_cwd(home)
+        )
+        self.id = header.id
+        self._writer = SessionWriter(home.sessions, header)
+        self._step = 0
+
+    @property
+    def path(self) -> Path:
+        return self._writer.path
+
+    def start(
+        self, system: str, tools: list[dict[str, Any]], provider: str, model: str, context: str
+    ) -> None:
+        header = {"config": {"provider": provider, "model": model}, "system": system, "tools": tools}
+        self._append(
+            ("turn/start", {"turn": 1}, None),
+            ("request/header", {"header": header, "reason": "initial"}, None),
+            ("user/message", _message("user", [_text(context)], {"kind": "consolidator"}), "append"),
+        )
+
+    def assistant(self, blocks: list[dict[str, Any]], provider: str, model: str) -> None:
+        self._step += 1
+        message = _message("assistant", blocks, {"kind": "model", "provider": provider, "model": model})
+        self._append(
+            ("step/start", {"turn": 1, "step": self._step}, None),
+            ("assistant/message", {"turn": 1, "step": self._step, "message": message}, "append"),
+        )
+
+    def tool(self, call_id: str, name: str, arguments: str, result: str, *, error: bool) -> None:
+        block = {"type": "tool-result", "toolCallId": call_id, "content": [_text(result)], "isError": error}
+        message = _message("user", [block], {"kind": "tool", "callId": call_id})
+        step = {"turn": 1, "step": self._step}
+        self._append(
+            ("tool/call", {**step, "callId": call_id, "name": name, "arguments": arguments}, None),
+            ("tool/result", {**step, "message": message}, "append"),
+        )
+
+    def nudge(self, text: str) -> None:
+        """A host message between steps (e.g. 'call the tool'), recorded like everything else."""
+        self._append(("user/message", _message("user", [_text(text)], {"kind": "consolidator"}), "append"))
+
+    def end(self, kind: str) -> None:
+        if self._step:
+            self._append(("step/end", {"turn": 1, "step": self._step}, None))
+        self._append(("turn/end", {"turn": 1, "reason": {"kind": kind}}, None))
+        self._writer.close()
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def _append(self, *events: tuple[str, Any, Literal["append"] | None]) -> None:
+        first = self._writer.next_seq
+        self._writer.append(
+            SessionEvent(type=kind, seq=first + n, time=_now_ms(), data=data, surfaceOp=op)
+            for n, (kind, data, op) in enumerate(events)
+        )
+
+
+def final_arguments(path: Path) -> str | None:
+    """The arguments of the attempt's accepted final proposal, read back from its log."""
+    try:
+        events = read_session(path).events
+    except SessionLogError:
+        return None
+    accepted = {
+        block.get("toolCallId")
+        for e in events
+        if e.type == "tool/result"
+        for block in e.data["message"]["content"]
+        if block["content"][0]["text"] == ACCEPTED
+    }
+    calls = [e.data for e in events if e.type == "tool/call" and e.data["callId"] in accepted]
+    return calls[-1]["arguments"] if calls and calls[-1]["name"] == TOOL_NAME else None
+
+
+def _message(role: str, content: list[dict[str, Any]], source: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"message-{uuid.uuid4()}", "role": role, "content": content, "source": source}
+
+
+def _text(text: str) -> dict[str, str]:
+    return {"type": "text", "text": text}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

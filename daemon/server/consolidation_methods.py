@@ -1,0 +1,125 @@
+"""The daemon's consolidation methods: run, cancel, receipts, and the model route's settings.
+
+One `Consolidator` per daemon keeps the model clients and the per-review serialisation. A run
+reports its phases as `consolidation/progress`; `consolidation/cancel` cancels the running
+request of a session, which ends as a `cancelled` receipt unless the commit barrier was
+reached (then it finishes). A committed review announces the memory it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..consolidation.receipts import ReceiptStore, Status
+from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
+from ..home import Home
+from ..settings import SettingsConflict, SettingsError, SettingsStore
+from .jsonrpc import Handler
+from .memory_methods import MemoryMethods, Publish, unheard
+from .protocol import (
+    CONSOLIDATION_REFUSED,
+    CancelResult,
+    ConsolidateParams,
+    ConsolidationProgress,
+    Empty,
+    ModelSettings,
+    ReceiptsParams,
+    ReceiptsResult,
+    RpcError,
+    SelectModelParams,
+)
+
+
+class ConsolidationMethods:
+    def __init__(self, home: Home, memory: MemoryMethods, publish: Publish = unheard) -> None:
+        self.home = home
+        self.consolidator = Consolidator(home)
+        self._memory = memory
+        self._publish = publish
+        self._running: dict[str, asyncio.Task[Any]] = {}
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "consolidation/run": self.run,
+            "consolidation/cancel": self.cancel,
+            "consolidation/receipts": self.receipts,
+            "consolidation/settings/read": self.read_settings,
+            "consolidation/settings/select": self.select,
+        }
+
+    async def run(self, params: ConsolidateParams) -> ConsolidationResult:
+        def progress(phase: str, data: dict[str, Any]) -> None:
+            self._publish(
+                "consolidation/progress", ConsolidationProgress(session=params.session, phase=phase, **data)
+            )
+
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[params.session] = task
+        try:
+            result = await self.consolidator.consolidate(params.session, progress)
+        except Refused as exc:
+            raise RpcError(CONSOLIDATION_REFUSED, exc.message, {"code": exc.code}) from None
+        finally:
+            self._running.pop(params.session, None)
+        if result.status is Status.COMMITTED and not result.recovered:
+            await self._announce(result.review)
+        return result
+
+    async def cancel(self, params: ConsolidateParams) -> CancelResult:
+        task = self._running.get(params.session)
+        if task is None:
+            return CancelResult(cancelled=False)
+        task.cancel()
+        return CancelResult(cancelled=True)
+
+    async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
+        receipts = await asyncio.to_thread(ReceiptStore(self.home).all)
+        wanted = [r for r in receipts if params.session is None or r.source.session == params.session]
+        return ReceiptsResult(receipts=wanted)
+
+    async def read_settings(self, params: Empty) -> ModelSettings:
+        return await asyncio.to_thread(self._model_settings)
+
+    async def select(self, params: SelectModelParams) -> ModelSettings:
+        def update() -> ModelSettings:
+            store = SettingsStore(self.home)
+            settings, _ = store.read()
+            if params.provider not in settings.all_providers():
+                known = ", ".join(sorted(settings.all_providers()))
+                raise _refused("INVALID", f"`{params.provider}` is not a provider; use one of {known}")
+            store.update(params.expectedRevision, {"consolidation.provider": params.provider,
+                                                   "consolidation.model": params.model})  # fmt: skip
+            return self._model_settings()
+
+        try:
+            return await asyncio.to_thread(update)
+        except SettingsConflict as exc:
+            raise _refused(
+                "STALE_SETTINGS", f"settings.yml changed meanwhile (now {exc}); read it again"
+            ) from None
+
+    def _model_settings(self) -> ModelSettings:
+        try:
+            settings, revision = SettingsStore(self.home).read()
+        except SettingsError as exc:
+            raise _refused("INVALID", f"settings.yml is invalid: {exc}") from None
+        providers = settings.all_providers()
+        route = settings.consolidation
+        return ModelSettings(
+            provider=route.provider, model=route.model, providers=sorted(providers),
+            apiKeyEnv=providers[route.provider].api_key_env if route.provider in providers else None,
+            revision=revision,
+        )  # fmt: skip
+
+    async def _announce(self, review: str) -> None:
+        receipt = await asyncio.to_thread(ReceiptStore(self.home).read, review)
+        if receipt is None:
+            return
+        await self._memory.scope_changed(None)
+        await self._memory.scope_changed(receipt.target.workspace)
+
+
+def _refused(code: str, message: str) -> RpcError:
+    return RpcError(CONSOLIDATION_REFUSED, message, {"code": code})

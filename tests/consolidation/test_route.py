@@ -1,0 +1,52 @@
+"""The model route: providers, keys from the environment or a private credentials file."""
+
+from __future__ import annotations
+
+import pytest
+
+from remem.daemon.consolidation.route import RouteError, resolve_route
+from remem.daemon.home import Home
+from remem.daemon.settings import parse_settings
+
+
+def settings(text: str = ""):  # type: ignore[no-untyped-def]
+    return parse_settings(text.encode(), "settings.yml")
+
+
+def test_default_route_needs_the_deepseek_key(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    with pytest.raises(RouteError) as missing:
+        resolve_route(home, settings())
+    assert "DEEPSEEK_API_KEY" in str(missing.value) and "credentials.yml" in str(missing.value)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-from-env")
+    route = resolve_route(home, settings())
+    assert (route.provider, route.model, route.base_url) == (
+        "deepseek",
+        "deepseek-v4-flash",
+        "https://api.deepseek.com",
+    )
+    assert route.api_key == "sk-from-env" and "sk-from-env" not in repr(route)
+
+
+def test_credentials_file_must_be_private_and_well_formed(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    chosen = settings("consolidation:\n  provider: openai\n  model: gpt-x\n")
+    home.ensure_layout()
+    home.credentials_file.write_text("providers:\n  openai:\n    api_key: sk-stored\n")
+    home.credentials_file.chmod(0o644)
+    with pytest.raises(RouteError) as loose:
+        resolve_route(home, chosen)
+    assert "chmod 600" in str(loose.value)
+    home.credentials_file.chmod(0o600)
+    assert resolve_route(home, chosen).api_key == "sk-stored"
+    home.credentials_file.write_text("providers:\n  openai:\n    apikey: sk-secret-typo\n")
+    with pytest.raises(RouteError) as bad:
+        resolve_route(home, chosen)
+    assert "sk-secret-typo" not in str(bad.value) and "apikey" in str(bad.value)
+
+
+def test_a_local_provider_needs_no_key(home: Home) -> None:
+    route = resolve_route(home, settings("consolidation:\n  provider: ollama\n"))
+    assert route.base_url.startswith("http://127.0.0.1") and route.api_key

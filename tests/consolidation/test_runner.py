@@ -1,0 +1,240 @@
+"""Consolidation end to end in-process, against a fake model server driven by the real SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.daemon.consolidation.receipts import ReceiptStore, Status
+from remem.daemon.consolidation.runner import ConsolidationResult, Consolidator, Refused
+from remem.daemon.consolidation.worker_log import final_arguments, worker_cwd
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.sessions.paths import Encoding, session_log_path
+from remem.daemon.sessions.reader import read_session
+from tests.fake_openai import FakeOpenAI, hang, status, text, tool_call
+
+from .conftest import KEY_ENV, Source, configure, proposal, put, write_source
+
+EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def consolidate(home: Home, session_id: str) -> ConsolidationResult:
+    phases: list[str] = []
+    return asyncio.run(Consolidator(home).consolidate(session_id, lambda phase, data: phases.append(phase)))
+
+
+def records(home: Home, source: Source) -> list[str]:
+    return [r.name for r in MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records]
+
+
+def test_a_proposal_is_committed_receipted_and_never_asked_again(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    glob = {"action": "replace-global", "content": "Prefers terse answers.\n", "evidence": source.evidence(1)}
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()), glob), reasoning="Evidence is clear."))
+    result = consolidate(home, source.id)
+    assert (result.status, result.changes, result.attempt, result.recovered) == (
+        Status.COMMITTED,
+        2,
+        1,
+        False,
+    )
+    assert records(home, source) == ["prefer-uv"]
+    assert MemoryStore(home).read_global().content == "Prefers terse answers.\n"
+    receipt = ReceiptStore(home).read(result.review)
+    assert receipt is not None and receipt.source.session == source.id
+    assert [(c.action, c.name) for c in receipt.changes] == [("replace-global", None), ("put", "prefer-uv")]
+    text_on_disk = ReceiptStore(home).path(result.review).read_text()
+    assert "Use uv for everything" not in text_on_disk and "**committed**" in text_on_disk
+    assert receipt.target.workspaceRevisions.after == receipt.target.workspaceRevisions.planned
+    # What the model was sent: rules, then the evidence, Global and records; no paths, no keys.
+    sent = fake.requests[0]
+    assert [m["role"] for m in sent["messages"]] == ["system", "user"] and sent["tools"][0]["function"][
+        "name"
+    ]
+    assert source.cwd not in json.dumps(sent) and WorkspaceId.from_cwd(source.cwd).key not in json.dumps(sent)
+    again = consolidate(home, source.id)
+    assert again == result and fake.count == 1, "a successful review is returned, not redone"
+
+
+def test_drafts_and_broken_calls_are_answered_until_a_valid_final(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    bad_range = [{"fromSeq": 10_000, "toSeq": 10_001}]
+    fake.reply(
+        tool_call('{"final": true, "outcome": "changes", "changes": ['),  # malformed JSON
+        tool_call(proposal(put("Not A Name", source.evidence()))),
+        tool_call(proposal(put("prefer-uv", bad_range))),
+        tool_call(proposal(put("prefer-uv", source.evidence()), final=False), reasoning="draft first"),
+        tool_call(proposal(put("prefer-uv", source.evidence()))),
+    )
+    result = consolidate(home, source.id)
+    assert result.status is Status.COMMITTED and fake.count == 5
+    answers = [m for m in fake.requests[-1]["messages"] if m["role"] == "tool"]
+    assert [a["content"].split(":")[0].split(";")[0] for a in answers] == [
+        "rejected", "rejected", "rejected", "valid draft"]  # fmt: skip
+    assert "10000-10001 is not one of the turn ranges shown" in answers[2]["content"]
+    assistant = [m for m in fake.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert assistant[3]["reasoning_content"] == "draft first", "raw assistant messages go back unchanged"
+    receipt = ReceiptStore(home).read(result.review)
+    assert receipt is not None and receipt.attempt is not None
+    worker = session_log_path(
+        home.sessions, worker_cwd(home), receipt.attempt.workerSession or "", Encoding.RAW
+    )
+    if not worker.exists():
+        worker = session_log_path(
+            home.sessions, worker_cwd(home), receipt.attempt.workerSession or "", Encoding.ZSTD
+        )
+    logged = read_session(worker)
+    assert logged.header.cwd == worker_cwd(home)
+    assert json.loads(final_arguments(worker) or "{}")["changes"][0]["record"]["name"] == "prefer-uv"
+    assert [e.type for e in logged.events].count("tool/call") == 5
+
+
+def test_no_change_by_the_model_or_by_an_empty_session(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    fake.reply(text("Let me think."), tool_call(proposal()))
+    result = consolidate(home, source.id)
+    assert result.status is Status.NO_CHANGE and fake.count == 2 and records(home, source) == []
+
+
+def test_failures_are_receipted_and_retried_as_new_attempts(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(status(500, "upstream down"), status(500), status(500))  # the SDK retries twice
+    failed = consolidate(home, source.id)
+    assert failed.status is Status.PROVIDER_FAILED and failed.attempt == 1 and fake.count == 3
+    receipt = ReceiptStore(home).read(failed.review)
+    assert receipt is not None and "500" in (receipt.attempts[0].error or "")
+    fake.reply(*[tool_call(proposal(put("x", [{"fromSeq": -1, "toSeq": 0}])))] * 6)
+    invalid = consolidate(home, source.id)
+    assert invalid.status is Status.INVALID_PROPOSAL and invalid.attempt == 2
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    done = consolidate(home, source.id)
+    assert (done.status, done.attempt, done.review) == (Status.COMMITTED, 3, failed.review)
+    history = ReceiptStore(home).read(done.review)
+    assert history is not None
+    assert [a.status for a in history.attempts] == [
+        Status.PROVIDER_FAILED,
+        Status.INVALID_PROPOSAL,
+        Status.COMMITTED,
+    ]
+
+
+def test_a_hand_edit_during_the_model_call_wins(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    folder = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd))
+
+    def edit_then_propose(request: dict[str, Any]) -> Any:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "mine.md").write_text("---\nname: mine\ndescription: Mine\ntype: project\n---\nMine.\n")
+        return tool_call(proposal(put("prefer-uv", source.evidence())))
+
+    fake.reply_with(edit_then_propose)
+    result = consolidate(home, source.id)
+    assert result.status is Status.TARGET_CONFLICT
+    assert records(home, source) == ["mine"], "the user's edit stays and nothing was overwritten"
+
+
+def test_input_over_the_budget_never_reaches_the_model(home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root, max_input_bytes=200)
+    source = write_source(root, str(tmp_path / "project"))
+    result = consolidate(home, source.id)
+    assert result.status is Status.EVIDENCE_TOO_LARGE and fake.count == 0
+
+
+def test_refusals_come_before_any_review(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(Refused) as missing:
+        consolidate(home, source.id)
+    assert missing.value.code == "NO_ROUTE" and KEY_ENV in missing.value.message
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with pytest.raises(Refused) as unknown:
+        consolidate(home, "session-nope")
+    assert unknown.value.code == "NOT_FOUND"
+    source.path.touch()  # just written to: it may still be going on
+    with pytest.raises(Refused) as live:
+        consolidate(home, source.id)
+    assert live.value.code == "LIVE"
+    assert fake.count == 0 and ReceiptStore(home).all() == []
+
+
+def test_two_requests_for_one_session_hold_one_conversation(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    from tests.fake_openai import slow
+
+    fake.reply(slow(0.5, tool_call(proposal(put("prefer-uv", source.evidence())))))
+
+    async def both() -> list[ConsolidationResult]:
+        consolidator = Consolidator(home)
+        return list(
+            await asyncio.gather(*(consolidator.consolidate(source.id, lambda p, d: None) for _ in range(2)))
+        )
+
+    first, second = asyncio.run(both())
+    assert first == second and first.status is Status.COMMITTED and fake.count == 1
+
+
+def test_a_session_that_grew_is_a_new_review(
+    home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path
+) -> None:
+    fake.reply(tool_call(proposal()))
+    first = consolidate(home, source.id)
+    grown = write_source(tmp_path / "other-root", source.cwd, seed=1, turns=4)  # same id, one more turn
+    source.path.write_bytes(grown.path.read_bytes())
+    import os
+
+    os.utime(source.path, (1_600_000_000, 1_600_000_000))
+    fake.reply(tool_call(proposal()))
+    second = consolidate(home, source.id)
+    assert second.review != first.review and fake.count == 2
+
+
+def test_cancelling_ends_as_a_cancelled_receipt(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    fake.reply(hang())
+
+    async def cancel_midway() -> ConsolidationResult:
+        consolidator = Consolidator(home)
+        running = asyncio.create_task(consolidator.consolidate(source.id, lambda p, d: None))
+        while fake.count == 0:
+            await asyncio.sleep(0.02)
+        running.cancel()
+        return await running
+
+    result = asyncio.run(cancel_midway())
+    assert result.status is Status.CANCELLED and records(home, source) == []
+
+
+def test_listing_and_tree_show_each_sessions_review_state(
+    home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from remem.daemon.cli import cli
+
+    def states(command: str, *extra: str) -> dict[str, dict[str, Any]]:
+        out = (
+            CliRunner().invoke(cli, ["--home", str(home.root), "sessions", command, *extra, "--json"]).stdout
+        )
+        rows = json.loads(out)["sessions" if command == "list" else "nodes"]
+        return {row["id"]: row["review"] for row in rows}
+
+    other = write_source(source.path.parents[2], source.cwd, seed=2)
+    fake.reply(status(400, "bad request"))
+    consolidate(home, other.id)
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    consolidate(home, source.id)
+    assert states("list") == {source.id: {"state": "consolidated", "status": None},
+                              other.id: {"state": "failed", "status": "provider-failed"}}  # fmt: skip
+    assert states("tree", "--cwd", source.cwd) == states("list")
+    grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)
+    source.path.write_bytes(grown.path.read_bytes())
+    assert states("list")[source.id] == {"state": "changed", "status": None}

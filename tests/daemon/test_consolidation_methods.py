@@ -1,0 +1,105 @@
+"""Consolidation through the daemon: progress, notifications, and recovery after a crash at each step."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.server.runtime import DaemonPaths
+from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
+from tests.fake_openai import FakeOpenAI, tool_call
+
+from .helpers import remem, wait_until
+
+pytestmark = pytest.mark.slow
+POINTS = [
+    "consolidation.after-committing-receipt",
+    "consolidation.after-global-commit",
+    "consolidation.after-workspace-commit",
+    "consolidation.before-committed-receipt",
+]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    with FakeOpenAI(api_key="sk-test") as server:
+        yield server  # type: ignore[misc]
+
+
+@pytest.fixture
+def source(home: Home, fake: FakeOpenAI, tmp_path: Path) -> Source:
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root)
+    home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
+    return write_source(root, str(tmp_path / "project"))
+
+
+def both_scopes(source: Source) -> dict[str, object]:
+    glob = {"action": "replace-global", "content": "Prefers terse answers.\n", "evidence": source.evidence(1)}
+    return proposal(put("prefer-uv", source.evidence()), glob)
+
+
+def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    fake.reply(tool_call(both_scopes(source)))
+
+    async def scenario() -> tuple[dict[str, object], list[tuple[str, dict[str, object]]]]:
+        heard: list[tuple[str, dict[str, object]]] = []
+        client = await AsyncDaemonClient.open(home, listener=lambda m, p: heard.append((m, p)))
+        result = await client.call("consolidation/run", {"session": source.id})
+        await asyncio.sleep(0.5)
+        await client.close()
+        return result, heard
+
+    result, heard = asyncio.run(scenario())
+    assert result["status"] == "committed" and result["changes"] == 2
+    phases = [p["phase"] for m, p in heard if m == "consolidation/progress"]
+    assert phases == ["freezing", "model", "model-step", "committing"]
+    changed = {p["scope"] for m, p in heard if m == "memory/changed"}
+    assert changed == {"global", "workspace"}
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_crash_at_each_commit_step_converges_without_the_model(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    fake.reply(tool_call(both_scopes(source)))
+    monkeypatch.setenv("REMEM_FAULTPOINT", point)  # the daemon this CLI starts inherits it
+    crashed = remem(home, "consolidate", source.id, "--json")
+    assert crashed.returncode != 0 and "daemon" in crashed.stderr
+    wait_until(lambda: not DaemonPaths(home).running())
+    monkeypatch.delenv("REMEM_FAULTPOINT")
+    again = remem(home, "consolidate", source.id, "--json")
+    result = json.loads(again.stdout)
+    assert result["status"] == "committed" and result["recovered"] is True, again.stderr
+    assert fake.count == 1, "recovery replays the worker session; it never asks the model again"
+    store = MemoryStore(home)
+    assert store.read_global().content == "Prefers terse answers.\n"
+    assert [r.name for r in store.read_workspace(WorkspaceId.from_cwd(source.cwd)).records] == ["prefer-uv"]
+    assert json.loads(remem(home, "consolidate", source.id, "--json").stdout)["recovered"] is False
+
+
+def test_a_third_party_edit_after_a_crash_is_a_conflict(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.reply(tool_call(both_scopes(source)))
+    monkeypatch.setenv("REMEM_FAULTPOINT", POINTS[0])
+    remem(home, "consolidate", source.id, "--json")
+    wait_until(lambda: not DaemonPaths(home).running())
+    monkeypatch.delenv("REMEM_FAULTPOINT")
+    home.global_file.write_text("Written by hand meanwhile.\n")
+    result = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
+    assert result["status"] == "target-conflict" and fake.count == 1
+    assert home.global_file.read_text() == "Written by hand meanwhile.\n"
+    assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
+    receipts = json.loads(remem(home, "receipts", "--session", source.id, "--json").stdout)["receipts"]
+    assert [r["status"] for r in receipts] == ["target-conflict"]
