@@ -31,6 +31,9 @@ from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
+# Projections written to the index per transaction: holding a whole cold listing's (about 50 KB
+# a log) until the end made a daemon's memory peak, and so its idle size, grow with the root.
+INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
 
 
@@ -239,6 +242,9 @@ class SessionCatalog:
         updates: list[Update] = []
         for path, st in self._log_files(errors):
             row = self._current_row(path, st, cached.get(path), updates)
+            if len(updates) >= INDEX_BATCH:
+                self.index.put(updates)
+                updates.clear()
             if row.error is not None:
                 errors.append(ListError(path=row.path, message=row.error))
             else:

@@ -41,7 +41,7 @@ class Benchmark:
 
     name: str
     note: str
-    target: float
+    target: float | None  # None: the timing is context, the benchmark reports its own figures
     budget: Budget
     setup: Callable[[], AbstractContextManager[Contenders]]
     informational: bool = False
