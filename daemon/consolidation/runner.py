@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -27,6 +27,7 @@ from ..sessions.paths import Encoding, session_log_path
 from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsStore
 from .barrier import converge
+from .debug import DebugLog
 from .evidence import Evidence, project_evidence
 from .prompt import runtime_context
 from .proposal import (
@@ -137,9 +138,26 @@ class Consolidator:
         context = runtime_context(
             review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
         )
-        attempt = _attempt(receipt, route)
-        if len(context.encode("utf-8")) > route.max_input_bytes:
-            size = len(context.encode("utf-8"))
+        attempt = _new_attempt(receipt, route)
+        size = len(context.encode("utf-8"))
+        debug = DebugLog(self.home, review, attempt.number) if route.debug else None
+        progress = _reporting(progress, debug)
+        counts = {
+            "inputBytes": size,
+            "sourceEvents": evidence.sourceEvents,
+            "evidenceTurns": len(evidence.turns),
+        }
+        progress("input", {"provider": route.provider, "model": route.model, **counts})
+        result = await self._attempt(review, receipt, attempt, source, evidence, context, route, progress)
+        progress("finished", {"status": result.status.value})
+        return result
+
+    async def _attempt(
+        self, review: str, receipt: Receipt, attempt: Attempt, source: _Input, evidence: Evidence,
+        context: str, route: Route, progress: Progress,
+    ) -> ConsolidationResult:  # fmt: skip
+        size = len(context.encode("utf-8"))
+        if size > route.max_input_bytes:
             failed = attempt.model_copy(
                 update={
                     "status": Status.EVIDENCE_TOO_LARGE,
@@ -168,6 +186,7 @@ class Consolidator:
         self, receipt: Receipt, outcome: Outcome, source: _Input, evidence: Evidence, progress: Progress
     ) -> ConsolidationResult:
         if outcome.plan is None:
+            progress("attempt-failed", {"status": outcome.status, "error": outcome.error})
             return self._finish(_ended(receipt, Status(outcome.status), outcome.error))
         plan = outcome.plan
         if not plan.changed:
@@ -337,7 +356,23 @@ def _route(home: Home, settings: Settings) -> Route:
         raise Refused("NO_ROUTE", str(exc)) from None
 
 
-def _attempt(receipt: Receipt, route: Route) -> Attempt:
+_CLIENT_PHASES = frozenset({"freezing", "model", "model-step", "committing"})
+_CLIENT_FIELDS = frozenset({"review", "attempt", "step"})
+
+
+def _reporting(progress: Progress, debug: DebugLog | None) -> Progress:
+    """Every phase to the debug log (when on); the public phases and fields to clients."""
+
+    def report(phase: str, data: dict[str, Any]) -> None:
+        if debug is not None:
+            debug.record(phase, data)
+        if phase in _CLIENT_PHASES:
+            progress(phase, {k: v for k, v in data.items() if k in _CLIENT_FIELDS})
+
+    return report
+
+
+def _new_attempt(receipt: Receipt, route: Route) -> Attempt:
     return Attempt(
         number=len(receipt.attempts) + 1,
         provider=route.provider,

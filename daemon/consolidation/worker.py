@@ -91,8 +91,15 @@ async def _loop(
             log.nudge(nudge)
             messages.append({"role": "user", "content": nudge})
             continue
+        progress(
+            "model-answer",
+            {"step": step, "toolCalls": len(calls), "finish": response.choices[0].finish_reason},
+        )
         for call in calls:
             plan, result = _check(call.function.name, call.function.arguments, ranges, frozen)
+            progress(
+                "tool-result", {"step": step, "accepted": plan is not None, "problems": result.count("\n- ")}
+            )
             log.tool(call.id, call.function.name, call.function.arguments, result, error=plan is None)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
             if plan is not None and result == ACCEPTED:

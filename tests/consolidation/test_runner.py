@@ -238,3 +238,27 @@ def test_listing_and_tree_show_each_sessions_review_state(
     grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)
     source.path.write_bytes(grown.path.read_bytes())
     assert states("list")[source.id] == {"state": "changed", "status": None}
+
+
+def test_the_debug_log_has_phases_and_counts_but_no_content(
+    home: Home, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root, debug="true")
+    source = write_source(root, str(tmp_path / "project"))
+    secret_body = "The deploy key lives in vault path kv/deploy.\n"
+    fake.reply(
+        tool_call(proposal(put("Bad Name", source.evidence(), content=secret_body))),
+        tool_call(proposal(put("deploy-key", source.evidence(), content=secret_body))),
+    )
+    result = consolidate(home, source.id)
+    log = home.memory / "debug" / result.review / "attempt-1.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["phase"] for line in lines] == [
+        "input", "model", "model-step", "model-answer", "tool-result", "model-step", "model-answer",
+        "tool-result", "committing", "finished"]  # fmt: skip
+    assert lines[0]["provider"] == "fake" and lines[0]["inputBytes"] > 0 and lines[0]["evidenceTurns"] == 3
+    assert [line.get("accepted") for line in lines if line["phase"] == "tool-result"] == [False, True]
+    text = log.read_text()
+    assert "vault" not in text and "deploy-key" not in text and "## Turn" not in text
+    assert oct(log.stat().st_mode & 0o777) == "0o600"

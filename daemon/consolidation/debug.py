@@ -1,0 +1,40 @@
+"""Opt-in debug log of one attempt: `memory/debug/<review-id>/attempt-<n>.jsonl`.
+
+Phases, the route, counts and redacted errors only — never evidence, memory or proposal text
+(that lives in the worker session, where it belongs). Only the fields listed in `_ALLOWED`
+are written, so a careless caller cannot leak content into it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..fsutil import PRIVATE_FILE_MODE, ensure_private_dir
+from ..home import Home
+from .receipts import now
+from .redaction import redact
+
+_ALLOWED = frozenset(
+    {"review", "attempt", "step", "status", "accepted", "problems", "toolCalls", "finish", "inputBytes",
+     "evidenceTurns", "sourceEvents", "provider", "model", "error"}
+)  # fmt: skip
+
+
+class DebugLog:
+    def __init__(self, home: Home, review: str, attempt: int) -> None:
+        folder = ensure_private_dir(home.memory / "debug" / review)
+        self.path: Path = folder / f"attempt-{attempt}.jsonl"
+
+    def record(self, phase: str, fields: dict[str, Any]) -> None:
+        kept = {k: v for k, v in fields.items() if k in _ALLOWED}
+        if isinstance(kept.get("error"), str):
+            kept["error"] = redact(kept["error"])
+        line = json.dumps({"time": now(), "phase": phase, **kept}, ensure_ascii=False) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
