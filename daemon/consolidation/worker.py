@@ -52,7 +52,7 @@ async def run_attempt(
         )
     except TimeoutError:
         log.end("aborted")
-        return Outcome("provider-failed", error=f"no final proposal within {route.timeout_seconds:.0f} s")
+        return Outcome("provider-failed", error=f"no final proposal within {route.timeout_seconds:g} s")
     except asyncio.CancelledError:
         log.end("aborted")
         raise

@@ -262,3 +262,40 @@ def test_the_debug_log_has_phases_and_counts_but_no_content(
     text = log.read_text()
     assert "vault" not in text and "deploy-key" not in text and "## Turn" not in text
     assert oct(log.stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_worker_session_replays_exactly_what_the_model_saw(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(
+        status(429, "slow down", retry_after=0.01), tool_call(proposal(put("prefer-uv", source.evidence())))
+    )
+    result = consolidate(home, source.id)
+    assert result.status is Status.COMMITTED and fake.count == 2, "a 429 is retried by the client"
+    receipt = ReceiptStore(home).read(result.review)
+    assert receipt is not None and receipt.attempt is not None and receipt.attempt.workerSession
+    path = next(
+        p
+        for e in Encoding
+        if (p := session_log_path(home.sessions, worker_cwd(home), receipt.attempt.workerSession, e)).exists()
+    )
+    events = read_session(path).events
+    header = next(e for e in events if e.type == "request/header").data["header"]
+    context = next(e for e in events if e.type == "user/message").data["content"][0]["text"]
+    sent = fake.requests[-1]
+    assert header["system"] == sent["messages"][0]["content"] and header["tools"] == sent["tools"]
+    assert [t["function"]["name"] for t in header["tools"]] == ["memory_review_propose"], "its only tool"
+    assert context == sent["messages"][1]["content"]
+
+
+def test_an_attempt_that_outlives_its_timeout_fails_cleanly(
+    home: Home, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root, timeout_seconds=0.5)
+    source = write_source(root, str(tmp_path / "project"))
+    fake.reply(hang())
+    result = consolidate(home, source.id)
+    receipt = ReceiptStore(home).read(result.review)
+    assert result.status is Status.PROVIDER_FAILED and receipt is not None
+    assert receipt.attempts[0].error == "no final proposal within 0.5 s"

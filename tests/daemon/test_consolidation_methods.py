@@ -15,7 +15,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
-from tests.fake_openai import FakeOpenAI, tool_call
+from tests.fake_openai import FakeOpenAI, hang, tool_call
 
 from .helpers import remem, wait_until
 
@@ -103,3 +103,26 @@ def test_a_third_party_edit_after_a_crash_is_a_conflict(
     assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
     receipts = json.loads(remem(home, "receipts", "--session", source.id, "--json").stdout)["receipts"]
     assert [r["status"] for r in receipts] == ["target-conflict"]
+
+
+def test_a_running_consolidation_is_cancelled_from_another_client(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(hang())
+
+    async def scenario() -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
+        runner, canceller = AsyncDaemonClient.open(home), AsyncDaemonClient.open(home)
+        running_client, other = await runner, await canceller
+        running = asyncio.create_task(running_client.call("consolidation/run", {"session": source.id}))
+        while fake.count == 0:
+            await asyncio.sleep(0.02)
+        cancelled = await other.call("consolidation/cancel", {"session": source.id})
+        idle = await other.call("consolidation/cancel", {"session": "session-not-running"})
+        result = await running
+        for client in (running_client, other):
+            await client.close()
+        return cancelled, idle, result
+
+    cancelled, idle, result = asyncio.run(scenario())
+    assert cancelled == {"cancelled": True} and idle == {"cancelled": False}
+    assert result["status"] == "cancelled" and result["attempt"] == 1

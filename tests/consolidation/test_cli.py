@@ -1,0 +1,62 @@
+"""`remem consolidate`, `remem receipts` and `remem settings model` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.home import Home
+from tests.fake_openai import FakeOpenAI, status, tool_call
+
+from .conftest import KEY_ENV, Source, proposal, put
+
+
+def run(home: Home, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home.root), *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_consolidate_shows_progress_and_the_outcome(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    code, out, err = run(home, "consolidate", source.id)
+    assert code == 0 and out.startswith("committed, 1 change(s) — review ")
+    assert "… freezing" in err and "… model-step (step 1)" in err and "… committing" in err
+    code, out, _ = run(home, "consolidate", source.id, "--json")
+    assert code == 0 and json.loads(out)["status"] == "committed" and fake.count == 1
+    code, out, _ = run(home, "receipts", "--json")
+    [receipt] = json.loads(out)["receipts"]
+    assert receipt["source"]["session"] == source.id and receipt["changes"][0]["name"] == "prefer-uv"
+    code, out, _ = run(home, "receipts", "--session", "session-other")
+    assert out.strip() == "0 receipt(s)"
+
+
+def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    fake.reply(status(401, "bad key"))
+    code, out, _ = run(home, "consolidate", source.id, "--json")
+    assert code == 1 and json.loads(out)["status"] == "provider-failed"
+    code, out, _ = run(home, "consolidate", "session-missing", "--json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "NOT_FOUND"
+
+
+def test_settings_model_reads_and_selects_with_compare_and_swap(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    code, out, _ = run(home, "settings", "model", "--json")
+    shown = json.loads(out)
+    assert code == 0 and (shown["provider"], shown["model"], shown["apiKeyEnv"]) == (
+        "fake",
+        "fake-model",
+        KEY_ENV,
+    )
+    assert {"deepseek", "openai", "ollama", "fake"} <= set(shown["providers"])
+    code, out, _ = run(home, "settings", "model", "--provider", "ollama", "--model", "qwen3:8b")
+    assert code == 0 and out.strip() == "ollama/qwen3:8b"
+    assert (
+        "provider: ollama" in home.settings_file.read_text() and "base_url" in home.settings_file.read_text()
+    )
+    code, out, err = run(home, "settings", "model", "--provider", "nowhere")
+    assert code == 2 and "nowhere" in err
