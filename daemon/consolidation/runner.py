@@ -21,7 +21,7 @@ from ..home import Home
 from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
-from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
+from ..sessions.catalog import Entry, ListError, SessionCatalog
 from ..sessions.errors import SessionLogError
 from ..sessions.paths import Encoding, session_log_path
 from ..sessions.reader import SessionLog, read_session
@@ -279,21 +279,31 @@ class Consolidator:
         return source
 
     def _eligible(self, session_id: str) -> Entry:
-        catalog = SessionCatalog.open(self.home)
-        try:
-            entry = catalog.find(session_id)
-        except SessionNotFound as exc:
-            raise Refused("NOT_FOUND", str(exc)) from None
+        # A whole listing, not the index's shortcut: uniqueness must be seen, not assumed.
+        entries, errors = SessionCatalog.open(self.home).entries()
+        entry = next((e for e in entries if e.summary.id == session_id), None)
+        if entry is None:
+            raise self._not_found(session_id, errors)
         summary = entry.summary
         if summary.live:
             raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
         if summary.cwd is None:
             raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
-        if summary.cwd == worker_cwd(self.home):
-            raise Refused("WORKER_SESSION", f"session {session_id} is one of remem's own review sessions")
         if entry.archived:
             raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
         return entry
+
+    def _not_found(self, session_id: str, errors: list[ListError]) -> Refused:
+        """Why a session is not listed: it is remem's own, it is ambiguous, or it is not there."""
+        worker = worker_cwd(self.home)
+        if any(session_log_path(self.home.sessions, worker, session_id, e).exists() for e in Encoding):
+            return Refused("WORKER_SESSION", f"session {session_id} is one of remem's own review sessions")
+        clashes = [e.path for e in errors if f"session id {session_id!r} also exists" in e.message]
+        if clashes:
+            return Refused(
+                "AMBIGUOUS", f"session id {session_id} exists more than once: {', '.join(clashes)}"
+            )
+        return Refused("NOT_FOUND", f"no session {session_id} in the configured session roots")
 
     def _still_same(self, source: _Input) -> bool:
         try:

@@ -159,11 +159,24 @@ def test_refusals_come_before_any_review(
     with pytest.raises(Refused) as unknown:
         consolidate(home, "session-nope")
     assert unknown.value.code == "NOT_FOUND"
+    fake.reply(tool_call(proposal()))
+    worker = ReceiptStore(home).read(consolidate(home, source.id).review)
+    assert worker is not None and worker.attempt is not None and worker.attempt.workerSession
+    with pytest.raises(Refused) as own:
+        consolidate(home, worker.attempt.workerSession)
+    assert own.value.code == "WORKER_SESSION"
+    copy = home.sessions / source.path.relative_to(source.path.parents[2])  # the same log in another root
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(source.path.read_bytes())
+    with pytest.raises(Refused) as twice:
+        consolidate(home, source.id)
+    assert twice.value.code == "AMBIGUOUS" and str(copy) in twice.value.message
+    copy.unlink()
     source.path.touch()  # just written to: it may still be going on
     with pytest.raises(Refused) as live:
         consolidate(home, source.id)
     assert live.value.code == "LIVE"
-    assert fake.count == 0 and ReceiptStore(home).all() == []
+    assert fake.count == 1 and len(ReceiptStore(home).all()) == 1, "refusals leave no receipt"
 
 
 def test_two_requests_for_one_session_hold_one_conversation(
