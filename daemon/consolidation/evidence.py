@@ -23,7 +23,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..sessions.models import SURFACE_TYPES, ReplaceOp, SessionEvent
 from ..sessions.projection import Projection
 from ..sessions.reader import SessionLog
-from ..sessions.transcript import _blocks, _code, _has_text, _is_compact_checkpoint, _obj, _quote, _source
+from ..sessions.transcript import (
+    as_object,
+    fenced_code,
+    has_text,
+    is_compact_checkpoint,
+    message_blocks,
+    message_source,
+    message_text,
+    quoted,
+)
 from .redaction import redact
 
 CODE_BLOCK_LIMIT = 4096  # UTF-8 bytes of a fenced block, fences included, that still enter whole
@@ -34,7 +43,6 @@ ASSISTANT_LABEL = "Assistant (final):"
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _PLAIN_TOOL_NAME = re.compile(r"[\w.:/-]+")
-_UNSPOKEN_BLOCKS = frozenset({"reasoning", "tool-call"})  # not text the conversation showed
 
 
 class _Closed(BaseModel):
@@ -102,11 +110,11 @@ class Evidence(_Closed):
 
 
 def _labelled(label: str, text: str) -> str:
-    return "\n".join([label, *_quote(text)])
+    return "\n".join([label, *quoted(text)])
 
 
 def _tool_name(name: str) -> str:
-    return name if _PLAIN_TOOL_NAME.fullmatch(name) else _code(name)
+    return name if _PLAIN_TOOL_NAME.fullmatch(name) else fenced_code(name)
 
 
 def _utf8_size(text: str) -> int:
@@ -156,16 +164,14 @@ def _clean(text: str) -> str:
     return redact(elide_code_blocks(text)).strip()
 
 
-def _message_text(message: Any) -> str:
-    """Text blocks as they are, any other shown block (image, file, …) as a `[type]` placeholder."""
-    pieces = []
-    for block in _blocks(message):
-        kind = block.get("type")
-        if kind == "text":
-            pieces.append(str(block.get("text", "")))
-        elif kind not in _UNSPOKEN_BLOCKS:
-            pieces.append(f"[{kind}]" if isinstance(kind, str) and kind else "[block]")
-    return _clean("\n\n".join(pieces))
+def _evidence_text(message: Any) -> str:
+    """Text blocks as they are, any other shown block (image, file, …) as a bare `[type]`."""
+    return _clean(message_text(message, _type_only))
+
+
+def _type_only(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    return f"[{kind}]" if isinstance(kind, str) and kind else "[block]"
 
 
 def _turn_ranges(events: Sequence[SessionEvent]) -> list[TurnEvidence]:
@@ -228,9 +234,9 @@ def _tool_names(events: Sequence[SessionEvent]) -> dict[str, str]:
     """Tool name by call id, from the calls the model made and the ones that started."""
     names: dict[str, str] = {}
     for event in events:
-        data = _obj(event.data)
+        data = as_object(event.data)
         if event.type == "assistant/message":
-            calls = [b for b in _blocks(data.get("message")) if b.get("type") == "tool-call"]
+            calls = [b for b in message_blocks(data.get("message")) if b.get("type") == "tool-call"]
             pairs = [(b.get("id"), b.get("name")) for b in calls]
         elif event.type == "tool/call":
             pairs = [(data.get("callId"), data.get("name"))]
@@ -242,30 +248,30 @@ def _tool_names(events: Sequence[SessionEvent]) -> dict[str, str]:
 
 def _tool_use(data: dict[str, Any], names: dict[str, str]) -> ToolUse:
     message = data.get("message")
-    call_id = _source(message).get("callId")
+    call_id = message_source(message).get("callId")
     name = names.get(call_id, UNKNOWN_TOOL) if isinstance(call_id, str) else UNKNOWN_TOOL
-    blocks = _blocks(message)
+    blocks = message_blocks(message)
     failed = bool(blocks and blocks[0].get("isError")) or data.get("error") is not None
     return ToolUse(name=redact(name), ok=not failed)
 
 
 def _keep(turn: TurnEvidence, event: SessionEvent, names: dict[str, str]) -> None:
     """Add what a surface node contributes to its turn's evidence."""
-    data = _obj(event.data)
+    data = as_object(event.data)
     if event.type == "user/message":
-        if _is_compact_checkpoint(data):
+        if is_compact_checkpoint(data):
             target = turn.summaries
-        elif _source(data).get("kind") == "user":
+        elif message_source(data).get("kind") == "user":
             target = turn.user  # other kinds are injected context, not the person
         else:
             return
-        text = _message_text(data)
+        text = _evidence_text(data)
         if text:
             target.append(text)
     elif event.type == "assistant/message":
         message = data.get("message")
-        if _has_text(message):
-            turn.assistant = _message_text(message)  # the surface is in order: the last one wins
+        if has_text(message):
+            turn.assistant = _evidence_text(message)  # the surface is in order: the last one wins
     elif event.type == "tool/result":
         turn.tools.append(_tool_use(data, names))
 

@@ -10,7 +10,7 @@ log is quoted or put in code spans so it can never forge the transcript's own he
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -23,13 +23,13 @@ _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>#|])")
 NOT_FINISHED = "not finished"
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def as_object(value: Any) -> dict[str, Any]:
     """`value` if it is a JSON object: unknown payload shapes must never crash a rendering."""
     return value if isinstance(value, dict) else {}
 
 
-def _blocks(message: Any) -> list[dict[str, Any]]:
-    content = _obj(message).get("content")
+def message_blocks(message: Any) -> list[dict[str, Any]]:
+    content = as_object(message).get("content")
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
@@ -46,7 +46,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _code(text: str) -> str:
+def fenced_code(text: str) -> str:
     """A code span that survives backticks inside `text`."""
     text = _one_line(text) or " "
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
@@ -58,7 +58,7 @@ def _inline(text: str) -> str:
     return _INLINE_SPECIALS.sub(r"\\\1", _one_line(text))
 
 
-def _quote(text: str) -> list[str]:
+def quoted(text: str) -> list[str]:
     return [f"> {line}" if line.strip() else ">" for line in text.splitlines() or [""]]
 
 
@@ -66,7 +66,7 @@ def _placeholder(block: dict[str, Any]) -> str:
     kind = block.get("type")
     if kind != "image":
         return f"[{kind if isinstance(kind, str) else 'block'}]"
-    attachment = _obj(block.get("attachment"))
+    attachment = as_object(block.get("attachment"))
     parts = [attachment.get("name"), attachment.get("mediaType")]
     width, height = attachment.get("width"), attachment.get("height")
     if isinstance(width, int) and isinstance(height, int):
@@ -75,28 +75,28 @@ def _placeholder(block: dict[str, Any]) -> str:
     return f"[image: {described}]" if described else "[image]"
 
 
-def _message_text(message: Any) -> str:
+def message_text(message: Any, placeholder: Callable[[dict[str, Any]], str] | None = None) -> str:
     """Text and placeholders of a message; reasoning and tool calls are shown elsewhere or not at all."""
     pieces = []
-    for block in _blocks(message):
+    for block in message_blocks(message):
         kind = block.get("type")
         if kind == "text":
             pieces.append(str(block.get("text", "")))
         elif kind not in ("reasoning", "tool-call"):
-            pieces.append(_placeholder(block))
+            pieces.append((placeholder or _placeholder)(block))
     return "\n\n".join(p for p in pieces if p.strip())
 
 
-def _has_text(message: Any) -> bool:
-    return any(b.get("type") == "text" and str(b.get("text", "")).strip() for b in _blocks(message))
+def has_text(message: Any) -> bool:
+    return any(b.get("type") == "text" and str(b.get("text", "")).strip() for b in message_blocks(message))
 
 
-def _source(message: Any) -> dict[str, Any]:
-    return _obj(_obj(message).get("source"))
+def message_source(message: Any) -> dict[str, Any]:
+    return as_object(as_object(message).get("source"))
 
 
-def _is_compact_checkpoint(message: Any) -> bool:
-    source = _source(message)
+def is_compact_checkpoint(message: Any) -> bool:
+    source = message_source(message)
     return source.get("kind") == "plugin" and source.get("plugin") == "compact"
 
 
@@ -149,7 +149,7 @@ class _Collector:
         return section
 
     def feed(self, event: SessionEvent) -> None:
-        data = _obj(event.data)
+        data = as_object(event.data)
         if event.type == "turn/start":
             self.current = self._open(str(data.get("turn", "?")), event)
         elif event.type == "turn/end":
@@ -170,10 +170,10 @@ class _Collector:
     def _end_turn(self, data: dict[str, Any]) -> None:
         if self.current is None or self.current.turn is None:
             return
-        reason = _obj(data.get("reason"))
+        reason = as_object(data.get("reason"))
         kind = reason.get("kind")
         self.current.status = kind if isinstance(kind, str) and kind else "ended"
-        message = _obj(reason.get("error")).get("message")
+        message = as_object(reason.get("error")).get("message")
         self.current.error = message if isinstance(message, str) else None
         self.current = None
 
@@ -183,30 +183,30 @@ class _Collector:
             if compaction_id in self.compactions:
                 return
             self.compactions.add(compaction_id)
-        self.section(event).summaries.append(_message_text({"content": blocks}))
+        self.section(event).summaries.append(message_text({"content": blocks}))
 
     def _user(self, event: SessionEvent, data: dict[str, Any]) -> None:
-        if _is_compact_checkpoint(data):
-            self._summary(event, _source(data).get("compactionId"), data.get("content"))
-        elif event.surfaceOp == "append" and _source(data).get("kind") == "user":
-            text = _message_text(data)
+        if is_compact_checkpoint(data):
+            self._summary(event, message_source(data).get("compactionId"), data.get("content"))
+        elif event.surfaceOp == "append" and message_source(data).get("kind") == "user":
+            text = message_text(data)
             if text.strip():
                 self.section(event).prompts.append(text)
 
     def _assistant(self, event: SessionEvent, data: dict[str, Any]) -> None:
         section, message = self.section(event), data.get("message")
-        for block in _blocks(message):
+        for block in message_blocks(message):
             if block.get("type") == "tool-call" and isinstance(block.get("id"), str):
                 section.call(block["id"], block.get("name"))
-        if _has_text(message):
-            section.reply, section.reply_interrupted = _message_text(message), data.get("interrupted") is True
+        if has_text(message):
+            section.reply, section.reply_interrupted = message_text(message), data.get("interrupted") is True
 
     def _tool_result(self, event: SessionEvent, data: dict[str, Any]) -> None:
         message = data.get("message")
-        call_id = _source(message).get("callId")
+        call_id = message_source(message).get("callId")
         if not isinstance(call_id, str):
             return
-        blocks = _blocks(message)
+        blocks = message_blocks(message)
         failed = bool(blocks and blocks[0].get("isError")) or data.get("error") is not None
         self.section(event).call(call_id).outcome = "error" if failed else "ok"
 
@@ -229,14 +229,14 @@ def _render_section(section: _Section, *, after_turn: bool) -> list[str]:
     if section.error:
         lines += [f"Error: {_inline(section.error)}", ""]
     for prompt in section.prompts:
-        lines += _label("User", _quote(prompt))
+        lines += _label("User", quoted(prompt))
     if section.calls:
-        lines += _label("Tools", [f"- {_code(c.name)} — {c.outcome}" for c in section.calls.values()])
+        lines += _label("Tools", [f"- {fenced_code(c.name)} — {c.outcome}" for c in section.calls.values()])
     if section.reply is not None:
         cut = ["", "_(reply interrupted)_"] if section.reply_interrupted else []
-        lines += _label("Assistant", _quote(section.reply) + cut)
+        lines += _label("Assistant", quoted(section.reply) + cut)
     for summary in section.summaries:
-        lines += _label("Compaction summary — earlier context was replaced by this summary", _quote(summary))
+        lines += _label("Compaction summary — earlier context was replaced by this summary", quoted(summary))
     return lines
 
 
@@ -248,12 +248,12 @@ def _fork_turn(sections: list[_Section]) -> str | None:
 def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
     header = log.header
     lines = [f"# {_inline(collector.title or header.id)}", ""]
-    lines.append(f"- Session: {_code(header.id)}")
-    lines.append(f"- Working directory: {_code(header.cwd) if header.cwd else 'none'}")
+    lines.append(f"- Session: {fenced_code(header.id)}")
+    lines.append(f"- Working directory: {fenced_code(header.cwd) if header.cwd else 'none'}")
     lines.append(f"- Created: {utc_iso(header.createdAt)}")
     if header.parentSession is not None:
         origin = " (subagent)" if header.origin == "subagent" else ""
-        lines.append(f"- Parent: {_code(header.parentSession)}{origin}")
+        lines.append(f"- Parent: {fenced_code(header.parentSession)}{origin}")
     if header.seedLength:
         turn = _fork_turn(collector.sections)
         point = f"after turn {_inline(turn)}" if turn else "before the parent's first turn"
@@ -262,7 +262,7 @@ def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
 
 
 def _seed_note(log: SessionLog) -> list[str]:
-    parent = _code(log.header.parentSession) if log.header.parentSession else "the parent session"
+    parent = fenced_code(log.header.parentSession) if log.header.parentSession else "the parent session"
     return [
         "---",
         "",
