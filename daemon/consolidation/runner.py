@@ -111,22 +111,22 @@ class Consolidator:
         settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
         route = _route(self.home, settings)  # a missing key is reported before anything is read
         settled = await self._settle_pending(session_id)
+        if settled is not None:  # one request never both recovers and asks the model
+            return _result(settled, recovered=True)
         progress("freezing", {})
         source = await asyncio.to_thread(self._freeze, session_id)
         review = review_id(session_id, source.entry.summary.digest, source.workspace.key)
         async with self._reviews[review]:
             lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
             try:
-                return await self._review(review, source, route, progress, recovered=review in settled)
+                return await self._review(review, source, route, progress)
             finally:
                 lock.release()
 
     async def _review(
-        self, review: str, source: _Input, route: Route, progress: Progress, *, recovered: bool
+        self, review: str, source: _Input, route: Route, progress: Progress
     ) -> ConsolidationResult:
         receipt = self.receipts.read(review)
-        if receipt is not None and receipt.status in SUCCEEDED | {Status.TARGET_CONFLICT} and recovered:
-            return _result(receipt, recovered=True)
         if receipt is not None and receipt.status in SUCCEEDED:
             return _result(receipt, recovered=False)
         if receipt is not None and receipt.status is Status.COMMITTING:
@@ -241,24 +241,24 @@ class Consolidator:
             return changes if proposal_hash(changes) == receipt.proposalHash else None
         return None
 
-    async def _settle_pending(self, session_id: str) -> set[str]:
-        """A crash left a review of this session committing: finish it before anything else.
-        Returns the review settled, if any."""
+    async def _settle_pending(self, session_id: str) -> Receipt | None:
+        """A crash left a review of this session committing: finish it, and nothing else, now.
+        Returns the settled receipt, if there was one."""
         pending = [
             r for r in self.receipts.all() if r.source.session == session_id and r.status is Status.COMMITTING
         ]
         if not pending:
-            return set()
+            return None
         oldest = pending[0]
         async with self._reviews[oldest.review]:
             lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(oldest.review))
             try:
                 current = self.receipts.read(oldest.review)
                 if current is not None and current.status is Status.COMMITTING:
-                    await asyncio.to_thread(self._recover, current)
+                    return await asyncio.to_thread(self._recover, current)
+                return current
             finally:
                 lock.release()
-        return {oldest.review}
 
     def _freeze(self, session_id: str) -> _Input:
         entry = self._eligible(session_id)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from remem.daemon.cli import cli
 from remem.daemon.consolidation.receipts import ReceiptStore, Status
 from remem.daemon.consolidation.runner import ConsolidationResult, Consolidator, Refused
 from remem.daemon.consolidation.worker_log import final_arguments, worker_cwd
@@ -17,7 +20,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.reader import read_session
-from tests.fake_openai import FakeOpenAI, hang, status, text, tool_call
+from tests.fake_openai import FakeOpenAI, hang, slow, status, text, tool_call
 
 from .conftest import KEY_ENV, Source, configure, proposal, put, write_source
 
@@ -182,8 +185,6 @@ def test_refusals_come_before_any_review(
 def test_two_requests_for_one_session_hold_one_conversation(
     home: Home, fake: FakeOpenAI, source: Source
 ) -> None:
-    from tests.fake_openai import slow
-
     fake.reply(slow(0.5, tool_call(proposal(put("prefer-uv", source.evidence())))))
 
     async def both() -> list[ConsolidationResult]:
@@ -203,8 +204,6 @@ def test_a_session_that_grew_is_a_new_review(
     first = consolidate(home, source.id)
     grown = write_source(tmp_path / "other-root", source.cwd, seed=1, turns=4)  # same id, one more turn
     source.path.write_bytes(grown.path.read_bytes())
-    import os
-
     os.utime(source.path, (1_600_000_000, 1_600_000_000))
     fake.reply(tool_call(proposal()))
     second = consolidate(home, source.id)
@@ -229,10 +228,6 @@ def test_cancelling_ends_as_a_cancelled_receipt(home: Home, fake: FakeOpenAI, so
 def test_listing_and_tree_show_each_sessions_review_state(
     home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path
 ) -> None:
-    from click.testing import CliRunner
-
-    from remem.daemon.cli import cli
-
     def states(command: str, *extra: str) -> dict[str, dict[str, Any]]:
         out = (
             CliRunner().invoke(cli, ["--home", str(home.root), "sessions", command, *extra, "--json"]).stdout
@@ -312,3 +307,18 @@ def test_an_attempt_that_outlives_its_timeout_fails_cleanly(
     receipt = ReceiptStore(home).read(result.review)
     assert result.status is Status.PROVIDER_FAILED and receipt is not None
     assert receipt.attempts[0].error == "no final proposal within 0.5 s"
+
+
+def test_a_session_that_changes_during_the_review_is_source_changed(
+    home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path
+) -> None:
+    grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)
+
+    def grow_then_propose(request: dict[str, Any]) -> Any:
+        source.path.write_bytes(grown.path.read_bytes())  # the agent went on meanwhile
+        os.utime(source.path, (1_600_000_000, 1_600_000_000))
+        return tool_call(proposal(put("prefer-uv", source.evidence())))
+
+    fake.reply_with(grow_then_propose)
+    result = consolidate(home, source.id)
+    assert result.status is Status.SOURCE_CHANGED and records(home, source) == []

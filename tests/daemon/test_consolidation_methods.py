@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +130,38 @@ def test_a_running_consolidation_is_cancelled_from_another_client(
     cancelled, idle, result = asyncio.run(scenario())
     assert cancelled == {"cancelled": True} and idle == {"cancelled": False}
     assert result["status"] == "cancelled" and result["attempt"] == 1
+
+
+def test_a_pending_commit_is_settled_before_a_grown_session_is_reviewed(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake.reply(tool_call(both_scopes(source)))
+    monkeypatch.setenv("REMEM_FAULTPOINT", POINTS[0])
+    remem(home, "consolidate", source.id, "--json")
+    wait_until(lambda: not DaemonPaths(home).running())
+    monkeypatch.delenv("REMEM_FAULTPOINT")
+    grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)  # the agent went on
+    source.path.write_bytes(grown.path.read_bytes())
+    os.utime(source.path, (1_600_000_000, 1_600_000_000))
+    settled = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
+    assert settled["status"] == "committed" and settled["recovered"] is True and fake.count == 1
+    fake.reply(tool_call(proposal()))
+    fresh = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
+    assert fresh["review"] != settled["review"] and fresh["status"] == "no-change" and fake.count == 2
+
+
+def test_an_attempt_cut_short_by_a_crash_is_recorded_and_retried(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(hang())
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "consolidate", source.id]
+    waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: fake.count == 1)
+    os.kill(DaemonPaths(home).read_status().pid, signal.SIGKILL)  # type: ignore[union-attr]
+    waiting.communicate(timeout=30)
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    result = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
+    assert result["status"] == "committed" and result["attempt"] == 2
+    [receipt] = json.loads(remem(home, "receipts", "--json").stdout)["receipts"]
+    first = receipt["attempts"][0]
+    assert (first["status"], first["error"]) == ("internal-error", "interrupted")
