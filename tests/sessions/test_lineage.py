@@ -44,6 +44,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                 "live": True,
                 "archived": False,
                 "flags": [],
+                "review": {"state": "never", "status": None},
                 "children": [
                     {
                         "id": "fork",
@@ -54,6 +55,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                         "live": False,
                         "archived": True,
                         "flags": [],
+                        "review": {"state": "never", "status": None},
                         "children": [],
                     }
                 ],
@@ -69,6 +71,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
         "live",
         "archived",
         "flags",
+        "review",
         "children",
     ]
 
