@@ -40,6 +40,8 @@ class DaemonSettings(_Strict):
 class ProviderSettings(_Strict):
     base_url: str
     api_key_env: str | None = None
+    # The models' own output limit when you know it; requests ask for no more than this.
+    max_output_tokens: int | None = Field(default=None, gt=0)
 
 
 class ConsolidationSettings(_Strict):

@@ -57,7 +57,7 @@ def resolve_route(home: Home, settings: Settings) -> Route:
         model=config.model,
         base_url=provider.base_url,
         api_key=_api_key(home, config.provider, provider.api_key_env),
-        max_tokens=config.max_tokens,
+        max_tokens=min(config.max_tokens, provider.max_output_tokens or config.max_tokens),
         timeout_seconds=config.timeout_seconds,
         max_input_bytes=config.max_input_bytes,
         debug=config.debug,

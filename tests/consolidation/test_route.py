@@ -50,3 +50,10 @@ def test_credentials_file_must_be_private_and_well_formed(
 def test_a_local_provider_needs_no_key(home: Home) -> None:
     route = resolve_route(home, settings("consolidation:\n  provider: ollama\n"))
     assert route.base_url.startswith("http://127.0.0.1") and route.api_key
+
+
+def test_the_output_budget_is_the_smaller_of_the_setting_and_the_models_limit(home: Home) -> None:
+    local = "providers:\n  small:\n    base_url: http://127.0.0.1:9/v1\n    max_output_tokens: 4096\n"
+    assert resolve_route(home, settings(local + "consolidation:\n  provider: small\n")).max_tokens == 4096
+    roomy = local.replace("4096", "32000") + "consolidation:\n  provider: small\n  max_tokens: 8192\n"
+    assert resolve_route(home, settings(roomy)).max_tokens == 8192
