@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import daemon, forks, memory, sessions
+from . import consolidation, daemon, forks, memory, sessions
 from .harness import Benchmark, Row, format_table, run
 
 BENCHMARKS: list[Benchmark] = [
@@ -24,6 +24,7 @@ BENCHMARKS: list[Benchmark] = [
     *sessions.BENCHMARKS,
     *forks.BENCHMARKS,
     *daemon.BENCHMARKS,
+    *consolidation.BENCHMARKS,
 ]
 
 
