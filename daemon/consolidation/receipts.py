@@ -22,7 +22,9 @@ from ..home import Home
 from ..sessions.lineage import ReviewState
 from .evidence import EvidenceRange
 
+# libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 CONSOLIDATOR_VERSION = 1  # bump when prompt, schema, projection or commit semantics change
 
 
@@ -209,7 +211,7 @@ class ReceiptStore:
 
 
 def render_receipt(receipt: Receipt) -> str:
-    front = yaml.safe_dump(receipt.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    front = yaml.dump(receipt.model_dump(mode="json"), Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
     return f"---\n{front}---\n\n{summary(receipt)}\n"
 
 

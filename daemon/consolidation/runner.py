@@ -21,7 +21,7 @@ from ..home import Home
 from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
-from ..sessions.catalog import Entry, ListError, SessionCatalog
+from ..sessions.catalog import Entry, ListError, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.paths import Encoding, session_log_path
 from ..sessions.reader import SessionLog, read_session
@@ -191,8 +191,9 @@ class Consolidator:
         plan = outcome.plan
         if not plan.changed:
             return self._finish(_ended(receipt, Status.NO_CHANGE, None))
+        # `proposed` is not written on its own: the next write (committing or source-changed)
+        # follows at once and carries the same plan, so it would only cost a durable write.
         receipt = _proposed(receipt, plan)
-        self.receipts.write(receipt)
         progress("committing", {"review": receipt.review})
         # Past this point a cancel no longer stops anything: the barrier runs to its end.
         finishing = asyncio.ensure_future(asyncio.to_thread(self._commit, receipt, source, plan.changes))
@@ -306,13 +307,21 @@ class Consolidator:
         return Refused("NOT_FOUND", f"no session {session_id} in the configured session roots")
 
     def _still_same(self, source: _Input) -> bool:
+        """A later observation: the same log, unchanged and not live. Uniqueness was seen by the
+        first observation's whole listing; a lookup of this one log is enough now."""
         try:
-            again = self._eligible(source.entry.summary.id)
-        except Refused:
+            again = SessionCatalog.open(self.home).find(source.entry.summary.id)
+        except SessionNotFound:
             return False
-        return (again.summary.revision, again.summary.digest) == (
-            source.entry.summary.revision,
-            source.entry.summary.digest,
+        first, now_ = source.entry.summary, again.summary
+        return (
+            not now_.live
+            and again.path == source.entry.path
+            and (now_.revision, now_.digest)
+            == (
+                first.revision,
+                first.digest,
+            )
         )
 
     def _prepared(self, review: str, source: _Input, existing: Receipt | None) -> Receipt:

@@ -18,7 +18,7 @@ from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
 from .redaction import redact
 from .route import Route
-from .worker_log import ACCEPTED, WorkerLog
+from .worker_log import ACCEPTED, ToolExchange, WorkerLog
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
     from openai import AsyncOpenAI
@@ -85,26 +85,39 @@ async def _loop(
         raw = message.model_dump(exclude_none=True)
         messages.append(raw)
         calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        log.assistant(_blocks(raw, calls), route.provider, route.model)
-        if not calls:
-            nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
-            log.nudge(nudge)
-            messages.append({"role": "user", "content": nudge})
-            continue
         progress(
             "model-answer",
             {"step": step, "toolCalls": len(calls), "finish": response.choices[0].finish_reason},
         )
-        for call in calls:
-            plan, result = _check(call.function.name, call.function.arguments, ranges, frozen)
-            progress(
-                "tool-result", {"step": step, "accepted": plan is not None, "problems": result.count("\n- ")}
-            )
-            log.tool(call.id, call.function.name, call.function.arguments, result, error=plan is None)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-            if plan is not None and result == ACCEPTED:
-                return Outcome("proposed", plan=plan)
+        exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
+        log.step(_blocks(raw, calls), route.provider, route.model, exchanges)
+        if accepted is not None:
+            return Outcome("proposed", plan=accepted)
+        if not calls:
+            nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
+            log.nudge(nudge)
+            messages.append({"role": "user", "content": nudge})
     return Outcome("invalid-proposal", error=f"no valid final proposal within {MAX_STEPS} model steps")
+
+
+def _answer(
+    calls: list[Any], ranges: list[EvidenceRange], frozen: Frozen, messages: list[dict[str, Any]],
+    progress: Progress, step: int,
+) -> tuple[list[ToolExchange], Plan | None]:  # fmt: skip
+    """The tool's answers to one step's calls, up to an accepted final proposal, if any."""
+    exchanges = []
+    for call in calls:
+        plan, result = _check(call.function.name, call.function.arguments, ranges, frozen)
+        progress(
+            "tool-result", {"step": step, "accepted": plan is not None, "problems": result.count("\n- ")}
+        )
+        exchanges.append(
+            ToolExchange(call.id, call.function.name, call.function.arguments, result, plan is None)
+        )
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        if plan is not None and result == ACCEPTED:
+            return exchanges, plan
+    return exchanges, None
 
 
 def _check(name: str, arguments: str, ranges: list[EvidenceRange], frozen: Frozen) -> tuple[Plan | None, str]:

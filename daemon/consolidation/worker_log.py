@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..home import Home
 from ..sessions.catalog import WORKER_WORKSPACE
@@ -23,6 +23,17 @@ from .proposal import TOOL_NAME
 
 _IDS = uuid.UUID("6f1d9a52-3c0e-4f6b-9d57-0b8e2a1c4e10")  # namespace of worker session ids
 ACCEPTED = "accepted: final proposal"
+_Event = tuple[str, Any, Literal["append"] | None]
+
+
+class ToolExchange(NamedTuple):
+    """One tool call of a step and the host's answer to it."""
+
+    call_id: str
+    name: str
+    arguments: str
+    result: str
+    error: bool
 
 
 def worker_session_id(review: str, attempt: int) -> str:
@@ -58,37 +69,44 @@ class WorkerLog:
             ("user/message", _message("user", [_text(context)], {"kind": "consolidator"}), "append"),
         )
 
-    def assistant(self, blocks: list[dict[str, Any]], provider: str, model: str) -> None:
+    def step(
+        self, blocks: list[dict[str, Any]], provider: str, model: str, exchanges: list[ToolExchange]
+    ) -> None:
+        """One model step and the tool's answers, appended (and fsynced) as one batch."""
         self._step += 1
-        message = _message("assistant", blocks, {"kind": "model", "provider": provider, "model": model})
-        self._append(
-            ("step/start", {"turn": 1, "step": self._step}, None),
-            ("assistant/message", {"turn": 1, "step": self._step, "message": message}, "append"),
-        )
-
-    def tool(self, call_id: str, name: str, arguments: str, result: str, *, error: bool) -> None:
-        block = {"type": "tool-result", "toolCallId": call_id, "content": [_text(result)], "isError": error}
-        message = _message("user", [block], {"kind": "tool", "callId": call_id})
         step = {"turn": 1, "step": self._step}
-        self._append(
-            ("tool/call", {**step, "callId": call_id, "name": name, "arguments": arguments}, None),
-            ("tool/result", {**step, "message": message}, "append"),
-        )
+        message = _message("assistant", blocks, {"kind": "model", "provider": provider, "model": model})
+        events: list[_Event] = [
+            ("step/start", step, None),
+            ("assistant/message", {**step, "message": message}, "append"),
+        ]
+        for x in exchanges:
+            block = {
+                "type": "tool-result",
+                "toolCallId": x.call_id,
+                "content": [_text(x.result)],
+                "isError": x.error,
+            }
+            answer = _message("user", [block], {"kind": "tool", "callId": x.call_id})
+            events += [
+                ("tool/call", {**step, "callId": x.call_id, "name": x.name, "arguments": x.arguments}, None),
+                ("tool/result", {**step, "message": answer}, "append"),
+            ]
+        self._append(*events)
 
     def nudge(self, text: str) -> None:
         """A host message between steps (e.g. 'call the tool'), recorded like everything else."""
         self._append(("user/message", _message("user", [_text(text)], {"kind": "consolidator"}), "append"))
 
     def end(self, kind: str) -> None:
-        if self._step:
-            self._append(("step/end", {"turn": 1, "step": self._step}, None))
-        self._append(("turn/end", {"turn": 1, "reason": {"kind": kind}}, None))
+        closing: list[_Event] = [("step/end", {"turn": 1, "step": self._step}, None)] if self._step else []
+        self._append(*closing, ("turn/end", {"turn": 1, "reason": {"kind": kind}}, None))
         self._writer.close()
 
     def close(self) -> None:
         self._writer.close()
 
-    def _append(self, *events: tuple[str, Any, Literal["append"] | None]) -> None:
+    def _append(self, *events: _Event) -> None:
         first = self._writer.next_seq
         self._writer.append(
             SessionEvent(type=kind, seq=first + n, time=_now_ms(), data=data, surfaceOp=op)
