@@ -16,6 +16,7 @@ from remem.daemon.consolidation.receipts import ReceiptStore, Status
 from remem.daemon.consolidation.runner import ConsolidationResult, Consolidator, Refused
 from remem.daemon.consolidation.worker_log import final_arguments, worker_cwd
 from remem.daemon.home import Home
+from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.sessions.paths import Encoding, session_log_path
@@ -322,3 +323,21 @@ def test_a_session_that_changes_during_the_review_is_source_changed(
     fake.reply_with(grow_then_propose)
     result = consolidate(home, source.id)
     assert result.status is Status.SOURCE_CHANGED and records(home, source) == []
+
+
+def test_a_delete_and_a_put_commit_as_one_workspace_generation(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    workspace = WorkspaceId.from_cwd(source.cwd)
+    old = {"name": "old-fact", "description": "Old", "type": "project", "content": "Old.\n"}
+    MemoryStore(home).commit_workspace(
+        workspace, EMPTY, CHANGES.validate_python([{"action": "put", "record": old}])
+    )
+    delete = {"action": "delete", "name": "old-fact", "evidence": source.evidence(2)}
+    fake.reply(tool_call(proposal(put("new-fact", source.evidence()), delete)))
+    result = consolidate(home, source.id)
+    assert result.status is Status.COMMITTED and records(home, source) == ["new-fact"]
+    receipt = ReceiptStore(home).read(result.review)
+    assert receipt is not None and [(c.action, c.name) for c in receipt.changes] == [
+        ("delete", "old-fact"), ("put", "new-fact")]  # fmt: skip
+    assert receipt.changes[0].contentHash is None and receipt.changes[1].contentHash
