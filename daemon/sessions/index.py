@@ -8,6 +8,7 @@ listing reads only small rows and an append rewrites only the turns it touched.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -108,6 +109,8 @@ class SessionIndex:
     def _open(self) -> sqlite3.Connection:
         try:
             return self._connect()
+        except sqlite3.OperationalError:
+            raise  # busy or locked: the file is fine, and another connection may be using it
         except sqlite3.DatabaseError:
             # A damaged or foreign file: the index is derived data, so start afresh.
             for suffix in ("", "-wal", "-shm"):
@@ -116,14 +119,23 @@ class SessionIndex:
 
     def _connect(self) -> sqlite3.Connection:
         # SQLite gives its -wal and -shm files the database file's mode, so create it user-only.
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+        # Only ever a new file: closing any descriptor of a database this process has open drops
+        # the process's POSIX locks on it, and another connection's WAL memory map goes with them.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            db.executescript(
-                f"BEGIN IMMEDIATE; DROP TABLE IF EXISTS logs; DROP TABLE IF EXISTS turns; {_SCHEMA} COMMIT;"
-            )
+            db.execute("BEGIN IMMEDIATE")
+            # Checked again under the write lock: a connection opened at the same moment may
+            # have created the schema since, and dropping it would drop its rows.
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                # One statement at a time: executescript() would commit the transaction first.
+                script = f"DROP TABLE IF EXISTS logs; DROP TABLE IF EXISTS turns; {_SCHEMA}"
+                for statement in filter(str.strip, script.split(";")):
+                    db.execute(statement)
+            db.execute("COMMIT")
         return db
 
     def rows(self) -> dict[str, LogRow]:
