@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
@@ -26,6 +27,7 @@ from .projection import Projection, TurnBounds, TurnSummary
 from .reader import ResumePoint
 
 SCHEMA_VERSION = 2
+BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
     path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
@@ -123,8 +125,9 @@ class SessionIndex:
         # the process's POSIX locks on it, and another connection's WAL memory map goes with them.
         with contextlib.suppress(FileExistsError):
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
+        db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            _switch_to_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             db.execute("BEGIN IMMEDIATE")
@@ -212,6 +215,20 @@ class SessionIndex:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """Switching journal modes fails at once, busy timeout or not, while another connection
+    (opening the same fresh index) holds a lock: try again until the timeout."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _values(update: Update) -> tuple[object, ...]:
