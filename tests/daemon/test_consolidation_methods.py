@@ -48,6 +48,15 @@ def source(home: Home, fake: FakeOpenAI, tmp_path: Path) -> Source:
     return write_source(root, str(tmp_path / "project"))
 
 
+def crash_at(point: str, home: Home, source: Source, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consolidate through a daemon that dies at `point`, and wait until it is gone."""
+    monkeypatch.setenv("REMEM_FAULTPOINT", point)  # the daemon this CLI starts inherits it
+    crashed = remem(home, "consolidate", source.id, "--json")
+    assert crashed.returncode != 0 and "daemon" in crashed.stderr
+    wait_until(lambda: not DaemonPaths(home).running())
+    monkeypatch.delenv("REMEM_FAULTPOINT")
+
+
 def both_scopes(source: Source) -> dict[str, object]:
     glob = {"action": "replace-global", "content": "Prefers terse answers.\n", "evidence": source.evidence(1)}
     return proposal(put("prefer-uv", source.evidence()), glob)
@@ -77,11 +86,7 @@ def test_a_crash_at_each_commit_step_converges_without_the_model(
     home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
     fake.reply(tool_call(both_scopes(source)))
-    monkeypatch.setenv("REMEM_FAULTPOINT", point)  # the daemon this CLI starts inherits it
-    crashed = remem(home, "consolidate", source.id, "--json")
-    assert crashed.returncode != 0 and "daemon" in crashed.stderr
-    wait_until(lambda: not DaemonPaths(home).running())
-    monkeypatch.delenv("REMEM_FAULTPOINT")
+    crash_at(point, home, source, monkeypatch)
     again = remem(home, "consolidate", source.id, "--json")
     result = json.loads(again.stdout)
     assert result["status"] == "committed" and result["recovered"] is True, again.stderr
@@ -96,10 +101,7 @@ def test_a_third_party_edit_after_a_crash_is_a_conflict(
     home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake.reply(tool_call(both_scopes(source)))
-    monkeypatch.setenv("REMEM_FAULTPOINT", POINTS[0])
-    remem(home, "consolidate", source.id, "--json")
-    wait_until(lambda: not DaemonPaths(home).running())
-    monkeypatch.delenv("REMEM_FAULTPOINT")
+    crash_at(POINTS[0], home, source, monkeypatch)
     home.global_file.write_text("Written by hand meanwhile.\n")
     result = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
     assert result["status"] == "target-conflict" and fake.count == 1
@@ -136,10 +138,7 @@ def test_a_pending_commit_is_settled_before_a_grown_session_is_reviewed(
     home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake.reply(tool_call(both_scopes(source)))
-    monkeypatch.setenv("REMEM_FAULTPOINT", POINTS[0])
-    remem(home, "consolidate", source.id, "--json")
-    wait_until(lambda: not DaemonPaths(home).running())
-    monkeypatch.delenv("REMEM_FAULTPOINT")
+    crash_at(POINTS[0], home, source, monkeypatch)
     grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)  # the agent went on
     source.path.write_bytes(grown.path.read_bytes())
     os.utime(source.path, (1_600_000_000, 1_600_000_000))
