@@ -33,6 +33,15 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
     ctx.obj = Backend(Home.resolve(home), use_daemon=not no_daemon)
 
 
+@cli.command()
+@click.pass_obj
+def lsp(backend: Backend) -> None:
+    """Run the language server on stdio (what the editor extension starts)."""
+    from remem.lsp.server import create_server  # the CLI need not load pygls otherwise
+
+    create_server(backend.home).start_io()
+
+
 cli.add_command(consolidate)
 cli.add_command(daemon)
 cli.add_command(memory)

@@ -7,6 +7,7 @@ A record is judged together with its sibling records (duplicate names, the recor
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 from .canonical import decode
@@ -38,22 +39,36 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
 
 
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
+    reports = lint_workspace_folder(folder)
+    return {path: reports[path.name] for path in wanted}
+
+
+def lint_workspace_folder(
+    folder: Path, edited: Mapping[str, str] | None = None
+) -> dict[str, list[Diagnostic]]:
+    """Diagnostics of every record and of `MEMORY.md` in `folder`, by file name.
+
+    `edited` holds texts an editor has open (by file name); they stand in for the files, so the
+    workspace-wide rules (duplicate names, the index in sync) see what the user sees.
+    """
+    edited = edited or {}
+    names = {e.name for e in folder.iterdir() if e.is_file()} if folder.is_dir() else set()
     decoded = {
-        entry.name: decode(entry.read_bytes())
-        for entry in sorted(folder.iterdir())
-        if record_name_of(entry.name) is not None and entry.is_file()
+        name: (edited[name], []) if name in edited else decode((folder / name).read_bytes())
+        for name in sorted(names | set(edited))
+        if record_name_of(name) is not None
     }
-    index_path = folder / INDEX_FILE
-    index = decode(index_path.read_bytes()) if index_path.is_file() else None
+    index: tuple[str, list[Diagnostic]] | None = None
+    if INDEX_FILE in edited:
+        index = (edited[INDEX_FILE], [])
+    elif INDEX_FILE in names:
+        index = decode((folder / INDEX_FILE).read_bytes())
     parsed, index_problems = validate_workspace(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None
     )
-    reports = {}
-    for path in wanted:
-        if path.name == INDEX_FILE:
-            reports[path] = (index[1] if index else []) + index_problems
-        else:
-            reports[path] = decoded[path.name][1] + parsed[path.name].diagnostics
+    reports = {name: problems + parsed[name].diagnostics for name, (_, problems) in decoded.items()}
+    if index is not None:
+        reports[INDEX_FILE] = index[1] + index_problems
     return reports
 
 

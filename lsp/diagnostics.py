@@ -1,0 +1,104 @@
+"""Live validation of memory files: the store's own validator, on open, change, save and close.
+
+Only files in the memory folder of this home are diagnosed: `GLOBAL.md`, and each workspace's
+records and `MEMORY.md`. A change to one record re-validates its whole folder, with the texts
+open in the editor standing in for the files, so workspace-wide problems (a duplicate name,
+`MEMORY.md` out of sync) appear and clear on every affected document at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pygls import uris
+
+from remem.daemon.memory.diagnostics import Diagnostic, Severity
+from remem.daemon.memory.lint import lint_workspace_folder
+from remem.daemon.memory.validation import validate_global
+
+from .server import RememServer
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+}
+
+
+def register(server: RememServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: RememServer, params: types.DidOpenTextDocumentParams) -> None:
+        refresh(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: RememServer, params: types.DidChangeTextDocumentParams) -> None:
+        refresh(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: RememServer, params: types.DidSaveTextDocumentParams) -> None:
+        refresh(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: RememServer, params: types.DidCloseTextDocumentParams) -> None:
+        # The file on disk speaks for the folder again; the closed document's problems go.
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
+        path = _path(params.text_document.uri)
+        if path is not None and _workspace_folder(ls, path) is not None:
+            _publish_folder(ls, path.parent)
+
+
+def refresh(ls: RememServer, uri: str) -> None:
+    path = _path(uri)
+    if path is None:
+        return
+    if path == ls.home.global_file:
+        text = ls.workspace.get_text_document(uri).source
+        _publish(ls, uri, validate_global(text))
+    elif _workspace_folder(ls, path) is not None:
+        _publish_folder(ls, path.parent)
+
+
+def _publish_folder(ls: RememServer, folder: Path) -> None:
+    """Validate the folder with the editor's texts and publish for each document open in it."""
+    open_here = {
+        path.name: (uri, document.source)
+        for uri, document in ls.workspace.text_documents.items()
+        if (path := _path(uri)) is not None and path.parent == folder
+    }
+    reports = lint_workspace_folder(folder, {name: text for name, (_, text) in open_here.items()})
+    for name, (uri, _) in open_here.items():
+        _publish(ls, uri, reports.get(name, []))
+
+
+def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
+    items = [
+        types.Diagnostic(
+            range=types.Range(
+                start=types.Position(d.range.start.line, d.range.start.character),
+                end=types.Position(d.range.end.line, d.range.end.character),
+            ),
+            message=d.message,
+            severity=_SEVERITY[d.severity],
+            code=d.code,
+            source="remem",
+        )
+        for d in found
+    ]
+    document = ls.workspace.get_text_document(uri)
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=items)
+    )
+
+
+def _workspace_folder(ls: RememServer, path: Path) -> Path | None:
+    """The workspace folder a record or `MEMORY.md` belongs to; None for any other file."""
+    if path.suffix != ".md" or path.parent.parent != ls.home.workspaces:
+        return None
+    return path.parent
+
+
+def _path(uri: str) -> Path | None:
+    fs_path = uris.to_fs_path(uri)
+    return Path(fs_path) if fs_path is not None else None

@@ -1,0 +1,106 @@
+"""Live diagnostics end to end: the real server process, a real editor session (pytest-lsp)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+
+HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-")) / "home").ensure_layout()
+SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
+RECORD = "---\nname: {name}\ndescription: {description}\ntype: {type}\n---\n{body}"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=dict(os.environ)))
+async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    )
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+def record(name: str, *, type: str = "project", description: str = "A fact") -> str:
+    return RECORD.format(name=name, description=description, type=type, body="Body.\n")
+
+
+def open_document(client: LanguageClient, path: Path, text: str) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="markdown", version=1, text=text)
+        )
+    )
+    return uri
+
+
+def change(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(poll(), seconds)
+
+
+def codes(client: LanguageClient, uri: str) -> list[str]:
+    return sorted(str(d.code) for d in client.diagnostics.get(uri, []))
+
+
+def workspace(name: str) -> Path:
+    folder = HOME.workspaces / WorkspaceId.from_cwd(f"/projects/{name}").key
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.asyncio
+async def test_global_is_validated_as_it_is_typed(client: LanguageClient) -> None:
+    uri = open_document(client, HOME.global_file, "x" * 30_000 + "\n")
+    await until(lambda: "remem/global-too-large" in codes(client, uri))
+    [problem] = client.diagnostics[uri]
+    assert problem.severity == types.DiagnosticSeverity.Error and problem.source == "remem"
+    change(client, uri, "Be brief.\n", 2)
+    await until(lambda: codes(client, uri) == [])
+
+
+@pytest.mark.asyncio
+async def test_a_record_and_its_siblings_are_judged_together(client: LanguageClient) -> None:
+    folder = workspace("siblings")
+    (folder / "first.md").write_text(record("first"))
+    uri = open_document(client, folder / "second.md", record("second", type="Project"))
+    await until(lambda: "remem/type-invalid" in codes(client, uri))
+    problem = next(d for d in client.diagnostics[uri] if d.code == "remem/type-invalid")
+    assert (problem.range.start.line, problem.range.start.character) == (3, 6)
+    change(client, uri, record("first"), 2)  # now it claims its sibling's name
+    await until(lambda: codes(client, uri) == ["remem/name-duplicate", "remem/name-mismatch"])
+    change(client, uri, record("second"), 3)
+    await until(lambda: codes(client, uri) == [])
+    index_uri = open_document(client, folder / "MEMORY.md", "- stale\n")
+    await until(lambda: codes(client, index_uri) == ["remem/index-out-of-sync"])
+
+
+@pytest.mark.asyncio
+async def test_files_outside_the_memory_folder_get_nothing(client: LanguageClient, tmp_path: Path) -> None:
+    elsewhere = open_document(client, tmp_path / "notes.md", record("x", type="nope"))
+    inside = open_document(client, HOME.global_file, "Fine.\n")
+    await until(lambda: inside in client.diagnostics)  # the server has answered since
+    assert elsewhere not in client.diagnostics
