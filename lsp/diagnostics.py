@@ -54,10 +54,21 @@ def refresh(ls: RememServer, uri: str) -> None:
     if path is None:
         return
     if path == ls.home.global_file:
-        text = ls.workspace.get_text_document(uri).source
-        _publish(ls, uri, validate_global(text))
+        refresh_global(ls)
     elif _workspace_folder(ls, path) is not None:
         _publish_folder(ls, path.parent)
+
+
+def refresh_global(ls: RememServer) -> None:
+    """Diagnose `GLOBAL.md` if the editor has it open."""
+    uri = ls.home.global_file.as_uri()
+    if uri in ls.workspace.text_documents:
+        _publish(ls, uri, validate_global(ls.workspace.get_text_document(uri).source))
+
+
+def refresh_workspace(ls: RememServer, folder: Path) -> None:
+    """Diagnose the open documents of one workspace folder (its files changed on disk)."""
+    _publish_folder(ls, folder)
 
 
 def _publish_folder(ls: RememServer, folder: Path) -> None:

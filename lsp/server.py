@@ -9,6 +9,7 @@ from __future__ import annotations
 from pygls.lsp.server import LanguageServer
 
 from remem.daemon import __version__
+from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 
 
@@ -16,11 +17,14 @@ class RememServer(LanguageServer):
     def __init__(self, home: Home) -> None:
         super().__init__("remem", __version__)
         self.home = home
+        self.daemon: AsyncDaemonClient | None = None
+        self.degraded: str | None = None  # why there is no daemon, when there is none
 
 
 def create_server(home: Home) -> RememServer:
-    from . import diagnostics
+    from . import daemon_link, diagnostics
 
     server = RememServer(home)
     diagnostics.register(server)
+    daemon_link.register(server)
     return server

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +19,29 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 
 HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-")) / "home").ensure_layout()
-SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
+HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
+REMEM = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root)]
+SERVER = [*REMEM, "lsp"]
+HEARD: list[tuple[str, object]] = []
 RECORD = "---\nname: {name}\ndescription: {description}\ntype: {type}\n---\n{body}"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=dict(os.environ)))
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    for method in ("remem/memoryChanged", "remem/treeChanged"):
+        lsp_client.feature(method)(lambda params, method=method: HEARD.append((method, params)))
     await lsp_client.initialize_session(
         types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
     )
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stop_the_daemon() -> Iterator[None]:
+    """The server starts this home's daemon; it must not outlive the tests."""
+    yield
+    subprocess.run([*REMEM, "daemon", "stop"], capture_output=True, timeout=60)
 
 
 def record(name: str, *, type: str = "project", description: str = "A fact") -> str:
@@ -104,3 +117,15 @@ async def test_files_outside_the_memory_folder_get_nothing(client: LanguageClien
     inside = open_document(client, HOME.global_file, "Fine.\n")
     await until(lambda: inside in client.diagnostics)  # the server has answered since
     assert elsewhere not in client.diagnostics
+
+
+@pytest.mark.asyncio
+async def test_a_sibling_edited_on_disk_reaches_the_open_documents(client: LanguageClient) -> None:
+    folder = workspace("on-disk")
+    uri = open_document(client, folder / "mine.md", record("mine"))
+    await until(lambda: uri in client.diagnostics and codes(client, uri) == [])
+    await until(lambda: HOME.root.joinpath("state", "daemon.json").exists())  # the server started it
+    await asyncio.sleep(0.5)  # the daemon's watcher is running once its status file exists
+    (folder / "copy.md").write_text(record("mine"))  # a hand edit elsewhere: now a duplicate name
+    await until(lambda: "remem/name-duplicate" in codes(client, uri))
+    await until(lambda: any(m == "remem/memoryChanged" for m, _ in HEARD))
