@@ -51,12 +51,11 @@ def converge(
             "workspaceRevisions": _after(target.workspaceRevisions, _workspace_revision(store, workspace)),
         }
     )
-    return receipt.moved(Status.COMMITTED, target=committed)
+    return receipt.ended(Status.COMMITTED, target=committed)
 
 
 def _conflict(receipt: Receipt, why: str) -> Receipt:
-    attempts = receipt.attempts[:-1] + [a.model_copy(update={"error": why}) for a in receipt.attempts[-1:]]
-    return receipt.moved(Status.TARGET_CONFLICT, attempts=attempts)
+    return receipt.ended(Status.TARGET_CONFLICT, why)
 
 
 def _after(revisions: ScopeRevisions, current: str | None) -> ScopeRevisions:

@@ -117,6 +117,15 @@ class Receipt(_Model):
         done = now() if status in SUCCEEDED | FAILED else None
         return self.model_copy(update={"status": status, "completedAt": done, **fields})
 
+    def ended(self, status: Status, error: str | None = None, **fields: object) -> Receipt:
+        """`moved` to a final status, which the last attempt (if any) ends with too."""
+        attempts = list(self.attempts)
+        if attempts:
+            attempts[-1] = attempts[-1].model_copy(
+                update={"status": status, "endedAt": now(), "error": error}
+            )
+        return self.moved(status, attempts=attempts, **fields)
+
     @property
     def attempt(self) -> Attempt | None:
         return self.attempts[-1] if self.attempts else None

@@ -28,7 +28,7 @@ from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsStore
 from .barrier import converge
 from .debug import DebugLog
-from .evidence import Evidence, project_evidence
+from .evidence import EvidenceRange, project_evidence
 from .prompt import runtime_context
 from .proposal import (
     Frozen,
@@ -86,6 +86,17 @@ class Refused(Exception):
 
 
 @dataclass(frozen=True)
+class _Ready:
+    """An attempt about to ask the model: its `running` receipt is written, its log is open."""
+
+    receipt: Receipt
+    log: WorkerLog
+    context: str
+    ranges: list[EvidenceRange]
+    debug: DebugLog | None
+
+
+@dataclass(frozen=True)
 class _Input:
     """A source observed twice, identically, with the memory it will be reviewed against."""
 
@@ -126,11 +137,30 @@ class Consolidator:
     async def _review(
         self, review: str, source: _Input, route: Route, progress: Progress
     ) -> ConsolidationResult:
+        ready = await asyncio.to_thread(self._prepare, review, source, route)
+        if isinstance(ready, ConsolidationResult):
+            return ready
+        progress = _reporting(progress, ready.debug)
+        progress("model", {"review": review, "attempt": len(ready.receipt.attempts)})
+        try:
+            outcome = await run_attempt(
+                self._client(route), route, ready.log, ready.context, ready.ranges, source.frozen, progress
+            )
+        except asyncio.CancelledError:
+            cancelled = ready.receipt.ended(Status.CANCELLED, "cancelled before any memory was written")
+            result = await asyncio.to_thread(self._finish, cancelled)
+        else:
+            result = await self._conclude(ready.receipt, outcome, source, progress)
+        progress("finished", {"status": result.status.value})
+        return result
+
+    def _prepare(self, review: str, source: _Input, route: Route) -> ConsolidationResult | _Ready:
+        """Everything before the model, off the event loop: a result already, or a started attempt."""
         receipt = self.receipts.read(review)
         if receipt is not None and receipt.status in SUCCEEDED:
             return _result(receipt, recovered=False)
         if receipt is not None and receipt.status is Status.COMMITTING:
-            return _result(await asyncio.to_thread(self._recover, receipt), recovered=True)
+            return _result(self._recover(receipt), recovered=True)
         receipt = self._prepared(review, source, receipt)
         evidence = project_evidence(source.log)
         if evidence.is_empty():
@@ -141,56 +171,34 @@ class Consolidator:
         attempt = _new_attempt(receipt, route)
         size = len(context.encode("utf-8"))
         debug = DebugLog(self.home, review, attempt.number) if route.debug else None
-        progress = _reporting(progress, debug)
-        counts = {
-            "inputBytes": size,
-            "sourceEvents": evidence.sourceEvents,
-            "evidenceTurns": len(evidence.turns),
-        }
-        progress("input", {"provider": route.provider, "model": route.model, **counts})
-        result = await self._attempt(review, receipt, attempt, source, evidence, context, route, progress)
-        progress("finished", {"status": result.status.value})
-        return result
-
-    async def _attempt(
-        self, review: str, receipt: Receipt, attempt: Attempt, source: _Input, evidence: Evidence,
-        context: str, route: Route, progress: Progress,
-    ) -> ConsolidationResult:  # fmt: skip
-        size = len(context.encode("utf-8"))
+        if debug is not None:
+            counts = {
+                "inputBytes": size,
+                "sourceEvents": evidence.sourceEvents,
+                "evidenceTurns": len(evidence.turns),
+            }
+            debug.record("input", {"provider": route.provider, "model": route.model, **counts})
         if size > route.max_input_bytes:
-            failed = attempt.model_copy(
-                update={
-                    "status": Status.EVIDENCE_TOO_LARGE,
-                    "endedAt": now(),
-                    "error": f"the review input is {size} bytes; "
-                    f"consolidation.max_input_bytes is {route.max_input_bytes}",
-                }
+            limit = (
+                f"the review input is {size} bytes; consolidation.max_input_bytes is {route.max_input_bytes}"
             )
-            return self._finish(
-                receipt.moved(Status.EVIDENCE_TOO_LARGE, attempts=[*receipt.attempts, failed])
-            )
+            with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
+            return self._finish(with_attempt.ended(Status.EVIDENCE_TOO_LARGE, limit))
         log = WorkerLog(self.home, review, attempt.number)
         attempt = attempt.model_copy(update={"workerSession": log.id})
         receipt = receipt.moved(Status.RUNNING, attempts=[*receipt.attempts, attempt])
         self.receipts.write(receipt)
-        progress("model", {"review": review, "attempt": attempt.number})
-        try:
-            outcome = await run_attempt(
-                self._client(route), route, log, context, evidence.ranges(), source.frozen, progress
-            )
-        except asyncio.CancelledError:
-            return self._finish(_ended(receipt, Status.CANCELLED, "cancelled before any memory was written"))
-        return await self._conclude(receipt, outcome, source, evidence, progress)
+        return _Ready(receipt, log, context, evidence.ranges(), debug)
 
     async def _conclude(
-        self, receipt: Receipt, outcome: Outcome, source: _Input, evidence: Evidence, progress: Progress
+        self, receipt: Receipt, outcome: Outcome, source: _Input, progress: Progress
     ) -> ConsolidationResult:
         if outcome.plan is None:
             progress("attempt-failed", {"status": outcome.status, "error": outcome.error})
-            return self._finish(_ended(receipt, Status(outcome.status), outcome.error))
+            return await asyncio.to_thread(self._finish, receipt.ended(Status(outcome.status), outcome.error))
         plan = outcome.plan
         if not plan.changed:
-            return self._finish(_ended(receipt, Status.NO_CHANGE, None))
+            return await asyncio.to_thread(self._finish, receipt.ended(Status.NO_CHANGE))
         # `proposed` is not written on its own: the next write (committing or source-changed)
         # follows at once and carries the same plan, so it would only cost a durable write.
         receipt = _proposed(receipt, plan)
@@ -204,23 +212,22 @@ class Consolidator:
 
     def _commit(self, receipt: Receipt, source: _Input, changes: list[ProposedChange]) -> ConsolidationResult:
         if not self._still_same(source):
-            return self._finish(
-                _ended(receipt, Status.SOURCE_CHANGED, "the session changed during the review")
-            )
+            return self._finish(receipt.ended(Status.SOURCE_CHANGED, "the session changed during the review"))
         receipt = receipt.moved(Status.COMMITTING)
         self.receipts.write(receipt)
         faultpoint("consolidation.after-committing-receipt")
-        return self._finish(_with_attempt_status(converge(self.store, source.workspace, receipt, changes)))
+        return self._finish(converge(self.store, source.workspace, receipt, changes))
 
     def _recover(self, receipt: Receipt) -> Receipt:
         """Finish a `committing` receipt from its worker session's final proposal; no model."""
         changes = self._replayed(receipt)
         workspace = self.store.workspace_of(receipt.target.workspace)
         if changes is None:
-            done = receipt.moved(Status.TARGET_CONFLICT)
-            done.attempts[-1].error = "the worker session's final proposal cannot be read back"
+            done = receipt.ended(
+                Status.TARGET_CONFLICT, "the worker session's final proposal cannot be read back"
+            )
         else:
-            done = _with_attempt_status(converge(self.store, workspace, receipt, changes))
+            done = converge(self.store, workspace, receipt, changes)
         self.receipts.write(done)
         return done
 
@@ -245,21 +252,24 @@ class Consolidator:
     async def _settle_pending(self, session_id: str) -> Receipt | None:
         """A crash left a review of this session committing: finish it, and nothing else, now.
         Returns the settled receipt, if there was one."""
-        pending = [
-            r for r in self.receipts.all() if r.source.session == session_id and r.status is Status.COMMITTING
-        ]
+        receipts = await asyncio.to_thread(self.receipts.all)
+        pending = [r for r in receipts if r.source.session == session_id and r.status is Status.COMMITTING]
         if not pending:
             return None
-        oldest = pending[0]
-        async with self._reviews[oldest.review]:
-            lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(oldest.review))
-            try:
-                current = self.receipts.read(oldest.review)
-                if current is not None and current.status is Status.COMMITTING:
-                    return await asyncio.to_thread(self._recover, current)
-                return current
-            finally:
-                lock.release()
+        async with self._reviews[pending[0].review]:
+            return await asyncio.to_thread(self._settle, pending[0].review)
+
+    def _settle(self, review: str) -> Receipt | None:
+        lock = acquire_file_lock(self.receipts.lock_path(review))
+        try:
+            current = self.receipts.read(review)
+            return (
+                self._recover(current)
+                if current is not None and current.status is Status.COMMITTING
+                else current
+            )
+        finally:
+            lock.release()
 
     def _freeze(self, session_id: str) -> _Input:
         entry = self._eligible(session_id)
@@ -399,20 +409,6 @@ def _new_attempt(receipt: Receipt, route: Route) -> Attempt:
         status=Status.RUNNING,
         startedAt=now(),
     )
-
-
-def _ended(receipt: Receipt, status: Status, error: str | None) -> Receipt:
-    attempts = list(receipt.attempts)
-    if attempts:
-        attempts[-1] = attempts[-1].model_copy(update={"status": status, "endedAt": now(), "error": error})
-    return receipt.moved(status, attempts=attempts)
-
-
-def _with_attempt_status(receipt: Receipt) -> Receipt:
-    attempts = list(receipt.attempts)
-    if attempts:
-        attempts[-1] = attempts[-1].model_copy(update={"status": receipt.status, "endedAt": now()})
-    return receipt.model_copy(update={"attempts": attempts})
 
 
 def _proposed(receipt: Receipt, plan: Plan) -> Receipt:

@@ -41,7 +41,8 @@ async def run_attempt(
     frozen: Frozen, progress: Progress,
 ) -> Outcome:  # fmt: skip
     """Run the loop under the route's timeout; the log is ended whatever happens."""
-    log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
+    # The log's appends fsync: they run in a worker thread, like every durable write here.
+    await asyncio.to_thread(log.start, SYSTEM_RULES, [TOOL], route.provider, route.model, context)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_RULES},
         {"role": "user", "content": context},
@@ -51,10 +52,10 @@ async def run_attempt(
             _loop(client, route, log, messages, ranges, frozen, progress), route.timeout_seconds
         )
     except TimeoutError:
-        log.end("aborted")
+        await asyncio.to_thread(log.end, "aborted")
         return Outcome("provider-failed", error=f"no final proposal within {route.timeout_seconds:g} s")
     except asyncio.CancelledError:
-        log.end("aborted")
+        await asyncio.to_thread(log.end, "aborted")
         raise
     except Exception as exc:
         from openai import APIError
@@ -62,9 +63,9 @@ async def run_attempt(
         if not isinstance(exc, APIError):
             log.close()
             raise
-        log.end("error")
+        await asyncio.to_thread(log.end, "error")
         return Outcome("provider-failed", error=_describe(exc))
-    log.end("completed" if outcome.plan is not None else "error")
+    await asyncio.to_thread(log.end, "completed" if outcome.plan is not None else "error")
     return outcome
 
 
@@ -90,12 +91,12 @@ async def _loop(
             {"step": step, "toolCalls": len(calls), "finish": response.choices[0].finish_reason},
         )
         exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
-        log.step(_blocks(raw, calls), route.provider, route.model, exchanges)
+        await asyncio.to_thread(log.step, _blocks(raw, calls), route.provider, route.model, exchanges)
         if accepted is not None:
             return Outcome("proposed", plan=accepted)
         if not calls:
             nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
-            log.nudge(nudge)
+            await asyncio.to_thread(log.nudge, nudge)
             messages.append({"role": "user", "content": nudge})
     return Outcome("invalid-proposal", error=f"no valid final proposal within {MAX_STEPS} model steps")
 
