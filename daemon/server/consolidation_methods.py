@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..consolidation.receipts import ReceiptStore, Status
+from ..consolidation.receipts import Status
 from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
 from ..home import Home
 from ..settings import SettingsConflict, SettingsError, SettingsStore
@@ -75,7 +75,7 @@ class ConsolidationMethods:
         return CancelResult(cancelled=True)
 
     async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
-        receipts = await asyncio.to_thread(ReceiptStore(self.home).all)
+        receipts = await asyncio.to_thread(self.consolidator.receipts.all)
         wanted = [r for r in receipts if params.session is None or r.source.session == params.session]
         return ReceiptsResult(receipts=wanted)
 
@@ -114,7 +114,7 @@ class ConsolidationMethods:
         )  # fmt: skip
 
     async def _announce(self, review: str) -> None:
-        receipt = await asyncio.to_thread(ReceiptStore(self.home).read, review)
+        receipt = await asyncio.to_thread(self.consolidator.receipts.read, review)
         if receipt is None:
             return
         await self._memory.scope_changed(None)
