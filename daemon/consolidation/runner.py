@@ -29,7 +29,7 @@ from ..settings import Settings, SettingsStore
 from .barrier import converge
 from .debug import DebugLog
 from .evidence import EvidenceRange, project_evidence
-from .prompt import runtime_context
+from .prompt import SYSTEM_RULES, TOOL, runtime_context
 from .proposal import (
     Frozen,
     Plan,
@@ -185,6 +185,7 @@ class Consolidator:
             with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
             return self._finish(with_attempt.ended(Status.EVIDENCE_TOO_LARGE, limit))
         log = WorkerLog(self.home, review, attempt.number)
+        log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
         attempt = attempt.model_copy(update={"workerSession": log.id})
         receipt = receipt.moved(Status.RUNNING, attempts=[*receipt.attempts, attempt])
         self.receipts.write(receipt)

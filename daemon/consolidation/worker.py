@@ -40,9 +40,9 @@ async def run_attempt(
     client: AsyncOpenAI, route: Route, log: WorkerLog, context: str, ranges: list[EvidenceRange],
     frozen: Frozen, progress: Progress,
 ) -> Outcome:  # fmt: skip
-    """Run the loop under the route's timeout; the log is ended whatever happens."""
-    # The log's appends fsync: they run in a worker thread, like every durable write here.
-    await asyncio.to_thread(log.start, SYSTEM_RULES, [TOOL], route.provider, route.model, context)
+    """Run the loop under the route's timeout on a started log, which is ended whatever happens.
+
+    The log's appends fsync: they run in a worker thread, like every durable write here."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_RULES},
         {"role": "user", "content": context},
