@@ -106,6 +106,7 @@ class _Input:
     global_snapshot: GlobalSnapshot
     workspace_snapshot: WorkspaceSnapshot
     frozen: Frozen
+    catalog: SessionCatalog  # the roots it was observed in, for every later observation
 
 
 class Consolidator:
@@ -125,7 +126,7 @@ class Consolidator:
         if settled is not None:  # one request never both recovers and asks the model
             return _result(settled, recovered=True)
         progress("freezing", {})
-        source = await asyncio.to_thread(self._freeze, session_id)
+        source = await asyncio.to_thread(self._freeze, session_id, settings)
         review = review_id(session_id, source.entry.summary.digest, source.workspace.key)
         async with self._reviews[review]:
             lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
@@ -272,8 +273,9 @@ class Consolidator:
         finally:
             lock.release()
 
-    def _freeze(self, session_id: str) -> _Input:
-        entry = self._eligible(session_id)
+    def _freeze(self, session_id: str, settings: Settings) -> _Input:
+        catalog = SessionCatalog.configured(self.home, settings)
+        entry = self._eligible(catalog, session_id)
         try:
             log = read_session(entry.path, expected_id=session_id)
         except SessionLogError as exc:
@@ -285,14 +287,15 @@ class Consolidator:
             workspace_snapshot, files = self.store.read_workspace_with_files(workspace)
         except MemoryInvalid as exc:
             raise Refused("MEMORY_INVALID", f"{exc}; fix memory first (remem memory show)") from None
-        source = _Input(entry, log, workspace, global_snapshot, workspace_snapshot, Frozen(global_raw, files))
+        frozen = Frozen(global_raw, files)
+        source = _Input(entry, log, workspace, global_snapshot, workspace_snapshot, frozen, catalog)
         if not self._still_same(source):
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
         return source
 
-    def _eligible(self, session_id: str) -> Entry:
+    def _eligible(self, catalog: SessionCatalog, session_id: str) -> Entry:
         # A whole listing, not the index's shortcut: uniqueness must be seen, not assumed.
-        entries, errors = SessionCatalog.open(self.home).entries()
+        entries, errors = catalog.entries()
         entry = next((e for e in entries if e.summary.id == session_id), None)
         if entry is None:
             raise self._not_found(session_id, errors)
@@ -321,7 +324,7 @@ class Consolidator:
         """A later observation: the same log, unchanged and not live. Uniqueness was seen by the
         first observation's whole listing; a lookup of this one log is enough now."""
         try:
-            again = SessionCatalog.open(self.home).find(source.entry.summary.id)
+            again = source.catalog.find(source.entry.summary.id)
         except SessionNotFound:
             return False
         first, now_ = source.entry.summary, again.summary

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from ..home import Home
 from ..locks import try_file_lock
-from ..settings import SettingsStore
+from ..settings import Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
@@ -125,6 +125,11 @@ class SessionCatalog:
     @classmethod
     def open(cls, home: Home, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
         settings, _ = SettingsStore(home).read()
+        return cls.configured(home, settings, extra_roots)
+
+    @classmethod
+    def configured(cls, home: Home, settings: Settings, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
+        """The catalog of `settings` as already read (one snapshot serves a whole operation)."""
         roots = default_roots(home, settings.sessions.roots)
         roots += [Path(os.path.abspath(r)) for r in extra_roots]
         return cls(home, roots, settings.sessions.idle_seconds)
