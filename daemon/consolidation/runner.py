@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -138,9 +139,11 @@ class Consolidator:
     async def _review(
         self, review: str, source: _Input, route: Route, progress: Progress
     ) -> ConsolidationResult:
-        ready = await asyncio.to_thread(self._prepare, review, source, route)
+        ready, cancelled = await _to_the_end(self._prepare, review, source, route)
         if isinstance(ready, ConsolidationResult):
             return ready
+        if cancelled:  # the attempt began meanwhile; it must not stay `running`
+            return await asyncio.to_thread(self._abandon, ready)
         progress = _reporting(progress, ready.debug)
         progress("model", {"review": review, "attempt": len(ready.receipt.attempts)})
         try:
@@ -148,8 +151,7 @@ class Consolidator:
                 self._client(route), route, ready.log, ready.context, ready.ranges, source.frozen, progress
             )
         except asyncio.CancelledError:
-            cancelled = ready.receipt.ended(Status.CANCELLED, "cancelled before any memory was written")
-            result = await asyncio.to_thread(self._finish, cancelled)
+            result = await asyncio.to_thread(self._finish, _cancelled(ready.receipt))
         else:
             result = await self._conclude(ready.receipt, outcome, source, progress)
         progress("finished", {"status": result.status.value})
@@ -206,11 +208,12 @@ class Consolidator:
         receipt = _proposed(receipt, plan)
         progress("committing", {"review": receipt.review})
         # Past this point a cancel no longer stops anything: the barrier runs to its end.
-        finishing = asyncio.ensure_future(asyncio.to_thread(self._commit, receipt, source, plan.changes))
-        try:
-            return await asyncio.shield(finishing)
-        except asyncio.CancelledError:
-            return await finishing
+        result, _ = await _to_the_end(self._commit, receipt, source, plan.changes)
+        return result
+
+    def _abandon(self, ready: _Ready) -> ConsolidationResult:
+        ready.log.end("aborted")
+        return self._finish(_cancelled(ready.receipt))
 
     def _commit(self, receipt: Receipt, source: _Input, changes: list[ProposedChange]) -> ConsolidationResult:
         if not self._still_same(source):
@@ -380,6 +383,20 @@ class Consolidator:
             # Retries are bounded: the attempt's own timeout is the user's budget.
             self._clients[key] = AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=2)
         return self._clients[key]
+
+
+async def _to_the_end(work: Callable[..., T], *args: Any) -> tuple[T, bool]:
+    """`work(*args)` in a thread, awaited to its end even through a cancel (a thread cannot be
+    stopped, and what it wrote must be settled); returns its result and whether a cancel came."""
+    running = asyncio.ensure_future(asyncio.to_thread(work, *args))
+    try:
+        return await asyncio.shield(running), False
+    except asyncio.CancelledError:
+        return await running, True
+
+
+def _cancelled(receipt: Receipt) -> Receipt:
+    return receipt.ended(Status.CANCELLED, "cancelled before any memory was written")
 
 
 def _route(home: Home, settings: Settings) -> Route:

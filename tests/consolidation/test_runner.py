@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.consolidation import runner
 from remem.daemon.consolidation.receipts import ReceiptStore, Status
 from remem.daemon.consolidation.runner import ConsolidationResult, Consolidator, Refused
 from remem.daemon.consolidation.worker_log import final_arguments, worker_cwd
@@ -224,6 +226,39 @@ def test_cancelling_ends_as_a_cancelled_receipt(home: Home, fake: FakeOpenAI, so
 
     result = asyncio.run(cancel_midway())
     assert result.status is Status.CANCELLED and records(home, source) == []
+
+
+def test_a_cancel_while_the_attempt_is_prepared_ends_it_cancelled(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The preparation runs in a thread, which a cancel cannot stop: hold it until the cancel
+    # has landed, then let it start the attempt (write the `running` receipt) anyway.
+    entered, go = threading.Event(), threading.Event()
+    context = runner.runtime_context
+
+    def held(*args: Any) -> str:
+        entered.set()
+        go.wait(10)
+        return context(*args)
+
+    monkeypatch.setattr(runner, "runtime_context", held)
+
+    async def cancel_while_preparing() -> ConsolidationResult:
+        running = asyncio.create_task(Consolidator(home).consolidate(source.id, lambda p, d: None))
+        await asyncio.to_thread(entered.wait, 10)
+        running.cancel()
+        await asyncio.sleep(0)
+        go.set()
+        return await running
+
+    result = asyncio.run(cancel_while_preparing())
+    receipt = ReceiptStore(home).read(result.review)
+    assert receipt is not None and fake.count == 0
+    assert (result.status, receipt.status, receipt.attempt.status) == (Status.CANCELLED,) * 3
+    worker_log = session_log_path(
+        home.sessions, worker_cwd(home), receipt.attempt.workerSession, Encoding.ZSTD
+    )
+    assert read_session(worker_log).events[-1].data["reason"]["kind"] == "aborted"
 
 
 def test_listing_and_tree_show_each_sessions_review_state(
