@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +31,10 @@ RETRY_SECONDS = 0.05
 
 class DaemonUnavailable(Exception):
     """The daemon could not be reached or started; the message says why and what to do."""
+
+
+class _NotSent(DaemonUnavailable):
+    """The connection was dead before the request left: the daemon never saw it (safe to resend)."""
 
 
 Listener = Callable[[str, dict[str, Any]], None]
@@ -63,9 +68,28 @@ class AsyncDaemonClient:
         assert self._link is not None
         return self._link.info
 
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is open now (the next call may still find it lost)."""
+        return self._link is not None and not self._link.lost
+
+    async def connect(self) -> DaemonInfo:
+        """Connect now (starting the daemon if allowed) unless connected; the daemon's status."""
+        return (await self._connected()).info
+
+    async def lost(self) -> None:
+        """Return once the current connection is gone (at once if there is none)."""
+        if self._link is not None:
+            await self._link.closed()
+
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         link = await self._connected()
-        return await link.request(method, params or {})
+        try:
+            return await link.request(method, params or {})
+        except _NotSent:
+            # A daemon that died a moment ago: its connection looked open until this write.
+            link = await self._connected()
+            return await link.request(method, params or {})
 
     async def close(self) -> None:
         if self._link is not None:
@@ -115,7 +139,10 @@ class _Link:
         self._waiting[request_id] = answer
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
+            self._unless_closed()
             self._writer.write(json.dumps(message).encode() + b"\n")
+            # A socket whose peer has died fails the write at once (EPIPE): nothing was sent.
+            self._unless_closed()
             await self._writer.drain()
             return await answer
         except ConnectionError:
@@ -126,6 +153,14 @@ class _Link:
     async def close(self) -> None:
         self._writer.close()
         self._reading.cancel()
+
+    async def closed(self) -> None:
+        await asyncio.wait({self._reading})
+
+    def _unless_closed(self) -> None:
+        if self.lost or self._writer.is_closing():
+            self.lost = True
+            raise _NotSent("the daemon closed the connection")
 
     async def _read_all(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -168,7 +203,11 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
         hello = await link.request("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
-
+    if hello["pid"] != info.pid:
+        # The status file is a dead daemon's, and a new one answers on the same socket path
+        # before it has written its own: wait for it, so `info` always names who answers.
+        await link.close()
+        return None
     if (hello["protocol"], hello["version"]) == (PROTOCOL_VERSION, APP_VERSION):
         return link
     await link.request("daemon/shutdown", {})  # an older (or newer) daemon: replace it
@@ -180,10 +219,16 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
 def _start(paths: DaemonPaths) -> None:
     """Spawn the daemon unless another client did meanwhile, and wait until it listens."""
     with file_lock(paths.spawn_lock):
-        if paths.running() and paths.read_status() is not None:
+        running = paths.running()
+        if running and paths.read_status() is not None:
             return  # another client started it while we waited for the spawn lock
-        process = None if paths.running() else _spawn(paths)
-        _wait_for_status(paths, process)
+        # With no daemon running, a status file is a dead daemon's: the new one must replace it.
+        stale = None if running else paths.read_status()
+        process = None if running else _spawn(paths)
+        _wait_for_status(paths, process, stale)
+        if process is not None:
+            # Reap it when it exits, or a long-lived spawner (the language server) keeps a zombie.
+            threading.Thread(target=process.wait, name="remem-daemon-reaper", daemon=True).start()
 
 
 def _spawn(paths: DaemonPaths) -> subprocess.Popen[bytes]:
@@ -198,10 +243,13 @@ def _spawn(paths: DaemonPaths) -> subprocess.Popen[bytes]:
         os.close(log)
 
 
-def _wait_for_status(paths: DaemonPaths, process: subprocess.Popen[bytes] | None) -> None:
+def _wait_for_status(
+    paths: DaemonPaths, process: subprocess.Popen[bytes] | None, stale: DaemonInfo | None
+) -> None:
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
-        if paths.read_status() is not None and paths.running():
+        status = paths.read_status()
+        if status is not None and status != stale and paths.running():
             return
         if process is not None and process.poll() not in (None, 0):
             raise DaemonUnavailable(f"the remem daemon failed to start; its log says:\n{_log_tail(paths)}")

@@ -38,6 +38,7 @@ class ConsolidationMethods:
         self._memory = memory
         self._publish = publish
         self._running: dict[str, asyncio.Task[Any]] = {}
+        self._cancelling: set[str] = set()  # sessions whose run was asked to stop
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -61,8 +62,17 @@ class ConsolidationMethods:
             result = await self.consolidator.consolidate(params.session, progress)
         except Refused as exc:
             raise RpcError(CONSOLIDATION_REFUSED, exc.message, {"code": exc.code}) from None
+        except asyncio.CancelledError:
+            # Cancelled before an attempt began (an attempt ends as a `cancelled` receipt):
+            # the run still gets an answer, or its client would wait for ever.
+            if params.session not in self._cancelling:
+                raise
+            raise _refused(
+                "CANCELLED", "cancelled before the model was asked; run it again to review"
+            ) from None
         finally:
             self._running.pop(params.session, None)
+            self._cancelling.discard(params.session)
         if result.status is Status.COMMITTED and not result.recovered:
             await self._announce(result.review)
         return result
@@ -71,6 +81,7 @@ class ConsolidationMethods:
         task = self._running.get(params.session)
         if task is None:
             return CancelResult(cancelled=False)
+        self._cancelling.add(params.session)
         task.cancel()
         return CancelResult(cancelled=True)
 

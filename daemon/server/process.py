@@ -54,6 +54,7 @@ class Daemon:
         self.idle_seconds = settings.daemon.idle_minutes * 60
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         self.connections: set[Connection] = set()
+        self._serving: set[asyncio.Task[None]] = set()  # one task per connection
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self.memory = MemoryMethods(home, self.publish)
@@ -101,6 +102,10 @@ class Daemon:
         try:
             async with server:
                 await self._stop.wait()
+                # Leaving this block waits for every connection (Python >= 3.12), and clients
+                # like the language server never hang up by themselves: end them here.
+                for task in self._serving:
+                    task.cancel()
         finally:
             await asyncio.to_thread(self.watcher.stop)
         self._forget_status()
@@ -121,6 +126,9 @@ class Daemon:
             return
         connection = Connection(reader, writer, self.dispatcher)
         self.connections.add(connection)
+        serving = asyncio.current_task()
+        assert serving is not None
+        self._serving.add(serving)
         self._disarm_idle()
         try:
             await connection.serve()
@@ -128,6 +136,7 @@ class Daemon:
             pass  # the daemon is stopping: this top-level connection task just ends
         finally:
             self.connections.discard(connection)
+            self._serving.discard(serving)
             if not self.connections:
                 self._arm_idle()
 

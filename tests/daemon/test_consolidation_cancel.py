@@ -1,0 +1,44 @@
+"""A cancel that arrives before the review has begun still gets the run an answer."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.home import Home
+from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, RpcError
+from tests.consolidation.conftest import KEY_ENV, configure, write_source
+from tests.fake_openai import FakeOpenAI
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_cancel_before_the_review_began_answers_the_run(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    with FakeOpenAI(api_key="sk-test") as fake:
+        root = tmp_path / "dsh-sessions"
+        configure(home, fake, root)
+        home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
+        source = write_source(root, str(tmp_path / "project"))
+
+        async def scenario() -> tuple[object, dict[str, object]]:
+            client = await AsyncDaemonClient.open(home)
+            # Sent together: the daemon reads both before the run reaches its first wait.
+            run = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
+            cancel = asyncio.ensure_future(client.call("consolidation/cancel", {"session": source.id}))
+            answered = await asyncio.wait_for(asyncio.gather(run, return_exceptions=True), 30)
+            cancelled = await cancel
+            await client.close()
+            return answered[0], cancelled
+
+        outcome, cancelled = asyncio.run(scenario())
+        assert cancelled == {"cancelled": True} and fake.count == 0
+        assert isinstance(outcome, RpcError) and outcome.code == CONSOLIDATION_REFUSED
+        assert outcome.data == {"code": "CANCELLED"} and "before the model was asked" in outcome.message
