@@ -13,6 +13,9 @@ EXIT_CODE = 86
 
 POINTS: frozenset[str] = frozenset(
     {
+        "agents.update.after-intent",
+        "agents.update.after-commit",
+        "agents.update.after-entry",
         "consolidation.after-committing-receipt",
         "consolidation.after-global-commit",
         "consolidation.after-workspace-commit",

@@ -42,6 +42,21 @@ def lsp(backend: Backend) -> None:
     create_server(backend.home).start_io()
 
 
+@cli.command()
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False),
+    help="The project whose memory agents get (default: the root the MCP client declares, "
+    "else the current folder).",
+)
+@click.pass_obj
+def mcp(backend: Backend, cwd: str | None) -> None:
+    """Run the MCP server for agents on stdio (memory_context, memory_read, memory_update)."""
+    from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
+
+    serve(backend.home, cwd=cwd, use_daemon=backend.use_daemon)
+
+
 cli.add_command(consolidate)
 cli.add_command(daemon)
 cli.add_command(memory)

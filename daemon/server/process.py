@@ -24,6 +24,7 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..sessions.catalog import default_roots
 from ..settings import Settings, SettingsError, SettingsStore
+from .agent_methods import AgentMethods
 from .consolidation_methods import ConsolidationMethods
 from .jsonrpc import Connection, Dispatcher
 from .memory_methods import MemoryMethods
@@ -60,6 +61,7 @@ class Daemon:
         self.memory = MemoryMethods(home, self.publish)
         self.sessions = SessionMethods(home, publish=self.publish)
         self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
+        self.agents = AgentMethods(self.memory, watch=settings.daemon.watch != "polling")
         roots = default_roots(home, settings.sessions.roots)
         self.watcher = Watcher(home, roots, self._changed, settings.daemon.watch)
         self.dispatcher = Dispatcher(
@@ -70,6 +72,7 @@ class Daemon:
                 **self.memory.handlers(),
                 **self.sessions.handlers(),
                 **self.consolidation.handlers(),
+                **self.agents.handlers(),
             }
         )
 
@@ -89,6 +92,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
+        await self.agents.settle()  # agent updates a crash interrupted, before anyone reads memory
         self.watcher.start(loop)
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
@@ -108,6 +112,7 @@ class Daemon:
                     task.cancel()
         finally:
             await asyncio.to_thread(self.watcher.stop)
+            self.agents.close()
         self._forget_status()
         socket_path.unlink(missing_ok=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,14 +17,15 @@ from .. import __version__
 from ..consolidation.receipts import Receipt
 from ..consolidation.runner import ConsolidationResult
 from ..forks.service import ForkRequest, ForkResult
-from ..memory.batch import Change
+from ..memory.batch import Change, DeleteChange, PutChange
+from ..memory.record import Record
 from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
 from ..sessions.catalog import Listing
 from ..sessions.lineage import FlatNode
 from ..sessions.metadata import SessionMeta
 from ..sessions.projection import TurnSummary
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the agents/* methods
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
@@ -198,6 +199,76 @@ class SelectModelParams(_Strict):
     expectedRevision: str
 
 
+# -- Agents (the MCP server): revisions stay between daemon and host, never reach the agent --
+
+MAX_AGENT_CHANGES = 50  # changes in one memory_update call
+
+
+class AgentObservation(_Strict):
+    """What an agent's session last saw of each scope; the host binds its writes to it."""
+
+    workspace: str  # the workspace key the context was read for
+    globalRevision: str
+    workspaceRevision: str
+
+
+class AgentContextParams(WorkspaceParams):
+    known: AgentObservation | None = None  # the observation whose text the host already holds
+
+
+class AgentContextResult(_Strict):
+    """`agents/context`: the text the agent loads, and the observation it stands for."""
+
+    text: str | None  # None: unchanged since `known`, whose text the host has
+    observed: AgentObservation
+
+
+class AgentRecordParams(WorkspaceParams):
+    name: str = Field(min_length=1, max_length=200)
+
+
+class AgentRecordResult(_Strict):
+    record: Record | None  # None: no record of that name in this workspace
+
+
+class AgentIndexEntry(_Strict):
+    name: str
+    description: str
+    type: str
+
+
+class AgentIndexResult(_Strict):
+    records: list[AgentIndexEntry]
+
+
+class ReplaceGlobalChange(_Strict):
+    action: Literal["replace-global"]
+    content: str
+
+
+AgentChange = Annotated[PutChange | DeleteChange | ReplaceGlobalChange, Field(discriminator="action")]
+
+
+class AgentIdentity(_Strict):
+    """Who wrote, for the audit entry: remem's id of the MCP session, and the client's name."""
+
+    session: str = Field(min_length=1, max_length=64)
+    client: str | None = Field(default=None, max_length=200)
+
+
+class AgentUpdateParams(WorkspaceParams):
+    observed: AgentObservation
+    changes: list[AgentChange] = Field(min_length=1, max_length=MAX_AGENT_CHANGES)
+    agent: AgentIdentity
+
+
+class AgentUpdateResult(_Strict):
+    status: Literal["committed", "no-change", "stale"]
+    scope: Literal["global", "workspace"]
+    changes: int
+    revision: str  # the scope's revision now: the host's next observation of it
+
+
 @dataclass(frozen=True)
 class Method:
     params: type[BaseModel]
@@ -227,6 +298,10 @@ METHODS: dict[str, Method] = {
     "consolidation/receipts": Method(ReceiptsParams, ReceiptsResult),
     "consolidation/settings/read": Method(Empty, ModelSettings),
     "consolidation/settings/select": Method(SelectModelParams, ModelSettings),
+    "agents/context": Method(AgentContextParams, AgentContextResult),
+    "agents/index": Method(WorkspaceParams, AgentIndexResult),
+    "agents/record": Method(AgentRecordParams, AgentRecordResult),
+    "agents/update": Method(AgentUpdateParams, AgentUpdateResult),
 }
 
 

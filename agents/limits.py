@@ -1,0 +1,53 @@
+"""How much an agent session may write: a rate for `memory_update` calls and a size per call.
+
+A looping agent must not churn memory (every commit is a new generation and an audit entry),
+so each session gets a token bucket: a burst of `BURST` commits, refilled at `PER_MINUTE`.
+Only commits spend it: a refused call (stale, invalid) wrote nothing, and an agent retrying
+after a fresh read is doing what it was told. An empty bucket refuses any update. The
+size cap keeps a call well inside the daemon's message limit; the store's own limits (8 KiB a
+record body, 24 KiB Global, 200 records) are checked by its validator and reported as problems.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+BURST = 10
+PER_MINUTE = 20
+MAX_UPDATE_BYTES = 512 * 1024
+
+
+class UpdateBudget:
+    """A token bucket; `clock` is monotonic seconds (tests pass their own)."""
+
+    def __init__(
+        self, burst: int = BURST, per_minute: float = PER_MINUTE, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.burst = burst
+        self.per_minute = per_minute
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def wait(self) -> float:
+        """0 when a commit may go ahead now, else the seconds until one may."""
+        self._refill()
+        return 0.0 if self._tokens >= 1 else (1 - self._tokens) * 60 / self.per_minute
+
+    def spend(self) -> None:
+        """Count one commit."""
+        self._refill()
+        self._tokens -= 1
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.per_minute / 60)
+        self._at = now
+
+    def refusal(self, wait: float) -> str:
+        return (
+            f"memory_update may commit {self.per_minute:g} times a minute (bursts of {self.burst}) per "
+            f"session; nothing was written. Try again in {max(1, round(wait))} s, and put several "
+            "changes in one call where you can."
+        )

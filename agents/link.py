@@ -1,0 +1,50 @@
+"""How the MCP server reaches memory: the daemon (started on demand), or its handlers in-process.
+
+Both speak the daemon's protocol with plain JSON in and out and raise the same `RpcError`s, so
+the server never knows which it has. `--no-daemon` runs the very handlers the daemon serves,
+under the same cross-process locks; its audit intents are settled by whoever next holds a
+scope's agent lock, as in the daemon.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.home import Home
+from remem.daemon.server.agent_methods import AgentMethods
+from remem.daemon.server.memory_methods import MemoryMethods
+from remem.daemon.server.protocol import METHODS
+
+
+class MemoryLink(Protocol):
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...
+
+
+class InProcessLink:
+    """The daemon's agent and memory handlers, run in this process."""
+
+    def __init__(self, home: Home) -> None:
+        memory = MemoryMethods(home)
+        self.agents = AgentMethods(memory)
+        self._handlers = {**memory.handlers(), **self.agents.handlers()}
+        self._settled = False
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if not self._settled:
+            await self.agents.settle()
+            self._settled = True
+        answer = await self._handlers[method](METHODS[method].params.model_validate(params))
+        return answer.model_dump(mode="json")
+
+    async def close(self) -> None:
+        """Nothing stays open between calls."""
+
+
+def open_link(home: Home, use_daemon: bool) -> MemoryLink:
+    """The daemon's client connects on the first call, so the server answers `initialize` at once."""
+    if use_daemon:
+        return AsyncDaemonClient(home, start=True, listener=None)
+    return InProcessLink(home)

@@ -1,0 +1,216 @@
+"""`remem mcp`: the MCP server agents use to read and write memory, on stdio.
+
+Built on the SDK's low-level `Server`, because every handler needs the request's context (the
+client's roots decide the workspace, its name goes into the audit) and `memory_update` needs
+its own closed schema and problem lists. Tools: `memory_context`, `memory_read`,
+`memory_update`. Resources: `remem://context` (the same text as `memory_context`, recording the
+same observation) and `remem://workspace/<name>` for each record. Everything goes through the
+daemon (or, with `--no-daemon`, its handlers in this process).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
+
+from remem.daemon import __version__
+from remem.daemon.home import Home
+
+from .limits import UpdateBudget
+from .link import MemoryLink, open_link
+from .session import AgentSession, Refusal
+from .tools import CONTEXT, READ, TOOLS, UPDATE, ContextArguments, ReadArguments, argument_problems
+from .workspace import SessionWorkspace
+
+CONTEXT_URI = "remem://context"
+RECORD_PREFIX = "remem://workspace/"
+MARKDOWN = "text/markdown"
+INSTRUCTIONS = (
+    "remem keeps this user's long-term memory: Global memory (how the user works, across projects) "
+    "and records about this project. Call memory_context at the start of a task and follow what it "
+    "says; read a record with memory_read when its description matters for the task. When you learn "
+    "something worth remembering, save it with memory_update; if memory changed meanwhile, load it "
+    "again and redo the change."
+)
+
+A = TypeVar("A", bound=BaseModel)
+ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+def build_server(session: AgentSession, workspace: SessionWorkspace) -> Server:
+    """The MCP server of one session (stdio: one client per process)."""
+    handlers = _Handlers(session, workspace)
+    return Server(
+        "remem",
+        version=__version__,
+        title="remem memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
+    )
+
+
+class _Handlers:
+    def __init__(self, session: AgentSession, workspace: SessionWorkspace) -> None:
+        self.session = session
+        self.workspace = workspace
+
+    async def list_tools(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(
+        self, ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        handler = _TOOL_HANDLERS.get(params.name)
+        if handler is None:
+            return _error(f"remem has no tool `{params.name}`; it offers {', '.join(_TOOL_HANDLERS)}.")
+        cwd = await self._resolve(ctx, params.input_responses)
+        if isinstance(cwd, types.InputRequiredResult):
+            return cwd
+        try:
+            return await handler(self.session, cwd, params.arguments or {})
+        except Refusal as refusal:
+            return _error(refusal.message)
+
+    async def list_resources(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        cwd = self.workspace.pinned  # a listing cannot ask the client for its roots
+        if cwd is None:
+            return types.ListResourcesResult(resources=[_CONTEXT_RESOURCE])
+        try:
+            entries = await self.session.index(cwd)
+        except Refusal:
+            entries = []  # invalid memory: the context resource tells why when it is read
+        records = [
+            types.Resource(
+                uri=f"{RECORD_PREFIX}{e.name}", name=e.name, description=e.description, mime_type=MARKDOWN
+            )
+            for e in entries
+        ]
+        return types.ListResourcesResult(resources=[_CONTEXT_RESOURCE, *records])
+
+    async def list_templates(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[_RECORD_TEMPLATE])
+
+    async def read_resource(
+        self, ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        uri = str(params.uri)
+        if uri != CONTEXT_URI and not uri.startswith(RECORD_PREFIX):
+            raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {uri}")
+        cwd = await self._resolve(ctx, params.input_responses)
+        if isinstance(cwd, types.InputRequiredResult):
+            return cwd
+        try:
+            if uri == CONTEXT_URI:
+                text = await self.session.context(cwd)
+            else:
+                text = await self.session.read(cwd, uri[len(RECORD_PREFIX) :])
+        except Refusal as refusal:
+            raise MCPError(code=types.INVALID_PARAMS, message=refusal.message) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type=MARKDOWN)]
+        )
+
+    async def _resolve(
+        self, ctx: ServerRequestContext, answers: types.InputResponses | None
+    ) -> str | types.InputRequiredResult:
+        """The session's workspace folder; also learns the client's name for the audit."""
+        params = ctx.session.client_params
+        if self.session.client is None and params is not None:
+            self.session.client = f"{params.client_info.name}/{params.client_info.version}"[:200]
+        return await self.workspace.resolve(ctx, answers)
+
+
+_CONTEXT_RESOURCE = types.Resource(
+    uri=CONTEXT_URI,
+    name="memory-context",
+    title="remem memory context",
+    description="What memory_context returns: Global memory and this project's index.",
+    mime_type=MARKDOWN,
+)
+_RECORD_TEMPLATE = types.ResourceTemplate(
+    uri_template=f"{RECORD_PREFIX}{{name}}",
+    name="memory-record",
+    title="remem memory record",
+    description="One memory record of this project, by name.",
+    mime_type=MARKDOWN,
+)
+
+
+async def _memory_context(session: AgentSession, cwd: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    _parsed(CONTEXT, ContextArguments, arguments)
+    return _text(await session.context(cwd))
+
+
+async def _memory_read(session: AgentSession, cwd: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    return _text(await session.read(cwd, _parsed(READ, ReadArguments, arguments).name))
+
+
+async def _memory_update(session: AgentSession, cwd: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    result = await session.update(cwd, arguments)
+    where = "Global memory" if result.scope == "global" else "this project's memory"
+    if result.status == "no-change":
+        text = f"No change: {where} already holds this."
+    else:
+        text = f"Committed {result.changes} change(s) to {where}."
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"scope": result.scope, "changes": result.changes},
+    )
+
+
+_TOOL_HANDLERS: dict[str, ToolHandler] = {
+    CONTEXT: _memory_context,
+    READ: _memory_read,
+    UPDATE: _memory_update,
+}
+
+
+def _parsed(tool: str, model: type[A], arguments: dict[str, Any]) -> A:
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        raise Refusal(argument_problems(tool, exc)) from None
+
+
+def _text(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def serve(home: Home, *, cwd: str | None, use_daemon: bool) -> None:
+    """Serve one client on stdin/stdout until it hangs up; `cwd` (else the current folder) is the
+    project, unless the client declares roots and no `cwd` was given."""
+    logging.basicConfig(level=logging.WARNING, format="remem mcp: %(levelname)s %(message)s")  # to stderr
+    workspace = SessionWorkspace(cwd or os.getcwd(), explicit=cwd is not None)
+    anyio.run(_serve, open_link(home, use_daemon), workspace)
+
+
+async def _serve(link: MemoryLink, workspace: SessionWorkspace) -> None:
+    server = build_server(AgentSession(link, UpdateBudget()), workspace)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await link.close()

@@ -1,0 +1,165 @@
+"""One MCP session: its workspace, the observation its writes are bound to, its write budget.
+
+The seed's observation registry, for MCP: every read of the context records the Global and
+workspace revisions the agent was shown; `memory_update` is committed against exactly those,
+and a success advances them to what it wrote. The stdio transport serves one client per
+process, so the session is the server process (an agent harness that shares one server between
+several agents shares their observation). Revisions, workspace keys and paths stay here and in
+the daemon: every answer to the agent is prose or a record, and every refusal says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from remem.daemon.client import DaemonUnavailable
+from remem.daemon.memory.batch import DeleteChange, PutChange
+from remem.daemon.memory.record import render_record
+from remem.daemon.server.protocol import (
+    INVALID_CHANGES,
+    MEMORY_INVALID,
+    AgentChange,
+    AgentContextResult,
+    AgentIdentity,
+    AgentIndexEntry,
+    AgentIndexResult,
+    AgentObservation,
+    AgentRecordResult,
+    AgentUpdateParams,
+    AgentUpdateResult,
+    RpcError,
+)
+
+from .limits import MAX_UPDATE_BYTES, UpdateBudget
+from .link import MemoryLink
+from .tools import UPDATE, UpdateArguments, argument_problems
+
+NOT_READ = (
+    "You have not loaded memory in this session yet: call memory_context first. memory_update only "
+    "changes memory you have seen, so nothing was written."
+)
+STALE = (
+    "{scope} memory changed since you last loaded it (the user, another agent or remem changed it). "
+    "Nothing was written. Call memory_context to see the current memory, then redo your change if it "
+    "still applies."
+)
+_SCOPE_TITLES = {"global": "Global", "workspace": "This project's"}
+
+
+class Refusal(Exception):
+    """What the agent is told instead of a result; the message says what to do next."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class AgentSession:
+    def __init__(self, link: MemoryLink, budget: UpdateBudget | None = None) -> None:
+        self.id = secrets.token_hex(8)
+        self.link = link
+        self.budget = budget or UpdateBudget()
+        self.observation: AgentObservation | None = None
+        # The last context text and what it showed: the daemon sends a text only when it changed.
+        self._shown: tuple[AgentObservation, str] | None = None
+        self.client: str | None = None  # "name/version", once the client has said it
+
+    async def context(self, cwd: str) -> str:
+        """The context text; records what it showed as this session's observation."""
+        known = None if self._shown is None else self._shown[0].model_dump()
+        answer = AgentContextResult.model_validate(
+            await self._call("agents/context", {"cwd": cwd, "known": known})
+        )
+        if answer.text is not None:
+            self._shown = (answer.observed, answer.text)
+        assert self._shown is not None and self._shown[0] == answer.observed, "the daemon said unchanged"
+        self.observation = answer.observed
+        return self._shown[1]
+
+    async def read(self, cwd: str, name: str) -> str:
+        answer = AgentRecordResult.model_validate(
+            await self._call("agents/record", {"cwd": cwd, "name": name})
+        )
+        if answer.record is None:
+            raise Refusal(
+                f"This project has no memory record named `{name}`; memory_context's index lists the names."
+            )
+        return render_record(answer.record)
+
+    async def index(self, cwd: str) -> list[AgentIndexEntry]:
+        return AgentIndexResult.model_validate(await self._call("agents/index", {"cwd": cwd})).records
+
+    async def update(self, cwd: str, arguments: dict[str, Any]) -> AgentUpdateResult:
+        """Commit against this session's observation and advance it; Refusal otherwise."""
+        wait = self.budget.wait()
+        if wait:
+            raise Refusal(self.budget.refusal(wait))
+        size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
+        if size > MAX_UPDATE_BYTES:
+            raise Refusal(
+                f"memory_update's arguments are {size // 1024} KiB; one call may send at most "
+                f"{MAX_UPDATE_BYTES // 1024} KiB. Nothing was written: send fewer changes per call."
+            )
+        try:
+            changes = UpdateArguments.model_validate(arguments).changes
+        except ValidationError as exc:
+            raise Refusal(argument_problems(UPDATE, exc)) from None
+        if self.observation is None:
+            raise Refusal(NOT_READ)
+        identity = AgentIdentity(session=self.id, client=self.client)
+        params = AgentUpdateParams(cwd=cwd, observed=self.observation, changes=changes, agent=identity)
+        answer = await self._call("agents/update", params.model_dump(mode="json"), changes)
+        result = AgentUpdateResult.model_validate(answer)
+        if result.status == "stale":
+            raise Refusal(STALE.format(scope=_SCOPE_TITLES[result.scope]))
+        if result.status == "committed":
+            self.budget.spend()
+        field = "globalRevision" if result.scope == "global" else "workspaceRevision"
+        self.observation = self.observation.model_copy(update={field: result.revision})
+        return result
+
+    async def _call(
+        self, method: str, params: dict[str, Any], changes: Sequence[AgentChange] = ()
+    ) -> dict[str, Any]:
+        try:
+            return await self.link.call(method, params)
+        except DaemonUnavailable as exc:
+            raise Refusal(
+                f"remem's memory service is unavailable ({exc}). If this was memory_update, it may or "
+                "may not have been applied: call memory_context before trying again."
+            ) from None
+        except RpcError as exc:
+            raise Refusal(_rpc_message(exc, changes)) from None
+
+
+def _rpc_message(exc: RpcError, changes: Sequence[AgentChange]) -> str:
+    if exc.code == INVALID_CHANGES and isinstance(exc.data, dict):
+        lines = [_problem_line(problem, changes) for problem in exc.data.get("problems", [])]
+        return "The changes are invalid; nothing was written:\n" + "\n".join(lines)
+    if exc.code == MEMORY_INVALID:
+        return exc.message
+    return f"remem could not do this: {exc.message}"
+
+
+def _problem_line(problem: dict[str, Any], changes: Sequence[AgentChange]) -> str:
+    """One problem, naming the change it is about so the agent need not count its own array."""
+    number = problem.get("change")
+    where = ""
+    if number is not None:
+        where = f"changes[{number}]{_label(changes[number]) if number < len(changes) else ''}: "
+    if problem.get("file"):
+        where = f"{where}{problem['file']}: "
+    return f"- {where}{problem['message']} [{problem['code']}]"
+
+
+def _label(change: AgentChange) -> str:
+    if isinstance(change, PutChange):
+        return f" (put `{change.record.name}`)"
+    if isinstance(change, DeleteChange):
+        return f" (delete `{change.name}`)"
+    return " (replace-global)"

@@ -1,0 +1,150 @@
+"""The three tools agents get, with closed argument schemas generated from the wire models.
+
+None of them takes a path, a workspace, a cwd or a revision: the host decides the workspace and
+keeps the revisions. `memory_update` reuses the daemon's own change models, so the schema an
+agent sees and the one the daemon checks cannot drift apart; record fields are plain strings
+on purpose, so every problem of a record comes from the store's validator in one answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
+from remem.daemon.server.protocol import MAX_AGENT_CHANGES, AgentChange
+
+CONTEXT = "memory_context"
+READ = "memory_read"
+UPDATE = "memory_update"
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContextArguments(_Closed):
+    pass
+
+
+class ReadArguments(_Closed):
+    name: str = Field(min_length=1, max_length=200, description="The record's name, as the index shows it.")
+
+
+class UpdateArguments(_Closed):
+    changes: list[AgentChange] = Field(
+        min_length=1,
+        max_length=MAX_AGENT_CHANGES,
+        description="Either one replace-global change, or put and delete changes for this project.",
+    )
+
+
+_TYPES = ", ".join(f"`{kind.value}` ({meaning})" for kind, meaning in TYPE_MEANINGS.items())
+
+_UPDATE_DESCRIPTION = (
+    "Change remem memory. Send either a single `replace-global` change (`content`: the whole new "
+    "text of the user's Global memory, at most "
+    f"{GLOBAL_MAX_BYTES // 1024} KiB) or a batch of `put` changes (create or replace a record: "
+    "`record` with `name`, `description`, `type`, `content`) and `delete` changes (`name`) for this "
+    "project's workspace. A name is lowercase letters, digits and hyphens; the description is one "
+    f"line; the type is one of {_TYPES}; the content is the record's Markdown body, at most "
+    f"{BODY_MAX_BYTES // 1024} KiB. The change commits only if memory is still what you last read "
+    "with memory_context; otherwise nothing is written and you are told to read it again. Returns "
+    "the scope changed and the number of changes."
+)
+
+
+UPDATE_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "scope": {"type": "string", "enum": ["global", "workspace"]},
+        "changes": {"type": "integer", "minimum": 0},
+    },
+    "required": ["scope", "changes"],
+    "additionalProperties": False,
+}
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every `$ref` replaced by its definition: some clients cannot follow refs.
+
+    The OpenAPI `discriminator` goes too: its mapping names the definitions, and `action`'s
+    `const` in each branch already tells them apart.
+    """
+    definitions = schema.get("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            return {
+                key: resolve(value) for key, value in node.items() if key not in ("$defs", "discriminator")
+            }
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    return resolve(schema)
+
+
+def _tool(
+    name: str,
+    title: str,
+    description: str,
+    arguments: type[BaseModel],
+    output: dict[str, Any] | None = None,
+    **hints: bool,
+) -> types.Tool:
+    return types.Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=inline_refs(arguments.model_json_schema()),
+        output_schema=output,
+        annotations=types.ToolAnnotations(title=title, open_world_hint=False, **hints),
+    )
+
+
+TOOLS: list[types.Tool] = [
+    _tool(
+        CONTEXT,
+        "Load memory",
+        "Load remem's long-term memory for this project: the user's Global memory and the index of "
+        "this project's memory records. Call it at the start of a task, and again whenever "
+        "memory_update says memory changed. Takes no arguments.",
+        ContextArguments,
+        read_only_hint=True,
+    ),
+    _tool(
+        READ,
+        "Read a memory record",
+        "Read one memory record of this project in full (front matter and body), by the name the "
+        "memory_context index shows.",
+        ReadArguments,
+        read_only_hint=True,
+    ),
+    _tool(
+        UPDATE,
+        "Update memory",
+        _UPDATE_DESCRIPTION,
+        UpdateArguments,
+        UPDATE_OUTPUT_SCHEMA,
+        read_only_hint=False,
+        destructive_hint=True,
+        idempotent_hint=False,
+    ),
+]
+
+
+def argument_problems(tool: str, exc: ValidationError) -> str:
+    """Every problem of a call's arguments, one a line, for the agent."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        hint = ""
+        if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+            hint = " (remem chooses the project and keeps track of what you read: no path, cwd or revision)"
+        lines.append(f"- {where}: {error['msg']}{hint}")
+    return f"{tool}'s arguments are invalid; nothing was done:\n" + "\n".join(lines)

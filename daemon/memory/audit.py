@@ -1,0 +1,186 @@
+"""The audit trail of agent updates: one receipt-like entry per `memory_update` that reached a commit.
+
+`memory/audit/<id>.json` names the agent's MCP session and client, the scope, the revisions
+before, planned and after, the status, and each change's action, name, type and content hash —
+never content.
+
+Protocol, all under the scope's agent lock (`state/locks/agent-<scope>.lock`, taken before the
+store's own locks): the entry is written in status `committing` as the scope's intent
+(`memory/audit/.intent-<scope>.json`); the store commits by compare-and-swap; the entry is
+written in its final status; the intent is removed. A crash leaves the intent behind, and the
+next holder of that lock settles it against the scope's revision (`settled`): the planned
+revision means the commit landed, the before revision means it never did, anything else means
+memory moved on before anyone looked; an intent whose final entry was already written only
+needs removing. Every file is replaced atomically, so an entry is always whole, and an intent
+is the only thing a crash can leave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..consolidation.receipts import ScopeRevisions
+from ..faults import faultpoint
+from ..fsutil import atomic_write, ensure_private_dir, fsync_dir
+from ..home import Home
+
+_INTENT_PREFIX = ".intent-"
+_SUFFIX = ".json"
+GLOBAL_SCOPE = "global"
+
+
+class AuditStatus(str, Enum):
+    COMMITTING = "committing"  # the intent: the commit may be under way
+    COMMITTED = "committed"
+    CONFLICT = "conflict"  # memory moved between the check and the commit: nothing was written
+    INTERRUPTED = "interrupted"  # a crash before the commit took effect: nothing was written
+    UNKNOWN = "unknown"  # a crash, and memory moved on again before the entry was settled
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AuditChange(_Model):
+    action: Literal["replace-global", "put", "delete"]
+    name: str | None = None
+    type: str | None = None
+    contentHash: str | None = None
+
+
+class AuditAgent(_Model):
+    session: str  # remem's id of the MCP session
+    client: str | None = None  # the MCP client's name and version, when it declared them
+
+
+class AuditEntry(_Model):
+    kind: Literal["agent-update"] = "agent-update"
+    id: str
+    status: AuditStatus
+    agent: AuditAgent
+    scope: Literal["global", "workspace"]
+    workspace: str | None = None  # the workspace key
+    revisions: ScopeRevisions
+    changes: list[AuditChange]
+    createdAt: str
+    completedAt: str | None = None
+
+    @property
+    def lock_scope(self) -> str:
+        return scope_name(self.workspace)
+
+    def ended(self, status: AuditStatus, after: str | None) -> AuditEntry:
+        revisions = self.revisions.model_copy(update={"after": after})
+        return self.model_copy(update={"status": status, "revisions": revisions, "completedAt": now()})
+
+
+def scope_name(workspace_key: str | None) -> str:
+    """The name of a scope in lock and intent file names: `global` or `ws-<key>`."""
+    return GLOBAL_SCOPE if workspace_key is None else f"ws-{workspace_key}"
+
+
+def new_entry_id() -> str:
+    """Sortable by time, unique without coordination: `20261130T101530123Z-<hex>`."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")[:-3]
+    return f"{stamp}Z-{secrets.token_hex(4)}"
+
+
+def settled(entry: AuditEntry, current: str | None) -> AuditEntry:
+    """The final form of an intent whose writer died, given the scope's revision now."""
+    if current == entry.revisions.planned:
+        return entry.ended(AuditStatus.COMMITTED, current)
+    if current == entry.revisions.before:
+        return entry.ended(AuditStatus.INTERRUPTED, current)
+    return entry.ended(AuditStatus.UNKNOWN, current)
+
+
+class AuditError(Exception):
+    """An audit file exists but cannot be read; the message names it."""
+
+
+class AuditTrail:
+    def __init__(self, home: Home) -> None:
+        self.folder = home.memory / "audit"
+        self.locks = home.locks
+
+    def lock_path(self, scope: str) -> Path:
+        return self.locks / f"agent-{scope}.lock"
+
+    def begin(self, entry: AuditEntry) -> None:
+        """Write `entry` as its scope's intent; the caller holds the scope's agent lock."""
+        assert entry.status is AuditStatus.COMMITTING
+        ensure_private_dir(self.folder)
+        atomic_write(self._intent(entry.lock_scope), entry.model_dump_json().encode("utf-8"))
+        faultpoint("agents.update.after-intent")
+
+    def finish(self, entry: AuditEntry) -> None:
+        """Write the final `entry`, then drop its scope's intent (the caller holds the lock)."""
+        assert entry.status is not AuditStatus.COMMITTING
+        ensure_private_dir(self.folder)
+        atomic_write(self.path(entry.id), entry.model_dump_json(indent=2).encode("utf-8") + b"\n")
+        faultpoint("agents.update.after-entry")
+        self.drop_intent(entry.lock_scope)
+
+    def drop_intent(self, scope: str) -> None:
+        """Forget the scope's intent once its entry is final (the caller holds the lock)."""
+        self._intent(scope).unlink(missing_ok=True)
+        fsync_dir(self.folder)
+
+    def intent(self, scope: str) -> AuditEntry | None:
+        """The scope's unfinished entry, if a writer died (or is writing: hold the lock)."""
+        path = self._intent(scope)
+        try:
+            return AuditEntry.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except ValidationError as exc:
+            raise AuditError(f"{path}: not a valid audit intent ({exc.error_count()} problem(s))") from None
+
+    def set_aside(self, scope: str) -> Path:
+        """Move an unreadable intent out of the way, keeping it for a person to look at."""
+        target = self.folder / f"{_INTENT_PREFIX}{scope}.unreadable-{secrets.token_hex(4)}"
+        self._intent(scope).rename(target)
+        fsync_dir(self.folder)
+        return target
+
+    def pending_scopes(self) -> list[str]:
+        """The scopes with an intent left behind."""
+        with contextlib.suppress(FileNotFoundError):
+            return sorted(
+                path.name[len(_INTENT_PREFIX) : -len(_SUFFIX)]
+                for path in self.folder.iterdir()
+                if path.name.startswith(_INTENT_PREFIX) and path.name.endswith(_SUFFIX)
+            )
+        return []
+
+    def path(self, entry_id: str) -> Path:
+        return self.folder / f"{entry_id}{_SUFFIX}"
+
+    def all(self) -> list[AuditEntry]:
+        """Every entry, oldest first (ids sort by time)."""
+        entries = []
+        with contextlib.suppress(FileNotFoundError):
+            for path in sorted(self.folder.glob(f"*{_SUFFIX}")):
+                if path.name.startswith("."):
+                    continue  # an intent, or one set aside
+                try:
+                    entries.append(AuditEntry.model_validate_json(path.read_bytes()))
+                except ValidationError as exc:
+                    raise AuditError(
+                        f"{path}: not a valid audit entry ({exc.error_count()} problem(s))"
+                    ) from None
+        return entries
+
+    def _intent(self, scope: str) -> Path:
+        return self.folder / f"{_INTENT_PREFIX}{scope}{_SUFFIX}"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,211 @@
+"""Snapshots of Global and of workspaces, served from memory while their files are unchanged.
+
+An agent loads its context at every step, and reading and validating 200 records costs tens of
+milliseconds. A snapshot is kept with the stat signature (inode, size, mtime, ctime) of the
+files it was read from, and its folder is watched (`ChangeFeed`): while no change of the folder
+was reported since the snapshot was proven, it is served as it is. Otherwise — or where
+folders cannot be watched — the files are stat'ed again and the snapshot reused when nothing
+moved. A file whose ctime lies within `RACY_NS` of the moment its content was last proven could
+have been rewritten within the same timestamp tick without changing its stat, so its bytes are
+hashed and compared as well (git's "racily clean" rule): a stale snapshot is never served.
+ctime, unlike mtime, cannot be set by programs, so a restored timestamp does not hide an edit;
+the rule assumes the system clock does not jump back by more than `RACY_NS`.
+
+The stat look takes no lock. A reader racing a commit sees either a signature the cache already
+holds (a consistent generation from before the commit) or a mix of old and new files that no
+cached generation ever had (new files are new inodes), which is a miss. Anything the store itself
+must see to — an interrupted generation (journal or temp files), a symlink, a non-regular file,
+a file vanishing mid-look — takes the store's locked read, which recovers, validates and raises
+exactly as it always does. Invalid memory is never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from ..fsutil import is_temp_name
+from .change_feed import ChangeFeed
+from .identity import WorkspaceId
+from .journal import JOURNAL_NAME
+from .record import GLOBAL_FILE, INDEX_FILE, RECORD_SUFFIX
+from .store import GlobalSnapshot, MemoryStore, WorkspaceSnapshot
+
+T = TypeVar("T")
+Stamp = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
+Signature = dict[str, Stamp]
+RACY_NS = 2_000_000_000
+MAX_WORKSPACES = 16  # the workspaces of agents working now; older ones are read again
+_MISSING: Stamp = (0, 0, 0, 0)  # Global not written yet: it reads as empty
+_GLOBAL_KEY = "\0global"  # not a workspace key, which never holds a NUL
+
+
+@dataclass(frozen=True)
+class _Cached(Generic[T]):
+    signature: Signature
+    proven_ns: int  # a time before which every stamp's file held the bytes of `digests`
+    digests: dict[str, bytes]
+    value: T
+    quiet_from: int | None  # the change count the folder had when proven, if it was watched
+
+
+class SnapshotCache:
+    """Thread-safe: worker threads of the daemon read through one cache."""
+
+    def __init__(self, store: MemoryStore, *, watch: bool = True) -> None:
+        """`watch=False` always looks at the files (network file systems: inotify sees only
+        this machine's writes)."""
+        self.store = store
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, _Cached[Any]] = OrderedDict()  # Global and workspaces
+        self._feed = ChangeFeed(enabled=watch)
+        self._changes: defaultdict[str, int] = defaultdict(int)  # reported changes per key
+        self._lost = 0  # times the feed could not tell: every key counts as changed
+
+    def close(self) -> None:
+        """Stop watching; later lookups prove snapshots by looking at the files."""
+        with self._lock:
+            self._feed.close()
+
+    def global_snapshot(self) -> GlobalSnapshot:
+        """Like `MemoryStore.read_global`, including its MemoryInvalid."""
+        home = self.store.home
+
+        def read() -> tuple[GlobalSnapshot, dict[str, bytes]]:
+            snapshot, raw = self.store.read_global_with_bytes()
+            return snapshot, {GLOBAL_FILE: raw}
+
+        return self._lookup(_GLOBAL_KEY, home.memory, lambda: _global_signature(home.global_file), read)
+
+    def workspace_snapshot(self, workspace: WorkspaceId) -> WorkspaceSnapshot:
+        """Like `MemoryStore.read_workspace`, including its MemoryInvalid."""
+        folder = self.store.folder(workspace)
+        return self._lookup(
+            workspace.key,
+            folder,
+            lambda: _records_signature(folder),
+            lambda: self.store.read_workspace_with_files(workspace),
+        )
+
+    def _lookup(
+        self,
+        key: str,
+        folder: Path,
+        signature_of: Callable[[], Signature | None],
+        read: Callable[[], tuple[T, dict[str, bytes]]],
+    ) -> T:
+        with self._lock:
+            self._absorb_changes()
+            cached = self._entries.get(key)
+            if cached is not None and cached.quiet_from == self._count(key):
+                self._entries.move_to_end(key)
+                return cached.value  # nothing in its folder changed since it was proven
+            # Watching starts before the proof below: a change from here on is reported later.
+            quiet_from = self._count(key) if self._feed.watch(key, folder) else None
+        started = time.time_ns()
+        signature = signature_of()
+        if signature is not None and cached is not None and _unchanged(cached, signature, folder):
+            self._keep(key, replace(cached, proven_ns=started, quiet_from=quiet_from))
+            return cached.value
+        value, files = read()
+        after = signature_of()
+        if after is not None and set(after) == set(files):
+            digests = {name: _digest_of(data) for name, data in files.items()}
+            self._keep(key, _Cached(after, started, digests, value, quiet_from))
+        return value
+
+    def _absorb_changes(self) -> None:
+        changed = self._feed.changed()
+        if changed is None:
+            self._lost += 1
+        for key in changed or ():
+            self._changes[key] += 1
+
+    def _count(self, key: str) -> int:
+        return self._changes[key] + self._lost
+
+    def _keep(self, key: str, entry: _Cached[T]) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_WORKSPACES + 1:  # + Global
+                evicted, _ = self._entries.popitem(last=False)
+                self._feed.unwatch(evicted)
+
+
+def _unchanged(cached: _Cached[T], signature: Signature, folder: Path) -> bool:
+    if signature != cached.signature:
+        return False
+    horizon = cached.proven_ns - RACY_NS
+    return all(
+        stamp[3] < horizon or _file_digest(folder / name) == cached.digests.get(name)
+        for name, stamp in signature.items()
+    )
+
+
+def _records_signature(folder: Path) -> Signature | None:
+    """Every record file's stamp; None when only the store may read the folder.
+
+    The names are those `record_name_of` accepts, tested inline: this loop runs for every
+    record at every context read.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return {}
+    except OSError:  # a symlink (ELOOP) or worse: the store reports it
+        return None
+    try:
+        signature: Signature = {}
+        for name in os.listdir(fd):
+            if name.startswith("."):
+                if name == JOURNAL_NAME or is_temp_name(name):
+                    return None  # an interrupted generation: the store recovers it
+                continue
+            if not name.endswith(RECORD_SUFFIX) or name == INDEX_FILE:
+                continue
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            signature[name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return signature
+    finally:
+        os.close(fd)
+
+
+def _global_signature(path: Path) -> Signature | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {GLOBAL_FILE: _MISSING}
+    return {GLOBAL_FILE: _stamp(st)} if stat.S_ISREG(st.st_mode) else None
+
+
+def _stamp(st: os.stat_result) -> Stamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _file_digest(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return _digest_of(b"")  # Global not written yet (a vanished record changed its stamp)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return _digest_of(handle.read())
+
+
+def _digest_of(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()

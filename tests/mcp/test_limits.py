@@ -1,0 +1,79 @@
+"""Rate and size limits of memory_update, on a session with an injected clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.agents.limits import MAX_UPDATE_BYTES, UpdateBudget
+from remem.agents.link import InProcessLink
+from remem.agents.session import AgentSession, Refusal
+from remem.daemon.home import Home
+from remem.daemon.memory.audit import AuditTrail
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+
+from .conftest import put
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_budget_refills_at_its_rate() -> None:
+    clock = Clock()
+    budget = UpdateBudget(burst=2, per_minute=6, clock=clock)
+    for _ in range(2):
+        assert budget.wait() == 0
+        budget.spend()
+    assert budget.wait() == pytest.approx(10)
+    clock.now += 4
+    assert budget.wait() == pytest.approx(6)
+    clock.now += 6
+    assert budget.wait() == 0
+    clock.now += 3600
+    budget.spend()
+    budget.spend()
+    assert budget.wait() > 0, "an idle hour refills the burst, not more"
+
+
+@pytest.mark.asyncio
+async def test_commits_beyond_the_budget_are_refused_and_refusals_cost_nothing(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    clock = Clock()
+    session = AgentSession(InProcessLink(home), UpdateBudget(burst=2, per_minute=6, clock=clock))
+    cwd = str(project)
+    await session.context(cwd)
+    with pytest.raises(Refusal):
+        await session.update(cwd, {"changes": [put("Not A Name")]})  # invalid: spends nothing
+    for name in ("one", "two"):
+        await session.update(cwd, {"changes": [put(name)]})
+    with pytest.raises(Refusal) as refused:
+        await session.update(cwd, {"changes": [put("three")]})
+    assert "Try again in 10 s" in refused.value.message and "nothing was written" in refused.value.message
+    clock.now += 10
+    await session.update(cwd, {"changes": [put("three")]})
+    assert [r.name for r in store.read_workspace(workspace).records] == ["one", "three", "two"]
+    assert len(AuditTrail(home).all()) == 3
+
+
+@pytest.mark.asyncio
+async def test_an_oversized_call_is_refused_before_it_reaches_the_daemon(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    session = AgentSession(InProcessLink(home))
+    cwd = str(project)
+    await session.context(cwd)
+    with pytest.raises(Refusal) as refused:
+        await session.update(cwd, {"changes": [put("huge", "y" * MAX_UPDATE_BYTES)]})
+    assert "at most 512 KiB" in refused.value.message
+    with pytest.raises(Refusal) as too_long:
+        await session.update(cwd, {"changes": [put("big", "z" * 9000 + "\n")]})
+    assert "remem/body-too-large" in too_long.value.message
+    assert store.read_workspace(workspace).records == [] and AuditTrail(home).all() == []

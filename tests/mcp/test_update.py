@@ -1,0 +1,140 @@
+"""The write path: memory_update commits against the session's observation, and is audited."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.audit import AuditStatus, AuditTrail
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.daemon.helpers import remem
+from tests.memory.factory import put as put_change
+
+from .conftest import EMPTY, agent, put, text_of
+
+pytestmark = pytest.mark.asyncio
+
+
+def names(store: MemoryStore, workspace: WorkspaceId) -> set[str]:
+    return {record.name for record in store.read_workspace(workspace).records}
+
+
+async def test_update_commits_and_advances_the_observation(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    async with agent(home, project) as session:
+        await session.context()
+        first = await session.update(put("prefer-uv", "Use uv, never pip.\n"))
+        assert not first.is_error, text_of(first)
+        assert first.structured_content == {"scope": "workspace", "changes": 1}
+        # No new read in between: the observation moved to the revision this session wrote.
+        second = await session.update(put("release-steps"), {"action": "delete", "name": "prefer-uv"})
+        assert second.structured_content == {"scope": "workspace", "changes": 2}, text_of(second)
+        globally = await session.update({"action": "replace-global", "content": "Answer tersely.\n"})
+        assert globally.structured_content == {"scope": "global", "changes": 1}, text_of(globally)
+        again = await session.update(put("after-global"))  # one scope's commit leaves the other's observation
+        assert not again.is_error, text_of(again)
+        same = await session.update(put("after-global"))
+        assert text_of(same).startswith("No change") and same.structured_content == {
+            "scope": "workspace",
+            "changes": 0,
+        }
+        for result in (first, second, globally, again):
+            assert "sha256:" not in text_of(result) and str(home.root) not in text_of(result)
+    assert names(store, workspace) == {"release-steps", "after-global"}
+    assert store.read_global().content == "Answer tersely.\n"
+
+    entries = AuditTrail(home).all()
+    assert [e.status for e in entries] == [AuditStatus.COMMITTED] * 4
+    assert {e.kind for e in entries} == {"agent-update"} and len({e.agent.session for e in entries}) == 1
+    assert entries[0].agent.client is not None and entries[0].agent.client.startswith("mcp/")
+    assert [(c.action, c.name) for c in entries[1].changes] == [
+        ("put", "release-steps"),
+        ("delete", "prefer-uv"),
+    ]
+    assert entries[2].scope == "global" and entries[2].workspace is None
+    assert entries[0].workspace == workspace.key
+    assert entries[0].revisions.after == entries[0].revisions.planned != entries[0].revisions.before
+    for path in (home.memory / "audit").iterdir():
+        assert "Use uv, never pip." not in path.read_text() and "Answer tersely." not in path.read_text()
+
+
+async def test_an_update_before_any_read_is_refused(home: Home, store: MemoryStore, project: Path) -> None:
+    async with agent(home, project) as session:
+        result = await session.update(put("eager"))
+    assert result.is_error and "memory_context" in text_of(result)
+    assert list(store.home.workspaces.iterdir()) == []
+    assert AuditTrail(home).all() == []
+
+
+async def test_a_stale_observation_is_refused_after_another_process_changed_memory(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    store.commit_workspace(workspace, EMPTY, [put_change("base")])
+    async with agent(home, project) as session:
+        await session.context()
+        # Another process (the CLI, without the daemon) changes this workspace and Global.
+        revision = store.read_workspace(workspace).revision
+        changes = tmp_path / "changes.json"
+        changes.write_text(json.dumps([put_change("by-hand").model_dump()]))
+        cli = ["--no-daemon", "memory", "apply", "--cwd", str(project), "--expected-revision", revision]
+        done = remem(home, *cli, "--changes", str(changes))
+        assert done.returncode == 0, done.stderr + done.stdout
+        store.replace_global(store.read_global().revision, "Changed elsewhere.\n")
+
+        stale = await session.update(put("from-agent"))
+        stale_global = await session.update({"action": "replace-global", "content": "Agent text.\n"})
+        assert stale.is_error and stale_global.is_error
+        for result in (stale, stale_global):
+            assert "memory_context" in text_of(result) and "Nothing was written" in text_of(result)
+        assert names(store, workspace) == {"base", "by-hand"}
+        assert store.read_global().content == "Changed elsewhere.\n"
+
+        await session.context()  # read again, then the same change lands
+        retried = await session.update(put("from-agent"))
+        assert not retried.is_error, text_of(retried)
+    assert names(store, workspace) == {"base", "by-hand", "from-agent"}
+    assert [e.status for e in AuditTrail(home).all()] == [AuditStatus.COMMITTED]
+
+
+async def test_an_invalid_record_is_refused_with_every_problem(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    store.commit_workspace(workspace, EMPTY, [put_change("kept")])
+    async with agent(home, project) as session:
+        await session.context()
+        bad = {
+            "action": "put",
+            "record": {"name": "Bad Name", "description": " ", "type": "nope", "content": ""},
+        }
+        result = await session.update(put("fine"), bad, {"action": "delete", "name": "never-was"})
+    message = text_of(result)
+    assert result.is_error and "nothing was written" in message
+    for code in ("name-invalid", "description-empty", "type-invalid", "body-empty", "delete-missing"):
+        assert f"remem/{code}" in message, message
+    assert "changes[1] (put `Bad Name`)" in message and "changes[2] (delete `never-was`)" in message
+    assert names(store, workspace) == {"kept"}
+    assert AuditTrail(home).all() == []
+
+
+async def test_arguments_are_a_closed_schema(home: Home, store: MemoryStore, project: Path) -> None:
+    async with agent(home, project) as session:
+        await session.context()
+        results = [
+            await session.call("memory_update", {"changes": [put("a")], "cwd": "/"}),
+            await session.call("memory_update", {"changes": [put("a")], "expectedRevision": EMPTY}),
+            await session.call("memory_update", {"changes": [{**put("a"), "path": "/tmp/x.md"}]}),
+            await session.call("memory_update", {"changes": []}),
+            await session.update({"action": "replace-global", "content": "G\n"}, put("a")),
+            await session.call("memory_read", {"name": "a", "workspace": "other"}),
+            await session.call("memory_context", {"cwd": "/"}),
+        ]
+    for result in results:
+        assert result.is_error, text_of(result)
+    assert "no path, cwd or revision" in text_of(results[0])
+    assert "never both" in text_of(results[4])
+    assert AuditTrail(home).all() == [] and store.read_global().content == ""
