@@ -1,56 +1,240 @@
-"""The server's link to the daemon: opened once the editor is ready, notifications passed on.
+"""The server's link to the daemon: opened when the editor is ready, kept open, its state told.
 
 Opening it starts the daemon if needed (an editor opening a workspace is what starts it). The
 daemon's `memory/changed` re-validates the open documents of that scope, since a file changed
 on disk can change a sibling's diagnostics, and reaches the editor as `remem/memoryChanged`;
-`sessions/changed` reaches it as `remem/treeChanged`. Without a daemon the server keeps
-validating (in its own process) and says once why the rest is unavailable.
+`sessions/changed` reaches it as `remem/treeChanged`; `consolidation/progress` goes to the
+consolidation that waits for it.
+
+When the connection is lost, the daemon either died (its status file still names it: a new
+one is started at once) or was stopped (it removes its status file first: the next request
+starts one, and a daemon started meanwhile by anyone else is joined within `POLL_SECONDS`).
+Notifications resume on the new connection, and the open documents are validated again.
+A daemon that cannot be started, or one of another version (replacing it would start a tug of
+war with the client that started it), leaves the server degraded: it keeps validating in its
+own process, says once why the rest is unavailable, and every stateful request answers with
+that reason until a usable daemon appears. `remem/status` tells the editor each change.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 from lsprotocol import types
+from pydantic import BaseModel
+from pygls.exceptions import JsonRpcException, JsonRpcServerError
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
+from remem.daemon.server.protocol import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
+from remem.daemon.server.runtime import DaemonPaths
 
-from .diagnostics import refresh_global, refresh_workspace
+from .diagnostics import refresh, refresh_global, refresh_workspace
 from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
+POLL_SECONDS = 1.0  # how often a stopped daemon's status file is looked for (a stat and a read)
+DAEMON_UNAVAILABLE = -32020  # JSON-RPC error: no daemon, and the server will not start one now
+STATUS = "remem/status"
+STOPPED = "the remem daemon was stopped; the next request starts it again"
+CRASHED = "the remem daemon stopped unexpectedly; starting a new one"
+
+ProgressListener = Callable[[dict[str, Any]], None]
+
+
+class Status(BaseModel):
+    """`remem/status`: the daemon as the editor's status bar shows it."""
+
+    state: Literal["connected", "starting", "unavailable"]
+    message: str | None = None
+    consolidating: str | None = None  # the session a consolidation from this editor runs for
 
 
 def register(server: RememServer) -> None:
+    server.link = DaemonLink(server)
+
     @server.feature(types.INITIALIZED)
     async def initialized(ls: RememServer, params: types.InitializedParams) -> None:
-        await connect(ls)
+        ls.link.open()
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: RememServer, params: None) -> None:
-        if ls.daemon is not None:
-            await ls.daemon.close()
+        await ls.link.close()
 
 
-async def connect(ls: RememServer) -> None:
-    try:
-        ls.daemon = await AsyncDaemonClient.open(ls.home, listener=lambda m, p: _heard(ls, m, p))
-    except DaemonUnavailable as exc:
-        ls.degraded = str(exc)
-        log.warning("no daemon: %s", exc)
-        message = (
-            f"remem: the daemon is unavailable ({exc}). Validation still works; run `remem daemon start`."
+class DaemonLink:
+    def __init__(self, ls: RememServer) -> None:
+        self._ls = ls
+        self._paths = DaemonPaths(ls.home)
+        self.client = AsyncDaemonClient(ls.home, start=True, listener=self._heard)
+        self.status = Status(state="starting")
+        self._told: Status | None = None
+        self._woken = asyncio.Event()  # a connection was made (by a request, or by the keeper)
+        self._keeper: asyncio.Task[None] | None = None
+        self._ever_connected = False
+        self._consolidating: list[str] = []
+        self._progress: dict[str, ProgressListener] = {}
+
+    def open(self) -> None:
+        """Connect (starting the daemon if needed) in the background, and keep connected."""
+        self._keeper = asyncio.create_task(self._keep())
+        self._keeper.add_done_callback(_log_crash)
+
+    async def close(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+        await self.client.close()
+
+    async def call(self, method: str, params: dict[str, Any], *, idempotent: bool = True) -> dict[str, Any]:
+        """The daemon's answer, or a JSON-RPC error a person can act on.
+
+        An idempotent request whose connection broke is sent once more, to a new daemon if
+        need be; any other is failed, since it may or may not have been applied."""
+        try:
+            return await self._ask(method, params)
+        except DaemonUnavailable as exc:
+            if not idempotent:
+                raise _stopped_while_answering(exc) from None
+        try:
+            return await self._ask(method, params)
+        except DaemonUnavailable as exc:
+            raise _stopped_while_answering(exc) from None
+
+    def refusal(self) -> JsonRpcServerError:
+        """The one error every stateful request gets while the server is degraded."""
+        return JsonRpcServerError(
+            f"the remem daemon is unavailable: {self._ls.degraded}. Memory files are still "
+            "validated; fix the cause, then run `remem daemon start` (the editor reconnects by itself)",
+            DAEMON_UNAVAILABLE,
         )
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def listen_progress(self, session: str, listener: ProgressListener | None) -> None:
+        """Send `consolidation/progress` of `session` to `listener` (None: stop)."""
+        if listener is None:
+            self._progress.pop(session, None)
+        else:
+            self._progress[session] = listener
+
+    def is_consolidating(self, session: str) -> bool:
+        return session in self._consolidating
+
+    def consolidating(self, session: str, running: bool) -> None:
+        """A consolidation from this editor started or ended; the status bar shows the latest."""
+        if running:
+            self._consolidating.append(session)
+        else:
+            self._consolidating.remove(session)
+        self._tell(self.status.state, self.status.message)
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        await self._reached()
+        try:
+            return await self.client.call(method, params)
+        except RpcError as exc:
+            raise JsonRpcException(exc.message, exc.code, exc.data) from None
+
+    async def _reached(self) -> None:
+        if self._ls.degraded is not None:
+            raise self.refusal()
+        if not self.client.connected:
+            await self._reach()
+            if self._ls.degraded is not None:
+                raise self.refusal()
+
+    async def _keep(self) -> None:
+        await self._reach()
+        while True:
+            if self.client.connected:
+                lost = self.client.info
+                await self.client.lost()
+                if await asyncio.to_thread(self._paths.read_status) == lost:
+                    # A daemon that stops removes its status file first: this one died.
+                    await self._reach(CRASHED)
+                    continue
+                if not self.client.connected:  # a request may have reconnected already
+                    self._tell("unavailable", STOPPED)
+            await self._watch()
+
+    async def _watch(self) -> None:
+        """Return once connected: by a request, or to a daemon someone else started."""
+        while not self.client.connected:
+            info = await asyncio.to_thread(self._running_daemon)
+            if info is not None and (info.protocol, info.version) == (PROTOCOL_VERSION, APP_VERSION):
+                await self._reach()
+                continue
+            if info is not None:
+                self._fail(
+                    f"a daemon of remem {info.version} serves {self._ls.home.root}, and this editor "
+                    f"runs remem {APP_VERSION}; restart the language server (Remem: Restart Server) "
+                    "once both are the same version"
+                )
+            self._woken.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), POLL_SECONDS)
+
+    def _running_daemon(self) -> DaemonInfo | None:
+        info = self._paths.read_status()
+        return info if info is not None and self._paths.running() else None
+
+    async def _reach(self, why: str | None = None) -> None:
+        """Connect, starting the daemon if needed; degraded with the reason if that fails."""
+        self._tell("starting", why)
+        try:
+            info = await self.client.connect()
+        except DaemonUnavailable as exc:
+            self._fail(str(exc))
+            return
+        self._connected(info)
+
+    def _connected(self, info: DaemonInfo) -> None:
+        again, self._ever_connected = self._ever_connected, True
+        self._ls.daemon, self._ls.degraded = self.client, None
+        self._tell("connected", f"remem daemon {info.version}, pid {info.pid}")
+        self._woken.set()
+        if again:  # memory may have changed while no daemon told us
+            for uri in list(self._ls.workspace.text_documents):
+                refresh(self._ls, uri)
+
+    def _fail(self, reason: str) -> None:
+        if self._ls.degraded == reason:
+            return
+        self._ls.daemon, self._ls.degraded = None, reason
+        log.warning("no daemon: %s", reason)
+        self._tell("unavailable", reason)
+        message = f"remem: {self.refusal().message}"
+        self._ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def _tell(self, state: Literal["connected", "starting", "unavailable"], message: str | None) -> None:
+        latest = self._consolidating[-1] if self._consolidating else None
+        self.status = Status(state=state, message=message, consolidating=latest)
+        if self.status != self._told:
+            self._told = self.status
+            self._ls.protocol.notify(STATUS, self.status.model_dump())
+
+    def _heard(self, method: str, params: dict[str, Any]) -> None:
+        if method == "memory/changed":
+            if params.get("scope") == "global":
+                refresh_global(self._ls)
+            elif isinstance(params.get("workspace"), str):
+                refresh_workspace(self._ls, self._ls.home.workspaces / params["workspace"])
+            self._ls.protocol.notify("remem/memoryChanged", params)
+        elif method == "sessions/changed":
+            self._ls.protocol.notify("remem/treeChanged", params)
+        elif method == "consolidation/progress" and (listener := self._progress.get(params["session"])):
+            listener(params)
 
 
-def _heard(ls: RememServer, method: str, params: dict[str, Any]) -> None:
-    if method == "memory/changed":
-        if params.get("scope") == "global":
-            refresh_global(ls)
-        elif isinstance(params.get("workspace"), str):
-            refresh_workspace(ls, ls.home.workspaces / params["workspace"])
-        ls.protocol.notify("remem/memoryChanged", params)
-    elif method == "sessions/changed":
-        ls.protocol.notify("remem/treeChanged", params)
+def _stopped_while_answering(exc: DaemonUnavailable) -> JsonRpcServerError:
+    return JsonRpcServerError(
+        f"the remem daemon stopped while answering ({exc}); it may or may not have been done: "
+        "look, then try again",
+        DAEMON_UNAVAILABLE,
+    )
+
+
+def _log_crash(keeper: asyncio.Task[None]) -> None:
+    if not keeper.cancelled() and keeper.exception() is not None:
+        log.error("the daemon link stopped", exc_info=keeper.exception())

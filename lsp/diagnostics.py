@@ -44,18 +44,18 @@ def register(server: RememServer) -> None:
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
-        path = _path(params.text_document.uri)
-        if path is not None and _workspace_folder(ls, path) is not None:
+        path = path_of(params.text_document.uri)
+        if path is not None and workspace_folder(ls, path) is not None:
             _publish_folder(ls, path.parent)
 
 
 def refresh(ls: RememServer, uri: str) -> None:
-    path = _path(uri)
+    path = path_of(uri)
     if path is None:
         return
     if path == ls.home.global_file:
         refresh_global(ls)
-    elif _workspace_folder(ls, path) is not None:
+    elif workspace_folder(ls, path) is not None:
         _publish_folder(ls, path.parent)
 
 
@@ -76,7 +76,7 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
     open_here = {
         path.name: (uri, document.source)
         for uri, document in ls.workspace.text_documents.items()
-        if (path := _path(uri)) is not None and path.parent == folder
+        if (path := path_of(uri)) is not None and path.parent == folder
     }
     reports = lint_workspace_folder(folder, {name: text for name, (_, text) in open_here.items()})
     for name, (uri, _) in open_here.items():
@@ -103,13 +103,13 @@ def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
     )
 
 
-def _workspace_folder(ls: RememServer, path: Path) -> Path | None:
+def workspace_folder(ls: RememServer, path: Path) -> Path | None:
     """The workspace folder a record or `MEMORY.md` belongs to; None for any other file."""
     if path.suffix != ".md" or path.parent.parent != ls.home.workspaces:
         return None
     return path.parent
 
 
-def _path(uri: str) -> Path | None:
+def path_of(uri: str) -> Path | None:
     fs_path = uris.to_fs_path(uri)
     return Path(fs_path) if fs_path is not None else None

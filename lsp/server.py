@@ -6,25 +6,54 @@ Features live in their own modules and register their LSP methods on `server` wh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pygls.lsp.server import LanguageServer
 
 from remem.daemon import __version__
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 
+from .protocol import RememProtocol
+
+if TYPE_CHECKING:
+    from .daemon_link import DaemonLink
+
 
 class RememServer(LanguageServer):
+    protocol: RememProtocol
+    link: DaemonLink  # set by `daemon_link.register`
+
     def __init__(self, home: Home) -> None:
-        super().__init__("remem", __version__)
+        super().__init__("remem", __version__, protocol_cls=RememProtocol)
         self.home = home
         self.daemon: AsyncDaemonClient | None = None
         self.degraded: str | None = None  # why there is no daemon, when there is none
 
 
 def create_server(home: Home) -> RememServer:
-    from . import daemon_link, diagnostics
+    from . import (
+        code_actions,
+        code_lens,
+        commands,
+        completion,
+        daemon_link,
+        diagnostics,
+        hover,
+        links,
+        requests,
+        symbols,
+    )
 
     server = RememServer(home)
     diagnostics.register(server)
     daemon_link.register(server)
+    requests.register(server)
+    commands.register(server)
+    code_actions.register(server)
+    code_lens.register(server)
+    hover.register(server)
+    links.register(server)
+    completion.register(server)
+    symbols.register(server)
     return server

@@ -1,0 +1,438 @@
+"""Quick fixes for memory files, and "Consolidate the latest session of this workspace".
+
+Each quick fix is an edit computed from the document's current text and attached to the
+diagnostics it fixes; it is marked preferred when it is the one obvious fix. Rules without a
+safe fix (a name used twice, a body over budget, broken YAML, an empty body) get none: a fix
+there would have to invent or drop content. `MEMORY.md` out of sync is offered two ways: as an
+edit of the open document to what the records render to (the texts the diagnostic compared,
+unsaved ones included), and through the daemon (`remem.lsp.regenerateIndex`, from the files).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from lsprotocol import types
+from pygls.capabilities import get_capability
+
+from remem.daemon.memory.canonical import canonicalize
+from remem.daemon.memory.diagnostics import TextPositions
+from remem.daemon.memory.index import render_index
+from remem.daemon.memory.record import (
+    DESCRIPTION_MAX,
+    FIELDS,
+    RECORD_SUFFIX,
+    RecordType,
+)
+from remem.daemon.memory.validation import validate_workspace
+
+from .documents import (
+    Kind,
+    MemoryFile,
+    file_name_as_record,
+    line_break,
+    lines_of,
+    lsp_range,
+    memory_file,
+    offset_at,
+    record_texts,
+    valid_name,
+    whole_lines,
+    workspace_cwd,
+)
+from .front_matter import FrontMatter, locate, value
+from .server import RememServer
+
+REGENERATE_COMMAND = "remem.lsp.regenerateIndex"
+CONSOLIDATE_COMMAND = "remem.lsp.consolidate"
+_KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.Source]
+_MISSING_KEY = re.compile(r"no `(\w+)`")
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_TYPES = [t.value for t in RecordType]
+
+
+def register(server: RememServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=_KINDS))
+    def code_action(ls: RememServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        file = memory_file(ls, params.text_document.uri)
+        if file is None:
+            return None
+        context = _Context.of(ls, file, params.text_document.uri)
+        actions = _quick_fixes(context, params.context.diagnostics) + _source_actions(context)
+        return [a for a in actions if _wanted(a, params.context.only)]
+
+
+@dataclass(frozen=True)
+class _Context:
+    ls: RememServer
+    file: MemoryFile
+    uri: str
+    version: int | None
+    text: str
+    lines: list[str]
+    front: FrontMatter | None
+
+    @classmethod
+    def of(cls, ls: RememServer, file: MemoryFile, uri: str) -> _Context:
+        document = ls.workspace.get_text_document(uri)
+        lines = lines_of(document.source)
+        front = locate(lines) if file.kind is Kind.RECORD else None
+        return cls(ls, file, uri, document.version, document.source, lines, front)
+
+    def edit(self, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+        """An edit of this document; versioned when the client can check the version."""
+        if get_capability(self.ls.client_capabilities, "workspace.workspace_edit.document_changes", False):
+            document = types.OptionalVersionedTextDocumentIdentifier(uri=self.uri, version=self.version)
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(document, list(edits))])
+        return types.WorkspaceEdit(changes={self.uri: list(edits)})
+
+    def set_key(self, key: str, new: str) -> list[types.TextEdit]:
+        """Edits that give `key` the value `new`, replacing its lines or adding one in order."""
+        assert self.front is not None
+        entry = self.front.entry(key)
+        line = _key_line(key, new) + line_break(self.text)
+        if entry is not None:
+            return [types.TextEdit(whole_lines(entry.first, entry.last), line)]
+        at = types.Position(_insertion_line(self.front, key), 0)
+        return [types.TextEdit(types.Range(at, at), line)]
+
+    def current(self, key: str) -> str | None:
+        entry = self.front.entry(key) if self.front is not None else None
+        found = value(self.lines, entry) if entry is not None else None
+        return found if isinstance(found, str) else None
+
+    def range_text(self, where: types.Range) -> str:
+        return self.text[offset_at(self.text, where.start) : offset_at(self.text, where.end)]
+
+
+Fixer = Callable[[_Context, types.Diagnostic], list[types.CodeAction]]
+
+
+def _quick_fixes(context: _Context, diagnostics: Sequence[types.Diagnostic]) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    for diagnostic in diagnostics:
+        code = str(diagnostic.code)
+        fixer = _FIXERS.get(code) if diagnostic.source == "remem" else None
+        if fixer is not None and (context.front is not None or code in _WITHOUT_FRONT_MATTER):
+            actions.extend(fixer(context, diagnostic))
+    return _merged(actions)
+
+
+def _merged(actions: list[types.CodeAction]) -> list[types.CodeAction]:
+    """One action per title: a fix that clears several diagnostics at once lists them all."""
+    by_title: dict[str, types.CodeAction] = {}
+    for action in actions:
+        known = by_title.get(action.title)
+        if known is None:
+            by_title[action.title] = action
+        else:
+            known.diagnostics = [*(known.diagnostics or []), *(action.diagnostics or [])]
+    return list(by_title.values())
+
+
+def _fix(
+    title: str, diagnostic: types.Diagnostic, edit: types.WorkspaceEdit, *, preferred: bool = False
+) -> types.CodeAction:
+    return types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic],
+        edit=edit,
+        is_preferred=preferred or None,
+    )
+
+
+# -- canonical text ---------------------------------------------------------------------------
+
+
+def _canonical(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    fixed = canonicalize(context.text)
+    if fixed == context.text:
+        return []
+    whole = lsp_range(TextPositions(context.text), 0, len(context.text))
+    title = "Make the text canonical (no byte-order mark, LF line endings, one final newline)"
+    return [_fix(title, diagnostic, context.edit([types.TextEdit(whole, fixed)]), preferred=True)]
+
+
+def _controls(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    positions = TextPositions(context.text)
+    edits = [
+        types.TextEdit(lsp_range(positions, at, at + 1), "")
+        for at, ch in enumerate(context.text)
+        if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r"
+    ]
+    if not edits:
+        return []
+    return [_fix("Delete every control character", diagnostic, context.edit(edits), preferred=True)]
+
+
+# -- front-matter keys ------------------------------------------------------------------------
+
+
+def _missing_key(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    named = _MISSING_KEY.search(diagnostic.message)  # the three keys share the code; the message names one
+    key = named.group(1) if named else ""
+    if key not in FIELDS or context.front is None or context.front.entry(key) is not None:
+        return []
+    candidates = _candidates(context, key)
+    return [
+        _fix(
+            f"Add `{_key_line(key, v)}`",
+            diagnostic,
+            context.edit(context.set_key(key, v)),
+            preferred=key == "name",  # the file name is the one right name; other values are guesses
+        )
+        for v in candidates
+    ]
+
+
+def _candidates(context: _Context, key: str) -> list[str]:
+    if key == "name":
+        stem = file_name_as_record(context.file.path)
+        return [stem] if stem is not None else []
+    if key == "type":
+        return _TYPES
+    summary = _body_summary(context)
+    return [summary] if summary else []
+
+
+def _insertion_line(front: FrontMatter, key: str) -> int:
+    """Where a missing key goes: before the first known key that follows it, so order stays canonical."""
+    later = FIELDS[FIELDS.index(key) + 1 :]
+    return next((e.first for e in front.entries if e.key in later), front.closing)
+
+
+def _key_casing(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    written = context.range_text(diagnostic.range)
+    key = written.lower()
+    if key not in FIELDS or key == written or context.front is None or context.front.entry(key) is not None:
+        return []
+    edit = context.edit([types.TextEdit(diagnostic.range, key)])
+    return [_fix(f"Rename the key to `{key}`", diagnostic, edit, preferred=True)]
+
+
+def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    written = context.range_text(diagnostic.range)
+    if not written or diagnostic.range.start.line != diagnostic.range.end.line:
+        return []
+    try:
+        loaded = yaml.safe_load(written)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(loaded, (int, float, datetime.date)):  # bool is an int; lists and null stay
+        return []
+    quoted = json.dumps(written, ensure_ascii=False)
+    edit = context.edit([types.TextEdit(diagnostic.range, quoted)])
+    return [_fix(f"Quote the value: {quoted}", diagnostic, edit, preferred=True)]
+
+
+def _tabs(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    assert context.front is not None
+    edits = []
+    for number in range(1, context.front.closing):
+        line = context.lines[number]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            where = types.Range(types.Position(number, 0), types.Position(number, len(indent)))
+            edits.append(types.TextEdit(where, indent.replace("\t", "  ")))
+    if not edits:
+        return []
+    return [_fix("Indent the front matter with spaces", diagnostic, context.edit(edits), preferred=True)]
+
+
+# -- name, type, description ------------------------------------------------------------------
+
+
+def _type(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    written = context.current("type")
+    if written is None:
+        return []
+    if written.strip().lower() in _TYPES:
+        fixed = written.strip().lower()
+        edit = context.edit(context.set_key("type", fixed))
+        return [_fix(f"Change the type to `{fixed}`", diagnostic, edit, preferred=True)]
+    return [
+        _fix(f"Set the type to `{kind}`", diagnostic, context.edit(context.set_key("type", kind)))
+        for kind in _TYPES
+    ]
+
+
+def _name(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    written = context.current("name")
+    if written is None:
+        return []
+    slug = _NOT_SLUG.sub("-", written.lower()).strip("-")
+    if not valid_name(slug):
+        return []
+    edit = context.edit(context.set_key("name", slug))
+    return [_fix(f"Change the name to `{slug}`", diagnostic, edit, preferred=slug == written.lower())]
+
+
+def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    actions = []
+    stem = file_name_as_record(context.file.path)
+    if stem is not None:
+        edit = context.edit(context.set_key("name", stem))
+        actions.append(_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit))
+    written = context.current("name")
+    if written is not None and _can_rename(context):
+        target = context.file.path.with_name(f"{written}{RECORD_SUFFIX}")
+        if not target.exists() and target.as_uri() not in context.ls.workspace.text_documents:
+            rename = types.RenameFile(
+                kind="rename",
+                old_uri=context.uri,
+                new_uri=target.as_uri(),
+                options=types.RenameFileOptions(overwrite=False, ignore_if_exists=False),
+            )
+            edit = types.WorkspaceEdit(document_changes=[rename])
+            actions.append(_fix(f"Rename the file to `{target.name}` (the name)", diagnostic, edit))
+    return actions
+
+
+def _can_rename(context: _Context) -> bool:
+    operations = get_capability(
+        context.ls.client_capabilities, "workspace.workspace_edit.resource_operations", []
+    )
+    return types.ResourceOperationKind.Rename in (operations or [])
+
+
+def _description(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    written = context.current("description")
+    joined = " ".join(written.split()) if written is not None else ""
+    if not joined:
+        return []
+    short = _shortened(joined)
+    edits = context.set_key("description", short)
+    moved = ""
+    if short != joined:
+        edits.append(_prepend_to_body(context, joined))
+        moved = " and move the full text to the body"
+    if str(diagnostic.code) == "remem/description-multiline":
+        title = "Join the description into one line" + moved
+    else:
+        title = f"Shorten the description to {DESCRIPTION_MAX} characters" + moved
+    return [_fix(title, diagnostic, context.edit(edits), preferred=True)]
+
+
+def _describe(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    summary = _body_summary(context)
+    if not summary:
+        return []
+    edit = context.edit(context.set_key("description", summary))
+    return [_fix("Use the body's first line as the description", diagnostic, edit)]
+
+
+def _prepend_to_body(context: _Context, text: str) -> types.TextEdit:
+    assert context.front is not None
+    newline = line_break(context.text)
+    below = context.front.closing + 1
+    if below < len(context.lines):
+        at = types.Position(below, 0)
+        return types.TextEdit(types.Range(at, at), f"{text}{newline}{newline}")
+    at = types.Position(context.front.closing, len(context.lines[context.front.closing]))
+    return types.TextEdit(types.Range(at, at), f"{newline}{text}{newline}")
+
+
+def _body_summary(context: _Context) -> str:
+    """The body's first non-blank line without its heading marks, short enough to be a description."""
+    assert context.front is not None
+    for line in context.lines[context.front.closing + 1 :]:
+        words = line.strip().lstrip("#").split()
+        if words:
+            return _shortened(" ".join(words))
+    return ""
+
+
+def _shortened(text: str) -> str:
+    """`text` within the description limit, cut at a word boundary and marked with an ellipsis."""
+    if len(text) <= DESCRIPTION_MAX:
+        return text
+    cut = text[: DESCRIPTION_MAX - 1]
+    space = cut.rfind(" ")
+    if space > DESCRIPTION_MAX // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+def _key_line(key: str, new: str) -> str:
+    """`key: value` with the value quoted only when YAML would read it as something else."""
+    dumped = yaml.safe_dump({key: new}, allow_unicode=True, width=1 << 30, default_flow_style=False)
+    return dumped.rstrip("\n")
+
+
+# -- MEMORY.md ----------------------------------------------------------------------------------
+
+
+def _index(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    actions = []
+    parsed, _ = validate_workspace(record_texts(context.ls, context.file.path.parent))
+    records = [p.record for p in parsed.values() if p.record is not None]
+    if len(records) == len(parsed):
+        rendered = render_index(records)
+        if rendered != context.text:
+            whole = lsp_range(TextPositions(context.text), 0, len(context.text))
+            edit = context.edit([types.TextEdit(whole, rendered)])
+            actions.append(_fix("Replace with what the records render to", diagnostic, edit, preferred=True))
+    title = "Regenerate MEMORY.md from the saved records (through the remem daemon)"
+    command = types.Command(title=title, command=REGENERATE_COMMAND, arguments=[{"uri": context.uri}])
+    kind = types.CodeActionKind.QuickFix
+    actions.append(types.CodeAction(title=title, kind=kind, diagnostics=[diagnostic], command=command))
+    return actions
+
+
+# -- consolidation ------------------------------------------------------------------------------
+
+
+def _source_actions(context: _Context) -> list[types.CodeAction]:
+    if context.file.kind is Kind.GLOBAL:
+        return []
+    cwd = workspace_cwd(context.ls, context.file.key)
+    if not cwd:
+        return []
+    title = f"Consolidate the latest session of {Path(cwd).name or cwd}"
+    command = types.Command(title=title, command=CONSOLIDATE_COMMAND, arguments=[{"cwd": cwd}])
+    return [types.CodeAction(title=title, kind=types.CodeActionKind.Source, command=command)]
+
+
+def _wanted(action: types.CodeAction, only: Sequence[str] | None) -> bool:
+    if not only:
+        return True
+    kind = str(action.kind)
+    return any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+
+_FIXERS: dict[str, Fixer] = {
+    "remem/bom": _canonical,
+    "remem/line-endings": _canonical,
+    "remem/trailing-newline": _canonical,
+    "remem/control-character": _controls,
+    "remem/missing-key": _missing_key,
+    "remem/unknown-key": _key_casing,
+    "remem/non-string-value": _quote,
+    "remem/front-matter-tab": _tabs,
+    "remem/type-invalid": _type,
+    "remem/name-invalid": _name,
+    "remem/name-mismatch": _name_mismatch,
+    "remem/description-multiline": _description,
+    "remem/description-too-long": _description,
+    "remem/description-empty": _describe,
+    "remem/index-out-of-sync": _index,
+}
+# The fixers that need no front matter; the others edit keys, so they need it located (the
+# diagnostics may predate an edit that broke it).
+_WITHOUT_FRONT_MATTER = frozenset(
+    (
+        "remem/bom",
+        "remem/line-endings",
+        "remem/trailing-newline",
+        "remem/control-character",
+        "remem/index-out-of-sync",
+    )
+)

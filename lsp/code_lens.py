@@ -1,0 +1,83 @@
+"""Code lenses: consolidate and branch in session transcripts, provenance on records.
+
+In a transcript (`remem-session:/<encodeURIComponent(id)>.md`): "Consolidate this session" on
+the first line, and "Branch from here" on the heading of each turn the daemon says can be
+branched from (`## Turn N — status — time`, as the transcript renders it). Without a daemon a
+transcript gets no lenses, since none of them could run. On a record whose current content a
+review produced: that provenance on the first line; it opens the receipt (the extension's
+`remem.showReceipt`).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote, urlsplit
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from remem.daemon.memory.validation import parse_record
+from remem.daemon.server.protocol import TurnsResult
+
+from .code_actions import CONSOLIDATE_COMMAND
+from .documents import Kind, MemoryFile, lines_of, memory_file
+from .provenance import history
+from .server import RememServer
+
+TRANSCRIPT_SCHEME = "remem-session"
+FORK_COMMAND = "remem.lsp.fork"
+SHOW_RECEIPT_COMMAND = "remem.showReceipt"  # the extension's: it opens the receipt at `path`
+_TURN_HEADING = re.compile(r"## Turn (\d+) — ")
+
+
+def register(server: RememServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    async def code_lens(ls: RememServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+        uri = params.text_document.uri
+        session = session_of(uri)
+        if session is not None:
+            return await _transcript_lenses(ls, uri, session)
+        file = memory_file(ls, uri)
+        if file is None or file.kind is not Kind.RECORD:
+            return None
+        return await _provenance_lenses(ls, uri, file)
+
+
+def session_of(uri: str) -> str | None:
+    """The session id of a transcript URI; None for any other URI."""
+    parts = urlsplit(uri)
+    if parts.scheme != TRANSCRIPT_SCHEME or not parts.path.endswith(".md"):
+        return None
+    return unquote(parts.path.removeprefix("/").removesuffix(".md")) or None
+
+
+async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[types.CodeLens]:
+    try:
+        answer = await ls.link.call("sessions/turns", {"id": session})
+    except JsonRpcException:
+        return []  # no daemon, or the session is gone: none of these lenses could run
+    forkable = {row.turn for row in TurnsResult.model_validate(answer).turns if row.forkable}
+    lenses = [_lens(0, "Consolidate this session", CONSOLIDATE_COMMAND, {"session": session})]
+    for number, line in enumerate(lines_of(ls.workspace.get_text_document(uri).source)):
+        heading = _TURN_HEADING.match(line)
+        if heading is not None and int(heading.group(1)) in forkable:
+            turn = int(heading.group(1))
+            lenses.append(_lens(number, "Branch from here", FORK_COMMAND, {"session": session, "turn": turn}))
+    return lenses
+
+
+async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> list[types.CodeLens]:
+    record = parse_record(ls.workspace.get_text_document(uri).source, file.path.name).record
+    if record is None:
+        return []
+    found = (await history(ls, file.key, record)).provenance
+    if found is None:
+        return []
+    return [_lens(0, found.label(), SHOW_RECEIPT_COMMAND, {"review": found.review, "path": found.receipt})]
+
+
+def _lens(line: int, title: str, command: str, argument: dict[str, object]) -> types.CodeLens:
+    at = types.Position(line, 0)
+    return types.CodeLens(
+        range=types.Range(at, at), command=types.Command(title=title, command=command, arguments=[argument])
+    )

@@ -1,0 +1,169 @@
+"""remem's server commands (`remem.lsp.*`), each taking one JSON object checked by its model.
+
+Their ids never clash with the extension's own (`remem.*`, never `remem.lsp.*`): VS Code
+refuses a command id registered twice. Branching asks the user first (unless the caller says
+it did) that only the conversation is copied, not files or other side effects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pydantic import Field, model_validator
+from pygls import uris
+from pygls.exceptions import JsonRpcInvalidParams
+
+from remem.daemon.forks.service import ForkRequest
+from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.server.protocol import TurnRow, TurnsResult
+
+from .consolidate import consolidate
+from .server import RememServer
+from .wire import AbsolutePath, Strict, only_argument
+
+CONSOLIDATE = "remem.lsp.consolidate"
+FORK = "remem.lsp.fork"
+RENAME = "remem.lsp.rename"
+ARCHIVE = "remem.lsp.archive"
+RESTORE = "remem.lsp.restore"
+REGENERATE_INDEX = "remem.lsp.regenerateIndex"
+SELECT_MODEL = "remem.lsp.selectModel"
+BRANCH, CANCEL = "Branch", "Cancel"
+
+
+class ConsolidateArgs(Strict):
+    session: str | None = Field(default=None, min_length=1)
+    cwd: AbsolutePath | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ConsolidateArgs:
+        if (self.session is None) == (self.cwd is None):
+            raise ValueError("give either `session` (an id) or `cwd` (for its latest finished session)")
+        return self
+
+
+class ForkArgs(Strict):
+    session: str = Field(min_length=1)
+    turn: int = Field(ge=1)
+    title: str | None = None
+    confirmed: bool = False
+
+
+class SessionArg(Strict):
+    session: str = Field(min_length=1)
+
+
+class RenameArgs(SessionArg):
+    title: str
+
+
+class RegenerateArgs(Strict):
+    uri: str | None = None
+    cwd: AbsolutePath | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> RegenerateArgs:
+        if (self.uri is None) == (self.cwd is None):
+            raise ValueError("give either `uri` (a file of a workspace's memory folder) or `cwd`")
+        return self
+
+
+class SelectModelArgs(Strict):
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+
+
+def register(server: RememServer) -> None:
+    @server.command(CONSOLIDATE)
+    async def consolidate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        target = only_argument(arguments, ConsolidateArgs, CONSOLIDATE)
+        return await consolidate(ls, target.session, target.cwd)
+
+    @server.command(FORK)
+    async def fork_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        return await fork(ls, only_argument(arguments, ForkArgs, FORK))
+
+    @server.command(RENAME)
+    async def rename_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        args = only_argument(arguments, RenameArgs, RENAME)
+        return await ls.link.call("sessions/rename", {"id": args.session, "title": args.title})
+
+    @server.command(ARCHIVE)
+    async def archive_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        args = only_argument(arguments, SessionArg, ARCHIVE)
+        return await ls.link.call("sessions/archive", {"id": args.session, "archived": True})
+
+    @server.command(RESTORE)
+    async def restore_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        args = only_argument(arguments, SessionArg, RESTORE)
+        return await ls.link.call("sessions/archive", {"id": args.session, "archived": False})
+
+    @server.command(REGENERATE_INDEX)
+    async def regenerate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        args = only_argument(arguments, RegenerateArgs, REGENERATE_INDEX)
+        cwd = args.cwd if args.cwd is not None else await _cwd_of_memory_file(ls, str(args.uri))
+        return await ls.link.call("memory/regenerateIndex", {"cwd": cwd})
+
+    @server.command(SELECT_MODEL)
+    async def select_model_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        args = only_argument(arguments, SelectModelArgs, SELECT_MODEL)
+        current = await ls.link.call("consolidation/settings/read", {})
+        change = {**args.model_dump(), "expectedRevision": current["revision"]}
+        return await ls.link.call("consolidation/settings/select", change, idempotent=False)
+
+
+async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
+    """Branch after the end of turn `args.turn`: the new session's id, or None when declined."""
+    row = await _forkable_turn(ls, args.session, args.turn)
+    if not args.confirmed and not await _confirmed(ls, args.turn):
+        return {"id": None}
+    request = ForkRequest(
+        source=args.session, operationId=uuid.uuid4().hex, atSeq=row.endSeq, title=args.title
+    )  # a new id per branch the user asks for; a resend of this request reuses it
+    result = await ls.link.call("sessions/fork", request.model_dump(exclude_none=True))
+    return {"id": result["child"]}
+
+
+async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
+    turns = TurnsResult.model_validate(await ls.link.call("sessions/turns", {"id": session})).turns
+    row = next((t for t in turns if t.turn == turn), None)
+    if row is None:
+        raise JsonRpcInvalidParams(f"{FORK}: session {session} has no turn {turn} (it has {len(turns)})")
+    if not row.forkable:
+        raise JsonRpcInvalidParams(
+            f"{FORK}: turn {turn} of {session} has not finished; branch from a completed turn"
+        )
+    return row
+
+
+async def _confirmed(ls: RememServer, turn: int) -> bool:
+    question = types.ShowMessageRequestParams(
+        type=types.MessageType.Warning,
+        message=(
+            f"Branch this session after turn {turn}? Branching copies the conversation only: files "
+            "and other side effects of the session are not rolled back."
+        ),
+        actions=[types.MessageActionItem(title=BRANCH), types.MessageActionItem(title=CANCEL)],
+    )
+    choice = await ls.window_show_message_request_async(question)
+    return choice is not None and choice.title == BRANCH
+
+
+async def _cwd_of_memory_file(ls: RememServer, uri: str) -> str:
+    """The project folder whose memory folder holds the file at `uri`."""
+    fs_path = uris.to_fs_path(uri)
+    path = Path(fs_path) if fs_path is not None else None
+    if path is None or path.parent.parent != ls.home.workspaces or not is_workspace_key(path.parent.name):
+        raise JsonRpcInvalidParams(f"{REGENERATE_INDEX}: {uri} is not a file of a workspace's memory folder")
+    workspace = await asyncio.to_thread(MemoryStore(ls.home).workspace_of, path.parent.name)
+    if not workspace.cwd or WorkspaceId.from_cwd(workspace.cwd).key != workspace.key:
+        raise JsonRpcInvalidParams(
+            f"{REGENERATE_INDEX}: {path.parent / 'workspace.json'} does not name this folder's project; "
+            "run the command with `cwd` (the project folder) instead"
+        )
+    return workspace.cwd

@@ -1,0 +1,224 @@
+"""Consolidating a session from the editor: work-done progress, cancellation, and the outcome.
+
+Progress goes to the token the client gave with the command, else to one the server creates
+when the client supports `window.workDoneProgress`; it reports the daemon's phases and model
+steps. Cancelling the command request or the progress sends `consolidation/cancel` once the
+model is being asked (the steps before take moments and write nothing to cancel), and the
+attempt ends `cancelled`. The outcome is then shown as a message with the number of changes
+and an "Open Receipt" action that opens the receipt file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
+
+from remem.daemon.consolidation.receipts import ReceiptStore, Status
+from remem.daemon.consolidation.runner import ConsolidationResult
+from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, TreeResult
+
+from .server import RememServer
+
+log = logging.getLogger("remem.lsp")
+OPEN_RECEIPT = "Open Receipt"
+_PHASES = {
+    "freezing": "Reading the session and the memory it is reviewed against",
+    "model": "Asking the model",
+    "model-step": "The model answered",
+    "committing": "Writing memory",
+}
+_ASKING_THE_MODEL = frozenset({"model", "model-step"})
+_SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
+_announcing: set[asyncio.Task[None]] = set()  # messages waiting for the user, kept from the GC
+
+
+class Outcome(ConsolidationResult):
+    """What `remem.lsp.consolidate` answers: the daemon's result and the receipt's path."""
+
+    receipt: str
+
+
+async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> dict[str, Any]:
+    """Consolidate `session`, or the latest finished session of the workspace at `cwd`."""
+    request = ls.protocol.command_request()
+    cancelled_request = request.cancelled if request is not None else asyncio.Event()
+    cancelled_progress = asyncio.Event()
+    label = session
+    if session is None:
+        assert cwd is not None
+        session, label = await latest_session(ls, cwd)
+    if ls.link.is_consolidating(session):
+        raise JsonRpcServerError(
+            f"a consolidation of {label} is already running; cancel it from its progress first",
+            CONSOLIDATION_REFUSED,
+            {"code": "RUNNING"},
+        )
+    ls.link.consolidating(session, True)
+    progress = _Progress(ls, None)
+    try:
+        progress = await _Progress.open(ls, request.token if request is not None else None)
+        progress.on_cancel(cancelled_progress.set)
+        progress.begin(f"Remem: consolidating {label}")
+        asking = asyncio.Event()
+        ls.link.listen_progress(session, lambda phase: _heard(phase, progress, asking))
+        answer = await _run(ls, session, asking, cancelled_request, cancelled_progress)
+        result = ConsolidationResult.model_validate(answer)
+        outcome = Outcome(**result.model_dump(), receipt=str(ReceiptStore(ls.home).path(result.review)))
+        progress.end(_summary(outcome, label))
+    except JsonRpcException as exc:
+        progress.end(f"Not consolidated: {exc.message}")
+        raise
+    finally:
+        ls.link.listen_progress(session, None)
+        ls.link.consolidating(session, False)
+        progress.end("Stopped")
+    if not cancelled_request.is_set():  # else the client was answered "cancelled" and says so itself
+        _announce(ls, outcome, label)
+    return outcome.model_dump(mode="json")
+
+
+async def latest_session(ls: RememServer, cwd: str) -> tuple[str, str]:
+    """The newest session of the workspace that has finished, is not archived and is not a
+    subagent's part of another session: its id, and how to name it to a person."""
+    tree = TreeResult.model_validate(await ls.link.call("sessions/tree", {"cwd": cwd}))
+    finished = [n for n in tree.nodes if not n.live and not n.archived and n.kind != "subagent"]
+    if not finished:
+        raise JsonRpcServerError(
+            f"no finished session of {cwd} to consolidate (a live session can be consolidated once it ends)",
+            CONSOLIDATION_REFUSED,
+            {"code": "NOT_FOUND"},
+        )
+    latest = max(finished, key=lambda n: (n.createdAt, n.id))
+    return latest.id, f"“{latest.title}”" if latest.title else latest.id
+
+
+async def _run(
+    ls: RememServer, session: str, asking: asyncio.Event, *cancels: asyncio.Event
+) -> dict[str, Any]:
+    """The daemon's answer to `consolidation/run`; a cancel is passed on once the model is asked."""
+    if any(cancel.is_set() for cancel in cancels):
+        raise JsonRpcRequestCancelled(f"the consolidation of {session} was cancelled before it began")
+    run = asyncio.ensure_future(ls.link.call("consolidation/run", {"session": session}, idempotent=False))
+    try:
+        if await _first(run, *cancels) and await _first(run, asking):
+            await ls.link.call("consolidation/cancel", {"session": session})
+        return await run
+    except BaseException:
+        # Shutting down, or the daemon is gone: it finishes (or settles) the review on its own.
+        run.cancel()
+        raise
+
+
+async def _first(run: asyncio.Future[Any], *events: asyncio.Event) -> bool:
+    """Wait for `run` to end or one of `events` to be set; whether an event came first."""
+    waiting = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait({run, *waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiting:
+            waiter.cancel()
+    return not run.done()
+
+
+def _heard(phase: dict[str, Any], progress: _Progress, asking: asyncio.Event) -> None:
+    name = phase["phase"]
+    if name in _ASKING_THE_MODEL:
+        asking.set()
+    message = _PHASES.get(name)
+    if message is None:
+        return
+    if name == "model" and phase.get("attempt"):
+        message += f" (attempt {phase['attempt']})"
+    if name == "model-step" and phase.get("step"):
+        message += f" (step {phase['step']})"
+    progress.report(message)
+
+
+def _summary(outcome: Outcome, label: str) -> str:
+    changes = f"{outcome.changes} change{'' if outcome.changes == 1 else 's'} to memory"
+    finished_earlier = " (it finishes a review interrupted earlier)" if outcome.recovered else ""
+    if outcome.status is Status.COMMITTED:
+        return f"Consolidated {label}: {changes}{finished_earlier}."
+    if outcome.status is Status.NO_CHANGE:
+        return f"Consolidated {label}: nothing new to remember, 0 changes to memory."
+    if outcome.status is Status.CANCELLED:
+        return f"Consolidation of {label} cancelled: 0 changes to memory."
+    return f"Consolidation of {label} ended {outcome.status.value}: {changes}; the receipt says why."
+
+
+def _announce(ls: RememServer, outcome: Outcome, label: str) -> None:
+    """Show the outcome without holding up the command's answer until the user reacts."""
+    task = asyncio.ensure_future(_show(ls, outcome, label))
+    _announcing.add(task)
+    task.add_done_callback(_announcing.discard)
+
+
+async def _show(ls: RememServer, outcome: Outcome, label: str) -> None:
+    kind = types.MessageType.Info if outcome.status in _SUCCEEDED else types.MessageType.Warning
+    message = _summary(outcome, label)
+    try:
+        choice = await ls.window_show_message_request_async(
+            types.ShowMessageRequestParams(
+                type=kind, message=message, actions=[types.MessageActionItem(title=OPEN_RECEIPT)]
+            )
+        )
+    except JsonRpcException:  # a client without message requests still hears the outcome
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        return
+    if choice is not None and choice.title == OPEN_RECEIPT:
+        uri = Path(outcome.receipt).as_uri()
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
+
+
+class _Progress:
+    """One consolidation's work-done progress; every call does nothing when there is no token."""
+
+    def __init__(self, ls: RememServer, token: types.ProgressToken | None) -> None:
+        self._ls, self._token = ls, token
+
+    @classmethod
+    async def open(cls, ls: RememServer, given: types.ProgressToken | None) -> _Progress:
+        if given is not None:
+            return cls(ls, given)
+        if not get_capability(ls.client_capabilities, "window.work_done_progress", False):
+            return cls(ls, None)
+        token = f"remem-consolidate-{uuid.uuid4().hex}"
+        try:
+            await ls.work_done_progress.create_async(token)
+        except JsonRpcException as exc:
+            log.info("no progress for this consolidation: the client refused a token (%s)", exc.message)
+            return cls(ls, None)
+        return cls(ls, token)
+
+    def begin(self, title: str) -> None:
+        if self._token is not None:
+            value = types.WorkDoneProgressBegin(title=title, cancellable=True)
+            self._ls.work_done_progress.begin(self._token, value)
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """Call `callback` when the client cancels this progress."""
+        if self._token is None:
+            return
+        cancelled = self._ls.work_done_progress.tokens.setdefault(self._token, Future())
+        cancelled.add_done_callback(lambda future: callback() if future.cancelled() else None)
+
+    def report(self, message: str) -> None:
+        if self._token is not None:
+            self._ls.work_done_progress.report(self._token, types.WorkDoneProgressReport(message=message))
+
+    def end(self, message: str) -> None:
+        if self._token is not None:
+            self._ls.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+            with contextlib.suppress(KeyError):
+                del self._ls.work_done_progress.tokens[self._token]
+            self._token = None

@@ -1,0 +1,144 @@
+"""Which memory file an editor document is, and texts and positions as the editor sees them.
+
+The editor features (code actions, lenses, hover, links, completion, symbols) serve only the
+files of this home's memory folder: `GLOBAL.md`, and each workspace's records and `MEMORY.md`.
+Positions are LSP positions (UTF-16), with lines broken exactly where the validator breaks them,
+so a feature's ranges and the diagnostics' ranges always agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from lsprotocol import types
+
+from remem.daemon.home import Home
+from remem.daemon.memory.diagnostics import TextPositions
+from remem.daemon.memory.record import INDEX_FILE, Record, RecordType, record_name_of, render_record
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.memory.validation import validate_record
+
+from .diagnostics import path_of, workspace_folder
+from .server import RememServer
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class Kind(str, Enum):
+    GLOBAL = "global"
+    RECORD = "record"
+    INDEX = "index"
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    kind: Kind
+    path: Path
+
+    @property
+    def key(self) -> str:
+        """The workspace key of a record or `MEMORY.md` (its folder's name)."""
+        return self.path.parent.name
+
+
+def memory_file(ls: RememServer, uri: str) -> MemoryFile | None:
+    """What `uri` is in the memory folder; None for every other document."""
+    path = path_of(uri)
+    if path is None:
+        return None
+    if path == ls.home.global_file:
+        return MemoryFile(Kind.GLOBAL, path)
+    if workspace_folder(ls, path) is None:
+        return None
+    if path.name == INDEX_FILE:
+        return MemoryFile(Kind.INDEX, path)
+    return MemoryFile(Kind.RECORD, path) if record_name_of(path.name) is not None else None
+
+
+def text_of(ls: RememServer, path: Path) -> str | None:
+    """The editor's text of `path` if it is open, else the file's; None if there is no file."""
+    uri = path.as_uri()
+    if uri in ls.workspace.text_documents:
+        return ls.workspace.get_text_document(uri).source
+    if path.is_symlink():  # never followed: it could lead out of REMEM_HOME (the store refuses it too)
+        return None
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def record_texts(ls: RememServer, folder: Path) -> dict[str, str]:
+    """Every record of a workspace folder by file name, the editor's texts standing in for files."""
+    names = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
+    opened = (path_of(uri) for uri in ls.workspace.text_documents)
+    names |= {path.name for path in opened if path is not None and path.parent == folder}
+    texts = {name: text_of(ls, folder / name) for name in sorted(names) if record_name_of(name) is not None}
+    return {name: text for name, text in texts.items() if text is not None}
+
+
+def valid_name(name: str) -> bool:
+    """Whether the store accepts `name` for a record in the file of that name (its rules decide)."""
+    record = Record(name=name, description="d", type=RecordType.PROJECT.value, content="c\n")
+    problems = validate_record(render_record(record), record.file_name)
+    return bool(name) and not any(p.code.startswith("remem/name") for p in problems)
+
+
+def file_name_as_record(path: Path) -> str | None:
+    """The record name a file's name stands for, when the store would accept it."""
+    stem = record_name_of(path.name)
+    return stem if stem is not None and valid_name(stem) else None
+
+
+@functools.cache
+def _store(home: Home) -> MemoryStore:
+    return MemoryStore(home)
+
+
+def workspace_cwd(ls: RememServer, key: str) -> str:
+    """The project folder of a workspace as its `workspace.json` names it; "" when unknown."""
+    return _store(ls.home).workspace_of(key).cwd
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of `text` without their line breaks, broken where LSP (and the validator) break."""
+    return _LINE_BREAK.split(text)
+
+
+def line_break(text: str) -> str:
+    """The line break the text uses, for lines a feature inserts."""
+    found = _LINE_BREAK.search(text)
+    return found.group() if found else "\n"
+
+
+def offset_at(text: str, position: types.Position) -> int:
+    """The code-point offset of an LSP (UTF-16) position; past the line's end means its end."""
+    starts = TextPositions(text).line_starts
+    if position.line >= len(starts):
+        return len(text)
+    offset = starts[position.line]
+    end = _LINE_BREAK.search(text, offset)
+    line_end = end.start() if end else len(text)
+    units = 0
+    while offset < line_end and units < position.character:
+        units += 2 if ord(text[offset]) > 0xFFFF else 1
+        offset += 1
+    return offset
+
+
+def lsp_range(positions: TextPositions, start: int, end: int) -> types.Range:
+    """The LSP range of the code-point offsets `start`..`end` of a text."""
+    found = positions.range(start, end)
+    return types.Range(
+        start=types.Position(found.start.line, found.start.character),
+        end=types.Position(found.end.line, found.end.character),
+    )
+
+
+def whole_lines(first: int, last: int) -> types.Range:
+    """Lines `first`..`last` with the line break after `last`."""
+    return types.Range(start=types.Position(first, 0), end=types.Position(last + 1, 0))

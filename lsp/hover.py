@@ -1,0 +1,81 @@
+"""Hover: a record's description, type, provenance and last review.
+
+It answers on a record's name in `MEMORY.md` and anywhere on a record's front matter. The record
+is read as the editor has it (its file otherwise); a record with errors says how many, since
+its fields cannot be trusted yet.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from remem.daemon.memory.diagnostics import Severity, TextPositions
+from remem.daemon.memory.record import TYPE_MEANINGS, RecordType
+from remem.daemon.memory.validation import ParsedRecord, parse_record
+
+from .documents import Kind, MemoryFile, lines_of, lsp_range, memory_file, offset_at, text_of, whole_lines
+from .front_matter import locate
+from .links import record_links
+from .provenance import History, history
+from .server import RememServer
+
+
+def register(server: RememServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: RememServer, params: types.HoverParams) -> types.Hover | None:
+        file = memory_file(ls, params.text_document.uri)
+        if file is None or file.kind is Kind.GLOBAL:
+            return None
+        text = ls.workspace.get_text_document(params.text_document.uri).source
+        found = _target(file, text, params.position)
+        if found is None:
+            return None
+        name, where = found
+        record_text = text if file.kind is Kind.RECORD else text_of(ls, file.path.parent / name)
+        if record_text is None:
+            contents = f"No record file `{name}` exists in this workspace; regenerate MEMORY.md."
+        else:
+            parsed = parse_record(record_text, name)
+            known = await history(ls, file.key, parsed.record) if parsed.record is not None else None
+            contents = _describe(name, parsed, known)
+        return types.Hover(types.MarkupContent(types.MarkupKind.Markdown, contents), where)
+
+
+def _target(file: MemoryFile, text: str, position: types.Position) -> tuple[str, types.Range] | None:
+    """The record file a hover is about, and the range it answers for."""
+    if file.kind is Kind.INDEX:
+        at = offset_at(text, position)
+        link = next((k for k in record_links(text, file.path.parent) if k.start <= at < k.end), None)
+        return (
+            None if link is None else (link.path.name, lsp_range(TextPositions(text), link.start, link.end))
+        )
+    front = locate(lines_of(text))
+    if front is None or not front.covers(position.line):
+        return None
+    entry = front.entry_at(position.line)
+    return file.path.name, whole_lines(entry.first, entry.last) if entry else whole_lines(0, front.closing)
+
+
+def _describe(file_name: str, parsed: ParsedRecord, found: History | None) -> str:
+    record = parsed.record
+    if record is None:
+        errors = sum(1 for d in parsed.diagnostics if d.severity is Severity.ERROR)
+        return f"`{file_name}` has {errors} error(s); fix them to see what this record holds."
+    meaning = TYPE_MEANINGS.get(RecordType(record.type), "")
+    parts = [f"**{record.name}** · {record.type} ({meaning})", record.description]
+    return "\n\n".join(parts + _history(found))
+
+
+def _history(found: History | None) -> list[str]:
+    if found is None or found.last is None:
+        return ["**Last review:** none; no review has changed this record."]
+    provenance = found.provenance
+    if provenance is None:
+        last = found.last
+        since = "it was written again by hand since" if last.action == "delete" else "changed by hand since"
+        what = "deleted this record" if last.action == "delete" else "wrote this record"
+        return [f"**Last review:** `{last.review}` {what} ({last.completedAt}); {since}."]
+    return [
+        f"**Provenance:** from {provenance.source()}, {provenance.where()} (session `{provenance.session}`)",
+        f"**Last review:** `{provenance.review}`, committed {provenance.completedAt}",
+    ]

@@ -1,0 +1,138 @@
+"""`remem/memoryOverview`: Global, one workspace's records and its recent receipts, with health.
+
+The memory files are judged as saved, by the store's own validator in the server's process
+(as the diagnostics are), in a worker thread; a file is valid without errors, and its problems
+count its warnings too. Receipts and the titles of their sessions come from the daemon: the
+newest `MAX_RECEIPTS` reviews of this workspace, newest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
+from remem.daemon.home import Home
+from remem.daemon.memory.canonical import decode
+from remem.daemon.memory.diagnostics import Diagnostic, has_errors
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.lint import lint_workspace_folder
+from remem.daemon.memory.record import INDEX_FILE, record_name_of
+from remem.daemon.memory.validation import parse_record, validate_global
+
+from .server import RememServer
+
+MAX_RECEIPTS = 20
+
+
+class Health(BaseModel):
+    path: str
+    valid: bool  # no errors
+    problems: int  # errors and warnings
+
+
+class WorkspaceFolder(BaseModel):
+    key: str | None
+    folder: str | None  # None until the workspace has memory
+    index: str | None  # `MEMORY.md`, when it exists
+
+
+class RecordRow(Health):
+    name: str  # as its front matter says, else its file name's stem
+    description: str
+    type: str
+
+
+class ReceiptRow(BaseModel):
+    review: str
+    status: str
+    session: str
+    title: str | None
+    changes: int
+    updatedAt: str
+    path: str
+
+
+class Overview(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    global_: Health = Field(alias="global")
+    workspace: WorkspaceFolder
+    records: list[RecordRow]
+    receipts: list[ReceiptRow]
+
+
+async def memory_overview(ls: RememServer, cwd: str) -> Overview:
+    workspace = WorkspaceId.from_cwd(cwd)
+    listing, receipts = await asyncio.gather(
+        ls.link.call("sessions/list", {"cwd": cwd}), ls.link.call("consolidation/receipts", {})
+    )
+    titles = {s["id"]: s["title"] for s in listing["sessions"]}
+    found = map(Receipt.model_validate, receipts["receipts"])
+    mine = [r for r in found if r.target.workspace == workspace.key]
+    store = ReceiptStore(ls.home)
+    rows = sorted((_receipt_row(store, r, titles) for r in mine), key=lambda r: r.updatedAt, reverse=True)
+    global_health, folder, records = await asyncio.to_thread(_memory, ls.home, workspace)
+    return Overview(global_=global_health, workspace=folder, records=records, receipts=rows[:MAX_RECEIPTS])
+
+
+def _memory(home: Home, workspace: WorkspaceId) -> tuple[Health, WorkspaceFolder, list[RecordRow]]:
+    folder = home.workspaces / workspace.key
+    # A linked folder is never followed out of REMEM_HOME (the store refuses it as well).
+    present = folder.is_dir() and not folder.is_symlink()
+    index = folder / INDEX_FILE
+    where = WorkspaceFolder(
+        key=workspace.key,
+        folder=str(folder) if present else None,
+        index=str(index) if present and index.is_file() else None,
+    )
+    return _global(home.global_file), where, _records(folder) if present else []
+
+
+def _global(path: Path) -> Health:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raw = b""  # no Global memory yet: an empty one, as the store reads it
+    text, problems = decode(raw)
+    return _health(path, problems + validate_global(text))
+
+
+def _records(folder: Path) -> list[RecordRow]:
+    reports = lint_workspace_folder(folder)
+    rows = []
+    for name in sorted(n for n in reports if record_name_of(n) is not None):
+        try:
+            text, _ = decode((folder / name).read_bytes())
+        except FileNotFoundError:
+            continue  # deleted since it was validated: the next overview will not list it
+        fields = parse_record(text, name).fields
+        rows.append(
+            RecordRow(
+                name=fields.get("name") or str(record_name_of(name)),
+                description=fields.get("description", ""),
+                type=fields.get("type", ""),
+                **_health(folder / name, reports[name]).model_dump(),
+            )
+        )
+    return rows
+
+
+def _health(path: Path, problems: list[Diagnostic]) -> Health:
+    return Health(path=str(path), valid=not has_errors(problems), problems=len(problems))
+
+
+def _receipt_row(store: ReceiptStore, receipt: Receipt, titles: dict[str, str | None]) -> ReceiptRow:
+    attempt = receipt.attempt
+    last_move = attempt.endedAt or attempt.startedAt if attempt is not None else None
+    return ReceiptRow(
+        review=receipt.review,
+        status=receipt.status.value,
+        session=receipt.source.session,
+        title=titles.get(receipt.source.session),
+        changes=len(receipt.changes),
+        updatedAt=receipt.completedAt or last_move or receipt.createdAt,
+        path=str(store.path(receipt.review)),
+    )

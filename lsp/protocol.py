@@ -1,0 +1,75 @@
+"""What the server's JSON-RPC layer adds to pygls: raw `remem/*` params, and commands' requests.
+
+pygls turns the params of requests it has no type for into nested namedtuples, which mangle
+keys and hide what the editor sent; `remem/*` requests keep them as JSON here, so each handler
+validates them with its own pydantic model and names the field that is wrong.
+
+pygls runs a `workspace/executeCommand` handler under an id of its own, so cancelling the
+request (`$/cancelRequest`) answers it as cancelled but never reaches the command, and the
+command never sees the request's `workDoneToken`. A `CommandRequest` carries both to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import attrs
+from lsprotocol import types
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import MsgId
+
+REMEM_METHODS = "remem/"
+
+
+@attrs.define
+class RawRequest:
+    """A `remem/*` request with its params exactly as sent."""
+
+    id: MsgId
+    method: str
+    jsonrpc: str
+    params: Any = None
+
+
+@dataclass
+class CommandRequest:
+    """The `workspace/executeCommand` request a command runs for."""
+
+    token: types.ProgressToken | None
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class RememProtocol(LanguageServerProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._commands: dict[MsgId, CommandRequest] = {}
+
+    def get_message_type(self, method: str) -> type[Any] | None:
+        # Only requests the server handles: pygls asks this for what it sends as well.
+        if method.startswith(REMEM_METHODS) and method in self.fm.features:
+            return RawRequest
+        return super().get_message_type(method)
+
+    def command_request(self) -> CommandRequest | None:
+        """The request of the command running in the current task (None outside a command)."""
+        request_id = self.msg_id
+        return None if request_id is None else self._commands.get(request_id)
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Generator[Any, Any, Any]:
+        request_id = self.msg_id
+        assert request_id is not None
+        self._commands[request_id] = CommandRequest(token=params.work_done_token)
+        try:
+            return (yield from super().lsp_workspace__execute_command(params))
+        finally:
+            self._commands.pop(request_id, None)
+
+    def _handle_cancel_notification(self, msg_id: MsgId) -> None:
+        super()._handle_cancel_notification(msg_id)
+        request = self._commands.pop(msg_id, None)
+        if request is not None:
+            request.cancelled.set()

@@ -1,0 +1,160 @@
+"""Where a record's current content came from: the committed review whose put it still is.
+
+Receipts never hold content, only each put's type and content hash. A record's current content
+came from a review when the newest committed review that changed the record put it with the
+record's type and a content hash that matches its body; anything else (a later hand edit, a
+later delete) means no provenance, and that review is only the record's last review. The store
+writes a put's content in canonical form, adding the final newline a model may leave out, so
+the hash is compared with the body with and without its final newline.
+
+Receipts are read in this process: read-only, parsed once per file version, off the event
+loop, and available without a daemon. The session's title and turn numbers come from the
+daemon; without it, provenance names the session by id and the evidence by event numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+from pygls.exceptions import JsonRpcException
+
+from remem.daemon.consolidation.evidence import EvidenceRange
+from remem.daemon.consolidation.proposal import content_hash
+from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status
+from remem.daemon.home import Home
+from remem.daemon.memory.record import Record
+from remem.daemon.server.protocol import TurnsResult
+from remem.daemon.sessions.catalog import Listing
+
+from .documents import workspace_cwd
+from .server import RememServer
+
+log = logging.getLogger("remem.lsp")
+SHORT_REVIEW = 12  # hex digits of a review id shown in a lens; the hover shows all of it
+
+
+@dataclass(frozen=True)
+class LastReview:
+    """The newest committed review that changed a record."""
+
+    review: str
+    action: str  # put | delete
+    completedAt: str | None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    review: str
+    session: str
+    title: str | None  # None when the daemon cannot say
+    turns: list[int]  # the turns the evidence lies in; empty when the daemon cannot say
+    evidence: list[EvidenceRange]
+    completedAt: str | None
+    receipt: str  # the receipt file's path
+
+    def label(self) -> str:
+        """`from <session title>, turns a–b · review <id>`, as a lens shows it."""
+        return f"from {self.source()}, {self.where()} · review {self.review[:SHORT_REVIEW]}"
+
+    def source(self) -> str:
+        return self.title or f"session {self.session}"
+
+    def where(self) -> str:
+        if self.turns:
+            return f"{'turn' if len(self.turns) == 1 else 'turns'} {_spans(self.turns)}"
+        return "events " + ", ".join(f"{r.fromSeq}–{r.toSeq}" for r in self.evidence)
+
+
+@dataclass(frozen=True)
+class History:
+    last: LastReview | None
+    provenance: Provenance | None
+
+
+async def history(ls: RememServer, key: str, record: Record) -> History:
+    """The last review of `record` in the workspace `key`, and its provenance if it has one."""
+    receipts = await asyncio.to_thread(_receipts(ls.home).all)
+    found = _last_change(receipts, key, record.name)
+    if found is None:
+        return History(None, None)
+    receipt, change = found
+    last = LastReview(receipt.review, change.action, receipt.completedAt)
+    if not _produced(change, record):
+        return History(last, None)
+    session = receipt.source.session
+    title, turns = await _session(ls, session, workspace_cwd(ls, key), change.evidence)
+    path = str(_receipts(ls.home).path(receipt.review))
+    provenance = Provenance(receipt.review, session, title, turns, change.evidence, receipt.completedAt, path)
+    return History(last, provenance)
+
+
+@functools.cache
+def _receipts(home: Home) -> ReceiptStore:
+    return ReceiptStore(home)  # one per server: it keeps the parsed receipts between requests
+
+
+def _last_change(receipts: list[Receipt], key: str, name: str) -> tuple[Receipt, ChangeSummary] | None:
+    committed = [r for r in receipts if r.status is Status.COMMITTED and r.target.workspace == key]
+    for receipt in sorted(committed, key=lambda r: (r.completedAt or r.createdAt, r.review), reverse=True):
+        for change in receipt.changes:
+            if change.action in ("put", "delete") and change.name == name:
+                return receipt, change
+    return None
+
+
+def _produced(change: ChangeSummary, record: Record) -> bool:
+    if change.action != "put" or change.type != record.type:
+        return False
+    return change.contentHash in {
+        content_hash(record.content),
+        content_hash(record.content.removesuffix("\n")),
+    }
+
+
+async def _session(
+    ls: RememServer, session: str, cwd: str, evidence: list[EvidenceRange]
+) -> tuple[str | None, list[int]]:
+    """The session's title and the turns the evidence lies in, as the daemon knows them."""
+    turns, listing = await asyncio.gather(
+        _asked(ls.link.call("sessions/turns", {"id": session})),
+        _asked(ls.link.call("sessions/list", {"cwd": cwd})) if cwd else _nothing(),
+    )
+    numbers = []
+    if turns is not None:
+        for row in TurnsResult.model_validate(turns).turns:
+            end = row.endSeq if row.endSeq is not None else row.startSeq
+            if any(r.fromSeq <= end and row.startSeq <= r.toSeq for r in evidence):
+                numbers.append(row.turn)
+    title = None
+    if listing is not None:
+        title = next((s.title for s in Listing.model_validate(listing).sessions if s.id == session), None)
+    return title, sorted(set(numbers))
+
+
+async def _asked(call: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
+    """A daemon answer, or None when the daemon cannot give it (provenance then says less)."""
+    try:
+        return await call
+    except JsonRpcException as exc:  # no daemon (degraded), or it refused (e.g. the session is gone)
+        log.info("provenance without the daemon's answer (%s)", type(exc).__name__)
+        return None
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _spans(numbers: list[int]) -> str:
+    """`1–3, 5` for [1, 2, 3, 5]."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

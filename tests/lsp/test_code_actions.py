@@ -1,0 +1,264 @@
+"""Quick fixes end to end: each fix's edit, applied to the text, makes its diagnostic go away."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from remem.daemon.home import Home
+from remem.daemon.memory.index import render_index
+from remem.daemon.memory.validation import parse_record
+
+from .editor import (
+    apply_edits,
+    change,
+    close,
+    codes,
+    edits_for,
+    make_client,
+    open_document,
+    record,
+    until,
+    workspace_folder,
+)
+
+HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-actions-")) / "home").ensure_layout()
+HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
+REMEM = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root)]
+SERVER = [*REMEM, "lsp"]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ), client_factory=make_client)
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    )
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def stop_the_daemon() -> Iterator[None]:
+    """The server starts this home's daemon; it must not outlive the tests."""
+    yield
+    subprocess.run([*REMEM, "daemon", "stop"], capture_output=True, timeout=60)
+
+
+async def code_actions(
+    client: LanguageClient, uri: str, *wanted: str, only: list[str] | None = None
+) -> list[types.CodeAction]:
+    """The actions offered for the document's current diagnostics with the `wanted` codes."""
+    await until(lambda: set(wanted) <= set(codes(client, uri)))
+    diagnostics = [d for d in client.diagnostics[uri] if d.code in wanted]
+    where = diagnostics[0].range if diagnostics else types.Range(types.Position(0, 0), types.Position(0, 0))
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=where,
+        context=types.CodeActionContext(diagnostics=diagnostics, only=only),
+    )
+    return list(await client.text_document_code_action_async(params) or [])
+
+
+def fixing(actions: list[types.CodeAction], code: str) -> list[types.CodeAction]:
+    return [a for a in actions if any(d.code == code for d in a.diagnostics or [])]
+
+
+async def apply_fix(
+    client: LanguageClient, uri: str, text: str, action: types.CodeAction, version: int
+) -> str:
+    assert action.edit is not None and action.kind == types.CodeActionKind.QuickFix
+    fixed = apply_edits(text, edits_for(action.edit, uri))
+    change(client, uri, fixed, version)
+    return fixed
+
+
+NO_NAME = "---\ndescription: A fact\ntype: project\n---\nBody.\n"
+NO_TYPE = "---\nname: t\ndescription: A fact\n---\nBody.\n"
+NO_DESCRIPTION = "---\nname: d\ntype: project\n---\n# Use uv\nMore.\n"
+KEY_CASE = "---\nname: k\ndescription: A fact\nType: project\n---\nBody.\n"
+CASES = [
+    # name, file, text, code, the fix's title, preferred, the text it makes
+    ("control", "ctl.md", record("ctl", body="Be\x07 brief\x1b.\n"), "remem/control-character",
+     "Delete every control character", True, record("ctl", body="Be brief.\n")),
+    ("missing-name", "prefer-uv.md", NO_NAME, "remem/missing-key",
+     "Add `name: prefer-uv`", True, record("prefer-uv")),
+    ("missing-type", "t.md", NO_TYPE, "remem/missing-key",
+     "Add `type: reference`", False, record("t", type="reference")),
+    ("missing-description", "d.md", NO_DESCRIPTION, "remem/missing-key",
+     "Add `description: Use uv`", False, record("d", description="Use uv", body="# Use uv\nMore.\n")),
+    ("key-casing", "k.md", KEY_CASE, "remem/unknown-key",
+     "Rename the key to `type`", True, record("k")),
+    ("quote", "q.md", record("q", description="42"), "remem/non-string-value",
+     'Quote the value: "42"', True, record("q", description='"42"')),
+    ("type-casing", "c.md", record("c", type="Project"), "remem/type-invalid",
+     "Change the type to `project`", True, record("c")),
+    ("type-unknown", "u.md", record("u", type="projet"), "remem/type-invalid",
+     "Set the type to `feedback`", False, record("u", type="feedback")),
+    ("name-casing", "prefer-uv.md", record("Prefer-UV"), "remem/name-invalid",
+     "Change the name to `prefer-uv`", True, record("prefer-uv")),
+    ("name-slug", "prefer-uv.md", record("Prefer UV!"), "remem/name-invalid",
+     "Change the name to `prefer-uv`", False, record("prefer-uv")),
+    ("name-from-file", "first.md", record("second"), "remem/name-mismatch",
+     "Set the name to `first` (the file name)", False, record("first")),
+    ("description-from-body", "e.md", record("e", description='""', body="Use uv, not pip.\n"),
+     "remem/description-empty", "Use the body's first line as the description", False,
+     record("e", description="Use uv, not pip.", body="Use uv, not pip.\n")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "text", "code", "title", "preferred", "fixed"), CASES, ids=[c[0] for c in CASES]
+)
+async def test_the_fix_clears_its_diagnostic(
+    client: LanguageClient,
+    case: str,
+    name: str,
+    text: str,
+    code: str,
+    title: str,
+    preferred: bool,
+    fixed: str,
+) -> None:
+    uri = open_document(client, workspace_folder(HOME, case) / name, text)
+    actions = fixing(await code_actions(client, uri, code), code)
+    [action] = [a for a in actions if a.title == title]
+    assert bool(action.is_preferred) is preferred
+    assert await apply_fix(client, uri, text, action, 2) == fixed
+    await until(lambda: code not in codes(client, uri))
+    assert codes(client, uri) == []
+
+
+async def test_one_fix_makes_the_text_canonical(client: LanguageClient) -> None:
+    text = "\ufeff" + record("crlf").replace("\n", "\r\n") + "\r\n\r\n"
+    uri = open_document(client, workspace_folder(HOME, "canonical") / "crlf.md", text)
+    wanted = ("remem/bom", "remem/line-endings", "remem/trailing-newline")
+    [action] = await code_actions(client, uri, *wanted)
+    assert action.is_preferred and sorted(str(d.code) for d in action.diagnostics or []) == sorted(wanted)
+    assert await apply_fix(client, uri, text, action, 2) == record("crlf")
+    await until(lambda: codes(client, uri) == [])
+
+
+async def test_tabs_then_a_multiline_description_are_fixed_in_turn(client: LanguageClient) -> None:
+    text = "---\nname: tab\ndescription: Use uv\n\tfor environments\ntype: project\n---\nBody.\n"
+    uri = open_document(client, workspace_folder(HOME, "tabs") / "tab.md", text)
+    [action] = await code_actions(client, uri, "remem/front-matter-tab")
+    text = await apply_fix(client, uri, text, action, 2)
+    assert "\t" not in text
+    await until(lambda: codes(client, uri) == ["remem/description-multiline"])
+    [action] = await code_actions(client, uri, "remem/description-multiline")
+    assert action.title == "Join the description into one line" and action.is_preferred
+    assert await apply_fix(client, uri, text, action, 3) == record(
+        "tab", description="Use uv for environments"
+    )
+    await until(lambda: codes(client, uri) == [])
+
+
+async def test_a_long_description_is_shortened_and_kept_whole_in_the_body(client: LanguageClient) -> None:
+    long = " ".join(f"word{n}" for n in range(60))  # 409 characters
+    text = record("long", description=long)
+    uri = open_document(client, workspace_folder(HOME, "long") / "long.md", text)
+    [action] = await code_actions(client, uri, "remem/description-too-long")
+    assert action.title.startswith("Shorten the description to 200 characters and move the full text")
+    fixed = parse_record(await apply_fix(client, uri, text, action, 2), "long.md").record
+    await until(lambda: codes(client, uri) == [])
+    assert fixed is not None and len(fixed.description) <= 200 and fixed.description.endswith("…")
+    assert long.startswith(fixed.description[:-1]) and fixed.content == f"{long}\n\nBody.\n"
+
+
+async def test_a_file_renamed_to_its_record_name_clears_the_mismatch(client: LanguageClient) -> None:
+    folder = workspace_folder(HOME, "rename")
+    text = record("wanted")
+    (folder / "typo.md").write_text(text)
+    uri = open_document(client, folder / "typo.md", text)
+    actions = fixing(await code_actions(client, uri, "remem/name-mismatch"), "remem/name-mismatch")
+    [rename] = [a for a in actions if a.title == "Rename the file to `wanted.md` (the name)"]
+    [operation] = rename.edit.document_changes if rename.edit and rename.edit.document_changes else []
+    assert isinstance(operation, types.RenameFile) and operation.old_uri == uri and not rename.is_preferred
+    assert operation.new_uri == (folder / "wanted.md").as_uri()
+    (folder / "typo.md").rename(folder / "wanted.md")  # what the editor does with the edit
+    close(client, uri)
+    renamed = open_document(client, folder / "wanted.md", text)
+    await until(lambda: renamed in client.diagnostics and codes(client, renamed) == [])
+    assert uri not in client.diagnostics or codes(client, uri) == []
+
+
+async def test_no_rename_is_offered_onto_an_existing_record(client: LanguageClient) -> None:
+    folder = workspace_folder(HOME, "taken")
+    (folder / "wanted.md").write_text(record("wanted"))
+    uri = open_document(client, folder / "typo.md", record("wanted", description="Other"))
+    actions = fixing(await code_actions(client, uri, "remem/name-mismatch"), "remem/name-mismatch")
+    assert [a.title for a in actions] == ["Set the name to `typo` (the file name)"]
+
+
+async def test_memory_md_is_replaced_by_the_index_or_regenerated_by_the_daemon(
+    client: LanguageClient,
+) -> None:
+    folder = workspace_folder(HOME, "index")
+    (folder / "alpha.md").write_text(record("alpha", type="feedback"))
+    beta = open_document(client, folder / "beta.md", record("beta", description="Unsaved"))
+    text = "- stale\n"
+    uri = open_document(client, folder / "MEMORY.md", text)
+    replace, regenerate = await code_actions(client, uri, "remem/index-out-of-sync")
+    assert replace.is_preferred and replace.title == "Replace with what the records render to"
+    assert regenerate.edit is None and regenerate.command is not None
+    assert (regenerate.command.command, list(regenerate.command.arguments or [])) == (
+        "remem.lsp.regenerateIndex",
+        [{"uri": uri}],
+    )
+    fixed = await apply_fix(client, uri, text, replace, 2)
+    records = [parse_record(record(n, **kw), f"{n}.md").record for n, kw in
+               (("alpha", {"type": "feedback"}), ("beta", {"description": "Unsaved"}))]  # fmt: skip
+    assert fixed == render_index([r for r in records if r is not None]) and "Unsaved" in fixed
+    await until(lambda: codes(client, uri) == [] and codes(client, beta) == [])
+
+
+async def test_rules_without_a_safe_fix_get_none(client: LanguageClient) -> None:
+    folder = workspace_folder(HOME, "unsafe")
+    (folder / "dup.md").write_text(record("same"))
+    empty = open_document(
+        client, folder / "empty.md", "---\nname: empty\ndescription: d\ntype: project\n---\n"
+    )
+    assert fixing(await code_actions(client, empty, "remem/body-empty"), "remem/body-empty") == []
+    twin = open_document(client, folder / "same.md", record("same"))
+    assert fixing(await code_actions(client, twin, "remem/name-duplicate"), "remem/name-duplicate") == []
+
+
+async def test_consolidation_is_offered_where_the_workspace_is_known(client: LanguageClient) -> None:
+    known = workspace_folder(HOME, "known", with_info=True)
+    uri = open_document(client, known / "fact.md", record("fact"))
+    await until(lambda: uri in client.diagnostics)
+    [action] = await code_actions(client, uri)
+    assert action.kind == types.CodeActionKind.Source and action.command is not None
+    assert action.command.command == "remem.lsp.consolidate"
+    assert list(action.command.arguments or []) == [{"cwd": os.path.abspath("/projects/known")}]
+    assert await code_actions(client, uri, only=[types.CodeActionKind.QuickFix]) == []
+    unknown = open_document(client, workspace_folder(HOME, "unknown") / "fact.md", record("fact"))
+    await until(lambda: unknown in client.diagnostics)
+    assert await code_actions(client, unknown) == []
+    global_uri = open_document(client, HOME.global_file, "Be brief.\n")
+    await until(lambda: global_uri in client.diagnostics)
+    assert await code_actions(client, global_uri) == []
+
+
+async def test_files_outside_the_memory_folder_get_no_actions(client: LanguageClient, tmp_path: Path) -> None:
+    uri = open_document(client, tmp_path / "notes.md", record("x", type="Project"))
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(types.Position(3, 0), types.Position(3, 5)),
+        context=types.CodeActionContext(diagnostics=[]),
+    )
+    assert not await client.text_document_code_action_async(params)

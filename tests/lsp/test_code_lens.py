@@ -1,0 +1,160 @@
+"""Code lenses end to end: transcripts of generated sessions, and provenance from a real receipt."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from remem.daemon.home import Home
+from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from remem.daemon.sessions.models import SessionEvent
+from remem.daemon.sessions.reader import read_session
+from remem.daemon.sessions.transcript import render_transcript
+
+from .editor import change, open_document, record
+from .receipted import NAME, Receipted, consolidated, new_home, without_daemon
+
+HOME = new_home("remem-lsp-lens-")
+DEGRADED = new_home("remem-lsp-lens-degraded-")
+ENV = {**os.environ, "DSH_HOME": str(HOME.root.parent / "no-dsh-home")}  # never list a real ~/.dsh
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def receipted() -> Iterator[Receipted]:
+    prepared = consolidated(HOME)
+    without_daemon(prepared, DEGRADED)
+    yield prepared
+    subprocess.run([*prepared.command, "daemon", "stop"], capture_output=True, timeout=60)
+
+
+def server(home: Home) -> ClientServerConfig:
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
+    return ClientServerConfig(server_command=command, server_env=ENV)
+
+
+@pytest_lsp.fixture(scope="module", config=server(HOME))
+async def client(lsp_client: LanguageClient, receipted: Receipted):  # type: ignore[no-untyped-def]
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    )
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+@pytest_lsp.fixture(scope="module", config=server(DEGRADED))
+async def degraded(lsp_client: LanguageClient, receipted: Receipted):  # type: ignore[no-untyped-def]
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    )
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:
+    params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    return list(await client.text_document_code_lens_async(params) or [])
+
+
+def shown(found: list[types.CodeLens]) -> list[tuple[int, str, str, object]]:
+    return [
+        (
+            lens.range.start.line,
+            lens.command.title,
+            lens.command.command,
+            (lens.command.arguments or [None])[0],
+        )
+        for lens in found
+        if lens.command is not None
+    ]
+
+
+def transcript_uri(session: str) -> str:
+    return f"remem-session:/{quote(session, safe='')}.md"
+
+
+def with_open_turn(receipted: Receipted) -> tuple[str, str]:
+    """A session whose third turn never ended, and its transcript.
+
+    The transcript shows that turn `interrupted` (as a crash left it), but it has no `turn/end`
+    in the log, so it cannot be branched from: only the daemon's turns say so."""
+    draft = build_session(SessionSpec(seed=7, turns=2, cwd=receipted.cwd))
+    last = draft.events[-1]
+    draft.batches.append(
+        [SessionEvent(type="turn/start", seq=last.seq + 1, time=last.time + 1, data={"turn": 3})]
+    )
+    path = write_session(receipted.root, draft)
+    return draft.header.id, render_transcript(read_session(path))
+
+
+async def test_a_transcript_offers_consolidation_and_branches_at_finished_turns(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    session, markdown = with_open_turn(receipted)
+    uri = open_document(client, transcript_uri(session), markdown)
+    lines = markdown.splitlines()
+    finished = [n for n, line in enumerate(lines) if line.startswith(("## Turn 1 — ", "## Turn 2 — "))]
+    assert len(finished) == 2 and any(line.startswith("## Turn 3 — interrupted") for line in lines)
+    assert shown(await lenses(client, uri)) == [
+        (0, "Consolidate this session", "remem.lsp.consolidate", {"session": session}),
+        *(
+            (n, "Branch from here", "remem.lsp.fork", {"session": session, "turn": t})
+            for n, t in zip(finished, (1, 2), strict=True)
+        ),
+    ]
+
+
+async def test_a_transcript_of_no_known_session_gets_no_lenses(client: LanguageClient) -> None:
+    uri = open_document(client, transcript_uri("session-gone"), "# Gone\n\n## Turn 1 — completed — x\n")
+    assert await lenses(client, uri) == []
+
+
+async def test_a_record_written_by_a_review_shows_where_it_came_from(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    text = receipted.record.read_text()
+    uri = open_document(client, receipted.record, text)
+    receipt = str(receipted.home.reviews / f"{receipted.review}.md")
+    expected = (0, f"from {receipted.title}, turns 1–2 · review {receipted.review[:12]}", "remem.showReceipt",
+                {"review": receipted.review, "path": receipt})  # fmt: skip
+    assert shown(await lenses(client, uri)) == [expected]
+    change(client, uri, text.replace("Use uv for everything.", "Use uv, or pip when offline."), 2)
+    assert await lenses(client, uri) == []  # edited by hand: the review no longer speaks for it
+    change(client, uri, text.replace("type: feedback", "type: project"), 3)
+    assert await lenses(client, uri) == []
+    change(client, uri, text, 4)
+    assert shown(await lenses(client, uri)) == [expected]
+
+
+async def test_records_no_review_wrote_and_other_files_get_no_lenses(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    by_hand = open_document(client, receipted.folder / "by-hand.md", record("by-hand"))
+    assert await lenses(client, by_hand) == []
+    index = open_document(
+        client, receipted.folder / "MEMORY.md", (receipted.folder / "MEMORY.md").read_text()
+    )
+    assert await lenses(client, index) == []
+    elsewhere = open_document(client, receipted.home.root.parent / f"{NAME}.md", receipted.record.read_text())
+    assert await lenses(client, elsewhere) == []
+
+
+async def test_without_a_daemon_provenance_names_events_and_transcripts_get_nothing(
+    degraded: LanguageClient, receipted: Receipted
+) -> None:
+    record = DEGRADED.workspaces / receipted.folder.name / f"{NAME}.md"
+    uri = open_document(degraded, record, record.read_text())
+    [(line, title, command, argument)] = shown(await lenses(degraded, uri))
+    assert title.startswith(f"from session {receipted.session}, events ") and "turns" not in title
+    assert title.endswith(f" · review {receipted.review[:12]}") and command == "remem.showReceipt"
+    markdown = render_transcript(read_session(receipted.log))
+    assert await lenses(degraded, open_document(degraded, transcript_uri(receipted.session), markdown)) == []

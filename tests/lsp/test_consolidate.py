@@ -1,0 +1,181 @@
+"""Consolidation from the editor end to end: the real server, the daemon it starts, and the local
+fake model server: progress with the daemon's phases, both ways to cancel, the outcome message
+with its "Open Receipt" action, and the latest finished session of a workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from remem.daemon.home import Home
+from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from tests.consolidation.conftest import OLD, Source, configure, proposal, put, write_source
+from tests.fake_openai import FakeOpenAI, hang, tool_call
+from tests.lsp.editor import until
+from tests.lsp.live import SAFETY_NET, Editor, session_root, start_editor, stop_editor
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+REQUEST_CANCELLED = -32800
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(api_key="sk-test") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def home(fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Home:
+    home = Home(tmp_path_factory.mktemp("lsp-consolidate") / "home")
+    configure(home, fake, session_root(home), timeout_seconds=60)
+    with home.settings_file.open("a") as settings:
+        settings.write(SAFETY_NET)
+    return home
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def editor(home: Home) -> AsyncIterator[Editor]:
+    editor = await start_editor(home)
+    yield editor
+    await stop_editor(editor)
+
+
+def source(home: Home, seed: int) -> Source:
+    return write_source(session_root(home), str(home.root.parent / "project"), seed=seed)
+
+
+def progress(editor: Editor, known: set[str]) -> tuple[str, list[Any]]:
+    """The one progress the server created since `known` tokens, and its reports."""
+    [token] = [t for t in editor.client.progress_reports if t not in known]
+    assert isinstance(token, str) and token.startswith("remem-consolidate-")
+    return token, editor.client.progress_reports[token]
+
+
+def running(editor: Editor) -> list[str | None]:
+    return [status["consolidating"] for status in editor.notes("remem/status")]
+
+
+async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOpenAI, home: Home) -> None:
+    reviewed = source(home, seed=1)
+    fake.reply(tool_call(proposal(put("prefer-uv", reviewed.evidence()))))
+    editor.answers.append("Open Receipt")
+    known = set(editor.client.progress_reports)
+    result = await editor.command("remem.lsp.consolidate", {"session": reviewed.id})
+    receipt = home.reviews / f"{result['review']}.md"
+    assert result == {
+        "review": result["review"],
+        "status": "committed",
+        "attempt": 1,
+        "changes": 1,
+        "recovered": False,
+        "receipt": str(receipt),
+    }
+    assert receipt.is_file()
+    _, (begin, *reports, end) = progress(editor, known)
+    assert begin.kind == "begin" and begin.cancellable and reviewed.id in begin.title
+    assert [r.message for r in reports] == [
+        "Reading the session and the memory it is reviewed against",
+        "Asking the model (attempt 1)",
+        "The model answered (step 1)",
+        "Writing memory",
+    ]
+    assert end.message == f"Consolidated {reviewed.id}: 1 change to memory."
+    await until(lambda: bool(editor.client.shown_documents))
+    [question] = editor.asked
+    assert question.message == end.message and [a.title for a in question.actions or []] == ["Open Receipt"]
+    assert editor.client.shown_documents[0].uri == receipt.as_uri()
+    assert reviewed.id in running(editor) and running(editor)[-1] is None
+
+
+async def test_a_given_token_gets_the_progress_and_a_rerun_asks_no_model(
+    editor: Editor, fake: FakeOpenAI, home: Home
+) -> None:
+    reviewed = source(home, seed=2)
+    fake.reply(tool_call(proposal()))
+    first = await editor.command("remem.lsp.consolidate", {"session": reviewed.id})
+    asked = fake.count
+    params = types.ExecuteCommandParams(
+        command="remem.lsp.consolidate", arguments=[{"session": reviewed.id}], work_done_token="given"
+    )
+    editor.client.progress_reports["given"] = []  # the client made this token itself
+    again = await editor.client.workspace_execute_command_async(params)
+    assert again == first and again["status"] == "no-change" and fake.count == asked
+    begin, freezing, end = editor.client.progress_reports["given"]
+    assert freezing.message == "Reading the session and the memory it is reviewed against"  # no model
+    assert (
+        begin.kind == "begin"
+        and end.message == f"Consolidated {reviewed.id}: nothing new to remember, 0 changes to memory."
+    )
+
+
+async def test_cancelling_the_progress_cancels_the_attempt(
+    editor: Editor, fake: FakeOpenAI, home: Home
+) -> None:
+    reviewed = source(home, seed=3)
+    fake.reply(hang())
+    before, known = fake.count, set(editor.client.progress_reports)
+    command = asyncio.ensure_future(editor.command("remem.lsp.consolidate", {"session": reviewed.id}))
+    await until(lambda: fake.count > before)  # the model is being asked
+    token, _ = progress(editor, known)
+    editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    result = await command
+    assert (result["status"], result["changes"], result["attempt"]) == ("cancelled", 0, 1)
+    receipt = await editor.request("remem/receipt", {"review": result["review"]})
+    assert receipt["status"] == "cancelled" and "status: cancelled" in receipt["text"]
+    assert (
+        progress(editor, known)[1][-1].message
+        == f"Consolidation of {reviewed.id} cancelled: 0 changes to memory."
+    )
+
+
+async def test_cancelling_the_request_cancels_the_attempt(
+    editor: Editor, fake: FakeOpenAI, home: Home
+) -> None:
+    reviewed = source(home, seed=4)
+    fake.reply(hang())
+    before, asked = fake.count, len(editor.asked)
+    params = types.ExecuteCommandParams(command="remem.lsp.consolidate", arguments=[{"session": reviewed.id}])
+    sent = editor.client.protocol.send_request_async("workspace/executeCommand", params, msg_id="to-cancel")
+    command = asyncio.ensure_future(sent)
+    await until(lambda: fake.count > before)
+    editor.client.cancel_request(types.CancelParams(id="to-cancel"))
+    with pytest.raises(JsonRpcException) as raised:
+        await command
+    assert raised.value.code == REQUEST_CANCELLED
+    await until(lambda: running(editor)[-1] is None)  # the attempt has ended
+    overview = await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd})
+    [receipt] = [r for r in overview["receipts"] if r["session"] == reviewed.id]
+    assert receipt["status"] == "cancelled" and receipt["changes"] == 0
+    assert len(editor.asked) == asked  # the client was answered "cancelled": it tells its user itself
+
+
+async def test_a_workspace_consolidates_its_latest_finished_session(
+    editor: Editor, fake: FakeOpenAI, home: Home, tmp_path: Path
+) -> None:
+    cwd = str(tmp_path / "elsewhere")
+    (older, _), (newer, _), (_, live) = (_session(home, cwd, seed) for seed in (5, 6, 7))
+    os.utime(live, None)  # written just now: still live, so not the one to consolidate
+    fake.reply(tool_call(proposal()))
+    result = await editor.command("remem.lsp.consolidate", {"cwd": cwd})
+    receipt = await editor.request("remem/receipt", {"review": result["review"]})
+    assert receipt["session"] == newer and result["status"] == "no-change"
+    with pytest.raises(JsonRpcException) as raised:
+        await editor.command("remem.lsp.consolidate", {"cwd": str(tmp_path / "empty")})
+    assert f"no finished session of {tmp_path / 'empty'} to consolidate" in raised.value.message
+    assert older != newer
+
+
+def _session(home: Home, cwd: str, seed: int) -> tuple[str, Path]:
+    """A finished session of `cwd`, created later the higher its seed."""
+    draft = build_session(SessionSpec(seed=seed, turns=2, cwd=cwd, created_at=1_785_000_000_000 + seed))
+    path = write_session(session_root(home), draft)
+    os.utime(path, (OLD, OLD))
+    return draft.header.id, path

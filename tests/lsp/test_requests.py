@@ -1,0 +1,143 @@
+"""The custom requests end to end: the real server, the daemon it starts, real sessions and memory.
+
+The home holds one session that a real consolidation reviewed (a committed receipt that put the
+record `prefer-uv`), so every answer is checked against data the daemon and the store wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import pytest_asyncio
+from pygls.exceptions import JsonRpcException
+
+from remem.daemon.memory.identity import WorkspaceId
+from tests.lsp.editor import record
+from tests.lsp.live import Editor, start_editor, stop_editor
+from tests.lsp.receipted import NAME, Receipted, consolidated, new_home
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+NODE_KEYS = {
+    "id",
+    "title",
+    "kind",
+    "forkTurn",
+    "createdAt",
+    "live",
+    "archived",
+    "flags",
+    "review",
+    "parent",
+    "depth",
+}
+
+
+@pytest.fixture(scope="module")
+def reviewed() -> Receipted:
+    return consolidated(new_home("remem-lsp-requests-"))
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def editor(reviewed: Receipted) -> AsyncIterator[Editor]:
+    editor = await start_editor(reviewed.home)
+    yield editor
+    await stop_editor(editor)
+
+
+async def test_the_session_tree_is_the_daemons_flat_tree(editor: Editor, reviewed: Receipted) -> None:
+    [node] = (await editor.request("remem/sessionTree", {"cwd": reviewed.cwd}))["nodes"]
+    assert set(node) == NODE_KEYS
+    assert (node["id"], node["title"], node["kind"]) == (reviewed.session, reviewed.title, "root")
+    assert (node["parent"], node["depth"], node["live"], node["archived"]) == (None, 0, False, False)
+    assert node["review"]["state"] == "consolidated"
+    elsewhere = await editor.request("remem/sessionTree", {"cwd": str(Path(reviewed.cwd).parent / "other")})
+    assert elsewhere == {"nodes": []}
+
+
+async def test_turns_say_which_can_be_branched(editor: Editor, reviewed: Receipted) -> None:
+    turns = (await editor.request("remem/sessionTurns", {"id": reviewed.session}))["turns"]
+    assert [t["turn"] for t in turns] == [1, 2, 3]
+    assert all(set(t) == {"turn", "startSeq", "endSeq", "status", "user", "forkable"} for t in turns)
+    assert all(t["forkable"] and t["endSeq"] > t["startSeq"] for t in turns)
+
+
+async def test_a_transcript_comes_with_its_document_uri(editor: Editor, reviewed: Receipted) -> None:
+    answer = await editor.request("remem/transcript", {"id": reviewed.session})
+    assert answer["uri"] == f"remem-session:/{quote(reviewed.session, safe='')}.md"
+    assert [line for line in answer["markdown"].splitlines() if line.startswith("## Turn ")][2].startswith(
+        "## Turn 3 — "
+    )
+
+
+async def test_the_memory_overview_judges_every_file(editor: Editor, reviewed: Receipted) -> None:
+    folder = reviewed.folder
+    (folder / "broken.md").write_text(record("Broken", type="nope"))
+    reviewed.home.global_file.write_text("x" * 30_000 + "\n")
+    try:
+        overview = await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd})
+    finally:
+        (folder / "broken.md").unlink()
+        reviewed.home.global_file.write_text("Be brief.\n")
+    assert overview["global"] == {"path": str(reviewed.home.global_file), "valid": False, "problems": 1}
+    assert overview["workspace"] == {
+        "key": WorkspaceId.from_cwd(reviewed.cwd).key,
+        "folder": str(folder),
+        "index": str(folder / "MEMORY.md"),
+    }
+    broken, kept = overview["records"]
+    assert (kept["name"], kept["description"], kept["type"]) == (NAME, f"About {NAME}", "feedback")
+    assert (kept["path"], kept["valid"]) == (str(reviewed.record), True)
+    assert (broken["name"], broken["type"], broken["valid"]) == ("Broken", "nope", False)
+    assert (broken["problems"], kept["problems"]) == (2, 0)  # the name's case, and the type
+    [receipt] = overview["receipts"]
+    assert receipt["review"] == reviewed.review and receipt["status"] == "committed"
+    assert (receipt["session"], receipt["title"], receipt["changes"]) == (reviewed.session, reviewed.title, 1)
+    assert Path(receipt["path"]).is_file() and receipt["updatedAt"].endswith("Z")
+    fresh = await editor.request("remem/memoryOverview", {"cwd": str(Path(reviewed.cwd).parent / "new")})
+    assert fresh["records"] == [] and fresh["receipts"] == []
+    assert fresh["workspace"]["folder"] is None and fresh["workspace"]["index"] is None
+
+
+async def test_a_receipt_is_read_as_written(editor: Editor, reviewed: Receipted) -> None:
+    answer = await editor.request("remem/receipt", {"review": reviewed.review})
+    path = reviewed.home.reviews / f"{reviewed.review}.md"
+    assert answer == {
+        "review": reviewed.review,
+        "status": "committed",
+        "session": reviewed.session,
+        "path": str(path),
+        "text": path.read_text(),
+    }
+
+
+async def test_settings_name_the_route(editor: Editor) -> None:
+    settings = await editor.request("remem/settings", {})
+    assert (settings["provider"], settings["model"], settings["apiKeyEnv"]) == (
+        "fake",
+        "fake-model",
+        "REMEM_TEST_MODEL_KEY",
+    )
+    assert {"fake", "deepseek", "openai", "ollama"} <= set(settings["providers"])
+    assert settings["revision"].startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "says"),
+    [
+        ("remem/sessionTree", {"cwd": "relative/path"}, "`cwd`: Value error, must be an absolute path"),
+        ("remem/sessionTree", {}, "`cwd`: Field required"),
+        ("remem/sessionTurns", {"id": "s", "extra": 1}, "`extra`: unknown key"),
+        ("remem/receipt", {"review": "../../etc/passwd"}, "`review`: String should match pattern"),
+        ("remem/receipt", {"review": f"../{'0' * 64}"}, "`review`: String should match pattern"),
+        ("remem/receipt", {"review": "0" * 64}, f"no review {'0' * 64}"),
+        ("remem/settings", {"provider": "x"}, "`provider`: unknown key"),
+        ("remem/transcript", {"id": "session-that-is-not-there"}, "session-that-is-not-there"),
+    ],
+)
+async def test_bad_params_get_a_specific_error(editor: Editor, method: str, params: dict, says: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(JsonRpcException) as raised:
+        await editor.request(method, params)
+    assert says in raised.value.message
