@@ -16,7 +16,7 @@ from typing import Any, Union
 from cattrs import Converter
 from lsprotocol import types
 from pygls.protocol import default_converter
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 from remem.daemon.home import Home
@@ -47,6 +47,17 @@ def _converter() -> Converter:
 
     converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_action)  # noqa: UP007
     return converter
+
+
+async def begin(client: LanguageClient) -> None:
+    """The session start VS Code makes."""
+    await client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    )
+
+
+async def end(client: LanguageClient) -> None:
+    await asyncio.wait_for(client.shutdown_session(), 10)
 
 
 def record(name: str, *, type: str = "project", description: str = "A fact", body: str = "Body.\n") -> str:

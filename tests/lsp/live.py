@@ -13,10 +13,12 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cattrs import Converter
 from lsprotocol import types
 from pygls.protocol import default_converter
@@ -91,6 +93,17 @@ async def stop_editor(editor: Editor) -> None:
     finally:
         await editor.client.stop()
         stop_daemon(editor.home)
+
+
+def stopping_daemon(home: Home) -> Callable[[], Iterator[None]]:
+    """An autouse module fixture: at the end it stops `home`'s daemon, which the server started."""
+
+    @pytest.fixture(scope="module", autouse=True)
+    def stop_the_daemon() -> Iterator[None]:
+        yield
+        stop_daemon(home)
+
+    return stop_the_daemon
 
 
 def stop_daemon(home: Home) -> None:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
 from remem.daemon.memory.index import render_index
@@ -21,21 +18,23 @@ from remem.daemon.memory.validation import parse_record
 
 from .editor import (
     apply_edits,
+    begin,
     change,
     close,
     codes,
     edits_for,
+    end,
     make_client,
     open_document,
     record,
     until,
     workspace_folder,
 )
+from .live import stopping_daemon
 
 HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-actions-")) / "home").ensure_layout()
 HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
-REMEM = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root)]
-SERVER = [*REMEM, "lsp"]
+SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -44,18 +43,12 @@ CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ), 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def stop_the_daemon() -> Iterator[None]:
-    """The server starts this home's daemon; it must not outlive the tests."""
-    yield
-    subprocess.run([*REMEM, "daemon", "stop"], capture_output=True, timeout=60)
+stop_the_daemon = stopping_daemon(HOME)
 
 
 async def code_actions(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from urllib.parse import quote
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
@@ -20,7 +19,7 @@ from remem.daemon.sessions.models import SessionEvent
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
 
-from .editor import change, open_document, record
+from .editor import begin, change, end, open_document, record
 from .receipted import NAME, Receipted, consolidated, new_home, without_daemon
 
 HOME = new_home("remem-lsp-lens-")
@@ -44,20 +43,16 @@ def server(home: Home) -> ClientServerConfig:
 
 @pytest_lsp.fixture(scope="module", config=server(HOME))
 async def client(lsp_client: LanguageClient, receipted: Receipted):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
 @pytest_lsp.fixture(scope="module", config=server(DEGRADED))
 async def degraded(lsp_client: LanguageClient, receipted: Receipted):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:

@@ -4,85 +4,36 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
-from remem.daemon.memory.identity import WorkspaceId
+
+from .editor import begin, change, codes, end, open_document, record, until, workspace_folder
+from .live import stopping_daemon
 
 HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-")) / "home").ensure_layout()
 HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
-REMEM = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root)]
-SERVER = [*REMEM, "lsp"]
+SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 HEARD: list[tuple[str, object]] = []
-RECORD = "---\nname: {name}\ndescription: {description}\ntype: {type}\n---\n{body}"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=dict(os.environ)))
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     for method in ("remem/memoryChanged", "remem/treeChanged"):
         lsp_client.feature(method)(lambda params, method=method: HEARD.append((method, params)))
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def stop_the_daemon() -> Iterator[None]:
-    """The server starts this home's daemon; it must not outlive the tests."""
-    yield
-    subprocess.run([*REMEM, "daemon", "stop"], capture_output=True, timeout=60)
-
-
-def record(name: str, *, type: str = "project", description: str = "A fact") -> str:
-    return RECORD.format(name=name, description=description, type=type, body="Body.\n")
-
-
-def open_document(client: LanguageClient, path: Path, text: str) -> str:
-    uri = path.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=uri, language_id="markdown", version=1, text=text)
-        )
-    )
-    return uri
-
-
-def change(client: LanguageClient, uri: str, text: str, version: int) -> None:
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
-        )
-    )
-
-
-async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    async def poll() -> None:
-        while not condition():
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(poll(), seconds)
-
-
-def codes(client: LanguageClient, uri: str) -> list[str]:
-    return sorted(str(d.code) for d in client.diagnostics.get(uri, []))
-
-
-def workspace(name: str) -> Path:
-    folder = HOME.workspaces / WorkspaceId.from_cwd(f"/projects/{name}").key
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+stop_the_daemon = stopping_daemon(HOME)
 
 
 @pytest.mark.asyncio
@@ -97,7 +48,7 @@ async def test_global_is_validated_as_it_is_typed(client: LanguageClient) -> Non
 
 @pytest.mark.asyncio
 async def test_a_record_and_its_siblings_are_judged_together(client: LanguageClient) -> None:
-    folder = workspace("siblings")
+    folder = workspace_folder(HOME, "siblings")
     (folder / "first.md").write_text(record("first"))
     uri = open_document(client, folder / "second.md", record("second", type="Project"))
     await until(lambda: "remem/type-invalid" in codes(client, uri))
@@ -121,7 +72,7 @@ async def test_files_outside_the_memory_folder_get_nothing(client: LanguageClien
 
 @pytest.mark.asyncio
 async def test_a_sibling_edited_on_disk_reaches_the_open_documents(client: LanguageClient) -> None:
-    folder = workspace("on-disk")
+    folder = workspace_folder(HOME, "on-disk")
     uri = open_document(client, folder / "mine.md", record("mine"))
     await until(lambda: uri in client.diagnostics and codes(client, uri) == [])
     await until(lambda: HOME.root.joinpath("state", "daemon.json").exists())  # the server started it
