@@ -1,0 +1,67 @@
+/**
+ * What a command was invoked with. The same command comes from the palette (no argument), a
+ * tree item's context menu (the item's element), an editor of a transcript (its URI), or
+ * another extension or a link (`{session, turn?}` or a bare id); this reads all of them.
+ */
+
+import { TRANSCRIPT_SCHEME } from './protocol';
+
+export interface SessionTarget {
+  session?: string;
+  cwd?: string;
+  turn?: number;
+}
+
+export interface FileTarget {
+  path?: string;
+  review?: string;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim() !== '' ? value : undefined;
+}
+
+/** A transcript document's URI path (`/<id>.md`, already decoded) back to the session id. */
+export function sessionIdFromTranscriptPath(path: string): string | undefined {
+  const match = /^\/(.+)\.md$/.exec(path);
+  return match ? match[1] : undefined;
+}
+
+/** The `remem-session:` URI of a session's transcript, as the language server forms it. */
+export function transcriptUri(sessionId: string): string {
+  return `${TRANSCRIPT_SCHEME}:/${encodeURIComponent(sessionId)}.md`;
+}
+
+export function sessionTarget(arg: unknown): SessionTarget {
+  const session = text(arg);
+  if (session) return { session };
+  if (!isObject(arg)) return {};
+  if (arg.scheme === TRANSCRIPT_SCHEME && typeof arg.path === 'string') {
+    const id = sessionIdFromTranscriptPath(arg.path);
+    return id ? { session: id } : {};
+  }
+  const node = isObject(arg.node) ? arg.node : undefined;
+  const target: SessionTarget = {};
+  const id = text(arg.session) ?? text(node?.id) ?? text(arg.id);
+  if (id) target.session = id;
+  const cwd = text(arg.cwd);
+  if (cwd) target.cwd = cwd;
+  if (typeof arg.turn === 'number' && Number.isInteger(arg.turn) && arg.turn >= 0) target.turn = arg.turn;
+  return target;
+}
+
+/** A receipt to show: a Memory view item carries the file, a call may name the review. */
+export function fileTarget(arg: unknown): FileTarget {
+  if (!isObject(arg)) return {};
+  const node = isObject(arg.node) ? arg.node : arg;
+  const target: FileTarget = {};
+  const path = text(node.path);
+  if (path) target.path = path;
+  const review = text(node.review);
+  if (review) target.review = review;
+  return target;
+}

@@ -1,0 +1,184 @@
+/**
+ * The language client: starts `remem lsp` (from the `remem.command` setting), restarts it,
+ * passes the server's notifications on as events, and runs server commands. Consolidation
+ * runs under a cancellable progress notification of its own, whatever triggered it (palette,
+ * tree, code lens or code action), because the client library would otherwise show the
+ * server's progress only in the status bar, where it cannot be cancelled.
+ */
+
+import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  type ServerOptions,
+  State,
+  WorkDoneProgress,
+  type WorkDoneProgressBegin,
+  type WorkDoneProgressReport,
+} from 'vscode-languageclient/node';
+
+import { notFoundMessage, resolveExecutable } from './executable';
+import type { Server } from './flows';
+import { Notifications, ServerCommands, type StatusParams, TRANSCRIPT_SCHEME } from './protocol';
+
+function isExecutable(candidate: string): boolean {
+  try {
+    fs.accessSync(candidate, fs.constants.X_OK);
+    return fs.statSync(candidate).isFile();
+  } catch {
+    return false;
+  }
+}
+
+export class RememClient implements Server, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private ready: Promise<LanguageClient> | undefined;
+  private readonly treeChanged = new vscode.EventEmitter<void>();
+  private readonly memoryChanged = new vscode.EventEmitter<void>();
+  private readonly status = new vscode.EventEmitter<StatusParams>();
+  readonly onTreeChanged = this.treeChanged.event;
+  readonly onMemoryChanged = this.memoryChanged.event;
+  readonly onStatus = this.status.event;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  /** Starts the server; a missing executable is reported (with a fix-it) and leaves it stopped. */
+  start(): Promise<LanguageClient> {
+    this.ready = this.launch();
+    this.ready.catch((error: unknown) => this.log.error(`remem lsp did not start: ${String(error)}`));
+    return this.ready;
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.ready = undefined;
+    if (client) {
+      await client.stop().catch((error: unknown) => this.log.warn(`stopping remem lsp: ${String(error)}`));
+    }
+  }
+
+  async request<R>(method: string, params: object): Promise<R> {
+    return (await this.running()).sendRequest<R>(method, params);
+  }
+
+  async command<R>(id: string, arg: object): Promise<R> {
+    const client = await this.running();
+    if (id === ServerCommands.consolidate) return this.consolidate(client, arg) as Promise<R>;
+    return client.sendRequest(ExecuteCommandRequest.type, { command: id, arguments: [arg] }) as Promise<R>;
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.treeChanged.dispose();
+    this.memoryChanged.dispose();
+    this.status.dispose();
+  }
+
+  private async running(): Promise<LanguageClient> {
+    if (!this.ready) throw new Error('remem: the language server is not running. Run "Remem: Restart Server".');
+    return this.ready;
+  }
+
+  private async launch(): Promise<LanguageClient> {
+    const setting = vscode.workspace.getConfiguration('remem').get<string>('command', 'remem');
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+    const executable = resolveExecutable(setting, process.env, cwd, isExecutable);
+    if (!executable) {
+      const message = notFoundMessage(setting);
+      this.status.fire({ state: 'unavailable', message });
+      void this.offerFix(message);
+      throw new Error(message);
+    }
+    this.status.fire({ state: 'starting', message: `starting ${executable} lsp` });
+    this.log.info(`starting ${executable} lsp`);
+    const client = new LanguageClient('remem', 'Remem', this.serverOptions(executable, cwd), this.clientOptions());
+    client.onNotification(Notifications.treeChanged, () => this.treeChanged.fire());
+    client.onNotification(Notifications.memoryChanged, () => this.memoryChanged.fire());
+    client.onNotification(Notifications.status, (params: StatusParams) => this.status.fire(params));
+    client.onDidChangeState(({ newState }) => {
+      if (newState === State.Stopped && this.client === client) {
+        this.status.fire({ state: 'unavailable', message: 'The language server stopped; see the log.' });
+      }
+    });
+    this.client = client;
+    await client.start();
+    return client;
+  }
+
+  private serverOptions(executable: string, cwd: string): ServerOptions {
+    // No `transport`: the library would add `--stdio`, which `remem lsp` (always stdio) refuses.
+    return { command: executable, args: ['lsp'], options: { cwd, env: process.env } };
+  }
+
+  private clientOptions(): LanguageClientOptions {
+    return {
+      documentSelector: [
+        { scheme: 'file', language: 'markdown' },
+        { scheme: TRANSCRIPT_SCHEME },
+      ],
+      outputChannel: this.log,
+      traceOutputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: {
+        executeCommand: (command, args, next) =>
+          command === ServerCommands.consolidate && this.client
+            ? this.consolidate(this.client, (args[0] ?? {}) as object)
+            : next(command, args),
+      },
+    };
+  }
+
+  private async offerFix(message: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Log');
+    if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'remem.command');
+    } else if (choice === 'Show Log') {
+      this.log.show();
+    }
+  }
+
+  /** `remem.lsp.consolidate` with a work-done token we show as a cancellable notification. */
+  private consolidate(client: LanguageClient, arg: object): Thenable<unknown> {
+    const options = {
+      location: vscode.ProgressLocation.Notification,
+      title: 'Remem: consolidating',
+      cancellable: true,
+    };
+    return vscode.window.withProgress(options, async (progress, cancel) => {
+      const token = randomUUID();
+      let done = 0;
+      const listener = client.onProgress(WorkDoneProgress.type, token, (value) => {
+        if (value.kind === 'end') return;
+        const step = value as WorkDoneProgressBegin | WorkDoneProgressReport;
+        const increment = step.percentage === undefined ? undefined : Math.max(0, step.percentage - done);
+        done = step.percentage ?? done;
+        progress.report({ message: step.message, increment });
+      });
+      progress.report({ message: 'starting…' });
+      try {
+        const params = { command: ServerCommands.consolidate, arguments: [arg], workDoneToken: token };
+        return await client.sendRequest(ExecuteCommandRequest.type, params, cancel);
+      } catch (error) {
+        if (cancel.isCancellationRequested) {
+          void vscode.window.showInformationMessage('Remem: consolidation cancelled; memory is unchanged.');
+          return undefined;
+        }
+        throw error;
+      } finally {
+        listener.dispose();
+      }
+    });
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * Entry point: wires the language client, the two views, the transcript documents, the status
+ * bar and the commands together. Client command ids are `remem.*`; the server's own commands
+ * (`remem.lsp.*`) are registered by the client library from the server's capabilities.
+ */
+
+import * as vscode from 'vscode';
+
+import { RememClient } from './client';
+import * as flows from './flows';
+import { MemoryView } from './memoryView';
+import { TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { SessionsView } from './sessionsView';
+import { statusView } from './status';
+import { TranscriptProvider } from './transcripts';
+import { editorUi, errorMessage, workspaceFolders } from './vscodeapi';
+
+const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
+
+let client: RememClient | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel('Remem', { log: true });
+  client = new RememClient(log);
+  const server = client;
+  const sessions = new SessionsView(server, workspaceFolders);
+  const memory = new MemoryView(server, workspaceFolders);
+  const transcripts = new TranscriptProvider(server);
+  const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
+  statusItem.name = 'Remem';
+  statusItem.command = 'remem.showLog';
+
+  const refreshSessions = debounce(() => {
+    sessions.refresh();
+    transcripts.refreshOpen();
+  });
+  const refreshMemory = debounce(() => memory.refresh());
+  const ctx: flows.FlowContext = {
+    ui: editorUi,
+    server,
+    folders: workspaceFolders,
+    now: Date.now,
+    refreshSessions,
+    refreshMemory,
+  };
+
+  let consolidating: string | null = null;
+  const showStatus = (status: StatusParams): void => {
+    const view = statusView(status);
+    statusItem.text = view.text;
+    statusItem.tooltip = view.tooltip;
+    statusItem.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    statusItem.show();
+    const now = status.consolidating ?? null;
+    if (consolidating !== null && now !== consolidating) {
+      // A consolidation ended, whoever started it (palette, code lens, another window).
+      refreshSessions();
+      refreshMemory();
+    }
+    consolidating = now;
+  };
+  showStatus({ state: 'starting' });
+
+  const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>
+    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+      try {
+        await flows.run(() => handler(...args));
+      } catch (error) {
+        log.error(`${id}: ${errorMessage(error)}`);
+        void vscode.window.showErrorMessage(errorMessage(error));
+      }
+    });
+
+  context.subscriptions.push(
+    log,
+    client,
+    sessions,
+    memory,
+    transcripts,
+    statusItem,
+    vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true }),
+    vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
+    vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
+    client.onStatus(showStatus),
+    client.onTreeChanged(refreshSessions),
+    client.onMemoryChanged(() => {
+      refreshMemory();
+      refreshSessions(); // review badges follow memory commits
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      refreshSessions();
+      refreshMemory();
+    }),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration('remem.command')) void restart();
+    }),
+    command('remem.consolidateSession', (arg) => flows.consolidateSession(ctx, arg)),
+    command('remem.branchFromTurn', (arg) => flows.branchFromTurn(ctx, arg)),
+    command('remem.openGlobalMemory', () => flows.openGlobalMemory(ctx)),
+    command('remem.openWorkspaceMemory', (arg) => flows.openWorkspaceMemory(ctx, arg)),
+    command('remem.openTranscript', (arg) => flows.openTranscript(ctx, arg)),
+    command('remem.showReceipt', (arg) => flows.showReceipt(ctx, arg)),
+    command('remem.selectModel', () => flows.selectModel(ctx)),
+    command('remem.renameSession', (arg) => flows.renameSession(ctx, arg)),
+    command('remem.archiveSession', (arg) => flows.setArchived(ctx, arg, true)),
+    command('remem.restoreSession', (arg) => flows.setArchived(ctx, arg, false)),
+    command('remem.restartServer', () => restart()),
+    command('remem.showLog', async () => log.show()),
+    command('remem.refreshSessions', async () => refreshSessions()),
+    command('remem.refreshMemory', async () => refreshMemory()),
+  );
+
+  async function restart(): Promise<void> {
+    await server.restart();
+    refreshSessions();
+    refreshMemory();
+  }
+
+  // Not awaited: activation must not wait for the daemon; the views wait for the server instead.
+  void server.start().then(
+    () => {
+      refreshSessions();
+      refreshMemory();
+    },
+    () => undefined, // already reported by the client (status bar, message with a fix)
+  );
+}
+
+export async function deactivate(): Promise<void> {
+  await client?.stop();
+}
+
+function debounce(action: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  return () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      action();
+    }, REFRESH_DELAY_MS);
+  };
+}

@@ -1,0 +1,269 @@
+/**
+ * What each client command does, written against two small interfaces — the editor's UI and
+ * the language server — so the flows (which session, which turn, what is confirmed, what the
+ * server is asked) are tested without an editor. `vscodeapi.ts` implements `Ui` over `vscode`.
+ */
+
+import { fileTarget, sessionTarget, type SessionTarget } from './args';
+import { sessionTitle, shortId } from './format';
+import {
+  type FlatNode,
+  type ForkResult,
+  type MemoryOverview,
+  type ModelSettings,
+  type ReceiptResult,
+  Requests,
+  ServerCommands,
+  type SessionTreeResult,
+  type TurnsResult,
+} from './protocol';
+import {
+  consolidationPicks,
+  type PickItem,
+  providerPicks,
+  receiptPicks,
+  sessionPicks,
+  turnPicks,
+} from './picks';
+
+export interface Ui {
+  pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }): Promise<T | undefined>;
+  input(options: { title: string; prompt: string; value?: string }): Promise<string | undefined>;
+  /** A modal question with one action besides Cancel; true when the action was chosen. */
+  confirm(message: string, detail: string, action: string): Promise<boolean>;
+  info(message: string, ...actions: string[]): Promise<string | undefined>;
+  openFile(path: string): Promise<void>;
+  openTranscript(session: string): Promise<void>;
+}
+
+export interface Server {
+  request<R>(method: string, params: object): Promise<R>;
+  command<R>(id: string, arg: object): Promise<R>;
+}
+
+export interface Folder {
+  name: string;
+  cwd: string; // absolute file-system path
+}
+
+export interface FlowContext {
+  ui: Ui;
+  server: Server;
+  folders(): Folder[];
+  now(): number;
+  refreshSessions(): void;
+  refreshMemory(): void;
+}
+
+/** Ends a flow quietly: the user dismissed a picker or was already told why nothing happens. */
+class Stop extends Error {}
+
+export const BRANCH_WARNING =
+  'Branching copies the conversation only: files in your workspace and external side effects ' +
+  '(commands run, services called) are not rolled back.';
+
+/** Runs a flow; a `Stop` (dismissed picker, nothing to do) is not an error. */
+export async function run(flow: () => Promise<unknown>): Promise<void> {
+  try {
+    await flow();
+  } catch (error) {
+    if (!(error instanceof Stop)) throw error;
+  }
+}
+
+async function stop(ui: Ui, message?: string): Promise<never> {
+  if (message) await ui.info(message);
+  throw new Stop();
+}
+
+function chosen<T>(value: T | undefined): T {
+  if (value === undefined) throw new Stop();
+  return value;
+}
+
+export async function chooseFolder(ctx: FlowContext, cwd?: string): Promise<Folder> {
+  const folders = ctx.folders();
+  const named = cwd ? folders.find((f) => f.cwd === cwd) : undefined;
+  if (named) return named;
+  if (cwd) return { name: cwd, cwd };
+  if (folders.length === 0) return stop(ctx.ui, 'Remem works per workspace: open a folder first.');
+  if (folders.length === 1) return folders[0];
+  const items = folders.map((f) => ({ label: f.name, description: f.cwd, folder: f }));
+  const pick = await ctx.ui.pick(items, { title: 'Remem', placeholder: 'Which workspace folder?' });
+  return chosen(pick).folder;
+}
+
+async function sessionsOf(ctx: FlowContext, folder: Folder): Promise<FlatNode[]> {
+  const tree = await ctx.server.request<SessionTreeResult>(Requests.sessionTree, { cwd: folder.cwd });
+  return tree.nodes;
+}
+
+/** The session named by the argument, or the one the user picks from `candidates`. */
+async function chooseSession(
+  ctx: FlowContext,
+  target: SessionTarget,
+  candidates: (nodes: FlatNode[], now: number) => ReturnType<typeof sessionPicks>,
+  title: string,
+  none: string,
+): Promise<string> {
+  if (target.session) return target.session;
+  const folder = await chooseFolder(ctx, target.cwd);
+  const items = candidates(await sessionsOf(ctx, folder), ctx.now());
+  if (items.length === 0) return stop(ctx.ui, none);
+  const pick = await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' });
+  return chosen(pick).session;
+}
+
+export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promise<void> {
+  const session = await chooseSession(
+    ctx,
+    sessionTarget(arg),
+    consolidationPicks,
+    'Remem: Consolidate Session',
+    'No finished session of this workspace can be consolidated (live and archived ones cannot).',
+  );
+  try {
+    // The server reports progress and says how many changes were made when it is done.
+    await ctx.server.command(ServerCommands.consolidate, { session });
+  } finally {
+    ctx.refreshSessions();
+    ctx.refreshMemory();
+  }
+}
+
+export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {
+  const target = sessionTarget(arg);
+  const session = await chooseSession(
+    ctx,
+    target,
+    sessionPicks,
+    'Remem: Branch from Turn…',
+    'This workspace has no sessions to branch from.',
+  );
+  const turn = target.turn ?? (await chooseTurn(ctx, session));
+  const confirmed = await ctx.ui.confirm(`Branch the session after turn ${turn}?`, BRANCH_WARNING, 'Branch');
+  if (!confirmed) return null;
+  const result = await ctx.server.command<ForkResult>(ServerCommands.fork, { session, turn, confirmed: true });
+  ctx.refreshSessions();
+  if (result.id) {
+    const open = await ctx.ui.info(`Branched into session ${shortId(result.id)}.`, 'Open Transcript');
+    if (open) await ctx.ui.openTranscript(result.id);
+  }
+  return result.id;
+}
+
+async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
+  const { turns } = await ctx.server.request<TurnsResult>(Requests.sessionTurns, { id: session });
+  const items = turnPicks(turns);
+  if (items.length === 0) return stop(ctx.ui, 'This session has no completed turn to branch after yet.');
+  const pick = await ctx.ui.pick(items, {
+    title: 'Remem: Branch from Turn…',
+    placeholder: 'Branch after which turn? (the new branch continues from there)',
+  });
+  return chosen(pick).turn;
+}
+
+export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<void> {
+  const session = await chooseSession(
+    ctx,
+    sessionTarget(arg),
+    sessionPicks,
+    'Remem: Open Session Transcript',
+    'This workspace has no sessions yet.',
+  );
+  await ctx.ui.openTranscript(session);
+}
+
+async function overview(ctx: FlowContext, cwd?: string): Promise<MemoryOverview> {
+  const folder = await chooseFolder(ctx, cwd);
+  return ctx.server.request<MemoryOverview>(Requests.memoryOverview, { cwd: folder.cwd });
+}
+
+export async function openGlobalMemory(ctx: FlowContext): Promise<void> {
+  await ctx.ui.openFile((await overview(ctx)).global.path);
+}
+
+export async function openWorkspaceMemory(ctx: FlowContext, arg?: unknown): Promise<void> {
+  const { workspace } = await overview(ctx, sessionTarget(arg).cwd);
+  if (!workspace.index) {
+    return stop(
+      ctx.ui,
+      'This workspace has no memory yet. It gets some when a session is consolidated ("Remem: Consolidate Session").',
+    );
+  }
+  await ctx.ui.openFile(workspace.index);
+}
+
+export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void> {
+  const target = sessionTarget(arg);
+  const file = target.session ? {} : fileTarget(arg); // a session item's `review` is its state, not an id
+  if (file.path) return ctx.ui.openFile(file.path);
+  if (file.review) {
+    const receipt = await ctx.server.request<ReceiptResult>(Requests.receipt, { review: file.review });
+    return ctx.ui.openFile(receipt.path);
+  }
+  const { receipts } = await overview(ctx, target.cwd);
+  if (target.session) {
+    const found = receipts.find((r) => r.session === target.session);
+    if (!found) {
+      const all = `remem receipts --session ${target.session}`;
+      const message = `No receipt of session ${shortId(target.session)} among the 20 most recent; \`${all}\` lists all.`;
+      return stop(ctx.ui, message);
+    }
+    return ctx.ui.openFile(found.path);
+  }
+  const items = receiptPicks(receipts, ctx.now());
+  if (items.length === 0) return stop(ctx.ui, 'No consolidation has written a receipt yet.');
+  const pick = await ctx.ui.pick(items, { title: 'Remem: Show Receipt', placeholder: 'Pick a receipt (newest first)' });
+  await ctx.ui.openFile(chosen(pick).path);
+}
+
+export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
+  const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
+  const pick = await ctx.ui.pick(providerPicks(settings), {
+    title: 'Remem: Select Consolidation Model',
+    placeholder: `Provider (now ${settings.provider} / ${settings.model})`,
+  });
+  const { provider } = chosen(pick);
+  const answer = await ctx.ui.input({
+    title: `Remem: model of ${provider}`,
+    prompt: 'The model id the provider knows, e.g. deepseek-v4-flash',
+    value: provider === settings.provider ? settings.model : '',
+  });
+  const model = chosen(answer).trim();
+  if (!model) return stop(ctx.ui, 'No model given; the consolidation model is unchanged.');
+  const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
+  const key = updated.apiKeyEnv ? ` It reads its API key from $${updated.apiKeyEnv}.` : '';
+  await ctx.ui.info(`Consolidation now uses ${updated.provider} / ${updated.model}.${key}`);
+  return updated;
+}
+
+export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
+  const target = sessionTarget(arg);
+  const session = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
+  const current = isNodeArg(arg) ? sessionTitle(arg.node) : '';
+  const answer = await ctx.ui.input({
+    title: 'Remem: Rename Session',
+    prompt: 'New title of the session',
+    value: current,
+  });
+  const title = chosen(answer);
+  await ctx.server.command(ServerCommands.rename, { session, title: title.trim() });
+  ctx.refreshSessions();
+}
+
+export async function setArchived(ctx: FlowContext, arg: unknown, archived: boolean): Promise<void> {
+  const session = await chooseSession(
+    ctx,
+    sessionTarget(arg),
+    sessionPicks,
+    archived ? 'Remem: Archive' : 'Remem: Restore',
+    'No sessions here.',
+  );
+  await ctx.server.command(archived ? ServerCommands.archive : ServerCommands.restore, { session });
+  ctx.refreshSessions();
+}
+
+function isNodeArg(arg: unknown): arg is { node: FlatNode } {
+  return typeof arg === 'object' && arg !== null && 'node' in arg && typeof arg.node === 'object';
+}

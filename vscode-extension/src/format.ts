@@ -1,0 +1,57 @@
+/** Small text helpers shared by the views and pickers: ages, short ids, review states. */
+
+import type { FlatNode, ReviewState, ReviewStateName } from './protocol';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** "just now", "5 min ago", "3 h ago", "2 d ago", "4 mo ago", "1 y ago"; future times count as now. */
+export function age(thenMs: number, nowMs: number): string {
+  const elapsed = Math.max(0, nowMs - thenMs);
+  if (elapsed < MINUTE) return 'just now';
+  if (elapsed < HOUR) return `${Math.floor(elapsed / MINUTE)} min ago`;
+  if (elapsed < DAY) return `${Math.floor(elapsed / HOUR)} h ago`;
+  if (elapsed < 30 * DAY) return `${Math.floor(elapsed / DAY)} d ago`;
+  if (elapsed < 365 * DAY) return `${Math.floor(elapsed / (30 * DAY))} mo ago`;
+  return `${Math.floor(elapsed / (365 * DAY))} y ago`;
+}
+
+/** An id short enough for a label: DSH ids are `session-<uuid>` or a bare uuid. */
+export function shortId(id: string): string {
+  const bare = id.startsWith('session-') ? id.slice('session-'.length) : id;
+  return bare.length > 8 ? bare.slice(0, 8) : bare;
+}
+
+/** What a person calls a session: its title, else "Untitled <short id>". */
+export function sessionTitle(node: Pick<FlatNode, 'id' | 'title'>): string {
+  const title = node.title?.trim();
+  return title ? title : `Untitled ${shortId(node.id)}`;
+}
+
+export function reviewStateName(review: ReviewState | null | undefined): ReviewStateName {
+  if (!review) return 'never';
+  return typeof review === 'string' ? review : review.state;
+}
+
+const REVIEW_BADGES: Record<ReviewStateName, string | null> = {
+  never: null,
+  consolidated: '✓ consolidated',
+  'no-change': '✓ reviewed, no change',
+  failed: '✗ consolidation failed',
+  pending: '… consolidation pending',
+  changed: '△ changed since consolidated',
+};
+
+/** The review state as a short badge, or null when the session was never consolidated. */
+export function reviewBadge(review: ReviewState | null | undefined): string | null {
+  return REVIEW_BADGES[reviewStateName(review)];
+}
+
+/** The review state in words, for tooltips and pickers (never null). */
+export function reviewText(review: ReviewState | null | undefined): string {
+  const name = reviewStateName(review);
+  if (name === 'never') return 'not consolidated yet';
+  const status = typeof review === 'object' && review?.status ? ` (${review.status})` : '';
+  return `${REVIEW_BADGES[name]?.replace(/^\S+ /, '')}${status}`;
+}

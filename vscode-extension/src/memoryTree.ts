@@ -1,0 +1,119 @@
+/**
+ * The Memory view as plain data: Global memory, this workspace's index and records with their
+ * validity, and the most recent consolidation receipts, from `remem/memoryOverview`.
+ */
+
+import { age } from './format';
+import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
+import type { ItemIcon } from './sessionTree';
+
+export type MemoryNode =
+  | { kind: 'section'; id: string; label: string; description: string; children: MemoryNode[] }
+  | { kind: 'file'; id: string; label: string; description: string; tooltip: string; icon: ItemIcon; path: string }
+  | { kind: 'note'; id: string; label: string };
+
+const VALID: ItemIcon = { id: 'pass', color: 'testing.iconPassed' };
+const INVALID: ItemIcon = { id: 'error', color: 'list.errorForeground' };
+
+function problems(count: number): string {
+  return count === 1 ? '1 problem' : `${count} problems`;
+}
+
+function validity(valid: boolean, count: number): string {
+  return valid && count === 0 ? 'valid' : problems(Math.max(count, 1));
+}
+
+export function globalNode(overview: MemoryOverview): MemoryNode {
+  const { path, valid, problems: count } = overview.global;
+  return {
+    kind: 'file',
+    id: 'global',
+    label: 'GLOBAL.md',
+    description: `Global memory · ${validity(valid, count)}`,
+    tooltip: `${path}\n\nUser-wide memory every agent loads, in every workspace.`,
+    icon: valid ? { id: 'globe' } : INVALID,
+    path,
+  };
+}
+
+export function recordNode(record: RecordSummary): MemoryNode {
+  const state = validity(record.valid, record.problems);
+  return {
+    kind: 'file',
+    id: `record:${record.path}`,
+    label: record.name,
+    description: `${record.type} · ${state}`,
+    tooltip: `${record.description}\n\n${record.path}`,
+    icon: record.valid ? VALID : INVALID,
+    path: record.path,
+  };
+}
+
+export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode {
+  const changes = receipt.changes === 1 ? '1 change' : `${receipt.changes} changes`;
+  const when = Date.parse(receipt.updatedAt);
+  const parts = [receipt.status, changes, Number.isNaN(when) ? receipt.updatedAt : age(when, nowMs)];
+  return {
+    kind: 'file',
+    id: `receipt:${receipt.review}`,
+    label: receipt.title?.trim() || `Session ${receipt.session}`,
+    description: parts.join(' · '),
+    tooltip: `Review ${receipt.review}\nSession ${receipt.session}\n${receipt.path}`,
+    icon: receiptIcon(receipt.status),
+    path: receipt.path,
+  };
+}
+
+const SUCCEEDED = new Set(['committed', 'no-change']);
+const IN_FLIGHT = new Set(['prepared', 'running', 'proposed', 'committing']);
+
+/** Receipt statuses as the daemon names them; anything else is a final failure. */
+function receiptIcon(status: string): ItemIcon {
+  if (SUCCEEDED.has(status)) return VALID;
+  if (IN_FLIGHT.has(status)) return { id: 'loading' };
+  return INVALID;
+}
+
+export function workspaceSection(overview: MemoryOverview): MemoryNode {
+  const { index, folder } = overview.workspace;
+  const children: MemoryNode[] = [];
+  if (index) {
+    children.push({
+      kind: 'file',
+      id: 'index',
+      label: 'MEMORY.md',
+      description: 'index',
+      tooltip: `${index}\n\nThe generated index of this workspace's records.`,
+      icon: { id: 'list-unordered' },
+      path: index,
+    });
+  }
+  children.push(...[...overview.records].sort((a, b) => a.name.localeCompare(b.name)).map(recordNode));
+  if (children.length === 0) {
+    children.push({ kind: 'note', id: 'workspace-empty', label: 'No records yet: consolidate a session.' });
+  }
+  const invalid = overview.records.filter((r) => !r.valid).length;
+  const count = overview.records.length === 1 ? '1 record' : `${overview.records.length} records`;
+  return {
+    kind: 'section',
+    id: 'workspace',
+    label: 'This workspace',
+    description: [count, invalid ? `${invalid} invalid` : null, folder ? null : 'no memory folder yet']
+      .filter((part): part is string => part !== null)
+      .join(' · '),
+    children,
+  };
+}
+
+export function receiptsSection(overview: MemoryOverview, nowMs: number): MemoryNode {
+  const children: MemoryNode[] = overview.receipts.map((r) => receiptNode(r, nowMs));
+  if (children.length === 0) {
+    children.push({ kind: 'note', id: 'receipts-empty', label: 'No consolidation has run yet.' });
+  }
+  return { kind: 'section', id: 'receipts', label: 'Recent receipts', description: '', children };
+}
+
+/** The top level of the Memory view for one workspace folder. */
+export function memoryNodes(overview: MemoryOverview, nowMs: number): MemoryNode[] {
+  return [globalNode(overview), workspaceSection(overview), receiptsSection(overview, nowMs)];
+}

@@ -1,0 +1,53 @@
+/** The Memory view: Global memory, this workspace's records and recent receipts; a click opens the file. */
+
+import * as vscode from 'vscode';
+
+import { type FolderElement, FolderView } from './folderView';
+import { type MemoryNode, memoryNodes } from './memoryTree';
+import { type MemoryOverview, Requests } from './protocol';
+import { errorMessage } from './vscodeapi';
+
+type MemoryEntry = { type: 'memory'; cwd: string; node: MemoryNode };
+
+export type MemoryElement = FolderElement | MemoryEntry;
+
+export class MemoryView extends FolderView<MemoryEntry> {
+  protected childrenOf({ cwd, node }: MemoryEntry): MemoryEntry[] {
+    if (node.kind !== 'section') return [];
+    return node.children.map((child) => ({ type: 'memory', cwd, node: child }));
+  }
+
+  protected itemOf({ node, cwd }: MemoryEntry): vscode.TreeItem {
+    if (node.kind === 'section') {
+      const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `${cwd}:${node.id}`;
+      item.description = node.description;
+      return item;
+    }
+    if (node.kind === 'note') {
+      const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+      item.id = `${cwd}:${node.id}`;
+      item.iconPath = new vscode.ThemeIcon('info');
+      return item;
+    }
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    item.id = `${cwd}:${node.id}`;
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    item.resourceUri = vscode.Uri.file(node.path);
+    const color = node.icon.color ? new vscode.ThemeColor(node.icon.color) : undefined;
+    item.iconPath = new vscode.ThemeIcon(node.icon.id, color);
+    item.contextValue = node.id.startsWith('receipt:') ? 'receipt' : 'memoryFile';
+    item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.path)] };
+    return item;
+  }
+
+  protected async topOf(cwd: string): Promise<MemoryEntry[]> {
+    try {
+      const overview = await this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
+      return memoryNodes(overview, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
+    } catch (error) {
+      return [{ type: 'memory', cwd, node: { kind: 'note', id: 'error', label: errorMessage(error) } }];
+    }
+  }
+}

@@ -1,0 +1,99 @@
+/** Quick-pick items for the palette commands, as plain data (`vscode.QuickPickItem`-shaped). */
+
+import { age, reviewText, sessionTitle, shortId } from './format';
+import type { FlatNode, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
+import { isEligible } from './sessionTree';
+
+export interface PickItem {
+  label: string;
+  description?: string;
+  detail?: string;
+}
+
+export interface SessionPick extends PickItem {
+  session: string;
+}
+
+export interface TurnPick extends PickItem {
+  turn: number;
+}
+
+export interface ReceiptPick extends PickItem {
+  path: string;
+}
+
+export interface ProviderPick extends PickItem {
+  provider: string;
+}
+
+function newestFirst(nodes: readonly FlatNode[]): FlatNode[] {
+  return [...nodes].sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id));
+}
+
+function lineage(node: FlatNode): string {
+  if (node.kind === 'fork') return node.forkTurn === null ? 'branch' : `branch from turn ${node.forkTurn}`;
+  return node.kind === 'subagent' ? 'subagent' : 'session';
+}
+
+export function sessionPick(node: FlatNode, nowMs: number): SessionPick {
+  const state = [age(node.createdAt, nowMs), reviewText(node.review)];
+  if (node.live) state.push('live');
+  if (node.archived) state.push('archived');
+  return {
+    label: sessionTitle(node),
+    description: state.join(' · '),
+    detail: `${lineage(node)} · ${node.id}`,
+    session: node.id,
+  };
+}
+
+/** The sessions the daemon would consolidate (finished, not archived), newest first. */
+export function consolidationPicks(nodes: readonly FlatNode[], nowMs: number): SessionPick[] {
+  return newestFirst(nodes.filter(isEligible)).map((n) => sessionPick(n, nowMs));
+}
+
+/** Every session of the workspace, newest first (transcripts, branching, renaming). */
+export function sessionPicks(nodes: readonly FlatNode[], nowMs: number): SessionPick[] {
+  return newestFirst(nodes).map((n) => sessionPick(n, nowMs));
+}
+
+const PROMPT_CHARS = 120;
+
+/** The completed turns one can branch after, latest first (the usual wish is "just before now"). */
+export function turnPicks(turns: readonly TurnRow[]): TurnPick[] {
+  return turns
+    .filter((t) => t.forkable)
+    .sort((a, b) => b.turn - a.turn)
+    .map((t) => {
+      const prompt = t.user.replace(/\s+/g, ' ').trim();
+      return {
+        label: `Turn ${t.turn}`,
+        description: t.status,
+        detail: prompt.length > PROMPT_CHARS ? `${prompt.slice(0, PROMPT_CHARS - 1)}…` : prompt,
+        turn: t.turn,
+      };
+    });
+}
+
+export function receiptPicks(receipts: readonly ReceiptSummary[], nowMs: number): ReceiptPick[] {
+  return receipts.map((r) => {
+    const when = Date.parse(r.updatedAt);
+    const changes = r.changes === 1 ? '1 change' : `${r.changes} changes`;
+    return {
+      label: r.title?.trim() || `Session ${shortId(r.session)}`,
+      description: [r.status, changes, Number.isNaN(when) ? r.updatedAt : age(when, nowMs)].join(' · '),
+      detail: `review ${r.review}`,
+      path: r.path,
+    };
+  });
+}
+
+/** Providers with the current one first and marked. */
+export function providerPicks(settings: ModelSettings): ProviderPick[] {
+  const ordered = [settings.provider, ...settings.providers.filter((p) => p !== settings.provider)];
+  return ordered.map((provider) => ({
+    label: provider,
+    description: provider === settings.provider ? `current · ${settings.model}` : undefined,
+    provider,
+  }));
+}

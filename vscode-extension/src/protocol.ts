@@ -1,0 +1,124 @@
+/**
+ * The contract with the language server (`remem lsp`): method names, command ids and the JSON
+ * shapes they carry. Nothing here touches `vscode`, so tests can use it directly.
+ */
+
+export const Requests = {
+  sessionTree: 'remem/sessionTree',
+  sessionTurns: 'remem/sessionTurns',
+  transcript: 'remem/transcript',
+  memoryOverview: 'remem/memoryOverview',
+  receipt: 'remem/receipt',
+  settings: 'remem/settings',
+} as const;
+
+export const Notifications = {
+  treeChanged: 'remem/treeChanged',
+  memoryChanged: 'remem/memoryChanged',
+  status: 'remem/status',
+} as const;
+
+/** Server command ids (`workspace/executeCommand`); each takes exactly one JSON object. */
+export const ServerCommands = {
+  consolidate: 'remem.lsp.consolidate',
+  fork: 'remem.lsp.fork',
+  rename: 'remem.lsp.rename',
+  archive: 'remem.lsp.archive',
+  restore: 'remem.lsp.restore',
+  selectModel: 'remem.lsp.selectModel',
+} as const;
+
+export const TRANSCRIPT_SCHEME = 'remem-session';
+
+export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed';
+
+/** The daemon gives an object; a bare string is accepted as the state for robustness. */
+export type ReviewState = { state: ReviewStateName; status?: string | null } | ReviewStateName;
+
+export interface FlatNode {
+  id: string;
+  title: string | null;
+  kind: 'root' | 'fork' | 'subagent';
+  forkTurn: number | null;
+  createdAt: number; // epoch milliseconds
+  live: boolean;
+  archived: boolean;
+  flags: string[];
+  review: ReviewState;
+  parent: string | null;
+  depth: number;
+}
+
+export interface SessionTreeResult {
+  nodes: FlatNode[];
+}
+
+export interface TurnRow {
+  turn: number;
+  startSeq: number;
+  endSeq: number | null;
+  status: string;
+  user: string;
+  forkable: boolean;
+}
+
+export interface TurnsResult {
+  turns: TurnRow[];
+}
+
+export interface TranscriptResult {
+  uri: string;
+  markdown: string;
+}
+
+export interface RecordSummary {
+  name: string;
+  type: string;
+  description: string;
+  path: string;
+  valid: boolean;
+  problems: number;
+}
+
+export interface ReceiptSummary {
+  review: string;
+  status: string;
+  session: string;
+  title: string | null;
+  changes: number;
+  updatedAt: string;
+  path: string;
+}
+
+export interface MemoryOverview {
+  global: { path: string; valid: boolean; problems: number };
+  workspace: { key: string | null; folder: string | null; index: string | null };
+  records: RecordSummary[];
+  receipts: ReceiptSummary[];
+}
+
+export interface ReceiptResult {
+  review: string;
+  status: string;
+  session: string;
+  path: string;
+  text: string;
+}
+
+export interface ModelSettings {
+  provider: string;
+  model: string;
+  providers: string[];
+  apiKeyEnv: string | null;
+  revision: string;
+}
+
+export interface ForkResult {
+  id: string | null;
+}
+
+export interface StatusParams {
+  state: 'connected' | 'starting' | 'unavailable';
+  message?: string | null;
+  consolidating?: string | null;
+}

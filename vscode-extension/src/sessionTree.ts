@@ -1,0 +1,131 @@
+/**
+ * The Session Branches tree as plain data: the daemon's pre-order flat node list regrouped by
+ * parent, and each node described as a tree item (label, description badges, icon, tooltip,
+ * context value for the menus). The view module only turns these into `vscode.TreeItem`s.
+ */
+
+import { age, reviewBadge, reviewStateName, reviewText, sessionTitle, shortId } from './format';
+import type { FlatNode } from './protocol';
+
+export class SessionForest {
+  private readonly byId = new Map<string, FlatNode>();
+  private readonly childrenOf = new Map<string | null, FlatNode[]>();
+
+  /** `nodes` in the daemon's pre-order, so children keep the daemon's (creation) order. */
+  constructor(readonly nodes: readonly FlatNode[]) {
+    for (const node of nodes) {
+      this.byId.set(node.id, node);
+      // A parent that is not in the list cannot be shown: the node stands as a root.
+      const parent = node.parent !== null && this.byId.has(node.parent) ? node.parent : null;
+      const siblings = this.childrenOf.get(parent) ?? [];
+      siblings.push(node);
+      this.childrenOf.set(parent, siblings);
+    }
+  }
+
+  roots(): FlatNode[] {
+    return this.childrenOf.get(null) ?? [];
+  }
+
+  children(id: string): FlatNode[] {
+    return this.childrenOf.get(id) ?? [];
+  }
+
+  get(id: string): FlatNode | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Every session of the forest, newest first. */
+  newestFirst(): FlatNode[] {
+    return [...this.nodes].sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id));
+  }
+}
+
+export interface ItemIcon {
+  id: string; // a codicon name
+  color?: string; // a theme color id
+}
+
+export interface SessionItem {
+  label: string;
+  description: string;
+  tooltip: string; // Markdown
+  icon: ItemIcon;
+  contextValue: string;
+  expanded: boolean | null; // null: no children, nothing to expand
+}
+
+/** Whether the daemon would consolidate this session (it refuses live and archived ones). */
+export function isEligible(node: FlatNode): boolean {
+  return !node.live && !node.archived;
+}
+
+export function sessionIcon(node: FlatNode): ItemIcon {
+  if (node.flags.includes('cycle')) return { id: 'error', color: 'list.errorForeground' };
+  if (node.flags.includes('orphan')) return { id: 'warning', color: 'list.warningForeground' };
+  if (node.kind === 'subagent') return { id: 'hubot' };
+  if (node.kind === 'fork') return { id: 'git-branch' };
+  return { id: 'comment-discussion' };
+}
+
+export function sessionBadges(node: FlatNode): string[] {
+  const badges: string[] = [];
+  if (node.live) badges.push('● live');
+  if (node.archived) badges.push('archived');
+  if (node.flags.includes('orphan')) badges.push('orphan');
+  if (node.flags.includes('cycle')) badges.push('cycle');
+  const review = reviewBadge(node.review);
+  if (review) badges.push(review);
+  return badges;
+}
+
+export function sessionDescription(node: FlatNode, nowMs: number): string {
+  const parts: string[] = [];
+  if (node.kind === 'fork' && node.forkTurn !== null) parts.push(`from turn ${node.forkTurn}`);
+  if (node.kind === 'subagent') parts.push('subagent');
+  parts.push(age(node.createdAt, nowMs));
+  return [...parts, ...sessionBadges(node)].join(' · ');
+}
+
+export function sessionTooltip(node: FlatNode): string {
+  const lines = [`**${escapeMarkdown(sessionTitle(node))}**`, '', `Id: \`${node.id}\``];
+  lines.push(`Created: ${new Date(node.createdAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`);
+  if (node.kind === 'fork') {
+    const turn = node.forkTurn === null ? '' : ` after turn ${node.forkTurn}`;
+    const of = node.parent === null ? '' : ` of \`${shortId(node.parent)}\``;
+    lines.push(`Branch${turn}${of}`);
+  } else if (node.kind === 'subagent') {
+    lines.push('Subagent session');
+  }
+  lines.push(`Review: ${reviewText(node.review)}`);
+  if (node.live) lines.push('Live: an agent is still writing this session.');
+  if (node.archived) lines.push('Archived: hidden from agents; Restore brings it back.');
+  if (node.flags.includes('orphan')) {
+    lines.push('Orphan: its parent session is in no configured session root.');
+  }
+  if (node.flags.includes('cycle')) lines.push('Cycle: its parent links loop; the loop is broken here.');
+  return lines.join('  \n');
+}
+
+/** Tokens the `view/item/context` menus match with regular expressions in package.json. */
+export function sessionContextValue(node: FlatNode): string {
+  const tokens = ['session', node.archived ? 'archived' : 'active', node.live ? 'live' : 'finished'];
+  if (isEligible(node)) tokens.push('eligible');
+  if (reviewStateName(node.review) !== 'never') tokens.push('reviewed');
+  return tokens.join(':');
+}
+
+export function sessionItem(forest: SessionForest, node: FlatNode, nowMs: number): SessionItem {
+  return {
+    label: sessionTitle(node),
+    description: sessionDescription(node, nowMs),
+    tooltip: sessionTooltip(node),
+    icon: sessionIcon(node),
+    contextValue: sessionContextValue(node),
+    expanded: forest.children(node.id).length > 0 ? true : null,
+  };
+}
+
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
+}

@@ -1,0 +1,39 @@
+/** Tree nodes shaped exactly like the daemon's `sessions/tree` output, for the unit tests. */
+
+import type { FlatNode } from '../src/protocol';
+
+export const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
+export const HOUR = 3_600_000;
+
+export function node(id: string, fields: Partial<FlatNode> = {}): FlatNode {
+  return {
+    id,
+    title: `Title of ${id}`,
+    kind: 'root',
+    forkTurn: null,
+    createdAt: NOW - HOUR,
+    live: false,
+    archived: false,
+    flags: [],
+    review: { state: 'never', status: null },
+    parent: null,
+    depth: 0,
+    ...fields,
+  };
+}
+
+/** main ─┬ fork (after turn 2)
+ *        └ helper (subagent);  lost (a fork whose parent is missing: an orphan root) */
+export const FAMILY: FlatNode[] = [
+  node('session-main', { createdAt: NOW - 5 * HOUR }),
+  node('session-fork', {
+    kind: 'fork',
+    forkTurn: 2,
+    parent: 'session-main',
+    depth: 1,
+    createdAt: NOW - 2 * HOUR,
+    review: { state: 'consolidated', status: null },
+  }),
+  node('helper', { kind: 'subagent', parent: 'session-main', depth: 1, createdAt: NOW - 4 * HOUR, title: null }),
+  node('session-lost', { kind: 'fork', forkTurn: 1, flags: ['orphan'], createdAt: NOW - 3 * HOUR, live: true }),
+];

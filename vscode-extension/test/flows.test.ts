@@ -1,0 +1,246 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import * as flows from '../src/flows';
+import type { PickItem } from '../src/picks';
+import { FAMILY, NOW, node } from './fixtures';
+
+/** A scripted UI and server that record what the flow asked and sent. */
+class Harness implements flows.Ui, flows.Server {
+  readonly asked: string[] = [];
+  readonly sent: Array<[string, object]> = [];
+  readonly opened: string[] = [];
+  picks: Array<(items: PickItem[]) => PickItem | undefined> = [];
+  inputs: Array<string | undefined> = [];
+  confirmAnswer = true;
+  confirmed: Array<[string, string]> = [];
+  responses: Record<string, unknown> = {};
+  folders: flows.Folder[] = [{ name: 'proj', cwd: '/proj' }];
+  sessionRefreshes = 0;
+  memoryRefreshes = 0;
+
+  readonly ctx: flows.FlowContext = {
+    ui: this,
+    server: this,
+    folders: () => this.folders,
+    now: () => NOW,
+    refreshSessions: () => this.sessionRefreshes++,
+    refreshMemory: () => this.memoryRefreshes++,
+  };
+
+  async pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }) {
+    this.asked.push(`pick:${options.title}:${items.map((i) => i.label).join('|')}`);
+    const answer = this.picks.shift();
+    assert.ok(answer, `unexpected pick: ${options.placeholder}`);
+    return answer(items) as T | undefined;
+  }
+  async input(options: { title: string; prompt: string; value?: string }) {
+    this.asked.push(`input:${options.value ?? ''}`);
+    return this.inputs.shift();
+  }
+  async confirm(message: string, detail: string) {
+    this.confirmed.push([message, detail]);
+    return this.confirmAnswer;
+  }
+  async info(message: string) {
+    this.asked.push(`info:${message}`);
+    return undefined;
+  }
+  async openFile(path: string) {
+    this.opened.push(path);
+  }
+  async openTranscript(session: string) {
+    this.opened.push(`transcript:${session}`);
+  }
+  async request<R>(method: string, params: object): Promise<R> {
+    this.sent.push([method, params]);
+    return this.responses[method] as R;
+  }
+  async command<R>(id: string, arg: object): Promise<R> {
+    this.sent.push([id, arg]);
+    return this.responses[id] as R;
+  }
+}
+
+const byLabel = (label: string) => (items: PickItem[]) => items.find((i) => i.label === label);
+const TURNS = {
+  turns: [
+    { turn: 1, startSeq: 0, endSeq: 5, status: 'completed', user: 'one', forkable: true },
+    { turn: 2, startSeq: 6, endSeq: 9, status: 'completed', user: 'two', forkable: true },
+  ],
+};
+
+test('consolidate from the palette: pick among eligible sessions, then run the server command', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.picks.push(byLabel('Title of session-main'));
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  assert.deepEqual(h.asked, [
+    'pick:Remem: Consolidate Session:Title of session-fork|Untitled helper|Title of session-main',
+  ]);
+  assert.deepEqual(h.sent, [
+    ['remem/sessionTree', { cwd: '/proj' }],
+    ['remem.lsp.consolidate', { session: 'session-main' }],
+  ]);
+  assert.equal(h.sessionRefreshes, 1);
+  assert.equal(h.memoryRefreshes, 1);
+});
+
+test('consolidate from a tree item asks nothing; a dismissed pick sends nothing', async () => {
+  const h = new Harness();
+  await flows.run(() => flows.consolidateSession(h.ctx, { type: 'session', cwd: '/proj', node: node('s9') }));
+  assert.deepEqual(h.sent, [['remem.lsp.consolidate', { session: 's9' }]]);
+
+  const dismissed = new Harness();
+  dismissed.responses['remem/sessionTree'] = { nodes: FAMILY };
+  dismissed.picks.push(() => undefined);
+  await flows.run(() => flows.consolidateSession(dismissed.ctx));
+  assert.deepEqual(dismissed.sent, [['remem/sessionTree', { cwd: '/proj' }]]);
+});
+
+test('with nothing eligible the user is told why instead of seeing an empty picker', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: [node('busy', { live: true })] };
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  assert.equal(h.asked.length, 1);
+  assert.match(h.asked[0], /^info:No finished session of this workspace can be consolidated/);
+  assert.equal(h.sent.length, 1);
+});
+
+test('branch: pick session and turn, confirm the warning, fork with confirmed: true', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem/sessionTurns'] = TURNS;
+  h.responses['remem.lsp.fork'] = { id: 'session-child' };
+  h.picks.push(byLabel('Title of session-main'), byLabel('Turn 1'));
+  let child: string | null = null;
+  await flows.run(async () => {
+    child = await flows.branchFromTurn(h.ctx);
+  });
+  assert.equal(child, 'session-child');
+  assert.deepEqual(h.confirmed, [['Branch the session after turn 1?', flows.BRANCH_WARNING]]);
+  assert.match(flows.BRANCH_WARNING, /copies the conversation only/);
+  assert.match(flows.BRANCH_WARNING, /files .* and external side effects .* are not rolled back/);
+  assert.deepEqual(h.sent.slice(1), [
+    ['remem/sessionTurns', { id: 'session-main' }],
+    ['remem.lsp.fork', { session: 'session-main', turn: 1, confirmed: true }],
+  ]);
+  assert.equal(h.sessionRefreshes, 1);
+});
+
+test('branch declined at the confirmation forks nothing', async () => {
+  const h = new Harness();
+  h.confirmAnswer = false;
+  let child: string | null = 'unset';
+  await flows.run(async () => {
+    child = await flows.branchFromTurn(h.ctx, { session: 's1', turn: 4 });
+  });
+  assert.equal(child, null);
+  assert.deepEqual(h.sent, []);
+  assert.equal(h.confirmed[0][0], 'Branch the session after turn 4?');
+});
+
+test('a session with no completed turn cannot be branched, and says so', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTurns'] = {
+    turns: [{ turn: 1, startSeq: 0, endSeq: null, status: 'open', user: 'x', forkable: false }],
+  };
+  await flows.run(() => flows.branchFromTurn(h.ctx, 's1'));
+  assert.deepEqual(h.asked, ['info:This session has no completed turn to branch after yet.']);
+  assert.equal(h.confirmed.length, 0);
+});
+
+test('with several folders the user picks one; with none the flow explains', async () => {
+  const h = new Harness();
+  h.folders = [
+    { name: 'a', cwd: '/a' },
+    { name: 'b', cwd: '/b' },
+  ];
+  h.responses['remem/sessionTree'] = { nodes: [node('s1')] };
+  h.picks.push(byLabel('b'), byLabel('Title of s1'));
+  await flows.run(() => flows.openTranscript(h.ctx));
+  assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/b' }]]);
+  assert.deepEqual(h.opened, ['transcript:s1']);
+
+  const none = new Harness();
+  none.folders = [];
+  await flows.run(() => flows.openGlobalMemory(none.ctx));
+  assert.deepEqual(none.asked, ['info:Remem works per workspace: open a folder first.']);
+});
+
+const OVERVIEW = {
+  global: { path: '/h/GLOBAL.md', valid: true, problems: 0 },
+  workspace: { key: 'k', folder: '/h/w/k', index: '/h/w/k/MEMORY.md' },
+  records: [],
+  receipts: [
+    { review: 'r1', status: 'committed', session: 's1', title: 'T', changes: 1, updatedAt: '', path: '/h/r1.json' },
+  ],
+};
+
+test('memory files open where the overview says they are', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = OVERVIEW;
+  await flows.run(() => flows.openGlobalMemory(h.ctx));
+  await flows.run(() => flows.openWorkspaceMemory(h.ctx));
+  await flows.run(() => flows.showReceipt(h.ctx, { type: 'session', cwd: '/proj', node: node('s1') }));
+  await flows.run(() => flows.showReceipt(h.ctx, { type: 'memory', cwd: '/proj', node: { path: '/h/r7.json' } }));
+  h.responses['remem/receipt'] = { review: 'r8', status: 'committed', session: 's8', path: '/h/r8.json', text: '{}' };
+  await flows.run(() => flows.showReceipt(h.ctx, { review: 'r8' }));
+  assert.deepEqual(h.opened, ['/h/GLOBAL.md', '/h/w/k/MEMORY.md', '/h/r1.json', '/h/r7.json', '/h/r8.json']);
+  assert.deepEqual(h.sent.at(-1), ['remem/receipt', { review: 'r8' }]);
+
+  const fresh = new Harness();
+  fresh.responses['remem/memoryOverview'] = { ...OVERVIEW, workspace: { key: null, folder: null, index: null } };
+  await flows.run(() => flows.openWorkspaceMemory(fresh.ctx));
+  assert.match(fresh.asked[0], /^info:This workspace has no memory yet/);
+  assert.deepEqual(fresh.opened, []);
+});
+
+test('select model: provider pick, model input prefilled for the current provider, then the command', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = {
+    provider: 'deepseek',
+    model: 'deepseek-v4-flash',
+    providers: ['deepseek', 'openai'],
+    apiKeyEnv: 'DEEPSEEK_API_KEY',
+    revision: 'r',
+  };
+  h.responses['remem.lsp.selectModel'] = {
+    provider: 'openai',
+    model: 'gpt-5',
+    providers: ['deepseek', 'openai'],
+    apiKeyEnv: 'OPENAI_API_KEY',
+    revision: 's',
+  };
+  h.picks.push(byLabel('openai'));
+  h.inputs.push('  gpt-5 ');
+  await flows.run(() => flows.selectModel(h.ctx));
+  assert.deepEqual(h.sent[1], ['remem.lsp.selectModel', { provider: 'openai', model: 'gpt-5' }]);
+  assert.deepEqual(h.asked.slice(1), [
+    'input:',
+    'info:Consolidation now uses openai / gpt-5. It reads its API key from $OPENAI_API_KEY.',
+  ]);
+});
+
+test('rename prefills the current title; archive and restore name the session', async () => {
+  const h = new Harness();
+  const element = { type: 'session', cwd: '/proj', node: node('s1', { title: 'Old' }) };
+  h.inputs.push('New title');
+  await flows.run(() => flows.renameSession(h.ctx, element));
+  await flows.run(() => flows.setArchived(h.ctx, element, true));
+  await flows.run(() => flows.setArchived(h.ctx, element, false));
+  assert.deepEqual(h.asked, ['input:Old']);
+  assert.deepEqual(h.sent, [
+    ['remem.lsp.rename', { session: 's1', title: 'New title' }],
+    ['remem.lsp.archive', { session: 's1' }],
+    ['remem.lsp.restore', { session: 's1' }],
+  ]);
+});
+
+test('server errors are not swallowed as a dismissal', async () => {
+  const h = new Harness();
+  h.command = async () => {
+    throw new Error('remem: session s1 is still live; consolidate it once it has finished');
+  };
+  await assert.rejects(() => flows.run(() => flows.consolidateSession(h.ctx, 's1')), /still live/);
+});

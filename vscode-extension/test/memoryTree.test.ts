@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { memoryNodes } from '../src/memoryTree';
+import type { MemoryOverview } from '../src/protocol';
+import { HOUR, NOW } from './fixtures';
+
+const OVERVIEW: MemoryOverview = {
+  global: { path: '/h/memory/GLOBAL.md', valid: false, problems: 2 },
+  workspace: { key: 'proj-1', folder: '/h/memory/workspaces/proj-1', index: '/h/memory/workspaces/proj-1/MEMORY.md' },
+  records: [
+    { name: 'use-uv', type: 'feedback', description: 'Use uv', path: '/w/use-uv.md', valid: true, problems: 0 },
+    { name: 'arch', type: 'project', description: 'Layout', path: '/w/arch.md', valid: false, problems: 1 },
+  ],
+  receipts: [
+    {
+      review: 'r1',
+      status: 'failed-provider',
+      session: 's1',
+      title: 'Fix the parser',
+      changes: 0,
+      updatedAt: new Date(NOW - HOUR).toISOString(),
+      path: '/h/reviews/r1.json',
+    },
+    {
+      review: 'r2',
+      status: 'committed',
+      session: 's2',
+      title: 'Add tests',
+      changes: 3,
+      updatedAt: new Date(NOW - 2 * HOUR).toISOString(),
+      path: '/h/reviews/r2.json',
+    },
+  ],
+};
+
+test('global, workspace records (sorted, with validity) and receipts, each opening its file', () => {
+  const [global, workspace, receipts] = memoryNodes(OVERVIEW, NOW);
+  assert.equal(global.kind, 'file');
+  assert.equal(global.kind === 'file' && global.description, 'Global memory · 2 problems');
+  assert.equal(global.kind === 'file' && global.path, '/h/memory/GLOBAL.md');
+  assert.equal(workspace.kind === 'section' && workspace.description, '2 records · 1 invalid');
+  const records = workspace.kind === 'section' ? workspace.children : [];
+  assert.deepEqual(
+    records.map((r) => (r.kind === 'file' ? [r.label, r.description, r.icon.id, r.path] : r.kind)),
+    [
+      ['MEMORY.md', 'index', 'list-unordered', '/h/memory/workspaces/proj-1/MEMORY.md'],
+      ['arch', 'project · 1 problem', 'error', '/w/arch.md'],
+      ['use-uv', 'feedback · valid', 'pass', '/w/use-uv.md'],
+    ],
+  );
+  const rows = receipts.kind === 'section' ? receipts.children : [];
+  assert.deepEqual(
+    rows.map((r) => (r.kind === 'file' ? [r.label, r.description, r.icon.id] : r.kind)),
+    [
+      ['Fix the parser', 'failed-provider · 0 changes · 1 h ago', 'error'],
+      ['Add tests', 'committed · 3 changes · 2 h ago', 'pass'],
+    ],
+  );
+});
+
+test('an empty workspace and no receipts say so instead of showing nothing', () => {
+  const empty: MemoryOverview = {
+    global: { path: '/g', valid: true, problems: 0 },
+    workspace: { key: null, folder: null, index: null },
+    records: [],
+    receipts: [],
+  };
+  const [global, workspace, receipts] = memoryNodes(empty, NOW);
+  assert.equal(global.kind === 'file' && global.description, 'Global memory · valid');
+  assert.equal(workspace.kind === 'section' && workspace.description, '0 records · no memory folder yet');
+  assert.deepEqual(workspace.kind === 'section' && workspace.children.map((c) => c.kind), ['note']);
+  assert.deepEqual(receipts.kind === 'section' && receipts.children.map((c) => c.kind), ['note']);
+});

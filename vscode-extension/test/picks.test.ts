@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { consolidationPicks, providerPicks, receiptPicks, sessionPicks, turnPicks } from '../src/picks';
+import { FAMILY, HOUR, NOW, node } from './fixtures';
+
+test('consolidation offers only finished, unarchived sessions, newest first, with age and review state', () => {
+  const nodes = [...FAMILY, node('old-archived', { archived: true, createdAt: NOW - HOUR / 2 })];
+  const picks = consolidationPicks(nodes, NOW);
+  assert.deepEqual(
+    picks.map((p) => p.session),
+    ['session-fork', 'helper', 'session-main'],
+  );
+  assert.equal(picks[0].label, 'Title of session-fork');
+  assert.equal(picks[0].description, '2 h ago · consolidated');
+  assert.equal(picks[0].detail, 'branch from turn 2 · session-fork');
+  assert.equal(picks[2].description, '5 h ago · not consolidated yet');
+});
+
+test('every session can be picked for transcripts and branching; live and archived are said', () => {
+  const picks = sessionPicks([...FAMILY, node('arch', { archived: true, createdAt: NOW })], NOW);
+  assert.deepEqual(
+    picks.map((p) => p.session),
+    ['arch', 'session-fork', 'session-lost', 'helper', 'session-main'],
+  );
+  assert.equal(picks[0].description, 'just now · not consolidated yet · archived');
+  assert.equal(picks[2].description, '3 h ago · not consolidated yet · live');
+});
+
+test('only completed turns can be branched after, latest first, with the prompt shortened', () => {
+  const long = 'word '.repeat(60);
+  const picks = turnPicks([
+    { turn: 1, startSeq: 0, endSeq: 9, status: 'completed', user: 'first\n  prompt', forkable: true },
+    { turn: 2, startSeq: 10, endSeq: 19, status: 'aborted', user: long, forkable: true },
+    { turn: 3, startSeq: 20, endSeq: null, status: 'open', user: 'still going', forkable: false },
+  ]);
+  assert.deepEqual(
+    picks.map((p) => p.turn),
+    [2, 1],
+  );
+  assert.equal(picks[1].detail, 'first prompt');
+  assert.equal(picks[0].detail?.length, 120);
+  assert.ok(picks[0].detail?.endsWith('…'));
+  assert.equal(picks[0].description, 'aborted');
+});
+
+test('receipts are labelled by session title, falling back to the session id', () => {
+  const picks = receiptPicks(
+    [
+      {
+        review: 'r1',
+        status: 'committed',
+        session: 'session-12345678-aaaa',
+        title: null,
+        changes: 1,
+        updatedAt: new Date(NOW - 2 * HOUR).toISOString(),
+        path: '/h/r1.json',
+      },
+    ],
+    NOW,
+  );
+  assert.deepEqual(picks, [
+    {
+      label: 'Session 12345678',
+      description: 'committed · 1 change · 2 h ago',
+      detail: 'review r1',
+      path: '/h/r1.json',
+    },
+  ]);
+});
+
+test('the current provider comes first and is marked with its model', () => {
+  const picks = providerPicks({
+    provider: 'openai',
+    model: 'gpt-x',
+    providers: ['deepseek', 'openai', 'ollama'],
+    apiKeyEnv: 'OPENAI_API_KEY',
+    revision: 'r',
+  });
+  assert.deepEqual(
+    picks.map((p) => [p.provider, p.description]),
+    [
+      ['openai', 'current · gpt-x'],
+      ['deepseek', undefined],
+      ['ollama', undefined],
+    ],
+  );
+});

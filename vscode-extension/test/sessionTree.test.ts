@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { SessionForest, sessionContextValue, sessionItem } from '../src/sessionTree';
+import { FAMILY, HOUR, NOW, node } from './fixtures';
+
+test('the flat pre-order list becomes roots with their children in daemon order', () => {
+  const forest = new SessionForest(FAMILY);
+  assert.deepEqual(
+    forest.roots().map((n) => n.id),
+    ['session-main', 'session-lost'],
+  );
+  assert.deepEqual(
+    forest.children('session-main').map((n) => n.id),
+    ['session-fork', 'helper'],
+  );
+  assert.deepEqual(forest.children('session-fork'), []);
+});
+
+test('a node whose parent is not in the list is shown as a root, not lost', () => {
+  const forest = new SessionForest([node('child', { kind: 'fork', parent: 'gone', depth: 1 })]);
+  assert.deepEqual(
+    forest.roots().map((n) => n.id),
+    ['child'],
+  );
+});
+
+test('a fork says its fork turn, age and review badge, and expands only with children', () => {
+  const forest = new SessionForest(FAMILY);
+  const fork = sessionItem(forest, FAMILY[1], NOW);
+  assert.equal(fork.label, 'Title of session-fork');
+  assert.equal(fork.description, 'from turn 2 · 2 h ago · ✓ consolidated');
+  assert.deepEqual(fork.icon, { id: 'git-branch' });
+  assert.equal(fork.expanded, null);
+  assert.equal(sessionItem(forest, FAMILY[0], NOW).expanded, true);
+});
+
+test('an orphan is flagged by icon, badge and tooltip; live shows as a badge', () => {
+  const forest = new SessionForest(FAMILY);
+  const lost = sessionItem(forest, FAMILY[3], NOW);
+  assert.equal(lost.icon.id, 'warning');
+  assert.equal(lost.description, 'from turn 1 · 3 h ago · ● live · orphan');
+  assert.match(lost.tooltip, /Orphan: its parent session is in no configured session root/);
+  assert.match(lost.tooltip, /Id: `session-lost`/);
+  assert.match(lost.tooltip, /Created: 2026-11-30 09:00:00 UTC/);
+});
+
+test('icons follow the kind: root, fork, subagent', () => {
+  const forest = new SessionForest(FAMILY);
+  assert.equal(sessionItem(forest, FAMILY[0], NOW).icon.id, 'comment-discussion');
+  const helper = sessionItem(forest, FAMILY[2], NOW);
+  assert.equal(helper.icon.id, 'hubot');
+  assert.equal(helper.label, 'Untitled helper');
+  assert.equal(helper.description, 'subagent · 4 h ago');
+});
+
+test('context values carry what the menus need: archived, live, eligible, reviewed', () => {
+  assert.equal(sessionContextValue(FAMILY[0]), 'session:active:finished:eligible');
+  assert.equal(sessionContextValue(FAMILY[1]), 'session:active:finished:eligible:reviewed');
+  assert.equal(sessionContextValue(FAMILY[3]), 'session:active:live');
+  assert.equal(sessionContextValue(node('a', { archived: true })), 'session:archived:finished');
+});
+
+test('every review state has its own badge; a bare string state is read too', () => {
+  const forest = new SessionForest([]);
+  const badge = (review: (typeof FAMILY)[0]['review']) =>
+    sessionItem(forest, node('x', { review, createdAt: NOW - HOUR }), NOW).description;
+  assert.equal(badge({ state: 'failed', status: 'provider-failed' }), '1 h ago · ✗ consolidation failed');
+  assert.equal(badge({ state: 'changed' }), '1 h ago · △ changed since consolidated');
+  assert.equal(badge('no-change'), '1 h ago · ✓ reviewed, no change');
+  assert.equal(badge({ state: 'pending', status: 'running' }), '1 h ago · … consolidation pending');
+});
+
+test('markdown in titles cannot break the tooltip', () => {
+  const item = sessionItem(new SessionForest([]), node('x', { title: 'fix *all* [links]' }), NOW);
+  assert.match(item.tooltip, /^\*\*fix \\\*all\\\* \\\[links\\\]\*\*/);
+});
