@@ -86,7 +86,6 @@ class ChangeFeed:
                         del self._keys[key]
         return None if lost else keys
 
-
     def close(self) -> None:
         """Stop watching and give the inotify instance back; the feed can no longer tell."""
         if self._closer is not None:
