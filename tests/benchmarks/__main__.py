@@ -1,7 +1,7 @@
 """`python -m tests.benchmarks`: run the registered benchmarks and print remem vs its baselines.
 
 Timings are reported, never asserted: the exit code is 0 unless a benchmark crashes (1) or the
-command line is wrong (2).
+command line is wrong (2). A benchmark whose tools are missing is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import consolidation, daemon, forks, memory, sessions
-from .harness import Benchmark, Row, format_table, run
+from . import agents, consolidation, daemon, editor, forks, lsp, memory, sessions
+from .harness import Benchmark, Row, Unavailable, format_table, run
 
 BENCHMARKS: list[Benchmark] = [
     *memory.BENCHMARKS,
@@ -25,6 +25,9 @@ BENCHMARKS: list[Benchmark] = [
     *forks.BENCHMARKS,
     *daemon.BENCHMARKS,
     *consolidation.BENCHMARKS,
+    *lsp.BENCHMARKS,
+    *agents.BENCHMARKS,
+    *editor.BENCHMARKS,
 ]
 
 
@@ -36,11 +39,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no benchmark name contains {args.only!r}")
     facts = machine_facts()
     print("\n".join(f"{key}: {value}" for key, value in facts.items()), end="\n\n")
-    rows, crashed = _run_all(selected, quick=args.quick)
+    rows, skipped, crashed = _run_all(selected, quick=args.quick)
     print(format_table(rows), end="\n\n")
     print("\n".join(f"{b.name}: {b.note}" for b in selected))
+    if skipped:
+        print("\n" + "\n".join(f"skipped {name}: {reason}" for name, reason in skipped.items()))
     if args.json is not None:
-        _write_json(args.json, facts, selected, rows, quick=args.quick)
+        _write_json(args.json, facts, selected, rows, skipped, quick=args.quick)
     if crashed:
         print(f"\ncrashed: {', '.join(crashed)}", file=sys.stderr)
     return 1 if crashed else 0
@@ -63,18 +68,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_all(benchmarks: Sequence[Benchmark], *, quick: bool) -> tuple[list[Row], list[str]]:
+def _run_all(benchmarks: Sequence[Benchmark], *, quick: bool) -> tuple[list[Row], dict[str, str], list[str]]:
     rows: list[Row] = []
+    skipped: dict[str, str] = {}
     crashed: list[str] = []
     for benchmark in benchmarks:
         print(f"running {benchmark.name} ...", file=sys.stderr, flush=True)
         try:
             rows += run(benchmark, quick=quick)
+        except Unavailable as reason:
+            print(f"skipped {benchmark.name}: {reason}", file=sys.stderr, flush=True)
+            skipped[benchmark.name] = str(reason)
         except Exception:
             # One broken benchmark should not hide the figures of the others.
             traceback.print_exc()
             crashed.append(benchmark.name)
-    return rows, crashed
+    return rows, skipped, crashed
 
 
 def _write_json(
@@ -82,6 +91,7 @@ def _write_json(
     facts: dict[str, str],
     benchmarks: Sequence[Benchmark],
     rows: Sequence[Row],
+    skipped: dict[str, str],
     *,
     quick: bool,
 ) -> None:
@@ -90,6 +100,7 @@ def _write_json(
         "quick": quick,
         "notes": {b.name: b.note for b in benchmarks},
         "results": [r.as_dict() for r in rows],
+        "skipped": skipped,
     }
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

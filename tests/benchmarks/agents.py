@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 
@@ -32,9 +32,9 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
 
 from . import corpus
-from .consolidation import _warmup_of
+from .consolidation import _p50_table, _warm_p50, _warmup_of
 from .daemon import _LineClient
-from .harness import Benchmark, Budget, Call, Contenders, Prepare, _format_ns, percentile, repeat
+from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat
 
 _RECORDS = 200
 _BODY_BYTES = 1024
@@ -100,13 +100,24 @@ class _Clients:
 
 
 @contextmanager
-def _context_200() -> Iterator[Contenders]:
+def _filled_home() -> Iterator[tuple[Path, Home, Path]]:
+    """A scratch folder, a home whose project workspace holds the 200 records, and the project;
+    the home's daemon runs until the block ends."""
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
         home = Home(Path(folder, "home"))
         project = Path(folder, "project")
         project.mkdir()
         _fill(MemoryStore(home), WorkspaceId.from_cwd(project))
         call(home, "daemon/status")  # starts the daemon
+        try:
+            yield Path(folder), home, project
+        finally:
+            call(home, "daemon/shutdown", start=False)
+
+
+@contextmanager
+def _context_200() -> Iterator[Contenders]:
+    with _filled_home() as (folder, home, project):
         remem = StdioServerParameters(
             command=sys.executable,
             args=["-m", "remem.daemon", "--home", str(home.root), "mcp", "--cwd", str(project)],
@@ -114,7 +125,7 @@ def _context_200() -> Iterator[Contenders]:
         )
         clients = _Clients({"remem": remem})
         try:
-            answer = Path(folder, "answer.md")
+            answer = folder / "answer.md"
             answer.write_text(clients.text_of("remem"), encoding="utf-8")
             floor = StdioServerParameters(command=sys.executable, args=["-c", _FLOOR_SERVER, str(answer)])
             clients.close()
@@ -127,31 +138,22 @@ def _context_200() -> Iterator[Contenders]:
             )
         finally:
             clients.close()
-            call(home, "daemon/shutdown", start=False)
         print(_target_table(timings, answer.stat().st_size), end="\n\n", flush=True)
 
 
 @contextmanager
 def _context_rpc() -> Iterator[Contenders]:
-    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
-        home = Home(Path(folder, "home"))
-        project = Path(folder, "project")
-        project.mkdir()
-        _fill(MemoryStore(home), WorkspaceId.from_cwd(project))
-        call(home, "daemon/status")  # starts the daemon
-        try:
-            daemon = _LineClient(DaemonPaths(home).read_status().socket)  # type: ignore[union-attr]
-            first = json.loads(daemon.ask(_request("agents/context", {"cwd": str(project)})))
-            # What remem mcp asks once it holds the text: "has it changed since this observation?"
-            context = _request("agents/context", {"cwd": str(project), "known": first["result"]["observed"]})
-            if json.loads(daemon.ask(context))["result"]["text"] is not None:
-                raise RuntimeError("agents/context sent the text again")
-            status = _request("daemon/status", {})
-            yield Contenders(
-                remem=repeat(lambda: daemon.ask(context)), baseline=repeat(lambda: daemon.ask(status))
-            )
-        finally:
-            call(home, "daemon/shutdown", start=False)
+    with _filled_home() as (_, home, project):
+        daemon = _LineClient(DaemonPaths(home).read_status().socket)  # type: ignore[union-attr]
+        first = json.loads(daemon.ask(_request("agents/context", {"cwd": str(project)})))
+        # What remem mcp asks once it holds the text: "has it changed since this observation?"
+        context = _request("agents/context", {"cwd": str(project), "known": first["result"]["observed"]})
+        if json.loads(daemon.ask(context))["result"]["text"] is not None:
+            raise RuntimeError("agents/context sent the text again")
+        status = _request("daemon/status", {})
+        yield Contenders(
+            remem=repeat(lambda: daemon.ask(context)), baseline=repeat(lambda: daemon.ask(status))
+        )
 
 
 def _request(method: str, params: dict[str, object]) -> bytes:
@@ -195,27 +197,9 @@ def _target_table(timings: dict[str, dict[int, int]], size: int) -> str:
     """remem's absolute p50 against the 5 ms target, beside the floor's, laid out like the harness."""
     runs = len(timings["remem"])
     warmup = _warmup_of(_BUDGET, runs)
-    remem, floor = (
-        percentile([ns for i, ns in timings[side].items() if i >= warmup], 50) for side in ("remem", "floor")
-    )
-    lines: list[Sequence[str]] = [
-        ("benchmark", "metric", "remem", "baseline", "difference", "target", "verdict"),
-        (
-            "agents.context-200",
-            "p50",
-            _format_ns(remem),
-            _format_ns(floor),
-            _format_ns(remem - floor),
-            f"≤ {_TARGET_NS / 1e6:.0f} ms",
-            "ok" if remem <= _TARGET_NS else "over target",
-        ),
-    ]
-    widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
-    rendered = [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
-    rendered.insert(1, "-+-".join("-" * width for width in widths))
-    return f"agents.context-200, {runs - warmup} calls per side, a {size}-byte context:\n" + "\n".join(
-        rendered
-    )
+    remem, floor = (_warm_p50(timings[side], warmup) for side in ("remem", "floor"))
+    table = _p50_table("agents.context-200", remem, floor, _TARGET_NS, remem)
+    return f"agents.context-200, {runs - warmup} calls per side, a {size}-byte context:\n{table}"
 
 
 _BUDGET = Budget(iterations=1000, warmup=100)

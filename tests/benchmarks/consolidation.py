@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from remem.daemon.sessions.reader import read_session
 from tests.consolidation.conftest import KEY_ENV, configure, proposal, put
 from tests.fake_openai import FakeOpenAI, tool_call
 
-from .harness import Benchmark, Budget, Call, Contenders, _format_ns, percentile, repeat
+from .harness import Benchmark, Budget, Call, Contenders, _format_ns, percentile, render_lines, repeat
 from .sessions import _CWD, _PROJECTED_EVENTS
 
 _SESSION_BYTES = 1_000_000
@@ -85,6 +85,11 @@ class _Copies:
         SessionCatalog.open(self.home).find(record["id"])  # indexes it, forgets the ones removed
         self.current = (iteration, record["id"], path)
         return record["id"], path
+
+
+def _warm_p50(timings: dict[int, int], warmup: int) -> int:
+    """The median of the iterations after the first `warmup`."""
+    return percentile([ns for i, ns in timings.items() if i >= warmup], 50)
 
 
 def _warmup_of(budget: Budget, runs: int) -> int:
@@ -152,27 +157,25 @@ def _overhead_table(timings: dict[str, dict[int, int]], budget: Budget) -> str:
     """p50 of each side (warm-up left out) and their difference, laid out like the harness table."""
     runs = len(timings["remem"])
     warmup = _warmup_of(budget, runs)
-    remem, baseline = (
-        percentile([ns for i, ns in timings[side].items() if i >= warmup], 50)
-        for side in ("remem", "baseline")
+    remem, baseline = (_warm_p50(timings[side], warmup) for side in ("remem", "baseline"))
+    table = _p50_table("consolidation.host-overhead", remem, baseline, _OVERHEAD_TARGET_NS, remem - baseline)
+    return f"consolidation.host-overhead, {runs - warmup} reviews per side:\n{table}"
+
+
+def _p50_table(name: str, remem: int, baseline: int, target_ns: int, judged: int) -> str:
+    """One p50 row beside its baseline and the difference, `judged` against `target_ns`."""
+    row = (
+        name,
+        "p50",
+        _format_ns(remem),
+        _format_ns(baseline),
+        _format_ns(remem - baseline),
+        f"≤ {target_ns / 1e6:.0f} ms",
+        "ok" if judged <= target_ns else "over target",
     )
-    difference = remem - baseline
-    lines: list[Sequence[str]] = [
-        ("benchmark", "metric", "remem", "baseline", "difference", "target", "verdict"),
-        (
-            "consolidation.host-overhead",
-            "p50",
-            _format_ns(remem),
-            _format_ns(baseline),
-            _format_ns(difference),
-            f"≤ {_OVERHEAD_TARGET_NS / 1e6:.0f} ms",
-            "ok" if difference <= _OVERHEAD_TARGET_NS else "over target",
-        ),
-    ]
-    widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
-    rendered = [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
-    rendered.insert(1, "-+-".join("-" * width for width in widths))
-    return f"consolidation.host-overhead, {runs - warmup} reviews per side:\n" + "\n".join(rendered)
+    return render_lines(
+        [("benchmark", "metric", "remem", "baseline", "difference", "target", "verdict"), row]
+    )
 
 
 @contextmanager

@@ -19,6 +19,10 @@ Prepare = Callable[[int], Call]
 """Builds iteration `i`'s call, untimed, so per-iteration inputs never count as work."""
 
 
+class Unavailable(Exception):
+    """A benchmark cannot run on this machine (a tool is missing); the runner skips it and says why."""
+
+
 @dataclass(frozen=True)
 class Contenders:
     remem: Prepare
@@ -116,9 +120,11 @@ def percentile(samples: Sequence[int], pct: float) -> int:
     return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
 
 
+COLUMNS = ("benchmark", "metric", "remem", "baseline", "ratio", "target", "verdict")
+
+
 def format_table(rows: Sequence[Row]) -> str:
-    header = ("benchmark", "metric", "remem", "baseline", "ratio", "target", "verdict")
-    lines = [header] + [
+    lines = [COLUMNS] + [
         (
             r.benchmark,
             r.metric,
@@ -130,7 +136,12 @@ def format_table(rows: Sequence[Row]) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
+    return render_lines(lines)
+
+
+def render_lines(lines: Sequence[Sequence[str]]) -> str:
+    """A header line and rows as aligned text columns, with a rule under the header."""
+    widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
     rendered = [
         " | ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
