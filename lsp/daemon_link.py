@@ -221,10 +221,19 @@ class DaemonLink:
             elif isinstance(params.get("workspace"), str):
                 refresh_workspace(self._ls, self._ls.home.workspaces / params["workspace"])
             self._ls.protocol.notify("remem/memoryChanged", params)
+            self._refresh_lenses()
         elif method == "sessions/changed":
             self._ls.protocol.notify("remem/treeChanged", params)
+            self._refresh_lenses()
         elif method == "consolidation/progress" and (listener := self._progress.get(params["session"])):
             listener(params)
+
+    def _refresh_lenses(self) -> None:
+        # Lenses are pulled: a record's provenance and a transcript's forkable turns may have
+        # changed with this news, and only the client can ask again.
+        workspace = self._ls.client_capabilities.workspace
+        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
+            self._ls.workspace_code_lens_refresh(None)
 
 
 def _stopped_while_answering(exc: DaemonUnavailable) -> JsonRpcServerError:

@@ -26,7 +26,7 @@ HEARD: list[tuple[str, object]] = []
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=dict(os.environ)))
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    for method in ("remem/memoryChanged", "remem/treeChanged"):
+    for method in ("remem/memoryChanged", "remem/treeChanged", types.WORKSPACE_CODE_LENS_REFRESH):
         lsp_client.feature(method)(lambda params, method=method: HEARD.append((method, params)))
     await begin(lsp_client)
     yield
@@ -80,3 +80,5 @@ async def test_a_sibling_edited_on_disk_reaches_the_open_documents(client: Langu
     (folder / "copy.md").write_text(record("mine"))  # a hand edit elsewhere: now a duplicate name
     await until(lambda: "remem/name-duplicate" in codes(client, uri))
     await until(lambda: any(m == "remem/memoryChanged" for m, _ in HEARD))
+    # Provenance lenses may have changed with it: the client is asked to pull them again.
+    await until(lambda: any(m == types.WORKSPACE_CODE_LENS_REFRESH for m, _ in HEARD))
