@@ -191,7 +191,7 @@ class DaemonLink:
 
     def _connected(self, info: DaemonInfo) -> None:
         again, self._ever_connected = self._ever_connected, True
-        self._ls.daemon, self._ls.degraded = self.client, None
+        self._ls.degraded = None
         self._tell("connected", f"remem daemon {info.version}, pid {info.pid}")
         self._woken.set()
         if again:  # memory may have changed while no daemon told us
@@ -201,7 +201,7 @@ class DaemonLink:
     def _fail(self, reason: str) -> None:
         if self._ls.degraded == reason:
             return
-        self._ls.daemon, self._ls.degraded = None, reason
+        self._ls.degraded = reason
         log.warning("no daemon: %s", reason)
         self._tell("unavailable", reason)
         message = f"remem: {self.refusal().message}"

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from pygls.lsp.server import LanguageServer
 
 from remem.daemon import __version__
-from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 
 from .protocol import RememProtocol
@@ -27,7 +26,6 @@ class RememServer(LanguageServer):
     def __init__(self, home: Home) -> None:
         super().__init__("remem", __version__, protocol_cls=RememProtocol)
         self.home = home
-        self.daemon: AsyncDaemonClient | None = None
         self.degraded: str | None = None  # why there is no daemon, when there is none
 
 
