@@ -51,9 +51,17 @@ def _converter() -> Converter:
 
 async def begin(client: LanguageClient) -> None:
     """The session start VS Code makes."""
+    answer_lens_refreshes(client)
     await client.initialize_session(
         types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
     )
+
+
+def answer_lens_refreshes(client: LanguageClient) -> None:
+    """Answer the server's `workspace/codeLens/refresh`, as VS Code's capabilities promise (a
+    test that watches for them registers its own handler first)."""
+    if types.WORKSPACE_CODE_LENS_REFRESH not in client.protocol.fm.features:
+        client.feature(types.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
 
 
 async def end(client: LanguageClient) -> None:

@@ -30,6 +30,8 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV
 
+from .editor import answer_lens_refreshes
+
 NOTIFICATIONS = ("remem/status", "remem/treeChanged", "remem/memoryChanged")
 SAFETY_NET = "daemon:\n  idle_minutes: 2\n"  # the tests stop the daemon; this stops a stray one
 
@@ -81,6 +83,7 @@ async def start_editor(home: Home, capabilities: types.ClientCapabilities | None
 
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
     await client.start_io(*command, env=environment(home))
+    answer_lens_refreshes(client)
     await client.initialize_session(
         types.InitializeParams(capabilities=capabilities or client_capabilities("visual-studio-code"))
     )

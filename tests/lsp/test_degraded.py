@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
+
+from .editor import begin, end
 
 HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-degraded-")) / "home").ensure_layout()
 HOME.settings_file.write_text("daemon:\n  idle_minutes: -1\n")  # the daemon refuses to start on this
@@ -22,11 +24,9 @@ SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=dict(os.environ)))
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
 @pytest.mark.asyncio

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -12,9 +11,9 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-from .editor import change, open_document, record
+from .editor import begin, change, end, open_document, record
 from .receipted import DESCRIPTION, NAME, Receipted, consolidated, new_home
 
 HOME = new_home("remem-lsp-hover-")
@@ -32,11 +31,9 @@ def receipted() -> Iterator[Receipted]:
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))
 async def client(lsp_client: LanguageClient, receipted: Receipted):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
 async def hover(client: LanguageClient, uri: str, line: int, character: int) -> types.Hover | None:
