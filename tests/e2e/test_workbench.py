@@ -109,6 +109,11 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
     editor = workbench.editor("prefer-uv.md")
     type_line = record.read_text().splitlines().index("type: feedback") + 1
     workbench.replace_line(type_line, "type: Feedback")
+    # Typing goes key by key, so the half-typed line may be flagged (as bad YAML) first: wait
+    # for the problem of the finished line.
+    workbench.problems()
+    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="remem/type-invalid")
+    flagged.first.wait_for(timeout=UI_TIMEOUT_MS)
     squiggle = workbench.page.locator(".monaco-editor .squiggly-error")
     squiggle.first.wait_for(timeout=UI_TIMEOUT_MS)
     problems = workbench.problems()
