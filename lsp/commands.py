@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pydantic import Field, model_validator
-from pygls import uris
 from pygls.exceptions import JsonRpcInvalidParams
 
 from remem.daemon.forks.service import ForkRequest
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
-from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.protocol import TurnRow, TurnsResult
 
 from .consolidate import consolidate
+from .diagnostics import path_of
+from .documents import workspace_cwd
 from .server import RememServer
 from .wire import AbsolutePath, Strict, only_argument
 
@@ -156,14 +155,13 @@ async def _confirmed(ls: RememServer, turn: int) -> bool:
 
 async def _cwd_of_memory_file(ls: RememServer, uri: str) -> str:
     """The project folder whose memory folder holds the file at `uri`."""
-    fs_path = uris.to_fs_path(uri)
-    path = Path(fs_path) if fs_path is not None else None
+    path = path_of(uri)
     if path is None or path.parent.parent != ls.home.workspaces or not is_workspace_key(path.parent.name):
         raise JsonRpcInvalidParams(f"{REGENERATE_INDEX}: {uri} is not a file of a workspace's memory folder")
-    workspace = await asyncio.to_thread(MemoryStore(ls.home).workspace_of, path.parent.name)
-    if not workspace.cwd or WorkspaceId.from_cwd(workspace.cwd).key != workspace.key:
+    cwd = await asyncio.to_thread(workspace_cwd, ls, path.parent.name)
+    if not cwd or WorkspaceId.from_cwd(cwd).key != path.parent.name:
         raise JsonRpcInvalidParams(
             f"{REGENERATE_INDEX}: {path.parent / 'workspace.json'} does not name this folder's project; "
             "run the command with `cwd` (the project folder) instead"
         )
-    return workspace.cwd
+    return cwd
