@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from .fsutil import ensure_private_dir
@@ -13,7 +14,10 @@ HOME_ENV = "REMEM_HOME"
 
 @dataclass(frozen=True)
 class Home:
-    """Where remem keeps everything: memory, its own sessions, state and settings."""
+    """Where remem keeps everything: memory, its own sessions, state and settings.
+
+    The paths are computed once per home: the language server compares them on every keystroke.
+    """
 
     root: Path
 
@@ -23,39 +27,39 @@ class Home:
         chosen = explicit or os.environ.get(HOME_ENV, "").strip() or "~/.remem"
         return cls(Path(os.path.abspath(os.path.expanduser(os.fspath(chosen)))))
 
-    @property
+    @cached_property
     def memory(self) -> Path:
         return self.root / "memory"
 
-    @property
+    @cached_property
     def global_file(self) -> Path:
         return self.memory / "GLOBAL.md"
 
-    @property
+    @cached_property
     def workspaces(self) -> Path:
         return self.memory / "workspaces"
 
-    @property
+    @cached_property
     def reviews(self) -> Path:
         return self.memory / "reviews"
 
-    @property
+    @cached_property
     def sessions(self) -> Path:
         return self.root / "sessions"
 
-    @property
+    @cached_property
     def state(self) -> Path:
         return self.root / "state"
 
-    @property
+    @cached_property
     def locks(self) -> Path:
         return self.state / "locks"
 
-    @property
+    @cached_property
     def settings_file(self) -> Path:
         return self.root / "settings.yml"
 
-    @property
+    @cached_property
     def credentials_file(self) -> Path:
         return self.root / "credentials.yml"
 
