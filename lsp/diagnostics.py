@@ -8,6 +8,7 @@ open in the editor standing in for the files, so workspace-wide problems (a dupl
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from lsprotocol import types
@@ -78,7 +79,8 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
         for uri, document in ls.workspace.text_documents.items()
         if (path := path_of(uri)) is not None and path.parent == folder
     }
-    reports = lint_workspace_folder(folder, {name: text for name, (_, text) in open_here.items()})
+    edited = {name: text for name, (_, text) in open_here.items()}
+    reports = lint_workspace_folder(folder, edited, ls.lint_cache)
     for name, (uri, _) in open_here.items():
         _publish(ls, uri, reports.get(name, []))
 
@@ -110,6 +112,7 @@ def workspace_folder(ls: RememServer, path: Path) -> Path | None:
     return path.parent
 
 
+@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
 def path_of(uri: str) -> Path | None:
     fs_path = uris.to_fs_path(uri)
     return Path(fs_path) if fs_path is not None else None

@@ -12,6 +12,7 @@ from pygls.lsp.server import LanguageServer
 
 from remem.daemon import __version__
 from remem.daemon.home import Home
+from remem.daemon.memory.lint_cache import LintCache
 
 from .protocol import RememProtocol
 
@@ -27,6 +28,7 @@ class RememServer(LanguageServer):
         super().__init__("remem", __version__, protocol_cls=RememProtocol)
         self.home = home
         self.degraded: str | None = None  # why there is no daemon, when there is none
+        self.lint_cache = LintCache()  # live validation re-judges a folder per keystroke
 
 
 def create_server(home: Home) -> RememServer:

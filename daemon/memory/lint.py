@@ -6,13 +6,13 @@ A record is judged together with its sibling records (duplicate names, the recor
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
 from .canonical import decode
 from .diagnostics import Diagnostic
+from .lint_cache import LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .store import FileProblems
 from .validation import validate_global, validate_workspace
@@ -45,17 +45,19 @@ def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic
 
 
 def lint_workspace_folder(
-    folder: Path, edited: Mapping[str, str] | None = None
+    folder: Path, edited: Mapping[str, str] | None = None, cache: LintCache | None = None
 ) -> dict[str, list[Diagnostic]]:
     """Diagnostics of every record and of `MEMORY.md` in `folder`, by file name.
 
     `edited` holds texts an editor has open (by file name); they stand in for the files, so the
-    workspace-wide rules (duplicate names, the index in sync) see what the user sees.
+    workspace-wide rules (duplicate names, the index in sync) see what the user sees. A `cache`
+    kept across calls spares re-reading and re-parsing what did not change since the last one.
     """
     edited = edited or {}
-    names = _file_names(folder)
+    cache = cache or LintCache()
+    names = _listing(folder, cache)
     decoded = {
-        name: (edited[name], []) if name in edited else decode((folder / name).read_bytes())
+        name: (edited[name], []) if name in edited else cache.read(folder / name)
         for name in sorted(names | set(edited))
         if record_name_of(name) is not None
     }
@@ -63,9 +65,9 @@ def lint_workspace_folder(
     if INDEX_FILE in edited:
         index = (edited[INDEX_FILE], [])
     elif INDEX_FILE in names:
-        index = decode((folder / INDEX_FILE).read_bytes())
+        index = cache.read(folder / INDEX_FILE)
     parsed, index_problems = validate_workspace(
-        {name: text for name, (text, _) in decoded.items()}, index[0] if index else None
+        {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse
     )
     reports = {name: problems + parsed[name].diagnostics for name, (_, problems) in decoded.items()}
     if index is not None:
@@ -73,13 +75,11 @@ def lint_workspace_folder(
     return reports
 
 
-def _file_names(folder: Path) -> set[str]:
-    # scandir's entry types spare a stat per file: this runs on every keystroke in the editor.
+def _listing(folder: Path, cache: LintCache) -> frozenset[str]:
     try:
-        with os.scandir(folder) as entries:
-            return {e.name for e in entries if e.is_file()}
+        return cache.file_names(folder)
     except (FileNotFoundError, NotADirectoryError):
-        return set()
+        return frozenset()  # the folder went away: only the editor's texts are left to judge
 
 
 def _expand(paths: list[Path]) -> list[Path]:

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import IO, Any
 from remem.daemon.home import Home
 from remem.daemon.memory.batch import PutChange
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.lint_cache import SETTLED_NS
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, Record, render_record
 from remem.daemon.memory.store import MemoryStore
 
@@ -124,6 +126,8 @@ def _round_trips(texts: tuple[str, str], place: Callable[[Home], Path]) -> Itera
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder, ExitStack() as stack:
         home = Home(Path(folder, "home")).ensure_layout()
         uri = place(home).as_uri()
+        # As in an editor, the memory files were written a while ago: settled, so cacheable.
+        time.sleep(SETTLED_NS / 1e9)
         env = {**os.environ, "REMEM_HOME": str(home.root), "DSH_HOME": str(Path(folder, "no-dsh"))}
         remem_command = [sys.executable, "-m", "remem.daemon", "lsp"]
         editors = [_Editor(remem_command, env), _Editor([sys.executable, "-c", _EMPTY_SERVER], env)]
@@ -135,9 +139,17 @@ def _round_trips(texts: tuple[str, str], place: Callable[[Home], Path]) -> Itera
         stack.callback(lambda: subprocess.run(stop, env=env, capture_output=True, timeout=60))
 
         def edits(editor: _Editor) -> Prepare:
-            return lambda iteration: editor.change(uri, texts[(iteration + 1) % 2])
+            return lambda iteration: editor.change(uri, _keystroke(texts[(iteration + 1) % 2], iteration))
 
         yield Contenders(remem=edits(editors[0]), baseline=edits(editors[1]))
+
+
+def _keystroke(text: str, iteration: int) -> str:
+    """`text` with its last word replaced by the iteration's number: a text of the same size that
+    no earlier edit sent, as with real typing (the server may keep what it parsed before)."""
+    word = text.rstrip("\n").rsplit(" ", 1)[1]
+    assert word.isascii() and len(word) >= 6, "the corpus text must end in a word to type over"
+    return f"{text[: -len(word) - 1]}{iteration % 10 ** len(word):0{len(word)}d}\n"
 
 
 def _global(home: Home, text: str) -> Path:

@@ -1,0 +1,106 @@
+"""The lint cache gives the same verdicts as judging from scratch, and never a stale text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.memory import lint_cache
+from remem.daemon.memory.index import render_index
+from remem.daemon.memory.lint import lint_workspace_folder
+from remem.daemon.memory.lint_cache import LintCache
+from remem.daemon.memory.record import render_record
+from remem.daemon.memory.validation import ParsedRecord, parse_record
+
+from .factory import rec
+
+
+def _folder(tmp_path: Path, *names: str) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    records = [rec(name) for name in names]
+    for record in records:
+        (folder / f"{record.name}.md").write_text(render_record(record), encoding="utf-8")
+    (folder / "MEMORY.md").write_text(render_index(records), encoding="utf-8")
+    return folder
+
+
+def _codes(reports: dict[str, list]) -> dict[str, list[str]]:
+    return {name: [d.code for d in found] for name, found in reports.items()}
+
+
+def _verdict(parsed: ParsedRecord) -> tuple[object, ...]:
+    return parsed.record, parsed.diagnostics, parsed.name_span, parsed.fields
+
+
+def test_a_cached_parse_is_not_changed_by_the_workspace_rules_that_judged_it(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "alpha", "beta")
+    cache = LintCache()
+    duplicate = lint_workspace_folder(folder, {"beta.md": render_record(rec("alpha"))}, cache)
+    assert "remem/name-duplicate" in _codes(duplicate)["beta.md"]
+    assert _codes(duplicate)["alpha.md"] == ["remem/name-duplicate"]
+    # The duplicate's problem was added to copies: fixing the name clears it everywhere.
+    fixed = lint_workspace_folder(folder, {"beta.md": render_record(rec("beta"))}, cache)
+    assert _codes(fixed) == {"alpha.md": [], "beta.md": [], "MEMORY.md": []}
+    assert fixed == lint_workspace_folder(folder, {"beta.md": render_record(rec("beta"))})
+
+
+def test_the_parse_cache_answers_as_parse_record_does() -> None:
+    cache = LintCache()
+    text = render_record(rec("alpha")).replace("type: project", "type: opinion")
+    for _ in range(2):
+        assert _verdict(cache.parse(text, "alpha.md")) == _verdict(parse_record(text, "alpha.md"))
+    other = _verdict(cache.parse(text, "other.md"))  # the file name is checked against the name
+    assert other == _verdict(parse_record(text, "other.md")) != _verdict(parse_record(text, "alpha.md"))
+
+
+def test_a_file_rewritten_in_place_with_the_same_size_is_read_again(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "alpha")
+    cache = LintCache()
+    assert _codes(lint_workspace_folder(folder, cache=cache))["alpha.md"] == []
+    path = folder / "alpha.md"
+    same_size = path.read_text(encoding="utf-8").replace("type: project", "type: nonsuch")
+    path.write_text(same_size, encoding="utf-8")
+    assert "remem/type-invalid" in _codes(lint_workspace_folder(folder, cache=cache))["alpha.md"]
+
+
+def test_a_settled_file_is_read_once_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _folder(tmp_path, "alpha")
+    settled = lint_cache.time.time_ns() + 10 * lint_cache.SETTLED_NS
+    monkeypatch.setattr(lint_cache.time, "time_ns", lambda: settled)
+    reads: list[Path] = []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or read_bytes(self))
+    cache = LintCache()
+    first = lint_workspace_folder(folder, cache=cache)
+    assert lint_workspace_folder(folder, cache=cache) == first
+    assert sorted(p.name for p in reads) == ["MEMORY.md", "alpha.md"]
+    (folder / "MEMORY.md").write_text("# stale\n", encoding="utf-8")
+    assert "remem/index-out-of-sync" in _codes(lint_workspace_folder(folder, cache=cache))["MEMORY.md"]
+    assert sorted(p.name for p in reads) == ["MEMORY.md", "MEMORY.md", "alpha.md"]
+
+
+def test_the_cache_holds_a_bounded_number_of_entries() -> None:
+    cache = LintCache(entries=2)
+    texts = [render_record(rec(name)) for name in ("a1", "b2", "c3")]
+    for text in texts:
+        cache.parse(text, "x.md")
+    assert len(cache._parses) == 2
+    assert ("x.md", texts[0]) not in cache._parses
+
+
+def test_a_record_added_to_a_settled_folder_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _folder(tmp_path, "alpha")
+    settled = lint_cache.time.time_ns() + 10 * lint_cache.SETTLED_NS
+    monkeypatch.setattr(lint_cache.time, "time_ns", lambda: settled)
+    cache = LintCache()
+    assert sorted(lint_workspace_folder(folder, cache=cache)) == ["MEMORY.md", "alpha.md"]
+    (folder / "beta.md").write_text(render_record(rec("beta")), encoding="utf-8")
+    reports = lint_workspace_folder(folder, cache=cache)
+    assert sorted(reports) == ["MEMORY.md", "alpha.md", "beta.md"]
+    assert _codes(reports)["MEMORY.md"] == ["remem/index-out-of-sync"]  # beta is not in the index yet
