@@ -76,8 +76,8 @@ def transcript_uri(session: str) -> str:
 
 async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     """A receipt the daemon knows, with its file's text exactly as written."""
-    answer = await ls.link.call("consolidation/receipts", {})
-    known = next((r for r in answer["receipts"] if r["review"] == review), None)
+    answer = await ls.link.call("consolidation/receipts", {"review": review})
+    known = next(iter(answer["receipts"]), None)
     if known is None:
         raise JsonRpcInvalidParams(f"remem/receipt: no review {review}; the Memory view lists the receipts")
     receipt = Receipt.model_validate(known)

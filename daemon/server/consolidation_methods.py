@@ -87,7 +87,11 @@ class ConsolidationMethods:
 
     async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
         receipts = await asyncio.to_thread(self.consolidator.receipts.all)
-        wanted = [r for r in receipts if params.session is None or r.source.session == params.session]
+        wanted = [
+            r
+            for r in receipts
+            if params.session in (None, r.source.session) and params.review in (None, r.review)
+        ]
         return ReceiptsResult(receipts=wanted)
 
     async def read_settings(self, params: Empty) -> ModelSettings:

@@ -176,7 +176,10 @@ class CancelResult(_Strict):
 
 
 class ReceiptsParams(_Strict):
+    """Filters, each optional: the reviews of one session, or one review."""
+
     session: str | None = None
+    review: str | None = None
 
 
 class ReceiptsResult(_Strict):

@@ -102,15 +102,20 @@ async def test_the_memory_overview_judges_every_file(editor: Editor, reviewed: R
 
 
 async def test_a_receipt_is_read_as_written(editor: Editor, reviewed: Receipted) -> None:
-    answer = await editor.request("remem/receipt", {"review": reviewed.review})
-    path = reviewed.home.reviews / f"{reviewed.review}.md"
-    assert answer == {
-        "review": reviewed.review,
-        "status": "committed",
-        "session": reviewed.session,
-        "path": str(path),
-        "text": path.read_text(),
-    }
+    # Another review beside it: the one asked for is the one answered.
+    other = reviewed.review[::-1]
+    written = (reviewed.home.reviews / f"{reviewed.review}.md").read_text()
+    (reviewed.home.reviews / f"{other}.md").write_text(written.replace(reviewed.review, other))
+    for review in (reviewed.review, other):
+        answer = await editor.request("remem/receipt", {"review": review})
+        path = reviewed.home.reviews / f"{review}.md"
+        assert answer == {
+            "review": review,
+            "status": "committed",
+            "session": reviewed.session,
+            "path": str(path),
+            "text": path.read_text(),
+        }
 
 
 async def test_settings_name_the_route(editor: Editor) -> None:
