@@ -65,12 +65,18 @@ def test_a_file_rewritten_in_place_with_the_same_size_is_read_again(tmp_path: Pa
     assert "remem/type-invalid" in _codes(lint_workspace_folder(folder, cache=cache))["alpha.md"]
 
 
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file counts as settled, as if its last change were long ago."""
+    later = lint_cache.time.time_ns() + 10 * lint_cache.SETTLED_NS
+    monkeypatch.setattr(lint_cache.time, "time_ns", lambda: later)
+
+
+@pytest.mark.usefixtures("settled")
 def test_a_settled_file_is_read_once_until_it_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = _folder(tmp_path, "alpha")
-    settled = lint_cache.time.time_ns() + 10 * lint_cache.SETTLED_NS
-    monkeypatch.setattr(lint_cache.time, "time_ns", lambda: settled)
     reads: list[Path] = []
     read_bytes = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or read_bytes(self))
@@ -92,12 +98,9 @@ def test_the_cache_holds_a_bounded_number_of_entries() -> None:
     assert ("x.md", texts[0]) not in cache._parses
 
 
-def test_a_record_added_to_a_settled_folder_is_judged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("settled")
+def test_a_record_added_to_a_settled_folder_is_judged(tmp_path: Path) -> None:
     folder = _folder(tmp_path, "alpha")
-    settled = lint_cache.time.time_ns() + 10 * lint_cache.SETTLED_NS
-    monkeypatch.setattr(lint_cache.time, "time_ns", lambda: settled)
     cache = LintCache()
     assert sorted(lint_workspace_folder(folder, cache=cache)) == ["MEMORY.md", "alpha.md"]
     (folder / "beta.md").write_text(render_record(rec("beta")), encoding="utf-8")
