@@ -9,7 +9,9 @@ moved. A file whose ctime lies within `RACY_NS` of the moment its content was la
 have been rewritten within the same timestamp tick without changing its stat, so its bytes are
 hashed and compared as well (git's "racily clean" rule): a stale snapshot is never served.
 ctime, unlike mtime, cannot be set by programs, so a restored timestamp does not hide an edit;
-the rule assumes the system clock does not jump back by more than `RACY_NS`.
+the rule assumes the system clock does not jump back by more than `RACY_NS`. `held` gives the
+two snapshots of an agent's context only when the feed alone proves them, and never waits for
+the lock, so an event loop may ask it before sending the work to a thread.
 
 The stat look takes no lock. A reader racing a commit sees either a signature the cache already
 holds (a consistent generation from before the commit) or a mix of old and new files that no
@@ -95,6 +97,22 @@ class SnapshotCache:
             lambda: self.store.read_workspace_with_files(workspace),
         )
 
+    def held(self, workspace: WorkspaceId) -> tuple[GlobalSnapshot, WorkspaceSnapshot] | None:
+        """Global and `workspace` as the two lookups above would give them, when the change feed
+        alone proves both current; None when either must be looked at, or another thread holds
+        the cache. Looks at no memory file and never waits, so an event loop may call it."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            self._absorb_changes()
+            global_memory = self._quiet(_GLOBAL_KEY)
+            snapshot = self._quiet(workspace.key)
+        finally:
+            self._lock.release()
+        if global_memory is None or snapshot is None:
+            return None
+        return global_memory.value, snapshot.value
+
     def _lookup(
         self,
         key: str,
@@ -104,10 +122,10 @@ class SnapshotCache:
     ) -> T:
         with self._lock:
             self._absorb_changes()
+            quiet = self._quiet(key)
+            if quiet is not None:
+                return quiet.value
             cached = self._entries.get(key)
-            if cached is not None and cached.quiet_from == self._count(key):
-                self._entries.move_to_end(key)
-                return cached.value  # nothing in its folder changed since it was proven
             # Watching starts before the proof below: a change from here on is reported later.
             quiet_from = self._count(key) if self._feed.watch(key, folder) else None
         started = time.time_ns()
@@ -121,6 +139,15 @@ class SnapshotCache:
             digests = {name: _digest_of(data) for name, data in files.items()}
             self._keep(key, _Cached(after, started, digests, value, quiet_from))
         return value
+
+    def _quiet(self, key: str) -> _Cached[Any] | None:
+        """The entry of `key` if nothing in its folder changed since it was proven (hold the lock
+        and absorb the feed's changes first)."""
+        cached = self._entries.get(key)
+        if cached is None or cached.quiet_from != self._count(key):
+            return None
+        self._entries.move_to_end(key)
+        return cached
 
     def _absorb_changes(self) -> None:
         changed = self._feed.changed()

@@ -1,7 +1,9 @@
 """The daemon's agent methods: what MCP agents load, and the observation-bound writes they make.
 
 `agents/context` serves the agent rendering of Global and one workspace from the snapshot
-cache, with the revisions it reflects; those go to the MCP host, never to the agent.
+cache, with the revisions it reflects; those go to the MCP host, never to the agent. When the
+change feed alone proves both current it answers on the event loop, sparing the hop to a
+worker thread that would otherwise be most of its cost.
 `agents/update` commits an agent's changes by compare-and-swap against the revisions its
 session observed and records each commit in the audit trail (`memory.audit` has the protocol).
 The whole protocol of one update runs in one worker thread under the scope's agent lock, so a
@@ -13,6 +15,7 @@ starts. Errors name files by their name alone: an agent never sees a path.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -40,8 +43,8 @@ from ..memory.audit import (
 from ..memory.batch import DeleteChange, GlobalPlan, InvalidChanges, Problem, PutChange, WorkspacePlan
 from ..memory.context import render_agent_context
 from ..memory.identity import WorkspaceId
-from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import CommitResult, MemoryInvalid, MemoryStore
+from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
+from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
 from .jsonrpc import Handler
 from .memory_methods import MemoryMethods
 from .protocol import (
@@ -128,11 +131,16 @@ class AgentMethods:
         }
 
     async def context(self, params: AgentContextParams) -> AgentContextResult:
-        workspace = WorkspaceId.from_cwd(params.cwd)
+        workspace = _workspace_of(params.cwd)
+        held = self.cache.held(workspace)
+        if held is not None:
+            answer = self._reply(workspace, *held, params.known, render=False)
+            if answer is not None:
+                return answer
         return await _agent_safe(lambda: self._context(workspace, params.known))
 
     async def index(self, params: WorkspaceParams) -> AgentIndexResult:
-        workspace = WorkspaceId.from_cwd(params.cwd)
+        workspace = _workspace_of(params.cwd)
         snapshot = await _agent_safe(lambda: self.cache.workspace_snapshot(workspace))
         entries = [
             AgentIndexEntry(name=r.name, description=r.description, type=r.type) for r in snapshot.records
@@ -140,13 +148,13 @@ class AgentMethods:
         return AgentIndexResult(records=entries)
 
     async def record(self, params: AgentRecordParams) -> AgentRecordResult:
-        workspace = WorkspaceId.from_cwd(params.cwd)
+        workspace = _workspace_of(params.cwd)
         snapshot = await _agent_safe(lambda: self.cache.workspace_snapshot(workspace))
         found = next((r for r in snapshot.records if r.name == params.name), None)
         return AgentRecordResult(record=found)
 
     async def update(self, params: AgentUpdateParams) -> AgentUpdateResult:
-        workspace = WorkspaceId.from_cwd(params.cwd)
+        workspace = _workspace_of(params.cwd)
         update = _reduced(params, workspace)
         if params.observed.workspace != workspace.key:
             # Read for another workspace: this session's observation says nothing about this one.
@@ -169,6 +177,21 @@ class AgentMethods:
     def _context(self, workspace: WorkspaceId, known: AgentObservation | None) -> AgentContextResult:
         global_memory = self.cache.global_snapshot()
         snapshot = self.cache.workspace_snapshot(workspace)
+        answer = self._reply(workspace, global_memory, snapshot, known, render=True)
+        assert answer is not None, "a missing text is rendered"
+        return answer
+
+    def _reply(
+        self,
+        workspace: WorkspaceId,
+        global_memory: GlobalSnapshot,
+        snapshot: WorkspaceSnapshot,
+        known: AgentObservation | None,
+        *,
+        render: bool,
+    ) -> AgentContextResult | None:
+        """The answer for these snapshots; None when its text is not rendered yet and `render`
+        is False (rendering 200 records is work for a thread, not the event loop)."""
         observed = AgentObservation(
             workspace=workspace.key,
             globalRevision=global_memory.revision,
@@ -180,6 +203,8 @@ class AgentMethods:
         with self._texts_lock:
             text = self._texts.get(key)
         if text is None:
+            if not render:
+                return None
             text = render_agent_context(global_memory.content, snapshot.records)
             with self._texts_lock:
                 self._texts[key] = text
@@ -243,6 +268,10 @@ class AgentMethods:
             return self.store.read_workspace(self.store.workspace_of(workspace_key)).revision
         except MemoryInvalid as exc:
             return exc.revision
+
+
+# An agent session asks about its one folder at every step: its key (a hash) is worked out once.
+_workspace_of = functools.lru_cache(maxsize=MAX_WORKSPACES)(WorkspaceId.from_cwd)
 
 
 def _reduced(params: AgentUpdateParams, workspace: WorkspaceId) -> _Update:

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from remem.daemon.memory import snapshot_cache
 from remem.daemon.memory.change_feed import ChangeFeed
+from remem.daemon.memory.context import render_agent_context
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.journal import JOURNAL_NAME
 from remem.daemon.memory.record import render_record
 from remem.daemon.memory.snapshot_cache import SnapshotCache
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from remem.daemon.server.agent_methods import AgentMethods
+from remem.daemon.server.memory_methods import MemoryMethods
+from remem.daemon.server.protocol import AgentContextParams
 from tests.memory.factory import put, rec
 
 from .conftest import EMPTY
@@ -153,3 +160,69 @@ def test_a_watched_folder_is_not_stat_ed_until_it_changes(
     path.write_text(render_record(rec("a-fact", body="Version 2.\n")))
     assert cache.workspace_snapshot(workspace).records[0].content == "Version 2.\n"
     assert len(looks) > before
+
+
+@pytest.mark.skipif(not ChangeFeed().available, reason="no inotify on this system")
+def test_held_snapshots_are_those_the_feed_proves_current(
+    counting: CountingStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counting.commit_workspace(workspace, EMPTY, [put("a-fact")])
+    cache = SnapshotCache(counting, watch=True)
+    assert cache.held(workspace) is None, "nothing proven yet"
+    global_memory, snapshot = cache.global_snapshot(), cache.workspace_snapshot(workspace)
+    signature = snapshot_cache._records_signature
+    looks: list[Path] = []
+    monkeypatch.setattr(
+        snapshot_cache, "_records_signature", lambda folder: looks.append(folder) or signature(folder)
+    )
+    assert cache.held(workspace) == (global_memory, snapshot) and looks == []
+    counting.home.global_file.write_text("Edited by hand.\n")
+    assert cache.held(workspace) is None, "a reported change is for the files to settle"
+    edited = cache.global_snapshot()
+    assert edited.content == "Edited by hand.\n" and cache.held(workspace) == (edited, snapshot)
+    with cache._lock:  # another thread is in the cache: the caller must not wait for it
+        assert cache.held(workspace) is None
+    assert cache.held(workspace) == (edited, snapshot)
+
+
+def test_nothing_is_held_without_a_watch(counting: CountingStore, workspace: WorkspaceId) -> None:
+    counting.commit_workspace(workspace, EMPTY, [put("a-fact")])
+    cache = SnapshotCache(counting, watch=False)
+    cache.global_snapshot()
+    cache.workspace_snapshot(workspace)
+    assert cache.held(workspace) is None
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    submitted = 0
+
+    def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.mark.skipif(not ChangeFeed().available, reason="no inotify on this system")
+@pytest.mark.asyncio
+async def test_a_context_proven_by_the_feed_is_answered_without_a_worker_thread(
+    store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    store.commit_workspace(workspace, EMPTY, [put("a-fact")])
+    executor = CountingExecutor(2)
+    asyncio.get_running_loop().set_default_executor(executor)
+    agents = AgentMethods(MemoryMethods(store.home))
+    cwd = str(project)
+
+    first = await agents.context(AgentContextParams(cwd=cwd))
+    assert first.text == render_agent_context("", store.read_workspace(workspace).records)
+    threads = executor.submitted
+    assert threads > 0, "the first read is the store's, in a thread"
+    unchanged = await agents.context(AgentContextParams(cwd=cwd, known=first.observed))
+    again = await agents.context(AgentContextParams(cwd=cwd))  # its text is rendered already
+    assert (unchanged.text, unchanged.observed) == (None, first.observed)
+    assert again == first and executor.submitted == threads
+
+    store.commit_workspace(workspace, first.observed.workspaceRevision, [put("b-fact")])
+    changed = await agents.context(AgentContextParams(cwd=cwd, known=first.observed))
+    assert changed.text == render_agent_context("", store.read_workspace(workspace).records)
+    assert executor.submitted > threads, "a reported change is looked at in a thread"
+    agents.close()
