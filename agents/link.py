@@ -26,9 +26,10 @@ class MemoryLink(Protocol):
 class InProcessLink:
     """The daemon's agent and memory handlers, run in this process."""
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, *, watch: bool = True) -> None:
+        """`watch=False` (the `daemon.watch: polling` setting) proves snapshots by stat alone."""
         memory = MemoryMethods(home)
-        self.agents = AgentMethods(memory)
+        self.agents = AgentMethods(memory, watch=watch)
         self._handlers = {**memory.handlers(), **self.agents.handlers()}
         self._settled = False
 
@@ -43,8 +44,9 @@ class InProcessLink:
         """Nothing stays open between calls."""
 
 
-def open_link(home: Home, use_daemon: bool) -> MemoryLink:
-    """The daemon's client connects on the first call, so the server answers `initialize` at once."""
+def open_link(home: Home, use_daemon: bool, *, watch: bool = True) -> MemoryLink:
+    """The daemon's client connects on the first call, so the server answers `initialize` at once;
+    `watch` is for the handlers run in this process (the daemon has its own setting)."""
     if use_daemon:
         return AsyncDaemonClient(home, start=True, listener=None)
-    return InProcessLink(home)
+    return InProcessLink(home, watch=watch)

@@ -5,7 +5,8 @@ client's roots decide the workspace, its name goes into the audit) and `memory_u
 its own closed schema and problem lists. Tools: `memory_context`, `memory_read`,
 `memory_update`. Resources: `remem://context` (the same text as `memory_context`, recording the
 same observation) and `remem://workspace/<name>` for each record. Everything goes through the
-daemon (or, with `--no-daemon`, its handlers in this process).
+daemon (or, with `--no-daemon`, its handlers in this process), except a context the session
+holds and its watch proves unchanged (`context_watch`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
 from remem.daemon.home import Home
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.settings import SettingsError, SettingsStore
 
+from .context_watch import ContextWatch
 from .limits import UpdateBudget
 from .link import MemoryLink, open_link
 from .session import AgentSession, Refusal
@@ -43,6 +47,7 @@ INSTRUCTIONS = (
 )
 
 A = TypeVar("A", bound=BaseModel)
+log = logging.getLogger("remem.agents")
 ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.CallToolResult]]
 
 
@@ -204,13 +209,26 @@ def serve(home: Home, *, cwd: str | None, use_daemon: bool) -> None:
     project, unless the client declares roots and no `cwd` was given."""
     logging.basicConfig(level=logging.WARNING, format="remem mcp: %(levelname)s %(message)s")  # to stderr
     workspace = SessionWorkspace(cwd or os.getcwd(), explicit=cwd is not None)
-    anyio.run(_serve, open_link(home, use_daemon), workspace)
+    watch = _watching(home)
+    store = MemoryStore(home) if watch else None
+    anyio.run(_serve, open_link(home, use_daemon, watch=watch), workspace, ContextWatch(store))
 
 
-async def _serve(link: MemoryLink, workspace: SessionWorkspace) -> None:
-    server = build_server(AgentSession(link, UpdateBudget()), workspace)
+async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWatch) -> None:
+    server = build_server(AgentSession(link, UpdateBudget(), watch), workspace)
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
+        watch.close()
         await link.close()
+
+
+def _watching(home: Home) -> bool:
+    """Whether folders may be watched to tell changes (not with `daemon.watch: polling`)."""
+    try:
+        settings, _ = SettingsStore(home).read()
+    except SettingsError as exc:
+        log.warning("settings.yml is invalid, so memory folders are not watched: %s", exc)
+        return False
+    return settings.daemon.watch != "polling"

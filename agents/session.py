@@ -2,10 +2,12 @@
 
 The seed's observation registry, for MCP: every read of the context records the Global and
 workspace revisions the agent was shown; `memory_update` is committed against exactly those,
-and a success advances them to what it wrote. The stdio transport serves one client per
-process, so the session is the server process (an agent harness that shares one server between
-several agents shares their observation). Revisions, workspace keys and paths stay here and in
-the daemon: every answer to the agent is prose or a record, and every refusal says what to do.
+and a success advances them to what it wrote. A context the session holds is given again
+without asking the daemon while its watch proves memory unchanged since (`context_watch`). The
+stdio transport serves one client per process, so the session is the server process (an agent
+harness that shares one server between several agents shares their observation). Revisions,
+workspace keys and paths stay here and in the daemon: every answer to the agent is prose or a
+record, and every refusal says what to do.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.memory.batch import DeleteChange, PutChange
+from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
 from remem.daemon.server.protocol import (
     INVALID_CHANGES,
@@ -35,6 +38,7 @@ from remem.daemon.server.protocol import (
     RpcError,
 )
 
+from .context_watch import ContextWatch
 from .limits import MAX_UPDATE_BYTES, UpdateBudget
 from .link import MemoryLink
 from .tools import UPDATE, UpdateArguments, argument_problems
@@ -60,26 +64,42 @@ class Refusal(Exception):
 
 
 class AgentSession:
-    def __init__(self, link: MemoryLink, budget: UpdateBudget | None = None) -> None:
+    def __init__(
+        self, link: MemoryLink, budget: UpdateBudget | None = None, watch: ContextWatch | None = None
+    ) -> None:
+        """`watch` None: every memory_context asks the daemon."""
         self.id = secrets.token_hex(8)
         self.link = link
         self.budget = budget or UpdateBudget()
+        self._watch = watch or ContextWatch(None)
         self.observation: AgentObservation | None = None
         # The last context text and what it showed: the daemon sends a text only when it changed.
         self._shown: tuple[AgentObservation, str] | None = None
+        self._workspace: tuple[str, WorkspaceId] | None = None  # the last folder asked about
         self.client: str | None = None  # "name/version", once the client has said it
 
     async def context(self, cwd: str) -> str:
         """The context text; records what it showed as this session's observation."""
-        known = None if self._shown is None else self._shown[0].model_dump()
+        workspace = self._workspace_of(cwd)
+        held = self._shown
+        # Served as held only while it is also the observation: a commit of this session moves
+        # that on, and its text is the daemon's to give.
+        if held is not None and held[0] == self.observation and self._watch.unchanged(workspace):
+            return held[1]
+        ticket = self._watch.before_asking(workspace)
+        known = None if held is None else held[0].model_dump()
         answer = AgentContextResult.model_validate(
             await self._call("agents/context", {"cwd": cwd, "known": known})
         )
-        if answer.text is not None:
-            self._shown = (answer.observed, answer.text)
-        assert self._shown is not None and self._shown[0] == answer.observed, "the daemon said unchanged"
+        if answer.text is None:
+            assert held is not None and held[0] == answer.observed, "the daemon said unchanged"
+            shown = held
+        else:
+            shown = (answer.observed, answer.text)
+        self._shown = shown
         self.observation = answer.observed
-        return self._shown[1]
+        self._watch.answered(ticket, workspace)
+        return shown[1]
 
     async def read(self, cwd: str, name: str) -> str:
         answer = AgentRecordResult.model_validate(
@@ -122,6 +142,11 @@ class AgentSession:
         field = "globalRevision" if result.scope == "global" else "workspaceRevision"
         self.observation = self.observation.model_copy(update={field: result.revision})
         return result
+
+    def _workspace_of(self, cwd: str) -> WorkspaceId:
+        if self._workspace is None or self._workspace[0] != cwd:
+            self._workspace = (cwd, WorkspaceId.from_cwd(cwd))
+        return self._workspace[1]
 
     async def _call(
         self, method: str, params: dict[str, Any], changes: Sequence[AgentChange] = ()

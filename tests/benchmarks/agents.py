@@ -2,10 +2,11 @@
 and the daemon's own share of it (`agents/context` over a held socket).
 
 remem's side is the SDK's own client calling `memory_context` on a `remem mcp` subprocess,
-which asks a running daemon (`agents/context`). The baseline is the least any MCP memory
-server costs: the same client, over the same kind of stdio pipe, calling a tool of a minimal
-server built on the same SDK that returns a fixed text of the very same size. Both clients
-live on one event loop, run by the benchmark's thread for each call.
+which asks a running daemon (`agents/context`) unless its own watch proves the text it holds
+current. The baseline is the least any MCP memory server costs: the same client, over the same
+kind of stdio pipe, calling a tool of a minimal server built on the same SDK that returns a
+fixed text of the very same size. Both clients live on one event loop, run by the benchmark's
+thread for each call.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def _context_rpc() -> Iterator[Contenders]:
     with _filled_home() as (_, home, project):
         daemon = _LineClient(DaemonPaths(home).read_status().socket)  # type: ignore[union-attr]
         first = json.loads(daemon.ask(_request("agents/context", {"cwd": str(project)})))
-        # What remem mcp asks once it holds the text: "has it changed since this observation?"
+        # What remem mcp asks when it holds the text but cannot prove it current itself.
         context = _request("agents/context", {"cwd": str(project), "known": first["result"]["observed"]})
         if json.loads(daemon.ask(context))["result"]["text"] is not None:
             raise RuntimeError("agents/context sent the text again")
@@ -218,8 +219,8 @@ BENCHMARKS = [
     Benchmark(
         name="agents.context-rpc",
         note=f"agents/context for the same {_RECORDS} records over a held daemon connection, naming the "
-        "observation whose text the caller holds, as remem mcp does for each memory_context; "
-        "baseline: daemon/status on the same connection",
+        "observation whose text the caller holds, as remem mcp does when its own watch cannot prove "
+        "that text current; baseline: daemon/status on the same connection",
         target=None,
         budget=Budget(iterations=2000, warmup=200),
         setup=_context_rpc,

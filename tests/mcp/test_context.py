@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import mcp_types as types
@@ -87,6 +88,24 @@ async def test_a_new_record_shows_at_the_next_read(
         store.commit_workspace(workspace, revision, [put_change("fresh-fact")])
         second = await session.context()
     assert "fresh-fact" not in first and "- [fresh-fact](fresh-fact.md)" in second
+    assert second == expected_context(store, workspace)
+
+
+async def test_a_hand_edit_no_stat_could_see_shows_at_the_next_read(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """Held texts are given again only while nothing changed: an edit in place, same size and
+    the old mtime, still reaches the agent."""
+    fill(store, workspace)
+    async with agent(home, project) as session:
+        first = await session.context()
+        assert await session.context() == first
+        before = home.global_file.stat()
+        home.global_file.write_text("Answer in Spanish.\n")
+        os.utime(home.global_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert home.global_file.stat().st_size == before.st_size
+        second = await session.context()
+    assert second == first.replace("Answer in English.", "Answer in Spanish.") != first
     assert second == expected_context(store, workspace)
 
 
