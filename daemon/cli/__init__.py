@@ -2,18 +2,42 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from .. import __version__
 from ..home import Home
 from .backend import NO_DAEMON_ENV, Backend
-from .consolidate import consolidate, receipts, settings
-from .daemon import daemon
-from .memory import memory
-from .sessions import sessions
+
+# Each group's module is imported only when that group runs (or help lists it): the language
+# server, the MCP server and the daemon start without loading the rest of the command line.
+_LAZY_COMMANDS = {
+    "consolidate": ".consolidate:consolidate",
+    "daemon": ".daemon:daemon",
+    "memory": ".memory:memory",
+    "receipts": ".consolidate:receipts",
+    "sessions": ".sessions:sessions",
+    "settings": ".consolidate:settings",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose commands named in `_LAZY_COMMANDS` are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _LAZY_COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, name = _LAZY_COMMANDS[cmd_name].split(":")
+        command = getattr(importlib.import_module(module, __package__), name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--home",
     type=click.Path(file_okay=False),
@@ -55,14 +79,6 @@ def mcp(backend: Backend, cwd: str | None) -> None:
     from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
 
     serve(backend.home, cwd=cwd, use_daemon=backend.use_daemon)
-
-
-cli.add_command(consolidate)
-cli.add_command(daemon)
-cli.add_command(memory)
-cli.add_command(receipts)
-cli.add_command(sessions)
-cli.add_command(settings)
 
 
 def main() -> None:

@@ -13,17 +13,14 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
-from .. import client
 from ..home import Home
-from ..server.consolidation_methods import ConsolidationMethods
-from ..server.memory_methods import MemoryMethods
-from ..server.protocol import METHODS
-from ..server.session_methods import SessionMethods
-from .output import EXIT_PROBLEMS, fail
+
+if TYPE_CHECKING:
+    from ..client import Listener
 
 R = TypeVar("R", bound=BaseModel)
 NO_DAEMON_ENV = "REMEM_NO_DAEMON"
@@ -36,10 +33,15 @@ class Backend:
 
     def call(
         self, method: str, params: BaseModel, result: type[R], roots: Sequence[Path] = (),
-        listener: client.Listener | None = None,
+        listener: Listener | None = None,
     ) -> R:  # fmt: skip
         """Run `method`; raises `RpcError` exactly as the daemon would answer it. `listener`
         hears the notifications the call causes (the daemon's go to every client)."""
+        # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
+        from .. import client
+        from ..server.protocol import METHODS
+        from .output import EXIT_PROBLEMS, fail
+
         assert METHODS[method].result is result, f"{method} returns {METHODS[method].result.__name__}"
         if self.use_daemon and not roots:
             try:
@@ -47,6 +49,17 @@ class Backend:
             except client.DaemonUnavailable as exc:
                 fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
             return result.model_validate(answer)
+        answered = self._in_process(method, params, roots, listener)
+        assert isinstance(answered, result)
+        return answered
+
+    def _in_process(
+        self, method: str, params: BaseModel, roots: Sequence[Path], listener: Listener | None
+    ) -> BaseModel:
+        # The daemon's handlers (and all they need) are loaded only when a command runs without it.
+        from ..server.consolidation_methods import ConsolidationMethods
+        from ..server.memory_methods import MemoryMethods
+        from ..server.session_methods import SessionMethods
 
         def publish(name: str, notification: BaseModel) -> None:
             if listener is not None:
@@ -62,6 +75,4 @@ class Backend:
         async def in_process() -> BaseModel:
             return await handlers[method](params)
 
-        answered = asyncio.run(in_process())
-        assert isinstance(answered, result)
-        return answered
+        return asyncio.run(in_process())

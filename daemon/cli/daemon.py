@@ -10,7 +10,6 @@ import click
 
 from ..client import DaemonUnavailable, call
 from ..home import Home
-from ..server.process import run as run_daemon
 from ..server.protocol import StatusResult
 from ..server.runtime import DaemonPaths
 from .backend import Backend
@@ -28,6 +27,8 @@ def daemon() -> None:
 @click.pass_obj
 def run(backend: Backend) -> None:
     """Run the daemon in the foreground (exits 0 if one already serves this home)."""
+    from ..server.process import run as run_daemon  # the server itself: only this command needs it
+
     sys.exit(run_daemon(backend.home))
 
 
