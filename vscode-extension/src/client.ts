@@ -6,6 +6,7 @@
  * server's progress only in the status bar, where it cannot be cancelled.
  */
 
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -26,6 +27,7 @@ import {
 import { notFoundMessage, resolveExecutable } from './executable';
 import type { Server } from './flows';
 import { Notifications, ServerCommands, type StatusParams, TRANSCRIPT_SCHEME } from './protocol';
+import { endProcess, spawnServer } from './serverProcess';
 
 function isExecutable(candidate: string): boolean {
   try {
@@ -39,14 +41,21 @@ function isExecutable(candidate: string): boolean {
 export class RememClient implements Server, vscode.Disposable {
   private client: LanguageClient | undefined;
   private ready: Promise<LanguageClient> | undefined;
+  private server: ChildProcess | undefined; // the latest `remem lsp` the client runs
   private readonly treeChanged = new vscode.EventEmitter<void>();
   private readonly memoryChanged = new vscode.EventEmitter<void>();
   private readonly status = new vscode.EventEmitter<StatusParams>();
+  private latest: StatusParams = { state: 'starting' };
   readonly onTreeChanged = this.treeChanged.event;
   readonly onMemoryChanged = this.memoryChanged.event;
   readonly onStatus = this.status.event;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {}
+  constructor(readonly log: vscode.LogOutputChannel) {}
+
+  /** The latest status, for a listener that came after the server was started. */
+  get currentStatus(): StatusParams {
+    return this.latest;
+  }
 
   /** Starts the server; a missing executable is reported (with a fix-it) and leaves it stopped. */
   start(): Promise<LanguageClient> {
@@ -62,11 +71,14 @@ export class RememClient implements Server, vscode.Disposable {
 
   async stop(): Promise<void> {
     const client = this.client;
+    const server = this.server;
     this.client = undefined;
     this.ready = undefined;
+    this.server = undefined;
     if (client) {
       await client.stop().catch((error: unknown) => this.log.warn(`stopping remem lsp: ${String(error)}`));
     }
+    if (server) void endProcess(server);
   }
 
   async request<R>(method: string, params: object): Promise<R> {
@@ -97,19 +109,19 @@ export class RememClient implements Server, vscode.Disposable {
     const executable = resolveExecutable(setting, process.env, cwd, isExecutable);
     if (!executable) {
       const message = notFoundMessage(setting);
-      this.status.fire({ state: 'unavailable', message });
+      this.tell({ state: 'unavailable', message });
       void this.offerFix(message);
       throw new Error(message);
     }
-    this.status.fire({ state: 'starting', message: `starting ${executable} lsp` });
+    this.tell({ state: 'starting', message: `starting ${executable} lsp` });
     this.log.info(`starting ${executable} lsp`);
     const client = new LanguageClient('remem', 'Remem', this.serverOptions(executable, cwd), this.clientOptions());
     client.onNotification(Notifications.treeChanged, () => this.treeChanged.fire());
     client.onNotification(Notifications.memoryChanged, () => this.memoryChanged.fire());
-    client.onNotification(Notifications.status, (params: StatusParams) => this.status.fire(params));
+    client.onNotification(Notifications.status, (params: StatusParams) => this.tell(params));
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Stopped && this.client === client) {
-        this.status.fire({ state: 'unavailable', message: 'The language server stopped; see the log.' });
+        this.tell({ state: 'unavailable', message: 'The language server stopped; see the log.' });
       }
     });
     this.client = client;
@@ -118,8 +130,13 @@ export class RememClient implements Server, vscode.Disposable {
   }
 
   private serverOptions(executable: string, cwd: string): ServerOptions {
-    // No `transport`: the library would add `--stdio`, which `remem lsp` (always stdio) refuses.
-    return { command: executable, args: ['lsp'], options: { cwd, env: process.env } };
+    // Called by `client.start()` (again on each automatic restart), which spawns it at once.
+    return async () => {
+      const server = await spawnServer(executable, cwd, process.env);
+      server.on('error', (error) => this.log.error(`remem lsp: ${error.message}`));
+      this.server = server;
+      return server;
+    };
   }
 
   private clientOptions(): LanguageClientOptions {
@@ -138,6 +155,11 @@ export class RememClient implements Server, vscode.Disposable {
             : next(command, args),
       },
     };
+  }
+
+  private tell(status: StatusParams): void {
+    this.latest = status;
+    this.status.fire(status);
   }
 
   private async offerFix(message: string): Promise<void> {

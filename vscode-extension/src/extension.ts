@@ -1,7 +1,8 @@
 /**
- * Entry point: wires the language client, the two views, the transcript documents, the status
- * bar and the commands together. Client command ids are `remem.*`; the server's own commands
- * (`remem.lsp.*`) are registered by the client library from the server's capabilities.
+ * Entry point: starts the language client when loaded, and wires it, the two views, the
+ * transcript documents, the status bar and the commands together. Client command ids are
+ * `remem.*`; the server's own commands (`remem.lsp.*`) are registered by the client library
+ * from the server's capabilities.
  */
 
 import * as vscode from 'vscode';
@@ -18,11 +19,25 @@ import { editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
 
 let client: RememClient | undefined;
+// Started when VS Code loads this module to activate the extension: before it calls `activate`,
+// VS Code prepares the extension's context (its storage), which took up to 1.5 s while the
+// built-in extensions activated, and `remem lsp` needs none of it (decision 0046).
+let early: RememClient | undefined = started();
+
+/** A client whose server is starting: not awaited, since the views wait for the server, and a
+ * failure to start is reported by the client (status bar, a message with a fix) and in the views. */
+function started(): RememClient {
+  const fresh = new RememClient(vscode.window.createOutputChannel('Remem', { log: true }));
+  void fresh.start();
+  return fresh;
+}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  const log = vscode.window.createOutputChannel('Remem', { log: true });
-  client = new RememClient(log);
-  const server = client;
+  // A second activation in the same extension host (after a deactivation) gets a new client.
+  const server = early ?? started();
+  early = undefined;
+  client = server;
+  const log = server.log;
   const sessions = new SessionsView(server, workspaceFolders);
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
@@ -59,7 +74,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     consolidating = now;
   };
-  showStatus({ state: 'starting' });
+  showStatus(server.currentStatus);
 
   const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {
@@ -73,7 +88,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     log,
-    client,
+    server,
     sessions,
     memory,
     transcripts,
@@ -81,9 +96,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true }),
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
-    client.onStatus(showStatus),
-    client.onTreeChanged(refreshSessions),
-    client.onMemoryChanged(() => {
+    server.onStatus(showStatus),
+    server.onTreeChanged(refreshSessions),
+    server.onMemoryChanged(() => {
       refreshMemory();
       refreshSessions(); // review badges follow memory commits
     }),
@@ -115,15 +130,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     refreshSessions();
     refreshMemory();
   }
-
-  // Not awaited: activation must not wait for the daemon; the views wait for the server instead.
-  void server.start().then(
-    () => {
-      refreshSessions();
-      refreshMemory();
-    },
-    () => undefined, // already reported by the client (status bar, message with a fix)
-  );
 }
 
 export async function deactivate(): Promise<void> {
