@@ -3,30 +3,16 @@ and the model route, against the real daemon the server starts."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from tests.lsp.editor import until
-from tests.lsp.live import Editor, start_editor, stop_editor
-from tests.lsp.receipted import NAME, Receipted, consolidated, new_home
+from tests.lsp.live import Editor
+from tests.lsp.receipted import NAME, Receipted
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest.fixture(scope="module")
-def reviewed() -> Receipted:
-    return consolidated(new_home("remem-lsp-commands-"))
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def editor(reviewed: Receipted) -> AsyncIterator[Editor]:
-    editor = await start_editor(reviewed.home)
-    yield editor
-    await stop_editor(editor)
 
 
 async def tree(editor: Editor, reviewed: Receipted) -> dict[str, dict[str, Any]]:

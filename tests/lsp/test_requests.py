@@ -6,18 +6,16 @@ record `prefer-uv`), so every answer is checked against data the daemon and the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.identity import WorkspaceId
 from tests.lsp.editor import record
-from tests.lsp.live import Editor, start_editor, stop_editor
-from tests.lsp.receipted import NAME, Receipted, consolidated, new_home
+from tests.lsp.live import Editor
+from tests.lsp.receipted import NAME, Receipted
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NODE_KEYS = {
@@ -33,18 +31,6 @@ NODE_KEYS = {
     "parent",
     "depth",
 }
-
-
-@pytest.fixture(scope="module")
-def reviewed() -> Receipted:
-    return consolidated(new_home("remem-lsp-requests-"))
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def editor(reviewed: Receipted) -> AsyncIterator[Editor]:
-    editor = await start_editor(reviewed.home)
-    yield editor
-    await stop_editor(editor)
 
 
 async def test_the_session_tree_is_the_daemons_flat_tree(editor: Editor, reviewed: Receipted) -> None:
