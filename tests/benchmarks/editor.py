@@ -155,6 +155,10 @@ def _first_tree(name: str, *, daemon_running: bool) -> Iterator[Contenders]:
         home, project = _seed_workspace(Path(folder))
         # No real ~/.dsh: the daemon's roots are the home's own and the seeded one.
         env = {**editor_env(dict(os.environ)), "REMEM_HOME": str(home.root), "DSH_HOME": f"{folder}/no-dsh"}
+        # Python as installed: bytecode cached after the first start, whatever the calling shell
+        # says (a sandbox may forbid it), kept in this run's folder.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = f"{folder}/pycache"
         try:
             with (
                 _editor(tools, Path(folder), scratch, env) as server,
