@@ -3,9 +3,8 @@
 An editor re-validates a record's whole folder on each change, so without reuse every keystroke
 re-reads and re-parses every sibling record and `MEMORY.md`. A parse depends only on the file
 name and the text, so it is kept by both. A file's text and a folder's listing are kept by
-their stat, and trusted only once their last change (the ctime, which no tool can set back) is
-older than any file system's timestamp granularity: a later write within the same timestamp
-tick, with the same size, could otherwise go unseen.
+their stat stamp, and trusted only once their last change is older than `stamps.RACY_NS`: a
+later write within the same timestamp tick, with the same size, could otherwise go unseen.
 """
 
 from __future__ import annotations
@@ -20,14 +19,12 @@ from typing import Generic, TypeVar
 from .canonical import decode
 from .diagnostics import Diagnostic
 from .record import RECORDS_MAX
+from .stamps import RACY_NS, Stamp, stamp
 from .validation import ParsedRecord, parse_record
 
-# FAT's mtime has a 2 s granularity, the coarsest remem might meet; ext4 and APFS tick far finer.
-SETTLED_NS = 2_000_000_000
 # Room for a full folder of records plus the documents an editor keeps open elsewhere.
 _ENTRIES = 2 * RECORDS_MAX
 
-_Signature = tuple[int, int, int, int, int]
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -70,17 +67,17 @@ class _ByStat(Generic[_V]):
 
     def __init__(self, entries: int) -> None:
         self._entries = entries
-        self._known: OrderedDict[Path, tuple[_Signature, _V]] = OrderedDict()
+        self._known: OrderedDict[Path, tuple[Stamp, _V]] = OrderedDict()
 
     def get(self, path: Path, load: Callable[[], _V]) -> _V:
-        stat = os.stat(path)
-        signature = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        st = os.stat(path)
+        signature = stamp(st)
         known = self._known.get(path)
         if known is not None and known[0] == signature:
             self._known.move_to_end(path)
             return known[1]
         value = load()
-        if time.time_ns() - stat.st_ctime_ns > SETTLED_NS:
+        if time.time_ns() - st.st_ctime_ns > RACY_NS:
             _remember(self._known, path, (signature, value), self._entries)
         else:
             self._known.pop(path, None)

@@ -6,10 +6,8 @@ files it was read from, and its folder is watched (`ChangeFeed`): while no chang
 was reported since the snapshot was proven, it is served as it is. Otherwise — or where
 folders cannot be watched — the files are stat'ed again and the snapshot reused when nothing
 moved. A file whose ctime lies within `RACY_NS` of the moment its content was last proven could
-have been rewritten within the same timestamp tick without changing its stat, so its bytes are
-hashed and compared as well (git's "racily clean" rule): a stale snapshot is never served.
-ctime, unlike mtime, cannot be set by programs, so a restored timestamp does not hide an edit;
-the rule assumes the system clock does not jump back by more than `RACY_NS`. `held` gives the
+have been rewritten within the same timestamp tick without changing its stat (`stamps`), so its
+bytes are hashed and compared as well: a stale snapshot is never served. `held` gives the
 two snapshots of an agent's context only when the feed alone proves them, and never waits for
 the lock, so an event loop may ask it before sending the work to a thread.
 
@@ -39,12 +37,11 @@ from .change_feed import ChangeFeed
 from .identity import WorkspaceId
 from .journal import JOURNAL_NAME
 from .record import GLOBAL_FILE, INDEX_FILE, RECORD_SUFFIX
+from .stamps import RACY_NS, Stamp, stamp
 from .store import GlobalSnapshot, MemoryStore, WorkspaceSnapshot
 
 T = TypeVar("T")
-Stamp = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
 Signature = dict[str, Stamp]
-RACY_NS = 2_000_000_000
 MAX_WORKSPACES = 16  # the workspaces of agents working now; older ones are read again
 _MISSING: Stamp = (0, 0, 0, 0)  # Global not written yet: it reads as empty
 _GLOBAL_KEY = "\0global"  # not a workspace key, which never holds a NUL
@@ -205,7 +202,7 @@ def _records_signature(folder: Path) -> Signature | None:
                 return None
             if not stat.S_ISREG(st.st_mode):
                 return None
-            signature[name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            signature[name] = stamp(st)
         return signature
     finally:
         os.close(fd)
@@ -216,11 +213,7 @@ def _global_signature(path: Path) -> Signature | None:
         st = os.lstat(path)
     except FileNotFoundError:
         return {GLOBAL_FILE: _MISSING}
-    return {GLOBAL_FILE: _stamp(st)} if stat.S_ISREG(st.st_mode) else None
-
-
-def _stamp(st: os.stat_result) -> Stamp:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return {GLOBAL_FILE: stamp(st)} if stat.S_ISREG(st.st_mode) else None
 
 
 def _file_digest(path: Path) -> bytes | None:

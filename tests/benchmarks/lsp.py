@@ -22,8 +22,8 @@ from typing import IO, Any
 from remem.daemon.home import Home
 from remem.daemon.memory.batch import PutChange
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.lint_cache import SETTLED_NS
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, Record, render_record
+from remem.daemon.memory.stamps import RACY_NS
 from remem.daemon.memory.store import MemoryStore
 
 from . import corpus
@@ -127,7 +127,7 @@ def _round_trips(texts: tuple[str, str], place: Callable[[Home], Path]) -> Itera
         home = Home(Path(folder, "home")).ensure_layout()
         uri = place(home).as_uri()
         # As in an editor, the memory files were written a while ago: settled, so cacheable.
-        time.sleep(SETTLED_NS / 1e9)
+        time.sleep(RACY_NS / 1e9)
         env = {**os.environ, "REMEM_HOME": str(home.root), "DSH_HOME": str(Path(folder, "no-dsh"))}
         remem_command = [sys.executable, "-m", "remem.daemon", "lsp"]
         editors = [_Editor(remem_command, env), _Editor([sys.executable, "-c", _EMPTY_SERVER], env)]

@@ -11,6 +11,7 @@ from remem.daemon.memory.index import render_index
 from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.lint_cache import LintCache
 from remem.daemon.memory.record import render_record
+from remem.daemon.memory.stamps import RACY_NS
 from remem.daemon.memory.validation import ParsedRecord, parse_record
 
 from .factory import rec
@@ -68,7 +69,7 @@ def test_a_file_rewritten_in_place_with_the_same_size_is_read_again(tmp_path: Pa
 @pytest.fixture
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file counts as settled, as if its last change were long ago."""
-    later = lint_cache.time.time_ns() + 10 * lint_cache.SETTLED_NS
+    later = lint_cache.time.time_ns() + 10 * RACY_NS
     monkeypatch.setattr(lint_cache.time, "time_ns", lambda: later)
 
 
