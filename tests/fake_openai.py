@@ -16,8 +16,9 @@ Usage::
         assert fake.requests[1]["messages"][-1]["role"] == "tool"
 
 Each POST to ``/v1/chat/completions`` is recorded and consumes the next scripted reply. When the
-script runs out the fake answers 500 with ``x-should-retry: false`` (the SDK then does not retry),
-so an unexpected model call fails loudly. Only ``/v1/chat/completions`` exists; no streaming.
+script runs out, a responder set with ``reply_always(fn)`` answers; without one the fake answers
+500 with ``x-should-retry: false`` (the SDK then does not retry), so an unexpected model call fails
+loudly. Only ``/v1/chat/completions`` exists; no streaming.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ class _State:
     closing: threading.Event = field(default_factory=threading.Event)
     connections: set[socket.socket] = field(default_factory=set)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    fallback: Callable[[dict[str, Any]], Reply] | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -282,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with state.lock:
             reply = state.script.popleft() if state.script else None
+            if reply is None and state.fallback is not None:
+                reply = Computed(state.fallback)
         if reply is None:
             self._send_error(
                 500,
@@ -400,6 +404,11 @@ class FakeOpenAI:
     def reply_with(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
         """Append one reply computed from the request body (``fn(body) -> reply``)."""
         self.reply(Computed(fn))
+
+    def reply_always(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
+        """Answer every request the script does not cover with ``fn(body)`` (a scripted model)."""
+        with self._state.lock:
+            self._state.fallback = fn
 
     # -- observations --
 
