@@ -25,7 +25,7 @@ from .evidence import EvidenceRange
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-CONSOLIDATOR_VERSION = 1  # bump when prompt, schema, projection or commit semantics change
+CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit semantics change
 
 
 class Status(str, Enum):
