@@ -52,6 +52,9 @@ def test_known_good_scores_full_marks(user_home: Home, fake: FakeOpenAI) -> None
     asked = [s for s in scores if s.case != "empty"]
     assert all(s.steps == 1 and s.inputTokens > 0 and s.outputTokens > 0 for s in asked)
     assert fake.count == len(asked) and t.steps == len(asked)
+    # The long case reaches the model close to, and under, the configured max_input_bytes (32768).
+    sizes = [len(body["messages"][1]["content"].encode()) for body in fake.requests]
+    assert 0.7 * 32768 < max(sizes) < 32768 and by_name["long"].status == "committed"
 
 
 def test_known_bad_is_caught_by_every_metric_it_violates(user_home: Home, fake: FakeOpenAI) -> None:
