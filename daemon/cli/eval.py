@@ -97,8 +97,7 @@ async def _run_all(chosen: list[tuple[str, Case]], settings: Settings, backend: 
         length=len(chosen), label="remem eval", file=sys.stderr, hidden=not show,
         item_show_func=lambda item: item,
     ) as bar:  # fmt: skip
-        for name, case in chosen:
-            bar.update(0, f"{name}/{case.name}")
+        for name, case in chosen:  # the bar names the case just done
             scores.append(await run_case(case, FORMATS[name](CWD), settings, backend.home))
-            bar.update(1)
+            bar.update(1, f"{name}/{case.name}")
     return scores

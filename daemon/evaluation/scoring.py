@@ -1,4 +1,4 @@
-"""Grading one review's final proposal against its case's key, and totalling a run.
+"""Grading one review's final proposal against its case's key (report.py totals a run).
 
 The matching rule (docs/eval.md): text is folded to lower case and split into tokens of
 letters and digits. A term is found in a change when all its tokens are; a fact (or a piece of

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,10 @@ from remem.daemon.evaluation.report import Metrics
 from remem.daemon.evaluation.scoring import CaseScore
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsStore
+from tests.consolidation.conftest import KEY_ENV, fake
 from tests.fake_openai import FakeOpenAI
 
-KEY_ENV = "REMEM_TEST_EVAL_KEY"
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
-    monkeypatch.setenv(KEY_ENV, "sk-eval-test")
-    with FakeOpenAI(api_key="sk-eval-test") as server:
-        yield server
+__all__ = ["KEY_ENV", "fake"]  # the consolidation tests' fake model server and its key
 
 
 @pytest.fixture

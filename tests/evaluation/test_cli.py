@@ -18,7 +18,7 @@ from .conftest import KEY_ENV
 MARKER = "private-marker-7f3a"
 
 
-def remem(home: Home, *args: str, key: str | None = "sk-eval-test") -> subprocess.CompletedProcess[str]:
+def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
     env.update({KEY_ENV: key} if key else {})
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "eval", *args]
