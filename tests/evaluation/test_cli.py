@@ -67,3 +67,13 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     assert nothing.returncode == 2 and "dsh/secrets" in nothing.stderr
     unknown = remem(user_home, "--provider", "nowhere")
     assert unknown.returncode == 2 and "`nowhere` is not defined" in unknown.stderr
+
+
+def test_the_key_may_come_from_the_users_credentials_file(user_home: Home, fake: FakeOpenAI) -> None:
+    user_home.credentials_file.write_text("providers:\n  fake:\n    api_key: sk-test\n")
+    user_home.credentials_file.chmod(0o600)
+    serve(fake, "good")
+    done = remem(user_home, "--cases", "decision", "--json", key=None)
+    assert done.returncode == 0, done.stderr
+    [case] = json.loads(done.stdout)["cases"]
+    assert case["score"]["status"] == "committed" and case["metrics"]["recall"] == 1.0
