@@ -10,7 +10,6 @@ import pytest
 from remem.daemon.evaluation.cases import CASES, CWD
 from remem.daemon.evaluation.formats import DshFormat
 from remem.daemon.evaluation.harness import run_case
-from remem.daemon.evaluation.report import Metrics
 from remem.daemon.evaluation.scoring import CaseScore
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsStore
@@ -37,7 +36,3 @@ def run_all(home: Home) -> list[CaseScore]:
         return [await run_case(case, DshFormat(CWD), settings, home) for case in CASES]
 
     return asyncio.run(every_case())
-
-
-def totals(scores: list[CaseScore]) -> Metrics:
-    return Metrics.of(scores)
