@@ -49,6 +49,7 @@ class Trace:
     output_tokens: int = 0
     invalid: int = 0  # final proposals the host rejected
     changes: list[ProposedChange] | None = None
+    error: str | None = None  # the attempt's redacted error, as its receipt keeps it
 
 
 async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home: Home) -> CaseScore:
@@ -62,7 +63,8 @@ async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home
         try:
             result = await consolidator.consolidate(written.session_id, lambda phase, data: None)
         except Refused as exc:
-            return score_case(case, fmt.name, f"refused: {exc.code}", None, written.ranges)
+            refused = score_case(case, fmt.name, "refused", None, written.ranges)
+            return refused.model_copy(update={"error": f"{exc.code}: {exc.message}"})
         seconds = time.monotonic() - started
         trace = _trace(home, result.review)
     score = score_case(case, fmt.name, result.status.value, trace.changes, written.ranges)
@@ -73,6 +75,7 @@ async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home
             "outputTokens": trace.output_tokens,
             "invalid": trace.invalid,
             "seconds": round(seconds, 3),
+            "error": trace.error,
         }
     )
 
@@ -128,7 +131,8 @@ def _trace(home: Home, review: str) -> Trace:
     receipt = ReceiptStore(home).read(review)
     attempt = receipt.attempt if receipt is not None else None
     if attempt is None or attempt.workerSession is None:
-        return Trace()  # decided without the model (nothing to learn, or input too large)
+        # Decided without the model: nothing to learn, or the input over max_input_bytes.
+        return Trace(error=None if attempt is None else attempt.error)
     paths = [session_log_path(home.sessions, worker_cwd(home), attempt.workerSession, e) for e in Encoding]
     path = next(p for p in paths if p.exists())
     events = read_session(path).events
@@ -141,6 +145,7 @@ def _trace(home: Home, review: str) -> Trace:
         output_tokens=sum(u.get("outputTokens", 0) for u in usage),
         invalid=_rejected_finals(events),
         changes=None if arguments is None else list(parse_arguments(arguments).changes),
+        error=attempt.error,
     )
 
 

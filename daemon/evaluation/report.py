@@ -133,7 +133,8 @@ def _footer(report: Report) -> str:
 
 
 def _problems(score: CaseScore) -> list[str]:
-    found = [f"missed {m}" for m in score.missed] + [f"noise {n}" for n in score.promoted]
+    found = [score.error] if score.error else []
+    found += [f"missed {m}" for m in score.missed] + [f"noise {n}" for n in score.promoted]
     found += [f"unjustified {u}" for u in score.unjustified] + [
         f"wrong evidence {w}" for w in score.wrongEvidence
     ]

@@ -66,6 +66,7 @@ class CaseScore(BaseModel):
     inputTokens: int = 0
     outputTokens: int = 0
     seconds: float = 0.0
+    error: str | None = None
     missed: list[str] = []
     promoted: list[str] = []
     unjustified: list[str] = []
