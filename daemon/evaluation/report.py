@@ -7,6 +7,7 @@ nothing to measure (no fact planted, no change proposed) is None, shown as `-`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -23,6 +24,7 @@ def _ratio(part: int, whole: int) -> float | None:
 
 class Metrics(BaseModel):
     recall: float | None
+    recallByKind: dict[str, float | None]  # preference, convention, command, decision, reference
     precision: float | None
     evidence: float | None
     deletes: float | None
@@ -39,6 +41,7 @@ class Metrics(BaseModel):
         total = lambda field: sum(getattr(s, field) for s in scores)  # noqa: E731
         return cls(
             recall=_ratio(total("kept"), total("facts")),
+            recallByKind=_by_kind(scores),
             precision=_ratio(total("justified"), total("changes")),
             evidence=_ratio(total("citedRight"), total("justified")),
             deletes=_ratio(total("handled"), total("stale")),
@@ -50,6 +53,12 @@ class Metrics(BaseModel):
             tokens=total("inputTokens") + total("outputTokens"),
             seconds=round(total("seconds"), 3),
         )
+
+
+def _by_kind(scores: Sequence[CaseScore]) -> dict[str, float | None]:
+    planted = sum((Counter(s.factsByKind) for s in scores), Counter[str]())
+    kept = sum((Counter(s.keptByKind) for s in scores), Counter[str]())
+    return {kind: _ratio(kept[kind], n) for kind, n in sorted(planted.items())}
 
 
 class CaseReport(BaseModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
@@ -67,6 +68,8 @@ class CaseScore(BaseModel):
     outputTokens: int = 0
     seconds: float = 0.0
     error: str | None = None
+    factsByKind: dict[str, int] = {}
+    keptByKind: dict[str, int] = {}
     missed: list[str] = []
     promoted: list[str] = []
     unjustified: list[str] = []
@@ -134,5 +137,7 @@ def score_case(
             score.wrongEvidence.append(label)
     score.kept, score.handled, score.noise = len(kept), len(fixed), len(score.promoted)
     score.missed = [f.id for f in case.facts if f.id not in kept]
+    score.factsByKind = dict(Counter(f.kind for f in case.facts))
+    score.keptByKind = dict(Counter(f.kind for f in case.facts if f.id in kept))
     score.leftStale = [s.record for s in case.stale if s.record not in fixed]
     return score

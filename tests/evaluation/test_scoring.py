@@ -47,6 +47,8 @@ def test_known_good_scores_full_marks(user_home: Home, fake: FakeOpenAI) -> None
     t = Metrics.of(scores)
     assert (t.recall, t.precision, t.evidence, t.deletes, t.outcome) == (1.0, 1.0, 1.0, 1.0, 1.0)
     assert (t.noise, t.secrets, t.invalid) == (0, 0, 0)
+    kinds = {"preference", "convention", "command", "decision", "reference"}
+    assert t.recallByKind == dict.fromkeys(sorted(kinds), 1.0)
     by_name = {s.case: s for s in scores}
     assert by_name["empty"].steps == 0 and by_name["empty"].status == "no-change", "no model call"
     asked = [s for s in scores if s.case != "empty"]
@@ -80,4 +82,5 @@ def test_a_partial_proposal_loses_recall_only(user_home: Home, fake: FakeOpenAI)
     serve(fake, "partial")
     t = Metrics.of(run_all(user_home))
     assert t.recall is not None and 0.0 < t.recall < 1.0
+    assert t.recallByKind["decision"] == 1.0 and t.recallByKind["reference"] == 0.0
     assert (t.precision, t.evidence, t.outcome, t.noise, t.secrets, t.invalid) == (1.0, 1.0, 1.0, 0, 0, 0)
