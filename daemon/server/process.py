@@ -39,7 +39,7 @@ from .protocol import (
     HelloResult,
     StatusResult,
 )
-from .runtime import DaemonPaths
+from .runtime import DaemonPaths, release_socket
 from .session_methods import SessionMethods
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
@@ -114,7 +114,7 @@ class Daemon:
             await asyncio.to_thread(self.watcher.stop)
             self.agents.close()
         self._forget_status()
-        socket_path.unlink(missing_ok=True)
+        release_socket(socket_path)
 
     def stop(self) -> None:
         self._forget_status()
