@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -210,7 +211,11 @@ def run(home: Home) -> int:
         print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
         return 0
     try:
-        settings, _ = SettingsStore(home).read()
+        try:
+            settings, _ = SettingsStore(home).read()
+        except SettingsError as exc:
+            print(f"remem daemon cannot start: {exc}", file=sys.stderr)  # the problems, not a traceback
+            return 2
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
         asyncio.run(Daemon(home, settings).serve())
         return 0

@@ -15,6 +15,8 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.factory import build_family, write_session
 
+from ..yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX
+
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -95,3 +97,12 @@ def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str,
     code, _, err = run(home, "memory", "show", daemon=True)
     assert code == 1 and "idle_minutes" in err and "--no-daemon" in err
     assert run(home, "memory", "show", daemon=False)[0] == 0
+
+
+def test_a_billion_laughs_settings_file_stops_the_daemon_with_one_small_line(
+    home: Home, project: tuple[str, dict[str, str]]
+) -> None:
+    home.settings_file.write_text(BILLION_LAUGHS)
+    code, _, err = run(home, "memory", "show", daemon=True)
+    assert code == 1 and "YAML aliases are not allowed in settings.yml" in err and "--no-daemon" in err
+    assert len(err) < ERROR_BYTES_MAX and len(DaemonPaths(home).log.read_bytes()) < ERROR_BYTES_MAX
