@@ -30,10 +30,16 @@ class SessionsSettings(_Strict):
     idle_seconds: int = Field(default=120, gt=0)
 
 
+# The largest answer a client buffers: the ceiling of `daemon.max_answer_bytes`.
+MAX_ANSWER_BYTES = 1 << 30
+
+
 class DaemonSettings(_Strict):
     idle_minutes: float = Field(default=60, gt=0)
     # polling: for network file systems, where inotify sees no changes made by other machines
     watch: Literal["auto", "polling"] = "auto"
+    # What one answer may take in the daemon's and the client's memory; larger answers are refused.
+    max_answer_bytes: int = Field(default=MAX_ANSWER_BYTES, ge=1 << 20, le=MAX_ANSWER_BYTES)
 
 
 class ProviderSettings(_Strict):

@@ -74,7 +74,8 @@ class Daemon:
                 **self.sessions.handlers(),
                 **self.consolidation.handlers(),
                 **self.agents.handlers(),
-            }
+            },
+            settings.daemon.max_answer_bytes,
         )
 
     def publish(self, method: str, params: BaseModel) -> None:
