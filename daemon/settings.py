@@ -38,7 +38,7 @@ class DaemonSettings(_Strict):
     idle_minutes: float = Field(default=60, gt=0)
     # polling: for network file systems, where inotify sees no changes made by other machines
     watch: Literal["auto", "polling"] = "auto"
-    # What one answer may take in the daemon's and the client's memory; larger answers are refused.
+    # The largest answer sent to a client, which buffers it whole; a larger one is refused.
     max_answer_bytes: int = Field(default=MAX_ANSWER_BYTES, ge=1 << 20, le=MAX_ANSWER_BYTES)
 
 
