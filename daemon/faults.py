@@ -2,7 +2,9 @@
 
 `REMEM_FAULTPOINT=<name>` makes the process die abruptly (`os._exit(86)`, no cleanup, no
 flush) the moment it reaches that point, so tests can prove every durable write protocol
-recovers from a crash at each step. With the variable unset a fault point is one comparison.
+recovers from a crash at each step; `<name>@<n>` dies the n-th time the process reaches it
+(a point inside a loop, like an append). With the variable unset a fault point is one
+comparison.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ POINTS: frozenset[str] = frozenset(
         "agents.update.after-intent",
         "agents.update.after-commit",
         "agents.update.after-entry",
+        "consolidation.after-attempt-receipt",
         "consolidation.after-committing-receipt",
         "consolidation.after-global-commit",
         "consolidation.after-workspace-commit",
@@ -37,11 +40,23 @@ POINTS: frozenset[str] = frozenset(
     }
 )
 
-_ARMED = os.environ.get("REMEM_FAULTPOINT") or None
+
+def _armed(value: str | None) -> tuple[str, int] | None:
+    if not value:
+        return None
+    name, _, nth = value.partition("@")
+    return name, int(nth or 1)
+
+
+_ARMED = _armed(os.environ.get("REMEM_FAULTPOINT"))
+_reached = 0
 
 
 def faultpoint(name: str) -> None:
     """Die here when this point is the armed one; a typo in `name` is a programming error."""
-    if _ARMED is not None and name == _ARMED:
+    global _reached
+    if _ARMED is not None and name == _ARMED[0]:
         assert name in POINTS, f"unregistered fault point {name!r}"
-        os._exit(EXIT_CODE)
+        _reached += 1
+        if _reached == _ARMED[1]:
+            os._exit(EXIT_CODE)

@@ -169,7 +169,13 @@ def _state_of(status: Status) -> ReviewState:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso(datetime.now(timezone.utc).timestamp())
+
+
+def iso(seconds: float) -> str:
+    """A receipt's timestamp: UTC, milliseconds, `Z`."""
+    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class ReceiptError(Exception):

@@ -3,7 +3,8 @@
 The flow of DESIGN §5.1. Everything before a review id exists is refused with a structured
 error and leaves no trace; from then on every outcome is a receipt. A successful review is
 returned as it is (no model call); a `committing` one is recovered from its worker session
-(no model call); a failed one may be retried, as a new attempt. Memory is never locked while
+(no model call); a failed one may be retried, as a new attempt; an attempt a crash cut short
+is adopted or closed first (`attempts.py`). Memory is never locked while
 the model runs: the frozen revisions and the barrier's compare-and-swap catch any change.
 """
 
@@ -25,9 +26,9 @@ from ..memory.identity import WorkspaceId
 from ..memory.store import GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
 from ..sessions.catalog import Entry, ListError, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
-from ..sessions.paths import Encoding, session_log_path
 from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsStore
+from .attempts import read_attempt, settle_attempts
 from .barrier import converge
 from .debug import DebugLog
 from .evidence import EvidenceRange, project_evidence
@@ -42,11 +43,11 @@ from .proposal import (
     canonical_order,
     content_hash,
     parse_arguments,
+    plan_proposal,
     proposal_hash,
 )
 from .receipts import (
     CONSOLIDATOR_VERSION,
-    IN_FLIGHT,
     SUCCEEDED,
     Attempt,
     ChangeSummary,
@@ -61,7 +62,7 @@ from .receipts import (
 )
 from .route import Route, RouteError, resolve_route
 from .worker import Outcome, Progress, run_attempt
-from .worker_log import WorkerLog, final_arguments, worker_cwd
+from .worker_log import WorkerLog, worker_log_path, worker_session_id
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -172,13 +173,16 @@ class Consolidator:
             return _result(receipt, recovered=False)
         if receipt is not None and receipt.status is Status.COMMITTING:
             return _result(self._recover(receipt), recovered=True)
-        receipt = self._prepared(review, source, receipt)
         evidence = project_evidence(source.log)
-        if evidence.is_empty():
-            return self._finish(receipt.moved(Status.NO_CHANGE))
         context = runtime_context(
             review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
         )
+        settled = settle_attempts(self.home, review, receipt.attempts if receipt else [], context)
+        receipt = self._prepared(review, source, receipt, settled.attempts)
+        if settled.adopted is not None:
+            return self._adopt(receipt, settled.adopted, evidence.ranges(), source)
+        if evidence.is_empty():
+            return self._finish(receipt.moved(Status.NO_CHANGE))
         attempt = _new_attempt(receipt, route)
         size = len(context.encode("utf-8"))
         debug = DebugLog(self.home, review, attempt.number) if route.debug else None
@@ -195,12 +199,31 @@ class Consolidator:
             )
             with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
             return self._finish(with_attempt.ended(Status.EVIDENCE_TOO_LARGE, limit))
-        log = WorkerLog(self.home, review, attempt.number)
-        log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
-        attempt = attempt.model_copy(update={"workerSession": log.id})
+        # The attempt, with its worker session's id, is durable before any byte of that session:
+        # a crash from here on leaves an attempt the next request closes, never an id it reuses.
+        attempt = attempt.model_copy(update={"workerSession": worker_session_id(review, attempt.number)})
         receipt = receipt.moved(Status.RUNNING, attempts=[*receipt.attempts, attempt])
         self.receipts.write(receipt)
+        faultpoint("consolidation.after-attempt-receipt")
+        try:
+            log = WorkerLog(self.home, review, attempt.number)
+            log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
+        except SessionLogError as exc:
+            why = f"the worker session could not be written: {exc.reason}"
+            return self._finish(receipt.ended(Status.INTERNAL_ERROR, why))
         return _Ready(receipt, log, context, evidence.ranges(), debug)
+
+    def _adopt(
+        self, receipt: Receipt, arguments: str, ranges: list[EvidenceRange], source: _Input
+    ) -> ConsolidationResult:
+        """Go on from the final proposal a crashed attempt made on this very input; no model call."""
+        receipt = receipt.moved(Status.RUNNING)
+        try:
+            plan = plan_proposal(parse_arguments(arguments), ranges, source.frozen)
+        except ProposalRejected as exc:
+            why = "the interrupted attempt's final proposal no longer holds: " + "; ".join(exc.problems)
+            return self._finish(receipt.ended(Status.INVALID_PROPOSAL, why))
+        return self._concluded(receipt, plan, source).model_copy(update={"recovered": True})
 
     async def _conclude(
         self, receipt: Receipt, outcome: Outcome, source: _Input, progress: Progress
@@ -208,16 +231,18 @@ class Consolidator:
         if outcome.plan is None:
             progress("attempt-failed", {"status": outcome.status, "error": outcome.error})
             return await asyncio.to_thread(self._finish, receipt.ended(Status(outcome.status), outcome.error))
-        plan = outcome.plan
+        if outcome.plan.changed:
+            progress("committing", {"review": receipt.review})
+        # Past this point a cancel no longer stops anything: the barrier runs to its end.
+        result, _ = await _to_the_end(self._concluded, receipt, outcome.plan, source)
+        return result
+
+    def _concluded(self, receipt: Receipt, plan: Plan, source: _Input) -> ConsolidationResult:
         if not plan.changed:
-            return await asyncio.to_thread(self._finish, receipt.ended(Status.NO_CHANGE))
+            return self._finish(receipt.ended(Status.NO_CHANGE))
         # `proposed` is not written on its own: the next write (committing or source-changed)
         # follows at once and carries the same plan, so it would only cost a durable write.
-        receipt = _proposed(receipt, plan)
-        progress("committing", {"review": receipt.review})
-        # Past this point a cancel no longer stops anything: the barrier runs to its end.
-        result, _ = await _to_the_end(self._commit, receipt, source, plan.changes)
-        return result
+        return self._commit(_proposed(receipt, plan), source, plan.changes)
 
     def _abandon(self, ready: _Ready) -> ConsolidationResult:
         ready.log.end("aborted")
@@ -245,22 +270,14 @@ class Consolidator:
         return done
 
     def _replayed(self, receipt: Receipt) -> list[ProposedChange] | None:
-        attempt = receipt.attempt
-        if attempt is None or attempt.workerSession is None:
+        recorded = read_attempt(self.home, receipt.attempt) if receipt.attempt else None
+        if recorded is None or recorded.final is None:
             return None
-        for encoding in Encoding:
-            path = session_log_path(
-                self.home.sessions, worker_cwd(self.home), attempt.workerSession, encoding
-            )
-            arguments = final_arguments(path) if path.exists() else None
-            if arguments is None:
-                continue
-            try:
-                changes = canonical_order(parse_arguments(arguments).changes)
-            except ProposalRejected:
-                return None
-            return changes if proposal_hash(changes) == receipt.proposalHash else None
-        return None
+        try:
+            changes = canonical_order(parse_arguments(recorded.final).changes)
+        except ProposalRejected:
+            return None
+        return changes if proposal_hash(changes) == receipt.proposalHash else None
 
     async def _settle_pending(self, session_id: str) -> Receipt | None:
         """A crash left a review of this session committing: finish it, and nothing else, now.
@@ -325,8 +342,7 @@ class Consolidator:
 
     def _not_found(self, session_id: str, errors: list[ListError]) -> Refused:
         """Why a session is not listed: it is remem's own, it is ambiguous, or it is not there."""
-        worker = worker_cwd(self.home)
-        if any(session_log_path(self.home.sessions, worker, session_id, e).exists() for e in Encoding):
+        if worker_log_path(self.home, session_id) is not None:
             return Refused("WORKER_SESSION", f"session {session_id} is one of remem's own review sessions")
         clashes = [e.path for e in errors if f"session id {session_id!r} also exists" in e.message]
         if clashes:
@@ -353,19 +369,20 @@ class Consolidator:
             )
         )
 
-    def _prepared(self, review: str, source: _Input, existing: Receipt | None) -> Receipt:
-        if existing is not None:
-            # A failed review retried, or one whose process died mid-attempt: a new attempt.
-            attempts = [
-                a.model_copy(
-                    update={"status": Status.INTERNAL_ERROR, "error": "interrupted", "endedAt": now()}
-                )
-                if a.status in IN_FLIGHT
-                else a
-                for a in existing.attempts
-            ]
-            return existing.moved(Status.PREPARED, attempts=attempts, completedAt=None)
+    def _prepared(
+        self, review: str, source: _Input, existing: Receipt | None, attempts: list[Attempt]
+    ) -> Receipt:
+        """The receipt about to go on, with `attempts` as its history and this freeze as its target:
+        whatever the next proposal is, it answers the memory frozen now."""
         g, w = source.global_snapshot.revision, source.workspace_snapshot.revision
+        target = Target(
+            workspace=source.workspace.key,
+            workspaceRevisions=ScopeRevisions(before=w, planned=w),
+            globalRevisions=ScopeRevisions(before=g, planned=g),
+        )
+        if existing is not None:  # a failed review retried, or one whose process died mid-attempt
+            fresh = {"target": target, "proposalHash": None, "changes": [], "completedAt": None}
+            return existing.moved(Status.PREPARED, attempts=attempts, **fresh)
         return Receipt(
             review=review,
             consolidator=CONSOLIDATOR_VERSION,
@@ -375,11 +392,8 @@ class Consolidator:
                 digest=source.entry.summary.digest,
                 coveredSeq=source.entry.summary.lastSeq,
             ),
-            target=Target(
-                workspace=source.workspace.key,
-                workspaceRevisions=ScopeRevisions(before=w, planned=w),
-                globalRevisions=ScopeRevisions(before=g, planned=g),
-            ),
+            target=target,
+            attempts=attempts,
             createdAt=now(),
         )
 

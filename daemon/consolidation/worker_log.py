@@ -2,8 +2,8 @@
 
 Each attempt writes one fresh session into remem's own root, under the consolidator's private
 cwd (so it is never listed nor consolidated). Every step is appended and fsynced before the
-attempt moves on, so after a crash the final proposal can be read back (`final_arguments`)
-and committed without asking the model again.
+attempt moves on, so after a crash what the model saw and its final proposal can be read back
+(`read_back`) and committed without asking the model again.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from ..home import Home
 from ..sessions.catalog import WORKER_WORKSPACE
 from ..sessions.errors import SessionLogError
 from ..sessions.models import SessionEvent, SessionHeader
+from ..sessions.paths import session_dir
 from ..sessions.reader import read_session
-from ..sessions.writer import SessionWriter
+from ..sessions.writer import SessionWriter, existing_log
 from .proposal import TOOL_NAME
 
 _IDS = uuid.UUID("6f1d9a52-3c0e-4f6b-9d57-0b8e2a1c4e10")  # namespace of worker session ids
@@ -49,6 +50,25 @@ def worker_session_id(review: str, attempt: int) -> str:
 
 def worker_cwd(home: Home) -> str:
     return str(home.memory / WORKER_WORKSPACE)
+
+
+def worker_dir(home: Home, session_id: str) -> Path:
+    return session_dir(home.sessions, worker_cwd(home), session_id)
+
+
+def worker_log_path(home: Home, session_id: str) -> Path | None:
+    """The log of worker session `session_id`, if it was published."""
+    return existing_log(worker_dir(home, session_id))
+
+
+class Recorded(NamedTuple):
+    """What a worker session's log says of its attempt, read back after a crash."""
+
+    provider: str
+    model: str
+    created_ms: int
+    context: str | None  # the runtime context the model was shown
+    final: str | None  # the arguments of the accepted final proposal
 
 
 class WorkerLog:
@@ -122,12 +142,26 @@ class WorkerLog:
         )
 
 
-def final_arguments(path: Path) -> str | None:
-    """The arguments of the attempt's accepted final proposal, read back from its log."""
+def read_back(path: Path) -> Recorded | None:
+    """The attempt a worker log records (it may end torn, or without `turn/end`), or None if
+    it cannot be read as one."""
     try:
-        events = read_session(path).events
-    except SessionLogError:
-        return None
+        log = read_session(path)
+        return _recorded(log.header.createdAt, log.events)
+    except (SessionLogError, KeyError, IndexError, TypeError, AttributeError):
+        return None  # not readable, or not shaped as this module writes it
+
+
+def _recorded(created_ms: int, events: tuple[SessionEvent, ...]) -> Recorded:
+    config = next((e.data["header"]["config"] for e in events if e.type == "request/header"), {})
+    context = next(
+        (
+            e.data["content"][0]["text"]
+            for e in events
+            if e.type == "user/message" and e.data.get("source", {}).get("kind") == "consolidator"
+        ),
+        None,
+    )
     accepted = {
         block.get("toolCallId")
         for e in events
@@ -136,7 +170,14 @@ def final_arguments(path: Path) -> str | None:
         if block["content"][0]["text"] == ACCEPTED
     }
     calls = [e.data for e in events if e.type == "tool/call" and e.data["callId"] in accepted]
-    return calls[-1]["arguments"] if calls and calls[-1]["name"] == TOOL_NAME else None
+    final = calls[-1]["arguments"] if calls and calls[-1]["name"] == TOOL_NAME else None
+    return Recorded(
+        str(config.get("provider", "unknown")),
+        str(config.get("model", "unknown")),
+        created_ms,
+        context,
+        final,
+    )
 
 
 def _message(role: str, content: list[dict[str, Any]], source: dict[str, Any]) -> dict[str, Any]:

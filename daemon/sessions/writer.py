@@ -71,7 +71,7 @@ class SessionWriter:
         self.header = header
         self.encoding = choose_encoding(root, encoding)
         self.path = session_log_path(root, header.cwd, header.id, self.encoding)
-        if self.path.parent.exists() and any((self.path.parent / e.file_name).exists() for e in Encoding):
+        if existing_log(self.path.parent) is not None:
             raise SessionLogError(self.path, "a session with this id already exists; pick a new id")
         self.next_seq = 0
         self._fd: int | None = None
@@ -199,15 +199,23 @@ def publish_log(path: Path, parts: Sequence[bytes | memoryview], *, protocol: st
     faultpoint(f"{protocol}.after-publish")
 
 
+def existing_log(directory: Path) -> Path | None:
+    """The log a session dir already holds, in either encoding."""
+    return next((p for e in Encoding if (p := directory / e.file_name).exists()), None)
+
+
+def recover_dir(directory: Path) -> list[Path]:
+    """Delete the temp files a crashed writer left in one session dir, unless a writer holds it."""
+    lock_file = directory / LOCK_NAME  # temps are only ever written under it
+    lock = try_file_lock(lock_file) if lock_file.is_file() else None
+    if lock is None:
+        return []
+    try:
+        return remove_stale_temps(directory)
+    finally:
+        lock.release()
+
+
 def recover_root(root: Path) -> list[Path]:
     """Delete temp files crashed writers left in session dirs no live writer holds."""
-    removed: list[Path] = []
-    for lock_file in sorted(root.glob(f"*/*/{LOCK_NAME}")):
-        lock = try_file_lock(lock_file)
-        if lock is None:
-            continue
-        try:
-            removed.extend(remove_stale_temps(lock_file.parent))
-        finally:
-            lock.release()
-    return removed
+    return [p for lock_file in sorted(root.glob(f"*/*/{LOCK_NAME}")) for p in recover_dir(lock_file.parent)]

@@ -72,3 +72,9 @@ def put(
 
 def proposal(*changes: dict[str, Any], final: bool = True) -> dict[str, Any]:
     return {"final": final, "outcome": "changes" if changes else "no-change", "changes": list(changes)}
+
+
+def both_scopes(source: Source) -> dict[str, Any]:
+    """A final proposal that changes Global and the workspace: every commit step runs."""
+    glob = {"action": "replace-global", "content": "Prefers terse answers.\n", "evidence": source.evidence(1)}
+    return proposal(put("prefer-uv", source.evidence()), glob)

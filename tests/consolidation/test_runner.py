@@ -16,7 +16,13 @@ from remem.daemon.cli import cli
 from remem.daemon.consolidation import runner
 from remem.daemon.consolidation.receipts import ReceiptStore, Status
 from remem.daemon.consolidation.runner import ConsolidationResult, Consolidator, Refused
-from remem.daemon.consolidation.worker_log import final_arguments, worker_cwd
+from remem.daemon.consolidation.worker_log import (
+    read_back,
+    worker_cwd,
+    worker_dir,
+    worker_log_path,
+    worker_session_id,
+)
 from remem.daemon.home import Home
 from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
@@ -90,16 +96,11 @@ def test_drafts_and_broken_calls_are_answered_until_a_valid_final(
     assert assistant[3]["reasoning_content"] == "draft first", "raw assistant messages go back unchanged"
     receipt = ReceiptStore(home).read(result.review)
     assert receipt is not None and receipt.attempt is not None
-    worker = session_log_path(
-        home.sessions, worker_cwd(home), receipt.attempt.workerSession or "", Encoding.RAW
-    )
-    if not worker.exists():
-        worker = session_log_path(
-            home.sessions, worker_cwd(home), receipt.attempt.workerSession or "", Encoding.ZSTD
-        )
-    logged = read_session(worker)
-    assert logged.header.cwd == worker_cwd(home)
-    assert json.loads(final_arguments(worker) or "{}")["changes"][0]["record"]["name"] == "prefer-uv"
+    worker = worker_log_path(home, receipt.attempt.workerSession or "")
+    assert worker is not None
+    logged, recorded = read_session(worker), read_back(worker)
+    assert logged.header.cwd == worker_cwd(home) and recorded is not None
+    assert json.loads(recorded.final or "{}")["changes"][0]["record"]["name"] == "prefer-uv"
     assert [e.type for e in logged.events].count("tool/call") == 5
 
 
@@ -129,6 +130,42 @@ def test_failures_are_receipted_and_retried_as_new_attempts(
         Status.PROVIDER_FAILED,
         Status.INVALID_PROPOSAL,
         Status.COMMITTED,
+    ]
+
+
+def test_a_retry_answers_the_memory_frozen_for_it(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    fake.reply(status(500), status(500), status(500))
+    failed = consolidate(home, source.id)
+    store = MemoryStore(home)
+    edited = store.replace_global(store.read_global().revision, "Edited by hand between attempts.\n")
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    done = consolidate(home, source.id)
+    assert (failed.status, done.status, done.review) == (
+        Status.PROVIDER_FAILED,
+        Status.COMMITTED,
+        failed.review,
+    )
+    receipt = ReceiptStore(home).read(done.review)
+    assert receipt is not None and receipt.target.globalRevisions.before == edited.revision
+    assert store.read_global().content == "Edited by hand between attempts.\n"
+
+
+def test_a_worker_session_nobody_recorded_is_closed_even_unreadable(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(status(500), status(500), status(500))
+    failed = consolidate(home, source.id)
+    orphan = worker_dir(home, worker_session_id(failed.review, 2))
+    orphan.mkdir(parents=True)
+    (orphan / Encoding.ZSTD.file_name).write_bytes(b"not a log")
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    done = consolidate(home, source.id)
+    assert (done.status, done.attempt, fake.count) == (Status.COMMITTED, 3, 4)
+    receipt = ReceiptStore(home).read(done.review)
+    assert receipt is not None
+    assert [(a.status, a.provider, a.workerSession) for a in receipt.attempts[1:]] == [
+        (Status.INTERNAL_ERROR, "unknown", worker_session_id(failed.review, 2)),
+        (Status.COMMITTED, "fake", worker_session_id(failed.review, 3)),
     ]
 
 
@@ -318,11 +355,8 @@ def test_the_worker_session_replays_exactly_what_the_model_saw(
     assert result.status is Status.COMMITTED and fake.count == 2, "a 429 is retried by the client"
     receipt = ReceiptStore(home).read(result.review)
     assert receipt is not None and receipt.attempt is not None and receipt.attempt.workerSession
-    path = next(
-        p
-        for e in Encoding
-        if (p := session_log_path(home.sessions, worker_cwd(home), receipt.attempt.workerSession, e)).exists()
-    )
+    path = worker_log_path(home, receipt.attempt.workerSession)
+    assert path is not None
     events = read_session(path).events
     header = next(e for e in events if e.type == "request/header").data["header"]
     context = next(e for e in events if e.type == "user/message").data["content"][0]["text"]
@@ -330,6 +364,9 @@ def test_the_worker_session_replays_exactly_what_the_model_saw(
     assert header["system"] == sent["messages"][0]["content"] and header["tools"] == sent["tools"]
     assert [t["function"]["name"] for t in header["tools"]] == ["memory_review_propose"], "its only tool"
     assert context == sent["messages"][1]["content"]
+    recorded = read_back(path)
+    assert recorded is not None and recorded.context == context
+    assert (recorded.provider, recorded.model) == ("fake", "fake-model")
 
 
 def test_an_attempt_that_outlives_its_timeout_fails_cleanly(

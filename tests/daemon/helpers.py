@@ -1,21 +1,40 @@
-"""Daemon test helpers: the CLI as a subprocess, and polling for a condition."""
+"""Daemon test helpers: the CLI as a subprocess, a crash at a fault point, polling for a condition."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
 from typing import Any
 
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
 from remem.daemon.server.protocol import RpcError
+from remem.daemon.server.runtime import DaemonPaths
 
 
 def remem(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def crash_at(point: str, home: Home, monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
+    """Run `remem ARGS` in a process that dies at `point`, and wait until it is gone: the CLI
+    itself with `REMEM_NO_DAEMON` set, else the daemon it starts (which inherits the point)."""
+    monkeypatch.setenv("REMEM_FAULTPOINT", point)
+    crashed = remem(home, *args)
+    monkeypatch.delenv("REMEM_FAULTPOINT")
+    if os.environ.get(NO_DAEMON_ENV):
+        assert crashed.returncode == EXIT_CODE, crashed.stderr
+    else:
+        assert crashed.returncode != 0 and "daemon" in crashed.stderr, crashed.stderr
+        wait_until(lambda: not DaemonPaths(home).running())
 
 
 def wait_until(condition: object, seconds: float = 15.0) -> None:

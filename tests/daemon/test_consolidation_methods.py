@@ -1,4 +1,4 @@
-"""Consolidation through the daemon: progress, notifications, and recovery after a crash at each step."""
+"""Consolidation through the daemon: progress, notifications, cancelling, and what a crash leaves."""
 
 from __future__ import annotations
 
@@ -12,54 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
-from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
+from tests.consolidation.conftest import Source, both_scopes, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, hang, tool_call
 
-from .helpers import remem, wait_until
+from .helpers import crash_at, remem, wait_until
 
 pytestmark = pytest.mark.slow
-POINTS = [
-    "consolidation.after-committing-receipt",
-    "consolidation.after-global-commit",
-    "consolidation.after-workspace-commit",
-    "consolidation.before-committed-receipt",
-]
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    monkeypatch.delenv(NO_DAEMON_ENV)
-    with FakeOpenAI(api_key="sk-test") as server:
-        yield server  # type: ignore[misc]
-
-
-@pytest.fixture
-def source(home: Home, fake: FakeOpenAI, tmp_path: Path) -> Source:
-    root = tmp_path / "dsh-sessions"
-    configure(home, fake, root)
-    home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
-    return write_source(root, str(tmp_path / "project"))
-
-
-def crash_at(point: str, home: Home, source: Source, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Consolidate through a daemon that dies at `point`, and wait until it is gone."""
-    monkeypatch.setenv("REMEM_FAULTPOINT", point)  # the daemon this CLI starts inherits it
-    crashed = remem(home, "consolidate", source.id, "--json")
-    assert crashed.returncode != 0 and "daemon" in crashed.stderr
-    wait_until(lambda: not DaemonPaths(home).running())
-    monkeypatch.delenv("REMEM_FAULTPOINT")
-
-
-def both_scopes(source: Source) -> dict[str, object]:
-    glob = {"action": "replace-global", "content": "Prefers terse answers.\n", "evidence": source.evidence(1)}
-    return proposal(put("prefer-uv", source.evidence()), glob)
+COMMITTING = "consolidation.after-committing-receipt"  # test_crash_recovery.py kills at every point
 
 
 def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source: Source) -> None:
@@ -81,27 +45,11 @@ def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source:
     assert changed == {"global", "workspace"}
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_a_crash_at_each_commit_step_converges_without_the_model(
-    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, point: str
-) -> None:
-    fake.reply(tool_call(both_scopes(source)))
-    crash_at(point, home, source, monkeypatch)
-    again = remem(home, "consolidate", source.id, "--json")
-    result = json.loads(again.stdout)
-    assert result["status"] == "committed" and result["recovered"] is True, again.stderr
-    assert fake.count == 1, "recovery replays the worker session; it never asks the model again"
-    store = MemoryStore(home)
-    assert store.read_global().content == "Prefers terse answers.\n"
-    assert [r.name for r in store.read_workspace(WorkspaceId.from_cwd(source.cwd)).records] == ["prefer-uv"]
-    assert json.loads(remem(home, "consolidate", source.id, "--json").stdout)["recovered"] is False
-
-
 def test_a_third_party_edit_after_a_crash_is_a_conflict(
     home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake.reply(tool_call(both_scopes(source)))
-    crash_at(POINTS[0], home, source, monkeypatch)
+    crash_at(COMMITTING, home, monkeypatch, "consolidate", source.id)
     home.global_file.write_text("Written by hand meanwhile.\n")
     result = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
     assert result["status"] == "target-conflict" and fake.count == 1
@@ -138,7 +86,7 @@ def test_a_pending_commit_is_settled_before_a_grown_session_is_reviewed(
     home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     fake.reply(tool_call(both_scopes(source)))
-    crash_at(POINTS[0], home, source, monkeypatch)
+    crash_at(COMMITTING, home, monkeypatch, "consolidate", source.id)
     grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)  # the agent went on
     source.path.write_bytes(grown.path.read_bytes())
     os.utime(source.path, (1_600_000_000, 1_600_000_000))
