@@ -22,13 +22,12 @@ import yaml
 from ..consolidation.proposal import ProposedChange, parse_arguments
 from ..consolidation.receipts import ReceiptStore
 from ..consolidation.runner import Consolidator, Refused
-from ..consolidation.worker_log import final_arguments, worker_cwd
+from ..consolidation.worker_log import read_back, worker_log_path
 from ..home import Home
 from ..memory.batch import PutChange
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
 from ..sessions.factory import ScriptedTurn
-from ..sessions.paths import Encoding, session_log_path
 from ..sessions.reader import read_session
 from ..settings import Settings
 from .cases import CWD, filler_turn
@@ -133,12 +132,14 @@ def _trace(home: Home, review: str) -> Trace:
     if attempt is None or attempt.workerSession is None:
         # Decided without the model: nothing to learn, or the input over max_input_bytes.
         return Trace(error=None if attempt is None else attempt.error)
-    paths = [session_log_path(home.sessions, worker_cwd(home), attempt.workerSession, e) for e in Encoding]
-    path = next(p for p in paths if p.exists())
+    path = worker_log_path(home, attempt.workerSession)
+    if path is None:  # the attempt ended before its worker session was published
+        return Trace(error=attempt.error)
     events = read_session(path).events
     steps = [e.data for e in events if e.type == "assistant/message"]
     usage = [s.get("usage") or {} for s in steps]
-    arguments = final_arguments(path)
+    recorded = read_back(path)
+    arguments = None if recorded is None else recorded.final
     return Trace(
         steps=len(steps),
         input_tokens=sum(u.get("inputTokens", 0) for u in usage),
