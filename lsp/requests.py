@@ -12,9 +12,10 @@ from typing import Any
 from urllib.parse import quote
 
 from pydantic import Field
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
+from remem.daemon.server.protocol import WatchStatus
 
 from .overview import memory_overview
 from .server import RememServer
@@ -41,7 +42,10 @@ def register(server: RememServer) -> None:
     @server.feature("remem/sessionTree")
     async def session_tree(ls: RememServer, params: Any) -> dict[str, Any]:
         workspace = parse(Cwd, params, "remem/sessionTree")
-        return await ls.link.call("sessions/tree", workspace.model_dump())
+        tree = await ls.link.call("sessions/tree", workspace.model_dump())
+        if tree["nodes"]:
+            return tree
+        return {**tree, "searched": await searched_roots(ls), "settingsFile": str(ls.home.settings_file)}
 
     @server.feature("remem/sessionTurns")
     async def session_turns(ls: RememServer, params: Any) -> dict[str, Any]:
@@ -67,6 +71,17 @@ def register(server: RememServer) -> None:
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, "remem/settings")
         return await ls.link.call("consolidation/settings/read", {})
+
+
+async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
+    """The session roots the daemon reads, each with whether it exists: where an empty tree looked."""
+    try:
+        watch = WatchStatus.model_validate((await ls.link.call("daemon/status", {}))["watch"])
+    except JsonRpcException:
+        return []  # no daemon: the tree's own answer already says so
+    memory = str(ls.home.memory)
+    found = [{"path": path, "exists": True} for path in watch.paths if path != memory]
+    return found + [{"path": path, "exists": False} for path in watch.missing]
 
 
 def transcript_uri(session: str) -> str:

@@ -5,7 +5,9 @@
 (b) "Remem: Consolidate Session" from the palette shows progress, then the Memory view shows the
     new record and the tree shows the session as consolidated;
 (c) a record edited to a bad `type` gets a squiggle and a Problems entry; the quick fix clears both;
-(d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree.
+(d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
+(e) a folder without sessions says so only once the server answered, naming where remem looked, and
+    a window loaded again draws the tree kept from the last one, then the server's.
 """
 
 from __future__ import annotations
@@ -157,6 +159,34 @@ def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     workbench.screenshot("branch-added")
     children = [n for n in scenario.tree() if n["parent"] == scenario.main.id and n["kind"] == "fork"]
     assert sorted(n["forkTurn"] for n in children) == sorted([2, first])  # the seeded fork and the new one
+
+
+def test_an_empty_folder_says_where_remem_looked_and_a_reload_draws_the_kept_tree(
+    workbench: Workbench, scenario: Scenario, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    workbench.open_folder(elsewhere)
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, r"No agent sessions of this workspace were found")
+    rows = [text for _, text in workbench.rows(SESSIONS)]
+    assert any("DSH" in r and "Claude Code and Codex are coming" in r for r in rows), rows
+    assert any(r.startswith("Looked in ") and str(scenario.root) in r for r in rows), rows
+    assert any(r.startswith("Open settings.yml") for r in rows), rows
+    workbench.screenshot("empty-state")
+    workbench.row(SESSIONS, r"^Open settings\.yml").click()
+    workbench.editor("settings.yml")
+
+    main = re.escape(label(scenario.node(scenario.main.id)))
+    workbench.open_folder(scenario.project)
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, main)
+    workbench.wait_view_description(SESSIONS, "")  # the server has answered
+    workbench.open_folder(scenario.project)  # loaded again: the kept tree, then the server's answer
+    workbench.show_container("Remem")
+    workbench.row(SESSIONS, main)
+    workbench.wait_view_description(SESSIONS, "")
+    assert not workbench.count_rows(SESSIONS, r"No agent sessions|Loading")
 
 
 def _seed_record(scenario: Scenario) -> Path:

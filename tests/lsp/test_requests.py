@@ -39,8 +39,17 @@ async def test_the_session_tree_is_the_daemons_flat_tree(editor: Editor, reviewe
     assert (node["id"], node["title"], node["kind"]) == (reviewed.session, reviewed.title, "root")
     assert (node["parent"], node["depth"], node["live"], node["archived"]) == (None, 0, False, False)
     assert node["review"]["state"] == "consolidated"
+    assert "searched" not in await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
+
+
+async def test_an_empty_tree_says_where_remem_looked(editor: Editor, reviewed: Receipted) -> None:
     elsewhere = await editor.request("remem/sessionTree", {"cwd": str(Path(reviewed.cwd).parent / "other")})
-    assert elsewhere == {"nodes": []}
+    assert elsewhere["nodes"] == []
+    searched = {entry["path"]: entry["exists"] for entry in elsewhere["searched"]}
+    assert searched[str(reviewed.root)] is True
+    assert searched[str(reviewed.home.sessions)] is True  # remem's own root, where its branches go
+    assert str(reviewed.home.memory) not in searched
+    assert elsewhere["settingsFile"] == str(reviewed.home.settings_file)
 
 
 async def test_turns_say_which_can_be_branched(editor: Editor, reviewed: Receipted) -> None:

@@ -38,7 +38,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   early = undefined;
   client = server;
   const log = server.log;
-  const sessions = new SessionsView(server, workspaceFolders);
+  const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
+  const sessionsTree = vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true });
+  sessions.onRefreshing = (refreshing) => {
+    sessionsTree.description = refreshing ? 'refreshing…' : undefined;
+  };
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
@@ -93,7 +97,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     memory,
     transcripts,
     statusItem,
-    vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true }),
+    sessionsTree,
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     server.onStatus(showStatus),
@@ -119,6 +123,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.renameSession', (arg) => flows.renameSession(ctx, arg)),
     command('remem.archiveSession', (arg) => flows.setArchived(ctx, arg, true)),
     command('remem.restoreSession', (arg) => flows.setArchived(ctx, arg, false)),
+    command('remem.openFile', (path) => editorUi.openFile(String(path))),
+    command('remem.learnMore', () => learnMore(context.extensionUri)),
     command('remem.restartServer', () => restart()),
     command('remem.showLog', async () => log.show()),
     command('remem.refreshSessions', async () => refreshSessions()),
@@ -134,6 +140,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export async function deactivate(): Promise<void> {
   await client?.stop();
+}
+
+/** The extension's README (it travels in the package), where sessions and their roots are explained. */
+async function learnMore(extension: vscode.Uri): Promise<void> {
+  await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(extension, 'README.md'));
 }
 
 function debounce(action: () => void): () => void {

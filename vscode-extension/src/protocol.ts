@@ -49,8 +49,16 @@ export interface FlatNode {
   depth: number;
 }
 
+export interface SearchedRoot {
+  path: string;
+  exists: boolean;
+}
+
+/** `searched` and `settingsFile` come only with an empty tree: where the server looked. */
 export interface SessionTreeResult {
   nodes: FlatNode[];
+  searched?: SearchedRoot[];
+  settingsFile?: string;
 }
 
 export interface TurnRow {

@@ -1,20 +1,47 @@
 /** The Session Branches view: the lineage forest of each workspace folder as a tree. */
 
+import * as os from 'node:os';
+
 import * as vscode from 'vscode';
 
 import { type FolderElement, FolderView } from './folderView';
+import type { Folder, Server } from './flows';
 import { Requests, type FlatNode, type SessionTreeResult } from './protocol';
+import { emptyRows, FolderSessions, type KeptState, type NoteRow } from './sessionsState';
 import { SessionForest, sessionItem } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
 type SessionEntry =
   | { type: 'session'; cwd: string; node: FlatNode }
+  | { type: 'note'; cwd: string; row: NoteRow; index: number }
   | { type: 'message'; cwd: string; text: string };
 
 export type SessionElement = FolderElement | SessionEntry;
 
+const LOADING: NoteRow = { label: 'Loading the sessions of this workspace…', tooltip: 'Asking remem', icon: 'loading~spin' };
+
 export class SessionsView extends FolderView<SessionEntry> {
   private readonly forests = new Map<string, SessionForest>();
+  private readonly state: FolderSessions;
+  /** Called with whether a kept tree or a loading note is showing, for the view's description. */
+  onRefreshing: (refreshing: boolean) => void = () => undefined;
+
+  constructor(server: Server, folders: () => Folder[], kept: KeptState) {
+    super(server, folders);
+    const ask = (cwd: string) => server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
+    this.state = new FolderSessions(kept, ask, () => super.refresh(), errorMessage);
+  }
+
+  /** Ask the server again; the rows shown stay until its answer replaces them. */
+  override refresh(): void {
+    this.state.refresh();
+  }
+
+  override async getChildren(element?: SessionElement): Promise<SessionElement[]> {
+    const children = await super.getChildren(element);
+    if (!element) this.onRefreshing(this.state.refreshing);
+    return children;
+  }
 
   protected childrenOf(element: SessionEntry): SessionEntry[] {
     if (element.type !== 'session') return [];
@@ -29,6 +56,7 @@ export class SessionsView extends FolderView<SessionEntry> {
       item.tooltip = element.text;
       return item;
     }
+    if (element.type === 'note') return noteItem(element);
     const forest = this.forests.get(element.cwd) ?? new SessionForest([element.node]);
     const described = sessionItem(forest, element.node, Date.now());
     const state =
@@ -45,14 +73,27 @@ export class SessionsView extends FolderView<SessionEntry> {
   }
 
   protected async topOf(cwd: string): Promise<SessionEntry[]> {
-    try {
-      const result = await this.server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
-      const forest = new SessionForest(result.nodes);
-      this.forests.set(cwd, forest);
-      return forest.roots().map((node) => ({ type: 'session', cwd, node }));
-    } catch (error) {
+    const shown = this.state.shown(cwd);
+    if (shown.kind === 'error') {
       this.forests.delete(cwd);
-      return [{ type: 'message', cwd, text: errorMessage(error) }];
+      return [{ type: 'message', cwd, text: shown.message }];
     }
+    if (shown.kind === 'loading') return [{ type: 'note', cwd, row: LOADING, index: 0 }];
+    const forest = new SessionForest(shown.result.nodes);
+    this.forests.set(cwd, forest);
+    if (shown.result.nodes.length === 0) {
+      return emptyRows(shown.result, os.homedir()).map((row, index) => ({ type: 'note', cwd, row, index }));
+    }
+    return forest.roots().map((node) => ({ type: 'session', cwd, node }));
   }
+}
+
+function noteItem({ cwd, row, index }: { cwd: string; row: NoteRow; index: number }): vscode.TreeItem {
+  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+  item.id = `note:${cwd}:${index}:${row.label}`;
+  item.description = row.description;
+  item.tooltip = row.tooltip;
+  item.iconPath = new vscode.ThemeIcon(row.icon);
+  if (row.command) item.command = { command: row.command.id, title: row.label, arguments: row.command.arguments };
+  return item;
 }
