@@ -31,14 +31,16 @@ from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
 OPEN_RECEIPT = "Open Receipt"
+# What is happening from each phase on: the daemon announces a phase as it begins.
 _PHASES = {
     "freezing": "Reading the session and the memory it is reviewed against",
-    "model": "Asking the model",
-    "model-step": "The model answered",
-    "committing": "Writing memory",
+    "model": "Preparing the request to the model",
+    "model-step": "Waiting for the model",
+    "model-answer": "Checking the proposal",
+    "committing": "Committing to memory",
 }
-_ASKING_THE_MODEL = frozenset({"model", "model-step"})
-_SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
+_ASKING_THE_MODEL = frozenset({"model", "model-step", "model-answer"})
+_QUIET = frozenset({Status.COMMITTED, Status.NO_CHANGE, Status.CANCELLED})  # a cancel is the user's choice
 _announcing: set[asyncio.Task[None]] = set()  # messages waiting for the user, kept from the GC
 
 
@@ -139,8 +141,10 @@ def _heard(phase: dict[str, Any], progress: _Progress, asking: asyncio.Event) ->
         return
     if name == "model" and phase.get("attempt"):
         message += f" (attempt {phase['attempt']})"
+    if name == "model-answer" and phase.get("step"):
+        message += f" of step {phase['step']}"
     if name == "model-step" and phase.get("step"):
-        message += f" (step {phase['step']})"
+        message += f" (step {phase['step']})…"
     progress.report(message)
 
 
@@ -164,7 +168,7 @@ def _announce(ls: RememServer, outcome: Outcome, label: str) -> None:
 
 
 async def _show(ls: RememServer, outcome: Outcome, label: str) -> None:
-    kind = types.MessageType.Info if outcome.status in _SUCCEEDED else types.MessageType.Warning
+    kind = types.MessageType.Info if outcome.status in _QUIET else types.MessageType.Warning
     message = _summary(outcome, label)
     try:
         choice = await ls.window_show_message_request_async(

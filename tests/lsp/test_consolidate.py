@@ -83,9 +83,10 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
     assert begin.kind == "begin" and begin.cancellable and reviewed.id in begin.title
     assert [r.message for r in reports] == [
         "Reading the session and the memory it is reviewed against",
-        "Asking the model (attempt 1)",
-        "The model answered (step 1)",
-        "Writing memory",
+        "Preparing the request to the model (attempt 1)",
+        "Waiting for the model (step 1)…",
+        "Checking the proposal of step 1",
+        "Committing to memory",
     ]
     assert end.message == f"Consolidated {reviewed.id}: 1 change to memory."
     await until(lambda: bool(editor.client.shown_documents))

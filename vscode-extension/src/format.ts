@@ -34,24 +34,33 @@ export function reviewStateName(review: ReviewState | null | undefined): ReviewS
   return typeof review === 'string' ? review : review.state;
 }
 
-const REVIEW_BADGES: Record<ReviewStateName, string | null> = {
+/** A state as shown: the daemon counts a cancelled review as `failed`, but the user chose it. */
+type ShownState = ReviewStateName | 'cancelled';
+
+const REVIEW_BADGES: Record<ShownState, string | null> = {
   never: null,
   consolidated: '✓ consolidated',
   'no-change': '✓ reviewed, no change',
   failed: '✗ consolidation failed',
+  cancelled: '○ consolidation cancelled',
   pending: '… consolidation pending',
   changed: '△ changed since consolidated',
 };
 
+function shownState(review: ReviewState | null | undefined): ShownState {
+  const name = reviewStateName(review);
+  return name === 'failed' && typeof review === 'object' && review?.status === 'cancelled' ? 'cancelled' : name;
+}
+
 /** The review state as a short badge, or null when the session was never consolidated. */
 export function reviewBadge(review: ReviewState | null | undefined): string | null {
-  return REVIEW_BADGES[reviewStateName(review)];
+  return REVIEW_BADGES[shownState(review)];
 }
 
 /** The review state in words, for tooltips and pickers (never null). */
 export function reviewText(review: ReviewState | null | undefined): string {
-  const name = reviewStateName(review);
+  const name = shownState(review);
   if (name === 'never') return 'not consolidated yet';
-  const status = typeof review === 'object' && review?.status ? ` (${review.status})` : '';
+  const status = typeof review === 'object' && review?.status && name !== 'cancelled' ? ` (${review.status})` : '';
   return `${REVIEW_BADGES[name]?.replace(/^\S+ /, '')}${status}`;
 }

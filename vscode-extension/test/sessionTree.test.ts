@@ -67,6 +67,10 @@ test('every review state has its own badge; a bare string state is read too', ()
     sessionItem(forest, node('x', { review, createdAt: NOW - HOUR }), NOW).description;
   assert.equal(badge({ state: 'failed', status: 'provider-failed' }), '1 h ago · ✗ consolidation failed');
   assert.equal(badge({ state: 'changed' }), '1 h ago · △ changed since consolidated');
+  // The daemon counts a cancelled review as failed; the user chose it, so it is no failure.
+  assert.equal(badge({ state: 'failed', status: 'cancelled' }), '1 h ago · ○ consolidation cancelled');
+  const cancelled = node('x', { review: { state: 'failed', status: 'cancelled' } });
+  assert.match(sessionItem(forest, cancelled, NOW).tooltip, /Review: consolidation cancelled$/m);
   assert.equal(badge('no-change'), '1 h ago · ✓ reviewed, no change');
   assert.equal(badge({ state: 'pending', status: 'running' }), '1 h ago · … consolidation pending');
 });
