@@ -143,9 +143,10 @@ async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
 async def _confirmed(ls: RememServer, turn: int) -> bool:
     question = types.ShowMessageRequestParams(
         type=types.MessageType.Warning,
+        # The extension's confirmation in the same words (vscode-extension/src/flows.ts).
         message=(
-            f"Branch this session after turn {turn}? Branching copies the conversation only: files "
-            "and other side effects of the session are not rolled back."
+            f"Branch the session after turn {turn}? Branching copies the conversation only: files in "
+            "your workspace and external side effects (commands run, services called) are not rolled back."
         ),
         actions=[types.MessageActionItem(title=BRANCH), types.MessageActionItem(title=CANCEL)],
     )

@@ -15,7 +15,7 @@ from pydantic import Field
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
-from remem.daemon.server.protocol import WatchStatus
+from remem.daemon.server.protocol import TurnsResult, WatchStatus
 
 from .overview import memory_overview
 from .server import RememServer
@@ -24,6 +24,7 @@ from .wire import Cwd, Strict, parse
 TRANSCRIPT_SCHEME = "remem-session"
 _REVIEW_ID = r"^[0-9a-f]{64}$"  # a review id: never a path
 _URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is
+_PROMPT_CHARS = 80
 
 
 class SessionId(Strict):
@@ -44,7 +45,7 @@ def register(server: RememServer) -> None:
         workspace = parse(Cwd, params, "remem/sessionTree")
         tree = await ls.link.call("sessions/tree", workspace.model_dump())
         if tree["nodes"]:
-            return tree
+            return await with_own_prompts(ls, tree)
         return {**tree, "searched": await searched_roots(ls), "settingsFile": str(ls.home.settings_file)}
 
     @server.feature("remem/sessionTurns")
@@ -71,6 +72,29 @@ def register(server: RememServer) -> None:
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, "remem/settings")
         return await ls.link.call("consolidation/settings/read", {})
+
+
+async def with_own_prompts(ls: RememServer, tree: dict[str, Any]) -> dict[str, Any]:
+    """Each fork with `ownPrompt`, the first line of its first prompt after the fork point (None
+    until it has one): what tells sibling branches apart when their titles are the default."""
+    forks = [node for node in tree["nodes"] if node["kind"] == "fork"]
+    prompts = await asyncio.gather(*(_own_prompt(ls, node) for node in forks))
+    for node, prompt in zip(forks, prompts, strict=True):
+        node["ownPrompt"] = prompt
+    return tree
+
+
+async def _own_prompt(ls: RememServer, node: dict[str, Any]) -> str | None:
+    try:
+        turns = TurnsResult.model_validate(await ls.link.call("sessions/turns", {"id": node["id"]})).turns
+    except JsonRpcException:
+        return None  # unreadable now: the tree still shows it, by its title
+    after = node["forkTurn"] or 0
+    own = next((t.user for t in turns if t.turn > after and t.user.strip()), None)
+    if own is None:
+        return None
+    line = own.strip().splitlines()[0].strip()
+    return line if len(line) <= _PROMPT_CHARS else f"{line[: _PROMPT_CHARS - 1]}…"
 
 
 async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:

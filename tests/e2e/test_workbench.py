@@ -56,8 +56,11 @@ def test_opening_the_workspace_starts_the_daemon_and_shows_the_session_tree(
     rows = workbench.rows(SESSIONS)
     assert len(rows) == 4, rows
     texts = [text for _, text in rows]
-    main_at = next(i for i, t in enumerate(texts) if t.startswith(label(main)) and "from turn" not in t)
-    fork_at = next(i for i, t in enumerate(texts) if t.startswith(label(fork)) and "from turn 2" in t)
+    main_at = next(i for i, t in enumerate(texts) if t.startswith(label(main)))
+    # A branch is named by its fork point and its own first prompt, not its parent's title again.
+    own = next(t["user"] for t in scenario.turns(scenario.fork) if t["turn"] > fork["forkTurn"])
+    fork_label = f"After turn 2 · {own.splitlines()[0][:40]}"
+    fork_at = next(i for i, t in enumerate(texts) if t.startswith(fork_label))
     subagent_at = next(i for i, t in enumerate(texts) if "subagent" in t)
     orphan_at = next(i for i, t in enumerate(texts) if "orphan" in t)
     # The fork and the subagent sit one level under their parent, after it; the orphan is a
@@ -65,7 +68,7 @@ def test_opening_the_workspace_starts_the_daemon_and_shows_the_session_tree(
     assert min(fork_at, subagent_at) > main_at
     assert rows[fork_at][0] == rows[subagent_at][0] == rows[main_at][0] + 1
     assert rows[orphan_at][0] == rows[main_at][0]
-    assert texts[orphan_at].startswith(label(orphan))
+    assert texts[orphan_at].startswith("After turn 1 · ") and orphan["kind"] == "fork"
 
 
 def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
@@ -90,7 +93,8 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
         assert all(re.search(r" ago · not consolidated yet", p) for p in picks), picks
         workbench.screenshot("consolidate-pick")
         workbench.quick_pick(re.escape(scenario.main.id))
-        workbench.notification(r"Remem: consolidating")
+        # The phase says what happens now: the fake model holds its answer until this is seen.
+        workbench.notification(r"Remem: consolidating.*Waiting for the model \(step 1\)…")
         workbench.screenshot("consolidation-progress")
     finally:
         seen_progress.set()
@@ -143,18 +147,23 @@ def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     first = next(t["turn"] for t in turns if t["forkable"])  # the first "Branch from here" lens
     workbench.open_container("Remem")
     workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
-    branched_rows = rf"from turn {first}\b"
+    branched_rows = rf"^After turn {first} · "
     before = workbench.count_rows(SESSIONS, branched_rows)
     workbench.run_command("Remem: Open Session Transcript")
     workbench.quick_pick(re.escape(scenario.main.id))
-    workbench.editor(f"{scenario.main.id}.md")
-    lens = workbench.page.locator(".codelens-decoration a", has_text="Branch from here")
+    workbench.editor(f"{label(scenario.node(scenario.main.id))}.md")  # the tab reads the title
+    lens = workbench.page.locator(".codelens-decoration a", has_text=f"Branch after turn {first}")
     lens.first.wait_for(timeout=UI_TIMEOUT_MS)
     workbench.screenshot("transcript-lenses")
     lens.first.click()
-    question = workbench.notification(r"copies the conversation only")
+    # The same modal question as from the palette and the tree.
+    question = workbench.page.locator(".monaco-dialog-box", has_text="copies the conversation only")
+    question.wait_for(timeout=UI_TIMEOUT_MS)
+    assert f"Branch the session after turn {first}?" in question.inner_text()
     workbench.screenshot("branch-question")
     question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
+    workbench.notification(r"Branched .* the new session is open")
+    workbench.editor(f"After turn {first} of ")  # the child opened, named by where it branched
     workbench.wait_rows(SESSIONS, branched_rows, before + 1)
     workbench.screenshot("branch-added")
     children = [n for n in scenario.tree() if n["parent"] == scenario.main.id and n["kind"] == "fork"]

@@ -36,6 +36,7 @@ async def test_branching_asks_first_and_the_child_joins_the_tree(editor: Editor,
         1,
     )
     assert child["title"] == f"{reviewed.title} (1)"
+    assert child["ownPrompt"] is None  # nothing asked in the branch yet
     await until(lambda: bool(editor.notes("remem/treeChanged")))
     assert editor.notes("remem/treeChanged")[0]["root"] == str(reviewed.root)
 
@@ -63,6 +64,8 @@ async def test_rename_archive_and_restore(editor: Editor, reviewed: Receipted) -
     )
     assert (renamed["id"], renamed["title"]) == (reviewed.session, "The first try")
     assert (await tree(editor, reviewed))[reviewed.session]["title"] == "The first try"
+    transcript = await editor.request("remem/transcript", {"id": reviewed.session})
+    assert transcript["markdown"].startswith("# The first try\n")  # the rename reaches the heading
     archived = await editor.command("remem.lsp.archive", {"session": reviewed.session})
     assert archived["archived"] is True and (await tree(editor, reviewed))[reviewed.session]["archived"]
     restored = await editor.command("remem.lsp.restore", {"session": reviewed.session})

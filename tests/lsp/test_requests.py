@@ -13,6 +13,8 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.sessions.factory import SessionSpec, build_session, fork_session, write_session
+from remem.daemon.sessions.projection import Projection
 from tests.lsp.editor import record
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
@@ -40,6 +42,21 @@ async def test_the_session_tree_is_the_daemons_flat_tree(editor: Editor, reviewe
     assert (node["parent"], node["depth"], node["live"], node["archived"]) == (None, 0, False, False)
     assert node["review"]["state"] == "consolidated"
     assert "searched" not in await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
+
+
+async def test_a_fork_carries_the_first_line_of_its_own_first_prompt(
+    editor: Editor, reviewed: Receipted, tmp_path: Path
+) -> None:
+    cwd = str(tmp_path / "branched")
+    parent = build_session(SessionSpec(seed=31, turns=3, cwd=cwd))
+    child = fork_session(parent, SessionSpec(seed=32, turns=2, cwd=cwd), after_turn=2)
+    write_session(reviewed.root, parent)
+    write_session(reviewed.root, child)
+    own = next(t for t in Projection().fold(child.events).turns if t.turn > 2)
+    expected = own.user.strip().splitlines()[0][:80]
+    nodes = {n["id"]: n for n in (await editor.request("remem/sessionTree", {"cwd": cwd}))["nodes"]}
+    assert nodes[str(child.header.id)]["ownPrompt"] == expected
+    assert "ownPrompt" not in nodes[str(parent.header.id)]  # only forks need telling apart
 
 
 async def test_an_empty_tree_says_where_remem_looked(editor: Editor, reviewed: Receipted) -> None:

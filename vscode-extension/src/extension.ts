@@ -14,7 +14,7 @@ import { TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
 import { SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
-import { editorUi, errorMessage, workspaceFolders } from './vscodeapi';
+import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
 
@@ -59,6 +59,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server,
     folders: workspaceFolders,
     now: Date.now,
+    activeSession,
     refreshSessions,
     refreshMemory,
   };

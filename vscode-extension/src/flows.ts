@@ -5,7 +5,7 @@
  */
 
 import { fileTarget, sessionTarget, type SessionTarget } from './args';
-import { sessionTitle, shortId } from './format';
+import { sessionLabel, sessionTitle, shortId } from './format';
 import {
   type FlatNode,
   type ForkResult,
@@ -21,6 +21,7 @@ import {
   consolidationPicks,
   type PickItem,
   providerPicks,
+  type SessionPick,
   receiptPicks,
   sessionPicks,
   turnPicks,
@@ -33,7 +34,9 @@ export interface Ui {
   confirm(message: string, detail: string, action: string): Promise<boolean>;
   info(message: string, ...actions: string[]): Promise<string | undefined>;
   openFile(path: string): Promise<void>;
-  openTranscript(session: string): Promise<void>;
+  copy(text: string): Promise<void>;
+  /** `title` names its tab; without it the tab shows the id. */
+  openTranscript(session: string, title?: string): Promise<void>;
 }
 
 export interface Server {
@@ -51,6 +54,8 @@ export interface FlowContext {
   server: Server;
   folders(): Folder[];
   now(): number;
+  /** The session of the transcript in the active editor, if one is. */
+  activeSession(): string | undefined;
   refreshSessions(): void;
   refreshMemory(): void;
 }
@@ -98,6 +103,11 @@ async function sessionsOf(ctx: FlowContext, folder: Folder): Promise<FlatNode[]>
   return tree.nodes;
 }
 
+interface Chosen {
+  session: string;
+  label?: string; // as the tree and the pickers name it
+}
+
 /** The session named by the argument, or the one the user picks from `candidates`. */
 async function chooseSession(
   ctx: FlowContext,
@@ -105,17 +115,36 @@ async function chooseSession(
   candidates: (nodes: FlatNode[], now: number) => ReturnType<typeof sessionPicks>,
   title: string,
   none: string,
-): Promise<string> {
-  if (target.session) return target.session;
+  preferred?: string,
+): Promise<Chosen> {
+  if (target.session) return { session: target.session, label: target.label };
   const folder = await chooseFolder(ctx, target.cwd);
-  const items = candidates(await sessionsOf(ctx, folder), ctx.now());
+  const items = preferredFirst(candidates(await sessionsOf(ctx, folder), ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, none);
-  const pick = await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' });
-  return chosen(pick).session;
+  const pick = chosen(await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' }));
+  return { session: pick.session, label: pick.label };
+}
+
+/** How the tree names `session`, for a command that got only its id (a lens, a link). */
+async function labelOf(ctx: FlowContext, session: string): Promise<string | undefined> {
+  for (const folder of ctx.folders()) {
+    const nodes = await sessionsOf(ctx, folder).catch(() => []);
+    const node = nodes.find((n) => n.id === session);
+    if (node) return sessionLabel(node, nodes.find((n) => n.id === node.parent));
+  }
+  return undefined;
+}
+
+/** `preferred` (the session open in the editor) first, said to be open, so Enter picks it. */
+function preferredFirst(items: SessionPick[], preferred: string | undefined): SessionPick[] {
+  const at = items.findIndex((item) => item.session === preferred);
+  if (at < 0) return items;
+  const open = { ...items[at], description: `open in the editor · ${items[at].description ?? ''}` };
+  return [open, ...items.slice(0, at), ...items.slice(at + 1)];
 }
 
 export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promise<void> {
-  const session = await chooseSession(
+  const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
     consolidationPicks,
@@ -133,24 +162,28 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
 
 export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {
   const target = sessionTarget(arg);
-  const session = await chooseSession(
+  const { session, label } = await chooseSession(
     ctx,
     target,
     sessionPicks,
     'Remem: Branch from Turn…',
     'This workspace has no sessions to branch from.',
+    ctx.activeSession(),
   );
   const turn = target.turn ?? (await chooseTurn(ctx, session));
   const confirmed = await ctx.ui.confirm(`Branch the session after turn ${turn}?`, BRANCH_WARNING, 'Branch');
   if (!confirmed) return null;
   const result = await ctx.server.command<ForkResult>(ServerCommands.fork, { session, turn, confirmed: true });
   ctx.refreshSessions();
-  if (result.id) {
-    const open = await ctx.ui.info(`Branched into session ${shortId(result.id)}.`, 'Open Transcript');
-    if (open) await ctx.ui.openTranscript(result.id);
-  }
+  if (!result.id) throw new Error('remem: the server made no branch; see the log.');
+  const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
+  await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
+  const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it in DSH by its id.`;
+  if (await ctx.ui.info(message, COPY_ID)) await ctx.ui.copy(result.id);
   return result.id;
 }
+
+export const COPY_ID = 'Copy Session Id';
 
 async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
   const { turns } = await ctx.server.request<TurnsResult>(Requests.sessionTurns, { id: session });
@@ -164,14 +197,14 @@ async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
 }
 
 export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<void> {
-  const session = await chooseSession(
+  const { session, label } = await chooseSession(
     ctx,
     sessionTarget(arg),
     sessionPicks,
     'Remem: Open Session Transcript',
     'This workspace has no sessions yet.',
   );
-  await ctx.ui.openTranscript(session);
+  await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)));
 }
 
 async function overview(ctx: FlowContext, cwd?: string): Promise<MemoryOverview> {
@@ -240,7 +273,7 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
 
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
   const target = sessionTarget(arg);
-  const session = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
+  const { session } = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
   const current = isNodeArg(arg) ? sessionTitle(arg.node) : '';
   const answer = await ctx.ui.input({
     title: 'Remem: Rename Session',
@@ -253,7 +286,7 @@ export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<vo
 }
 
 export async function setArchived(ctx: FlowContext, arg: unknown, archived: boolean): Promise<void> {
-  const session = await chooseSession(
+  const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
     sessionPicks,

@@ -29,6 +29,26 @@ export function sessionTitle(node: Pick<FlatNode, 'id' | 'title'>): string {
   return title ? title : `Untitled ${shortId(node.id)}`;
 }
 
+const COUNTER = /^(.*?)\s*[(（](\d+)[)）]$/u; // DSH's default branch title: the parent's plus " (N)"
+
+function withoutCounter(title: string): string {
+  return COUNTER.exec(title)?.[1] ?? title;
+}
+
+/**
+ * A branch's name: "After turn N · " and what is its own — the title it was given, else the
+ * first line of its own first prompt, else "new branch (N)" — since a default title only
+ * repeats the parent's. Any other session: its title.
+ */
+export function sessionLabel(node: FlatNode, parent: Pick<FlatNode, 'id' | 'title'> | undefined): string {
+  if (node.kind !== 'fork' || node.forkTurn === null) return sessionTitle(node);
+  const title = node.title?.trim() ?? '';
+  const inherited = !title || (parent?.title != null && withoutCounter(title) === withoutCounter(parent.title.trim()));
+  const counter = COUNTER.exec(title)?.[2];
+  const own = !inherited ? title : node.ownPrompt?.trim() || `new branch${counter ? ` (${counter})` : ''}`;
+  return `After turn ${node.forkTurn} · ${own}`;
+}
+
 export function reviewStateName(review: ReviewState | null | undefined): ReviewStateName {
   if (!review) return 'never';
   return typeof review === 'string' ? review : review.state;

@@ -47,6 +47,7 @@ export interface FlatNode {
   review: ReviewState;
   parent: string | null;
   depth: number;
+  ownPrompt?: string | null; // forks: the first line of their first prompt after the fork point
 }
 
 export interface SearchedRoot {

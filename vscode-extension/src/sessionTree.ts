@@ -4,7 +4,7 @@
  * context value for the menus). The view module only turns these into `vscode.TreeItem`s.
  */
 
-import { age, reviewBadge, reviewStateName, reviewText, sessionTitle, shortId } from './format';
+import { age, reviewBadge, reviewStateName, reviewText, sessionLabel, sessionTitle, shortId } from './format';
 import type { FlatNode } from './protocol';
 
 export class SessionForest {
@@ -81,7 +81,6 @@ export function sessionBadges(node: FlatNode): string[] {
 
 export function sessionDescription(node: FlatNode, nowMs: number): string {
   const parts: string[] = [];
-  if (node.kind === 'fork' && node.forkTurn !== null) parts.push(`from turn ${node.forkTurn}`);
   if (node.kind === 'subagent') parts.push('subagent');
   parts.push(age(node.createdAt, nowMs));
   return [...parts, ...sessionBadges(node)].join(' · ');
@@ -117,7 +116,7 @@ export function sessionContextValue(node: FlatNode): string {
 
 export function sessionItem(forest: SessionForest, node: FlatNode, nowMs: number): SessionItem {
   return {
-    label: sessionTitle(node),
+    label: sessionLabel(node, node.parent === null ? undefined : forest.get(node.parent)),
     description: sessionDescription(node, nowMs),
     tooltip: sessionTooltip(node),
     icon: sessionIcon(node),

@@ -12,7 +12,7 @@ import { SessionForest, sessionItem } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
 type SessionEntry =
-  | { type: 'session'; cwd: string; node: FlatNode }
+  | { type: 'session'; cwd: string; node: FlatNode; label?: string }
   | { type: 'note'; cwd: string; row: NoteRow; index: number }
   | { type: 'message'; cwd: string; text: string };
 
@@ -68,6 +68,7 @@ export class SessionsView extends FolderView<SessionEntry> {
     const color = described.icon.color ? new vscode.ThemeColor(described.icon.color) : undefined;
     item.iconPath = new vscode.ThemeIcon(described.icon.id, color);
     item.contextValue = described.contextValue;
+    element.label = described.label; // commands on this row name the session as the row does
     item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [element] };
     return item;
   }

@@ -16,6 +16,9 @@ class Harness implements flows.Ui, flows.Server {
   confirmed: Array<[string, string]> = [];
   responses: Record<string, unknown> = {};
   folders: flows.Folder[] = [{ name: 'proj', cwd: '/proj' }];
+  active: string | undefined = undefined;
+  copied: string[] = [];
+  infoAnswer: string | undefined = undefined;
   sessionRefreshes = 0;
   memoryRefreshes = 0;
 
@@ -24,6 +27,7 @@ class Harness implements flows.Ui, flows.Server {
     server: this,
     folders: () => this.folders,
     now: () => NOW,
+    activeSession: () => this.active,
     refreshSessions: () => this.sessionRefreshes++,
     refreshMemory: () => this.memoryRefreshes++,
   };
@@ -44,13 +48,16 @@ class Harness implements flows.Ui, flows.Server {
   }
   async info(message: string) {
     this.asked.push(`info:${message}`);
-    return undefined;
+    return this.infoAnswer;
+  }
+  async copy(text: string) {
+    this.copied.push(text);
   }
   async openFile(path: string) {
     this.opened.push(path);
   }
-  async openTranscript(session: string) {
-    this.opened.push(`transcript:${session}`);
+  async openTranscript(session: string, title?: string) {
+    this.opened.push(`transcript:${session}${title ? `:${title}` : ''}`);
   }
   async request<R>(method: string, params: object): Promise<R> {
     this.sent.push([method, params]);
@@ -76,7 +83,7 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
   h.picks.push(byLabel('Title of session-main'));
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.deepEqual(h.asked, [
-    'pick:Remem: Consolidate Session:Title of session-fork|Untitled helper|Title of session-main',
+    'pick:Remem: Consolidate Session:After turn 2 · Title of session-fork|Untitled helper|Title of session-main',
   ]);
   assert.deepEqual(h.sent, [
     ['remem/sessionTree', { cwd: '/proj' }],
@@ -126,6 +133,33 @@ test('branch: pick session and turn, confirm the warning, fork with confirmed: t
     ['remem.lsp.fork', { session: 'session-main', turn: 1, confirmed: true }],
   ]);
   assert.equal(h.sessionRefreshes, 1);
+  // Success says so, opens the child (its tab named, never a bare id) and offers its id to resume it.
+  assert.deepEqual(h.opened, ['transcript:session-child:After turn 1 of Title of session-main']);
+  assert.equal(
+    h.asked.at(-1),
+    'info:Branched “Title of session-main” after turn 1: the new session is open. Resume it in DSH by its id.',
+  );
+  assert.deepEqual(h.copied, []);
+});
+
+test('branch from the palette offers the transcript in the active editor first; its id can be copied', async () => {
+  const h = new Harness();
+  h.active = 'session-fork';
+  h.infoAnswer = flows.COPY_ID;
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem/sessionTurns'] = TURNS;
+  h.responses['remem.lsp.fork'] = { id: 'session-child' };
+  let offered: PickItem[] = [];
+  h.picks.push((items) => {
+    offered = items;
+    return items[0];
+  }, byLabel('Turn 2'));
+  await flows.run(() => flows.branchFromTurn(h.ctx));
+  assert.equal(offered[0].label, 'After turn 2 · Title of session-fork');
+  assert.match(offered[0].description ?? '', /^open in the editor · /);
+  assert.equal(offered.length, FAMILY.length);
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.fork', { session: 'session-fork', turn: 2, confirmed: true }]);
+  assert.deepEqual(h.copied, ['session-child']);
 });
 
 test('branch declined at the confirmation forks nothing', async () => {
@@ -160,7 +194,7 @@ test('with several folders the user picks one; with none the flow explains', asy
   h.picks.push(byLabel('b'), byLabel('Title of s1'));
   await flows.run(() => flows.openTranscript(h.ctx));
   assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/b' }]]);
-  assert.deepEqual(h.opened, ['transcript:s1']);
+  assert.deepEqual(h.opened, ['transcript:s1:Title of s1']); // the tab reads the title
 
   const none = new Harness();
   none.folders = [];
@@ -243,4 +277,13 @@ test('server errors are not swallowed as a dismissal', async () => {
     throw new Error('remem: session s1 is still live; consolidate it once it has finished');
   };
   await assert.rejects(() => flows.run(() => flows.consolidateSession(h.ctx, 's1')), /still live/);
+});
+
+test('a branch asked for by id alone (a lens) still names the parent as the tree does', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem.lsp.fork'] = { id: 'session-child' };
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-fork', turn: 3 }));
+  assert.deepEqual(h.confirmed[0][0], 'Branch the session after turn 3?');
+  assert.deepEqual(h.opened, ['transcript:session-child:After turn 3 of After turn 2 · Title of session-fork']);
 });
