@@ -71,7 +71,8 @@ def register(server: RememServer) -> None:
     @server.feature("remem/settings")
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, "remem/settings")
-        return await ls.link.call("consolidation/settings/read", {})
+        route = await ls.link.call("consolidation/settings/read", {})
+        return {**route, "settingsFile": str(ls.home.settings_file)}
 
 
 async def with_own_prompts(ls: RememServer, tree: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,8 @@
     new record and the tree shows the session as consolidated;
 (c) a record edited to a bad `type` gets a squiggle and a Problems entry; the quick fix clears both;
 (d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
+(f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
+(g) a consolidation cancelled from its progress reads as cancelled, not failed;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's.
 """
@@ -13,6 +15,7 @@
 from __future__ import annotations
 
 import re
+import stat
 import threading
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
-from tests.consolidation.conftest import proposal, put
+from tests.consolidation.conftest import KEY_ENV, proposal, put
 from tests.fake_openai import Reply, tool_call
 
 from .conftest import Scenario
@@ -196,6 +199,57 @@ def test_an_empty_folder_says_where_remem_looked_and_a_reload_draws_the_kept_tre
     workbench.row(SESSIONS, main)
     workbench.wait_view_description(SESSIONS, "")
     assert not workbench.count_rows(SESSIONS, r"No agent sessions|Loading")
+
+
+def test_without_a_key_consolidation_asks_for_one_first_then_runs(
+    workbench: Workbench, scenario: Scenario
+) -> None:
+    settings = scenario.home.settings_file
+    settings.write_text(settings.read_text().replace(KEY_ENV, "REMEM_E2E_UNSET_KEY"))  # no key now
+    scenario.fake.reply_with(lambda _body: tool_call(proposal(put("prefer-uv", scenario.main.evidence()))))
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
+    workbench.run_command("Remem: Consolidate Session")
+    warning = workbench.notification(r"cannot consolidate yet: no API key .*REMEM_E2E_UNSET_KEY")
+    workbench.screenshot("no-key")
+    assert {"Enter API Key…", "Select Model…", "Open Settings"} <= set(
+        warning.locator(".monaco-button").all_inner_texts()
+    )
+    warning.locator(".monaco-button", has_text="Enter API Key…").click()
+    box = workbench.page.locator(".quick-input-widget input")
+    box.wait_for(timeout=UI_TIMEOUT_MS)
+    assert box.get_attribute("type") == "password"
+    box.fill("sk-test")  # what the fake model accepts
+    box.press("Enter")
+    workbench.quick_pick_rows("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    workbench.notification(r"1 change")
+    credentials = scenario.home.credentials_file
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and "sk-test" in credentials.read_text()
+
+
+def test_a_cancelled_consolidation_reads_as_cancelled(workbench: Workbench, scenario: Scenario) -> None:
+    released = threading.Event()
+
+    def answer(_body: dict[str, object]) -> Reply:
+        released.wait(timeout=60)  # never answers before the test cancels
+        return tool_call(proposal(put("prefer-uv", scenario.main.evidence())))
+
+    scenario.fake.reply_with(answer)
+    try:
+        workbench.open_container("Remem")
+        workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
+        workbench.run_command("Remem: Consolidate Session")
+        workbench.quick_pick(re.escape(scenario.main.id))
+        progress = workbench.notification(r"Waiting for the model \(step 1\)…")
+        progress.locator(".monaco-button", has_text="Cancel").click()
+        workbench.notification(r"consolidation cancelled; memory is unchanged")
+        workbench.row(SESSIONS, r"○ consolidation cancelled")
+        workbench.screenshot("consolidation-cancelled")
+    finally:
+        released.set()
+    assert not workbench.count_rows(SESSIONS, r"consolidation failed")
+    assert scenario.node(scenario.main.id)["review"]["status"] == "cancelled"
 
 
 def _seed_record(scenario: Scenario) -> Path:

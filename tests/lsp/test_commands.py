@@ -3,6 +3,7 @@ and the model route, against the real daemon the server starts."""
 
 from __future__ import annotations
 
+import stat
 from typing import Any
 
 import pytest
@@ -91,6 +92,14 @@ async def test_selecting_a_model_changes_the_route(editor: Editor) -> None:
         "OPENAI_API_KEY",
     )
     assert await editor.request("remem/settings", {}) == chosen
+    assert (chosen["keyReady"], "OPENAI_API_KEY" in chosen["keyProblem"]) == (False, True)
+    stored = await editor.command("remem.lsp.setApiKey", {"provider": "openai", "apiKey": "sk-typed"})
+    assert (stored["provider"], stored["keyReady"], stored["keyProblem"]) == ("openai", True, None)
+    credentials = editor.home.credentials_file
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and "sk-typed" in credentials.read_text()
+    with pytest.raises(JsonRpcException) as local:
+        await editor.command("remem.lsp.setApiKey", {"provider": "ollama", "apiKey": "k"})
+    assert "`ollama` is not a provider that takes an API key" in local.value.message
     with pytest.raises(JsonRpcException) as raised:
         await editor.command("remem.lsp.selectModel", {"provider": "nobody", "model": "m"})
     assert "`nobody` is not a provider; use one of" in raised.value.message

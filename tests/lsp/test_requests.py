@@ -139,6 +139,8 @@ async def test_settings_name_the_route(editor: Editor) -> None:
     )
     assert {"fake", "deepseek", "openai", "ollama"} <= set(settings["providers"])
     assert settings["revision"].startswith("sha256:")
+    assert (settings["keyReady"], settings["keyProblem"]) == (True, None)  # the test's key is set
+    assert settings["settingsFile"].endswith("settings.yml")
 
 
 @pytest.mark.parametrize(

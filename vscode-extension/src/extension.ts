@@ -121,6 +121,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.openTranscript', (arg) => flows.openTranscript(ctx, arg)),
     command('remem.showReceipt', (arg) => flows.showReceipt(ctx, arg)),
     command('remem.selectModel', () => flows.selectModel(ctx)),
+    command('remem.enterApiKey', () => flows.enterApiKey(ctx)),
     command('remem.renameSession', (arg) => flows.renameSession(ctx, arg)),
     command('remem.archiveSession', (arg) => flows.setArchived(ctx, arg, true)),
     command('remem.restoreSession', (arg) => flows.setArchived(ctx, arg, false)),

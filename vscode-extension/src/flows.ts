@@ -29,10 +29,12 @@ import {
 
 export interface Ui {
   pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }): Promise<T | undefined>;
-  input(options: { title: string; prompt: string; value?: string }): Promise<string | undefined>;
+  input(options: { title: string; prompt: string; value?: string; password?: boolean }): Promise<string | undefined>;
   /** A modal question with one action besides Cancel; true when the action was chosen. */
   confirm(message: string, detail: string, action: string): Promise<boolean>;
   info(message: string, ...actions: string[]): Promise<string | undefined>;
+  warn(message: string, ...actions: string[]): Promise<string | undefined>;
+  showProblems(): Promise<void>;
   openFile(path: string): Promise<void>;
   copy(text: string): Promise<void>;
   /** `title` names its tab; without it the tab shows the id. */
@@ -144,6 +146,7 @@ function preferredFirst(items: SessionPick[], preferred: string | undefined): Se
 }
 
 export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promise<void> {
+  await ensureRoute(ctx);
   const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
@@ -154,10 +157,68 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
   try {
     // The server reports progress and says how many changes were made when it is done.
     await ctx.server.command(ServerCommands.consolidate, { session });
+  } catch (error) {
+    await explainRefusal(ctx, error); // returns once the route was fixed: try once more
+    await ctx.server.command(ServerCommands.consolidate, { session });
   } finally {
     ctx.refreshSessions();
     ctx.refreshMemory();
   }
+}
+
+export const ENTER_KEY = 'Enter API Key…';
+export const SELECT_MODEL = 'Select Model…';
+export const OPEN_SETTINGS = 'Open Settings';
+export const SHOW_PROBLEMS = 'Show Problems';
+
+/** Before a session is asked for: a route without a key is a next step, not a later failure. */
+async function ensureRoute(ctx: FlowContext): Promise<void> {
+  const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
+  if (!settings.keyReady) await offerRouteFixes(ctx, settings);
+}
+
+async function offerRouteFixes(ctx: FlowContext, settings: ModelSettings): Promise<void> {
+  const actions = settings.apiKeyEnv ? [ENTER_KEY, SELECT_MODEL, OPEN_SETTINGS] : [SELECT_MODEL, OPEN_SETTINGS];
+  const choice = await ctx.ui.warn(`Remem cannot consolidate yet: ${settings.keyProblem ?? 'no model route'}`, ...actions);
+  if (choice === ENTER_KEY && (await enterApiKey(ctx, settings.provider)).keyReady) return;
+  if (choice === SELECT_MODEL && (await selectModel(ctx)).keyReady) return;
+  if (choice === OPEN_SETTINGS) await ctx.ui.openFile(settings.settingsFile);
+  throw new Stop();
+}
+
+/** The key of `provider`, typed hidden and stored by the daemon in credentials.yml (mode 0600). */
+export async function enterApiKey(ctx: FlowContext, provider?: string): Promise<ModelSettings> {
+  const name = provider ?? (await ctx.server.request<ModelSettings>(Requests.settings, {})).provider;
+  const answer = await ctx.ui.input({
+    title: `Remem: API key of ${name}`,
+    prompt: 'Stored in remem\'s credentials.yml (readable only by you), where the CLI reads it too',
+    password: true,
+  });
+  const apiKey = chosen(answer).trim();
+  if (!apiKey) return stop(ctx.ui, 'No key given; nothing was stored.');
+  const updated = await ctx.server.command<ModelSettings>(ServerCommands.setApiKey, { provider: name, apiKey });
+  // Not awaited: a message resolves only once dismissed, and the consolidation goes on meanwhile.
+  void ctx.ui.info(`The API key of ${name} is stored; consolidation can use ${updated.provider} / ${updated.model}.`);
+  return updated;
+}
+
+/** Refusals the user can act on get their next step; anything else is the command's error. */
+async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
+  const code = refusalCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (code === 'MEMORY_INVALID') {
+    if (await ctx.ui.warn(`Not consolidated: ${message}`, SHOW_PROBLEMS)) await ctx.ui.showProblems();
+    throw new Stop();
+  }
+  if (code !== 'NO_ROUTE') throw error;
+  await offerRouteFixes(ctx, await ctx.server.request<ModelSettings>(Requests.settings, {}));
+}
+
+function refusalCode(error: unknown): string | undefined {
+  const data = typeof error === 'object' && error !== null && 'data' in error ? error.data : undefined;
+  return typeof data === 'object' && data !== null && 'code' in data && typeof data.code === 'string'
+    ? data.code
+    : undefined;
 }
 
 export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {
@@ -266,9 +327,13 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   const model = chosen(answer).trim();
   if (!model) return stop(ctx.ui, 'No model given; the consolidation model is unchanged.');
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
-  const key = updated.apiKeyEnv ? ` It reads its API key from $${updated.apiKeyEnv}.` : '';
-  await ctx.ui.info(`Consolidation now uses ${updated.provider} / ${updated.model}.${key}`);
-  return updated;
+  const now = `Consolidation now uses ${updated.provider} / ${updated.model}`;
+  if (updated.keyReady) {
+    await ctx.ui.info(`${now}; ${updated.apiKeyEnv ? 'its API key is set' : 'it needs no API key'}.`);
+    return updated;
+  }
+  const choice = await ctx.ui.warn(`${now}, but it has no API key yet: ${updated.keyProblem ?? ''}`, ENTER_KEY);
+  return choice === ENTER_KEY ? enterApiKey(ctx, updated.provider) : updated;
 }
 
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {

@@ -26,6 +26,7 @@ export const ServerCommands = {
   archive: 'remem.lsp.archive',
   restore: 'remem.lsp.restore',
   selectModel: 'remem.lsp.selectModel',
+  setApiKey: 'remem.lsp.setApiKey',
 } as const;
 
 export const TRANSCRIPT_SCHEME = 'remem-session';
@@ -120,6 +121,9 @@ export interface ModelSettings {
   providers: string[];
   apiKeyEnv: string | null;
   revision: string;
+  keyReady: boolean; // the route resolves: a key was found, or none is needed
+  keyProblem: string | null; // what to set when it does not
+  settingsFile: string;
 }
 
 export interface ForkResult {

@@ -24,6 +24,7 @@ export const editorUi: Ui = {
       title: options.title,
       prompt: options.prompt,
       value: options.value,
+      password: options.password,
       ignoreFocusOut: true,
     });
   },
@@ -33,6 +34,12 @@ export const editorUi: Ui = {
   },
   async info(message, ...actions) {
     return vscode.window.showInformationMessage(message, ...actions);
+  },
+  async warn(message, ...actions) {
+    return vscode.window.showWarningMessage(message, ...actions);
+  },
+  async showProblems() {
+    await vscode.commands.executeCommand('workbench.actions.view.problems');
   },
   async copy(text) {
     await vscode.env.clipboard.writeText(text);

@@ -14,7 +14,7 @@ class Harness implements flows.Ui, flows.Server {
   inputs: Array<string | undefined> = [];
   confirmAnswer = true;
   confirmed: Array<[string, string]> = [];
-  responses: Record<string, unknown> = {};
+  responses: Record<string, unknown> = { 'remem/settings': ROUTE };
   folders: flows.Folder[] = [{ name: 'proj', cwd: '/proj' }];
   active: string | undefined = undefined;
   copied: string[] = [];
@@ -50,6 +50,16 @@ class Harness implements flows.Ui, flows.Server {
     this.asked.push(`info:${message}`);
     return this.infoAnswer;
   }
+  warnings: string[] = [];
+  warnAnswers: Array<string | undefined> = [];
+  problemsShown = 0;
+  async warn(message: string) {
+    this.warnings.push(message);
+    return this.warnAnswers.shift();
+  }
+  async showProblems() {
+    this.problemsShown++;
+  }
   async copy(text: string) {
     this.copied.push(text);
   }
@@ -69,6 +79,17 @@ class Harness implements flows.Ui, flows.Server {
   }
 }
 
+const ROUTE = {
+  provider: 'deepseek',
+  model: 'deepseek-v4-flash',
+  providers: ['deepseek', 'openai', 'ollama'],
+  apiKeyEnv: 'DEEPSEEK_API_KEY',
+  revision: 'r',
+  keyReady: true,
+  keyProblem: null,
+  settingsFile: '/h/settings.yml',
+};
+const NO_KEY = { ...ROUTE, keyReady: false, keyProblem: 'no API key for provider `deepseek`: set DEEPSEEK_API_KEY' };
 const byLabel = (label: string) => (items: PickItem[]) => items.find((i) => i.label === label);
 const TURNS = {
   turns: [
@@ -86,6 +107,7 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
     'pick:Remem: Consolidate Session:After turn 2 · Title of session-fork|Untitled helper|Title of session-main',
   ]);
   assert.deepEqual(h.sent, [
+    ['remem/settings', {}], // the route is checked before a session is asked for
     ['remem/sessionTree', { cwd: '/proj' }],
     ['remem.lsp.consolidate', { session: 'session-main' }],
   ]);
@@ -96,13 +118,13 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
 test('consolidate from a tree item asks nothing; a dismissed pick sends nothing', async () => {
   const h = new Harness();
   await flows.run(() => flows.consolidateSession(h.ctx, { type: 'session', cwd: '/proj', node: node('s9') }));
-  assert.deepEqual(h.sent, [['remem.lsp.consolidate', { session: 's9' }]]);
+  assert.deepEqual(h.sent.slice(1), [['remem.lsp.consolidate', { session: 's9' }]]);
 
   const dismissed = new Harness();
   dismissed.responses['remem/sessionTree'] = { nodes: FAMILY };
   dismissed.picks.push(() => undefined);
   await flows.run(() => flows.consolidateSession(dismissed.ctx));
-  assert.deepEqual(dismissed.sent, [['remem/sessionTree', { cwd: '/proj' }]]);
+  assert.deepEqual(dismissed.sent.slice(1), [['remem/sessionTree', { cwd: '/proj' }]]);
 });
 
 test('with nothing eligible the user is told why instead of seeing an empty picker', async () => {
@@ -111,7 +133,7 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.equal(h.asked.length, 1);
   assert.match(h.asked[0], /^info:No finished session of this workspace can be consolidated/);
-  assert.equal(h.sent.length, 1);
+  assert.equal(h.sent.length, 2);
 });
 
 test('branch: pick session and turn, confirm the warning, fork with confirmed: true', async () => {
@@ -232,28 +254,65 @@ test('memory files open where the overview says they are', async () => {
 
 test('select model: provider pick, model input prefilled for the current provider, then the command', async () => {
   const h = new Harness();
-  h.responses['remem/settings'] = {
-    provider: 'deepseek',
-    model: 'deepseek-v4-flash',
-    providers: ['deepseek', 'openai'],
-    apiKeyEnv: 'DEEPSEEK_API_KEY',
-    revision: 'r',
-  };
-  h.responses['remem.lsp.selectModel'] = {
-    provider: 'openai',
-    model: 'gpt-5',
-    providers: ['deepseek', 'openai'],
-    apiKeyEnv: 'OPENAI_API_KEY',
-    revision: 's',
-  };
+  h.responses['remem.lsp.selectModel'] = { ...ROUTE, provider: 'openai', model: 'gpt-5', apiKeyEnv: 'OPENAI_API_KEY' };
   h.picks.push(byLabel('openai'));
   h.inputs.push('  gpt-5 ');
   await flows.run(() => flows.selectModel(h.ctx));
   assert.deepEqual(h.sent[1], ['remem.lsp.selectModel', { provider: 'openai', model: 'gpt-5' }]);
-  assert.deepEqual(h.asked.slice(1), [
-    'input:',
-    'info:Consolidation now uses openai / gpt-5. It reads its API key from $OPENAI_API_KEY.',
+  assert.deepEqual(h.asked.slice(1), ['input:', 'info:Consolidation now uses openai / gpt-5; its API key is set.']);
+
+  // A route without a key says so and offers to enter one.
+  const keyless = new Harness();
+  keyless.responses['remem.lsp.selectModel'] = { ...NO_KEY, provider: 'openai', model: 'gpt-5' };
+  keyless.picks.push(byLabel('openai'));
+  keyless.inputs.push('gpt-5');
+  keyless.warnAnswers.push(undefined);
+  await flows.run(() => flows.selectModel(keyless.ctx));
+  assert.match(keyless.warnings[0], /^Consolidation now uses openai \/ gpt-5, but it has no API key yet: no API key/);
+});
+
+test('no key: before any session is asked for, Enter API Key… stores it and the consolidation goes on', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = NO_KEY;
+  h.responses['remem.lsp.setApiKey'] = ROUTE;
+  h.warnAnswers.push(flows.ENTER_KEY);
+  h.inputs.push(' sk-typed ');
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.match(h.warnings[0], /^Remem cannot consolidate yet: no API key for provider `deepseek`/);
+  assert.deepEqual(h.sent, [
+    ['remem/settings', {}],
+    ['remem.lsp.setApiKey', { provider: 'deepseek', apiKey: 'sk-typed' }],
+    ['remem.lsp.consolidate', { session: 's1' }],
   ]);
+});
+
+test('no key: Open Settings opens settings.yml and nothing is consolidated; a dismissal neither', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = NO_KEY;
+  h.warnAnswers.push(flows.OPEN_SETTINGS, undefined);
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.deepEqual(h.opened, ['/h/settings.yml']);
+  assert.deepEqual(h.sent, [
+    ['remem/settings', {}],
+    ['remem/settings', {}],
+  ]);
+});
+
+test('invalid memory is a refusal that points to the Problems panel, not an error', async () => {
+  const h = new Harness();
+  const refusal = Object.assign(new Error('workspace memory is invalid; fix memory first'), {
+    data: { code: 'MEMORY_INVALID' },
+  });
+  h.command = async <R>(id: string, arg: object): Promise<R> => {
+    h.sent.push([id, arg]);
+    throw refusal;
+  };
+  h.warnAnswers.push(flows.SHOW_PROBLEMS);
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.deepEqual(h.warnings, ['Not consolidated: workspace memory is invalid; fix memory first']);
+  assert.equal(h.problemsShown, 1);
+  assert.equal(h.sent.filter(([id]) => id === 'remem.lsp.consolidate').length, 1);
 });
 
 test('rename prefills the current title; archive and restore name the session', async () => {

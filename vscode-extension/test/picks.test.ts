@@ -76,6 +76,9 @@ test('the current provider comes first and is marked with its model', () => {
     providers: ['deepseek', 'openai', 'ollama'],
     apiKeyEnv: 'OPENAI_API_KEY',
     revision: 'r',
+    keyReady: true,
+    keyProblem: null,
+    settingsFile: '/h/settings.yml',
   });
   assert.deepEqual(
     picks.map((p) => [p.provider, p.description]),
