@@ -121,12 +121,17 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
     # Typing goes key by key, so the half-typed line may be flagged (as bad YAML) first: wait
     # for the problem of the finished line.
     workbench.problems()
-    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="remem/type-invalid")
+    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="remem(type-invalid)")
     flagged.first.wait_for(timeout=UI_TIMEOUT_MS)
     squiggle = workbench.page.locator(".monaco-editor .squiggly-error")
     squiggle.first.wait_for(timeout=UI_TIMEOUT_MS)
     problems = workbench.problems()
-    assert any("remem/type-invalid" in p and "feedback" in p for p in problems), problems
+    assert any("remem(type-invalid)" in p and "feedback" in p for p in problems), problems
+    # The code links to the rule's row of docs/memory-format.md.
+    link = flagged.first.locator("a", has_text="type-invalid")
+    assert "memory-format.md#L" in str(link.get_attribute("title") or link.get_attribute("href") or ""), (
+        link.evaluate("e => e.outerHTML")
+    )
     workbench.screenshot("record-diagnostics")
 
     workbench.go_to(type_line, len("type: ") + 2)  # inside the flagged value
