@@ -8,6 +8,8 @@
 (d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
 (f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
+(h) on a tree row F2 renames (the transcript's heading follows), Delete archives (the row hides
+    until "Show Archived Sessions", then shows dimmed), Shift+Delete restores;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's.
 """
@@ -121,12 +123,13 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
     # Typing goes key by key, so the half-typed line may be flagged (as bad YAML) first: wait
     # for the problem of the finished line.
     workbench.problems()
-    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="remem(type-invalid)")
+    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="type-invalid")
     flagged.first.wait_for(timeout=UI_TIMEOUT_MS)
     squiggle = workbench.page.locator(".monaco-editor .squiggly-error")
     squiggle.first.wait_for(timeout=UI_TIMEOUT_MS)
     problems = workbench.problems()
-    assert any("remem(type-invalid)" in p and "feedback" in p for p in problems), problems
+    shown_as = re.compile(r"remem\W*type-invalid")  # remem(type-invalid): the parentheses are CSS
+    assert any(shown_as.search(p) and "feedback" in p for p in problems), problems
     # The code links to the rule's row of docs/memory-format.md.
     link = flagged.first.locator("a", has_text="type-invalid")
     assert "memory-format.md#L" in str(link.get_attribute("title") or link.get_attribute("href") or ""), (
@@ -255,6 +258,41 @@ def test_a_cancelled_consolidation_reads_as_cancelled(workbench: Workbench, scen
         released.set()
     assert not workbench.count_rows(SESSIONS, r"consolidation failed")
     assert scenario.node(scenario.main.id)["review"]["status"] == "cancelled"
+
+
+def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scenario: Scenario) -> None:
+    main = re.escape(label(scenario.node(scenario.main.id)))
+    orphan = r"^After turn 1 · .*orphan"
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, main).click()
+    workbench.page.keyboard.press("F2")
+    box = workbench.page.locator(".quick-input-widget input")
+    box.wait_for(timeout=UI_TIMEOUT_MS)
+    assert box.input_value() == label(scenario.node(scenario.main.id))  # prefilled with the title
+    box.fill("Move the uploader to the queue")
+    box.press("Enter")
+    workbench.row(SESSIONS, r"^Move the uploader to the queue").click()  # a click opens the transcript
+    heading = workbench.editor("Move the uploader to the queue")
+    workbench.page.locator(".view-line", has_text="# Move the uploader to the queue").first.wait_for(
+        timeout=UI_TIMEOUT_MS
+    )
+    assert "Move the uploader to the queue" in workbench.text_of(heading)
+
+    workbench.row(SESSIONS, orphan).click()
+    workbench.page.keyboard.press("Delete")
+    workbench.wait_view_description(SESSIONS, "1 archived hidden")
+    assert not workbench.count_rows(SESSIONS, orphan)
+    workbench.view(SESSIONS).hover()
+    workbench.page.locator('.part.sidebar .action-label[aria-label="Show Archived Sessions"]').click()
+    archived = workbench.row(SESSIONS, r"^After turn 1 · .*archived")
+    workbench.screenshot("archived-shown")
+    archived.click()
+    workbench.page.keyboard.press("Shift+Delete")
+    badge = workbench.view(SESSIONS).locator(".monaco-list-row", has_text=re.compile(r"· archived"))
+    badge.first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
+    workbench.wait_rows(SESSIONS, orphan, 1)
+    assert scenario.node(scenario.orphan)["archived"] is False
+    assert scenario.node(scenario.main.id)["title"] == "Move the uploader to the queue"
 
 
 def _seed_record(scenario: Scenario) -> Path:

@@ -11,7 +11,7 @@ import { RememClient } from './client';
 import * as flows from './flows';
 import { MemoryView } from './memoryView';
 import { TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
-import { SessionsView } from './sessionsView';
+import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
 import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
@@ -40,8 +40,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = server.log;
   const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
   const sessionsTree = vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true });
-  sessions.onRefreshing = (refreshing) => {
-    sessionsTree.description = refreshing ? 'refreshing…' : undefined;
+  sessions.onDescription = (text) => {
+    sessionsTree.description = text;
+  };
+  /** A keybinding on the tree names no row: it means the selected one. */
+  const row = (arg: unknown): unknown =>
+    typeof arg === 'object' && arg !== null && 'selected' in arg ? sessionsTree.selection[0] : arg;
+  const showArchived = async (show: boolean): Promise<void> => {
+    await vscode.commands.executeCommand('setContext', 'remem.showArchived', show);
+    sessions.setShowArchived(show);
   };
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
@@ -122,9 +129,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.showReceipt', (arg) => flows.showReceipt(ctx, arg)),
     command('remem.selectModel', () => flows.selectModel(ctx)),
     command('remem.enterApiKey', () => flows.enterApiKey(ctx)),
-    command('remem.renameSession', (arg) => flows.renameSession(ctx, arg)),
-    command('remem.archiveSession', (arg) => flows.setArchived(ctx, arg, true)),
-    command('remem.restoreSession', (arg) => flows.setArchived(ctx, arg, false)),
+    command('remem.renameSession', (arg) => flows.renameSession(ctx, row(arg))),
+    command('remem.archiveSession', (arg) => flows.setArchived(ctx, row(arg), true)),
+    command('remem.restoreSession', (arg) => flows.setArchived(ctx, row(arg), false)),
+    command('remem.showArchived', () => showArchived(true)),
+    command('remem.hideArchived', () => showArchived(false)),
+    vscode.window.registerFileDecorationProvider(archivedRows),
     command('remem.openFile', (path) => editorUi.openFile(String(path))),
     command('remem.learnMore', () => learnMore(context.extensionUri)),
     command('remem.restartServer', () => restart()),

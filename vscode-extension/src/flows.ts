@@ -354,9 +354,9 @@ export async function setArchived(ctx: FlowContext, arg: unknown, archived: bool
   const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
-    sessionPicks,
-    archived ? 'Remem: Archive' : 'Remem: Restore',
-    'No sessions here.',
+    (nodes, now) => sessionPicks(nodes.filter((n) => n.archived !== archived), now), // what it would change
+    archived ? 'Remem: Archive Session' : 'Remem: Restore Session',
+    archived ? 'No session here to archive.' : 'No archived session here to restore.',
   );
   await ctx.server.command(archived ? ServerCommands.archive : ServerCommands.restore, { session });
   ctx.refreshSessions();

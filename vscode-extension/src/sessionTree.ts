@@ -55,6 +55,13 @@ export interface SessionItem {
   expanded: boolean | null; // null: no children, nothing to expand
 }
 
+/** The nodes the view shows: archived ones only when asked for; how many it hides. A child of a
+ * hidden session stands as a root (the forest roots a node whose parent is not in the list). */
+export function visibleNodes(nodes: readonly FlatNode[], showArchived: boolean): { nodes: FlatNode[]; hidden: number } {
+  const shown = showArchived ? [...nodes] : nodes.filter((n) => !n.archived);
+  return { nodes: shown, hidden: nodes.length - shown.length };
+}
+
 /** Whether the daemon would consolidate this session (it refuses live and archived ones). */
 export function isEligible(node: FlatNode): boolean {
   return !node.live && !node.archived;

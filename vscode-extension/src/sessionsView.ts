@@ -8,7 +8,7 @@ import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { Requests, type FlatNode, type SessionTreeResult } from './protocol';
 import { emptyRows, FolderSessions, type KeptState, type NoteRow } from './sessionsState';
-import { SessionForest, sessionItem } from './sessionTree';
+import { SessionForest, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
 type SessionEntry =
@@ -20,11 +20,23 @@ export type SessionElement = FolderElement | SessionEntry;
 
 const LOADING: NoteRow = { label: 'Loading the sessions of this workspace…', tooltip: 'Asking remem', icon: 'loading~spin' };
 
+const ROW_SCHEME = 'remem-session-row';
+
+/** Archived sessions' rows in the disabled color. */
+export const archivedRows: vscode.FileDecorationProvider = {
+  provideFileDecoration(uri) {
+    if (uri.scheme !== ROW_SCHEME || uri.query !== 'archived') return undefined;
+    return { color: new vscode.ThemeColor('disabledForeground'), tooltip: 'Archived' };
+  },
+};
+
 export class SessionsView extends FolderView<SessionEntry> {
   private readonly forests = new Map<string, SessionForest>();
   private readonly state: FolderSessions;
-  /** Called with whether a kept tree or a loading note is showing, for the view's description. */
-  onRefreshing: (refreshing: boolean) => void = () => undefined;
+  private readonly hiddenArchived = new Map<string, number>();
+  private showArchived = false;
+  /** Called with the view's description: "refreshing…" while a kept tree shows, archived hidden. */
+  onDescription: (text: string | undefined) => void = () => undefined;
 
   constructor(server: Server, folders: () => Folder[], kept: KeptState) {
     super(server, folders);
@@ -37,9 +49,19 @@ export class SessionsView extends FolderView<SessionEntry> {
     this.state.refresh();
   }
 
+  /** Archived sessions are hidden unless asked for; the choice holds until the window closes. */
+  setShowArchived(show: boolean): void {
+    this.showArchived = show;
+    super.refresh();
+  }
+
   override async getChildren(element?: SessionElement): Promise<SessionElement[]> {
     const children = await super.getChildren(element);
-    if (!element) this.onRefreshing(this.state.refreshing);
+    if (!element) {
+      const hidden = [...this.hiddenArchived.values()].reduce((sum, n) => sum + n, 0);
+      const parts = [this.state.refreshing ? 'refreshing…' : '', hidden ? `${hidden} archived hidden` : ''];
+      this.onDescription(parts.filter(Boolean).join(' · ') || undefined);
+    }
     return children;
   }
 
@@ -68,6 +90,8 @@ export class SessionsView extends FolderView<SessionEntry> {
     const color = described.icon.color ? new vscode.ThemeColor(described.icon.color) : undefined;
     item.iconPath = new vscode.ThemeIcon(described.icon.id, color);
     item.contextValue = described.contextValue;
+    // The decoration provider dims archived rows (a tree item's label takes no color of its own).
+    item.resourceUri = vscode.Uri.from({ scheme: ROW_SCHEME, path: `/${element.node.id}`, query: element.node.archived ? 'archived' : '' });
     element.label = described.label; // commands on this row name the session as the row does
     item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [element] };
     return item;
@@ -80,7 +104,9 @@ export class SessionsView extends FolderView<SessionEntry> {
       return [{ type: 'message', cwd, text: shown.message }];
     }
     if (shown.kind === 'loading') return [{ type: 'note', cwd, row: LOADING, index: 0 }];
-    const forest = new SessionForest(shown.result.nodes);
+    const visible = visibleNodes(shown.result.nodes, this.showArchived);
+    this.hiddenArchived.set(cwd, visible.hidden);
+    const forest = new SessionForest(visible.nodes);
     this.forests.set(cwd, forest);
     if (shown.result.nodes.length === 0) {
       return emptyRows(shown.result, os.homedir()).map((row, index) => ({ type: 'note', cwd, row, index }));

@@ -346,3 +346,19 @@ test('a branch asked for by id alone (a lens) still names the parent as the tree
   assert.deepEqual(h.confirmed[0][0], 'Branch the session after turn 3?');
   assert.deepEqual(h.opened, ['transcript:session-child:After turn 3 of After turn 2 · Title of session-fork']);
 });
+
+test('archive from the palette offers only active sessions, restore only archived ones', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: [node('a'), node('z', { archived: true })] };
+  h.picks.push((items) => items[0], (items) => items[0]);
+  await flows.run(() => flows.setArchived(h.ctx, undefined, true));
+  await flows.run(() => flows.setArchived(h.ctx, undefined, false));
+  assert.deepEqual(h.asked, ['pick:Remem: Archive Session:Title of a', 'pick:Remem: Restore Session:Title of z']);
+  assert.deepEqual(
+    h.sent.filter(([id]) => id.startsWith('remem.lsp.')),
+    [
+      ['remem.lsp.archive', { session: 'a' }],
+      ['remem.lsp.restore', { session: 'z' }],
+    ],
+  );
+});

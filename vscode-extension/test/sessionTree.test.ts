@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { SessionForest, sessionContextValue, sessionItem } from '../src/sessionTree';
+import { SessionForest, sessionContextValue, sessionItem, visibleNodes } from '../src/sessionTree';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
 test('the flat pre-order list becomes roots with their children in daemon order', () => {
@@ -105,4 +105,19 @@ test('sibling branches with the default title are told apart by their own first 
     ],
   );
   assert.equal(sessionItem(forest, parent, NOW).label, 'Fix the uploader');
+});
+
+test('archived sessions are hidden unless asked for, and counted; their children stay shown', () => {
+  const nodes = [node('p', { archived: true }), node('c', { kind: 'fork', forkTurn: 1, parent: 'p', depth: 1 }), node('q')];
+  const hidden = visibleNodes(nodes, false);
+  assert.deepEqual(
+    hidden.nodes.map((n) => n.id),
+    ['c', 'q'],
+  );
+  assert.equal(hidden.hidden, 1);
+  assert.deepEqual(
+    new SessionForest(hidden.nodes).roots().map((n) => n.id),
+    ['c', 'q'],
+  );
+  assert.deepEqual(visibleNodes(nodes, true), { nodes, hidden: 0 });
 });
