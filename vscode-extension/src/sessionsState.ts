@@ -21,6 +21,7 @@ export type Shown =
 interface Folder {
   shown: Shown;
   asking: boolean;
+  again: boolean; // a refresh came while asking: the answer may be older than the change
 }
 
 const KEY_PREFIX = 'remem.sessionTree:';
@@ -41,7 +42,7 @@ export class FolderSessions {
     if (!folder) {
       const kept = this.kept.get<SessionTreeResult>(KEY_PREFIX + cwd);
       const shown: Shown = kept?.nodes?.length ? { kind: 'tree', result: kept, refreshing: true } : { kind: 'loading' };
-      folder = { shown, asking: false };
+      folder = { shown, asking: false, again: false };
       this.folders.set(cwd, folder);
       void this.fetch(cwd, folder);
     }
@@ -59,7 +60,10 @@ export class FolderSessions {
   }
 
   private async fetch(cwd: string, folder: Folder): Promise<void> {
-    if (folder.asking) return;
+    if (folder.asking) {
+      folder.again = true;
+      return;
+    }
     folder.asking = true;
     try {
       const result = await this.ask(cwd);
@@ -71,6 +75,10 @@ export class FolderSessions {
       folder.asking = false;
     }
     this.changed();
+    if (folder.again) {
+      folder.again = false;
+      void this.fetch(cwd, folder);
+    }
   }
 }
 

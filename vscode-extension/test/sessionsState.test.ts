@@ -91,3 +91,19 @@ test('the empty state names the harnesses, each root searched, and the next step
   assert.deepEqual(rows[4].command, { id: 'remem.openFile', arguments: ['/home/me/.remem/settings.yml'] });
   assert.match(HARNESSES, /DSH.*Claude Code and Codex are coming/);
 });
+
+test('a refresh while the server is asked asks again once the answer is in', async () => {
+  const server = held();
+  const state = new FolderSessions(new Kept(), server.ask, () => undefined, String);
+  state.shown('/proj');
+  state.refresh();
+  state.refresh();
+  assert.equal(server.waiting.length, 1);
+  server.waiting[0].resolve({ nodes: [] });
+  await settle();
+  assert.equal(server.waiting.length, 2); // one more ask for both refreshes
+  server.waiting[1].resolve({ nodes: FAMILY });
+  await settle();
+  assert.equal(server.waiting.length, 2);
+  assert.deepEqual(state.shown('/proj'), { kind: 'tree', result: { nodes: FAMILY }, refreshing: false });
+});
