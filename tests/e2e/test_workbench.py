@@ -4,7 +4,8 @@
     with the fork under its parent and the orphan flagged;
 (b) "Remem: Consolidate Session" from the palette shows progress, then the Memory view shows the
     new record and the tree shows the session as consolidated;
-(c) a record edited to a bad `type` gets a squiggle and a Problems entry; the quick fix clears both;
+(c) a record edited to a bad `type` gets a squiggle, a Problems entry remem(type-invalid) and its
+    problem in the Memory view before it is saved; the quick fix clears them;
 (d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
 (f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
@@ -135,6 +136,7 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
     assert "memory-format.md#L" in str(link.get_attribute("title") or link.get_attribute("href") or ""), (
         link.evaluate("e => e.outerHTML")
     )
+    workbench.row(MEMORY, r"prefer-uv.*Feedback · 1 problem")  # the view sees the unsaved edit too
     workbench.screenshot("record-diagnostics")
 
     workbench.go_to(type_line, len("type: ") + 2)  # inside the flagged value
@@ -148,6 +150,7 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
         state="detached", timeout=UI_TIMEOUT_MS
     )
     assert "type: feedback" in workbench.text_of(editor)
+    workbench.row(MEMORY, r"prefer-uv.*feedback · valid")
     workbench.screenshot("record-fixed")
 
 

@@ -15,7 +15,7 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.sessions.factory import SessionSpec, build_session, fork_session, write_session
 from remem.daemon.sessions.projection import Projection
-from tests.lsp.editor import record
+from tests.lsp.editor import close, open_document, record
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
 
@@ -57,6 +57,21 @@ async def test_a_fork_carries_the_first_line_of_its_own_first_prompt(
     nodes = {n["id"]: n for n in (await editor.request("remem/sessionTree", {"cwd": cwd}))["nodes"]}
     assert nodes[str(child.header.id)]["ownPrompt"] == expected
     assert "ownPrompt" not in nodes[str(parent.header.id)]  # only forks need telling apart
+
+
+async def test_the_overview_judges_open_records_with_their_unsaved_text(
+    editor: Editor, reviewed: Receipted
+) -> None:
+    saved = reviewed.record.read_text()
+    uri = open_document(editor.client, reviewed.record, saved.replace("type: feedback", "type: Feedback"))
+    try:
+        edited = await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd})
+        [row] = [r for r in edited["records"] if r["name"] == NAME]
+        assert (row["type"], row["valid"], row["problems"]) == ("Feedback", False, 1)
+    finally:
+        close(editor.client, uri)
+    [row] = [r for r in (await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd}))["records"]]
+    assert (row["type"], row["valid"]) == ("feedback", True) and reviewed.record.read_text() == saved
 
 
 async def test_an_empty_tree_says_where_remem_looked(editor: Editor, reviewed: Receipted) -> None:

@@ -114,6 +114,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       refreshMemory();
       refreshSessions(); // review badges follow memory commits
     }),
+    // The Memory view judges open memory files with their unsaved text, as the squiggles do.
+    vscode.workspace.onDidChangeTextDocument(({ document }) => {
+      if (document.uri.scheme === 'file' && memory.shows(document.uri.fsPath)) refreshMemory();
+    }),
+    vscode.workspace.onDidCloseTextDocument((document) => {
+      if (document.uri.scheme === 'file' && memory.shows(document.uri.fsPath)) refreshMemory();
+    }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {
       refreshSessions();
       refreshMemory();
