@@ -23,6 +23,7 @@ POINTS: frozenset[str] = frozenset(
         "consolidation.after-global-commit",
         "consolidation.after-workspace-commit",
         "consolidation.before-committed-receipt",
+        "credentials.after-temp-write",
         "fork.after-prepare",
         "fork.after-temp-write",
         "fork.after-publish",

@@ -11,6 +11,7 @@ unsaved ones included), and through the daemon (`remem.lsp.regenerateIndex`, fro
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 import re
 import unicodedata
@@ -49,6 +50,7 @@ from .documents import (
     workspace_cwd,
 )
 from .front_matter import FrontMatter, locate, value
+from .rule_docs import PREFIX
 from .server import RememServer
 
 REGENERATE_COMMAND = "remem.lsp.regenerateIndex"
@@ -119,11 +121,17 @@ Fixer = Callable[[_Context, types.Diagnostic], list[types.CodeAction]]
 def _quick_fixes(context: _Context, diagnostics: Sequence[types.Diagnostic]) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
     for diagnostic in diagnostics:
-        code = str(diagnostic.code)
+        code = rule_id(diagnostic)
         fixer = _FIXERS.get(code) if diagnostic.source == "remem" else None
         if fixer is not None and (context.front is not None or code in _WITHOUT_FRONT_MATTER):
             actions.extend(fixer(context, diagnostic))
     return _merged(actions)
+
+
+def rule_id(diagnostic: types.Diagnostic) -> str:
+    """`remem/<code>`: diagnostics are published without the prefix (the source says remem)."""
+    code = str(diagnostic.code)
+    return code if code.startswith(PREFIX) else PREFIX + code
 
 
 def _merged(actions: list[types.CodeAction]) -> list[types.CodeAction]:
@@ -210,13 +218,18 @@ def _insertion_line(front: FrontMatter, key: str) -> int:
     return next((e.first for e in front.entries if e.key in later), front.closing)
 
 
+_SPELLING = 0.8  # how close a misspelled key must be: `descripton` is, `title` is not `type`
+
+
 def _key_casing(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """An unknown key that is a known one mis-cased or misspelled (`Type`, `descripton`)."""
     written = context.range_text(diagnostic.range)
-    key = written.lower()
-    if key not in FIELDS or key == written or context.front is None or context.front.entry(key) is not None:
+    close = difflib.get_close_matches(written.lower(), FIELDS, n=1, cutoff=_SPELLING)
+    key = close[0] if close else ""
+    if not key or key == written or context.front is None or context.front.entry(key) is not None:
         return []
     edit = context.edit([types.TextEdit(diagnostic.range, key)])
-    return [_fix(f"Rename the key to `{key}`", diagnostic, edit, preferred=True)]
+    return [_fix(f"Rename the key to `{key}`", diagnostic, edit, preferred=key == written.lower())]
 
 
 def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
@@ -315,7 +328,7 @@ def _description(context: _Context, diagnostic: types.Diagnostic) -> list[types.
     if short != joined:
         edits.append(_prepend_to_body(context, joined))
         moved = " and move the full text to the body"
-    if str(diagnostic.code) == "remem/description-multiline":
+    if rule_id(diagnostic) == "remem/description-multiline":
         title = "Join the description into one line" + moved
     else:
         title = f"Shorten the description to {DESCRIPTION_MAX} characters" + moved

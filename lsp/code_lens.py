@@ -1,11 +1,12 @@
 """Code lenses: consolidate and branch in session transcripts, provenance on records.
 
-In a transcript (`remem-session:/<encodeURIComponent(id)>.md`): "Consolidate this session" on
-the first line, and "Branch from here" on the heading of each turn the daemon says can be
-branched from (`## Turn N — status — time`, as the transcript renders it). Without a daemon a
-transcript gets no lenses, since none of them could run. On a record whose current content a
-review produced: that provenance on the first line; it opens the receipt (the extension's
-`remem.showReceipt`).
+In a transcript (`remem-session:/<encodeURIComponent(id)>/<title>.md`, the title only naming
+the tab): "Consolidate this session" on the first line, and "Branch after turn N" right after
+each turn the daemon says can be branched from (above the next `## Turn N — status — time`
+heading, or on the last line); it runs the extension's `remem.branchFromTurn`, so a lens
+confirms like the palette and the tree. Without a daemon a transcript gets no lenses, since
+none of them could run. On a record whose current content a review produced: that provenance
+on the first line; it opens the receipt (the extension's `remem.showReceipt`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from .provenance import history
 from .server import RememServer
 
 TRANSCRIPT_SCHEME = "remem-session"
-FORK_COMMAND = "remem.lsp.fork"
+# The extension's: its one branching flow (modal confirmation, then it opens the child).
+BRANCH_COMMAND = "remem.branchFromTurn"
 SHOW_RECEIPT_COMMAND = "remem.showReceipt"  # the extension's: it opens the receipt at `path`
 _TURN_HEADING = re.compile(r"## Turn (\d+) — ")
 
@@ -44,11 +46,11 @@ def register(server: RememServer) -> None:
 
 
 def session_of(uri: str) -> str | None:
-    """The session id of a transcript URI; None for any other URI."""
+    """The session id of a transcript URI (`/<id>/<title>.md` or `/<id>.md`); None for any other URI."""
     parts = urlsplit(uri)
     if parts.scheme != TRANSCRIPT_SCHEME or not parts.path.endswith(".md"):
         return None
-    return unquote(parts.path.removeprefix("/").removesuffix(".md")) or None
+    return unquote(parts.path.removeprefix("/").removesuffix(".md").split("/")[0]) or None
 
 
 async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[types.CodeLens]:
@@ -58,12 +60,19 @@ async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[ty
         return []  # no daemon, or the session is gone: none of these lenses could run
     forkable = {row.turn for row in TurnsResult.model_validate(answer).turns if row.forkable}
     lenses = [_lens(0, "Consolidate this session", CONSOLIDATE_COMMAND, {"session": session})]
-    for number, line in enumerate(lines_of(ls.workspace.get_text_document(uri).source)):
-        heading = _TURN_HEADING.match(line)
-        if heading is not None and int(heading.group(1)) in forkable:
-            turn = int(heading.group(1))
-            lenses.append(_lens(number, "Branch from here", FORK_COMMAND, {"session": session, "turn": turn}))
+    for turn, line in _turn_ends(lines_of(ls.workspace.get_text_document(uri).source)):
+        if turn in forkable:
+            target = {"session": session, "turn": turn}
+            lenses.append(_lens(line, f"Branch after turn {turn}", BRANCH_COMMAND, target))
     return lenses
+
+
+def _turn_ends(lines: list[str]) -> list[tuple[int, int]]:
+    """Each turn with the line a lens above sits right after it: the next turn's heading, or
+    the last line for the last turn."""
+    starts = [(int(m.group(1)), n) for n, line in enumerate(lines) if (m := _TURN_HEADING.match(line))]
+    last = max(len(lines) - 1, 0)
+    return [(turn, starts[i + 1][1] if i + 1 < len(starts) else last) for i, (turn, _) in enumerate(starts)]
 
 
 async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> list[types.CodeLens]:

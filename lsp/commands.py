@@ -32,6 +32,7 @@ ARCHIVE = "remem.lsp.archive"
 RESTORE = "remem.lsp.restore"
 REGENERATE_INDEX = "remem.lsp.regenerateIndex"
 SELECT_MODEL = "remem.lsp.selectModel"
+SET_API_KEY = "remem.lsp.setApiKey"
 BRANCH, CANCEL = "Branch", "Cancel"
 
 
@@ -77,6 +78,11 @@ class SelectModelArgs(Strict):
     model: str = Field(min_length=1)
 
 
+class SetApiKeyArgs(Strict):
+    provider: str = Field(min_length=1)
+    apiKey: str = Field(min_length=1, repr=False)
+
+
 def register(server: RememServer) -> None:
     @server.command(CONSOLIDATE)
     async def consolidate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
@@ -113,7 +119,14 @@ def register(server: RememServer) -> None:
         args = only_argument(arguments, SelectModelArgs, SELECT_MODEL)
         current = await ls.link.call("consolidation/settings/read", {})
         change = {**args.model_dump(), "expectedRevision": current["revision"]}
-        return await ls.link.call("consolidation/settings/select", change, idempotent=False)
+        chosen = await ls.link.call("consolidation/settings/select", change, idempotent=False)
+        return {**chosen, "settingsFile": str(ls.home.settings_file)}
+
+    @server.command(SET_API_KEY)
+    async def set_api_key_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
+        # The daemon writes credentials.yml (0600), where the CLI reads keys too (decision 0102).
+        args = only_argument(arguments, SetApiKeyArgs, SET_API_KEY)
+        return await ls.link.call("consolidation/credentials/set", args.model_dump(), idempotent=False)
 
 
 async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
@@ -143,9 +156,10 @@ async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
 async def _confirmed(ls: RememServer, turn: int) -> bool:
     question = types.ShowMessageRequestParams(
         type=types.MessageType.Warning,
+        # The extension's confirmation in the same words (vscode-extension/src/flows.ts).
         message=(
-            f"Branch this session after turn {turn}? Branching copies the conversation only: files "
-            "and other side effects of the session are not rolled back."
+            f"Branch the session after turn {turn}? Branching copies the conversation only: files in "
+            "your workspace and external side effects (commands run, services called) are not rolled back."
         ),
         actions=[types.MessageActionItem(title=BRANCH), types.MessageActionItem(title=CANCEL)],
     )

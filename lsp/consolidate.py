@@ -16,6 +16,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.consolidation.receipts import ReceiptStore, Status
+from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status, now
 from remem.daemon.consolidation.runner import ConsolidationResult
 from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, TreeResult
 
@@ -31,14 +32,18 @@ from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
 OPEN_RECEIPT = "Open Receipt"
+OPEN_RECORD = "Open Record"
+# What is happening from each phase on: the daemon announces a phase as it begins.
 _PHASES = {
     "freezing": "Reading the session and the memory it is reviewed against",
-    "model": "Asking the model",
-    "model-step": "The model answered",
-    "committing": "Writing memory",
+    "model": "Preparing the request to the model",
+    "model-step": "Waiting for the model",
+    "model-answer": "Checking the proposal",
+    "committing": "Committing to memory",
 }
-_ASKING_THE_MODEL = frozenset({"model", "model-step"})
+_ASKING_THE_MODEL = frozenset({"model", "model-step", "model-answer"})
 _SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
+_QUIET = frozenset({Status.COMMITTED, Status.NO_CHANGE, Status.CANCELLED})  # a cancel is the user's choice
 _announcing: set[asyncio.Task[None]] = set()  # messages waiting for the user, kept from the GC
 
 
@@ -65,7 +70,10 @@ async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> 
         )
     ls.link.consolidating(session, True)
     progress = _Progress(ls, None)
+    started = now()
     try:
+        if label == session:
+            label = await _named(ls, session)
         progress = await _Progress.open(ls, request.token if request is not None else None)
         progress.on_cancel(cancelled_progress.set)
         progress.begin(f"Remem: consolidating {label}")
@@ -74,7 +82,8 @@ async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> 
         answer = await _run(ls, session, asking, cancelled_request, cancelled_progress)
         result = ConsolidationResult.model_validate(answer)
         outcome = Outcome(**result.model_dump(), receipt=str(ReceiptStore(ls.home).path(result.review)))
-        progress.end(_summary(outcome, label))
+        report = await _report(ls, outcome, label, started)
+        progress.end(report.message)
     except JsonRpcException as exc:
         progress.end(f"Not consolidated: {exc.message}")
         raise
@@ -83,7 +92,7 @@ async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> 
         ls.link.consolidating(session, False)
         progress.end("Stopped")
     if not cancelled_request.is_set():  # else the client was answered "cancelled" and says so itself
-        _announce(ls, outcome, label)
+        _announce(ls, outcome, report)
     return outcome.model_dump(mode="json")
 
 
@@ -139,16 +148,57 @@ def _heard(phase: dict[str, Any], progress: _Progress, asking: asyncio.Event) ->
         return
     if name == "model" and phase.get("attempt"):
         message += f" (attempt {phase['attempt']})"
+    if name == "model-answer" and phase.get("step"):
+        message += f" of step {phase['step']}"
     if name == "model-step" and phase.get("step"):
-        message += f" (step {phase['step']})"
+        message += f" (step {phase['step']})…"
     progress.report(message)
 
 
-def _summary(outcome: Outcome, label: str) -> str:
+async def _named(ls: RememServer, session: str) -> str:
+    """A session as a person names it: its title in quotes, else its id."""
+    try:
+        listing = await ls.link.call("sessions/list", {})
+    except JsonRpcException:
+        return session
+    title = next((s["title"] for s in listing["sessions"] if s["id"] == session), None)
+    return f"“{title}”" if title else session
+
+
+@dataclass(frozen=True)
+class _Report:
+    """What the user is told at the end, and the files it offers to open."""
+
+    message: str
+    kind: types.MessageType
+    opens: dict[str, str]  # action title → file
+
+
+async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -> _Report:
+    try:
+        known = (await ls.link.call("consolidation/receipts", {"review": outcome.review}))["receipts"]
+    except JsonRpcException:
+        known = []
+    receipt = Receipt.model_validate(known[0]) if known else None
+    opens = {OPEN_RECEIPT: outcome.receipt}
+    record = next((c for c in receipt.changes if c.action == "put" and c.name), None) if receipt else None
+    if record is not None and outcome.status is Status.COMMITTED and receipt is not None:
+        path = ls.home.workspaces / receipt.target.workspace / f"{record.name}.md"
+        opens = {OPEN_RECORD: str(path), **opens}
+    earlier = receipt is not None and receipt.completedAt is not None and receipt.completedAt < started
+    kind = types.MessageType.Info if outcome.status in _QUIET else types.MessageType.Warning
+    return _Report(_summary(outcome, label, receipt, earlier=earlier), kind, opens)
+
+
+def _summary(outcome: Outcome, label: str, receipt: Receipt | None, *, earlier: bool) -> str:
     changes = f"{outcome.changes} change{'' if outcome.changes == 1 else 's'} to memory"
     finished_earlier = " (it finishes a review interrupted earlier)" if outcome.recovered else ""
+    what = _changed(receipt.changes) if receipt is not None and outcome.status is Status.COMMITTED else ""
+    if earlier and outcome.status in _SUCCEEDED:
+        then = f"{changes} then{what}" if outcome.status is Status.COMMITTED else "nothing new to remember"
+        return f"{label} was already reviewed: {then}. No model was asked again."
     if outcome.status is Status.COMMITTED:
-        return f"Consolidated {label}: {changes}{finished_earlier}."
+        return f"Consolidated {label}: {changes}{what}{finished_earlier}."
     if outcome.status is Status.NO_CHANGE:
         return f"Consolidated {label}: nothing new to remember, 0 changes to memory."
     if outcome.status is Status.CANCELLED:
@@ -156,27 +206,39 @@ def _summary(outcome: Outcome, label: str) -> str:
     return f"Consolidation of {label} ended {outcome.status.value}: {changes}; the receipt says why."
 
 
-def _announce(ls: RememServer, outcome: Outcome, label: str) -> None:
+_VERBS = {"put": "wrote", "delete": "deleted", "replace-global": "rewrote"}
+_LISTED = 3
+
+
+def _changed(changes: list[ChangeSummary]) -> str:
+    """— wrote prefer-uv (feedback), deleted old-fact, and 2 more"""
+    named = [
+        "GLOBAL.md" if c.action == "replace-global" else f"{c.name}{f' ({c.type})' if c.type else ''}"
+        for c in changes
+    ]
+    shown = [f"{_VERBS[c.action]} {name}" for c, name in zip(changes, named, strict=True)][:_LISTED]
+    more = f", and {len(changes) - _LISTED} more" if len(changes) > _LISTED else ""
+    return f" — {', '.join(shown)}{more}" if shown else ""
+
+
+def _announce(ls: RememServer, outcome: Outcome, report: _Report) -> None:
     """Show the outcome without holding up the command's answer until the user reacts."""
-    task = asyncio.ensure_future(_show(ls, outcome, label))
+    task = asyncio.ensure_future(_show(ls, report))
     _announcing.add(task)
     task.add_done_callback(_announcing.discard)
 
 
-async def _show(ls: RememServer, outcome: Outcome, label: str) -> None:
-    kind = types.MessageType.Info if outcome.status in _SUCCEEDED else types.MessageType.Warning
-    message = _summary(outcome, label)
+async def _show(ls: RememServer, report: _Report) -> None:
+    actions = [types.MessageActionItem(title=title) for title in report.opens]
     try:
         choice = await ls.window_show_message_request_async(
-            types.ShowMessageRequestParams(
-                type=kind, message=message, actions=[types.MessageActionItem(title=OPEN_RECEIPT)]
-            )
+            types.ShowMessageRequestParams(type=report.kind, message=report.message, actions=actions)
         )
     except JsonRpcException:  # a client without message requests still hears the outcome
-        ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        ls.window_show_message(types.ShowMessageParams(type=report.kind, message=report.message))
         return
-    if choice is not None and choice.title == OPEN_RECEIPT:
-        uri = Path(outcome.receipt).as_uri()
+    if choice is not None and choice.title in report.opens:
+        uri = Path(report.opens[choice.title]).as_uri()
         await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
 
 

@@ -18,6 +18,7 @@ from remem.daemon.memory.diagnostics import Diagnostic, Severity
 from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.validation import validate_global
 
+from .rule_docs import PREFIX, rule_href
 from .server import RememServer
 
 _SEVERITY = {
@@ -85,6 +86,11 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
         _publish(ls, uri, reports.get(name, []))
 
 
+def _described(code: str) -> types.CodeDescription | None:
+    href = rule_href(code)
+    return None if href is None else types.CodeDescription(href=href)
+
+
 def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
     items = [
         types.Diagnostic(
@@ -94,7 +100,9 @@ def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
             ),
             message=d.message,
             severity=_SEVERITY[d.severity],
-            code=d.code,
+            # Shown as `remem(type-invalid)`, the code linked to the rule's documentation.
+            code=d.code.removeprefix(PREFIX),
+            code_description=_described(d.code),
             source="remem",
         )
         for d in found

@@ -1,7 +1,8 @@
 """`remem/memoryOverview`: Global, one workspace's records and its recent receipts, with health.
 
-The memory files are judged as saved, by the store's own validator in the server's process
-(as the diagnostics are), in a worker thread; a file is valid without errors, and its problems
+The memory files are judged as the editor has them (an open document's unsaved text stands in
+for its file, as in live validation), by the store's own validator in the server's process, in
+a worker thread; a file is valid without errors, and its problems
 count its warnings too. Receipts and the titles of their sessions come from the daemon: the
 newest `MAX_RECEIPTS` reviews of this workspace, newest first.
 """
@@ -22,6 +23,7 @@ from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.record import INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import parse_record, validate_global
 
+from .diagnostics import path_of
 from .server import RememServer
 
 MAX_RECEIPTS = 20
@@ -74,11 +76,25 @@ async def memory_overview(ls: RememServer, cwd: str) -> Overview:
     mine = [r for r in found if r.target.workspace == workspace.key]
     store = ReceiptStore(ls.home)
     rows = sorted((_receipt_row(store, r, titles) for r in mine), key=lambda r: r.updatedAt, reverse=True)
-    global_health, folder, records = await asyncio.to_thread(_memory, ls.home, workspace)
+    edited = _open_texts(ls, ls.home.workspaces / workspace.key)
+    global_text = _open_texts(ls, ls.home.global_file.parent).get(ls.home.global_file.name)
+    global_health, folder, records = await asyncio.to_thread(_memory, ls.home, workspace, edited, global_text)
     return Overview(global_=global_health, workspace=folder, records=records, receipts=rows[:MAX_RECEIPTS])
 
 
-def _memory(home: Home, workspace: WorkspaceId) -> tuple[Health, WorkspaceFolder, list[RecordRow]]:
+def _open_texts(ls: RememServer, folder: Path) -> dict[str, str]:
+    """The texts the editor has open in `folder`, by file name: what the user sees, unsaved edits
+    included, as live validation judges them."""
+    return {
+        path.name: document.source
+        for uri, document in ls.workspace.text_documents.items()
+        if (path := path_of(uri)) is not None and path.parent == folder
+    }
+
+
+def _memory(
+    home: Home, workspace: WorkspaceId, edited: dict[str, str], global_text: str | None
+) -> tuple[Health, WorkspaceFolder, list[RecordRow]]:
     folder = home.workspaces / workspace.key
     # A linked folder is never followed out of REMEM_HOME (the store refuses it as well).
     present = folder.is_dir() and not folder.is_symlink()
@@ -88,10 +104,12 @@ def _memory(home: Home, workspace: WorkspaceId) -> tuple[Health, WorkspaceFolder
         folder=str(folder) if present else None,
         index=str(index) if present and index.is_file() else None,
     )
-    return _global(home.global_file), where, _records(folder) if present else []
+    return _global(home.global_file, global_text), where, _records(folder, edited) if present else []
 
 
-def _global(path: Path) -> Health:
+def _global(path: Path, edited: str | None) -> Health:
+    if edited is not None:
+        return _health(path, validate_global(edited))
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -100,12 +118,12 @@ def _global(path: Path) -> Health:
     return _health(path, problems + validate_global(text))
 
 
-def _records(folder: Path) -> list[RecordRow]:
-    reports = lint_workspace_folder(folder)
+def _records(folder: Path, edited: dict[str, str]) -> list[RecordRow]:
+    reports = lint_workspace_folder(folder, edited)
     rows = []
     for name in sorted(n for n in reports if record_name_of(n) is not None):
         try:
-            text, _ = decode((folder / name).read_bytes())
+            text = edited[name] if name in edited else decode((folder / name).read_bytes())[0]
         except FileNotFoundError:
             continue  # deleted since it was validated: the next overview will not list it
         fields = parse_record(text, name).fields

@@ -41,10 +41,12 @@ def create_server(home: Home) -> RememServer:
         diagnostics,
         hover,
         links,
+        logs,
         requests,
         symbols,
     )
 
+    logs.quiet_refusals()
     server = RememServer(home)
     diagnostics.register(server)
     daemon_link.register(server)

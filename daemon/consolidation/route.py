@@ -2,7 +2,8 @@
 
 The key comes from the provider's environment variable, else from `credentials.yml` (which
 must be private to the user). A missing key is reported, naming the variable, before any
-session is read or frozen.
+session is read or frozen. `store_api_key` writes a key into `credentials.yml` (mode 0600,
+replaced atomically under a lock), for the editor's "Enter API Key…".
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import safe_yaml
+from ..faults import faultpoint
+from ..fsutil import remove_stale_temps, replace_durably, write_temp
 from ..home import Home
+from ..locks import file_lock
 from ..settings import Settings
 
 
@@ -99,3 +103,16 @@ def read_credentials(home: Home) -> Credentials:
         raise RouteError(
             f"{path} is not valid (at {where}); expected providers: {{name: {{api_key: ...}}}}"
         ) from None
+
+
+def store_api_key(home: Home, provider: str, api_key: str) -> None:
+    """Set `provider`'s key in `credentials.yml`, keeping the other providers' keys."""
+    with file_lock(home.locks / "credentials.lock"):
+        remove_stale_temps(home.root)
+        current = read_credentials(home)  # refuses a file other users can read
+        providers = {name: {"api_key": c.api_key} for name, c in current.providers.items()}
+        providers[provider] = {"api_key": api_key.strip()}
+        data = yaml.safe_dump({"providers": providers}, sort_keys=True).encode("utf-8")
+        temp = write_temp(home.credentials_file, data)  # created 0600
+        faultpoint("credentials.after-temp-write")
+        replace_durably(temp, home.credentials_file)

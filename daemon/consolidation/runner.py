@@ -432,7 +432,7 @@ def _route(home: Home, settings: Settings) -> Route:
         raise Refused("NO_ROUTE", str(exc)) from None
 
 
-_CLIENT_PHASES = frozenset({"freezing", "model", "model-step", "committing"})
+_CLIENT_PHASES = frozenset({"freezing", "model", "model-step", "model-answer", "committing"})
 _CLIENT_FIELDS = frozenset({"review", "attempt", "step"})
 
 

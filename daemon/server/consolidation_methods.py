@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from ..consolidation.receipts import Status
+from ..consolidation.route import RouteError, resolve_route, store_api_key
 from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
 from ..home import Home
 from ..settings import SettingsConflict, SettingsError, SettingsStore
@@ -28,6 +29,7 @@ from .protocol import (
     ReceiptsResult,
     RpcError,
     SelectModelParams,
+    SetApiKeyParams,
 )
 
 
@@ -47,6 +49,7 @@ class ConsolidationMethods:
             "consolidation/receipts": self.receipts,
             "consolidation/settings/read": self.read_settings,
             "consolidation/settings/select": self.select,
+            "consolidation/credentials/set": self.set_api_key,
         }
 
     async def run(self, params: ConsolidateParams) -> ConsolidationResult:
@@ -115,6 +118,20 @@ class ConsolidationMethods:
                 "STALE_SETTINGS", f"settings.yml changed meanwhile (now {exc}); read it again"
             ) from None
 
+    async def set_api_key(self, params: SetApiKeyParams) -> ModelSettings:
+        def store() -> ModelSettings:
+            settings, _ = SettingsStore(self.home).read()
+            provider = settings.all_providers().get(params.provider)
+            if provider is None or provider.api_key_env is None:
+                raise _refused("INVALID", f"`{params.provider}` is not a provider that takes an API key")
+            try:
+                store_api_key(self.home, params.provider, params.apiKey)
+            except RouteError as exc:
+                raise _refused("INVALID", str(exc)) from None
+            return self._model_settings()
+
+        return await asyncio.to_thread(store)
+
     def _model_settings(self) -> ModelSettings:
         try:
             settings, revision = SettingsStore(self.home).read()
@@ -122,10 +139,15 @@ class ConsolidationMethods:
             raise _refused("INVALID", f"settings.yml is invalid: {exc}") from None
         providers = settings.all_providers()
         route = settings.consolidation
+        try:
+            resolve_route(self.home, settings)
+            problem = None
+        except RouteError as exc:
+            problem = str(exc)
         return ModelSettings(
             provider=route.provider, model=route.model, providers=sorted(providers),
             apiKeyEnv=providers[route.provider].api_key_env if route.provider in providers else None,
-            revision=revision,
+            revision=revision, keyReady=problem is None, keyProblem=problem,
         )  # fmt: skip
 
     async def _announce(self, review: str) -> None:

@@ -194,6 +194,15 @@ class ModelSettings(_Strict):
     providers: list[str]
     apiKeyEnv: str | None
     revision: str  # of settings.yml, for the compare-and-swap of `consolidation/settings/select`
+    keyReady: bool = False  # whether the route resolves: a key found (or none needed)
+    keyProblem: str | None = None  # what to set when it does not, naming the variable and file
+
+
+class SetApiKeyParams(_Strict):
+    """`consolidation/credentials/set`: a provider's key, stored in credentials.yml (never logged)."""
+
+    provider: str = Field(min_length=1)
+    apiKey: str = Field(min_length=1, repr=False)
 
 
 class SelectModelParams(_Strict):
@@ -301,6 +310,7 @@ METHODS: dict[str, Method] = {
     "consolidation/receipts": Method(ReceiptsParams, ReceiptsResult),
     "consolidation/settings/read": Method(Empty, ModelSettings),
     "consolidation/settings/select": Method(SelectModelParams, ModelSettings),
+    "consolidation/credentials/set": Method(SetApiKeyParams, ModelSettings),
     "agents/context": Method(AgentContextParams, AgentContextResult),
     "agents/index": Method(WorkspaceParams, AgentIndexResult),
     "agents/record": Method(AgentRecordParams, AgentRecordResult),
@@ -328,7 +338,7 @@ class ConsolidationProgress(_Strict):
     """`consolidation/progress`: a phase of a running consolidation (or one model step)."""
 
     session: str
-    phase: str  # freezing | model | model-step | committing
+    phase: str  # freezing | model | model-step | model-answer | committing
     review: str | None = None
     attempt: int | None = None
     step: int | None = None

@@ -103,7 +103,10 @@ class SessionMethods:
 
     async def transcript(self, params: SessionParams) -> TranscriptResult:
         return await self._run(
-            lambda catalog: TranscriptResult(markdown=render_transcript(catalog.read(params.id)))
+            lambda catalog: TranscriptResult(
+                # The display title: a rename (remem's metadata) reaches the heading.
+                markdown=render_transcript(catalog.read(params.id), catalog.find(params.id).summary.title)
+            )
         )
 
     async def log(self, params: SessionParams) -> LogResult:

@@ -277,12 +277,15 @@ def _transcript_events(log: SessionLog) -> Iterable[SessionEvent]:
     return (*log.events, *(c for c in log.closers if c.type == "turn/end"))
 
 
-def render_transcript(log: SessionLog) -> str:
-    """The Markdown transcript of `log` (deterministic: a pure function of the events)."""
+def render_transcript(log: SessionLog, title: str | None = None) -> str:
+    """The Markdown transcript of `log` (deterministic: a pure function of the events), headed
+    by `title` when given, else by the log's own title."""
     seed_length = log.header.seedLength or 0
     collector = _Collector(seed_length)
     for event in _transcript_events(log):
         collector.feed(event)
+    if title:
+        collector.title = title
     lines = _render_header(log, collector)
     noted, after_turn = seed_length == 0, False
     for section in collector.sections:

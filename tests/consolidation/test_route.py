@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from remem.daemon.consolidation.route import RouteError, resolve_route
+from remem.daemon.consolidation.route import RouteError, read_credentials, resolve_route, store_api_key
+from remem.daemon.faults import EXIT_CODE
+from remem.daemon.fsutil import is_temp_name
 from remem.daemon.home import Home
 from remem.daemon.settings import parse_settings
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def settings(text: str = ""):  # type: ignore[no-untyped-def]
@@ -57,3 +67,46 @@ def test_the_output_budget_is_the_smaller_of_the_setting_and_the_models_limit(ho
     assert resolve_route(home, settings(local + "consolidation:\n  provider: small\n")).max_tokens == 4096
     roomy = local.replace("4096", "32000") + "consolidation:\n  provider: small\n  max_tokens: 8192\n"
     assert resolve_route(home, settings(roomy)).max_tokens == 8192
+
+
+def test_a_stored_key_is_private_keeps_the_others_and_makes_the_route(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    home.ensure_layout()
+    store_api_key(home, "deepseek", "sk-deep")
+    store_api_key(home, "openai", "  sk-open\n")
+    assert stat.S_IMODE(home.credentials_file.stat().st_mode) == 0o600
+    assert resolve_route(home, settings()).api_key == "sk-deep"
+    chosen = settings("consolidation:\n  provider: openai\n  model: gpt-x\n")
+    assert resolve_route(home, chosen).api_key == "sk-open"
+    assert [p.name for p in home.root.iterdir() if is_temp_name(p.name)] == []
+
+
+def test_a_key_is_not_stored_into_a_file_other_users_can_read(home: Home) -> None:
+    home.ensure_layout()
+    home.credentials_file.write_text("providers: {}\n")
+    home.credentials_file.chmod(0o644)
+    with pytest.raises(RouteError, match="chmod 600"):
+        store_api_key(home, "openai", "sk-x")
+    assert "sk-x" not in home.credentials_file.read_text()
+
+
+@pytest.mark.slow
+def test_a_crash_while_storing_a_key_keeps_the_old_file(home: Home) -> None:
+    home.ensure_layout()
+    store_api_key(home, "openai", "sk-old")
+    crashed = subprocess.run(
+        [sys.executable, "-m", "tests.memory.driver", "store-api-key", str(home.root), "openai", "sk-new"],
+        cwd=REPO,
+        env={**os.environ, "REMEM_FAULTPOINT": "credentials.after-temp-write"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    assert read_credentials(home).providers["openai"].api_key == "sk-old"
+    store_api_key(home, "openai", "sk-new")  # the next write clears what the crash left
+    assert read_credentials(home).providers["openai"].api_key == "sk-new"
+    assert [p.name for p in home.root.iterdir() if is_temp_name(p.name)] == []

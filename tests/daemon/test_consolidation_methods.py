@@ -40,7 +40,7 @@ def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source:
     result, heard = asyncio.run(scenario())
     assert result["status"] == "committed" and result["changes"] == 2
     phases = [p["phase"] for m, p in heard if m == "consolidation/progress"]
-    assert phases == ["freezing", "model", "model-step", "committing"]
+    assert phases == ["freezing", "model", "model-step", "model-answer", "committing"]
     changed = {p["scope"] for m, p in heard if m == "memory/changed"}
     assert changed == {"global", "workspace"}
 

@@ -79,20 +79,24 @@ def open_browser(tools: Tools, profile: Path) -> Iterator[Any]:
 
 def open_workbench(context: Any, server: CodeServer, folder: Path, artifacts: Path) -> Workbench:
     """A new window of `server` on `folder`, once the workbench has rendered."""
-    page = context.new_page()
-    page.goto(server.folder_url(folder))
-    bench = Workbench(page, artifacts)
-    bench.wait_ready()
+    bench = Workbench(context.new_page(), artifacts, server)
+    bench.open_folder(folder)
     return bench
 
 
 class Workbench:
     """The code-server page, with the gestures the scenarios use."""
 
-    def __init__(self, page: Any, artifacts: Path) -> None:
+    def __init__(self, page: Any, artifacts: Path, server: CodeServer) -> None:
         self.page = page
         self.artifacts = artifacts
+        self.server = server
         self._shots = 0
+
+    def open_folder(self, folder: Path) -> None:
+        """Load `folder` in this window (as a reload does, when it is the same folder)."""
+        self.page.goto(self.server.folder_url(folder))
+        self.wait_ready()
 
     # -- waiting and looking --
 
@@ -152,6 +156,16 @@ class Workbench:
             header.click()
         # `has` is matched inside each pane, so it names the header without the side bar around it.
         return self.page.locator(".part.sidebar .pane", has=self.page.locator(".pane-header", has_text=name))
+
+    def wait_view_description(self, view: str, text: str) -> None:
+        """Until the header of `view` reads `text` beside its title ("" for none)."""
+        header = self.page.locator(".part.sidebar .pane-header", has_text=view).first
+        description = header.locator(".description")
+        self.page.wait_for_function(
+            "([element, text]) => (element?.textContent ?? '').trim() === text",
+            arg=[description.element_handle(timeout=UI_TIMEOUT_MS), text],
+            timeout=UI_TIMEOUT_MS,
+        )
 
     def row(self, view: str, pattern: str) -> Any:
         """The tree row of `view` whose text (label and description) matches `pattern`."""

@@ -4,13 +4,21 @@
     with the fork under its parent and the orphan flagged;
 (b) "Remem: Consolidate Session" from the palette shows progress, then the Memory view shows the
     new record and the tree shows the session as consolidated;
-(c) a record edited to a bad `type` gets a squiggle and a Problems entry; the quick fix clears both;
-(d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree.
+(c) a record edited to a bad `type` gets a squiggle, a Problems entry remem(type-invalid) and its
+    problem in the Memory view before it is saved; the quick fix clears them;
+(d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
+(f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
+(g) a consolidation cancelled from its progress reads as cancelled, not failed;
+(h) on a tree row F2 renames (the transcript's heading follows), Delete archives (the row hides
+    until "Show Archived Sessions", then shows dimmed), Shift+Delete restores;
+(e) a folder without sessions says so only once the server answered, naming where remem looked, and
+    a window loaded again draws the tree kept from the last one, then the server's.
 """
 
 from __future__ import annotations
 
 import re
+import stat
 import threading
 from pathlib import Path
 
@@ -20,7 +28,7 @@ from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
-from tests.consolidation.conftest import proposal, put
+from tests.consolidation.conftest import KEY_ENV, proposal, put
 from tests.fake_openai import Reply, tool_call
 
 from .conftest import Scenario
@@ -54,8 +62,11 @@ def test_opening_the_workspace_starts_the_daemon_and_shows_the_session_tree(
     rows = workbench.rows(SESSIONS)
     assert len(rows) == 4, rows
     texts = [text for _, text in rows]
-    main_at = next(i for i, t in enumerate(texts) if t.startswith(label(main)) and "from turn" not in t)
-    fork_at = next(i for i, t in enumerate(texts) if t.startswith(label(fork)) and "from turn 2" in t)
+    main_at = next(i for i, t in enumerate(texts) if t.startswith(label(main)))
+    # A branch is named by its fork point and its own first prompt, not its parent's title again.
+    own = next(t["user"] for t in scenario.turns(scenario.fork) if t["turn"] > fork["forkTurn"])
+    fork_label = f"After turn 2 · {own.splitlines()[0][:40]}"
+    fork_at = next(i for i, t in enumerate(texts) if t.startswith(fork_label))
     subagent_at = next(i for i, t in enumerate(texts) if "subagent" in t)
     orphan_at = next(i for i, t in enumerate(texts) if "orphan" in t)
     # The fork and the subagent sit one level under their parent, after it; the orphan is a
@@ -63,7 +74,7 @@ def test_opening_the_workspace_starts_the_daemon_and_shows_the_session_tree(
     assert min(fork_at, subagent_at) > main_at
     assert rows[fork_at][0] == rows[subagent_at][0] == rows[main_at][0] + 1
     assert rows[orphan_at][0] == rows[main_at][0]
-    assert texts[orphan_at].startswith(label(orphan))
+    assert texts[orphan_at].startswith("After turn 1 · ") and orphan["kind"] == "fork"
 
 
 def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
@@ -88,7 +99,8 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
         assert all(re.search(r" ago · not consolidated yet", p) for p in picks), picks
         workbench.screenshot("consolidate-pick")
         workbench.quick_pick(re.escape(scenario.main.id))
-        workbench.notification(r"Remem: consolidating")
+        # The phase says what happens now: the fake model holds its answer until this is seen.
+        workbench.notification(r"Remem: consolidating.*Waiting for the model \(step 1\)…")
         workbench.screenshot("consolidation-progress")
     finally:
         seen_progress.set()
@@ -112,12 +124,19 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
     # Typing goes key by key, so the half-typed line may be flagged (as bad YAML) first: wait
     # for the problem of the finished line.
     workbench.problems()
-    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="remem/type-invalid")
+    flagged = workbench.page.locator(".markers-panel .monaco-list-row", has_text="type-invalid")
     flagged.first.wait_for(timeout=UI_TIMEOUT_MS)
     squiggle = workbench.page.locator(".monaco-editor .squiggly-error")
     squiggle.first.wait_for(timeout=UI_TIMEOUT_MS)
     problems = workbench.problems()
-    assert any("remem/type-invalid" in p and "feedback" in p for p in problems), problems
+    shown_as = re.compile(r"remem\W*type-invalid")  # remem(type-invalid): the parentheses are CSS
+    assert any(shown_as.search(p) and "feedback" in p for p in problems), problems
+    # The code links to the rule's row of docs/memory-format.md.
+    link = flagged.first.locator("a", has_text="type-invalid")
+    assert "memory-format.md#L" in str(link.get_attribute("title") or link.get_attribute("href") or ""), (
+        link.evaluate("e => e.outerHTML")
+    )
+    workbench.row(MEMORY, r"prefer-uv.*Feedback · 1 problem")  # the view sees the unsaved edit too
     workbench.screenshot("record-diagnostics")
 
     workbench.go_to(type_line, len("type: ") + 2)  # inside the flagged value
@@ -131,6 +150,7 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
         state="detached", timeout=UI_TIMEOUT_MS
     )
     assert "type: feedback" in workbench.text_of(editor)
+    workbench.row(MEMORY, r"prefer-uv.*feedback · valid")
     workbench.screenshot("record-fixed")
 
 
@@ -141,22 +161,141 @@ def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     first = next(t["turn"] for t in turns if t["forkable"])  # the first "Branch from here" lens
     workbench.open_container("Remem")
     workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
-    branched_rows = rf"from turn {first}\b"
+    branched_rows = rf"^After turn {first} · "
     before = workbench.count_rows(SESSIONS, branched_rows)
     workbench.run_command("Remem: Open Session Transcript")
     workbench.quick_pick(re.escape(scenario.main.id))
-    workbench.editor(f"{scenario.main.id}.md")
-    lens = workbench.page.locator(".codelens-decoration a", has_text="Branch from here")
+    workbench.editor(f"{label(scenario.node(scenario.main.id))}.md")  # the tab reads the title
+    lens = workbench.page.locator(".codelens-decoration a", has_text=f"Branch after turn {first}")
     lens.first.wait_for(timeout=UI_TIMEOUT_MS)
     workbench.screenshot("transcript-lenses")
     lens.first.click()
-    question = workbench.notification(r"copies the conversation only")
+    # The same modal question as from the palette and the tree.
+    question = workbench.page.locator(".monaco-dialog-box", has_text="copies the conversation only")
+    question.wait_for(timeout=UI_TIMEOUT_MS)
+    assert f"Branch the session after turn {first}?" in question.inner_text()
     workbench.screenshot("branch-question")
     question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
+    workbench.notification(r"Branched .* the new session is open")
+    workbench.editor(f"After turn {first} of ")  # the child opened, named by where it branched
     workbench.wait_rows(SESSIONS, branched_rows, before + 1)
     workbench.screenshot("branch-added")
     children = [n for n in scenario.tree() if n["parent"] == scenario.main.id and n["kind"] == "fork"]
     assert sorted(n["forkTurn"] for n in children) == sorted([2, first])  # the seeded fork and the new one
+
+
+def test_an_empty_folder_says_where_remem_looked_and_a_reload_draws_the_kept_tree(
+    workbench: Workbench, scenario: Scenario, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    workbench.open_folder(elsewhere)
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, r"No agent sessions of this workspace were found")
+    rows = [text for _, text in workbench.rows(SESSIONS)]
+    assert any("DSH" in r and "Claude Code and Codex are coming" in r for r in rows), rows
+    assert any(r.startswith("Looked in ") and str(scenario.root) in r for r in rows), rows
+    assert any(r.startswith("Open settings.yml") for r in rows), rows
+    workbench.screenshot("empty-state")
+    workbench.row(SESSIONS, r"^Open settings\.yml").click()
+    workbench.editor("settings.yml")
+
+    main = re.escape(label(scenario.node(scenario.main.id)))
+    workbench.open_folder(scenario.project)
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, main)
+    workbench.wait_view_description(SESSIONS, "")  # the server has answered
+    workbench.open_folder(scenario.project)  # loaded again: the kept tree, then the server's answer
+    workbench.show_container("Remem")
+    workbench.row(SESSIONS, main)
+    workbench.wait_view_description(SESSIONS, "")
+    assert not workbench.count_rows(SESSIONS, r"No agent sessions|Loading")
+
+
+def test_without_a_key_consolidation_asks_for_one_first_then_runs(
+    workbench: Workbench, scenario: Scenario
+) -> None:
+    settings = scenario.home.settings_file
+    settings.write_text(settings.read_text().replace(KEY_ENV, "REMEM_E2E_UNSET_KEY"))  # no key now
+    scenario.fake.reply_with(lambda _body: tool_call(proposal(put("prefer-uv", scenario.main.evidence()))))
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
+    workbench.run_command("Remem: Consolidate Session")
+    warning = workbench.notification(r"cannot consolidate yet: no API key .*REMEM_E2E_UNSET_KEY")
+    workbench.screenshot("no-key")
+    assert {"Enter API Key…", "Select Model…", "Open Settings"} <= set(
+        warning.locator(".monaco-button").all_inner_texts()
+    )
+    warning.locator(".monaco-button", has_text="Enter API Key…").click()
+    box = workbench.page.locator(".quick-input-widget input")
+    box.wait_for(timeout=UI_TIMEOUT_MS)
+    assert box.get_attribute("type") == "password"
+    box.fill("sk-test")  # what the fake model accepts
+    box.press("Enter")
+    workbench.quick_pick_rows("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    workbench.notification(r"1 change")
+    credentials = scenario.home.credentials_file
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and "sk-test" in credentials.read_text()
+
+
+def test_a_cancelled_consolidation_reads_as_cancelled(workbench: Workbench, scenario: Scenario) -> None:
+    released = threading.Event()
+
+    def answer(_body: dict[str, object]) -> Reply:
+        released.wait(timeout=60)  # never answers before the test cancels
+        return tool_call(proposal(put("prefer-uv", scenario.main.evidence())))
+
+    scenario.fake.reply_with(answer)
+    try:
+        workbench.open_container("Remem")
+        workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
+        workbench.run_command("Remem: Consolidate Session")
+        workbench.quick_pick(re.escape(scenario.main.id))
+        progress = workbench.notification(r"Waiting for the model \(step 1\)…")
+        progress.locator(".monaco-button", has_text="Cancel").click()
+        workbench.notification(r"consolidation cancelled; memory is unchanged")
+        workbench.row(SESSIONS, r"○ consolidation cancelled")
+        workbench.screenshot("consolidation-cancelled")
+    finally:
+        released.set()
+    assert not workbench.count_rows(SESSIONS, r"consolidation failed")
+    assert scenario.node(scenario.main.id)["review"]["status"] == "cancelled"
+
+
+def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scenario: Scenario) -> None:
+    main = re.escape(label(scenario.node(scenario.main.id)))
+    orphan = r"^After turn 1 · .*orphan"
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, main).click()
+    workbench.page.keyboard.press("F2")
+    box = workbench.page.locator(".quick-input-widget input")
+    box.wait_for(timeout=UI_TIMEOUT_MS)
+    assert box.input_value() == label(scenario.node(scenario.main.id))  # prefilled with the title
+    box.fill("Move the uploader to the queue")
+    box.press("Enter")
+    workbench.row(SESSIONS, r"^Move the uploader to the queue").click()  # a click opens the transcript
+    heading = workbench.editor("Move the uploader to the queue")
+    workbench.page.locator(".view-line", has_text="# Move the uploader to the queue").first.wait_for(
+        timeout=UI_TIMEOUT_MS
+    )
+    assert "Move the uploader to the queue" in workbench.text_of(heading)
+
+    workbench.row(SESSIONS, orphan).click()
+    workbench.page.keyboard.press("Delete")
+    workbench.wait_view_description(SESSIONS, "1 archived hidden")
+    assert not workbench.count_rows(SESSIONS, orphan)
+    workbench.view(SESSIONS).hover()
+    workbench.page.locator('.part.sidebar .action-label[aria-label="Show Archived Sessions"]').click()
+    archived = workbench.row(SESSIONS, r"^After turn 1 · .*archived")
+    workbench.screenshot("archived-shown")
+    archived.click()
+    workbench.page.keyboard.press("Shift+Delete")
+    badge = workbench.view(SESSIONS).locator(".monaco-list-row", has_text=re.compile(r"· archived"))
+    badge.first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
+    workbench.wait_rows(SESSIONS, orphan, 1)
+    assert scenario.node(scenario.orphan)["archived"] is False
+    assert scenario.node(scenario.main.id)["title"] == "Move the uploader to the queue"
 
 
 def _seed_record(scenario: Scenario) -> Path:

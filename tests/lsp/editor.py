@@ -106,7 +106,8 @@ async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
 
 
 def codes(client: LanguageClient, uri: str) -> list[str]:
-    return sorted(str(d.code) for d in client.diagnostics.get(uri, []))
+    """The rule ids (`remem/<code>`) of the diagnostics published for `uri`."""
+    return sorted(f"{d.source}/{d.code}" for d in client.diagnostics.get(uri, []))
 
 
 def workspace_folder(home: Home, project: str, *, with_info: bool = False) -> Path:

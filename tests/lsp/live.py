@@ -64,7 +64,9 @@ class Editor:
 
 def environment(home: Home, **extra: str) -> dict[str, str]:
     """What the server (and so the daemon it starts) runs with: never the user's own DSH sessions."""
-    env = {k: v for k, v in os.environ.items() if k not in ("REMEM_NO_DAEMON", "REMEM_HOME")}
+    # No real key reaches the tests: a route without one must read as such.
+    dropped = ("REMEM_NO_DAEMON", "REMEM_HOME", "OPENAI_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     return {**env, "DSH_HOME": str(home.root.parent / "no-dsh-home"), KEY_ENV: "sk-test", **extra}
 
 

@@ -56,7 +56,7 @@ async def code_actions(
 ) -> list[types.CodeAction]:
     """The actions offered for the document's current diagnostics with the `wanted` codes."""
     await until(lambda: set(wanted) <= set(codes(client, uri)))
-    diagnostics = [d for d in client.diagnostics[uri] if d.code in wanted]
+    diagnostics = [d for d in client.diagnostics[uri] if f"{d.source}/{d.code}" in wanted]
     where = diagnostics[0].range if diagnostics else types.Range(types.Position(0, 0), types.Position(0, 0))
     params = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
@@ -67,7 +67,7 @@ async def code_actions(
 
 
 def fixing(actions: list[types.CodeAction], code: str) -> list[types.CodeAction]:
-    return [a for a in actions if any(d.code == code for d in a.diagnostics or [])]
+    return [a for a in actions if any(f"{d.source}/{d.code}" == code for d in a.diagnostics or [])]
 
 
 async def apply_fix(
@@ -95,6 +95,8 @@ CASES = [
      "Add `description: Use uv`", False, record("d", description="Use uv", body="# Use uv\nMore.\n")),
     ("key-casing", "k.md", KEY_CASE, "remem/unknown-key",
      "Rename the key to `type`", True, record("k")),
+    ("key-spelling", "s.md", record("s").replace("description:", "descripton:"), "remem/unknown-key",
+     "Rename the key to `description`", False, record("s")),
     ("quote", "q.md", record("q", description="42"), "remem/non-string-value",
      'Quote the value: "42"', True, record("q", description='"42"')),
     ("type-casing", "c.md", record("c", type="Project"), "remem/type-invalid",
@@ -140,7 +142,9 @@ async def test_one_fix_makes_the_text_canonical(client: LanguageClient) -> None:
     uri = open_document(client, workspace_folder(HOME, "canonical") / "crlf.md", text)
     wanted = ("remem/bom", "remem/line-endings", "remem/trailing-newline")
     [action] = await code_actions(client, uri, *wanted)
-    assert action.is_preferred and sorted(str(d.code) for d in action.diagnostics or []) == sorted(wanted)
+    assert action.is_preferred and sorted(f"{d.source}/{d.code}" for d in action.diagnostics or []) == sorted(
+        wanted
+    )
     assert await apply_fix(client, uri, text, action, 2) == record("crlf")
     await until(lambda: codes(client, uri) == [])
 

@@ -18,6 +18,7 @@ from remem.daemon.sessions.factory import SessionSpec, build_session, write_sess
 from remem.daemon.sessions.models import SessionEvent
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
+from remem.lsp.code_lens import _turn_ends
 
 from .editor import begin, change, end, open_document, record
 from .receipted import NAME, Receipted, consolidated, new_home, without_daemon
@@ -74,7 +75,8 @@ def shown(found: list[types.CodeLens]) -> list[tuple[int, str, str, object]]:
 
 
 def transcript_uri(session: str) -> str:
-    return f"remem-session:/{quote(session, safe='')}.md"
+    """As the extension forms it: the id, then the title its tab shows."""
+    return f"remem-session:/{quote(session, safe='')}/{quote('Fix the parser · after turn 2', safe='')}.md"
 
 
 def with_open_turn(receipted: Receipted) -> tuple[str, str]:
@@ -97,13 +99,14 @@ async def test_a_transcript_offers_consolidation_and_branches_at_finished_turns(
     session, markdown = with_open_turn(receipted)
     uri = open_document(client, transcript_uri(session), markdown)
     lines = markdown.splitlines()
-    finished = [n for n, line in enumerate(lines) if line.startswith(("## Turn 1 — ", "## Turn 2 — "))]
-    assert len(finished) == 2 and any(line.startswith("## Turn 3 — interrupted") for line in lines)
+    # A turn's lens sits right after it: above the next turn's heading.
+    after = [n for n, line in enumerate(lines) if line.startswith(("## Turn 2 — ", "## Turn 3 — "))]
+    assert len(after) == 2 and lines[after[1]].startswith("## Turn 3 — interrupted")
     assert shown(await lenses(client, uri)) == [
         (0, "Consolidate this session", "remem.lsp.consolidate", {"session": session}),
         *(
-            (n, "Branch from here", "remem.lsp.fork", {"session": session, "turn": t})
-            for n, t in zip(finished, (1, 2), strict=True)
+            (n, f"Branch after turn {t}", "remem.branchFromTurn", {"session": session, "turn": t})
+            for n, t in zip(after, (1, 2), strict=True)
         ),
     ]
 
@@ -153,3 +156,8 @@ async def test_without_a_daemon_provenance_names_events_and_transcripts_get_noth
     assert title.endswith(f" · review {receipted.review[:12]}") and command == "remem.showReceipt"
     markdown = render_transcript(read_session(receipted.log))
     assert await lenses(degraded, open_document(degraded, transcript_uri(receipted.session), markdown)) == []
+
+
+async def test_the_last_turns_lens_sits_on_the_last_line() -> None:
+    lines = ["# Title", "## Turn 1 — completed — t", "a", "## Turn 2 — completed — t", "b", ""]
+    assert _turn_ends(lines) == [(1, 3), (2, 5)]

@@ -3,6 +3,7 @@ and the model route, against the real daemon the server starts."""
 
 from __future__ import annotations
 
+import stat
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ async def test_branching_asks_first_and_the_child_joins_the_tree(editor: Editor,
         1,
     )
     assert child["title"] == f"{reviewed.title} (1)"
+    assert child["ownPrompt"] is None  # nothing asked in the branch yet
     await until(lambda: bool(editor.notes("remem/treeChanged")))
     assert editor.notes("remem/treeChanged")[0]["root"] == str(reviewed.root)
 
@@ -63,6 +65,8 @@ async def test_rename_archive_and_restore(editor: Editor, reviewed: Receipted) -
     )
     assert (renamed["id"], renamed["title"]) == (reviewed.session, "The first try")
     assert (await tree(editor, reviewed))[reviewed.session]["title"] == "The first try"
+    transcript = await editor.request("remem/transcript", {"id": reviewed.session})
+    assert transcript["markdown"].startswith("# The first try\n")  # the rename reaches the heading
     archived = await editor.command("remem.lsp.archive", {"session": reviewed.session})
     assert archived["archived"] is True and (await tree(editor, reviewed))[reviewed.session]["archived"]
     restored = await editor.command("remem.lsp.restore", {"session": reviewed.session})
@@ -88,6 +92,14 @@ async def test_selecting_a_model_changes_the_route(editor: Editor) -> None:
         "OPENAI_API_KEY",
     )
     assert await editor.request("remem/settings", {}) == chosen
+    assert (chosen["keyReady"], "OPENAI_API_KEY" in chosen["keyProblem"]) == (False, True)
+    stored = await editor.command("remem.lsp.setApiKey", {"provider": "openai", "apiKey": "sk-typed"})
+    assert (stored["provider"], stored["keyReady"], stored["keyProblem"]) == ("openai", True, None)
+    credentials = editor.home.credentials_file
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and "sk-typed" in credentials.read_text()
+    with pytest.raises(JsonRpcException) as local:
+        await editor.command("remem.lsp.setApiKey", {"provider": "ollama", "apiKey": "k"})
+    assert "`ollama` is not a provider that takes an API key" in local.value.message
     with pytest.raises(JsonRpcException) as raised:
         await editor.command("remem.lsp.selectModel", {"provider": "nobody", "model": "m"})
     assert "`nobody` is not a provider; use one of" in raised.value.message

@@ -59,6 +59,14 @@ def progress(editor: Editor, known: set[str]) -> tuple[str, list[Any]]:
     return token, editor.client.progress_reports[token]
 
 
+async def named(editor: Editor, reviewed: Source) -> str:
+    """How the server names the session: its title (as the tree has it) in quotes."""
+    nodes = (await editor.request("remem/sessionTree", {"cwd": reviewed.cwd}))["nodes"]
+    title = next(n["title"] for n in nodes if n["id"] == reviewed.id)
+    assert title, "the factory's sessions have titles"
+    return f"“{title}”"
+
+
 def running(editor: Editor) -> list[str | None]:
     return [status["consolidating"] for status in editor.notes("remem/status")]
 
@@ -80,17 +88,21 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
     }
     assert receipt.is_file()
     _, (begin, *reports, end) = progress(editor, known)
-    assert begin.kind == "begin" and begin.cancellable and reviewed.id in begin.title
+    label = await named(editor, reviewed)
+    assert begin.kind == "begin" and begin.cancellable and begin.title == f"Remem: consolidating {label}"
     assert [r.message for r in reports] == [
         "Reading the session and the memory it is reviewed against",
-        "Asking the model (attempt 1)",
-        "The model answered (step 1)",
-        "Writing memory",
+        "Preparing the request to the model (attempt 1)",
+        "Waiting for the model (step 1)…",
+        "Checking the proposal of step 1",
+        "Committing to memory",
     ]
-    assert end.message == f"Consolidated {reviewed.id}: 1 change to memory."
+    # The session by its title and each change by name; the record and the receipt can be opened.
+    assert end.message == f"Consolidated {label}: 1 change to memory — wrote prefer-uv (feedback)."
     await until(lambda: bool(editor.client.shown_documents))
     [question] = editor.asked
-    assert question.message == end.message and [a.title for a in question.actions or []] == ["Open Receipt"]
+    actions = [a.title for a in question.actions or []]
+    assert question.message == end.message and actions == ["Open Record", "Open Receipt"]
     assert editor.client.shown_documents[0].uri == receipt.as_uri()
     assert reviewed.id in running(editor) and running(editor)[-1] is None
 
@@ -110,10 +122,9 @@ async def test_a_given_token_gets_the_progress_and_a_rerun_asks_no_model(
     assert again == first and again["status"] == "no-change" and fake.count == asked
     begin, freezing, end = editor.client.progress_reports["given"]
     assert freezing.message == "Reading the session and the memory it is reviewed against"  # no model
-    assert (
-        begin.kind == "begin"
-        and end.message == f"Consolidated {reviewed.id}: nothing new to remember, 0 changes to memory."
-    )
+    assert first["status"] == "no-change" and begin.kind == "begin"
+    label = await named(editor, reviewed)
+    assert end.message == f"{label} was already reviewed: nothing new to remember. No model was asked again."
 
 
 async def test_cancelling_the_progress_cancels_the_attempt(
@@ -132,7 +143,7 @@ async def test_cancelling_the_progress_cancels_the_attempt(
     assert receipt["status"] == "cancelled" and "status: cancelled" in receipt["text"]
     assert (
         progress(editor, known)[1][-1].message
-        == f"Consolidation of {reviewed.id} cancelled: 0 changes to memory."
+        == f"Consolidation of {await named(editor, reviewed)} cancelled: 0 changes to memory."
     )
 
 

@@ -50,4 +50,4 @@ async def test_validation_goes_on_and_the_reason_is_shown(client: LanguageClient
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(diagnosed(), 10)
-    assert [d.code for d in client.diagnostics[uri]] == ["remem/global-too-large"]
+    assert [d.code for d in client.diagnostics[uri]] == ["global-too-large"]

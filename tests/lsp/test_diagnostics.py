@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
@@ -52,8 +53,14 @@ async def test_a_record_and_its_siblings_are_judged_together(client: LanguageCli
     (folder / "first.md").write_text(record("first"))
     uri = open_document(client, folder / "second.md", record("second", type="Project"))
     await until(lambda: "remem/type-invalid" in codes(client, uri))
-    problem = next(d for d in client.diagnostics[uri] if d.code == "remem/type-invalid")
-    assert (problem.range.start.line, problem.range.start.character) == (3, 6)
+    problem = next(d for d in client.diagnostics[uri] if d.code == "type-invalid")
+    assert (problem.source, problem.range.start.line, problem.range.start.character) == ("remem", 3, 6)
+    # Shown as remem(type-invalid), the code a link to its rule's row in docs/memory-format.md.
+    assert problem.code_description is not None
+    doc, row = problem.code_description.href.split("#L")
+    assert doc.endswith("/docs/memory-format.md")
+    rule = Path(uris.to_fs_path(doc) or "").read_text().splitlines()[int(row) - 1]
+    assert "`remem/type-invalid`" in rule
     change(client, uri, record("first"), 2)  # now it claims its sibling's name
     await until(lambda: codes(client, uri) == ["remem/name-duplicate", "remem/name-mismatch"])
     change(client, uri, record("second"), 3)

@@ -13,7 +13,9 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.identity import WorkspaceId
-from tests.lsp.editor import record
+from remem.daemon.sessions.factory import SessionSpec, build_session, fork_session, write_session
+from remem.daemon.sessions.projection import Projection
+from tests.lsp.editor import close, open_document, record
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
 
@@ -39,8 +41,47 @@ async def test_the_session_tree_is_the_daemons_flat_tree(editor: Editor, reviewe
     assert (node["id"], node["title"], node["kind"]) == (reviewed.session, reviewed.title, "root")
     assert (node["parent"], node["depth"], node["live"], node["archived"]) == (None, 0, False, False)
     assert node["review"]["state"] == "consolidated"
+    assert "searched" not in await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
+
+
+async def test_a_fork_carries_the_first_line_of_its_own_first_prompt(
+    editor: Editor, reviewed: Receipted, tmp_path: Path
+) -> None:
+    cwd = str(tmp_path / "branched")
+    parent = build_session(SessionSpec(seed=31, turns=3, cwd=cwd))
+    child = fork_session(parent, SessionSpec(seed=32, turns=2, cwd=cwd), after_turn=2)
+    write_session(reviewed.root, parent)
+    write_session(reviewed.root, child)
+    own = next(t for t in Projection().fold(child.events).turns if t.turn > 2)
+    expected = own.user.strip().splitlines()[0][:80]
+    nodes = {n["id"]: n for n in (await editor.request("remem/sessionTree", {"cwd": cwd}))["nodes"]}
+    assert nodes[str(child.header.id)]["ownPrompt"] == expected
+    assert "ownPrompt" not in nodes[str(parent.header.id)]  # only forks need telling apart
+
+
+async def test_the_overview_judges_open_records_with_their_unsaved_text(
+    editor: Editor, reviewed: Receipted
+) -> None:
+    saved = reviewed.record.read_text()
+    uri = open_document(editor.client, reviewed.record, saved.replace("type: feedback", "type: Feedback"))
+    try:
+        edited = await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd})
+        [row] = [r for r in edited["records"] if r["name"] == NAME]
+        assert (row["type"], row["valid"], row["problems"]) == ("Feedback", False, 1)
+    finally:
+        close(editor.client, uri)
+    [row] = [r for r in (await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd}))["records"]]
+    assert (row["type"], row["valid"]) == ("feedback", True) and reviewed.record.read_text() == saved
+
+
+async def test_an_empty_tree_says_where_remem_looked(editor: Editor, reviewed: Receipted) -> None:
     elsewhere = await editor.request("remem/sessionTree", {"cwd": str(Path(reviewed.cwd).parent / "other")})
-    assert elsewhere == {"nodes": []}
+    assert elsewhere["nodes"] == []
+    searched = {entry["path"]: entry["exists"] for entry in elsewhere["searched"]}
+    assert searched[str(reviewed.root)] is True
+    assert searched[str(reviewed.home.sessions)] is True  # remem's own root, where its branches go
+    assert str(reviewed.home.memory) not in searched
+    assert elsewhere["settingsFile"] == str(reviewed.home.settings_file)
 
 
 async def test_turns_say_which_can_be_branched(editor: Editor, reviewed: Receipted) -> None:
@@ -113,6 +154,8 @@ async def test_settings_name_the_route(editor: Editor) -> None:
     )
     assert {"fake", "deepseek", "openai", "ollama"} <= set(settings["providers"])
     assert settings["revision"].startswith("sha256:")
+    assert (settings["keyReady"], settings["keyProblem"]) == (True, None)  # the test's key is set
+    assert settings["settingsFile"].endswith("settings.yml")
 
 
 @pytest.mark.parametrize(

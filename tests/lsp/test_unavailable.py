@@ -68,5 +68,5 @@ async def test_a_daemon_started_once_the_cause_is_fixed_is_joined(editor: Editor
     write_settings(home, "")
     assert remem(home, "daemon", "start").returncode == 0
     await until(lambda: editor.states()[-1:] == ["connected"])
-    assert await editor.request("remem/sessionTree", {"cwd": "/projects/demo"}) == {"nodes": []}
+    assert (await editor.request("remem/sessionTree", {"cwd": "/projects/demo"}))["nodes"] == []
     assert len(editor.client.messages) == 1  # said once, not again on recovery

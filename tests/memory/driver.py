@@ -5,6 +5,7 @@ python -m tests.memory.driver replace-global HOME EXPECTED TEXT
 python -m tests.memory.driver read HOME CWD
 python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
 python -m tests.memory.driver race HOME CWD WORKER COUNT
+python -m tests.memory.driver store-api-key HOME PROVIDER KEY
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from remem.daemon.consolidation.route import store_api_key
 from remem.daemon.home import Home
 from remem.daemon.memory.batch import CHANGES, PutChange
 from remem.daemon.memory.identity import WorkspaceId
@@ -38,6 +40,10 @@ def read(home: str, cwd: str) -> None:
 
 def update_settings(home: str, expected: str, key: str, value: str) -> None:
     print(SettingsStore(Home(Path(home))).update(expected, {key: value}))
+
+
+def store_key(home: str, provider: str, key: str) -> None:
+    store_api_key(Home(Path(home)), provider, key)
 
 
 def race(home: str, cwd: str, worker: str, count: str) -> None:
@@ -75,5 +81,6 @@ if __name__ == "__main__":
         "read": read,
         "update-settings": update_settings,
         "race": race,
+        "store-api-key": store_key,
     }
     commands[command](*args)

@@ -10,6 +10,7 @@ export interface SessionTarget {
   session?: string;
   cwd?: string;
   turn?: number;
+  label?: string; // how the tree or a caller names it, for tab titles
 }
 
 export interface FileTarget {
@@ -25,15 +26,25 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value : undefined;
 }
 
-/** A transcript document's URI path (`/<id>.md`, already decoded) back to the session id. */
+/** A transcript document's URI path (`/<id>/<title>.md` or `/<id>.md`, decoded) back to the session id. */
 export function sessionIdFromTranscriptPath(path: string): string | undefined {
-  const match = /^\/(.+)\.md$/.exec(path);
+  const match = /^\/([^/]+?)(?:\/[^/]*)?\.md$/.exec(path);
   return match ? match[1] : undefined;
 }
 
-/** The `remem-session:` URI of a session's transcript, as the language server forms it. */
-export function transcriptUri(sessionId: string): string {
-  return `${TRANSCRIPT_SCHEME}:/${encodeURIComponent(sessionId)}.md`;
+const TAB_CHARS = 60;
+
+/** A title as the last segment of a path: what the editor's tab shows. */
+function tabName(title: string): string {
+  const flat = title.replace(/[\u0000-\u001f/\\]+/g, ' ').replace(/\s+/g, ' ').trim();
+  return flat.length > TAB_CHARS ? `${flat.slice(0, TAB_CHARS - 1)}…` : flat;
+}
+
+/** The `remem-session:` URI of a session's transcript: `/<id>/<title>.md`, so its tab reads the title. */
+export function transcriptUri(sessionId: string, title?: string): string {
+  const name = title ? tabName(title) : '';
+  const tail = name ? `/${encodeURIComponent(name)}` : '';
+  return `${TRANSCRIPT_SCHEME}:/${encodeURIComponent(sessionId)}${tail}.md`;
 }
 
 export function sessionTarget(arg: unknown): SessionTarget {
@@ -50,6 +61,8 @@ export function sessionTarget(arg: unknown): SessionTarget {
   if (id) target.session = id;
   const cwd = text(arg.cwd);
   if (cwd) target.cwd = cwd;
+  const label = text(arg.label);
+  if (label) target.label = label;
   if (typeof arg.turn === 'number' && Number.isInteger(arg.turn) && arg.turn >= 0) target.turn = arg.turn;
   return target;
 }

@@ -11,10 +11,10 @@ import { RememClient } from './client';
 import * as flows from './flows';
 import { MemoryView } from './memoryView';
 import { TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
-import { SessionsView } from './sessionsView';
+import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
-import { editorUi, errorMessage, workspaceFolders } from './vscodeapi';
+import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
 
@@ -38,7 +38,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   early = undefined;
   client = server;
   const log = server.log;
-  const sessions = new SessionsView(server, workspaceFolders);
+  const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
+  const sessionsTree = vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true });
+  sessions.onDescription = (text) => {
+    sessionsTree.description = text;
+  };
+  /** A keybinding on the tree names no row: it means the selected one. */
+  const row = (arg: unknown): unknown =>
+    typeof arg === 'object' && arg !== null && 'selected' in arg ? sessionsTree.selection[0] : arg;
+  const showArchived = async (show: boolean): Promise<void> => {
+    await vscode.commands.executeCommand('setContext', 'remem.showArchived', show);
+    sessions.setShowArchived(show);
+  };
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
@@ -55,6 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server,
     folders: workspaceFolders,
     now: Date.now,
+    activeSession,
     refreshSessions,
     refreshMemory,
   };
@@ -93,7 +105,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     memory,
     transcripts,
     statusItem,
-    vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true }),
+    sessionsTree,
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     server.onStatus(showStatus),
@@ -101,6 +113,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server.onMemoryChanged(() => {
       refreshMemory();
       refreshSessions(); // review badges follow memory commits
+    }),
+    // The Memory view judges open memory files with their unsaved text, as the squiggles do.
+    vscode.workspace.onDidChangeTextDocument(({ document }) => {
+      if (document.uri.scheme === 'file' && memory.shows(document.uri.fsPath)) refreshMemory();
+    }),
+    vscode.workspace.onDidCloseTextDocument((document) => {
+      if (document.uri.scheme === 'file' && memory.shows(document.uri.fsPath)) refreshMemory();
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {
       refreshSessions();
@@ -116,9 +135,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.openTranscript', (arg) => flows.openTranscript(ctx, arg)),
     command('remem.showReceipt', (arg) => flows.showReceipt(ctx, arg)),
     command('remem.selectModel', () => flows.selectModel(ctx)),
-    command('remem.renameSession', (arg) => flows.renameSession(ctx, arg)),
-    command('remem.archiveSession', (arg) => flows.setArchived(ctx, arg, true)),
-    command('remem.restoreSession', (arg) => flows.setArchived(ctx, arg, false)),
+    command('remem.enterApiKey', () => flows.enterApiKey(ctx)),
+    command('remem.renameSession', (arg) => flows.renameSession(ctx, row(arg))),
+    command('remem.archiveSession', (arg) => flows.setArchived(ctx, row(arg), true)),
+    command('remem.restoreSession', (arg) => flows.setArchived(ctx, row(arg), false)),
+    command('remem.showArchived', () => showArchived(true)),
+    command('remem.hideArchived', () => showArchived(false)),
+    vscode.window.registerFileDecorationProvider(archivedRows),
+    command('remem.openFile', (path) => editorUi.openFile(String(path))),
+    command('remem.learnMore', () => learnMore(context.extensionUri)),
     command('remem.restartServer', () => restart()),
     command('remem.showLog', async () => log.show()),
     command('remem.refreshSessions', async () => refreshSessions()),
@@ -134,6 +159,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export async function deactivate(): Promise<void> {
   await client?.stop();
+}
+
+/** The extension's README (it travels in the package), where sessions and their roots are explained. */
+async function learnMore(extension: vscode.Uri): Promise<void> {
+  await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(extension, 'README.md'));
 }
 
 function debounce(action: () => void): () => void {

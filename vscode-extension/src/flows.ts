@@ -5,7 +5,7 @@
  */
 
 import { fileTarget, sessionTarget, type SessionTarget } from './args';
-import { sessionTitle, shortId } from './format';
+import { sessionLabel, sessionTitle, shortId } from './format';
 import {
   type FlatNode,
   type ForkResult,
@@ -21,6 +21,7 @@ import {
   consolidationPicks,
   type PickItem,
   providerPicks,
+  type SessionPick,
   receiptPicks,
   sessionPicks,
   turnPicks,
@@ -28,12 +29,16 @@ import {
 
 export interface Ui {
   pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }): Promise<T | undefined>;
-  input(options: { title: string; prompt: string; value?: string }): Promise<string | undefined>;
+  input(options: { title: string; prompt: string; value?: string; password?: boolean }): Promise<string | undefined>;
   /** A modal question with one action besides Cancel; true when the action was chosen. */
   confirm(message: string, detail: string, action: string): Promise<boolean>;
   info(message: string, ...actions: string[]): Promise<string | undefined>;
+  warn(message: string, ...actions: string[]): Promise<string | undefined>;
+  showProblems(): Promise<void>;
   openFile(path: string): Promise<void>;
-  openTranscript(session: string): Promise<void>;
+  copy(text: string): Promise<void>;
+  /** `title` names its tab; without it the tab shows the id. */
+  openTranscript(session: string, title?: string): Promise<void>;
 }
 
 export interface Server {
@@ -51,6 +56,8 @@ export interface FlowContext {
   server: Server;
   folders(): Folder[];
   now(): number;
+  /** The session of the transcript in the active editor, if one is. */
+  activeSession(): string | undefined;
   refreshSessions(): void;
   refreshMemory(): void;
 }
@@ -98,6 +105,11 @@ async function sessionsOf(ctx: FlowContext, folder: Folder): Promise<FlatNode[]>
   return tree.nodes;
 }
 
+interface Chosen {
+  session: string;
+  label?: string; // as the tree and the pickers name it
+}
+
 /** The session named by the argument, or the one the user picks from `candidates`. */
 async function chooseSession(
   ctx: FlowContext,
@@ -105,17 +117,37 @@ async function chooseSession(
   candidates: (nodes: FlatNode[], now: number) => ReturnType<typeof sessionPicks>,
   title: string,
   none: string,
-): Promise<string> {
-  if (target.session) return target.session;
+  preferred?: string,
+): Promise<Chosen> {
+  if (target.session) return { session: target.session, label: target.label };
   const folder = await chooseFolder(ctx, target.cwd);
-  const items = candidates(await sessionsOf(ctx, folder), ctx.now());
+  const items = preferredFirst(candidates(await sessionsOf(ctx, folder), ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, none);
-  const pick = await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' });
-  return chosen(pick).session;
+  const pick = chosen(await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' }));
+  return { session: pick.session, label: pick.label };
+}
+
+/** How the tree names `session`, for a command that got only its id (a lens, a link). */
+async function labelOf(ctx: FlowContext, session: string): Promise<string | undefined> {
+  for (const folder of ctx.folders()) {
+    const nodes = await sessionsOf(ctx, folder).catch(() => []);
+    const node = nodes.find((n) => n.id === session);
+    if (node) return sessionLabel(node, nodes.find((n) => n.id === node.parent));
+  }
+  return undefined;
+}
+
+/** `preferred` (the session open in the editor) first, said to be open, so Enter picks it. */
+function preferredFirst(items: SessionPick[], preferred: string | undefined): SessionPick[] {
+  const at = items.findIndex((item) => item.session === preferred);
+  if (at < 0) return items;
+  const open = { ...items[at], description: `open in the editor · ${items[at].description ?? ''}` };
+  return [open, ...items.slice(0, at), ...items.slice(at + 1)];
 }
 
 export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promise<void> {
-  const session = await chooseSession(
+  await ensureRoute(ctx);
+  const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
     consolidationPicks,
@@ -125,32 +157,94 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
   try {
     // The server reports progress and says how many changes were made when it is done.
     await ctx.server.command(ServerCommands.consolidate, { session });
+  } catch (error) {
+    await explainRefusal(ctx, error); // returns once the route was fixed: try once more
+    await ctx.server.command(ServerCommands.consolidate, { session });
   } finally {
     ctx.refreshSessions();
     ctx.refreshMemory();
   }
 }
 
+export const ENTER_KEY = 'Enter API Key…';
+export const SELECT_MODEL = 'Select Model…';
+export const OPEN_SETTINGS = 'Open Settings';
+export const SHOW_PROBLEMS = 'Show Problems';
+
+/** Before a session is asked for: a route without a key is a next step, not a later failure. */
+async function ensureRoute(ctx: FlowContext): Promise<void> {
+  const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
+  if (!settings.keyReady) await offerRouteFixes(ctx, settings);
+}
+
+async function offerRouteFixes(ctx: FlowContext, settings: ModelSettings): Promise<void> {
+  const actions = settings.apiKeyEnv ? [ENTER_KEY, SELECT_MODEL, OPEN_SETTINGS] : [SELECT_MODEL, OPEN_SETTINGS];
+  const choice = await ctx.ui.warn(`Remem cannot consolidate yet: ${settings.keyProblem ?? 'no model route'}`, ...actions);
+  if (choice === ENTER_KEY && (await enterApiKey(ctx, settings.provider)).keyReady) return;
+  if (choice === SELECT_MODEL && (await selectModel(ctx)).keyReady) return;
+  if (choice === OPEN_SETTINGS) await ctx.ui.openFile(settings.settingsFile);
+  throw new Stop();
+}
+
+/** The key of `provider`, typed hidden and stored by the daemon in credentials.yml (mode 0600). */
+export async function enterApiKey(ctx: FlowContext, provider?: string): Promise<ModelSettings> {
+  const name = provider ?? (await ctx.server.request<ModelSettings>(Requests.settings, {})).provider;
+  const answer = await ctx.ui.input({
+    title: `Remem: API key of ${name}`,
+    prompt: 'Stored in remem\'s credentials.yml (readable only by you), where the CLI reads it too',
+    password: true,
+  });
+  const apiKey = chosen(answer).trim();
+  if (!apiKey) return stop(ctx.ui, 'No key given; nothing was stored.');
+  const updated = await ctx.server.command<ModelSettings>(ServerCommands.setApiKey, { provider: name, apiKey });
+  // Not awaited: a message resolves only once dismissed, and the consolidation goes on meanwhile.
+  void ctx.ui.info(`The API key of ${name} is stored; consolidation can use ${updated.provider} / ${updated.model}.`);
+  return updated;
+}
+
+/** Refusals the user can act on get their next step; anything else is the command's error. */
+async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
+  const code = refusalCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (code === 'MEMORY_INVALID') {
+    if (await ctx.ui.warn(`Not consolidated: ${message}`, SHOW_PROBLEMS)) await ctx.ui.showProblems();
+    throw new Stop();
+  }
+  if (code !== 'NO_ROUTE') throw error;
+  await offerRouteFixes(ctx, await ctx.server.request<ModelSettings>(Requests.settings, {}));
+}
+
+function refusalCode(error: unknown): string | undefined {
+  const data = typeof error === 'object' && error !== null && 'data' in error ? error.data : undefined;
+  return typeof data === 'object' && data !== null && 'code' in data && typeof data.code === 'string'
+    ? data.code
+    : undefined;
+}
+
 export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {
   const target = sessionTarget(arg);
-  const session = await chooseSession(
+  const { session, label } = await chooseSession(
     ctx,
     target,
     sessionPicks,
     'Remem: Branch from Turn…',
     'This workspace has no sessions to branch from.',
+    ctx.activeSession(),
   );
   const turn = target.turn ?? (await chooseTurn(ctx, session));
   const confirmed = await ctx.ui.confirm(`Branch the session after turn ${turn}?`, BRANCH_WARNING, 'Branch');
   if (!confirmed) return null;
   const result = await ctx.server.command<ForkResult>(ServerCommands.fork, { session, turn, confirmed: true });
   ctx.refreshSessions();
-  if (result.id) {
-    const open = await ctx.ui.info(`Branched into session ${shortId(result.id)}.`, 'Open Transcript');
-    if (open) await ctx.ui.openTranscript(result.id);
-  }
+  if (!result.id) throw new Error('remem: the server made no branch; see the log.');
+  const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
+  await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
+  const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it in DSH by its id.`;
+  if (await ctx.ui.info(message, COPY_ID)) await ctx.ui.copy(result.id);
   return result.id;
 }
+
+export const COPY_ID = 'Copy Session Id';
 
 async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
   const { turns } = await ctx.server.request<TurnsResult>(Requests.sessionTurns, { id: session });
@@ -164,14 +258,14 @@ async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
 }
 
 export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<void> {
-  const session = await chooseSession(
+  const { session, label } = await chooseSession(
     ctx,
     sessionTarget(arg),
     sessionPicks,
     'Remem: Open Session Transcript',
     'This workspace has no sessions yet.',
   );
-  await ctx.ui.openTranscript(session);
+  await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)));
 }
 
 async function overview(ctx: FlowContext, cwd?: string): Promise<MemoryOverview> {
@@ -233,14 +327,18 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   const model = chosen(answer).trim();
   if (!model) return stop(ctx.ui, 'No model given; the consolidation model is unchanged.');
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
-  const key = updated.apiKeyEnv ? ` It reads its API key from $${updated.apiKeyEnv}.` : '';
-  await ctx.ui.info(`Consolidation now uses ${updated.provider} / ${updated.model}.${key}`);
-  return updated;
+  const now = `Consolidation now uses ${updated.provider} / ${updated.model}`;
+  if (updated.keyReady) {
+    await ctx.ui.info(`${now}; ${updated.apiKeyEnv ? 'its API key is set' : 'it needs no API key'}.`);
+    return updated;
+  }
+  const choice = await ctx.ui.warn(`${now}, but it has no API key yet: ${updated.keyProblem ?? ''}`, ENTER_KEY);
+  return choice === ENTER_KEY ? enterApiKey(ctx, updated.provider) : updated;
 }
 
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
   const target = sessionTarget(arg);
-  const session = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
+  const { session } = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
   const current = isNodeArg(arg) ? sessionTitle(arg.node) : '';
   const answer = await ctx.ui.input({
     title: 'Remem: Rename Session',
@@ -253,12 +351,12 @@ export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<vo
 }
 
 export async function setArchived(ctx: FlowContext, arg: unknown, archived: boolean): Promise<void> {
-  const session = await chooseSession(
+  const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
-    sessionPicks,
-    archived ? 'Remem: Archive' : 'Remem: Restore',
-    'No sessions here.',
+    (nodes, now) => sessionPicks(nodes.filter((n) => n.archived !== archived), now), // what it would change
+    archived ? 'Remem: Archive Session' : 'Remem: Restore Session',
+    archived ? 'No session here to archive.' : 'No archived session here to restore.',
   );
   await ctx.server.command(archived ? ServerCommands.archive : ServerCommands.restore, { session });
   ctx.refreshSessions();

@@ -29,29 +29,58 @@ export function sessionTitle(node: Pick<FlatNode, 'id' | 'title'>): string {
   return title ? title : `Untitled ${shortId(node.id)}`;
 }
 
+const COUNTER = /^(.*?)\s*[(（](\d+)[)）]$/u; // DSH's default branch title: the parent's plus " (N)"
+
+function withoutCounter(title: string): string {
+  return COUNTER.exec(title)?.[1] ?? title;
+}
+
+/**
+ * A branch's name: "After turn N · " and what is its own — the title it was given, else the
+ * first line of its own first prompt, else "new branch (N)" — since a default title only
+ * repeats the parent's. Any other session: its title.
+ */
+export function sessionLabel(node: FlatNode, parent: Pick<FlatNode, 'id' | 'title'> | undefined): string {
+  if (node.kind !== 'fork' || node.forkTurn === null) return sessionTitle(node);
+  const title = node.title?.trim() ?? '';
+  const inherited = !title || (parent?.title != null && withoutCounter(title) === withoutCounter(parent.title.trim()));
+  const counter = COUNTER.exec(title)?.[2];
+  const own = !inherited ? title : node.ownPrompt?.trim() || `new branch${counter ? ` (${counter})` : ''}`;
+  return `After turn ${node.forkTurn} · ${own}`;
+}
+
 export function reviewStateName(review: ReviewState | null | undefined): ReviewStateName {
   if (!review) return 'never';
   return typeof review === 'string' ? review : review.state;
 }
 
-const REVIEW_BADGES: Record<ReviewStateName, string | null> = {
+/** A state as shown: the daemon counts a cancelled review as `failed`, but the user chose it. */
+type ShownState = ReviewStateName | 'cancelled';
+
+const REVIEW_BADGES: Record<ShownState, string | null> = {
   never: null,
   consolidated: '✓ consolidated',
   'no-change': '✓ reviewed, no change',
   failed: '✗ consolidation failed',
+  cancelled: '○ consolidation cancelled',
   pending: '… consolidation pending',
   changed: '△ changed since consolidated',
 };
 
+function shownState(review: ReviewState | null | undefined): ShownState {
+  const name = reviewStateName(review);
+  return name === 'failed' && typeof review === 'object' && review?.status === 'cancelled' ? 'cancelled' : name;
+}
+
 /** The review state as a short badge, or null when the session was never consolidated. */
 export function reviewBadge(review: ReviewState | null | undefined): string | null {
-  return REVIEW_BADGES[reviewStateName(review)];
+  return REVIEW_BADGES[shownState(review)];
 }
 
 /** The review state in words, for tooltips and pickers (never null). */
 export function reviewText(review: ReviewState | null | undefined): string {
-  const name = reviewStateName(review);
+  const name = shownState(review);
   if (name === 'never') return 'not consolidated yet';
-  const status = typeof review === 'object' && review?.status ? ` (${review.status})` : '';
+  const status = typeof review === 'object' && review?.status && name !== 'cancelled' ? ` (${review.status})` : '';
   return `${REVIEW_BADGES[name]?.replace(/^\S+ /, '')}${status}`;
 }

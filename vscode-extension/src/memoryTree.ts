@@ -67,10 +67,11 @@ export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode 
 const SUCCEEDED = new Set(['committed', 'no-change']);
 const IN_FLIGHT = new Set(['prepared', 'running', 'proposed', 'committing']);
 
-/** Receipt statuses as the daemon names them; anything else is a final failure. */
+/** Receipt statuses as the daemon names them; anything else is a final failure, but a cancel is the user's. */
 function receiptIcon(status: string): ItemIcon {
   if (SUCCEEDED.has(status)) return VALID;
   if (IN_FLIGHT.has(status)) return { id: 'loading' };
+  if (status === 'cancelled') return { id: 'circle-slash' };
   return INVALID;
 }
 

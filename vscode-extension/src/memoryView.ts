@@ -1,5 +1,7 @@
 /** The Memory view: Global memory, this workspace's records and recent receipts; a click opens the file. */
 
+import * as path from 'node:path';
+
 import * as vscode from 'vscode';
 
 import { type FolderElement, FolderView } from './folderView';
@@ -42,9 +44,19 @@ export class MemoryView extends FolderView<MemoryEntry> {
     return item;
   }
 
+  private readonly shown = new Map<string, MemoryOverview>();
+
+  /** Whether the file at `fsPath` is one this view judges: an edit to it changes what it shows. */
+  shows(fsPath: string): boolean {
+    return [...this.shown.values()].some(
+      (o) => o.global.path === fsPath || (o.workspace.folder !== null && path.dirname(fsPath) === o.workspace.folder),
+    );
+  }
+
   protected async topOf(cwd: string): Promise<MemoryEntry[]> {
     try {
       const overview = await this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
+      this.shown.set(cwd, overview);
       return memoryNodes(overview, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
     } catch (error) {
       return [{ type: 'memory', cwd, node: { kind: 'note', id: 'error', label: errorMessage(error) } }];

@@ -1,6 +1,6 @@
 /** Quick-pick items for the palette commands, as plain data (`vscode.QuickPickItem`-shaped). */
 
-import { age, reviewText, sessionTitle, shortId } from './format';
+import { age, reviewText, sessionLabel, shortId } from './format';
 import type { FlatNode, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
 import { isEligible } from './sessionTree';
 
@@ -35,26 +35,31 @@ function lineage(node: FlatNode): string {
   return node.kind === 'subagent' ? 'subagent' : 'session';
 }
 
-export function sessionPick(node: FlatNode, nowMs: number): SessionPick {
+export function sessionPick(node: FlatNode, nowMs: number, parent?: FlatNode): SessionPick {
   const state = [age(node.createdAt, nowMs), reviewText(node.review)];
   if (node.live) state.push('live');
   if (node.archived) state.push('archived');
   return {
-    label: sessionTitle(node),
+    label: sessionLabel(node, parent),
     description: state.join(' · '),
     detail: `${lineage(node)} · ${node.id}`,
     session: node.id,
   };
 }
 
+function picksOf(shown: readonly FlatNode[], all: readonly FlatNode[], nowMs: number): SessionPick[] {
+  const byId = new Map(all.map((n) => [n.id, n]));
+  return newestFirst(shown).map((n) => sessionPick(n, nowMs, n.parent === null ? undefined : byId.get(n.parent)));
+}
+
 /** The sessions the daemon would consolidate (finished, not archived), newest first. */
 export function consolidationPicks(nodes: readonly FlatNode[], nowMs: number): SessionPick[] {
-  return newestFirst(nodes.filter(isEligible)).map((n) => sessionPick(n, nowMs));
+  return picksOf(nodes.filter(isEligible), nodes, nowMs);
 }
 
 /** Every session of the workspace, newest first (transcripts, branching, renaming). */
 export function sessionPicks(nodes: readonly FlatNode[], nowMs: number): SessionPick[] {
-  return newestFirst(nodes).map((n) => sessionPick(n, nowMs));
+  return picksOf(nodes, nodes, nowMs);
 }
 
 const PROMPT_CHARS = 120;

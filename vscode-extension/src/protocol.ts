@@ -26,6 +26,7 @@ export const ServerCommands = {
   archive: 'remem.lsp.archive',
   restore: 'remem.lsp.restore',
   selectModel: 'remem.lsp.selectModel',
+  setApiKey: 'remem.lsp.setApiKey',
 } as const;
 
 export const TRANSCRIPT_SCHEME = 'remem-session';
@@ -47,10 +48,19 @@ export interface FlatNode {
   review: ReviewState;
   parent: string | null;
   depth: number;
+  ownPrompt?: string | null; // forks: the first line of their first prompt after the fork point
 }
 
+export interface SearchedRoot {
+  path: string;
+  exists: boolean;
+}
+
+/** `searched` and `settingsFile` come only with an empty tree: where the server looked. */
 export interface SessionTreeResult {
   nodes: FlatNode[];
+  searched?: SearchedRoot[];
+  settingsFile?: string;
 }
 
 export interface TurnRow {
@@ -111,6 +121,9 @@ export interface ModelSettings {
   providers: string[];
   apiKeyEnv: string | null;
   revision: string;
+  keyReady: boolean; // the route resolves: a key was found, or none is needed
+  keyProblem: string | null; // what to set when it does not
+  settingsFile: string;
 }
 
 export interface ForkResult {

@@ -4,7 +4,7 @@
  * context value for the menus). The view module only turns these into `vscode.TreeItem`s.
  */
 
-import { age, reviewBadge, reviewStateName, reviewText, sessionTitle, shortId } from './format';
+import { age, reviewBadge, reviewStateName, reviewText, sessionLabel, sessionTitle, shortId } from './format';
 import type { FlatNode } from './protocol';
 
 export class SessionForest {
@@ -55,6 +55,13 @@ export interface SessionItem {
   expanded: boolean | null; // null: no children, nothing to expand
 }
 
+/** The nodes the view shows: archived ones only when asked for; how many it hides. A child of a
+ * hidden session stands as a root (the forest roots a node whose parent is not in the list). */
+export function visibleNodes(nodes: readonly FlatNode[], showArchived: boolean): { nodes: FlatNode[]; hidden: number } {
+  const shown = showArchived ? [...nodes] : nodes.filter((n) => !n.archived);
+  return { nodes: shown, hidden: nodes.length - shown.length };
+}
+
 /** Whether the daemon would consolidate this session (it refuses live and archived ones). */
 export function isEligible(node: FlatNode): boolean {
   return !node.live && !node.archived;
@@ -81,7 +88,6 @@ export function sessionBadges(node: FlatNode): string[] {
 
 export function sessionDescription(node: FlatNode, nowMs: number): string {
   const parts: string[] = [];
-  if (node.kind === 'fork' && node.forkTurn !== null) parts.push(`from turn ${node.forkTurn}`);
   if (node.kind === 'subagent') parts.push('subagent');
   parts.push(age(node.createdAt, nowMs));
   return [...parts, ...sessionBadges(node)].join(' · ');
@@ -117,7 +123,7 @@ export function sessionContextValue(node: FlatNode): string {
 
 export function sessionItem(forest: SessionForest, node: FlatNode, nowMs: number): SessionItem {
   return {
-    label: sessionTitle(node),
+    label: sessionLabel(node, node.parent === null ? undefined : forest.get(node.parent)),
     description: sessionDescription(node, nowMs),
     tooltip: sessionTooltip(node),
     icon: sessionIcon(node),

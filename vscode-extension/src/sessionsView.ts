@@ -1,20 +1,69 @@
 /** The Session Branches view: the lineage forest of each workspace folder as a tree. */
 
+import * as os from 'node:os';
+
 import * as vscode from 'vscode';
 
 import { type FolderElement, FolderView } from './folderView';
+import type { Folder, Server } from './flows';
 import { Requests, type FlatNode, type SessionTreeResult } from './protocol';
-import { SessionForest, sessionItem } from './sessionTree';
+import { emptyRows, FolderSessions, type KeptState, type NoteRow } from './sessionsState';
+import { SessionForest, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
 type SessionEntry =
-  | { type: 'session'; cwd: string; node: FlatNode }
+  | { type: 'session'; cwd: string; node: FlatNode; label?: string }
+  | { type: 'note'; cwd: string; row: NoteRow; index: number }
   | { type: 'message'; cwd: string; text: string };
 
 export type SessionElement = FolderElement | SessionEntry;
 
+const LOADING: NoteRow = { label: 'Loading the sessions of this workspace…', tooltip: 'Asking remem', icon: 'loading~spin' };
+
+const ROW_SCHEME = 'remem-session-row';
+
+/** Archived sessions' rows in the disabled color. */
+export const archivedRows: vscode.FileDecorationProvider = {
+  provideFileDecoration(uri) {
+    if (uri.scheme !== ROW_SCHEME || uri.query !== 'archived') return undefined;
+    return { color: new vscode.ThemeColor('disabledForeground'), tooltip: 'Archived' };
+  },
+};
+
 export class SessionsView extends FolderView<SessionEntry> {
   private readonly forests = new Map<string, SessionForest>();
+  private readonly state: FolderSessions;
+  private readonly hiddenArchived = new Map<string, number>();
+  private showArchived = false;
+  /** Called with the view's description: "refreshing…" while a kept tree shows, archived hidden. */
+  onDescription: (text: string | undefined) => void = () => undefined;
+
+  constructor(server: Server, folders: () => Folder[], kept: KeptState) {
+    super(server, folders);
+    const ask = (cwd: string) => server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
+    this.state = new FolderSessions(kept, ask, () => super.refresh(), errorMessage);
+  }
+
+  /** Ask the server again; the rows shown stay until its answer replaces them. */
+  override refresh(): void {
+    this.state.refresh();
+  }
+
+  /** Archived sessions are hidden unless asked for; the choice holds until the window closes. */
+  setShowArchived(show: boolean): void {
+    this.showArchived = show;
+    super.refresh();
+  }
+
+  override async getChildren(element?: SessionElement): Promise<SessionElement[]> {
+    const children = await super.getChildren(element);
+    if (!element) {
+      const hidden = [...this.hiddenArchived.values()].reduce((sum, n) => sum + n, 0);
+      const parts = [this.state.refreshing ? 'refreshing…' : '', hidden ? `${hidden} archived hidden` : ''];
+      this.onDescription(parts.filter(Boolean).join(' · ') || undefined);
+    }
+    return children;
+  }
 
   protected childrenOf(element: SessionEntry): SessionEntry[] {
     if (element.type !== 'session') return [];
@@ -29,6 +78,7 @@ export class SessionsView extends FolderView<SessionEntry> {
       item.tooltip = element.text;
       return item;
     }
+    if (element.type === 'note') return noteItem(element);
     const forest = this.forests.get(element.cwd) ?? new SessionForest([element.node]);
     const described = sessionItem(forest, element.node, Date.now());
     const state =
@@ -40,19 +90,37 @@ export class SessionsView extends FolderView<SessionEntry> {
     const color = described.icon.color ? new vscode.ThemeColor(described.icon.color) : undefined;
     item.iconPath = new vscode.ThemeIcon(described.icon.id, color);
     item.contextValue = described.contextValue;
+    // The decoration provider dims archived rows (a tree item's label takes no color of its own).
+    item.resourceUri = vscode.Uri.from({ scheme: ROW_SCHEME, path: `/${element.node.id}`, query: element.node.archived ? 'archived' : '' });
+    element.label = described.label; // commands on this row name the session as the row does
     item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [element] };
     return item;
   }
 
   protected async topOf(cwd: string): Promise<SessionEntry[]> {
-    try {
-      const result = await this.server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
-      const forest = new SessionForest(result.nodes);
-      this.forests.set(cwd, forest);
-      return forest.roots().map((node) => ({ type: 'session', cwd, node }));
-    } catch (error) {
+    const shown = this.state.shown(cwd);
+    if (shown.kind === 'error') {
       this.forests.delete(cwd);
-      return [{ type: 'message', cwd, text: errorMessage(error) }];
+      return [{ type: 'message', cwd, text: shown.message }];
     }
+    if (shown.kind === 'loading') return [{ type: 'note', cwd, row: LOADING, index: 0 }];
+    const visible = visibleNodes(shown.result.nodes, this.showArchived);
+    this.hiddenArchived.set(cwd, visible.hidden);
+    const forest = new SessionForest(visible.nodes);
+    this.forests.set(cwd, forest);
+    if (shown.result.nodes.length === 0) {
+      return emptyRows(shown.result, os.homedir()).map((row, index) => ({ type: 'note', cwd, row, index }));
+    }
+    return forest.roots().map((node) => ({ type: 'session', cwd, node }));
   }
+}
+
+function noteItem({ cwd, row, index }: { cwd: string; row: NoteRow; index: number }): vscode.TreeItem {
+  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+  item.id = `note:${cwd}:${index}:${row.label}`;
+  item.description = row.description;
+  item.tooltip = row.tooltip;
+  item.iconPath = new vscode.ThemeIcon(row.icon);
+  if (row.command) item.command = { command: row.command.id, title: row.label, arguments: row.command.arguments };
+  return item;
 }

@@ -5,9 +5,10 @@
 
 import * as vscode from 'vscode';
 
-import { transcriptUri } from './args';
+import { sessionIdFromTranscriptPath, transcriptUri } from './args';
 import type { Folder, Ui } from './flows';
 import type { PickItem } from './picks';
+import { TRANSCRIPT_SCHEME } from './protocol';
 
 export const editorUi: Ui = {
   async pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }) {
@@ -23,6 +24,7 @@ export const editorUi: Ui = {
       title: options.title,
       prompt: options.prompt,
       value: options.value,
+      password: options.password,
       ignoreFocusOut: true,
     });
   },
@@ -33,14 +35,29 @@ export const editorUi: Ui = {
   async info(message, ...actions) {
     return vscode.window.showInformationMessage(message, ...actions);
   },
+  async warn(message, ...actions) {
+    return vscode.window.showWarningMessage(message, ...actions);
+  },
+  async showProblems() {
+    await vscode.commands.executeCommand('workbench.actions.view.problems');
+  },
+  async copy(text) {
+    await vscode.env.clipboard.writeText(text);
+  },
   async openFile(path) {
     await vscode.window.showTextDocument(vscode.Uri.file(path), { preview: false });
   },
-  async openTranscript(session) {
-    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(transcriptUri(session)));
+  async openTranscript(session, title) {
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(transcriptUri(session, title)));
     await vscode.window.showTextDocument(document, { preview: false });
   },
 };
+
+/** The session of the transcript in the active editor, if one is. */
+export function activeSession(): string | undefined {
+  const uri = vscode.window.activeTextEditor?.document.uri;
+  return uri?.scheme === TRANSCRIPT_SCHEME ? sessionIdFromTranscriptPath(uri.path) : undefined;
+}
 
 /** The open workspace's folders that are on disk (remem keys memory and sessions by folder path). */
 export function workspaceFolders(): Folder[] {

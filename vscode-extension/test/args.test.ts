@@ -20,10 +20,18 @@ test('nothing usable means nothing chosen: the command asks instead', () => {
   assert.deepEqual(sessionTarget({ scheme: 'remem-session', path: '/no-suffix' }), {});
 });
 
-test('transcript URIs encode the id and read back to it', () => {
+test('transcript URIs encode the id and read back to it; a title names the tab, never the id alone', () => {
   assert.equal(transcriptUri('session-a b'), 'remem-session:/session-a%20b.md');
+  assert.equal(transcriptUri('s1', 'Fix a/b\nnow'), 'remem-session:/s1/Fix%20a%20b%20now.md');
+  assert.equal(transcriptUri('s1', 'x'.repeat(70)), `remem-session:/s1/${'x'.repeat(59)}%E2%80%A6.md`);
   // VS Code hands the provider the decoded path.
   assert.equal(sessionIdFromTranscriptPath('/session-a b.md'), 'session-a b');
+  assert.equal(sessionIdFromTranscriptPath('/s1/After turn 2 · Fix it.md'), 's1');
+  assert.deepEqual(sessionTarget({ type: 'session', cwd: '/p', node: node('s1'), label: 'Fix it' }), {
+    session: 's1',
+    cwd: '/p',
+    label: 'Fix it',
+  });
 });
 
 test('a receipt is named by the Memory item it was opened from, or by review id', () => {

@@ -14,8 +14,11 @@ class Harness implements flows.Ui, flows.Server {
   inputs: Array<string | undefined> = [];
   confirmAnswer = true;
   confirmed: Array<[string, string]> = [];
-  responses: Record<string, unknown> = {};
+  responses: Record<string, unknown> = { 'remem/settings': ROUTE };
   folders: flows.Folder[] = [{ name: 'proj', cwd: '/proj' }];
+  active: string | undefined = undefined;
+  copied: string[] = [];
+  infoAnswer: string | undefined = undefined;
   sessionRefreshes = 0;
   memoryRefreshes = 0;
 
@@ -24,6 +27,7 @@ class Harness implements flows.Ui, flows.Server {
     server: this,
     folders: () => this.folders,
     now: () => NOW,
+    activeSession: () => this.active,
     refreshSessions: () => this.sessionRefreshes++,
     refreshMemory: () => this.memoryRefreshes++,
   };
@@ -44,13 +48,26 @@ class Harness implements flows.Ui, flows.Server {
   }
   async info(message: string) {
     this.asked.push(`info:${message}`);
-    return undefined;
+    return this.infoAnswer;
+  }
+  warnings: string[] = [];
+  warnAnswers: Array<string | undefined> = [];
+  problemsShown = 0;
+  async warn(message: string) {
+    this.warnings.push(message);
+    return this.warnAnswers.shift();
+  }
+  async showProblems() {
+    this.problemsShown++;
+  }
+  async copy(text: string) {
+    this.copied.push(text);
   }
   async openFile(path: string) {
     this.opened.push(path);
   }
-  async openTranscript(session: string) {
-    this.opened.push(`transcript:${session}`);
+  async openTranscript(session: string, title?: string) {
+    this.opened.push(`transcript:${session}${title ? `:${title}` : ''}`);
   }
   async request<R>(method: string, params: object): Promise<R> {
     this.sent.push([method, params]);
@@ -62,6 +79,17 @@ class Harness implements flows.Ui, flows.Server {
   }
 }
 
+const ROUTE = {
+  provider: 'deepseek',
+  model: 'deepseek-v4-flash',
+  providers: ['deepseek', 'openai', 'ollama'],
+  apiKeyEnv: 'DEEPSEEK_API_KEY',
+  revision: 'r',
+  keyReady: true,
+  keyProblem: null,
+  settingsFile: '/h/settings.yml',
+};
+const NO_KEY = { ...ROUTE, keyReady: false, keyProblem: 'no API key for provider `deepseek`: set DEEPSEEK_API_KEY' };
 const byLabel = (label: string) => (items: PickItem[]) => items.find((i) => i.label === label);
 const TURNS = {
   turns: [
@@ -76,9 +104,10 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
   h.picks.push(byLabel('Title of session-main'));
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.deepEqual(h.asked, [
-    'pick:Remem: Consolidate Session:Title of session-fork|Untitled helper|Title of session-main',
+    'pick:Remem: Consolidate Session:After turn 2 · Title of session-fork|Untitled helper|Title of session-main',
   ]);
   assert.deepEqual(h.sent, [
+    ['remem/settings', {}], // the route is checked before a session is asked for
     ['remem/sessionTree', { cwd: '/proj' }],
     ['remem.lsp.consolidate', { session: 'session-main' }],
   ]);
@@ -89,13 +118,13 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
 test('consolidate from a tree item asks nothing; a dismissed pick sends nothing', async () => {
   const h = new Harness();
   await flows.run(() => flows.consolidateSession(h.ctx, { type: 'session', cwd: '/proj', node: node('s9') }));
-  assert.deepEqual(h.sent, [['remem.lsp.consolidate', { session: 's9' }]]);
+  assert.deepEqual(h.sent.slice(1), [['remem.lsp.consolidate', { session: 's9' }]]);
 
   const dismissed = new Harness();
   dismissed.responses['remem/sessionTree'] = { nodes: FAMILY };
   dismissed.picks.push(() => undefined);
   await flows.run(() => flows.consolidateSession(dismissed.ctx));
-  assert.deepEqual(dismissed.sent, [['remem/sessionTree', { cwd: '/proj' }]]);
+  assert.deepEqual(dismissed.sent.slice(1), [['remem/sessionTree', { cwd: '/proj' }]]);
 });
 
 test('with nothing eligible the user is told why instead of seeing an empty picker', async () => {
@@ -104,7 +133,7 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.equal(h.asked.length, 1);
   assert.match(h.asked[0], /^info:No finished session of this workspace can be consolidated/);
-  assert.equal(h.sent.length, 1);
+  assert.equal(h.sent.length, 2);
 });
 
 test('branch: pick session and turn, confirm the warning, fork with confirmed: true', async () => {
@@ -126,6 +155,33 @@ test('branch: pick session and turn, confirm the warning, fork with confirmed: t
     ['remem.lsp.fork', { session: 'session-main', turn: 1, confirmed: true }],
   ]);
   assert.equal(h.sessionRefreshes, 1);
+  // Success says so, opens the child (its tab named, never a bare id) and offers its id to resume it.
+  assert.deepEqual(h.opened, ['transcript:session-child:After turn 1 of Title of session-main']);
+  assert.equal(
+    h.asked.at(-1),
+    'info:Branched “Title of session-main” after turn 1: the new session is open. Resume it in DSH by its id.',
+  );
+  assert.deepEqual(h.copied, []);
+});
+
+test('branch from the palette offers the transcript in the active editor first; its id can be copied', async () => {
+  const h = new Harness();
+  h.active = 'session-fork';
+  h.infoAnswer = flows.COPY_ID;
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem/sessionTurns'] = TURNS;
+  h.responses['remem.lsp.fork'] = { id: 'session-child' };
+  let offered: PickItem[] = [];
+  h.picks.push((items) => {
+    offered = items;
+    return items[0];
+  }, byLabel('Turn 2'));
+  await flows.run(() => flows.branchFromTurn(h.ctx));
+  assert.equal(offered[0].label, 'After turn 2 · Title of session-fork');
+  assert.match(offered[0].description ?? '', /^open in the editor · /);
+  assert.equal(offered.length, FAMILY.length);
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.fork', { session: 'session-fork', turn: 2, confirmed: true }]);
+  assert.deepEqual(h.copied, ['session-child']);
 });
 
 test('branch declined at the confirmation forks nothing', async () => {
@@ -160,7 +216,7 @@ test('with several folders the user picks one; with none the flow explains', asy
   h.picks.push(byLabel('b'), byLabel('Title of s1'));
   await flows.run(() => flows.openTranscript(h.ctx));
   assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/b' }]]);
-  assert.deepEqual(h.opened, ['transcript:s1']);
+  assert.deepEqual(h.opened, ['transcript:s1:Title of s1']); // the tab reads the title
 
   const none = new Harness();
   none.folders = [];
@@ -198,28 +254,65 @@ test('memory files open where the overview says they are', async () => {
 
 test('select model: provider pick, model input prefilled for the current provider, then the command', async () => {
   const h = new Harness();
-  h.responses['remem/settings'] = {
-    provider: 'deepseek',
-    model: 'deepseek-v4-flash',
-    providers: ['deepseek', 'openai'],
-    apiKeyEnv: 'DEEPSEEK_API_KEY',
-    revision: 'r',
-  };
-  h.responses['remem.lsp.selectModel'] = {
-    provider: 'openai',
-    model: 'gpt-5',
-    providers: ['deepseek', 'openai'],
-    apiKeyEnv: 'OPENAI_API_KEY',
-    revision: 's',
-  };
+  h.responses['remem.lsp.selectModel'] = { ...ROUTE, provider: 'openai', model: 'gpt-5', apiKeyEnv: 'OPENAI_API_KEY' };
   h.picks.push(byLabel('openai'));
   h.inputs.push('  gpt-5 ');
   await flows.run(() => flows.selectModel(h.ctx));
   assert.deepEqual(h.sent[1], ['remem.lsp.selectModel', { provider: 'openai', model: 'gpt-5' }]);
-  assert.deepEqual(h.asked.slice(1), [
-    'input:',
-    'info:Consolidation now uses openai / gpt-5. It reads its API key from $OPENAI_API_KEY.',
+  assert.deepEqual(h.asked.slice(1), ['input:', 'info:Consolidation now uses openai / gpt-5; its API key is set.']);
+
+  // A route without a key says so and offers to enter one.
+  const keyless = new Harness();
+  keyless.responses['remem.lsp.selectModel'] = { ...NO_KEY, provider: 'openai', model: 'gpt-5' };
+  keyless.picks.push(byLabel('openai'));
+  keyless.inputs.push('gpt-5');
+  keyless.warnAnswers.push(undefined);
+  await flows.run(() => flows.selectModel(keyless.ctx));
+  assert.match(keyless.warnings[0], /^Consolidation now uses openai \/ gpt-5, but it has no API key yet: no API key/);
+});
+
+test('no key: before any session is asked for, Enter API Key… stores it and the consolidation goes on', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = NO_KEY;
+  h.responses['remem.lsp.setApiKey'] = ROUTE;
+  h.warnAnswers.push(flows.ENTER_KEY);
+  h.inputs.push(' sk-typed ');
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.match(h.warnings[0], /^Remem cannot consolidate yet: no API key for provider `deepseek`/);
+  assert.deepEqual(h.sent, [
+    ['remem/settings', {}],
+    ['remem.lsp.setApiKey', { provider: 'deepseek', apiKey: 'sk-typed' }],
+    ['remem.lsp.consolidate', { session: 's1' }],
   ]);
+});
+
+test('no key: Open Settings opens settings.yml and nothing is consolidated; a dismissal neither', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = NO_KEY;
+  h.warnAnswers.push(flows.OPEN_SETTINGS, undefined);
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.deepEqual(h.opened, ['/h/settings.yml']);
+  assert.deepEqual(h.sent, [
+    ['remem/settings', {}],
+    ['remem/settings', {}],
+  ]);
+});
+
+test('invalid memory is a refusal that points to the Problems panel, not an error', async () => {
+  const h = new Harness();
+  const refusal = Object.assign(new Error('workspace memory is invalid; fix memory first'), {
+    data: { code: 'MEMORY_INVALID' },
+  });
+  h.command = async <R>(id: string, arg: object): Promise<R> => {
+    h.sent.push([id, arg]);
+    throw refusal;
+  };
+  h.warnAnswers.push(flows.SHOW_PROBLEMS);
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.deepEqual(h.warnings, ['Not consolidated: workspace memory is invalid; fix memory first']);
+  assert.equal(h.problemsShown, 1);
+  assert.equal(h.sent.filter(([id]) => id === 'remem.lsp.consolidate').length, 1);
 });
 
 test('rename prefills the current title; archive and restore name the session', async () => {
@@ -243,4 +336,29 @@ test('server errors are not swallowed as a dismissal', async () => {
     throw new Error('remem: session s1 is still live; consolidate it once it has finished');
   };
   await assert.rejects(() => flows.run(() => flows.consolidateSession(h.ctx, 's1')), /still live/);
+});
+
+test('a branch asked for by id alone (a lens) still names the parent as the tree does', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem.lsp.fork'] = { id: 'session-child' };
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-fork', turn: 3 }));
+  assert.deepEqual(h.confirmed[0][0], 'Branch the session after turn 3?');
+  assert.deepEqual(h.opened, ['transcript:session-child:After turn 3 of After turn 2 · Title of session-fork']);
+});
+
+test('archive from the palette offers only active sessions, restore only archived ones', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: [node('a'), node('z', { archived: true })] };
+  h.picks.push((items) => items[0], (items) => items[0]);
+  await flows.run(() => flows.setArchived(h.ctx, undefined, true));
+  await flows.run(() => flows.setArchived(h.ctx, undefined, false));
+  assert.deepEqual(h.asked, ['pick:Remem: Archive Session:Title of a', 'pick:Remem: Restore Session:Title of z']);
+  assert.deepEqual(
+    h.sent.filter(([id]) => id.startsWith('remem.lsp.')),
+    [
+      ['remem.lsp.archive', { session: 'a' }],
+      ['remem.lsp.restore', { session: 'z' }],
+    ],
+  );
 });

@@ -31,6 +31,15 @@ const OVERVIEW: MemoryOverview = {
       updatedAt: new Date(NOW - 2 * HOUR).toISOString(),
       path: '/h/reviews/r2.json',
     },
+    {
+      review: 'r3',
+      status: 'cancelled',
+      session: 's3',
+      title: 'Try a refactor',
+      changes: 0,
+      updatedAt: new Date(NOW - 3 * HOUR).toISOString(),
+      path: '/h/reviews/r3.json',
+    },
   ],
 };
 
@@ -55,6 +64,7 @@ test('global, workspace records (sorted, with validity) and receipts, each openi
     [
       ['Fix the parser', 'failed-provider · 0 changes · 1 h ago', 'error'],
       ['Add tests', 'committed · 3 changes · 2 h ago', 'pass'],
+      ['Try a refactor', 'cancelled · 0 changes · 3 h ago', 'circle-slash'], // the user's choice, no failure
     ],
   );
 });

@@ -11,7 +11,7 @@ test('consolidation offers only finished, unarchived sessions, newest first, wit
     picks.map((p) => p.session),
     ['session-fork', 'helper', 'session-main'],
   );
-  assert.equal(picks[0].label, 'Title of session-fork');
+  assert.equal(picks[0].label, 'After turn 2 · Title of session-fork');
   assert.equal(picks[0].description, '2 h ago · consolidated');
   assert.equal(picks[0].detail, 'branch from turn 2 · session-fork');
   assert.equal(picks[2].description, '5 h ago · not consolidated yet');
@@ -76,6 +76,9 @@ test('the current provider comes first and is marked with its model', () => {
     providers: ['deepseek', 'openai', 'ollama'],
     apiKeyEnv: 'OPENAI_API_KEY',
     revision: 'r',
+    keyReady: true,
+    keyProblem: null,
+    settingsFile: '/h/settings.yml',
   });
   assert.deepEqual(
     picks.map((p) => [p.provider, p.description]),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { SessionForest, sessionContextValue, sessionItem } from '../src/sessionTree';
+import { SessionForest, sessionContextValue, sessionItem, visibleNodes } from '../src/sessionTree';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
 test('the flat pre-order list becomes roots with their children in daemon order', () => {
@@ -25,11 +25,11 @@ test('a node whose parent is not in the list is shown as a root, not lost', () =
   );
 });
 
-test('a fork says its fork turn, age and review badge, and expands only with children', () => {
+test('a fork says its fork turn (in the label, visible at any width), age and review badge', () => {
   const forest = new SessionForest(FAMILY);
   const fork = sessionItem(forest, FAMILY[1], NOW);
-  assert.equal(fork.label, 'Title of session-fork');
-  assert.equal(fork.description, 'from turn 2 · 2 h ago · ✓ consolidated');
+  assert.equal(fork.label, 'After turn 2 · Title of session-fork');
+  assert.equal(fork.description, '2 h ago · ✓ consolidated');
   assert.deepEqual(fork.icon, { id: 'git-branch' });
   assert.equal(fork.expanded, null);
   assert.equal(sessionItem(forest, FAMILY[0], NOW).expanded, true);
@@ -39,7 +39,8 @@ test('an orphan is flagged by icon, badge and tooltip; live shows as a badge', (
   const forest = new SessionForest(FAMILY);
   const lost = sessionItem(forest, FAMILY[3], NOW);
   assert.equal(lost.icon.id, 'warning');
-  assert.equal(lost.description, 'from turn 1 · 3 h ago · ● live · orphan');
+  assert.equal(lost.label, 'After turn 1 · Title of session-lost');
+  assert.equal(lost.description, '3 h ago · ● live · orphan');
   assert.match(lost.tooltip, /Orphan: its parent session is in no configured session root/);
   assert.match(lost.tooltip, /Id: `session-lost`/);
   assert.match(lost.tooltip, /Created: 2026-11-30 09:00:00 UTC/);
@@ -67,6 +68,10 @@ test('every review state has its own badge; a bare string state is read too', ()
     sessionItem(forest, node('x', { review, createdAt: NOW - HOUR }), NOW).description;
   assert.equal(badge({ state: 'failed', status: 'provider-failed' }), '1 h ago · ✗ consolidation failed');
   assert.equal(badge({ state: 'changed' }), '1 h ago · △ changed since consolidated');
+  // The daemon counts a cancelled review as failed; the user chose it, so it is no failure.
+  assert.equal(badge({ state: 'failed', status: 'cancelled' }), '1 h ago · ○ consolidation cancelled');
+  const cancelled = node('x', { review: { state: 'failed', status: 'cancelled' } });
+  assert.match(sessionItem(forest, cancelled, NOW).tooltip, /Review: consolidation cancelled$/m);
   assert.equal(badge('no-change'), '1 h ago · ✓ reviewed, no change');
   assert.equal(badge({ state: 'pending', status: 'running' }), '1 h ago · … consolidation pending');
 });
@@ -74,4 +79,45 @@ test('every review state has its own badge; a bare string state is read too', ()
 test('markdown in titles cannot break the tooltip', () => {
   const item = sessionItem(new SessionForest([]), node('x', { title: 'fix *all* [links]' }), NOW);
   assert.match(item.tooltip, /^\*\*fix \\\*all\\\* \\\[links\\\]\*\*/);
+});
+
+test('sibling branches with the default title are told apart by their own first prompt', () => {
+  const parent = node('p', { title: 'Fix the uploader' });
+  const branch = (id: string, fields: Partial<typeof parent>) =>
+    node(id, { kind: 'fork', parent: 'p', depth: 1, forkTurn: 2, title: 'Fix the uploader (1)', ...fields });
+  const nodes = [
+    parent,
+    branch('a', { ownPrompt: 'Add a retry instead' }),
+    branch('b', { ownPrompt: null }),
+    branch('c', { title: 'Fix the uploader', forkTurn: 3 }),
+    branch('d', { title: 'Try the queue', ownPrompt: 'ignored: it was named' }),
+    branch('e', { title: 'Fix the uploader (2)', ownPrompt: null }),
+  ];
+  const forest = new SessionForest(nodes);
+  assert.deepEqual(
+    nodes.slice(1).map((n) => sessionItem(forest, n, NOW).label),
+    [
+      'After turn 2 · Add a retry instead',
+      'After turn 2 · new branch (1)',
+      'After turn 3 · new branch',
+      'After turn 2 · Try the queue',
+      'After turn 2 · new branch (2)',
+    ],
+  );
+  assert.equal(sessionItem(forest, parent, NOW).label, 'Fix the uploader');
+});
+
+test('archived sessions are hidden unless asked for, and counted; their children stay shown', () => {
+  const nodes = [node('p', { archived: true }), node('c', { kind: 'fork', forkTurn: 1, parent: 'p', depth: 1 }), node('q')];
+  const hidden = visibleNodes(nodes, false);
+  assert.deepEqual(
+    hidden.nodes.map((n) => n.id),
+    ['c', 'q'],
+  );
+  assert.equal(hidden.hidden, 1);
+  assert.deepEqual(
+    new SessionForest(hidden.nodes).roots().map((n) => n.id),
+    ['c', 'q'],
+  );
+  assert.deepEqual(visibleNodes(nodes, true), { nodes, hidden: 0 });
 });

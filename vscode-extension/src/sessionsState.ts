@@ -1,0 +1,133 @@
+/**
+ * What Session Branches shows for each workspace folder while the server is asked: a loading
+ * note until the first answer (never the empty state), the tree kept from the last window at
+ * once (marked as refreshing) until the server's answer replaces it, the empty state with where
+ * remem looked, or the error. The last answer of each folder is kept in the workspace's state.
+ */
+
+import type { SearchedRoot, SessionTreeResult } from './protocol';
+
+/** The part of `vscode.Memento` this uses, so tests can give a plain map. */
+export interface KeptState {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): Thenable<void>;
+}
+
+export type Shown =
+  | { kind: 'loading' }
+  | { kind: 'tree'; result: SessionTreeResult; refreshing: boolean }
+  | { kind: 'error'; message: string };
+
+interface Folder {
+  shown: Shown;
+  asking: boolean;
+  again: boolean; // a refresh came while asking: the answer may be older than the change
+}
+
+const KEY_PREFIX = 'remem.sessionTree:';
+
+export class FolderSessions {
+  private readonly folders = new Map<string, Folder>();
+
+  constructor(
+    private readonly kept: KeptState,
+    private readonly ask: (cwd: string) => Promise<SessionTreeResult>,
+    private readonly changed: () => void,
+    private readonly describeError: (error: unknown) => string,
+  ) {}
+
+  /** What to draw for `cwd` now; the first call asks the server, later ones do not. */
+  shown(cwd: string): Shown {
+    let folder = this.folders.get(cwd);
+    if (!folder) {
+      const kept = this.kept.get<SessionTreeResult>(KEY_PREFIX + cwd);
+      const shown: Shown = kept?.nodes?.length ? { kind: 'tree', result: kept, refreshing: true } : { kind: 'loading' };
+      folder = { shown, asking: false, again: false };
+      this.folders.set(cwd, folder);
+      void this.fetch(cwd, folder);
+    }
+    return folder.shown;
+  }
+
+  /** Ask again for every folder shown; each keeps its current rows until the answer comes. */
+  refresh(): void {
+    for (const [cwd, folder] of this.folders) void this.fetch(cwd, folder);
+  }
+
+  /** Whether any folder is still waiting for its first answer or shows a kept tree. */
+  get refreshing(): boolean {
+    return [...this.folders.values()].some((f) => f.shown.kind === 'loading' || (f.shown.kind === 'tree' && f.shown.refreshing));
+  }
+
+  private async fetch(cwd: string, folder: Folder): Promise<void> {
+    if (folder.asking) {
+      folder.again = true;
+      return;
+    }
+    folder.asking = true;
+    try {
+      const result = await this.ask(cwd);
+      folder.shown = { kind: 'tree', result, refreshing: false };
+      void this.kept.update(KEY_PREFIX + cwd, { nodes: result.nodes });
+    } catch (error) {
+      folder.shown = { kind: 'error', message: this.describeError(error) };
+    } finally {
+      folder.asking = false;
+    }
+    this.changed();
+    if (folder.again) {
+      folder.again = false;
+      void this.fetch(cwd, folder);
+    }
+  }
+}
+
+export interface NoteRow {
+  label: string;
+  description?: string;
+  tooltip: string;
+  icon: string; // a codicon name
+  command?: { id: string; arguments: unknown[] };
+}
+
+export const HARNESSES = 'remem reads the sessions of DSH; Claude Code and Codex are coming';
+
+/** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
+export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
+  const rows: NoteRow[] = [
+    {
+      label: 'No agent sessions of this workspace were found',
+      tooltip: 'Sessions appear here once an agent harness has worked in this folder.',
+      icon: 'info',
+    },
+    { label: HARNESSES, tooltip: HARNESSES, icon: 'hubot' },
+  ];
+  for (const root of result.searched ?? []) rows.push(rootRow(root, home));
+  if (result.settingsFile) {
+    rows.push({
+      label: 'Open settings.yml',
+      description: 'sessions.roots',
+      tooltip: `Add the folders your harness writes its sessions to under sessions.roots in ${result.settingsFile}`,
+      icon: 'settings-gear',
+      command: { id: 'remem.openFile', arguments: [result.settingsFile] },
+    });
+  }
+  rows.push({
+    label: 'Learn more',
+    description: 'which sessions remem reads',
+    tooltip: 'Where remem finds sessions, and how the tree is built',
+    icon: 'book',
+    command: { id: 'remem.learnMore', arguments: [] },
+  });
+  return rows;
+}
+
+function rootRow(root: SearchedRoot, home: string): NoteRow {
+  const path = home && root.path.startsWith(`${home}/`) ? `~${root.path.slice(home.length)}` : root.path;
+  return {
+    label: `Looked in ${path}`,
+    description: root.exists ? undefined : 'not found',
+    tooltip: root.exists ? `${root.path}: no session of this folder` : `${root.path} does not exist`,
+    icon: root.exists ? 'folder' : 'folder-library',
+  };
+}

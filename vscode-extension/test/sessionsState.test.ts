@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import type { SessionTreeResult } from '../src/protocol';
+import { emptyRows, FolderSessions, HARNESSES, type KeptState } from '../src/sessionsState';
+import { FAMILY } from './fixtures';
+
+class Kept implements KeptState {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return this.values.get(key) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+}
+
+/** A server whose answers the test releases one at a time. */
+function held() {
+  const waiting: Array<{ resolve: (r: SessionTreeResult) => void; reject: (e: Error) => void }> = [];
+  const ask = (_cwd: string) => new Promise<SessionTreeResult>((resolve, reject) => waiting.push({ resolve, reject }));
+  return { ask, waiting };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+test('until the first answer the folder shows loading, never the empty state', async () => {
+  const server = held();
+  let changes = 0;
+  const state = new FolderSessions(new Kept(), server.ask, () => changes++, String);
+  assert.deepEqual(state.shown('/proj'), { kind: 'loading' });
+  assert.equal(state.refreshing, true);
+  assert.equal(server.waiting.length, 1);
+  state.shown('/proj'); // drawing again does not ask again
+  assert.equal(server.waiting.length, 1);
+  server.waiting[0].resolve({ nodes: [] });
+  await settle();
+  assert.equal(changes, 1);
+  assert.deepEqual(state.shown('/proj'), { kind: 'tree', result: { nodes: [] }, refreshing: false });
+  assert.equal(state.refreshing, false);
+});
+
+test('the last tree is drawn at once, marked refreshing, then replaced and kept again', async () => {
+  const kept = new Kept();
+  kept.values.set('remem.sessionTree:/proj', { nodes: FAMILY.slice(0, 1) });
+  const server = held();
+  const state = new FolderSessions(kept, server.ask, () => undefined, String);
+  assert.deepEqual(state.shown('/proj'), { kind: 'tree', result: { nodes: FAMILY.slice(0, 1) }, refreshing: true });
+  server.waiting[0].resolve({ nodes: FAMILY });
+  await settle();
+  assert.deepEqual(state.shown('/proj'), { kind: 'tree', result: { nodes: FAMILY }, refreshing: false });
+  assert.deepEqual(kept.values.get('remem.sessionTree:/proj'), { nodes: FAMILY });
+});
+
+test('a refresh keeps the rows until the answer; an error replaces them with the reason', async () => {
+  const server = held();
+  const state = new FolderSessions(new Kept(), server.ask, () => undefined, (e) => `said: ${String(e)}`);
+  state.shown('/proj');
+  server.waiting[0].resolve({ nodes: FAMILY });
+  await settle();
+  state.refresh();
+  assert.equal(state.shown('/proj').kind, 'tree');
+  server.waiting[1].reject(new Error('daemon gone'));
+  await settle();
+  assert.deepEqual(state.shown('/proj'), { kind: 'error', message: 'said: Error: daemon gone' });
+});
+
+test('the empty state names the harnesses, each root searched, and the next steps', () => {
+  const rows = emptyRows(
+    {
+      nodes: [],
+      searched: [
+        { path: '/home/me/.remem/sessions', exists: true },
+        { path: '/data/agents', exists: false },
+      ],
+      settingsFile: '/home/me/.remem/settings.yml',
+    },
+    '/home/me',
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.label, r.description]),
+    [
+      ['No agent sessions of this workspace were found', undefined],
+      [HARNESSES, undefined],
+      ['Looked in ~/.remem/sessions', undefined],
+      ['Looked in /data/agents', 'not found'],
+      ['Open settings.yml', 'sessions.roots'],
+      ['Learn more', 'which sessions remem reads'],
+    ],
+  );
+  assert.deepEqual(rows[4].command, { id: 'remem.openFile', arguments: ['/home/me/.remem/settings.yml'] });
+  assert.match(HARNESSES, /DSH.*Claude Code and Codex are coming/);
+});
+
+test('a refresh while the server is asked asks again once the answer is in', async () => {
+  const server = held();
+  const state = new FolderSessions(new Kept(), server.ask, () => undefined, String);
+  state.shown('/proj');
+  state.refresh();
+  state.refresh();
+  assert.equal(server.waiting.length, 1);
+  server.waiting[0].resolve({ nodes: [] });
+  await settle();
+  assert.equal(server.waiting.length, 2); // one more ask for both refreshes
+  server.waiting[1].resolve({ nodes: FAMILY });
+  await settle();
+  assert.equal(server.waiting.length, 2);
+  assert.deepEqual(state.shown('/proj'), { kind: 'tree', result: { nodes: FAMILY }, refreshing: false });
+});
