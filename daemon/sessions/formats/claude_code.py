@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from .jsonl import Line, records
-from .model import Edge, Problem, ToolCall, Turn, TurnStatus
+from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 # A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
@@ -76,6 +76,7 @@ class _Record(msgspec.Struct, rename="camel"):
     summary: str | None = None
     leaf_uuid: str | None = None
     forked_from: _ForkedFrom | None = None
+    replacements: list[Any] | None = None  # of a content-replacement record
 
 
 @dataclass(frozen=True)
@@ -115,12 +116,104 @@ class Transcript:
 
 def read_transcript(data: bytes, name: str) -> Transcript:
     """Read the transcript `data` of the file named `name` (its stem is the session id)."""
+    return _parse(data, name).transcript
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    lines: list[Line[_Record]]
+    graph: _Graph
+    path: list[Line[_Record]]
+    transcript: Transcript
+
+
+def _parse(data: bytes, name: str) -> _Parsed:
     problems: list[Problem] = []
     lines = list(records(data, _Record, problems))
     graph = _Graph(lines, problems)
     stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
     path = graph.active_path()
     turns = _turns(path, graph)
+    return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, turns, problems))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The records a fork after a turn of the active conversation inherits.
+
+    `lines` are line numbers in file order; `parents` maps each selected uuid to its nearest
+    selected ancestor (progress lines are links for the UI only and are left out, as
+    claude-agent-sdk's fork does); `replacements` are the session's ``content-replacement``
+    entries, which the child must carry under its own id."""
+
+    transcript: Transcript
+    turn: Turn
+    lines: tuple[int, ...]
+    parents: dict[str, str | None]
+    replacements: tuple[Any, ...]
+
+
+def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
+    """What a fork after turn `turn_index` (1-based) of the active conversation keeps.
+
+    Raises `NotAForkPoint` when the file has no conversation, no such turn, or the turn is open."""
+    parsed = _parse(data, name)
+    transcript, graph, path, turns = parsed.transcript, parsed.graph, parsed.path, parsed.transcript.turns
+    if transcript.error is not None:
+        raise NotAForkPoint("no-conversation", transcript.error)
+    if not 1 <= turn_index <= len(turns):
+        raise NotAForkPoint(
+            "no-such-turn", f"turn {turn_index} does not exist: the conversation has {len(turns)}"
+        )
+    turn = turns[turn_index - 1]
+    if not turn.forkable:
+        raise NotAForkPoint(
+            "open-turn",
+            f"turn {turn_index} is {turn.status}: a tool call has no result or there is no answer",
+        )
+    through = [line for line in path if line.number <= turn.end]
+    kept = {line.record.uuid for line in through}
+    for group_line in through:
+        for side in graph.side_nodes([group_line], kept):
+            if side.number < turn.end:
+                kept.add(side.record.uuid)
+    selected = sorted(
+        (graph.nodes[uuid] for uuid in kept if uuid and graph.nodes[uuid].record.type != "progress"),
+        key=lambda line: line.number,
+    )
+    chosen = {line.record.uuid for line in selected}
+    parents = {line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected}
+    return Selection(
+        transcript=transcript,
+        turn=turn,
+        lines=tuple(line.number for line in selected),
+        parents=parents,
+        replacements=tuple(
+            item
+            for line in parsed.lines
+            if line.record.type == "content-replacement" and line.record.session_id == transcript.session_id
+            for item in line.record.replacements or ()
+        ),
+    )
+
+
+def _kept_ancestor(graph: _Graph, line: Line[_Record], chosen: set[str | None]) -> str | None:
+    seen: set[str] = {line.record.uuid or ""}
+    above = graph.parent(line, seen)
+    while above is not None and above.record.uuid not in chosen:
+        seen.add(above.record.uuid or "")
+        above = graph.parent(above, seen)
+    return above.record.uuid if above is not None else None
+
+
+def _transcript(
+    stem: str,
+    lines: list[Line[_Record]],
+    graph: _Graph,
+    path: list[Line[_Record]],
+    turns: tuple[Turn, ...],
+    problems: list[Problem],
+) -> Transcript:
     first = next((line.record for line in lines if line.record.session_id or line.record.cwd), None)
     subagent = bool(graph.nodes) and all(line.record.is_sidechain for line in graph.nodes.values())
     titles = _title(lines, graph, turns)

@@ -65,6 +65,7 @@ class Rollout:
     lineage: tuple[Edge, ...]
     turns: tuple[Turn, ...]  # rolled-back turns included, with that status
     compactions: int
+    meta_line: int  # the line of the first session_meta (0: none)
     problems: tuple[Problem, ...]
     error: str | None = None
 
@@ -110,6 +111,7 @@ def read_rollout(data: bytes) -> Rollout:
         lineage=_lineage(payload),
         turns=turns,
         compactions=sum(1 for line in lines if line.record.type == "compacted"),
+        meta_line=meta.number if meta else 0,
         problems=tuple(problems),
         error=_error(meta),
     )

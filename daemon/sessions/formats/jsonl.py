@@ -55,3 +55,13 @@ def records(data: bytes, shape: type[T], problems: list[Problem]) -> Iterator[Li
             else:
                 code = "bad-record" if isinstance(exc, msgspec.ValidationError) else "not-json"
                 problems.append(Problem(number, code, f"line {number}: {exc}"))
+
+
+def end_of_line(data: bytes, number: int) -> int:
+    """The byte offset just after line `number` (1-based; 0 is the start) of `data`."""
+    at = -1
+    for _ in range(number):
+        at = data.find(b"\n", at + 1)
+        if at < 0:
+            return len(data)
+    return at + 1

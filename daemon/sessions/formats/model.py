@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+RefusalCode = Literal["no-conversation", "no-such-turn", "open-turn"]
 TurnStatus = Literal["completed", "open", "aborted", "error", "rolled-back"]
 EdgeKind = Literal["fork", "history", "subagent", "copy"]
 
@@ -60,3 +61,12 @@ class Edge:
     kind: EdgeKind
     parent: str
     upto: int | None = None  # Codex paginated history: the parent's ordinals [0, upto) are inherited
+
+
+class NotAForkPoint(Exception):
+    """A fork after this turn of this file cannot be made; `code` says why, for callers' error codes."""
+
+    def __init__(self, code: RefusalCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
