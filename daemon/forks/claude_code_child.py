@@ -3,7 +3,9 @@
 What claude-agent-sdk's `fork_session` writes, so that `claude --resume <child>` continues it:
 every inherited record gets a fresh uuid (derived from the child id, so a retry writes the same
 ones), the child's `sessionId`, ``forkedFrom: {sessionId, messageUuid}`` naming the parent's
-record, its nearest inherited ancestor as parent, and no sidechain or team fields; the last
+record, its nearest inherited ancestor as parent (none for a root, a compaction boundary
+included), every other reference to an inherited record renamed, and no sidechain or team
+fields; the last
 record is stamped now (Claude Code resumes at the latest leaf). The session's
 ``content-replacement`` entries are re-emitted under the child's id, then a ``custom-title``.
 """
@@ -18,6 +20,10 @@ import msgspec
 from ..sessions.formats.claude_code import Selection
 
 _LEAKING = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
+# What the model was sent, and tool output kept for the UI: copied as is. Everywhere else a
+# string naming an inherited record is renamed with it — parent links, and references such
+# as a compaction's preserved segment (`compactMetadata.preservedSegment.headUuid`, ...).
+_VERBATIM = frozenset({"message", "toolUseResult"})
 
 
 def child_uuid(child: str, parent_uuid: str) -> str:
@@ -32,20 +38,21 @@ def child_lines(data: bytes, selection: Selection, child: str, title: str, now: 
     encode = msgspec.json.Encoder().encode
     out: list[bytes] = []
     last = len(selection.lines) - 1
+    renamed = {old: child_uuid(child, old) for old in selection.parents}
     for position, number in enumerate(selection.lines):
         record: dict[str, Any] = msgspec.json.decode(_line(data, starts, number))
         original = record["uuid"]
         above = selection.parents.get(original)
-        logical = record.get("logicalParentUuid")
+        for key, value in record.items():
+            if key not in _VERBATIM:
+                record[key] = _renamed(value, renamed)
         record.update(
-            uuid=child_uuid(child, original),
-            parentUuid=child_uuid(child, above) if above else None,
+            uuid=renamed[original],
+            parentUuid=renamed[above] if above else None,
             sessionId=child,
             isSidechain=False,
             forkedFrom={"sessionId": parent, "messageUuid": original},
         )
-        if "logicalParentUuid" in record:
-            record["logicalParentUuid"] = child_uuid(child, logical) if logical in selection.parents else None
         if position == last:
             record["timestamp"] = now
         for key in _LEAKING:
@@ -69,6 +76,16 @@ def child_lines(data: bytes, selection: Selection, child: str, title: str, now: 
     }
     out.append(encode(custom) + b"\n")
     return out
+
+
+def _renamed(value: Any, renamed: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return renamed.get(value, value)
+    if isinstance(value, list):
+        return [_renamed(item, renamed) for item in value]
+    if isinstance(value, dict):
+        return {key: _renamed(item, renamed) for key, item in value.items()}
+    return value
 
 
 def _line_starts(data: bytes) -> list[int]:

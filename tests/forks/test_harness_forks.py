@@ -122,6 +122,45 @@ def test_a_claude_code_child_is_the_sdk_shape_in_the_parents_folder(home: Home, 
     assert parent.read_bytes() == before and (child.stat().st_mode & 0o777) == 0o600
 
 
+def test_a_claude_code_child_renames_every_reference_to_an_inherited_record(
+    home: Home, tmp_path: Path
+) -> None:
+    parent = tmp_path / "projects" / "-w" / f"{SID}.jsonl"
+    parent.parent.mkdir(parents=True)
+    preserved = {"preservedSegment": {"headUuid": "a1", "anchorUuid": "s1", "tailUuid": "a1"}}
+    parent.write_bytes(
+        jsonl(
+            prompt("u1", None, "before"),
+            say("a1", "u1", "kept verbatim"),
+            rec(
+                "system",
+                "b1",
+                None,
+                subtype="compact_boundary",
+                logicalParentUuid="a1",
+                compactMetadata=preserved,
+            ),
+            prompt("s1", "b1", "summary", isCompactSummary=True),
+            prompt("u2", "s1", "after"),
+            say("a2", "u2", "answer"),
+        )
+    )
+    done = fork(home, "claude-code", parent, afterTurn=2)
+    records = {
+        r["forkedFrom"]["messageUuid"]: r
+        for r in map(json.loads, Path(done.path).read_text().splitlines())
+        if "forkedFrom" in r
+    }
+    boundary = records["b1"]
+    assert boundary["parentUuid"] is None and boundary["logicalParentUuid"] == records["a1"]["uuid"]
+    assert boundary["compactMetadata"]["preservedSegment"] == {
+        "headUuid": records["a1"]["uuid"],
+        "anchorUuid": records["s1"]["uuid"],
+        "tailUuid": records["a1"]["uuid"],
+    }
+    assert records["a1"]["message"]["content"] == [{"type": "text", "text": "kept verbatim"}]
+
+
 def test_a_codex_child_is_a_new_meta_then_the_parents_bytes_through_the_turn(
     home: Home, tmp_path: Path
 ) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.fake_openai import Computed
+
 from .claude import ClaudeCode, ClaudeRun
 from .codex import Codex, CodexRun
 from .fake_anthropic import FakeAnthropic, tool_uses
@@ -65,6 +67,54 @@ def claude_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenar
             "rewind",
             lambda: cc.run("instead this", resume=parent.session_id, resume_at=answer),
         )
+        yield scenario
+
+
+AGENT_CALL = (
+    "Agent",
+    {"description": "look around", "prompt": "say what you see", "subagent_type": "general-purpose"},
+)
+
+
+def _agent_route(body: dict[str, Any]) -> Any:
+    """Replies for a parent that starts a background subagent: the subagent's own requests open
+    with its prompt; the parent hears of its end through a harness-written task notification."""
+    first, last = json.dumps(body["messages"][0]), json.dumps(body["messages"][-1])
+    if "say what you see" in first:
+        return say("agent saw things")
+    if "task-notification" in last:
+        return say("the agent reported back")
+    if "tool_result" in last:
+        return say("agent started")
+    return tool_uses(AGENT_CALL)
+
+
+@pytest.fixture(scope="session")
+def claude_agent_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    """A Claude Code session whose one prompt runs a subagent (``<session>/subagents/``)."""
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path_factory.mktemp("claude-agent"), fake)
+        scenario = Scenario(cwd=cc.cwd)
+        fake.reply(*[Computed(_agent_route)] * 4)
+        _step(scenario, fake, "first", lambda: cc.run("use an agent"))
+        yield scenario
+
+
+@pytest.fixture(scope="session")
+def claude_compact_scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    """A Claude Code session compacted by ``/compact`` after two turns, then a third turn."""
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path_factory.mktemp("claude-compact"), fake)
+        scenario = Scenario(cwd=cc.cwd)
+        fake.reply(say("first answer"))
+        _step(scenario, fake, "first", lambda: cc.run("first question"))
+        session = scenario.runs["first"].session_id
+        fake.reply(say("second answer"))
+        _step(scenario, fake, "second", lambda: cc.run("second question", resume=session))
+        fake.reply(say("SUMMARY: two questions were answered"), say("compacted"))
+        _step(scenario, fake, "compact", lambda: cc.run("/compact", resume=session))
+        fake.reply(say("third answer"))
+        _step(scenario, fake, "third", lambda: cc.run("third question", resume=session))
         yield scenario
 
 

@@ -19,6 +19,7 @@ from remem.daemon.home import Home
 
 from .claude import ClaudeCode
 from .codex import Codex
+from .conftest import Scenario
 from .fake_anthropic import FakeAnthropic, tool_uses
 from .fake_responses import FakeResponses, function_calls, text
 
@@ -29,12 +30,18 @@ pytestmark = pytest.mark.slow
 VOLATILE = frozenset({"id", "cache_control"})
 
 
-def comparable(node: Any) -> Any:
+def comparable(node: Any, prompt: str) -> Any:
+    """`node` without volatile fields, with the prompt of the turn after the cut as `PROMPT`."""
     if isinstance(node, dict):
-        return {key: comparable(value) for key, value in node.items() if key not in VOLATILE}
+        return {key: comparable(value, prompt) for key, value in node.items() if key not in VOLATILE}
     if isinstance(node, list):
-        return [comparable(value) for value in node]
-    return node
+        return [comparable(value, prompt) for value in node]
+    return "PROMPT" if node == prompt else node
+
+
+def same_conversation(child: list[Any], parent: list[Any]) -> bool:
+    """The child's request is the parent's next one with only the new prompt changed."""
+    return comparable(child, "child question") == comparable(parent, "third question")
 
 
 def fork_after_second_turn(home: Home, harness: str, parent: Path) -> Any:
@@ -64,7 +71,7 @@ def test_claude_code_resumes_a_remem_fork_with_exactly_the_inherited_prefix(
 
         sent = fake.requests[-1]["messages"]
         assert child.session_id == done.child and child.result["result"] == "child answer"
-        assert comparable(sent[:-1]) == comparable(before_third[:-1])
+        assert same_conversation(sent, before_third)
         assert (
             "child question" in str(sent[-1])
             and "third question" not in str(sent)
@@ -104,7 +111,7 @@ def test_codex_resumes_a_remem_fork_with_exactly_the_inherited_prefix(home: Home
 
         sent = fake.requests[-1]["input"]
         assert child.session_id == done.child and child.rollout == Path(done.path)
-        assert comparable(sent[:-1]) == comparable(before_third[:-1])
+        assert same_conversation(sent, before_third)
         assert (
             "child question" in str(sent[-1])
             and "third question" not in str(sent)
@@ -135,3 +142,23 @@ def test_codex_resumes_a_remem_fork_of_its_own_paginated_fork(home: Home, tmp_pa
         for inherited in ("root question", "root answer", "fork question", "fork answer", "child question"):
             assert inherited in sent, inherited
         assert "quokka" not in sent
+
+
+def test_claude_code_resumes_a_remem_fork_made_after_a_compaction(
+    home: Home, claude_compact_scenario: Scenario
+) -> None:
+    parent = claude_compact_scenario.runs["first"]
+    parent_bytes = parent.transcript.read_bytes()
+    request = HarnessForkRequest(
+        harness="claude-code", path=str(parent.transcript), operationId="op-c", afterTurn=3
+    )
+    done = HarnessForks(home).fork(request)
+    (before_third,) = claude_compact_scenario.requests["third"]
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(parent.transcript.parents[3], fake)  # the scenario's folders, a new fake
+        fake.reply(text("child answer"))
+        cc.run("child question", resume=done.child)
+    sent = fake.requests[-1]["messages"]
+    assert same_conversation(sent, before_third["messages"])
+    assert "SUMMARY: two questions were answered" in str(sent) and "third question" not in str(sent)
+    assert parent.transcript.read_bytes() == parent_bytes

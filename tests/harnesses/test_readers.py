@@ -89,3 +89,34 @@ class TestCodex:
         assert kinds["fork"].parent == parent.session_id
         assert kinds["history"].parent == parent.session_id and kinds["history"].upto
         assert [turn.prompt for turn in r.turns] == ["forked prompt"]
+
+
+class TestClaudeCodeSubagentsAndCompaction:
+    def test_the_subagent_file_names_its_parent_and_the_notification_is_no_prompt(
+        self, claude_agent_scenario: Scenario
+    ) -> None:
+        first = claude_agent_scenario.runs["first"]
+        parent = read_transcript(first.transcript.read_bytes(), first.transcript.name)
+        assert [(t.prompt, t.answer, [tool.name for tool in t.tools]) for t in parent.turns] == [
+            ("use an agent", "the agent reported back", ["Agent"])
+        ]
+        (path,) = (first.transcript.parent / first.session_id / "subagents").glob("agent-*.jsonl")
+        agent = read_transcript(path.read_bytes(), path.name)
+        assert (agent.subagent, agent.parent_session, f"agent-{agent.agent_id}") == (
+            True,
+            first.session_id,
+            path.stem,
+        )
+        assert [(t.prompt, t.answer) for t in agent.turns] == [("say what you see", "agent saw things")]
+
+    def test_compaction_segments_join_and_keep_every_turn(self, claude_compact_scenario: Scenario) -> None:
+        path = claude_compact_scenario.runs["first"].transcript
+        t = read_transcript(path.read_bytes(), path.name)
+        assert [turn.prompt for turn in t.turns] == [
+            "first question",
+            "second question",
+            "/compact",
+            "third question",
+        ]
+        assert t.segments == 1 and sum(turn.compacted for turn in t.turns) == 1 and t.problems == ()
+        assert all(turn.forkable for turn in t.turns)

@@ -101,3 +101,24 @@ class TestCodex:
         assert "forked prompt" not in parent.rollout.read_text()
         (request,) = codex_scenario.requests["fork"]
         assert _mentions(_texts(request, "input"), "second answer")
+
+
+class TestClaudeCodeSubagentsAndCompaction:
+    def test_a_subagent_writes_its_own_transcript_beside_the_session(
+        self, claude_agent_scenario: Scenario
+    ) -> None:
+        first = claude_agent_scenario.runs["first"]
+        (agent,) = (first.transcript.parent / first.session_id / "subagents").glob("agent-*.jsonl")
+        assert agent.with_suffix(".meta.json").is_file()
+        assert first.result["result"] == "the agent reported back"
+        openers = [_texts(request, "messages") for request in claude_agent_scenario.requests["first"]]
+        assert sum(_mentions(texts[:3], "say what you see") for texts in openers) == 1
+
+    def test_after_compact_the_model_gets_the_summary_instead_of_the_first_turn(
+        self, claude_compact_scenario: Scenario
+    ) -> None:
+        (request,) = claude_compact_scenario.requests["third"]
+        texts = _texts(request, "messages")
+        assert _mentions(texts, "SUMMARY: two questions were answered") and _mentions(texts, "third question")
+        # Claude Code 2.1.3xx keeps the latest messages verbatim after the summary, not the oldest
+        assert not _mentions(texts, "first question") and not _mentions(texts, "first answer")

@@ -110,6 +110,9 @@ def test_meta_tool_result_compaction_summary_and_command_output_are_not_prompts(
         prompt("k1", "c1", "<command-name>/review</command-name>\n<command-args>main</command-args>"),
         say("a1", "k1", "reviewed"),
         prompt("x1", "a1", "[Request interrupted by user]"),
+        prompt(
+            "n1", "x1", "<task-notification>\n<task-id>a9</task-id>", origin={"kind": "task-notification"}
+        ),
     )
     assert [(turn.prompt, turn.status) for turn in t.turns] == [
         ("real one", "open"),

@@ -16,8 +16,9 @@ against Claude Code itself and claude-agent-sdk's reader:
   leaf is in this file, else the first prompt; summaries of other files' leaves are returned
   for the catalog to apply;
 - a **turn** runs from a real prompt (not a tool result, not ``isMeta``, not a compaction
-  summary, not a slash command's output) to the last assistant text before the next prompt; it
-  is forkable when every ``tool_use`` in it has its result.
+  summary, not a slash command's output, not a line the harness wrote such as a background
+  task's notification) to the last assistant text before the next prompt; it is forkable when
+  every ``tool_use`` in it has its result.
 """
 
 from __future__ import annotations
@@ -33,8 +34,14 @@ from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 # A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
-# user's prompt; the output of a local command and its caveat are not.
-COMMAND_OUTPUTS = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>")
+# user's prompt; the output of a local command and its caveat are not, nor is the user line the
+# harness writes when a background task (an async subagent) finishes.
+NOT_PROMPTS = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<task-notification>",
+)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 # What Claude Code writes as a user line when the user stops a turn (Esc): a marker, not a prompt.
@@ -45,6 +52,10 @@ PROMPT_CHARS = 200
 class _ForkedFrom(msgspec.Struct, rename="camel"):
     session_id: str | None = None
     message_uuid: str | None = None
+
+
+class _Origin(msgspec.Struct):
+    kind: str | None = None
 
 
 class _Message(msgspec.Struct):
@@ -76,6 +87,7 @@ class _Record(msgspec.Struct, rename="camel"):
     summary: str | None = None
     leaf_uuid: str | None = None
     forked_from: _ForkedFrom | None = None
+    origin: _Origin | None = None  # who wrote a user line; the harness, for task notifications
     replacements: list[Any] | None = None  # of a content-replacement record
 
 
@@ -198,6 +210,10 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
 
 
 def _kept_ancestor(graph: _Graph, line: Line[_Record], chosen: set[str | None]) -> str | None:
+    """The nearest selected record above `line`; None for a root (a compaction boundary too:
+    it joins its segment by `logicalParentUuid`, which the child keeps)."""
+    if not line.record.parent_uuid:
+        return None
     seen: set[str] = {line.record.uuid or ""}
     above = graph.parent(line, seen)
     while above is not None and above.record.uuid not in chosen:
@@ -420,11 +436,13 @@ def prompt_text(record: _Record) -> str | None:
     """The user's own text if `record` is a real prompt, else None."""
     if record.type != "user" or record.is_meta or record.is_compact_summary:
         return None
+    if record.origin is not None and record.origin.kind not in (None, "user"):
+        return None
     blocks = _blocks(record)
     if not blocks or any(block.get("type") == "tool_result" for block in blocks):
         return None
     text = _text(blocks)
-    if text.startswith(COMMAND_OUTPUTS) or text.startswith(INTERRUPTED):
+    if text.startswith(NOT_PROMPTS) or text.startswith(INTERRUPTED):
         return None
     command = _COMMAND.search(text) if text.startswith("<command-") else None
     if command:
