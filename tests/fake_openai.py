@@ -424,6 +424,14 @@ class ScriptedServer:
         with self._state.lock:
             self._state.script.extend(replies)
 
+    def drop_script(self) -> int:
+        """Forget the scripted replies not consumed yet (for a client that retries an unknown
+        number of times); how many there were."""
+        with self._state.lock:
+            dropped = len(self._state.script)
+            self._state.script.clear()
+            return dropped
+
     def reply_with(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
         """Append one reply computed from the request body (``fn(body) -> reply``)."""
         self.reply(Computed(fn))

@@ -55,6 +55,19 @@ class ClaudeCode:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
 
+    def command(
+        self, prompt: str, *, resume: str | None = None, fork: bool = False, resume_at: str | None = None
+    ) -> list[str]:
+        """`claude -p PROMPT` (with ``--resume``, ``--fork-session``, ``--resume-session-at``)."""
+        args = [str(self.executable), "-p", prompt, "--output-format", "json", "--allowedTools", "Read"]
+        if resume is not None:
+            args += ["--resume", resume]
+        if fork:
+            args.append("--fork-session")
+        if resume_at is not None:
+            args += ["--resume-session-at", resume_at]
+        return args
+
     def run(
         self,
         prompt: str,
@@ -64,14 +77,8 @@ class ClaudeCode:
         resume_at: str | None = None,
         check: bool = True,
     ) -> ClaudeRun:
-        """`claude -p PROMPT` (with ``--resume``, ``--fork-session``, ``--resume-session-at``)."""
-        args = [str(self.executable), "-p", prompt, "--output-format", "json", "--allowedTools", "Read"]
-        if resume is not None:
-            args += ["--resume", resume]
-        if fork:
-            args.append("--fork-session")
-        if resume_at is not None:
-            args += ["--resume-session-at", resume_at]
+        """Run `command(...)` to its end and read its JSON result."""
+        args = self.command(prompt, resume=resume, fork=fork, resume_at=resume_at)
         done = subprocess.run(
             args, cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT
         )

@@ -79,11 +79,19 @@ class Codex:
     def env(self) -> dict[str, str]:
         return {**base_env(self.home), "CODEX_HOME": str(self.codex_home), "FAKE_MODEL_KEY": "sk-fake"}
 
+    def command(self, *args: str) -> list[str]:
+        """`codex exec --skip-git-repo-check ARGS…`."""
+        return [str(self.executable), "exec", "--skip-git-repo-check", *args]
+
     def exec(self, *args: str, check: bool = True) -> CodexRun:
-        """`codex exec --skip-git-repo-check ARGS…` (``resume ID PROMPT``, ``fork ID PROMPT``, a prompt)."""
-        command = [str(self.executable), "exec", "--skip-git-repo-check", *args]
+        """Run `command(ARGS…)` (``resume ID PROMPT``, ``fork ID PROMPT``, a prompt) to its end."""
         done = subprocess.run(
-            command, cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT
+            self.command(*args),
+            cwd=self.cwd,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
         )
         output = done.stdout + done.stderr
         if check and done.returncode != 0:

@@ -19,9 +19,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fake_openai import Computed, ScriptedHandler, ScriptedServer, Status, Text, status, text
+from tests.fake_openai import (
+    Computed,
+    Hang,
+    ScriptedHandler,
+    ScriptedServer,
+    Status,
+    Text,
+    hang,
+    status,
+    text,
+)
 
-__all__ = ["Cut", "FakeAnthropic", "ToolUses", "cut", "status", "text", "tool_uses"]
+__all__ = ["Cut", "FakeAnthropic", "ToolUses", "cut", "hang", "status", "text", "tool_uses"]
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -81,6 +91,8 @@ class _MessagesHandler(ScriptedHandler):
             self._send_error(500, f"FakeAnthropic: reply script exhausted at request #{number}")
         elif isinstance(reply, Status):
             self._send_error(reply.code, reply.message)
+        elif isinstance(reply, Hang):
+            self._wait(None)  # until the harness gives up (is interrupted) or the fake closes
         elif isinstance(reply, (Text, ToolUses, Cut)):
             self._stream(reply, body, number)
         else:

@@ -17,11 +17,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fake_openai import Computed, ScriptedHandler, ScriptedServer, Status, Text, status, text
+from tests.fake_openai import (
+    Computed,
+    Hang,
+    ScriptedHandler,
+    ScriptedServer,
+    Status,
+    Text,
+    hang,
+    status,
+    text,
+)
 
 from .fake_anthropic import Cut, cut
 
-__all__ = ["Cut", "FakeResponses", "FunctionCalls", "cut", "function_calls", "status", "text"]
+__all__ = ["Cut", "FakeResponses", "FunctionCalls", "cut", "function_calls", "hang", "status", "text"]
 
 RESPONSES_PATH = "/v1/responses"
 
@@ -85,6 +95,8 @@ class _ResponsesHandler(ScriptedHandler):
             self._send_error(500, f"FakeResponses: reply script exhausted at request #{number}")
         elif isinstance(reply, Status):
             self._send_error(reply.code, reply.message)
+        elif isinstance(reply, Hang):
+            self._wait(None)  # until the harness gives up (is interrupted) or the fake closes
         elif isinstance(reply, (Text, FunctionCalls, Cut)):
             self._stream(reply, number)
         else:

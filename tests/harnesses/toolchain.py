@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,6 +36,20 @@ def bundled(package: str, relative: str) -> Path:
     if not os.access(path, os.X_OK):
         unavailable(f"{package} is installed without its CLI at {path}")
     return path
+
+
+def interrupt(command: list[str], cwd: Path, env: dict[str, str], requests: Callable[[], int]) -> int:
+    """Start `command`, press Ctrl-C (SIGINT) once the model has been asked (`requests()` grew),
+    and return its exit code: a turn the user stopped while the model was answering."""
+    asked = requests()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while requests() == asked and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    return process.wait(timeout=RUN_TIMEOUT)
 
 
 def base_env(home: Path) -> dict[str, str]:

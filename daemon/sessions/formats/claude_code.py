@@ -18,7 +18,7 @@ against Claude Code itself and claude-agent-sdk's reader:
 - a **turn** runs from a real prompt (not a tool result, not ``isMeta``, not a compaction
   summary, not a slash command's output, not a line the harness wrote such as a background
   task's notification) to the last assistant text before the next prompt; it is forkable when
-  every ``tool_use`` in it has its result.
+  it has ended (answered, failed, or interrupted) and every ``tool_use`` in it has its result.
 """
 
 from __future__ import annotations
@@ -511,7 +511,7 @@ def _turn(
         end=last.number,
         key=last.record.uuid or "",
         status=status,
-        forkable=not dangling and not unanswered,
+        forkable=status != "open" and not dangling,
         answer=answer_text,
         tools=tuple(ToolCall(name, call, results.get(call)) for call, name in calls.items()),
         compacted=compacted,

@@ -8,12 +8,13 @@ codex-rs:
 - lineage edges: ``forked_from_id`` (a fork), ``history_base.thread_id`` (paginated history:
   the parent's ordinals before ``end_ordinal_exclusive`` are inherited, not copied) and
   ``source.subagent.thread_spawn.parent_thread_id`` (a sub-agent);
-- turns run from ``task_started`` to ``task_complete`` (completed) or ``turn_aborted``
-  (aborted); a rollout without those events is cut at each user message instead;
+- turns run from ``task_started`` to ``task_complete`` (completed, or error when it carries
+  one) or ``turn_aborted`` (aborted); a rollout without those events is cut at each user
+  message instead;
   ``thread_rolled_back`` abandons its ``num_turns`` latest surviving turns;
 - the prompt is the user's text: context Codex injects as user messages
   (``<environment_context>``, AGENTS.md, permissions, skills) is not;
-- a turn is forkable when it completed and every tool call in it has its output.
+- a turn is forkable when it has ended and every tool call in it has its output.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ INJECTED_PREFIXES = (
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 PROMPT_CHARS = 200
+ENDED = frozenset({"completed", "error", "aborted"})
 
 
 class _Line(msgspec.Struct):
@@ -185,7 +187,9 @@ def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
         current.end = line.number
         _absorb(current, line)
         if event in ("task_complete", "turn_aborted"):
-            current.status = "completed" if event == "task_complete" else "aborted"
+            current.status = (
+                "aborted" if event == "turn_aborted" else "error" if payload.get("error") else "completed"
+            )
             current = _close(current, done)
     _close(current, done)
     if not explicit:
@@ -269,7 +273,7 @@ def _turn(index: int, turn: _Open) -> Turn:
         end=turn.end,
         key=turn.key,
         status=turn.status,
-        forkable=turn.status == "completed" and not dangling,
+        forkable=turn.status in ENDED and not dangling,
         answer=turn.answer,
         tools=tuple(ToolCall(name, call, turn.outputs.get(call)) for call, name in turn.calls.items()),
         compacted=turn.compacted,
