@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from remem.daemon.sessions.formats import jsonl as decoding
 from remem.daemon.sessions.formats.claude_code import read_transcript
 
 from .claude_lines import CWD, SID, jsonl, prompt, rec, result, say, use
@@ -205,3 +208,11 @@ def test_a_file_without_conversation_is_an_error_for_that_session_only() -> None
     t = read({"type": "summary", "summary": "s", "leafUuid": "x"}, b"garbage\n")
     assert t.error is not None and "no conversation" in t.error and t.turns == ()
     assert read_transcript(b"", f"{SID}.jsonl").error is not None
+
+
+def test_an_overlong_line_is_skipped_without_being_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decoding, "MAX_LINE", 400)
+    huge = prompt("u2", "a1", "x" * 1000)
+    t = read(prompt("u1", None, "q"), say("a1", "u1", "a"), huge)
+    assert codes(t) == ["too-long"] and "over 400" in t.problems[0].reason
+    assert [turn.prompt for turn in t.turns] == ["q"]

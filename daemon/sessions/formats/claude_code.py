@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from .jsonl import Line, records
+from .jsonl import Fields, Line, records
 from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
@@ -58,9 +58,20 @@ class _Origin(msgspec.Struct):
     kind: str | None = None
 
 
+class _Block(Fields):
+    """A content block; a tool result's own content (often large) is not decoded."""
+
+    type: Any = None
+    text: Any = None
+    id: Any = None
+    name: Any = None
+    tool_use_id: Any = None
+    is_error: Any = None
+
+
 class _Message(msgspec.Struct):
     role: str | None = None
-    content: str | list[Any] | None = None
+    content: str | list[_Block] | None = None
 
 
 class _Record(msgspec.Struct, rename="camel"):
@@ -425,11 +436,11 @@ def _main_chain(record: _Record) -> bool:
     return not record.is_sidechain and not record.team_name and not record.is_meta
 
 
-def _blocks(record: _Record) -> list[dict[str, Any]]:
+def _blocks(record: _Record) -> list[_Block]:
     content = record.message.content if record.message else None
     if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [block for block in content or () if isinstance(block, dict)]
+        return [_Block(type="text", text=content)]
+    return list(content or ())
 
 
 def prompt_text(record: _Record) -> str | None:
@@ -491,7 +502,7 @@ def _turn(
             if record.type == "assistant" and kind == "tool_use":
                 calls[str(block.get("id"))] = str(block.get("name"))
             elif record.type == "assistant" and kind == "text" and str(block.get("text", "")).strip():
-                answer, answer_text = line, str(block["text"])
+                answer, answer_text = line, str(block.text)
     for line in side:
         for block in _blocks(line.record):
             if line.record.type == "assistant" and block.get("type") == "tool_use":

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from .jsonl import Line, records
+from .jsonl import Fields, Line, records
 from .model import Edge, Problem, ToolCall, Turn, TurnStatus
 
 INJECTED_PREFIXES = (
@@ -45,10 +45,40 @@ PROMPT_CHARS = 200
 ENDED = frozenset({"completed", "error", "aborted"})
 
 
+class _Item(Fields):
+    type: Any = None
+    id: Any = None
+    exit_code: Any = None
+
+
+class _Payload(Fields):
+    type: Any = None
+    turn_id: Any = None
+    message: Any = None
+    role: Any = None
+    content: Any = None
+    call_id: Any = None
+    id: Any = None
+    name: Any = None
+    exit_code: Any = None
+    item: _Item | None = None
+    error: Any = None
+    num_turns: Any = None
+    # session_meta
+    cwd: Any = None
+    timestamp: Any = None
+    cli_version: Any = None
+    originator: Any = None
+    source: Any = None
+    forked_from_id: Any = None
+    history_base: Any = None
+    model_provider: Any = None
+
+
 class _Line(msgspec.Struct):
     type: str = ""
     timestamp: str | None = None
-    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+    payload: _Payload = msgspec.field(default_factory=_Payload)
 
 
 @dataclass(frozen=True)
@@ -94,7 +124,7 @@ def read_rollout(data: bytes) -> Rollout:
     meta = next((line for line in lines if line.record.type == "session_meta"), None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
     turns = _turns(lines)
-    payload = meta.record.payload if meta else {}
+    payload = meta.record.payload if meta else _Payload()
     source = payload.get("source")
     return Rollout(
         session_id=_str(payload.get("id")),
@@ -130,7 +160,7 @@ def _error(meta: Line[_Line] | None) -> str | None:
     return f"session_meta on line {meta.number} has no {' or '.join(missing)}" if missing else None
 
 
-def _lineage(meta: dict[str, Any]) -> tuple[Edge, ...]:
+def _lineage(meta: _Payload) -> tuple[Edge, ...]:
     edges: list[Edge] = []
     if forked := _str(meta.get("forked_from_id")):
         edges.append(Edge("fork", forked))
@@ -146,7 +176,7 @@ def _lineage(meta: dict[str, Any]) -> tuple[Edge, ...]:
     return tuple(edges)
 
 
-def _user_text(payload: dict[str, Any]) -> str | None:
+def _user_text(payload: _Payload) -> str | None:
     """The user's own words in a user ``message`` item, None for injected context."""
     if payload.get("type") != "message" or payload.get("role") != "user":
         return None
@@ -241,10 +271,10 @@ def _exit(line: Line[_Line]) -> tuple[str, int] | None:
     ``item_completed`` command execution (paginated ones)."""
     event, payload = _event(line), line.record.payload
     if event == "exec_command_end" and isinstance(payload.get("exit_code"), int):
-        return str(payload.get("call_id")), payload["exit_code"]
-    item = payload.get("item") if event == "item_completed" else None
-    if isinstance(item, dict) and isinstance(item.get("exit_code"), int) and item.get("id"):
-        return str(item["id"]), item["exit_code"]
+        return str(payload.get("call_id")), payload.exit_code
+    item = payload.item if event == "item_completed" else None
+    if item is not None and isinstance(item.exit_code, int) and item.id:
+        return str(item.id), item.exit_code
     return None
 
 

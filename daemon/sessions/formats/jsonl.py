@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -19,6 +19,15 @@ from .model import Problem
 MAX_LINE = 64 * 1024 * 1024  # bytes; a longer line is skipped (pasted images stay far below)
 
 T = TypeVar("T")
+
+
+class Fields(msgspec.Struct):
+    """A decoded object read like a dict. Only declared fields are decoded: a harness line's
+    bulk (tool output, file contents, compacted history) is skipped, never built."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, None)
+        return default if value is None else value
 
 
 @dataclass(frozen=True)
