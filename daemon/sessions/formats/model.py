@@ -12,7 +12,7 @@ from typing import Literal
 
 RefusalCode = Literal["no-conversation", "no-such-turn", "open-turn"]
 TurnStatus = Literal["completed", "open", "aborted", "error", "rolled-back"]
-EdgeKind = Literal["fork", "history", "subagent", "copy"]
+EdgeKind = Literal["fork", "history", "subagent"]
 
 
 @dataclass(frozen=True)
