@@ -135,19 +135,19 @@ class HarnessForks:
         except NotAForkPoint as refused:
             raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
         title = _title(request, selection.transcript.title, entry)
-        fresh = JournalEntry(
-            operationId=request.operationId,
-            requestHash=request.digest(),
-            status="prepared",
-            source=selection.transcript.session_id,
-            sourceRevision=_prefix_digest(data, end_of_line(data, selection.turn.end)),
-            child=child,
-            path=str(parent.with_name(f"{child}.jsonl")),
-            seedLength=len(selection.lines),
-            forkTurn=turn,
-            title=title,
+        prepared = self._prepare(
+            entry,
+            _entry(
+                request,
+                source=selection.transcript.session_id,
+                inherited=memoryview(data)[: end_of_line(data, selection.turn.end)],
+                child=child,
+                path=parent.with_name(f"{child}.jsonl"),
+                seed_length=len(selection.lines),
+                turn=turn,
+                title=title,
+            ),
         )
-        prepared = self._prepare(entry, fresh)
         stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         return claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp), prepared
 
@@ -172,19 +172,19 @@ class HarnessForks:
                 "OPEN_TURN", f"{parent}: turn {turn_index} is {turn.status}, not a fork point"
             )
         end = end_of_line(data, turn.end)
-        fresh = JournalEntry(
-            operationId=request.operationId,
-            requestHash=request.digest(),
-            status="prepared",
-            source=rollout.session_id,
-            sourceRevision=_prefix_digest(data, end),
-            child=child,
-            path=str(codex_child.child_path(parent, child, now)),
-            seedLength=turn.end,
-            forkTurn=turn_index,
-            title=_title(request, rollout.title, entry),
+        prepared = self._prepare(
+            entry,
+            _entry(
+                request,
+                source=rollout.session_id,
+                inherited=memoryview(data)[:end],
+                child=child,
+                path=codex_child.child_path(parent, child, now),
+                seed_length=turn.end,
+                turn=turn_index,
+                title=_title(request, rollout.title, entry),
+            ),
         )
-        prepared = self._prepare(entry, fresh)
         Path(prepared.path).parent.mkdir(parents=True, exist_ok=True)
         meta = codex_child.child_meta(
             codex_child.meta_line(data, rollout.meta_line), child, rollout.session_id, now
@@ -204,8 +204,31 @@ def _read_parent(path: Path) -> tuple[bytes, str]:
         return handle.read(), stat_revision(os.fstat(handle.fileno()))
 
 
-def _prefix_digest(data: bytes, end: int) -> str:
-    return "sha256:" + hashlib.sha256(data[:end]).hexdigest()
+def _entry(
+    request: HarnessForkRequest,
+    *,
+    source: str,
+    inherited: memoryview,
+    child: str,
+    path: Path,
+    seed_length: int,
+    turn: int,
+    title: str | None,
+) -> JournalEntry:
+    """A `prepared` entry; its source revision is the digest of the parent's bytes the child
+    depends on, which stay the same however much the parent grows."""
+    return JournalEntry(
+        operationId=request.operationId,
+        requestHash=request.digest(),
+        status="prepared",
+        source=source,
+        sourceRevision="sha256:" + hashlib.sha256(inherited).hexdigest(),
+        child=child,
+        path=str(path),
+        seedLength=seed_length,
+        forkTurn=turn,
+        title=title,
+    )
 
 
 def _last_forkable(data: bytes, parent: Path, harness: Harness) -> int:

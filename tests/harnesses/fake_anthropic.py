@@ -6,10 +6,10 @@ server-sent events: ``message_start``, per content block ``content_block_start``
 ``message_stop``. Each request consumes the next scripted reply and is recorded, so a test can
 assert what the harness sent the model (for a resumed session: the prior conversation).
 
-Replies: `text` (an answer), `tool_uses` (one or more parallel ``tool_use`` blocks), `status`
-(an HTTP error, never retried: ``x-should-retry: false``), `cut` (the stream stops after
-``message_start`` and the connection closes: an aborted turn) and `Computed` (a reply chosen from
-the request). An exhausted script answers 500, so an unexpected model call fails loudly.
+Replies: `text` (an answer), `tool_uses` (one or more parallel ``tool_use`` blocks), `cut` (the
+stream stops after ``message_start`` and the connection closes), and the shared ones of
+`streaming`: `status` (an HTTP error, marked ``x-should-retry: false``, though Claude Code may
+retry some anyway), `hang` and `Computed`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fake_openai import (
-    Computed,
-    Hang,
-    ScriptedHandler,
-    ScriptedServer,
-    Status,
-    Text,
-    hang,
-    status,
-    text,
-)
+from tests.fake_openai import ScriptedServer, Text, hang, status, text
+
+from .streaming import StreamingHandler
 
 __all__ = ["Cut", "FakeAnthropic", "ToolUses", "cut", "hang", "status", "text", "tool_uses"]
 
@@ -62,8 +54,10 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-class _MessagesHandler(ScriptedHandler):
+class _MessagesHandler(StreamingHandler):
     fake_name = "FakeAnthropic"
+    route = MESSAGES_PATH
+    replies = (Text, ToolUses, Cut)
 
     def _send_error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}.get(
@@ -72,38 +66,7 @@ class _MessagesHandler(ScriptedHandler):
         body = {"type": "error", "error": {"type": kind, "message": message}}
         self._send_json(code, body, {"x-should-retry": "false", **(headers or {})})
 
-    def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
-        self._send_error(404, f"FakeAnthropic: no route GET {self.path}")
-
-    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
-        if self.path.split("?", 1)[0] != MESSAGES_PATH:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._send_error(404, f"FakeAnthropic: no route POST {self.path}")
-            return
-        body = self._read_json()
-        if body is None:
-            return
-        number = self._record(body)
-        reply = self._next_reply()
-        while isinstance(reply, Computed):
-            reply = reply.fn(body)
-        if reply is None:
-            self._send_error(500, f"FakeAnthropic: reply script exhausted at request #{number}")
-        elif isinstance(reply, Status):
-            self._send_error(reply.code, reply.message)
-        elif isinstance(reply, Hang):
-            self._wait(None)  # until the harness gives up (is interrupted) or the fake closes
-        elif isinstance(reply, (Text, ToolUses, Cut)):
-            self._stream(reply, body, number)
-        else:
-            raise TypeError(f"FakeAnthropic: not a reply: {reply!r}")
-
-    def _stream(self, reply: Text | ToolUses | Cut, body: dict[str, Any], number: int) -> None:
-        self.close_connection = True
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
+    def events(self, reply: Text | ToolUses | Cut, body: dict[str, Any], number: int) -> Iterator[bytes]:
         message = {
             "id": f"msg_fake_{number}",
             "type": "message",
@@ -114,28 +77,16 @@ class _MessagesHandler(ScriptedHandler):
             "stop_sequence": None,
             "usage": {"input_tokens": 1, "output_tokens": 0},
         }
-        try:
-            self.wfile.write(_event("message_start", {"type": "message_start", "message": message}))
-            if isinstance(reply, Cut):
-                self.wfile.flush()
-                return
-            for chunk in _blocks(reply, number):
-                self.wfile.write(chunk)
-            stop = "tool_use" if isinstance(reply, ToolUses) else "end_turn"
-            self.wfile.write(
-                _event(
-                    "message_delta",
-                    {
-                        "type": "message_delta",
-                        "delta": {"stop_reason": stop, "stop_sequence": None},
-                        "usage": {"output_tokens": 1},
-                    },
-                )
-            )
-            self.wfile.write(_event("message_stop", {"type": "message_stop"}))
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the harness gave up on the stream
+        yield _event("message_start", {"type": "message_start", "message": message})
+        if isinstance(reply, Cut):
+            return
+        yield from _blocks(reply, number)
+        stop = "tool_use" if isinstance(reply, ToolUses) else "end_turn"
+        delta = {"stop_reason": stop, "stop_sequence": None}
+        yield _event(
+            "message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": 1}}
+        )
+        yield _event("message_stop", {"type": "message_stop"})
 
 
 def _blocks(reply: Text | ToolUses, number: int) -> Iterator[bytes]:

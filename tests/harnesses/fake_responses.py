@@ -5,9 +5,9 @@ events: ``response.created``, per output item ``response.output_item.added`` / `
 also as ``response.output_text.delta``), then ``response.completed``. Each request consumes the
 next scripted reply and is recorded, so a test can assert what the harness sent the model.
 
-Replies: `text`, `function_calls` (one or more parallel ``function_call`` items), `status` (an
-HTTP error), `cut` (``response.created`` and then the connection closes: an aborted turn) and
-`Computed`. An exhausted script answers 500.
+Replies: `text`, `function_calls` (one or more parallel ``function_call`` items), `cut`
+(``response.created``, then the connection closes), and the shared ones of `streaming`:
+`status`, `hang` and `Computed`.
 """
 
 from __future__ import annotations
@@ -17,19 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fake_openai import (
-    Computed,
-    Hang,
-    ScriptedHandler,
-    ScriptedServer,
-    Status,
-    Text,
-    hang,
-    status,
-    text,
-)
+from tests.fake_openai import ScriptedServer, Text, hang, status, text
 
 from .fake_anthropic import Cut, cut
+from .streaming import StreamingHandler
 
 __all__ = ["Cut", "FakeResponses", "FunctionCalls", "cut", "function_calls", "hang", "status", "text"]
 
@@ -73,76 +64,36 @@ def _items(reply: Text | FunctionCalls, number: int) -> Iterator[dict[str, Any]]
         }
 
 
-class _ResponsesHandler(ScriptedHandler):
+class _ResponsesHandler(StreamingHandler):
     fake_name = "FakeResponses"
+    route = RESPONSES_PATH
+    replies = (Text, FunctionCalls, Cut)
 
-    def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
-        self._send_error(404, f"FakeResponses: no route GET {self.path}")
-
-    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
-        if self.path.split("?", 1)[0] != RESPONSES_PATH:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._send_error(404, f"FakeResponses: no route POST {self.path}")
-            return
-        body = self._read_json()
-        if body is None:
-            return
-        number = self._record(body)
-        reply = self._next_reply()
-        while isinstance(reply, Computed):
-            reply = reply.fn(body)
-        if reply is None:
-            self._send_error(500, f"FakeResponses: reply script exhausted at request #{number}")
-        elif isinstance(reply, Status):
-            self._send_error(reply.code, reply.message)
-        elif isinstance(reply, Hang):
-            self._wait(None)  # until the harness gives up (is interrupted) or the fake closes
-        elif isinstance(reply, (Text, FunctionCalls, Cut)):
-            self._stream(reply, number)
-        else:
-            raise TypeError(f"FakeResponses: not a reply: {reply!r}")
-
-    def _stream(self, reply: Text | FunctionCalls | Cut, number: int) -> None:
-        self.close_connection = True
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Connection", "close")
-        self.end_headers()
+    def events(self, reply: Text | FunctionCalls | Cut, body: dict[str, Any], number: int) -> Iterator[bytes]:
         response_id = f"resp_fake_{number}"
-        try:
-            self.wfile.write(_event({"type": "response.created", "response": {"id": response_id}}))
-            if isinstance(reply, Cut):
-                self.wfile.flush()
-                return
-            for index, item in enumerate(_items(reply, number)):
-                self.wfile.write(
-                    _event({"type": "response.output_item.added", "output_index": index, "item": item})
-                )
-                if item["type"] == "message":
-                    delta = {
-                        "type": "response.output_text.delta",
-                        "output_index": index,
-                        "content_index": 0,
-                        "item_id": item["id"],
-                        "delta": item["content"][0]["text"],
-                    }
-                    self.wfile.write(_event(delta))
-                self.wfile.write(
-                    _event({"type": "response.output_item.done", "output_index": index, "item": item})
-                )
-            usage = {
-                "input_tokens": 1,
-                "input_tokens_details": None,
-                "output_tokens": 1,
-                "output_tokens_details": None,
-                "total_tokens": 2,
-            }
-            self.wfile.write(
-                _event({"type": "response.completed", "response": {"id": response_id, "usage": usage}})
-            )
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the harness gave up on the stream
+        yield _event({"type": "response.created", "response": {"id": response_id}})
+        if isinstance(reply, Cut):
+            return
+        for index, item in enumerate(_items(reply, number)):
+            yield _event({"type": "response.output_item.added", "output_index": index, "item": item})
+            if item["type"] == "message":
+                text_delta = {
+                    "type": "response.output_text.delta",
+                    "output_index": index,
+                    "content_index": 0,
+                    "item_id": item["id"],
+                    "delta": item["content"][0]["text"],
+                }
+                yield _event(text_delta)
+            yield _event({"type": "response.output_item.done", "output_index": index, "item": item})
+        usage = {
+            "input_tokens": 1,
+            "input_tokens_details": None,
+            "output_tokens": 1,
+            "output_tokens_details": None,
+            "total_tokens": 2,
+        }
+        yield _event({"type": "response.completed", "response": {"id": response_id, "usage": usage}})
 
 
 class FakeResponses(ScriptedServer):
