@@ -22,10 +22,9 @@ from .home import Home
 from .locks import file_lock
 from .server.protocol import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from .server.runtime import DaemonPaths
+from .settings import MAX_ANSWER_BYTES
 
 START_TIMEOUT_SECONDS = 15.0
-# Requests are capped at MAX_MESSAGE_BYTES; answers (a long transcript) may be much larger.
-MAX_ANSWER_BYTES = 1 << 30
 RETRY_SECONDS = 0.05
 
 

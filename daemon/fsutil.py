@@ -16,11 +16,35 @@ TEMP_MARKER = ".remem-tmp-"
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) user-only; tighten an existing directory we own."""
+    """Create `path` (and parents) user-only; tighten an existing directory we own.
+
+    A symbolic link at `path` is left as it is: its target is whatever its owner chose.
+    """
     path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    if path.stat().st_mode & 0o077:
-        os.chmod(path, PRIVATE_DIR_MODE)
+    own_private_dir(path)
     return path
+
+
+def own_private_dir(path: Path) -> bool:
+    """Whether `path` is a real directory of this user, tightened to 0700 if it was looser.
+
+    The mode is changed through a descriptor opened without following a link, after checking
+    its owner: a chmod by name would follow a link another user planted and open up, or close,
+    a folder of the victim's choosing.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False  # a link (ELOOP), not a directory, or gone
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid():
+            return False
+        if st.st_mode & 0o077:
+            os.fchmod(fd, PRIVATE_DIR_MODE)
+        return True
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:

@@ -14,12 +14,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import safe_yaml
 from .faults import faultpoint
 from .fsutil import remove_stale_temps, replace_durably, write_temp
 from .home import Home
 from .locks import file_lock
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Strict(BaseModel):
@@ -31,10 +30,16 @@ class SessionsSettings(_Strict):
     idle_seconds: int = Field(default=120, gt=0)
 
 
+# The largest answer a client buffers: the ceiling of `daemon.max_answer_bytes`.
+MAX_ANSWER_BYTES = 1 << 30
+
+
 class DaemonSettings(_Strict):
     idle_minutes: float = Field(default=60, gt=0)
     # polling: for network file systems, where inotify sees no changes made by other machines
     watch: Literal["auto", "polling"] = "auto"
+    # The largest answer sent to a client, which buffers it whole; a larger one is refused.
+    max_answer_bytes: int = Field(default=MAX_ANSWER_BYTES, ge=1 << 20, le=MAX_ANSWER_BYTES)
 
 
 class ProviderSettings(_Strict):
@@ -89,22 +94,29 @@ def revision_of(raw: bytes) -> str:
 
 
 def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
-    """Parse and validate; raise SettingsError naming every bad key and its line."""
+    """Parse and validate; raise SettingsError naming every bad key and its line.
+
+    No cause is chained: a printed ValidationError shows the values it was given.
+    """
     try:
         text = raw.decode("utf-8")
-        node = yaml.compose(text, Loader=_LOADER)
-        data = yaml.load(text, Loader=_LOADER) if node is not None else {}
+        node, data = safe_yaml.parse(text)
     except UnicodeDecodeError as exc:
-        raise SettingsError([f"{source}: not valid UTF-8 at byte {exc.start}"]) from exc
+        raise SettingsError([f"{source}: not valid UTF-8 at byte {exc.start}"]) from None
+    except safe_yaml.AliasRefused as exc:
+        refused = "YAML aliases are not allowed in settings.yml; write the value out in full"
+        raise SettingsError([f"{source}:{exc.line}: {refused}"]) from None
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"]) from exc
+        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"]) from None
+    if node is None:
+        data = {}
     if not isinstance(data, dict):
         raise SettingsError([f"{source}:1: settings must be a mapping of sections (sessions, daemon, ...)"])
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise SettingsError([_describe(error, node, source) for error in exc.errors()]) from exc
+        raise SettingsError([_describe(error, node, source) for error in exc.errors()]) from None
     provider = settings.consolidation.provider
     if provider not in settings.all_providers():
         line = _line_of(node, ["consolidation", "provider"])

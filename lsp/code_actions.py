@@ -22,6 +22,7 @@ import yaml
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from remem.daemon import safe_yaml
 from remem.daemon.memory.canonical import canonicalize
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.index import render_index
@@ -223,7 +224,7 @@ def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
     if not written or diagnostic.range.start.line != diagnostic.range.end.line:
         return []
     try:
-        loaded = yaml.safe_load(written)
+        loaded = safe_yaml.load(written)
     except yaml.YAMLError:
         return []
     if not isinstance(loaded, (int, float, datetime.date)):  # bool is an int; lists and null stay

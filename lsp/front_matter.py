@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from remem.daemon import safe_yaml
 from remem.daemon.memory.canonical import BOM
 
 _DELIMITER = re.compile(r"---[ \t]*")
@@ -58,7 +59,7 @@ def locate(lines: list[str], *, open_ended: bool = False) -> FrontMatter | None:
 def value(lines: list[str], entry: Entry) -> object:
     """The YAML value of `entry`; None when its lines are not valid YAML on their own."""
     try:
-        loaded = yaml.safe_load("\n".join(lines[entry.first : entry.last + 1]))
+        loaded = safe_yaml.load("\n".join(lines[entry.first : entry.last + 1]))
     except yaml.YAMLError:
         return None
     return loaded.get(entry.key) if isinstance(loaded, dict) else None

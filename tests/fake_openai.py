@@ -16,8 +16,9 @@ Usage::
         assert fake.requests[1]["messages"][-1]["role"] == "tool"
 
 Each POST to ``/v1/chat/completions`` is recorded and consumes the next scripted reply. When the
-script runs out the fake answers 500 with ``x-should-retry: false`` (the SDK then does not retry),
-so an unexpected model call fails loudly. Only ``/v1/chat/completions`` exists; no streaming.
+script runs out, a responder set with ``reply_always(fn)`` answers; without one the fake answers
+500 with ``x-should-retry: false`` (the SDK then does not retry), so an unexpected model call fails
+loudly. Only ``/v1/chat/completions`` exists; no streaming.
 """
 
 from __future__ import annotations
@@ -177,6 +178,7 @@ class _State:
     closing: threading.Event = field(default_factory=threading.Event)
     connections: set[socket.socket] = field(default_factory=set)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    fallback: Callable[[dict[str, Any]], Reply] | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -282,8 +284,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             return len(state.requests)
 
     def _next_reply(self) -> Any:
-        with self.server.state.lock:
-            return self.server.state.script.popleft() if self.server.state.script else None
+        """The next scripted reply, else the `reply_always` responder's, else None."""
+        state = self.server.state
+        with state.lock:
+            if state.script:
+                return state.script.popleft()
+            return None if state.fallback is None else Computed(state.fallback)
 
 
 class _Handler(ScriptedHandler):
@@ -435,6 +441,11 @@ class ScriptedServer:
     def reply_with(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
         """Append one reply computed from the request body (``fn(body) -> reply``)."""
         self.reply(Computed(fn))
+
+    def reply_always(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
+        """Answer every request the script does not cover with ``fn(body)`` (a scripted model)."""
+        with self._state.lock:
+            self._state.fallback = fn
 
     # -- observations --
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import stat
+import traceback
 
 import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
+
+from .yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX, FIRST_ALIAS_LINE
 
 
 def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
@@ -83,3 +86,16 @@ def test_invalid_update_is_refused_and_nothing_written(home: Home) -> None:
     with pytest.raises(SettingsError):
         store.update(revision, {"consolidation.max_tokens": "lots"})
     assert not home.settings_file.exists()
+
+
+def test_a_billion_laughs_is_refused_without_ever_expanding_it(home: Home) -> None:
+    home.ensure_layout()
+    home.settings_file.write_text(BILLION_LAUGHS)
+    with pytest.raises(SettingsError) as raised:
+        SettingsStore(home).read()
+    assert raised.value.problems == [
+        f"{home.settings_file}:{FIRST_ALIAS_LINE}: YAML aliases are not allowed in settings.yml; "
+        "write the value out in full"
+    ]
+    # What a crash would print, chained causes included, stays small: nothing walks the value.
+    assert len("".join(traceback.format_exception(raised.value))) < ERROR_BYTES_MAX

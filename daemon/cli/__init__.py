@@ -15,6 +15,7 @@ from .backend import NO_DAEMON_ENV, Backend
 _LAZY_COMMANDS = {
     "consolidate": ".consolidate:consolidate",
     "daemon": ".daemon:daemon",
+    "eval": ".eval:eval_command",
     "memory": ".memory:memory",
     "receipts": ".consolidate:receipts",
     "sessions": ".sessions:sessions",

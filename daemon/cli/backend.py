@@ -39,7 +39,7 @@ class Backend:
         hears the notifications the call causes (the daemon's go to every client)."""
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
         from .. import client
-        from ..server.protocol import METHODS
+        from ..server.protocol import ANSWER_TOO_LARGE, METHODS, RpcError
         from .output import EXIT_PROBLEMS, fail
 
         assert METHODS[method].result is result, f"{method} returns {METHODS[method].result.__name__}"
@@ -48,6 +48,10 @@ class Backend:
                 answer = client.call(self.home, method, params.model_dump(mode="json"), listener=listener)
             except client.DaemonUnavailable as exc:
                 fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
+            except RpcError as exc:
+                if exc.code != ANSWER_TOO_LARGE:
+                    raise
+                fail(f"{exc.message}; --no-daemon reads it in this process instead", EXIT_PROBLEMS)
             return result.model_validate(answer)
         answered = self._in_process(method, params, roots, listener)
         assert isinstance(answered, result)

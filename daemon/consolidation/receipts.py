@@ -17,15 +17,15 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import safe_yaml
 from ..fsutil import atomic_write
 from ..home import Home
 from ..sessions.lineage import ReviewState
 from .evidence import EvidenceRange
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-CONSOLIDATOR_VERSION = 1  # bump when prompt, schema, projection or commit semantics change
+CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit semantics change
 
 
 class Status(str, Enum):
@@ -228,7 +228,7 @@ def parse_receipt(text: str) -> Receipt:
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
         raise ValueError("no YAML front matter")
     front = text[4 : text.index("\n---\n", 3) + 1]
-    return Receipt.model_validate(yaml.load(front, Loader=_LOADER))
+    return Receipt.model_validate(safe_yaml.load(front))
 
 
 def summary(receipt: Receipt) -> str:

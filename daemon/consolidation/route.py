@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import safe_yaml
 from ..home import Home
 from ..settings import Settings
 
@@ -87,7 +88,7 @@ def read_credentials(home: Home) -> Credentials:
     if stat.S_IMODE(st.st_mode) & 0o077:
         raise RouteError(f"{path} is readable by other users; run `chmod 600 {path}` first")
     try:
-        return Credentials.model_validate(yaml.safe_load(path.read_bytes()) or {})
+        return Credentials.model_validate(safe_yaml.load(path.read_bytes()) or {})
     except (yaml.YAMLError, ValidationError) as exc:
         # The problem's location only: echoing the file could print a key.
         where = (

@@ -13,6 +13,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -111,10 +112,17 @@ class _Input:
 
 
 class Consolidator:
-    """One per daemon: it holds the model clients and serialises requests per review."""
+    """One per daemon: it holds the model clients and serialises requests per review.
 
-    def __init__(self, home: Home) -> None:
+    `remem eval` makes one per case, in a private home: `credentials` is then the user's home
+    (the API key is looked up there) and `session_roots` the only roots read (its own)."""
+
+    def __init__(
+        self, home: Home, *, credentials: Home | None = None, session_roots: list[Path] | None = None
+    ) -> None:
         self.home = home
+        self._credentials = credentials or home
+        self._session_roots = session_roots
         self.store = MemoryStore(home)
         self.receipts = ReceiptStore(home)
         self._clients: dict[tuple[str, str], AsyncOpenAI] = {}
@@ -122,7 +130,7 @@ class Consolidator:
 
     async def consolidate(self, session_id: str, progress: Progress) -> ConsolidationResult:
         settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
-        route = _route(self.home, settings)  # a missing key is reported before anything is read
+        route = _route(self._credentials, settings)  # a missing key is reported before anything is read
         settled = await self._settle_pending(session_id)
         if settled is not None:  # one request never both recovers and asks the model
             return _result(settled, recovered=True)
@@ -277,7 +285,11 @@ class Consolidator:
             lock.release()
 
     def _freeze(self, session_id: str, settings: Settings) -> _Input:
-        catalog = SessionCatalog.configured(self.home, settings)
+        catalog = (
+            SessionCatalog.configured(self.home, settings)
+            if self._session_roots is None
+            else SessionCatalog(self.home, self._session_roots, settings.sessions.idle_seconds)
+        )
         entry = self._eligible(catalog, session_id)
         try:
             log = read_session(entry.path, expected_id=session_id)

@@ -18,7 +18,7 @@ from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
 from .redaction import redact
 from .route import Route
-from .worker_log import ACCEPTED, ToolExchange, WorkerLog
+from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
     from openai import AsyncOpenAI
@@ -91,7 +91,9 @@ async def _loop(
             {"step": step, "toolCalls": len(calls), "finish": response.choices[0].finish_reason},
         )
         exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
-        await asyncio.to_thread(log.step, _blocks(raw, calls), route.provider, route.model, exchanges)
+        counted = response.usage
+        usage = None if counted is None else Usage(counted.prompt_tokens, counted.completion_tokens)
+        await asyncio.to_thread(log.step, _blocks(raw, calls), route.provider, route.model, exchanges, usage)
         if accepted is not None:
             return Outcome("proposed", plan=accepted)
         if not calls:

@@ -36,6 +36,13 @@ class ToolExchange(NamedTuple):
     error: bool
 
 
+class Usage(NamedTuple):
+    """The tokens a provider reports for one model step."""
+
+    inputTokens: int
+    outputTokens: int
+
+
 def worker_session_id(review: str, attempt: int) -> str:
     return f"session-{uuid.uuid5(_IDS, f'{review}/{attempt}')}"
 
@@ -70,16 +77,17 @@ class WorkerLog:
         )
 
     def step(
-        self, blocks: list[dict[str, Any]], provider: str, model: str, exchanges: list[ToolExchange]
-    ) -> None:
+        self, blocks: list[dict[str, Any]], provider: str, model: str, exchanges: list[ToolExchange],
+        usage: Usage | None = None,
+    ) -> None:  # fmt: skip
         """One model step and the tool's answers, appended (and fsynced) as one batch."""
         self._step += 1
         step = {"turn": 1, "step": self._step}
         message = _message("assistant", blocks, {"kind": "model", "provider": provider, "model": model})
-        events: list[_Event] = [
-            ("step/start", step, None),
-            ("assistant/message", {**step, "message": message}, "append"),
-        ]
+        answer: dict[str, Any] = {**step, "message": message}
+        if usage is not None:  # DSH's own field: what the provider counted for this step
+            answer["usage"] = usage._asdict()
+        events: list[_Event] = [("step/start", step, None), ("assistant/message", answer, "append")]
         for x in exchanges:
             block = {
                 "type": "tool-result",

@@ -8,6 +8,7 @@ from enum import Enum
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from .. import safe_yaml
 from .canonical import canonicalize
 
 NAME_MAX = 64
@@ -22,8 +23,6 @@ INDEX_FILE = "MEMORY.md"
 GLOBAL_FILE = "GLOBAL.md"
 RECORD_SUFFIX = ".md"
 FIELDS = ("name", "description", "type")
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class RecordType(str, Enum):
@@ -66,7 +65,7 @@ def _yaml_scalar(value: str) -> str:
     """
     if value and "\n" not in value and value == value.strip():
         try:
-            if yaml.load(f"k: {value}", Loader=_YAML_LOADER) == {"k": value}:
+            if safe_yaml.load(f"k: {value}") == {"k": value}:
                 return value
         except yaml.YAMLError:
             pass

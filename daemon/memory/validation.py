@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from .. import safe_yaml
 from .canonical import BOM, canonical_problems, canonicalize
 from .diagnostics import Diagnostic, Range, Severity, TextPositions, diagnostic, has_errors
 from .index import render_index
@@ -33,7 +34,6 @@ from .record import (
     record_name_of,
 )
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DELIMITER = r"---[ \t]*(?:\r\n|\r|\n|\Z)"
 _OPENING = re.compile(_DELIMITER)
 _SECOND_BLOCK = re.compile(r"\s*---[ \t]*(?:\r\n|\r|\n)")
@@ -300,13 +300,17 @@ def _compose(
     except yaml.reader.ReaderError:
         return None  # control characters: already reported at their exact place
     except yaml.MarkedYAMLError as exc:
+        if isinstance(exc, safe_yaml.AliasRefused):
+            code, message = "front-matter-alias", "YAML aliases are not allowed in front matter"
+        else:
+            code, message = "front-matter-syntax", f"the front matter is not valid YAML: {exc.problem}"
         mark = exc.problem_mark
         at = front.start + (mark.index if mark is not None else 0)
         problems.append(
             diagnostic(
-                "front-matter-syntax",
+                code,
                 Severity.ERROR,
-                f"the front matter is not valid YAML: {exc.problem}; write `key: value` lines",
+                f"{message}; write `key: value` lines",
                 positions.range(at, min(at + 1, front.end)),
             )
         )
@@ -330,7 +334,7 @@ def _compose(
 def _yaml_node(source: str) -> yaml.Node | None:
     # An editor re-validates a record on each keystroke, nearly always in its body: the same
     # front matter comes back, and composing it is a third of a record's validation.
-    return yaml.compose(source, Loader=_YAML_LOADER)
+    return safe_yaml.compose(source)
 
 
 def _node_range(node: yaml.Node, front: _FrontMatter, positions: TextPositions) -> Range:

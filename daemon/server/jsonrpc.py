@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .protocol import (
+    ANSWER_TOO_LARGE,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -33,12 +34,13 @@ log = logging.getLogger("remem.daemon")
 
 
 class Dispatcher:
-    def __init__(self, handlers: dict[str, Handler]) -> None:
+    def __init__(self, handlers: dict[str, Handler], max_answer_bytes: int) -> None:
         assert set(handlers) == set(METHODS), "every protocol method has exactly one handler"
         self._handlers = handlers
+        self._max_answer_bytes = max_answer_bytes
 
-    async def handle(self, line: bytes) -> dict[str, Any] | None:
-        """The response to one message, or None for a notification."""
+    async def handle(self, line: bytes) -> bytes | None:
+        """The encoded response to one message, or None for a notification."""
         try:
             message = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -54,7 +56,11 @@ class Dispatcher:
             return _error(request_id, RpcError(INTERNAL_ERROR, "internal error; see the daemon log"))
         if "id" not in message:
             return None
-        return {"jsonrpc": "2.0", "id": request_id, "result": result.model_dump(mode="json")}
+        answer = _encode({"jsonrpc": "2.0", "id": request_id, "result": result.model_dump(mode="json")})
+        if len(answer) > self._max_answer_bytes:
+            # Refused here, not cut off by the client's buffer: the connection stays usable.
+            return _error(request_id, _too_large(method, len(answer), self._max_answer_bytes))
+        return answer
 
     async def _call(self, method: str, params: Any) -> BaseModel:
         spec = METHODS.get(method)
@@ -83,9 +89,22 @@ def _request_parts(message: Any) -> tuple[str, Any]:
     return method, params
 
 
-def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
+def _error(request_id: Any, error: RpcError) -> bytes:
     usable = request_id if isinstance(request_id, (int, str)) else None
-    return {"jsonrpc": "2.0", "id": usable, "error": error.to_json()}
+    return _encode({"jsonrpc": "2.0", "id": usable, "error": error.to_json()})
+
+
+def _too_large(method: str, size: int, limit: int) -> RpcError:
+    return RpcError(
+        ANSWER_TOO_LARGE,
+        f"the answer to {method} is {_mib(size)}, more than the daemon sends in one message "
+        f"(daemon.max_answer_bytes: {_mib(limit)})",
+        {"bytes": size, "limit": limit},
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
 
 
 class Connection:
@@ -128,7 +147,7 @@ class Connection:
                 too_big = RpcError(
                     INVALID_REQUEST, f"message exceeds {MAX_MESSAGE_BYTES} bytes; connection closed"
                 )
-                self._post(_encode(_error(None, too_big)))
+                self._post(_error(None, too_big))
                 return
             except (asyncio.IncompleteReadError, ConnectionError):
                 return  # the client closed (or half-closed) its side
@@ -140,7 +159,7 @@ class Connection:
     async def _answer(self, line: bytes) -> None:
         response = await self._dispatcher.handle(line)
         if response is not None:
-            self._post(_encode(response))
+            self._post(response)
 
     def _request_done(self, task: asyncio.Task[None]) -> None:
         self._requests.discard(task)

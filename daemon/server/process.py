@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -39,7 +40,7 @@ from .protocol import (
     HelloResult,
     StatusResult,
 )
-from .runtime import DaemonPaths
+from .runtime import DaemonPaths, release_socket
 from .session_methods import SessionMethods
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
@@ -73,7 +74,8 @@ class Daemon:
                 **self.sessions.handlers(),
                 **self.consolidation.handlers(),
                 **self.agents.handlers(),
-            }
+            },
+            settings.daemon.max_answer_bytes,
         )
 
     def publish(self, method: str, params: BaseModel) -> None:
@@ -114,7 +116,7 @@ class Daemon:
             await asyncio.to_thread(self.watcher.stop)
             self.agents.close()
         self._forget_status()
-        socket_path.unlink(missing_ok=True)
+        release_socket(socket_path)
 
     def stop(self) -> None:
         self._forget_status()
@@ -210,7 +212,11 @@ def run(home: Home) -> int:
         print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
         return 0
     try:
-        settings, _ = SettingsStore(home).read()
+        try:
+            settings, _ = SettingsStore(home).read()
+        except SettingsError as exc:
+            print(f"remem daemon cannot start: {exc}", file=sys.stderr)  # the problems, not a traceback
+            return 2
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
         asyncio.run(Daemon(home, settings).serve())
         return 0

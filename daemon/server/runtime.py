@@ -1,24 +1,33 @@
 """Where a daemon's lock, status file, log and socket live, and how to read its status.
 
-The socket sits in a short user-only folder under the system temp dir (AF_UNIX paths are
-limited to 107 bytes, and a home can be deep); its name is keyed by the home, so daemons of
-different homes never meet.
+The socket sits in a short user-only folder (AF_UNIX paths are limited to 107 bytes, and a
+home can be deep): `$XDG_RUNTIME_DIR/remem` when the session has a private runtime dir, else
+`<tmp>/remem-<uid>`. In a shared temp dir another user can take that name first, so a name that
+is not a real directory of ours (a link, someone else's folder) is never used nor touched: the
+daemon makes a fresh private folder instead, and clients find it in the status file. The
+socket's name is keyed by the home, so daemons of different homes never meet.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..fsutil import ensure_private_dir
+from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
 from ..home import Home
 from ..locks import try_file_lock
 from .protocol import DaemonInfo
+
+log = logging.getLogger("remem.daemon")
 
 
 @dataclass(frozen=True)
@@ -44,8 +53,9 @@ class DaemonPaths:
     def log(self) -> Path:
         return self.home.state / "daemon.log"
 
-    @property
+    @cached_property
     def socket(self) -> Path:
+        """Where this home's daemon listens (chosen once: a fallback folder is unique)."""
         key = hashlib.sha256(os.fsencode(self.home.root)).hexdigest()[:16]
         return socket_dir() / f"{key}.sock"
 
@@ -66,10 +76,46 @@ class DaemonPaths:
 
 
 def socket_dir() -> Path:
-    """A user-only folder for sockets; refuses one that another user owns or opened up."""
-    folder = Path(tempfile.gettempdir()) / f"remem-{os.getuid()}"
-    ensure_private_dir(folder)
-    st = os.stat(folder, follow_symlinks=False)
-    if st.st_uid != os.getuid() or not os.path.isdir(folder) or os.path.islink(folder):
-        raise PermissionError(f"{folder} is not a private folder of this user; remove it and retry")
-    return folder
+    """A user-only folder for sockets: the usual one if it is ours, else a fresh private one."""
+    for folder in _usual_socket_dirs():
+        try:
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        if own_private_dir(folder):
+            return folder
+        log.warning("%s is not a folder of this user (a link, or another user's); remove it", folder)
+    fresh = Path(tempfile.mkdtemp(prefix=f"{_shared_name()}-"))  # 0700, and a name nobody had
+    log.warning("using %s for the socket instead", fresh)
+    return fresh
+
+
+def release_socket(path: Path) -> None:
+    """Remove a stopping daemon's socket, and the fresh folder it was given, if any."""
+    path.unlink(missing_ok=True)
+    if path.parent.name.startswith(f"{_shared_name()}-"):
+        with contextlib.suppress(OSError):  # not empty: something else put a file there
+            path.parent.rmdir()
+
+
+def _usual_socket_dirs() -> list[Path]:
+    folders = [Path(tempfile.gettempdir()) / _shared_name()]
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    # The spec requires it to be the user's own and 0700; one that is not is ignored, not fixed.
+    if os.path.isabs(runtime) and _private_as_is(Path(runtime)):
+        folders.insert(0, Path(runtime) / "remem")
+    return folders
+
+
+def _private_as_is(folder: Path) -> bool:
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _shared_name() -> str:
+    return f"remem-{os.getuid()}"

@@ -3,7 +3,8 @@
 Every session is a pure function of its seed: multi-turn conversations with reasoning and
 text streams, parallel tool calls with ok/error results, aborted and errored turns, titles,
 image prompts, a compaction that replaces a surface range, and children (subagents and
-seeded user forks). Payload shapes follow the fact sheet §3; output goes through the writer.
+seeded user forks). Scripted sessions take their words from given turns instead (the evaluation
+set plants facts in them). Payload shapes follow the fact sheet §3; output goes through the writer.
 """
 
 from __future__ import annotations
@@ -89,6 +90,32 @@ class SessionSpec:
     compaction: bool = True
     target_events: int = 0
     target_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool returned: its text, and whether it succeeded."""
+
+    text: str
+    ok: bool = True
+
+
+@dataclass(frozen=True)
+class ScriptedTool:
+    """One tool the agent runs in a scripted turn."""
+
+    name: str
+    arguments: dict[str, Any]
+    output: ToolOutput
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    """A turn whose words are given: the user's prompt, the tools run, the agent's final reply."""
+
+    user: str
+    reply: str
+    tools: tuple[ScriptedTool, ...] = ()
 
 
 def _words(rng: random.Random, low: int, high: int) -> str:
@@ -228,7 +255,10 @@ class _Turns:
         self.close_step(turn, 1)
         self.close_turn(turn, {"kind": "completed"})
 
-    def tool_results(self, turn: int, calls: list[dict[str, Any]]) -> None:
+    def tool_results(
+        self, turn: int, calls: list[dict[str, Any]], outputs: Sequence[ToolOutput] = ()
+    ) -> None:
+        """Each call's `tool/call` and `tool/result`; without `outputs`, random ones in any order."""
         call_seqs = {
             c["id"]: self.t.add(
                 "tool/call",
@@ -236,14 +266,15 @@ class _Turns:
             ).seq
             for c in calls
         }
-        for call in self.rng.sample(calls, len(calls)):  # parallel calls settle in any order
-            failed = self.rng.random() < 0.3
-            text = f"Error: {_words(self.rng, 2, 6)}" if failed else _words(self.rng, 5, 40)
+        given = dict(zip((c["id"] for c in calls), outputs, strict=True)) if outputs else None
+        # Parallel calls settle in any order; scripted ones in the order given.
+        for call in calls if given else self.rng.sample(calls, len(calls)):
+            output = given[call["id"]] if given else self._random_output()
             block = {
                 "type": "tool-result",
                 "toolCallId": call["id"],
-                "content": [{"type": "text", "text": text}],
-                "isError": failed,
+                "content": [{"type": "text", "text": output.text}],
+                "isError": not output.ok,
             }
             message = {
                 "id": new_id(self.rng),
@@ -258,16 +289,37 @@ class _Turns:
                 sources=[call_seqs[call["id"]]],
             )
 
+    def _random_output(self) -> ToolOutput:
+        failed = self.rng.random() < 0.3
+        return ToolOutput(
+            f"Error: {_words(self.rng, 2, 6)}" if failed else _words(self.rng, 5, 40), not failed
+        )
+
     def tools_turn(self, turn: int) -> None:
         self.open_turn(turn, _words(self.rng, 5, 12).capitalize() + ".")
         calls = [_tool_call(self.rng) for _ in range(self.rng.randint(1, 4))]
+        self._run_tools(turn, calls)
+        self._answer(turn, 2, _words(self.rng, 10, 50) + ".")
+
+    def scripted_turn(self, turn: int, script: ScriptedTurn) -> None:
+        """A turn with the given prompt, tool runs and final reply (one step when no tool runs)."""
+        self.open_turn(turn, script.user)
+        if script.tools:
+            calls = [_named_call(self.rng, t.name, t.arguments) for t in script.tools]
+            self._run_tools(turn, calls, [t.output for t in script.tools])
+        self._answer(turn, 2 if script.tools else 1, script.reply)
+
+    def _run_tools(self, turn: int, calls: list[dict[str, Any]], outputs: Sequence[ToolOutput] = ()) -> None:
+        """Step 1 calls the tools and gets their results; step 2 starts."""
         self.assistant(turn, 1, calls)
-        self.tool_results(turn, calls)
+        self.tool_results(turn, calls, outputs)
         self.close_step(turn, 1)
         self.t.add("step/start", {"turn": turn, "step": 2})
         self.t.add("request/context", {"provider": PROVIDER, "model": MODEL})
-        self.assistant(turn, 2, [{"type": "text", "text": _words(self.rng, 10, 50) + "."}])
-        self.close_step(turn, 2)
+
+    def _answer(self, turn: int, step: int, reply: str) -> None:
+        self.assistant(turn, step, [{"type": "text", "text": reply}])
+        self.close_step(turn, step)
         self.close_turn(turn, {"kind": "completed"})
 
     def aborted_turn(self, turn: int) -> None:
@@ -340,14 +392,16 @@ def _split(text: str, rng: random.Random) -> list[str]:
 
 def _tool_call(rng: random.Random) -> dict[str, Any]:
     name = rng.choice(_TOOLS)
-    arguments = json.dumps(
-        {"path": f"src/{rng.choice(_WORDS)}.py", "limit": rng.randint(10, 500)}, separators=(",", ":")
-    )
+    arguments = {"path": f"src/{rng.choice(_WORDS)}.py", "limit": rng.randint(10, 500)}
+    return _named_call(rng, name, arguments)
+
+
+def _named_call(rng: random.Random, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "tool-call",
         "id": f"call_{rng.getrandbits(48):012x}",
         "name": name,
-        "arguments": arguments,
+        "arguments": json.dumps(arguments, separators=(",", ":")),
     }
 
 
@@ -381,6 +435,20 @@ def build_session(spec: SessionSpec, *, session_id: str | None = None) -> Sessio
     header = SessionHeader(id=session_id or new_id(rng, "session-"), createdAt=spec.created_at, cwd=spec.cwd)
     draft = SessionDraft(header)
     _fill_turns(_Turns(_Timeline(rng, spec.created_at)), spec, 1, draft.batches)
+    return draft
+
+
+def build_scripted_session(
+    turns: Sequence[ScriptedTurn], *, seed: int, cwd: str, created_at: int = 1_785_000_000_000
+) -> SessionDraft:
+    """A main session of exactly `turns`, one batch per turn; ids and times come from `seed`."""
+    rng = random.Random(seed)
+    draft = SessionDraft(SessionHeader(id=new_id(rng, "session-"), createdAt=created_at, cwd=cwd))
+    writer = _Turns(_Timeline(rng, created_at))
+    for number, script in enumerate(turns, start=1):
+        mark = len(writer.t.events)
+        writer.scripted_turn(number, script)
+        draft.batches.append(writer.t.events[mark:])
     return draft
 
 

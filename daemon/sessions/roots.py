@@ -76,15 +76,14 @@ def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Rejected
     rejected: list[Rejected] = []
     for project in _entries(str(root)):
         if project.name.startswith("."):
-            continue
+            continue  # a project folder is always `--<slug>--`: a dot folder is no project
         if project.is_symlink():
             rejected.append(Rejected(Path(project.path), LINK_REASON))
             continue
         if not project.is_dir(follow_symlinks=False):
             continue
+        # No dot filter here: DSH keeps a leading `.` of a session id in its folder's name.
         for entry in _entries(project.path):
-            if entry.name.startswith("."):
-                continue
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.is_dir(follow_symlinks=False):

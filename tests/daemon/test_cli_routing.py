@@ -12,8 +12,12 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from remem.daemon.server.protocol import ANSWER_TOO_LARGE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
-from remem.daemon.sessions.factory import build_family, write_session
+from remem.daemon.sessions.factory import SessionSpec, build_family, build_session, write_session
+
+from ..yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX
+from .helpers import calls
 
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -95,3 +99,36 @@ def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str,
     code, _, err = run(home, "memory", "show", daemon=True)
     assert code == 1 and "idle_minutes" in err and "--no-daemon" in err
     assert run(home, "memory", "show", daemon=False)[0] == 0
+
+
+def test_a_billion_laughs_settings_file_stops_the_daemon_with_one_small_line(
+    home: Home, project: tuple[str, dict[str, str]]
+) -> None:
+    home.settings_file.write_text(BILLION_LAUGHS)
+    code, _, err = run(home, "memory", "show", daemon=True)
+    assert code == 1 and "YAML aliases are not allowed in settings.yml" in err and "--no-daemon" in err
+    assert len(err) < ERROR_BYTES_MAX and len(DaemonPaths(home).log.read_bytes()) < ERROR_BYTES_MAX
+
+
+def test_an_answer_over_the_cap_is_an_error_that_says_how_to_get_it(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    root = tmp_path / "dsh-sessions"
+    big = build_session(SessionSpec(seed=3, turns=1, target_bytes=1_500_000))
+    write_session(root, big)
+    limit = 1 << 20  # the smallest cap allowed; this session's events are larger
+    home.settings_file.write_text(
+        f"daemon:\n  idle_minutes: 2\n  max_answer_bytes: {limit}\nsessions:\n  roots: [{str(root)!r}]\n"
+    )
+    code, out, err = run(home, "sessions", "show", big.header.id, "--json", daemon=True)
+    assert code == 1 and out == ""
+    [line] = err.splitlines()
+    assert "sessions/log" in line and "daemon.max_answer_bytes: 1.0 MiB" in line and "--no-daemon" in line
+    direct = run(home, "sessions", "show", big.header.id, "--json", daemon=False)
+    assert direct[0] == 0 and len(direct[1].encode()) > limit
+    # The daemon answered with an error and kept the connection: the next request is served.
+    too_big, status = calls(home, [("sessions/log", {"id": big.header.id}), ("daemon/status", {})])
+    assert isinstance(too_big, RpcError) and too_big.code == ANSWER_TOO_LARGE
+    assert too_big.data["limit"] == limit and too_big.data["bytes"] > limit
+    assert status["pid"] == DaemonPaths(home).read_status().pid  # type: ignore[union-attr]

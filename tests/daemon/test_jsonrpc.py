@@ -34,7 +34,11 @@ _FRAMES = st.one_of(
 
 
 def answer(daemon: Daemon, frame: bytes) -> dict | None:  # type: ignore[type-arg]
-    return asyncio.run(daemon.dispatcher.handle(frame))
+    encoded = asyncio.run(daemon.dispatcher.handle(frame))
+    if encoded is None:
+        return None
+    assert encoded.endswith(b"\n") and encoded.count(b"\n") == 1, "one line per answer"
+    return json.loads(encoded)  # type: ignore[no-any-return]
 
 
 @settings(max_examples=300, deadline=None)

@@ -14,6 +14,8 @@ from remem.daemon.memory.validation import (
     validate_workspace,
 )
 
+from ..yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX, FIRST_ALIAS_COLUMN, FIRST_ALIAS_LINE
+
 VALID = "---\nname: prefer-uv\ndescription: Use uv instead of pip\ntype: feedback\n---\nBecause it is fast.\n"
 
 
@@ -62,6 +64,15 @@ def test_valid_record_has_no_problems_and_parses_fields() -> None:
 )
 def test_front_matter_structure(text: str, code: str, where: tuple[int, int, int, int]) -> None:
     assert span(only(validate_record(text, "a.md"), code)) == where
+
+
+def test_a_billion_laughs_front_matter_is_one_small_error_at_its_first_alias() -> None:
+    problems = validate_record(f"---\n{BILLION_LAUGHS}---\nbody\n", "a.md")
+    alias = only(problems, "front-matter-alias")
+    assert span(alias) == (FIRST_ALIAS_LINE, FIRST_ALIAS_COLUMN, FIRST_ALIAS_LINE, FIRST_ALIAS_COLUMN + 1)
+    assert "aliases are not allowed" in alias.message
+    assert [d.code for d in problems] == ["remem/front-matter-alias"]
+    assert sum(len(d.message) for d in problems) < ERROR_BYTES_MAX
 
 
 def test_second_front_matter_block() -> None:

@@ -151,6 +151,23 @@ def test_bad_logs_and_roots_are_per_path_errors(home: Home, tmp_path: Path) -> N
     assert messages["missing"] == "session root does not exist"
 
 
+def test_a_session_whose_id_starts_with_a_dot_is_listed_like_any_other(home: Home, tmp_path: Path) -> None:
+    # DSH keeps `.` in a session directory name (only the ids `.` and `..` are escaped), so the
+    # session `.dotted` lives in `.dotted/` and DSH finds it there.
+    folder = tmp_path / "r"
+    plain = write_session(folder, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    dotted = write_session(folder, build_session(SessionSpec(seed=2, turns=2, cwd=CWD), session_id=".dotted"))
+    assert dotted.parent.name == ".dotted"
+    moved = write_session(folder, build_session(SessionSpec(seed=3, turns=1, cwd=CWD), session_id=".moved"))
+    moved.parent.rename(moved.parent.with_name(".renamed"))  # its header no longer derives its path
+    cat = catalog(home, folder)
+    listing = cat.listing()
+    assert sorted(s.id for s in listing.sessions) == sorted([".dotted", read_session(plain).header.id])
+    assert [Path(e.path).parent.name for e in listing.errors] == [".renamed"]
+    assert "belong at" in listing.errors[0].message
+    assert cat.read(".dotted").header.id == ".dotted"
+
+
 def test_duplicate_ids_are_reported_not_listed(home: Home, tmp_path: Path) -> None:
     draft = build_session(SessionSpec(seed=9, turns=1, cwd=CWD))
     one, two = tmp_path / "one", tmp_path / "two"

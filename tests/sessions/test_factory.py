@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.consolidation.evidence import project_evidence
 from remem.daemon.sessions.factory import (
+    ScriptedTool,
+    ScriptedTurn,
     SessionSpec,
+    ToolOutput,
     build_family,
+    build_scripted_session,
     build_session,
     fork_session,
     host_fork_cut,
@@ -104,3 +109,24 @@ def test_target_size_produces_large_logs(tmp_path: Path, encoding: Encoding) -> 
     assert len(draft.events) >= 3000
     log = read_session(write_session(tmp_path, draft, encoding=encoding))
     assert log.logical_length >= 400_000 and len(log.events) == len(draft.events)
+
+
+def test_a_scripted_session_says_exactly_what_it_was_given(tmp_path: Path) -> None:
+    tools = (
+        ScriptedTool("bash", {"command": "make"}, ToolOutput("no rule", ok=False)),
+        ScriptedTool("read_file", {"path": "a.py"}, ToolOutput("x = 1")),
+    )
+    turns = [ScriptedTurn("Run make.", "make has no rule.", tools), ScriptedTurn("Thanks.", "Welcome.")]
+    draft = build_scripted_session(turns, seed=3, cwd="/p")
+    log = read_session(write_session(tmp_path, draft))
+    assert _records(draft) == _records(build_scripted_session(turns, seed=3, cwd="/p"))
+    evidence = project_evidence(log)
+    assert [(t.turn, t.user, t.assistant) for t in evidence.turns] == [
+        (1, ["Run make."], "make has no rule."),
+        (2, ["Thanks."], "Welcome."),
+    ]
+    assert [(u.name, u.ok) for u in evidence.turns[0].tools] == [("bash", False), ("read_file", True)]
+    results = [
+        e.data["message"]["content"][0]["content"][0]["text"] for e in log.events if e.type == "tool/result"
+    ]
+    assert results == ["no rule", "x = 1"], "scripted outputs settle in the order given"

@@ -1,0 +1,103 @@
+"""`remem eval`: measure the configured consolidation route on the labelled evaluation set."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import sys
+import time
+
+import click
+
+from ..consolidation.route import RouteError, resolve_route
+from ..evaluation.cases import CASES, CWD
+from ..evaluation.formats import FORMATS
+from ..evaluation.harness import run_case
+from ..evaluation.labels import Case
+from ..evaluation.report import Report, table
+from ..evaluation.scoring import CaseScore
+from ..settings import Settings, SettingsError, SettingsStore, parse_settings
+from .backend import Backend
+from .output import EXIT_PROBLEMS, emit_json, fail
+
+
+@click.command(name="eval")
+@click.option("--provider", default=None, help="Measure this provider instead of the configured one.")
+@click.option("--model", default=None, help="Measure this model instead of the configured one.")
+@click.option(
+    "--cases", "pattern", default="*", show_default=True,
+    help="Only the cases whose id (format/name, e.g. dsh/secrets) or name matches this glob.",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@click.option(
+    "--scripted-model", is_flag=True,
+    help="The route answers from a script (remem's own CI): label the figures as the harness's.",
+)  # fmt: skip
+@click.pass_obj
+def eval_command(
+    backend: Backend,
+    provider: str | None,
+    model: str | None,
+    pattern: str,
+    as_json: bool,
+    scripted_model: bool,
+) -> None:
+    """Score consolidation on generated sessions: recall, precision, evidence, secrets, cost.
+
+    Every case runs in a private temporary home; your memory and your sessions are never used."""
+    settings = _route_settings(backend, provider, model)
+    try:
+        resolve_route(backend.home, settings)  # a missing key is reported before any case runs
+    except RouteError as exc:
+        fail(str(exc))
+    chosen = [(name, case) for name in FORMATS for case in CASES if _wanted(pattern, name, case)]
+    if not chosen:
+        fail(f"no case matches {pattern!r}; the cases are " + ", ".join(f"dsh/{c.name}" for c in CASES))
+    started = time.monotonic()
+    scores = asyncio.run(_run_all(chosen, settings, backend))
+    config = settings.consolidation
+    report = Report.of(
+        "scripted-model" if scripted_model else "model", config.provider, config.model,
+        config.max_input_bytes, scores, time.monotonic() - started,
+    )  # fmt: skip
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(table(report), nl=False)
+    sys.exit(EXIT_PROBLEMS if report.totals.secrets else 0)
+
+
+def _route_settings(backend: Backend, provider: str | None, model: str | None) -> Settings:
+    try:
+        settings, _ = SettingsStore(backend.home).read()
+        data = settings.model_dump(exclude_unset=True)
+        chosen = data.setdefault("consolidation", {})
+        chosen.update({k: v for k, v in {"provider": provider, "model": model}.items() if v is not None})
+        return parse_settings(_yaml(data), "the evaluated settings")
+    except SettingsError as exc:
+        fail("\n".join(exc.problems))
+
+
+def _yaml(data: dict[str, object]) -> bytes:
+    import yaml
+
+    return yaml.safe_dump(data).encode("utf-8")
+
+
+def _wanted(pattern: str, format_name: str, case: Case) -> bool:
+    return fnmatch.fnmatchcase(f"{format_name}/{case.name}", pattern) or fnmatch.fnmatchcase(
+        case.name, pattern
+    )
+
+
+async def _run_all(chosen: list[tuple[str, Case]], settings: Settings, backend: Backend) -> list[CaseScore]:
+    scores: list[CaseScore] = []
+    show = sys.stderr.isatty()
+    with click.progressbar(
+        length=len(chosen), label="remem eval", file=sys.stderr, hidden=not show,
+        item_show_func=lambda item: item,
+    ) as bar:  # fmt: skip
+        for name, case in chosen:  # the bar names the case just done
+            scores.append(await run_case(case, FORMATS[name](CWD), settings, backend.home))
+            bar.update(1, f"{name}/{case.name}")
+    return scores

@@ -1,0 +1,1 @@
+"""`remem eval`: a labelled set of generated sessions, and the scoring of consolidation against it."""

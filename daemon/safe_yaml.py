@@ -1,0 +1,75 @@
+"""Reading the YAML remem is given (settings, front matter, receipts, credentials): no aliases.
+
+An alias (`*name`) lets a few hundred bytes stand for gigabytes, the "billion laughs": PyYAML
+composes it cheaply, as one node shared by every alias, but whatever walks the value afterwards
+(validation, an error's printout of it) expands it. Nothing remem reads needs an alias, so a
+document with one is refused at its line before anything walks it. The check visits each
+distinct node once, so it costs next to nothing beside the parse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class AliasRefused(yaml.MarkedYAMLError):
+    """The document uses an alias; `line` (1-based) is where the first one is."""
+
+    def __init__(self, mark: yaml.Mark | None) -> None:
+        super().__init__(problem="YAML aliases are not allowed", problem_mark=mark)
+        self.line = mark.line + 1 if mark is not None else 1
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The document's node tree (None for an empty one); raises `AliasRefused` or YAMLError."""
+    node = yaml.compose(text, Loader=LOADER)
+    if node is not None and _reuses_a_node(node):
+        raise AliasRefused(_first_alias(text))
+    return node
+
+
+def load(text: str | bytes) -> Any:
+    """The document's value, like `yaml.safe_load`, but refusing aliases."""
+    return parse(text)[1]
+
+
+def parse(text: str | bytes) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the value of one document, in a single parse."""
+    loader = LOADER(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        if _reuses_a_node(node):
+            raise AliasRefused(_first_alias(text))
+        return node, loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _reuses_a_node(root: yaml.Node) -> bool:
+    # The composer hands every alias the very node its anchor named: a node met twice is one.
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return False
+
+
+def _first_alias(text: str | bytes) -> yaml.Mark | None:
+    # Only on the way to an error: the composed tree no longer says where the alias was.
+    for event in yaml.parse(text, Loader=LOADER):
+        if isinstance(event, yaml.AliasEvent):
+            return event.start_mark
+    return None

@@ -1,0 +1,82 @@
+"""`remem eval` as a user (and CI) runs it: the real CLI in its own process, the scripted model over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from remem.daemon.home import Home
+from remem.daemon.sessions.factory import ScriptedTurn, build_scripted_session, write_session
+from tests.fake_openai import FakeOpenAI
+from tests.scripted_model import serve
+
+from .conftest import KEY_ENV
+
+MARKER = "private-marker-7f3a"
+
+
+def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    env.update({KEY_ENV: key} if key else {})
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "eval", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_eval_measures_the_harness_and_says_so(user_home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
+    # The user's own session and memory must stay out of it: a root with a session to tempt it.
+    root = tmp_path / "user-sessions"
+    mine = build_scripted_session([ScriptedTurn(f"my secret plan {MARKER}", "ok")], seed=5, cwd=str(tmp_path))
+    write_session(root, mine)
+    with user_home.settings_file.open("a") as settings:
+        settings.write(f"sessions:\n  roots: [{str(root)!r}]\n")
+    serve(fake, "good")
+    done = remem(user_home, "--scripted-model", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["subject"] == "scripted-model" and report["provider"] == "fake"
+    totals = report["totals"]
+    assert [totals[k] for k in ("recall", "precision", "evidence", "deletes", "outcome")] == [1.0] * 5
+    assert (totals["noise"], totals["secrets"], totals["invalid"]) == (0, 0, 0)
+    assert {c["score"]["case"] for c in report["cases"]} >= {"secrets", "long", "empty", "correction"}
+    assert all(MARKER not in json.dumps(body) for body in fake.requests)
+    assert not list(user_home.reviews.iterdir()) and not list(user_home.workspaces.iterdir())
+
+    text = remem(user_home, "--scripted-model", "--cases", "dsh/sec*")
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].split()[:3] == ["case", "status", "recall"]
+    assert any(line.startswith("dsh/secrets  committed") for line in lines)
+    assert "Measured the harness against a scripted model (not a real model)" in text.stdout
+    assert "remem eval" not in text.stderr, "no progress bar without a terminal"
+
+
+def test_a_leaking_model_fails_the_run(user_home: Home, fake: FakeOpenAI) -> None:
+    serve(fake, "bad")
+    done = remem(user_home, "--cases", "secrets")
+    assert done.returncode == 1
+    assert "Measured fake/scripted" in done.stdout and "1 secret(s) stored" in done.stdout
+
+
+def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
+    missing = remem(user_home, key=None)
+    assert missing.returncode == 2 and KEY_ENV in missing.stderr and fake.count == 0
+    wrong = remem(user_home, "--cases", "decision", key="sk-wrong")
+    assert wrong.returncode == 0 and "dsh/decision  provider-failed" in wrong.stdout
+    assert "AuthenticationError 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
+    nothing = remem(user_home, "--cases", "nope*")
+    assert nothing.returncode == 2 and "dsh/secrets" in nothing.stderr
+    unknown = remem(user_home, "--provider", "nowhere")
+    assert unknown.returncode == 2 and "`nowhere` is not defined" in unknown.stderr
+
+
+def test_the_key_may_come_from_the_users_credentials_file(user_home: Home, fake: FakeOpenAI) -> None:
+    user_home.credentials_file.write_text("providers:\n  fake:\n    api_key: sk-test\n")
+    user_home.credentials_file.chmod(0o600)
+    serve(fake, "good")
+    done = remem(user_home, "--cases", "decision", "--json", key=None)
+    assert done.returncode == 0, done.stderr
+    [case] = json.loads(done.stdout)["cases"]
+    assert case["score"]["status"] == "committed" and case["metrics"]["recall"] == 1.0
