@@ -397,7 +397,7 @@ class _Graph:
         while stack:
             uuid = stack.pop()
             line = self.nodes[uuid]
-            if uuid in on_path or prompt_text(line.record) is not None:
+            if uuid in on_path or _prompt_text(line.record) is not None:
                 continue
             found.append(line)
             stack.extend(self.children.get(uuid, ()))
@@ -443,7 +443,7 @@ def _blocks(record: _Record) -> list[_Block]:
     return list(content or ())
 
 
-def prompt_text(record: _Record) -> str | None:
+def _prompt_text(record: _Record) -> str | None:
     """The user's own text if `record` is a real prompt, else None."""
     if record.type != "user" or record.is_meta or record.is_compact_summary:
         return None
@@ -472,7 +472,7 @@ def _turns(path: list[Line[_Record]], graph: _Graph, first_index: int = 1) -> tu
     """The turns of a path of nodes, in order; records before the first prompt belong to none."""
     groups: list[list[Line[_Record]]] = []
     for line in path:
-        if prompt_text(line.record) is not None:
+        if _prompt_text(line.record) is not None:
             groups.append([line])
         elif groups:
             groups[-1].append(line)
@@ -517,7 +517,7 @@ def _turn(
         status = "error"
     return Turn(
         index=index,
-        prompt=(prompt_text(group[0].record) or "").splitlines()[0][:PROMPT_CHARS],
+        prompt=(_prompt_text(group[0].record) or "").splitlines()[0][:PROMPT_CHARS],
         start=group[0].number,
         end=last.number,
         key=last.record.uuid or "",
@@ -539,7 +539,7 @@ def _branches(graph: _Graph, active: list[Line[_Record]]) -> tuple[Branch, ...]:
             continue
         after, rest = graph.climb_to(leaf, known)
         first_talk = next((line for line in rest if line.record.type in ("user", "assistant")), None)
-        if after is None or first_talk is None or prompt_text(first_talk.record) is None:
+        if after is None or first_talk is None or _prompt_text(first_talk.record) is None:
             continue  # a parallel tool result, a hook or progress line: not a branch
         before = turns_before.get(after, 0)
         branches.append(Branch(after, before, leaf.record.uuid or "", _turns(rest, graph, before + 1)))
@@ -552,7 +552,7 @@ def _turn_starts(path: list[Line[_Record]]) -> dict[str | None, int]:
     """For each node of `path`, how many turns have started at or before it."""
     count, seen = 0, {}
     for line in path:
-        if prompt_text(line.record) is not None:
+        if _prompt_text(line.record) is not None:
             count += 1
         seen[line.record.uuid] = count
     return seen
