@@ -37,11 +37,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from typing_extensions import Self
+
 __all__ = [
     "Computed",
     "FakeOpenAI",
     "Hang",
     "Reply",
+    "ScriptedHandler",
+    "ScriptedServer",
     "Slow",
     "Status",
     "Text",
@@ -182,9 +186,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, state: _State) -> None:
+    def __init__(self, state: _State, handler: type[BaseHTTPRequestHandler]) -> None:
         self.state = state
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", 0), handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that went away (timeout, cancelled task) or our own shutdown is not an error.
@@ -193,8 +197,11 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """HTTP plumbing shared by the scripted fakes: connection tracking, JSON errors, waiting."""
+
     protocol_version = "HTTP/1.1"
+    fake_name = "FakeOpenAI"  # names the fake in its error messages
     timeout = 10  # a connection that never sends its request cannot pin a thread forever
     server: _Server
 
@@ -256,36 +263,55 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.state.closing.wait(step) or self._client_gone():
                 return False
 
+    def _read_json(self) -> dict[str, Any] | None:
+        """The request's JSON object body, recorded; None (after a 400 answer) if it is not one."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("request body is not a JSON object")
+        except ValueError as exc:
+            self._send_error(400, f"{self.fake_name}: invalid JSON request body: {exc}")
+            return None
+        return body
+
+    def _record(self, body: dict[str, Any]) -> int:
+        """Record `body`; its 1-based arrival number."""
+        state = self.server.state
+        with state.lock:
+            state.requests.append(body)
+            return len(state.requests)
+
+    def _next_reply(self) -> Any:
+        """The next scripted reply, else the `reply_always` responder's, else None."""
+        state = self.server.state
+        with state.lock:
+            if state.script:
+                return state.script.popleft()
+            return None if state.fallback is None else Computed(state.fallback)
+
+
+class _Handler(ScriptedHandler):
     # -- HTTP --
 
     def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
         self._send_error(404, f"FakeOpenAI: no route GET {self.path}")
 
     def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
         if self.path.split("?", 1)[0] != CHAT_PATH:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self._send_error(404, f"FakeOpenAI: no route POST {self.path} (only {CHAT_PATH})")
             return
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError("request body is not a JSON object")
-        except ValueError as exc:
-            self._send_error(400, f"FakeOpenAI: invalid JSON request body: {exc}")
+        body = self._read_json()
+        if body is None:
             return
-
+        number = self._record(body)
         state = self.server.state
-        with state.lock:
-            state.requests.append(body)
-            number = len(state.requests)
         if state.api_key is not None and self.headers.get("Authorization") != f"Bearer {state.api_key}":
             self._send_error(401, "Incorrect API key provided (FakeOpenAI).")
             return
-        with state.lock:
-            reply = state.script.popleft() if state.script else None
-            if reply is None and state.fallback is not None:
-                reply = Computed(state.fallback)
+        reply = self._next_reply()
         if reply is None:
             self._send_error(
                 500,
@@ -352,13 +378,13 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
 
-class FakeOpenAI:
-    """A local OpenAI-compatible server answering chat completions from a script of replies.
+class ScriptedServer:
+    """A local HTTP server answering requests from a script of replies; `handler` speaks the API.
 
-    ``with FakeOpenAI() as fake:`` starts it on ``127.0.0.1`` (free port); leaving the block
-    interrupts pending slow/hanging replies, stops the server and joins every thread it started.
-    If ``api_key`` is given, requests without ``Authorization: Bearer <api_key>`` get a 401
-    (recorded and counted, but no scripted reply is consumed)."""
+    ``with Fake() as fake:`` starts it on ``127.0.0.1`` (free port); leaving the block
+    interrupts pending slow/hanging replies, stops the server and joins every thread it started."""
+
+    handler: type[ScriptedHandler]
 
     def __init__(self, api_key: str | None = None) -> None:
         self._state = _State(api_key=api_key)
@@ -367,10 +393,13 @@ class FakeOpenAI:
 
     # -- lifecycle --
 
-    def __enter__(self) -> FakeOpenAI:
-        self._server = _Server(self._state)
+    def __enter__(self) -> Self:
+        self._server = _Server(self._state, self.handler)
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="FakeOpenAI", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=type(self).__name__,
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -401,6 +430,14 @@ class FakeOpenAI:
         with self._state.lock:
             self._state.script.extend(replies)
 
+    def drop_script(self) -> int:
+        """Forget the scripted replies not consumed yet (for a client that retries an unknown
+        number of times); how many there were."""
+        with self._state.lock:
+            dropped = len(self._state.script)
+            self._state.script.clear()
+            return dropped
+
     def reply_with(self, fn: Callable[[dict[str, Any]], Reply]) -> None:
         """Append one reply computed from the request body (``fn(body) -> reply``)."""
         self.reply(Computed(fn))
@@ -413,20 +450,21 @@ class FakeOpenAI:
     # -- observations --
 
     @property
-    def base_url(self) -> str:
+    def origin(self) -> str:
+        """``http://127.0.0.1:PORT`` of the running server."""
         if self._server is None:
-            raise RuntimeError("FakeOpenAI is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._server.server_port}/v1"
+            raise RuntimeError(f"{type(self).__name__} is not running; use it as a context manager")
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Parsed JSON bodies of every chat completion request so far, in arrival order (a copy)."""
+        """Parsed JSON bodies of every model request so far, in arrival order (a copy)."""
         with self._state.lock:
             return list(self._state.requests)
 
     @property
     def count(self) -> int:
-        """Number of chat completion requests received (including failed and retried ones)."""
+        """Number of model requests received (including failed and retried ones)."""
         with self._state.lock:
             return len(self._state.requests)
 
@@ -435,3 +473,16 @@ class FakeOpenAI:
         """Scripted replies not consumed yet (assert ``fake.pending == 0`` to check all were used)."""
         with self._state.lock:
             return len(self._state.script)
+
+
+class FakeOpenAI(ScriptedServer):
+    """A local OpenAI-compatible server answering chat completions from a script of replies.
+
+    If ``api_key`` is given, requests without ``Authorization: Bearer <api_key>`` get a 401
+    (recorded and counted, but no scripted reply is consumed)."""
+
+    handler = _Handler
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/v1"

@@ -13,16 +13,23 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..fsutil import TEMP_MARKER, atomic_write, ensure_private_dir, is_temp_name, remove_stale_temps
+from ..faults import faultpoint
+from ..fsutil import TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
 from ..home import Home
 from ..locks import file_lock, try_file_lock
+from ..sessions.errors import OperationError
+from ..sessions.writer import publish_log
+
+# Makes the entry of an operation that is not committed yet, or finishes a prepared one, and
+# returns it committed with whether this call created the child.
+Create = Callable[["JournalEntry | None"], "tuple[JournalEntry, bool]"]
 
 
 class JournalEntry(BaseModel):
@@ -50,6 +57,41 @@ class ForkJournal:
         with file_lock(self._lock_path(operation_key(operation_id))):
             self._clean(operation_key(operation_id))
             yield self.get(operation_id)
+
+    def once(self, operation_id: str, request_hash: str, create: Create) -> tuple[JournalEntry, bool]:
+        """Exactly one child per operation: the committed entry of an operation already done with
+        this request, `create(entry)` under the operation's lock otherwise (entry: a prepared one
+        an interrupted attempt left, or None). A different request is refused."""
+        if not operation_id.strip():
+            raise OperationError("INVALID", "the operation id must not be empty")
+        self.recover()
+        with self.operation(operation_id) as entry:
+            if entry is not None and entry.requestHash != request_hash:
+                raise OperationError(
+                    "OP_CONFLICT", f"operation {operation_id!r} was already used for a different fork request"
+                )
+            if entry is not None and entry.status == "committed":
+                return entry, False
+            return create(entry)
+
+    def publish(
+        self, entry: JournalEntry, parts: Sequence[bytes | memoryview], check_existing: Callable[[Path], None]
+    ) -> tuple[JournalEntry, bool]:
+        """Publish the prepared `entry`'s child (never overwriting) and commit the entry.
+
+        A child already at the path is an earlier attempt's that crashed before committing:
+        `check_existing` must raise if it is something else."""
+        path = Path(entry.path)
+        try:
+            publish_log(path, parts, protocol="fork")
+            created = True
+        except FileExistsError:
+            check_existing(path)
+            created = False
+        committed = entry.model_copy(update={"status": "committed"})
+        self.put(committed)
+        faultpoint("fork.after-journal")
+        return committed, created
 
     def get(self, operation_id: str) -> JournalEntry | None:
         try:
@@ -90,7 +132,13 @@ class ForkJournal:
         if child.is_file():
             self.put(entry.model_copy(update={"status": "committed"}))
             return
-        remove_stale_temps(child.parent)
+        # Only this child's temps: a Claude Code or Codex child shares its folder with other
+        # sessions, and another operation may be writing its own child there right now.
+        temps = list(child.parent.glob(f".{child.name}{TEMP_MARKER}*"))
+        for temp in temps:
+            temp.unlink(missing_ok=True)
+        if temps:
+            fsync_dir(child.parent)
         _remove_if_empty(child.parent)
 
     def _entry_path(self, key: str) -> Path:

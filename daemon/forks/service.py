@@ -19,7 +19,7 @@ from ..sessions.catalog import Indexed, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError, SessionLogError
 from ..sessions.paths import Encoding, encoding_of_file_name, session_log_path
 from ..sessions.reader import SessionLog, read_session
-from ..sessions.writer import ensure_session_dirs, publish_log
+from ..sessions.writer import ensure_session_dirs
 from .child import (
     child_bytes,
     child_header,
@@ -62,35 +62,20 @@ class ForkService:
         self.journal = ForkJournal(catalog.home)
 
     def fork(self, request: ForkRequest) -> ForkResult:
-        if not request.operationId.strip():
-            raise OperationError("INVALID", "the operation id must not be empty")
-        self.journal.recover()
-        with self.journal.operation(request.operationId) as entry:
-            if entry is not None and entry.requestHash != request.digest():
-                raise OperationError(
-                    "OP_CONFLICT",
-                    f"operation {request.operationId!r} was already used for a different fork request",
-                )
-            if entry is not None and entry.status == "committed":
-                return _result(entry, created=False)
-            return self._create(request, entry)
+        entry, created = self.journal.once(
+            request.operationId, request.digest(), lambda e: self._create(request, e)
+        )
+        return _result(entry, created=created)
 
-    def _create(self, request: ForkRequest, entry: JournalEntry | None) -> ForkResult:
+    def _create(self, request: ForkRequest, entry: JournalEntry | None) -> tuple[JournalEntry, bool]:
         source = self._source(request.source)
         if entry is None:
             entry = self._prepare(request, source)
         path = Path(entry.path)
         ensure_session_dirs(path)
-        try:
-            publish_log(path, self._child_bytes(source, entry), protocol="fork")
-            created = True
-        except FileExistsError:
-            self._check_existing(path, entry)  # an earlier attempt published it, then crashed
-            created = False
-        committed = entry.model_copy(update={"status": "committed"})
-        self.journal.put(committed)
-        faultpoint("fork.after-journal")
-        return _result(committed, created=created)
+        return self.journal.publish(
+            entry, self._child_bytes(source, entry), lambda existing: self._check_existing(existing, entry)
+        )
 
     def _source(self, session_id: str) -> Indexed:
         try:

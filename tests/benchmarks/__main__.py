@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import agents, consolidation, daemon, editor, forks, lsp, memory, sessions
+from . import agents, consolidation, daemon, editor, forks, harness_forks, lsp, memory, sessions
 from .harness import Benchmark, Row, Unavailable, format_table, run
 
 BENCHMARKS: list[Benchmark] = [
     *memory.BENCHMARKS,
     *sessions.BENCHMARKS,
     *forks.BENCHMARKS,
+    *harness_forks.BENCHMARKS,
     *daemon.BENCHMARKS,
     *consolidation.BENCHMARKS,
     *lsp.BENCHMARKS,

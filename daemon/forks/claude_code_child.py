@@ -1,0 +1,105 @@
+"""The child of a Claude Code fork: the parent's conversation through a turn, re-stamped.
+
+What claude-agent-sdk's `fork_session` writes, so that `claude --resume <child>` continues it:
+every inherited record gets a fresh uuid (derived from the child id, so a retry writes the same
+ones), the child's `sessionId`, ``forkedFrom: {sessionId, messageUuid}`` naming the parent's
+record, its nearest inherited ancestor as parent (none for a root, a compaction boundary
+included), every other reference to an inherited record renamed, and no sidechain or team
+fields; the last
+record is stamped now (Claude Code resumes at the latest leaf). The session's
+``content-replacement`` entries are re-emitted under the child's id, then a ``custom-title``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import msgspec
+
+from ..sessions.formats.claude_code import Selection
+
+_LEAKING = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
+# What the model was sent, and tool output kept for the UI: copied as is. Everywhere else a
+# string naming an inherited record is renamed with it — parent links, and references such
+# as a compaction's preserved segment (`compactMetadata.preservedSegment.headUuid`, ...).
+_VERBATIM = frozenset({"message", "toolUseResult"})
+
+
+def child_uuid(child: str, parent_uuid: str) -> str:
+    """The child's uuid for the parent's record `parent_uuid`: fresh, yet the same on a retry."""
+    return str(uuid.uuid5(uuid.UUID(child), parent_uuid))
+
+
+def child_lines(data: bytes, selection: Selection, child: str, title: str, now: str) -> list[bytes]:
+    """The child transcript's lines (each ending in a newline) for `selection` of `data`."""
+    parent = selection.transcript.session_id
+    starts = _line_starts(data)
+    encode = msgspec.json.Encoder().encode
+    out: list[bytes] = []
+    last = len(selection.lines) - 1
+    renamed = {old: child_uuid(child, old) for old in selection.parents}
+    for position, number in enumerate(selection.lines):
+        record: dict[str, Any] = msgspec.json.decode(_line(data, starts, number))
+        original = record["uuid"]
+        above = selection.parents.get(original)
+        for key, value in record.items():
+            if key not in _VERBATIM:
+                record[key] = _renamed(value, renamed)
+        record.update(
+            uuid=renamed[original],
+            parentUuid=renamed[above] if above else None,
+            sessionId=child,
+            isSidechain=False,
+            forkedFrom={"sessionId": parent, "messageUuid": original},
+        )
+        if position == last:
+            record["timestamp"] = now
+        for key in _LEAKING:
+            record.pop(key, None)
+        out.append(encode(record) + b"\n")
+    if selection.replacements:
+        replacement = {
+            "type": "content-replacement",
+            "sessionId": child,
+            "replacements": list(selection.replacements),
+            "uuid": child_uuid(child, "content-replacement"),
+            "timestamp": now,
+        }
+        out.append(encode(replacement) + b"\n")
+    custom = {
+        "type": "custom-title",
+        "sessionId": child,
+        "customTitle": title,
+        "uuid": child_uuid(child, "custom-title"),
+        "timestamp": now,
+    }
+    out.append(encode(custom) + b"\n")
+    return out
+
+
+def _renamed(value: Any, renamed: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return renamed.get(value, value)
+    if isinstance(value, list):
+        return [_renamed(item, renamed) for item in value]
+    if isinstance(value, dict):
+        return {key: _renamed(item, renamed) for key, item in value.items()}
+    return value
+
+
+def _line_starts(data: bytes) -> list[int]:
+    """Byte offset of each line's start (index 0 is line 1)."""
+    starts = [0]
+    find = data.find
+    at = find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = find(b"\n", at + 1)
+    return starts
+
+
+def _line(data: bytes, starts: list[int], number: int) -> bytes:
+    begin = starts[number - 1]
+    end = starts[number] - 1 if number < len(starts) else len(data)
+    return data[begin:end]

@@ -1,0 +1,48 @@
+"""The child of a Codex fork: a new ``session_meta``, then the parent's bytes through a turn.
+
+Codex's legacy fork layout, so that `codex exec resume <child>` continues it: the child's
+``session_meta`` is the parent's first one with the child's id, ``forked_from_id`` naming the
+parent and the time of the fork — the parent's cwd, provider and instructions, and its
+``history_base`` when the parent itself inherits paginated history (without it the child
+would lose everything before the parent's own lines). Then come the parent's lines verbatim,
+its own ``session_meta`` included, through the line that ends the chosen turn. Readers take
+identity from the first ``session_meta`` only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..sessions.formats.jsonl import end_of_line
+
+
+def child_meta(first_meta_line: bytes, child: str, parent: str, now: datetime) -> bytes:
+    """The child's ``session_meta`` line (ending in a newline)."""
+    record: dict[str, Any] = msgspec.json.decode(first_meta_line)
+    stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    record.pop("ordinal", None)  # the parent's numbering; the child's own lines continue it
+    record["timestamp"] = stamp
+    payload = record["payload"]
+    payload.update(id=child, forked_from_id=parent, timestamp=stamp)
+    if "session_id" in payload:
+        payload["session_id"] = child
+    return msgspec.json.encode(record) + b"\n"
+
+
+def meta_line(data: bytes, number: int) -> bytes:
+    """Line `number` (1-based) of `data`, without its newline."""
+    begin = end_of_line(data, number - 1)
+    end = data.find(b"\n", begin)
+    return data[begin : end if end >= 0 else len(data)]
+
+
+def child_path(parent: Path, child: str, now: datetime) -> Path:
+    """Where Codex keeps a rollout started `now`: ``sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl``
+    of the parent's Codex home (a parent in ``archived_sessions`` forks into ``sessions``)."""
+    home = parent.parent.parent if parent.parent.name == "archived_sessions" else parent.parents[3].parent
+    day = home / "sessions" / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}"
+    return day / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"

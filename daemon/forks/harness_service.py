@@ -1,0 +1,266 @@
+"""Forks of Claude Code and Codex sessions that the harness itself resumes, exactly once.
+
+The same protocol as a DSH fork (`service.py`): under the operation's lock the journal entry is
+written `prepared` (binding the operation id to its request, the cut and the child's path)
+before any child byte exists; the child is published whole with a no-overwrite link and fsyncs;
+then the entry is `committed`. The parent file is only read, through a descriptor that refuses
+a symbolic link; the child lands where the harness looks for it (Claude Code: the parent's
+project folder; Codex: today's ``sessions/YYYY/MM/DD``). Not yet wired into `remem sessions
+fork`: the caller names the parent file, which the catalog will resolve from a session id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..faults import faultpoint
+from ..home import Home
+from ..sessions.errors import ErrorCode, OperationError
+from ..sessions.formats.claude_code import fork_selection, read_transcript
+from ..sessions.formats.codex import read_rollout
+from ..sessions.formats.jsonl import end_of_line
+from ..sessions.formats.model import NotAForkPoint, RefusalCode
+from ..sessions.reader import stat_revision
+from . import claude_code_child, codex_child
+from .child import next_title, normalize_title
+from .journal import ForkJournal, JournalEntry
+
+Harness = Literal["claude-code", "codex"]
+_REFUSALS: dict[RefusalCode, ErrorCode] = {
+    "no-conversation": "INVALID",
+    "no-such-turn": "INVALID_ANCHOR",
+    "open-turn": "OPEN_TURN",
+}
+# Fixed: the same operation id names the same child in every process, forever.
+_NAMESPACE = uuid.UUID("8e0c5a44-3f1d-5b7a-9d2e-6861726e6573")
+
+
+class HarnessForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    harness: Harness
+    path: str  # the parent's file
+    operationId: str
+    afterTurn: int | None = None  # 1-based; omitted: the last forkable turn
+    title: str | None = None
+    expectedRevision: str | None = None  # the parent's stat revision when the user chose the turn
+
+    def digest(self) -> str:
+        fields = self.model_dump(exclude={"operationId"})
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+class HarnessForkResult(BaseModel):
+    child: str
+    path: str
+    forkTurn: int
+    seedLength: int  # parent records the child inherits
+    created: bool
+    resume: list[str]  # the command that continues the child, run from the session's cwd
+
+
+def child_id(operation_id: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, operation_id))
+
+
+class HarnessForks:
+    def __init__(self, home: Home) -> None:
+        self.journal = ForkJournal(home.ensure_layout())
+
+    def fork(self, request: HarnessForkRequest) -> HarnessForkResult:
+        entry, created = self.journal.once(
+            request.operationId, request.digest(), lambda e: self._create(request, e)
+        )
+        return HarnessForkResult(
+            child=entry.child,
+            path=entry.path,
+            forkTurn=entry.forkTurn,
+            seedLength=entry.seedLength,
+            created=created,
+            resume=_resume(request.harness, entry.child),
+        )
+
+    def _create(self, request: HarnessForkRequest, entry: JournalEntry | None) -> tuple[JournalEntry, bool]:
+        parent = Path(request.path)
+        data, revision = _read_parent(parent)
+        if entry is None and request.expectedRevision not in (None, revision):
+            raise OperationError(
+                "STALE_SOURCE",
+                f"{parent} changed since revision {request.expectedRevision} (now {revision}); "
+                "re-read it and choose the turn again",
+            )
+        now = datetime.now(timezone.utc)
+        child = entry.child if entry else child_id(request.operationId)
+        if request.harness == "claude-code":
+            parts, prepared = self._claude_code(request, parent, data, child, now, entry)
+        else:
+            parts, prepared = self._codex(request, parent, data, child, now, entry)
+        return self.journal.publish(
+            prepared, parts, lambda existing: _check_existing(request, existing, prepared)
+        )
+
+    def _prepare(self, entry: JournalEntry | None, fresh: JournalEntry) -> JournalEntry:
+        """The entry to publish: the one an interrupted attempt prepared (its cut must still hold
+        in the parent, which only grows), or `fresh`, written before any child byte."""
+        if entry is not None:
+            if entry.sourceRevision != fresh.sourceRevision:
+                raise OperationError(
+                    "STALE_SOURCE",
+                    f"{fresh.source}: the turns this fork copies changed since it was prepared",
+                )
+            return entry
+        self.journal.put(fresh)
+        faultpoint("fork.after-prepare")
+        return fresh
+
+    def _claude_code(
+        self,
+        request: HarnessForkRequest,
+        parent: Path,
+        data: bytes,
+        child: str,
+        now: datetime,
+        entry: JournalEntry | None,
+    ) -> tuple[list[bytes], JournalEntry]:
+        turn = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "claude-code")
+        try:
+            selection = fork_selection(data, parent.name, turn)
+        except NotAForkPoint as refused:
+            raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+        title = _title(request, selection.transcript.title, entry)
+        prepared = self._prepare(
+            entry,
+            _entry(
+                request,
+                source=selection.transcript.session_id,
+                inherited=memoryview(data)[: end_of_line(data, selection.turn.end)],
+                child=child,
+                path=parent.with_name(f"{child}.jsonl"),
+                seed_length=len(selection.lines),
+                turn=turn,
+                title=title,
+            ),
+        )
+        stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp), prepared
+
+    def _codex(
+        self,
+        request: HarnessForkRequest,
+        parent: Path,
+        data: bytes,
+        child: str,
+        now: datetime,
+        entry: JournalEntry | None,
+    ) -> tuple[list[bytes], JournalEntry]:
+        rollout = read_rollout(data)
+        if rollout.error is not None or rollout.session_id is None:
+            raise OperationError("INVALID", f"{parent}: {rollout.error}")
+        turn_index = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "codex")
+        if not 1 <= turn_index <= len(rollout.turns):
+            raise OperationError("INVALID_ANCHOR", f"{parent}: turn {turn_index} does not exist")
+        turn = rollout.turns[turn_index - 1]
+        if not turn.forkable:
+            raise OperationError(
+                "OPEN_TURN", f"{parent}: turn {turn_index} is {turn.status}, not a fork point"
+            )
+        end = end_of_line(data, turn.end)
+        prepared = self._prepare(
+            entry,
+            _entry(
+                request,
+                source=rollout.session_id,
+                inherited=memoryview(data)[:end],
+                child=child,
+                path=codex_child.child_path(parent, child, now),
+                seed_length=turn.end,
+                turn=turn_index,
+                title=_title(request, rollout.title, entry),
+            ),
+        )
+        Path(prepared.path).parent.mkdir(parents=True, exist_ok=True)
+        meta = codex_child.child_meta(
+            codex_child.meta_line(data, rollout.meta_line), child, rollout.session_id, now
+        )
+        return [meta, data[:end]], prepared
+
+
+def _read_parent(path: Path) -> tuple[bytes, str]:
+    """The parent's bytes and stat revision, read through a descriptor that is not a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise OperationError("NOT_FOUND", f"{path} does not exist") from None
+    except OSError as exc:
+        raise OperationError("INVALID", f"{path} cannot be read as a session: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(), stat_revision(os.fstat(handle.fileno()))
+
+
+def _entry(
+    request: HarnessForkRequest,
+    *,
+    source: str,
+    inherited: memoryview,
+    child: str,
+    path: Path,
+    seed_length: int,
+    turn: int,
+    title: str | None,
+) -> JournalEntry:
+    """A `prepared` entry; its source revision is the digest of the parent's bytes the child
+    depends on, which stay the same however much the parent grows."""
+    return JournalEntry(
+        operationId=request.operationId,
+        requestHash=request.digest(),
+        status="prepared",
+        source=source,
+        sourceRevision="sha256:" + hashlib.sha256(inherited).hexdigest(),
+        child=child,
+        path=str(path),
+        seedLength=seed_length,
+        forkTurn=turn,
+        title=title,
+    )
+
+
+def _last_forkable(data: bytes, parent: Path, harness: Harness) -> int:
+    turns = read_transcript(data, parent.name).turns if harness == "claude-code" else read_rollout(data).turns
+    forkable = [turn.index for turn in turns if turn.forkable]
+    if not forkable:
+        raise OperationError("OPEN_TURN", f"{parent}: no turn has ended cleanly yet, nothing to branch from")
+    return forkable[-1]
+
+
+def _title(request: HarnessForkRequest, parent_title: str | None, entry: JournalEntry | None) -> str | None:
+    if entry is not None:
+        return entry.title
+    if request.title is not None:
+        title = normalize_title(request.title)
+        if not title:
+            raise OperationError("INVALID", "the title is empty once control characters are removed")
+        return title
+    return next_title(parent_title) if parent_title else None
+
+
+def _check_existing(request: HarnessForkRequest, path: Path, entry: JournalEntry) -> None:
+    data = path.read_bytes()
+    if request.harness == "claude-code":
+        lineage = read_transcript(data, path.name).lineage
+    else:
+        lineage = read_rollout(data).lineage
+    if not any(edge.kind == "fork" and edge.parent == entry.source for edge in lineage):
+        raise OperationError(
+            "OP_CONFLICT", f"{path} already holds a different session; use another operation id"
+        )
+
+
+def _resume(harness: Harness, child: str) -> list[str]:
+    return ["claude", "--resume", child] if harness == "claude-code" else ["codex", "exec", "resume", child]

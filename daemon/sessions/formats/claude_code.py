@@ -1,0 +1,580 @@
+"""Reading one Claude Code transcript (``<project>/<session>.jsonl``, or a subagent's file).
+
+A transcript is a graph, not a list: conversational records (``user``, ``assistant``,
+``system``, ``attachment``, ``progress``) carry ``uuid`` and ``parentUuid``. The rules, checked
+against Claude Code itself and claude-agent-sdk's reader:
+
+- the **active conversation** is the latest main-chain leaf (the nearest user/assistant record
+  above a record nobody points to; not a sidechain, team or meta record) walked back to its
+  root; a ``compact_boundary`` root continues at its ``logicalParentUuid``, joining segments;
+- a **branch** is a real prompt under a node that already has a conversational descendant
+  (rewind, edit, ``--resume-session-at``); parallel tool results and progress or hook lines
+  also fork the graph but are not branches;
+- the **workspace** is the records' ``cwd``, never the folder name (long names are truncated
+  with a runtime-dependent hash);
+- the **title** is the latest ``custom-title``, else ``ai-title``, else a ``summary`` whose
+  leaf is in this file, else the first prompt; summaries of other files' leaves are returned
+  for the catalog to apply;
+- a **turn** runs from a real prompt (not a tool result, not ``isMeta``, not a compaction
+  summary, not a slash command's output, not a line the harness wrote such as a background
+  task's notification) to the last assistant text before the next prompt; it is forkable when
+  it has ended (answered, failed, or interrupted) and every ``tool_use`` in it has its result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .jsonl import Fields, Line, records
+from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus
+
+GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
+# A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
+# user's prompt; the output of a local command and its caveat are not, nor is the user line the
+# harness writes when a background task (an async subagent) finishes.
+NOT_PROMPTS = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<task-notification>",
+)
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
+# What Claude Code writes as a user line when the user stops a turn (Esc): a marker, not a prompt.
+INTERRUPTED = "[Request interrupted by user"
+PROMPT_CHARS = 200
+
+
+class _ForkedFrom(msgspec.Struct, rename="camel"):
+    session_id: str | None = None
+    message_uuid: str | None = None
+
+
+class _Origin(msgspec.Struct):
+    kind: str | None = None
+
+
+class _Block(Fields):
+    """A content block; a tool result's own content (often large) is not decoded."""
+
+    type: Any = None
+    text: Any = None
+    id: Any = None
+    name: Any = None
+    tool_use_id: Any = None
+    is_error: Any = None
+
+
+class _Message(msgspec.Struct):
+    role: str | None = None
+    content: str | list[_Block] | None = None
+
+
+class _Record(msgspec.Struct, rename="camel"):
+    """The fields remem reads; everything else in a line is skipped by the decoder."""
+
+    type: str = ""
+    subtype: str | None = None
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    cwd: str | None = None
+    timestamp: str | None = None
+    version: str | None = None
+    is_sidechain: bool | None = None
+    is_meta: bool | None = None
+    is_compact_summary: bool | None = None
+    is_api_error_message: bool | None = None
+    team_name: str | None = None
+    message: _Message | None = None
+    custom_title: str | None = None
+    ai_title: str | None = None
+    summary: str | None = None
+    leaf_uuid: str | None = None
+    forked_from: _ForkedFrom | None = None
+    origin: _Origin | None = None  # who wrote a user line; the harness, for task notifications
+    replacements: list[Any] | None = None  # of a content-replacement record
+
+
+@dataclass(frozen=True)
+class Branch:
+    """An abandoned path of the file: it leaves the conversation after node `after` (a uuid)."""
+
+    after: str
+    after_turn: int  # turns of the conversation before the branch point (0: before the first)
+    leaf: str
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """What one Claude Code file says; `error` is set when it holds no conversation at all."""
+
+    session_id: str
+    cwd: str | None
+    title: str | None
+    title_source: str | None  # "custom-title" | "ai-title" | "summary" | "prompt"
+    created_at: str | None
+    updated_at: str | None
+    version: str | None
+    subagent: bool  # a sidechain file (an agent run by a parent session)
+    agent_id: str | None
+    parent_session: str | None  # the session a subagent belongs to (its records' sessionId)
+    lineage: tuple[Edge, ...]
+    turns: tuple[Turn, ...]  # of the active conversation
+    branches: tuple[Branch, ...]
+    segments: int  # compaction segments joined into the active conversation
+    root: str | None  # uuid of the conversation's first record (copies by --fork-session share it)
+    uuids: frozenset[str]
+    foreign_summaries: tuple[tuple[str, str], ...]  # (leafUuid, summary) for leaves not in this file
+    problems: tuple[Problem, ...]
+    error: str | None = None
+
+
+def read_transcript(data: bytes, name: str) -> Transcript:
+    """Read the transcript `data` of the file named `name` (its stem is the session id)."""
+    return _parse(data, name).transcript
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    lines: list[Line[_Record]]
+    graph: _Graph
+    path: list[Line[_Record]]
+    transcript: Transcript
+
+
+def _parse(data: bytes, name: str) -> _Parsed:
+    problems: list[Problem] = []
+    lines = list(records(data, _Record, problems))
+    graph = _Graph(lines, problems)
+    stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    path = graph.active_path()
+    turns = _turns(path, graph)
+    return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, turns, problems))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The records a fork after a turn of the active conversation inherits.
+
+    `lines` are line numbers in file order; `parents` maps each selected uuid to its nearest
+    selected ancestor (progress lines are links for the UI only and are left out, as
+    claude-agent-sdk's fork does); `replacements` are the session's ``content-replacement``
+    entries, which the child must carry under its own id."""
+
+    transcript: Transcript
+    turn: Turn
+    lines: tuple[int, ...]
+    parents: dict[str, str | None]
+    replacements: tuple[Any, ...]
+
+
+def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
+    """What a fork after turn `turn_index` (1-based) of the active conversation keeps.
+
+    Raises `NotAForkPoint` when the file has no conversation, no such turn, or the turn is open."""
+    parsed = _parse(data, name)
+    transcript, graph, path, turns = parsed.transcript, parsed.graph, parsed.path, parsed.transcript.turns
+    if transcript.error is not None:
+        raise NotAForkPoint("no-conversation", transcript.error)
+    if not 1 <= turn_index <= len(turns):
+        raise NotAForkPoint(
+            "no-such-turn", f"turn {turn_index} does not exist: the conversation has {len(turns)}"
+        )
+    turn = turns[turn_index - 1]
+    if not turn.forkable:
+        raise NotAForkPoint(
+            "open-turn",
+            f"turn {turn_index} is {turn.status}: a tool call has no result or there is no answer",
+        )
+    through = [line for line in path if line.number <= turn.end]
+    kept = {line.record.uuid for line in through}
+    for group_line in through:
+        for side in graph.side_nodes([group_line], kept):
+            if side.number < turn.end:
+                kept.add(side.record.uuid)
+    selected = sorted(
+        (graph.nodes[uuid] for uuid in kept if uuid and graph.nodes[uuid].record.type != "progress"),
+        key=lambda line: line.number,
+    )
+    chosen = {line.record.uuid for line in selected}
+    parents = {line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected}
+    return Selection(
+        transcript=transcript,
+        turn=turn,
+        lines=tuple(line.number for line in selected),
+        parents=parents,
+        replacements=tuple(
+            item
+            for line in parsed.lines
+            if line.record.type == "content-replacement" and line.record.session_id == transcript.session_id
+            for item in line.record.replacements or ()
+        ),
+    )
+
+
+def _kept_ancestor(graph: _Graph, line: Line[_Record], chosen: set[str | None]) -> str | None:
+    """The nearest selected record above `line`; None for a root (a compaction boundary too:
+    it joins its segment by `logicalParentUuid`, which the child keeps)."""
+    if not line.record.parent_uuid:
+        return None
+    seen: set[str] = {line.record.uuid or ""}
+    above = graph.parent(line, seen)
+    while above is not None and above.record.uuid not in chosen:
+        seen.add(above.record.uuid or "")
+        above = graph.parent(above, seen)
+    return above.record.uuid if above is not None else None
+
+
+def _transcript(
+    stem: str,
+    lines: list[Line[_Record]],
+    graph: _Graph,
+    path: list[Line[_Record]],
+    turns: tuple[Turn, ...],
+    problems: list[Problem],
+) -> Transcript:
+    first = next((line.record for line in lines if line.record.session_id or line.record.cwd), None)
+    subagent = bool(graph.nodes) and all(line.record.is_sidechain for line in graph.nodes.values())
+    titles = _title(lines, graph, turns)
+    stamps = [line.record.timestamp for line in lines if line.record.timestamp]
+    owner = first.session_id if first else None
+    forked = next((line.record.forked_from.session_id for line in lines if _forked(line.record)), None)
+    return Transcript(
+        session_id=stem,
+        cwd=next((line.record.cwd for line in lines if line.record.cwd), None),
+        title=titles[0],
+        title_source=titles[1],
+        created_at=min(stamps, default=None),
+        updated_at=max(stamps, default=None),
+        version=next((line.record.version for line in reversed(lines) if line.record.version), None),
+        subagent=subagent,
+        agent_id=next((line.record.agent_id for line in lines if line.record.agent_id), None),
+        parent_session=owner if subagent and owner != stem else None,
+        lineage=(Edge("fork", forked),) if forked and forked != stem else (),
+        turns=turns,
+        branches=_branches(graph, path),
+        segments=sum(1 for line in path[1:] if not line.record.parent_uuid and _logical_parent(line.record)),
+        root=path[0].record.uuid if path else None,
+        uuids=frozenset(graph.nodes),
+        foreign_summaries=tuple(
+            (line.record.leaf_uuid, line.record.summary)
+            for line in lines
+            if line.record.type == "summary"
+            and line.record.summary
+            and line.record.leaf_uuid
+            and line.record.leaf_uuid not in graph.nodes
+        ),
+        problems=tuple(problems),
+        error=None if graph.nodes else "no conversation records (user/assistant lines with a uuid)",
+    )
+
+
+def _forked(record: _Record) -> bool:
+    return record.forked_from is not None and bool(record.forked_from.session_id)
+
+
+class _Graph:
+    """The uuid graph of a file: nodes (the last line of each uuid wins, as in the SDK)."""
+
+    def __init__(self, lines: list[Line[_Record]], problems: list[Problem]) -> None:
+        self.problems = problems
+        self.nodes: dict[str, Line[_Record]] = {}
+        for line in lines:
+            uuid = line.record.uuid
+            if line.record.type not in GRAPH_TYPES or not uuid:
+                continue
+            if uuid in self.nodes:
+                problems.append(
+                    Problem(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
+                )
+            self.nodes[uuid] = line
+        for line in self.nodes.values():
+            parent = line.record.parent_uuid
+            if parent and parent not in self.nodes:
+                self.problems.append(
+                    Problem(
+                        line.number,
+                        "missing-parent",
+                        f"line {line.number}: parent {parent} is not in the file",
+                    )
+                )
+        self.broken = self._break_cycles()
+        self.children: dict[str, list[str]] = {}
+        for uuid, line in self.nodes.items():
+            parent = line.record.parent_uuid
+            if parent and uuid not in self.broken:
+                self.children.setdefault(parent, []).append(uuid)
+        # Parallel tool results hang off their own tool_use line, beside the conversation path,
+        # so a turn's results are looked up file-wide by tool_use id.
+        self.results: dict[str, bool] = {}
+        for line in self.nodes.values():
+            if line.record.type == "user":
+                for block in _blocks(line.record):
+                    if block.get("type") == "tool_result":
+                        self.results[str(block.get("tool_use_id"))] = not block.get("is_error")
+
+    def _break_cycles(self) -> set[str]:
+        """Find every parentUuid cycle (each node has one parent, so a walk finds it in linear
+        time overall) and break each at its earliest line, which becomes a root; reported."""
+        state: dict[str, int] = {}  # 1: on the current walk, 2: done
+        broken: set[str] = set()
+        for start in self.nodes:
+            walk: list[str] = []
+            current: str | None = start
+            while current in self.nodes and current not in state:
+                state[current] = 1
+                walk.append(current)
+                current = self.nodes[current].record.parent_uuid
+            if current is not None and state.get(current) == 1:
+                loop = walk[walk.index(current) :]
+                first = min(loop, key=lambda uuid: self.nodes[uuid].number)
+                broken.add(first)
+                line = self.nodes[first]
+                self.problems.append(
+                    Problem(
+                        line.number,
+                        "cycle",
+                        f"line {line.number}: parentUuid chain loops back to it; cut there",
+                    )
+                )
+            for uuid in walk:
+                state[uuid] = 2
+        return broken
+
+    def parent(self, line: Line[_Record], seen: set[str]) -> Line[_Record] | None:
+        """The node above `line` (across a compaction boundary), None at a root or a defect."""
+        record = line.record
+        if record.uuid in self.broken:
+            return None
+        target = record.parent_uuid or _logical_parent(record)
+        if not target:
+            return None
+        above = self.nodes.get(target)
+        if above is None or target in seen:  # both reported once, file-wide, by __init__
+            return None
+        return above
+
+    def walk_up(self, start: Line[_Record]) -> list[Line[_Record]]:
+        """`start` and its ancestors, root first; stops at a cut cycle or a missing parent."""
+        path: list[Line[_Record]] = []
+        seen: set[str] = set()
+        current: Line[_Record] | None = start
+        while current is not None:
+            seen.add(current.record.uuid or "")
+            path.append(current)
+            current = self.parent(current, seen)
+        path.reverse()
+        return path
+
+    def leaves(self) -> list[Line[_Record]]:
+        """The nearest user/assistant node above each terminal node, latest in the file first."""
+        found: dict[str, Line[_Record]] = {}
+        for uuid, line in self.nodes.items():
+            if uuid in self.children:
+                continue
+            seen: set[str] = set()
+            current: Line[_Record] | None = line
+            while current is not None and current.record.type not in ("user", "assistant"):
+                seen.add(current.record.uuid or "")
+                current = self.parent(current, seen)
+            if current is not None:
+                found[current.record.uuid or ""] = current
+        return sorted(found.values(), key=lambda line: line.number, reverse=True)
+
+    def side_nodes(self, group: list[Line[_Record]], on_path: set[str | None]) -> list[Line[_Record]]:
+        """Nodes hanging beside `group` that belong to its turn: parallel tool calls written one
+        line per block, their results, progress lines — everything down to the next prompt."""
+        found: list[Line[_Record]] = []
+        stack = [child for line in group for child in self.children.get(line.record.uuid or "", ())]
+        while stack:
+            uuid = stack.pop()
+            line = self.nodes[uuid]
+            if uuid in on_path or _prompt_text(line.record) is not None:
+                continue
+            found.append(line)
+            stack.extend(self.children.get(uuid, ()))
+        return sorted(found, key=lambda line: line.number)
+
+    def climb_to(
+        self, start: Line[_Record], known: set[str | None]
+    ) -> tuple[str | None, list[Line[_Record]]]:
+        """From `start` up to the first node in `known`: that node's uuid (None if none) and the
+        nodes below it, top first."""
+        path: list[Line[_Record]] = []
+        seen: set[str] = set()
+        current: Line[_Record] | None = start
+        while current is not None and current.record.uuid not in known:
+            seen.add(current.record.uuid or "")
+            path.append(current)
+            current = self.parent(current, seen)
+        path.reverse()
+        return (current.record.uuid if current else None), path
+
+    def active_path(self) -> list[Line[_Record]]:
+        leaves = self.leaves()
+        main = [leaf for leaf in leaves if _main_chain(leaf.record)]
+        chosen = (main or leaves)[:1]
+        return self.walk_up(chosen[0]) if chosen else []
+
+
+def _logical_parent(record: _Record) -> str | None:
+    """Where a compaction boundary continues: the last node before the compaction."""
+    if record.type == "system" and record.subtype == "compact_boundary":
+        return record.logical_parent_uuid
+    return None
+
+
+def _main_chain(record: _Record) -> bool:
+    return not record.is_sidechain and not record.team_name and not record.is_meta
+
+
+def _blocks(record: _Record) -> list[_Block]:
+    content = record.message.content if record.message else None
+    if isinstance(content, str):
+        return [_Block(type="text", text=content)]
+    return list(content or ())
+
+
+def _prompt_text(record: _Record) -> str | None:
+    """The user's own text if `record` is a real prompt, else None."""
+    if record.type != "user" or record.is_meta or record.is_compact_summary:
+        return None
+    if record.origin is not None and record.origin.kind not in (None, "user"):
+        return None
+    blocks = _blocks(record)
+    if not blocks or any(block.get("type") == "tool_result" for block in blocks):
+        return None
+    text = _text(blocks)
+    if text.startswith(NOT_PROMPTS) or text.startswith(INTERRUPTED):
+        return None
+    command = _COMMAND.search(text) if text.startswith("<command-") else None
+    if command:
+        args = _COMMAND_ARGS.search(text)
+        return " ".join(part for part in ("/" + command.group(1).lstrip("/"), args and args.group(1)) if part)
+    if not text and any(block.get("type") == "image" for block in blocks):
+        return "[image]"
+    return text or None
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text").strip()
+
+
+def _turns(path: list[Line[_Record]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
+    """The turns of a path of nodes, in order; records before the first prompt belong to none."""
+    groups: list[list[Line[_Record]]] = []
+    for line in path:
+        if _prompt_text(line.record) is not None:
+            groups.append([line])
+        elif groups:
+            groups[-1].append(line)
+    on_path = {line.record.uuid for line in path}
+    return tuple(
+        _turn(first_index + n, group, graph.side_nodes(group, on_path), graph.results)
+        for n, group in enumerate(groups)
+    )
+
+
+def _turn(
+    index: int, group: list[Line[_Record]], side: list[Line[_Record]], results: dict[str, bool]
+) -> Turn:
+    calls: dict[str, str] = {}
+    interrupted = False
+    answer: Line[_Record] | None = None
+    answer_text: str | None = None
+    compacted = False
+    for line in group:
+        record = line.record
+        compacted = compacted or bool(record.is_compact_summary)
+        interrupted = interrupted or (
+            record.type == "user" and _text(_blocks(record)).startswith(INTERRUPTED)
+        )
+        for block in _blocks(record):
+            kind = block.get("type")
+            if record.type == "assistant" and kind == "tool_use":
+                calls[str(block.get("id"))] = str(block.get("name"))
+            elif record.type == "assistant" and kind == "text" and str(block.get("text", "")).strip():
+                answer, answer_text = line, str(block.text)
+    for line in side:
+        for block in _blocks(line.record):
+            if line.record.type == "assistant" and block.get("type") == "tool_use":
+                calls.setdefault(str(block.get("id")), str(block.get("name")))
+    last = answer or group[-1]
+    dangling = any(call not in results for call in calls)
+    command = group[0].record.message is not None and _text(_blocks(group[0].record)).startswith("<command-")
+    errored = answer is not None and bool(answer.record.is_api_error_message)
+    unanswered = answer is None and not command  # a local slash command has no model answer
+    status: TurnStatus = "aborted" if interrupted else "open" if dangling or unanswered else "completed"
+    if errored and status == "completed":
+        status = "error"
+    return Turn(
+        index=index,
+        prompt=(_prompt_text(group[0].record) or "").splitlines()[0][:PROMPT_CHARS],
+        start=group[0].number,
+        end=last.number,
+        key=last.record.uuid or "",
+        status=status,
+        forkable=status != "open" and not dangling,
+        answer=answer_text,
+        tools=tuple(ToolCall(name, call, results.get(call)) for call, name in calls.items()),
+        compacted=compacted,
+    )
+
+
+def _branches(graph: _Graph, active: list[Line[_Record]]) -> tuple[Branch, ...]:
+    """Abandoned paths that leave a known path with a real prompt, latest leaf first."""
+    known = {line.record.uuid for line in active}
+    turns_before = _turn_starts(active)
+    branches: list[Branch] = []
+    for leaf in graph.leaves():
+        if leaf.record.uuid in known or not _main_chain(leaf.record):
+            continue
+        after, rest = graph.climb_to(leaf, known)
+        first_talk = next((line for line in rest if line.record.type in ("user", "assistant")), None)
+        if after is None or first_talk is None or _prompt_text(first_talk.record) is None:
+            continue  # a parallel tool result, a hook or progress line: not a branch
+        before = turns_before.get(after, 0)
+        branches.append(Branch(after, before, leaf.record.uuid or "", _turns(rest, graph, before + 1)))
+        known.update(line.record.uuid for line in rest)
+        turns_before.update({k: v + before for k, v in _turn_starts(rest).items()})
+    return tuple(branches)
+
+
+def _turn_starts(path: list[Line[_Record]]) -> dict[str | None, int]:
+    """For each node of `path`, how many turns have started at or before it."""
+    count, seen = 0, {}
+    for line in path:
+        if _prompt_text(line.record) is not None:
+            count += 1
+        seen[line.record.uuid] = count
+    return seen
+
+
+def _title(
+    lines: list[Line[_Record]], graph: _Graph, turns: tuple[Turn, ...]
+) -> tuple[str | None, str | None]:
+    for field, source in (("custom_title", "custom-title"), ("ai_title", "ai-title")):
+        value = next(
+            (getattr(line.record, field) for line in reversed(lines) if getattr(line.record, field)), None
+        )
+        if value:
+            return value, source
+    own = next(
+        (
+            line.record.summary
+            for line in reversed(lines)
+            if line.record.type == "summary" and line.record.summary and line.record.leaf_uuid in graph.nodes
+        ),
+        None,
+    )
+    if own:
+        return own, "summary"
+    return (turns[0].prompt, "prompt") if turns else (None, None)

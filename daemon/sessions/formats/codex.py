@@ -1,0 +1,310 @@
+"""Reading one Codex rollout (``sessions/YYYY/MM/DD/rollout-<ts>-<thread>.jsonl``).
+
+Each line is ``{"timestamp", "type", "payload"}``. The rules, checked against Codex itself and
+codex-rs:
+
+- identity, cwd and lineage come from the **first** ``session_meta`` only: a legacy fork
+  copies its parent's lines, ``session_meta`` included, after its own;
+- lineage edges: ``forked_from_id`` (a fork), ``history_base.thread_id`` (paginated history:
+  the parent's ordinals before ``end_ordinal_exclusive`` are inherited, not copied) and
+  ``source.subagent.thread_spawn.parent_thread_id`` (a sub-agent);
+- turns run from ``task_started`` to ``task_complete`` (completed, or error when it carries
+  one) or ``turn_aborted`` (aborted); a rollout without those events is cut at each user
+  message instead;
+  ``thread_rolled_back`` abandons its ``num_turns`` latest surviving turns;
+- the prompt is the user's text: context Codex injects as user messages
+  (``<environment_context>``, AGENTS.md, permissions, skills) is not;
+- a turn is forkable when it has ended and every tool call in it has its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from .jsonl import Fields, Line, records
+from .model import Edge, Problem, ToolCall, Turn, TurnStatus
+
+INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<skills_instructions>",
+    "<apps_instructions>",
+    "<collaboration_mode>",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+)
+CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+PROMPT_CHARS = 200
+ENDED = frozenset({"completed", "error", "aborted"})
+
+
+class _Item(Fields):
+    type: Any = None
+    id: Any = None
+    exit_code: Any = None
+
+
+class _Payload(Fields):
+    type: Any = None
+    turn_id: Any = None
+    message: Any = None
+    role: Any = None
+    content: Any = None
+    call_id: Any = None
+    id: Any = None
+    name: Any = None
+    exit_code: Any = None
+    item: _Item | None = None
+    error: Any = None
+    num_turns: Any = None
+    # session_meta
+    cwd: Any = None
+    timestamp: Any = None
+    cli_version: Any = None
+    originator: Any = None
+    source: Any = None
+    forked_from_id: Any = None
+    history_base: Any = None
+    model_provider: Any = None
+
+
+class _Line(msgspec.Struct):
+    type: str = ""
+    timestamp: str | None = None
+    payload: _Payload = msgspec.field(default_factory=_Payload)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """What one Codex file says; `error` is set when it has no usable ``session_meta``."""
+
+    session_id: str | None
+    cwd: str | None
+    title: str | None
+    created_at: str | None
+    updated_at: str | None
+    cli_version: str | None
+    originator: str | None
+    source: str | None  # "cli", "exec", "vscode", "subagent", ...
+    model_provider: str | None
+    lineage: tuple[Edge, ...]
+    turns: tuple[Turn, ...]  # rolled-back turns included, with that status
+    compactions: int
+    meta_line: int  # the line of the first session_meta (0: none)
+    problems: tuple[Problem, ...]
+    error: str | None = None
+
+
+@dataclass
+class _Open:
+    """A turn being read."""
+
+    start: int
+    key: str
+    prompt: str | None = None
+    end: int = 0
+    answer: str | None = None
+    calls: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, bool | None] = field(default_factory=dict)
+    compacted: bool = False
+    status: TurnStatus = "open"
+
+
+def read_rollout(data: bytes) -> Rollout:
+    """Read the rollout `data`."""
+    problems: list[Problem] = []
+    lines = list(records(data, _Line, problems))
+    meta = next((line for line in lines if line.record.type == "session_meta"), None)
+    stamps = [line.record.timestamp for line in lines if line.record.timestamp]
+    turns = _turns(lines)
+    payload = meta.record.payload if meta else _Payload()
+    source = payload.get("source")
+    return Rollout(
+        session_id=_str(payload.get("id")),
+        cwd=_str(payload.get("cwd")),
+        title=next((turn.prompt for turn in turns if turn.prompt), None),
+        created_at=_str(payload.get("timestamp")) or min(stamps, default=None),
+        updated_at=max(stamps, default=None),
+        cli_version=_str(payload.get("cli_version")),
+        originator=_str(payload.get("originator")),
+        source=source
+        if isinstance(source, str)
+        else next(iter(source), None)
+        if isinstance(source, dict)
+        else None,
+        model_provider=_str(payload.get("model_provider")),
+        lineage=_lineage(payload),
+        turns=turns,
+        compactions=sum(1 for line in lines if line.record.type == "compacted"),
+        meta_line=meta.number if meta else 0,
+        problems=tuple(problems),
+        error=_error(meta),
+    )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _error(meta: Line[_Line] | None) -> str | None:
+    if meta is None:
+        return "no session_meta line: not a Codex rollout, or its first line is damaged"
+    missing = [key for key in ("id", "cwd") if not _str(meta.record.payload.get(key))]
+    return f"session_meta on line {meta.number} has no {' or '.join(missing)}" if missing else None
+
+
+def _lineage(meta: _Payload) -> tuple[Edge, ...]:
+    edges: list[Edge] = []
+    if forked := _str(meta.get("forked_from_id")):
+        edges.append(Edge("fork", forked))
+    base = meta.get("history_base")
+    if isinstance(base, dict) and (thread := _str(base.get("thread_id"))):
+        upto = base.get("end_ordinal_exclusive")
+        edges.append(Edge("history", thread, upto if isinstance(upto, int) else None))
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    if isinstance(spawn, dict) and (parent := _str(spawn.get("parent_thread_id"))):
+        edges.append(Edge("subagent", parent))
+    return tuple(edges)
+
+
+def _user_text(payload: _Payload) -> str | None:
+    """The user's own words in a user ``message`` item, None for injected context."""
+    if payload.get("type") != "message" or payload.get("role") != "user":
+        return None
+    text = _joined(payload.get("content"), "input_text").strip()
+    if not text or text.startswith(INJECTED_PREFIXES):
+        return None
+    return text
+
+
+def _joined(content: Any, kind: str) -> str:
+    """The text of the `kind` items of a message's content."""
+    items = content if isinstance(content, list) else ()
+    return "\n".join(
+        str(item.get("text", "")) for item in items if isinstance(item, dict) and item.get("type") == kind
+    )
+
+
+def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
+    explicit = any(_event(line) == "task_started" for line in lines)
+    done: list[_Open] = []
+    current: _Open | None = None
+    compacted = False  # a compaction between turns belongs to the next one
+    for line in lines:
+        payload, event = line.record.payload, _event(line)
+        if current is None and line.record.type == "compacted":
+            compacted = True
+        if event == "thread_rolled_back":
+            _roll_back(done, payload.get("num_turns"))
+        if explicit and event == "task_started":
+            current = _close(current, done)
+            current = _Open(line.number, str(payload.get("turn_id") or ""))
+        elif not explicit and _prompt(line) is not None:
+            current = _close(current, done)
+            current = _Open(line.number, str(line.number))
+        if current is None:
+            continue
+        current.compacted, compacted = current.compacted or compacted, False
+        current.end = line.number
+        _absorb(current, line)
+        if event in ("task_complete", "turn_aborted"):
+            current.status = (
+                "aborted" if event == "turn_aborted" else "error" if payload.get("error") else "completed"
+            )
+            current = _close(current, done)
+    _close(current, done)
+    if not explicit:
+        for turn in done[:-1]:
+            turn.status = "completed" if turn.status == "open" else turn.status
+        if done and done[-1].answer is not None and done[-1].status == "open":
+            done[-1].status = "completed"
+    return tuple(_turn(index, turn) for index, turn in enumerate(done, start=1))
+
+
+def _event(line: Line[_Line]) -> str | None:
+    return str(line.record.payload.get("type")) if line.record.type == "event_msg" else None
+
+
+def _prompt(line: Line[_Line]) -> str | None:
+    """The user's prompt a line carries (a ``user_message`` event or a user message item)."""
+    if _event(line) == "user_message":
+        message = line.record.payload.get("message")
+        text = message.strip() if isinstance(message, str) else ""
+        return text if text and not text.startswith(INJECTED_PREFIXES) else None
+    return _user_text(line.record.payload) if line.record.type == "response_item" else None
+
+
+def _absorb(turn: _Open, line: Line[_Line]) -> None:
+    payload = line.record.payload
+    if turn.prompt is None:
+        turn.prompt = _prompt(line)
+    if line.record.type == "compacted":
+        turn.compacted = True
+    if line.record.type != "response_item":
+        finished = _exit(line)
+        if finished is not None:
+            turn.outputs[finished[0]] = finished[1] == 0
+        return
+    kind = payload.get("type")
+    if kind in CALLS:
+        call = str(payload.get("call_id") or payload.get("id"))
+        turn.calls[call] = str(payload.get("name") or kind)
+    elif kind in OUTPUTS:
+        turn.outputs.setdefault(str(payload.get("call_id")), None)
+    elif kind == "message" and payload.get("role") == "assistant":
+        said = _joined(payload.get("content"), "output_text")
+        if said.strip():
+            turn.answer = said
+
+
+def _exit(line: Line[_Line]) -> tuple[str, int] | None:
+    """(call id, exit code) of a finished command: ``exec_command_end`` (legacy rollouts) or an
+    ``item_completed`` command execution (paginated ones)."""
+    event, payload = _event(line), line.record.payload
+    if event == "exec_command_end" and isinstance(payload.get("exit_code"), int):
+        return str(payload.get("call_id")), payload.exit_code
+    item = payload.item if event == "item_completed" else None
+    if item is not None and isinstance(item.exit_code, int) and item.id:
+        return str(item.id), item.exit_code
+    return None
+
+
+def _close(turn: _Open | None, done: list[_Open]) -> None:
+    """File `turn` (if any) as read; always None, the next current turn."""
+    if turn is not None:
+        done.append(turn)
+    return None
+
+
+def _roll_back(done: list[_Open], count: Any) -> None:
+    remaining = count if isinstance(count, int) and count > 0 else 0
+    for turn in reversed(done):
+        if remaining == 0:
+            break
+        if turn.status != "rolled-back":
+            turn.status, remaining = "rolled-back", remaining - 1
+
+
+def _turn(index: int, turn: _Open) -> Turn:
+    dangling = any(call not in turn.outputs for call in turn.calls)
+    return Turn(
+        index=index,
+        prompt=(turn.prompt or "").splitlines()[0][:PROMPT_CHARS] if turn.prompt else "",
+        start=turn.start,
+        end=turn.end,
+        key=turn.key,
+        status=turn.status,
+        forkable=turn.status in ENDED and not dangling,
+        answer=turn.answer,
+        tools=tuple(ToolCall(name, call, turn.outputs.get(call)) for call, name in turn.calls.items()),
+        compacted=turn.compacted,
+    )

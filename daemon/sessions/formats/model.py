@@ -1,0 +1,72 @@
+"""The shared vocabulary of the format readers: turns, tool calls, line problems, lineage edges.
+
+Records are addressed by their **line number** in the file (1-based): both harnesses only
+append, so a line number names the same record for as long as the file exists, and the host
+can check it by reading that line back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+RefusalCode = Literal["no-conversation", "no-such-turn", "open-turn"]
+TurnStatus = Literal["completed", "open", "aborted", "error", "rolled-back"]
+EdgeKind = Literal["fork", "history", "subagent"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One defect of a file, at a line (0 when it concerns the whole file)."""
+
+    line: int
+    code: str  # stable, for tests and flags: "torn-tail", "not-json", "bad-record", ...
+    reason: str  # what a user reads
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool the model called in a turn and whether it went well (None: no result, or unknown)."""
+
+    name: str
+    call_id: str
+    ok: bool | None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A real user prompt and everything up to the next one.
+
+    `start` is the turn's first line and `end` its last: the cut of a fork after this turn
+    (Claude Code: the prompt and the last assistant text; Codex: ``task_started`` and
+    ``task_complete``). `key` is the harness's own id for the turn: in Claude Code the uuid of
+    the `end` record (what ``--resume-session-at`` takes), in Codex the turn id."""
+
+    index: int  # 1-based, in conversation order
+    prompt: str
+    start: int
+    end: int
+    key: str
+    status: TurnStatus
+    forkable: bool
+    answer: str | None
+    tools: tuple[ToolCall, ...]
+    compacted: bool = False  # a compaction summary stands in for earlier context within this turn
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A lineage link from this session to `parent` (a session id)."""
+
+    kind: EdgeKind
+    parent: str
+    upto: int | None = None  # Codex paginated history: the parent's ordinals [0, upto) are inherited
+
+
+class NotAForkPoint(Exception):
+    """A fork after this turn of this file cannot be made; `code` says why, for callers' error codes."""
+
+    def __init__(self, code: RefusalCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason

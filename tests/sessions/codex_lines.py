@@ -1,0 +1,48 @@
+"""Hand-made Codex rollout lines, in the shapes Codex 0.16x writes, for tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+TID = "019c0000-0000-7000-8000-000000000001"
+
+
+def line(kind: str, **payload: Any) -> dict[str, Any]:
+    return {"timestamp": "2026-05-01T00:00:00Z", "type": kind, "payload": payload}
+
+
+def meta(tid: str = TID, cwd: str = "/w", **extra: Any) -> dict[str, Any]:
+    return line("session_meta", id=tid, cwd=cwd, cli_version="0.163.0", originator="codex_exec", **extra)
+
+
+def event(kind: str, **payload: Any) -> dict[str, Any]:
+    return line("event_msg", type=kind, **payload)
+
+
+def message(role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return line("response_item", type="message", role=role, content=[{"type": kind, "text": text}])
+
+
+def call(call_id: str, name: str = "exec_command") -> dict[str, Any]:
+    return line("response_item", type="function_call", name=name, call_id=call_id, arguments="{}")
+
+
+def output(call_id: str) -> dict[str, Any]:
+    return line("response_item", type="function_call_output", call_id=call_id, output="ok")
+
+
+def turn(turn_id: str, prompt: str, answer: str, *middle: dict[str, Any], end: str = "task_complete") -> list:
+    return [
+        event("task_started", turn_id=turn_id),
+        message("user", "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        message("user", prompt),
+        *middle,
+        message("assistant", answer),
+        event(end, turn_id=turn_id),
+    ]
+
+
+def rollout(*records: dict[str, Any] | bytes) -> bytes:
+    return b"".join(r if isinstance(r, bytes) else json.dumps(r).encode() + b"\n" for r in records)

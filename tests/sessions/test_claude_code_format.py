@@ -1,0 +1,218 @@
+"""The Claude Code transcript reader on small hand-made files: graph rules and bad input.
+
+The shapes mirror what Claude Code 2.1 writes (see tests/harnesses for the real thing); each
+test builds the few lines a rule needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from remem.daemon.sessions.formats import jsonl as decoding
+from remem.daemon.sessions.formats.claude_code import read_transcript
+
+from .claude_lines import CWD, SID, jsonl, prompt, rec, result, say, use
+
+
+def read(*records: dict[str, Any] | bytes):
+    return read_transcript(jsonl(*records), f"{SID}.jsonl")
+
+
+def codes(transcript) -> list[str]:
+    return [problem.code for problem in transcript.problems]
+
+
+def test_a_plain_conversation_has_one_turn_per_prompt() -> None:
+    t = read(
+        prompt("u1", None, "first question"),
+        say("a1", "u1", "one"),
+        prompt("u2", "a1", "next"),
+        say("a2", "u2", "two"),
+    )
+    assert [(turn.prompt, turn.answer, turn.start, turn.end, turn.key) for turn in t.turns] == [
+        ("first question", "one", 1, 2, "a1"),
+        ("next", "two", 3, 4, "a2"),
+    ]
+    assert all(turn.status == "completed" and turn.forkable for turn in t.turns)
+    assert (t.session_id, t.cwd, t.title, t.title_source, t.root) == (
+        SID,
+        CWD,
+        "first question",
+        "prompt",
+        "u1",
+    )
+    assert t.problems == () and t.error is None and t.branches == ()
+
+
+def test_the_workspace_is_the_records_cwd_never_the_folder_name() -> None:
+    t = read_transcript(
+        jsonl(prompt("u1", None, "q"), say("a1", "u1", "a")), f"-x-truncated-abc123/{SID}.jsonl"
+    )
+    assert t.cwd == CWD and t.session_id == SID
+
+
+def test_parallel_tool_results_hang_beside_the_path_but_are_not_branches() -> None:
+    t = read(
+        prompt("u1", None, "read both"),
+        use("t1", "u1", "c1"),
+        use("t2", "t1", "c2"),
+        result("r1", "t1", "c1"),  # parented to its own tool_use line: a side leaf
+        result("r2", "t2", "c2", error=True),
+        say("a1", "r2", "done"),
+    )
+    (turn,) = t.turns
+    assert t.branches == ()
+    assert [(tool.name, tool.call_id, tool.ok) for tool in turn.tools] == [
+        ("Read", "c1", True),
+        ("Read", "c2", False),
+    ]
+    assert turn.forkable and turn.status == "completed"
+
+
+def test_a_tool_use_without_its_result_leaves_the_turn_open() -> None:
+    t = read(prompt("u1", None, "go"), use("t1", "u1", "c1"))
+    (turn,) = t.turns
+    assert (turn.status, turn.forkable, turn.answer, turn.end) == ("open", False, None, 2)
+
+
+def test_a_new_prompt_under_a_node_with_a_conversation_below_is_a_branch() -> None:
+    t = read(
+        prompt("u1", None, "start"),
+        say("a1", "u1", "one"),
+        rec("system", "s1", "a1", subtype="stop_hook_summary"),
+        prompt("u2", "s1", "abandoned"),
+        say("a2", "u2", "two"),
+        prompt("u3", "s1", "edited instead"),  # same parent: a rewind
+        say("a3", "u3", "three"),
+    )
+    assert [turn.prompt for turn in t.turns] == ["start", "edited instead"]
+    (branch,) = t.branches
+    assert (branch.after, branch.after_turn, branch.leaf) == ("s1", 1, "a2")
+    assert [(turn.index, turn.prompt, turn.answer) for turn in branch.turns] == [(2, "abandoned", "two")]
+
+
+def test_progress_and_hook_lines_below_a_node_are_not_branches() -> None:
+    t = read(
+        prompt("u1", None, "start"),
+        use("t1", "u1", "c1", name="Task"),
+        rec("progress", "p1", "t1"),
+        rec("progress", "p2", "p1"),
+        result("r1", "t1", "c1"),
+        say("a1", "r1", "done"),
+    )
+    assert t.branches == () and len(t.turns) == 1 and t.turns[0].forkable
+
+
+def test_meta_tool_result_compaction_summary_and_command_output_are_not_prompts() -> None:
+    t = read(
+        prompt("u1", None, "real one"),
+        prompt("m1", "u1", "caveat", isMeta=True),
+        prompt("c1", "m1", "<local-command-stdout>ok</local-command-stdout>"),
+        prompt("k1", "c1", "<command-name>/review</command-name>\n<command-args>main</command-args>"),
+        say("a1", "k1", "reviewed"),
+        prompt("x1", "a1", "[Request interrupted by user]"),
+        prompt(
+            "n1", "x1", "<task-notification>\n<task-id>a9</task-id>", origin={"kind": "task-notification"}
+        ),
+    )
+    assert [(turn.prompt, turn.status) for turn in t.turns] == [
+        ("real one", "open"),
+        ("/review main", "aborted"),
+    ]
+
+
+def test_compaction_segments_are_joined_through_the_logical_parent() -> None:
+    t = read(
+        prompt("u1", None, "before compaction"),
+        say("a1", "u1", "old answer"),
+        rec("system", "b1", None, subtype="compact_boundary", logicalParentUuid="a1"),
+        prompt("s1", "b1", "This session is being continued... summary", isCompactSummary=True),
+        prompt("u2", "s1", "after compaction"),
+        say("a2", "u2", "new answer"),
+    )
+    assert [turn.prompt for turn in t.turns] == ["before compaction", "after compaction"]
+    assert t.segments == 1 and t.root == "u1" and t.problems == ()
+
+
+def test_titles_prefer_custom_then_ai_then_own_summary_then_first_prompt() -> None:
+    base = (prompt("u1", None, "the prompt"), say("a1", "u1", "x"))
+    foreign = {"type": "summary", "summary": "other file", "leafUuid": "elsewhere"}
+    own = {"type": "summary", "summary": "own summary", "leafUuid": "a1"}
+    ai = {"type": "ai-title", "aiTitle": "ai named", "sessionId": SID}
+    custom = {"type": "custom-title", "customTitle": "user named", "sessionId": SID}
+    assert (read(*base, foreign).title, read(*base, foreign).foreign_summaries) == (
+        "the prompt",
+        (("elsewhere", "other file"),),
+    )
+    assert read(*base, own).title_source == "summary" and read(*base, own).title == "own summary"
+    assert read(*base, own, ai).title == "ai named"
+    assert read(*base, custom, own, ai).title == "user named"
+
+
+def test_forked_from_is_a_lineage_edge() -> None:
+    marker = {"sessionId": "parent-session", "messageUuid": "a1"}
+    t = read(prompt("u1", None, "q", forkedFrom=marker), say("a1", "u1", "a", forkedFrom=marker))
+    assert [(edge.kind, edge.parent) for edge in t.lineage] == [("fork", "parent-session")]
+
+
+def test_a_subagent_file_names_its_agent_and_parent_session() -> None:
+    t = read_transcript(
+        jsonl(
+            prompt("u1", None, "task for agent", isSidechain=True, agentId="a77"),
+            say("a1", "u1", "agent done", isSidechain=True, agentId="a77"),
+        ),
+        "agent-a77.jsonl",
+    )
+    assert (t.subagent, t.agent_id, t.parent_session, t.session_id) == (True, "a77", SID, "agent-a77")
+    assert [turn.answer for turn in t.turns] == ["agent done"]
+
+
+def test_a_torn_last_line_is_a_write_in_progress_not_an_error() -> None:
+    t = read(prompt("u1", None, "q"), say("a1", "u1", "a"), b'{"type":"assistant","uuid":"a2","par')
+    assert codes(t) == ["torn-tail"] and len(t.turns) == 1 and t.error is None
+
+
+def test_bad_lines_are_skipped_with_their_line_number_and_reason() -> None:
+    t = read(
+        prompt("u1", None, "q"),
+        b"not json at all\n",
+        b'{"type":"user","uuid":"\xff\xfe","parentUuid":null}\n',
+        b"[1, 2]\n",
+        b'{"type":"user","uuid":"u9","parentUuid":7}\n',
+        {"type": "a-type-from-the-future", "whatever": [1]},
+        say("a1", "u1", "a"),
+    )
+    assert codes(t) == ["not-json", "not-json", "bad-record", "bad-record"]
+    assert [problem.line for problem in t.problems] == [2, 3, 4, 5]
+    assert "UTF-8" in t.problems[1].reason and "parentUuid" in t.problems[3].reason
+    assert [turn.answer for turn in t.turns] == ["a"]
+
+
+def test_duplicate_uuids_cycles_and_missing_parents_are_flagged_not_raised() -> None:
+    t = read(
+        prompt("u1", "gone", "orphaned start"),
+        say("a1", "u1", "a"),
+        say("a1", "u1", "a again"),
+        prompt("c1", "c2", "loop"),
+        say("c2", "c1", "loop"),
+    )
+    assert sorted(set(codes(t))) == ["cycle", "duplicate-uuid", "missing-parent"]
+    assert [turn.answer for turn in t.turns] == ["loop"]  # the latest leaf, its cycle cut
+    looped = read(prompt("c1", "c2", "loop"), say("c2", "c1", "loop back"))
+    assert "cycle" in codes(looped) and looped.turns[0].answer == "loop back"
+
+
+def test_a_file_without_conversation_is_an_error_for_that_session_only() -> None:
+    t = read({"type": "summary", "summary": "s", "leafUuid": "x"}, b"garbage\n")
+    assert t.error is not None and "no conversation" in t.error and t.turns == ()
+    assert read_transcript(b"", f"{SID}.jsonl").error is not None
+
+
+def test_an_overlong_line_is_skipped_without_being_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decoding, "MAX_LINE", 400)
+    huge = prompt("u2", "a1", "x" * 1000)
+    t = read(prompt("u1", None, "q"), say("a1", "u1", "a"), huge)
+    assert codes(t) == ["too-long"] and "over 400" in t.problems[0].reason
+    assert [turn.prompt for turn in t.turns] == ["q"]

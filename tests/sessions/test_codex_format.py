@@ -1,0 +1,124 @@
+"""The Codex rollout reader on small hand-made rollouts: turns, lineage, injected context, bad input.
+
+The shapes mirror what Codex 0.16x writes (see tests/harnesses for the real thing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from remem.daemon.sessions.formats.codex import read_rollout
+
+from .codex_lines import TID, call, event, line, message, meta, output, rollout, turn
+
+
+def read(*records: dict[str, Any] | bytes):
+    return read_rollout(rollout(*records))
+
+
+def test_turns_run_from_task_started_to_task_complete_or_turn_aborted() -> None:
+    r = read(
+        meta(),
+        *turn(
+            "t1",
+            "read it",
+            "done",
+            call("c1"),
+            output("c1"),
+            event("exec_command_end", call_id="c1", exit_code=0),
+        ),
+        *turn("t2", "and then", "stopped", call("c2"), end="turn_aborted"),
+    )
+    assert [(t.index, t.prompt, t.status, t.forkable, t.key, t.answer) for t in r.turns] == [
+        (1, "read it", "completed", True, "t1", "done"),
+        (2, "and then", "aborted", False, "t2", "stopped"),
+    ]
+    assert (r.turns[0].start, r.turns[0].end) == (2, 9)  # task_started .. task_complete
+    assert [(tool.name, tool.ok) for tool in r.turns[0].tools] == [("exec_command", True)]
+    assert [(tool.name, tool.ok) for tool in r.turns[1].tools] == [("exec_command", None)]
+    assert (r.session_id, r.cwd, r.title, r.error, r.problems) == (TID, "/w", "read it", None, ())
+
+
+def test_a_started_turn_without_its_end_is_open_and_not_forkable() -> None:
+    r = read(meta(), event("task_started", turn_id="t1"), message("user", "go"), call("c1"))
+    (only,) = r.turns
+    assert (only.status, only.forkable) == ("open", False)
+
+
+def test_identity_cwd_and_lineage_come_from_the_first_session_meta_only() -> None:
+    copied_parent_meta = meta(
+        "019c0000-0000-7000-8000-0000000000aa", cwd="/elsewhere", forked_from_id="older"
+    )
+    r = read(meta(forked_from_id="019c-parent"), copied_parent_meta, *turn("t1", "q", "a"))
+    assert (r.session_id, r.cwd) == (TID, "/w")
+    assert [(edge.kind, edge.parent) for edge in r.lineage] == [("fork", "019c-parent")]
+
+
+def test_history_base_and_subagent_spawn_are_lineage_edges() -> None:
+    spawn = {"subagent": {"thread_spawn": {"parent_thread_id": "019c-boss", "depth": 1}}}
+    r = read(meta(history_base={"thread_id": "019c-base", "end_ordinal_exclusive": 33}, source=spawn))
+    assert [(edge.kind, edge.parent, edge.upto) for edge in r.lineage] == [
+        ("history", "019c-base", 33),
+        ("subagent", "019c-boss", None),
+    ]
+    assert r.source == "subagent"
+
+
+def test_thread_rolled_back_abandons_the_latest_surviving_turns() -> None:
+    r = read(
+        meta(),
+        *turn("t1", "one", "a1"),
+        *turn("t2", "two", "a2"),
+        *turn("t3", "three", "a3"),
+        event("thread_rolled_back", num_turns=2),
+        *turn("t4", "four", "a4"),
+    )
+    assert [(t.prompt, t.status, t.forkable) for t in r.turns] == [
+        ("one", "completed", True),
+        ("two", "rolled-back", False),
+        ("three", "rolled-back", False),
+        ("four", "completed", True),
+    ]
+
+
+def test_without_task_events_turns_are_cut_at_each_user_message() -> None:
+    r = read(
+        meta(),
+        message("user", "# AGENTS.md instructions for /w\n\nbe nice"),
+        event("user_message", message="first ask"),
+        message("assistant", "first answer"),
+        event("user_message", message="second ask"),
+        message("assistant", "second answer"),
+    )
+    assert [(t.prompt, t.answer, t.status, t.forkable) for t in r.turns] == [
+        ("first ask", "first answer", "completed", True),
+        ("second ask", "second answer", "completed", True),
+    ]
+
+
+def test_injected_context_is_never_the_prompt() -> None:
+    r = read(
+        meta(),
+        event("task_started", turn_id="t1"),
+        message("user", "<permissions instructions>\nsandbox</permissions instructions>"),
+        message("user", "<user_instructions>\nAGENTS</user_instructions>"),
+        message("user", "the real ask"),
+        message("assistant", "a"),
+        event("task_complete", turn_id="t1"),
+    )
+    assert [t.prompt for t in r.turns] == ["the real ask"]
+
+
+def test_a_compaction_marks_the_turn_it_precedes() -> None:
+    r = read(meta(), *turn("t1", "q1", "a1"), line("compacted", message="summary"), *turn("t2", "q2", "a2"))
+    assert [t.compacted for t in r.turns] == [False, True] and r.compactions == 1
+
+
+def test_bad_lines_become_problems_and_a_missing_session_meta_an_error() -> None:
+    r = read(
+        meta(), b"{torn\n", b'{"type":"event_msg","payload":[1]}\n', *turn("t1", "q", "a"), b'{"type":"resp'
+    )
+    assert [(p.line, p.code) for p in r.problems] == [(2, "not-json"), (3, "bad-record"), (9, "torn-tail")]
+    assert [t.prompt for t in r.turns] == ["q"]
+    assert "no session_meta" in (read(*turn("t1", "q", "a")).error or "")
+    assert "no cwd" in (read(line("session_meta", id=TID)).error or "")
