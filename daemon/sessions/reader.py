@@ -23,12 +23,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from .checks import EventCheckError, check_event
+from .decode import parse_json
 from .digest import DigestState, LogDigest
 from .errors import SessionLogError
 from .models import RETIRED_HEADER_KEYS, SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, parse_json_int
 from .paths import Encoding, encode_segment, encoding_of_file_name, project_key
 from .repair import interrupted_turn_closers
-from .scanner import CorruptLog, parse_json, scan_records
+from .scanner import CorruptLog, scan_records
 from .upgrades import UPGRADED_TYPES, LegacyUpgrader, NeedsHistory
 from .vocabulary import KNOWN_EVENT_TYPES
 from .zstd_frames import (

@@ -8,13 +8,12 @@ batches were committed, so the log is corrupt instead (format.ts L272-378).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .checks import checked_bare_event
 from .chunks import ROW_TAGS, ChunkRowError, expand_row_events
+from .decode import decode_line, parse_json
 from .models import SessionEvent
 
 TURN_END_TEXT = b'"turn/end"'
@@ -37,55 +36,14 @@ class ScanResult:
     stop: str | None  # why the committed prefix ends before the buffer does
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def parse_json(line: bytes, parse_int: Callable[[str], Any] | None = None) -> Any:
-    """JSON.parse semantics: strict UTF-8, no NaN/Infinity; deep nesting is a parse error."""
-    text = line.decode("utf-8")
-    if text.startswith("\ufeff"):
-        raise ValueError("a byte order mark is not JSON")
-    # `json.loads` with options builds a new decoder per call; the shared one is the hot path.
-    decoder = (
-        _DECODER
-        if parse_int is None
-        else json.JSONDecoder(parse_constant=_reject_constant, parse_int=parse_int)
-    )
-    try:
-        return decoder.decode(text)
-    except RecursionError:
-        raise ValueError("JSON nesting is too deep") from None
-
-
 def _is_seq(value: Any, expected: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and value == expected
 
 
-# The C scanner under `JSONDecoder.decode`, without its wrappers (typeshed does not declare it).
-_scan_value = _DECODER.scan_once  # type: ignore[attr-defined]
-
-
 def _parse_line(line: bytes, line_no: int) -> Any:
-    """`parse_json(line)`, with the scanner's errors; a line that is exactly one JSON value
-    (the only kind DSH writes) skips the decoder's whitespace handling.
-
-    A fast-path success implies `parse_json` would return the same value: the value starts at
-    offset 0 (so there is neither whitespace nor a byte order mark before it) and ends the line.
-    Anything else takes `parse_json`, whose result or error is then exactly the old one.
-    """
+    """`decode_line(line)`, with the scanner's errors."""
     try:
-        text = line.decode("utf-8")
-        value, end = _scan_value(text, 0)
-        if end == len(text):
-            return value
-    except (ValueError, StopIteration, RecursionError):
-        pass
-    try:
-        return parse_json(line)
+        return decode_line(line)
     except UnicodeDecodeError as exc:
         raise CorruptLog(f"line {line_no} is not valid UTF-8 (byte {exc.start} of the line)") from None
     except ValueError as exc:
