@@ -25,6 +25,7 @@ from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
+from .paths import project_key
 from .projection import Projection, TurnBounds
 from .reader import NotAppendOnly, SessionLog, gc_paused, read_appended, read_session, stat_revision
 from .roots import LogFile, list_logs
@@ -137,10 +138,12 @@ class SessionCatalog:
     def entries(self, cwd: str | None = None) -> tuple[list[Entry], list[ListError]]:
         """Readable, uniquely identified sessions (of the workspace `cwd`, if given), and errors.
 
+        A workspace's sessions are looked for only in its project directory of each root, so
+        its listing costs what it holds; ids are then unique within those directories only.
         Worker sessions of the consolidator are never listed: they are remem's own audit trail.
         """
-        rows, errors = self._refresh()
         wanted = os.path.abspath(cwd) if cwd is not None else None
+        rows, errors = self._refresh(None if wanted is None else project_key(wanted))
         now_ns = time.time_ns()
         metas, dsh = self.metadata.all(), dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
@@ -190,8 +193,10 @@ class SessionCatalog:
         archived = meta.archived if meta.archived is not None else session_id in dsh_archived()
         return self._entry(row, st, time.time_ns(), meta.title, archived)
 
-    def _in_roots(self, path: str) -> bool:
-        return any(path.startswith(f"{root}{os.sep}") for root in self.roots)
+    def _scanned(self, project_dir: str | None) -> tuple[str, ...]:
+        """Path prefixes of what a refresh of `project_dir` (None: everything) looks at."""
+        within = "" if project_dir is None else f"{project_dir}{os.sep}"
+        return tuple(f"{root}{os.sep}{within}" for root in self.roots)
 
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
@@ -234,18 +239,23 @@ class SessionCatalog:
 
     # -- refreshing the index ----------------------------------------------------------------
 
-    def _refresh(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+    def _refresh(
+        self, project_dir: str | None
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
         with gc_paused():
-            return self._refresh_rows()
+            return self._refresh_rows(project_dir)
 
-    def _refresh_rows(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+    def _refresh_rows(
+        self, project_dir: str | None
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+        """Every log of the roots (or of their `project_dir`) at its current revision."""
         cached = self.index.rows()
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
         updates: list[Update] = []
-        for path, st in self._log_files(errors):
+        for path, st in self._log_files(errors, project_dir):
             row = self._current_row(path, st, cached.get(path), updates)
             if len(updates) >= INDEX_BATCH:
                 self.index.put(updates)
@@ -256,9 +266,10 @@ class SessionCatalog:
                 seen.append((row, st))
         self.index.put(updates)
         present = {r.path for r, _ in seen} | {e.path for e in errors}
-        # Only logs of the roots scanned now can be known gone; rows of other roots (another
-        # client's `--root`) stay for when that client lists again.
-        self.index.forget(p for p in cached if p not in present and self._in_roots(p))
+        # Only logs of the folders scanned now can be known gone; rows of other roots (another
+        # client's `--root`) or other projects stay for when they are listed again.
+        scanned = self._scanned(project_dir)
+        self.index.forget(p for p in cached if p not in present and p.startswith(scanned))
         return seen, errors
 
     def _current_row(
@@ -275,7 +286,7 @@ class SessionCatalog:
             updates.append(update)
         return update.row
 
-    def _log_files(self, errors: list[ListError]) -> list[LogFile]:
+    def _log_files(self, errors: list[ListError], project_dir: str | None) -> list[LogFile]:
         files: list[LogFile] = []
         for root in self.roots:
             if not root.is_dir():
@@ -283,7 +294,7 @@ class SessionCatalog:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
             try:
-                logs, rejected = list_logs(root)
+                logs, rejected = list_logs(root, project_dir)
             except SessionRootError as exc:
                 errors.append(ListError(path=str(root), message=exc.reason))
                 continue

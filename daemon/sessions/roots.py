@@ -70,11 +70,19 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
             rejected.append(Rejected(Path(path), LINK_REASON))
 
 
-def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
-    """Session log files by encoding, plus what DSH or remem would refuse (plain strings: speed)."""
+def _projects(root: Path, only: str | None) -> list[os.DirEntry[str]]:
+    entries = _entries(str(root))
+    return entries if only is None else [e for e in entries if e.name == only]
+
+
+def _log_files(
+    root: Path, project_dir: str | None = None
+) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
+    """Session log files by encoding, plus what DSH or remem would refuse (plain strings: speed);
+    of the one project directory `project_dir` when it is given."""
     found: dict[Encoding, list[LogFile]] = defaultdict(list)
     rejected: list[Rejected] = []
-    for project in _entries(str(root)):
+    for project in _projects(root, project_dir):
         if project.name.startswith("."):
             continue
         if project.is_symlink():
@@ -107,9 +115,13 @@ def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encodi
     return present[0] if present else None
 
 
-def list_logs(root: Path) -> tuple[list[LogFile], list[Rejected]]:
-    """The root's log files (one encoding) and what is refused; mixed roots raise."""
-    found, rejected = _log_files(root)
+def list_logs(root: Path, project_dir: str | None = None) -> tuple[list[LogFile], list[Rejected]]:
+    """The root's log files (one encoding) and what is refused; mixed roots raise.
+
+    With `project_dir` (a `projectKey`), only that directory is looked at, and so only it is
+    checked for mixed encodings: a workspace costs what it holds (decision 0061).
+    """
+    found, rejected = _log_files(root, project_dir)
     encoding = _single_encoding(root, found)
     return (found[encoding] if encoding else []), rejected
 
