@@ -26,8 +26,16 @@ from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .paths import project_key
-from .projection import Projection, TurnBounds
-from .reader import NotAppendOnly, SessionLog, gc_paused, read_appended, read_session, stat_revision
+from .projection import PROJECTED_TYPES, Projection, TurnBounds
+from .reader import (
+    NotAppendOnly,
+    SessionLog,
+    gc_paused,
+    read_appended,
+    read_session,
+    skim_session,
+    stat_revision,
+)
 from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
 
@@ -320,7 +328,9 @@ class SessionCatalog:
         if state is None or st.st_size < state.resume.get("file_offset", 0):
             return None
         try:
-            appended = read_appended(path, state.header, state.resume_point, state.digest_state)
+            appended = read_appended(
+                path, state.header, state.resume_point, state.digest_state, keep=PROJECTED_TYPES
+            )
         except NotAppendOnly:
             return None
         earlier = cached.turns - len(state.projection.turns)
@@ -362,7 +372,7 @@ class SessionCatalog:
 
 
 def _whole(path: Path) -> Update:
-    log = read_session(path)
+    log = skim_session(path, PROJECTED_TYPES)
     projection = Projection().fold(log.events)
     state = LogState.of(log.header, projection, log.resume, log.digest_state)
     return Update(_row(path, log.revision, log.header, projection, log.digest), state, projection.turns)

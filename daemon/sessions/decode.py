@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 
 def _reject_constant(name: str) -> Any:
@@ -54,3 +56,27 @@ def decode_line(line: bytes) -> Any:
         # Refused by msgspec (or valid JSON it declines, such as a lone surrogate escape or
         # a float out of range): the reference decoder gives the value or the exact error.
         return parse_json(line)
+
+
+class TypedLine(Generic[S]):
+    """Decode lines straight into the struct `S`, or None when a line does not fit it.
+
+    For a reader's commonest record shapes: fields typed `msgspec.Raw` are checked as JSON
+    (strictly: only lines the reference decoder accepts get through) but never built into
+    Python objects. None means "take the general path" (`decode_line` and the reader's own
+    checks), which owns every error message, so a struct only ever proves a line good.
+    """
+
+    def __init__(self, struct: type[S]) -> None:
+        self._decode = msgspec.json.Decoder(struct).decode
+
+    def __call__(self, line: bytes) -> S | None:
+        if not line.isascii():
+            try:  # msgspec checks the UTF-8 of the strings it builds, not of those it skips
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        try:
+            return self._decode(line)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+            return None

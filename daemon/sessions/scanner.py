@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import checked_bare_event
-from .chunks import ROW_TAGS, ChunkRowError, expand_row_events
-from .decode import decode_line, parse_json
-from .models import SessionEvent
+import msgspec
+
+from .checks import BARE_TYPES, checked_bare_event
+from .chunks import ROW_TAGS, ChunkRowError, expand_row_events, skim_row
+from .decode import TypedLine, decode_line, parse_json
+from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
 
@@ -27,11 +29,23 @@ class _BadLine(ValueError):
     """A complete line the scanner cannot accept (ends the committed prefix)."""
 
 
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    """A bare event line, its payload checked as JSON but not built."""
+
+    type: str
+    seq: int
+    time: int
+    data: msgspec.Raw
+
+
+_envelope = TypedLine(_Envelope)
+
+
 @dataclass(frozen=True)
 class ScanResult:
     # In seq order: the checked events of plain lines and packed rows (valid by construction),
     # and the records of the plain lines still to be upgraded and checked (`_decode_line`).
-    records: list[dict[str, Any] | SessionEvent]
+    records: list[dict[str, Any] | SessionEvent | Skimmed]
     end: int  # buffer offset just past the last committed line
     stop: str | None  # why the committed prefix ends before the buffer does
 
@@ -50,18 +64,45 @@ def _parse_line(line: bytes, line_no: int) -> Any:
         raise _BadLine(f"line {line_no} is not valid JSON ({exc})") from None
 
 
+_TYPE_FIRST = b'{"type":"'
+_BARE_TYPE_BYTES = frozenset(t.encode() for t in BARE_TYPES)
+_new_tuple = tuple.__new__
+
+
+def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | None:
+    """The line as a `Skimmed` event when it is a bare record of `BARE_TYPES`, which
+    `_decode_line` would take as it is (`checked_bare_event`); None sends it the general way."""
+    # DSH writes the type first: a line that is plainly of another type is not decoded twice.
+    if line.startswith(_TYPE_FIRST) and line[9 : line.find(b'"', 9)] not in _BARE_TYPE_BYTES:
+        return None
+    envelope = _envelope(line)
+    if envelope is None:
+        return None
+    kind = envelope.type
+    # The seq equals a count of events, so it is a non-negative safe integer.
+    if kind not in BARE_TYPES or envelope.seq != expected_seq or abs(envelope.time) > MAX_SAFE_INTEGER:
+        return None
+    data = decode_line(bytes(envelope.data)) if kind in keep else None
+    return _new_tuple(Skimmed, (kind, expected_seq, data))  # type: ignore[return-value]
+
+
 def _decode_line(
-    line: bytes, line_no: int, expected_seq: int
-) -> SessionEvent | dict[str, Any] | list[SessionEvent]:
+    line: bytes, line_no: int, expected_seq: int, keep: frozenset[str] | None
+) -> SessionEvent | Skimmed | dict[str, Any] | list[SessionEvent] | list[Skimmed]:
     """A plain line's checked event or, when it needs more than the scanner knows (an upgrade,
-    the session id, a payload rule), its record; or the checked events of a packed row."""
+    the session id, a payload rule), its record; or the checked events of a packed row. When
+    skimming (`keep` given), a bare line is a `Skimmed` event."""
+    if keep is not None:
+        skimmed = _skim(line, expected_seq, keep)
+        if skimmed is not None:
+            return skimmed
     record = _parse_line(line, line_no)
     if not isinstance(record, dict):
         raise _BadLine(f"line {line_no} is not a JSON object")
     kind = record.get("type")
     if isinstance(kind, str) and kind in ROW_TAGS:  # `is_chunk_row`
         try:
-            events = expand_row_events(record)
+            events = expand_row_events(record) if keep is None else skim_row(record)
         except ChunkRowError as exc:
             raise _BadLine(f"line {line_no}: malformed packed row: {exc}") from None
         # The seq-gap rule is also what makes the events' seqs non-negative (their one
@@ -99,9 +140,20 @@ def _turn_end_after(buf: bytes, pos: int, line_no: int) -> int | None:
     return None
 
 
-def scan_records(buf: bytes, start: int, first_seq: int, first_line: int, *, strict: bool) -> ScanResult:
-    """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption."""
-    records: list[dict[str, Any] | SessionEvent] = []
+def scan_records(
+    buf: bytes,
+    start: int,
+    first_seq: int,
+    first_line: int,
+    *,
+    strict: bool,
+    keep: frozenset[str] | None = None,
+) -> ScanResult:
+    """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption.
+
+    `keep` skims: bare events become `Skimmed`, with their payload only for the types in it.
+    """
+    records: list[dict[str, Any] | SessionEvent | Skimmed] = []
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
     while pos < size:
@@ -111,7 +163,7 @@ def scan_records(buf: bytes, start: int, first_seq: int, first_line: int, *, str
                 raise CorruptLog(f"line {line_no} is not newline-terminated inside a complete frame")
             return ScanResult(records, pos, f"line {line_no} is torn (no final newline)")
         try:
-            decoded = _decode_line(buf[pos:nl], line_no, seq)
+            decoded = _decode_line(buf[pos:nl], line_no, seq, keep)
             if isinstance(decoded, list):
                 extend(decoded)
                 seq += len(decoded)
