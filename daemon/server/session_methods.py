@@ -5,7 +5,8 @@ shared between worker threads); a client can name sessions by id and workspaces 
 a root or a log path, so nothing outside REMEM_HOME and the configured roots is reachable.
 Extra roots exist only for the CLI run in-process, where the user names them on the command
 line. A root whose logs changed is announced once as `sessions/changed`, the root's
-fingerprint telling news from the echo of the daemon's own fork.
+fingerprint telling news from the echo of the daemon's own fork. The daemon's `ListingMemo`,
+marked by its watcher, keeps the roots' folder scans and index rows between calls.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..home import Home
 from ..sessions.catalog import Listing, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.lineage import ReviewState, build_tree
+from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
 from ..sessions.roots import root_fingerprint
 from ..sessions.transcript import render_transcript
@@ -49,10 +51,17 @@ T = TypeVar("T")
 
 
 class SessionMethods:
-    def __init__(self, home: Home, extra_roots: Sequence[Path] = (), publish: Publish = unheard) -> None:
+    def __init__(
+        self,
+        home: Home,
+        extra_roots: Sequence[Path] = (),
+        publish: Publish = unheard,
+        memo: ListingMemo | None = None,
+    ) -> None:
         self.home = home
         self.extra_roots = tuple(extra_roots)
         self._publish = publish
+        self._memo = memo
         self._fingerprints: dict[Path, str] = {}
         self._receipts = ReceiptStore(home)
         # Forks and the watcher's look at a root take turns, so the look after a fork finds
@@ -164,7 +173,7 @@ class SessionMethods:
 
     async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
         def call() -> T:
-            return action(SessionCatalog.open(self.home, self.extra_roots))
+            return action(SessionCatalog.open(self.home, self.extra_roots, self._memo))
 
         try:
             return await asyncio.to_thread(call)

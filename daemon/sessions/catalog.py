@@ -11,6 +11,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,6 +24,7 @@ from ..settings import Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
+from .memo import ListingMemo
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .paths import project_key
@@ -122,7 +124,9 @@ def default_roots(home: Home, configured: Iterable[str]) -> list[Path]:
 
 
 class SessionCatalog:
-    def __init__(self, home: Home, roots: list[Path], idle_seconds: int) -> None:
+    def __init__(
+        self, home: Home, roots: list[Path], idle_seconds: int, memo: ListingMemo | None = None
+    ) -> None:
         self.home = home.ensure_layout()
         self.roots = list(dict.fromkeys(roots))
         self.idle_seconds = idle_seconds
@@ -130,18 +134,28 @@ class SessionCatalog:
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
         self.metadata = SessionMetadata(home)
         self._own_root = f"{home.sessions}{os.sep}"
+        self.memo = memo
 
     @classmethod
-    def open(cls, home: Home, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
+    def open(
+        cls, home: Home, extra_roots: Iterable[Path] = (), memo: ListingMemo | None = None
+    ) -> SessionCatalog:
         settings, _ = SettingsStore(home).read()
-        return cls.configured(home, settings, extra_roots)
+        return cls.configured(home, settings, extra_roots, memo)
 
     @classmethod
-    def configured(cls, home: Home, settings: Settings, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
-        """The catalog of `settings` as already read (one snapshot serves a whole operation)."""
+    def configured(
+        cls,
+        home: Home,
+        settings: Settings,
+        extra_roots: Iterable[Path] = (),
+        memo: ListingMemo | None = None,
+    ) -> SessionCatalog:
+        """The catalog of `settings` as already read (one snapshot serves a whole operation);
+        `memo` is what the daemon remembers between listings."""
         roots = default_roots(home, settings.sessions.roots)
         roots += [Path(os.path.abspath(r)) for r in extra_roots]
-        return cls(home, roots, settings.sessions.idle_seconds)
+        return cls(home, roots, settings.sessions.idle_seconds, memo)
 
     def entries(self, cwd: str | None = None) -> tuple[list[Entry], list[ListError]]:
         """Readable, uniquely identified sessions (of the workspace `cwd`, if given), and errors.
@@ -180,7 +194,8 @@ class SessionCatalog:
             return known
         entries, _ = self.entries()
         for entry in entries:
-            if entry.summary.id == session_id:
+            # Checked again: a remembered scan (`memo`) may predate the watcher's news of a swap.
+            if entry.summary.id == session_id and self._confined(entry.row.path):
                 return entry
         raise SessionNotFound(f"no session {session_id!r} in {', '.join(map(str, self.roots))}")
 
@@ -252,33 +267,41 @@ class SessionCatalog:
     ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
-        with gc_paused():
+        with gc_paused(), self.memo.lock if self.memo is not None else nullcontext():
             return self._refresh_rows(project_dir)
 
     def _refresh_rows(
         self, project_dir: str | None
     ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         """Every log of the roots (or of their `project_dir`) at its current revision."""
-        cached = self.index.rows()
+        cached = self.index.rows() if self.memo is None else self.memo.rows(self.index)
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
         updates: list[Update] = []
         for path, st in self._log_files(errors, project_dir):
             row = self._current_row(path, st, cached.get(path), updates)
             if len(updates) >= INDEX_BATCH:
-                self.index.put(updates)
+                self._store(updates)
                 updates.clear()
             if row.error is not None:
                 errors.append(ListError(path=row.path, message=row.error))
             else:
                 seen.append((row, st))
-        self.index.put(updates)
+        self._store(updates)
         present = {r.path for r, _ in seen} | {e.path for e in errors}
         # Only logs of the folders scanned now can be known gone; rows of other roots (another
         # client's `--root`) or other projects stay for when they are listed again.
         scanned = self._scanned(project_dir)
-        self.index.forget(p for p in cached if p not in present and p.startswith(scanned))
+        gone = [p for p in cached if p not in present and p.startswith(scanned)]
+        self.index.forget(gone)
+        if self.memo is not None:
+            self.memo.forget(gone)
         return seen, errors
+
+    def _store(self, updates: list[Update]) -> None:
+        self.index.put(updates)
+        if self.memo is not None:
+            self.memo.remember(u.row for u in updates)
 
     def _current_row(
         self, path: str, st: os.stat_result, cached: LogRow | None, updates: list[Update] | None = None
@@ -286,10 +309,14 @@ class SessionCatalog:
         """The index row of `path` at its current revision; re-projects (and stores) when stale."""
         if cached is not None and cached.revision == stat_revision(st):
             return cached
+        if self.memo is not None and cached is not None:
+            # A remembered row may be older than the index's (another process listed since);
+            # continuing needs the row that matches the index's continuation state.
+            cached = self.index.row(path)
         with gc_paused():
             update = self._project(Path(path), st, cached)
         if updates is None:
-            self.index.put([update])
+            self._store([update])
         else:
             updates.append(update)
         return update.row
@@ -302,7 +329,10 @@ class SessionCatalog:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
             try:
-                logs, rejected = list_logs(root, project_dir)
+                if self.memo is None:
+                    logs, rejected = list_logs(root, project_dir)
+                else:
+                    logs, rejected = self.memo.logs(root, project_dir)
             except SessionRootError as exc:
                 errors.append(ListError(path=str(root), message=exc.reason))
                 continue

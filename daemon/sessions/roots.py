@@ -103,7 +103,12 @@ def _log_files(
     return found, rejected
 
 
-def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encoding | None:
+def project_logs(root: Path, name: str) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
+    """The logs (by encoding) and refusals of the one project folder `name` of `root`."""
+    return _log_files(root, name)
+
+
+def single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encoding | None:
     present = [e for e in Encoding if found.get(e)]
     if len(present) > 1:
         examples = ", ".join(str(Path(found[e][0].path).relative_to(root)) for e in present)
@@ -122,7 +127,7 @@ def list_logs(root: Path, project_dir: str | None = None) -> tuple[list[LogFile]
     checked for mixed encodings: a workspace costs what it holds (decision 0061).
     """
     found, rejected = _log_files(root, project_dir)
-    encoding = _single_encoding(root, found)
+    encoding = single_encoding(root, found)
     return (found[encoding] if encoding else []), rejected
 
 
@@ -146,7 +151,7 @@ def root_fingerprint(root: Path) -> str:
 def detect_encoding(root: Path) -> Encoding | None:
     """The encoding the root's logs use, None for an empty root; mixed roots raise."""
     found, _ = _log_files(root)
-    return _single_encoding(root, found)
+    return single_encoding(root, found)
 
 
 def _flag_duplicates(scan: RootScan) -> None:
@@ -166,7 +171,7 @@ def _flag_duplicates(scan: RootScan) -> None:
 def scan_root(root: Path) -> RootScan:
     """Read every log under `root`; raises `SessionRootError` only for a mixed-encoding root."""
     found, rejected = _log_files(root)
-    encoding = _single_encoding(root, found)
+    encoding = single_encoding(root, found)
     scan = RootScan(root, encoding)
     scan.errors.extend(SessionLogError(path, reason) for path, reason in rejected)
     for log in found.get(encoding, []) if encoding else []:
