@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +46,8 @@ WORKER_WORKSPACE = "consolidator-workspace"
 # a log) until the end made a daemon's memory peak, and so its idle size, grow with the root.
 INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
+# Told (logs read, logs to read) while a listing indexes what changed.
+Progress = Callable[[int, int], None]
 
 
 class SessionSummary(BaseModel):
@@ -157,15 +159,18 @@ class SessionCatalog:
         roots += [Path(os.path.abspath(r)) for r in extra_roots]
         return cls(home, roots, settings.sessions.idle_seconds, memo)
 
-    def entries(self, cwd: str | None = None) -> tuple[list[Entry], list[ListError]]:
+    def entries(
+        self, cwd: str | None = None, progress: Progress | None = None
+    ) -> tuple[list[Entry], list[ListError]]:
         """Readable, uniquely identified sessions (of the workspace `cwd`, if given), and errors.
 
         A workspace's sessions are looked for only in its project directory of each root, so
         its listing costs what it holds; ids are then unique within those directories only.
         Worker sessions of the consolidator are never listed: they are remem's own audit trail.
+        `progress(done, total)` hears how many of the logs that must be read have been.
         """
         wanted = os.path.abspath(cwd) if cwd is not None else None
-        rows, errors = self._refresh(None if wanted is None else project_key(wanted))
+        rows, errors = self._refresh(None if wanted is None else project_key(wanted), progress)
         now_ns = time.time_ns()
         metas, dsh = self.metadata.all(), dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
@@ -183,8 +188,8 @@ class SessionCatalog:
         entries.sort(key=lambda e: (e.summary.createdAt, e.summary.id))
         return entries, errors
 
-    def listing(self, cwd: str | None = None) -> Listing:
-        entries, errors = self.entries(cwd)
+    def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
+        entries, errors = self.entries(cwd, progress)
         return Listing(sessions=[e.summary for e in entries], errors=errors)
 
     def find(self, session_id: str) -> Entry:
@@ -263,23 +268,31 @@ class SessionCatalog:
     # -- refreshing the index ----------------------------------------------------------------
 
     def _refresh(
-        self, project_dir: str | None
+        self, project_dir: str | None, progress: Progress | None = None
     ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
         with gc_paused(), self.memo.lock if self.memo is not None else nullcontext():
-            return self._refresh_rows(project_dir)
+            return self._refresh_rows(project_dir, progress)
 
     def _refresh_rows(
-        self, project_dir: str | None
+        self, project_dir: str | None, progress: Progress | None
     ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         """Every log of the roots (or of their `project_dir`) at its current revision."""
         cached = self.index.rows() if self.memo is None else self.memo.rows(self.index)
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
         updates: list[Update] = []
-        for path, st in self._log_files(errors, project_dir):
-            row = self._current_row(path, st, cached.get(path), updates)
+        files = self._log_files(errors, project_dir)
+        stale = sum(1 for path, st in files if _stale(cached.get(path), st))
+        done = 0
+        for path, st in files:
+            row = cached.get(path)
+            if row is None or _stale(row, st):
+                row = self._current_row(path, st, row, updates)
+                done += 1
+                if progress is not None:
+                    progress(done, stale)
             if len(updates) >= INDEX_BATCH:
                 self._store(updates)
                 updates.clear()
@@ -307,7 +320,7 @@ class SessionCatalog:
         self, path: str, st: os.stat_result, cached: LogRow | None, updates: list[Update] | None = None
     ) -> LogRow:
         """The index row of `path` at its current revision; re-projects (and stores) when stale."""
-        if cached is not None and cached.revision == stat_revision(st):
+        if cached is not None and not _stale(cached, st):
             return cached
         if self.memo is not None and cached is not None:
             # A remembered row may be older than the index's (another process listed since);
@@ -399,6 +412,11 @@ class SessionCatalog:
                 return False
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
         return row.open_turn is not None or recently
+
+
+def _stale(row: LogRow | None, st: os.stat_result) -> bool:
+    """Whether the index row is missing or of another revision than the log's `stat`."""
+    return row is None or row.revision != stat_revision(st)
 
 
 def _whole(path: Path) -> Update:

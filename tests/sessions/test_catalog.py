@@ -363,3 +363,16 @@ def test_a_mixed_project_directory_refuses_the_root_for_the_workspace(home: Home
     entries, errors = catalog(home, folder).entries(CWD)
     assert entries == [] and [e.path for e in errors] == [str(folder)]
     assert "mixes raw and zstd" in errors[0].message
+
+
+def test_a_listing_reports_its_progress_over_the_logs_it_reads(home: Home, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    for seed in (1, 2, 3):
+        write_session(folder, build_session(SessionSpec(seed=seed, turns=1, cwd=CWD)))
+    heard: list[tuple[int, int]] = []
+    catalog(home, folder).listing(progress=lambda done, total: heard.append((done, total)))
+    assert heard == [(1, 3), (2, 3), (3, 3)]
+    heard.clear()
+    write_session(folder, build_session(SessionSpec(seed=4, turns=1, cwd=CWD)))
+    catalog(home, folder).listing(progress=lambda done, total: heard.append((done, total)))
+    assert heard == [(1, 1)], "only what must be read counts"
