@@ -284,15 +284,15 @@ class SessionCatalog:
         errors: list[ListError] = []
         updates: list[Update] = []
         files = self._log_files(errors, project_dir)
-        stale = sum(1 for path, st in files if _stale(cached.get(path), st))
-        done = 0
-        for path, st in files:
-            row = cached.get(path)
-            if row is None or _stale(row, st):
+        known = [(path, st, cached.get(path)) for path, st in files]
+        stale = [not (row is not None and row.revision == stat_revision(st)) for _, st, row in known]
+        total, done = sum(stale), 0
+        for (path, st, row), changed in zip(known, stale, strict=True):
+            if row is None or changed:
                 row = self._current_row(path, st, row, updates)
                 done += 1
                 if progress is not None:
-                    progress(done, stale)
+                    progress(done, total)
             if len(updates) >= INDEX_BATCH:
                 self._store(updates)
                 updates.clear()
@@ -386,20 +386,10 @@ class SessionCatalog:
     def _entry(
         self, row: LogRow, st: os.stat_result, now_ns: int, display_title: str | None, archived: bool
     ) -> Entry:
-        summary = SessionSummary(
-            id=row.id or "",
-            title=display_title or row.title,
-            cwd=row.cwd,
-            createdAt=row.created_at or 0,
-            parent=row.parent,
-            kind="subagent" if row.origin == "subagent" else "fork" if row.parent else "root",
-            live=self._live(row, st, now_ns),
-            turns=row.turns,
-            lastSeq=row.last_seq,
-            revision=row.revision,
-            digest=row.digest or "",
-        )
-        return Entry(summary=summary, row=row, archived=archived)
+        live = self._live(row, st, now_ns)
+        if self.memo is None:
+            return _new_entry(row, live, display_title, archived)
+        return self.memo.entry(row, live, display_title, archived, _new_entry)
 
     def _live(self, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
         if row.path.startswith(self._own_root):
@@ -412,6 +402,23 @@ class SessionCatalog:
                 return False
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
         return row.open_turn is not None or recently
+
+
+def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
+    summary = SessionSummary(
+        id=row.id or "",
+        title=display_title or row.title,
+        cwd=row.cwd,
+        createdAt=row.created_at or 0,
+        parent=row.parent,
+        kind="subagent" if row.origin == "subagent" else "fork" if row.parent else "root",
+        live=live,
+        turns=row.turns,
+        lastSeq=row.last_seq,
+        revision=row.revision,
+        digest=row.digest or "",
+    )
+    return Entry(summary=summary, row=row, archived=archived)
 
 
 def _stale(row: LogRow | None, st: os.stat_result) -> bool:

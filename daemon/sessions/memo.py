@@ -15,8 +15,12 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .index import LogRow, SessionIndex
+
+if TYPE_CHECKING:
+    from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
 from .roots import LogFile, Rejected, project_logs, single_encoding
 
@@ -61,6 +65,7 @@ class ListingMemo:
         self._marks: set[str] = set()
         self._roots: dict[str, _Root] = {}
         self._rows: dict[str, LogRow] | None = None
+        self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""
@@ -78,9 +83,27 @@ class ListingMemo:
             self._rows.update((row.path, row) for row in rows)
 
     def forget(self, paths: Iterable[str]) -> None:
-        if self._rows is not None:
-            for path in paths:
+        for path in paths:
+            self._entries.pop(path, None)
+            if self._rows is not None:
                 self._rows.pop(path, None)
+
+    def entry(
+        self,
+        row: LogRow,
+        live: bool,
+        title: str | None,
+        archived: bool,
+        build: Callable[[LogRow, bool, str | None, bool], Entry],
+    ) -> Entry:
+        """The listed entry of `row`, built again only when something it shows changed."""
+        key = (row, live, title, archived)  # the row itself: a changed log is a new row object
+        known = self._entries.get(row.path)
+        if known is not None and known[0][0] is row and known[0][1:] == key[1:]:
+            return known[1]
+        entry = build(row, live, title, archived)
+        self._entries[row.path] = (key, entry)
+        return entry
 
     def logs(self, root: Path, project_dir: str | None) -> tuple[list[LogFile], list[Rejected]]:
         """`list_logs(root, project_dir)`, from the remembered scans where nothing changed."""

@@ -15,6 +15,7 @@ from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.memo import ListingMemo
+from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.writer import SessionWriter
 
 CWD = "/home/dev/projects/demo"
@@ -105,3 +106,18 @@ def test_a_workspace_listing_through_the_memo_reads_its_project_only(home: Home,
     assert [e.path for e in catalog.entries(CWD)[0]] == [mine]
     assert set(catalog.index.rows()) == {str(mine)}
     assert len(_turns(catalog)) == 2
+
+
+def test_remembered_entries_follow_titles_and_liveness(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    path = write_session(root, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    os.utime(path, (1_600_000_000, 1_600_000_000))
+    memo = ListingMemo(lambda: False)
+    [first] = _catalog(home, root, memo).listing().sessions
+    assert first.live is False
+    SessionMetadata(home).update(first.id, None, title="Renamed")
+    [renamed] = _catalog(home, root, memo).listing().sessions
+    assert renamed.title == "Renamed"
+    os.utime(path)  # written just now: live by recency, though the content is the same
+    [touched] = _catalog(home, root, memo).listing().sessions
+    assert touched.live is True and touched.title == "Renamed"
