@@ -54,7 +54,7 @@ class Dispatcher:
             return _error(request_id, RpcError(INTERNAL_ERROR, "internal error; see the daemon log"))
         if "id" not in message:
             return None
-        return {"jsonrpc": "2.0", "id": request_id, "result": result.model_dump(mode="json")}
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}  # `_encode` serialises it
 
     async def _call(self, method: str, params: Any) -> BaseModel:
         spec = METHODS.get(method)
@@ -165,4 +165,10 @@ class Connection:
 
 
 def _encode(message: dict[str, Any]) -> bytes:
+    result = message.get("result")
+    if isinstance(result, BaseModel):
+        # pydantic's serialiser writes the result's JSON in one pass; through `model_dump` and
+        # `json.dumps` a listing of 2 000 sessions took several times longer to send.
+        envelope = json.dumps({"jsonrpc": "2.0", "id": message["id"]}, separators=(",", ":"))
+        return f'{envelope[:-1]},"result":'.encode() + result.model_dump_json().encode() + b"}\n"
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
