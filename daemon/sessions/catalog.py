@@ -185,7 +185,8 @@ class SessionCatalog:
                 meta = metas.get(row.id or "", _NO_META)
                 archived = meta.archived if meta.archived is not None else row.id in dsh
                 entries.append(self._entry(row, st, now_ns, meta.title, archived))
-        entries.sort(key=lambda e: (e.summary.createdAt, e.summary.id))
+        # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
+        entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
         return entries, errors
 
     def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
@@ -285,7 +286,8 @@ class SessionCatalog:
         updates: list[Update] = []
         files = self._log_files(errors, project_dir)
         known = [(path, st, cached.get(path)) for path, st in files]
-        stale = [not (row is not None and row.revision == stat_revision(st)) for _, st, row in known]
+        revision = (lambda _, st: stat_revision(st)) if self.memo is None else self.memo.revision
+        stale = [not (row is not None and row.revision == revision(path, st)) for path, st, row in known]
         total, done = sum(stale), 0
         for (path, st, row), changed in zip(known, stale, strict=True):
             if row is None or changed:

@@ -22,6 +22,7 @@ from .index import LogRow, SessionIndex
 if TYPE_CHECKING:
     from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
+from .reader import stat_revision
 from .roots import LogFile, Rejected, project_logs, single_encoding
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
@@ -66,6 +67,7 @@ class ListingMemo:
         self._roots: dict[str, _Root] = {}
         self._rows: dict[str, LogRow] | None = None
         self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
+        self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""
@@ -85,8 +87,18 @@ class ListingMemo:
     def forget(self, paths: Iterable[str]) -> None:
         for path in paths:
             self._entries.pop(path, None)
+            self._revisions.pop(path, None)
             if self._rows is not None:
                 self._rows.pop(path, None)
+
+    def revision(self, path: str, st: os.stat_result) -> str:
+        """`stat_revision(st)`, remembered for the `stat` object the scan of `path` keeps."""
+        known = self._revisions.get(path)
+        if known is not None and known[0] is st:
+            return known[1]
+        revision = stat_revision(st)
+        self._revisions[path] = (st, revision)
+        return revision
 
     def entry(
         self,

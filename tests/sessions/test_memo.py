@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
@@ -37,28 +39,22 @@ def _grow(root: Path, home: Home) -> tuple[str, Path, list]:
     return draft.header.id, writer.path, [writer, draft.batches[3:]]
 
 
-def test_trusted_events_mean_no_stat_until_a_log_is_marked(home: Home, tmp_path: Path) -> None:
+@pytest.mark.parametrize("trusted", [True, False], ids=["inotify", "polling"])
+def test_an_unmarked_append_is_seen_only_when_events_are_not_trusted(
+    home: Home, tmp_path: Path, trusted: bool
+) -> None:
     root = tmp_path / "r"
     session, path, (writer, rest) = _grow(root, home)
-    memo = ListingMemo(lambda: True)
+    memo = ListingMemo(lambda: trusted)
     before = _turns(_catalog(home, root, memo))[session]
     for batch in rest:
         writer.append(batch)
     writer.close()
-    assert _turns(_catalog(home, root, memo))[session] == before, "nothing marked: nothing re-stat-ed"
+    unmarked = _turns(_catalog(home, root, memo))[session]
+    # Trusted events: nothing marked, nothing re-stat-ed. Polling: one stat per log.
+    assert unmarked == (before if trusted else 4) and before < 4
     memo.changed([str(path)])
-    assert _turns(_catalog(home, root, memo))[session] == 4 > before
-
-
-def test_without_trusted_events_every_log_is_stat_ed(home: Home, tmp_path: Path) -> None:
-    root = tmp_path / "r"
-    session, _, (writer, rest) = _grow(root, home)
-    memo = ListingMemo(lambda: False)
-    before = _turns(_catalog(home, root, memo))[session]
-    for batch in rest:
-        writer.append(batch)
-    writer.close()
-    assert _turns(_catalog(home, root, memo))[session] == 4 > before
+    assert _turns(_catalog(home, root, memo))[session] == 4
 
 
 def test_sessions_and_projects_that_come_and_go_follow_their_marks(home: Home, tmp_path: Path) -> None:
