@@ -107,7 +107,8 @@ class Appended:
     `digest` covers the whole committed prefix, exactly like a fresh `SessionLog.digest`.
     `closers` are exact whenever the new events contain a turn/start or turn/end (the turn
     state resets there); otherwise they would need events from before the resume point and
-    are `()`, so a caller that needs the balanced view of such a log reads it whole.
+    are `()`, so a caller that needs the balanced view of such a log reads it whole. A
+    skimming read (`keep`) has `Skimmed` events among them and never computes closers.
     """
 
     events: tuple[Event, ...]  # new committed events, seqs continuing from resume.event_count

@@ -82,7 +82,10 @@ def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | Non
     # The seq equals a count of events, so it is a non-negative safe integer.
     if kind not in BARE_TYPES or envelope.seq != expected_seq or abs(envelope.time) > MAX_SAFE_INTEGER:
         return None
-    data = decode_line(bytes(envelope.data)) if kind in keep else None
+    try:
+        data = decode_line(bytes(envelope.data)) if kind in keep else None
+    except ValueError:  # not expected of JSON msgspec checked; the general path would say why
+        return None
     return _new_tuple(Skimmed, (kind, expected_seq, data))  # type: ignore[return-value]
 
 
