@@ -87,3 +87,37 @@ def test_unknown_session_is_a_clear_error(home: Home, tmp_path: Path) -> None:
     root, _ = seeded_root(tmp_path)
     code, _, err = run(home, "turns", "session-nope", "--root", str(root))
     assert code == 1 and "no session 'session-nope'" in err
+
+
+def _on_a_terminal(home: Home, *args: str) -> str:
+    """What `remem` writes to a terminal (a pseudo-terminal on stdout and stderr)."""
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", *args]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process is done writing
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert process.wait(timeout=60) == 0
+    return b"".join(chunks).decode()
+
+
+def test_a_cold_listing_shows_a_progress_bar_only_on_a_terminal(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    shown = _on_a_terminal(home, "sessions", "list", "--root", str(root))
+    assert "Indexing sessions" in shown and f"{len(ids)} session(s)" in shown
+    warm = _on_a_terminal(home, "sessions", "list", "--root", str(root))
+    assert "Indexing" not in warm, "a warm listing reads nothing: no bar"
+    _, out, err = run(Home(tmp_path / "cold-home"), "list", "--root", str(root))
+    assert "Indexing" not in out + err and f"{len(ids)} session(s)" in out, "not a terminal: no bar"

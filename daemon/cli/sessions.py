@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
@@ -30,6 +31,9 @@ from ..server.protocol import (
 from ..sessions.catalog import Listing
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
+
+if TYPE_CHECKING:
+    from ..client import Listener
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", bound=BaseModel)
@@ -58,7 +62,8 @@ def sessions() -> None:
 def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """Every session in the configured roots, oldest first, and every log that cannot be read."""
     params = ListParams(cwd=os.path.abspath(cwd) if cwd is not None else None)
-    listing = _call(backend, "sessions/list", params, Listing, roots, as_json)
+    with _indexing_bar(params.cwd, shown=not as_json) as listener:
+        listing = _call(backend, "sessions/list", params, Listing, roots, as_json, listener)
     if as_json:
         emit_json(listing)
         return
@@ -80,7 +85,8 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
 def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
     params = WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    nodes = _call(backend, "sessions/tree", params, TreeResult, roots, as_json).nodes
+    with _indexing_bar(params.cwd, shown=not as_json) as listener:
+        nodes = _call(backend, "sessions/tree", params, TreeResult, roots, as_json, listener).nodes
     if as_json:
         emit_json({"nodes": [node.model_dump(mode="json") for node in nodes]})
         return
@@ -215,12 +221,38 @@ _EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_S
                "STALE_GENERATION": EXIT_CONFLICT, "OP_CONFLICT": EXIT_CONFLICT}  # fmt: skip
 
 
+@contextmanager
+def _indexing_bar(cwd: str | None, *, shown: bool) -> Iterator[Listener | None]:
+    """A listener drawing `sessions/progress` of this listing as a bar on a terminal's stderr."""
+    if not shown or not sys.stderr.isatty():
+        yield None
+        return
+    with ExitStack() as stack:
+        bars: list[Any] = []
+
+        def listen(method: str, params: dict[str, Any]) -> None:
+            if method != "sessions/progress" or params.get("cwd") != cwd:
+                return
+            if not bars:
+                bar = click.progressbar(length=params["total"], label="Indexing sessions", file=sys.stderr)
+                bars.append(stack.enter_context(bar))
+            bars[0].update(params["done"] - bars[0].pos)
+
+        yield listen
+
+
 def _call(
-    backend: Backend, method: str, params: BaseModel, result: type[R], roots: tuple[Path, ...], as_json: bool
+    backend: Backend,
+    method: str,
+    params: BaseModel,
+    result: type[R],
+    roots: tuple[Path, ...],
+    as_json: bool,
+    listener: Listener | None = None,
 ) -> R:
     """The method's result; a refusal is printed (as JSON with --json) and sets the exit code."""
     try:
-        return backend.call(method, params, result, roots)
+        return backend.call(method, params, result, roots, listener)
     except RpcError as exc:
         if exc.code != SESSION_REFUSED:
             raise

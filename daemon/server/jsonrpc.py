@@ -56,7 +56,7 @@ class Dispatcher:
             return _error(request_id, RpcError(INTERNAL_ERROR, "internal error; see the daemon log"))
         if "id" not in message:
             return None
-        answer = _encode({"jsonrpc": "2.0", "id": request_id, "result": result.model_dump(mode="json")})
+        answer = _encode({"jsonrpc": "2.0", "id": request_id, "result": result})
         if len(answer) > self._max_answer_bytes:
             # Refused here, not cut off by the client's buffer: the connection stays usable.
             return _error(request_id, _too_large(method, len(answer), self._max_answer_bytes))
@@ -184,4 +184,10 @@ class Connection:
 
 
 def _encode(message: dict[str, Any]) -> bytes:
+    result = message.get("result")
+    if isinstance(result, BaseModel):
+        # pydantic's serialiser writes the result's JSON in one pass; through `model_dump` and
+        # `json.dumps` a listing of 2 000 sessions took several times longer to send.
+        envelope = json.dumps({"jsonrpc": "2.0", "id": message["id"]}, separators=(",", ":"))
+        return f'{envelope[:-1]},"result":'.encode() + result.model_dump_json().encode() + b"}\n"
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"

@@ -24,6 +24,7 @@ from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
 from ..sessions.catalog import default_roots
+from ..sessions.memo import ListingMemo
 from ..settings import Settings, SettingsError, SettingsStore
 from .agent_methods import AgentMethods
 from .consolidation_methods import ConsolidationMethods
@@ -60,11 +61,15 @@ class Daemon:
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self.memory = MemoryMethods(home, self.publish)
-        self.sessions = SessionMethods(home, publish=self.publish)
+        # The watcher reports changes as they happen only on inotify; polling may be a second late.
+        self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
+        self.sessions = SessionMethods(home, publish=self.publish, memo=self.listing_memo)
         self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
         self.agents = AgentMethods(self.memory, watch=settings.daemon.watch != "polling")
         roots = default_roots(home, settings.sessions.roots)
-        self.watcher = Watcher(home, roots, self._changed, settings.daemon.watch)
+        self.watcher = Watcher(
+            home, roots, self._changed, settings.daemon.watch, on_root_paths=self.listing_memo.changed
+        )
         self.dispatcher = Dispatcher(
             {
                 "daemon/hello": self._hello,

@@ -334,6 +334,15 @@ class SessionsChanged(_Strict):
     root: str
 
 
+class SessionsProgress(_Strict):
+    """`sessions/progress`: a listing (of the workspace `cwd`, or of everything) is indexing
+    logs that changed; `done` of `total` are read. The last one has `done == total`."""
+
+    cwd: str | None
+    done: int
+    total: int
+
+
 class ConsolidationProgress(_Strict):
     """`consolidation/progress`: a phase of a running consolidation (or one model step)."""
 
@@ -347,6 +356,7 @@ class ConsolidationProgress(_Strict):
 NOTIFICATIONS: dict[str, type[BaseModel]] = {
     "memory/changed": MemoryChanged,
     "sessions/changed": SessionsChanged,
+    "sessions/progress": SessionsProgress,
     "consolidation/progress": ConsolidationProgress,
 }
 

@@ -5,12 +5,15 @@ shared between worker threads); a client can name sessions by id and workspaces 
 a root or a log path, so nothing outside REMEM_HOME and the configured roots is reachable.
 Extra roots exist only for the CLI run in-process, where the user names them on the command
 line. A root whose logs changed is announced once as `sessions/changed`, the root's
-fingerprint telling news from the echo of the daemon's own fork.
+fingerprint telling news from the echo of the daemon's own fork. The daemon's `ListingMemo`,
+marked by its watcher, keeps the roots' folder scans and index rows between calls. A listing
+that has logs to index says how far it is as `sessions/progress`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -19,9 +22,10 @@ from ..consolidation.receipts import ReceiptStore, review_states
 from ..forks.child import normalize_title
 from ..forks.service import ForkRequest, ForkResult, ForkService
 from ..home import Home
-from ..sessions.catalog import Listing, SessionCatalog, SessionNotFound
+from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.lineage import ReviewState, build_tree
+from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
 from ..sessions.roots import root_fingerprint
 from ..sessions.transcript import render_transcript
@@ -38,6 +42,7 @@ from .protocol import (
     RpcError,
     SessionParams,
     SessionsChanged,
+    SessionsProgress,
     TranscriptResult,
     TreeResult,
     TurnRow,
@@ -46,13 +51,21 @@ from .protocol import (
 )
 
 T = TypeVar("T")
+PROGRESS_SECONDS = 0.1
 
 
 class SessionMethods:
-    def __init__(self, home: Home, extra_roots: Sequence[Path] = (), publish: Publish = unheard) -> None:
+    def __init__(
+        self,
+        home: Home,
+        extra_roots: Sequence[Path] = (),
+        publish: Publish = unheard,
+        memo: ListingMemo | None = None,
+    ) -> None:
         self.home = home
         self.extra_roots = tuple(extra_roots)
         self._publish = publish
+        self._memo = memo
         self._fingerprints: dict[Path, str] = {}
         self._receipts = ReceiptStore(home)
         # Forks and the watcher's look at a root take turns, so the look after a fork finds
@@ -72,8 +85,10 @@ class SessionMethods:
         }
 
     async def listing(self, params: ListParams) -> Listing:
+        progress = self._progress(params.cwd)
+
         def listing(catalog: SessionCatalog) -> Listing:
-            found = catalog.listing(params.cwd)
+            found = catalog.listing(params.cwd, progress)
             states = self._reviews({s.id: s.digest for s in found.sessions})
             sessions = [
                 s.model_copy(update={"review": states[s.id]}) if s.id in states else s for s in found.sessions
@@ -83,8 +98,10 @@ class SessionMethods:
         return await self._run(listing)
 
     async def tree(self, params: WorkspaceParams) -> TreeResult:
+        progress = self._progress(params.cwd)
+
         def build(catalog: SessionCatalog) -> TreeResult:
-            entries, _ = catalog.entries(params.cwd)
+            entries, _ = catalog.entries(params.cwd, progress)
             states = self._reviews({e.summary.id: e.summary.digest for e in entries})
             nodes = build_tree(e.lineage_item() for e in entries).flat()
             return TreeResult(
@@ -92,6 +109,21 @@ class SessionMethods:
             )
 
         return await self._run(build)
+
+    def _progress(self, cwd: str | None) -> Progress:
+        """A listing's progress, published from its worker thread on the event loop, at most
+        every `PROGRESS_SECONDS` and once at the end."""
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+
+        def report(done: int, total: int) -> None:
+            now = time.monotonic()
+            if done == total or now - last[0] >= PROGRESS_SECONDS:
+                last[0] = now
+                note = SessionsProgress(cwd=cwd, done=done, total=total)
+                loop.call_soon_threadsafe(self._publish, "sessions/progress", note)
+
+        return report
 
     def _reviews(self, digests: dict[str, str]) -> dict[str, ReviewState]:
         return review_states(self._receipts.all(), digests)
@@ -167,7 +199,7 @@ class SessionMethods:
 
     async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
         def call() -> T:
-            return action(SessionCatalog.open(self.home, self.extra_roots))
+            return action(SessionCatalog.open(self.home, self.extra_roots, self._memo))
 
         try:
             return await asyncio.to_thread(call)

@@ -4,8 +4,10 @@ watchdog calls back on its own thread; every event is handed to the event loop, 
 what it touches (a memory scope, a session root, the settings) and debounced per target, so an
 editor's atomic save (temp file, write, rename) or a burst of appends becomes one callback.
 Whether a callback is news is for the callee to decide: it compares revisions, which also
-drops the echoes of the daemon's own writes. inotify is preferred; when its watch or instance
-limit is hit, or the settings ask for it, polling takes over and `daemon/status` says why.
+drops the echoes of the daemon's own writes. The changed paths of session roots are also
+handed over at once, undebounced (`on_root_paths`), to mark what the listing memo must redo.
+inotify is preferred; when its watch or instance limit is hit, or the settings ask for it,
+polling takes over and `daemon/status` says why.
 """
 
 from __future__ import annotations
@@ -76,10 +78,16 @@ OnChange = Callable[[Target], Awaitable[None]]
 
 class Watcher:
     def __init__(
-        self, home: Home, roots: list[Path], on_change: OnChange, mode: Literal["auto", "polling"]
+        self,
+        home: Home,
+        roots: list[Path],
+        on_change: OnChange,
+        mode: Literal["auto", "polling"],
+        on_root_paths: Callable[[list[str]], None] = lambda paths: None,
     ) -> None:
         self.home = home
         self._on_change = on_change
+        self._on_root_paths = on_root_paths
         self._roots = list(roots)
         self._handler = _Forward(self)
         self._observer: BaseObserver | None = None
@@ -147,6 +155,7 @@ class Watcher:
                 self._handler, str(root), recursive=True, event_filter=_EVENTS
             )
             if announce:  # a root that appeared or was added: clients list it anew
+                self._on_root_paths([str(root)])
                 self._touch(SessionRoot(root))
         if self._recheck is not None:
             self._recheck.cancel()
@@ -181,6 +190,8 @@ class Watcher:
     def _event(self, paths: tuple[str, ...]) -> None:
         for path in paths:
             target = self.classify(path)
+            if isinstance(target, SessionRoot):
+                self._on_root_paths([path])  # at once, undebounced: the next listing must see it
             if target is not None:
                 self._touch(target)
 

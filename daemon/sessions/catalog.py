@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,10 +24,20 @@ from ..settings import Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
+from .memo import ListingMemo
 from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
-from .projection import Projection, TurnBounds
-from .reader import NotAppendOnly, SessionLog, gc_paused, read_appended, read_session, stat_revision
+from .paths import project_key
+from .projection import PROJECTED_TYPES, Projection, TurnBounds
+from .reader import (
+    NotAppendOnly,
+    SessionLog,
+    gc_paused,
+    read_appended,
+    read_session,
+    skim_session,
+    stat_revision,
+)
 from .roots import LogFile, list_logs
 from .writer import LOCK_NAME
 
@@ -35,6 +46,8 @@ WORKER_WORKSPACE = "consolidator-workspace"
 # a log) until the end made a daemon's memory peak, and so its idle size, grow with the root.
 INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
+# Told (logs read, logs to read) while a listing indexes what changed.
+Progress = Callable[[int, int], None]
 
 
 class SessionSummary(BaseModel):
@@ -113,7 +126,9 @@ def default_roots(home: Home, configured: Iterable[str]) -> list[Path]:
 
 
 class SessionCatalog:
-    def __init__(self, home: Home, roots: list[Path], idle_seconds: int) -> None:
+    def __init__(
+        self, home: Home, roots: list[Path], idle_seconds: int, memo: ListingMemo | None = None
+    ) -> None:
         self.home = home.ensure_layout()
         self.roots = list(dict.fromkeys(roots))
         self.idle_seconds = idle_seconds
@@ -121,26 +136,41 @@ class SessionCatalog:
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
         self.metadata = SessionMetadata(home)
         self._own_root = f"{home.sessions}{os.sep}"
+        self.memo = memo
 
     @classmethod
-    def open(cls, home: Home, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
+    def open(
+        cls, home: Home, extra_roots: Iterable[Path] = (), memo: ListingMemo | None = None
+    ) -> SessionCatalog:
         settings, _ = SettingsStore(home).read()
-        return cls.configured(home, settings, extra_roots)
+        return cls.configured(home, settings, extra_roots, memo)
 
     @classmethod
-    def configured(cls, home: Home, settings: Settings, extra_roots: Iterable[Path] = ()) -> SessionCatalog:
-        """The catalog of `settings` as already read (one snapshot serves a whole operation)."""
+    def configured(
+        cls,
+        home: Home,
+        settings: Settings,
+        extra_roots: Iterable[Path] = (),
+        memo: ListingMemo | None = None,
+    ) -> SessionCatalog:
+        """The catalog of `settings` as already read (one snapshot serves a whole operation);
+        `memo` is what the daemon remembers between listings."""
         roots = default_roots(home, settings.sessions.roots)
         roots += [Path(os.path.abspath(r)) for r in extra_roots]
-        return cls(home, roots, settings.sessions.idle_seconds)
+        return cls(home, roots, settings.sessions.idle_seconds, memo)
 
-    def entries(self, cwd: str | None = None) -> tuple[list[Entry], list[ListError]]:
+    def entries(
+        self, cwd: str | None = None, progress: Progress | None = None
+    ) -> tuple[list[Entry], list[ListError]]:
         """Readable, uniquely identified sessions (of the workspace `cwd`, if given), and errors.
 
+        A workspace's sessions are looked for only in its project directory of each root, so
+        its listing costs what it holds; ids are then unique within those directories only.
         Worker sessions of the consolidator are never listed: they are remem's own audit trail.
+        `progress(done, total)` hears how many of the logs that must be read have been.
         """
-        rows, errors = self._refresh()
         wanted = os.path.abspath(cwd) if cwd is not None else None
+        rows, errors = self._refresh(None if wanted is None else project_key(wanted), progress)
         now_ns = time.time_ns()
         metas, dsh = self.metadata.all(), dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
@@ -155,11 +185,12 @@ class SessionCatalog:
                 meta = metas.get(row.id or "", _NO_META)
                 archived = meta.archived if meta.archived is not None else row.id in dsh
                 entries.append(self._entry(row, st, now_ns, meta.title, archived))
-        entries.sort(key=lambda e: (e.summary.createdAt, e.summary.id))
+        # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
+        entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
         return entries, errors
 
-    def listing(self, cwd: str | None = None) -> Listing:
-        entries, errors = self.entries(cwd)
+    def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
+        entries, errors = self.entries(cwd, progress)
         return Listing(sessions=[e.summary for e in entries], errors=errors)
 
     def find(self, session_id: str) -> Entry:
@@ -169,7 +200,8 @@ class SessionCatalog:
             return known
         entries, _ = self.entries()
         for entry in entries:
-            if entry.summary.id == session_id:
+            # Checked again: a remembered scan (`memo`) may predate the watcher's news of a swap.
+            if entry.summary.id == session_id and self._confined(entry.row.path):
                 return entry
         raise SessionNotFound(f"no session {session_id!r} in {', '.join(map(str, self.roots))}")
 
@@ -190,8 +222,10 @@ class SessionCatalog:
         archived = meta.archived if meta.archived is not None else session_id in dsh_archived()
         return self._entry(row, st, time.time_ns(), meta.title, archived)
 
-    def _in_roots(self, path: str) -> bool:
-        return any(path.startswith(f"{root}{os.sep}") for root in self.roots)
+    def _scanned(self, project_dir: str | None) -> tuple[str, ...]:
+        """Path prefixes of what a refresh of `project_dir` (None: everything) looks at."""
+        within = "" if project_dir is None else f"{project_dir}{os.sep}"
+        return tuple(f"{root}{os.sep}{within}" for root in self.roots)
 
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
@@ -234,48 +268,75 @@ class SessionCatalog:
 
     # -- refreshing the index ----------------------------------------------------------------
 
-    def _refresh(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+    def _refresh(
+        self, project_dir: str | None, progress: Progress | None = None
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
-        with gc_paused():
-            return self._refresh_rows()
+        with gc_paused(), self.memo.lock if self.memo is not None else nullcontext():
+            return self._refresh_rows(project_dir, progress)
 
-    def _refresh_rows(self) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
-        cached = self.index.rows()
+    def _refresh_rows(
+        self, project_dir: str | None, progress: Progress | None
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+        """Every log of the roots (or of their `project_dir`) at its current revision."""
+        cached = self.index.rows() if self.memo is None else self.memo.rows(self.index)
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
         updates: list[Update] = []
-        for path, st in self._log_files(errors):
-            row = self._current_row(path, st, cached.get(path), updates)
+        files = self._log_files(errors, project_dir)
+        known = [(path, st, cached.get(path)) for path, st in files]
+        revision = (lambda _, st: stat_revision(st)) if self.memo is None else self.memo.revision
+        stale = [not (row is not None and row.revision == revision(path, st)) for path, st, row in known]
+        total, done = sum(stale), 0
+        for (path, st, row), changed in zip(known, stale, strict=True):
+            if row is None or changed:
+                row = self._current_row(path, st, row, updates)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
             if len(updates) >= INDEX_BATCH:
-                self.index.put(updates)
+                self._store(updates)
                 updates.clear()
             if row.error is not None:
                 errors.append(ListError(path=row.path, message=row.error))
             else:
                 seen.append((row, st))
-        self.index.put(updates)
+        self._store(updates)
         present = {r.path for r, _ in seen} | {e.path for e in errors}
-        # Only logs of the roots scanned now can be known gone; rows of other roots (another
-        # client's `--root`) stay for when that client lists again.
-        self.index.forget(p for p in cached if p not in present and self._in_roots(p))
+        # Only logs of the folders scanned now can be known gone; rows of other roots (another
+        # client's `--root`) or other projects stay for when they are listed again.
+        scanned = self._scanned(project_dir)
+        gone = [p for p in cached if p not in present and p.startswith(scanned)]
+        self.index.forget(gone)
+        if self.memo is not None:
+            self.memo.forget(gone)
         return seen, errors
+
+    def _store(self, updates: list[Update]) -> None:
+        self.index.put(updates)
+        if self.memo is not None:
+            self.memo.remember(u.row for u in updates)
 
     def _current_row(
         self, path: str, st: os.stat_result, cached: LogRow | None, updates: list[Update] | None = None
     ) -> LogRow:
         """The index row of `path` at its current revision; re-projects (and stores) when stale."""
-        if cached is not None and cached.revision == stat_revision(st):
+        if cached is not None and not _stale(cached, st):
             return cached
+        if self.memo is not None and cached is not None:
+            # A remembered row may be older than the index's (another process listed since);
+            # continuing needs the row that matches the index's continuation state.
+            cached = self.index.row(path)
         with gc_paused():
             update = self._project(Path(path), st, cached)
         if updates is None:
-            self.index.put([update])
+            self._store([update])
         else:
             updates.append(update)
         return update.row
 
-    def _log_files(self, errors: list[ListError]) -> list[LogFile]:
+    def _log_files(self, errors: list[ListError], project_dir: str | None) -> list[LogFile]:
         files: list[LogFile] = []
         for root in self.roots:
             if not root.is_dir():
@@ -283,7 +344,10 @@ class SessionCatalog:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
             try:
-                logs, rejected = list_logs(root)
+                if self.memo is None:
+                    logs, rejected = list_logs(root, project_dir)
+                else:
+                    logs, rejected = self.memo.logs(root, project_dir)
             except SessionRootError as exc:
                 errors.append(ListError(path=str(root), message=exc.reason))
                 continue
@@ -309,7 +373,9 @@ class SessionCatalog:
         if state is None or st.st_size < state.resume.get("file_offset", 0):
             return None
         try:
-            appended = read_appended(path, state.header, state.resume_point, state.digest_state)
+            appended = read_appended(
+                path, state.header, state.resume_point, state.digest_state, keep=PROJECTED_TYPES
+            )
         except NotAppendOnly:
             return None
         earlier = cached.turns - len(state.projection.turns)
@@ -322,20 +388,10 @@ class SessionCatalog:
     def _entry(
         self, row: LogRow, st: os.stat_result, now_ns: int, display_title: str | None, archived: bool
     ) -> Entry:
-        summary = SessionSummary(
-            id=row.id or "",
-            title=display_title or row.title,
-            cwd=row.cwd,
-            createdAt=row.created_at or 0,
-            parent=row.parent,
-            kind="subagent" if row.origin == "subagent" else "fork" if row.parent else "root",
-            live=self._live(row, st, now_ns),
-            turns=row.turns,
-            lastSeq=row.last_seq,
-            revision=row.revision,
-            digest=row.digest or "",
-        )
-        return Entry(summary=summary, row=row, archived=archived)
+        live = self._live(row, st, now_ns)
+        if self.memo is None:
+            return _new_entry(row, live, display_title, archived)
+        return self.memo.entry(row, live, display_title, archived, _new_entry)
 
     def _live(self, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
         if row.path.startswith(self._own_root):
@@ -350,8 +406,30 @@ class SessionCatalog:
         return row.open_turn is not None or recently
 
 
+def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
+    summary = SessionSummary(
+        id=row.id or "",
+        title=display_title or row.title,
+        cwd=row.cwd,
+        createdAt=row.created_at or 0,
+        parent=row.parent,
+        kind="subagent" if row.origin == "subagent" else "fork" if row.parent else "root",
+        live=live,
+        turns=row.turns,
+        lastSeq=row.last_seq,
+        revision=row.revision,
+        digest=row.digest or "",
+    )
+    return Entry(summary=summary, row=row, archived=archived)
+
+
+def _stale(row: LogRow | None, st: os.stat_result) -> bool:
+    """Whether the index row is missing or of another revision than the log's `stat`."""
+    return row is None or row.revision != stat_revision(st)
+
+
 def _whole(path: Path) -> Update:
-    log = read_session(path)
+    log = skim_session(path, PROJECTED_TYPES)
     projection = Projection().fold(log.events)
     state = LogState.of(log.header, projection, log.resume, log.digest_state)
     return Update(_row(path, log.revision, log.header, projection, log.digest), state, projection.turns)

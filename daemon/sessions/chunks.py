@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import Any
 
-from .models import MAX_SAFE_INTEGER, SessionEvent, all_safe_ints, chunk_events
+from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed, all_safe_ints, chunk_events
 
 ROW_TAGS: dict[str, str] = {
     "text-chunks": "text-delta",
@@ -123,6 +123,15 @@ def expand_row_events(record: dict[str, Any]) -> list[SessionEvent]:
     times, head, member_key, members = _decode_row(record)
     data = record["data"]
     return chunk_events(record["seq0"], times, data["turn"], data["step"], head, member_key, members)
+
+
+def skim_row(record: dict[str, Any]) -> list[Skimmed]:
+    """`expand_row_events` for a skimming read: the row checked whole, its members `Skimmed`."""
+    _, _, _, members = _decode_row(record)
+    seq0 = record["seq0"]
+    # `tuple.__new__`, not the named tuple's Python-level constructor: rows hold most events.
+    new = tuple.__new__
+    return [new(Skimmed, ("assistant/chunk", seq, None)) for seq in range(seq0, seq0 + len(members))]  # type: ignore[misc]
 
 
 def _packable_kind(event: dict[str, Any]) -> str | None:

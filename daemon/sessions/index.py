@@ -145,6 +145,12 @@ class SessionIndex:
         cursor = self._db.execute(f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs")
         return {r[0]: LogRow(*r) for r in cursor}
 
+    def row(self, path: str) -> LogRow | None:
+        found = self._db.execute(
+            f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs WHERE path = ?", (path,)
+        ).fetchone()
+        return None if found is None else LogRow(*found)
+
     def state(self, path: str) -> LogState | None:
         found = self._db.execute(
             "SELECT header, projection, resume, digest_state FROM logs WHERE path = ? AND error IS NULL",

@@ -11,7 +11,7 @@ pydantic validation (and even `model_construct`) costs more per event than parsi
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -311,3 +311,15 @@ def event_from_record(record: dict[str, Any], *, adopt: bool = False) -> Session
     _check_keys(record.keys())
     _optional_fields(record, values)
     return _construct(values, set(record))
+
+
+class Skimmed(NamedTuple):
+    """A checked event of `BARE_TYPES` whose payload a skimming reader was told not to keep.
+
+    `data` is decoded only for the types the caller keeps (None otherwise): what a listing's
+    projection reads, without building the payloads it never looks at.
+    """
+
+    type: str
+    seq: int
+    data: Any

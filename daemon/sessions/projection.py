@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from .models import SessionEvent
+from .models import SessionEvent, Skimmed
 
 OPEN = "open"
 USER_PREVIEW_CHARS = 120
@@ -48,11 +48,11 @@ class Projection(BaseModel):
     lastSeq: int = -1
     pendingUser: str = ""  # a human prompt queued before its turn/start
 
-    def fold(self, events: Iterable[SessionEvent]) -> Projection:
+    def fold(self, events: Iterable[SessionEvent | Skimmed]) -> Projection:
         # `lastSeq` is stored once, not per event: a pydantic attribute write costs more than
         # the rest of the loop. The `finally` keeps it as exact as before if a handler raises.
         handlers = _HANDLERS
-        last: SessionEvent | None = None
+        last: SessionEvent | Skimmed | None = None
         try:
             for last in events:
                 handler = handlers.get(last.type)
@@ -138,3 +138,5 @@ _HANDLERS = {
     "session/end-seed": _end_seed,
     "user/message": _user_message,
 }
+# The event types whose payload a projection reads: what a skimming read must keep.
+PROJECTED_TYPES = frozenset(_HANDLERS)

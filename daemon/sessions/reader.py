@@ -23,12 +23,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from .checks import EventCheckError, check_event
+from .decode import parse_json
 from .digest import DigestState, LogDigest
 from .errors import SessionLogError
-from .models import RETIRED_HEADER_KEYS, SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, parse_json_int
+from .models import (
+    RETIRED_HEADER_KEYS,
+    SESSION_FORMAT_VERSION,
+    SessionEvent,
+    SessionHeader,
+    Skimmed,
+    parse_json_int,
+)
 from .paths import Encoding, encode_segment, encoding_of_file_name, project_key
 from .repair import interrupted_turn_closers
-from .scanner import CorruptLog, parse_json, scan_records
+from .scanner import CorruptLog, scan_records
 from .upgrades import UPGRADED_TYPES, LegacyUpgrader, NeedsHistory
 from .vocabulary import KNOWN_EVENT_TYPES
 from .zstd_frames import (
@@ -42,6 +50,9 @@ from .zstd_frames import (
 )
 
 READ_ATTEMPTS = 5
+Keep = frozenset[str] | None  # skim, keeping the payloads of these types (`scan_records`)
+Record = dict[str, Any] | SessionEvent | Skimmed
+Event = SessionEvent | Skimmed
 _WINDOWS_ABSOLUTE = re.compile(r"\A([A-Za-z]:[\\/]|\\\\)")
 _TURN_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 
@@ -96,10 +107,11 @@ class Appended:
     `digest` covers the whole committed prefix, exactly like a fresh `SessionLog.digest`.
     `closers` are exact whenever the new events contain a turn/start or turn/end (the turn
     state resets there); otherwise they would need events from before the resume point and
-    are `()`, so a caller that needs the balanced view of such a log reads it whole.
+    are `()`, so a caller that needs the balanced view of such a log reads it whole. A
+    skimming read (`keep`) has `Skimmed` events among them and never computes closers.
     """
 
-    events: tuple[SessionEvent, ...]  # new committed events, seqs continuing from resume.event_count
+    events: tuple[Event, ...]  # new committed events, seqs continuing from resume.event_count
     closers: tuple[SessionEvent, ...]
     torn: TornTail | None
     resume: ResumePoint
@@ -116,7 +128,7 @@ class NotAppendOnly(SessionLogError):
 class _Tail:
     """What the bytes after one resume point hold."""
 
-    records: list[dict[str, Any] | SessionEvent]  # as `ScanResult.records`
+    records: list[Record]  # as `ScanResult.records`
     resume: ResumePoint
     torn: TornTail | None
     recovered: bytes  # logical bytes of the records salvaged from a torn zstd frame
@@ -144,10 +156,12 @@ def _torn(offset: int, total: int, reason: str | None, recovered: int) -> TornTa
     return TornTail(offset, total - offset, reason or "trailing bytes", recovered)
 
 
-def _raw_tail(data: bytes, pos: int, base: ResumePoint, digest: LogDigest, first_line: int) -> _Tail:
+def _raw_tail(
+    data: bytes, pos: int, base: ResumePoint, digest: LogDigest, first_line: int, keep: Keep
+) -> _Tail:
     """The lines of `data[pos:]`, where `data[pos]` sits at `base.file_offset` in the file."""
     origin = base.file_offset - pos
-    scan = scan_records(data, pos, base.event_count, first_line, strict=False)
+    scan = scan_records(data, pos, base.event_count, first_line, strict=False, keep=keep)
     digest.update(memoryview(data)[pos : scan.end])
     end = origin + scan.end
     resume = ResumePoint(end, 0, base.event_count + len(scan.records), end)
@@ -170,15 +184,22 @@ def _frame_plain(data: bytes, span: FrameSpan, index: int, origin: int) -> bytes
 
 
 def _zstd_tail(
-    data: bytes, origin: int, frames: FrameSplit, base: ResumePoint, digest: LogDigest, first_line: int
+    data: bytes,
+    origin: int,
+    frames: FrameSplit,
+    base: ResumePoint,
+    digest: LogDigest,
+    first_line: int,
+    keep: Keep,
 ) -> _Tail:
     """`frames` of `data` (at file offset `origin`), where the first one starts at `base`."""
     spans, torn_start = frames.frames, frames.torn_start
-    records: list[dict[str, Any] | SessionEvent] = []
+    records: list[Record] = []
     length, line_no = 0, first_line
     for index, span in enumerate(spans, start=base.frame_count):
         plain = _frame_plain(data, span, index, origin)
-        records.extend(scan_records(plain, 0, base.event_count + len(records), line_no, strict=True).records)
+        first_seq = base.event_count + len(records)
+        records.extend(scan_records(plain, 0, first_seq, line_no, strict=True, keep=keep).records)
         line_no += plain.count(b"\n")
         digest.update(plain)
         length += len(plain)
@@ -189,31 +210,31 @@ def _zstd_tail(
     if torn_start is None:
         return _Tail(records, resume, None, b"")
     plain = decode_torn_frame(memoryview(data)[torn_start:])
-    scan = scan_records(plain, 0, resume.event_count, line_no, strict=False)
+    scan = scan_records(plain, 0, resume.event_count, line_no, strict=False, keep=keep)
     records.extend(scan.records)
     reason = f"last frame is incomplete (a crashed append); {len(scan.records)} events recovered from it"
     torn = _torn(origin + torn_start, origin + len(data), reason, len(scan.records))
     return _Tail(records, resume, torn, plain[: scan.end])
 
 
-def _read_raw(data: bytes, digest: LogDigest) -> tuple[bytes, _Tail]:
+def _read_raw(data: bytes, digest: LogDigest, keep: Keep) -> tuple[bytes, _Tail]:
     header_line, body = _split_header(data)
     digest.update(memoryview(data)[:body])
-    return header_line, _raw_tail(data, body, ResumePoint(body, 0, 0, body), digest, first_line=2)
+    return header_line, _raw_tail(data, body, ResumePoint(body, 0, 0, body), digest, 2, keep)
 
 
-def _read_zstd(data: bytes, digest: LogDigest) -> tuple[bytes, _Tail]:
+def _read_zstd(data: bytes, digest: LogDigest, keep: Keep) -> tuple[bytes, _Tail]:
     split = _split(data)
     if not split.frames:
         raise CorruptLog("the header frame is incomplete: the log was never fully created")
     head = split.frames[0]
     plain = _frame_plain(data, head, 0, 0)
     header_line, body = _split_header(plain)
-    head_records = scan_records(plain, body, 0, 2, strict=True).records  # DSH writes none here
+    head_records = scan_records(plain, body, 0, 2, strict=True, keep=keep).records  # DSH writes none
     digest.update(plain)
     base = ResumePoint(head.end, 1, len(head_records), len(plain))
     rest = FrameSplit(split.frames[1:], split.torn_start)
-    tail = _zstd_tail(data, 0, rest, base, digest, first_line=plain.count(b"\n") + 1)
+    tail = _zstd_tail(data, 0, rest, base, digest, plain.count(b"\n") + 1, keep)
     tail.records[:0] = head_records
     return header_line, tail
 
@@ -262,24 +283,22 @@ def _check_identity(path: Path, header: SessionHeader, encoding: Encoding) -> No
     )
 
 
-def _load_events(
-    session_id: str, records: list[dict[str, Any] | SessionEvent], first_seq: int
-) -> tuple[list[SessionEvent], set[str]]:
+def _load_events(session_id: str, records: list[Record], first_seq: int) -> tuple[list[Event], set[str]]:
     """The scanned records upgraded and checked, and the types of those still records.
 
     The scanner's events come checked already: they are `assistant/chunk`s from packed rows
-    and bare records of `BARE_TYPES`, which no upgrade shim touches (nor learns from), so they
-    skip the upgrader too. Each record is handed over to its event (`adopt`): the scan's
-    records are not used again.
+    and bare records of `BARE_TYPES` (skimmed or not), which no upgrade shim touches (nor
+    learns from), so they skip the upgrader too. Each record is handed over to its event
+    (`adopt`): the scan's records are not used again.
     """
     upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
-    events: list[SessionEvent] = []
+    events: list[Event] = []
     append = events.append
     kinds: set[str] = set()
     add_kind = kinds.add
     try:
         for record in records:
-            if record.__class__ is SessionEvent:
+            if record.__class__ is SessionEvent or record.__class__ is Skimmed:
                 append(record)  # type: ignore[arg-type]
                 continue
             kind = record.get("type")  # type: ignore[union-attr]
@@ -360,35 +379,75 @@ def _log_encoding(path: Path) -> Encoding:
     return encoding
 
 
-def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
-    """Read and validate the log at `path` (`session.jsonl` or `session.jsonl.zstd`)."""
+@dataclass(frozen=True)
+class _Whole:
+    encoding: Encoding
+    header: SessionHeader
+    tail: _Tail
+    events: list[Event]
+    kinds: set[str]
+    revision: str
+    digest_state: DigestState
+    digest: str
+
+
+def _read_whole(path: Path, expected_id: str | None, keep: Keep) -> _Whole:
     encoding = _log_encoding(path)
     digest = LogDigest()
     with gc_paused(), _session_errors(path):
         data, revision = _read_stable(path)
         if not data:
             raise CorruptLog("log file is empty")
-        header_line, tail = (_read_raw if encoding is Encoding.RAW else _read_zstd)(data, digest)
+        header_line, tail = (_read_raw if encoding is Encoding.RAW else _read_zstd)(data, digest, keep)
         header = _parse_header(header_line)
         if expected_id is not None and header.id != expected_id:
             raise CorruptLog(f"header id {header.id!r} is not the requested id {expected_id!r}")
         _check_identity(path, header, encoding)
         events, kinds = _load_events(header.id, tail.records, 0)
     state, hexdigest = _digests(digest, tail.recovered)
+    return _Whole(encoding, header, tail, events, kinds, revision, state, hexdigest)
+
+
+def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
+    """Read and validate the log at `path` (`session.jsonl` or `session.jsonl.zstd`)."""
+    whole = _read_whole(path, expected_id, None)
+    events: list[SessionEvent] = whole.events  # type: ignore[assignment]  # nothing was skimmed
+    tail = whole.tail
     return SessionLog(
         path=path,
-        encoding=encoding,
-        header=header,
+        encoding=whole.encoding,
+        header=whole.header,
         events=tuple(events),
         closers=_closers(events),
         torn=tail.torn,
         resume=tail.resume,
         logical_length=tail.resume.logical_offset + len(tail.recovered),
-        digest=hexdigest,
-        digest_state=state,
-        revision=revision,
+        digest=whole.digest,
+        digest_state=whole.digest_state,
+        revision=whole.revision,
         # Events the scanner checked are all of known types (`BARE_TYPES`, `assistant/chunk`).
-        unknown_types=frozenset(kinds - KNOWN_EVENT_TYPES),
+        unknown_types=frozenset(whole.kinds - KNOWN_EVENT_TYPES),
+    )
+
+
+@dataclass(frozen=True)
+class Skim:
+    """A log checked exactly as `read_session` checks it, with bare events `Skimmed`."""
+
+    header: SessionHeader
+    events: tuple[Event, ...]
+    resume: ResumePoint
+    digest: str
+    digest_state: DigestState
+    revision: str
+
+
+def skim_session(path: Path, keep: frozenset[str]) -> Skim:
+    """`read_session(path)` for a listing: the same checks and errors, but the payloads of bare
+    events are built only for the types in `keep` (the others are `Skimmed` with data None)."""
+    whole = _read_whole(path, None, keep)
+    return Skim(
+        whole.header, tuple(whole.events), whole.tail.resume, whole.digest, whole.digest_state, whole.revision
     )
 
 
@@ -404,21 +463,29 @@ def _appended_bytes(path: Path, data: bytes, encoding: Encoding) -> bytes:
     return appended
 
 
-def _decode_appended(data: bytes, encoding: Encoding, resume: ResumePoint, digest: LogDigest) -> _Tail:
+def _decode_appended(
+    data: bytes, encoding: Encoding, resume: ResumePoint, digest: LogDigest, keep: Keep
+) -> _Tail:
     # Line numbers in errors count from the resume point: earlier lines are not read.
     if encoding is Encoding.RAW:
-        return _raw_tail(data, 0, resume, digest, first_line=1)
-    return _zstd_tail(data, resume.file_offset, _split(data), resume, digest, first_line=1)
+        return _raw_tail(data, 0, resume, digest, 1, keep)
+    return _zstd_tail(data, resume.file_offset, _split(data), resume, digest, 1, keep)
 
 
 def read_appended(
-    path: Path, header: SessionHeader, resume: ResumePoint, digest_state: DigestState
+    path: Path,
+    header: SessionHeader,
+    resume: ResumePoint,
+    digest_state: DigestState,
+    *,
+    keep: Keep = None,
 ) -> Appended:
     """Continue an earlier read of `path` (its `resume` and `digest_state`) over the new bytes.
 
     Validates and upgrades the new records exactly like `read_session` and never writes.
     Raises `NotAppendOnly` when the file is not a pure continuation or a legacy upgrade needs
-    earlier records, `SessionLogError` for a defect in the new bytes.
+    earlier records, `SessionLogError` for a defect in the new bytes. `keep` skims as in
+    `skim_session`; the closers are then not computed (`()`).
     """
     encoding = _log_encoding(path)
     if digest_state.length != resume.logical_offset:
@@ -428,7 +495,8 @@ def read_appended(
     digest = LogDigest(digest_state)
     with gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):
         data, revision = _read_stable(path, resume.file_offset - 1)
-        tail = _decode_appended(_appended_bytes(path, data, encoding), encoding, resume, digest)
+        tail = _decode_appended(_appended_bytes(path, data, encoding), encoding, resume, digest, keep)
         events, _ = _load_events(header.id, tail.records, resume.event_count)
     state, hexdigest = _digests(digest, tail.recovered)
-    return Appended(tuple(events), _closers(events), tail.torn, tail.resume, state, hexdigest, revision)
+    closers = _closers(events) if keep is None else ()  # type: ignore[arg-type]  # none skimmed
+    return Appended(tuple(events), closers, tail.torn, tail.resume, state, hexdigest, revision)

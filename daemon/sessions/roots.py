@@ -70,11 +70,19 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
             rejected.append(Rejected(Path(path), LINK_REASON))
 
 
-def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
-    """Session log files by encoding, plus what DSH or remem would refuse (plain strings: speed)."""
+def _projects(root: Path, only: str | None) -> list[os.DirEntry[str]]:
+    entries = _entries(str(root))
+    return entries if only is None else [e for e in entries if e.name == only]
+
+
+def _log_files(
+    root: Path, project_dir: str | None = None
+) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
+    """Session log files by encoding, plus what DSH or remem would refuse (plain strings: speed);
+    of the one project directory `project_dir` when it is given."""
     found: dict[Encoding, list[LogFile]] = defaultdict(list)
     rejected: list[Rejected] = []
-    for project in _entries(str(root)):
+    for project in _projects(root, project_dir):
         if project.name.startswith("."):
             continue  # a project folder is always `--<slug>--`: a dot folder is no project
         if project.is_symlink():
@@ -94,7 +102,12 @@ def _log_files(root: Path) -> tuple[dict[Encoding, list[LogFile]], list[Rejected
     return found, rejected
 
 
-def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encoding | None:
+def project_logs(root: Path, name: str) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
+    """The logs (by encoding) and refusals of the one project folder `name` of `root`."""
+    return _log_files(root, name)
+
+
+def single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encoding | None:
     present = [e for e in Encoding if found.get(e)]
     if len(present) > 1:
         examples = ", ".join(str(Path(found[e][0].path).relative_to(root)) for e in present)
@@ -106,10 +119,14 @@ def _single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encodi
     return present[0] if present else None
 
 
-def list_logs(root: Path) -> tuple[list[LogFile], list[Rejected]]:
-    """The root's log files (one encoding) and what is refused; mixed roots raise."""
-    found, rejected = _log_files(root)
-    encoding = _single_encoding(root, found)
+def list_logs(root: Path, project_dir: str | None = None) -> tuple[list[LogFile], list[Rejected]]:
+    """The root's log files (one encoding) and what is refused; mixed roots raise.
+
+    With `project_dir` (a `projectKey`), only that directory is looked at, and so only it is
+    checked for mixed encodings: a workspace costs what it holds (decision 0061).
+    """
+    found, rejected = _log_files(root, project_dir)
+    encoding = single_encoding(root, found)
     return (found[encoding] if encoding else []), rejected
 
 
@@ -133,7 +150,7 @@ def root_fingerprint(root: Path) -> str:
 def detect_encoding(root: Path) -> Encoding | None:
     """The encoding the root's logs use, None for an empty root; mixed roots raise."""
     found, _ = _log_files(root)
-    return _single_encoding(root, found)
+    return single_encoding(root, found)
 
 
 def _flag_duplicates(scan: RootScan) -> None:
@@ -153,7 +170,7 @@ def _flag_duplicates(scan: RootScan) -> None:
 def scan_root(root: Path) -> RootScan:
     """Read every log under `root`; raises `SessionRootError` only for a mixed-encoding root."""
     found, rejected = _log_files(root)
-    encoding = _single_encoding(root, found)
+    encoding = single_encoding(root, found)
     scan = RootScan(root, encoding)
     scan.errors.extend(SessionLogError(path, reason) for path, reason in rejected)
     for log in found.get(encoding, []) if encoding else []:

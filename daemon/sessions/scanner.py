@@ -8,14 +8,15 @@ batches were committed, so the log is corrupt instead (format.ts L272-378).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import checked_bare_event
-from .chunks import ROW_TAGS, ChunkRowError, expand_row_events
-from .models import SessionEvent
+import msgspec
+
+from .checks import BARE_TYPES, checked_bare_event
+from .chunks import ROW_TAGS, ChunkRowError, expand_row_events, skim_row
+from .decode import TypedLine, decode_line, parse_json
+from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
 
@@ -28,82 +29,83 @@ class _BadLine(ValueError):
     """A complete line the scanner cannot accept (ends the committed prefix)."""
 
 
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    """A bare event line, its payload checked as JSON but not built."""
+
+    type: str
+    seq: int
+    time: int
+    data: msgspec.Raw
+
+
+_envelope = TypedLine(_Envelope)
+
+
 @dataclass(frozen=True)
 class ScanResult:
     # In seq order: the checked events of plain lines and packed rows (valid by construction),
     # and the records of the plain lines still to be upgraded and checked (`_decode_line`).
-    records: list[dict[str, Any] | SessionEvent]
+    records: list[dict[str, Any] | SessionEvent | Skimmed]
     end: int  # buffer offset just past the last committed line
     stop: str | None  # why the committed prefix ends before the buffer does
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def parse_json(line: bytes, parse_int: Callable[[str], Any] | None = None) -> Any:
-    """JSON.parse semantics: strict UTF-8, no NaN/Infinity; deep nesting is a parse error."""
-    text = line.decode("utf-8")
-    if text.startswith("\ufeff"):
-        raise ValueError("a byte order mark is not JSON")
-    # `json.loads` with options builds a new decoder per call; the shared one is the hot path.
-    decoder = (
-        _DECODER
-        if parse_int is None
-        else json.JSONDecoder(parse_constant=_reject_constant, parse_int=parse_int)
-    )
-    try:
-        return decoder.decode(text)
-    except RecursionError:
-        raise ValueError("JSON nesting is too deep") from None
 
 
 def _is_seq(value: Any, expected: int) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and value == expected
 
 
-# The C scanner under `JSONDecoder.decode`, without its wrappers (typeshed does not declare it).
-_scan_value = _DECODER.scan_once  # type: ignore[attr-defined]
-
-
 def _parse_line(line: bytes, line_no: int) -> Any:
-    """`parse_json(line)`, with the scanner's errors; a line that is exactly one JSON value
-    (the only kind DSH writes) skips the decoder's whitespace handling.
-
-    A fast-path success implies `parse_json` would return the same value: the value starts at
-    offset 0 (so there is neither whitespace nor a byte order mark before it) and ends the line.
-    Anything else takes `parse_json`, whose result or error is then exactly the old one.
-    """
+    """`decode_line(line)`, with the scanner's errors."""
     try:
-        text = line.decode("utf-8")
-        value, end = _scan_value(text, 0)
-        if end == len(text):
-            return value
-    except (ValueError, StopIteration, RecursionError):
-        pass
-    try:
-        return parse_json(line)
+        return decode_line(line)
     except UnicodeDecodeError as exc:
         raise CorruptLog(f"line {line_no} is not valid UTF-8 (byte {exc.start} of the line)") from None
     except ValueError as exc:
         raise _BadLine(f"line {line_no} is not valid JSON ({exc})") from None
 
 
+_TYPE_FIRST = b'{"type":"'
+_BARE_TYPE_BYTES = frozenset(t.encode() for t in BARE_TYPES)
+_new_tuple = tuple.__new__
+
+
+def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | None:
+    """The line as a `Skimmed` event when it is a bare record of `BARE_TYPES`, which
+    `_decode_line` would take as it is (`checked_bare_event`); None sends it the general way."""
+    # DSH writes the type first: a line that is plainly of another type is not decoded twice.
+    if line.startswith(_TYPE_FIRST) and line[9 : line.find(b'"', 9)] not in _BARE_TYPE_BYTES:
+        return None
+    envelope = _envelope(line)
+    if envelope is None:
+        return None
+    kind = envelope.type
+    # The seq equals a count of events, so it is a non-negative safe integer.
+    if kind not in BARE_TYPES or envelope.seq != expected_seq or abs(envelope.time) > MAX_SAFE_INTEGER:
+        return None
+    try:
+        data = decode_line(bytes(envelope.data)) if kind in keep else None
+    except ValueError:  # not expected of JSON msgspec checked; the general path would say why
+        return None
+    return _new_tuple(Skimmed, (kind, expected_seq, data))  # type: ignore[return-value]
+
+
 def _decode_line(
-    line: bytes, line_no: int, expected_seq: int
-) -> SessionEvent | dict[str, Any] | list[SessionEvent]:
+    line: bytes, line_no: int, expected_seq: int, keep: frozenset[str] | None
+) -> SessionEvent | Skimmed | dict[str, Any] | list[SessionEvent] | list[Skimmed]:
     """A plain line's checked event or, when it needs more than the scanner knows (an upgrade,
-    the session id, a payload rule), its record; or the checked events of a packed row."""
+    the session id, a payload rule), its record; or the checked events of a packed row. When
+    skimming (`keep` given), a bare line is a `Skimmed` event."""
+    if keep is not None:
+        skimmed = _skim(line, expected_seq, keep)
+        if skimmed is not None:
+            return skimmed
     record = _parse_line(line, line_no)
     if not isinstance(record, dict):
         raise _BadLine(f"line {line_no} is not a JSON object")
     kind = record.get("type")
     if isinstance(kind, str) and kind in ROW_TAGS:  # `is_chunk_row`
         try:
-            events = expand_row_events(record)
+            events = expand_row_events(record) if keep is None else skim_row(record)
         except ChunkRowError as exc:
             raise _BadLine(f"line {line_no}: malformed packed row: {exc}") from None
         # The seq-gap rule is also what makes the events' seqs non-negative (their one
@@ -141,9 +143,20 @@ def _turn_end_after(buf: bytes, pos: int, line_no: int) -> int | None:
     return None
 
 
-def scan_records(buf: bytes, start: int, first_seq: int, first_line: int, *, strict: bool) -> ScanResult:
-    """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption."""
-    records: list[dict[str, Any] | SessionEvent] = []
+def scan_records(
+    buf: bytes,
+    start: int,
+    first_seq: int,
+    first_line: int,
+    *,
+    strict: bool,
+    keep: frozenset[str] | None = None,
+) -> ScanResult:
+    """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption.
+
+    `keep` skims: bare events become `Skimmed`, with their payload only for the types in it.
+    """
+    records: list[dict[str, Any] | SessionEvent | Skimmed] = []
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
     while pos < size:
@@ -153,7 +166,7 @@ def scan_records(buf: bytes, start: int, first_seq: int, first_line: int, *, str
                 raise CorruptLog(f"line {line_no} is not newline-terminated inside a complete frame")
             return ScanResult(records, pos, f"line {line_no} is torn (no final newline)")
         try:
-            decoded = _decode_line(buf[pos:nl], line_no, seq)
+            decoded = _decode_line(buf[pos:nl], line_no, seq, keep)
             if isinstance(decoded, list):
                 extend(decoded)
                 seq += len(decoded)

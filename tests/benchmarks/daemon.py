@@ -1,4 +1,4 @@
-"""Daemon benchmarks: a JSON-RPC round trip, a cold start until the daemon answers, idle memory."""
+"""Daemon benchmarks: a round trip, a cold start, warm session listings, idle memory."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +90,52 @@ def _cold_start() -> Iterator[Contenders]:
         yield Contenders(remem=repeat(start_until_ready), baseline=repeat(interpreter))
 
 
+def _start_daemon(home: Home, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A daemon of `home`, started as `remem daemon run` does, once it answers."""
+    paths = DaemonPaths(home)
+    with open(paths.log, "ab") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        )  # fmt: skip
+    deadline = time.monotonic() + _STOP_SECONDS
+    while paths.read_status() is None and daemon.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return daemon
+
+
+def _corpus_home(root: Path, name: str, watch: str = "auto") -> Home:
+    home = Home(root / name)
+    home.ensure_layout()
+    home.settings_file.write_text(
+        f"sessions:\n  roots: [{json.dumps(str(root / 'corpus'))}]\ndaemon:\n  watch: {watch}\n"
+    )
+    return home
+
+
+def _list_warm(watch: str) -> Callable[[], AbstractContextManager[Contenders]]:
+    @contextmanager
+    def setup() -> Iterator[Contenders]:
+        with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+            root = Path(folder)
+            paths = _corpus(root, _SESSIONS)
+            home = _corpus_home(root, "home", watch)
+            env = {**os.environ, "DSH_HOME": str(root / "no-dsh")}
+            daemon = _start_daemon(home, env)
+            try:
+                assert len(call(home, "sessions/list", start=False)["sessions"]) == _SESSIONS
+                client = _LineClient(DaemonPaths(home).read_status().socket)  # type: ignore[union-attr]
+                request = b'{"jsonrpc":"2.0","id":1,"method":"sessions/list","params":{}}\n'
+                yield Contenders(
+                    remem=repeat(lambda: client.ask(request)),
+                    baseline=repeat(lambda: [os.stat(p) for p in paths]),
+                )
+            finally:
+                _stop(home, daemon)
+
+    return setup
+
+
 # Idle memory is read this long after the last request, once nothing runs any more.
 _SETTLE_SECONDS = 3.0
 _STOP_SECONDS = 15.0
@@ -119,15 +165,8 @@ def _memory_of(pid: int) -> _Memory:
 def _idle_daemon_memory(home: Home, env: dict[str, str]) -> _Memory:
     """Start a daemon, have it list every session once, let it idle, read its memory, stop it."""
     paths = DaemonPaths(home)
-    with open(paths.log, "ab") as log:
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"],
-            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-        )  # fmt: skip
+    daemon = _start_daemon(home, env)
     try:
-        deadline = time.monotonic() + _STOP_SECONDS
-        while paths.read_status() is None and daemon.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
         assert call(home, "daemon/status", start=False)["pid"] == daemon.pid
         listing = call(home, "sessions/list", start=False)
         # Only a daemon that really indexed every log is measured.
@@ -186,9 +225,7 @@ def _idle_rss() -> Iterator[Contenders]:
         baseline: list[_Memory] = []
 
         def remem(iteration: int) -> Call:
-            home = Home(root / f"home-{iteration}")
-            home.ensure_layout()
-            home.settings_file.write_text(f"sessions:\n  roots: [{json.dumps(str(root / 'corpus'))}]\n")
+            home = _corpus_home(root, f"home-{iteration}")
 
             def starts() -> None:
                 cold.append(_idle_daemon_memory(home, env))  # indexes every log itself
@@ -237,6 +274,22 @@ def _median(runs: Sequence[_Memory]) -> _Memory:
 
 
 BENCHMARKS = [
+    Benchmark(
+        name="sessions.list-warm",
+        note=f"sessions/list of {_SESSIONS} indexed logs through a running daemon (daemon.watch: "
+        "polling); baseline: os.stat of every log",
+        target=1.5,
+        budget=Budget(iterations=20, warmup=3),
+        setup=_list_warm("polling"),
+    ),
+    Benchmark(
+        name="sessions.list-warm-inotify",
+        note="the same through a daemon watching with inotify (target: ≤ 10 ms absolute); "
+        "baseline: os.stat of every log",
+        target=None,
+        budget=Budget(iterations=20, warmup=3),
+        setup=_list_warm("auto"),
+    ),
     Benchmark(
         name="daemon.rpc-roundtrip",
         note="daemon/status over a held connection; baseline: a newline-JSON echo server on the "

@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Call = Callable[[], object]
 Prepare = Callable[[int], Call]
@@ -25,8 +25,12 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True)
 class Contenders:
+    """remem and its floor; `others` are further floors (earlier ones, kept for history),
+    measured in the same interleaved loop and reported beside the ratio as extra columns."""
+
     remem: Prepare
     baseline: Prepare
+    others: dict[str, Prepare] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Row:
     baseline_ns: int
     target: float | None
     informational: bool
+    others: dict[str, int] = field(default_factory=dict)  # this percentile of each further floor
 
     @property
     def ratio(self) -> float:
@@ -82,6 +87,7 @@ class Row:
             "target": self.target,
             "informational": self.informational,
             "verdict": self.verdict,
+            "others_ns": self.others,
         }
 
 
@@ -93,24 +99,18 @@ def repeat(call: Call) -> Prepare:
 def run(benchmark: Benchmark, *, quick: bool) -> list[Row]:
     budget = benchmark.budget.quick() if quick else benchmark.budget
     with benchmark.setup() as contenders:
-        remem, baseline = _measure(contenders, budget)
+        remem, baseline, others = _measure(contenders, budget)
     return [
         Row(
             benchmark.name,
-            "p50",
-            percentile(remem, 50),
-            percentile(baseline, 50),
-            benchmark.target,
+            metric,
+            percentile(remem, pct),
+            percentile(baseline, pct),
+            benchmark.target if metric == "p50" else None,
             benchmark.informational,
-        ),
-        Row(
-            benchmark.name,
-            "p99",
-            percentile(remem, 99),
-            percentile(baseline, 99),
-            None,
-            benchmark.informational,
-        ),
+            {name: percentile(samples, pct) for name, samples in others.items()},
+        )
+        for metric, pct in (("p50", 50), ("p99", 99))
     ]
 
 
@@ -120,7 +120,7 @@ def percentile(samples: Sequence[int], pct: float) -> int:
     return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
 
 
-COLUMNS = ("benchmark", "metric", "remem", "baseline", "ratio", "target", "verdict")
+COLUMNS = ("benchmark", "metric", "remem", "baseline", "ratio", "target", "verdict", "other floors")
 
 
 def format_table(rows: Sequence[Row]) -> str:
@@ -133,6 +133,7 @@ def format_table(rows: Sequence[Row]) -> str:
             f"{r.ratio:.2f}",
             _target_text(r),
             r.verdict,
+            ", ".join(f"{name} {_format_ns(ns)} (×{r.remem_ns / ns:.2f})" for name, ns in r.others.items()),
         )
         for r in rows
     ]
@@ -162,17 +163,22 @@ def _target_text(row: Row) -> str:
     return f"≤ {row.target:.1f}" + (" (info)" if row.informational else "")
 
 
-def _measure(contenders: Contenders, budget: Budget) -> tuple[list[int], list[int]]:
+def _measure(contenders: Contenders, budget: Budget) -> tuple[list[int], list[int], dict[str, list[int]]]:
     remem: list[int] = []
     baseline: list[int] = []
-    sides = ((contenders.remem, remem), (contenders.baseline, baseline))
+    others: dict[str, list[int]] = {name: [] for name in contenders.others}
+    sides = (
+        (contenders.remem, remem),
+        (contenders.baseline, baseline),
+        *((prepare, others[name]) for name, prepare in contenders.others.items()),
+    )
     for iteration in range(budget.warmup + budget.iterations):
         # Alternate who goes first so neither side always inherits the other's warm caches.
         for prepare, samples in sides if iteration % 2 == 0 else sides[::-1]:
             elapsed = _time(prepare(iteration))
             if iteration >= budget.warmup:
                 samples.append(elapsed)
-    return remem, baseline
+    return remem, baseline, others
 
 
 def _time(call: Call) -> int:

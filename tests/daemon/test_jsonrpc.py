@@ -56,3 +56,13 @@ def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: by
     if "error" in reply:
         assert isinstance(reply["error"]["code"], int) and reply["error"]["message"]
         assert reply["error"]["code"] != -32603, "no input may reach an internal error"
+
+
+def test_a_result_is_sent_as_its_json_in_one_frame() -> None:
+    from remem.daemon.server.jsonrpc import _encode
+    from remem.daemon.sessions.catalog import ListError, Listing
+
+    listing = Listing(sessions=[], errors=[ListError(path="/r/é/session.jsonl", message='bad "line"\n')])
+    frame = _encode({"jsonrpc": "2.0", "id": 7, "result": listing})
+    assert frame.endswith(b"}\n") and frame.count(b"\n") == 1
+    assert json.loads(frame) == {"jsonrpc": "2.0", "id": 7, "result": listing.model_dump(mode="json")}

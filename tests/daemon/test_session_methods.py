@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.server.protocol import INVALID_PARAMS, SESSION_REFUSED, RpcError
 from remem.daemon.sessions.factory import (
@@ -158,3 +161,25 @@ def test_a_log_swapped_for_a_link_after_indexing_is_not_read(
     [turns] = calls(home, [("sessions/turns", {"id": ids["orphan"]})])
     assert isinstance(turns, RpcError) and turns.data == {"code": "NOT_FOUND"}
     assert ids["orphan"] in {s["id"] for s in listing["sessions"]}
+
+
+def test_a_cold_listing_tells_every_client_how_far_it_is(
+    home: Home, root: tuple[Path, dict[str, str]]
+) -> None:
+    heard: list[dict[str, Any]] = []
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        if method == "sessions/progress":
+            heard.append(params)
+
+    async def run() -> dict[str, Any]:
+        client = await AsyncDaemonClient.open(home, listener=listen)
+        try:
+            return await client.call("sessions/list", {})
+        finally:
+            await client.close()
+
+    listing = asyncio.run(run())
+    total = len(listing["sessions"]) + len(listing["errors"])
+    assert heard and heard[-1] == {"cwd": None, "done": total, "total": total}
+    assert all(n["total"] == total and 0 < n["done"] <= total for n in heard)

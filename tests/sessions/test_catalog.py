@@ -71,8 +71,8 @@ def test_warm_listing_reads_no_log(
         write_session(folder, draft, encoding=encoding)
     first = catalog(home, folder).listing()
     reads: list[Path] = []
-    real = catalog_module.read_session
-    monkeypatch.setattr(catalog_module, "read_session", lambda p, **k: reads.append(p) or real(p, **k))
+    real = catalog_module.skim_session
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
     assert catalog(home, folder).listing() == first
     assert reads == []
 
@@ -102,8 +102,8 @@ def test_a_grown_log_is_continued_not_reread(
         writer.append(batch)
     before = catalog(home, folder).listing().sessions[0]
     reads: list[Path] = []
-    real = catalog_module.read_session
-    monkeypatch.setattr(catalog_module, "read_session", lambda p, **k: reads.append(p) or real(p, **k))
+    real = catalog_module.skim_session
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
     for batch in draft.batches[half:]:
         writer.append(batch)
     grown = catalog(home, folder).listing().sessions[0]
@@ -285,8 +285,8 @@ def test_find_refreshes_only_the_session_it_looks_up(
     catalog(home, folder, other_root).listing()
     write_session(folder, build_session(SessionSpec(seed=2, turns=2, cwd=CWD)))  # not indexed yet
     reads: list[Path] = []
-    real = catalog_module.read_session
-    monkeypatch.setattr(catalog_module, "read_session", lambda p, **k: reads.append(p) or real(p, **k))
+    real = catalog_module.skim_session
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
     assert catalog(home, folder).find(known.header.id).summary.id == known.header.id
     assert reads == [], "the new log is indexed by the next listing, not by a lookup"
     with pytest.raises(SessionNotFound):
@@ -302,9 +302,94 @@ def test_listing_other_roots_keeps_their_index_rows(
     catalog(home, one, two).listing()
     catalog(home, one).listing()
     reads: list[Path] = []
-    real = catalog_module.read_session
-    monkeypatch.setattr(catalog_module, "read_session", lambda p, **k: reads.append(p) or real(p, **k))
+    real = catalog_module.skim_session
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
     assert len(catalog(home, one, two).listing().sessions) == 2 and reads == []
     shutil.rmtree(gone.parent)
     assert len(catalog(home, one, two).listing().sessions) == 1
     assert str(gone) not in catalog(home, one).index.rows(), "a log that disappeared is forgotten"
+
+
+def test_a_workspace_listing_reads_only_its_project_directories(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    mine = [build_session(SessionSpec(seed=s, turns=1, cwd=CWD)) for s in (1, 2)]
+    others = [build_session(SessionSpec(seed=s, turns=1, cwd=f"/home/dev/p{s}")) for s in (3, 4)]
+    # A project key is not injective: this cwd shares the workspace's project directory.
+    twin = build_session(SessionSpec(seed=5, turns=1, cwd=CWD.replace("/demo", ":demo")))
+    write_session(one, mine[0])
+    write_session(two, mine[1])
+    for draft in (*others, twin):
+        write_session(one, draft)
+    (one / "--home-dev-p9--" / "broken").mkdir(parents=True)
+    (one / "--home-dev-p9--" / "broken" / "session.jsonl.zstd").write_bytes(b"not a log\n")
+    reads: list[Path] = []
+    real = catalog_module.skim_session
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+
+    cat = catalog(home, one, two)
+    entries, errors = cat.entries(CWD)
+    assert sorted(e.summary.id for e in entries) == sorted(d.header.id for d in mine)
+    assert errors == [], "a damaged log of another project is not this workspace's concern"
+    assert sorted(p.parent.parent.name for p in reads) == ["--home-dev-projects-demo--"] * 3
+
+    reads.clear()
+    listing = cat.listing()
+    assert len(listing.sessions) == 5 and [e.path for e in listing.errors] == [
+        str(one / "--home-dev-p9--" / "broken" / "session.jsonl.zstd")
+    ]
+    assert len(reads) == 3, "the full listing reads what the workspace listing had not"
+
+
+def test_a_workspace_listing_keeps_other_projects_index_rows(home: Home, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    mine = build_session(SessionSpec(seed=1, turns=1, cwd=CWD))
+    other = build_session(SessionSpec(seed=2, turns=1, cwd="/home/dev/projects/other"))
+    gone = write_session(folder, mine)
+    kept = write_session(folder, other)
+    cat = catalog(home, folder)
+    cat.listing()
+    shutil.rmtree(gone.parent)
+    assert cat.entries(CWD)[0] == []
+    rows = cat.index.rows()
+    assert str(gone) not in rows and str(kept) in rows
+
+
+def test_a_fork_whose_parent_is_in_another_project_is_an_orphan_that_still_resolves(
+    home: Home, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    parent = build_session(SessionSpec(seed=5, turns=3, cwd="/home/dev/projects/other"))
+    write_session(folder, parent)
+    child = build_session(SessionSpec(seed=6, turns=1, cwd=CWD))
+    child.header = child.header.model_copy(update={"parentSession": parent.header.id})
+    write_session(folder, child)
+    cat = catalog(home, folder)
+    entries, _ = cat.entries(CWD)
+    assert [e.summary.id for e in entries] == [child.header.id]
+    assert entries[0].summary.parent == parent.header.id
+    assert cat.find(parent.header.id).summary.cwd == "/home/dev/projects/other"
+
+
+def test_a_mixed_project_directory_refuses_the_root_for_the_workspace(home: Home, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    write_session(folder, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)), encoding=Encoding.RAW)
+    zstd = write_session(tmp_path / "z", build_session(SessionSpec(seed=2, turns=1, cwd=CWD)))
+    shutil.move(zstd.parent, folder / zstd.parent.parent.name / zstd.parent.name)
+    entries, errors = catalog(home, folder).entries(CWD)
+    assert entries == [] and [e.path for e in errors] == [str(folder)]
+    assert "mixes raw and zstd" in errors[0].message
+
+
+def test_a_listing_reports_its_progress_over_the_logs_it_reads(home: Home, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    for seed in (1, 2, 3):
+        write_session(folder, build_session(SessionSpec(seed=seed, turns=1, cwd=CWD)))
+    heard: list[tuple[int, int]] = []
+    catalog(home, folder).listing(progress=lambda done, total: heard.append((done, total)))
+    assert heard == [(1, 3), (2, 3), (3, 3)]
+    heard.clear()
+    write_session(folder, build_session(SessionSpec(seed=4, turns=1, cwd=CWD)))
+    catalog(home, folder).listing(progress=lambda done, total: heard.append((done, total)))
+    assert heard == [(1, 1)], "only what must be read counts"

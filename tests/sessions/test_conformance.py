@@ -19,7 +19,8 @@ from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.models import SessionEvent
 from remem.daemon.sessions.paths import Encoding, session_log_path
-from remem.daemon.sessions.reader import SessionLog, read_session
+from remem.daemon.sessions.projection import PROJECTED_TYPES, Projection
+from remem.daemon.sessions.reader import SessionLog, read_session, skim_session
 from remem.daemon.sessions.repair import interrupted_turn_closers
 from remem.daemon.sessions.roots import scan_root
 from remem.daemon.sessions.writer import encode_batch, json_line
@@ -157,3 +158,18 @@ def test_every_completed_turn_of_every_fixture_forks(encoding: Encoding, tmp_pat
     for entry in SESSIONS:
         original = (ROOTS[encoding] / entry[f"path_{encoding.value}"]).read_bytes()
         assert (root / entry[f"path_{encoding.value}"]).read_bytes() == original
+
+
+@pytest.mark.parametrize("encoding", list(Encoding))
+def test_a_skimming_read_of_every_fixture_lists_as_a_full_read(encoding: Encoding) -> None:
+    for entry in SESSIONS:
+        path = ROOTS[encoding] / entry[f"path_{encoding.value}"]
+        full, skim = read_session(path), skim_session(path, PROJECTED_TYPES)
+        assert (skim.header, skim.resume, skim.digest, skim.revision) == (
+            full.header,
+            full.resume,
+            full.digest,
+            full.revision,
+        )
+        assert [(e.type, e.seq) for e in skim.events] == [(e.type, e.seq) for e in full.events]
+        assert Projection().fold(skim.events) == Projection().fold(full.events)

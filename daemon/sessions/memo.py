@@ -1,0 +1,190 @@
+"""What a long-lived process (the daemon) remembers of its session roots between listings.
+
+A listing scans every folder of the roots, stats every log and reads the index's rows. The
+daemon's watcher sees every change anyway, so the memo keeps the folder scans and the rows in
+memory and the watcher marks what changed (`changed(path)`): one log, one project folder or a
+root's list of projects. A warm listing then costs what changed: with inotify, nothing for an
+unchanged log; with polling, whose events come up to a second late, one `stat` per log.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .index import LogRow, SessionIndex
+
+if TYPE_CHECKING:
+    from .catalog import Entry
+from .paths import LOG_FILE_NAMES, Encoding
+from .reader import stat_revision
+from .roots import LogFile, Rejected, project_logs, single_encoding
+
+_LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
+
+
+@dataclass
+class _Project:
+    """One project folder as last scanned: its logs by encoding (by path) and what it refuses."""
+
+    found: dict[Encoding, dict[str, LogFile]]
+    rejected: list[Rejected]
+
+    def restat(self, path: str) -> bool:
+        """Take a new `stat` of one remembered log; False if it is not (or no longer) one."""
+        encoding = next((e for e, files in self.found.items() if path in files), None)
+        st = _regular_stat(path)
+        if encoding is None or st is None:
+            return False
+        self.found[encoding][path] = LogFile(path, st)
+        return True
+
+
+@dataclass
+class _Root:
+    projects: dict[str, _Project | None]  # None: to be scanned again
+    names_current: bool = True  # the list of project folders is still the one scanned
+
+
+class ListingMemo:
+    """Folder scans and index rows of the roots, kept current by the watcher's marks.
+
+    `trust_events` says whether the watcher reports changes as they happen (inotify); when it
+    does not (polling), every remembered log is stat-ed again at each listing. One listing at a
+    time uses the memo (`lock`); marks come from the event loop and never wait for a listing.
+    """
+
+    def __init__(self, trust_events: Callable[[], bool]) -> None:
+        self.lock = threading.Lock()
+        self._trust_events = trust_events
+        self._marks_lock = threading.Lock()
+        self._marks: set[str] = set()
+        self._roots: dict[str, _Root] = {}
+        self._rows: dict[str, LogRow] | None = None
+        self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
+        self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
+
+    def changed(self, paths: Iterable[str]) -> None:
+        """Paths the watcher saw change (any thread): applied at the start of the next listing."""
+        with self._marks_lock:
+            self._marks.update(paths)
+
+    def rows(self, index: SessionIndex) -> dict[str, LogRow]:
+        """The index's rows, read from the file once."""
+        if self._rows is None:
+            self._rows = index.rows()
+        return self._rows
+
+    def remember(self, rows: Iterable[LogRow]) -> None:
+        if self._rows is not None:
+            self._rows.update((row.path, row) for row in rows)
+
+    def forget(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self._entries.pop(path, None)
+            self._revisions.pop(path, None)
+            if self._rows is not None:
+                self._rows.pop(path, None)
+
+    def revision(self, path: str, st: os.stat_result) -> str:
+        """`stat_revision(st)`, remembered for the `stat` object the scan of `path` keeps."""
+        known = self._revisions.get(path)
+        if known is not None and known[0] is st:
+            return known[1]
+        revision = stat_revision(st)
+        self._revisions[path] = (st, revision)
+        return revision
+
+    def entry(
+        self,
+        row: LogRow,
+        live: bool,
+        title: str | None,
+        archived: bool,
+        build: Callable[[LogRow, bool, str | None, bool], Entry],
+    ) -> Entry:
+        """The listed entry of `row`, built again only when something it shows changed."""
+        key = (row, live, title, archived)  # the row itself: a changed log is a new row object
+        known = self._entries.get(row.path)
+        if known is not None and known[0][0] is row and known[0][1:] == key[1:]:
+            return known[1]
+        entry = build(row, live, title, archived)
+        self._entries[row.path] = (key, entry)
+        return entry
+
+    def logs(self, root: Path, project_dir: str | None) -> tuple[list[LogFile], list[Rejected]]:
+        """`list_logs(root, project_dir)`, from the remembered scans where nothing changed."""
+        self._apply_marks()
+        remembered = self._roots.get(str(root))
+        if remembered is None or not remembered.names_current:
+            remembered = self._rescan_names(root, remembered)
+        names = list(remembered.projects) if project_dir is None else [project_dir]
+        # A project folder not (yet) in the list is scanned as it is: it may not exist at all.
+        found: dict[Encoding, list[LogFile]] = {}
+        rejected: list[Rejected] = []
+        for name in names:
+            project = remembered.projects.get(name)
+            if project is None:
+                project = remembered.projects[name] = _scan(root, name)
+            if not self._trust_events() and not all(map(project.restat, _paths(project))):
+                project = remembered.projects[name] = _scan(root, name)
+            for encoding, files in project.found.items():
+                found.setdefault(encoding, []).extend(files.values())
+            rejected.extend(project.rejected)
+        encoding = single_encoding(root, found)
+        return (found[encoding] if encoding else []), rejected
+
+    def _rescan_names(self, root: Path, earlier: _Root | None) -> _Root:
+        """The root's project folders; scans of those still there are kept, new ones are scanned
+        when a listing needs them (a workspace's listing needs only its own)."""
+        kept = earlier.projects if earlier is not None else {}
+        names = sorted(os.listdir(root)) if root.is_dir() else []
+        fresh = _Root({name: kept.get(name) for name in names})
+        self._roots[str(root)] = fresh
+        return fresh
+
+    def _apply_marks(self) -> None:
+        with self._marks_lock:
+            marks, self._marks = self._marks, set()
+        for path in marks:
+            self._mark(path)
+
+    def _mark(self, path: str) -> None:
+        for root_path, remembered in self._roots.items():
+            if path != root_path and not path.startswith(f"{root_path}{os.sep}"):
+                continue
+            parts = path[len(root_path) + 1 :].split(os.sep) if path != root_path else []
+            if len(parts) <= 1:  # the root, or a project folder itself: the list may differ
+                remembered.names_current = False
+                if parts:
+                    remembered.projects[parts[0]] = None
+            elif len(parts) == 2:  # a session folder came, went or changed: rescan its project
+                remembered.projects[parts[0]] = None
+            elif len(parts) == 3 and parts[2] in _LOG_NAMES:
+                project = remembered.projects.get(parts[0])
+                if project is not None and not project.restat(path):  # a new (or vanished) log
+                    remembered.projects[parts[0]] = None
+            return
+
+
+def _scan(root: Path, name: str) -> _Project:
+    found, rejected = project_logs(root, name)
+    return _Project({e: {log.path: log for log in files} for e, files in found.items()}, rejected)
+
+
+def _paths(project: _Project) -> list[str]:
+    return [path for files in project.found.values() for path in files]
+
+
+def _regular_stat(path: str) -> os.stat_result | None:
+    """The log's `stat` if it is still a regular file (never through a link), else None."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
