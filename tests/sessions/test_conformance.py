@@ -24,12 +24,10 @@ from remem.daemon.sessions.reader import SessionLog, read_session, skim_session
 from remem.daemon.sessions.repair import interrupted_turn_closers
 from remem.daemon.sessions.roots import scan_root
 from remem.daemon.sessions.writer import encode_batch, json_line
+from tests.shared_folder import SHARED, require
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "dsh"
-
-if not (FIXTURES / "manifest.json").is_file():
-    pytest.skip("DSH fixtures not found at ../shared/fixtures/dsh; CI provides them", allow_module_level=True)
+FIXTURES = SHARED / "fixtures" / "dsh"
+require(FIXTURES / "manifest.json", what="the DSH fixtures")
 
 MANIFEST: dict[str, Any] = json.loads((FIXTURES / "manifest.json").read_text())
 SESSIONS: list[dict[str, Any]] = MANIFEST["sessions"]

@@ -7,22 +7,18 @@ folder these tests skip and say so — except under CI=true, where it must be th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
 from remem.daemon.sessions.formats.codex import Rollout, read_rollout
+from tests.shared_folder import SHARED, require
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples"
+SAMPLES = SHARED / "samples"
 CLAUDE = SAMPLES / "claude-code" / "projects"
 CODEX = SAMPLES / "codex" / "sessions"
-
-if not (CLAUDE.is_dir() and CODEX.is_dir()):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true, but the harness samples are missing at {SAMPLES}", pytrace=False)
-    pytest.skip("harness samples not found at ../shared/samples; CI provides them", allow_module_level=True)
+require(CLAUDE, CODEX, what="the harness samples")
 
 CLAUDE_FILES = sorted(CLAUDE.rglob("*.jsonl"))
 CODEX_FILES = sorted(CODEX.rglob("rollout-*.jsonl"))
