@@ -95,6 +95,16 @@ def test_a_crash_at_each_commit_step_converges_without_the_model(
     assert store.read_global().content == "Prefers terse answers.\n"
     assert [r.name for r in store.read_workspace(WorkspaceId.from_cwd(source.cwd)).records] == ["prefer-uv"]
     assert json.loads(remem(home, "consolidate", source.id, "--json").stdout)["recovered"] is False
+    receipts = json.loads(remem(home, "receipts", "--session", source.id, "--json").stdout)["receipts"]
+    link = receipts[-1]["history"]
+    for key, named in ((None, "globalEntry"), (WorkspaceId.from_cwd(source.cwd).key, "workspaceEntry")):
+        [entry] = store.history.log(key)  # one entry per scope, crash or not, named by the receipt
+        assert (entry.actor.kind, entry.actor.review, entry.actor.session) == (
+            "consolidation",
+            result["review"],
+            source.id,
+        )
+        assert link[named] == entry.id
 
 
 def test_a_third_party_edit_after_a_crash_is_a_conflict(
