@@ -314,6 +314,9 @@ class History:
         signature = pygit2.Signature(*_SIGNATURE)
         parents = [head.id] if head is not None else []
         faultpoint("history.after-objects")
+        # The caller holds the scope's lock, so a lock file git left on this branch is a dead
+        # writer's: without removing it, no entry of this scope could ever be written again.
+        (Path(repo.path) / "refs" / "heads" / f"{branch}.lock").unlink(missing_ok=True)
         oid = repo.create_commit(f"refs/heads/{branch}", signature, signature, message, tree, parents)
         faultpoint("history.after-ref")
         if len(parents) == 1 and _is_pack_time(repo, oid):

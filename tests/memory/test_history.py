@@ -270,3 +270,13 @@ def test_the_log_reads_what_no_daemon_saw(home: Home, workspace: WorkspaceId) ->
     result = asyncio.run(MemoryMethods(home).log(HistoryLogParams(cwd=workspace.cwd)))
     assert [e.actor.kind for e in result.entries] == ["recovered", "cli"]
     assert result.entries[0].stat is not None and result.entries[0].stat.changed == ["alpha"]
+
+
+def test_a_lock_file_a_dead_writer_left_does_not_stop_the_history(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    branch = store.home.root / "history" / "refs" / "heads" / f"ws-{workspace.key}"
+    branch.with_name(branch.name + ".lock").write_text("killed while moving the branch\n")
+    second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.history is not None and kinds(store, workspace.key) == ["cli", "cli"]
