@@ -188,7 +188,7 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
     params = HistoryLogParams(
         cwd=None if global_ else _workspace(cwd).cwd, limit=limit or None, stat=not no_stat
     )
-    result = _history(backend, "memory/log", params, HistoryLogResult, as_json)
+    result = _read(backend, "memory/log", params, HistoryLogResult, as_json)
     if as_json:
         emit_json(result)
         return
@@ -206,7 +206,7 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
 def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
     """Show what history entry ENTRY changed, or the difference from ENTRY to TO."""
     params = HistoryDiffParams(entry=entry, to=to)
-    result = _history(backend, "memory/diff", params, HistoryDiffResult, as_json)
+    result = _read(backend, "memory/diff", params, HistoryDiffResult, as_json)
     if as_json:
         emit_json(result)
     else:
@@ -232,7 +232,7 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, as_json:
 
 
 def _show_at(backend: Backend, at: str, as_json: bool) -> None:
-    result = _history(backend, "memory/showAt", HistoryEntryParams(entry=at), HistoryShowResult, as_json)
+    result = _read(backend, "memory/showAt", HistoryEntryParams(entry=at), HistoryShowResult, as_json)
     if as_json:
         emit_json(result)
         return
@@ -243,15 +243,6 @@ def _show_at(backend: Backend, at: str, as_json: bool) -> None:
         click.echo(f"\n==> {name} <==\n{text}", nl=not text.endswith("\n"))
     if not result.files:
         click.echo("(empty)")
-
-
-def _history(backend: Backend, method: str, params: BaseModel, result: type[R], as_json: bool) -> R:
-    try:
-        return backend.call(method, params, result)
-    except RpcError as exc:
-        if exc.code != HISTORY_REFUSED:
-            raise
-        _refused(exc, as_json)
 
 
 def _refused(exc: RpcError, as_json: bool) -> NoReturn:
@@ -292,6 +283,8 @@ def _read(backend: Backend, method: str, params: BaseModel, result: type[R], as_
     try:
         return backend.call(method, params, result)
     except RpcError as exc:
+        if exc.code == HISTORY_REFUSED:
+            _refused(exc, as_json)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)
