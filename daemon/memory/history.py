@@ -148,7 +148,7 @@ class History:
                 behind = _meta(head).after != before.revision if head is not None else bool(before.files)
                 if behind:  # the state this commit started from was never recorded
                     head = self._write(repo, branch, head, before, before.revision, RECOVERED)
-                return str(self._write(repo, branch, head, after, before.revision, actor).id)
+                return str(self._write(repo, branch, head, after, before.revision, actor, before.files).id)
         except Exception as exc:  # never fail or block the memory commit this follows
             log.warning("memory history: could not record %s (%s)", branch_of(workspace_key), _reason(exc))
             return None
@@ -304,10 +304,20 @@ class History:
         generation: Generation,
         before: str,
         actor: Actor,
+        previous: Mapping[str, bytes] | None = None,
     ) -> pygit2.Commit:
-        builder = repo.TreeBuilder()
-        for name in sorted(generation.files):
-            builder.insert(name, repo.create_blob(bytes(generation.files[name])), pygit2.GIT_FILEMODE_BLOB)
+        """`previous`: the files `head` holds, when known; then only what differs is written (a
+        one-record change to a 200-record workspace is one blob, not 200)."""
+        if head is None or previous is None:
+            builder, previous = repo.TreeBuilder(), {}
+        else:
+            builder = repo.TreeBuilder(head.tree)
+        files = generation.files
+        for name in sorted(set(previous) | set(files)):
+            if name not in files:
+                builder.remove(name)
+            elif previous.get(name) != files[name]:
+                builder.insert(name, repo.create_blob(bytes(files[name])), pygit2.GIT_FILEMODE_BLOB)
         tree = builder.write()
         meta = _Meta(scope=branch, actor=actor, before=before, after=generation.revision, at=_now())
         message = f"{actor.kind}: {branch} at {generation.revision[:19]}\n\n{meta.model_dump_json()}\n"
