@@ -259,6 +259,12 @@ def test_the_cli_logs_diffs_shows_and_reverts(home: Home, workspace: WorkspaceId
     assert code != 0 and "names no history entry" in err
     code, out, _ = run(home, "memory", "log", "--global")
     assert code == 0 and out == "(no history yet)\n"
+    text = tmp_path / "global.md"
+    text.write_text("Be brief.\n")
+    code, out, _ = run(home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text))
+    assert code == 0 and kinds(store, None) == ["cli"]
+    code, out, _ = run(home, "memory", "log", "--global")
+    assert out.startswith(f"{store.history.log(None)[0].id[:12]}  ") and "cli  added GLOBAL.md (+1 -0)" in out
     code, _, err = run(home, "memory", "log", "--global", "--cwd", workspace.cwd)
     assert code != 0 and "different scopes" in err
 
