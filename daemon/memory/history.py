@@ -404,15 +404,18 @@ def _meta(commit: pygit2.Commit) -> _Meta:
 def _entry(commit: pygit2.Commit) -> HistoryEntry:
     meta = _meta(commit)
     workspace = None if meta.scope == "global" else meta.scope[len("ws-") :]
-    return HistoryEntry(
+    parents = commit.parent_ids  # ids only: loading the parent would read a second object
+    # Every field comes from the validated meta line or from git itself: no second validation.
+    return HistoryEntry.model_construct(
         id=str(commit.id),
-        parent=str(commit.parents[0].id) if commit.parents else None,
+        parent=str(parents[0]) if parents else None,
         scope="global" if workspace is None else "workspace",
         workspace=workspace,
         actor=meta.actor,
         before=meta.before,
         after=meta.after,
         at=meta.at,
+        stat=None,
     )
 
 
