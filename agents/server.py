@@ -3,10 +3,10 @@
 Built on the SDK's low-level `Server`, because every handler needs the request's context (the
 client's roots decide the workspace, its name goes into the audit) and `memory_update` needs
 its own closed schema and problem lists. Tools: `memory_context`, `memory_read`,
-`memory_update`. Resources: `remem://context` (the same text as `memory_context`, recording the
-same observation) and `remem://workspace/<name>` for each record. Everything goes through the
-daemon (or, with `--no-daemon`, its handlers in this process), except a context the session
-holds and its watch proves unchanged (`context_watch`).
+`memory_update`, and the read-only `memory_history`. Resources: `remem://context` (the same
+text as `memory_context`, recording the same observation) and `remem://workspace/<name>` for
+each record. Everything goes through the daemon (or, with `--no-daemon`, its handlers in this
+process), except a context the session holds and its watch proves unchanged (`context_watch`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
 from remem.daemon.home import Home
+from remem.daemon.memory.history import HistoryEntry
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.settings import SettingsError, SettingsStore
 
@@ -32,7 +33,17 @@ from .context_watch import ContextWatch
 from .limits import UpdateBudget
 from .link import MemoryLink, open_link
 from .session import AgentSession, Refusal
-from .tools import CONTEXT, READ, TOOLS, UPDATE, ContextArguments, ReadArguments, argument_problems
+from .tools import (
+    CONTEXT,
+    HISTORY,
+    READ,
+    TOOLS,
+    UPDATE,
+    ContextArguments,
+    HistoryArguments,
+    ReadArguments,
+    argument_problems,
+)
 from .workspace import SessionWorkspace
 
 CONTEXT_URI = "remem://context"
@@ -182,10 +193,42 @@ async def _memory_update(session: AgentSession, cwd: str, arguments: dict[str, A
     )
 
 
+async def _memory_history(session: AgentSession, cwd: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    entries = await session.history(cwd, _parsed(HISTORY, HistoryArguments, arguments).limit)
+    if not entries:
+        return _text("No changes to memory have been recorded yet.")
+    return _text(
+        "Recent changes to memory, newest first:\n" + "\n".join(_change_line(session, e) for e in entries)
+    )
+
+
+_AUTHORS = {
+    "cli": "a `remem` command",
+    "agent": "an agent",
+    "consolidation": "remem's consolidation of a session",
+    "hand-edit": "the user, editing by hand",
+    "recovered": "someone while remem was not watching (found on start)",
+    "revert": "the user, reverting to an earlier version",
+}
+
+
+def _change_line(session: AgentSession, entry: HistoryEntry) -> str:
+    who = "you (this session)" if entry.actor.session == session.id else _AUTHORS[entry.actor.kind]
+    where = "Global memory" if entry.scope == "global" else "this project"
+    stat = entry.stat
+    what = [] if stat is None else [
+        f"{label} {', '.join(f'`{n}`' for n in names)}"
+        for label, names in (("added", stat.added), ("changed", stat.changed), ("removed", stat.removed))
+        if names and entry.scope == "workspace"
+    ]  # fmt: skip
+    return f"- {entry.at} by {who}: {where}" + (f": {'; '.join(what)}" if what else " changed")
+
+
 _TOOL_HANDLERS: dict[str, ToolHandler] = {
     CONTEXT: _memory_context,
     READ: _memory_read,
     UPDATE: _memory_update,
+    HISTORY: _memory_history,
 }
 
 

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.memory.batch import DeleteChange, PutChange
+from remem.daemon.memory.history import HistoryEntry
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
 from remem.daemon.server.protocol import (
@@ -35,6 +36,7 @@ from remem.daemon.server.protocol import (
     AgentRecordResult,
     AgentUpdateParams,
     AgentUpdateResult,
+    HistoryLogResult,
     RpcError,
 )
 
@@ -113,6 +115,14 @@ class AgentSession:
 
     async def index(self, cwd: str) -> list[AgentIndexEntry]:
         return AgentIndexResult.model_validate(await self._call("agents/index", {"cwd": cwd})).records
+
+    async def history(self, cwd: str, limit: int) -> list[HistoryEntry]:
+        """The newest `limit` entries of this workspace's and Global's history, newest first."""
+        entries = []
+        for scope in ({"cwd": cwd}, {}):
+            answer = await self._call("memory/log", {**scope, "limit": limit, "stat": True})
+            entries += HistoryLogResult.model_validate(answer).entries
+        return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
 
     async def update(self, cwd: str, arguments: dict[str, Any]) -> AgentUpdateResult:
         """Commit against this session's observation and advance it; Refusal otherwise."""

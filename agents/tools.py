@@ -1,4 +1,4 @@
-"""The three tools agents get, with closed argument schemas generated from the wire models.
+"""The four tools agents get, with closed argument schemas generated from the wire models.
 
 None of them takes a path, a workspace, a cwd or a revision: the host decides the workspace and
 keeps the revisions. `memory_update` reuses the daemon's own change models, so the schema an
@@ -19,6 +19,9 @@ from remem.daemon.server.protocol import MAX_AGENT_CHANGES, AgentChange
 CONTEXT = "memory_context"
 READ = "memory_read"
 UPDATE = "memory_update"
+HISTORY = "memory_history"
+HISTORY_DEFAULT = 10
+HISTORY_MAX = 50
 
 
 class _Closed(BaseModel):
@@ -31,6 +34,12 @@ class ContextArguments(_Closed):
 
 class ReadArguments(_Closed):
     name: str = Field(min_length=1, max_length=200, description="The record's name, as the index shows it.")
+
+
+class HistoryArguments(_Closed):
+    limit: int = Field(
+        default=HISTORY_DEFAULT, ge=1, le=HISTORY_MAX, description="How many recent changes to list."
+    )
 
 
 class UpdateArguments(_Closed):
@@ -123,6 +132,16 @@ TOOLS: list[types.Tool] = [
         "Read one memory record of this project in full (front matter and body), by the name the "
         "memory_context index shows.",
         ReadArguments,
+        read_only_hint=True,
+    ),
+    _tool(
+        HISTORY,
+        "Recent memory changes",
+        "List the most recent changes to this project's memory and to Global memory, newest first: "
+        "when, by whom (you, another agent, the user editing by hand, a consolidation, a revert) and "
+        "which records were added, changed or removed. Use it to notice that the user just corrected "
+        "a record; read the record with memory_read for its current text.",
+        HistoryArguments,
         read_only_hint=True,
     ),
     _tool(

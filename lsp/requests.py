@@ -1,4 +1,5 @@
-"""remem's custom requests for the extension: sessions, transcripts, memory, receipts, settings.
+"""remem's custom requests for the extension: sessions, transcripts, memory, its history,
+receipts, settings.
 
 Each takes one JSON object, checked by its model before anything is asked of the daemon, and
 answers with the daemon's result or a composition of its results (see docs/lsp.md for the
@@ -19,10 +20,12 @@ from remem.daemon.server.protocol import TurnsResult, WatchStatus
 
 from .overview import memory_overview
 from .server import RememServer
-from .wire import Cwd, Strict, parse
+from .wire import AbsolutePath, Cwd, Strict, parse
 
 TRANSCRIPT_SCHEME = "remem-session"
 _REVIEW_ID = r"^[0-9a-f]{64}$"  # a review id: never a path
+_ENTRY_ID = r"^[0-9a-f]{7,40}$"  # a history entry id (a git commit id, or its first digits)
+HISTORY_LIMIT = 100
 _URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is
 _PROMPT_CHARS = 80
 
@@ -37,6 +40,17 @@ class ReviewId(Strict):
 
 class Nothing(Strict):
     pass
+
+
+class HistoryScope(Strict):
+    """A workspace (`cwd`), or Global memory (no `cwd`); `record` keeps the entries touching it."""
+
+    cwd: AbsolutePath | None = None
+    record: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class HistoryEntryId(Strict):
+    entry: str = Field(pattern=_ENTRY_ID)
 
 
 def register(server: RememServer) -> None:
@@ -67,6 +81,25 @@ def register(server: RememServer) -> None:
     @server.feature("remem/receipt")
     async def receipt(ls: RememServer, params: Any) -> dict[str, Any]:
         return await read_receipt(ls, parse(ReviewId, params, "remem/receipt").review)
+
+    @server.feature("remem/memoryHistory")
+    async def memory_history(ls: RememServer, params: Any) -> dict[str, Any]:
+        scope = parse(HistoryScope, params, "remem/memoryHistory")
+        query = {"limit": HISTORY_LIMIT, "stat": True} | ({"cwd": scope.cwd} if scope.cwd else {})
+        answer = await ls.link.call("memory/log", query)
+        if scope.record is not None:
+            answer["entries"] = [e for e in answer["entries"] if _touches(e, scope.record)]
+        return answer
+
+    @server.feature("remem/memoryAt")
+    async def memory_at(ls: RememServer, params: Any) -> dict[str, Any]:
+        entry = parse(HistoryEntryId, params, "remem/memoryAt")
+        return await ls.link.call("memory/showAt", entry.model_dump())
+
+    @server.feature("remem/revertMemory")
+    async def revert_memory(ls: RememServer, params: Any) -> dict[str, Any]:
+        entry = parse(HistoryEntryId, params, "remem/revertMemory")
+        return await ls.link.call("memory/revert", entry.model_dump())
 
     @server.feature("remem/settings")
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
@@ -107,6 +140,11 @@ async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
     memory = str(ls.home.memory)
     found = [{"path": path, "exists": True} for path in watch.paths if path != memory]
     return found + [{"path": path, "exists": False} for path in watch.missing]
+
+
+def _touches(entry: dict[str, Any], record: str) -> bool:
+    stat = entry.get("stat") or {}
+    return any(record in stat.get(kind, []) for kind in ("added", "changed", "removed"))
 
 
 def transcript_uri(session: str) -> str:

@@ -62,9 +62,9 @@ def test_apply_commit_then_conflict_then_no_change(home: Home, tmp_path: Path) -
         "records": [RECORD],
     }
     code, out, _ = run(home, *args, "--expected-revision", EMPTY)
-    assert code == 3 and json.loads(out) == {"status": "conflict", "revision": revision}
+    assert code == 3 and json.loads(out) == {"status": "conflict", "revision": revision, "history": None}
     code, out, _ = run(home, *args, "--expected-revision", revision)
-    assert code == 0 and json.loads(out) == {"status": "no-change", "revision": revision}
+    assert code == 0 and json.loads(out) == {"status": "no-change", "revision": revision, "history": None}
 
 
 def test_apply_reads_changes_from_stdin_and_reports_every_problem(home: Home, tmp_path: Path) -> None:

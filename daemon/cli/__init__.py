@@ -76,7 +76,8 @@ def lsp(backend: Backend) -> None:
 )
 @click.pass_obj
 def mcp(backend: Backend, cwd: str | None) -> None:
-    """Run the MCP server for agents on stdio (memory_context, memory_read, memory_update)."""
+    """Run the MCP server for agents on stdio (memory_context, memory_read, memory_update,
+    memory_history)."""
     from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
 
     serve(backend.home, cwd=cwd, use_daemon=backend.use_daemon)

@@ -1,4 +1,5 @@
-"""`remem memory ...`: validate, show, apply, replace-global, reindex and context."""
+"""`remem memory ...`: validate, show, apply, replace-global, reindex, context, and the history:
+log, diff, show --at and revert."""
 
 from __future__ import annotations
 
@@ -13,16 +14,25 @@ from pydantic_core import ErrorDetails
 
 from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import Severity
+from ..memory.history import FileStat, HistoryEntry
 from ..memory.lint import NotMemoryFile, lint_paths
 from ..memory.store import CommitResult, FileProblems, GlobalSnapshot, WorkspaceSnapshot
 from ..server.protocol import (
+    HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
     CommitWorkspaceParams,
     ContextResult,
     Empty,
+    HistoryDiffParams,
+    HistoryDiffResult,
+    HistoryEntryParams,
+    HistoryLogParams,
+    HistoryLogResult,
+    HistoryShowResult,
     RegenerateResult,
     ReplaceGlobalParams,
+    RevertParams,
     RpcError,
     WorkspaceParams,
 )
@@ -65,10 +75,16 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
 
 @memory.command()
 @cwd_option
+@click.option(
+    "--at", "at", default=None, metavar="ENTRY", help="Show the files as history entry ENTRY left them."
+)
 @json_option
 @click.pass_obj
-def show(backend: Backend, cwd: str | None, as_json: bool) -> None:
+def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> None:
     """Show Global memory and this workspace's records with their revisions."""
+    if at is not None:
+        _show_at(backend, at, as_json)
+        return
     global_memory = _read(backend, "memory/readGlobal", Empty(), GlobalSnapshot, as_json)
     snapshot = _read(backend, "memory/readWorkspace", _workspace(cwd), WorkspaceSnapshot, as_json)
     if as_json:
@@ -156,6 +172,109 @@ def context(backend: Backend, cwd: str | None) -> None:
     click.echo(_read(backend, "memory/context", _workspace(cwd), ContextResult, as_json=False).text, nl=False)
 
 
+@memory.command()
+@cwd_option
+@click.option("--global", "global_", is_flag=True, help="The history of Global memory instead.")
+@click.option("--limit", default=50, show_default=True, help="Entries to show, newest first; 0 for all.")
+@click.option("--no-stat", is_flag=True, help="Leave out what each entry changed (faster on long histories).")
+@json_option
+@click.pass_obj
+def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: bool, as_json: bool) -> None:
+    """List the history of this workspace (or of Global): who changed memory, when, and what."""
+    if global_ and cwd is not None:
+        fail("--cwd and --global name different scopes; give one of them")
+    if limit < 0:
+        fail("--limit must be 0 (all) or more")
+    params = HistoryLogParams(
+        cwd=None if global_ else _workspace(cwd).cwd, limit=limit or None, stat=not no_stat
+    )
+    result = _read(backend, "memory/log", params, HistoryLogResult, as_json)
+    if as_json:
+        emit_json(result)
+        return
+    for entry in result.entries:
+        click.echo(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}")
+    if not result.entries:
+        click.echo("(no history yet)")
+
+
+@memory.command()
+@click.argument("entry")
+@click.argument("to", required=False)
+@json_option
+@click.pass_obj
+def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
+    """Show what history entry ENTRY changed, or the difference from ENTRY to TO."""
+    params = HistoryDiffParams(entry=entry, to=to)
+    result = _read(backend, "memory/diff", params, HistoryDiffResult, as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result.patch or "(no difference)\n", nl=False)
+        click.echo(_stat_line(result.stat).strip() or "no files changed")
+
+
+@memory.command()
+@click.argument("entry")
+@click.option("--expected-revision", default=None, help="Revert only if the scope is still at this revision.")
+@json_option
+@click.pass_obj
+def revert(backend: Backend, entry: str, expected_revision: str | None, as_json: bool) -> None:
+    """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation."""
+    try:
+        _commit(
+            backend, "memory/revert", RevertParams(entry=entry, expectedRevision=expected_revision), as_json
+        )
+    except RpcError as exc:
+        if exc.code != HISTORY_REFUSED:
+            raise
+        _refused(exc, as_json)
+
+
+def _show_at(backend: Backend, at: str, as_json: bool) -> None:
+    result = _read(backend, "memory/showAt", HistoryEntryParams(entry=at), HistoryShowResult, as_json)
+    if as_json:
+        emit_json(result)
+        return
+    entry = result.entry
+    scope = "Global memory" if entry.workspace is None else f"Workspace {entry.workspace}"
+    click.echo(f"{scope} at {entry.id[:12]} ({entry.after}), {entry.at}, {_actor(entry)}")
+    for name, text in sorted(result.files.items()):
+        click.echo(f"\n==> {name} <==\n{text}", nl=not text.endswith("\n"))
+    if not result.files:
+        click.echo("(empty)")
+
+
+def _refused(exc: RpcError, as_json: bool) -> NoReturn:
+    if as_json:
+        emit_json({"error": {"code": "history-refused", "message": exc.message}})
+        sys.exit(EXIT_PROBLEMS)
+    fail(exc.message, EXIT_PROBLEMS)
+
+
+def _actor(entry: HistoryEntry) -> str:
+    actor = entry.actor
+    details = [
+        f"review {actor.review[:12]}" if actor.review else None,
+        f"session {actor.session}" if actor.session else None,
+        actor.client,
+        f"reverts {actor.reverts[:12]}" if actor.reverts else None,
+    ]
+    shown = ", ".join(d for d in details if d)
+    return f"{actor.kind}" + (f" ({shown})" if shown else "")
+
+
+def _stat_line(stat: FileStat | None) -> str:
+    if stat is None:
+        return ""
+    parts = [
+        f"{label} {', '.join(names)}"
+        for label, names in (("added", stat.added), ("changed", stat.changed), ("removed", stat.removed))
+        if names
+    ]
+    return f"  {'; '.join(parts)} (+{stat.insertions} -{stat.deletions})" if parts else "  (no file changed)"
+
+
 def _workspace(cwd: str | None) -> WorkspaceParams:
     return WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
 
@@ -164,6 +283,8 @@ def _read(backend: Backend, method: str, params: BaseModel, result: type[R], as_
     try:
         return backend.call(method, params, result)
     except RpcError as exc:
+        if exc.code == HISTORY_REFUSED:
+            _refused(exc, as_json)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)

@@ -96,6 +96,19 @@ class Attempt(_Model):
     error: str | None = None
 
 
+class HistoryLink(_Model):
+    """The memory history entries a committed review made, and what they changed (names only)."""
+
+    globalEntry: str | None = None
+    workspaceEntry: str | None = None
+    added: list[str] = []
+    changed: list[str] = []
+    removed: list[str] = []
+    globalChanged: bool = False
+    insertions: int = 0  # lines, over every file the review changed
+    deletions: int = 0
+
+
 class Receipt(_Model):
     review: str
     consolidator: int
@@ -107,6 +120,7 @@ class Receipt(_Model):
     attempts: list[Attempt] = []
     createdAt: str
     completedAt: str | None = None
+    history: HistoryLink | None = None  # set when committed (and the history could be written)
 
     def moved(self, status: Status, **fields: object) -> Receipt:
         """This receipt in `status`; refuses a move the state machine does not allow."""
@@ -230,6 +244,27 @@ def render_receipt(receipt: Receipt) -> str:
     return f"---\n{front}---\n\n{summary(receipt)}\n"
 
 
+def history_summary(link: HistoryLink) -> str:
+    """What the review changed, as a diff stat, and the history entries to look at it with."""
+    parts = [
+        f"{len(names)} record(s) {label} ({', '.join(f'`{n}`' for n in names)})"
+        for label, names in (("added", link.added), ("changed", link.changed), ("removed", link.removed))
+        if names
+    ]
+    if link.globalChanged:
+        parts.append("Global memory changed")
+    entries = [
+        f"{scope} {entry[:12]}"
+        for scope, entry in (("workspace", link.workspaceEntry), ("Global", link.globalEntry))
+        if entry
+    ]
+    what = "; ".join(parts) or "nothing"
+    return (
+        f"Changed: {what}; {link.insertions} insertion(s)(+), {link.deletions} deletion(s)(-). "
+        f"History: {', '.join(entries)} (`remem memory diff ENTRY`)."
+    )
+
+
 def parse_receipt(text: str) -> Receipt:
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
         raise ValueError("no YAML front matter")
@@ -245,6 +280,8 @@ def summary(receipt: Receipt) -> str:
         what = "Global memory" if change.action == "replace-global" else f"`{change.name}`"
         ranges = ", ".join(f"{r.fromSeq}-{r.toSeq}" for r in change.evidence)
         lines.append(f"- {change.action} {what} (evidence: events {ranges})")
+    if receipt.history is not None:
+        lines.append(f"\n{history_summary(receipt.history)}")
     attempt = receipt.attempt
     if attempt is not None:
         detail = f": {attempt.error}" if attempt.error else ""

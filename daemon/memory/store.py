@@ -40,7 +40,8 @@ from .batch import (
 )
 from .canonical import canonicalize, decode
 from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_errors
-from .identity import WorkspaceId
+from .history import CLI, Actor, History, global_generation, workspace_generation
+from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
 from .journal import needs_recovery, recover, write_generation
 from .record import INDEX_FILE, Record, record_name_of
@@ -67,6 +68,7 @@ class WorkspaceSnapshot(BaseModel):
 class CommitResult(BaseModel):
     status: Literal["committed", "no-change", "conflict"]
     revision: str
+    history: str | None = None  # the history entry of a committed generation, when one was written
 
 
 class WorkspaceInfo(BaseModel):
@@ -93,8 +95,9 @@ class MemoryInvalid(Exception):
 
 
 class MemoryStore:
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, *, history: bool = True) -> None:
         self.home = home.ensure_layout()
+        self.history = History(self.home, enabled=history)
 
     # -- Global ---------------------------------------------------------------------------
 
@@ -111,10 +114,14 @@ class MemoryStore:
             raise MemoryInvalid(files, global_revision(raw))
         return GlobalSnapshot(revision=global_revision(raw), content=canonicalize(text)), raw
 
+    def global_bytes(self) -> bytes:
+        """GLOBAL.md's bytes as they are, valid or not."""
+        return self._locked_global(self._read_global_bytes)
+
     def preview_global(self, content: str) -> GlobalPlan:
         return plan_global(self._locked_global(self._read_global_bytes), content)
 
-    def replace_global(self, expected_revision: str, content: str) -> CommitResult:
+    def replace_global(self, expected_revision: str, content: str, actor: Actor = CLI) -> CommitResult:
         _check_revision(expected_revision)
 
         def commit() -> CommitResult:
@@ -125,7 +132,13 @@ class MemoryStore:
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
             self._publish_global(plan)
-            return CommitResult(status="committed", revision=plan.after)
+            entry = self.history.record(
+                None,
+                global_generation(plan.before, current),
+                global_generation(plan.after, plan.content),
+                actor,
+            )
+            return CommitResult(status="committed", revision=plan.after, history=entry)
 
         return self._locked_global(commit, exclusive=True)
 
@@ -145,13 +158,21 @@ class MemoryStore:
         )
         return snapshot, files
 
+    def workspace_files(self, workspace: WorkspaceId) -> dict[str, bytes]:
+        """The record files as they are, valid or not."""
+        return self._locked_workspace(workspace, _as_read)
+
     def preview_workspace(
         self, workspace: WorkspaceId, changes: list[PutChange | DeleteChange]
     ) -> WorkspacePlan:
         return plan_workspace(self._locked_workspace(workspace, _as_read), changes)
 
     def commit_workspace(
-        self, workspace: WorkspaceId, expected_revision: str, changes: list[PutChange | DeleteChange]
+        self,
+        workspace: WorkspaceId,
+        expected_revision: str,
+        changes: list[PutChange | DeleteChange],
+        actor: Actor = CLI,
     ) -> CommitResult:
         _check_revision(expected_revision)
 
@@ -162,9 +183,42 @@ class MemoryStore:
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
             self._publish_workspace(workspace, plan)
-            return CommitResult(status="committed", revision=plan.after)
+            after = {n: d for n, d in {**files, **plan.writes}.items() if n not in plan.deletes}
+            entry = self.history.record(
+                workspace.key,
+                workspace_generation(plan.before, files),
+                workspace_generation(plan.after, after),
+                actor,
+            )
+            return CommitResult(status="committed", revision=plan.after, history=entry)
 
         return self._locked_workspace(workspace, commit, exclusive=True)
+
+    def sync_history(self, workspace_key: str | None, actor: Actor) -> str | None:
+        """Record the scope's files as they are, valid or not, unless the history ends with them
+        (a hand edit, or a state found on start); the new entry's id, if one was written."""
+        if not self.history.enabled:
+            return None
+        if workspace_key is None:
+
+            def look() -> str | None:
+                raw = self._read_global_bytes()
+                return self.history.reconcile(None, global_generation(global_revision(raw), raw), actor)
+
+            return self._locked_global(look, exclusive=True)
+
+        def look_workspace(files: dict[str, bytes]) -> str | None:
+            generation = workspace_generation(workspace_revision(files), files)
+            return self.history.reconcile(workspace_key, generation, actor)
+
+        try:
+            return self._locked_workspace(self.workspace_of(workspace_key), look_workspace, exclusive=True)
+        except MemoryInvalid:  # a symlinked folder or record: nothing remem may read to record
+            return None
+
+    def workspace_keys(self) -> list[str]:
+        """The workspaces that have a folder."""
+        return sorted(name for name in _listing(self.home.workspaces) if is_workspace_key(name))
 
     def regenerate_index(self, workspace: WorkspaceId) -> bool:
         """Rewrite `MEMORY.md` from valid records; False when it was already in sync."""

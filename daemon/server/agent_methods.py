@@ -42,6 +42,7 @@ from ..memory.audit import (
 )
 from ..memory.batch import DeleteChange, GlobalPlan, InvalidChanges, Problem, PutChange, WorkspacePlan
 from ..memory.context import render_agent_context
+from ..memory.history import Actor
 from ..memory.identity import WorkspaceId
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
 from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
@@ -89,11 +90,11 @@ class _Update:
             return store.preview_global(self.content)
         return store.preview_workspace(self.workspace, self.changes)
 
-    def commit(self, store: MemoryStore) -> CommitResult:
+    def commit(self, store: MemoryStore, actor: Actor) -> CommitResult:
         if self.workspace is None:
             assert self.content is not None
-            return store.replace_global(self.observed, self.content)
-        return store.commit_workspace(self.workspace, self.observed, self.changes)
+            return store.replace_global(self.observed, self.content, actor)
+        return store.commit_workspace(self.workspace, self.observed, self.changes, actor)
 
     def summaries(self) -> list[AuditChange]:
         if self.content is not None:
@@ -232,7 +233,9 @@ class AgentMethods:
             )
             self.trail.begin(entry)
             try:
-                committed = update.commit(self.store)
+                committed = update.commit(
+                    self.store, Actor(kind="agent", session=agent.session, client=agent.client)
+                )
             except BaseException:
                 self._settle(update.scope)  # the scope tells whether the failed commit landed
                 raise

@@ -3,7 +3,9 @@
 Every call runs in a worker thread, because it takes file locks, reads and fsyncs; the store's
 own exceptions become JSON-RPC errors carrying every problem, so a client can show them as the
 CLI does. Each new revision of a scope, committed here or edited by hand, is announced once as
-`memory/changed`: the last announced revision per scope is what tells news from an echo.
+`memory/changed`: the last announced revision per scope is what tells news from an echo. A hand
+edit the watcher reports becomes a history entry; the history methods (`memory/log`, `diff`,
+`showAt`, `revert`) read it, and a revert is committed and announced like any commit.
 """
 
 from __future__ import annotations
@@ -18,18 +20,28 @@ from pydantic import BaseModel
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
+from ..memory.history import HAND_EDIT, RECOVERED, HistoryError, stat, unified_diff
 from ..memory.identity import WorkspaceId
+from ..memory.revert import revert
 from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
 from .jsonrpc import Handler
 from .protocol import (
+    HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
     CommitWorkspaceParams,
     ContextResult,
     Empty,
+    HistoryDiffParams,
+    HistoryDiffResult,
+    HistoryEntryParams,
+    HistoryLogParams,
+    HistoryLogResult,
+    HistoryShowResult,
     MemoryChanged,
     RegenerateResult,
     ReplaceGlobalParams,
+    RevertParams,
     RpcError,
     WorkspaceParams,
 )
@@ -66,6 +78,10 @@ class MemoryMethods:
             "memory/commitWorkspace": self.commit_workspace,
             "memory/regenerateIndex": self.regenerate_index,
             "memory/context": self.context,
+            "memory/log": self.log,
+            "memory/diff": self.diff,
+            "memory/showAt": self.show_at,
+            "memory/revert": self.revert,
         }
 
     async def read_global(self, params: Empty) -> GlobalSnapshot:
@@ -116,6 +132,7 @@ class MemoryMethods:
             self._publish("memory/changed", change)
 
     def _look(self, scope: Scope) -> MemoryChanged:
+        self.store.sync_history(scope, HAND_EDIT)  # an echo of a commit already has its entry
         if scope is None:
             try:
                 return MemoryChanged(scope="global", revision=self.store.read_global().revision, valid=True)
@@ -142,6 +159,61 @@ class MemoryMethods:
         text = await self._off_loop(workspace.key, lambda: render_context(self.store, workspace))
         return ContextResult(text=text)
 
+    # -- history --------------------------------------------------------------------------
+
+    async def reconcile_history(self) -> None:
+        """Record each scope's state the history does not end with (run when the daemon starts):
+        an entry a crash cut off, or edits made while no daemon watched."""
+        for scope in [None, *await asyncio.to_thread(self.store.workspace_keys)]:
+            await self._off_loop(scope, lambda scope=scope: self.store.sync_history(scope, RECOVERED))
+
+    async def log(self, params: HistoryLogParams) -> HistoryLogResult:
+        scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
+
+        def read() -> HistoryLogResult:
+            self.store.sync_history(scope, RECOVERED)  # edits no daemon saw (run without one)
+            entries = self.store.history.log(scope, params.limit)
+            if params.stat:
+                entries = [self.store.history.with_stat(e) for e in entries]
+            kind = "global" if scope is None else "workspace"
+            return HistoryLogResult(scope=kind, workspace=scope, entries=entries)
+
+        return await self._off_loop(scope, read)
+
+    async def diff(self, params: HistoryDiffParams) -> HistoryDiffResult:
+        def compare() -> HistoryDiffResult:
+            history = self.store.history
+            if params.to is None:
+                entry = history.entry(params.entry)
+                start, end = entry.parent, entry.id
+                before = history.files_before(end)
+            else:
+                start, end = history.entry(params.entry).id, history.entry(params.to).id
+                before = history.files_at(start)
+            after = history.files_at(end)
+            old, new = (start or "empty")[:12], end[:12]
+            patch = unified_diff(before, after, old, new)
+            return HistoryDiffResult(fromEntry=start, toEntry=end, stat=stat(before, after), patch=patch)
+
+        return await self._off_loop(None, compare)
+
+    async def show_at(self, params: HistoryEntryParams) -> HistoryShowResult:
+        def show() -> HistoryShowResult:
+            entry = self.store.history.entry(params.entry)
+            files = self.store.history.files_at(entry.id)
+            texts = {name: data.decode("utf-8", "replace") for name, data in files.items()}
+            return HistoryShowResult(entry=entry, files=texts)
+
+        return await self._off_loop(None, show)
+
+    async def revert(self, params: RevertParams) -> CommitResult:
+        scope, result = await self._off_loop(
+            None, lambda: revert(self.store, params.entry, params.expectedRevision)
+        )
+        if result.status == "committed":
+            await self.scope_changed(scope)
+        return result
+
     async def _off_loop(self, scope: Scope, action: Callable[[], T]) -> T:
         async with self._threads[scope]:
             return await _in_thread(action)
@@ -159,3 +231,5 @@ async def _in_thread(action: Callable[[], T]) -> T:
         files = [f.model_dump(mode="json") for f in exc.files]
         data = {"revision": exc.revision, "files": files}
         raise RpcError(MEMORY_INVALID, str(exc), data) from None
+    except HistoryError as exc:
+        raise RpcError(HISTORY_REFUSED, str(exc)) from None

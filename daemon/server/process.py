@@ -100,6 +100,7 @@ class Daemon:
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
         await self.agents.settle()  # agent updates a crash interrupted, before anyone reads memory
+        await self.memory.reconcile_history()  # what the history missed while no daemon watched
         self.watcher.start(loop)
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,

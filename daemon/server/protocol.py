@@ -18,6 +18,7 @@ from ..consolidation.receipts import Receipt
 from ..consolidation.runner import ConsolidationResult
 from ..forks.service import ForkRequest, ForkResult
 from ..memory.batch import Change, DeleteChange, PutChange
+from ..memory.history import FileStat, HistoryEntry
 from ..memory.record import Record
 from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
 from ..sessions.catalog import Listing
@@ -101,6 +102,46 @@ class CommitWorkspaceParams(WorkspaceParams):
 
 class RegenerateResult(_Strict):
     written: bool
+
+
+class HistoryLogParams(_Strict):
+    """`memory/log`: one scope's history, newest first; `cwd` names a workspace, else Global."""
+
+    cwd: str | None = None
+    limit: int | None = Field(default=None, ge=1)  # None: every entry
+    stat: bool = True  # what each entry added, changed and removed (a tree diff each)
+
+    _absolute = field_validator("cwd")(lambda cls, value: _must_be_absolute(value))
+
+
+class HistoryLogResult(_Strict):
+    scope: Literal["global", "workspace"]
+    workspace: str | None = None
+    entries: list[HistoryEntry]
+
+
+class HistoryEntryParams(_Strict):
+    entry: str = Field(min_length=1, max_length=64)  # a history entry id, or 7+ of its hex digits
+
+
+class HistoryDiffParams(HistoryEntryParams):
+    to: str | None = Field(default=None, max_length=64)  # None: the entry against the one before
+
+
+class HistoryDiffResult(_Strict):
+    fromEntry: str | None  # None: the scope's empty beginning
+    toEntry: str
+    stat: FileStat
+    patch: str
+
+
+class HistoryShowResult(_Strict):
+    entry: HistoryEntry
+    files: dict[str, str]  # file name -> text, as the entry left them
+
+
+class RevertParams(HistoryEntryParams):
+    expectedRevision: str | None = None  # None: the scope's revision when the revert is planned
 
 
 class ContextResult(_Strict):
@@ -297,6 +338,10 @@ METHODS: dict[str, Method] = {
     "memory/commitWorkspace": Method(CommitWorkspaceParams, CommitResult),
     "memory/regenerateIndex": Method(WorkspaceParams, RegenerateResult),
     "memory/context": Method(WorkspaceParams, ContextResult),
+    "memory/log": Method(HistoryLogParams, HistoryLogResult),
+    "memory/diff": Method(HistoryDiffParams, HistoryDiffResult),
+    "memory/showAt": Method(HistoryEntryParams, HistoryShowResult),
+    "memory/revert": Method(RevertParams, CommitResult),
     "sessions/list": Method(ListParams, Listing),
     "sessions/tree": Method(WorkspaceParams, TreeResult),
     "sessions/turns": Method(SessionParams, TurnsResult),
@@ -364,6 +409,7 @@ NOTIFICATIONS: dict[str, type[BaseModel]] = {
 INVALID_CHANGES = -32010  # data: {"problems": [...]} — nothing was written
 MEMORY_INVALID = -32011  # data: {"revision", "files": [...]} — fix the files first
 SESSION_REFUSED = -32012  # data: {"code": NOT_FOUND | OPEN_TURN | STALE_SOURCE | OP_CONFLICT | ...}
+HISTORY_REFUSED = -32015  # the history cannot answer: the message says why (unknown entry, off, ...)
 CONSOLIDATION_REFUSED = -32013  # data: {"code": NOT_FOUND | LIVE | NO_CWD | NO_ROUTE | ...}: no review began
 ANSWER_TOO_LARGE = -32014  # data: {"bytes", "limit"} — over daemon.max_answer_bytes; nothing was sent
 

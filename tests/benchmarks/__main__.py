@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import agents, consolidation, daemon, editor, forks, harness_forks, lsp, memory, sessions
+from . import agents, consolidation, daemon, editor, forks, harness_forks, history, lsp, memory, sessions
 from .harness import Benchmark, Row, Unavailable, format_table, run
 
 BENCHMARKS: list[Benchmark] = [
     *memory.BENCHMARKS,
+    *history.BENCHMARKS,
     *sessions.BENCHMARKS,
     *forks.BENCHMARKS,
     *harness_forks.BENCHMARKS,

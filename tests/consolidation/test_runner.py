@@ -65,6 +65,23 @@ def test_a_proposal_is_committed_receipted_and_never_asked_again(
     text_on_disk = ReceiptStore(home).path(result.review).read_text()
     assert "Use uv for everything" not in text_on_disk and "**committed**" in text_on_disk
     assert receipt.target.workspaceRevisions.after == receipt.target.workspaceRevisions.planned
+    history = MemoryStore(home).history
+    [global_entry], [workspace_entry] = (history.log(k) for k in (None, WorkspaceId.from_cwd(source.cwd).key))
+    for entry in (global_entry, workspace_entry):
+        assert entry.actor.kind == "consolidation" and entry.actor.review == result.review
+    # The receipt names both entries and says what changed, with a diff stat.
+    assert receipt.history is not None
+    assert (receipt.history.globalEntry, receipt.history.workspaceEntry) == (
+        global_entry.id,
+        workspace_entry.id,
+    )
+    assert (receipt.history.added, receipt.history.changed, receipt.history.globalChanged) == (
+        ["prefer-uv"],
+        [],
+        True,
+    )
+    assert "Changed: 1 record(s) added (`prefer-uv`); Global memory changed; " in text_on_disk
+    assert f"History: workspace {workspace_entry.id[:12]}, Global {global_entry.id[:12]}" in text_on_disk
     # What the model was sent: rules, then the evidence, Global and records; no paths, no keys.
     sent = fake.requests[0]
     assert [m["role"] for m in sent["messages"]] == ["system", "user"] and sent["tools"][0]["function"][

@@ -137,6 +137,19 @@ def test_a_crash_at_any_point_of_a_consolidation_never_blocks_the_next(
     store = MemoryStore(home)
     assert store.read_global().content == "Prefers terse answers.\n"
     assert [r.name for r in store.read_workspace(WorkspaceId.from_cwd(source.cwd)).records] == ["prefer-uv"]
+    receipt = ReceiptStore(home).read(result["review"])
+    assert receipt is not None and receipt.history is not None
+    for key, named in (
+        (None, receipt.history.globalEntry),
+        (WorkspaceId.from_cwd(source.cwd).key, receipt.history.workspaceEntry),
+    ):
+        [entry] = store.history.log(key)  # one entry per scope, crash or not, named by the receipt
+        assert (entry.actor.kind, entry.actor.review, entry.actor.session) == (
+            "consolidation",
+            result["review"],
+            source.id,
+        )
+        assert named == entry.id
     asked = fake.count
     again = consolidate(home, source.id)
     assert (again["status"], again["recovered"], fake.count) == ("committed", False, asked)

@@ -38,7 +38,7 @@ def test_memory_round_trip_through_the_daemon(home: Home, tmp_path: Path) -> Non
     assert first == {"revision": EMPTY, "content": ""} and glob["status"] == "committed"
     assert ws["records"] == [] and ws["key"] == WorkspaceId.from_cwd(cwd).key
     assert committed["status"] == "committed"
-    assert stale == {"status": "conflict", "revision": committed["revision"]}
+    assert stale == {"status": "conflict", "revision": committed["revision"], "history": None}
     assert isinstance(invalid, RpcError) and invalid.code == INVALID_CHANGES
     assert invalid.data["problems"][0]["code"] == "remem/delete-missing"
     assert isinstance(relative, RpcError) and relative.code == INVALID_PARAMS

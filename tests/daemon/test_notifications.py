@@ -83,6 +83,18 @@ def test_hand_edits_of_memory_are_announced_and_reindexed(home: Home, tmp_path: 
             "revision": now["revision"],
             "valid": True,
         }
+        # Each generation is one history entry: the commit's by its actor, each hand edit by the
+        # watcher (valid or not), and none for the echoes or the reindexing.
+        log = await ears.client.call("memory/log", {"cwd": workspace.cwd})
+        assert [(e["actor"]["kind"], e["after"]) for e in log["entries"]] == [
+            ("hand-edit", broken["revision"]),
+            ("hand-edit", edited["revision"]),
+            ("cli", committed["revision"]),
+        ]
+        global_log = await ears.client.call("memory/log", {})
+        assert [(e["actor"]["kind"], e["after"]) for e in global_log["entries"]] == [
+            ("hand-edit", now["revision"])
+        ]
         await ears.client.close()
 
     asyncio.run(scenario())

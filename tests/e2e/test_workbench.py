@@ -13,6 +13,8 @@
     until "Show Archived Sessions", then shows dimmed), Shift+Delete restores;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's.
+(i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
+    change", confirmed in a modal dialog, brings the record back as a new history entry.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.memory.batch import CHANGES
+from remem.daemon.memory.history import Actor
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
@@ -298,21 +301,59 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
     assert scenario.node(scenario.main.id)["title"] == "Move the uploader to the queue"
 
 
+def test_memory_history_shows_an_agents_change_as_a_diff_and_undoes_it(
+    workbench: Workbench, scenario: Scenario
+) -> None:
+    record = _seed_record(scenario)
+    original = record.read_text()
+    store = MemoryStore(scenario.home)
+    workspace = WorkspaceId.from_cwd(scenario.project)
+    [put] = CHANGES.validate_python([_RECORD])
+    put.record.content = "Run every tool with uv; pip is never used here.\n"  # type: ignore[union-attr]
+    agent = Actor(kind="agent", session="6c1f9a0b2d3e4f50", client="claude-code/2.1")
+    assert store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put], agent).history
+    workbench.open_container("Remem")
+    workbench.row(MEMORY, r"prefer-uv")
+
+    workbench.run_command("Remem: Show Memory History")
+    rows = workbench.quick_pick_rows("Remem: History of")
+    assert [r.split(" ")[0] for r in rows] == ["Agent", "remem"], rows
+    workbench.screenshot("history-pick")
+    workbench.quick_pick(r"claude-code/2\.1")
+    diff = workbench.page.locator(".editor-instance .monaco-diff-editor")
+    diff.first.wait_for(timeout=UI_TIMEOUT_MS)
+    inserted = workbench.page.locator(".monaco-diff-editor .line-insert, .monaco-diff-editor .char-insert")
+    inserted.first.wait_for(timeout=UI_TIMEOUT_MS)  # both sides were read from the history
+    toast = workbench.notification(r"changed prefer-uv\.md")
+    workbench.screenshot("history-diff")
+    toast.locator(".monaco-button", has_text="Undo this change").first.click()
+    dialog = workbench.page.locator(".monaco-dialog-box", has_text="Undo this change?")
+    dialog.first.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.screenshot("history-undo-question")
+    dialog.locator(".monaco-button", has_text="Undo this change").first.click()
+    workbench.notification(r"^Undone\.")
+    assert record.read_text() == original
+    newest = store.history.log(workspace.key)[0]
+    assert newest.actor.kind == "revert" and newest.after == store.read_workspace(workspace).revision
+
+
+_RECORD = {
+    "action": "put",
+    "record": {
+        "name": "prefer-uv",
+        "description": "Use uv to run Python tools",
+        "type": "feedback",
+        "content": "Run tools with uv, never with pip.\n",
+    },
+}
+
+
 def _seed_record(scenario: Scenario) -> Path:
     """One valid record in the workspace's memory, committed as remem does."""
     store = MemoryStore(scenario.home)
     workspace = WorkspaceId.from_cwd(scenario.project)
-    change = {
-        "action": "put",
-        "record": {
-            "name": "prefer-uv",
-            "description": "Use uv to run Python tools",
-            "type": "feedback",
-            "content": "Run tools with uv, never with pip.\n",
-        },
-    }
     result = store.commit_workspace(
-        workspace, store.read_workspace(workspace).revision, CHANGES.validate_python([change])
+        workspace, store.read_workspace(workspace).revision, CHANGES.validate_python([_RECORD])
     )
     assert result.status == "committed"
     return store.folder(workspace) / "prefer-uv.md"

@@ -145,6 +145,18 @@ async def test_a_receipt_is_read_as_written(editor: Editor, reviewed: Receipted)
         }
 
 
+async def test_memory_history_and_the_files_an_entry_left(editor: Editor, reviewed: Receipted) -> None:
+    whole = await editor.request("remem/memoryHistory", {"cwd": reviewed.cwd})
+    [entry] = whole["entries"]
+    assert (entry["actor"]["kind"], entry["actor"]["review"]) == ("consolidation", reviewed.review)
+    assert entry["stat"]["added"] == [NAME] and entry["parent"] is None
+    for name, expected in ((NAME, [entry]), ("other", [])):
+        answer = await editor.request("remem/memoryHistory", {"cwd": reviewed.cwd, "record": name})
+        assert answer["entries"] == expected
+    at = await editor.request("remem/memoryAt", {"entry": entry["id"][:12]})
+    assert at["files"] == {f"{NAME}.md": reviewed.record.read_text()} and at["entry"]["id"] == entry["id"]
+
+
 async def test_settings_name_the_route(editor: Editor) -> None:
     settings = await editor.request("remem/settings", {})
     assert (settings["provider"], settings["model"], settings["apiKeyEnv"]) == (
@@ -169,6 +181,10 @@ async def test_settings_name_the_route(editor: Editor) -> None:
         ("remem/receipt", {"review": "0" * 64}, f"no review {'0' * 64}"),
         ("remem/settings", {"provider": "x"}, "`provider`: unknown key"),
         ("remem/transcript", {"id": "session-that-is-not-there"}, "session-that-is-not-there"),
+        ("remem/memoryAt", {"entry": "../HEAD"}, "`entry`: String should match pattern"),
+        ("remem/memoryAt", {"entry": "0123456789"}, "names no history entry"),
+        ("remem/memoryHistory", {"cwd": "relative"}, "`cwd`: Value error, must be an absolute path"),
+        ("remem/revertMemory", {"entry": "abc"}, "`entry`: String should match pattern"),
     ],
 )
 async def test_bad_params_get_a_specific_error(editor: Editor, method: str, params: dict, says: str) -> None:  # type: ignore[type-arg]

@@ -65,7 +65,7 @@ async def test_context_round_trip(
 async def test_tools_take_no_path_workspace_or_revision(home: Home, project: Path) -> None:
     async with agent(home, project) as session:
         tools = {tool.name: tool for tool in (await session.client.list_tools()).tools}
-    assert set(tools) == {"memory_context", "memory_read", "memory_update"}
+    assert set(tools) == {"memory_context", "memory_read", "memory_update", "memory_history"}
     assert tools["memory_context"].input_schema["properties"] == {}
     assert set(tools["memory_read"].input_schema["properties"]) == {"name"}
     update = tools["memory_update"].input_schema

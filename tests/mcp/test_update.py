@@ -58,6 +58,15 @@ async def test_update_commits_and_advances_the_observation(
     ]
     assert entries[2].scope == "global" and entries[2].workspace is None
     assert entries[0].workspace == workspace.key
+    # One history entry per committed update, naming the agent's session and client.
+    history = store.history.log(workspace.key)
+    assert [e.after for e in history] == [
+        e.revisions.after for e in reversed(entries) if e.scope == "workspace"
+    ]
+    [global_entry] = store.history.log(None)
+    for entry in [*history, global_entry]:
+        assert entry.actor.kind == "agent" and entry.actor.session == entries[0].agent.session
+        assert entry.actor.client == entries[0].agent.client
     assert entries[0].revisions.after == entries[0].revisions.planned != entries[0].revisions.before
     for path in (home.memory / "audit").iterdir():
         assert "Use uv, never pip." not in path.read_text() and "Answer tersely." not in path.read_text()

@@ -4,7 +4,7 @@
  * another extension or a link (`{session, turn?}` or a bare id); this reads all of them.
  */
 
-import { TRANSCRIPT_SCHEME } from './protocol';
+import { HISTORY_SCHEME, TRANSCRIPT_SCHEME } from './protocol';
 
 export interface SessionTarget {
   session?: string;
@@ -45,6 +45,18 @@ export function transcriptUri(sessionId: string, title?: string): string {
   const name = title ? tabName(title) : '';
   const tail = name ? `/${encodeURIComponent(name)}` : '';
   return `${TRANSCRIPT_SCHEME}:/${encodeURIComponent(sessionId)}${tail}.md`;
+}
+
+/** `remem-history:/<entry>/<file>`; a null entry is the empty state before a scope's first entry. */
+export function historyUri(entry: string | null, file: string): string {
+  return `${HISTORY_SCHEME}:/${entry ?? 'empty'}/${encodeURIComponent(file)}`;
+}
+
+/** A history document's URI path back to its entry (null: empty) and file name. */
+export function historyTarget(path: string): { entry: string | null; file: string } | undefined {
+  const match = /^\/(empty|[0-9a-f]{7,40})\/([^/]+)$/.exec(path);
+  if (!match) return undefined;
+  return { entry: match[1] === 'empty' ? null : match[1], file: match[2] };
 }
 
 export function sessionTarget(arg: unknown): SessionTarget {

@@ -9,8 +9,9 @@ import * as vscode from 'vscode';
 
 import { RememClient } from './client';
 import * as flows from './flows';
+import { HistoryProvider } from './history';
 import { MemoryView } from './memoryView';
-import { TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { HISTORY_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
@@ -108,6 +109,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     sessionsTree,
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
+    vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, new HistoryProvider(server)),
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
     server.onMemoryChanged(() => {
@@ -134,6 +136,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.openWorkspaceMemory', (arg) => flows.openWorkspaceMemory(ctx, arg)),
     command('remem.openTranscript', (arg) => flows.openTranscript(ctx, arg)),
     command('remem.showReceipt', (arg) => flows.showReceipt(ctx, arg)),
+    command('remem.showMemoryHistory', (arg) => flows.showMemoryHistory(ctx, arg)),
     command('remem.selectModel', () => flows.selectModel(ctx)),
     command('remem.enterApiKey', () => flows.enterApiKey(ctx)),
     command('remem.renameSession', (arg) => flows.renameSession(ctx, row(arg))),

@@ -4,21 +4,26 @@
  * server is asked) are tested without an editor. `vscodeapi.ts` implements `Ui` over `vscode`.
  */
 
-import { fileTarget, sessionTarget, type SessionTarget } from './args';
+import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { sessionLabel, sessionTitle, shortId } from './format';
 import {
   type FlatNode,
   type ForkResult,
+  type HistoryEntry,
+  type HistoryLogResult,
   type MemoryOverview,
   type ModelSettings,
   type ReceiptResult,
   Requests,
+  type RevertResult,
   ServerCommands,
   type SessionTreeResult,
   type TurnsResult,
 } from './protocol';
 import {
+  actorText,
   consolidationPicks,
+  historyPicks,
   type PickItem,
   providerPicks,
   type SessionPick,
@@ -39,6 +44,8 @@ export interface Ui {
   copy(text: string): Promise<void>;
   /** `title` names its tab; without it the tab shows the id. */
   openTranscript(session: string, title?: string): Promise<void>;
+  /** VS Code's diff editor on two documents (URIs), left ↔ right. */
+  openDiff(left: string, right: string, title: string): Promise<void>;
 }
 
 export interface Server {
@@ -364,4 +371,70 @@ export async function setArchived(ctx: FlowContext, arg: unknown, archived: bool
 
 function isNodeArg(arg: unknown): arg is { node: FlatNode } {
   return typeof arg === 'object' && arg !== null && 'node' in arg && typeof arg.node === 'object';
+}
+
+export const UNDO = 'Undo this change';
+
+/** The history to show: Global memory, one record, or (from the palette) the whole workspace. */
+async function historyScope(
+  ctx: FlowContext,
+  arg: unknown,
+): Promise<{ params: object; file?: string; what: string }> {
+  const path = fileTarget(arg).path;
+  const folder = await chooseFolder(ctx, sessionTarget(arg).cwd);
+  const ov = await ctx.server.request<MemoryOverview>(Requests.memoryOverview, { cwd: folder.cwd });
+  if (path && path === ov.global.path) return { params: {}, file: 'GLOBAL.md', what: 'Global memory' };
+  const record = path ? ov.records.find((r) => r.path === path) : undefined;
+  if (record) {
+    return { params: { cwd: folder.cwd, record: record.name }, file: `${record.name}.md`, what: record.name };
+  }
+  return { params: { cwd: folder.cwd }, what: `${folder.name}'s memory` };
+}
+
+/** The file of an entry to diff: the one asked about, else the one it changed, else a pick. */
+async function changedFile(ctx: FlowContext, entry: HistoryEntry, file?: string): Promise<string> {
+  if (file) return file;
+  const stat = entry.stat;
+  const names = stat ? [...stat.added, ...stat.changed, ...stat.removed] : [];
+  if (names.length === 0) return stop(ctx.ui, 'This entry changed no file.');
+  if (names.length === 1) return `${names[0]}.md`;
+  const items = names.map((name) => ({ label: name, file: `${name}.md` }));
+  const pick = await ctx.ui.pick(items, { title: 'Remem: Show Memory History', placeholder: 'Which record?' });
+  return chosen(pick).file;
+}
+
+export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promise<RevertResult | null> {
+  const scope = await historyScope(ctx, arg);
+  const { entries } = await ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.params);
+  if (entries.length === 0) return stop(ctx.ui, `No history of ${scope.what} yet.`);
+  const pick = await ctx.ui.pick(historyPicks(entries, ctx.now()), {
+    title: `Remem: History of ${scope.what}`,
+    placeholder: 'Pick a change to see it (newest first)',
+  });
+  const { entry, index } = chosen(pick);
+  const file = await changedFile(ctx, entry, scope.file);
+  const title = `${file}: ${actorText(entry)} · ${entry.at.slice(0, 16).replace('T', ' ')}`;
+  await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
+  if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
+  return undoChange(ctx, entry, index);
+}
+
+/** Revert to the state before `entry` (`index` newer entries are undone with it), if confirmed. */
+async function undoChange(ctx: FlowContext, entry: HistoryEntry, index: number): Promise<RevertResult | null> {
+  if (!entry.parent) {
+    return stop(ctx.ui, 'This is the first entry of this history: there is no earlier state to go back to.');
+  }
+  const later = index === 0 ? '' : ` The ${index} later change(s) are undone with it.`;
+  const detail =
+    'Memory goes back to how it was before this change, as a new change of its own ' +
+    `(the history keeps everything).${later}`;
+  if (!(await ctx.ui.confirm('Undo this change?', detail, UNDO))) return null;
+  const result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent });
+  ctx.refreshMemory();
+  if (result.status === 'conflict') {
+    await ctx.ui.info('Memory changed meanwhile, so nothing was undone. Look at the history again and retry.');
+  } else {
+    await ctx.ui.info(result.status === 'committed' ? 'Undone.' : 'Nothing to undo: memory is already that way.');
+  }
+  return result;
 }

@@ -1,7 +1,7 @@
 /** Quick-pick items for the palette commands, as plain data (`vscode.QuickPickItem`-shaped). */
 
 import { age, reviewText, sessionLabel, shortId } from './format';
-import type { FlatNode, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
+import type { FlatNode, HistoryEntry, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
 import { isEligible } from './sessionTree';
 
 export interface PickItem {
@@ -24,6 +24,57 @@ export interface ReceiptPick extends PickItem {
 
 export interface ProviderPick extends PickItem {
   provider: string;
+}
+
+export interface HistoryPick extends PickItem {
+  entry: HistoryEntry;
+  index: number; // 0 is the newest
+}
+
+const ACTORS: Record<HistoryEntry['actor']['kind'], string> = {
+  cli: 'remem command',
+  agent: 'Agent',
+  consolidation: 'Consolidation',
+  'hand-edit': 'Edited by hand',
+  recovered: 'Found on start (changed while remem was not watching)',
+  revert: 'Revert',
+};
+
+/** Who made an entry, with the ids that say which one. */
+export function actorText(entry: HistoryEntry): string {
+  const { actor } = entry;
+  const details = [
+    actor.client,
+    actor.review ? `review ${actor.review.slice(0, 12)}` : null,
+    actor.reverts ? `back to ${actor.reverts.slice(0, 12)}` : null,
+  ].filter(Boolean);
+  return details.length ? `${ACTORS[actor.kind]} (${details.join(', ')})` : ACTORS[actor.kind];
+}
+
+/** What an entry changed, in one line: `added a; changed b (+3 −1)`. */
+export function statText(entry: HistoryEntry): string {
+  const stat = entry.stat;
+  if (!stat) return '';
+  const parts = (
+    [
+      ['added', stat.added],
+      ['changed', stat.changed],
+      ['removed', stat.removed],
+    ] as const
+  )
+    .filter(([, names]) => names.length > 0)
+    .map(([label, names]) => `${label} ${names.join(', ')}`);
+  return parts.length ? `${parts.join('; ')} (+${stat.insertions} −${stat.deletions})` : 'no file changed';
+}
+
+export function historyPicks(entries: readonly HistoryEntry[], nowMs: number): HistoryPick[] {
+  return entries.map((entry, index) => ({
+    label: actorText(entry),
+    description: `${age(Date.parse(entry.at), nowMs)} · ${entry.id.slice(0, 12)}`,
+    detail: statText(entry),
+    entry,
+    index,
+  }));
 }
 
 function newestFirst(nodes: readonly FlatNode[]): FlatNode[] {

@@ -10,6 +10,9 @@ export const Requests = {
   memoryOverview: 'remem/memoryOverview',
   receipt: 'remem/receipt',
   settings: 'remem/settings',
+  memoryHistory: 'remem/memoryHistory',
+  memoryAt: 'remem/memoryAt',
+  revertMemory: 'remem/revertMemory',
 } as const;
 
 export const Notifications = {
@@ -30,6 +33,8 @@ export const ServerCommands = {
 } as const;
 
 export const TRANSCRIPT_SCHEME = 'remem-session';
+/** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
+export const HISTORY_SCHEME = 'remem-history';
 
 export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed';
 
@@ -134,4 +139,50 @@ export interface StatusParams {
   state: 'connected' | 'starting' | 'unavailable';
   message?: string | null;
   consolidating?: string | null;
+}
+
+export interface HistoryActor {
+  kind: 'cli' | 'agent' | 'consolidation' | 'hand-edit' | 'recovered' | 'revert';
+  session?: string | null;
+  client?: string | null;
+  review?: string | null;
+  reverts?: string | null;
+}
+
+export interface HistoryStat {
+  added: string[];
+  changed: string[];
+  removed: string[];
+  insertions: number;
+  deletions: number;
+}
+
+/** One entry of `remem/memoryHistory`: a generation of Global or of a workspace. */
+export interface HistoryEntry {
+  id: string;
+  parent: string | null;
+  scope: 'global' | 'workspace';
+  workspace: string | null;
+  actor: HistoryActor;
+  before: string;
+  after: string;
+  at: string; // ISO 8601, UTC
+  stat: HistoryStat | null;
+}
+
+export interface HistoryLogResult {
+  scope: 'global' | 'workspace';
+  workspace: string | null;
+  entries: HistoryEntry[];
+}
+
+export interface MemoryAtResult {
+  entry: HistoryEntry;
+  files: Record<string, string>;
+}
+
+export interface RevertResult {
+  status: 'committed' | 'no-change' | 'conflict';
+  revision: string;
+  history: string | null;
 }

@@ -47,6 +47,11 @@ export const editorUi: Ui = {
   async openFile(path) {
     await vscode.window.showTextDocument(vscode.Uri.file(path), { preview: false });
   },
+  async openDiff(left, right, title) {
+    await vscode.commands.executeCommand('vscode.diff', vscode.Uri.parse(left), vscode.Uri.parse(right), title, {
+      preview: false,
+    });
+  },
   async openTranscript(session, title) {
     const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(transcriptUri(session, title)));
     await vscode.window.showTextDocument(document, { preview: false });

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 
 import * as flows from '../src/flows';
 import type { PickItem } from '../src/picks';
+import type { HistoryEntry } from '../src/protocol';
 import { FAMILY, NOW, node } from './fixtures';
 
 /** A scripted UI and server that record what the flow asked and sent. */
@@ -13,12 +14,12 @@ class Harness implements flows.Ui, flows.Server {
   picks: Array<(items: PickItem[]) => PickItem | undefined> = [];
   inputs: Array<string | undefined> = [];
   confirmAnswer = true;
+  infoAnswers: Array<string | undefined> = [];
   confirmed: Array<[string, string]> = [];
   responses: Record<string, unknown> = { 'remem/settings': ROUTE };
   folders: flows.Folder[] = [{ name: 'proj', cwd: '/proj' }];
   active: string | undefined = undefined;
   copied: string[] = [];
-  infoAnswer: string | undefined = undefined;
   sessionRefreshes = 0;
   memoryRefreshes = 0;
 
@@ -48,7 +49,7 @@ class Harness implements flows.Ui, flows.Server {
   }
   async info(message: string) {
     this.asked.push(`info:${message}`);
-    return this.infoAnswer;
+    return this.infoAnswers.shift();
   }
   warnings: string[] = [];
   warnAnswers: Array<string | undefined> = [];
@@ -62,6 +63,9 @@ class Harness implements flows.Ui, flows.Server {
   }
   async copy(text: string) {
     this.copied.push(text);
+  }
+  async openDiff(left: string, right: string, title: string) {
+    this.opened.push(`diff:${left} ↔ ${right} · ${title}`);
   }
   async openFile(path: string) {
     this.opened.push(path);
@@ -167,7 +171,7 @@ test('branch: pick session and turn, confirm the warning, fork with confirmed: t
 test('branch from the palette offers the transcript in the active editor first; its id can be copied', async () => {
   const h = new Harness();
   h.active = 'session-fork';
-  h.infoAnswer = flows.COPY_ID;
+  h.infoAnswers.push(flows.COPY_ID);
   h.responses['remem/sessionTree'] = { nodes: FAMILY };
   h.responses['remem/sessionTurns'] = TURNS;
   h.responses['remem.lsp.fork'] = { id: 'session-child' };
@@ -361,4 +365,81 @@ test('archive from the palette offers only active sessions, restore only archive
       ['remem.lsp.restore', { session: 'z' }],
     ],
   );
+});
+
+const ENTRY = (id: string, parent: string | null, fields: Partial<HistoryEntry> = {}): HistoryEntry => ({
+  id,
+  parent,
+  scope: 'workspace',
+  workspace: 'k',
+  actor: { kind: 'hand-edit' },
+  before: 'sha256:b',
+  after: 'sha256:a',
+  at: new Date(NOW - 2 * 60_000).toISOString(),
+  stat: { added: [], changed: ['prefer-uv'], removed: [], insertions: 1, deletions: 1 },
+  ...fields,
+});
+const RECORDS = [
+  { name: 'prefer-uv', type: 'feedback', description: 'd', path: '/h/w/k/prefer-uv.md', valid: true, problems: 0 },
+];
+
+test('memory history of a record: pick a change, see its diff, undo it after a modal confirmation', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+  const newest = ENTRY('b'.repeat(40), 'a'.repeat(40));
+  const older = ENTRY('a'.repeat(40), 'c'.repeat(40), { actor: { kind: 'agent', client: 'claude-code/2.1' } });
+  h.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries: [newest, older] };
+  h.responses['remem/revertMemory'] = { status: 'committed', revision: 'sha256:x', history: 'd'.repeat(40) };
+  h.picks.push((items) => items[1]);
+  h.infoAnswers.push(flows.UNDO);
+  const item = { type: 'memory', cwd: '/proj', node: { path: '/h/w/k/prefer-uv.md' } };
+  const result = await flows.showMemoryHistory(h.ctx, item);
+  assert.deepEqual(h.sent[1], ['remem/memoryHistory', { cwd: '/proj', record: 'prefer-uv' }]);
+  assert.equal(h.asked[0], 'pick:Remem: History of prefer-uv:Edited by hand|Agent (claude-code/2.1)');
+  const diff = /^diff:remem-history:\/c{40}\/prefer-uv\.md ↔ remem-history:\/a{40}\/prefer-uv\.md · prefer-uv\.md: Agent/;
+  assert.match(h.opened[0], diff);
+  assert.equal(h.confirmed[0][0], 'Undo this change?');
+  assert.match(h.confirmed[0][1], /The 1 later change\(s\) are undone with it\./);
+  assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40) }], 'back to the state before it');
+  assert.equal(result?.status, 'committed');
+  assert.equal(h.asked.at(-1), 'info:Undone.');
+  assert.equal(h.memoryRefreshes, 1);
+});
+
+test('memory history: Global by its file, a declined undo sends nothing, a conflict is told', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = OVERVIEW;
+  const first = ENTRY('e'.repeat(40), null, { scope: 'global', workspace: null, actor: { kind: 'cli' } });
+  h.responses['remem/memoryHistory'] = { scope: 'global', workspace: null, entries: [first] };
+  h.picks.push((items) => items[0]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.run(() => flows.showMemoryHistory(h.ctx, { node: { path: '/h/GLOBAL.md' } }));
+  assert.deepEqual(h.sent[1], ['remem/memoryHistory', {}]);
+  assert.match(h.opened[0], /^diff:remem-history:\/empty\/GLOBAL\.md ↔ /, 'the first entry starts from nothing');
+  assert.match(h.asked.at(-1) ?? '', /first entry of this history/);
+
+  const workspace = new Harness();
+  workspace.responses['remem/memoryOverview'] = OVERVIEW;
+  const stat = { added: ['x'], changed: ['y'], removed: [], insertions: 2, deletions: 0 };
+  const two = ENTRY('f'.repeat(40), 'a'.repeat(40), { stat });
+  workspace.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries: [two] };
+  workspace.responses['remem/revertMemory'] = { status: 'conflict', revision: 'sha256:z', history: null };
+  workspace.picks.push((items) => items[0], byLabel('y'));
+  workspace.infoAnswers.push(flows.UNDO);
+  workspace.confirmAnswer = false;
+  await flows.run(() => flows.showMemoryHistory(workspace.ctx));
+  assert.deepEqual(workspace.sent[1], ['remem/memoryHistory', { cwd: '/proj' }]);
+  assert.match(workspace.opened[0], /\/y\.md · y\.md/);
+  assert.ok(!workspace.sent.some(([method]) => method === 'remem/revertMemory'), 'declined: nothing sent');
+  workspace.picks.push((items) => items[0], byLabel('x'));
+  workspace.infoAnswers.push(flows.UNDO);
+  workspace.confirmAnswer = true;
+  await flows.run(() => flows.showMemoryHistory(workspace.ctx));
+  assert.match(workspace.asked.at(-1) ?? '', /^info:Memory changed meanwhile, so nothing was undone/);
+
+  const empty = new Harness();
+  empty.responses['remem/memoryOverview'] = OVERVIEW;
+  empty.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries: [] };
+  await flows.run(() => flows.showMemoryHistory(empty.ctx));
+  assert.deepEqual(empty.asked, ["info:No history of proj's memory yet."]);
 });

@@ -1,0 +1,43 @@
+"""memory_history: an agent sees who changed its project's memory and Global memory, and what."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.daemon.helpers import wait_until
+
+from .conftest import EMPTY, agent, put, text_of
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_an_agent_sees_its_own_changes_and_the_users_correction(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    async with agent(home, project) as session:
+        empty = await session.call("memory_history")
+        assert text_of(empty) == "No changes to memory have been recorded yet."
+        await session.context()
+        committed = await session.update(put("prefer-uv", "Use uv.\n"), put("release-steps"))
+        assert not committed.is_error, text_of(committed)
+        record = store.folder(workspace) / "prefer-uv.md"
+        record.write_text(record.read_text().replace("Use uv.", "Use uv, never pip."))  # the user corrects it
+        wait_until(lambda: store.history.log(workspace.key)[0].actor.kind == "hand-edit")  # the daemon saw it
+        store.replace_global(EMPTY, "Answer tersely.\n")
+
+        result = await session.call("memory_history", {"limit": 5})
+        assert not result.is_error and result.content
+        lines = text_of(result).splitlines()
+        assert lines[0] == "Recent changes to memory, newest first:"
+        assert lines[1].endswith("by a `remem` command: Global memory changed")
+        assert lines[2].endswith("by the user, editing by hand: this project: changed `prefer-uv`")
+        assert lines[3].endswith("by you (this session): this project: added `prefer-uv`, `release-steps`")
+        assert str(home.root) not in text_of(result) and "sha256:" not in text_of(result)
+
+        refused = await session.call("memory_history", {"limit": 500, "cwd": "/"})
+        assert refused.is_error and "limit" in text_of(refused) and "cwd" in text_of(refused)

@@ -1,0 +1,288 @@
+"""Memory history: one entry per generation and actor, crash reconciliation, a broken repository.
+
+The history is written after the store's own commit point and never decides memory: these
+tests kill the committing process at every history fault point, corrupt and delete the
+repository, and check that memory commits go on and the history ends at the state memory is in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pygit2
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.faults import EXIT_CODE, POINTS
+from remem.daemon.home import Home
+from remem.daemon.memory.history import Actor
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.server.memory_methods import MemoryMethods
+from remem.daemon.server.protocol import HistoryLogParams, RevertParams
+
+from .factory import delete, put
+from .test_crash_recovery import EMPTY, run_driver
+
+HISTORY_POINTS = ["history.before-entry", "history.after-objects", "history.after-ref"]
+
+
+def kinds(store: MemoryStore, key: str | None) -> list[str]:
+    return [e.actor.kind for e in store.history.log(key)]
+
+
+def run(home: Home, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home.root), "--no-daemon", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_every_history_fault_point_is_covered() -> None:
+    assert {p for p in POINTS if p.startswith("history.")} == set(HISTORY_POINTS)
+
+
+def test_each_commit_is_one_entry_with_its_revisions(store: MemoryStore, workspace: WorkspaceId) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")])
+    second = store.commit_workspace(workspace, first.revision, [delete("alpha"), put("gamma")])
+    unchanged = store.commit_workspace(workspace, second.revision, [put("gamma")])
+    stale = store.commit_workspace(workspace, first.revision, [put("delta")])
+    assert unchanged.status == "no-change" and stale.status == "conflict"
+    assert unchanged.history is None and stale.history is None
+
+    newest, oldest = store.history.log(workspace.key)
+    assert (newest.id, oldest.id) == (second.history, first.history)
+    assert (oldest.before, oldest.after, newest.before, newest.after) == (
+        EMPTY,
+        first.revision,
+        first.revision,
+        second.revision,
+    )
+    assert newest.parent == oldest.id and oldest.parent is None
+    assert newest.actor == Actor(kind="cli") and newest.workspace == workspace.key
+    stat = store.history.with_stat(newest).stat
+    assert stat is not None and (stat.added, stat.changed, stat.removed) == (["gamma"], [], ["alpha"])
+    # Only memory files are kept: record files, never MEMORY.md or workspace.json.
+    assert sorted(store.history.files_at(newest.id)) == ["beta.md", "gamma.md"]
+
+    text = store.replace_global(
+        store.read_global().revision, "Be brief.\n", Actor(kind="agent", session="s1")
+    )
+    [entry] = store.history.log(None)
+    assert entry.id == text.history and entry.actor.session == "s1" and entry.scope == "global"
+    assert store.history.files_at(entry.id) == {"GLOBAL.md": b"Be brief.\n"}
+
+
+def test_the_history_repository_is_bare_and_outside_memory(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    repo = pygit2.Repository(str(store.home.root / "history"))
+    assert repo.is_bare and sorted(repo.branches.local) == [f"ws-{workspace.key}"]
+    assert not (store.home.memory / "history").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", HISTORY_POINTS)
+def test_a_crash_in_the_history_write_is_reconciled(
+    point: str, store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    payload = json.dumps([put("beta").model_dump()])
+    crashed = run_driver(point, "commit", str(store.home.root), workspace.cwd, base.revision, payload)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    current = store.read_workspace(workspace)
+    assert {r.name for r in current.records} == {"alpha", "beta"}, "the memory commit stands"
+
+    fresh = MemoryStore(store.home)  # the next start
+    asyncio.run(MemoryMethods(store.home).reconcile_history())
+    entries = fresh.history.log(workspace.key)
+    assert entries[0].after == current.revision and [e.after for e in entries[1:]] == [base.revision]
+    # Cut off before its ref moved, the entry is replaced by the state found on start.
+    assert entries[0].actor.kind == ("cli" if point == "history.after-ref" else "recovered")
+    asyncio.run(MemoryMethods(store.home).reconcile_history())
+    assert len(fresh.history.log(workspace.key)) == 2, "reconciling twice adds nothing"
+
+
+def test_edits_while_no_daemon_ran_are_one_entry_on_start(store: MemoryStore, workspace: WorkspaceId) -> None:
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    folder = store.folder(workspace)
+    (folder / "alpha.md").write_text((folder / "alpha.md").read_text() + "More.\n")
+    shutil.copy(folder / "alpha.md", folder / "beta.md")  # invalid: its name says alpha
+    store.home.global_file.write_text("Written by hand.\n")
+    asyncio.run(MemoryMethods(store.home).reconcile_history())
+    assert kinds(store, workspace.key) == ["recovered", "cli"]
+    assert kinds(store, None) == ["recovered"]
+    assert sorted(store.history.files_at(store.history.log(workspace.key)[0].id)) == ["alpha.md", "beta.md"]
+
+
+def test_an_untracked_state_is_recorded_before_the_commit_that_leaves_it(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    (store.folder(workspace) / "alpha.md").write_text(
+        (store.folder(workspace) / "alpha.md").read_text() + "By hand.\n"
+    )
+    edited = store.read_workspace(workspace).revision
+    store.commit_workspace(workspace, edited, [put("beta")])
+    entries = store.history.log(workspace.key)
+    assert [(e.actor.kind, e.before, e.after) for e in entries[1:]] == [
+        ("recovered", edited, edited),
+        ("cli", EMPTY, first.revision),
+    ]
+    assert entries[0].before == edited
+
+
+def test_a_corrupt_repository_never_blocks_a_commit_and_is_rebuilt(
+    store: MemoryStore, workspace: WorkspaceId, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    ref = store.home.root / "history" / "refs" / "heads" / f"ws-{workspace.key}"
+    ref.write_text("0" * 40 + "\n")  # a branch naming an object that is not there
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        second = MemoryStore(store.home).commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed" and second.history is not None
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "could not be read" in warning and "set aside as history.broken-" in warning
+    assert "Why it matters" not in warning, "warnings carry no memory content"
+    assert kinds(store, workspace.key) == ["cli", "recovered"], "rebuilt from the state it started from"
+    assert [p.name.startswith("history.broken-") for p in store.home.root.glob("history.*")] == [True]
+
+
+def test_a_deleted_repository_is_started_again_with_a_warning(
+    store: MemoryStore, workspace: WorkspaceId, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    shutil.rmtree(store.home.root / "history")
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        second = MemoryStore(store.home).commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed"
+    assert any("was deleted" in r.getMessage() for r in caplog.records)
+    assert [e.after for e in store.history.log(workspace.key)] == [second.revision, first.revision]
+
+
+def test_a_file_where_the_repository_belongs_is_one_warning_and_set_aside(
+    store: MemoryStore, workspace: WorkspaceId, caplog: pytest.LogCaptureFixture
+) -> None:
+    (store.home.root / "history").write_text("a file where the repository belongs\n")
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        result = MemoryStore(store.home).commit_workspace(workspace, EMPTY, [put("alpha")])
+    assert result.status == "committed" and {r.name for r in store.read_workspace(workspace).records} == {
+        "alpha"
+    }
+    assert len(caplog.records) == 1 and "memory history" in caplog.records[0].getMessage()
+
+
+def test_history_off_changes_nothing_of_memory(home: Home, workspace: WorkspaceId) -> None:
+    store = MemoryStore(home, history=False)
+    result = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    assert result.status == "committed" and result.history is None
+    assert not (home.root / "history").exists()
+
+
+def test_revert_is_a_new_generation_and_a_stale_one_is_a_conflict(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    second = store.commit_workspace(workspace, first.revision, [put("alpha", body="Changed.\n"), put("beta")])
+    methods = MemoryMethods(store.home)
+    assert first.history is not None
+    stale = asyncio.run(
+        methods.revert(RevertParams(entry=first.history[:8], expectedRevision=first.revision))
+    )
+    assert stale.status == "conflict" and stale.revision == second.revision
+    assert len(store.history.log(workspace.key)) == 2, "a refused revert leaves no entry"
+
+    reverted = asyncio.run(methods.revert(RevertParams(entry=first.history[:8])))
+    assert reverted.status == "committed" and reverted.revision == first.revision
+    newest = store.history.log(workspace.key)[0]
+    assert newest.id == reverted.history and newest.actor == Actor(kind="revert", reverts=first.history)
+    assert {r.name: r.content for r in store.read_workspace(workspace).records} == {
+        "alpha": "Why it matters.\n"
+    }
+    again = asyncio.run(methods.revert(RevertParams(entry=first.history)))
+    assert again.status == "no-change" and len(store.history.log(workspace.key)) == 3
+
+
+def test_a_concurrent_commit_makes_the_revert_a_conflict(store: MemoryStore, workspace: WorkspaceId) -> None:
+    """Another writer commits between the revert's plan and its commit: nothing is lost."""
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    methods = MemoryMethods(store.home)
+    planned = methods.store.workspace_files
+
+    def plan_then_someone_commits(ws: WorkspaceId) -> dict[str, bytes]:
+        files = planned(ws)
+        MemoryStore(store.home).commit_workspace(workspace, second.revision, [put("gamma")])
+        return files
+
+    methods.store.workspace_files = plan_then_someone_commits  # type: ignore[method-assign]
+    assert first.history is not None
+    result = asyncio.run(methods.revert(RevertParams(entry=first.history)))
+    assert result.status == "conflict"
+    assert {r.name for r in store.read_workspace(workspace).records} == {"alpha", "beta", "gamma"}
+    assert kinds(store, workspace.key) == ["cli", "cli", "cli"]
+
+
+def test_the_cli_logs_diffs_shows_and_reverts(home: Home, workspace: WorkspaceId, tmp_path: Path) -> None:
+    store = MemoryStore(home)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    second = store.commit_workspace(workspace, first.revision, [put("alpha", body="Corrected.\n")])
+    assert first.history is not None and second.history is not None
+
+    code, out, _ = run(home, "memory", "log", "--cwd", workspace.cwd)
+    assert code == 0
+    assert out.splitlines()[0].startswith(f"{second.history[:12]}  ") and "changed alpha (+1 -1)" in out
+    code, out, _ = run(home, "memory", "log", "--cwd", workspace.cwd, "--json", "--no-stat")
+    logged = json.loads(out)
+    assert [e["id"] for e in logged["entries"]] == [second.history, first.history]
+    assert logged["entries"][0]["stat"] is None
+
+    code, out, _ = run(home, "memory", "diff", second.history[:10])
+    assert code == 0 and "-Why it matters.\n+Corrected.\n" in out and "changed alpha" in out
+    code, out, _ = run(home, "memory", "diff", first.history, second.history, "--json")
+    assert json.loads(out)["stat"]["changed"] == ["alpha"]
+    code, out, _ = run(home, "memory", "show", "--at", first.history[:10])
+    assert code == 0 and "==> alpha.md <==" in out and "Why it matters." in out
+
+    code, out, _ = run(home, "memory", "revert", first.history[:10], "--expected-revision", first.revision)
+    assert code == 3 and "conflict" in out + _
+    code, out, _ = run(home, "memory", "revert", first.history[:10], "--json")
+    assert code == 0 and json.loads(out)["revision"] == first.revision
+
+    code, _, err = run(home, "memory", "diff", "not-hex")
+    assert code != 0 and "not a history entry id" in err
+    code, _, err = run(home, "memory", "show", "--at", "0123456789")
+    assert code != 0 and "names no history entry" in err
+    code, out, _ = run(home, "memory", "log", "--global")
+    assert code == 0 and out == "(no history yet)\n"
+    text = tmp_path / "global.md"
+    text.write_text("Be brief.\n")
+    code, out, _ = run(home, "memory", "replace-global", "--expected-revision", EMPTY, "--file", str(text))
+    assert code == 0 and kinds(store, None) == ["cli"]
+    code, out, _ = run(home, "memory", "log", "--global")
+    assert out.startswith(f"{store.history.log(None)[0].id[:12]}  ") and "cli  added GLOBAL.md (+1 -0)" in out
+    code, _, err = run(home, "memory", "log", "--global", "--cwd", workspace.cwd)
+    assert code != 0 and "different scopes" in err
+
+
+def test_the_log_reads_what_no_daemon_saw(home: Home, workspace: WorkspaceId) -> None:
+    store = MemoryStore(home)
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    (store.folder(workspace) / "alpha.md").write_text("broken by hand\n")
+    result = asyncio.run(MemoryMethods(home).log(HistoryLogParams(cwd=workspace.cwd)))
+    assert [e.actor.kind for e in result.entries] == ["recovered", "cli"]
+    assert result.entries[0].stat is not None and result.entries[0].stat.changed == ["alpha"]
+
+
+def test_a_lock_file_a_dead_writer_left_does_not_stop_the_history(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    branch = store.home.root / "history" / "refs" / "heads" / f"ws-{workspace.key}"
+    branch.with_name(branch.name + ".lock").write_text("killed while moving the branch\n")
+    second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.history is not None and kinds(store, workspace.key) == ["cli", "cli"]
