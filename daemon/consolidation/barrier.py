@@ -10,7 +10,7 @@ else: a third party changed it, and nothing is overwritten (`target-conflict`).
 from __future__ import annotations
 
 from ..faults import faultpoint
-from ..memory.history import GLOBAL_FILE, Actor, FileStat, HistoryError, stat
+from ..memory.history import GLOBAL_FILE, RECOVERED, Actor, FileStat, HistoryError, stat
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
 from .proposal import ProposedChange, ReplaceGlobal, batch_change
@@ -41,6 +41,8 @@ def converge(
         if result.status == "conflict":
             return _conflict(receipt, "Global changed by someone else meanwhile")
         entries[None] = result.history
+    elif replace:  # committed before a crash, which may have cut off its history entry
+        store.sync_history(None, RECOVERED)
     faultpoint("consolidation.after-global-commit")
     batch = [batch_change(c) for c in changes if not isinstance(c, ReplaceGlobal)]
     if batch and workspace_now != target.workspaceRevisions.planned:
@@ -48,6 +50,8 @@ def converge(
         if result.status == "conflict":
             return _conflict(receipt, "the workspace changed by someone else meanwhile")
         entries[workspace.key] = result.history
+    elif batch:
+        store.sync_history(workspace.key, RECOVERED)
     faultpoint("consolidation.after-workspace-commit")
     faultpoint("consolidation.before-committed-receipt")
     committed = target.model_copy(
