@@ -8,6 +8,7 @@ nothing is ever dropped or rewritten behind the user's back.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -22,11 +23,11 @@ from ..fsutil import (
     ensure_private_dir,
     is_temp_name,
     remove_stale_temps,
-    replace_durably,
     write_temp,
 )
 from ..home import Home
 from ..locks import file_lock
+from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in
 from .batch import (
     DeleteChange,
     GlobalPlan,
@@ -118,13 +119,17 @@ class MemoryStore:
         _check_revision(expected_revision)
 
         def commit() -> CommitResult:
-            current = self._read_global_bytes()
+            existing = self._read_global_file()
+            current = existing or b""
             if global_revision(current) != expected_revision:
                 return CommitResult(status="conflict", revision=global_revision(current))
             plan = plan_global(current, content)
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
-            self._publish_global(plan)
+            try:
+                self._publish_global(plan, ABSENT if existing is None else digest(existing))
+            except Displaced:
+                return CommitResult(status="conflict", revision=global_revision(self._read_global_bytes()))
             return CommitResult(status="committed", revision=plan.after)
 
         return self._locked_global(commit, exclusive=True)
@@ -161,7 +166,11 @@ class MemoryStore:
             plan = plan_workspace(files, changes)
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
-            self._publish_workspace(workspace, plan)
+            try:
+                self._publish_workspace(workspace, plan, files)
+            except Displaced:
+                saved = _read_records(self.folder(workspace), _listing(self.folder(workspace)))
+                return CommitResult(status="conflict", revision=workspace_revision(saved))
             return CommitResult(status="committed", revision=plan.after)
 
         return self._locked_workspace(workspace, commit, exclusive=True)
@@ -169,17 +178,19 @@ class MemoryStore:
     def regenerate_index(self, workspace: WorkspaceId) -> bool:
         """Rewrite `MEMORY.md` from valid records; False when it was already in sync."""
 
-        def regenerate(files: dict[str, bytes]) -> bool:
-            records = self._valid_records(workspace, files)
-            wanted = render_index(records).encode("utf-8")
-            target = self.folder(workspace) / INDEX_FILE
-            if target.exists() and target.read_bytes() == wanted:
-                return False
-            ensure_private_dir(target.parent)
-            atomic_write(target, wanted)
-            return True
+        return self._locked_workspace(
+            workspace, lambda files: self._write_index(workspace, files), exclusive=True
+        )
 
-        return self._locked_workspace(workspace, regenerate, exclusive=True)
+    def _write_index(self, workspace: WorkspaceId, files: dict[str, bytes]) -> bool:
+        records = self._valid_records(workspace, files)
+        wanted = render_index(records).encode("utf-8")
+        target = self.folder(workspace) / INDEX_FILE
+        if target.exists() and target.read_bytes() == wanted:
+            return False
+        ensure_private_dir(target.parent)
+        atomic_write(target, wanted)
+        return True
 
     def folder(self, workspace: WorkspaceId) -> Path:
         return self.home.workspaces / workspace.key
@@ -197,15 +208,24 @@ class MemoryStore:
     # -- Internals ------------------------------------------------------------------------
 
     def _read_global_bytes(self) -> bytes:
+        return self._read_global_file() or b""
+
+    def _read_global_file(self) -> bytes | None:
         try:
             return self.home.global_file.read_bytes()
         except FileNotFoundError:
-            return b""
+            return None
 
-    def _publish_global(self, plan: GlobalPlan) -> None:
+    def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
         temp = write_temp(self.home.global_file, plan.content)
         faultpoint("memory.global.after-temp-write")
-        replace_durably(temp, self.home.global_file)
+        try:
+            swap_in(temp, self.home.global_file, expected)
+        except Displaced:
+            discard(temp)
+            raise
+        faultpoint("memory.global.after-exchange")
+        discard(temp)
 
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
         lock = self.home.locks / "global.lock"
@@ -230,8 +250,10 @@ class MemoryStore:
                 if not needs_recovery(names):
                     return action(_read_records(folder, names))
         with file_lock(lock):
-            if folder.is_dir():
-                recover(folder)
+            if folder.is_dir() and recover(folder):
+                # A hand save kept during recovery can leave the plan's index behind the records.
+                with contextlib.suppress(MemoryInvalid):
+                    self._write_index(workspace, _read_records(folder, _listing(folder)))
             return action(_read_records(folder, _listing(folder)))
 
     def _valid_records(self, workspace: WorkspaceId, files: dict[str, bytes]) -> list[Record]:
@@ -247,7 +269,10 @@ class MemoryStore:
             raise MemoryInvalid(broken, workspace_revision(files))
         return [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
 
-    def _publish_workspace(self, workspace: WorkspaceId, plan: WorkspacePlan) -> None:
+    def _publish_workspace(
+        self, workspace: WorkspaceId, plan: WorkspacePlan, files: dict[str, bytes]
+    ) -> None:
+        """Raises Displaced when a record was saved by hand since `files` were read."""
         folder = self.folder(workspace)
         if not folder.is_dir():
             ensure_private_dir(folder)
@@ -255,7 +280,11 @@ class MemoryStore:
             atomic_write(folder / WORKSPACE_INFO, info.model_dump_json(indent=2).encode() + b"\n")
         writes = dict(plan.writes)
         writes[INDEX_FILE] = index_bytes(plan)
-        write_generation(folder, plan.after, writes, plan.deletes)
+        expected = {
+            name: digest(files[name]) if name in files else ABSENT for name in [*writes, *plan.deletes]
+        }
+        expected[INDEX_FILE] = ANY  # generated from the records; nobody's edits live there
+        write_generation(folder, plan.after, writes, plan.deletes, expected)
 
 
 _IRREGULAR = diagnostic(

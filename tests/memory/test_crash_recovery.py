@@ -56,7 +56,12 @@ def leftovers(folder: Path) -> list[str]:
 
 
 def test_every_memory_fault_point_is_covered() -> None:
-    covered = set(ROLLS_FORWARD) | {"memory.global.after-temp-write", "settings.after-temp-write"}
+    covered = set(ROLLS_FORWARD) | {
+        "memory.global.after-temp-write",
+        "memory.global.after-exchange",
+        "memory.workspace.mid-rollback",
+        "settings.after-temp-write",
+    }
     assert {p for p in POINTS if p.startswith(("memory.", "settings."))} == covered
 
 
@@ -94,6 +99,45 @@ def test_global_replace_crash(store: MemoryStore) -> None:
     assert store.read_global().content == "Old global.\n"
     assert leftovers(store.home.memory) == []
     assert store.replace_global(base, "New global.\n").status == "committed"
+
+
+@pytest.mark.slow
+def test_global_crash_after_exchange(store: MemoryStore) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    crashed = run_driver(
+        "memory.global.after-exchange", "replace-global", str(store.home.root), base, "New global.\n"
+    )
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    assert leftovers(store.home.memory) != [], "the crash left the displaced file"
+    assert store.read_global().content == "New global.\n"
+    assert leftovers(store.home.memory) == []
+
+
+@pytest.mark.slow
+def test_crash_while_undoing_for_a_hand_save(store: MemoryStore, workspace: WorkspaceId) -> None:
+    """A commit that meets a hand save undoes its steps; killed mid-undo, recovery finishes the
+    generation around the saved file, which stays exactly as saved."""
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    saved = (store.folder(workspace) / "alpha.md").read_text().replace("Why it matters.", "Saved by hand.")
+    batch = [delete("alpha"), put("beta", body="Beta, updated.\n"), put("gamma")]
+    payload = json.dumps([c.model_dump() for c in batch])
+    crashed = run_driver(
+        "memory.workspace.mid-rollback",
+        "commit-against-save",
+        *(str(store.home.root), workspace.cwd, base, payload, "alpha.md", saved),
+    )
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    assert JOURNAL_NAME in os.listdir(store.folder(workspace))
+
+    assert generation(store, workspace) == {
+        "alpha": "Saved by hand.\n",
+        "beta": "Beta, updated.\n",
+        "gamma": "Why it matters.\n",
+    }
+    folder = store.folder(workspace)
+    assert (folder / "alpha.md").read_text() == saved
+    assert leftovers(folder) == []
+    assert (folder / "MEMORY.md").read_text() == render_index(store.read_workspace(workspace).records)
 
 
 @pytest.mark.slow
