@@ -45,6 +45,7 @@ from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
 WORKER_THREADS = 32
+STATUS_CHECK_SECONDS = 0.5
 _PEERCRED = struct.Struct("3i")
 
 
@@ -58,6 +59,7 @@ class Daemon:
         self._serving: set[asyncio.Task[None]] = set()  # one task per connection
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
+        self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
         self.memory = MemoryMethods(home, self.publish)
         self.sessions = SessionMethods(home, publish=self.publish)
         self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
@@ -98,7 +100,9 @@ class Daemon:
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,
         )  # fmt: skip
-        atomic_write(self.paths.status, info.model_dump_json().encode() + b"\n")
+        self._status_file = info.model_dump_json().encode() + b"\n"
+        atomic_write(self.paths.status, self._status_file)
+        keeper = asyncio.create_task(self._keep_status())
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         self._arm_idle()
@@ -111,6 +115,7 @@ class Daemon:
                 for task in self._serving:
                     task.cancel()
         finally:
+            keeper.cancel()
             await asyncio.to_thread(self.watcher.stop)
             self.agents.close()
         self._forget_status()
@@ -120,7 +125,20 @@ class Daemon:
         self._forget_status()
         self._stop.set()
 
+    async def _keep_status(self) -> None:
+        """Put the status file back when it is deleted or overwritten: clients find us by it."""
+        while True:
+            await asyncio.sleep(STATUS_CHECK_SECONDS)
+            try:
+                current = self.paths.status.read_bytes()
+            except OSError:
+                current = None
+            if self._status_file is not None and current != self._status_file:
+                log.warning("%s was %s; rewriting it", self.paths.status, "changed" if current else "removed")
+                atomic_write(self.paths.status, self._status_file)
+
     def _forget_status(self) -> None:
+        self._status_file = None  # stopping: the file must stay gone
         info = self.paths.read_status()
         if info is not None and info.pid == os.getpid():
             self.paths.status.unlink(missing_ok=True)
