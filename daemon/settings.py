@@ -73,9 +73,10 @@ class Settings(_Strict):
 class SettingsError(Exception):
     """settings.yml cannot be used; each problem names the key and its line."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], lines: list[int] | None = None) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+        self.lines = lines or [1] * len(problems)  # the 1-based line of each problem
 
 
 class SettingsConflict(Exception):
@@ -98,13 +99,16 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
         raise SettingsError([f"{source}: not valid UTF-8 at byte {exc.start}"]) from exc
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"]) from exc
+        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"], [line]) from exc
     if not isinstance(data, dict):
         raise SettingsError([f"{source}:1: settings must be a mapping of sections (sessions, daemon, ...)"])
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise SettingsError([_describe(error, node, source) for error in exc.errors()]) from exc
+        errors = exc.errors()
+        lines = [_line_of(node, [str(part) for part in error["loc"]]) for error in errors]
+        problems = [_describe(error, line, source) for error, line in zip(errors, lines, strict=True)]
+        raise SettingsError(problems, lines) from exc
     provider = settings.consolidation.provider
     if provider not in settings.all_providers():
         line = _line_of(node, ["consolidation", "provider"])
@@ -113,14 +117,14 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
             [
                 f"{source}:{line}: consolidation.provider: `{provider}` is not defined; use one of "
                 f"{known} or add it under providers"
-            ]
+            ],
+            [line],
         )
     return settings
 
 
-def _describe(error: Mapping[str, Any], node: yaml.Node | None, source: str) -> str:
+def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
     location = [str(part) for part in error["loc"]]
-    line = _line_of(node, location)
     key = ".".join(location) or "(top level)"
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":

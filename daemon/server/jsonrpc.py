@@ -43,6 +43,8 @@ class Dispatcher:
             message = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
             return _error(None, RpcError(PARSE_ERROR, f"not valid JSON: {exc}"))
+        except RecursionError:  # a nesting bomb: "[[[[…" a few thousand levels deep
+            return _error(None, RpcError(PARSE_ERROR, "not valid JSON here: nested too deeply"))
         request_id = message.get("id") if isinstance(message, dict) else None
         try:
             method, params = _request_parts(message)

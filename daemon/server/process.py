@@ -23,7 +23,6 @@ from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
 from ..sessions.catalog import default_roots
-from ..settings import Settings, SettingsError, SettingsStore
 from .agent_methods import AgentMethods
 from .consolidation_methods import ConsolidationMethods
 from .jsonrpc import Connection, Dispatcher
@@ -39,6 +38,7 @@ from .protocol import (
     HelloResult,
     StatusResult,
 )
+from .running_settings import RunningSettings
 from .runtime import DaemonPaths
 from .session_methods import SessionMethods
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
@@ -50,8 +50,10 @@ _PEERCRED = struct.Struct("3i")
 
 
 class Daemon:
-    def __init__(self, home: Home, settings: Settings) -> None:
+    def __init__(self, home: Home, running: RunningSettings) -> None:
+        settings = running.current
         self.home = home
+        self.settings = running
         self.paths = DaemonPaths(home)
         self.idle_seconds = settings.daemon.idle_minutes * 60
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -172,12 +174,8 @@ class Daemon:
             await self._settings_changed()
 
     async def _settings_changed(self) -> None:
-        try:
-            settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
-        except SettingsError as exc:
-            log.warning("settings.yml is invalid; keeping the previous roots: %s", exc)
-            return
-        self.watcher.set_roots(default_roots(self.home, settings.sessions.roots))
+        if await asyncio.to_thread(self.settings.reload):
+            self.watcher.set_roots(default_roots(self.home, self.settings.current.sessions.roots))
 
     def _arm_idle(self) -> None:
         self._disarm_idle()
@@ -199,6 +197,7 @@ class Daemon:
         return StatusResult(
             pid=os.getpid(), protocol=PROTOCOL_VERSION, version=APP_VERSION, startedAt=self.started_at,
             home=str(self.home.root), clients=len(self.connections), watch=self.watcher.status(),
+            settingsProblems=self.settings.problems,
         )  # fmt: skip
 
     async def _shutdown(self, params: Empty) -> Empty:
@@ -228,9 +227,8 @@ def run(home: Home) -> int:
         print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
         return 0
     try:
-        settings, _ = SettingsStore(home).read()
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-        asyncio.run(Daemon(home, settings).serve())
+        asyncio.run(Daemon(home, RunningSettings(home)).serve())
         return 0
     finally:
         held.release()

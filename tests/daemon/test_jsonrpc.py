@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from remem.daemon.home import Home
 from remem.daemon.server.process import Daemon
-from remem.daemon.settings import Settings
+from remem.daemon.server.running_settings import RunningSettings
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -40,7 +40,8 @@ def answer(daemon: Daemon, frame: bytes) -> dict | None:  # type: ignore[type-ar
 @settings(max_examples=300, deadline=None)
 @given(frame=_FRAMES)
 def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: bytes) -> None:
-    daemon = Daemon(Home(tmp_path_factory.mktemp("home")), Settings())  # type: ignore[attr-defined]
+    home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
+    daemon = Daemon(home, RunningSettings(home))
     reply = answer(daemon, frame)
     if reply is None:
         return  # a valid notification
@@ -52,3 +53,15 @@ def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: by
     if "error" in reply:
         assert isinstance(reply["error"]["code"], int) and reply["error"]["message"]
         assert reply["error"]["code"] != -32603, "no input may reach an internal error"
+
+
+def test_a_nesting_bomb_is_a_parse_error(tmp_path_factory: object) -> None:
+    home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
+    daemon = Daemon(home, RunningSettings(home))
+    for bomb in (
+        b"[" * 100_000,
+        b'{"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"a": ' + b"[" * 100_000,
+    ):
+        reply = answer(daemon, bomb)
+        assert reply is not None and reply["error"]["code"] == -32700, reply
+        assert "nested too deeply" in reply["error"]["message"]
