@@ -28,6 +28,14 @@ from ..swap import ABSENT, ANY, Displaced, digest, file_digest, put_back, swap_b
 JOURNAL_NAME = ".remem-journal.json"
 
 
+class JournalUnreadable(Exception):
+    """A journal that cannot be replayed: nothing is touched until a person decides."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} is not a readable remem journal")
+        self.path = path
+
+
 class Step(BaseModel):
     """Put `temp` at `final` (or, with `after` None, delete `final` by moving it to `temp`)."""
 
@@ -102,6 +110,8 @@ def recover(folder: Path) -> bool:
     except FileNotFoundError:
         remove_stale_temps(folder)
         return False
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise JournalUnreadable(journal_path) from exc
     for step in journal.steps:
         _settle(folder, step)
     _finish(folder)

@@ -9,8 +9,11 @@ nothing is ever dropped or rewritten behind the user's back.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -26,7 +29,7 @@ from ..fsutil import (
     write_temp,
 )
 from ..home import Home
-from ..locks import file_lock
+from ..locks import LockUnusable, file_lock
 from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in
 from .batch import (
     DeleteChange,
@@ -43,7 +46,7 @@ from .canonical import canonicalize, decode
 from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_errors
 from .identity import WorkspaceId
 from .index import render_index
-from .journal import needs_recovery, recover, write_generation
+from .journal import JournalUnreadable, needs_recovery, recover, write_generation
 from .record import INDEX_FILE, Record, record_name_of
 from .revision import global_revision, is_revision, workspace_revision
 from .validation import validate_global, validate_workspace
@@ -211,10 +214,21 @@ class MemoryStore:
         return self._read_global_file() or b""
 
     def _read_global_file(self) -> bytes | None:
+        path = self.home.global_file
         try:
-            return self.home.global_file.read_bytes()
+            # Never through a symlink (it could lead out of REMEM_HOME), never blocking on a FIFO.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])]) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])])
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
 
     def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
         temp = write_temp(self.home.global_file, plan.content)
@@ -230,10 +244,10 @@ class MemoryStore:
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
         lock = self.home.locks / "global.lock"
         if not exclusive:
-            with file_lock(lock, shared=True):
+            with _scope_lock(lock, shared=True):
                 if not _has_temps(self.home.memory):
                     return action()
-        with file_lock(lock):
+        with _scope_lock(lock):
             remove_stale_temps(self.home.memory)
             return action()
 
@@ -245,12 +259,12 @@ class MemoryStore:
         if folder.is_symlink():  # reading, recovering or committing through it would leave REMEM_HOME
             raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[_LINKED_FOLDER])])
         if not exclusive:
-            with file_lock(lock, shared=True):
+            with _scope_lock(lock, shared=True):
                 names = _listing(folder)
                 if not needs_recovery(names):
                     return action(_read_records(folder, names))
-        with file_lock(lock):
-            if folder.is_dir() and recover(folder):
+        with _scope_lock(lock):
+            if folder.is_dir() and _recovered(folder):
                 # A hand save kept during recovery can leave the plan's index behind the records.
                 with contextlib.suppress(MemoryInvalid):
                     self._write_index(workspace, _read_records(folder, _listing(folder)))
@@ -302,6 +316,42 @@ _LINKED_FOLDER = diagnostic(
     "it points to here instead",
     Range(start=_START, end=_START),
 )
+
+
+_IRREGULAR_GLOBAL = diagnostic(
+    "not-a-regular-file",
+    Severity.ERROR,
+    "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink or folder; replace it with "
+    "a plain copy of the file",
+    Range(start=_START, end=_START),
+)
+
+
+_BROKEN_JOURNAL = diagnostic(
+    "unreadable-journal",
+    Severity.ERROR,
+    "this journal of an interrupted commit cannot be read, so the commit can be neither finished "
+    "nor undone; check the records against the last good state (the hidden `.remem-tmp-` files "
+    "beside them hold the interrupted commit's new content), then delete the journal",
+    Range(start=_START, end=_START),
+)
+
+
+@contextmanager
+def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    try:
+        with file_lock(path, shared=shared):
+            yield
+    except LockUnusable as exc:
+        problem = diagnostic("unusable-lock", Severity.ERROR, str(exc), Range(start=_START, end=_START))
+        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
+
+
+def _recovered(folder: Path) -> bool:
+    try:
+        return recover(folder)
+    except JournalUnreadable as exc:
+        raise MemoryInvalid([FileProblems(path=str(exc.path), diagnostics=[_BROKEN_JOURNAL])]) from None
 
 
 def _check_revision(revision: str) -> None:
