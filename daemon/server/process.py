@@ -62,10 +62,10 @@ class Daemon:
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
-        self.memory = MemoryMethods(home, self.publish)
+        self.memory = MemoryMethods(home, self.publish, watch=settings.daemon.watch != "polling")
         self.sessions = SessionMethods(home, publish=self.publish)
         self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
-        self.agents = AgentMethods(self.memory, watch=settings.daemon.watch != "polling")
+        self.agents = AgentMethods(self.memory)
         roots = default_roots(home, settings.sessions.roots)
         self.watcher = Watcher(home, roots, self._changed, settings.daemon.watch)
         self.dispatcher = Dispatcher(
