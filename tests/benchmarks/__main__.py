@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import agents, consolidation, daemon, editor, forks, lsp, memory, sessions
+from . import agents, consolidation, daemon, editor, forks, load, lsp, memory, sessions
 from .harness import Benchmark, Row, Unavailable, format_table, run
 
 BENCHMARKS: list[Benchmark] = [
@@ -24,6 +24,7 @@ BENCHMARKS: list[Benchmark] = [
     *sessions.BENCHMARKS,
     *forks.BENCHMARKS,
     *daemon.BENCHMARKS,
+    *load.BENCHMARKS,
     *consolidation.BENCHMARKS,
     *lsp.BENCHMARKS,
     *agents.BENCHMARKS,

@@ -34,7 +34,8 @@ _FRAMES = st.one_of(
 
 
 def answer(daemon: Daemon, frame: bytes) -> dict | None:  # type: ignore[type-arg]
-    return asyncio.run(daemon.dispatcher.handle(frame))
+    line = asyncio.run(daemon.dispatcher.handle(frame))
+    return None if line is None else json.loads(line)
 
 
 @settings(max_examples=300, deadline=None)
