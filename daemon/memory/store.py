@@ -301,39 +301,30 @@ class MemoryStore:
         write_generation(folder, plan.after, writes, plan.deletes, expected)
 
 
-_IRREGULAR = diagnostic(
+def _file_problem(code: str, message: str) -> Diagnostic:
+    """An error about a file as a whole (it sits at the file's start)."""
+    return diagnostic(code, Severity.ERROR, message, Range(start=_START, end=_START))
+
+
+_IRREGULAR = _file_problem(
     "not-a-regular-file",
-    Severity.ERROR,
     "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
-    Range(start=_START, end=_START),
 )
-
-
-_LINKED_FOLDER = diagnostic(
+_LINKED_FOLDER = _file_problem(
     "linked-workspace",
-    Severity.ERROR,
     "a workspace folder must be a real folder inside REMEM_HOME, not a symlink; move the folder "
     "it points to here instead",
-    Range(start=_START, end=_START),
 )
-
-
-_IRREGULAR_GLOBAL = diagnostic(
+_IRREGULAR_GLOBAL = _file_problem(
     "not-a-regular-file",
-    Severity.ERROR,
     "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink or folder; replace it with "
     "a plain copy of the file",
-    Range(start=_START, end=_START),
 )
-
-
-_BROKEN_JOURNAL = diagnostic(
+_BROKEN_JOURNAL = _file_problem(
     "unreadable-journal",
-    Severity.ERROR,
     "this journal of an interrupted commit cannot be read, so the commit can be neither finished "
     "nor undone; check the records against the last good state (the hidden `.remem-tmp-` files "
     "beside them hold the interrupted commit's new content), then delete the journal",
-    Range(start=_START, end=_START),
 )
 
 
@@ -343,7 +334,7 @@ def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         with file_lock(path, shared=shared):
             yield
     except LockUnusable as exc:
-        problem = diagnostic("unusable-lock", Severity.ERROR, str(exc), Range(start=_START, end=_START))
+        problem = _file_problem("unusable-lock", str(exc))
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
 
 
