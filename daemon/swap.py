@@ -16,6 +16,7 @@ import ctypes
 import errno
 import hashlib
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -49,8 +50,11 @@ def digest(data: bytes) -> str:
 def file_digest(path: Path) -> str | None:
     """The digest of the regular file at `path`, None when nothing (or no plain file) is there."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         return None
     with os.fdopen(fd, "rb") as handle:
         return digest(handle.read())
