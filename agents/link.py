@@ -28,8 +28,8 @@ class InProcessLink:
 
     def __init__(self, home: Home, *, watch: bool = True) -> None:
         """`watch=False` (the `daemon.watch: polling` setting) proves snapshots by stat alone."""
-        memory = MemoryMethods(home)
-        self.agents = AgentMethods(memory, watch=watch)
+        memory = MemoryMethods(home, watch=watch)
+        self.agents = AgentMethods(memory)
         self._handlers = {**memory.handlers(), **self.agents.handlers()}
         self._settled = False
 

@@ -105,13 +105,11 @@ class AsyncDaemonClient:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         retry = False
         while (link := await _connect_checked(paths, self._listener)) is None:
-            if not self._start:
-                raise DaemonUnavailable(f"no remem daemon is running for {self.home.root}")
             if time.monotonic() > deadline:
                 raise DaemonUnavailable(f"the remem daemon for {self.home.root} started but does not answer")
             if retry:  # a daemon killed a moment ago may still hold its lock: wait until it is gone
                 await asyncio.sleep(RETRY_SECONDS)
-            await asyncio.to_thread(_start, paths)
+            await asyncio.to_thread(_start, paths, self._start)
             retry = True
         return link
 
@@ -215,12 +213,18 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
     return None
 
 
-def _start(paths: DaemonPaths) -> None:
-    """Spawn the daemon unless another client did meanwhile, and wait until it listens."""
+def _start(paths: DaemonPaths, spawn: bool = True) -> None:
+    """Spawn the daemon (if allowed) unless one runs, and wait until it listens.
+
+    A running daemon without a readable status file (someone deleted or overwrote it) is
+    waited for too: it puts the file back within a second.
+    """
     with file_lock(paths.spawn_lock):
         running = paths.running()
         if running and paths.read_status() is not None:
             return  # another client started it while we waited for the spawn lock
+        if not running and not spawn:
+            raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
         # With no daemon running, a status file is a dead daemon's: the new one must replace it.
         stale = None if running else paths.read_status()
         process = None if running else _spawn(paths)

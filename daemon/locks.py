@@ -8,6 +8,7 @@ bounded work; callers on an event loop run it in a worker thread.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,10 +20,18 @@ import portalocker
 from .fsutil import PRIVATE_FILE_MODE
 
 
+class LockUnusable(Exception):
+    """Something other than a lock file stands where one must be (a folder, a symlink)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path} cannot be used as a lock file ({reason}); remove it, remem recreates it")
+        self.path = path
+
+
 @contextmanager
 def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive (or shared) lock on `path`, creating the lock file user-only."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    fd = _open(path)
     with os.fdopen(fd, "r+b") as handle:
         flags = portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE
         portalocker.lock(handle, flags)
@@ -56,7 +65,7 @@ def acquire_file_lock(path: Path) -> LockHandle:
 
 
 def _lock_handle(path: Path, flags: portalocker.LockFlags) -> LockHandle | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    fd = _open(path)
     handle = os.fdopen(fd, "r+b")
     try:
         portalocker.lock(handle, flags)
@@ -64,3 +73,13 @@ def _lock_handle(path: Path, flags: portalocker.LockFlags) -> LockHandle | None:
         handle.close()
         return None
     return LockHandle(handle)
+
+
+def _open(path: Path) -> int:
+    # Never through a symlink: O_CREAT would create a file wherever it points.
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    except OSError as exc:
+        if exc.errno in (errno.EISDIR, errno.ELOOP):
+            raise LockUnusable(path, "a folder or a symlink stands there") from None
+        raise

@@ -78,9 +78,10 @@ class Settings(_Strict):
 class SettingsError(Exception):
     """settings.yml cannot be used; each problem names the key and its line."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], lines: list[int] | None = None) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+        self.lines = lines or [1] * len(problems)  # the 1-based line of each problem
 
 
 class SettingsConflict(Exception):
@@ -105,10 +106,10 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
         raise SettingsError([f"{source}: not valid UTF-8 at byte {exc.start}"]) from None
     except safe_yaml.AliasRefused as exc:
         refused = "YAML aliases are not allowed in settings.yml; write the value out in full"
-        raise SettingsError([f"{source}:{exc.line}: {refused}"]) from None
+        raise SettingsError([f"{source}:{exc.line}: {refused}"], [exc.line]) from None
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
-        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"]) from None
+        raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"], [line]) from None
     if node is None:
         data = {}
     if not isinstance(data, dict):
@@ -116,7 +117,10 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise SettingsError([_describe(error, node, source) for error in exc.errors()]) from None
+        errors = exc.errors()
+        lines = [_line_of(node, [str(part) for part in error["loc"]]) for error in errors]
+        problems = [_describe(error, line, source) for error, line in zip(errors, lines, strict=True)]
+        raise SettingsError(problems, lines) from None
     provider = settings.consolidation.provider
     if provider not in settings.all_providers():
         line = _line_of(node, ["consolidation", "provider"])
@@ -125,14 +129,14 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
             [
                 f"{source}:{line}: consolidation.provider: `{provider}` is not defined; use one of "
                 f"{known} or add it under providers"
-            ]
+            ],
+            [line],
         )
     return settings
 
 
-def _describe(error: Mapping[str, Any], node: yaml.Node | None, source: str) -> str:
+def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
     location = [str(part) for part in error["loc"]]
-    line = _line_of(node, location)
     key = ".".join(location) or "(top level)"
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":

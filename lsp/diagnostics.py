@@ -1,9 +1,10 @@
 """Live validation of memory files: the store's own validator, on open, change, save and close.
 
-Only files in the memory folder of this home are diagnosed: `GLOBAL.md`, and each workspace's
-records and `MEMORY.md`. A change to one record re-validates its whole folder, with the texts
-open in the editor standing in for the files, so workspace-wide problems (a duplicate name,
-`MEMORY.md` out of sync) appear and clear on every affected document at once.
+Only this home's files are diagnosed: `GLOBAL.md`, each workspace's records and `MEMORY.md`,
+and `settings.yml` (with the daemon's own key-and-line errors). A change to one record
+re-validates its whole folder, with the texts open in the editor standing in for the files, so
+workspace-wide problems (a duplicate name, `MEMORY.md` out of sync) appear and clear on every
+affected document at once.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from pathlib import Path
 from lsprotocol import types
 from pygls import uris
 
-from remem.daemon.memory.diagnostics import Diagnostic, Severity
+from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.validation import validate_global
+from remem.daemon.settings import SettingsError, parse_settings
 
 from .rule_docs import PREFIX, rule_href
 from .server import RememServer
 
+SETTINGS_SOURCE = "settings.yml"
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
     Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -57,6 +60,8 @@ def refresh(ls: RememServer, uri: str) -> None:
         return
     if path == ls.home.global_file:
         refresh_global(ls)
+    elif path == ls.home.settings_file:
+        _publish(ls, uri, settings_problems(ls.workspace.get_text_document(uri).source))
     elif workspace_folder(ls, path) is not None:
         _publish_folder(ls, path.parent)
 
@@ -66,6 +71,27 @@ def refresh_global(ls: RememServer) -> None:
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
         _publish(ls, uri, validate_global(ls.workspace.get_text_document(uri).source))
+
+
+def settings_problems(text: str) -> list[Diagnostic]:
+    """`settings.yml`'s problems as the daemon reports them, each on the line it names."""
+    try:
+        parse_settings(text.encode("utf-8"), SETTINGS_SOURCE)
+    except SettingsError as exc:
+        lines = text.split("\n")
+        return [
+            diagnostic(
+                "invalid-settings",
+                Severity.ERROR,
+                problem.removeprefix(f"{SETTINGS_SOURCE}:{line}: "),
+                Range(
+                    start=Position(line=line - 1, character=0),
+                    end=Position(line=line - 1, character=len(lines[line - 1]) if line <= len(lines) else 0),
+                ),
+            )
+            for problem, line in zip(exc.problems, exc.lines, strict=True)
+        ]
+    return []
 
 
 def refresh_workspace(ls: RememServer, folder: Path) -> None:

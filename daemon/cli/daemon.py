@@ -85,11 +85,16 @@ def status(backend: Backend, as_json: bool) -> None:
     else:
         pid, version, since = result["pid"], result["version"], result["startedAt"]
         click.echo(f"remem daemon running: pid {pid}, version {version}, since {since}")
-        watch = StatusResult.model_validate(result).watch
+        parsed = StatusResult.model_validate(result)
+        watch = parsed.watch
         why = f" ({watch.reason})" if watch.reason else ""
         click.echo(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
         for missing in watch.missing:
             click.echo(f"not watched, missing: {missing}")
+        if parsed.settingsProblems:
+            click.echo("settings.yml is invalid; running on the last valid settings until it is fixed:")
+            for problem in parsed.settingsProblems:
+                click.echo(f"  {problem}")
 
 
 def _status(home: Home, *, start: bool) -> dict[str, object]:

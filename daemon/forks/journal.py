@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,8 @@ from ..home import Home
 from ..locks import file_lock, try_file_lock
 from ..sessions.errors import OperationError
 from ..sessions.writer import publish_log
+
+log = logging.getLogger("remem.daemon")
 
 # Makes the entry of an operation that is not committed yet, or finishes a prepared one, and
 # returns it committed with whether this call created the child.
@@ -94,12 +97,7 @@ class ForkJournal:
         return committed, created
 
     def get(self, operation_id: str) -> JournalEntry | None:
-        try:
-            return JournalEntry.model_validate_json(
-                self._entry_path(operation_key(operation_id)).read_bytes()
-            )
-        except FileNotFoundError:
-            return None
+        return self._read(operation_key(operation_id))
 
     def put(self, entry: JournalEntry) -> None:
         """Write an entry durably; the caller holds its operation's lock."""
@@ -116,17 +114,16 @@ class ForkJournal:
                 continue  # a fork of this operation is running right now
             try:
                 self._clean(key)
+            except OperationError as exc:  # only that operation id is stuck; the others settle
+                log.warning("%s", exc.message)
             finally:
                 held.release()
 
     def _clean(self, key: str) -> None:
         for temp in self.folder.glob(f".{key}.json{TEMP_MARKER}*"):
             temp.unlink(missing_ok=True)
-        try:
-            entry = JournalEntry.model_validate_json(self._entry_path(key).read_bytes())
-        except FileNotFoundError:
-            return
-        if entry.status == "committed":
+        entry = self._read(key)
+        if entry is None or entry.status == "committed":
             return
         child = Path(entry.path)
         if child.is_file():
@@ -140,6 +137,20 @@ class ForkJournal:
         if temps:
             fsync_dir(child.parent)
         _remove_if_empty(child.parent)
+
+    def _read(self, key: str) -> JournalEntry | None:
+        path = self._entry_path(key)
+        try:
+            return JournalEntry.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+            raise OperationError(
+                "INVALID",
+                f"{path} is not a readable fork journal entry, so whether this operation id already "
+                "forked is unknown: look for its child among the session's forks, then delete the "
+                "entry (or retry with a new operation id)",
+            ) from None
 
     def _entry_path(self, key: str) -> Path:
         return self.folder / f"{key}.json"

@@ -1,61 +1,100 @@
 """Atomic workspace generations through a redo journal, and their crash recovery.
 
-Protocol: every new file is written to a synced temp file; then the journal naming them is
-published atomically (the commit point); then the temps are renamed over their final names,
-which keeps record paths stable for editors; then the journal is removed. Recovery rolls a
-present journal forward (renames and deletes are idempotent) and otherwise discards temps, so a
-crash at any instant leaves exactly the old or exactly the new generation.
+Protocol: every new file is written to a synced temp file; then the journal naming each step
+(temp, final name, digest of the bytes the commit compared, digest of the new bytes) is
+published atomically (the commit point); then each temp is exchanged with its final name, which
+keeps record paths stable for editors, and the displaced file is checked to be the one
+compared (daemon/swap.py). A file saved by hand since the comparison undoes the steps taken and
+the commit reports a conflict. Last the journal is removed, then the displaced files.
+
+Recovery rolls a present journal forward step by step, judging each by digests (so a step is
+never applied twice), and otherwise discards temps: a crash at any instant leaves exactly the
+old or exactly the new generation, except that a file saved by hand after the crash (or
+displaced in the instant before it) is kept as saved.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
-from ..fsutil import atomic_write, fsync_dir, is_temp_name, remove_stale_temps, write_temp
+from ..fsutil import atomic_write, fsync_dir, is_temp_name, remove_stale_temps, temp_path_for, write_temp
+from ..swap import ABSENT, ANY, Displaced, digest, file_digest, put_back, swap_back, swap_in, swap_out
 
 JOURNAL_NAME = ".remem-journal.json"
+
+
+class JournalUnreadable(Exception):
+    """A journal that cannot be replayed: nothing is touched until a person decides."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} is not a readable remem journal")
+        self.path = path
+
+
+class Step(BaseModel):
+    """Put `temp` at `final` (or, with `after` None, delete `final` by moving it to `temp`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    temp: str
+    final: str
+    before: str  # digest of the compared bytes, ABSENT or ANY
+    after: str | None
+
+    # A journal is replayed blindly during recovery: it may only name files in its folder.
+    @field_validator("temp", "final")
+    @classmethod
+    def _plain(cls, name: str) -> str:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError("journal entries must be plain file names")
+        return name
 
 
 class Journal(BaseModel):
     model_config = ConfigDict(extra="forbid")
     revision: str
-    renames: list[tuple[str, str]]
-    deletes: list[str]
-
-    # A journal is replayed blindly during recovery: it may only name files in its folder.
-    @field_validator("renames")
-    @classmethod
-    def _plain_renames(cls, value: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        _require_plain([name for pair in value for name in pair])
-        return value
-
-    @field_validator("deletes")
-    @classmethod
-    def _plain_deletes(cls, value: list[str]) -> list[str]:
-        _require_plain(value)
-        return value
+    steps: list[Step]
 
 
-def _require_plain(names: list[str]) -> None:
-    if any("/" in name or name in ("", ".", "..") for name in names):
-        raise ValueError("journal entries must be plain file names")
+def write_generation(
+    folder: Path, revision: str, writes: dict[str, bytes], deletes: list[str], expected: Mapping[str, str]
+) -> None:
+    """Publish one generation in `folder`; the caller holds the scope's exclusive lock.
 
-
-def write_generation(folder: Path, revision: str, writes: dict[str, bytes], deletes: list[str]) -> None:
-    """Publish one generation in `folder`; the caller holds the scope's exclusive lock."""
-    renames = [(write_temp(folder / name, data).name, name) for name, data in writes.items()]
+    `expected` gives, for every written or deleted name, what the caller compared it as (a
+    digest, ABSENT or ANY). Raises Displaced, with the old generation back in place, when a file
+    no longer holds it.
+    """
+    steps = [
+        Step(temp=write_temp(folder / name, data).name, final=name, before=expected[name], after=digest(data))
+        for name, data in writes.items()
+    ]
+    steps += [
+        Step(temp=temp_path_for(folder / name).name, final=name, before=expected[name], after=None)
+        for name in deletes
+    ]
+    steps.sort(key=lambda step: step.before == ANY)  # an unchecked replace cannot be undone: last
     faultpoint("memory.workspace.after-temp-files")
-    journal = Journal(revision=revision, renames=renames, deletes=deletes)
-    atomic_write(folder / JOURNAL_NAME, journal.model_dump_json().encode("utf-8"))
+    atomic_write(
+        folder / JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
+    )
     faultpoint("memory.workspace.after-journal")
-    _roll_forward(folder, journal)
+    done: list[Step] = []
+    try:
+        for step in steps:
+            _apply(folder, step)
+            done.append(step)
+            if len(done) == 1:
+                faultpoint("memory.workspace.mid-rename")
+    except Displaced:
+        _roll_back(folder, done)
+        raise
     faultpoint("memory.workspace.before-journal-removal")
-    _remove_journal(folder)
+    _finish(folder)
 
 
 def needs_recovery(names: list[str]) -> bool:
@@ -71,24 +110,55 @@ def recover(folder: Path) -> bool:
     except FileNotFoundError:
         remove_stale_temps(folder)
         return False
-    _roll_forward(folder, journal)
-    _remove_journal(folder)
-    remove_stale_temps(folder)
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise JournalUnreadable(journal_path) from exc
+    for step in journal.steps:
+        _settle(folder, step)
+    _finish(folder)
     return True
 
 
-def _roll_forward(folder: Path, journal: Journal) -> None:
-    for number, (temp, final) in enumerate(journal.renames):
-        # A missing temp was renamed before a crash: its final file already holds the new content.
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(folder / temp, folder / final)
-        if number == 0:
-            faultpoint("memory.workspace.mid-rename")
-    for name in journal.deletes:
-        (folder / name).unlink(missing_ok=True)
-    fsync_dir(folder)
+def _apply(folder: Path, step: Step) -> None:
+    if step.after is None:
+        swap_out(folder / step.final, folder / step.temp, step.before)
+    else:
+        swap_in(folder / step.temp, folder / step.final, step.before)
 
 
-def _remove_journal(folder: Path) -> None:
-    (folder / JOURNAL_NAME).unlink()
+def _roll_back(folder: Path, done: list[Step]) -> None:
+    for step in reversed(done):
+        final, temp = folder / step.final, folder / step.temp
+        if step.after is None:
+            put_back(temp, final)
+        elif step.before == ABSENT:
+            final.unlink()
+        else:
+            swap_back(temp, final, step.after)
+        faultpoint("memory.workspace.mid-rollback")
+    _finish(folder)
+
+
+def _settle(folder: Path, step: Step) -> None:
+    """Bring one step of a crashed generation forward, keeping whatever was saved by hand."""
+    final, temp = folder / step.final, folder / step.temp
+    now, spare = file_digest(final), file_digest(temp)
+    checked = step.before not in (ABSENT, ANY)
+    if now == step.after:
+        # Applied. The spare name holds what the step displaced: a save caught in the instant
+        # between the exchange and its check goes back in place.
+        if checked and spare not in (None, step.before, step.after):
+            if step.after is None:
+                put_back(temp, final)
+            else:
+                swap_back(temp, final, step.after)
+        return
+    if (step.after is None and now is not None) or (step.after is not None and spare == step.after):
+        with contextlib.suppress(Displaced):  # saved by hand since the crash: it stays as saved
+            _apply(folder, step)
+
+
+def _finish(folder: Path) -> None:
+    """Drop the journal, then what the steps displaced (stray temps only matter without one)."""
+    (folder / JOURNAL_NAME).unlink(missing_ok=True)
     fsync_dir(folder)
+    remove_stale_temps(folder)

@@ -98,17 +98,30 @@ class SnapshotCache:
         """Global and `workspace` as the two lookups above would give them, when the change feed
         alone proves both current; None when either must be looked at, or another thread holds
         the cache. Looks at no memory file and never waits, so an event loop may call it."""
+        found = self._held(_GLOBAL_KEY, workspace.key)
+        return None if found is None else (found[0], found[1])
+
+    def held_global(self) -> GlobalSnapshot | None:
+        """`held` for Global alone."""
+        found = self._held(_GLOBAL_KEY)
+        return None if found is None else found[0]
+
+    def held_workspace(self, workspace: WorkspaceId) -> WorkspaceSnapshot | None:
+        """`held` for one workspace alone."""
+        found = self._held(workspace.key)
+        return None if found is None else found[0]
+
+    def _held(self, *keys: str) -> list[Any] | None:
         if not self._lock.acquire(blocking=False):
             return None
         try:
             self._absorb_changes()
-            global_memory = self._quiet(_GLOBAL_KEY)
-            snapshot = self._quiet(workspace.key)
+            entries = [self._quiet(key) for key in keys]
         finally:
             self._lock.release()
-        if global_memory is None or snapshot is None:
+        if any(entry is None for entry in entries):
             return None
-        return global_memory.value, snapshot.value
+        return [entry.value for entry in entries if entry is not None]
 
     def _lookup(
         self,

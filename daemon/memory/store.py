@@ -8,8 +8,12 @@ nothing is ever dropped or rewritten behind the user's back.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -22,11 +26,11 @@ from ..fsutil import (
     ensure_private_dir,
     is_temp_name,
     remove_stale_temps,
-    replace_durably,
     write_temp,
 )
 from ..home import Home
-from ..locks import file_lock
+from ..locks import LockUnusable, file_lock
+from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in
 from .batch import (
     DeleteChange,
     GlobalPlan,
@@ -43,7 +47,7 @@ from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_
 from .history import CLI, Actor, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
-from .journal import needs_recovery, recover, write_generation
+from .journal import JournalUnreadable, needs_recovery, recover, write_generation
 from .record import INDEX_FILE, Record, record_name_of
 from .revision import global_revision, is_revision, workspace_revision
 from .validation import validate_global, validate_workspace
@@ -125,13 +129,17 @@ class MemoryStore:
         _check_revision(expected_revision)
 
         def commit() -> CommitResult:
-            current = self._read_global_bytes()
+            existing = self._read_global_file()
+            current = existing or b""
             if global_revision(current) != expected_revision:
                 return CommitResult(status="conflict", revision=global_revision(current))
             plan = plan_global(current, content)
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
-            self._publish_global(plan)
+            try:
+                self._publish_global(plan, ABSENT if existing is None else digest(existing))
+            except Displaced:
+                return CommitResult(status="conflict", revision=global_revision(self._read_global_bytes()))
             entry = self.history.record(
                 None,
                 global_generation(plan.before, current),
@@ -182,7 +190,11 @@ class MemoryStore:
             plan = plan_workspace(files, changes)
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
-            self._publish_workspace(workspace, plan)
+            try:
+                self._publish_workspace(workspace, plan, files)
+            except Displaced:
+                saved = _read_records(self.folder(workspace), _listing(self.folder(workspace)))
+                return CommitResult(status="conflict", revision=workspace_revision(saved))
             after = {n: d for n, d in {**files, **plan.writes}.items() if n not in plan.deletes}
             entry = self.history.record(
                 workspace.key,
@@ -223,17 +235,19 @@ class MemoryStore:
     def regenerate_index(self, workspace: WorkspaceId) -> bool:
         """Rewrite `MEMORY.md` from valid records; False when it was already in sync."""
 
-        def regenerate(files: dict[str, bytes]) -> bool:
-            records = self._valid_records(workspace, files)
-            wanted = render_index(records).encode("utf-8")
-            target = self.folder(workspace) / INDEX_FILE
-            if target.exists() and target.read_bytes() == wanted:
-                return False
-            ensure_private_dir(target.parent)
-            atomic_write(target, wanted)
-            return True
+        return self._locked_workspace(
+            workspace, lambda files: self._write_index(workspace, files), exclusive=True
+        )
 
-        return self._locked_workspace(workspace, regenerate, exclusive=True)
+    def _write_index(self, workspace: WorkspaceId, files: dict[str, bytes]) -> bool:
+        records = self._valid_records(workspace, files)
+        wanted = render_index(records).encode("utf-8")
+        target = self.folder(workspace) / INDEX_FILE
+        if target.exists() and target.read_bytes() == wanted:
+            return False
+        ensure_private_dir(target.parent)
+        atomic_write(target, wanted)
+        return True
 
     def folder(self, workspace: WorkspaceId) -> Path:
         return self.home.workspaces / workspace.key
@@ -251,23 +265,43 @@ class MemoryStore:
     # -- Internals ------------------------------------------------------------------------
 
     def _read_global_bytes(self) -> bytes:
-        try:
-            return self.home.global_file.read_bytes()
-        except FileNotFoundError:
-            return b""
+        return self._read_global_file() or b""
 
-    def _publish_global(self, plan: GlobalPlan) -> None:
+    def _read_global_file(self) -> bytes | None:
+        path = self.home.global_file
+        try:
+            # Never through a symlink (it could lead out of REMEM_HOME), never blocking on a FIFO.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])]) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])])
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+
+    def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
         temp = write_temp(self.home.global_file, plan.content)
         faultpoint("memory.global.after-temp-write")
-        replace_durably(temp, self.home.global_file)
+        try:
+            swap_in(temp, self.home.global_file, expected)
+        except Displaced:
+            discard(temp)
+            raise
+        faultpoint("memory.global.after-exchange")
+        discard(temp)
 
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
         lock = self.home.locks / "global.lock"
         if not exclusive:
-            with file_lock(lock, shared=True):
+            with _scope_lock(lock, shared=True):
                 if not _has_temps(self.home.memory):
                     return action()
-        with file_lock(lock):
+        with _scope_lock(lock):
             remove_stale_temps(self.home.memory)
             return action()
 
@@ -279,13 +313,15 @@ class MemoryStore:
         if folder.is_symlink():  # reading, recovering or committing through it would leave REMEM_HOME
             raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[_LINKED_FOLDER])])
         if not exclusive:
-            with file_lock(lock, shared=True):
+            with _scope_lock(lock, shared=True):
                 names = _listing(folder)
                 if not needs_recovery(names):
                     return action(_read_records(folder, names))
-        with file_lock(lock):
-            if folder.is_dir():
-                recover(folder)
+        with _scope_lock(lock):
+            if folder.is_dir() and _recovered(folder):
+                # A hand save kept during recovery can leave the plan's index behind the records.
+                with contextlib.suppress(MemoryInvalid):
+                    self._write_index(workspace, _read_records(folder, _listing(folder)))
             return action(_read_records(folder, _listing(folder)))
 
     def _valid_records(self, workspace: WorkspaceId, files: dict[str, bytes]) -> list[Record]:
@@ -301,7 +337,10 @@ class MemoryStore:
             raise MemoryInvalid(broken, workspace_revision(files))
         return [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
 
-    def _publish_workspace(self, workspace: WorkspaceId, plan: WorkspacePlan) -> None:
+    def _publish_workspace(
+        self, workspace: WorkspaceId, plan: WorkspacePlan, files: dict[str, bytes]
+    ) -> None:
+        """Raises Displaced when a record was saved by hand since `files` were read."""
         folder = self.folder(workspace)
         if not folder.is_dir():
             ensure_private_dir(folder)
@@ -309,24 +348,55 @@ class MemoryStore:
             atomic_write(folder / WORKSPACE_INFO, info.model_dump_json(indent=2).encode() + b"\n")
         writes = dict(plan.writes)
         writes[INDEX_FILE] = index_bytes(plan)
-        write_generation(folder, plan.after, writes, plan.deletes)
+        expected = {
+            name: digest(files[name]) if name in files else ABSENT for name in [*writes, *plan.deletes]
+        }
+        expected[INDEX_FILE] = ANY  # generated from the records; nobody's edits live there
+        write_generation(folder, plan.after, writes, plan.deletes, expected)
 
 
-_IRREGULAR = diagnostic(
+def _file_problem(code: str, message: str) -> Diagnostic:
+    """An error about a file as a whole (it sits at the file's start)."""
+    return diagnostic(code, Severity.ERROR, message, Range(start=_START, end=_START))
+
+
+_IRREGULAR = _file_problem(
     "not-a-regular-file",
-    Severity.ERROR,
     "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
-    Range(start=_START, end=_START),
 )
-
-
-_LINKED_FOLDER = diagnostic(
+_LINKED_FOLDER = _file_problem(
     "linked-workspace",
-    Severity.ERROR,
     "a workspace folder must be a real folder inside REMEM_HOME, not a symlink; move the folder "
     "it points to here instead",
-    Range(start=_START, end=_START),
 )
+_IRREGULAR_GLOBAL = _file_problem(
+    "not-a-regular-file",
+    "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink or folder; replace it with "
+    "a plain copy of the file",
+)
+_BROKEN_JOURNAL = _file_problem(
+    "unreadable-journal",
+    "this journal of an interrupted commit cannot be read, so the commit can be neither finished "
+    "nor undone; check the records against the last good state (the hidden `.remem-tmp-` files "
+    "beside them hold the interrupted commit's new content), then delete the journal",
+)
+
+
+@contextmanager
+def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    try:
+        with file_lock(path, shared=shared):
+            yield
+    except LockUnusable as exc:
+        problem = _file_problem("unusable-lock", str(exc))
+        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
+
+
+def _recovered(folder: Path) -> bool:
+    try:
+        return recover(folder)
+    except JournalUnreadable as exc:
+        raise MemoryInvalid([FileProblems(path=str(exc.path), diagnostics=[_BROKEN_JOURNAL])]) from None
 
 
 def _check_revision(revision: str) -> None:

@@ -108,11 +108,12 @@ class _Update:
 
 
 class AgentMethods:
-    def __init__(self, memory: MemoryMethods, *, watch: bool = True) -> None:
-        """`watch=False` (the `daemon.watch: polling` setting) proves snapshots by stat alone."""
+    def __init__(self, memory: MemoryMethods) -> None:
+        """Serves from `memory`'s snapshot cache (give it one: `MemoryMethods(..., watch=)`)."""
+        assert memory.cache is not None, "agents read through the snapshot cache"
         self._memory = memory
         self.store = memory.store
-        self.cache = SnapshotCache(memory.store, watch=watch)
+        self.cache: SnapshotCache = memory.cache
         self.trail = AuditTrail(memory.store.home)
         # Rendered contexts by (Global revision, workspace revision): equal revisions, equal text.
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()

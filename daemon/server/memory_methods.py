@@ -23,6 +23,7 @@ from ..memory.context import render_context
 from ..memory.history import HAND_EDIT, RECOVERED, HistoryError, stat, unified_diff
 from ..memory.identity import WorkspaceId
 from ..memory.revert import revert
+from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
 from .jsonrpc import Handler
 from .protocol import (
@@ -57,8 +58,11 @@ def unheard(method: str, params: BaseModel) -> None:
 
 
 class MemoryMethods:
-    def __init__(self, home: Home, publish: Publish = unheard) -> None:
+    def __init__(self, home: Home, publish: Publish = unheard, *, watch: bool | None = None) -> None:
+        """`watch` serves reads from a snapshot cache (proved by a change feed when True, by stat
+        when False); None reads the files each time (one command run without the daemon)."""
         self.store = MemoryStore(home)
+        self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
         self._announced: dict[Scope, str | None] = {}
         # A commit and the watcher's look at the same scope take turns, so the watcher always
@@ -85,11 +89,22 @@ class MemoryMethods:
         }
 
     async def read_global(self, params: Empty) -> GlobalSnapshot:
-        return await self._off_loop(None, self.store.read_global)
+        if self.cache is None:
+            return await self._off_loop(None, self.store.read_global)
+        # Unchanged memory is answered on the event loop: under load, the hop to a worker
+        # thread and back is what a read costs (decision 0091).
+        held = self.cache.held_global()
+        return held if held is not None else await self._off_loop(None, self.cache.global_snapshot)
 
     async def read_workspace(self, params: WorkspaceParams) -> WorkspaceSnapshot:
         workspace = WorkspaceId.from_cwd(params.cwd)
-        return await self._off_loop(workspace.key, lambda: self.store.read_workspace(workspace))
+        if self.cache is None:
+            return await self._off_loop(workspace.key, lambda: self.store.read_workspace(workspace))
+        cache = self.cache
+        held = cache.held_workspace(workspace)
+        if held is not None:
+            return held
+        return await self._off_loop(workspace.key, lambda: cache.workspace_snapshot(workspace))
 
     async def replace_global(self, params: ReplaceGlobalParams) -> CommitResult:
         async with self._turns[None]:

@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import struct
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -25,7 +24,6 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..sessions.catalog import default_roots
 from ..sessions.memo import ListingMemo
-from ..settings import Settings, SettingsError, SettingsStore
 from .agent_methods import AgentMethods
 from .consolidation_methods import ConsolidationMethods
 from .jsonrpc import Connection, Dispatcher
@@ -41,18 +39,22 @@ from .protocol import (
     HelloResult,
     StatusResult,
 )
+from .running_settings import RunningSettings
 from .runtime import DaemonPaths, release_socket
 from .session_methods import SessionMethods
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
 WORKER_THREADS = 32
+STATUS_CHECK_SECONDS = 0.5
 _PEERCRED = struct.Struct("3i")
 
 
 class Daemon:
-    def __init__(self, home: Home, settings: Settings) -> None:
+    def __init__(self, home: Home, running: RunningSettings) -> None:
+        settings = running.current
         self.home = home
+        self.settings = running
         self.paths = DaemonPaths(home)
         self.idle_seconds = settings.daemon.idle_minutes * 60
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -60,12 +62,13 @@ class Daemon:
         self._serving: set[asyncio.Task[None]] = set()  # one task per connection
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
-        self.memory = MemoryMethods(home, self.publish)
+        self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
+        self.memory = MemoryMethods(home, self.publish, watch=settings.daemon.watch != "polling")
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         self.sessions = SessionMethods(home, publish=self.publish, memo=self.listing_memo)
         self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
-        self.agents = AgentMethods(self.memory, watch=settings.daemon.watch != "polling")
+        self.agents = AgentMethods(self.memory)
         roots = default_roots(home, settings.sessions.roots)
         self.watcher = Watcher(
             home, roots, self._changed, settings.daemon.watch, on_root_paths=self.listing_memo.changed
@@ -106,7 +109,9 @@ class Daemon:
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,
         )  # fmt: skip
-        atomic_write(self.paths.status, info.model_dump_json().encode() + b"\n")
+        self._status_file = info.model_dump_json().encode() + b"\n"
+        atomic_write(self.paths.status, self._status_file)
+        keeper = asyncio.create_task(self._keep_status())
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         self._arm_idle()
@@ -119,6 +124,7 @@ class Daemon:
                 for task in self._serving:
                     task.cancel()
         finally:
+            keeper.cancel()
             await asyncio.to_thread(self.watcher.stop)
             self.agents.close()
         self._forget_status()
@@ -128,7 +134,20 @@ class Daemon:
         self._forget_status()
         self._stop.set()
 
+    async def _keep_status(self) -> None:
+        """Put the status file back when it is deleted or overwritten: clients find us by it."""
+        while True:
+            await asyncio.sleep(STATUS_CHECK_SECONDS)
+            try:
+                current = self.paths.status.read_bytes()
+            except OSError:
+                current = None
+            if self._status_file is not None and current != self._status_file:
+                log.warning("%s was %s; rewriting it", self.paths.status, "changed" if current else "removed")
+                atomic_write(self.paths.status, self._status_file)
+
     def _forget_status(self) -> None:
+        self._status_file = None  # stopping: the file must stay gone
         info = self.paths.read_status()
         if info is not None and info.pid == os.getpid():
             self.paths.status.unlink(missing_ok=True)
@@ -162,12 +181,8 @@ class Daemon:
             await self._settings_changed()
 
     async def _settings_changed(self) -> None:
-        try:
-            settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
-        except SettingsError as exc:
-            log.warning("settings.yml is invalid; keeping the previous roots: %s", exc)
-            return
-        self.watcher.set_roots(default_roots(self.home, settings.sessions.roots))
+        if await asyncio.to_thread(self.settings.reload):
+            self.watcher.set_roots(default_roots(self.home, self.settings.current.sessions.roots))
 
     def _arm_idle(self) -> None:
         self._disarm_idle()
@@ -189,6 +204,7 @@ class Daemon:
         return StatusResult(
             pid=os.getpid(), protocol=PROTOCOL_VERSION, version=APP_VERSION, startedAt=self.started_at,
             home=str(self.home.root), clients=len(self.connections), watch=self.watcher.status(),
+            settingsProblems=self.settings.problems,
         )  # fmt: skip
 
     async def _shutdown(self, params: Empty) -> Empty:
@@ -218,13 +234,8 @@ def run(home: Home) -> int:
         print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
         return 0
     try:
-        try:
-            settings, _ = SettingsStore(home).read()
-        except SettingsError as exc:
-            print(f"remem daemon cannot start: {exc}", file=sys.stderr)  # the problems, not a traceback
-            return 2
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-        asyncio.run(Daemon(home, settings).serve())
+        asyncio.run(Daemon(home, RunningSettings(home)).serve())
         return 0
     finally:
         held.release()

@@ -80,6 +80,8 @@ class StatusResult(_Strict):
     home: str
     clients: int
     watch: WatchStatus
+    # settings.yml's problems (key and line) while the daemon runs on the last valid settings
+    settingsProblems: list[str] = Field(default_factory=list)
 
 
 class WorkspaceParams(_Strict):

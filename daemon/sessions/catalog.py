@@ -172,7 +172,10 @@ class SessionCatalog:
         wanted = os.path.abspath(cwd) if cwd is not None else None
         rows, errors = self._refresh(None if wanted is None else project_key(wanted), progress)
         now_ns = time.time_ns()
-        metas, dsh = self.metadata.all(), dsh_archived()
+        metas, unreadable = self.metadata.read()
+        if unreadable is not None:
+            errors.append(ListError(path=str(self.metadata.path), message=unreadable))
+        dsh = dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
         entries = []
         for row, st in rows:

@@ -38,10 +38,18 @@ class SessionMetadata:
         self.lock = home.locks / "session-meta.lock"
 
     def get(self, session_id: str) -> SessionMeta:
-        return self._load().sessions.get(session_id, SessionMeta())
+        return self.all().get(session_id, SessionMeta())
 
     def all(self) -> dict[str, SessionMeta]:
-        return self._load().sessions
+        return self.read()[0]
+
+    def read(self) -> tuple[dict[str, SessionMeta], str | None]:
+        """Every session's metadata, and why the file is unusable: then none, and sessions still
+        list (with the titles and archive states of their logs)."""
+        try:
+            return self._load().sessions, None
+        except OperationError as exc:
+            return {}, exc.message
 
     def display_title(self, session_id: str, log_title: str | None) -> str | None:
         return self.get(session_id).title or log_title
@@ -63,10 +71,20 @@ class SessionMetadata:
             return updated
 
     def _load(self) -> _MetaFile:
+        """The file's content; an unusable file is refused, never overwritten (it holds every
+        title and archive state set in remem)."""
         try:
             return _MetaFile.model_validate_json(self.path.read_bytes())
         except FileNotFoundError:
             return _MetaFile()
+        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            reason = exc.strerror if isinstance(exc, OSError) else "not valid session metadata"
+            raise OperationError(
+                "INVALID",
+                f"{self.path} cannot be read ({reason}): the titles and archive states set in remem "
+                "are not shown, and none can be changed until it is fixed or deleted (deleting it "
+                "forgets them)",
+            ) from None
 
 
 def dsh_archived() -> frozenset[str]:

@@ -180,6 +180,44 @@ def _record_round_trip() -> Iterator[Contenders]:
         yield contenders
 
 
+def _placed(home: Home, name: str, text: str) -> Path:
+    """A record file written as is, next to a committed valid sibling: errors included."""
+    path = _committed(home, corpus.record("sibling", corpus.markdown(1024))).with_name(f"{name}.md")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _broken(record: Record) -> str:
+    """The record's text with three errors a person makes: a capitalised type, a title for a
+    name, a description over two lines."""
+    text = render_record(record).replace("type: project", "type: Project", 1)
+    return text.replace(f"name: {record.name}", "name: Release Checklist", 1).replace(
+        "description: ", "description: |\n  first line\n  ", 1
+    )
+
+
+@contextmanager
+def _record_errors_round_trip() -> Iterator[Contenders]:
+    texts = tuple(_broken(corpus.record(_RECORD, corpus.markdown(BODY_MAX_BYTES, start=s))) for s in (0, 1))
+    with _round_trips((texts[0], texts[1]), lambda home: _placed(home, _RECORD, texts[0])) as contenders:
+        yield contenders
+
+
+@contextmanager
+def _global_1m_round_trip() -> Iterator[Contenders]:
+    texts = (corpus.markdown(_MIB), corpus.markdown(_MIB, start=1))
+    with _round_trips(texts, lambda home: _global(home, texts[0])) as contenders:
+        yield contenders
+
+
+@contextmanager
+def _record_1m_round_trip() -> Iterator[Contenders]:
+    texts = tuple(render_record(corpus.record(_RECORD, corpus.markdown(_MIB, start=s))) for s in (0, 1))
+    with _round_trips((texts[0], texts[1]), lambda home: _placed(home, _RECORD, texts[0])) as contenders:
+        yield contenders
+
+
+_MIB = 1 << 20
 _NOTE = "a didChange of the whole text until the server's publishDiagnostics for it, over stdio; baseline: "
 BENCHMARKS = [
     Benchmark(
@@ -195,5 +233,27 @@ BENCHMARKS = [
         target=1.5,
         budget=Budget(iterations=400, warmup=40),
         setup=_record_round_trip,
+    ),
+    Benchmark(
+        name="lsp.diagnostics-record-errors",
+        note=_NOTE + "the same empty-list server (the 8 KiB record with a capitalised type, a name "
+        "that is not a slug and a two-line description: three errors on every keystroke)",
+        target=1.5,
+        budget=Budget(iterations=400, warmup=40),
+        setup=_record_errors_round_trip,
+    ),
+    Benchmark(
+        name="lsp.diagnostics-global-1m",
+        note=_NOTE + "the same empty-list server (GLOBAL.md of 1 MiB: over its size limit)",
+        target=1.5,
+        budget=Budget(iterations=60, warmup=6),
+        setup=_global_1m_round_trip,
+    ),
+    Benchmark(
+        name="lsp.diagnostics-record-1m",
+        note=_NOTE + "the same empty-list server (a record with a 1 MiB body: over its size limit)",
+        target=1.5,
+        budget=Budget(iterations=60, warmup=6),
+        setup=_record_1m_round_trip,
     ),
 ]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from remem.daemon.home import Home
 from remem.daemon.server.process import Daemon
-from remem.daemon.settings import Settings
+from remem.daemon.server.running_settings import RunningSettings
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -44,7 +44,8 @@ def answer(daemon: Daemon, frame: bytes) -> dict | None:  # type: ignore[type-ar
 @settings(max_examples=300, deadline=None)
 @given(frame=_FRAMES)
 def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: bytes) -> None:
-    daemon = Daemon(Home(tmp_path_factory.mktemp("home")), Settings())  # type: ignore[attr-defined]
+    home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
+    daemon = Daemon(home, RunningSettings(home))
     reply = answer(daemon, frame)
     if reply is None:
         return  # a valid notification
@@ -58,11 +59,13 @@ def test_any_frame_gets_a_well_formed_answer(tmp_path_factory: object, frame: by
         assert reply["error"]["code"] != -32603, "no input may reach an internal error"
 
 
-def test_a_result_is_sent_as_its_json_in_one_frame() -> None:
-    from remem.daemon.server.jsonrpc import _encode
-    from remem.daemon.sessions.catalog import ListError, Listing
-
-    listing = Listing(sessions=[], errors=[ListError(path="/r/é/session.jsonl", message='bad "line"\n')])
-    frame = _encode({"jsonrpc": "2.0", "id": 7, "result": listing})
-    assert frame.endswith(b"}\n") and frame.count(b"\n") == 1
-    assert json.loads(frame) == {"jsonrpc": "2.0", "id": 7, "result": listing.model_dump(mode="json")}
+def test_a_nesting_bomb_is_a_parse_error(tmp_path_factory: object) -> None:
+    home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
+    daemon = Daemon(home, RunningSettings(home))
+    for bomb in (
+        b"[" * 100_000,
+        b'{"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"a": ' + b"[" * 100_000,
+    ):
+        reply = answer(daemon, bomb)
+        assert reply is not None and reply["error"]["code"] == -32700, reply
+        assert "nested too deeply" in reply["error"]["message"]

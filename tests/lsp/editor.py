@@ -110,6 +110,13 @@ def codes(client: LanguageClient, uri: str) -> list[str]:
     return sorted(f"{d.source}/{d.code}" for d in client.diagnostics.get(uri, []))
 
 
+def refusing_daemon(home: Home) -> Home:
+    """`home`, whose daemon fails as it starts: where it writes its status file stands a folder."""
+    home.ensure_layout()
+    (home.state / "daemon.json").mkdir(exist_ok=True)
+    return home
+
+
 def workspace_folder(home: Home, project: str, *, with_info: bool = False) -> Path:
     """A fresh workspace folder; `with_info` writes its workspace.json (the project's cwd)."""
     workspace = WorkspaceId.from_cwd(f"/projects/{project}")

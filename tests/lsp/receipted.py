@@ -23,6 +23,7 @@ from remem.daemon.sessions.projection import Projection
 from remem.daemon.sessions.reader import read_session
 from tests.consolidation.conftest import KEY_ENV, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.lsp.editor import refusing_daemon
 
 NAME = "prefer-uv"
 DESCRIPTION = f"About {NAME}"  # what `put` proposes
@@ -83,5 +84,4 @@ def consolidated(home: Home) -> Receipted:
 def without_daemon(receipted: Receipted, home: Home) -> Home:
     """A copy of the receipted memory in a home whose daemon refuses to start."""
     shutil.copytree(receipted.home.memory, home.memory)
-    home.settings_file.write_text("daemon:\n  idle_minutes: -1\n")
-    return home.ensure_layout()
+    return refusing_daemon(home)

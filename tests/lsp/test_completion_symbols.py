@@ -20,10 +20,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from remem.daemon.home import Home
 from remem.daemon.memory.validation import validate_record
 
-from .editor import apply_edits, open_document, record, workspace_folder
+from .editor import apply_edits, open_document, record, refusing_daemon, workspace_folder
 
-HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-complete-")) / "home").ensure_layout()
-HOME.settings_file.write_text("daemon:\n  idle_minutes: -1\n")  # the daemon refuses to start on this
+HOME = refusing_daemon(Home(Path(tempfile.mkdtemp(prefix="remem-lsp-complete-")) / "home"))
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ))
 pytestmark = pytest.mark.asyncio(loop_scope="module")

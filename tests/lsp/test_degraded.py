@@ -15,10 +15,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
 
-from .editor import begin, end
+from .editor import begin, end, refusing_daemon
 
-HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-degraded-")) / "home").ensure_layout()
-HOME.settings_file.write_text("daemon:\n  idle_minutes: -1\n")  # the daemon refuses to start on this
+HOME = refusing_daemon(Home(Path(tempfile.mkdtemp(prefix="remem-lsp-degraded-")) / "home"))
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 
 
@@ -37,7 +36,7 @@ async def test_validation_goes_on_and_the_reason_is_shown(client: LanguageClient
 
     await asyncio.wait_for(shown(), 30)
     [message] = client.messages
-    assert message.type == types.MessageType.Warning and "idle_minutes" in message.message
+    assert message.type == types.MessageType.Warning and "daemon.json" in message.message
     uri = HOME.global_file.as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(

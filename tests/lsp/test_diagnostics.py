@@ -48,6 +48,17 @@ async def test_global_is_validated_as_it_is_typed(client: LanguageClient) -> Non
 
 
 @pytest.mark.asyncio
+async def test_settings_are_validated_as_they_are_typed(client: LanguageClient) -> None:
+    uri = open_document(client, HOME.settings_file, "daemon:\n  idle_minutes: 2\n  idle: 3\n")
+    await until(lambda: codes(client, uri) == ["remem/invalid-settings"])
+    [problem] = client.diagnostics[uri]
+    assert problem.message.startswith("daemon.idle: unknown key")
+    assert (problem.range.start.line, problem.range.end.line, problem.range.end.character) == (2, 2, 9)
+    change(client, uri, "daemon:\n  idle_minutes: 2\n", 2)
+    await until(lambda: codes(client, uri) == [])
+
+
+@pytest.mark.asyncio
 async def test_a_record_and_its_siblings_are_judged_together(client: LanguageClient) -> None:
     folder = workspace_folder(HOME, "siblings")
     (folder / "first.md").write_text(record("first"))

@@ -11,7 +11,7 @@ import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.home import Home
-from tests.lsp.editor import until
+from tests.lsp.editor import refusing_daemon, until
 from tests.lsp.live import Editor, remem, start_editor, stop_editor, write_settings
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -35,10 +35,7 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
-    home = Home(tmp_path_factory.mktemp("lsp-unavailable") / "home")
-    home.ensure_layout()
-    home.settings_file.write_text("daemon:\n  idle_minutes: -1\n")  # the daemon refuses to start on this
-    return home
+    return refusing_daemon(Home(tmp_path_factory.mktemp("lsp-unavailable") / "home"))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -58,13 +55,14 @@ async def test_every_stateful_call_gets_the_same_clear_message(editor: Editor) -
     assert {e.code for e in errors} == {UNAVAILABLE} and len({e.message for e in errors}) == 1
     message = errors[0].message
     assert message.startswith("the remem daemon is unavailable: the remem daemon failed to start")
-    assert "daemon.idle_minutes" in message and "run `remem daemon start`" in message
+    assert "daemon.json" in message and "run `remem daemon start`" in message
     [shown] = editor.client.messages
     assert shown.message == f"remem: {message}"
     assert editor.notes("remem/status")[-1]["message"] in message
 
 
 async def test_a_daemon_started_once_the_cause_is_fixed_is_joined(editor: Editor, home: Home) -> None:
+    (home.state / "daemon.json").rmdir()
     write_settings(home, "")
     assert remem(home, "daemon", "start").returncode == 0
     await until(lambda: editor.states()[-1:] == ["connected"])

@@ -15,13 +15,14 @@ from remem.daemon.memory import snapshot_cache
 from remem.daemon.memory.change_feed import ChangeFeed
 from remem.daemon.memory.context import render_agent_context
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.journal import JOURNAL_NAME
+from remem.daemon.memory.journal import JOURNAL_NAME, Journal, Step
 from remem.daemon.memory.record import render_record
 from remem.daemon.memory.snapshot_cache import SnapshotCache
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore, WorkspaceSnapshot
 from remem.daemon.server.agent_methods import AgentMethods
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.server.protocol import AgentContextParams
+from remem.daemon.server.protocol import AgentContextParams, Empty, WorkspaceParams
+from remem.daemon.swap import file_digest
 from tests.memory.factory import put, rec
 
 from .conftest import EMPTY
@@ -109,7 +110,10 @@ def test_an_interrupted_generation_goes_to_the_store_which_recovers_it(
     cache = SnapshotCache(counting, watch=watch)
     cache.workspace_snapshot(workspace)
     folder = counting.folder(workspace)
-    (folder / JOURNAL_NAME).write_text('{"revision": "sha256:x", "renames": [], "deletes": ["a-fact.md"]}')
+    delete = Step(
+        temp=".a-fact.md.remem-tmp-0", final="a-fact.md", before=file_digest(folder / "a-fact.md"), after=None
+    )
+    (folder / JOURNAL_NAME).write_text(Journal(revision="sha256:x", steps=[delete]).model_dump_json())
     assert cache.workspace_snapshot(workspace).records == []  # the journal was rolled forward
     assert counting.reads == 2 and not (folder / JOURNAL_NAME).exists()
 
@@ -209,7 +213,7 @@ async def test_a_context_proven_by_the_feed_is_answered_without_a_worker_thread(
     store.commit_workspace(workspace, EMPTY, [put("a-fact")])
     executor = CountingExecutor(2)
     asyncio.get_running_loop().set_default_executor(executor)
-    agents = AgentMethods(MemoryMethods(store.home))
+    agents = AgentMethods(MemoryMethods(store.home, watch=True))
     cwd = str(project)
 
     first = await agents.context(AgentContextParams(cwd=cwd))
@@ -226,3 +230,29 @@ async def test_a_context_proven_by_the_feed_is_answered_without_a_worker_thread(
     assert changed.text == render_agent_context("", store.read_workspace(workspace).records)
     assert executor.submitted > threads, "a reported change is looked at in a thread"
     agents.close()
+
+
+@pytest.mark.skipif(not ChangeFeed().available, reason="no inotify on this system")
+@pytest.mark.asyncio
+async def test_unchanged_memory_reads_are_answered_without_a_worker_thread(
+    store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    store.commit_workspace(workspace, EMPTY, [put("a-fact")])
+    store.replace_global(EMPTY, "Be brief.\n")
+    executor = CountingExecutor(2)
+    asyncio.get_running_loop().set_default_executor(executor)
+    memory = MemoryMethods(store.home, watch=True)
+    params = WorkspaceParams(cwd=str(project))
+
+    first, first_global = await memory.read_workspace(params), await memory.read_global(Empty())
+    threads = executor.submitted
+    assert threads > 0, "the first reads are the store's, in a thread"
+    assert await memory.read_workspace(params) == first and await memory.read_global(Empty()) == first_global
+    assert executor.submitted == threads
+
+    store.commit_workspace(workspace, first.revision, [put("b-fact")])
+    (store.home.global_file).write_text("Be brief. Edited by hand.\n")
+    assert await memory.read_workspace(params) == store.read_workspace(workspace)
+    assert (await memory.read_global(Empty())).content == "Be brief. Edited by hand.\n"
+    assert executor.submitted > threads, "a reported change is looked at in a thread"
+    memory.cache.close()  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
 """A separate process that drives the store, for crash-point and multi-process race tests.
 
 python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
+python -m tests.memory.driver commit-against-save HOME CWD EXPECTED CHANGES_JSON NAME TEXT
 python -m tests.memory.driver replace-global HOME EXPECTED TEXT
 python -m tests.memory.driver read HOME CWD
 python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from remem.daemon.consolidation.route import store_api_key
 from remem.daemon.home import Home
+from remem.daemon.memory import journal
 from remem.daemon.memory.batch import CHANGES, PutChange
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import Record
@@ -27,6 +29,24 @@ def commit(home: str, cwd: str, expected: str, changes: str) -> None:
     store = MemoryStore(Home(Path(home)))
     result = store.commit_workspace(WorkspaceId.from_cwd(cwd), expected, CHANGES.validate_json(changes))
     print(result.model_dump_json())
+
+
+def commit_against_save(home: str, cwd: str, expected: str, changes: str, name: str, text: str) -> None:
+    """`commit`, while an editor saves `name` by hand just before the commit replaces it."""
+    save_before(name, text)
+    commit(home, cwd, expected, changes)
+
+
+def save_before(name: str, text: str) -> None:
+    """Make the next commit meet a hand save of `name` in the instant before its publish step."""
+    apply = journal._apply
+
+    def saving(folder: Path, step: journal.Step) -> None:
+        if step.final == name:
+            (folder / name).write_text(text)
+        apply(folder, step)
+
+    journal._apply = saving
 
 
 def replace_global(home: str, expected: str, text: str) -> None:
@@ -77,6 +97,7 @@ if __name__ == "__main__":
     command, *args = sys.argv[1:]
     commands = {
         "commit": commit,
+        "commit-against-save": commit_against_save,
         "replace-global": replace_global,
         "read": read,
         "update-settings": update_settings,

@@ -56,7 +56,11 @@ def leftovers(folder: Path) -> list[str]:
 
 
 def test_every_memory_fault_point_is_covered() -> None:
-    covered = set(ROLLS_FORWARD) | {"memory.global.after-temp-write", "settings.after-temp-write"}
+    covered = (
+        set(ROLLS_FORWARD)
+        | set(GLOBAL_POINTS)
+        | {"memory.workspace.mid-rollback", "settings.after-temp-write"}
+    )
     assert {p for p in POINTS if p.startswith(("memory.", "settings."))} == covered
 
 
@@ -83,17 +87,50 @@ def test_workspace_commit_crash(point: str, store: MemoryStore, workspace: Works
     assert (folder / "MEMORY.md").read_text() == render_index(store.read_workspace(workspace).records)
 
 
+GLOBAL_POINTS = {
+    "memory.global.after-temp-write": "Old global.\n",
+    "memory.global.after-exchange": "New global.\n",
+}
+
+
 @pytest.mark.slow
-def test_global_replace_crash(store: MemoryStore) -> None:
+@pytest.mark.parametrize("point", sorted(GLOBAL_POINTS))
+def test_global_replace_crash(store: MemoryStore, point: str) -> None:
     base = store.replace_global(EMPTY, "Old global.\n").revision
+    crashed = run_driver(point, "replace-global", str(store.home.root), base, "New global.\n")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    assert leftovers(store.home.memory) != [], "the crash left its temp (or the displaced) file"
+    assert store.read_global().content == GLOBAL_POINTS[point]
+    assert leftovers(store.home.memory) == []
+    if GLOBAL_POINTS[point] == "Old global.\n":
+        assert store.replace_global(base, "New global.\n").status == "committed"
+
+
+@pytest.mark.slow
+def test_crash_while_undoing_for_a_hand_save(store: MemoryStore, workspace: WorkspaceId) -> None:
+    """A commit that meets a hand save undoes its steps; killed mid-undo, recovery finishes the
+    generation around the saved file, which stays exactly as saved."""
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    saved = (store.folder(workspace) / "alpha.md").read_text().replace("Why it matters.", "Saved by hand.")
+    batch = [delete("alpha"), put("beta", body="Beta, updated.\n"), put("gamma")]
+    payload = json.dumps([c.model_dump() for c in batch])
     crashed = run_driver(
-        "memory.global.after-temp-write", "replace-global", str(store.home.root), base, "New global.\n"
+        "memory.workspace.mid-rollback",
+        "commit-against-save",
+        *(str(store.home.root), workspace.cwd, base, payload, "alpha.md", saved),
     )
     assert crashed.returncode == EXIT_CODE, crashed.stderr
-    assert leftovers(store.home.memory) != [], "the crash left its temp file"
-    assert store.read_global().content == "Old global.\n"
-    assert leftovers(store.home.memory) == []
-    assert store.replace_global(base, "New global.\n").status == "committed"
+    assert JOURNAL_NAME in os.listdir(store.folder(workspace))
+
+    assert generation(store, workspace) == {
+        "alpha": "Saved by hand.\n",
+        "beta": "Beta, updated.\n",
+        "gamma": "Why it matters.\n",
+    }
+    folder = store.folder(workspace)
+    assert (folder / "alpha.md").read_text() == saved
+    assert leftovers(folder) == []
+    assert (folder / "MEMORY.md").read_text() == render_index(store.read_workspace(workspace).records)
 
 
 @pytest.mark.slow

@@ -1,0 +1,206 @@
+"""Replacing a file a person may be editing, without ever discarding their save.
+
+A compare-and-swap reads a file, checks its revision, then publishes; an editor's save can land
+between the check and the publish, and a plain rename would then throw the save away. So the
+publish is an atomic exchange (`renameat2(RENAME_EXCHANGE)`): the new file takes the name, the
+file it displaced moves to the temp name, and only if that file holds exactly the bytes the
+comparison saw is it discarded. Otherwise a save landed in between: the exchange is undone and
+the caller reports a conflict. docs/decisions/0090-exchange-publish.md lists which saves this
+covers (all but an in-place save the comparison read half-written) and the fallback used where
+the kernel or file system cannot exchange.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+from .fsutil import fsync_dir, temp_path_for
+
+ABSENT = "absent"  # the target must not exist: publish without replacing anything
+ANY = "any"  # a generated file nobody edits: replace it whatever it holds
+EMPTY = hashlib.sha256(b"").hexdigest()
+SETTLE_SECONDS = 0.25
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+# Kernels or file systems without the flag answer with these; the fallback then applies.
+_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP}
+
+
+class Displaced(Exception):
+    """The file to be replaced no longer held the compared bytes: someone saved it meanwhile."""
+
+    def __init__(self, target: Path) -> None:
+        super().__init__(f"{target} changed while it was being replaced; it was left as saved")
+        self.target = target
+
+
+def digest(data: bytes) -> str:
+    """How an expectation names exact bytes (the revision canonicalises; this must not)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    """The digest of the regular file at `path`, None when nothing (or no plain file) is there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return digest(handle.read())
+
+
+def swap_in(temp: Path, target: Path, expected: str) -> None:
+    """Publish `temp` at `target` if `target` holds `expected` (a digest, ABSENT or ANY).
+
+    Afterwards `temp` names the displaced old file (for ABSENT, a second link to the new one;
+    for ANY, nothing): the caller removes it with `discard`, or undoes with `swap_back`. Raises
+    Displaced when `target` no longer holds `expected`, leaving `target` as it was saved and
+    `temp` holding the unpublished new file.
+    """
+    if expected == ABSENT:
+        try:
+            os.link(temp, target)
+        except FileExistsError:
+            raise Displaced(target) from None
+        fsync_dir(target.parent)
+        return
+    if expected == ANY:
+        os.replace(temp, target)
+        fsync_dir(target.parent)
+        return
+    ours = file_digest(temp)
+    try:
+        # Writing and syncing the temp took a while: a save since then is caught here, before
+        # any reader could see the new file (the exchange's own check covers the last instant).
+        if file_digest(target) != expected or not _settled(target, expected):
+            raise Displaced(target)
+        exchanged = _exchange(temp, target)
+    except FileNotFoundError:  # deleted by hand since the comparison
+        raise Displaced(target) from None
+    if not exchanged:
+        _compare_and_replace(temp, target, expected)
+        return
+    if file_digest(temp) != expected:
+        swap_back(temp, target, ours)
+        raise Displaced(target)
+    fsync_dir(target.parent)
+
+
+def swap_out(target: Path, tomb: Path, expected: str) -> None:
+    """Move `target` to the fresh name `tomb` if it holds `expected`; Displaced otherwise."""
+    try:
+        os.rename(target, tomb)
+    except FileNotFoundError:
+        raise Displaced(target) from None
+    if file_digest(tomb) != expected:
+        put_back(tomb, target)
+        raise Displaced(target)
+    fsync_dir(target.parent)
+
+
+def put_back(tomb: Path, target: Path) -> None:
+    """Return a file `swap_out` moved away; a file saved at `target` since then is kept too."""
+    try:
+        os.link(tomb, target)
+    except FileExistsError:
+        os.rename(tomb, _unmerged(target))
+    else:
+        tomb.unlink()
+    fsync_dir(target.parent)
+
+
+def swap_back(temp: Path, target: Path, ours: str | None) -> None:
+    """Undo a `swap_in` of the file with digest `ours`, whose displaced file is still at `temp`.
+
+    Readers may have seen our file meanwhile, and an editor may have saved over it: what the
+    exchange takes back is checked afterwards, and a save found there is kept beside `target`
+    (as `<name>.unmerged-*`) rather than discarded, since it and the file put back each hold
+    lines the other lacks.
+    """
+    if not _exchange(temp, target):
+        os.replace(temp, target)
+    elif file_digest(temp) != ours:
+        os.rename(temp, _unmerged(target))
+    fsync_dir(target.parent)
+
+
+def discard(temp: Path) -> None:
+    temp.unlink(missing_ok=True)
+    fsync_dir(temp.parent)
+
+
+def _unmerged(target: Path) -> Path:
+    return target.with_name(f"{target.name}.unmerged-{time.time_ns()}")
+
+
+def _settled(target: Path, expected: str) -> bool:
+    """False when an empty file turns out to be an in-place save between truncate and write.
+
+    Such a save truncates when it opens and writes a moment later, into whichever file it
+    opened: a comparison that read it empty would otherwise discard the bytes it writes next.
+    A file emptied within SETTLE_SECONDS is watched until then; any byte arriving means a save.
+    """
+    if expected != EMPTY:
+        return True
+    while True:
+        status = os.stat(target)
+        if status.st_size:
+            return False
+        left = SETTLE_SECONDS - (time.time_ns() - status.st_mtime_ns) / 1e9
+        if left <= 0:
+            return True
+        time.sleep(min(left, 0.005))
+
+
+def _compare_and_replace(temp: Path, target: Path, expected: str) -> None:
+    """Without an exchange, compare right before the rename: the window shrinks, it stays open.
+
+    The old file is held by a second link so that, as after an exchange, `temp` ends up naming it.
+    """
+    held = temp_path_for(target)
+    try:
+        os.link(target, held)
+    except FileNotFoundError:
+        raise Displaced(target) from None
+    if file_digest(held) != expected:
+        held.unlink()
+        raise Displaced(target)
+    os.replace(temp, target)
+    os.rename(held, temp)
+    fsync_dir(target.parent)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap the names `a` and `b`; False when this system cannot."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _UNSUPPORTED:
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def _load_renameat2() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    if not sys.platform.startswith("linux"):
+        return None
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)  # glibc >= 2.28
+    if function is not None:
+        function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        function.restype = ctypes.c_int
+    return function
+
+
+_renameat2 = _load_renameat2()

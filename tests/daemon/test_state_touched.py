@@ -1,0 +1,69 @@
+"""The daemon survives its own state files being deleted or overwritten while it runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths
+
+from .helpers import remem, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def started(home: Home) -> int:
+    result = remem(home, "daemon", "start", "--json")
+    assert result.returncode == 0, result.stderr
+    return int(json.loads(result.stdout)["pid"])
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbage", "another daemon's"])
+def test_a_touched_status_file_does_not_cut_clients_off(
+    home: Home, damage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    pid = started(home)
+    status_file = DaemonPaths(home).status
+    if damage == "deleted":
+        status_file.unlink()
+    elif damage == "garbage":
+        status_file.write_text("{not json")
+    else:
+        status_file.write_text(status_file.read_text().replace(f'"pid":{pid}', '"pid":1'))
+    for command in (["daemon", "status", "--json"], ["memory", "show", "--json"]):
+        result = remem(home, *command)
+        assert result.returncode == 0, result.stderr
+    assert json.loads(remem(home, "daemon", "status", "--json").stdout)["pid"] == pid
+    wait_until(lambda: DaemonPaths(home).read_status() is not None)
+    assert DaemonPaths(home).read_status().pid == pid  # type: ignore[union-attr]
+
+
+def status(home: Home) -> dict:  # type: ignore[type-arg]
+    result = remem(home, "daemon", "status", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_an_invalid_settings_file_does_not_stop_the_daemon(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    root.mkdir()
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n")
+    started(home)
+    assert remem(home, "daemon", "stop").returncode == 0
+
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n  idle: 3\n")
+    started(home)
+    report = status(home)
+    assert report["settingsProblems"] == [f"{home.settings_file}:5: sessions.idle: unknown key; check its "
+                                          "spelling against docs/cli.md#settings"]  # fmt: skip
+    assert str(root) in report["watch"]["paths"], "it runs on the last valid settings"
+    shown = remem(home, "daemon", "status")
+    assert "settings.yml is invalid" in shown.stdout and "sessions.idle" in shown.stdout
+
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n")
+    wait_until(lambda: status(home)["settingsProblems"] == [])

@@ -1,0 +1,61 @@
+"""A garbage fork-journal entry or session-meta.json is named with its fix, and confined."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.forks.journal import ForkJournal, operation_key
+from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.home import Home
+from remem.daemon.sessions.catalog import SessionCatalog
+from remem.daemon.sessions.errors import OperationError
+from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+
+CWD = "/home/dev/projects/demo"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    write_session(root, build_session(SessionSpec(seed=7, turns=3, cwd=CWD)))
+    return root
+
+
+def sessions(home: Home, root: Path, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = CliRunner().invoke(
+        cli, ["--home", str(home.root), "sessions", *args, "--root", str(root), "--json"]
+    )
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, json.loads(result.stdout or result.stderr)
+
+
+def test_garbage_session_metadata_still_lists_and_refuses_changes(home: Home, root: Path) -> None:
+    meta = home.ensure_layout().state / "session-meta.json"
+    meta.write_text("{garbage")
+    code, listing = sessions(home, root, "list")
+    assert code == 0 and len(listing["sessions"]) == 1
+    [error] = [e for e in listing["errors"] if e["path"] == str(meta)]
+    assert "cannot be read" in error["message"] and "deleting it" in error["message"]
+    session_id = listing["sessions"][0]["id"]
+    code, refused = sessions(home, root, "rename", session_id, "New title")
+    assert code != 0 and "cannot be read" in json.dumps(refused)
+    assert meta.read_text() == "{garbage", "the titles it may still hold are never overwritten"
+
+
+def test_a_garbage_fork_journal_entry_stops_only_its_operation(home: Home, root: Path) -> None:
+    catalog = SessionCatalog(home, [root], idle_seconds=120)
+    source = catalog.listing().sessions[0].id
+    entry = ForkJournal(home).folder / f"{operation_key('broken')}.json"
+    entry.write_text("{garbage")
+    ForkJournal(home).recover()  # what the daemon runs at start: the others still settle
+    with pytest.raises(OperationError) as refused:
+        ForkService(catalog).fork(ForkRequest(source=source, operationId="broken", atSeq=0))
+    assert refused.value.code == "INVALID" and str(entry) in refused.value.message
+    assert "delete the entry" in refused.value.message
+    assert ForkService(catalog).fork(ForkRequest(source=source, operationId="fine", atSeq=0)).created

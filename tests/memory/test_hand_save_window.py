@@ -1,0 +1,98 @@
+"""A hand save landing between a commit's comparison and its publish is kept, never replaced.
+
+The save is made at that exact instant (just before the publish step), once with the kernel's
+atomic exchange and once with the compare-then-rename fallback used where it is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon import swap
+from remem.daemon.fsutil import is_temp_name
+from remem.daemon.memory import journal
+from remem.daemon.memory import store as store_module
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.revision import global_revision
+from remem.daemon.memory.store import MemoryStore
+
+from .factory import delete, put
+from .test_store import EMPTY
+
+
+@pytest.fixture(params=["exchange", "fallback"])
+def publish_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "fallback":
+        monkeypatch.setattr(swap, "_renameat2", None)
+    elif swap._renameat2 is None:
+        pytest.skip("this system has no renameat2")
+    return request.param
+
+
+def leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if is_temp_name(p.name) or p.name == journal.JOURNAL_NAME]
+
+
+def test_global_save_in_the_window_wins(
+    store: MemoryStore, publish_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    swap_in = store_module.swap_in
+
+    def save_then_publish(temp: Path, target: Path, expected: str) -> None:
+        target.write_text("Old global.\nSaved by hand.\n")
+        swap_in(temp, target, expected)
+
+    monkeypatch.setattr(store_module, "swap_in", save_then_publish)
+    result = store.replace_global(base, "New global.\n")
+    assert result.status == "conflict"
+    assert store.home.global_file.read_text() == "Old global.\nSaved by hand.\n"
+    assert result.revision == global_revision(b"Old global.\nSaved by hand.\n")
+    assert leftovers(store.home.memory) == []
+
+
+@pytest.mark.parametrize("saved_file", ["alpha.md", "beta.md"])
+def test_record_save_in_the_window_undoes_the_whole_batch(
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    publish_mode: str,
+    saved_file: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    folder = store.folder(workspace)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    saved = before[saved_file].replace(b"Why it matters.", b"Saved by hand.")
+    apply = journal._apply
+
+    def save_then_apply(folder: Path, step: journal.Step) -> None:
+        if step.final == saved_file:
+            (folder / saved_file).write_bytes(saved)
+        apply(folder, step)
+
+    monkeypatch.setattr(journal, "_apply", save_then_apply)
+    result = store.commit_workspace(
+        workspace, base, [delete("alpha"), put("beta", body="New.\n"), put("gamma")]
+    )
+    assert result.status == "conflict"
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == {**before, saved_file: saved}
+    assert result.revision == store.read_workspace(workspace).revision != base
+    assert leftovers(folder) == []
+
+
+def test_a_file_saved_where_a_new_record_goes_is_kept(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha")]).revision
+    apply = journal._apply
+
+    def create_then_apply(folder: Path, step: journal.Step) -> None:
+        if step.final == "gamma.md":
+            (folder / "gamma.md").write_text("Started by hand.\n")
+        apply(folder, step)
+
+    monkeypatch.setattr(journal, "_apply", create_then_apply)
+    assert store.commit_workspace(workspace, base, [put("gamma")]).status == "conflict"
+    assert (store.folder(workspace) / "gamma.md").read_text() == "Started by hand.\n"
