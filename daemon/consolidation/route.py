@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import credentials
 from ..home import Home
 from ..settings import Settings
 
@@ -65,6 +66,12 @@ def resolve_route(home: Home, settings: Settings) -> Route:
 
 
 def _api_key(home: Home, provider: str, env: str | None) -> str:
+    key = _configured_key(home, provider, env)
+    credentials.remember(key)  # a provider's error may echo it: redaction must know it exactly
+    return key
+
+
+def _configured_key(home: Home, provider: str, env: str | None) -> str:
     if env is None:
         return "unused"  # a local server (ollama) takes any key, but the client needs one
     if key := os.environ.get(env, "").strip():

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from .. import credentials
 from .canonical import BOM, canonical_problems, canonicalize
 from .diagnostics import Diagnostic, Range, Severity, TextPositions, diagnostic, has_errors
 from .index import render_index
@@ -72,9 +73,9 @@ class _FrontMatter:
 
 
 def validate_global(text: str) -> list[Diagnostic]:
-    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
+    """Problems of a `GLOBAL.md` text: canonical form, the 24 KiB budget and likely secrets."""
     positions = TextPositions(text)
-    problems = canonical_problems(text, positions)
+    problems = canonical_problems(text, positions) + likely_secrets(text, positions)
     over = _over_budget_offset(text, GLOBAL_MAX_BYTES)
     if over is not None:
         size = len(canonicalize(text).encode("utf-8"))
@@ -93,7 +94,7 @@ def validate_global(text: str) -> list[Diagnostic]:
 def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
     """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check."""
     positions = TextPositions(text)
-    problems = canonical_problems(text, positions)
+    problems = canonical_problems(text, positions) + likely_secrets(text, positions)
     front = _find_front_matter(text, positions, problems)
     if front is None:
         return ParsedRecord(None, problems)
@@ -108,6 +109,20 @@ def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
 
 def validate_record(text: str, file_name: str | None = None) -> list[Diagnostic]:
     return parse_record(text, file_name).diagnostics
+
+
+def likely_secrets(text: str, positions: TextPositions) -> list[Diagnostic]:
+    """A warning on each likely credential (DESIGN §9): memory is loaded into every agent session."""
+    return [
+        diagnostic(
+            "likely-secret",
+            Severity.WARNING,
+            f"this looks like a credential ({found.kind}); every agent session loads memory, so remove "
+            "it and say where the secret lives instead (an environment variable, a vault)",
+            positions.range(found.start, found.end),
+        )
+        for found in credentials.find(text)
+    ]
 
 
 def validate_index(text: str, expected: str | None) -> list[Diagnostic]:

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
+from ..credentials import RedactingFormatter
 from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
@@ -211,7 +212,9 @@ def run(home: Home) -> int:
         return 0
     try:
         settings, _ = SettingsStore(home).read()
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        handler = logging.StreamHandler()
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
         asyncio.run(Daemon(home, settings).serve())
         return 0
     finally:

@@ -259,3 +259,20 @@ def test_index_budget_is_a_warning() -> None:
     text = "".join(f"- line {i}\n" for i in range(201))
     problem = only(validate_index(text, None), "index-budget")
     assert problem.severity is Severity.WARNING
+
+
+def test_a_likely_credential_is_a_warning_on_its_exact_span() -> None:
+    text = record(body="Deploy with:\n  export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345\n")
+    found = only(validate_record(text, "prefer-uv.md"), "likely-secret")
+    assert found.severity is Severity.WARNING and "(github-token)" in found.message
+    assert span(found) == (6, 22, 6, 62)
+    assert parse_record(text, "prefer-uv.md").record is not None  # a warning: the record still loads
+    global_text = "Prefer terse answers.\npassword: hunter2hunter2\n"
+    assert span(only(validate_global(global_text), "likely-secret")) == (1, 10, 1, 24)
+
+
+@pytest.mark.parametrize(
+    "body", ["The token lives in $GITHUB_TOKEN.\n", "Rotate the password before the secret expires.\n"]
+)
+def test_naming_a_secret_is_not_a_warning(body: str) -> None:
+    assert validate_record(record(body=body), "prefer-uv.md") == []
