@@ -20,6 +20,7 @@ POINTS: frozenset[str] = frozenset(
         "consolidation.after-global-commit",
         "consolidation.after-workspace-commit",
         "consolidation.before-committed-receipt",
+        "fork.after-mark",
         "fork.after-prepare",
         "fork.after-temp-write",
         "fork.after-publish",

@@ -79,6 +79,8 @@ class ForkService:
         source = self._source(request.source)
         if entry is None:
             entry = self._prepare(request, source)
+        else:
+            self.journal.mark(entry.operationId)  # a retry writes again: recovery must know
         path = Path(entry.path)
         ensure_session_dirs(path)
         try:
