@@ -5,8 +5,9 @@ its prompts, finds each scripted turn's evidence range in the headings, and prop
 
 - ``good``: the case's ideal proposal, citing the justifying turns;
 - ``bad``: first a final proposal citing a range never shown (rejected), then one that keeps
-  the noise and the credentials the host cannot recognise (it refuses the others), cites a fact with the wrong turn, skips every delete and
-  update of a stale record, drops the other facts and deletes a record that is still true;
+  the noise and the credentials the host cannot recognise (it refuses the others), cites a
+  fact with the wrong turn, skips every delete and update of a stale record, drops the other
+  facts and deletes a record that is still true;
 - ``partial``: every other change of the ideal proposal, correctly cited.
 """
 
