@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 _PRIVATE_KEY = re.compile(
@@ -23,11 +23,17 @@ _PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)",
     re.DOTALL,
 )
+# Each token pattern with the literals one of which any match contains: a `\b`-led pattern is
+# tried at every offset, so `find` (run on every keystroke in the editor) looks for those first.
 _TOKENS = (
-    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
-    ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("slack-token", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}")),
+    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), ("AKIA", "ASIA")),
+    ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
+    (
+        "github-token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    ("slack-token", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), ("xox",)),
 )
 _NOT_A_VALUE = r"(?!\[redacted\ )"  # already masked by a more specific pattern
 _AWS_SECRET = re.compile(
@@ -36,9 +42,12 @@ _AWS_SECRET = re.compile(
 _BEARER = re.compile(
     r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?bearer\s+)" + _NOT_A_VALUE + r"[A-Za-z0-9._~+/=-]+"
 )
+# A match starts at one of these words (in any case); the name before it (`DB_PASSWORD`) stays.
+_SECRET_WORDS = ("password", "passwd", "secret", "token", "api_key", "api-key", "apikey", "private_key",
+                 "private-key", "privatekey")  # fmt: skip
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    (?P<key>\b[\w.-]*?(?:password|passwd|secret(?:[_-]?key)?|token|api[_-]?key|private[_-]?key)
+    (?P<key>(?:password|passwd|secret(?:[_-]?key)?|token|api[_-]?key|private[_-]?key)
         ["']?\s*[:=]\s*)
     """
     + _NOT_A_VALUE
@@ -85,7 +94,7 @@ def redact(text: str) -> str:
     for value in _known():
         text = text.replace(value, "[redacted route-key]")
     text = _PRIVATE_KEY.sub("[redacted private-key]", text)
-    for kind, pattern in _TOKENS:
+    for kind, pattern, _ in _TOKENS:
         text = pattern.sub(f"[redacted {kind}]", text)
     text = _AWS_SECRET.sub(_keep_key("aws-secret-access-key"), text)
     text = _BEARER.sub(_keep_key("bearer-token"), text)
@@ -97,11 +106,17 @@ def find(text: str) -> list[Found]:
     keys = (m for value in _known() for m in re.finditer(re.escape(value), text))
     found = [Found(m.start(), m.end(), "route-key") for m in keys]
     found += [Found(m.start(), m.end(), "private-key") for m in _PRIVATE_KEY.finditer(text)]
-    for kind, pattern in _TOKENS:
-        found += [Found(m.start(), m.end(), kind) for m in pattern.finditer(text)]
-    for kind, pattern in (("aws-secret-access-key", _AWS_SECRET), ("bearer-token", _BEARER)):
-        found += [Found(m.end(1), m.end(), kind) for m in pattern.finditer(text)]
-    for m in _ASSIGNMENT.finditer(text):
+    for kind, pattern, hints in _TOKENS:
+        if any(hint in text for hint in hints):
+            found += [Found(m.start(), m.end(), kind) for m in pattern.finditer(text)]
+    lowered = text.lower()
+    for kind, pattern, hint in (
+        ("aws-secret-access-key", _AWS_SECRET, "aws_secret_access_key"),
+        ("bearer-token", _BEARER, "authorization"),
+    ):
+        if hint in lowered:
+            found += [Found(m.end(1), m.end(), kind) for m in pattern.finditer(text)]
+    for m in _assignments(text, lowered):
         value = next(g for g in ("double", "single", "bare") if m[g] is not None)
         found.append(Found(m.start(value), m.end(value), "secret"))
     kept: list[Found] = []
@@ -109,6 +124,24 @@ def find(text: str) -> list[Found]:
         if not kept or item.start >= kept[-1].end:
             kept.append(item)
     return kept
+
+
+def _assignments(text: str, lowered: str) -> Iterator[re.Match[str]]:
+    """`_ASSIGNMENT.finditer(text)`, tried only where a secret word starts."""
+    if len(lowered) != len(text):  # a few characters lower to two: offsets would not carry over
+        yield from _ASSIGNMENT.finditer(text)
+        return
+    starts = set()
+    for word in _SECRET_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            starts.add(at)
+            at = lowered.find(word, at + 1)
+    end = 0
+    for start in sorted(starts):
+        if start >= end and (match := _ASSIGNMENT.match(text, start)) is not None:
+            end = match.end()
+            yield match
 
 
 class RedactingFormatter(logging.Formatter):

@@ -16,7 +16,7 @@ from pygls import uris
 
 from remem.daemon.memory.diagnostics import Diagnostic, Severity
 from remem.daemon.memory.lint import lint_workspace_folder
-from remem.daemon.memory.validation import validate_global
+from remem.daemon.memory.validation import likely_secrets, validate_global
 
 from .server import RememServer
 
@@ -64,7 +64,8 @@ def refresh_global(ls: RememServer) -> None:
     """Diagnose `GLOBAL.md` if the editor has it open."""
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
-        _publish(ls, uri, validate_global(ls.workspace.get_text_document(uri).source))
+        text = ls.workspace.get_text_document(uri).source
+        _publish(ls, uri, validate_global(text) + likely_secrets(text))
 
 
 def refresh_workspace(ls: RememServer, folder: Path) -> None:

@@ -73,9 +73,9 @@ class _FrontMatter:
 
 
 def validate_global(text: str) -> list[Diagnostic]:
-    """Problems of a `GLOBAL.md` text: canonical form, the 24 KiB budget and likely secrets."""
+    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
     positions = TextPositions(text)
-    problems = canonical_problems(text, positions) + likely_secrets(text, positions)
+    problems = canonical_problems(text, positions)
     over = _over_budget_offset(text, GLOBAL_MAX_BYTES)
     if over is not None:
         size = len(canonicalize(text).encode("utf-8"))
@@ -94,7 +94,7 @@ def validate_global(text: str) -> list[Diagnostic]:
 def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
     """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check."""
     positions = TextPositions(text)
-    problems = canonical_problems(text, positions) + likely_secrets(text, positions)
+    problems = canonical_problems(text, positions)
     front = _find_front_matter(text, positions, problems)
     if front is None:
         return ParsedRecord(None, problems)
@@ -111,8 +111,12 @@ def validate_record(text: str, file_name: str | None = None) -> list[Diagnostic]
     return parse_record(text, file_name).diagnostics
 
 
-def likely_secrets(text: str, positions: TextPositions) -> list[Diagnostic]:
-    """A warning on each likely credential (DESIGN §9): memory is loaded into every agent session."""
+def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
+    """A warning on each likely credential (DESIGN §9): memory is loaded into every agent session.
+
+    For people (the editor, `remem memory validate`, an agent's update), never on the store's
+    read path: a warning changes nothing there, and scanning costs more than the other rules."""
+    positions = positions or TextPositions(text)
     return [
         diagnostic(
             "likely-secret",
