@@ -187,6 +187,7 @@ async def _memory_update(session: AgentSession, cwd: str, arguments: dict[str, A
         text = f"No change: {where} already holds this."
     else:
         text = f"Committed {result.changes} change(s) to {where}."
+        text += "".join(f"\nWarning: {warning}" for warning in result.warnings)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content={"scope": result.scope, "changes": result.changes},

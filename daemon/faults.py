@@ -24,6 +24,7 @@ POINTS: frozenset[str] = frozenset(
         "consolidation.after-workspace-commit",
         "consolidation.before-committed-receipt",
         "credentials.after-temp-write",
+        "fork.after-mark",
         "fork.after-prepare",
         "fork.after-temp-write",
         "fork.after-publish",

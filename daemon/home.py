@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .fsutil import ensure_private_dir
+from .fsutil import PRIVATE_FILE_MODE, ensure_private_dir
 
 HOME_ENV = "REMEM_HOME"
 
@@ -44,6 +44,10 @@ class Home:
         return self.memory / "reviews"
 
     @cached_property
+    def debug(self) -> Path:
+        return self.memory / "debug"
+
+    @cached_property
     def sessions(self) -> Path:
         return self.root / "sessions"
 
@@ -64,7 +68,8 @@ class Home:
         return self.root / "credentials.yml"
 
     def ensure_layout(self) -> Home:
-        """Create the fixed folders (0700); existing ones are tightened, never loosened."""
+        """Create the fixed folders (0700); existing ones, and a hand-made `settings.yml`, are
+        tightened to user-only, never loosened."""
         for folder in (
             self.root,
             self.memory,
@@ -75,4 +80,15 @@ class Home:
             self.locks,
         ):
             ensure_private_dir(folder)
+        _tighten(self.settings_file)
         return self
+
+
+def _tighten(path: Path) -> None:
+    """Make a file of ours user-only; one owned by someone else is left alone, as for folders."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    if st.st_mode & 0o077 and st.st_uid == os.getuid():
+        os.chmod(path, PRIVATE_FILE_MODE)

@@ -17,7 +17,7 @@ from pygls import uris
 
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder
-from remem.daemon.memory.validation import validate_global
+from remem.daemon.memory.validation import likely_secrets, validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
 from .rule_docs import PREFIX, rule_href
@@ -70,7 +70,8 @@ def refresh_global(ls: RememServer) -> None:
     """Diagnose `GLOBAL.md` if the editor has it open."""
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
-        _publish(ls, uri, validate_global(ls.workspace.get_text_document(uri).source))
+        text = ls.workspace.get_text_document(uri).source
+        _publish(ls, uri, validate_global(text) + likely_secrets(text))
 
 
 def settings_problems(text: str) -> list[Diagnostic]:

@@ -5,8 +5,9 @@ its prompts, finds each scripted turn's evidence range in the headings, and prop
 
 - ``good``: the case's ideal proposal, citing the justifying turns;
 - ``bad``: first a final proposal citing a range never shown (rejected), then one that keeps
-  the noise and the credentials, cites a fact with the wrong turn, skips every delete and
-  update of a stale record, drops the other facts and deletes a record that is still true;
+  the noise and the credentials the host cannot recognise (it refuses the others), cites a
+  fact with the wrong turn, skips every delete and update of a stale record, drops the other
+  facts and deletes a record that is still true;
 - ``partial``: every other change of the ideal proposal, correctly cited.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from remem.daemon import credentials
 from remem.daemon.evaluation.cases import CASES
 from remem.daemon.evaluation.labels import Case, IdealChange
 from tests.fake_openai import FakeOpenAI, Reply, tool_call
@@ -81,8 +83,9 @@ def partial(case: Case, ranges: dict[int, dict[str, int]]) -> list[dict[str, Any
 def bad(case: Case, ranges: dict[int, dict[str, int]], shown: list[dict[str, int]]) -> list[dict[str, Any]]:
     anywhere = [shown[0]]
     changes = [_note(f"note-{n.id}", " ".join(n.terms), anywhere) for n in case.noise]
-    if case.secrets:
-        changes.append(_note("credentials", "Keys seen: " + ", ".join(case.secrets), anywhere))
+    unrecognised = [s for s in case.secrets if not credentials.find(s)]
+    if unrecognised:
+        changes.append(_note("credentials", "Keys seen: " + ", ".join(unrecognised), anywhere))
     stale = {s.record for s in case.stale}
     kept = [
         c for c in case.ideal if c.action != "delete" and (c.record is None or c.record.name not in stale)

@@ -12,10 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..credentials import redact
 from ..fsutil import PRIVATE_FILE_MODE, ensure_private_dir
 from ..home import Home
 from .receipts import now
-from .redaction import redact
 
 _ALLOWED = frozenset(
     {"review", "attempt", "step", "status", "accepted", "problems", "toolCalls", "finish", "inputBytes",
@@ -25,7 +25,8 @@ _ALLOWED = frozenset(
 
 class DebugLog:
     def __init__(self, home: Home, review: str, attempt: int) -> None:
-        folder = ensure_private_dir(home.memory / "debug" / review)
+        ensure_private_dir(home.debug)  # `mkdir(parents=True)` would leave it world-readable
+        folder = ensure_private_dir(home.debug / review)
         self.path: Path = folder / f"attempt-{attempt}.jsonl"
 
     def record(self, phase: str, fields: dict[str, Any]) -> None:

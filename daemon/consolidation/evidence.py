@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..credentials import redact
 from ..sessions.models import SURFACE_TYPES, ReplaceOp, SessionEvent
 from ..sessions.projection import Projection
 from ..sessions.reader import SessionLog
@@ -33,7 +34,6 @@ from ..sessions.transcript import (
     message_text,
     quoted,
 )
-from .redaction import redact
 
 CODE_BLOCK_LIMIT = 4096  # UTF-8 bytes of a fenced block, fences included, that still enter whole
 UNKNOWN_TOOL = "unknown"

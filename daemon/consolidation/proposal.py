@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from .. import credentials
 from ..memory.batch import (
     DeleteChange,
     GlobalPlan,
@@ -168,7 +169,20 @@ def _shape_problems(proposal: Proposal, shown: set[EvidenceRange]) -> list[str]:
             problems.append(
                 f"change {number}: evidence {bad.fromSeq}-{bad.toSeq} is not one of the turn ranges shown"
             )
+        kinds = sorted({found.kind for text in _texts(change) for found in credentials.find(text)})
+        if kinds:
+            problems.append(
+                f"change {number}: it holds what looks like a credential ({', '.join(kinds)}); memory "
+                "never keeps secrets: say where the secret lives (an environment variable, a vault)"
+            )
     return problems
+
+
+def _texts(change: ProposedChange) -> tuple[str, ...]:
+    """What a change would write into memory."""
+    if isinstance(change, Put):
+        return change.record.name, change.record.description, change.record.content
+    return (change.content,) if isinstance(change, ReplaceGlobal) else ()
 
 
 def batch_change(change: ProposedChange) -> PutChange | DeleteChange:

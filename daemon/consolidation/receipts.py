@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import safe_yaml
+from ..credentials import redact
 from ..fsutil import atomic_write
 from ..home import Home
 from ..sessions.lineage import ReviewState
@@ -132,11 +133,13 @@ class Receipt(_Model):
         return self.model_copy(update={"status": status, "completedAt": done, **fields})
 
     def ended(self, status: Status, error: str | None = None, **fields: object) -> Receipt:
-        """`moved` to a final status, which the last attempt (if any) ends with too."""
+        """`moved` to a final status, which the last attempt (if any) ends with too.
+
+        The error is redacted here too, whatever its source: a receipt is printed and kept."""
         attempts = list(self.attempts)
         if attempts:
             attempts[-1] = attempts[-1].model_copy(
-                update={"status": status, "endedAt": now(), "error": error}
+                update={"status": status, "endedAt": now(), "error": None if error is None else redact(error)}
             )
         return self.moved(status, attempts=attempts, **fields)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .. import safe_yaml
+from .. import credentials, safe_yaml
 from ..faults import faultpoint
 from ..fsutil import remove_stale_temps, replace_durably, write_temp
 from ..home import Home
@@ -70,6 +70,12 @@ def resolve_route(home: Home, settings: Settings) -> Route:
 
 
 def _api_key(home: Home, provider: str, env: str | None) -> str:
+    key = _configured_key(home, provider, env)
+    credentials.remember(key)  # a provider's error may echo it: redaction must know it exactly
+    return key
+
+
+def _configured_key(home: Home, provider: str, env: str | None) -> str:
     if env is None:
         return "unused"  # a local server (ollama) takes any key, but the client needs one
     if key := os.environ.get(env, "").strip():

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from ..credentials import redact
 from .evidence import EvidenceRange
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
-from .redaction import redact
 from .route import Route
 from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 

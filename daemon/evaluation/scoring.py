@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..consolidation.evidence import EvidenceRange
 from ..consolidation.proposal import Delete, ProposedChange, Put, ReplaceGlobal
-from ..consolidation.redaction import redact
+from ..credentials import redact
 from .labels import Case, Fact, Stale
 
 _TOKEN = re.compile(r"[a-z0-9]+")

@@ -7,6 +7,12 @@ same cut, so one operation id yields at most one child, whatever crashes in betw
 
 Every step for an operation runs under that operation's lock; recovery only touches
 operations whose lock it can take, so it never removes a temp file a live fork still needs.
+
+Recovery must not grow with the forks already made: before an operation writes anything (its
+journal entry, its child), it leaves a marker `pending/<key>`, durably, and removes it once the
+operation is committed or settled. Recovery visits the marked operations only, so a fork after
+ten thousand others costs what the first did. A journal written before markers existed (no
+`pending/` folder) is scanned whole once.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
+import secrets
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..faults import faultpoint
-from ..fsutil import TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
+from ..fsutil import PRIVATE_FILE_MODE, TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
 from ..home import Home
 from ..locks import file_lock, try_file_lock
 from ..sessions.errors import OperationError
@@ -52,6 +61,7 @@ class JournalEntry(BaseModel):
 class ForkJournal:
     def __init__(self, home: Home) -> None:
         self.folder = ensure_private_dir(home.state / "forks")
+        self.pending = self.folder / "pending"
         self.locks = home.locks
 
     @contextmanager
@@ -75,6 +85,8 @@ class ForkJournal:
                 )
             if entry is not None and entry.status == "committed":
                 return entry, False
+            if entry is not None:
+                self.mark(operation_id)  # a retry writes again: recovery must know
             return create(entry)
 
     def publish(
@@ -100,15 +112,28 @@ class ForkJournal:
         return self._read(operation_key(operation_id))
 
     def put(self, entry: JournalEntry) -> None:
-        """Write an entry durably; the caller holds its operation's lock."""
-        data = entry.model_dump_json(indent=2).encode() + b"\n"
-        atomic_write(self._entry_path(operation_key(entry.operationId)), data)
+        """Write an entry durably; the caller holds its operation's lock.
+
+        A prepared entry is marked pending first; a committed one is unmarked after."""
+        key = operation_key(entry.operationId)
+        if entry.status == "prepared":
+            self.mark(entry.operationId)
+        atomic_write(self._entry_path(key), entry.model_dump_json(indent=2).encode() + b"\n")
+        if entry.status == "committed":
+            (self.pending / key).unlink(missing_ok=True)  # a marker left behind only costs a visit
+
+    def mark(self, operation_id: str) -> None:
+        """Mark the operation pending, durably, before it writes anything recovery may settle."""
+        marker = self._marked() / operation_key(operation_id)
+        if marker.exists():
+            return
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE))
+        fsync_dir(self.pending)
+        faultpoint("fork.after-mark")
 
     def recover(self) -> None:
         """Settle interrupted forks nobody is working on: commit published children, drop temps."""
-        keys = {p.stem for p in self.folder.glob("*.json")}
-        keys |= {p.name[1:].split(".json")[0] for p in self.folder.iterdir() if is_temp_name(p.name)}
-        for key in sorted(keys):
+        for key in sorted(os.listdir(self._marked())):
             held = try_file_lock(self._lock_path(key))
             if held is None:
                 continue  # a fork of this operation is running right now
@@ -119,24 +144,41 @@ class ForkJournal:
             finally:
                 held.release()
 
+    def _marked(self) -> Path:
+        """The pending folder; created after one whole scan of a journal that predates it."""
+        if self.pending.is_dir():
+            return self.pending
+        keys = {p.stem for p in self.folder.glob("*.json")}
+        keys |= {p.name[1:].split(".json")[0] for p in self.folder.iterdir() if is_temp_name(p.name)}
+        # Built aside and renamed into place, so a crash never leaves a partial pending folder.
+        building = ensure_private_dir(self.folder / f"pending-{secrets.token_hex(6)}")
+        for key in keys:
+            os.close(os.open(building / key, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE))
+        fsync_dir(building)
+        try:
+            building.rename(self.pending)
+        except OSError:  # another process put its own in place first
+            shutil.rmtree(building, ignore_errors=True)
+        fsync_dir(self.folder)
+        return self.pending
+
     def _clean(self, key: str) -> None:
+        """Settle a marked operation (the caller holds its lock): nothing of it is left half-done."""
+        marker = self._marked() / key
+        if not marker.exists():
+            return  # never marked, or settled already: it left nothing behind
         for temp in self.folder.glob(f".{key}.json{TEMP_MARKER}*"):
             temp.unlink(missing_ok=True)
         entry = self._read(key)
-        if entry is None or entry.status == "committed":
-            return
-        child = Path(entry.path)
-        if child.is_file():
-            self.put(entry.model_copy(update={"status": "committed"}))
-            return
-        # Only this child's temps: a Claude Code or Codex child shares its folder with other
-        # sessions, and another operation may be writing its own child there right now.
-        temps = list(child.parent.glob(f".{child.name}{TEMP_MARKER}*"))
-        for temp in temps:
-            temp.unlink(missing_ok=True)
-        if temps:
-            fsync_dir(child.parent)
-        _remove_if_empty(child.parent)
+        if entry is not None and entry.status == "prepared":
+            child = Path(entry.path)
+            if child.is_file():
+                self.put(entry.model_copy(update={"status": "committed"}))
+            else:
+                _remove_child_temps(child)
+        # A prepared entry whose child was never published stays prepared for its retry,
+        # which marks it again before writing.
+        marker.unlink(missing_ok=True)
 
     def _read(self, key: str) -> JournalEntry | None:
         path = self._entry_path(key)
@@ -162,6 +204,17 @@ class ForkJournal:
 def operation_key(operation_id: str) -> str:
     """A file-name-safe key for any operation id (ids are client text, never paths)."""
     return hashlib.sha256(operation_id.encode("utf-8")).hexdigest()[:32]
+
+
+def _remove_child_temps(child: Path) -> None:
+    # Only this child's temps: a Claude Code or Codex child shares its folder with other
+    # sessions, and another operation may be writing its own child there right now.
+    temps = list(child.parent.glob(f".{child.name}{TEMP_MARKER}*"))
+    for temp in temps:
+        temp.unlink(missing_ok=True)
+    if temps:
+        fsync_dir(child.parent)
+    _remove_if_empty(child.parent)
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -1,7 +1,8 @@
 """Validating memory files as they are on disk, with workspace-wide rules from their folder.
 
 A record is judged together with its sibling records (duplicate names, the record limit) and
-`MEMORY.md` against what those records render to, exactly as the store would judge them.
+`MEMORY.md` against what those records render to, exactly as the store would judge them, plus
+the warnings for people the store does not need (`likely_secrets`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .diagnostics import Diagnostic
 from .lint_cache import LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .store import FileProblems
-from .validation import validate_global, validate_workspace
+from .validation import likely_secrets, validate_global, validate_workspace
 
 _SKIPPED_DIRS = {"reviews", "debug"}
 
@@ -31,7 +32,7 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
     for path in files:
         if path.name == GLOBAL_FILE:
             text, problems = decode(path.read_bytes())
-            reports[path] = problems + validate_global(text)
+            reports[path] = problems + validate_global(text) + likely_secrets(text)
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():

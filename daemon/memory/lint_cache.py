@@ -20,7 +20,7 @@ from .canonical import decode
 from .diagnostics import Diagnostic
 from .record import RECORDS_MAX
 from .stamps import RACY_NS, Stamp, stamp
-from .validation import ParsedRecord, parse_record
+from .validation import ParsedRecord, likely_secrets, parse_record
 
 # Room for a full folder of records plus the documents an editor keeps open elsewhere.
 _ENTRIES = 2 * RECORDS_MAX
@@ -39,11 +39,12 @@ class LintCache:
         self._listings: _ByStat[frozenset[str]] = _ByStat(entries)
 
     def parse(self, text: str, file_name: str) -> ParsedRecord:
-        """`parse_record(text, file_name)`, as a copy the caller may add problems to."""
+        """`parse_record(text, file_name)` with its likely secrets, as a copy the caller may add to."""
         key = (file_name, text)
         parsed = self._parses.get(key)
         if parsed is None:
             parsed = parse_record(text, file_name)
+            parsed.diagnostics += likely_secrets(text, parsed.positions)
             _remember(self._parses, key, parsed, self._entries)
         else:
             self._parses.move_to_end(key)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from .. import safe_yaml
+from .. import credentials, safe_yaml
 from .canonical import BOM, canonical_problems, canonicalize
 from .diagnostics import Diagnostic, Range, Severity, TextPositions, diagnostic, has_errors
 from .index import render_index
@@ -108,6 +108,24 @@ def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
 
 def validate_record(text: str, file_name: str | None = None) -> list[Diagnostic]:
     return parse_record(text, file_name).diagnostics
+
+
+def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
+    """A warning on each likely credential (DESIGN §9): memory is loaded into every agent session.
+
+    For people (the editor, `remem memory validate`, an agent's update), never on the store's
+    read path: a warning changes nothing there, and scanning costs more than the other rules."""
+    positions = positions or TextPositions(text)
+    return [
+        diagnostic(
+            "likely-secret",
+            Severity.WARNING,
+            f"this looks like a credential ({found.kind}); every agent session loads memory, so remove "
+            "it and say where the secret lives instead (an environment variable, a vault)",
+            positions.range(found.start, found.end),
+        )
+        for found in credentials.find(text)
+    ]
 
 
 def validate_index(text: str, expected: str | None) -> list[Diagnostic]:

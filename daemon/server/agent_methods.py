@@ -42,10 +42,13 @@ from ..memory.audit import (
 )
 from ..memory.batch import DeleteChange, GlobalPlan, InvalidChanges, Problem, PutChange, WorkspacePlan
 from ..memory.context import render_agent_context
+from ..memory.diagnostics import TextPositions
 from ..memory.history import Actor
 from ..memory.identity import WorkspaceId
+from ..memory.record import render_record
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
 from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from ..memory.validation import likely_secrets
 from .jsonrpc import Handler
 from .memory_methods import MemoryMethods
 from .protocol import (
@@ -104,7 +107,21 @@ class _Update:
     def result(self, status: Literal["committed", "no-change", "stale"], revision: str) -> AgentUpdateResult:
         scope = "global" if self.workspace is None else "workspace"
         count = (len(self.changes) or 1) if status == "committed" else 0
-        return AgentUpdateResult(status=status, scope=scope, changes=count, revision=revision)
+        warnings = self.secret_warnings() if status == "committed" else []
+        return AgentUpdateResult(
+            status=status, scope=scope, changes=count, revision=revision, warnings=warnings
+        )
+
+    def secret_warnings(self) -> list[str]:
+        """Likely credentials in the files this update wrote, by file and line (the editor's warning)."""
+        written = {"GLOBAL.md": self.content} if self.content is not None else {
+            f"{c.record.name}.md": render_record(c.record) for c in self.changes if isinstance(c, PutChange)
+        }  # fmt: skip
+        return [
+            f"{name} line {d.range.start.line + 1}: {d.message}"
+            for name, text in written.items()
+            for d in likely_secrets(text, TextPositions(text))
+        ]
 
 
 class AgentMethods:

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
+from ..credentials import RedactingFormatter
 from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
@@ -234,7 +235,9 @@ def run(home: Home) -> int:
         print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
         return 0
     try:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        handler = logging.StreamHandler()
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
         asyncio.run(Daemon(home, RunningSettings(home)).serve())
         return 0
     finally:

@@ -322,6 +322,7 @@ class AgentUpdateResult(_Strict):
     scope: Literal["global", "workspace"]
     changes: int
     revision: str  # the scope's revision now: the host's next observation of it
+    warnings: list[str] = []  # e.g. a likely credential in what was written; committed anyway
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,19 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from . import agents, consolidation, daemon, editor, forks, harness_forks, history, load, lsp, memory, sessions
+from . import (
+    agents,
+    consolidation,
+    daemon,
+    editor,
+    forks,
+    harness_forks,
+    history,
+    load,
+    lsp,
+    memory,
+    sessions,
+)
 from .harness import Benchmark, Row, Unavailable, format_table, run
 
 BENCHMARKS: list[Benchmark] = [

@@ -1,13 +1,16 @@
-"""Fork benchmark: branching a ~50 MB session against copying its prefix bytes durably."""
+"""Fork benchmarks: branching a ~50 MB session against copying its prefix bytes durably, and a
+fork after thousands of earlier forks against the first fork of the same session."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from remem.daemon.forks.child import child_id
+from remem.daemon.forks.journal import operation_key
 from remem.daemon.forks.service import ForkRequest, ForkService
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
@@ -54,6 +57,58 @@ def _fork_big_log() -> Iterator[Contenders]:
         yield Contenders(remem=remem, baseline=baseline)
 
 
+def _forking(root: Path) -> ForkService:
+    service = ForkService(SessionCatalog(Home(root / "home"), [root / "sessions"], idle_seconds=120))
+    service.catalog.listing()
+    return service
+
+
+def _add_prior_forks(service: ForkService, source_id: str, count: int) -> None:
+    """Leave on disk exactly what `count` committed forks leave: a journal entry, a lock file and
+    a child log each. One fork is made for real; the others are its copies under their own
+    operation ids (ids, paths and the child's header rewritten), since making ten thousand
+    forks with their fsyncs would take minutes per run."""
+    made = service.fork(ForkRequest(source=source_id, operationId="prior-0"))
+    journal = service.journal
+    entry = journal.get("prior-0")
+    assert entry is not None and made.created
+    child_bytes = Path(entry.path).read_bytes()
+    for n in range(1, count):
+        operation = f"prior-{n}"
+        child = child_id(operation)
+        path = Path(entry.path.replace(made.child, child))
+        path.parent.mkdir()
+        path.write_bytes(child_bytes.replace(made.child.encode(), child.encode()))
+        copy = entry.model_copy(update={"operationId": operation, "child": child, "path": str(path)})
+        (journal.folder / f"{operation_key(operation)}.json").write_text(
+            copy.model_dump_json(indent=2) + "\n"
+        )
+        (journal.locks / f"fork-{operation_key(operation)}.lock").touch()
+
+
+def _fork_after(prior: int) -> Callable[[], AbstractContextManager[Contenders]]:
+    @contextmanager
+    def setup() -> Iterator[Contenders]:
+        with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+            draft = build_session(SessionSpec(seed=7, turns=6, cwd="/home/dev/projects/bench"))
+            first, many = Path(folder) / "first", Path(folder) / "many"
+            for side in (first, many):
+                write_session(side / "sessions", draft, encoding=Encoding.RAW)
+            fresh, grown = _forking(first), _forking(many)
+            _add_prior_forks(grown, draft.header.id, prior)
+
+            def side(service: ForkService) -> Callable[[int], Call]:
+                def prepare(iteration: int) -> Call:
+                    request = ForkRequest(source=draft.header.id, operationId=f"bench-{iteration}")
+                    return lambda: service.fork(request)
+
+                return prepare
+
+            yield Contenders(remem=side(grown), baseline=side(fresh))
+
+    return setup
+
+
 BENCHMARKS = [
     Benchmark(
         name="forks.fork-50mb",
@@ -62,5 +117,16 @@ BENCHMARKS = [
         target=1.5,
         budget=Budget(iterations=5, warmup=1),
         setup=_fork_big_log,
+    ),
+    *(
+        Benchmark(
+            name=f"forks.fork-after-many-{label}",
+            note=f"fork a small raw log whose home already holds {prior} committed forks of it; "
+            "baseline: the first fork of the same log in a fresh home",
+            target=1.5,
+            budget=Budget(iterations=40, warmup=4),
+            setup=_fork_after(prior),
+        )
+        for label, prior in (("1k", 1_000), ("10k", 10_000))
     ),
 ]

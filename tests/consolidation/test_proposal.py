@@ -135,3 +135,30 @@ def test_any_arguments_end_in_a_plan_or_a_list_of_problems(arguments: str) -> No
             for c in result.changes
             if c.action == "put"  # type: ignore[union-attr]
         }
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        (put("db", content="The staging password: hunter2hunter2\n"), "secret"),
+        (put("aws", description="Key AKIAIOSFODNN7EXAMPLE"), "aws-access-key-id"),
+        (
+            {
+                "action": "replace-global",
+                "content": "Use sk-abcdefghijklmnopqrstuvwxyz012345\n",
+                "evidence": EV,
+            },
+            "api-key",
+        ),
+    ],
+)
+def test_a_change_holding_a_credential_is_refused_without_repeating_it(
+    change: dict[str, Any], kind: str
+) -> None:
+    [problem] = problems(change)
+    assert f"looks like a credential ({kind})" in problem and problem.startswith("change 0:")
+    assert "hunter2" not in problem and "AKIA" not in problem and "sk-abc" not in problem
+
+
+def test_naming_where_a_secret_lives_is_not_refused() -> None:
+    assert plan(put("db", content="The staging password is in $STAGING_DB_PASSWORD (1Password).\n"))

@@ -430,3 +430,19 @@ def test_a_delete_and_a_put_commit_as_one_workspace_generation(
     assert receipt is not None and [(c.action, c.name) for c in receipt.changes] == [
         ("delete", "old-fact"), ("put", "new-fact")]  # fmt: skip
     assert receipt.changes[0].contentHash is None and receipt.changes[1].contentHash
+
+
+def test_a_proposal_holding_a_credential_is_refused_draft_and_final(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    leaky = put(
+        "deploy-token",
+        source.evidence(),
+        content="Deploy with token=ghp_0123456789abcdefghijABCDEFGHIJ012345\n",
+    )
+    fake.reply(tool_call(proposal(leaky, final=False)), *[tool_call(proposal(leaky))] * 5)
+    result = consolidate(home, source.id)
+    assert result.status is Status.INVALID_PROPOSAL and records(home, source) == []
+    answers = [m["content"] for r in fake.requests[1:] for m in r["messages"] if m["role"] == "tool"]
+    assert answers and all("looks like a credential (github-token)" in a for a in answers)
+    assert not any("ghp_0123456789" in a for a in answers)  # the refusal never repeats the secret

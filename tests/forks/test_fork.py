@@ -13,9 +13,10 @@ import pytest
 
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.forks.child import child_id, next_title
+from remem.daemon.forks.journal import ForkJournal, operation_key
 from remem.daemon.forks.prefix import raw_seed_lines
 from remem.daemon.forks.service import ForkRequest, ForkService
-from remem.daemon.fsutil import is_temp_name
+from remem.daemon.fsutil import TEMP_MARKER, is_temp_name
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError
@@ -160,7 +161,7 @@ def test_crash_at_every_point_then_retry_gives_one_complete_child(
     assert retried.returncode == 0, retried.stderr
     result = json.loads(retried.stdout)
     assert result["child"] == child_id("op-crash")
-    assert result["created"] is (point in {"fork.after-prepare", "fork.after-temp-write"})
+    assert result["created"] is (point in {"fork.after-mark", "fork.after-prepare", "fork.after-temp-write"})
     logs = sorted(root.rglob("session.jsonl*"))
     assert len(logs) == 2
     child = read_session(session_log_path(root, CWD, result["child"], encoding), expected_id=result["child"])
@@ -189,9 +190,55 @@ def test_concurrent_identical_requests_make_one_child(
     assert len(list(root.rglob("session.jsonl*"))) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("point", FORK_POINTS)
+def test_a_crash_is_settled_by_the_next_fork_of_another_operation(
+    home: Home, parent: tuple[Path, Path, Encoding], point: str
+) -> None:
+    root, path, _ = parent
+    source_id = read_session(path).header.id
+    assert run_driver(home, root, source_id, "op-crash", point).returncode == EXIT_CODE
+    other = run_driver(home, root, source_id, "op-other")
+    assert other.returncode == 0, other.stderr
+    journal = ForkJournal(home)
+    assert [p for p in root.rglob("*") if is_temp_name(p.name)] == []
+    assert [p for p in journal.folder.iterdir() if is_temp_name(p.name)] == []
+    assert list(journal.pending.iterdir()) == []  # nothing is left for later forks to look at
+    crashed = journal.get("op-crash")
+    published = session_log_path(root, CWD, child_id("op-crash"), parent[2]).is_file()
+    assert (crashed is not None and crashed.status == "committed") is published
+
+
+def test_settled_forks_leave_recovery_nothing_and_an_old_journal_is_scanned_once(
+    home: Home, parent: tuple[Path, Path, Encoding]
+) -> None:
+    root, path, _ = parent
+    forks = service(home, root)
+    source_id = read_session(path).header.id
+    for n in range(3):
+        forks.fork(ForkRequest(source=source_id, operationId=f"op-{n}"))
+    journal = forks.journal
+    assert list(journal.pending.iterdir()) == []
+    # A journal from before pending markers: a prepared entry and a torn entry temp, unmarked.
+    journal.pending.rmdir()
+    stale = journal.get("op-0")
+    assert stale is not None
+    key = operation_key("op-legacy")
+    prepared = stale.model_copy(update={"status": "prepared", "operationId": "op-legacy"})
+    (journal.folder / f"{key}.json").write_text(prepared.model_dump_json())
+    torn = journal.folder / f".{key}.json{TEMP_MARKER}0123"
+    torn.write_text("{")
+    forks.fork(ForkRequest(source=source_id, operationId="op-3"))
+    settled = journal.get("op-legacy")
+    assert settled is not None
+    assert settled.status == "committed" and not torn.exists()  # its child (op-0's) is published
+    assert list(journal.pending.iterdir()) == []
+
+
 def test_fork_points_are_registered() -> None:
     assert FORK_POINTS == [
         "fork.after-journal",
+        "fork.after-mark",
         "fork.after-prepare",
         "fork.after-publish",
         "fork.after-temp-write",

@@ -147,3 +147,18 @@ async def test_arguments_are_a_closed_schema(home: Home, store: MemoryStore, pro
     assert "no path, cwd or revision" in text_of(results[0])
     assert "never both" in text_of(results[4])
     assert AuditTrail(home).all() == [] and store.read_global().content == ""
+
+
+async def test_an_update_holding_a_likely_credential_is_committed_with_a_warning(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    async with agent(home, project) as session:
+        await session.context()
+        plain = await session.update(put("prefer-uv", "Use uv, never pip.\n"))
+        assert "Warning" not in text_of(plain)
+        leaky = await session.update(put("deploy", "How to deploy.\n\nexport API_KEY=abc123def456\n"))
+        assert not leaky.is_error and leaky.structured_content == {"scope": "workspace", "changes": 1}
+        [_, warning] = text_of(leaky).split("\n")
+        assert warning.startswith("Warning: deploy.md line 8: this looks like a credential (secret)")
+        assert "abc123def456" not in warning
+    assert names(store, workspace) == {"prefer-uv", "deploy"}

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from remem.daemon.memory.diagnostics import Diagnostic, Severity
 from remem.daemon.memory.index import render_index
+from remem.daemon.memory.lint import lint_paths, lint_workspace_folder
 from remem.daemon.memory.validation import (
+    likely_secrets,
     parse_record,
     validate_global,
     validate_index,
@@ -270,3 +274,24 @@ def test_index_budget_is_a_warning() -> None:
     text = "".join(f"- line {i}\n" for i in range(201))
     problem = only(validate_index(text, None), "index-budget")
     assert problem.severity is Severity.WARNING
+
+
+def test_a_likely_credential_is_a_warning_on_its_exact_span_for_people(tmp_path: Path) -> None:
+    text = record(body="Deploy with:\n  export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345\n")
+    (tmp_path / "prefer-uv.md").write_text(text)
+    found = only(lint_workspace_folder(tmp_path)["prefer-uv.md"], "likely-secret")
+    assert found.severity is Severity.WARNING and "(github-token)" in found.message
+    assert span(found) == (6, 22, 6, 62)
+    # The store's own judgement is unchanged: a warning for people, and the record still loads.
+    assert validate_record(text, "prefer-uv.md") == []
+    global_file = tmp_path / "GLOBAL.md"
+    global_file.write_text("Prefer terse answers.\npassword: hunter2hunter2\n")
+    [report] = lint_paths([global_file])
+    assert span(only(report.diagnostics, "likely-secret")) == (1, 10, 1, 24)
+
+
+@pytest.mark.parametrize(
+    "body", ["The token lives in $GITHUB_TOKEN.\n", "Rotate the password before the secret expires.\n"]
+)
+def test_naming_a_secret_is_not_a_warning(body: str) -> None:
+    assert likely_secrets(record(body=body)) == []

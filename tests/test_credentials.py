@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from remem.daemon.consolidation.redaction import redact
+from remem.daemon.credentials import redact
 
 PRIVATE_KEY = "\n".join(
     [

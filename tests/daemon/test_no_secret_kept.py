@@ -1,0 +1,64 @@
+"""A provider's 401 that echoes the API key: the key reaches no receipt, debug entry, log or output."""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remem.daemon import credentials
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+from tests.consolidation.conftest import KEY_ENV, configure, write_source
+from tests.fake_openai import FakeOpenAI, status
+
+from .helpers import remem
+
+pytestmark = pytest.mark.slow
+KEY = "remem-test-route-key-7f3a9c2e71d04b5f"  # no credential pattern matches it: only its value can
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    with FakeOpenAI() as server:
+        yield server
+
+
+def test_a_key_echoed_by_the_provider_is_kept_nowhere(home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root, debug="true")
+    source = write_source(root, str(tmp_path / "project"))
+    fake.reply(status(401, f"Incorrect API key provided: {KEY}. Find your key in the dashboard."))
+    ran = remem(home, "consolidate", source.id, "--json")
+    outputs = [ran, remem(home, "receipts"), remem(home, "receipts", "--json")]
+    remem(home, "daemon", "stop")
+    assert json.loads(ran.stdout)["status"] == "provider-failed" and fake.count == 1
+    for output in outputs:
+        assert KEY not in output.stdout + output.stderr
+    assert "Incorrect API key provided: [redacted route-key]" in outputs[2].stdout
+    files = [p for p in home.root.rglob("*") if p.is_file()]
+    assert home.state / "daemon.log" in files and any(home.debug in p.parents for p in files)
+    assert [p for p in files if KEY.encode() in p.read_bytes()] == []
+    # The debug log and a hand-made settings.yml are user-only, like the rest of the home.
+    assert stat.S_IMODE(home.settings_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.debug.stat().st_mode) == 0o700
+
+
+def test_log_lines_and_tracebacks_are_redacted() -> None:
+    credentials.remember(KEY)
+    handler = logging.StreamHandler()
+    handler.setFormatter(credentials.RedactingFormatter("%(message)s"))
+    try:
+        raise RuntimeError(f"provider said: bad key {KEY} (token=abc123def)")
+    except RuntimeError:
+        record = logging.LogRecord("remem.daemon", logging.ERROR, __file__, 1, "failed %s", (KEY,), True)
+        record.exc_info = sys.exc_info()
+    line = handler.format(record)
+    assert KEY not in line and "token=[redacted secret]" in line and "Traceback" in line
