@@ -25,6 +25,7 @@ from ..fsutil import TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, i
 from ..home import Home
 from ..locks import file_lock, try_file_lock
 from ..sessions.errors import OperationError
+from ..sessions.published import PublishedLogs
 from ..sessions.writer import publish_log
 
 # Makes the entry of an operation that is not committed yet, or finishes a prepared one, and
@@ -50,6 +51,7 @@ class ForkJournal:
     def __init__(self, home: Home) -> None:
         self.folder = ensure_private_dir(home.state / "forks")
         self.locks = home.locks
+        self.published = PublishedLogs(home)
 
     @contextmanager
     def operation(self, operation_id: str) -> Iterator[JournalEntry | None]:
@@ -88,6 +90,8 @@ class ForkJournal:
         except FileExistsError:
             check_existing(path)
             created = False
+        else:
+            self.published.record(path)
         committed = entry.model_copy(update={"status": "committed"})
         self.put(committed)
         faultpoint("fork.after-journal")
