@@ -110,6 +110,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
+    server.onSessionsProgress((params) => sessions.progress(params)),
     server.onMemoryChanged(() => {
       refreshMemory();
       refreshSessions(); // review badges follow memory commits
