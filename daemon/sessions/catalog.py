@@ -407,9 +407,11 @@ class SessionCatalog:
         if row.open_turn is not None:
             return True
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
-        # Only a recent log can be remem's untouched output that looks live: older ones cost
-        # no read, so a warm listing reads nothing more.
-        return recently and not self.published.untouched(row.path, row.revision)
+        # Only a recent child log can be remem's untouched output that looks live: other logs
+        # cost no lookup, so a warm listing reads nothing more.
+        if not recently or row.parent is None:
+            return recently
+        return not self.published.untouched(row.path, row.revision)
 
 
 def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
