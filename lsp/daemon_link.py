@@ -3,8 +3,8 @@
 Opening it starts the daemon if needed (an editor opening a workspace is what starts it). The
 daemon's `memory/changed` re-validates the open documents of that scope, since a file changed
 on disk can change a sibling's diagnostics, and reaches the editor as `remem/memoryChanged`;
-`sessions/changed` reaches it as `remem/treeChanged`; `consolidation/progress` goes to the
-consolidation that waits for it.
+`sessions/changed` reaches it as `remem/treeChanged` and `sessions/progress` as
+`remem/sessionsProgress`; `consolidation/progress` goes to the consolidation that waits for it.
 
 When the connection is lost, the daemon either died (its status file still names it: a new
 one is started at once) or was stopped (it removes its status file first: the next request
@@ -225,6 +225,8 @@ class DaemonLink:
         elif method == "sessions/changed":
             self._ls.protocol.notify("remem/treeChanged", params)
             self._refresh_lenses()
+        elif method == "sessions/progress":
+            self._ls.protocol.notify("remem/sessionsProgress", params)
         elif method == "consolidation/progress" and (listener := self._progress.get(params["session"])):
             listener(params)
 

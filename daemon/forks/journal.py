@@ -35,6 +35,7 @@ from ..fsutil import PRIVATE_FILE_MODE, TEMP_MARKER, atomic_write, ensure_privat
 from ..home import Home
 from ..locks import file_lock, try_file_lock
 from ..sessions.errors import OperationError
+from ..sessions.published import PublishedLogs
 from ..sessions.writer import publish_log
 
 log = logging.getLogger("remem.daemon")
@@ -63,6 +64,7 @@ class ForkJournal:
         self.folder = ensure_private_dir(home.state / "forks")
         self.pending = self.folder / "pending"
         self.locks = home.locks
+        self.published = PublishedLogs(home)
 
     @contextmanager
     def operation(self, operation_id: str) -> Iterator[JournalEntry | None]:
@@ -103,6 +105,8 @@ class ForkJournal:
         except FileExistsError:
             check_existing(path)
             created = False
+        else:
+            self.published.record(path)
         committed = entry.model_copy(update={"status": "committed"})
         self.put(committed)
         faultpoint("fork.after-journal")

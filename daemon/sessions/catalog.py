@@ -29,6 +29,7 @@ from .metadata import SessionMeta, SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .paths import project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
+from .published import PublishedLogs
 from .reader import (
     NotAppendOnly,
     SessionLog,
@@ -135,6 +136,7 @@ class SessionCatalog:
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
         self.metadata = SessionMetadata(home)
+        self.published = PublishedLogs(home)
         self._own_root = f"{home.sessions}{os.sep}"
         self.memo = memo
 
@@ -405,8 +407,14 @@ class SessionCatalog:
                     return True
                 held.release()
                 return False
+        if row.open_turn is not None:
+            return True
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
-        return row.open_turn is not None or recently
+        # Only a recent child log can be remem's untouched output that looks live: other logs
+        # cost no lookup, so a warm listing reads nothing more.
+        if not recently or row.parent is None:
+            return recently
+        return not self.published.untouched(row.path, row.revision)
 
 
 def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:

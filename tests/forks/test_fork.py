@@ -25,6 +25,8 @@ from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.projection import Projection
 from remem.daemon.sessions.reader import read_session
 
+from ..sessions.logs import lines, turn_events
+
 REPO = Path(__file__).resolve().parents[2]
 CWD = "/home/dev/projects/demo"
 
@@ -300,3 +302,22 @@ def test_every_turn_of_a_family_forks_including_forks_and_subagents(
             assert child.header.parentSession == source.header.id and child.header.origin is None
             assert result.forkTurn == end.data["turn"]
     assert {k: v for k, v in tree_digest(root).items() if k in before} == before
+
+
+def test_a_child_is_not_live_until_a_harness_appends_to_it(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    source = build_session(SessionSpec(seed=9, turns=2, cwd=CWD))
+    parent_path = write_session(root, source, encoding=Encoding.RAW)
+    os.utime(parent_path, (1_600_000_000, 1_600_000_000))
+    child = service(home, root).fork(ForkRequest(source=source.header.id, operationId="op-live")).child
+    catalog = SessionCatalog(home, [root], idle_seconds=120)
+    by_id = {s.id: s for s in catalog.listing().sessions}
+    assert by_id[child].live is False, "remem wrote the child just now and holds no writer"
+    assert by_id[source.header.id].live is False
+
+    child_path = session_log_path(root, CWD, child, Encoding.RAW)
+    with child_path.open("ab") as log:  # the harness continues the branch
+        log.write(lines(turn_events(first_seq=by_id[child].lastSeq + 1, turn=by_id[child].turns + 1)))
+    grown = {s.id: s for s in catalog.listing().sessions}[child]
+    assert grown.turns == by_id[child].turns + 1
+    assert grown.live is True, "a log written to just now by someone else may still be in use"

@@ -32,7 +32,7 @@ from tests.consolidation.conftest import KEY_ENV
 
 from .editor import answer_lens_refreshes
 
-NOTIFICATIONS = ("remem/status", "remem/treeChanged", "remem/memoryChanged")
+NOTIFICATIONS = ("remem/status", "remem/treeChanged", "remem/memoryChanged", "remem/sessionsProgress")
 SAFETY_NET = "daemon:\n  idle_minutes: 2\n"  # the tests stop the daemon; this stops a stray one
 
 

@@ -38,6 +38,7 @@ async def test_branching_asks_first_and_the_child_joins_the_tree(editor: Editor,
     )
     assert child["title"] == f"{reviewed.title} (1)"
     assert child["ownPrompt"] is None  # nothing asked in the branch yet
+    assert child["live"] is False, "remem just wrote the branch: nobody is writing it"
     await until(lambda: bool(editor.notes("remem/treeChanged")))
     assert editor.notes("remem/treeChanged")[0]["root"] == str(reviewed.root)
 

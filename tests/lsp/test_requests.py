@@ -15,7 +15,7 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.sessions.factory import SessionSpec, build_session, fork_session, write_session
 from remem.daemon.sessions.projection import Projection
-from tests.lsp.editor import close, open_document, record
+from tests.lsp.editor import close, open_document, record, until
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
 
@@ -57,6 +57,24 @@ async def test_a_fork_carries_the_first_line_of_its_own_first_prompt(
     nodes = {n["id"]: n for n in (await editor.request("remem/sessionTree", {"cwd": cwd}))["nodes"]}
     assert nodes[str(child.header.id)]["ownPrompt"] == expected
     assert "ownPrompt" not in nodes[str(parent.header.id)]  # only forks need telling apart
+
+
+async def test_a_cold_listing_tells_how_far_indexing_is(
+    editor: Editor, reviewed: Receipted, tmp_path: Path
+) -> None:
+    cwd = str(tmp_path / "many")
+    for seed in range(40):
+        write_session(reviewed.root, build_session(SessionSpec(seed=100 + seed, turns=2, cwd=cwd)))
+    editor.heard.clear()
+    nodes = (await editor.request("remem/sessionTree", {"cwd": cwd}))["nodes"]
+    assert len(nodes) == 40
+    await until(lambda: any(n["done"] == n["total"] for n in editor.notes("remem/sessionsProgress")))
+    notes = [n for n in editor.notes("remem/sessionsProgress") if n["cwd"] == cwd]
+    assert notes[-1] == {"cwd": cwd, "done": 40, "total": 40}
+    assert [n["done"] for n in notes] == sorted(n["done"] for n in notes)
+    editor.heard.clear()
+    await editor.request("remem/sessionTree", {"cwd": cwd})  # warm: nothing to index
+    assert editor.notes("remem/sessionsProgress") == []
 
 
 async def test_the_overview_judges_open_records_with_their_unsaved_text(

@@ -26,7 +26,7 @@ import {
 
 import { notFoundMessage, resolveExecutable } from './executable';
 import type { Server } from './flows';
-import { Notifications, ServerCommands, type StatusParams, TRANSCRIPT_SCHEME } from './protocol';
+import { Notifications, ServerCommands, type SessionsProgressParams, type StatusParams, TRANSCRIPT_SCHEME } from './protocol';
 import { endProcess, spawnServer } from './serverProcess';
 
 function isExecutable(candidate: string): boolean {
@@ -45,10 +45,12 @@ export class RememClient implements Server, vscode.Disposable {
   private readonly treeChanged = new vscode.EventEmitter<void>();
   private readonly memoryChanged = new vscode.EventEmitter<void>();
   private readonly status = new vscode.EventEmitter<StatusParams>();
+  private readonly sessionsProgress = new vscode.EventEmitter<SessionsProgressParams>();
   private latest: StatusParams = { state: 'starting' };
   readonly onTreeChanged = this.treeChanged.event;
   readonly onMemoryChanged = this.memoryChanged.event;
   readonly onStatus = this.status.event;
+  readonly onSessionsProgress = this.sessionsProgress.event;
 
   constructor(readonly log: vscode.LogOutputChannel) {}
 
@@ -94,6 +96,7 @@ export class RememClient implements Server, vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.treeChanged.dispose();
+    this.sessionsProgress.dispose();
     this.memoryChanged.dispose();
     this.status.dispose();
   }
@@ -119,6 +122,9 @@ export class RememClient implements Server, vscode.Disposable {
     client.onNotification(Notifications.treeChanged, () => this.treeChanged.fire());
     client.onNotification(Notifications.memoryChanged, () => this.memoryChanged.fire());
     client.onNotification(Notifications.status, (params: StatusParams) => this.tell(params));
+    client.onNotification(Notifications.sessionsProgress, (params: SessionsProgressParams) =>
+      this.sessionsProgress.fire(params),
+    );
     client.onDidChangeState(({ newState }) => {
       if (newState === State.Stopped && this.client === client) {
         this.tell({ state: 'unavailable', message: 'The language server stopped; see the log.' });

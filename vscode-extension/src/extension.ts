@@ -112,6 +112,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, new HistoryProvider(server)),
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
+    server.onSessionsProgress((params) => sessions.progress(params)),
     server.onMemoryChanged(() => {
       refreshMemory();
       refreshSessions(); // review badges follow memory commits

@@ -19,6 +19,7 @@ export const Notifications = {
   treeChanged: 'remem/treeChanged',
   memoryChanged: 'remem/memoryChanged',
   status: 'remem/status',
+  sessionsProgress: 'remem/sessionsProgress',
 } as const;
 
 /** Server command ids (`workspace/executeCommand`); each takes exactly one JSON object. */
@@ -133,6 +134,13 @@ export interface ModelSettings {
 
 export interface ForkResult {
   id: string | null;
+}
+
+/** A listing of the workspace `cwd` (of everything when null) has read `done` of `total` logs. */
+export interface SessionsProgressParams {
+  cwd: string | null;
+  done: number;
+  total: number;
 }
 
 export interface StatusParams {

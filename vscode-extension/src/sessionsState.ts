@@ -2,10 +2,11 @@
  * What Session Branches shows for each workspace folder while the server is asked: a loading
  * note until the first answer (never the empty state), the tree kept from the last window at
  * once (marked as refreshing) until the server's answer replaces it, the empty state with where
- * remem looked, or the error. The last answer of each folder is kept in the workspace's state.
+ * remem looked, or the error. While a folder waits, the daemon's indexing progress says how far
+ * a cold listing is. The last answer of each folder is kept in the workspace's state.
  */
 
-import type { SearchedRoot, SessionTreeResult } from './protocol';
+import type { SearchedRoot, SessionsProgressParams, SessionTreeResult } from './protocol';
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
 export interface KeptState {
@@ -18,10 +19,17 @@ export type Shown =
   | { kind: 'tree'; result: SessionTreeResult; refreshing: boolean }
   | { kind: 'error'; message: string };
 
+/** How far the listing a folder waits for has indexed the logs it must read. */
+export interface Indexing {
+  done: number;
+  total: number;
+}
+
 interface Folder {
   shown: Shown;
   asking: boolean;
   again: boolean; // a refresh came while asking: the answer may be older than the change
+  indexing?: Indexing;
 }
 
 const KEY_PREFIX = 'remem.sessionTree:';
@@ -59,6 +67,34 @@ export class FolderSessions {
     return [...this.folders.values()].some((f) => f.shown.kind === 'loading' || (f.shown.kind === 'tree' && f.shown.refreshing));
   }
 
+  /** The daemon's progress of a listing: told to the folders waiting for one of that `cwd` (all of
+   * them when it lists everything), until their answer comes. */
+  progress({ cwd, done, total }: SessionsProgressParams): void {
+    let told = false;
+    for (const [key, folder] of this.folders) {
+      if (!folder.asking || (cwd !== null && cwd !== key)) continue;
+      folder.indexing = done < total ? { done, total } : undefined;
+      told = true;
+    }
+    if (told) this.changed();
+  }
+
+  /** The progress of the listing `cwd` waits for, while it indexes. */
+  indexing(cwd: string): Indexing | undefined {
+    return this.folders.get(cwd)?.indexing;
+  }
+
+  /** What the view's description says while folders wait: the indexing, else "refreshing…". */
+  get activity(): string | undefined {
+    const indexing = [...this.folders.values()].map((f) => f.indexing).filter((i) => i !== undefined);
+    if (indexing.length) {
+      const done = indexing.reduce((sum, i) => sum + i.done, 0);
+      const total = indexing.reduce((sum, i) => sum + i.total, 0);
+      return `indexing ${done} of ${total}…`;
+    }
+    return this.refreshing ? 'refreshing…' : undefined;
+  }
+
   private async fetch(cwd: string, folder: Folder): Promise<void> {
     if (folder.asking) {
       folder.again = true;
@@ -73,6 +109,7 @@ export class FolderSessions {
       folder.shown = { kind: 'error', message: this.describeError(error) };
     } finally {
       folder.asking = false;
+      folder.indexing = undefined;
     }
     this.changed();
     if (folder.again) {
@@ -88,6 +125,16 @@ export interface NoteRow {
   tooltip: string;
   icon: string; // a codicon name
   command?: { id: string; arguments: unknown[] };
+}
+
+/** The row a folder shows until its first answer: how far indexing is, once the daemon says. */
+export function loadingRow(indexing: Indexing | undefined): NoteRow {
+  if (!indexing) return { label: 'Loading the sessions of this workspace…', tooltip: 'Asking remem', icon: 'loading~spin' };
+  return {
+    label: `Indexing ${indexing.done} of ${indexing.total} sessions…`,
+    tooltip: 'remem reads each new or changed session once; later listings come from its index',
+    icon: 'loading~spin',
+  };
 }
 
 export const HARNESSES = 'remem reads the sessions of DSH; Claude Code and Codex are coming';

@@ -6,8 +6,8 @@ import * as vscode from 'vscode';
 
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
-import { Requests, type FlatNode, type SessionTreeResult } from './protocol';
-import { emptyRows, FolderSessions, type KeptState, type NoteRow } from './sessionsState';
+import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
+import { emptyRows, FolderSessions, type KeptState, loadingRow, type NoteRow } from './sessionsState';
 import { SessionForest, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
@@ -17,8 +17,6 @@ type SessionEntry =
   | { type: 'message'; cwd: string; text: string };
 
 export type SessionElement = FolderElement | SessionEntry;
-
-const LOADING: NoteRow = { label: 'Loading the sessions of this workspace…', tooltip: 'Asking remem', icon: 'loading~spin' };
 
 const ROW_SCHEME = 'remem-session-row';
 
@@ -35,7 +33,8 @@ export class SessionsView extends FolderView<SessionEntry> {
   private readonly state: FolderSessions;
   private readonly hiddenArchived = new Map<string, number>();
   private showArchived = false;
-  /** Called with the view's description: "refreshing…" while a kept tree shows, archived hidden. */
+  /** Called with the view's description: "indexing N of M…" or "refreshing…" while folders wait,
+   * archived hidden. */
   onDescription: (text: string | undefined) => void = () => undefined;
 
   constructor(server: Server, folders: () => Folder[], kept: KeptState) {
@@ -49,6 +48,11 @@ export class SessionsView extends FolderView<SessionEntry> {
     this.state.refresh();
   }
 
+  /** The daemon's indexing progress: the loading row (or the description) says how far it is. */
+  progress(params: SessionsProgressParams): void {
+    this.state.progress(params);
+  }
+
   /** Archived sessions are hidden unless asked for; the choice holds until the window closes. */
   setShowArchived(show: boolean): void {
     this.showArchived = show;
@@ -59,7 +63,7 @@ export class SessionsView extends FolderView<SessionEntry> {
     const children = await super.getChildren(element);
     if (!element) {
       const hidden = [...this.hiddenArchived.values()].reduce((sum, n) => sum + n, 0);
-      const parts = [this.state.refreshing ? 'refreshing…' : '', hidden ? `${hidden} archived hidden` : ''];
+      const parts = [this.state.activity ?? '', hidden ? `${hidden} archived hidden` : ''];
       this.onDescription(parts.filter(Boolean).join(' · ') || undefined);
     }
     return children;
@@ -103,7 +107,7 @@ export class SessionsView extends FolderView<SessionEntry> {
       this.forests.delete(cwd);
       return [{ type: 'message', cwd, text: shown.message }];
     }
-    if (shown.kind === 'loading') return [{ type: 'note', cwd, row: LOADING, index: 0 }];
+    if (shown.kind === 'loading') return [{ type: 'note', cwd, row: loadingRow(this.state.indexing(cwd)), index: 0 }];
     const visible = visibleNodes(shown.result.nodes, this.showArchived);
     this.hiddenArchived.set(cwd, visible.hidden);
     const forest = new SessionForest(visible.nodes);

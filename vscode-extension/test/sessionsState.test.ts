@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { SessionTreeResult } from '../src/protocol';
-import { emptyRows, FolderSessions, HARNESSES, type KeptState } from '../src/sessionsState';
+import { emptyRows, FolderSessions, HARNESSES, type KeptState, loadingRow } from '../src/sessionsState';
 import { FAMILY } from './fixtures';
 
 class Kept implements KeptState {
@@ -106,4 +106,31 @@ test('a refresh while the server is asked asks again once the answer is in', asy
   await settle();
   assert.equal(server.waiting.length, 2);
   assert.deepEqual(state.shown('/proj'), { kind: 'tree', result: { nodes: FAMILY }, refreshing: false });
+});
+
+test('a cold listing shows "Indexing N of M sessions…" until its answer comes', async () => {
+  const server = held();
+  let changes = 0;
+  const state = new FolderSessions(new Kept(), server.ask, () => changes++, String);
+  state.shown('/proj');
+  state.shown('/other');
+  assert.equal(loadingRow(state.indexing('/proj')).label, 'Loading the sessions of this workspace…');
+  state.progress({ cwd: '/proj', done: 3, total: 40 });
+  assert.equal(changes, 1);
+  assert.equal(loadingRow(state.indexing('/proj')).label, 'Indexing 3 of 40 sessions…');
+  assert.equal(state.indexing('/other'), undefined, 'another folder is not the one indexing');
+  assert.equal(state.activity, 'indexing 3 of 40…');
+  state.progress({ cwd: '/proj', done: 40, total: 40 });
+  assert.equal(state.indexing('/proj'), undefined, 'the last note: the answer is on its way');
+  assert.equal(state.activity, 'refreshing…');
+  state.progress({ cwd: '/proj', done: 7, total: 9 });
+  server.waiting[0].resolve({ nodes: FAMILY });
+  await settle();
+  assert.equal(state.indexing('/proj'), undefined, 'the answer ends the indexing');
+  changes = 0;
+  state.progress({ cwd: '/proj', done: 1, total: 2 }); // a listing nobody here waits for
+  assert.equal(changes, 0);
+  assert.equal(state.indexing('/proj'), undefined);
+  state.progress({ cwd: null, done: 5, total: 6 }); // a listing of everything covers every folder
+  assert.equal(loadingRow(state.indexing('/other')).label, 'Indexing 5 of 6 sessions…');
 });
