@@ -1,11 +1,12 @@
 """Seed the demo home: its settings (with the user's own model route) and a workspace's sessions.
 
 The sessions come from the project's session factory, in DSH's log format: a main session of
-4 turns, a fork after its turn 2, a subagent, and a fork whose parent was never written (an
-orphan). All are long finished, so they can be consolidated and branched at once. The demo home
-copies the `consolidation` and `providers` settings of the user's own home, so consolidation
-in the demo asks the model the user configured; keys are never copied (they come from the
-environment, as remem reads them).
+4 turns (the coding conversation of scripts/demo_model.py, with a preference and a project fact
+worth remembering), a fork after its turn 2, a subagent, and a fork whose parent was never
+written (an orphan). All are long finished, so they can be consolidated and branched at once.
+Consolidation in the demo asks either the scripted demo model at `--demo-model URL`, or the
+model of the user's own home (`--route-from`: its `consolidation` and `providers` settings);
+keys are never copied (they come from the environment, as remem reads them).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from remem.daemon.home import Home
 from remem.daemon.sessions.factory import (
     SessionDraft,
     SessionSpec,
-    build_family,
+    build_scripted_session,
     build_session,
     fork_session,
+    subagent_session,
     write_session,
 )
 from remem.daemon.settings import SettingsError, parse_settings
+from scripts import demo_model
 
 FINISHED = 1_600_000_000  # an mtime long past: the sessions are not live
 
@@ -44,10 +47,12 @@ class DemoSessions:
 
 def seed_sessions(root: Path, cwd: str) -> DemoSessions:
     """Write the demo's sessions of workspace `cwd` under the session root `root`."""
-    family = build_family(2026, turns=4, cwd=cwd)
+    main = build_scripted_session(demo_model.DEMO_TURNS, seed=2026, cwd=cwd)
+    fork = fork_session(main, SessionSpec(seed=2027, turns=2, cwd=cwd), after_turn=2)
+    subagent = subagent_session(main, SessionSpec(seed=2028, turns=1, cwd=cwd))
     lost_parent = build_session(SessionSpec(seed=2029, turns=3, cwd=cwd))  # never written
     orphan = fork_session(lost_parent, SessionSpec(seed=2030, turns=1, cwd=cwd), after_turn=1)
-    return DemoSessions(*(_write_finished(root, draft) for draft in (*family.drafts, orphan)))
+    return DemoSessions(*(_write_finished(root, draft) for draft in (main, fork, subagent, orphan)))
 
 
 def _write_finished(root: Path, draft: SessionDraft) -> str:
@@ -70,8 +75,26 @@ def demo_settings(session_root: Path, user_settings: Path | None) -> dict[str, A
     return {**settings, **chosen}
 
 
-def seed(home: Path, session_root: Path, project: Path, user_settings: Path | None) -> DemoSessions:
-    settings = yaml.safe_dump(demo_settings(session_root, user_settings), sort_keys=False)
+def demo_model_route(base_url: str) -> dict[str, Any]:
+    """The settings that send consolidation to the scripted demo model at `base_url`."""
+    return {
+        "consolidation": {"provider": demo_model.PROVIDER, "model": demo_model.MODEL},
+        "providers": {demo_model.PROVIDER: {"base_url": base_url, "api_key_env": demo_model.KEY_ENV}},
+    }
+
+
+def seed(
+    home: Path,
+    session_root: Path,
+    project: Path,
+    user_settings: Path | None,
+    demo_model_url: str | None = None,
+) -> DemoSessions:
+    """Write the demo home's settings and its workspace's sessions; the demo model wins if given."""
+    chosen = demo_settings(session_root, None if demo_model_url else user_settings)
+    if demo_model_url:
+        chosen.update(demo_model_route(demo_model_url))
+    settings = yaml.safe_dump(chosen, sort_keys=False)
     Home(home).ensure_layout().settings_file.write_text(settings, encoding="utf-8")
     return seed_sessions(session_root, str(project))
 
@@ -82,8 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("sessions", type=Path, help="the demo's DSH session root")
     parser.add_argument("project", type=Path, help="the demo workspace the sessions worked in")
     parser.add_argument("--route-from", type=Path, help="the user's settings.yml to take the model from")
+    parser.add_argument("--demo-model", metavar="URL", help="the scripted demo model's base URL instead")
     args = parser.parse_args(argv)
-    sessions = seed(args.home, args.sessions, args.project, args.route_from)
+    sessions = seed(args.home, args.sessions, args.project, args.route_from, args.demo_model)
     print(sessions.main)
     return 0
 
