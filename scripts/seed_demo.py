@@ -1,9 +1,10 @@
-"""Seed the demo home: its settings (with the user's own model route) and a workspace's sessions.
+"""Seed the demo home: its settings (the demo model's route, or the user's) and a workspace's sessions.
 
-The sessions come from the project's session factory, in DSH's log format: a main session of
-4 turns (the coding conversation of scripts/demo_model.py, with a preference and a project fact
-worth remembering), a fork after its turn 2, a subagent, and a fork whose parent was never
-written (an orphan). All are long finished, so they can be consolidated and branched at once.
+The sessions come from the project's session factory, in DSH's log format, each a scripted
+coding conversation: a main session of 4 turns (the one of scripts/demo_model.py, with a
+preference and a project fact worth remembering), a fork after its turn 2 that tries another
+way, a subagent that finds callers, and a fork whose parent was never written (an orphan).
+All are long finished, so they can be consolidated and branched at once.
 Consolidation in the demo asks either the scripted demo model at `--demo-model URL`, or the
 model of the user's own home (`--route-from`: its `consolidation` and `providers` settings);
 keys are never copied (they come from the environment, as remem reads them).
@@ -23,10 +24,12 @@ import yaml
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.factory import (
+    ScriptedTool,
+    ScriptedTurn,
     SessionDraft,
     SessionSpec,
+    ToolOutput,
     build_scripted_session,
-    build_session,
     fork_session,
     subagent_session,
     write_session,
@@ -35,6 +38,50 @@ from remem.daemon.settings import SettingsError, parse_settings
 from scripts import demo_model
 
 FINISHED = 1_600_000_000  # an mtime long past: the sessions are not live
+
+# The side sessions of the demo's conversation, all as a real agent would have written them.
+_OTHER_WAY = (
+    ScriptedTurn(
+        "Before we stream it: what would a background job look like instead?",
+        "The endpoint would queue the export, answer 202 with a job id, and a worker would write "
+        "the CSV to object storage and email a signed link when it is done.",
+    ),
+    ScriptedTurn(
+        "That needs the mail service in staging, which we don't have yet. Drop it.",
+        "Dropped; nothing was changed in this branch.",
+    ),
+)
+_CALLERS = (
+    ScriptedTurn(
+        "Find every caller of export_csv and report file and line.",
+        "Two callers: api/reports/routes.py:41 (the download endpoint) and jobs/nightly.py:18 "
+        "(the nightly archive).",
+        (
+            ScriptedTool(
+                "run_command",
+                {"command": "grep -rn 'export_csv(' --include=*.py ."},
+                ToolOutput(
+                    "./api/reports/routes.py:41:    return export_csv(report_id)\n./jobs/nightly.py:18: ..."
+                ),
+            ),
+        ),
+    ),
+)
+_LOST_PARENT = (
+    ScriptedTurn("Why does the nightly archive job take four hours?", "It exports every report one by one."),
+    ScriptedTurn("Can it run the exports in parallel?", "Yes, with a pool of four workers."),
+)
+_ORPHAN = (
+    ScriptedTurn(
+        "Try eight workers instead of four and time it.",
+        "With eight workers the archive took 71 minutes, down from 4 hours.",
+        (
+            ScriptedTool(
+                "run_command", {"command": "python -m jobs.nightly --workers 8"}, ToolOutput("done in 71m")
+            ),
+        ),
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -48,10 +95,12 @@ class DemoSessions:
 def seed_sessions(root: Path, cwd: str) -> DemoSessions:
     """Write the demo's sessions of workspace `cwd` under the session root `root`."""
     main = build_scripted_session(demo_model.DEMO_TURNS, seed=2026, cwd=cwd)
-    fork = fork_session(main, SessionSpec(seed=2027, turns=2, cwd=cwd), after_turn=2)
-    subagent = subagent_session(main, SessionSpec(seed=2028, turns=1, cwd=cwd))
-    lost_parent = build_session(SessionSpec(seed=2029, turns=3, cwd=cwd))  # never written
-    orphan = fork_session(lost_parent, SessionSpec(seed=2030, turns=1, cwd=cwd), after_turn=1)
+    fork = fork_session(main, SessionSpec(seed=2027, cwd=cwd), after_turn=2, script=_OTHER_WAY)
+    subagent = subagent_session(
+        main, SessionSpec(seed=2028, cwd=cwd), label="find the callers", script=_CALLERS
+    )
+    lost_parent = build_scripted_session(_LOST_PARENT, seed=2029, cwd=cwd)  # never written
+    orphan = fork_session(lost_parent, SessionSpec(seed=2030, cwd=cwd), after_turn=1, script=_ORPHAN)
     return DemoSessions(*(_write_finished(root, draft) for draft in (main, fork, subagent, orphan)))
 
 
