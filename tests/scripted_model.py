@@ -13,27 +13,21 @@ its prompts, finds each scripted turn's evidence range in the headings, and prop
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from remem.daemon import credentials
+from remem.daemon.consolidation.evidence import shown_turns
 from remem.daemon.evaluation.cases import CASES
 from remem.daemon.evaluation.labels import Case, IdealChange
 from tests.fake_openai import FakeOpenAI, Reply, tool_call
 
 Variant = Literal["good", "bad", "partial"]
-_HEADING = re.compile(r"^## Turn \d+ \(evidence (\d+)-(\d+)\)$", re.MULTILINE)
 _NEVER_SHOWN = {"fromSeq": 999_999, "toSeq": 999_999}
 
 
 def _blocks(context: str) -> list[tuple[dict[str, int], str]]:
     """Each shown turn's range and its text."""
-    heads = list(_HEADING.finditer(context))
-    ends = [h.start() for h in heads[1:]] + [len(context)]
-    return [
-        ({"fromSeq": int(h[1]), "toSeq": int(h[2])}, context[h.end() : end])
-        for h, end in zip(heads, ends, strict=True)
-    ]
+    return [(shown.model_dump(), text) for shown, text in shown_turns(context)]
 
 
 def _scripted_ranges(

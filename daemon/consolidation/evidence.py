@@ -41,6 +41,8 @@ SUMMARY_LABEL = "Compaction summary (earlier context replaced):"
 USER_LABEL = "User:"
 ASSISTANT_LABEL = "Assistant (final):"
 
+_HEADING = "## Turn {turn} (evidence {start}-{end})"
+_HEADING_PATTERN = re.compile(r"^## Turn \d+ \(evidence (?P<start>\d+)-(?P<end>\d+)\)$", re.MULTILINE)
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _PLAIN_TOOL_NAME = re.compile(r"[\w.:/-]+")
 
@@ -81,7 +83,7 @@ class TurnEvidence(_Closed):
         return not (self.user or self.summaries or self.assistant or self.tools)
 
     def render(self) -> str:
-        parts = [f"## Turn {self.turn} (evidence {self.range.fromSeq}-{self.range.toSeq})"]
+        parts = [_HEADING.format(turn=self.turn, start=self.range.fromSeq, end=self.range.toSeq)]
         parts += [_labelled(SUMMARY_LABEL, summary) for summary in self.summaries]
         parts += [_labelled(USER_LABEL, text) for text in self.user]
         if self.tools:
@@ -107,6 +109,16 @@ class Evidence(_Closed):
     def render(self) -> str:
         """The evidence as the model reads it; log text is always quoted, so it cannot forge a heading."""
         return "\n\n".join(turn.render() for turn in self.turns) + "\n" if self.turns else ""
+
+
+def shown_turns(rendered: str) -> list[tuple[EvidenceRange, str]]:
+    """Each turn of rendered evidence: its range and its text (for scripted models that read it)."""
+    heads = list(_HEADING_PATTERN.finditer(rendered))
+    ends = [h.start() for h in heads[1:]] + [len(rendered)]
+    return [
+        (EvidenceRange(fromSeq=int(h["start"]), toSeq=int(h["end"])), rendered[h.end() : end])
+        for h, end in zip(heads, ends, strict=True)
+    ]
 
 
 def _labelled(label: str, text: str) -> str:

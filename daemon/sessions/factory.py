@@ -444,12 +444,23 @@ def build_scripted_session(
     """A main session of exactly `turns`, one batch per turn; ids and times come from `seed`."""
     rng = random.Random(seed)
     draft = SessionDraft(SessionHeader(id=new_id(rng, "session-"), createdAt=created_at, cwd=cwd))
-    writer = _Turns(_Timeline(rng, created_at))
-    for number, script in enumerate(turns, start=1):
-        mark = len(writer.t.events)
-        writer.scripted_turn(number, script)
-        draft.batches.append(writer.t.events[mark:])
+    _script_turns(_Turns(_Timeline(rng, created_at)), turns, 1, draft.batches)
     return draft
+
+
+def _script_turns(
+    writer: _Turns,
+    turns: Sequence[ScriptedTurn],
+    first_turn: int,
+    batches: list[list[SessionEvent]],
+    mark: int = 0,
+) -> None:
+    """Add `turns` from turn number `first_turn` on, one batch each; events before `mark` are
+    batched already."""
+    for number, script in enumerate(turns, start=first_turn):
+        writer.scripted_turn(number, script)
+        batches.append(writer.t.events[mark:])
+        mark = len(writer.t.events)
 
 
 def _last_turn(events: list[SessionEvent]) -> int:
@@ -467,8 +478,11 @@ def host_fork_cut(events: list[SessionEvent], after_turn: int) -> int:
     return cut
 
 
-def fork_session(parent: SessionDraft, spec: SessionSpec, *, after_turn: int) -> SessionDraft:
-    """A user fork: the parent's prefix as seed, `session/end-seed`, then `spec.turns` new turns."""
+def fork_session(
+    parent: SessionDraft, spec: SessionSpec, *, after_turn: int, script: Sequence[ScriptedTurn] = ()
+) -> SessionDraft:
+    """A user fork: the parent's prefix as seed, `session/end-seed`, then `spec.turns` new turns
+    (or exactly the turns of `script`)."""
     rng = random.Random(spec.seed)
     seed = parent.events[: host_fork_cut(parent.events, after_turn)]
     created = max(spec.created_at, parent.events[-1].time + 1)
@@ -484,6 +498,9 @@ def fork_session(parent: SessionDraft, spec: SessionSpec, *, after_turn: int) ->
         timeline.add("session/end-seed", {})
     # DSH writes the seed and its end marker as the child's first batch.
     draft = SessionDraft(header, [list(timeline.events)])
+    if script:
+        _script_turns(_Turns(timeline), script, _last_turn(seed) + 1, draft.batches, len(timeline.events))
+        return draft
     _fill_turns(
         _Turns(timeline),
         replace(spec, compaction=False),
@@ -494,8 +511,15 @@ def fork_session(parent: SessionDraft, spec: SessionSpec, *, after_turn: int) ->
     return draft
 
 
-def subagent_session(parent: SessionDraft, spec: SessionSpec, *, label: str = "child task") -> SessionDraft:
-    """A subagent child: `origin: subagent`, depth + 1, a descriptor, then its own turns."""
+def subagent_session(
+    parent: SessionDraft,
+    spec: SessionSpec,
+    *,
+    label: str = "child task",
+    script: Sequence[ScriptedTurn] = (),
+) -> SessionDraft:
+    """A subagent child: `origin: subagent`, depth + 1, a descriptor, then its own turns (or
+    exactly the turns of `script`)."""
     rng = random.Random(spec.seed)
     spawn = next((e for e in parent.events if e.type == "tool/call"), parent.events[-1])
     created = spawn.time + 1
@@ -512,6 +536,10 @@ def subagent_session(parent: SessionDraft, spec: SessionSpec, *, label: str = "c
         "subagent/descriptor", {"version": 2, "mode": "one-shot", "provider": "spawn", "label": label}
     )
     draft = SessionDraft(header)
+    if script:
+        # The descriptor travels with the first turn, as DSH writes it.
+        _script_turns(_Turns(timeline), script, 1, draft.batches)
+        return draft
     _fill_turns(_Turns(timeline), replace(spec, compaction=False, turns=max(spec.turns, 1)), 1, draft.batches)
     return draft
 

@@ -18,6 +18,7 @@ from remem.daemon.sessions.factory import (
     build_session,
     fork_session,
     host_fork_cut,
+    subagent_session,
     write_session,
 )
 from remem.daemon.sessions.paths import Encoding
@@ -130,3 +131,19 @@ def test_a_scripted_session_says_exactly_what_it_was_given(tmp_path: Path) -> No
         e.data["message"]["content"][0]["content"][0]["text"] for e in log.events if e.type == "tool/result"
     ]
     assert results == ["no rule", "x = 1"], "scripted outputs settle in the order given"
+
+
+def test_a_scripted_fork_and_subagent_say_exactly_what_they_were_given(tmp_path: Path) -> None:
+    main = build_scripted_session([ScriptedTurn("Fix it.", "Fixed.")] * 2, seed=8, cwd="/p")
+    fork = fork_session(main, SessionSpec(seed=9), after_turn=1, script=[ScriptedTurn("Other way?", "Sure.")])
+    child = subagent_session(
+        main, SessionSpec(seed=10), label="grep", script=[ScriptedTurn("Find it.", "Here.")]
+    )
+    fork_log = read_session(write_session(tmp_path, fork))
+    assert fork_log.header.seedLength is not None
+    assert [(t.turn, t.user) for t in project_evidence(fork_log).turns][-1] == (2, ["Other way?"])
+    child_log = read_session(write_session(tmp_path, child))
+    assert child_log.events[0].type == "subagent/descriptor"
+    assert [(t.turn, t.user, t.assistant) for t in project_evidence(child_log).turns] == [
+        (1, ["Find it."], "Here.")
+    ]
