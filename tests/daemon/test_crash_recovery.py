@@ -30,6 +30,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.consolidation.conftest import Source, both_scopes
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.forks.points import BEFORE_PUBLISH
 
 from .helpers import crash_at, remem
 
@@ -49,6 +50,7 @@ CONSOLIDATION_POINTS: dict[str, str] = {
     "sessions.writer.after-append@2": ADOPTED,
     "consolidation.after-committing-receipt": SETTLED,
     "memory.global.after-temp-write": SETTLED,
+    "memory.global.after-exchange": SETTLED,
     "consolidation.after-global-commit": SETTLED,
     "memory.workspace.after-temp-files": SETTLED,
     "memory.workspace.after-journal": SETTLED,
@@ -214,7 +216,7 @@ def test_a_crash_at_any_point_of_a_fork_never_blocks_the_retry(
     assert retried.returncode == 0, retried.stderr
     result = json.loads(retried.stdout)
     assert result["child"] == child_id("op-1")
-    assert result["created"] is (point in {"fork.after-prepare", "fork.after-temp-write"})
+    assert result["created"] is (point in BEFORE_PUBLISH)
     logs = sorted(source.path.parent.parent.rglob("session.jsonl*"))
     assert len(logs) == 2 and [p for p in tmp_path.rglob("*") if is_temp_name(p.name)] == []
     other = json.loads(remem(home, "sessions", "fork", source.id, "--op-id", "op-2", "--json").stdout)

@@ -24,6 +24,7 @@ from remem.daemon.sessions.factory import SessionSpec, build_family, build_sessi
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.projection import Projection
 from remem.daemon.sessions.reader import read_session
+from tests.forks.points import BEFORE_PUBLISH
 
 from ..sessions.logs import lines, turn_events
 
@@ -163,7 +164,7 @@ def test_crash_at_every_point_then_retry_gives_one_complete_child(
     assert retried.returncode == 0, retried.stderr
     result = json.loads(retried.stdout)
     assert result["child"] == child_id("op-crash")
-    assert result["created"] is (point in {"fork.after-mark", "fork.after-prepare", "fork.after-temp-write"})
+    assert result["created"] is (point in BEFORE_PUBLISH)
     logs = sorted(root.rglob("session.jsonl*"))
     assert len(logs) == 2
     child = read_session(session_log_path(root, CWD, result["child"], encoding), expected_id=result["child"])

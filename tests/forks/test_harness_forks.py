@@ -22,6 +22,7 @@ from remem.daemon.sessions.errors import OperationError
 from remem.daemon.sessions.formats.claude_code import read_transcript
 from remem.daemon.sessions.formats.codex import read_rollout
 from remem.daemon.sessions.reader import file_revision
+from tests.forks.points import BEFORE_PUBLISH
 
 from ..sessions.claude_lines import SID, jsonl, prompt, rec, result, say, use
 from ..sessions.codex_lines import TID, call, event, message, meta, output, rollout, turn
@@ -254,7 +255,7 @@ def test_crash_at_every_point_then_retry_gives_one_complete_child(
     retried = run_driver(home, harness, path, "op-crash")
     assert retried.returncode == 0, retried.stderr
     done = json.loads(retried.stdout)
-    assert done["created"] is (point in {"fork.after-prepare", "fork.after-temp-write"})
+    assert done["created"] is (point in BEFORE_PUBLISH)
     tree = path.parent.parent.parent.parent
     children = [p for p in tree.rglob("*.jsonl") if p != path]
     assert children == [Path(done["path"])]
