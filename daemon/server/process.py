@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import struct
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -64,6 +65,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
+        self._status_turn = threading.Lock()  # a rewrite in its thread never undoes a forget
         self.memory = MemoryMethods(home, self.publish, watch=settings.daemon.watch != "polling")
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
@@ -139,19 +141,26 @@ class Daemon:
         """Put the status file back when it is deleted or overwritten: clients find us by it."""
         while True:
             await asyncio.sleep(STATUS_CHECK_SECONDS)
+            # A read, and after a change a durable rewrite: file work stays off the event loop.
+            await asyncio.to_thread(self._restore_status)
+
+    def _restore_status(self) -> None:
+        with self._status_turn:
+            expected = self._status_file
             try:
                 current = self.paths.status.read_bytes()
             except OSError:
                 current = None
-            if self._status_file is not None and current != self._status_file:
+            if expected is not None and current != expected:
                 log.warning("%s was %s; rewriting it", self.paths.status, "changed" if current else "removed")
-                atomic_write(self.paths.status, self._status_file)
+                atomic_write(self.paths.status, expected)
 
     def _forget_status(self) -> None:
-        self._status_file = None  # stopping: the file must stay gone
-        info = self.paths.read_status()
-        if info is not None and info.pid == os.getpid():
-            self.paths.status.unlink(missing_ok=True)
+        with self._status_turn:
+            self._status_file = None  # stopping: the file must stay gone
+            info = self.paths.read_status()
+            if info is not None and info.pid == os.getpid():
+                self.paths.status.unlink(missing_ok=True)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if not _same_user(writer):
