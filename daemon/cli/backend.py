@@ -76,7 +76,12 @@ class Backend:
             **ConsolidationMethods(self.home, memory, publish).handlers(),
         }
 
-        async def in_process() -> BaseModel:
-            return await handlers[method](params)
+        answer: list[BaseModel] = []
 
-        return asyncio.run(in_process())
+        async def in_process() -> None:
+            # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that task,
+            # result and all, when it restores SIGINT (a 10 000-entry log took a second).
+            answer.append(await handlers[method](params))
+
+        asyncio.run(in_process())
+        return answer[0]

@@ -7,8 +7,12 @@ message a title line and one JSON line naming the actor, the revisions before an
 time. A person can read it with plain `git log` too.
 
 The history follows memory and never leads it: the store's own journal is the commit point,
-and an entry is written after it, under the scope's exclusive lock, so entries of one scope are
-in commit order. Writing one never raises: any failure is one warning line (no content) and the
+and an entry is made after it, under the scope's exclusive lock, so entries of one scope are in
+commit order. Its objects are composed and hashed there (so its id is known), and written either
+at once or, in the daemon (`deferred`), by one writer thread after the commit has returned: the
+history's writing lock, taken before the scope's lock is let go and released by the writer, makes
+the next entry of any scope, in any process, and every reader wait until it is durable
+(decision 0135). Writing one never raises: any failure is one warning line (no content) and the
 memory commit stands. Whenever a scope's last entry does not end at the revision a new entry
 starts from (a crash cut off an entry, memory was edited while nobody watched, the repository
 was deleted or set aside as corrupt), the state it starts from is recorded first, as
@@ -23,22 +27,28 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
+import hashlib
 import logging
 import os
 import secrets
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
 from ..fsutil import ensure_private_dir
 from ..home import Home
+from ..locks import LockHandle, acquire_file_lock, file_lock
 from .record import record_name_of
 
 try:
@@ -49,6 +59,7 @@ except ImportError:  # pragma: no cover - a dependency; kept so memory works wit
 log = logging.getLogger("remem.daemon")
 GLOBAL_FILE = "GLOBAL.md"
 PACK_EVERY = 256
+LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
@@ -96,11 +107,22 @@ class HistoryEntry(BaseModel):
 
 
 class _Meta(BaseModel):
-    """The JSON line of an entry's commit message."""
+    """The JSON line of an entry's commit message, as it is written."""
 
     model_config = ConfigDict(extra="forbid")
     scope: str  # `global` or `ws-<key>`
     actor: Actor
+    before: str
+    after: str
+    at: str
+
+
+class _MetaLine(msgspec.Struct, forbid_unknown_fields=True):
+    """The same line as it is read: a log decodes one per entry, so msgspec, not pydantic; the
+    actor is kept raw and validated once per distinct actor (`_actor`)."""
+
+    scope: str
+    actor: msgspec.Raw
     before: str
     after: str
     at: str
@@ -112,16 +134,30 @@ class Generation:
     files: Mapping[str, bytes]  # file name -> bytes, exactly as the revision was computed on
 
 
+@dataclass(frozen=True)
+class _Composed:
+    """An entry's objects, hashed but not yet written: the id is known before the write."""
+
+    branch: str
+    blobs: list[bytes]  # the blobs the entry adds
+    tree: bytes
+    commit: bytes
+    id: str
+
+
 def branch_of(workspace_key: str | None) -> str:
     return "global" if workspace_key is None else f"ws-{workspace_key}"
 
 
 class History:
-    """One per store; thread-safe as far as git itself is (each call opens what it needs)."""
+    """One per store; thread-safe (one repository object behind a lock)."""
 
-    def __init__(self, home: Home, *, enabled: bool = True) -> None:
+    def __init__(self, home: Home, *, enabled: bool = True, deferred: bool = False) -> None:
+        """`deferred`: entries are written by a writer thread after the commit returns (the
+        daemon); otherwise before it (a command run once, a test)."""
         self.path = home.root / "history"
         self._marker = home.state / _MARKER
+        self._writing = home.locks / "history.lock"
         self.enabled = enabled and pygit2 is not None
         if enabled and pygit2 is None:
             log.warning(
@@ -130,28 +166,46 @@ class History:
         self._repo: pygit2.Repository | None = None
         # One repository object for all threads: libgit2 objects are not to be shared unlocked.
         self._lock = threading.RLock()
+        # One worker, so entries are written in the order they were made; it is joined when the
+        # interpreter exits, so a clean exit never leaves one unwritten.
+        self._writer = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-history") if deferred else None
+        )
+        self._logs: OrderedDict[str, tuple[pygit2.Oid, list[HistoryEntry]]] = OrderedDict()
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
     def record(
         self, workspace_key: str | None, before: Generation, after: Generation, actor: Actor
     ) -> str | None:
-        """Add the entry of a committed generation; its id, or None when it could not be."""
+        """Add the entry of a committed generation; its id, or None when it could not be made."""
         if not self.enabled:
             return None
+        branch = branch_of(workspace_key)
         try:
             faultpoint("history.before-entry")
+            held = acquire_file_lock(self._writing)  # the previous entry, of any process, is written
+        except Exception as exc:
+            return _not_recorded("record", branch, exc)
+        try:
             repo = self._open()
-            branch = branch_of(workspace_key)
             with self._lock, _private_files():
                 head = self._head(repo, branch)
                 behind = _meta(head).after != before.revision if head is not None else bool(before.files)
                 if behind:  # the state this commit started from was never recorded
-                    head = self._write(repo, branch, head, before, before.revision, RECOVERED)
-                return str(self._write(repo, branch, head, after, before.revision, actor, before.files).id)
+                    recovered = _compose(branch, head, before, before.revision, RECOVERED)
+                    self._store(repo, recovered)
+                    head = repo.get(recovered.id)
+                # `head` now holds the files the commit started from
+                composed = _compose(branch, head, after, before.revision, actor, before.files)
         except Exception as exc:  # never fail or block the memory commit this follows
-            log.warning("memory history: could not record %s (%s)", branch_of(workspace_key), _reason(exc))
-            return None
+            held.release()
+            return _not_recorded("record", branch, exc)
+        if self._writer is None:
+            self._written(composed, held)
+        else:
+            self._writer.submit(self._written, composed, held)
+        return composed.id
 
     def reconcile(
         self, workspace_key: str | None, current: Generation, actor: Actor = RECOVERED
@@ -159,36 +213,57 @@ class History:
         """Record `current` unless the scope's history already ends with it."""
         if not self.enabled:
             return None
+        branch = branch_of(workspace_key)
         try:
-            repo = self._open()
-            branch = branch_of(workspace_key)
-            with self._lock, _private_files():
-                head = self._head(repo, branch)
-                if head is not None and _meta(head).after == current.revision:
-                    return None
-                if head is None and not current.files:
-                    return None  # a scope that never held anything has no history yet
-                before = _meta(head).after if head is not None else current.revision
-                return str(self._write(repo, branch, head, current, before, actor).id)
+            with file_lock(self._writing):
+                repo = self._open()
+                with self._lock, _private_files():
+                    head = self._head(repo, branch)
+                    if head is not None and _meta(head).after == current.revision:
+                        return None
+                    if head is None and not current.files:
+                        return None  # a scope that never held anything has no history yet
+                    before = _meta(head).after if head is not None else current.revision
+                    composed = _compose(branch, head, current, before, actor)
+                    self._store(repo, composed)
+                    return composed.id
         except Exception as exc:
-            log.warning("memory history: could not reconcile %s (%s)", branch_of(workspace_key), _reason(exc))
-            return None
+            return _not_recorded("reconcile", branch, exc)
 
-    # -- reading --------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Wait until every entry made so far, by any process, is written."""
+        if self.enabled:
+            with contextlib.suppress(Exception), file_lock(self._writing, shared=True):
+                pass
+
+    # -- reading (each waits for entries still being written) -----------------------------
 
     def log(self, workspace_key: str | None, limit: int | None = None) -> list[HistoryEntry]:
-        """The scope's entries, newest first."""
+        """The scope's entries, newest first. Entries never change, so a scope's parsed log is
+        kept and a later log reads only the commits made since."""
         repo = self._readable()
+        branch = branch_of(workspace_key)
         with self._lock:
-            head = self._head(repo, branch_of(workspace_key))
-            if head is None:
+            ref = repo.references.get(f"refs/heads/{branch}")
+            if ref is None:
                 return []
-            entries = []
-            for commit in repo.walk(head.id):
-                entries.append(_entry(commit))
-                if limit is not None and len(entries) >= limit:
+            head = ref.target
+            known, held = self._logs.get(branch, (None, []))
+            fresh: list[HistoryEntry] = []
+            for commit in repo.walk(head):
+                if commit.id == known:
+                    entries = fresh + held
                     break
-            return entries
+                fresh.append(_entry(commit))
+                if limit is not None and len(fresh) >= limit:
+                    return fresh
+            else:
+                entries = fresh
+            self._logs[branch] = (head, entries)
+            self._logs.move_to_end(branch)
+            while len(self._logs) > LOGS_HELD:
+                self._logs.popitem(last=False)
+            return entries[:limit] if limit is not None else list(entries)
 
     def entry(self, ref: str) -> HistoryEntry:
         """The entry a full or abbreviated id (at least 7 hex digits) names."""
@@ -221,6 +296,7 @@ class History:
     def _readable(self) -> pygit2.Repository:
         if not self.enabled:
             raise HistoryError("memory history is off (the pygit2 package is missing)")
+        self.flush()
         try:
             return self._open()
         except Exception as exc:
@@ -242,7 +318,7 @@ class History:
         if not isinstance(commit, pygit2.Commit):
             raise HistoryError(f"`{ref}` names no history entry (see `remem memory log`)")
         try:
-            _meta(commit)
+            _actor(bytes(_meta(commit).actor))
         except (ValueError, ValidationError):
             raise HistoryError(f"`{ref}` is not a remem history entry") from None
         return commit
@@ -255,6 +331,7 @@ class History:
         if self._repo is not None and self.path.is_dir():
             return self._repo
         self._repo = None
+        self._logs.clear()
         if not self.path.exists():
             if self._marker.exists():
                 log.warning(
@@ -296,42 +373,72 @@ class History:
         ref = repo.references.get(f"refs/heads/{branch}")
         return None if ref is None else ref.peel(pygit2.Commit)
 
-    def _write(
-        self,
-        repo: pygit2.Repository,
-        branch: str,
-        head: pygit2.Commit | None,
-        generation: Generation,
-        before: str,
-        actor: Actor,
-        previous: Mapping[str, bytes] | None = None,
-    ) -> pygit2.Commit:
-        """`previous`: the files `head` holds, when known; then only what differs is written (a
-        one-record change to a 200-record workspace is one blob, not 200)."""
-        if head is None or previous is None:
-            builder, previous = repo.TreeBuilder(), {}
-        else:
-            builder = repo.TreeBuilder(head.tree)
-        files = generation.files
-        for name in sorted(set(previous) | set(files)):
-            if name not in files:
-                builder.remove(name)
-            elif previous.get(name) != files[name]:
-                builder.insert(name, repo.create_blob(bytes(files[name])), pygit2.GIT_FILEMODE_BLOB)
-        tree = builder.write()
-        meta = _Meta(scope=branch, actor=actor, before=before, after=generation.revision, at=_now())
-        message = f"{actor.kind}: {branch} at {generation.revision[:19]}\n\n{meta.model_dump_json()}\n"
-        signature = pygit2.Signature(*_SIGNATURE)
-        parents = [head.id] if head is not None else []
+    def _written(self, composed: _Composed, held: LockHandle) -> None:
+        """Write a composed entry and let the next one be made (the writer thread runs this)."""
+        try:
+            with self._lock, _private_files():
+                self._store(self._opened(), composed)
+        except Exception as exc:  # the next entry finds the scope behind and records its state
+            _not_recorded("write", composed.branch, exc)
+        finally:
+            held.release()
+
+    def _store(self, repo: pygit2.Repository, composed: _Composed) -> None:
+        """Write the objects, then move the branch (the caller holds the repository's lock, the
+        writing lock and `_private_files`)."""
+        for blob in composed.blobs:
+            repo.odb.write(pygit2.GIT_OBJECT_BLOB, blob)
+        repo.odb.write(pygit2.GIT_OBJECT_TREE, composed.tree)
+        oid = repo.odb.write(pygit2.GIT_OBJECT_COMMIT, composed.commit)
+        if str(oid) != composed.id:  # the object format is git's; a mismatch is a remem bug
+            raise RuntimeError(f"entry {composed.id} was stored as {oid}")
         faultpoint("history.after-objects")
-        # The caller holds the scope's lock, so a lock file git left on this branch is a dead
-        # writer's: without removing it, no entry of this scope could ever be written again.
-        (Path(repo.path) / "refs" / "heads" / f"{branch}.lock").unlink(missing_ok=True)
-        oid = repo.create_commit(f"refs/heads/{branch}", signature, signature, message, tree, parents)
+        # The writing lock is held, so a lock file git left on this branch is a dead writer's:
+        # without removing it, no entry of this scope could ever be written again.
+        (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
+        repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
         faultpoint("history.after-ref")
-        if len(parents) == 1 and _is_pack_time(repo, oid):
+        if _is_pack_time(oid):
             _pack_loose(repo)
-        return repo.get(oid)
+
+
+def _compose(
+    branch: str,
+    head: pygit2.Commit | None,
+    generation: Generation,
+    before: str,
+    actor: Actor,
+    previous: Mapping[str, bytes] | None = None,
+) -> _Composed:
+    """The objects of an entry on top of `head`. `previous`: the files `head` holds, when known;
+    then only the blobs that differ are written (a one-record change to a 200-record workspace
+    is one blob, not 200)."""
+    files = generation.files
+    blobs = [bytes(d) for n, d in files.items() if previous is None or previous.get(n) != d]
+    tree = b"".join(
+        b"100644 %s\0%s" % (name.encode(), _object_id(b"blob", bytes(files[name])))
+        for name in sorted(files, key=str.encode)
+    )
+    now = datetime.now(timezone.utc)
+    meta = _Meta(scope=branch, actor=actor, before=before, after=generation.revision, at=_at(now))
+    message = f"{actor.kind}: {branch} at {generation.revision[:19]}\n\n{meta.model_dump_json()}\n"
+    name, email = _SIGNATURE
+    signature = f"{name} <{email}> {int(now.timestamp())} +0000"
+    lines = [f"tree {_object_id(b'tree', tree).hex()}"]
+    lines += [f"parent {head.id}"] if head is not None else []
+    lines += [f"author {signature}", f"committer {signature}", "", message]
+    commit = "\n".join(lines).encode("utf-8")
+    return _Composed(branch, blobs, tree, commit, _object_id(b"commit", commit).hex())
+
+
+def _object_id(kind: bytes, data: bytes) -> bytes:
+    """A git object's id: the SHA-1 of its header and bytes (what libgit2 computes on write)."""
+    return hashlib.sha1(b"%s %d\0%s" % (kind, len(data), data)).digest()
+
+
+def _not_recorded(what: str, branch: str, exc: BaseException) -> None:
+    log.warning("memory history: could not %s %s (%s)", what, branch, _reason(exc))
+    return None
 
 
 @contextlib.contextmanager
@@ -394,11 +501,17 @@ def _lines(data: bytes | None) -> list[str]:
     return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)
 
 
-def _meta(commit: pygit2.Commit) -> _Meta:
+def _meta(commit: pygit2.Commit) -> _MetaLine:
     lines = commit.message.splitlines()
     if len(lines) < 3:
         raise ValueError("not a remem history entry")
-    return _Meta.model_validate_json(lines[2])
+    return msgspec.json.decode(lines[2], type=_MetaLine)
+
+
+@functools.lru_cache(maxsize=1024)
+def _actor(raw: bytes) -> Actor:
+    """Actors repeat (every CLI commit is the same one): each distinct one is validated once."""
+    return Actor.model_validate_json(raw)
 
 
 def _entry(commit: pygit2.Commit) -> HistoryEntry:
@@ -411,7 +524,7 @@ def _entry(commit: pygit2.Commit) -> HistoryEntry:
         parent=str(parents[0]) if parents else None,
         scope="global" if workspace is None else "workspace",
         workspace=workspace,
-        actor=meta.actor,
+        actor=_actor(bytes(meta.actor)),
         before=meta.before,
         after=meta.after,
         at=meta.at,
@@ -423,7 +536,7 @@ def _files(commit: pygit2.Commit) -> dict[str, bytes]:
     return {entry.name: entry.data for entry in commit.tree}  # type: ignore[union-attr]
 
 
-def _is_pack_time(repo: pygit2.Repository, oid: pygit2.Oid) -> bool:
+def _is_pack_time(oid: pygit2.Oid) -> bool:
     # Entries are counted by the commit ids' first byte: no count to keep, and on average
     # one pack per PACK_EVERY entries whatever the scope.
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
@@ -458,5 +571,5 @@ def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{secrets.token_hex(2)}"
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def _at(now: datetime) -> str:
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")

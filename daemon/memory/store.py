@@ -99,9 +99,10 @@ class MemoryInvalid(Exception):
 
 
 class MemoryStore:
-    def __init__(self, home: Home, *, history: bool = True) -> None:
+    def __init__(self, home: Home, *, history: bool = True, defer_history: bool = False) -> None:
+        """`defer_history`: a commit returns before its history entry is written (the daemon)."""
         self.home = home.ensure_layout()
-        self.history = History(self.home, enabled=history)
+        self.history = History(self.home, enabled=history, deferred=defer_history)
 
     # -- Global ---------------------------------------------------------------------------
 

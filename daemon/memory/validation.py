@@ -71,13 +71,13 @@ class _FrontMatter:
     body_start: int
 
 
-def validate_global(text: str) -> list[Diagnostic]:
+def validate_global(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
     """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
-    positions = TextPositions(text)
+    positions = positions or TextPositions(text)
     problems = canonical_problems(text, positions)
-    over = _over_budget_offset(text, GLOBAL_MAX_BYTES)
-    if over is not None:
-        size = len(canonicalize(text).encode("utf-8"))
+    found = _over_budget(text, GLOBAL_MAX_BYTES)
+    if found is not None:
+        over, size = found
         problems.append(
             diagnostic(
                 "global-too-large",
@@ -458,7 +458,7 @@ def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple
 
 def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPositions) -> list[Diagnostic]:
     problems = []
-    if not body.strip():
+    if not body or body.isspace():  # `not body.strip()`, without copying a long body
         problems.append(
             diagnostic(
                 "body-empty",
@@ -471,9 +471,9 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
     head_bytes = len(text[: front.body_start].encode("utf-8", "surrogatepass"))
     # Canonical form adds at most one byte (a final newline), so this bound is exact enough.
     within = len(positions.utf8) - head_bytes < BODY_MAX_BYTES
-    over = None if within else _over_budget_offset(body, BODY_MAX_BYTES)
-    if over is not None:
-        size = len(canonicalize(body).encode("utf-8"))
+    found = None if within else _over_budget(body, BODY_MAX_BYTES)
+    if found is not None:
+        over, size = found
         problems.append(
             diagnostic(
                 "body-too-large",
@@ -500,17 +500,29 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
 _CHECKERS = {"name": _name_problem, "description": _description_problem, "type": _type_problem}
 
 
-def _over_budget_offset(text: str, limit: int) -> int | None:
-    """Offset of the first character past `limit` canonical UTF-8 bytes, or None if within."""
+def _over_budget(text: str, limit: int) -> tuple[int, int] | None:
+    """The offset of the first character past `limit` canonical UTF-8 bytes and the canonical
+    size, or None if within."""
     canonical = canonicalize(text)
-    if len(canonical) <= limit // 4 or len(canonical.encode("utf-8")) <= limit:
+    if len(canonical) <= limit // 4:
         return None
-    used = 0
-    for offset, ch in enumerate(text):
-        used += len(ch.encode("utf-8")) if ch != "\ufeff" else 0
-        if used > limit:
-            return offset
-    return len(text)
+    size = len(canonical.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+
+    # The bytes of text[:n], U+FEFF not counted, grow with n: the answer is the last n whose
+    # prefix is within the limit, found by bisection (each character is at least one byte, so
+    # it lies within the first `limit` characters plus the U+FEFFs).
+    def used(n: int) -> int:
+        return len(text[:n].encode("utf-8", "surrogatepass")) - 3 * text.count("\ufeff", 0, n)
+
+    low, high = 0, min(len(text), limit + 1 + text.count("\ufeff"))
+    if used(high) <= limit:
+        return len(text), size
+    while high - low > 1:  # used(low) <= limit < used(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if used(middle) <= limit else (low, middle)
+    return low, size
 
 
 def _first_different_line(actual: str, expected: str) -> int:

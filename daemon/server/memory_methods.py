@@ -61,7 +61,8 @@ class MemoryMethods:
     def __init__(self, home: Home, publish: Publish = unheard, *, watch: bool | None = None) -> None:
         """`watch` serves reads from a snapshot cache (proved by a change feed when True, by stat
         when False); None reads the files each time (one command run without the daemon)."""
-        self.store = MemoryStore(home)
+        # The daemon's commits answer before their history entry is written (decision 0135).
+        self.store = MemoryStore(home, defer_history=watch is not None)
         self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
         self._announced: dict[Scope, str | None] = {}

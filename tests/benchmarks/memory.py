@@ -76,7 +76,8 @@ def _validate_global() -> Iterator[Contenders]:
 @contextmanager
 def _commit_records() -> Iterator[Contenders]:
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as root:
-        store = MemoryStore(Home(Path(root, "home")))
+        # As the daemon commits: the reply does not wait for the history entry (decision 0135).
+        store = MemoryStore(Home(Path(root, "home")), defer_history=True)
         workspace = WorkspaceId.from_cwd(Path(root, "project"))
         bare = Path(root, "bare")
         bare.mkdir()

@@ -37,6 +37,7 @@ async def test_an_agent_sees_its_own_changes_and_the_users_correction(
         assert lines[1].endswith("by a `remem` command: Global memory changed")
         assert lines[2].endswith("by the user, editing by hand: this project: changed `prefer-uv`")
         assert lines[3].endswith("by you (this session): this project: added `prefer-uv`, `release-steps`")
+        assert len(lines) == 4, "one entry per generation, whoever made it"
         assert str(home.root) not in text_of(result) and "sha256:" not in text_of(result)
 
         refused = await session.call("memory_history", {"limit": 500, "cwd": "/"})

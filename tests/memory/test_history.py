@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import shutil
+import threading
 from pathlib import Path
 
 import pygit2
@@ -20,7 +21,7 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.home import Home
-from remem.daemon.memory.history import Actor
+from remem.daemon.memory.history import Actor, History
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.memory_methods import MemoryMethods
@@ -74,6 +75,50 @@ def test_each_commit_is_one_entry_with_its_revisions(store: MemoryStore, workspa
     [entry] = store.history.log(None)
     assert entry.id == text.history and entry.actor.session == "s1" and entry.scope == "global"
     assert store.history.files_at(entry.id) == {"GLOBAL.md": b"Be brief.\n"}
+
+
+def test_a_deferred_entry_is_written_after_the_reply_and_before_anything_reads_or_follows_it(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's commits answer before their entry is written; the next entry of any scope
+    and every reader, in this process or another store, wait until it is."""
+    store = MemoryStore(home, defer_history=True)
+    writing, release = threading.Event(), threading.Event()
+    store_entry = History._store
+
+    def held_back(history: History, repo: pygit2.Repository, composed: object) -> None:
+        if threading.current_thread().name.startswith("remem-history"):
+            writing.set()
+            assert release.wait(30)
+        store_entry(history, repo, composed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(History, "_store", held_back)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    assert first.status == "committed" and first.history is not None, "answered, entry unwritten"
+    assert writing.wait(30)
+    followers = {
+        "next commit": lambda: store.commit_workspace(workspace, first.revision, [put("beta")]),
+        "other scope": lambda: store.replace_global(EMPTY, "Be brief.\n"),
+        "reader": lambda: MemoryStore(home).history.log(workspace.key),
+    }
+    results: dict[str, object] = {}
+    threads = [
+        threading.Thread(target=lambda n=n, f=f: results.__setitem__(n, f())) for n, f in followers.items()
+    ]
+    for thread in threads:
+        thread.start()
+    threads[-1].join(0.5)
+    assert threads[-1].is_alive(), "a reader waits for the entry being written"
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    store.history.flush()
+    newest, oldest = store.history.log(workspace.key)
+    assert oldest.id == first.history and newest.parent == first.history
+    assert [e.actor.kind for e in (newest, oldest)] == ["cli", "cli"]
+    logged = results["reader"]
+    assert isinstance(logged, list) and logged[-1].id == first.history
+    assert [e.actor.kind for e in store.history.log(None)] == ["cli"]
 
 
 def test_the_history_repository_is_bare_and_outside_memory(
