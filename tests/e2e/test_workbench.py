@@ -2,8 +2,10 @@
 
 (a) opening the workspace starts the daemon, and the Session Branches view shows the sessions
     with the fork under its parent and the orphan flagged;
-(b) "Remem: Consolidate Session" from the palette shows progress, then the Memory view shows the
-    new record and the tree shows the session as consolidated;
+(b) "Remem: Consolidate Session" from the palette shows progress, then the result naming the session
+    and the record (with "Show Diff", which opens the record before and after), the new record in
+    the Memory view and the session as consolidated in the tree; consolidating it again says it
+    was already reviewed;
 (c) a record edited to a bad `type` gets a squiggle, a Problems entry remem(type-invalid) and its
     problem in the Memory view before it is saved; the quick fix clears them;
 (d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
@@ -107,12 +109,26 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
         workbench.screenshot("consolidation-progress")
     finally:
         seen_progress.set()
-    workbench.notification(r"1 change")
+    title = re.escape(label(scenario.node(scenario.main.id)))
+    said = rf"Consolidated “{title}”: 1 change to memory — added prefer-uv \(feedback\)"
+    result = workbench.notification(said)
     workbench.row(MEMORY, r"prefer-uv")
     workbench.row(SESSIONS, r"✓ consolidated")
     workbench.screenshot("consolidation-result")
     assert scenario.fake.count == 1
     assert scenario.node(scenario.main.id)["review"]["state"] == "consolidated"
+    # "Show Diff": the record before (nothing) and after, read from the review's history entry.
+    result.locator(".monaco-button", has_text="Show Diff").first.click()
+    workbench.page.locator(".editor-instance .monaco-diff-editor").first.wait_for(timeout=UI_TIMEOUT_MS)
+    inserted = workbench.page.locator(".monaco-diff-editor .line-insert, .monaco-diff-editor .char-insert")
+    inserted.first.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.editor("prefer-uv.md: Consolidation")
+    workbench.screenshot("consolidation-diff")
+    # Consolidating the reviewed session again asks no model and says so.
+    workbench.run_command("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    workbench.notification(rf"“{title}” was already reviewed: 1 change to memory then — added prefer-uv")
+    assert scenario.fake.count == 1
 
 
 def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(

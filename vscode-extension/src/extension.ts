@@ -89,15 +89,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   showStatus(server.currentStatus);
 
+  /** A flow's error is logged and shown; a dismissal (flows.run) is not an error. */
+  const reported = async (what: string, flow: () => Promise<unknown>): Promise<void> => {
+    try {
+      await flows.run(flow);
+    } catch (error) {
+      log.error(`${what}: ${errorMessage(error)}`);
+      void vscode.window.showErrorMessage(errorMessage(error));
+    }
+  };
   const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>
-    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-      try {
-        await flows.run(() => handler(...args));
-      } catch (error) {
-        log.error(`${id}: ${errorMessage(error)}`);
-        void vscode.window.showErrorMessage(errorMessage(error));
-      }
-    });
+    vscode.commands.registerCommand(id, (...args: unknown[]) => reported(id, () => handler(...args)));
 
   context.subscriptions.push(
     log,
@@ -113,6 +115,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
     server.onSessionsProgress((params) => sessions.progress(params)),
+    server.onConsolidated((outcome) => void reported('consolidation result', () => flows.showConsolidation(ctx, outcome))),
     server.onMemoryChanged(() => {
       refreshMemory();
       refreshSessions(); // review badges follow memory commits

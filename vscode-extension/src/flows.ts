@@ -7,10 +7,13 @@
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { sessionLabel, sessionTitle, shortId } from './format';
 import {
+  type ChangedRecord,
+  type ConsolidationOutcome,
   type FlatNode,
   type ForkResult,
   type HistoryEntry,
   type HistoryLogResult,
+  type MemoryAtResult,
   type MemoryOverview,
   type ModelSettings,
   type ReceiptResult,
@@ -171,6 +174,46 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
     ctx.refreshSessions();
     ctx.refreshMemory();
   }
+}
+
+export const OPEN_RECORD = 'Open Record';
+export const SHOW_DIFF = 'Show Diff';
+export const OPEN_RECEIPT = 'Open Receipt';
+const SUCCEEDED = new Set(['committed', 'no-change', 'cancelled']);
+
+/** The server's sentence about a consolidation, with the record, its diff and the receipt to open. */
+export async function showConsolidation(ctx: FlowContext, outcome: ConsolidationOutcome): Promise<void> {
+  const opened = outcome.changed.filter((c) => c.path !== null);
+  const diffable = outcome.changed.filter((c) => historyEntryOf(outcome, c) !== null);
+  const actions = [
+    ...(opened.length ? [OPEN_RECORD] : []),
+    ...(diffable.length ? [SHOW_DIFF] : []),
+    OPEN_RECEIPT,
+  ];
+  const tell = SUCCEEDED.has(outcome.status) ? ctx.ui.info : ctx.ui.warn;
+  const choice = await tell.call(ctx.ui, outcome.message, ...actions);
+  if (choice === OPEN_RECEIPT) return showReceipt(ctx, { review: outcome.review, path: outcome.receipt });
+  if (choice === OPEN_RECORD) return ctx.ui.openFile(chosen((await whichChange(ctx, opened)).path ?? undefined));
+  if (choice === SHOW_DIFF) {
+    const change = await whichChange(ctx, diffable);
+    const entry = historyEntryOf(outcome, change) as string;
+    const { entry: made } = await ctx.server.request<MemoryAtResult>(Requests.memoryAt, { entry });
+    await openEntryDiff(ctx, made, change.verb === 'Rewrote' ? 'GLOBAL.md' : `${change.name}.md`);
+  }
+}
+
+/** The history entry a change of `outcome` is in: Global's or the workspace's. */
+function historyEntryOf(outcome: ConsolidationOutcome, change: ChangedRecord): string | null {
+  const link = outcome.history;
+  if (!link) return null;
+  return change.verb === 'Rewrote' ? link.globalEntry : link.workspaceEntry;
+}
+
+async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<ChangedRecord> {
+  if (changes.length === 1) return changes[0];
+  const items = changes.map((c) => ({ label: `${c.verb} ${c.name}`, description: c.type ?? '', change: c }));
+  const pick = await ctx.ui.pick(items, { title: 'Remem: Consolidation', placeholder: 'Which change?' });
+  return chosen(pick).change;
 }
 
 export const ENTER_KEY = 'Enter API Key…';
@@ -413,10 +456,15 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   });
   const { entry, index } = chosen(pick);
   const file = await changedFile(ctx, entry, scope.file);
-  const title = `${file}: ${actorText(entry)} · ${entry.at.slice(0, 16).replace('T', ' ')}`;
-  await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
+  await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
   return undoChange(ctx, entry, index);
+}
+
+/** `file` before and after `entry`, in the diff editor. */
+async function openEntryDiff(ctx: FlowContext, entry: HistoryEntry, file: string): Promise<void> {
+  const title = `${file}: ${actorText(entry)} · ${entry.at.slice(0, 16).replace('T', ' ')}`;
+  await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
 }
 
 /** Revert to the state before `entry` (`index` newer entries are undone with it), if confirmed. */

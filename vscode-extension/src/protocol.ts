@@ -132,6 +132,37 @@ export interface ModelSettings {
   settingsFile: string;
 }
 
+/** The history entries a committed review made (receipts carry it), and what they changed. */
+export interface HistoryLink {
+  globalEntry: string | null;
+  workspaceEntry: string | null;
+  added: string[];
+  changed: string[];
+  removed: string[];
+  globalChanged: boolean;
+}
+
+/** One change of a consolidation, as its result names it: "Added run-ci-before-push (feedback)". */
+export interface ChangedRecord {
+  verb: 'Added' | 'Changed' | 'Removed' | 'Rewrote';
+  name: string; // a record's name, or GLOBAL.md
+  type: string | null;
+  path: string | null; // the file to open, when the change left one
+}
+
+/** What `remem.lsp.consolidate` answers (asked with `announce: false`, the extension tells it). */
+export interface ConsolidationOutcome {
+  review: string;
+  status: string;
+  changes: number;
+  receipt: string; // the receipt file
+  title: string;
+  message: string;
+  alreadyReviewed: boolean;
+  changed: ChangedRecord[];
+  history: HistoryLink | null;
+}
+
 export interface ForkResult {
   id: string | null;
 }

@@ -47,15 +47,18 @@ class Harness implements flows.Ui, flows.Server {
     this.confirmed.push([message, detail]);
     return this.confirmAnswer;
   }
-  async info(message: string) {
+  readonly offered: string[][] = []; // the actions of each info and warning, in order
+  async info(message: string, ...actions: string[]) {
     this.asked.push(`info:${message}`);
+    this.offered.push(actions);
     return this.infoAnswers.shift();
   }
   warnings: string[] = [];
   warnAnswers: Array<string | undefined> = [];
   problemsShown = 0;
-  async warn(message: string) {
+  async warn(message: string, ...actions: string[]) {
     this.warnings.push(message);
+    this.offered.push(actions);
     return this.warnAnswers.shift();
   }
   async showProblems() {
@@ -442,4 +445,62 @@ test('memory history: Global by its file, a declined undo sends nothing, a confl
   empty.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries: [] };
   await flows.run(() => flows.showMemoryHistory(empty.ctx));
   assert.deepEqual(empty.asked, ["info:No history of proj's memory yet."]);
+});
+
+const OUTCOME = {
+  review: 'r'.repeat(64),
+  status: 'committed',
+  changes: 2,
+  receipt: '/h/reviews/r.md',
+  title: 'Fix the uploader',
+  message: 'Consolidated “Fix the uploader”: 2 changes to memory — added run-ci-before-push (feedback), rewrote GLOBAL.md.',
+  alreadyReviewed: false,
+  changed: [
+    { verb: 'Added' as const, name: 'run-ci-before-push', type: 'feedback', path: '/h/w/k/run-ci-before-push.md' },
+    { verb: 'Rewrote' as const, name: 'GLOBAL.md', type: null, path: '/h/GLOBAL.md' },
+  ],
+  history: {
+    globalEntry: 'g'.repeat(40),
+    workspaceEntry: 'w'.repeat(40),
+    added: ['run-ci-before-push'],
+    changed: [],
+    removed: [],
+    globalChanged: true,
+  },
+};
+
+test('a consolidation result names each change; Show Diff opens the chosen record before and after', async () => {
+  const h = new Harness();
+  const made = ENTRY('w'.repeat(40), 'p'.repeat(40), { actor: { kind: 'consolidation', review: 'r'.repeat(64) } });
+  h.responses['remem/memoryAt'] = { entry: made, files: {} };
+  h.infoAnswers = [flows.SHOW_DIFF];
+  h.picks = [byLabel('Added run-ci-before-push')];
+  await flows.run(() => flows.showConsolidation(h.ctx, OUTCOME));
+  assert.deepEqual(h.asked.slice(0, 2), [
+    `info:${OUTCOME.message}`,
+    'pick:Remem: Consolidation:Added run-ci-before-push|Rewrote GLOBAL.md',
+  ]);
+  assert.deepEqual(h.offered[0], [flows.OPEN_RECORD, flows.SHOW_DIFF, flows.OPEN_RECEIPT]);
+  assert.deepEqual(h.sent, [['remem/memoryAt', { entry: 'w'.repeat(40) }]]);
+  const diff = /^diff:remem-history:\/p{40}\/run-ci-before-push\.md ↔ remem-history:\/w{40}\/run-ci-before-push\.md · run-ci-before-push\.md: Consolidation \(review r{12}\)/;
+  assert.match(h.opened[0], diff);
+});
+
+test('a consolidation result opens the record or the receipt; a failure warns with the receipt only', async () => {
+  const one = { ...OUTCOME, changes: 1, changed: [OUTCOME.changed[0]] };
+  const record = new Harness();
+  record.infoAnswers = [flows.OPEN_RECORD];
+  await flows.run(() => flows.showConsolidation(record.ctx, one));
+  assert.deepEqual(record.opened, ['/h/w/k/run-ci-before-push.md']);
+  const receipt = new Harness();
+  receipt.infoAnswers = [flows.OPEN_RECEIPT];
+  await flows.run(() => flows.showConsolidation(receipt.ctx, one));
+  assert.deepEqual(receipt.opened, ['/h/reviews/r.md']);
+  const failed = new Harness();
+  const message = 'Consolidation of “Fix the uploader” ended failed: 0 changes to memory; the receipt says why.';
+  await flows.run(() =>
+    flows.showConsolidation(failed.ctx, { ...OUTCOME, status: 'failed', changes: 0, changed: [], history: null, message }),
+  );
+  assert.deepEqual(failed.warnings, [message]);
+  assert.deepEqual(failed.offered, [[flows.OPEN_RECEIPT]]);
 });
