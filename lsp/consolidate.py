@@ -19,10 +19,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lsprotocol import types
-from pydantic import BaseModel
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
@@ -30,6 +29,7 @@ from remem.daemon.consolidation.receipts import HistoryLink, Receipt, ReceiptSto
 from remem.daemon.consolidation.runner import ConsolidationResult
 from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, TreeResult
 
+from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
@@ -47,15 +47,6 @@ _ASKING_THE_MODEL = frozenset({"model", "model-step", "model-answer"})
 _SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
 _QUIET = frozenset({Status.COMMITTED, Status.NO_CHANGE, Status.CANCELLED})  # a cancel is the user's choice
 _announcing: set[asyncio.Task[None]] = set()  # messages waiting for the user, kept from the GC
-
-
-class ChangedRecord(BaseModel):
-    """One change the review made, as the result names it: "Added run-ci-before-push (feedback)"."""
-
-    verb: Literal["Added", "Changed", "Removed", "Rewrote"]
-    name: str  # a record's name, or GLOBAL.md
-    type: str | None
-    path: str | None  # the record's file, for a change that left one to open
 
 
 class Outcome(ConsolidationResult):
@@ -203,7 +194,7 @@ async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -
         known = []
     receipt = Receipt.model_validate(known[0]) if known else None
     committed = receipt is not None and outcome.status is Status.COMMITTED
-    changed = _changed_records(ls, receipt) if committed and receipt is not None else []
+    changed = changed_records(ls.home, receipt) if committed and receipt is not None else []
     opens = {OPEN_RECEIPT: outcome.receipt}
     record = next((c.path for c in changed if c.path), None)
     if record is not None:
@@ -239,30 +230,12 @@ def _summary(outcome: Outcome, label: str, changed: list[ChangedRecord], *, earl
     return f"Consolidation of {label} ended {outcome.status.value}: {changes}; the receipt says why."
 
 
-def _changed_records(ls: RememServer, receipt: Receipt) -> list[ChangedRecord]:
-    """Each change of a committed receipt, named as its history says it went (added or changed)."""
-    link = receipt.history
-    folder = ls.home.workspaces / receipt.target.workspace
-    records = []
-    for change in receipt.changes:
-        if change.action == "replace-global":
-            path = str(ls.home.global_file)
-            records.append(ChangedRecord(verb="Rewrote", name="GLOBAL.md", type=None, path=path))
-        elif change.action == "delete":
-            records.append(ChangedRecord(verb="Removed", name=change.name or "", type=change.type, path=None))
-        else:
-            verb = "Changed" if link is not None and change.name in link.changed else "Added"
-            path = str(folder / f"{change.name}.md")
-            records.append(ChangedRecord(verb=verb, name=change.name or "", type=change.type, path=path))
-    return records
-
-
 _LISTED = 3
 
 
 def _listed(changed: list[ChangedRecord]) -> str:
     """— added prefer-uv (feedback), removed old-fact, and 2 more"""
-    shown = [f"{c.verb.lower()} {c.name}{f' ({c.type})' if c.type else ''}" for c in changed[:_LISTED]]
+    shown = [c.text()[:1].lower() + c.text()[1:] for c in changed[:_LISTED]]
     more = f", and {len(changed) - _LISTED} more" if len(changed) > _LISTED else ""
     return f" — {', '.join(shown)}{more}" if shown else ""
 

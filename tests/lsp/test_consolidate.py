@@ -218,3 +218,28 @@ def _session(home: Home, cwd: str, seed: int) -> tuple[str, Path]:
     path = write_session(session_root(home), draft)
     os.utime(path, (OLD, OLD))
     return draft.header.id, path
+
+
+async def test_a_providers_models_are_listed_where_its_api_lists_them(
+    editor: Editor, fake: FakeOpenAI
+) -> None:
+    fake.list_models(["fake-small", "fake-model"])
+    listed = await editor.request("remem/models", {"provider": "fake"})
+    assert listed == {"provider": "fake", "keyReady": True, "keyProblem": None,
+                      "models": ["fake-model", "fake-small"], "note": None}  # fmt: skip
+    fake.list_models([])
+    empty = await editor.request("remem/models", {"provider": "fake"})
+    assert empty["models"] == [] and empty["note"] == f"fake lists no models at {fake.base_url}"
+
+
+async def test_without_a_list_or_a_key_the_model_is_typed_and_the_note_says_why(
+    editor: Editor, fake: FakeOpenAI
+) -> None:
+    fake.list_models(None)  # a provider without `GET /models`: 404
+    unlisted = await editor.request("remem/models", {"provider": "fake"})
+    assert unlisted["keyReady"] and unlisted["models"] == []
+    assert unlisted["note"] == f"fake did not list its models at {fake.base_url} (HTTP 404)"
+    keyless = await editor.request("remem/models", {"provider": "openai"})
+    assert not keyless["keyReady"] and "OPENAI_API_KEY" in keyless["keyProblem"]
+    assert keyless["models"] == []
+    assert keyless["note"] == "without its key the provider cannot list its models"

@@ -11,7 +11,8 @@ import { RememClient } from './client';
 import * as flows from './flows';
 import { HistoryProvider } from './history';
 import { MemoryView } from './memoryView';
-import { HISTORY_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { HISTORY_SCHEME, RECEIPT_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { ReceiptProvider } from './receipts';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
@@ -112,6 +113,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, new HistoryProvider(server)),
+    vscode.workspace.registerTextDocumentContentProvider(RECEIPT_SCHEME, new ReceiptProvider(server)),
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
     server.onSessionsProgress((params) => sessions.progress(params)),

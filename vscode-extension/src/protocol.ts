@@ -10,6 +10,7 @@ export const Requests = {
   memoryOverview: 'remem/memoryOverview',
   receipt: 'remem/receipt',
   settings: 'remem/settings',
+  models: 'remem/models',
   memoryHistory: 'remem/memoryHistory',
   memoryAt: 'remem/memoryAt',
   revertMemory: 'remem/revertMemory',
@@ -36,6 +37,8 @@ export const ServerCommands = {
 export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';
+/** `remem-receipt:/<review>/<title>.md`: a receipt rendered for a person (read-only). */
+export const RECEIPT_SCHEME = 'remem-receipt';
 
 export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed';
 
@@ -117,8 +120,10 @@ export interface ReceiptResult {
   review: string;
   status: string;
   session: string;
+  title: string | null;
   path: string;
-  text: string;
+  text: string; // the file as written
+  summary: string; // Markdown: the summary first, the machine fields below
 }
 
 export interface ModelSettings {
@@ -161,6 +166,15 @@ export interface ConsolidationOutcome {
   alreadyReviewed: boolean;
   changed: ChangedRecord[];
   history: HistoryLink | null;
+}
+
+/** `remem/models`: whether a provider's route has its key, and the models its API lists (`note`: why none). */
+export interface ModelList {
+  provider: string;
+  keyReady: boolean;
+  keyProblem: string | null;
+  models: string[];
+  note: string | null;
 }
 
 export interface ForkResult {
