@@ -6,13 +6,12 @@ each turn the daemon says can be branched from (above the next `## Turn N — st
 heading, or on the last line); it runs the extension's `remem.branchFromTurn`, so a lens
 confirms like the palette and the tree. Without a daemon a transcript gets no lenses, since
 none of them could run. On a record whose current content a review produced: that provenance
-on the first line; it opens the receipt (the extension's `remem.showReceipt`).
+on the first line, which opens the session's transcript at the evidence's first turn (the
+extension's `remem.openTranscript`), and "Receipt" beside it (`remem.showReceipt`); without a
+daemon the provenance names events, and opens the receipt.
 """
 
 from __future__ import annotations
-
-import re
-from urllib.parse import unquote, urlsplit
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -24,12 +23,12 @@ from .code_actions import CONSOLIDATE_COMMAND
 from .documents import Kind, MemoryFile, lines_of, memory_file
 from .provenance import history
 from .server import RememServer
+from .transcripts import TURN_HEADING, session_of
 
-TRANSCRIPT_SCHEME = "remem-session"
 # The extension's: its one branching flow (modal confirmation, then it opens the child).
 BRANCH_COMMAND = "remem.branchFromTurn"
-SHOW_RECEIPT_COMMAND = "remem.showReceipt"  # the extension's: it opens the receipt at `path`
-_TURN_HEADING = re.compile(r"## Turn (\d+) — ")
+SHOW_RECEIPT_COMMAND = "remem.showReceipt"  # the extension's: it opens the receipt's summary
+OPEN_TRANSCRIPT_COMMAND = "remem.openTranscript"  # the extension's: the transcript at `turn`
 
 
 def register(server: RememServer) -> None:
@@ -43,14 +42,6 @@ def register(server: RememServer) -> None:
         if file is None or file.kind is not Kind.RECORD:
             return None
         return await _provenance_lenses(ls, uri, file)
-
-
-def session_of(uri: str) -> str | None:
-    """The session id of a transcript URI (`/<id>/<title>.md` or `/<id>.md`); None for any other URI."""
-    parts = urlsplit(uri)
-    if parts.scheme != TRANSCRIPT_SCHEME or not parts.path.endswith(".md"):
-        return None
-    return unquote(parts.path.removeprefix("/").removesuffix(".md").split("/")[0]) or None
 
 
 async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[types.CodeLens]:
@@ -70,7 +61,7 @@ async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[ty
 def _turn_ends(lines: list[str]) -> list[tuple[int, int]]:
     """Each turn with the line a lens above sits right after it: the next turn's heading, or
     the last line for the last turn."""
-    starts = [(int(m.group(1)), n) for n, line in enumerate(lines) if (m := _TURN_HEADING.match(line))]
+    starts = [(int(m.group(1)), n) for n, line in enumerate(lines) if (m := TURN_HEADING.match(line))]
     last = max(len(lines) - 1, 0)
     return [(turn, starts[i + 1][1] if i + 1 < len(starts) else last) for i, (turn, _) in enumerate(starts)]
 
@@ -82,7 +73,14 @@ async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> lis
     found = (await history(ls, file.key, record)).provenance
     if found is None:
         return []
-    return [_lens(0, found.label(), SHOW_RECEIPT_COMMAND, {"review": found.review, "path": found.receipt})]
+    receipt = {"review": found.review, "path": found.receipt}
+    if not found.turns:  # the daemon cannot say where the evidence is: the receipt can
+        return [_lens(0, found.label(), SHOW_RECEIPT_COMMAND, receipt)]
+    at = {"session": found.session, "turn": found.turns[0], "label": found.source()}
+    return [
+        _lens(0, found.label(), OPEN_TRANSCRIPT_COMMAND, at),
+        _lens(0, "Receipt", SHOW_RECEIPT_COMMAND, receipt),
+    ]
 
 
 def _lens(line: int, title: str, command: str, argument: dict[str, object]) -> types.CodeLens:

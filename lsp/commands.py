@@ -39,6 +39,7 @@ BRANCH, CANCEL = "Branch", "Cancel"
 class ConsolidateArgs(Strict):
     session: str | None = Field(default=None, min_length=1)
     cwd: AbsolutePath | None = None
+    announce: bool = True  # False: the caller shows the outcome the answer carries
 
     @model_validator(mode="after")
     def _one_target(self) -> ConsolidateArgs:
@@ -65,6 +66,7 @@ class RenameArgs(SessionArg):
 class RegenerateArgs(Strict):
     uri: str | None = None
     cwd: AbsolutePath | None = None
+    announce: bool = True  # False: the caller shows the outcome the answer carries
 
     @model_validator(mode="after")
     def _one_target(self) -> RegenerateArgs:
@@ -87,7 +89,7 @@ def register(server: RememServer) -> None:
     @server.command(CONSOLIDATE)
     async def consolidate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         target = only_argument(arguments, ConsolidateArgs, CONSOLIDATE)
-        return await consolidate(ls, target.session, target.cwd)
+        return await consolidate(ls, target.session, target.cwd, announce=target.announce)
 
     @server.command(FORK)
     async def fork_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:

@@ -4,8 +4,9 @@ Progress goes to the token the client gave with the command, else to one the ser
 when the client supports `window.workDoneProgress`; it reports the daemon's phases and model
 steps. Cancelling the command request or the progress sends `consolidation/cancel` once the
 model is being asked (the steps before take moments and write nothing to cancel), and the
-attempt ends `cancelled`. The outcome is then shown as a message with the number of changes
-and an "Open Receipt" action that opens the receipt file.
+attempt ends `cancelled`. The outcome names the session by title and each changed record
+("added prefer-uv (feedback)"); it is shown as a message with "Open Record" and "Open Receipt",
+unless the caller asked to show it itself (the extension, which adds "Show Diff").
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status, now
+from remem.daemon.consolidation.receipts import HistoryLink, Receipt, ReceiptStore, Status, now
 from remem.daemon.consolidation.runner import ConsolidationResult
 from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, TreeResult
 
+from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
@@ -48,13 +50,24 @@ _announcing: set[asyncio.Task[None]] = set()  # messages waiting for the user, k
 
 
 class Outcome(ConsolidationResult):
-    """What `remem.lsp.consolidate` answers: the daemon's result and the receipt's path."""
+    """What `remem.lsp.consolidate` answers: the daemon's result, the receipt's path, and what
+    the user is told (the session's title, the message, each changed record and the history
+    entries to diff them with), so an editor can show the result with its own actions."""
 
     receipt: str
+    title: str = ""
+    message: str = ""
+    alreadyReviewed: bool = False
+    changed: list[ChangedRecord] = []
+    history: HistoryLink | None = None
 
 
-async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> dict[str, Any]:
-    """Consolidate `session`, or the latest finished session of the workspace at `cwd`."""
+async def consolidate(
+    ls: RememServer, session: str | None, cwd: str | None, *, announce: bool = True
+) -> dict[str, Any]:
+    """Consolidate `session`, or the latest finished session of the workspace at `cwd`; with
+    `announce` False the caller shows the outcome itself (the VS Code extension does, since
+    only it can open the diff editor)."""
     request = ls.protocol.command_request()
     cancelled_request = request.cancelled if request is not None else asyncio.Event()
     cancelled_progress = asyncio.Event()
@@ -81,8 +94,8 @@ async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> 
         ls.link.listen_progress(session, lambda phase: _heard(phase, progress, asking))
         answer = await _run(ls, session, asking, cancelled_request, cancelled_progress)
         result = ConsolidationResult.model_validate(answer)
-        outcome = Outcome(**result.model_dump(), receipt=str(ReceiptStore(ls.home).path(result.review)))
-        report = await _report(ls, outcome, label, started)
+        answered = Outcome(**result.model_dump(), receipt=str(ReceiptStore(ls.home).path(result.review)))
+        outcome, report = await _report(ls, answered, label, started)
         progress.end(report.message)
     except JsonRpcException as exc:
         progress.end(f"Not consolidated: {exc.message}")
@@ -91,7 +104,7 @@ async def consolidate(ls: RememServer, session: str | None, cwd: str | None) -> 
         ls.link.listen_progress(session, None)
         ls.link.consolidating(session, False)
         progress.end("Stopped")
-    if not cancelled_request.is_set():  # else the client was answered "cancelled" and says so itself
+    if announce and not cancelled_request.is_set():  # else the client says it itself
         _announce(ls, outcome, report)
     return outcome.model_dump(mode="json")
 
@@ -174,26 +187,37 @@ class _Report:
     opens: dict[str, str]  # action title → file
 
 
-async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -> _Report:
+async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -> tuple[Outcome, _Report]:
     try:
         known = (await ls.link.call("consolidation/receipts", {"review": outcome.review}))["receipts"]
     except JsonRpcException:
         known = []
     receipt = Receipt.model_validate(known[0]) if known else None
+    committed = receipt is not None and outcome.status is Status.COMMITTED
+    changed = changed_records(ls.home, receipt) if committed and receipt is not None else []
     opens = {OPEN_RECEIPT: outcome.receipt}
-    record = next((c for c in receipt.changes if c.action == "put" and c.name), None) if receipt else None
-    if record is not None and outcome.status is Status.COMMITTED and receipt is not None:
-        path = ls.home.workspaces / receipt.target.workspace / f"{record.name}.md"
-        opens = {OPEN_RECORD: str(path), **opens}
+    record = next((c.path for c in changed if c.path), None)
+    if record is not None:
+        opens = {OPEN_RECORD: record, **opens}
     earlier = receipt is not None and receipt.completedAt is not None and receipt.completedAt < started
     kind = types.MessageType.Info if outcome.status in _QUIET else types.MessageType.Warning
-    return _Report(_summary(outcome, label, receipt, earlier=earlier), kind, opens)
+    message = _summary(outcome, label, changed, earlier=earlier)
+    told = outcome.model_copy(
+        update={
+            "title": label.strip("“”"),
+            "message": message,
+            "alreadyReviewed": earlier and outcome.status in _SUCCEEDED,
+            "changed": changed,
+            "history": receipt.history if receipt is not None else None,
+        }
+    )
+    return told, _Report(message, kind, opens)
 
 
-def _summary(outcome: Outcome, label: str, receipt: Receipt | None, *, earlier: bool) -> str:
+def _summary(outcome: Outcome, label: str, changed: list[ChangedRecord], *, earlier: bool) -> str:
     changes = f"{outcome.changes} change{'' if outcome.changes == 1 else 's'} to memory"
     finished_earlier = " (it finishes a review interrupted earlier)" if outcome.recovered else ""
-    what = _changed(receipt.changes) if receipt is not None and outcome.status is Status.COMMITTED else ""
+    what = _listed(changed)
     if earlier and outcome.status in _SUCCEEDED:
         then = f"{changes} then{what}" if outcome.status is Status.COMMITTED else "nothing new to remember"
         return f"{label} was already reviewed: {then}. No model was asked again."
@@ -206,18 +230,13 @@ def _summary(outcome: Outcome, label: str, receipt: Receipt | None, *, earlier: 
     return f"Consolidation of {label} ended {outcome.status.value}: {changes}; the receipt says why."
 
 
-_VERBS = {"put": "wrote", "delete": "deleted", "replace-global": "rewrote"}
 _LISTED = 3
 
 
-def _changed(changes: list[ChangeSummary]) -> str:
-    """— wrote prefer-uv (feedback), deleted old-fact, and 2 more"""
-    named = [
-        "GLOBAL.md" if c.action == "replace-global" else f"{c.name}{f' ({c.type})' if c.type else ''}"
-        for c in changes
-    ]
-    shown = [f"{_VERBS[c.action]} {name}" for c, name in zip(changes, named, strict=True)][:_LISTED]
-    more = f", and {len(changes) - _LISTED} more" if len(changes) > _LISTED else ""
+def _listed(changed: list[ChangedRecord]) -> str:
+    """— added prefer-uv (feedback), removed old-fact, and 2 more"""
+    shown = [c.text()[:1].lower() + c.text()[1:] for c in changed[:_LISTED]]
+    more = f", and {len(changed) - _LISTED} more" if len(changed) > _LISTED else ""
     return f" — {', '.join(shown)}{more}" if shown else ""
 
 

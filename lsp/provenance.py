@@ -28,7 +28,7 @@ from remem.daemon.consolidation.proposal import content_hash
 from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status
 from remem.daemon.home import Home
 from remem.daemon.memory.record import Record
-from remem.daemon.server.protocol import TurnsResult
+from remem.daemon.server.protocol import TurnRow, TurnsResult
 from remem.daemon.sessions.catalog import Listing
 
 from .documents import workspace_cwd
@@ -87,7 +87,8 @@ async def history(ls: RememServer, key: str, record: Record) -> History:
     if not _produced(change, record):
         return History(last, None)
     session = receipt.source.session
-    title, turns = await _session(ls, session, workspace_cwd(ls, key), change.evidence)
+    title, rows = await session_facts(ls, session, workspace_cwd(ls, key))
+    turns = turns_of(rows, change.evidence)
     path = str(_receipts(ls.home).path(receipt.review))
     provenance = Provenance(receipt.review, session, title, turns, change.evidence, receipt.completedAt, path)
     return History(last, provenance)
@@ -116,24 +117,27 @@ def _produced(change: ChangeSummary, record: Record) -> bool:
     }
 
 
-async def _session(
-    ls: RememServer, session: str, cwd: str, evidence: list[EvidenceRange]
-) -> tuple[str | None, list[int]]:
-    """The session's title and the turns the evidence lies in, as the daemon knows them."""
+async def session_facts(ls: RememServer, session: str, cwd: str) -> tuple[str | None, list[TurnRow]]:
+    """The session's title and its turns, as the daemon knows them (None and [] when it cannot say)."""
     turns, listing = await asyncio.gather(
         _asked(ls.link.call("sessions/turns", {"id": session})),
         _asked(ls.link.call("sessions/list", {"cwd": cwd})) if cwd else _nothing(),
     )
-    numbers = []
-    if turns is not None:
-        for row in TurnsResult.model_validate(turns).turns:
-            end = row.endSeq if row.endSeq is not None else row.startSeq
-            if any(r.fromSeq <= end and row.startSeq <= r.toSeq for r in evidence):
-                numbers.append(row.turn)
+    rows = TurnsResult.model_validate(turns).turns if turns is not None else []
     title = None
     if listing is not None:
         title = next((s.title for s in Listing.model_validate(listing).sessions if s.id == session), None)
-    return title, sorted(set(numbers))
+    return title, rows
+
+
+def turns_of(rows: list[TurnRow], evidence: list[EvidenceRange]) -> list[int]:
+    """The turns the evidence lies in."""
+    numbers = set()
+    for row in rows:
+        end = row.endSeq if row.endSeq is not None else row.startSeq
+        if any(r.fromSeq <= end and row.startSeq <= r.toSeq for r in evidence):
+            numbers.add(row.turn)
+    return sorted(numbers)
 
 
 async def _asked(call: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from urllib.parse import quote
 
 from pydantic import Field
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -19,14 +18,14 @@ from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
 from remem.daemon.server.protocol import TurnsResult, WatchStatus
 
 from .overview import memory_overview
+from .receipt_view import render
 from .server import RememServer
+from .transcripts import transcript_uri
 from .wire import AbsolutePath, Cwd, Strict, parse
 
-TRANSCRIPT_SCHEME = "remem-session"
 _REVIEW_ID = r"^[0-9a-f]{64}$"  # a review id: never a path
 _ENTRY_ID = r"^[0-9a-f]{7,40}$"  # a history entry id (a git commit id, or its first digits)
 HISTORY_LIMIT = 100
-_URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is
 _PROMPT_CHARS = 80
 
 
@@ -40,6 +39,10 @@ class ReviewId(Strict):
 
 class Nothing(Strict):
     pass
+
+
+class Provider(Strict):
+    provider: str = Field(min_length=1, max_length=200)
 
 
 class HistoryScope(Strict):
@@ -101,6 +104,11 @@ def register(server: RememServer) -> None:
         entry = parse(HistoryEntryId, params, "remem/revertMemory")
         return await ls.link.call("memory/revert", entry.model_dump())
 
+    @server.feature("remem/models")
+    async def models(ls: RememServer, params: Any) -> dict[str, Any]:
+        provider = parse(Provider, params, "remem/models")
+        return await ls.link.call("consolidation/models", provider.model_dump())
+
     @server.feature("remem/settings")
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, "remem/settings")
@@ -147,13 +155,8 @@ def _touches(entry: dict[str, Any], record: str) -> bool:
     return any(record in stat.get(kind, []) for kind in ("added", "changed", "removed"))
 
 
-def transcript_uri(session: str) -> str:
-    """`remem-session:/<encodeURIComponent(id)>.md`, the document the extension shows."""
-    return f"{TRANSCRIPT_SCHEME}:/{quote(session, safe=_URI_SAFE)}.md"
-
-
 async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
-    """A receipt the daemon knows, with its file's text exactly as written."""
+    """A receipt the daemon knows: its file's text exactly as written, and as a person reads it."""
     answer = await ls.link.call("consolidation/receipts", {"review": review})
     known = next(iter(answer["receipts"]), None)
     if known is None:
@@ -164,10 +167,13 @@ async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")
     except OSError as exc:
         raise JsonRpcInvalidParams(f"remem/receipt: the receipt file {path} cannot be read ({exc})") from None
+    title, summary = await render(ls, receipt, text)
     return {
         "review": review,
         "status": receipt.status.value,
         "session": receipt.source.session,
+        "title": title,
         "path": str(path),
         "text": text,
+        "summary": summary,
     }

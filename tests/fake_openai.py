@@ -18,7 +18,8 @@ Usage::
 Each POST to ``/v1/chat/completions`` is recorded and consumes the next scripted reply. When the
 script runs out, a responder set with ``reply_always(fn)`` answers; without one the fake answers
 500 with ``x-should-retry: false`` (the SDK then does not retry), so an unexpected model call fails
-loudly. Only ``/v1/chat/completions`` exists; no streaming.
+loudly. Only ``/v1/chat/completions`` exists, and ``GET /v1/models`` once ``list_models([...])``
+was called; no streaming.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
 _POLL = 0.02  # seconds between checks for shutdown / client disconnect while waiting
 
 
@@ -179,6 +181,7 @@ class _State:
     connections: set[socket.socket] = field(default_factory=set)
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     fallback: Callable[[dict[str, Any]], Reply] | None = None
+    models: list[str] | None = None  # what GET /v1/models lists; None: no such route (404)
 
 
 class _Server(ThreadingHTTPServer):
@@ -296,7 +299,14 @@ class _Handler(ScriptedHandler):
     # -- HTTP --
 
     def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
-        self._send_error(404, f"FakeOpenAI: no route GET {self.path}")
+        state = self.server.state
+        if self.path.split("?", 1)[0] != MODELS_PATH or state.models is None:
+            self._send_error(404, f"FakeOpenAI: no route GET {self.path}")
+        elif state.api_key is not None and self.headers.get("Authorization") != f"Bearer {state.api_key}":
+            self._send_error(401, "Incorrect API key provided (FakeOpenAI).")
+        else:
+            listed = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in state.models]
+            self._send_json(200, {"object": "list", "data": listed})
 
     def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
         if self.path.split("?", 1)[0] != CHAT_PATH:
@@ -486,3 +496,7 @@ class FakeOpenAI(ScriptedServer):
     @property
     def base_url(self) -> str:
         return f"{self.origin}/v1"
+
+    def list_models(self, models: list[str] | None) -> None:
+        """Answer ``GET /v1/models`` with these ids; None (as before any call): the route is absent, 404."""
+        self._state.models = None if models is None else list(models)

@@ -53,7 +53,8 @@ async def run_attempt(
         )
     except TimeoutError:
         await asyncio.to_thread(log.end, "aborted")
-        return Outcome("provider-failed", error=f"no final proposal within {route.timeout_seconds:g} s")
+        error = f"no final proposal within {route.timeout_seconds:g} s from {route.base_url}"
+        return Outcome("provider-failed", error=error)
     except asyncio.CancelledError:
         await asyncio.to_thread(log.end, "aborted")
         raise
@@ -64,7 +65,7 @@ async def run_attempt(
             log.close()
             raise
         await asyncio.to_thread(log.end, "error")
-        return Outcome("provider-failed", error=_describe(exc))
+        return Outcome("provider-failed", error=f"{_describe(exc)} (asked {route.base_url})")
     await asyncio.to_thread(log.end, "completed" if outcome.plan is not None else "error")
     return outcome
 

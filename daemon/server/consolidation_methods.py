@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ..consolidation.models import list_models
 from ..consolidation.receipts import Status
-from ..consolidation.route import RouteError, resolve_route, store_api_key
+from ..consolidation.route import Route, RouteError, resolve_route, store_api_key
 from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
 from ..home import Home
 from ..settings import SettingsConflict, SettingsError, SettingsStore
@@ -24,7 +25,9 @@ from .protocol import (
     ConsolidateParams,
     ConsolidationProgress,
     Empty,
+    ModelList,
     ModelSettings,
+    ModelsParams,
     ReceiptsParams,
     ReceiptsResult,
     RpcError,
@@ -50,6 +53,7 @@ class ConsolidationMethods:
             "consolidation/settings/read": self.read_settings,
             "consolidation/settings/select": self.select,
             "consolidation/credentials/set": self.set_api_key,
+            "consolidation/models": self.models,
         }
 
     async def run(self, params: ConsolidateParams) -> ConsolidationResult:
@@ -131,6 +135,22 @@ class ConsolidationMethods:
             return self._model_settings()
 
         return await asyncio.to_thread(store)
+
+    async def models(self, params: ModelsParams) -> ModelList:
+        def route() -> Route:
+            settings, _ = SettingsStore(self.home).read()
+            if params.provider not in settings.all_providers():
+                raise _refused("INVALID", f"`{params.provider}` is not a provider")
+            chosen = settings.consolidation.model_copy(update={"provider": params.provider})
+            return resolve_route(self.home, settings.model_copy(update={"consolidation": chosen}))
+
+        try:
+            found = await asyncio.to_thread(route)
+        except RouteError as exc:
+            return ModelList(provider=params.provider, keyReady=False, keyProblem=str(exc),
+                             note="without its key the provider cannot list its models")  # fmt: skip
+        models, note = await list_models(found)
+        return ModelList(provider=params.provider, keyReady=True, models=models, note=note)
 
     def _model_settings(self) -> ModelSettings:
         try:

@@ -241,6 +241,21 @@ class ModelSettings(_Strict):
     keyProblem: str | None = None  # what to set when it does not, naming the variable and file
 
 
+class ModelsParams(_Strict):
+    provider: str = Field(min_length=1)
+
+
+class ModelList(_Strict):
+    """`consolidation/models`: a provider's route and the models its API lists (`GET /models`);
+    `note` says why there is no list (no key, no such endpoint, offline): type the id then."""
+
+    provider: str
+    keyReady: bool
+    keyProblem: str | None = None
+    models: list[str] = []
+    note: str | None = None
+
+
 class SetApiKeyParams(_Strict):
     """`consolidation/credentials/set`: a provider's key, stored in credentials.yml (never logged)."""
 
@@ -359,6 +374,7 @@ METHODS: dict[str, Method] = {
     "consolidation/settings/read": Method(Empty, ModelSettings),
     "consolidation/settings/select": Method(SelectModelParams, ModelSettings),
     "consolidation/credentials/set": Method(SetApiKeyParams, ModelSettings),
+    "consolidation/models": Method(ModelsParams, ModelList),
     "agents/context": Method(AgentContextParams, AgentContextResult),
     "agents/index": Method(WorkspaceParams, AgentIndexResult),
     "agents/record": Method(AgentRecordParams, AgentRecordResult),

@@ -2,8 +2,12 @@
 
 (a) opening the workspace starts the daemon, and the Session Branches view shows the sessions
     with the fork under its parent and the orphan flagged;
-(b) "Remem: Consolidate Session" from the palette shows progress, then the Memory view shows the
-    new record and the tree shows the session as consolidated;
+(b) "Remem: Consolidate Session" from the palette shows progress, then the result naming the session
+    and the record (with "Show Diff", which opens the record before and after), the new record in
+    the Memory view and the session as consolidated in the tree; consolidating it again says it
+    was already reviewed; its receipt opens rendered, its evidence linking to the transcript's
+    turn, and the record's provenance lens opens the transcript at its turn;
+(j) "Select Consolidation Model" says the route has its key and offers the models the provider lists;
 (c) a record edited to a bad `type` gets a squiggle, a Problems entry remem(type-invalid) and its
     problem in the Memory view before it is saved; the quick fix clears them;
 (d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
@@ -31,6 +35,9 @@ from remem.daemon.memory.history import Actor
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
+from remem.daemon.sessions.reader import read_session
+from remem.daemon.sessions.transcript import render_transcript
+from remem.lsp.transcripts import turn_lines
 from tests.consolidation.conftest import KEY_ENV, proposal, put
 from tests.fake_openai import Reply, tool_call
 
@@ -107,12 +114,70 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
         workbench.screenshot("consolidation-progress")
     finally:
         seen_progress.set()
-    workbench.notification(r"1 change")
+    title = re.escape(label(scenario.node(scenario.main.id)))
+    said = rf"Consolidated “{title}”: 1 change to memory — added prefer-uv \(feedback\)"
+    result = workbench.notification(said)
     workbench.row(MEMORY, r"prefer-uv")
     workbench.row(SESSIONS, r"✓ consolidated")
     workbench.screenshot("consolidation-result")
     assert scenario.fake.count == 1
     assert scenario.node(scenario.main.id)["review"]["state"] == "consolidated"
+    # "Show Diff": the record before (nothing) and after, read from the review's history entry.
+    result.locator(".monaco-button", has_text="Show Diff").first.click()
+    workbench.page.locator(".editor-instance .monaco-diff-editor").first.wait_for(timeout=UI_TIMEOUT_MS)
+    inserted = workbench.page.locator(".monaco-diff-editor .line-insert, .monaco-diff-editor .char-insert")
+    inserted.first.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.editor("prefer-uv.md: Consolidation")
+    workbench.screenshot("consolidation-diff")
+    # Consolidating the reviewed session again asks no model and says so.
+    workbench.run_command("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    again = workbench.notification(rf"“{title}” was already reviewed: 1 change to memory then — added")
+    assert scenario.fake.count == 1
+    # The receipt opens rendered, its tab named by the session: status, the change, the route.
+    again.locator(".monaco-button", has_text="Open Receipt").first.click()
+    name = label(scenario.node(scenario.main.id))
+    workbench.page.locator(".tabs-container .tab", has_text=f"Receipt: {name}").first.wait_for(
+        timeout=UI_TIMEOUT_MS
+    )
+    preview = workbench.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame")
+    preview.locator("h1", has_text=f"Review of “{name}”").wait_for(timeout=UI_TIMEOUT_MS)
+    assert "Added prefer-uv (feedback)" in preview.locator("body").inner_text()
+    workbench.screenshot("receipt-view")
+    # Its evidence names the transcript's turn, linked to the turn's heading.
+    link = preview.locator("a", has_text=re.compile(r"^turn \d+$")).first
+    assert re.fullmatch(r"remem-session:/[^/]+/[^/]+\.md#L\d+", link.get_attribute("href") or "")
+    # The record's provenance lens opens the transcript at its turn too.
+    workbench.row(MEMORY, r"prefer-uv").click()
+    workbench.editor("prefer-uv.md")
+    lens = workbench.page.locator(".codelens-decoration a", has_text=f"from {name}, turn")
+    lens.first.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.screenshot("provenance-lens")
+    lens.first.click()
+    workbench.page.locator(".tabs-container .tab.active", has_text=f"{name}.md").wait_for(
+        timeout=UI_TIMEOUT_MS
+    )
+    # The cursor sits on the heading of the evidence's turn (the put cites turn 1), not on the title.
+    heading = turn_lines(render_transcript(read_session(scenario.main.path)))[1] + 1
+    workbench.status_bar_item(rf"Ln {heading}, Col 1")
+    workbench.screenshot("provenance-transcript")
+
+
+def test_select_model_offers_the_models_the_provider_lists_and_says_the_key_is_there(
+    workbench: Workbench, scenario: Scenario
+) -> None:
+    scenario.fake.list_models(["fake-model", "fake-large"])
+    workbench.open_container("Remem")
+    workbench.run_command("Remem: Select Consolidation Model")
+    workbench.quick_pick(r"^fake")
+    rows = workbench.quick_pick_rows("Remem: model of fake — its route has a key")
+    # The current model first, then the others listed, then a way to type one the list lacks.
+    assert rows[0].startswith("fake-model") and rows[1] == "fake-large", rows
+    assert rows[2].startswith("Type a model id…") and len(rows) == 3, rows
+    workbench.screenshot("model-pick")
+    workbench.quick_pick(r"^fake-large")
+    workbench.notification(r"Consolidation now uses fake / fake-large; its API key is set\.")
+    assert "model: fake-large" in scenario.home.settings_file.read_text()
 
 
 def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(

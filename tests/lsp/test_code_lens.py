@@ -122,15 +122,18 @@ async def test_a_record_written_by_a_review_shows_where_it_came_from(
     text = receipted.record.read_text()
     uri = open_document(client, receipted.record, text)
     receipt = str(receipted.home.reviews / f"{receipted.review}.md")
-    expected = (0, f"from {receipted.title}, turns 1–2 · review {receipted.review[:12]}", "remem.showReceipt",
-                {"review": receipted.review, "path": receipt})  # fmt: skip
-    assert shown(await lenses(client, uri)) == [expected]
+    expected = [
+        (0, f"from {receipted.title}, turns 1–2 · review {receipted.review[:12]}", "remem.openTranscript",
+         {"session": receipted.session, "turn": 1, "label": receipted.title}),
+        (0, "Receipt", "remem.showReceipt", {"review": receipted.review, "path": receipt}),
+    ]  # fmt: skip
+    assert shown(await lenses(client, uri)) == expected
     change(client, uri, text.replace("Use uv for everything.", "Use uv, or pip when offline."), 2)
     assert await lenses(client, uri) == []  # edited by hand: the review no longer speaks for it
     change(client, uri, text.replace("type: feedback", "type: project"), 3)
     assert await lenses(client, uri) == []
     change(client, uri, text, 4)
-    assert shown(await lenses(client, uri)) == [expected]
+    assert shown(await lenses(client, uri)) == expected
 
 
 async def test_records_no_review_wrote_and_other_files_get_no_lenses(

@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from tests.consolidation.conftest import OLD, Source, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, hang, tool_call
@@ -78,6 +79,9 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
     known = set(editor.client.progress_reports)
     result = await editor.command("remem.lsp.consolidate", {"session": reviewed.id})
     receipt = home.reviews / f"{result['review']}.md"
+    label = await named(editor, reviewed)
+    record = home.workspaces / WorkspaceId.from_cwd(reviewed.cwd).key / "prefer-uv.md"
+    history = result.pop("history")
     assert result == {
         "review": result["review"],
         "status": "committed",
@@ -85,10 +89,14 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
         "changes": 1,
         "recovered": False,
         "receipt": str(receipt),
+        "title": label.strip("“”"),
+        "message": f"Consolidated {label}: 1 change to memory — added prefer-uv (feedback).",
+        "alreadyReviewed": False,
+        "changed": [{"verb": "Added", "name": "prefer-uv", "type": "feedback", "path": str(record)}],
     }
-    assert receipt.is_file()
+    assert history["added"] == ["prefer-uv"] and history["workspaceEntry"]
+    assert receipt.is_file() and record.is_file()
     _, (begin, *reports, end) = progress(editor, known)
-    label = await named(editor, reviewed)
     assert begin.kind == "begin" and begin.cancellable and begin.title == f"Remem: consolidating {label}"
     assert [r.message for r in reports] == [
         "Reading the session and the memory it is reviewed against",
@@ -98,7 +106,7 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
         "Committing to memory",
     ]
     # The session by its title and each change by name; the record and the receipt can be opened.
-    assert end.message == f"Consolidated {label}: 1 change to memory — wrote prefer-uv (feedback)."
+    assert end.message == result["message"]
     await until(lambda: bool(editor.client.shown_documents))
     [question] = editor.asked
     actions = [a.title for a in question.actions or []]
@@ -119,12 +127,32 @@ async def test_a_given_token_gets_the_progress_and_a_rerun_asks_no_model(
     )
     editor.client.progress_reports["given"] = []  # the client made this token itself
     again = await editor.client.workspace_execute_command_async(params)
-    assert again == first and again["status"] == "no-change" and fake.count == asked
+    assert again["review"] == first["review"] and again["status"] == "no-change" and fake.count == asked
+    assert again["alreadyReviewed"] and not first["alreadyReviewed"]
     begin, freezing, end = editor.client.progress_reports["given"]
     assert freezing.message == "Reading the session and the memory it is reviewed against"  # no model
     assert first["status"] == "no-change" and begin.kind == "begin"
     label = await named(editor, reviewed)
     assert end.message == f"{label} was already reviewed: nothing new to remember. No model was asked again."
+
+
+async def test_a_rerun_of_a_committed_review_says_it_was_already_reviewed_and_can_stay_quiet(
+    editor: Editor, fake: FakeOpenAI, home: Home
+) -> None:
+    reviewed = source(home, seed=5)
+    fake.reply(tool_call(proposal(put("run-ci-before-push", reviewed.evidence()))))
+    first = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    asked, questions = fake.count, len(editor.asked)
+    again = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    label = await named(editor, reviewed)
+    assert first["status"] == again["status"] == "committed" and fake.count == asked
+    assert again["alreadyReviewed"] and again["changed"] == first["changed"]
+    assert again["message"] == (
+        f"{label} was already reviewed: 1 change to memory then — added run-ci-before-push (feedback). "
+        "No model was asked again."
+    )
+    await asyncio.sleep(0.2)  # an announcement would have been sent by now
+    assert len(editor.asked) == questions, "the caller said it shows the outcome itself"
 
 
 async def test_cancelling_the_progress_cancels_the_attempt(
@@ -190,3 +218,28 @@ def _session(home: Home, cwd: str, seed: int) -> tuple[str, Path]:
     path = write_session(session_root(home), draft)
     os.utime(path, (OLD, OLD))
     return draft.header.id, path
+
+
+async def test_a_providers_models_are_listed_where_its_api_lists_them(
+    editor: Editor, fake: FakeOpenAI
+) -> None:
+    fake.list_models(["fake-small", "fake-model"])
+    listed = await editor.request("remem/models", {"provider": "fake"})
+    assert listed == {"provider": "fake", "keyReady": True, "keyProblem": None,
+                      "models": ["fake-model", "fake-small"], "note": None}  # fmt: skip
+    fake.list_models([])
+    empty = await editor.request("remem/models", {"provider": "fake"})
+    assert empty["models"] == [] and empty["note"] == f"fake lists no models at {fake.base_url}"
+
+
+async def test_without_a_list_or_a_key_the_model_is_typed_and_the_note_says_why(
+    editor: Editor, fake: FakeOpenAI
+) -> None:
+    fake.list_models(None)  # a provider without `GET /models`: 404
+    unlisted = await editor.request("remem/models", {"provider": "fake"})
+    assert unlisted["keyReady"] and unlisted["models"] == []
+    assert unlisted["note"] == f"fake did not list its models at {fake.base_url} (HTTP 404)"
+    keyless = await editor.request("remem/models", {"provider": "openai"})
+    assert not keyless["keyReady"] and "OPENAI_API_KEY" in keyless["keyProblem"]
+    assert keyless["models"] == []
+    assert keyless["note"] == "without its key the provider cannot list its models"

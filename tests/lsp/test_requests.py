@@ -6,6 +6,7 @@ record `prefer-uv`), so every answer is checked against data the daemon and the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -154,13 +155,38 @@ async def test_a_receipt_is_read_as_written(editor: Editor, reviewed: Receipted)
     for review in (reviewed.review, other):
         answer = await editor.request("remem/receipt", {"review": review})
         path = reviewed.home.reviews / f"{review}.md"
+        summary = answer.pop("summary")
         assert answer == {
             "review": review,
             "status": "committed",
             "session": reviewed.session,
+            "title": reviewed.title,
             "path": str(path),
             "text": path.read_text(),
         }
+        assert summary.startswith(f"# Review of “{reviewed.title}”\n\n**committed** · 1 change to memory · ")
+        assert "`fake` / `fake-model`, attempt 1: committed." in summary
+        # The machine fields come after the summary, exactly as the file has them.
+        front = path.read_text().split("---\n")[1]
+        assert summary.index("## What changed") < summary.index("## Machine fields")
+        assert summary.endswith(f"```yaml\n{front}```\n")
+
+
+async def test_a_receipts_evidence_links_to_the_turns_of_its_transcript(
+    editor: Editor, reviewed: Receipted
+) -> None:
+    summary = (await editor.request("remem/receipt", {"review": reviewed.review}))["summary"]
+    rendered = summary.split("## Machine fields")[0]
+    [changed] = [line for line in rendered.splitlines() if line.startswith("- ")]
+    assert changed.startswith(f"- Added {NAME} (feedback) — evidence: [turn 1](")
+    links = re.findall(r"\[turn (\d+)\]\(([^)]+)\)", changed)
+    transcript = (await editor.request("remem/transcript", {"id": reviewed.session}))["markdown"].splitlines()
+    title = quote(reviewed.title, safe="-_.!~*'()")
+    for turn, uri in links:
+        # The link opens the transcript, its tab named by the title, at the turn's heading.
+        assert uri.startswith(f"remem-session:/{quote(reviewed.session)}/{title}.md#L"), uri
+        line = int(uri.rsplit("#L", 1)[1])
+        assert transcript[line - 1].startswith(f"## Turn {turn} — ")
 
 
 async def test_memory_history_and_the_files_an_entry_left(editor: Editor, reviewed: Receipted) -> None:

@@ -4,7 +4,7 @@
  * another extension or a link (`{session, turn?}` or a bare id); this reads all of them.
  */
 
-import { HISTORY_SCHEME, TRANSCRIPT_SCHEME } from './protocol';
+import { HISTORY_SCHEME, RECEIPT_SCHEME, TRANSCRIPT_SCHEME } from './protocol';
 
 export interface SessionTarget {
   session?: string;
@@ -45,6 +45,22 @@ export function transcriptUri(sessionId: string, title?: string): string {
   const name = title ? tabName(title) : '';
   const tail = name ? `/${encodeURIComponent(name)}` : '';
   return `${TRANSCRIPT_SCHEME}:/${encodeURIComponent(sessionId)}${tail}.md`;
+}
+
+/** The 0-based line of turn `turn`'s heading (`## Turn N — …`) in a transcript; -1 when it has none. */
+export function turnLine(markdown: string, turn: number): number {
+  return markdown.split(/\r?\n/).findIndex((line) => line.startsWith(`## Turn ${turn} — `));
+}
+
+/** The `remem-receipt:` URI of a review's rendered receipt: `/<review>/<title>.md`, its tab reads the title. */
+export function receiptUri(review: string, title?: string): string {
+  const name = title ? tabName(`Receipt: ${title}`) : 'Receipt';
+  return `${RECEIPT_SCHEME}:/${review}/${encodeURIComponent(name)}.md`;
+}
+
+/** A receipt document's URI path back to its review id. */
+export function receiptTarget(path: string): string | undefined {
+  return /^\/([0-9a-f]{64})\/[^/]*\.md$/.exec(path)?.[1];
 }
 
 /** `remem-history:/<entry>/<file>`; a null entry is the empty state before a scope's first entry. */

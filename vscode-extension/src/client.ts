@@ -26,7 +26,14 @@ import {
 
 import { notFoundMessage, resolveExecutable } from './executable';
 import type { Server } from './flows';
-import { Notifications, ServerCommands, type SessionsProgressParams, type StatusParams, TRANSCRIPT_SCHEME } from './protocol';
+import {
+  type ConsolidationOutcome,
+  Notifications,
+  ServerCommands,
+  type SessionsProgressParams,
+  type StatusParams,
+  TRANSCRIPT_SCHEME,
+} from './protocol';
 import { endProcess, spawnServer } from './serverProcess';
 
 function isExecutable(candidate: string): boolean {
@@ -46,11 +53,14 @@ export class RememClient implements Server, vscode.Disposable {
   private readonly memoryChanged = new vscode.EventEmitter<void>();
   private readonly status = new vscode.EventEmitter<StatusParams>();
   private readonly sessionsProgress = new vscode.EventEmitter<SessionsProgressParams>();
+  private readonly consolidated = new vscode.EventEmitter<ConsolidationOutcome>();
   private latest: StatusParams = { state: 'starting' };
   readonly onTreeChanged = this.treeChanged.event;
   readonly onMemoryChanged = this.memoryChanged.event;
   readonly onStatus = this.status.event;
   readonly onSessionsProgress = this.sessionsProgress.event;
+  /** A consolidation this window ran has ended: the extension tells its outcome (the server does not). */
+  readonly onConsolidated = this.consolidated.event;
 
   constructor(readonly log: vscode.LogOutputChannel) {}
 
@@ -97,6 +107,7 @@ export class RememClient implements Server, vscode.Disposable {
     void this.stop();
     this.treeChanged.dispose();
     this.sessionsProgress.dispose();
+    this.consolidated.dispose();
     this.memoryChanged.dispose();
     this.status.dispose();
   }
@@ -196,8 +207,11 @@ export class RememClient implements Server, vscode.Disposable {
       });
       progress.report({ message: 'starting…' });
       try {
-        const params = { command: ServerCommands.consolidate, arguments: [arg], workDoneToken: token };
-        return await client.sendRequest(ExecuteCommandRequest.type, params, cancel);
+        const told = { ...arg, announce: false }; // we tell the outcome, with a diff the server cannot open
+        const params = { command: ServerCommands.consolidate, arguments: [told], workDoneToken: token };
+        const outcome = (await client.sendRequest(ExecuteCommandRequest.type, params, cancel)) as ConsolidationOutcome;
+        this.consolidated.fire(outcome);
+        return outcome;
       } catch (error) {
         if (cancel.isCancellationRequested) {
           void vscode.window.showInformationMessage('Remem: consolidation cancelled; memory is unchanged.');

@@ -11,7 +11,8 @@ import { RememClient } from './client';
 import * as flows from './flows';
 import { HistoryProvider } from './history';
 import { MemoryView } from './memoryView';
-import { HISTORY_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { HISTORY_SCHEME, RECEIPT_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { ReceiptProvider } from './receipts';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
@@ -89,15 +90,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   showStatus(server.currentStatus);
 
+  /** A flow's error is logged and shown; a dismissal (flows.run) is not an error. */
+  const reported = async (what: string, flow: () => Promise<unknown>): Promise<void> => {
+    try {
+      await flows.run(flow);
+    } catch (error) {
+      log.error(`${what}: ${errorMessage(error)}`);
+      void vscode.window.showErrorMessage(errorMessage(error));
+    }
+  };
   const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>
-    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-      try {
-        await flows.run(() => handler(...args));
-      } catch (error) {
-        log.error(`${id}: ${errorMessage(error)}`);
-        void vscode.window.showErrorMessage(errorMessage(error));
-      }
-    });
+    vscode.commands.registerCommand(id, (...args: unknown[]) => reported(id, () => handler(...args)));
 
   context.subscriptions.push(
     log,
@@ -110,9 +113,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, new HistoryProvider(server)),
+    vscode.workspace.registerTextDocumentContentProvider(RECEIPT_SCHEME, new ReceiptProvider(server)),
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
     server.onSessionsProgress((params) => sessions.progress(params)),
+    server.onConsolidated((outcome) => void reported('consolidation result', () => flows.showConsolidation(ctx, outcome))),
     server.onMemoryChanged(() => {
       refreshMemory();
       refreshSessions(); // review badges follow memory commits

@@ -7,11 +7,15 @@
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { sessionLabel, sessionTitle, shortId } from './format';
 import {
+  type ChangedRecord,
+  type ConsolidationOutcome,
   type FlatNode,
   type ForkResult,
   type HistoryEntry,
   type HistoryLogResult,
+  type MemoryAtResult,
   type MemoryOverview,
+  type ModelList,
   type ModelSettings,
   type ReceiptResult,
   Requests,
@@ -24,6 +28,7 @@ import {
   actorText,
   consolidationPicks,
   historyPicks,
+  modelPicks,
   type PickItem,
   providerPicks,
   type SessionPick,
@@ -42,8 +47,10 @@ export interface Ui {
   showProblems(): Promise<void>;
   openFile(path: string): Promise<void>;
   copy(text: string): Promise<void>;
-  /** `title` names its tab; without it the tab shows the id. */
-  openTranscript(session: string, title?: string): Promise<void>;
+  /** `title` names its tab (without it the tab shows the id); `turn` is the turn to show. */
+  openTranscript(session: string, title?: string, turn?: number): Promise<void>;
+  /** A receipt rendered for a person, in the Markdown preview; `title` (the session's) names its tab. */
+  openReceipt(review: string, title?: string): Promise<void>;
   /** VS Code's diff editor on two documents (URIs), left ↔ right. */
   openDiff(left: string, right: string, title: string): Promise<void>;
 }
@@ -173,6 +180,46 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
   }
 }
 
+export const OPEN_RECORD = 'Open Record';
+export const SHOW_DIFF = 'Show Diff';
+export const OPEN_RECEIPT = 'Open Receipt';
+const SUCCEEDED = new Set(['committed', 'no-change', 'cancelled']);
+
+/** The server's sentence about a consolidation, with the record, its diff and the receipt to open. */
+export async function showConsolidation(ctx: FlowContext, outcome: ConsolidationOutcome): Promise<void> {
+  const opened = outcome.changed.filter((c) => c.path !== null);
+  const diffable = outcome.changed.filter((c) => historyEntryOf(outcome, c) !== null);
+  const actions = [
+    ...(opened.length ? [OPEN_RECORD] : []),
+    ...(diffable.length ? [SHOW_DIFF] : []),
+    OPEN_RECEIPT,
+  ];
+  const tell = SUCCEEDED.has(outcome.status) ? ctx.ui.info : ctx.ui.warn;
+  const choice = await tell.call(ctx.ui, outcome.message, ...actions);
+  if (choice === OPEN_RECEIPT) return ctx.ui.openReceipt(outcome.review, outcome.title || undefined);
+  if (choice === OPEN_RECORD) return ctx.ui.openFile(chosen((await whichChange(ctx, opened)).path ?? undefined));
+  if (choice === SHOW_DIFF) {
+    const change = await whichChange(ctx, diffable);
+    const entry = historyEntryOf(outcome, change) as string;
+    const { entry: made } = await ctx.server.request<MemoryAtResult>(Requests.memoryAt, { entry });
+    await openEntryDiff(ctx, made, change.verb === 'Rewrote' ? 'GLOBAL.md' : `${change.name}.md`);
+  }
+}
+
+/** The history entry a change of `outcome` is in: Global's or the workspace's. */
+function historyEntryOf(outcome: ConsolidationOutcome, change: ChangedRecord): string | null {
+  const link = outcome.history;
+  if (!link) return null;
+  return change.verb === 'Rewrote' ? link.globalEntry : link.workspaceEntry;
+}
+
+async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<ChangedRecord> {
+  if (changes.length === 1) return changes[0];
+  const items = changes.map((c) => ({ label: `${c.verb} ${c.name}`, description: c.type ?? '', change: c }));
+  const pick = await ctx.ui.pick(items, { title: 'Remem: Consolidation', placeholder: 'Which change?' });
+  return chosen(pick).change;
+}
+
 export const ENTER_KEY = 'Enter API Key…';
 export const SELECT_MODEL = 'Select Model…';
 export const OPEN_SETTINGS = 'Open Settings';
@@ -265,14 +312,15 @@ async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
 }
 
 export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<void> {
+  const target = sessionTarget(arg);
   const { session, label } = await chooseSession(
     ctx,
-    sessionTarget(arg),
+    target,
     sessionPicks,
     'Remem: Open Session Transcript',
     'This workspace has no sessions yet.',
   );
-  await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)));
+  await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)), target.turn);
 }
 
 async function overview(ctx: FlowContext, cwd?: string): Promise<MemoryOverview> {
@@ -298,11 +346,11 @@ export async function openWorkspaceMemory(ctx: FlowContext, arg?: unknown): Prom
 export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void> {
   const target = sessionTarget(arg);
   const file = target.session ? {} : fileTarget(arg); // a session item's `review` is its state, not an id
-  if (file.path) return ctx.ui.openFile(file.path);
   if (file.review) {
     const receipt = await ctx.server.request<ReceiptResult>(Requests.receipt, { review: file.review });
-    return ctx.ui.openFile(receipt.path);
+    return ctx.ui.openReceipt(receipt.review, receipt.title ?? undefined);
   }
+  if (file.path) return ctx.ui.openFile(file.path);
   const { receipts } = await overview(ctx, target.cwd);
   if (target.session) {
     const found = receipts.find((r) => r.session === target.session);
@@ -311,12 +359,13 @@ export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void
       const message = `No receipt of session ${shortId(target.session)} among the 20 most recent; \`${all}\` lists all.`;
       return stop(ctx.ui, message);
     }
-    return ctx.ui.openFile(found.path);
+    return ctx.ui.openReceipt(found.review, found.title ?? undefined);
   }
   const items = receiptPicks(receipts, ctx.now());
   if (items.length === 0) return stop(ctx.ui, 'No consolidation has written a receipt yet.');
   const pick = await ctx.ui.pick(items, { title: 'Remem: Show Receipt', placeholder: 'Pick a receipt (newest first)' });
-  await ctx.ui.openFile(chosen(pick).path);
+  const { review, title } = chosen(pick);
+  await ctx.ui.openReceipt(review, title ?? undefined);
 }
 
 export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
@@ -326,12 +375,7 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
     placeholder: `Provider (now ${settings.provider} / ${settings.model})`,
   });
   const { provider } = chosen(pick);
-  const answer = await ctx.ui.input({
-    title: `Remem: model of ${provider}`,
-    prompt: 'The model id the provider knows, e.g. deepseek-v4-flash',
-    value: provider === settings.provider ? settings.model : '',
-  });
-  const model = chosen(answer).trim();
+  const model = await chooseModel(ctx, provider, provider === settings.provider ? settings.model : undefined);
   if (!model) return stop(ctx.ui, 'No model given; the consolidation model is unchanged.');
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
   const now = `Consolidation now uses ${updated.provider} / ${updated.model}`;
@@ -341,6 +385,28 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   }
   const choice = await ctx.ui.warn(`${now}, but it has no API key yet: ${updated.keyProblem ?? ''}`, ENTER_KEY);
   return choice === ENTER_KEY ? enterApiKey(ctx, updated.provider) : updated;
+}
+
+/** A model of `provider`: picked from the list its API gives, else typed (the note says why). */
+async function chooseModel(ctx: FlowContext, provider: string, current?: string): Promise<string> {
+  const listed = await ctx.server.request<ModelList>(Requests.models, { provider });
+  const key = listed.keyReady ? 'its route has a key' : `no API key yet (${listed.keyProblem ?? 'see settings.yml'})`;
+  const title = `Remem: model of ${provider} — ${key}`;
+  if (listed.models.length > 0) {
+    const pick = await ctx.ui.pick(modelPicks(listed.models, current), {
+      title,
+      placeholder: `The models ${provider} lists (now ${current ?? 'another provider'})`,
+    });
+    const { model } = chosen(pick);
+    if (model !== null) return model;
+  }
+  const why = listed.models.length > 0 ? '' : `No list of models: ${listed.note ?? 'the provider gives none'}. `;
+  const answer = await ctx.ui.input({
+    title,
+    prompt: `${why}The model id the provider knows, e.g. deepseek-v4-flash`,
+    value: current ?? '',
+  });
+  return chosen(answer).trim();
 }
 
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
@@ -413,10 +479,15 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   });
   const { entry, index } = chosen(pick);
   const file = await changedFile(ctx, entry, scope.file);
-  const title = `${file}: ${actorText(entry)} · ${entry.at.slice(0, 16).replace('T', ' ')}`;
-  await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
+  await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
   return undoChange(ctx, entry, index);
+}
+
+/** `file` before and after `entry`, in the diff editor. */
+async function openEntryDiff(ctx: FlowContext, entry: HistoryEntry, file: string): Promise<void> {
+  const title = `${file}: ${actorText(entry)} · ${entry.at.slice(0, 16).replace('T', ' ')}`;
+  await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
 }
 
 /** Revert to the state before `entry` (`index` newer entries are undone with it), if confirmed. */

@@ -9,7 +9,16 @@ import type { ItemIcon } from './sessionTree';
 
 export type MemoryNode =
   | { kind: 'section'; id: string; label: string; description: string; children: MemoryNode[] }
-  | { kind: 'file'; id: string; label: string; description: string; tooltip: string; icon: ItemIcon; path: string }
+  | {
+      kind: 'file';
+      id: string;
+      label: string;
+      description: string;
+      tooltip: string;
+      icon: ItemIcon;
+      path: string;
+      review?: string; // a receipt's: it opens rendered, not as its file
+    }
   | { kind: 'note'; id: string; label: string };
 
 const VALID: ItemIcon = { id: 'pass', color: 'testing.iconPassed' };
@@ -61,6 +70,7 @@ export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode 
     tooltip: `Review ${receipt.review}\nSession ${receipt.session}\n${receipt.path}`,
     icon: receiptIcon(receipt.status),
     path: receipt.path,
+    review: receipt.review,
   };
 }
 

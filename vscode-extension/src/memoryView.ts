@@ -40,7 +40,9 @@ export class MemoryView extends FolderView<MemoryEntry> {
     const color = node.icon.color ? new vscode.ThemeColor(node.icon.color) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.icon.id, color);
     item.contextValue = node.id.startsWith('receipt:') ? 'receipt' : 'memoryFile';
-    item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.path)] };
+    item.command = node.review
+      ? { command: 'remem.showReceipt', title: 'Show Receipt', arguments: [{ review: node.review }] }
+      : { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.path)] };
     return item;
   }
 

@@ -19,7 +19,8 @@ export interface TurnPick extends PickItem {
 }
 
 export interface ReceiptPick extends PickItem {
-  path: string;
+  review: string;
+  title: string | null;
 }
 
 export interface ProviderPick extends PickItem {
@@ -139,9 +140,27 @@ export function receiptPicks(receipts: readonly ReceiptSummary[], nowMs: number)
       label: r.title?.trim() || `Session ${shortId(r.session)}`,
       description: [r.status, changes, Number.isNaN(when) ? r.updatedAt : age(when, nowMs)].join(' · '),
       detail: `review ${r.review}`,
-      path: r.path,
+      review: r.review,
+      title: r.title?.trim() || null,
     };
   });
+}
+
+export interface ModelPick extends PickItem {
+  model: string | null; // null: type an id instead
+}
+
+export const TYPE_MODEL = 'Type a model id…';
+
+/** A provider's listed models, the current one first and marked, then a way to type another. */
+export function modelPicks(models: readonly string[], current: string | undefined): ModelPick[] {
+  const ordered = current && models.includes(current) ? [current, ...models.filter((m) => m !== current)] : models;
+  const listed: ModelPick[] = ordered.map((model) => ({
+    label: model,
+    description: model === current ? 'current' : undefined,
+    model,
+  }));
+  return [...listed, { label: TYPE_MODEL, description: 'one the list does not name', model: null }];
 }
 
 /** Providers with the current one first and marked. */

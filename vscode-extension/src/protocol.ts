@@ -10,6 +10,7 @@ export const Requests = {
   memoryOverview: 'remem/memoryOverview',
   receipt: 'remem/receipt',
   settings: 'remem/settings',
+  models: 'remem/models',
   memoryHistory: 'remem/memoryHistory',
   memoryAt: 'remem/memoryAt',
   revertMemory: 'remem/revertMemory',
@@ -36,6 +37,8 @@ export const ServerCommands = {
 export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';
+/** `remem-receipt:/<review>/<title>.md`: a receipt rendered for a person (read-only). */
+export const RECEIPT_SCHEME = 'remem-receipt';
 
 export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed';
 
@@ -117,8 +120,10 @@ export interface ReceiptResult {
   review: string;
   status: string;
   session: string;
+  title: string | null;
   path: string;
-  text: string;
+  text: string; // the file as written
+  summary: string; // Markdown: the summary first, the machine fields below
 }
 
 export interface ModelSettings {
@@ -130,6 +135,46 @@ export interface ModelSettings {
   keyReady: boolean; // the route resolves: a key was found, or none is needed
   keyProblem: string | null; // what to set when it does not
   settingsFile: string;
+}
+
+/** The history entries a committed review made (receipts carry it), and what they changed. */
+export interface HistoryLink {
+  globalEntry: string | null;
+  workspaceEntry: string | null;
+  added: string[];
+  changed: string[];
+  removed: string[];
+  globalChanged: boolean;
+}
+
+/** One change of a consolidation, as its result names it: "Added run-ci-before-push (feedback)". */
+export interface ChangedRecord {
+  verb: 'Added' | 'Changed' | 'Removed' | 'Rewrote';
+  name: string; // a record's name, or GLOBAL.md
+  type: string | null;
+  path: string | null; // the file to open, when the change left one
+}
+
+/** What `remem.lsp.consolidate` answers (asked with `announce: false`, the extension tells it). */
+export interface ConsolidationOutcome {
+  review: string;
+  status: string;
+  changes: number;
+  receipt: string; // the receipt file
+  title: string;
+  message: string;
+  alreadyReviewed: boolean;
+  changed: ChangedRecord[];
+  history: HistoryLink | null;
+}
+
+/** `remem/models`: whether a provider's route has its key, and the models its API lists (`note`: why none). */
+export interface ModelList {
+  provider: string;
+  keyReady: boolean;
+  keyProblem: string | null;
+  models: string[];
+  note: string | null;
 }
 
 export interface ForkResult {

@@ -5,7 +5,7 @@
 
 import * as vscode from 'vscode';
 
-import { sessionIdFromTranscriptPath, transcriptUri } from './args';
+import { receiptUri, sessionIdFromTranscriptPath, transcriptUri, turnLine } from './args';
 import type { Folder, Ui } from './flows';
 import type { PickItem } from './picks';
 import { TRANSCRIPT_SCHEME } from './protocol';
@@ -52,9 +52,17 @@ export const editorUi: Ui = {
       preview: false,
     });
   },
-  async openTranscript(session, title) {
+  async openTranscript(session, title, turn) {
     const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(transcriptUri(session, title)));
-    await vscode.window.showTextDocument(document, { preview: false });
+    const line = turn === undefined ? -1 : turnLine(document.getText(), turn);
+    const at = line < 0 ? undefined : new vscode.Range(line, 0, line, 0);
+    await vscode.window.showTextDocument(document, { preview: false, selection: at });
+    if (at) vscode.window.activeTextEditor?.revealRange(at, vscode.TextEditorRevealType.AtTop);
+  },
+  async openReceipt(review, title) {
+    await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.parse(receiptUri(review, title)));
+    // Locked: an unlocked preview follows the active editor and would stop showing the receipt.
+    await vscode.commands.executeCommand('markdown.preview.toggleLock');
   },
 };
 

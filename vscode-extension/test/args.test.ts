@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { fileTarget, sessionIdFromTranscriptPath, sessionTarget, transcriptUri } from '../src/args';
+import {
+  fileTarget,
+  receiptTarget,
+  receiptUri,
+  sessionIdFromTranscriptPath,
+  sessionTarget,
+  transcriptUri,
+  turnLine,
+} from '../src/args';
 import { node } from './fixtures';
 
 test('a tree element, an object, a bare id and a transcript URI all name a session', () => {
@@ -38,4 +46,19 @@ test('a receipt is named by the Memory item it was opened from, or by review id'
   assert.deepEqual(fileTarget({ type: 'memory', cwd: '/p', node: { path: '/h/r.json' } }), { path: '/h/r.json' });
   assert.deepEqual(fileTarget({ review: 'r9' }), { review: 'r9' });
   assert.deepEqual(fileTarget('r9'), {});
+});
+
+test('receipt documents are named by the session title and read back to their review', () => {
+  const review = 'a'.repeat(64);
+  assert.equal(receiptUri(review, 'Fix a/b'), `remem-receipt:/${review}/Receipt%3A%20Fix%20a%20b.md`);
+  assert.equal(receiptUri(review), `remem-receipt:/${review}/Receipt.md`);
+  assert.equal(receiptTarget(`/${review}/Receipt: Fix a b.md`), review);
+  assert.equal(receiptTarget('/../../etc/passwd.md'), undefined);
+});
+
+test('a turn is found by its heading in a transcript', () => {
+  const markdown = '# T\n\n## Turn 1 — completed — x\nhi\r\n## Turn 12 — aborted — y\n';
+  assert.equal(turnLine(markdown, 1), 2);
+  assert.equal(turnLine(markdown, 12), 4);
+  assert.equal(turnLine(markdown, 2), -1);
 });

@@ -16,7 +16,7 @@ class Harness implements flows.Ui, flows.Server {
   confirmAnswer = true;
   infoAnswers: Array<string | undefined> = [];
   confirmed: Array<[string, string]> = [];
-  responses: Record<string, unknown> = { 'remem/settings': ROUTE };
+  responses: Record<string, unknown> = { 'remem/settings': ROUTE, 'remem/models': UNLISTED };
   folders: flows.Folder[] = [{ name: 'proj', cwd: '/proj' }];
   active: string | undefined = undefined;
   copied: string[] = [];
@@ -47,15 +47,18 @@ class Harness implements flows.Ui, flows.Server {
     this.confirmed.push([message, detail]);
     return this.confirmAnswer;
   }
-  async info(message: string) {
+  readonly offered: string[][] = []; // the actions of each info and warning, in order
+  async info(message: string, ...actions: string[]) {
     this.asked.push(`info:${message}`);
+    this.offered.push(actions);
     return this.infoAnswers.shift();
   }
   warnings: string[] = [];
   warnAnswers: Array<string | undefined> = [];
   problemsShown = 0;
-  async warn(message: string) {
+  async warn(message: string, ...actions: string[]) {
     this.warnings.push(message);
+    this.offered.push(actions);
     return this.warnAnswers.shift();
   }
   async showProblems() {
@@ -70,8 +73,11 @@ class Harness implements flows.Ui, flows.Server {
   async openFile(path: string) {
     this.opened.push(path);
   }
-  async openTranscript(session: string, title?: string) {
-    this.opened.push(`transcript:${session}${title ? `:${title}` : ''}`);
+  async openTranscript(session: string, title?: string, turn?: number) {
+    this.opened.push(`transcript:${session}${title ? `:${title}` : ''}${turn === undefined ? '' : `@${turn}`}`);
+  }
+  async openReceipt(review: string, title?: string) {
+    this.opened.push(`receipt:${review}${title ? `:${title}` : ''}`);
   }
   async request<R>(method: string, params: object): Promise<R> {
     this.sent.push([method, params]);
@@ -93,6 +99,7 @@ const ROUTE = {
   keyProblem: null,
   settingsFile: '/h/settings.yml',
 };
+const UNLISTED = { provider: 'openai', keyReady: true, keyProblem: null, models: [], note: 'HTTP 404' };
 const NO_KEY = { ...ROUTE, keyReady: false, keyProblem: 'no API key for provider `deepseek`: set DEEPSEEK_API_KEY' };
 const byLabel = (label: string) => (items: PickItem[]) => items.find((i) => i.label === label);
 const TURNS = {
@@ -221,6 +228,9 @@ test('with several folders the user picks one; with none the flow explains', asy
   await flows.run(() => flows.openTranscript(h.ctx));
   assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/b' }]]);
   assert.deepEqual(h.opened, ['transcript:s1:Title of s1']); // the tab reads the title
+  // A record's provenance lens names the session, its title and the turn: nothing is asked.
+  await flows.run(() => flows.openTranscript(h.ctx, { session: 's1', turn: 2, label: 'Fix the uploader' }));
+  assert.equal(h.opened.at(-1), 'transcript:s1:Fix the uploader@2');
 
   const none = new Harness();
   none.folders = [];
@@ -246,7 +256,8 @@ test('memory files open where the overview says they are', async () => {
   await flows.run(() => flows.showReceipt(h.ctx, { type: 'memory', cwd: '/proj', node: { path: '/h/r7.json' } }));
   h.responses['remem/receipt'] = { review: 'r8', status: 'committed', session: 's8', path: '/h/r8.json', text: '{}' };
   await flows.run(() => flows.showReceipt(h.ctx, { review: 'r8' }));
-  assert.deepEqual(h.opened, ['/h/GLOBAL.md', '/h/w/k/MEMORY.md', '/h/r1.json', '/h/r7.json', '/h/r8.json']);
+  // A receipt opens rendered, its tab named by the session's title; a bare file path opens the file.
+  assert.deepEqual(h.opened, ['/h/GLOBAL.md', '/h/w/k/MEMORY.md', 'receipt:r1:T', '/h/r7.json', 'receipt:r8']);
   assert.deepEqual(h.sent.at(-1), ['remem/receipt', { review: 'r8' }]);
 
   const fresh = new Harness();
@@ -256,13 +267,47 @@ test('memory files open where the overview says they are', async () => {
   assert.deepEqual(fresh.opened, []);
 });
 
+test('select model: the provider\'s listed models are picked, the key state in the title; Type… types one', async () => {
+  const h = new Harness();
+  h.responses['remem/models'] = { ...UNLISTED, provider: 'deepseek', models: ['deepseek-v4-pro', 'deepseek-v4-flash'] };
+  h.responses['remem.lsp.selectModel'] = { ...ROUTE, model: 'deepseek-v4-pro' };
+  h.picks.push(byLabel('deepseek'), byLabel('deepseek-v4-pro'));
+  await flows.run(() => flows.selectModel(h.ctx));
+  assert.deepEqual(h.sent.slice(1), [
+    ['remem/models', { provider: 'deepseek' }],
+    ['remem.lsp.selectModel', { provider: 'deepseek', model: 'deepseek-v4-pro' }],
+  ]);
+  // The current model first and marked, then the rest as listed, then a way to type another.
+  assert.equal(
+    h.asked[1],
+    'pick:Remem: model of deepseek — its route has a key:deepseek-v4-flash|deepseek-v4-pro|Type a model id…',
+  );
+
+  const typed = new Harness();
+  typed.responses['remem/models'] = { ...NO_KEY_LIST, models: ['gpt-5'] };
+  typed.responses['remem.lsp.selectModel'] = { ...ROUTE, provider: 'openai', model: 'gpt-x' };
+  typed.picks.push(byLabel('openai'), byLabel('Type a model id…'));
+  typed.inputs.push('gpt-x');
+  await flows.run(() => flows.selectModel(typed.ctx));
+  assert.match(typed.asked[1], /^pick:Remem: model of openai — no API key yet \(no API key for provider `openai`/);
+  assert.deepEqual(typed.sent.at(-1), ['remem.lsp.selectModel', { provider: 'openai', model: 'gpt-x' }]);
+});
+
+const NO_KEY_LIST = {
+  provider: 'openai',
+  keyReady: false,
+  keyProblem: 'no API key for provider `openai`: set OPENAI_API_KEY',
+  models: [],
+  note: 'without its key the provider cannot list its models',
+};
+
 test('select model: provider pick, model input prefilled for the current provider, then the command', async () => {
   const h = new Harness();
   h.responses['remem.lsp.selectModel'] = { ...ROUTE, provider: 'openai', model: 'gpt-5', apiKeyEnv: 'OPENAI_API_KEY' };
   h.picks.push(byLabel('openai'));
   h.inputs.push('  gpt-5 ');
   await flows.run(() => flows.selectModel(h.ctx));
-  assert.deepEqual(h.sent[1], ['remem.lsp.selectModel', { provider: 'openai', model: 'gpt-5' }]);
+  assert.deepEqual(h.sent[2], ['remem.lsp.selectModel', { provider: 'openai', model: 'gpt-5' }]);
   assert.deepEqual(h.asked.slice(1), ['input:', 'info:Consolidation now uses openai / gpt-5; its API key is set.']);
 
   // A route without a key says so and offers to enter one.
@@ -442,4 +487,62 @@ test('memory history: Global by its file, a declined undo sends nothing, a confl
   empty.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries: [] };
   await flows.run(() => flows.showMemoryHistory(empty.ctx));
   assert.deepEqual(empty.asked, ["info:No history of proj's memory yet."]);
+});
+
+const OUTCOME = {
+  review: 'r'.repeat(64),
+  status: 'committed',
+  changes: 2,
+  receipt: '/h/reviews/r.md',
+  title: 'Fix the uploader',
+  message: 'Consolidated “Fix the uploader”: 2 changes to memory — added run-ci-before-push (feedback), rewrote GLOBAL.md.',
+  alreadyReviewed: false,
+  changed: [
+    { verb: 'Added' as const, name: 'run-ci-before-push', type: 'feedback', path: '/h/w/k/run-ci-before-push.md' },
+    { verb: 'Rewrote' as const, name: 'GLOBAL.md', type: null, path: '/h/GLOBAL.md' },
+  ],
+  history: {
+    globalEntry: 'g'.repeat(40),
+    workspaceEntry: 'w'.repeat(40),
+    added: ['run-ci-before-push'],
+    changed: [],
+    removed: [],
+    globalChanged: true,
+  },
+};
+
+test('a consolidation result names each change; Show Diff opens the chosen record before and after', async () => {
+  const h = new Harness();
+  const made = ENTRY('w'.repeat(40), 'p'.repeat(40), { actor: { kind: 'consolidation', review: 'r'.repeat(64) } });
+  h.responses['remem/memoryAt'] = { entry: made, files: {} };
+  h.infoAnswers = [flows.SHOW_DIFF];
+  h.picks = [byLabel('Added run-ci-before-push')];
+  await flows.run(() => flows.showConsolidation(h.ctx, OUTCOME));
+  assert.deepEqual(h.asked.slice(0, 2), [
+    `info:${OUTCOME.message}`,
+    'pick:Remem: Consolidation:Added run-ci-before-push|Rewrote GLOBAL.md',
+  ]);
+  assert.deepEqual(h.offered[0], [flows.OPEN_RECORD, flows.SHOW_DIFF, flows.OPEN_RECEIPT]);
+  assert.deepEqual(h.sent, [['remem/memoryAt', { entry: 'w'.repeat(40) }]]);
+  const diff = /^diff:remem-history:\/p{40}\/run-ci-before-push\.md ↔ remem-history:\/w{40}\/run-ci-before-push\.md · run-ci-before-push\.md: Consolidation \(review r{12}\)/;
+  assert.match(h.opened[0], diff);
+});
+
+test('a consolidation result opens the record or the receipt; a failure warns with the receipt only', async () => {
+  const one = { ...OUTCOME, changes: 1, changed: [OUTCOME.changed[0]] };
+  const record = new Harness();
+  record.infoAnswers = [flows.OPEN_RECORD];
+  await flows.run(() => flows.showConsolidation(record.ctx, one));
+  assert.deepEqual(record.opened, ['/h/w/k/run-ci-before-push.md']);
+  const receipt = new Harness();
+  receipt.infoAnswers = [flows.OPEN_RECEIPT];
+  await flows.run(() => flows.showConsolidation(receipt.ctx, one));
+  assert.deepEqual(receipt.opened, [`receipt:${'r'.repeat(64)}:Fix the uploader`]);
+  const failed = new Harness();
+  const message = 'Consolidation of “Fix the uploader” ended failed: 0 changes to memory; the receipt says why.';
+  await flows.run(() =>
+    flows.showConsolidation(failed.ctx, { ...OUTCOME, status: 'failed', changes: 0, changed: [], history: null, message }),
+  );
+  assert.deepEqual(failed.warnings, [message]);
+  assert.deepEqual(failed.offered, [[flows.OPEN_RECEIPT]]);
 });

@@ -64,7 +64,8 @@ test('receipts are labelled by session title, falling back to the session id', (
       label: 'Session 12345678',
       description: 'committed · 1 change · 2 h ago',
       detail: 'review r1',
-      path: '/h/r1.json',
+      review: 'r1',
+      title: null,
     },
   ]);
 });

@@ -1,0 +1,37 @@
+"""A provider's model list, as its OpenAI-compatible API gives it (`GET /models`), for the editor's
+model picker. Bounded (a few seconds, no retries, at most `MAX_MODELS` ids); a provider without
+the endpoint, or one that cannot be reached, gives no list and a note saying why."""
+
+from __future__ import annotations
+
+import logging
+
+from .route import Route
+
+log = logging.getLogger("remem.daemon")
+MAX_MODELS = 500
+_TIMEOUT_SECONDS = 5.0
+
+
+async def list_models(route: Route) -> tuple[list[str], str | None]:
+    """The model ids `route`'s provider lists, sorted; or none, and why."""
+    from openai import APIError, AsyncOpenAI  # imported when asked: the SDK is slow to import
+
+    client = AsyncOpenAI(
+        base_url=route.base_url, api_key=route.api_key, max_retries=0, timeout=_TIMEOUT_SECONDS
+    )
+    try:
+        ids: list[str] = []
+        async for model in client.models.list():
+            ids.append(model.id)
+            if len(ids) == MAX_MODELS:
+                break
+    except APIError as exc:
+        reason = f"HTTP {exc.status_code}" if getattr(exc, "status_code", None) else type(exc).__name__
+        log.info("%s lists no models at %s (%s)", route.provider, route.base_url, reason)
+        return [], f"{route.provider} did not list its models at {route.base_url} ({reason})"
+    finally:
+        await client.close()
+    if not ids:
+        return [], f"{route.provider} lists no models at {route.base_url}"
+    return sorted(set(ids)), None

@@ -1,0 +1,126 @@
+"""A receipt as a person reads it: the rendered summary first, the machine fields below.
+
+`remem/receipt` answers it as `summary`, Markdown the extension shows in its preview: the
+session by title, the status, each change named as its history says it went ("Added
+prefer-uv (feedback)") with its evidence as links to the transcript's turns (`#L<line>` of
+the turn's heading), the route of the last attempt and, when it did not succeed, its reason (a
+provider failure names the URL it asked); then the history entries and the receipt's front
+matter exactly as written. Without the daemon the session is named by id and the evidence by
+event numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+from pygls.exceptions import JsonRpcException
+
+from remem.daemon.consolidation.evidence import EvidenceRange
+from remem.daemon.consolidation.receipts import Receipt, Status, history_summary
+from remem.daemon.home import Home
+from remem.daemon.server.protocol import TurnRow
+
+from .documents import workspace_cwd
+from .provenance import session_facts, turns_of
+from .server import RememServer
+from .transcripts import transcript_uri, turn_lines
+
+
+class ChangedRecord(BaseModel):
+    """One change of a review, as a person names it: "Added run-ci-before-push (feedback)"."""
+
+    verb: Literal["Added", "Changed", "Removed", "Rewrote"]
+    name: str  # a record's name, or GLOBAL.md
+    type: str | None
+    path: str | None  # the record's file, for a change that left one to open
+
+    def text(self) -> str:
+        return f"{self.verb} {self.name}{f' ({self.type})' if self.type else ''}"
+
+
+def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
+    """Each change of `receipt`, a put named Added or Changed as its history entry says."""
+    link = receipt.history
+    records = []
+    for change in receipt.changes:
+        name, kind = change.name or "", change.type
+        if change.action == "replace-global":
+            path = str(home.global_file)
+            records.append(ChangedRecord(verb="Rewrote", name="GLOBAL.md", type=None, path=path))
+        elif change.action == "delete":
+            records.append(ChangedRecord(verb="Removed", name=name, type=kind, path=None))
+        else:
+            verb = "Changed" if link is not None and name in link.changed else "Added"
+            path = str(home.workspaces / receipt.target.workspace / f"{name}.md")
+            records.append(ChangedRecord(verb=verb, name=name, type=kind, path=path))
+    return records
+
+
+async def render(ls: RememServer, receipt: Receipt, text: str) -> tuple[str | None, str]:
+    """The session's title (None when the daemon cannot say) and the receipt as Markdown."""
+    session = receipt.source.session
+    title, rows = await session_facts(ls, session, workspace_cwd(ls, receipt.target.workspace))
+    links = _TurnLinks(session, title, rows, await _turn_lines(ls, session))
+    named = f"“{title}”" if title else f"session `{session}`"
+    parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(ls.home, receipt, links)]
+    parts += _route(receipt)
+    if receipt.history is not None:
+        parts += ["## History", "", history_summary(receipt.history), ""]
+    parts += ["## Machine fields", "", f"Review `{receipt.review}` of session `{session}`.", ""]
+    parts += ["```yaml", _front_matter(text), "```", ""]
+    return title, "\n".join(parts)
+
+
+def _status_line(receipt: Receipt) -> str:
+    changes = len(receipt.changes) if receipt.status is Status.COMMITTED else 0
+    when = (receipt.completedAt or receipt.createdAt).replace("T", " ")[:16]
+    counted = f"{changes} change{'' if changes == 1 else 's'} to memory"
+    return f"**{receipt.status.value}** · {counted} · {when} UTC"
+
+
+class _TurnLinks:
+    """Evidence as links to the transcript's turns; events where the daemon cannot say the turn."""
+
+    def __init__(self, session: str, title: str | None, rows: list[TurnRow], lines: dict[int, int]) -> None:
+        self._uri, self._rows, self._lines = transcript_uri(session, title), rows, lines
+
+    def of(self, ranges: list[EvidenceRange]) -> str:
+        turns = turns_of(self._rows, ranges)
+        if not turns:
+            return ", ".join(f"events {r.fromSeq}–{r.toSeq}" for r in ranges)
+        return ", ".join(self._link(turn) for turn in turns)
+
+    def _link(self, turn: int) -> str:
+        line = self._lines.get(turn)
+        return f"turn {turn}" if line is None else f"[turn {turn}]({self._uri}#L{line + 1})"
+
+
+def _changes(home: Home, receipt: Receipt, links: _TurnLinks) -> list[str]:
+    if not receipt.changes:
+        return ["Nothing was written to memory.", ""]
+    heading = "## What changed" if receipt.status is Status.COMMITTED else "## Proposed (not written)"
+    named = zip(changed_records(home, receipt), receipt.changes, strict=True)
+    return [heading, "", *(f"- {r.text()} — evidence: {links.of(c.evidence)}" for r, c in named), ""]
+
+
+def _route(receipt: Receipt) -> list[str]:
+    attempt = receipt.attempt
+    if attempt is None:
+        return ["## Route", "", "No model was asked.", ""]
+    route = f"`{attempt.provider}` / `{attempt.model}`, attempt {attempt.number}: {attempt.status.value}."
+    reason = ["## Why it did not succeed", "", f"> {attempt.error}", ""] if attempt.error else []
+    return ["## Route", "", route, "", *reason]
+
+
+def _front_matter(text: str) -> str:
+    if text.startswith("---\n") and "\n---\n" in text[3:]:
+        return text[4 : text.index("\n---\n", 3)]
+    return text.rstrip("\n")
+
+
+async def _turn_lines(ls: RememServer, session: str) -> dict[int, int]:
+    try:
+        return turn_lines((await ls.link.call("sessions/transcript", {"id": session}))["markdown"])
+    except JsonRpcException:  # no daemon, or the session is gone: the evidence names no line
+        return {}
