@@ -25,12 +25,11 @@ from ..forks.sources import fork_session
 from ..home import Home
 from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
-from ..sessions.harness_sources import read_file, view_of
+from ..sessions.harness_sources import read_file, source_fingerprint, view_of
 from ..sessions.harness_transcript import render_harness_transcript
 from ..sessions.lineage import ReviewState, build_tree
 from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
-from ..sessions.roots import root_fingerprint
 from ..sessions.transcript import render_transcript
 from ..settings import SettingsError
 from .jsonrpc import Handler
@@ -188,7 +187,7 @@ class SessionMethods:
             await self._announce(root)
 
     async def _announce(self, root: Path) -> None:
-        fingerprint = await asyncio.to_thread(root_fingerprint, root)
+        fingerprint = await asyncio.to_thread(source_fingerprint, root)
         if self._fingerprints.get(root) != fingerprint:
             self._fingerprints[root] = fingerprint
             self._publish("sessions/changed", SessionsChanged(root=str(root)))

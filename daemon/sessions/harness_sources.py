@@ -30,8 +30,8 @@ from .formats.codex import Rollout, read_rollout
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
 from .projection import OPEN, ROLLED_BACK, USER_PREVIEW_CHARS, TurnSummary
-from .roots import LINK_REASON, LogFile, Rejected
-from .sources import FileScan
+from .roots import LINK_REASON, LogFile, Rejected, files_fingerprint, root_fingerprint
+from .sources import FileScan, detect_format
 
 CLAUDE_NAME_MAX = 200  # past this Claude Code truncates the folder name and appends a hash
 _NOT_ALNUM = re.compile(r"[^a-zA-Z0-9]")
@@ -293,3 +293,13 @@ HARNESS_SOURCES: dict[SessionFormat, ClaudeCodeSource | CodexSource] = {
     "claude-code": ClaudeCodeSource(),
     "codex": CodexSource(),
 }
+
+
+def source_fingerprint(root: Path) -> str:
+    """`roots.root_fingerprint` for a root of any format: a digest of every session file's path
+    and stat revision, and of what is refused, recognising the root's format by its layout."""
+    fmt = detect_format(root)
+    if fmt == "dsh":
+        return root_fingerprint(root)
+    scan = HARNESS_SOURCES[fmt].scan(root, None)
+    return files_fingerprint(scan.files, scan.rejected)
