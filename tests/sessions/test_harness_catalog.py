@@ -19,6 +19,7 @@ from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root, all_roots, detect_format
 from remem.daemon.settings import SessionRootSetting
+from remem.lsp.code_lens import _turn_ends
 
 from .claude_lines import CWD, jsonl, prompt, say
 from .codex_lines import rollout, turn
@@ -148,6 +149,10 @@ def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots:
         "### Abandoned turn 2 — completed",
     ]
     assert "- Harness: Claude Code" in shown and "> rewound answer" in shown
+    # The transcript lenses' own parser: one "Branch after turn N" per turn of the conversation,
+    # none inside the abandoned branch.
+    lines = shown.splitlines()
+    assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, len(lines) - 1)]
 
 
 @pytest.mark.parametrize(("session", "resume"), [(SID, "claude --resume"), (TID, "codex exec resume")])
