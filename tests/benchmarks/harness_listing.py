@@ -126,12 +126,12 @@ def _tree_cold(fmt: str) -> Iterator[Contenders]:
             assert len(entries) == _WORKSPACE_SESSIONS
             return build_tree(lineage_items(entries)).flat()
 
-        _, others = _floors(mine)
         if fmt == "claude-code":
+            _, others = _floors(mine)
             baseline = repeat(_cold(alone / "home", alone / "corpus", fmt))
             others = {"orjson": repeat(lambda: _orjson_all(mine)), **others}
         else:
-            baseline = repeat(lambda: _orjson_all(everything))
+            baseline, others = _floors(everything)
         yield Contenders(remem=repeat(tree), baseline=baseline, others=others)
 
 

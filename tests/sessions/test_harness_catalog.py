@@ -153,6 +153,9 @@ def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots:
     # none inside the abandoned branch.
     lines = shown.splitlines()
     assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, len(lines) - 1)]
+    header = json.loads(invoke(home, roots, "show", SID, "--json"))
+    assert (header["header"]["format"], header["header"]["cwd"], header["events"]) == ("claude-code", CWD, [])
+    assert [t["turn"] for t in header["turns"]] == [1, 2]
 
 
 @pytest.mark.parametrize(("session", "resume"), [(SID, "claude --resume"), (TID, "codex exec resume")])
