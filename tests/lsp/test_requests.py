@@ -31,6 +31,7 @@ NODE_KEYS = {
     "archived",
     "flags",
     "review",
+    "format",  # the harness that wrote it: the tree's badge
     "parent",
     "depth",
 }
@@ -40,6 +41,7 @@ async def test_the_session_tree_is_the_daemons_flat_tree(editor: Editor, reviewe
     [node] = (await editor.request("remem/sessionTree", {"cwd": reviewed.cwd}))["nodes"]
     assert set(node) == NODE_KEYS
     assert (node["id"], node["title"], node["kind"]) == (reviewed.session, reviewed.title, "root")
+    assert node["format"] == "dsh"
     assert (node["parent"], node["depth"], node["live"], node["archived"]) == (None, 0, False, False)
     assert node["review"]["state"] == "consolidated"
     assert "searched" not in await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
