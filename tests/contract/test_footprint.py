@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.contract import imports
+
+pytestmark = pytest.mark.slow  # a fresh interpreter, and a language server, per count
 
 NEVER_IN_A_CLIENT = (
     "remem.daemon.server.process",
