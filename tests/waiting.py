@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 
-SECONDS = 15.0
+SECONDS = 60.0  # a daemon started from a CLI process took over 15 s on a loaded 2-core machine
 POLL_SECONDS = 0.02
 
 

@@ -105,7 +105,7 @@ def test_an_attempt_cut_short_by_a_crash_is_recorded_and_retried(
     fake.reply(hang())
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "consolidate", source.id]
     waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_until(lambda: fake.count == 1)
+    wait_until(lambda: fake.count == 1, what="the daemon asking the model")
     os.kill(DaemonPaths(home).read_status().pid, signal.SIGKILL)  # type: ignore[union-attr]
     waiting.communicate(timeout=30)
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))

@@ -98,7 +98,7 @@ def close(client: LanguageClient, uri: str) -> None:
     )
 
 
-async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+async def until(condition: Callable[[], bool], seconds: float = waiting.SECONDS) -> None:
     await waiting.until(condition, seconds)
 
 
