@@ -51,7 +51,7 @@ class Toolchain:
     @classmethod
     def find(cls) -> tuple[Toolchain | None, list[str]]:
         """The installed toolchain, or None and what is missing (with where it belongs)."""
-        e2e_dir = Path(os.environ.get(E2E_DIR_ENV) or REPO / ".e2e")
+        e2e_dir = Path(os.environ.get(E2E_DIR_ENV) or _user_cache() / "remem" / "e2e")
         missing: list[str] = []
         node24 = sorted((e2e_dir / "node24/node_modules/node/node_modules").glob("node-*/bin"))
         if not node24:
@@ -68,6 +68,11 @@ class Toolchain:
     def env(self) -> dict[str, str]:
         """What code-server itself needs in its environment: Node 24 first on PATH."""
         return {"PATH": f"{self.node24_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def _user_cache() -> Path:
+    # Where tests/e2e/install.sh puts the toolchain by default: shared by every clone.
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
 def build_vsix() -> Path:

@@ -47,3 +47,26 @@ def workspace(tmp_path: Path) -> WorkspaceId:
     project = tmp_path / "My Project"
     project.mkdir()
     return WorkspaceId.from_cwd(project)
+
+
+E2E_TIMEOUT_S = 900  # an end-to-end test starts code-server and Chromium on a shared machine
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep together on one xdist worker (`--dist loadgroup`), in order, the tests that share
+    state: the end-to-end tests (one editor at a time, the installed extension built once; each
+    may take longer than the suite's default timeout) and the tests of a module whose fixture is
+    module-scoped (one language server per module, and sequences such as test_reconnect.py)."""
+    for item in items:
+        if item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.xdist_group("e2e"))
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))
+        elif _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)  # what pytest resolved for the test; none for doctests
+    definitions = info.name2fixturedefs.values() if info is not None else []
+    return any(defs and defs[-1].scope == "module" for defs in definitions)

@@ -1,4 +1,5 @@
-"""Daemon test helpers: the CLI as a subprocess, a crash at a fault point, polling for a condition."""
+"""Daemon test helpers: the CLI as a subprocess, a crash at a fault point, calls on one connection
+(and `wait_until`, from tests/waiting.py, which the daemon tests import from here)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
 from remem.daemon.server.protocol import RpcError
 from remem.daemon.server.runtime import DaemonPaths
+from tests.waiting import wait_until
 
 
 def remem(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,13 +36,6 @@ def crash_at(point: str, home: Home, monkeypatch: pytest.MonkeyPatch, *args: str
     else:
         assert crashed.returncode != 0 and "daemon" in crashed.stderr, crashed.stderr
         wait_until(lambda: not DaemonPaths(home).running())
-
-
-def wait_until(condition: object, seconds: float = 15.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def calls(home: Home, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:

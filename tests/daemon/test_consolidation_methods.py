@@ -19,6 +19,7 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import Source, both_scopes, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, hang, tool_call
+from tests.waiting import until
 
 from .helpers import crash_at, remem, wait_until
 
@@ -29,20 +30,21 @@ COMMITTING = "consolidation.after-committing-receipt"  # test_crash_recovery.py 
 def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source: Source) -> None:
     fake.reply(tool_call(both_scopes(source)))
 
+    def changed(heard: list[tuple[str, dict[str, object]]]) -> set[object]:
+        return {p["scope"] for m, p in heard if m == "memory/changed"}
+
     async def scenario() -> tuple[dict[str, object], list[tuple[str, dict[str, object]]]]:
         heard: list[tuple[str, dict[str, object]]] = []
         client = await AsyncDaemonClient.open(home, listener=lambda m, p: heard.append((m, p)))
         result = await client.call("consolidation/run", {"session": source.id})
-        await asyncio.sleep(0.5)
+        await until(lambda: changed(heard) == {"global", "workspace"}, what="both scopes' memory/changed")
         await client.close()
         return result, heard
 
     result, heard = asyncio.run(scenario())
-    assert result["status"] == "committed" and result["changes"] == 2
+    assert (result["status"], result["changes"]) == ("committed", 2)
     phases = [p["phase"] for m, p in heard if m == "consolidation/progress"]
     assert phases == ["freezing", "model", "model-step", "model-answer", "committing"]
-    changed = {p["scope"] for m, p in heard if m == "memory/changed"}
-    assert changed == {"global", "workspace"}
 
 
 def test_a_third_party_edit_after_a_crash_is_a_conflict(
@@ -103,7 +105,7 @@ def test_an_attempt_cut_short_by_a_crash_is_recorded_and_retried(
     fake.reply(hang())
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "consolidate", source.id]
     waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_until(lambda: fake.count == 1)
+    wait_until(lambda: fake.count == 1, what="the daemon asking the model")
     os.kill(DaemonPaths(home).read_status().pid, signal.SIGKILL)  # type: ignore[union-attr]
     waiting.communicate(timeout=30)
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))

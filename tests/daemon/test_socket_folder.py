@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +21,17 @@ OTHER_UID = 4242
 
 
 @pytest.fixture
-def shared_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for the shared /tmp, here and in the daemons the tests start; no runtime dir."""
-    shared = tmp_path / "t"
-    shared.mkdir(mode=0o777)
+def shared_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A stand-in for the shared /tmp, here and in the daemons the tests start; no runtime dir.
+    Short like /tmp: the socket inside must stay within AF_UNIX's 108 bytes, which a folder in
+    pytest's tmp_path (longer still under xdist) can pass."""
+    shared = Path(tempfile.mkdtemp(prefix="remem-t-"))
+    shared.chmod(0o777)
     monkeypatch.setenv("TMPDIR", str(shared))
     monkeypatch.setattr(tempfile, "tempdir", str(shared))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    return shared
+    yield shared
+    shutil.rmtree(shared, ignore_errors=True)
 
 
 def squatted(shared: Path) -> Path:

@@ -12,6 +12,7 @@ from watchdog.observers import Observer
 from remem.daemon.home import Home
 from remem.daemon.server import watcher as watcher_module
 from remem.daemon.server.watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
+from tests.waiting import until
 
 KEY = "demo-0123456789abcdef"
 
@@ -43,18 +44,25 @@ def test_paths_map_to_what_they_change(home: Home, tmp_path: Path) -> None:
 
 
 def test_a_burst_of_changes_is_one_callback(home: Home) -> None:
+    barrier = home.workspaces / KEY / "after-the-burst.md"
+    barrier.parent.mkdir(parents=True)
+
     async def scenario() -> list[Target]:
         watcher, seen = make(home, [])
         watcher.start(asyncio.get_running_loop())
         try:
             for n in range(20):
                 (home.memory / "GLOBAL.md").write_text(f"Version {n}.\n")
-            await asyncio.sleep(1.0)
+            # Instead of a quiet period: a change written after the burst, under the same watch, is
+            # reported after it (events arrive in order, each debounced as long), so once the
+            # barrier is seen every callback the burst causes has been made.
+            barrier.write_text("Later.\n")
+            await until(lambda: MemoryScope(KEY) in seen, what="the barrier's callback", seen=lambda: seen)
         finally:
             await asyncio.to_thread(watcher.stop)
         return seen
 
-    assert asyncio.run(scenario()) == [MemoryScope(None)]
+    assert asyncio.run(scenario()) == [MemoryScope(None), MemoryScope(KEY)]
 
 
 class ExhaustedInotify(Observer):  # type: ignore[misc,valid-type]
@@ -76,10 +84,7 @@ def test_inotify_limits_fall_back_to_polling(
         watcher.start(asyncio.get_running_loop())
         try:
             (root / "project").mkdir()
-            for _ in range(60):
-                if seen:
-                    break
-                await asyncio.sleep(0.1)
+            await until(lambda: seen, what="a change noticed by polling")
         finally:
             await asyncio.to_thread(watcher.stop)
         return seen

@@ -3,13 +3,15 @@
 #   the extension's npm packages and its .vsix, Debian's chromium and libkrb5-dev (apt; only when
 #   missing), Node 24 (the npm package node@24, which code-server 4.139 needs), code-server 4.139.1
 #   (npm; it ships its own ripgrep, so it installs offline from the registry).
-# Everything but the apt packages goes into $REMEM_E2E_DIR (default: ./.e2e, git-ignored).
+# Everything but the apt packages goes into $REMEM_E2E_DIR (default: the user's cache,
+# ~/.cache/remem/e2e), so every clone and worktree of the machine shares one install of the
+# pinned versions; a fresh clone spends seconds here instead of minutes building code-server.
 # Idempotent: a second run only checks the versions and rebuilds the extension.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 CODE_SERVER_VERSION=4.139.1
-e2e=${REMEM_E2E_DIR:-$PWD/.e2e}
+e2e=${REMEM_E2E_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/remem/e2e}
 mkdir -p "$e2e"
 
 # The extension first: it builds with the machine's own Node (20 or newer), so its .vsix exists
@@ -29,6 +31,12 @@ if ! command -v chromium >/dev/null || ! dpkg -s libkrb5-dev >/dev/null 2>&1; th
     fi
     apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium libkrb5-dev
+fi
+
+# Two clones set up at once share the folder: one installs, the other waits and then finds it done.
+if command -v flock >/dev/null; then
+    exec 9>"$e2e/.install.lock"
+    flock 9
 fi
 
 # One npm project per tool, so each keeps its own lock and none leaks into the repository.

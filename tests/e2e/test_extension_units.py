@@ -10,11 +10,14 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 from scripts.codeserver import EXTENSION_SRC
 
 from .conftest import unavailable
 
 
+@pytest.mark.slow  # type-checks the whole extension first: most of a minute
 def test_typescript_unit_tests_pass() -> None:
     npm = shutil.which("npm")
     if npm is None or not (EXTENSION_SRC / "node_modules").is_dir():

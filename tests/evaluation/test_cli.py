@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from remem.daemon.home import Home
 from remem.daemon.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 from tests.fake_openai import FakeOpenAI
@@ -15,6 +17,7 @@ from tests.scripted_model import serve
 
 from .conftest import KEY_ENV
 
+pytestmark = pytest.mark.slow  # `remem eval` runs the whole labelled set in processes: 10-30 s each
 MARKER = "private-marker-7f3a"
 
 

@@ -21,6 +21,7 @@ from pytest_lsp.client import register_lsp_features
 
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
+from tests import waiting
 
 RECORD = "---\nname: {name}\ndescription: {description}\ntype: {type}\n---\n{body}"
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -97,12 +98,8 @@ def close(client: LanguageClient, uri: str) -> None:
     )
 
 
-async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    async def poll() -> None:
-        while not condition():
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(poll(), seconds)
+async def until(condition: Callable[[], bool], seconds: float = waiting.SECONDS) -> None:
+    await waiting.until(condition, seconds)
 
 
 def codes(client: LanguageClient, uri: str) -> list[str]:

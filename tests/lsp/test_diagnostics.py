@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile
@@ -14,6 +13,7 @@ from lsprotocol import types
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 
 from .editor import begin, change, codes, end, open_document, record, until, workspace_folder
@@ -35,6 +35,15 @@ async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
 
 
 stop_the_daemon = stopping_daemon(HOME)
+
+
+async def watcher_backend(home: Home) -> str:
+    """How the daemon says it watches (`off` until it does), from its own `daemon/status`."""
+    daemon = await AsyncDaemonClient.open(home)
+    try:
+        return str((await daemon.call("daemon/status", {}))["watch"]["backend"])
+    finally:
+        await daemon.close()
 
 
 @pytest.mark.asyncio
@@ -94,7 +103,7 @@ async def test_a_sibling_edited_on_disk_reaches_the_open_documents(client: Langu
     uri = open_document(client, folder / "mine.md", record("mine"))
     await until(lambda: uri in client.diagnostics and codes(client, uri) == [])
     await until(lambda: HOME.root.joinpath("state", "daemon.json").exists())  # the server started it
-    await asyncio.sleep(0.5)  # the daemon's watcher is running once its status file exists
+    assert await watcher_backend(HOME) != "off", "the daemon watches memory before it says it runs"
     (folder / "copy.md").write_text(record("mine"))  # a hand edit elsewhere: now a duplicate name
     await until(lambda: "remem/name-duplicate" in codes(client, uri))
     await until(lambda: any(m == "remem/memoryChanged" for m, _ in HEARD))

@@ -1,0 +1,47 @@
+"""What a front end loads: importing the daemon client, and `remem lsp` up to `initialize`.
+
+Issue #19's targets (the client ≤ 15 remem modules; `remem lsp` at `initialize` without
+consolidation, fork or index modules) are not met yet; docs/benchmarks.md reports the counts
+(`python -m tests.contract.imports`). What is asserted here holds today and must keep holding:
+neither loads the daemon's own process, handlers, watcher, the MCP server or `remem eval`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.contract import imports
+
+pytestmark = pytest.mark.slow  # a fresh interpreter, and a language server, per count
+
+NEVER_IN_A_CLIENT = (
+    "remem.daemon.server.process",
+    "remem.daemon.server.jsonrpc",
+    "remem.daemon.server.watcher",
+    "remem.daemon.server.memory_methods",
+    "remem.daemon.server.session_methods",
+    "remem.daemon.server.consolidation_methods",
+    "remem.daemon.server.agent_methods",
+    "remem.daemon.evaluation",
+    "remem.agents",
+)
+
+
+def loaded_anything_of(loaded: list[str], packages: tuple[str, ...]) -> list[str]:
+    return [m for m in loaded if any(m == p or m.startswith(p + ".") for p in packages)]
+
+
+def test_importing_the_client_loads_none_of_the_daemons_own_code() -> None:
+    loaded = imports.loaded_by_import("remem.daemon.client")
+    print(f"import remem.daemon.client: {len(loaded)} remem modules")
+    assert "remem.daemon.server.protocol" in loaded  # the measurement sees what it loads
+    assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
+
+
+def test_the_language_server_answers_initialize_without_the_daemons_own_code(tmp_path: Path) -> None:
+    loaded = imports.loaded_by_lsp_initialize(tmp_path / "home")
+    print(f"remem lsp at initialize: {len(loaded)} remem modules")
+    assert "remem.lsp.server" in loaded
+    assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []

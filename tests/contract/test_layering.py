@@ -1,0 +1,138 @@
+"""The layers hold: domain code never reaches up into a front end or the server, memory never
+into consolidation, the wire protocol into no domain, and front ends only into the server's
+public surface.
+
+An import that breaks a rule fails here, naming the importer and the imported module. The
+imports that break a rule today are listed below as known exceptions, each with its reason and
+the step of issue #19 that removes it, so the list can only shrink: an exception that no longer
+occurs fails too, until it is deleted from the list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from tests.contract import imports
+
+DOMAIN = (
+    "remem.daemon.memory",
+    "remem.daemon.sessions",
+    "remem.daemon.forks",
+    "remem.daemon.consolidation",
+    "remem.daemon.evaluation",
+    "remem.daemon.home",
+    "remem.daemon.fsutil",
+    "remem.daemon.locks",
+    "remem.daemon.faults",
+    "remem.daemon.safe_yaml",
+    "remem.daemon.swap",
+    "remem.daemon.settings",
+    "remem.daemon.credentials",
+)
+SERVER = "remem.daemon.server"
+FRONT_ENDS = ("remem.daemon.cli", "remem.daemon.client", "remem.lsp", "remem.agents")
+# What of the server a front end may use: the wire contract, and where a running daemon's status
+# file and socket are. Everything else there (handlers, process, watcher) is the daemon's own.
+SERVER_SURFACE = (f"{SERVER}.protocol", f"{SERVER}.runtime")
+PROTOCOL = f"{SERVER}.protocol"
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    importers: tuple[str, ...]
+    forbidden: tuple[str, ...]
+    allowed: tuple[str, ...] = ()
+
+    def broken_by(self, importer: str, imported: str) -> bool:
+        return (
+            within(importer, self.importers)
+            and within(imported, self.forbidden)
+            and not within(imported, self.allowed)
+        )
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+RULES = (
+    Rule("domain code never imports the server, the CLI, the LSP or MCP", DOMAIN, (SERVER, *FRONT_ENDS)),
+    Rule("memory never imports consolidation", ("remem.daemon.memory",), ("remem.daemon.consolidation",)),
+    Rule("the wire protocol imports no domain", (PROTOCOL,), DOMAIN, allowed=()),
+    Rule("front ends use only the server's protocol and runtime", FRONT_ENDS, (SERVER,), SERVER_SURFACE),
+    Rule("the language server and the MCP server never import each other", ("remem.lsp",), ("remem.agents",)),
+    Rule("the MCP server and the language server never import each other", ("remem.agents",), ("remem.lsp",)),
+)
+
+_ITEM1 = "#19 item 1 moves the wire types into a protocol package that imports no domain"
+_ITEM4 = "#19 item 4: one composition root for the daemon's handlers replaces this hand-written one"
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
+    **{
+        (PROTOCOL, f"remem.daemon.{domain}"): f"a domain-defined wire type; {_ITEM1}"
+        for domain in (
+            "consolidation.receipts",
+            "consolidation.runner",
+            "forks.service",
+            "memory.batch",
+            "memory.history",
+            "memory.record",
+            "memory.store",
+            "sessions.catalog",
+            "sessions.lineage",
+            "sessions.metadata",
+            "sessions.projection",
+        )
+    },
+    ("remem.daemon.memory.audit", "remem.daemon.consolidation.receipts"): (
+        "the agent audit intent records ScopeRevisions, a receipt model; #19 item 1 moves it to the "
+        "protocol package (or item 4 moves the audit to the agent-update package)"
+    ),
+    (
+        "remem.daemon.cli.backend",
+        f"{SERVER}.consolidation_methods",
+    ): f"--no-daemon composes handlers; {_ITEM4}",
+    ("remem.daemon.cli.backend", f"{SERVER}.memory_methods"): f"--no-daemon composes handlers; {_ITEM4}",
+    ("remem.daemon.cli.backend", f"{SERVER}.session_methods"): f"--no-daemon composes handlers; {_ITEM4}",
+    ("remem.agents.link", f"{SERVER}.agent_methods"): f"the MCP server's in-process handlers; {_ITEM4}",
+    ("remem.agents.link", f"{SERVER}.memory_methods"): f"the MCP server's in-process handlers; {_ITEM4}",
+    ("remem.daemon.cli.daemon", f"{SERVER}.process"): (
+        "`remem daemon run` is the daemon's entry point and runs the server itself (imported lazily, "
+        "by that command only); stays unless the entry point moves into the server package"
+    ),
+}
+
+
+def violations() -> dict[tuple[str, str], list[str]]:
+    found: dict[tuple[str, str], list[str]] = {}
+    for importer, imported in imports.edges():
+        broken = [rule.name for rule in RULES if rule.broken_by(importer, imported)]
+        if broken:
+            found[(importer, imported)] = broken
+    return found
+
+
+def test_the_graph_is_read_from_the_source() -> None:
+    # The walk must see the packages and both kinds of import, or every rule would hold vacuously.
+    assert "remem.daemon.server.protocol" in imports.imports("remem.daemon.client")  # relative
+    assert "remem.daemon.server.protocol" in imports.imports("remem.lsp.requests")  # absolute
+    assert "remem.daemon.server.process" in imports.imports("remem.daemon.cli.daemon")  # lazy
+
+
+def test_no_import_breaks_a_layer_beyond_the_known_exceptions() -> None:
+    new = {f"{a} -> {b}": rules for (a, b), rules in violations().items() if (a, b) not in KNOWN_EXCEPTIONS}
+    assert new == {}, "these imports break a layer (tests/contract/test_layering.py lists the rules)"
+
+
+def test_every_known_exception_still_occurs() -> None:
+    gone = sorted(f"{a} -> {b}" for a, b in KNOWN_EXCEPTIONS.keys() - violations().keys())
+    assert gone == [], "these exceptions no longer occur: delete them from KNOWN_EXCEPTIONS"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.name)
+def test_each_rule_names_existing_packages(rule: Rule) -> None:
+    known = imports.modules()
+    for package in (*rule.importers, *rule.forbidden, *rule.allowed):
+        assert any(within(module, (package,)) for module in known), f"{package} is no remem module"
