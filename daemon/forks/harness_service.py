@@ -17,7 +17,6 @@ import os
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,13 +26,12 @@ from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import fork_selection, read_transcript
 from ..sessions.formats.codex import read_rollout
 from ..sessions.formats.jsonl import end_of_line
-from ..sessions.formats.model import NotAForkPoint, RefusalCode
+from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
 from .child import next_title, normalize_title
 from .journal import ForkJournal, JournalEntry
 
-Harness = Literal["claude-code", "codex"]
 _REFUSALS: dict[RefusalCode, ErrorCode] = {
     "no-conversation": "INVALID",
     "no-such-turn": "INVALID_ANCHOR",

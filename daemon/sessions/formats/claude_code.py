@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from .jsonl import Fields, Line, records
-from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus
+from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 # A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
@@ -468,19 +468,50 @@ def _text(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text").strip()
 
 
-def _turns(path: list[Line[_Record]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
-    """The turns of a path of nodes, in order; records before the first prompt belong to none."""
+def _groups(path: list[Line[_Record]]) -> list[list[Line[_Record]]]:
+    """The nodes of each turn of a path, in order; records before the first prompt belong to none."""
     groups: list[list[Line[_Record]]] = []
     for line in path:
         if _prompt_text(line.record) is not None:
             groups.append([line])
         elif groups:
             groups[-1].append(line)
+    return groups
+
+
+def _turns(path: list[Line[_Record]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
+    """The turns of a path of nodes, in order."""
     on_path = {line.record.uuid for line in path}
     return tuple(
         _turn(first_index + n, group, graph.side_nodes(group, on_path), graph.results)
-        for n, group in enumerate(groups)
+        for n, group in enumerate(_groups(path))
     )
+
+
+def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
+    """The turns of the active conversation as its model still sees them, with their whole text.
+
+    A compaction replaces what came before it by its summary: what precedes the latest
+    ``compact_boundary`` is left out (it reaches the reader only through that summary, never
+    twice); a turn the boundary falls in keeps what follows it, the summary included."""
+    parsed = _parse(data, name)
+    path, turns = parsed.path, parsed.transcript.turns
+    place = {line.number: at for at, line in enumerate(path)}
+    boundary = max(
+        (at for at, line in enumerate(path) if _logical_parent(line.record) is not None), default=-1
+    )
+    texts = []
+    for turn, group in zip(turns, _groups(path), strict=True):
+        kept = [line for line in group if place[line.number] > boundary]
+        if not kept:
+            continue
+        prompt = _prompt_text(group[0].record) if kept[0] is group[0] else None
+        summaries = tuple(
+            text for line in kept if line.record.is_compact_summary and (text := _text(_blocks(line.record)))
+        )
+        answer = turn.answer if turn.answer is not None and place[turn.end] > boundary else None
+        texts.append(TurnText(turn, (prompt,) if prompt else (), summaries, answer))
+    return tuple(texts)
 
 
 def _turn(

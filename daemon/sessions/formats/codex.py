@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from .jsonl import Fields, Line, records
-from .model import Edge, Problem, ToolCall, Turn, TurnStatus
+from .model import Edge, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 INJECTED_PREFIXES = (
     "<environment_context>",
@@ -73,6 +73,10 @@ class _Payload(Fields):
     forked_from_id: Any = None
     history_base: Any = None
     model_provider: Any = None
+    # compacted
+    replacement_history: Any = None
+    # patch_apply_end
+    success: Any = None
 
 
 class _Line(msgspec.Struct):
@@ -115,6 +119,10 @@ class _Open:
     outputs: dict[str, bool | None] = field(default_factory=dict)
     compacted: bool = False
     status: TurnStatus = "open"
+    prompts: list[str] = field(default_factory=list)  # from the model's input items
+    said: list[str] = field(default_factory=list)  # from user_message events (some rollouts only)
+    summaries: list[str] = field(default_factory=list)
+    last_said: str | None = None  # the last assistant text since a compaction in the turn
 
 
 def read_rollout(data: bytes) -> Rollout:
@@ -123,7 +131,7 @@ def read_rollout(data: bytes) -> Rollout:
     lines = list(records(data, _Line, problems))
     meta = next((line for line in lines if line.record.type == "session_meta"), None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
-    turns = _turns(lines)
+    turns = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines), start=1))
     payload = meta.record.payload if meta else _Payload()
     source = payload.get("source")
     return Rollout(
@@ -194,15 +202,29 @@ def _joined(content: Any, kind: str) -> str:
     )
 
 
-def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
+def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
+    """The turns its model still sees, with their whole text: rolled-back turns and those that
+    ended before the latest compaction (whose summary stands in for them) are left out."""
+    lines = list(records(data, _Line, []))
+    compacted = max((line.number for line in lines if line.record.type == "compacted"), default=0)
+    return tuple(
+        TurnText(_turn(index, turn), tuple(turn.prompts or turn.said), tuple(turn.summaries), turn.last_said)
+        for index, turn in enumerate(_read(lines), start=1)
+        if turn.status != "rolled-back" and turn.end >= compacted
+    )
+
+
+def _read(lines: list[Line[_Line]]) -> list[_Open]:
     explicit = any(_event(line) == "task_started" for line in lines)
     done: list[_Open] = []
     current: _Open | None = None
     compacted = False  # a compaction between turns belongs to the next one
+    summaries: list[str] = []
     for line in lines:
         payload, event = line.record.payload, _event(line)
         if current is None and line.record.type == "compacted":
             compacted = True
+            summaries = _summary(payload)
         if event == "thread_rolled_back":
             _roll_back(done, payload.get("num_turns"))
         if explicit and event == "task_started":
@@ -214,6 +236,8 @@ def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
         if current is None:
             continue
         current.compacted, compacted = current.compacted or compacted, False
+        current.summaries += summaries
+        summaries = []
         current.end = line.number
         _absorb(current, line)
         if event in ("task_complete", "turn_aborted"):
@@ -227,7 +251,7 @@ def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
             turn.status = "completed" if turn.status == "open" else turn.status
         if done and done[-1].answer is not None and done[-1].status == "open":
             done[-1].status = "completed"
-    return tuple(_turn(index, turn) for index, turn in enumerate(done, start=1))
+    return done
 
 
 def _event(line: Line[_Line]) -> str | None:
@@ -247,34 +271,60 @@ def _absorb(turn: _Open, line: Line[_Line]) -> None:
     payload = line.record.payload
     if turn.prompt is None:
         turn.prompt = _prompt(line)
-    if line.record.type == "compacted":
+    if line.record.type == "compacted":  # what came before is replaced by its summary
         turn.compacted = True
+        turn.summaries = _summary(payload)
+        turn.prompts, turn.said, turn.last_said = [], [], None
     if line.record.type != "response_item":
+        if _event(line) == "user_message" and (said := _prompt(line)) is not None:
+            turn.said.append(said)
         finished = _exit(line)
         if finished is not None:
-            turn.outputs[finished[0]] = finished[1] == 0
+            turn.outputs[finished[0]] = finished[1]
         return
     kind = payload.get("type")
     if kind in CALLS:
         call = str(payload.get("call_id") or payload.get("id"))
         turn.calls[call] = str(payload.get("name") or kind)
     elif kind in OUTPUTS:
-        turn.outputs.setdefault(str(payload.get("call_id")), None)
+        # An output with no failure reported (by its command's end event) is a success.
+        turn.outputs.setdefault(str(payload.get("call_id")), True)
     elif kind == "message" and payload.get("role") == "assistant":
         said = _joined(payload.get("content"), "output_text")
         if said.strip():
-            turn.answer = said
+            turn.answer = turn.last_said = said
+    elif (text := _user_text(payload)) is not None:
+        turn.prompts.append(text)
 
 
-def _exit(line: Line[_Line]) -> tuple[str, int] | None:
-    """(call id, exit code) of a finished command: ``exec_command_end`` (legacy rollouts) or an
-    ``item_completed`` command execution (paginated ones)."""
+def _summary(payload: _Payload) -> list[str]:
+    """What a ``compacted`` line carries forward: its summary, or (when Codex compacted
+    remotely and left the message empty) the user's own messages it kept."""
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        return [message.strip()]
+    kept = payload.get("replacement_history")
+    items = kept if isinstance(kept, list) else ()
+    texts = (
+        _user_text(_Payload(type=item.get("type"), role=item.get("role"), content=item.get("content")))
+        for item in items
+        if isinstance(item, dict)
+    )
+    joined = "\n\n".join(text for text in texts if text)
+    return [joined] if joined else []
+
+
+def _exit(line: Line[_Line]) -> tuple[str, bool] | None:
+    """(call id, success) of a finished command: ``exec_command_end`` (legacy rollouts), an
+    ``item_completed`` command execution (paginated ones) or a ``patch_apply_end``."""
     event, payload = _event(line), line.record.payload
     if event == "exec_command_end" and isinstance(payload.get("exit_code"), int):
-        return str(payload.get("call_id")), payload.exit_code
+        return str(payload.get("call_id")), payload.exit_code == 0
+    if event == "patch_apply_end" and isinstance(payload.get("success"), bool):
+        return str(payload.get("call_id")), payload.success
     item = payload.item if event == "item_completed" else None
     if item is not None and isinstance(item.exit_code, int) and item.id:
-        return str(item.id), item.exit_code
+        return str(item.id), item.exit_code == 0
     return None
 
 
