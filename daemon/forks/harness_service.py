@@ -24,7 +24,7 @@ from ..faults import faultpoint
 from ..home import Home
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import fork_selection, read_transcript
-from ..sessions.formats.codex import read_rollout
+from ..sessions.formats.codex import fork_point, read_rollout
 from ..sessions.formats.jsonl import end_of_line
 from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
 from ..sessions.reader import stat_revision
@@ -126,7 +126,7 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
-    ) -> tuple[list[bytes], JournalEntry]:
+    ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "claude-code")
         try:
             selection = fork_selection(data, parent.name, turn)
@@ -157,19 +157,14 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
-    ) -> tuple[list[bytes], JournalEntry]:
-        rollout = read_rollout(data)
-        if rollout.error is not None or rollout.session_id is None:
-            raise OperationError("INVALID", f"{parent}: {rollout.error}")
+    ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn_index = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "codex")
-        if not 1 <= turn_index <= len(rollout.turns):
-            raise OperationError("INVALID_ANCHOR", f"{parent}: turn {turn_index} does not exist")
-        turn = rollout.turns[turn_index - 1]
-        if not turn.forkable:
-            raise OperationError(
-                "OPEN_TURN", f"{parent}: turn {turn_index} is {turn.status}, not a fork point"
-            )
-        end = end_of_line(data, turn.end)
+        try:
+            point = fork_point(data, turn_index)
+        except NotAForkPoint as refused:
+            raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+        rollout, turn, end = point.rollout, point.turn, point.cut
+        assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
         prepared = self._prepare(
             entry,
             _entry(
@@ -187,7 +182,7 @@ class HarnessForks:
         meta = codex_child.child_meta(
             codex_child.meta_line(data, rollout.meta_line), child, rollout.session_id, now
         )
-        return [meta, data[:end]], prepared
+        return [meta, memoryview(data)[:end]], prepared
 
 
 def _read_parent(path: Path) -> tuple[bytes, str]:

@@ -19,13 +19,14 @@ codex-rs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
 
-from .jsonl import Fields, Line, records
-from .model import Edge, Problem, ToolCall, Turn, TurnStatus, TurnText
+from .jsonl import MAX_LINE, Fields, Line, end_of_line, records
+from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 INJECTED_PREFIXES = (
     "<environment_context>",
@@ -83,6 +84,21 @@ class _Line(msgspec.Struct):
     type: str = ""
     timestamp: str | None = None
     payload: _Payload = msgspec.field(default_factory=_Payload)
+
+
+class _EventType(msgspec.Struct):
+    type: Any = None
+
+
+class _Event(msgspec.Struct):
+    """Just enough of a line to confirm it is an event of some type."""
+
+    type: str = ""
+    payload: _EventType | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event).decode
+_EVENTS = msgspec.json.Decoder(list[_Event]).decode
 
 
 @dataclass(frozen=True)
@@ -155,6 +171,123 @@ def read_rollout(data: bytes) -> Rollout:
         problems=tuple(problems),
         error=_error(meta),
     )
+
+
+# A JSON string token, never matched inside another string (there its quotes are escaped).
+_STARTED = b'"task_started"'
+_ENDED = (b'"task_complete"', b'"turn_aborted"')
+_ROLLED_BACK = b'"thread_rolled_back"'
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """What a fork after `turn` copies: the rollout's identity and title, and `cut`, the byte
+    offset just after the turn's last line."""
+
+    rollout: Rollout
+    turn: Turn
+    cut: int
+
+
+def fork_point(data: bytes, index: int) -> ForkPoint:
+    """The fork point after turn `index` (1-based) of the rollout `data`.
+
+    A fork of a large rollout must not cost a decode of every line: the task events are found
+    by their bytes (confirmed by decoding their lines) and only the chosen turn and the first
+    one with a prompt (the title) are read. A rollout that only a full read can number (no task
+    events, a first line that is not its ``session_meta``) or a turn a later rollback may have
+    abandoned is read whole. Raises `NotAForkPoint` when there is no session, no such turn, or
+    the turn is not a fork point."""
+    found = _scanned(data, index)
+    if found is None:
+        rollout = read_rollout(data)
+        if rollout.error is not None:
+            raise NotAForkPoint("no-conversation", rollout.error)
+        _check_index(index, len(rollout.turns))
+        turn = rollout.turns[index - 1]
+        found = ForkPoint(rollout, turn, end_of_line(data, turn.end))
+    if not found.turn.forkable:
+        raise NotAForkPoint("open-turn", f"turn {index} is {found.turn.status}, not a fork point")
+    return found
+
+
+def _scanned(data: bytes, index: int) -> ForkPoint | None:
+    identity = read_rollout(data[: _end_of_line_at(data, 0)])
+    starts = _event_lines(data, (_STARTED,), 0, len(data))
+    if not starts or identity.meta_line != 1:
+        return None
+    if identity.error is not None:
+        raise NotAForkPoint("no-conversation", identity.error)
+    _check_index(index, len(starts))
+    if data.find(_ROLLED_BACK, starts[index - 1]) >= 0:  # one before the turn cannot reach it
+        return None
+    turn, cut = _turn_at(data, starts, index)
+    turns = (_turn_at(data, starts, n)[0] for n in range(1, len(starts) + 1))
+    title = next((other.prompt for other in turns if other.prompt), None)
+    return ForkPoint(replace(identity, title=title, turns=(turn,)), turn, cut)
+
+
+def _check_index(index: int, turns: int) -> None:
+    if not 1 <= index <= turns:
+        raise NotAForkPoint("no-such-turn", f"turn {index} does not exist: the rollout has {turns}")
+
+
+def _turn_at(data: bytes, starts: list[int], index: int) -> tuple[Turn, int]:
+    """Turn `index` read from its own lines (through its first end event, or up to the next
+    turn), numbered as in the whole file, and the offset just after its last line."""
+    begin = starts[index - 1]
+    limit = starts[index] if index < len(starts) else len(data)
+    end = next(iter(_event_lines(data, _ENDED, begin, limit)), None)
+    stop = limit if end is None else _end_of_line_at(data, end)
+    (turn,) = (_turn(1, read) for read in _read(list(records(data[begin:stop], _Line, []))))
+    shift = data.count(b"\n", 0, begin)
+    return replace(turn, index=index, start=turn.start + shift, end=turn.end + shift), stop
+
+
+def _end_of_line_at(data: bytes, offset: int) -> int:
+    newline = data.find(b"\n", offset)
+    return len(data) if newline < 0 else newline + 1
+
+
+def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int) -> list[int]:
+    """Start offsets, in order, of the lines in [begin, limit) that are events of a type the
+    `tokens` name. Every candidate line is decoded, all in one call."""
+    wanted = {token.strip(b'"').decode() for token in tokens}
+    found = sorted(at for token in tokens for at in _finds(data, token, begin, limit))
+    spans: list[tuple[int, int]] = []
+    for at in found:
+        line = data.rfind(b"\n", 0, at) + 1
+        if spans and spans[-1][0] == line:
+            continue
+        end = data.find(b"\n", at)
+        spans.append((line, len(data) if end < 0 else end))
+    candidates = [(line, end) for line, end in spans if end - line <= MAX_LINE]  # as the reader
+    try:
+        events = _EVENTS(b"[" + b",".join(data[line:end] for line, end in candidates) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError):  # some line is not a record: one by one
+        events = [_event(data[line:end]) for line, end in candidates]
+    return [
+        line
+        for (line, _), event in zip(candidates, events, strict=True)
+        if event is not None
+        and event.type == "event_msg"
+        and event.payload is not None
+        and event.payload.type in wanted
+    ]
+
+
+def _event(raw: bytes) -> _Event | None:
+    try:
+        return _EVENT(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _finds(data: bytes, token: bytes, begin: int, limit: int) -> Iterator[int]:
+    at = data.find(token, begin, limit)
+    while at >= 0:
+        yield at
+        at = data.find(token, at + 1, limit)
 
 
 def _str(value: Any) -> str | None:

@@ -17,6 +17,7 @@ import msgspec
 from .model import Problem
 
 MAX_LINE = 64 * 1024 * 1024  # bytes; a longer line is skipped (pasted images stay far below)
+_BLOCK = 1 << 20
 
 T = TypeVar("T")
 
@@ -68,9 +69,16 @@ def records(data: bytes, shape: type[T], problems: list[Problem]) -> Iterator[Li
 
 def end_of_line(data: bytes, number: int) -> int:
     """The byte offset just after line `number` (1-based; 0 is the start) of `data`."""
-    at = -1
-    for _ in range(number):
-        at = data.find(b"\n", at + 1)
-        if at < 0:
+    # Whole blocks are skipped by counting their newlines (in C), not by finding each one.
+    at, left = 0, number
+    while left and at < len(data):
+        block = data.count(b"\n", at, at + _BLOCK)
+        if block >= left:
+            break
+        at, left = at + _BLOCK, left - block
+    for _ in range(left):
+        newline = data.find(b"\n", at)
+        if newline < 0:
             return len(data)
-    return at + 1
+        at = newline + 1
+    return min(at, len(data))
