@@ -132,12 +132,12 @@ class HarnessForks:
             selection = fork_selection(data, parent.name, turn)
         except NotAForkPoint as refused:
             raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
-        title = _title(request, selection.transcript.title, entry)
+        title = _title(request, selection.title, entry)
         prepared = self._prepare(
             entry,
             _entry(
                 request,
-                source=selection.transcript.session_id,
+                source=selection.session_id,
                 inherited=memoryview(data)[: end_of_line(data, selection.turn.end)],
                 child=child,
                 path=parent.with_name(f"{child}.jsonl"),
@@ -147,7 +147,8 @@ class HarnessForks:
             ),
         )
         stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp), prepared
+        lines = claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp)
+        return [b"".join(lines)], prepared  # one write, not one system call per record
 
     def _codex(
         self,
