@@ -18,6 +18,7 @@ from pathlib import Path
 from ..sessions.digest import log_digest
 from ..sessions.formats.claude_code import read_transcript
 from ..sessions.formats.codex import read_rollout
+from ..sessions.formats.jsonl import LineTooLong, read_bounded
 from ..sessions.formats.model import Harness
 from .evidence import Evidence
 from .harness_evidence import project_harness
@@ -56,7 +57,10 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
     except OSError as exc:
         raise Unreadable(f"{path.name} cannot be opened: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
-        data = handle.read()
+        try:
+            data = read_bounded(handle)
+        except LineTooLong as exc:
+            raise Unreadable(f"{path.name}: {exc.reason}") from None
         changed_ns = os.fstat(handle.fileno()).st_mtime_ns
     if harness == "claude-code":
         transcript = read_transcript(data, path.name)

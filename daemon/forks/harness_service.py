@@ -25,7 +25,7 @@ from ..home import Home
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import fork_selection, read_transcript
 from ..sessions.formats.codex import fork_point, read_rollout
-from ..sessions.formats.jsonl import end_of_line
+from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded
 from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
@@ -195,7 +195,11 @@ def _read_parent(path: Path) -> tuple[bytes, str]:
     except OSError as exc:
         raise OperationError("INVALID", f"{path} cannot be read as a session: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read(), stat_revision(os.fstat(handle.fileno()))
+        try:
+            data = read_bounded(handle)
+        except LineTooLong as exc:
+            raise OperationError("INVALID", f"{path}: {exc.reason}") from None
+        return data, stat_revision(os.fstat(handle.fileno()))
 
 
 def _entry(

@@ -134,6 +134,7 @@ def test_a_fork_point_finds_the_turn_by_its_events_and_agrees_with_the_full_read
         meta(),
         *turn("t1", "first ask", "one", call("c1"), output("c1")),
         line("event_msg", type="token_count", info={"note": '"task_started" and "turn_aborted"'}),
+        b'not json, yet it says "task_started"\n',  # the candidates are then decoded one by one
         *turn("t2", "second ask", "two", decoy, message("assistant", 'quoting "task_complete"')),
         *turn("t3", "third ask", "three", end="turn_aborted"),
     )
@@ -143,7 +144,7 @@ def test_a_fork_point_finds_the_turn_by_its_events_and_agrees_with_the_full_read
         rollout_, found = point.rollout, point.turn
         assert point.cut == end_of_line(data, found.end)
         assert found == full.turns[index - 1] and rollout_.title == "first ask" == full.title
-    assert (full.turns[1].start, full.turns[1].end) == (10, 16)
+    assert (full.turns[1].start, full.turns[1].end) == (11, 17)
 
 
 def test_a_fork_point_refuses_what_the_full_read_refuses() -> None:

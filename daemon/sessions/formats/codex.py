@@ -265,7 +265,7 @@ def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int)
     try:
         events = _EVENTS(b"[" + b",".join(data[line:end] for line, end in candidates) + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError):  # some line is not a record: one by one
-        events = [_event(data[line:end]) for line, end in candidates]
+        events = [_event_or_none(data[line:end]) for line, end in candidates]
     return [
         line
         for (line, _), event in zip(candidates, events, strict=True)
@@ -276,7 +276,7 @@ def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int)
     ]
 
 
-def _event(raw: bytes) -> _Event | None:
+def _event_or_none(raw: bytes) -> _Event | None:
     try:
         return _EVENT(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
