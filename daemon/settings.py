@@ -25,8 +25,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+# The session formats remem reads; named here once, where a root may name its own.
+SessionFormat = Literal["dsh", "claude-code", "codex"]
+
+
+class SessionRootSetting(_Strict):
+    """A `sessions.roots` entry that names its format (a plain string is auto-detected)."""
+
+    path: str = Field(min_length=1)
+    format: SessionFormat | None = None
+
+
 class SessionsSettings(_Strict):
-    roots: list[str] = Field(default_factory=list)
+    roots: list[str | SessionRootSetting] = Field(default_factory=list)
     idle_seconds: int = Field(default=120, gt=0)
 
 

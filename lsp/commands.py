@@ -130,7 +130,8 @@ def register(server: RememServer) -> None:
 
 
 async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
-    """Branch after the end of turn `args.turn`: the new session's id, or None when declined."""
+    """Branch after the end of turn `args.turn`: the new session's id (None when declined) and,
+    for a Claude Code or Codex session, the command that resumes it in its harness."""
     row = await _forkable_turn(ls, args.session, args.turn)
     if not args.confirmed and not await _confirmed(ls, args.turn):
         return {"id": None}
@@ -138,7 +139,7 @@ async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
         source=args.session, operationId=uuid.uuid4().hex, atSeq=row.endSeq, title=args.title
     )  # a new id per branch the user asks for; a resend of this request reuses it
     result = await ls.link.call("sessions/fork", request.model_dump(exclude_none=True))
-    return {"id": result["child"]}
+    return {"id": result["child"], "resume": result.get("resume")}
 
 
 async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:

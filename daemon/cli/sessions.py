@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -29,6 +30,7 @@ from ..server.protocol import (
     WorkspaceParams,
 )
 from ..sessions.catalog import Listing
+from ..sessions.sources import HARNESS_NAMES
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
 
@@ -44,7 +46,7 @@ def session_options(command: F) -> F:
     command = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(command)
     return click.option(
         "--root", "roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-        help="An extra DSH-format session root (repeatable), besides the configured ones.",
+        help="An extra session root (repeatable; DSH, Claude Code or Codex, recognised by its layout).",
     )(command)  # fmt: skip
 
 
@@ -68,7 +70,8 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         emit_json(listing)
         return
     for s in listing.sessions:
-        badge = " live" if s.live else ""
+        badge = f" [{HARNESS_NAMES[s.format]}]" if s.format != "dsh" else ""
+        badge += " live" if s.live else ""
         badge += f" [{s.review.status or s.review.state}]" if s.review.state != "never" else ""
         click.echo(
             f"{s.id}  {_age(s.createdAt)}  {s.kind:<8} {s.turns:>3} turns{badge}  {s.title or '(untitled)'}"
@@ -93,6 +96,7 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
     for node in nodes:
         extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
+        flags += f" ({HARNESS_NAMES[node.format]})" if node.format != "dsh" else ""
         click.echo(f"{'  ' * node.depth}{node.kind}: {node.title or node.id}{extra}{flags}  {node.id}")
 
 
@@ -101,7 +105,8 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
 @session_options
 @click.pass_obj
 def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
-    """The turns of a session: number, seq range, status, first line of the prompt."""
+    """The turns of a session: number, seq range (DSH) or line range (Claude Code, Codex), status,
+    first line of the prompt."""
     rows = _call(backend, "sessions/turns", SessionParams(id=session_id), TurnsResult, roots, as_json).turns
     if as_json:
         emit_json({"turns": [row.model_dump() for row in rows]})
@@ -135,7 +140,13 @@ def _age(epoch_ms: int) -> str:
 
 @sessions.command()
 @click.argument("session_id")
-@click.option("--at", "at_seq", type=int, default=None, help="Branch after the turn holding this event seq.")
+@click.option(
+    "--at",
+    "at_seq",
+    type=int,
+    default=None,
+    help="Branch after the turn holding this event seq (a line, for Claude Code and Codex sessions).",
+)
 @click.option(
     "--op-id", "operation_id", required=True, help="Idempotency key: a retry with it returns the same child."
 )
@@ -148,7 +159,8 @@ def fork(
     expected_revision: str | None, roots: tuple[Path, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Branch a session after a completed turn. Only the conversation is copied: files and
-    other side effects of the parent are not rolled back."""
+    other side effects of the parent are not rolled back. A Claude Code or Codex child is
+    written where its harness finds it, and the command that resumes it is printed."""
     request = ForkRequest(
         source=session_id,
         operationId=operation_id,
@@ -158,12 +170,15 @@ def fork(
     )
     result = _call(backend, "sessions/fork", request, ForkResult, roots, as_json)
     if as_json:
-        emit_json(result)
+        # A DSH child has no resume command: its JSON stays what it always was.
+        emit_json(result.model_dump(mode="json", exclude={"resume"} if result.resume is None else None))
     else:
         verb = "created" if result.created else "already existed:"
         click.echo(
             f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} events inherited)"
         )
+        if result.resume is not None:
+            click.echo(f"resume it from the session's folder with: {shlex.join(result.resume)}")
 
 
 @sessions.command()

@@ -54,6 +54,9 @@ class ForkResult(BaseModel):
     seedLength: int
     forkTurn: int
     created: bool
+    # The command that continues the child in its harness (Claude Code, Codex), run from the
+    # session's cwd; DSH children are opened from DSH's own session list.
+    resume: list[str] | None = None
 
 
 class ForkService:

@@ -20,14 +20,16 @@ from typing import TypeVar
 
 from ..consolidation.receipts import ReceiptStore, review_states
 from ..forks.child import normalize_title
-from ..forks.service import ForkRequest, ForkResult, ForkService
+from ..forks.service import ForkRequest, ForkResult
+from ..forks.sources import fork_session
 from ..home import Home
-from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound
+from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
+from ..sessions.harness_sources import read_file, source_fingerprint, view_of
+from ..sessions.harness_transcript import render_harness_transcript
 from ..sessions.lineage import ReviewState, build_tree
 from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
-from ..sessions.roots import root_fingerprint
 from ..sessions.transcript import render_transcript
 from ..settings import SettingsError
 from .jsonrpc import Handler
@@ -103,7 +105,7 @@ class SessionMethods:
         def build(catalog: SessionCatalog) -> TreeResult:
             entries, _ = catalog.entries(params.cwd, progress)
             states = self._reviews({e.summary.id: e.summary.digest for e in entries})
-            nodes = build_tree(e.lineage_item() for e in entries).flat()
+            nodes = build_tree(lineage_items(entries)).flat()
             return TreeResult(
                 nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes]
             )
@@ -134,15 +136,30 @@ class SessionMethods:
         )
 
     async def transcript(self, params: SessionParams) -> TranscriptResult:
-        return await self._run(
-            lambda catalog: TranscriptResult(
-                # The display title: a rename (remem's metadata) reaches the heading.
-                markdown=render_transcript(catalog.read(params.id), catalog.find(params.id).summary.title)
+        def render(catalog: SessionCatalog) -> str:
+            entry = catalog.find(params.id)
+            # The display title: a rename (remem's metadata) reaches the heading.
+            if entry.format == "dsh":
+                return render_transcript(catalog.read(params.id), entry.summary.title)
+            data = _harness_bytes(entry.path)
+            return render_harness_transcript(
+                view_of(entry.format, entry.path, data), data, entry.summary.title
             )
-        )
+
+        return await self._run(lambda catalog: TranscriptResult(markdown=render(catalog)))
 
     async def log(self, params: SessionParams) -> LogResult:
         def read(catalog: SessionCatalog) -> LogResult:
+            entry = catalog.find(params.id)
+            if entry.format != "dsh":
+                # A harness file has no DSH header or events: its listing row stands for them.
+                projection = catalog.projection(params.id)
+                return LogResult(
+                    header=entry.summary.model_dump(mode="json", exclude={"review"}),
+                    title=projection.title,
+                    turns=[TurnRow.of(t) for t in projection.turns],
+                    events=[],
+                )
             log, projection = catalog.read(params.id), catalog.projection(params.id)
             return LogResult(
                 header=log.header.to_record(),
@@ -155,8 +172,8 @@ class SessionMethods:
 
     async def fork(self, params: ForkRequest) -> ForkResult:
         def fork(catalog: SessionCatalog) -> tuple[ForkResult, Path]:
-            result = ForkService(catalog).fork(params)
-            return result, catalog.root_of(catalog.find(result.child).path)
+            result, child = fork_session(catalog, params)
+            return result, catalog.root_of(child)
 
         async with self._turns:
             result, root = await self._run(fork)
@@ -170,7 +187,7 @@ class SessionMethods:
             await self._announce(root)
 
     async def _announce(self, root: Path) -> None:
-        fingerprint = await asyncio.to_thread(root_fingerprint, root)
+        fingerprint = await asyncio.to_thread(source_fingerprint, root)
         if self._fingerprints.get(root) != fingerprint:
             self._fingerprints[root] = fingerprint
             self._publish("sessions/changed", SessionsChanged(root=str(root)))
@@ -209,6 +226,13 @@ class SessionMethods:
             raise _refused(exc) from None
         except SettingsError as exc:
             raise RpcError(SESSION_REFUSED, f"settings.yml is invalid: {exc}", {"code": "INVALID"}) from None
+
+
+def _harness_bytes(path: Path) -> bytes:
+    try:
+        return read_file(path)
+    except OSError as exc:
+        raise SessionNotFound(f"{path} cannot be read: {exc.strerror or exc}") from None
 
 
 def _refused(exc: OperationError) -> RpcError:

@@ -1,16 +1,19 @@
 """The catalog of every session in the configured roots, kept current through the index.
 
 A listing stats every log and re-reads only what changed: an unchanged revision is an index
-hit, a grown log is continued from its resume point, anything else is read whole. Unreadable
-logs and roots become per-path errors; one bad log never hides the others.
+hit, a grown DSH log is continued from its resume point, anything else is read whole. Each
+root is in one format (`sources`): DSH logs, Claude Code transcripts or Codex rollouts, listed
+side by side, each row naming its format. Unreadable logs and roots become per-path errors;
+one bad log never hides the others.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +23,9 @@ from pydantic import BaseModel
 
 from ..home import Home
 from ..locks import try_file_lock
-from ..settings import Settings, SettingsStore
+from ..settings import SessionFormat, SessionRootSetting, Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
+from .harness_sources import HARNESS_SOURCES, BranchInfo
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
 from .memo import ListingMemo
@@ -40,6 +44,7 @@ from .reader import (
     stat_revision,
 )
 from .roots import LogFile, list_logs
+from .sources import Root, all_roots, extra_root
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
@@ -66,6 +71,7 @@ class SessionSummary(BaseModel):
     revision: str
     digest: str
     review: ReviewState = NEVER_REVIEWED
+    format: SessionFormat = "dsh"  # the harness that wrote it: its transcript's and fork's format
 
 
 class ListError(BaseModel):
@@ -90,17 +96,59 @@ class Entry:
     def path(self) -> Path:
         return Path(self.row.path)
 
-    def lineage_item(self) -> LineageItem:
+    @property
+    def format(self) -> SessionFormat:
+        return self.row.format
+
+    def lineage_item(self, inferred_parent: str | None = None) -> LineageItem:
         return LineageItem(
             id=self.summary.id,
             title=self.summary.title,
-            parent=self.row.parent,
+            parent=self.row.parent or inferred_parent,
             origin=self.row.origin,
             created_at=self.summary.createdAt,
             fork_turn=self.row.fork_turn,
             live=self.summary.live,
             archived=self.archived,
+            format=self.row.format,
+            inferred=self.row.parent is None and inferred_parent is not None,
         )
+
+    def branch_items(self) -> list[LineageItem]:
+        """The in-file branches (Claude Code rewinds and edits) of this session, as its children."""
+        if self.row.branches is None:
+            return []
+        return [
+            LineageItem(
+                id=f"{self.summary.id}@{branch.leaf}",
+                title=branch.prompt,
+                parent=self.summary.id,
+                origin="branch",
+                created_at=self.summary.createdAt,
+                fork_turn=branch.after_turn,
+                live=False,
+                archived=self.archived,
+                format=self.row.format,
+            )
+            for branch in (BranchInfo(**b) for b in json.loads(self.row.branches))
+        ]
+
+
+def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
+    """What the tree shows of `entries`: each session, its in-file branches, and for a Claude
+    Code copy made by `--fork-session` (same uuids, no marker) the earliest session sharing its
+    first uuid as an inferred parent (decision 0122)."""
+    entries = list(entries)
+    first_of: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: (e.row.created_at or 0, e.summary.id)):
+        if entry.row.root_uuid is not None and entry.row.origin is None:
+            first_of.setdefault(entry.row.root_uuid, entry.summary.id)
+    items: list[LineageItem] = []
+    for entry in entries:
+        shared = first_of.get(entry.row.root_uuid or "") if entry.row.origin is None else None
+        items.append(entry.lineage_item(shared if shared != entry.summary.id else None))
+        items.extend(entry.branch_items())
+    return items
 
 
 @dataclass(frozen=True)
@@ -116,22 +164,23 @@ class SessionNotFound(Exception):
     """No (or more than one) session has the requested id; the message says which."""
 
 
-def default_roots(home: Home, configured: Iterable[str]) -> list[Path]:
-    """remem's own root, the configured ones, and DSH's root when it exists."""
-    dsh_home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
-    dsh_root = Path(os.path.abspath(os.path.expanduser(dsh_home))) / "sessions"
-    roots = [home.sessions, *(Path(os.path.abspath(os.path.expanduser(r))) for r in configured)]
-    if dsh_root.is_dir():
-        roots.append(dsh_root)
-    return roots
+def default_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> list[Path]:
+    """The folders of every root `all_roots` names (what the daemon's watcher watches)."""
+    return [root.path for root in all_roots(home, configured)]
 
 
 class SessionCatalog:
     def __init__(
-        self, home: Home, roots: list[Path], idle_seconds: int, memo: ListingMemo | None = None
+        self, home: Home, roots: Sequence[Path | Root], idle_seconds: int, memo: ListingMemo | None = None
     ) -> None:
+        """`roots` in their formats; a bare path's format is recognised by its layout."""
         self.home = home.ensure_layout()
-        self.roots = list(dict.fromkeys(roots))
+        sources: dict[Path, Root] = {}
+        for root in roots:
+            known = root if isinstance(root, Root) else extra_root(root)
+            sources.setdefault(known.path, known)
+        self.sources = list(sources.values())
+        self.roots = list(sources)
         self.idle_seconds = idle_seconds
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
@@ -157,8 +206,7 @@ class SessionCatalog:
     ) -> SessionCatalog:
         """The catalog of `settings` as already read (one snapshot serves a whole operation);
         `memo` is what the daemon remembers between listings."""
-        roots = default_roots(home, settings.sessions.roots)
-        roots += [Path(os.path.abspath(r)) for r in extra_roots]
+        roots = all_roots(home, settings.sessions.roots) + [extra_root(r) for r in extra_roots]
         return cls(home, roots, settings.sessions.idle_seconds, memo)
 
     def entries(
@@ -172,7 +220,7 @@ class SessionCatalog:
         `progress(done, total)` hears how many of the logs that must be read have been.
         """
         wanted = os.path.abspath(cwd) if cwd is not None else None
-        rows, errors = self._refresh(None if wanted is None else project_key(wanted), progress)
+        rows, errors = self._refresh(wanted, progress)
         now_ns = time.time_ns()
         metas, unreadable = self.metadata.read()
         if unreadable is not None:
@@ -227,11 +275,6 @@ class SessionCatalog:
         archived = meta.archived if meta.archived is not None else session_id in dsh_archived()
         return self._entry(row, st, time.time_ns(), meta.title, archived)
 
-    def _scanned(self, project_dir: str | None) -> tuple[str, ...]:
-        """Path prefixes of what a refresh of `project_dir` (None: everything) looks at."""
-        within = "" if project_dir is None else f"{project_dir}{os.sep}"
-        return tuple(f"{root}{os.sep}{within}" for root in self.roots)
-
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
         swapped for a symlink to anything since it was listed."""
@@ -247,6 +290,8 @@ class SessionCatalog:
 
     def read(self, session_id: str) -> SessionLog:
         entry = self.find(session_id)
+        if entry.format != "dsh":
+            raise SessionNotFound(f"session {session_id!r} is a {entry.format} session, not a DSH log")
         try:
             return read_session(entry.path, expected_id=session_id)
         except SessionLogError as exc:
@@ -255,6 +300,9 @@ class SessionCatalog:
     def projection(self, session_id: str) -> Projection:
         """The full projection (every turn) of a session at its current revision."""
         entry = self.find(session_id)
+        if entry.format != "dsh":
+            turns = self.index.turns(entry.row.path)
+            return Projection(title=entry.row.title, turns=turns, lastSeq=entry.row.last_seq)
         state = self.index.state(entry.row.path)
         if state is None:
             return Projection().fold(self.read(session_id).events)
@@ -274,22 +322,22 @@ class SessionCatalog:
     # -- refreshing the index ----------------------------------------------------------------
 
     def _refresh(
-        self, project_dir: str | None, progress: Progress | None = None
+        self, cwd: str | None, progress: Progress | None = None
     ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
         with gc_paused(), self.memo.lock if self.memo is not None else nullcontext():
-            return self._refresh_rows(project_dir, progress)
+            return self._refresh_rows(cwd, progress)
 
     def _refresh_rows(
-        self, project_dir: str | None, progress: Progress | None
+        self, cwd: str | None, progress: Progress | None
     ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
-        """Every log of the roots (or of their `project_dir`) at its current revision."""
+        """Every log of the roots (or of what can hold sessions of `cwd`) at its current revision."""
         cached = self.index.rows() if self.memo is None else self.memo.rows(self.index)
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
         updates: list[Update] = []
-        files = self._log_files(errors, project_dir)
+        files, scanned = self._log_files(errors, cwd)
         known = [(path, st, cached.get(path)) for path, st in files]
         revision = (lambda _, st: stat_revision(st)) if self.memo is None else self.memo.revision
         stale = [not (row is not None and row.revision == revision(path, st)) for path, st, row in known]
@@ -311,7 +359,6 @@ class SessionCatalog:
         present = {r.path for r, _ in seen} | {e.path for e in errors}
         # Only logs of the folders scanned now can be known gone; rows of other roots (another
         # client's `--root`) or other projects stay for when they are listed again.
-        scanned = self._scanned(project_dir)
         gone = [p for p in cached if p not in present and p.startswith(scanned)]
         self.index.forget(gone)
         if self.memo is not None:
@@ -341,13 +388,25 @@ class SessionCatalog:
             updates.append(update)
         return update.row
 
-    def _log_files(self, errors: list[ListError], project_dir: str | None) -> list[LogFile]:
+    def _log_files(self, errors: list[ListError], cwd: str | None) -> tuple[list[LogFile], tuple[str, ...]]:
+        """The session files of every root (of `cwd`'s folders where the layout tells), and the
+        path prefixes looked at."""
         files: list[LogFile] = []
-        for root in self.roots:
+        scanned: list[str] = []
+        for source in self.sources:
+            root = source.path
             if not root.is_dir():
-                if root != self.home.sessions:
+                if not source.implicit:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
+            if source.format != "dsh":
+                scan = HARNESS_SOURCES[source.format].scan(root, cwd)
+                errors.extend(ListError(path=str(path), message=reason) for path, reason in scan.rejected)
+                files.extend(scan.files)
+                scanned.extend(scan.scanned)
+                continue
+            project_dir = None if cwd is None else project_key(cwd)
+            scanned.append(f"{root}{os.sep}" + ("" if project_dir is None else f"{project_dir}{os.sep}"))
             try:
                 if self.memo is None:
                     logs, rejected = list_logs(root, project_dir)
@@ -358,9 +417,17 @@ class SessionCatalog:
                 continue
             errors.extend(ListError(path=str(path), message=reason) for path, reason in rejected)
             files.extend(logs)
-        return files
+        return files, tuple(scanned)
+
+    def format_of(self, path: str) -> SessionFormat:
+        """The format of the root `path` lies in (the innermost, should roots nest)."""
+        inside = [s for s in self.sources if path.startswith(f"{s.path}{os.sep}")]
+        return max(inside, key=lambda s: len(str(s.path))).format if inside else "dsh"
 
     def _project(self, path: Path, st: os.stat_result, cached: LogRow | None) -> Update:
+        fmt = self.format_of(str(path))
+        if fmt != "dsh":
+            return HARNESS_SOURCES[fmt].index(path, stat_revision(st))
         try:
             return self._continue(path, st, cached) or _whole(path)
         except SessionLogError as exc:
@@ -430,6 +497,7 @@ def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: boo
         lastSeq=row.last_seq,
         revision=row.revision,
         digest=row.digest or "",
+        format=row.format,
     )
     return Entry(summary=summary, row=row, archived=archived)
 

@@ -21,18 +21,20 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..fsutil import PRIVATE_FILE_MODE
+from ..settings import SessionFormat
 from .digest import DigestState
 from .models import SessionHeader
 from .projection import Projection, TurnBounds, TurnSummary
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
     path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
+    format TEXT NOT NULL, root_uuid TEXT, branches TEXT,
     header TEXT, projection TEXT, resume TEXT, digest_state TEXT
 );
 CREATE TABLE turns (
@@ -66,6 +68,9 @@ class LogRow:
     fork_turn: int | None = None
     last_seq: int = -1
     digest: str | None = None
+    format: SessionFormat = "dsh"
+    root_uuid: str | None = None  # Claude Code: the conversation's first uuid (copies share it)
+    branches: str | None = None  # Claude Code: its in-file branches, as JSON
 
 
 # The listing columns are LogRow's fields, in order, so a row is rebuilt positionally.

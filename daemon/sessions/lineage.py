@@ -19,13 +19,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-NodeKind = Literal["root", "fork", "subagent"]
-NodeFlag = Literal["orphan", "cycle", "duplicate"]
+from ..settings import SessionFormat
+
+# A branch is a path inside one file that was left for another (Claude Code: rewind, edit).
+NodeKind = Literal["root", "fork", "subagent", "branch"]
+# inferred: the parent is not recorded but deduced (a Claude Code --fork-session copy).
+NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred"]
 
 
 @dataclass(frozen=True)
 class LineageItem:
-    """One session as the tree needs it; `origin` is the DSH header origin ("subagent" or None)."""
+    """One session as the tree needs it; `origin` is "subagent", "branch" (an in-file branch)
+    or None."""
 
     id: str
     title: str | None
@@ -35,11 +40,15 @@ class LineageItem:
     fork_turn: int | None
     live: bool
     archived: bool
+    format: SessionFormat = "dsh"
+    inferred: bool = False
 
     @property
     def kind(self) -> NodeKind:
         if self.origin == "subagent":
             return "subagent"
+        if self.origin == "branch":
+            return "branch"
         return "fork" if self.parent is not None else "root"
 
     @property
@@ -73,6 +82,7 @@ class _Node(BaseModel):
     archived: bool
     flags: list[NodeFlag]
     review: ReviewState = NEVER_REVIEWED
+    format: SessionFormat = "dsh"
 
 
 class TreeNode(_Node):
@@ -174,6 +184,8 @@ def _resolve_parents(
         parent_of[item.id] = item.parent if known else None
         if item.parent is not None and not known:
             flags[item.id].append("orphan")
+        elif known and item.inferred:
+            flags[item.id].append("inferred")
     for cycle in _cycles(parent_of):
         parent_of[min(cycle, key=lambda i: by_id[i].order)] = None
         for member in cycle:
@@ -205,6 +217,7 @@ def _assemble(
             live=item.live,
             archived=item.archived,
             flags=sorted(flags[node_id]),
+            format=item.format,
             children=[nodes[c] for c in children.get(node_id, [])],
         )
     return SessionTree(roots=[nodes[r] for r in children.get(None, [])])

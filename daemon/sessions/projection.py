@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from .models import SessionEvent, Skimmed
 
 OPEN = "open"
+ROLLED_BACK = "rolled-back"  # a Codex turn `thread_rolled_back` abandoned: nothing to branch from
 USER_PREVIEW_CHARS = 120
 
 
@@ -29,8 +30,8 @@ class TurnSummary(BaseModel):
     @property
     def forkable(self) -> bool:
         # DSH's Host fork anchors at any turn/end, whatever its reason (an aborted turn is a
-        # completed prefix); only a turn still open cannot be branched from.
-        return self.status != OPEN
+        # completed prefix); only a turn still open (or rolled back) cannot be branched from.
+        return self.status not in (OPEN, ROLLED_BACK)
 
 
 class TurnBounds(NamedTuple):

@@ -135,9 +135,14 @@ def root_fingerprint(root: Path) -> str:
 
     Equal fingerprints mean nothing to re-list; temp files, locks and reads never change it.
     """
-    digest = hashlib.sha256()
     found, rejected = _log_files(root)
-    for log in sorted((f for files in found.values() for f in files), key=lambda f: f.path):
+    return files_fingerprint([f for files in found.values() for f in files], rejected)
+
+
+def files_fingerprint(logs: list[LogFile], rejected: list[Rejected]) -> str:
+    """The digest `root_fingerprint` makes of a root's log files and refusals."""
+    digest = hashlib.sha256()
+    for log in sorted(logs, key=lambda f: f.path):
         st = log.stat
         digest.update(
             os.fsencode(log.path) + f"\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}\n".encode()

@@ -54,7 +54,7 @@ def fenced_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _inline(text: str) -> str:
+def inline(text: str) -> str:
     return _INLINE_SPECIALS.sub(r"\\\1", _one_line(text))
 
 
@@ -220,14 +220,14 @@ def _heading(section: _Section, *, after_turn: bool) -> str:
         # Without a heading of its own, between-turn material would read as part of the turn above.
         heading = "## Between turns" if after_turn else "## Before the first turn"
     else:
-        heading = f"## Turn {_inline(section.turn)} — {_inline(section.status)} — {utc_iso(section.started)}"
+        heading = f"## Turn {inline(section.turn)} — {inline(section.status)} — {utc_iso(section.started)}"
     return heading + (" — inherited" if section.inherited else "")
 
 
 def _render_section(section: _Section, *, after_turn: bool) -> list[str]:
     lines = [_heading(section, after_turn=after_turn), ""]
     if section.error:
-        lines += [f"Error: {_inline(section.error)}", ""]
+        lines += [f"Error: {inline(section.error)}", ""]
     for prompt in section.prompts:
         lines += _label("User", quoted(prompt))
     if section.calls:
@@ -247,7 +247,7 @@ def _fork_turn(sections: list[_Section]) -> str | None:
 
 def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
     header = log.header
-    lines = [f"# {_inline(collector.title or header.id)}", ""]
+    lines = [f"# {inline(collector.title or header.id)}", ""]
     lines.append(f"- Session: {fenced_code(header.id)}")
     lines.append(f"- Working directory: {fenced_code(header.cwd) if header.cwd else 'none'}")
     lines.append(f"- Created: {utc_iso(header.createdAt)}")
@@ -256,7 +256,7 @@ def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
         lines.append(f"- Parent: {fenced_code(header.parentSession)}{origin}")
     if header.seedLength:
         turn = _fork_turn(collector.sections)
-        point = f"after turn {_inline(turn)}" if turn else "before the parent's first turn"
+        point = f"after turn {inline(turn)}" if turn else "before the parent's first turn"
         lines.append(f"- Fork point: {point} (first {header.seedLength} events inherited)")
     return [*lines, ""]
 

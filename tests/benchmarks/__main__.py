@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 from datetime import date
@@ -23,6 +24,7 @@ from . import (
     editor,
     forks,
     harness_forks,
+    harness_listing,
     history,
     load,
     lsp,
@@ -37,6 +39,7 @@ BENCHMARKS: list[Benchmark] = [
     *sessions.BENCHMARKS,
     *forks.BENCHMARKS,
     *harness_forks.BENCHMARKS,
+    *harness_listing.BENCHMARKS,
     *daemon.BENCHMARKS,
     *load.BENCHMARKS,
     *consolidation.BENCHMARKS,
@@ -52,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     selected = [b for b in BENCHMARKS if args.only is None or args.only in b.name]
     if not selected:
         parser.error(f"no benchmark name contains {args.only!r}")
+    # The daemons and editors benchmarked here must not list the real ~/.claude or ~/.codex.
+    nowhere = tempfile.mkdtemp(prefix="remem-bench-no-harness-")
+    os.environ["CLAUDE_CONFIG_DIR"], os.environ["CODEX_HOME"] = f"{nowhere}/claude", f"{nowhere}/codex"
     facts = machine_facts()
     print("\n".join(f"{key}: {value}" for key, value in facts.items()), end="\n\n")
     rows, skipped, crashed = _run_all(selected, quick=args.quick)

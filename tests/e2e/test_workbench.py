@@ -15,10 +15,13 @@
     a window loaded again draws the tree kept from the last one, then the server's.
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
     change", confirmed in a modal dialog, brings the record back as a new history entry.
+(j) a Claude Code transcript and a Codex rollout in the harnesses' own folders show in the tree
+    beside the DSH sessions, badged by harness, the Claude Code rewind as a branch under its session.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import threading
@@ -33,6 +36,7 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV, proposal, put
 from tests.fake_openai import Reply, tool_call
+from tests.sessions import claude_lines, codex_lines
 
 from .conftest import Scenario
 from .harness import UI_TIMEOUT_MS, Workbench
@@ -196,7 +200,7 @@ def test_an_empty_folder_says_where_remem_looked_and_a_reload_draws_the_kept_tre
     workbench.open_container("Remem")
     workbench.row(SESSIONS, r"No agent sessions of this workspace were found")
     rows = [text for _, text in workbench.rows(SESSIONS)]
-    assert any("DSH" in r and "Claude Code and Codex are coming" in r for r in rows), rows
+    assert any("Claude Code, Codex and DSH" in r for r in rows), rows
     assert any(r.startswith("Looked in ") and str(scenario.root) in r for r in rows), rows
     assert any(r.startswith("Open settings.yml") for r in rows), rows
     workbench.screenshot("empty-state")
@@ -367,3 +371,54 @@ def _seed_record(scenario: Scenario) -> Path:
     )
     assert result.status == "committed"
     return store.folder(workspace) / "prefer-uv.md"
+
+
+CLAUDE_SESSION = "7c1a0000-0000-4000-8000-0000000000cc"
+CODEX_SESSION = "019c0000-0000-7000-8000-0000000000cd"
+
+
+@pytest.fixture
+def harness_sessions(scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Claude Code session with a rewind and a Codex session of the workspace, in the harnesses'
+    default folders; asked for before `workbench`, so the editor's daemon finds them."""
+    cwd, cc = str(scenario.project), claude_lines
+    records = [
+        cc.prompt("u1", None, "Explain the retry loop"),
+        cc.say("a1", "u1", "It backs off twice."),
+        cc.prompt("u2", "a1", "Make it three times"),
+        cc.say("a2", "u2", "Done."),
+        cc.prompt("u3", "a1", "Rather log each retry"),  # a rewind to the first answer
+        cc.say("a3", "u3", "Logged."),
+    ]
+    project = tmp_path / "claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd)
+    project.mkdir(parents=True)
+    transcript = project / f"{CLAUDE_SESSION}.jsonl"
+    transcript.write_bytes(cc.jsonl(*({**r, "sessionId": CLAUDE_SESSION, "cwd": cwd} for r in records)))
+    day = tmp_path / "codex" / "sessions" / "2026" / "11" / "30"
+    day.mkdir(parents=True)
+    rollout = day / f"rollout-2026-11-30T09-00-00-{CODEX_SESSION}.jsonl"
+    turn = codex_lines.turn("t1", "Add a changelog entry", "Added.")
+    rollout.write_bytes(codex_lines.rollout(codex_lines.meta(CODEX_SESSION, cwd=cwd), *turn))
+    for path in (transcript, rollout):
+        os.utime(path, (1_600_000_000, 1_600_000_000))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+
+
+def test_claude_code_and_codex_sessions_show_in_the_tree_by_harness(
+    harness_sessions: None, workbench: Workbench, scenario: Scenario
+) -> None:
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, r"Explain the retry loop")
+    workbench.row(SESSIONS, r"Add a changelog entry")
+    workbench.screenshot("harness-tree")
+    rows = workbench.rows(SESSIONS)
+    texts = [text for _, text in rows]
+    claude_at = next(i for i, t in enumerate(texts) if t.startswith("Explain the retry loop"))
+    codex_at = next(i for i, t in enumerate(texts) if t.startswith("Add a changelog entry"))
+    branch_at = next(i for i, t in enumerate(texts) if "abandoned after turn 1" in t)
+    assert "Claude Code" in texts[claude_at] and "Codex" in texts[codex_at], texts
+    assert rows[branch_at][0] == rows[claude_at][0] + 1 and branch_at > claude_at
+    assert texts[branch_at].startswith("Make it three times"), texts
+    main = re.escape(label(scenario.node(scenario.main.id)))
+    assert workbench.count_rows(SESSIONS, main) == 1  # beside the DSH sessions

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.home import Home
+from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
 from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
 from remem.daemon.sessions.formats.codex import Rollout, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import end_of_line
+from remem.daemon.sessions.lineage import build_tree
 from tests.shared_folder import SHARED, require
 
 SAMPLES = SHARED / "samples"
@@ -123,3 +126,30 @@ def test_a_codex_fork_point_is_the_full_readers_turn(path: Path) -> None:
         assert (rollout.session_id, rollout.cwd, rollout.title, rollout.meta_line) == (
             full.session_id, full.cwd, full.title, full.meta_line,
         )  # fmt: skip
+
+
+def test_every_sample_lists_through_the_catalog_with_its_readers_turns(home: Home) -> None:
+    catalog = SessionCatalog(home, [CLAUDE, CODEX], idle_seconds=120)  # formats recognised
+    listing = catalog.listing()
+    assert listing.errors == []
+    assert len(listing.sessions) == len(CLAUDE_FILES) + len(CODEX_FILES)
+    turns = {s.id: s.turns for s in listing.sessions}
+    for path in CLAUDE_FILES:
+        assert turns[path.stem] == len(read_transcript(path.read_bytes(), path.name).turns)
+    for path in CODEX_FILES:
+        rollout = read_rollout(path.read_bytes())
+        assert turns[rollout.session_id or ""] == len(rollout.turns)
+    assert {s.format for s in listing.sessions if s.id in {p.stem for p in CLAUDE_FILES}} == {"claude-code"}
+
+
+def test_the_samples_tree_as_sources_md_describes(home: Home) -> None:
+    entries, _ = SessionCatalog(home, [CLAUDE, CODEX], idle_seconds=120).entries()
+    nodes = {n.id: n for n in build_tree(lineage_items(entries)).flat()}
+    # the rewound session: one abandoned branch after its first turn
+    (branch,) = [n for n in nodes.values() if n.kind == "branch"]
+    assert (branch.parent, branch.forkTurn) == ("03eb5929-52b3-4b13-ada3-b93ae35806b8", 1)
+    # subagents in both layouts under their sessions; the compaction run's session was not copied
+    assert nodes["agent-a36efb2a1231c41e2"].parent == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    assert nodes["agent-36541525"].parent == "4c2ddfdc-b619-4525-8d03-1950fb1b0257"
+    assert nodes["agent-acompact-e1f845"].flags == ["orphan"]
+    assert {n.kind for n in nodes.values() if n.format == "codex"} == {"root"}

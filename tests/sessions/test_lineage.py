@@ -45,6 +45,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                 "archived": False,
                 "flags": [],
                 "review": {"state": "never", "status": None},
+                "format": "dsh",
                 "children": [
                     {
                         "id": "fork",
@@ -56,6 +57,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                         "archived": True,
                         "flags": [],
                         "review": {"state": "never", "status": None},
+                        "format": "dsh",
                         "children": [],
                     }
                 ],
@@ -72,6 +74,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
         "archived",
         "flags",
         "review",
+        "format",
         "children",
     ]
 

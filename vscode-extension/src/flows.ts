@@ -246,12 +246,19 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
   if (!result.id) throw new Error('remem: the server made no branch; see the log.');
   const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
   await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
+  if (result.resume) {
+    const command = result.resume.join(' ');
+    const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it with \`${command}\` from the session's folder.`;
+    if (await ctx.ui.info(message, COPY_RESUME)) await ctx.ui.copy(command);
+    return result.id;
+  }
   const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it in DSH by its id.`;
   if (await ctx.ui.info(message, COPY_ID)) await ctx.ui.copy(result.id);
   return result.id;
 }
 
 export const COPY_ID = 'Copy Session Id';
+export const COPY_RESUME = 'Copy Resume Command';
 
 async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
   const { turns } = await ctx.server.request<TurnsResult>(Requests.sessionTurns, { id: session });

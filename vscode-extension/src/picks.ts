@@ -100,7 +100,8 @@ export function sessionPick(node: FlatNode, nowMs: number, parent?: FlatNode): S
 
 function picksOf(shown: readonly FlatNode[], all: readonly FlatNode[], nowMs: number): SessionPick[] {
   const byId = new Map(all.map((n) => [n.id, n]));
-  return newestFirst(shown).map((n) => sessionPick(n, nowMs, n.parent === null ? undefined : byId.get(n.parent)));
+  // An in-file branch is no session of its own: nothing can be asked of it by id.
+  return newestFirst(shown.filter((n) => n.kind !== 'branch')).map((n) => sessionPick(n, nowMs, n.parent === null ? undefined : byId.get(n.parent)));
 }
 
 /** The sessions the daemon would consolidate (finished, not archived), newest first. */

@@ -42,16 +42,21 @@ export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' 
 /** The daemon gives an object; a bare string is accepted as the state for robustness. */
 export type ReviewState = { state: ReviewStateName; status?: string | null } | ReviewStateName;
 
+/** The harness that wrote a session (`format` of the daemon's rows); absent from older daemons. */
+export type SessionFormat = 'dsh' | 'claude-code' | 'codex';
+
 export interface FlatNode {
   id: string;
   title: string | null;
-  kind: 'root' | 'fork' | 'subagent';
+  // branch: a path a Claude Code session left inside its own file (rewind, edit); not a session
+  kind: 'root' | 'fork' | 'subagent' | 'branch';
   forkTurn: number | null;
   createdAt: number; // epoch milliseconds
   live: boolean;
   archived: boolean;
   flags: string[];
   review: ReviewState;
+  format?: SessionFormat;
   parent: string | null;
   depth: number;
   ownPrompt?: string | null; // forks: the first line of their first prompt after the fork point
@@ -134,6 +139,7 @@ export interface ModelSettings {
 
 export interface ForkResult {
   id: string | null;
+  resume?: string[] | null; // Claude Code and Codex: the command that continues the branch there
 }
 
 /** A listing of the workspace `cwd` (of everything when null) has read `done` of `total` logs. */

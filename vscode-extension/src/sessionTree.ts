@@ -5,7 +5,15 @@
  */
 
 import { age, reviewBadge, reviewStateName, reviewText, sessionLabel, sessionTitle, shortId } from './format';
-import type { FlatNode } from './protocol';
+import type { FlatNode, SessionFormat } from './protocol';
+
+/** How the tree names each harness; DSH, remem's first format, carries no badge. */
+export const HARNESS_BADGES: Record<SessionFormat, string | null> = {
+  dsh: null,
+  'claude-code': 'Claude Code',
+  codex: 'Codex',
+};
+const HARNESS_ICONS: Record<SessionFormat, string> = { dsh: 'comment-discussion', 'claude-code': 'sparkle', codex: 'terminal' };
 
 export class SessionForest {
   private readonly byId = new Map<string, FlatNode>();
@@ -70,9 +78,10 @@ export function isEligible(node: FlatNode): boolean {
 export function sessionIcon(node: FlatNode): ItemIcon {
   if (node.flags.includes('cycle')) return { id: 'error', color: 'list.errorForeground' };
   if (node.flags.includes('orphan')) return { id: 'warning', color: 'list.warningForeground' };
+  if (node.kind === 'branch') return { id: 'history' };
   if (node.kind === 'subagent') return { id: 'hubot' };
   if (node.kind === 'fork') return { id: 'git-branch' };
-  return { id: 'comment-discussion' };
+  return { id: HARNESS_ICONS[node.format ?? 'dsh'] };
 }
 
 export function sessionBadges(node: FlatNode): string[] {
@@ -88,7 +97,10 @@ export function sessionBadges(node: FlatNode): string[] {
 
 export function sessionDescription(node: FlatNode, nowMs: number): string {
   const parts: string[] = [];
+  const harness = HARNESS_BADGES[node.format ?? 'dsh'];
+  if (harness) parts.push(harness);
   if (node.kind === 'subagent') parts.push('subagent');
+  if (node.kind === 'branch') parts.push(`abandoned after turn ${node.forkTurn ?? 0}`);
   parts.push(age(node.createdAt, nowMs));
   return [...parts, ...sessionBadges(node)].join(' · ');
 }
@@ -102,7 +114,11 @@ export function sessionTooltip(node: FlatNode): string {
     lines.push(`Branch${turn}${of}`);
   } else if (node.kind === 'subagent') {
     lines.push('Subagent session');
+  } else if (node.kind === 'branch') {
+    lines.push('A path this session left (a rewind or an edit); its turns are at the end of the transcript.');
   }
+  const harness = HARNESS_BADGES[node.format ?? 'dsh'];
+  if (harness) lines.push(`Harness: ${harness}`);
   lines.push(`Review: ${reviewText(node.review)}`);
   if (node.live) lines.push('Live: an agent is still writing this session.');
   if (node.archived) lines.push('Archived: hidden from agents; Restore brings it back.');
@@ -115,6 +131,7 @@ export function sessionTooltip(node: FlatNode): string {
 
 /** Tokens the `view/item/context` menus match with regular expressions in package.json. */
 export function sessionContextValue(node: FlatNode): string {
+  if (node.kind === 'branch') return 'branch'; // not a session: no session menu applies
   const tokens = ['session', node.archived ? 'archived' : 'active', node.live ? 'live' : 'finished'];
   if (isEligible(node)) tokens.push('eligible');
   if (reviewStateName(node.review) !== 'never') tokens.push('reviewed');

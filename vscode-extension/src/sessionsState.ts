@@ -137,7 +137,7 @@ export function loadingRow(indexing: Indexing | undefined): NoteRow {
   };
 }
 
-export const HARNESSES = 'remem reads the sessions of DSH; Claude Code and Codex are coming';
+export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH';
 
 /** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
 export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {

@@ -97,7 +97,10 @@ export class SessionsView extends FolderView<SessionEntry> {
     // The decoration provider dims archived rows (a tree item's label takes no color of its own).
     item.resourceUri = vscode.Uri.from({ scheme: ROW_SCHEME, path: `/${element.node.id}`, query: element.node.archived ? 'archived' : '' });
     element.label = described.label; // commands on this row name the session as the row does
-    item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [element] };
+    // An in-file branch is shown in its session's transcript, after the conversation.
+    const parent = element.node.kind === 'branch' && element.node.parent ? forest.get(element.node.parent) : undefined;
+    const target = parent ? { ...element, node: parent, label: sessionItem(forest, parent, Date.now()).label } : element;
+    item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [target] };
     return item;
   }
 

@@ -188,6 +188,15 @@ test('branch from the palette offers the transcript in the active editor first; 
   assert.deepEqual(h.copied, ['session-child']);
 });
 
+test('a Claude Code or Codex branch names the command that resumes it, which can be copied', async () => {
+  const h = new Harness();
+  h.infoAnswers.push(flows.COPY_RESUME);
+  h.responses['remem.lsp.fork'] = { id: 'cc-child', resume: ['claude', '--resume', 'cc-child'] };
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 1 }));
+  assert.match(h.asked.at(-1) ?? '', /Resume it with `claude --resume cc-child` from the session's folder\.$/);
+  assert.deepEqual(h.copied, ['claude --resume cc-child']);
+});
+
 test('branch declined at the confirmation forks nothing', async () => {
   const h = new Harness();
   h.confirmAnswer = false;

@@ -55,6 +55,31 @@ test('icons follow the kind: root, fork, subagent', () => {
   assert.equal(helper.description, 'subagent · 4 h ago');
 });
 
+test('a Claude Code or Codex session names its harness by badge, icon and tooltip', () => {
+  const claude = node('cc', { format: 'claude-code', createdAt: NOW - HOUR });
+  const codex = node('cx', { format: 'codex', createdAt: NOW - HOUR });
+  const forest = new SessionForest([claude, codex]);
+  const shown = sessionItem(forest, claude, NOW);
+  assert.equal(shown.description, 'Claude Code · 1 h ago');
+  assert.equal(shown.icon.id, 'sparkle');
+  assert.match(shown.tooltip, /Harness: Claude Code/);
+  assert.equal(sessionItem(forest, codex, NOW).description, 'Codex · 1 h ago');
+  assert.equal(sessionItem(forest, codex, NOW).icon.id, 'terminal');
+});
+
+test('an in-file branch sits under its session, says where it left, and has no session menu', () => {
+  const main = node('cc', { format: 'claude-code', createdAt: NOW - HOUR });
+  const branch = node('cc@leaf', {
+    kind: 'branch', format: 'claude-code', parent: 'cc', depth: 1, forkTurn: 1, createdAt: NOW - HOUR,
+  }); // prettier-ignore
+  const forest = new SessionForest([main, branch]);
+  assert.deepEqual(forest.children('cc').map((n) => n.id), ['cc@leaf']);
+  const shown = sessionItem(forest, branch, NOW);
+  assert.equal(shown.description, 'Claude Code · abandoned after turn 1 · 1 h ago');
+  assert.equal(shown.icon.id, 'history');
+  assert.equal(shown.contextValue, 'branch');
+});
+
 test('context values carry what the menus need: archived, live, eligible, reviewed', () => {
   assert.equal(sessionContextValue(FAMILY[0]), 'session:active:finished:eligible');
   assert.equal(sessionContextValue(FAMILY[1]), 'session:active:finished:eligible:reviewed');

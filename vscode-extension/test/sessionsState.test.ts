@@ -89,7 +89,7 @@ test('the empty state names the harnesses, each root searched, and the next step
     ],
   );
   assert.deepEqual(rows[4].command, { id: 'remem.openFile', arguments: ['/home/me/.remem/settings.yml'] });
-  assert.match(HARNESSES, /DSH.*Claude Code and Codex are coming/);
+  assert.match(HARNESSES, /Claude Code, Codex and DSH/);
 });
 
 test('a refresh while the server is asked asks again once the answer is in', async () => {

@@ -1,0 +1,67 @@
+"""A fork of any listed session, by the service of its format.
+
+`remem sessions fork` and the editor name a session by id and the cut by an address in its
+turns (`atSeq`: a DSH event seq, or a Claude Code or Codex line number, as `sessions turns`
+shows them). A DSH session is forked by `ForkService`; a Claude Code transcript or a Codex
+rollout by `HarnessForks`, after the turn whose line range holds the address, and the result
+names the command that resumes the child in its harness. remem's own children are recorded as
+published, so they are not live until the harness appends to them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
+from ..sessions.errors import OperationError
+from ..sessions.published import PublishedLogs
+from .harness_service import HarnessForkRequest, HarnessForks
+from .service import ForkRequest, ForkResult, ForkService
+
+
+def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkResult, Path]:
+    """The fork `request` asks for, and the child's file."""
+    try:
+        entry = catalog.find(request.source)
+    except SessionNotFound as exc:
+        raise OperationError("NOT_FOUND", str(exc)) from None
+    if entry.format == "dsh":
+        result = ForkService(catalog).fork(request)
+        return result, catalog.find(result.child).path
+    return _harness_fork(catalog, entry, request)
+
+
+def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -> tuple[ForkResult, Path]:
+    harness = "claude-code" if entry.format == "claude-code" else "codex"
+    done = HarnessForks(catalog.home).fork(
+        HarnessForkRequest(
+            harness=harness,
+            path=str(entry.path),
+            operationId=request.operationId,
+            afterTurn=None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq),
+            title=request.title,
+            expectedRevision=request.expectedRevision,
+        )
+    )
+    if done.created:
+        PublishedLogs(catalog.home).record(Path(done.path))
+    result = ForkResult(
+        child=done.child,
+        seedLength=done.seedLength,
+        forkTurn=done.forkTurn,
+        created=done.created,
+        resume=done.resume,
+    )
+    return result, Path(done.path)
+
+
+def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
+    """The turn whose line range holds `line`."""
+    turns = catalog.projection(entry.summary.id).turns
+    for turn in turns:
+        if turn.startSeq <= line <= (turn.endSeq if turn.endSeq is not None else turn.startSeq):
+            return turn.turn
+    raise OperationError(
+        "INVALID_ANCHOR",
+        f"line {line} of {entry.summary.id} is in no turn; `remem sessions turns` shows each turn's lines",
+    )

@@ -1,0 +1,305 @@
+"""The Claude Code and Codex adapters: which files of a root are sessions, and their index rows.
+
+Claude Code keeps `<root>/<encoded-cwd>/<session>.jsonl`, with subagents loose beside it
+(`agent-*.jsonl`, 2.0) or in `<session>/subagents/agent-*.jsonl` (+ `.meta.json`). The folder
+name is the launch cwd with every character but `[A-Za-z0-9]` turned into `-`, truncated with
+a runtime-dependent hash past 200 characters: lossy both ways, so a workspace's listing reads
+the folders its cwd can have produced and keeps the files whose records' `cwd` is the
+workspace (decision 0121). Codex keeps `<root>/YYYY/MM/DD/rollout-*.jsonl` (archived rollouts
+flat): nothing in the path names the workspace, so a workspace listing stats every rollout and
+filters by the cwd its index row holds from the first `session_meta`.
+
+Files are opened without following a link, and links inside a root are refused, like DSH's.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ..settings import SessionFormat
+from .formats.claude_code import Transcript, read_transcript
+from .formats.codex import Rollout, read_rollout
+from .formats.model import Problem, Turn
+from .index import LogRow, Update
+from .projection import OPEN, ROLLED_BACK, USER_PREVIEW_CHARS, TurnSummary
+from .roots import LINK_REASON, LogFile, Rejected, files_fingerprint, root_fingerprint
+from .sources import FileScan, detect_format
+
+CLAUDE_NAME_MAX = 200  # past this Claude Code truncates the folder name and appends a hash
+_NOT_ALNUM = re.compile(r"[^a-zA-Z0-9]")
+SIDECAR_REASON = "a subagent's .meta.json without its transcript {name}; nothing to list for it"
+
+
+@dataclass(frozen=True)
+class BranchInfo:
+    """An in-file branch (rewind, edit) of a Claude Code session, as the index keeps it."""
+
+    leaf: str
+    after_turn: int
+    turns: int
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class BranchPath:
+    """An in-file branch with its turns: it leaves the conversation after `after_turn` turns."""
+
+    leaf: str
+    after_turn: int
+    turns: tuple[Turn, ...]
+
+    def info(self) -> BranchInfo:
+        return BranchInfo(
+            self.leaf, self.after_turn, len(self.turns), self.turns[0].prompt if self.turns else None
+        )
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """One harness file in the terms of the catalog, whatever its format."""
+
+    format: SessionFormat
+    id: str | None
+    cwd: str | None
+    title: str | None
+    created_at: str | None
+    parent: str | None
+    subagent: bool
+    root_uuid: str | None  # Claude Code: the first record's uuid (shared by --fork-session copies)
+    turns: tuple[Turn, ...]
+    branches: tuple[BranchPath, ...]
+    problems: tuple[Problem, ...]
+    error: str | None
+
+
+def claude_view(data: bytes, name: str) -> SessionView:
+    t: Transcript = read_transcript(data, name)
+    fork = next((edge.parent for edge in t.lineage if edge.kind == "fork"), None)
+    return SessionView(
+        format="claude-code",
+        id=t.session_id,
+        cwd=t.cwd,
+        title=t.title,
+        created_at=t.created_at,
+        parent=t.parent_session if t.subagent else fork,
+        subagent=t.subagent,
+        root_uuid=t.root,
+        turns=t.turns,
+        branches=tuple(BranchPath(b.leaf, b.after_turn, b.turns) for b in t.branches),
+        problems=t.problems,
+        error=t.error,
+    )
+
+
+def codex_view(data: bytes) -> SessionView:
+    r: Rollout = read_rollout(data)
+    edge = r.lineage[0] if r.lineage else None
+    return SessionView(
+        format="codex",
+        id=r.session_id,
+        cwd=r.cwd,
+        title=r.title,
+        created_at=r.created_at,
+        parent=edge.parent if edge else None,
+        subagent=any(e.kind == "subagent" for e in r.lineage),
+        root_uuid=None,
+        turns=r.turns,
+        branches=(),
+        problems=r.problems,
+        error=r.error,
+    )
+
+
+def read_file(path: Path) -> bytes:
+    """The file's bytes through a descriptor that is not a link (an `OSError` otherwise)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def view_of(fmt: SessionFormat, path: Path, data: bytes) -> SessionView:
+    return claude_view(data, path.name) if fmt == "claude-code" else codex_view(data)
+
+
+def epoch_ms(stamp: str | None) -> int | None:
+    if not stamp:
+        return None
+    try:
+        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def turn_summaries(turns: tuple[Turn, ...]) -> list[TurnSummary]:
+    """The turns as the index and `sessions turns` show them; a turn that cannot be branched
+    from reads `open` (or `rolled-back`), with its line range as the seq range."""
+    rows = []
+    for turn in turns:
+        status = turn.status if turn.forkable or turn.status == ROLLED_BACK else OPEN
+        rows.append(
+            TurnSummary(
+                turn=turn.index,
+                startSeq=turn.start,
+                endSeq=None if status == OPEN else turn.end,
+                status=status,
+                user=turn.prompt.strip()[:USER_PREVIEW_CHARS],
+            )
+        )
+    return rows
+
+
+def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
+    try:
+        data = read_file(path)
+    except OSError as exc:
+        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=_unreadable(exc)))
+    view = view_of(fmt, path, data)
+    if view.error is not None or not view.id:
+        error = view.error or "the file names no session id"
+        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=error))
+    row = LogRow(
+        path=str(path),
+        revision=revision,
+        id=view.id,
+        cwd=view.cwd,
+        created_at=epoch_ms(view.created_at),
+        parent=view.parent,
+        origin="subagent" if view.subagent else None,
+        title=view.title,
+        turns=len(view.turns),
+        last_seq=data.count(b"\n"),
+        digest="sha256:" + hashlib.sha256(data).hexdigest(),
+        format=fmt,
+        root_uuid=view.root_uuid,
+        branches=json.dumps([b.info().__dict__ for b in view.branches]) if view.branches else None,
+    )
+    return Update(row, None, turn_summaries(view.turns))
+
+
+def _unreadable(exc: OSError) -> str:
+    # O_NOFOLLOW: a link swapped in since the scan fails with ELOOP.
+    return LINK_REASON if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
+
+
+def _entries(path: str) -> list[os.DirEntry[str]]:
+    try:
+        return sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _regular(entry: os.DirEntry[str]) -> LogFile | None:
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    return LogFile(entry.path, st) if stat.S_ISREG(st.st_mode) else None
+
+
+def claude_folders(cwd: str) -> tuple[str, int]:
+    """The project folder name `cwd` produces, and how much of it must match: all of it, or
+    its first 200 characters when Claude Code truncated it and appended a hash."""
+    name = _NOT_ALNUM.sub("-", cwd)
+    return name, len(name) if len(name) <= CLAUDE_NAME_MAX else CLAUDE_NAME_MAX
+
+
+class ClaudeCodeSource:
+    format: SessionFormat = "claude-code"
+
+    def scan(self, root: Path, cwd: str | None) -> FileScan:
+        files: list[LogFile] = []
+        rejected: list[Rejected] = []
+        scanned: list[str] = []
+        wanted = claude_folders(cwd) if cwd is not None else None
+        for project in _entries(str(root)):
+            if wanted is not None and not _may_hold(project.name, *wanted):
+                continue
+            if project.is_symlink():
+                rejected.append(Rejected(Path(project.path), LINK_REASON))
+            elif project.is_dir(follow_symlinks=False) and not project.name.startswith("."):
+                scanned.append(f"{project.path}{os.sep}")
+                self._project(project.path, files, rejected)
+        if wanted is None:
+            scanned = [f"{root}{os.sep}"]
+        return FileScan(files, rejected, tuple(scanned))
+
+    def _project(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
+        for entry in _entries(folder):
+            if entry.is_symlink():
+                rejected.append(Rejected(Path(entry.path), LINK_REASON))
+            elif entry.name.endswith(".jsonl"):
+                if (found := _regular(entry)) is not None:
+                    files.append(found)
+            elif entry.is_dir(follow_symlinks=False):
+                self._subagents(os.path.join(entry.path, "subagents"), files, rejected)
+
+    def _subagents(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
+        entries = _entries(folder)
+        names = {e.name for e in entries}
+        for entry in entries:
+            if entry.is_symlink():
+                rejected.append(Rejected(Path(entry.path), LINK_REASON))
+            elif entry.name.endswith(".jsonl"):
+                if (found := _regular(entry)) is not None:
+                    files.append(found)
+            elif entry.name.endswith(".meta.json"):
+                transcript = entry.name.removesuffix(".meta.json") + ".jsonl"
+                if transcript not in names:
+                    rejected.append(Rejected(Path(entry.path), SIDECAR_REASON.format(name=transcript)))
+
+    def index(self, path: Path, revision: str) -> Update:
+        return _index(self.format, path, revision)
+
+
+def _may_hold(name: str, folder: str, significant: int) -> bool:
+    if significant == len(folder):
+        return name == folder
+    return name.startswith(folder[:significant]) and len(name) > significant
+
+
+class CodexSource:
+    format: SessionFormat = "codex"
+
+    def scan(self, root: Path, cwd: str | None) -> FileScan:
+        files: list[LogFile] = []
+        rejected: list[Rejected] = []
+        # YYYY/MM/DD/rollout-*.jsonl, or flat (archived): three folder levels at most.
+        folders = [(str(root), 0)]
+        while folders:
+            folder, depth = folders.pop()
+            for entry in _entries(folder):
+                if entry.is_symlink():
+                    rejected.append(Rejected(Path(entry.path), LINK_REASON))
+                elif entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
+                    if (found := _regular(entry)) is not None:
+                        files.append(found)
+                elif depth < 3 and entry.is_dir(follow_symlinks=False):
+                    folders.append((entry.path, depth + 1))
+        return FileScan(files, rejected, (f"{root}{os.sep}",))
+
+    def index(self, path: Path, revision: str) -> Update:
+        return _index(self.format, path, revision)
+
+
+HARNESS_SOURCES: dict[SessionFormat, ClaudeCodeSource | CodexSource] = {
+    "claude-code": ClaudeCodeSource(),
+    "codex": CodexSource(),
+}
+
+
+def source_fingerprint(root: Path) -> str:
+    """`roots.root_fingerprint` for a root of any format: a digest of every session file's path
+    and stat revision, and of what is refused, recognising the root's format by its layout."""
+    fmt = detect_format(root)
+    if fmt == "dsh":
+        return root_fingerprint(root)
+    scan = HARNESS_SOURCES[fmt].scan(root, None)
+    return files_fingerprint(scan.files, scan.rejected)

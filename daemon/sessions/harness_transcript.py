@@ -1,0 +1,76 @@
+"""The Markdown transcript of a Claude Code or Codex session, in the DSH transcript's shape.
+
+Each turn of the conversation is a `## Turn N — status — time` section (what the editor's
+"Branch after turn N" lenses look for), with the user's prompt, the tools called and how they
+ended, and the last assistant text. A Claude Code session's abandoned in-file branches follow
+under their own headings, their turns at a lower level, since nothing can be branched after
+them. Text from the file is quoted or put in code spans, as in `transcript`.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .formats.jsonl import end_of_line
+from .formats.model import Turn
+from .harness_sources import SessionView
+from .sources import HARNESS_NAMES
+from .transcript import fenced_code, inline, quoted
+
+
+class _Stamp(msgspec.Struct):
+    timestamp: str | None = None
+
+
+_STAMP = msgspec.json.Decoder(_Stamp)
+
+
+def _stamp(data: bytes, line: int) -> str:
+    """The `timestamp` of line `line` (1-based), or "no time" when it has none."""
+    start = end_of_line(data, line - 1)
+    try:
+        found = _STAMP.decode(data[start : end_of_line(data, line)].strip()).timestamp
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        found = None
+    return found or "no time"
+
+
+def _status(turn: Turn) -> str:
+    return turn.status if turn.forkable or turn.status == "rolled-back" else "not finished"
+
+
+def _body(turn: Turn) -> list[str]:
+    lines = ["**User**", "", *quoted(turn.prompt), ""]
+    if turn.compacted:
+        lines += ["_Earlier context was replaced by a compaction summary in this turn._", ""]
+    if turn.tools:
+        outcome = {True: "ok", False: "error", None: "no result"}
+        tools = [f"- {fenced_code(t.name)} — {outcome[t.ok]}" for t in turn.tools]
+        lines += ["**Tools**", "", *tools, ""]
+    if turn.answer is not None:
+        lines += ["**Assistant**", "", *quoted(turn.answer), ""]
+    return lines
+
+
+def render_harness_transcript(view: SessionView, data: bytes, title: str | None = None) -> str:
+    """The transcript of the session `view` read from `data`, headed by `title` when given."""
+    lines = [f"# {inline(title or view.title or view.id or 'untitled')}", ""]
+    lines.append(f"- Session: {fenced_code(view.id or '')}")
+    lines.append(f"- Harness: {HARNESS_NAMES[view.format]}")
+    lines.append(f"- Working directory: {fenced_code(view.cwd) if view.cwd else 'none'}")
+    lines.append(f"- Created: {view.created_at or 'unknown'}")
+    if view.parent is not None:
+        lines.append(f"- Parent: {fenced_code(view.parent)}{' (subagent)' if view.subagent else ''}")
+    lines.append("")
+    for turn in view.turns:
+        heading = f"## Turn {turn.index} — {inline(_status(turn))} — {inline(_stamp(data, turn.start))}"
+        lines += [heading, "", *_body(turn)]
+    for branch in view.branches:
+        point = f"after turn {branch.after_turn}" if branch.after_turn else "before the first turn"
+        lines += [f"## Abandoned branch {point} (leaf {fenced_code(branch.leaf)})", ""]
+        for turn in branch.turns:
+            heading = f"### Abandoned turn {turn.index} — {inline(_status(turn))}"
+            lines += [heading, "", *_body(turn)]
+    if not view.turns:
+        lines += ["_No turns yet._", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"

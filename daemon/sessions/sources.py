@@ -1,0 +1,129 @@
+"""Where sessions come from: the roots, each in one format, and the adapter that reads it.
+
+Three formats are sources: DSH logs, Claude Code transcripts and Codex rollouts. A root is a
+folder in one format: remem's own root and DSH's are DSH; `~/.claude/projects` (or
+`$CLAUDE_CONFIG_DIR/projects`) is Claude Code; `~/.codex/sessions` and
+`~/.codex/archived_sessions` (or under `$CODEX_HOME`) are Codex. Each default root is used only
+when it exists. A configured root may name its format; a plain path is recognised by its
+layout (decision 0120). Every format is served through the same interface, `Source`: which
+files of a root are sessions (all, or those that can belong to one workspace), and what one
+file says at one revision, for the index. DSH's adapter is the catalog's own reader path,
+which continues a grown log from its resume point; the harness adapters read a changed file
+whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from ..home import Home
+from ..settings import SessionFormat, SessionRootSetting
+
+if TYPE_CHECKING:
+    from .index import Update
+    from .roots import LogFile, Rejected
+
+HARNESS_NAMES: dict[SessionFormat, str] = {"dsh": "DSH", "claude-code": "Claude Code", "codex": "Codex"}
+_YEAR = re.compile(r"\d{4}\Z")
+
+
+@dataclass(frozen=True)
+class Root:
+    """A session root and the format of every session in it; `implicit` roots (the defaults)
+    are only looked at when they exist, so their absence is no error."""
+
+    path: Path
+    format: SessionFormat
+    implicit: bool = False
+
+
+@dataclass
+class FileScan:
+    """The session files of a root (or of the folders a workspace can use), what was refused,
+    and the path prefixes looked at: only rows under those can be known gone."""
+
+    files: list[LogFile]
+    rejected: list[Rejected]
+    scanned: tuple[str, ...]
+
+
+class Source(Protocol):
+    """One format's adapter: finding its files in a root and reading one for the index."""
+
+    format: SessionFormat
+
+    def scan(self, root: Path, cwd: str | None) -> FileScan:
+        """Every session file of `root`, or of the folders that can hold sessions of `cwd`."""
+        ...
+
+    def index(self, path: Path, revision: str) -> Update:
+        """What the file at `path` says, for the index (a per-file error, never a raise)."""
+        ...
+
+
+def _absolute(path: str) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(path)))
+
+
+def detect_format(path: Path) -> SessionFormat:
+    """The format a root's layout shows: Codex has `YYYY` date folders or `rollout-*.jsonl`
+    files, a Claude Code project folder is the cwd with every other character a `-`
+    (`-home-me-app`), DSH's is `--<slug>--`. An empty or unreadable root is DSH, the format
+    remem writes."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return "dsh"
+    if any(_YEAR.match(n) or (n.startswith("rollout-") and n.endswith(".jsonl")) for n in names):
+        return "codex"
+    if any(n.startswith("--") and n.endswith("--") for n in names):
+        return "dsh"
+    if any(n.startswith("-") for n in names):
+        return "claude-code"
+    return "dsh"
+
+
+def configured_root(entry: str | SessionRootSetting) -> Root:
+    if isinstance(entry, str):
+        path = _absolute(entry)
+        return Root(path, detect_format(path))
+    path = _absolute(entry.path)
+    return Root(path, entry.format or detect_format(path))
+
+
+def extra_root(path: Path) -> Root:
+    """A root named on the command line (`--root`): its format is recognised."""
+    absolute = Path(os.path.abspath(path))
+    return Root(absolute, detect_format(absolute))
+
+
+def harness_roots() -> list[Root]:
+    """The Claude Code and Codex folders of this user, each only when it exists."""
+    claude = os.environ.get("CLAUDE_CONFIG_DIR", "").strip() or "~/.claude"
+    codex = os.environ.get("CODEX_HOME", "").strip() or "~/.codex"
+    found = [
+        Root(_absolute(claude) / "projects", "claude-code", implicit=True),
+        Root(_absolute(codex) / "sessions", "codex", implicit=True),
+        Root(_absolute(codex) / "archived_sessions", "codex", implicit=True),
+    ]
+    return [root for root in found if root.path.is_dir()]
+
+
+def all_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> list[Root]:
+    """remem's own root, the configured ones, DSH's root and the harnesses' when they exist;
+    a folder named twice is one root, with the format it was first named with."""
+    dsh_home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
+    dsh_root = _absolute(dsh_home) / "sessions"
+    roots = [Root(home.sessions, "dsh", implicit=True), *map(configured_root, configured)]
+    if dsh_root.is_dir():
+        roots.append(Root(dsh_root, "dsh", implicit=True))
+    roots += harness_roots()
+    unique: dict[Path, Root] = {}
+    for root in roots:
+        unique.setdefault(root.path, root)
+    return list(unique.values())

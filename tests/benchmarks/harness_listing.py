@@ -1,0 +1,186 @@
+"""Listing benchmarks of Claude Code and Codex corpora: 2 000 files of ~100 KB, cold and warm.
+
+The cold listings and trees stand beside the DSH listing's floor, orjson decoding every line
+read (stdlib `json` and reading the bytes as extra columns); a warm listing, where every file
+is an index hit, beside a `stat` of every file. Files are generated in the harnesses' shapes
+(a prompt, a tool call, a large tool result and an answer per turn), each with uuids, ids and a
+workspace of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from remem.daemon.home import Home
+from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
+from remem.daemon.sessions.lineage import build_tree
+from remem.daemon.sessions.sources import Root
+
+from ..sessions.claude_lines import jsonl, prompt, result, say, use
+from ..sessions.codex_lines import call, meta, output, rollout, turn
+from .harness import Benchmark, Budget, Call, Contenders, repeat
+from .sessions import _floors, _forget_index, _orjson_all
+
+_SESSIONS = 2000
+_WORKSPACE_SESSIONS = 100
+_FILE_BYTES = 100_000
+_TOKEN = "@@@@@"  # stands for a file's number in its template, so uuids and ids differ per file
+_CWD = "/home/dev/projects/bench"
+_OTHER_CWDS = tuple(f"/home/dev/projects/other-{n:02d}" for n in range(19))
+_TOOL_OUTPUT = "".join(f"line {n}: some tool output worth remembering\n" for n in range(40))
+_OLD = 1_600_000_000
+
+
+def _claude_template() -> bytes:
+    chunks, size, parent, n = [], 0, None, 0
+    while size < _FILE_BYTES:
+        n += 1
+        u = f"{_TOKEN}-{n}"
+        records = [
+            prompt(f"u{u}", parent, f"question {n}: look at the file and explain it", cwd="@CWD@"),
+            use(f"t{u}", f"u{u}", f"c{u}"),
+            result(f"r{u}", f"t{u}", f"c{u}"),
+            say(f"a{u}", f"r{u}", f"answer {n}: " + "the file says many things. " * 20),
+        ]
+        records[2]["message"]["content"][0]["content"] = _TOOL_OUTPUT
+        for record in records:
+            record["cwd"] = "@CWD@"
+        chunk = jsonl(*records)
+        chunks.append(chunk)
+        size, parent = size + len(chunk), f"a{u}"
+    return b"".join(chunks)
+
+
+def _codex_template() -> bytes:
+    chunks, size, n = [rollout(meta(f"019c0000-0000-7000-8000-0000{_TOKEN}00", cwd="@CWD@"))], 0, 0
+    while size < _FILE_BYTES:
+        n += 1
+        tool = output(f"c{n}")
+        tool["payload"]["output"] = _TOOL_OUTPUT
+        chunk = rollout(*turn(f"t{n}", f"question {n}", f"answer {n}", call(f"c{n}"), tool))
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _corpus(root: Path, fmt: str, count: int, cwds: tuple[str, ...], first: int = 0) -> list[Path]:
+    """`count` files of ~100 KB in `root` laid out as `fmt` writes them, dealt over `cwds`."""
+    template = _claude_template() if fmt == "claude-code" else _codex_template()
+    paths = []
+    for number in range(first, first + count):
+        cwd = cwds[number % len(cwds)]
+        data = template.replace(_TOKEN.encode(), f"{number:05d}".encode()).replace(b"@CWD@", cwd.encode())
+        if fmt == "claude-code":
+            path = root / cwd.replace("/", "-") / f"7c1a0000-0000-4000-8000-0000{number:05d}00.jsonl"
+        else:
+            day = root / "2026" / "05" / f"{1 + number % 28:02d}"
+            path = day / f"rollout-2026-05-01T00-00-00-019c0000-0000-7000-8000-0000{number:05d}00.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, (_OLD, _OLD))
+        paths.append(path)
+    return paths
+
+
+def _catalog(home: Path, root: Path, fmt: str) -> SessionCatalog:
+    return SessionCatalog(Home(home), [Root(root, fmt)], idle_seconds=120)  # type: ignore[arg-type]
+
+
+def _cold(home: Path, root: Path, fmt: str, cwd: str | None = None) -> Call:
+    def listing() -> object:
+        _forget_index(home)
+        return _catalog(home, root, fmt).listing(cwd)
+
+    return listing
+
+
+@contextmanager
+def _list_cold(fmt: str) -> Iterator[Contenders]:
+    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+        root = Path(folder)
+        paths = _corpus(root / "corpus", fmt, _SESSIONS, (_CWD, *_OTHER_CWDS))
+        floor, others = _floors(paths)
+        yield Contenders(
+            remem=repeat(_cold(root / "home", root / "corpus", fmt)), baseline=floor, others=others
+        )
+
+
+@contextmanager
+def _tree_cold(fmt: str) -> Iterator[Contenders]:
+    """A 100-session workspace's first tree among 2 000. Claude Code reads only the workspace's
+    folder: against a cold listing of those 100 alone. Codex must read every rollout to learn
+    its cwd: against orjson-parsing all 2 000."""
+    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+        root, alone = Path(folder, "all"), Path(folder, "alone")
+        everything = _corpus(root / "corpus", fmt, _SESSIONS - _WORKSPACE_SESSIONS, _OTHER_CWDS)
+        everything += _corpus(root / "corpus", fmt, _WORKSPACE_SESSIONS, (_CWD,), first=_SESSIONS)
+        mine = _corpus(alone / "corpus", fmt, _WORKSPACE_SESSIONS, (_CWD,), first=_SESSIONS)
+
+        def tree() -> object:
+            _forget_index(root / "home")
+            entries, _ = _catalog(root / "home", root / "corpus", fmt).entries(_CWD)
+            assert len(entries) == _WORKSPACE_SESSIONS
+            return build_tree(lineage_items(entries)).flat()
+
+        _, others = _floors(mine)
+        if fmt == "claude-code":
+            baseline = repeat(_cold(alone / "home", alone / "corpus", fmt))
+            others = {"orjson": repeat(lambda: _orjson_all(mine)), **others}
+        else:
+            baseline = repeat(lambda: _orjson_all(everything))
+        yield Contenders(remem=repeat(tree), baseline=baseline, others=others)
+
+
+@contextmanager
+def _list_warm(fmt: str) -> Iterator[Contenders]:
+    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+        root = Path(folder)
+        paths = _corpus(root / "corpus", fmt, _SESSIONS, (_CWD, *_OTHER_CWDS))
+        catalog = _catalog(root / "home", root / "corpus", fmt)
+        assert len(catalog.listing().sessions) == _SESSIONS  # indexed once
+
+        def stat_all() -> None:
+            for path in paths:
+                os.stat(path)
+
+        yield Contenders(remem=repeat(catalog.listing), baseline=repeat(stat_all))
+
+
+def _benchmarks(fmt: str, name: str) -> list[Benchmark]:
+    files = "transcripts" if fmt == "claude-code" else "rollouts"
+    tree_floor = (
+        f"a cold listing of just those {_WORKSPACE_SESSIONS}"
+        if fmt == "claude-code"
+        else f"orjson-parse every line of all {_SESSIONS} (each must be read once to learn its cwd)"
+    )
+    return [
+        Benchmark(
+            name=f"sessions.{name}-list-cold",
+            note=f"{_SESSIONS} {name} {files} of ~100 KB, empty index; baseline: orjson-parse every line",
+            target=1.5,
+            budget=Budget(iterations=3, warmup=1),
+            setup=lambda: _list_cold(fmt),
+        ),
+        Benchmark(
+            name=f"sessions.{name}-tree-cold",
+            note=f"the tree of a {_WORKSPACE_SESSIONS}-session workspace among {_SESSIONS} {name} {files}, "
+            f"empty index; baseline: {tree_floor}",
+            target=2.0,
+            budget=Budget(iterations=3, warmup=1),
+            setup=lambda: _tree_cold(fmt),
+        ),
+        Benchmark(
+            name=f"sessions.{name}-list-warm",
+            note=f"{_SESSIONS} {name} {files} already indexed, in-process; baseline: os.stat of every file",
+            target=20.0,
+            budget=Budget(iterations=10, warmup=2),
+            setup=lambda: _list_warm(fmt),
+        ),
+    ]
+
+
+BENCHMARKS = [*_benchmarks("claude-code", "claude-code"), *_benchmarks("codex", "codex")]

@@ -1,0 +1,71 @@
+"""Claude Code and Codex sessions through the daemon, found in the harnesses' default folders
+(`$CLAUDE_CONFIG_DIR/projects`, `$CODEX_HOME/sessions`): listing, tree, transcript, the fork
+the editor asks for (its resume command, announced once), and news of a new transcript."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from tests.sessions.claude_lines import CWD, jsonl, prompt, say
+from tests.sessions.harness_roots import SID, TID, build_roots, claude_project
+
+from .helpers import calls
+from .test_notifications import Listening
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def harness_homes(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    built = build_roots(tmp_path / "built")
+    claude, codex = tmp_path / "claude-home", tmp_path / "codex-home"
+    shutil.move(built["claude-code"], claude / "projects")
+    shutil.move(built["codex"], codex / "sessions")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    home.settings_file.write_text("daemon:\n  idle_minutes: 2\n")
+    return {"claude-code": claude / "projects", "codex": codex / "sessions"}
+
+
+def test_the_daemon_lists_trees_shows_and_forks_harness_sessions(
+    home: Home, harness_homes: dict[str, Path]
+) -> None:
+    listing, tree, turns, transcript = calls(home, [
+        ("sessions/list", {"cwd": CWD}),
+        ("sessions/tree", {"cwd": CWD}),
+        ("sessions/turns", {"id": SID}),
+        ("sessions/transcript", {"id": TID}),
+    ])  # fmt: skip
+    assert listing["errors"] == []
+    assert {s["format"] for s in listing["sessions"]} == {"claude-code", "codex"}
+    nodes = {n["id"]: n for n in tree["nodes"]}
+    assert nodes[f"{SID}@a3"]["kind"] == "branch" and nodes[f"{SID}@a3"]["parent"] == SID
+    markdown = transcript["markdown"]
+    assert "## Turn 1 — completed — " in markdown and "- Harness: Codex" in markdown
+    last = turns["turns"][-1]
+    request = {"source": SID, "operationId": "ed-1", "atSeq": last["endSeq"]}
+    (fork,) = calls(home, [("sessions/fork", request)])
+    assert fork["resume"] == ["claude", "--resume", fork["child"]] and fork["forkTurn"] == last["turn"]
+    (child_turns,) = calls(home, [("sessions/turns", {"id": fork["child"]})])
+    assert [t["user"] for t in child_turns["turns"]] == ["read the notes", "instead this"]
+
+
+def test_a_new_transcript_and_a_fork_are_announced_once(home: Home, harness_homes: dict[str, Path]) -> None:
+    root = harness_homes["claude-code"]
+
+    async def scenario() -> None:
+        ears = await Listening().open(home)
+        path = claude_project(root) / "33333333-0000-4000-8000-000000000000.jsonl"
+        await asyncio.to_thread(path.write_bytes, jsonl(prompt("n1", None, "new"), say("n2", "n1", "ok")))
+        assert await ears.until(1) == [("sessions/changed", {"root": str(root)})]
+        await ears.client.call("sessions/fork", {"source": SID, "operationId": "ed-2"})
+        heard = await ears.until(2)
+        assert heard[1] == ("sessions/changed", {"root": str(root)}) and len(heard) == 2, "no echo"
+        await ears.client.close()
+
+    asyncio.run(scenario())

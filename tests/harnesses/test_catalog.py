@@ -1,0 +1,72 @@
+"""The catalog and `remem sessions` on sessions the real Claude Code and Codex CLIs wrote.
+
+Each scenario's folder is copied first (forks here write into it). What the harness did —
+resume, `--fork-session`, `--resume-session-at`, `codex exec fork` — must show in the tree as
+the fork, inferred copy, in-file branch or child it is, and a remem fork of a real session
+prints the command that resumes it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.home import Home
+
+from .conftest import Scenario
+
+pytestmark = pytest.mark.slow
+
+
+def sessions(home: Home, root: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    command = ["--home", str(home.root), "sessions", *args, "--root", str(root), "--json"]
+    done = CliRunner().invoke(cli, command)
+    return json.loads(done.output)
+
+
+def copied(folder: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(folder, tmp_path / folder.name, symlinks=True))
+
+
+def test_claude_code_resume_fork_and_rewind_in_the_tree(
+    home: Home, claude_scenario: Scenario, tmp_path: Path
+) -> None:
+    root = copied(claude_scenario.runs["first"].transcript.parent.parent, tmp_path)
+    parent, fork = claude_scenario.runs["first"].session_id, claude_scenario.runs["fork"].session_id
+    listing = sessions(home, root, "list")
+    assert listing["errors"] == [] and {s["format"] for s in listing["sessions"]} == {"claude-code"}
+    nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(claude_scenario.cwd))["nodes"]}
+    assert (nodes[fork]["parent"], nodes[fork]["flags"]) == (parent, ["inferred"])
+    (branch,) = [n for n in nodes.values() if n["kind"] == "branch"]
+    assert (branch["parent"], branch["forkTurn"], branch["title"]) == (parent, 1, "and again")
+    turns = sessions(home, root, "turns", parent)["turns"]
+    assert [(t["user"], t["forkable"]) for t in turns] == [("read the notes", True), ("instead this", True)]
+    made = sessions(home, root, "fork", parent, "--op-id", "real-1", "--at", str(turns[0]["endSeq"]))
+    assert made["resume"] == ["claude", "--resume", made["child"]] and made["forkTurn"] == 1
+    nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(claude_scenario.cwd))["nodes"]}
+    assert (nodes[made["child"]]["parent"], nodes[made["child"]]["live"]) == (parent, False)
+
+
+def test_a_claude_code_subagent_sits_under_its_session(
+    home: Home, claude_agent_scenario: Scenario, tmp_path: Path
+) -> None:
+    root = copied(claude_agent_scenario.runs["first"].transcript.parent.parent, tmp_path)
+    nodes = sessions(home, root, "tree", "--cwd", str(claude_agent_scenario.cwd))["nodes"]
+    parent = claude_agent_scenario.runs["first"].session_id
+    assert [n["kind"] for n in nodes if n["parent"] == parent] == ["subagent"]
+
+
+def test_codex_resume_and_fork_in_the_tree(home: Home, codex_scenario: Scenario, tmp_path: Path) -> None:
+    root = copied(codex_scenario.runs["first"].rollout.parents[3], tmp_path)
+    parent, fork = codex_scenario.runs["first"].session_id, codex_scenario.runs["fork"].session_id
+    nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(codex_scenario.cwd))["nodes"]}
+    assert (nodes[parent]["format"], nodes[fork]["parent"], nodes[fork]["kind"]) == ("codex", parent, "fork")
+    assert len(sessions(home, root, "turns", parent)["turns"]) == 2  # the first turn and the resumed one
+    made = sessions(home, root, "fork", parent, "--op-id", "real-2")
+    assert made["resume"] == ["codex", "exec", "resume", made["child"]] and made["forkTurn"] == 2
+    listed = {s["id"]: s for s in sessions(home, root, "list", "--cwd", str(codex_scenario.cwd))["sessions"]}
+    assert (listed[made["child"]]["parent"], listed[made["child"]]["turns"]) == (parent, 2)

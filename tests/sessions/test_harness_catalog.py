@@ -1,0 +1,196 @@
+"""Claude Code transcripts and Codex rollouts in the catalog: listing beside DSH logs, the
+workspace's folders, the tree (forks, subagents, in-file branches, inferred copies), liveness,
+bad input per file, settings and default roots. Shapes the real CLIs cannot be made to write
+(a torn line, a sidecar alone, a link) are hand-built here; tests/harnesses lists real ones."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.home import Home
+from remem.daemon.sessions import harness_sources
+from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
+from remem.daemon.sessions.lineage import build_tree
+from remem.daemon.sessions.sources import Root, all_roots, detect_format
+from remem.daemon.settings import SessionRootSetting
+from remem.lsp.code_lens import _turn_ends
+
+from .claude_lines import CWD, jsonl, prompt, say
+from .codex_lines import rollout, turn
+from .harness_roots import CHILD, COPY, FORK, SID, TID, build_roots, claude_project, conversation, write
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> dict[str, Path]:
+    return build_roots(tmp_path)
+
+
+def invoke(home: Home, roots: dict[str, Path], *args: str) -> str:
+    """`remem sessions ARGS` over `roots`, its output."""
+    extra = [f"--root={p}" for p in roots.values()]
+    return CliRunner().invoke(cli, [f"--home={home.root}", "sessions", *args, *extra]).output
+
+
+def catalog(home: Home, roots: dict[str, Path], idle: int = 120) -> SessionCatalog:
+    return SessionCatalog(home, [Root(path, fmt) for fmt, path in roots.items()], idle)  # type: ignore[arg-type]
+
+
+def test_every_format_lists_side_by_side_each_row_naming_its_harness(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    listing = catalog(home, roots).listing()
+    assert listing.errors == []
+    formats = {s.id: s.format for s in listing.sessions}
+    assert formats == {
+        SID: "claude-code", FORK: "claude-code", COPY: "claude-code", "agent-a1b2": "claude-code",
+        TID: "codex", CHILD: "codex", "019c-else": "codex", "dsh-1": "dsh",
+    }  # fmt: skip
+    by_id = {s.id: s for s in listing.sessions}
+    assert (by_id[SID].cwd, by_id[SID].turns, by_id[SID].title) == (CWD, 2, "read the notes")
+    assert (by_id[FORK].kind, by_id[FORK].parent) == ("fork", SID)
+    assert (by_id["agent-a1b2"].kind, by_id["agent-a1b2"].parent) == ("subagent", SID)
+    assert (by_id[CHILD].kind, by_id[CHILD].parent, by_id["019c-else"].cwd) == ("fork", TID, "/else")
+
+
+def test_a_workspace_reads_only_its_claude_folder_and_filters_codex_by_cwd(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = claude_project(roots["claude-code"], "/home/u/other")
+    write(other / "11111111-0000-4000-8000-000000000000.jsonl", jsonl(prompt("x1", None, "elsewhere")))
+    read: list[str] = []
+    original = harness_sources._index
+    monkeypatch.setattr(harness_sources, "_index", lambda f, p, r: read.append(p.name) or original(f, p, r))
+    ids = {s.id for s in catalog(home, roots).listing(CWD).sessions}
+    assert ids == {SID, FORK, COPY, "agent-a1b2", TID, CHILD, "dsh-1"}
+    assert not any(name.startswith("1111") for name in read)  # the other folder was never opened
+    read.clear()
+    assert {s.id for s in catalog(home, roots).listing(CWD).sessions} == ids
+    assert read == []  # warm: every file was a stat and an index hit
+
+
+def test_a_changed_file_is_read_again(home: Home, roots: dict[str, Path]) -> None:
+    path = claude_project(roots["claude-code"]) / f"{SID}.jsonl"
+    assert {s.id: s.turns for s in catalog(home, roots).listing().sessions}[SID] == 2
+    write(path, path.read_bytes() + jsonl(prompt("u4", "a4", "third"), say("a5", "u4", "done")))
+    assert {s.id: s.turns for s in catalog(home, roots).listing().sessions}[SID] == 3
+
+
+def test_the_tree_nests_forks_subagents_branches_and_inferred_copies(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    entries, errors = catalog(home, roots).entries(CWD)
+    nodes = {n.id: n for n in build_tree(lineage_items(entries)).flat()}
+    assert errors == []
+    assert (nodes[FORK].parent, nodes[FORK].kind, nodes[FORK].flags) == (SID, "fork", [])
+    assert (nodes[COPY].parent, nodes[COPY].kind, nodes[COPY].flags) == (SID, "fork", ["inferred"])
+    assert (nodes["agent-a1b2"].parent, nodes["agent-a1b2"].kind) == (SID, "subagent")
+    (branch,) = [n for n in nodes.values() if n.kind == "branch"]
+    assert (branch.id, branch.parent, branch.forkTurn, branch.title) == (f"{SID}@a3", SID, 1, "and again")
+    assert (nodes[CHILD].parent, nodes[CHILD].format, nodes[SID].format) == (TID, "codex", "claude-code")
+
+
+def test_a_subagent_whose_session_is_gone_is_an_orphan_and_a_lone_sidecar_an_error(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    project = claude_project(roots["claude-code"])
+    (project / f"{SID}.jsonl").unlink()
+    write(project / SID / "subagents" / "agent-gone.meta.json", b'{"agentType":"x"}')
+    entries, errors = catalog(home, roots).entries(CWD)
+    assert [(Path(e.path).name, e.message.split(";")[0]) for e in errors] == [
+        ("agent-gone.meta.json", "a subagent's .meta.json without its transcript agent-gone.jsonl")
+    ]
+    nodes = {n.id: n for n in build_tree(lineage_items(entries)).flat()}
+    assert nodes["agent-a1b2"].flags == ["orphan"] and nodes[FORK].flags == ["orphan"]
+
+
+def test_bad_files_are_per_file_errors_and_the_others_still_list(home: Home, roots: dict[str, Path]) -> None:
+    project = claude_project(roots["claude-code"])
+    write(project / "22222222-0000-4000-8000-000000000000.jsonl", b"not json\n\xff\xfe\n")
+    torn = jsonl(*conversation()) + b'{"type": "user", "uuid": "half'
+    write(project / f"{SID}.jsonl", torn)
+    day = roots["codex"] / "2026" / "05" / "02"
+    write(day / "rollout-2026-05-02T00-00-00-nometa.jsonl", rollout(*turn("t1", "hi", "hello")))
+    (day / "rollout-2026-05-02T00-00-01-link.jsonl").symlink_to(project / f"{SID}.jsonl")
+    listing = catalog(home, roots).listing()
+    reasons = {Path(e.path).name: e.message for e in listing.errors}
+    assert reasons["22222222-0000-4000-8000-000000000000.jsonl"].startswith("no conversation records")
+    assert reasons["rollout-2026-05-02T00-00-00-nometa.jsonl"].startswith("no session_meta line")
+    assert "symbolic link" in reasons["rollout-2026-05-02T00-00-01-link.jsonl"]
+    assert len(reasons) == 3
+    assert {s.id: s.turns for s in listing.sessions}[SID] == 2  # a torn tail is the harness appending
+
+
+def test_liveness_is_a_recent_change(home: Home, roots: dict[str, Path]) -> None:
+    path = claude_project(roots["claude-code"]) / f"{SID}.jsonl"
+    os.utime(path, None)
+    live = {s.id: s.live for s in catalog(home, roots).listing().sessions}
+    assert live[SID] and not live[FORK] and not live[TID]
+
+
+def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots: dict[str, Path]) -> None:
+    rows = json.loads(invoke(home, roots, "turns", SID, "--json"))["turns"]
+    assert [(r["turn"], r["startSeq"], r["endSeq"], r["status"], r["forkable"]) for r in rows] == [
+        (1, 1, 4, "completed", True),
+        (2, 7, 8, "completed", True),
+    ]
+    shown = invoke(home, roots, "show", SID)
+    headings = [line for line in shown.splitlines() if line.startswith("#")]
+    assert headings == [
+        "# read the notes",
+        "## Turn 1 — completed — 2026-01-01T00:00:02Z",
+        "## Turn 2 — completed — 2026-01-01T00:01:00Z",
+        "## Abandoned branch after turn 1 (leaf `a3`)",
+        "### Abandoned turn 2 — completed",
+    ]
+    assert "- Harness: Claude Code" in shown and "> rewound answer" in shown
+    # The transcript lenses' own parser: one "Branch after turn N" per turn of the conversation,
+    # none inside the abandoned branch.
+    lines = shown.splitlines()
+    assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, len(lines) - 1)]
+
+
+@pytest.mark.parametrize(("session", "resume"), [(SID, "claude --resume"), (TID, "codex exec resume")])
+def test_a_harness_fork_prints_the_command_that_resumes_it_and_is_not_live(
+    home: Home, roots: dict[str, Path], session: str, resume: str
+) -> None:
+    made = invoke(home, roots, "fork", session, "--op-id", f"op-{session}")
+    assert f"resume it from the session's folder with: {resume} " in made, made
+    child = made.split()[1]
+    listed = {s.id: s for s in catalog(home, roots).listing().sessions}
+    assert (listed[child].parent, listed[child].live) == (session, False)
+    assert listed[child].format == listed[session].format
+    again = json.loads(invoke(home, roots, "fork", session, "--op-id", f"op-{session}", "--json"))
+    assert again["child"] == child and not again["created"] and resume.split() == again["resume"][:-1]
+
+
+def test_a_line_outside_every_turn_is_refused(home: Home, roots: dict[str, Path]) -> None:
+    refused = json.loads(invoke(home, roots, "fork", SID, "--op-id", "x", "--at", "5", "--json"))
+    assert refused["error"]["code"] == "INVALID_ANCHOR"
+
+
+def test_roots_name_their_format_or_are_recognised(
+    tmp_path: Path, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude, codex = tmp_path / "cc", tmp_path / "cx"
+    (claude / "projects" / "-home-u").mkdir(parents=True)
+    (codex / "sessions" / "2026").mkdir(parents=True)
+    assert (
+        detect_format(claude / "projects") == "claude-code" and detect_format(codex / "sessions") == "codex"
+    )
+    assert detect_format(tmp_path / "nothing") == "dsh"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    named = SessionRootSetting(path=str(tmp_path / "mine"), format="codex")
+    found = [(r.path, r.format) for r in all_roots(home, [named, str(claude / "projects")])]
+    assert found == [
+        (home.sessions, "dsh"),
+        (tmp_path / "mine", "codex"),
+        (claude / "projects", "claude-code"),
+        (codex / "sessions", "codex"),  # archived_sessions does not exist: not a root
+    ]
