@@ -2,20 +2,20 @@
 
 The file is read once, through a descriptor that refuses a symbolic link, and everything a
 review needs is taken from those bytes: the session id and cwd (from the records, never the
-folder name), the content digest that binds the review id (`log_digest`, the rule DSH logs
-follow: the same bytes are the same review), and liveness. A harness holds no lock remem can
+folder name), the content digest that binds the review id (the catalog's for these formats,
+sha256 of the bytes: the same bytes are the same review), and liveness. A harness holds no lock remem can
 see, so a file changed within `sessions.idle_seconds` is live: the harness may still be
 writing it. Two observations with the same path, digest and no liveness are the same source.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..sessions.digest import log_digest
 from ..sessions.formats.claude_code import read_transcript
 from ..sessions.formats.codex import read_rollout
 from ..sessions.formats.jsonl import LineTooLong, read_bounded
@@ -50,6 +50,11 @@ class HarnessFile:
         return not other.live and (other.path, other.digest) == (self.path, self.digest)
 
 
+def content_digest(data: bytes) -> str:
+    """The digest the catalog lists a Claude Code or Codex session by."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
 def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
     """Read `path` once; raises `Unreadable` when it is missing, a link, or holds no session."""
     try:
@@ -74,7 +79,7 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         harness=harness,
         path=path,
         data=data,
-        digest=log_digest(data),
+        digest=content_digest(data),
         session_id=session,
         cwd=cwd,
         lines=data.count(b"\n"),

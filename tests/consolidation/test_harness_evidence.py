@@ -10,9 +10,8 @@ import pytest
 
 from remem.daemon.consolidation.evidence import SUMMARY_LABEL, EvidenceRange
 from remem.daemon.consolidation.harness_evidence import project_harness
-from remem.daemon.consolidation.harness_source import Unreadable, observe
+from remem.daemon.consolidation.harness_source import Unreadable, content_digest, observe
 from remem.daemon.consolidation.proposal import Frozen, ProposalRejected, parse_arguments, plan_proposal
-from remem.daemon.sessions.digest import log_digest
 from tests.sessions import claude_lines as cl
 from tests.sessions import codex_lines as cx
 
@@ -186,7 +185,7 @@ def test_an_observation_reads_identity_digest_and_liveness_from_the_file(tmp_pat
     path.write_bytes(data)
     fresh = observe("claude-code", path, idle_seconds=120)
     assert (fresh.session_id, fresh.cwd, fresh.digest, fresh.lines, fresh.live) == (
-        cl.SID, cl.CWD, log_digest(data), 2, True,
+        cl.SID, cl.CWD, content_digest(data), 2, True,
     )  # fmt: skip
     os.utime(path, (1_600_000_000, 1_600_000_000))
     settled = observe("claude-code", path, idle_seconds=120)
