@@ -171,14 +171,15 @@ def elide_code_blocks(text: str) -> str:
     return "".join(out)
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
+    """Text fit for evidence: oversized code blocks elided, credentials redacted."""
     # Elide first: the byte count is the source's, and redaction never sees what is dropped anyway.
     return redact(elide_code_blocks(text)).strip()
 
 
 def _evidence_text(message: Any) -> str:
     """Text blocks as they are, any other shown block (image, file, …) as a bare `[type]`."""
-    return _clean(message_text(message, _type_only))
+    return clean(message_text(message, _type_only))
 
 
 def _type_only(block: dict[str, Any]) -> str:

@@ -31,7 +31,8 @@ from ..settings import Settings, SettingsStore
 from .attempts import read_attempt, settle_attempts
 from .barrier import converge
 from .debug import DebugLog
-from .evidence import EvidenceRange, project_evidence
+from .evidence import Evidence, EvidenceRange, project_evidence
+from .harness_source import HarnessFile, Unreadable, observe
 from .prompt import SYSTEM_RULES, TOOL, runtime_context
 from .proposal import (
     Frozen,
@@ -104,7 +105,7 @@ class _Input:
     """A source observed twice, identically, with the memory it will be reviewed against."""
 
     entry: Entry
-    log: SessionLog
+    log: SessionLog | HarnessFile  # a DSH log read whole, or a Claude Code or Codex file's bytes
     workspace: WorkspaceId
     global_snapshot: GlobalSnapshot
     workspace_snapshot: WorkspaceSnapshot
@@ -173,7 +174,7 @@ class Consolidator:
             return _result(receipt, recovered=False)
         if receipt is not None and receipt.status is Status.COMMITTING:
             return _result(self._recover(receipt), recovered=True)
-        evidence = project_evidence(source.log)
+        evidence = _evidence(source)
         context = runtime_context(
             review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
         )
@@ -308,10 +309,7 @@ class Consolidator:
             else SessionCatalog(self.home, self._session_roots, settings.sessions.idle_seconds)
         )
         entry = self._eligible(catalog, session_id)
-        try:
-            log = read_session(entry.path, expected_id=session_id)
-        except SessionLogError as exc:
-            raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
+        log = _read_source(entry, session_id, settings.sessions.idle_seconds)
         assert entry.summary.cwd is not None
         workspace = WorkspaceId.from_cwd(entry.summary.cwd)
         try:
@@ -409,6 +407,31 @@ class Consolidator:
             # Retries are bounded: the attempt's own timeout is the user's budget.
             self._clients[key] = AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=2)
         return self._clients[key]
+
+
+def _read_source(entry: Entry, session_id: str, idle_seconds: int) -> SessionLog | HarnessFile:
+    """The session's content, read once: a DSH log, or a harness file whose bytes must be the
+    ones the catalog listed (their digest is the review's)."""
+    if entry.format == "dsh":
+        try:
+            return read_session(entry.path, expected_id=session_id)
+        except SessionLogError as exc:
+            raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
+    try:
+        read = observe(entry.format, entry.path, idle_seconds)
+    except Unreadable as exc:
+        raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
+    if read.live:
+        raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
+    if read.digest != entry.summary.digest or read.session_id != session_id:
+        raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+    return read
+
+
+def _evidence(source: _Input) -> Evidence:
+    if isinstance(source.log, HarnessFile):
+        return source.log.evidence()
+    return project_evidence(source.log)
 
 
 async def _to_the_end(work: Callable[..., T], *args: Any) -> tuple[T, bool]:

@@ -12,6 +12,7 @@ record is stamped now (Claude Code resumes at the latest leaf). The session's
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Any
 
@@ -24,28 +25,55 @@ _LEAKING = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
 # string naming an inherited record is renamed with it — parent links, and references such
 # as a compaction's preserved segment (`compactMetadata.preservedSegment.headUuid`, ...).
 _VERBATIM = frozenset({"message", "toolUseResult"})
+_STAMPED = frozenset({"uuid", "parentUuid", "sessionId", "isSidechain", "forkedFrom", *_LEAKING})
+_RAW_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def child_uuid(child: str, parent_uuid: str) -> str:
     """The child's uuid for the parent's record `parent_uuid`: fresh, yet the same on a retry."""
-    return str(uuid.uuid5(uuid.UUID(child), parent_uuid))
+    return _uuid5(uuid.UUID(child).bytes, parent_uuid)
+
+
+def _uuid5(namespace: bytes, name: str) -> str:
+    """`str(uuid.uuid5(UUID(bytes=namespace), name))`, without building UUID objects (a fork
+    names tens of thousands of records)."""
+    digest = bytearray(hashlib.sha1(namespace + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    hex_ = digest.hex()
+    return f"{hex_[:8]}-{hex_[8:12]}-{hex_[12:16]}-{hex_[16:20]}-{hex_[20:]}"
 
 
 def child_lines(data: bytes, selection: Selection, child: str, title: str, now: str) -> list[bytes]:
-    """The child transcript's lines (each ending in a newline) for `selection` of `data`."""
-    parent = selection.transcript.session_id
+    """The child transcript's lines (each ending in a newline) for `selection` of `data`.
+
+    Each record is decoded only to its top-level fields' raw JSON: what needs no renaming is
+    written back byte for byte, the conversation's bulk included."""
+    parent = selection.session_id
     starts = _line_starts(data)
     encode = msgspec.json.Encoder().encode
     out: list[bytes] = []
     last = len(selection.lines) - 1
-    renamed = {old: child_uuid(child, old) for old in selection.parents}
-    for position, number in enumerate(selection.lines):
-        record: dict[str, Any] = msgspec.json.decode(_line(data, starts, number))
-        original = record["uuid"]
+    namespace = uuid.UUID(child).bytes
+    renamed = {old: _uuid5(namespace, old) for old in selection.parents}
+    # A string field names a record when its JSON text is that uuid's; objects and arrays are
+    # decoded and searched; numbers, booleans and other strings are written back as they are.
+    tokens = {encode(old): encode(new) for old, new in renamed.items()}
+    sizes = {len(token) for token in tokens}
+    # `parents` holds the selected records' uuids in the order of their lines.
+    for position, (number, original) in enumerate(zip(selection.lines, selection.parents, strict=True)):
+        record: dict[str, Any] = _RAW_FIELDS.decode(_line(data, starts, number))
         above = selection.parents.get(original)
         for key, value in record.items():
-            if key not in _VERBATIM:
-                record[key] = _renamed(value, renamed)
+            if key in _VERBATIM or key in _STAMPED:
+                continue
+            first = memoryview(value)[:1]
+            if first == b"{" or first == b"[":
+                record[key] = _renamed(msgspec.json.decode(value), renamed)
+            elif len(value) in sizes and (text := bytes(value)) in tokens:
+                record[key] = msgspec.Raw(tokens[text])
+        for key in _LEAKING:
+            record.pop(key, None)
         record.update(
             uuid=renamed[original],
             parentUuid=renamed[above] if above else None,
@@ -55,8 +83,6 @@ def child_lines(data: bytes, selection: Selection, child: str, title: str, now: 
         )
         if position == last:
             record["timestamp"] = now
-        for key in _LEAKING:
-            record.pop(key, None)
         out.append(encode(record) + b"\n")
     if selection.replacements:
         replacement = {

@@ -17,7 +17,6 @@ import os
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,15 +24,14 @@ from ..faults import faultpoint
 from ..home import Home
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import fork_selection, read_transcript
-from ..sessions.formats.codex import read_rollout
-from ..sessions.formats.jsonl import end_of_line
-from ..sessions.formats.model import NotAForkPoint, RefusalCode
+from ..sessions.formats.codex import fork_point, read_rollout
+from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded
+from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
 from .child import next_title, normalize_title
 from .journal import ForkJournal, JournalEntry
 
-Harness = Literal["claude-code", "codex"]
 _REFUSALS: dict[RefusalCode, ErrorCode] = {
     "no-conversation": "INVALID",
     "no-such-turn": "INVALID_ANCHOR",
@@ -128,18 +126,18 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
-    ) -> tuple[list[bytes], JournalEntry]:
+    ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "claude-code")
         try:
             selection = fork_selection(data, parent.name, turn)
         except NotAForkPoint as refused:
             raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
-        title = _title(request, selection.transcript.title, entry)
+        title = _title(request, selection.title, entry)
         prepared = self._prepare(
             entry,
             _entry(
                 request,
-                source=selection.transcript.session_id,
+                source=selection.session_id,
                 inherited=memoryview(data)[: end_of_line(data, selection.turn.end)],
                 child=child,
                 path=parent.with_name(f"{child}.jsonl"),
@@ -149,7 +147,8 @@ class HarnessForks:
             ),
         )
         stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp), prepared
+        lines = claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp)
+        return [b"".join(lines)], prepared  # one write, not one system call per record
 
     def _codex(
         self,
@@ -159,19 +158,14 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
-    ) -> tuple[list[bytes], JournalEntry]:
-        rollout = read_rollout(data)
-        if rollout.error is not None or rollout.session_id is None:
-            raise OperationError("INVALID", f"{parent}: {rollout.error}")
+    ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn_index = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "codex")
-        if not 1 <= turn_index <= len(rollout.turns):
-            raise OperationError("INVALID_ANCHOR", f"{parent}: turn {turn_index} does not exist")
-        turn = rollout.turns[turn_index - 1]
-        if not turn.forkable:
-            raise OperationError(
-                "OPEN_TURN", f"{parent}: turn {turn_index} is {turn.status}, not a fork point"
-            )
-        end = end_of_line(data, turn.end)
+        try:
+            point = fork_point(data, turn_index)
+        except NotAForkPoint as refused:
+            raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+        rollout, turn, end = point.rollout, point.turn, point.cut
+        assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
         prepared = self._prepare(
             entry,
             _entry(
@@ -189,7 +183,7 @@ class HarnessForks:
         meta = codex_child.child_meta(
             codex_child.meta_line(data, rollout.meta_line), child, rollout.session_id, now
         )
-        return [meta, data[:end]], prepared
+        return [meta, memoryview(data)[:end]], prepared
 
 
 def _read_parent(path: Path) -> tuple[bytes, str]:
@@ -201,7 +195,11 @@ def _read_parent(path: Path) -> tuple[bytes, str]:
     except OSError as exc:
         raise OperationError("INVALID", f"{path} cannot be read as a session: {exc.strerror}") from None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read(), stat_revision(os.fstat(handle.fileno()))
+        try:
+            data = read_bounded(handle)
+        except LineTooLong as exc:
+            raise OperationError("INVALID", f"{path}: {exc.reason}") from None
+        return data, stat_revision(os.fstat(handle.fileno()))
 
 
 def _entry(

@@ -184,7 +184,7 @@ def test_bad_lines_are_skipped_with_their_line_number_and_reason() -> None:
         {"type": "a-type-from-the-future", "whatever": [1]},
         say("a1", "u1", "a"),
     )
-    assert codes(t) == ["not-json", "not-json", "bad-record", "bad-record"]
+    assert codes(t) == ["not-json", "not-utf8", "bad-record", "bad-record"]
     assert [problem.line for problem in t.problems] == [2, 3, 4, 5]
     assert "UTF-8" in t.problems[1].reason and "parentUuid" in t.problems[3].reason
     assert [turn.answer for turn in t.turns] == ["a"]

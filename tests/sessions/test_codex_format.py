@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from remem.daemon.sessions.formats.codex import read_rollout
+import pytest
+
+from remem.daemon.sessions.formats.codex import fork_point, read_rollout
+from remem.daemon.sessions.formats.jsonl import end_of_line
+from remem.daemon.sessions.formats.model import NotAForkPoint
 
 from .codex_lines import TID, call, event, line, message, meta, output, rollout, turn
 
@@ -122,3 +126,43 @@ def test_bad_lines_become_problems_and_a_missing_session_meta_an_error() -> None
     assert [t.prompt for t in r.turns] == ["q"]
     assert "no session_meta" in (read(*turn("t1", "q", "a")).error or "")
     assert "no cwd" in (read(line("session_meta", id=TID)).error or "")
+
+
+def test_a_fork_point_finds_the_turn_by_its_events_and_agrees_with_the_full_read() -> None:
+    decoy = line("response_item", type="message", role="user", content=[{"type": "task_complete"}])
+    data = rollout(
+        meta(),
+        *turn("t1", "first ask", "one", call("c1"), output("c1")),
+        line("event_msg", type="token_count", info={"note": '"task_started" and "turn_aborted"'}),
+        b'not json, yet it says "task_started"\n',  # the candidates are then decoded one by one
+        *turn("t2", "second ask", "two", decoy, message("assistant", 'quoting "task_complete"')),
+        *turn("t3", "third ask", "three", end="turn_aborted"),
+    )
+    full = read_rollout(data)
+    for index in (1, 2, 3):
+        point = fork_point(data, index)
+        rollout_, found = point.rollout, point.turn
+        assert point.cut == end_of_line(data, found.end)
+        assert found == full.turns[index - 1] and rollout_.title == "first ask" == full.title
+    assert (full.turns[1].start, full.turns[1].end) == (11, 17)
+
+
+def test_a_fork_point_refuses_what_the_full_read_refuses() -> None:
+    data = rollout(meta(), *turn("t1", "q", "a"), event("task_started", turn_id="t2"), call("c9"))
+    with pytest.raises(NotAForkPoint, match="turn 2 is open") as open_turn:
+        fork_point(data, 2)
+    with pytest.raises(NotAForkPoint, match="turn 3 does not exist: the rollout has 2") as missing:
+        fork_point(data, 3)
+    assert (open_turn.value.code, missing.value.code) == ("open-turn", "no-such-turn")
+    with pytest.raises(NotAForkPoint, match="no session_meta") as damaged:
+        fork_point(rollout(*turn("t1", "q", "a")), 1)
+    assert damaged.value.code == "no-conversation"
+
+
+def test_after_a_rollback_the_fork_point_comes_from_the_full_read() -> None:
+    data = rollout(
+        meta(), *turn("t1", "q1", "a1"), *turn("t2", "q2", "a2"), event("thread_rolled_back", num_turns=1)
+    )
+    assert fork_point(data, 1).turn == read_rollout(data).turns[0]
+    with pytest.raises(NotAForkPoint, match="rolled-back"):
+        fork_point(data, 2)

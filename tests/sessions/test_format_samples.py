@@ -7,6 +7,7 @@ folder these tests skip and say so — except under CI=true, where it must be th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
 from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
-from remem.daemon.sessions.formats.codex import Rollout, read_rollout
+from remem.daemon.sessions.formats.codex import Rollout, fork_point, read_rollout
+from remem.daemon.sessions.formats.jsonl import end_of_line
 from remem.daemon.sessions.lineage import build_tree
 from tests.shared_folder import SHARED, require
 
@@ -110,6 +112,20 @@ def test_an_unfinished_codex_turn_is_open_and_not_a_fork_point() -> None:
     (turn,) = codex("019c8a70-dda7-7f33-98ea-f30553347322").turns
     assert (turn.status, turn.forkable) == ("open", False)
     assert [tool.ok for tool in turn.tools] == [None]
+
+
+@pytest.mark.parametrize("path", CODEX_FILES, ids=lambda p: p.name)
+def test_a_codex_fork_point_is_the_full_readers_turn(path: Path) -> None:
+    data = path.read_bytes()
+    full = read_rollout(data)
+    for turn in (t for t in full.turns if t.forkable):
+        point = fork_point(data, turn.index)
+        rollout, found = point.rollout, point.turn
+        assert point.cut == end_of_line(data, found.end)
+        assert found == replace(turn, compacted=found.compacted)
+        assert (rollout.session_id, rollout.cwd, rollout.title, rollout.meta_line) == (
+            full.session_id, full.cwd, full.title, full.meta_line,
+        )  # fmt: skip
 
 
 def test_every_sample_lists_through_the_catalog_with_its_readers_turns(home: Home) -> None:

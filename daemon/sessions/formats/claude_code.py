@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 
 from .jsonl import Fields, Line, records
-from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus
+from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 # A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
@@ -47,6 +48,7 @@ _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTAL
 # What Claude Code writes as a user line when the user stops a turn (Esc): a marker, not a prompt.
 INTERRUPTED = "[Request interrupted by user"
 PROMPT_CHARS = 200
+_NO_CONVERSATION = "no conversation records (user/assistant lines with a uuid)"
 
 
 class _ForkedFrom(msgspec.Struct, rename="camel"):
@@ -74,8 +76,9 @@ class _Message(msgspec.Struct):
     content: str | list[_Block] | None = None
 
 
-class _Record(msgspec.Struct, rename="camel"):
-    """The fields remem reads; everything else in a line is skipped by the decoder."""
+class _Link(msgspec.Struct, rename="camel"):
+    """What the graph, turns and a fork read of a line; everything else in it is skipped by the
+    decoder (a fork decodes this much of every line, so it holds no more)."""
 
     type: str = ""
     subtype: str | None = None
@@ -83,10 +86,6 @@ class _Record(msgspec.Struct, rename="camel"):
     parent_uuid: str | None = None
     logical_parent_uuid: str | None = None
     session_id: str | None = None
-    agent_id: str | None = None
-    cwd: str | None = None
-    timestamp: str | None = None
-    version: str | None = None
     is_sidechain: bool | None = None
     is_meta: bool | None = None
     is_compact_summary: bool | None = None
@@ -97,9 +96,18 @@ class _Record(msgspec.Struct, rename="camel"):
     ai_title: str | None = None
     summary: str | None = None
     leaf_uuid: str | None = None
-    forked_from: _ForkedFrom | None = None
     origin: _Origin | None = None  # who wrote a user line; the harness, for task notifications
     replacements: list[Any] | None = None  # of a content-replacement record
+
+
+class _Record(_Link, rename="camel"):
+    """A line as the transcript summary reads it."""
+
+    agent_id: str | None = None
+    cwd: str | None = None
+    timestamp: str | None = None
+    version: str | None = None
+    forked_from: _ForkedFrom | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +154,7 @@ def read_transcript(data: bytes, name: str) -> Transcript:
 class _Parsed:
     lines: list[Line[_Record]]
     graph: _Graph
-    path: list[Line[_Record]]
+    path: list[Line[_Link]]
     transcript: Transcript
 
 
@@ -154,7 +162,7 @@ def _parse(data: bytes, name: str) -> _Parsed:
     problems: list[Problem] = []
     lines = list(records(data, _Record, problems))
     graph = _Graph(lines, problems)
-    stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    stem = _stem(name)
     path = graph.active_path()
     turns = _turns(path, graph)
     return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, turns, problems))
@@ -164,12 +172,13 @@ def _parse(data: bytes, name: str) -> _Parsed:
 class Selection:
     """The records a fork after a turn of the active conversation inherits.
 
-    `lines` are line numbers in file order; `parents` maps each selected uuid to its nearest
-    selected ancestor (progress lines are links for the UI only and are left out, as
+    `lines` are line numbers in file order; `parents` maps each selected uuid (in the same
+    order) to its nearest selected ancestor (progress lines are links for the UI only and are left out, as
     claude-agent-sdk's fork does); `replacements` are the session's ``content-replacement``
     entries, which the child must carry under its own id."""
 
-    transcript: Transcript
+    session_id: str
+    title: str | None
     turn: Turn
     lines: tuple[int, ...]
     parents: dict[str, str | None]
@@ -179,16 +188,24 @@ class Selection:
 def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     """What a fork after turn `turn_index` (1-based) of the active conversation keeps.
 
-    Raises `NotAForkPoint` when the file has no conversation, no such turn, or the turn is open."""
-    parsed = _parse(data, name)
-    transcript, graph, path, turns = parsed.transcript, parsed.graph, parsed.path, parsed.transcript.turns
-    if transcript.error is not None:
-        raise NotAForkPoint("no-conversation", transcript.error)
-    if not 1 <= turn_index <= len(turns):
+    Only what the fork needs is derived (the graph, the active path cut into turns, the chosen
+    turn and the title), not the whole transcript: a fork of a large file must stay close to
+    the cost of re-stamping its records. Raises `NotAForkPoint` when the file has no
+    conversation, no such turn, or the turn is open."""
+    problems: list[Problem] = []
+    lines = list(records(data, _Link, problems))
+    graph = _Graph(lines, problems)
+    if not graph.nodes:
+        raise NotAForkPoint("no-conversation", _NO_CONVERSATION)
+    path = graph.active_path()
+    groups = _groups(path)
+    if not 1 <= turn_index <= len(groups):
         raise NotAForkPoint(
-            "no-such-turn", f"turn {turn_index} does not exist: the conversation has {len(turns)}"
+            "no-such-turn", f"turn {turn_index} does not exist: the conversation has {len(groups)}"
         )
-    turn = turns[turn_index - 1]
+    on_path = {line.record.uuid for line in path}
+    group = groups[turn_index - 1]
+    turn = _turn(turn_index, group, graph.side_nodes(group, on_path), graph.results)
     if not turn.forkable:
         raise NotAForkPoint(
             "open-turn",
@@ -196,35 +213,47 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
         )
     through = [line for line in path if line.number <= turn.end]
     kept = {line.record.uuid for line in through}
-    for group_line in through:
-        for side in graph.side_nodes([group_line], kept):
-            if side.number < turn.end:
-                kept.add(side.record.uuid)
+    kept.update(side.record.uuid for side in graph.side_nodes(through, kept) if side.number < turn.end)
     selected = sorted(
-        (graph.nodes[uuid] for uuid in kept if uuid and graph.nodes[uuid].record.type != "progress"),
-        key=lambda line: line.number,
+        (line for uuid in kept if uuid and (line := graph.nodes[uuid]).record.type != "progress"),
+        key=attrgetter("number"),
     )
     chosen = {line.record.uuid for line in selected}
-    parents = {line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected}
+    session = _stem(name)
     return Selection(
-        transcript=transcript,
+        session_id=session,
+        title=_title(lines, graph, _first_prompt(groups))[0],
         turn=turn,
         lines=tuple(line.number for line in selected),
-        parents=parents,
+        parents={line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected},
         replacements=tuple(
             item
-            for line in parsed.lines
-            if line.record.type == "content-replacement" and line.record.session_id == transcript.session_id
+            for line in lines
+            if line.record.type == "content-replacement" and line.record.session_id == session
             for item in line.record.replacements or ()
         ),
     )
 
 
-def _kept_ancestor(graph: _Graph, line: Line[_Record], chosen: set[str | None]) -> str | None:
+def _stem(name: str) -> str:
+    return name.rsplit("/", 1)[-1].removesuffix(".jsonl")
+
+
+def _first_prompt(groups: list[list[Line[_Link]]]) -> str | None:
+    return _short(_prompt_text(groups[0][0].record)) if groups else None
+
+
+def _short(prompt: str | None) -> str:
+    return (prompt or "").splitlines()[0][:PROMPT_CHARS] if prompt else ""
+
+
+def _kept_ancestor(graph: _Graph, line: Line[_Link], chosen: set[str | None]) -> str | None:
     """The nearest selected record above `line`; None for a root (a compaction boundary too:
     it joins its segment by `logicalParentUuid`, which the child keeps)."""
     if not line.record.parent_uuid:
         return None
+    if line.record.parent_uuid in chosen and line.record.uuid not in graph.broken:
+        return line.record.parent_uuid  # the usual case: the parent itself is kept
     seen: set[str] = {line.record.uuid or ""}
     above = graph.parent(line, seen)
     while above is not None and above.record.uuid not in chosen:
@@ -243,7 +272,7 @@ def _transcript(
 ) -> Transcript:
     first = next((line.record for line in lines if line.record.session_id or line.record.cwd), None)
     subagent = bool(graph.nodes) and all(line.record.is_sidechain for line in graph.nodes.values())
-    titles = _title(lines, graph, turns)
+    titles = _title(lines, graph, turns[0].prompt if turns else None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
     owner = first.session_id if first else None
     forked = next((line.record.forked_from.session_id for line in lines if _forked(line.record)), None)
@@ -273,7 +302,7 @@ def _transcript(
             and line.record.leaf_uuid not in graph.nodes
         ),
         problems=tuple(problems),
-        error=None if graph.nodes else "no conversation records (user/assistant lines with a uuid)",
+        error=None if graph.nodes else _NO_CONVERSATION,
     )
 
 
@@ -284,9 +313,9 @@ def _forked(record: _Record) -> bool:
 class _Graph:
     """The uuid graph of a file: nodes (the last line of each uuid wins, as in the SDK)."""
 
-    def __init__(self, lines: list[Line[_Record]], problems: list[Problem]) -> None:
+    def __init__(self, lines: list[Line[_Link]], problems: list[Problem]) -> None:
         self.problems = problems
-        self.nodes: dict[str, Line[_Record]] = {}
+        self.nodes: dict[str, Line[_Link]] = {}
         for line in lines:
             uuid = line.record.uuid
             if line.record.type not in GRAPH_TYPES or not uuid:
@@ -296,9 +325,13 @@ class _Graph:
                     Problem(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
                 )
             self.nodes[uuid] = line
+        earlier = True  # every parent on an earlier line: then no chain can loop
         for line in self.nodes.values():
             parent = line.record.parent_uuid
-            if parent and parent not in self.nodes:
+            if not parent:
+                continue
+            above = self.nodes.get(parent)
+            if above is None:
                 self.problems.append(
                     Problem(
                         line.number,
@@ -306,20 +339,25 @@ class _Graph:
                         f"line {line.number}: parent {parent} is not in the file",
                     )
                 )
-        self.broken = self._break_cycles()
+            elif above.number >= line.number:
+                earlier = False
+        self.broken = set() if earlier else self._break_cycles()
         self.children: dict[str, list[str]] = {}
-        for uuid, line in self.nodes.items():
-            parent = line.record.parent_uuid
-            if parent and uuid not in self.broken:
-                self.children.setdefault(parent, []).append(uuid)
         # Parallel tool results hang off their own tool_use line, beside the conversation path,
         # so a turn's results are looked up file-wide by tool_use id.
         self.results: dict[str, bool] = {}
-        for line in self.nodes.values():
-            if line.record.type == "user":
-                for block in _blocks(line.record):
-                    if block.get("type") == "tool_result":
-                        self.results[str(block.get("tool_use_id"))] = not block.get("is_error")
+        for uuid, line in self.nodes.items():
+            record = line.record
+            if record.parent_uuid and uuid not in self.broken:
+                self.children.setdefault(record.parent_uuid, []).append(uuid)
+            if (
+                record.type == "user"
+                and record.message is not None
+                and isinstance(record.message.content, list)
+            ):
+                for block in record.message.content:
+                    if block.type == "tool_result":
+                        self.results[str(block.tool_use_id)] = not block.is_error
 
     def _break_cycles(self) -> set[str]:
         """Find every parentUuid cycle (each node has one parent, so a walk finds it in linear
@@ -349,7 +387,7 @@ class _Graph:
                 state[uuid] = 2
         return broken
 
-    def parent(self, line: Line[_Record], seen: set[str]) -> Line[_Record] | None:
+    def parent(self, line: Line[_Link], seen: set[str]) -> Line[_Link] | None:
         """The node above `line` (across a compaction boundary), None at a root or a defect."""
         record = line.record
         if record.uuid in self.broken:
@@ -362,11 +400,11 @@ class _Graph:
             return None
         return above
 
-    def walk_up(self, start: Line[_Record]) -> list[Line[_Record]]:
+    def walk_up(self, start: Line[_Link]) -> list[Line[_Link]]:
         """`start` and its ancestors, root first; stops at a cut cycle or a missing parent."""
-        path: list[Line[_Record]] = []
+        path: list[Line[_Link]] = []
         seen: set[str] = set()
-        current: Line[_Record] | None = start
+        current: Line[_Link] | None = start
         while current is not None:
             seen.add(current.record.uuid or "")
             path.append(current)
@@ -374,14 +412,14 @@ class _Graph:
         path.reverse()
         return path
 
-    def leaves(self) -> list[Line[_Record]]:
+    def leaves(self) -> list[Line[_Link]]:
         """The nearest user/assistant node above each terminal node, latest in the file first."""
-        found: dict[str, Line[_Record]] = {}
+        found: dict[str, Line[_Link]] = {}
         for uuid, line in self.nodes.items():
             if uuid in self.children:
                 continue
             seen: set[str] = set()
-            current: Line[_Record] | None = line
+            current: Line[_Link] | None = line
             while current is not None and current.record.type not in ("user", "assistant"):
                 seen.add(current.record.uuid or "")
                 current = self.parent(current, seen)
@@ -389,11 +427,18 @@ class _Graph:
                 found[current.record.uuid or ""] = current
         return sorted(found.values(), key=lambda line: line.number, reverse=True)
 
-    def side_nodes(self, group: list[Line[_Record]], on_path: set[str | None]) -> list[Line[_Record]]:
+    def side_nodes(self, group: list[Line[_Link]], on_path: set[str | None]) -> list[Line[_Link]]:
         """Nodes hanging beside `group` that belong to its turn: parallel tool calls written one
         line per block, their results, progress lines — everything down to the next prompt."""
-        found: list[Line[_Record]] = []
-        stack = [child for line in group for child in self.children.get(line.record.uuid or "", ())]
+        found: list[Line[_Link]] = []
+        children = self.children
+        stack = [
+            child
+            for line in group
+            if line.record.uuid in children
+            for child in children[line.record.uuid or ""]
+            if child not in on_path
+        ]
         while stack:
             uuid = stack.pop()
             line = self.nodes[uuid]
@@ -401,16 +446,14 @@ class _Graph:
                 continue
             found.append(line)
             stack.extend(self.children.get(uuid, ()))
-        return sorted(found, key=lambda line: line.number)
+        return sorted(found, key=attrgetter("number"))
 
-    def climb_to(
-        self, start: Line[_Record], known: set[str | None]
-    ) -> tuple[str | None, list[Line[_Record]]]:
+    def climb_to(self, start: Line[_Link], known: set[str | None]) -> tuple[str | None, list[Line[_Link]]]:
         """From `start` up to the first node in `known`: that node's uuid (None if none) and the
         nodes below it, top first."""
-        path: list[Line[_Record]] = []
+        path: list[Line[_Link]] = []
         seen: set[str] = set()
-        current: Line[_Record] | None = start
+        current: Line[_Link] | None = start
         while current is not None and current.record.uuid not in known:
             seen.add(current.record.uuid or "")
             path.append(current)
@@ -418,32 +461,32 @@ class _Graph:
         path.reverse()
         return (current.record.uuid if current else None), path
 
-    def active_path(self) -> list[Line[_Record]]:
+    def active_path(self) -> list[Line[_Link]]:
         leaves = self.leaves()
         main = [leaf for leaf in leaves if _main_chain(leaf.record)]
         chosen = (main or leaves)[:1]
         return self.walk_up(chosen[0]) if chosen else []
 
 
-def _logical_parent(record: _Record) -> str | None:
+def _logical_parent(record: _Link) -> str | None:
     """Where a compaction boundary continues: the last node before the compaction."""
     if record.type == "system" and record.subtype == "compact_boundary":
         return record.logical_parent_uuid
     return None
 
 
-def _main_chain(record: _Record) -> bool:
+def _main_chain(record: _Link) -> bool:
     return not record.is_sidechain and not record.team_name and not record.is_meta
 
 
-def _blocks(record: _Record) -> list[_Block]:
+def _blocks(record: _Link) -> list[_Block]:
     content = record.message.content if record.message else None
     if isinstance(content, str):
         return [_Block(type="text", text=content)]
     return list(content or ())
 
 
-def _prompt_text(record: _Record) -> str | None:
+def _prompt_text(record: _Link) -> str | None:
     """The user's own text if `record` is a real prompt, else None."""
     if record.type != "user" or record.is_meta or record.is_compact_summary:
         return None
@@ -468,27 +511,56 @@ def _text(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text").strip()
 
 
-def _turns(path: list[Line[_Record]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
-    """The turns of a path of nodes, in order; records before the first prompt belong to none."""
-    groups: list[list[Line[_Record]]] = []
+def _groups(path: list[Line[_Link]]) -> list[list[Line[_Link]]]:
+    """The nodes of each turn of a path, in order; records before the first prompt belong to none."""
+    groups: list[list[Line[_Link]]] = []
     for line in path:
-        if _prompt_text(line.record) is not None:
+        if line.record.type == "user" and _prompt_text(line.record) is not None:
             groups.append([line])
         elif groups:
             groups[-1].append(line)
+    return groups
+
+
+def _turns(path: list[Line[_Link]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
+    """The turns of a path of nodes, in order."""
     on_path = {line.record.uuid for line in path}
     return tuple(
         _turn(first_index + n, group, graph.side_nodes(group, on_path), graph.results)
-        for n, group in enumerate(groups)
+        for n, group in enumerate(_groups(path))
     )
 
 
-def _turn(
-    index: int, group: list[Line[_Record]], side: list[Line[_Record]], results: dict[str, bool]
-) -> Turn:
+def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
+    """The turns of the active conversation as its model still sees them, with their whole text.
+
+    A compaction replaces what came before it by its summary: what precedes the latest
+    ``compact_boundary`` is left out (it reaches the reader only through that summary, never
+    twice); a turn the boundary falls in keeps what follows it, the summary included."""
+    parsed = _parse(data, name)
+    path, turns = parsed.path, parsed.transcript.turns
+    place = {line.number: at for at, line in enumerate(path)}
+    boundary = max(
+        (at for at, line in enumerate(path) if _logical_parent(line.record) is not None), default=-1
+    )
+    texts = []
+    for turn, group in zip(turns, _groups(path), strict=True):
+        kept = [line for line in group if place[line.number] > boundary]
+        if not kept:
+            continue
+        prompt = _prompt_text(group[0].record) if kept[0] is group[0] else None
+        summaries = tuple(
+            text for line in kept if line.record.is_compact_summary and (text := _text(_blocks(line.record)))
+        )
+        answer = turn.answer if turn.answer is not None and place[turn.end] > boundary else None
+        texts.append(TurnText(turn, (prompt,) if prompt else (), summaries, answer))
+    return tuple(texts)
+
+
+def _turn(index: int, group: list[Line[_Link]], side: list[Line[_Link]], results: dict[str, bool]) -> Turn:
     calls: dict[str, str] = {}
     interrupted = False
-    answer: Line[_Record] | None = None
+    answer: Line[_Link] | None = None
     answer_text: str | None = None
     compacted = False
     for line in group:
@@ -517,7 +589,7 @@ def _turn(
         status = "error"
     return Turn(
         index=index,
-        prompt=(_prompt_text(group[0].record) or "").splitlines()[0][:PROMPT_CHARS],
+        prompt=_short(_prompt_text(group[0].record)),
         start=group[0].number,
         end=last.number,
         key=last.record.uuid or "",
@@ -529,7 +601,7 @@ def _turn(
     )
 
 
-def _branches(graph: _Graph, active: list[Line[_Record]]) -> tuple[Branch, ...]:
+def _branches(graph: _Graph, active: list[Line[_Link]]) -> tuple[Branch, ...]:
     """Abandoned paths that leave a known path with a real prompt, latest leaf first."""
     known = {line.record.uuid for line in active}
     turns_before = _turn_starts(active)
@@ -548,7 +620,7 @@ def _branches(graph: _Graph, active: list[Line[_Record]]) -> tuple[Branch, ...]:
     return tuple(branches)
 
 
-def _turn_starts(path: list[Line[_Record]]) -> dict[str | None, int]:
+def _turn_starts(path: list[Line[_Link]]) -> dict[str | None, int]:
     """For each node of `path`, how many turns have started at or before it."""
     count, seen = 0, {}
     for line in path:
@@ -559,7 +631,7 @@ def _turn_starts(path: list[Line[_Record]]) -> dict[str | None, int]:
 
 
 def _title(
-    lines: list[Line[_Record]], graph: _Graph, turns: tuple[Turn, ...]
+    lines: list[Line[_Link]], graph: _Graph, first_prompt: str | None
 ) -> tuple[str | None, str | None]:
     for field, source in (("custom_title", "custom-title"), ("ai_title", "ai-title")):
         value = next(
@@ -577,4 +649,4 @@ def _title(
     )
     if own:
         return own, "summary"
-    return (turns[0].prompt, "prompt") if turns else (None, None)
+    return (first_prompt, "prompt") if first_prompt is not None else (None, None)

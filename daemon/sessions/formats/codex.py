@@ -19,13 +19,14 @@ codex-rs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
 
-from .jsonl import Fields, Line, records
-from .model import Edge, Problem, ToolCall, Turn, TurnStatus
+from .jsonl import MAX_LINE, Fields, Line, end_of_line, records
+from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 INJECTED_PREFIXES = (
     "<environment_context>",
@@ -73,12 +74,31 @@ class _Payload(Fields):
     forked_from_id: Any = None
     history_base: Any = None
     model_provider: Any = None
+    # compacted
+    replacement_history: Any = None
+    # patch_apply_end
+    success: Any = None
 
 
 class _Line(msgspec.Struct):
     type: str = ""
     timestamp: str | None = None
     payload: _Payload = msgspec.field(default_factory=_Payload)
+
+
+class _EventType(msgspec.Struct):
+    type: Any = None
+
+
+class _Event(msgspec.Struct):
+    """Just enough of a line to confirm it is an event of some type."""
+
+    type: str = ""
+    payload: _EventType | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event).decode
+_EVENTS = msgspec.json.Decoder(list[_Event]).decode
 
 
 @dataclass(frozen=True)
@@ -115,6 +135,10 @@ class _Open:
     outputs: dict[str, bool | None] = field(default_factory=dict)
     compacted: bool = False
     status: TurnStatus = "open"
+    prompts: list[str] = field(default_factory=list)  # from the model's input items
+    said: list[str] = field(default_factory=list)  # from user_message events (some rollouts only)
+    summaries: list[str] = field(default_factory=list)
+    last_said: str | None = None  # the last assistant text since a compaction in the turn
 
 
 def read_rollout(data: bytes) -> Rollout:
@@ -123,7 +147,7 @@ def read_rollout(data: bytes) -> Rollout:
     lines = list(records(data, _Line, problems))
     meta = next((line for line in lines if line.record.type == "session_meta"), None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
-    turns = _turns(lines)
+    turns = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines), start=1))
     payload = meta.record.payload if meta else _Payload()
     source = payload.get("source")
     return Rollout(
@@ -147,6 +171,123 @@ def read_rollout(data: bytes) -> Rollout:
         problems=tuple(problems),
         error=_error(meta),
     )
+
+
+# A JSON string token, never matched inside another string (there its quotes are escaped).
+_STARTED = b'"task_started"'
+_ENDED = (b'"task_complete"', b'"turn_aborted"')
+_ROLLED_BACK = b'"thread_rolled_back"'
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """What a fork after `turn` copies: the rollout's identity and title, and `cut`, the byte
+    offset just after the turn's last line."""
+
+    rollout: Rollout
+    turn: Turn
+    cut: int
+
+
+def fork_point(data: bytes, index: int) -> ForkPoint:
+    """The fork point after turn `index` (1-based) of the rollout `data`.
+
+    A fork of a large rollout must not cost a decode of every line: the task events are found
+    by their bytes (confirmed by decoding their lines) and only the chosen turn and the first
+    one with a prompt (the title) are read. A rollout that only a full read can number (no task
+    events, a first line that is not its ``session_meta``) or a turn a later rollback may have
+    abandoned is read whole. Raises `NotAForkPoint` when there is no session, no such turn, or
+    the turn is not a fork point."""
+    found = _scanned(data, index)
+    if found is None:
+        rollout = read_rollout(data)
+        if rollout.error is not None:
+            raise NotAForkPoint("no-conversation", rollout.error)
+        _check_index(index, len(rollout.turns))
+        turn = rollout.turns[index - 1]
+        found = ForkPoint(rollout, turn, end_of_line(data, turn.end))
+    if not found.turn.forkable:
+        raise NotAForkPoint("open-turn", f"turn {index} is {found.turn.status}, not a fork point")
+    return found
+
+
+def _scanned(data: bytes, index: int) -> ForkPoint | None:
+    identity = read_rollout(data[: _end_of_line_at(data, 0)])
+    starts = _event_lines(data, (_STARTED,), 0, len(data))
+    if not starts or identity.meta_line != 1:
+        return None
+    if identity.error is not None:
+        raise NotAForkPoint("no-conversation", identity.error)
+    _check_index(index, len(starts))
+    if data.find(_ROLLED_BACK, starts[index - 1]) >= 0:  # one before the turn cannot reach it
+        return None
+    turn, cut = _turn_at(data, starts, index)
+    turns = (_turn_at(data, starts, n)[0] for n in range(1, len(starts) + 1))
+    title = next((other.prompt for other in turns if other.prompt), None)
+    return ForkPoint(replace(identity, title=title, turns=(turn,)), turn, cut)
+
+
+def _check_index(index: int, turns: int) -> None:
+    if not 1 <= index <= turns:
+        raise NotAForkPoint("no-such-turn", f"turn {index} does not exist: the rollout has {turns}")
+
+
+def _turn_at(data: bytes, starts: list[int], index: int) -> tuple[Turn, int]:
+    """Turn `index` read from its own lines (through its first end event, or up to the next
+    turn), numbered as in the whole file, and the offset just after its last line."""
+    begin = starts[index - 1]
+    limit = starts[index] if index < len(starts) else len(data)
+    end = next(iter(_event_lines(data, _ENDED, begin, limit)), None)
+    stop = limit if end is None else _end_of_line_at(data, end)
+    (turn,) = (_turn(1, read) for read in _read(list(records(data[begin:stop], _Line, []))))
+    shift = data.count(b"\n", 0, begin)
+    return replace(turn, index=index, start=turn.start + shift, end=turn.end + shift), stop
+
+
+def _end_of_line_at(data: bytes, offset: int) -> int:
+    newline = data.find(b"\n", offset)
+    return len(data) if newline < 0 else newline + 1
+
+
+def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int) -> list[int]:
+    """Start offsets, in order, of the lines in [begin, limit) that are events of a type the
+    `tokens` name. Every candidate line is decoded, all in one call."""
+    wanted = {token.strip(b'"').decode() for token in tokens}
+    found = sorted(at for token in tokens for at in _finds(data, token, begin, limit))
+    spans: list[tuple[int, int]] = []
+    for at in found:
+        line = data.rfind(b"\n", 0, at) + 1
+        if spans and spans[-1][0] == line:
+            continue
+        end = data.find(b"\n", at)
+        spans.append((line, len(data) if end < 0 else end))
+    candidates = [(line, end) for line, end in spans if end - line <= MAX_LINE]  # as the reader
+    try:
+        events = _EVENTS(b"[" + b",".join(data[line:end] for line, end in candidates) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError):  # some line is not a record: one by one
+        events = [_event_or_none(data[line:end]) for line, end in candidates]
+    return [
+        line
+        for (line, _), event in zip(candidates, events, strict=True)
+        if event is not None
+        and event.type == "event_msg"
+        and event.payload is not None
+        and event.payload.type in wanted
+    ]
+
+
+def _event_or_none(raw: bytes) -> _Event | None:
+    try:
+        return _EVENT(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _finds(data: bytes, token: bytes, begin: int, limit: int) -> Iterator[int]:
+    at = data.find(token, begin, limit)
+    while at >= 0:
+        yield at
+        at = data.find(token, at + 1, limit)
 
 
 def _str(value: Any) -> str | None:
@@ -194,15 +335,29 @@ def _joined(content: Any, kind: str) -> str:
     )
 
 
-def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
+def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
+    """The turns its model still sees, with their whole text: rolled-back turns and those that
+    ended before the latest compaction (whose summary stands in for them) are left out."""
+    lines = list(records(data, _Line, []))
+    compacted = max((line.number for line in lines if line.record.type == "compacted"), default=0)
+    return tuple(
+        TurnText(_turn(index, turn), tuple(turn.prompts or turn.said), tuple(turn.summaries), turn.last_said)
+        for index, turn in enumerate(_read(lines), start=1)
+        if turn.status != "rolled-back" and turn.end >= compacted
+    )
+
+
+def _read(lines: list[Line[_Line]]) -> list[_Open]:
     explicit = any(_event(line) == "task_started" for line in lines)
     done: list[_Open] = []
     current: _Open | None = None
     compacted = False  # a compaction between turns belongs to the next one
+    summaries: list[str] = []
     for line in lines:
         payload, event = line.record.payload, _event(line)
         if current is None and line.record.type == "compacted":
             compacted = True
+            summaries = _summary(payload)
         if event == "thread_rolled_back":
             _roll_back(done, payload.get("num_turns"))
         if explicit and event == "task_started":
@@ -214,6 +369,8 @@ def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
         if current is None:
             continue
         current.compacted, compacted = current.compacted or compacted, False
+        current.summaries += summaries
+        summaries = []
         current.end = line.number
         _absorb(current, line)
         if event in ("task_complete", "turn_aborted"):
@@ -227,7 +384,7 @@ def _turns(lines: list[Line[_Line]]) -> tuple[Turn, ...]:
             turn.status = "completed" if turn.status == "open" else turn.status
         if done and done[-1].answer is not None and done[-1].status == "open":
             done[-1].status = "completed"
-    return tuple(_turn(index, turn) for index, turn in enumerate(done, start=1))
+    return done
 
 
 def _event(line: Line[_Line]) -> str | None:
@@ -247,34 +404,60 @@ def _absorb(turn: _Open, line: Line[_Line]) -> None:
     payload = line.record.payload
     if turn.prompt is None:
         turn.prompt = _prompt(line)
-    if line.record.type == "compacted":
+    if line.record.type == "compacted":  # what came before is replaced by its summary
         turn.compacted = True
+        turn.summaries = _summary(payload)
+        turn.prompts, turn.said, turn.last_said = [], [], None
     if line.record.type != "response_item":
+        if _event(line) == "user_message" and (said := _prompt(line)) is not None:
+            turn.said.append(said)
         finished = _exit(line)
         if finished is not None:
-            turn.outputs[finished[0]] = finished[1] == 0
+            turn.outputs[finished[0]] = finished[1]
         return
     kind = payload.get("type")
     if kind in CALLS:
         call = str(payload.get("call_id") or payload.get("id"))
         turn.calls[call] = str(payload.get("name") or kind)
     elif kind in OUTPUTS:
-        turn.outputs.setdefault(str(payload.get("call_id")), None)
+        # An output with no failure reported (by its command's end event) is a success.
+        turn.outputs.setdefault(str(payload.get("call_id")), True)
     elif kind == "message" and payload.get("role") == "assistant":
         said = _joined(payload.get("content"), "output_text")
         if said.strip():
-            turn.answer = said
+            turn.answer = turn.last_said = said
+    elif (text := _user_text(payload)) is not None:
+        turn.prompts.append(text)
 
 
-def _exit(line: Line[_Line]) -> tuple[str, int] | None:
-    """(call id, exit code) of a finished command: ``exec_command_end`` (legacy rollouts) or an
-    ``item_completed`` command execution (paginated ones)."""
+def _summary(payload: _Payload) -> list[str]:
+    """What a ``compacted`` line carries forward: its summary, or (when Codex compacted
+    remotely and left the message empty) the user's own messages it kept."""
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        return [message.strip()]
+    kept = payload.get("replacement_history")
+    items = kept if isinstance(kept, list) else ()
+    texts = (
+        _user_text(_Payload(type=item.get("type"), role=item.get("role"), content=item.get("content")))
+        for item in items
+        if isinstance(item, dict)
+    )
+    joined = "\n\n".join(text for text in texts if text)
+    return [joined] if joined else []
+
+
+def _exit(line: Line[_Line]) -> tuple[str, bool] | None:
+    """(call id, success) of a finished command: ``exec_command_end`` (legacy rollouts), an
+    ``item_completed`` command execution (paginated ones) or a ``patch_apply_end``."""
     event, payload = _event(line), line.record.payload
     if event == "exec_command_end" and isinstance(payload.get("exit_code"), int):
-        return str(payload.get("call_id")), payload.exit_code
+        return str(payload.get("call_id")), payload.exit_code == 0
+    if event == "patch_apply_end" and isinstance(payload.get("success"), bool):
+        return str(payload.get("call_id")), payload.success
     item = payload.item if event == "item_completed" else None
     if item is not None and isinstance(item.exit_code, int) and item.id:
-        return str(item.id), item.exit_code
+        return str(item.id), item.exit_code == 0
     return None
 
 

@@ -4,19 +4,24 @@ A harness appends whole lines, so a last line without its newline that does not 
 write in progress (`torn-tail`, ignored, not an error); any other undecodable line — not JSON,
 not UTF-8, not an object, not the record shape, or longer than `MAX_LINE` — is skipped with its
 line number and the decoder's reason. Nothing raises.
+
+`read_bounded` reads an open file for them, refusing it at the first line longer than the cap
+instead of holding a line of any size in memory.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
 from .model import Problem
 
 MAX_LINE = 64 * 1024 * 1024  # bytes; a longer line is skipped (pasted images stay far below)
+_BLOCK = 1 << 20
 
 T = TypeVar("T")
 
@@ -62,15 +67,66 @@ def records(data: bytes, shape: type[T], problems: list[Problem]) -> Iterator[Li
                     Problem(number, "torn-tail", f"line {number} is being written (no newline yet)")
                 )
             else:
-                code = "bad-record" if isinstance(exc, msgspec.ValidationError) else "not-json"
-                problems.append(Problem(number, code, f"line {number}: {exc}"))
+                problems.append(_bad_line(number, raw, exc))
+
+
+def _bad_line(number: int, raw: bytes, exc: Exception) -> Problem:
+    if isinstance(exc, msgspec.ValidationError):
+        return Problem(number, "bad-record", f"line {number}: {exc}")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return Problem(number, "not-utf8", f"line {number} is not UTF-8 text (byte {bad.start}): {exc}")
+    return Problem(number, "not-json", f"line {number} is not JSON: {exc}")
+
+
+class LineTooLong(Exception):
+    """A file holds a line longer than the cap: it is refused whole, without reading that line."""
+
+    def __init__(self, line: int, cap: int) -> None:
+        self.reason = (
+            f"line {line} is longer than {cap} bytes; no harness writes such a line, so the file "
+            "is refused (it is damaged, or not a session)"
+        )
+        super().__init__(self.reason)
+
+
+def read_bounded(stream: BinaryIO, cap: int | None = None, chunk: int = 1 << 20) -> bytes:
+    """All of `stream`, unless a line in it is longer than `cap` bytes (default `MAX_LINE`):
+    then `LineTooLong`, having held at most `cap` + `chunk` bytes of that line."""
+    cap = MAX_LINE if cap is None else cap
+    if os.fstat(stream.fileno()).st_size <= cap:
+        return stream.read()  # no line can be longer than the whole file
+    chunk = min(chunk, cap)
+    blocks: list[bytes] = []
+    line, run = 1, 0  # the line being read, and its bytes so far
+    while block := stream.read(chunk):
+        first = block.find(b"\n")
+        if first < 0:
+            run += len(block)
+        else:
+            if run + first > cap:
+                raise LineTooLong(line, cap)
+            line += block.count(b"\n")
+            run = len(block) - block.rfind(b"\n") - 1  # lines inside a block are under `chunk`
+        if run > cap:
+            raise LineTooLong(line, cap)
+        blocks.append(block)
+    return b"".join(blocks)
 
 
 def end_of_line(data: bytes, number: int) -> int:
     """The byte offset just after line `number` (1-based; 0 is the start) of `data`."""
-    at = -1
-    for _ in range(number):
-        at = data.find(b"\n", at + 1)
-        if at < 0:
+    # Whole blocks are skipped by counting their newlines (in C), not by finding each one.
+    at, left = 0, number
+    while left and at < len(data):
+        block = data.count(b"\n", at, at + _BLOCK)
+        if block >= left:
+            break
+        at, left = at + _BLOCK, left - block
+    for _ in range(left):
+        newline = data.find(b"\n", at)
+        if newline < 0:
             return len(data)
-    return at + 1
+        at = newline + 1
+    return min(at, len(data))

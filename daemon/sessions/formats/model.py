@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+Harness = Literal["claude-code", "codex"]
 RefusalCode = Literal["no-conversation", "no-such-turn", "open-turn"]
 TurnStatus = Literal["completed", "open", "aborted", "error", "rolled-back"]
 EdgeKind = Literal["fork", "history", "subagent"]
@@ -52,6 +53,18 @@ class Turn:
     answer: str | None
     tools: tuple[ToolCall, ...]
     compacted: bool = False  # a compaction summary stands in for earlier context within this turn
+
+
+@dataclass(frozen=True)
+class TurnText:
+    """A turn as its model still sees it, for consolidation evidence: the user's prompts
+    (context the harness injects left out), the compaction summaries it carries and its last
+    assistant text. What a compaction in the turn replaced is left out (summarised)."""
+
+    turn: Turn
+    prompts: tuple[str, ...]
+    summaries: tuple[str, ...]
+    answer: str | None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,51 @@
+"""Evidence of Claude Code transcripts and Codex rollouts: the projection DSH logs get, per turn.
+
+What enters is what `evidence.py` keeps of a DSH log, read from the format readers' turns:
+the user's prompts (never the context the harness injects: Codex's ``<environment_context>``,
+AGENTS.md and permissions, Claude Code's ``isMeta`` lines, command and hook wrappers, tool
+results), compaction summaries marked as such, the turn's last assistant text, and each tool
+that returned, by name, ok or error. Abandoned paths (Claude Code's in-file branches, Codex's
+rolled-back turns) and turns a later compaction replaced are not on the model's surface and
+stay out. Every text is elided and redacted like DSH evidence.
+
+A turn's range is its address in the file: ``fromSeq`` and ``toSeq`` are the line numbers of
+its first and last record (1-based). Both harnesses only append, and the review is bound to
+the file's content digest, so those lines name the same records for as long as the review
+holds; a proposal may cite exactly the ranges shown.
+"""
+
+from __future__ import annotations
+
+from ..credentials import redact
+from ..sessions.formats import claude_code, codex
+from ..sessions.formats.model import Harness, TurnText
+from .evidence import Evidence, EvidenceRange, ToolUse, TurnEvidence, clean
+
+
+def _turns(harness: Harness, name: str, data: bytes) -> tuple[TurnText, ...]:
+    """The turns a harness file's model still sees; `name` is the file's name (Claude Code
+    takes the session id from it)."""
+    if harness == "claude-code":
+        return claude_code.evidence_turns(data, name)
+    return codex.evidence_turns(data)
+
+
+def project_harness(harness: Harness, name: str, data: bytes) -> Evidence:
+    """The evidence of a harness file; turns with nothing to show are left out."""
+    turns = [_evidence(text) for text in _turns(harness, name, data)]
+    # A harness's "events" are its complete lines (a torn last one is still being written).
+    return Evidence(turns=[turn for turn in turns if not turn.is_empty()], sourceEvents=data.count(b"\n"))
+
+
+def _evidence(text: TurnText) -> TurnEvidence:
+    turn = text.turn
+    answer = clean(text.answer) if text.answer else ""
+    return TurnEvidence(
+        turn=turn.index,
+        range=EvidenceRange(fromSeq=turn.start, toSeq=turn.end),
+        user=[kept for prompt in text.prompts if (kept := clean(prompt))],
+        summaries=[kept for summary in text.summaries if (kept := clean(summary))],
+        assistant=answer or None,
+        # A call that never returned (an interrupted turn) has no outcome to learn from.
+        tools=[ToolUse(name=redact(tool.name), ok=tool.ok) for tool in turn.tools if tool.ok is not None],
+    )

@@ -1,0 +1,87 @@
+"""One observation of a Claude Code or Codex session file, as consolidation freezes and re-checks it.
+
+The file is read once, through a descriptor that refuses a symbolic link, and everything a
+review needs is taken from those bytes: the session id and cwd (from the records, never the
+folder name), the content digest that binds the review id (the catalog's for these formats,
+sha256 of the bytes: the same bytes are the same review), and liveness. A harness holds no lock remem can
+see, so a file changed within `sessions.idle_seconds` is live: the harness may still be
+writing it. Two observations with the same path, digest and no liveness are the same source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..sessions.formats.claude_code import read_transcript
+from ..sessions.formats.codex import read_rollout
+from ..sessions.formats.jsonl import LineTooLong, read_bounded
+from ..sessions.formats.model import Harness
+from .evidence import Evidence
+from .harness_evidence import project_harness
+
+
+class Unreadable(Exception):
+    """The file cannot be read as a session of its harness; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class HarnessFile:
+    harness: Harness
+    path: Path
+    data: bytes
+    digest: str
+    session_id: str
+    cwd: str | None
+    lines: int  # the last line the review covers (its receipt's `coveredSeq`)
+    live: bool
+
+    def evidence(self) -> Evidence:
+        return project_harness(self.harness, self.path.name, self.data)
+
+    def same_as(self, other: HarnessFile) -> bool:
+        return not other.live and (other.path, other.digest) == (self.path, self.digest)
+
+
+def content_digest(data: bytes) -> str:
+    """The digest the catalog lists a Claude Code or Codex session by."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
+    """Read `path` once; raises `Unreadable` when it is missing, a link, or holds no session."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise Unreadable(f"{path.name} cannot be opened: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = read_bounded(handle)
+        except LineTooLong as exc:
+            raise Unreadable(f"{path.name}: {exc.reason}") from None
+        changed_ns = os.fstat(handle.fileno()).st_mtime_ns
+    if harness == "claude-code":
+        transcript = read_transcript(data, path.name)
+        session, cwd, error = transcript.session_id, transcript.cwd, transcript.error
+    else:
+        rollout = read_rollout(data)
+        session, cwd, error = rollout.session_id or "", rollout.cwd, rollout.error
+    if error is not None:
+        raise Unreadable(error)
+    return HarnessFile(
+        harness=harness,
+        path=path,
+        data=data,
+        digest=content_digest(data),
+        session_id=session,
+        cwd=cwd,
+        lines=data.count(b"\n"),
+        live=time.time_ns() - changed_ns < idle_seconds * 1_000_000_000,
+    )

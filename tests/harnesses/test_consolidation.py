@@ -1,0 +1,95 @@
+"""Consolidating sessions the real Claude Code and Codex CLIs wrote, through the real runner.
+
+The session (see conftest) is copied into a root of this test's home, its mtime set in the
+past so it is finished; the model is the fake server, driven by the real `openai` client,
+answering with a proposal that cites the evidence range of the session's first turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.consolidation.evidence import shown_turns
+from remem.daemon.consolidation.receipts import ReceiptStore, Status
+from remem.daemon.consolidation.runner import Consolidator, Refused
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.consolidation.conftest import KEY_ENV, configure, proposal, put
+from tests.fake_openai import Computed, FakeOpenAI, tool_call
+
+from .conftest import Scenario
+
+pytestmark = pytest.mark.slow
+OLD = 1_600_000_000
+
+
+def _settled_copy(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    os.utime(target, (OLD, OLD))
+    return target
+
+
+def _cite_the_first_turn(body: dict) -> object:
+    """A final proposal citing the first turn the evidence shows, exactly as shown."""
+    (range_, _), *_ = shown_turns(body["messages"][1]["content"])
+    return tool_call(proposal(put("notes-say-alpha", [range_.model_dump()], "The notes say alpha.\n")))
+
+
+def _consolidate(home: Home, session: str):
+    return asyncio.run(Consolidator(home).consolidate(session, lambda *_: None))
+
+
+def _run(home: Home, root: Path, copy: Path, session: str, cwd: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with FakeOpenAI(api_key="sk-test") as fake:
+        configure(home, fake, root)
+        fake.reply(Computed(_cite_the_first_turn))
+        result = _consolidate(home, session)
+        assert result.status is Status.COMMITTED and result.changes == 1
+        sent = json.dumps(fake.requests[0]["messages"][1]["content"])
+        assert "read the notes" in sent and "notes say alpha" in sent
+        assert "environment_context" not in sent and "AGENTS.md" not in sent and "beta" not in sent
+        receipt = ReceiptStore(home).read(result.review)
+        assert receipt is not None and receipt.source.session == session
+        assert receipt.source.coveredSeq == copy.read_bytes().count(b"\n")
+        (change,) = receipt.changes
+        (cited,) = change.evidence
+        lines = copy.read_bytes().splitlines()
+        # the cited lines are the first turn: its prompt, through its answer
+        span = [json.loads(line) for line in lines[cited.fromSeq - 1 : cited.toSeq]]
+        assert "read the notes" in json.dumps(span) and "notes say alpha" in json.dumps(span)
+        assert "and again" not in json.dumps(span)
+        records = MemoryStore(home).read_workspace(WorkspaceId.from_cwd(cwd)).records
+        assert [r.name for r in records] == ["notes-say-alpha"]
+        assert _consolidate(home, session) == result and fake.count == 1  # already reviewed
+        with copy.open("ab") as handle:  # the harness appends: a new review, refused while live
+            handle.write(lines[-1] + b"\n")
+        with pytest.raises(Refused) as live:
+            _consolidate(home, session)
+        assert live.value.code == "LIVE" and fake.count == 1
+
+
+def test_a_claude_code_session_is_consolidated_and_cites_its_first_turn(
+    home: Home, tmp_path: Path, claude_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = claude_scenario.runs["first"]
+    root = tmp_path / "claude" / "projects"
+    copy = _settled_copy(run.transcript, root / run.transcript.parent.name / run.transcript.name)
+    _run(home, root, copy, run.session_id, str(claude_scenario.cwd), monkeypatch)
+
+
+def test_a_codex_session_is_consolidated_and_cites_its_first_turn(
+    home: Home, tmp_path: Path, codex_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = codex_scenario.runs["first"]
+    root = tmp_path / "codex" / "sessions"
+    copy = _settled_copy(run.rollout, root / "2026" / "05" / "01" / run.rollout.name)
+    _run(home, root, copy, run.session_id, str(codex_scenario.cwd), monkeypatch)

@@ -1,0 +1,66 @@
+"""Consolidation evidence of sessions the real Claude Code and Codex CLIs wrote (see conftest)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from remem.daemon.consolidation.evidence import SUMMARY_LABEL
+from remem.daemon.consolidation.harness_evidence import project_harness
+
+from .conftest import Scenario
+
+pytestmark = pytest.mark.slow
+
+
+def _line(path, number: int) -> dict:
+    return json.loads(path.read_bytes().splitlines()[number - 1])
+
+
+def test_claude_code_evidence_is_the_rewound_conversation_cited_by_its_lines(
+    claude_scenario: Scenario,
+) -> None:
+    path = claude_scenario.runs["first"].transcript
+    evidence = project_harness("claude-code", path.name, path.read_bytes())
+    assert [(t.user, t.assistant, [(x.name, x.ok) for x in t.tools]) for t in evidence.turns] == [
+        (["read the notes"], "notes say alpha", [("Read", True), ("Read", True)]),
+        (["instead this"], "rewound answer", []),
+    ]
+    rendered = evidence.render()
+    assert "and again" not in rendered and "beta" not in rendered  # the abandoned path, a tool's output
+    for turn in evidence.turns:  # the host reads each cited line back: the prompt, the answer
+        first, last = _line(path, turn.range.fromSeq), _line(path, turn.range.toSeq)
+        assert first["type"] == "user" and last["type"] == "assistant"
+
+
+def test_claude_code_evidence_after_compact_starts_with_the_marked_summary(
+    claude_compact_scenario: Scenario,
+) -> None:
+    path = claude_compact_scenario.runs["first"].transcript
+    evidence = project_harness("claude-code", path.name, path.read_bytes())
+    # Claude Code writes the boundary and its summary before the /compact line, inside the
+    # turn that was compacted: that turn shows the summary only.
+    assert [(t.turn, t.user, t.assistant) for t in evidence.turns] == [
+        (2, [], None),
+        (3, ["/compact"], None),
+        (4, ["third question"], "third answer"),
+    ]
+    (summary,) = evidence.turns[0].summaries
+    assert "two questions were answered" in summary
+    rendered = evidence.render()
+    assert SUMMARY_LABEL in rendered and "first question" not in rendered and "second answer" not in rendered
+
+
+def test_codex_evidence_has_the_users_words_only(codex_scenario: Scenario) -> None:
+    run = codex_scenario.runs["first"]
+    evidence = project_harness("codex", run.rollout.name, run.rollout.read_bytes())
+    assert [(t.user, t.assistant, [(x.name, x.ok) for x in t.tools]) for t in evidence.turns] == [
+        (["read the notes"], "notes say alpha", [("exec_command", True), ("exec_command", True)]),
+        (["and again"], "second answer", []),
+    ]
+    rendered = evidence.render()
+    assert "environment_context" not in rendered and "AGENTS.md" not in rendered
+    for turn in evidence.turns:
+        first, last = _line(run.rollout, turn.range.fromSeq), _line(run.rollout, turn.range.toSeq)
+        assert (first["payload"]["type"], last["payload"]["type"]) == ("task_started", "task_complete")
