@@ -10,7 +10,6 @@ writing it. Two observations with the same path, digest and no liveness are the 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from ..sessions.formats.claude_code import read_transcript
 from ..sessions.formats.codex import read_rollout
 from ..sessions.formats.jsonl import LineTooLong, read_bounded
 from ..sessions.formats.model import Harness
+from ..sessions.harness_sources import content_digest
 from .evidence import Evidence
 from .harness_evidence import project_harness
 
@@ -48,11 +48,6 @@ class HarnessFile:
 
     def same_as(self, other: HarnessFile) -> bool:
         return not other.live and (other.path, other.digest) == (self.path, self.digest)
-
-
-def content_digest(data: bytes) -> str:
-    """The digest the catalog lists a Claude Code or Codex session by."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:

@@ -25,6 +25,7 @@ from ..forks.sources import fork_session
 from ..home import Home
 from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
+from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.harness_sources import read_file, source_fingerprint, view_of
 from ..sessions.harness_transcript import render_harness_transcript
 from ..sessions.lineage import ReviewState, build_tree
@@ -233,6 +234,8 @@ def _harness_bytes(path: Path) -> bytes:
         return read_file(path)
     except OSError as exc:
         raise SessionNotFound(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except LineTooLong as exc:
+        raise _refused(OperationError("INVALID", f"{path.name}: {exc.reason}")) from None
 
 
 def _refused(exc: OperationError) -> RpcError:

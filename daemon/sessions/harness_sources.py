@@ -27,6 +27,7 @@ from pathlib import Path
 from ..settings import SessionFormat
 from .formats.claude_code import Transcript, read_transcript
 from .formats.codex import Rollout, read_rollout
+from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
 from .projection import OPEN, ROLLED_BACK, USER_PREVIEW_CHARS, TurnSummary
@@ -119,10 +120,16 @@ def codex_view(data: bytes) -> SessionView:
 
 
 def read_file(path: Path) -> bytes:
-    """The file's bytes through a descriptor that is not a link (an `OSError` otherwise)."""
+    """The file's bytes through a descriptor that is not a link (an `OSError` otherwise), or
+    `LineTooLong` for a file with a line past the cap, so a hostile file never fills memory."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        return read_bounded(handle)
+
+
+def content_digest(data: bytes) -> str:
+    """The digest a Claude Code or Codex session is listed and reviewed by."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def view_of(fmt: SessionFormat, path: Path, data: bytes) -> SessionView:
@@ -161,6 +168,8 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         data = read_file(path)
     except OSError as exc:
         return Update(LogRow(path=str(path), revision=revision, format=fmt, error=_unreadable(exc)))
+    except LineTooLong as exc:
+        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=exc.reason))
     view = view_of(fmt, path, data)
     if view.error is not None or not view.id:
         error = view.error or "the file names no session id"
@@ -176,7 +185,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         title=view.title,
         turns=len(view.turns),
         last_seq=data.count(b"\n"),
-        digest="sha256:" + hashlib.sha256(data).hexdigest(),
+        digest=content_digest(data),
         format=fmt,
         root_uuid=view.root_uuid,
         branches=json.dumps([b.info().__dict__ for b in view.branches]) if view.branches else None,

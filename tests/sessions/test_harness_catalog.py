@@ -16,6 +16,7 @@ from remem.daemon.cli import cli
 from remem.daemon.home import Home
 from remem.daemon.sessions import harness_sources
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
+from remem.daemon.sessions.formats import jsonl as jsonl_format
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root, all_roots, detect_format
 from remem.daemon.settings import SessionRootSetting
@@ -124,6 +125,23 @@ def test_bad_files_are_per_file_errors_and_the_others_still_list(home: Home, roo
     assert "symbolic link" in reasons["rollout-2026-05-02T00-00-01-link.jsonl"]
     assert len(reasons) == 3
     assert {s.id: s.turns for s in listing.sessions}[SID] == 2  # a torn tail is the harness appending
+
+
+def test_a_file_with_a_line_past_the_cap_is_one_error_never_held_whole(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsonl_format, "MAX_LINE", 4096)
+    project = claude_project(roots["claude-code"])
+    huge = json.dumps({"type": "user", "uuid": "h1", "cwd": CWD, "message": {"content": "x" * 10_000}})
+    name = "33333333-0000-4000-8000-000000000000.jsonl"
+    head = jsonl(*conversation())
+    write(project / name, head + huge.encode() + b"\n")
+    listing = catalog(home, roots).listing()
+    reasons = {Path(e.path).name: e.message for e in listing.errors}
+    assert list(reasons) == [name]
+    huge_line = len(head.splitlines()) + 1
+    assert f"line {huge_line} is longer than 4096 bytes" in reasons[name]
+    assert SID in {s.id for s in listing.sessions}  # the other sessions still list
 
 
 def test_liveness_is_a_recent_change(home: Home, roots: dict[str, Path]) -> None:
