@@ -61,6 +61,7 @@ class Backend:
         self, method: str, params: BaseModel, roots: Sequence[Path], listener: Listener | None
     ) -> BaseModel:
         # The daemon's handlers (and all they need) are loaded only when a command runs without it.
+        from ..consolidation.settle import settle_committing
         from ..server.consolidation_methods import ConsolidationMethods
         from ..server.memory_methods import MemoryMethods
         from ..server.session_methods import SessionMethods
@@ -78,5 +79,7 @@ class Backend:
 
         async def in_process() -> BaseModel:
             return await handlers[method](params)
+
+        settle_committing(self.home)  # as the daemon does when it starts, before anything is read
 
         return asyncio.run(in_process())
