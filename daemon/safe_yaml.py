@@ -67,6 +67,8 @@ def parse(text: str | bytes) -> tuple[yaml.Node | None, Any]:
 
 
 def _bounded(text: str | bytes) -> None:
+    if len(text) <= MAX_BYTES // 4:  # a str of that many characters is within the cap in any encoding
+        return
     size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8"))
     if size > MAX_BYTES:
         raise TooLarge(size)

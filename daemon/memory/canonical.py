@@ -7,6 +7,7 @@ canonicalised away: dropping them would silently change content, so they are err
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import BinaryIO
@@ -55,7 +56,12 @@ def canonical_bytes(raw: bytes) -> bytes:
 def read_capped(handle: BinaryIO) -> bytes | None:
     """The file's bytes, or None when it holds more than `MEMORY_FILE_MAX_BYTES` (no more than
     one byte past the cap is read)."""
-    data = handle.read(MEMORY_FILE_MAX_BYTES + 1)
+    size = os.fstat(handle.fileno()).st_size
+    if size > MEMORY_FILE_MAX_BYTES:
+        return None
+    data = handle.read(size + 1)  # sized by the file: asking for the cap costs its allocation
+    if len(data) > size:  # it grew since: read on, up to the cap
+        data += handle.read(MEMORY_FILE_MAX_BYTES + 1 - len(data))
     return None if len(data) > MEMORY_FILE_MAX_BYTES else data
 
 

@@ -97,6 +97,7 @@ def split_frames(data: bytes | memoryview) -> FrameSplit:
     return FrameSplit(frames, None)
 
 
+_CHUNK = 64 * 1024  # plaintext per read of a frame: a small frame allocates no more than it needs
 _TORN_FEED = 1024  # input bytes per step of a torn frame's decode: at most ~32 MiB of output
 
 
@@ -106,15 +107,18 @@ class TooLarge(ValueError):
 
 def decode_frame(frame: bytes | memoryview, limit: int = SESSION_LOG_MAX_BYTES) -> bytes:
     """Decompress one complete frame, verifying its checksum (libzstd does, at the frame's
-    end); `TooLarge` past `limit` plaintext bytes, of which no more than one is ever held."""
+    end); `TooLarge` past `limit` plaintext bytes, of which at most one more chunk is held."""
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(frame), read_across_frames=False)
+    parts, total = [], 0
     try:
-        out = reader.read(limit + 1)
-        if len(out) > limit or reader.read(1):
-            raise TooLarge(f"it decompresses to more than {limit} bytes")
+        while chunk := reader.read(_CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise TooLarge(f"it decompresses to more than {limit} bytes")
+            parts.append(chunk)
     except zstandard.ZstdError as exc:
         raise FrameError(str(exc)) from exc
-    return out
+    return b"".join(parts)
 
 
 def decode_torn_frame(partial: bytes | memoryview, limit: int = SESSION_LOG_MAX_BYTES) -> bytes:
