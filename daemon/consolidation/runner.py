@@ -251,10 +251,12 @@ class Consolidator:
         if not self._still_same(source):
             return self._finish(receipt.ended(Status.SOURCE_CHANGED, "the session changed during the review"))
         receipt = receipt.moved(Status.COMMITTING)
-        mark(self.home, receipt.review)  # readers of either scope now wait for, or settle, the barrier
+        # From here readers of either scope wait for the barrier, or settle it after a crash.
+        mark(self.home, receipt.review, source.workspace)
         self.receipts.write(receipt)
         faultpoint("consolidation.after-committing-receipt")
-        return _result(commit(self.home, self.store, self.receipts, receipt, changes), recovered=False)
+        done = commit(self.home, self.store, self.receipts, receipt, source.workspace, changes)
+        return _result(done, recovered=False)
 
     async def _settle_pending(self, session_id: str) -> Receipt | None:
         """A crash left a review of this session committing: finish it, and nothing else, now.

@@ -2,11 +2,11 @@
 
 A review commits Global and then its workspace; a crash between the two would show readers the
 new Global beside the old workspace. So before its `committing` receipt is written, a review
-leaves a mark (`memory/reviews/committing/<review-id>`, an empty file) that is removed only
-after its final receipt. Every reader — the daemon when it starts and when a memory folder
-changes, and every process that reads memory without it — looks at that one folder first (a
-directory listing, almost always empty) and settles what it finds: under the review's lock, a
-`committing` receipt is finished from its worker session's final proposal by the commit
+leaves a mark (`memory/reviews/committing/<review-id>`, holding its workspace's folder) that is
+removed only after its final receipt. Every reader (the daemon when it starts and when a memory
+folder changes, and every process that reads memory without it) looks at that one folder first
+(a directory listing, almost always empty) and settles what it finds: under the review's lock,
+a `committing` receipt is finished from its worker session's final proposal by the commit
 barrier, with no model call; a mark whose receipt is past `committing` is only dropped. A live
 review holds its lock from before its mark to after its final receipt, so a reader meeting its
 mark waits for the barrier to end instead of reading half of it.
@@ -22,6 +22,7 @@ from ..faults import faultpoint
 from ..fsutil import fsync_dir, is_temp_name
 from ..home import Home
 from ..locks import acquire_file_lock
+from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
 from .attempts import read_attempt
 from .barrier import converge
@@ -36,12 +37,14 @@ def marks(home: Home) -> Path:
     return home.reviews / "committing"
 
 
-def mark(home: Home, review: str) -> None:
-    """Durably note that `review` is about to commit (before its `committing` receipt)."""
+def mark(home: Home, review: str, workspace: WorkspaceId) -> None:
+    """Durably note that `review` is about to commit (before its `committing` receipt). The mark
+    holds the workspace's folder: a settle that creates the workspace records where it is."""
     folder = marks(home)
     folder.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(folder / review, os.O_WRONLY | os.O_CREAT, 0o600)
+    fd = os.open(folder / review, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
+        os.write(fd, workspace.cwd.encode("utf-8"))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -95,14 +98,21 @@ def recover(home: Home, store: MemoryStore, receipts: ReceiptStore, receipt: Rec
     if changes is None:
         why = "the worker session's final proposal cannot be read back"
         return finish(home, receipts, receipt.ended(Status.TARGET_CONFLICT, why))
-    return commit(home, store, receipts, receipt, changes)
+    workspace = store.workspace_of(receipt.target.workspace)
+    if not workspace.cwd:  # not created yet: its folder is in the mark (none before marks)
+        workspace = WorkspaceId(key=workspace.key, cwd=_marked_cwd(home, receipt.review))
+    return commit(home, store, receipts, receipt, workspace, changes)
 
 
 def commit(
-    home: Home, store: MemoryStore, receipts: ReceiptStore, receipt: Receipt, changes: list[ProposedChange]
+    home: Home,
+    store: MemoryStore,
+    receipts: ReceiptStore,
+    receipt: Receipt,
+    workspace: WorkspaceId,
+    changes: list[ProposedChange],
 ) -> Receipt:
     """Run the barrier for a marked `committing` receipt and write where it ended."""
-    workspace = store.workspace_of(receipt.target.workspace)
     return finish(home, receipts, converge(store, workspace, receipt, changes))
 
 
@@ -112,6 +122,13 @@ def finish(home: Home, receipts: ReceiptStore, receipt: Receipt) -> Receipt:
     faultpoint("consolidation.after-final-receipt")
     unmark(home, receipt.review)
     return receipt
+
+
+def _marked_cwd(home: Home, review: str) -> str:
+    try:
+        return (marks(home) / review).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _replayed(home: Home, receipt: Receipt) -> list[ProposedChange] | None:

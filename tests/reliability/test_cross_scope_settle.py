@@ -106,7 +106,8 @@ def _shown(home: Home, project: Path) -> tuple[str, list[str]]:
 
 
 def _settled_whole(home: Home, project: Path) -> None:
-    """The review is committed, its mark gone, and each scope has its one history entry."""
+    """The review is committed, its mark gone, each scope has its one history entry, and the
+    workspace the settle created knows its folder."""
     [receipt] = ReceiptStore(home).all()
     assert receipt.status is Status.COMMITTED and receipt.history is not None
     assert pending(home) == []
@@ -114,6 +115,7 @@ def _settled_whole(home: Home, project: Path) -> None:
     assert (store.read_global().content, _names(store, project)) == PLANNED
     for key in (None, WorkspaceId.from_cwd(project).key):
         assert len(store.history.log(key)) == 1
+    assert store.workspace_of(WorkspaceId.from_cwd(project).key).cwd == str(project), "created where it is"
 
 
 def test_the_cli_without_the_daemon_settles_before_it_reads(copy: tuple[Home, Path]) -> None:

@@ -2,10 +2,11 @@
 
 Each round runs one `remem` command without the daemon and kills it: by SIGKILL after a random
 delay, or with `REMEM_FAULTPOINT` set to the next point of its protocol in turn. Whatever the
-command acknowledged (exit 0) must be there afterwards — 0 lost updates, 0 lost forks — memory
+command acknowledged (exit 0) must be there afterwards (0 lost updates, 0 lost forks), memory
 must read valid, and the parent session must be byte-for-byte what it was. Each loop runs for
-`REMEM_KILL_SECONDS` (default 4; at least every point and as many random moments). The crash tests of each protocol (tests/memory, tests/forks)
-prove recovery at each point one by one; this mixes them with arbitrary moments, over the CLI.
+`REMEM_KILL_SECONDS` (default 4), and at least once through every point with as many random
+moments. The crash tests of each protocol (tests/memory, tests/forks) prove recovery at each
+point one by one; this mixes them with arbitrary moments, over the CLI.
 """
 
 from __future__ import annotations
