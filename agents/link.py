@@ -8,9 +8,11 @@ scope's agent lock, as in the daemon.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.consolidation.settle import pending, settle_committing
 from remem.daemon.home import Home
 from remem.daemon.server.agent_methods import AgentMethods
 from remem.daemon.server.memory_methods import MemoryMethods
@@ -28,6 +30,7 @@ class InProcessLink:
 
     def __init__(self, home: Home, *, watch: bool = True) -> None:
         """`watch=False` (the `daemon.watch: polling` setting) proves snapshots by stat alone."""
+        self._home = home
         memory = MemoryMethods(home, watch=watch)
         self.agents = AgentMethods(memory)
         self._handlers = {**memory.handlers(), **self.agents.handlers()}
@@ -37,6 +40,9 @@ class InProcessLink:
         if not self._settled:
             await self.agents.settle()
             self._settled = True
+        # Each call: a review another process was committing may have died since (one listing).
+        if pending(self._home):
+            await asyncio.to_thread(settle_committing, self._home)
         answer = await self._handlers[method](METHODS[method].params.model_validate(params))
         return answer.model_dump(mode="json")
 

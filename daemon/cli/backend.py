@@ -61,6 +61,7 @@ class Backend:
         self, method: str, params: BaseModel, roots: Sequence[Path], listener: Listener | None
     ) -> BaseModel:
         # The daemon's handlers (and all they need) are loaded only when a command runs without it.
+        from ..consolidation.settle import settle_committing
         from ..server.consolidation_methods import ConsolidationMethods
         from ..server.memory_methods import MemoryMethods
         from ..server.session_methods import SessionMethods
@@ -82,6 +83,8 @@ class Backend:
             # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that task,
             # result and all, when it restores SIGINT (a 10 000-entry log took a second).
             answer.append(await handlers[method](params))
+
+        settle_committing(self.home)  # as the daemon does when it starts, before anything is read
 
         asyncio.run(in_process())
         return answer[0]

@@ -28,8 +28,7 @@ from ..sessions.catalog import Entry, ListError, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsStore
-from .attempts import read_attempt, settle_attempts
-from .barrier import converge
+from .attempts import settle_attempts
 from .debug import DebugLog
 from .evidence import Evidence, EvidenceRange, project_evidence
 from .harness_source import HarnessFile, Unreadable, observe
@@ -41,11 +40,9 @@ from .proposal import (
     ProposedChange,
     Put,
     ReplaceGlobal,
-    canonical_order,
     content_hash,
     parse_arguments,
     plan_proposal,
-    proposal_hash,
 )
 from .receipts import (
     CONSOLIDATOR_VERSION,
@@ -62,6 +59,7 @@ from .receipts import (
     review_id,
 )
 from .route import Route, RouteError, resolve_route
+from .settle import commit, mark, recover, unmark
 from .worker import Outcome, Progress, run_attempt
 from .worker_log import WorkerLog, worker_log_path, worker_session_id
 
@@ -173,7 +171,8 @@ class Consolidator:
         if receipt is not None and receipt.status in SUCCEEDED:
             return _result(receipt, recovered=False)
         if receipt is not None and receipt.status is Status.COMMITTING:
-            return _result(self._recover(receipt), recovered=True)
+            return _result(recover(self.home, self.store, self.receipts, receipt), recovered=True)
+        unmark(self.home, review)  # a crash after a final receipt kept it; readers must not wait here
         evidence = _evidence(source)
         context = runtime_context(
             review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
@@ -253,32 +252,12 @@ class Consolidator:
         if not self._still_same(source):
             return self._finish(receipt.ended(Status.SOURCE_CHANGED, "the session changed during the review"))
         receipt = receipt.moved(Status.COMMITTING)
+        # From here readers of either scope wait for the barrier, or settle it after a crash.
+        mark(self.home, receipt.review, source.workspace)
         self.receipts.write(receipt)
         faultpoint("consolidation.after-committing-receipt")
-        return self._finish(converge(self.store, source.workspace, receipt, changes))
-
-    def _recover(self, receipt: Receipt) -> Receipt:
-        """Finish a `committing` receipt from its worker session's final proposal; no model."""
-        changes = self._replayed(receipt)
-        workspace = self.store.workspace_of(receipt.target.workspace)
-        if changes is None:
-            done = receipt.ended(
-                Status.TARGET_CONFLICT, "the worker session's final proposal cannot be read back"
-            )
-        else:
-            done = converge(self.store, workspace, receipt, changes)
-        self.receipts.write(done)
-        return done
-
-    def _replayed(self, receipt: Receipt) -> list[ProposedChange] | None:
-        recorded = read_attempt(self.home, receipt.attempt) if receipt.attempt else None
-        if recorded is None or recorded.final is None:
-            return None
-        try:
-            changes = canonical_order(parse_arguments(recorded.final).changes)
-        except ProposalRejected:
-            return None
-        return changes if proposal_hash(changes) == receipt.proposalHash else None
+        done = commit(self.home, self.store, self.receipts, receipt, source.workspace, changes)
+        return _result(done, recovered=False)
 
     async def _settle_pending(self, session_id: str) -> Receipt | None:
         """A crash left a review of this session committing: finish it, and nothing else, now.
@@ -295,7 +274,7 @@ class Consolidator:
         try:
             current = self.receipts.read(review)
             return (
-                self._recover(current)
+                recover(self.home, self.store, self.receipts, current)
                 if current is not None and current.status is Status.COMMITTING
                 else current
             )

@@ -7,15 +7,29 @@ canonicalised away: dropping them would silently change content, so they are err
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
+from typing import BinaryIO
 
-from .diagnostics import Diagnostic, Severity, TextPositions, diagnostic
+from .diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 
 BOM = "\ufeff"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _MAX_CONTROL_REPORTS = 20
 _C0_BYTES = bytes(b for b in range(0x20) if b not in b"\t\n\r") + b"\x7f"
 _C1_BYTES = re.compile(rb"\xc2[\x80-\x9f]")
+# The most of a memory file remem reads (decision 0141): 170 times the largest valid one
+# (GLOBAL.md's 24 KiB), 4 times the largest the editor's keystroke benchmark validates.
+MEMORY_FILE_MAX_BYTES = 4 * 1024 * 1024
+FILE_TOO_LARGE = diagnostic(
+    "file-too-large",
+    Severity.ERROR,
+    f"the file is over {MEMORY_FILE_MAX_BYTES // (1024 * 1024)} MiB, the most remem reads of a memory "
+    "file (a valid record is under 9 KiB, GLOBAL.md at most 24 KiB), so it is not read; shorten it "
+    "or move what it holds out of memory",
+    Range(start=Position(line=0, character=0), end=Position(line=0, character=0)),
+)
 
 
 def canonicalize(text: str) -> str:
@@ -37,6 +51,30 @@ def canonical_bytes(raw: bytes) -> bytes:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     raw = raw.rstrip(b"\n")
     return raw + b"\n" if raw else b""
+
+
+def read_capped(handle: BinaryIO) -> bytes | None:
+    """The file's bytes, or None when it holds more than `MEMORY_FILE_MAX_BYTES` (no more than
+    one byte past the cap is read)."""
+    size = os.fstat(handle.fileno()).st_size
+    if size > MEMORY_FILE_MAX_BYTES:
+        return None
+    data = handle.read(size + 1)  # sized by the file: asking for the cap costs its allocation
+    if len(data) > size:  # it grew since: read on, up to the cap
+        data += handle.read(MEMORY_FILE_MAX_BYTES + 1 - len(data))
+    return None if len(data) > MEMORY_FILE_MAX_BYTES else data
+
+
+def too_large(text: str) -> bool:
+    """Whether an editor's text is past the cap of a file on disk (encoded only when it may be)."""
+    return len(text) > MEMORY_FILE_MAX_BYTES // 4 and len(text.encode("utf-8")) > MEMORY_FILE_MAX_BYTES
+
+
+def read_file(path: Path) -> tuple[str, list[Diagnostic]]:
+    """`decode` of a memory file read with `read_capped`: past the cap, no text and the error."""
+    with path.open("rb") as handle:
+        raw = read_capped(handle)
+    return ("", [FILE_TOO_LARGE]) if raw is None else decode(raw)
 
 
 def decode(raw: bytes) -> tuple[str, list[Diagnostic]]:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
-from .canonical import decode
+from .canonical import FILE_TOO_LARGE, read_file, too_large
 from .diagnostics import Diagnostic
 from .lint_cache import LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
@@ -31,8 +31,12 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
     by_folder: dict[Path, list[Path]] = defaultdict(list)
     for path in files:
         if path.name == GLOBAL_FILE:
-            text, problems = decode(path.read_bytes())
-            reports[path] = problems + validate_global(text) + likely_secrets(text)
+            text, problems = read_file(path)
+            reports[path] = (
+                problems
+                if FILE_TOO_LARGE in problems
+                else problems + validate_global(text) + likely_secrets(text)
+            )
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
@@ -58,7 +62,7 @@ def lint_workspace_folder(
     cache = cache or LintCache()
     names = _listing(folder, cache)
     decoded = {
-        name: (edited[name], []) if name in edited else cache.read(folder / name)
+        name: _edited(edited[name]) if name in edited else cache.read(folder / name)
         for name in sorted(names | set(edited))
         if record_name_of(name) is not None
     }
@@ -70,10 +74,18 @@ def lint_workspace_folder(
     parsed, index_problems = validate_workspace(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse
     )
-    reports = {name: problems + parsed[name].diagnostics for name, (_, problems) in decoded.items()}
+    reports = {
+        name: problems if FILE_TOO_LARGE in problems else problems + parsed[name].diagnostics
+        for name, (_, problems) in decoded.items()
+    }
     if index is not None:
         reports[INDEX_FILE] = index[1] + index_problems
     return reports
+
+
+def _edited(text: str) -> tuple[str, list[Diagnostic]]:
+    """An editor's text, judged as the same bytes on disk would be: past the cap, only that."""
+    return ("", [FILE_TOO_LARGE]) if too_large(text) else (text, [])
 
 
 def _listing(folder: Path, cache: LintCache) -> frozenset[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from .canonical import decode
+from .canonical import read_file
 from .diagnostics import Diagnostic
 from .record import RECORDS_MAX
 from .stamps import RACY_NS, Stamp, stamp
@@ -55,7 +55,7 @@ class LintCache:
 
     def read(self, path: Path) -> tuple[str, list[Diagnostic]]:
         """The file's text decoded as UTF-8 (`canonical.decode`), re-read only when it changed."""
-        text, problems = self._texts.get(path, lambda: decode(path.read_bytes()))
+        text, problems = self._texts.get(path, lambda: read_file(path))
         return text, list(problems)
 
     def file_names(self, folder: Path) -> frozenset[str]:

@@ -13,6 +13,7 @@ from .canonical import canonicalize
 
 NAME_MAX = 64
 DESCRIPTION_MAX = 200
+FRONT_MATTER_MAX_BYTES = 16 * 1024  # YAML work is bounded before parsing (decision 0141)
 BODY_MAX_BYTES = 8 * 1024
 GLOBAL_MAX_BYTES = 24 * 1024
 RECORDS_MAX = 200

@@ -237,7 +237,7 @@ def _file_digest(path: Path) -> bytes | None:
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
-        return _digest_of(handle.read())
+        return hashlib.file_digest(handle, "sha256").digest()  # in chunks: a file may be huge
 
 
 def _digest_of(data: bytes) -> bytes:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import BinaryIO, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,7 +42,7 @@ from .batch import (
     plan_global,
     plan_workspace,
 )
-from .canonical import canonicalize, decode
+from .canonical import FILE_TOO_LARGE, canonicalize, decode, read_capped
 from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_errors
 from .history import CLI, Actor, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
@@ -283,7 +283,7 @@ class MemoryStore:
             os.close(fd)
             raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])])
         with os.fdopen(fd, "rb") as handle:
-            return handle.read()
+            return _capped(handle, path)
 
     def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
         temp = write_temp(self.home.global_file, plan.content)
@@ -439,10 +439,19 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
         if path.is_symlink() or not path.is_file():
             irregular.append(FileProblems(path=str(path), diagnostics=[_IRREGULAR]))
             continue
-        files[name] = path.read_bytes()
+        with path.open("rb") as handle:
+            files[name] = _capped(handle, path)
     if irregular:
         raise MemoryInvalid(irregular)
     return files
+
+
+def _capped(handle: BinaryIO, path: Path) -> bytes:
+    """The file's bytes; refused before more is held when it is past the memory-file cap."""
+    data = read_capped(handle)
+    if data is None:
+        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[FILE_TOO_LARGE])])
+    return data
 
 
 def _now() -> str:

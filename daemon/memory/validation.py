@@ -22,6 +22,7 @@ from .record import (
     BODY_MAX_BYTES,
     DESCRIPTION_MAX,
     FIELDS,
+    FRONT_MATTER_MAX_BYTES,
     GLOBAL_MAX_BYTES,
     INDEX_MAX_BYTES,
     INDEX_MAX_LINES,
@@ -310,6 +311,18 @@ def _compose(
                 Severity.ERROR,
                 "tabs cannot indent YAML front matter; use spaces",
                 positions.range(at, at + 1),
+            )
+        )
+        return None
+    if len(source) > FRONT_MATTER_MAX_BYTES // 4 and len(source.encode("utf-8")) > FRONT_MATTER_MAX_BYTES:
+        # Parsed, 100 000 keys took seconds and hundreds of MB; a valid front matter is 3 lines.
+        problems.append(
+            diagnostic(
+                "front-matter-too-large",
+                Severity.ERROR,
+                f"the front matter is over {FRONT_MATTER_MAX_BYTES // 1024} KiB, so it is not parsed; "
+                "it holds only `name:`, `description:` and `type:` lines",
+                positions.range(front.start, front.start),
             )
         )
         return None

@@ -9,12 +9,14 @@ reached (then it finishes). A committed review announces the memory it changed.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from ..consolidation.models import list_models
 from ..consolidation.receipts import Status
 from ..consolidation.route import Route, RouteError, resolve_route, store_api_key
 from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
+from ..consolidation.settle import settle_committing
 from ..home import Home
 from ..settings import SettingsConflict, SettingsError, SettingsStore
 from .jsonrpc import Handler
@@ -34,6 +36,8 @@ from .protocol import (
     SelectModelParams,
     SetApiKeyParams,
 )
+
+log = logging.getLogger("remem.daemon")
 
 
 class ConsolidationMethods:
@@ -83,6 +87,13 @@ class ConsolidationMethods:
         if result.status is Status.COMMITTED and not result.recovered:
             await self._announce(result.review)
         return result
+
+    async def settle(self) -> None:
+        """Finish the reviews a crash left committing (no model), before memory is read."""
+        try:
+            await asyncio.to_thread(settle_committing, self.home, self.consolidator.store)
+        except Exception:  # the daemon still serves; the next reader tries again
+            log.exception("could not settle the reviews a crash left committing")
 
     async def cancel(self, params: ConsolidateParams) -> CancelResult:
         task = self._running.get(params.session)

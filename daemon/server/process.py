@@ -106,6 +106,7 @@ class Daemon:
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
         await self.agents.settle()  # agent updates a crash interrupted, before anyone reads memory
+        await self.consolidation.settle()  # and reviews it cut between their Global and workspace commits
         await self.memory.reconcile_history()  # what the history missed while no daemon watched
         self.watcher.start(loop)
         info = DaemonInfo(
@@ -184,6 +185,7 @@ class Daemon:
 
     async def _changed(self, target: Target) -> None:
         if isinstance(target, MemoryScope):
+            await self.consolidation.settle()  # a review another process was committing may have died
             await self.memory.scope_changed(target.key)
         elif isinstance(target, SessionRoot):
             await self.sessions.root_changed(target.path)

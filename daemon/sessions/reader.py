@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..limits import SESSION_LOG_MAX_BYTES, size_text
 from .checks import EventCheckError, check_event
 from .decode import parse_json
 from .digest import DigestState, LogDigest
@@ -43,6 +44,7 @@ from .zstd_frames import (
     FrameError,
     FrameSpan,
     FrameSplit,
+    TooLarge,
     decode_frame,
     decode_torn_frame,
     split_frames,
@@ -175,12 +177,21 @@ def _split(data: bytes) -> FrameSplit:
         raise CorruptLog(str(exc)) from None
 
 
-def _frame_plain(data: bytes, span: FrameSpan, index: int, origin: int) -> bytes:
+_OVER_CAP = (
+    f"its cap: remem reads session logs of up to {size_text(SESSION_LOG_MAX_BYTES)} of plaintext "
+    "(SESSION_LOG_MAX_BYTES)"
+)
+
+
+def _frame_plain(data: bytes, span: FrameSpan, index: int, origin: int, before: int) -> bytes:
+    """Frame `index`'s plaintext, `before` plaintext bytes of the log preceding it."""
+    start, end = origin + span.start, origin + span.end
     try:
-        return decode_frame(memoryview(data)[span.start : span.end])
+        return decode_frame(memoryview(data)[span.start : span.end], SESSION_LOG_MAX_BYTES - before)
     except FrameError as exc:
-        start, end = origin + span.start, origin + span.end
         raise CorruptLog(f"frame {index} (bytes {start}-{end}) is damaged: {exc}") from None
+    except TooLarge:
+        raise CorruptLog(f"frame {index} (bytes {start}-{end}) takes the log past {_OVER_CAP}") from None
 
 
 def _zstd_tail(
@@ -197,7 +208,7 @@ def _zstd_tail(
     records: list[Record] = []
     length, line_no = 0, first_line
     for index, span in enumerate(spans, start=base.frame_count):
-        plain = _frame_plain(data, span, index, origin)
+        plain = _frame_plain(data, span, index, origin, base.logical_offset + length)
         first_seq = base.event_count + len(records)
         records.extend(scan_records(plain, 0, first_seq, line_no, strict=True, keep=keep).records)
         line_no += plain.count(b"\n")
@@ -209,7 +220,11 @@ def _zstd_tail(
     )
     if torn_start is None:
         return _Tail(records, resume, None, b"")
-    plain = decode_torn_frame(memoryview(data)[torn_start:])
+    try:
+        left = SESSION_LOG_MAX_BYTES - resume.logical_offset
+        plain = decode_torn_frame(memoryview(data)[torn_start:], left)
+    except TooLarge:
+        raise CorruptLog(f"the torn last frame takes the log past {_OVER_CAP}") from None
     scan = scan_records(plain, 0, resume.event_count, line_no, strict=False, keep=keep)
     records.extend(scan.records)
     reason = f"last frame is incomplete (a crashed append); {len(scan.records)} events recovered from it"
@@ -228,7 +243,7 @@ def _read_zstd(data: bytes, digest: LogDigest, keep: Keep) -> tuple[bytes, _Tail
     if not split.frames:
         raise CorruptLog("the header frame is incomplete: the log was never fully created")
     head = split.frames[0]
-    plain = _frame_plain(data, head, 0, 0)
+    plain = _frame_plain(data, head, 0, 0, 0)
     header_line, body = _split_header(plain)
     head_records = scan_records(plain, body, 0, 2, strict=True, keep=keep).records  # DSH writes none
     digest.update(plain)
@@ -363,7 +378,10 @@ def _session_errors(path: Path, context: str = "") -> Iterator[None]:
 def _read_stable(path: Path, start: int = 0) -> tuple[bytes, str]:
     """The file's bytes from `start` on and its revision, re-read while a writer changes it."""
     for _ in range(READ_ATTEMPTS):
-        before = file_revision(path)
+        st = os.stat(path)
+        before = stat_revision(st)
+        if st.st_size > SESSION_LOG_MAX_BYTES:  # refused before a byte of it is held
+            raise CorruptLog(f"the log file is {st.st_size} bytes, past {_OVER_CAP}")
         with path.open("rb") as file:
             file.seek(start)
             data = file.read()

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ..limits import SESSION_EVENTS_MAX, SESSION_LINE_MAX_BYTES, size_text
 from .checks import BARE_TYPES, checked_bare_event
 from .chunks import ROW_TAGS, ChunkRowError, expand_row_events, skim_row
 from .decode import TypedLine, decode_line, parse_json
@@ -104,6 +105,7 @@ def _decode_line(
         raise _BadLine(f"line {line_no} is not a JSON object")
     kind = record.get("type")
     if isinstance(kind, str) and kind in ROW_TAGS:  # `is_chunk_row`
+        _within_events_cap(expected_seq + _row_members(record), line_no)  # before a member is built
         try:
             events = expand_row_events(record) if keep is None else skim_row(record)
         except ChunkRowError as exc:
@@ -120,6 +122,25 @@ def _decode_line(
     # check) stays a record, for the reader's upgrade and check pass to handle in seq order.
     event = checked_bare_event(record)
     return record if event is None else event
+
+
+def _row_members(record: dict[str, Any]) -> int:
+    """How many events a packed row claims to stand for (its shape is checked later)."""
+    data = record.get("data")
+    members = (
+        data.get("args" if record["type"] == "tool-call-chunks" else "texts")
+        if isinstance(data, dict)
+        else None
+    )
+    return len(members) if isinstance(members, list) else 0
+
+
+def _within_events_cap(count: int, line_no: int) -> None:
+    if count > SESSION_EVENTS_MAX:
+        raise CorruptLog(
+            f"the log holds more than {SESSION_EVENTS_MAX} events (line {line_no}); remem reads "
+            f"logs of up to {SESSION_EVENTS_MAX} events (SESSION_EVENTS_MAX)"
+        )
 
 
 def _has_turn_end(line: bytes) -> bool:
@@ -165,6 +186,11 @@ def scan_records(
             if strict:
                 raise CorruptLog(f"line {line_no} is not newline-terminated inside a complete frame")
             return ScanResult(records, pos, f"line {line_no} is torn (no final newline)")
+        if nl - pos > SESSION_LINE_MAX_BYTES:
+            raise CorruptLog(
+                f"line {line_no} is {nl - pos} bytes; remem reads session log lines of up to "
+                f"{size_text(SESSION_LINE_MAX_BYTES)} (SESSION_LINE_MAX_BYTES)"
+            )
         try:
             decoded = _decode_line(buf[pos:nl], line_no, seq, keep)
             if isinstance(decoded, list):
@@ -180,5 +206,6 @@ def scan_records(
             if later is not None:
                 raise CorruptLog(f"{bad}, but line {later} holds a turn/end written after it") from None
             return ScanResult(records, pos, str(bad))
+        _within_events_cap(seq, line_no)
         pos, line_no = nl + 1, line_no + 1
     return ScanResult(records, pos, None)

@@ -7,9 +7,12 @@ then each frame is decoded alone (libzstd verifies the checksum while decoding).
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import zstandard
+
+from ..limits import SESSION_LOG_MAX_BYTES
 
 FRAME_MAGIC = b"\x28\xb5\x2f\xfd"
 COMPRESSION_LEVEL = 3  # zstd's (and node:zlib's) default level
@@ -94,25 +97,43 @@ def split_frames(data: bytes | memoryview) -> FrameSplit:
     return FrameSplit(frames, None)
 
 
-def decode_frame(frame: bytes | memoryview) -> bytes:
-    """Decompress one complete frame, verifying its checksum."""
-    decoder = zstandard.ZstdDecompressor().decompressobj()
+_CHUNK = 64 * 1024  # plaintext per read of a frame: a small frame allocates no more than it needs
+_TORN_FEED = 1024  # input bytes per step of a torn frame's decode: at most ~32 MiB of output
+
+
+class TooLarge(ValueError):
+    """A frame whose plaintext is more than the caller allows (a bomb, or a log past its cap)."""
+
+
+def decode_frame(frame: bytes | memoryview, limit: int = SESSION_LOG_MAX_BYTES) -> bytes:
+    """Decompress one complete frame, verifying its checksum (libzstd does, at the frame's
+    end); `TooLarge` past `limit` plaintext bytes, of which at most one more chunk is held."""
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(frame), read_across_frames=False)
+    parts, total = [], 0
     try:
-        out = decoder.decompress(bytes(frame))
+        while chunk := reader.read(_CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise TooLarge(f"it decompresses to more than {limit} bytes")
+            parts.append(chunk)
     except zstandard.ZstdError as exc:
         raise FrameError(str(exc)) from exc
-    if not decoder.eof:
-        raise FrameError("frame ended before its last block decoded")
-    return out
+    return b"".join(parts)
 
 
-def decode_torn_frame(partial: bytes | memoryview) -> bytes:
-    """Whatever plaintext a flush-mode decode of an incomplete frame yields (maybe nothing)."""
+def decode_torn_frame(partial: bytes | memoryview, limit: int = SESSION_LOG_MAX_BYTES) -> bytes:
+    """Whatever plaintext a flush-mode decode of an incomplete frame yields (maybe nothing), up
+    to `limit` bytes; fed a little at a time, so a bomb stops near the limit."""
     decoder = zstandard.ZstdDecompressor().decompressobj()
+    out = bytearray()
     try:
-        return decoder.decompress(bytes(partial))
+        for at in range(0, len(partial), _TORN_FEED):
+            out += decoder.decompress(bytes(partial[at : at + _TORN_FEED]))
+            if len(out) > limit:
+                raise TooLarge(f"its torn last frame decompresses to more than {limit} bytes")
     except zstandard.ZstdError:
         return b""
+    return bytes(out)
 
 
 def encode_frame(plaintext: bytes) -> bytes:

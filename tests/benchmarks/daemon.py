@@ -263,10 +263,15 @@ def _memory_table(cold: Sequence[_Memory], warm: Sequence[_Memory], baseline: Se
                     verdict if shown else "",
                 )
             )
+    return _render(f"daemon.idle-rss memory, median of {len(baseline)} start(s) per side", lines)
+
+
+def _render(title: str, lines: Sequence[Sequence[str]]) -> str:
+    """A title, then `lines` (the first is the heading) laid out like the harness table."""
     widths = [max(len(line[column]) for line in lines) for column in range(len(lines[0]))]
     rendered = [" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines]
     rendered.insert(1, "-+-".join("-" * width for width in widths))
-    return f"daemon.idle-rss memory, median of {len(baseline)} start(s) per side:\n" + "\n".join(rendered)
+    return f"{title}:\n" + "\n".join(rendered)
 
 
 def _median(runs: Sequence[_Memory]) -> _Memory:

@@ -26,6 +26,7 @@ from remem.daemon.home import Home
 from remem.daemon.server import protocol
 from remem.lsp import requests as lsp_requests
 from remem.lsp.server import create_server
+from remem.lsp.transcripts import TRANSCRIPT_SCHEME
 
 GOLDEN = Path(__file__).with_name("protocol.json")
 REGENERATE = "python -m tests.contract.schema"
@@ -99,7 +100,7 @@ def _lsp_contract() -> dict[str, Any]:
             name: {"argument": _argument_schema(f)} for name, f in sorted(features.commands.items())
         },
         "notifications": sorted(set(_notifications())),
-        "schemes": {"transcript": lsp_requests.TRANSCRIPT_SCHEME},
+        "schemes": {"transcript": TRANSCRIPT_SCHEME},
     }
 
 

@@ -53,12 +53,11 @@ def test_a_third_party_edit_after_a_crash_is_a_conflict(
     fake.reply(tool_call(both_scopes(source)))
     crash_at(COMMITTING, home, monkeypatch, "consolidate", source.id)
     home.global_file.write_text("Written by hand meanwhile.\n")
-    result = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
-    assert result["status"] == "target-conflict" and fake.count == 1
+    # The daemon settles the review when it starts, before this read: nothing is overwritten.
+    receipts = json.loads(remem(home, "receipts", "--session", source.id, "--json").stdout)["receipts"]
+    assert [r["status"] for r in receipts] == ["target-conflict"] and fake.count == 1
     assert home.global_file.read_text() == "Written by hand meanwhile.\n"
     assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
-    receipts = json.loads(remem(home, "receipts", "--session", source.id, "--json").stdout)["receipts"]
-    assert [r["status"] for r in receipts] == ["target-conflict"]
 
 
 def test_a_running_consolidation_is_cancelled_from_another_client(
@@ -92,8 +91,9 @@ def test_a_pending_commit_is_settled_before_a_grown_session_is_reviewed(
     grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)  # the agent went on
     source.path.write_bytes(grown.path.read_bytes())
     os.utime(source.path, (1_600_000_000, 1_600_000_000))
-    settled = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
-    assert settled["status"] == "committed" and settled["recovered"] is True and fake.count == 1
+    # The daemon settles the review when it starts, before any request reads memory.
+    [settled] = json.loads(remem(home, "receipts", "--session", source.id, "--json").stdout)["receipts"]
+    assert settled["status"] == "committed" and fake.count == 1
     fake.reply(tool_call(proposal()))
     fresh = json.loads(remem(home, "consolidate", source.id, "--json").stdout)
     assert fresh["review"] != settled["review"] and fresh["status"] == "no-change" and fake.count == 2

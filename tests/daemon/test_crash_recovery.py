@@ -39,7 +39,8 @@ pytestmark = pytest.mark.slow
 # Where a crash leaves the review, and so how the next request finishes it.
 NEW_ATTEMPT = "the attempt is closed as interrupted and a new one asks the model"
 ADOPTED = "the attempt's final proposal is committed without the model"
-SETTLED = "the committing receipt is settled without the model"
+SETTLED = "the committing receipt is settled without the model, before the request reads memory"
+COMPLETE = "the receipt is final; only its mark is left, and dropped"
 CONSOLIDATION_POINTS: dict[str, str] = {
     "consolidation.after-attempt-receipt": NEW_ATTEMPT,
     "sessions.writer.after-temp-write": NEW_ATTEMPT,
@@ -48,6 +49,7 @@ CONSOLIDATION_POINTS: dict[str, str] = {
     "sessions.writer.after-append": ADOPTED,
     "sessions.writer.mid-append@2": ADOPTED,  # the attempt's turn/end is torn
     "sessions.writer.after-append@2": ADOPTED,
+    "consolidation.after-committing-mark": ADOPTED,
     "consolidation.after-committing-receipt": SETTLED,
     "memory.global.after-temp-write": SETTLED,
     "memory.global.after-exchange": SETTLED,
@@ -64,6 +66,7 @@ CONSOLIDATION_POINTS: dict[str, str] = {
     "history.before-entry@2": SETTLED,  # the workspace's entry
     "history.after-objects@2": SETTLED,
     "history.after-ref@2": SETTLED,
+    "consolidation.after-final-receipt": COMPLETE,
 }
 MODES = ["no-daemon", "daemon"]
 
@@ -140,7 +143,9 @@ def test_a_crash_at_any_point_of_a_consolidation_never_blocks_the_next(
         assert leftovers == [], "the crashed writer's temp file is removed"
     else:
         assert history == [(1, "committed", None)]
-        assert (result["recovered"], fake.count) == (True, 1), "no second model call"
+        # A settled review was finished by the process (or daemon) start, before the request.
+        recovered = CONSOLIDATION_POINTS[point] == ADOPTED
+        assert (result["recovered"], fake.count) == (recovered, 1), "no second model call"
     assert asked <= 1 and fake.count <= len(history), "at most one model call per attempt"
     store = MemoryStore(home)
     assert store.read_global().content == "Prefers terse answers.\n"

@@ -1,0 +1,74 @@
+"""The caps on a session log: each refuses that log alone, naming the cap, before it is held.
+
+The attack's inputs at their full sizes are in tests/reliability; here the caps are made small
+where that keeps the test small, and each path that enforces one is taken.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.sessions import reader, scanner, zstd_frames
+from remem.daemon.sessions.errors import SessionLogError
+from remem.daemon.sessions.reader import read_session, skim_session
+from remem.daemon.sessions.zstd_frames import TooLarge, decode_frame, decode_torn_frame, encode_frame
+
+from .logs import event, line, raw_log, turn_events, zstd_log
+
+
+def _steps(count: int) -> bytes:
+    return b"".join(line(event(seq, "step/start", {"turn": 1, "step": seq})) for seq in range(count))
+
+
+def test_a_frame_is_decompressed_only_up_to_its_limit() -> None:
+    frame = encode_frame(b" " * 100_000)
+    assert decode_frame(frame, 100_000) == b" " * 100_000
+    with pytest.raises(TooLarge):
+        decode_frame(frame, 99_999)
+    blocks = encode_frame(bytes(range(256)) * 1200)  # 300 KB of 128 KiB blocks: two decode whole
+    assert len(decode_torn_frame(blocks[:-10])) >= 128 * 1024
+    with pytest.raises(TooLarge):
+        decode_torn_frame(blocks[:-10], 1_000)
+
+
+def test_a_log_whose_plaintext_passes_the_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = b"".join(line(e) for e in turn_events())
+    monkeypatch.setattr(reader, "SESSION_LOG_MAX_BYTES", len(body))  # the header takes it past
+    monkeypatch.setattr(zstd_frames, "SESSION_LOG_MAX_BYTES", len(body))
+    with pytest.raises(SessionLogError, match="frame 1 .* past its cap: .*SESSION_LOG_MAX_BYTES"):
+        read_session(zstd_log(tmp_path, [body]))
+
+
+def test_a_log_file_past_the_cap_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = raw_log(tmp_path, _steps(10))
+    monkeypatch.setattr(reader, "SESSION_LOG_MAX_BYTES", path.stat().st_size - 1)
+    with pytest.raises(SessionLogError, match=r"the log file is \d+ bytes, past its cap"):
+        skim_session(path, frozenset())
+
+
+@pytest.mark.parametrize("skim", [False, True])
+def test_a_log_past_the_events_cap_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skim: bool
+) -> None:
+    monkeypatch.setattr(scanner, "SESSION_EVENTS_MAX", 5)
+    path = raw_log(tmp_path, _steps(5))
+    assert len(read_session(path).events) == 5
+    path = raw_log(tmp_path, _steps(6))
+    with pytest.raises(SessionLogError, match="more than 5 events .line 7.*SESSION_EVENTS_MAX"):
+        skim_session(path, frozenset()) if skim else read_session(path)
+
+
+def test_a_packed_row_past_the_events_cap_is_refused_before_it_expands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scanner, "SESSION_EVENTS_MAX", 5)
+    data = {"turn": 1, "step": 1, "index": 0, "dt": [0] * 5, "texts": ["a"] * 6}
+    path = raw_log(tmp_path, line({"type": "text-chunks", "seq0": 0, "time0": 1, "data": data}))
+    with pytest.raises(SessionLogError, match="more than 5 events .line 2"):
+        read_session(path)
