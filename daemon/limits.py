@@ -12,6 +12,8 @@ MIB = 1024 * 1024
 SESSION_LOG_MAX_BYTES = 64 * MIB  # a log's file, and its plaintext once decompressed
 SESSION_LINE_MAX_BYTES = 8 * MIB  # one JSON line (one event, or one packed row of deltas)
 SESSION_EVENTS_MAX = 150_000  # events in one log, packed rows expanded
+# One Claude Code or Codex line: those harnesses inline pasted images as base64 in the line.
+HARNESS_LINE_MAX_BYTES = 64 * MIB
 
 
 def size_text(size: int) -> str:

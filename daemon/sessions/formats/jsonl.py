@@ -18,9 +18,10 @@ from typing import Any, BinaryIO, Generic, TypeVar
 
 import msgspec
 
+from ...limits import HARNESS_LINE_MAX_BYTES
 from .model import Problem
 
-MAX_LINE = 64 * 1024 * 1024  # bytes; a longer line is skipped (pasted images stay far below)
+MAX_LINE = HARNESS_LINE_MAX_BYTES  # a module attribute, so a test can lower it
 _BLOCK = 1 << 20
 
 T = TypeVar("T")
