@@ -26,7 +26,7 @@ from ..sessions.lineage import FlatNode
 from ..sessions.metadata import SessionMeta
 from ..sessions.projection import TurnSummary
 
-PROTOCOL_VERSION = 2  # 2: the agents/* methods
+PROTOCOL_VERSION = 3  # 2: the agents/* methods; 3: sessions of every harness, consolidation/models
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
