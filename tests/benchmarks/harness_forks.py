@@ -23,7 +23,7 @@ from remem.daemon.sessions.formats.claude_code import read_transcript
 from remem.daemon.sessions.formats.codex import read_rollout
 
 from ..sessions.claude_lines import SID, jsonl, prompt, result, say, use
-from ..sessions.codex_lines import TID, call, meta, output, rollout, turn
+from ..sessions.codex_lines import TID, meta, tool_turns
 from .forks import _copy_synced
 from .harness import Benchmark, Budget, Call, Contenders
 
@@ -54,16 +54,9 @@ def _claude_code_parent(path: Path) -> int:
 
 
 def _codex_parent(path: Path) -> int:
-    parts, size, turns = [rollout(meta())], 0, 0
-    while size < _BYTES:
-        turns += 1
-        tool = output(f"c{turns}")
-        tool["payload"]["output"] = _TOOL_OUTPUT
-        chunk = rollout(*turn(f"t{turns}", f"question {turns}", f"answer {turns}", call(f"c{turns}"), tool))
-        parts.append(chunk)
-        size += len(chunk)
+    data, turns = tool_turns(meta(), _BYTES, _TOOL_OUTPUT)
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"".join(parts))
+    path.write_bytes(data)
     return turns
 
 

@@ -21,7 +21,7 @@ from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root
 
 from ..sessions.claude_lines import jsonl, prompt, result, say, use
-from ..sessions.codex_lines import call, meta, output, rollout, turn
+from ..sessions.codex_lines import meta, tool_turns
 from .harness import Benchmark, Budget, Call, Contenders, repeat
 from .sessions import _floors, _forget_index, _orjson_all
 
@@ -56,15 +56,8 @@ def _claude_template() -> bytes:
 
 
 def _codex_template() -> bytes:
-    chunks, size, n = [rollout(meta(f"019c0000-0000-7000-8000-0000{_TOKEN}00", cwd="@CWD@"))], 0, 0
-    while size < _FILE_BYTES:
-        n += 1
-        tool = output(f"c{n}")
-        tool["payload"]["output"] = _TOOL_OUTPUT
-        chunk = rollout(*turn(f"t{n}", f"question {n}", f"answer {n}", call(f"c{n}"), tool))
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+    first = meta(f"019c0000-0000-7000-8000-0000{_TOKEN}00", cwd="@CWD@")
+    return tool_turns(first, _FILE_BYTES, _TOOL_OUTPUT)[0]
 
 
 def _corpus(root: Path, fmt: str, count: int, cwds: tuple[str, ...], first: int = 0) -> list[Path]:

@@ -46,3 +46,18 @@ def turn(turn_id: str, prompt: str, answer: str, *middle: dict[str, Any], end: s
 
 def rollout(*records: dict[str, Any] | bytes) -> bytes:
     return b"".join(r if isinstance(r, bytes) else json.dumps(r).encode() + b"\n" for r in records)
+
+
+def tool_turns(first: dict[str, Any], size: int, tool_output: str) -> tuple[bytes, int]:
+    """A rollout of `first` then turns that each run one tool printing `tool_output`, until it
+    holds at least `size` bytes; and its number of turns. For benchmarks of large rollouts."""
+    parts, total, turns = [rollout(first)], 0, 0
+    while total < size:
+        turns += 1
+        tool = output(f"c{turns}")
+        tool["payload"]["output"] = tool_output
+        parts.append(
+            rollout(*turn(f"t{turns}", f"question {turns}", f"answer {turns}", call(f"c{turns}"), tool))
+        )
+        total += len(parts[-1])
+    return b"".join(parts), turns
