@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.sessions.formats.claude_code import read_transcript
+from remem.daemon.sessions.formats.claude_code import INTERRUPTED, read_transcript
 from remem.daemon.sessions.formats.codex import read_rollout
 
 from .claude import ClaudeCode
@@ -58,10 +58,15 @@ def test_claude_code_writes_an_api_error_answer_and_ctrl_c_as_an_interruption(tm
         interrupt(
             cc.command("stopped question", resume=first.session_id), cc.cwd, cc.env(), lambda: fake.count
         )
-    t = read_transcript(first.transcript.read_bytes(), first.transcript.name)
+    data = first.transcript.read_bytes()
+    t = read_transcript(data, first.transcript.name)
+    # Claude Code appends its interruption marker after its exit bookkeeping, and on a loaded
+    # machine the process sometimes exits first: the stopped turn is then a bare prompt, which
+    # remem cannot tell from a turn still waiting for the model, so it is open, not a fork point.
+    stopped = ("aborted", True) if INTERRUPTED.encode() in data else ("open", False)
     assert [(turn.prompt, turn.status, turn.forkable) for turn in t.turns] == [
         ("first question", "completed", True),
         ("rejected question", "error", True),
-        ("stopped question", "aborted", True),
+        ("stopped question", *stopped),
     ]
     assert t.turns[1].answer is not None and "rejected by the fake" in t.turns[1].answer
