@@ -72,7 +72,7 @@ def test_warm_listing_reads_no_log(
     first = catalog(home, folder).listing()
     reads: list[Path] = []
     real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a, **k: reads.append(p) or real(p, *a, **k))
     assert catalog(home, folder).listing() == first
     assert reads == []
 
@@ -103,7 +103,7 @@ def test_a_grown_log_is_continued_not_reread(
     before = catalog(home, folder).listing().sessions[0]
     reads: list[Path] = []
     real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a, **k: reads.append(p) or real(p, *a, **k))
     for batch in draft.batches[half:]:
         writer.append(batch)
     grown = catalog(home, folder).listing().sessions[0]
@@ -286,7 +286,7 @@ def test_find_refreshes_only_the_session_it_looks_up(
     write_session(folder, build_session(SessionSpec(seed=2, turns=2, cwd=CWD)))  # not indexed yet
     reads: list[Path] = []
     real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a, **k: reads.append(p) or real(p, *a, **k))
     assert catalog(home, folder).find(known.header.id).summary.id == known.header.id
     assert reads == [], "the new log is indexed by the next listing, not by a lookup"
     with pytest.raises(SessionNotFound):
@@ -303,7 +303,7 @@ def test_listing_other_roots_keeps_their_index_rows(
     catalog(home, one).listing()
     reads: list[Path] = []
     real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a, **k: reads.append(p) or real(p, *a, **k))
     assert len(catalog(home, one, two).listing().sessions) == 2 and reads == []
     shutil.rmtree(gone.parent)
     assert len(catalog(home, one, two).listing().sessions) == 1
@@ -326,7 +326,7 @@ def test_a_workspace_listing_reads_only_its_project_directories(
     (one / "--home-dev-p9--" / "broken" / "session.jsonl.zstd").write_bytes(b"not a log\n")
     reads: list[Path] = []
     real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a, **k: reads.append(p) or real(p, *a, **k))
 
     cat = catalog(home, one, two)
     entries, errors = cat.entries(CWD)
