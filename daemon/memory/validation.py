@@ -125,7 +125,7 @@ def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Di
             "it and say where the secret lives instead (an environment variable, a vault)",
             positions.range(found.start, found.end),
         )
-        for found in credentials.find(text)
+        for found in credentials.find(text, positions.utf8)
     ]
 
 
