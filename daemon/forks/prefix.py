@@ -47,9 +47,9 @@ def seed_lines(
 def _plaintext(data: bytes) -> bytes | None:
     """The logical bytes of a zstd log's complete frames (the index read them already)."""
     try:
-        frames = split_frames(data).frames
-        parts, size = [], 0
-        for span in frames:
+        parts: list[bytes] = []
+        size = 0
+        for span in split_frames(data).frames:
             parts.append(decode_frame(memoryview(data)[span.start : span.end], SESSION_LOG_MAX_BYTES - size))
             size += len(parts[-1])
     except (FrameError, TooLarge):
