@@ -12,6 +12,7 @@ replaced, so the text still says what was there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -101,22 +102,40 @@ def redact(text: str) -> str:
     return _ASSIGNMENT.sub(_assignment, text)
 
 
-def find(text: str) -> list[Found]:
-    """Each likely credential in `text`, in order, overlapping matches reported once."""
+def find(text: str, utf8: bytes | None = None) -> list[Found]:
+    """Each likely credential in `text`, in order, overlapping matches reported once.
+
+    `utf8` is the text's UTF-8 (`surrogatepass`) if the caller has it. The editor runs this on
+    every keystroke, so a long text is scanned in pieces (`_pieces`) whose findings are kept:
+    a keystroke re-scans the piece it changed. The pieces end where no pattern can match
+    across, so the findings are exactly those of one scan; where that cannot be told from the
+    text (remembered keys, a private key block, a character `re` matches to an ASCII letter
+    when ignoring case), the text is scanned whole.
+    """
+    whole = len(text) < 2 * _PIECE_MIN or _known() or _PEM_START in text
+    if whole or any(c in text for c in _FOLDS_TO_ASCII):
+        return _scan(text, utf8)
+    found: list[Found] = []
+    for offset, piece in _pieces(text):
+        found += [Found(f.start + offset, f.end + offset, f.kind) for f in _scan_piece(piece)]
+    return found
+
+
+def _scan(text: str, utf8: bytes | None) -> list[Found]:
     keys = (m for value in _known() for m in re.finditer(re.escape(value), text))
     found = [Found(m.start(), m.end(), "route-key") for m in keys]
     found += [Found(m.start(), m.end(), "private-key") for m in _PRIVATE_KEY.finditer(text)]
+    literals = _Literals(text, utf8)
     for kind, pattern, hints in _TOKENS:
-        if any(hint in text for hint in hints):
+        if any(literals.has(hint) for hint in hints):
             found += [Found(m.start(), m.end(), kind) for m in pattern.finditer(text)]
-    lowered = text.lower()
     for kind, pattern, hint in (
         ("aws-secret-access-key", _AWS_SECRET, "aws_secret_access_key"),
         ("bearer-token", _BEARER, "authorization"),
     ):
-        if hint in lowered:
+        if literals.has_any_case(hint):
             found += [Found(m.end(1), m.end(), kind) for m in pattern.finditer(text)]
-    for m in _assignments(text, lowered):
+    for m in _assignments(text, literals):
         value = next(g for g in ("double", "single", "bare") if m[g] is not None)
         found.append(Found(m.start(value), m.end(value), "secret"))
     kept: list[Found] = []
@@ -126,19 +145,108 @@ def find(text: str) -> list[Found]:
     return kept
 
 
-def _assignments(text: str, lowered: str) -> Iterator[re.Match[str]]:
+_PIECE_MIN = 4096  # characters; a keystroke re-scans about this much of a long text
+_PEM_START = "-----BEGIN"  # a private key block matches across lines, to the end if unterminated
+# What `re` matches to an ASCII letter when ignoring case (İ ı ſ K): the literal gates and the
+# secret-word starts could then differ between a piece and the whole text.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+@functools.lru_cache(maxsize=1024)
+def _scan_piece(piece: str) -> tuple[Found, ...]:
+    return tuple(_scan(piece, None))
+
+
+def _pieces(text: str) -> Iterator[tuple[int, str]]:
+    """`text` cut after blank lines, each piece at least `_PIECE_MIN` long, with its offset.
+
+    A cut falls only where no pattern can match across it: the only whitespace a match may hold
+    is around an assignment's `:` or `=` and after `bearer`, so the text around the
+    blank line must not continue one (the next character `:`, `=` or more whitespace; the last
+    one before the blank line `:`, `=` or the end of `bearer`). A cut is found after the previous
+    one's minimum, so an edit moves only the cuts near it.
+    """
+    start = 0
+    at = text.find("\n\n", _PIECE_MIN)
+    while at >= 0:
+        cut = at + 2
+        if _cuttable(text, at, cut):
+            yield start, text[start:cut]
+            start = cut
+            at = text.find("\n\n", cut + _PIECE_MIN)
+        else:
+            at = text.find("\n\n", cut)
+    yield start, text[start:]
+
+
+def _cuttable(text: str, at: int, cut: int) -> bool:
+    if cut >= len(text) or text[cut].isspace() or text[cut] in ":=":
+        return False
+    last = at - 1
+    while last >= 0 and text[last].isspace():
+        last -= 1
+    return last >= 0 and text[last] not in ":=" and text[max(0, last - 5) : last + 1].lower() != "bearer"
+
+
+# The only characters whose lower case holds ASCII letters: İ lowers to "i̇", K (Kelvin) to "k".
+_LOWERS_TO_ASCII = ("\u0130", "\u212a")
+
+
+class _Literals:
+    """Where ASCII literals occur in a text, exactly or in any case (as in `text.lower()`).
+
+    Looked for in UTF-8 bytes: an ASCII literal occurs in a text where its bytes occur in the
+    text's UTF-8, and bytes lower only ASCII, at C speed, which is the same as lowering the text
+    unless it holds a character of `_LOWERS_TO_ASCII`; then the lowered text is encoded instead.
+    """
+
+    def __init__(self, text: str, utf8: bytes | None) -> None:
+        self._data = text.encode("utf-8", "surrogatepass") if utf8 is None else utf8
+        folds = any(c in text for c in _LOWERS_TO_ASCII)
+        self._lowered = text.lower().encode("utf-8", "surrogatepass") if folds else self._data.lower()
+        self._characters = len(text)
+        self._offsets_carry = "\u0130" not in text  # the only character that lowers to two
+
+    def has(self, literal: str) -> bool:
+        return literal.encode() in self._data
+
+    def has_any_case(self, word: str) -> bool:
+        return word.encode() in self._lowered
+
+    def starts(self, words: tuple[str, ...]) -> list[int] | None:
+        """The text offsets where one of `words` starts in any case, in order; None when lowering
+        changes the text's length, so that offsets in the lowered text are not the text's."""
+        if not self._offsets_carry:
+            return None
+        lowered, found = self._lowered, set()
+        for word in words:
+            needle = word.encode()
+            at = lowered.find(needle)
+            while at >= 0:
+                found.add(at)
+                at = lowered.find(needle, at + 1)
+        ordered = sorted(found)
+        return ordered if len(lowered) == self._characters else _character_offsets(lowered, ordered)
+
+
+def _character_offsets(data: bytes, offsets: list[int]) -> list[int]:
+    """Byte offsets of ASCII characters in UTF-8 `data`, as offsets in the text it encodes."""
+    characters, done, at = [], 0, 0
+    for offset in offsets:
+        done += len(data[at:offset].decode("utf-8", "surrogatepass"))
+        characters.append(done)
+        at = offset
+    return characters
+
+
+def _assignments(text: str, literals: _Literals) -> Iterator[re.Match[str]]:
     """`_ASSIGNMENT.finditer(text)`, tried only where a secret word starts."""
-    if len(lowered) != len(text):  # a few characters lower to two: offsets would not carry over
+    starts = literals.starts(_SECRET_WORDS)
+    if starts is None:  # a few characters lower to two: offsets would not carry over
         yield from _ASSIGNMENT.finditer(text)
         return
-    starts = set()
-    for word in _SECRET_WORDS:
-        at = lowered.find(word)
-        while at >= 0:
-            starts.add(at)
-            at = lowered.find(word, at + 1)
     end = 0
-    for start in sorted(starts):
+    for start in starts:
         if start >= end and (match := _ASSIGNMENT.match(text, start)) is not None:
             end = match.end()
             yield match

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from remem.daemon.credentials import redact
+from remem.daemon import credentials
+from remem.daemon.credentials import find, redact
 
 PRIVATE_KEY = "\n".join(
     [
@@ -86,3 +87,38 @@ def test_ordinary_text_is_untouched(text: str) -> None:
 def test_redaction_is_stable() -> None:
     once = redact(f"password=hunter2 {PRIVATE_KEY} AKIAIOSFODNN7EXAMPLE")
     assert redact(once) == once
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Offsets past non-ASCII text are character offsets, found from the UTF-8 bytes.
+        (
+            "é漢😀 password = hunter2 Authorization: Bearer abc.def",
+            [(15, 22, "secret"), (45, 52, "bearer-token")],
+        ),
+        # K (Kelvin) lowers to "k", so "to\u212aen" is the word "token" in any case.
+        ("to\u212aen: s3cr3t-value", [(7, 19, "secret")]),
+        # İ lowers to two characters: every assignment is matched by the pattern itself.
+        ("İ PASSWORD='pw123456'", [(12, 20, "secret")]),
+    ],
+)
+def test_found_credentials_are_the_same_with_or_without_the_utf8_bytes(
+    text: str, expected: list[tuple[int, int, str]]
+) -> None:
+    for found in (find(text), find(text, text.encode("utf-8", "surrogatepass"))):
+        assert [(f.start, f.end, f.kind) for f in found] == expected
+
+
+def test_a_long_text_scanned_in_pieces_finds_what_one_scan_finds() -> None:
+    """Pieces end only where no match can continue: these assignments span a blank line."""
+    filler = "Plain prose about the release process, nothing secret in it at all.\n" * 70
+    spans = ["password =\n\nhunter2-long", "token\n\n: abc123xyz", "Authorization: Bearer\n\nabc.def"]
+    text = "".join(f"{filler}\n{span}\n\n" for span in spans) + filler + "api_key: 'kept-value'\n"
+    assert len(list(credentials._pieces(text))) > 2
+    found = find(text)
+    assert found == credentials._scan(text, None)
+    assert [f.kind for f in found] == ["secret", "secret", "bearer-token", "secret"]
+    assert text[found[0].start : found[0].end] == "hunter2-long"
+    edited = text.replace("release process", "release process, edited", 1)
+    assert find(edited) == credentials._scan(edited, None)

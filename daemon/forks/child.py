@@ -67,8 +67,11 @@ def child_bytes(
     return [encode_log(header, encode_batch(events), encoding)]
 
 
-def raw_child_parts(
-    header: SessionHeader, seed_lines: memoryview, tail: list[SessionEvent]
+def seeded_child_parts(
+    header: SessionHeader, seed_lines: memoryview, tail: list[SessionEvent], encoding: Encoding
 ) -> list[bytes | memoryview]:
-    """A raw child whose seed is the parent's own lines, byte for byte (packing included)."""
+    """A child whose seed is the parent's own lines, byte for byte (packing included); a zstd
+    child holds them with the tail in its first batch frame, as `child_bytes` would."""
+    if encoding is Encoding.ZSTD:
+        return [encode_log(header, b"".join((seed_lines, encode_batch(tail))), encoding)]
     return [json_line(header.to_record()), seed_lines, encode_batch(tail)]

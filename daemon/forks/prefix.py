@@ -1,8 +1,9 @@
-"""A raw log's seed as bytes: the lines from the header to the cut, found without a full parse.
+"""A log's seed as bytes: the lines from the header to the cut, found without a full parse.
 
-Forking a 50 MB log by parsing and re-encoding every event costs seconds; the index already
-holds the validated projection, so only the cut's `turn/start` line has to be located — by
-searching for its type and parsing just the candidate lines.
+Forking a 50 MB log by parsing and re-encoding every event costs seconds, and would hold every
+event at once; the index already holds the validated projection, so only the cut's
+`turn/start` line has to be located — by searching for its type and parsing just the candidate
+lines. A zstd log's frames are decompressed (within the plaintext cap) to find it the same way.
 """
 
 from __future__ import annotations
@@ -11,25 +12,49 @@ import json
 import os
 from pathlib import Path
 
-from ..sessions.reader import stat_revision
+from ..limits import SESSION_LOG_MAX_BYTES
+from ..sessions.paths import Encoding
+from ..sessions.reader import ResumePoint, stat_revision
+from ..sessions.zstd_frames import FrameError, TooLarge, decode_frame, split_frames
 
 _TURN_START = b'"turn/start"'
 
 
-def raw_seed_lines(
-    path: Path, revision: str, seed_length: int, last_seq: int, committed_end: int
+def seed_lines(
+    path: Path, encoding: Encoding, revision: str, seed_length: int, resume: ResumePoint
 ) -> memoryview | None:
-    """The parent's lines of events `[0, seed_length)`, or None when the log is not at `revision`."""
+    """The parent's lines of events `[0, seed_length)`, or None when they cannot be taken as
+    bytes: the log is not at `revision` (the index's), or the seed reaches past the durable
+    prefix (events salvaged from a torn zstd frame)."""
+    if seed_length > resume.event_count:
+        return None
     with open(path, "rb") as handle:
         if stat_revision(os.fstat(handle.fileno())) != revision:
             return None
-        data = handle.read(committed_end)
-        if stat_revision(os.fstat(handle.fileno())) != revision or len(data) != committed_end:
+        data = handle.read(resume.file_offset)
+        if stat_revision(os.fstat(handle.fileno())) != revision or len(data) != resume.file_offset:
             return None
-    header_end = data.index(b"\n") + 1
-    end = committed_end if seed_length == last_seq + 1 else _turn_start_line(data, header_end, seed_length)
+    plain = data if encoding is Encoding.RAW else _plaintext(data)
+    if plain is None:
+        return None
+    header_end = plain.index(b"\n") + 1
+    whole = seed_length == resume.event_count
+    end = len(plain) if whole else _turn_start_line(plain, header_end, seed_length)
     # A view, not a slice: the seed of a large log is written out without another copy.
-    return memoryview(data)[header_end:end] if end is not None else None
+    return memoryview(plain)[header_end:end] if end is not None else None
+
+
+def _plaintext(data: bytes) -> bytes | None:
+    """The logical bytes of a zstd log's complete frames (the index read them already)."""
+    try:
+        parts: list[bytes] = []
+        size = 0
+        for span in split_frames(data).frames:
+            parts.append(decode_frame(memoryview(data)[span.start : span.end], SESSION_LOG_MAX_BYTES - size))
+            size += len(parts[-1])
+    except (FrameError, TooLarge):
+        return None  # changed in place since it was indexed: the careful path says how
+    return b"".join(parts)
 
 
 def _turn_start_line(data: bytes, position: int, seq: int) -> int | None:

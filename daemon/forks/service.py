@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from ..faults import faultpoint
 from ..sessions.catalog import Indexed, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError, SessionLogError
-from ..sessions.paths import Encoding, encoding_of_file_name, session_log_path
+from ..sessions.paths import encoding_of_file_name, session_log_path
 from ..sessions.reader import SessionLog, read_session
 from ..sessions.writer import ensure_session_dirs
 from .child import (
@@ -26,12 +26,12 @@ from .child import (
     child_id,
     next_title,
     normalize_title,
-    raw_child_parts,
     seed_tail,
+    seeded_child_parts,
 )
 from .cut import Cut, resolve_cut
 from .journal import ForkJournal, JournalEntry
-from .prefix import raw_seed_lines
+from .prefix import seed_lines
 
 
 class ForkRequest(BaseModel):
@@ -125,19 +125,19 @@ class ForkService:
         marked = tail_state.seedEnd == cut.seed_length - 1
         tail = seed_tail(cut.seed_length, marked, entry.title, now_ms)
         path = source.entry.path
-        if path.name == Encoding.RAW.file_name:
-            end = source.state.resume_point.file_offset
-            lines = raw_seed_lines(
-                path, source.entry.summary.revision, cut.seed_length, tail_state.lastSeq, end
-            )
-            if lines is not None:
-                return raw_child_parts(header, lines, tail)
+        encoding = encoding_of_file_name(path.name)
+        assert encoding is not None  # the catalog only lists known log names
+        revision = source.entry.summary.revision
+        lines = seed_lines(path, encoding, revision, cut.seed_length, source.state.resume_point)
+        if lines is not None:
+            return seeded_child_parts(header, lines, tail, encoding)
         log = self._read_whole(path, entry)
         return child_bytes(header, [*log.events[: cut.seed_length], *tail], log.encoding)
 
     @staticmethod
     def _read_whole(path: Path, entry: JournalEntry) -> SessionLog:
-        """The slow path (zstd, or a log that changed since it was indexed): read and validate it all."""
+        """The slow path (a log that changed since it was indexed, or whose seed holds events
+        salvaged from a torn frame): read and validate it all."""
         try:
             log = read_session(path, expected_id=entry.source)
         except SessionLogError as exc:

@@ -162,10 +162,12 @@ def _has_control(data: bytes) -> bool:
 
 
 def _trailing_newline_problem(text: str, positions: TextPositions) -> Diagnostic | None:
-    body = text.rstrip("\r\n")
-    if not body:
+    end = len(text)
+    while end and text[end - 1] in "\r\n":  # `text.rstrip("\r\n")` without copying the text
+        end -= 1
+    if not end:
         return None
-    tail = text[len(body) :]
+    tail = text[end:]
     if tail in ("\n", "\r\n", "\r"):
         return None
     if not tail:
@@ -173,12 +175,12 @@ def _trailing_newline_problem(text: str, positions: TextPositions) -> Diagnostic
             "trailing-newline",
             Severity.WARNING,
             "the file does not end with a newline; add one",
-            positions.range(len(body) - 1, len(body)),
+            positions.range(end - 1, end),
         )
     first_break = 2 if tail.startswith("\r\n") else 1
     return diagnostic(
         "trailing-newline",
         Severity.WARNING,
         "the file ends with extra blank lines; keep exactly one trailing newline",
-        positions.range(len(body) + first_break, len(text)),
+        positions.range(end + first_break, len(text)),
     )

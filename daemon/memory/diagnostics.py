@@ -14,6 +14,7 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LOOKUPS_WITHOUT_TABLE = 8
 
 
 class Severity(str, Enum):
@@ -48,6 +49,8 @@ class TextPositions:
         self._text = text
         self._starts: list[int] | None = None
         self._utf8: bytes | None = None
+        self._lookups = 0  # positions found without the line table
+        self._lf_only = "\r" not in text
 
     @property
     def text(self) -> str:
@@ -71,9 +74,17 @@ class TextPositions:
         return self._starts
 
     def position(self, offset: int) -> Position:
-        starts = self.line_starts
-        line = bisect.bisect_right(starts, offset) - 1
-        prefix = self._text[starts[line] : offset]
+        if self._starts is None and self._lookups < _LOOKUPS_WITHOUT_TABLE and self._lf_only:
+            # A few problems in a long text (one over its size limit): counting the breaks
+            # before each is cheaper than the table of every line.
+            self._lookups += 1
+            line = self._text.count("\n", 0, offset)
+            begin = self._text.rfind("\n", 0, offset) + 1
+        else:
+            starts = self.line_starts
+            line = bisect.bisect_right(starts, offset) - 1
+            begin = starts[line]
+        prefix = self._text[begin:offset]
         # Characters outside the BMP take two UTF-16 code units.
         character = len(prefix) if prefix.isascii() else len(prefix.encode("utf-16-le", "surrogatepass")) // 2
         return Position(line=line, character=character)

@@ -76,7 +76,7 @@ def validate_global(text: str, positions: TextPositions | None = None) -> list[D
     """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
     positions = positions or TextPositions(text)
     problems = canonical_problems(text, positions)
-    found = _over_budget(text, GLOBAL_MAX_BYTES)
+    found = _over_budget(text, GLOBAL_MAX_BYTES, positions.utf8)
     if found is not None:
         over, size = found
         problems.append(
@@ -125,7 +125,7 @@ def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Di
             "it and say where the secret lives instead (an environment variable, a vault)",
             positions.range(found.start, found.end),
         )
-        for found in credentials.find(text)
+        for found in credentials.find(text, positions.utf8)
     ]
 
 
@@ -484,7 +484,7 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
     head_bytes = len(text[: front.body_start].encode("utf-8", "surrogatepass"))
     # Canonical form adds at most one byte (a final newline), so this bound is exact enough.
     within = len(positions.utf8) - head_bytes < BODY_MAX_BYTES
-    found = None if within else _over_budget(body, BODY_MAX_BYTES)
+    found = None if within else _over_budget(body, BODY_MAX_BYTES, positions.utf8[head_bytes:])
     if found is not None:
         over, size = found
         problems.append(
@@ -513,13 +513,13 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
 _CHECKERS = {"name": _name_problem, "description": _description_problem, "type": _type_problem}
 
 
-def _over_budget(text: str, limit: int) -> tuple[int, int] | None:
+def _over_budget(text: str, limit: int, utf8: bytes | None = None) -> tuple[int, int] | None:
     """The offset of the first character past `limit` canonical UTF-8 bytes and the canonical
-    size, or None if within."""
-    canonical = canonicalize(text)
-    if len(canonical) <= limit // 4:
+    size, or None if within. `utf8`, the text's own bytes when the caller has them, spares
+    building and encoding the canonical text of a long one."""
+    if len(text) <= limit // 4:  # canonical form only removes characters, or adds one newline
         return None
-    size = len(canonical.encode("utf-8", "surrogatepass"))
+    size = _canonical_size(text, utf8)
     if size <= limit:
         return None
 
@@ -536,6 +536,20 @@ def _over_budget(text: str, limit: int) -> tuple[int, int] | None:
         middle = (low + high) // 2
         low, high = (middle, high) if used(middle) <= limit else (low, middle)
     return low, size
+
+
+def _canonical_size(text: str, utf8: bytes | None) -> int:
+    """`len(canonicalize(text).encode())`; counted from `utf8` when only ends would change."""
+    if utf8 is None or "\r" in text:
+        return len(canonicalize(text).encode("utf-8", "surrogatepass"))
+    boms = len(text) - len(text.lstrip(BOM)) if text.startswith(BOM) else 0
+    end = len(utf8)
+    while end and utf8[end - 1] == 0x0A:  # counted, not stripped: no copy of a long text
+        end -= 1
+    breaks = len(utf8) - end
+    if boms + breaks == len(text):
+        return 0  # blank: canonical form is the empty text
+    return len(utf8) - 3 * boms - breaks + 1
 
 
 def _first_different_line(actual: str, expected: str) -> int:

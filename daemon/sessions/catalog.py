@@ -444,14 +444,19 @@ class SessionCatalog:
         state = self.index.state(str(path))
         if state is None or st.st_size < state.resume.get("file_offset", 0):
             return None
+        earlier = cached.turns - len(state.projection.turns)
+        projection = state.projection
         try:
             appended = read_appended(
-                path, state.header, state.resume_point, state.digest_state, keep=PROJECTED_TYPES
+                path,
+                state.header,
+                state.resume_point,
+                state.digest_state,
+                keep=PROJECTED_TYPES,
+                fold=projection.fold,
             )
         except NotAppendOnly:
             return None
-        earlier = cached.turns - len(state.projection.turns)
-        projection = state.projection.fold(appended.events)
         row = _row(path, appended.revision, state.header, projection, appended.digest)
         row.turns, row.fork_turn = earlier + len(projection.turns), cached.fork_turn
         new_state = LogState.of(state.header, projection, appended.resume, appended.digest_state)
@@ -508,8 +513,8 @@ def _stale(row: LogRow | None, st: os.stat_result) -> bool:
 
 
 def _whole(path: Path) -> Update:
-    log = skim_session(path, PROJECTED_TYPES)
-    projection = Projection().fold(log.events)
+    projection = Projection()
+    log = skim_session(path, PROJECTED_TYPES, fold=projection.fold)
     state = LogState.of(log.header, projection, log.resume, log.digest_state)
     return Update(_row(path, log.revision, log.header, projection, log.digest), state, projection.turns)
 

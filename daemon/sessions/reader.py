@@ -7,6 +7,9 @@ Reading never writes: torn tails and crash closers are computed in memory exactl
 A log only ever grows by appends, so `read_appended` continues an earlier read from its
 `ResumePoint` and `DigestState`, reading and validating only the new bytes; whatever cannot be
 a pure continuation raises `NotAppendOnly` and must be read whole again.
+
+A skimming read can also `fold` its events as they are checked instead of returning them, so a
+listing's projection of a log holds one batch of events at a time, however many it has.
 """
 
 from __future__ import annotations
@@ -14,11 +17,10 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -37,7 +39,7 @@ from .models import (
 )
 from .paths import Encoding, encode_segment, encoding_of_file_name, project_key
 from .repair import interrupted_turn_closers
-from .scanner import CorruptLog, scan_records
+from .scanner import CorruptLog, Record, ScanResult, Sink, scan_records
 from .upgrades import UPGRADED_TYPES, LegacyUpgrader, NeedsHistory
 from .vocabulary import KNOWN_EVENT_TYPES
 from .zstd_frames import (
@@ -53,8 +55,8 @@ from .zstd_frames import (
 
 READ_ATTEMPTS = 5
 Keep = frozenset[str] | None  # skim, keeping the payloads of these types (`scan_records`)
-Record = dict[str, Any] | SessionEvent | Skimmed
 Event = SessionEvent | Skimmed
+Fold = Callable[[list[Event]], object]  # takes checked events in seq order, batch by batch
 _WINDOWS_ABSOLUTE = re.compile(r"\A([A-Za-z]:[\\/]|\\\\)")
 _TURN_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 
@@ -126,11 +128,27 @@ class NotAppendOnly(SessionLogError):
     """The file is not a pure continuation of the earlier read: the caller must read it whole."""
 
 
+@dataclass(frozen=True)
+class _Scan:
+    """How records are scanned: skimmed (`keep`), and handed to `sink` as they come, if given."""
+
+    keep: Keep
+    sink: Sink | None = None
+
+    def scan(self, buf: bytes, start: int, first_seq: int, first_line: int, strict: bool) -> ScanResult:
+        """`scan_records`; with a sink, the records it left are handed over too."""
+        scan = scan_records(buf, start, first_seq, first_line, strict=strict, keep=self.keep, sink=self.sink)
+        if self.sink is not None and scan.records:
+            self.sink(scan.records)
+            return ScanResult([], scan.count, scan.end, scan.stop)
+        return scan
+
+
 @dataclass
 class _Tail:
     """What the bytes after one resume point hold."""
 
-    records: list[Record]  # as `ScanResult.records`
+    records: list[Record]  # as `ScanResult.records` (none when they went to a sink)
     resume: ResumePoint
     torn: TornTail | None
     recovered: bytes  # logical bytes of the records salvaged from a torn zstd frame
@@ -159,14 +177,14 @@ def _torn(offset: int, total: int, reason: str | None, recovered: int) -> TornTa
 
 
 def _raw_tail(
-    data: bytes, pos: int, base: ResumePoint, digest: LogDigest, first_line: int, keep: Keep
+    data: bytes, pos: int, base: ResumePoint, digest: LogDigest, first_line: int, how: _Scan
 ) -> _Tail:
     """The lines of `data[pos:]`, where `data[pos]` sits at `base.file_offset` in the file."""
     origin = base.file_offset - pos
-    scan = scan_records(data, pos, base.event_count, first_line, strict=False, keep=keep)
+    scan = how.scan(data, pos, base.event_count, first_line, False)
     digest.update(memoryview(data)[pos : scan.end])
     end = origin + scan.end
-    resume = ResumePoint(end, 0, base.event_count + len(scan.records), end)
+    resume = ResumePoint(end, 0, base.event_count + scan.count, end)
     return _Tail(scan.records, resume, _torn(end, origin + len(data), scan.stop, 0), b"")
 
 
@@ -201,22 +219,23 @@ def _zstd_tail(
     base: ResumePoint,
     digest: LogDigest,
     first_line: int,
-    keep: Keep,
+    how: _Scan,
 ) -> _Tail:
     """`frames` of `data` (at file offset `origin`), where the first one starts at `base`."""
     spans, torn_start = frames.frames, frames.torn_start
     records: list[Record] = []
-    length, line_no = 0, first_line
+    length, line_no, count = 0, first_line, 0
     for index, span in enumerate(spans, start=base.frame_count):
         plain = _frame_plain(data, span, index, origin, base.logical_offset + length)
-        first_seq = base.event_count + len(records)
-        records.extend(scan_records(plain, 0, first_seq, line_no, strict=True, keep=keep).records)
+        scan = how.scan(plain, 0, base.event_count + count, line_no, True)
+        records.extend(scan.records)
+        count += scan.count
         line_no += plain.count(b"\n")
         digest.update(plain)
         length += len(plain)
     end = origin + spans[-1].end if spans else base.file_offset
     resume = ResumePoint(
-        end, base.frame_count + len(spans), base.event_count + len(records), base.logical_offset + length
+        end, base.frame_count + len(spans), base.event_count + count, base.logical_offset + length
     )
     if torn_start is None:
         return _Tail(records, resume, None, b"")
@@ -225,33 +244,38 @@ def _zstd_tail(
         plain = decode_torn_frame(memoryview(data)[torn_start:], left)
     except TooLarge:
         raise CorruptLog(f"the torn last frame takes the log past {_OVER_CAP}") from None
-    scan = scan_records(plain, 0, resume.event_count, line_no, strict=False, keep=keep)
+    scan = how.scan(plain, 0, resume.event_count, line_no, False)
     records.extend(scan.records)
-    reason = f"last frame is incomplete (a crashed append); {len(scan.records)} events recovered from it"
-    torn = _torn(origin + torn_start, origin + len(data), reason, len(scan.records))
+    reason = f"last frame is incomplete (a crashed append); {scan.count} events recovered from it"
+    torn = _torn(origin + torn_start, origin + len(data), reason, scan.count)
     return _Tail(records, resume, torn, plain[: scan.end])
 
 
-def _read_raw(data: bytes, digest: LogDigest, keep: Keep) -> tuple[bytes, _Tail]:
+Begin = Callable[[bytes], _Scan]  # takes the header line, before any event is scanned
+
+
+def _read_raw(data: bytes, digest: LogDigest, begin: Begin) -> _Tail:
     header_line, body = _split_header(data)
+    how = begin(header_line)
     digest.update(memoryview(data)[:body])
-    return header_line, _raw_tail(data, body, ResumePoint(body, 0, 0, body), digest, 2, keep)
+    return _raw_tail(data, body, ResumePoint(body, 0, 0, body), digest, 2, how)
 
 
-def _read_zstd(data: bytes, digest: LogDigest, keep: Keep) -> tuple[bytes, _Tail]:
+def _read_zstd(data: bytes, digest: LogDigest, begin: Begin) -> _Tail:
     split = _split(data)
     if not split.frames:
         raise CorruptLog("the header frame is incomplete: the log was never fully created")
     head = split.frames[0]
     plain = _frame_plain(data, head, 0, 0, 0)
     header_line, body = _split_header(plain)
-    head_records = scan_records(plain, body, 0, 2, strict=True, keep=keep).records  # DSH writes none
+    how = begin(header_line)
+    head_scan = how.scan(plain, body, 0, 2, True)  # DSH writes none
     digest.update(plain)
-    base = ResumePoint(head.end, 1, len(head_records), len(plain))
+    base = ResumePoint(head.end, 1, head_scan.count, len(plain))
     rest = FrameSplit(split.frames[1:], split.torn_start)
-    tail = _zstd_tail(data, 0, rest, base, digest, plain.count(b"\n") + 1, keep)
-    tail.records[:0] = head_records
-    return header_line, tail
+    tail = _zstd_tail(data, 0, rest, base, digest, plain.count(b"\n") + 1, how)
+    tail.records[:0] = head_scan.records
+    return tail
 
 
 def _parse_header(line: bytes) -> SessionHeader:
@@ -298,33 +322,44 @@ def _check_identity(path: Path, header: SessionHeader, encoding: Encoding) -> No
     )
 
 
-def _load_events(session_id: str, records: list[Record], first_seq: int) -> tuple[list[Event], set[str]]:
-    """The scanned records upgraded and checked, and the types of those still records.
+class _Loader:
+    """Upgrades and checks scanned records in seq order, batch by batch, for one session.
 
     The scanner's events come checked already: they are `assistant/chunk`s from packed rows
     and bare records of `BARE_TYPES` (skimmed or not), which no upgrade shim touches (nor
     learns from), so they skip the upgrader too. Each record is handed over to its event
-    (`adopt`): the scan's records are not used again.
+    (`adopt`): the scan's records are not used again. `kinds` collects the types of those
+    that were still records.
     """
-    upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
-    events: list[Event] = []
-    append = events.append
-    kinds: set[str] = set()
-    add_kind = kinds.add
-    try:
-        for record in records:
-            if record.__class__ is SessionEvent or record.__class__ is Skimmed:
-                append(record)  # type: ignore[arg-type]
-                continue
-            kind = record.get("type")  # type: ignore[union-attr]
-            if kind.__class__ is not str or kind in UPGRADED_TYPES:
-                record = upgrade(record)  # type: ignore[arg-type]
-                kind = record.get("type")
-            append(check_event(record, adopt=True))  # type: ignore[arg-type]
-            add_kind(kind)  # type: ignore[arg-type]  # check_event proved it a string
-    except EventCheckError as exc:
-        raise CorruptLog(str(exc)) from None
-    return events, kinds
+
+    def __init__(self, session_id: str, first_seq: int, fold: Fold) -> None:
+        self._upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
+        self._fold = fold
+        self.kinds: set[str] = set()
+
+    def load(self, records: list[Record]) -> None:
+        upgrade = self._upgrade
+        events: list[Event] = []
+        append, add_kind = events.append, self.kinds.add
+        try:
+            for record in records:
+                if record.__class__ is SessionEvent or record.__class__ is Skimmed:
+                    append(record)  # type: ignore[arg-type]
+                    continue
+                kind = record.get("type")  # type: ignore[union-attr]
+                if kind.__class__ is not str or kind in UPGRADED_TYPES:
+                    record = upgrade(record)  # type: ignore[arg-type]
+                    kind = record.get("type")
+                append(check_event(record, adopt=True))  # type: ignore[arg-type]
+                add_kind(kind)  # type: ignore[arg-type]  # check_event proved it a string
+        except EventCheckError as exc:
+            raise CorruptLog(str(exc)) from None
+        self._fold(events)
+
+
+def _scan_for(loader: _Loader, keep: Keep, streamed: bool) -> _Scan:
+    """Scanning that hands records to `loader` as they come (`streamed`), or holds them all."""
+    return _Scan(keep, loader.load if streamed else None)
 
 
 def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:
@@ -409,21 +444,31 @@ class _Whole:
     digest: str
 
 
-def _read_whole(path: Path, expected_id: str | None, keep: Keep) -> _Whole:
+def _read_whole(path: Path, expected_id: str | None, keep: Keep, fold: Fold | None = None) -> _Whole:
+    """The log read whole; its events are returned, or handed to `fold` as they are checked."""
     encoding = _log_encoding(path)
     digest = LogDigest()
-    with gc_paused(), _session_errors(path):
-        data, revision = _read_stable(path)
-        if not data:
-            raise CorruptLog("log file is empty")
-        header_line, tail = (_read_raw if encoding is Encoding.RAW else _read_zstd)(data, digest, keep)
+    events: list[Event] = []
+    begun: list[tuple[SessionHeader, _Loader]] = []
+
+    def begin(header_line: bytes) -> _Scan:
         header = _parse_header(header_line)
         if expected_id is not None and header.id != expected_id:
             raise CorruptLog(f"header id {header.id!r} is not the requested id {expected_id!r}")
         _check_identity(path, header, encoding)
-        events, kinds = _load_events(header.id, tail.records, 0)
+        loader = _Loader(header.id, 0, events.extend if fold is None else fold)
+        begun.append((header, loader))
+        return _scan_for(loader, keep, fold is not None)
+
+    with gc_paused(), _session_errors(path):
+        data, revision = _read_stable(path)
+        if not data:
+            raise CorruptLog("log file is empty")
+        tail = (_read_raw if encoding is Encoding.RAW else _read_zstd)(data, digest, begin)
+        header, loader = begun[0]
+        loader.load(tail.records)
     state, hexdigest = _digests(digest, tail.recovered)
-    return _Whole(encoding, header, tail, events, kinds, revision, state, hexdigest)
+    return _Whole(encoding, header, tail, events, loader.kinds, revision, state, hexdigest)
 
 
 def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
@@ -460,10 +505,14 @@ class Skim:
     revision: str
 
 
-def skim_session(path: Path, keep: frozenset[str]) -> Skim:
+def skim_session(path: Path, keep: frozenset[str], *, fold: Fold | None = None) -> Skim:
     """`read_session(path)` for a listing: the same checks and errors, but the payloads of bare
-    events are built only for the types in `keep` (the others are `Skimmed` with data None)."""
-    whole = _read_whole(path, None, keep)
+    events are built only for the types in `keep` (the others are `Skimmed` with data None).
+
+    With `fold`, the events are handed to it as they are checked and `Skim.events` is empty:
+    only a batch is held at once, so `SESSION_EVENTS_MAX` bounds that batch, not the log.
+    """
+    whole = _read_whole(path, None, keep, fold)
     return Skim(
         whole.header, tuple(whole.events), whole.tail.resume, whole.digest, whole.digest_state, whole.revision
     )
@@ -482,12 +531,12 @@ def _appended_bytes(path: Path, data: bytes, encoding: Encoding) -> bytes:
 
 
 def _decode_appended(
-    data: bytes, encoding: Encoding, resume: ResumePoint, digest: LogDigest, keep: Keep
+    data: bytes, encoding: Encoding, resume: ResumePoint, digest: LogDigest, how: _Scan
 ) -> _Tail:
     # Line numbers in errors count from the resume point: earlier lines are not read.
     if encoding is Encoding.RAW:
-        return _raw_tail(data, 0, resume, digest, 1, keep)
-    return _zstd_tail(data, resume.file_offset, _split(data), resume, digest, 1, keep)
+        return _raw_tail(data, 0, resume, digest, 1, how)
+    return _zstd_tail(data, resume.file_offset, _split(data), resume, digest, 1, how)
 
 
 def read_appended(
@@ -497,13 +546,14 @@ def read_appended(
     digest_state: DigestState,
     *,
     keep: Keep = None,
+    fold: Fold | None = None,
 ) -> Appended:
     """Continue an earlier read of `path` (its `resume` and `digest_state`) over the new bytes.
 
     Validates and upgrades the new records exactly like `read_session` and never writes.
     Raises `NotAppendOnly` when the file is not a pure continuation or a legacy upgrade needs
-    earlier records, `SessionLogError` for a defect in the new bytes. `keep` skims as in
-    `skim_session`; the closers are then not computed (`()`).
+    earlier records, `SessionLogError` for a defect in the new bytes. `keep` skims and `fold`
+    takes the events as in `skim_session`; the closers are then not computed (`()`).
     """
     encoding = _log_encoding(path)
     if digest_state.length != resume.logical_offset:
@@ -511,10 +561,13 @@ def read_appended(
             f"digest state covers {digest_state.length} bytes, resume point {resume.logical_offset}"
         )
     digest = LogDigest(digest_state)
+    events: list[Event] = []
+    loader = _Loader(header.id, resume.event_count, events.extend if fold is None else fold)
     with gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):
         data, revision = _read_stable(path, resume.file_offset - 1)
-        tail = _decode_appended(_appended_bytes(path, data, encoding), encoding, resume, digest, keep)
-        events, _ = _load_events(header.id, tail.records, resume.event_count)
+        appended = _appended_bytes(path, data, encoding)
+        tail = _decode_appended(appended, encoding, resume, digest, _scan_for(loader, keep, fold is not None))
+        loader.load(tail.records)
     state, hexdigest = _digests(digest, tail.recovered)
-    closers = _closers(events) if keep is None else ()  # type: ignore[arg-type]  # none skimmed
+    closers = _closers(events) if keep is None and fold is None else ()  # type: ignore[arg-type]
     return Appended(tuple(events), closers, tail.torn, tail.resume, state, hexdigest, revision)

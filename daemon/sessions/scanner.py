@@ -4,10 +4,16 @@ A log is append-only and a crash can only damage its end, so the scanner finds t
 prefix: the lines before the first torn or bad line. A bad line is only forgivable when nothing
 after it could have been a later durable write; a `turn/end` after it proves that later
 batches were committed, so the log is corrupt instead (format.ts L272-378).
+
+A scan either holds every record it finds (`ScanResult.records`) or, given a `sink`, hands
+them over in batches as it goes, so a reader that folds them (a listing's projection) holds a
+batch at a time. `SESSION_EVENTS_MAX` bounds the events held at once: all of them, or one
+batch (and one packed row, which expands at once) when streaming.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +26,7 @@ from .decode import TypedLine, decode_line, parse_json
 from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
+SINK_BATCH = 4096  # records handed to a sink at once: large enough to amortise the call
 
 
 class CorruptLog(ValueError):
@@ -42,11 +49,17 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
 _envelope = TypedLine(_Envelope)
 
 
+Record = dict[str, Any] | SessionEvent | Skimmed
+Sink = Callable[[list[Record]], None]
+
+
 @dataclass(frozen=True)
 class ScanResult:
     # In seq order: the checked events of plain lines and packed rows (valid by construction),
-    # and the records of the plain lines still to be upgraded and checked (`_decode_line`).
-    records: list[dict[str, Any] | SessionEvent | Skimmed]
+    # and the records of the plain lines still to be upgraded and checked (`_decode_line`);
+    # with a sink, only those it was not handed yet.
+    records: list[Record]
+    count: int  # events scanned, those handed to the sink included
     end: int  # buffer offset just past the last committed line
     stop: str | None  # why the committed prefix ends before the buffer does
 
@@ -91,11 +104,11 @@ def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | Non
 
 
 def _decode_line(
-    line: bytes, line_no: int, expected_seq: int, keep: frozenset[str] | None
+    line: bytes, line_no: int, expected_seq: int, keep: frozenset[str] | None, held: int
 ) -> SessionEvent | Skimmed | dict[str, Any] | list[SessionEvent] | list[Skimmed]:
     """A plain line's checked event or, when it needs more than the scanner knows (an upgrade,
     the session id, a payload rule), its record; or the checked events of a packed row. When
-    skimming (`keep` given), a bare line is a `Skimmed` event."""
+    skimming (`keep` given), a bare line is a `Skimmed` event. `held` events are held already."""
     if keep is not None:
         skimmed = _skim(line, expected_seq, keep)
         if skimmed is not None:
@@ -105,7 +118,7 @@ def _decode_line(
         raise _BadLine(f"line {line_no} is not a JSON object")
     kind = record.get("type")
     if isinstance(kind, str) and kind in ROW_TAGS:  # `is_chunk_row`
-        _within_events_cap(expected_seq + _row_members(record), line_no)  # before a member is built
+        _within_events_cap(held + _row_members(record), line_no)  # before a member is built
         try:
             events = expand_row_events(record) if keep is None else skim_row(record)
         except ChunkRowError as exc:
@@ -172,27 +185,32 @@ def scan_records(
     *,
     strict: bool,
     keep: frozenset[str] | None = None,
+    sink: Sink | None = None,
 ) -> ScanResult:
     """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption.
 
     `keep` skims: bare events become `Skimmed`, with their payload only for the types in it.
+    `sink` is handed the records in batches (the result keeps the last, unhanded ones, for
+    the caller to hand over before it scans on); without one, every event since the log's
+    first is held.
     """
-    records: list[dict[str, Any] | SessionEvent | Skimmed] = []
+    records: list[Record] = []
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
+    held_from = 0 if sink is None else first_seq  # the first event held, for the cap
     while pos < size:
         nl = find(b"\n", pos)
         if nl < 0:
             if strict:
                 raise CorruptLog(f"line {line_no} is not newline-terminated inside a complete frame")
-            return ScanResult(records, pos, f"line {line_no} is torn (no final newline)")
+            return ScanResult(records, seq - first_seq, pos, f"line {line_no} is torn (no final newline)")
         if nl - pos > SESSION_LINE_MAX_BYTES:
             raise CorruptLog(
                 f"line {line_no} is {nl - pos} bytes; remem reads session log lines of up to "
                 f"{size_text(SESSION_LINE_MAX_BYTES)} (SESSION_LINE_MAX_BYTES)"
             )
         try:
-            decoded = _decode_line(buf[pos:nl], line_no, seq, keep)
+            decoded = _decode_line(buf[pos:nl], line_no, seq, keep, seq - held_from)
             if isinstance(decoded, list):
                 extend(decoded)
                 seq += len(decoded)
@@ -205,7 +223,11 @@ def scan_records(
             later = _turn_end_after(buf, pos, line_no)
             if later is not None:
                 raise CorruptLog(f"{bad}, but line {later} holds a turn/end written after it") from None
-            return ScanResult(records, pos, str(bad))
-        _within_events_cap(seq, line_no)
+            return ScanResult(records, seq - first_seq, pos, str(bad))
+        if sink is not None and len(records) >= SINK_BATCH:
+            sink(records)
+            records = []
+            append, extend, held_from = records.append, records.extend, seq
+        _within_events_cap(seq - held_from, line_no)
         pos, line_no = nl + 1, line_no + 1
-    return ScanResult(records, pos, None)
+    return ScanResult(records, seq - first_seq, pos, None)

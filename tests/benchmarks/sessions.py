@@ -179,7 +179,9 @@ def _project() -> Iterator[Contenders]:
         path = write_session(Path(folder), draft, encoding=Encoding.RAW)
 
         def remem() -> object:
-            return Projection().fold(skim_session(path, PROJECTED_TYPES).events)
+            projection = Projection()  # folded as the listing does, batch by batch
+            skim_session(path, PROJECTED_TYPES, fold=projection.fold)
+            return projection
 
         floor, others = _floors([path])
         yield Contenders(remem=repeat(remem), baseline=floor, others=others)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -10,16 +12,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.forks.child import child_id, next_title
 from remem.daemon.forks.journal import ForkJournal, operation_key
-from remem.daemon.forks.prefix import raw_seed_lines
+from remem.daemon.forks.prefix import seed_lines
 from remem.daemon.forks.service import ForkRequest, ForkService
 from remem.daemon.fsutil import TEMP_MARKER, is_temp_name
 from remem.daemon.home import Home
+from remem.daemon.sessions import scanner
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.errors import OperationError
+from remem.daemon.sessions.errors import OperationError, SessionLogError
 from remem.daemon.sessions.factory import SessionSpec, build_family, build_session, write_session
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.projection import Projection
@@ -260,21 +264,71 @@ def test_raw_child_seed_is_the_parents_own_lines(home: Home, tmp_path: Path) -> 
     assert [json.loads(line)["type"] for line in seed_and_tail[-2:]] == ["session/end-seed", "session/title"]
 
 
-def test_raw_seed_lines_refuses_a_log_that_changed(tmp_path: Path) -> None:
-    path = write_session(
-        tmp_path, build_session(SessionSpec(seed=6, turns=3, cwd=CWD)), encoding=Encoding.RAW
-    )
+@pytest.mark.parametrize("encoding", [Encoding.RAW, Encoding.ZSTD], ids=["raw", "zstd"])
+def test_seed_lines_are_the_parents_own_and_refused_for_a_log_that_changed(
+    tmp_path: Path, encoding: Encoding
+) -> None:
+    path = write_session(tmp_path, build_session(SessionSpec(seed=6, turns=3, cwd=CWD)), encoding=encoding)
     log = read_session(path)
-    turns = Projection().fold(log.events).turns
-    args = (turns[1].startSeq, log.events[-1].seq, log.resume.file_offset)
-    assert bytes(raw_seed_lines(path, log.revision, *args) or b"") == _body_until(path, turns[1].startSeq)
-    assert raw_seed_lines(path, "0:0:0:0:0", *args) is None
+    cut = Projection().fold(log.events).turns[1].startSeq
+    lines = seed_lines(path, encoding, log.revision, cut, log.resume)
+    assert bytes(lines or b"") == _body_until(_plaintext(path), cut)
+    assert seed_lines(path, encoding, "0:0:0:0:0", cut, log.resume) is None
+    past = dataclasses.replace(log.resume, event_count=cut - 1)  # the seed holds salvaged events
+    assert seed_lines(path, encoding, log.revision, cut, past) is None
 
 
-def _body_until(path: Path, seq: int) -> bytes:
-    lines = path.read_bytes().partition(b"\n")[2].splitlines(keepends=True)
+def _plaintext(path: Path) -> bytes:
+    data = path.read_bytes()
+    if path.name == Encoding.RAW.file_name:
+        return data
+    return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True).read()
+
+
+def _body_until(plain: bytes, seq: int | None) -> bytes:
+    """The lines after the header up to the one of event `seq` (all of them for None)."""
+    lines = plain.partition(b"\n")[2].splitlines(keepends=True)
+    if seq is None:
+        return b"".join(lines)
     start = next(i for i, line in enumerate(lines) if json.loads(line).get("seq") == seq)
     return b"".join(lines[:start])
+
+
+@pytest.mark.parametrize("encoding", [Encoding.RAW, Encoding.ZSTD], ids=["raw", "zstd"])
+def test_a_log_past_the_events_cap_lists_and_forks_byte_for_byte(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: Encoding
+) -> None:
+    """Listing folds a log batch by batch and a fork copies its seed's bytes, so neither holds
+    every event: only a whole read (which does) is bound by `SESSION_EVENTS_MAX`."""
+    root = tmp_path / "root"
+    path = write_session(root, build_session(SessionSpec(seed=11, turns=6, cwd=CWD)), encoding=encoding)
+    source = read_session(path)
+    turns = Projection().fold(source.events).turns
+    cap = len(source.events) // 3
+    with monkeypatch.context() as capped:
+        capped.setattr(scanner, "SESSION_EVENTS_MAX", cap)
+        capped.setattr(scanner, "SINK_BATCH", cap // 4)
+        with pytest.raises(SessionLogError, match=f"more than {cap} events"):
+            read_session(path)
+        forks = service(home, root)
+        listed = {s.id: s for s in forks.catalog.listing().sessions}
+        assert listed[source.header.id].turns == len(turns)
+        assert listed[source.header.id].lastSeq == source.events[-1].seq
+        results = [
+            forks.fork(ForkRequest(source=source.header.id, operationId=f"big-{t.turn}", atSeq=t.startSeq))
+            for t in turns
+        ]
+    for turn, result in zip(turns, results, strict=True):
+        child_path = session_log_path(root, CWD, result.child, encoding)
+        child = read_session(child_path, expected_id=result.child)
+        seed = result.seedLength
+        following = next((t.startSeq for t in turns if t.startSeq > turn.startSeq), None)
+        assert seed == (following if following is not None else len(source.events))
+        assert [e.to_record() for e in child.events[:seed]] == [e.to_record() for e in source.events[:seed]]
+        assert [e.type for e in child.events[seed:]] == ["session/end-seed", "session/title"]
+        child_body = _plaintext(child_path).partition(b"\n")[2]
+        assert child_body.startswith(_body_until(_plaintext(path), following))
+        assert child.encoding is encoding and child.torn is None and child.header.seedLength == seed
 
 
 @pytest.mark.parametrize("encoding", [Encoding.RAW, Encoding.ZSTD], ids=["raw", "zstd"])

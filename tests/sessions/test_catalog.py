@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +21,7 @@ from remem.daemon.sessions.factory import (
     write_session,
 )
 from remem.daemon.sessions.paths import Encoding
-from remem.daemon.sessions.reader import read_session
+from remem.daemon.sessions.reader import Skim, read_session
 from remem.daemon.sessions.writer import SessionWriter
 
 from . import logs
@@ -37,6 +39,17 @@ def root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Encoding
     folder = tmp_path / "dsh-sessions"
     folder.mkdir()
     return folder, request.param
+
+
+def _recording(reads: list[Path]) -> Callable[..., Skim]:
+    """`skim_session`, noting each log it reads whole."""
+    real = catalog_module.skim_session
+
+    def skim(path: Path, *args: Any, **kwargs: Any) -> Skim:
+        reads.append(path)
+        return real(path, *args, **kwargs)
+
+    return skim
 
 
 def catalog(home: Home, *roots: Path) -> SessionCatalog:
@@ -71,8 +84,7 @@ def test_warm_listing_reads_no_log(
         write_session(folder, draft, encoding=encoding)
     first = catalog(home, folder).listing()
     reads: list[Path] = []
-    real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
     assert catalog(home, folder).listing() == first
     assert reads == []
 
@@ -102,8 +114,7 @@ def test_a_grown_log_is_continued_not_reread(
         writer.append(batch)
     before = catalog(home, folder).listing().sessions[0]
     reads: list[Path] = []
-    real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
     for batch in draft.batches[half:]:
         writer.append(batch)
     grown = catalog(home, folder).listing().sessions[0]
@@ -285,8 +296,7 @@ def test_find_refreshes_only_the_session_it_looks_up(
     catalog(home, folder, other_root).listing()
     write_session(folder, build_session(SessionSpec(seed=2, turns=2, cwd=CWD)))  # not indexed yet
     reads: list[Path] = []
-    real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
     assert catalog(home, folder).find(known.header.id).summary.id == known.header.id
     assert reads == [], "the new log is indexed by the next listing, not by a lookup"
     with pytest.raises(SessionNotFound):
@@ -302,8 +312,7 @@ def test_listing_other_roots_keeps_their_index_rows(
     catalog(home, one, two).listing()
     catalog(home, one).listing()
     reads: list[Path] = []
-    real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
     assert len(catalog(home, one, two).listing().sessions) == 2 and reads == []
     shutil.rmtree(gone.parent)
     assert len(catalog(home, one, two).listing().sessions) == 1
@@ -325,8 +334,7 @@ def test_a_workspace_listing_reads_only_its_project_directories(
     (one / "--home-dev-p9--" / "broken").mkdir(parents=True)
     (one / "--home-dev-p9--" / "broken" / "session.jsonl.zstd").write_bytes(b"not a log\n")
     reads: list[Path] = []
-    real = catalog_module.skim_session
-    monkeypatch.setattr(catalog_module, "skim_session", lambda p, *a: reads.append(p) or real(p, *a))
+    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
 
     cat = catalog(home, one, two)
     entries, errors = cat.entries(CWD)

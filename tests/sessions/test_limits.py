@@ -72,3 +72,21 @@ def test_a_packed_row_past_the_events_cap_is_refused_before_it_expands(
     path = raw_log(tmp_path, line({"type": "text-chunks", "seq0": 0, "time0": 1, "data": data}))
     with pytest.raises(SessionLogError, match="more than 5 events .line 2"):
         read_session(path)
+
+
+def test_a_folding_skim_holds_a_batch_so_only_a_packed_row_meets_the_events_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scanner, "SESSION_EVENTS_MAX", 5)
+    monkeypatch.setattr(scanner, "SINK_BATCH", 3)
+    batches: list[list[int]] = []
+    skim = skim_session(
+        raw_log(tmp_path, _steps(20)), frozenset(), fold=lambda b: batches.append([e.seq for e in b])
+    )
+    assert skim.events == () and skim.resume.event_count == 20
+    assert [seq for batch in batches for seq in batch] == list(range(20))
+    assert max(map(len, batches)) <= 5
+    data = {"turn": 1, "step": 1, "index": 0, "dt": [0] * 5, "texts": ["a"] * 6}
+    path = raw_log(tmp_path, line({"type": "text-chunks", "seq0": 0, "time0": 1, "data": data}))
+    with pytest.raises(SessionLogError, match="more than 5 events .line 2"):
+        skim_session(path, frozenset(), fold=batches.append)
