@@ -1,30 +1,32 @@
 """A receipt as a person reads it: the rendered summary first, the machine fields below.
 
-`remem/receipt` answers it as `summary`, Markdown the extension shows in its preview: the
+`remem/receipt` answers it as `summary`, Markdown the extension shows in its receipt view: the
 session by title, the status, each change named as its history says it went ("Added
-prefer-uv (feedback)") with its evidence as links to the transcript's turns (`#L<line>` of
-the turn's heading), the route of the last attempt and, when it did not succeed, its reason (a
-provider failure names the URL it asked); then the history entries and the receipt's front
-matter exactly as written. Without the daemon the session is named by id and the evidence by
-event numbers.
+prefer-uv (feedback)") with its evidence as links to the transcript's turns (`command:` links
+to the extension's "open the transcript at this turn", which its receipt view allows: a
+preview can follow no other link into the editor, decision 0180), the route of the last attempt
+and, when it did not succeed, its reason (a provider failure names the URL it asked); then the
+history entries and the receipt's front matter exactly as written. Without the daemon the
+session is named by id and the evidence by event numbers.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel
-from pygls.exceptions import JsonRpcException
 
 from remem.daemon.consolidation.evidence import EvidenceRange
 from remem.daemon.consolidation.receipts import Receipt, Status, history_summary
 from remem.daemon.home import Home
 from remem.daemon.server.protocol import TurnRow
 
+from .code_lens import OPEN_TRANSCRIPT_COMMAND
 from .documents import workspace_cwd
 from .provenance import session_facts, turns_of
 from .server import RememServer
-from .transcripts import transcript_uri, turn_lines
 
 
 class ChangedRecord(BaseModel):
@@ -61,7 +63,7 @@ async def render(ls: RememServer, receipt: Receipt, text: str) -> tuple[str | No
     """The session's title (None when the daemon cannot say) and the receipt as Markdown."""
     session = receipt.source.session
     title, rows = await session_facts(ls, session, workspace_cwd(ls, receipt.target.workspace))
-    links = _TurnLinks(session, title, rows, await _turn_lines(ls, session))
+    links = _TurnLinks(session, title, rows)
     named = f"“{title}”" if title else f"session `{session}`"
     parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(ls.home, receipt, links)]
     parts += _route(receipt)
@@ -82,8 +84,8 @@ def _status_line(receipt: Receipt) -> str:
 class _TurnLinks:
     """Evidence as links to the transcript's turns; events where the daemon cannot say the turn."""
 
-    def __init__(self, session: str, title: str | None, rows: list[TurnRow], lines: dict[int, int]) -> None:
-        self._uri, self._rows, self._lines = transcript_uri(session, title), rows, lines
+    def __init__(self, session: str, title: str | None, rows: list[TurnRow]) -> None:
+        self._session, self._title, self._rows = session, title, rows
 
     def of(self, ranges: list[EvidenceRange]) -> str:
         turns = turns_of(self._rows, ranges)
@@ -92,8 +94,8 @@ class _TurnLinks:
         return ", ".join(self._link(turn) for turn in turns)
 
     def _link(self, turn: int) -> str:
-        line = self._lines.get(turn)
-        return f"turn {turn}" if line is None else f"[turn {turn}]({self._uri}#L{line + 1})"
+        target = {"session": self._session, "turn": turn} | ({"label": self._title} if self._title else {})
+        return f"[turn {turn}](command:{OPEN_TRANSCRIPT_COMMAND}?{quote(json.dumps([target]), safe='')})"
 
 
 def _changes(home: Home, receipt: Receipt, links: _TurnLinks) -> list[str]:
@@ -117,10 +119,3 @@ def _front_matter(text: str) -> str:
     if text.startswith("---\n") and "\n---\n" in text[3:]:
         return text[4 : text.index("\n---\n", 3)]
     return text.rstrip("\n")
-
-
-async def _turn_lines(ls: RememServer, session: str) -> dict[int, int]:
-    try:
-        return turn_lines((await ls.link.call("sessions/transcript", {"id": session}))["markdown"])
-    except JsonRpcException:  # no daemon, or the session is gone: the evidence names no line
-        return {}

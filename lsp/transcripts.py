@@ -1,7 +1,7 @@
 """Transcript documents' URIs: `remem-session:/<encodeURIComponent(id)>/<title>.md`.
 
 The title segment only names the editor's tab (the extension's `transcriptUri` builds the same
-URI); a link to a turn adds `#L<line>`, which the editor opens at that line.
+URI).
 """
 
 from __future__ import annotations
@@ -31,9 +31,3 @@ def session_of(uri: str) -> str | None:
     if parts.scheme != TRANSCRIPT_SCHEME or not parts.path.endswith(".md"):
         return None
     return unquote(parts.path.removeprefix("/").removesuffix(".md").split("/")[0]) or None
-
-
-def turn_lines(markdown: str) -> dict[int, int]:
-    """Each turn's heading in a transcript: turn number → 0-based line."""
-    found = ((n, TURN_HEADING.match(line)) for n, line in enumerate(markdown.splitlines()))
-    return {int(m.group(1)): n for n, m in found if m}

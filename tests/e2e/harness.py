@@ -128,6 +128,18 @@ class Workbench:
         toast.first.wait_for(timeout=UI_TIMEOUT_MS)
         return toast.first
 
+    def notification_button(self, pattern: str, button: str) -> None:
+        """Click `button` of the notification matching `pattern`: on its toast, held by the mouse over
+        it, or in the notification center once the toast has timed out (info toasts do, on a slow machine)."""
+        toast = self.page.locator(".notifications-toasts .notification-toast", has_text=re.compile(pattern))
+        if toast.count():
+            toast.first.hover()  # the mouse over a toast keeps it from timing out
+        else:
+            self.run_command("Notifications: Show Notifications")
+            center = self.page.locator(".notifications-center .notification-list-item")
+            toast = center.filter(has_text=re.compile(pattern))
+        toast.first.locator(".monaco-button", has_text=button).first.click()
+
     def status_bar_item(self, pattern: str) -> Any:
         item = self.page.locator(".part.statusbar .statusbar-item", has_text=re.compile(pattern))
         item.first.wait_for(timeout=UI_TIMEOUT_MS)

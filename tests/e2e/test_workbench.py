@@ -5,8 +5,8 @@
 (b) "Remem: Consolidate Session" from the palette shows progress, then the result naming the session
     and the record (with "Show Diff", which opens the record before and after), the new record in
     the Memory view and the session as consolidated in the tree; consolidating it again says it
-    was already reviewed; its receipt opens rendered, its evidence linking to the transcript's
-    turn, and the record's provenance lens opens the transcript at its turn;
+    was already reviewed; its receipt opens rendered, a click on its evidence opens the
+    transcript at the turn, and so does the record's provenance lens;
 (j) "Select Consolidation Model" says the route has its key and offers the models the provider lists;
 (c) a record edited to a bad `type` gets a squiggle, a Problems entry remem(type-invalid) and its
     problem in the Memory view before it is saved; the quick fix clears them;
@@ -40,7 +40,6 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
-from remem.lsp.transcripts import turn_lines
 from tests.consolidation.conftest import KEY_ENV, proposal, put
 from tests.fake_openai import Reply, tool_call
 from tests.sessions import claude_lines, codex_lines
@@ -120,14 +119,14 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
         seen_progress.set()
     title = re.escape(label(scenario.node(scenario.main.id)))
     said = rf"Consolidated “{title}”: 1 change to memory — added prefer-uv \(feedback\)"
-    result = workbench.notification(said)
+    workbench.notification(said)
     workbench.row(MEMORY, r"prefer-uv")
     workbench.row(SESSIONS, r"✓ consolidated")
     workbench.screenshot("consolidation-result")
     assert scenario.fake.count == 1
     assert scenario.node(scenario.main.id)["review"]["state"] == "consolidated"
     # "Show Diff": the record before (nothing) and after, read from the review's history entry.
-    result.locator(".monaco-button", has_text="Show Diff").first.click()
+    workbench.notification_button(said, "Show Diff")
     workbench.page.locator(".editor-instance .monaco-diff-editor").first.wait_for(timeout=UI_TIMEOUT_MS)
     inserted = workbench.page.locator(".monaco-diff-editor .line-insert, .monaco-diff-editor .char-insert")
     inserted.first.wait_for(timeout=UI_TIMEOUT_MS)
@@ -136,10 +135,11 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
     # Consolidating the reviewed session again asks no model and says so.
     workbench.run_command("Remem: Consolidate Session")
     workbench.quick_pick(re.escape(scenario.main.id))
-    again = workbench.notification(rf"“{title}” was already reviewed: 1 change to memory then — added")
+    again = rf"“{title}” was already reviewed: 1 change to memory then — added"
+    workbench.notification(again)
     assert scenario.fake.count == 1
     # The receipt opens rendered, its tab named by the session: status, the change, the route.
-    again.locator(".monaco-button", has_text="Open Receipt").first.click()
+    workbench.notification_button(again, "Open Receipt")
     name = label(scenario.node(scenario.main.id))
     workbench.page.locator(".tabs-container .tab", has_text=f"Receipt: {name}").first.wait_for(
         timeout=UI_TIMEOUT_MS
@@ -148,9 +148,17 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
     preview.locator("h1", has_text=f"Review of “{name}”").wait_for(timeout=UI_TIMEOUT_MS)
     assert "Added prefer-uv (feedback)" in preview.locator("body").inner_text()
     workbench.screenshot("receipt-view")
-    # Its evidence names the transcript's turn, linked to the turn's heading.
-    link = preview.locator("a", has_text=re.compile(r"^turn \d+$")).first
-    assert re.fullmatch(r"remem-session:/[^/]+/[^/]+\.md#L\d+", link.get_attribute("href") or "")
+    # Its evidence links open the transcript at the turn's heading (the put cites turn 1).
+    heading = _heading_line(scenario, 1)
+    link = preview.locator("a", has_text=re.compile(r"^turn 1$")).first
+    link.click()
+    workbench.page.locator(".tabs-container .tab.active", has_text=f"{name}.md").wait_for(
+        timeout=UI_TIMEOUT_MS
+    )
+    workbench.status_bar_item(rf"Ln {heading}, Col 1")
+    workbench.screenshot("receipt-evidence-transcript")
+    workbench.go_to(1)  # away from the turn, so the lens below is seen to bring the cursor back
+    workbench.status_bar_item(r"Ln 1, Col 1")
     # The record's provenance lens opens the transcript at its turn too.
     workbench.row(MEMORY, r"prefer-uv").click()
     workbench.editor("prefer-uv.md")
@@ -161,10 +169,14 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
     workbench.page.locator(".tabs-container .tab.active", has_text=f"{name}.md").wait_for(
         timeout=UI_TIMEOUT_MS
     )
-    # The cursor sits on the heading of the evidence's turn (the put cites turn 1), not on the title.
-    heading = turn_lines(render_transcript(read_session(scenario.main.path)))[1] + 1
     workbench.status_bar_item(rf"Ln {heading}, Col 1")
     workbench.screenshot("provenance-transcript")
+
+
+def _heading_line(scenario: Scenario, turn: int) -> int:
+    """The 1-based line of turn `turn`'s heading in the main session's transcript."""
+    lines = render_transcript(read_session(scenario.main.path)).splitlines()
+    return next(n for n, line in enumerate(lines, 1) if line.startswith(f"## Turn {turn} — "))
 
 
 def test_select_model_offers_the_models_the_provider_lists_and_says_the_key_is_there(
@@ -336,48 +348,54 @@ def test_a_cancelled_consolidation_reads_as_cancelled(workbench: Workbench, scen
 
 
 def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scenario: Scenario) -> None:
-    main = re.escape(label(scenario.node(scenario.main.id)))
+    before = label(scenario.node(scenario.main.id))
     orphan = r"^After turn 1 · .*orphan"
     workbench.open_container("Remem")
-    workbench.row(SESSIONS, main).click()
+    workbench.row(SESSIONS, re.escape(before)).click()  # a click opens the transcript, named by the title
+    workbench.editor(f"{before}.md")
+    _select(workbench, re.escape(before))
     workbench.page.keyboard.press("F2")
     box = workbench.page.locator(".quick-input-widget input")
     box.wait_for(timeout=UI_TIMEOUT_MS)
-    assert box.input_value() == label(scenario.node(scenario.main.id))  # prefilled with the title
+    assert box.input_value() == before  # prefilled with the title
     box.fill("Move the uploader to the queue")
     box.press("Enter")
-    workbench.row(SESSIONS, r"^Move the uploader to the queue").click()  # a click opens the transcript
+    workbench.row(SESSIONS, r"^Move the uploader to the queue")
+    # The open transcript follows: its tab is named by the new title, its heading reads it.
+    tabs = workbench.page.locator(".tabs-container .tab")
+    tabs.filter(has_text="Move the uploader to the queue.md").first.wait_for(timeout=UI_TIMEOUT_MS)
+    tabs.filter(has_text=f"{before}.md").first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
     heading = workbench.editor("Move the uploader to the queue")
     workbench.page.locator(".view-line", has_text="# Move the uploader to the queue").first.wait_for(
         timeout=UI_TIMEOUT_MS
     )
     assert "Move the uploader to the queue" in workbench.text_of(heading)
+    workbench.screenshot("renamed-transcript")
 
-    workbench.row(SESSIONS, orphan).click()
+    _select(workbench, orphan)
     workbench.page.keyboard.press("Delete")
     workbench.wait_view_description(SESSIONS, "1 archived hidden")
     assert not workbench.count_rows(SESSIONS, orphan)
     workbench.view(SESSIONS).hover()
     workbench.page.locator('.part.sidebar .action-label[aria-label="Show Archived Sessions"]').click()
-    archived = workbench.row(SESSIONS, r"^After turn 1 · .*archived")
+    workbench.row(SESSIONS, r"^After turn 1 · .*archived")
     workbench.screenshot("archived-shown")
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # installed with the toolchain
-
+    # The key acts on the selected row even when a refresh redraws the rows under it.
+    _select(workbench, r"^After turn 1 · .*archived")
+    workbench.page.keyboard.press("Shift+Delete")
     badge = workbench.view(SESSIONS).locator(".monaco-list-row", has_text=re.compile(r"· archived"))
-    for attempt in range(3):
-        # The toggle's refresh can redraw the rows under the first click, and a key press sent
-        # to the row it replaced is lost; the archived row then stays, and is pressed again.
-        archived.click()
-        workbench.page.keyboard.press("Shift+Delete")
-        try:
-            badge.first.wait_for(state="detached", timeout=UI_TIMEOUT_MS // 3)
-            break
-        except PlaywrightTimeoutError:
-            if attempt == 2:
-                raise
+    badge.first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
     workbench.wait_rows(SESSIONS, orphan, 1)
     assert scenario.node(scenario.orphan)["archived"] is False
     assert scenario.node(scenario.main.id)["title"] == "Move the uploader to the queue"
+
+
+def _select(workbench: Workbench, pattern: str) -> None:
+    """Click the Session Branches row matching `pattern`; then wait until it is selected, the tree focused."""
+    workbench.row(SESSIONS, pattern).click()
+    tree = workbench.view(SESSIONS).locator(".monaco-list:focus-within")
+    selected = tree.locator(".monaco-list-row.selected", has_text=re.compile(pattern))
+    selected.first.wait_for(timeout=UI_TIMEOUT_MS)
 
 
 def test_memory_history_shows_an_agents_change_as_a_diff_and_undoes_it(

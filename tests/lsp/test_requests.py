@@ -6,9 +6,10 @@ record `prefer-uv`), so every answer is checked against data the daemon and the 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -182,13 +183,17 @@ async def test_a_receipts_evidence_links_to_the_turns_of_its_transcript(
     [changed] = [line for line in rendered.splitlines() if line.startswith("- ")]
     assert changed.startswith(f"- Added {NAME} (feedback) — evidence: [turn 1](")
     links = re.findall(r"\[turn (\d+)\]\(([^)]+)\)", changed)
+    assert links
     transcript = (await editor.request("remem/transcript", {"id": reviewed.session}))["markdown"].splitlines()
-    title = quote(reviewed.title, safe="-_.!~*'()")
     for turn, uri in links:
-        # The link opens the transcript, its tab named by the title, at the turn's heading.
-        assert uri.startswith(f"remem-session:/{quote(reviewed.session)}/{title}.md#L"), uri
-        line = int(uri.rsplit("#L", 1)[1])
-        assert transcript[line - 1].startswith(f"## Turn {turn} — ")
+        # The link runs the extension's command that opens the transcript at the turn, its tab
+        # named by the title; the transcript has that turn.
+        command, _, query = uri.partition("?")
+        assert command == "command:remem.openTranscript", uri
+        assert json.loads(unquote(query)) == [
+            {"session": reviewed.session, "turn": int(turn), "label": reviewed.title}
+        ]
+        assert any(line.startswith(f"## Turn {turn} — ") for line in transcript)
 
 
 async def test_memory_history_and_the_files_an_entry_left(editor: Editor, reviewed: Receipted) -> None:

@@ -4,13 +4,14 @@
  * another extension or a link (`{session, turn?}` or a bare id); this reads all of them.
  */
 
-import { HISTORY_SCHEME, RECEIPT_SCHEME, TRANSCRIPT_SCHEME } from './protocol';
+import { HISTORY_SCHEME, TRANSCRIPT_SCHEME } from './protocol';
 
 export interface SessionTarget {
   session?: string;
   cwd?: string;
   turn?: number;
   label?: string; // how the tree or a caller names it, for tab titles
+  keepFocus?: boolean; // opened from a tree row: the focus stays on the row, as in the Explorer
 }
 
 export interface FileTarget {
@@ -52,15 +53,9 @@ export function turnLine(markdown: string, turn: number): number {
   return markdown.split(/\r?\n/).findIndex((line) => line.startsWith(`## Turn ${turn} — `));
 }
 
-/** The `remem-receipt:` URI of a review's rendered receipt: `/<review>/<title>.md`, its tab reads the title. */
-export function receiptUri(review: string, title?: string): string {
-  const name = title ? tabName(`Receipt: ${title}`) : 'Receipt';
-  return `${RECEIPT_SCHEME}:/${review}/${encodeURIComponent(name)}.md`;
-}
-
-/** A receipt document's URI path back to its review id. */
-export function receiptTarget(path: string): string | undefined {
-  return /^\/([0-9a-f]{64})\/[^/]*\.md$/.exec(path)?.[1];
+/** The title of a receipt's tab: the session's title, else "Receipt". */
+export function receiptTabTitle(title?: string): string {
+  return title ? tabName(`Receipt: ${title}`) : 'Receipt';
 }
 
 /** `remem-history:/<entry>/<file>`; a null entry is the empty state before a scope's first entry. */
@@ -92,6 +87,7 @@ export function sessionTarget(arg: unknown): SessionTarget {
   const label = text(arg.label);
   if (label) target.label = label;
   if (typeof arg.turn === 'number' && Number.isInteger(arg.turn) && arg.turn >= 0) target.turn = arg.turn;
+  if (arg.keepFocus === true) target.keepFocus = true;
   return target;
 }
 

@@ -11,8 +11,8 @@ import { RememClient } from './client';
 import * as flows from './flows';
 import { HistoryProvider } from './history';
 import { MemoryView } from './memoryView';
-import { HISTORY_SCHEME, RECEIPT_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
-import { ReceiptProvider } from './receipts';
+import { HISTORY_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { ReceiptPanels } from './receipts';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
@@ -45,15 +45,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   sessions.onDescription = (text) => {
     sessionsTree.description = text;
   };
-  /** A keybinding on the tree names no row: it means the selected one. */
+  // A keybinding on the tree names no row: it means the selected one. While a refresh re-reads
+  // the rows, VS Code has dropped the elements the tree's `selection` is looked up in and it reads
+  // empty (decision 0181), so the last selection it reported stands in for it then.
+  let selected: unknown;
   const row = (arg: unknown): unknown =>
-    typeof arg === 'object' && arg !== null && 'selected' in arg ? sessionsTree.selection[0] : arg;
+    typeof arg === 'object' && arg !== null && 'selected' in arg ? (sessionsTree.selection[0] ?? selected) : arg;
   const showArchived = async (show: boolean): Promise<void> => {
     await vscode.commands.executeCommand('setContext', 'remem.showArchived', show);
     sessions.setShowArchived(show);
   };
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
+  sessions.onRelabel = (labels) => {
+    transcripts.relabel(labels).catch((error) => log.warn(`retitling transcripts: ${errorMessage(error)}`));
+  };
+  const receipts = new ReceiptPanels(server);
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Remem';
   statusItem.command = 'remem.showLog';
@@ -64,7 +71,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const refreshMemory = debounce(() => memory.refresh());
   const ctx: flows.FlowContext = {
-    ui: editorUi,
+    ui: { ...editorUi, openReceipt: (review, title) => receipts.show(review, title) },
     server,
     folders: workspaceFolders,
     now: Date.now,
@@ -108,12 +115,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     sessions,
     memory,
     transcripts,
+    receipts,
     statusItem,
     sessionsTree,
     vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, new HistoryProvider(server)),
-    vscode.workspace.registerTextDocumentContentProvider(RECEIPT_SCHEME, new ReceiptProvider(server)),
+    sessionsTree.onDidChangeSelection(({ selection }) => {
+      selected = selection[0];
+    }),
     server.onStatus(showStatus),
     server.onTreeChanged(refreshSessions),
     server.onSessionsProgress((params) => sessions.progress(params)),

@@ -47,9 +47,10 @@ export interface Ui {
   showProblems(): Promise<void>;
   openFile(path: string): Promise<void>;
   copy(text: string): Promise<void>;
-  /** `title` names its tab (without it the tab shows the id); `turn` is the turn to show. */
-  openTranscript(session: string, title?: string, turn?: number): Promise<void>;
-  /** A receipt rendered for a person, in the Markdown preview; `title` (the session's) names its tab. */
+  /** `title` names its tab (without it the tab shows the id); `turn` is the turn to show;
+   * `keepFocus` leaves the focus where it is (a tree row's keys still act on the row). */
+  openTranscript(session: string, title?: string, turn?: number, keepFocus?: boolean): Promise<void>;
+  /** A receipt rendered for a person, in the receipt view; `title` (the session's) names its tab. */
   openReceipt(review: string, title?: string): Promise<void>;
   /** VS Code's diff editor on two documents (URIs), left ↔ right. */
   openDiff(left: string, right: string, title: string): Promise<void>;
@@ -327,7 +328,7 @@ export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<v
     'Remem: Open Session Transcript',
     'This workspace has no sessions yet.',
   );
-  await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)), target.turn);
+  await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)), target.turn, target.keepFocus);
 }
 
 async function overview(ctx: FlowContext, cwd?: string): Promise<MemoryOverview> {

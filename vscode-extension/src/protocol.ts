@@ -37,8 +37,6 @@ export const ServerCommands = {
 export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';
-/** `remem-receipt:/<review>/<title>.md`: a receipt rendered for a person (read-only). */
-export const RECEIPT_SCHEME = 'remem-receipt';
 
 export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed';
 

@@ -6,6 +6,7 @@
  * a cold listing is. The last answer of each folder is kept in the workspace's state.
  */
 
+import { sessionLabel } from './format';
 import type { SearchedRoot, SessionsProgressParams, SessionTreeResult } from './protocol';
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
@@ -62,6 +63,19 @@ export class FolderSessions {
     for (const [cwd, folder] of this.folders) void this.fetch(cwd, folder);
   }
 
+  /** How the tree labels each session of the answers so far: id → label. */
+  labels(): Map<string, string> {
+    const labels = new Map<string, string>();
+    for (const { shown } of this.folders.values()) {
+      if (shown.kind !== 'tree') continue;
+      const byId = new Map(shown.result.nodes.map((node) => [node.id, node]));
+      for (const node of shown.result.nodes) {
+        labels.set(node.id, sessionLabel(node, node.parent === null ? undefined : byId.get(node.parent)));
+      }
+    }
+    return labels;
+  }
+
   /** Whether any folder is still waiting for its first answer or shows a kept tree. */
   get refreshing(): boolean {
     return [...this.folders.values()].some((f) => f.shown.kind === 'loading' || (f.shown.kind === 'tree' && f.shown.refreshing));
@@ -101,8 +115,12 @@ export class FolderSessions {
       return;
     }
     folder.asking = true;
+    let redraw = true;
     try {
       const result = await this.ask(cwd);
+      // An answer that changes nothing shown is not drawn again: a redraw drops the tree's rows
+      // until the view has read them again, and a keybinding in between finds no row selected.
+      redraw = !(sameTree(folder.shown, result) && folder.indexing === undefined);
       folder.shown = { kind: 'tree', result, refreshing: false };
       void this.kept.update(KEY_PREFIX + cwd, { nodes: result.nodes });
     } catch (error) {
@@ -111,12 +129,16 @@ export class FolderSessions {
       folder.asking = false;
       folder.indexing = undefined;
     }
-    this.changed();
+    if (redraw) this.changed();
     if (folder.again) {
       folder.again = false;
       void this.fetch(cwd, folder);
     }
   }
+}
+
+function sameTree(shown: Shown, result: SessionTreeResult): boolean {
+  return shown.kind === 'tree' && !shown.refreshing && JSON.stringify(shown.result) === JSON.stringify(result);
 }
 
 export interface NoteRow {

@@ -36,11 +36,22 @@ export class SessionsView extends FolderView<SessionEntry> {
   /** Called with the view's description: "indexing N of M…" or "refreshing…" while folders wait,
    * archived hidden. */
   onDescription: (text: string | undefined) => void = () => undefined;
+  /** Called with the sessions whose label an answer changed (a rename): id → new label. */
+  onRelabel: (labels: Map<string, string>) => void = () => undefined;
+  private labels = new Map<string, string>();
 
   constructor(server: Server, folders: () => Folder[], kept: KeptState) {
     super(server, folders);
     const ask = (cwd: string) => server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
-    this.state = new FolderSessions(kept, ask, () => super.refresh(), errorMessage);
+    this.state = new FolderSessions(kept, ask, () => this.answered(), errorMessage);
+  }
+
+  private answered(): void {
+    super.refresh();
+    const labels = this.state.labels();
+    const changed = new Map([...labels].filter(([id, label]) => (this.labels.get(id) ?? label) !== label));
+    this.labels = labels;
+    if (changed.size) this.onRelabel(changed);
   }
 
   /** Ask the server again; the rows shown stay until its answer replaces them. */
@@ -100,7 +111,8 @@ export class SessionsView extends FolderView<SessionEntry> {
     // An in-file branch is shown in its session's transcript, after the conversation.
     const parent = element.node.kind === 'branch' && element.node.parent ? forest.get(element.node.parent) : undefined;
     const target = parent ? { ...element, node: parent, label: sessionItem(forest, parent, Date.now()).label } : element;
-    item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [target] };
+    const opened = { ...target, keepFocus: true }; // as in the Explorer, a click keeps the focus on the row
+    item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [opened] };
     return item;
   }
 

@@ -2,11 +2,13 @@
  * `remem-session:` documents: a session's transcript as Markdown, fetched from the language
  * server (`remem/transcript`). The client's document selector includes the scheme, so the
  * server sees them open and serves its code lenses ("Consolidate this session", "Branch from here").
+ * A tab is named by the title in its URI, so a renamed session's tabs are opened again under the
+ * new title.
  */
 
 import * as vscode from 'vscode';
 
-import { sessionIdFromTranscriptPath } from './args';
+import { sessionIdFromTranscriptPath, transcriptUri } from './args';
 import type { Server } from './flows';
 import { Requests, TRANSCRIPT_SCHEME, type TranscriptResult } from './protocol';
 
@@ -27,6 +29,30 @@ export class TranscriptProvider implements vscode.TextDocumentContentProvider, v
   refreshOpen(): void {
     for (const document of vscode.workspace.textDocuments) {
       if (document.uri.scheme === TRANSCRIPT_SCHEME) this.changed.fire(document.uri);
+    }
+  }
+
+  /** The open transcripts of sessions whose label changed, opened again under it where they were. */
+  async relabel(labels: Map<string, string>): Promise<void> {
+    const stale = vscode.window.tabGroups.all.flatMap((group) =>
+      group.tabs.flatMap((tab) => {
+        const uri = tab.input instanceof vscode.TabInputText ? tab.input.uri : undefined;
+        const id = uri?.scheme === TRANSCRIPT_SCHEME ? sessionIdFromTranscriptPath(uri.path) : undefined;
+        const label = id && labels.get(id);
+        if (!uri || !id || !label) return [];
+        const renamed = vscode.Uri.parse(transcriptUri(id, label));
+        return renamed.toString() === uri.toString() ? [] : [{ group, tab, uri, renamed }];
+      }),
+    );
+    for (const { group, tab, uri, renamed } of stale) {
+      const editor = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri.toString());
+      await vscode.window.showTextDocument(renamed, {
+        viewColumn: group.viewColumn,
+        preview: false,
+        preserveFocus: true,
+        selection: editor?.selection,
+      });
+      await vscode.window.tabGroups.close(tab, true);
     }
   }
 

@@ -5,12 +5,13 @@
 
 import * as vscode from 'vscode';
 
-import { receiptUri, sessionIdFromTranscriptPath, transcriptUri, turnLine } from './args';
+import { sessionIdFromTranscriptPath, transcriptUri, turnLine } from './args';
 import type { Folder, Ui } from './flows';
 import type { PickItem } from './picks';
 import { TRANSCRIPT_SCHEME } from './protocol';
 
-export const editorUi: Ui = {
+/** All of `Ui` but the receipt view, which needs the server (`ReceiptPanels`). */
+export const editorUi: Omit<Ui, 'openReceipt'> = {
   async pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }) {
     return vscode.window.showQuickPick(items, {
       title: options.title,
@@ -52,17 +53,13 @@ export const editorUi: Ui = {
       preview: false,
     });
   },
-  async openTranscript(session, title, turn) {
+  async openTranscript(session, title, turn, keepFocus) {
     const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(transcriptUri(session, title)));
     const line = turn === undefined ? -1 : turnLine(document.getText(), turn);
     const at = line < 0 ? undefined : new vscode.Range(line, 0, line, 0);
-    await vscode.window.showTextDocument(document, { preview: false, selection: at });
-    if (at) vscode.window.activeTextEditor?.revealRange(at, vscode.TextEditorRevealType.AtTop);
-  },
-  async openReceipt(review, title) {
-    await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.parse(receiptUri(review, title)));
-    // Locked: an unlocked preview follows the active editor and would stop showing the receipt.
-    await vscode.commands.executeCommand('markdown.preview.toggleLock');
+    const shown = { preview: false, selection: at, preserveFocus: keepFocus };
+    const editor = await vscode.window.showTextDocument(document, shown);
+    if (at) editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
   },
 };
 

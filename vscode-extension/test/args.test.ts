@@ -3,8 +3,7 @@ import { test } from 'node:test';
 
 import {
   fileTarget,
-  receiptTarget,
-  receiptUri,
+  receiptTabTitle,
   sessionIdFromTranscriptPath,
   sessionTarget,
   transcriptUri,
@@ -48,12 +47,9 @@ test('a receipt is named by the Memory item it was opened from, or by review id'
   assert.deepEqual(fileTarget('r9'), {});
 });
 
-test('receipt documents are named by the session title and read back to their review', () => {
-  const review = 'a'.repeat(64);
-  assert.equal(receiptUri(review, 'Fix a/b'), `remem-receipt:/${review}/Receipt%3A%20Fix%20a%20b.md`);
-  assert.equal(receiptUri(review), `remem-receipt:/${review}/Receipt.md`);
-  assert.equal(receiptTarget(`/${review}/Receipt: Fix a b.md`), review);
-  assert.equal(receiptTarget('/../../etc/passwd.md'), undefined);
+test('receipt tabs are named by the session title, flattened', () => {
+  assert.equal(receiptTabTitle('Fix a/b'), 'Receipt: Fix a b');
+  assert.equal(receiptTabTitle(), 'Receipt');
 });
 
 test('a turn is found by its heading in a transcript', () => {

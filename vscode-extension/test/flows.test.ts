@@ -73,8 +73,9 @@ class Harness implements flows.Ui, flows.Server {
   async openFile(path: string) {
     this.opened.push(path);
   }
-  async openTranscript(session: string, title?: string, turn?: number) {
-    this.opened.push(`transcript:${session}${title ? `:${title}` : ''}${turn === undefined ? '' : `@${turn}`}`);
+  async openTranscript(session: string, title?: string, turn?: number, keepFocus?: boolean) {
+    const at = turn === undefined ? '' : `@${turn}`;
+    this.opened.push(`transcript:${session}${title ? `:${title}` : ''}${at}${keepFocus ? ' (focus kept)' : ''}`);
   }
   async openReceipt(review: string, title?: string) {
     this.opened.push(`receipt:${review}${title ? `:${title}` : ''}`);
@@ -240,6 +241,9 @@ test('with several folders the user picks one; with none the flow explains', asy
   // A record's provenance lens names the session, its title and the turn: nothing is asked.
   await flows.run(() => flows.openTranscript(h.ctx, { session: 's1', turn: 2, label: 'Fix the uploader' }));
   assert.equal(h.opened.at(-1), 'transcript:s1:Fix the uploader@2');
+  // A tree row's click leaves the focus on the row, so its keys (F2, Delete) act on it.
+  await flows.run(() => flows.openTranscript(h.ctx, { session: 's1', label: 'Fix the uploader', keepFocus: true }));
+  assert.equal(h.opened.at(-1), 'transcript:s1:Fix the uploader (focus kept)');
 
   const none = new Harness();
   none.folders = [];

@@ -134,3 +134,25 @@ test('a cold listing shows "Indexing N of M sessions…" until its answer comes'
   state.progress({ cwd: null, done: 5, total: 6 }); // a listing of everything covers every folder
   assert.equal(loadingRow(state.indexing('/other')).label, 'Indexing 5 of 6 sessions…');
 });
+
+test('an answer that changes nothing is not drawn again; a changed one is, with the new labels', async () => {
+  const server = held();
+  let changes = 0;
+  const state = new FolderSessions(new Kept(), server.ask, () => changes++, String);
+  state.shown('/proj');
+  server.waiting[0].resolve({ nodes: FAMILY });
+  await settle();
+  assert.equal(changes, 1);
+  assert.equal(state.labels().get('session-main'), 'Title of session-main');
+  state.refresh();
+  server.waiting[1].resolve({ nodes: structuredClone(FAMILY) }); // equal, not the same object
+  await settle();
+  assert.equal(changes, 1); // a redraw would leave the tree's selection empty for a while
+  state.refresh();
+  const renamed = FAMILY.map((n) => (n.id === 'session-main' ? { ...n, title: 'Move the uploader' } : n));
+  server.waiting[2].resolve({ nodes: renamed });
+  await settle();
+  assert.equal(changes, 2);
+  assert.equal(state.labels().get('session-main'), 'Move the uploader');
+  assert.match(state.labels().get('session-fork') ?? '', /^After turn 2 · /); // labelled as the tree does
+});
