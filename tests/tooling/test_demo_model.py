@@ -36,7 +36,7 @@ def model_url() -> Iterator[str]:
         yield process.stdout.readline().strip()
     finally:
         process.terminate()
-        assert process.wait(timeout=10) == 0  # SIGTERM is how the demo stops it
+        assert process.wait(timeout=30) == 0  # SIGTERM is how the demo stops it
 
 
 def run(home: Home, *args: str) -> dict[str, object]:
