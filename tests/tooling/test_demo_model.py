@@ -98,7 +98,7 @@ def test_the_demos_cli_part_runs_clean_and_stops_what_it_started(tmp_path: Path)
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=280,  # a dozen CLI processes: over 120 s at load 30; below the suite's 300 s
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
