@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 
 import pytest
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
-
-from .helpers import wait_until
+from tests.waiting import SECONDS, until, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -90,11 +88,9 @@ def test_a_daemon_told_to_stop_exits_while_a_client_stays_connected(home: Home) 
         editor = await AsyncDaemonClient.open(home)  # never hangs up by itself
         other = await AsyncDaemonClient.open(home, start=False)
         await other.call("daemon/shutdown")
-        deadline = time.monotonic() + 15
-        while paths.running() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await until(lambda: not paths.running(), what="the daemon to exit")
         stopped = not paths.running()
-        await asyncio.wait_for(editor.lost(), 15)  # and the connected client hears it
+        await asyncio.wait_for(editor.lost(), SECONDS)  # and the connected client hears it
         for client in (editor, other):
             await client.close()
         return stopped

@@ -69,8 +69,7 @@ def test_a_running_consolidation_is_cancelled_from_another_client(
         runner, canceller = AsyncDaemonClient.open(home), AsyncDaemonClient.open(home)
         running_client, other = await runner, await canceller
         running = asyncio.create_task(running_client.call("consolidation/run", {"session": source.id}))
-        while fake.count == 0:
-            await asyncio.sleep(0.02)
+        await until(lambda: fake.count > 0, what="the review to ask the model")
         cancelled = await other.call("consolidation/cancel", {"session": source.id})
         idle = await other.call("consolidation/cancel", {"session": "session-not-running"})
         result = await running

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import Record, render_record
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from tests.waiting import until
 
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -31,11 +31,8 @@ class Listening:
         self.client = await AsyncDaemonClient.open(home, listener=lambda m, p: self.heard.append((m, p)))
         return self
 
-    async def until(self, count: int, seconds: float = 15.0) -> list[tuple[str, dict[str, Any]]]:
-        deadline = time.monotonic() + seconds
-        while len(self.heard) < count:
-            assert time.monotonic() < deadline, f"heard only {self.heard}"
-            await asyncio.sleep(0.02)
+    async def until(self, count: int) -> list[tuple[str, dict[str, Any]]]:
+        await until(lambda: len(self.heard) >= count, what=f"{count} notifications", seen=lambda: self.heard)
         await asyncio.sleep(QUIET_SECONDS)  # and nothing more: echoes would arrive by now
         return self.heard
 
@@ -133,7 +130,7 @@ def test_polling_when_asked_and_still_announcing(home: Home) -> None:
         status = await ears.client.call("daemon/status")
         assert status["watch"]["backend"] == "polling" and "daemon.watch" in status["watch"]["reason"]
         home.global_file.write_text("Polled.\n")
-        [(method, change)] = await ears.until(1, seconds=20)
+        [(method, change)] = await ears.until(1)
         assert method == "memory/changed" and change["scope"] == "global"
         await ears.client.close()
 

@@ -19,7 +19,7 @@ mkdir -p "$e2e"
 (
     cd vscode-extension
     if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-        npm ci --no-audit --no-fund
+        npm ci --prefer-offline --no-audit --no-fund  # the lock pins every tarball: a cached one is it
     fi
     npm run package
 )

@@ -66,7 +66,7 @@ def answer_lens_refreshes(client: LanguageClient) -> None:
 
 
 async def end(client: LanguageClient) -> None:
-    await asyncio.wait_for(client.shutdown_session(), 10)
+    await asyncio.wait_for(client.shutdown_session(), waiting.SECONDS)
 
 
 def record(name: str, *, type: str = "project", description: str = "A fact", body: str = "Body.\n") -> str:

@@ -28,6 +28,7 @@ from pytest_lsp.client import register_lsp_features
 
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
+from tests import waiting
 from tests.consolidation.conftest import KEY_ENV
 
 from .editor import answer_lens_refreshes
@@ -94,7 +95,7 @@ async def start_editor(home: Home, capabilities: types.ClientCapabilities | None
 
 async def stop_editor(editor: Editor) -> None:
     try:
-        await asyncio.wait_for(editor.client.shutdown_session(), 15)
+        await asyncio.wait_for(editor.client.shutdown_session(), waiting.SECONDS)
     finally:
         await editor.client.stop()
         stop_daemon(editor.home)

@@ -6,7 +6,6 @@ features work the same in degraded mode.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from remem.daemon.home import Home
 from remem.daemon.memory.validation import validate_record
 
-from .editor import apply_edits, open_document, record, refusing_daemon, workspace_folder
+from .editor import apply_edits, end, open_document, record, refusing_daemon, workspace_folder
 
 HOME = refusing_daemon(Home(Path(tempfile.mkdtemp(prefix="remem-lsp-complete-")) / "home"))
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
@@ -36,14 +35,14 @@ async def _start(client: LanguageClient, capabilities: types.ClientCapabilities)
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await _start(lsp_client, client_capabilities("visual-studio-code"))
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def flat_client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await _start(lsp_client, types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities()))
     yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    await end(lsp_client)
 
 
 async def complete(client: LanguageClient, uri: str, line: int, character: int) -> list[types.CompletionItem]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile
@@ -14,6 +13,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
+from tests.waiting import until
 
 from .editor import begin, end, refusing_daemon
 
@@ -30,11 +30,7 @@ async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
 
 @pytest.mark.asyncio
 async def test_validation_goes_on_and_the_reason_is_shown(client: LanguageClient) -> None:
-    async def shown() -> None:
-        while not client.messages:
-            await asyncio.sleep(0.05)
-
-    await asyncio.wait_for(shown(), 30)
+    await until(lambda: client.messages, what="the server's message")
     [message] = client.messages
     assert message.type == types.MessageType.Warning and "daemon.json" in message.message
     uri = HOME.global_file.as_uri()
@@ -44,9 +40,5 @@ async def test_validation_goes_on_and_the_reason_is_shown(client: LanguageClient
         )
     )
 
-    async def diagnosed() -> None:
-        while not client.diagnostics.get(uri):
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(diagnosed(), 10)
+    await until(lambda: client.diagnostics.get(uri), what="diagnostics of the global file")
     assert [d.code for d in client.diagnostics[uri]] == ["global-too-large"]
