@@ -52,6 +52,7 @@ _FRAGMENTS = st.sampled_from(
         b"  ",
         b'{"type":"c"}\r',
         b'{"type":"torn',
+        b'{"x":' + b"[" * 5000 + b"]" * 5000 + b"}",  # deeper than the decoder goes
     ]
 )
 
@@ -77,3 +78,13 @@ def test_a_file_of_whole_object_lines_is_decoded_in_one_call(monkeypatch) -> Non
         jsonl.Line(2, _Shape("b")),
         jsonl.Line(3, _Shape("c", 3)),
     ]
+
+
+def test_a_line_nested_too_deep_is_a_problem_of_its_line() -> None:
+    problems: list[jsonl.Problem] = []
+    deep = b'{"x":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    assert jsonl.records(b'{"type":"a"}\n' + deep + b'\n{"type":"b"}\n', _Shape, problems) == [
+        jsonl.Line(1, _Shape("a")),
+        jsonl.Line(3, _Shape("b")),
+    ]
+    assert [(p.line, p.code) for p in problems] == [(2, "not-json")] and "recursion" in problems[0].reason

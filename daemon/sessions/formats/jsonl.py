@@ -2,8 +2,8 @@
 
 A harness appends whole lines, so a last line without its newline that does not decode is a
 write in progress (`torn-tail`, ignored, not an error); any other undecodable line — not JSON,
-not UTF-8, not an object, not the record shape, or longer than `MAX_LINE` — is skipped with its
-line number and the decoder's reason. Nothing raises.
+not UTF-8, not an object, not the record shape, nested too deep, or longer than `MAX_LINE` — is
+skipped with its line number and the decoder's reason. Nothing raises.
 
 A file whose every line is one object, as harnesses write them, is decoded in one msgspec
 call; any other file, or one that call refuses, is decoded line by line, which owns every
@@ -75,7 +75,7 @@ def _whole_lines(data: bytes, decoder: msgspec.json.Decoder[T]) -> list[T] | Non
         return None
     try:
         decoded = decoder.decode_lines(data)
-    except msgspec.DecodeError:  # a ValidationError too
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return None
     return decoded if len(decoded) == lines else None
 
@@ -97,7 +97,7 @@ def _each_line(data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Pro
             continue
         try:
             yield Line(number, decoder.decode(raw))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
             if newline < 0:
                 problems.append(
                     Problem(number, "torn-tail", f"line {number} is being written (no newline yet)")
