@@ -52,7 +52,7 @@ def records(data: bytes, shape: type[T], problems: list[Problem]) -> list[Line[T
     decoder = _DECODERS.get(shape) or _DECODERS.setdefault(shape, msgspec.json.Decoder(shape))
     whole = _whole_lines(data, decoder)
     if whole is not None:
-        return [Line(number, record) for number, record in enumerate(whole, start=1)]
+        return list(map(Line._make, enumerate(whole, start=1)))  # no Python-level __new__ per line
     return list(_each_line(data, decoder, problems))
 
 
