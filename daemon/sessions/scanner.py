@@ -9,6 +9,11 @@ A scan either holds every record it finds (`ScanResult.records`) or, given a `si
 them over in batches as it goes, so a reader that folds them (a listing's projection) holds a
 batch at a time. `SESSION_EVENTS_MAX` bounds the events held at once: all of them, or one
 batch (and one packed row, which expands at once) when streaming.
+
+A skimming scan decodes the envelopes of every complete line in one msgspec call when the
+lines provably hold one object each (`_envelopes`), so a bare line costs a few comparisons;
+every other line, and every line of a buffer that call refuses, takes the line-by-line path,
+which owns every error.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import UnsetType
 
 from ..limits import SESSION_EVENTS_MAX, SESSION_LINE_MAX_BYTES, size_text
 from .checks import BARE_TYPES, checked_bare_event
@@ -27,6 +33,8 @@ from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
 SINK_BATCH = 4096  # records handed to a sink at once: large enough to amortise the call
+# Envelopes are decoded a window of lines at a time, so a scan that streams holds a window's.
+ENVELOPE_WINDOW_BYTES = 1 << 20
 
 
 class CorruptLog(ValueError):
@@ -51,6 +59,26 @@ _envelope = TypedLine(_Envelope)
 
 Record = dict[str, Any] | SessionEvent | Skimmed
 Sink = Callable[[list[Record]], None]
+
+
+class _AnyEnvelope(msgspec.Struct, forbid_unknown_fields=True):
+    """Any line of a current log, its payload and optional fields checked as JSON but not
+    built (so a hostile line costs no memory); which of them it holds says whether it is bare
+    (only the first four)."""
+
+    type: str | UnsetType = msgspec.UNSET
+    seq: int | UnsetType = msgspec.UNSET
+    time: int | UnsetType = msgspec.UNSET
+    data: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    surfaceOp: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    sourceEventSeqs: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    ignorable: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    seq0: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+    time0: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
+
+
+_any_envelopes = msgspec.json.Decoder(_AnyEnvelope).decode_lines
+_UNSET = msgspec.UNSET
 
 
 @dataclass(frozen=True)
@@ -90,11 +118,21 @@ def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | Non
     if line.startswith(_TYPE_FIRST) and line[9 : line.find(b'"', 9)] not in _BARE_TYPE_BYTES:
         return None
     envelope = _envelope(line)
-    if envelope is None:
-        return None
-    kind = envelope.type
+    return None if envelope is None else _skimmed(envelope, expected_seq, keep)
+
+
+def _skimmed(envelope: _Envelope | _AnyEnvelope, expected_seq: int, keep: frozenset[str]) -> Skimmed | None:
+    """The `Skimmed` event of a bare line's envelope, or None when it is not one of `BARE_TYPES`."""
+    kind, seq, time = envelope.type, envelope.seq, envelope.time
     # The seq equals a count of events, so it is a non-negative safe integer.
-    if kind not in BARE_TYPES or envelope.seq != expected_seq or abs(envelope.time) > MAX_SAFE_INTEGER:
+    if (
+        kind.__class__ is not str
+        or kind not in BARE_TYPES
+        or seq.__class__ is not int
+        or seq != expected_seq
+        or time.__class__ is not int
+        or abs(time) > MAX_SAFE_INTEGER
+    ):
         return None
     try:
         data = decode_line(bytes(envelope.data)) if kind in keep else None
@@ -103,13 +141,60 @@ def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | Non
     return _new_tuple(Skimmed, (kind, expected_seq, data))  # type: ignore[return-value]
 
 
+def _bare(envelope: _AnyEnvelope) -> bool:
+    """Whether the line held exactly the four envelope keys."""
+    return (
+        envelope.data is not _UNSET
+        and envelope.surfaceOp is _UNSET
+        and envelope.sourceEventSeqs is _UNSET
+        and envelope.ignorable is _UNSET
+        and envelope.seq0 is _UNSET
+        and envelope.time0 is _UNSET
+        and envelope.type is not _UNSET
+        and envelope.seq is not _UNSET
+        and envelope.time is not _UNSET
+    )
+
+
+def _envelopes(buf: bytes, start: int, end: int, ascii: bool) -> list[_AnyEnvelope] | None:
+    """The envelope of each line of `buf[start:end]` (`end` just after a newline), in one call,
+    or None.
+
+    `decode_lines` takes whitespace-separated values, not lines, so its values are the lines
+    only when each newline sits in a `}\n{` (JSON allows no raw newline in a string, and no
+    `{` follows a `}` inside a value) and there are as many values as lines. UTF-8 is checked
+    here once (unless the whole buffer is `ascii`), since msgspec does not check the bytes it
+    skips.
+    """
+    lines = buf.count(b"\n", start, end)
+    if (
+        not lines
+        or buf[start] != 0x7B  # {
+        or buf[end - 2] != 0x7D  # }
+        or buf.count(b"}\n{", start, end) != lines - 1
+    ):
+        return None
+    body = memoryview(buf)[start:end]
+    if not ascii:
+        try:
+            str(body, "utf-8")
+        except UnicodeDecodeError:
+            return None
+    try:
+        envelopes = _any_envelopes(body)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return None
+    return envelopes if len(envelopes) == lines else None
+
+
 def _decode_line(
-    line: bytes, line_no: int, expected_seq: int, keep: frozenset[str] | None, held: int
+    line: bytes, line_no: int, expected_seq: int, keep: frozenset[str] | None, held: int, *, skim: bool = True
 ) -> SessionEvent | Skimmed | dict[str, Any] | list[SessionEvent] | list[Skimmed]:
     """A plain line's checked event or, when it needs more than the scanner knows (an upgrade,
     the session id, a payload rule), its record; or the checked events of a packed row. When
-    skimming (`keep` given), a bare line is a `Skimmed` event. `held` events are held already."""
-    if keep is not None:
+    skimming (`keep` given), a bare line is a `Skimmed` event (`skim`: unless the caller knows
+    it is none). `held` events are held already."""
+    if keep is not None and skim:
         skimmed = _skim(line, expected_seq, keep)
         if skimmed is not None:
             return skimmed
@@ -198,6 +283,9 @@ def scan_records(
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
     held_from = 0 if sink is None else first_seq  # the first event held, for the cap
+    envelopes: list[_AnyEnvelope] | None = None
+    window_end, window_line = start, first_line
+    ascii = keep is not None and buf.isascii()
     while pos < size:
         nl = find(b"\n", pos)
         if nl < 0:
@@ -209,8 +297,17 @@ def scan_records(
                 f"line {line_no} is {nl - pos} bytes; remem reads session log lines of up to "
                 f"{size_text(SESSION_LINE_MAX_BYTES)} (SESSION_LINE_MAX_BYTES)"
             )
+        if keep is not None and pos >= window_end:
+            window_end = max(buf.rfind(b"\n", pos, pos + ENVELOPE_WINDOW_BYTES), nl) + 1
+            envelopes, window_line = _envelopes(buf, pos, window_end, ascii), line_no
         try:
-            decoded = _decode_line(buf[pos:nl], line_no, seq, keep, seq - held_from)
+            if envelopes is None:
+                decoded = _decode_line(buf[pos:nl], line_no, seq, keep, seq - held_from)
+            else:  # `_skim` would say what the envelope says
+                envelope = envelopes[line_no - window_line]
+                skimmed = _skimmed(envelope, seq, keep) if _bare(envelope) else None  # type: ignore[arg-type]
+                held = seq - held_from
+                decoded = skimmed or _decode_line(buf[pos:nl], line_no, seq, keep, held, skim=False)
             if isinstance(decoded, list):
                 extend(decoded)
                 seq += len(decoded)

@@ -123,3 +123,17 @@ def test_skimmed_titles_are_decoded(tmp_path: Path) -> None:
     path = raw_log(tmp_path, lines([*turn_events()[:3], title]))
     assert Projection().fold(skim_session(path, PROJECTED_TYPES).events).title == "Named \u00e9"
     assert json.dumps(title)  # the record above is plain JSON
+
+
+def test_a_realistic_raw_log_skims_from_one_decoding_call(tmp_path: Path, monkeypatch) -> None:
+    from remem.daemon.sessions import scanner
+
+    path = raw_log(tmp_path, b"".join(factory_batches(seed=6, turns=4)))
+    full = _outcome(read_session, path)
+
+    def line_by_line(*args: object) -> None:
+        raise AssertionError("a bare line was decoded on its own")
+
+    monkeypatch.setattr(scanner, "_skim", line_by_line)
+    assert _outcome(lambda p: skim_session(p, PROJECTED_TYPES), path) == full
+    assert full[0] != "refused"  # type: ignore[index]

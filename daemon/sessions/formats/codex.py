@@ -319,9 +319,9 @@ def _lineage(meta: _Payload) -> tuple[Edge, ...]:
 
 def _user_text(payload: _Payload) -> str | None:
     """The user's own words in a user ``message`` item, None for injected context."""
-    if payload.get("type") != "message" or payload.get("role") != "user":
+    if payload.type != "message" or payload.role != "user":
         return None
-    text = _joined(payload.get("content"), "input_text").strip()
+    text = _joined(payload.content, "input_text").strip()
     if not text or text.startswith(INJECTED_PREFIXES):
         return None
     return text
@@ -348,34 +348,37 @@ def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
 
 
 def _read(lines: list[Line[_Line]]) -> list[_Open]:
-    explicit = any(_event(line) == "task_started" for line in lines)
+    # Each line's event type is taken once; the rules below ask about it several times.
+    events = [record.payload.type if record.type == "event_msg" else None for _, record in lines]
+    explicit = "task_started" in events
     done: list[_Open] = []
     current: _Open | None = None
     compacted = False  # a compaction between turns belongs to the next one
     summaries: list[str] = []
-    for line in lines:
-        payload, event = line.record.payload, _event(line)
-        if current is None and line.record.type == "compacted":
+    for (number, record), event in zip(lines, events, strict=True):
+        payload = record.payload
+        if current is None and record.type == "compacted":
             compacted = True
             summaries = _summary(payload)
         if event == "thread_rolled_back":
-            _roll_back(done, payload.get("num_turns"))
+            _roll_back(done, payload.num_turns)
         if explicit and event == "task_started":
             current = _close(current, done)
-            current = _Open(line.number, str(payload.get("turn_id") or ""))
-        elif not explicit and _prompt(line) is not None:
+            current = _Open(number, str(payload.turn_id or ""))
+        elif not explicit and _prompt(record, event) is not None:
             current = _close(current, done)
-            current = _Open(line.number, str(line.number))
+            current = _Open(number, str(number))
         if current is None:
             continue
         current.compacted, compacted = current.compacted or compacted, False
-        current.summaries += summaries
-        summaries = []
-        current.end = line.number
-        _absorb(current, line)
-        if event in ("task_complete", "turn_aborted"):
+        if summaries:
+            current.summaries += summaries
+            summaries = []
+        current.end = number
+        _absorb(current, record, event)
+        if event == "task_complete" or event == "turn_aborted":
             current.status = (
-                "aborted" if event == "turn_aborted" else "error" if payload.get("error") else "completed"
+                "aborted" if event == "turn_aborted" else "error" if payload.error else "completed"
             )
             current = _close(current, done)
     _close(current, done)
@@ -387,46 +390,42 @@ def _read(lines: list[Line[_Line]]) -> list[_Open]:
     return done
 
 
-def _event(line: Line[_Line]) -> str | None:
-    return str(line.record.payload.get("type")) if line.record.type == "event_msg" else None
-
-
-def _prompt(line: Line[_Line]) -> str | None:
-    """The user's prompt a line carries (a ``user_message`` event or a user message item)."""
-    if _event(line) == "user_message":
-        message = line.record.payload.get("message")
+def _prompt(record: _Line, event: Any) -> str | None:
+    """The user's prompt a line carries (a ``user_message`` event or a user message item);
+    `event` is its event type (None: not an event)."""
+    if event == "user_message":
+        message = record.payload.message
         text = message.strip() if isinstance(message, str) else ""
         return text if text and not text.startswith(INJECTED_PREFIXES) else None
-    return _user_text(line.record.payload) if line.record.type == "response_item" else None
+    return _user_text(record.payload) if record.type == "response_item" else None
 
 
-def _absorb(turn: _Open, line: Line[_Line]) -> None:
-    payload = line.record.payload
-    if turn.prompt is None:
-        turn.prompt = _prompt(line)
-    if line.record.type == "compacted":  # what came before is replaced by its summary
-        turn.compacted = True
-        turn.summaries = _summary(payload)
-        turn.prompts, turn.said, turn.last_said = [], [], None
-    if line.record.type != "response_item":
-        if _event(line) == "user_message" and (said := _prompt(line)) is not None:
+def _absorb(turn: _Open, record: _Line, event: Any) -> None:
+    payload = record.payload
+    if record.type != "response_item":
+        if record.type == "compacted":  # what came before is replaced by its summary
+            turn.compacted = True
+            turn.summaries = _summary(payload)
+            turn.prompts, turn.said, turn.last_said = [], [], None
+        elif event == "user_message" and (said := _prompt(record, event)) is not None:
+            turn.prompt = turn.prompt or said
             turn.said.append(said)
-        finished = _exit(line)
-        if finished is not None:
+        elif (finished := _exit(payload, event)) is not None:
             turn.outputs[finished[0]] = finished[1]
         return
-    kind = payload.get("type")
+    kind = payload.type
     if kind in CALLS:
-        call = str(payload.get("call_id") or payload.get("id"))
-        turn.calls[call] = str(payload.get("name") or kind)
+        call = str(payload.call_id or payload.id)
+        turn.calls[call] = str(payload.name or kind)
     elif kind in OUTPUTS:
         # An output with no failure reported (by its command's end event) is a success.
-        turn.outputs.setdefault(str(payload.get("call_id")), True)
-    elif kind == "message" and payload.get("role") == "assistant":
-        said = _joined(payload.get("content"), "output_text")
+        turn.outputs.setdefault(str(payload.call_id), True)
+    elif kind == "message" and payload.role == "assistant":
+        said = _joined(payload.content, "output_text")
         if said.strip():
             turn.answer = turn.last_said = said
     elif (text := _user_text(payload)) is not None:
+        turn.prompt = turn.prompt or text
         turn.prompts.append(text)
 
 
@@ -447,14 +446,13 @@ def _summary(payload: _Payload) -> list[str]:
     return [joined] if joined else []
 
 
-def _exit(line: Line[_Line]) -> tuple[str, bool] | None:
+def _exit(payload: _Payload, event: Any) -> tuple[str, bool] | None:
     """(call id, success) of a finished command: ``exec_command_end`` (legacy rollouts), an
     ``item_completed`` command execution (paginated ones) or a ``patch_apply_end``."""
-    event, payload = _event(line), line.record.payload
-    if event == "exec_command_end" and isinstance(payload.get("exit_code"), int):
-        return str(payload.get("call_id")), payload.exit_code == 0
-    if event == "patch_apply_end" and isinstance(payload.get("success"), bool):
-        return str(payload.get("call_id")), payload.success
+    if event == "exec_command_end" and isinstance(payload.exit_code, int):
+        return str(payload.call_id), payload.exit_code == 0
+    if event == "patch_apply_end" and isinstance(payload.success, bool):
+        return str(payload.call_id), payload.success
     item = payload.item if event == "item_completed" else None
     if item is not None and isinstance(item.exit_code, int) and item.id:
         return str(item.id), item.exit_code == 0

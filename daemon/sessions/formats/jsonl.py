@@ -2,8 +2,12 @@
 
 A harness appends whole lines, so a last line without its newline that does not decode is a
 write in progress (`torn-tail`, ignored, not an error); any other undecodable line — not JSON,
-not UTF-8, not an object, not the record shape, or longer than `MAX_LINE` — is skipped with its
-line number and the decoder's reason. Nothing raises.
+not UTF-8, not an object, not the record shape, nested too deep, or longer than `MAX_LINE` — is
+skipped with its line number and the decoder's reason. Nothing raises.
+
+A file whose every line is one object, as harnesses write them, is decoded in one msgspec
+call; any other file, or one that call refuses, is decoded line by line, which owns every
+problem, so both paths give the same records.
 
 `read_bounded` reads an open file for them, refusing it at the first line longer than the cap
 instead of holding a line of any size in memory.
@@ -13,8 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, NamedTuple, TypeVar
 
 import msgspec
 
@@ -36,16 +39,48 @@ class Fields(msgspec.Struct):
         return default if value is None else value
 
 
-@dataclass(frozen=True)
-class Line(Generic[T]):
+class Line(NamedTuple, Generic[T]):
     number: int  # 1-based
-    offset: int  # byte offset of the line's start
     record: T
 
 
-def records(data: bytes, shape: type[T], problems: list[Problem]) -> Iterator[Line[T]]:
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def records(data: bytes, shape: type[T], problems: list[Problem]) -> list[Line[T]]:
     """The records of `data` decoded as `shape`, in file order; defects go to `problems`."""
-    decoder = msgspec.json.Decoder(shape)
+    decoder = _DECODERS.get(shape) or _DECODERS.setdefault(shape, msgspec.json.Decoder(shape))
+    whole = _whole_lines(data, decoder)
+    if whole is not None:
+        return list(map(Line._make, enumerate(whole, start=1)))  # no Python-level __new__ per line
+    return list(_each_line(data, decoder, problems))
+
+
+def _whole_lines(data: bytes, decoder: msgspec.json.Decoder[T]) -> list[T] | None:
+    """Every line of `data` decoded in one call, or None when some line may not be exactly
+    one good record (then only the line-by-line path can say which, and why).
+
+    `decode_lines` takes whitespace-separated values, not lines, so the values are lines only
+    when every newline but a final one sits in a `}\n{`: JSON allows no raw newline in a
+    string, and inside a value no `{` can follow a `}`, so each such newline ends a top-level
+    value, and as many values as lines leaves none holding two.
+    """
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    if (
+        not data.startswith(b"{")
+        or not data.endswith((b"}", b"}\n"))
+        or len(data) > MAX_LINE
+        or data.count(b"}\n{") != lines - 1
+    ):
+        return None
+    try:
+        decoded = decoder.decode_lines(data)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return None
+    return decoded if len(decoded) == lines else None
+
+
+def _each_line(data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Problem]) -> Iterator[Line[T]]:
     offset, number, size = 0, 0, len(data)
     while offset < size:
         newline = data.find(b"\n", offset)
@@ -61,8 +96,8 @@ def records(data: bytes, shape: type[T], problems: list[Problem]) -> Iterator[Li
         if not raw:
             continue
         try:
-            yield Line(number, start, decoder.decode(raw))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            yield Line(number, decoder.decode(raw))
+        except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
             if newline < 0:
                 problems.append(
                     Problem(number, "torn-tail", f"line {number} is being written (no newline yet)")
