@@ -52,7 +52,7 @@ from ..faults import faultpoint
 from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
-from .log_cache import LogCache, LogLine
+from .log_cache import LogCache, LogLine, MetaLine
 from .record import record_name_of
 
 try:
@@ -116,17 +116,6 @@ class _Meta(BaseModel):
     model_config = ConfigDict(extra="forbid")
     scope: str  # `global` or `ws-<key>`
     actor: Actor
-    before: str
-    after: str
-    at: str
-
-
-class _MetaLine(msgspec.Struct, forbid_unknown_fields=True):
-    """The same line as it is read: a log decodes one per entry, so msgspec, not pydantic; the
-    actor is kept raw and validated once per distinct actor (`_actor`)."""
-
-    scope: str
-    actor: msgspec.Raw
     before: str
     after: str
     at: str
@@ -517,11 +506,11 @@ def _lines(data: bytes | None) -> list[str]:
     return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)
 
 
-def _meta(commit: pygit2.Commit) -> _MetaLine:
+def _meta(commit: pygit2.Commit) -> MetaLine:
     lines = commit.message.splitlines()
     if len(lines) < 3:
         raise ValueError("not a remem history entry")
-    return msgspec.json.decode(lines[2], type=_MetaLine)
+    return msgspec.json.decode(lines[2], type=MetaLine)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -534,7 +523,7 @@ def _line(commit: pygit2.Commit) -> LogLine:
     meta = _meta(commit)
     parents = commit.parent_ids  # ids only: loading the parent would read a second object
     parent = str(parents[0]) if parents else None
-    return LogLine(str(commit.id), parent, meta.scope, meta.actor, meta.before, meta.after, meta.at)
+    return LogLine(meta.scope, meta.actor, meta.before, meta.after, meta.at, str(commit.id), parent)
 
 
 def _entry_of(line: LogLine) -> HistoryEntry:

@@ -32,17 +32,22 @@ log = logging.getLogger("remem.daemon")
 FOLDER = "log-cache"
 
 
-class LogLine(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
-    """One entry as a log needs it: the commit's ids and its message's JSON line, unvalidated
-    actor included (the caller validates each distinct actor once)."""
+class MetaLine(msgspec.Struct, forbid_unknown_fields=True):
+    """The JSON line of an entry's commit message, as it is read: a log decodes one per entry,
+    so msgspec, not pydantic; the actor is kept raw and validated once per distinct actor."""
 
-    id: str
-    parent: str | None
-    scope: str
+    scope: str  # `global` or `ws-<key>`
     actor: msgspec.Raw
     before: str
     after: str
     at: str
+
+
+class LogLine(MetaLine, array_like=True):
+    """One entry as a log needs it: its message's line and the commit's own ids."""
+
+    id: str
+    parent: str | None
 
 
 @dataclass(frozen=True)
