@@ -34,6 +34,8 @@ POINTS: frozenset[str] = frozenset(
         "history.before-entry",
         "history.after-objects",
         "history.after-ref",
+        "history.log-cache.after-temp-write",
+        "history.log-cache.mid-append",
         "memory.global.after-temp-write",
         "memory.global.after-exchange",
         "memory.workspace.after-temp-files",

@@ -60,26 +60,30 @@ def file_digest(path: Path) -> str | None:
         return digest(handle.read())
 
 
-def swap_in(temp: Path, target: Path, expected: str) -> None:
+def swap_in(
+    temp: Path, target: Path, expected: str, *, ours: str | None = None, durable: bool = True
+) -> None:
     """Publish `temp` at `target` if `target` holds `expected` (a digest, ABSENT or ANY).
 
     Afterwards `temp` names the displaced old file (for ABSENT, a second link to the new one;
     for ANY, nothing): the caller removes it with `discard`, or undoes with `swap_back`. Raises
     Displaced when `target` no longer holds `expected`, leaving `target` as it was saved and
-    `temp` holding the unpublished new file.
+    `temp` holding the unpublished new file. `ours`: the digest of `temp`, when the caller knows
+    it. `durable=False` leaves the directory unsynced, for a caller that syncs it once after a
+    batch whose durable journal replays any step a power cut undid.
     """
     if expected == ABSENT:
         try:
             os.link(temp, target)
         except FileExistsError:
             raise Displaced(target) from None
-        fsync_dir(target.parent)
+        _sync(target.parent, durable)
         return
     if expected == ANY:
         os.replace(temp, target)
-        fsync_dir(target.parent)
+        _sync(target.parent, durable)
         return
-    ours = file_digest(temp)
+    ours = ours or file_digest(temp)
     try:
         # Writing and syncing the temp took a while: a save since then is caught here, before
         # any reader could see the new file (the exchange's own check covers the last instant).
@@ -89,15 +93,15 @@ def swap_in(temp: Path, target: Path, expected: str) -> None:
     except FileNotFoundError:  # deleted by hand since the comparison
         raise Displaced(target) from None
     if not exchanged:
-        _compare_and_replace(temp, target, expected)
+        _compare_and_replace(temp, target, expected, durable)
         return
     if file_digest(temp) != expected:
         swap_back(temp, target, ours)
         raise Displaced(target)
-    fsync_dir(target.parent)
+    _sync(target.parent, durable)
 
 
-def swap_out(target: Path, tomb: Path, expected: str) -> None:
+def swap_out(target: Path, tomb: Path, expected: str, *, durable: bool = True) -> None:
     """Move `target` to the fresh name `tomb` if it holds `expected`; Displaced otherwise."""
     try:
         os.rename(target, tomb)
@@ -106,7 +110,7 @@ def swap_out(target: Path, tomb: Path, expected: str) -> None:
     if file_digest(tomb) != expected:
         put_back(tomb, target)
         raise Displaced(target)
-    fsync_dir(target.parent)
+    _sync(target.parent, durable)
 
 
 def put_back(tomb: Path, target: Path) -> None:
@@ -140,6 +144,11 @@ def discard(temp: Path) -> None:
     fsync_dir(temp.parent)
 
 
+def _sync(folder: Path, durable: bool) -> None:
+    if durable:
+        fsync_dir(folder)
+
+
 def _unmerged(target: Path) -> Path:
     return target.with_name(f"{target.name}.unmerged-{time.time_ns()}")
 
@@ -163,7 +172,7 @@ def _settled(target: Path, expected: str) -> bool:
         time.sleep(min(left, 0.005))
 
 
-def _compare_and_replace(temp: Path, target: Path, expected: str) -> None:
+def _compare_and_replace(temp: Path, target: Path, expected: str, durable: bool) -> None:
     """Without an exchange, compare right before the rename: the window shrinks, it stays open.
 
     The old file is held by a second link so that, as after an exchange, `temp` ends up naming it.
@@ -178,7 +187,7 @@ def _compare_and_replace(temp: Path, target: Path, expected: str) -> None:
         raise Displaced(target)
     os.replace(temp, target)
     os.rename(held, temp)
-    fsync_dir(target.parent)
+    _sync(target.parent, durable)
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -18,6 +18,9 @@ starts from (a crash cut off an entry, memory was edited while nobody watched, t
 was deleted or set aside as corrupt), the state it starts from is recorded first, as
 `recovered`, so the history stays a chain of real states.
 
+A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
+decision 0191), which a log believes only as far as the branch's head leads down to it.
+
 Loose objects cost a file system block each; every `PACK_EVERY` entries they are moved into a
 pack (deltas between near-identical trees make a 200-record workspace's entry a few hundred
 bytes).
@@ -49,6 +52,7 @@ from ..faults import faultpoint
 from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
+from .log_cache import LogCache, LogLine, MetaLine
 from .record import record_name_of
 
 try:
@@ -117,17 +121,6 @@ class _Meta(BaseModel):
     at: str
 
 
-class _MetaLine(msgspec.Struct, forbid_unknown_fields=True):
-    """The same line as it is read: a log decodes one per entry, so msgspec, not pydantic; the
-    actor is kept raw and validated once per distinct actor (`_actor`)."""
-
-    scope: str
-    actor: msgspec.Raw
-    before: str
-    after: str
-    at: str
-
-
 @dataclass(frozen=True)
 class Generation:
     revision: str
@@ -172,6 +165,7 @@ class History:
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-history") if deferred else None
         )
         self._logs: OrderedDict[str, tuple[pygit2.Oid, list[HistoryEntry]]] = OrderedDict()
+        self._cache = LogCache(self.path, home.locks / "history-log.lock")
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
@@ -240,7 +234,8 @@ class History:
 
     def log(self, workspace_key: str | None, limit: int | None = None) -> list[HistoryEntry]:
         """The scope's entries, newest first. Entries never change, so a scope's parsed log is
-        kept and a later log reads only the commits made since."""
+        kept, in this process and (for the next) in the log cache, and a later log reads only
+        the commits made since."""
         repo = self._readable()
         branch = branch_of(workspace_key)
         with self._lock:
@@ -248,17 +243,27 @@ class History:
             if ref is None:
                 return []
             head = ref.target
-            known, held = self._logs.get(branch, (None, []))
-            fresh: list[HistoryEntry] = []
+            kept = None
+            if branch in self._logs:
+                known, held = self._logs[branch]
+            elif limit is None:  # a limited log walks no further than its limit
+                kept = self._cache.load(branch)
+                known = None if kept.head is None else pygit2.Oid(hex=kept.head)
+                held = [_entry_of(line) for line in reversed(kept.lines)]
+            else:
+                known, held = None, []
+            fresh: list[LogLine] = []
             for commit in repo.walk(head):
                 if commit.id == known:
-                    entries = fresh + held
                     break
-                fresh.append(_entry(commit))
+                fresh.append(_line(commit))
                 if limit is not None and len(fresh) >= limit:
-                    return fresh
+                    return [_entry_of(line) for line in fresh]
             else:
-                entries = fresh
+                known = None  # the walk never met what was kept: the history was started again
+            entries = [_entry_of(line) for line in fresh] + (held if known is not None else [])
+            if kept is not None:
+                self._cache.save(branch, kept, fresh[::-1], follows=known is not None)
             self._logs[branch] = (head, entries)
             self._logs.move_to_end(branch)
             while len(self._logs) > LOGS_HELD:
@@ -267,7 +272,7 @@ class History:
 
     def entry(self, ref: str) -> HistoryEntry:
         """The entry a full or abbreviated id (at least 7 hex digits) names."""
-        return _entry(self._commit(ref))
+        return _entry_of(_line(self._commit(ref)))
 
     def files_at(self, ref: str) -> dict[str, bytes]:
         commit = self._commit(ref)
@@ -501,11 +506,11 @@ def _lines(data: bytes | None) -> list[str]:
     return [] if data is None else data.decode("utf-8", "replace").splitlines(keepends=True)
 
 
-def _meta(commit: pygit2.Commit) -> _MetaLine:
+def _meta(commit: pygit2.Commit) -> MetaLine:
     lines = commit.message.splitlines()
     if len(lines) < 3:
         raise ValueError("not a remem history entry")
-    return msgspec.json.decode(lines[2], type=_MetaLine)
+    return msgspec.json.decode(lines[2], type=MetaLine)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -514,20 +519,26 @@ def _actor(raw: bytes) -> Actor:
     return Actor.model_validate_json(raw)
 
 
-def _entry(commit: pygit2.Commit) -> HistoryEntry:
+def _line(commit: pygit2.Commit) -> LogLine:
     meta = _meta(commit)
-    workspace = None if meta.scope == "global" else meta.scope[len("ws-") :]
     parents = commit.parent_ids  # ids only: loading the parent would read a second object
-    # Every field comes from the validated meta line or from git itself: no second validation.
-    return HistoryEntry.model_construct(
-        id=str(commit.id),
-        parent=str(parents[0]) if parents else None,
+    parent = str(parents[0]) if parents else None
+    return LogLine(meta.scope, meta.actor, meta.before, meta.after, meta.at, str(commit.id), parent)
+
+
+def _entry_of(line: LogLine) -> HistoryEntry:
+    workspace = None if line.scope == "global" else line.scope[len("ws-") :]
+    # Validating these few plain fields in pydantic-core costs a third of `model_construct`'s
+    # Python-level work; the actor is a model already, taken as it is.
+    return HistoryEntry(
+        id=line.id,
+        parent=line.parent,
         scope="global" if workspace is None else "workspace",
         workspace=workspace,
-        actor=_actor(bytes(meta.actor)),
-        before=meta.before,
-        after=meta.after,
-        at=meta.at,
+        actor=_actor(bytes(line.actor)),
+        before=line.before,
+        after=line.after,
+        at=line.at,
         stat=None,
     )
 

@@ -5,7 +5,9 @@ Protocol: every new file is written to a synced temp file; then the journal nami
 published atomically (the commit point); then each temp is exchanged with its final name, which
 keeps record paths stable for editors, and the displaced file is checked to be the one
 compared (daemon/swap.py). A file saved by hand since the comparison undoes the steps taken and
-the commit reports a conflict. Last the journal is removed, then the displaced files.
+the commit reports a conflict. Last the folder is synced, and the journal is removed, then
+the displaced files. The exchanges are not synced one by one: while the journal is on disk
+it replays any step a power cut undid (decision 0190).
 
 Recovery rolls a present journal forward step by step, judging each by digests (so a step is
 never applied twice), and otherwise discards temps: a crash at any instant leaves exactly the
@@ -119,10 +121,12 @@ def recover(folder: Path) -> bool:
 
 
 def _apply(folder: Path, step: Step) -> None:
+    # Unsynced: while the journal is on disk, a step a power cut undoes is replayed; `_finish`
+    # syncs the folder once, before the journal goes.
     if step.after is None:
-        swap_out(folder / step.final, folder / step.temp, step.before)
+        swap_out(folder / step.final, folder / step.temp, step.before, durable=False)
     else:
-        swap_in(folder / step.temp, folder / step.final, step.before)
+        swap_in(folder / step.temp, folder / step.final, step.before, ours=step.after, durable=False)
 
 
 def _roll_back(folder: Path, done: list[Step]) -> None:
@@ -158,7 +162,10 @@ def _settle(folder: Path, step: Step) -> None:
 
 
 def _finish(folder: Path) -> None:
-    """Drop the journal, then what the steps displaced (stray temps only matter without one)."""
-    (folder / JOURNAL_NAME).unlink(missing_ok=True)
+    """Sync the steps, then drop the journal and what the steps displaced (stray temps only
+    matter without one); one sync covers both, since a journal a power cut brings back finds
+    every step applied and only removes the temps again."""
     fsync_dir(folder)
-    remove_stale_temps(folder)
+    (folder / JOURNAL_NAME).unlink(missing_ok=True)
+    if not remove_stale_temps(folder):  # it syncs the folder when it removed any
+        fsync_dir(folder)

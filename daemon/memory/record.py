@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from enum import Enum
 
@@ -60,6 +61,13 @@ def render_record(record: Record) -> str:
 
 
 def _yaml_scalar(value: str) -> str:
+    # Names, types and descriptions come back in commit after commit, and the YAML parse that
+    # proves a plain scalar costs more than the rest of the rendering; a value past any field's
+    # limit (validation refuses it) is not kept.
+    return _plain_or_quoted(value) if len(value) > DESCRIPTION_MAX else _cached_scalar(value)
+
+
+def _plain_or_quoted(value: str) -> str:
     """A plain scalar when YAML reads it back as the same string, else a quoted one.
 
     A JSON string is a valid YAML double-quoted scalar, so quoting never needs its own escaper.
@@ -71,6 +79,9 @@ def _yaml_scalar(value: str) -> str:
         except yaml.YAMLError:
             pass
     return json.dumps(value, ensure_ascii=False)
+
+
+_cached_scalar = functools.lru_cache(maxsize=1024)(_plain_or_quoted)
 
 
 def record_name_of(file_name: str) -> str | None:

@@ -4,6 +4,7 @@ python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
 python -m tests.memory.driver commit-against-save HOME CWD EXPECTED CHANGES_JSON NAME TEXT
 python -m tests.memory.driver replace-global HOME EXPECTED TEXT
 python -m tests.memory.driver read HOME CWD
+python -m tests.memory.driver log HOME CWD
 python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
 python -m tests.memory.driver race HOME CWD WORKER COUNT
 python -m tests.memory.driver store-api-key HOME PROVIDER KEY
@@ -58,6 +59,10 @@ def read(home: str, cwd: str) -> None:
     print(json.dumps({r.name: r.content for r in snap.records}))
 
 
+def log(home: str, cwd: str) -> None:
+    print(len(MemoryStore(Home(Path(home))).history.log(WorkspaceId.from_cwd(cwd).key)))
+
+
 def update_settings(home: str, expected: str, key: str, value: str) -> None:
     print(SettingsStore(Home(Path(home))).update(expected, {key: value}))
 
@@ -100,6 +105,7 @@ if __name__ == "__main__":
         "commit-against-save": commit_against_save,
         "replace-global": replace_global,
         "read": read,
+        "log": log,
         "update-settings": update_settings,
         "race": race,
         "store-api-key": store_key,

@@ -21,8 +21,10 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.home import Home
+from remem.daemon.memory import history as history_module
 from remem.daemon.memory.history import Actor, History
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.log_cache import FOLDER, LogCache
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.memory_methods import MemoryMethods
 from remem.daemon.server.protocol import HistoryLogParams, RevertParams
@@ -31,6 +33,7 @@ from .factory import delete, put
 from .test_crash_recovery import EMPTY, run_driver
 
 HISTORY_POINTS = ["history.before-entry", "history.after-objects", "history.after-ref"]
+LOG_CACHE_POINTS = ["history.log-cache.mid-append", "history.log-cache.after-temp-write"]
 
 
 def kinds(store: MemoryStore, key: str | None) -> list[str]:
@@ -43,7 +46,7 @@ def run(home: Home, *args: str) -> tuple[int, str, str]:
 
 
 def test_every_history_fault_point_is_covered() -> None:
-    assert {p for p in POINTS if p.startswith("history.")} == set(HISTORY_POINTS)
+    assert {p for p in POINTS if p.startswith("history.")} == {*HISTORY_POINTS, *LOG_CACHE_POINTS}
 
 
 def test_each_commit_is_one_entry_with_its_revisions(store: MemoryStore, workspace: WorkspaceId) -> None:
@@ -331,3 +334,116 @@ def test_a_lock_file_a_dead_writer_left_does_not_stop_the_history(
     branch.with_name(branch.name + ".lock").write_text("killed while moving the branch\n")
     second = store.commit_workspace(workspace, first.revision, [put("beta")])
     assert second.history is not None and kinds(store, workspace.key) == ["cli", "cli"]
+
+
+def commits(store: MemoryStore, workspace: WorkspaceId, names: list[str]) -> None:
+    for name in names:
+        revision = store.read_workspace(workspace).revision
+        assert store.commit_workspace(workspace, revision, [put(name)]).status == "committed"
+
+
+def walked(home: Home, key: str) -> list[str]:
+    """The branch's entry ids as git itself walks them, newest first."""
+    repo = pygit2.Repository(str(home.root / "history"))
+    return [str(c.id) for c in repo.walk(repo.references[f"refs/heads/ws-{key}"].target)]
+
+
+def cached(home: Home) -> LogCache:
+    return LogCache(home.root / "history", home.locks / "history-log.lock")
+
+
+def parsed_commits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the commits the history parses from here on."""
+    seen: list[str] = []
+    line = history_module._line
+
+    def counted(commit: pygit2.Commit) -> object:
+        seen.append(str(commit.id))
+        return line(commit)
+
+    monkeypatch.setattr(history_module, "_line", counted)
+    return seen
+
+
+def test_a_fresh_process_logs_from_the_cache_and_parses_only_newer_commits(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commits(store, workspace, ["alpha", "beta", "gamma"])
+    first = store.history.log(workspace.key)
+    assert [e.id for e in first] == walked(store.home, workspace.key)
+    commits(store, workspace, ["delta", "epsilon"])
+
+    parsed = parsed_commits(monkeypatch)
+    fresh = MemoryStore(store.home).history.log(workspace.key)  # as a new process would
+    assert [e.id for e in fresh] == walked(store.home, workspace.key)
+    assert parsed == [e.id for e in fresh[:2]], "the three cached entries are not parsed again"
+    assert fresh[2:] == first and fresh[0].parent == fresh[1].id
+    kept = cached(store.home).load(f"ws-{workspace.key}")
+    assert kept.clean and [line.id for line in reversed(kept.lines)] == [e.id for e in fresh]
+
+    parsed.clear()
+    assert MemoryStore(store.home).history.log(workspace.key) == fresh and parsed == []
+    assert len(MemoryStore(store.home).history.log(workspace.key, limit=2)) == 2
+
+
+def test_a_damaged_log_cache_is_cut_at_the_damage_and_rewritten(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commits(store, workspace, ["alpha", "beta"])
+    store.history.log(workspace.key)
+    commits(store, workspace, ["gamma"])
+    MemoryStore(store.home).history.log(workspace.key)  # a second block
+    path = store.home.root / "history" / FOLDER / f"ws-{workspace.key}"
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 1  # inside the second block's checksum line
+    path.write_bytes(bytes(data))
+    kept = cached(store.home).load(f"ws-{workspace.key}")
+    assert not kept.clean and len(kept.lines) == 2
+
+    parsed = parsed_commits(monkeypatch)
+    entries = MemoryStore(store.home).history.log(workspace.key)
+    assert [e.id for e in entries] == walked(store.home, workspace.key) and len(parsed) == 1
+    repaired = cached(store.home).load(f"ws-{workspace.key}")
+    assert repaired.clean and len(repaired.lines) == 3
+
+
+def test_a_cache_of_another_history_is_replaced(home: Home, tmp_path: Path, workspace: WorkspaceId) -> None:
+    other = Home(tmp_path / "other")
+    store, elsewhere = MemoryStore(home), MemoryStore(other)
+    commits(store, workspace, ["alpha", "beta"])
+    commits(elsewhere, workspace, ["gamma", "delta", "epsilon"])
+    elsewhere.history.log(workspace.key)
+    folder = home.root / "history" / FOLDER
+    folder.mkdir()
+    shutil.copy(other.root / "history" / FOLDER / f"ws-{workspace.key}", folder)  # same branch name
+
+    entries = MemoryStore(home).history.log(workspace.key)
+    assert [e.id for e in entries] == walked(home, workspace.key)
+    assert [e.id for e in reversed(cached(home).load(f"ws-{workspace.key}").lines)] == walked(
+        home, workspace.key
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", LOG_CACHE_POINTS)
+def test_a_crash_while_writing_the_log_cache_never_corrupts_it(
+    point: str, store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    commits(store, workspace, ["alpha", "beta"])
+    if point.endswith("mid-append"):
+        store.history.log(workspace.key)  # a cache to append to
+    commits(store, workspace, ["gamma", "delta"])
+    crashed = run_driver(point, "log", str(store.home.root), workspace.cwd)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    kept = cached(store.home).load(f"ws-{workspace.key}")
+    oldest_first = walked(store.home, workspace.key)[::-1]
+    assert [line.id for line in kept.lines] == oldest_first[: len(kept.lines)], "a prefix, or nothing"
+    assert len(kept.lines) == (2 if point.endswith("mid-append") else 0)
+
+    entries = MemoryStore(store.home).history.log(workspace.key)  # the next process
+    assert [e.id for e in entries] == walked(store.home, workspace.key)
+    repaired = cached(store.home).load(f"ws-{workspace.key}")
+    assert repaired.clean and [line.id for line in reversed(repaired.lines)] == walked(
+        store.home, workspace.key
+    )
+    assert not [p for p in (store.home.root / "history" / FOLDER).iterdir() if p.name.startswith(".")]

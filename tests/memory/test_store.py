@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.home import Home
+from remem.daemon.memory import journal
 from remem.daemon.memory.batch import InvalidChanges
 from remem.daemon.memory.context import render_context
 from remem.daemon.memory.identity import WorkspaceId
@@ -58,6 +60,51 @@ def test_everything_written_is_user_only(store: MemoryStore, workspace: Workspac
     for path in [store.home.root, *store.home.root.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o077 == 0, f"{path} is {oct(mode)}"
+
+
+def test_a_commit_syncs_each_file_once_and_the_folder_around_its_steps(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal is the commit point and replays any step a power cut undid, so the steps
+    themselves are not synced; the folder is, before the journal that would replay them goes."""
+    store = MemoryStore(home, history=False)
+    first = store.commit_workspace(workspace, EMPTY, [put("a-fact"), put("b-rule"), put("c-gone")])
+    events: list[str] = []
+    fsync, unlink, apply = os.fsync, os.unlink, journal._apply
+
+    def synced(fd: int) -> None:
+        events.append("sync-folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "sync-file")
+        fsync(fd)
+
+    def unlinked(path: str | os.PathLike[str], **kwargs: object) -> None:
+        if Path(path).name == journal.JOURNAL_NAME:
+            events.append("drop-journal")
+        unlink(path, **kwargs)  # type: ignore[arg-type]
+
+    def applied(folder: Path, step: journal.Step) -> None:
+        events.append("step")
+        apply(folder, step)
+
+    monkeypatch.setattr(os, "fsync", synced)
+    monkeypatch.setattr(os, "unlink", unlinked)
+    monkeypatch.setattr(journal, "_apply", applied)
+    changes = [
+        put("a-fact", body="Changed.\n"),
+        put("b-rule", body="Changed.\n"),
+        put("d-new"),
+        delete("c-gone"),
+    ]
+    assert store.commit_workspace(workspace, first.revision, changes).status == "committed"
+    # three records and MEMORY.md, then the journal; five steps (the delete and MEMORY.md among them)
+    assert events == [
+        *["sync-file"] * 5,
+        "sync-folder",
+        *["step"] * 5,
+        "sync-folder",
+        "drop-journal",
+        "sync-folder",
+    ]
+    assert {r.name for r in store.read_workspace(workspace).records} == {"a-fact", "b-rule", "d-new"}
 
 
 def test_stale_revision_is_a_conflict_and_writes_nothing(store: MemoryStore, workspace: WorkspaceId) -> None:
