@@ -20,7 +20,7 @@ from typing import Any
 
 from .home import Home
 from .locks import file_lock
-from .server.protocol import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
+from .protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from .server.runtime import DaemonPaths
 from .settings import MAX_ANSWER_BYTES
 

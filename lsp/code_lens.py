@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.validation import parse_record
-from remem.daemon.server.protocol import TurnsResult
+from remem.daemon.protocol.rpc import TurnsResult
 
 from .code_actions import CONSOLIDATE_COMMAND
 from .documents import Kind, MemoryFile, lines_of, memory_file

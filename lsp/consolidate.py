@@ -27,7 +27,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcS
 
 from remem.daemon.consolidation.receipts import HistoryLink, Receipt, ReceiptStore, Status, now
 from remem.daemon.consolidation.runner import ConsolidationResult
-from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, TreeResult
+from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, TreeResult
 
 from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer

@@ -28,7 +28,7 @@ from remem.daemon.consolidation.proposal import content_hash
 from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status
 from remem.daemon.home import Home
 from remem.daemon.memory.record import Record
-from remem.daemon.server.protocol import TurnRow, TurnsResult
+from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 from remem.daemon.sessions.catalog import Listing
 
 from .documents import workspace_cwd

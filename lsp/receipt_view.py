@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.consolidation.evidence import EvidenceRange
 from remem.daemon.consolidation.receipts import Receipt, Status, history_summary
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import TurnRow
+from remem.daemon.protocol.rpc import TurnRow
 
 from .documents import workspace_cwd
 from .provenance import session_facts, turns_of

@@ -15,7 +15,7 @@ from pydantic import Field
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
-from remem.daemon.server.protocol import TurnsResult, WatchStatus
+from remem.daemon.protocol.rpc import TurnsResult, WatchStatus
 
 from .overview import memory_overview
 from .receipt_view import render

@@ -9,7 +9,7 @@ import click
 
 from ..consolidation.receipts import FAILED, Status
 from ..consolidation.runner import ConsolidationResult
-from ..server.protocol import (
+from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     ConsolidateParams,
     Empty,

@@ -17,7 +17,7 @@ from ..memory.diagnostics import Severity
 from ..memory.history import FileStat, HistoryEntry
 from ..memory.lint import NotMemoryFile, lint_paths
 from ..memory.store import CommitResult, FileProblems, GlobalSnapshot, WorkspaceSnapshot
-from ..server.protocol import (
+from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,

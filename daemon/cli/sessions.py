@@ -15,7 +15,7 @@ import click
 from pydantic import BaseModel
 
 from ..forks.service import ForkRequest, ForkResult
-from ..server.protocol import (
+from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
     ListParams,

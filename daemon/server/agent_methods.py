@@ -49,9 +49,7 @@ from ..memory.record import render_record
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
 from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
 from ..memory.validation import likely_secrets
-from .jsonrpc import Handler
-from .memory_methods import MemoryMethods
-from .protocol import (
+from ..protocol.rpc import (
     INVALID_CHANGES,
     MEMORY_INVALID,
     AgentContextParams,
@@ -68,6 +66,8 @@ from .protocol import (
     RpcError,
     WorkspaceParams,
 )
+from .jsonrpc import Handler
+from .memory_methods import MemoryMethods
 
 T = TypeVar("T")
 log = logging.getLogger("remem.daemon")

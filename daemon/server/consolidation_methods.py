@@ -18,10 +18,7 @@ from ..consolidation.route import Route, RouteError, resolve_route, store_api_ke
 from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
 from ..consolidation.settle import settle_committing
 from ..home import Home
-from ..settings import SettingsConflict, SettingsError, SettingsStore
-from .jsonrpc import Handler
-from .memory_methods import MemoryMethods, Publish, unheard
-from .protocol import (
+from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     CancelResult,
     ConsolidateParams,
@@ -36,6 +33,9 @@ from .protocol import (
     SelectModelParams,
     SetApiKeyParams,
 )
+from ..settings import SettingsConflict, SettingsError, SettingsStore
+from .jsonrpc import Handler
+from .memory_methods import MemoryMethods, Publish, unheard
 
 log = logging.getLogger("remem.daemon")
 

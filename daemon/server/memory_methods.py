@@ -25,8 +25,7 @@ from ..memory.identity import WorkspaceId
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
-from .jsonrpc import Handler
-from .protocol import (
+from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
@@ -46,6 +45,7 @@ from .protocol import (
     RpcError,
     WorkspaceParams,
 )
+from .jsonrpc import Handler
 
 T = TypeVar("T")
 Publish = Callable[[str, BaseModel], None]

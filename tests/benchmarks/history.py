@@ -26,8 +26,8 @@ from remem.daemon.memory.record import render_record
 from remem.daemon.memory.revision import workspace_revision
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.memory.validation import parse_record
+from remem.daemon.protocol.rpc import HistoryLogParams
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.server.protocol import HistoryLogParams
 
 from . import corpus
 from .harness import Benchmark, Budget, Contenders, repeat
