@@ -27,7 +27,7 @@ from remem.daemon.consolidation.evidence import EvidenceRange
 from remem.daemon.consolidation.proposal import content_hash
 from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status
 from remem.daemon.home import Home
-from remem.daemon.memory.record import Record
+from remem.daemon.protocol.memory import Record
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 from remem.daemon.sessions.catalog import Listing
 

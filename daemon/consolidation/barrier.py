@@ -10,9 +10,10 @@ else: a third party changed it, and nothing is overwritten (`target-conflict`).
 from __future__ import annotations
 
 from ..faults import faultpoint
-from ..memory.history import GLOBAL_FILE, RECOVERED, Actor, FileStat, HistoryError, stat
+from ..memory.history import GLOBAL_FILE, RECOVERED, HistoryError, stat
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.memory import Actor, FileStat
 from .proposal import ProposedChange, ReplaceGlobal, batch_change
 from .receipts import HistoryLink, Receipt, ScopeRevisions, Status, Target
 

@@ -23,7 +23,8 @@ from ..faults import faultpoint
 from ..home import Home
 from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
-from ..memory.store import GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.memory import GlobalSnapshot, WorkspaceSnapshot
 from ..sessions.catalog import Entry, ListError, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.reader import SessionLog, read_session

@@ -40,7 +40,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -49,6 +48,7 @@ from ..faults import faultpoint
 from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
+from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .record import record_name_of
 
 try:
@@ -63,47 +63,15 @@ LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
-ActorKind = Literal["cli", "agent", "consolidation", "hand-edit", "recovered", "revert"]
 
 
 class HistoryError(Exception):
     """A history request cannot be answered; the message says why and what to do."""
 
 
-class Actor(BaseModel):
-    """Who made a generation; ids only, never content."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: ActorKind
-    session: str | None = None  # the MCP session, or the session a consolidation reviewed
-    client: str | None = None  # the MCP client's name and version
-    review: str | None = None  # the consolidation review id
-    reverts: str | None = None  # the entry whose content a revert brought back
-
-
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
 RECOVERED = Actor(kind="recovered")
-
-
-class FileStat(BaseModel):
-    added: list[str] = []
-    changed: list[str] = []
-    removed: list[str] = []
-    insertions: int = 0
-    deletions: int = 0
-
-
-class HistoryEntry(BaseModel):
-    id: str  # the git commit id
-    parent: str | None
-    scope: Literal["global", "workspace"]
-    workspace: str | None = None  # the workspace key
-    actor: Actor
-    before: str
-    after: str
-    at: str
-    stat: FileStat | None = None  # filled in where asked for (it costs a tree diff)
 
 
 class _Meta(BaseModel):

@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ..fsutil import is_temp_name
+from ..protocol.memory import RECORD_SUFFIX, GlobalSnapshot, WorkspaceSnapshot
 from .change_feed import ChangeFeed
 from .identity import WorkspaceId
 from .journal import JOURNAL_NAME
-from .record import GLOBAL_FILE, INDEX_FILE, RECORD_SUFFIX
+from .record import GLOBAL_FILE, INDEX_FILE
 from .stamps import RACY_NS, Stamp, stamp
-from .store import GlobalSnapshot, MemoryStore, WorkspaceSnapshot
+from .store import MemoryStore
 
 T = TypeVar("T")
 Signature = dict[str, Stamp]

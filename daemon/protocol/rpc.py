@@ -17,14 +17,21 @@ from .. import __version__
 from ..consolidation.receipts import Receipt
 from ..consolidation.runner import ConsolidationResult
 from ..forks.service import ForkRequest, ForkResult
-from ..memory.batch import Change, DeleteChange, PutChange
-from ..memory.history import FileStat, HistoryEntry
-from ..memory.record import Record
-from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
 from ..sessions.catalog import Listing
 from ..sessions.lineage import FlatNode
 from ..sessions.metadata import SessionMeta
 from ..sessions.projection import TurnSummary
+from .memory import (
+    Change,
+    CommitResult,
+    DeleteChange,
+    FileStat,
+    GlobalSnapshot,
+    HistoryEntry,
+    PutChange,
+    Record,
+    WorkspaceSnapshot,
+)
 
 PROTOCOL_VERSION = 3  # 2: the agents/* methods; 3: sessions of every harness, consolidation/models
 APP_VERSION = __version__

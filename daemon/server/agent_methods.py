@@ -40,15 +40,15 @@ from ..memory.audit import (
     scope_name,
     settled,
 )
-from ..memory.batch import DeleteChange, GlobalPlan, InvalidChanges, Problem, PutChange, WorkspacePlan
+from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan
 from ..memory.context import render_agent_context
 from ..memory.diagnostics import TextPositions
-from ..memory.history import Actor
 from ..memory.identity import WorkspaceId
 from ..memory.record import render_record
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
-from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from ..memory.store import MemoryInvalid, MemoryStore
 from ..memory.validation import likely_secrets
+from ..protocol.memory import Actor, CommitResult, DeleteChange, GlobalSnapshot, PutChange, WorkspaceSnapshot
 from ..protocol.rpc import (
     INVALID_CHANGES,
     MEMORY_INVALID,

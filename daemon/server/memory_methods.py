@@ -24,7 +24,8 @@ from ..memory.history import HAND_EDIT, RECOVERED, HistoryError, stat, unified_d
 from ..memory.identity import WorkspaceId
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.memory import CommitResult, GlobalSnapshot, WorkspaceSnapshot
 from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,

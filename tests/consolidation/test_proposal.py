@@ -17,7 +17,8 @@ from remem.daemon.consolidation.proposal import (
     parse_arguments,
     plan_proposal,
 )
-from remem.daemon.memory.record import Record, render_record
+from remem.daemon.memory.record import render_record
+from remem.daemon.protocol.memory import Record
 
 SHOWN = [EvidenceRange(fromSeq=0, toSeq=9), EvidenceRange(fromSeq=10, toSeq=30)]
 EV = [{"fromSeq": 0, "toSeq": 9}]

@@ -21,9 +21,10 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.home import Home
-from remem.daemon.memory.history import Actor, History
+from remem.daemon.memory.history import History
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import Actor
 from remem.daemon.protocol.rpc import HistoryLogParams, RevertParams
 from remem.daemon.server.memory_methods import MemoryMethods
 
