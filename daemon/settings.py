@@ -19,14 +19,11 @@ from .faults import faultpoint
 from .fsutil import remove_stale_temps, replace_durably, write_temp
 from .home import Home
 from .locks import file_lock
+from .protocol.sessions import SessionFormat
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-
-
-# The session formats remem reads; named here once, where a root may name its own.
-SessionFormat = Literal["dsh", "claude-code", "codex"]
 
 
 class SessionRootSetting(_Strict):

@@ -29,7 +29,7 @@ from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptS
 from remem.daemon.home import Home
 from remem.daemon.protocol.memory import Record
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
-from remem.daemon.sessions.catalog import Listing
+from remem.daemon.protocol.sessions import Listing
 
 from .documents import workspace_cwd
 from .server import RememServer

@@ -29,7 +29,7 @@ from ..protocol.rpc import (
     TurnsResult,
     WorkspaceParams,
 )
-from ..sessions.catalog import Listing
+from ..protocol.sessions import Listing
 from ..sessions.sources import HARNESS_NAMES
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json

@@ -21,7 +21,7 @@ from .. import safe_yaml
 from ..credentials import redact
 from ..fsutil import atomic_write
 from ..home import Home
-from ..sessions.lineage import ReviewState
+from ..protocol.sessions import ReviewState
 from .evidence import EvidenceRange
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.

@@ -25,7 +25,8 @@ from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..protocol.memory import GlobalSnapshot, WorkspaceSnapshot
-from ..sessions.catalog import Entry, ListError, SessionCatalog, SessionNotFound
+from ..protocol.sessions import ListError
+from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsStore

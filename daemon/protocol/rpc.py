@@ -17,10 +17,6 @@ from .. import __version__
 from ..consolidation.receipts import Receipt
 from ..consolidation.runner import ConsolidationResult
 from ..forks.service import ForkRequest, ForkResult
-from ..sessions.catalog import Listing
-from ..sessions.lineage import FlatNode
-from ..sessions.metadata import SessionMeta
-from ..sessions.projection import TurnSummary
 from .memory import (
     Change,
     CommitResult,
@@ -32,6 +28,7 @@ from .memory import (
     Record,
     WorkspaceSnapshot,
 )
+from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 
 PROTOCOL_VERSION = 3  # 2: the agents/* methods; 3: sessions of every harness, consolidation/models
 APP_VERSION = __version__

@@ -40,12 +40,13 @@ from ..protocol.rpc import (
     TurnsResult,
     WorkspaceParams,
 )
-from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound, lineage_items
+from ..protocol.sessions import Listing, ReviewState
+from ..sessions.catalog import Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.harness_sources import read_file, source_fingerprint, view_of
 from ..sessions.harness_transcript import render_harness_transcript
-from ..sessions.lineage import ReviewState, build_tree
+from ..sessions.lineage import build_tree
 from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
 from ..sessions.transcript import render_transcript

@@ -76,10 +76,6 @@ KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
             "consolidation.receipts",
             "consolidation.runner",
             "forks.service",
-            "sessions.catalog",
-            "sessions.lineage",
-            "sessions.metadata",
-            "sessions.projection",
         )
     },
     ("remem.daemon.memory.audit", "remem.daemon.consolidation.receipts"): (
