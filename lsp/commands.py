@@ -15,8 +15,8 @@ from lsprotocol import types
 from pydantic import Field, model_validator
 from pygls.exceptions import JsonRpcInvalidParams
 
-from remem.daemon.forks.service import ForkRequest
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 
 from .consolidate import consolidate

@@ -25,8 +25,8 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.consolidation.receipts import HistoryLink, Receipt, ReceiptStore, Status, now
-from remem.daemon.consolidation.runner import ConsolidationResult
+from remem.daemon.consolidation.receipts import ReceiptStore, now
+from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Receipt, Status
 from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, TreeResult
 
 from .receipt_view import ChangedRecord, changed_records

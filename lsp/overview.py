@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.memory.canonical import decode
 from remem.daemon.memory.diagnostics import Diagnostic, has_errors
@@ -22,6 +22,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.record import INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import parse_record, validate_global
+from remem.daemon.protocol.consolidation import Receipt
 
 from .diagnostics import path_of
 from .server import RememServer

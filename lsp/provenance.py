@@ -23,10 +23,10 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon.consolidation.evidence import EvidenceRange
 from remem.daemon.consolidation.proposal import content_hash
-from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import ChangeSummary, EvidenceRange, Receipt, Status
 from remem.daemon.protocol.memory import Record
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 from remem.daemon.protocol.sessions import Listing

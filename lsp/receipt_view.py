@@ -16,9 +16,9 @@ from typing import Literal
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon.consolidation.evidence import EvidenceRange
-from remem.daemon.consolidation.receipts import Receipt, Status, history_summary
+from remem.daemon.consolidation.receipts import history_summary
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
 from remem.daemon.protocol.rpc import TurnRow
 
 from .documents import workspace_cwd

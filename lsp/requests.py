@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import Field
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.protocol.consolidation import Receipt
 from remem.daemon.protocol.rpc import TurnsResult, WatchStatus
 
 from .overview import memory_overview

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..consolidation.receipts import FAILED, Status
-from ..consolidation.runner import ConsolidationResult
+from ..consolidation.receipts import FAILED
+from ..protocol.consolidation import ConsolidationResult, Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     ConsolidateParams,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from pydantic import BaseModel
 
-from ..forks.service import ForkRequest, ForkResult
+from ..protocol.forks import ForkRequest, ForkResult
 from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,

@@ -13,9 +13,10 @@ from ..faults import faultpoint
 from ..memory.history import GLOBAL_FILE, RECOVERED, HistoryError, stat
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.consolidation import HistoryLink, Receipt, ScopeRevisions, Status, Target
 from ..protocol.memory import Actor, FileStat
 from .proposal import ProposedChange, ReplaceGlobal, batch_change
-from .receipts import HistoryLink, Receipt, ScopeRevisions, Status, Target
+from .receipts import ended
 
 
 def converge(
@@ -62,7 +63,7 @@ def converge(
         }
     )
     link = _history_link(store, workspace.key, committed, bool(replace), bool(batch), entries)
-    return receipt.ended(Status.COMMITTED, target=committed, history=link)
+    return ended(receipt, Status.COMMITTED, target=committed, history=link)
 
 
 def _history_link(
@@ -107,7 +108,7 @@ def _history_link(
 
 
 def _conflict(receipt: Receipt, why: str) -> Receipt:
-    return receipt.ended(Status.TARGET_CONFLICT, why)
+    return ended(receipt, Status.TARGET_CONFLICT, why)
 
 
 def _after(revisions: ScopeRevisions, current: str | None) -> ScopeRevisions:

@@ -19,8 +19,8 @@ from pydantic_core import ErrorDetails
 
 from .. import credentials
 from ..memory.batch import GlobalPlan, InvalidChanges, WorkspacePlan, plan_global, plan_workspace
+from ..protocol.consolidation import EvidenceRange
 from ..protocol.memory import DeleteChange, PutChange, Record
-from .evidence import EvidenceRange
 
 TOOL_NAME = "memory_review_propose"
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..protocol.forks import ForkRequest, ForkResult
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from .harness_service import HarnessForkRequest, HarnessForks
-from .service import ForkRequest, ForkResult, ForkService
+from .service import ForkService
 
 
 def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkResult, Path]:

@@ -14,9 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import __version__
-from ..consolidation.receipts import Receipt
-from ..consolidation.runner import ConsolidationResult
-from ..forks.service import ForkRequest, ForkResult
+from .consolidation import ConsolidationResult, Receipt
+from .forks import ForkRequest, ForkResult
 from .memory import (
     Change,
     CommitResult,

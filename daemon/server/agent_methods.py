@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from ..consolidation.proposal import content_hash
-from ..consolidation.receipts import ScopeRevisions
 from ..faults import faultpoint
 from ..locks import file_lock
 from ..memory.audit import (
@@ -48,6 +47,7 @@ from ..memory.record import render_record
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..memory.validation import likely_secrets
+from ..protocol.consolidation import ScopeRevisions
 from ..protocol.memory import Actor, CommitResult, DeleteChange, GlobalSnapshot, PutChange, WorkspaceSnapshot
 from ..protocol.rpc import (
     INVALID_CHANGES,

@@ -13,11 +13,11 @@ import logging
 from typing import Any
 
 from ..consolidation.models import list_models
-from ..consolidation.receipts import Status
 from ..consolidation.route import Route, RouteError, resolve_route, store_api_key
-from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
+from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
 from ..home import Home
+from ..protocol.consolidation import ConsolidationResult, Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     CancelResult,

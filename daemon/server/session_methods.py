@@ -20,9 +20,9 @@ from typing import TypeVar
 
 from ..consolidation.receipts import ReceiptStore, review_states
 from ..forks.child import normalize_title
-from ..forks.service import ForkRequest, ForkResult
 from ..forks.sources import fork_session
 from ..home import Home
+from ..protocol.forks import ForkRequest, ForkResult
 from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
