@@ -19,6 +19,7 @@ from .faults import faultpoint
 from .fsutil import remove_stale_temps, replace_durably, write_temp
 from .home import Home
 from .locks import file_lock
+from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
 
 
@@ -36,10 +37,6 @@ class SessionRootSetting(_Strict):
 class SessionsSettings(_Strict):
     roots: list[str | SessionRootSetting] = Field(default_factory=list)
     idle_seconds: int = Field(default=120, gt=0)
-
-
-# The largest answer a client buffers: the ceiling of `daemon.max_answer_bytes`.
-MAX_ANSWER_BYTES = 1 << 30
 
 
 class DaemonSettings(_Strict):

@@ -25,7 +25,6 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.consolidation.receipts import ReceiptStore, now
 from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Receipt, Status
 from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, TreeResult
 
@@ -81,6 +80,9 @@ async def consolidate(
             CONSOLIDATION_REFUSED,
             {"code": "RUNNING"},
         )
+    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+    from remem.daemon.consolidation.receipts import ReceiptStore, now
+
     ls.link.consolidating(session, True)
     progress = _Progress(ls, None)
     started = now()

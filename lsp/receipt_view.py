@@ -16,7 +16,6 @@ from typing import Literal
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon.consolidation.receipts import history_summary
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
 from remem.daemon.protocol.rpc import TurnRow
@@ -66,6 +65,9 @@ async def render(ls: RememServer, receipt: Receipt, text: str) -> tuple[str | No
     parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(ls.home, receipt, links)]
     parts += _route(receipt)
     if receipt.history is not None:
+        # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+        from remem.daemon.consolidation.receipts import history_summary
+
         parts += ["## History", "", history_summary(receipt.history), ""]
     parts += ["## Machine fields", "", f"Review `{receipt.review}` of session `{session}`.", ""]
     parts += ["```yaml", _front_matter(text), "```", ""]

@@ -32,6 +32,8 @@ from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 PROTOCOL_VERSION = 3  # 2: the agents/* methods; 3: sessions of every harness, consolidation/models
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
+MAX_ANSWER_BYTES = 1 << 30
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
