@@ -13,6 +13,8 @@ daemon the provenance names events, and opens the receipt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -83,7 +85,7 @@ async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> lis
     ]
 
 
-def _lens(line: int, title: str, command: str, argument: dict[str, object]) -> types.CodeLens:
+def _lens(line: int, title: str, command: str, argument: Mapping[str, object]) -> types.CodeLens:
     at = types.Position(line, 0)
     return types.CodeLens(
         range=types.Range(at, at), command=types.Command(title=title, command=command, arguments=[argument])

@@ -70,10 +70,11 @@ async def consolidate(
     request = ls.protocol.command_request()
     cancelled_request = request.cancelled if request is not None else asyncio.Event()
     cancelled_progress = asyncio.Event()
-    label = session
     if session is None:
         assert cwd is not None
         session, label = await latest_session(ls, cwd)
+    else:
+        label = session
     if ls.link.is_consolidating(session):
         raise JsonRpcServerError(
             f"a consolidation of {label} is already running; cancel it from its progress first",

@@ -13,7 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from remem.daemon.home import Home
 from remem.daemon.memory.canonical import decode
@@ -62,9 +62,7 @@ class ReceiptRow(BaseModel):
 
 
 class Overview(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    global_: Health = Field(alias="global")
+    global_: Health = Field(serialization_alias="global")
     workspace: WorkspaceFolder
     records: list[RecordRow]
     receipts: list[ReceiptRow]

@@ -25,11 +25,13 @@ from .provenance import session_facts, turns_of
 from .server import RememServer
 from .transcripts import transcript_uri, turn_lines
 
+Verb = Literal["Added", "Changed", "Removed", "Rewrote"]
+
 
 class ChangedRecord(BaseModel):
     """One change of a review, as a person names it: "Added run-ci-before-push (feedback)"."""
 
-    verb: Literal["Added", "Changed", "Removed", "Rewrote"]
+    verb: Verb
     name: str  # a record's name, or GLOBAL.md
     type: str | None
     path: str | None  # the record's file, for a change that left one to open
@@ -50,7 +52,7 @@ def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
         elif change.action == "delete":
             records.append(ChangedRecord(verb="Removed", name=name, type=kind, path=None))
         else:
-            verb = "Changed" if link is not None and name in link.changed else "Added"
+            verb: Verb = "Changed" if link is not None and name in link.changed else "Added"
             path = str(home.workspaces / receipt.target.workspace / f"{name}.md")
             records.append(ChangedRecord(verb=verb, name=name, type=kind, path=path))
     return records

@@ -77,7 +77,9 @@ def _history_link(
     """The entries this review's commits made; a commit done before a crash is found by its
     revision. None when the history has none of them (it is off, or could not be written)."""
     history = store.history
-    wanted = [(None, target.globalRevisions)] if global_planned else []
+    wanted: list[tuple[str | None, ScopeRevisions]] = (
+        [(None, target.globalRevisions)] if global_planned else []
+    )
     wanted += [(key, target.workspaceRevisions)] if workspace_planned else []
     found = {
         scope: entries.get(scope) or history.find(scope, revisions.planned or "")

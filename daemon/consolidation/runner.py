@@ -350,7 +350,12 @@ class Consolidator:
             globalRevisions=ScopeRevisions(before=g, planned=g),
         )
         if existing is not None:  # a failed review retried, or one whose process died mid-attempt
-            fresh = {"target": target, "proposalHash": None, "changes": [], "completedAt": None}
+            fresh: dict[str, object] = {
+                "target": target,
+                "proposalHash": None,
+                "changes": [],
+                "completedAt": None,
+            }
             return moved(existing, Status.PREPARED, attempts=attempts, **fresh)
         return Receipt(
             review=review,

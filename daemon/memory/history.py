@@ -139,7 +139,8 @@ class History:
         self._writer = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-history") if deferred else None
         )
-        self._logs: OrderedDict[str, tuple[pygit2.Oid, list[HistoryEntry]]] = OrderedDict()
+        # each branch: its head (a ref's target, as pygit2 types it) and the entries to it
+        self._logs: OrderedDict[str, tuple[pygit2.Oid | str, list[HistoryEntry]]] = OrderedDict()
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
@@ -154,7 +155,8 @@ class History:
             faultpoint("history.before-entry")
             held = acquire_file_lock(self._writing)  # the previous entry, of any process, is written
         except Exception as exc:
-            return _not_recorded("record", branch, exc)
+            _not_recorded("record", branch, exc)
+            return None
         try:
             repo = self._open()
             with self._lock, _private_files():
@@ -163,12 +165,13 @@ class History:
                 if behind:  # the state this commit started from was never recorded
                     recovered = _compose(branch, head, before, before.revision, RECOVERED)
                     self._store(repo, recovered)
-                    head = repo.get(recovered.id)
+                    head = repo[recovered.id].peel(pygit2.Commit)
                 # `head` now holds the files the commit started from
                 composed = _compose(branch, head, after, before.revision, actor, before.files)
         except Exception as exc:  # never fail or block the memory commit this follows
             held.release()
-            return _not_recorded("record", branch, exc)
+            _not_recorded("record", branch, exc)
+            return None
         if self._writer is None:
             self._written(composed, held)
         else:
@@ -196,7 +199,8 @@ class History:
                     self._store(repo, composed)
                     return composed.id
         except Exception as exc:
-            return _not_recorded("reconcile", branch, exc)
+            _not_recorded("reconcile", branch, exc)
+            return None
 
     def flush(self) -> None:
         """Wait until every entry made so far, by any process, is written."""
@@ -406,7 +410,6 @@ def _object_id(kind: bytes, data: bytes) -> bytes:
 
 def _not_recorded(what: str, branch: str, exc: BaseException) -> None:
     log.warning("memory history: could not %s %s (%s)", what, branch, _reason(exc))
-    return None
 
 
 @contextlib.contextmanager
@@ -440,7 +443,7 @@ def stat(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> FileStat:
 
 def unified_diff(before: Mapping[str, bytes], after: Mapping[str, bytes], old: str, new: str) -> str:
     """A patch from `before` to `after`, one file after another."""
-    parts = []
+    parts: list[str] = []
     for name in sorted(set(before) | set(after)):
         if before.get(name) != after.get(name):
             parts.extend(
@@ -501,7 +504,7 @@ def _entry(commit: pygit2.Commit) -> HistoryEntry:
 
 
 def _files(commit: pygit2.Commit) -> dict[str, bytes]:
-    return {entry.name: entry.data for entry in commit.tree}  # type: ignore[union-attr]
+    return {e.name: e.data for e in commit.tree if isinstance(e, pygit2.Blob) and e.name is not None}
 
 
 def _is_pack_time(oid: pygit2.Oid) -> bool:

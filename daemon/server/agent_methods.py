@@ -105,7 +105,7 @@ class _Update:
         return [_summary(change) for change in self.changes]
 
     def result(self, status: Literal["committed", "no-change", "stale"], revision: str) -> AgentUpdateResult:
-        scope = "global" if self.workspace is None else "workspace"
+        scope: Literal["global", "workspace"] = "global" if self.workspace is None else "workspace"
         count = (len(self.changes) or 1) if status == "committed" else 0
         warnings = self.secret_warnings() if status == "committed" else []
         return AgentUpdateResult(

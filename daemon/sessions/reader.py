@@ -314,7 +314,7 @@ def _load_events(session_id: str, records: list[Record], first_seq: int) -> tupl
     try:
         for record in records:
             if record.__class__ is SessionEvent or record.__class__ is Skimmed:
-                append(record)  # type: ignore[arg-type]
+                append(record)
                 continue
             kind = record.get("type")  # type: ignore[union-attr]
             if kind.__class__ is not str or kind in UPGRADED_TYPES:

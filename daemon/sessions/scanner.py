@@ -87,7 +87,7 @@ def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | Non
         data = decode_line(bytes(envelope.data)) if kind in keep else None
     except ValueError:  # not expected of JSON msgspec checked; the general path would say why
         return None
-    return _new_tuple(Skimmed, (kind, expected_seq, data))  # type: ignore[return-value]
+    return _new_tuple(Skimmed, (kind, expected_seq, data))
 
 
 def _decode_line(

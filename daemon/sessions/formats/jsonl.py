@@ -25,6 +25,7 @@ MAX_LINE = HARNESS_LINE_MAX_BYTES  # a module attribute, so a test can lower it
 _BLOCK = 1 << 20
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)  # a line of a record is a line of its base record
 
 
 class Fields(msgspec.Struct):
@@ -37,10 +38,10 @@ class Fields(msgspec.Struct):
 
 
 @dataclass(frozen=True)
-class Line(Generic[T]):
+class Line(Generic[T_co]):
     number: int  # 1-based
     offset: int  # byte offset of the line's start
-    record: T
+    record: T_co
 
 
 def records(data: bytes, shape: type[T], problems: list[Problem]) -> Iterator[Line[T]]:
