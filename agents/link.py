@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.consolidation.settle import pending, settle_committing
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import METHODS
 from remem.daemon.server.agent_methods import AgentMethods
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.server.protocol import METHODS
 
 
 class MemoryLink(Protocol):

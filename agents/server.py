@@ -25,8 +25,8 @@ from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
 from remem.daemon.home import Home
-from remem.daemon.memory.history import HistoryEntry
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import HistoryEntry
 from remem.daemon.settings import SettingsError, SettingsStore
 
 from .context_watch import ContextWatch

@@ -20,11 +20,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
-from remem.daemon.memory.batch import DeleteChange, PutChange
-from remem.daemon.memory.history import HistoryEntry
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
-from remem.daemon.server.protocol import (
+from remem.daemon.protocol.memory import DeleteChange, HistoryEntry, PutChange
+from remem.daemon.protocol.rpc import (
     INVALID_CHANGES,
     MEMORY_INVALID,
     AgentChange,

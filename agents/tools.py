@@ -14,7 +14,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
-from remem.daemon.server.protocol import MAX_AGENT_CHANGES, AgentChange
+from remem.daemon.protocol.rpc import MAX_AGENT_CHANGES, AgentChange
 
 CONTEXT = "memory_context"
 READ = "memory_read"

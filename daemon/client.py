@@ -20,9 +20,8 @@ from typing import Any
 
 from .home import Home
 from .locks import file_lock
-from .server.protocol import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
+from .protocol.rpc import APP_VERSION, MAX_ANSWER_BYTES, PROTOCOL_VERSION, DaemonInfo, RpcError
 from .server.runtime import DaemonPaths
-from .settings import MAX_ANSWER_BYTES
 
 START_TIMEOUT_SECONDS = 15.0
 RETRY_SECONDS = 0.05

@@ -94,5 +94,6 @@ def _first_alias(text: str | bytes) -> yaml.Mark | None:
     # Only on the way to an error: the composed tree no longer says where the alias was.
     for event in yaml.parse(text, Loader=LOADER):
         if isinstance(event, yaml.AliasEvent):
-            return event.start_mark
+            # The C parser's marks (yaml._yaml.Mark) carry yaml.Mark's fields; the stubs do not say so.
+            return event.start_mark  # type: ignore[return-value]
     return None

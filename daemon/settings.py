@@ -19,14 +19,12 @@ from .faults import faultpoint
 from .fsutil import remove_stale_temps, replace_durably, write_temp
 from .home import Home
 from .locks import file_lock
+from .protocol.rpc import MAX_ANSWER_BYTES
+from .protocol.sessions import SessionFormat
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-
-
-# The session formats remem reads; named here once, where a root may name its own.
-SessionFormat = Literal["dsh", "claude-code", "codex"]
 
 
 class SessionRootSetting(_Strict):
@@ -39,10 +37,6 @@ class SessionRootSetting(_Strict):
 class SessionsSettings(_Strict):
     roots: list[str | SessionRootSetting] = Field(default_factory=list)
     idle_seconds: int = Field(default=120, gt=0)
-
-
-# The largest answer a client buffers: the ceiling of `daemon.max_answer_bytes`.
-MAX_ANSWER_BYTES = 1 << 30
 
 
 class DaemonSettings(_Strict):

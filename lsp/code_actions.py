@@ -27,13 +27,9 @@ from remem.daemon import safe_yaml
 from remem.daemon.memory.canonical import canonicalize
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.index import render_index
-from remem.daemon.memory.record import (
-    DESCRIPTION_MAX,
-    FIELDS,
-    RECORD_SUFFIX,
-    RecordType,
-)
+from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, RecordType
 from remem.daemon.memory.validation import validate_workspace
+from remem.daemon.protocol.memory import RECORD_SUFFIX
 
 from .documents import (
     Kind,

@@ -13,11 +13,13 @@ daemon the provenance names events, and opens the receipt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.validation import parse_record
-from remem.daemon.server.protocol import TurnsResult
+from remem.daemon.protocol.rpc import TurnsResult
 
 from .code_actions import CONSOLIDATE_COMMAND
 from .documents import Kind, MemoryFile, lines_of, memory_file
@@ -83,7 +85,7 @@ async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> lis
     ]
 
 
-def _lens(line: int, title: str, command: str, argument: dict[str, object]) -> types.CodeLens:
+def _lens(line: int, title: str, command: str, argument: Mapping[str, object]) -> types.CodeLens:
     at = types.Position(line, 0)
     return types.CodeLens(
         range=types.Range(at, at), command=types.Command(title=title, command=command, arguments=[argument])

@@ -15,9 +15,9 @@ from lsprotocol import types
 from pydantic import Field, model_validator
 from pygls.exceptions import JsonRpcInvalidParams
 
-from remem.daemon.forks.service import ForkRequest
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
-from remem.daemon.server.protocol import TurnRow, TurnsResult
+from remem.daemon.protocol.forks import ForkRequest
+from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 
 from .consolidate import consolidate
 from .diagnostics import path_of

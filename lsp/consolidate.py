@@ -25,9 +25,8 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.consolidation.receipts import HistoryLink, Receipt, ReceiptStore, Status, now
-from remem.daemon.consolidation.runner import ConsolidationResult
-from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, TreeResult
+from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Receipt, Status
+from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, TreeResult
 
 from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer
@@ -71,16 +70,20 @@ async def consolidate(
     request = ls.protocol.command_request()
     cancelled_request = request.cancelled if request is not None else asyncio.Event()
     cancelled_progress = asyncio.Event()
-    label = session
     if session is None:
         assert cwd is not None
         session, label = await latest_session(ls, cwd)
+    else:
+        label = session
     if ls.link.is_consolidating(session):
         raise JsonRpcServerError(
             f"a consolidation of {label} is already running; cancel it from its progress first",
             CONSOLIDATION_REFUSED,
             {"code": "RUNNING"},
         )
+    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+    from remem.daemon.consolidation.receipts import ReceiptStore, now
+
     ls.link.consolidating(session, True)
     progress = _Progress(ls, None)
     started = now()

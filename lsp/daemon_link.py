@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException, JsonRpcServerError
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
-from remem.daemon.server.protocol import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
+from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 
 from .diagnostics import refresh, refresh_global, refresh_workspace

@@ -18,9 +18,10 @@ from lsprotocol import types
 
 from remem.daemon.home import Home
 from remem.daemon.memory.diagnostics import TextPositions
-from remem.daemon.memory.record import INDEX_FILE, Record, RecordType, record_name_of, render_record
+from remem.daemon.memory.record import INDEX_FILE, RecordType, record_name_of, render_record
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.memory.validation import validate_record
+from remem.daemon.protocol.memory import Record
 
 from .diagnostics import path_of, workspace_folder
 from .server import RememServer

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.memory.canonical import decode
 from remem.daemon.memory.diagnostics import Diagnostic, has_errors
@@ -22,9 +22,13 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.record import INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import parse_record, validate_global
+from remem.daemon.protocol.consolidation import Receipt
 
 from .diagnostics import path_of
 from .server import RememServer
+
+if TYPE_CHECKING:
+    from remem.daemon.consolidation.receipts import ReceiptStore
 
 MAX_RECEIPTS = 20
 
@@ -58,9 +62,7 @@ class ReceiptRow(BaseModel):
 
 
 class Overview(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    global_: Health = Field(alias="global")
+    global_: Health = Field(serialization_alias="global")
     workspace: WorkspaceFolder
     records: list[RecordRow]
     receipts: list[ReceiptRow]
@@ -74,6 +76,9 @@ async def memory_overview(ls: RememServer, cwd: str) -> Overview:
     titles = {s["id"]: s["title"] for s in listing["sessions"]}
     found = map(Receipt.model_validate, receipts["receipts"])
     mine = [r for r in found if r.target.workspace == workspace.key]
+    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+    from remem.daemon.consolidation.receipts import ReceiptStore
+
     store = ReceiptStore(ls.home)
     rows = sorted((_receipt_row(store, r, titles) for r in mine), key=lambda r: r.updatedAt, reverse=True)
     edited = _open_texts(ls, ls.home.workspaces / workspace.key)

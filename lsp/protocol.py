@@ -47,7 +47,8 @@ class RememProtocol(LanguageServerProtocol):
         super().__init__(*args, **kwargs)
         self._commands: dict[MsgId, CommandRequest] = {}
 
-    def get_message_type(self, method: str) -> type[Any] | None:
+    # pygls caches its own with functools.lru_cache, which mypy takes for the method's type.
+    def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
         # Only requests the server handles: pygls asks this for what it sends as well.
         if method.startswith(REMEM_METHODS) and method in self.fm.features:
             return RawRequest

@@ -19,20 +19,21 @@ import functools
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon.consolidation.evidence import EvidenceRange
-from remem.daemon.consolidation.proposal import content_hash
-from remem.daemon.consolidation.receipts import ChangeSummary, Receipt, ReceiptStore, Status
 from remem.daemon.home import Home
-from remem.daemon.memory.record import Record
-from remem.daemon.server.protocol import TurnRow, TurnsResult
-from remem.daemon.sessions.catalog import Listing
+from remem.daemon.protocol.consolidation import ChangeSummary, EvidenceRange, Receipt, Status
+from remem.daemon.protocol.memory import Record
+from remem.daemon.protocol.rpc import TurnRow, TurnsResult
+from remem.daemon.protocol.sessions import Listing
 
 from .documents import workspace_cwd
 from .server import RememServer
+
+if TYPE_CHECKING:
+    from remem.daemon.consolidation.receipts import ReceiptStore
 
 log = logging.getLogger("remem.lsp")
 SHORT_REVIEW = 12  # hex digits of a review id shown in a lens; the hover shows all of it
@@ -96,6 +97,9 @@ async def history(ls: RememServer, key: str, record: Record) -> History:
 
 @functools.cache
 def _receipts(home: Home) -> ReceiptStore:
+    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+    from remem.daemon.consolidation.receipts import ReceiptStore
+
     return ReceiptStore(home)  # one per server: it keeps the parsed receipts between requests
 
 
@@ -111,6 +115,8 @@ def _last_change(receipts: list[Receipt], key: str, name: str) -> tuple[Receipt,
 def _produced(change: ChangeSummary, record: Record) -> bool:
     if change.action != "put" or change.type != record.type:
         return False
+    from remem.daemon.consolidation.proposal import content_hash  # first use: see _receipts
+
     return change.contentHash in {
         content_hash(record.content),
         content_hash(record.content.removesuffix("\n")),

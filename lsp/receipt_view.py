@@ -18,21 +18,22 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from remem.daemon.consolidation.evidence import EvidenceRange
-from remem.daemon.consolidation.receipts import Receipt, Status, history_summary
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import TurnRow
+from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
+from remem.daemon.protocol.rpc import TurnRow
 
 from .code_lens import OPEN_TRANSCRIPT_COMMAND
 from .documents import workspace_cwd
 from .provenance import session_facts, turns_of
 from .server import RememServer
 
+Verb = Literal["Added", "Changed", "Removed", "Rewrote"]
+
 
 class ChangedRecord(BaseModel):
     """One change of a review, as a person names it: "Added run-ci-before-push (feedback)"."""
 
-    verb: Literal["Added", "Changed", "Removed", "Rewrote"]
+    verb: Verb
     name: str  # a record's name, or GLOBAL.md
     type: str | None
     path: str | None  # the record's file, for a change that left one to open
@@ -53,7 +54,7 @@ def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
         elif change.action == "delete":
             records.append(ChangedRecord(verb="Removed", name=name, type=kind, path=None))
         else:
-            verb = "Changed" if link is not None and name in link.changed else "Added"
+            verb: Verb = "Changed" if link is not None and name in link.changed else "Added"
             path = str(home.workspaces / receipt.target.workspace / f"{name}.md")
             records.append(ChangedRecord(verb=verb, name=name, type=kind, path=path))
     return records
@@ -68,6 +69,9 @@ async def render(ls: RememServer, receipt: Receipt, text: str) -> tuple[str | No
     parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(ls.home, receipt, links)]
     parts += _route(receipt)
     if receipt.history is not None:
+        # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+        from remem.daemon.consolidation.receipts import history_summary
+
         parts += ["## History", "", history_summary(receipt.history), ""]
     parts += ["## Machine fields", "", f"Review `{receipt.review}` of session `{session}`.", ""]
     parts += ["```yaml", _front_matter(text), "```", ""]

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import Field
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from remem.daemon.consolidation.receipts import Receipt, ReceiptStore
-from remem.daemon.server.protocol import TurnsResult, WatchStatus
+from remem.daemon.protocol.consolidation import Receipt
+from remem.daemon.protocol.rpc import TurnsResult, WatchStatus
 
 from .overview import memory_overview
 from .receipt_view import render
@@ -162,6 +162,9 @@ async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     if known is None:
         raise JsonRpcInvalidParams(f"remem/receipt: no review {review}; the Memory view lists the receipts")
     receipt = Receipt.model_validate(known)
+    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+    from remem.daemon.consolidation.receipts import ReceiptStore
+
     path = ReceiptStore(ls.home).path(review)
     try:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")

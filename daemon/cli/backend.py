@@ -39,7 +39,7 @@ class Backend:
         hears the notifications the call causes (the daemon's go to every client)."""
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
         from .. import client
-        from ..server.protocol import ANSWER_TOO_LARGE, METHODS, RpcError
+        from ..protocol.rpc import ANSWER_TOO_LARGE, METHODS, RpcError
         from .output import EXIT_PROBLEMS, fail
 
         assert METHODS[method].result is result, f"{method} returns {METHODS[method].result.__name__}"

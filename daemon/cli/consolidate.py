@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from ..consolidation.receipts import FAILED, Status
-from ..consolidation.runner import ConsolidationResult
-from ..server.protocol import (
+from ..consolidation.receipts import FAILED
+from ..protocol.consolidation import ConsolidationResult, Status
+from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     ConsolidateParams,
     Empty,

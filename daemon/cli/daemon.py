@@ -10,7 +10,7 @@ import click
 
 from ..client import DaemonUnavailable, call
 from ..home import Home
-from ..server.protocol import StatusResult
+from ..protocol.rpc import StatusResult
 from ..server.runtime import DaemonPaths
 from .backend import Backend
 from .output import EXIT_PROBLEMS, emit_json, fail

@@ -14,10 +14,10 @@ from pydantic_core import ErrorDetails
 
 from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import Severity
-from ..memory.history import FileStat, HistoryEntry
 from ..memory.lint import NotMemoryFile, lint_paths
-from ..memory.store import CommitResult, FileProblems, GlobalSnapshot, WorkspaceSnapshot
-from ..server.protocol import (
+from ..memory.store import FileProblems
+from ..protocol.memory import CommitResult, FileStat, GlobalSnapshot, HistoryEntry, WorkspaceSnapshot
+from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,

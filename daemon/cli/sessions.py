@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from pydantic import BaseModel
 
-from ..forks.service import ForkRequest, ForkResult
-from ..server.protocol import (
+from ..protocol.forks import ForkRequest, ForkResult
+from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
     ListParams,
@@ -29,7 +29,7 @@ from ..server.protocol import (
     TurnsResult,
     WorkspaceParams,
 )
-from ..sessions.catalog import Listing
+from ..protocol.sessions import Listing
 from ..sessions.sources import HARNESS_NAMES
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..home import Home
+from ..protocol.consolidation import Attempt, Status
 from ..sessions.writer import recover_dir
-from .receipts import IN_FLIGHT, Attempt, Status, iso, now
+from .receipts import IN_FLIGHT, iso, now
 from .worker_log import Recorded, read_back, worker_dir, worker_log_path, worker_session_id
 
 INTERRUPTED = "interrupted"

@@ -10,11 +10,13 @@ else: a third party changed it, and nothing is overwritten (`target-conflict`).
 from __future__ import annotations
 
 from ..faults import faultpoint
-from ..memory.history import GLOBAL_FILE, RECOVERED, Actor, FileStat, HistoryError, stat
+from ..memory.history import GLOBAL_FILE, RECOVERED, HistoryError, stat
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.consolidation import HistoryLink, Receipt, ScopeRevisions, Status, Target
+from ..protocol.memory import Actor, FileStat
 from .proposal import ProposedChange, ReplaceGlobal, batch_change
-from .receipts import HistoryLink, Receipt, ScopeRevisions, Status, Target
+from .receipts import ended
 
 
 def converge(
@@ -61,7 +63,7 @@ def converge(
         }
     )
     link = _history_link(store, workspace.key, committed, bool(replace), bool(batch), entries)
-    return receipt.ended(Status.COMMITTED, target=committed, history=link)
+    return ended(receipt, Status.COMMITTED, target=committed, history=link)
 
 
 def _history_link(
@@ -75,7 +77,9 @@ def _history_link(
     """The entries this review's commits made; a commit done before a crash is found by its
     revision. None when the history has none of them (it is off, or could not be written)."""
     history = store.history
-    wanted = [(None, target.globalRevisions)] if global_planned else []
+    wanted: list[tuple[str | None, ScopeRevisions]] = (
+        [(None, target.globalRevisions)] if global_planned else []
+    )
     wanted += [(key, target.workspaceRevisions)] if workspace_planned else []
     found = {
         scope: entries.get(scope) or history.find(scope, revisions.planned or "")
@@ -106,7 +110,7 @@ def _history_link(
 
 
 def _conflict(receipt: Receipt, why: str) -> Receipt:
-    return receipt.ended(Status.TARGET_CONFLICT, why)
+    return ended(receipt, Status.TARGET_CONFLICT, why)
 
 
 def _after(revisions: ScopeRevisions, current: str | None) -> ScopeRevisions:

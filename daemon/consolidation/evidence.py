@@ -18,9 +18,10 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..credentials import redact
+from ..protocol.consolidation import EvidenceRange
 from ..sessions.models import SURFACE_TYPES, ReplaceOp, SessionEvent
 from ..sessions.projection import Projection
 from ..sessions.reader import SessionLog
@@ -49,21 +50,6 @@ _PLAIN_TOOL_NAME = re.compile(r"[\w.:/-]+")
 
 class _Closed(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
-
-
-class EvidenceRange(_Closed):
-    """A turn's `turn/start`…`turn/end` seqs, as shown to the model and cited back by it."""
-
-    model_config = ConfigDict(frozen=True)  # hashable: proposals are checked against a set of them
-
-    fromSeq: int = Field(ge=0)
-    toSeq: int = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> EvidenceRange:
-        if self.toSeq < self.fromSeq:
-            raise ValueError("toSeq must not be before fromSeq")
-        return self
 
 
 class ToolUse(_Closed):

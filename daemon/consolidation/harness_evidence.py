@@ -17,9 +17,10 @@ holds; a proposal may cite exactly the ranges shown.
 from __future__ import annotations
 
 from ..credentials import redact
+from ..protocol.consolidation import EvidenceRange
 from ..sessions.formats import claude_code, codex
 from ..sessions.formats.model import Harness, TurnText
-from .evidence import Evidence, EvidenceRange, ToolUse, TurnEvidence, clean
+from .evidence import Evidence, ToolUse, TurnEvidence, clean
 
 
 def _turns(harness: Harness, name: str, data: bytes) -> tuple[TurnText, ...]:

@@ -15,7 +15,7 @@ _TIMEOUT_SECONDS = 5.0
 
 async def list_models(route: Route) -> tuple[list[str], str | None]:
     """The model ids `route`'s provider lists, sorted; or none, and why."""
-    from openai import APIError, AsyncOpenAI  # imported when asked: the SDK is slow to import
+    from openai import APIError, APIStatusError, AsyncOpenAI  # imported when asked: the SDK is slow to import
 
     client = AsyncOpenAI(
         base_url=route.base_url, api_key=route.api_key, max_retries=0, timeout=_TIMEOUT_SECONDS
@@ -27,7 +27,7 @@ async def list_models(route: Route) -> tuple[list[str], str | None]:
             if len(ids) == MAX_MODELS:
                 break
     except APIError as exc:
-        reason = f"HTTP {exc.status_code}" if getattr(exc, "status_code", None) else type(exc).__name__
+        reason = f"HTTP {exc.status_code}" if isinstance(exc, APIStatusError) else type(exc).__name__
         log.info("%s lists no models at %s (%s)", route.provider, route.base_url, reason)
         return [], f"{route.provider} did not list its models at {route.base_url} ({reason})"
     finally:

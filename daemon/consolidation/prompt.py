@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..memory.record import Record, render_record
+from ..memory.record import render_record
+from ..protocol.memory import Record
 from .evidence import Evidence
 from .proposal import TOOL_NAME
 

@@ -18,17 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from .. import credentials
-from ..memory.batch import (
-    DeleteChange,
-    GlobalPlan,
-    InvalidChanges,
-    PutChange,
-    WorkspacePlan,
-    plan_global,
-    plan_workspace,
-)
-from ..memory.record import Record
-from .evidence import EvidenceRange
+from ..memory.batch import GlobalPlan, InvalidChanges, WorkspacePlan, plan_global, plan_workspace
+from ..protocol.consolidation import EvidenceRange
+from ..protocol.memory import DeleteChange, PutChange, Record
 
 TOOL_NAME = "memory_review_propose"
 

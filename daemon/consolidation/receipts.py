@@ -10,39 +10,21 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
-from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from .. import safe_yaml
 from ..credentials import redact
 from ..fsutil import atomic_write
 from ..home import Home
-from ..sessions.lineage import ReviewState
-from .evidence import EvidenceRange
+from ..protocol.consolidation import HistoryLink, Receipt, Status
+from ..protocol.sessions import ReviewState
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit semantics change
-
-
-class Status(str, Enum):
-    PREPARED = "prepared"
-    RUNNING = "running"
-    PROPOSED = "proposed"
-    COMMITTING = "committing"
-    COMMITTED = "committed"
-    NO_CHANGE = "no-change"
-    CANCELLED = "cancelled"
-    SOURCE_CHANGED = "source-changed"
-    TARGET_CONFLICT = "target-conflict"
-    INVALID_PROPOSAL = "invalid-proposal"
-    PROVIDER_FAILED = "provider-failed"
-    EVIDENCE_TOO_LARGE = "evidence-too-large"
-    INTERNAL_ERROR = "internal-error"
 
 
 SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
@@ -56,96 +38,26 @@ _NEXT: dict[Status, frozenset[Status]] = {
 }
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def moved(receipt: Receipt, status: Status, **fields: object) -> Receipt:
+    """This receipt in `status`; refuses a move the state machine does not allow."""
+    if status not in _NEXT.get(receipt.status, frozenset()) and not (
+        receipt.status in FAILED | IN_FLIGHT and status is Status.PREPARED  # an explicit retry
+    ):
+        raise ValueError(f"a receipt cannot go from {receipt.status.value} to {status.value}")
+    done = now() if status in SUCCEEDED | FAILED else None
+    return receipt.model_copy(update={"status": status, "completedAt": done, **fields})
 
 
-class Source(_Model):
-    session: str
-    digest: str
-    coveredSeq: int
+def ended(receipt: Receipt, status: Status, error: str | None = None, **fields: object) -> Receipt:
+    """`moved` to a final status, which the last attempt (if any) ends with too.
 
-
-class ScopeRevisions(_Model):
-    before: str
-    planned: str | None = None
-    after: str | None = None
-
-
-class Target(_Model):
-    workspace: str  # the workspace key
-    workspaceRevisions: ScopeRevisions
-    globalRevisions: ScopeRevisions
-
-
-class ChangeSummary(_Model):
-    action: Literal["replace-global", "put", "delete"]
-    name: str | None = None
-    type: str | None = None
-    evidence: list[EvidenceRange]
-    contentHash: str | None = None
-
-
-class Attempt(_Model):
-    number: int
-    workerSession: str | None = None
-    provider: str
-    model: str
-    status: Status
-    startedAt: str
-    endedAt: str | None = None
-    error: str | None = None
-
-
-class HistoryLink(_Model):
-    """The memory history entries a committed review made, and what they changed (names only)."""
-
-    globalEntry: str | None = None
-    workspaceEntry: str | None = None
-    added: list[str] = []
-    changed: list[str] = []
-    removed: list[str] = []
-    globalChanged: bool = False
-    insertions: int = 0  # lines, over every file the review changed
-    deletions: int = 0
-
-
-class Receipt(_Model):
-    review: str
-    consolidator: int
-    status: Status
-    source: Source
-    target: Target
-    proposalHash: str | None = None
-    changes: list[ChangeSummary] = []
-    attempts: list[Attempt] = []
-    createdAt: str
-    completedAt: str | None = None
-    history: HistoryLink | None = None  # set when committed (and the history could be written)
-
-    def moved(self, status: Status, **fields: object) -> Receipt:
-        """This receipt in `status`; refuses a move the state machine does not allow."""
-        if status not in _NEXT.get(self.status, frozenset()) and not (
-            self.status in FAILED | IN_FLIGHT and status is Status.PREPARED  # an explicit retry
-        ):
-            raise ValueError(f"a receipt cannot go from {self.status.value} to {status.value}")
-        done = now() if status in SUCCEEDED | FAILED else None
-        return self.model_copy(update={"status": status, "completedAt": done, **fields})
-
-    def ended(self, status: Status, error: str | None = None, **fields: object) -> Receipt:
-        """`moved` to a final status, which the last attempt (if any) ends with too.
-
-        The error is redacted here too, whatever its source: a receipt is printed and kept."""
-        attempts = list(self.attempts)
-        if attempts:
-            attempts[-1] = attempts[-1].model_copy(
-                update={"status": status, "endedAt": now(), "error": None if error is None else redact(error)}
-            )
-        return self.moved(status, attempts=attempts, **fields)
-
-    @property
-    def attempt(self) -> Attempt | None:
-        return self.attempts[-1] if self.attempts else None
+    The error is redacted here too, whatever its source: a receipt is printed and kept."""
+    attempts = list(receipt.attempts)
+    if attempts:
+        attempts[-1] = attempts[-1].model_copy(
+            update={"status": status, "endedAt": now(), "error": None if error is None else redact(error)}
+        )
+    return moved(receipt, status, attempts=attempts, **fields)
 
 
 def review_id(session_id: str, digest: str, workspace_key: str, version: int = CONSOLIDATOR_VERSION) -> str:

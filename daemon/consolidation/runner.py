@@ -17,20 +17,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
-
 from ..faults import faultpoint
 from ..home import Home
 from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
-from ..memory.store import GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
-from ..sessions.catalog import Entry, ListError, SessionCatalog, SessionNotFound
+from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.consolidation import (
+    Attempt,
+    ChangeSummary,
+    ConsolidationResult,
+    EvidenceRange,
+    Receipt,
+    ScopeRevisions,
+    Source,
+    Status,
+    Target,
+)
+from ..protocol.memory import GlobalSnapshot, WorkspaceSnapshot
+from ..protocol.sessions import ListError
+from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsStore
 from .attempts import settle_attempts
 from .debug import DebugLog
-from .evidence import Evidence, EvidenceRange, project_evidence
+from .evidence import Evidence, project_evidence
 from .harness_source import HarnessFile, Unreadable, observe
 from .prompt import SYSTEM_RULES, TOOL, runtime_context
 from .proposal import (
@@ -44,20 +55,7 @@ from .proposal import (
     parse_arguments,
     plan_proposal,
 )
-from .receipts import (
-    CONSOLIDATOR_VERSION,
-    SUCCEEDED,
-    Attempt,
-    ChangeSummary,
-    Receipt,
-    ReceiptStore,
-    ScopeRevisions,
-    Source,
-    Status,
-    Target,
-    now,
-    review_id,
-)
+from .receipts import CONSOLIDATOR_VERSION, SUCCEEDED, ReceiptStore, ended, moved, now, review_id
 from .route import Route, RouteError, resolve_route
 from .settle import commit, mark, recover, unmark
 from .worker import Outcome, Progress, run_attempt
@@ -67,16 +65,6 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 T = TypeVar("T")
-
-
-class ConsolidationResult(BaseModel):
-    """What `remem consolidate --json` prints."""
-
-    review: str
-    status: Status
-    attempt: int
-    changes: int
-    recovered: bool
 
 
 class Refused(Exception):
@@ -182,7 +170,7 @@ class Consolidator:
         if settled.adopted is not None:
             return self._adopt(receipt, settled.adopted, evidence.ranges(), source)
         if evidence.is_empty():
-            return self._finish(receipt.moved(Status.NO_CHANGE))
+            return self._finish(moved(receipt, Status.NO_CHANGE))
         attempt = _new_attempt(receipt, route)
         size = len(context.encode("utf-8"))
         debug = DebugLog(self.home, review, attempt.number) if route.debug else None
@@ -198,11 +186,11 @@ class Consolidator:
                 f"the review input is {size} bytes; consolidation.max_input_bytes is {route.max_input_bytes}"
             )
             with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
-            return self._finish(with_attempt.ended(Status.EVIDENCE_TOO_LARGE, limit))
+            return self._finish(ended(with_attempt, Status.EVIDENCE_TOO_LARGE, limit))
         # The attempt, with its worker session's id, is durable before any byte of that session:
         # a crash from here on leaves an attempt the next request closes, never an id it reuses.
         attempt = attempt.model_copy(update={"workerSession": worker_session_id(review, attempt.number)})
-        receipt = receipt.moved(Status.RUNNING, attempts=[*receipt.attempts, attempt])
+        receipt = moved(receipt, Status.RUNNING, attempts=[*receipt.attempts, attempt])
         self.receipts.write(receipt)
         faultpoint("consolidation.after-attempt-receipt")
         try:
@@ -210,19 +198,19 @@ class Consolidator:
             log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
         except SessionLogError as exc:
             why = f"the worker session could not be written: {exc.reason}"
-            return self._finish(receipt.ended(Status.INTERNAL_ERROR, why))
+            return self._finish(ended(receipt, Status.INTERNAL_ERROR, why))
         return _Ready(receipt, log, context, evidence.ranges(), debug)
 
     def _adopt(
         self, receipt: Receipt, arguments: str, ranges: list[EvidenceRange], source: _Input
     ) -> ConsolidationResult:
         """Go on from the final proposal a crashed attempt made on this very input; no model call."""
-        receipt = receipt.moved(Status.RUNNING)
+        receipt = moved(receipt, Status.RUNNING)
         try:
             plan = plan_proposal(parse_arguments(arguments), ranges, source.frozen)
         except ProposalRejected as exc:
             why = "the interrupted attempt's final proposal no longer holds: " + "; ".join(exc.problems)
-            return self._finish(receipt.ended(Status.INVALID_PROPOSAL, why))
+            return self._finish(ended(receipt, Status.INVALID_PROPOSAL, why))
         return self._concluded(receipt, plan, source).model_copy(update={"recovered": True})
 
     async def _conclude(
@@ -230,7 +218,9 @@ class Consolidator:
     ) -> ConsolidationResult:
         if outcome.plan is None:
             progress("attempt-failed", {"status": outcome.status, "error": outcome.error})
-            return await asyncio.to_thread(self._finish, receipt.ended(Status(outcome.status), outcome.error))
+            return await asyncio.to_thread(
+                self._finish, ended(receipt, Status(outcome.status), outcome.error)
+            )
         if outcome.plan.changed:
             progress("committing", {"review": receipt.review})
         # Past this point a cancel no longer stops anything: the barrier runs to its end.
@@ -239,7 +229,7 @@ class Consolidator:
 
     def _concluded(self, receipt: Receipt, plan: Plan, source: _Input) -> ConsolidationResult:
         if not plan.changed:
-            return self._finish(receipt.ended(Status.NO_CHANGE))
+            return self._finish(ended(receipt, Status.NO_CHANGE))
         # `proposed` is not written on its own: the next write (committing or source-changed)
         # follows at once and carries the same plan, so it would only cost a durable write.
         return self._commit(_proposed(receipt, plan), source, plan.changes)
@@ -250,8 +240,10 @@ class Consolidator:
 
     def _commit(self, receipt: Receipt, source: _Input, changes: list[ProposedChange]) -> ConsolidationResult:
         if not self._still_same(source):
-            return self._finish(receipt.ended(Status.SOURCE_CHANGED, "the session changed during the review"))
-        receipt = receipt.moved(Status.COMMITTING)
+            return self._finish(
+                ended(receipt, Status.SOURCE_CHANGED, "the session changed during the review")
+            )
+        receipt = moved(receipt, Status.COMMITTING)
         # From here readers of either scope wait for the barrier, or settle it after a crash.
         mark(self.home, receipt.review, source.workspace)
         self.receipts.write(receipt)
@@ -358,8 +350,13 @@ class Consolidator:
             globalRevisions=ScopeRevisions(before=g, planned=g),
         )
         if existing is not None:  # a failed review retried, or one whose process died mid-attempt
-            fresh = {"target": target, "proposalHash": None, "changes": [], "completedAt": None}
-            return existing.moved(Status.PREPARED, attempts=attempts, **fresh)
+            fresh: dict[str, object] = {
+                "target": target,
+                "proposalHash": None,
+                "changes": [],
+                "completedAt": None,
+            }
+            return moved(existing, Status.PREPARED, attempts=attempts, **fresh)
         return Receipt(
             review=review,
             consolidator=CONSOLIDATOR_VERSION,
@@ -424,7 +421,7 @@ async def _to_the_end(work: Callable[..., T], *args: Any) -> tuple[T, bool]:
 
 
 def _cancelled(receipt: Receipt) -> Receipt:
-    return receipt.ended(Status.CANCELLED, "cancelled before any memory was written")
+    return ended(receipt, Status.CANCELLED, "cancelled before any memory was written")
 
 
 def _route(home: Home, settings: Settings) -> Route:
@@ -478,7 +475,8 @@ def _proposed(receipt: Receipt, plan: Plan) -> Receipt:
                 )
             }
         )
-    return receipt.moved(
+    return moved(
+        receipt,
         Status.PROPOSED,
         target=target,
         proposalHash=plan.proposal_hash,

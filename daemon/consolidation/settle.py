@@ -24,10 +24,11 @@ from ..home import Home
 from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
+from ..protocol.consolidation import Receipt, Status
 from .attempts import read_attempt
 from .barrier import converge
 from .proposal import ProposalRejected, ProposedChange, canonical_order, parse_arguments, proposal_hash
-from .receipts import Receipt, ReceiptError, ReceiptStore, Status
+from .receipts import ReceiptError, ReceiptStore, ended
 
 log = logging.getLogger("remem.consolidation")
 
@@ -97,7 +98,7 @@ def recover(home: Home, store: MemoryStore, receipts: ReceiptStore, receipt: Rec
     changes = _replayed(home, receipt)
     if changes is None:
         why = "the worker session's final proposal cannot be read back"
-        return finish(home, receipts, receipt.ended(Status.TARGET_CONFLICT, why))
+        return finish(home, receipts, ended(receipt, Status.TARGET_CONFLICT, why))
     workspace = store.workspace_of(receipt.target.workspace)
     if not workspace.cwd:  # not created yet: its folder is in the mark (none before marks)
         workspace = WorkspaceId(key=workspace.key, cwd=_marked_cwd(home, receipt.review))

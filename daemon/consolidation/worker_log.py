@@ -153,7 +153,9 @@ def read_back(path: Path) -> Recorded | None:
 
 
 def _recorded(created_ms: int, events: tuple[SessionEvent, ...]) -> Recorded:
-    config = next((e.data["header"]["config"] for e in events if e.type == "request/header"), {})
+    config: dict[str, Any] = next(
+        (e.data["header"]["config"] for e in events if e.type == "request/header"), {}
+    )
     context = next(
         (
             e.data["content"][0]["text"]

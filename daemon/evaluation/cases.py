@@ -9,7 +9,7 @@ session formats (`formats.py`) turn them into logs.
 
 from __future__ import annotations
 
-from ..memory.record import Record
+from ..protocol.memory import Record
 from ..sessions.factory import ScriptedTool, ScriptedTurn, ToolOutput
 from .labels import Case, Fact, IdealChange, Noise, Stale
 

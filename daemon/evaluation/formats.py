@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..consolidation.evidence import EvidenceRange, project_evidence
+from ..consolidation.evidence import project_evidence
+from ..protocol.consolidation import EvidenceRange
 from ..sessions.factory import ScriptedTurn, build_scripted_session, write_session
 from ..sessions.reader import read_session
 

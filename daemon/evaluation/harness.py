@@ -24,9 +24,9 @@ from ..consolidation.receipts import ReceiptStore
 from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.worker_log import read_back, worker_log_path
 from ..home import Home
-from ..memory.batch import PutChange
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
+from ..protocol.memory import PutChange
 from ..sessions.factory import ScriptedTurn
 from ..sessions.reader import read_session
 from ..settings import Settings

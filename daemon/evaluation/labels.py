@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..memory.record import Record
+from ..protocol.memory import Record
 from ..sessions.factory import ScriptedTurn
 
 

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
-from ..consolidation.evidence import EvidenceRange
 from ..consolidation.proposal import Delete, ProposedChange, Put, ReplaceGlobal
 from ..credentials import redact
+from ..protocol.consolidation import EvidenceRange
 from .labels import Case, Fact, Stale
 
 _TOKEN = re.compile(r"[a-z0-9]+")

@@ -7,14 +7,11 @@ and the operation journal makes a retried or concurrent request return the same 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from ..faults import faultpoint
+from ..protocol.forks import ForkRequest, ForkResult
 from ..sessions.catalog import Indexed, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError, SessionLogError
 from ..sessions.paths import encoding_of_file_name, session_log_path
@@ -32,31 +29,6 @@ from .child import (
 from .cut import Cut, resolve_cut
 from .journal import ForkJournal, JournalEntry
 from .prefix import seed_lines
-
-
-class ForkRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    source: str
-    operationId: str
-    atSeq: int | None = None
-    title: str | None = None
-    expectedRevision: str | None = None
-
-    def digest(self) -> str:
-        fields = self.model_dump(exclude={"operationId"})
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-
-
-class ForkResult(BaseModel):
-    """What `remem sessions fork --json` prints."""
-
-    child: str
-    seedLength: int
-    forkTurn: int
-    created: bool
-    # The command that continues the child in its harness (Claude Code, Codex), run from the
-    # session's cwd; DSH children are opened from DSH's own session list.
-    resume: list[str] | None = None
 
 
 class ForkService:

@@ -11,12 +11,14 @@ published, so they are not live until the harness appends to them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
+from ..protocol.forks import ForkRequest, ForkResult
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from .harness_service import HarnessForkRequest, HarnessForks
-from .service import ForkRequest, ForkResult, ForkService
+from .service import ForkService
 
 
 def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkResult, Path]:
@@ -32,7 +34,7 @@ def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkRes
 
 
 def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -> tuple[ForkResult, Path]:
-    harness = "claude-code" if entry.format == "claude-code" else "codex"
+    harness: Literal["claude-code", "codex"] = "claude-code" if entry.format == "claude-code" else "codex"
     done = HarnessForks(catalog.home).fork(
         HarnessForkRequest(
             harness=harness,

@@ -26,10 +26,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..consolidation.receipts import ScopeRevisions
 from ..faults import faultpoint
 from ..fsutil import atomic_write, ensure_private_dir, fsync_dir
 from ..home import Home
+from ..protocol.consolidation import ScopeRevisions
 
 _INTENT_PREFIX = ".intent-"
 _SUFFIX = ".json"

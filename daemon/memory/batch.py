@@ -7,31 +7,17 @@ Planning is pure: given the current files and a batch it validates, canonicalise
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
+from ..protocol.memory import Change, DeleteChange, PutChange, Record
 from .canonical import canonical_bytes, canonicalize, decode
 from .diagnostics import Severity
 from .index import render_index
-from .record import GLOBAL_FILE, Record, render_record
+from .record import GLOBAL_FILE, render_record
 from .revision import global_revision, workspace_revision
 from .validation import validate_global, validate_workspace
 
-
-class PutChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    action: Literal["put"]
-    record: Record
-
-
-class DeleteChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    action: Literal["delete"]
-    name: str
-
-
-Change = Annotated[PutChange | DeleteChange, Field(discriminator="action")]
 CHANGES = TypeAdapter(list[Change])
 
 

@@ -15,6 +15,10 @@ import struct
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from watchdog.observers.inotify_c import WatchDescriptor
 
 try:
     from watchdog.observers.inotify_c import InotifyConstants as _In
@@ -35,7 +39,7 @@ class ChangeFeed:
         self._enabled = enabled and _In is not None
         self._fd: int | None = None
         self._closer: weakref.finalize | None = None
-        self._keys: dict[str, int] = {}  # key -> watch descriptor
+        self._keys: dict[str, WatchDescriptor] = {}  # key -> watch descriptor
         self._watches: dict[int, str] = {}  # watch descriptor -> key
 
     @property

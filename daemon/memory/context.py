@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..protocol.memory import Record
 from .identity import WorkspaceId
 from .index import render_index
-from .record import Record
 from .store import MemoryStore
 
 AGENT_READING = (

@@ -43,7 +43,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -52,6 +51,7 @@ from ..faults import faultpoint
 from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
+from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import record_name_of
 
@@ -67,47 +67,15 @@ LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
-ActorKind = Literal["cli", "agent", "consolidation", "hand-edit", "recovered", "revert"]
 
 
 class HistoryError(Exception):
     """A history request cannot be answered; the message says why and what to do."""
 
 
-class Actor(BaseModel):
-    """Who made a generation; ids only, never content."""
-
-    model_config = ConfigDict(extra="forbid")
-    kind: ActorKind
-    session: str | None = None  # the MCP session, or the session a consolidation reviewed
-    client: str | None = None  # the MCP client's name and version
-    review: str | None = None  # the consolidation review id
-    reverts: str | None = None  # the entry whose content a revert brought back
-
-
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
 RECOVERED = Actor(kind="recovered")
-
-
-class FileStat(BaseModel):
-    added: list[str] = []
-    changed: list[str] = []
-    removed: list[str] = []
-    insertions: int = 0
-    deletions: int = 0
-
-
-class HistoryEntry(BaseModel):
-    id: str  # the git commit id
-    parent: str | None
-    scope: Literal["global", "workspace"]
-    workspace: str | None = None  # the workspace key
-    actor: Actor
-    before: str
-    after: str
-    at: str
-    stat: FileStat | None = None  # filled in where asked for (it costs a tree diff)
 
 
 class _Meta(BaseModel):
@@ -164,7 +132,8 @@ class History:
         self._writer = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-history") if deferred else None
         )
-        self._logs: OrderedDict[str, tuple[pygit2.Oid, list[HistoryEntry]]] = OrderedDict()
+        # each branch: its head (a ref's target, as pygit2 types it) and the entries to it
+        self._logs: OrderedDict[str, tuple[pygit2.Oid | str, list[HistoryEntry]]] = OrderedDict()
         self._cache = LogCache(self.path, home.locks / "history-log.lock")
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
@@ -180,7 +149,8 @@ class History:
             faultpoint("history.before-entry")
             held = acquire_file_lock(self._writing)  # the previous entry, of any process, is written
         except Exception as exc:
-            return _not_recorded("record", branch, exc)
+            _not_recorded("record", branch, exc)
+            return None
         try:
             repo = self._open()
             with self._lock, _private_files():
@@ -189,12 +159,13 @@ class History:
                 if behind:  # the state this commit started from was never recorded
                     recovered = _compose(branch, head, before, before.revision, RECOVERED)
                     self._store(repo, recovered)
-                    head = repo.get(recovered.id)
+                    head = repo[recovered.id].peel(pygit2.Commit)
                 # `head` now holds the files the commit started from
                 composed = _compose(branch, head, after, before.revision, actor, before.files)
         except Exception as exc:  # never fail or block the memory commit this follows
             held.release()
-            return _not_recorded("record", branch, exc)
+            _not_recorded("record", branch, exc)
+            return None
         if self._writer is None:
             self._written(composed, held)
         else:
@@ -222,7 +193,8 @@ class History:
                     self._store(repo, composed)
                     return composed.id
         except Exception as exc:
-            return _not_recorded("reconcile", branch, exc)
+            _not_recorded("reconcile", branch, exc)
+            return None
 
     def flush(self) -> None:
         """Wait until every entry made so far, by any process, is written."""
@@ -244,6 +216,7 @@ class History:
                 return []
             head = ref.target
             kept = None
+            known: pygit2.Oid | str | None
             if branch in self._logs:
                 known, held = self._logs[branch]
             elif limit is None:  # a limited log walks no further than its limit
@@ -443,7 +416,6 @@ def _object_id(kind: bytes, data: bytes) -> bytes:
 
 def _not_recorded(what: str, branch: str, exc: BaseException) -> None:
     log.warning("memory history: could not %s %s (%s)", what, branch, _reason(exc))
-    return None
 
 
 @contextlib.contextmanager
@@ -477,7 +449,7 @@ def stat(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> FileStat:
 
 def unified_diff(before: Mapping[str, bytes], after: Mapping[str, bytes], old: str, new: str) -> str:
     """A patch from `before` to `after`, one file after another."""
-    parts = []
+    parts: list[str] = []
     for name in sorted(set(before) | set(after)):
         if before.get(name) != after.get(name):
             parts.extend(
@@ -544,7 +516,7 @@ def _entry_of(line: LogLine) -> HistoryEntry:
 
 
 def _files(commit: pygit2.Commit) -> dict[str, bytes]:
-    return {entry.name: entry.data for entry in commit.tree}  # type: ignore[union-attr]
+    return {e.name: e.data for e in commit.tree if isinstance(e, pygit2.Blob) and e.name is not None}
 
 
 def _is_pack_time(oid: pygit2.Oid) -> bool:

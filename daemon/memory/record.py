@@ -7,9 +7,9 @@ import json
 from enum import Enum
 
 import yaml
-from pydantic import BaseModel, ConfigDict
 
 from .. import safe_yaml
+from ..protocol.memory import RECORD_SUFFIX, Record
 from .canonical import canonicalize
 
 NAME_MAX = 64
@@ -23,7 +23,6 @@ INDEX_MAX_BYTES = 24 * 1024
 RESERVED_NAMES = frozenset({"memory"})
 INDEX_FILE = "MEMORY.md"
 GLOBAL_FILE = "GLOBAL.md"
-RECORD_SUFFIX = ".md"
 FIELDS = ("name", "description", "type")
 
 
@@ -38,20 +37,6 @@ TYPE_MEANINGS = {
     RecordType.PROJECT: "facts about this codebase",
     RecordType.REFERENCE: "pointers to docs, commands, places",
 }
-
-
-class Record(BaseModel):
-    """One memory record as agents and the wire see it; `content` is the Markdown body."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    description: str
-    type: str
-    content: str
-
-    @property
-    def file_name(self) -> str:
-        return f"{self.name}{RECORD_SUFFIX}"
 
 
 def render_record(record: Record) -> str:

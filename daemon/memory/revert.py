@@ -8,13 +8,14 @@ entry (an invalid hand edit) is refused rather than restored.
 
 from __future__ import annotations
 
-from .batch import DeleteChange, InvalidChanges, Problem, PutChange
+from ..protocol.memory import Actor, CommitResult, DeleteChange, PutChange
+from .batch import InvalidChanges, Problem
 from .canonical import decode
 from .diagnostics import has_errors
-from .history import GLOBAL_FILE, Actor
+from .history import GLOBAL_FILE
 from .record import record_name_of
 from .revision import global_revision, workspace_revision
-from .store import CommitResult, MemoryStore
+from .store import MemoryStore
 from .validation import validate_workspace
 
 

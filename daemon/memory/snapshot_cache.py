@@ -33,13 +33,15 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ..fsutil import is_temp_name
+from ..protocol.memory import RECORD_SUFFIX, GlobalSnapshot, WorkspaceSnapshot
 from .change_feed import ChangeFeed
 from .identity import WorkspaceId
 from .journal import JOURNAL_NAME
-from .record import GLOBAL_FILE, INDEX_FILE, RECORD_SUFFIX
+from .record import GLOBAL_FILE, INDEX_FILE
 from .stamps import RACY_NS, Stamp, stamp
-from .store import GlobalSnapshot, MemoryStore, WorkspaceSnapshot
+from .store import MemoryStore
 
+_DIGEST_CHUNK = 1 << 20
 T = TypeVar("T")
 Signature = dict[str, Stamp]
 MAX_WORKSPACES = 16  # the workspaces of agents working now; older ones are read again
@@ -236,8 +238,11 @@ def _file_digest(path: Path) -> bytes | None:
         return _digest_of(b"")  # Global not written yet (a vanished record changed its stamp)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").digest()  # in chunks: a file may be huge
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as handle:  # in chunks: a file may be huge (hashlib.file_digest is 3.11+)
+        for block in iter(lambda: handle.read(_DIGEST_CHUNK), b""):
+            digest.update(block)
+    return digest.digest()
 
 
 def _digest_of(data: bytes) -> bytes:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Literal, TypeVar
+from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,13 +30,20 @@ from ..fsutil import (
 )
 from ..home import Home
 from ..locks import LockUnusable, file_lock
+from ..protocol.memory import (
+    Actor,
+    CommitResult,
+    DeleteChange,
+    GlobalSnapshot,
+    PutChange,
+    Record,
+    WorkspaceSnapshot,
+)
 from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in
 from .batch import (
-    DeleteChange,
     GlobalPlan,
     InvalidChanges,
     Problem,
-    PutChange,
     WorkspacePlan,
     index_bytes,
     plan_global,
@@ -44,35 +51,17 @@ from .batch import (
 )
 from .canonical import FILE_TOO_LARGE, canonicalize, decode, read_capped
 from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_errors
-from .history import CLI, Actor, History, global_generation, workspace_generation
+from .history import CLI, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
 from .journal import JournalUnreadable, needs_recovery, recover, write_generation
-from .record import INDEX_FILE, Record, record_name_of
+from .record import INDEX_FILE, record_name_of
 from .revision import global_revision, is_revision, workspace_revision
 from .validation import validate_global, validate_workspace
 
 T = TypeVar("T")
 WORKSPACE_INFO = "workspace.json"
 _START = Position(line=0, character=0)
-
-
-class GlobalSnapshot(BaseModel):
-    revision: str
-    content: str
-
-
-class WorkspaceSnapshot(BaseModel):
-    key: str
-    cwd: str
-    revision: str
-    records: list[Record]
-
-
-class CommitResult(BaseModel):
-    status: Literal["committed", "no-change", "conflict"]
-    revision: str
-    history: str | None = None  # the history entry of a committed generation, when one was written
 
 
 class WorkspaceInfo(BaseModel):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from .. import credentials, safe_yaml
+from ..protocol.memory import Record
 from .canonical import BOM, canonical_problems, canonicalize
 from .diagnostics import Diagnostic, Range, Severity, TextPositions, diagnostic, has_errors
 from .index import render_index
@@ -30,7 +31,6 @@ from .record import (
     RECORDS_MAX,
     RESERVED_NAMES,
     TYPE_MEANINGS,
-    Record,
     RecordType,
     record_name_of,
 )

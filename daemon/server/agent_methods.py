@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from ..consolidation.proposal import content_hash
-from ..consolidation.receipts import ScopeRevisions
 from ..faults import faultpoint
 from ..locks import file_lock
 from ..memory.audit import (
@@ -40,18 +39,17 @@ from ..memory.audit import (
     scope_name,
     settled,
 )
-from ..memory.batch import DeleteChange, GlobalPlan, InvalidChanges, Problem, PutChange, WorkspacePlan
+from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan
 from ..memory.context import render_agent_context
 from ..memory.diagnostics import TextPositions
-from ..memory.history import Actor
 from ..memory.identity import WorkspaceId
 from ..memory.record import render_record
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
-from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from ..memory.store import MemoryInvalid, MemoryStore
 from ..memory.validation import likely_secrets
-from .jsonrpc import Handler
-from .memory_methods import MemoryMethods
-from .protocol import (
+from ..protocol.consolidation import ScopeRevisions
+from ..protocol.memory import Actor, CommitResult, DeleteChange, GlobalSnapshot, PutChange, WorkspaceSnapshot
+from ..protocol.rpc import (
     INVALID_CHANGES,
     MEMORY_INVALID,
     AgentContextParams,
@@ -68,6 +66,8 @@ from .protocol import (
     RpcError,
     WorkspaceParams,
 )
+from .jsonrpc import Handler
+from .memory_methods import MemoryMethods
 
 T = TypeVar("T")
 log = logging.getLogger("remem.daemon")
@@ -105,7 +105,7 @@ class _Update:
         return [_summary(change) for change in self.changes]
 
     def result(self, status: Literal["committed", "no-change", "stale"], revision: str) -> AgentUpdateResult:
-        scope = "global" if self.workspace is None else "workspace"
+        scope: Literal["global", "workspace"] = "global" if self.workspace is None else "workspace"
         count = (len(self.changes) or 1) if status == "committed" else 0
         warnings = self.secret_warnings() if status == "committed" else []
         return AgentUpdateResult(

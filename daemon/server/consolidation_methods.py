@@ -13,15 +13,12 @@ import logging
 from typing import Any
 
 from ..consolidation.models import list_models
-from ..consolidation.receipts import Status
 from ..consolidation.route import Route, RouteError, resolve_route, store_api_key
-from ..consolidation.runner import ConsolidationResult, Consolidator, Refused
+from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
 from ..home import Home
-from ..settings import SettingsConflict, SettingsError, SettingsStore
-from .jsonrpc import Handler
-from .memory_methods import MemoryMethods, Publish, unheard
-from .protocol import (
+from ..protocol.consolidation import ConsolidationResult, Status
+from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     CancelResult,
     ConsolidateParams,
@@ -36,6 +33,9 @@ from .protocol import (
     SelectModelParams,
     SetApiKeyParams,
 )
+from ..settings import SettingsConflict, SettingsError, SettingsStore
+from .jsonrpc import Handler
+from .memory_methods import MemoryMethods, Publish, unheard
 
 log = logging.getLogger("remem.daemon")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .protocol import (
+from ..protocol.rpc import (
     ANSWER_TOO_LARGE,
     INTERNAL_ERROR,
     INVALID_PARAMS,

@@ -11,9 +11,10 @@ edit the watcher reports becomes a history entry; the history methods (`memory/l
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,9 +25,9 @@ from ..memory.history import HAND_EDIT, RECOVERED, HistoryError, stat, unified_d
 from ..memory.identity import WorkspaceId
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import CommitResult, GlobalSnapshot, MemoryInvalid, MemoryStore, WorkspaceSnapshot
-from .jsonrpc import Handler
-from .protocol import (
+from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol.memory import CommitResult, GlobalSnapshot, WorkspaceSnapshot
+from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
@@ -46,6 +47,7 @@ from .protocol import (
     RpcError,
     WorkspaceParams,
 )
+from .jsonrpc import Handler
 
 T = TypeVar("T")
 Publish = Callable[[str, BaseModel], None]
@@ -181,7 +183,7 @@ class MemoryMethods:
         """Record each scope's state the history does not end with (run when the daemon starts):
         an entry a crash cut off, or edits made while no daemon watched."""
         for scope in [None, *await asyncio.to_thread(self.store.workspace_keys)]:
-            await self._off_loop(scope, lambda scope=scope: self.store.sync_history(scope, RECOVERED))
+            await self._off_loop(scope, functools.partial(self.store.sync_history, scope, RECOVERED))
 
     async def log(self, params: HistoryLogParams) -> HistoryLogResult:
         scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
@@ -191,7 +193,7 @@ class MemoryMethods:
             entries = self.store.history.log(scope, params.limit)
             if params.stat:
                 entries = [self.store.history.with_stat(e) for e in entries]
-            kind = "global" if scope is None else "workspace"
+            kind: Literal["global", "workspace"] = "global" if scope is None else "workspace"
             return HistoryLogResult(scope=kind, workspace=scope, entries=entries)
 
         return await self._off_loop(scope, read)

@@ -24,13 +24,7 @@ from ..credentials import RedactingFormatter
 from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
-from ..sessions.catalog import default_roots
-from ..sessions.memo import ListingMemo
-from .agent_methods import AgentMethods
-from .consolidation_methods import ConsolidationMethods
-from .jsonrpc import Connection, Dispatcher
-from .memory_methods import MemoryMethods
-from .protocol import (
+from ..protocol.rpc import (
     APP_VERSION,
     MAX_MESSAGE_BYTES,
     NOTIFICATIONS,
@@ -41,6 +35,12 @@ from .protocol import (
     HelloResult,
     StatusResult,
 )
+from ..sessions.catalog import default_roots
+from ..sessions.memo import ListingMemo
+from .agent_methods import AgentMethods
+from .consolidation_methods import ConsolidationMethods
+from .jsonrpc import Connection, Dispatcher
+from .memory_methods import MemoryMethods
 from .running_settings import RunningSettings
 from .runtime import DaemonPaths, release_socket
 from .session_methods import SessionMethods

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
 from ..home import Home
 from ..locks import try_file_lock
-from .protocol import DaemonInfo
+from ..protocol.rpc import DaemonInfo
 
 log = logging.getLogger("remem.daemon")
 

@@ -20,22 +20,10 @@ from typing import TypeVar
 
 from ..consolidation.receipts import ReceiptStore, review_states
 from ..forks.child import normalize_title
-from ..forks.service import ForkRequest, ForkResult
 from ..forks.sources import fork_session
 from ..home import Home
-from ..sessions.catalog import Listing, Progress, SessionCatalog, SessionNotFound, lineage_items
-from ..sessions.errors import OperationError
-from ..sessions.formats.jsonl import LineTooLong
-from ..sessions.harness_sources import read_file, source_fingerprint, view_of
-from ..sessions.harness_transcript import render_harness_transcript
-from ..sessions.lineage import ReviewState, build_tree
-from ..sessions.memo import ListingMemo
-from ..sessions.metadata import SessionMetadata
-from ..sessions.transcript import render_transcript
-from ..settings import SettingsError
-from .jsonrpc import Handler
-from .memory_methods import Publish, unheard
-from .protocol import (
+from ..protocol.forks import ForkRequest, ForkResult
+from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
     ListParams,
@@ -52,6 +40,19 @@ from .protocol import (
     TurnsResult,
     WorkspaceParams,
 )
+from ..protocol.sessions import Listing, ReviewState
+from ..sessions.catalog import Progress, SessionCatalog, SessionNotFound, lineage_items
+from ..sessions.errors import OperationError
+from ..sessions.formats.jsonl import LineTooLong
+from ..sessions.harness_sources import read_file, source_fingerprint, view_of
+from ..sessions.harness_transcript import render_harness_transcript
+from ..sessions.lineage import build_tree
+from ..sessions.memo import ListingMemo
+from ..sessions.metadata import SessionMetadata
+from ..sessions.transcript import render_transcript
+from ..settings import SettingsError
+from .jsonrpc import Handler
+from .memory_methods import Publish, unheard
 
 T = TypeVar("T")
 PROGRESS_SECONDS = 0.1

@@ -41,7 +41,7 @@ from watchdog.observers.polling import PollingObserver
 
 from ..home import Home
 from ..memory.identity import is_workspace_key
-from .protocol import WatchStatus
+from ..protocol.rpc import WatchStatus
 
 log = logging.getLogger("remem.daemon")
 

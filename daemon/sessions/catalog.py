@@ -17,19 +17,23 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel
 
 from ..home import Home
 from ..locks import try_file_lock
-from ..settings import SessionFormat, SessionRootSetting, Settings, SettingsStore
+from ..protocol.sessions import (
+    ListError,
+    Listing,
+    SessionFormat,
+    SessionMeta,
+    SessionSummary,
+)
+from ..settings import SessionRootSetting, Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
 from .harness_sources import HARNESS_SOURCES, BranchInfo
 from .index import LogRow, LogState, SessionIndex, Update
-from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
+from .lineage import LineageItem
 from .memo import ListingMemo
-from .metadata import SessionMeta, SessionMetadata, dsh_archived
+from .metadata import SessionMetadata, dsh_archived
 from .models import SessionHeader
 from .paths import project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
@@ -54,34 +58,6 @@ INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
 # Told (logs read, logs to read) while a listing indexes what changed.
 Progress = Callable[[int, int], None]
-
-
-class SessionSummary(BaseModel):
-    """One row of `remem sessions list --json`."""
-
-    id: str
-    title: str | None
-    cwd: str | None
-    createdAt: int
-    parent: str | None
-    kind: Literal["root", "fork", "subagent"]
-    live: bool
-    turns: int
-    lastSeq: int
-    revision: str
-    digest: str
-    review: ReviewState = NEVER_REVIEWED
-    format: SessionFormat = "dsh"  # the harness that wrote it: its transcript's and fork's format
-
-
-class ListError(BaseModel):
-    path: str
-    message: str
-
-
-class Listing(BaseModel):
-    sessions: list[SessionSummary]
-    errors: list[ListError]
 
 
 @dataclass(frozen=True)

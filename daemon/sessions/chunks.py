@@ -131,7 +131,7 @@ def skim_row(record: dict[str, Any]) -> list[Skimmed]:
     seq0 = record["seq0"]
     # `tuple.__new__`, not the named tuple's Python-level constructor: rows hold most events.
     new = tuple.__new__
-    return [new(Skimmed, ("assistant/chunk", seq, None)) for seq in range(seq0, seq0 + len(members))]  # type: ignore[misc]
+    return [new(Skimmed, ("assistant/chunk", seq, None)) for seq in range(seq0, seq0 + len(members))]
 
 
 def _packable_kind(event: dict[str, Any]) -> str | None:

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ..settings import SessionFormat
+from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from .formats.claude_code import Transcript, read_transcript
 from .formats.codex import Rollout, read_rollout
 from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
-from .projection import OPEN, ROLLED_BACK, USER_PREVIEW_CHARS, TurnSummary
+from .projection import USER_PREVIEW_CHARS
 from .roots import LINK_REASON, LogFile, Rejected, files_fingerprint, root_fingerprint
 from .sources import FileScan, detect_format
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..fsutil import PRIVATE_FILE_MODE
-from ..settings import SessionFormat
+from ..protocol.sessions import SessionFormat, TurnSummary
 from .digest import DigestState
 from .models import SessionHeader
-from .projection import Projection, TurnBounds, TurnSummary
+from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
 SCHEMA_VERSION = 3

@@ -15,16 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..settings import SessionFormat
-
-# A branch is a path inside one file that was left for another (Claude Code: rewind, edit).
-NodeKind = Literal["root", "fork", "subagent", "branch"]
-# inferred: the parent is not recorded but deduced (a Claude Code --fork-session copy).
-NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred"]
+from ..protocol.sessions import FlatNode, NodeFlag, NodeKind, SessionFormat, SessionNode
 
 
 @dataclass(frozen=True)
@@ -56,46 +51,10 @@ class LineageItem:
         return (self.created_at, self.id)
 
 
-class ReviewState(BaseModel):
-    """Whether a session's current content was consolidated (filled in from the receipts)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    state: Literal["never", "consolidated", "no-change", "failed", "pending", "changed"] = "never"
-    status: str | None = None  # the receipt's status, for failed and pending reviews
-
-
-NEVER_REVIEWED = ReviewState()
-
-
-class _Node(BaseModel):
-    """What every tree node says about its session (field order is the JSON key order)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    title: str | None
-    kind: NodeKind
-    forkTurn: int | None
-    createdAt: int
-    live: bool
-    archived: bool
-    flags: list[NodeFlag]
-    review: ReviewState = NEVER_REVIEWED
-    format: SessionFormat = "dsh"
-
-
-class TreeNode(_Node):
+class TreeNode(SessionNode):
     """One session in the tree; `children` sorted by `createdAt`, then id."""
 
     children: list[TreeNode]
-
-
-class FlatNode(_Node):
-    """A tree node without children, placed by `parent` and `depth` in pre-order."""
-
-    parent: str | None
-    depth: int
 
 
 class SessionTree(BaseModel):

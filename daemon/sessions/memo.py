@@ -136,8 +136,8 @@ class ListingMemo:
             for encoding, files in project.found.items():
                 found.setdefault(encoding, []).extend(files.values())
             rejected.extend(project.rejected)
-        encoding = single_encoding(root, found)
-        return (found[encoding] if encoding else []), rejected
+        chosen = single_encoding(root, found)
+        return (found[chosen] if chosen else []), rejected
 
     def _rescan_names(self, root: Path, earlier: _Root | None) -> _Root:
         """The root's project folders; scans of those still there are kept, new ones are scanned

@@ -17,14 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import file_lock
+from ..protocol.sessions import SessionMeta
 from .errors import OperationError
-
-
-class SessionMeta(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    title: str | None = None
-    archived: bool | None = None  # None: not set in remem, DSH's archive list decides
-    generation: int = 0
 
 
 class _MetaFile(BaseModel):

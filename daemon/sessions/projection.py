@@ -11,27 +11,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from ..protocol.sessions import OPEN, TurnSummary
 from .models import SessionEvent, Skimmed
 
-OPEN = "open"
-ROLLED_BACK = "rolled-back"  # a Codex turn `thread_rolled_back` abandoned: nothing to branch from
 USER_PREVIEW_CHARS = 120
-
-
-class TurnSummary(BaseModel):
-    """One turn: `status` is its `turn/end` reason kind, or `open` while it has no end."""
-
-    turn: int
-    startSeq: int
-    endSeq: int | None = None
-    status: str = OPEN
-    user: str = ""
-
-    @property
-    def forkable(self) -> bool:
-        # DSH's Host fork anchors at any turn/end, whatever its reason (an aborted turn is a
-        # completed prefix); only a turn still open (or rolled back) cannot be branched from.
-        return self.status not in (OPEN, ROLLED_BACK)
 
 
 class TurnBounds(NamedTuple):

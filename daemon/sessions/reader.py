@@ -344,7 +344,7 @@ class _Loader:
         try:
             for record in records:
                 if record.__class__ is SessionEvent or record.__class__ is Skimmed:
-                    append(record)  # type: ignore[arg-type]
+                    append(record)
                     continue
                 kind = record.get("type")  # type: ignore[union-attr]
                 if kind.__class__ is not str or kind in UPGRADED_TYPES:

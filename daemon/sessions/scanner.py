@@ -138,7 +138,7 @@ def _skimmed(envelope: _Envelope | _AnyEnvelope, expected_seq: int, keep: frozen
         data = decode_line(bytes(envelope.data)) if kind in keep else None
     except ValueError:  # not expected of JSON msgspec checked; the general path would say why
         return None
-    return _new_tuple(Skimmed, (kind, expected_seq, data))  # type: ignore[return-value]
+    return _new_tuple(Skimmed, (kind, expected_seq, data))
 
 
 def _bare(envelope: _AnyEnvelope) -> bool:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..home import Home
-from ..settings import SessionFormat, SessionRootSetting
+from ..protocol.sessions import SessionFormat
+from ..settings import SessionRootSetting
 
 if TYPE_CHECKING:
     from .index import Update

@@ -26,10 +26,10 @@ from mcp import Client, StdioServerParameters
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import call
 from remem.daemon.home import Home
-from remem.daemon.memory.batch import PutChange
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import RecordType
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import PutChange
 from remem.daemon.server.runtime import DaemonPaths
 
 from . import corpus

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from remem.daemon.consolidation.evidence import project_evidence
-from remem.daemon.consolidation.receipts import Status
 from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.consolidation.worker_log import worker_cwd
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import Status
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding, encode_segment, project_key

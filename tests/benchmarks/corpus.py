@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from remem.daemon.memory.record import Record, render_record
+from remem.daemon.memory.record import render_record
+from remem.daemon.protocol.memory import Record
 
 
 def _heading(n: int) -> str:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from remem.daemon.forks.child import child_id
 from remem.daemon.forks.journal import operation_key
-from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding

@@ -19,7 +19,7 @@ from typing import Any
 
 from remem.daemon.client import call
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import RpcError
+from remem.daemon.protocol.rpc import RpcError
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
 from tests.reliability.hostile import CWD, INPUTS, ROOTS, Hostile

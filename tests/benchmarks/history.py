@@ -19,7 +19,6 @@ from pathlib import Path
 import pygit2
 
 from remem.daemon.home import Home
-from remem.daemon.memory.batch import DeleteChange, PutChange
 from remem.daemon.memory.history import CLI, RECOVERED, History, workspace_generation
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.log_cache import FOLDER
@@ -27,8 +26,9 @@ from remem.daemon.memory.record import render_record
 from remem.daemon.memory.revision import workspace_revision
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.memory.validation import parse_record
+from remem.daemon.protocol.memory import DeleteChange, PutChange
+from remem.daemon.protocol.rpc import HistoryLogParams
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.server.protocol import HistoryLogParams
 
 from . import corpus
 from .harness import Benchmark, Budget, Call, Contenders

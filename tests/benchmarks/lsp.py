@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from remem.daemon.home import Home
-from remem.daemon.memory.batch import PutChange
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, Record, render_record
+from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, render_record
 from remem.daemon.memory.stamps import RACY_NS
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import PutChange, Record
 
 from . import corpus
 from .harness import Benchmark, Budget, Call, Contenders, Prepare

@@ -16,20 +16,13 @@ from pathlib import Path
 import yaml
 
 from remem.daemon.home import Home
-from remem.daemon.memory.batch import DeleteChange, PutChange
 from remem.daemon.memory.diagnostics import Diagnostic
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.index import render_index
-from remem.daemon.memory.record import (
-    BODY_MAX_BYTES,
-    GLOBAL_MAX_BYTES,
-    INDEX_FILE,
-    Record,
-    RecordType,
-    render_record,
-)
+from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, INDEX_FILE, RecordType, render_record
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.memory.validation import parse_record, validate_global
+from remem.daemon.protocol.memory import DeleteChange, PutChange, Record
 
 from . import corpus
 from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat

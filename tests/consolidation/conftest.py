@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from remem.daemon.consolidation.evidence import EvidenceRange, project_evidence
+from remem.daemon.consolidation.evidence import project_evidence
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import EvidenceRange
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import FakeOpenAI

@@ -18,12 +18,12 @@ from remem.daemon.consolidation.evidence import (
     SUMMARY_LABEL,
     USER_LABEL,
     Evidence,
-    EvidenceRange,
     ToolUse,
     TurnEvidence,
     elide_code_blocks,
     project_evidence,
 )
+from remem.daemon.protocol.consolidation import EvidenceRange
 from remem.daemon.sessions.factory import (
     SessionDraft,
     SessionSpec,

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.consolidation.evidence import SUMMARY_LABEL, EvidenceRange
+from remem.daemon.consolidation.evidence import SUMMARY_LABEL
 from remem.daemon.consolidation.harness_evidence import project_harness
 from remem.daemon.consolidation.harness_source import Unreadable, observe
 from remem.daemon.consolidation.proposal import Frozen, ProposalRejected, parse_arguments, plan_proposal
+from remem.daemon.protocol.consolidation import EvidenceRange
 from remem.daemon.sessions.harness_sources import content_digest
 from tests.sessions import claude_lines as cl
 from tests.sessions import codex_lines as cx

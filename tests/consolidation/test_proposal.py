@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remem.daemon.consolidation.evidence import EvidenceRange
 from remem.daemon.consolidation.proposal import (
     Frozen,
     ProposalRejected,
@@ -17,7 +16,9 @@ from remem.daemon.consolidation.proposal import (
     parse_arguments,
     plan_proposal,
 )
-from remem.daemon.memory.record import Record, render_record
+from remem.daemon.memory.record import render_record
+from remem.daemon.protocol.consolidation import EvidenceRange
+from remem.daemon.protocol.memory import Record
 
 SHOWN = [EvidenceRange(fromSeq=0, toSeq=9), EvidenceRange(fromSeq=10, toSeq=30)]
 EV = [{"fromSeq": 0, "toSeq": 9}]

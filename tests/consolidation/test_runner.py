@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.consolidation import runner
-from remem.daemon.consolidation.receipts import ReceiptStore, Status
-from remem.daemon.consolidation.runner import ConsolidationResult, Consolidator, Refused
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.consolidation.runner import Consolidator, Refused
 from remem.daemon.consolidation.worker_log import (
     read_back,
     worker_cwd,
@@ -27,6 +27,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.consolidation import ConsolidationResult, Status
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import FakeOpenAI, hang, slow, status, text, tool_call

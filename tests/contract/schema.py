@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from remem.daemon.home import Home
-from remem.daemon.server import protocol
+from remem.daemon.protocol import rpc as protocol
 from remem.lsp import requests as lsp_requests
 from remem.lsp.server import create_server
 from remem.lsp.transcripts import TRANSCRIPT_SCHEME
@@ -151,7 +151,7 @@ def main() -> int:
     if GOLDEN.exists() and unbumped_change(current, json.loads(GOLDEN.read_text())):
         print(
             f"the wire contract changed but PROTOCOL_VERSION is still {current['protocolVersion']}: "
-            "bump it in daemon/server/protocol.py (saying why in its comment), then run this again",
+            "bump it in daemon/protocol/rpc.py (saying why in its comment), then run this again",
             file=sys.stderr,
         )
         return 1

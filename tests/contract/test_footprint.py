@@ -1,9 +1,9 @@
 """What a front end loads: importing the daemon client, and `remem lsp` up to `initialize`.
 
-Issue #19's targets (the client ≤ 15 remem modules; `remem lsp` at `initialize` without
-consolidation, fork or index modules) are not met yet; docs/benchmarks.md reports the counts
-(`python -m tests.contract.imports`). What is asserted here holds today and must keep holding:
-neither loads the daemon's own process, handlers, watcher, the MCP server or `remem eval`.
+Neither loads the daemon's own process, handlers, watcher, the MCP server or `remem eval`; the
+client is the wire contract and a socket (at most `CLIENT_MODULES` remem modules), and the
+language server starts without the consolidation, fork and session-index code it never runs
+before a feature asks (`python -m tests.contract.imports` prints the counts).
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ NEVER_IN_A_CLIENT = (
     "remem.agents",
 )
 
+CLIENT_MODULES = 15
+NOT_AT_INITIALIZE = ("remem.daemon.consolidation", "remem.daemon.forks", "remem.daemon.sessions.index")
+
 
 def loaded_anything_of(loaded: list[str], packages: tuple[str, ...]) -> list[str]:
     return [m for m in loaded if any(m == p or m.startswith(p + ".") for p in packages)]
@@ -36,8 +39,9 @@ def loaded_anything_of(loaded: list[str], packages: tuple[str, ...]) -> list[str
 def test_importing_the_client_loads_none_of_the_daemons_own_code() -> None:
     loaded = imports.loaded_by_import("remem.daemon.client")
     print(f"import remem.daemon.client: {len(loaded)} remem modules")
-    assert "remem.daemon.server.protocol" in loaded  # the measurement sees what it loads
+    assert "remem.daemon.protocol.rpc" in loaded  # the measurement sees what it loads
     assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
+    assert len(loaded) <= CLIENT_MODULES, loaded
 
 
 def test_the_language_server_answers_initialize_without_the_daemons_own_code(tmp_path: Path) -> None:
@@ -45,3 +49,4 @@ def test_the_language_server_answers_initialize_without_the_daemons_own_code(tmp
     print(f"remem lsp at initialize: {len(loaded)} remem modules")
     assert "remem.lsp.server" in loaded
     assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
+    assert loaded_anything_of(loaded, NOT_AT_INITIALIZE) == []

@@ -66,7 +66,7 @@ def test_the_contract_is_the_golden_file(current: dict[str, Any]) -> None:
     if schema.unbumped_change(current, checked_in):
         pytest.fail(
             f"the wire contract changed at {changed}, but PROTOCOL_VERSION is still "
-            f"{current['protocolVersion']}: bump it in daemon/server/protocol.py, "
+            f"{current['protocolVersion']}: bump it in daemon/protocol/rpc.py, "
             f"then run `{schema.REGENERATE}`",
             pytrace=False,
         )

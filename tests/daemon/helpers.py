@@ -15,7 +15,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import RpcError
+from remem.daemon.protocol.rpc import RpcError
 from remem.daemon.server.runtime import DaemonPaths
 from tests.waiting import wait_until
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import ANSWER_TOO_LARGE, RpcError
+from remem.daemon.protocol.rpc import ANSWER_TOO_LARGE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.factory import SessionSpec, build_family, build_session, write_session
 

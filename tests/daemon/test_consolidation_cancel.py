@@ -10,7 +10,7 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import CONSOLIDATION_REFUSED, RpcError
+from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, RpcError
 from tests.consolidation.conftest import KEY_ENV, configure, write_source
 from tests.fake_openai import FakeOpenAI
 

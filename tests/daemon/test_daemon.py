@@ -16,7 +16,7 @@ import pytest
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import MAX_MESSAGE_BYTES
+from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 
 from .helpers import remem, wait_until
@@ -159,7 +159,7 @@ def test_hostile_messages_get_errors_and_the_daemon_keeps_serving(home: Home) ->
 def test_a_daemon_of_another_version_is_replaced(home: Home) -> None:
     # An "old" daemon: the real process code, started with a different app version.
     old_daemon = (
-        "import sys; import remem.daemon.server.protocol as protocol; protocol.APP_VERSION = '0.0.1-old'; "
+        "import sys; import remem.daemon.protocol.rpc as protocol; protocol.APP_VERSION = '0.0.1-old'; "
         "from remem.daemon.home import Home; from remem.daemon.server.process import run; "
         "sys.exit(run(Home.resolve(sys.argv[1])))"
     )

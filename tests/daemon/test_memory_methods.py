@@ -12,7 +12,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
-from remem.daemon.server.protocol import INVALID_CHANGES, INVALID_PARAMS, MEMORY_INVALID, RpcError
+from remem.daemon.protocol.rpc import INVALID_CHANGES, INVALID_PARAMS, MEMORY_INVALID, RpcError
 
 from .helpers import calls
 

@@ -11,7 +11,8 @@ import pytest
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.record import Record, render_record
+from remem.daemon.memory.record import render_record
+from remem.daemon.protocol.memory import Record
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import until
 

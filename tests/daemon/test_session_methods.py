@@ -12,7 +12,7 @@ import pytest
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import INVALID_PARAMS, SESSION_REFUSED, RpcError
+from remem.daemon.protocol.rpc import INVALID_PARAMS, SESSION_REFUSED, RpcError
 from remem.daemon.sessions.factory import (
     SessionSpec,
     build_family,

@@ -34,9 +34,9 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.memory.batch import CHANGES
-from remem.daemon.memory.history import Actor
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import Actor
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript

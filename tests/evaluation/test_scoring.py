@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from remem.daemon.consolidation.evidence import EvidenceRange
 from remem.daemon.consolidation.proposal import parse_arguments
 from remem.daemon.evaluation.cases import CASES
 from remem.daemon.evaluation.report import Metrics
 from remem.daemon.evaluation.scoring import carries, score_case
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import EvidenceRange
 from tests.fake_openai import FakeOpenAI
 from tests.scripted_model import good, serve
 

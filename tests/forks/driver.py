@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 
 if __name__ == "__main__":

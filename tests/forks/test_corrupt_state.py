@@ -10,8 +10,9 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.forks.journal import ForkJournal, operation_key
-from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session

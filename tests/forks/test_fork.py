@@ -18,9 +18,10 @@ from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.forks.child import child_id, next_title
 from remem.daemon.forks.journal import ForkJournal, operation_key
 from remem.daemon.forks.prefix import seed_lines
-from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.forks.service import ForkService
 from remem.daemon.fsutil import TEMP_MARKER, is_temp_name
 from remem.daemon.home import Home
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions import scanner
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError, SessionLogError

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.consolidation.evidence import shown_turns
-from remem.daemon.consolidation.receipts import ReceiptStore, Status
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.runner import Consolidator, Refused
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.consolidation import Status
 from tests.consolidation.conftest import KEY_ENV, configure, proposal, put
 from tests.fake_openai import Computed, FakeOpenAI, tool_call
 

@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcException
 
 from remem.daemon.home import Home
 from remem.daemon.locks import try_file_lock
-from remem.daemon.server.protocol import PROTOCOL_VERSION, DaemonInfo
+from remem.daemon.protocol.rpc import PROTOCOL_VERSION, DaemonInfo
 from tests.consolidation.conftest import write_source
 from tests.lsp.editor import open_document, until
 from tests.lsp.live import Editor, remem, session_root, start_editor, stop_editor, write_settings

@@ -18,10 +18,11 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.journal import JOURNAL_NAME, Journal, Step
 from remem.daemon.memory.record import render_record
 from remem.daemon.memory.snapshot_cache import SnapshotCache
-from remem.daemon.memory.store import MemoryInvalid, MemoryStore, WorkspaceSnapshot
+from remem.daemon.memory.store import MemoryInvalid, MemoryStore
+from remem.daemon.protocol.memory import WorkspaceSnapshot
+from remem.daemon.protocol.rpc import AgentContextParams, Empty, WorkspaceParams
 from remem.daemon.server.agent_methods import AgentMethods
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.server.protocol import AgentContextParams, Empty, WorkspaceParams
 from remem.daemon.swap import file_digest
 from tests.memory.factory import put, rec
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from remem.daemon.consolidation.route import store_api_key
 from remem.daemon.home import Home
 from remem.daemon.memory import journal
-from remem.daemon.memory.batch import CHANGES, PutChange
+from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.record import Record
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import PutChange, Record
 from remem.daemon.settings import SettingsStore
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from remem.daemon.memory.batch import DeleteChange, PutChange
-from remem.daemon.memory.record import Record
+from remem.daemon.protocol.memory import DeleteChange, PutChange, Record
 
 
 def rec(

@@ -22,12 +22,13 @@ from remem.daemon.cli import cli
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.home import Home
 from remem.daemon.memory import history as history_module
-from remem.daemon.memory.history import Actor, History
+from remem.daemon.memory.history import History
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.log_cache import FOLDER, LogCache
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import Actor
+from remem.daemon.protocol.rpc import HistoryLogParams, RevertParams
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.server.protocol import HistoryLogParams, RevertParams
 
 from .factory import delete, put
 from .test_crash_recovery import EMPTY, run_driver

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from remem.daemon.memory.canonical import canonical_bytes, canonicalize
 from remem.daemon.memory.diagnostics import TextPositions
-from remem.daemon.memory.record import Record, render_record
+from remem.daemon.memory.record import render_record
 from remem.daemon.memory.validation import parse_record, validate_global, validate_index
+from remem.daemon.protocol.memory import Record
 
 # Front-matter-shaped text finds far more parser paths than uniform noise does.
 _PIECES = st.sampled_from(

@@ -21,12 +21,13 @@ import pytest
 from remem.agents.link import InProcessLink
 from remem.daemon import faults
 from remem.daemon.cli.backend import NO_DAEMON_ENV
-from remem.daemon.consolidation.receipts import ReceiptStore, Status
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.settle import pending, settle_committing
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.consolidation import Status
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV, both_scopes, configure, write_source
 from tests.daemon.helpers import calls, remem, wait_until

@@ -22,10 +22,10 @@ import pytest
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
-from remem.daemon.memory.batch import PutChange
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.record import Record, render_record
+from remem.daemon.memory.record import render_record
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore
+from remem.daemon.protocol.memory import PutChange, Record
 from tests.daemon.conftest import home  # noqa: F401 - the home whose daemon is always stopped
 from tests.reliability.editor import KEEP, kept_text
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 
 from remem.daemon.home import Home
-from remem.daemon.server.protocol import MAX_MESSAGE_BYTES
+from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 from tests.daemon.helpers import calls, remem
 from tests.daemon.test_daemon import exchange

@@ -20,7 +20,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.journal import JOURNAL_NAME
 from remem.daemon.memory.store import MemoryStore
-from remem.daemon.server.protocol import RpcError
+from remem.daemon.protocol.rpc import RpcError
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
 from tests.daemon.helpers import calls, remem

@@ -26,10 +26,11 @@ import pytest
 
 from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.forks.child import child_id
-from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.reader import read_session

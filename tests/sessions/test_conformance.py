@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from remem.daemon.forks.service import ForkRequest, ForkService
+from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.models import SessionEvent

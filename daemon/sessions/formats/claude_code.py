@@ -24,6 +24,7 @@ against Claude Code itself and claude-agent-sdk's reader:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -266,7 +267,7 @@ def _transcript(
     stem: str,
     lines: list[Line[_Record]],
     graph: _Graph,
-    path: list[Line[_Record]],
+    path: list[Line[_Link]],
     turns: tuple[Turn, ...],
     problems: list[Problem],
 ) -> Transcript:
@@ -275,7 +276,7 @@ def _transcript(
     titles = _title(lines, graph, turns[0].prompt if turns else None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
     owner = first.session_id if first else None
-    forked = next((line.record.forked_from.session_id for line in lines if _forked(line.record)), None)
+    forked = next((f.session_id for line in lines if (f := line.record.forked_from) and f.session_id), None)
     return Transcript(
         session_id=stem,
         cwd=next((line.record.cwd for line in lines if line.record.cwd), None),
@@ -306,14 +307,10 @@ def _transcript(
     )
 
 
-def _forked(record: _Record) -> bool:
-    return record.forked_from is not None and bool(record.forked_from.session_id)
-
-
 class _Graph:
     """The uuid graph of a file: nodes (the last line of each uuid wins, as in the SDK)."""
 
-    def __init__(self, lines: list[Line[_Link]], problems: list[Problem]) -> None:
+    def __init__(self, lines: Sequence[Line[_Link]], problems: list[Problem]) -> None:
         self.problems = problems
         self.nodes: dict[str, Line[_Link]] = {}
         for line in lines:
@@ -507,7 +504,7 @@ def _prompt_text(record: _Link) -> str | None:
     return text or None
 
 
-def _text(blocks: list[dict[str, Any]]) -> str:
+def _text(blocks: list[_Block]) -> str:
     return "\n".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text").strip()
 
 
@@ -631,7 +628,7 @@ def _turn_starts(path: list[Line[_Link]]) -> dict[str | None, int]:
 
 
 def _title(
-    lines: list[Line[_Link]], graph: _Graph, first_prompt: str | None
+    lines: Sequence[Line[_Link]], graph: _Graph, first_prompt: str | None
 ) -> tuple[str | None, str | None]:
     for field, source in (("custom_title", "custom-title"), ("ai_title", "ai-title")):
         value = next(

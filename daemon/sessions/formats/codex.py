@@ -19,7 +19,7 @@ codex-rs:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -262,6 +262,7 @@ def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int)
         end = data.find(b"\n", at)
         spans.append((line, len(data) if end < 0 else end))
     candidates = [(line, end) for line, end in spans if end - line <= MAX_LINE]  # as the reader
+    events: Sequence[_Event | None]
     try:
         events = _EVENTS(b"[" + b",".join(data[line:end] for line, end in candidates) + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError):  # some line is not a record: one by one
@@ -363,10 +364,10 @@ def _read(lines: list[Line[_Line]]) -> list[_Open]:
         if event == "thread_rolled_back":
             _roll_back(done, payload.num_turns)
         if explicit and event == "task_started":
-            current = _close(current, done)
+            _close(current, done)
             current = _Open(number, str(payload.turn_id or ""))
         elif not explicit and _prompt(record, event) is not None:
-            current = _close(current, done)
+            _close(current, done)
             current = _Open(number, str(number))
         if current is None:
             continue
@@ -380,7 +381,8 @@ def _read(lines: list[Line[_Line]]) -> list[_Open]:
             current.status = (
                 "aborted" if event == "turn_aborted" else "error" if payload.error else "completed"
             )
-            current = _close(current, done)
+            _close(current, done)
+            current = None
     _close(current, done)
     if not explicit:
         for turn in done[:-1]:
@@ -460,10 +462,9 @@ def _exit(payload: _Payload, event: Any) -> tuple[str, bool] | None:
 
 
 def _close(turn: _Open | None, done: list[_Open]) -> None:
-    """File `turn` (if any) as read; always None, the next current turn."""
+    """File `turn` (if any) as read."""
     if turn is not None:
         done.append(turn)
-    return None
 
 
 def _roll_back(done: list[_Open], count: Any) -> None:

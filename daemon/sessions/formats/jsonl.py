@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, BinaryIO, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NamedTuple, TypeVar
 
 import msgspec
 
@@ -28,6 +28,7 @@ MAX_LINE = HARNESS_LINE_MAX_BYTES  # a module attribute, so a test can lower it
 _BLOCK = 1 << 20
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)  # a line of a record is a line of its base record
 
 
 class Fields(msgspec.Struct):
@@ -39,9 +40,17 @@ class Fields(msgspec.Struct):
         return default if value is None else value
 
 
-class Line(NamedTuple, Generic[T]):
-    number: int  # 1-based
-    record: T
+if TYPE_CHECKING:
+
+    class Line(NamedTuple, Generic[T_co]):
+        number: int  # 1-based
+        record: T_co
+
+else:  # a generic NamedTuple needs Python 3.11; at run time one class holds every shape
+
+    class Line(NamedTuple):
+        number: int  # 1-based
+        record: object
 
 
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}

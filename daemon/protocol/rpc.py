@@ -14,21 +14,26 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import __version__
-from ..consolidation.receipts import Receipt
-from ..consolidation.runner import ConsolidationResult
-from ..forks.service import ForkRequest, ForkResult
-from ..memory.batch import Change, DeleteChange, PutChange
-from ..memory.history import FileStat, HistoryEntry
-from ..memory.record import Record
-from ..memory.store import CommitResult, GlobalSnapshot, WorkspaceSnapshot
-from ..sessions.catalog import Listing
-from ..sessions.lineage import FlatNode
-from ..sessions.metadata import SessionMeta
-from ..sessions.projection import TurnSummary
+from .consolidation import ConsolidationResult, Receipt
+from .forks import ForkRequest, ForkResult
+from .memory import (
+    Change,
+    CommitResult,
+    DeleteChange,
+    FileStat,
+    GlobalSnapshot,
+    HistoryEntry,
+    PutChange,
+    Record,
+    WorkspaceSnapshot,
+)
+from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 
 PROTOCOL_VERSION = 3  # 2: the agents/* methods; 3: sessions of every harness, consolidation/models
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
+MAX_ANSWER_BYTES = 1 << 30
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

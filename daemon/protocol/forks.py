@@ -1,0 +1,33 @@
+"""The fork wire types: what `sessions/fork` is asked, and what it answers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    operationId: str
+    atSeq: int | None = None
+    title: str | None = None
+    expectedRevision: str | None = None
+
+    def digest(self) -> str:
+        fields = self.model_dump(exclude={"operationId"})
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+class ForkResult(BaseModel):
+    """What `remem sessions fork --json` prints."""
+
+    child: str
+    seedLength: int
+    forkTurn: int
+    created: bool
+    # The command that continues the child in its harness (Claude Code, Codex), run from the
+    # session's cwd; DSH children are opened from DSH's own session list.
+    resume: list[str] | None = None

@@ -1,0 +1,106 @@
+"""The sessions wire types: a listing's rows, a tree's nodes, a session's display metadata and
+its turns, as `sessions/*` answers them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+# The session formats remem reads; named here once, where a root may name its own.
+SessionFormat = Literal["dsh", "claude-code", "codex"]
+OPEN = "open"
+ROLLED_BACK = "rolled-back"  # a Codex turn `thread_rolled_back` abandoned: nothing to branch from
+
+
+# A branch is a path inside one file that was left for another (Claude Code: rewind, edit).
+NodeKind = Literal["root", "fork", "subagent", "branch"]
+# inferred: the parent is not recorded but deduced (a Claude Code --fork-session copy).
+NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred"]
+
+
+class ReviewState(BaseModel):
+    """Whether a session's current content was consolidated (filled in from the receipts)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: Literal["never", "consolidated", "no-change", "failed", "pending", "changed"] = "never"
+    status: str | None = None  # the receipt's status, for failed and pending reviews
+
+
+NEVER_REVIEWED = ReviewState()
+
+
+class SessionNode(BaseModel):
+    """What every tree node says about its session (field order is the JSON key order)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str | None
+    kind: NodeKind
+    forkTurn: int | None
+    createdAt: int
+    live: bool
+    archived: bool
+    flags: list[NodeFlag]
+    review: ReviewState = NEVER_REVIEWED
+    format: SessionFormat = "dsh"
+
+
+class FlatNode(SessionNode):
+    """A tree node without children, placed by `parent` and `depth` in pre-order."""
+
+    parent: str | None
+    depth: int
+
+
+class SessionSummary(BaseModel):
+    """One row of `remem sessions list --json`."""
+
+    id: str
+    title: str | None
+    cwd: str | None
+    createdAt: int
+    parent: str | None
+    kind: Literal["root", "fork", "subagent"]
+    live: bool
+    turns: int
+    lastSeq: int
+    revision: str
+    digest: str
+    review: ReviewState = NEVER_REVIEWED
+    format: SessionFormat = "dsh"  # the harness that wrote it: its transcript's and fork's format
+
+
+class ListError(BaseModel):
+    path: str
+    message: str
+
+
+class Listing(BaseModel):
+    sessions: list[SessionSummary]
+    errors: list[ListError]
+
+
+class SessionMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = None
+    archived: bool | None = None  # None: not set in remem, DSH's archive list decides
+    generation: int = 0
+
+
+class TurnSummary(BaseModel):
+    """One turn: `status` is its `turn/end` reason kind, or `open` while it has no end."""
+
+    turn: int
+    startSeq: int
+    endSeq: int | None = None
+    status: str = OPEN
+    user: str = ""
+
+    @property
+    def forkable(self) -> bool:
+        # DSH's Host fork anchors at any turn/end, whatever its reason (an aborted turn is a
+        # completed prefix); only a turn still open (or rolled back) cannot be branched from.
+        return self.status not in (OPEN, ROLLED_BACK)
