@@ -122,9 +122,14 @@ def codex_view(data: bytes) -> SessionView:
 def read_file(path: Path) -> bytes:
     """The file's bytes through a descriptor that is not a link (an `OSError` otherwise), or
     `LineTooLong` for a file with a line past the cap, so a hostile file never fills memory."""
+    return read_file_stat(path)[0]
+
+
+def read_file_stat(path: Path) -> tuple[bytes, os.stat_result]:
+    """`read_file`, with the `stat` of the descriptor read (the bytes' own revision)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as handle:
-        return read_bounded(handle)
+        return read_bounded(handle), os.fstat(handle.fileno())
 
 
 def content_digest(data: bytes) -> str:
