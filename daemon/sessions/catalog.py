@@ -400,7 +400,11 @@ class SessionCatalog:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
             if source.format != "dsh":
-                scan = HARNESS_SOURCES[source.format].scan(root, cwd)
+                adapter = HARNESS_SOURCES[source.format]
+                if self.memo is None:
+                    scan = adapter.scan(root, cwd)
+                else:
+                    scan = self.memo.harness_scan(root, cwd, lambda a=adapter, r=root: a.scan(r, cwd))
                 errors.extend(ListError(path=str(path), message=reason) for path, reason in scan.rejected)
                 files.extend(scan.files)
                 scanned.extend(scan.scanned)
