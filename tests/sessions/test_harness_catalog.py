@@ -168,9 +168,9 @@ def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots:
     ]
     assert "- Harness: Claude Code" in shown and "> rewound answer" in shown
     # The transcript lenses' own parser: one "Branch after turn N" per turn of the conversation,
-    # none inside the abandoned branch.
+    # right after it; the last turn's above the abandoned branch, none inside the branch.
     lines = shown.splitlines()
-    assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, len(lines) - 1)]
+    assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, lines.index(headings[3]))]
     header = json.loads(invoke(home, roots, "show", SID, "--json"))
     assert (header["header"]["format"], header["header"]["cwd"], header["events"]) == ("claude-code", CWD, [])
     assert [t["turn"] for t in header["turns"]] == [1, 2]
