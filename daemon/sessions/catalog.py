@@ -25,7 +25,7 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..settings import SessionFormat, SessionRootSetting, Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
-from .harness_sources import HARNESS_SOURCES, BranchInfo
+from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import NEVER_REVIEWED, LineageItem, ReviewState
 from .memo import ListingMemo
@@ -72,6 +72,9 @@ class SessionSummary(BaseModel):
     digest: str
     review: ReviewState = NEVER_REVIEWED
     format: SessionFormat = "dsh"  # the harness that wrote it: its transcript's and fork's format
+    # Lines a Claude Code or Codex reader skipped or flagged (bad lines, cycles, a torn last line
+    # once the session is no longer live); `sessions show` lists them. A DSH defect is an error.
+    problems: int = 0
 
 
 class ListError(BaseModel):
@@ -112,10 +115,34 @@ class Entry:
             archived=self.archived,
             format=self.row.format,
             inferred=self.row.parent is None and inferred_parent is not None,
+            problems=self.summary.problems,
         )
 
     def branch_items(self) -> list[LineageItem]:
-        """The in-file branches (Claude Code rewinds and edits) of this session, as its children."""
+        """The in-file branches (Claude Code rewinds and edits) and inline subagents of this
+        session, as its children."""
+        return self._branches() + self._sidechains()
+
+    def _sidechains(self) -> list[LineageItem]:
+        if self.row.sidechains is None:
+            return []
+        return [
+            LineageItem(
+                id=f"{self.summary.id}@{chain.root}",
+                title=chain.title,
+                parent=self.summary.id,
+                origin="subagent",
+                created_at=chain.created_at or self.summary.createdAt,
+                fork_turn=None,
+                live=False,
+                archived=self.archived,
+                format=self.row.format,
+                inline=True,
+            )
+            for chain in (SidechainInfo(**c) for c in json.loads(self.row.sidechains))
+        ]
+
+    def _branches(self) -> list[LineageItem]:
         if self.row.branches is None:
             return []
         return [
@@ -488,6 +515,15 @@ class SessionCatalog:
         return not self.published.untouched(row.path, row.revision)
 
 
+def _problems(row: LogRow, live: bool) -> int:
+    """How many lines of `row`'s file have a defect; a torn last line of a live session is a
+    write in progress, not one."""
+    if row.problems is None:
+        return 0
+    counts: dict[str, int] = json.loads(row.problems)
+    return sum(n for code, n in counts.items() if not (live and code == "torn-tail"))
+
+
 def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
     summary = SessionSummary(
         id=row.id or "",
@@ -502,6 +538,7 @@ def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: boo
         revision=row.revision,
         digest=row.digest or "",
         format=row.format,
+        problems=_problems(row, live),
     )
     return Entry(summary=summary, row=row, archived=archived)
 

@@ -20,12 +20,13 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..settings import SessionFormat
-from .formats.claude_code import Transcript, read_transcript
+from .formats.claude_code import Sidechain, Transcript, read_transcript
 from .formats.codex import Rollout, read_rollout
 from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
@@ -64,6 +65,16 @@ class BranchPath:
 
 
 @dataclass(frozen=True)
+class SidechainInfo:
+    """A subagent written inline in its parent's Claude Code file, as the index keeps it."""
+
+    root: str
+    title: str | None
+    created_at: int | None
+    turns: int
+
+
+@dataclass(frozen=True)
 class SessionView:
     """One harness file in the terms of the catalog, whatever its format."""
 
@@ -79,6 +90,7 @@ class SessionView:
     branches: tuple[BranchPath, ...]
     problems: tuple[Problem, ...]
     error: str | None
+    sidechains: tuple[Sidechain, ...] = ()
 
 
 def claude_view(data: bytes, name: str) -> SessionView:
@@ -97,6 +109,7 @@ def claude_view(data: bytes, name: str) -> SessionView:
         branches=tuple(BranchPath(b.leaf, b.after_turn, b.turns) for b in t.branches),
         problems=t.problems,
         error=t.error,
+        sidechains=t.sidechains,
     )
 
 
@@ -194,8 +207,22 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         format=fmt,
         root_uuid=view.root_uuid,
         branches=json.dumps([b.info().__dict__ for b in view.branches]) if view.branches else None,
+        problems=json.dumps(problem_counts(view.problems)) if view.problems else None,
+        sidechains=json.dumps([_sidechain_info(c).__dict__ for c in view.sidechains])
+        if view.sidechains
+        else None,
     )
     return Update(row, None, turn_summaries(view.turns))
+
+
+def problem_counts(problems: tuple[Problem, ...]) -> dict[str, int]:
+    """How many lines have each kind of defect (`not-json`, `cycle`, `torn-tail`, ...)."""
+    return dict(Counter(problem.code for problem in problems))
+
+
+def _sidechain_info(chain: Sidechain) -> SidechainInfo:
+    title = chain.turns[0].prompt if chain.turns else None
+    return SidechainInfo(chain.root, title, epoch_ms(chain.created_at), len(chain.turns))
 
 
 def _unreadable(exc: OSError) -> str:

@@ -24,7 +24,8 @@ from ..settings import SessionFormat
 # A branch is a path inside one file that was left for another (Claude Code: rewind, edit).
 NodeKind = Literal["root", "fork", "subagent", "branch"]
 # inferred: the parent is not recorded but deduced (a Claude Code --fork-session copy).
-NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred"]
+# inline: a subagent written inside its parent's file (Claude Code 1.0), shown in its transcript.
+NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred", "inline"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class LineageItem:
     archived: bool
     format: SessionFormat = "dsh"
     inferred: bool = False
+    problems: int = 0  # lines of its file a reader skipped or flagged
+    inline: bool = False  # a subagent inside its parent's file, not a file of its own
 
     @property
     def kind(self) -> NodeKind:
@@ -83,6 +86,7 @@ class _Node(BaseModel):
     flags: list[NodeFlag]
     review: ReviewState = NEVER_REVIEWED
     format: SessionFormat = "dsh"
+    problems: int = 0  # lines of its file a reader skipped or flagged; `sessions show` lists them
 
 
 class TreeNode(_Node):
@@ -186,6 +190,8 @@ def _resolve_parents(
             flags[item.id].append("orphan")
         elif known and item.inferred:
             flags[item.id].append("inferred")
+        if item.inline:
+            flags[item.id].append("inline")
     for cycle in _cycles(parent_of):
         parent_of[min(cycle, key=lambda i: by_id[i].order)] = None
         for member in cycle:
@@ -218,6 +224,7 @@ def _assemble(
             archived=item.archived,
             flags=sorted(flags[node_id]),
             format=item.format,
+            problems=item.problems,
             children=[nodes[c] for c in children.get(node_id, [])],
         )
     return SessionTree(roots=[nodes[r] for r in children.get(None, [])])
