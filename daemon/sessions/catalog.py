@@ -120,45 +120,31 @@ class Entry:
 
     def branch_items(self) -> list[LineageItem]:
         """The in-file branches (Claude Code rewinds and edits) and inline subagents of this
-        session, as its children."""
-        return self._branches() + self._sidechains()
-
-    def _sidechains(self) -> list[LineageItem]:
-        if self.row.sidechains is None:
-            return []
+        session, as its children: nodes `<session>@<uuid>`, not sessions of their own."""
+        row = self.row
+        branches = [BranchInfo(**b) for b in json.loads(row.branches)] if row.branches else []
+        chains = [SidechainInfo(**c) for c in json.loads(row.sidechains)] if row.sidechains else []
         return [
-            LineageItem(
-                id=f"{self.summary.id}@{chain.root}",
-                title=chain.title,
-                parent=self.summary.id,
-                origin="subagent",
-                created_at=chain.created_at or self.summary.createdAt,
-                fork_turn=None,
-                live=False,
-                archived=self.archived,
-                format=self.row.format,
-                inline=True,
-            )
-            for chain in (SidechainInfo(**c) for c in json.loads(self.row.sidechains))
+            self._in_file(b.leaf, b.prompt, "branch", self.summary.createdAt, b.after_turn) for b in branches
+        ] + [
+            self._in_file(c.root, c.title, "subagent", c.created_at or self.summary.createdAt) for c in chains
         ]
 
-    def _branches(self) -> list[LineageItem]:
-        if self.row.branches is None:
-            return []
-        return [
-            LineageItem(
-                id=f"{self.summary.id}@{branch.leaf}",
-                title=branch.prompt,
-                parent=self.summary.id,
-                origin="branch",
-                created_at=self.summary.createdAt,
-                fork_turn=branch.after_turn,
-                live=False,
-                archived=self.archived,
-                format=self.row.format,
-            )
-            for branch in (BranchInfo(**b) for b in json.loads(self.row.branches))
-        ]
+    def _in_file(
+        self, uuid: str, title: str | None, origin: str, created_at: int, fork_turn: int | None = None
+    ) -> LineageItem:
+        return LineageItem(
+            id=f"{self.summary.id}@{uuid}",
+            title=title,
+            parent=self.summary.id,
+            origin=origin,
+            created_at=created_at,
+            fork_turn=fork_turn,
+            live=False,
+            archived=self.archived,
+            format=self.row.format,
+            inline=origin == "subagent",
+        )
 
 
 def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
