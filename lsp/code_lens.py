@@ -61,11 +61,11 @@ async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[ty
 
 
 def _turn_ends(lines: list[str]) -> list[tuple[int, int]]:
-    """Each turn with the line a lens above sits right after it: the next turn's heading, or
-    the last line for the last turn."""
-    starts = [(int(m.group(1)), n) for n, line in enumerate(lines) if (m := TURN_HEADING.match(line))]
-    last = max(len(lines) - 1, 0)
-    return [(turn, starts[i + 1][1] if i + 1 < len(starts) else last) for i, (turn, _) in enumerate(starts)]
+    """Each turn with the line a lens above sits right after it: the next section's heading
+    (another turn, what happened between turns, an abandoned branch), or the last line."""
+    sections = [n for n, line in enumerate(lines) if line.startswith("## ")]
+    ends = dict(zip(sections, [*sections[1:], max(len(lines) - 1, 0)], strict=True))
+    return [(int(m.group(1)), ends[n]) for n, line in enumerate(lines) if (m := TURN_HEADING.match(line))]
 
 
 async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> list[types.CodeLens]:

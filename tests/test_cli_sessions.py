@@ -48,7 +48,7 @@ def test_list_json_shape(home: Home, tmp_path: Path) -> None:
     assert {s["id"] for s in data["sessions"]} == set(ids.values())
     assert set(data["sessions"][0]) == {
         "id", "title", "cwd", "createdAt", "parent", "kind", "live", "turns", "lastSeq", "revision", "digest",
-        "review", "format",
+        "review", "format", "problems",
     }  # fmt: skip
     assert {s["format"] for s in data["sessions"]} == {"dsh"}
     assert {s["review"]["state"] for s in data["sessions"]} == {"never"}

@@ -10,16 +10,15 @@ writing it. Two observations with the same path, digest and no liveness are the 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..sessions.formats.claude_code import read_transcript
 from ..sessions.formats.codex import read_rollout
-from ..sessions.formats.jsonl import LineTooLong, read_bounded
+from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.formats.model import Harness
-from ..sessions.harness_sources import content_digest
+from ..sessions.harness_sources import content_digest, read_file_stat
 from .evidence import Evidence
 from .harness_evidence import project_harness
 
@@ -53,15 +52,11 @@ class HarnessFile:
 def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
     """Read `path` once; raises `Unreadable` when it is missing, a link, or holds no session."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        data, st = read_file_stat(path)
     except OSError as exc:
         raise Unreadable(f"{path.name} cannot be opened: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            data = read_bounded(handle)
-        except LineTooLong as exc:
-            raise Unreadable(f"{path.name}: {exc.reason}") from None
-        changed_ns = os.fstat(handle.fileno()).st_mtime_ns
+    except LineTooLong as exc:
+        raise Unreadable(f"{path.name}: {exc.reason}") from None
     if harness == "claude-code":
         transcript = read_transcript(data, path.name)
         session, cwd, error = transcript.session_id, transcript.cwd, transcript.error
@@ -78,5 +73,5 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         session_id=session,
         cwd=cwd,
         lines=data.count(b"\n"),
-        live=time.time_ns() - changed_ns < idle_seconds * 1_000_000_000,
+        live=time.time_ns() - st.st_mtime_ns < idle_seconds * 1_000_000_000,
     )

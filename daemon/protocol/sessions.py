@@ -16,7 +16,8 @@ ROLLED_BACK = "rolled-back"  # a Codex turn `thread_rolled_back` abandoned: noth
 # A branch is a path inside one file that was left for another (Claude Code: rewind, edit).
 NodeKind = Literal["root", "fork", "subagent", "branch"]
 # inferred: the parent is not recorded but deduced (a Claude Code --fork-session copy).
-NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred"]
+# inline: a subagent written inside its parent's file (Claude Code 1.0), shown in its transcript.
+NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred", "inline"]
 
 
 class ReviewState(BaseModel):
@@ -46,6 +47,7 @@ class SessionNode(BaseModel):
     flags: list[NodeFlag]
     review: ReviewState = NEVER_REVIEWED
     format: SessionFormat = "dsh"
+    problems: int = 0  # lines of its file a reader skipped or flagged; `sessions show` lists them
 
 
 class FlatNode(SessionNode):
@@ -71,6 +73,9 @@ class SessionSummary(BaseModel):
     digest: str
     review: ReviewState = NEVER_REVIEWED
     format: SessionFormat = "dsh"  # the harness that wrote it: its transcript's and fork's format
+    # Lines a Claude Code or Codex reader skipped or flagged (bad lines, cycles, a torn last line
+    # once the session is no longer live); `sessions show` lists them. A DSH defect is an error.
+    problems: int = 0
 
 
 class ListError(BaseModel):

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..home import Home
@@ -29,7 +30,7 @@ from ..protocol.sessions import (
 )
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
-from .harness_sources import HARNESS_SOURCES, BranchInfo
+from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import ListingMemo
@@ -88,26 +89,36 @@ class Entry:
             archived=self.archived,
             format=self.row.format,
             inferred=self.row.parent is None and inferred_parent is not None,
+            problems=self.summary.problems,
         )
 
     def branch_items(self) -> list[LineageItem]:
-        """The in-file branches (Claude Code rewinds and edits) of this session, as its children."""
-        if self.row.branches is None:
-            return []
+        """The in-file branches (Claude Code rewinds and edits) and inline subagents of this
+        session, as its children: nodes `<session>@<uuid>`, not sessions of their own."""
+        row = self.row
+        branches = [BranchInfo(**b) for b in json.loads(row.branches)] if row.branches else []
+        chains = [SidechainInfo(**c) for c in json.loads(row.sidechains)] if row.sidechains else []
         return [
-            LineageItem(
-                id=f"{self.summary.id}@{branch.leaf}",
-                title=branch.prompt,
-                parent=self.summary.id,
-                origin="branch",
-                created_at=self.summary.createdAt,
-                fork_turn=branch.after_turn,
-                live=False,
-                archived=self.archived,
-                format=self.row.format,
-            )
-            for branch in (BranchInfo(**b) for b in json.loads(self.row.branches))
+            self._in_file(b.leaf, b.prompt, "branch", self.summary.createdAt, b.after_turn) for b in branches
+        ] + [
+            self._in_file(c.root, c.title, "subagent", c.created_at or self.summary.createdAt) for c in chains
         ]
+
+    def _in_file(
+        self, uuid: str, title: str | None, origin: str, created_at: int, fork_turn: int | None = None
+    ) -> LineageItem:
+        return LineageItem(
+            id=f"{self.summary.id}@{uuid}",
+            title=title,
+            parent=self.summary.id,
+            origin=origin,
+            created_at=created_at,
+            fork_turn=fork_turn,
+            live=False,
+            archived=self.archived,
+            format=self.row.format,
+            inline=origin == "subagent",
+        )
 
 
 def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
@@ -376,7 +387,11 @@ class SessionCatalog:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
             if source.format != "dsh":
-                scan = HARNESS_SOURCES[source.format].scan(root, cwd)
+                adapter = HARNESS_SOURCES[source.format]
+                if self.memo is None:
+                    scan = adapter.scan(root, cwd)
+                else:
+                    scan = self.memo.harness_scan(root, cwd, partial(adapter.scan, root, cwd))
                 errors.extend(ListError(path=str(path), message=reason) for path, reason in scan.rejected)
                 files.extend(scan.files)
                 scanned.extend(scan.scanned)
@@ -465,6 +480,15 @@ class SessionCatalog:
         return not self.published.untouched(row.path, row.revision)
 
 
+def _problems(row: LogRow, live: bool) -> int:
+    """How many lines of `row`'s file have a defect; a torn last line of a live session is a
+    write in progress, not one."""
+    if row.problems is None:
+        return 0
+    counts: dict[str, int] = json.loads(row.problems)
+    return sum(n for code, n in counts.items() if not (live and code == "torn-tail"))
+
+
 def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
     summary = SessionSummary(
         id=row.id or "",
@@ -479,6 +503,7 @@ def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: boo
         revision=row.revision,
         digest=row.digest or "",
         format=row.format,
+        problems=_problems(row, live),
     )
     return Entry(summary=summary, row=row, archived=archived)
 

@@ -20,12 +20,13 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
-from .formats.claude_code import Transcript, read_transcript
+from .formats.claude_code import Sidechain, Transcript, read_transcript
 from .formats.codex import Rollout, read_rollout
 from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
@@ -64,6 +65,16 @@ class BranchPath:
 
 
 @dataclass(frozen=True)
+class SidechainInfo:
+    """A subagent written inline in its parent's Claude Code file, as the index keeps it."""
+
+    root: str
+    title: str | None
+    created_at: int | None
+    turns: int
+
+
+@dataclass(frozen=True)
 class SessionView:
     """One harness file in the terms of the catalog, whatever its format."""
 
@@ -79,6 +90,7 @@ class SessionView:
     branches: tuple[BranchPath, ...]
     problems: tuple[Problem, ...]
     error: str | None
+    sidechains: tuple[Sidechain, ...] = ()
 
 
 def claude_view(data: bytes, name: str) -> SessionView:
@@ -97,6 +109,7 @@ def claude_view(data: bytes, name: str) -> SessionView:
         branches=tuple(BranchPath(b.leaf, b.after_turn, b.turns) for b in t.branches),
         problems=t.problems,
         error=t.error,
+        sidechains=t.sidechains,
     )
 
 
@@ -122,9 +135,14 @@ def codex_view(data: bytes) -> SessionView:
 def read_file(path: Path) -> bytes:
     """The file's bytes through a descriptor that is not a link (an `OSError` otherwise), or
     `LineTooLong` for a file with a line past the cap, so a hostile file never fills memory."""
+    return read_file_stat(path)[0]
+
+
+def read_file_stat(path: Path) -> tuple[bytes, os.stat_result]:
+    """`read_file`, with the `stat` of the descriptor read (the bytes' own revision)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as handle:
-        return read_bounded(handle)
+        return read_bounded(handle), os.fstat(handle.fileno())
 
 
 def content_digest(data: bytes) -> str:
@@ -189,8 +207,22 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         format=fmt,
         root_uuid=view.root_uuid,
         branches=json.dumps([b.info().__dict__ for b in view.branches]) if view.branches else None,
+        problems=json.dumps(problem_counts(view.problems)) if view.problems else None,
+        sidechains=json.dumps([_sidechain_info(c).__dict__ for c in view.sidechains])
+        if view.sidechains
+        else None,
     )
     return Update(row, None, turn_summaries(view.turns))
+
+
+def problem_counts(problems: tuple[Problem, ...]) -> dict[str, int]:
+    """How many lines have each kind of defect (`not-json`, `cycle`, `torn-tail`, ...)."""
+    return dict(Counter(problem.code for problem in problems))
+
+
+def _sidechain_info(chain: Sidechain) -> SidechainInfo:
+    title = chain.turns[0].prompt if chain.turns else None
+    return SidechainInfo(chain.root, title, epoch_ms(chain.created_at), len(chain.turns))
 
 
 def _unreadable(exc: OSError) -> str:

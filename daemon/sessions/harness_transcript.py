@@ -4,7 +4,9 @@ Each turn of the conversation is a `## Turn N — status — time` section (what
 "Branch after turn N" lenses look for), with the user's prompt, the tools called and how they
 ended, and the last assistant text. A Claude Code session's abandoned in-file branches follow
 under their own headings, their turns at a lower level, since nothing can be branched after
-them. Text from the file is quoted or put in code spans, as in `transcript`.
+them, and so do its inline subagents (Claude Code 1.0 wrote them into the parent's file). The
+lines the reader skipped or flagged are listed under the header, each with its reason. Text
+from the file is quoted or put in code spans, as in `transcript`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from .formats.model import Turn
 from .harness_sources import SessionView
 from .sources import HARNESS_NAMES
 from .transcript import fenced_code, inline, quoted
+
+PROBLEMS_SHOWN = 50  # a file of broken lines lists this many, then how many more
 
 
 class _Stamp(msgspec.Struct):
@@ -52,6 +56,16 @@ def _body(turn: Turn) -> list[str]:
     return lines
 
 
+def _problems(view: SessionView) -> list[str]:
+    if not view.problems:
+        return []
+    shown = [f"- {inline(problem.reason)}" for problem in view.problems[:PROBLEMS_SHOWN]]
+    more = len(view.problems) - PROBLEMS_SHOWN
+    if more > 0:
+        shown.append(f"- … and {more} more")
+    return [f"**Problems** ({len(view.problems)}, skipped or flagged while reading)", "", *shown, ""]
+
+
 def render_harness_transcript(view: SessionView, data: bytes, title: str | None = None) -> str:
     """The transcript of the session `view` read from `data`, headed by `title` when given."""
     lines = [f"# {inline(title or view.title or view.id or 'untitled')}", ""]
@@ -62,6 +76,7 @@ def render_harness_transcript(view: SessionView, data: bytes, title: str | None 
     if view.parent is not None:
         lines.append(f"- Parent: {fenced_code(view.parent)}{' (subagent)' if view.subagent else ''}")
     lines.append("")
+    lines += _problems(view)
     for turn in view.turns:
         heading = f"## Turn {turn.index} — {inline(_status(turn))} — {inline(_stamp(data, turn.start))}"
         lines += [heading, "", *_body(turn)]
@@ -71,6 +86,10 @@ def render_harness_transcript(view: SessionView, data: bytes, title: str | None 
         for turn in branch.turns:
             heading = f"### Abandoned turn {turn.index} — {inline(_status(turn))}"
             lines += [heading, "", *_body(turn)]
+    for chain in view.sidechains:
+        lines += [f"## Inline subagent {fenced_code(f'{view.id}@{chain.root}')}", ""]
+        for turn in chain.turns:
+            lines += [f"### Subagent turn {turn.index} — {inline(_status(turn))}", "", *_body(turn)]
     if not view.turns:
         lines += ["_No turns yet._", ""]
     return "\n".join(lines).rstrip("\n") + "\n"

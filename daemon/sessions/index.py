@@ -27,14 +27,14 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
     path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
-    format TEXT NOT NULL, root_uuid TEXT, branches TEXT,
+    format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT,
     header TEXT, projection TEXT, resume TEXT, digest_state TEXT
 );
 CREATE TABLE turns (
@@ -71,6 +71,8 @@ class LogRow:
     format: SessionFormat = "dsh"
     root_uuid: str | None = None  # Claude Code: the conversation's first uuid (copies share it)
     branches: str | None = None  # Claude Code: its in-file branches, as JSON
+    problems: str | None = None  # Claude Code, Codex: lines with each kind of defect, as JSON
+    sidechains: str | None = None  # Claude Code: subagents written inline in the file, as JSON
 
 
 # The listing columns are LogRow's fields, in order, so a row is rebuilt positionally.

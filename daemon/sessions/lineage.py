@@ -37,6 +37,8 @@ class LineageItem:
     archived: bool
     format: SessionFormat = "dsh"
     inferred: bool = False
+    problems: int = 0  # lines of its file a reader skipped or flagged
+    inline: bool = False  # a subagent inside its parent's file, not a file of its own
 
     @property
     def kind(self) -> NodeKind:
@@ -145,6 +147,8 @@ def _resolve_parents(
             flags[item.id].append("orphan")
         elif known and item.inferred:
             flags[item.id].append("inferred")
+        if item.inline:
+            flags[item.id].append("inline")
     for cycle in _cycles(parent_of):
         parent_of[min(cycle, key=lambda i: by_id[i].order)] = None
         for member in cycle:
@@ -177,6 +181,7 @@ def _assemble(
             archived=item.archived,
             flags=sorted(flags[node_id]),
             format=item.format,
+            problems=item.problems,
             children=[nodes[c] for c in children.get(node_id, [])],
         )
     return SessionTree(roots=[nodes[r] for r in children.get(None, [])])

@@ -5,6 +5,9 @@ daemon's watcher sees every change anyway, so the memo keeps the folder scans an
 memory and the watcher marks what changed (`changed(path)`): one log, one project folder or a
 root's list of projects. A warm listing then costs what changed: with inotify, nothing for an
 unchanged log; with polling, whose events come up to a second late, one `stat` per log.
+Claude Code and Codex roots are remembered the same way, as the scan their adapter made for
+a workspace (or for every workspace): a marked file is stat-ed again, and a mark on a folder
+the scan looked at, or on the root's list of folders, has the scan redone.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 from .paths import LOG_FILE_NAMES, Encoding
 from .reader import stat_revision
 from .roots import LogFile, Rejected, project_logs, single_encoding
+from .sources import FileScan
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
 
@@ -46,6 +50,39 @@ class _Project:
 
 
 @dataclass
+class _HarnessScan:
+    """One harness adapter's scan of a root (for one workspace, or all): files by path."""
+
+    root: str
+    files: dict[str, LogFile]
+    rejected: list[Rejected]
+    scanned: tuple[str, ...]
+
+    @classmethod
+    def of(cls, root: Path, scan: FileScan) -> _HarnessScan:
+        return cls(str(root), {f.path: f for f in scan.files}, scan.rejected, scan.scanned)
+
+    def as_scan(self) -> FileScan:
+        return FileScan(list(self.files.values()), self.rejected, self.scanned)
+
+    def restat(self, path: str) -> bool:
+        """Take a new `stat` of one remembered file; False if it is not (or no longer) one."""
+        st = _regular_stat(path) if path in self.files else None
+        if st is None:
+            return False
+        self.files[path] = LogFile(path, st)
+        return True
+
+    def still_current(self, path: str) -> bool:
+        """Whether the scan survives a change at `path`, a path under its root."""
+        if path in self.files:
+            return self.restat(path)
+        if path == self.root or os.path.dirname(path) == self.root:
+            return False  # the root's folders came, went or changed
+        return not any(path.startswith(prefix) or f"{path}{os.sep}" == prefix for prefix in self.scanned)
+
+
+@dataclass
 class _Root:
     projects: dict[str, _Project | None]  # None: to be scanned again
     names_current: bool = True  # the list of project folders is still the one scanned
@@ -65,6 +102,7 @@ class ListingMemo:
         self._marks_lock = threading.Lock()
         self._marks: set[str] = set()
         self._roots: dict[str, _Root] = {}
+        self._harness: dict[tuple[str, str | None], _HarnessScan] = {}  # by (root, workspace)
         self._rows: dict[str, LogRow] | None = None
         self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
         self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
@@ -139,6 +177,17 @@ class ListingMemo:
         chosen = single_encoding(root, found)
         return (found[chosen] if chosen else []), rejected
 
+    def harness_scan(self, root: Path, cwd: str | None, scan: Callable[[], FileScan]) -> FileScan:
+        """A Claude Code or Codex root's `scan()` for `cwd`, remembered until a mark under it."""
+        self._apply_marks()
+        key = (str(root), cwd)
+        known = self._harness.get(key)
+        if known is not None and not self._trust_events() and not all(map(known.restat, list(known.files))):
+            known = None
+        if known is None:
+            known = self._harness[key] = _HarnessScan.of(root, scan())
+        return known.as_scan()
+
     def _rescan_names(self, root: Path, earlier: _Root | None) -> _Root:
         """The root's project folders; scans of those still there are kept, new ones are scanned
         when a listing needs them (a workspace's listing needs only its own)."""
@@ -155,6 +204,10 @@ class ListingMemo:
             self._mark(path)
 
     def _mark(self, path: str) -> None:
+        for key, scan in list(self._harness.items()):
+            under = path.startswith(f"{scan.root}{os.sep}") or path == scan.root
+            if under and not scan.still_current(path):
+                del self._harness[key]
         for root_path, remembered in self._roots.items():
             if path != root_path and not path.startswith(f"{root_path}{os.sep}"):
                 continue

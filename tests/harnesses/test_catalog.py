@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
+from remem.lsp.code_lens import _turn_ends
 
 from .conftest import Scenario
 
@@ -49,6 +50,22 @@ def test_claude_code_resume_fork_and_rewind_in_the_tree(
     assert made["resume"] == ["claude", "--resume", made["child"]] and made["forkTurn"] == 1
     nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(claude_scenario.cwd))["nodes"]}
     assert (nodes[made["child"]]["parent"], nodes[made["child"]]["live"]) == (parent, False)
+
+
+def test_the_last_turn_after_a_rewind_is_the_active_conversations(
+    home: Home, claude_scenario: Scenario, tmp_path: Path
+) -> None:
+    root = copied(claude_scenario.runs["first"].transcript.parent.parent, tmp_path)
+    parent = claude_scenario.runs["first"].session_id
+    command = ["--home", str(home.root), "sessions", "show", parent, "--root", str(root)]
+    lines = CliRunner().invoke(cli, command).output.splitlines()
+    branch = next(n for n, line in enumerate(lines) if line.startswith("## Abandoned branch"))
+    assert [turn for turn, _ in _turn_ends(lines)] == [1, 2]
+    assert _turn_ends(lines)[-1][1] == branch, "the last turn's lens sits above the abandoned branch"
+    made = sessions(home, root, "fork", parent, "--op-id", "real-last")  # no --at: the last turn
+    assert made["forkTurn"] == 2
+    turns = sessions(home, root, "turns", made["child"])["turns"]
+    assert [t["user"] for t in turns] == ["read the notes", "instead this"]
 
 
 def test_a_claude_code_subagent_sits_under_its_session(

@@ -164,3 +164,11 @@ async def test_without_a_daemon_provenance_names_events_and_transcripts_get_noth
 async def test_the_last_turns_lens_sits_on_the_last_line() -> None:
     lines = ["# Title", "## Turn 1 — completed — t", "a", "## Turn 2 — completed — t", "b", ""]
     assert _turn_ends(lines) == [(1, 3), (2, 5)]
+
+
+async def test_the_last_turns_lens_sits_above_an_abandoned_branch_not_inside_it() -> None:
+    lines = [
+        "# Title", "## Turn 1 — completed — t", "a", "## Turn 2 — completed — t", "b",
+        "## Abandoned branch after turn 1 (leaf `x`)", "### Abandoned turn 2 — completed", "c", "",
+    ]  # fmt: skip
+    assert _turn_ends(lines) == [(1, 3), (2, 5)]

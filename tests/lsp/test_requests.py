@@ -33,6 +33,7 @@ NODE_KEYS = {
     "flags",
     "review",
     "format",  # the harness that wrote it: the tree's badge
+    "problems",  # lines its reader skipped or flagged: the tree's problem badge
     "parent",
     "depth",
 }

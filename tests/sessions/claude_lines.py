@@ -37,3 +37,30 @@ def result(uuid: str, parent: str, call: str, error: bool = False) -> dict[str, 
 
 def jsonl(*records: dict[str, Any] | bytes) -> bytes:
     return b"".join(r if isinstance(r, bytes) else json.dumps(r).encode() + b"\n" for r in records)
+
+
+def side(record: dict[str, Any], second: int | None = None) -> dict[str, Any]:
+    """`record` as Claude Code 1.0 wrote a Task subagent's lines into its parent's file."""
+    stamp = {} if second is None else {"timestamp": f"2026-01-01T00:00:{second:02d}Z"}
+    return {**record, "isSidechain": True, "version": "1.0.24", "userType": "external", **stamp}
+
+
+def inline_subagents() -> list[dict[str, Any]]:
+    """A 1.0 session that ran two Task subagents: each subagent's lines (a chain of its own,
+    rooted at null) sit inline between the parent's Task call and its result."""
+    return [
+        prompt("u1", None, "survey the repo"),
+        use("a1", "u1", "task-1", name="Task"),
+        side(prompt("s1", None, "list the modules"), 10),
+        side(use("s2", "s1", "side-call", name="Glob"), 11),
+        side(result("s3", "s2", "side-call"), 12),
+        side(say("s4", "s3", "three modules"), 13),
+        result("r1", "a1", "task-1"),
+        say("a2", "r1", "the repo has three modules"),
+        prompt("u2", "a2", "and the tests?"),
+        use("a3", "u2", "task-2", name="Task"),
+        side(prompt("t1", None, "find the tests"), 20),
+        side(say("t2", "t1", "tests live in tests/"), 21),
+        result("r2", "a3", "task-2"),
+        say("a4", "r2", "tests are in tests/"),
+    ]

@@ -13,7 +13,7 @@ import pytest
 from remem.daemon.sessions.formats import jsonl as decoding
 from remem.daemon.sessions.formats.claude_code import read_transcript
 
-from .claude_lines import CWD, SID, jsonl, prompt, rec, result, say, use
+from .claude_lines import CWD, SID, inline_subagents, jsonl, prompt, rec, result, say, side, use
 
 
 def read(*records: dict[str, Any] | bytes):
@@ -216,3 +216,34 @@ def test_an_overlong_line_is_skipped_without_being_decoded(monkeypatch: pytest.M
     t = read(prompt("u1", None, "q"), say("a1", "u1", "a"), huge)
     assert codes(t) == ["too-long"] and "over 400" in t.problems[0].reason
     assert [turn.prompt for turn in t.turns] == ["q"]
+
+
+def test_inline_sidechains_are_subagents_of_their_own_not_turns_or_branches() -> None:
+    t = read(*inline_subagents())
+    assert [(turn.prompt, turn.answer, turn.forkable) for turn in t.turns] == [
+        ("survey the repo", "the repo has three modules", True),
+        ("and the tests?", "tests are in tests/", True),
+    ]
+    assert (t.branches, t.subagent, t.problems) == ((), False, ())
+    assert [(c.root, c.created_at, [(x.prompt, x.answer) for x in c.turns]) for c in t.sidechains] == [
+        ("s1", "2026-01-01T00:00:10Z", [("list the modules", "three modules")]),
+        ("t1", "2026-01-01T00:00:20Z", [("find the tests", "tests live in tests/")]),
+    ]
+    assert [tool.name for tool in t.sidechains[0].turns[0].tools] == ["Glob"]
+    assert [tool.name for tool in t.turns[0].tools] == ["Task"], "the subagent's tools are its own"
+
+
+def test_an_inline_sidechain_rewound_keeps_its_latest_leaf_and_no_agent_file_has_any() -> None:
+    rewound = read(
+        prompt("u1", None, "go"),
+        use("a1", "u1", "task-1", name="Task"),
+        side(prompt("s1", None, "look")),
+        side(say("s2", "s1", "first try")),
+        side(say("s3", "s1", "second try")),
+        result("r1", "a1", "task-1"),
+        say("a2", "r1", "done"),
+    )
+    [chain] = rewound.sidechains
+    assert (chain.root, chain.turns[0].answer) == ("s1", "second try")
+    agent = read(side(prompt("s1", None, "look")), side(say("s2", "s1", "seen")))
+    assert (agent.subagent, agent.sidechains) == (True, ())

@@ -153,3 +153,29 @@ def test_the_samples_tree_as_sources_md_describes(home: Home) -> None:
     assert nodes["agent-36541525"].parent == "4c2ddfdc-b619-4525-8d03-1950fb1b0257"
     assert nodes["agent-acompact-e1f845"].flags == ["orphan"]
     assert {n.kind for n in nodes.values() if n.format == "codex"} == {"root"}
+    assert not any("inline" in n.flags for n in nodes.values()), "no sample writes subagents inline"
+    problems = {n.id: n.problems for n in nodes.values() if n.problems}
+    assert list(problems) == ["agent-acompact-e1f845"]  # its missing parent, as the reader says
+
+
+def test_a_real_subagent_written_inline_is_a_subagent_node_not_part_of_the_conversation(
+    home: Home, tmp_path: Path
+) -> None:
+    """Claude Code 1.0's layout, from real 2.0 records: the subagent's lines (all sidechain, a
+    chain from a null parent) spliced into a copy of its parent's file after its first turn."""
+    parent = CLAUDE / "-tmp-private" / "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"
+    agent = (CLAUDE / "-tmp-private" / "agent-36541525.jsonl").read_bytes()
+    original = read_transcript(parent.read_bytes(), parent.name)
+    data = parent.read_bytes()
+    cut = end_of_line(data, original.turns[0].end)
+    project = tmp_path / "projects" / "-tmp-private"
+    project.mkdir(parents=True)
+    (project / parent.name).write_bytes(data[:cut] + agent + data[cut:])
+    spliced = read_transcript((project / parent.name).read_bytes(), parent.name)
+    assert [t.prompt for t in spliced.turns] == [t.prompt for t in original.turns]
+    assert (spliced.branches, spliced.problems) == (original.branches, ())
+    entries, errors = SessionCatalog(home, [tmp_path / "projects"], idle_seconds=120).entries()
+    nodes = {n.id: n for n in build_tree(lineage_items(entries)).flat()}
+    (inline,) = [n for n in nodes.values() if "inline" in n.flags]
+    assert (errors, inline.kind, inline.parent, inline.title) == ([], "subagent", parent.stem, "Warmup")
+    assert inline.id == f"{parent.stem}@{spliced.sidechains[0].root}"

@@ -17,12 +17,13 @@ from remem.daemon.home import Home
 from remem.daemon.sessions import harness_sources
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
 from remem.daemon.sessions.formats import jsonl as jsonl_format
+from remem.daemon.sessions.harness_transcript import PROBLEMS_SHOWN, render_harness_transcript
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root, all_roots, detect_format
 from remem.daemon.settings import SessionRootSetting
 from remem.lsp.code_lens import _turn_ends
 
-from .claude_lines import CWD, jsonl, prompt, say
+from .claude_lines import CWD, inline_subagents, jsonl, prompt, say
 from .codex_lines import rollout, turn
 from .harness_roots import CHILD, COPY, FORK, SID, TID, build_roots, claude_project, conversation, write
 
@@ -168,9 +169,9 @@ def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots:
     ]
     assert "- Harness: Claude Code" in shown and "> rewound answer" in shown
     # The transcript lenses' own parser: one "Branch after turn N" per turn of the conversation,
-    # none inside the abandoned branch.
+    # right after it; the last turn's above the abandoned branch, none inside the branch.
     lines = shown.splitlines()
-    assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, len(lines) - 1)]
+    assert _turn_ends(lines) == [(1, lines.index(headings[2])), (2, lines.index(headings[3]))]
     header = json.loads(invoke(home, roots, "show", SID, "--json"))
     assert (header["header"]["format"], header["header"]["cwd"], header["events"]) == ("claude-code", CWD, [])
     assert [t["turn"] for t in header["turns"]] == [1, 2]
@@ -215,3 +216,59 @@ def test_roots_name_their_format_or_are_recognised(
         (claude / "projects", "claude-code"),
         (codex / "sessions", "codex"),  # archived_sessions does not exist: not a root
     ]
+
+
+INLINE = "1e000000-0000-4000-8000-0000000001e0"
+
+
+def test_inline_subagents_are_subagent_children_shown_in_their_sessions_transcript(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    lines = [{**r, "sessionId": INLINE} for r in inline_subagents()]
+    write(claude_project(roots["claude-code"]) / f"{INLINE}.jsonl", jsonl(*lines))
+    entries, errors = catalog(home, roots).entries(CWD)
+    assert errors == []
+    nodes = {n.id: n for n in build_tree(lineage_items(entries)).flat()}
+    children = [n for n in nodes.values() if n.parent == INLINE]
+    assert [(n.id, n.kind, n.title, n.flags, n.format) for n in children] == [
+        (f"{INLINE}@s1", "subagent", "list the modules", ["inline"], "claude-code"),
+        (f"{INLINE}@t1", "subagent", "find the tests", ["inline"], "claude-code"),
+    ]
+    # Same shape as a file's subagent (SID's agent-a1b2), whose node is not flagged inline.
+    assert (nodes["agent-a1b2"].kind, nodes["agent-a1b2"].flags) == ("subagent", [])
+    assert children[0].createdAt < children[1].createdAt
+    rows = json.loads(invoke(home, roots, "turns", INLINE, "--json"))["turns"]
+    assert [r["user"] for r in rows] == ["survey the repo", "and the tests?"]
+    shown = invoke(home, roots, "show", INLINE)
+    assert f"## Inline subagent `{INLINE}@s1`" in shown and "### Subagent turn 1 — completed" in shown
+    assert "> three modules" in shown
+    assert [turn for turn, _ in _turn_ends(shown.splitlines())] == [1, 2]
+    [tree_line] = [line for line in invoke(home, roots, "tree", "--cwd", CWD).splitlines() if "@s1" in line]
+    assert "subagent" in tree_line
+
+
+def test_reader_problems_are_counted_on_rows_and_listed_by_show(home: Home, roots: dict[str, Path]) -> None:
+    project = claude_project(roots["claude-code"])
+    broken = jsonl(*conversation()[:4], b"not json\n", prompt("u1", "a2", "again"), b'{"type": "user", "uu')
+    path = write(project / f"{SID}.jsonl", broken)
+    listing = catalog(home, roots).listing()
+    problems = {s.id: s.problems for s in listing.sessions}
+    # not-json, duplicate uuid, cycle (u1 now hangs under a2), torn tail: four, on this row only
+    assert problems[SID] == 4 and {n for i, n in problems.items() if i != SID} == {0}
+    nodes = {n.id: n for n in build_tree(lineage_items(catalog(home, roots).entries()[0])).flat()}
+    assert (nodes[SID].problems, nodes[FORK].problems) == (4, 0)
+    shown = invoke(home, roots, "show", SID)
+    assert "**Problems** (4, skipped or flagged while reading)" in shown
+    assert "line 5 is not JSON" in shown and "line 7 is being written" in shown
+    os.utime(path)  # written just now: the torn tail is the harness appending, not a problem
+    assert {s.id: s.problems for s in catalog(home, roots).listing().sessions}[SID] == 3
+    log = json.loads(invoke(home, roots, "show", SID, "--json"))
+    assert log["header"]["problems"] == 3
+
+
+def test_a_transcript_lists_the_first_problems_then_how_many_more() -> None:
+    data = jsonl(*conversation()[:4], *[b"{oops\n"] * 60)
+    shown = render_harness_transcript(harness_sources.claude_view(data, f"{SID}.jsonl"), data)
+    listed = [line for line in shown.splitlines() if line.startswith("- line ")]
+    assert len(listed) == PROBLEMS_SHOWN and listed[0].startswith("- line 5 is not JSON")
+    assert "- … and 10 more" in shown and "**Problems** (60, skipped or flagged while reading)" in shown

@@ -46,6 +46,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                 "flags": [],
                 "review": {"state": "never", "status": None},
                 "format": "dsh",
+                "problems": 0,
                 "children": [
                     {
                         "id": "fork",
@@ -58,6 +59,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                         "flags": [],
                         "review": {"state": "never", "status": None},
                         "format": "dsh",
+                        "problems": 0,
                         "children": [],
                     }
                 ],
@@ -75,6 +77,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
         "flags",
         "review",
         "format",
+        "problems",
         "children",
     ]
 

@@ -16,11 +16,19 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from remem.daemon.sessions.harness_sources import HARNESS_SOURCES
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.metadata import SessionMetadata
+from remem.daemon.sessions.sources import Root
 from remem.daemon.sessions.writer import SessionWriter
 
+from .claude_lines import CWD as CLAUDE_CWD
+from .claude_lines import jsonl, prompt, say
+from .codex_lines import rollout, turn
+from .harness_roots import SID, TID, build_roots, claude_project, write
+
 CWD = "/home/dev/projects/demo"
+NEW = "7e570000-0000-4000-8000-000000000001"
 
 
 def _catalog(home: Home, root: Path, memo: ListingMemo) -> SessionCatalog:
@@ -117,3 +125,56 @@ def test_remembered_entries_follow_titles_and_liveness(home: Home, tmp_path: Pat
     os.utime(path)  # written just now: live by recency, though the content is the same
     [touched] = _catalog(home, root, memo).listing().sessions
     assert touched.live is True and touched.title == "Renamed"
+
+
+def _harness_catalog(home: Home, roots: dict[str, Path], memo: ListingMemo) -> SessionCatalog:
+    return SessionCatalog(home, [Root(p, fmt) for fmt, p in roots.items()], 120, memo)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cwd", [None, CLAUDE_CWD], ids=["all", "workspace"])
+def test_a_warm_listing_rescans_no_harness_folder_until_marked(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cwd: str | None
+) -> None:
+    roots = build_roots(tmp_path)
+    memo = ListingMemo(lambda: True)
+    scans: list[str] = []
+    for fmt, source in HARNESS_SOURCES.items():
+        original = source.scan
+        monkeypatch.setattr(source, "scan", lambda r, c, o=original, f=fmt: scans.append(f) or o(r, c))
+    first = {s.id for s in _harness_catalog(home, roots, memo).listing(cwd).sessions}
+    assert sorted(scans) == ["claude-code", "codex"] and SID in first and TID in first
+    scans.clear()
+    assert {s.id for s in _harness_catalog(home, roots, memo).listing(cwd).sessions} == first
+    assert scans == [], "a warm listing through the memo scans no harness folder"
+
+    project = claude_project(roots["claude-code"])
+    new = write(project / f"{NEW}.jsonl", jsonl(prompt("n1", None, "new one"), say("n2", "n1", "ok")))
+    assert NEW not in {s.id for s in _harness_catalog(home, roots, memo).listing(cwd).sessions}
+    memo.changed([str(new), str(project)])  # what inotify reports for a created file
+    listed = {s.id for s in _harness_catalog(home, roots, memo).listing(cwd).sessions}
+    assert listed == first | {NEW} and scans == ["claude-code"], "only the marked root is scanned again"
+
+    scans.clear()
+    rollout_path = next(roots["codex"].rglob(f"*{TID}.jsonl"))
+    with rollout_path.open("ab") as handle:
+        handle.write(rollout(*turn("t2", "more", "again")))
+    memo.changed([str(rollout_path)])  # an append: the file is stat-ed again, nothing rescanned
+    turns = {s.id: s.turns for s in _harness_catalog(home, roots, memo).listing(cwd).sessions}
+    assert turns[TID] == 2 and scans == []
+
+    os.remove(new)
+    memo.changed([str(new), str(project)])
+    assert NEW not in {s.id for s in _harness_catalog(home, roots, memo).listing(cwd).sessions}
+
+
+def test_polling_restats_remembered_harness_files(home: Home, tmp_path: Path) -> None:
+    roots = build_roots(tmp_path)
+    memo = ListingMemo(lambda: False)
+    path = claude_project(roots["claude-code"]) / f"{SID}.jsonl"
+    before = {s.id: s.turns for s in _harness_catalog(home, roots, memo).listing().sessions}[SID]
+    with path.open("ab") as handle:
+        handle.write(jsonl(prompt("u5", "a4", "one more"), say("a5", "u5", "more")))
+    after = {s.id: s.turns for s in _harness_catalog(home, roots, memo).listing().sessions}[SID]
+    assert after == before + 1, "unmarked, but polling stats every remembered file"
+    path.unlink()
+    assert SID not in {s.id for s in _harness_catalog(home, roots, memo).listing().sessions}

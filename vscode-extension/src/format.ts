@@ -18,6 +18,11 @@ export function age(thenMs: number, nowMs: number): string {
 }
 
 /** An id short enough for a label: DSH ids are `session-<uuid>` or a bare uuid. */
+/** "1 problem", "3 problems". */
+export function problemCount(count: number): string {
+  return count === 1 ? '1 problem' : `${count} problems`;
+}
+
 export function shortId(id: string): string {
   const bare = id.startsWith('session-') ? id.slice('session-'.length) : id;
   return bare.length > 8 ? bare.slice(0, 8) : bare;

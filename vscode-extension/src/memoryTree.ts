@@ -3,7 +3,7 @@
  * validity, and the most recent consolidation receipts, from `remem/memoryOverview`.
  */
 
-import { age } from './format';
+import { age, problemCount } from './format';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
 import type { ItemIcon } from './sessionTree';
 
@@ -24,12 +24,8 @@ export type MemoryNode =
 const VALID: ItemIcon = { id: 'pass', color: 'testing.iconPassed' };
 const INVALID: ItemIcon = { id: 'error', color: 'list.errorForeground' };
 
-function problems(count: number): string {
-  return count === 1 ? '1 problem' : `${count} problems`;
-}
-
 function validity(valid: boolean, count: number): string {
-  return valid && count === 0 ? 'valid' : problems(Math.max(count, 1));
+  return valid && count === 0 ? 'valid' : problemCount(Math.max(count, 1));
 }
 
 export function globalNode(overview: MemoryOverview): MemoryNode {

@@ -58,6 +58,7 @@ export interface FlatNode {
   flags: string[];
   review: ReviewState;
   format?: SessionFormat;
+  problems?: number; // lines of its file the reader skipped or flagged; absent from older daemons
   parent: string | null;
   depth: number;
   ownPrompt?: string | null; // forks: the first line of their first prompt after the fork point

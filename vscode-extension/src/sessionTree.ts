@@ -4,7 +4,7 @@
  * context value for the menus). The view module only turns these into `vscode.TreeItem`s.
  */
 
-import { age, reviewBadge, reviewStateName, reviewText, sessionLabel, sessionTitle, shortId } from './format';
+import { age, problemCount, reviewBadge, reviewStateName, reviewText, sessionLabel, sessionTitle, shortId } from './format';
 import type { FlatNode, SessionFormat } from './protocol';
 
 /** How the tree names each harness; DSH, remem's first format, carries no badge. */
@@ -90,9 +90,16 @@ export function sessionBadges(node: FlatNode): string[] {
   if (node.archived) badges.push('archived');
   if (node.flags.includes('orphan')) badges.push('orphan');
   if (node.flags.includes('cycle')) badges.push('cycle');
+  if (node.problems) badges.push(`⚠ ${problemCount(node.problems)}`);
   const review = reviewBadge(node.review);
   if (review) badges.push(review);
   return badges;
+}
+
+/** Whether the node is shown in another session's transcript, not one of its own: an in-file
+ * branch, or a subagent written inside its parent's file (Claude Code 1.0). */
+export function inParentTranscript(node: FlatNode): boolean {
+  return node.kind === 'branch' || node.flags.includes('inline');
 }
 
 export function sessionDescription(node: FlatNode, nowMs: number): string {
@@ -113,7 +120,8 @@ export function sessionTooltip(node: FlatNode): string {
     const of = node.parent === null ? '' : ` of \`${shortId(node.parent)}\``;
     lines.push(`Branch${turn}${of}`);
   } else if (node.kind === 'subagent') {
-    lines.push('Subagent session');
+    const inline = 'Subagent written inside its session’s file; its turns are at the end of that transcript.';
+    lines.push(node.flags.includes('inline') ? inline : 'Subagent session');
   } else if (node.kind === 'branch') {
     lines.push('A path this session left (a rewind or an edit); its turns are at the end of the transcript.');
   }
@@ -126,12 +134,16 @@ export function sessionTooltip(node: FlatNode): string {
     lines.push('Orphan: its parent session is in no configured session root.');
   }
   if (node.flags.includes('cycle')) lines.push('Cycle: its parent links loop; the loop is broken here.');
+  if (node.problems) {
+    lines.push(`Problems: ${problemCount(node.problems)} in its file, skipped or flagged while reading; the transcript lists them.`);
+  }
   return lines.join('  \n');
 }
 
 /** Tokens the `view/item/context` menus match with regular expressions in package.json. */
 export function sessionContextValue(node: FlatNode): string {
   if (node.kind === 'branch') return 'branch'; // not a session: no session menu applies
+  if (node.flags.includes('inline')) return 'inline-subagent'; // part of its parent's file, likewise
   const tokens = ['session', node.archived ? 'archived' : 'active', node.live ? 'live' : 'finished'];
   if (isEligible(node)) tokens.push('eligible');
   if (reviewStateName(node.review) !== 'never') tokens.push('reviewed');

@@ -8,7 +8,7 @@ import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
 import { emptyRows, FolderSessions, type KeptState, loadingRow, type NoteRow } from './sessionsState';
-import { SessionForest, sessionItem, visibleNodes } from './sessionTree';
+import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
 type SessionEntry =
@@ -108,8 +108,8 @@ export class SessionsView extends FolderView<SessionEntry> {
     // The decoration provider dims archived rows (a tree item's label takes no color of its own).
     item.resourceUri = vscode.Uri.from({ scheme: ROW_SCHEME, path: `/${element.node.id}`, query: element.node.archived ? 'archived' : '' });
     element.label = described.label; // commands on this row name the session as the row does
-    // An in-file branch is shown in its session's transcript, after the conversation.
-    const parent = element.node.kind === 'branch' && element.node.parent ? forest.get(element.node.parent) : undefined;
+    // An in-file branch or inline subagent is shown in its session's transcript, after the conversation.
+    const parent = inParentTranscript(element.node) && element.node.parent ? forest.get(element.node.parent) : undefined;
     const target = parent ? { ...element, node: parent, label: sessionItem(forest, parent, Date.now()).label } : element;
     const opened = { ...target, keepFocus: true }; // as in the Explorer, a click keeps the focus on the row
     item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [opened] };

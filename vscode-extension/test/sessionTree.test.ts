@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { SessionForest, sessionContextValue, sessionItem, visibleNodes } from '../src/sessionTree';
+import { SessionForest, inParentTranscript, sessionContextValue, sessionItem, visibleNodes } from '../src/sessionTree';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
 test('the flat pre-order list becomes roots with their children in daemon order', () => {
@@ -145,4 +145,29 @@ test('archived sessions are hidden unless asked for, and counted; their children
     ['c', 'q'],
   );
   assert.deepEqual(visibleNodes(nodes, true), { nodes, hidden: 0 });
+});
+
+test('a subagent written inside its session’s file sits under it and opens that transcript, no session menu', () => {
+  const main = node('cc', { format: 'claude-code', createdAt: NOW - HOUR });
+  const inline = node('cc@s1', {
+    kind: 'subagent', format: 'claude-code', parent: 'cc', depth: 1, flags: ['inline'], createdAt: NOW - HOUR,
+  }); // prettier-ignore
+  const forest = new SessionForest([main, inline]);
+  assert.deepEqual(forest.children('cc').map((n) => n.id), ['cc@s1']);
+  const shown = sessionItem(forest, inline, NOW);
+  assert.equal(shown.description, 'Claude Code · subagent · 1 h ago');
+  assert.equal(shown.icon.id, 'hubot');
+  assert.equal(shown.contextValue, 'inline-subagent');
+  assert.match(shown.tooltip, /inside its session’s file/);
+  assert.equal(inParentTranscript(inline) && !inParentTranscript(main), true);
+});
+
+test('problems a reader found in a session’s file show as a badge and in the tooltip', () => {
+  const forest = new SessionForest([node('cc', { format: 'claude-code', problems: 3, createdAt: NOW - HOUR })]);
+  const shown = sessionItem(forest, forest.get('cc')!, NOW);
+  assert.equal(shown.description, 'Claude Code · 1 h ago · ⚠ 3 problems');
+  assert.match(shown.tooltip, /Problems: 3 problems in its file/);
+  const one = node('one', { problems: 1, createdAt: NOW - HOUR });
+  assert.match(sessionItem(new SessionForest([one]), one, NOW).description, /⚠ 1 problem$/);
+  assert.doesNotMatch(sessionItem(forest, node('ok', { createdAt: NOW - HOUR }), NOW).description, /problem/);
 });

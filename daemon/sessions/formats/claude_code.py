@@ -15,6 +15,9 @@ against Claude Code itself and claude-agent-sdk's reader:
 - the **title** is the latest ``custom-title``, else ``ai-title``, else a ``summary`` whose
   leaf is in this file, else the first prompt; summaries of other files' leaves are returned
   for the catalog to apply;
+- an **inline subagent** (Claude Code 1.0 wrote Task runs into the parent's file) is the
+  ``isSidechain`` records under one root: its own conversation, never a turn or a branch of
+  the parent's;
 - a **turn** runs from a real prompt (not a tool result, not ``isMeta``, not a compaction
   summary, not a slash command's output, not a line the harness wrote such as a background
   task's notification) to the last assistant text before the next prompt; it is forkable when
@@ -27,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -122,6 +125,16 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class Sidechain:
+    """A subagent written inline in its parent's file: the sidechain records under `root`."""
+
+    root: str  # uuid of its first record
+    agent_id: str | None
+    created_at: str | None
+    turns: tuple[Turn, ...]  # of its own conversation (its latest leaf walked back)
+
+
+@dataclass(frozen=True)
 class Transcript:
     """What one Claude Code file says; `error` is set when it holds no conversation at all."""
 
@@ -144,6 +157,7 @@ class Transcript:
     foreign_summaries: tuple[tuple[str, str], ...]  # (leafUuid, summary) for leaves not in this file
     problems: tuple[Problem, ...]
     error: str | None = None
+    sidechains: tuple[Sidechain, ...] = ()  # inline subagents of a main file
 
 
 def read_transcript(data: bytes, name: str) -> Transcript:
@@ -304,7 +318,28 @@ def _transcript(
         ),
         problems=tuple(problems),
         error=None if graph.nodes else _NO_CONVERSATION,
+        sidechains=() if subagent else _sidechains(graph),
     )
+
+
+def _sidechains(graph: _Graph) -> tuple[Sidechain, ...]:
+    """The inline subagents of a main file, in file order: each sidechain leaf's path (its
+    sidechain records, walked back) is one subagent's conversation, named by its first
+    record; the latest leaf of each wins, as for the main conversation."""
+    if not any(line.record.is_sidechain for line in graph.nodes.values()):
+        return ()
+    found: dict[str, list[Line[_Link]]] = {}
+    for leaf in graph.leaves():
+        if leaf.record.is_sidechain:
+            path = [line for line in graph.walk_up(leaf) if line.record.is_sidechain]
+            found.setdefault(path[0].record.uuid or "", path)
+    chains = []
+    for root, path in sorted(found.items(), key=lambda item: item[1][0].number):
+        held = [cast(_Record, line.record) for line in path]  # the graph holds the file's records
+        stamps = [record.timestamp for record in held if record.timestamp]
+        agent = next((record.agent_id for record in held if record.agent_id), None)
+        chains.append(Sidechain(root, agent, min(stamps, default=None), _turns(path, graph)))
+    return tuple(chains)
 
 
 class _Graph:
