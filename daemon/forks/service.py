@@ -48,9 +48,11 @@ class ForkService:
             entry = self._prepare(request, source)
         path = Path(entry.path)
         ensure_session_dirs(path)
-        return self.journal.publish(
+        published = self.journal.publish(
             entry, self._child_bytes(source, entry), lambda existing: self._check_existing(existing, entry)
         )
+        self.catalog.wrote(path)
+        return published
 
     def _source(self, session_id: str) -> Indexed:
         try:

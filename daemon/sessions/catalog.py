@@ -233,6 +233,12 @@ class SessionCatalog:
         entries, errors = self.entries(cwd, progress)
         return Listing(sessions=[e.summary for e in entries], errors=errors)
 
+    def wrote(self, path: Path) -> None:
+        """`path` is a log remem itself just wrote: the memo hears of it now, since the
+        watcher's news of it may come after the writer's next lookup."""
+        if self.memo is not None:
+            self.memo.changed([str(path)])
+
     def find(self, session_id: str) -> Entry:
         """The session with this id; a log the index already places is refreshed on its own."""
         known = self._find_indexed(session_id)

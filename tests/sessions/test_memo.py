@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.forks.sources import fork_session
 from remem.daemon.home import Home
+from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.harness_sources import HARNESS_SOURCES
@@ -110,6 +112,19 @@ def test_a_workspace_listing_through_the_memo_reads_its_project_only(home: Home,
     assert [e.path for e in catalog.entries(CWD)[0]] == [mine]
     assert set(catalog.index.rows()) == {str(mine)}
     assert len(_turns(catalog)) == 2
+
+
+def test_a_fork_is_found_at_once_though_no_watcher_has_marked_it(home: Home, tmp_path: Path) -> None:
+    # The daemon's fork looks its child up right after writing it; the watcher's news of the
+    # new file may come later, so the writer tells the memo itself.
+    root = tmp_path / "r"
+    source = write_session(root, build_session(SessionSpec(seed=1, turns=2, cwd=CWD)))
+    catalog = _catalog(home, root, ListingMemo(lambda: True))
+    [parent] = catalog.listing().sessions
+    result, child = fork_session(catalog, ForkRequest(source=parent.id, operationId="op-1"))
+    assert child.is_file()
+    assert child.parent.parent == source.parent.parent  # the parent's project folder
+    assert {s.id for s in catalog.listing().sessions} == {parent.id, result.child}
 
 
 def test_remembered_entries_follow_titles_and_liveness(home: Home, tmp_path: Path) -> None:
