@@ -32,7 +32,7 @@ from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 
-from .diagnostics import refresh, refresh_global, refresh_workspace
+from .features.diagnostics import refresh, refresh_global, refresh_workspace
 from .server import RememServer
 
 log = logging.getLogger("remem.lsp")

@@ -23,7 +23,7 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.memory.validation import validate_record
 from remem.daemon.protocol.memory import Record
 
-from .diagnostics import path_of, workspace_folder
+from .features.diagnostics import path_of, workspace_folder
 from .server import RememServer
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -24,7 +24,7 @@ from remem.daemon.memory.record import INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import parse_record, validate_global
 from remem.daemon.protocol.consolidation import Receipt
 
-from .diagnostics import path_of
+from .features.diagnostics import path_of
 from .server import RememServer
 
 if TYPE_CHECKING:

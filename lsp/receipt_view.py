@@ -22,8 +22,8 @@ from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
 from remem.daemon.protocol.rpc import TurnRow
 
-from .code_lens import OPEN_TRANSCRIPT_COMMAND
 from .documents import workspace_cwd
+from .features.code_lens import OPEN_TRANSCRIPT_COMMAND
 from .provenance import session_facts, turns_of
 from .server import RememServer
 

@@ -32,16 +32,15 @@ class RememServer(LanguageServer):
 
 
 def create_server(home: Home) -> RememServer:
-    from . import (
+    from . import daemon_link, logs
+    from .features import (
         code_actions,
         code_lens,
         commands,
         completion,
-        daemon_link,
         diagnostics,
         hover,
         links,
-        logs,
         requests,
         symbols,
     )

@@ -22,15 +22,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+import remem.lsp
 from remem.daemon.home import Home
 from remem.daemon.protocol import rpc as protocol
-from remem.lsp import requests as lsp_requests
 from remem.lsp.server import create_server
 from remem.lsp.transcripts import TRANSCRIPT_SCHEME
 
 GOLDEN = Path(__file__).with_name("protocol.json")
 REGENERATE = "python -m tests.contract.schema"
-LSP_SOURCES = Path(lsp_requests.__file__).parent
+LSP_SOURCES = Path(remem.lsp.__file__).parent
 # The validators that check what the editor sends: (function name, position of the model argument).
 _VALIDATORS = {"parse": 0, "only_argument": 1}
 _PROSE = ("title", "description")  # docstrings and generated titles: not part of the contract
@@ -118,7 +118,7 @@ def _argument_schema(registered: Callable[..., Any]) -> dict[str, Any] | None:
 
 def _notifications() -> Iterator[str]:
     """Every `remem/*` notification the server sends: `.notify(NAME, ...)` anywhere in lsp/."""
-    for path in sorted(LSP_SOURCES.glob("*.py")):
+    for path in sorted(LSP_SOURCES.rglob("*.py")):
         module = ast.parse(path.read_text())
         constants = {
             target.id: node.value.value

@@ -105,7 +105,7 @@ def violations() -> dict[tuple[str, str], list[str]]:
 def test_the_graph_is_read_from_the_source() -> None:
     # The walk must see the packages and both kinds of import, or every rule would hold vacuously.
     assert "remem.daemon.protocol.rpc" in imports.imports("remem.daemon.client")  # relative
-    assert "remem.daemon.protocol.rpc" in imports.imports("remem.lsp.requests")  # absolute
+    assert "remem.daemon.protocol.rpc" in imports.imports("remem.lsp.features.requests")  # absolute
     assert "remem.daemon.server.process" in imports.imports("remem.daemon.cli.daemon")  # lazy
 
 

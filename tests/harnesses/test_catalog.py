@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
-from remem.lsp.code_lens import _turn_ends
+from remem.lsp.features.code_lens import _turn_ends
 
 from .conftest import Scenario
 

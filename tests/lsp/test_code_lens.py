@@ -18,7 +18,7 @@ from remem.daemon.sessions.factory import SessionSpec, build_session, write_sess
 from remem.daemon.sessions.models import SessionEvent
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
-from remem.lsp.code_lens import _turn_ends
+from remem.lsp.features.code_lens import _turn_ends
 
 from .editor import begin, change, end, open_document, record
 from .receipted import NAME, Receipted, consolidated, new_home, without_daemon

@@ -21,7 +21,7 @@ from remem.daemon.sessions.harness_transcript import PROBLEMS_SHOWN, render_harn
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root, all_roots, detect_format
 from remem.daemon.settings import SessionRootSetting
-from remem.lsp.code_lens import _turn_ends
+from remem.lsp.features.code_lens import _turn_ends
 
 from .claude_lines import CWD, inline_subagents, jsonl, prompt, say
 from .codex_lines import rollout, turn

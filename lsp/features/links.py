@@ -17,8 +17,8 @@ from lsprotocol import types
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import record_name_of
 
-from .documents import Kind, lsp_range, memory_file
-from .server import RememServer
+from ..documents import Kind, lsp_range, memory_file
+from ..server import RememServer
 
 _LINK = re.compile(r"\[([^\]\r\n]+)\]\(([^)\s]+)\)")
 

@@ -13,11 +13,11 @@ from remem.daemon.memory.diagnostics import Severity, TextPositions
 from remem.daemon.memory.record import TYPE_MEANINGS, RecordType
 from remem.daemon.memory.validation import ParsedRecord, parse_record
 
-from .documents import Kind, MemoryFile, lines_of, lsp_range, memory_file, offset_at, text_of, whole_lines
-from .front_matter import locate
+from ..documents import Kind, MemoryFile, lines_of, lsp_range, memory_file, offset_at, text_of, whole_lines
+from ..front_matter import locate
+from ..provenance import History, history
+from ..server import RememServer
 from .links import record_links
-from .provenance import History, history
-from .server import RememServer
 
 
 def register(server: RememServer) -> None:

@@ -21,8 +21,8 @@ from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.validation import likely_secrets, validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
-from .rule_docs import PREFIX, rule_href
-from .server import RememServer
+from ..rule_docs import PREFIX, rule_href
+from ..server import RememServer
 
 SETTINGS_SOURCE = "settings.yml"
 _SEVERITY = {

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from .documents import Kind, lines_of, memory_file
-from .server import RememServer
+from ..documents import Kind, lines_of, memory_file
+from ..server import RememServer
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")

@@ -17,11 +17,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from remem.daemon.protocol.consolidation import Receipt
 from remem.daemon.protocol.rpc import TurnsResult, WatchStatus
 
-from .overview import memory_overview
-from .receipt_view import render
-from .server import RememServer
-from .transcripts import transcript_uri
-from .wire import AbsolutePath, Cwd, Strict, parse
+from ..overview import memory_overview
+from ..receipt_view import render
+from ..server import RememServer
+from ..transcripts import transcript_uri
+from ..wire import AbsolutePath, Cwd, Strict, parse
 
 _REVIEW_ID = r"^[0-9a-f]{64}$"  # a review id: never a path
 _ENTRY_ID = r"^[0-9a-f]{7,40}$"  # a history entry id (a git commit id, or its first digits)

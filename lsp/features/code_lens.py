@@ -21,11 +21,11 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.memory.validation import parse_record
 from remem.daemon.protocol.rpc import TurnsResult
 
+from ..documents import Kind, MemoryFile, lines_of, memory_file
+from ..provenance import history
+from ..server import RememServer
+from ..transcripts import TURN_HEADING, session_of
 from .code_actions import CONSOLIDATE_COMMAND
-from .documents import Kind, MemoryFile, lines_of, memory_file
-from .provenance import history
-from .server import RememServer
-from .transcripts import TURN_HEADING, session_of
 
 # The extension's: its one branching flow (modal confirmation, then it opens the child).
 BRANCH_COMMAND = "remem.branchFromTurn"

@@ -31,7 +31,7 @@ from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, RecordType
 from remem.daemon.memory.validation import validate_workspace
 from remem.daemon.protocol.memory import RECORD_SUFFIX
 
-from .documents import (
+from ..documents import (
     Kind,
     MemoryFile,
     file_name_as_record,
@@ -45,9 +45,9 @@ from .documents import (
     whole_lines,
     workspace_cwd,
 )
-from .front_matter import FrontMatter, locate, value
-from .rule_docs import PREFIX
-from .server import RememServer
+from ..front_matter import FrontMatter, locate, value
+from ..rule_docs import PREFIX
+from ..server import RememServer
 
 REGENERATE_COMMAND = "remem.lsp.regenerateIndex"
 CONSOLIDATE_COMMAND = "remem.lsp.consolidate"

@@ -12,9 +12,9 @@ from lsprotocol import types
 
 from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, TYPE_MEANINGS
 
-from .documents import Kind, MemoryFile, file_name_as_record, lines_of, memory_file, offset_at
-from .front_matter import FrontMatter, locate
-from .server import RememServer
+from ..documents import Kind, MemoryFile, file_name_as_record, lines_of, memory_file, offset_at
+from ..front_matter import FrontMatter, locate
+from ..server import RememServer
 
 _KEY_HELP = {
     "name": "The record's name: lowercase letters, digits and hyphens; the same as its file name.",

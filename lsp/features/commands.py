@@ -19,11 +19,11 @@ from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 
-from .consolidate import consolidate
+from ..consolidate import consolidate
+from ..documents import workspace_cwd
+from ..server import RememServer
+from ..wire import AbsolutePath, Strict, only_argument
 from .diagnostics import path_of
-from .documents import workspace_cwd
-from .server import RememServer
-from .wire import AbsolutePath, Strict, only_argument
 
 CONSOLIDATE = "remem.lsp.consolidate"
 FORK = "remem.lsp.fork"
