@@ -32,13 +32,13 @@ from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 
+from . import ids
 from .features.diagnostics import refresh, refresh_global, refresh_workspace
 from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
 POLL_SECONDS = 1.0  # how often a stopped daemon's status file is looked for (a stat and a read)
 DAEMON_UNAVAILABLE = -32020  # JSON-RPC error: no daemon, and the server will not start one now
-STATUS = "remem/status"
 STOPPED = "the remem daemon was stopped; the next request starts it again"
 CRASHED = "the remem daemon stopped unexpectedly; starting a new one"
 
@@ -212,7 +212,7 @@ class DaemonLink:
         self.status = Status(state=state, message=message, consolidating=latest)
         if self.status != self._told:
             self._told = self.status
-            self._ls.protocol.notify(STATUS, self.status.model_dump())
+            self._ls.protocol.notify(ids.STATUS, self.status.model_dump())
 
     def _heard(self, method: str, params: dict[str, Any]) -> None:
         if method == "memory/changed":
@@ -220,13 +220,13 @@ class DaemonLink:
                 refresh_global(self._ls)
             elif isinstance(params.get("workspace"), str):
                 refresh_workspace(self._ls, self._ls.home.workspaces / params["workspace"])
-            self._ls.protocol.notify("remem/memoryChanged", params)
+            self._ls.protocol.notify(ids.MEMORY_CHANGED, params)
             self._refresh_lenses()
         elif method == "sessions/changed":
-            self._ls.protocol.notify("remem/treeChanged", params)
+            self._ls.protocol.notify(ids.TREE_CHANGED, params)
             self._refresh_lenses()
         elif method == "sessions/progress":
-            self._ls.protocol.notify("remem/sessionsProgress", params)
+            self._ls.protocol.notify(ids.SESSIONS_PROGRESS, params)
         elif method == "consolidation/progress" and (listener := self._progress.get(params["session"])):
             listener(params)
 

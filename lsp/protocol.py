@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import MsgId
 
-REMEM_METHODS = "remem/"
+from . import ids
 
 
 @attrs.define
@@ -50,7 +50,7 @@ class RememProtocol(LanguageServerProtocol):
     # pygls caches its own with functools.lru_cache, which mypy takes for the method's type.
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
         # Only requests the server handles: pygls asks this for what it sends as well.
-        if method.startswith(REMEM_METHODS) and method in self.fm.features:
+        if method.startswith(ids.REQUEST_PREFIX) and method in self.fm.features:
             return RawRequest
         return super().get_message_type(method)
 

@@ -22,8 +22,8 @@ from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
 from remem.daemon.protocol.rpc import TurnRow
 
+from . import ids
 from .documents import workspace_cwd
-from .features.code_lens import OPEN_TRANSCRIPT_COMMAND
 from .provenance import session_facts, turns_of
 from .server import RememServer
 
@@ -99,7 +99,7 @@ class _TurnLinks:
 
     def _link(self, turn: int) -> str:
         target = {"session": self._session, "turn": turn} | ({"label": self._title} if self._title else {})
-        return f"[turn {turn}](command:{OPEN_TRANSCRIPT_COMMAND}?{quote(json.dumps([target]), safe='')})"
+        return f"[turn {turn}](command:{ids.OPEN_TRANSCRIPT}?{quote(json.dumps([target]), safe='')})"
 
 
 def _changes(home: Home, receipt: Receipt, links: _TurnLinks) -> list[str]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, unquote, urlsplit
 
-TRANSCRIPT_SCHEME = "remem-session"
+from .ids import TRANSCRIPT_SCHEME
+
 TURN_HEADING = re.compile(r"## Turn (\d+) — ")
 _URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is
 _TAB_CHARS = 60

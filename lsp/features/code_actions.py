@@ -31,6 +31,7 @@ from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, RecordType
 from remem.daemon.memory.validation import validate_workspace
 from remem.daemon.protocol.memory import RECORD_SUFFIX
 
+from .. import ids
 from ..documents import (
     Kind,
     MemoryFile,
@@ -49,8 +50,6 @@ from ..front_matter import FrontMatter, locate, value
 from ..rule_docs import PREFIX
 from ..server import RememServer
 
-REGENERATE_COMMAND = "remem.lsp.regenerateIndex"
-CONSOLIDATE_COMMAND = "remem.lsp.consolidate"
 _KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.Source]
 _MISSING_KEY = re.compile(r"no `(\w+)`")
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
@@ -391,7 +390,7 @@ def _index(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
             edit = context.edit([types.TextEdit(whole, rendered)])
             actions.append(_fix("Replace with what the records render to", diagnostic, edit, preferred=True))
     title = "Regenerate MEMORY.md from the saved records (through the remem daemon)"
-    command = types.Command(title=title, command=REGENERATE_COMMAND, arguments=[{"uri": context.uri}])
+    command = types.Command(title=title, command=ids.REGENERATE_INDEX, arguments=[{"uri": context.uri}])
     kind = types.CodeActionKind.QuickFix
     actions.append(types.CodeAction(title=title, kind=kind, diagnostics=[diagnostic], command=command))
     return actions
@@ -407,7 +406,7 @@ def _source_actions(context: _Context) -> list[types.CodeAction]:
     if not cwd:
         return []
     title = f"Consolidate the latest session of {Path(cwd).name or cwd}"
-    command = types.Command(title=title, command=CONSOLIDATE_COMMAND, arguments=[{"cwd": cwd}])
+    command = types.Command(title=title, command=ids.CONSOLIDATE, arguments=[{"cwd": cwd}])
     return [types.CodeAction(title=title, kind=types.CodeActionKind.Source, command=command)]
 
 

@@ -21,16 +21,11 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.memory.validation import parse_record
 from remem.daemon.protocol.rpc import TurnsResult
 
+from .. import ids
 from ..documents import Kind, MemoryFile, lines_of, memory_file
 from ..provenance import history
 from ..server import RememServer
 from ..transcripts import TURN_HEADING, session_of
-from .code_actions import CONSOLIDATE_COMMAND
-
-# The extension's: its one branching flow (modal confirmation, then it opens the child).
-BRANCH_COMMAND = "remem.branchFromTurn"
-SHOW_RECEIPT_COMMAND = "remem.showReceipt"  # the extension's: it opens the receipt's summary
-OPEN_TRANSCRIPT_COMMAND = "remem.openTranscript"  # the extension's: the transcript at `turn`
 
 
 def register(server: RememServer) -> None:
@@ -52,11 +47,11 @@ async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[ty
     except JsonRpcException:
         return []  # no daemon, or the session is gone: none of these lenses could run
     forkable = {row.turn for row in TurnsResult.model_validate(answer).turns if row.forkable}
-    lenses = [_lens(0, "Consolidate this session", CONSOLIDATE_COMMAND, {"session": session})]
+    lenses = [_lens(0, "Consolidate this session", ids.CONSOLIDATE, {"session": session})]
     for turn, line in _turn_ends(lines_of(ls.workspace.get_text_document(uri).source)):
         if turn in forkable:
             target = {"session": session, "turn": turn}
-            lenses.append(_lens(line, f"Branch after turn {turn}", BRANCH_COMMAND, target))
+            lenses.append(_lens(line, f"Branch after turn {turn}", ids.BRANCH_FROM_TURN, target))
     return lenses
 
 
@@ -77,11 +72,11 @@ async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> lis
         return []
     receipt = {"review": found.review, "path": found.receipt}
     if not found.turns:  # the daemon cannot say where the evidence is: the receipt can
-        return [_lens(0, found.label(), SHOW_RECEIPT_COMMAND, receipt)]
+        return [_lens(0, found.label(), ids.SHOW_RECEIPT, receipt)]
     at = {"session": found.session, "turn": found.turns[0], "label": found.source()}
     return [
-        _lens(0, found.label(), OPEN_TRANSCRIPT_COMMAND, at),
-        _lens(0, "Receipt", SHOW_RECEIPT_COMMAND, receipt),
+        _lens(0, found.label(), ids.OPEN_TRANSCRIPT, at),
+        _lens(0, "Receipt", ids.SHOW_RECEIPT, receipt),
     ]
 
 

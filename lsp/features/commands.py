@@ -19,20 +19,13 @@ from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 
+from .. import ids
 from ..consolidate import consolidate
 from ..documents import workspace_cwd
 from ..server import RememServer
 from ..wire import AbsolutePath, Strict, only_argument
 from .diagnostics import path_of
 
-CONSOLIDATE = "remem.lsp.consolidate"
-FORK = "remem.lsp.fork"
-RENAME = "remem.lsp.rename"
-ARCHIVE = "remem.lsp.archive"
-RESTORE = "remem.lsp.restore"
-REGENERATE_INDEX = "remem.lsp.regenerateIndex"
-SELECT_MODEL = "remem.lsp.selectModel"
-SET_API_KEY = "remem.lsp.setApiKey"
 BRANCH, CANCEL = "Branch", "Cancel"
 
 
@@ -86,48 +79,48 @@ class SetApiKeyArgs(Strict):
 
 
 def register(server: RememServer) -> None:
-    @server.command(CONSOLIDATE)
+    @server.command(ids.CONSOLIDATE)
     async def consolidate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        target = only_argument(arguments, ConsolidateArgs, CONSOLIDATE)
+        target = only_argument(arguments, ConsolidateArgs, ids.CONSOLIDATE)
         return await consolidate(ls, target.session, target.cwd, announce=target.announce)
 
-    @server.command(FORK)
+    @server.command(ids.FORK)
     async def fork_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        return await fork(ls, only_argument(arguments, ForkArgs, FORK))
+        return await fork(ls, only_argument(arguments, ForkArgs, ids.FORK))
 
-    @server.command(RENAME)
+    @server.command(ids.RENAME)
     async def rename_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        args = only_argument(arguments, RenameArgs, RENAME)
+        args = only_argument(arguments, RenameArgs, ids.RENAME)
         return await ls.link.call("sessions/rename", {"id": args.session, "title": args.title})
 
-    @server.command(ARCHIVE)
+    @server.command(ids.ARCHIVE)
     async def archive_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        args = only_argument(arguments, SessionArg, ARCHIVE)
+        args = only_argument(arguments, SessionArg, ids.ARCHIVE)
         return await ls.link.call("sessions/archive", {"id": args.session, "archived": True})
 
-    @server.command(RESTORE)
+    @server.command(ids.RESTORE)
     async def restore_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        args = only_argument(arguments, SessionArg, RESTORE)
+        args = only_argument(arguments, SessionArg, ids.RESTORE)
         return await ls.link.call("sessions/archive", {"id": args.session, "archived": False})
 
-    @server.command(REGENERATE_INDEX)
+    @server.command(ids.REGENERATE_INDEX)
     async def regenerate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        args = only_argument(arguments, RegenerateArgs, REGENERATE_INDEX)
+        args = only_argument(arguments, RegenerateArgs, ids.REGENERATE_INDEX)
         cwd = args.cwd if args.cwd is not None else await _cwd_of_memory_file(ls, str(args.uri))
         return await ls.link.call("memory/regenerateIndex", {"cwd": cwd})
 
-    @server.command(SELECT_MODEL)
+    @server.command(ids.SELECT_MODEL)
     async def select_model_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
-        args = only_argument(arguments, SelectModelArgs, SELECT_MODEL)
+        args = only_argument(arguments, SelectModelArgs, ids.SELECT_MODEL)
         current = await ls.link.call("consolidation/settings/read", {})
         change = {**args.model_dump(), "expectedRevision": current["revision"]}
         chosen = await ls.link.call("consolidation/settings/select", change, idempotent=False)
         return {**chosen, "settingsFile": str(ls.home.settings_file)}
 
-    @server.command(SET_API_KEY)
+    @server.command(ids.SET_API_KEY)
     async def set_api_key_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         # The daemon writes credentials.yml (0600), where the CLI reads keys too (decision 0102).
-        args = only_argument(arguments, SetApiKeyArgs, SET_API_KEY)
+        args = only_argument(arguments, SetApiKeyArgs, ids.SET_API_KEY)
         return await ls.link.call("consolidation/credentials/set", args.model_dump(), idempotent=False)
 
 
@@ -148,10 +141,10 @@ async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
     turns = TurnsResult.model_validate(await ls.link.call("sessions/turns", {"id": session})).turns
     row = next((t for t in turns if t.turn == turn), None)
     if row is None:
-        raise JsonRpcInvalidParams(f"{FORK}: session {session} has no turn {turn} (it has {len(turns)})")
+        raise JsonRpcInvalidParams(f"{ids.FORK}: session {session} has no turn {turn} (it has {len(turns)})")
     if not row.forkable:
         raise JsonRpcInvalidParams(
-            f"{FORK}: turn {turn} of {session} has not finished; branch from a completed turn"
+            f"{ids.FORK}: turn {turn} of {session} has not finished; branch from a completed turn"
         )
     return row
 
@@ -174,11 +167,13 @@ async def _cwd_of_memory_file(ls: RememServer, uri: str) -> str:
     """The project folder whose memory folder holds the file at `uri`."""
     path = path_of(uri)
     if path is None or path.parent.parent != ls.home.workspaces or not is_workspace_key(path.parent.name):
-        raise JsonRpcInvalidParams(f"{REGENERATE_INDEX}: {uri} is not a file of a workspace's memory folder")
+        raise JsonRpcInvalidParams(
+            f"{ids.REGENERATE_INDEX}: {uri} is not a file of a workspace's memory folder"
+        )
     cwd = await asyncio.to_thread(workspace_cwd, ls, path.parent.name)
     if not cwd or WorkspaceId.from_cwd(cwd).key != path.parent.name:
         raise JsonRpcInvalidParams(
-            f"{REGENERATE_INDEX}: {path.parent / 'workspace.json'} does not name this folder's project; "
+            f"{ids.REGENERATE_INDEX}: {path.parent / 'workspace.json'} does not name this folder's project; "
             "run the command with `cwd` (the project folder) instead"
         )
     return cwd

@@ -17,6 +17,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from remem.daemon.protocol.consolidation import Receipt
 from remem.daemon.protocol.rpc import TurnsResult, WatchStatus
 
+from .. import ids
 from ..overview import memory_overview
 from ..receipt_view import render
 from ..server import RememServer
@@ -57,61 +58,61 @@ class HistoryEntryId(Strict):
 
 
 def register(server: RememServer) -> None:
-    @server.feature("remem/sessionTree")
+    @server.feature(ids.SESSION_TREE)
     async def session_tree(ls: RememServer, params: Any) -> dict[str, Any]:
-        workspace = parse(Cwd, params, "remem/sessionTree")
+        workspace = parse(Cwd, params, ids.SESSION_TREE)
         tree = await ls.link.call("sessions/tree", workspace.model_dump())
         if tree["nodes"]:
             return await with_own_prompts(ls, tree)
         return {**tree, "searched": await searched_roots(ls), "settingsFile": str(ls.home.settings_file)}
 
-    @server.feature("remem/sessionTurns")
+    @server.feature(ids.SESSION_TURNS)
     async def session_turns(ls: RememServer, params: Any) -> dict[str, Any]:
-        session = parse(SessionId, params, "remem/sessionTurns")
+        session = parse(SessionId, params, ids.SESSION_TURNS)
         return await ls.link.call("sessions/turns", session.model_dump())
 
-    @server.feature("remem/transcript")
+    @server.feature(ids.TRANSCRIPT)
     async def transcript(ls: RememServer, params: Any) -> dict[str, Any]:
-        session = parse(SessionId, params, "remem/transcript")
+        session = parse(SessionId, params, ids.TRANSCRIPT)
         answer = await ls.link.call("sessions/transcript", session.model_dump())
         return {"uri": transcript_uri(session.id), "markdown": answer["markdown"]}
 
-    @server.feature("remem/memoryOverview")
+    @server.feature(ids.MEMORY_OVERVIEW)
     async def overview(ls: RememServer, params: Any) -> dict[str, Any]:
-        workspace = parse(Cwd, params, "remem/memoryOverview")
+        workspace = parse(Cwd, params, ids.MEMORY_OVERVIEW)
         return (await memory_overview(ls, workspace.cwd)).model_dump(by_alias=True)
 
-    @server.feature("remem/receipt")
+    @server.feature(ids.RECEIPT)
     async def receipt(ls: RememServer, params: Any) -> dict[str, Any]:
-        return await read_receipt(ls, parse(ReviewId, params, "remem/receipt").review)
+        return await read_receipt(ls, parse(ReviewId, params, ids.RECEIPT).review)
 
-    @server.feature("remem/memoryHistory")
+    @server.feature(ids.MEMORY_HISTORY)
     async def memory_history(ls: RememServer, params: Any) -> dict[str, Any]:
-        scope = parse(HistoryScope, params, "remem/memoryHistory")
+        scope = parse(HistoryScope, params, ids.MEMORY_HISTORY)
         query = {"limit": HISTORY_LIMIT, "stat": True} | ({"cwd": scope.cwd} if scope.cwd else {})
         answer = await ls.link.call("memory/log", query)
         if scope.record is not None:
             answer["entries"] = [e for e in answer["entries"] if _touches(e, scope.record)]
         return answer
 
-    @server.feature("remem/memoryAt")
+    @server.feature(ids.MEMORY_AT)
     async def memory_at(ls: RememServer, params: Any) -> dict[str, Any]:
-        entry = parse(HistoryEntryId, params, "remem/memoryAt")
+        entry = parse(HistoryEntryId, params, ids.MEMORY_AT)
         return await ls.link.call("memory/showAt", entry.model_dump())
 
-    @server.feature("remem/revertMemory")
+    @server.feature(ids.REVERT_MEMORY)
     async def revert_memory(ls: RememServer, params: Any) -> dict[str, Any]:
-        entry = parse(HistoryEntryId, params, "remem/revertMemory")
+        entry = parse(HistoryEntryId, params, ids.REVERT_MEMORY)
         return await ls.link.call("memory/revert", entry.model_dump())
 
-    @server.feature("remem/models")
+    @server.feature(ids.MODELS)
     async def models(ls: RememServer, params: Any) -> dict[str, Any]:
-        provider = parse(Provider, params, "remem/models")
+        provider = parse(Provider, params, ids.MODELS)
         return await ls.link.call("consolidation/models", provider.model_dump())
 
-    @server.feature("remem/settings")
+    @server.feature(ids.SETTINGS)
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
-        parse(Nothing, params, "remem/settings")
+        parse(Nothing, params, ids.SETTINGS)
         route = await ls.link.call("consolidation/settings/read", {})
         return {**route, "settingsFile": str(ls.home.settings_file)}
 
@@ -160,7 +161,7 @@ async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     answer = await ls.link.call("consolidation/receipts", {"review": review})
     known = next(iter(answer["receipts"]), None)
     if known is None:
-        raise JsonRpcInvalidParams(f"remem/receipt: no review {review}; the Memory view lists the receipts")
+        raise JsonRpcInvalidParams(f"{ids.RECEIPT}: no review {review}; the Memory view lists the receipts")
     receipt = Receipt.model_validate(known)
     # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
     from remem.daemon.consolidation.receipts import ReceiptStore
@@ -169,7 +170,7 @@ async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     try:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")
     except OSError as exc:
-        raise JsonRpcInvalidParams(f"remem/receipt: the receipt file {path} cannot be read ({exc})") from None
+        raise JsonRpcInvalidParams(f"{ids.RECEIPT}: the receipt file {path} cannot be read ({exc})") from None
     title, summary = await render(ls, receipt, text)
     return {
         "review": review,

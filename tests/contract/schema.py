@@ -25,8 +25,8 @@ from pydantic import BaseModel
 import remem.lsp
 from remem.daemon.home import Home
 from remem.daemon.protocol import rpc as protocol
+from remem.lsp import ids
 from remem.lsp.server import create_server
-from remem.lsp.transcripts import TRANSCRIPT_SCHEME
 
 GOLDEN = Path(__file__).with_name("protocol.json")
 REGENERATE = "python -m tests.contract.schema"
@@ -100,7 +100,7 @@ def _lsp_contract() -> dict[str, Any]:
             name: {"argument": _argument_schema(f)} for name, f in sorted(features.commands.items())
         },
         "notifications": sorted(set(_notifications())),
-        "schemes": {"transcript": TRANSCRIPT_SCHEME},
+        "schemes": {"transcript": ids.TRANSCRIPT_SCHEME},
     }
 
 
@@ -117,28 +117,26 @@ def _argument_schema(registered: Callable[..., Any]) -> dict[str, Any] | None:
 
 
 def _notifications() -> Iterator[str]:
-    """Every `remem/*` notification the server sends: `.notify(NAME, ...)` anywhere in lsp/."""
+    """Every `remem/*` notification the server sends: `.notify(ids.NAME, ...)` anywhere in lsp/."""
     for path in sorted(LSP_SOURCES.rglob("*.py")):
-        module = ast.parse(path.read_text())
-        constants = {
-            target.id: node.value.value
-            for node in module.body
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-            for target in node.targets
-            if isinstance(target, ast.Name)
-        }
-        for node in ast.walk(module):
+        for node in ast.walk(ast.parse(path.read_text())):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "notify"
             ):
-                name = node.args[0]
-                value = (
-                    name.value if isinstance(name, ast.Constant) else constants.get(getattr(name, "id", ""))
-                )
-                if isinstance(value, str) and value.startswith("remem/"):
+                value = _string_of(node.args[0])
+                if isinstance(value, str) and value.startswith(ids.REQUEST_PREFIX):
                     yield value
+
+
+def _string_of(node: ast.expr) -> object:
+    """A string literal's value, or the value of the `ids` constant `node` names."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ids":
+        return getattr(ids, node.attr, None)
+    return None
 
 
 def unbumped_change(current: dict[str, Any], golden: dict[str, Any]) -> bool:

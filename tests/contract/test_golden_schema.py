@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from remem.lsp import ids
 from tests.contract import schema
 
 PROTOCOL_TS = Path(__file__).parents[2] / "vscode-extension" / "src" / "protocol.ts"
@@ -152,3 +153,11 @@ def test_the_extensions_interface_has_only_the_daemons_fields(
     daemon_fields = set(daemon_shape(current, path)["properties"])
     unknown = ts_interface_fields(interface) - daemon_fields - added_by_server
     assert unknown == set(), f"protocol.ts {interface} has fields the daemon's {'/'.join(path)} lacks"
+
+
+def test_the_ids_module_names_what_the_server_serves_and_sends(current: dict[str, Any]) -> None:
+    lsp = current["lsp"]
+    assert sorted(ids.REQUESTS) == sorted(lsp["requests"])
+    assert sorted(ids.COMMANDS) == sorted(lsp["commands"])
+    assert sorted(ids.NOTIFICATIONS) == lsp["notifications"]
+    assert lsp["schemes"]["transcript"] == ids.TRANSCRIPT_SCHEME

@@ -1,0 +1,32 @@
+"""The language server's names are written once, in `lsp/ids.py`, and the extension serves the
+commands the server's lenses and links run (`test_golden_schema.py` pins the module to what the
+server registers and sends)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from remem.lsp import ids
+from tests.contract import schema
+
+EXTENSION_TS = Path(__file__).parents[2] / "vscode-extension" / "src" / "extension.ts"
+
+
+def test_each_name_is_written_once_in_the_ids_module() -> None:
+    names = {*ids.REQUESTS, *ids.NOTIFICATIONS, *ids.COMMANDS, *ids.EXTENSION_COMMANDS, ids.TRANSCRIPT_SCHEME}
+    again = [
+        f"{path.relative_to(schema.LSP_SOURCES)}:{node.lineno}: {node.value}"
+        for path in sorted(schema.LSP_SOURCES.rglob("*.py"))
+        if path.name != "ids.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in names
+    ]
+    assert again == [], "use the constant of lsp/ids.py instead"
+
+
+def test_the_extension_registers_the_commands_the_servers_lenses_run() -> None:
+    registered = set(re.findall(r"command\('([\w.]+)'", EXTENSION_TS.read_text()))
+    assert "remem.consolidateSession" in registered  # the pattern sees the registrations
+    assert set(ids.EXTENSION_COMMANDS) - registered == set()
