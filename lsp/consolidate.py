@@ -82,7 +82,7 @@ async def consolidate(
             {"code": "RUNNING"},
         )
     # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
-    from remem.daemon.consolidation.receipts import ReceiptStore, now
+    from remem.daemon.consolidation.receipts import now
 
     ls.link.consolidating(session, True)
     progress = _Progress(ls, None)
@@ -97,7 +97,7 @@ async def consolidate(
         ls.link.listen_progress(session, lambda phase: _heard(phase, progress, asking))
         answer = await _run(ls, session, asking, cancelled_request, cancelled_progress)
         result = ConsolidationResult.model_validate(answer)
-        answered = Outcome(**result.model_dump(), receipt=str(ReceiptStore(ls.home).path(result.review)))
+        answered = Outcome(**result.model_dump(), receipt=str(ls.stores.receipts.path(result.review)))
         outcome, report = await _report(ls, answered, label, started)
         progress.end(report.message)
     except JsonRpcException as exc:

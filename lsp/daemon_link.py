@@ -1,19 +1,18 @@
 """The server's link to the daemon: opened when the editor is ready, kept open, its state told.
 
 Opening it starts the daemon if needed (an editor opening a workspace is what starts it). The
-daemon's `memory/changed` re-validates the open documents of that scope, since a file changed
-on disk can change a sibling's diagnostics, and reaches the editor as `remem/memoryChanged`;
-`sessions/changed` reaches it as `remem/treeChanged` and `sessions/progress` as
-`remem/sessionsProgress`; `consolidation/progress` goes to the consolidation that waits for it.
+link knows nothing of the editor: features subscribe to what it hears (`on`), the daemon's
+notifications and the link's own events (`STATUS`, `FAILED`, `RECONNECTED`), and
+`consolidation/progress` goes to the consolidation that waits for it.
 
 When the connection is lost, the daemon either died (its status file still names it: a new
 one is started at once) or was stopped (it removes its status file first: the next request
 starts one, and a daemon started meanwhile by anyone else is joined within `POLL_SECONDS`).
-Notifications resume on the new connection, and the open documents are validated again.
+Notifications resume on the new connection, and `RECONNECTED` is told (memory may have changed).
 A daemon that cannot be started, or one of another version (replacing it would start a tug of
 war with the client that started it), leaves the server degraded: it keeps validating in its
-own process, says once why the rest is unavailable, and every stateful request answers with
-that reason until a usable daemon appears. `remem/status` tells the editor each change.
+own process, says once why the rest is unavailable (`FAILED`), and every stateful request
+answers with that reason until a usable daemon appears. `STATUS` tells each change.
 """
 
 from __future__ import annotations
@@ -21,20 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, Literal
 
-from lsprotocol import types
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException, JsonRpcServerError
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
+from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
 from remem.daemon.server.runtime import DaemonPaths
-
-from . import ids
-from .features.diagnostics import refresh, refresh_global, refresh_workspace
-from .server import RememServer
 
 log = logging.getLogger("remem.lsp")
 POLL_SECONDS = 1.0  # how often a stopped daemon's status file is looked for (a stat and a read)
@@ -42,7 +38,13 @@ DAEMON_UNAVAILABLE = -32020  # JSON-RPC error: no daemon, and the server will no
 STOPPED = "the remem daemon was stopped; the next request starts it again"
 CRASHED = "the remem daemon stopped unexpectedly; starting a new one"
 
+# The link's own events, beside the daemon's notifications (`memory/changed`, ...):
+STATUS = "link/status"  # the state changed: a `Status`, dumped
+FAILED = "link/failed"  # the daemon cannot be used: {message}, the refusal every request gets
+RECONNECTED = "link/reconnected"  # a new connection replaced a lost one: {}
+
 ProgressListener = Callable[[dict[str, Any]], None]
+Handler = Callable[[dict[str, Any]], None]
 
 
 class Status(BaseModel):
@@ -53,23 +55,13 @@ class Status(BaseModel):
     consolidating: str | None = None  # the session a consolidation from this editor runs for
 
 
-def register(server: RememServer) -> None:
-    server.link = DaemonLink(server)
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: RememServer, params: types.InitializedParams) -> None:
-        ls.link.open()
-
-    @server.feature(types.SHUTDOWN)
-    async def shutdown(ls: RememServer, params: None) -> None:
-        await ls.link.close()
-
-
 class DaemonLink:
-    def __init__(self, ls: RememServer) -> None:
-        self._ls = ls
-        self._paths = DaemonPaths(ls.home)
-        self.client = AsyncDaemonClient(ls.home, start=True, listener=self._heard)
+    def __init__(self, home: Home) -> None:
+        self._home = home
+        self._paths = DaemonPaths(home)
+        self.client = AsyncDaemonClient(home, start=True, listener=self._heard)
+        self.degraded: str | None = None  # why there is no daemon, when there is none
+        self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
         self.status = Status(state="starting")
         self._told: Status | None = None
         self._woken = asyncio.Event()  # a connection was made (by a request, or by the keeper)
@@ -77,6 +69,11 @@ class DaemonLink:
         self._ever_connected = False
         self._consolidating: list[str] = []
         self._progress: dict[str, ProgressListener] = {}
+
+    def on(self, event: str, handler: Handler) -> None:
+        """Call `handler` with the params of each daemon notification or link event `event`, in
+        the order the handlers subscribed."""
+        self._handlers[event].append(handler)
 
     def open(self) -> None:
         """Connect (starting the daemon if needed) in the background, and keep connected."""
@@ -106,7 +103,7 @@ class DaemonLink:
     def refusal(self) -> JsonRpcServerError:
         """The one error every stateful request gets while the server is degraded."""
         return JsonRpcServerError(
-            f"the remem daemon is unavailable: {self._ls.degraded}. Memory files are still "
+            f"the remem daemon is unavailable: {self.degraded}. Memory files are still "
             "validated; fix the cause, then run `remem daemon start` (the editor reconnects by itself)",
             DAEMON_UNAVAILABLE,
         )
@@ -137,11 +134,11 @@ class DaemonLink:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
 
     async def _reached(self) -> None:
-        if self._ls.degraded is not None:
+        if self.degraded is not None:
             raise self.refusal()
         if not self.client.connected:
             await self._reach()
-            if self._ls.degraded is not None:
+            if self.degraded is not None:
                 raise self.refusal()
 
     async def _keep(self) -> None:
@@ -167,7 +164,7 @@ class DaemonLink:
                 continue
             if info is not None:
                 self._fail(
-                    f"a daemon of remem {info.version} serves {self._ls.home.root}, and this editor "
+                    f"a daemon of remem {info.version} serves {self._home.root}, and this editor "
                     f"runs remem {APP_VERSION}; restart the language server (Remem: Restart Server) "
                     "once both are the same version"
                 )
@@ -191,51 +188,35 @@ class DaemonLink:
 
     def _connected(self, info: DaemonInfo) -> None:
         again, self._ever_connected = self._ever_connected, True
-        self._ls.degraded = None
+        self.degraded = None
         self._tell("connected", f"remem daemon {info.version}, pid {info.pid}")
         self._woken.set()
         if again:  # memory may have changed while no daemon told us
-            for uri in list(self._ls.workspace.text_documents):
-                refresh(self._ls, uri)
+            self._emit(RECONNECTED, {})
 
     def _fail(self, reason: str) -> None:
-        if self._ls.degraded == reason:
+        if self.degraded == reason:
             return
-        self._ls.degraded = reason
+        self.degraded = reason
         log.warning("no daemon: %s", reason)
         self._tell("unavailable", reason)
-        message = f"remem: {self.refusal().message}"
-        self._ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+        self._emit(FAILED, {"message": self.refusal().message})
 
     def _tell(self, state: Literal["connected", "starting", "unavailable"], message: str | None) -> None:
         latest = self._consolidating[-1] if self._consolidating else None
         self.status = Status(state=state, message=message, consolidating=latest)
         if self.status != self._told:
             self._told = self.status
-            self._ls.protocol.notify(ids.STATUS, self.status.model_dump())
+            self._emit(STATUS, self.status.model_dump())
 
     def _heard(self, method: str, params: dict[str, Any]) -> None:
-        if method == "memory/changed":
-            if params.get("scope") == "global":
-                refresh_global(self._ls)
-            elif isinstance(params.get("workspace"), str):
-                refresh_workspace(self._ls, self._ls.home.workspaces / params["workspace"])
-            self._ls.protocol.notify(ids.MEMORY_CHANGED, params)
-            self._refresh_lenses()
-        elif method == "sessions/changed":
-            self._ls.protocol.notify(ids.TREE_CHANGED, params)
-            self._refresh_lenses()
-        elif method == "sessions/progress":
-            self._ls.protocol.notify(ids.SESSIONS_PROGRESS, params)
-        elif method == "consolidation/progress" and (listener := self._progress.get(params["session"])):
+        if method == "consolidation/progress" and (listener := self._progress.get(params["session"])):
             listener(params)
+        self._emit(method, params)
 
-    def _refresh_lenses(self) -> None:
-        # Lenses are pulled: a record's provenance and a transcript's forkable turns may have
-        # changed with this news, and only the client can ask again.
-        workspace = self._ls.client_capabilities.workspace
-        if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
-            self._ls.workspace_code_lens_refresh(None)
+    def _emit(self, event: str, params: dict[str, Any]) -> None:
+        for handler in self._handlers.get(event, ()):
+            handler(params)
 
 
 def _stopped_while_answering(exc: DaemonUnavailable) -> JsonRpcServerError:

@@ -15,15 +15,13 @@ from enum import Enum
 from pathlib import Path
 
 from lsprotocol import types
+from pygls import uris
 
-from remem.daemon.home import Home
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import INDEX_FILE, RecordType, record_name_of, render_record
-from remem.daemon.memory.store import MemoryStore
 from remem.daemon.memory.validation import validate_record
 from remem.daemon.protocol.memory import Record
 
-from .features.diagnostics import path_of, workspace_folder
 from .server import RememServer
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -95,14 +93,22 @@ def file_name_as_record(path: Path) -> str | None:
     return stem if stem is not None and valid_name(stem) else None
 
 
-@functools.cache
-def _store(home: Home) -> MemoryStore:
-    return MemoryStore(home)
-
-
 def workspace_cwd(ls: RememServer, key: str) -> str:
     """The project folder of a workspace as its `workspace.json` names it; "" when unknown."""
-    return _store(ls.home).workspace_of(key).cwd
+    return ls.stores.memory.workspace_of(key).cwd
+
+
+def workspace_folder(ls: RememServer, path: Path) -> Path | None:
+    """The workspace folder a record or `MEMORY.md` belongs to; None for any other file."""
+    if path.suffix != ".md" or path.parent.parent != ls.home.workspaces:
+        return None
+    return path.parent
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
+def path_of(uri: str) -> Path | None:
+    fs_path = uris.to_fs_path(uri)
+    return Path(fs_path) if fs_path is not None else None
 
 
 def lines_of(text: str) -> list[str]:

@@ -24,11 +24,12 @@ from remem.daemon.memory.record import INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import parse_record, validate_global
 from remem.daemon.protocol.consolidation import Receipt
 
-from .features.diagnostics import path_of
+from .documents import path_of
 from .server import RememServer
 
 if TYPE_CHECKING:
     from remem.daemon.consolidation.receipts import ReceiptStore
+
 
 MAX_RECEIPTS = 20
 
@@ -76,11 +77,9 @@ async def memory_overview(ls: RememServer, cwd: str) -> Overview:
     titles = {s["id"]: s["title"] for s in listing["sessions"]}
     found = map(Receipt.model_validate, receipts["receipts"])
     mine = [r for r in found if r.target.workspace == workspace.key]
-    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
-    from remem.daemon.consolidation.receipts import ReceiptStore
-
-    store = ReceiptStore(ls.home)
-    rows = sorted((_receipt_row(store, r, titles) for r in mine), key=lambda r: r.updatedAt, reverse=True)
+    rows = sorted(
+        (_receipt_row(ls.stores.receipts, r, titles) for r in mine), key=lambda r: r.updatedAt, reverse=True
+    )
     edited = _open_texts(ls, ls.home.workspaces / workspace.key)
     global_text = _open_texts(ls, ls.home.global_file.parent).get(ls.home.global_file.name)
     global_health, folder, records = await asyncio.to_thread(_memory, ls.home, workspace, edited, global_text)

@@ -15,15 +15,13 @@ daemon; without it, provenance names the session by id and the evidence by event
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import ChangeSummary, EvidenceRange, Receipt, Status
 from remem.daemon.protocol.memory import Record
 from remem.daemon.protocol.rpc import TurnRow, TurnsResult
@@ -31,9 +29,6 @@ from remem.daemon.protocol.sessions import Listing
 
 from .documents import workspace_cwd
 from .server import RememServer
-
-if TYPE_CHECKING:
-    from remem.daemon.consolidation.receipts import ReceiptStore
 
 log = logging.getLogger("remem.lsp")
 SHORT_REVIEW = 12  # hex digits of a review id shown in a lens; the hover shows all of it
@@ -79,7 +74,7 @@ class History:
 
 async def history(ls: RememServer, key: str, record: Record) -> History:
     """The last review of `record` in the workspace `key`, and its provenance if it has one."""
-    receipts = await asyncio.to_thread(_receipts(ls.home).all)
+    receipts = await asyncio.to_thread(ls.stores.receipts.all)
     found = _last_change(receipts, key, record.name)
     if found is None:
         return History(None, None)
@@ -90,17 +85,9 @@ async def history(ls: RememServer, key: str, record: Record) -> History:
     session = receipt.source.session
     title, rows = await session_facts(ls, session, workspace_cwd(ls, key))
     turns = turns_of(rows, change.evidence)
-    path = str(_receipts(ls.home).path(receipt.review))
+    path = str(ls.stores.receipts.path(receipt.review))
     provenance = Provenance(receipt.review, session, title, turns, change.evidence, receipt.completedAt, path)
     return History(last, provenance)
-
-
-@functools.cache
-def _receipts(home: Home) -> ReceiptStore:
-    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
-    from remem.daemon.consolidation.receipts import ReceiptStore
-
-    return ReceiptStore(home)  # one per server: it keeps the parsed receipts between requests
 
 
 def _last_change(receipts: list[Receipt], key: str, name: str) -> tuple[Receipt, ChangeSummary] | None:
@@ -115,7 +102,8 @@ def _last_change(receipts: list[Receipt], key: str, name: str) -> tuple[Receipt,
 def _produced(change: ChangeSummary, record: Record) -> bool:
     if change.action != "put" or change.type != record.type:
         return False
-    from remem.daemon.consolidation.proposal import content_hash  # first use: see _receipts
+    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
+    from remem.daemon.consolidation.proposal import content_hash
 
     return change.contentHash in {
         content_hash(record.content),

@@ -1,12 +1,11 @@
-"""The language server instance and what every feature shares: the home and the open documents.
+"""The language server instance: what every feature shares, injected when it is built.
 
-Features live in their own modules and register their LSP methods on `server` when imported
-(one registration point per method); `create_server` wires them up.
+`RememServer` holds the home, the link to the daemon, the lint cache live validation re-judges
+a folder with on each keystroke, and the stores receipts and workspace projects are read
+through. It knows no feature: `lsp/compose.py` builds it and registers them.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from pygls.lsp.server import LanguageServer
 
@@ -14,47 +13,17 @@ from remem.daemon import __version__
 from remem.daemon.home import Home
 from remem.daemon.memory.lint_cache import LintCache
 
+from .daemon_link import DaemonLink
 from .protocol import RememProtocol
-
-if TYPE_CHECKING:
-    from .daemon_link import DaemonLink
+from .stores import Stores
 
 
 class RememServer(LanguageServer):
     protocol: RememProtocol
-    link: DaemonLink  # set by `daemon_link.register`
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, link: DaemonLink, lint_cache: LintCache, stores: Stores) -> None:
         super().__init__("remem", __version__, protocol_cls=RememProtocol)
         self.home = home
-        self.degraded: str | None = None  # why there is no daemon, when there is none
-        self.lint_cache = LintCache()  # live validation re-judges a folder per keystroke
-
-
-def create_server(home: Home) -> RememServer:
-    from . import daemon_link, logs
-    from .features import (
-        code_actions,
-        code_lens,
-        commands,
-        completion,
-        diagnostics,
-        hover,
-        links,
-        requests,
-        symbols,
-    )
-
-    logs.quiet_refusals()
-    server = RememServer(home)
-    diagnostics.register(server)
-    daemon_link.register(server)
-    requests.register(server)
-    commands.register(server)
-    code_actions.register(server)
-    code_lens.register(server)
-    hover.register(server)
-    links.register(server)
-    completion.register(server)
-    symbols.register(server)
-    return server
+        self.link = link
+        self.lint_cache = lint_cache
+        self.stores = stores

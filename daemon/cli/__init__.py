@@ -62,7 +62,7 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
 @click.pass_obj
 def lsp(backend: Backend) -> None:
     """Run the language server on stdio (what the editor extension starts)."""
-    from remem.lsp.server import create_server  # the CLI need not load pygls otherwise
+    from remem.lsp.compose import create_server  # the CLI need not load pygls otherwise
 
     create_server(backend.home).start_io()
 

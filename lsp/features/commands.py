@@ -21,10 +21,9 @@ from remem.daemon.protocol.rpc import TurnRow, TurnsResult
 
 from .. import ids
 from ..consolidate import consolidate
-from ..documents import workspace_cwd
+from ..documents import path_of, workspace_cwd
 from ..server import RememServer
 from ..wire import AbsolutePath, Strict, only_argument
-from .diagnostics import path_of
 
 BRANCH, CANCEL = "Branch", "Cancel"
 

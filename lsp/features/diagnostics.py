@@ -9,11 +9,10 @@ affected document at once.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
-from pygls import uris
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
@@ -21,6 +20,8 @@ from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.validation import likely_secrets, validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
+from ..daemon_link import RECONNECTED
+from ..documents import path_of, workspace_folder
 from ..rule_docs import PREFIX, rule_href
 from ..server import RememServer
 
@@ -53,6 +54,23 @@ def register(server: RememServer) -> None:
         path = path_of(params.text_document.uri)
         if path is not None and workspace_folder(ls, path) is not None:
             _publish_folder(ls, path.parent)
+
+    # A file changed on disk can change an open sibling's diagnostics; after a reconnection,
+    # memory may have changed while no daemon told.
+    server.link.on("memory/changed", lambda news: _memory_changed(server, news))
+    server.link.on(RECONNECTED, lambda _: _refresh_open(server))
+
+
+def _memory_changed(ls: RememServer, news: dict[str, Any]) -> None:
+    if news.get("scope") == "global":
+        refresh_global(ls)
+    elif isinstance(news.get("workspace"), str):
+        _publish_folder(ls, ls.home.workspaces / news["workspace"])
+
+
+def _refresh_open(ls: RememServer) -> None:
+    for uri in list(ls.workspace.text_documents):
+        refresh(ls, uri)
 
 
 def refresh(ls: RememServer, uri: str) -> None:
@@ -101,11 +119,6 @@ def settings_problems(text: str) -> list[Diagnostic]:
     return []
 
 
-def refresh_workspace(ls: RememServer, folder: Path) -> None:
-    """Diagnose the open documents of one workspace folder (its files changed on disk)."""
-    _publish_folder(ls, folder)
-
-
 def _publish_folder(ls: RememServer, folder: Path) -> None:
     """Validate the folder with the editor's texts and publish for each document open in it."""
     open_here = {
@@ -144,16 +157,3 @@ def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=items)
     )
-
-
-def workspace_folder(ls: RememServer, path: Path) -> Path | None:
-    """The workspace folder a record or `MEMORY.md` belongs to; None for any other file."""
-    if path.suffix != ".md" or path.parent.parent != ls.home.workspaces:
-        return None
-    return path.parent
-
-
-@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
-def path_of(uri: str) -> Path | None:
-    fs_path = uris.to_fs_path(uri)
-    return Path(fs_path) if fs_path is not None else None

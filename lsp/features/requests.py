@@ -163,10 +163,7 @@ async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     if known is None:
         raise JsonRpcInvalidParams(f"{ids.RECEIPT}: no review {review}; the Memory view lists the receipts")
     receipt = Receipt.model_validate(known)
-    # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
-    from remem.daemon.consolidation.receipts import ReceiptStore
-
-    path = ReceiptStore(ls.home).path(review)
+    path = ls.stores.receipts.path(review)
     try:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")
     except OSError as exc:

@@ -29,12 +29,13 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports(module: str) -> set[str]:
-    """The remem modules `module` imports, anywhere in it."""
+def imports(module: str, *, at_run_time: bool = False) -> set[str]:
+    """The remem modules `module` imports, anywhere in it; `at_run_time`: not those imported
+    only for type checking (under `if TYPE_CHECKING:`)."""
     path = modules()[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _nodes(ast.parse(path.read_text()), at_run_time):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -44,6 +45,22 @@ def imports(module: str) -> set[str]:
     return {name for name in found if name in modules()}
 
 
+def _nodes(tree: ast.AST, at_run_time: bool) -> Iterator[ast.AST]:
+    """Every node of `tree`, without the bodies of `if TYPE_CHECKING:` when `at_run_time`."""
+    for node in ast.iter_child_nodes(tree):
+        yield node
+        if at_run_time and isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from (n for part in node.orelse for n in (part, *_nodes(part, at_run_time)))
+        else:
+            yield from _nodes(node, at_run_time)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def _absolute(package: str, level: int, module: str | None) -> str:
     if level == 0:
         return module or ""
@@ -51,10 +68,43 @@ def _absolute(package: str, level: int, module: str | None) -> str:
     return ".".join([*parts, *([module] if module else [])])
 
 
-def edges() -> Iterator[tuple[str, str]]:
+def edges(*, at_run_time: bool = False) -> Iterator[tuple[str, str]]:
     for module in sorted(modules()):
-        for imported in sorted(imports(module)):
+        for imported in sorted(imports(module, at_run_time=at_run_time)):
             yield module, imported
+
+
+def cycles(package: str) -> list[list[str]]:
+    """The import cycles among `package`'s modules at run time: each strongly connected group
+    of two or more modules (Tarjan's algorithm), sorted."""
+    graph: dict[str, set[str]] = {m: set() for m in modules() if m == package or m.startswith(package + ".")}
+    for importer, imported in edges(at_run_time=True):
+        if importer in graph and imported in graph:
+            graph[importer].add(imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
 
 
 def loaded_by_import(module: str) -> list[str]:

@@ -26,7 +26,7 @@ import remem.lsp
 from remem.daemon.home import Home
 from remem.daemon.protocol import rpc as protocol
 from remem.lsp import ids
-from remem.lsp.server import create_server
+from remem.lsp.compose import create_server
 
 GOLDEN = Path(__file__).with_name("protocol.json")
 REGENERATE = "python -m tests.contract.schema"

@@ -1,6 +1,6 @@
 """The layers hold: domain code never reaches up into a front end or the server, memory never
 into consolidation, the wire protocol into nothing of remem but itself, and front ends only
-into the server's public surface.
+into the server's public surface; and no modules import each other at run time.
 
 An import that breaks a rule fails here, naming the importer and the imported module. The
 imports that break a rule today are listed below as known exceptions, each with its reason and
@@ -107,6 +107,17 @@ def test_the_graph_is_read_from_the_source() -> None:
     assert "remem.daemon.protocol.rpc" in imports.imports("remem.daemon.client")  # relative
     assert "remem.daemon.protocol.rpc" in imports.imports("remem.lsp.features.requests")  # absolute
     assert "remem.daemon.server.process" in imports.imports("remem.daemon.cli.daemon")  # lazy
+    # An import for type checking only is an edge of the graph, but none at run time.
+    assert "remem.daemon.consolidation.receipts" in imports.imports("remem.lsp.overview")
+    assert "remem.daemon.consolidation.receipts" not in imports.imports(
+        "remem.lsp.overview", at_run_time=True
+    )
+
+
+def test_no_module_imports_itself_back_at_run_time() -> None:
+    # The language server is composed in `remem.lsp.compose`; the features import the server's
+    # type from `remem.lsp.server`, which imports none of them.
+    assert imports.cycles("remem") == [], "these modules import each other at run time"
 
 
 def test_no_import_breaks_a_layer_beyond_the_known_exceptions() -> None:

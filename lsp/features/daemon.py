@@ -1,0 +1,45 @@
+"""The daemon, as the editor sees it: the link opened once the editor is ready and closed at
+shutdown, its state sent as `remem/status`, a daemon that cannot be used said once as a warning,
+and the daemon's news passed on (`remem/memoryChanged`, `remem/treeChanged`,
+`remem/sessionsProgress`) with the lenses it may have changed asked for again.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from .. import ids
+from ..daemon_link import FAILED, STATUS
+from ..server import RememServer
+
+
+def register(server: RememServer) -> None:
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: RememServer, params: types.InitializedParams) -> None:
+        ls.link.open()
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: RememServer, params: None) -> None:
+        await ls.link.close()
+
+    link, editor = server.link, server.protocol
+    link.on(STATUS, lambda status: editor.notify(ids.STATUS, status))
+    link.on(FAILED, lambda failure: _warn(server, failure["message"]))
+    link.on("memory/changed", lambda news: editor.notify(ids.MEMORY_CHANGED, news))
+    link.on("sessions/changed", lambda news: editor.notify(ids.TREE_CHANGED, news))
+    link.on("sessions/progress", lambda news: editor.notify(ids.SESSIONS_PROGRESS, news))
+    for method in ("memory/changed", "sessions/changed"):
+        link.on(method, lambda _: _refresh_lenses(server))
+
+
+def _warn(server: RememServer, message: str) -> None:
+    warning = types.ShowMessageParams(type=types.MessageType.Warning, message=f"remem: {message}")
+    server.window_show_message(warning)
+
+
+def _refresh_lenses(server: RememServer) -> None:
+    # Lenses are pulled: a record's provenance and a transcript's forkable turns may have
+    # changed with this news, and only the client can ask again.
+    workspace = server.client_capabilities.workspace
+    if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
+        server.workspace_code_lens_refresh(None)
