@@ -1,8 +1,10 @@
 """Reaching the daemon: connect, or start it (once, under `state/spawn.lock`) and wait for it.
 
-The async `AsyncDaemonClient` is the library API; `call()` is the small synchronous wrapper
-the CLI uses. A daemon of another protocol or app version is asked to stop and replaced, and a
-daemon that fails to start is reported with the end of its own log.
+The async `AsyncDaemonClient` is the library API; `call()` is the small synchronous wrapper of
+one raw request. Each has a `DaemonApi` transport: `AsyncDaemonClient.request` for an event
+loop, `SocketTransport` (over `call()`) for the CLI. A daemon of another protocol or app
+version is asked to stop and replaced, and a daemon that fails to start is reported with the
+end of its own log.
 """
 
 from __future__ import annotations
@@ -16,11 +18,21 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .home import Home
 from .locks import file_lock
-from .protocol.rpc import APP_VERSION, MAX_ANSWER_BYTES, PROTOCOL_VERSION, DaemonInfo, RpcError
+from .protocol.rpc import (
+    APP_VERSION,
+    MAX_ANSWER_BYTES,
+    PROTOCOL_VERSION,
+    DaemonInfo,
+    Method,
+    Params,
+    Result,
+    RpcError,
+)
 from .server.runtime import DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
@@ -88,6 +100,10 @@ class AsyncDaemonClient:
             # A daemon that died a moment ago: its connection looked open until this write.
             link = await self._connected()
             return await link.request(method, params or {})
+
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
+        """`DaemonApi`'s transport: `call` with the method's models."""
+        return method.result.model_validate(await self.call(method.name, params.model_dump(mode="json")))
 
     async def close(self) -> None:
         if self._link is not None:
@@ -291,3 +307,18 @@ def call(
             await client.close()
 
     return asyncio.run(once())
+
+
+@dataclass(frozen=True)
+class SocketTransport:
+    """`DaemonApi`'s synchronous transport: each request is one `call` (connect or start, close)."""
+
+    home: Home
+    start: bool = True
+    listener: Listener | None = None
+
+    def request(self, method: Method[Params, Result], params: Params) -> Result:
+        answer = call(
+            self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener
+        )
+        return method.result.model_validate(answer)
