@@ -25,6 +25,8 @@ from .home import Home
 from .locks import file_lock
 from .protocol.rpc import (
     APP_VERSION,
+    DAEMON_HELLO,
+    DAEMON_SHUTDOWN,
     MAX_ANSWER_BYTES,
     PROTOCOL_VERSION,
     DaemonInfo,
@@ -212,7 +214,8 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
         return None
     link = _Link(reader, writer, info, listener)
     try:
-        hello = await link.request("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
+        # Raw JSON: a daemon of another version may answer in another shape.
+        hello = await link.request(DAEMON_HELLO.name, {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
     if hello["pid"] != info.pid:
@@ -222,7 +225,7 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
         return None
     if (hello["protocol"], hello["version"]) == (PROTOCOL_VERSION, APP_VERSION):
         return link
-    await link.request("daemon/shutdown", {})  # an older (or newer) daemon: replace it
+    await link.request(DAEMON_SHUTDOWN.name, {})  # an older (or newer) daemon: replace it
     await link.close()
     await asyncio.to_thread(_wait_until_stopped, paths)
     return None

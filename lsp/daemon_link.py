@@ -29,7 +29,16 @@ from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException, JsonRpcServerError
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
-from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
+from remem.daemon.protocol.api import DaemonApi
+from remem.daemon.protocol.rpc import (
+    APP_VERSION,
+    PROTOCOL_VERSION,
+    DaemonInfo,
+    Method,
+    Params,
+    Result,
+    RpcError,
+)
 from remem.daemon.server.runtime import DaemonPaths
 
 from .diagnostics import refresh, refresh_global, refresh_workspace
@@ -66,10 +75,13 @@ def register(server: RememServer) -> None:
 
 
 class DaemonLink:
+    """The language server's transport to the daemon; `api` is the daemon's methods over it."""
+
     def __init__(self, ls: RememServer) -> None:
         self._ls = ls
         self._paths = DaemonPaths(ls.home)
         self.client = AsyncDaemonClient(ls.home, start=True, listener=self._heard)
+        self.api = DaemonApi(self)
         self.status = Status(state="starting")
         self._told: Status | None = None
         self._woken = asyncio.Event()  # a connection was made (by a request, or by the keeper)
@@ -88,15 +100,15 @@ class DaemonLink:
             self._keeper.cancel()
         await self.client.close()
 
-    async def call(self, method: str, params: dict[str, Any], *, idempotent: bool = True) -> dict[str, Any]:
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
         """The daemon's answer, or a JSON-RPC error a person can act on.
 
-        An idempotent request whose connection broke is sent once more, to a new daemon if
-        need be; any other is failed, since it may or may not have been applied."""
+        A request whose connection broke is sent once more, to a new daemon if need be, when
+        its method may be resent; any other is failed, since it may or may not have been applied."""
         try:
             return await self._ask(method, params)
         except DaemonUnavailable as exc:
-            if not idempotent:
+            if not method.resend:
                 raise _stopped_while_answering(exc) from None
         try:
             return await self._ask(method, params)
@@ -129,10 +141,10 @@ class DaemonLink:
             self._consolidating.remove(session)
         self._tell(self.status.state, self.status.message)
 
-    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _ask(self, method: Method[Params, Result], params: Params) -> Result:
         await self._reached()
         try:
-            return await self.client.call(method, params)
+            return await self.client.request(method, params)
         except RpcError as exc:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
 
