@@ -1,27 +1,26 @@
 """How the MCP server reaches memory: the daemon (started on demand), or its handlers in-process.
 
-Both speak the daemon's protocol with plain JSON in and out and raise the same `RpcError`s, so
-the server never knows which it has. `--no-daemon` runs the very handlers the daemon serves,
-under the same cross-process locks; its audit intents are settled by whoever next holds a
-scope's agent lock, as in the daemon.
+Both are transports of the same `DaemonApi`, taking and giving the protocol's models and
+raising the same `RpcError`s, so the server never knows which it has. `--no-daemon` runs the
+very handlers the daemon serves, under the same cross-process locks; its audit intents are
+settled by whoever next holds a scope's agent lock, as in the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Protocol
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.consolidation.settle import pending, settle_committing
 from remem.daemon.home import Home
-from remem.daemon.protocol.rpc import METHODS
+from remem.daemon.protocol.api import AsyncTransport, InProcessTransport
+from remem.daemon.protocol.rpc import Method, Params, Result
 from remem.daemon.server.agent_methods import AgentMethods
 from remem.daemon.server.memory_methods import MemoryMethods
 
 
-class MemoryLink(Protocol):
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
-
+class MemoryLink(AsyncTransport, Protocol):
     async def close(self) -> None: ...
 
 
@@ -33,18 +32,17 @@ class InProcessLink:
         self._home = home
         memory = MemoryMethods(home, watch=watch)
         self.agents = AgentMethods(memory)
-        self._handlers = {**memory.handlers(), **self.agents.handlers()}
+        self._handlers = InProcessTransport({**memory.handlers(), **self.agents.handlers()})
         self._settled = False
 
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
         if not self._settled:
             await self.agents.settle()
             self._settled = True
         # Each call: a review another process was committing may have died since (one listing).
         if pending(self._home):
             await asyncio.to_thread(settle_committing, self._home)
-        answer = await self._handlers[method](METHODS[method].params.model_validate(params))
-        return answer.model_dump(mode="json")
+        return await self._handlers.request(method, params)
 
     async def close(self) -> None:
         """Nothing stays open between calls."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,21 +22,23 @@ from pydantic import ValidationError
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
+from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.memory import DeleteChange, HistoryEntry, PutChange
 from remem.daemon.protocol.rpc import (
     INVALID_CHANGES,
     MEMORY_INVALID,
     AgentChange,
-    AgentContextResult,
+    AgentContextParams,
     AgentIdentity,
     AgentIndexEntry,
-    AgentIndexResult,
     AgentObservation,
-    AgentRecordResult,
+    AgentRecordParams,
     AgentUpdateParams,
     AgentUpdateResult,
-    HistoryLogResult,
+    HistoryLogParams,
+    Result,
     RpcError,
+    WorkspaceParams,
 )
 
 from .context_watch import ContextWatch
@@ -70,7 +72,7 @@ class AgentSession:
     ) -> None:
         """`watch` None: every memory_context asks the daemon."""
         self.id = secrets.token_hex(8)
-        self.link = link
+        self.api = DaemonApi(link)
         self.budget = budget or UpdateBudget()
         self._watch = watch or ContextWatch(None)
         self.observation: AgentObservation | None = None
@@ -88,10 +90,8 @@ class AgentSession:
         if held is not None and held[0] == self.observation and self._watch.unchanged(workspace):
             return held[1]
         ticket = self._watch.before_asking(workspace)
-        known = None if held is None else held[0].model_dump()
-        answer = AgentContextResult.model_validate(
-            await self._call("agents/context", {"cwd": cwd, "known": known})
-        )
+        known = None if held is None else held[0]
+        answer = await self._call(self.api.agent_context(AgentContextParams(cwd=cwd, known=known)))
         if answer.text is None:
             assert held is not None and held[0] == answer.observed, "the daemon said unchanged"
             shown = held
@@ -103,9 +103,7 @@ class AgentSession:
         return shown[1]
 
     async def read(self, cwd: str, name: str) -> str:
-        answer = AgentRecordResult.model_validate(
-            await self._call("agents/record", {"cwd": cwd, "name": name})
-        )
+        answer = await self._call(self.api.agent_record(AgentRecordParams(cwd=cwd, name=name)))
         if answer.record is None:
             raise Refusal(
                 f"This project has no memory record named `{name}`; memory_context's index lists the names."
@@ -113,14 +111,16 @@ class AgentSession:
         return render_record(answer.record)
 
     async def index(self, cwd: str) -> list[AgentIndexEntry]:
-        return AgentIndexResult.model_validate(await self._call("agents/index", {"cwd": cwd})).records
+        return (await self._call(self.api.agent_index(WorkspaceParams(cwd=cwd)))).records
 
     async def history(self, cwd: str, limit: int) -> list[HistoryEntry]:
         """The newest `limit` entries of this workspace's and Global's history, newest first."""
         entries = []
-        for scope in ({"cwd": cwd}, {}):
-            answer = await self._call("memory/log", {**scope, "limit": limit, "stat": True})
-            entries += HistoryLogResult.model_validate(answer).entries
+        for scope in (cwd, None):
+            answer = await self._call(
+                self.api.memory_log(HistoryLogParams(cwd=scope, limit=limit, stat=True))
+            )
+            entries += answer.entries
         return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
 
     async def update(self, cwd: str, arguments: dict[str, Any]) -> AgentUpdateResult:
@@ -142,8 +142,7 @@ class AgentSession:
             raise Refusal(NOT_READ)
         identity = AgentIdentity(session=self.id, client=self.client)
         params = AgentUpdateParams(cwd=cwd, observed=self.observation, changes=changes, agent=identity)
-        answer = await self._call("agents/update", params.model_dump(mode="json"), changes)
-        result = AgentUpdateResult.model_validate(answer)
+        result = await self._call(self.api.agent_update(params), changes)
         if result.status == "stale":
             raise Refusal(STALE.format(scope=_SCOPE_TITLES[result.scope]))
         if result.status == "committed":
@@ -157,11 +156,9 @@ class AgentSession:
             self._workspace = (cwd, WorkspaceId.from_cwd(cwd))
         return self._workspace[1]
 
-    async def _call(
-        self, method: str, params: dict[str, Any], changes: Sequence[AgentChange] = ()
-    ) -> dict[str, Any]:
+    async def _call(self, answer: Awaitable[Result], changes: Sequence[AgentChange] = ()) -> Result:
         try:
-            return await self.link.call(method, params)
+            return await answer
         except DaemonUnavailable as exc:
             raise Refusal(
                 f"remem's memory service is unavailable ({exc}). If this was memory_update, it may or "

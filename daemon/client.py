@@ -1,8 +1,10 @@
 """Reaching the daemon: connect, or start it (once, under `state/spawn.lock`) and wait for it.
 
-The async `AsyncDaemonClient` is the library API; `call()` is the small synchronous wrapper
-the CLI uses. A daemon of another protocol or app version is asked to stop and replaced, and a
-daemon that fails to start is reported with the end of its own log.
+The async `AsyncDaemonClient` is the library API; `call()` is the small synchronous wrapper of
+one raw request. Each has a `DaemonApi` transport: `AsyncDaemonClient.request` for an event
+loop, `SocketTransport` (over `call()`) for the CLI. A daemon of another protocol or app
+version is asked to stop and replaced, and a daemon that fails to start is reported with the
+end of its own log.
 """
 
 from __future__ import annotations
@@ -16,11 +18,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .home import Home
 from .locks import file_lock
-from .protocol.rpc import APP_VERSION, MAX_ANSWER_BYTES, PROTOCOL_VERSION, DaemonInfo, RpcError
+from .protocol.rpc import (
+    APP_VERSION,
+    DAEMON_HELLO,
+    DAEMON_SHUTDOWN,
+    MAX_ANSWER_BYTES,
+    PROTOCOL_VERSION,
+    DaemonInfo,
+    Method,
+    Params,
+    Result,
+    RpcError,
+)
 from .server.runtime import DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
@@ -88,6 +102,10 @@ class AsyncDaemonClient:
             # A daemon that died a moment ago: its connection looked open until this write.
             link = await self._connected()
             return await link.request(method, params or {})
+
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
+        """`DaemonApi`'s transport: `call` with the method's models."""
+        return method.result.model_validate(await self.call(method.name, params.model_dump(mode="json")))
 
     async def close(self) -> None:
         if self._link is not None:
@@ -196,7 +214,8 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
         return None
     link = _Link(reader, writer, info, listener)
     try:
-        hello = await link.request("daemon/hello", {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
+        # Raw JSON: a daemon of another version may answer in another shape.
+        hello = await link.request(DAEMON_HELLO.name, {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
     if hello["pid"] != info.pid:
@@ -206,7 +225,7 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
         return None
     if (hello["protocol"], hello["version"]) == (PROTOCOL_VERSION, APP_VERSION):
         return link
-    await link.request("daemon/shutdown", {})  # an older (or newer) daemon: replace it
+    await link.request(DAEMON_SHUTDOWN.name, {})  # an older (or newer) daemon: replace it
     await link.close()
     await asyncio.to_thread(_wait_until_stopped, paths)
     return None
@@ -291,3 +310,18 @@ def call(
             await client.close()
 
     return asyncio.run(once())
+
+
+@dataclass(frozen=True)
+class SocketTransport:
+    """`DaemonApi`'s synchronous transport: each request is one `call` (connect or start, close)."""
+
+    home: Home
+    start: bool = True
+    listener: Listener | None = None
+
+    def request(self, method: Method[Params, Result], params: Params) -> Result:
+        answer = call(
+            self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener
+        )
+        return method.result.model_validate(answer)

@@ -25,8 +25,14 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Receipt, Status
-from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, TreeResult
+from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Status
+from remem.daemon.protocol.rpc import (
+    CONSOLIDATION_REFUSED,
+    ConsolidateParams,
+    ListParams,
+    ReceiptsParams,
+    WorkspaceParams,
+)
 
 from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer
@@ -95,8 +101,7 @@ async def consolidate(
         progress.begin(f"Remem: consolidating {label}")
         asking = asyncio.Event()
         ls.link.listen_progress(session, lambda phase: _heard(phase, progress, asking))
-        answer = await _run(ls, session, asking, cancelled_request, cancelled_progress)
-        result = ConsolidationResult.model_validate(answer)
+        result = await _run(ls, session, asking, cancelled_request, cancelled_progress)
         answered = Outcome(**result.model_dump(), receipt=str(ls.stores.receipts.path(result.review)))
         outcome, report = await _report(ls, answered, label, started)
         progress.end(report.message)
@@ -115,7 +120,7 @@ async def consolidate(
 async def latest_session(ls: RememServer, cwd: str) -> tuple[str, str]:
     """The newest session of the workspace that has finished, is not archived and is not a
     subagent's part of another session: its id, and how to name it to a person."""
-    tree = TreeResult.model_validate(await ls.link.call("sessions/tree", {"cwd": cwd}))
+    tree = await ls.link.api.session_tree(WorkspaceParams(cwd=cwd))
     finished = [n for n in tree.nodes if not n.live and not n.archived and n.kind != "subagent"]
     if not finished:
         raise JsonRpcServerError(
@@ -129,14 +134,15 @@ async def latest_session(ls: RememServer, cwd: str) -> tuple[str, str]:
 
 async def _run(
     ls: RememServer, session: str, asking: asyncio.Event, *cancels: asyncio.Event
-) -> dict[str, Any]:
+) -> ConsolidationResult:
     """The daemon's answer to `consolidation/run`; a cancel is passed on once the model is asked."""
     if any(cancel.is_set() for cancel in cancels):
         raise JsonRpcRequestCancelled(f"the consolidation of {session} was cancelled before it began")
-    run = asyncio.ensure_future(ls.link.call("consolidation/run", {"session": session}, idempotent=False))
+    target = ConsolidateParams(session=session)
+    run = asyncio.ensure_future(ls.link.api.consolidate(target))
     try:
         if await _first(run, *cancels) and await _first(run, asking):
-            await ls.link.call("consolidation/cancel", {"session": session})
+            await ls.link.api.cancel_consolidation(target)
         return await run
     except BaseException:
         # Shutting down, or the daemon is gone: it finishes (or settles) the review on its own.
@@ -174,10 +180,10 @@ def _heard(phase: dict[str, Any], progress: _Progress, asking: asyncio.Event) ->
 async def _named(ls: RememServer, session: str) -> str:
     """A session as a person names it: its title in quotes, else its id."""
     try:
-        listing = await ls.link.call("sessions/list", {})
+        listing = await ls.link.api.list_sessions(ListParams())
     except JsonRpcException:
         return session
-    title = next((s["title"] for s in listing["sessions"] if s["id"] == session), None)
+    title = next((s.title for s in listing.sessions if s.id == session), None)
     return f"“{title}”" if title else session
 
 
@@ -192,10 +198,10 @@ class _Report:
 
 async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -> tuple[Outcome, _Report]:
     try:
-        known = (await ls.link.call("consolidation/receipts", {"review": outcome.review}))["receipts"]
+        known = (await ls.link.api.receipts(ReceiptsParams(review=outcome.review))).receipts
     except JsonRpcException:
         known = []
-    receipt = Receipt.model_validate(known[0]) if known else None
+    receipt = known[0] if known else None
     committed = receipt is not None and outcome.status is Status.COMMITTED
     changed = changed_records(ls.home, receipt) if committed and receipt is not None else []
     opens = {OPEN_RECEIPT: outcome.receipt}

@@ -29,7 +29,16 @@ from pygls.exceptions import JsonRpcException, JsonRpcServerError
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.home import Home
-from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo, RpcError
+from remem.daemon.protocol.api import DaemonApi
+from remem.daemon.protocol.rpc import (
+    APP_VERSION,
+    PROTOCOL_VERSION,
+    DaemonInfo,
+    Method,
+    Params,
+    Result,
+    RpcError,
+)
 from remem.daemon.server.runtime import DaemonPaths
 
 log = logging.getLogger("remem.lsp")
@@ -56,10 +65,13 @@ class Status(BaseModel):
 
 
 class DaemonLink:
+    """The language server's transport to the daemon; `api` is the daemon's methods over it."""
+
     def __init__(self, home: Home) -> None:
         self._home = home
         self._paths = DaemonPaths(home)
         self.client = AsyncDaemonClient(home, start=True, listener=self._heard)
+        self.api = DaemonApi(self)
         self.degraded: str | None = None  # why there is no daemon, when there is none
         self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
         self.status = Status(state="starting")
@@ -85,15 +97,15 @@ class DaemonLink:
             self._keeper.cancel()
         await self.client.close()
 
-    async def call(self, method: str, params: dict[str, Any], *, idempotent: bool = True) -> dict[str, Any]:
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
         """The daemon's answer, or a JSON-RPC error a person can act on.
 
-        An idempotent request whose connection broke is sent once more, to a new daemon if
-        need be; any other is failed, since it may or may not have been applied."""
+        A request whose connection broke is sent once more, to a new daemon if need be, when
+        its method may be resent; any other is failed, since it may or may not have been applied."""
         try:
             return await self._ask(method, params)
         except DaemonUnavailable as exc:
-            if not idempotent:
+            if not method.resend:
                 raise _stopped_while_answering(exc) from None
         try:
             return await self._ask(method, params)
@@ -126,10 +138,10 @@ class DaemonLink:
             self._consolidating.remove(session)
         self._tell(self.status.state, self.status.message)
 
-    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _ask(self, method: Method[Params, Result], params: Params) -> Result:
         await self._reached()
         try:
-            return await self.client.call(method, params)
+            return await self.client.request(method, params)
         except RpcError as exc:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
 

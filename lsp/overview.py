@@ -23,6 +23,7 @@ from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.record import INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import parse_record, validate_global
 from remem.daemon.protocol.consolidation import Receipt
+from remem.daemon.protocol.rpc import ListParams, ReceiptsParams
 
 from .documents import path_of
 from .server import RememServer
@@ -72,11 +73,10 @@ class Overview(BaseModel):
 async def memory_overview(ls: RememServer, cwd: str) -> Overview:
     workspace = WorkspaceId.from_cwd(cwd)
     listing, receipts = await asyncio.gather(
-        ls.link.call("sessions/list", {"cwd": cwd}), ls.link.call("consolidation/receipts", {})
+        ls.link.api.list_sessions(ListParams(cwd=cwd)), ls.link.api.receipts(ReceiptsParams())
     )
-    titles = {s["id"]: s["title"] for s in listing["sessions"]}
-    found = map(Receipt.model_validate, receipts["receipts"])
-    mine = [r for r in found if r.target.workspace == workspace.key]
+    titles = {s.id: s.title for s in listing.sessions}
+    mine = [r for r in receipts.receipts if r.target.workspace == workspace.key]
     rows = sorted(
         (_receipt_row(ls.stores.receipts, r, titles) for r in mine), key=lambda r: r.updatedAt, reverse=True
     )

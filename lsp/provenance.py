@@ -18,14 +18,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.protocol.consolidation import ChangeSummary, EvidenceRange, Receipt, Status
 from remem.daemon.protocol.memory import Record
-from remem.daemon.protocol.rpc import TurnRow, TurnsResult
-from remem.daemon.protocol.sessions import Listing
+from remem.daemon.protocol.rpc import ListParams, Result, SessionParams, TurnRow
 
 from .documents import workspace_cwd
 from .server import RememServer
@@ -114,13 +112,13 @@ def _produced(change: ChangeSummary, record: Record) -> bool:
 async def session_facts(ls: RememServer, session: str, cwd: str) -> tuple[str | None, list[TurnRow]]:
     """The session's title and its turns, as the daemon knows them (None and [] when it cannot say)."""
     turns, listing = await asyncio.gather(
-        _asked(ls.link.call("sessions/turns", {"id": session})),
-        _asked(ls.link.call("sessions/list", {"cwd": cwd})) if cwd else _nothing(),
+        _asked(ls.link.api.session_turns(SessionParams(id=session))),
+        _asked(ls.link.api.list_sessions(ListParams(cwd=cwd))) if cwd else _nothing(),
     )
-    rows = TurnsResult.model_validate(turns).turns if turns is not None else []
+    rows = turns.turns if turns is not None else []
     title = None
     if listing is not None:
-        title = next((s.title for s in Listing.model_validate(listing).sessions if s.id == session), None)
+        title = next((s.title for s in listing.sessions if s.id == session), None)
     return title, rows
 
 
@@ -134,7 +132,7 @@ def turns_of(rows: list[TurnRow], evidence: list[EvidenceRange]) -> list[int]:
     return sorted(numbers)
 
 
-async def _asked(call: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
+async def _asked(call: Awaitable[Result]) -> Result | None:
     """A daemon answer, or None when the daemon cannot give it (provenance then says less)."""
     try:
         return await call

@@ -8,14 +8,12 @@ from typing import Any
 import click
 
 from ..consolidation.receipts import FAILED
-from ..protocol.consolidation import ConsolidationResult, Status
+from ..protocol.consolidation import Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     ConsolidateParams,
     Empty,
-    ModelSettings,
     ReceiptsParams,
-    ReceiptsResult,
     RpcError,
     SelectModelParams,
 )
@@ -42,7 +40,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
 
     params = ConsolidateParams(session=session_id)
     try:
-        result = backend.call("consolidation/run", params, ConsolidationResult, listener=show_progress)
+        result = backend.api(listener=show_progress).consolidate(params)
     except RpcError as exc:
         _refused(exc, as_json)
     if as_json:
@@ -62,7 +60,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
 @click.pass_obj
 def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
     """The consolidation receipts, oldest first: what was learnt from which session, and how."""
-    found = backend.call("consolidation/receipts", ReceiptsParams(session=session_id), ReceiptsResult)
+    found = backend.api().receipts(ReceiptsParams(session=session_id))
     if as_json:
         emit_json(found)
         return
@@ -87,11 +85,11 @@ def settings() -> None:
 def model(backend: Backend, provider: str | None, model: str | None, as_json: bool) -> None:
     """Show the consolidation model, or choose another one (both --provider and --model)."""
     try:
-        current = backend.call("consolidation/settings/read", Empty(), ModelSettings)
+        current = backend.api().model_settings(Empty())
         if provider is not None or model is not None:
             chosen = SelectModelParams(provider=provider or current.provider, model=model or current.model,
                                        expectedRevision=current.revision)  # fmt: skip
-            current = backend.call("consolidation/settings/select", chosen, ModelSettings)
+            current = backend.api().select_model(chosen)
     except RpcError as exc:
         _refused(exc, as_json)
     if as_json:

@@ -8,9 +8,10 @@ import time
 
 import click
 
-from ..client import DaemonUnavailable, call
+from ..client import DaemonUnavailable, SocketTransport
 from ..home import Home
-from ..protocol.rpc import StatusResult
+from ..protocol.api import DaemonApi
+from ..protocol.rpc import Empty, StatusResult
 from ..server.runtime import DaemonPaths
 from .backend import Backend
 from .output import EXIT_PROBLEMS, emit_json, fail
@@ -41,7 +42,7 @@ def start(backend: Backend, as_json: bool) -> None:
     if as_json:
         emit_json(status)
     else:
-        click.echo(f"remem daemon running (pid {status['pid']}, version {status['version']})")
+        click.echo(f"remem daemon running (pid {status.pid}, version {status.version})")
 
 
 @daemon.command()
@@ -55,7 +56,7 @@ def stop(backend: Backend, as_json: bool) -> None:
     if was_running:
         # A daemon exiting already, or not yet listening, is waited for just the same.
         with contextlib.suppress(DaemonUnavailable):
-            call(home, "daemon/shutdown", start=False)
+            DaemonApi(SocketTransport(home, start=False)).shutdown(Empty())
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
         while paths.running():
             if time.monotonic() > deadline:
@@ -81,25 +82,25 @@ def status(backend: Backend, as_json: bool) -> None:
             click.echo(f"remem daemon not running ({exc})")
         sys.exit(EXIT_PROBLEMS)
     if as_json:
-        emit_json({"running": True, **result})
+        emit_json({"running": True, **result.model_dump(mode="json")})
     else:
-        pid, version, since = result["pid"], result["version"], result["startedAt"]
-        click.echo(f"remem daemon running: pid {pid}, version {version}, since {since}")
-        parsed = StatusResult.model_validate(result)
-        watch = parsed.watch
+        click.echo(
+            f"remem daemon running: pid {result.pid}, version {result.version}, since {result.startedAt}"
+        )
+        watch = result.watch
         why = f" ({watch.reason})" if watch.reason else ""
         click.echo(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
         for missing in watch.missing:
             click.echo(f"not watched, missing: {missing}")
-        if parsed.settingsProblems:
+        if result.settingsProblems:
             click.echo("settings.yml is invalid; running on the last valid settings until it is fixed:")
-            for problem in parsed.settingsProblems:
+            for problem in result.settingsProblems:
                 click.echo(f"  {problem}")
 
 
-def _status(home: Home, *, start: bool) -> dict[str, object]:
+def _status(home: Home, *, start: bool) -> StatusResult:
     try:
-        return call(home, "daemon/status", start=start)
+        return DaemonApi(SocketTransport(home, start=start)).status(Empty())
     except DaemonUnavailable as exc:
         if start:
             fail(str(exc), EXIT_PROBLEMS)

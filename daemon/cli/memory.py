@@ -5,33 +5,31 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn
 
 import click
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import Severity
 from ..memory.lint import NotMemoryFile, lint_paths
 from ..memory.store import FileProblems
-from ..protocol.memory import CommitResult, FileStat, GlobalSnapshot, HistoryEntry, WorkspaceSnapshot
+from ..protocol.memory import CommitResult, FileStat, HistoryEntry
 from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
     CommitWorkspaceParams,
-    ContextResult,
     Empty,
     HistoryDiffParams,
-    HistoryDiffResult,
     HistoryEntryParams,
     HistoryLogParams,
-    HistoryLogResult,
-    HistoryShowResult,
-    RegenerateResult,
+    Params,
     ReplaceGlobalParams,
+    Result,
     RevertParams,
     RpcError,
     WorkspaceParams,
@@ -39,7 +37,6 @@ from ..protocol.rpc import (
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail, print_file_problems
 
-R = TypeVar("R", bound=BaseModel)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 cwd_option = click.option(
     "--cwd",
@@ -85,8 +82,8 @@ def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> No
     if at is not None:
         _show_at(backend, at, as_json)
         return
-    global_memory = _read(backend, "memory/readGlobal", Empty(), GlobalSnapshot, as_json)
-    snapshot = _read(backend, "memory/readWorkspace", _workspace(cwd), WorkspaceSnapshot, as_json)
+    global_memory = _read(backend.api().read_global, Empty(), as_json)
+    snapshot = _read(backend.api().read_workspace, _workspace(cwd), as_json)
     if as_json:
         emit_json(
             {
@@ -127,7 +124,7 @@ def apply(
     params = CommitWorkspaceParams(
         cwd=_workspace(cwd).cwd, expectedRevision=expected_revision, changes=changes
     )
-    _commit(backend, "memory/commitWorkspace", params, as_json)
+    _commit(backend.api().commit_workspace, params, as_json)
 
 
 @memory.command("replace-global")
@@ -148,7 +145,7 @@ def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, a
             as_json,
         )
     params = ReplaceGlobalParams(expectedRevision=expected_revision, content=content)
-    _commit(backend, "memory/replaceGlobal", params, as_json)
+    _commit(backend.api().replace_global, params, as_json)
 
 
 @memory.command()
@@ -157,7 +154,7 @@ def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, a
 @click.pass_obj
 def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
     """Regenerate this workspace's MEMORY.md from its records."""
-    written = _read(backend, "memory/regenerateIndex", _workspace(cwd), RegenerateResult, as_json).written
+    written = _read(backend.api().regenerate_index, _workspace(cwd), as_json).written
     if as_json:
         emit_json({"status": "regenerated" if written else "no-change"})
     else:
@@ -169,7 +166,7 @@ def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
 @click.pass_obj
 def context(backend: Backend, cwd: str | None) -> None:
     """Print what an agent should load: Global memory and the workspace index."""
-    click.echo(_read(backend, "memory/context", _workspace(cwd), ContextResult, as_json=False).text, nl=False)
+    click.echo(_read(backend.api().memory_context, _workspace(cwd), as_json=False).text, nl=False)
 
 
 @memory.command()
@@ -188,7 +185,7 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
     params = HistoryLogParams(
         cwd=None if global_ else _workspace(cwd).cwd, limit=limit or None, stat=not no_stat
     )
-    result = _read(backend, "memory/log", params, HistoryLogResult, as_json)
+    result = _read(backend.api().memory_log, params, as_json)
     if as_json:
         emit_json(result)
         return
@@ -206,7 +203,7 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
 def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
     """Show what history entry ENTRY changed, or the difference from ENTRY to TO."""
     params = HistoryDiffParams(entry=entry, to=to)
-    result = _read(backend, "memory/diff", params, HistoryDiffResult, as_json)
+    result = _read(backend.api().memory_diff, params, as_json)
     if as_json:
         emit_json(result)
     else:
@@ -223,7 +220,9 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, as_json:
     """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation."""
     try:
         _commit(
-            backend, "memory/revert", RevertParams(entry=entry, expectedRevision=expected_revision), as_json
+            backend.api().memory_revert,
+            RevertParams(entry=entry, expectedRevision=expected_revision),
+            as_json,
         )
     except RpcError as exc:
         if exc.code != HISTORY_REFUSED:
@@ -232,7 +231,7 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, as_json:
 
 
 def _show_at(backend: Backend, at: str, as_json: bool) -> None:
-    result = _read(backend, "memory/showAt", HistoryEntryParams(entry=at), HistoryShowResult, as_json)
+    result = _read(backend.api().memory_show_at, HistoryEntryParams(entry=at), as_json)
     if as_json:
         emit_json(result)
         return
@@ -279,9 +278,9 @@ def _workspace(cwd: str | None) -> WorkspaceParams:
     return WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
 
 
-def _read(backend: Backend, method: str, params: BaseModel, result: type[R], as_json: bool) -> R:
+def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Result:
     try:
-        return backend.call(method, params, result)
+        return ask(params)
     except RpcError as exc:
         if exc.code == HISTORY_REFUSED:
             _refused(exc, as_json)
@@ -290,9 +289,9 @@ def _read(backend: Backend, method: str, params: BaseModel, result: type[R], as_
         _report_invalid(exc.message, exc.data, as_json)
 
 
-def _commit(backend: Backend, method: str, params: BaseModel, as_json: bool) -> None:
+def _commit(ask: Callable[[Params], CommitResult], params: Params, as_json: bool) -> None:
     try:
-        result = backend.call(method, params, CommitResult)
+        result = ask(params)
     except RpcError as exc:
         if exc.code == INVALID_CHANGES:
             _report_result_invalid([Problem.model_validate(p) for p in exc.data["problems"]], as_json)

@@ -12,24 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel
 
-from ..protocol.forks import ForkRequest, ForkResult
+from ..protocol.forks import ForkRequest
 from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
     ListParams,
-    LogResult,
     MetaResult,
     RenameParams,
     RpcError,
     SessionParams,
-    TranscriptResult,
-    TreeResult,
-    TurnsResult,
     WorkspaceParams,
 )
-from ..protocol.sessions import Listing
 from ..sessions.sources import HARNESS_NAMES
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
@@ -38,7 +32,6 @@ if TYPE_CHECKING:
     from ..client import Listener
 
 F = TypeVar("F", bound=Callable[..., Any])
-R = TypeVar("R", bound=BaseModel)
 
 
 def session_options(command: F) -> F:
@@ -64,8 +57,8 @@ def sessions() -> None:
 def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """Every session in the configured roots, oldest first, and every log that cannot be read."""
     params = ListParams(cwd=os.path.abspath(cwd) if cwd is not None else None)
-    with _indexing_bar(params.cwd, shown=not as_json) as listener:
-        listing = _call(backend, "sessions/list", params, Listing, roots, as_json, listener)
+    with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
+        listing = backend.api(roots, listener).list_sessions(params)
     if as_json:
         emit_json(listing)
         return
@@ -88,8 +81,8 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
 def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
     params = WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    with _indexing_bar(params.cwd, shown=not as_json) as listener:
-        nodes = _call(backend, "sessions/tree", params, TreeResult, roots, as_json, listener).nodes
+    with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
+        nodes = backend.api(roots, listener).session_tree(params).nodes
     if as_json:
         emit_json({"nodes": [node.model_dump(mode="json") for node in nodes]})
         return
@@ -107,7 +100,8 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
 def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
     """The turns of a session: number, seq range (DSH) or line range (Claude Code, Codex), status,
     first line of the prompt."""
-    rows = _call(backend, "sessions/turns", SessionParams(id=session_id), TurnsResult, roots, as_json).turns
+    with _refusals(as_json):
+        rows = backend.api(roots).session_turns(SessionParams(id=session_id)).turns
     if as_json:
         emit_json({"turns": [row.model_dump() for row in rows]})
         return
@@ -127,10 +121,11 @@ def show(
 ) -> None:
     """A session's transcript, or its header, turns and events as JSON."""
     params = SessionParams(id=session_id)
-    if as_json:
-        emit_json(_call(backend, "sessions/log", params, LogResult, roots, as_json))
-        return
-    markdown = _call(backend, "sessions/transcript", params, TranscriptResult, roots, as_json).markdown
+    with _refusals(as_json):
+        if as_json:
+            emit_json(backend.api(roots).session_log(params))
+            return
+        markdown = backend.api(roots).session_transcript(params).markdown
     click.echo(markdown, nl=False)
 
 
@@ -168,7 +163,8 @@ def fork(
         title=title,
         expectedRevision=expected_revision,
     )
-    result = _call(backend, "sessions/fork", request, ForkResult, roots, as_json)
+    with _refusals(as_json):
+        result = backend.api(roots).fork_session(request)
     if as_json:
         # A DSH child has no resume command: its JSON stays what it always was.
         emit_json(result.model_dump(mode="json", exclude={"resume"} if result.resume is None else None))
@@ -197,7 +193,9 @@ def rename(
 ) -> None:
     """Give a session a display title (the log itself is never rewritten)."""
     params = RenameParams(id=session_id, title=title, expectedGeneration=expected_generation)
-    _print_meta(_call(backend, "sessions/rename", params, MetaResult, roots, as_json), as_json)
+    with _refusals(as_json):
+        meta = backend.api(roots).rename_session(params)
+    _print_meta(meta, as_json)
 
 
 def _archive_command(name: str, archived: bool, summary: str) -> None:
@@ -218,7 +216,9 @@ def _archive_command(name: str, archived: bool, summary: str) -> None:
         as_json: bool,
     ) -> None:
         params = ArchiveParams(id=session_id, archived=archived, expectedGeneration=expected_generation)
-        _print_meta(_call(backend, "sessions/archive", params, MetaResult, roots, as_json), as_json)
+        with _refusals(as_json):
+            meta = backend.api(roots).archive_session(params)
+        _print_meta(meta, as_json)
 
 
 _archive_command("archive", True, "Hide a session from the tree; nothing is deleted.")
@@ -256,18 +256,11 @@ def _indexing_bar(cwd: str | None, *, shown: bool) -> Iterator[Listener | None]:
         yield listen
 
 
-def _call(
-    backend: Backend,
-    method: str,
-    params: BaseModel,
-    result: type[R],
-    roots: tuple[Path, ...],
-    as_json: bool,
-    listener: Listener | None = None,
-) -> R:
-    """The method's result; a refusal is printed (as JSON with --json) and sets the exit code."""
+@contextmanager
+def _refusals(as_json: bool) -> Iterator[None]:
+    """A session refusal is printed (as JSON with --json) and sets the exit code."""
     try:
-        return backend.call(method, params, result, roots, listener)
+        yield
     except RpcError as exc:
         if exc.code != SESSION_REFUSED:
             raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -345,45 +345,98 @@ class AgentUpdateResult(_Strict):
     warnings: list[str] = []  # e.g. a likely credential in what was written; committed anyway
 
 
+# A method's params and result models, for the signatures generic over a method.
+Params = TypeVar("Params", bound=BaseModel)
+Result = TypeVar("Result", bound=BaseModel)
+
+
 @dataclass(frozen=True)
-class Method:
-    params: type[BaseModel]
-    result: type[BaseModel]
+class Method(Generic[Params, Result]):
+    """One daemon method: its name on the wire, its params and result models, and whether a
+    request whose connection broke may be sent once more (`resend`): a read, or a write whose
+    repetition changes nothing (a fork's operation id, a rename to the same title, a revert to
+    what an entry left). A write compare-and-swapped on a revision, or one that starts work, is
+    never resent: it may have been applied, and only the caller can look."""
+
+    name: str
+    params: type[Params]
+    result: type[Result]
+    resend: bool = True
 
 
-METHODS: dict[str, Method] = {
-    "daemon/hello": Method(HelloParams, HelloResult),
-    "daemon/status": Method(Empty, StatusResult),
-    "daemon/shutdown": Method(Empty, Empty),
-    "memory/readGlobal": Method(Empty, GlobalSnapshot),
-    "memory/readWorkspace": Method(WorkspaceParams, WorkspaceSnapshot),
-    "memory/replaceGlobal": Method(ReplaceGlobalParams, CommitResult),
-    "memory/commitWorkspace": Method(CommitWorkspaceParams, CommitResult),
-    "memory/regenerateIndex": Method(WorkspaceParams, RegenerateResult),
-    "memory/context": Method(WorkspaceParams, ContextResult),
-    "memory/log": Method(HistoryLogParams, HistoryLogResult),
-    "memory/diff": Method(HistoryDiffParams, HistoryDiffResult),
-    "memory/showAt": Method(HistoryEntryParams, HistoryShowResult),
-    "memory/revert": Method(RevertParams, CommitResult),
-    "sessions/list": Method(ListParams, Listing),
-    "sessions/tree": Method(WorkspaceParams, TreeResult),
-    "sessions/turns": Method(SessionParams, TurnsResult),
-    "sessions/transcript": Method(SessionParams, TranscriptResult),
-    "sessions/log": Method(SessionParams, LogResult),
-    "sessions/fork": Method(ForkRequest, ForkResult),
-    "sessions/rename": Method(RenameParams, MetaResult),
-    "sessions/archive": Method(ArchiveParams, MetaResult),
-    "consolidation/run": Method(ConsolidateParams, ConsolidationResult),
-    "consolidation/cancel": Method(ConsolidateParams, CancelResult),
-    "consolidation/receipts": Method(ReceiptsParams, ReceiptsResult),
-    "consolidation/settings/read": Method(Empty, ModelSettings),
-    "consolidation/settings/select": Method(SelectModelParams, ModelSettings),
-    "consolidation/credentials/set": Method(SetApiKeyParams, ModelSettings),
-    "consolidation/models": Method(ModelsParams, ModelList),
-    "agents/context": Method(AgentContextParams, AgentContextResult),
-    "agents/index": Method(WorkspaceParams, AgentIndexResult),
-    "agents/record": Method(AgentRecordParams, AgentRecordResult),
-    "agents/update": Method(AgentUpdateParams, AgentUpdateResult),
+DAEMON_HELLO = Method("daemon/hello", HelloParams, HelloResult)
+DAEMON_STATUS = Method("daemon/status", Empty, StatusResult)
+DAEMON_SHUTDOWN = Method("daemon/shutdown", Empty, Empty)
+MEMORY_READ_GLOBAL = Method("memory/readGlobal", Empty, GlobalSnapshot)
+MEMORY_READ_WORKSPACE = Method("memory/readWorkspace", WorkspaceParams, WorkspaceSnapshot)
+MEMORY_REPLACE_GLOBAL = Method("memory/replaceGlobal", ReplaceGlobalParams, CommitResult, resend=False)
+MEMORY_COMMIT_WORKSPACE = Method("memory/commitWorkspace", CommitWorkspaceParams, CommitResult, resend=False)
+MEMORY_REGENERATE_INDEX = Method("memory/regenerateIndex", WorkspaceParams, RegenerateResult)
+MEMORY_CONTEXT = Method("memory/context", WorkspaceParams, ContextResult)
+MEMORY_LOG = Method("memory/log", HistoryLogParams, HistoryLogResult)
+MEMORY_DIFF = Method("memory/diff", HistoryDiffParams, HistoryDiffResult)
+MEMORY_SHOW_AT = Method("memory/showAt", HistoryEntryParams, HistoryShowResult)
+MEMORY_REVERT = Method("memory/revert", RevertParams, CommitResult)
+SESSIONS_LIST = Method("sessions/list", ListParams, Listing)
+SESSIONS_TREE = Method("sessions/tree", WorkspaceParams, TreeResult)
+SESSIONS_TURNS = Method("sessions/turns", SessionParams, TurnsResult)
+SESSIONS_TRANSCRIPT = Method("sessions/transcript", SessionParams, TranscriptResult)
+SESSIONS_LOG = Method("sessions/log", SessionParams, LogResult)
+SESSIONS_FORK = Method("sessions/fork", ForkRequest, ForkResult)
+SESSIONS_RENAME = Method("sessions/rename", RenameParams, MetaResult)
+SESSIONS_ARCHIVE = Method("sessions/archive", ArchiveParams, MetaResult)
+CONSOLIDATION_RUN = Method("consolidation/run", ConsolidateParams, ConsolidationResult, resend=False)
+CONSOLIDATION_CANCEL = Method("consolidation/cancel", ConsolidateParams, CancelResult)
+CONSOLIDATION_RECEIPTS = Method("consolidation/receipts", ReceiptsParams, ReceiptsResult)
+CONSOLIDATION_SETTINGS_READ = Method("consolidation/settings/read", Empty, ModelSettings)
+CONSOLIDATION_SETTINGS_SELECT = Method(
+    "consolidation/settings/select", SelectModelParams, ModelSettings, resend=False
+)
+CONSOLIDATION_CREDENTIALS_SET = Method(
+    "consolidation/credentials/set", SetApiKeyParams, ModelSettings, resend=False
+)
+CONSOLIDATION_MODELS = Method("consolidation/models", ModelsParams, ModelList)
+AGENTS_CONTEXT = Method("agents/context", AgentContextParams, AgentContextResult)
+AGENTS_INDEX = Method("agents/index", WorkspaceParams, AgentIndexResult)
+AGENTS_RECORD = Method("agents/record", AgentRecordParams, AgentRecordResult)
+AGENTS_UPDATE = Method("agents/update", AgentUpdateParams, AgentUpdateResult, resend=False)
+
+METHODS: dict[str, Method[Any, Any]] = {
+    method.name: method
+    for method in (
+        DAEMON_HELLO,
+        DAEMON_STATUS,
+        DAEMON_SHUTDOWN,
+        MEMORY_READ_GLOBAL,
+        MEMORY_READ_WORKSPACE,
+        MEMORY_REPLACE_GLOBAL,
+        MEMORY_COMMIT_WORKSPACE,
+        MEMORY_REGENERATE_INDEX,
+        MEMORY_CONTEXT,
+        MEMORY_LOG,
+        MEMORY_DIFF,
+        MEMORY_SHOW_AT,
+        MEMORY_REVERT,
+        SESSIONS_LIST,
+        SESSIONS_TREE,
+        SESSIONS_TURNS,
+        SESSIONS_TRANSCRIPT,
+        SESSIONS_LOG,
+        SESSIONS_FORK,
+        SESSIONS_RENAME,
+        SESSIONS_ARCHIVE,
+        CONSOLIDATION_RUN,
+        CONSOLIDATION_CANCEL,
+        CONSOLIDATION_RECEIPTS,
+        CONSOLIDATION_SETTINGS_READ,
+        CONSOLIDATION_SETTINGS_SELECT,
+        CONSOLIDATION_CREDENTIALS_SET,
+        CONSOLIDATION_MODELS,
+        AGENTS_CONTEXT,
+        AGENTS_INDEX,
+        AGENTS_RECORD,
+        AGENTS_UPDATE,
+    )
 }
 
 

@@ -10,11 +10,11 @@ import asyncio
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..protocol.api import Handler
 from ..protocol.rpc import (
     ANSWER_TOO_LARGE,
     INTERNAL_ERROR,
@@ -27,7 +27,6 @@ from ..protocol.rpc import (
     RpcError,
 )
 
-Handler = Callable[[Any], Awaitable[BaseModel]]
 WRITE_TIMEOUT_SECONDS = 10.0
 MAX_IN_FLIGHT = 16  # requests of one client running at once; more wait to be read
 OUTBOX_LIMIT = 1024  # answers and notifications queued for a client before it counts as stuck

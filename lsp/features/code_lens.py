@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.validation import parse_record
-from remem.daemon.protocol.rpc import TurnsResult
+from remem.daemon.protocol.rpc import SessionParams
 
 from .. import ids
 from ..documents import Kind, MemoryFile, lines_of, memory_file
@@ -43,10 +43,10 @@ def register(server: RememServer) -> None:
 
 async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[types.CodeLens]:
     try:
-        answer = await ls.link.call("sessions/turns", {"id": session})
+        answer = await ls.link.api.session_turns(SessionParams(id=session))
     except JsonRpcException:
         return []  # no daemon, or the session is gone: none of these lenses could run
-    forkable = {row.turn for row in TurnsResult.model_validate(answer).turns if row.forkable}
+    forkable = {row.turn for row in answer.turns if row.forkable}
     lenses = [_lens(0, "Consolidate this session", ids.CONSOLIDATE, {"session": session})]
     for turn, line in _turn_ends(lines_of(ls.workspace.get_text_document(uri).source)):
         if turn in forkable:

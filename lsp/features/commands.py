@@ -17,7 +17,16 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
 from remem.daemon.protocol.forks import ForkRequest
-from remem.daemon.protocol.rpc import TurnRow, TurnsResult
+from remem.daemon.protocol.rpc import (
+    ArchiveParams,
+    Empty,
+    RenameParams,
+    SelectModelParams,
+    SessionParams,
+    SetApiKeyParams,
+    TurnRow,
+    WorkspaceParams,
+)
 
 from .. import ids
 from ..consolidate import consolidate
@@ -90,37 +99,41 @@ def register(server: RememServer) -> None:
     @server.command(ids.RENAME)
     async def rename_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         args = only_argument(arguments, RenameArgs, ids.RENAME)
-        return await ls.link.call("sessions/rename", {"id": args.session, "title": args.title})
+        meta = await ls.link.api.rename_session(RenameParams(id=args.session, title=args.title))
+        return meta.model_dump(mode="json")
 
     @server.command(ids.ARCHIVE)
     async def archive_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         args = only_argument(arguments, SessionArg, ids.ARCHIVE)
-        return await ls.link.call("sessions/archive", {"id": args.session, "archived": True})
+        return await _archive(ls, args.session, archived=True)
 
     @server.command(ids.RESTORE)
     async def restore_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         args = only_argument(arguments, SessionArg, ids.RESTORE)
-        return await ls.link.call("sessions/archive", {"id": args.session, "archived": False})
+        return await _archive(ls, args.session, archived=False)
 
     @server.command(ids.REGENERATE_INDEX)
     async def regenerate_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         args = only_argument(arguments, RegenerateArgs, ids.REGENERATE_INDEX)
         cwd = args.cwd if args.cwd is not None else await _cwd_of_memory_file(ls, str(args.uri))
-        return await ls.link.call("memory/regenerateIndex", {"cwd": cwd})
+        return (await ls.link.api.regenerate_index(WorkspaceParams(cwd=cwd))).model_dump(mode="json")
 
     @server.command(ids.SELECT_MODEL)
     async def select_model_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         args = only_argument(arguments, SelectModelArgs, ids.SELECT_MODEL)
-        current = await ls.link.call("consolidation/settings/read", {})
-        change = {**args.model_dump(), "expectedRevision": current["revision"]}
-        chosen = await ls.link.call("consolidation/settings/select", change, idempotent=False)
-        return {**chosen, "settingsFile": str(ls.home.settings_file)}
+        current = await ls.link.api.model_settings(Empty())
+        change = SelectModelParams(
+            provider=args.provider, model=args.model, expectedRevision=current.revision
+        )
+        chosen = await ls.link.api.select_model(change)
+        return {**chosen.model_dump(mode="json"), "settingsFile": str(ls.home.settings_file)}
 
     @server.command(ids.SET_API_KEY)
     async def set_api_key_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:
         # The daemon writes credentials.yml (0600), where the CLI reads keys too (decision 0102).
         args = only_argument(arguments, SetApiKeyArgs, ids.SET_API_KEY)
-        return await ls.link.call("consolidation/credentials/set", args.model_dump(), idempotent=False)
+        key = SetApiKeyParams(**args.model_dump())
+        return (await ls.link.api.set_api_key(key)).model_dump(mode="json")
 
 
 async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
@@ -132,12 +145,12 @@ async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
     request = ForkRequest(
         source=args.session, operationId=uuid.uuid4().hex, atSeq=row.endSeq, title=args.title
     )  # a new id per branch the user asks for; a resend of this request reuses it
-    result = await ls.link.call("sessions/fork", request.model_dump(exclude_none=True))
-    return {"id": result["child"], "resume": result.get("resume")}
+    result = await ls.link.api.fork_session(request)
+    return {"id": result.child, "resume": result.resume}
 
 
 async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
-    turns = TurnsResult.model_validate(await ls.link.call("sessions/turns", {"id": session})).turns
+    turns = (await ls.link.api.session_turns(SessionParams(id=session))).turns
     row = next((t for t in turns if t.turn == turn), None)
     if row is None:
         raise JsonRpcInvalidParams(f"{ids.FORK}: session {session} has no turn {turn} (it has {len(turns)})")
@@ -146,6 +159,11 @@ async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
             f"{ids.FORK}: turn {turn} of {session} has not finished; branch from a completed turn"
         )
     return row
+
+
+async def _archive(ls: RememServer, session: str, *, archived: bool) -> dict[str, Any]:
+    meta = await ls.link.api.archive_session(ArchiveParams(id=session, archived=archived))
+    return meta.model_dump(mode="json")
 
 
 async def _confirmed(ls: RememServer, turn: int) -> bool:

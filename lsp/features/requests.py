@@ -14,8 +14,19 @@ from typing import Any
 from pydantic import Field
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from remem.daemon.protocol.consolidation import Receipt
-from remem.daemon.protocol.rpc import TurnsResult, WatchStatus
+from remem.daemon.protocol.memory import HistoryEntry
+from remem.daemon.protocol.rpc import (
+    Empty,
+    HistoryEntryParams,
+    HistoryLogParams,
+    ModelsParams,
+    ReceiptsParams,
+    RevertParams,
+    SessionParams,
+    TreeResult,
+    WorkspaceParams,
+)
+from remem.daemon.protocol.sessions import FlatNode
 
 from .. import ids
 from ..overview import memory_overview
@@ -61,21 +72,26 @@ def register(server: RememServer) -> None:
     @server.feature(ids.SESSION_TREE)
     async def session_tree(ls: RememServer, params: Any) -> dict[str, Any]:
         workspace = parse(Cwd, params, ids.SESSION_TREE)
-        tree = await ls.link.call("sessions/tree", workspace.model_dump())
-        if tree["nodes"]:
+        tree = await ls.link.api.session_tree(WorkspaceParams(cwd=workspace.cwd))
+        if tree.nodes:
             return await with_own_prompts(ls, tree)
-        return {**tree, "searched": await searched_roots(ls), "settingsFile": str(ls.home.settings_file)}
+        searched = await searched_roots(ls)
+        return {
+            **tree.model_dump(mode="json"),
+            "searched": searched,
+            "settingsFile": str(ls.home.settings_file),
+        }
 
     @server.feature(ids.SESSION_TURNS)
     async def session_turns(ls: RememServer, params: Any) -> dict[str, Any]:
         session = parse(SessionId, params, ids.SESSION_TURNS)
-        return await ls.link.call("sessions/turns", session.model_dump())
+        return (await ls.link.api.session_turns(SessionParams(id=session.id))).model_dump(mode="json")
 
     @server.feature(ids.TRANSCRIPT)
     async def transcript(ls: RememServer, params: Any) -> dict[str, Any]:
         session = parse(SessionId, params, ids.TRANSCRIPT)
-        answer = await ls.link.call("sessions/transcript", session.model_dump())
-        return {"uri": transcript_uri(session.id), "markdown": answer["markdown"]}
+        answer = await ls.link.api.session_transcript(SessionParams(id=session.id))
+        return {"uri": transcript_uri(session.id), "markdown": answer.markdown}
 
     @server.feature(ids.MEMORY_OVERVIEW)
     async def overview(ls: RememServer, params: Any) -> dict[str, Any]:
@@ -89,50 +105,52 @@ def register(server: RememServer) -> None:
     @server.feature(ids.MEMORY_HISTORY)
     async def memory_history(ls: RememServer, params: Any) -> dict[str, Any]:
         scope = parse(HistoryScope, params, ids.MEMORY_HISTORY)
-        query = {"limit": HISTORY_LIMIT, "stat": True} | ({"cwd": scope.cwd} if scope.cwd else {})
-        answer = await ls.link.call("memory/log", query)
+        answer = await ls.link.api.memory_log(HistoryLogParams(cwd=scope.cwd, limit=HISTORY_LIMIT, stat=True))
         if scope.record is not None:
-            answer["entries"] = [e for e in answer["entries"] if _touches(e, scope.record)]
-        return answer
+            answer.entries = [e for e in answer.entries if _touches(e, scope.record)]
+        return answer.model_dump(mode="json")
 
     @server.feature(ids.MEMORY_AT)
     async def memory_at(ls: RememServer, params: Any) -> dict[str, Any]:
         entry = parse(HistoryEntryId, params, ids.MEMORY_AT)
-        return await ls.link.call("memory/showAt", entry.model_dump())
+        answer = await ls.link.api.memory_show_at(HistoryEntryParams(entry=entry.entry))
+        return answer.model_dump(mode="json")
 
     @server.feature(ids.REVERT_MEMORY)
     async def revert_memory(ls: RememServer, params: Any) -> dict[str, Any]:
         entry = parse(HistoryEntryId, params, ids.REVERT_MEMORY)
-        return await ls.link.call("memory/revert", entry.model_dump())
+        answer = await ls.link.api.memory_revert(RevertParams(entry=entry.entry))
+        return answer.model_dump(mode="json")
 
     @server.feature(ids.MODELS)
     async def models(ls: RememServer, params: Any) -> dict[str, Any]:
         provider = parse(Provider, params, ids.MODELS)
-        return await ls.link.call("consolidation/models", provider.model_dump())
+        return (await ls.link.api.models(ModelsParams(provider=provider.provider))).model_dump(mode="json")
 
     @server.feature(ids.SETTINGS)
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, ids.SETTINGS)
-        route = await ls.link.call("consolidation/settings/read", {})
-        return {**route, "settingsFile": str(ls.home.settings_file)}
+        route = await ls.link.api.model_settings(Empty())
+        return {**route.model_dump(mode="json"), "settingsFile": str(ls.home.settings_file)}
 
 
-async def with_own_prompts(ls: RememServer, tree: dict[str, Any]) -> dict[str, Any]:
+async def with_own_prompts(ls: RememServer, tree: TreeResult) -> dict[str, Any]:
     """Each fork with `ownPrompt`, the first line of its first prompt after the fork point (None
     until it has one): what tells sibling branches apart when their titles are the default."""
-    forks = [node for node in tree["nodes"] if node["kind"] == "fork"]
-    prompts = await asyncio.gather(*(_own_prompt(ls, node) for node in forks))
-    for node, prompt in zip(forks, prompts, strict=True):
-        node["ownPrompt"] = prompt
-    return tree
+    answer = tree.model_dump(mode="json")
+    forks = [at for at, node in enumerate(tree.nodes) if node.kind == "fork"]
+    prompts = await asyncio.gather(*(_own_prompt(ls, tree.nodes[at]) for at in forks))
+    for at, prompt in zip(forks, prompts, strict=True):
+        answer["nodes"][at]["ownPrompt"] = prompt
+    return answer
 
 
-async def _own_prompt(ls: RememServer, node: dict[str, Any]) -> str | None:
+async def _own_prompt(ls: RememServer, node: FlatNode) -> str | None:
     try:
-        turns = TurnsResult.model_validate(await ls.link.call("sessions/turns", {"id": node["id"]})).turns
+        turns = (await ls.link.api.session_turns(SessionParams(id=node.id))).turns
     except JsonRpcException:
         return None  # unreadable now: the tree still shows it, by its title
-    after = node["forkTurn"] or 0
+    after = node.forkTurn or 0
     own = next((t.user for t in turns if t.turn > after and t.user.strip()), None)
     if own is None:
         return None
@@ -143,7 +161,7 @@ async def _own_prompt(ls: RememServer, node: dict[str, Any]) -> str | None:
 async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
     """The session roots the daemon reads, each with whether it exists: where an empty tree looked."""
     try:
-        watch = WatchStatus.model_validate((await ls.link.call("daemon/status", {}))["watch"])
+        watch = (await ls.link.api.status(Empty())).watch
     except JsonRpcException:
         return []  # no daemon: the tree's own answer already says so
     memory = str(ls.home.memory)
@@ -151,18 +169,17 @@ async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
     return found + [{"path": path, "exists": False} for path in watch.missing]
 
 
-def _touches(entry: dict[str, Any], record: str) -> bool:
-    stat = entry.get("stat") or {}
-    return any(record in stat.get(kind, []) for kind in ("added", "changed", "removed"))
+def _touches(entry: HistoryEntry, record: str) -> bool:
+    stat = entry.stat
+    return stat is not None and any(record in names for names in (stat.added, stat.changed, stat.removed))
 
 
 async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     """A receipt the daemon knows: its file's text exactly as written, and as a person reads it."""
-    answer = await ls.link.call("consolidation/receipts", {"review": review})
-    known = next(iter(answer["receipts"]), None)
-    if known is None:
+    answer = await ls.link.api.receipts(ReceiptsParams(review=review))
+    receipt = next(iter(answer.receipts), None)
+    if receipt is None:
         raise JsonRpcInvalidParams(f"{ids.RECEIPT}: no review {review}; the Memory view lists the receipts")
-    receipt = Receipt.model_validate(known)
     path = ls.stores.receipts.path(review)
     try:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")

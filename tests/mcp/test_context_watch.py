@@ -6,7 +6,6 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,6 +19,7 @@ from remem.daemon.memory.context import render_agent_context
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.rpc import AGENTS_CONTEXT, Method, Params, Result
 from tests.memory.factory import put, rec
 
 from .conftest import EMPTY
@@ -122,9 +122,9 @@ class CountingLink(InProcessLink):
 
     asked = 0
 
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.asked += method == "agents/context"
-        return await super().call(method, params)
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
+        self.asked += method is AGENTS_CONTEXT
+        return await super().request(method, params)
 
 
 @needs_inotify

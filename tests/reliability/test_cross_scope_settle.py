@@ -27,7 +27,9 @@ from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.consolidation import Status
+from remem.daemon.protocol.rpc import AgentContextParams
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV, both_scopes, configure, write_source
 from tests.daemon.helpers import calls, remem, wait_until
@@ -141,8 +143,10 @@ def test_the_daemon_settles_before_it_serves(
 
 def test_an_agent_without_the_daemon_settles_before_it_reads(copy: tuple[Home, Path]) -> None:
     home, project = copy
-    answer = asyncio.run(InProcessLink(home).call("agents/context", {"cwd": str(project)}))
-    assert PLANNED[0] in answer["text"] and "prefer-uv" in answer["text"]
+    api = DaemonApi(InProcessLink(home))
+    answer = asyncio.run(api.agent_context(AgentContextParams(cwd=str(project))))
+    assert answer.text is not None
+    assert PLANNED[0] in answer.text and "prefer-uv" in answer.text
     _settled_whole(home, project)
 
 
