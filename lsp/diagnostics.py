@@ -16,9 +16,9 @@ from lsprotocol import types
 from pygls import uris
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
-from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
+from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder
-from remem.daemon.memory.validation import likely_secrets, validate_global
+from remem.daemon.memory.validation import validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
 from .rule_docs import PREFIX, rule_href
@@ -72,12 +72,7 @@ def refresh_global(ls: RememServer) -> None:
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
         text = ls.workspace.get_text_document(uri).source
-        _publish(ls, uri, [FILE_TOO_LARGE] if too_large(text) else _global_problems(text))
-
-
-def _global_problems(text: str) -> list[Diagnostic]:
-    positions = TextPositions(text)  # one encoding and one line table for both
-    return validate_global(text, positions) + likely_secrets(text, positions)
+        _publish(ls, uri, [FILE_TOO_LARGE] if too_large(text) else validate_global(text, secrets=True))
 
 
 def settings_problems(text: str) -> list[Diagnostic]:

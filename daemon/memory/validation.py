@@ -72,11 +72,15 @@ class _FrontMatter:
     body_start: int
 
 
-def validate_global(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
-    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
+def validate_global(
+    text: str, positions: TextPositions | None = None, *, secrets: bool = False
+) -> list[Diagnostic]:
+    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget (and with `secrets`,
+    the likely credentials). Past the budget only the size is reported (decision 0225)."""
     positions = positions or TextPositions(text)
-    problems = canonical_problems(text, positions)
     found = _over_budget(text, GLOBAL_MAX_BYTES, positions.utf8)
+    end = len(text) if found is None else found[0]
+    problems = canonical_problems(text, positions, end)
     if found is not None:
         over, size = found
         problems.append(
@@ -88,21 +92,27 @@ def validate_global(text: str, positions: TextPositions | None = None) -> list[D
                 positions.range(over, len(text)),
             )
         )
+    if secrets:
+        problems += likely_secrets(text, positions, end)
     return problems
 
 
-def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
-    """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check."""
+def parse_record(text: str, file_name: str | None = None, *, secrets: bool = False) -> ParsedRecord:
+    """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check and
+    `secrets` the likely-credential warnings. Past the body's budget only the size is reported."""
     positions = TextPositions(text)
-    problems = canonical_problems(text, positions)
-    front = _find_front_matter(text, positions, problems)
-    if front is None:
-        return ParsedRecord(None, problems)
+    problems: list[Diagnostic] = []
     parsed = ParsedRecord(None, problems)
-    _check_fields(text, front, positions, file_name, parsed)
-    body = text[front.body_start :]
-    problems.extend(_body_problems(text, body, front, positions))
-    if not has_errors(problems) and len(parsed.fields) == len(FIELDS):
+    front = _find_front_matter(text, positions, problems)
+    end, body = len(text), ""
+    if front is not None:
+        _check_fields(text, front, positions, file_name, parsed)
+        body = text[front.body_start :]
+        end = _body_problems(text, body, front, positions, problems)
+    problems[:0] = canonical_problems(text, positions, end)
+    if secrets:
+        problems += likely_secrets(text, positions, end)
+    if front is not None and not has_errors(problems) and len(parsed.fields) == len(FIELDS):
         parsed.record = Record(**parsed.fields, content=canonicalize(body))
     return parsed
 
@@ -111,12 +121,16 @@ def validate_record(text: str, file_name: str | None = None) -> list[Diagnostic]
     return parse_record(text, file_name).diagnostics
 
 
-def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
+def likely_secrets(
+    text: str, positions: TextPositions | None = None, end: int | None = None
+) -> list[Diagnostic]:
     """A warning on each likely credential (DESIGN §9): memory is loaded into every agent session.
 
     For people (the editor, `remem memory validate`, an agent's update), never on the store's
-    read path: a warning changes nothing there, and scanning costs more than the other rules."""
+    read path: a warning changes nothing there, and scanning costs more than the other rules.
+    Only `text[:end]` is scanned: past a file's budget the store refuses it whole."""
     positions = positions or TextPositions(text)
+    scanned = (text, positions.utf8) if end is None or end >= len(text) else (text[:end], None)
     return [
         diagnostic(
             "likely-secret",
@@ -125,7 +139,7 @@ def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Di
             "it and say where the secret lives instead (an environment variable, a vault)",
             positions.range(found.start, found.end),
         )
-        for found in credentials.find(text, positions.utf8)
+        for found in credentials.find(*scanned)
     ]
 
 
@@ -469,8 +483,11 @@ def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple
     return "type-invalid", f"`{value}` is not a record type; use one of {_VALID_TYPES}"
 
 
-def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPositions) -> list[Diagnostic]:
-    problems = []
+def _body_problems(
+    text: str, body: str, front: _FrontMatter, positions: TextPositions, problems: list[Diagnostic]
+) -> int:
+    """Adds the body's problems; returns where the body goes over its budget (else the text's end)."""
+    end = len(text)
     if not body or body.isspace():  # `not body.strip()`, without copying a long body
         problems.append(
             diagnostic(
@@ -487,6 +504,7 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
     found = None if within else _over_budget(body, BODY_MAX_BYTES, positions.utf8[head_bytes:])
     if found is not None:
         over, size = found
+        end = front.body_start + over
         problems.append(
             diagnostic(
                 "body-too-large",
@@ -507,7 +525,7 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
                 positions.range(at, at + 3),
             )
         )
-    return problems
+    return end
 
 
 _CHECKERS = {"name": _name_problem, "description": _description_problem, "type": _type_problem}

@@ -295,3 +295,36 @@ def test_a_likely_credential_is_a_warning_on_its_exact_span_for_people(tmp_path:
 )
 def test_naming_a_secret_is_not_a_warning(body: str) -> None:
     assert likely_secrets(record(body=body)) == []
+
+
+def test_past_its_budget_a_text_is_judged_only_up_to_the_limit() -> None:
+    """Decision 0225: the verdict of an over-size file costs the same whatever its length."""
+    secret = "password: hunter2hunter2\n"
+    head = "a\x01b\n" + secret
+    long_global = head + "x" * 30_000 + "\n" + secret + "\x02\n"
+    global_problems = validate_global(long_global, secrets=True)
+    assert [d.code for d in global_problems] == [
+        "remem/control-character",
+        "remem/global-too-large",
+        "remem/likely-secret",
+    ]
+    assert [span(d)[0] for d in global_problems] == [0, 2, 1]  # both at the head, none past the limit
+    assert f"GLOBAL.md is {len(long_global)} bytes; the limit is 24576" in global_problems[1].message
+    parsed = parse_record(
+        record(body=head + "x" * 9_000 + "\n" + secret + "\x02\n"), "prefer-uv.md", secrets=True
+    )
+    assert [(d.code, span(d)[0]) for d in parsed.diagnostics] == [
+        ("remem/control-character", 5),
+        ("remem/body-too-large", 7),
+        ("remem/likely-secret", 6),
+    ]
+    # Within the budget the whole text is judged, as before.
+    within = parse_record(
+        record(body=head + "x" * 100 + "\n" + secret + "\x02\n"), "prefer-uv.md", secrets=True
+    )
+    assert [(d.code, span(d)[0]) for d in within.diagnostics] == [
+        ("remem/control-character", 5),
+        ("remem/control-character", 9),
+        ("remem/likely-secret", 6),
+        ("remem/likely-secret", 8),
+    ]
