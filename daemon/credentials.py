@@ -113,7 +113,7 @@ def find(text: str, utf8: bytes | None = None) -> list[Found]:
     when ignoring case), the text is scanned whole.
     """
     whole = len(text) < 2 * _PIECE_MIN or _known() or _PEM_START in text
-    if whole or any(c in text for c in _FOLDS_TO_ASCII):
+    if whole or (not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)):  # isascii: O(1)
         return _scan(text, utf8)
     found: list[Found] = []
     for offset, piece in _pieces(text):

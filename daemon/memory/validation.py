@@ -51,6 +51,7 @@ _KINDS = {
     "map": "a mapping",
     "timestamp": "a date",
 }
+_TYPES = frozenset(t.value for t in RecordType)
 _VALID_TYPES = ", ".join(f"`{t.value}` ({TYPE_MEANINGS[t]})" for t in RecordType)
 
 
@@ -145,6 +146,12 @@ def likely_secrets(
 
 def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
     """Problems of `MEMORY.md`; `expected` is what the records render to (None: unknown)."""
+    return list(_index_problems(text, expected))
+
+
+# A keystroke in a record judges the same MEMORY.md against the same rendering again.
+@functools.lru_cache(maxsize=64)
+def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
     positions = TextPositions(text)
     problems = canonical_problems(text, positions)
     canonical = canonicalize(text)
@@ -171,7 +178,7 @@ def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
                 positions.line_range(min(line, len(positions.line_starts) - 1)),
             )
         )
-    return problems
+    return tuple(problems)
 
 
 def validate_workspace(
@@ -476,9 +483,9 @@ def _description_problem(value: str, spans_lines: bool, file_name: str | None) -
 
 
 def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
-    if value in {t.value for t in RecordType}:
+    if value in _TYPES:
         return None
-    if value.strip().lower() in {t.value for t in RecordType}:
+    if value.strip().lower() in _TYPES:
         return "type-invalid", f"types are lowercase: use `{value.strip().lower()}`"
     return "type-invalid", f"`{value}` is not a record type; use one of {_VALID_TYPES}"
 
