@@ -120,24 +120,27 @@ def _described(code: str) -> types.CodeDescription | None:
 
 
 def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
-    items = [
-        types.Diagnostic(
-            range=types.Range(
-                start=types.Position(d.range.start.line, d.range.start.character),
-                end=types.Position(d.range.end.line, d.range.end.character),
-            ),
-            message=d.message,
-            severity=_SEVERITY[d.severity],
-            # Shown as `remem(type-invalid)`, the code linked to the rule's documentation.
-            code=d.code.removeprefix(PREFIX),
-            code_description=_described(d.code),
-            source="remem",
-        )
-        for d in found
-    ]
+    items = [_lsp_diagnostic(d) for d in found]
     document = ls.workspace.get_text_document(uri)
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=items)
+    )
+
+
+# Keystroke after keystroke the same problems come back: each is converted once.
+@functools.lru_cache(maxsize=1024)
+def _lsp_diagnostic(d: Diagnostic) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=types.Range(
+            start=types.Position(d.range.start.line, d.range.start.character),
+            end=types.Position(d.range.end.line, d.range.end.character),
+        ),
+        message=d.message,
+        severity=_SEVERITY[d.severity],
+        # Shown as `remem(type-invalid)`, the code linked to the rule's documentation.
+        code=d.code.removeprefix(PREFIX),
+        code_description=_described(d.code),
+        source="remem",
     )
 
 
