@@ -278,6 +278,36 @@ def _check_fields(
     file_name: str | None,
     parsed: ParsedRecord,
 ) -> None:
+    # Everything the fields' checks report lies within the text up to the front matter's end,
+    # and a keystroke in the body leaves that unchanged: its verdict is kept by that text.
+    head = text[: front.end]
+    judge = _judged_fields if len(head) <= FRONT_MATTER_MAX_BYTES else _judge_fields
+    diagnostics, fields, name_span = judge(head, front.start, front.end, file_name)
+    parsed.diagnostics += diagnostics
+    parsed.fields.update(fields)
+    if name_span is not None:
+        parsed.name_span, parsed.positions = name_span, positions
+
+
+def _judge_fields(
+    head: str, start: int, end: int, file_name: str | None
+) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str], ...], tuple[int, int] | None]:
+    """The front matter's problems, string fields and name span, from the text up to its end."""
+    parsed = ParsedRecord(None, [])
+    _check_head(head, _FrontMatter(start, end, end), TextPositions(head), file_name, parsed)
+    return tuple(parsed.diagnostics), tuple(parsed.fields.items()), parsed.name_span
+
+
+_judged_fields = functools.lru_cache(maxsize=256)(_judge_fields)
+
+
+def _check_head(
+    text: str,
+    front: _FrontMatter,
+    positions: TextPositions,
+    file_name: str | None,
+    parsed: ParsedRecord,
+) -> None:
     source = text[front.start : front.end]
     problems = parsed.diagnostics
     node = _compose(source, front, positions, problems)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.memory import validation
 from remem.daemon.memory.diagnostics import Diagnostic, Severity
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.lint import lint_paths, lint_workspace_folder
@@ -328,3 +329,29 @@ def test_past_its_budget_a_text_is_judged_only_up_to_the_limit() -> None:
         ("remem/likely-secret", 6),
         ("remem/likely-secret", 8),
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        record(name="Prefer UV", type_="Feedback"),
+        "\ufeff" + record(description="|\n  two\n  lines").replace("\n", "\r\n"),
+        record(name="other-name", body="Body.\n" * 50),
+    ],
+)
+def test_the_kept_front_matter_verdict_is_the_one_judged_afresh(text: str) -> None:
+    """The fields' verdict is kept by the text up to the front matter's end and the file name."""
+    validation._judged_fields.cache_clear()
+    fresh = parse_record(text, "prefer-uv.md")
+    kept = parse_record(text, "prefer-uv.md")
+    assert (kept.diagnostics, kept.fields, kept.name_span) == (
+        fresh.diagnostics,
+        fresh.fields,
+        fresh.name_span,
+    )
+
+
+def test_the_kept_front_matter_verdict_depends_on_the_file_name() -> None:
+    text = record(name="other-name")
+    assert "remem/name-mismatch" in [d.code for d in parse_record(text, "prefer-uv.md").diagnostics]
+    assert parse_record(text, "other-name.md").diagnostics == []
