@@ -25,7 +25,7 @@ def render_index(records: Iterable[Record]) -> str:
     return _render(tuple(sorted((r.type, r.name, r.description.strip()) for r in records)))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)  # a keystroke alternates between a few sets of entries at most
 def _render(entries: tuple[tuple[str, str, str], ...]) -> str:
     by_type: dict[str, list[tuple[str, str]]] = {t.value: [] for t in RecordType}
     for kind, name, description in entries:  # sorted by name within each type

@@ -146,11 +146,12 @@ def likely_secrets(
 
 def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
     """Problems of `MEMORY.md`; `expected` is what the records render to (None: unknown)."""
-    return list(_index_problems(text, expected))
+    # A keystroke in a record judges the same MEMORY.md against the same rendering again; a
+    # text past the index's budget is not kept, so the cache stays small.
+    judge = _kept_index_problems if len(text) <= INDEX_MAX_BYTES else _index_problems
+    return list(judge(text, expected))
 
 
-# A keystroke in a record judges the same MEMORY.md against the same rendering again.
-@functools.lru_cache(maxsize=64)
 def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
     positions = TextPositions(text)
     problems = canonical_problems(text, positions)
@@ -179,6 +180,9 @@ def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
             )
         )
     return tuple(problems)
+
+
+_kept_index_problems = functools.lru_cache(maxsize=16)(_index_problems)
 
 
 def validate_workspace(
