@@ -92,8 +92,9 @@ def decode(raw: bytes) -> tuple[str, list[Diagnostic]]:
         return text, [diagnostic("encoding", Severity.ERROR, message, where)]
 
 
-def canonical_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
-    """Every way `text` departs from canonical form, each at its exact place."""
+def canonical_problems(text: str, positions: TextPositions, end: int | None = None) -> list[Diagnostic]:
+    """Every way `text` departs from canonical form, each at its exact place; control characters
+    are looked for in `text[:end]` only (past a file's budget, the size is its problem)."""
     problems: list[Diagnostic] = []
     if text.startswith(BOM):
         problems.append(
@@ -106,7 +107,7 @@ def canonical_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
         )
     if "\r" in text:
         problems.append(_line_ending_problem(text, positions))
-    problems.extend(_control_problems(text, positions))
+    problems.extend(_control_problems(text, positions, len(text) if end is None else end))
     trailing = _trailing_newline_problem(text, positions)
     if trailing is not None:
         problems.append(trailing)
@@ -124,11 +125,12 @@ def _line_ending_problem(text: str, positions: TextPositions) -> Diagnostic:
     )
 
 
-def _control_problems(text: str, positions: TextPositions) -> list[Diagnostic]:
-    if not _has_control(positions.utf8):
+def _control_problems(text: str, positions: TextPositions, end: int) -> list[Diagnostic]:
+    data = positions.utf8 if end >= len(text) else text[:end].encode("utf-8", "surrogatepass")
+    if not _has_control(data):
         return []
     problems = []
-    matches = list(_CONTROL.finditer(text))
+    matches = list(_CONTROL.finditer(text, 0, end))
     for match in matches[:_MAX_CONTROL_REPORTS]:
         code_point = ord(match.group())
         problems.append(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
-from ..protocol.memory import Record
+from ..protocol.memory import RECORD_SUFFIX, Record
 from .record import RecordType
 
 HEADER = (
@@ -20,15 +21,21 @@ _TITLES = {
 
 def render_index(records: Iterable[Record]) -> str:
     """The canonical `MEMORY.md` text for `records` (which must be valid)."""
-    by_type: dict[str, list[Record]] = {t.value: [] for t in RecordType}
-    for record in records:
-        by_type[record.type].append(record)
+    # Only these fields show, and a keystroke in a body leaves them as they were.
+    return _render(tuple(sorted((r.type, r.name, r.description.strip()) for r in records)))
+
+
+@functools.lru_cache(maxsize=16)  # a keystroke alternates between a few sets of entries at most
+def _render(entries: tuple[tuple[str, str, str], ...]) -> str:
+    by_type: dict[str, list[tuple[str, str]]] = {t.value: [] for t in RecordType}
+    for kind, name, description in entries:  # sorted by name within each type
+        by_type[kind].append((name, description))
     parts = [HEADER, "# Workspace memory\n"]
-    if not any(by_type.values()):
+    if not entries:
         parts.append("\nNo records yet.\n")
     for kind in RecordType:
-        group = sorted(by_type[kind.value], key=lambda r: r.name)
+        group = by_type[kind.value]
         if group:
-            lines = "".join(f"- [{r.name}]({r.file_name}) — {r.description.strip()}\n" for r in group)
+            lines = "".join(f"- [{name}]({name}{RECORD_SUFFIX}) — {about}\n" for name, about in group)
             parts.append(f"\n## {_TITLES[kind]}\n\n{lines}")
     return "".join(parts)

@@ -16,7 +16,7 @@ from .diagnostics import Diagnostic
 from .lint_cache import LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .store import FileProblems
-from .validation import likely_secrets, validate_global, validate_workspace
+from .validation import validate_global, validate_workspace
 
 _SKIPPED_DIRS = {"reviews", "debug"}
 
@@ -33,9 +33,7 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
         if path.name == GLOBAL_FILE:
             text, problems = read_file(path)
             reports[path] = (
-                problems
-                if FILE_TOO_LARGE in problems
-                else problems + validate_global(text) + likely_secrets(text)
+                problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
             )
         else:
             by_folder[path.parent].append(path)

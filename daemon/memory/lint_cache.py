@@ -20,7 +20,7 @@ from .canonical import read_file
 from .diagnostics import Diagnostic
 from .record import RECORDS_MAX
 from .stamps import RACY_NS, Stamp, stamp
-from .validation import ParsedRecord, likely_secrets, parse_record
+from .validation import ParsedRecord, parse_record
 
 # Room for a full folder of records plus the documents an editor keeps open elsewhere.
 _ENTRIES = 2 * RECORDS_MAX
@@ -43,8 +43,7 @@ class LintCache:
         key = (file_name, text)
         parsed = self._parses.get(key)
         if parsed is None:
-            parsed = parse_record(text, file_name)
-            parsed.diagnostics += likely_secrets(text, parsed.positions)
+            parsed = parse_record(text, file_name, secrets=True)
             _remember(self._parses, key, parsed, self._entries)
         else:
             self._parses.move_to_end(key)

@@ -51,6 +51,7 @@ _KINDS = {
     "map": "a mapping",
     "timestamp": "a date",
 }
+_TYPES = frozenset(t.value for t in RecordType)
 _VALID_TYPES = ", ".join(f"`{t.value}` ({TYPE_MEANINGS[t]})" for t in RecordType)
 
 
@@ -72,11 +73,15 @@ class _FrontMatter:
     body_start: int
 
 
-def validate_global(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
-    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget."""
+def validate_global(
+    text: str, positions: TextPositions | None = None, *, secrets: bool = False
+) -> list[Diagnostic]:
+    """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget (and with `secrets`,
+    the likely credentials). Past the budget only the size is reported (decision 0225)."""
     positions = positions or TextPositions(text)
-    problems = canonical_problems(text, positions)
     found = _over_budget(text, GLOBAL_MAX_BYTES, positions.utf8)
+    end = len(text) if found is None else found[0]
+    problems = canonical_problems(text, positions, end)
     if found is not None:
         over, size = found
         problems.append(
@@ -88,21 +93,27 @@ def validate_global(text: str, positions: TextPositions | None = None) -> list[D
                 positions.range(over, len(text)),
             )
         )
+    if secrets:
+        problems += likely_secrets(text, positions, end)
     return problems
 
 
-def parse_record(text: str, file_name: str | None = None) -> ParsedRecord:
-    """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check."""
+def parse_record(text: str, file_name: str | None = None, *, secrets: bool = False) -> ParsedRecord:
+    """Validate one record file; `file_name` (e.g. `prefer-uv.md`) enables the name check and
+    `secrets` the likely-credential warnings. Past the body's budget only the size is reported."""
     positions = TextPositions(text)
-    problems = canonical_problems(text, positions)
-    front = _find_front_matter(text, positions, problems)
-    if front is None:
-        return ParsedRecord(None, problems)
+    problems: list[Diagnostic] = []
     parsed = ParsedRecord(None, problems)
-    _check_fields(text, front, positions, file_name, parsed)
-    body = text[front.body_start :]
-    problems.extend(_body_problems(text, body, front, positions))
-    if not has_errors(problems) and len(parsed.fields) == len(FIELDS):
+    front = _find_front_matter(text, positions, problems)
+    end, body = len(text), ""
+    if front is not None:
+        _check_fields(text, front, positions, file_name, parsed)
+        body = text[front.body_start :]
+        end = _body_problems(text, body, front, positions, problems)
+    problems[:0] = canonical_problems(text, positions, end)
+    if secrets:
+        problems += likely_secrets(text, positions, end)
+    if front is not None and not has_errors(problems) and len(parsed.fields) == len(FIELDS):
         parsed.record = Record(**parsed.fields, content=canonicalize(body))
     return parsed
 
@@ -111,12 +122,16 @@ def validate_record(text: str, file_name: str | None = None) -> list[Diagnostic]
     return parse_record(text, file_name).diagnostics
 
 
-def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Diagnostic]:
+def likely_secrets(
+    text: str, positions: TextPositions | None = None, end: int | None = None
+) -> list[Diagnostic]:
     """A warning on each likely credential (DESIGN §9): memory is loaded into every agent session.
 
     For people (the editor, `remem memory validate`, an agent's update), never on the store's
-    read path: a warning changes nothing there, and scanning costs more than the other rules."""
+    read path: a warning changes nothing there, and scanning costs more than the other rules.
+    Only `text[:end]` is scanned: past a file's budget the store refuses it whole."""
     positions = positions or TextPositions(text)
+    scanned = (text, positions.utf8) if end is None or end >= len(text) else (text[:end], None)
     return [
         diagnostic(
             "likely-secret",
@@ -125,12 +140,19 @@ def likely_secrets(text: str, positions: TextPositions | None = None) -> list[Di
             "it and say where the secret lives instead (an environment variable, a vault)",
             positions.range(found.start, found.end),
         )
-        for found in credentials.find(text, positions.utf8)
+        for found in credentials.find(*scanned)
     ]
 
 
 def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
     """Problems of `MEMORY.md`; `expected` is what the records render to (None: unknown)."""
+    # A keystroke in a record judges the same MEMORY.md against the same rendering again; a
+    # text past the index's budget is not kept, so the cache stays small.
+    judge = _kept_index_problems if len(text) <= INDEX_MAX_BYTES else _index_problems
+    return list(judge(text, expected))
+
+
+def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
     positions = TextPositions(text)
     problems = canonical_problems(text, positions)
     canonical = canonicalize(text)
@@ -157,7 +179,10 @@ def validate_index(text: str, expected: str | None) -> list[Diagnostic]:
                 positions.line_range(min(line, len(positions.line_starts) - 1)),
             )
         )
-    return problems
+    return tuple(problems)
+
+
+_kept_index_problems = functools.lru_cache(maxsize=16)(_index_problems)
 
 
 def validate_workspace(
@@ -251,6 +276,36 @@ def _find_front_matter(
 
 
 def _check_fields(
+    text: str,
+    front: _FrontMatter,
+    positions: TextPositions,
+    file_name: str | None,
+    parsed: ParsedRecord,
+) -> None:
+    # Everything the fields' checks report lies within the text up to the front matter's end,
+    # and a keystroke in the body leaves that unchanged: its verdict is kept by that text.
+    head = text[: front.end]
+    judge = _judged_fields if len(head) <= FRONT_MATTER_MAX_BYTES else _judge_fields
+    diagnostics, fields, name_span = judge(head, front.start, front.end, file_name)
+    parsed.diagnostics += diagnostics
+    parsed.fields.update(fields)
+    if name_span is not None:
+        parsed.name_span, parsed.positions = name_span, positions
+
+
+def _judge_fields(
+    head: str, start: int, end: int, file_name: str | None
+) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str], ...], tuple[int, int] | None]:
+    """The front matter's problems, string fields and name span, from the text up to its end."""
+    parsed = ParsedRecord(None, [])
+    _check_head(head, _FrontMatter(start, end, end), TextPositions(head), file_name, parsed)
+    return tuple(parsed.diagnostics), tuple(parsed.fields.items()), parsed.name_span
+
+
+_judged_fields = functools.lru_cache(maxsize=256)(_judge_fields)
+
+
+def _check_head(
     text: str,
     front: _FrontMatter,
     positions: TextPositions,
@@ -462,15 +517,18 @@ def _description_problem(value: str, spans_lines: bool, file_name: str | None) -
 
 
 def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
-    if value in {t.value for t in RecordType}:
+    if value in _TYPES:
         return None
-    if value.strip().lower() in {t.value for t in RecordType}:
+    if value.strip().lower() in _TYPES:
         return "type-invalid", f"types are lowercase: use `{value.strip().lower()}`"
     return "type-invalid", f"`{value}` is not a record type; use one of {_VALID_TYPES}"
 
 
-def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPositions) -> list[Diagnostic]:
-    problems = []
+def _body_problems(
+    text: str, body: str, front: _FrontMatter, positions: TextPositions, problems: list[Diagnostic]
+) -> int:
+    """Adds the body's problems; returns where the body goes over its budget (else the text's end)."""
+    end = len(text)
     if not body or body.isspace():  # `not body.strip()`, without copying a long body
         problems.append(
             diagnostic(
@@ -487,6 +545,7 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
     found = None if within else _over_budget(body, BODY_MAX_BYTES, positions.utf8[head_bytes:])
     if found is not None:
         over, size = found
+        end = front.body_start + over
         problems.append(
             diagnostic(
                 "body-too-large",
@@ -507,7 +566,7 @@ def _body_problems(text: str, body: str, front: _FrontMatter, positions: TextPos
                 positions.range(at, at + 3),
             )
         )
-    return problems
+    return end
 
 
 _CHECKERS = {"name": _name_problem, "description": _description_problem, "type": _type_problem}

@@ -9,15 +9,16 @@ affected document at once.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
-from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
+from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder
-from remem.daemon.memory.validation import likely_secrets, validate_global
+from remem.daemon.memory.validation import validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
 from ..daemon_link import RECONNECTED
@@ -90,12 +91,7 @@ def refresh_global(ls: RememServer) -> None:
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
         text = ls.workspace.get_text_document(uri).source
-        _publish(ls, uri, [FILE_TOO_LARGE] if too_large(text) else _global_problems(text))
-
-
-def _global_problems(text: str) -> list[Diagnostic]:
-    positions = TextPositions(text)  # one encoding and one line table for both
-    return validate_global(text, positions) + likely_secrets(text, positions)
+        _publish(ls, uri, [FILE_TOO_LARGE] if too_large(text) else validate_global(text, secrets=True))
 
 
 def settings_problems(text: str) -> list[Diagnostic]:
@@ -138,22 +134,25 @@ def _described(code: str) -> types.CodeDescription | None:
 
 
 def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
-    items = [
-        types.Diagnostic(
-            range=types.Range(
-                start=types.Position(d.range.start.line, d.range.start.character),
-                end=types.Position(d.range.end.line, d.range.end.character),
-            ),
-            message=d.message,
-            severity=_SEVERITY[d.severity],
-            # Shown as `remem(type-invalid)`, the code linked to the rule's documentation.
-            code=d.code.removeprefix(PREFIX),
-            code_description=_described(d.code),
-            source="remem",
-        )
-        for d in found
-    ]
+    items = [_lsp_diagnostic(d) for d in found]
     document = ls.workspace.get_text_document(uri)
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=items)
+    )
+
+
+# Keystroke after keystroke the same problems come back: each is converted once.
+@functools.lru_cache(maxsize=1024)
+def _lsp_diagnostic(d: Diagnostic) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=types.Range(
+            start=types.Position(d.range.start.line, d.range.start.character),
+            end=types.Position(d.range.end.line, d.range.end.character),
+        ),
+        message=d.message,
+        severity=_SEVERITY[d.severity],
+        # Shown as `remem(type-invalid)`, the code linked to the rule's documentation.
+        code=d.code.removeprefix(PREFIX),
+        code_description=_described(d.code),
+        source="remem",
     )

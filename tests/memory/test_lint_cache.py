@@ -108,3 +108,20 @@ def test_a_record_added_to_a_settled_folder_is_judged(tmp_path: Path) -> None:
     reports = lint_workspace_folder(folder, cache=cache)
     assert sorted(reports) == ["MEMORY.md", "alpha.md", "beta.md"]
     assert _codes(reports)["MEMORY.md"] == ["remem/index-out-of-sync"]  # beta is not in the index yet
+
+
+@pytest.mark.usefixtures("settled")
+def test_the_index_verdict_follows_a_sibling_edited_on_disk(tmp_path: Path) -> None:
+    """MEMORY.md's verdict and the rendering it is compared with are kept by content: an edit
+    of a sibling's description on disk (same size, in place) is judged again, as is its undo."""
+    folder = _folder(tmp_path, "alpha", "beta")
+    cache = LintCache()
+    edited = {"beta.md": render_record(rec("beta", body="Typed.\n"))}
+    assert _codes(lint_workspace_folder(folder, edited, cache))["MEMORY.md"] == []
+    path = folder / "alpha.md"
+    original = path.read_text(encoding="utf-8")
+    path.write_text(original.replace("About alpha", "About ALPHA"), encoding="utf-8")
+    assert _codes(lint_workspace_folder(folder, edited, cache))["MEMORY.md"] == ["remem/index-out-of-sync"]
+    path.write_text(original, encoding="utf-8")
+    assert _codes(lint_workspace_folder(folder, edited, cache))["MEMORY.md"] == []
+    assert lint_workspace_folder(folder, edited, cache) == lint_workspace_folder(folder, edited)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.memory import validation
 from remem.daemon.memory.diagnostics import Diagnostic, Severity
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.lint import lint_paths, lint_workspace_folder
@@ -295,3 +296,62 @@ def test_a_likely_credential_is_a_warning_on_its_exact_span_for_people(tmp_path:
 )
 def test_naming_a_secret_is_not_a_warning(body: str) -> None:
     assert likely_secrets(record(body=body)) == []
+
+
+def test_past_its_budget_a_text_is_judged_only_up_to_the_limit() -> None:
+    """Decision 0225: the verdict of an over-size file costs the same whatever its length."""
+    secret = "password: hunter2hunter2\n"
+    head = "a\x01b\n" + secret
+    long_global = head + "x" * 30_000 + "\n" + secret + "\x02\n"
+    global_problems = validate_global(long_global, secrets=True)
+    assert [d.code for d in global_problems] == [
+        "remem/control-character",
+        "remem/global-too-large",
+        "remem/likely-secret",
+    ]
+    assert [span(d)[0] for d in global_problems] == [0, 2, 1]  # both at the head, none past the limit
+    assert f"GLOBAL.md is {len(long_global)} bytes; the limit is 24576" in global_problems[1].message
+    parsed = parse_record(
+        record(body=head + "x" * 9_000 + "\n" + secret + "\x02\n"), "prefer-uv.md", secrets=True
+    )
+    assert [(d.code, span(d)[0]) for d in parsed.diagnostics] == [
+        ("remem/control-character", 5),
+        ("remem/body-too-large", 7),
+        ("remem/likely-secret", 6),
+    ]
+    # Within the budget the whole text is judged, as before.
+    within = parse_record(
+        record(body=head + "x" * 100 + "\n" + secret + "\x02\n"), "prefer-uv.md", secrets=True
+    )
+    assert [(d.code, span(d)[0]) for d in within.diagnostics] == [
+        ("remem/control-character", 5),
+        ("remem/control-character", 9),
+        ("remem/likely-secret", 6),
+        ("remem/likely-secret", 8),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        record(name="Prefer UV", type_="Feedback"),
+        "\ufeff" + record(description="|\n  two\n  lines").replace("\n", "\r\n"),
+        record(name="other-name", body="Body.\n" * 50),
+    ],
+)
+def test_the_kept_front_matter_verdict_is_the_one_judged_afresh(text: str) -> None:
+    """The fields' verdict is kept by the text up to the front matter's end and the file name."""
+    validation._judged_fields.cache_clear()
+    fresh = parse_record(text, "prefer-uv.md")
+    kept = parse_record(text, "prefer-uv.md")
+    assert (kept.diagnostics, kept.fields, kept.name_span) == (
+        fresh.diagnostics,
+        fresh.fields,
+        fresh.name_span,
+    )
+
+
+def test_the_kept_front_matter_verdict_depends_on_the_file_name() -> None:
+    text = record(name="other-name")
+    assert "remem/name-mismatch" in [d.code for d in parse_record(text, "prefer-uv.md").diagnostics]
+    assert parse_record(text, "other-name.md").diagnostics == []
