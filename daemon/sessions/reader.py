@@ -28,6 +28,7 @@ from ..limits import SESSION_LOG_MAX_BYTES, size_text
 from .checks import EventCheckError, check_event
 from .decode import parse_json
 from .digest import DigestState, LogDigest
+from .envelopes import Note
 from .errors import SessionLogError
 from .models import (
     RETIRED_HEADER_KEYS,
@@ -130,14 +131,18 @@ class NotAppendOnly(SessionLogError):
 
 @dataclass(frozen=True)
 class _Scan:
-    """How records are scanned: skimmed (`keep`), and handed to `sink` as they come, if given."""
+    """How records are scanned: skimmed (`keep`), and handed to `sink` as they come, if given;
+    `note` is told of the current tool/results a skimming scan proves."""
 
     keep: Keep
+    note: Note
     sink: Sink | None = None
 
     def scan(self, buf: bytes, start: int, first_seq: int, first_line: int, strict: bool) -> ScanResult:
         """`scan_records`; with a sink, the records it left are handed over too."""
-        scan = scan_records(buf, start, first_seq, first_line, strict=strict, keep=self.keep, sink=self.sink)
+        scan = scan_records(
+            buf, start, first_seq, first_line, strict=strict, keep=self.keep, sink=self.sink, note=self.note
+        )
         if self.sink is not None and scan.records:
             self.sink(scan.records)
             return ScanResult([], scan.count, scan.end, scan.stop)
@@ -333,7 +338,8 @@ class _Loader:
     """
 
     def __init__(self, session_id: str, first_seq: int, fold: Fold) -> None:
-        self._upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
+        upgrader = LegacyUpgrader(session_id, first_seq=first_seq)
+        self._upgrade, self.note = upgrader.upgrade, upgrader.note_result
         self._fold = fold
         self.kinds: set[str] = set()
 
@@ -359,7 +365,7 @@ class _Loader:
 
 def _scan_for(loader: _Loader, keep: Keep, streamed: bool) -> _Scan:
     """Scanning that hands records to `loader` as they come (`streamed`), or holds them all."""
-    return _Scan(keep, loader.load if streamed else None)
+    return _Scan(keep, loader.note, loader.load if streamed else None)
 
 
 def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:

@@ -36,6 +36,27 @@ UPGRADED_TYPES = frozenset(
 )
 
 
+def upgrades(kind: str, data: Any) -> bool:
+    """Whether `LegacyUpgrader.upgrade` changes a record of this type and payload.
+
+    A scan that proves a line current (`envelopes`) asks this instead of upgrading it: a line
+    it answers True for takes the upgrader's path.
+    """
+    if kind == "steering/message":
+        return True
+    if kind not in UPGRADED_TYPES or not isinstance(data, dict):
+        return False
+    if kind == "turn/start":
+        return "trigger" in data
+    if kind == "turn/end":
+        return "reason" in data and _upgrade_turn_end_reason(data["reason"]) is not data["reason"]
+    if kind == "user/message":
+        return "id" not in data and "role" not in data
+    if kind == "assistant/message":
+        return "message" not in data and "content" in data
+    return "message" not in data and "callId" in data  # tool/result
+
+
 class NeedsHistory(ValueError):
     """Upgrading a record needs a record from before the upgrader's first seq."""
 
@@ -56,7 +77,13 @@ class LegacyUpgrader:
     def __init__(self, session_id: str, *, first_seq: int = 0) -> None:
         self._session_id = session_id
         self._first_seq = first_seq
+        # The message id of each tool/result by seq. A skimming scan notes those of the current
+        # results it proves (`note_result`) before this upgrader sees the records around them.
         self._tool_result_ids: dict[Any, str] = {}
+
+    def note_result(self, seq: int, message_id: str) -> None:
+        """A current tool/result's message id, for a later legacy replacement of it."""
+        self._tool_result_ids[seq] = message_id
 
     def upgrade(self, record: dict[str, Any]) -> dict[str, Any]:
         kind = record.get("type")
@@ -102,7 +129,11 @@ class LegacyUpgrader:
             if isinstance(data.get("message"), dict):
                 self._tool_result_ids[record.get("seq")] = data["message"].get("id")
             return record
-        message_id = self._tool_result_ids.get(self._known_seq(_replaced_seq(record))) or _legacy_id(
+        replaced = _replaced_seq(record)
+        seq = record.get("seq")
+        if replaced is not None and isinstance(seq, (int, float)) and replaced >= seq:
+            replaced = None  # seq order notes no id of a later result (`note_result` may have)
+        message_id = self._tool_result_ids.get(self._known_seq(replaced)) or _legacy_id(
             self._session_id, record.get("seq")
         )
         self._tool_result_ids[record.get("seq")] = message_id
