@@ -22,7 +22,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
@@ -38,7 +37,7 @@ Seq = Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
 SafeInt = Annotated[int, Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 Members = Annotated[list[str], Meta(min_length=1)]
 Note = Callable[[int, str], None]  # a current tool/result's seq and message id, for the upgrader
-Item = Skimmed | list[Skimmed]
+Item = Skimmed | int  # a line's event, or how many a packed row stands for
 # A line's struct, its expected seq, the events it may still add, and `Note` -> its events.
 Judge = Callable[[Any, int, int, Note], Item | None]
 
@@ -103,16 +102,18 @@ def _bare_judge(kind: str) -> Judge:
 
 
 def _row_judge(line: Any, seq: int, room: int, note: Note) -> Item | None:
-    """A packed row's members, once its counts and expanded range are proved (`_decode_row`)."""
+    """How many members a packed row stands for, once its counts and expanded range are
+    proved (`_decode_row`)."""
     data = line.data
     members = data.args if data.__class__ is _ToolRow else data.texts
-    count = len(members)
-    if line.seq0 != seq or count > room or len(data.dt) != count - 1 or seq + count - 1 > MAX_SAFE_INTEGER:
+    count, dt, time0 = len(members), data.dt, line.time0
+    if line.seq0 != seq or count > room or len(dt) != count - 1 or seq + count - 1 > MAX_SAFE_INTEGER:
         return None
-    times = list(accumulate(data.dt, initial=line.time0))
-    if min(times) < -MAX_SAFE_INTEGER or max(times) > MAX_SAFE_INTEGER:
+    # Times only grow from `time0` when no dt is negative (a negative one takes the general path,
+    # which checks every partial sum), so the last is the largest.
+    if dt and (min(dt) < 0 or time0 + sum(dt) > MAX_SAFE_INTEGER):
         return None
-    return [_new_tuple(Skimmed, ("assistant/chunk", member, None)) for member in range(seq, seq + count)]
+    return count
 
 
 def _sources_ok(kind: str, seqs: list[int] | UnsetType, seq: int) -> bool:
@@ -160,6 +161,7 @@ class LineUnion:
     decode: Callable[[memoryview], list[Any]]
     plain: dict[type, str]
     judges: dict[type, Judge]
+    kinds: dict[type, str]  # every struct's event type (a packed row's members' for a row)
 
 
 @lru_cache(maxsize=8)
@@ -176,8 +178,11 @@ def union_for(keep: frozenset[str]) -> LineUnion:
         judges[_event_struct(kind, Any, kind in SURFACE_TYPES)] = _checked_judge(kind, kind in keep)
     for tag in ROW_TAGS:
         judges[_row_struct(tag)] = _row_judge
+    kinds = {struct: struct.__struct_config__.tag for struct in judges}
+    kinds.update(plain)
+    kinds.update((struct, "assistant/chunk") for struct, judge in judges.items() if judge is _row_judge)
     union = Union[tuple([*plain, *judges])]  # type: ignore[valid-type]  # noqa: UP007
-    return LineUnion(msgspec.json.Decoder(union).decode_lines, plain, judges)
+    return LineUnion(msgspec.json.Decoder(union).decode_lines, plain, judges, kinds)
 
 
 _AT_LINE = re.compile(r" - at `\$\[(\d+)\]")

@@ -57,7 +57,8 @@ from .zstd_frames import (
 READ_ATTEMPTS = 5
 Keep = frozenset[str] | None  # skim, keeping the payloads of these types (`scan_records`)
 Event = SessionEvent | Skimmed
-Fold = Callable[[list[Event]], object]  # takes checked events in seq order, batch by batch
+# Takes checked events in seq order, batch by batch (a skimming read's: see `skim_session`).
+Fold = Callable[[list[Event]], object]
 _WINDOWS_ABSOLUTE = re.compile(r"\A([A-Za-z]:[\\/]|\\\\)")
 _TURN_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 
@@ -516,7 +517,9 @@ def skim_session(path: Path, keep: frozenset[str], *, fold: Fold | None = None) 
     events are built only for the types in `keep` (the others are `Skimmed` with data None).
 
     With `fold`, the events are handed to it as they are checked and `Skim.events` is empty:
-    only a batch is held at once, so `SESSION_EVENTS_MAX` bounds that batch, not the log.
+    only a batch is held at once, so `SESSION_EVENTS_MAX` bounds that batch, not the log. A
+    fold is handed the events of the types in `keep` and the last event, in seq order, and may
+    miss others (those the scanner proves without building: a projection reads none of them).
     """
     whole = _read_whole(path, None, keep, fold)
     return Skim(

@@ -32,6 +32,7 @@ from .envelopes import Note, decode_window, union_for
 from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
+_CHUNK = "assistant/chunk"  # the type of a packed row's members
 SINK_BATCH = 4096  # records handed to a sink at once: large enough to amortise the call
 # Lines are decoded a window at a time, so a scan that streams holds a window's structs.
 ENVELOPE_WINDOW_BYTES = 1 << 20
@@ -210,15 +211,19 @@ def scan_records(
     and so do the other events a window's structs prove (`envelopes`), whose current
     tool/results are told to `note`. `sink` is handed the records in batches (the result
     keeps the last, unhanded ones, for the caller to hand over before it scans on); without
-    one, every event since the log's first is held.
+    one, every event since the log's first is held. A skimming scan with a sink leaves out
+    the events it proves of the types `keep` leaves out, all but the last it scans: the sink
+    is a fold that reads only the kept types' payloads, and the last seq.
     """
     records: list[Record] = []
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
-    held_from = 0 if sink is None else first_seq  # the first event held, for the cap
+    held_before = 0 if sink is not None else first_seq  # events held by the caller, for the cap
     cap, batch = SESSION_EVENTS_MAX, SINK_BATCH
     union = None if keep is None else union_for(keep)
     ascii = union is not None and buf.isascii()
+    every = sink is None  # every event, or (folding) the kept ones and the last
+    members = every or (keep is not None and "assistant/chunk" in keep)
     # The window's decoded lines (from line `lines_line`, ending at `lines_end`); the lines
     # before `slow_until` that none of them covers, and the `refused` one, take the general path.
     lines: list[Any] = []
@@ -250,26 +255,36 @@ def scan_records(
                     decoded = lines[index]
                     kind = plain.get(decoded.__class__)
                     if kind is not None and decoded.seq == seq:
-                        append(_new_tuple(Skimmed, (kind, seq, None)))
+                        if every:
+                            append(_new_tuple(Skimmed, (kind, seq, None)))
                         seq += 1
                     else:
                         judge = None if kind is not None else judges[decoded.__class__]
-                        item = None if judge is None else judge(decoded, seq, cap - (seq - held_from), note)
+                        held = held_before + len(records)
+                        item = None if judge is None else judge(decoded, seq, cap - held, note)
                         if item is None:
                             refused = lines_line + index
                             break
-                        if item.__class__ is list:
-                            extend(item)  # type: ignore[arg-type]
-                            seq += len(item)  # type: ignore[arg-type]
+                        if item.__class__ is int:  # a packed row's members
+                            if members:
+                                extend(
+                                    [_new_tuple(Skimmed, (_CHUNK, q, None)) for q in range(seq, seq + item)]
+                                )  # type: ignore[operator]
+                            seq += item  # type: ignore[operator]
                         else:
-                            append(item)  # type: ignore[arg-type]
+                            if every or item.type in keep:  # type: ignore[union-attr, operator]
+                                append(item)  # type: ignore[arg-type]
                             seq += 1
                     index += 1
                     if sink is not None and len(records) >= batch:
                         sink(records)
                         records = []
-                        append, extend, held_from = records.append, records.extend, seq
-                    _within_events_cap(seq - held_from, lines_line + index - 1)
+                        append, extend = records.append, records.extend
+                    _within_events_cap(held_before + len(records), lines_line + index - 1)
+                if not every and index > first:  # the run's last event, for the fold's last seq
+                    last = union.kinds[lines[index - 1].__class__]
+                    if last not in keep:  # type: ignore[operator]
+                        append(_new_tuple(Skimmed, (last, seq - 1, None)))
                 if index == count:
                     pos = lines_end
                 else:
@@ -278,7 +293,8 @@ def scan_records(
                 line_no = lines_line + index
                 continue
         try:
-            decoded = _decode_line(buf[pos:nl], line_no, seq, keep, seq - held_from, skim=line_no != refused)
+            held = held_before + len(records)
+            decoded = _decode_line(buf[pos:nl], line_no, seq, keep, held, skim=line_no != refused)
             if isinstance(decoded, list):
                 extend(decoded)
                 seq += len(decoded)
@@ -295,7 +311,7 @@ def scan_records(
         if sink is not None and len(records) >= batch:
             sink(records)
             records = []
-            append, extend, held_from = records.append, records.extend, seq
-        _within_events_cap(seq - held_from, line_no)
+            append, extend = records.append, records.extend
+        _within_events_cap(held_before + len(records), line_no)
         pos, line_no = nl + 1, line_no + 1
     return ScanResult(records, seq - first_seq, pos, None)
