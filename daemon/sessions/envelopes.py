@@ -71,6 +71,77 @@ class _ToolRow(Struct, forbid_unknown_fields=True):
     name: str | UnsetType = UNSET
 
 
+NonEmpty = Annotated[str, Meta(min_length=1)]
+
+
+# The payload rules of the checked types whose payloads are large and seldom kept, as structs
+# (`checks._PAYLOAD_CHECKS` says the same of a decoded payload); the fields they do not name
+# are skipped, not built. Each requires `message` (or `header`), so no upgrade shim applies.
+class _ModelSource(Struct):
+    kind: Literal["model"]
+    provider: NonEmpty
+    model: NonEmpty
+
+
+class _AssistantMessage(Struct):
+    id: NonEmpty
+    role: Literal["assistant"]
+    source: _ModelSource
+
+
+class _AssistantData(Struct):
+    message: _AssistantMessage
+
+
+class _ToolSource(Struct):
+    kind: str
+    callId: Any = UNSET
+
+
+class _Block(Struct):
+    type: Any = UNSET
+    toolCallId: Any = UNSET
+
+
+class _ToolMessage(Struct):
+    id: NonEmpty
+    role: Literal["user"]
+    content: list[_Block]
+    source: _ToolSource
+
+
+class _ToolResultData(Struct):
+    message: _ToolMessage
+
+
+class _Config(Struct):
+    provider: NonEmpty
+    model: NonEmpty
+
+
+class _Header(Struct):
+    config: _Config
+
+
+class _RequestHeaderData(Struct):
+    header: _Header
+    reason: Any = UNSET
+
+
+def _one_matching_result(data: _ToolResultData) -> bool:
+    """`_check_tool_result`'s block rule (absent on both sides matches, as `None == None`)."""
+    message = data.message
+    blocks = [block for block in message.content if block.type == "tool-result"]
+    return len(blocks) == 1 and blocks[0].toolCallId == message.source.callId
+
+
+_PAYLOAD_STRUCTS: dict[str, tuple[type[Struct], Callable[[Any], bool]]] = {
+    "assistant/message": (_AssistantData, lambda data: True),
+    "tool/result": (_ToolResultData, _one_matching_result),
+    "request/header": (_RequestHeaderData, lambda data: data.reason != "fallback"),
+}
+
+
 def _event_struct(kind: str, data: Any, surface: bool) -> type[Struct]:
     fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [("seq", Seq), ("time", SafeInt), ("data", data)]
     if surface:
@@ -126,7 +197,8 @@ def _sources_ok(kind: str, seqs: list[int] | UnsetType, seq: int) -> bool:
 
 
 def _checked_judge(kind: str, kept: bool) -> Judge:
-    """A checked type's: no upgrade shim applies, and its surface and payload rules hold."""
+    """A checked type's, its payload decoded: no upgrade shim applies, and its surface and
+    payload rules hold."""
     surface = kind in SURFACE_TYPES
     payload_check = _PAYLOAD_CHECKS.get(kind)
     result = kind == "tool/result"
@@ -145,6 +217,26 @@ def _checked_judge(kind: str, kept: bool) -> Judge:
         if result:
             note(seq, data["message"]["id"])  # `_check_tool_result` proved it a message's id
         return _new_tuple(Skimmed, (kind, seq, data if kept else None))
+
+    return judge
+
+
+def _struct_judge(kind: str, rule: Callable[[Any], bool]) -> Judge:
+    """A checked type's whose payload struct (`_PAYLOAD_STRUCTS`) proved it, but for `rule`."""
+    surface = kind in SURFACE_TYPES
+    result = kind == "tool/result"
+
+    def judge(line: Any, seq: int, room: int, note: Note) -> Item | None:
+        data = line.data
+        if (
+            line.seq != seq
+            or (surface and not _sources_ok(kind, line.sourceEventSeqs, seq))
+            or not rule(data)
+        ):
+            return None
+        if result:
+            note(seq, data.message.id)
+        return _new_tuple(Skimmed, (kind, seq, None))
 
     return judge
 
@@ -175,7 +267,12 @@ def union_for(keep: frozenset[str]) -> LineUnion:
         else:
             plain[_event_struct(kind, Raw, False)] = kind
     for kind in sorted(CHECKED_TYPES):
-        judges[_event_struct(kind, Any, kind in SURFACE_TYPES)] = _checked_judge(kind, kind in keep)
+        surface = kind in SURFACE_TYPES
+        if kind in _PAYLOAD_STRUCTS and kind not in keep:
+            payload, rule = _PAYLOAD_STRUCTS[kind]
+            judges[_event_struct(kind, payload, surface)] = _struct_judge(kind, rule)
+        else:
+            judges[_event_struct(kind, Any, surface)] = _checked_judge(kind, kind in keep)
     for tag in ROW_TAGS:
         judges[_row_struct(tag)] = _row_judge
     kinds = {struct: struct.__struct_config__.tag for struct in judges}

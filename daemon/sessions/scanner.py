@@ -28,7 +28,7 @@ from ..limits import SESSION_EVENTS_MAX, SESSION_LINE_MAX_BYTES, size_text
 from .checks import BARE_TYPES, checked_bare_event
 from .chunks import ROW_TAGS, ChunkRowError, expand_row_events, skim_row
 from .decode import TypedLine, decode_line, parse_json
-from .envelopes import Note, decode_window, union_for
+from .envelopes import LineUnion, Note, decode_window, union_for
 from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
@@ -194,6 +194,65 @@ def _turn_end_after(buf: bytes, pos: int, line_no: int) -> int | None:
     return None
 
 
+@dataclass
+class _Skimming:
+    """How a skimming scan takes a run of a window's decoded lines (`envelopes`)."""
+
+    union: LineUnion
+    keep: frozenset[str]
+    sink: Sink | None
+    note: Note
+    held_before: int  # events the caller holds, for the cap
+
+    def run(
+        self, lines: list[Any], first: int, first_line: int, seq: int, records: list[Record]
+    ) -> tuple[int, int, list[Record]]:
+        """Take `lines[first:]` (`lines[0]` is line `first_line`) until a line needs the general
+        path: the index of that line (or `len(lines)`), the next seq and the records held."""
+        plain, judges, keep, note, sink = self.union.plain, self.union.judges, self.keep, self.note, self.sink
+        every = sink is None  # every event, or (folding) the kept ones and the last
+        members = every or _CHUNK in keep
+        append, extend = records.append, records.extend
+        cap, before = SESSION_EVENTS_MAX, self.held_before
+        # One comparison per line: a batch to hand over, or (never expected) the events cap.
+        limit = min(cap - before + 1, SINK_BATCH if sink is not None else cap)
+        index, count = first, len(lines)
+        while index < count:
+            decoded = lines[index]
+            kind = plain.get(decoded.__class__)
+            if kind is not None and decoded.seq == seq:
+                seq += 1
+                index += 1
+                if not every:
+                    continue
+                append(_new_tuple(Skimmed, (kind, seq - 1, None)))
+            else:
+                judge = None if kind is not None else judges[decoded.__class__]
+                item = None if judge is None else judge(decoded, seq, cap - before - len(records), note)
+                if item is None:
+                    break
+                index += 1
+                if item.__class__ is int:  # a packed row's members
+                    if members:
+                        extend([_new_tuple(Skimmed, (_CHUNK, q, None)) for q in range(seq, seq + item)])  # type: ignore[operator]
+                    seq += item  # type: ignore[operator]
+                else:
+                    if every or item.type in keep:  # type: ignore[union-attr]
+                        append(item)  # type: ignore[arg-type]
+                    seq += 1
+            if len(records) >= limit:
+                if sink is not None and len(records) >= SINK_BATCH:
+                    sink(records)
+                    records = []
+                    append, extend = records.append, records.extend
+                _within_events_cap(before + len(records), first_line + index - 1)
+        if not every and index > first:  # the run's last event, for the fold's last seq
+            last = self.union.kinds[lines[index - 1].__class__]
+            if last not in keep:
+                append(_new_tuple(Skimmed, (last, seq - 1, None)))
+        return index, seq, records
+
+
 def scan_records(
     buf: bytes,
     start: int,
@@ -219,11 +278,9 @@ def scan_records(
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
     held_before = 0 if sink is not None else first_seq  # events held by the caller, for the cap
-    cap, batch = SESSION_EVENTS_MAX, SINK_BATCH
     union = None if keep is None else union_for(keep)
     ascii = union is not None and buf.isascii()
-    every = sink is None  # every event, or (folding) the kept ones and the last
-    members = every or (keep is not None and "assistant/chunk" in keep)
+    skimming = None if union is None else _Skimming(union, keep, sink, note, held_before)  # type: ignore[arg-type]
     # The window's decoded lines (from line `lines_line`, ending at `lines_end`); the lines
     # before `slow_until` that none of them covers, and the `refused` one, take the general path.
     lines: list[Any] = []
@@ -249,45 +306,12 @@ def scan_records(
                 lines, lines_line, lines_end, first = window.lines, line_no, window.end, 0
                 slow_until = line_no + len(window.lines) + window.slow
             if first < len(lines):
-                plain, judges, count = union.plain, union.judges, len(lines)
-                index = first
-                while index < count:
-                    decoded = lines[index]
-                    kind = plain.get(decoded.__class__)
-                    if kind is not None and decoded.seq == seq:
-                        if every:
-                            append(_new_tuple(Skimmed, (kind, seq, None)))
-                        seq += 1
-                    else:
-                        judge = None if kind is not None else judges[decoded.__class__]
-                        held = held_before + len(records)
-                        item = None if judge is None else judge(decoded, seq, cap - held, note)
-                        if item is None:
-                            refused = lines_line + index
-                            break
-                        if item.__class__ is int:  # a packed row's members
-                            if members:
-                                extend(
-                                    [_new_tuple(Skimmed, (_CHUNK, q, None)) for q in range(seq, seq + item)]
-                                )  # type: ignore[operator]
-                            seq += item  # type: ignore[operator]
-                        else:
-                            if every or item.type in keep:  # type: ignore[union-attr, operator]
-                                append(item)  # type: ignore[arg-type]
-                            seq += 1
-                    index += 1
-                    if sink is not None and len(records) >= batch:
-                        sink(records)
-                        records = []
-                        append, extend = records.append, records.extend
-                    _within_events_cap(held_before + len(records), lines_line + index - 1)
-                if not every and index > first:  # the run's last event, for the fold's last seq
-                    last = union.kinds[lines[index - 1].__class__]
-                    if last not in keep:  # type: ignore[operator]
-                        append(_new_tuple(Skimmed, (last, seq - 1, None)))
-                if index == count:
+                index, seq, records = skimming.run(lines, first, lines_line, seq, records)
+                append, extend = records.append, records.extend
+                if index == len(lines):
                     pos = lines_end
-                else:
+                else:  # a judge sends this line the general way
+                    refused = lines_line + index
                     for _ in range(index - first):
                         pos = find(b"\n", pos) + 1
                 line_no = lines_line + index
@@ -308,7 +332,7 @@ def scan_records(
             if later is not None:
                 raise CorruptLog(f"{bad}, but line {later} holds a turn/end written after it") from None
             return ScanResult(records, seq - first_seq, pos, str(bad))
-        if sink is not None and len(records) >= batch:
+        if sink is not None and len(records) >= SINK_BATCH:
             sink(records)
             records = []
             append, extend = records.append, records.extend
