@@ -308,6 +308,12 @@ class Window:
     end: int  # the offset just past the last decoded line
 
 
+def _one_object_each(buf: bytes, start: int, end: int, count: int) -> bool:
+    """Whether each of the `count` newlines but the last sits in a `}\n{`. DSH writes `type`
+    first, and the longer needle is found faster."""
+    return buf.count(b'}\n{"type":"', start, end) == count - 1 or buf.count(b"}\n{", start, end) == count - 1
+
+
 def decode_window(union: LineUnion, buf: bytes, start: int, end: int, ascii: bool) -> Window:
     """The structs of the lines of `buf[start:end]` (`end` just after a newline).
 
@@ -318,7 +324,7 @@ def decode_window(union: LineUnion, buf: bytes, start: int, end: int, ascii: boo
     check the bytes it skips.
     """
     count = buf.count(b"\n", start, end)
-    if buf[start] != 0x7B or buf[end - 2] != 0x7D or buf.count(b"}\n{", start, end) != count - 1:  # { }
+    if buf[start] != 0x7B or buf[end - 2] != 0x7D or not _one_object_each(buf, start, end, count):  # { }
         return Window([], count, start)
     body = memoryview(buf)[start:end]
     if not ascii:
