@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
-from .checks import _PAYLOAD_CHECKS, BARE_TYPES, EventCheckError
+from .checks import BARE_TYPES, PAYLOAD_CHECKS, EventCheckError
 from .chunks import ROW_TAGS
 from .models import MAX_SAFE_INTEGER, SURFACE_TYPES, Skimmed
 from .upgrades import upgrades
@@ -75,7 +75,7 @@ NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
 # The payload rules of the checked types whose payloads are large and seldom kept, as structs
-# (`checks._PAYLOAD_CHECKS` says the same of a decoded payload); the fields they do not name
+# (`checks.PAYLOAD_CHECKS` says the same of a decoded payload); the fields they do not name
 # are skipped, not built. Each requires `message` (or `header`), so no upgrade shim applies.
 class _ModelSource(Struct):
     kind: Literal["model"]
@@ -200,7 +200,7 @@ def _checked_judge(kind: str, kept: bool) -> Judge:
     """A checked type's, its payload decoded: no upgrade shim applies, and its surface and
     payload rules hold."""
     surface = kind in SURFACE_TYPES
-    payload_check = _PAYLOAD_CHECKS.get(kind)
+    payload_check = PAYLOAD_CHECKS.get(kind)
     result = kind == "tool/result"
 
     def judge(line: Any, seq: int, room: int, note: Note) -> Item | None:
