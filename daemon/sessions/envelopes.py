@@ -193,7 +193,7 @@ def _sources_ok(kind: str, seqs: list[int] | UnsetType, seq: int) -> bool:
         return True
     if not seqs:
         return kind == "assistant/message"
-    return max(seqs) < seq and len(set(seqs)) == len(seqs)  # type: ignore[arg-type]
+    return max(seqs) < seq and len(set(seqs)) == len(seqs)
 
 
 def _checked_judge(kind: str, kept: bool) -> Judge:
@@ -261,24 +261,29 @@ def union_for(keep: frozenset[str]) -> LineUnion:
     """The structs of every line a skimming read keeping the payloads of `keep` can prove."""
     plain: dict[type, str] = {}
     judges: dict[type, Judge] = {}
+    kinds: dict[type, str] = {}
     for kind in sorted(BARE_TYPES):
         if kind in keep:
-            judges[_event_struct(kind, Any, False)] = _bare_judge(kind)
+            struct = _event_struct(kind, Any, False)
+            judges[struct] = _bare_judge(kind)
         else:
-            plain[_event_struct(kind, Raw, False)] = kind
+            struct = _event_struct(kind, Raw, False)
+            plain[struct] = kind
+        kinds[struct] = kind
     for kind in sorted(CHECKED_TYPES):
         surface = kind in SURFACE_TYPES
         if kind in _PAYLOAD_STRUCTS and kind not in keep:
             payload, rule = _PAYLOAD_STRUCTS[kind]
-            judges[_event_struct(kind, payload, surface)] = _struct_judge(kind, rule)
+            struct = _event_struct(kind, payload, surface)
+            judges[struct] = _struct_judge(kind, rule)
         else:
-            judges[_event_struct(kind, Any, surface)] = _checked_judge(kind, kind in keep)
+            struct = _event_struct(kind, Any, surface)
+            judges[struct] = _checked_judge(kind, kind in keep)
+        kinds[struct] = kind
     for tag in ROW_TAGS:
-        judges[_row_struct(tag)] = _row_judge
-    kinds = {struct: struct.__struct_config__.tag for struct in judges}
-    kinds.update(plain)
-    kinds.update((struct, "assistant/chunk") for struct, judge in judges.items() if judge is _row_judge)
-    union = Union[tuple([*plain, *judges])]  # type: ignore[valid-type]  # noqa: UP007
+        struct = _row_struct(tag)
+        judges[struct], kinds[struct] = _row_judge, "assistant/chunk"
+    union = Union[tuple(kinds)]  # type: ignore[valid-type]  # noqa: UP007
     return LineUnion(msgspec.json.Decoder(union).decode_lines, plain, judges, kinds)
 
 

@@ -234,8 +234,8 @@ class _Skimming:
                 index += 1
                 if item.__class__ is int:  # a packed row's members
                     if members:
-                        extend([_new_tuple(Skimmed, (_CHUNK, q, None)) for q in range(seq, seq + item)])  # type: ignore[operator]
-                    seq += item  # type: ignore[operator]
+                        extend([_new_tuple(Skimmed, (_CHUNK, q, None)) for q in range(seq, seq + item)])
+                    seq += item
                 else:
                     if every or item.type in keep:  # type: ignore[union-attr]
                         append(item)  # type: ignore[arg-type]
@@ -278,9 +278,8 @@ def scan_records(
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
     held_before = 0 if sink is not None else first_seq  # events held by the caller, for the cap
-    union = None if keep is None else union_for(keep)
-    ascii = union is not None and buf.isascii()
-    skimming = None if union is None else _Skimming(union, keep, sink, note, held_before)  # type: ignore[arg-type]
+    skimming = None if keep is None else _Skimming(union_for(keep), keep, sink, note, held_before)
+    ascii = skimming is not None and buf.isascii()
     # The window's decoded lines (from line `lines_line`, ending at `lines_end`); the lines
     # before `slow_until` that none of them covers, and the `refused` one, take the general path.
     lines: list[Any] = []
@@ -296,13 +295,13 @@ def scan_records(
                 f"line {line_no} is {nl - pos} bytes; remem reads session log lines of up to "
                 f"{size_text(SESSION_LINE_MAX_BYTES)} (SESSION_LINE_MAX_BYTES)"
             )
-        if union is not None and line_no != refused:
+        if skimming is not None and line_no != refused:
             first = line_no - lines_line
             if first >= len(lines) and line_no >= slow_until:
                 if pos >= window_end:
                     window_end = max(buf.rfind(b"\n", pos, pos + ENVELOPE_WINDOW_BYTES), nl) + 1
                 # A window of one line past the line cap was refused above; any other fits it.
-                window = decode_window(union, buf, pos, window_end, ascii)
+                window = decode_window(skimming.union, buf, pos, window_end, ascii)
                 lines, lines_line, lines_end, first = window.lines, line_no, window.end, 0
                 slow_until = line_no + len(window.lines) + window.slow
             if first < len(lines):
