@@ -30,7 +30,7 @@ from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 from .checks import BARE_TYPES, PAYLOAD_CHECKS, EventCheckError
 from .chunks import ROW_TAGS
 from .models import MAX_SAFE_INTEGER, SURFACE_TYPES, Skimmed
-from .upgrades import upgrades
+from .upgrades import PAYLOAD_SHIMS
 from .vocabulary import KNOWN_EVENT_TYPES, REFUSED_LEGACY_TYPES
 
 Seq = Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
@@ -53,11 +53,16 @@ class _Replace(Struct, forbid_unknown_fields=True):
     end: Seq
 
 
+# A dt may be negative (the general path checks every partial sum); DSH's never are, so the
+# struct takes only non-negative ones and the last time is the largest.
+Delta = Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
+
+
 class _TextRow(Struct, forbid_unknown_fields=True):
     turn: SafeInt
     step: SafeInt
     index: SafeInt
-    dt: list[SafeInt]
+    dt: list[Delta]
     texts: Members
 
 
@@ -66,7 +71,7 @@ class _ToolRow(Struct, forbid_unknown_fields=True):
     step: SafeInt
     index: SafeInt
     id: str
-    dt: list[SafeInt]
+    dt: list[Delta]
     args: Members
     name: str | UnsetType = UNSET
 
@@ -135,8 +140,8 @@ def _one_matching_result(data: _ToolResultData) -> bool:
     return len(blocks) == 1 and blocks[0].toolCallId == message.source.callId
 
 
-_PAYLOAD_STRUCTS: dict[str, tuple[type[Struct], Callable[[Any], bool]]] = {
-    "assistant/message": (_AssistantData, lambda data: True),
+_PAYLOAD_STRUCTS: dict[str, tuple[type[Struct], Callable[[Any], bool] | None]] = {
+    "assistant/message": (_AssistantData, None),
     "tool/result": (_ToolResultData, _one_matching_result),
     "request/header": (_RequestHeaderData, lambda data: data.reason != "fallback"),
 }
@@ -180,20 +185,24 @@ def _row_judge(line: Any, seq: int, room: int, note: Note) -> Item | None:
     count, dt, time0 = len(members), data.dt, line.time0
     if line.seq0 != seq or count > room or len(dt) != count - 1 or seq + count - 1 > MAX_SAFE_INTEGER:
         return None
-    # Times only grow from `time0` when no dt is negative (a negative one takes the general path,
-    # which checks every partial sum), so the last is the largest.
-    if dt and (min(dt) < 0 or time0 + sum(dt) > MAX_SAFE_INTEGER):
+    if time0 + sum(dt) > MAX_SAFE_INTEGER:  # the last time, the largest (`Delta`)
         return None
     return count
 
 
 def _sources_ok(kind: str, seqs: list[int] | UnsetType, seq: int) -> bool:
-    """`_check_surface`'s rule on `sourceEventSeqs` (a surface struct proved the rest)."""
+    """`_check_surface`'s rule on `sourceEventSeqs` (a surface struct proved the rest): unique
+    and strictly earlier, or empty only for an assistant message."""
     if seqs is UNSET:
         return True
     if not seqs:
         return kind == "assistant/message"
-    return max(seqs) < seq and len(set(seqs)) == len(seqs)
+    if seqs[-1] >= seq:
+        return False
+    # DSH writes a consecutive run, which proves uniqueness in C; any other list is counted.
+    return seqs == list(range(seqs[0], seqs[0] + len(seqs))) or (
+        max(seqs) < seq and len(set(seqs)) == len(seqs)
+    )
 
 
 def _checked_judge(kind: str, kept: bool) -> Judge:
@@ -201,11 +210,12 @@ def _checked_judge(kind: str, kept: bool) -> Judge:
     payload rules hold."""
     surface = kind in SURFACE_TYPES
     payload_check = PAYLOAD_CHECKS.get(kind)
+    shim = PAYLOAD_SHIMS.get(kind)
     result = kind == "tool/result"
 
     def judge(line: Any, seq: int, room: int, note: Note) -> Item | None:
         data = line.data
-        if line.seq != seq or upgrades(kind, data):
+        if line.seq != seq or (shim is not None and data.__class__ is dict and shim(data)):
             return None
         if surface and not _sources_ok(kind, line.sourceEventSeqs, seq):
             return None
@@ -221,18 +231,16 @@ def _checked_judge(kind: str, kept: bool) -> Judge:
     return judge
 
 
-def _struct_judge(kind: str, rule: Callable[[Any], bool]) -> Judge:
+def _struct_judge(kind: str, rule: Callable[[Any], bool] | None) -> Judge:
     """A checked type's whose payload struct (`_PAYLOAD_STRUCTS`) proved it, but for `rule`."""
     surface = kind in SURFACE_TYPES
     result = kind == "tool/result"
 
     def judge(line: Any, seq: int, room: int, note: Note) -> Item | None:
         data = line.data
-        if (
-            line.seq != seq
-            or (surface and not _sources_ok(kind, line.sourceEventSeqs, seq))
-            or not rule(data)
-        ):
+        if line.seq != seq or (rule is not None and not rule(data)):
+            return None
+        if surface and not _sources_ok(kind, line.sourceEventSeqs, seq):
             return None
         if result:
             note(seq, data.message.id)

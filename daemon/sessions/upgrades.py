@@ -8,6 +8,7 @@ message id), so an upgrader started mid-log can say when it lacks that history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -36,6 +37,21 @@ UPGRADED_TYPES = frozenset(
 )
 
 
+def _turn_end_shim(data: dict[str, Any]) -> bool:
+    return "reason" in data and _upgrade_turn_end_reason(data["reason"]) is not data["reason"]
+
+
+# For each type a shim may touch but the type rename (steering/message): whether it changes a
+# record with this object payload (a payload of another kind is never changed).
+PAYLOAD_SHIMS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "turn/start": lambda data: "trigger" in data,
+    "turn/end": _turn_end_shim,
+    "user/message": lambda data: "id" not in data and "role" not in data,
+    "assistant/message": lambda data: "message" not in data and "content" in data,
+    "tool/result": lambda data: "message" not in data and "callId" in data,
+}
+
+
 def upgrades(kind: str, data: Any) -> bool:
     """Whether `LegacyUpgrader.upgrade` changes a record of this type and payload.
 
@@ -44,17 +60,8 @@ def upgrades(kind: str, data: Any) -> bool:
     """
     if kind == "steering/message":
         return True
-    if kind not in UPGRADED_TYPES or not isinstance(data, dict):
-        return False
-    if kind == "turn/start":
-        return "trigger" in data
-    if kind == "turn/end":
-        return "reason" in data and _upgrade_turn_end_reason(data["reason"]) is not data["reason"]
-    if kind == "user/message":
-        return "id" not in data and "role" not in data
-    if kind == "assistant/message":
-        return "message" not in data and "content" in data
-    return "message" not in data and "callId" in data  # tool/result
+    shim = PAYLOAD_SHIMS.get(kind)
+    return shim is not None and isinstance(data, dict) and shim(data)
 
 
 class NeedsHistory(ValueError):
