@@ -349,7 +349,9 @@ def decode_window(union: LineUnion, buf: bytes, start: int, end: int, ascii: boo
         lines = union.decode(body)
     except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
         refused = _refused_line(exc, buf, start) if isinstance(exc, msgspec.DecodeError) else None
-        return Window([], count, start) if refused is None else _prefix(union, buf, start, refused)
+        if refused is None or refused >= count:  # not a line it can name: the window goes whole
+            return Window([], count, start)
+        return _prefix(union, buf, start, refused)
     return Window(lines, 0, end) if len(lines) == count else Window([], count, start)
 
 

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from remem.daemon.sessions.checks import BARE_TYPES
@@ -330,3 +331,26 @@ def test_upgrades_says_whether_the_upgrader_changes_a_record(index: int, bend: d
     kind = record.get("type")
     changed = LegacyUpgrader("s1").upgrade(record) is not record
     assert upgrades(kind, record.get("data")) == changed  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Expected `int`, got `float` - at `$[99].seq`",
+        "JSON is malformed: invalid character (byte 99999)",
+        "other",
+    ],
+)
+def test_an_error_naming_no_line_of_the_window_sends_it_whole_the_general_way(message: str) -> None:
+    from remem.daemon.sessions import envelopes
+
+    union = envelopes.union_for(PROJECTED_TYPES)
+
+    def refusing(body: memoryview) -> list[Any]:
+        raise msgspec.ValidationError(message)
+
+    buf = lines(turn_events())
+    window = envelopes.decode_window(
+        envelopes.LineUnion(refusing, union.plain, union.judges, union.kinds), buf, 0, len(buf), True
+    )
+    assert (window.lines, window.slow, window.end) == ([], 8, 0)
