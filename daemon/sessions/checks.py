@@ -75,7 +75,8 @@ def _check_request_header(data: Any) -> None:
         raise EventCheckError("request/header reason 'fallback' is retired legacy vocabulary")
 
 
-_PAYLOAD_CHECKS = {
+# Each payload rule, by type: raises `EventCheckError` saying what is wrong.
+PAYLOAD_CHECKS = {
     "user/message": _check_user_message,
     "assistant/message": _check_assistant,
     "tool/result": _check_tool_result,
@@ -113,7 +114,7 @@ def check_event(record: dict[str, Any], *, where: str | None = None, adopt: bool
             raise EventCheckError(f"{kind} is retired legacy vocabulary DSH refuses")
         if not bare or kind in SURFACE_TYPES:  # a bare non-surface event passes every surface rule
             _check_surface(event)
-        payload_check = _PAYLOAD_CHECKS.get(kind)
+        payload_check = PAYLOAD_CHECKS.get(kind)
         if payload_check is not None:
             payload_check(event.data)
     except EnvelopeError as exc:
@@ -128,7 +129,7 @@ def check_event(record: dict[str, Any], *, where: str | None = None, adopt: bool
 # Unknown types are left out, so that every type outside `KNOWN_EVENT_TYPES` still passes
 # through `check_event`'s caller, which reports them.
 BARE_TYPES: frozenset[str] = (
-    KNOWN_EVENT_TYPES - UPGRADED_TYPES - REFUSED_LEGACY_TYPES - SURFACE_TYPES - _PAYLOAD_CHECKS.keys()
+    KNOWN_EVENT_TYPES - UPGRADED_TYPES - REFUSED_LEGACY_TYPES - SURFACE_TYPES - PAYLOAD_CHECKS.keys()
 )
 
 

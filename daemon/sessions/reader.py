@@ -28,6 +28,7 @@ from ..limits import SESSION_LOG_MAX_BYTES, size_text
 from .checks import EventCheckError, check_event
 from .decode import parse_json
 from .digest import DigestState, LogDigest
+from .envelopes import Note
 from .errors import SessionLogError
 from .models import (
     RETIRED_HEADER_KEYS,
@@ -56,7 +57,8 @@ from .zstd_frames import (
 READ_ATTEMPTS = 5
 Keep = frozenset[str] | None  # skim, keeping the payloads of these types (`scan_records`)
 Event = SessionEvent | Skimmed
-Fold = Callable[[list[Event]], object]  # takes checked events in seq order, batch by batch
+# Takes checked events in seq order, batch by batch (a skimming read's: see `skim_session`).
+Fold = Callable[[list[Event]], object]
 _WINDOWS_ABSOLUTE = re.compile(r"\A([A-Za-z]:[\\/]|\\\\)")
 _TURN_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 
@@ -130,14 +132,18 @@ class NotAppendOnly(SessionLogError):
 
 @dataclass(frozen=True)
 class _Scan:
-    """How records are scanned: skimmed (`keep`), and handed to `sink` as they come, if given."""
+    """How records are scanned: skimmed (`keep`), and handed to `sink` as they come, if given;
+    `note` is told of the current tool/results a skimming scan proves."""
 
     keep: Keep
+    note: Note
     sink: Sink | None = None
 
     def scan(self, buf: bytes, start: int, first_seq: int, first_line: int, strict: bool) -> ScanResult:
         """`scan_records`; with a sink, the records it left are handed over too."""
-        scan = scan_records(buf, start, first_seq, first_line, strict=strict, keep=self.keep, sink=self.sink)
+        scan = scan_records(
+            buf, start, first_seq, first_line, strict=strict, keep=self.keep, sink=self.sink, note=self.note
+        )
         if self.sink is not None and scan.records:
             self.sink(scan.records)
             return ScanResult([], scan.count, scan.end, scan.stop)
@@ -333,7 +339,8 @@ class _Loader:
     """
 
     def __init__(self, session_id: str, first_seq: int, fold: Fold) -> None:
-        self._upgrade = LegacyUpgrader(session_id, first_seq=first_seq).upgrade
+        upgrader = LegacyUpgrader(session_id, first_seq=first_seq)
+        self._upgrade, self.note = upgrader.upgrade, upgrader.note_result
         self._fold = fold
         self.kinds: set[str] = set()
 
@@ -359,7 +366,7 @@ class _Loader:
 
 def _scan_for(loader: _Loader, keep: Keep, streamed: bool) -> _Scan:
     """Scanning that hands records to `loader` as they come (`streamed`), or holds them all."""
-    return _Scan(keep, loader.load if streamed else None)
+    return _Scan(keep, loader.note, loader.load if streamed else None)
 
 
 def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:
@@ -510,7 +517,9 @@ def skim_session(path: Path, keep: frozenset[str], *, fold: Fold | None = None) 
     events are built only for the types in `keep` (the others are `Skimmed` with data None).
 
     With `fold`, the events are handed to it as they are checked and `Skim.events` is empty:
-    only a batch is held at once, so `SESSION_EVENTS_MAX` bounds that batch, not the log.
+    only a batch is held at once, so `SESSION_EVENTS_MAX` bounds that batch, not the log. A
+    fold is handed the events of the types in `keep` and the last event, in seq order, and may
+    miss others (those the scanner proves without building: a projection reads none of them).
     """
     whole = _read_whole(path, None, keep, fold)
     return Skim(

@@ -10,10 +10,10 @@ them over in batches as it goes, so a reader that folds them (a listing's projec
 batch at a time. `SESSION_EVENTS_MAX` bounds the events held at once: all of them, or one
 batch (and one packed row, which expands at once) when streaming.
 
-A skimming scan decodes the envelopes of every complete line in one msgspec call when the
-lines provably hold one object each (`_envelopes`), so a bare line costs a few comparisons;
-every other line, and every line of a buffer that call refuses, takes the line-by-line path,
-which owns every error.
+A skimming scan decodes a window of lines in one msgspec call, each line into the struct of
+its type (`envelopes`), which proves its envelope and, with its judge, its payload rules; a
+bare line then costs a seq comparison. A line the structs refuse, and every line of a window
+that is not one object per line, takes the line-by-line path, which owns every error.
 """
 
 from __future__ import annotations
@@ -23,17 +23,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from msgspec import UnsetType
 
 from ..limits import SESSION_EVENTS_MAX, SESSION_LINE_MAX_BYTES, size_text
 from .checks import BARE_TYPES, checked_bare_event
 from .chunks import ROW_TAGS, ChunkRowError, expand_row_events, skim_row
 from .decode import TypedLine, decode_line, parse_json
+from .envelopes import LineUnion, Note, decode_window, union_for
 from .models import MAX_SAFE_INTEGER, SessionEvent, Skimmed
 
 TURN_END_TEXT = b'"turn/end"'
+_CHUNK = "assistant/chunk"  # the type of a packed row's members
 SINK_BATCH = 4096  # records handed to a sink at once: large enough to amortise the call
-# Envelopes are decoded a window of lines at a time, so a scan that streams holds a window's.
+# Lines are decoded a window at a time, so a scan that streams holds a window's structs.
 ENVELOPE_WINDOW_BYTES = 1 << 20
 
 
@@ -61,24 +62,8 @@ Record = dict[str, Any] | SessionEvent | Skimmed
 Sink = Callable[[list[Record]], None]
 
 
-class _AnyEnvelope(msgspec.Struct, forbid_unknown_fields=True):
-    """Any line of a current log, its payload and optional fields checked as JSON but not
-    built (so a hostile line costs no memory); which of them it holds says whether it is bare
-    (only the first four)."""
-
-    type: str | UnsetType = msgspec.UNSET
-    seq: int | UnsetType = msgspec.UNSET
-    time: int | UnsetType = msgspec.UNSET
-    data: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    surfaceOp: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    sourceEventSeqs: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    ignorable: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    seq0: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-    time0: msgspec.Raw = msgspec.UNSET  # type: ignore[assignment]
-
-
-_any_envelopes = msgspec.json.Decoder(_AnyEnvelope).decode_lines
-_UNSET = msgspec.UNSET
+def _no_note(seq: int, message_id: str) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -121,70 +106,17 @@ def _skim(line: bytes, expected_seq: int, keep: frozenset[str]) -> Skimmed | Non
     return None if envelope is None else _skimmed(envelope, expected_seq, keep)
 
 
-def _skimmed(envelope: _Envelope | _AnyEnvelope, expected_seq: int, keep: frozenset[str]) -> Skimmed | None:
+def _skimmed(envelope: _Envelope, expected_seq: int, keep: frozenset[str]) -> Skimmed | None:
     """The `Skimmed` event of a bare line's envelope, or None when it is not one of `BARE_TYPES`."""
     kind, seq, time = envelope.type, envelope.seq, envelope.time
     # The seq equals a count of events, so it is a non-negative safe integer.
-    if (
-        kind.__class__ is not str
-        or kind not in BARE_TYPES
-        or seq.__class__ is not int
-        or seq != expected_seq
-        or time.__class__ is not int
-        or abs(time) > MAX_SAFE_INTEGER
-    ):
+    if kind not in BARE_TYPES or seq != expected_seq or abs(time) > MAX_SAFE_INTEGER:
         return None
     try:
         data = decode_line(bytes(envelope.data)) if kind in keep else None
     except ValueError:  # not expected of JSON msgspec checked; the general path would say why
         return None
     return _new_tuple(Skimmed, (kind, expected_seq, data))
-
-
-def _bare(envelope: _AnyEnvelope) -> bool:
-    """Whether the line held exactly the four envelope keys."""
-    return (
-        envelope.data is not _UNSET
-        and envelope.surfaceOp is _UNSET
-        and envelope.sourceEventSeqs is _UNSET
-        and envelope.ignorable is _UNSET
-        and envelope.seq0 is _UNSET
-        and envelope.time0 is _UNSET
-        and envelope.type is not _UNSET
-        and envelope.seq is not _UNSET
-        and envelope.time is not _UNSET
-    )
-
-
-def _envelopes(buf: bytes, start: int, end: int, ascii: bool) -> list[_AnyEnvelope] | None:
-    """The envelope of each line of `buf[start:end]` (`end` just after a newline), in one call,
-    or None.
-
-    `decode_lines` takes whitespace-separated values, not lines, so its values are the lines
-    only when each newline sits in a `}\n{` (JSON allows no raw newline in a string, and no
-    `{` follows a `}` inside a value) and there are as many values as lines. UTF-8 is checked
-    here once (unless the whole buffer is `ascii`), since msgspec does not check the bytes it
-    skips.
-    """
-    lines = buf.count(b"\n", start, end)
-    if (
-        not lines
-        or buf[start] != 0x7B  # {
-        or buf[end - 2] != 0x7D  # }
-        or buf.count(b"}\n{", start, end) != lines - 1
-    ):
-        return None
-    body = memoryview(buf)[start:end]
-    if not ascii:
-        try:
-            str(body, "utf-8")
-        except UnicodeDecodeError:
-            return None
-    try:
-        envelopes = _any_envelopes(body)
-    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
-        return None
-    return envelopes if len(envelopes) == lines else None
 
 
 def _decode_line(
@@ -262,6 +194,65 @@ def _turn_end_after(buf: bytes, pos: int, line_no: int) -> int | None:
     return None
 
 
+@dataclass
+class _Skimming:
+    """How a skimming scan takes a run of a window's decoded lines (`envelopes`)."""
+
+    union: LineUnion
+    keep: frozenset[str]
+    sink: Sink | None
+    note: Note
+    held_before: int  # events the caller holds, for the cap
+
+    def run(
+        self, lines: list[Any], first: int, first_line: int, seq: int, records: list[Record]
+    ) -> tuple[int, int, list[Record]]:
+        """Take `lines[first:]` (`lines[0]` is line `first_line`) until a line needs the general
+        path: the index of that line (or `len(lines)`), the next seq and the records held."""
+        plain, judges, keep, note, sink = self.union.plain, self.union.judges, self.keep, self.note, self.sink
+        every = sink is None  # every event, or (folding) the kept ones and the last
+        members = every or _CHUNK in keep
+        append, extend = records.append, records.extend
+        cap, before = SESSION_EVENTS_MAX, self.held_before
+        # One comparison per line: a batch to hand over, or (never expected) the events cap.
+        limit = min(cap - before + 1, SINK_BATCH if sink is not None else cap)
+        index, count = first, len(lines)
+        while index < count:
+            decoded = lines[index]
+            kind = plain.get(decoded.__class__)
+            if kind is not None and decoded.seq == seq:
+                seq += 1
+                index += 1
+                if not every:
+                    continue
+                append(_new_tuple(Skimmed, (kind, seq - 1, None)))
+            else:
+                judge = None if kind is not None else judges[decoded.__class__]
+                item = None if judge is None else judge(decoded, seq, cap - before - len(records), note)
+                if item is None:
+                    break
+                index += 1
+                if item.__class__ is int:  # a packed row's members
+                    if members:
+                        extend([_new_tuple(Skimmed, (_CHUNK, q, None)) for q in range(seq, seq + item)])
+                    seq += item
+                else:
+                    if every or item.type in keep:  # type: ignore[union-attr]
+                        append(item)  # type: ignore[arg-type]
+                    seq += 1
+            if len(records) >= limit:
+                if sink is not None and len(records) >= SINK_BATCH:
+                    sink(records)
+                    records = []
+                    append, extend = records.append, records.extend
+                _within_events_cap(before + len(records), first_line + index - 1)
+        if not every and index > first:  # the run's last event, for the fold's last seq
+            last = self.union.kinds[lines[index - 1].__class__]
+            if last not in keep:
+                append(_new_tuple(Skimmed, (last, seq - 1, None)))
+        return index, seq, records
+
+
 def scan_records(
     buf: bytes,
     start: int,
@@ -271,21 +262,28 @@ def scan_records(
     strict: bool,
     keep: frozenset[str] | None = None,
     sink: Sink | None = None,
+    note: Note = _no_note,
 ) -> ScanResult:
     """Scan `buf[start:]`; `strict` (complete zstd frames) turns every defect into corruption.
 
-    `keep` skims: bare events become `Skimmed`, with their payload only for the types in it.
-    `sink` is handed the records in batches (the result keeps the last, unhanded ones, for
-    the caller to hand over before it scans on); without one, every event since the log's
-    first is held.
+    `keep` skims: bare events become `Skimmed`, with their payload only for the types in it,
+    and so do the other events a window's structs prove (`envelopes`), whose current
+    tool/results are told to `note`. `sink` is handed the records in batches (the result
+    keeps the last, unhanded ones, for the caller to hand over before it scans on); without
+    one, every event since the log's first is held. A skimming scan with a sink leaves out
+    the events it proves of the types `keep` leaves out, all but the last it scans: the sink
+    is a fold that reads only the kept types' payloads, and the last seq.
     """
     records: list[Record] = []
     append, extend, find, size = records.append, records.extend, buf.find, len(buf)
     pos, line_no, seq = start, first_line, first_seq
-    held_from = 0 if sink is None else first_seq  # the first event held, for the cap
-    envelopes: list[_AnyEnvelope] | None = None
-    window_end, window_line = start, first_line
-    ascii = keep is not None and buf.isascii()
+    held_before = 0 if sink is not None else first_seq  # events held by the caller, for the cap
+    skimming = None if keep is None else _Skimming(union_for(keep), keep, sink, note, held_before)
+    ascii = skimming is not None and buf.isascii()
+    # The window's decoded lines (from line `lines_line`, ending at `lines_end`); the lines
+    # before `slow_until` that none of them covers, and the `refused` one, take the general path.
+    lines: list[Any] = []
+    lines_line, lines_end, window_end, slow_until, refused = line_no, start, start, line_no, -1
     while pos < size:
         nl = find(b"\n", pos)
         if nl < 0:
@@ -297,17 +295,29 @@ def scan_records(
                 f"line {line_no} is {nl - pos} bytes; remem reads session log lines of up to "
                 f"{size_text(SESSION_LINE_MAX_BYTES)} (SESSION_LINE_MAX_BYTES)"
             )
-        if keep is not None and pos >= window_end:
-            window_end = max(buf.rfind(b"\n", pos, pos + ENVELOPE_WINDOW_BYTES), nl) + 1
-            envelopes, window_line = _envelopes(buf, pos, window_end, ascii), line_no
+        if skimming is not None and line_no != refused:
+            first = line_no - lines_line
+            if first >= len(lines) and line_no >= slow_until:
+                if pos >= window_end:
+                    window_end = max(buf.rfind(b"\n", pos, pos + ENVELOPE_WINDOW_BYTES), nl) + 1
+                # A window of one line past the line cap was refused above; any other fits it.
+                window = decode_window(skimming.union, buf, pos, window_end, ascii)
+                lines, lines_line, lines_end, first = window.lines, line_no, window.end, 0
+                slow_until = line_no + len(window.lines) + window.slow
+            if first < len(lines):
+                index, seq, records = skimming.run(lines, first, lines_line, seq, records)
+                append, extend = records.append, records.extend
+                if index == len(lines):
+                    pos = lines_end
+                else:  # a judge sends this line the general way
+                    refused = lines_line + index
+                    for _ in range(index - first):
+                        pos = find(b"\n", pos) + 1
+                line_no = lines_line + index
+                continue
         try:
-            if envelopes is None:
-                decoded = _decode_line(buf[pos:nl], line_no, seq, keep, seq - held_from)
-            else:  # `_skim` would say what the envelope says
-                envelope = envelopes[line_no - window_line]
-                skimmed = _skimmed(envelope, seq, keep) if _bare(envelope) else None  # type: ignore[arg-type]
-                held = seq - held_from
-                decoded = skimmed or _decode_line(buf[pos:nl], line_no, seq, keep, held, skim=False)
+            held = held_before + len(records)
+            decoded = _decode_line(buf[pos:nl], line_no, seq, keep, held, skim=line_no != refused)
             if isinstance(decoded, list):
                 extend(decoded)
                 seq += len(decoded)
@@ -324,7 +334,7 @@ def scan_records(
         if sink is not None and len(records) >= SINK_BATCH:
             sink(records)
             records = []
-            append, extend, held_from = records.append, records.extend, seq
-        _within_events_cap(seq - held_from, line_no)
+            append, extend = records.append, records.extend
+        _within_events_cap(held_before + len(records), line_no)
         pos, line_no = nl + 1, line_no + 1
     return ScanResult(records, seq - first_seq, pos, None)

@@ -8,6 +8,7 @@ message id), so an upgrader started mid-log can say when it lacks that history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -36,6 +37,33 @@ UPGRADED_TYPES = frozenset(
 )
 
 
+def _turn_end_shim(data: dict[str, Any]) -> bool:
+    return "reason" in data and _upgrade_turn_end_reason(data["reason"]) is not data["reason"]
+
+
+# For each type a shim may touch but the type rename (steering/message): whether it changes a
+# record with this object payload (a payload of another kind is never changed).
+PAYLOAD_SHIMS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "turn/start": lambda data: "trigger" in data,
+    "turn/end": _turn_end_shim,
+    "user/message": lambda data: "id" not in data and "role" not in data,
+    "assistant/message": lambda data: "message" not in data and "content" in data,
+    "tool/result": lambda data: "message" not in data and "callId" in data,
+}
+
+
+def upgrades(kind: str, data: Any) -> bool:
+    """Whether `LegacyUpgrader.upgrade` changes a record of this type and payload.
+
+    A scan that proves a line current (`envelopes`) asks this instead of upgrading it: a line
+    it answers True for takes the upgrader's path.
+    """
+    if kind == "steering/message":
+        return True
+    shim = PAYLOAD_SHIMS.get(kind)
+    return shim is not None and isinstance(data, dict) and shim(data)
+
+
 class NeedsHistory(ValueError):
     """Upgrading a record needs a record from before the upgrader's first seq."""
 
@@ -56,7 +84,13 @@ class LegacyUpgrader:
     def __init__(self, session_id: str, *, first_seq: int = 0) -> None:
         self._session_id = session_id
         self._first_seq = first_seq
+        # The message id of each tool/result by seq. A skimming scan notes those of the current
+        # results it proves (`note_result`) before this upgrader sees the records around them.
         self._tool_result_ids: dict[Any, str] = {}
+
+    def note_result(self, seq: int, message_id: str) -> None:
+        """A current tool/result's message id, for a later legacy replacement of it."""
+        self._tool_result_ids[seq] = message_id
 
     def upgrade(self, record: dict[str, Any]) -> dict[str, Any]:
         kind = record.get("type")
@@ -102,7 +136,11 @@ class LegacyUpgrader:
             if isinstance(data.get("message"), dict):
                 self._tool_result_ids[record.get("seq")] = data["message"].get("id")
             return record
-        message_id = self._tool_result_ids.get(self._known_seq(_replaced_seq(record))) or _legacy_id(
+        replaced = _replaced_seq(record)
+        seq = record.get("seq")
+        if replaced is not None and isinstance(seq, (int, float)) and replaced >= seq:
+            replaced = None  # seq order notes no id of a later result (`note_result` may have)
+        message_id = self._tool_result_ids.get(self._known_seq(replaced)) or _legacy_id(
             self._session_id, record.get("seq")
         )
         self._tool_result_ids[record.get("seq")] = message_id

@@ -81,7 +81,9 @@ def test_a_folding_skim_holds_a_batch_so_only_a_packed_row_meets_the_events_cap(
     monkeypatch.setattr(scanner, "SINK_BATCH", 3)
     batches: list[list[int]] = []
     skim = skim_session(
-        raw_log(tmp_path, _steps(20)), frozenset(), fold=lambda b: batches.append([e.seq for e in b])
+        raw_log(tmp_path, _steps(20)),
+        frozenset({"step/start"}),
+        fold=lambda b: batches.append([e.seq for e in b]),
     )
     assert skim.events == () and skim.resume.event_count == 20
     assert [seq for batch in batches for seq in batch] == list(range(20))
@@ -90,3 +92,17 @@ def test_a_folding_skim_holds_a_batch_so_only_a_packed_row_meets_the_events_cap(
     path = raw_log(tmp_path, line({"type": "text-chunks", "seq0": 0, "time0": 1, "data": data}))
     with pytest.raises(SessionLogError, match="more than 5 events .line 2"):
         skim_session(path, frozenset(), fold=batches.append)
+
+
+def test_a_folding_skim_hands_over_only_the_kept_types_and_the_last_event(tmp_path: Path) -> None:
+    """What it leaves out is never held, so a log of any number of such events holds none."""
+    steps = [line(event(seq, "step/start", {"turn": 1, "step": seq})) for seq in range(9)]
+    steps[4] = line(event(4, "session/title", {"title": "T"}))
+    body = b"".join(steps)
+    folded: list[tuple[str, int]] = []
+    skim_session(
+        raw_log(tmp_path, body),
+        frozenset({"session/title"}),
+        fold=lambda b: folded.extend((e.type, e.seq) for e in b),
+    )
+    assert folded == [("session/title", 4), ("step/start", 8)]
