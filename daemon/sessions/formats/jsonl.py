@@ -16,7 +16,8 @@ instead of holding a line of any size in memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NamedTuple, TypeVar
 
 import msgspec
@@ -55,6 +56,8 @@ else:  # a generic NamedTuple needs Python 3.11; at run time one class holds eve
 
 
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+# A Line from a (number, record) pair built in C: Line._make and Line() run Python per line.
+_LINE: Callable[[tuple[int, Any]], Line[Any]] = partial(tuple.__new__, Line)
 
 
 def records(data: bytes, shape: type[T], problems: list[Problem]) -> list[Line[T]]:
@@ -62,7 +65,7 @@ def records(data: bytes, shape: type[T], problems: list[Problem]) -> list[Line[T
     decoder = _DECODERS.get(shape) or _DECODERS.setdefault(shape, msgspec.json.Decoder(shape))
     whole = _whole_lines(data, decoder)
     if whole is not None:
-        return list(map(Line._make, enumerate(whole, start=1)))  # no Python-level __new__ per line
+        return list(map(_LINE, enumerate(whole, start=1)))
     return list(_each_line(data, decoder, problems))
 
 
