@@ -120,6 +120,9 @@ class _Record(_Node, rename="camel"):
     forked_from: _ForkedFrom | None = None
 
 
+LISTED_LINE: type[msgspec.Struct] = _Record  # what a listing decodes each line into (the benchmarks' floor)
+
+
 @dataclass(frozen=True)
 class Branch:
     """An abandoned path of the file: it leaves the conversation after node `after` (a uuid)."""

@@ -101,6 +101,9 @@ class _Line(msgspec.Struct):
     payload: _Payload = msgspec.field(default_factory=_Payload)
 
 
+LISTED_LINE: type[msgspec.Struct] = _Line  # what a listing decodes each line into (the benchmarks' floor)
+
+
 class _EventType(msgspec.Struct):
     type: Any = None
 
