@@ -27,10 +27,12 @@ from ..protocol.sessions import (
     SessionFormat,
     SessionMeta,
     SessionSummary,
+    TurnSummary,
 )
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .errors import SessionLogError, SessionRootError
-from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo
+from .formats.jsonl import LineTooLong
+from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo, file_turns, unreadable
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import ListingMemo
@@ -294,12 +296,27 @@ class SessionCatalog:
         """The full projection (every turn) of a session at its current revision."""
         entry = self.find(session_id)
         if entry.format != "dsh":
-            turns = self.index.turns(entry.row.path)
-            return Projection(title=entry.row.title, turns=turns, lastSeq=entry.row.last_seq)
+            return Projection(
+                title=entry.row.title, turns=self._harness_turns(entry), lastSeq=entry.row.last_seq
+            )
         state = self.index.state(entry.row.path)
         if state is None:
             return Projection().fold(self.read(session_id).events)
         return state.projection.model_copy(update={"turns": self.index.turns(entry.row.path)})
+
+    def _harness_turns(self, entry: Entry) -> list[TurnSummary]:
+        """A Claude Code or Codex file's turns: the index's, or read from the file the first
+        time they are asked for (a listing does not store them) and kept if it is unchanged."""
+        row = entry.row
+        stored = self.index.turns(row.path)
+        if len(stored) == row.turns:
+            return stored
+        try:
+            turns, revision = file_turns(row.format, entry.path)
+        except (OSError, LineTooLong) as exc:
+            raise SessionNotFound(f"session {row.id!r} {unreadable(exc)}") from None
+        self.index.put_turns(row.path, revision, turns)
+        return turns
 
     def indexed(self, session_id: str) -> Indexed:
         """A session as the index knows it at its current revision (read whole if not indexed)."""

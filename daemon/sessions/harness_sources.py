@@ -32,6 +32,7 @@ from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
 from .projection import USER_PREVIEW_CHARS
+from .reader import stat_revision
 from .roots import LINK_REASON, LogFile, Rejected, files_fingerprint, root_fingerprint
 from .sources import FileScan, detect_format
 
@@ -181,13 +182,21 @@ def turn_summaries(turns: tuple[Turn, ...]) -> list[TurnSummary]:
     return rows
 
 
+def file_turns(fmt: SessionFormat, path: Path) -> tuple[list[TurnSummary], str]:
+    """The turns of the harness file at `path` as `sessions turns` shows them, and the stat
+    revision they were read at; `OSError` or `LineTooLong` when it cannot be read
+    (`unreadable` says why)."""
+    data, st = read_file_stat(path)
+    return turn_summaries(view_of(fmt, path, data).turns), stat_revision(st)
+
+
 def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
+    """The file's row. Its turns are not stored: a listing shows how many there are, not what
+    they are, and the catalog stores them the first time they are asked for (`file_turns`)."""
     try:
         data = read_file(path)
-    except OSError as exc:
-        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=_unreadable(exc)))
-    except LineTooLong as exc:
-        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=exc.reason))
+    except (OSError, LineTooLong) as exc:
+        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=unreadable(exc)))
     view = view_of(fmt, path, data)
     if view.error is not None or not view.id:
         error = view.error or "the file names no session id"
@@ -212,7 +221,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         if view.sidechains
         else None,
     )
-    return Update(row, None, turn_summaries(view.turns))
+    return Update(row)
 
 
 def problem_counts(problems: tuple[Problem, ...]) -> dict[str, int]:
@@ -225,7 +234,10 @@ def _sidechain_info(chain: Sidechain) -> SidechainInfo:
     return SidechainInfo(chain.root, title, epoch_ms(chain.created_at), len(chain.turns))
 
 
-def _unreadable(exc: OSError) -> str:
+def unreadable(exc: OSError | LineTooLong) -> str:
+    """Why a harness file cannot be read, as its listing row says it."""
+    if isinstance(exc, LineTooLong):
+        return exc.reason
     # O_NOFOLLOW: a link swapped in since the scan fails with ELOOP.
     return LINK_REASON if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
 

@@ -202,12 +202,21 @@ class SessionIndex:
             )
             self._db.executemany(
                 "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (u.row.path, t.startSeq, t.turn, t.endSeq, t.status, t.user)
-                    for u in updates
-                    for t in u.turns
-                ],
+                [row for u in updates for row in _turn_values(u.row.path, u.turns)],
             )
+
+    def put_turns(self, path: str, revision: str, turns: list[TurnSummary]) -> bool:
+        """Store the turns of `path` as read at `revision`, in place of any it has; not if its
+        row is missing or of another revision by now (the file changed, and was listed again)."""
+        with self._transaction():
+            found = self._db.execute("SELECT revision FROM logs WHERE path = ?", (path,)).fetchone()
+            if found is None or found[0] != revision:
+                return False
+            self._db.execute("DELETE FROM turns WHERE path = ?", (path,))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO turns VALUES (?, ?, ?, ?, ?, ?)", _turn_values(path, turns)
+            )
+        return True
 
     def forget(self, paths: Iterable[str]) -> None:
         gone = [(p,) for p in paths]
@@ -242,6 +251,10 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def _turn_values(path: str, turns: list[TurnSummary]) -> list[tuple[object, ...]]:
+    return [(path, t.startSeq, t.turn, t.endSeq, t.status, t.user) for t in turns]
 
 
 def _values(update: Update) -> tuple[object, ...]:

@@ -1,10 +1,11 @@
 """Listing benchmarks of Claude Code and Codex corpora: 2 000 files of ~100 KB, cold and warm.
 
 The cold listings and trees stand beside the DSH listing's floor, orjson decoding every line
-read (stdlib `json` and reading the bytes as extra columns); a warm listing, where every file
-is an index hit, beside a `stat` of every file. Files are generated in the harnesses' shapes
-(a prompt, a tool call, a large tool result and an answer per turn), each with uuids, ids and a
-workspace of its own.
+read (stdlib `json` and reading the bytes as extra columns, and `msgspec`: one `decode_lines`
+of each file into exactly the struct the reader decodes, the least a reader in these structs
+can do); a warm listing, where every file is an index hit, beside a `stat` of every file.
+Files are generated in the harnesses' shapes (a prompt, a tool call, a large tool result and an
+answer per turn), each with uuids, ids and a workspace of its own.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import msgspec
+
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
+from remem.daemon.sessions.formats import claude_code, codex
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root
 
@@ -79,6 +83,17 @@ def _corpus(root: Path, fmt: str, count: int, cwds: tuple[str, ...], first: int 
     return paths
 
 
+def _decode_all(fmt: str, paths: list[Path]) -> Call:
+    """One msgspec call per file into the struct its reader decodes (the `msgspec` floor)."""
+    decoder = msgspec.json.Decoder((claude_code if fmt == "claude-code" else codex).LISTED_LINE)
+
+    def decode() -> None:
+        for path in paths:
+            decoder.decode_lines(path.read_bytes())
+
+    return decode
+
+
 def _catalog(home: Path, root: Path, fmt: str) -> SessionCatalog:
     return SessionCatalog(Home(home), [Root(root, fmt)], idle_seconds=120)  # type: ignore[arg-type]
 
@@ -97,6 +112,7 @@ def _list_cold(fmt: str) -> Iterator[Contenders]:
         root = Path(folder)
         paths = _corpus(root / "corpus", fmt, _SESSIONS, (_CWD, *_OTHER_CWDS))
         floor, others = _floors(paths)
+        others["msgspec"] = repeat(_decode_all(fmt, paths))
         yield Contenders(
             remem=repeat(_cold(root / "home", root / "corpus", fmt)), baseline=floor, others=others
         )
@@ -123,8 +139,10 @@ def _tree_cold(fmt: str) -> Iterator[Contenders]:
             _, others = _floors(mine)
             baseline = repeat(_cold(alone / "home", alone / "corpus", fmt))
             others = {"orjson": repeat(lambda: _orjson_all(mine)), **others}
+            others["msgspec"] = repeat(_decode_all(fmt, mine))
         else:
             baseline, others = _floors(everything)
+            others["msgspec"] = repeat(_decode_all(fmt, everything))
         yield Contenders(remem=repeat(tree), baseline=baseline, others=others)
 
 

@@ -7,9 +7,9 @@ folder these tests skip and say so — except under CI=true, where it must be th
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from remem.daemon.home import Home
@@ -122,7 +122,7 @@ def test_a_codex_fork_point_is_the_full_readers_turn(path: Path) -> None:
         point = fork_point(data, turn.index)
         rollout, found = point.rollout, point.turn
         assert point.cut == end_of_line(data, found.end)
-        assert found == replace(turn, compacted=found.compacted)
+        assert found == msgspec.structs.replace(turn, compacted=found.compacted)
         assert (rollout.session_id, rollout.cwd, rollout.title, rollout.meta_line) == (
             full.session_id, full.cwd, full.title, full.meta_line,
         )  # fmt: skip

@@ -83,6 +83,42 @@ def test_a_changed_file_is_read_again(home: Home, roots: dict[str, Path]) -> Non
     assert {s.id: s.turns for s in catalog(home, roots).listing().sessions}[SID] == 3
 
 
+def test_turns_are_read_when_first_asked_for_and_kept_until_the_file_changes(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = catalog(home, roots)
+    listed.listing()
+    path = str(claude_project(roots["claude-code"]) / f"{SID}.jsonl")
+    assert listed.index.turns(path) == []  # a listing counts the turns; it does not store them
+    read: list[int] = []  # how many turns each read of a file's turns found
+    original = harness_sources.turn_summaries
+    monkeypatch.setattr(harness_sources, "turn_summaries", lambda t: read.append(len(t)) or original(t))
+    first = [(t.turn, t.startSeq, t.endSeq, t.status) for t in listed.projection(SID).turns]
+    assert first == [(1, 1, 4, "completed"), (2, 7, 8, "completed")]
+    assert [(t.turn, t.startSeq, t.endSeq, t.status) for t in listed.index.turns(path)] == first
+    again = catalog(home, roots)
+    assert [(t.turn, t.startSeq) for t in again.projection(SID).turns] == [(1, 1), (2, 7)]
+    assert read == [2]  # the second time, from the index
+    write(Path(path), Path(path).read_bytes() + jsonl(prompt("u4", "a4", "third"), say("a5", "u4", "done")))
+    assert [t.turn for t in catalog(home, roots).projection(SID).turns] == [1, 2, 3]
+    assert read == [2, 3]  # listed again with the change, so its turns were read again
+
+
+def test_turns_read_from_a_file_changed_since_its_row_are_not_stored(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    listed = catalog(home, roots)
+    listed.listing()
+    path = str(claude_project(roots["claude-code"]) / f"{SID}.jsonl")
+    row = listed.index.row(path)
+    assert row is not None
+    turns = listed.projection(SID).turns
+    assert not listed.index.put_turns(path, "another revision", turns[:1])
+    assert len(listed.index.turns(path)) == 2
+    assert listed.index.put_turns(path, row.revision, turns[:1])  # the index's own revision: replaced
+    assert [t.turn for t in listed.index.turns(path)] == [1]
+
+
 def test_the_tree_nests_forks_subagents_branches_and_inferred_copies(
     home: Home, roots: dict[str, Path]
 ) -> None:

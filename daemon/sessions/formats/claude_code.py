@@ -27,7 +27,7 @@ against Claude Code itself and claude-agent-sdk's reader:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, cast
@@ -80,9 +80,9 @@ class _Message(msgspec.Struct):
     content: str | list[_Block] | None = None
 
 
-class _Link(msgspec.Struct, rename="camel"):
-    """What the graph, turns and a fork read of a line; everything else in it is skipped by the
-    decoder (a fork decodes this much of every line, so it holds no more)."""
+class _Node(msgspec.Struct, rename="camel"):
+    """What the graph, turns and titles read of a line; everything else in it is skipped by the
+    decoder."""
 
     type: str = ""
     subtype: str | None = None
@@ -101,17 +101,26 @@ class _Link(msgspec.Struct, rename="camel"):
     summary: str | None = None
     leaf_uuid: str | None = None
     origin: _Origin | None = None  # who wrote a user line; the harness, for task notifications
+
+
+class _Link(_Node, rename="camel"):
+    """A line as a fork reads it (it decodes this much of every line, so it holds no more)."""
+
     replacements: list[Any] | None = None  # of a content-replacement record
 
 
-class _Record(_Link, rename="camel"):
-    """A line as the transcript summary reads it."""
+class _Record(_Node, rename="camel"):
+    """A line as the transcript summary reads it; a content-replacement record's entries,
+    which only a fork copies, are skipped."""
 
     agent_id: str | None = None
     cwd: str | None = None
     timestamp: str | None = None
     version: str | None = None
     forked_from: _ForkedFrom | None = None
+
+
+LISTED_LINE: type[msgspec.Struct] = _Record  # what a listing decodes each line into (the benchmarks' floor)
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,7 @@ def read_transcript(data: bytes, name: str) -> Transcript:
 class _Parsed:
     lines: list[Line[_Record]]
     graph: _Graph
-    path: list[Line[_Link]]
+    path: list[Line[_Node]]
     transcript: Transcript
 
 
@@ -213,14 +222,14 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     if not graph.nodes:
         raise NotAForkPoint("no-conversation", _NO_CONVERSATION)
     path = graph.active_path()
-    groups = _groups(path)
+    groups = _groups(path, graph.prompts)
     if not 1 <= turn_index <= len(groups):
         raise NotAForkPoint(
             "no-such-turn", f"turn {turn_index} does not exist: the conversation has {len(groups)}"
         )
     on_path = {line.record.uuid for line in path}
     group = groups[turn_index - 1]
-    turn = _turn(turn_index, group, graph.side_nodes(group, on_path), graph.results)
+    turn = _turn(turn_index, group, graph.side_nodes(group, on_path), graph)
     if not turn.forkable:
         raise NotAForkPoint(
             "open-turn",
@@ -237,7 +246,11 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     session = _stem(name)
     return Selection(
         session_id=session,
-        title=_title(lines, graph, _first_prompt(groups))[0],
+        title=_title(
+            [line.record for line in lines],
+            graph,
+            _short(graph.prompts[groups[0][0].number]) if groups else None,
+        )[0],
         turn=turn,
         lines=tuple(line.number for line in selected),
         parents={line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected},
@@ -254,15 +267,11 @@ def _stem(name: str) -> str:
     return name.rsplit("/", 1)[-1].removesuffix(".jsonl")
 
 
-def _first_prompt(groups: list[list[Line[_Link]]]) -> str | None:
-    return _short(_prompt_text(groups[0][0].record)) if groups else None
-
-
 def _short(prompt: str | None) -> str:
     return (prompt or "").splitlines()[0][:PROMPT_CHARS] if prompt else ""
 
 
-def _kept_ancestor(graph: _Graph, line: Line[_Link], chosen: set[str | None]) -> str | None:
+def _kept_ancestor(graph: _Graph, line: Line[_Node], chosen: set[str | None]) -> str | None:
     """The nearest selected record above `line`; None for a root (a compaction boundary too:
     it joins its segment by `logicalParentUuid`, which the child keeps)."""
     if not line.record.parent_uuid:
@@ -281,26 +290,29 @@ def _transcript(
     stem: str,
     lines: list[Line[_Record]],
     graph: _Graph,
-    path: list[Line[_Link]],
+    path: list[Line[_Node]],
     turns: tuple[Turn, ...],
     problems: list[Problem],
 ) -> Transcript:
-    first = next((line.record for line in lines if line.record.session_id or line.record.cwd), None)
-    subagent = bool(graph.nodes) and all(line.record.is_sidechain for line in graph.nodes.values())
-    titles = _title(lines, graph, turns[0].prompt if turns else None)
-    stamps = [line.record.timestamp for line in lines if line.record.timestamp]
+    held = [line.record for line in lines]
+    first = next((record for record in held if record.session_id or record.cwd), None)
+    subagent = bool(graph.nodes) and graph.sidechains == len(graph.nodes)
+    titles = _title(held, graph, turns[0].prompt if turns else None)
+    # Fields most lines lack or repeat are gathered in C (filter, map), not by a loop per line.
+    stamps = list(filter(None, map(_TIMESTAMP, held)))
     owner = first.session_id if first else None
-    forked = next((f.session_id for line in lines if (f := line.record.forked_from) and f.session_id), None)
+    forks = filter(None, map(_FORKED_FROM, held))
+    forked = next((f.session_id for f in forks if f.session_id), None)
     return Transcript(
         session_id=stem,
-        cwd=next((line.record.cwd for line in lines if line.record.cwd), None),
+        cwd=_first(_CWD, held),
         title=titles[0],
         title_source=titles[1],
         created_at=min(stamps, default=None),
         updated_at=max(stamps, default=None),
-        version=next((line.record.version for line in reversed(lines) if line.record.version), None),
+        version=_first(_VERSION, reversed(held)),
         subagent=subagent,
-        agent_id=next((line.record.agent_id for line in lines if line.record.agent_id), None),
+        agent_id=_first(_AGENT_ID, held),
         parent_session=owner if subagent and owner != stem else None,
         lineage=(Edge("fork", forked),) if forked and forked != stem else (),
         turns=turns,
@@ -309,12 +321,12 @@ def _transcript(
         root=path[0].record.uuid if path else None,
         uuids=frozenset(graph.nodes),
         foreign_summaries=tuple(
-            (line.record.leaf_uuid, line.record.summary)
-            for line in lines
-            if line.record.type == "summary"
-            and line.record.summary
-            and line.record.leaf_uuid
-            and line.record.leaf_uuid not in graph.nodes
+            (record.leaf_uuid, record.summary)
+            for record in held
+            if record.type == "summary"
+            and record.summary
+            and record.leaf_uuid
+            and record.leaf_uuid not in graph.nodes
         ),
         problems=tuple(problems),
         error=None if graph.nodes else _NO_CONVERSATION,
@@ -326,9 +338,9 @@ def _sidechains(graph: _Graph) -> tuple[Sidechain, ...]:
     """The inline subagents of a main file, in file order: each sidechain leaf's path (its
     sidechain records, walked back) is one subagent's conversation, named by its first
     record; the latest leaf of each wins, as for the main conversation."""
-    if not any(line.record.is_sidechain for line in graph.nodes.values()):
+    if not graph.sidechains:
         return ()
-    found: dict[str, list[Line[_Link]]] = {}
+    found: dict[str, list[Line[_Node]]] = {}
     for leaf in graph.leaves():
         if leaf.record.is_sidechain:
             path = [line for line in graph.walk_up(leaf) if line.record.is_sidechain]
@@ -343,53 +355,73 @@ def _sidechains(graph: _Graph) -> tuple[Sidechain, ...]:
 
 
 class _Graph:
-    """The uuid graph of a file: nodes (the last line of each uuid wins, as in the SDK)."""
+    """The uuid graph of a file: nodes (the last line of each uuid wins, as in the SDK), and
+    what the rules ask of them more than once, derived in the one pass that builds it: which
+    nodes are real prompts (and their text), the tool results, how many are sidechain records."""
 
-    def __init__(self, lines: Sequence[Line[_Link]], problems: list[Problem]) -> None:
+    def __init__(self, lines: Sequence[Line[_Node]], problems: list[Problem]) -> None:
         self.problems = problems
-        self.nodes: dict[str, Line[_Link]] = {}
+        nodes: dict[str, Line[_Node]] = {}
         for line in lines:
             uuid = line.record.uuid
             if line.record.type not in GRAPH_TYPES or not uuid:
                 continue
-            if uuid in self.nodes:
+            if uuid in nodes:
                 problems.append(
                     Problem(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
                 )
-            self.nodes[uuid] = line
-        earlier = True  # every parent on an earlier line: then no chain can loop
-        for line in self.nodes.values():
-            parent = line.record.parent_uuid
-            if not parent:
-                continue
-            above = self.nodes.get(parent)
-            if above is None:
-                self.problems.append(
-                    Problem(
-                        line.number,
-                        "missing-parent",
-                        f"line {line.number}: parent {parent} is not in the file",
-                    )
-                )
-            elif above.number >= line.number:
-                earlier = False
-        self.broken = set() if earlier else self._break_cycles()
+            nodes[uuid] = line
+        self.nodes = nodes
         self.children: dict[str, list[str]] = {}
         # Parallel tool results hang off their own tool_use line, beside the conversation path,
         # so a turn's results are looked up file-wide by tool_use id.
         self.results: dict[str, bool] = {}
-        for uuid, line in self.nodes.items():
+        self.prompts: dict[int, str] = {}  # line number -> the prompt's text, for real prompts
+        self.interrupts: set[int] = set()  # user lines that mark a turn stopped by the user
+        self.commands: set[int] = set()  # user lines that are a slash command's invocation
+        self.sidechains = 0
+        earlier = True  # every parent on an earlier line: then no chain can loop
+        for uuid, line in nodes.items():
             record = line.record
-            if record.parent_uuid and uuid not in self.broken:
-                self.children.setdefault(record.parent_uuid, []).append(uuid)
-            if (
-                record.type == "user"
-                and record.message is not None
-                and isinstance(record.message.content, list)
-            ):
-                for block in record.message.content:
-                    if block.type == "tool_result":
-                        self.results[str(block.tool_use_id)] = not block.is_error
+            if record.is_sidechain:
+                self.sidechains += 1
+            if parent := record.parent_uuid:
+                self.children.setdefault(parent, []).append(uuid)
+                above = nodes.get(parent)
+                if above is None:
+                    problems.append(
+                        Problem(
+                            line.number,
+                            "missing-parent",
+                            f"line {line.number}: parent {parent} is not in the file",
+                        )
+                    )
+                elif above.number >= line.number:
+                    earlier = False
+            if record.type == "user":
+                self._user(line)
+        self.broken = set() if earlier else self._break_cycles()
+        for uuid in self.broken:  # a cut node is a root: no longer its parent's child
+            parent = nodes[uuid].record.parent_uuid or ""
+            self.children[parent].remove(uuid)
+            if not self.children[parent]:
+                del self.children[parent]
+        self._leaves: list[Line[_Node]] | None = None
+
+    def _user(self, line: Line[_Node]) -> None:
+        """What the rules ask of a user line, its text taken once."""
+        content = line.record.message.content if line.record.message else None
+        if isinstance(content, list):
+            for block in content:
+                if block.type == "tool_result":
+                    self.results[str(block.tool_use_id)] = not block.is_error
+        text = _text(line.record)
+        if text.startswith(INTERRUPTED):
+            self.interrupts.add(line.number)
+        elif text.startswith("<command-"):
+            self.commands.add(line.number)
+        if (prompt := _prompt_text(line.record, text)) is not None:
+            self.prompts[line.number] = prompt
 
     def _break_cycles(self) -> set[str]:
         """Find every parentUuid cycle (each node has one parent, so a walk finds it in linear
@@ -419,7 +451,7 @@ class _Graph:
                 state[uuid] = 2
         return broken
 
-    def parent(self, line: Line[_Link], seen: set[str]) -> Line[_Link] | None:
+    def parent(self, line: Line[_Node], seen: set[str]) -> Line[_Node] | None:
         """The node above `line` (across a compaction boundary), None at a root or a defect."""
         record = line.record
         if record.uuid in self.broken:
@@ -432,26 +464,37 @@ class _Graph:
             return None
         return above
 
-    def walk_up(self, start: Line[_Link]) -> list[Line[_Link]]:
+    def walk_up(self, start: Line[_Node]) -> list[Line[_Node]]:
         """`start` and its ancestors, root first; stops at a cut cycle or a missing parent."""
-        path: list[Line[_Link]] = []
+        path: list[Line[_Node]] = []
         seen: set[str] = set()
-        current: Line[_Link] | None = start
+        current: Line[_Node] | None = start
+        nodes, broken = self.nodes, self.broken
         while current is not None:
-            seen.add(current.record.uuid or "")
+            uuid = current.record.uuid or ""
+            seen.add(uuid)
             path.append(current)
-            current = self.parent(current, seen)
+            # `parent`, inlined: this walks the whole conversation
+            target = current.record.parent_uuid or _logical_parent(current.record)
+            if not target or target in seen or uuid in broken:
+                break
+            current = nodes.get(target)
         path.reverse()
         return path
 
-    def leaves(self) -> list[Line[_Link]]:
+    def leaves(self) -> list[Line[_Node]]:
         """The nearest user/assistant node above each terminal node, latest in the file first."""
-        found: dict[str, Line[_Link]] = {}
+        if self._leaves is None:
+            self._leaves = self._find_leaves()
+        return self._leaves
+
+    def _find_leaves(self) -> list[Line[_Node]]:
+        found: dict[str, Line[_Node]] = {}
         for uuid, line in self.nodes.items():
             if uuid in self.children:
                 continue
             seen: set[str] = set()
-            current: Line[_Link] | None = line
+            current: Line[_Node] | None = line
             while current is not None and current.record.type not in ("user", "assistant"):
                 seen.add(current.record.uuid or "")
                 current = self.parent(current, seen)
@@ -459,33 +502,51 @@ class _Graph:
                 found[current.record.uuid or ""] = current
         return sorted(found.values(), key=lambda line: line.number, reverse=True)
 
-    def side_nodes(self, group: list[Line[_Link]], on_path: set[str | None]) -> list[Line[_Link]]:
+    def side_nodes(self, group: list[Line[_Node]], on_path: set[str | None]) -> list[Line[_Node]]:
         """Nodes hanging beside `group` that belong to its turn: parallel tool calls written one
         line per block, their results, progress lines — everything down to the next prompt."""
-        found: list[Line[_Link]] = []
         children = self.children
-        stack = [
+        tops = [
             child
             for line in group
             if line.record.uuid in children
             for child in children[line.record.uuid or ""]
             if child not in on_path
         ]
+        return self._below(tops, on_path)
+
+    def sides(self, groups: list[list[Line[_Node]]], on_path: set[str | None]) -> list[list[Line[_Node]]]:
+        """`side_nodes` of every group of a path, found from the nodes off the path (in a
+        plain conversation there are none) rather than from every node on it."""
+        off = self.nodes.keys() - on_path
+        if not off:
+            return [[] for _ in groups]
+        group_of = {line.record.uuid: at for at, group in enumerate(groups) for line in group}
+        tops: dict[int, list[str]] = {}
+        for uuid in off:
+            parent = self.nodes[uuid].record.parent_uuid
+            if parent in group_of and uuid not in self.broken:
+                tops.setdefault(group_of[parent], []).append(uuid)
+        return [self._below(tops.get(at, []), on_path) for at in range(len(groups))]
+
+    def _below(self, stack: list[str], on_path: set[str | None]) -> list[Line[_Node]]:
+        """The nodes of `stack` and under them, in file order, down to (not into) a prompt."""
+        found: list[Line[_Node]] = []
         while stack:
             uuid = stack.pop()
             line = self.nodes[uuid]
-            if uuid in on_path or _prompt_text(line.record) is not None:
+            if uuid in on_path or line.number in self.prompts:
                 continue
             found.append(line)
             stack.extend(self.children.get(uuid, ()))
         return sorted(found, key=attrgetter("number"))
 
-    def climb_to(self, start: Line[_Link], known: set[str | None]) -> tuple[str | None, list[Line[_Link]]]:
+    def climb_to(self, start: Line[_Node], known: set[str | None]) -> tuple[str | None, list[Line[_Node]]]:
         """From `start` up to the first node in `known`: that node's uuid (None if none) and the
         nodes below it, top first."""
-        path: list[Line[_Link]] = []
+        path: list[Line[_Node]] = []
         seen: set[str] = set()
-        current: Line[_Link] | None = start
+        current: Line[_Node] | None = start
         while current is not None and current.record.uuid not in known:
             seen.add(current.record.uuid or "")
             path.append(current)
@@ -493,73 +554,80 @@ class _Graph:
         path.reverse()
         return (current.record.uuid if current else None), path
 
-    def active_path(self) -> list[Line[_Link]]:
+    def active_path(self) -> list[Line[_Node]]:
         leaves = self.leaves()
         main = [leaf for leaf in leaves if _main_chain(leaf.record)]
         chosen = (main or leaves)[:1]
         return self.walk_up(chosen[0]) if chosen else []
 
 
-def _logical_parent(record: _Link) -> str | None:
+def _logical_parent(record: _Node) -> str | None:
     """Where a compaction boundary continues: the last node before the compaction."""
     if record.type == "system" and record.subtype == "compact_boundary":
         return record.logical_parent_uuid
     return None
 
 
-def _main_chain(record: _Link) -> bool:
+def _main_chain(record: _Node) -> bool:
     return not record.is_sidechain and not record.team_name and not record.is_meta
 
 
-def _blocks(record: _Link) -> list[_Block]:
+def _blocks(record: _Node) -> Sequence[_Block]:
     content = record.message.content if record.message else None
     if isinstance(content, str):
-        return [_Block(type="text", text=content)]
-    return list(content or ())
+        return (_Block(type="text", text=content),)
+    return content or ()
 
 
-def _prompt_text(record: _Link) -> str | None:
-    """The user's own text if `record` is a real prompt, else None."""
+def _prompt_text(record: _Node, text: str) -> str | None:
+    """The user's own text if `record`, whose text is `text`, is a real prompt, else None."""
     if record.type != "user" or record.is_meta or record.is_compact_summary:
         return None
     if record.origin is not None and record.origin.kind not in (None, "user"):
         return None
     blocks = _blocks(record)
-    if not blocks or any(block.get("type") == "tool_result" for block in blocks):
+    if not blocks or any(block.type == "tool_result" for block in blocks):
         return None
-    text = _text(blocks)
     if text.startswith(NOT_PROMPTS) or text.startswith(INTERRUPTED):
         return None
     command = _COMMAND.search(text) if text.startswith("<command-") else None
     if command:
         args = _COMMAND_ARGS.search(text)
         return " ".join(part for part in ("/" + command.group(1).lstrip("/"), args and args.group(1)) if part)
-    if not text and any(block.get("type") == "image" for block in blocks):
+    if not text and any(block.type == "image" for block in blocks):
         return "[image]"
     return text or None
 
 
-def _text(blocks: list[_Block]) -> str:
-    return "\n".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text").strip()
+def _text(record: _Node) -> str:
+    """The text blocks of a record's message, joined and stripped."""
+    content = record.message.content if record.message else None
+    if isinstance(content, str):
+        return content.strip()
+    texts = [block.text for block in content or () if block.type == "text"]
+    if not texts:
+        return ""
+    return "\n".join("" if text is None else str(text) for text in texts).strip()
 
 
-def _groups(path: list[Line[_Link]]) -> list[list[Line[_Link]]]:
+def _groups(path: list[Line[_Node]], prompts: dict[int, str]) -> list[list[Line[_Node]]]:
     """The nodes of each turn of a path, in order; records before the first prompt belong to none."""
-    groups: list[list[Line[_Link]]] = []
+    groups: list[list[Line[_Node]]] = []
     for line in path:
-        if line.record.type == "user" and _prompt_text(line.record) is not None:
+        if line.number in prompts:
             groups.append([line])
         elif groups:
             groups[-1].append(line)
     return groups
 
 
-def _turns(path: list[Line[_Link]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
+def _turns(path: list[Line[_Node]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
     """The turns of a path of nodes, in order."""
-    on_path = {line.record.uuid for line in path}
+    groups = _groups(path, graph.prompts)
+    sides = graph.sides(groups, {line.record.uuid for line in path})
     return tuple(
-        _turn(first_index + n, group, graph.side_nodes(group, on_path), graph.results)
-        for n, group in enumerate(_groups(path))
+        _turn(first_index + n, group, side, graph)
+        for n, (group, side) in enumerate(zip(groups, sides, strict=True))
     )
 
 
@@ -570,50 +638,52 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     ``compact_boundary`` is left out (it reaches the reader only through that summary, never
     twice); a turn the boundary falls in keeps what follows it, the summary included."""
     parsed = _parse(data, name)
-    path, turns = parsed.path, parsed.transcript.turns
+    path, turns, prompts = parsed.path, parsed.transcript.turns, parsed.graph.prompts
     place = {line.number: at for at, line in enumerate(path)}
     boundary = max(
         (at for at, line in enumerate(path) if _logical_parent(line.record) is not None), default=-1
     )
     texts = []
-    for turn, group in zip(turns, _groups(path), strict=True):
+    for turn, group in zip(turns, _groups(path, prompts), strict=True):
         kept = [line for line in group if place[line.number] > boundary]
         if not kept:
             continue
-        prompt = _prompt_text(group[0].record) if kept[0] is group[0] else None
+        prompt = prompts[group[0].number] if kept[0] is group[0] else None
         summaries = tuple(
-            text for line in kept if line.record.is_compact_summary and (text := _text(_blocks(line.record)))
+            text for line in kept if line.record.is_compact_summary and (text := _text(line.record))
         )
         answer = turn.answer if turn.answer is not None and place[turn.end] > boundary else None
         texts.append(TurnText(turn, (prompt,) if prompt else (), summaries, answer))
     return tuple(texts)
 
 
-def _turn(index: int, group: list[Line[_Link]], side: list[Line[_Link]], results: dict[str, bool]) -> Turn:
+def _turn(index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: _Graph) -> Turn:
     calls: dict[str, str] = {}
     interrupted = False
-    answer: Line[_Link] | None = None
+    answer: Line[_Node] | None = None
     answer_text: str | None = None
     compacted = False
     for line in group:
         record = line.record
         compacted = compacted or bool(record.is_compact_summary)
-        interrupted = interrupted or (
-            record.type == "user" and _text(_blocks(record)).startswith(INTERRUPTED)
-        )
-        for block in _blocks(record):
-            kind = block.get("type")
-            if record.type == "assistant" and kind == "tool_use":
-                calls[str(block.get("id"))] = str(block.get("name"))
-            elif record.type == "assistant" and kind == "text" and str(block.get("text", "")).strip():
-                answer, answer_text = line, str(block.text)
+        if record.type == "user":
+            interrupted = interrupted or line.number in graph.interrupts
+        elif record.type == "assistant":
+            for block in _blocks(record):
+                kind = block.type
+                if kind == "tool_use":
+                    calls[str(block.id)] = str(block.name)
+                elif kind == "text" and block.text is not None and str(block.text).strip():
+                    answer, answer_text = line, str(block.text)
     for line in side:
-        for block in _blocks(line.record):
-            if line.record.type == "assistant" and block.get("type") == "tool_use":
-                calls.setdefault(str(block.get("id")), str(block.get("name")))
+        if line.record.type == "assistant":
+            for block in _blocks(line.record):
+                if block.type == "tool_use":
+                    calls.setdefault(str(block.id), str(block.name))
     last = answer or group[-1]
+    results = graph.results
     dangling = any(call not in results for call in calls)
-    command = group[0].record.message is not None and _text(_blocks(group[0].record)).startswith("<command-")
+    command = group[0].number in graph.commands
     errored = answer is not None and bool(answer.record.is_api_error_message)
     unanswered = answer is None and not command  # a local slash command has no model answer
     status: TurnStatus = "aborted" if interrupted else "open" if dangling or unanswered else "completed"
@@ -621,7 +691,7 @@ def _turn(index: int, group: list[Line[_Link]], side: list[Line[_Link]], results
         status = "error"
     return Turn(
         index=index,
-        prompt=_short(_prompt_text(group[0].record)),
+        prompt=_short(graph.prompts[group[0].number]),
         start=group[0].number,
         end=last.number,
         key=last.record.uuid or "",
@@ -633,52 +703,63 @@ def _turn(index: int, group: list[Line[_Link]], side: list[Line[_Link]], results
     )
 
 
-def _branches(graph: _Graph, active: list[Line[_Link]]) -> tuple[Branch, ...]:
+def _branches(graph: _Graph, active: list[Line[_Node]]) -> tuple[Branch, ...]:
     """Abandoned paths that leave a known path with a real prompt, latest leaf first."""
     known = {line.record.uuid for line in active}
-    turns_before = _turn_starts(active)
+    if len(known) == len(graph.nodes):  # every node is on the conversation: nothing left it
+        return ()
+    turns_before = _turn_starts(active, graph.prompts)
     branches: list[Branch] = []
     for leaf in graph.leaves():
         if leaf.record.uuid in known or not _main_chain(leaf.record):
             continue
         after, rest = graph.climb_to(leaf, known)
         first_talk = next((line for line in rest if line.record.type in ("user", "assistant")), None)
-        if after is None or first_talk is None or _prompt_text(first_talk.record) is None:
+        if after is None or first_talk is None or first_talk.number not in graph.prompts:
             continue  # a parallel tool result, a hook or progress line: not a branch
         before = turns_before.get(after, 0)
         branches.append(Branch(after, before, leaf.record.uuid or "", _turns(rest, graph, before + 1)))
         known.update(line.record.uuid for line in rest)
-        turns_before.update({k: v + before for k, v in _turn_starts(rest).items()})
+        turns_before.update({k: v + before for k, v in _turn_starts(rest, graph.prompts).items()})
     return tuple(branches)
 
 
-def _turn_starts(path: list[Line[_Link]]) -> dict[str | None, int]:
+def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str | None, int]:
     """For each node of `path`, how many turns have started at or before it."""
     count, seen = 0, {}
     for line in path:
-        if _prompt_text(line.record) is not None:
+        if line.number in prompts:
             count += 1
         seen[line.record.uuid] = count
     return seen
 
 
-def _title(
-    lines: Sequence[Line[_Link]], graph: _Graph, first_prompt: str | None
-) -> tuple[str | None, str | None]:
-    for field, source in (("custom_title", "custom-title"), ("ai_title", "ai-title")):
-        value = next(
-            (getattr(line.record, field) for line in reversed(lines) if getattr(line.record, field)), None
-        )
-        if value:
+def _title(held: Sequence[_Node], graph: _Graph, first_prompt: str | None) -> tuple[str | None, str | None]:
+    for getter, source in ((_CUSTOM_TITLE, "custom-title"), (_AI_TITLE, "ai-title")):
+        if value := _first(getter, reversed(held)):
             return value, source
     own = next(
         (
-            line.record.summary
-            for line in reversed(lines)
-            if line.record.type == "summary" and line.record.summary and line.record.leaf_uuid in graph.nodes
+            record.summary
+            for record in reversed(held)
+            if record.type == "summary" and record.summary and record.leaf_uuid in graph.nodes
         ),
         None,
     )
     if own:
         return own, "summary"
     return (first_prompt, "prompt") if first_prompt is not None else (None, None)
+
+
+def _first(getter: Callable[[Any], Any], held: Iterable[_Node]) -> Any:
+    """The first truthy field `getter` reads of `held`, found in C (filter over map)."""
+    return next(filter(None, map(getter, held)), None)
+
+
+_TIMESTAMP = attrgetter("timestamp")
+_FORKED_FROM = attrgetter("forked_from")
+_CWD = attrgetter("cwd")
+_VERSION = attrgetter("version")
+_AGENT_ID = attrgetter("agent_id")
+_CUSTOM_TITLE = attrgetter("custom_title")
+_AI_TITLE = attrgetter("ai_title")

@@ -20,7 +20,7 @@ codex-rs:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
@@ -52,12 +52,27 @@ class _Item(Fields):
     exit_code: Any = None
 
 
+class _Text(msgspec.Struct):
+    """An item of a message's content: only its kind and text are read (UNSET: no text key)."""
+
+    type: Any = None
+    text: Any = msgspec.UNSET
+
+
+# Any JSON value, with the objects the reader looks into decoded as structs (a content item's
+# kind and text, a kept history item's kind, role and content) and nothing else of them built;
+# every other shape still decodes, as it did when these fields were `Any`.
+_Scalar = str | int | float | bool | None
+_Content = list[_Text | _Scalar | list[Any]] | dict[str, Any] | _Scalar
+_History = list["_Payload | _Scalar | list[Any]"] | dict[str, Any] | _Scalar
+
+
 class _Payload(Fields):
     type: Any = None
     turn_id: Any = None
     message: Any = None
     role: Any = None
-    content: Any = None
+    content: _Content = None
     call_id: Any = None
     id: Any = None
     name: Any = None
@@ -75,7 +90,7 @@ class _Payload(Fields):
     history_base: Any = None
     model_provider: Any = None
     # compacted
-    replacement_history: Any = None
+    replacement_history: _History = None
     # patch_apply_end
     success: Any = None
 
@@ -84,6 +99,9 @@ class _Line(msgspec.Struct):
     type: str = ""
     timestamp: str | None = None
     payload: _Payload = msgspec.field(default_factory=_Payload)
+
+
+LISTED_LINE: type[msgspec.Struct] = _Line  # what a listing decodes each line into (the benchmarks' floor)
 
 
 class _EventType(msgspec.Struct):
@@ -122,8 +140,7 @@ class Rollout:
     error: str | None = None
 
 
-@dataclass
-class _Open:
+class _Open(msgspec.Struct):
     """A turn being read."""
 
     start: int
@@ -131,13 +148,13 @@ class _Open:
     prompt: str | None = None
     end: int = 0
     answer: str | None = None
-    calls: dict[str, str] = field(default_factory=dict)
-    outputs: dict[str, bool | None] = field(default_factory=dict)
+    calls: dict[str, str] = msgspec.field(default_factory=dict)
+    outputs: dict[str, bool | None] = msgspec.field(default_factory=dict)
     compacted: bool = False
     status: TurnStatus = "open"
-    prompts: list[str] = field(default_factory=list)  # from the model's input items
-    said: list[str] = field(default_factory=list)  # from user_message events (some rollouts only)
-    summaries: list[str] = field(default_factory=list)
+    prompts: list[str] = msgspec.field(default_factory=list)  # from the model's input items
+    said: list[str] = msgspec.field(default_factory=list)  # from user_message events (some rollouts only)
+    summaries: list[str] = msgspec.field(default_factory=list)
     last_said: str | None = None  # the last assistant text since a compaction in the turn
 
 
@@ -241,7 +258,7 @@ def _turn_at(data: bytes, starts: list[int], index: int) -> tuple[Turn, int]:
     stop = limit if end is None else _end_of_line_at(data, end)
     (turn,) = (_turn(1, read) for read in _read(list(records(data[begin:stop], _Line, []))))
     shift = data.count(b"\n", 0, begin)
-    return replace(turn, index=index, start=turn.start + shift, end=turn.end + shift), stop
+    return msgspec.structs.replace(turn, index=index, start=turn.start + shift, end=turn.end + shift), stop
 
 
 def _end_of_line_at(data: bytes, offset: int) -> int:
@@ -328,11 +345,15 @@ def _user_text(payload: _Payload) -> str | None:
     return text
 
 
-def _joined(content: Any, kind: str) -> str:
+def _joined(content: _Content, kind: str) -> str:
     """The text of the `kind` items of a message's content."""
     items = content if isinstance(content, list) else ()
     return "\n".join(
-        str(item.get("text", "")) for item in items if isinstance(item, dict) and item.get("type") == kind
+        [
+            "" if item.text is msgspec.UNSET else str(item.text)
+            for item in items
+            if isinstance(item, _Text) and item.type == kind
+        ]
     )
 
 
@@ -412,7 +433,7 @@ def _absorb(turn: _Open, record: _Line, event: Any) -> None:
         elif event == "user_message" and (said := _prompt(record, event)) is not None:
             turn.prompt = turn.prompt or said
             turn.said.append(said)
-        elif (finished := _exit(payload, event)) is not None:
+        elif event in _EXITS and (finished := _exit(payload, event)) is not None:
             turn.outputs[finished[0]] = finished[1]
         return
     kind = payload.type
@@ -437,15 +458,14 @@ def _summary(payload: _Payload) -> list[str]:
     message = payload.get("message")
     if isinstance(message, str) and message.strip():
         return [message.strip()]
-    kept = payload.get("replacement_history")
+    kept = payload.replacement_history
     items = kept if isinstance(kept, list) else ()
-    texts = (
-        _user_text(_Payload(type=item.get("type"), role=item.get("role"), content=item.get("content")))
-        for item in items
-        if isinstance(item, dict)
-    )
+    texts = (_user_text(item) for item in items if isinstance(item, _Payload))
     joined = "\n\n".join(text for text in texts if text)
     return [joined] if joined else []
+
+
+_EXITS = frozenset({"exec_command_end", "patch_apply_end", "item_completed"})
 
 
 def _exit(payload: _Payload, event: Any) -> tuple[str, bool] | None:
