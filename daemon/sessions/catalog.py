@@ -14,13 +14,13 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from ..home import Home
 from ..locks import try_file_lock
+from ..memory.stamps import Stamp
 from ..protocol.sessions import (
     ListError,
     Listing,
@@ -33,8 +33,8 @@ from .errors import SessionLogError, SessionRootError
 from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
-from .memo import ListingMemo
-from .metadata import SessionMetadata, dsh_archived
+from .memo import Answer, ListingMemo, file_stamp, settled
+from .metadata import SessionMetadata, dsh_archived, dsh_registry
 from .models import SessionHeader
 from .paths import project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
@@ -57,6 +57,7 @@ WORKER_WORKSPACE = "consolidator-workspace"
 # a log) until the end made a daemon's memory peak, and so its idle size, grow with the root.
 INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
+_NEVER = 1 << 63  # a `live_until` the clock never reaches: no liveness hangs on it
 # Told (logs read, logs to read) while a listing indexes what changed.
 Progress = Callable[[int, int], None]
 
@@ -206,8 +207,50 @@ class SessionCatalog:
         Worker sessions of the consolidator are never listed: they are remem's own audit trail.
         `progress(done, total)` hears how many of the logs that must be read have been.
         """
+        answer = self._answer(cwd, progress)
+        return list(answer.entries), list(answer.errors)
+
+    def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
+        """The listing of `entries`; through the daemon's memo, the very same object while
+        nothing it shows changed (so its encoding can be reused too)."""
+        answer = self._answer(cwd, progress)
+        if answer.listing is None:
+            answer.listing = Listing(sessions=[e.summary for e in answer.entries], errors=list(answer.errors))
+        return answer.listing
+
+    def _answer(self, cwd: str | None, progress: Progress | None) -> Answer:
         wanted = os.path.abspath(cwd) if cwd is not None else None
-        rows, errors = self._refresh(wanted, progress)
+        if self.memo is None:
+            return self._compute(wanted, progress)
+        query = (tuple((s.path, s.format) for s in self.sources), self.idle_seconds, wanted)
+        with self.memo.lock:
+            known = self.memo.answer(query)
+            if known is not None and self._still(known):
+                return known
+            generation = self.memo.settle()
+            answer = self._compute(wanted, progress)
+            self.memo.keep(query, answer, generation)
+            return answer
+
+    def _still(self, answer: Answer) -> bool:
+        """Whether what an answer read besides its logs, and the clock, still say the same."""
+        now_ns = time.time_ns()
+        stamps = self._stamps()
+        return (
+            now_ns < answer.live_until
+            and answer.stamps == stamps
+            and settled(stamps, now_ns)
+            and all(self._live(e.row, st, now_ns) == e.summary.live for e, st in answer.volatile)
+        )
+
+    def _stamps(self) -> tuple[Stamp | None, ...]:
+        """The files besides the logs a listing reads: titles, archive states, published forks."""
+        paths = (self.metadata.path, dsh_registry(), self.published.folder)
+        return tuple(file_stamp(str(p)) for p in paths)
+
+    def _compute(self, wanted: str | None, progress: Progress | None) -> Answer:
+        stamps = self._stamps()  # before reading: a change from now on is seen next time
+        rows, files, errors = self._refresh(wanted, progress)
         now_ns = time.time_ns()
         metas, unreadable = self.metadata.read()
         if unreadable is not None:
@@ -215,6 +258,8 @@ class SessionCatalog:
         dsh = dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
         entries = []
+        live_until = _NEVER
+        volatile = []
         for row, st in rows:
             if row.id in duplicated:
                 others = [r.path for r, _ in rows if r.id == row.id and r.path != row.path]
@@ -224,14 +269,15 @@ class SessionCatalog:
             elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
                 meta = metas.get(row.id or "", _NO_META)
                 archived = meta.archived if meta.archived is not None else row.id in dsh
-                entries.append(self._entry(row, st, now_ns, meta.title, archived))
+                entry = self._entry(row, st, now_ns, meta.title, archived)
+                entries.append(entry)
+                if row.path.startswith(self._own_root):
+                    volatile.append((entry, st))
+                elif entry.summary.live and row.open_turn is None:  # live by recency, for now
+                    live_until = min(live_until, st.st_mtime_ns + self.idle_seconds * 1_000_000_000)
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
-        return entries, errors
-
-    def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
-        entries, errors = self.entries(cwd, progress)
-        return Listing(sessions=[e.summary for e in entries], errors=errors)
+        return Answer(entries, errors, files, stamps, live_until, volatile)
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
@@ -316,16 +362,17 @@ class SessionCatalog:
 
     def _refresh(
         self, cwd: str | None, progress: Progress | None = None
-    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[LogFile], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
-        with gc_paused(), self.memo.lock if self.memo is not None else nullcontext():
+        with gc_paused():
             return self._refresh_rows(cwd, progress)
 
     def _refresh_rows(
         self, cwd: str | None, progress: Progress | None
-    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
-        """Every log of the roots (or of what can hold sessions of `cwd`) at its current revision."""
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[LogFile], list[ListError]]:
+        """Every log of the roots (or of what can hold sessions of `cwd`) at its current revision,
+        the files looked at, and the errors."""
         cached = self.index.rows() if self.memo is None else self.memo.rows(self.index)
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
@@ -356,7 +403,7 @@ class SessionCatalog:
         self.index.forget(gone)
         if self.memo is not None:
             self.memo.forget(gone)
-        return seen, errors
+        return seen, files, errors
 
     def _store(self, updates: list[Update]) -> None:
         self.index.put(updates)

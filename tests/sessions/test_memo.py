@@ -7,8 +7,10 @@ trusted (proof that nothing was stat-ed), and always visible when they are not (
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.sources import Root
 from remem.daemon.sessions.writer import SessionWriter
+from tests.waiting import wait_until
 
 from .claude_lines import CWD as CLAUDE_CWD
 from .claude_lines import jsonl, prompt, say
@@ -193,3 +196,81 @@ def test_polling_restats_remembered_harness_files(home: Home, tmp_path: Path) ->
     assert after == before + 1, "unmarked, but polling stats every remembered file"
     path.unlink()
     assert SID not in {s.id for s in _harness_catalog(home, roots, memo).listing().sessions}
+
+
+# -- the kept answer -------------------------------------------------------------------------
+
+
+def test_a_warm_listing_is_the_same_answer_until_a_mark(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: True)
+    first = _catalog(home, root, memo).listing()
+    assert _catalog(home, root, memo).listing() is first, "nothing changed: the same answer, unread"
+    assert _catalog(home, root, memo).listing(CWD) is not first, "another query has its own answer"
+    writer.append(rest[0])
+    memo.changed([str(path)])
+    grown = _catalog(home, root, memo).listing()
+    assert grown is not first and {s.id: s.turns for s in grown.sessions}[session] == 4
+    assert _catalog(home, root, memo).listing() is grown
+    writer.close()
+
+
+def test_polling_keeps_the_answer_while_every_log_has_its_stat(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: False)
+    first = _catalog(home, root, memo).listing()
+    assert _catalog(home, root, memo).listing() is first
+    writer.append(rest[0])  # unmarked: the stat of the log alone tells
+    writer.close()
+    grown = _catalog(home, root, memo).listing()
+    assert {s.id: s.turns for s in grown.sessions}[session] == 4
+    path.unlink()
+    assert _catalog(home, root, memo).listing().sessions == []
+
+
+def test_a_kept_answer_follows_titles_and_archive_lists_written_beside_the_logs(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "r"
+    write_session(root, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    memo = ListingMemo(lambda: True)  # no mark will come: neither file is in a root
+    [entry], _ = _catalog(home, root, memo).entries()
+    SessionMetadata(home).update(entry.summary.id, None, title="Renamed")
+    [renamed], _ = _catalog(home, root, memo).entries()
+    assert renamed.summary.title == "Renamed" and renamed.archived is False
+    dsh = tmp_path / "dsh-home"
+    monkeypatch.setenv("DSH_HOME", str(dsh))
+    registry = dsh / "storages" / "workspace.json"
+    registry.parent.mkdir(parents=True)
+    registry.write_text(json.dumps({"global": {"archivedSessionIds": [entry.summary.id]}}))
+    [archived], _ = _catalog(home, root, memo).entries()
+    assert archived.archived is True and archived.summary.title == "Renamed"
+    registry.write_text(json.dumps({"global": {"archivedSessionIds": []}}))  # rewritten in place
+    [restored], _ = _catalog(home, root, memo).entries()
+    assert restored.archived is False
+
+
+def test_a_kept_answer_expires_when_recency_alone_would_end_a_session(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    path = write_session(root, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    memo = ListingMemo(lambda: True)
+    catalog = SessionCatalog(home, [root], idle_seconds=1, memo=memo)
+    [recent] = catalog.listing().sessions
+    assert recent.live is True, "written just now"
+    wait_until(lambda: time.time_ns() > path.stat().st_mtime_ns + 1_000_000_000, what="a second idle")
+    [idle] = SessionCatalog(home, [root], idle_seconds=1, memo=memo).listing().sessions
+    assert idle.live is False, "no mark came: the answer knew when it would stop being true"
+
+
+def test_a_session_remem_writes_is_live_while_its_writer_holds_the_lock(home: Home) -> None:
+    draft = build_session(SessionSpec(seed=5, turns=2, cwd=CWD))
+    writer = SessionWriter(home.sessions, draft.header)
+    writer.append(draft.batches[0])
+    memo = ListingMemo(lambda: True)
+    [writing] = _catalog(home, home.sessions, memo).listing().sessions
+    assert writing.live is True
+    writer.close()  # the lock goes; no mark is needed to see it
+    [done] = _catalog(home, home.sessions, memo).listing().sessions
+    assert done.live is False
