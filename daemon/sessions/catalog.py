@@ -228,7 +228,8 @@ class SessionCatalog:
             if known is not None and self._still(known):
                 return known
             generation = self.memo.settle()
-            answer = self._compute(wanted, progress)
+            # Stamped before reading: a change from now on is seen by the next listing.
+            answer = self._compute(wanted, progress, self._stamps())
             self.memo.keep(query, answer, generation)
             return answer
 
@@ -248,8 +249,9 @@ class SessionCatalog:
         paths = (self.metadata.path, dsh_registry(), self.published.folder)
         return tuple(file_stamp(str(p)) for p in paths)
 
-    def _compute(self, wanted: str | None, progress: Progress | None) -> Answer:
-        stamps = self._stamps()  # before reading: a change from now on is seen next time
+    def _compute(
+        self, wanted: str | None, progress: Progress | None, stamps: tuple[Stamp | None, ...] = ()
+    ) -> Answer:
         rows, files, errors = self._refresh(wanted, progress)
         now_ns = time.time_ns()
         metas, unreadable = self.metadata.read()
