@@ -33,7 +33,7 @@ from .errors import SessionLogError, SessionRootError
 from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
-from .memo import Answer, ListingMemo, file_stamp, settled
+from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
 from .models import SessionHeader
 from .paths import project_key
@@ -227,11 +227,46 @@ class SessionCatalog:
             known = self.memo.answer(query)
             if known is not None and self._still(known):
                 return known
+            moved = self.memo.moved(query)
             generation = self.memo.settle()
-            # Stamped before reading: a change from now on is seen by the next listing.
-            answer = self._compute(wanted, progress, self._stamps())
+            answer = None
+            if moved is not None and self._still(moved[0]):
+                answer = self._patched(*moved, self.memo.rows(self.index))
+            if answer is None:
+                # Stamped before reading: a change from now on is seen by the next listing.
+                answer = self._compute(wanted, progress, self._stamps())
             self.memo.keep(query, answer, generation)
             return answer
+
+    def _patched(self, answer: Answer, paths: set[str], rows: dict[str, LogRow]) -> Answer | None:
+        """`answer` with the rows of the logs at `paths` (`place`d in it) brought up to date,
+        when they still list as they did (same id, creation and cwd, readable, not remem's
+        own): a warm listing after an append costs that log. None when it must be made anew."""
+        entries, files, live_until = list(answer.entries), list(answer.files), answer.live_until
+        metas, _ = self.metadata.read()  # as the answer read it: its stamp says so
+        dsh, now_ns = dsh_archived(), time.time_ns()
+        for path in paths:
+            st = regular_stat(path)
+            place, slot = answer.place(path) or (0, None)
+            if st is None or slot is None or path.startswith(self._own_root):
+                return None
+            old = entries[slot].row
+            row = self._current_row(path, st, rows.get(path))
+            if row.error is not None or _placing(row) != _placing(old):
+                return None
+            entries[slot] = self._entry(row, st, now_ns, *_shown(row, metas, dsh))
+            files[place] = LogFile(path, st)
+            live_until = min(live_until, self._recency_ends(entries[slot], st))
+        errors = list(answer.errors)
+        return Answer(
+            entries, errors, files, answer.stamps, live_until, answer.volatile, places=answer.places
+        )
+
+    def _recency_ends(self, entry: Entry, st: os.stat_result) -> int:
+        """When the clock alone ends `entry`'s liveness: if it is live only for being recent."""
+        if not entry.summary.live or entry.row.open_turn is not None:
+            return _NEVER
+        return st.st_mtime_ns + self.idle_seconds * 1_000_000_000
 
     def _still(self, answer: Answer) -> bool:
         """Whether what an answer read besides its logs, and the clock, still say the same."""
@@ -269,14 +304,12 @@ class SessionCatalog:
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
             elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
-                meta = metas.get(row.id or "", _NO_META)
-                archived = meta.archived if meta.archived is not None else row.id in dsh
-                entry = self._entry(row, st, now_ns, meta.title, archived)
+                entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh))
                 entries.append(entry)
                 if row.path.startswith(self._own_root):
                     volatile.append((entry, st))
-                elif entry.summary.live and row.open_turn is None:  # live by recency, for now
-                    live_until = min(live_until, st.st_mtime_ns + self.idle_seconds * 1_000_000_000)
+                else:
+                    live_until = min(live_until, self._recency_ends(entry, st))
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
         return Answer(entries, errors, files, stamps, live_until, volatile)
@@ -312,9 +345,7 @@ class SessionCatalog:
         row = self._current_row(rows[0].path, st, rows[0])
         if row.error is not None or row.id != session_id:
             return None
-        meta = self.metadata.get(session_id)
-        archived = meta.archived if meta.archived is not None else session_id in dsh_archived()
-        return self._entry(row, st, time.time_ns(), meta.title, archived)
+        return self._entry(row, st, time.time_ns(), *_shown(row, self.metadata.all(), dsh_archived()))
 
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
@@ -533,6 +564,17 @@ class SessionCatalog:
         if not recently or row.parent is None:
             return recently
         return not self.published.untouched(row.path, row.revision)
+
+
+def _placing(row: LogRow) -> tuple[str | None, int | None, str | None]:
+    """What decides whether a row lists and where: its id (duplicates), creation, cwd."""
+    return row.id, row.created_at, row.cwd
+
+
+def _shown(row: LogRow, metas: dict[str, SessionMeta], dsh: frozenset[str]) -> tuple[str | None, bool]:
+    """The display title and archive state of `row`'s session: remem's own, else DSH's list."""
+    meta = metas.get(row.id or "", _NO_META)
+    return meta.title, meta.archived if meta.archived is not None else row.id in dsh
 
 
 def _problems(row: LogRow, live: bool) -> int:

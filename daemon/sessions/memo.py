@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,7 @@ from .sources import FileScan
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
 MAX_ANSWERS = 32  # queries (the whole listing, workspaces) whose last answer is kept
+MARK_HISTORY = 64  # batches of marks remembered, to tell a kept answer what changed since
 
 
 def file_stamp(path: str) -> Stamp | None:
@@ -69,6 +70,15 @@ class Answer:
     volatile: list[tuple[Entry, os.stat_result]]
     generation: int = -1
     listing: Listing | None = None  # built from the entries when first asked for
+    # By path: its place in `files` and in `entries` (None if it lists as an error); a patched
+    # answer keeps every place, and so this map.
+    places: dict[str, tuple[int, int | None]] | None = None
+
+    def place(self, path: str) -> tuple[int, int | None] | None:
+        if self.places is None:
+            slots = {e.row.path: i for i, e in enumerate(self.entries)}
+            self.places = {f.path: (i, slots.get(f.path)) for i, f in enumerate(self.files)}
+        return self.places.get(path)
 
 
 @dataclass
@@ -81,7 +91,7 @@ class _Project:
     def restat(self, path: str) -> bool:
         """Take a new `stat` of one remembered log; False if it is not (or no longer) one."""
         encoding = next((e for e, files in self.found.items() if path in files), None)
-        st = _regular_stat(path)
+        st = regular_stat(path)
         if encoding is None or st is None:
             return False
         self.found[encoding][path] = LogFile(path, st)
@@ -106,7 +116,7 @@ class _HarnessScan:
 
     def restat(self, path: str) -> bool:
         """Take a new `stat` of one remembered file; False if it is not (or no longer) one."""
-        st = _regular_stat(path) if path in self.files else None
+        st = regular_stat(path) if path in self.files else None
         if st is None:
             return False
         self.files[path] = LogFile(path, st)
@@ -147,6 +157,7 @@ class ListingMemo:
         self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
         self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
         self._generation = 0  # how many batches of marks were applied
+        self._history: deque[tuple[int, set[str]]] = deque(maxlen=MARK_HISTORY)
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""
@@ -166,10 +177,32 @@ class ListingMemo:
             marked = bool(self._marks)
         if known is None or marked or known.generation != self._generation:
             return None
-        if not self._trust_events() and not _unchanged(known.files):
+        if not self._trust_events() and _moved(known.files) != []:
             return None
         self._answers.move_to_end(query)
         return known
+
+    def moved(self, query: Hashable) -> tuple[Answer, set[str]] | None:
+        """The answer kept for `query` and the files it looked at that changed since, when
+        those are all that did: every mark since is on one of its files and (polling) every
+        one of them is still there. None when anything else may have changed."""
+        known = self._answers.get(query)
+        if known is None:
+            return None
+        with self._marks_lock:
+            paths = set(self._marks)
+        applied = [marks for generation, marks in self._history if generation > known.generation]
+        if len(applied) != self._generation - known.generation:
+            return None  # the history no longer reaches back to it
+        paths.update(*applied)
+        if not self._trust_events():
+            stirred = _moved(known.files)
+            if stirred is None:
+                return None
+            paths.update(stirred)
+        if any(known.place(path) is None for path in paths):
+            return None
+        return known, paths
 
     def keep(self, query: Hashable, answer: Answer, generation: int) -> None:
         answer.generation = generation
@@ -268,6 +301,7 @@ class ListingMemo:
             marks, self._marks = self._marks, set()
         if marks:
             self._generation += 1
+            self._history.append((self._generation, marks))
         for path in marks:
             self._mark(path)
 
@@ -302,27 +336,27 @@ def _paths(project: _Project) -> list[str]:
     return [path for files in project.found.values() for path in files]
 
 
-def _unchanged(files: list[LogFile]) -> bool:
-    """Whether every file still has the `stat` it had (its revision's fields): one `stat`
-    each, the polling floor, so the comparison is written out rather than a revision built."""
+def _moved(files: list[LogFile]) -> list[str] | None:
+    """The files whose `stat` moved (its revision's fields); None if one is gone. One `stat`
+    each is the polling floor, so the comparison is written out rather than a revision built."""
     lstat = os.lstat
     try:
-        for path, old in files:
-            st = lstat(path)
-            if (
-                st.st_mtime_ns != old.st_mtime_ns
-                or st.st_size != old.st_size
-                or st.st_ino != old.st_ino
-                or st.st_ctime_ns != old.st_ctime_ns
-                or st.st_dev != old.st_dev
-            ):
-                return False
+        return [path for path, old in files if not _same(lstat(path), old)]
     except OSError:
-        return False
-    return True
+        return None
 
 
-def _regular_stat(path: str) -> os.stat_result | None:
+def _same(st: os.stat_result, old: os.stat_result) -> bool:
+    return (
+        st.st_mtime_ns == old.st_mtime_ns
+        and st.st_size == old.st_size
+        and st.st_ino == old.st_ino
+        and st.st_ctime_ns == old.st_ctime_ns
+        and st.st_dev == old.st_dev
+    )
+
+
+def regular_stat(path: str) -> os.stat_result | None:
     """The log's `stat` if it is still a regular file (never through a link), else None."""
     try:
         st = os.stat(path, follow_symlinks=False)

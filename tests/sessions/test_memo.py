@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -274,3 +275,41 @@ def test_a_session_remem_writes_is_live_while_its_writer_holds_the_lock(home: Ho
     writer.close()  # the lock goes; no mark is needed to see it
     [done] = _catalog(home, home.sessions, memo).listing().sessions
     assert done.live is False
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["inotify", "polling"])
+def test_after_an_append_only_that_log_is_listed_again(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    root = tmp_path / "r"
+    for seed in (1, 2):
+        write_session(root, build_session(SessionSpec(seed=seed, turns=2, cwd=CWD)))
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: trusted)
+    first = _catalog(home, root, memo).listing()
+    listed_anew: list[str | None] = []  # the queries listed through the memo from scratch
+    compute = SessionCatalog._compute
+
+    def spied(catalog: SessionCatalog, wanted: str | None, *rest: Any) -> Any:
+        if catalog.memo is memo:
+            listed_anew.append(wanted)
+        return compute(catalog, wanted, *rest)
+
+    monkeypatch.setattr(SessionCatalog, "_compute", spied)
+
+    writer.append(rest[0])
+    memo.changed([str(path)])  # polling would see it without the mark: the same path follows
+    grown = _catalog(home, root, memo).listing()
+    fresh = SessionCatalog(home, [root], idle_seconds=120).listing()  # no memo: read anew
+    assert grown.model_dump() == fresh.model_dump() and grown != first
+    assert {s.id: s.turns for s in grown.sessions}[session] == 4
+    assert listed_anew == [], "only the appended log was looked at again"
+
+    writer.close()
+    other = build_session(SessionSpec(seed=9, turns=1, cwd=CWD))
+    shutil.copyfile(write_session(tmp_path / "elsewhere", other), path)  # another session's header
+    memo.changed([str(path)])
+    replaced = _catalog(home, root, memo).listing()
+    assert listed_anew == [None], "a log that no longer lists as it did has the listing made anew"
+    assert replaced.model_dump() == SessionCatalog(home, [root], idle_seconds=120).listing().model_dump()
+    assert session not in {s.id for s in replaced.sessions} and str(path) in {e.path for e in replaced.errors}
