@@ -6,19 +6,22 @@ a root or a log path, so nothing outside REMEM_HOME and the configured roots is 
 Extra roots exist only for the CLI run in-process, where the user names them on the command
 line. A root whose logs changed is announced once as `sessions/changed`, the root's
 fingerprint telling news from the echo of the daemon's own fork. The daemon's `ListingMemo`,
-marked by its watcher, keeps the roots' folder scans and index rows between calls. A listing
-that has logs to index says how far it is as `sessions/progress`.
+marked by its watcher, keeps the roots' folder scans and index rows between calls, and each
+query's last answer: while nothing it shows changed, `sessions/list` answers with the very same
+`Listing` (reviews merged in once), so the dispatcher sends the bytes it encoded before. A
+listing that has logs to index says how far it is as `sessions/progress`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ..consolidation.receipts import ReceiptStore, review_states
+from ..consolidation.receipts import Receipt, ReceiptStore, review_states
 from ..forks.child import normalize_title
 from ..forks.sources import fork_session
 from ..home import Home
@@ -56,6 +59,7 @@ from .memory_methods import Publish, unheard
 
 T = TypeVar("T")
 PROGRESS_SECONDS = 0.1
+REVIEWED_LISTINGS = 32  # workspaces whose last listing is kept with its reviews merged in
 
 
 class SessionMethods:
@@ -72,6 +76,8 @@ class SessionMethods:
         self._memo = memo
         self._fingerprints: dict[Path, str] = {}
         self._receipts = ReceiptStore(home)
+        # By cwd: the catalog's listing, the receipts read, and the two merged (the answer).
+        self._reviewed: OrderedDict[str | None, tuple[Listing, list[Receipt], Listing]] = OrderedDict()
         # Forks and the watcher's look at a root take turns, so the look after a fork finds
         # the fingerprint the fork recorded and drops the echo of its writes.
         self._turns = asyncio.Lock()
@@ -92,14 +98,28 @@ class SessionMethods:
         progress = self._progress(params.cwd)
 
         def listing(catalog: SessionCatalog) -> Listing:
-            found = catalog.listing(params.cwd, progress)
-            states = self._reviews({s.id: s.digest for s in found.sessions})
-            sessions = [
-                s.model_copy(update={"review": states[s.id]}) if s.id in states else s for s in found.sessions
-            ]
-            return Listing(sessions=sessions, errors=found.errors)
+            return self._reviewed_listing(params.cwd, catalog.listing(params.cwd, progress))
 
         return await self._run(listing)
+
+    def _reviewed_listing(self, cwd: str | None, found: Listing) -> Listing:
+        """`found` with each session's review state; the same object again while neither the
+        catalog's listing nor any receipt changed."""
+        receipts = self._receipts.all()  # parsed once per receipt file version: same objects
+        known = self._reviewed.get(cwd)
+        if known is not None and known[0] is found and _same_objects(known[1], receipts):
+            self._reviewed.move_to_end(cwd)
+            return known[2]
+        states = review_states(receipts, {s.id: s.digest for s in found.sessions})
+        sessions = [
+            s.model_copy(update={"review": states[s.id]}) if s.id in states else s for s in found.sessions
+        ]
+        answer = Listing(sessions=sessions, errors=found.errors)
+        self._reviewed[cwd] = (found, receipts, answer)
+        self._reviewed.move_to_end(cwd)
+        if len(self._reviewed) > REVIEWED_LISTINGS:
+            self._reviewed.popitem(last=False)
+        return answer
 
     async def tree(self, params: WorkspaceParams) -> TreeResult:
         progress = self._progress(params.cwd)
@@ -228,6 +248,10 @@ class SessionMethods:
             raise _refused(exc) from None
         except SettingsError as exc:
             raise RpcError(SESSION_REFUSED, f"settings.yml is invalid: {exc}", {"code": "INVALID"}) from None
+
+
+def _same_objects(earlier: list[Receipt], now: list[Receipt]) -> bool:
+    return len(earlier) == len(now) and all(a is b for a, b in zip(earlier, now, strict=True))
 
 
 def _harness_bytes(path: Path) -> bytes:

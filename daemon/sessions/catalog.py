@@ -14,13 +14,13 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from ..home import Home
 from ..locks import try_file_lock
+from ..memory.stamps import Stamp
 from ..protocol.sessions import (
     ListError,
     Listing,
@@ -35,8 +35,8 @@ from .formats.jsonl import LineTooLong
 from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo, file_turns, unreadable
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
-from .memo import ListingMemo
-from .metadata import SessionMetadata, dsh_archived
+from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
+from .metadata import SessionMetadata, dsh_archived, dsh_registry
 from .models import SessionHeader
 from .paths import project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
@@ -59,6 +59,7 @@ WORKER_WORKSPACE = "consolidator-workspace"
 # a log) until the end made a daemon's memory peak, and so its idle size, grow with the root.
 INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
+_NEVER = 1 << 63  # a `live_until` the clock never reaches: no liveness hangs on it
 # Told (logs read, logs to read) while a listing indexes what changed.
 Progress = Callable[[int, int], None]
 
@@ -208,8 +209,87 @@ class SessionCatalog:
         Worker sessions of the consolidator are never listed: they are remem's own audit trail.
         `progress(done, total)` hears how many of the logs that must be read have been.
         """
+        answer = self._answer(cwd, progress)
+        return list(answer.entries), list(answer.errors)
+
+    def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
+        """The listing of `entries`; through the daemon's memo, the very same object while
+        nothing it shows changed (so its encoding can be reused too)."""
+        answer = self._answer(cwd, progress)
+        if answer.listing is None:
+            answer.listing = Listing(sessions=[e.summary for e in answer.entries], errors=list(answer.errors))
+        return answer.listing
+
+    def _answer(self, cwd: str | None, progress: Progress | None) -> Answer:
         wanted = os.path.abspath(cwd) if cwd is not None else None
-        rows, errors = self._refresh(wanted, progress)
+        if self.memo is None:
+            return self._compute(wanted, progress)
+        query = (tuple((s.path, s.format) for s in self.sources), self.idle_seconds, wanted)
+        with self.memo.lock:
+            known = self.memo.answer(query)
+            if known is not None and self._still(known):
+                return known
+            moved = self.memo.moved(query)
+            generation = self.memo.settle()
+            answer = None
+            if moved is not None and self._still(moved[0]):
+                answer = self._patched(*moved, self.memo.rows(self.index))
+            if answer is None:
+                # Stamped before reading: a change from now on is seen by the next listing.
+                answer = self._compute(wanted, progress, self._stamps())
+            self.memo.keep(query, answer, generation)
+            return answer
+
+    def _patched(self, answer: Answer, paths: set[str], rows: dict[str, LogRow]) -> Answer | None:
+        """`answer` with the rows of the logs at `paths` (`place`d in it) brought up to date,
+        when they still list as they did (same id, creation and cwd, readable, not remem's
+        own): a warm listing after an append costs that log. None when it must be made anew."""
+        entries, files, live_until = list(answer.entries), list(answer.files), answer.live_until
+        metas, _ = self.metadata.read()  # as the answer read it: its stamp says so
+        dsh, now_ns = dsh_archived(), time.time_ns()
+        for path in paths:
+            st = regular_stat(path)
+            place, slot = answer.place(path) or (0, None)
+            if st is None or slot is None or path.startswith(self._own_root):
+                return None
+            old = entries[slot].row
+            row = self._current_row(path, st, rows.get(path))
+            if row.error is not None or _placing(row) != _placing(old):
+                return None
+            entries[slot] = self._entry(row, st, now_ns, *_shown(row, metas, dsh))
+            files[place] = LogFile(path, st)
+            live_until = min(live_until, self._recency_ends(entries[slot], st))
+        errors = list(answer.errors)
+        return Answer(
+            entries, errors, files, answer.stamps, live_until, answer.volatile, places=answer.places
+        )
+
+    def _recency_ends(self, entry: Entry, st: os.stat_result) -> int:
+        """When the clock alone ends `entry`'s liveness: if it is live only for being recent."""
+        if not entry.summary.live or entry.row.open_turn is not None:
+            return _NEVER
+        return st.st_mtime_ns + self.idle_seconds * 1_000_000_000
+
+    def _still(self, answer: Answer) -> bool:
+        """Whether what an answer read besides its logs, and the clock, still say the same."""
+        now_ns = time.time_ns()
+        stamps = self._stamps()
+        return (
+            now_ns < answer.live_until
+            and answer.stamps == stamps
+            and settled(stamps, now_ns)
+            and all(self._live(e.row, st, now_ns) == e.summary.live for e, st in answer.volatile)
+        )
+
+    def _stamps(self) -> tuple[Stamp | None, ...]:
+        """The files besides the logs a listing reads: titles, archive states, published forks."""
+        paths = (self.metadata.path, dsh_registry(), self.published.folder)
+        return tuple(file_stamp(str(p)) for p in paths)
+
+    def _compute(
+        self, wanted: str | None, progress: Progress | None, stamps: tuple[Stamp | None, ...] = ()
+    ) -> Answer:
+        rows, files, errors = self._refresh(wanted, progress)
         now_ns = time.time_ns()
         metas, unreadable = self.metadata.read()
         if unreadable is not None:
@@ -217,6 +297,8 @@ class SessionCatalog:
         dsh = dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
         entries = []
+        live_until = _NEVER
+        volatile = []
         for row, st in rows:
             if row.id in duplicated:
                 others = [r.path for r, _ in rows if r.id == row.id and r.path != row.path]
@@ -224,16 +306,15 @@ class SessionCatalog:
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
             elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
-                meta = metas.get(row.id or "", _NO_META)
-                archived = meta.archived if meta.archived is not None else row.id in dsh
-                entries.append(self._entry(row, st, now_ns, meta.title, archived))
+                entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh))
+                entries.append(entry)
+                if row.path.startswith(self._own_root):
+                    volatile.append((entry, st))
+                else:
+                    live_until = min(live_until, self._recency_ends(entry, st))
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
-        return entries, errors
-
-    def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
-        entries, errors = self.entries(cwd, progress)
-        return Listing(sessions=[e.summary for e in entries], errors=errors)
+        return Answer(entries, errors, files, stamps, live_until, volatile)
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
@@ -266,9 +347,7 @@ class SessionCatalog:
         row = self._current_row(rows[0].path, st, rows[0])
         if row.error is not None or row.id != session_id:
             return None
-        meta = self.metadata.get(session_id)
-        archived = meta.archived if meta.archived is not None else session_id in dsh_archived()
-        return self._entry(row, st, time.time_ns(), meta.title, archived)
+        return self._entry(row, st, time.time_ns(), *_shown(row, self.metadata.all(), dsh_archived()))
 
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
@@ -333,16 +412,17 @@ class SessionCatalog:
 
     def _refresh(
         self, cwd: str | None, progress: Progress | None = None
-    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[LogFile], list[ListError]]:
         # One pause for the whole refresh: each log's events die by reference count when its
         # projection is done, but a collection between logs would walk them all while alive.
-        with gc_paused(), self.memo.lock if self.memo is not None else nullcontext():
+        with gc_paused():
             return self._refresh_rows(cwd, progress)
 
     def _refresh_rows(
         self, cwd: str | None, progress: Progress | None
-    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[ListError]]:
-        """Every log of the roots (or of what can hold sessions of `cwd`) at its current revision."""
+    ) -> tuple[list[tuple[LogRow, os.stat_result]], list[LogFile], list[ListError]]:
+        """Every log of the roots (or of what can hold sessions of `cwd`) at its current revision,
+        the files looked at, and the errors."""
         cached = self.index.rows() if self.memo is None else self.memo.rows(self.index)
         seen: list[tuple[LogRow, os.stat_result]] = []
         errors: list[ListError] = []
@@ -373,7 +453,7 @@ class SessionCatalog:
         self.index.forget(gone)
         if self.memo is not None:
             self.memo.forget(gone)
-        return seen, errors
+        return seen, files, errors
 
     def _store(self, updates: list[Update]) -> None:
         self.index.put(updates)
@@ -501,6 +581,17 @@ class SessionCatalog:
         if not recently or row.parent is None:
             return recently
         return not self.published.untouched(row.path, row.revision)
+
+
+def _placing(row: LogRow) -> tuple[str | None, int | None, str | None]:
+    """What decides whether a row lists and where: its id (duplicates), creation, cwd."""
+    return row.id, row.created_at, row.cwd
+
+
+def _shown(row: LogRow, metas: dict[str, SessionMeta], dsh: frozenset[str]) -> tuple[str | None, bool]:
+    """The display title and archive state of `row`'s session: remem's own, else DSH's list."""
+    meta = metas.get(row.id or "", _NO_META)
+    return meta.title, meta.archived if meta.archived is not None else row.id in dsh
 
 
 def _problems(row: LogRow, live: bool) -> int:

@@ -7,7 +7,9 @@ root's list of projects. A warm listing then costs what changed: with inotify, n
 unchanged log; with polling, whose events come up to a second late, one `stat` per log.
 Claude Code and Codex roots are remembered the same way, as the scan their adapter made for
 a workspace (or for every workspace): a marked file is stat-ed again, and a mark on a folder
-the scan looked at, or on the root's list of folders, has the scan redone.
+the scan looked at, or on the root's list of folders, has the scan redone. On top of the scans,
+each query's last answer (`Answer`) is kept whole: while no mark came since it was computed
+(and, polling, no file it looked at has another `stat`), the next listing is that answer again.
 """
 
 from __future__ import annotations
@@ -15,14 +17,17 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..memory.stamps import RACY_NS, Stamp, stamp
 from .index import LogRow, SessionIndex
 
 if TYPE_CHECKING:
+    from ..protocol.sessions import ListError, Listing
     from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
 from .reader import stat_revision
@@ -30,6 +35,50 @@ from .roots import LogFile, Rejected, project_logs, single_encoding
 from .sources import FileScan
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
+MAX_ANSWERS = 32  # queries (the whole listing, workspaces) whose last answer is kept
+MARK_HISTORY = 64  # batches of marks remembered, to tell a kept answer what changed since
+
+
+def file_stamp(path: str) -> Stamp | None:
+    """The stamp of the file at `path` (never through a link); None if there is none."""
+    try:
+        return stamp(os.stat(path, follow_symlinks=False))
+    except OSError:
+        return None
+
+
+def settled(stamps: Iterable[Stamp | None], now_ns: int) -> bool:
+    """Whether every stamp is old enough to prove its file unchanged (not racily clean)."""
+    return all(s is None or s[3] < now_ns - RACY_NS for s in stamps)
+
+
+@dataclass
+class Answer:
+    """A listing's entries and errors as computed, with what they were computed from.
+
+    `files` are every file it looked at, with the `stat` it used (polling takes them again);
+    `stamps` are the files outside the roots it read (remem's metadata, DSH's archive list);
+    `live_until` is when the clock alone would change a session's liveness; `volatile` are
+    the entries whose liveness hangs on a lock, looked at again each time.
+    """
+
+    entries: list[Entry]
+    errors: list[ListError]
+    files: list[LogFile]
+    stamps: tuple[Stamp | None, ...]
+    live_until: int
+    volatile: list[tuple[Entry, os.stat_result]]
+    generation: int = -1
+    listing: Listing | None = None  # built from the entries when first asked for
+    # By path: its place in `files` and in `entries` (None if it lists as an error); a patched
+    # answer keeps every place, and so this map.
+    places: dict[str, tuple[int, int | None]] | None = None
+
+    def place(self, path: str) -> tuple[int, int | None] | None:
+        if self.places is None:
+            slots = {e.row.path: i for i, e in enumerate(self.entries)}
+            self.places = {f.path: (i, slots.get(f.path)) for i, f in enumerate(self.files)}
+        return self.places.get(path)
 
 
 @dataclass
@@ -42,7 +91,7 @@ class _Project:
     def restat(self, path: str) -> bool:
         """Take a new `stat` of one remembered log; False if it is not (or no longer) one."""
         encoding = next((e for e, files in self.found.items() if path in files), None)
-        st = _regular_stat(path)
+        st = regular_stat(path)
         if encoding is None or st is None:
             return False
         self.found[encoding][path] = LogFile(path, st)
@@ -67,7 +116,7 @@ class _HarnessScan:
 
     def restat(self, path: str) -> bool:
         """Take a new `stat` of one remembered file; False if it is not (or no longer) one."""
-        st = _regular_stat(path) if path in self.files else None
+        st = regular_stat(path) if path in self.files else None
         if st is None:
             return False
         self.files[path] = LogFile(path, st)
@@ -106,11 +155,61 @@ class ListingMemo:
         self._rows: dict[str, LogRow] | None = None
         self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
         self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
+        self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
+        self._generation = 0  # how many batches of marks were applied
+        self._history: deque[tuple[int, set[str]]] = deque(maxlen=MARK_HISTORY)
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""
         with self._marks_lock:
             self._marks.update(paths)
+
+    def settle(self) -> int:
+        """Apply the marks that came; the generation an answer computed from now on is of."""
+        self._apply_marks()
+        return self._generation
+
+    def answer(self, query: Hashable) -> Answer | None:
+        """The answer kept for `query`, if no mark came since it was computed and (polling)
+        every file it looked at still has the `stat` it used."""
+        known = self._answers.get(query)
+        with self._marks_lock:
+            marked = bool(self._marks)
+        if known is None or marked or known.generation != self._generation:
+            return None
+        if not self._trust_events() and _moved(known.files) != []:
+            return None
+        self._answers.move_to_end(query)
+        return known
+
+    def moved(self, query: Hashable) -> tuple[Answer, set[str]] | None:
+        """The answer kept for `query` and the files it looked at that changed since, when
+        those are all that did: every mark since is on one of its files and (polling) every
+        one of them is still there. None when anything else may have changed."""
+        known = self._answers.get(query)
+        if known is None:
+            return None
+        with self._marks_lock:
+            paths = set(self._marks)
+        applied = [marks for generation, marks in self._history if generation > known.generation]
+        if len(applied) != self._generation - known.generation:
+            return None  # the history no longer reaches back to it
+        paths.update(*applied)
+        if not self._trust_events():
+            stirred = _moved(known.files)
+            if stirred is None:
+                return None
+            paths.update(stirred)
+        if any(known.place(path) is None for path in paths):
+            return None
+        return known, paths
+
+    def keep(self, query: Hashable, answer: Answer, generation: int) -> None:
+        answer.generation = generation
+        self._answers[query] = answer
+        self._answers.move_to_end(query)
+        if len(self._answers) > MAX_ANSWERS:
+            self._answers.popitem(last=False)
 
     def rows(self, index: SessionIndex) -> dict[str, LogRow]:
         """The index's rows, read from the file once."""
@@ -200,6 +299,9 @@ class ListingMemo:
     def _apply_marks(self) -> None:
         with self._marks_lock:
             marks, self._marks = self._marks, set()
+        if marks:
+            self._generation += 1
+            self._history.append((self._generation, marks))
         for path in marks:
             self._mark(path)
 
@@ -234,7 +336,27 @@ def _paths(project: _Project) -> list[str]:
     return [path for files in project.found.values() for path in files]
 
 
-def _regular_stat(path: str) -> os.stat_result | None:
+def _moved(files: list[LogFile]) -> list[str] | None:
+    """The files whose `stat` moved (its revision's fields); None if one is gone. One `stat`
+    each is the polling floor, so the comparison is written out rather than a revision built."""
+    lstat = os.lstat
+    try:
+        return [path for path, old in files if not _same(lstat(path), old)]
+    except OSError:
+        return None
+
+
+def _same(st: os.stat_result, old: os.stat_result) -> bool:
+    return (
+        st.st_mtime_ns == old.st_mtime_ns
+        and st.st_size == old.st_size
+        and st.st_ino == old.st_ino
+        and st.st_ctime_ns == old.st_ctime_ns
+        and st.st_dev == old.st_dev
+    )
+
+
+def regular_stat(path: str) -> os.stat_result | None:
     """The log's `stat` if it is still a regular file (never through a link), else None."""
     try:
         st = os.stat(path, follow_symlinks=False)

@@ -81,12 +81,16 @@ class SessionMetadata:
             ) from None
 
 
+def dsh_registry() -> Path:
+    """DSH's web workspace registry, which holds its archive list."""
+    home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
+    return Path(os.path.expanduser(home)) / "storages" / "workspace.json"
+
+
 def dsh_archived() -> frozenset[str]:
     """Session ids DSH's web workspace registry archived; empty when it has none or is unreadable."""
-    home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
-    registry = Path(os.path.expanduser(home)) / "storages" / "workspace.json"
     try:
-        ids = json.loads(registry.read_bytes()).get("global", {}).get("archivedSessionIds", [])
+        ids = json.loads(dsh_registry().read_bytes()).get("global", {}).get("archivedSessionIds", [])
     except (OSError, ValueError, AttributeError):
         return frozenset()
     return frozenset(i for i in ids if isinstance(i, str))

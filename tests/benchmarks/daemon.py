@@ -36,6 +36,22 @@ async def main():
 asyncio.run(main())
 """
 
+# The payload floor: each line answered with the bytes of a file, on the same asyncio streams.
+_PAYLOAD_SERVER = """
+import asyncio, sys
+answer = open(sys.argv[2], "rb").read()
+async def serve(reader, writer):
+    while await reader.readline():
+        writer.write(answer)
+        await writer.drain()
+async def main():
+    server = await asyncio.start_unix_server(serve, path=sys.argv[1], limit=1 << 24)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"""
+
 
 class _LineClient:
     """One blocking Unix-socket connection sending a line and reading the answer line."""
@@ -122,18 +138,37 @@ def _list_warm(watch: str) -> Callable[[], AbstractContextManager[Contenders]]:
             home = _corpus_home(root, "home", watch)
             env = {**os.environ, "DSH_HOME": str(root / "no-dsh")}
             daemon = _start_daemon(home, env)
+            server: subprocess.Popen[bytes] | None = None
             try:
                 assert len(call(home, "sessions/list", start=False)["sessions"]) == _SESSIONS
                 client = _LineClient(DaemonPaths(home).read_status().socket)  # type: ignore[union-attr]
                 request = b'{"jsonrpc":"2.0","id":1,"method":"sessions/list","params":{}}\n'
+                answer = root / "answer.json"
+                answer.write_bytes(client.ask(request))
+                server, payload = _payload_server(root / "payload.sock", answer)
                 yield Contenders(
                     remem=repeat(lambda: client.ask(request)),
                     baseline=repeat(lambda: [os.stat(p) for p in paths]),
+                    others={
+                        "payload": repeat(lambda: payload.ask(request)),
+                        "stat+payload": repeat(lambda: ([os.stat(p) for p in paths], payload.ask(request))),
+                    },
                 )
             finally:
+                if server is not None:
+                    server.kill()
                 _stop(home, daemon)
 
     return setup
+
+
+def _payload_server(path: Path, answer: Path) -> tuple[subprocess.Popen[bytes], _LineClient]:
+    """A bare asyncio server answering every line with the bytes of `answer`, and a client."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", _PAYLOAD_SERVER, str(path), str(answer)], stdout=subprocess.PIPE
+    )
+    assert server.stdout is not None and server.stdout.readline() == b"ready\n"
+    return server, _LineClient(str(path))
 
 
 # Idle memory is read this long after the last request, once nothing runs any more.
@@ -282,7 +317,7 @@ BENCHMARKS = [
     Benchmark(
         name="sessions.list-warm",
         note=f"sessions/list of {_SESSIONS} indexed logs through a running daemon (daemon.watch: "
-        "polling); baseline: os.stat of every log",
+        "polling); baseline: os.stat of every log; payload: a bare asyncio server sending the same answer",
         target=1.5,
         budget=Budget(iterations=20, warmup=3),
         setup=_list_warm("polling"),

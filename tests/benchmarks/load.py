@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from remem.daemon.server.runtime import DaemonPaths
 
 from .agents import _filled_home, _request
-from .daemon import _LineClient
+from .daemon import _PAYLOAD_SERVER, _LineClient
 from .harness import Benchmark, Budget, Call, Contenders, Prepare, percentile, render_lines
 
 T = TypeVar("T")
@@ -32,21 +32,6 @@ _CLIENTS = 50
 _PER_CLIENT = 20
 _TARGET_READS_PER_SECOND = 2000
 _TARGET_P99_NS = 50_000_000
-# The payload floor: each line answered with the bytes of a file, on the same asyncio streams.
-_PAYLOAD_SERVER = """
-import asyncio, sys
-answer = open(sys.argv[2], "rb").read()
-async def serve(reader, writer):
-    while await reader.readline():
-        writer.write(answer)
-        await writer.drain()
-async def main():
-    server = await asyncio.start_unix_server(serve, path=sys.argv[1], limit=1 << 24)
-    print("ready", flush=True)
-    async with server:
-        await server.serve_forever()
-asyncio.run(main())
-"""
 
 
 class _Load:

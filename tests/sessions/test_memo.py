@@ -7,9 +7,12 @@ trusted (proof that nothing was stat-ed), and always visible when they are not (
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,7 @@ from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.sources import Root
 from remem.daemon.sessions.writer import SessionWriter
+from tests.waiting import wait_until
 
 from .claude_lines import CWD as CLAUDE_CWD
 from .claude_lines import jsonl, prompt, say
@@ -193,3 +197,119 @@ def test_polling_restats_remembered_harness_files(home: Home, tmp_path: Path) ->
     assert after == before + 1, "unmarked, but polling stats every remembered file"
     path.unlink()
     assert SID not in {s.id for s in _harness_catalog(home, roots, memo).listing().sessions}
+
+
+# -- the kept answer -------------------------------------------------------------------------
+
+
+def test_a_warm_listing_is_the_same_answer_until_a_mark(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: True)
+    first = _catalog(home, root, memo).listing()
+    assert _catalog(home, root, memo).listing() is first, "nothing changed: the same answer, unread"
+    assert _catalog(home, root, memo).listing(CWD) is not first, "another query has its own answer"
+    writer.append(rest[0])
+    memo.changed([str(path)])
+    grown = _catalog(home, root, memo).listing()
+    assert grown is not first and {s.id: s.turns for s in grown.sessions}[session] == 4
+    assert _catalog(home, root, memo).listing() is grown
+    writer.close()
+
+
+def test_polling_keeps_the_answer_while_every_log_has_its_stat(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: False)
+    first = _catalog(home, root, memo).listing()
+    assert _catalog(home, root, memo).listing() is first
+    writer.append(rest[0])  # unmarked: the stat of the log alone tells
+    writer.close()
+    grown = _catalog(home, root, memo).listing()
+    assert {s.id: s.turns for s in grown.sessions}[session] == 4
+    path.unlink()
+    assert _catalog(home, root, memo).listing().sessions == []
+
+
+def test_a_kept_answer_follows_titles_and_archive_lists_written_beside_the_logs(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "r"
+    write_session(root, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    memo = ListingMemo(lambda: True)  # no mark will come: neither file is in a root
+    [entry], _ = _catalog(home, root, memo).entries()
+    SessionMetadata(home).update(entry.summary.id, None, title="Renamed")
+    [renamed], _ = _catalog(home, root, memo).entries()
+    assert renamed.summary.title == "Renamed" and renamed.archived is False
+    dsh = tmp_path / "dsh-home"
+    monkeypatch.setenv("DSH_HOME", str(dsh))
+    registry = dsh / "storages" / "workspace.json"
+    registry.parent.mkdir(parents=True)
+    registry.write_text(json.dumps({"global": {"archivedSessionIds": [entry.summary.id]}}))
+    [archived], _ = _catalog(home, root, memo).entries()
+    assert archived.archived is True and archived.summary.title == "Renamed"
+    registry.write_text(json.dumps({"global": {"archivedSessionIds": []}}))  # rewritten in place
+    [restored], _ = _catalog(home, root, memo).entries()
+    assert restored.archived is False
+
+
+def test_a_kept_answer_expires_when_recency_alone_would_end_a_session(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    path = write_session(root, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    memo = ListingMemo(lambda: True)
+    catalog = SessionCatalog(home, [root], idle_seconds=1, memo=memo)
+    [recent] = catalog.listing().sessions
+    assert recent.live is True, "written just now"
+    wait_until(lambda: time.time_ns() > path.stat().st_mtime_ns + 1_000_000_000, what="a second idle")
+    [idle] = SessionCatalog(home, [root], idle_seconds=1, memo=memo).listing().sessions
+    assert idle.live is False, "no mark came: the answer knew when it would stop being true"
+
+
+def test_a_session_remem_writes_is_live_while_its_writer_holds_the_lock(home: Home) -> None:
+    draft = build_session(SessionSpec(seed=5, turns=2, cwd=CWD))
+    writer = SessionWriter(home.sessions, draft.header)
+    writer.append(draft.batches[0])
+    memo = ListingMemo(lambda: True)
+    [writing] = _catalog(home, home.sessions, memo).listing().sessions
+    assert writing.live is True
+    writer.close()  # the lock goes; no mark is needed to see it
+    [done] = _catalog(home, home.sessions, memo).listing().sessions
+    assert done.live is False
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["inotify", "polling"])
+def test_after_an_append_only_that_log_is_listed_again(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    root = tmp_path / "r"
+    for seed in (1, 2):
+        write_session(root, build_session(SessionSpec(seed=seed, turns=2, cwd=CWD)))
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: trusted)
+    first = _catalog(home, root, memo).listing()
+    listed_anew: list[str | None] = []  # the queries listed through the memo from scratch
+    compute = SessionCatalog._compute
+
+    def spied(catalog: SessionCatalog, wanted: str | None, *rest: Any) -> Any:
+        if catalog.memo is memo:
+            listed_anew.append(wanted)
+        return compute(catalog, wanted, *rest)
+
+    monkeypatch.setattr(SessionCatalog, "_compute", spied)
+
+    writer.append(rest[0])
+    memo.changed([str(path)])  # polling would see it without the mark: the same path follows
+    grown = _catalog(home, root, memo).listing()
+    fresh = SessionCatalog(home, [root], idle_seconds=120).listing()  # no memo: read anew
+    assert grown.model_dump() == fresh.model_dump() and grown != first
+    assert {s.id: s.turns for s in grown.sessions}[session] == 4
+    assert listed_anew == [], "only the appended log was looked at again"
+
+    writer.close()
+    other = build_session(SessionSpec(seed=9, turns=1, cwd=CWD))
+    shutil.copyfile(write_session(tmp_path / "elsewhere", other), path)  # another session's header
+    memo.changed([str(path)])
+    replaced = _catalog(home, root, memo).listing()
+    assert listed_anew == [None], "a log that no longer lists as it did has the listing made anew"
+    assert replaced.model_dump() == SessionCatalog(home, [root], idle_seconds=120).listing().model_dump()
+    assert session not in {s.id for s in replaced.sessions} and str(path) in {e.path for e in replaced.errors}
