@@ -84,8 +84,9 @@ def test_each_commit_is_one_entry_with_its_revisions(store: MemoryStore, workspa
 def test_a_deferred_entry_is_written_after_the_reply_and_before_anything_reads_or_follows_it(
     home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The daemon's commits answer before their entry is written; the next entry of any scope
-    and every reader, in this process or another store, wait until it is."""
+    """The daemon's commits answer before their entry is written, and the next commit of the same
+    process does not wait for it either: its entry is queued behind it. An entry of another
+    process and every reader wait until the queued entries are written."""
     store = MemoryStore(home, defer_history=True)
     writing, release = threading.Event(), threading.Event()
     store_entry = History._store
@@ -100,29 +101,71 @@ def test_a_deferred_entry_is_written_after_the_reply_and_before_anything_reads_o
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
     assert first.status == "committed" and first.history is not None, "answered, entry unwritten"
     assert writing.wait(30)
-    followers = {
-        "next commit": lambda: store.commit_workspace(workspace, first.revision, [put("beta")]),
-        "other scope": lambda: store.replace_global(EMPTY, "Be brief.\n"),
+    second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed" and second.history not in (None, first.history)
+    waiting = {
+        "other process": lambda: MemoryStore(home).replace_global(EMPTY, "Be brief.\n"),
         "reader": lambda: MemoryStore(home).history.log(workspace.key),
     }
     results: dict[str, object] = {}
     threads = [
-        threading.Thread(target=lambda n=n, f=f: results.__setitem__(n, f())) for n, f in followers.items()
+        threading.Thread(target=lambda n=n, f=f: results.__setitem__(n, f())) for n, f in waiting.items()
     ]
     for thread in threads:
         thread.start()
     threads[-1].join(0.5)
-    assert threads[-1].is_alive(), "a reader waits for the entry being written"
+    assert all(t.is_alive() for t in threads), "both wait for the entries being written"
     release.set()
     for thread in threads:
         thread.join(30)
     store.history.flush()
     newest, oldest = store.history.log(workspace.key)
-    assert oldest.id == first.history and newest.parent == first.history
+    assert (newest.id, oldest.id) == (second.history, first.history) and newest.parent == first.history
     assert [e.actor.kind for e in (newest, oldest)] == ["cli", "cli"]
     logged = results["reader"]
-    assert isinstance(logged, list) and logged[-1].id == first.history
+    assert isinstance(logged, list) and [e.id for e in logged] == [second.history, first.history]
     assert [e.actor.kind for e in store.history.log(None)] == ["cli"]
+
+
+def test_a_queued_entry_that_cannot_be_written_takes_the_ones_behind_it_along(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry queued on top of one whose write failed is not written on a missing parent: the
+    next commit after the queue empties records the state it starts from, as recovered."""
+    store = MemoryStore(home, defer_history=True)
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    store.history.flush()
+    release = threading.Event()
+    store_entry = History._store
+    failed = []
+
+    def failing_once(history: History, repo: pygit2.Repository, composed: object) -> None:
+        assert release.wait(30)
+        if not failed:
+            failed.append(composed)
+            raise OSError("disk full")
+        store_entry(history, repo, composed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(History, "_store", failing_once)
+    revision = base.revision
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        for name in ("beta", "gamma"):
+            result = store.commit_workspace(workspace, revision, [put(name)])
+            assert result.status == "committed"
+            revision = result.revision
+        release.set()
+        store.history.flush()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2 and "disk full" in warnings[0] and "was not written" in warnings[1]
+    assert [e.after for e in store.history.log(workspace.key)] == [base.revision]
+    last = store.commit_workspace(workspace, revision, [put("delta")])
+    store.history.flush()
+    entries = store.history.log(workspace.key)
+    assert [(e.actor.kind, e.after) for e in entries] == [
+        ("cli", last.revision),
+        ("recovered", revision),
+        ("cli", base.revision),
+    ]
 
 
 def test_the_history_repository_is_bare_and_outside_memory(
