@@ -22,9 +22,9 @@ was deleted or set aside as corrupt), the state it starts from is recorded first
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
 
-Loose objects cost a file system block each; every `PACK_EVERY` entries they are moved into a
-pack (deltas between near-identical trees make a 200-record workspace's entry a few hundred
-bytes).
+Each entry's objects are written as one small pack (`git_pack`: two files, where loose objects
+were one file each); about every `PACK_EVERY` entries the small packs are merged into one, with
+deltas (near-identical trees make a 200-record workspace's entry a few hundred bytes).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
+from .git_pack import pack_ids, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import record_name_of
 
@@ -63,7 +64,8 @@ except ImportError:  # pragma: no cover - a dependency; kept so memory works wit
 
 log = logging.getLogger("remem.daemon")
 GLOBAL_FILE = "GLOBAL.md"
-PACK_EVERY = 256
+PACK_EVERY = 32  # entries (each its own small pack) between two merges of the small packs
+MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, packs few
 LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
 QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
@@ -397,9 +399,8 @@ class History:
         """Write one commit's entries in order (the writer thread runs this, or the committer)."""
         try:
             with self._lock, _private_files():
-                repo = self._opened()
                 for composed in entries:
-                    self._store(repo, composed)
+                    self._store(self._opened(), composed)
         except Exception as exc:  # the next entry finds the scope behind and records its state
             _not_recorded("write", entries[-1].branch, exc)
         finally:
@@ -411,20 +412,21 @@ class History:
         if composed.parent is not None and not repo.odb.exists(composed.parent):
             # a queued entry it follows was not written: moving the branch would cut it off
             raise RuntimeError(f"the entry before {composed.id[:12]} was not written")
-        for blob in composed.blobs:
-            repo.odb.write(pygit2.GIT_OBJECT_BLOB, blob)
-        repo.odb.write(pygit2.GIT_OBJECT_TREE, composed.tree)
-        oid = repo.odb.write(pygit2.GIT_OBJECT_COMMIT, composed.commit)
-        if str(oid) != composed.id:  # the object format is git's; a mismatch is a remem bug
-            raise RuntimeError(f"entry {composed.id} was stored as {oid}")
+        objects = [(b"blob", blob) for blob in composed.blobs]
+        objects += [(b"tree", composed.tree), (b"commit", composed.commit)]
+        write_pack(Path(repo.path) / "objects" / "pack", objects)
+        oid = pygit2.Oid(hex=composed.id)
+        if not repo.odb.exists(oid):  # the object format is git's; a miss is a remem bug
+            raise RuntimeError(f"entry {composed.id} was not stored")
         faultpoint("history.after-objects")
         # The writing lock is held, so a lock file git left on this branch is a dead writer's:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
         faultpoint("history.after-ref")
-        if _is_pack_time(oid):
-            _pack_loose(repo)
+        if _is_pack_time(oid) and _merge_packs(repo):
+            # libgit2 would go on looking in the packs just removed
+            self._repo = pygit2.Repository(str(self.path))
 
 
 def _compose(
@@ -572,14 +574,16 @@ def _files(commit: pygit2.Commit) -> dict[str, bytes]:
 
 
 def _is_pack_time(oid: pygit2.Oid) -> bool:
-    # Entries are counted by the commit ids' first byte: no count to keep, and on average
-    # one pack per PACK_EVERY entries whatever the scope.
+    # Entries are counted by the commit ids' first bytes: no count to keep, and on average
+    # one merge per PACK_EVERY entries whatever the scope.
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
 
 
-def _pack_loose(repo: pygit2.Repository) -> None:
-    """Move every loose object into one new pack, then drop the loose copies."""
+def _merge_packs(repo: pygit2.Repository) -> bool:
+    """Merge the small packs (each entry's, and earlier merges still small) and any loose objects
+    (written by an earlier remem) into one pack, with deltas, then drop what was merged."""
     objects = Path(repo.path) / "objects"
+    packs = small_packs(objects / "pack", MERGED_MAX)
     loose = [
         (folder, name)
         for folder in objects.iterdir()
@@ -587,15 +591,22 @@ def _pack_loose(repo: pygit2.Repository) -> None:
         for name in os.listdir(folder)
         if len(name) == 38
     ]
-    if not loose:
-        return
+    if len(packs) + len(loose) < 2:
+        return False
     builder = pygit2.PackBuilder(repo)
+    for index in packs:
+        for oid in pack_ids(index):
+            builder.add(pygit2.Oid(hex=oid))
     for folder, name in loose:
         builder.add(pygit2.Oid(hex=folder.name + name))
     builder.write()
+    for index in packs:  # the index first: a pack without one is invisible
+        index.unlink(missing_ok=True)
+        index.with_suffix(".pack").unlink(missing_ok=True)
     for folder, name in loose:  # each is in the pack now: readers find it there
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
+    return True
 
 
 def _reason(exc: BaseException) -> str:

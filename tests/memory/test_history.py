@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -175,6 +176,36 @@ def test_the_history_repository_is_bare_and_outside_memory(
     repo = pygit2.Repository(str(store.home.root / "history"))
     assert repo.is_bare and sorted(repo.branches.local) == [f"ws-{workspace.key}"]
     assert not (store.home.memory / "history").exists()
+
+
+@pytest.mark.parametrize("merge_every", [1, 10**9], ids=["merged", "one-pack-each"])
+def test_entries_are_packs_plain_git_reads_and_merges_keep_every_object(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch, merge_every: int
+) -> None:
+    """Each entry is written as one pack of git's own format; merging the small packs keeps every
+    object, so `git fsck` finds the repository whole and `git log` lists every entry."""
+    monkeypatch.setattr(history_module, "PACK_EVERY", merge_every)
+    revision, ids = EMPTY, []
+    for n in range(6):
+        result = store.commit_workspace(
+            workspace, revision, [put("alpha", body=f"Take {n}.\n"), put(f"r{n}")]
+        )
+        revision = result.revision
+        ids.append(result.history)
+    git_dir = store.home.root / "history"
+    packs = list((git_dir / "objects" / "pack").glob("*.pack"))
+    assert len(packs) == (1 if merge_every == 1 else 6)
+    assert not [p for p in (git_dir / "objects").iterdir() if len(p.name) == 2 and any(p.iterdir())]
+    git = ["git", "--git-dir", str(git_dir)]
+    checked = subprocess.run([*git, "fsck", "--strict", "--no-dangling"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    logged = subprocess.run(
+        [*git, "log", "--format=%H", f"ws-{workspace.key}"], capture_output=True, text=True
+    )
+    assert logged.stdout.split() == ids[::-1]
+    fresh = MemoryStore(store.home).history
+    assert fresh.files_at(ids[0])["alpha.md"].endswith(b"Take 0.\n")
+    assert sorted(fresh.files_at(ids[-1])) == ["alpha.md", *(f"r{n}.md" for n in range(6))]
 
 
 @pytest.mark.slow
