@@ -128,6 +128,37 @@ def test_a_deferred_entry_is_written_after_the_reply_and_before_anything_reads_o
     assert [e.actor.kind for e in store.history.log(None)] == ["cli"]
 
 
+def test_a_commit_waits_for_a_place_when_the_queue_is_full(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most QUEUED_MAX commits' entries wait for the writer: memory held and entries a crash
+    can cut off stay bounded, and the one after waits until an entry is written."""
+    store = MemoryStore(home, defer_history=True)
+    release = threading.Event()
+    store_entry = History._store
+
+    def held_back(history: History, repo: pygit2.Repository, composed: object) -> None:
+        assert release.wait(30)
+        store_entry(history, repo, composed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(History, "_store", held_back)
+    revision, ids = EMPTY, []
+    for n in range(history_module.QUEUED_MAX):
+        result = store.commit_workspace(workspace, revision, [put(f"r{n}")])
+        revision, ids = result.revision, [*ids, result.history]
+    last: list[object] = []
+    waiting = threading.Thread(
+        target=lambda: last.append(store.commit_workspace(workspace, revision, [put("last")]))
+    )
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive(), "the queue is full"
+    release.set()
+    waiting.join(30)
+    store.history.flush()
+    assert [e.id for e in store.history.log(workspace.key)][1:] == ids[::-1]
+
+
 def test_a_queued_entry_that_cannot_be_written_takes_the_ones_behind_it_along(
     home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
