@@ -8,12 +8,13 @@ time. A person can read it with plain `git log` too.
 
 The history follows memory and never leads it: the store's own journal is the commit point,
 and an entry is made after it, under the scope's exclusive lock, so entries of one scope are in
-commit order. Its objects are composed and hashed there (so its id is known), and written either
-at once or, in the daemon (`deferred`), by one writer thread after the commit has returned: the
-history's writing lock, taken before the scope's lock is let go and released by the writer, makes
-the next entry of any scope, in any process, and every reader wait until it is durable
-(decision 0135). Writing one never raises: any failure is one warning line (no content) and the
-memory commit stands. Whenever a scope's last entry does not end at the revision a new entry
+commit order. Its objects are composed and hashed there (so its id is known), on top of the
+scope's newest entry, written or still queued, and written either at once or, in the daemon
+(`deferred`), by one writer thread after the commit has returned, in the order they were made.
+The history's writing lock is held from the first queued entry until the queue is empty: an
+entry of another process, and every reader, waits until all of them are durable (decisions 0135,
+0220). Writing one never raises: any failure is one warning line (no content) and the memory
+commit stands. Whenever a scope's last entry does not end at the revision a new entry
 starts from (a crash cut off an entry, memory was edited while nobody watched, the repository
 was deleted or set aside as corrupt), the state it starts from is recorded first, as
 `recovered`, so the history stays a chain of real states.
@@ -21,9 +22,9 @@ was deleted or set aside as corrupt), the state it starts from is recorded first
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
 
-Loose objects cost a file system block each; every `PACK_EVERY` entries they are moved into a
-pack (deltas between near-identical trees make a 200-record workspace's entry a few hundred
-bytes).
+Each entry's objects are written as one small pack (`git_pack`: two files, where loose objects
+were one file each); about every `PACK_EVERY` entries the small packs are merged into one, with
+deltas (near-identical trees make a 200-record workspace's entry a few hundred bytes).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
+from .git_pack import pack_ids, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import record_name_of
 
@@ -62,8 +64,10 @@ except ImportError:  # pragma: no cover - a dependency; kept so memory works wit
 
 log = logging.getLogger("remem.daemon")
 GLOBAL_FILE = "GLOBAL.md"
-PACK_EVERY = 256
+PACK_EVERY = 32  # entries (each its own small pack) between two merges of the small packs
+MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, packs few
 LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
+QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
@@ -104,6 +108,8 @@ class _Composed:
     tree: bytes
     commit: bytes
     id: str
+    parent: str | None
+    after: str  # the revision the entry ends at
 
 
 def branch_of(workspace_key: str | None) -> str:
@@ -132,6 +138,12 @@ class History:
         self._writer = (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="remem-history") if deferred else None
         )
+        # Commits whose entries are not written yet; the writing lock is held while there are any,
+        # and each branch's newest of their entries is where the next one of it is composed on.
+        self._queue = threading.Condition()
+        self._queued = 0
+        self._held: LockHandle | None = None
+        self._tips: dict[str, _Composed] = {}
         # each branch: its head (a ref's target, as pygit2 types it) and the entries to it
         self._logs: OrderedDict[str, tuple[pygit2.Oid | str, list[HistoryEntry]]] = OrderedDict()
         self._cache = LogCache(self.path, home.locks / "history-log.lock")
@@ -147,30 +159,30 @@ class History:
         branch = branch_of(workspace_key)
         try:
             faultpoint("history.before-entry")
-            held = acquire_file_lock(self._writing)  # the previous entry, of any process, is written
+            self._enter()
         except Exception as exc:
             _not_recorded("record", branch, exc)
             return None
         try:
-            repo = self._open()
-            with self._lock, _private_files():
-                head = self._head(repo, branch)
-                behind = _meta(head).after != before.revision if head is not None else bool(before.files)
-                if behind:  # the state this commit started from was never recorded
-                    recovered = _compose(branch, head, before, before.revision, RECOVERED)
-                    self._store(repo, recovered)
-                    head = repo[recovered.id].peel(pygit2.Commit)
-                # `head` now holds the files the commit started from
-                composed = _compose(branch, head, after, before.revision, actor, before.files)
+            parent, ends_at = self._tip(branch)
+            entries = []
+            if ends_at != before.revision and (parent is not None or before.files):
+                # the state this commit started from was never recorded
+                entries.append(_compose(branch, parent, before, before.revision, RECOVERED))
+                parent = entries[-1].id
+            # `parent` now holds the files the commit started from
+            entries.append(_compose(branch, parent, after, before.revision, actor, before.files))
+            with self._queue:
+                self._tips[branch] = entries[-1]
         except Exception as exc:  # never fail or block the memory commit this follows
-            held.release()
+            self._leave()
             _not_recorded("record", branch, exc)
             return None
         if self._writer is None:
-            self._written(composed, held)
+            self._write(entries)
         else:
-            self._writer.submit(self._written, composed, held)
-        return composed.id
+            self._writer.submit(self._write, entries)
+        return entries[-1].id
 
     def reconcile(
         self, workspace_key: str | None, current: Generation, actor: Actor = RECOVERED
@@ -189,7 +201,7 @@ class History:
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
                     before = _meta(head).after if head is not None else current.revision
-                    composed = _compose(branch, head, current, before, actor)
+                    composed = _compose(branch, _id(head), current, before, actor)
                     self._store(repo, composed)
                     return composed.id
         except Exception as exc:
@@ -351,46 +363,83 @@ class History:
         ref = repo.references.get(f"refs/heads/{branch}")
         return None if ref is None else ref.peel(pygit2.Commit)
 
-    def _written(self, composed: _Composed, held: LockHandle) -> None:
-        """Write a composed entry and let the next one be made (the writer thread runs this)."""
+    def _enter(self) -> None:
+        """Count a commit whose entries are to be written; the first takes the writing lock, so
+        an entry of another process is never written between two of this one's."""
+        # Written by the committer itself, a commit's entries wait until the previous ones are.
+        most = 1 if self._writer is None else QUEUED_MAX
+        with self._queue:
+            self._queue.wait_for(lambda: self._queued < most)
+            if self._queued == 0:
+                self._held = acquire_file_lock(self._writing)
+            self._queued += 1
+
+    def _leave(self) -> None:
+        """A commit's entries are written (or given up): the last lets the writing lock go."""
+        with self._queue:
+            self._queued -= 1
+            if self._queued == 0 and self._held is not None:
+                self._tips.clear()  # once the lock is let go, only the repository says what is newest
+                self._held.release()
+                self._held = None
+            self._queue.notify_all()
+
+    def _tip(self, branch: str) -> tuple[str | None, str | None]:
+        """The id of the branch's newest entry, queued or written, and the revision it ends at."""
+        with self._queue:
+            queued = self._tips.get(branch)
+        if queued is not None:
+            return queued.id, queued.after
+        repo = self._open()
+        with self._lock:
+            head = self._head(repo, branch)
+            return (None, None) if head is None else (str(head.id), _meta(head).after)
+
+    def _write(self, entries: list[_Composed]) -> None:
+        """Write one commit's entries in order (the writer thread runs this, or the committer)."""
         try:
             with self._lock, _private_files():
-                self._store(self._opened(), composed)
+                for composed in entries:
+                    self._store(self._opened(), composed)
         except Exception as exc:  # the next entry finds the scope behind and records its state
-            _not_recorded("write", composed.branch, exc)
+            _not_recorded("write", entries[-1].branch, exc)
         finally:
-            held.release()
+            self._leave()
 
     def _store(self, repo: pygit2.Repository, composed: _Composed) -> None:
         """Write the objects, then move the branch (the caller holds the repository's lock, the
         writing lock and `_private_files`)."""
-        for blob in composed.blobs:
-            repo.odb.write(pygit2.GIT_OBJECT_BLOB, blob)
-        repo.odb.write(pygit2.GIT_OBJECT_TREE, composed.tree)
-        oid = repo.odb.write(pygit2.GIT_OBJECT_COMMIT, composed.commit)
-        if str(oid) != composed.id:  # the object format is git's; a mismatch is a remem bug
-            raise RuntimeError(f"entry {composed.id} was stored as {oid}")
+        if composed.parent is not None and not repo.odb.exists(composed.parent):
+            # a queued entry it follows was not written: moving the branch would cut it off
+            raise RuntimeError(f"the entry before {composed.id[:12]} was not written")
+        objects = [(b"blob", blob) for blob in composed.blobs]
+        objects += [(b"tree", composed.tree), (b"commit", composed.commit)]
+        write_pack(Path(repo.path) / "objects" / "pack", objects)
+        oid = pygit2.Oid(hex=composed.id)
+        if not repo.odb.exists(oid):  # the object format is git's; a miss is a remem bug
+            raise RuntimeError(f"entry {composed.id} was not stored")
         faultpoint("history.after-objects")
         # The writing lock is held, so a lock file git left on this branch is a dead writer's:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
         faultpoint("history.after-ref")
-        if _is_pack_time(oid):
-            _pack_loose(repo)
+        if _is_pack_time(oid) and _merge_packs(repo):
+            # libgit2 would go on looking in the packs just removed
+            self._repo = pygit2.Repository(str(self.path))
 
 
 def _compose(
     branch: str,
-    head: pygit2.Commit | None,
+    parent: str | None,
     generation: Generation,
     before: str,
     actor: Actor,
     previous: Mapping[str, bytes] | None = None,
 ) -> _Composed:
-    """The objects of an entry on top of `head`. `previous`: the files `head` holds, when known;
-    then only the blobs that differ are written (a one-record change to a 200-record workspace
-    is one blob, not 200)."""
+    """The objects of an entry on top of the entry `parent`. `previous`: the files `parent` holds,
+    when known; then only the blobs that differ are written (a one-record change to a 200-record
+    workspace is one blob, not 200)."""
     files = generation.files
     blobs = [bytes(d) for n, d in files.items() if previous is None or previous.get(n) != d]
     tree = b"".join(
@@ -403,10 +452,15 @@ def _compose(
     name, email = _SIGNATURE
     signature = f"{name} <{email}> {int(now.timestamp())} +0000"
     lines = [f"tree {_object_id(b'tree', tree).hex()}"]
-    lines += [f"parent {head.id}"] if head is not None else []
+    lines += [f"parent {parent}"] if parent is not None else []
     lines += [f"author {signature}", f"committer {signature}", "", message]
     commit = "\n".join(lines).encode("utf-8")
-    return _Composed(branch, blobs, tree, commit, _object_id(b"commit", commit).hex())
+    commit_id = _object_id(b"commit", commit).hex()
+    return _Composed(branch, blobs, tree, commit, commit_id, parent, generation.revision)
+
+
+def _id(commit: pygit2.Commit | None) -> str | None:
+    return None if commit is None else str(commit.id)
 
 
 def _object_id(kind: bytes, data: bytes) -> bytes:
@@ -520,14 +574,16 @@ def _files(commit: pygit2.Commit) -> dict[str, bytes]:
 
 
 def _is_pack_time(oid: pygit2.Oid) -> bool:
-    # Entries are counted by the commit ids' first byte: no count to keep, and on average
-    # one pack per PACK_EVERY entries whatever the scope.
+    # Entries are counted by the commit ids' first bytes: no count to keep, and on average
+    # one merge per PACK_EVERY entries whatever the scope.
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
 
 
-def _pack_loose(repo: pygit2.Repository) -> None:
-    """Move every loose object into one new pack, then drop the loose copies."""
+def _merge_packs(repo: pygit2.Repository) -> bool:
+    """Merge the small packs (each entry's, and earlier merges still small) and any loose objects
+    (written by an earlier remem) into one pack, with deltas, then drop what was merged."""
     objects = Path(repo.path) / "objects"
+    packs = small_packs(objects / "pack", MERGED_MAX)
     loose = [
         (folder, name)
         for folder in objects.iterdir()
@@ -535,15 +591,22 @@ def _pack_loose(repo: pygit2.Repository) -> None:
         for name in os.listdir(folder)
         if len(name) == 38
     ]
-    if not loose:
-        return
+    if len(packs) + len(loose) < 2:
+        return False
     builder = pygit2.PackBuilder(repo)
+    for index in packs:
+        for oid in pack_ids(index):
+            builder.add(pygit2.Oid(hex=oid))
     for folder, name in loose:
         builder.add(pygit2.Oid(hex=folder.name + name))
     builder.write()
+    for index in packs:  # the index first: a pack without one is invisible
+        index.unlink(missing_ok=True)
+        index.with_suffix(".pack").unlink(missing_ok=True)
     for folder, name in loose:  # each is in the pack now: readers find it there
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
+    return True
 
 
 def _reason(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -84,8 +85,9 @@ def test_each_commit_is_one_entry_with_its_revisions(store: MemoryStore, workspa
 def test_a_deferred_entry_is_written_after_the_reply_and_before_anything_reads_or_follows_it(
     home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The daemon's commits answer before their entry is written; the next entry of any scope
-    and every reader, in this process or another store, wait until it is."""
+    """The daemon's commits answer before their entry is written, and the next commit of the same
+    process does not wait for it either: its entry is queued behind it. An entry of another
+    process and every reader wait until the queued entries are written."""
     store = MemoryStore(home, defer_history=True)
     writing, release = threading.Event(), threading.Event()
     store_entry = History._store
@@ -100,29 +102,102 @@ def test_a_deferred_entry_is_written_after_the_reply_and_before_anything_reads_o
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
     assert first.status == "committed" and first.history is not None, "answered, entry unwritten"
     assert writing.wait(30)
-    followers = {
-        "next commit": lambda: store.commit_workspace(workspace, first.revision, [put("beta")]),
-        "other scope": lambda: store.replace_global(EMPTY, "Be brief.\n"),
+    second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed" and second.history not in (None, first.history)
+    waiting = {
+        "other process": lambda: MemoryStore(home).replace_global(EMPTY, "Be brief.\n"),
         "reader": lambda: MemoryStore(home).history.log(workspace.key),
     }
     results: dict[str, object] = {}
     threads = [
-        threading.Thread(target=lambda n=n, f=f: results.__setitem__(n, f())) for n, f in followers.items()
+        threading.Thread(target=lambda n=n, f=f: results.__setitem__(n, f())) for n, f in waiting.items()
     ]
     for thread in threads:
         thread.start()
     threads[-1].join(0.5)
-    assert threads[-1].is_alive(), "a reader waits for the entry being written"
+    assert all(t.is_alive() for t in threads), "both wait for the entries being written"
     release.set()
     for thread in threads:
         thread.join(30)
     store.history.flush()
     newest, oldest = store.history.log(workspace.key)
-    assert oldest.id == first.history and newest.parent == first.history
+    assert (newest.id, oldest.id) == (second.history, first.history) and newest.parent == first.history
     assert [e.actor.kind for e in (newest, oldest)] == ["cli", "cli"]
     logged = results["reader"]
-    assert isinstance(logged, list) and logged[-1].id == first.history
+    assert isinstance(logged, list) and [e.id for e in logged] == [second.history, first.history]
     assert [e.actor.kind for e in store.history.log(None)] == ["cli"]
+
+
+def test_a_commit_waits_for_a_place_when_the_queue_is_full(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most QUEUED_MAX commits' entries wait for the writer: memory held and entries a crash
+    can cut off stay bounded, and the one after waits until an entry is written."""
+    store = MemoryStore(home, defer_history=True)
+    release = threading.Event()
+    store_entry = History._store
+
+    def held_back(history: History, repo: pygit2.Repository, composed: object) -> None:
+        assert release.wait(30)
+        store_entry(history, repo, composed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(History, "_store", held_back)
+    revision, ids = EMPTY, []
+    for n in range(history_module.QUEUED_MAX):
+        result = store.commit_workspace(workspace, revision, [put(f"r{n}")])
+        revision, ids = result.revision, [*ids, result.history]
+    last: list[object] = []
+    waiting = threading.Thread(
+        target=lambda: last.append(store.commit_workspace(workspace, revision, [put("last")]))
+    )
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive(), "the queue is full"
+    release.set()
+    waiting.join(30)
+    store.history.flush()
+    assert [e.id for e in store.history.log(workspace.key)][1:] == ids[::-1]
+
+
+def test_a_queued_entry_that_cannot_be_written_takes_the_ones_behind_it_along(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry queued on top of one whose write failed is not written on a missing parent: the
+    next commit after the queue empties records the state it starts from, as recovered."""
+    store = MemoryStore(home, defer_history=True)
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    store.history.flush()
+    release = threading.Event()
+    store_entry = History._store
+    failed = []
+
+    def failing_once(history: History, repo: pygit2.Repository, composed: object) -> None:
+        assert release.wait(30)
+        if not failed:
+            failed.append(composed)
+            raise OSError("disk full")
+        store_entry(history, repo, composed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(History, "_store", failing_once)
+    revision = base.revision
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        for name in ("beta", "gamma"):
+            result = store.commit_workspace(workspace, revision, [put(name)])
+            assert result.status == "committed"
+            revision = result.revision
+        release.set()
+        store.history.flush()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 2 and "disk full" in warnings[0] and "was not written" in warnings[1]
+    assert [e.after for e in store.history.log(workspace.key)] == [base.revision]
+    last = store.commit_workspace(workspace, revision, [put("delta")])
+    store.history.flush()
+    entries = store.history.log(workspace.key)
+    assert [(e.actor.kind, e.after) for e in entries] == [
+        ("cli", last.revision),
+        ("recovered", revision),
+        ("cli", base.revision),
+    ]
 
 
 def test_the_history_repository_is_bare_and_outside_memory(
@@ -132,6 +207,36 @@ def test_the_history_repository_is_bare_and_outside_memory(
     repo = pygit2.Repository(str(store.home.root / "history"))
     assert repo.is_bare and sorted(repo.branches.local) == [f"ws-{workspace.key}"]
     assert not (store.home.memory / "history").exists()
+
+
+@pytest.mark.parametrize("merge_every", [1, 10**9], ids=["merged", "one-pack-each"])
+def test_entries_are_packs_plain_git_reads_and_merges_keep_every_object(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch, merge_every: int
+) -> None:
+    """Each entry is written as one pack of git's own format; merging the small packs keeps every
+    object, so `git fsck` finds the repository whole and `git log` lists every entry."""
+    monkeypatch.setattr(history_module, "PACK_EVERY", merge_every)
+    revision, ids = EMPTY, []
+    for n in range(6):
+        result = store.commit_workspace(
+            workspace, revision, [put("alpha", body=f"Take {n}.\n"), put(f"r{n}")]
+        )
+        revision = result.revision
+        ids.append(result.history)
+    git_dir = store.home.root / "history"
+    packs = list((git_dir / "objects" / "pack").glob("*.pack"))
+    assert len(packs) == (1 if merge_every == 1 else 6)
+    assert not [p for p in (git_dir / "objects").iterdir() if len(p.name) == 2 and any(p.iterdir())]
+    git = ["git", "--git-dir", str(git_dir)]
+    checked = subprocess.run([*git, "fsck", "--strict", "--no-dangling"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    logged = subprocess.run(
+        [*git, "log", "--format=%H", f"ws-{workspace.key}"], capture_output=True, text=True
+    )
+    assert logged.stdout.split() == ids[::-1]
+    fresh = MemoryStore(store.home).history
+    assert fresh.files_at(ids[0])["alpha.md"].endswith(b"Take 0.\n")
+    assert sorted(fresh.files_at(ids[-1])) == ["alpha.md", *(f"r{n}.md" for n in range(6))]
 
 
 @pytest.mark.slow

@@ -1,0 +1,103 @@
+"""Git pack files written directly: one history entry's objects as one pack and its index.
+
+libgit2 writes each object as a loose file (a temp file created, linked, unlinked), so an entry
+of ten blobs, a tree and a commit was some forty file-system changes, each waiting its turn in
+the disk's journal behind the memory commit's syncs. A pack of them is two files. The format is
+git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a version 2 index), so
+libgit2 and plain `git` read it like any other pack; `History` merges small packs into one now
+and then (`small_packs`, `pack_ids`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import struct
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..fsutil import PRIVATE_FILE_MODE
+
+KINDS = {b"commit": 1, b"tree": 2, b"blob": 3}
+_IDX_MAGIC = b"\377tOc" + struct.pack(">I", 2)
+_FANOUT_END = len(_IDX_MAGIC) + 256 * 4
+
+
+def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
+    """Write `(kind, data)` objects as a new pack in `pack_dir`; the pack's name. The index is
+    published last: until it is there, readers do not see the pack at all."""
+    pack = bytearray(b"PACK" + struct.pack(">II", 2, len(objects)))
+    entries = []  # (object id, offset, crc32 of its packed bytes)
+    for kind, data in objects:
+        packed = _header(KINDS[kind], len(data)) + zlib.compress(data, 1)
+        oid = hashlib.sha1(b"%s %d\0%s" % (kind, len(data), data)).digest()
+        entries.append((oid, len(pack), zlib.crc32(packed)))
+        pack += packed
+    checksum = hashlib.sha1(pack).digest()
+    pack += checksum
+    entries.sort()
+    fanout = [0] * 256
+    for oid, _, _ in entries:
+        fanout[oid[0]] += 1
+    for i in range(1, 256):
+        fanout[i] += fanout[i - 1]
+    index = bytearray(_IDX_MAGIC + struct.pack(">256I", *fanout))
+    index += b"".join(oid for oid, _, _ in entries)
+    index += b"".join(struct.pack(">I", crc) for _, _, crc in entries)
+    index += b"".join(struct.pack(">I", offset) for _, offset, _ in entries)
+    index += checksum
+    index += hashlib.sha1(index).digest()
+    name = f"pack-{checksum.hex()}"
+    _publish(pack_dir / f"{name}.pack", bytes(pack))
+    _publish(pack_dir / f"{name}.idx", bytes(index))
+    return name
+
+
+def pack_ids(index: Path) -> list[str]:
+    """The ids of the objects a pack holds, from its index."""
+    data = index.read_bytes()
+    count = _count(data)
+    names = data[_FANOUT_END : _FANOUT_END + 20 * count]
+    return [names[i : i + 20].hex() for i in range(0, len(names), 20)]
+
+
+def small_packs(pack_dir: Path, most: int) -> list[Path]:
+    """The indexes of the packs holding at most `most` objects (an entry's, or a few merged)."""
+    found = []
+    for name in os.listdir(pack_dir):
+        if name.endswith(".idx"):
+            with open(pack_dir / name, "rb") as handle:
+                if _count(handle.read(_FANOUT_END)) <= most:
+                    found.append(pack_dir / name)
+    return found
+
+
+def _count(index: bytes) -> int:
+    if index[: len(_IDX_MAGIC)] != _IDX_MAGIC or len(index) < _FANOUT_END:
+        raise ValueError("not a version 2 pack index")
+    return int(struct.unpack_from(">I", index, _FANOUT_END - 4)[0])
+
+
+def _header(kind: int, size: int) -> bytes:
+    """An object's type and size: 3 bits of type, then the size 4 and 7 bits at a time."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
+def _publish(target: Path, data: bytes) -> None:
+    # Unsynced, as libgit2 writes loose objects: the history is never the source of truth, and
+    # a repository a power cut left unreadable is set aside and started again.
+    temp = target.with_name(f"tmp_pack_{secrets.token_hex(6)}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(temp, target)
