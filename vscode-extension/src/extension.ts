@@ -57,10 +57,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
+  const receipts = new ReceiptPanels(server);
   sessions.onRelabel = (labels) => {
+    receipts.relabel(labels);
+    refreshMemory(); // its recent receipts are named by session
     transcripts.relabel(labels).catch((error) => log.warn(`retitling transcripts: ${errorMessage(error)}`));
   };
-  const receipts = new ReceiptPanels(server);
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Remem';
   statusItem.command = 'remem.showLog';
