@@ -1,8 +1,8 @@
 /**
- * Entry point: starts the language client when loaded, and wires it, the two views, the
- * transcript documents, the status bar and the commands together. Client command ids are
- * `remem.*`; the server's own commands (`remem.lsp.*`) are registered by the client library
- * from the server's capabilities.
+ * Entry point: wires the language client, the two views, the transcript documents, the status
+ * bar and the commands together, and starts the client, after a kept tree is drawn. Client
+ * command ids are `remem.*`; the server's own commands (`remem.lsp.*`) are registered by the
+ * client library from the server's capabilities.
  */
 
 import * as vscode from 'vscode';
@@ -19,27 +19,14 @@ import { TranscriptProvider } from './transcripts';
 import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
+const KEPT_ROWS_WAIT_MS = 1500; // how long a kept tree may hold the server back (a hidden view draws none)
 
 let client: RememClient | undefined;
-// Started when VS Code loads this module to activate the extension: before it calls `activate`,
-// VS Code prepares the extension's context (its storage), which took up to 1.5 s while the
-// built-in extensions activated, and `remem lsp` needs none of it (decision 0046).
-let early: RememClient | undefined = started();
-
-/** A client whose server is starting: not awaited, since the views wait for the server, and a
- * failure to start is reported by the client (status bar, a message with a fix) and in the views. */
-function started(): RememClient {
-  const fresh = new RememClient(vscode.window.createOutputChannel('Remem', { log: true }));
-  void fresh.start();
-  return fresh;
-}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  // A second activation in the same extension host (after a deactivation) gets a new client.
-  const server = early ?? started();
-  early = undefined;
+  const log = vscode.window.createOutputChannel('Remem', { log: true });
+  const server = new RememClient(log);
   client = server;
-  const log = server.log;
   const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
   const sessionsTree = vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true });
   sessions.onDescription = (text) => {
@@ -171,6 +158,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.refreshMemory', async () => refreshMemory()),
   );
 
+  void startAfterKeptRows(server, sessions);
+
   async function restart(): Promise<void> {
     await server.restart();
     refreshSessions();
@@ -180,6 +169,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export async function deactivate(): Promise<void> {
   await client?.stop();
+}
+
+/** Starts `remem lsp`: at once, unless a tree was kept from the last window, which is then drawn
+ * first. Python's start takes a core for a second or more, and begun while the window drew the
+ * kept rows it held them back by up to 2 s on two cores (decision 0245); the server's answer
+ * only refreshes them. The views' requests wait for the start. */
+async function startAfterKeptRows(server: RememClient, sessions: SessionsView): Promise<void> {
+  if (sessions.keptTree) {
+    await Promise.race([sessions.firstRows, new Promise((resolve) => setTimeout(resolve, KEPT_ROWS_WAIT_MS))]);
+    await new Promise((resolve) => setTimeout(resolve, 0)); // after the rows are sent to the window
+  }
+  await server.start().catch(() => undefined); // a failure to start is reported by the client
 }
 
 /** The extension's README (it travels in the package), where sessions and their roots are explained. */
