@@ -171,15 +171,17 @@ export async function deactivate(): Promise<void> {
   await client?.stop();
 }
 
-/** Starts `remem lsp`: at once, unless a tree was kept from the last window, which is then drawn
- * first. Python's start takes a core for a second or more, and begun while the window drew the
- * kept rows it held them back by up to 2 s on two cores (decision 0245); the server's answer
- * only refreshes them. The views' requests wait for the start. */
+/** Starts `remem lsp` once `activate` has returned, and if a tree was kept from the last window,
+ * once it is drawn. Python's start takes a core for a second or more, and begun while the window
+ * drew the kept rows it held them back by up to 2 s on two cores (decision 0245); the server's
+ * answer only refreshes them. The views' requests wait for the start. */
 async function startAfterKeptRows(server: RememClient, sessions: SessionsView): Promise<void> {
   if (sessions.keptTree) {
     await Promise.race([sessions.firstRows, new Promise((resolve) => setTimeout(resolve, KEPT_ROWS_WAIT_MS))]);
-    await new Promise((resolve) => setTimeout(resolve, 0)); // after the rows are sent to the window
   }
+  // A turn of the event loop first: reading the client library and spawning the server block it,
+  // and the activation and the rows are sent to the window before that.
+  await new Promise((resolve) => setTimeout(resolve, 0));
   await server.start().catch(() => undefined); // a failure to start is reported by the client
 }
 
