@@ -1,6 +1,6 @@
 /**
  * Entry point: wires the language client, the two views, the transcript documents, the status
- * bar and the commands together, and starts the client, after a kept tree is drawn. Client
+ * bar and the commands together, and starts the client once Session Branches is drawn. Client
  * command ids are `remem.*`; the server's own commands (`remem.lsp.*`) are registered by the
  * client library from the server's capabilities.
  */
@@ -19,7 +19,7 @@ import { TranscriptProvider } from './transcripts';
 import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
-const KEPT_ROWS_WAIT_MS = 1500; // how long a kept tree may hold the server back (a hidden view draws none)
+const FIRST_ROWS_WAIT_MS = 1500; // how long the view's first rows may hold the server back (a hidden view draws none)
 
 let client: RememClient | undefined;
 
@@ -158,7 +158,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.refreshMemory', async () => refreshMemory()),
   );
 
-  void startAfterKeptRows(server, sessions);
+  void startAfterFirstRows(server, sessions);
 
   async function restart(): Promise<void> {
     await server.restart();
@@ -171,16 +171,14 @@ export async function deactivate(): Promise<void> {
   await client?.stop();
 }
 
-/** Starts `remem lsp` once `activate` has returned, and if a tree was kept from the last window,
- * once it is drawn. Python's start takes a core for a second or more, and begun while the window
- * drew the kept rows it held them back by up to 2 s on two cores (decision 0245); the server's
- * answer only refreshes them. The views' requests wait for the start. */
-async function startAfterKeptRows(server: RememClient, sessions: SessionsView): Promise<void> {
-  if (sessions.keptTree) {
-    await Promise.race([sessions.firstRows, new Promise((resolve) => setTimeout(resolve, KEPT_ROWS_WAIT_MS))]);
-  }
+/** Starts `remem lsp` once Session Branches has answered its first rows (the kept tree or the
+ * loading row), or after a while when the view is not shown and asks for none. Python's start
+ * takes a core for a second or more, and begun while the window drew those rows it held them
+ * back by up to 2 s on two cores (decision 0245). The views' requests wait for the start. */
+async function startAfterFirstRows(server: RememClient, sessions: SessionsView): Promise<void> {
+  await Promise.race([sessions.firstRows, new Promise((resolve) => setTimeout(resolve, FIRST_ROWS_WAIT_MS))]);
   // A turn of the event loop first: reading the client library and spawning the server block it,
-  // and the activation and the rows are sent to the window before that.
+  // and the rows are sent to the window before that.
   await new Promise((resolve) => setTimeout(resolve, 0));
   await server.start().catch(() => undefined); // a failure to start is reported by the client
 }

@@ -59,11 +59,6 @@ export class SessionsView extends FolderView<SessionEntry> {
     if (changed.size) this.onRelabel(changed);
   }
 
-  /** Whether a workspace folder has a tree kept from the last window, to draw before any answer. */
-  get keptTree(): boolean {
-    return this.folders().some(({ cwd }) => this.state.kept(cwd));
-  }
-
   /** Ask the server again; the rows shown stay until its answer replaces them. */
   override refresh(): void {
     this.state.refresh();
