@@ -95,6 +95,11 @@ class Scenario:
     def node(self, session: str) -> dict[str, Any]:
         return next(n for n in self.tree() if n["id"] == session)
 
+    def consolidate(self, session: str) -> None:
+        """`remem consolidate` of `session`, through the daemon the workbench started, with the fake model."""
+        command = [remem_executable(), "consolidate", session, "--json"]
+        subprocess.run(command, check=True, capture_output=True, text=True)
+
 
 def _cli(*args: str) -> Any:
     """`remem ... --json` in-process (no daemon), on the test's home."""

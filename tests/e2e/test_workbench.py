@@ -13,8 +13,9 @@
 (d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
 (f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
-(h) on a tree row F2 renames (the transcript's heading follows), Delete archives (the row hides
-    until "Show Archived Sessions", then shows dimmed), Shift+Delete restores;
+(h) on a tree row F2 renames (the transcript's heading and tab follow, so does an open receipt's
+    tab), Delete archives (the row hides until "Show Archived Sessions", then shows dimmed),
+    Shift+Delete restores;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's.
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
@@ -351,6 +352,14 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
     before = label(scenario.node(scenario.main.id))
     orphan = r"^After turn 1 · .*orphan"
     workbench.open_container("Remem")
+    workbench.row(SESSIONS, re.escape(before))
+    # A receipt of the session, open in its tab, named by the title.
+    scenario.fake.reply_with(lambda _body: tool_call(proposal(put("prefer-uv", scenario.main.evidence()))))
+    scenario.consolidate(scenario.main.id)
+    workbench.run_command("Remem: Show Receipt")
+    workbench.quick_pick(re.escape(before))
+    tabs = workbench.page.locator(".tabs-container .tab")
+    tabs.filter(has_text=f"Receipt: {before}").first.wait_for(timeout=UI_TIMEOUT_MS)
     workbench.row(SESSIONS, re.escape(before)).click()  # a click opens the transcript, named by the title
     workbench.editor(f"{before}.md")
     _select(workbench, re.escape(before))
@@ -362,7 +371,6 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
     box.press("Enter")
     workbench.row(SESSIONS, r"^Move the uploader to the queue")
     # The open transcript follows: its tab is named by the new title, its heading reads it.
-    tabs = workbench.page.locator(".tabs-container .tab")
     tabs.filter(has_text="Move the uploader to the queue.md").first.wait_for(timeout=UI_TIMEOUT_MS)
     tabs.filter(has_text=f"{before}.md").first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
     heading = workbench.editor("Move the uploader to the queue")
@@ -370,6 +378,10 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
         timeout=UI_TIMEOUT_MS
     )
     assert "Move the uploader to the queue" in workbench.text_of(heading)
+    # So do the open receipt's tab and the receipt in the Memory view.
+    tabs.filter(has_text="Receipt: Move the uploader to the queue").first.wait_for(timeout=UI_TIMEOUT_MS)
+    tabs.filter(has_text=f"Receipt: {before}").first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
+    workbench.row(MEMORY, r"^Move the uploader to the queue")
     workbench.screenshot("renamed-transcript")
 
     _select(workbench, orphan)

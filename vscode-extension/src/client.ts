@@ -12,16 +12,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 
 import * as vscode from 'vscode';
-import {
-  ExecuteCommandRequest,
+import type {
   LanguageClient,
-  type LanguageClientOptions,
-  RevealOutputChannelOn,
-  type ServerOptions,
-  State,
-  WorkDoneProgress,
-  type WorkDoneProgressBegin,
-  type WorkDoneProgressReport,
+  LanguageClientOptions,
+  ServerOptions,
+  WorkDoneProgressBegin,
+  WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 
 import { notFoundMessage, resolveExecutable } from './executable';
@@ -34,6 +30,7 @@ import {
   type StatusParams,
   TRANSCRIPT_SCHEME,
 } from './protocol';
+import type * as Library from './languageclient';
 import { endProcess, spawnServer } from './serverProcess';
 
 function isExecutable(candidate: string): boolean {
@@ -43,6 +40,12 @@ function isExecutable(candidate: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The client library, read at the first start rather than with the extension (decision 0245). */
+function library(): typeof Library {
+  // A `require` at run time: esbuild leaves `./languageclient` out of the extension's bundle.
+  return require('./languageclient') as typeof Library;
 }
 
 export class RememClient implements Server, vscode.Disposable {
@@ -62,16 +65,28 @@ export class RememClient implements Server, vscode.Disposable {
   /** A consolidation this window ran has ended: the extension tells its outcome (the server does not). */
   readonly onConsolidated = this.consolidated.event;
 
-  constructor(readonly log: vscode.LogOutputChannel) {}
+  // Requests made before the first start wait for it: the views ask at once, and a kept tree is
+  // drawn before the server is started (decision 0245).
+  private readonly firstStart: Promise<void>;
+  private firstStarted: () => void = () => undefined;
+
+  constructor(readonly log: vscode.LogOutputChannel) {
+    this.firstStart = new Promise((resolve) => {
+      this.firstStarted = resolve;
+    });
+  }
 
   /** The latest status, for a listener that came after the server was started. */
   get currentStatus(): StatusParams {
     return this.latest;
   }
 
-  /** Starts the server; a missing executable is reported (with a fix-it) and leaves it stopped. */
+  /** Starts the server, unless it is started; a missing executable is reported (with a fix-it)
+   * and leaves it stopped. */
   start(): Promise<LanguageClient> {
+    if (this.ready) return this.ready; // a restart came first
     this.ready = this.launch();
+    this.firstStarted();
     this.ready.catch((error: unknown) => this.log.error(`remem lsp did not start: ${String(error)}`));
     return this.ready;
   }
@@ -100,7 +115,7 @@ export class RememClient implements Server, vscode.Disposable {
   async command<R>(id: string, arg: object): Promise<R> {
     const client = await this.running();
     if (id === ServerCommands.consolidate) return this.consolidate(client, arg) as Promise<R>;
-    return client.sendRequest(ExecuteCommandRequest.type, { command: id, arguments: [arg] }) as Promise<R>;
+    return client.sendRequest(library().ExecuteCommandRequest.type, { command: id, arguments: [arg] }) as Promise<R>;
   }
 
   dispose(): void {
@@ -113,6 +128,7 @@ export class RememClient implements Server, vscode.Disposable {
   }
 
   private async running(): Promise<LanguageClient> {
+    await this.firstStart;
     if (!this.ready) throw new Error('remem: the language server is not running. Run "Remem: Restart Server".');
     return this.ready;
   }
@@ -129,7 +145,8 @@ export class RememClient implements Server, vscode.Disposable {
     }
     this.tell({ state: 'starting', message: `starting ${executable} lsp` });
     this.log.info(`starting ${executable} lsp`);
-    const client = new LanguageClient('remem', 'Remem', this.serverOptions(executable, cwd), this.clientOptions());
+    const lsp = library();
+    const client = new lsp.LanguageClient('remem', 'Remem', this.serverOptions(executable, cwd), this.clientOptions());
     client.onNotification(Notifications.treeChanged, () => this.treeChanged.fire());
     client.onNotification(Notifications.memoryChanged, () => this.memoryChanged.fire());
     client.onNotification(Notifications.status, (params: StatusParams) => this.tell(params));
@@ -137,7 +154,7 @@ export class RememClient implements Server, vscode.Disposable {
       this.sessionsProgress.fire(params),
     );
     client.onDidChangeState(({ newState }) => {
-      if (newState === State.Stopped && this.client === client) {
+      if (newState === lsp.State.Stopped && this.client === client) {
         this.tell({ state: 'unavailable', message: 'The language server stopped; see the log.' });
       }
     });
@@ -164,7 +181,7 @@ export class RememClient implements Server, vscode.Disposable {
       ],
       outputChannel: this.log,
       traceOutputChannel: this.log,
-      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      revealOutputChannelOn: library().RevealOutputChannelOn.Never,
       middleware: {
         executeCommand: (command, args, next) =>
           command === ServerCommands.consolidate && this.client
@@ -195,6 +212,7 @@ export class RememClient implements Server, vscode.Disposable {
       title: 'Remem: consolidating',
       cancellable: true,
     };
+    const { ExecuteCommandRequest, WorkDoneProgress } = library();
     return vscode.window.withProgress(options, async (progress, cancel) => {
       const token = randomUUID();
       let done = 0;

@@ -1,8 +1,8 @@
 /**
- * Entry point: starts the language client when loaded, and wires it, the two views, the
- * transcript documents, the status bar and the commands together. Client command ids are
- * `remem.*`; the server's own commands (`remem.lsp.*`) are registered by the client library
- * from the server's capabilities.
+ * Entry point: wires the language client, the two views, the transcript documents, the status
+ * bar and the commands together, and starts the client once Session Branches is drawn. Client
+ * command ids are `remem.*`; the server's own commands (`remem.lsp.*`) are registered by the
+ * client library from the server's capabilities.
  */
 
 import * as vscode from 'vscode';
@@ -19,27 +19,14 @@ import { TranscriptProvider } from './transcripts';
 import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
+const FIRST_ROWS_WAIT_MS = 1500; // how long the view's first rows may hold the server back (a hidden view draws none)
 
 let client: RememClient | undefined;
-// Started when VS Code loads this module to activate the extension: before it calls `activate`,
-// VS Code prepares the extension's context (its storage), which took up to 1.5 s while the
-// built-in extensions activated, and `remem lsp` needs none of it (decision 0046).
-let early: RememClient | undefined = started();
-
-/** A client whose server is starting: not awaited, since the views wait for the server, and a
- * failure to start is reported by the client (status bar, a message with a fix) and in the views. */
-function started(): RememClient {
-  const fresh = new RememClient(vscode.window.createOutputChannel('Remem', { log: true }));
-  void fresh.start();
-  return fresh;
-}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  // A second activation in the same extension host (after a deactivation) gets a new client.
-  const server = early ?? started();
-  early = undefined;
+  const log = vscode.window.createOutputChannel('Remem', { log: true });
+  const server = new RememClient(log);
   client = server;
-  const log = server.log;
   const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
   const sessionsTree = vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true });
   sessions.onDescription = (text) => {
@@ -57,10 +44,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   const memory = new MemoryView(server, workspaceFolders);
   const transcripts = new TranscriptProvider(server);
+  const receipts = new ReceiptPanels(server);
   sessions.onRelabel = (labels) => {
+    receipts.relabel(labels);
+    refreshMemory(); // its recent receipts are named by session
     transcripts.relabel(labels).catch((error) => log.warn(`retitling transcripts: ${errorMessage(error)}`));
   };
-  const receipts = new ReceiptPanels(server);
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Remem';
   statusItem.command = 'remem.showLog';
@@ -169,6 +158,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('remem.refreshMemory', async () => refreshMemory()),
   );
 
+  void startAfterFirstRows(server, sessions);
+
   async function restart(): Promise<void> {
     await server.restart();
     refreshSessions();
@@ -178,6 +169,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
 export async function deactivate(): Promise<void> {
   await client?.stop();
+}
+
+/** Starts `remem lsp` once Session Branches has answered its first rows (the kept tree or the
+ * loading row), or after a while when the view is not shown and asks for none. Python's start
+ * takes a core for a second or more, and begun while the window drew those rows it held them
+ * back by up to 2 s on two cores (decision 0245). The views' requests wait for the start. */
+async function startAfterFirstRows(server: RememClient, sessions: SessionsView): Promise<void> {
+  await Promise.race([sessions.firstRows, new Promise((resolve) => setTimeout(resolve, FIRST_ROWS_WAIT_MS))]);
+  // A turn of the event loop first: reading the client library and spawning the server block it,
+  // and the rows are sent to the window before that.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  await server.start().catch(() => undefined); // a failure to start is reported by the client
 }
 
 /** The extension's README (it travels in the package), where sessions and their roots are explained. */

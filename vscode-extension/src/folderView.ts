@@ -21,7 +21,7 @@ export abstract class FolderView<T extends object>
 
   constructor(
     protected readonly server: Server,
-    private readonly folders: () => Folder[],
+    protected readonly folders: () => Folder[],
   ) {}
 
   refresh(): void {

@@ -3,7 +3,8 @@
  * the machine fields below), in a webview of its own rather than the Markdown preview, because
  * only a webview of ours may let its links run a command: the evidence links open the
  * transcript at their turn (`command:remem.openTranscript`, the one command they may run;
- * decision 0180). One tab per review, named by the session's title; opened again, it is read again.
+ * decision 0180). One tab per review, named by the session's title (retitled when the session is
+ * renamed); opened again, it is read again.
  */
 
 import * as vscode from 'vscode';
@@ -26,8 +27,13 @@ blockquote { border-left: 4px solid var(--vscode-textBlockQuote-border); backgro
 h1, h2 { font-weight: 600; } h2 { border-bottom: 1px solid var(--vscode-panel-border); }
 `;
 
+interface Panel {
+  panel: vscode.WebviewPanel;
+  session: string;
+}
+
 export class ReceiptPanels implements vscode.Disposable {
-  private readonly panels = new Map<string, vscode.WebviewPanel>();
+  private readonly panels = new Map<string, Panel>(); // by review
 
   constructor(private readonly server: Server) {}
 
@@ -35,7 +41,7 @@ export class ReceiptPanels implements vscode.Disposable {
   async show(review: string, title?: string): Promise<void> {
     const receipt = await this.server.request<ReceiptResult>(Requests.receipt, { review });
     const body = await vscode.commands.executeCommand<string>('markdown.api.render', receipt.summary);
-    let panel = this.panels.get(review);
+    let panel = this.panels.get(review)?.panel;
     if (panel) {
       panel.reveal();
     } else {
@@ -45,14 +51,22 @@ export class ReceiptPanels implements vscode.Disposable {
         enableFindWidget: true,
         localResourceRoots: [],
       });
-      this.panels.set(review, panel);
+      this.panels.set(review, { panel, session: receipt.session });
       panel.onDidDispose(() => this.panels.delete(review));
     }
     panel.webview.html = page(body);
   }
 
+  /** The open receipts of sessions whose label changed (a rename): their tabs take the new one. */
+  relabel(labels: Map<string, string>): void {
+    for (const { panel, session } of this.panels.values()) {
+      const label = labels.get(session);
+      if (label) panel.title = receiptTabTitle(label);
+    }
+  }
+
   dispose(): void {
-    for (const panel of this.panels.values()) panel.dispose();
+    for (const { panel } of this.panels.values()) panel.dispose();
   }
 }
 

@@ -39,18 +39,24 @@ export class FolderSessions {
   private readonly folders = new Map<string, Folder>();
 
   constructor(
-    private readonly kept: KeptState,
+    private readonly keptState: KeptState,
     private readonly ask: (cwd: string) => Promise<SessionTreeResult>,
     private readonly changed: () => void,
     private readonly describeError: (error: unknown) => string,
   ) {}
 
+  /** The tree of `cwd` kept from the last window, if it has sessions. */
+  kept(cwd: string): SessionTreeResult | undefined {
+    const kept = this.keptState.get<SessionTreeResult>(KEY_PREFIX + cwd);
+    return kept?.nodes?.length ? kept : undefined;
+  }
+
   /** What to draw for `cwd` now; the first call asks the server, later ones do not. */
   shown(cwd: string): Shown {
     let folder = this.folders.get(cwd);
     if (!folder) {
-      const kept = this.kept.get<SessionTreeResult>(KEY_PREFIX + cwd);
-      const shown: Shown = kept?.nodes?.length ? { kind: 'tree', result: kept, refreshing: true } : { kind: 'loading' };
+      const kept = this.kept(cwd);
+      const shown: Shown = kept ? { kind: 'tree', result: kept, refreshing: true } : { kind: 'loading' };
       folder = { shown, asking: false, again: false };
       this.folders.set(cwd, folder);
       void this.fetch(cwd, folder);
@@ -122,7 +128,7 @@ export class FolderSessions {
       // until the view has read them again, and a keybinding in between finds no row selected.
       redraw = !(sameTree(folder.shown, result) && folder.indexing === undefined);
       folder.shown = { kind: 'tree', result, refreshing: false };
-      void this.kept.update(KEY_PREFIX + cwd, { nodes: result.nodes });
+      void this.keptState.update(KEY_PREFIX + cwd, { nodes: result.nodes });
     } catch (error) {
       folder.shown = { kind: 'error', message: this.describeError(error) };
     } finally {

@@ -39,6 +39,11 @@ export class SessionsView extends FolderView<SessionEntry> {
   /** Called with the sessions whose label an answer changed (a rename): id → new label. */
   onRelabel: (labels: Map<string, string>) => void = () => undefined;
   private labels = new Map<string, string>();
+  private drawn: () => void = () => undefined;
+  /** Settles once the view has answered its first rows (the kept tree or the loading row). */
+  readonly firstRows = new Promise<void>((resolve) => {
+    this.drawn = resolve;
+  });
 
   constructor(server: Server, folders: () => Folder[], kept: KeptState) {
     super(server, folders);
@@ -76,6 +81,7 @@ export class SessionsView extends FolderView<SessionEntry> {
       const hidden = [...this.hiddenArchived.values()].reduce((sum, n) => sum + n, 0);
       const parts = [this.state.activity ?? '', hidden ? `${hidden} archived hidden` : ''];
       this.onDescription(parts.filter(Boolean).join(' · ') || undefined);
+      this.drawn();
     }
     return children;
   }

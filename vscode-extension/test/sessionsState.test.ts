@@ -52,6 +52,18 @@ test('the last tree is drawn at once, marked refreshing, then replaced and kept 
   assert.deepEqual(kept.values.get('remem.sessionTree:/proj'), { nodes: FAMILY });
 });
 
+test('a kept tree is one with sessions, read without asking the server', () => {
+  const kept = new Kept();
+  kept.values.set('remem.sessionTree:/proj', { nodes: FAMILY.slice(0, 1) });
+  kept.values.set('remem.sessionTree:/empty', { nodes: [] });
+  const server = held();
+  const state = new FolderSessions(kept, server.ask, () => undefined, String);
+  assert.deepEqual(state.kept('/proj'), { nodes: FAMILY.slice(0, 1) });
+  assert.equal(state.kept('/empty'), undefined);
+  assert.equal(state.kept('/other'), undefined);
+  assert.equal(server.waiting.length, 0);
+});
+
 test('a refresh keeps the rows until the answer; an error replaces them with the reason', async () => {
   const server = held();
   const state = new FolderSessions(new Kept(), server.ask, () => undefined, (e) => `said: ${String(e)}`);
