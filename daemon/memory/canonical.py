@@ -67,6 +67,8 @@ def read_capped(handle: BinaryIO) -> bytes | None:
 
 def too_large(text: str) -> bool:
     """Whether an editor's text is past the cap of a file on disk (encoded only when it may be)."""
+    if text.isascii():  # O(1) in CPython (a flag of the string), and then one byte per character
+        return len(text) > MEMORY_FILE_MAX_BYTES
     return len(text) > MEMORY_FILE_MAX_BYTES // 4 and len(text.encode("utf-8")) > MEMORY_FILE_MAX_BYTES
 
 

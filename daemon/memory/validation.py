@@ -582,11 +582,16 @@ def _over_budget(text: str, limit: int, utf8: bytes | None = None) -> tuple[int,
     if size <= limit:
         return None
 
+    if text.isascii():  # O(1) in CPython: one byte a character and no U+FEFF, so no search
+        return min(len(text), limit), size
+    boms = "\ufeff" in text
+
     # The bytes of text[:n], U+FEFF not counted, grow with n: the answer is the last n whose
     # prefix is within the limit, found by bisection (each character is at least one byte, so
     # it lies within the first `limit` characters plus the U+FEFFs).
     def used(n: int) -> int:
-        return len(text[:n].encode("utf-8", "surrogatepass")) - 3 * text.count("\ufeff", 0, n)
+        prefix = len(text[:n].encode("utf-8", "surrogatepass"))
+        return prefix - 3 * text.count("\ufeff", 0, n) if boms else prefix
 
     low, high = 0, min(len(text), limit + 1 + text.count("\ufeff"))
     if used(high) <= limit:

@@ -194,6 +194,21 @@ def test_body_size_limit_points_at_the_overflow() -> None:
     assert span(problem) == (5, 8192, 6, 0)
 
 
+@pytest.mark.parametrize(
+    ("body", "overflow"),
+    [
+        ("x" * 9000 + "\n", 8192),  # one byte a character: the limit is the offset
+        ("é" * 4096 + "\n", 4096),  # two bytes a character: the final newline is over
+        ("é" * 5000 + "\n", 4096),
+        ("a" + "é" * 5000 + "\n", 4096),  # the last whole character within the limit
+        ("\ufeff" * 3 + "x" * 9000 + "\n", 8195),  # U+FEFF is not counted: canonical form drops it
+    ],
+)
+def test_the_body_overflow_is_the_first_character_past_the_limit(body: str, overflow: int) -> None:
+    problem = only(validate_record(record(body=body), "prefer-uv.md"), "body-too-large")
+    assert span(problem)[:2] == (5, overflow)
+
+
 def test_global_size_limit_counts_utf8_bytes() -> None:
     assert validate_global("é" * 12287 + "\n") == []
     problem = only(validate_global("é" * 12288 + "\n"), "global-too-large")
