@@ -190,9 +190,10 @@ class Workbench:
 
     def wait_rows(self, view: str, pattern: str, count: int) -> None:
         """Until `view` shows exactly `count` rows matching `pattern`."""
+        from playwright.sync_api import expect  # imported late, as everywhere here: find_tools reports it missing
+
         rows = self.view(view).locator(".monaco-list-row", has_text=re.compile(pattern))
-        rows.nth(count - 1).wait_for(timeout=UI_TIMEOUT_MS)
-        assert rows.count() == count, f"{rows.count()} rows match {pattern!r}, expected {count}"
+        expect(rows).to_have_count(count, timeout=UI_TIMEOUT_MS)
 
     def rows(self, view: str) -> list[tuple[int, str]]:
         """(depth, text) of every visible row of `view`, top to bottom."""

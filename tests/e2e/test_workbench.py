@@ -387,7 +387,8 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
     _select(workbench, orphan)
     workbench.page.keyboard.press("Delete")
     workbench.wait_view_description(SESSIONS, "1 archived hidden")
-    assert not workbench.count_rows(SESSIONS, orphan)
+    # The header is told before the rows are redrawn: wait for the row to go, don't sample it.
+    workbench.wait_rows(SESSIONS, orphan, 0)
     workbench.view(SESSIONS).hover()
     workbench.page.locator('.part.sidebar .action-label[aria-label="Show Archived Sessions"]').click()
     workbench.row(SESSIONS, r"^After turn 1 · .*archived")
