@@ -29,7 +29,9 @@ from .memory import (
 )
 from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 
-PROTOCOL_VERSION = 4  # 2: the agents/* methods; 3: sessions of every harness, consolidation/models; 4: reader problems on rows, inline subagents
+# 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
+# 4: reader problems on rows, inline subagents.
+PROTOCOL_VERSION = 4
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

@@ -190,7 +190,8 @@ class Workbench:
 
     def wait_rows(self, view: str, pattern: str, count: int) -> None:
         """Until `view` shows exactly `count` rows matching `pattern`."""
-        from playwright.sync_api import expect  # imported late, as everywhere here: find_tools reports it missing
+        # Imported late, as everywhere here, so that find_tools can report playwright missing.
+        from playwright.sync_api import expect
 
         rows = self.view(view).locator(".monaco-list-row", has_text=re.compile(pattern))
         expect(rows).to_have_count(count, timeout=UI_TIMEOUT_MS)
