@@ -6,6 +6,7 @@ import stat
 import traceback
 
 import pytest
+from pydantic import ValidationError
 
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
@@ -62,6 +63,25 @@ def test_every_problem_is_reported() -> None:
 def test_custom_provider_is_accepted() -> None:
     text = b"providers:\n  local:\n    base_url: http://127.0.0.1:9/v1\nconsolidation:\n  provider: local\n"
     assert parse_settings(text).all_providers()["local"].base_url == "http://127.0.0.1:9/v1"
+
+
+def test_a_file_read_again_unchanged_is_one_shared_snapshot_nobody_can_change(home: Home) -> None:
+    store = SettingsStore(home)
+    home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
+    first, _ = store.read()
+    assert store.read()[0] is first
+    with pytest.raises(ValidationError, match="frozen"):
+        first.sessions.idle_seconds = 5  # type: ignore[misc]
+    home.settings_file.write_text("sessions:\n  idle_seconds: 45\n")
+    assert store.read()[0].sessions.idle_seconds == 45
+
+
+def test_an_invalid_file_is_refused_on_every_read(home: Home) -> None:
+    store = SettingsStore(home)
+    home.settings_file.write_text("sessions:\n  idle_secs: 5\n")
+    for _ in range(2):
+        with pytest.raises(SettingsError, match="sessions.idle_secs: unknown key"):
+            store.read()
 
 
 def test_update_is_compare_and_swap(home: Home) -> None:
