@@ -17,6 +17,7 @@ from ..consolidation.route import Route, RouteError, resolve_route, store_api_ke
 from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
 from ..home import Home
+from ..protocol import rpc
 from ..protocol.consolidation import ConsolidationResult, Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
@@ -51,13 +52,13 @@ class ConsolidationMethods:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            "consolidation/run": self.run,
-            "consolidation/cancel": self.cancel,
-            "consolidation/receipts": self.receipts,
-            "consolidation/settings/read": self.read_settings,
-            "consolidation/settings/select": self.select,
-            "consolidation/credentials/set": self.set_api_key,
-            "consolidation/models": self.models,
+            rpc.CONSOLIDATION_RUN.name: self.run,
+            rpc.CONSOLIDATION_CANCEL.name: self.cancel,
+            rpc.CONSOLIDATION_RECEIPTS.name: self.receipts,
+            rpc.CONSOLIDATION_SETTINGS_READ.name: self.read_settings,
+            rpc.CONSOLIDATION_SETTINGS_SELECT.name: self.select,
+            rpc.CONSOLIDATION_CREDENTIALS_SET.name: self.set_api_key,
+            rpc.CONSOLIDATION_MODELS.name: self.models,
         }
 
     async def run(self, params: ConsolidateParams) -> ConsolidationResult:

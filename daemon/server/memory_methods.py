@@ -26,6 +26,7 @@ from ..memory.identity import WorkspaceId
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
+from ..protocol import rpc
 from ..protocol.memory import CommitResult, GlobalSnapshot, WorkspaceSnapshot
 from ..protocol.rpc import (
     HISTORY_REFUSED,
@@ -79,16 +80,16 @@ class MemoryMethods:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            "memory/readGlobal": self.read_global,
-            "memory/readWorkspace": self.read_workspace,
-            "memory/replaceGlobal": self.replace_global,
-            "memory/commitWorkspace": self.commit_workspace,
-            "memory/regenerateIndex": self.regenerate_index,
-            "memory/context": self.context,
-            "memory/log": self.log,
-            "memory/diff": self.diff,
-            "memory/showAt": self.show_at,
-            "memory/revert": self.revert,
+            rpc.MEMORY_READ_GLOBAL.name: self.read_global,
+            rpc.MEMORY_READ_WORKSPACE.name: self.read_workspace,
+            rpc.MEMORY_REPLACE_GLOBAL.name: self.replace_global,
+            rpc.MEMORY_COMMIT_WORKSPACE.name: self.commit_workspace,
+            rpc.MEMORY_REGENERATE_INDEX.name: self.regenerate_index,
+            rpc.MEMORY_CONTEXT.name: self.context,
+            rpc.MEMORY_LOG.name: self.log,
+            rpc.MEMORY_DIFF.name: self.diff,
+            rpc.MEMORY_SHOW_AT.name: self.show_at,
+            rpc.MEMORY_REVERT.name: self.revert,
         }
 
     async def read_global(self, params: Empty) -> GlobalSnapshot:

@@ -25,6 +25,7 @@ from ..consolidation.receipts import Receipt, ReceiptStore, review_states
 from ..forks.child import normalize_title
 from ..forks.sources import fork_session
 from ..home import Home
+from ..protocol import rpc
 from ..protocol.forks import ForkRequest, ForkResult
 from ..protocol.rpc import (
     SESSION_REFUSED,
@@ -84,14 +85,14 @@ class SessionMethods:
 
     def handlers(self) -> dict[str, Handler]:
         return {
-            "sessions/list": self.listing,
-            "sessions/tree": self.tree,
-            "sessions/turns": self.turns,
-            "sessions/transcript": self.transcript,
-            "sessions/log": self.log,
-            "sessions/fork": self.fork,
-            "sessions/rename": self.rename,
-            "sessions/archive": self.archive,
+            rpc.SESSIONS_LIST.name: self.listing,
+            rpc.SESSIONS_TREE.name: self.tree,
+            rpc.SESSIONS_TURNS.name: self.turns,
+            rpc.SESSIONS_TRANSCRIPT.name: self.transcript,
+            rpc.SESSIONS_LOG.name: self.log,
+            rpc.SESSIONS_FORK.name: self.fork,
+            rpc.SESSIONS_RENAME.name: self.rename,
+            rpc.SESSIONS_ARCHIVE.name: self.archive,
         }
 
     async def listing(self, params: ListParams) -> Listing:

@@ -18,6 +18,7 @@ from tests.contract import imports
 
 DOMAIN = (
     "remem.daemon.memory",
+    "remem.daemon.agent_updates",
     "remem.daemon.sessions",
     "remem.daemon.forks",
     "remem.daemon.consolidation",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.agent_updates.audit import AuditStatus, AuditTrail, scope_name
 from remem.daemon.faults import POINTS
 from remem.daemon.home import Home
-from remem.daemon.memory.audit import AuditStatus, AuditTrail, scope_name
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.agent_updates.audit import AuditStatus, AuditTrail
 from remem.daemon.home import Home
-from remem.daemon.memory.audit import AuditStatus, AuditTrail
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 

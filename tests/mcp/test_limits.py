@@ -9,8 +9,8 @@ import pytest
 from remem.agents.limits import MAX_UPDATE_BYTES, UpdateBudget
 from remem.agents.link import InProcessLink
 from remem.agents.session import AgentSession, Refusal
+from remem.daemon.agent_updates.audit import AuditTrail
 from remem.daemon.home import Home
-from remem.daemon.memory.audit import AuditTrail
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 

@@ -1,0 +1,271 @@
+"""`AgentUpdates`: an agent's context from the snapshot cache, and its compare-and-swap commits.
+
+The context of Global and one workspace is rendered once per pair of revisions and kept (a
+session asks at every step); the revisions go to the MCP host, never to the agent. An update
+changes one scope, by compare-and-swap against the revision the agent's session observed, and
+is recorded in the audit trail (`audit.py` has the protocol): the whole protocol of one update
+runs under the scope's agent lock, in the caller's thread, so nothing of it is left half done
+by a client that hangs up; an intent a crash left behind is settled before anything else
+writes to that scope. Every call may block on file locks and disk: callers keep it off their
+event loop. Errors name files by their name alone: an agent never sees a path.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+from ..consolidation.proposal import content_hash
+from ..faults import faultpoint
+from ..locks import file_lock
+from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan
+from ..memory.context import render_agent_context
+from ..memory.diagnostics import TextPositions
+from ..memory.identity import WorkspaceId
+from ..memory.record import render_record
+from ..memory.snapshot_cache import SnapshotCache
+from ..memory.store import MemoryInvalid, MemoryStore
+from ..memory.validation import likely_secrets
+from ..protocol.consolidation import ScopeRevisions
+from ..protocol.memory import Actor, CommitResult, DeleteChange, GlobalSnapshot, PutChange, WorkspaceSnapshot
+from ..protocol.rpc import (
+    AgentContextResult,
+    AgentIdentity,
+    AgentIndexEntry,
+    AgentIndexResult,
+    AgentObservation,
+    AgentRecordResult,
+    AgentUpdateParams,
+    AgentUpdateResult,
+    ReplaceGlobalChange,
+)
+from .audit import (
+    AuditAgent,
+    AuditChange,
+    AuditEntry,
+    AuditError,
+    AuditStatus,
+    AuditTrail,
+    new_entry_id,
+    now,
+    scope_name,
+    settled,
+)
+
+log = logging.getLogger("remem.daemon")
+RENDERED_CONTEXTS = 16
+
+
+@dataclass(frozen=True)
+class ScopedUpdate:
+    """One agent update, reduced to its scope: Global (`workspace` None) or one workspace."""
+
+    workspace: WorkspaceId | None
+    observed: str  # the revision of this scope the agent's session saw
+    content: str | None  # replace-global
+    changes: list[PutChange | DeleteChange]  # a workspace batch
+
+    @property
+    def scope(self) -> str:
+        return scope_name(None if self.workspace is None else self.workspace.key)
+
+    def plan(self, store: MemoryStore) -> GlobalPlan | WorkspacePlan:
+        if self.workspace is None:
+            assert self.content is not None
+            return store.preview_global(self.content)
+        return store.preview_workspace(self.workspace, self.changes)
+
+    def commit(self, store: MemoryStore, actor: Actor) -> CommitResult:
+        if self.workspace is None:
+            assert self.content is not None
+            return store.replace_global(self.observed, self.content, actor)
+        return store.commit_workspace(self.workspace, self.observed, self.changes, actor)
+
+    def summaries(self) -> list[AuditChange]:
+        if self.content is not None:
+            return [AuditChange(action="replace-global", contentHash=content_hash(self.content))]
+        return [_summary(change) for change in self.changes]
+
+    def result(self, status: Literal["committed", "no-change", "stale"], revision: str) -> AgentUpdateResult:
+        scope: Literal["global", "workspace"] = "global" if self.workspace is None else "workspace"
+        count = (len(self.changes) or 1) if status == "committed" else 0
+        warnings = self.secret_warnings() if status == "committed" else []
+        return AgentUpdateResult(
+            status=status, scope=scope, changes=count, revision=revision, warnings=warnings
+        )
+
+    def secret_warnings(self) -> list[str]:
+        """Likely credentials in the files this update wrote, by file and line (the editor's warning)."""
+        written = {"GLOBAL.md": self.content} if self.content is not None else {
+            f"{c.record.name}.md": render_record(c.record) for c in self.changes if isinstance(c, PutChange)
+        }  # fmt: skip
+        return [
+            f"{name} line {d.range.start.line + 1}: {d.message}"
+            for name, text in written.items()
+            for d in likely_secrets(text, TextPositions(text))
+        ]
+
+
+def scoped(params: AgentUpdateParams, workspace: WorkspaceId) -> ScopedUpdate:
+    """The update's one scope; a batch mixing Global and workspace changes is refused."""
+    replacing = [c for c in params.changes if isinstance(c, ReplaceGlobalChange)]
+    if not replacing:
+        batch = [c for c in params.changes if not isinstance(c, ReplaceGlobalChange)]
+        return ScopedUpdate(workspace, params.observed.workspaceRevision, None, batch)
+    if len(params.changes) == 1:
+        return ScopedUpdate(None, params.observed.globalRevision, replacing[0].content, [])
+    problem = Problem(
+        code="remem/agent-one-scope",
+        message="one memory_update changes either Global memory (a single replace-global) or this "
+        "workspace (put and delete changes), never both; send them as separate calls",
+    )
+    raise InvalidChanges([problem])
+
+
+class AgentUpdates:
+    def __init__(self, store: MemoryStore, cache: SnapshotCache) -> None:
+        """Reads through `cache`, a snapshot cache over `store`."""
+        self.store = store
+        self.cache = cache
+        self.trail = AuditTrail(store.home)
+        # Rendered contexts by (Global revision, workspace revision): equal revisions, equal text.
+        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._texts_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.cache.close()
+
+    def held_context(
+        self, workspace: WorkspaceId, known: AgentObservation | None
+    ) -> AgentContextResult | None:
+        """The context when the cache holds both scopes current and its text is rendered: an
+        answer without file work, for the event loop; else None."""
+        held = self.cache.held(workspace)
+        return None if held is None else self._reply(workspace, *held, known, render=False)
+
+    def context(self, workspace: WorkspaceId, known: AgentObservation | None) -> AgentContextResult:
+        """Global and the workspace as an agent loads them; no text when `known` is current."""
+        global_memory = self.cache.global_snapshot()
+        snapshot = self.cache.workspace_snapshot(workspace)
+        answer = self._reply(workspace, global_memory, snapshot, known, render=True)
+        assert answer is not None, "a missing text is rendered"
+        return answer
+
+    def index(self, workspace: WorkspaceId) -> AgentIndexResult:
+        snapshot = self.cache.workspace_snapshot(workspace)
+        entries = [
+            AgentIndexEntry(name=r.name, description=r.description, type=r.type) for r in snapshot.records
+        ]
+        return AgentIndexResult(records=entries)
+
+    def record(self, workspace: WorkspaceId, name: str) -> AgentRecordResult:
+        snapshot = self.cache.workspace_snapshot(workspace)
+        return AgentRecordResult(record=next((r for r in snapshot.records if r.name == name), None))
+
+    def update(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
+        """Commit `update` if its scope is still at the observed revision, with its audit entry."""
+        with file_lock(self.trail.lock_path(update.scope)):
+            self._settle(update.scope)
+            plan = update.plan(self.store)
+            if plan.before != update.observed:
+                return update.result("stale", plan.before)
+            if not plan.changed:
+                return update.result("no-change", plan.before)
+            entry = AuditEntry(
+                id=new_entry_id(),
+                status=AuditStatus.COMMITTING,
+                agent=AuditAgent(session=agent.session, client=agent.client),
+                scope="global" if update.workspace is None else "workspace",
+                workspace=None if update.workspace is None else update.workspace.key,
+                revisions=ScopeRevisions(before=plan.before, planned=plan.after),
+                changes=update.summaries(),
+                createdAt=now(),
+            )
+            self.trail.begin(entry)
+            try:
+                committed = update.commit(
+                    self.store, Actor(kind="agent", session=agent.session, client=agent.client)
+                )
+            except BaseException:
+                self._settle(update.scope)  # the scope tells whether the failed commit landed
+                raise
+            faultpoint("agents.update.after-commit")
+            landed = committed.status == "committed"
+            status = AuditStatus.COMMITTED if landed else AuditStatus.CONFLICT
+            self.trail.finish(entry.ended(status, committed.revision))
+            return update.result("committed" if landed else "stale", committed.revision)
+
+    def pending_scopes(self) -> list[str]:
+        """The scopes whose intent a crashed writer left."""
+        return self.trail.pending_scopes()
+
+    def settle(self, scope: str) -> None:
+        """Finish the intent a dead writer left for `scope`, under its agent lock."""
+        with file_lock(self.trail.lock_path(scope)):
+            self._settle(scope)
+
+    def _reply(
+        self,
+        workspace: WorkspaceId,
+        global_memory: GlobalSnapshot,
+        snapshot: WorkspaceSnapshot,
+        known: AgentObservation | None,
+        *,
+        render: bool,
+    ) -> AgentContextResult | None:
+        """The answer for these snapshots; None when its text is not rendered yet and `render`
+        is False (rendering 200 records is work for a thread, not the event loop)."""
+        observed = AgentObservation(
+            workspace=workspace.key,
+            globalRevision=global_memory.revision,
+            workspaceRevision=snapshot.revision,
+        )
+        if observed == known:  # the host holds this very text: do not send it again
+            return AgentContextResult(text=None, observed=observed)
+        key = (global_memory.revision, snapshot.revision)
+        with self._texts_lock:
+            text = self._texts.get(key)
+        if text is None:
+            if not render:
+                return None
+            text = render_agent_context(global_memory.content, snapshot.records)
+            with self._texts_lock:
+                self._texts[key] = text
+                while len(self._texts) > RENDERED_CONTEXTS:
+                    self._texts.popitem(last=False)
+        return AgentContextResult(text=text, observed=observed)
+
+    def _settle(self, scope: str) -> None:
+        """`settle` for a caller that holds the scope's agent lock."""
+        try:
+            entry = self.trail.intent(scope)
+        except AuditError as exc:
+            aside = self.trail.set_aside(scope)
+            log.warning("%s; kept as %s", exc, aside.name)
+            return
+        if entry is None:
+            return
+        if self.trail.path(entry.id).exists():  # the writer died after its final entry: keep that
+            self.trail.drop_intent(scope)
+        else:
+            self.trail.finish(settled(entry, self._revision_now(entry.workspace)))
+
+    def _revision_now(self, workspace_key: str | None) -> str | None:
+        try:
+            if workspace_key is None:
+                return self.store.read_global().revision
+            return self.store.read_workspace(self.store.workspace_of(workspace_key)).revision
+        except MemoryInvalid as exc:
+            return exc.revision
+
+
+def _summary(change: PutChange | DeleteChange) -> AuditChange:
+    if isinstance(change, PutChange):
+        record = change.record
+        return AuditChange(
+            action="put", name=record.name, type=record.type, contentHash=content_hash(record.content)
+        )
+    return AuditChange(action="delete", name=change.name)
