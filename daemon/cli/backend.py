@@ -65,39 +65,29 @@ class _ThroughDaemon:
 
 @dataclass(frozen=True)
 class _InProcess:
-    """The daemon's handlers (and all they need), loaded only when a command runs without it."""
+    """The daemon's composed handlers, loaded only when a command runs without it."""
 
     home: Home
     roots: Sequence[Path]
     listener: Listener | None
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
-        from ..consolidation.settle import settle_committing
-        from ..protocol.api import InProcessTransport
-        from ..server.consolidation_methods import ConsolidationMethods
-        from ..server.memory_methods import MemoryMethods
-        from ..server.session_methods import SessionMethods
+        from ..server.composition import Host, InProcess
 
         def publish(name: str, notification: BaseModel) -> None:
             if self.listener is not None:
                 self.listener(name, notification.model_dump(mode="json"))
 
-        memory = MemoryMethods(self.home, publish)
-        handlers = InProcessTransport(
-            {
-                **memory.handlers(),
-                **SessionMethods(self.home, self.roots, publish).handlers(),
-                **ConsolidationMethods(self.home, memory, publish).handlers(),
-            }
-        )
         answer: list[Result] = []
 
         async def in_process() -> None:
-            # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that task,
-            # result and all, when it restores SIGINT (a 10 000-entry log took a second).
-            answer.append(await handlers.request(method, params))
-
-        settle_committing(self.home)  # as the daemon does when it starts, before anything is read
+            link = InProcess(self.home, Host(publish, extra_roots=self.roots))
+            try:
+                # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that task,
+                # result and all, when it restores SIGINT (a 10 000-entry log took a second).
+                answer.append(await link.request(method, params))
+            finally:
+                await link.close()
 
         asyncio.run(in_process())
         return answer[0]

@@ -26,6 +26,9 @@ from ..home import Home
 from ..locks import try_file_lock
 from ..protocol.rpc import (
     APP_VERSION,
+    DAEMON_HELLO,
+    DAEMON_SHUTDOWN,
+    DAEMON_STATUS,
     MAX_MESSAGE_BYTES,
     NOTIFICATIONS,
     PROTOCOL_VERSION,
@@ -37,13 +40,10 @@ from ..protocol.rpc import (
 )
 from ..sessions.catalog import default_roots
 from ..sessions.memo import ListingMemo
-from .agent_methods import AgentMethods
-from .consolidation_methods import ConsolidationMethods
+from .composition import Host, Services
 from .jsonrpc import Connection, Dispatcher
-from .memory_methods import MemoryMethods
 from .running_settings import RunningSettings
 from .runtime import DaemonPaths, release_socket
-from .session_methods import SessionMethods
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
@@ -66,25 +66,20 @@ class Daemon:
         self._idle: asyncio.TimerHandle | None = None
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
         self._status_turn = threading.Lock()  # a rewrite in its thread never undoes a forget
-        self.memory = MemoryMethods(home, self.publish, watch=settings.daemon.watch != "polling")
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
-        self.sessions = SessionMethods(home, publish=self.publish, memo=self.listing_memo)
-        self.consolidation = ConsolidationMethods(home, self.memory, self.publish)
-        self.agents = AgentMethods(self.memory)
+        watch = settings.daemon.watch != "polling"
+        self.services = Services(home, Host(self.publish, watch=watch, memo=self.listing_memo))
         roots = default_roots(home, settings.sessions.roots)
         self.watcher = Watcher(
             home, roots, self._changed, settings.daemon.watch, on_root_paths=self.listing_memo.changed
         )
         self.dispatcher = Dispatcher(
             {
-                "daemon/hello": self._hello,
-                "daemon/status": self._status,
-                "daemon/shutdown": self._shutdown,
-                **self.memory.handlers(),
-                **self.sessions.handlers(),
-                **self.consolidation.handlers(),
-                **self.agents.handlers(),
+                DAEMON_HELLO.name: self._hello,
+                DAEMON_STATUS.name: self._status,
+                DAEMON_SHUTDOWN.name: self._shutdown,
+                **self.services.handlers(),
             },
             settings.daemon.max_answer_bytes,
         )
@@ -105,9 +100,8 @@ class Daemon:
         loop = asyncio.get_running_loop()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
-        await self.agents.settle()  # agent updates a crash interrupted, before anyone reads memory
-        await self.consolidation.settle()  # and reviews it cut between their Global and workspace commits
-        await self.memory.reconcile_history()  # what the history missed while no daemon watched
+        await self.services.settle()  # what a crash left half done, before anyone reads memory
+        await self.services.memory.reconcile_history()  # what the history missed while no daemon watched
         self.watcher.start(loop)
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
@@ -130,7 +124,7 @@ class Daemon:
         finally:
             keeper.cancel()
             await asyncio.to_thread(self.watcher.stop)
-            self.agents.close()
+            self.services.close()
         self._forget_status()
         release_socket(socket_path)
 
@@ -185,10 +179,11 @@ class Daemon:
 
     async def _changed(self, target: Target) -> None:
         if isinstance(target, MemoryScope):
-            await self.consolidation.settle()  # a review another process was committing may have died
-            await self.memory.scope_changed(target.key)
+            # A review another process was committing may have died.
+            await self.services.consolidation.settle()
+            await self.services.memory.scope_changed(target.key)
         elif isinstance(target, SessionRoot):
-            await self.sessions.root_changed(target.path)
+            await self.services.sessions.root_changed(target.path)
         elif isinstance(target, SettingsFile):
             await self._settings_changed()
 

@@ -34,9 +34,10 @@ DOMAIN = (
 )
 SERVER = "remem.daemon.server"
 FRONT_ENDS = ("remem.daemon.cli", "remem.daemon.client", "remem.lsp", "remem.agents")
-# What of the server a front end may use: where a running daemon's status file and socket are.
-# Everything else there (handlers, process, watcher) is the daemon's own.
-SERVER_SURFACE = (f"{SERVER}.runtime",)
+# What of the server a front end may use: where a running daemon's status file and socket are,
+# and the one composition of its handlers (to run them in-process). Everything else there
+# (the handlers themselves, the process, the watcher) is the daemon's own.
+SERVER_SURFACE = (f"{SERVER}.runtime", f"{SERVER}.composition")
 PROTOCOL = "remem.daemon.protocol"
 
 
@@ -72,21 +73,14 @@ RULES = (
         (PROTOCOL,),
         ("remem.daemon",),
     ),
-    Rule("front ends use only the server's protocol and runtime", FRONT_ENDS, (SERVER,), SERVER_SURFACE),
+    Rule(
+        "front ends use only the server's runtime and its composition", FRONT_ENDS, (SERVER,), SERVER_SURFACE
+    ),
     Rule("the language server and the MCP server never import each other", ("remem.lsp",), ("remem.agents",)),
     Rule("the MCP server and the language server never import each other", ("remem.agents",), ("remem.lsp",)),
 )
 
-_ITEM4 = "#19 item 4: one composition root for the daemon's handlers replaces this hand-written one"
 KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    (
-        "remem.daemon.cli.backend",
-        f"{SERVER}.consolidation_methods",
-    ): f"--no-daemon composes handlers; {_ITEM4}",
-    ("remem.daemon.cli.backend", f"{SERVER}.memory_methods"): f"--no-daemon composes handlers; {_ITEM4}",
-    ("remem.daemon.cli.backend", f"{SERVER}.session_methods"): f"--no-daemon composes handlers; {_ITEM4}",
-    ("remem.agents.link", f"{SERVER}.agent_methods"): f"the MCP server's in-process handlers; {_ITEM4}",
-    ("remem.agents.link", f"{SERVER}.memory_methods"): f"the MCP server's in-process handlers; {_ITEM4}",
     ("remem.daemon.cli.daemon", f"{SERVER}.process"): (
         "`remem daemon run` is the daemon's entry point and runs the server itself (imported lazily, "
         "by that command only); stays unless the entry point moves into the server package"
@@ -109,9 +103,9 @@ def test_the_graph_is_read_from_the_source() -> None:
     assert "remem.daemon.protocol.rpc" in imports.imports("remem.lsp.features.requests")  # absolute
     assert "remem.daemon.server.process" in imports.imports("remem.daemon.cli.daemon")  # lazy
     # An import for type checking only is an edge of the graph, but none at run time.
-    assert "remem.daemon.consolidation.receipts" in imports.imports("remem.lsp.overview")
-    assert "remem.daemon.consolidation.receipts" not in imports.imports(
-        "remem.lsp.overview", at_run_time=True
+    assert "remem.daemon.sessions.catalog" in imports.imports("remem.daemon.sessions.memo")
+    assert "remem.daemon.sessions.catalog" not in imports.imports(
+        "remem.daemon.sessions.memo", at_run_time=True
     )
 
 

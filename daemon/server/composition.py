@@ -1,0 +1,92 @@
+"""The one composition of the daemon's handlers, for every process that serves them.
+
+The daemon process, a CLI command run without it (`--no-daemon`) and the MCP server run
+in-process all build `Services`: the same handler objects for every method, wired the same
+way. What differs is only what the host gives them (`Host`): where notifications go, how
+memory snapshots are proved current, extra session roots named on a command line, and the
+daemon's listing memo. What a crash left half done (agent updates, reviews cut between their
+Global and workspace commits) is settled before anything is read, in every host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..consolidation.settle import pending
+from ..home import Home
+from ..protocol.api import InProcessTransport
+from ..protocol.rpc import Method, Params, Result
+from ..sessions.memo import ListingMemo
+from .agent_methods import AgentMethods
+from .consolidation_methods import ConsolidationMethods
+from .jsonrpc import Handler
+from .memory_methods import MemoryMethods, Publish, unheard
+from .session_methods import SessionMethods
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the serving process gives the handlers.
+
+    `watch` serves memory from a snapshot cache proved current by a change feed (True) or by
+    stat (False), or reads the files at each call (None: one short command). `extra_roots`
+    exist only for a CLI command, whose user names them; the daemon reads configured roots only.
+    """
+
+    publish: Publish = unheard
+    watch: bool | None = None
+    extra_roots: Sequence[Path] = ()
+    memo: ListingMemo | None = None
+
+
+class Services:
+    def __init__(self, home: Home, host: Host) -> None:
+        self.home = home
+        self.memory = MemoryMethods(home, host.publish, watch=host.watch)
+        self.sessions = SessionMethods(home, host.extra_roots, host.publish, host.memo)
+        self.consolidation = ConsolidationMethods(home, self.memory, host.publish)
+        self.agents = AgentMethods(self.memory)
+
+    def handlers(self) -> dict[str, Handler]:
+        """Every domain method's handler by its name (the daemon adds its own `daemon/*`)."""
+        parts = (self.memory, self.sessions, self.consolidation, self.agents)
+        table: dict[str, Handler] = {}
+        for part in parts:
+            served = part.handlers()
+            assert table.keys().isdisjoint(served), "a method is served by one part"
+            table |= served
+        return table
+
+    async def settle(self) -> None:
+        """Finish what a crash left half done, before anything is read."""
+        await self.agents.settle()
+        await self.consolidation.settle()
+
+    def close(self) -> None:
+        self.agents.close()
+
+
+class InProcess:
+    """The composed handlers as a transport of `DaemonApi`, run in the caller's process.
+
+    The first call settles what a crash left; each later one first finishes a review another
+    process may have died committing since (one directory listing), as the daemon does when its
+    watcher sees memory change."""
+
+    def __init__(self, home: Home, host: Host) -> None:
+        self.services = Services(home, host)
+        self._transport = InProcessTransport(self.services.handlers())
+        self._settled = False
+
+    async def request(self, method: Method[Params, Result], params: Params) -> Result:
+        if not self._settled:
+            await self.services.settle()
+            self._settled = True
+        elif pending(self.services.home):
+            await self.services.consolidation.settle()
+        return await self._transport.request(method, params)
+
+    async def close(self) -> None:
+        self.services.close()
