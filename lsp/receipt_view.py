@@ -6,8 +6,8 @@ prefer-uv (feedback)") with its evidence as links to the transcript's turns (`co
 to the extension's "open the transcript at this turn", which its receipt view allows: a
 preview can follow no other link into the editor, decision 0180), the route of the last attempt
 and, when it did not succeed, its reason (a provider failure names the URL it asked); then the
-history entries and the receipt's front matter exactly as written. Without the daemon the
-session is named by id and the evidence by event numbers.
+history entries and the receipt's front matter exactly as written. The daemon gives it all in
+one answer; a session it can no longer read is named by id and the evidence by event numbers.
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from pydantic import BaseModel
 
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
-from remem.daemon.protocol.rpc import TurnRow
+from remem.daemon.protocol.rpc import ReceiptView, TurnRow
 
 from . import ids
-from .documents import workspace_cwd
-from .provenance import session_facts, turns_of
-from .server import RememServer
+from .provenance import turns_of
 
 Verb = Literal["Added", "Changed", "Removed", "Rewrote"]
 
@@ -60,13 +58,13 @@ def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
     return records
 
 
-async def render(ls: RememServer, receipt: Receipt, text: str) -> tuple[str | None, str]:
-    """The session's title (None when the daemon cannot say) and the receipt as Markdown."""
+def render(home: Home, view: ReceiptView) -> str:
+    """The receipt as Markdown, its evidence linked to the turns the daemon knows."""
+    receipt, title = view.receipt, view.title
     session = receipt.source.session
-    title, rows = await session_facts(ls, session, workspace_cwd(ls, receipt.target.workspace))
-    links = _TurnLinks(session, title, rows)
+    links = _TurnLinks(session, title, view.turns)
     named = f"“{title}”" if title else f"session `{session}`"
-    parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(ls.home, receipt, links)]
+    parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(home, receipt, links)]
     parts += _route(receipt)
     if receipt.history is not None:
         # Imported on first use, so that `remem lsp` answers `initialize` without consolidation's code.
@@ -74,8 +72,8 @@ async def render(ls: RememServer, receipt: Receipt, text: str) -> tuple[str | No
 
         parts += ["## History", "", history_summary(receipt.history), ""]
     parts += ["## Machine fields", "", f"Review `{receipt.review}` of session `{session}`.", ""]
-    parts += ["```yaml", _front_matter(text), "```", ""]
-    return title, "\n".join(parts)
+    parts += ["```yaml", _front_matter(view.text), "```", ""]
+    return "\n".join(parts)
 
 
 def _status_line(receipt: Receipt) -> str:

@@ -1,7 +1,7 @@
 """The stores this process reads the home through, built once per server on first use and kept.
 
 The memory store says which project a workspace folder belongs to; the receipt store keeps the
-receipts it has parsed between requests (provenance, the Memory view, `remem/receipt`). Neither
+receipts it has parsed between requests (provenance, and where a finished review's receipt is). Neither
 is built before a feature asks, so `remem lsp` answers `initialize` without consolidation's code
 and without touching the home.
 """

@@ -91,6 +91,7 @@ class DaemonApi(Generic[T]):
     memory_diff = Endpoint(rpc.MEMORY_DIFF)
     memory_show_at = Endpoint(rpc.MEMORY_SHOW_AT)
     memory_revert = Endpoint(rpc.MEMORY_REVERT)
+    memory_overview = Endpoint(rpc.MEMORY_OVERVIEW)
 
     list_sessions = Endpoint(rpc.SESSIONS_LIST)
     session_tree = Endpoint(rpc.SESSIONS_TREE)
@@ -104,6 +105,7 @@ class DaemonApi(Generic[T]):
     consolidate = Endpoint(rpc.CONSOLIDATION_RUN)
     cancel_consolidation = Endpoint(rpc.CONSOLIDATION_CANCEL)
     receipts = Endpoint(rpc.CONSOLIDATION_RECEIPTS)
+    receipt = Endpoint(rpc.CONSOLIDATION_RECEIPT)
     model_settings = Endpoint(rpc.CONSOLIDATION_SETTINGS_READ)
     select_model = Endpoint(rpc.CONSOLIDATION_SETTINGS_SELECT)
     set_api_key = Endpoint(rpc.CONSOLIDATION_CREDENTIALS_SET)

@@ -27,11 +27,13 @@ from .memory import (
     Record,
     WorkspaceSnapshot,
 )
+from .overview import MemoryOverview
 from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
-# 4: reader problems on rows, inline subagents.
-PROTOCOL_VERSION = 4
+# 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
+# receipts of one workspace.
+PROTOCOL_VERSION = 5
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -225,15 +227,53 @@ class CancelResult(_Strict):
     cancelled: bool
 
 
+class OverviewParams(_Strict):
+    """The workspace by its folder, and the texts an editor holds unsaved: they are judged in place
+    of their files (by file name within Global's folder or the workspace's memory folder)."""
+
+    cwd: str
+    globalText: str | None = None
+    workspaceTexts: dict[str, str] = {}
+
+    _absolute = field_validator("cwd")(_must_be_absolute)
+
+    @field_validator("workspaceTexts")
+    @classmethod
+    def _plain_names(cls, texts: dict[str, str]) -> dict[str, str]:
+        bad = sorted(n for n in texts if not n or n in (".", "..") or "/" in n or "\\" in n or "\0" in n)
+        if bad:
+            raise ValueError(f"workspaceTexts are keyed by a file name in the memory folder, not {bad}")
+        return texts
+
+
 class ReceiptsParams(_Strict):
-    """Filters, each optional: the reviews of one session, or one review."""
+    """Filters, each optional: the reviews of one session, of one workspace (by its folder), or
+    one review."""
 
     session: str | None = None
+    cwd: str | None = None
     review: str | None = None
+
+    _absolute = field_validator("cwd")(_must_be_absolute)
 
 
 class ReceiptsResult(_Strict):
     receipts: list[Receipt]
+
+
+class ReviewParams(_Strict):
+    review: str = Field(pattern=r"^[0-9a-f]{64}$")  # a review id, never a path
+
+
+class ReceiptView(_Strict):
+    """One receipt as a person reads it: its file exactly as written, and its session's title and
+    turns as the daemon knows them (None and [] when the session is gone)."""
+
+    receipt: Receipt
+    path: str
+    text: str
+    title: str | None
+    turns: list[TurnRow]
 
 
 class ModelSettings(_Strict):
@@ -379,6 +419,7 @@ MEMORY_LOG = Method("memory/log", HistoryLogParams, HistoryLogResult)
 MEMORY_DIFF = Method("memory/diff", HistoryDiffParams, HistoryDiffResult)
 MEMORY_SHOW_AT = Method("memory/showAt", HistoryEntryParams, HistoryShowResult)
 MEMORY_REVERT = Method("memory/revert", RevertParams, CommitResult)
+MEMORY_OVERVIEW = Method("memory/overview", OverviewParams, MemoryOverview)
 SESSIONS_LIST = Method("sessions/list", ListParams, Listing)
 SESSIONS_TREE = Method("sessions/tree", WorkspaceParams, TreeResult)
 SESSIONS_TURNS = Method("sessions/turns", SessionParams, TurnsResult)
@@ -390,6 +431,7 @@ SESSIONS_ARCHIVE = Method("sessions/archive", ArchiveParams, MetaResult)
 CONSOLIDATION_RUN = Method("consolidation/run", ConsolidateParams, ConsolidationResult, resend=False)
 CONSOLIDATION_CANCEL = Method("consolidation/cancel", ConsolidateParams, CancelResult)
 CONSOLIDATION_RECEIPTS = Method("consolidation/receipts", ReceiptsParams, ReceiptsResult)
+CONSOLIDATION_RECEIPT = Method("consolidation/receipt", ReviewParams, ReceiptView)
 CONSOLIDATION_SETTINGS_READ = Method("consolidation/settings/read", Empty, ModelSettings)
 CONSOLIDATION_SETTINGS_SELECT = Method(
     "consolidation/settings/select", SelectModelParams, ModelSettings, resend=False
@@ -419,6 +461,7 @@ METHODS: dict[str, Method[Any, Any]] = {
         MEMORY_DIFF,
         MEMORY_SHOW_AT,
         MEMORY_REVERT,
+        MEMORY_OVERVIEW,
         SESSIONS_LIST,
         SESSIONS_TREE,
         SESSIONS_TURNS,
@@ -430,6 +473,7 @@ METHODS: dict[str, Method[Any, Any]] = {
         CONSOLIDATION_RUN,
         CONSOLIDATION_CANCEL,
         CONSOLIDATION_RECEIPTS,
+        CONSOLIDATION_RECEIPT,
         CONSOLIDATION_SETTINGS_READ,
         CONSOLIDATION_SETTINGS_SELECT,
         CONSOLIDATION_CREDENTIALS_SET,

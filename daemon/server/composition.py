@@ -24,6 +24,7 @@ from .consolidation_methods import ConsolidationMethods
 from .jsonrpc import Handler
 from .memory_methods import MemoryMethods, Publish, unheard
 from .session_methods import SessionMethods
+from .view_methods import ViewMethods
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,11 @@ class Services:
         self.sessions = SessionMethods(home, host.extra_roots, host.publish, host.memo)
         self.consolidation = ConsolidationMethods(home, self.memory, host.publish)
         self.agents = AgentMethods(self.memory)
+        self.views = ViewMethods(home, self.sessions, self.consolidation)
 
     def handlers(self) -> dict[str, Handler]:
         """Every domain method's handler by its name (the daemon adds its own `daemon/*`)."""
-        parts = (self.memory, self.sessions, self.consolidation, self.agents)
+        parts = (self.memory, self.sessions, self.consolidation, self.agents, self.views)
         table: dict[str, Handler] = {}
         for part in parts:
             served = part.handlers()

@@ -17,6 +17,7 @@ from ..consolidation.route import Route, RouteError, resolve_route, store_api_ke
 from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
 from ..home import Home
+from ..memory.identity import WorkspaceId
 from ..protocol import rpc
 from ..protocol.consolidation import ConsolidationResult, Status
 from ..protocol.rpc import (
@@ -79,7 +80,7 @@ class ConsolidationMethods:
             # the run still gets an answer, or its client would wait for ever.
             if params.session not in self._cancelling:
                 raise
-            raise _refused(
+            raise refused(
                 "CANCELLED", "cancelled before the model was asked; run it again to review"
             ) from None
         finally:
@@ -106,10 +107,13 @@ class ConsolidationMethods:
 
     async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
         receipts = await asyncio.to_thread(self.consolidator.receipts.all)
+        workspace = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
         wanted = [
             r
             for r in receipts
-            if params.session in (None, r.source.session) and params.review in (None, r.review)
+            if params.session in (None, r.source.session)
+            and workspace in (None, r.target.workspace)
+            and params.review in (None, r.review)
         ]
         return ReceiptsResult(receipts=wanted)
 
@@ -122,7 +126,7 @@ class ConsolidationMethods:
             settings, _ = store.read()
             if params.provider not in settings.all_providers():
                 known = ", ".join(sorted(settings.all_providers()))
-                raise _refused("INVALID", f"`{params.provider}` is not a provider; use one of {known}")
+                raise refused("INVALID", f"`{params.provider}` is not a provider; use one of {known}")
             store.update(params.expectedRevision, {"consolidation.provider": params.provider,
                                                    "consolidation.model": params.model})  # fmt: skip
             return self._model_settings()
@@ -130,7 +134,7 @@ class ConsolidationMethods:
         try:
             return await asyncio.to_thread(update)
         except SettingsConflict as exc:
-            raise _refused(
+            raise refused(
                 "STALE_SETTINGS", f"settings.yml changed meanwhile (now {exc}); read it again"
             ) from None
 
@@ -139,11 +143,11 @@ class ConsolidationMethods:
             settings, _ = SettingsStore(self.home).read()
             provider = settings.all_providers().get(params.provider)
             if provider is None or provider.api_key_env is None:
-                raise _refused("INVALID", f"`{params.provider}` is not a provider that takes an API key")
+                raise refused("INVALID", f"`{params.provider}` is not a provider that takes an API key")
             try:
                 store_api_key(self.home, params.provider, params.apiKey)
             except RouteError as exc:
-                raise _refused("INVALID", str(exc)) from None
+                raise refused("INVALID", str(exc)) from None
             return self._model_settings()
 
         return await asyncio.to_thread(store)
@@ -152,7 +156,7 @@ class ConsolidationMethods:
         def route() -> Route:
             settings, _ = SettingsStore(self.home).read()
             if params.provider not in settings.all_providers():
-                raise _refused("INVALID", f"`{params.provider}` is not a provider")
+                raise refused("INVALID", f"`{params.provider}` is not a provider")
             chosen = settings.consolidation.model_copy(update={"provider": params.provider})
             return resolve_route(self.home, settings.model_copy(update={"consolidation": chosen}))
 
@@ -168,7 +172,7 @@ class ConsolidationMethods:
         try:
             settings, revision = SettingsStore(self.home).read()
         except SettingsError as exc:
-            raise _refused("INVALID", f"settings.yml is invalid: {exc}") from None
+            raise refused("INVALID", f"settings.yml is invalid: {exc}") from None
         providers = settings.all_providers()
         route = settings.consolidation
         try:
@@ -190,5 +194,6 @@ class ConsolidationMethods:
         await self._memory.scope_changed(receipt.target.workspace)
 
 
-def _refused(code: str, message: str) -> RpcError:
+def refused(code: str, message: str) -> RpcError:
+    """A consolidation refusal: `code` is what a client acts on, `message` what a person reads."""
     return RpcError(CONSOLIDATION_REFUSED, message, {"code": code})

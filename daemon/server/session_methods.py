@@ -158,6 +158,19 @@ class SessionMethods:
             lambda catalog: TurnsResult(turns=[TurnRow.of(t) for t in catalog.projection(params.id).turns])
         )
 
+    async def facts(self, session: str) -> tuple[str | None, list[TurnRow]]:
+        """The session's display title and its turns; None and [] when the daemon cannot read it
+        (a receipt outlives its session)."""
+
+        def facts(catalog: SessionCatalog) -> tuple[str | None, list[TurnRow]]:
+            title = catalog.find(session).summary.title
+            return title, [TurnRow.of(t) for t in catalog.projection(session).turns]
+
+        try:
+            return await self._run(facts)
+        except RpcError:
+            return None, []
+
     async def transcript(self, params: SessionParams) -> TranscriptResult:
         def render(catalog: SessionCatalog) -> str:
             entry = catalog.find(params.id)

@@ -3,7 +3,7 @@ receipts, settings.
 
 Each takes one JSON object, checked by its model before anything is asked of the daemon, and
 answers with the daemon's result or a composition of its results (see docs/lsp.md for the
-shapes). Receipt files are read only by a review id the daemon lists, inside REMEM_HOME.
+shapes). A receipt and the memory overview are one daemon call each: the daemon reads REMEM_HOME.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from pydantic import Field
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 
 from remem.daemon.protocol.memory import HistoryEntry
 from remem.daemon.protocol.rpc import (
@@ -20,8 +20,8 @@ from remem.daemon.protocol.rpc import (
     HistoryEntryParams,
     HistoryLogParams,
     ModelsParams,
-    ReceiptsParams,
     RevertParams,
+    ReviewParams,
     SessionParams,
     TreeResult,
     WorkspaceParams,
@@ -176,22 +176,14 @@ def _touches(entry: HistoryEntry, record: str) -> bool:
 
 async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:
     """A receipt the daemon knows: its file's text exactly as written, and as a person reads it."""
-    answer = await ls.link.api.receipts(ReceiptsParams(review=review))
-    receipt = next(iter(answer.receipts), None)
-    if receipt is None:
-        raise JsonRpcInvalidParams(f"{ids.RECEIPT}: no review {review}; the Memory view lists the receipts")
-    path = ls.stores.receipts.path(review)
-    try:
-        text = await asyncio.to_thread(path.read_text, encoding="utf-8")
-    except OSError as exc:
-        raise JsonRpcInvalidParams(f"{ids.RECEIPT}: the receipt file {path} cannot be read ({exc})") from None
-    title, summary = await render(ls, receipt, text)
+    view = await ls.link.api.receipt(ReviewParams(review=review))
+    receipt = view.receipt
     return {
         "review": review,
         "status": receipt.status.value,
         "session": receipt.source.session,
-        "title": title,
-        "path": str(path),
-        "text": text,
-        "summary": summary,
+        "title": view.title,
+        "path": view.path,
+        "text": view.text,
+        "summary": render(ls.home, view),
     }
