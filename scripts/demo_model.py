@@ -23,7 +23,7 @@ from typing import Any
 
 from remem.daemon.consolidation.evidence import shown_turns
 from remem.daemon.consolidation.proposal import TOOL_NAME
-from remem.daemon.sessions.factory import ScriptedTool, ScriptedTurn, ToolOutput
+from remem.daemon.sessions.scripted import ScriptedTool, ScriptedTurn, ToolOutput
 
 PROVIDER = "demo"
 MODEL = "remem-demo-scripted"

@@ -1,6 +1,6 @@
 """Seed the demo home: its settings (the demo model's route, or the user's) and a workspace's sessions.
 
-The sessions come from the project's session factory, in DSH's log format, each a scripted
+The sessions are scripted (`remem.daemon.sessions.scripted`), in DSH's log format, each a scripted
 coding conversation: a main session of 4 turns (the one of scripts/demo_model.py, with a
 preference and a project fact worth remembering), a fork after its turn 2 that tries another
 way, a subagent that finds callers, and a fork whose parent was never written (an orphan).
@@ -23,11 +23,10 @@ from typing import Any
 import yaml
 
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import (
+from remem.daemon.sessions.scripted import (
     ScriptedTool,
     ScriptedTurn,
     SessionDraft,
-    SessionSpec,
     ToolOutput,
     build_scripted_session,
     fork_session,
@@ -95,12 +94,10 @@ class DemoSessions:
 def seed_sessions(root: Path, cwd: str) -> DemoSessions:
     """Write the demo's sessions of workspace `cwd` under the session root `root`."""
     main = build_scripted_session(demo_model.DEMO_TURNS, seed=2026, cwd=cwd)
-    fork = fork_session(main, SessionSpec(seed=2027, cwd=cwd), after_turn=2, script=_OTHER_WAY)
-    subagent = subagent_session(
-        main, SessionSpec(seed=2028, cwd=cwd), label="find the callers", script=_CALLERS
-    )
+    fork = fork_session(main, _OTHER_WAY, seed=2027, after_turn=2)
+    subagent = subagent_session(main, _CALLERS, seed=2028, label="find the callers")
     lost_parent = build_scripted_session(_LOST_PARENT, seed=2029, cwd=cwd)  # never written
-    orphan = fork_session(lost_parent, SessionSpec(seed=2030, cwd=cwd), after_turn=1, script=_ORPHAN)
+    orphan = fork_session(lost_parent, _ORPHAN, seed=2030, after_turn=1)
     return DemoSessions(*(_write_finished(root, draft) for draft in (main, fork, subagent, orphan)))
 
 

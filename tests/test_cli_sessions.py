@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import (
+from tests.sessions.factory import (
     SessionSpec,
     build_family,
     build_session,

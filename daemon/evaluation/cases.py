@@ -10,7 +10,7 @@ session formats (`formats.py`) turn them into logs.
 from __future__ import annotations
 
 from ..protocol.memory import Record
-from ..sessions.factory import ScriptedTool, ScriptedTurn, ToolOutput
+from ..sessions.scripted import ScriptedTool, ScriptedTurn, ToolOutput
 from .labels import Case, Fact, IdealChange, Noise, Stale
 
 CWD = "/home/dev/projects/inkwell"

@@ -2,7 +2,7 @@
 
 A format turns scripted turns into a session log in a root that remem reads, and reports the
 evidence range of each scripted turn (the grading key counts scripted turns; a padded session
-numbers its own turns differently). DSH is written through the session factory and writer;
+numbers its own turns differently). DSH is written as a scripted session through the writer;
 another format (Claude Code, Codex) adds a `SessionFormat` here once remem reads it.
 """
 
@@ -16,8 +16,8 @@ from typing import Protocol
 
 from ..consolidation.evidence import project_evidence
 from ..protocol.consolidation import EvidenceRange
-from ..sessions.factory import ScriptedTurn, build_scripted_session, write_session
 from ..sessions.reader import read_session
+from ..sessions.scripted import ScriptedTurn, build_scripted_session, write_session
 
 FINISHED_MTIME = 1_600_000_000  # long past: the catalog must see the session as finished, not live
 
@@ -41,7 +41,7 @@ class SessionFormat(Protocol):
 
 
 class DshFormat:
-    """DSH logs, as remem's own session factory writes them."""
+    """DSH logs, as remem's scripted sessions write them."""
 
     name = "dsh"
 

@@ -27,8 +27,8 @@ from ..home import Home
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
 from ..protocol.memory import PutChange
-from ..sessions.factory import ScriptedTurn
 from ..sessions.reader import read_session
+from ..sessions.scripted import ScriptedTurn
 from ..settings import Settings
 from .cases import CWD, filler_turn
 from .formats import SessionFormat, Written

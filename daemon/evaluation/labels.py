@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..protocol.memory import Record
-from ..sessions.factory import ScriptedTurn
+from ..sessions.scripted import ScriptedTurn
 
 
 @dataclass(frozen=True)

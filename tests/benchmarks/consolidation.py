@@ -25,11 +25,11 @@ from remem.daemon.consolidation.worker_log import worker_cwd
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding, encode_segment, project_key
 from remem.daemon.sessions.reader import read_session
 from tests.consolidation.conftest import KEY_ENV, configure, proposal, put
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .harness import Benchmark, Budget, Call, Contenders, _format_ns, percentile, render_lines, repeat
 from .sessions import _CWD, _PROJECTED_EVENTS

@@ -15,8 +15,8 @@ from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .harness import Benchmark, Budget, Call, Contenders
 

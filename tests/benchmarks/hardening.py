@@ -20,9 +20,9 @@ from typing import Any
 from remem.daemon.client import call
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import RpcError
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
 from tests.reliability.hostile import CWD, INPUTS, ROOTS, Hostile
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .daemon import _idle_server_memory, _median, _Memory, _memory_of, _render, _start_daemon, _Starts, _stop
 from .harness import Benchmark, Call, Contenders

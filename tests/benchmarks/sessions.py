@@ -19,12 +19,12 @@ import orjson
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.envelopes import union_for
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.paths import Encoding, encode_segment, project_key
 from remem.daemon.sessions.projection import PROJECTED_TYPES, Projection
 from remem.daemon.sessions.reader import skim_session
 from remem.daemon.sessions.writer import SessionWriter
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat
 

@@ -13,9 +13,9 @@ import pytest
 from remem.daemon.consolidation.evidence import project_evidence
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import EvidenceRange
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import FakeOpenAI
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 KEY_ENV = "REMEM_TEST_MODEL_KEY"
 OLD = 1_600_000_000  # an mtime long past, so the session is not live

@@ -24,15 +24,15 @@ from remem.daemon.consolidation.evidence import (
     project_evidence,
 )
 from remem.daemon.protocol.consolidation import EvidenceRange
-from remem.daemon.sessions.factory import (
+from remem.daemon.sessions.models import ReplaceOp, SessionEvent, SessionHeader
+from remem.daemon.sessions.reader import SessionLog, read_session
+from tests.sessions.factory import (
     SessionDraft,
     SessionSpec,
     build_family,
     build_session,
     write_session,
 )
-from remem.daemon.sessions.models import ReplaceOp, SessionEvent, SessionHeader
-from remem.daemon.sessions.reader import SessionLog, read_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "dsh"

@@ -14,7 +14,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import ANSWER_TOO_LARGE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
-from remem.daemon.sessions.factory import SessionSpec, build_family, build_session, write_session
+from tests.sessions.factory import SessionSpec, build_family, build_session, write_session
 
 from ..yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX
 from .helpers import calls

@@ -13,7 +13,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
 from remem.daemon.protocol.memory import Record
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import until
 
 pytestmark = pytest.mark.slow

@@ -13,14 +13,14 @@ import pytest
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import INVALID_PARAMS, SESSION_REFUSED, RpcError
-from remem.daemon.sessions.factory import (
+from remem.daemon.sessions.reader import read_session
+from tests.sessions.factory import (
     SessionSpec,
     build_family,
     build_session,
     fork_session,
     write_session,
 )
-from remem.daemon.sessions.reader import read_session
 
 from .helpers import calls
 

@@ -18,8 +18,8 @@ import pytest
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.writer import SessionWriter
+from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import until
 
 pytestmark = pytest.mark.slow

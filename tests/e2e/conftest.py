@@ -19,13 +19,6 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import (
-    SessionSpec,
-    build_session,
-    fork_session,
-    subagent_session,
-    write_session,
-)
 from scripts.codeserver import (
     REPO,
     CodeServer,
@@ -39,6 +32,13 @@ from scripts.codeserver import (
 )
 from tests.consolidation.conftest import KEY_ENV, OLD, Source, configure, write_source
 from tests.fake_openai import FakeOpenAI
+from tests.sessions.factory import (
+    SessionSpec,
+    build_session,
+    fork_session,
+    subagent_session,
+    write_session,
+)
 
 from .harness import Tools, Workbench, find_tools, open_browser, open_workbench, unavailable_reason
 

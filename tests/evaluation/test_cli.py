@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 from tests.fake_openai import FakeOpenAI
 from tests.scripted_model import serve
+from tests.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 
 from .conftest import KEY_ENV
 

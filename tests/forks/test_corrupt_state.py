@@ -15,7 +15,7 @@ from remem.daemon.home import Home
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 CWD = "/home/dev/projects/demo"
 

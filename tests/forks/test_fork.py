@@ -25,11 +25,11 @@ from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions import scanner
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError, SessionLogError
-from remem.daemon.sessions.factory import SessionSpec, build_family, build_session, write_session
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.projection import Projection
 from remem.daemon.sessions.reader import read_session
 from tests.forks.points import BEFORE_PUBLISH
+from tests.sessions.factory import SessionSpec, build_family, build_session, write_session
 
 from ..sessions.logs import lines, turn_events
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import build_family, write_session
+from tests.sessions.factory import build_family, write_session
 
 CWD = "/home/dev/projects/demo"
 

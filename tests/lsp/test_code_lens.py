@@ -14,11 +14,11 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.models import SessionEvent
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
 from remem.lsp.features.code_lens import _turn_ends
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .editor import begin, change, end, open_document, record
 from .receipted import NAME, Receipted, consolidated, new_home, without_daemon

@@ -17,11 +17,11 @@ from pygls.exceptions import JsonRpcException
 
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from tests.consolidation.conftest import OLD, Source, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, hang, tool_call
 from tests.lsp.editor import until
 from tests.lsp.live import SAFETY_NET, Editor, session_root, start_editor, stop_editor
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REQUEST_CANCELLED = -32800

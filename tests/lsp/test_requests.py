@@ -15,11 +15,11 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.sessions.factory import SessionSpec, build_session, fork_session, write_session
 from remem.daemon.sessions.projection import Projection
 from tests.lsp.editor import close, open_document, record, until
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
+from tests.sessions.factory import SessionSpec, build_session, fork_session, write_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NODE_KEYS = {

@@ -21,10 +21,10 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.journal import JOURNAL_NAME
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import RpcError
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
 from tests.daemon.helpers import calls, remem
 from tests.reliability.hostile import CWD, INPUTS, ROOTS
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 pytestmark = pytest.mark.slow
 

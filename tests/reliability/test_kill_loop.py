@@ -32,8 +32,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.reader import read_session
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .claude_lines import CWD, jsonl, prompt, result, say, use
 from .codex_lines import meta, rollout, turn

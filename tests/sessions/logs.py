@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from remem.daemon.sessions.factory import SessionSpec, build_session
 from remem.daemon.sessions.models import SessionHeader
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.writer import encode_batch, json_line
 from remem.daemon.sessions.zstd_frames import encode_frame
+from tests.sessions.factory import SessionSpec, build_session
 
 CWD = "/home/dev/projects/demo"
 

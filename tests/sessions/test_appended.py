@@ -8,7 +8,6 @@ import pytest
 
 from remem.daemon.sessions.digest import DigestState
 from remem.daemon.sessions.errors import SessionLogError
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import (
     NotAppendOnly,
@@ -20,6 +19,7 @@ from remem.daemon.sessions.reader import (
 from remem.daemon.sessions.repair import interrupted_turn_closers
 from remem.daemon.sessions.writer import encode_batch, json_line
 from remem.daemon.sessions.zstd_frames import encode_frame, split_frames
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .logs import event, line, lines, raw_log, turn_events, zstd_log
 

@@ -13,16 +13,16 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.sessions import catalog as catalog_module
 from remem.daemon.sessions.catalog import SessionCatalog, SessionNotFound
-from remem.daemon.sessions.factory import (
+from remem.daemon.sessions.paths import Encoding
+from remem.daemon.sessions.reader import Skim, read_session
+from remem.daemon.sessions.writer import SessionWriter
+from tests.sessions.factory import (
     SessionSpec,
     build_family,
     build_session,
     fork_session,
     write_session,
 )
-from remem.daemon.sessions.paths import Encoding
-from remem.daemon.sessions.reader import Skim, read_session
-from remem.daemon.sessions.writer import SessionWriter
 
 from . import logs
 

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.consolidation.evidence import project_evidence
-from remem.daemon.sessions.factory import (
+from remem.daemon.sessions.paths import Encoding
+from remem.daemon.sessions.reader import read_session
+from remem.daemon.sessions.writer import encode_batch
+from tests.sessions.factory import (
     ScriptedTool,
     ScriptedTurn,
     SessionSpec,
@@ -21,9 +24,6 @@ from remem.daemon.sessions.factory import (
     subagent_session,
     write_session,
 )
-from remem.daemon.sessions.paths import Encoding
-from remem.daemon.sessions.reader import read_session
-from remem.daemon.sessions.writer import encode_batch
 
 
 def _records(draft) -> list[dict]:

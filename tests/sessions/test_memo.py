@@ -20,12 +20,12 @@ from remem.daemon.forks.sources import fork_session
 from remem.daemon.home import Home
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.harness_sources import HARNESS_SOURCES
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.sources import Root
 from remem.daemon.sessions.writer import SessionWriter
+from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import wait_until
 
 from .claude_lines import CWD as CLAUDE_CWD

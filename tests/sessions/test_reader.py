@@ -12,10 +12,10 @@ import zstandard
 from remem.daemon.limits import SESSION_LINE_MAX_BYTES
 from remem.daemon.sessions.digest import LogDigest, log_digest
 from remem.daemon.sessions.errors import SessionLogError
-from remem.daemon.sessions.factory import build_family, write_session
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.zstd_frames import encode_frame
+from tests.sessions.factory import build_family, write_session
 
 from .logs import event, factory_batches, header, line, lines, place, raw_log, turn_events, zstd_log
 

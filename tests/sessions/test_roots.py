@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.sessions.errors import SessionRootError
-from remem.daemon.sessions.factory import build_family, write_session
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.roots import detect_encoding, scan_root
+from tests.sessions.factory import build_family, write_session
 
 from .logs import header, line, lines, place, turn_events
 

@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from remem.daemon.sessions.factory import (
+from remem.daemon.sessions.models import SessionEvent
+from remem.daemon.sessions.paths import Encoding
+from remem.daemon.sessions.reader import read_session
+from remem.daemon.sessions.transcript import render_transcript, utc_iso
+from tests.sessions.factory import (
     SessionDraft,
     SessionSpec,
     build_family,
     build_session,
     write_session,
 )
-from remem.daemon.sessions.models import SessionEvent
-from remem.daemon.sessions.paths import Encoding
-from remem.daemon.sessions.reader import read_session
-from remem.daemon.sessions.transcript import render_transcript, utc_iso
 
 MODEL_SOURCE = {"kind": "model", "provider": "p", "model": "m"}
 

@@ -15,19 +15,19 @@ from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.fsutil import is_temp_name
 from remem.daemon.locks import try_file_lock
 from remem.daemon.sessions.errors import SessionLogError, SessionRootError
-from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
 from remem.daemon.sessions.models import SessionEvent, SessionHeader
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.roots import scan_root
 from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter, recover_root
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 WRITER_POINTS = sorted(p for p in POINTS if p.startswith("sessions.writer."))
 CRASH_SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from remem.daemon.sessions.factory import SessionSpec, build_session, write_session
+    from tests.sessions.factory import SessionSpec, build_session, write_session
     from remem.daemon.sessions.paths import Encoding
     draft = build_session(SessionSpec(seed=9, turns=3))
     write_session(Path(sys.argv[1]), draft, encoding=Encoding(sys.argv[2]))
@@ -124,7 +124,7 @@ ROLLBACK_SCRIPT = textwrap.dedent(
     """
     import resource, signal, sys
     from pathlib import Path
-    from remem.daemon.sessions.factory import SessionSpec, build_session
+    from tests.sessions.factory import SessionSpec, build_session
     from remem.daemon.sessions.paths import Encoding
     from remem.daemon.sessions.writer import SessionWriter
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
