@@ -434,10 +434,12 @@ class SessionCatalog:
         total, done = sum(stale), 0
         for (path, st, row), changed in zip(known, stale, strict=True):
             if row is None or changed:
-                row = self._current_row(path, st, row, updates)
+                row = self._row_for(path, st, row, cwd, updates)
                 done += 1
                 if progress is not None:
                     progress(done, total)
+            if row is None:
+                continue  # another workspace's log, passed by unread: indexed when it is listed
             if len(updates) >= INDEX_BATCH:
                 self._store(updates)
                 updates.clear()
@@ -512,6 +514,16 @@ class SessionCatalog:
             errors.extend(ListError(path=str(path), message=reason) for path, reason in rejected)
             files.extend(logs)
         return files, tuple(scanned)
+
+    def _row_for(
+        self, path: str, st: os.stat_result, cached: LogRow | None, cwd: str | None, updates: list[Update]
+    ) -> LogRow | None:
+        """`_current_row`, or None for a log a glance shows to hold another workspace's session
+        than `cwd`'s (DSH logs of other workspaces lie in project folders not even listed)."""
+        fmt = self.format_of(path)
+        if cwd is not None and fmt != "dsh" and HARNESS_SOURCES[fmt].elsewhere(path, cwd):
+            return None
+        return self._current_row(path, st, cached, updates)
 
     def format_of(self, path: str) -> SessionFormat:
         """The format of the root `path` lies in (the innermost, should roots nest)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from .formats.claude_code import Sidechain, Transcript, read_transcript
-from .formats.codex import Rollout, read_rollout
+from .formats.codex import Rollout, first_line_cwd, read_rollout
 from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
@@ -39,6 +39,11 @@ from .sources import FileScan, detect_format
 CLAUDE_NAME_MAX = 200  # past this Claude Code truncates the folder name and appends a hash
 _NOT_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 SIDECAR_REASON = "a subagent's .meta.json without its transcript {name}; nothing to list for it"
+
+
+# A Codex `session_meta` carries the base instructions: tens of KB, rarely more.
+FIRST_LINE_BYTES = 1 << 20
+_GLANCE_CHUNK = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,10 @@ class ClaudeCodeSource:
             scanned = [f"{root}{os.sep}"]
         return FileScan(files, rejected, tuple(scanned))
 
+    def elsewhere(self, path: str, cwd: str) -> bool:
+        """Never: `scan` already keeps to the folders that can hold `cwd`'s sessions."""
+        return False
+
     def _project(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
         for entry in _entries(folder):
             if entry.is_symlink():
@@ -340,6 +349,29 @@ class CodexSource:
 
     def index(self, path: Path, revision: str) -> Update:
         return _index(self.format, path, revision)
+
+    def elsewhere(self, path: str, cwd: str) -> bool:
+        """Rollouts lie by date, not by project: the first line, a rollout's `session_meta`,
+        names its cwd, so a workspace's listing reads one line of another workspace's rollout."""
+        found = first_line_cwd(_first_line(path))
+        return found is not None and found != cwd
+
+
+def _first_line(path: str) -> bytes:
+    """The file's first line, up to `FIRST_LINE_BYTES` (empty when it cannot be read or is
+    longer: the file is then read whole, as any other)."""
+    head = b""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            while len(head) < FIRST_LINE_BYTES and (block := handle.read(_GLANCE_CHUNK)):
+                end = block.find(b"\n")
+                if end >= 0:
+                    return head + block[:end]
+                head += block
+    except OSError:
+        pass
+    return b""
 
 
 HARNESS_SOURCES: dict[SessionFormat, ClaudeCodeSource | CodexSource] = {

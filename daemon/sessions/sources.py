@@ -66,6 +66,11 @@ class Source(Protocol):
         """What the file at `path` says, for the index (a per-file error, never a raise)."""
         ...
 
+    def elsewhere(self, path: str, cwd: str) -> bool:
+        """Whether a glance at the file shows it holds a session of another workspace than `cwd`,
+        so a workspace's listing can pass it by unread; False when a glance cannot tell."""
+        ...
+
 
 def _absolute(path: str) -> Path:
     return Path(os.path.abspath(os.path.expanduser(path)))

@@ -24,7 +24,7 @@ from remem.daemon.settings import SessionRootSetting
 from remem.lsp.features.code_lens import _turn_ends
 
 from .claude_lines import CWD, inline_subagents, jsonl, prompt, say
-from .codex_lines import rollout, turn
+from .codex_lines import line, meta, rollout, turn
 from .harness_roots import CHILD, COPY, FORK, SID, TID, build_roots, claude_project, conversation, write
 
 
@@ -74,6 +74,30 @@ def test_a_workspace_reads_only_its_claude_folder_and_filters_codex_by_cwd(
     read.clear()
     assert {s.id for s in catalog(home, roots).listing(CWD).sessions} == ids
     assert read == []  # warm: every file was a stat and an index hit
+
+
+def test_a_workspace_glances_at_another_workspaces_rollout_and_never_reads_it_whole(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    day = roots["codex"] / "2026" / "05" / "01"
+    elsewhere = day / "rollout-2026-05-01T00-20-00-elsewhere.jsonl"
+    # A first line that is not the session_meta cannot tell: that rollout is read whole.
+    late_meta = rollout(line("turn_context", cwd="/else"), meta("019c-late", cwd="/else"))
+    late = write(day / "rollout-2026-05-01T00-30-00-late.jsonl", late_meta)
+    read: list[str] = []
+    original = harness_sources._index
+    monkeypatch.setattr(harness_sources, "_index", lambda f, p, r: read.append(p.name) or original(f, p, r))
+    mine = {s.id for s in catalog(home, roots).listing(CWD).sessions}
+    assert mine == {SID, FORK, COPY, "agent-a1b2", TID, CHILD, "dsh-1"}
+    assert elsewhere.name not in read and late.name in read
+
+    read.clear()
+    every = {s.id for s in catalog(home, roots).listing().sessions}
+    assert every == mine | {"019c-else", "019c-late"} and elsewhere.name in read  # indexed when listed
+
+    # Rewritten for this workspace: the stale row is looked at again and the rollout now lists here.
+    write(elsewhere, rollout(meta("019c-else", cwd=CWD), *turn("t1", "moved", "here")), old=False)
+    assert "019c-else" in {s.id for s in catalog(home, roots).listing(CWD).sessions}
 
 
 def test_a_changed_file_is_read_again(home: Home, roots: dict[str, Path]) -> None:

@@ -158,6 +158,19 @@ class _Open(msgspec.Struct):
     last_said: str | None = None  # the last assistant text since a compaction in the turn
 
 
+_FIRST_LINE = msgspec.json.Decoder(_Line).decode
+
+
+def first_line_cwd(line: bytes) -> str | None:
+    """The cwd a rollout's first line names when that line is its `session_meta` (then the first,
+    which is where identity and cwd come from); None when the line cannot say."""
+    try:
+        record = _FIRST_LINE(line)
+    except msgspec.DecodeError:
+        return None
+    return _str(record.payload.get("cwd")) if record.type == "session_meta" else None
+
+
 def read_rollout(data: bytes) -> Rollout:
     """Read the rollout `data`."""
     problems: list[Problem] = []
