@@ -92,7 +92,8 @@ class SessionView:
     parent: str | None
     subagent: bool
     root_uuid: str | None  # Claude Code: the first record's uuid (shared by --fork-session copies)
-    turns: tuple[Turn, ...]
+    turns: tuple[Turn, ...]  # () when only counted (a listing's read)
+    turn_count: int
     branches: tuple[BranchPath, ...]
     problems: tuple[Problem, ...]
     error: str | None
@@ -112,6 +113,7 @@ def claude_view(data: bytes, name: str) -> SessionView:
         subagent=t.subagent,
         root_uuid=t.root,
         turns=t.turns,
+        turn_count=len(t.turns),
         branches=tuple(BranchPath(b.leaf, b.after_turn, b.turns) for b in t.branches),
         problems=t.problems,
         error=t.error,
@@ -119,8 +121,8 @@ def claude_view(data: bytes, name: str) -> SessionView:
     )
 
 
-def codex_view(data: bytes) -> SessionView:
-    r: Rollout = read_rollout(data)
+def codex_view(data: bytes, *, turns: bool = True) -> SessionView:
+    r: Rollout = read_rollout(data, turns=turns)
     edge = r.lineage[0] if r.lineage else None
     return SessionView(
         format="codex",
@@ -132,6 +134,7 @@ def codex_view(data: bytes) -> SessionView:
         subagent=any(e.kind == "subagent" for e in r.lineage),
         root_uuid=None,
         turns=r.turns,
+        turn_count=r.turn_count,
         branches=(),
         problems=r.problems,
         error=r.error,
@@ -156,8 +159,9 @@ def content_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def view_of(fmt: SessionFormat, path: Path, data: bytes) -> SessionView:
-    return claude_view(data, path.name) if fmt == "claude-code" else codex_view(data)
+def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
+    """The file's view; without `turns`, what a listing needs (a format may then only count them)."""
+    return claude_view(data, path.name) if fmt == "claude-code" else codex_view(data, turns=turns)
 
 
 def epoch_ms(stamp: str | None) -> int | None:
@@ -202,7 +206,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         data = read_file(path)
     except (OSError, LineTooLong) as exc:
         return Update(LogRow(path=str(path), revision=revision, format=fmt, error=unreadable(exc)))
-    view = view_of(fmt, path, data)
+    view = view_of(fmt, path, data, turns=False)
     if view.error is not None or not view.id:
         error = view.error or "the file names no session id"
         return Update(LogRow(path=str(path), revision=revision, format=fmt, error=error))
@@ -215,7 +219,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         parent=view.parent,
         origin="subagent" if view.subagent else None,
         title=view.title,
-        turns=len(view.turns),
+        turns=view.turn_count,
         last_seq=data.count(b"\n"),
         digest=content_digest(data),
         format=fmt,

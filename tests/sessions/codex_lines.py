@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
+
+from remem.daemon.sessions.formats.codex import Rollout, read_rollout
 
 TID = "019c0000-0000-7000-8000-000000000001"
 
@@ -61,3 +64,12 @@ def tool_turns(first: dict[str, Any], size: int, tool_output: str) -> tuple[byte
         )
         total += len(parts[-1])
     return b"".join(parts), turns
+
+
+def listed_as_read(data: bytes) -> Rollout:
+    """`read_rollout(data)`, once asserted to say all a listing's read says: the same rollout,
+    its turns only counted (or built, for a rollout without task events)."""
+    full, listed = read_rollout(data), read_rollout(data, turns=False)
+    assert listed.turns in ((), full.turns)
+    assert listed == replace(full, turns=listed.turns) and full.turn_count == len(full.turns)
+    return full

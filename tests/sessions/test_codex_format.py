@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
-from remem.daemon.sessions.formats.codex import fork_point, read_rollout
+from remem.daemon.sessions.formats.codex import Rollout, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import end_of_line
 from remem.daemon.sessions.formats.model import NotAForkPoint
 
-from .codex_lines import TID, call, event, line, message, meta, output, rollout, turn
+from .codex_lines import TID, call, event, line, listed_as_read, message, meta, output, rollout, turn
 
 
-def read(*records: dict[str, Any] | bytes):
-    return read_rollout(rollout(*records))
+def read(*records: dict[str, Any] | bytes) -> Rollout:
+    """The full read of the rollout, checked against a listing's read of it on every case."""
+    return listed_as_read(rollout(*records))
 
 
 def test_turns_run_from_task_started_to_task_complete_or_turn_aborted() -> None:

@@ -18,6 +18,7 @@ from remem.daemon.sessions.formats.claude_code import Transcript, read_transcrip
 from remem.daemon.sessions.formats.codex import Rollout, first_line_cwd, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import end_of_line
 from remem.daemon.sessions.lineage import build_tree
+from tests.sessions.codex_lines import listed_as_read
 from tests.shared_folder import SHARED, require
 
 SAMPLES = SHARED / "samples"
@@ -50,7 +51,7 @@ def test_every_claude_code_sample_reads_without_error(path: Path) -> None:
 
 @pytest.mark.parametrize("path", CODEX_FILES, ids=lambda p: p.name)
 def test_every_codex_sample_reads_without_error(path: Path) -> None:
-    r = read_rollout(path.read_bytes())
+    r = listed_as_read(path.read_bytes())
     assert r.error is None and r.problems == () and r.turns and r.cwd
     assert path.name.endswith(f"-{r.session_id}.jsonl")
     # A workspace's listing passes another workspace's rollout by on its first line alone.

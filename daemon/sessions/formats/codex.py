@@ -133,7 +133,8 @@ class Rollout:
     source: str | None  # "cli", "exec", "vscode", "subagent", ...
     model_provider: str | None
     lineage: tuple[Edge, ...]
-    turns: tuple[Turn, ...]  # rolled-back turns included, with that status
+    turns: tuple[Turn, ...]  # rolled-back turns included, with that status; () when only counted
+    turn_count: int
     compactions: int
     meta_line: int  # the line of the first session_meta (0: none)
     problems: tuple[Problem, ...]
@@ -171,19 +172,26 @@ def first_line_cwd(line: bytes) -> str | None:
     return _str(record.payload.get("cwd")) if record.type == "session_meta" else None
 
 
-def read_rollout(data: bytes) -> Rollout:
-    """Read the rollout `data`."""
+def read_rollout(data: bytes, *, turns: bool = True) -> Rollout:
+    """Read the rollout `data`. Without `turns` (a listing), turns are counted and the title
+    found but none is built, when the task events alone tell them apart (the turns stay empty);
+    a rollout without task events is read whole either way."""
     problems: list[Problem] = []
     lines = list(records(data, _Line, problems))
     meta = next((line for line in lines if line.record.type == "session_meta"), None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
-    turns = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines), start=1))
+    events = _event_types(lines)
+    if turns or "task_started" not in events:
+        built = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines, events), start=1))
+        count, title = len(built), next((turn.prompt for turn in built if turn.prompt), None)
+    else:
+        built, count, title = (), events.count("task_started"), _first_prompt(lines, events)
     payload = meta.record.payload if meta else _Payload()
     source = payload.get("source")
     return Rollout(
         session_id=_str(payload.get("id")),
         cwd=_str(payload.get("cwd")),
-        title=next((turn.prompt for turn in turns if turn.prompt), None),
+        title=title,
         created_at=_str(payload.get("timestamp")) or min(stamps, default=None),
         updated_at=max(stamps, default=None),
         cli_version=_str(payload.get("cli_version")),
@@ -195,7 +203,8 @@ def read_rollout(data: bytes) -> Rollout:
         else None,
         model_provider=_str(payload.get("model_provider")),
         lineage=_lineage(payload),
-        turns=turns,
+        turns=built,
+        turn_count=count,
         compactions=sum(1 for line in lines if line.record.type == "compacted"),
         meta_line=meta.number if meta else 0,
         problems=tuple(problems),
@@ -382,9 +391,31 @@ def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
     )
 
 
-def _read(lines: list[Line[_Line]]) -> list[_Open]:
-    # Each line's event type is taken once; the rules below ask about it several times.
-    events = [record.payload.type if record.type == "event_msg" else None for _, record in lines]
+def _event_types(lines: list[Line[_Line]]) -> list[Any]:
+    """Each line's event type (None: not an event), taken once: the rules ask about it often."""
+    return [record.payload.type if record.type == "event_msg" else None for _, record in lines]
+
+
+def _first_prompt(lines: list[Line[_Line]], events: list[Any]) -> str | None:
+    """The title `_read` gives a rollout with task events: the first prompt inside a turn (lines
+    between a turn's end and the next `task_started` belong to none), as `_turn` shortens it."""
+    inside = False
+    for (_, record), event in zip(lines, events, strict=True):
+        if event == "task_started":
+            inside = True
+        elif inside and (text := _prompt(record, event)) is not None:
+            return _first_line(text)
+        if event == "task_complete" or event == "turn_aborted":
+            inside = False
+    return None
+
+
+def _first_line(prompt: str) -> str:
+    return prompt.splitlines()[0][:PROMPT_CHARS]
+
+
+def _read(lines: list[Line[_Line]], events: list[Any] | None = None) -> list[_Open]:
+    events = _event_types(lines) if events is None else events
     explicit = "task_started" in events
     done: list[_Open] = []
     current: _Open | None = None
@@ -513,7 +544,7 @@ def _turn(index: int, turn: _Open) -> Turn:
     dangling = any(call not in turn.outputs for call in turn.calls)
     return Turn(
         index=index,
-        prompt=(turn.prompt or "").splitlines()[0][:PROMPT_CHARS] if turn.prompt else "",
+        prompt=_first_line(turn.prompt) if turn.prompt else "",
         start=turn.start,
         end=turn.end,
         key=turn.key,
