@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..memory.stamps import RACY_NS, Stamp, stamp
+from .continuations import Continuations
 from .index import LogRow, SessionIndex
 
 if TYPE_CHECKING:
@@ -158,6 +159,7 @@ class ListingMemo:
         self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
         self._generation = 0  # how many batches of marks were applied
         self._history: deque[tuple[int, set[str]]] = deque(maxlen=MARK_HISTORY)
+        self.continuations = Continuations()  # of the logs listed last: a grown one continues
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""
