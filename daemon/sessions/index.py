@@ -26,7 +26,7 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: the digest state as bytes
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
@@ -34,7 +34,7 @@ CREATE TABLE logs (
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
     format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT,
-    header TEXT, projection TEXT, resume TEXT, digest_state TEXT
+    header TEXT, projection TEXT, resume TEXT, digest_state BLOB
 );
 CREATE TABLE turns (
     path TEXT NOT NULL, start_seq INTEGER NOT NULL, turn INTEGER NOT NULL, end_seq INTEGER,
@@ -268,7 +268,7 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
-def _state(header: str | None, projection: str, resume: str, digest_state: str) -> LogState | None:
+def _state(header: str | None, projection: str, resume: str, digest_state: bytes) -> LogState | None:
     """The stored continuation state; None for a row stored without one (a harness file's)."""
     if header is None:
         return None
@@ -276,7 +276,7 @@ def _state(header: str | None, projection: str, resume: str, digest_state: str) 
         SessionHeader.model_validate_json(header),
         Projection.model_validate_json(projection),
         ResumePoint(**json.loads(resume)),
-        DigestState.model_validate_json(digest_state),
+        DigestState.from_bytes(digest_state),
     )
 
 
@@ -303,5 +303,5 @@ def _values(update: Update) -> tuple[object, ...]:
         state.header.model_dump_json(exclude_none=True) if state else None,
         state.projection.model_dump_json() if state else None,
         _resume_json(state.resume) if state else None,
-        state.digest_state.model_dump_json() if state else None,
+        state.digest_state.to_bytes() if state else None,
     )
