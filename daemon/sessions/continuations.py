@@ -7,9 +7,10 @@ appended. A catalog that lists again (the daemon's, through its memo; any catalo
 kept) holds the pair of the logs it projected last here instead.
 
 A pair is what this process itself projected from the file at `row.revision`, so it is what
-the index would give back for that revision, whoever wrote the index since: nothing here has
-to be invalidated, only bounded. Each state holds one turn and at most one digest block
-(8 KiB), so `MAX_CONTINUATIONS` pairs are a few hundred KB at most.
+the index would give back for that revision, whoever wrote the index since. The catalog still
+continues from it only while the index's row is of that revision (decision 0260): the turns a
+continuation stores go on top of the index's. Each state holds one turn and at most one
+digest block (8 KiB), so `MAX_CONTINUATIONS` pairs stay under a megabyte.
 """
 
 from __future__ import annotations
