@@ -248,8 +248,9 @@ class SessionCatalog:
         when they still list as they did (same id, creation and cwd, readable, not remem's
         own): a warm listing after an append costs that log. None when it must be made anew."""
         entries, files, live_until = list(answer.entries), list(answer.files), answer.live_until
-        metas, _ = self.metadata.read()  # as the answer read it: its stamp says so
-        dsh, now_ns = dsh_archived(), time.time_ns()
+        # As the answer read them: their stamps say so (`_still`).
+        metas, dsh = answer.shown
+        now_ns = time.time_ns()
         for path in paths:
             st = regular_stat(path)
             place, slot = answer.place(path) or (0, None)
@@ -264,7 +265,14 @@ class SessionCatalog:
             live_until = min(live_until, self._recency_ends(entries[slot], st))
         errors = list(answer.errors)
         return Answer(
-            entries, errors, files, answer.stamps, live_until, answer.volatile, places=answer.places
+            entries,
+            errors,
+            files,
+            answer.stamps,
+            live_until,
+            answer.volatile,
+            answer.shown,
+            places=answer.places,
         )
 
     def _recency_ends(self, entry: Entry, st: os.stat_result) -> int:
@@ -317,7 +325,7 @@ class SessionCatalog:
                     live_until = min(live_until, self._recency_ends(entry, st))
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
-        return Answer(entries, errors, files, stamps, live_until, volatile)
+        return Answer(entries, errors, files, stamps, live_until, volatile, (metas, dsh))
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
