@@ -102,7 +102,7 @@ class ForkService:
         encoding = encoding_of_file_name(path.name)
         assert encoding is not None  # the catalog only lists known log names
         revision = source.entry.summary.revision
-        lines = seed_lines(path, encoding, revision, cut.seed_length, source.state.resume_point)
+        lines = seed_lines(path, encoding, revision, cut.seed_length, source.state.resume)
         if lines is not None:
             return seeded_child_parts(header, lines, tail, encoding)
         log = self._read_whole(path, entry)

@@ -30,6 +30,7 @@ from ..protocol.sessions import (
     TurnSummary,
 )
 from ..settings import SessionRootSetting, Settings, SettingsStore
+from .continuations import Continuations
 from .errors import SessionLogError, SessionRootError
 from .formats.jsonl import LineTooLong
 from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo, file_turns, unreadable
@@ -178,6 +179,8 @@ class SessionCatalog:
         self.published = PublishedLogs(home)
         self._own_root = f"{home.sessions}{os.sep}"
         self.memo = memo
+        # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
+        self.continuations = memo.continuations if memo is not None else Continuations()
 
     @classmethod
     def open(
@@ -245,8 +248,9 @@ class SessionCatalog:
         when they still list as they did (same id, creation and cwd, readable, not remem's
         own): a warm listing after an append costs that log. None when it must be made anew."""
         entries, files, live_until = list(answer.entries), list(answer.files), answer.live_until
-        metas, _ = self.metadata.read()  # as the answer read it: its stamp says so
-        dsh, now_ns = dsh_archived(), time.time_ns()
+        # As the answer read them: their stamps say so (`_still`).
+        metas, dsh = answer.shown
+        now_ns = time.time_ns()
         for path in paths:
             st = regular_stat(path)
             place, slot = answer.place(path) or (0, None)
@@ -261,7 +265,14 @@ class SessionCatalog:
             live_until = min(live_until, self._recency_ends(entries[slot], st))
         errors = list(answer.errors)
         return Answer(
-            entries, errors, files, answer.stamps, live_until, answer.volatile, places=answer.places
+            entries,
+            errors,
+            files,
+            answer.stamps,
+            live_until,
+            answer.volatile,
+            answer.shown,
+            places=answer.places,
         )
 
     def _recency_ends(self, entry: Entry, st: os.stat_result) -> int:
@@ -314,7 +325,7 @@ class SessionCatalog:
                     live_until = min(live_until, self._recency_ends(entry, st))
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
-        return Answer(entries, errors, files, stamps, live_until, volatile)
+        return Answer(entries, errors, files, stamps, live_until, volatile, (metas, dsh))
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
@@ -453,6 +464,7 @@ class SessionCatalog:
         # client's `--root`) or other projects stay for when they are listed again.
         gone = [p for p in cached if p not in present and p.startswith(scanned)]
         self.index.forget(gone)
+        self.continuations.forget(gone)
         if self.memo is not None:
             self.memo.forget(gone)
         return seen, files, errors
@@ -468,12 +480,8 @@ class SessionCatalog:
         """The index row of `path` at its current revision; re-projects (and stores) when stale."""
         if cached is not None and not _stale(cached, st):
             return cached
-        if self.memo is not None and cached is not None:
-            # A remembered row may be older than the index's (another process listed since);
-            # continuing needs the row that matches the index's continuation state.
-            cached = self.index.row(path)
         with gc_paused():
-            update = self._project(Path(path), st, cached)
+            update = self._project(Path(path), st, indexed=cached is not None)
         if updates is None:
             self._store([update])
         else:
@@ -530,25 +538,40 @@ class SessionCatalog:
         inside = [s for s in self.sources if path.startswith(f"{s.path}{os.sep}")]
         return max(inside, key=lambda s: len(str(s.path))).format if inside else "dsh"
 
-    def _project(self, path: Path, st: os.stat_result, cached: LogRow | None) -> Update:
+    def _project(self, path: Path, st: os.stat_result, indexed: bool) -> Update:
+        """The log's new index entry; a DSH log's continuation is kept for its next append."""
         fmt = self.format_of(str(path))
         if fmt != "dsh":
             return HARNESS_SOURCES[fmt].index(path, stat_revision(st))
         try:
-            return self._continue(path, st, cached) or _whole(path)
+            update = self._continue(path, st, indexed) or _whole(path)
         except SessionLogError as exc:
             return Update(LogRow(path=str(path), revision=stat_revision(st), error=exc.reason))
+        if update.state is not None:
+            self.continuations.keep(update.row, update.state)
+        return update
 
-    def _continue(self, path: Path, st: os.stat_result, cached: LogRow | None) -> Update | None:
-        """Project only what an append added; None when the log must be read whole."""
-        if (
-            cached is None
-            or cached.error is not None
-            or cached.revision.split(":")[:2] != [str(st.st_dev), str(st.st_ino)]
-        ):
+    def _continue(self, path: Path, st: os.stat_result, indexed: bool) -> Update | None:
+        """Project only what an append added; None when the log must be read whole.
+
+        It continues from this process's own last projection of the log, kept in memory,
+        while the index's row is still of that revision: the index's turns are then those
+        of that projection, and the new ones are stored on top of them. Otherwise (another
+        process stored the log since, or nothing is kept) from the index's (`indexed`: the
+        index has a row for it).
+        """
+        base = self.continuations.take(str(path))
+        if base is not None and self.index.revision(str(path)) != base.row.revision:
+            base = None
+        if base is None and indexed:
+            # Row and state together from the index: a row remembered by the memo, or read
+            # at the start of this listing, may be older than the state stored since.
+            base = self.index.continuation(str(path))
+        if base is None:
             return None
-        state = self.index.state(str(path))
-        if state is None or st.st_size < state.resume.get("file_offset", 0):
+        cached, state = base
+        same_file = cached.revision.split(":")[:2] == [str(st.st_dev), str(st.st_ino)]
+        if not same_file or st.st_size < state.resume.file_offset:
             return None
         earlier = cached.turns - len(state.projection.turns)
         projection = state.projection
@@ -556,7 +579,7 @@ class SessionCatalog:
             appended = read_appended(
                 path,
                 state.header,
-                state.resume_point,
+                state.resume,
                 state.digest_state,
                 keep=PROJECTED_TYPES,
                 fold=projection.fold,

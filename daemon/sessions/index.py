@@ -15,10 +15,9 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import NamedTuple
 
 from ..fsutil import PRIVATE_FILE_MODE
 from ..protocol.sessions import SessionFormat, TurnSummary
@@ -27,7 +26,7 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: the digest state as bytes
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
@@ -35,7 +34,7 @@ CREATE TABLE logs (
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
     format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT,
-    header TEXT, projection TEXT, resume TEXT, digest_state TEXT
+    header TEXT, projection TEXT, resume TEXT, digest_state BLOB
 );
 CREATE TABLE turns (
     path TEXT NOT NULL, start_seq INTEGER NOT NULL, turn INTEGER NOT NULL, end_seq INTEGER,
@@ -79,25 +78,31 @@ class LogRow:
 _LISTING_COLUMNS = tuple(f.name for f in fields(LogRow))
 
 
-class LogState(BaseModel):
-    """What continuing a projection after an append needs; the projection keeps its last turn only."""
+@dataclass(frozen=True, slots=True)
+class LogState:
+    """What continuing a projection after an append needs; the projection keeps its last turn only.
+
+    A plain dataclass of models already checked (read from the log, or from this index, which
+    wrote them): one is built per continued log, and a pydantic model validated them again.
+    """
 
     header: SessionHeader
     projection: Projection
-    resume: dict[str, int]
+    resume: ResumePoint
     digest_state: DigestState
-
-    @property
-    def resume_point(self) -> ResumePoint:
-        return ResumePoint(**self.resume)
 
     @classmethod
     def of(
         cls, header: SessionHeader, projection: Projection, resume: ResumePoint, digest_state: DigestState
     ) -> LogState:
-        return cls(
-            header=header, projection=projection.tail(), resume=asdict(resume), digest_state=digest_state
-        )
+        return cls(header, projection.tail(), resume, digest_state)
+
+
+class Continuation(NamedTuple):
+    """A log's row and the state to continue its projection from, both at `row.revision`."""
+
+    row: LogRow
+    state: LogState
 
 
 @dataclass(frozen=True)
@@ -158,20 +163,30 @@ class SessionIndex:
         ).fetchone()
         return None if found is None else LogRow(*found)
 
+    def revision(self, path: str) -> str | None:
+        """The revision the row of `path` is of, None if the index has none."""
+        found = self._db.execute("SELECT revision FROM logs WHERE path = ?", (path,)).fetchone()
+        return None if found is None else str(found[0])
+
     def state(self, path: str) -> LogState | None:
         found = self._db.execute(
             "SELECT header, projection, resume, digest_state FROM logs WHERE path = ? AND error IS NULL",
             (path,),
         ).fetchone()
-        if found is None or found[0] is None:
+        return None if found is None else _state(*found)
+
+    def continuation(self, path: str) -> Continuation | None:
+        """The row of `path` with its continuation state, read together: a row and a state
+        read one after the other may be of two revisions, should another process list between."""
+        found = self._db.execute(
+            f"SELECT {', '.join(_LISTING_COLUMNS)}, header, projection, resume, digest_state "
+            "FROM logs WHERE path = ? AND error IS NULL",
+            (path,),
+        ).fetchone()
+        if found is None:
             return None
-        header, projection, resume, digest_state = found
-        return LogState(
-            header=SessionHeader.model_validate_json(header),
-            projection=Projection.model_validate_json(projection),
-            resume=json.loads(resume),
-            digest_state=DigestState.model_validate_json(digest_state),
-        )
+        state = _state(*found[len(_LISTING_COLUMNS) :])
+        return None if state is None else Continuation(LogRow(*found[: len(_LISTING_COLUMNS)]), state)
 
     def turns(self, path: str) -> list[TurnSummary]:
         cursor = self._db.execute(
@@ -253,6 +268,30 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
+def _state(header: str | None, projection: str, resume: str, digest_state: bytes) -> LogState | None:
+    """The stored continuation state; None for a row stored without one (a harness file's)."""
+    if header is None:
+        return None
+    return LogState(
+        SessionHeader.model_validate_json(header),
+        Projection.model_validate_json(projection),
+        ResumePoint(**json.loads(resume)),
+        DigestState.from_bytes(digest_state),
+    )
+
+
+def _resume_json(resume: ResumePoint) -> str:
+    # Written out: `dataclasses.asdict` copies field by field through its recursive helper.
+    return json.dumps(
+        {
+            "file_offset": resume.file_offset,
+            "frame_count": resume.frame_count,
+            "event_count": resume.event_count,
+            "logical_offset": resume.logical_offset,
+        }
+    )
+
+
 def _turn_values(path: str, turns: list[TurnSummary]) -> list[tuple[object, ...]]:
     return [(path, t.startSeq, t.turn, t.endSeq, t.status, t.user) for t in turns]
 
@@ -263,6 +302,6 @@ def _values(update: Update) -> tuple[object, ...]:
         *(getattr(update.row, column) for column in _LISTING_COLUMNS),
         state.header.model_dump_json(exclude_none=True) if state else None,
         state.projection.model_dump_json() if state else None,
-        json.dumps(state.resume) if state else None,
-        state.digest_state.model_dump_json() if state else None,
+        _resume_json(state.resume) if state else None,
+        state.digest_state.to_bytes() if state else None,
     )

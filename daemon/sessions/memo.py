@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..memory.stamps import RACY_NS, Stamp, stamp
+from .continuations import Continuations
 from .index import LogRow, SessionIndex
 
 if TYPE_CHECKING:
-    from ..protocol.sessions import ListError, Listing
+    from ..protocol.sessions import ListError, Listing, SessionMeta
     from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
 from .reader import stat_revision
@@ -59,7 +60,9 @@ class Answer:
     `files` are every file it looked at, with the `stat` it used (polling takes them again);
     `stamps` are the files outside the roots it read (remem's metadata, DSH's archive list);
     `live_until` is when the clock alone would change a session's liveness; `volatile` are
-    the entries whose liveness hangs on a lock, looked at again each time.
+    the entries whose liveness hangs on a lock, looked at again each time. `shown` is what it
+    read of those files (remem's titles and archive states, DSH's archive list): while their
+    stamps hold, a patch reuses it instead of parsing them again.
     """
 
     entries: list[Entry]
@@ -68,6 +71,7 @@ class Answer:
     stamps: tuple[Stamp | None, ...]
     live_until: int
     volatile: list[tuple[Entry, os.stat_result]]
+    shown: tuple[dict[str, SessionMeta], frozenset[str]]
     generation: int = -1
     listing: Listing | None = None  # built from the entries when first asked for
     # By path: its place in `files` and in `entries` (None if it lists as an error); a patched
@@ -158,6 +162,7 @@ class ListingMemo:
         self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
         self._generation = 0  # how many batches of marks were applied
         self._history: deque[tuple[int, set[str]]] = deque(maxlen=MARK_HISTORY)
+        self.continuations = Continuations()  # of the logs listed last: a grown one continues
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""

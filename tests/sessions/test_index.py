@@ -1,10 +1,14 @@
-"""The session index under concurrency: many connections of one process, opened at once."""
+"""The session index: replaced when outdated; under concurrency, many connections of one
+process opened at once."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+from remem.daemon.sessions.index import SCHEMA_VERSION, LogRow, SessionIndex, Update
 
 _RACE = """
 import sys, threading
@@ -51,3 +55,17 @@ def test_connections_opened_at_once_keep_each_others_rows_and_maps(tmp_path: Pat
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "8", "a late schema creation dropped rows written meanwhile"
+
+
+def test_an_index_of_an_older_schema_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    with sqlite3.connect(path) as db:  # schema 4 stored the digest state as base64 JSON
+        db.execute("CREATE TABLE logs (path TEXT PRIMARY KEY, revision TEXT NOT NULL, digest_state TEXT)")
+        db.execute("""INSERT INTO logs VALUES ('/logs/a', 'r', '{"chain": "AAAA"}')""")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    db.close()
+    index = SessionIndex(path)
+    assert index.rows() == {} and index.continuation("/logs/a") is None
+    index.put([Update(LogRow(path="/logs/a", revision="r2"))])
+    assert index.revision("/logs/a") == "r2"
+    index.close()

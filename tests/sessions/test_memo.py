@@ -146,6 +146,19 @@ def test_remembered_entries_follow_titles_and_liveness(home: Home, tmp_path: Pat
     assert touched.live is True and touched.title == "Renamed"
 
 
+def test_a_listing_after_an_append_shows_a_title_set_since(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    session, path, (writer, rest) = _grow(root, home)
+    memo = ListingMemo(lambda: True)
+    [before] = _catalog(home, root, memo).listing().sessions
+    SessionMetadata(home).update(session, None, title="Renamed")
+    writer.append(rest[0])
+    writer.close()
+    memo.changed([str(path)])  # the append is marked; the metadata file is no log, never marked
+    [grown] = _catalog(home, root, memo).listing().sessions
+    assert grown.title == "Renamed" and grown.lastSeq > before.lastSeq
+
+
 def _harness_catalog(home: Home, roots: dict[str, Path], memo: ListingMemo) -> SessionCatalog:
     return SessionCatalog(home, [Root(p, fmt) for fmt, p in roots.items()], 120, memo)  # type: ignore[arg-type]
 
