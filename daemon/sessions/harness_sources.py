@@ -100,8 +100,8 @@ class SessionView:
     sidechains: tuple[Sidechain, ...] = ()
 
 
-def claude_view(data: bytes, name: str) -> SessionView:
-    t: Transcript = read_transcript(data, name)
+def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
+    t: Transcript = read_transcript(data, name, turns=turns)
     fork = next((edge.parent for edge in t.lineage if edge.kind == "fork"), None)
     return SessionView(
         format="claude-code",
@@ -113,7 +113,7 @@ def claude_view(data: bytes, name: str) -> SessionView:
         subagent=t.subagent,
         root_uuid=t.root,
         turns=t.turns,
-        turn_count=len(t.turns),
+        turn_count=t.turn_count,
         branches=tuple(BranchPath(b.leaf, b.after_turn, b.turns) for b in t.branches),
         problems=t.problems,
         error=t.error,
@@ -160,8 +160,10 @@ def content_digest(data: bytes) -> str:
 
 
 def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
-    """The file's view; without `turns`, what a listing needs (a format may then only count them)."""
-    return claude_view(data, path.name) if fmt == "claude-code" else codex_view(data, turns=turns)
+    """The file's view; without `turns`, what a listing needs (turns counted, maybe not built)."""
+    return (
+        claude_view(data, path.name, turns=turns) if fmt == "claude-code" else codex_view(data, turns=turns)
+    )
 
 
 def epoch_ms(stamp: str | None) -> int | None:

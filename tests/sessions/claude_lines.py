@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
+
+from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
 
 SID = "0b3c6f0e-1111-4222-8333-944445555666"
 CWD = "/home/u/proj"
@@ -64,3 +67,12 @@ def inline_subagents() -> list[dict[str, Any]]:
         result("r2", "a3", "task-2"),
         say("a4", "r2", "tests are in tests/"),
     ]
+
+
+def listed_as_read(data: bytes, name: str) -> Transcript:
+    """`read_transcript(data, name)`, once asserted to say all a listing's read says: the same
+    transcript, the active conversation's turns only counted."""
+    full, listed = read_transcript(data, name), read_transcript(data, name, turns=False)
+    assert listed.turns == () and listed == replace(full, turns=())
+    assert full.turn_count == len(full.turns)
+    return full

@@ -11,13 +11,25 @@ from typing import Any
 import pytest
 
 from remem.daemon.sessions.formats import jsonl as decoding
-from remem.daemon.sessions.formats.claude_code import read_transcript
+from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
 
-from .claude_lines import CWD, SID, inline_subagents, jsonl, prompt, rec, result, say, side, use
+from .claude_lines import (
+    CWD,
+    SID,
+    inline_subagents,
+    jsonl,
+    listed_as_read,
+    prompt,
+    rec,
+    result,
+    say,
+    side,
+    use,
+)
 
 
-def read(*records: dict[str, Any] | bytes):
-    return read_transcript(jsonl(*records), f"{SID}.jsonl")
+def read(*records: dict[str, Any] | bytes) -> Transcript:
+    return listed_as_read(jsonl(*records), f"{SID}.jsonl")
 
 
 def codes(transcript) -> list[str]:
@@ -47,7 +59,7 @@ def test_a_plain_conversation_has_one_turn_per_prompt() -> None:
 
 
 def test_the_workspace_is_the_records_cwd_never_the_folder_name() -> None:
-    t = read_transcript(
+    t = listed_as_read(
         jsonl(prompt("u1", None, "q"), say("a1", "u1", "a")), f"-x-truncated-abc123/{SID}.jsonl"
     )
     assert t.cwd == CWD and t.session_id == SID
@@ -158,7 +170,7 @@ def test_forked_from_is_a_lineage_edge() -> None:
 
 
 def test_a_subagent_file_names_its_agent_and_parent_session() -> None:
-    t = read_transcript(
+    t = listed_as_read(
         jsonl(
             prompt("u1", None, "task for agent", isSidechain=True, agentId="a77"),
             say("a1", "u1", "agent done", isSidechain=True, agentId="a77"),

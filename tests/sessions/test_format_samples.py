@@ -18,6 +18,7 @@ from remem.daemon.sessions.formats.claude_code import Transcript, read_transcrip
 from remem.daemon.sessions.formats.codex import Rollout, first_line_cwd, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import end_of_line
 from remem.daemon.sessions.lineage import build_tree
+from tests.sessions.claude_lines import listed_as_read as claude_listed_as_read
 from tests.sessions.codex_lines import listed_as_read
 from tests.shared_folder import SHARED, require
 
@@ -42,7 +43,7 @@ def codex(thread: str) -> Rollout:
 
 @pytest.mark.parametrize("path", CLAUDE_FILES, ids=lambda p: str(p.relative_to(CLAUDE)))
 def test_every_claude_code_sample_reads_without_error(path: Path) -> None:
-    t = read_transcript(path.read_bytes(), path.name)
+    t = claude_listed_as_read(path.read_bytes(), path.name)
     assert t.error is None and t.cwd and t.turns and t.title
     orphan = path.name.startswith("agent-acompact")  # its parent session was not copied (SOURCES.md)
     assert {p.code for p in t.problems} == ({"missing-parent"} if orphan else set())

@@ -158,7 +158,8 @@ class Transcript:
     agent_id: str | None
     parent_session: str | None  # the session a subagent belongs to (its records' sessionId)
     lineage: tuple[Edge, ...]
-    turns: tuple[Turn, ...]  # of the active conversation
+    turns: tuple[Turn, ...]  # of the active conversation; () when only counted
+    turn_count: int
     branches: tuple[Branch, ...]
     segments: int  # compaction segments joined into the active conversation
     root: str | None  # uuid of the conversation's first record (copies by --fork-session share it)
@@ -169,9 +170,11 @@ class Transcript:
     sidechains: tuple[Sidechain, ...] = ()  # inline subagents of a main file
 
 
-def read_transcript(data: bytes, name: str) -> Transcript:
-    """Read the transcript `data` of the file named `name` (its stem is the session id)."""
-    return _parse(data, name).transcript
+def read_transcript(data: bytes, name: str, *, turns: bool = True) -> Transcript:
+    """Read the transcript `data` of the file named `name` (its stem is the session id).
+    Without `turns` (a listing), the active conversation's turns are counted and the first
+    prompt taken, none built (the turns stay empty; branches and inline subagents keep theirs)."""
+    return _parse(data, name, turns=turns).transcript
 
 
 @dataclass(frozen=True)
@@ -182,14 +185,30 @@ class _Parsed:
     transcript: Transcript
 
 
-def _parse(data: bytes, name: str) -> _Parsed:
+def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     problems: list[Problem] = []
     lines = list(records(data, _Record, problems))
     graph = _Graph(lines, problems)
     stem = _stem(name)
     path = graph.active_path()
-    turns = _turns(path, graph)
-    return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, turns, problems))
+    if turns:
+        built = _turns(path, graph)
+        counted = _Counted(len(built), built[0].prompt if built else None)
+    else:
+        groups = _groups(path, graph.prompts)
+        built, counted = (
+            (),
+            _Counted(len(groups), _short(graph.prompts[groups[0][0].number]) if groups else None),
+        )
+    return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, built, counted, problems))
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """The active conversation's turns as a listing needs them: how many, and the first prompt."""
+
+    turns: int
+    first_prompt: str | None
 
 
 @dataclass(frozen=True)
@@ -292,12 +311,13 @@ def _transcript(
     graph: _Graph,
     path: list[Line[_Node]],
     turns: tuple[Turn, ...],
+    counted: _Counted,
     problems: list[Problem],
 ) -> Transcript:
     held = [line.record for line in lines]
     first = next((record for record in held if record.session_id or record.cwd), None)
     subagent = bool(graph.nodes) and graph.sidechains == len(graph.nodes)
-    titles = _title(held, graph, turns[0].prompt if turns else None)
+    titles = _title(held, graph, counted.first_prompt)
     # Fields most lines lack or repeat are gathered in C (filter, map), not by a loop per line.
     stamps = list(filter(None, map(_TIMESTAMP, held)))
     owner = first.session_id if first else None
@@ -316,6 +336,7 @@ def _transcript(
         parent_session=owner if subagent and owner != stem else None,
         lineage=(Edge("fork", forked),) if forked and forked != stem else (),
         turns=turns,
+        turn_count=counted.turns,
         branches=_branches(graph, path),
         segments=sum(1 for line in path[1:] if not line.record.parent_uuid and _logical_parent(line.record)),
         root=path[0].record.uuid if path else None,
