@@ -125,8 +125,15 @@ class ReceiptStore:
         return self.locks / f"review-{review}.lock"
 
     def read(self, review: str) -> Receipt | None:
+        found = self.read_as_written(review)
+        return None if found is None else found[0]
+
+    def read_as_written(self, review: str) -> tuple[Receipt, str] | None:
+        """The receipt of `review` and its file's text exactly as written; None when there is
+        none; `ReceiptError` when the file is not a valid receipt. Other `OSError`s pass."""
         try:
-            return parse_receipt(self.path(review).read_text(encoding="utf-8"))
+            text = self.path(review).read_text(encoding="utf-8")
+            return parse_receipt(text), text
         except FileNotFoundError:
             return None
         except (ValueError, ValidationError, yaml.YAMLError) as exc:

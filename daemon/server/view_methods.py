@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..consolidation.receipts import ReceiptStore
+from ..consolidation.receipts import ReceiptError, ReceiptStore
 from ..home import Home
 from ..memory.identity import WorkspaceId
 from ..memory.overview import global_health, workspace_health
@@ -60,15 +60,16 @@ class ViewMethods:
         return await asyncio.to_thread(judged)
 
     async def receipt(self, params: ReviewParams) -> ReceiptView:
-        found = await self._consolidation.receipts(ReceiptsParams(review=params.review))
-        if not found.receipts:
-            raise refused("NOT_FOUND", f"no review {params.review}: no receipt has that id")
-        receipt = found.receipts[0]
-        path = self._store.path(receipt.review)
+        path = self._store.path(params.review)  # a review id is 64 hex digits: never a path
         try:
-            text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+            found = await asyncio.to_thread(self._store.read_as_written, params.review)
+        except ReceiptError as exc:  # it names the file and what is wrong with it
+            raise refused("UNREADABLE", str(exc)) from None
         except OSError as exc:
             raise refused("UNREADABLE", f"the receipt file {path} cannot be read ({exc})") from None
+        if found is None:
+            raise refused("NOT_FOUND", f"no review {params.review}: no receipt has that id")
+        receipt, text = found
         title, turns = await self._sessions.facts(receipt.source.session)
         return ReceiptView(receipt=receipt, path=str(path), text=text, title=title, turns=turns)
 

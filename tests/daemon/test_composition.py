@@ -98,6 +98,16 @@ def test_a_receipt_is_given_as_written_with_what_is_known_of_its_session(home: H
         ReviewParams(review=f"../{written.review}")
 
 
+def test_a_receipt_file_that_is_not_a_receipt_is_refused_by_name(home: Home, tmp_path: Path) -> None:
+    written = receipt(home, tmp_path / "a", "s-1", "2026-12-01T10:00:00Z")
+    path = ReceiptStore(home).path(written.review)
+    path.write_text("---\nreview: [unclosed\n---\n", encoding="utf-8")
+    with pytest.raises(RpcError) as refused:
+        ask(home, lambda api: api.receipt(ReviewParams(review=written.review)))
+    assert refused.value.data == {"code": "UNREADABLE"}
+    assert str(path) in refused.value.message and "not a valid receipt" in refused.value.message
+
+
 def test_the_overview_judges_unsaved_texts_in_place_of_their_files(home: Home, tmp_path: Path) -> None:
     cwd = tmp_path / "project"
     workspace = WorkspaceId.from_cwd(cwd)
