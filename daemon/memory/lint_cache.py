@@ -5,6 +5,10 @@ re-reads and re-parses every sibling record and `MEMORY.md`. A parse depends onl
 name and the text, so it is kept by both. A file's text and a folder's listing are kept by
 their stat stamp, and trusted only once their last change is older than `stamps.RACY_NS`: a
 later write within the same timestamp tick, with the same size, could otherwise go unseen.
+
+Each cache is bounded in entries and in the characters of text it holds: every keystroke in a
+long document is a new text, and a count of entries alone let a language server grow by a
+megabyte a keystroke in a 1 MiB record, to over a gigabyte.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from typing import Generic, TypeVar
 
 from .canonical import read_file
 from .diagnostics import Diagnostic
-from .record import RECORDS_MAX
+from .record import BODY_MAX_BYTES, FRONT_MATTER_MAX_BYTES, RECORDS_MAX
 from .stamps import RACY_NS, Stamp, stamp
 from .validation import ParsedRecord, parse_record
 
-# Room for a full folder of records plus the documents an editor keeps open elsewhere.
+# Room for a full folder of records plus the documents an editor keeps open elsewhere, and for
+# the text of that many records at their largest.
 _ENTRIES = 2 * RECORDS_MAX
+_CHARS = _ENTRIES * (FRONT_MATTER_MAX_BYTES + BODY_MAX_BYTES)
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -32,11 +38,10 @@ _V = TypeVar("_V")
 class LintCache:
     """Bounded, least-recently-used caches of record parses, settled file texts and listings."""
 
-    def __init__(self, entries: int = _ENTRIES) -> None:
-        self._entries = entries
-        self._parses: OrderedDict[tuple[str, str], ParsedRecord] = OrderedDict()
-        self._texts: _ByStat[tuple[str, list[Diagnostic]]] = _ByStat(entries)
-        self._listings: _ByStat[frozenset[str]] = _ByStat(entries)
+    def __init__(self, entries: int = _ENTRIES, chars: int = _CHARS) -> None:
+        self._parses: _Lru[tuple[str, str], ParsedRecord] = _Lru(entries, chars)
+        self._texts: _ByStat[tuple[str, list[Diagnostic]]] = _ByStat(_Lru(entries, chars))
+        self._listings: _ByStat[frozenset[str]] = _ByStat(_Lru(entries, chars))
 
     def parse(self, text: str, file_name: str) -> ParsedRecord:
         """`parse_record(text, file_name)` with its likely secrets, as a copy the caller may add to."""
@@ -44,9 +49,7 @@ class LintCache:
         parsed = self._parses.get(key)
         if parsed is None:
             parsed = parse_record(text, file_name, secrets=True)
-            _remember(self._parses, key, parsed, self._entries)
-        else:
-            self._parses.move_to_end(key)
+            self._parses.put(key, parsed, len(text))
         # Workspace-wide rules append to the diagnostics and drop the record; the cached one stays.
         return ParsedRecord(
             parsed.record, list(parsed.diagnostics), parsed.name_span, parsed.positions, dict(parsed.fields)
@@ -54,33 +57,68 @@ class LintCache:
 
     def read(self, path: Path) -> tuple[str, list[Diagnostic]]:
         """The file's text decoded as UTF-8 (`canonical.decode`), re-read only when it changed."""
-        text, problems = self._texts.get(path, lambda: read_file(path))
+        text, problems = self._texts.get(path, lambda: read_file(path), lambda read: len(read[0]))
         return text, list(problems)
 
     def file_names(self, folder: Path) -> frozenset[str]:
         """The names of the regular files in `folder`, listed again only when its entries changed."""
-        return self._listings.get(folder, lambda: _file_names(folder))
+        return self._listings.get(folder, lambda: _file_names(folder), lambda names: sum(map(len, names)))
+
+
+class _Lru(Generic[_K, _V]):
+    """At most `entries` values holding at most `chars` characters of text in all, the least
+    recently used dropped first; a value larger than `chars` on its own is not kept."""
+
+    def __init__(self, entries: int, chars: int) -> None:
+        self._entries, self._chars, self._held = entries, chars, 0
+        self._values: OrderedDict[_K, tuple[int, _V]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def get(self, key: _K) -> _V | None:
+        found = self._values.get(key)
+        if found is None:
+            return None
+        self._values.move_to_end(key)
+        return found[1]
+
+    def put(self, key: _K, value: _V, chars: int) -> None:
+        self.pop(key)
+        if chars > self._chars:
+            return
+        self._values[key] = (chars, value)
+        self._held += chars
+        while len(self._values) > self._entries or self._held > self._chars:
+            self._held -= self._values.popitem(last=False)[1][0]
+
+    def pop(self, key: _K) -> None:
+        found = self._values.pop(key, None)
+        if found is not None:
+            self._held -= found[0]
 
 
 class _ByStat(Generic[_V]):
     """Values derived from a path, kept while the path's stat is unchanged and settled."""
 
-    def __init__(self, entries: int) -> None:
-        self._entries = entries
-        self._known: OrderedDict[Path, tuple[Stamp, _V]] = OrderedDict()
+    def __init__(self, known: _Lru[Path, tuple[Stamp, _V]]) -> None:
+        self._known = known
 
-    def get(self, path: Path, load: Callable[[], _V]) -> _V:
+    def get(self, path: Path, load: Callable[[], _V], chars: Callable[[_V], int]) -> _V:
+        """The value of `path`, loaded again when it changed; `chars` tells the text it holds."""
         st = os.stat(path)
         signature = stamp(st)
         known = self._known.get(path)
         if known is not None and known[0] == signature:
-            self._known.move_to_end(path)
             return known[1]
         value = load()
         if time.time_ns() - st.st_ctime_ns > RACY_NS:
-            _remember(self._known, path, (signature, value), self._entries)
+            self._known.put(path, (signature, value), chars(value))
         else:
-            self._known.pop(path, None)
+            self._known.pop(path)
         return value
 
 
@@ -88,9 +126,3 @@ def _file_names(folder: Path) -> frozenset[str]:
     # scandir's entry types spare a stat per file.
     with os.scandir(folder) as entries:
         return frozenset(e.name for e in entries if e.is_file())
-
-
-def _remember(cache: OrderedDict[_K, _V], key: _K, value: _V, entries: int) -> None:
-    cache[key] = value
-    if len(cache) > entries:
-        cache.popitem(last=False)

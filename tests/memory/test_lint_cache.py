@@ -99,6 +99,21 @@ def test_the_cache_holds_a_bounded_number_of_entries() -> None:
     assert ("x.md", texts[0]) not in cache._parses
 
 
+def test_the_cache_holds_a_bounded_amount_of_text() -> None:
+    """Every keystroke in a long document is a new text: a count of entries alone let the
+    language server keep a megabyte a keystroke in a 1 MiB record."""
+    cache = LintCache(entries=100, chars=5000)
+    texts = [render_record(rec(name, body="y" * 2000 + "\n")) for name in ("a1", "b2", "c3")]
+    for text in texts:
+        cache.parse(text, "x.md")
+    assert len(cache._parses) == 2
+    assert ("x.md", texts[0]) not in cache._parses
+    huge = render_record(rec("d4", body="z" * 6000 + "\n"))
+    assert _verdict(cache.parse(huge, "x.md")) == _verdict(parse_record(huge, "x.md"))
+    assert ("x.md", huge) not in cache._parses  # larger than the whole budget: never kept
+    assert ("x.md", texts[2]) in cache._parses  # and nothing dropped for it
+
+
 @pytest.mark.usefixtures("settled")
 def test_a_record_added_to_a_settled_folder_is_judged(tmp_path: Path) -> None:
     folder = _folder(tmp_path, "alpha")
