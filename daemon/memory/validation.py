@@ -38,6 +38,7 @@ from .record import (
 _DELIMITER = r"---[ \t]*(?:\r\n|\r|\n|\Z)"
 _OPENING = re.compile(_DELIMITER)
 _SECOND_BLOCK = re.compile(r"\s*---[ \t]*(?:\r\n|\r|\n)")
+_NOT_BLANK = re.compile(r"\S")  # `\s` is `str.isspace()`'s whitespace
 _TAB_INDENT = re.compile(r"^[ ]*\t", re.MULTILINE)
 _CLOSING = re.compile(r"(?<=[\r\n])" + _DELIMITER)  # at a line start, whatever the line break
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
@@ -79,7 +80,7 @@ def validate_global(
     """Problems of a `GLOBAL.md` text: canonical form and the 24 KiB budget (and with `secrets`,
     the likely credentials). Past the budget only the size is reported (decision 0225)."""
     positions = positions or TextPositions(text)
-    found = _over_budget(text, GLOBAL_MAX_BYTES, positions.utf8)
+    found = _over_budget(text, GLOBAL_MAX_BYTES, len(positions.utf8))
     end = len(text) if found is None else found[0]
     problems = canonical_problems(text, positions, end)
     if found is not None:
@@ -105,16 +106,15 @@ def parse_record(text: str, file_name: str | None = None, *, secrets: bool = Fal
     problems: list[Diagnostic] = []
     parsed = ParsedRecord(None, problems)
     front = _find_front_matter(text, positions, problems)
-    end, body = len(text), ""
+    end = len(text)
     if front is not None:
         _check_fields(text, front, positions, file_name, parsed)
-        body = text[front.body_start :]
-        end = _body_problems(text, body, front, positions, problems)
+        end = _body_problems(text, front, positions, problems)
     problems[:0] = canonical_problems(text, positions, end)
     if secrets:
         problems += likely_secrets(text, positions, end)
     if front is not None and not has_errors(problems) and len(parsed.fields) == len(FIELDS):
-        parsed.record = Record(**parsed.fields, content=canonicalize(body))
+        parsed.record = Record(**parsed.fields, content=canonicalize(text[front.body_start :]))
     return parsed
 
 
@@ -525,11 +525,12 @@ def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple
 
 
 def _body_problems(
-    text: str, body: str, front: _FrontMatter, positions: TextPositions, problems: list[Diagnostic]
+    text: str, front: _FrontMatter, positions: TextPositions, problems: list[Diagnostic]
 ) -> int:
-    """Adds the body's problems; returns where the body goes over its budget (else the text's end)."""
+    """Adds the body's problems; returns where the body goes over its budget (else the text's end).
+    The body, `text[front.body_start:]`, is judged in place: a long one is never copied."""
     end = len(text)
-    if not body or body.isspace():  # `not body.strip()`, without copying a long body
+    if _NOT_BLANK.search(text, front.body_start) is None:
         problems.append(
             diagnostic(
                 "body-empty",
@@ -539,24 +540,26 @@ def _body_problems(
                 positions.range(front.end, front.body_start),
             )
         )
-    head_bytes = len(text[: front.body_start].encode("utf-8", "surrogatepass"))
+    body_bytes = len(positions.utf8) - len(text[: front.body_start].encode("utf-8", "surrogatepass"))
     # Canonical form adds at most one byte (a final newline), so this bound is exact enough.
-    within = len(positions.utf8) - head_bytes < BODY_MAX_BYTES
-    found = None if within else _over_budget(body, BODY_MAX_BYTES, positions.utf8[head_bytes:])
+    found = (
+        None
+        if body_bytes < BODY_MAX_BYTES
+        else _over_budget(text, BODY_MAX_BYTES, body_bytes, front.body_start)
+    )
     if found is not None:
-        over, size = found
-        end = front.body_start + over
+        end, size = found
         problems.append(
             diagnostic(
                 "body-too-large",
                 Severity.ERROR,
                 f"the body is {size} bytes; the limit is {BODY_MAX_BYTES}. Split it into "
                 "several records or shorten it (from here on is over)",
-                positions.range(front.body_start + over, len(text)),
+                positions.range(end, len(text)),
             )
         )
-    if _SECOND_BLOCK.match(body):
-        at = front.body_start + body.index("---")
+    if _SECOND_BLOCK.match(text, front.body_start):
+        at = text.index("---", front.body_start)
         problems.append(
             diagnostic(
                 "front-matter-duplicate",
@@ -572,48 +575,50 @@ def _body_problems(
 _CHECKERS = {"name": _name_problem, "description": _description_problem, "type": _type_problem}
 
 
-def _over_budget(text: str, limit: int, utf8: bytes | None = None) -> tuple[int, int] | None:
-    """The offset of the first character past `limit` canonical UTF-8 bytes and the canonical
-    size, or None if within. `utf8`, the text's own bytes when the caller has them, spares
-    building and encoding the canonical text of a long one."""
-    if len(text) <= limit // 4:  # canonical form only removes characters, or adds one newline
+def _over_budget(text: str, limit: int, utf8_size: int, start: int = 0) -> tuple[int, int] | None:
+    """Where `text[start:]` goes past `limit` canonical UTF-8 bytes — the offset in `text` of its
+    first character past them — and its canonical size; None if within. `utf8_size`, the part's
+    UTF-8 size, which the caller has, spares encoding it again; the part is never copied."""
+    length = len(text) - start
+    if length <= limit // 4:  # canonical form only removes characters, or adds one newline
         return None
-    size = _canonical_size(text, utf8)
+    size = _canonical_size(text, start, utf8_size)
     if size <= limit:
         return None
 
     if text.isascii():  # O(1) in CPython: one byte a character and no U+FEFF, so no search
-        return min(len(text), limit), size
-    boms = "\ufeff" in text
+        return start + min(length, limit), size
+    boms = text.find(BOM, start) != -1
 
-    # The bytes of text[:n], U+FEFF not counted, grow with n: the answer is the last n whose
-    # prefix is within the limit, found by bisection (each character is at least one byte, so
-    # it lies within the first `limit` characters plus the U+FEFFs).
+    # The bytes of text[start:start + n], U+FEFF not counted, grow with n: the answer is the
+    # last n whose prefix is within the limit, found by bisection (each character is at least
+    # one byte, so it lies within the first `limit` characters plus the U+FEFFs).
     def used(n: int) -> int:
-        prefix = len(text[:n].encode("utf-8", "surrogatepass"))
-        return prefix - 3 * text.count("\ufeff", 0, n) if boms else prefix
+        prefix = len(text[start : start + n].encode("utf-8", "surrogatepass"))
+        return prefix - 3 * text.count(BOM, start, start + n) if boms else prefix
 
-    low, high = 0, min(len(text), limit + 1 + text.count("\ufeff"))
+    low, high = 0, min(length, limit + 1 + (text.count(BOM, start) if boms else 0))
     if used(high) <= limit:
         return len(text), size
     while high - low > 1:  # used(low) <= limit < used(high)
         middle = (low + high) // 2
         low, high = (middle, high) if used(middle) <= limit else (low, middle)
-    return low, size
+    return start + low, size
 
 
-def _canonical_size(text: str, utf8: bytes | None) -> int:
-    """`len(canonicalize(text).encode())`; counted from `utf8` when only ends would change."""
-    if utf8 is None or "\r" in text:
-        return len(canonicalize(text).encode("utf-8", "surrogatepass"))
-    boms = len(text) - len(text.lstrip(BOM)) if text.startswith(BOM) else 0
-    end = len(utf8)
-    while end and utf8[end - 1] == 0x0A:  # counted, not stripped: no copy of a long text
+def _canonical_size(text: str, start: int, utf8_size: int) -> int:
+    """`len(canonicalize(text[start:]).encode())`, counted from `utf8_size` when only ends would
+    change."""
+    if text.find("\r", start) != -1:
+        return len(canonicalize(text[start:]).encode("utf-8", "surrogatepass"))
+    boms = len(text) - start - len(text[start:].lstrip(BOM)) if text.startswith(BOM, start) else 0
+    end = len(text)
+    while end > start and text[end - 1] == "\n":  # counted, not stripped: no copy of a long text
         end -= 1
-    breaks = len(utf8) - end
-    if boms + breaks == len(text):
+    breaks = len(text) - end
+    if boms + breaks == len(text) - start:
         return 0  # blank: canonical form is the empty text
-    return len(utf8) - 3 * boms - breaks + 1
+    return utf8_size - 3 * boms - breaks + 1
 
 
 def _first_different_line(actual: str, expected: str) -> int:

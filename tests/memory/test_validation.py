@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.memory import validation
+from remem.daemon.memory.canonical import canonicalize
 from remem.daemon.memory.diagnostics import Diagnostic, Severity
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.lint import lint_paths, lint_workspace_folder
@@ -207,6 +208,23 @@ def test_body_size_limit_points_at_the_overflow() -> None:
 def test_the_body_overflow_is_the_first_character_past_the_limit(body: str, overflow: int) -> None:
     problem = only(validate_record(record(body=body), "prefer-uv.md"), "body-too-large")
     assert span(problem)[:2] == (5, overflow)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x" * 9000 + "\n",
+        "é" * 5000 + "\n\n\n",  # trailing blank lines are not counted: canonical form drops them
+        "\ufeff" * 2 + "é" * 5000,  # leading U+FEFFs dropped, a final newline added
+        "line\r\n" * 2000,  # CRLF becomes LF
+        "a\ufeffb" * 3000 + "\n",
+    ],
+)
+def test_an_over_size_body_is_measured_in_canonical_bytes(body: str) -> None:
+    """The body is judged in place (never copied): its size is still its canonical form's."""
+    size = len(canonicalize(body).encode("utf-8"))
+    problem = only(validate_record(record(body=body), "prefer-uv.md"), "body-too-large")
+    assert f"the body is {size} bytes; the limit is 8192" in problem.message
 
 
 def test_global_size_limit_counts_utf8_bytes() -> None:
