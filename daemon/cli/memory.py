@@ -14,9 +14,8 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from ..memory.batch import CHANGES, Problem
-from ..memory.diagnostics import Severity
+from ..memory.diagnostics import FileProblems, Severity
 from ..memory.lint import NotMemoryFile, lint_paths
-from ..memory.store import FileProblems
 from ..protocol.memory import CommitResult, FileStat, HistoryEntry
 from ..protocol.rpc import (
     HISTORY_REFUSED,

@@ -9,8 +9,7 @@ from typing import Any, NoReturn
 import click
 from pydantic import BaseModel
 
-from ..memory.diagnostics import Diagnostic
-from ..memory.store import FileProblems
+from ..memory.diagnostics import Diagnostic, FileProblems
 
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2

@@ -100,6 +100,11 @@ class TextPositions:
         return self.range(begin, match.start() if match else len(self._text))
 
 
+class FileProblems(BaseModel):
+    path: str
+    diagnostics: list[Diagnostic]
+
+
 def diagnostic(code: str, severity: Severity, message: str, where: Range) -> Diagnostic:
     return Diagnostic(code=f"remem/{code}", severity=severity, message=message, range=where)
 

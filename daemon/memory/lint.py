@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .canonical import FILE_TOO_LARGE, read_file, too_large
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, FileProblems
 from .lint_cache import LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
-from .store import FileProblems
 from .validation import validate_global, validate_workspace
 
 _SKIPPED_DIRS = {"reviews", "debug"}

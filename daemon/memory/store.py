@@ -50,7 +50,7 @@ from .batch import (
     plan_workspace,
 )
 from .canonical import FILE_TOO_LARGE, canonicalize, decode, read_capped
-from .diagnostics import Diagnostic, Position, Range, Severity, diagnostic, has_errors
+from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .history import CLI, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
@@ -69,11 +69,6 @@ class WorkspaceInfo(BaseModel):
 
     cwd: str
     createdAt: str
-
-
-class FileProblems(BaseModel):
-    path: str
-    diagnostics: list[Diagnostic]
 
 
 class MemoryInvalid(Exception):

@@ -2,8 +2,8 @@
 
 Neither loads the daemon's own process, handlers, watcher, the MCP server or `remem eval`; the
 client is the wire contract and a socket (at most `CLIENT_MODULES` remem modules), and the
-language server starts without the consolidation, fork and session-index code it never runs
-before a feature asks (`python -m tests.contract.imports` prints the counts).
+language server starts without the consolidation, fork, session-index and memory-store code it
+never runs before a feature asks (`python -m tests.contract.imports` prints the counts).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ NEVER_IN_A_CLIENT = (
 )
 
 CLIENT_MODULES = 15
-NOT_AT_INITIALIZE = ("remem.daemon.consolidation", "remem.daemon.forks", "remem.daemon.sessions.index")
 
 
 def loaded_anything_of(loaded: list[str], packages: tuple[str, ...]) -> list[str]:
@@ -49,4 +48,4 @@ def test_the_language_server_answers_initialize_without_the_daemons_own_code(tmp
     print(f"remem lsp at initialize: {len(loaded)} remem modules")
     assert "remem.lsp.server" in loaded
     assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
-    assert loaded_anything_of(loaded, NOT_AT_INITIALIZE) == []
+    assert loaded_anything_of(loaded, imports.NOT_AT_INITIALIZE) == []
