@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from .fsutil import fsync_dir, temp_path_for
+from .fsutil import atomic_write, fsync_dir, temp_path_for
 
 ABSENT = "absent"  # the target must not exist: publish without replacing anything
 ANY = "any"  # a generated file nobody edits: replace it whatever it holds
@@ -37,9 +37,10 @@ _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP}
 class Displaced(Exception):
     """The file to be replaced no longer held the compared bytes: someone saved it meanwhile."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, put_back: bytes | None = None) -> None:
         super().__init__(f"{target} changed while it was being replaced; it was left as saved")
         self.target = target
+        self.put_back = put_back  # the save an undo put back, once readers may have seen ours
 
 
 def digest(data: bytes) -> str:
@@ -49,6 +50,11 @@ def digest(data: bytes) -> str:
 
 def file_digest(path: Path) -> str | None:
     """The digest of the regular file at `path`, None when nothing (or no plain file) is there."""
+    data = _read(path)
+    return None if data is None else digest(data)
+
+
+def _read(path: Path) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -57,7 +63,7 @@ def file_digest(path: Path) -> str | None:
         os.close(fd)
         return None
     with os.fdopen(fd, "rb") as handle:
-        return digest(handle.read())
+        return handle.read()
 
 
 def swap_in(
@@ -68,9 +74,10 @@ def swap_in(
     Afterwards `temp` names the displaced old file (for ABSENT, a second link to the new one;
     for ANY, nothing): the caller removes it with `discard`, or undoes with `swap_back`. Raises
     Displaced when `target` no longer holds `expected`, leaving `target` as it was saved and
-    `temp` holding the unpublished new file. `ours`: the digest of `temp`, when the caller knows
-    it. `durable=False` leaves the directory unsynced, for a caller that syncs it once after a
-    batch whose durable journal replays any step a power cut undid.
+    `temp` holding the unpublished new file; once the caller has undone the rest of its batch, it
+    hands the error to `watch_put_back`. `ours`: the digest of `temp`, when the caller knows it.
+    `durable=False` leaves the directory unsynced, for a caller that syncs it once after a batch
+    whose durable journal replays any step a power cut undid.
     """
     if expected == ABSENT:
         try:
@@ -95,9 +102,10 @@ def swap_in(
     if not exchanged:
         _compare_and_replace(temp, target, expected, durable)
         return
-    if file_digest(temp) != expected:
+    displaced = _read(temp)
+    if displaced is None or digest(displaced) != expected:
         swap_back(temp, target, ours)
-        raise Displaced(target)
+        raise Displaced(target, displaced)
     _sync(target.parent, durable)
 
 
@@ -107,9 +115,10 @@ def swap_out(target: Path, tomb: Path, expected: str, *, durable: bool = True) -
         os.rename(target, tomb)
     except FileNotFoundError:
         raise Displaced(target) from None
-    if file_digest(tomb) != expected:
+    displaced = _read(tomb)
+    if displaced is None or digest(displaced) != expected:
         put_back(tomb, target)
-        raise Displaced(target)
+        raise Displaced(target, displaced)
     _sync(target.parent, durable)
 
 
@@ -151,6 +160,31 @@ def _sync(folder: Path, durable: bool) -> None:
 
 def _unmerged(target: Path) -> Path:
     return target.with_name(f"{target.name}.unmerged-{time.time_ns()}")
+
+
+def watch_put_back(displaced: Displaced) -> None:
+    """Keep the save an undo put back, should the next saves drop it; call after every undo.
+
+    Between the exchange and its undo a reader may have seen our file (or, for a removal, no
+    file). A writer that builds its next save on that read and saves right after the undo would
+    overwrite the save put back, losing its lines. So the target is watched for SETTLE_SECONDS:
+    a change that lacks a line of the save put back gets that save kept beside it as
+    `<name>.unmerged-*`, as `swap_back` keeps a save it finds on our file.
+    """
+    target, saved = displaced.target, displaced.put_back
+    if not saved:
+        return
+    lines, seen = set(saved.splitlines()), saved
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(0.005)
+        now = _read(target) or b""
+        if now == seen:
+            continue
+        seen = now
+        if not lines <= set(now.splitlines()):
+            atomic_write(_unmerged(target), saved)
+            return
 
 
 def _settled(target: Path, expected: str) -> bool:

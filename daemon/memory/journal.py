@@ -25,7 +25,18 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
 from ..fsutil import atomic_write, fsync_dir, is_temp_name, remove_stale_temps, temp_path_for, write_temp
-from ..swap import ABSENT, ANY, Displaced, digest, file_digest, put_back, swap_back, swap_in, swap_out
+from ..swap import (
+    ABSENT,
+    ANY,
+    Displaced,
+    digest,
+    file_digest,
+    put_back,
+    swap_back,
+    swap_in,
+    swap_out,
+    watch_put_back,
+)
 
 JOURNAL_NAME = ".remem-journal.json"
 
@@ -92,8 +103,9 @@ def write_generation(
             done.append(step)
             if len(done) == 1:
                 faultpoint("memory.workspace.mid-rename")
-    except Displaced:
+    except Displaced as displaced:
         _roll_back(folder, done)
+        watch_put_back(displaced)  # after the whole batch is undone: readers never see half of it
         raise
     faultpoint("memory.workspace.before-journal-removal")
     _finish(folder)

@@ -39,7 +39,7 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
-from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in
+from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in, watch_put_back
 from .batch import (
     GlobalPlan,
     InvalidChanges,
@@ -274,8 +274,9 @@ class MemoryStore:
         faultpoint("memory.global.after-temp-write")
         try:
             swap_in(temp, self.home.global_file, expected)
-        except Displaced:
+        except Displaced as displaced:
             discard(temp)
+            watch_put_back(displaced)
             raise
         faultpoint("memory.global.after-exchange")
         discard(temp)

@@ -1,11 +1,16 @@
 """A hand save landing between a commit's comparison and its publish is kept, never replaced.
 
 The save is made at that exact instant (just before the publish step), once with the kernel's
-atomic exchange and once with the compare-then-rename fallback used where it is missing.
+atomic exchange and once with the compare-then-rename fallback used where it is missing; and a
+save built on the new file a reader saw in the instant before the exchange was undone does not
+take the save put back with it.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,7 @@ from remem.daemon.memory import store as store_module
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.revision import global_revision
 from remem.daemon.memory.store import MemoryStore
+from tests.reliability.editor import STYLES, kept_text, save
 
 from .factory import delete, put
 from .test_store import EMPTY
@@ -96,3 +102,71 @@ def test_a_file_saved_where_a_new_record_goes_is_kept(
     monkeypatch.setattr(journal, "_apply", create_then_apply)
     assert store.commit_workspace(workspace, base, [put("gamma")]).status == "conflict"
     assert (store.folder(workspace) / "gamma.md").read_text() == "Started by hand.\n"
+
+
+class LateEditor:
+    """A save that lands in the instant before the exchange, and an editor that reads our file in
+    the instant before the undo, then saves its edit of that read right after the undo."""
+
+    def __init__(self, target: Path, saved: bytes, style: str) -> None:
+        self.target, self.saved, self.style = target, saved, style
+        self.edit = b"Edited after the undo.\n"
+        self.thread: threading.Thread | None = None
+
+    def exchange(self, real: Callable[[Path, Path], bool]) -> Callable[[Path, Path], bool]:
+        def save_read_exchange(a: Path, b: Path) -> bool:
+            if self.thread is not None or b != self.target:
+                return real(a, b)
+            self.target.write_bytes(self.saved)
+            exchanged = real(a, b)
+            seen = self.target.read_bytes()  # our new file, about to be taken back
+            self.thread = threading.Thread(target=self._save_after_undo, args=(seen,))
+            self.thread.start()
+            return exchanged
+
+        return save_read_exchange
+
+    def _save_after_undo(self, seen: bytes) -> None:
+        deadline = time.monotonic() + 10
+        while self.target.read_bytes() != self.saved and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        save(self.target, seen + self.edit, self.style)
+
+    def kept(self) -> str:
+        assert self.thread is not None, "the exchange never ran"
+        self.thread.join()
+        return kept_text(self.target, self.target.read_text())
+
+
+@pytest.fixture(params=STYLES)
+def late_style(request: pytest.FixtureRequest) -> str:
+    if swap._renameat2 is None:
+        pytest.skip("this system has no renameat2: there is no undo to race")
+    return request.param
+
+
+def test_global_save_put_back_outlives_a_save_built_on_our_file(
+    store: MemoryStore, late_style: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    editor = LateEditor(store.home.global_file, b"Old global.\nSaved by hand.\n", late_style)
+    monkeypatch.setattr(swap, "_exchange", editor.exchange(swap._exchange))
+    assert store.replace_global(base, "New global.\n").status == "conflict"
+    kept = editor.kept()
+    assert "Saved by hand.\n" in kept and "Edited after the undo.\n" in kept
+    assert store.home.global_file.read_text() == "New global.\nEdited after the undo.\n"
+
+
+def test_record_save_put_back_outlives_a_save_built_on_our_file(
+    store: MemoryStore, workspace: WorkspaceId, late_style: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    target = store.folder(workspace) / "beta.md"
+    saved = target.read_bytes().replace(b"Why it matters.", b"Saved by hand.")
+    editor = LateEditor(target, saved, late_style)
+    monkeypatch.setattr(swap, "_exchange", editor.exchange(swap._exchange))
+    changes = [put("alpha", body="New alpha.\n"), put("beta", body="New beta.\n")]
+    assert store.commit_workspace(workspace, base, changes).status == "conflict"
+    kept = editor.kept()
+    assert "Saved by hand.\n" in kept and "Edited after the undo.\n" in kept
+    assert "New alpha." not in (target.parent / "alpha.md").read_text()
