@@ -4,18 +4,21 @@ A compare-and-swap reads a file, checks its revision, then publishes; an editor'
 between the check and the publish, and a plain rename would then throw the save away. So the
 publish is an atomic exchange (`renameat2(RENAME_EXCHANGE)`): the new file takes the name, the
 file it displaced moves to the temp name, and only if that file holds exactly the bytes the
-comparison saw is it discarded. Otherwise a save landed in between: the exchange is undone and
-the caller reports a conflict. docs/decisions/0090-exchange-publish.md lists which saves this
-covers (all but an in-place save the comparison read half-written) and the fallback used where
-the kernel or file system cannot exchange.
+comparison saw, and nobody is writing it, is it discarded. Otherwise a save landed in between
+or is landing: the exchange is undone and the caller reports a conflict.
+docs/decisions/0090-exchange-publish.md lists which saves this covers (all but an in-place save
+the comparison read half-written) and the fallback used where the kernel or file system cannot
+exchange.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import hashlib
 import os
+import signal
 import stat
 import sys
 import time
@@ -28,6 +31,8 @@ ANY = "any"  # a generated file nobody edits: replace it whatever it holds
 EMPTY = hashlib.sha256(b"").hexdigest()
 SETTLE_SECONDS = 0.25
 
+_F_SETLEASE: int | None = getattr(fcntl, "F_SETLEASE", None)  # Linux only
+_F_SETSIG: int = getattr(fcntl, "F_SETSIG", 0)
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # Kernels or file systems without the flag answer with these; the fallback then applies.
@@ -103,9 +108,10 @@ def swap_in(
         _compare_and_replace(temp, target, expected, durable)
         return
     displaced = _read(temp)
-    if displaced is None or digest(displaced) != expected:
+    changed = displaced is None or digest(displaced) != expected
+    if changed or _open_for_writing(temp):
         swap_back(temp, target, ours)
-        raise Displaced(target, displaced)
+        raise Displaced(target, displaced if changed else None)
     _sync(target.parent, durable)
 
 
@@ -116,9 +122,10 @@ def swap_out(target: Path, tomb: Path, expected: str, *, durable: bool = True) -
     except FileNotFoundError:
         raise Displaced(target) from None
     displaced = _read(tomb)
-    if displaced is None or digest(displaced) != expected:
+    changed = displaced is None or digest(displaced) != expected
+    if changed or _open_for_writing(tomb):
         put_back(tomb, target)
-        raise Displaced(target, displaced)
+        raise Displaced(target, displaced if changed else None)
     _sync(target.parent, durable)
 
 
@@ -185,6 +192,35 @@ def watch_put_back(displaced: Displaced) -> None:
         if not lines <= set(now.splitlines()):
             atomic_write(_unmerged(target), saved)
             return
+
+
+def _open_for_writing(path: Path) -> bool:
+    """Whether some process holds the file at `path` open for writing: a save is under way.
+
+    An in-place save that opened the old file just before the exchange truncates and writes it
+    just after (its truncation waits for the exchange to release the file), so the displaced
+    file still holds the compared bytes while a save is about to land in it, and we would
+    discard it. Linux grants no read lease on a file open for writing: that is the probe.
+    Without leases (other systems, some file systems) it says False and that window stays.
+    """
+    if _F_SETLEASE is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        # A writer opening the file while the lease is held breaks it, which signals the holder:
+        # SIGURG is ignored unless handled; the default, SIGIO, would end the process.
+        fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)
+        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+    except OSError as exc:
+        return exc.errno == errno.EAGAIN  # others (EACCES, EINVAL): no leases here
+    else:
+        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _settled(target: Path, expected: str) -> bool:

@@ -3,11 +3,14 @@
 The save is made at that exact instant (just before the publish step), once with the kernel's
 atomic exchange and once with the compare-then-rename fallback used where it is missing; and a
 save built on the new file a reader saw in the instant before the exchange was undone does not
-take the save put back with it.
+take the save put back with it, nor is an in-place save that opened the file just before the
+exchange written into the file the commit discards.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -170,3 +173,63 @@ def test_record_save_put_back_outlives_a_save_built_on_our_file(
     kept = editor.kept()
     assert "Saved by hand.\n" in kept and "Edited after the undo.\n" in kept
     assert "New alpha." not in (target.parent / "alpha.md").read_text()
+
+
+class OpenedEarly:
+    """An in-place save that opened the file just before the exchange and writes just after it,
+    as one does whose truncation waited for the exchange to release the file."""
+
+    def __init__(self, target: Path, saved: bytes) -> None:
+        self.target, self.saved = target, saved
+        self.fd: int | None = None
+
+    def exchange(self, real: Callable[[Path, Path], bool]) -> Callable[[Path, Path], bool]:
+        def open_then_exchange(a: Path, b: Path) -> bool:
+            if self.fd is None and b == self.target:
+                self.fd = os.open(self.target, os.O_WRONLY)
+            return real(a, b)
+
+        return open_then_exchange
+
+    def write(self) -> None:
+        assert self.fd is not None, "the exchange never ran"
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, self.saved)
+        os.close(self.fd)
+
+
+@pytest.fixture
+def leases() -> None:
+    if not sys.platform.startswith("linux") or swap._renameat2 is None:
+        pytest.skip("the probe for a save under way needs Linux's leases and renameat2")
+
+
+def test_global_save_opened_before_the_exchange_is_not_discarded(
+    store: MemoryStore, leases: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    editor = OpenedEarly(store.home.global_file, b"Old global.\nSaved by hand.\n")
+    monkeypatch.setattr(swap, "_exchange", editor.exchange(swap._exchange))
+    assert store.replace_global(base, "New global.\n").status == "conflict"
+    editor.write()
+    assert store.home.global_file.read_bytes() == editor.saved
+    assert leftovers(store.home.memory) == []
+
+
+def test_record_save_opened_before_its_removal_is_not_discarded(
+    store: MemoryStore, workspace: WorkspaceId, leases: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    target = store.folder(workspace) / "beta.md"
+    editor = OpenedEarly(target, target.read_bytes().replace(b"Why it matters.", b"Saved by hand."))
+    rename = os.rename
+
+    def open_then_rename(a: str | Path, b: str | Path) -> None:
+        if editor.fd is None and Path(a) == target:
+            editor.fd = os.open(target, os.O_WRONLY)
+        rename(a, b)
+
+    monkeypatch.setattr(swap.os, "rename", open_then_rename)
+    assert store.commit_workspace(workspace, base, [delete("beta")]).status == "conflict"
+    editor.write()
+    assert target.read_bytes() == editor.saved
