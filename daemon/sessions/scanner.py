@@ -311,6 +311,7 @@ def scan_records(
                     pos = lines_end
                 else:  # a judge sends this line the general way
                     refused = lines_line + index
+                    lines[index] = None  # which decodes it afresh: its struct (maybe MBs) can go
                     for _ in range(index - first):
                         pos = find(b"\n", pos) + 1
                 line_no = lines_line + index

@@ -6,11 +6,13 @@ where that keeps the test small, and each path that enforces one is taken.
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.sessions import reader, scanner, zstd_frames
+from remem.daemon.sessions.decode import decode_line
 from remem.daemon.sessions.errors import SessionLogError
 from remem.daemon.sessions.reader import read_session, skim_session
 from remem.daemon.sessions.zstd_frames import TooLarge, decode_frame, decode_torn_frame, encode_frame
@@ -106,3 +108,25 @@ def test_a_folding_skim_hands_over_only_the_kept_types_and_the_last_event(tmp_pa
         fold=lambda b: folded.extend((e.type, e.seq) for e in b),
     )
     assert folded == [("session/title", 4), ("step/start", 8)]
+
+
+def test_a_packed_row_a_skim_refuses_is_held_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window's struct of the row goes before the line-by-line path decodes it again to say
+    why: a million-member row held twice took the daemon past its 200 MB."""
+    monkeypatch.setattr(scanner, "SESSION_EVENTS_MAX", 5)
+    members = 200_000
+    data = {"turn": 1, "step": 1, "index": 0, "dt": [0] * (members - 1), "texts": ["a"] * members}
+    row = line({"type": "text-chunks", "seq0": 0, "time0": 1, "data": data})
+    path = raw_log(tmp_path, row)
+    del data
+    tracemalloc.start()
+    try:
+        decode_line(row)
+        once = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        with pytest.raises(SessionLogError, match="more than 5 events .line 2"):
+            skim_session(path, frozenset(), fold=lambda batch: None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * once  # the file, the row's struct or its dict: never both at once
