@@ -79,9 +79,17 @@ async def test_the_index_is_regenerated_from_a_memory_file_or_a_project(
     editor: Editor, reviewed: Receipted
 ) -> None:
     index = reviewed.folder / "MEMORY.md"
-    index.unlink()
-    written = await editor.command("remem.lsp.regenerateIndex", {"uri": reviewed.record.as_uri()})
-    assert written == {"written": True} and f"[{NAME}]({NAME}.md)" in index.read_text()
+    # The daemon's watcher regenerates a deleted index too, 0.15 s later: on a loaded machine it
+    # can answer first, and the command then rightly finds nothing to write. One try of a few
+    # must be the command's own.
+    answers = []
+    for _ in range(5):
+        index.unlink()
+        answers.append(await editor.command("remem.lsp.regenerateIndex", {"uri": reviewed.record.as_uri()}))
+        assert f"[{NAME}]({NAME}.md)" in index.read_text()
+        if answers[-1] == {"written": True}:
+            break
+    assert answers[-1] == {"written": True}, answers
     assert await editor.command("remem.lsp.regenerateIndex", {"cwd": reviewed.cwd}) == {"written": False}
 
 
