@@ -31,8 +31,7 @@ ANY = "any"  # a generated file nobody edits: replace it whatever it holds
 EMPTY = hashlib.sha256(b"").hexdigest()
 SETTLE_SECONDS = 0.25
 
-_F_SETLEASE: int | None = getattr(fcntl, "F_SETLEASE", None)  # Linux only
-_F_SETSIG: int = getattr(fcntl, "F_SETSIG", 0)
+_LEASES = hasattr(fcntl, "F_SETLEASE")  # Linux only
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # Kernels or file systems without the flag answer with these; the fallback then applies.
@@ -60,6 +59,25 @@ def file_digest(path: Path) -> str | None:
 
 
 def _read(path: Path) -> bytes | None:
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _displaced(path: Path) -> tuple[bytes | None, bool]:
+    """The bytes of the file an exchange moved to `path`, and whether a save is writing it."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None, False
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(), _open_for_writing(fd)  # probed last: as late as it can be
+
+
+def _open_regular(path: Path) -> int | None:
+    """A read-only descriptor of the regular file at `path`; None when nothing (or no plain
+    file) is there."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -67,8 +85,7 @@ def _read(path: Path) -> bytes | None:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    return fd
 
 
 def swap_in(
@@ -107,9 +124,9 @@ def swap_in(
     if not exchanged:
         _compare_and_replace(temp, target, expected, durable)
         return
-    displaced = _read(temp)
+    displaced, writing = _displaced(temp)
     changed = displaced is None or digest(displaced) != expected
-    if changed or _open_for_writing(temp):
+    if changed or writing:
         swap_back(temp, target, ours)
         raise Displaced(target, displaced if changed else None)
     _sync(target.parent, durable)
@@ -121,9 +138,9 @@ def swap_out(target: Path, tomb: Path, expected: str, *, durable: bool = True) -
         os.rename(target, tomb)
     except FileNotFoundError:
         raise Displaced(target) from None
-    displaced = _read(tomb)
+    displaced, writing = _displaced(tomb)
     changed = displaced is None or digest(displaced) != expected
-    if changed or _open_for_writing(tomb):
+    if changed or writing:
         put_back(tomb, target)
         raise Displaced(target, displaced if changed else None)
     _sync(target.parent, durable)
@@ -194,8 +211,8 @@ def watch_put_back(displaced: Displaced) -> None:
             return
 
 
-def _open_for_writing(path: Path) -> bool:
-    """Whether some process holds the file at `path` open for writing: a save is under way.
+def _open_for_writing(fd: int) -> bool:
+    """Whether some process holds the file open for writing: a save is under way.
 
     An in-place save that opened the old file just before the exchange truncates and writes it
     just after (its truncation waits for the exchange to release the file), so the displaced
@@ -203,24 +220,17 @@ def _open_for_writing(path: Path) -> bool:
     discard it. Linux grants no read lease on a file open for writing: that is the probe.
     Without leases (other systems, some file systems) it says False and that window stays.
     """
-    if _F_SETLEASE is None:
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    if not _LEASES:
         return False
     try:
         # A writer opening the file while the lease is held breaks it, which signals the holder:
         # SIGURG is ignored unless handled; the default, SIGIO, would end the process.
-        fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)
-        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
     except OSError as exc:
         return exc.errno == errno.EAGAIN  # others (EACCES, EINVAL): no leases here
-    else:
-        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
-        return False
-    finally:
-        os.close(fd)
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    return False
 
 
 def _settled(target: Path, expected: str) -> bool:
