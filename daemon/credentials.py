@@ -27,14 +27,14 @@ _PRIVATE_KEY = re.compile(
 # Each token pattern with the literals one of which any match contains: a `\b`-led pattern is
 # tried at every offset, so `find` (run on every keystroke in the editor) looks for those first.
 _TOKENS = (
-    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), ("AKIA", "ASIA")),
-    ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
+    ("aws-access-key-id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), (b"AKIA", b"ASIA")),
+    ("api-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), (b"sk-",)),
     (
         "github-token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
     ),
-    ("slack-token", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), ("xox",)),
+    ("slack-token", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), (b"xox",)),
 )
 _NOT_A_VALUE = r"(?!\[redacted\ )"  # already masked by a more specific pattern
 _AWS_SECRET = re.compile(
@@ -44,8 +44,8 @@ _BEARER = re.compile(
     r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?bearer\s+)" + _NOT_A_VALUE + r"[A-Za-z0-9._~+/=-]+"
 )
 # A match starts at one of these words (in any case); the name before it (`DB_PASSWORD`) stays.
-_SECRET_WORDS = ("password", "passwd", "secret", "token", "api_key", "api-key", "apikey", "private_key",
-                 "private-key", "privatekey")  # fmt: skip
+_SECRET_WORDS = (b"password", b"passwd", b"secret", b"token", b"api_key", b"api-key", b"apikey",
+                 b"private_key", b"private-key", b"privatekey")  # fmt: skip
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<key>(?:password|passwd|secret(?:[_-]?key)?|token|api[_-]?key|private[_-]?key)
@@ -70,7 +70,9 @@ def _keep_key(kind: str) -> Callable[[re.Match[str]], str]:
 
 # Shorter values (a local server's placeholder key) would mask ordinary words.
 _REMEMBER_MIN = 8
-_remembered: set[str] = set()
+# Longest first, so that a key containing another is masked whole; replaced, never changed, so
+# a reader (every keystroke's `find`) needs no lock.
+_remembered: tuple[str, ...] = ()
 _remembered_lock = threading.Lock()
 
 
@@ -85,14 +87,15 @@ class Found:
 
 def remember(value: str) -> None:
     """Mask `value` (an API key this process uses) in everything `redact` sees from now on."""
+    global _remembered
     if len(value) >= _REMEMBER_MIN:
         with _remembered_lock:
-            _remembered.add(value)
+            _remembered = tuple(sorted({*_remembered, value}, key=len, reverse=True))
 
 
 def redact(text: str) -> str:
     """`text` with the remembered keys and recognisable credentials replaced by `[redacted <kind>]`."""
-    for value in _known():
+    for value in _remembered:
         text = text.replace(value, "[redacted route-key]")
     text = _PRIVATE_KEY.sub("[redacted private-key]", text)
     for kind, pattern, _ in _TOKENS:
@@ -112,28 +115,33 @@ def find(text: str, utf8: bytes | None = None) -> list[Found]:
     text (remembered keys, a private key block, a character `re` matches to an ASCII letter
     when ignoring case), the text is scanned whole.
     """
-    whole = len(text) < 2 * _PIECE_MIN or _known() or _PEM_START in text
+    whole = len(text) < 2 * _PIECE_MIN or _remembered or _PEM_START in text
     if whole or (not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)):  # isascii: O(1)
         return _scan(text, utf8)
     found: list[Found] = []
     for offset, piece in _pieces(text):
-        found += [Found(f.start + offset, f.end + offset, f.kind) for f in _scan_piece(piece)]
+        if hits := _scan_piece(piece):  # most pieces hold none
+            found += [Found(f.start + offset, f.end + offset, f.kind) for f in hits]
     return found
 
 
+# The patterns whose match keeps the key before the value, each with the word every match holds.
+_KEYED = (
+    ("aws-secret-access-key", _AWS_SECRET, b"aws_secret_access_key"),
+    ("bearer-token", _BEARER, b"authorization"),
+)
+
+
 def _scan(text: str, utf8: bytes | None) -> list[Found]:
-    keys = (m for value in _known() for m in re.finditer(re.escape(value), text))
+    keys = (m for value in _remembered for m in re.finditer(re.escape(value), text))
     found = [Found(m.start(), m.end(), "route-key") for m in keys]
     found += [Found(m.start(), m.end(), "private-key") for m in _PRIVATE_KEY.finditer(text)]
     literals = _Literals(text, utf8)
     for kind, pattern, hints in _TOKENS:
-        if any(literals.has(hint) for hint in hints):
+        if literals.has(hints):
             found += [Found(m.start(), m.end(), kind) for m in pattern.finditer(text)]
-    for kind, pattern, hint in (
-        ("aws-secret-access-key", _AWS_SECRET, "aws_secret_access_key"),
-        ("bearer-token", _BEARER, "authorization"),
-    ):
-        if literals.has_any_case(hint):
+    for kind, pattern, word in _KEYED:
+        if literals.has_any_case(word):
             found += [Found(m.end(1), m.end(), kind) for m in pattern.finditer(text)]
     for m in _assignments(text, literals):
         value = next(g for g in ("double", "single", "bare") if m[g] is not None)
@@ -210,20 +218,21 @@ class _Literals:
         self._characters = len(text)
         self._offsets_carry = "\u0130" not in text  # the only character that lowers to two
 
-    def has(self, literal: str) -> bool:
-        return literal.encode() in self._data
+    def has(self, literals: tuple[bytes, ...]) -> bool:
+        """Whether one of `literals` occurs exactly (`map` keeps the searches at C speed)."""
+        return any(map(self._data.__contains__, literals))
 
-    def has_any_case(self, word: str) -> bool:
-        return word.encode() in self._lowered
+    def has_any_case(self, word: bytes) -> bool:
+        return word in self._lowered
 
-    def starts(self, words: tuple[str, ...]) -> list[int] | None:
-        """The text offsets where one of `words` starts in any case, in order; None when lowering
-        changes the text's length, so that offsets in the lowered text are not the text's."""
+    def starts(self, words: tuple[bytes, ...]) -> list[int] | None:
+        """The text offsets where one of the lower-case `words` starts in any case, in order;
+        None when lowering changes the text's length, so that offsets in the lowered text are
+        not the text's."""
         if not self._offsets_carry:
             return None
         lowered, found = self._lowered, set()
-        for word in words:
-            needle = word.encode()
+        for needle in words:
             at = lowered.find(needle)
             while at >= 0:
                 found.add(at)
@@ -260,8 +269,3 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
-
-
-def _known() -> list[str]:
-    with _remembered_lock:
-        return sorted(_remembered, key=len, reverse=True)  # a key containing another masks whole

@@ -122,3 +122,14 @@ def test_a_long_text_scanned_in_pieces_finds_what_one_scan_finds() -> None:
     assert text[found[0].start : found[0].end] == "hunter2-long"
     edited = text.replace("release process", "release process, edited", 1)
     assert find(edited) == credentials._scan(edited, None)
+
+
+def test_a_remembered_key_holding_another_is_masked_whole() -> None:
+    # Remembered for the rest of this process: values no other test's text holds.
+    inner, outer = "zq7-route-inner", "zq7-route-inner-and-more"
+    credentials.remember(inner)
+    credentials.remember(outer)
+    assert redact(f"401: bad key {outer}; then {inner}.") == (
+        "401: bad key [redacted route-key]; then [redacted route-key]."
+    )
+    assert [(f.start, f.end) for f in find(f"key {outer}")] == [(4, 4 + len(outer))]
