@@ -59,7 +59,7 @@ def lint_workspace_folder(
     cache = cache or LintCache()
     names = _listing(folder, cache)
     decoded = {
-        name: _edited(edited[name]) if name in edited else cache.read(folder / name)
+        name: _edited(edited[name]) if name in edited else cache.read(folder, name)
         for name in sorted(names | set(edited))
         if record_name_of(name) is not None
     }
@@ -67,7 +67,7 @@ def lint_workspace_folder(
     if INDEX_FILE in edited:
         index = (edited[INDEX_FILE], [])
     elif INDEX_FILE in names:
-        index = cache.read(folder / INDEX_FILE)
+        index = cache.read(folder, INDEX_FILE)
     parsed, index_problems = validate_workspace(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse
     )

@@ -55,14 +55,19 @@ class LintCache:
             parsed.record, list(parsed.diagnostics), parsed.name_span, parsed.positions, dict(parsed.fields)
         )
 
-    def read(self, path: Path) -> tuple[str, list[Diagnostic]]:
-        """The file's text decoded as UTF-8 (`canonical.decode`), re-read only when it changed."""
-        text, problems = self._texts.get(path, lambda: read_file(path), lambda read: len(read[0]))
+    def read(self, folder: Path, name: str) -> tuple[str, list[Diagnostic]]:
+        """The text of the file `name` in `folder`, decoded as UTF-8 (`canonical.decode`), re-read
+        only when it changed."""
+        # Paths as strings: on every keystroke, joining `Path`s cost more than the stat.
+        path = os.path.join(folder, name)
+        text, problems = self._texts.get(path, lambda: read_file(Path(path)), lambda read: len(read[0]))
         return text, list(problems)
 
     def file_names(self, folder: Path) -> frozenset[str]:
         """The names of the regular files in `folder`, listed again only when its entries changed."""
-        return self._listings.get(folder, lambda: _file_names(folder), lambda names: sum(map(len, names)))
+        return self._listings.get(
+            os.fspath(folder), lambda: _file_names(folder), lambda names: sum(map(len, names))
+        )
 
 
 class _Lru(Generic[_K, _V]):
@@ -104,10 +109,10 @@ class _Lru(Generic[_K, _V]):
 class _ByStat(Generic[_V]):
     """Values derived from a path, kept while the path's stat is unchanged and settled."""
 
-    def __init__(self, known: _Lru[Path, tuple[Stamp, _V]]) -> None:
+    def __init__(self, known: _Lru[str, tuple[Stamp, _V]]) -> None:
         self._known = known
 
-    def get(self, path: Path, load: Callable[[], _V], chars: Callable[[_V], int]) -> _V:
+    def get(self, path: str, load: Callable[[], _V], chars: Callable[[_V], int]) -> _V:
         """The value of `path`, loaded again when it changed; `chars` tells the text it holds."""
         st = os.stat(path)
         signature = stamp(st)
