@@ -129,14 +129,16 @@ def _round_trips(texts: tuple[str, str], place: Callable[[Home], Path]) -> Itera
         # As in an editor, the memory files were written a while ago: settled, so cacheable.
         time.sleep(RACY_NS / 1e9)
         env = {**os.environ, "REMEM_HOME": str(home.root), "DSH_HOME": str(Path(folder, "no-dsh"))}
+        # Typing follows a window's load, by which time its daemon runs: started here, not by the
+        # server on connecting, whose start-up would otherwise share the CPU with the timed calls.
+        daemon = [sys.executable, "-m", "remem.daemon", "daemon"]
+        stack.callback(lambda: subprocess.run([*daemon, "stop"], env=env, capture_output=True, timeout=60))
+        subprocess.run([*daemon, "start"], env=env, capture_output=True, timeout=60, check=True)
         remem_command = [sys.executable, "-m", "remem.daemon", "lsp"]
         editors = [_Editor(remem_command, env), _Editor([sys.executable, "-c", _EMPTY_SERVER], env)]
         for editor in editors:
             stack.callback(editor.close)
             editor.open(uri, texts[0])
-        # The server starts this home's daemon when the editor connects; it must not outlive the run.
-        stop = [sys.executable, "-m", "remem.daemon", "daemon", "stop"]
-        stack.callback(lambda: subprocess.run(stop, env=env, capture_output=True, timeout=60))
 
         def edits(editor: _Editor) -> Prepare:
             return lambda iteration: editor.change(uri, _keystroke(texts[(iteration + 1) % 2], iteration))
