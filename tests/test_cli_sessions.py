@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -67,6 +68,36 @@ def test_tree_nests_forks_and_subagents_and_flags_orphans(home: Home, tmp_path: 
     assert children[ids["subagent"]]["kind"] == "subagent" and children[ids["subagent"]]["depth"] == 1
     code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root))
     assert code == 0 and "\n  fork:" in out and "[orphan]" in out
+
+
+def test_list_lines_up_its_columns_and_counts_turns_in_words(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    one_turn = build_session(SessionSpec(seed=40, turns=1, cwd=CWD), session_id="session-short")
+    write_session(root, one_turn)
+    code, out, _ = run(home, "list", "--root", str(root))
+    lines = out.splitlines()[:-1]
+    assert code == 0 and len(lines) == len(ids) + 1
+    dates = [re.search(r"  \d{4}-\d\d-\d\d \d\d:\d\d  ", line) for line in lines]
+    assert all(dates) and len({date.start() for date in dates if date}) == 1, "ids of any length, one column"
+    assert len({line.index(" turn") for line in lines}) == 1, "turn counts line up"
+    _, listed, _ = run(home, "list", "--root", str(root), "--json")
+    counts = {s["id"]: s["turns"] for s in json.loads(listed)["sessions"]}
+    assert counts["session-short"] == 1
+    for line in lines:
+        count = counts[line.split()[0]]
+        assert f" {count} {'turn ' if count == 1 else 'turns'} " in line
+
+
+def test_an_empty_answer_says_where_remem_looked(home: Home, tmp_path: Path) -> None:
+    root, _ = seeded_root(tmp_path)
+    code, out, err = run(home, "tree", "--cwd", "/home/dev/elsewhere", "--root", str(root))
+    assert code == 0 and out == "", "scripts still read an empty tree"
+    assert "No agent sessions of /home/dev/elsewhere were found" in err
+    assert "Claude Code, Codex and DSH" in err and str(home.settings_file) in err and "--root" in err
+    code, out, err = run(home, "list", "--cwd", "/home/dev/elsewhere", "--root", str(root))
+    assert code == 0 and out == "0 session(s), 0 unreadable\n" and "were found" in err
+    code, _, err = run(home, "tree", "--cwd", CWD, "--root", str(root))
+    assert code == 0 and "were found" not in err
 
 
 def test_turns_and_show(home: Home, tmp_path: Path) -> None:

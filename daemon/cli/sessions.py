@@ -62,15 +62,18 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
     if as_json:
         emit_json(listing)
         return
+    width = max((len(s.id) for s in listing.sessions), default=0)  # ids differ in length by harness
     for s in listing.sessions:
         badge = f" [{HARNESS_NAMES[s.format]}]" if s.format != "dsh" else ""
         badge += " live" if s.live else ""
         badge += f" [{s.review.status or s.review.state}]" if s.review.state != "never" else ""
-        click.echo(
-            f"{s.id}  {_age(s.createdAt)}  {s.kind:<8} {s.turns:>3} turns{badge}  {s.title or '(untitled)'}"
-        )
+        turns = f"{s.turns:>3} {'turn' if s.turns == 1 else 'turns':<5}"
+        title = s.title or "(untitled)"
+        click.echo(f"{s.id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{badge}  {title}")
     for error in listing.errors:
         click.echo(f"error: {error.path}: {error.message}", err=True)
+    if not listing.sessions:
+        _none_found(backend, params.cwd)
     click.echo(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
 
 
@@ -91,6 +94,21 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
         flags += f" ({HARNESS_NAMES[node.format]})" if node.format != "dsh" else ""
         click.echo(f"{'  ' * node.depth}{node.kind}: {node.title or node.id}{extra}{flags}  {node.id}")
+    if not nodes:
+        _none_found(backend, params.cwd)
+
+
+def _none_found(backend: Backend, cwd: str | None) -> None:
+    """What an empty answer means and where to go from it: said on stderr, so the output stays
+    empty for scripts."""
+    harnesses = sorted(HARNESS_NAMES.values())
+    where = f"of {cwd} " if cwd is not None else ""
+    click.echo(
+        f"No agent sessions {where}were found. remem reads the sessions of {', '.join(harnesses[:-1])} "
+        f"and {harnesses[-1]} from their default folders and the sessions.roots of "
+        f"{backend.home.settings_file}; `--root FOLDER` reads another folder once.",
+        err=True,
+    )
 
 
 @sessions.command()
