@@ -114,6 +114,19 @@ def test_injected_context_is_never_the_prompt() -> None:
     assert [t.prompt for t in r.turns] == ["the real ask"]
 
 
+def test_an_editors_attached_context_is_not_the_title() -> None:
+    """Codex's IDE extension and desktop app send the files they attach, then the request after
+    a marker; Codex titles the thread by the request, and so does remem."""
+    attached = "\n# Files mentioned by the user:\n\n## notes.md: /w/notes.md\n\n## My request for Codex:\n"
+    r = read(
+        meta(),
+        *turn("t1", f"{attached}summarise the notes\nthen list the action items", "a1"),
+        *turn("t2", "# Context from my IDE setup:\n\n## My request for Codex:", "a2"),
+    )
+    assert r.title == "summarise the notes"
+    assert [t.prompt for t in r.turns] == ["summarise the notes", "# Context from my IDE setup:"]
+
+
 def test_a_compaction_marks_the_turn_it_precedes() -> None:
     r = read(meta(), *turn("t1", "q1", "a1"), line("compacted", message="summary"), *turn("t2", "q2", "a2"))
     assert [t.compacted for t in r.turns] == [False, True] and r.compactions == 1

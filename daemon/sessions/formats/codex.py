@@ -43,6 +43,9 @@ INJECTED_PREFIXES = (
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 PROMPT_CHARS = 200
+# What Codex's IDE extension and desktop app put between the context they attach and the
+# user's own request (codex-rs's `USER_MESSAGE_BEGIN`).
+_REQUEST_MARKER = "## My request for Codex:"
 ENDED = frozenset({"completed", "error", "aborted"})
 
 
@@ -411,7 +414,11 @@ def _first_prompt(lines: list[Line[_Line]], events: list[Any]) -> str | None:
 
 
 def _first_line(prompt: str) -> str:
-    return prompt.splitlines()[0][:PROMPT_CHARS]
+    """The prompt as a title or a turn's label: its first line, of the request alone when an
+    editor or the desktop app put the context it attached (open tabs, mentioned files) before
+    it, as Codex titles its own threads."""
+    request = prompt.partition(_REQUEST_MARKER)[2].strip()
+    return (request or prompt).splitlines()[0][:PROMPT_CHARS]
 
 
 def _read(lines: list[Line[_Line]], events: list[Any] | None = None) -> list[_Open]:
