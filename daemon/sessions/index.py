@@ -26,7 +26,7 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 6  # 6: Codex prompts read past an editor's attached context; 5: the digest state as bytes
+SCHEMA_VERSION = 6  # 6: titles past an editor's context and slash commands; 5: the digest state as bytes
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (

@@ -135,6 +135,44 @@ def test_meta_tool_result_compaction_summary_and_command_output_are_not_prompts(
     ]
 
 
+def test_a_slash_command_is_a_turn_but_titles_only_a_session_of_commands() -> None:
+    """As Claude Code's own listing (claude-agent-sdk's first prompt) titles a session."""
+    clear = "<command-name>/clear</command-name>\n<command-message>clear</command-message>"
+    t = read(
+        prompt("k1", None, clear),
+        prompt("o1", "k1", "<local-command-stdout></local-command-stdout>"),
+        prompt("u1", "o1", "add a margin below the details element"),
+        say("a1", "u1", "done"),
+    )
+    assert [turn.prompt for turn in t.turns] == ["/clear", "add a margin below the details element"]
+    assert (t.title, t.title_source) == ("add a margin below the details element", "prompt")
+    assert read(prompt("k1", None, clear)).title == "/clear"
+    ticked = read(
+        prompt("t1", None, "<tick>12:00</tick>"), say("a1", "t1", "idle"), prompt("u1", "a1", "go on")
+    )
+    assert [turn.prompt for turn in ticked.turns] == ["<tick>12:00</tick>", "go on"]
+    assert ticked.title == "go on", "a loop's tick starts a turn but titles nothing"
+
+
+def test_the_editors_context_blocks_are_not_the_users_words() -> None:
+    opened = "<ide_opened_file>The user opened the file /home/u/proj/app.py in the IDE.</ide_opened_file>"
+    selected = "<ide_selection>The user selected lines 3 to 9 of app.py:\ndef f(): ...</ide_selection>"
+    ask = [
+        {"type": "text", "text": opened},
+        {"type": "text", "text": selected},
+        {"type": "text", "text": "why?"},
+    ]
+    t = read(
+        rec("user", "u1", None, ask),
+        say("a1", "u1", "because"),
+        rec("user", "u2", "a1", [{"type": "text", "text": opened}]),
+        prompt("u3", "u2", "thanks"),
+        say("a3", "u3", "you are welcome"),
+    )
+    assert [turn.prompt for turn in t.turns] == ["why?", "thanks"]
+    assert t.title == "why?"
+
+
 def test_compaction_segments_are_joined_through_the_logical_parent() -> None:
     t = read(
         prompt("u1", None, "before compaction"),

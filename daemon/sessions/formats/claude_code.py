@@ -13,8 +13,8 @@ against Claude Code itself and claude-agent-sdk's reader:
 - the **workspace** is the records' ``cwd``, never the folder name (long names are truncated
   with a runtime-dependent hash);
 - the **title** is the latest ``custom-title``, else ``ai-title``, else a ``summary`` whose
-  leaf is in this file, else the first prompt; summaries of other files' leaves are returned
-  for the catalog to apply;
+  leaf is in this file, else the first prompt that is no slash command or harness-written
+  start (else the first); summaries of other files' leaves are returned for the catalog;
 - an **inline subagent** (Claude Code 1.0 wrote Task runs into the parent's file) is the
   ``isSidechain`` records under one root: its own conversation, never a turn or a branch of
   the parent's;
@@ -49,6 +49,12 @@ NOT_PROMPTS = (
 )
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
+# A text block that is wholly the editor's context (the file the user opened, the lines they
+# selected), which Claude Code's IDE integrations put before the user's own words.
+_IDE_CONTEXT = re.compile(r"\s*<(ide_opened_file|ide_selection)>.*</\1>\s*\Z", re.DOTALL)
+# Prompts the harness writes to start a turn (a hook's output, a loop's tick, a goal), which
+# Claude Code's own listing never titles a session by.
+_UNTITLED = ("<session-start-hook>", "<tick>", "<goal>")
 # What Claude Code writes as a user line when the user stops a turn (Esc): a marker, not a prompt.
 INTERRUPTED = "[Request interrupted by user"
 PROMPT_CHARS = 200
@@ -193,12 +199,12 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     path = graph.active_path()
     if turns:
         built = _turns(path, graph)
-        counted = _Counted(len(built), built[0].prompt if built else None)
+        counted = _Counted(len(built), _first_prompt([turn.start for turn in built], graph))
     else:
         groups = _groups(path, graph.prompts)
         built, counted = (
             (),
-            _Counted(len(groups), _short(graph.prompts[groups[0][0].number]) if groups else None),
+            _Counted(len(groups), _first_prompt([group[0].number for group in groups], graph)),
         )
     return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, built, counted, problems))
 
@@ -284,6 +290,16 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
 
 def _stem(name: str) -> str:
     return name.rsplit("/", 1)[-1].removesuffix(".jsonl")
+
+
+def _first_prompt(starts: list[int], graph: _Graph) -> str | None:
+    """The prompt a session is titled by, as Claude Code's own listing chooses it: the first
+    that is neither a slash command (`/clear`, `/model` say nothing of the work) nor a line the
+    harness starts a turn with, else the first."""
+    prompts = graph.prompts
+    asked = [n for n in starts if n not in graph.commands and not prompts[n].startswith(_UNTITLED)]
+    chosen = asked or starts
+    return _short(prompts[chosen[0]]) if chosen else None
 
 
 def _short(prompt: str | None) -> str:
@@ -621,14 +637,13 @@ def _prompt_text(record: _Node, text: str) -> str | None:
 
 
 def _text(record: _Node) -> str:
-    """The text blocks of a record's message, joined and stripped."""
+    """The text blocks of a record's message, joined and stripped, without the blocks in which
+    Claude Code's IDE integrations tell the model what the user has open or selected."""
     content = record.message.content if record.message else None
     if isinstance(content, str):
         return content.strip()
-    texts = [block.text for block in content or () if block.type == "text"]
-    if not texts:
-        return ""
-    return "\n".join("" if text is None else str(text) for text in texts).strip()
+    texts = ["" if block.text is None else str(block.text) for block in content or () if block.type == "text"]
+    return "\n".join(text for text in texts if not _IDE_CONTEXT.match(text)).strip()
 
 
 def _groups(path: list[Line[_Node]], prompts: dict[int, str]) -> list[list[Line[_Node]]]:
