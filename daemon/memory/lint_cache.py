@@ -2,7 +2,9 @@
 
 An editor re-validates a record's whole folder on each change, so without reuse every keystroke
 re-reads and re-parses every sibling record and `MEMORY.md`. A parse depends only on the file
-name and the text, so it is kept by both. A file's text and a folder's listing are kept by
+name and the text, so it is kept by both, the text by identity: the editor's document and a
+settled file each hand over the same string until it changes, and hashing a new 1 MiB text
+(as keying by its value would, on every keystroke) costs about half a millisecond. A file's text and a folder's listing are kept by
 their stat stamp, and trusted only once their last change is older than `stamps.RACY_NS`: a
 later write within the same timestamp tick, with the same size, could otherwise go unseen.
 
@@ -39,17 +41,19 @@ class LintCache:
     """Bounded, least-recently-used caches of record parses, settled file texts and listings."""
 
     def __init__(self, entries: int = _ENTRIES, chars: int = _CHARS) -> None:
-        self._parses: _Lru[tuple[str, str], ParsedRecord] = _Lru(entries, chars)
+        # Keyed by the text's id: the entry holds the text, so no other live string has that id.
+        self._parses: _Lru[tuple[str, int], tuple[str, ParsedRecord]] = _Lru(entries, chars)
         self._texts: _ByStat[tuple[str, list[Diagnostic]]] = _ByStat(_Lru(entries, chars))
         self._listings: _ByStat[frozenset[str]] = _ByStat(_Lru(entries, chars))
 
     def parse(self, text: str, file_name: str) -> ParsedRecord:
         """`parse_record(text, file_name)` with its likely secrets, as a copy the caller may add to."""
-        key = (file_name, text)
-        parsed = self._parses.get(key)
-        if parsed is None:
-            parsed = parse_record(text, file_name, secrets=True)
-            self._parses.put(key, parsed, len(text))
+        key = (file_name, id(text))
+        kept = self._parses.get(key)
+        if kept is None:
+            kept = (text, parse_record(text, file_name, secrets=True))
+            self._parses.put(key, kept, len(text))
+        parsed = kept[1]
         # Workspace-wide rules append to the diagnostics and drop the record; the cached one stays.
         return ParsedRecord(
             parsed.record, list(parsed.diagnostics), parsed.name_span, parsed.positions, dict(parsed.fields)
