@@ -348,7 +348,7 @@ class SessionCatalog:
     def _find_indexed(self, session_id: str) -> Entry | None:
         """Skip the full scan when the index holds exactly one readable log with this id in a
         configured root: forking a session must not wait for every other log to be indexed."""
-        rows = [r for r in self.index.rows().values() if r.id == session_id and r.error is None]
+        rows = [r for r in self.index.rows_of(session_id) if r.error is None]
         if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._confined(rows[0].path):
             return None
         try:

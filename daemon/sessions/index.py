@@ -26,7 +26,7 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 6  # 6: titles past an editor's context and slash commands; 5: the digest state as bytes
+SCHEMA_VERSION = 7  # 7: rows found by session id; 6: titles past an editor context; 5: digest state as bytes
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
@@ -40,6 +40,7 @@ CREATE TABLE turns (
     path TEXT NOT NULL, start_seq INTEGER NOT NULL, turn INTEGER NOT NULL, end_seq INTEGER,
     status TEXT NOT NULL, user TEXT NOT NULL, PRIMARY KEY (path, start_seq)
 ) WITHOUT ROWID;
+CREATE INDEX logs_by_id ON logs (id);
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
@@ -156,6 +157,14 @@ class SessionIndex:
     def rows(self) -> dict[str, LogRow]:
         cursor = self._db.execute(f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs")
         return {r[0]: LogRow(*r) for r in cursor}
+
+    def rows_of(self, session_id: str) -> list[LogRow]:
+        """The rows of the logs whose session is `session_id`: one lookup, however many are
+        indexed (a fork must not load the ten thousand rows of its siblings)."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs WHERE id = ?", (session_id,)
+        )
+        return [LogRow(*r) for r in cursor]
 
     def row(self, path: str) -> LogRow | None:
         found = self._db.execute(

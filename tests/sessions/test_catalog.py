@@ -13,6 +13,7 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.sessions import catalog as catalog_module
 from remem.daemon.sessions.catalog import SessionCatalog, SessionNotFound
+from remem.daemon.sessions.index import LogRow, SessionIndex
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import Skim, read_session
 from remem.daemon.sessions.writer import SessionWriter
@@ -301,6 +302,31 @@ def test_find_refreshes_only_the_session_it_looks_up(
     assert reads == [], "the new log is indexed by the next listing, not by a lookup"
     with pytest.raises(SessionNotFound):
         catalog(home, folder).find(elsewhere.header.id)  # indexed, but its root is not configured now
+
+
+def test_find_loads_only_the_rows_of_the_session_it_looks_up(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork looks its source up by id: with thousands of forks indexed beside it, loading
+    every row made each fork slower than the last (#20 item 7)."""
+    folder = tmp_path / "r"
+    sessions = [build_session(SessionSpec(seed=seed, turns=1, cwd=CWD)) for seed in range(1, 6)]
+    for session in sessions:
+        write_session(folder, session)
+    catalog(home, folder).listing()
+    loaded: list[int] = []
+    rows_of = SessionIndex.rows_of
+
+    def counted(index: SessionIndex, session_id: str) -> list[LogRow]:
+        found = rows_of(index, session_id)
+        loaded.append(len(found))
+        return found
+
+    monkeypatch.setattr(SessionIndex, "rows", lambda _: pytest.fail("every row loaded for one lookup"))
+    monkeypatch.setattr(SessionIndex, "rows_of", counted)
+    for session in sessions:
+        assert catalog(home, folder).find(session.header.id).summary.id == session.header.id
+    assert loaded == [1] * len(sessions)
 
 
 def test_listing_other_roots_keeps_their_index_rows(
