@@ -87,7 +87,9 @@ def _add_prior_forks(service: ForkService, source_id: str, count: int) -> None:
         (journal.locks / f"fork-{operation_key(operation)}.lock").touch()
 
 
-def _fork_after(prior: int) -> Callable[[], AbstractContextManager[Contenders]]:
+def _fork_after(prior: int, listed: bool) -> Callable[[], AbstractContextManager[Contenders]]:
+    """With `listed`, the prior forks are indexed too, as after the editor's tree showed them."""
+
     @contextmanager
     def setup() -> Iterator[Contenders]:
         with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
@@ -97,6 +99,8 @@ def _fork_after(prior: int) -> Callable[[], AbstractContextManager[Contenders]]:
                 write_session(side / "sessions", draft, encoding=Encoding.RAW)
             fresh, grown = _forking(first), _forking(many)
             _add_prior_forks(grown, draft.header.id, prior)
+            if listed:
+                grown.catalog.listing()
 
             def side(service: ForkService) -> Callable[[int], Call]:
                 def prepare(iteration: int) -> Call:
@@ -121,13 +125,15 @@ BENCHMARKS = [
     ),
     *(
         Benchmark(
-            name=f"forks.fork-after-many-{label}",
-            note=f"fork a small raw log whose home already holds {prior} committed forks of it; "
-            "baseline: the first fork of the same log in a fresh home",
+            name=f"forks.fork-after-many-{'listed-' if listed else ''}{label}",
+            note=f"fork a small raw log whose home already holds {prior} committed forks of it"
+            f"{', all of them listed' if listed else ''}; baseline: the first fork of the same log "
+            "in a fresh home",
             target=1.5,
             budget=Budget(iterations=40, warmup=4),
-            setup=_fork_after(prior),
+            setup=_fork_after(prior, listed),
         )
+        for listed in (False, True)
         for label, prior in (("1k", 1_000), ("10k", 10_000))
     ),
 ]
