@@ -5,7 +5,10 @@ in-process all build `Services`: the same handler objects for every method, wire
 way. What differs is only what the host gives them (`Host`): where notifications go, how
 memory snapshots are proved current, extra session roots named on a command line, and the
 daemon's listing memo. What a crash left half done (agent updates, reviews cut between their
-Global and workspace commits) is settled before anything is read, in every host.
+Global and workspace commits) is settled before anything is read, in every host, and every
+request first looks for a review between its two commits (one directory listing, almost always
+empty): a live one is waited for, one whose process died is finished, so no reader sees half
+of a committed plan, whichever process was committing it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
 
 from ..consolidation.settle import pending
 from ..home import Home
@@ -59,7 +65,15 @@ class Services:
             served = part.handlers()
             assert table.keys().isdisjoint(served), "a method is served by one part"
             table |= served
-        return table
+        return {method: self._settled_first(handler) for method, handler in table.items()}
+
+    def _settled_first(self, handler: Handler) -> Handler:
+        async def handle(params: Any) -> BaseModel:
+            if pending(self.home):
+                await self.consolidation.settle()
+            return await handler(params)
+
+        return handle
 
     async def settle(self) -> None:
         """Finish what a crash left half done, before anything is read."""
@@ -73,9 +87,8 @@ class Services:
 class InProcess:
     """The composed handlers as a transport of `DaemonApi`, run in the caller's process.
 
-    The first call settles what a crash left; each later one first finishes a review another
-    process may have died committing since (one directory listing), as the daemon does when its
-    watcher sees memory change."""
+    The first call settles what a crash left; every handler itself settles a review found between
+    its commits (`Services.handlers`)."""
 
     def __init__(self, home: Home, host: Host) -> None:
         self.services = Services(home, host)
@@ -86,8 +99,6 @@ class InProcess:
         if not self._settled:
             await self.services.settle()
             self._settled = True
-        elif pending(self.services.home):
-            await self.services.consolidation.settle()
         return await self._transport.request(method, params)
 
     async def close(self) -> None:

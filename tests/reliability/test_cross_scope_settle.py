@@ -22,7 +22,7 @@ from remem.agents.link import InProcessLink
 from remem.daemon import faults
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.consolidation.receipts import ReceiptStore
-from remem.daemon.consolidation.settle import pending, settle_committing
+from remem.daemon.consolidation.settle import marks, pending, settle_committing
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
@@ -181,6 +181,26 @@ def test_a_running_daemon_settles_a_review_another_process_left(
             _settled_whole(home, project)
         finally:
             remem(home, "daemon", "stop")
+
+
+def test_a_running_daemon_settles_before_the_next_read_not_when_its_watcher_says(
+    copy: tuple[Home, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review of another process can sit between its commits while the daemon serves; the
+    daemon's watcher hears of it only later, if at all. The read itself must find the mark."""
+    home, project = copy
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    [review] = pending(home)
+    hidden = home.root / review
+    (marks(home) / review).rename(hidden)  # the daemon starts with nothing to settle
+    assert remem(home, "daemon", "start").returncode == 0
+    half = calls(home, [("memory/readGlobal", {}), ("memory/readWorkspace", {"cwd": str(project)})])
+    assert (half[0]["content"], [r["name"] for r in half[1]["records"]]) == (PLANNED[0], [])
+    hidden.rename(marks(home) / review)  # no memory file changes: nothing for the watcher
+    cwd = {"cwd": str(project)}
+    workspace, glob = calls(home, [("memory/readWorkspace", cwd), ("memory/readGlobal", {})])
+    assert (glob["content"], [r["name"] for r in workspace["records"]]) == PLANNED
+    _settled_whole(home, project)
 
 
 def test_the_points_are_those_a_settle_reaches(
