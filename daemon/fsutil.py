@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from pathlib import Path
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 TEMP_MARKER = ".remem-tmp-"
+# A hand save that met a publish and was kept beside its file, not discarded (`swap.py`).
+UNMERGED_MARKER = ".unmerged-"
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -62,6 +65,11 @@ def temp_path_for(target: Path) -> Path:
 
 def is_temp_name(name: str) -> bool:
     return name.startswith(".") and TEMP_MARKER in name
+
+
+def unmerged_path_for(target: Path) -> Path:
+    """Where a save of `target` that lost to another is kept, for a person to merge."""
+    return target.with_name(f"{target.name}{UNMERGED_MARKER}{time.time_ns()}")
 
 
 def write_synced(path: Path, *parts: bytes | memoryview) -> None:

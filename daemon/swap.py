@@ -17,6 +17,7 @@ import ctypes
 import errno
 import fcntl
 import hashlib
+import logging
 import os
 import signal
 import stat
@@ -24,13 +25,14 @@ import sys
 import time
 from pathlib import Path
 
-from .fsutil import atomic_write, fsync_dir, temp_path_for
+from .fsutil import atomic_write, fsync_dir, temp_path_for, unmerged_path_for
 
 ABSENT = "absent"  # the target must not exist: publish without replacing anything
 ANY = "any"  # a generated file nobody edits: replace it whatever it holds
 EMPTY = hashlib.sha256(b"").hexdigest()
 SETTLE_SECONDS = 0.25
 
+log = logging.getLogger("remem.swap")
 _LEASES = hasattr(fcntl, "F_SETLEASE")  # Linux only
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -182,10 +184,6 @@ def _sync(folder: Path, durable: bool) -> None:
         fsync_dir(folder)
 
 
-def _unmerged(target: Path) -> Path:
-    return target.with_name(f"{target.name}.unmerged-{time.time_ns()}")
-
-
 def watch_put_back(displaced: Displaced) -> None:
     """Keep the save an undo put back, should the next saves drop it; call after every undo.
 
@@ -209,6 +207,14 @@ def watch_put_back(displaced: Displaced) -> None:
         if not lines <= set(now.splitlines()):
             atomic_write(_unmerged(target), saved)
             return
+
+
+def _unmerged(target: Path) -> Path:
+    path = unmerged_path_for(target)
+    log.warning(
+        "a hand save of %s met a commit; it is kept as %s for a person to merge", target.name, path.name
+    )
+    return path
 
 
 def _open_for_writing(fd: int) -> bool:

@@ -8,11 +8,12 @@ the warnings for people the store does not need (`likely_secrets`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..fsutil import UNMERGED_MARKER
 from .canonical import FILE_TOO_LARGE, read_file, too_large
-from .diagnostics import Diagnostic, FileProblems
+from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic
 from .lint_cache import LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .validation import validate_global, validate_workspace
@@ -33,7 +34,7 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
             text, problems = read_file(path)
             reports[path] = (
                 problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
-            )
+            ) + unmerged_saves(GLOBAL_FILE, listing(path.parent))
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
@@ -57,7 +58,7 @@ def lint_workspace_folder(
     """
     edited = edited or {}
     cache = cache or LintCache()
-    names = _listing(folder, cache)
+    names = listing(folder, cache)
     decoded = {
         name: _edited(edited[name]) if name in edited else cache.read(folder, name)
         for name in sorted(names | set(edited))
@@ -72,7 +73,8 @@ def lint_workspace_folder(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse
     )
     reports = {
-        name: problems if FILE_TOO_LARGE in problems else problems + parsed[name].diagnostics
+        name: (problems if FILE_TOO_LARGE in problems else problems + parsed[name].diagnostics)
+        + unmerged_saves(name, names)
         for name, (_, problems) in decoded.items()
     }
     if index is not None:
@@ -80,14 +82,34 @@ def lint_workspace_folder(
     return reports
 
 
+def unmerged_saves(name: str, names: Iterable[str]) -> list[Diagnostic]:
+    """A warning for each save of the file `name` that met a commit and was kept beside it
+    rather than discarded (`swap.py`): it holds lines the file lacks, and nothing else says so."""
+    kept = sorted(other for other in names if other.startswith(f"{name}{UNMERGED_MARKER}"))
+    return [
+        diagnostic(
+            "unmerged-save",
+            Severity.WARNING,
+            f"a save of this file met a commit and was kept beside it as {copy}: merge the lines "
+            "it holds into this file, then delete it",
+            _FIRST_CHARACTER,
+        )
+        for copy in kept
+    ]
+
+
+_FIRST_CHARACTER = Range(start=Position(line=0, character=0), end=Position(line=0, character=0))
+
+
 def _edited(text: str) -> tuple[str, list[Diagnostic]]:
     """An editor's text, judged as the same bytes on disk would be: past the cap, only that."""
     return ("", [FILE_TOO_LARGE]) if too_large(text) else (text, [])
 
 
-def _listing(folder: Path, cache: LintCache) -> frozenset[str]:
+def listing(folder: Path, cache: LintCache | None = None) -> frozenset[str]:
+    """The names of the regular files in `folder`."""
     try:
-        return cache.file_names(folder)
+        return (cache or LintCache()).file_names(folder)
     except (FileNotFoundError, NotADirectoryError):
         return frozenset()  # the folder went away: only the editor's texts are left to judge
 

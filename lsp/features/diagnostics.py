@@ -17,7 +17,8 @@ from lsprotocol import types
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, diagnostic
-from remem.daemon.memory.lint import lint_workspace_folder
+from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
+from remem.daemon.memory.record import GLOBAL_FILE
 from remem.daemon.memory.validation import validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
@@ -91,7 +92,9 @@ def refresh_global(ls: RememServer) -> None:
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
         text = ls.workspace.get_text_document(uri).source
-        _publish(ls, uri, [FILE_TOO_LARGE] if too_large(text) else validate_global(text, secrets=True))
+        found = [FILE_TOO_LARGE] if too_large(text) else validate_global(text, secrets=True)
+        kept = unmerged_saves(GLOBAL_FILE, listing(ls.home.global_file.parent, ls.lint_cache))
+        _publish(ls, uri, found + kept)
 
 
 def settings_problems(text: str) -> list[Diagnostic]:

@@ -68,6 +68,18 @@ async def test_settings_are_validated_as_they_are_typed(client: LanguageClient) 
 
 
 @pytest.mark.asyncio
+async def test_a_hand_save_kept_beside_a_record_is_shown_on_it(client: LanguageClient) -> None:
+    folder = workspace_folder(HOME, "kept-save")
+    (folder / "first.md.unmerged-1700000000000000000").write_text("Saved by hand.\n")
+    uri = open_document(client, folder / "first.md", record("first"))
+    await until(lambda: codes(client, uri) == ["remem/unmerged-save"])
+    [problem] = client.diagnostics[uri]
+    assert problem.severity == types.DiagnosticSeverity.Warning
+    assert "first.md.unmerged-1700000000000000000" in problem.message
+    assert problem.code_description is not None  # the rule's row in docs/memory-format.md
+
+
+@pytest.mark.asyncio
 async def test_a_record_and_its_siblings_are_judged_together(client: LanguageClient) -> None:
     folder = workspace_folder(HOME, "siblings")
     (folder / "first.md").write_text(record("first"))

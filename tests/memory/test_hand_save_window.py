@@ -23,6 +23,7 @@ from remem.daemon.fsutil import is_temp_name
 from remem.daemon.memory import journal
 from remem.daemon.memory import store as store_module
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.lint import lint_paths
 from remem.daemon.memory.revision import global_revision
 from remem.daemon.memory.store import MemoryStore
 from tests.reliability.editor import STYLES, kept_text, save
@@ -158,6 +159,7 @@ def test_global_save_put_back_outlives_a_save_built_on_our_file(
     kept = editor.kept()
     assert "Saved by hand.\n" in kept and "Edited after the undo.\n" in kept
     assert store.home.global_file.read_text() == "New global.\nEdited after the undo.\n"
+    _told_of_the_kept_save(store.home.global_file)
 
 
 def test_record_save_put_back_outlives_a_save_built_on_our_file(
@@ -173,6 +175,15 @@ def test_record_save_put_back_outlives_a_save_built_on_our_file(
     kept = editor.kept()
     assert "Saved by hand.\n" in kept and "Edited after the undo.\n" in kept
     assert "New alpha." not in (target.parent / "alpha.md").read_text()
+    _told_of_the_kept_save(target)
+
+
+def _told_of_the_kept_save(target: Path) -> None:
+    """The copy is named to the person by the validator (CLI and editor), not left to be found."""
+    [copy] = target.parent.glob(f"{target.name}.unmerged-*")
+    [report] = lint_paths([target])
+    [warning] = [d for d in report.diagnostics if d.code == "remem/unmerged-save"]
+    assert copy.name in warning.message
 
 
 class OpenedEarly:

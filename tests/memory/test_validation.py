@@ -324,6 +324,23 @@ def test_a_likely_credential_is_a_warning_on_its_exact_span_for_people(tmp_path:
     assert span(only(report.diagnostics, "likely-secret")) == (1, 10, 1, 24)
 
 
+def test_a_save_kept_beside_its_file_is_a_warning_naming_it(tmp_path: Path) -> None:
+    """A hand save that met a commit is kept as `<name>.unmerged-<time>` (swap.py); the store
+    reads none of those, so the file's own diagnostics are where a person learns of it."""
+    (tmp_path / "prefer-uv.md").write_text(record())
+    (tmp_path / "prefer-uv.md.unmerged-1700000000000000000").write_text("Saved by hand.\n")
+    (tmp_path / "prefer-uv-two.md.unmerged-1").write_text("another file's save\n")
+    found = only(lint_workspace_folder(tmp_path)["prefer-uv.md"], "unmerged-save")
+    assert found.severity is Severity.WARNING and span(found) == (0, 0, 0, 0)
+    assert "prefer-uv.md.unmerged-1700000000000000000" in found.message
+    global_file = tmp_path / "GLOBAL.md"
+    global_file.write_text("Prefer terse answers.\n")
+    assert lint_paths([global_file])[0].diagnostics == []
+    (tmp_path / "GLOBAL.md.unmerged-2").write_text("Saved by hand.\n")
+    [report] = lint_paths([global_file])
+    assert "GLOBAL.md.unmerged-2" in only(report.diagnostics, "unmerged-save").message
+
+
 @pytest.mark.parametrize(
     "body", ["The token lives in $GITHUB_TOKEN.\n", "Rotate the password before the secret expires.\n"]
 )
