@@ -4,9 +4,10 @@ An editor re-validates a record's whole folder on each change, so without reuse 
 re-reads and re-parses every sibling record and `MEMORY.md`. A parse depends only on the file
 name and the text, so it is kept by both, the text by identity: the editor's document and a
 settled file each hand over the same string until it changes, and hashing a new 1 MiB text
-(as keying by its value would, on every keystroke) costs about half a millisecond. A file's text and a folder's listing are kept by
-their stat stamp, and trusted only once their last change is older than `stamps.RACY_NS`: a
-later write within the same timestamp tick, with the same size, could otherwise go unseen.
+(as keying by its value would, on every keystroke) costs about half a millisecond. A file's
+text and a folder's listing are kept by their stat stamp, and trusted only once their last
+change is older than `stamps.RACY_NS`: a later write within the same timestamp tick, with the
+same size, could otherwise go unseen.
 
 Each cache is bounded in entries and in the characters of text it holds: every keystroke in a
 long document is a new text, and a count of entries alone let a language server grow by a
