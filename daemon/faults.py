@@ -48,6 +48,7 @@ POINTS: frozenset[str] = frozenset(
         "sessions.writer.mid-append",
         "sessions.writer.after-append",
         "settings.after-temp-write",
+        "settings.after-exchange",
     }
 )
 

@@ -17,11 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import safe_yaml
 from .faults import faultpoint
-from .fsutil import remove_stale_temps, replace_durably, write_temp
+from .fsutil import remove_stale_temps, write_temp
 from .home import Home
 from .locks import file_lock
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
+from .swap import ABSENT, Displaced, digest, discard, swap_in, watch_put_back
 
 
 class _Strict(BaseModel):
@@ -183,7 +184,8 @@ class SettingsStore:
         """Set dotted keys (`consolidation.model`) if the file is still at `expected_revision`."""
         with file_lock(self.home.locks / "settings.lock"):
             remove_stale_temps(self.home.root)
-            raw = self._raw()
+            existing = self._existing()
+            raw = existing or b""
             if revision_of(raw) != expected_revision:
                 raise SettingsConflict(revision_of(raw))
             data = parse_settings(raw, str(self.home.settings_file)).model_dump(exclude_unset=True)
@@ -191,16 +193,32 @@ class SettingsStore:
                 _assign(data, dotted.split("."), value)
             new_raw = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
             parse_settings(new_raw, "the updated settings")
-            temp = write_temp(self.home.settings_file, new_raw)
-            faultpoint("settings.after-temp-write")
-            replace_durably(temp, self.home.settings_file)
+            self._publish(new_raw, ABSENT if existing is None else digest(existing))
             return revision_of(new_raw)
 
+    def _publish(self, new_raw: bytes, expected: str) -> None:
+        """Replace the file only if it still holds `expected`: a person saving it by hand since
+        it was read (the lock binds remem's writers only) keeps their save, and remem answers
+        with a conflict, as the memory store does (`swap.py`)."""
+        temp = write_temp(self.home.settings_file, new_raw)
+        faultpoint("settings.after-temp-write")
+        try:
+            swap_in(temp, self.home.settings_file, expected)
+        except Displaced as displaced:
+            discard(temp)
+            watch_put_back(displaced)
+            raise SettingsConflict(revision_of(self._raw())) from None
+        faultpoint("settings.after-exchange")
+        discard(temp)
+
     def _raw(self) -> bytes:
+        return self._existing() or b""
+
+    def _existing(self) -> bytes | None:
         try:
             return self.home.settings_file.read_bytes()
         except FileNotFoundError:
-            return b""
+            return None
 
 
 def _assign(data: dict[str, Any], path: list[str], value: Any) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import stat
 import traceback
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from remem.daemon import settings as settings_module
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
 
@@ -98,6 +100,31 @@ def test_update_is_compare_and_swap(home: Home) -> None:
     with pytest.raises(SettingsConflict):
         store.update(revision, {"consolidation.model": "lost"})
     assert store.read()[0].consolidation.model == "deepseek-v4-pro"
+
+
+@pytest.mark.parametrize("existed", [True, False], ids=["edited", "created"])
+def test_a_hand_save_between_the_read_and_the_publish_is_kept(
+    home: Home, existed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings lock binds remem's writers, not an editor: a save landing after the update
+    read the file is kept, and the update is a conflict naming the file's new revision."""
+    store = SettingsStore(home)
+    if existed:
+        home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
+    _, revision = store.read()
+    saved = b"sessions:\n  idle_seconds: 45\n"
+    write_temp = settings_module.write_temp
+
+    def save_then_write(target: Path, *parts: bytes) -> Path:
+        home.settings_file.write_bytes(saved)  # the editor's save, in the window
+        return write_temp(target, *parts)
+
+    monkeypatch.setattr(settings_module, "write_temp", save_then_write)
+    with pytest.raises(SettingsConflict) as conflict:
+        store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
+    assert home.settings_file.read_bytes() == saved
+    assert conflict.value.revision == store.read()[1] != revision
+    assert [p.name for p in home.root.iterdir() if ".remem-tmp-" in p.name] == []
 
 
 def test_invalid_update_is_refused_and_nothing_written(home: Home) -> None:

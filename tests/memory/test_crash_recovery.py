@@ -59,7 +59,7 @@ def test_every_memory_fault_point_is_covered() -> None:
     covered = (
         set(ROLLS_FORWARD)
         | set(GLOBAL_POINTS)
-        | {"memory.workspace.mid-rollback", "settings.after-temp-write"}
+        | {"memory.workspace.mid-rollback", "settings.after-temp-write", "settings.after-exchange"}
     )
     assert {p for p in POINTS if p.startswith(("memory.", "settings."))} == covered
 
@@ -134,20 +134,19 @@ def test_crash_while_undoing_for_a_hand_save(store: MemoryStore, workspace: Work
 
 
 @pytest.mark.slow
-def test_settings_update_crash(home: Home) -> None:
+@pytest.mark.parametrize(
+    ("point", "published"), [("settings.after-temp-write", False), ("settings.after-exchange", True)]
+)
+def test_settings_update_crash(point: str, published: bool, home: Home) -> None:
     settings = SettingsStore(home)
     _, base = settings.read()
     crashed = run_driver(
-        "settings.after-temp-write",
-        "update-settings",
-        str(home.root),
-        base,
-        "consolidation.model",
-        "crashed-model",
+        point, "update-settings", str(home.root), base, "consolidation.model", "crashed-model"
     )
     assert crashed.returncode == EXIT_CODE, crashed.stderr
     current, revision = settings.read()
-    assert current.consolidation.model == "deepseek-v4-flash" and revision == base
-    settings.update(base, {"consolidation.model": "next-model"})
+    assert current.consolidation.model == ("crashed-model" if published else "deepseek-v4-flash")
+    assert (revision == base) is not published
+    settings.update(revision, {"consolidation.model": "next-model"})
     assert leftovers(home.root) == []
     assert settings.read()[0].consolidation.model == "next-model"
