@@ -16,13 +16,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import safe_yaml
-from .faults import faultpoint
-from .fsutil import remove_stale_temps, write_temp
+from .fsutil import remove_stale_temps
 from .home import Home
 from .locks import file_lock
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
-from .swap import ABSENT, Displaced, digest, discard, swap_in, watch_put_back
+from .swap import ABSENT, Displaced, digest, publish
 
 
 class _Strict(BaseModel):
@@ -200,16 +199,11 @@ class SettingsStore:
         """Replace the file only if it still holds `expected`: a person saving it by hand since
         it was read (the lock binds remem's writers only) keeps their save, and remem answers
         with a conflict, as the memory store does (`swap.py`)."""
-        temp = write_temp(self.home.settings_file, new_raw)
-        faultpoint("settings.after-temp-write")
+        points = {"written": "settings.after-temp-write", "exchanged": "settings.after-exchange"}
         try:
-            swap_in(temp, self.home.settings_file, expected)
-        except Displaced as displaced:
-            discard(temp)
-            watch_put_back(displaced)
+            publish(self.home.settings_file, new_raw, expected, **points)
+        except Displaced:
             raise SettingsConflict(revision_of(self._raw())) from None
-        faultpoint("settings.after-exchange")
-        discard(temp)
 
     def _raw(self) -> bytes:
         return self._existing() or b""

@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from .fsutil import atomic_write, fsync_dir, temp_path_for, unmerged_path_for
+from .faults import faultpoint
+from .fsutil import atomic_write, fsync_dir, temp_path_for, unmerged_path_for, write_temp
 
 ABSENT = "absent"  # the target must not exist: publish without replacing anything
 ANY = "any"  # a generated file nobody edits: replace it whatever it holds
@@ -88,6 +89,23 @@ def _open_regular(path: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged: str) -> None:
+    """Replace one file with `data` if it holds `expected` (`swap_in`), the displaced file
+    discarded; raises Displaced, the save found kept and watched (`watch_put_back`). `written`
+    and `exchanged` name the fault points after the temp file is written and after the exchange.
+    """
+    temp = write_temp(target, data)
+    faultpoint(written)
+    try:
+        swap_in(temp, target, expected)
+    except Displaced as displaced:
+        discard(temp)
+        watch_put_back(displaced)
+        raise
+    faultpoint(exchanged)
+    discard(temp)
 
 
 def swap_in(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from remem.daemon import settings as settings_module
+from remem.daemon import swap
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
 
@@ -113,13 +113,13 @@ def test_a_hand_save_between_the_read_and_the_publish_is_kept(
         home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
     _, revision = store.read()
     saved = b"sessions:\n  idle_seconds: 45\n"
-    write_temp = settings_module.write_temp
+    write_temp = swap.write_temp
 
     def save_then_write(target: Path, *parts: bytes) -> Path:
         home.settings_file.write_bytes(saved)  # the editor's save, in the window
         return write_temp(target, *parts)
 
-    monkeypatch.setattr(settings_module, "write_temp", save_then_write)
+    monkeypatch.setattr(swap, "write_temp", save_then_write)
     with pytest.raises(SettingsConflict) as conflict:
         store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
     assert home.settings_file.read_bytes() == saved

@@ -20,13 +20,11 @@ from typing import BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..faults import faultpoint
 from ..fsutil import (
     atomic_write,
     ensure_private_dir,
     is_temp_name,
     remove_stale_temps,
-    write_temp,
 )
 from ..home import Home
 from ..locks import LockUnusable, file_lock
@@ -39,7 +37,7 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
-from ..swap import ABSENT, ANY, Displaced, digest, discard, swap_in, watch_put_back
+from ..swap import ABSENT, ANY, Displaced, digest, publish
 from .batch import (
     GlobalPlan,
     InvalidChanges,
@@ -270,16 +268,8 @@ class MemoryStore:
             return _capped(handle, path)
 
     def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
-        temp = write_temp(self.home.global_file, plan.content)
-        faultpoint("memory.global.after-temp-write")
-        try:
-            swap_in(temp, self.home.global_file, expected)
-        except Displaced as displaced:
-            discard(temp)
-            watch_put_back(displaced)
-            raise
-        faultpoint("memory.global.after-exchange")
-        discard(temp)
+        points = {"written": "memory.global.after-temp-write", "exchanged": "memory.global.after-exchange"}
+        publish(self.home.global_file, plan.content, expected, **points)
 
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
         lock = self.home.locks / "global.lock"

@@ -21,7 +21,6 @@ import pytest
 from remem.daemon import swap
 from remem.daemon.fsutil import is_temp_name
 from remem.daemon.memory import journal
-from remem.daemon.memory import store as store_module
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.lint import lint_paths
 from remem.daemon.memory.revision import global_revision
@@ -49,13 +48,13 @@ def test_global_save_in_the_window_wins(
     store: MemoryStore, publish_mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = store.replace_global(EMPTY, "Old global.\n").revision
-    swap_in = store_module.swap_in
+    swap_in = swap.swap_in
 
     def save_then_publish(temp: Path, target: Path, expected: str) -> None:
         target.write_text("Old global.\nSaved by hand.\n")
         swap_in(temp, target, expected)
 
-    monkeypatch.setattr(store_module, "swap_in", save_then_publish)
+    monkeypatch.setattr(swap, "swap_in", save_then_publish)
     result = store.replace_global(base, "New global.\n")
     assert result.status == "conflict"
     assert store.home.global_file.read_text() == "Old global.\nSaved by hand.\n"
