@@ -132,6 +132,24 @@ test('sibling branches with the default title are told apart by their own first 
   assert.equal(sessionItem(forest, parent, NOW).label, 'Fix the uploader');
 });
 
+test('a renamed session’s branches keep their own names, not the parent’s old title', () => {
+  const parent = node('p', { title: 'Uploader, take two' }); // was "Fix the uploader" at the forks
+  const branch = (id: string, fields: Partial<typeof parent>) =>
+    node(id, { kind: 'fork', parent: 'p', depth: 1, forkTurn: 2, title: 'Fix the uploader (1)', ...fields });
+  const nodes = [
+    parent,
+    branch('a', { ownPrompt: 'Add a retry instead' }),
+    branch('b', { title: 'Fix the uploader (2)', ownPrompt: 'Use a queue' }),
+    branch('c', { title: 'Fix the uploader (3)', ownPrompt: null }),
+    branch('d', { title: 'Try the queue', ownPrompt: 'ignored: it was named' }),
+  ];
+  const forest = new SessionForest(nodes);
+  assert.deepEqual(
+    nodes.slice(1).map((n) => sessionItem(forest, n, NOW).label),
+    ['After turn 2 · Add a retry instead', 'After turn 2 · Use a queue', 'After turn 2 · new branch (3)', 'After turn 2 · Try the queue'],
+  );
+});
+
 test('archived sessions are hidden unless asked for, and counted; their children stay shown', () => {
   const nodes = [node('p', { archived: true }), node('c', { kind: 'fork', forkTurn: 1, parent: 'p', depth: 1 }), node('q')];
   const hidden = visibleNodes(nodes, false);
