@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 
+from ..sessions.lineage import DEFAULT_TITLE_COUNTER
 from ..sessions.models import SessionEvent, SessionHeader
 from ..sessions.paths import Encoding
 from ..sessions.writer import encode_batch, encode_log, json_line
@@ -12,7 +12,6 @@ from .cut import Cut
 
 # Fixed namespace: the same operation id names the same child in every process, forever.
 _CHILD_NAMESPACE = uuid.UUID("5b1f3c7e-2a4d-5e8f-9c10-72656d656d66")
-_COUNTER = re.compile(r"^(.*?)\s*([(（])(\d+)([)）])$")
 TITLE_MAX_BYTES = 80
 
 
@@ -22,7 +21,7 @@ def child_id(operation_id: str) -> str:
 
 def next_title(parent_title: str) -> str:
     """DSH's client rule: a trailing `(N)` (or full-width `（N）`) becomes `(N+1)`, else ` (1)`."""
-    match = _COUNTER.match(parent_title)
+    match = DEFAULT_TITLE_COUNTER.match(parent_title)
     if match is None:
         return f"{parent_title} (1)"
     stem, opening, number, closing = match.groups()

@@ -32,8 +32,8 @@ from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
-# receipts of one workspace.
-PROTOCOL_VERSION = 5
+# receipts of one workspace; 6: a tree node's defaultTitle.
+PROTOCOL_VERSION = 6
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

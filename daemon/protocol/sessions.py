@@ -48,6 +48,9 @@ class SessionNode(BaseModel):
     review: ReviewState = NEVER_REVIEWED
     format: SessionFormat = "dsh"
     problems: int = 0  # lines of its file a reader skipped or flagged; `sessions show` lists them
+    # A fork titled as forking titles it (its parent's title then, perhaps with " (N)"), not by a
+    # person: what tells it from its siblings is its own first prompt, not this title.
+    defaultTitle: bool = False
 
 
 class FlatNode(SessionNode):

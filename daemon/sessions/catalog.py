@@ -94,6 +94,7 @@ class Entry:
             format=self.row.format,
             inferred=self.row.parent is None and inferred_parent is not None,
             problems=self.summary.problems,
+            log_title=self.row.title,
         )
 
     def branch_items(self) -> list[LineageItem]:

@@ -13,6 +13,7 @@ nodes with their parent id and depth, built with an explicit stack.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ class LineageItem:
     inferred: bool = False
     problems: int = 0  # lines of its file a reader skipped or flagged
     inline: bool = False  # a subagent inside its parent's file, not a file of its own
+    log_title: str | None = None  # the title its log gives, which `title` shows unless renamed
 
     @property
     def kind(self) -> NodeKind:
@@ -92,6 +94,25 @@ class SessionTree(BaseModel):
 
 def _scalars(node: TreeNode) -> dict[str, Any]:
     return node.model_dump(exclude={"children"})
+
+
+# DSH's default title of a branch: its parent's plus " (N)" (or full-width "（N）").
+DEFAULT_TITLE_COUNTER = re.compile(r"^(.*?)\s*([(（])(\d+)([)）])$")
+
+
+def _stem(title: str) -> str:
+    match = DEFAULT_TITLE_COUNTER.match(title)
+    return match.group(1) if match else title
+
+
+def _default_title(item: LineageItem, parent: LineageItem | None) -> bool:
+    """Whether a fork still has the title forking gave it: not renamed, and its parent's title
+    as the parent's log or a rename gave it, perhaps with a counter. After the parent is renamed
+    its current title no longer matches, so its log's is compared too."""
+    if item.kind != "fork" or parent is None or item.log_title is None or item.title != item.log_title:
+        return False
+    stem = _stem(item.log_title)
+    return any(t is not None and _stem(t) == stem for t in (parent.title, parent.log_title))
 
 
 def _unique(items: Iterable[LineageItem]) -> tuple[dict[str, LineageItem], set[str]]:
@@ -182,6 +203,7 @@ def _assemble(
             flags=sorted(flags[node_id]),
             format=item.format,
             problems=item.problems,
+            defaultTitle=_default_title(item, by_id.get(parent_of[node_id] or "")),
             children=[nodes[c] for c in children.get(node_id, [])],
         )
     return SessionTree(roots=[nodes[r] for r in children.get(None, [])])

@@ -34,6 +34,7 @@ NODE_KEYS = {
     "review",
     "format",  # the harness that wrote it: the tree's badge
     "problems",  # lines its reader skipped or flagged: the tree's problem badge
+    "defaultTitle",  # a fork still titled as forking titled it: named by its own prompt instead
     "parent",
     "depth",
 }

@@ -47,6 +47,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                 "review": {"state": "never", "status": None},
                 "format": "dsh",
                 "problems": 0,
+                "defaultTitle": False,
                 "children": [
                     {
                         "id": "fork",
@@ -60,6 +61,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
                         "review": {"state": "never", "status": None},
                         "format": "dsh",
                         "problems": 0,
+                        "defaultTitle": False,
                         "children": [],
                     }
                 ],
@@ -78,6 +80,7 @@ def test_node_serialises_to_the_cli_json_shape() -> None:
         "review",
         "format",
         "problems",
+        "defaultTitle",
         "children",
     ]
 
@@ -122,6 +125,31 @@ def test_kind_comes_from_origin_and_parent() -> None:
         "lone-subagent": "subagent",
     }
     assert ids(tree.roots) == ["main", "lone-subagent"]
+
+
+def test_a_fork_titled_as_forking_titles_it_is_told_from_one_a_person_named() -> None:
+    """Forking titles a branch after its parent (DSH adds " (N)"); a renamed parent shows its
+    new title, but its log keeps the one its branches were named after."""
+
+    def titled(title: str | None, log: str | None = None) -> dict[str, Any]:
+        return {"title": title, "log_title": title if log is None else log}
+
+    tree = build_tree(
+        [
+            item("main", **titled("Move the uploader to the queue", "Fix the uploader")),
+            item("dsh-default", "main", 1, **titled("Fix the uploader (1)")),
+            item("full-width", "main", 2, **titled("Fix the uploader（2）")),
+            item("copy", "main", 3, **titled("Fix the uploader")),
+            item("after-the-rename", "main", 4, **titled("Move the uploader to the queue (1)")),
+            item("named-at-the-fork", "main", 5, **titled("Try a queue")),
+            item("renamed-branch", "main", 6, **titled("Retry it (1)", "Fix the uploader (3)")),
+            item("untitled", "main", 7, **titled(None)),
+            item("subagent", "main", 8, origin="subagent", **titled("Fix the uploader")),
+            item("orphan", "gone", 9, **titled("Fix the uploader (4)")),
+        ]
+    )
+    defaults = {node_id for node_id, node in nodes_by_id(tree).items() if node.defaultTitle}
+    assert defaults == {"dsh-default", "full-width", "copy", "after-the-rename"}
 
 
 def test_children_and_roots_sort_by_created_at_then_id() -> None:

@@ -43,17 +43,16 @@ function withoutCounter(title: string): string {
 /**
  * A branch's name: "After turn N · " and what is its own — the title it was given, else the
  * first line of its own first prompt, else "new branch (N)" — since a default title only
- * repeats the parent's. A default title is the parent's as it was at the fork, plus " (N)":
- * once the parent is renamed it no longer matches, so the counter alone marks it too (else
- * every branch of a renamed session would read as the parent's old title). Any other session:
- * its title.
+ * repeats the parent's. The daemon tells a default title (`defaultTitle`), which it still is
+ * after the parent is renamed; a tree kept from an older daemon has only the comparison with
+ * the parent's title. Any other session: its title.
  */
 export function sessionLabel(node: FlatNode, parent: Pick<FlatNode, 'id' | 'title'> | undefined): string {
   if (node.kind !== 'fork' || node.forkTurn === null) return sessionTitle(node);
   const title = node.title?.trim() ?? '';
-  const counter = COUNTER.exec(title)?.[2];
   const sameAsParent = parent?.title != null && withoutCounter(title) === withoutCounter(parent.title.trim());
-  const inherited = !title || counter !== undefined || sameAsParent;
+  const inherited = !title || node.defaultTitle === true || sameAsParent;
+  const counter = COUNTER.exec(title)?.[2];
   const own = !inherited ? title : node.ownPrompt?.trim() || `new branch${counter ? ` (${counter})` : ''}`;
   return `After turn ${node.forkTurn} · ${own}`;
 }

@@ -59,6 +59,7 @@ export interface FlatNode {
   review: ReviewState;
   format?: SessionFormat;
   problems?: number; // lines of its file the reader skipped or flagged; absent from older daemons
+  defaultTitle?: boolean; // forks: still titled as forking titled it (the parent's, maybe with " (N)")
   parent: string | null;
   depth: number;
   ownPrompt?: string | null; // forks: the first line of their first prompt after the fork point

@@ -135,18 +135,18 @@ test('sibling branches with the default title are told apart by their own first 
 test('a renamed session’s branches keep their own names, not the parent’s old title', () => {
   const parent = node('p', { title: 'Uploader, take two' }); // was "Fix the uploader" at the forks
   const branch = (id: string, fields: Partial<typeof parent>) =>
-    node(id, { kind: 'fork', parent: 'p', depth: 1, forkTurn: 2, title: 'Fix the uploader (1)', ...fields });
+    node(id, { kind: 'fork', parent: 'p', depth: 1, forkTurn: 2, defaultTitle: true, ...fields });
   const nodes = [
     parent,
-    branch('a', { ownPrompt: 'Add a retry instead' }),
+    branch('a', { title: 'Fix the uploader', ownPrompt: 'Add a retry instead' }),
     branch('b', { title: 'Fix the uploader (2)', ownPrompt: 'Use a queue' }),
     branch('c', { title: 'Fix the uploader (3)', ownPrompt: null }),
-    branch('d', { title: 'Try the queue', ownPrompt: 'ignored: it was named' }),
+    branch('d', { title: 'Plan (2)', defaultTitle: false, ownPrompt: 'ignored: a person named it' }),
   ];
   const forest = new SessionForest(nodes);
   assert.deepEqual(
     nodes.slice(1).map((n) => sessionItem(forest, n, NOW).label),
-    ['After turn 2 · Add a retry instead', 'After turn 2 · Use a queue', 'After turn 2 · new branch (3)', 'After turn 2 · Try the queue'],
+    ['After turn 2 · Add a retry instead', 'After turn 2 · Use a queue', 'After turn 2 · new branch (3)', 'After turn 2 · Plan (2)'],
   );
 });
 
