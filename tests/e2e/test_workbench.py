@@ -59,12 +59,18 @@ def label(node: dict[str, object]) -> str:
     return title or f"Untitled {str(node['id']).removeprefix('session-')[:8]}"
 
 
+def fork_label(scenario: Scenario) -> str:
+    """How the tree labels the scenario's fork: its fork point and its own first prompt."""
+    fork = scenario.node(scenario.fork)
+    own = next(t["user"] for t in scenario.turns(scenario.fork) if t["turn"] > fork["forkTurn"])
+    return f"After turn {fork['forkTurn']} · {own.splitlines()[0][:40]}"
+
+
 def test_opening_the_workspace_starts_the_daemon_and_shows_the_session_tree(
     workbench: Workbench, scenario: Scenario
 ) -> None:
     workbench.open_container("Remem")
     main = scenario.node(scenario.main.id)
-    fork = scenario.node(scenario.fork)
     orphan = scenario.node(scenario.orphan)
     workbench.row(SESSIONS, re.escape(label(main)))
     workbench.row(SESSIONS, r"orphan")
@@ -78,9 +84,7 @@ def test_opening_the_workspace_starts_the_daemon_and_shows_the_session_tree(
     texts = [text for _, text in rows]
     main_at = next(i for i, t in enumerate(texts) if t.startswith(label(main)))
     # A branch is named by its fork point and its own first prompt, not its parent's title again.
-    own = next(t["user"] for t in scenario.turns(scenario.fork) if t["turn"] > fork["forkTurn"])
-    fork_label = f"After turn 2 · {own.splitlines()[0][:40]}"
-    fork_at = next(i for i, t in enumerate(texts) if t.startswith(fork_label))
+    fork_at = next(i for i, t in enumerate(texts) if t.startswith(fork_label(scenario)))
     subagent_at = next(i for i, t in enumerate(texts) if "subagent" in t)
     orphan_at = next(i for i, t in enumerate(texts) if "orphan" in t)
     # The fork and the subagent sit one level under their parent, after it; the orphan is a
@@ -382,6 +386,9 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
     tabs.filter(has_text="Receipt: Move the uploader to the queue").first.wait_for(timeout=UI_TIMEOUT_MS)
     tabs.filter(has_text=f"Receipt: {before}").first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
     workbench.row(MEMORY, r"^Move the uploader to the queue")
+    # Its branch keeps its own name: not the parent's old title, which its log still carries.
+    workbench.row(SESSIONS, f"^{re.escape(fork_label(scenario))}")
+    assert workbench.count_rows(SESSIONS, re.escape(before)) == 0
     workbench.screenshot("renamed-transcript")
 
     _select(workbench, orphan)
