@@ -588,22 +588,36 @@ def _over_budget(text: str, limit: int, utf8_size: int, start: int = 0) -> tuple
 
     if text.isascii():  # O(1) in CPython: one byte a character and no U+FEFF, so no search
         return start + min(length, limit), size
-    boms = text.find(BOM, start) != -1
+    if text.find(BOM, start) == -1:
+        return _cut_at(text, start, limit), size
 
     # The bytes of text[start:start + n], U+FEFF not counted, grow with n: the answer is the
     # last n whose prefix is within the limit, found by bisection (each character is at least
     # one byte, so it lies within the first `limit` characters plus the U+FEFFs).
     def used(n: int) -> int:
         prefix = len(text[start : start + n].encode("utf-8", "surrogatepass"))
-        return prefix - 3 * text.count(BOM, start, start + n) if boms else prefix
+        return prefix - 3 * text.count(BOM, start, start + n)
 
-    low, high = 0, min(length, limit + 1 + (text.count(BOM, start) if boms else 0))
+    low, high = 0, min(length, limit + 1 + text.count(BOM, start))
     if used(high) <= limit:
         return len(text), size
     while high - low > 1:  # used(low) <= limit < used(high)
         middle = (low + high) // 2
         low, high = (middle, high) if used(middle) <= limit else (low, middle)
     return start + low, size
+
+
+def _cut_at(text: str, start: int, limit: int) -> int:
+    """The offset in `text` of the first character of `text[start:]` past `limit` UTF-8 bytes,
+    the part holding no U+FEFF and more than `limit` bytes: one encoding of at most `limit + 1`
+    characters, cut at the start of the character that holds byte `limit`."""
+    data = text[start : start + limit + 1].encode("utf-8", "surrogatepass")
+    if len(data) <= limit:  # fewer characters than that: only the canonical final newline is over
+        return len(text)
+    cut = limit
+    while data[cut] & 0xC0 == 0x80:  # a continuation byte: the character began before it
+        cut -= 1
+    return start + len(data[:cut].decode("utf-8", "surrogatepass"))
 
 
 def _canonical_size(text: str, start: int, utf8_size: int) -> int:

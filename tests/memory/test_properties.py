@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from remem.daemon.memory.canonical import canonical_bytes, canonicalize
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import render_record
-from remem.daemon.memory.validation import parse_record, validate_global, validate_index
+from remem.daemon.memory.validation import _over_budget, parse_record, validate_global, validate_index
 from remem.daemon.protocol.memory import Record
 
 # Front-matter-shaped text finds far more parser paths than uniform noise does.
@@ -99,3 +99,22 @@ def test_repeated_byte_order_marks_canonicalize_in_one_step() -> None:
     # Found by hypothesis: stripping a single BOM left a second one for the next pass.
     assert canonicalize("\ufeff\ufeffa") == canonicalize(canonicalize("\ufeff\ufeffa")) == "a\n"
     assert canonical_bytes("\ufeff\ufeff".encode()) == b""
+
+
+@given(st.text(st.sampled_from(["a", "\n", "é", "€", "😀", "\ud800", "\ufeff"]), max_size=80), st.data())
+def test_the_over_budget_cut_is_the_first_character_past_the_limit(text: str, data: st.DataObject) -> None:
+    """Where `_over_budget` cuts a part (found with one encoding when it holds no U+FEFF, by
+    bisection otherwise): after the last character whose bytes, U+FEFF not counted, still fit."""
+    start = data.draw(st.integers(0, len(text)))
+    limit = data.draw(st.integers(1, 40))
+    part = text[start:]
+    found = _over_budget(text, limit, len(part.encode("utf-8", "surrogatepass")), start)
+    if found is None:
+        return
+    used, fits = 0, start
+    for offset, character in enumerate(part, start):
+        used += 0 if character == "\ufeff" else len(character.encode("utf-8", "surrogatepass"))
+        if used > limit:
+            break
+        fits = offset + 1
+    assert found[0] == (len(text) if used <= limit else fits)
