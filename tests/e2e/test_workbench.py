@@ -9,18 +9,21 @@
     transcript at the turn, and so does the record's provenance lens;
 (j) "Select Consolidation Model" says the route has its key and offers the models the provider lists;
 (c) a record edited to a bad `type` gets a squiggle, a Problems entry remem(type-invalid) and its
-    problem in the Memory view before it is saved; the quick fix clears them;
-(d) "Branch from here" in a transcript, confirmed in the server's question, adds the child to the tree;
+    problem in the Memory view before it is saved; the quick fix clears them, and another renames
+    a misspelled key (`descripton`) to the key it stands for;
+(d) "Branch after turn N" in a transcript asks the extension's modal question, adds the child to
+    the tree and opens it; from the palette, "Branch from Turn…" offers the session open in the
+    editor first and asks the same question;
 (f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
 (h) on a tree row F2 renames (the transcript's heading and tab follow, so does an open receipt's
-    tab), Delete archives (the row hides until "Show Archived Sessions", then shows dimmed),
-    Shift+Delete restores;
+    tab, and its branch keeps its own name), Delete archives (the row hides until "Show Archived
+    Sessions", then shows dimmed), Shift+Delete restores;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's.
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
     change", confirmed in a modal dialog, brings the record back as a new history entry.
-(j) a Claude Code transcript and a Codex rollout in the harnesses' own folders show in the tree
+(k) a Claude Code transcript and a Codex rollout in the harnesses' own folders show in the tree
     beside the DSH sessions, badged by harness, the Claude Code rewind as a branch under its session.
 """
 
@@ -242,6 +245,21 @@ def test_a_bad_record_type_gets_a_squiggle_and_a_problem_until_the_quick_fix(
     workbench.row(MEMORY, r"prefer-uv.*feedback · valid")
     workbench.screenshot("record-fixed")
 
+    # A misspelled key: the quick fix renames it to the key it stands for.
+    lines = record.read_text().splitlines()
+    description_line = next(n for n, line in enumerate(lines, 1) if line.startswith("description:"))
+    misspelled = lines[description_line - 1].replace("description:", "descripton:")
+    workbench.replace_line(description_line, misspelled)
+    squiggle.first.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.go_to(description_line, 3)  # inside the misspelled key
+    workbench.page.keyboard.press("Control+.")
+    rename = workbench.page.locator(".action-widget .monaco-list-row", has_text="Rename the key to")
+    rename.first.wait_for(timeout=UI_TIMEOUT_MS)
+    assert "description" in rename.first.inner_text()
+    rename.first.click()
+    squiggle.first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
+    assert lines[description_line - 1] in workbench.text_of(editor)
+
 
 def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     workbench: Workbench, scenario: Scenario
@@ -271,6 +289,35 @@ def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     workbench.screenshot("branch-added")
     children = [n for n in scenario.tree() if n["parent"] == scenario.main.id and n["kind"] == "fork"]
     assert sorted(n["forkTurn"] for n in children) == sorted([2, first])  # the seeded fork and the new one
+
+
+def test_branching_from_the_palette_offers_the_open_transcript_first_and_asks_the_same_question(
+    workbench: Workbench, scenario: Scenario
+) -> None:
+    main = scenario.node(scenario.main.id)
+    last = max(t["turn"] for t in scenario.turns(scenario.main.id) if t["forkable"])
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, re.escape(label(main)))
+    branched_rows = rf"^After turn {last} · "
+    before = workbench.count_rows(SESSIONS, branched_rows)
+    workbench.run_command("Remem: Open Session Transcript")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    workbench.editor(f"{label(main)}.md")
+    workbench.run_command("Remem: Branch from Turn…")
+    # The session open in the editor comes first, said to be open: Enter picks it.
+    first = workbench.quick_pick_rows("Remem: Branch from Turn…")[0]
+    assert first.startswith(label(main)) and "open in the editor" in first, first
+    workbench.page.keyboard.press("Enter")
+    workbench.quick_pick(rf"^Turn {last}(?!\d)")  # the row's text runs on into its status
+    # The same modal question as from the lens and the tree.
+    question = workbench.page.locator(".monaco-dialog-box", has_text="copies the conversation only")
+    question.wait_for(timeout=UI_TIMEOUT_MS)
+    assert f"Branch the session after turn {last}?" in question.inner_text()
+    question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
+    done = workbench.notification(r"Branched .* the new session is open")
+    done.locator(".monaco-button", has_text="Copy Session Id").first.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.editor(f"After turn {last} of ")
+    workbench.wait_rows(SESSIONS, branched_rows, before + 1)
 
 
 def test_an_empty_folder_says_where_remem_looked_and_a_reload_draws_the_kept_tree(
