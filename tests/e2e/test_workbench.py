@@ -18,7 +18,8 @@
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
 (h) on a tree row F2 renames (the transcript's heading and tab follow, so does an open receipt's
     tab, and its branch keeps its own name), Delete archives (the row hides until "Show Archived
-    Sessions", then shows dimmed), Shift+Delete restores;
+    Sessions", then shows dimmed), Shift+Delete restores; the palette's Rename, Archive and
+    Restore do the same;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's.
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
@@ -463,6 +464,30 @@ def _select(workbench: Workbench, pattern: str) -> None:
     tree = workbench.view(SESSIONS).locator(".monaco-list:focus-within")
     selected = tree.locator(".monaco-list-row.selected", has_text=re.compile(pattern))
     selected.first.wait_for(timeout=UI_TIMEOUT_MS)
+
+
+def test_rename_archive_and_restore_from_the_palette(workbench: Workbench, scenario: Scenario) -> None:
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, r"orphan")
+    workbench.run_command("Remem: Rename Session…")
+    workbench.quick_pick(re.escape(scenario.orphan))
+    title = workbench.page.locator(".quick-input-widget .quick-input-title", has_text="Remem: Rename Session")
+    title.wait_for(timeout=UI_TIMEOUT_MS)  # the title's input, after the session's pick
+    box = workbench.page.locator(".quick-input-widget input")
+    box.fill("Retry the upload")
+    box.press("Enter")
+    renamed = r"^After turn 1 · Retry the upload"
+    workbench.wait_rows(SESSIONS, renamed, 1)
+    workbench.run_command("Remem: Archive Session")
+    workbench.quick_pick("Retry the upload")
+    workbench.wait_view_description(SESSIONS, "1 archived hidden")
+    workbench.wait_rows(SESSIONS, renamed, 0)
+    workbench.run_command("Remem: Restore Session")
+    # Only what it would change is offered: the archived session.
+    offered = workbench.quick_pick_rows("Remem: Restore Session")
+    assert len(offered) == 1 and "Retry the upload" in offered[0], offered
+    workbench.quick_pick("Retry the upload")
+    workbench.wait_rows(SESSIONS, renamed, 1)
 
 
 def test_memory_history_shows_an_agents_change_as_a_diff_and_undoes_it(
