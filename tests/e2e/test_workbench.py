@@ -14,7 +14,9 @@
 (d) "Branch after turn N" in a transcript asks the extension's modal question, adds the child to
     the tree and opens it; from the palette, "Branch from Turn…" offers the session open in the
     editor first and asks the same question;
-(f) without an API key, "Consolidate Session" asks for one first (stored 0600), then consolidates;
+(f) without an API key, "Consolidate Session" offers Open Settings (settings.yml opens), Select
+    Model… (whose picker says the route has no key yet) and Enter API Key… (stored 0600), after
+    which it consolidates;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
 (h) on a tree row F2 renames (the transcript's heading and tab follow, so does an open receipt's
     tab, and its branch keeps its own name), Delete archives (the row hides until "Show Archived
@@ -363,6 +365,17 @@ def test_without_a_key_consolidation_asks_for_one_first_then_runs(
     assert {"Enter API Key…", "Select Model…", "Open Settings"} <= set(
         warning.locator(".monaco-button").all_inner_texts()
     )
+    warning.locator(".monaco-button", has_text="Open Settings").click()
+    workbench.editor("settings.yml")
+    no_key = r"cannot consolidate yet: no API key .*REMEM_E2E_UNSET_KEY"
+    workbench.run_command("Remem: Consolidate Session")
+    workbench.notification(no_key).locator(".monaco-button", has_text="Select Model…").click()
+    workbench.quick_pick(r"^fake")  # the provider, then its models: the picker says there is no key yet
+    picker = workbench.page.locator(".quick-input-widget .quick-input-title", has_text="no API key yet")
+    picker.wait_for(timeout=UI_TIMEOUT_MS)
+    workbench.page.keyboard.press("Escape")
+    workbench.run_command("Remem: Consolidate Session")
+    warning = workbench.notification(no_key)
     warning.locator(".monaco-button", has_text="Enter API Key…").click()
     box = workbench.page.locator(".quick-input-widget input")
     box.wait_for(timeout=UI_TIMEOUT_MS)
