@@ -72,9 +72,10 @@ def lint_workspace_folder(
     parsed, index_problems = validate_workspace(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse
     )
+    kept = [other for other in names if UNMERGED_MARKER in other]  # almost always none
     reports = {
         name: (problems if FILE_TOO_LARGE in problems else problems + parsed[name].diagnostics)
-        + unmerged_saves(name, names)
+        + unmerged_saves(name, kept)
         for name, (_, problems) in decoded.items()
     }
     if index is not None:
