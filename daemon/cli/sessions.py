@@ -22,6 +22,7 @@ from ..protocol.rpc import (
     RenameParams,
     RpcError,
     SessionParams,
+    TranscriptParams,
     WorkspaceParams,
 )
 from ..sessions.sources import HARNESS_NAMES
@@ -138,12 +139,11 @@ def show(
     backend: Backend, session_id: str, as_markdown: bool, roots: tuple[Path, ...], as_json: bool
 ) -> None:
     """A session's transcript, or its header, turns and events as JSON."""
-    params = SessionParams(id=session_id)
     with _refusals(as_json):
         if as_json:
-            emit_json(backend.api(roots).session_log(params))
+            emit_json(backend.api(roots).session_log(SessionParams(id=session_id)))
             return
-        markdown = backend.api(roots).session_transcript(params).markdown
+        markdown = backend.api(roots).session_transcript(TranscriptParams(id=session_id)).markdown
     click.echo(markdown, nl=False)
 
 

@@ -32,8 +32,8 @@ from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
-# receipts of one workspace; 6: a tree node's defaultTitle.
-PROTOCOL_VERSION = 6
+# receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading.
+PROTOCOL_VERSION = 7
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -167,6 +167,12 @@ class ListParams(_Strict):
 
 class SessionParams(_Strict):
     id: str = Field(min_length=1)
+
+
+class TranscriptParams(SessionParams):
+    # The name the client shows the session by (the editor's tree label), so that the heading
+    # reads as its tab; None: the display title.
+    title: str | None = Field(default=None, min_length=1, max_length=1_000)
 
 
 class TreeResult(_Strict):
@@ -423,7 +429,7 @@ MEMORY_OVERVIEW = Method("memory/overview", OverviewParams, MemoryOverview)
 SESSIONS_LIST = Method("sessions/list", ListParams, Listing)
 SESSIONS_TREE = Method("sessions/tree", WorkspaceParams, TreeResult)
 SESSIONS_TURNS = Method("sessions/turns", SessionParams, TurnsResult)
-SESSIONS_TRANSCRIPT = Method("sessions/transcript", SessionParams, TranscriptResult)
+SESSIONS_TRANSCRIPT = Method("sessions/transcript", TranscriptParams, TranscriptResult)
 SESSIONS_LOG = Method("sessions/log", SessionParams, LogResult)
 SESSIONS_FORK = Method("sessions/fork", ForkRequest, ForkResult)
 SESSIONS_RENAME = Method("sessions/rename", RenameParams, MetaResult)

@@ -38,6 +38,7 @@ from ..protocol.rpc import (
     SessionParams,
     SessionsChanged,
     SessionsProgress,
+    TranscriptParams,
     TranscriptResult,
     TreeResult,
     TurnRow,
@@ -171,16 +172,15 @@ class SessionMethods:
         except RpcError:
             return None, []
 
-    async def transcript(self, params: SessionParams) -> TranscriptResult:
+    async def transcript(self, params: TranscriptParams) -> TranscriptResult:
         def render(catalog: SessionCatalog) -> str:
             entry = catalog.find(params.id)
-            # The display title: a rename (remem's metadata) reaches the heading.
+            # The client's name for it, else the display title: a rename reaches the heading.
+            title = params.title or entry.summary.title
             if entry.format == "dsh":
-                return render_transcript(catalog.read(params.id), entry.summary.title)
+                return render_transcript(catalog.read(params.id), title)
             data = _harness_bytes(entry.path)
-            return render_harness_transcript(
-                view_of(entry.format, entry.path, data), data, entry.summary.title
-            )
+            return render_harness_transcript(view_of(entry.format, entry.path, data), data, title)
 
         return await self._run(lambda catalog: TranscriptResult(markdown=render(catalog)))
 

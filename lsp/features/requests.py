@@ -23,6 +23,7 @@ from remem.daemon.protocol.rpc import (
     RevertParams,
     ReviewParams,
     SessionParams,
+    TranscriptParams,
     TreeResult,
     WorkspaceParams,
 )
@@ -89,9 +90,9 @@ def register(server: RememServer) -> None:
 
     @server.feature(ids.TRANSCRIPT)
     async def transcript(ls: RememServer, params: Any) -> dict[str, Any]:
-        session = parse(SessionId, params, ids.TRANSCRIPT)
-        answer = await ls.link.api.session_transcript(SessionParams(id=session.id))
-        return {"uri": transcript_uri(session.id), "markdown": answer.markdown}
+        request = parse(TranscriptParams, params, ids.TRANSCRIPT)
+        answer = await ls.link.api.session_transcript(request)
+        return {"uri": transcript_uri(request.id), "markdown": answer.markdown}
 
     @server.feature(ids.MEMORY_OVERVIEW)
     async def overview(ls: RememServer, params: Any) -> dict[str, Any]:

@@ -123,6 +123,19 @@ async def test_a_transcript_comes_with_its_document_uri(editor: Editor, reviewed
     )
 
 
+async def test_a_transcript_is_headed_by_the_name_the_editor_shows_it_by(
+    editor: Editor, reviewed: Receipted
+) -> None:
+    named = await editor.request(
+        "remem/transcript", {"id": reviewed.session, "title": "After turn 2 · Retry it"}
+    )
+    plain = await editor.request("remem/transcript", {"id": reviewed.session})
+    assert named["markdown"].splitlines()[0] == "# After turn 2 · Retry it"
+    assert plain["markdown"].splitlines()[0] != named["markdown"].splitlines()[0]
+    # Only the heading differs: the body is the session's, whatever it is called.
+    assert named["markdown"].splitlines()[1:] == plain["markdown"].splitlines()[1:]
+
+
 async def test_the_memory_overview_judges_every_file(editor: Editor, reviewed: Receipted) -> None:
     folder = reviewed.folder
     (folder / "broken.md").write_text(record("Broken", type="nope"))
@@ -234,6 +247,7 @@ async def test_settings_name_the_route(editor: Editor) -> None:
         ("remem/receipt", {"review": "0" * 64}, f"no review {'0' * 64}"),
         ("remem/settings", {"provider": "x"}, "`provider`: unknown key"),
         ("remem/transcript", {"id": "session-that-is-not-there"}, "session-that-is-not-there"),
+        ("remem/transcript", {"id": "s", "title": ""}, "`title`: String should have at least 1 character"),
         ("remem/memoryAt", {"entry": "../HEAD"}, "`entry`: String should match pattern"),
         ("remem/memoryAt", {"entry": "0123456789"}, "names no history entry"),
         ("remem/memoryHistory", {"cwd": "relative"}, "`cwd`: Value error, must be an absolute path"),

@@ -48,6 +48,17 @@ export function transcriptUri(sessionId: string, title?: string): string {
   return `${TRANSCRIPT_SCHEME}:/${encodeURIComponent(sessionId)}${tail}.md`;
 }
 
+/**
+ * The heading of the transcript at `path` (decoded): the name its tab shows, in full. That is
+ * `label` (how the tree names the session) when the tab was named by it, else the name in the
+ * path; none for a path without one (the server's display title then).
+ */
+export function transcriptHeading(path: string, label?: string): string | undefined {
+  const named = /^\/[^/]+?\/([^/]+)\.md$/.exec(path)?.[1];
+  if (!named) return undefined;
+  return label && tabName(label) === named ? label : named;
+}
+
 /** The 0-based line of turn `turn`'s heading (`## Turn N — …`) in a transcript; -1 when it has none. */
 export function turnLine(markdown: string, turn: number): number {
   return markdown.split(/\r?\n/).findIndex((line) => line.startsWith(`## Turn ${turn} — `));

@@ -43,7 +43,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     sessions.setShowArchived(show);
   };
   const memory = new MemoryView(server, workspaceFolders);
-  const transcripts = new TranscriptProvider(server);
+  const transcripts = new TranscriptProvider(server, (id) => sessions.labelOf(id));
   const receipts = new ReceiptPanels(server);
   sessions.onRelabel = (labels) => {
     receipts.relabel(labels);

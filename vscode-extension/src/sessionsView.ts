@@ -59,6 +59,11 @@ export class SessionsView extends FolderView<SessionEntry> {
     if (changed.size) this.onRelabel(changed);
   }
 
+  /** How the tree names session `id`, once it has shown it. */
+  labelOf(id: string): string | undefined {
+    return this.labels.get(id);
+  }
+
   /** Ask the server again; the rows shown stay until its answer replaces them. */
   override refresh(): void {
     this.state.refresh();

@@ -2,13 +2,13 @@
  * `remem-session:` documents: a session's transcript as Markdown, fetched from the language
  * server (`remem/transcript`). The client's document selector includes the scheme, so the
  * server sees them open and serves its code lenses ("Consolidate this session", "Branch from here").
- * A tab is named by the title in its URI, so a renamed session's tabs are opened again under the
- * new title.
+ * A tab is named by the title in its URI, and the transcript is headed by that name, so a
+ * renamed session's tabs are opened again under the new title.
  */
 
 import * as vscode from 'vscode';
 
-import { sessionIdFromTranscriptPath, transcriptUri } from './args';
+import { sessionIdFromTranscriptPath, transcriptHeading, transcriptUri } from './args';
 import type { Server } from './flows';
 import { Requests, TRANSCRIPT_SCHEME, type TranscriptResult } from './protocol';
 
@@ -16,12 +16,17 @@ export class TranscriptProvider implements vscode.TextDocumentContentProvider, v
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly server: Server) {}
+  constructor(
+    private readonly server: Server,
+    private readonly labelOf: (session: string) => string | undefined,
+  ) {}
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const id = sessionIdFromTranscriptPath(uri.path);
     if (!id) throw new Error(`remem: ${uri.toString()} names no session (expected ${TRANSCRIPT_SCHEME}:/<id>.md)`);
-    const result = await this.server.request<TranscriptResult>(Requests.transcript, { id });
+    // Headed by the name its tab shows, so that tab, heading and tree row read the same.
+    const title = transcriptHeading(uri.path, this.labelOf(id));
+    const result = await this.server.request<TranscriptResult>(Requests.transcript, { id, ...(title ? { title } : {}) });
     return result.markdown;
   }
 

@@ -6,6 +6,7 @@ import {
   receiptTabTitle,
   sessionIdFromTranscriptPath,
   sessionTarget,
+  transcriptHeading,
   transcriptUri,
   turnLine,
 } from '../src/args';
@@ -39,6 +40,15 @@ test('transcript URIs encode the id and read back to it; a title names the tab, 
     cwd: '/p',
     label: 'Fix it',
   });
+});
+
+test('a transcript is headed by the name its tab shows, in full when the tree gave that name', () => {
+  const long = `After turn 2 · ${'Retry the upload with backoff and jitter '.repeat(2)}`;
+  const path = (title: string) => decodeURIComponent(transcriptUri('s1', title).replace('remem-session:', ''));
+  assert.equal(transcriptHeading(path('After turn 2 of Fix it'), 'After turn 2 · new branch (1)'), 'After turn 2 of Fix it');
+  assert.equal(transcriptHeading(path(long), long), long); // the tab cuts it; the heading does not
+  assert.equal(transcriptHeading(path(long), undefined), `${long.slice(0, 59)}…`);
+  assert.equal(transcriptHeading('/s1.md', 'Fix it'), undefined); // no name: the server's title
 });
 
 test('a receipt is named by the Memory item it was opened from, or by review id', () => {
