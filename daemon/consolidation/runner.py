@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -68,11 +68,12 @@ T = TypeVar("T")
 
 
 class Refused(Exception):
-    """No review was started: `code` says why (NOT_FOUND, LIVE, NO_CWD, ARCHIVED, ...)."""
+    """No review was started: `code` says why (NOT_FOUND, LIVE, NO_CWD, ARCHIVED, ...); `files`,
+    the memory files to fix first (MEMORY_INVALID)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, files: Sequence[str] = ()) -> None:
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.files = code, message, list(files)
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,8 @@ class Consolidator:
             global_snapshot, global_raw = self.store.read_global_with_bytes()
             workspace_snapshot, files = self.store.read_workspace_with_files(workspace)
         except MemoryInvalid as exc:
-            raise Refused("MEMORY_INVALID", f"{exc}; fix memory first (remem memory show)") from None
+            message = f"{exc}; fix memory first (remem memory show)"
+            raise Refused("MEMORY_INVALID", message, [f.path for f in exc.files]) from None
         frozen = Frozen(global_raw, files)
         source = _Input(entry, log, workspace, global_snapshot, workspace_snapshot, frozen, catalog)
         if not self._still_same(source):

@@ -74,7 +74,8 @@ class ConsolidationMethods:
         try:
             result = await self.consolidator.consolidate(params.session, progress)
         except Refused as exc:
-            raise RpcError(CONSOLIDATION_REFUSED, exc.message, {"code": exc.code}) from None
+            data = {"code": exc.code} | ({"files": exc.files} if exc.files else {})
+            raise RpcError(CONSOLIDATION_REFUSED, exc.message, data) from None
         except asyncio.CancelledError:
             # Cancelled before an attempt began (an attempt ends as a `cancelled` receipt):
             # the run still gets an answer, or its client would wait for ever.

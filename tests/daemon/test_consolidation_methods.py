@@ -16,6 +16,7 @@ from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import Source, both_scopes, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, hang, tool_call
@@ -45,6 +46,30 @@ def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source:
     assert (result["status"], result["changes"]) == ("committed", 2)
     phases = [p["phase"] for m, p in heard if m == "consolidation/progress"]
     assert phases == ["freezing", "model", "model-step", "model-answer", "committing"]
+
+
+def test_invalid_memory_is_refused_naming_the_files_to_fix(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    folder = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd))
+    broken = folder / "broken.md"
+    folder.mkdir(parents=True, exist_ok=True)
+    broken.write_text("---\nname: broken\ntype: Feedback\n---\nA body.\n")
+
+    async def scenario() -> RpcError:
+        client = await AsyncDaemonClient.open(home)
+        try:
+            with pytest.raises(RpcError) as refused:
+                await client.call("consolidation/run", {"session": source.id})
+            return refused.value
+        finally:
+            await client.close()
+
+    refusal = asyncio.run(scenario())
+    # The editor opens these, so that the Problems panel it shows lists their problems.
+    assert refusal.code == CONSOLIDATION_REFUSED
+    assert refusal.data == {"code": "MEMORY_INVALID", "files": [str(broken)]}
+    assert fake.count == 0
 
 
 def test_a_third_party_edit_after_a_crash_is_a_conflict(

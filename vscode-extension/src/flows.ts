@@ -262,7 +262,13 @@ async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
   const code = refusalCode(error);
   const message = error instanceof Error ? error.message : String(error);
   if (code === 'MEMORY_INVALID') {
-    if (await ctx.ui.warn(`Not consolidated: ${message}`, SHOW_PROBLEMS)) await ctx.ui.showProblems();
+    if (await ctx.ui.warn(`Not consolidated: ${message}`, SHOW_PROBLEMS)) {
+      // The language server judges the files the editor has open: open the first one to fix, so
+      // that the Problems panel lists its problems.
+      const [first] = refusalData(error).files ?? [];
+      if (first) await ctx.ui.openFile(first);
+      await ctx.ui.showProblems();
+    }
     throw new Stop();
   }
   if (code !== 'NO_ROUTE') throw error;
@@ -270,10 +276,16 @@ async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
 }
 
 function refusalCode(error: unknown): string | undefined {
+  const { code } = refusalData(error);
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** A refusal's `data`: `code`, and `files` (the memory files to fix) when memory is invalid. */
+function refusalData(error: unknown): { code?: unknown; files?: string[] } {
   const data = typeof error === 'object' && error !== null && 'data' in error ? error.data : undefined;
-  return typeof data === 'object' && data !== null && 'code' in data && typeof data.code === 'string'
-    ? data.code
-    : undefined;
+  if (typeof data !== 'object' || data === null) return {};
+  const files = 'files' in data && Array.isArray(data.files) ? data.files.filter((f) => typeof f === 'string') : [];
+  return { code: 'code' in data ? data.code : undefined, files };
 }
 
 export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {

@@ -364,7 +364,7 @@ test('no key: Open Settings opens settings.yml and nothing is consolidated; a di
 test('invalid memory is a refusal that points to the Problems panel, not an error', async () => {
   const h = new Harness();
   const refusal = Object.assign(new Error('workspace memory is invalid; fix memory first'), {
-    data: { code: 'MEMORY_INVALID' },
+    data: { code: 'MEMORY_INVALID', files: ['/h/memory/workspaces/p/broken.md', '/h/memory/GLOBAL.md'] },
   });
   h.command = async <R>(id: string, arg: object): Promise<R> => {
     h.sent.push([id, arg]);
@@ -374,6 +374,8 @@ test('invalid memory is a refusal that points to the Problems panel, not an erro
   await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
   assert.deepEqual(h.warnings, ['Not consolidated: workspace memory is invalid; fix memory first']);
   assert.equal(h.problemsShown, 1);
+  // The first file to fix is opened, so that the language server judges it for the panel.
+  assert.deepEqual(h.opened, ['/h/memory/workspaces/p/broken.md']);
   assert.equal(h.sent.filter(([id]) => id === 'remem.lsp.consolidate').length, 1);
 });
 
@@ -552,7 +554,7 @@ test('a consolidation result opens the record or the receipt; a failure warns wi
   await flows.run(() => flows.showConsolidation(receipt.ctx, one));
   assert.deepEqual(receipt.opened, [`receipt:${'r'.repeat(64)}:Fix the uploader`]);
   const failed = new Harness();
-  const message = 'Consolidation of “Fix the uploader” ended failed: 0 changes to memory; the receipt says why.';
+  const message = 'Consolidation of “Fix the uploader” ended failed (the model timed out): 0 changes to memory; the receipt says more.';
   await flows.run(() =>
     flows.showConsolidation(failed.ctx, { ...OUTCOME, status: 'failed', changes: 0, changed: [], history: null, message }),
   );
