@@ -210,7 +210,8 @@ async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -
         opens = {OPEN_RECORD: record, **opens}
     earlier = receipt is not None and receipt.completedAt is not None and receipt.completedAt < started
     kind = types.MessageType.Info if outcome.status in _QUIET else types.MessageType.Warning
-    message = _summary(outcome, label, changed, earlier=earlier)
+    reason = receipt.attempt.error if receipt is not None and receipt.attempt is not None else None
+    message = _summary(outcome, label, changed, earlier=earlier, reason=reason)
     told = outcome.model_copy(
         update={
             "title": label.strip("“”"),
@@ -223,7 +224,9 @@ async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -
     return told, _Report(message, kind, opens)
 
 
-def _summary(outcome: Outcome, label: str, changed: list[ChangedRecord], *, earlier: bool) -> str:
+def _summary(
+    outcome: Outcome, label: str, changed: list[ChangedRecord], *, earlier: bool, reason: str | None
+) -> str:
     changes = f"{outcome.changes} change{'' if outcome.changes == 1 else 's'} to memory"
     finished_earlier = " (it finishes a review interrupted earlier)" if outcome.recovered else ""
     what = _listed(changed)
@@ -236,7 +239,8 @@ def _summary(outcome: Outcome, label: str, changed: list[ChangedRecord], *, earl
         return f"Consolidated {label}: nothing new to remember, 0 changes to memory."
     if outcome.status is Status.CANCELLED:
         return f"Consolidation of {label} cancelled: 0 changes to memory."
-    return f"Consolidation of {label} ended {outcome.status.value}: {changes}; the receipt says why."
+    why = f" ({reason})" if reason else ""
+    return f"Consolidation of {label} ended {outcome.status.value}{why}: {changes}; the receipt says more."
 
 
 _LISTED = 3

@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from tests.consolidation.conftest import OLD, Source, configure, proposal, put, write_source
-from tests.fake_openai import FakeOpenAI, hang, tool_call
+from tests.fake_openai import FakeOpenAI, hang, status, tool_call
 from tests.lsp.editor import until
 from tests.lsp.live import SAFETY_NET, Editor, session_root, start_editor, stop_editor
 from tests.sessions.factory import SessionSpec, build_session, write_session
@@ -153,6 +153,17 @@ async def test_a_rerun_of_a_committed_review_says_it_was_already_reviewed_and_ca
     )
     await asyncio.sleep(0.2)  # an announcement would have been sent by now
     assert len(editor.asked) == questions, "the caller said it shows the outcome itself"
+
+
+async def test_a_failure_says_why_and_the_url_it_tried(editor: Editor, fake: FakeOpenAI, home: Home) -> None:
+    reviewed = source(home, seed=8)
+    fake.reply(status(400, "The model `fake-model` does not exist"))
+    result = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    label = await named(editor, reviewed)
+    assert result["status"] == "provider-failed" and result["changes"] == 0
+    assert result["message"].startswith(f"Consolidation of {label} ended provider-failed (")
+    assert "does not exist" in result["message"] and f"asked {fake.base_url}" in result["message"]
+    assert result["message"].endswith("): 0 changes to memory; the receipt says more.")
 
 
 async def test_cancelling_the_progress_cancels_the_attempt(
