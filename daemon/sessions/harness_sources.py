@@ -90,6 +90,7 @@ class SessionView:
     title: str | None
     created_at: str | None
     parent: str | None
+    fork_turn: int | None  # a fork's turns copied from its parent
     subagent: bool
     root_uuid: str | None  # Claude Code: the first record's uuid (shared by --fork-session copies)
     turns: tuple[Turn, ...]  # () when only counted (a listing's read)
@@ -110,6 +111,7 @@ def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
         title=t.title,
         created_at=t.created_at,
         parent=t.parent_session if t.subagent else fork,
+        fork_turn=t.fork_turn,
         subagent=t.subagent,
         root_uuid=t.root,
         turns=t.turns,
@@ -131,6 +133,7 @@ def codex_view(data: bytes, *, turns: bool = True) -> SessionView:
         title=r.title,
         created_at=r.created_at,
         parent=edge.parent if edge else None,
+        fork_turn=r.fork_turn,
         subagent=any(e.kind == "subagent" for e in r.lineage),
         root_uuid=None,
         turns=r.turns,
@@ -219,6 +222,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         cwd=view.cwd,
         created_at=epoch_ms(view.created_at),
         parent=view.parent,
+        fork_turn=view.fork_turn,
         origin="subagent" if view.subagent else None,
         title=view.title,
         turns=view.turn_count,

@@ -26,7 +26,7 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 7  # 7: rows found by session id; 6: titles past an editor context; 5: digest state as bytes
+SCHEMA_VERSION = 8  # 8: harness forks' fork turns; 7: rows found by session id; 6: titles past a context
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (

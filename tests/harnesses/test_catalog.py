@@ -50,6 +50,9 @@ def test_claude_code_resume_fork_and_rewind_in_the_tree(
     assert made["resume"] == ["claude", "--resume", made["child"]] and made["forkTurn"] == 1
     nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(claude_scenario.cwd))["nodes"]}
     assert (nodes[made["child"]]["parent"], nodes[made["child"]]["live"]) == (parent, False)
+    # The tree knows where it branched (every copied line says where from), so its row can say
+    # "After turn 1"; a --fork-session copy says nothing of the kind.
+    assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (1, None)
 
 
 def test_the_last_turn_after_a_rewind_is_the_active_conversations(
@@ -87,3 +90,7 @@ def test_codex_resume_and_fork_in_the_tree(home: Home, codex_scenario: Scenario,
     assert made["resume"] == ["codex", "exec", "resume", made["child"]] and made["forkTurn"] == 2
     listed = {s["id"]: s for s in sessions(home, root, "list", "--cwd", str(codex_scenario.cwd))["sessions"]}
     assert (listed[made["child"]]["parent"], listed[made["child"]]["turns"]) == (parent, 2)
+    # Where remem's fork branched: the turns begun before its own session_meta was written. Codex's
+    # own fork copies no turn of its parent into its file, so its file cannot say.
+    nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(codex_scenario.cwd))["nodes"]}
+    assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (2, None)

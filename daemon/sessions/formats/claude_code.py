@@ -164,6 +164,7 @@ class Transcript:
     agent_id: str | None
     parent_session: str | None  # the session a subagent belongs to (its records' sessionId)
     lineage: tuple[Edge, ...]
+    fork_turn: int | None  # a fork's turns copied from its parent (None: not a fork, or none copied)
     turns: tuple[Turn, ...]  # of the active conversation; () when only counted
     turn_count: int
     branches: tuple[Branch, ...]
@@ -339,6 +340,7 @@ def _transcript(
     owner = first.session_id if first else None
     forks = filter(None, map(_FORKED_FROM, held))
     forked = next((f.session_id for f in forks if f.session_id), None)
+    forked = forked if forked != stem else None
     return Transcript(
         session_id=stem,
         cwd=_first(_CWD, held),
@@ -350,7 +352,8 @@ def _transcript(
         subagent=subagent,
         agent_id=_first(_AGENT_ID, held),
         parent_session=owner if subagent and owner != stem else None,
-        lineage=(Edge("fork", forked),) if forked and forked != stem else (),
+        lineage=(Edge("fork", forked),) if forked else (),
+        fork_turn=_inherited_turns(path, graph.prompts) if forked else None,
         turns=turns,
         turn_count=counted.turns,
         branches=_branches(graph, path),
@@ -768,6 +771,12 @@ def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str |
             count += 1
         seen[line.record.uuid] = count
     return seen
+
+
+def _inherited_turns(path: list[Line[_Node]], prompts: dict[int, str]) -> int | None:
+    """How many turns a fork copied from its parent: the prompts of its conversation that carry
+    `forkedFrom` (a fork marks every line it copies, the child's own lines have none)."""
+    return sum(1 for line in path if line.number in prompts and _FORKED_FROM(line.record)) or None
 
 
 def _title(held: Sequence[_Node], graph: _Graph, first_prompt: str | None) -> tuple[str | None, str | None]:

@@ -136,6 +136,7 @@ class Rollout:
     source: str | None  # "cli", "exec", "vscode", "subagent", ...
     model_provider: str | None
     lineage: tuple[Edge, ...]
+    fork_turn: int | None  # a fork's turns copied from its parent (None: not a fork, or none copied)
     turns: tuple[Turn, ...]  # rolled-back turns included, with that status; () when only counted
     turn_count: int
     compactions: int
@@ -206,6 +207,7 @@ def read_rollout(data: bytes, *, turns: bool = True) -> Rollout:
         else None,
         model_provider=_str(payload.get("model_provider")),
         lineage=_lineage(payload),
+        fork_turn=_inherited_turns(lines, events, built, meta),
         turns=built,
         turn_count=count,
         compactions=sum(1 for line in lines if line.record.type == "compacted"),
@@ -391,6 +393,25 @@ def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
         TurnText(_turn(index, turn), tuple(turn.prompts or turn.said), tuple(turn.summaries), turn.last_said)
         for index, turn in enumerate(_read(lines), start=1)
         if turn.status != "rolled-back" and turn.end >= compacted
+    )
+
+
+def _inherited_turns(
+    lines: list[Line[_Line]], events: list[Any], built: tuple[Turn, ...], meta: Line[_Line] | None
+) -> int | None:
+    """How many turns a fork copied from its parent: those begun before its own `session_meta`,
+    which is stamped with the time of the fork while the parent's lines keep their times."""
+    forked_at = meta.record.timestamp if meta and _str(meta.record.payload.get("forked_from_id")) else None
+    if not forked_at:
+        return None
+    starts = (
+        {turn.start for turn in built}
+        if built
+        else {n for (n, _), e in zip(lines, events, strict=True) if e == "task_started"}
+    )
+    return (
+        sum(1 for number, record in lines if number in starts and (record.timestamp or "") < forked_at)
+        or None
     )
 
 
