@@ -12,11 +12,12 @@
     problem in the Memory view before it is saved; the quick fix clears them, and another renames
     a misspelled key (`descripton`) to the key it stands for;
 (d) "Branch after turn N" in a transcript asks the extension's modal question, adds the child to
-    the tree and opens it; from the palette, "Branch from Turn…" offers the session open in the
-    editor first and asks the same question;
+    the tree and opens it, headed as its tab reads (so is a branch opened from its row); from
+    the palette, "Branch from Turn…" offers the session open in the editor first and asks the
+    same question;
 (f) without an API key, "Consolidate Session" offers Open Settings (settings.yml opens), Select
     Model… (whose picker says the route has no key yet) and Enter API Key… (stored 0600), after
-    which it consolidates;
+    which it consolidates and Open Record opens the new record;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
 (h) on a tree row F2 renames (the transcript's heading and tab follow, so does an open receipt's
     tab, and its branch keeps its own name), Delete archives (the row hides until "Show Archived
@@ -27,7 +28,12 @@
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
     change", confirmed in a modal dialog, brings the record back as a new history entry.
 (k) a Claude Code transcript and a Codex rollout in the harnesses' own folders show in the tree
-    beside the DSH sessions, badged by harness, the Claude Code rewind as a branch under its session.
+    beside the DSH sessions, badged by harness, the Claude Code rewind as a branch under its session;
+    the row's branch button branches it, and Copy Resume Command copies `claude --resume <child>`;
+(l) invalid memory refuses a consolidation with Show Problems, which opens the file and lists its
+    problem; a failed attempt's message and rendered receipt say why, with the URL it asked;
+(m) the demo, seeded as `scripts/demo` seeds it, consolidates in the editor through its scripted
+    model, with no key, and both records it learns show in the Memory view.
 """
 
 from __future__ import annotations
@@ -35,7 +41,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,8 +57,11 @@ from remem.daemon.protocol.memory import Actor
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
+from scripts import demo_model
+from scripts.codeserver import REPO
+from scripts.seed_demo import DemoSessions, seed
 from tests.consolidation.conftest import KEY_ENV, proposal, put
-from tests.fake_openai import Reply, tool_call
+from tests.fake_openai import Reply, status, tool_call
 from tests.sessions import claude_lines, codex_lines
 
 from .conftest import Scenario
@@ -288,10 +301,22 @@ def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
     workbench.notification(r"Branched .* the new session is open")
     workbench.editor(f"After turn {first} of ")  # the child opened, named by where it branched
+    _heading(workbench, f"After turn {first} of ")  # and headed so, not by its parent's title again
     workbench.wait_rows(SESSIONS, branched_rows, before + 1)
     workbench.screenshot("branch-added")
+    # A branch opened from its row is headed as the row reads.
+    workbench.row(SESSIONS, f"^{re.escape(fork_label(scenario))}").click()
+    workbench.editor(fork_label(scenario))
+    _heading(workbench, fork_label(scenario))
     children = [n for n in scenario.tree() if n["parent"] == scenario.main.id and n["kind"] == "fork"]
     assert sorted(n["forkTurn"] for n in children) == sorted([2, first])  # the seeded fork and the new one
+
+
+def _heading(workbench: Workbench, text: str) -> None:
+    """Wait until the active transcript shows the heading `# <text>…`."""
+    # A string, not a pattern: the editor draws spaces as no-break spaces, which only it normalizes.
+    heading = workbench.page.locator(".editor-instance .view-line", has_text=f"# {text}")
+    heading.first.wait_for(timeout=UI_TIMEOUT_MS)
 
 
 def test_branching_from_the_palette_offers_the_open_transcript_first_and_asks_the_same_question(
@@ -384,7 +409,8 @@ def test_without_a_key_consolidation_asks_for_one_first_then_runs(
     box.press("Enter")
     workbench.quick_pick_rows("Remem: Consolidate Session")
     workbench.quick_pick(re.escape(scenario.main.id))
-    workbench.notification(r"1 change")
+    workbench.notification_button(r"1 change", "Open Record")
+    workbench.editor("prefer-uv.md")  # the record the consolidation added
     credentials = scenario.home.credentials_file
     assert stat.S_IMODE(credentials.stat().st_mode) == 0o600 and "sk-test" in credentials.read_text()
 
@@ -411,6 +437,44 @@ def test_a_cancelled_consolidation_reads_as_cancelled(workbench: Workbench, scen
         released.set()
     assert not workbench.count_rows(SESSIONS, r"consolidation failed")
     assert scenario.node(scenario.main.id)["review"]["status"] == "cancelled"
+
+
+def test_invalid_memory_shows_its_problems_and_a_failure_names_the_url_it_tried(
+    workbench: Workbench, scenario: Scenario
+) -> None:
+    record = _seed_record(scenario)
+    valid = record.read_text()
+    record.write_text(valid.replace("type: feedback", "type: Feedback"))
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
+    workbench.run_command("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    refusal = r"Not consolidated: memory has 1 problem\(s\) in 1 file\(s\)"
+    workbench.notification(refusal)
+    workbench.notification_button(refusal, "Show Problems")
+    # The file to fix is opened and the Problems panel lists its problem.
+    workbench.editor("prefer-uv.md")
+    workbench.page.locator(".markers-panel .monaco-list-row", has_text="type-invalid").first.wait_for(
+        timeout=UI_TIMEOUT_MS
+    )
+    workbench.screenshot("invalid-memory-problems")
+    assert scenario.fake.count == 0
+
+    record.write_text(valid)
+    scenario.fake.reply_with(lambda _body: status(400, "The model `fake-model` does not exist"))
+    workbench.run_command("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(scenario.main.id))
+    # The toast says why, the URL it asked included.
+    failed = rf"ended provider-failed \(.*does not exist.*asked {re.escape(scenario.fake.base_url)}\)"
+    workbench.notification(failed)
+    workbench.notification_button(failed, "Open Receipt")
+    preview = workbench.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame")
+    preview.locator("h1", has_text="Review of").wait_for(timeout=UI_TIMEOUT_MS)
+    body = preview.locator("body").inner_text()
+    # The reason, with the URL it tried, above the machine fields.
+    assert "does not exist" in body and f"asked {scenario.fake.base_url}" in body, body
+    assert body.index("asked") < body.index("Machine fields"), body
+    workbench.screenshot("receipt-failed")
 
 
 def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scenario: Scenario) -> None:
@@ -610,3 +674,66 @@ def test_claude_code_and_codex_sessions_show_in_the_tree_by_harness(
     assert texts[branch_at].startswith("Make it three times"), texts
     main = re.escape(label(scenario.node(scenario.main.id)))
     assert workbench.count_rows(SESSIONS, main) == 1  # beside the DSH sessions
+
+    # Branched from its row: the row's own button, the same modal question, and the command that
+    # resumes the branch in Claude Code to copy.
+    claude = workbench.row(SESSIONS, r"^Explain the retry loop")
+    claude.hover()
+    claude.locator('.action-label[aria-label="Branch from Turn…"]').click()
+    workbench.quick_pick(r"^Turn 1(?!\d)")
+    question = workbench.page.locator(".monaco-dialog-box", has_text="copies the conversation only")
+    question.wait_for(timeout=UI_TIMEOUT_MS)
+    assert "Branch the session after turn 1?" in question.inner_text()
+    question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
+    said = r"Branched “Explain the retry loop” after turn 1: .*Resume it with `claude --resume "
+    done = workbench.notification(said)
+    workbench.screenshot("branch-resume-command")
+    [child] = [n for n in scenario.tree() if n["parent"] == CLAUDE_SESSION and n["kind"] == "fork"]
+    command = f"claude --resume {child['id']}"
+    assert command in done.inner_text()
+    workbench.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    workbench.notification_button(said, "Copy Resume Command")
+    copied = "command => navigator.clipboard.readText().then(text => text === command)"
+    workbench.page.wait_for_function(copied, arg=command, timeout=UI_TIMEOUT_MS)
+    # Its row says where it branched, as a DSH branch's does.
+    assert "Claude Code" in workbench.row(SESSIONS, r"^After turn 1 · new branch \(1\)").inner_text()
+
+
+@dataclass(frozen=True)
+class Demo:
+    project: Path
+    sessions: DemoSessions
+
+
+@pytest.fixture
+def demo(scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Demo]:
+    """The demo as `scripts/demo` seeds it, its scripted model running; asked for before
+    `workbench`, so that the editor's daemon has the demo model's key."""
+    key = "demo-key-of-this-test"
+    monkeypatch.setenv(demo_model.KEY_ENV, key)
+    command = [sys.executable, "-m", "scripts.demo_model"]
+    model = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert model.stdout is not None
+        url = model.stdout.readline().strip()
+        project = tmp_path / "demo-project"
+        project.mkdir()
+        yield Demo(project, seed(scenario.home.root, tmp_path / "demo-dsh", project, None, url))
+    finally:
+        model.terminate()
+        model.wait(timeout=30)
+
+
+def test_the_demo_consolidates_in_the_editor_without_a_key(demo: Demo, workbench: Workbench) -> None:
+    workbench.open_folder(demo.project)
+    workbench.open_container("Remem")
+    workbench.row(SESSIONS, r"orphan")
+    workbench.run_command("Remem: Consolidate Session")
+    workbench.quick_pick(re.escape(demo.sessions.main))
+    # The scripted model finds the project fact and the preference the demo's conversation states.
+    said = r"Consolidated “.*”: 2 changes to memory — added gateway-30-second-limit \(project\), added"
+    workbench.notification(said)
+    workbench.row(MEMORY, r"gateway-30-second-limit")
+    workbench.row(MEMORY, r"standard-library-first")
+    workbench.row(SESSIONS, r"✓ consolidated")
+    workbench.screenshot("demo-consolidated")
