@@ -26,7 +26,7 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 8  # 8: harness forks' fork turns; 7: rows found by session id; 6: titles past a context
+SCHEMA_VERSION = 9  # 9: Claude Code forks' fork times; 8: harness forks' fork turns; 7: rows by id
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (

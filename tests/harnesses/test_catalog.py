@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,7 @@ def test_claude_code_resume_fork_and_rewind_in_the_tree(
     assert (branch["parent"], branch["forkTurn"], branch["title"]) == (parent, 1, "and again")
     turns = sessions(home, root, "turns", parent)["turns"]
     assert [(t["user"], t["forkable"]) for t in turns] == [("read the notes", True), ("instead this", True)]
+    before = int(time.time() * 1000)
     made = sessions(home, root, "fork", parent, "--op-id", "real-1", "--at", str(turns[0]["endSeq"]))
     assert made["resume"] == ["claude", "--resume", made["child"]] and made["forkTurn"] == 1
     nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(claude_scenario.cwd))["nodes"]}
@@ -53,6 +55,8 @@ def test_claude_code_resume_fork_and_rewind_in_the_tree(
     # The tree knows where it branched (every copied line says where from), so its row can say
     # "After turn 1"; a --fork-session copy says nothing of the kind.
     assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (1, None)
+    # Made just now, not when the conversation it copies began ("just now" in the tree).
+    assert nodes[made["child"]]["createdAt"] >= before - 1_000 > nodes[parent]["createdAt"]
 
 
 def test_the_last_turn_after_a_rewind_is_the_active_conversations(

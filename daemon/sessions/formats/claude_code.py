@@ -346,7 +346,7 @@ def _transcript(
         cwd=_first(_CWD, held),
         title=titles[0],
         title_source=titles[1],
-        created_at=min(stamps, default=None),
+        created_at=(_fork_time(held) if forked else None) or min(stamps, default=None),
         updated_at=max(stamps, default=None),
         version=_first(_VERSION, reversed(held)),
         subagent=subagent,
@@ -771,6 +771,12 @@ def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str |
             count += 1
         seen[line.record.uuid] = count
     return seen
+
+
+def _fork_time(held: Sequence[_Node]) -> str | None:
+    """When a fork was made: the time of its last copied record, which a fork stamps with it
+    (Claude Code resumes at the latest leaf); the other copies keep their parent's times."""
+    return max((r.timestamp for r in held if _FORKED_FROM(r) and _TIMESTAMP(r)), default=None)
 
 
 def _inherited_turns(path: list[Line[_Node]], prompts: dict[int, str]) -> int | None:
