@@ -773,10 +773,10 @@ def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str |
     return seen
 
 
-def _fork_time(held: Sequence[_Node]) -> str | None:
+def _fork_time(held: Sequence[_Record]) -> str | None:
     """When a fork was made: the time of its last copied record, which a fork stamps with it
     (Claude Code resumes at the latest leaf); the other copies keep their parent's times."""
-    return max((r.timestamp for r in held if _FORKED_FROM(r) and _TIMESTAMP(r)), default=None)
+    return max(filter(None, (r.timestamp for r in held if r.forked_from)), default=None)
 
 
 def _inherited_turns(path: list[Line[_Node]], prompts: dict[int, str]) -> int | None:
