@@ -82,9 +82,10 @@ export class FolderSessions {
     return labels;
   }
 
-  /** Whether any folder is still waiting for its first answer or shows a kept tree. */
+  /** Whether any folder shows a kept tree its answer has not replaced yet (a folder waiting for
+   * its first answer says so in its own loading row). */
   get refreshing(): boolean {
-    return [...this.folders.values()].some((f) => f.shown.kind === 'loading' || (f.shown.kind === 'tree' && f.shown.refreshing));
+    return [...this.folders.values()].some((f) => f.shown.kind === 'tree' && f.shown.refreshing);
   }
 
   /** The daemon's progress of a listing: told to the folders waiting for one of that `cwd` (all of

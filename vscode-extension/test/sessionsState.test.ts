@@ -29,7 +29,9 @@ test('until the first answer the folder shows loading, never the empty state', a
   let changes = 0;
   const state = new FolderSessions(new Kept(), server.ask, () => changes++, String);
   assert.deepEqual(state.shown('/proj'), { kind: 'loading' });
-  assert.equal(state.refreshing, true);
+  // The loading row says it; the header does not add "refreshing…" where nothing is shown yet.
+  assert.equal(state.refreshing, false);
+  assert.equal(state.activity, undefined);
   assert.equal(server.waiting.length, 1);
   state.shown('/proj'); // drawing again does not ask again
   assert.equal(server.waiting.length, 1);
@@ -134,7 +136,7 @@ test('a cold listing shows "Indexing N of M sessions…" until its answer comes'
   assert.equal(state.activity, 'indexing 3 of 40…');
   state.progress({ cwd: '/proj', done: 40, total: 40 });
   assert.equal(state.indexing('/proj'), undefined, 'the last note: the answer is on its way');
-  assert.equal(state.activity, 'refreshing…');
+  assert.equal(state.activity, undefined); // the row says "Loading…" again
   state.progress({ cwd: '/proj', done: 7, total: 9 });
   server.waiting[0].resolve({ nodes: FAMILY });
   await settle();
