@@ -98,6 +98,13 @@ class Workbench:
         self.page.goto(self.server.folder_url(folder))
         self.wait_ready()
 
+    def reload_window(self) -> None:
+        """ "Developer: Reload Window": unlike loading the page again, the workbench shuts down as it
+        does when a person reloads, so state kept for the next window (workspace state) is saved."""
+        with self.page.expect_navigation(timeout=UI_TIMEOUT_MS):
+            self.run_command("Developer: Reload Window")
+        self.wait_ready()
+
     # -- waiting and looking --
 
     def wait_ready(self) -> None:
@@ -170,12 +177,12 @@ class Workbench:
         return self.page.locator(".part.sidebar .pane", has=self.page.locator(".pane-header", has_text=name))
 
     def wait_view_description(self, view: str, text: str) -> None:
-        """Until the header of `view` reads `text` beside its title ("" for none)."""
+        """Until the header of `view` reads `text` beside its title ("" for none: a header that
+        was never given a description has no element for it)."""
         header = self.page.locator(".part.sidebar .pane-header", has_text=view).first
-        description = header.locator(".description")
         self.page.wait_for_function(
-            "([element, text]) => (element?.textContent ?? '').trim() === text",
-            arg=[description.element_handle(timeout=UI_TIMEOUT_MS), text],
+            "([header, text]) => (header.querySelector('.description')?.textContent ?? '').trim() === text",
+            arg=[header.element_handle(timeout=UI_TIMEOUT_MS), text],
             timeout=UI_TIMEOUT_MS,
         )
 

@@ -24,7 +24,9 @@
     Sessions", then shows dimmed), Shift+Delete restores; the palette's Rename, Archive and
     Restore do the same;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
-    a window loaded again draws the tree kept from the last one, then the server's.
+    a window loaded again draws the tree kept from the last one, then the server's; with the
+    server held back, the view shows its loading row, and after a reload the kept tree marked
+    "refreshing…" until the server answers.
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
     change", confirmed in a modal dialog, brings the record back as a new history entry.
 (k) a Claude Code transcript and a Codex rollout in the harnesses' own folders show in the tree
@@ -38,6 +40,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -58,7 +61,7 @@ from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
 from scripts import demo_model
-from scripts.codeserver import REPO
+from scripts.codeserver import REPO, remem_executable
 from scripts.seed_demo import DemoSessions, seed
 from tests.consolidation.conftest import KEY_ENV, proposal, put
 from tests.fake_openai import Reply, status, tool_call
@@ -383,6 +386,63 @@ def test_an_empty_folder_says_where_remem_looked_and_a_reload_draws_the_kept_tre
     workbench.row(SESSIONS, main)
     workbench.wait_view_description(SESSIONS, "")
     assert not workbench.count_rows(SESSIONS, r"No agent sessions|Loading")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """While `path` is missing, the editor's language server cannot start: its `remem.command`
+    (the project's workspace setting) waits for the file before it runs remem."""
+
+    path: Path
+
+    def open(self) -> None:
+        self.path.touch()
+
+    def close(self) -> None:
+        self.path.unlink()
+
+
+@pytest.fixture
+def gate(scenario: Scenario, tmp_path: Path) -> Gate:
+    """A closed gate; asked for before `workbench`, so that the first window's server waits too."""
+    gate = Gate(tmp_path / "gate")
+    launcher = tmp_path / "gated-remem"
+    launcher.write_text(
+        f'#!/bin/sh\nwhile [ ! -e "{gate.path}" ]; do sleep 0.1; done\nexec "{remem_executable()}" "$@"\n'
+    )
+    launcher.chmod(0o755)
+    settings = scenario.project / ".vscode" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"remem.command": str(launcher)}))
+    return gate
+
+
+def test_the_tree_says_it_is_loading_and_a_reload_draws_the_kept_tree_at_once(
+    gate: Gate, workbench: Workbench, scenario: Scenario
+) -> None:
+    main = re.escape(label(scenario.node(scenario.main.id)))
+    workbench.open_container("Remem")
+    # No server yet: the view says it is loading, never that there are no sessions.
+    workbench.row(SESSIONS, r"^Loading the sessions of this workspace…")
+    workbench.wait_view_description(SESSIONS, "")  # nothing shown yet is being refreshed
+    workbench.screenshot("tree-loading")
+    assert not workbench.count_rows(SESSIONS, r"No agent sessions")
+    gate.open()
+    workbench.row(SESSIONS, main)
+    workbench.wait_view_description(SESSIONS, "")
+    assert not workbench.count_rows(SESSIONS, r"Loading")
+
+    # Loaded again with the server held back: the tree kept from the last window, marked as
+    # refreshing, until the server answers.
+    gate.close()
+    workbench.reload_window()
+    workbench.row(SESSIONS, main)
+    workbench.wait_view_description(SESSIONS, "refreshing…")
+    assert not workbench.count_rows(SESSIONS, r"Loading|No agent sessions")
+    workbench.screenshot("tree-kept")
+    gate.open()
+    workbench.wait_view_description(SESSIONS, "")
+    workbench.row(SESSIONS, main)
 
 
 def test_without_a_key_consolidation_asks_for_one_first_then_runs(
