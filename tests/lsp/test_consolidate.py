@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
+from tests import waiting
 from tests.consolidation.conftest import OLD, Source, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, hang, status, tool_call
 from tests.lsp.editor import until
@@ -61,9 +63,17 @@ def progress(editor: Editor, known: set[str]) -> tuple[str, list[Any]]:
 
 
 async def named(editor: Editor, reviewed: Source) -> str:
-    """How the server names the session: its title (as the tree has it) in quotes."""
-    nodes = (await editor.request("remem/sessionTree", {"cwd": reviewed.cwd}))["nodes"]
-    title = next(n["title"] for n in nodes if n["id"] == reviewed.id)
+    """How the server names the session: its title (as the tree has it) in quotes. The daemon
+    answers a tree from its kept listing until its watcher reports the new log (debounced), which
+    a fast consolidation can outrun: ask until the tree has it."""
+    deadline = time.monotonic() + waiting.SECONDS
+    while True:
+        nodes = (await editor.request("remem/sessionTree", {"cwd": reviewed.cwd}))["nodes"]
+        title = next((n["title"] for n in nodes if n["id"] == reviewed.id), False)
+        if title is not False:
+            break
+        assert time.monotonic() < deadline, f"the tree never showed {reviewed.id}"
+        await asyncio.sleep(waiting.POLL_SECONDS)
     assert title, "the factory's sessions have titles"
     return f"“{title}”"
 
