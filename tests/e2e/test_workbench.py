@@ -25,7 +25,7 @@
     Restore do the same;
 (e) a folder without sessions says so only once the server answered, naming where remem looked, and
     a window loaded again draws the tree kept from the last one, then the server's; with the
-    server held back, the view shows its loading row, and after a reload the kept tree marked
+    server held back, both views show their loading rows, and after a reload the kept tree marked
     "refreshing…" until the server answers.
 (i) "Remem: Show Memory History" lists an agent's change to a record, opens its diff, and "Undo this
     change", confirmed in a modal dialog, brings the record back as a new history entry.
@@ -425,10 +425,13 @@ def test_the_tree_says_it_is_loading_and_a_reload_draws_the_kept_tree_at_once(
     # No server yet: the view says it is loading, never that there are no sessions.
     workbench.row(SESSIONS, r"^Loading the sessions of this workspace…")
     workbench.wait_view_description(SESSIONS, "")  # nothing shown yet is being refreshed
+    workbench.row(MEMORY, r"^Loading memory…")  # so does the Memory view
     workbench.screenshot("tree-loading")
     assert not workbench.count_rows(SESSIONS, r"No agent sessions")
     gate.open()
     workbench.row(SESSIONS, main)
+    workbench.row(MEMORY, r"^GLOBAL\.md")
+    assert not workbench.count_rows(MEMORY, r"Loading")
     workbench.wait_view_description(SESSIONS, "")
     assert not workbench.count_rows(SESSIONS, r"Loading")
 

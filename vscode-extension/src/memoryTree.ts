@@ -19,7 +19,7 @@ export type MemoryNode =
       path: string;
       review?: string; // a receipt's: it opens rendered, not as its file
     }
-  | { kind: 'note'; id: string; label: string };
+  | { kind: 'note'; id: string; label: string; icon?: string };
 
 const VALID: ItemIcon = { id: 'pass', color: 'testing.iconPassed' };
 const INVALID: ItemIcon = { id: 'error', color: 'list.errorForeground' };

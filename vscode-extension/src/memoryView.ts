@@ -29,7 +29,7 @@ export class MemoryView extends FolderView<MemoryEntry> {
     if (node.kind === 'note') {
       const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
       item.id = `${cwd}:${node.id}`;
-      item.iconPath = new vscode.ThemeIcon('info');
+      item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
       return item;
     }
     const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
@@ -47,6 +47,8 @@ export class MemoryView extends FolderView<MemoryEntry> {
   }
 
   private readonly shown = new Map<string, MemoryOverview>();
+  private readonly drawn = new Set<string>(); // folders that have shown an answer
+  private readonly first = new Map<string, MemoryEntry[] | 'asking'>(); // each folder's first answer
 
   /** Whether the file at `fsPath` is one this view judges: an edit to it changes what it shows. */
   shows(fsPath: string): boolean {
@@ -55,7 +57,29 @@ export class MemoryView extends FolderView<MemoryEntry> {
     );
   }
 
+  /** A folder's first rows are a loading row, drawn at once, until the server's answer replaces
+   * them (the language server may still be starting); later refreshes keep the rows shown until
+   * their answer comes, as trees do. */
   protected async topOf(cwd: string): Promise<MemoryEntry[]> {
+    if (this.drawn.has(cwd)) return this.ask(cwd);
+    const first = this.first.get(cwd);
+    if (Array.isArray(first)) {
+      this.first.delete(cwd);
+      this.drawn.add(cwd);
+      return first;
+    }
+    if (first === undefined) {
+      this.first.set(cwd, 'asking');
+      void this.ask(cwd).then((rows) => {
+        this.first.set(cwd, rows);
+        this.refresh();
+      });
+    }
+    const loading: MemoryNode = { kind: 'note', id: 'loading', label: 'Loading memory…', icon: 'loading~spin' };
+    return [{ type: 'memory', cwd, node: loading }];
+  }
+
+  private async ask(cwd: string): Promise<MemoryEntry[]> {
     try {
       const overview = await this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
       this.shown.set(cwd, overview);
