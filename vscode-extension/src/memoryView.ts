@@ -47,8 +47,8 @@ export class MemoryView extends FolderView<MemoryEntry> {
   }
 
   private readonly shown = new Map<string, MemoryOverview>();
-  private readonly drawn = new Set<string>(); // folders that have shown an answer
-  private readonly first = new Map<string, MemoryEntry[] | 'asking'>(); // each folder's first answer
+  // Each folder's first answer: asked for, come (its rows, to draw next), or drawn.
+  private readonly first = new Map<string, 'asking' | MemoryEntry[] | 'drawn'>();
 
   /** Whether the file at `fsPath` is one this view judges: an edit to it changes what it shows. */
   shows(fsPath: string): boolean {
@@ -61,11 +61,10 @@ export class MemoryView extends FolderView<MemoryEntry> {
    * them (the language server may still be starting); later refreshes keep the rows shown until
    * their answer comes, as trees do. */
   protected async topOf(cwd: string): Promise<MemoryEntry[]> {
-    if (this.drawn.has(cwd)) return this.ask(cwd);
     const first = this.first.get(cwd);
+    if (first === 'drawn') return this.ask(cwd);
     if (Array.isArray(first)) {
-      this.first.delete(cwd);
-      this.drawn.add(cwd);
+      this.first.set(cwd, 'drawn');
       return first;
     }
     if (first === undefined) {
