@@ -27,10 +27,12 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value : undefined;
 }
 
-/** A transcript document's URI path (`/<id>/<title>.md` or `/<id>.md`, decoded) back to the session id. */
+// A transcript document's URI path, decoded: `/<id>/<title>.md` or `/<id>.md`.
+const TRANSCRIPT_PATH = /^\/([^/]+?)(?:\/([^/]*))?\.md$/;
+
+/** A transcript document's URI path back to the session id. */
 export function sessionIdFromTranscriptPath(path: string): string | undefined {
-  const match = /^\/([^/]+?)(?:\/[^/]*)?\.md$/.exec(path);
-  return match ? match[1] : undefined;
+  return TRANSCRIPT_PATH.exec(path)?.[1];
 }
 
 const TAB_CHARS = 60;
@@ -54,7 +56,7 @@ export function transcriptUri(sessionId: string, title?: string): string {
  * path; none for a path without one (the server's display title then).
  */
 export function transcriptHeading(path: string, label?: string): string | undefined {
-  const named = /^\/[^/]+?\/([^/]+)\.md$/.exec(path)?.[1];
+  const named = TRANSCRIPT_PATH.exec(path)?.[2];
   if (!named) return undefined;
   return label && tabName(label) === named ? label : named;
 }

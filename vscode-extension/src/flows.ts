@@ -265,7 +265,7 @@ async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
     if (await ctx.ui.warn(`Not consolidated: ${message}`, SHOW_PROBLEMS)) {
       // The language server judges the files the editor has open: open the first one to fix, so
       // that the Problems panel lists its problems.
-      const [first] = refusalData(error).files ?? [];
+      const [first] = refusalData(error).files;
       if (first) await ctx.ui.openFile(first);
       await ctx.ui.showProblems();
     }
@@ -281,9 +281,9 @@ function refusalCode(error: unknown): string | undefined {
 }
 
 /** A refusal's `data`: `code`, and `files` (the memory files to fix) when memory is invalid. */
-function refusalData(error: unknown): { code?: unknown; files?: string[] } {
+function refusalData(error: unknown): { code?: unknown; files: string[] } {
   const data = typeof error === 'object' && error !== null && 'data' in error ? error.data : undefined;
-  if (typeof data !== 'object' || data === null) return {};
+  if (typeof data !== 'object' || data === null) return { files: [] };
   const files = 'files' in data && Array.isArray(data.files) ? data.files.filter((f) => typeof f === 'string') : [];
   return { code: 'code' in data ? data.code : undefined, files };
 }
