@@ -237,6 +237,10 @@ class Workbench:
         rows.first.wait_for(timeout=UI_TIMEOUT_MS)
         return [r.inner_text().replace("\n", " ") for r in rows.all()]
 
+    def webview(self) -> Any:
+        """The page inside the active webview (remem's receipt view), inside VS Code's two frames."""
+        return self.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame")
+
     def editor(self, tab: str) -> Any:
         """The active editor, once its tab named `tab` is there."""
         self.page.locator(".tabs-container .tab", has_text=tab).first.wait_for(timeout=UI_TIMEOUT_MS)

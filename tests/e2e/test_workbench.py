@@ -171,7 +171,7 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
     workbench.page.locator(".tabs-container .tab", has_text=f"Receipt: {name}").first.wait_for(
         timeout=UI_TIMEOUT_MS
     )
-    preview = workbench.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame")
+    preview = workbench.webview()
     preview.locator("h1", has_text=f"Review of “{name}”").wait_for(timeout=UI_TIMEOUT_MS)
     assert "Added prefer-uv (feedback)" in preview.locator("body").inner_text()
     workbench.screenshot("receipt-view")
@@ -540,7 +540,7 @@ def test_invalid_memory_shows_its_problems_and_a_failure_names_the_url_it_tried(
     failed = rf"ended provider-failed \(.*does not exist.*asked {re.escape(scenario.fake.base_url)}\)"
     workbench.notification(failed)
     workbench.notification_button(failed, "Open Receipt")
-    preview = workbench.page.frame_locator("iframe.webview.ready").frame_locator("iframe#active-frame")
+    preview = workbench.webview()
     preview.locator("h1", has_text="Review of").wait_for(timeout=UI_TIMEOUT_MS)
     body = preview.locator("body").inner_text()
     # The reason, with the URL it tried, above the machine fields.
@@ -575,9 +575,7 @@ def test_rename_archive_and_restore_from_the_keyboard(workbench: Workbench, scen
     tabs.filter(has_text="Move the uploader to the queue.md").first.wait_for(timeout=UI_TIMEOUT_MS)
     tabs.filter(has_text=f"{before}.md").first.wait_for(state="detached", timeout=UI_TIMEOUT_MS)
     heading = workbench.editor("Move the uploader to the queue")
-    workbench.page.locator(".view-line", has_text="# Move the uploader to the queue").first.wait_for(
-        timeout=UI_TIMEOUT_MS
-    )
+    _heading(workbench, "Move the uploader to the queue")
     assert "Move the uploader to the queue" in workbench.text_of(heading)
     # So do the open receipt's tab and the receipt in the Memory view.
     tabs.filter(has_text="Receipt: Move the uploader to the queue").first.wait_for(timeout=UI_TIMEOUT_MS)
