@@ -312,9 +312,14 @@ def test_branch_from_here_in_a_transcript_adds_the_child_to_the_tree(
     workbench.screenshot("branch-question")
     question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
     workbench.notification(r"Branched .* the new session is open")
-    workbench.editor(f"After turn {first} of ")  # the child opened, named by where it branched
-    _heading(workbench, f"After turn {first} of ")  # and headed so, not by its parent's title again
     workbench.wait_rows(SESSIONS, branched_rows, before + 1)
+    # The child opened; once the tree shows it, its tab and heading read as its row does (it
+    # opened as "After turn N of <parent>", the name it had before the tree knew it).
+    tab = workbench.page.locator(".tabs-container .tab.active", has_text=f"After turn {first} · ")
+    tab.wait_for(timeout=UI_TIMEOUT_MS)
+    _heading(workbench, f"After turn {first} · ")
+    old_tab = workbench.page.locator(".tabs-container .tab", has_text=f"After turn {first} of ")
+    old_tab.wait_for(state="detached", timeout=UI_TIMEOUT_MS)  # closed once the new one is open
     workbench.screenshot("branch-added")
     # A branch opened from its row is headed as the row reads.
     workbench.row(SESSIONS, f"^{re.escape(fork_label(scenario))}").click()
@@ -356,7 +361,7 @@ def test_branching_from_the_palette_offers_the_open_transcript_first_and_asks_th
     question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
     done = workbench.notification(r"Branched .* the new session is open")
     done.locator(".monaco-button", has_text="Copy Session Id").first.wait_for(timeout=UI_TIMEOUT_MS)
-    workbench.editor(f"After turn {last} of ")
+    workbench.editor(f"After turn {last} ")  # "… of <parent>", then the row's name
     workbench.wait_rows(SESSIONS, branched_rows, before + 1)
 
 
