@@ -18,11 +18,13 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
+from ..fsutil import UNMERGED_MARKER
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
 from ..memory.history import HAND_EDIT, RECOVERED, HistoryError, stat, unified_diff
 from ..memory.identity import WorkspaceId
+from ..memory.lint import listing
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
@@ -69,6 +71,7 @@ class MemoryMethods:
         self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
         self._announced: dict[Scope, str | None] = {}
+        self._kept: dict[Scope, frozenset[str]] = {}  # the kept saves each scope's last look saw
         # A commit and the watcher's look at the same scope take turns, so the watcher always
         # sees the revision the commit announced and drops the echo of its writes.
         self._turns: defaultdict[Scope, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -138,17 +141,26 @@ class MemoryMethods:
     async def scope_changed(self, scope: Scope) -> None:
         """React to files of a scope changing on disk: reindex a valid workspace, announce news."""
         async with self._turns[scope]:
-            change = await self._off_loop(scope, lambda: self._look(scope))
-            self._announce(scope, change)
+            change, kept = await self._off_loop(scope, lambda: (self._look(scope), self._kept_saves(scope)))
+            # A save kept beside a file (`<name>.unmerged-*`) coming or going leaves the revision
+            # as it was, yet it is news to an editor that warns of it.
+            kept_news = self._kept.get(scope, frozenset()) != kept
+            self._kept[scope] = kept
+            self._announce(scope, change, again=kept_news)
 
     def _committed(self, change: MemoryChanged, result: CommitResult) -> None:
         if result.status == "committed":
             self._announce(change.workspace, change)
 
-    def _announce(self, scope: Scope, change: MemoryChanged) -> None:
-        if self._announced.get(scope, "") != change.revision:
+    def _announce(self, scope: Scope, change: MemoryChanged, *, again: bool = False) -> None:
+        if again or self._announced.get(scope, "") != change.revision:
             self._announced[scope] = change.revision
             self._publish("memory/changed", change)
+
+    def _kept_saves(self, scope: Scope) -> frozenset[str]:
+        home = self.store.home
+        folder = home.memory if scope is None else home.workspaces / scope
+        return frozenset(name for name in listing(folder) if UNMERGED_MARKER in name)
 
     def _look(self, scope: Scope) -> MemoryChanged:
         self.store.sync_history(scope, HAND_EDIT)  # an echo of a commit already has its entry

@@ -77,6 +77,15 @@ async def test_a_hand_save_kept_beside_a_record_is_shown_on_it(client: LanguageC
     assert problem.severity == types.DiagnosticSeverity.Warning
     assert "first.md.unmerged-1700000000000000000" in problem.message
     assert problem.code_description is not None  # the rule's row in docs/memory-format.md
+    # Merged and deleted, the copy's warning goes, though no memory file changed: once the
+    # daemon has announced this folder's revision, that alone would not be news.
+    await until(lambda: HOME.root.joinpath("state", "daemon.json").exists())  # the server started it
+    assert await watcher_backend(HOME) != "off"
+    heard = len(HEARD)
+    (folder / "second.md").write_text(record("second"))
+    await until(lambda: any(m == "remem/memoryChanged" for m, _ in HEARD[heard:]))
+    (folder / "first.md.unmerged-1700000000000000000").unlink()
+    await until(lambda: codes(client, uri) == [])
 
 
 @pytest.mark.asyncio
