@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
+from remem.daemon.credentials import log_to_stderr
 from remem.daemon.home import Home
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import HistoryEntry
@@ -251,7 +252,7 @@ def _error(message: str) -> types.CallToolResult:
 def serve(home: Home, *, cwd: str | None, use_daemon: bool) -> None:
     """Serve one client on stdin/stdout until it hangs up; `cwd` (else the current folder) is the
     project, unless the client declares roots and no `cwd` was given."""
-    logging.basicConfig(level=logging.WARNING, format="remem mcp: %(levelname)s %(message)s")  # to stderr
+    log_to_stderr(logging.WARNING, "remem mcp: %(levelname)s %(message)s")
     workspace = SessionWorkspace(cwd or os.getcwd(), explicit=cwd is not None)
     watch = _watching(home)
     store = MemoryStore(home) if watch else None

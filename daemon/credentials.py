@@ -269,3 +269,11 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
+
+
+def log_to_stderr(level: int, fmt: str) -> None:
+    """Log this process to stderr from `level` up, every line masked: how each remem process
+    logs (the daemon, `remem lsp`, `remem mcp`, a command run without the daemon)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter(fmt))
+    logging.basicConfig(level=level, handlers=[handler], force=True)

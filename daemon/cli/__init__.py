@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 
 import click
 
@@ -64,6 +65,9 @@ def lsp(backend: Backend) -> None:
     """Run the language server on stdio (what the editor extension starts)."""
     from remem.lsp.compose import create_server  # the CLI need not load pygls otherwise
 
+    from ..credentials import log_to_stderr
+
+    log_to_stderr(logging.WARNING, "%(message)s")  # the editor shows the lines in its Remem log
     create_server(backend.home).start_io()
 
 

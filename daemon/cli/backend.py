@@ -10,6 +10,7 @@ daemon reads only the configured roots and never takes a path from a client.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,9 @@ class Backend:
         hears the notifications a call causes (the daemon's go to every client)."""
         if self.use_daemon and not roots:
             return DaemonApi(_ThroughDaemon(self.home, listener))
+        from ..credentials import log_to_stderr
+
+        log_to_stderr(logging.WARNING, "remem: %(message)s")  # what the daemon's handlers log, masked
         return DaemonApi(_InProcess(self.home, roots, listener))
 
 

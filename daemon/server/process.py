@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
-from ..credentials import RedactingFormatter
+from ..credentials import log_to_stderr
 from ..fsutil import atomic_write
 from ..home import Home
 from ..locks import try_file_lock
@@ -241,9 +241,7 @@ def run(home: Home) -> int:
         print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
         return 0
     try:
-        handler = logging.StreamHandler()
-        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(message)s"))
-        logging.basicConfig(level=logging.INFO, handlers=[handler])
+        log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
         asyncio.run(Daemon(home, RunningSettings(home)).serve())
         return 0
     finally:

@@ -71,3 +71,21 @@ def test_log_lines_and_tracebacks_are_redacted() -> None:
         record.exc_info = sys.exc_info()
     line = handler.format(record)
     assert KEY not in line and "token=[redacted secret]" in line and "Traceback" in line
+
+
+def test_a_process_logs_to_stderr_masked(capfd: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    credentials.remember(KEY)
+    try:
+        credentials.log_to_stderr(logging.WARNING, "remem lsp: %(message)s")
+        try:
+            raise RuntimeError(f"provider said: bad key {KEY}")
+        except RuntimeError:
+            logging.getLogger("remem.lsp").exception("failed with %s", KEY)
+        logging.getLogger("remem.lsp").info("below the level")
+        said = capfd.readouterr().err
+    finally:
+        root.handlers[:], root.level = handlers, level
+    assert said.startswith("remem lsp: failed with ") and "Traceback" in said
+    assert KEY not in said and "below the level" not in said
