@@ -33,7 +33,14 @@ from ..settings import SessionRootSetting, Settings, SettingsStore
 from .continuations import Continuations
 from .errors import SessionLogError, SessionRootError
 from .formats.jsonl import LineTooLong
-from .harness_sources import HARNESS_SOURCES, BranchInfo, SidechainInfo, file_turns, unreadable
+from .harness_sources import (
+    HARNESS_SOURCES,
+    BranchInfo,
+    SidechainInfo,
+    file_turns,
+    inherited_turns,
+    unreadable,
+)
 from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
@@ -81,14 +88,14 @@ class Entry:
     def format(self) -> SessionFormat:
         return self.row.format
 
-    def lineage_item(self, inferred_parent: str | None = None) -> LineageItem:
+    def lineage_item(self, inferred_parent: str | None = None, fork_turn: int | None = None) -> LineageItem:
         return LineageItem(
             id=self.summary.id,
             title=self.summary.title,
             parent=self.row.parent or inferred_parent,
             origin=self.row.origin,
             created_at=self.summary.createdAt,
-            fork_turn=self.row.fork_turn,
+            fork_turn=self.row.fork_turn if fork_turn is None else fork_turn,
             live=self.summary.live,
             archived=self.archived,
             format=self.row.format,
@@ -129,8 +136,10 @@ class Entry:
 def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
     """What the tree shows of `entries`: each session, its in-file branches, and for a Claude
     Code copy made by `--fork-session` (same uuids, no marker) the earliest session sharing its
-    first uuid as an inferred parent (decision 0122)."""
+    first uuid as an inferred parent (decision 0122). A Codex fork that copied none of its
+    parent's lines has its fork turn read from the parent's file (decision 0281)."""
     entries = list(entries)
+    by_id = {entry.summary.id: entry for entry in entries}
     first_of: dict[str, str] = {}
     for entry in sorted(entries, key=lambda e: (e.row.created_at or 0, e.summary.id)):
         if entry.row.root_uuid is not None and entry.row.origin is None:
@@ -138,9 +147,17 @@ def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
     items: list[LineageItem] = []
     for entry in entries:
         shared = first_of.get(entry.row.root_uuid or "") if entry.row.origin is None else None
-        items.append(entry.lineage_item(shared if shared != entry.summary.id else None))
+        fork_turn = _inherited_fork_turn(entry.row, by_id)
+        items.append(entry.lineage_item(shared if shared != entry.summary.id else None, fork_turn))
         items.extend(entry.branch_items())
     return items
+
+
+def _inherited_fork_turn(row: LogRow, by_id: dict[str, Entry]) -> int | None:
+    parent = by_id.get(row.parent or "")
+    if row.fork_at is None or row.fork_turn is not None or parent is None:
+        return None
+    return inherited_turns(parent.row, row.fork_at)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ Files are opened without following a link, and links inside a root are refused, 
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from .formats.claude_code import Sidechain, Transcript, read_transcript
-from .formats.codex import Rollout, first_line_cwd, read_rollout
+from .formats.codex import Rollout, first_line_cwd, read_rollout, turns_begun_before
 from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
@@ -99,6 +100,7 @@ class SessionView:
     problems: tuple[Problem, ...]
     error: str | None
     sidechains: tuple[Sidechain, ...] = ()
+    fork_at: int | None = None  # Codex: the parent's lines a fork inherits without copying them
 
 
 def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
@@ -126,6 +128,7 @@ def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
 def codex_view(data: bytes, *, turns: bool = True) -> SessionView:
     r: Rollout = read_rollout(data, turns=turns)
     edge = r.lineage[0] if r.lineage else None
+    history = next((e.upto for e in r.lineage if e.kind == "history"), None)
     return SessionView(
         format="codex",
         id=r.session_id,
@@ -141,7 +144,23 @@ def codex_view(data: bytes, *, turns: bool = True) -> SessionView:
         branches=(),
         problems=r.problems,
         error=r.error,
+        fork_at=history if r.fork_turn is None else None,
     )
+
+
+def inherited_turns(parent: LogRow, ordinal: int) -> int | None:
+    """The fork turn of a Codex fork that inherits the first `ordinal` lines of the rollout
+    `parent` without copying them, read from the parent's file; None when it cannot be read."""
+    return _turns_before(parent.path, parent.revision, ordinal)
+
+
+@functools.lru_cache(maxsize=64)  # a tree is drawn again on every change; the parent rarely changed
+def _turns_before(path: str, revision: str, ordinal: int) -> int | None:
+    try:
+        data = read_file(Path(path))
+    except (OSError, LineTooLong):
+        return None
+    return turns_begun_before(data, ordinal) or None
 
 
 def read_file(path: Path) -> bytes:
@@ -235,6 +254,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         sidechains=json.dumps([_sidechain_info(c).__dict__ for c in view.sidechains])
         if view.sidechains
         else None,
+        fork_at=view.fork_at,
     )
     return Update(row)
 

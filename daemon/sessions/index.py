@@ -26,14 +26,15 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-SCHEMA_VERSION = 9  # 9: Claude Code forks' fork times; 8: harness forks' fork turns; 7: rows by id
+# 10: Codex paginated forks' cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
+SCHEMA_VERSION = 10
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
     path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
-    format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT,
+    format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT, fork_at INTEGER,
     header TEXT, projection TEXT, resume TEXT, digest_state BLOB
 );
 CREATE TABLE turns (
@@ -73,6 +74,9 @@ class LogRow:
     branches: str | None = None  # Claude Code: its in-file branches, as JSON
     problems: str | None = None  # Claude Code, Codex: lines with each kind of defect, as JSON
     sidechains: str | None = None  # Claude Code: subagents written inline in the file, as JSON
+    # Codex: a fork that copied none of its parent's lines inherits the parent's first `fork_at`
+    # lines (`history_base.end_ordinal_exclusive`); its fork turn is read from the parent's file.
+    fork_at: int | None = None
 
 
 # The listing columns are LogRow's fields, in order, so a row is rebuilt positionally.

@@ -95,6 +95,7 @@ def test_codex_resume_and_fork_in_the_tree(home: Home, codex_scenario: Scenario,
     listed = {s["id"]: s for s in sessions(home, root, "list", "--cwd", str(codex_scenario.cwd))["sessions"]}
     assert (listed[made["child"]]["parent"], listed[made["child"]]["turns"]) == (parent, 2)
     # Where remem's fork branched: the turns begun before its own session_meta was written. Codex's
-    # own fork copies no turn of its parent into its file, so its file cannot say.
+    # own fork copies no turn of its parent: its `history_base` names the parent's lines it
+    # inherits, and the parent's file says how many turns began in them.
     nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(codex_scenario.cwd))["nodes"]}
-    assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (2, None)
+    assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (2, 2)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from remem.daemon.sessions.formats.codex import Rollout, fork_point, read_rollout
+from remem.daemon.sessions.formats.codex import Rollout, fork_point, read_rollout, turns_begun_before
 from remem.daemon.sessions.formats.jsonl import end_of_line
 from remem.daemon.sessions.formats.model import NotAForkPoint
 
@@ -99,6 +99,22 @@ def test_without_task_events_turns_are_cut_at_each_user_message() -> None:
         ("first ask", "first answer", "completed", True),
         ("second ask", "second answer", "completed", True),
     ]
+
+
+def test_the_turns_a_paginated_fork_inherits_are_those_begun_in_its_lines_of_the_parent() -> None:
+    parent = rollout(meta(), *turn("t1", "one", "1"), *turn("t2", "two", "2"), *turn("t3", "three", "3"))
+    per_turn = len(turn("t", "p", "a"))
+    # Codex's `history_base.end_ordinal_exclusive`: the parent's first N lines, its meta included.
+    assert [turns_begun_before(parent, n) for n in (0, 1, 1 + per_turn, 2 + per_turn)] == [0, 0, 1, 2]
+    assert turns_begun_before(parent, 10_000) == 3  # the whole parent, and no more
+    untasked = rollout(
+        meta(),
+        event("user_message", message="first ask"),
+        message("assistant", "first answer"),
+        event("user_message", message="second ask"),
+        message("assistant", "second answer"),
+    )
+    assert [turns_begun_before(untasked, n) for n in (3, 5)] == [1, 2]
 
 
 def test_injected_context_is_never_the_prompt() -> None:

@@ -157,6 +157,26 @@ def test_the_tree_nests_forks_subagents_branches_and_inferred_copies(
     assert (nodes[CHILD].parent, nodes[CHILD].format, nodes[SID].format) == (TID, "codex", "claude-code")
 
 
+def test_a_codex_fork_that_copies_no_line_reads_its_fork_turn_from_its_parent(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    """Codex 0.16x forks by reference: the child's `history_base` names the parent's lines it
+    inherits, and the parent may have gone on since."""
+    day = roots["codex"] / "2026" / "05" / "03"
+    parent_id, child_id = "019c0000-0000-7000-8000-0000000000d1", "019c0000-0000-7000-8000-0000000000d2"
+    two_turns = [meta(parent_id, cwd=CWD), *turn("t1", "one", "1"), *turn("t2", "two", "2")]
+    write(day / f"rollout-2026-05-03T00-00-00-{parent_id}.jsonl", rollout(*two_turns, *turn("t3", "on", "3")))
+    base = {"thread_id": parent_id, "end_ordinal_exclusive": len(two_turns)}
+    child = rollout(
+        meta(child_id, cwd=CWD, forked_from_id=parent_id, history_base=base), *turn("t9", "mine", "9")
+    )
+    write(day / f"rollout-2026-05-03T00-10-00-{child_id}.jsonl", child)
+    entries, _ = catalog(home, roots).entries(CWD)
+    nodes = {n.id: n for n in build_tree(lineage_items(entries)).flat()}
+    assert (nodes[child_id].parent, nodes[child_id].kind, nodes[child_id].forkTurn) == (parent_id, "fork", 2)
+    assert nodes[CHILD].forkTurn is None  # a fork naming no lines it inherits has no fork turn to read
+
+
 def test_a_subagent_whose_session_is_gone_is_an_orphan_and_a_lone_sidecar_an_error(
     home: Home, roots: dict[str, Path]
 ) -> None:

@@ -271,6 +271,21 @@ def _scanned(data: bytes, index: int) -> ForkPoint | None:
     return ForkPoint(replace(identity, title=title, turns=(turn,)), turn, cut)
 
 
+def turns_begun_before(data: bytes, ordinal: int) -> int:
+    """How many turns of the rollout `data` begin in its first `ordinal` lines: those a fork
+    inheriting the lines before its `history_base.end_ordinal_exclusive` has of this parent.
+    The task events are found by their bytes; a rollout without them is read up to there."""
+    cut = 0
+    for _ in range(ordinal):
+        newline = data.find(b"\n", cut)
+        if newline < 0:
+            cut = len(data)
+            break
+        cut = newline + 1
+    starts = _event_lines(data, (_STARTED,), 0, cut)
+    return len(starts) if starts else read_rollout(data[:cut]).turn_count
+
+
 def _check_index(index: int, turns: int) -> None:
     if not 1 <= index <= turns:
         raise NotAForkPoint("no-such-turn", f"turn {index} does not exist: the rollout has {turns}")
