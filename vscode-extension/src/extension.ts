@@ -19,6 +19,7 @@ import { TranscriptProvider } from './transcripts';
 import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
+const KEPT_TREE_DRAW_MS = 500; // how long a kept tree's drawing holds the server back
 const FIRST_ROWS_WAIT_MS = 1500; // how long the view's first rows may hold the server back (a hidden view draws none)
 
 let client: RememClient | undefined;
@@ -178,8 +179,9 @@ export async function deactivate(): Promise<void> {
 async function startAfterFirstRows(server: RememClient, sessions: SessionsView): Promise<void> {
   await Promise.race([sessions.firstRows, new Promise((resolve) => setTimeout(resolve, FIRST_ROWS_WAIT_MS))]);
   // A turn of the event loop first: reading the client library and spawning the server block it,
-  // and the rows are sent to the window before that.
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  // and the rows are sent to the window before that. Kept rows need no server to be seen, so the
+  // window is left to draw them before Python's start takes a core (decision 0282).
+  await new Promise((resolve) => setTimeout(resolve, sessions.showsKeptTree ? KEPT_TREE_DRAW_MS : 0));
   await server.start().catch(() => undefined); // a failure to start is reported by the client
 }
 

@@ -62,6 +62,11 @@ export class SessionsView extends FolderView<SessionEntry> {
     if (changed.size) this.onRelabel(changed);
   }
 
+  /** Whether a folder shows the tree kept from the last window, its answer still to come. */
+  get showsKeptTree(): boolean {
+    return this.state.refreshing;
+  }
+
   /** How the tree names session `id`, once it has shown it. */
   labelOf(id: string): string | undefined {
     return this.labels.get(id);
