@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, render_record
+from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, RECORDS_MAX, render_record
 from remem.daemon.memory.stamps import RACY_NS
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import PutChange, Record
@@ -159,11 +159,12 @@ def _global(home: Home, text: str) -> Path:
     return home.global_file
 
 
-def _committed(home: Home, record: Record) -> Path:
+def _committed(home: Home, record: Record, *siblings: Record) -> Path:
+    """`record` committed, with `siblings` in the same commit; its path."""
     store = MemoryStore(home)
     workspace = WorkspaceId.from_cwd(_CWD)
-    put = PutChange(action="put", record=record)
-    store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put])
+    puts = [PutChange(action="put", record=r) for r in (*siblings, record)]
+    store.commit_workspace(workspace, store.read_workspace(workspace).revision, puts)
     return store.folder(workspace) / f"{record.name}.md"
 
 
@@ -179,6 +180,19 @@ def _record_round_trip() -> Iterator[Contenders]:
     first, second = (corpus.record(_RECORD, corpus.markdown(BODY_MAX_BYTES, start=s)) for s in (0, 1))
     texts = (render_record(first), render_record(second))
     with _round_trips(texts, lambda home: _committed(home, first)) as contenders:
+        yield contenders
+
+
+@contextmanager
+def _full_workspace_round_trip() -> Iterator[Contenders]:
+    """The 8 KiB record among siblings up to the workspace's limit: each keystroke re-judges a
+    folder of `RECORDS_MAX` records (duplicate names, the index in sync)."""
+    first, second = (corpus.record(_RECORD, corpus.markdown(BODY_MAX_BYTES, start=s)) for s in (0, 1))
+    siblings = [
+        corpus.record(f"note-{n:03d}", corpus.markdown(1024, start=n)) for n in range(RECORDS_MAX - 1)
+    ]
+    texts = (render_record(first), render_record(second))
+    with _round_trips(texts, lambda home: _committed(home, first, *siblings)) as contenders:
         yield contenders
 
 
@@ -235,6 +249,14 @@ BENCHMARKS = [
         target=1.5,
         budget=Budget(iterations=400, warmup=40),
         setup=_record_round_trip,
+    ),
+    Benchmark(
+        name="lsp.diagnostics-record-200",
+        note=_NOTE + "the same empty-list server (the 8 KiB record in a workspace of 200 records, "
+        "the limit: the whole folder is judged again)",
+        target=1.5,
+        budget=Budget(iterations=400, warmup=40),
+        setup=_full_workspace_round_trip,
     ),
     Benchmark(
         name="lsp.diagnostics-record-errors",
