@@ -75,7 +75,7 @@ def lint_workspace_folder(
     kept = [other for other in names if UNMERGED_MARKER in other]  # almost always none
     reports = {
         name: (problems if FILE_TOO_LARGE in problems else problems + parsed[name].diagnostics)
-        + unmerged_saves(name, kept)
+        + (unmerged_saves(name, kept) if kept else [])
         for name, (_, problems) in decoded.items()
     }
     if index is not None:

@@ -63,8 +63,9 @@ class LintCache:
     def read(self, folder: Path, name: str) -> tuple[str, list[Diagnostic]]:
         """The text of the file `name` in `folder`, decoded as UTF-8 (`canonical.decode`), re-read
         only when it changed."""
-        # Paths as strings: on every keystroke, joining `Path`s cost more than the stat.
-        path = os.path.join(folder, name)
+        # Paths as strings, put together by hand: on every keystroke, for each record of a folder
+        # of 200, joining `Path`s cost more than the stat, and `os.path.join` a quarter of it.
+        path = f"{os.fspath(folder)}{os.sep}{name}"
         text, problems = self._texts.get(path, lambda: read_file(Path(path)), lambda read: len(read[0]))
         return text, list(problems)
 
