@@ -18,6 +18,7 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -49,7 +50,7 @@ from ..protocol.sessions import Listing, ReviewState
 from ..sessions.catalog import Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
-from ..sessions.harness_sources import read_file, source_fingerprint, view_of
+from ..sessions.harness_sources import inherited_history, read_file, source_fingerprint, view_of
 from ..sessions.harness_transcript import render_harness_transcript
 from ..sessions.lineage import build_tree
 from ..sessions.memo import ListingMemo
@@ -180,7 +181,9 @@ class SessionMethods:
             if entry.format == "dsh":
                 return render_transcript(catalog.read(params.id), title)
             data = _harness_bytes(entry.path)
-            return render_harness_transcript(view_of(entry.format, entry.path, data), data, title)
+            view = view_of(entry.format, entry.path, data)
+            inherited = inherited_history(view, partial(_codex_bytes, catalog))
+            return render_harness_transcript(view, data, title, inherited)
 
         return await self._run(lambda catalog: TranscriptResult(markdown=render(catalog)))
 
@@ -275,6 +278,15 @@ def _harness_bytes(path: Path) -> bytes:
         raise SessionNotFound(f"{path} cannot be read: {exc.strerror or exc}") from None
     except LineTooLong as exc:
         raise _refused(OperationError("INVALID", f"{path.name}: {exc.reason}")) from None
+
+
+def _codex_bytes(catalog: SessionCatalog, session: str) -> bytes | None:
+    """The file of a listed Codex session, None when it is not at hand."""
+    try:
+        entry = catalog.find(session)
+        return _harness_bytes(entry.path) if entry.format == "codex" else None
+    except (SessionNotFound, RpcError):
+        return None
 
 
 def _refused(exc: OperationError) -> RpcError:

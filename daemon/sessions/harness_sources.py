@@ -22,6 +22,7 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from pathlib import Path
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from .formats.claude_code import Sidechain, Transcript, read_transcript
 from .formats.codex import Rollout, first_line_cwd, read_rollout, turns_begun_before
-from .formats.jsonl import LineTooLong, read_bounded
+from .formats.jsonl import LineTooLong, end_of_line, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
 from .projection import USER_PREVIEW_CHARS
@@ -161,6 +162,41 @@ def _turns_before(path: str, revision: str, ordinal: int) -> int | None:
     except (OSError, LineTooLong):
         return None
     return turns_begun_before(data, ordinal) or None
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """The turns a Codex fork inherits from an ancestor's file without copying them, and the
+    ancestor's lines they were read from (None: the ancestor could not be read)."""
+
+    session: str
+    turns: tuple[Turn, ...]
+    lines: bytes | None
+
+
+INHERITED_DEPTH = 16  # forks of forks followed back; Codex chains rarely pass two
+
+
+def inherited_history(view: SessionView, read: Callable[[str], bytes | None]) -> list[Inherited]:
+    """What a Codex fork inherits by reference (`fork_at`), oldest ancestor first: each
+    ancestor's turns in the lines the next one inherits. `read` gives a session's bytes, or
+    None when it is not at hand."""
+    found: list[Inherited] = []
+    seen = {view.id}
+    while view.fork_at is not None and view.parent is not None and len(found) < INHERITED_DEPTH:
+        parent = view.parent
+        if parent in seen:
+            break
+        data = read(parent)
+        if data is None:
+            found.append(Inherited(parent, (), None))
+            break
+        head = data[: end_of_line(data, view.fork_at)]
+        ancestor = codex_view(head)
+        found.append(Inherited(parent, ancestor.turns, head))
+        seen.add(parent)
+        view = ancestor
+    return found[::-1]
 
 
 def read_file(path: Path) -> bytes:

@@ -4,18 +4,22 @@ Each turn of the conversation is a `## Turn N — status — time` section (what
 "Branch after turn N" lenses look for), with the user's prompt, the tools called and how they
 ended, and the last assistant text. A Claude Code session's abandoned in-file branches follow
 under their own headings, their turns at a lower level, since nothing can be branched after
-them, and so do its inline subagents (Claude Code 1.0 wrote them into the parent's file). The
+them, and so do its inline subagents (Claude Code 1.0 wrote them into the parent's file). A
+Codex fork that inherits its parent's lines by reference opens with the turns it inherits,
+read from the parent's file and headed at a lower level too: they are branched in the parent. The
 lines the reader skipped or flagged are listed under the header, each with its reason. Text
 from the file is quoted or put in code spans, as in `transcript`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from .formats.jsonl import end_of_line
 from .formats.model import Turn
-from .harness_sources import SessionView
+from .harness_sources import Inherited, SessionView
 from .sources import HARNESS_NAMES
 from .transcript import fenced_code, inline, quoted
 
@@ -66,8 +70,25 @@ def _problems(view: SessionView) -> list[str]:
     return [f"**Problems** ({len(view.problems)}, skipped or flagged while reading)", "", *shown, ""]
 
 
-def render_harness_transcript(view: SessionView, data: bytes, title: str | None = None) -> str:
-    """The transcript of the session `view` read from `data`, headed by `title` when given."""
+def _inherited(part: Inherited) -> list[str]:
+    lines = [f"## Inherited from {fenced_code(part.session)}", ""]
+    if part.lines is None:
+        return [*lines, "_That session is not among the listed sessions, so its turns are not shown._", ""]
+    lines += ["_Codex keeps these turns in that session's file; this one continues from them._", ""]
+    for turn in part.turns:
+        lines += [_heading("### Inherited turn", turn, part.lines), "", *_body(turn)]
+    return lines
+
+
+def _heading(name: str, turn: Turn, data: bytes) -> str:
+    return f"{name} {turn.index} — {inline(_status(turn))} — {inline(_stamp(data, turn.start))}"
+
+
+def render_harness_transcript(
+    view: SessionView, data: bytes, title: str | None = None, inherited: Sequence[Inherited] = ()
+) -> str:
+    """The transcript of the session `view` read from `data`, headed by `title` when given,
+    after the `inherited` turns of a Codex fork's ancestors."""
     lines = [f"# {inline(title or view.title or view.id or 'untitled')}", ""]
     lines.append(f"- Session: {fenced_code(view.id or '')}")
     lines.append(f"- Harness: {HARNESS_NAMES[view.format]}")
@@ -77,9 +98,10 @@ def render_harness_transcript(view: SessionView, data: bytes, title: str | None 
         lines.append(f"- Parent: {fenced_code(view.parent)}{' (subagent)' if view.subagent else ''}")
     lines.append("")
     lines += _problems(view)
+    for part in inherited:
+        lines += _inherited(part)
     for turn in view.turns:
-        heading = f"## Turn {turn.index} — {inline(_status(turn))} — {inline(_stamp(data, turn.start))}"
-        lines += [heading, "", *_body(turn)]
+        lines += [_heading("## Turn", turn, data), "", *_body(turn)]
     for branch in view.branches:
         point = f"after turn {branch.after_turn}" if branch.after_turn else "before the first turn"
         lines += [f"## Abandoned branch {point} (leaf {fenced_code(branch.leaf)})", ""]

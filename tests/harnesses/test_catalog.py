@@ -99,3 +99,33 @@ def test_codex_resume_and_fork_in_the_tree(home: Home, codex_scenario: Scenario,
     # inherits, and the parent's file says how many turns began in them.
     nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(codex_scenario.cwd))["nodes"]}
     assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (2, 2)
+
+
+def test_a_codex_forks_transcript_opens_with_what_it_inherits(
+    home: Home, codex_scenario: Scenario, tmp_path: Path
+) -> None:
+    # Codex's own fork copies none of its parent's lines, so its file alone reads as one turn.
+    root = copied(codex_scenario.runs["first"].rollout.parents[3], tmp_path)
+    parent, fork = codex_scenario.runs["first"].session_id, codex_scenario.runs["fork"].session_id
+
+    def shown() -> list[str]:
+        command = ["--home", str(home.root), "sessions", "show", fork, "--root", str(root)]
+        return CliRunner().invoke(cli, command).output.splitlines()
+
+    lines = shown()
+    headings = [line.split(" — ")[0] for line in lines if line.startswith("#")][1:]
+    assert headings == [
+        f"## Inherited from `{parent}`",
+        "### Inherited turn 1",
+        "### Inherited turn 2",
+        "## Turn 1",
+    ]
+    said = "\n".join(lines)
+    assert said.index("> notes say alpha") < said.index("> second answer") < said.index("> forked prompt")
+    assert [turn for turn, _ in _turn_ends(lines)] == [1], "only the fork's own turn gets a lens"
+    rollout = codex_scenario.runs["first"].rollout  # the resumed turn went into the same file
+    (root / rollout.relative_to(rollout.parents[3])).unlink()
+    lines = shown()
+    assert f"## Inherited from `{parent}`" in lines
+    assert "_That session is not among the listed sessions, so its turns are not shown._" in lines
+    assert not any(line.startswith("### Inherited turn") for line in lines)

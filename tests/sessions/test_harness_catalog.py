@@ -177,6 +177,35 @@ def test_a_codex_fork_that_copies_no_line_reads_its_fork_turn_from_its_parent(
     assert nodes[CHILD].forkTurn is None  # a fork naming no lines it inherits has no fork turn to read
 
 
+def test_a_codex_fork_inherits_the_turns_of_its_ancestors_in_the_lines_it_names() -> None:
+    """A fork of a fork, each by reference: the grandparent's turns before the parent's
+    `history_base`, then the parent's before the child's; what either did after is not inherited."""
+    ids = [f"019c0000-0000-7000-8000-00000000000{n}" for n in range(3)]
+    two_turns = [meta(ids[0], cwd=CWD), *turn("t1", "one", "1"), *turn("t2", "two", "2")]
+    first = [
+        meta(ids[1], cwd=CWD, history_base={"thread_id": ids[0], "end_ordinal_exclusive": len(two_turns)})
+    ]
+    first += turn("t3", "three", "3")
+    files = {
+        ids[0]: rollout(*two_turns, *turn("t9", "later", "9")),
+        ids[1]: rollout(*first, *turn("t8", "after the fork", "8")),
+    }
+    base = {"thread_id": ids[1], "end_ordinal_exclusive": len(first)}
+    child = harness_sources.codex_view(rollout(meta("019c-child", cwd=CWD, history_base=base)))
+    parts = harness_sources.inherited_history(child, files.get)
+    assert [(p.session, [t.prompt for t in p.turns]) for p in parts] == [
+        (ids[0], ["one", "two"]),
+        (ids[1], ["three"]),
+    ]
+    files[ids[1]] = rollout(
+        meta(ids[1], cwd=CWD, history_base={"thread_id": "019c-child", "end_ordinal_exclusive": 1})
+    )
+    looped = harness_sources.inherited_history(child, files.get)
+    assert [p.session for p in looped] == [ids[1]], "a cycle back to the child ends the walk"
+    missing = harness_sources.inherited_history(child, {}.get)
+    assert [(p.session, p.turns, p.lines) for p in missing] == [(ids[1], (), None)]
+
+
 def test_a_subagent_whose_session_is_gone_is_an_orphan_and_a_lone_sidecar_an_error(
     home: Home, roots: dict[str, Path]
 ) -> None:
