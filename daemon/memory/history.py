@@ -493,11 +493,12 @@ def stat(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> FileStat:
             continue
         label = _label(name)
         (result.added if old is None else result.removed if new is None else result.changed).append(label)
-        for line in difflib.unified_diff(_lines(old), _lines(new), n=0):
-            if line.startswith("+") and not line.startswith("+++"):
-                result.insertions += 1
-            elif line.startswith("-") and not line.startswith("---"):
-                result.deletions += 1
+        # Counted from the matcher `unified_diff` uses, not from its text: a record's own
+        # `---` front matter reads like a diff's file header there.
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, _lines(old), _lines(new)).get_opcodes():
+            if tag != "equal":
+                result.deletions += i2 - i1
+                result.insertions += j2 - j1
     return result
 
 

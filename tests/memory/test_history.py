@@ -553,3 +553,12 @@ def test_a_crash_while_writing_the_log_cache_never_corrupts_it(
         store.home, workspace.key
     )
     assert not [p for p in (store.home.root / "history" / FOLDER).iterdir() if p.name.startswith(".")]
+
+
+def test_a_generations_line_counts_are_those_of_its_diff() -> None:
+    record = b"---\nname: a\ndescription: d\ntype: feedback\n---\n++i stays\n"
+    added, removed = history_module.stat({}, {"a.md": record}), history_module.stat({"a.md": record}, {})
+    assert (added.added, added.insertions, added.deletions) == (["a"], 6, 0)
+    assert (removed.removed, removed.insertions, removed.deletions) == (["a"], 0, 6)
+    changed = history_module.stat({"a.md": record}, {"a.md": record.replace(b"++i", b"--j")})
+    assert (changed.changed, changed.insertions, changed.deletions) == (["a"], 1, 1)
