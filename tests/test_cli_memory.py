@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,31 @@ def test_validate_reports_json_and_human_forms(home: Home, tmp_path: Path) -> No
     assert code == 0 and "1 file(s) checked, 0 problem(s)" in out
     code, out, _ = run(home, "memory", "validate", str(folder / "bad.md"))
     assert code == 1 and f"{folder / 'bad.md'}:4:7: error:" in out
+
+
+def test_validate_refuses_what_the_store_refuses_and_never_reads_through_a_link(
+    home: Home, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: evil\ndescription: d\ntype: nope\n---\nbody\n")
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "good.md").write_text("---\nname: good\ndescription: d\ntype: project\n---\nbody\n")
+    (folder / "evil.md").symlink_to(outside)
+    os.mkfifo(folder / "pipe.md")  # opened for reading, it would block
+    (folder / "MEMORY.md").symlink_to(outside)
+    (tmp_path / "GLOBAL.md").symlink_to(outside)
+    code, out, _ = run(home, "memory", "validate", str(folder), str(tmp_path / "GLOBAL.md"), "--json")
+    found = {Path(f["path"]).name: [d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]}
+    assert code == 1 and found == {
+        "GLOBAL.md": ["remem/not-a-regular-file"],
+        "MEMORY.md": ["remem/not-a-regular-file"],
+        "evil.md": ["remem/not-a-regular-file"],  # not `type-invalid`: the link's target is not read
+        "good.md": [],
+        "pipe.md": ["remem/not-a-regular-file"],
+    }
+    code, out, _ = run(home, "memory", "validate", str(folder / "pipe.md"))
+    assert code == 1 and f"{folder / 'pipe.md'}:1:1: error: a record must be a regular file" in out
 
 
 def test_validate_refuses_missing_and_non_memory_paths(home: Home, tmp_path: Path) -> None:

@@ -30,6 +30,27 @@ FILE_TOO_LARGE = diagnostic(
     "or move what it holds out of memory",
     Range(start=Position(line=0, character=0), end=Position(line=0, character=0)),
 )
+# Never read through: a link could lead out of REMEM_HOME, a FIFO would block the reader.
+IRREGULAR_RECORD = diagnostic(
+    "not-a-regular-file",
+    Severity.ERROR,
+    "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
+    FILE_TOO_LARGE.range,
+)
+IRREGULAR_GLOBAL = diagnostic(
+    "not-a-regular-file",
+    Severity.ERROR,
+    "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink or folder; replace it with "
+    "a plain copy of the file",
+    FILE_TOO_LARGE.range,
+)
+IRREGULAR_INDEX = diagnostic(  # a warning: the store never reads it, and replaces it on a commit
+    "not-a-regular-file",
+    Severity.WARNING,
+    "MEMORY.md is not a regular file, so it is not read; delete it, and the next commit writes "
+    "it again from the records",
+    FILE_TOO_LARGE.range,
+)
 
 
 def canonicalize(text: str) -> str:

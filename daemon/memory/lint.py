@@ -12,9 +12,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..fsutil import UNMERGED_MARKER
-from .canonical import FILE_TOO_LARGE, read_file, too_large
+from .canonical import (
+    FILE_TOO_LARGE,
+    IRREGULAR_GLOBAL,
+    IRREGULAR_INDEX,
+    IRREGULAR_RECORD,
+    read_file,
+    too_large,
+)
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic
-from .lint_cache import LintCache
+from .lint_cache import FolderEntries, LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .validation import validate_global, validate_workspace
 
@@ -31,15 +38,19 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
     by_folder: dict[Path, list[Path]] = defaultdict(list)
     for path in files:
         if path.name == GLOBAL_FILE:
-            text, problems = read_file(path)
-            reports[path] = (
-                problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
-            ) + unmerged_saves(GLOBAL_FILE, listing(path.parent))
+            reports[path] = _global_problems(path) + unmerged_saves(GLOBAL_FILE, listing(path.parent))
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
         reports.update(_lint_folder(folder, wanted))
     return [FileProblems(path=str(path), diagnostics=reports[path]) for path in files]
+
+
+def _global_problems(path: Path) -> list[Diagnostic]:
+    if path.is_symlink() or not path.is_file():  # as the store: never read through, never blocked on
+        return [IRREGULAR_GLOBAL]
+    text, problems = read_file(path)
+    return problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
 
 
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
@@ -58,7 +69,7 @@ def lint_workspace_folder(
     """
     edited = edited or {}
     cache = cache or LintCache()
-    names = listing(folder, cache)
+    names, others = _entries(folder, cache)
     decoded = {
         name: _edited(edited[name]) if name in edited else cache.read(folder, name)
         for name in sorted(names | set(edited))
@@ -80,6 +91,10 @@ def lint_workspace_folder(
     }
     if index is not None:
         reports[INDEX_FILE] = index[1] + index_problems
+    for name in others:  # never read, as the store reads none of them (a link could lead anywhere)
+        if name == INDEX_FILE or record_name_of(name) is not None:
+            irregular = IRREGULAR_INDEX if name == INDEX_FILE else IRREGULAR_RECORD
+            reports[name] = [irregular, *reports.get(name, [])]
     return reports
 
 
@@ -109,10 +124,17 @@ def _edited(text: str) -> tuple[str, list[Diagnostic]]:
 
 def listing(folder: Path, cache: LintCache | None = None) -> frozenset[str]:
     """The names of the regular files in `folder`."""
+    return _entries(folder, cache or LintCache()).regular
+
+
+def _entries(folder: Path, cache: LintCache) -> FolderEntries:
     try:
-        return (cache or LintCache()).file_names(folder)
+        return cache.entries(folder)
     except (FileNotFoundError, NotADirectoryError):
-        return frozenset()  # the folder went away: only the editor's texts are left to judge
+        return _NO_ENTRIES  # the folder went away: only the editor's texts are left to judge
+
+
+_NO_ENTRIES = FolderEntries(frozenset(), frozenset())
 
 
 def _expand(paths: list[Path]) -> list[Path]:
@@ -133,6 +155,8 @@ def _memory_files_under(folder: Path) -> list[Path]:
     found = []
     for path in sorted(folder.rglob("*.md")):
         relative = path.relative_to(folder).parts
-        if path.is_file() and not _SKIPPED_DIRS.intersection(relative[:-1]) and not path.name.startswith("."):
+        # Links and FIFOs too, so that what the store refuses is reported, not passed over.
+        listed = path.is_symlink() or not path.is_dir()
+        if listed and not _SKIPPED_DIRS.intersection(relative[:-1]) and not path.name.startswith("."):
             found.append(path)
     return found

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from .canonical import read_file
 from .diagnostics import Diagnostic
@@ -45,7 +45,7 @@ class LintCache:
         # Keyed by the text's id: the entry holds the text, so no other live string has that id.
         self._parses: _Lru[tuple[str, int], tuple[str, ParsedRecord]] = _Lru(entries, chars)
         self._texts: _ByStat[tuple[str, list[Diagnostic]]] = _ByStat(_Lru(entries, chars))
-        self._listings: _ByStat[frozenset[str]] = _ByStat(_Lru(entries, chars))
+        self._listings: _ByStat[FolderEntries] = _ByStat(_Lru(entries, chars))
 
     def parse(self, text: str, file_name: str) -> ParsedRecord:
         """`parse_record(text, file_name)` with its likely secrets, as a copy the caller may add to."""
@@ -69,11 +69,9 @@ class LintCache:
         text, problems = self._texts.get(path, lambda: read_file(Path(path)), lambda read: len(read[0]))
         return text, list(problems)
 
-    def file_names(self, folder: Path) -> frozenset[str]:
-        """The names of the regular files in `folder`, listed again only when its entries changed."""
-        return self._listings.get(
-            os.fspath(folder), lambda: _file_names(folder), lambda names: sum(map(len, names))
-        )
+    def entries(self, folder: Path) -> FolderEntries:
+        """The names of the entries in `folder`, listed again only when they changed."""
+        return self._listings.get(os.fspath(folder), lambda: _entries(folder), FolderEntries.chars)
 
 
 class _Lru(Generic[_K, _V]):
@@ -133,7 +131,16 @@ class _ByStat(Generic[_V]):
         return value
 
 
-def _file_names(folder: Path) -> frozenset[str]:
+class FolderEntries(NamedTuple):
+    regular: frozenset[str]  # the regular files
+    other: frozenset[str]  # links (never followed), folders, FIFOs
+
+    def chars(self) -> int:
+        return sum(map(len, self.regular)) + sum(map(len, self.other))
+
+
+def _entries(folder: Path) -> FolderEntries:
     # scandir's entry types spare a stat per file.
     with os.scandir(folder) as entries:
-        return frozenset(e.name for e in entries if e.is_file())
+        plain = {e.name: e.is_file(follow_symlinks=False) for e in entries}
+    return FolderEntries(frozenset(n for n in plain if plain[n]), frozenset(n for n in plain if not plain[n]))

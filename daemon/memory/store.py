@@ -47,7 +47,7 @@ from .batch import (
     plan_global,
     plan_workspace,
 )
-from .canonical import FILE_TOO_LARGE, canonicalize, decode, read_capped
+from .canonical import FILE_TOO_LARGE, IRREGULAR_GLOBAL, IRREGULAR_RECORD, canonicalize, decode, read_capped
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .history import CLI, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
@@ -260,10 +260,10 @@ class MemoryStore:
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise
-            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])]) from None
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[IRREGULAR_GLOBAL])]) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[_IRREGULAR_GLOBAL])])
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[IRREGULAR_GLOBAL])])
         with os.fdopen(fd, "rb") as handle:
             return _capped(handle, path)
 
@@ -336,19 +336,10 @@ def _file_problem(code: str, message: str) -> Diagnostic:
     return diagnostic(code, Severity.ERROR, message, Range(start=_START, end=_START))
 
 
-_IRREGULAR = _file_problem(
-    "not-a-regular-file",
-    "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
-)
 _LINKED_FOLDER = _file_problem(
     "linked-workspace",
     "a workspace folder must be a real folder inside REMEM_HOME, not a symlink; move the folder "
     "it points to here instead",
-)
-_IRREGULAR_GLOBAL = _file_problem(
-    "not-a-regular-file",
-    "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink or folder; replace it with "
-    "a plain copy of the file",
 )
 _BROKEN_JOURNAL = _file_problem(
     "unreadable-journal",
@@ -412,7 +403,7 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
         path = folder / name
         # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
         if path.is_symlink() or not path.is_file():
-            irregular.append(FileProblems(path=str(path), diagnostics=[_IRREGULAR]))
+            irregular.append(FileProblems(path=str(path), diagnostics=[IRREGULAR_RECORD]))
             continue
         with path.open("rb") as handle:
             files[name] = _capped(handle, path)
