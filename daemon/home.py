@@ -12,6 +12,10 @@ from .fsutil import PRIVATE_FILE_MODE, ensure_private_dir
 HOME_ENV = "REMEM_HOME"
 
 
+class HomeUnusable(Exception):
+    """A folder of the home cannot be made: a file stands where it must be, or it is not ours."""
+
+
 @dataclass(frozen=True)
 class Home:
     """Where remem keeps everything: memory, its own sessions, state and settings.
@@ -79,7 +83,14 @@ class Home:
             self.state,
             self.locks,
         ):
-            ensure_private_dir(folder)
+            try:
+                ensure_private_dir(folder)
+            except OSError as exc:
+                raise HomeUnusable(
+                    f"remem's home {self.root} cannot be used: {folder} cannot be made a folder "
+                    f"({exc.strerror or exc}); move what is in the way, or choose another home with "
+                    f"--home or ${HOME_ENV}"
+                ) from None
         _tighten(self.settings_file)
         return self
 

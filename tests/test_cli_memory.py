@@ -43,6 +43,25 @@ def test_entry_points_print_help() -> None:
         assert "memory" in out and "--home" in out
 
 
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_a_home_that_cannot_be_made_is_named_not_a_traceback(tmp_path: Path, daemon: bool) -> None:
+    (tmp_path / "memory").write_text("a file where remem's memory folder goes")
+    command = [
+        sys.executable,
+        "-m",
+        "remem.daemon",
+        "--home",
+        str(tmp_path),
+        *([] if daemon else ["--no-daemon"]),
+    ]
+    done = subprocess.run([*command, "memory", "show"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"remem: remem's home {tmp_path} cannot be used: {tmp_path / 'memory'} cannot be made a folder "
+        "(File exists); move what is in the way, or choose another home with --home or $REMEM_HOME\n"
+    )
+
+
 def test_show_empty_home(home: Home, tmp_path: Path) -> None:
     data = show(home, tmp_path)
     assert data["global"] == {"revision": EMPTY, "content": ""}

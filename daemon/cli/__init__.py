@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 
 import click
 
 from .. import __version__
-from ..home import Home
+from ..home import Home, HomeUnusable
 from .backend import NO_DAEMON_ENV, Backend
 
 # Each group's module is imported only when that group runs (or help lists it): the language
@@ -88,4 +89,8 @@ def mcp(backend: Backend, cwd: str | None) -> None:
 
 
 def main() -> None:
-    cli(prog_name="remem")
+    try:
+        cli(prog_name="remem")
+    except HomeUnusable as exc:  # whichever command met it first, in this process
+        click.echo(f"remem: {exc}", err=True)
+        sys.exit(2)
