@@ -117,12 +117,17 @@ def scoped(params: AgentUpdateParams, workspace: WorkspaceId) -> ScopedUpdate:
         return ScopedUpdate(workspace, params.observed.workspaceRevision, None, batch)
     if len(params.changes) == 1:
         return ScopedUpdate(None, params.observed.globalRevision, replacing[0].content, [])
-    problem = Problem(
-        code="remem/agent-one-scope",
-        message="one memory_update changes either Global memory (a single replace-global) or this "
-        "workspace (put and delete changes), never both; send them as separate calls",
-    )
-    raise InvalidChanges([problem])
+    if len(replacing) == len(params.changes):
+        message = (
+            f"one memory_update replaces Global memory at most once, and this one has "
+            f"{len(replacing)} replace-global changes; send the one whole new text"
+        )
+    else:
+        message = (
+            "one memory_update changes either Global memory (a single replace-global) or this "
+            "workspace (put and delete changes), never both; send them as separate calls"
+        )
+    raise InvalidChanges([Problem(code="remem/agent-one-scope", message=message)])
 
 
 class AgentUpdates:

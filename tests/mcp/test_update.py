@@ -140,12 +140,14 @@ async def test_arguments_are_a_closed_schema(home: Home, store: MemoryStore, pro
             await session.call("memory_update", {"changes": []}),
             await session.update({"action": "replace-global", "content": "G\n"}, put("a")),
             await session.call("memory_read", {"name": "a", "workspace": "other"}),
+            await session.update(*[{"action": "replace-global", "content": "G\n"}] * 2),
             await session.call("memory_context", {"cwd": "/"}),
         ]
     for result in results:
         assert result.is_error, text_of(result)
     assert "no path, cwd or revision" in text_of(results[0])
     assert "never both" in text_of(results[4])
+    assert "at most once, and this one has 2 replace-global changes" in text_of(results[6])
     assert AuditTrail(home).all() == [] and store.read_global().content == ""
 
 
