@@ -29,7 +29,7 @@ from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..protocol import rpc
-from ..protocol.memory import CommitResult, GlobalSnapshot, WorkspaceSnapshot
+from ..protocol.memory import CommitResult, GlobalSnapshot, HistoryEntry, WorkspaceSnapshot
 from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
@@ -219,7 +219,13 @@ class MemoryMethods:
                 start, end = entry.parent, entry.id
                 before = history.files_before(end)
             else:
-                start, end = history.entry(params.entry).id, history.entry(params.to).id
+                first, last = history.entry(params.entry), history.entry(params.to)
+                if first.workspace != last.workspace:  # one scope's files against another's says nothing
+                    raise HistoryError(
+                        f"`{params.entry}` and `{params.to}` are entries of different memories "
+                        f"({_scope_of(first)}, {_scope_of(last)}); compare two entries of one"
+                    )
+                start, end = first.id, last.id
                 before = history.files_at(start)
             after = history.files_at(end)
             old, new = (start or "empty")[:12], end[:12]
@@ -248,6 +254,10 @@ class MemoryMethods:
     async def _off_loop(self, scope: Scope, action: Callable[[], T]) -> T:
         async with self._threads[scope]:
             return await _in_thread(action)
+
+
+def _scope_of(entry: HistoryEntry) -> str:
+    return "Global memory" if entry.workspace is None else f"workspace {entry.workspace}"
 
 
 async def _in_thread(action: Callable[[], T]) -> T:

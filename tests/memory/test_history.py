@@ -421,6 +421,9 @@ def test_the_cli_logs_diffs_shows_and_reverts(home: Home, workspace: WorkspaceId
     assert out.startswith(f"{store.history.log(None)[0].id[:12]}  ") and "cli  added GLOBAL.md (+1 -0)" in out
     code, _, err = run(home, "memory", "log", "--global", "--cwd", workspace.cwd)
     assert code != 0 and "different scopes" in err
+    global_entry = store.history.log(None)[0].id
+    code, out, err = run(home, "memory", "diff", global_entry, first.history)
+    assert (code, out) == (1, "") and "are entries of different memories (Global memory, workspace " in err
 
 
 def test_the_log_reads_what_no_daemon_saw(home: Home, workspace: WorkspaceId) -> None:
