@@ -12,7 +12,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..protocol.memory import Change, DeleteChange, PutChange, Record
 from .canonical import canonical_bytes, canonicalize, decode
-from .diagnostics import Severity
+from .diagnostics import Diagnostic, Severity
 from .index import render_index
 from .record import GLOBAL_FILE, render_record
 from .revision import global_revision, workspace_revision
@@ -86,7 +86,7 @@ def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteCh
     }
     following = {name: data for name, data in current.items() if name not in deletes}
     following.update(puts)
-    records, record_problems = _validated(following, puts, changes)
+    records, record_problems = _validated(current, following, puts, changes)
     if problems or record_problems:
         raise InvalidChanges(problems + record_problems)
     writes = {name: data for name, data in puts.items() if canonical_bytes(current.get(name, b"")) != data}
@@ -132,24 +132,40 @@ def _batch_problems(current: dict[str, bytes], changes: list[PutChange | DeleteC
 
 
 def _validated(
-    following: dict[str, bytes], puts: dict[str, bytes], changes: list[PutChange | DeleteChange]
+    current: dict[str, bytes],
+    following: dict[str, bytes],
+    puts: dict[str, bytes],
+    changes: list[PutChange | DeleteChange],
 ) -> tuple[list[Record], list[Problem]]:
-    texts = {name: decode(data) for name, data in following.items()}
-    parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
+    errors, records = _judged(following)
     change_of = {f"{change_name(c)}.md": number for number, c in enumerate(changes)}
-    problems = []
-    for name in sorted(parsed):
-        errors = [d for d in texts[name][1] + parsed[name].diagnostics if d.severity is Severity.ERROR]
-        for error in errors:
-            if name in puts:
-                problems.append(Problem(code=error.code, message=error.message, change=change_of[name]))
-            else:
-                problems.append(
-                    Problem(
-                        code=error.code,
-                        file=name,
-                        message=f"{error.message} (fix this existing file before committing changes)",
-                    )
-                )
-    records = [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
+    problems = [
+        Problem(code=e.code, message=e.message, change=change_of[name])
+        for name in sorted(errors)
+        if name in puts
+        for e in errors[name]
+    ]
+    # An existing file is blamed for what it got wrong before this batch; a workspace-wide rule
+    # the batch broke (a duplicate name, the record limit) is told on the changes that broke it.
+    told = {p.code for p in problems}
+    earlier = _judged(current)[0] if any(name not in puts for name in errors) else {}
+    for name in sorted(errors):
+        if name in puts:
+            continue
+        for error in errors[name]:
+            if error in earlier.get(name, []) or error.code not in told:
+                message = f"{error.message} (fix this existing file before committing changes)"
+                problems.append(Problem(code=error.code, file=name, message=message))
     return records, problems
+
+
+def _judged(files: dict[str, bytes]) -> tuple[dict[str, list[Diagnostic]], list[Record]]:
+    """`files` judged together: the errors of those that have any, and the valid records."""
+    texts = {name: decode(data) for name, data in files.items()}
+    parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
+    found = {
+        name: [d for d in texts[name][1] + parsed[name].diagnostics if d.severity is Severity.ERROR]
+        for name in sorted(parsed)
+    }
+    records = [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
+    return {name: errors for name, errors in found.items() if errors}, records

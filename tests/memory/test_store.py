@@ -16,6 +16,7 @@ from remem.daemon.memory.batch import InvalidChanges
 from remem.daemon.memory.context import render_context
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.index import render_index
+from remem.daemon.memory.record import RECORDS_MAX
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore
 
 from .factory import delete, put
@@ -160,6 +161,27 @@ def test_invalid_batches_list_every_problem(store: MemoryStore, workspace: Works
         (4, "remem/batch-duplicate-name"),
     }
     assert not store.folder(workspace).exists()
+
+
+def test_a_rule_the_batch_breaks_is_told_on_its_changes_not_on_existing_files(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    rev = store.commit_workspace(workspace, EMPTY, [put(f"r{n:03d}") for n in range(RECORDS_MAX)]).revision
+    for batch in ([put("R000")], [put("one-too-many")]):  # a duplicate name; the record limit
+        with pytest.raises(InvalidChanges) as caught:
+            store.commit_workspace(workspace, rev, batch)
+        assert caught.value.problems and all(
+            (p.change, p.file) == (0, None) for p in caught.value.problems
+        ), caught.value.problems
+    # What an existing file got wrong before the batch is still its own.
+    broken = store.folder(workspace) / "r007.md"
+    broken.write_text(broken.read_text().replace("type: project", "type: nope"))
+    with pytest.raises(MemoryInvalid) as invalid:
+        store.read_workspace(workspace)
+    assert invalid.value.revision is not None
+    with pytest.raises(InvalidChanges) as caught:
+        store.commit_workspace(workspace, invalid.value.revision, [delete("r001")])
+    assert [(p.file, p.code) for p in caught.value.problems] == [("r007.md", "remem/type-invalid")]
 
 
 def test_bad_expected_revision_is_invalid_input(store: MemoryStore, workspace: WorkspaceId) -> None:
