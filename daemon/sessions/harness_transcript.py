@@ -48,7 +48,7 @@ def _status(turn: Turn) -> str:
 
 
 def _body(turn: Turn) -> list[str]:
-    lines = ["**User**", "", *quoted(turn.prompt), ""]
+    lines = ["**User**", "", *quoted(turn.text or turn.prompt), ""]
     if turn.compacted:
         lines += ["_Earlier context was replaced by a compaction summary in this turn._", ""]
     if turn.tools:

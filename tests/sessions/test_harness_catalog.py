@@ -381,3 +381,17 @@ def test_a_transcript_lists_the_first_problems_then_how_many_more() -> None:
     listed = [line for line in shown.splitlines() if line.startswith("- line ")]
     assert len(listed) == PROBLEMS_SHOWN and listed[0].startswith("- line 5 is not JSON")
     assert "- … and 10 more" in shown and "**Problems** (60, skipped or flagged while reading)" in shown
+
+
+def test_a_transcript_shows_each_prompt_whole_and_labels_it_by_its_first_line() -> None:
+    asked = "fix the bug\n\nin `a.py`, and add tests" + " x" * 150
+    claude = jsonl(prompt("u1", None, asked), say("a1", "u1", "done"))
+    codex = rollout(meta(), *turn("t1", asked, "done"))
+    for view, data in (
+        (harness_sources.claude_view(claude, f"{SID}.jsonl"), claude),
+        (harness_sources.codex_view(codex), codex),
+    ):
+        assert view.turns[0].prompt == "fix the bug", view.format
+        shown = render_harness_transcript(view, data)
+        assert "> fix the bug\n>\n> in `a.py`, and add tests x x" in shown, view.format
+        assert shown.count(" x") == 150, view.format

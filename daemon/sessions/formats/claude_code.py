@@ -731,6 +731,7 @@ def _turn(index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: 
     return Turn(
         index=index,
         prompt=_short(graph.prompts[group[0].number]),
+        text=graph.prompts[group[0].number] or "",
         start=group[0].number,
         end=last.number,
         key=last.record.uuid or "",

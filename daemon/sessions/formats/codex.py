@@ -588,6 +588,7 @@ def _turn(index: int, turn: _Open) -> Turn:
     return Turn(
         index=index,
         prompt=_first_line(turn.prompt) if turn.prompt else "",
+        text=turn.prompt or "",
         start=turn.start,
         end=turn.end,
         key=turn.key,

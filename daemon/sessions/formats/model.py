@@ -46,7 +46,7 @@ class Turn(msgspec.Struct, frozen=True):
     the `end` record (what ``--resume-session-at`` takes), in Codex the turn id."""
 
     index: int  # 1-based, in conversation order
-    prompt: str
+    prompt: str  # the label: the prompt's first line, shortened
     start: int
     end: int
     key: str
@@ -55,6 +55,7 @@ class Turn(msgspec.Struct, frozen=True):
     answer: str | None
     tools: tuple[ToolCall, ...]
     compacted: bool = False  # a compaction summary stands in for earlier context within this turn
+    text: str = ""  # the prompt whole, as the transcript shows it
 
 
 class TurnText(msgspec.Struct, frozen=True):
