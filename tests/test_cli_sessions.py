@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
+from tests.sessions import claude_lines
 from tests.sessions.factory import (
     SessionSpec,
     build_family,
@@ -153,3 +154,26 @@ def test_a_cold_listing_shows_a_progress_bar_only_on_a_terminal(home: Home, tmp_
     assert "Indexing" not in warm, "a warm listing reads nothing: no bar"
     _, out, err = run(Home(tmp_path / "cold-home"), "list", "--root", str(root))
     assert "Indexing" not in out + err and f"{len(ids)} session(s)" in out, "not a terminal: no bar"
+
+
+def test_text_from_a_session_never_drives_the_terminal(home: Home, tmp_path: Path) -> None:
+    hostile = "evil\x1b[31mRED\x1b[0m\nsecond line\r\x07bell\u202e"
+    custom = {"type": "custom-title", "customTitle": hostile, "sessionId": claude_lines.SID}
+    records = [claude_lines.prompt("u1", None, hostile), claude_lines.say("a1", "u1", "done"), custom]
+    project = tmp_path / "projects" / "-home-u-proj"
+    project.mkdir(parents=True)
+    (project / f"{claude_lines.SID}.jsonl").write_bytes(claude_lines.jsonl(*records))
+    root = ["--root", str(tmp_path / "projects")]  # read in-process
+    commands = [
+        ["list"],
+        ["tree", "--cwd", claude_lines.CWD],
+        ["turns", claude_lines.SID],
+        ["show", claude_lines.SID],
+    ]
+    done = [run(home, *command, *root) for command in commands]
+    assert [code for code, _, _ in done] == [0] * len(commands)
+    outputs = [out for _, out, _ in done]
+    for out in outputs:
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out), out
+    rows = [line for line in outputs[0].splitlines() if claude_lines.SID in line]
+    assert len(rows) == 1 and rows[0].endswith("evil\\e[31mRED\\e[0m\\nsecond line\\r\\x07bell\\u202e")

@@ -18,7 +18,7 @@ from ..protocol.rpc import (
     SelectModelParams,
 )
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, say
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
@@ -36,7 +36,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     def show_progress(method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
             step = f" (step {params['step']})" if params.get("step") else ""
-            click.echo(f"… {params['phase']}{step}", err=True)
+            say(f"… {params['phase']}{step}", err=True)
 
     params = ConsolidateParams(session=session_id)
     try:
@@ -48,9 +48,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     else:
         again = " (recovered after a crash)" if result.recovered else ""
         changes = f", {result.changes} change(s)" if result.changes else ""
-        click.echo(
-            f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
-        )
+        say(f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}")
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
 
 
@@ -66,10 +64,8 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         return
     for r in found.receipts:
         names = ", ".join(c.name or "Global" for c in r.changes) or "-"
-        click.echo(
-            f"{r.createdAt}  {r.status.value:<18} {r.source.session}  changes: {names}  ({r.review[:12]})"
-        )
-    click.echo(f"{len(found.receipts)} receipt(s)")
+        say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  changes: {names}  ({r.review[:12]})")
+    say(f"{len(found.receipts)} receipt(s)")
 
 
 @click.group()
@@ -96,7 +92,7 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
         emit_json(current)
         return
     key = f" (API key from ${current.apiKeyEnv})" if current.apiKeyEnv else ""
-    click.echo(f"{current.provider}/{current.model}{key}")
+    say(f"{current.provider}/{current.model}{key}")
 
 
 def _refused(exc: RpcError, as_json: bool) -> None:
@@ -106,5 +102,5 @@ def _refused(exc: RpcError, as_json: bool) -> None:
     if as_json:
         emit_json({"error": {"code": code, "message": exc.message}})
     else:
-        click.echo(f"remem: {code}: {exc.message}", err=True)
+        say(f"remem: {code}: {exc.message}", err=True)
     sys.exit(EXIT_CONFLICT if code in ("SOURCE_CHANGED", "STALE_SETTINGS") else EXIT_INVALID)

@@ -14,7 +14,7 @@ from ..protocol.api import DaemonApi
 from ..protocol.rpc import Empty, StatusResult
 from ..server.runtime import DaemonPaths
 from .backend import Backend
-from .output import EXIT_PROBLEMS, emit_json, fail
+from .output import EXIT_PROBLEMS, emit_json, fail, say
 
 STOP_TIMEOUT_SECONDS = 15.0
 
@@ -42,7 +42,7 @@ def start(backend: Backend, as_json: bool) -> None:
     if as_json:
         emit_json(status)
     else:
-        click.echo(f"remem daemon running (pid {status.pid}, version {status.version})")
+        say(f"remem daemon running (pid {status.pid}, version {status.version})")
 
 
 @daemon.command()
@@ -65,7 +65,7 @@ def stop(backend: Backend, as_json: bool) -> None:
     if as_json:
         emit_json({"stopped": was_running})
     else:
-        click.echo("remem daemon stopped" if was_running else "remem daemon was not running")
+        say("remem daemon stopped" if was_running else "remem daemon was not running")
 
 
 @daemon.command()
@@ -79,23 +79,21 @@ def status(backend: Backend, as_json: bool) -> None:
         if as_json:
             emit_json({"running": False})
         else:
-            click.echo(f"remem daemon not running ({exc})")
+            say(f"remem daemon not running ({exc})")
         sys.exit(EXIT_PROBLEMS)
     if as_json:
         emit_json({"running": True, **result.model_dump(mode="json")})
     else:
-        click.echo(
-            f"remem daemon running: pid {result.pid}, version {result.version}, since {result.startedAt}"
-        )
+        say(f"remem daemon running: pid {result.pid}, version {result.version}, since {result.startedAt}")
         watch = result.watch
         why = f" ({watch.reason})" if watch.reason else ""
-        click.echo(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
+        say(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
         for missing in watch.missing:
-            click.echo(f"not watched, missing: {missing}")
+            say(f"not watched, missing: {missing}")
         if result.settingsProblems:
-            click.echo("settings.yml is invalid; running on the last valid settings until it is fixed:")
+            say("settings.yml is invalid; running on the last valid settings until it is fixed:")
             for problem in result.settingsProblems:
-                click.echo(f"  {problem}")
+                say(f"  {problem}")
 
 
 def _status(home: Home, *, start: bool) -> StatusResult:

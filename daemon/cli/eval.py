@@ -18,7 +18,7 @@ from ..evaluation.report import Report, table
 from ..evaluation.scoring import CaseScore
 from ..settings import Settings, SettingsError, SettingsStore, parse_settings
 from .backend import Backend
-from .output import EXIT_PROBLEMS, emit_json, fail
+from .output import EXIT_PROBLEMS, emit_json, fail, say
 
 
 @click.command(name="eval")
@@ -63,7 +63,7 @@ def eval_command(
     if as_json:
         emit_json(report)
     else:
-        click.echo(table(report), nl=False)
+        say(table(report), nl=False)
     sys.exit(EXIT_PROBLEMS if report.totals.secrets else 0)
 
 

@@ -34,7 +34,16 @@ from ..protocol.rpc import (
     WorkspaceParams,
 )
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, fail, print_file_problems
+from .output import (
+    EXIT_CONFLICT,
+    EXIT_INVALID,
+    EXIT_PROBLEMS,
+    emit_json,
+    fail,
+    one_line,
+    print_file_problems,
+    say,
+)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 cwd_option = click.option(
@@ -65,7 +74,7 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
     else:
         print_file_problems(reports)
         count = sum(len(r.diagnostics) for r in reports)
-        click.echo(f"{len(reports)} file(s) checked, {count} problem(s)" + ("" if ok else ", not valid"))
+        say(f"{len(reports)} file(s) checked, {count} problem(s)" + ("" if ok else ", not valid"))
     sys.exit(0 if ok else EXIT_PROBLEMS)
 
 
@@ -91,13 +100,13 @@ def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> No
             }
         )
         return
-    click.echo(f"Global memory ({global_memory.revision})")
-    click.echo(global_memory.content or "(empty)\n")
-    click.echo(f"Workspace {snapshot.key} for {snapshot.cwd} ({snapshot.revision})")
+    say(f"Global memory ({global_memory.revision})")
+    say(global_memory.content or "(empty)\n")
+    say(f"Workspace {snapshot.key} for {snapshot.cwd} ({snapshot.revision})")
     for record in snapshot.records:
-        click.echo(f"  {record.name} [{record.type}] — {record.description}")
+        say(f"  {record.name} [{record.type}] — {one_line(record.description)}")
     if not snapshot.records:
-        click.echo("  (no records)")
+        say("  (no records)")
 
 
 @memory.command()
@@ -157,7 +166,7 @@ def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"status": "regenerated" if written else "no-change"})
     else:
-        click.echo("MEMORY.md regenerated" if written else "MEMORY.md already up to date")
+        say("MEMORY.md regenerated" if written else "MEMORY.md already up to date")
 
 
 @memory.command()
@@ -165,7 +174,7 @@ def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
 @click.pass_obj
 def context(backend: Backend, cwd: str | None) -> None:
     """Print what an agent should load: Global memory and the workspace index."""
-    click.echo(_read(backend.api().memory_context, _workspace(cwd), as_json=False).text, nl=False)
+    say(_read(backend.api().memory_context, _workspace(cwd), as_json=False).text, nl=False)
 
 
 @memory.command()
@@ -189,9 +198,9 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         emit_json(result)
         return
     for entry in result.entries:
-        click.echo(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}")
+        say(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}")
     if not result.entries:
-        click.echo("(no history yet)")
+        say("(no history yet)")
 
 
 @memory.command()
@@ -206,8 +215,8 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(result)
     else:
-        click.echo(result.patch or "(no difference)\n", nl=False)
-        click.echo(_stat_line(result.stat).strip() or "no files changed")
+        say(result.patch or "(no difference)\n", nl=False)
+        say(_stat_line(result.stat).strip() or "no files changed")
 
 
 @memory.command()
@@ -236,11 +245,11 @@ def _show_at(backend: Backend, at: str, as_json: bool) -> None:
         return
     entry = result.entry
     scope = "Global memory" if entry.workspace is None else f"Workspace {entry.workspace}"
-    click.echo(f"{scope} at {entry.id[:12]} ({entry.after}), {entry.at}, {_actor(entry)}")
+    say(f"{scope} at {entry.id[:12]} ({entry.after}), {entry.at}, {_actor(entry)}")
     for name, text in sorted(result.files.items()):
-        click.echo(f"\n==> {name} <==\n{text}", nl=not text.endswith("\n"))
+        say(f"\n==> {name} <==\n{text}", nl=not text.endswith("\n"))
     if not result.files:
-        click.echo("(empty)")
+        say("(empty)")
 
 
 def _refused(exc: RpcError, as_json: bool) -> NoReturn:
@@ -304,11 +313,9 @@ def _commit(ask: Callable[[Params], CommitResult], params: Params, as_json: bool
     if as_json:
         emit_json(result)
     elif result.status == "conflict":
-        click.echo(
-            f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True
-        )
+        say(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
     else:
-        click.echo(f"{result.status}: {result.revision}")
+        say(f"{result.status}: {result.revision}")
     sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
 
 
@@ -319,7 +326,7 @@ def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:
         for problem in problems:
             where = f"change {problem.change}: " if problem.change is not None else ""
             where = f"{problem.file}: " if problem.file else where
-            click.echo(f"invalid: {where}{problem.message} [{problem.code}]", err=True)
+            say(f"invalid: {where}{problem.message} [{problem.code}]", err=True)
     sys.exit(EXIT_INVALID)
 
 
@@ -335,7 +342,7 @@ def _report_invalid(message: str, data: dict[str, Any], as_json: bool) -> NoRetu
         emit_json({"error": error})
     else:
         print_file_problems(files, err=True)
-        click.echo(f"remem: {message}; fix the files above (see `remem memory validate`)", err=True)
+        say(f"remem: {message}; fix the files above (see `remem memory validate`)", err=True)
     sys.exit(EXIT_PROBLEMS)
 
 

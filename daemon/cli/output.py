@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -14,6 +15,29 @@ from ..memory.diagnostics import Diagnostic, FileProblems
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2
 EXIT_CONFLICT = 3
+
+
+# What would drive a terminal rather than show on it: C0 and C1 controls, and the Unicode line
+# separators and direction overrides. A session's title or a record's name comes from files.
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_IN_TEXT = re.compile(f"[{_CONTROLS}]")
+_IN_LINE = re.compile(f"[{_CONTROLS}\n\t]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\e"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """`click.echo` for people: control characters are shown escaped, never sent to the terminal."""
+    click.echo(_IN_TEXT.sub(_escaped, text), err=err, nl=nl)
+
+
+def one_line(text: str) -> str:
+    """`text` as a field of a one-line row: newlines and tabs escaped too."""
+    return _IN_LINE.sub(_escaped, text)
 
 
 def emit_json(value: BaseModel | dict[str, Any]) -> None:
@@ -30,10 +54,10 @@ def diagnostic_line(path: str, d: Diagnostic) -> str:
 def print_file_problems(files: list[FileProblems], *, err: bool = False) -> None:
     for report in files:
         for d in report.diagnostics:
-            click.echo(diagnostic_line(report.path, d), err=err)
+            say(diagnostic_line(report.path, d), err=err)
 
 
 def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     """One clear line on stderr and a non-zero exit."""
-    click.echo(f"remem: {message}", err=True)
+    say(f"remem: {message}", err=True)
     sys.exit(code)

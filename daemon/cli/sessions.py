@@ -27,7 +27,7 @@ from ..protocol.rpc import (
 )
 from ..sessions.sources import HARNESS_NAMES
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
 if TYPE_CHECKING:
     from ..client import Listener
@@ -69,13 +69,13 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         badge += " live" if s.live else ""
         badge += f" [{s.review.status or s.review.state}]" if s.review.state != "never" else ""
         turns = f"{s.turns:>3} {'turn' if s.turns == 1 else 'turns':<5}"
-        title = s.title or "(untitled)"
-        click.echo(f"{s.id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{badge}  {title}")
+        title = one_line(s.title or "(untitled)")
+        say(f"{s.id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{badge}  {title}")
     for error in listing.errors:
-        click.echo(f"error: {error.path}: {error.message}", err=True)
+        say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
         _none_found(backend, params.cwd)
-    click.echo(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
+    say(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
 
 
 @sessions.command()
@@ -94,7 +94,7 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
         extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
         flags += f" ({HARNESS_NAMES[node.format]})" if node.format != "dsh" else ""
-        click.echo(f"{'  ' * node.depth}{node.kind}: {node.title or node.id}{extra}{flags}  {node.id}")
+        say(f"{'  ' * node.depth}{node.kind}: {one_line(node.title or node.id)}{extra}{flags}  {node.id}")
     if not nodes:
         _none_found(backend, params.cwd)
 
@@ -104,7 +104,7 @@ def _none_found(backend: Backend, cwd: str | None) -> None:
     empty for scripts."""
     harnesses = sorted(HARNESS_NAMES.values())
     where = f"of {cwd} " if cwd is not None else ""
-    click.echo(
+    say(
         f"No agent sessions {where}were found. remem reads the sessions of {', '.join(harnesses[:-1])} "
         f"and {harnesses[-1]} from their default folders and the sessions.roots of "
         f"{backend.home.settings_file}; `--root FOLDER` reads another folder once.",
@@ -127,7 +127,7 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
     for t in rows:
         mark = "" if t.forkable else "  (open: cannot branch)"
         end = t.endSeq if t.endSeq is not None else "…"
-        click.echo(f"{t.turn:>4}  {t.status:<11} seq {t.startSeq}-{end}  {t.user}{mark}")
+        say(f"{t.turn:>4}  {t.status:<11} seq {t.startSeq}-{end}  {one_line(t.user)}{mark}")
 
 
 @sessions.command()
@@ -144,7 +144,7 @@ def show(
             emit_json(backend.api(roots).session_log(SessionParams(id=session_id)))
             return
         markdown = backend.api(roots).session_transcript(TranscriptParams(id=session_id)).markdown
-    click.echo(markdown, nl=False)
+    say(markdown, nl=False)
 
 
 def _age(epoch_ms: int) -> str:
@@ -188,11 +188,9 @@ def fork(
         emit_json(result.model_dump(mode="json", exclude={"resume"} if result.resume is None else None))
     else:
         verb = "created" if result.created else "already existed:"
-        click.echo(
-            f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} events inherited)"
-        )
+        say(f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} events inherited)")
         if result.resume is not None:
-            click.echo(f"resume it from the session's folder with: {shlex.join(result.resume)}")
+            say(f"resume it from the session's folder with: {shlex.join(result.resume)}")
 
 
 @sessions.command()
@@ -247,7 +245,7 @@ def _print_meta(meta: MetaResult, as_json: bool) -> None:
     if as_json:
         emit_json(meta)
     else:
-        click.echo(f"{meta.id}: generation {meta.generation}")
+        say(f"{meta.id}: generation {meta.generation}")
 
 
 _EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_SOURCE": EXIT_CONFLICT,
@@ -286,5 +284,5 @@ def _refusals(as_json: bool) -> Iterator[None]:
         if as_json:
             emit_json({"error": {"code": code, "message": exc.message}})
         else:
-            click.echo(f"remem: {code}: {exc.message}", err=True)
+            say(f"remem: {code}: {exc.message}", err=True)
         sys.exit(_EXIT_CODES.get(code, EXIT_PROBLEMS))
