@@ -68,7 +68,11 @@ def test_tree_nests_forks_and_subagents_and_flags_orphans(home: Home, tmp_path: 
     assert children[ids["fork"]]["kind"] == "fork" and children[ids["fork"]]["forkTurn"] == 2
     assert children[ids["subagent"]]["kind"] == "subagent" and children[ids["subagent"]]["depth"] == 1
     code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root))
-    assert code == 0 and "\n  fork:" in out and "[orphan]" in out
+    assert code == 0 and "\n  fork:" in out and "[orphan]" in out and "(archived)" not in out
+    assert run(home, "archive", ids["fork"], "--root", str(root))[0] == 0
+    code, out, _ = run(home, "tree", "--cwd", CWD, "--root", str(root))
+    archived = [line for line in out.splitlines() if "(archived)" in line]
+    assert code == 0 and len(archived) == 1 and archived[0].endswith(f"(archived)  {ids['fork']}")
 
 
 def test_list_lines_up_its_columns_and_counts_turns_in_words(home: Home, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from ..protocol.rpc import (
     TranscriptParams,
     WorkspaceParams,
 )
+from ..protocol.sessions import ROLLED_BACK
 from ..sessions.sources import HARNESS_NAMES
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
@@ -94,6 +95,7 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
         extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
         flags += f" ({HARNESS_NAMES[node.format]})" if node.format != "dsh" else ""
+        flags += " (archived)" if node.archived else ""
         say(f"{'  ' * node.depth}{node.kind}: {one_line(node.title or node.id)}{extra}{flags}  {node.id}")
     if not nodes:
         _none_found(backend, params.cwd)
@@ -125,7 +127,8 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
         emit_json({"turns": [row.model_dump() for row in rows]})
         return
     for t in rows:
-        mark = "" if t.forkable else "  (open: cannot branch)"
+        why = "rolled back" if t.status == ROLLED_BACK else "open"
+        mark = "" if t.forkable else f"  ({why}: cannot branch)"
         end = t.endSeq if t.endSeq is not None else "…"
         say(f"{t.turn:>4}  {t.status:<11} seq {t.startSeq}-{end}  {one_line(t.user)}{mark}")
 
@@ -188,7 +191,8 @@ def fork(
         emit_json(result.model_dump(mode="json", exclude={"resume"} if result.resume is None else None))
     else:
         verb = "created" if result.created else "already existed:"
-        say(f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} events inherited)")
+        unit = "events" if result.resume is None else "lines"  # a harness file's records are its lines
+        say(f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} {unit} inherited)")
         if result.resume is not None:
             say(f"resume it from the session's folder with: {shlex.join(result.resume)}")
 
