@@ -222,7 +222,8 @@ class _Counted:
 class Selection:
     """The records a fork after a turn of the active conversation inherits.
 
-    `lines` are line numbers in file order; `parents` maps each selected uuid (in the same
+    `lines` are the line numbers to copy (a repeated uuid's last copy), in the order their
+    records first appear in the file; `parents` maps each selected uuid (in the same
     order) to its nearest selected ancestor (progress lines are links for the UI only and are left out, as
     claude-agent-sdk's fork does); `replacements` are the session's ``content-replacement``
     entries, which the child must carry under its own id."""
@@ -261,7 +262,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
             "open-turn",
             f"turn {turn_index} is {turn.status}: a tool call has no result or there is no answer",
         )
-    through = [line for line in path if line.number <= turn.end]
+    through = path[: next(at for at, line in enumerate(path) if line.number == turn.end) + 1]
     kept = {line.record.uuid for line in through}
     kept.update(side.record.uuid for side in graph.side_nodes(through, kept) if side.number < turn.end)
     selected = sorted(
@@ -269,6 +270,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
         key=attrgetter("number"),
     )
     chosen = {line.record.uuid for line in selected}
+    copies = graph.copies
     session = _stem(name)
     return Selection(
         session_id=session,
@@ -278,7 +280,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
             _short(graph.prompts[groups[0][0].number]) if groups else None,
         )[0],
         turn=turn,
-        lines=tuple(line.number for line in selected),
+        lines=tuple(copies.get(line.record.uuid or "", line.number) for line in selected),
         parents={line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected},
         replacements=tuple(
             item
@@ -395,21 +397,29 @@ def _sidechains(graph: _Graph) -> tuple[Sidechain, ...]:
 
 
 class _Graph:
-    """The uuid graph of a file: nodes (the last line of each uuid wins, as in the SDK), and
-    what the rules ask of them more than once, derived in the one pass that builds it: which
-    nodes are real prompts (and their text), the tool results, how many are sidechain records."""
+    """The uuid graph of a file: nodes, and what the rules ask of them more than once, derived
+    in the one pass that builds it: which nodes are real prompts (and their text), the tool
+    results, how many are sidechain records.
+
+    A repeated uuid's last copy wins, as in the SDK, but stands where the uuid first appeared:
+    a node's line number is its place in the conversation, which a copy appended later does not
+    move (else a turn could start after it ends, and a fork cut by line keep the wrong records).
+    `copies` says which line a fork must copy for such a node."""
 
     def __init__(self, lines: Sequence[Line[_Node]], problems: list[Problem]) -> None:
         self.problems = problems
         nodes: dict[str, Line[_Node]] = {}
+        self.copies: dict[str, int] = {}  # a repeated uuid -> the line of its last copy
         for line in lines:
             uuid = line.record.uuid
             if line.record.type not in GRAPH_TYPES or not uuid:
                 continue
-            if uuid in nodes:
+            if (first := nodes.get(uuid)) is not None:
                 problems.append(
                     Problem(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
                 )
+                self.copies[uuid] = line.number
+                line = Line(first.number, line.record)
             nodes[uuid] = line
         self.nodes = nodes
         self.children: dict[str, list[str]] = {}

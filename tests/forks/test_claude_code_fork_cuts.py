@@ -1,0 +1,67 @@
+"""Which records a fork of a Claude Code transcript copies, read back by remem and by
+claude-agent-sdk's own reader (`get_session_messages`), as `claude --resume` would see them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import get_session_messages
+
+from remem.daemon.forks.harness_service import HarnessForkRequest, HarnessForks
+from remem.daemon.home import Home
+from remem.daemon.sessions.formats.claude_code import read_transcript
+
+from ..sessions.claude_lines import SID, jsonl, prompt, say
+
+FOLDER = "-home-u-proj"
+
+
+def write_parent(config: Path, data: bytes, name: str = f"{SID}.jsonl") -> Path:
+    path = config / "projects" / FOLDER / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def fork_after(home: Home, parent: Path, turn: int) -> Path:
+    request = HarnessForkRequest(
+        harness="claude-code", path=str(parent), operationId=f"op-{turn}", afterTurn=turn
+    )
+    return Path(HarnessForks(home).fork(request).path)
+
+
+def sdk_texts(child: Path) -> list[str]:
+    """What the SDK's reader finds in the child's conversation, one text per message."""
+    messages = get_session_messages(child.stem)
+    content = [message.message["content"] for message in messages]
+    return [c if isinstance(c, str) else c[0]["text"] for c in content]
+
+
+def test_a_repeated_uuid_forks_exactly_the_turns_chosen(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    restated = say("a1", "u1", "first answer, restated")
+    parent = write_parent(
+        tmp_path,
+        jsonl(
+            prompt("u1", None, "first question"),
+            say("a1", "u1", "first answer"),
+            prompt("u2", "a1", "second question"),
+            say("a2", "u2", "second answer"),
+            prompt("u3", "a2", "third question"),
+            say("a3", "u3", "third answer"),
+            prompt("u1", None, "first question"),  # copies appended later: the last one wins
+            restated,
+        ),
+    )
+    read = read_transcript(parent.read_bytes(), parent.name)
+    assert [(t.start, t.end) for t in read.turns] == [(1, 2), (3, 4), (5, 6)]
+    asked = [(t.prompt, t.answer) for t in read.turns]
+    assert asked[0] == ("first question", "first answer, restated")
+    for k in (1, 2, 3):
+        child = fork_after(home, parent, k)
+        forked = read_transcript(child.read_bytes(), child.name)
+        assert [(t.prompt, t.answer) for t in forked.turns] == asked[:k]
+        assert sdk_texts(child) == [text for pair in asked[:k] for text in pair]
