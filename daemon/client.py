@@ -28,6 +28,7 @@ from .protocol.rpc import (
     DAEMON_HELLO,
     DAEMON_SHUTDOWN,
     MAX_ANSWER_BYTES,
+    MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
     DaemonInfo,
     Method,
@@ -43,6 +44,10 @@ RETRY_SECONDS = 0.05
 
 class DaemonUnavailable(Exception):
     """The daemon could not be reached or started; the message says why and what to do."""
+
+
+class RequestTooLarge(Exception):
+    """The request is larger than a message to the daemon may be; nothing was sent."""
 
 
 class _NotSent(DaemonUnavailable):
@@ -149,12 +154,15 @@ class _Link:
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = next(self._ids)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        data = json.dumps(message).encode() + b"\n"
+        if len(data) > MAX_MESSAGE_BYTES:  # the daemon would close the connection on it
+            raise RequestTooLarge(f"a {method} request of {len(data)} bytes")
         answer = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = answer
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
             self._unless_closed()
-            self._writer.write(json.dumps(message).encode() + b"\n")
+            self._writer.write(data)
             # A socket whose peer has died fails the write at once (EPIPE): nothing was sent.
             self._unless_closed()
             await self._writer.drain()

@@ -38,10 +38,14 @@ class Backend:
         hears the notifications a call causes (the daemon's go to every client)."""
         if self.use_daemon and not roots:
             return DaemonApi(_ThroughDaemon(self.home, listener))
-        from ..credentials import log_to_stderr
+        return DaemonApi(_in_process(self.home, roots, listener))
 
-        log_to_stderr(logging.WARNING, "remem: %(message)s")  # what the daemon's handlers log, masked
-        return DaemonApi(_InProcess(self.home, roots, listener))
+
+def _in_process(home: Home, roots: Sequence[Path], listener: Listener | None) -> _InProcess:
+    from ..credentials import log_to_stderr
+
+    log_to_stderr(logging.WARNING, "remem: %(message)s")  # what the daemon's handlers log, masked
+    return _InProcess(home, roots, listener)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ class _ThroughDaemon:
 
         try:
             return client.SocketTransport(self.home, listener=self.listener).request(method, params)
+        except client.RequestTooLarge:
+            # Past any valid request's size, so the same handlers here say what is wrong with it.
+            return _in_process(self.home, (), self.listener).request(method, params)
         except client.DaemonUnavailable as exc:
             fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
         except RpcError as exc:

@@ -94,6 +94,18 @@ def test_invalid_memory_is_reported_the_same_both_ways(
         assert through_daemon[0] == 1 and through_daemon == run(home, *args, daemon=False)
 
 
+def test_a_request_over_the_message_cap_is_refused_the_same_both_ways(
+    home: Home, project: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    cwd, _ = project
+    record = {"name": "huge", "description": "d", "type": "feedback", "content": "x" * (5 << 20)}
+    changes = json.dumps([{"action": "put", "record": record}])
+    args = ("memory", "apply", "--cwd", cwd, "--expected-revision", EMPTY, "--changes", "-")
+    through, alone = (run(home, *args, daemon=daemon, stdin=changes) for daemon in (True, False))
+    assert through == alone and through[0] == 2 and "[remem/body-too-large]" in through[2], through
+    assert run(home, "memory", "show", "--cwd", cwd, daemon=True)[0] == 0, "the daemon still answers"
+
+
 def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str, dict[str, str]]) -> None:
     # (An invalid settings.yml no longer stops it: tests/daemon/test_state_touched.py.)
     (home.state / "daemon.json").mkdir()  # where the daemon must write its status
