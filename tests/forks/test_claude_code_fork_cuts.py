@@ -10,9 +10,10 @@ from claude_agent_sdk import get_session_messages
 
 from remem.daemon.forks.harness_service import HarnessForkRequest, HarnessForks
 from remem.daemon.home import Home
+from remem.daemon.sessions.errors import OperationError
 from remem.daemon.sessions.formats.claude_code import read_transcript
 
-from ..sessions.claude_lines import SID, jsonl, prompt, say
+from ..sessions.claude_lines import SID, jsonl, prompt, say, side
 
 FOLDER = "-home-u-proj"
 
@@ -65,3 +66,26 @@ def test_a_repeated_uuid_forks_exactly_the_turns_chosen(
         forked = read_transcript(child.read_bytes(), child.name)
         assert [(t.prompt, t.answer) for t in forked.turns] == asked[:k]
         assert sdk_texts(child) == [text for pair in asked[:k] for text in pair]
+
+
+@pytest.mark.parametrize("name", [f"{SID}/subagents/agent-a42f57d71a8cc1135.jsonl", "agent-a42f57d7.jsonl"])
+def test_a_subagents_transcript_is_refused_and_nothing_is_written(
+    home: Home, tmp_path: Path, name: str
+) -> None:
+    """Claude Code 2.1 writes a subagent under its session's `subagents/`, 2.0 beside it; a
+    child of either would be a file `claude --resume` answers with "No conversation found"."""
+    agent = {"agentId": "a42f57d71a8cc1135"}
+    parent = write_parent(
+        tmp_path,
+        jsonl(
+            side(prompt("s1", None, "list the modules", **agent)),
+            side(say("s2", "s1", "three modules", **agent)),
+        ),
+        name,
+    )
+    files = sorted((tmp_path / "projects").rglob("*"))
+    with pytest.raises(OperationError) as caught:
+        fork_after(home, parent, 1)
+    assert caught.value.code == "INVALID"
+    assert "a subagent's transcript" in caught.value.message and "branch the session" in caught.value.message
+    assert sorted((tmp_path / "projects").rglob("*")) == files

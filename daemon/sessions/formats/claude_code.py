@@ -59,6 +59,10 @@ _UNTITLED = ("<session-start-hook>", "<tick>", "<goal>")
 INTERRUPTED = "[Request interrupted by user"
 PROMPT_CHARS = 200
 _NO_CONVERSATION = "no conversation records (user/assistant lines with a uuid)"
+_SUBAGENT = (
+    "a subagent's transcript: Claude Code resumes sessions, not subagents; "
+    "branch the session that ran it instead"
+)
 
 
 class _ForkedFrom(msgspec.Struct, rename="camel"):
@@ -242,12 +246,15 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     Only what the fork needs is derived (the graph, the active path cut into turns, the chosen
     turn and the title), not the whole transcript: a fork of a large file must stay close to
     the cost of re-stamping its records. Raises `NotAForkPoint` when the file has no
-    conversation, no such turn, or the turn is open."""
+    conversation, is a subagent's (`claude --resume` finds no conversation in a child made
+    of one), has no such turn, or the turn is open."""
     problems: list[Problem] = []
     lines = list(records(data, _Link, problems))
     graph = _Graph(lines, problems)
     if not graph.nodes:
         raise NotAForkPoint("no-conversation", _NO_CONVERSATION)
+    if graph.is_subagent():
+        raise NotAForkPoint("no-conversation", _SUBAGENT)
     path = graph.active_path()
     groups = _groups(path, graph.prompts)
     if not 1 <= turn_index <= len(groups):
@@ -335,7 +342,7 @@ def _transcript(
 ) -> Transcript:
     held = [line.record for line in lines]
     first = next((record for record in held if record.session_id or record.cwd), None)
-    subagent = bool(graph.nodes) and graph.sidechains == len(graph.nodes)
+    subagent = graph.is_subagent()
     titles = _title(held, graph, counted.first_prompt)
     # Fields most lines lack or repeat are gathered in C (filter, map), not by a loop per line.
     stamps = list(filter(None, map(_TIMESTAMP, held)))
@@ -457,6 +464,10 @@ class _Graph:
             if not self.children[parent]:
                 del self.children[parent]
         self._leaves: list[Line[_Node]] | None = None
+
+    def is_subagent(self) -> bool:
+        """Whether this is a subagent's own file: every record of it is a sidechain record."""
+        return bool(self.nodes) and self.sidechains == len(self.nodes)
 
     def _user(self, line: Line[_Node]) -> None:
         """What the rules ask of a user line, its text taken once."""
