@@ -24,8 +24,12 @@ class LockUnusable(Exception):
     """Something other than a lock file stands where one must be (a folder, a symlink)."""
 
     def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path} cannot be used as a lock file ({reason}); remove it, remem recreates it")
-        self.path = path
+        super().__init__(f"{path} {LOCK_UNUSABLE.format(reason=reason)}")
+        self.path, self.reason = path, reason
+
+
+# Said of the file without its path, which the diagnostic that carries it names separately.
+LOCK_UNUSABLE = "cannot be used as a lock file ({reason}); remove it, remem recreates it"
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from ..fsutil import (
     remove_stale_temps,
 )
 from ..home import Home
-from ..locks import LockUnusable, file_lock
+from ..locks import LOCK_UNUSABLE, LockUnusable, file_lock
 from ..protocol.memory import (
     Actor,
     CommitResult,
@@ -355,7 +355,7 @@ def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         with file_lock(path, shared=shared):
             yield
     except LockUnusable as exc:
-        problem = _file_problem("unusable-lock", str(exc))
+        problem = _file_problem("unusable-lock", f"this file {LOCK_UNUSABLE.format(reason=exc.reason)}")
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
 
 

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from ..agent_updates.service import AgentUpdates, scoped
 from ..memory.batch import InvalidChanges
-from ..memory.identity import WorkspaceId
+from ..memory.identity import WorkspaceId, is_workspace_key
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
 from ..memory.store import MemoryInvalid
 from ..protocol import rpc
@@ -121,7 +121,7 @@ def _refusal(exc: InvalidChanges | MemoryInvalid) -> RpcError:
             INVALID_CHANGES, "the changes are invalid; nothing was written", {"problems": problems}
         )
     files = [
-        {"file": os.path.basename(f.path), "problems": [f"{d.message} [{d.code}]" for d in f.diagnostics]}
+        {"file": _agent_file(f.path), "problems": [f"{d.message} [{d.code}]" for d in f.diagnostics]}
         for f in exc.files
     ]
     lines = [f"- {f['file']}: {problem}" for f in files for problem in f["problems"]]
@@ -130,3 +130,12 @@ def _refusal(exc: InvalidChanges | MemoryInvalid) -> RpcError:
         "`remem memory validate` and an editor) before agents can use memory:\n" + "\n".join(lines)
     )
     return RpcError(MEMORY_INVALID, message, {"files": files})
+
+
+def _agent_file(path: str) -> str:
+    """A file as an agent is told of it: by its name, unless the name is a workspace key (the
+    workspace's folder, its lock file), which stays out of an agent's sight."""
+    name = os.path.basename(path)
+    if name.endswith(".lock"):
+        return "remem's lock file for this memory"
+    return "this workspace's memory folder" if is_workspace_key(name) else name

@@ -123,6 +123,27 @@ async def test_invalid_memory_is_reported_by_file_name_only(
     assert missing.is_error, "records of an invalid workspace are not served either"
 
 
+async def test_an_unusable_lock_or_a_linked_folder_is_reported_without_key_or_path(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    fill(store, workspace)
+    lock = home.locks / f"ws-{workspace.key}.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    async with agent(home, project) as session:
+        locked = text_of(await session.call("memory_context"))
+    lock.rmdir()
+    folder = store.folder(workspace)
+    folder.rename(tmp_path / "elsewhere")
+    folder.symlink_to(tmp_path / "elsewhere")
+    async with agent(home, project) as session:
+        linked = text_of(await session.call("memory_context"))
+    assert "remem's lock file for this memory: this file cannot be used as a lock file" in locked
+    assert "this workspace's memory folder: a workspace folder must be a real folder" in linked
+    for message in (locked, linked):
+        assert workspace.key not in message and str(tmp_path) not in message and " /" not in message
+
+
 async def test_without_the_daemon_the_same_context(
     home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
 ) -> None:
