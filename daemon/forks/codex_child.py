@@ -40,9 +40,29 @@ def meta_line(data: bytes, number: int) -> bytes:
     return data[begin : end if end >= 0 else len(data)]
 
 
-def child_path(parent: Path, child: str, now: datetime) -> Path:
-    """Where Codex keeps a rollout started `now`: ``sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl``
-    of the parent's Codex home (a parent in ``archived_sessions`` forks into ``sessions``)."""
-    home = parent.parent.parent if parent.parent.name == "archived_sessions" else parent.parents[3].parent
-    day = home / "sessions" / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}"
-    return day / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
+def child_path(parent: Path, root: Path | None, child: str, now: datetime) -> Path:
+    """Where the child of `parent`, listed from `root`, lands (decision 0290).
+
+    A ``sessions`` root gets today's ``YYYY/MM/DD/rollout-<ts>-<id>.jsonl``, as Codex writes its
+    own; an ``archived_sessions`` root forks into its sibling ``sessions``, since Codex refuses to
+    resume an archived rollout. Any other root gets the child beside its parent: remem lists it
+    there, and Codex finds it there when the root lies under its ``CODEX_HOME/sessions``.
+    Without a `root`, the one the parent's path shows (`layout_root`).
+    """
+    target = child_root(root if root is not None else layout_root(parent))
+    folder = target / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}" if target.name == "sessions" else parent.parent
+    return folder / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
+
+
+def child_root(root: Path) -> Path:
+    """The root a fork of a rollout listed from `root` lands in."""
+    return root.parent / "sessions" if root.name == "archived_sessions" else root
+
+
+def layout_root(parent: Path) -> Path:
+    """The Codex folder `parent` lies in by its path: the nearest ``sessions`` or
+    ``archived_sessions`` within the date folders' depth, else the parent's own folder."""
+    for folder in list(parent.parents)[:4]:
+        if folder.name in ("sessions", "archived_sessions"):
+            return folder
+    return parent.parent

@@ -5,8 +5,8 @@ written `prepared` (binding the operation id to its request, the cut and the chi
 before any child byte exists; the child is published whole with a no-overwrite link and fsyncs;
 then the entry is `committed`. The parent file is only read, through a descriptor that refuses
 a symbolic link; the child lands where the harness looks for it (Claude Code: the parent's
-project folder; Codex: today's ``sessions/YYYY/MM/DD``). Not yet wired into `remem sessions
-fork`: the caller names the parent file, which the catalog will resolve from a session id.
+project folder; Codex: today's ``sessions/YYYY/MM/DD``, see `codex_child.child_path`). The
+caller names the parent file (`sources.py` resolves it from a session id).
 """
 
 from __future__ import annotations
@@ -72,9 +72,11 @@ class HarnessForks:
     def __init__(self, home: Home) -> None:
         self.journal = ForkJournal(home.ensure_layout())
 
-    def fork(self, request: HarnessForkRequest) -> HarnessForkResult:
+    def fork(self, request: HarnessForkRequest, root: Path | None = None) -> HarnessForkResult:
+        """`request` done exactly once; a Codex child lands where `codex_child.child_path` says
+        for the root the parent was listed from (`root`)."""
         entry, created = self.journal.once(
-            request.operationId, request.digest(), lambda e: self._create(request, e)
+            request.operationId, request.digest(), lambda e: self._create(request, e, root)
         )
         return HarnessForkResult(
             child=entry.child,
@@ -85,7 +87,9 @@ class HarnessForks:
             resume=_resume(request.harness, entry.child),
         )
 
-    def _create(self, request: HarnessForkRequest, entry: JournalEntry | None) -> tuple[JournalEntry, bool]:
+    def _create(
+        self, request: HarnessForkRequest, entry: JournalEntry | None, root: Path | None
+    ) -> tuple[JournalEntry, bool]:
         parent = Path(request.path)
         data, revision = _read_parent(parent)
         if entry is None and request.expectedRevision not in (None, revision):
@@ -99,7 +103,7 @@ class HarnessForks:
         if request.harness == "claude-code":
             parts, prepared = self._claude_code(request, parent, data, child, now, entry)
         else:
-            parts, prepared = self._codex(request, parent, data, child, now, entry)
+            parts, prepared = self._codex(request, parent, data, child, now, entry, root)
         return self.journal.publish(
             prepared, parts, lambda existing: _check_existing(request, existing, prepared)
         )
@@ -158,6 +162,7 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
+        root: Path | None,
     ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn_index = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "codex")
         try:
@@ -173,7 +178,7 @@ class HarnessForks:
                 source=rollout.session_id,
                 inherited=memoryview(data)[:end],
                 child=child,
-                path=codex_child.child_path(parent, child, now),
+                path=codex_child.child_path(parent, root, child, now),
                 seed_length=turn.end,
                 turn=turn_index,
                 title=_title(request, rollout.title, entry),

@@ -17,6 +17,7 @@ from ..protocol.forks import ForkRequest, ForkResult
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
+from . import codex_child
 from .harness_service import HarnessForkRequest, HarnessForks
 from .service import ForkService
 
@@ -35,6 +36,9 @@ def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkRes
 
 def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -> tuple[ForkResult, Path]:
     harness: Literal["claude-code", "codex"] = "claude-code" if entry.format == "claude-code" else "codex"
+    root = catalog.root_of(entry.path)
+    if harness == "codex":
+        _check_child_root(catalog, entry, root)
     done = HarnessForks(catalog.home).fork(
         HarnessForkRequest(
             harness=harness,
@@ -43,7 +47,8 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
             afterTurn=None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq),
             title=request.title,
             expectedRevision=request.expectedRevision,
-        )
+        ),
+        root,
     )
     if done.created:
         PublishedLogs(catalog.home).record(Path(done.path))
@@ -55,6 +60,19 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
         resume=done.resume,
     )
     return result, Path(done.path)
+
+
+def _check_child_root(catalog: SessionCatalog, entry: Entry, root: Path) -> None:
+    """Refuse a Codex fork whose child would land outside every listed root: it would be
+    neither listed nor announced."""
+    target = codex_child.child_root(root)
+    if not any(target.is_relative_to(listed) for listed in catalog.roots):
+        raise OperationError(
+            "INVALID",
+            f"{entry.summary.id} is archived in {root}; its fork goes to {target}, where Codex "
+            "resumes it, but that folder is not a session root: name it with --root or in "
+            "settings.yml",
+        )
 
 
 def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:

@@ -31,7 +31,7 @@ from ..protocol.sessions import (
 )
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .continuations import Continuations
-from .errors import SessionLogError, SessionRootError
+from .errors import OperationError, SessionLogError, SessionRootError
 from .formats.jsonl import LineTooLong
 from .harness_sources import (
     HARNESS_SOURCES,
@@ -388,8 +388,12 @@ class SessionCatalog:
         return False
 
     def root_of(self, path: Path) -> Path:
-        """The configured root a listed log lies in."""
-        return next(root for root in self.roots if path.is_relative_to(root))
+        """The root a listed log lies in (the innermost, should roots nest)."""
+        inside = [root for root in self.roots if path.is_relative_to(root)]
+        if not inside:
+            roots = ", ".join(map(str, self.roots))
+            raise OperationError("NOT_FOUND", f"{path} lies in none of the session roots ({roots})")
+        return max(inside, key=lambda root: len(root.parts))
 
     def read(self, session_id: str) -> SessionLog:
         entry = self.find(session_id)

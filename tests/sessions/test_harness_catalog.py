@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from remem.daemon.cli import cli
 from remem.daemon.home import Home
 from remem.daemon.sessions import harness_sources
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
+from remem.daemon.sessions.errors import OperationError
 from remem.daemon.sessions.formats import jsonl as jsonl_format
 from remem.daemon.sessions.harness_transcript import PROBLEMS_SHOWN, render_harness_transcript
 from remem.daemon.sessions.lineage import build_tree
@@ -298,6 +300,54 @@ def test_a_harness_fork_prints_the_command_that_resumes_it_and_is_not_live(
     assert listed[child].format == listed[session].format
     again = json.loads(invoke(home, roots, "fork", session, "--op-id", f"op-{session}", "--json"))
     assert again["child"] == child and not again["created"] and resume.split() == again["resume"][:-1]
+
+
+def _codex_root(folder: Path) -> dict[str, Path]:
+    """A Codex root at `folder` holding TID's two-turn rollout directly (no date folders)."""
+    two = rollout(meta(cwd=CWD), *turn("t1", "one", "1"), *turn("t2", "two", "2"))
+    write(folder / f"rollout-2026-05-01T00-00-00-{TID}.jsonl", two)
+    return {"codex": folder}
+
+
+@pytest.mark.parametrize("name", ["sessions", "flat"])
+def test_a_codex_fork_lands_inside_the_root_its_parent_was_listed_from(
+    home: Home, tmp_path: Path, name: str
+) -> None:
+    """A `sessions` folder gets today's date folders, as Codex writes; any other root the child
+    beside its parent (decision 0290). Either way it lists, and the command exits."""
+    roots = _codex_root(tmp_path / "r1" / "r2" / "r3" / name)
+    made = json.loads(invoke(home, roots, "fork", TID, "--op-id", "flat", "--json"))
+    (child,) = [p for p in tmp_path.rglob("rollout-*.jsonl") if made["child"] in p.name]
+    folder = (
+        roots["codex"] / time.strftime("%Y/%m/%d", time.gmtime()) if name == "sessions" else roots["codex"]
+    )
+    assert child.parent == folder
+    listed = {s.id: s for s in catalog(home, roots).listing().sessions}
+    assert listed[made["child"]].parent == TID
+
+
+def test_an_archived_codex_rollout_forks_into_its_sibling_sessions_root_only_when_listed(
+    home: Home, tmp_path: Path
+) -> None:
+    archived = _codex_root(tmp_path / "codex" / "archived_sessions")
+    refused = json.loads(invoke(home, archived, "fork", TID, "--op-id", "a", "--json"))
+    assert refused["error"]["code"] == "INVALID" and "not a session root" in refused["error"]["message"]
+    assert list(tmp_path.rglob("rollout-*.jsonl")) == [next(archived["codex"].iterdir())]
+    sessions = tmp_path / "codex" / "sessions"
+    (sessions / "2026").mkdir(parents=True)  # a year folder: recognised as Codex's
+    both = [f"--root={archived['codex']}", f"--root={sessions}"]
+    done = CliRunner().invoke(
+        cli, [f"--home={home.root}", "sessions", "fork", TID, "--op-id", "a", "--json", *both]
+    )
+    made = json.loads(done.output)
+    (child,) = sessions.glob(f"*/*/*/rollout-*-{made['child']}.jsonl")
+    listed = {s.id: s for s in SessionCatalog(home, [archived["codex"], sessions], 120).listing().sessions}
+    assert listed[made["child"]].parent == TID
+
+
+def test_a_log_outside_every_root_has_no_root(home: Home, roots: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(OperationError, match="lies in none of the session roots"):
+        catalog(home, roots).root_of(tmp_path / "elsewhere" / "x.jsonl")
 
 
 def test_a_line_outside_every_turn_is_refused(home: Home, roots: dict[str, Path]) -> None:
