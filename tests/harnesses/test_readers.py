@@ -6,6 +6,9 @@ sent on resume, fork and rewind (checked in test_toolchain) say what the convers
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
 import pytest
 
 from remem.daemon.sessions.formats.claude_code import read_transcript
@@ -14,6 +17,10 @@ from remem.daemon.sessions.formats.codex import read_rollout
 from .conftest import Scenario
 
 pytestmark = pytest.mark.slow
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
 
 
 class TestClaudeCode:
@@ -62,6 +69,10 @@ class TestClaudeCode:
         assert [turn.prompt for turn in fork.turns] == ["read the notes", "and again", "forked prompt"]
         assert fork.root == parent.root and fork.lineage == ()  # Claude Code writes no marker
         assert fork.session_id == claude_scenario.runs["fork"].session_id
+        # The copied records keep the parent's times; the copy is dated by its own first line.
+        copied = [json.loads(line) for line in fork_path.read_bytes().splitlines()]
+        last_copied = max(_time(r["timestamp"]) for r in copied if r.get("uuid") in parent.uuids)
+        assert fork.created_at is not None and _time(fork.created_at) > last_copied
 
 
 class TestCodex:

@@ -297,3 +297,27 @@ def test_an_inline_sidechain_rewound_keeps_its_latest_leaf_and_no_agent_file_has
     assert (chain.root, chain.turns[0].answer) == ("s1", "second try")
     agent = read(side(prompt("s1", None, "look")), side(say("s2", "s1", "seen")))
     assert (agent.subagent, agent.sidechains) == (True, ())
+
+
+def test_a_fork_session_copy_is_dated_by_its_own_first_line_not_its_parents_records() -> None:
+    """`claude --resume P --fork-session` writes the prompt's queue lines, then P's records
+    with P's times, then its own prompt: the copy was made at its first line, a minute on."""
+    made = "2026-01-01T00:01:05.049Z"
+    t = read(
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": SID, "timestamp": made},
+        prompt("u1", None, "first question", timestamp="2026-01-01T00:00:00.293Z"),
+        say("a1", "u1", "first answer", timestamp="2026-01-01T00:00:01.355Z"),
+        prompt("u2", "a1", "forked question", timestamp="2026-01-01T00:01:05.172Z"),
+        say("a2", "u2", "forked answer", timestamp="2026-01-01T00:01:06.319Z"),
+    )
+    assert (t.created_at, t.updated_at) == (made, "2026-01-01T00:01:06.319Z")
+
+
+def test_stamps_are_compared_as_times_whatever_their_precision_or_offset() -> None:
+    t = read(
+        prompt("u1", None, "q", timestamp="not a time"),
+        say("a1", "u1", "a", timestamp="2026-01-01T00:00:06Z"),
+        prompt("u2", "a1", "q2", timestamp="2026-01-01T00:00:06.500Z"),
+        say("a2", "u2", "a2", timestamp="2026-01-01T01:00:00+02:00"),  # 23:00 the day before
+    )
+    assert (t.created_at, t.updated_at) == ("2026-01-01T00:00:06Z", "2026-01-01T00:00:06.500Z")

@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from datetime import datetime, timezone
+from operator import attrgetter, methodcaller
 from typing import Any, cast
 
 import msgspec
@@ -355,8 +356,8 @@ def _transcript(
         cwd=_first(_CWD, held),
         title=titles[0],
         title_source=titles[1],
-        created_at=(_fork_time(held) if forked else None) or min(stamps, default=None),
-        updated_at=max(stamps, default=None),
+        created_at=(_fork_time(held) if forked else None) or _first_time(stamps),
+        updated_at=_latest(stamps),
         version=_first(_VERSION, reversed(held)),
         subagent=subagent,
         agent_id=_first(_AGENT_ID, held),
@@ -399,7 +400,7 @@ def _sidechains(graph: _Graph) -> tuple[Sidechain, ...]:
         held = [cast(_Record, line.record) for line in path]  # the graph holds the file's records
         stamps = [record.timestamp for record in held if record.timestamp]
         agent = next((record.agent_id for record in held if record.agent_id), None)
-        chains.append(Sidechain(root, agent, min(stamps, default=None), _turns(path, graph)))
+        chains.append(Sidechain(root, agent, _first_time(stamps), _turns(path, graph)))
     return tuple(chains)
 
 
@@ -798,7 +799,32 @@ def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str |
 def _fork_time(held: Sequence[_Record]) -> str | None:
     """When a fork was made: the time of its last copied record, which a fork stamps with it
     (Claude Code resumes at the latest leaf); the other copies keep their parent's times."""
-    return max(filter(None, (r.timestamp for r in held if r.forked_from)), default=None)
+    return _latest([r.timestamp for r in held if r.forked_from and r.timestamp])
+
+
+def _first_time(stamps: list[str]) -> str | None:
+    """When a file was started: its first stamp in file order, as claude-agent-sdk's listing
+    dates a session. Not the earliest: a `--fork-session` copy writes its own lines first, then
+    its parent's records with their parent's (earlier) times."""
+    return next(filter(_instant, stamps), None)
+
+
+def _latest(stamps: list[str]) -> str | None:
+    """The latest of `stamps` as a time. Claude Code writes one fixed-width UTC form, whose text
+    order is time order; stamps of mixed precision or offset are compared parsed."""
+    if stamps and len(set(map(len, stamps))) == 1 and all(map(_UTC, stamps)):
+        return max(stamps)
+    times = [(when, stamp) for stamp in stamps if (when := _instant(stamp)) is not None]
+    return max(times)[1] if times else None
+
+
+def _instant(stamp: str) -> datetime | None:
+    """`stamp` as an aware time (one without an offset taken as UTC), None if it is none."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def _inherited_turns(path: list[Line[_Node]], prompts: dict[int, str]) -> int | None:
@@ -830,6 +856,7 @@ def _first(getter: Callable[[Any], Any], held: Iterable[_Node]) -> Any:
 
 
 _TIMESTAMP = attrgetter("timestamp")
+_UTC = methodcaller("endswith", "Z")
 _FORKED_FROM = attrgetter("forked_from")
 _CWD = attrgetter("cwd")
 _VERSION = attrgetter("version")
