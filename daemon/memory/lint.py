@@ -90,7 +90,7 @@ def lint_workspace_folder(
         for name, (_, problems) in decoded.items()
     }
     if index is not None:
-        reports[INDEX_FILE] = index[1] + index_problems
+        reports[INDEX_FILE] = index[1] + index_problems + (_orphaned_saves(kept, decoded) if kept else [])
     for name in others:  # never read, as the store reads none of them (a link could lead anywhere)
         if name == INDEX_FILE or record_name_of(name) is not None:
             irregular = IRREGULAR_INDEX if name == INDEX_FILE else IRREGULAR_RECORD
@@ -111,6 +111,23 @@ def unmerged_saves(name: str, names: Iterable[str]) -> list[Diagnostic]:
             _FIRST_CHARACTER,
         )
         for copy in kept
+    ]
+
+
+def _orphaned_saves(kept: Iterable[str], records: Iterable[str]) -> list[Diagnostic]:
+    """A warning for each kept save whose record is gone (deleted since): said on the index,
+    since no record is left to carry it, so the lines it holds are not forgotten."""
+    present = set(records)
+    return [
+        diagnostic(
+            "unmerged-save",
+            Severity.WARNING,
+            f"a save of {name} met a commit and was kept as {copy}, and {name} has been deleted "
+            "since: put the lines it holds into a record, then delete the copy",
+            _FIRST_CHARACTER,
+        )
+        for copy in sorted(kept)
+        if (name := copy.partition(UNMERGED_MARKER)[0]) not in present and record_name_of(name) is not None
     ]
 
 

@@ -341,6 +341,18 @@ def test_a_save_kept_beside_its_file_is_a_warning_naming_it(tmp_path: Path) -> N
     assert "GLOBAL.md.unmerged-2" in only(report.diagnostics, "unmerged-save").message
 
 
+def test_a_kept_save_whose_record_was_deleted_is_a_warning_on_the_index(tmp_path: Path) -> None:
+    (tmp_path / "prefer-uv.md").write_text(record())
+    parsed, _ = validate_workspace({"prefer-uv.md": record()})
+    (tmp_path / "MEMORY.md").write_text(render_index([p.record for p in parsed.values() if p.record]))
+    (tmp_path / "prefer-uv.md.unmerged-1").write_text("kept beside its record\n")
+    assert lint_workspace_folder(tmp_path)["MEMORY.md"] == []
+    (tmp_path / "gone.md.unmerged-2").write_text("Lines only this copy holds.\n")
+    found = only(lint_workspace_folder(tmp_path)["MEMORY.md"], "unmerged-save")
+    assert found.severity is Severity.WARNING
+    assert "kept as gone.md.unmerged-2, and gone.md has been deleted since" in found.message
+
+
 @pytest.mark.parametrize(
     "body", ["The token lives in $GITHUB_TOKEN.\n", "Rotate the password before the secret expires.\n"]
 )
