@@ -35,7 +35,16 @@ from .formats.model import Problem, Turn
 from .index import LogRow, Update
 from .projection import USER_PREVIEW_CHARS
 from .reader import stat_revision
-from .roots import LINK_REASON, LogFile, Rejected, files_fingerprint, root_fingerprint
+from .roots import (
+    LINK_REASON,
+    NAME_REASON,
+    LogFile,
+    Rejected,
+    files_fingerprint,
+    root_fingerprint,
+    shown_path,
+    utf8_path,
+)
 from .sources import FileScan, detect_format
 
 CLAUDE_NAME_MAX = 200  # past this Claude Code truncates the folder name and appends a hash
@@ -320,12 +329,18 @@ def _entries(path: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _regular(entry: os.DirEntry[str]) -> LogFile | None:
+def _take(entry: os.DirEntry[str], files: list[LogFile], rejected: list[Rejected]) -> None:
+    """`entry` into `files` when it is a regular file whose path the index can hold."""
     try:
         st = entry.stat(follow_symlinks=False)
     except OSError:
-        return None
-    return LogFile(entry.path, st) if stat.S_ISREG(st.st_mode) else None
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    if utf8_path(entry.path):
+        files.append(LogFile(entry.path, st))
+    else:
+        rejected.append(Rejected(shown_path(entry.path), NAME_REASON))
 
 
 def claude_folders(cwd: str) -> tuple[str, int]:
@@ -364,8 +379,7 @@ class ClaudeCodeSource:
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.name.endswith(".jsonl"):
-                if (found := _regular(entry)) is not None:
-                    files.append(found)
+                _take(entry, files, rejected)
             elif entry.is_dir(follow_symlinks=False):
                 self._subagents(os.path.join(entry.path, "subagents"), files, rejected)
 
@@ -376,8 +390,7 @@ class ClaudeCodeSource:
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.name.endswith(".jsonl"):
-                if (found := _regular(entry)) is not None:
-                    files.append(found)
+                _take(entry, files, rejected)
             elif entry.name.endswith(".meta.json"):
                 transcript = entry.name.removesuffix(".meta.json") + ".jsonl"
                 if transcript not in names:
@@ -407,8 +420,7 @@ class CodexSource:
                 if entry.is_symlink():
                     rejected.append(Rejected(Path(entry.path), LINK_REASON))
                 elif entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
-                    if (found := _regular(entry)) is not None:
-                        files.append(found)
+                    _take(entry, files, rejected)
                 elif depth < 3 and entry.is_dir(follow_symlinks=False):
                     folders.append((entry.path, depth + 1))
         return FileScan(files, rejected, (f"{root}{os.sep}",))

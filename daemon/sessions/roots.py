@@ -57,6 +57,27 @@ FLAT_REASON = "flat log file outside a session directory; DSH only reads <projec
 LINK_REASON = "a symbolic link; remem reads only real folders and files inside a session root"
 
 
+# The index (SQLite) and every listing hold paths as UTF-8 text: a name that is not would
+# fail the whole listing where it is stored or sent.
+NAME_REASON = "file name is not valid UTF-8; rename it (or a folder on its path) to list it"
+
+
+def utf8_path(path: str) -> bool:
+    """Whether `path` (as `os` decodes it, undecodable bytes as surrogates) is valid UTF-8."""
+    if path.isascii():
+        return True
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(path: str) -> Path:
+    """`path` with its undecodable bytes written as `\\xNN`: so it can be stored and printed."""
+    return Path(os.fsencode(path).decode(errors="backslashreplace"))
+
+
 def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encoding, LogFile]]:
     for encoding, name in LOG_FILE_NAMES.items():
         path = f"{session_dir}/{name}"
@@ -64,7 +85,9 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
             st = os.stat(path, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             continue
-        if stat.S_ISREG(st.st_mode):
+        if not utf8_path(path):
+            rejected.append(Rejected(shown_path(path), NAME_REASON))
+        elif stat.S_ISREG(st.st_mode):
             yield encoding, LogFile(path, st)
         elif stat.S_ISLNK(st.st_mode):
             rejected.append(Rejected(Path(path), LINK_REASON))

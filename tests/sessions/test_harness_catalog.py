@@ -21,6 +21,7 @@ from remem.daemon.sessions.errors import OperationError
 from remem.daemon.sessions.formats import jsonl as jsonl_format
 from remem.daemon.sessions.harness_transcript import PROBLEMS_SHOWN, render_harness_transcript
 from remem.daemon.sessions.lineage import build_tree
+from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.sources import Root, all_roots, detect_format
 from remem.daemon.settings import SessionRootSetting
 from remem.lsp.features.code_lens import _turn_ends
@@ -237,6 +238,30 @@ def test_bad_files_are_per_file_errors_and_the_others_still_list(home: Home, roo
     assert "symbolic link" in reasons["rollout-2026-05-02T00-00-01-link.jsonl"]
     assert len(reasons) == 3
     assert {s.id: s.turns for s in listing.sessions}[SID] == 2  # a torn tail is the harness appending
+
+
+@pytest.mark.parametrize("memo", [False, True])
+def test_a_file_name_that_is_not_utf8_is_one_error_in_every_format(
+    home: Home, roots: dict[str, Path], memo: bool
+) -> None:
+    """SQLite and the listing hold paths as UTF-8: one such name failed every listing."""
+    bad = os.fsdecode(b"\xff")
+    project = claude_project(roots["claude-code"])
+    write(project / f"{bad}.jsonl", (project / f"{SID}.jsonl").read_bytes())
+    day = roots["codex"] / "2026" / "05" / "01"
+    write(day / f"rollout-{bad}-x.jsonl", next(day.glob(f"*{TID}.jsonl")).read_bytes())
+    (dsh_log,) = roots["dsh"].glob("*/*/session.jsonl")
+    write(dsh_log.parent.parent / bad / "session.jsonl", dsh_log.read_bytes())
+    kept = ListingMemo(lambda: False) if memo else None
+    cat = SessionCatalog(home, [Root(path, fmt) for fmt, path in roots.items()], 120, kept)  # type: ignore[arg-type]
+    listing = cat.listing()
+    reasons = {e.path: e.message for e in listing.errors}
+    assert reasons == {
+        str(project / "\\xff.jsonl"): harness_sources.NAME_REASON,
+        str(day / "rollout-\\xff-x.jsonl"): harness_sources.NAME_REASON,
+        str(dsh_log.parent.parent / "\\xff" / "session.jsonl"): harness_sources.NAME_REASON,
+    }
+    assert {SID, TID, "dsh-1"} <= {s.id for s in listing.sessions}
 
 
 def test_a_file_with_a_line_past_the_cap_is_one_error_never_held_whole(
