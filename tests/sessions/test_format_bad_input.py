@@ -43,6 +43,7 @@ SHAPES = {
     "not-json": (b"this is not json\n", "not-json"),
     "not-utf8": (b'{"type":"\xff\xfe"}\n', "not-utf8"),
     "not-an-object": (b"[1, 2, 3]\n", "bad-record"),
+    "byte-order-mark": (b'\xef\xbb\xbf{"type":"user","uuid":"x"}\n', "not-json"),
 }
 
 
@@ -64,6 +65,12 @@ def test_each_bad_line_is_a_problem_of_its_session_in_both_formats(shape: str) -
     assert codes(transcript.problems) == [code] == codes(rollout.problems)
     line = 7 if at_end else 2
     assert transcript.problems[0].line == line and f"line {line}" in transcript.problems[0].reason
+    if shape == "byte-order-mark":  # msgspec alone says "invalid character (byte 0)"
+        assert (
+            "begins with a UTF-8 byte-order mark"
+            in transcript.problems[0].reason
+            == rollout.problems[0].reason
+        )
     # the rest of the session reads on: the same turns as without the bad line
     assert [t.prompt for t in transcript.turns] == ["first", "second"] == [t.prompt for t in rollout.turns]
     assert transcript.error is None and rollout.error is None

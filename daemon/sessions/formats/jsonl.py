@@ -15,6 +15,7 @@ instead of holding a line of any size in memory.
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -140,6 +141,10 @@ def _bad_line(number: int, raw: bytes, exc: Exception) -> Problem:
         raw.decode("utf-8")
     except UnicodeDecodeError as bad:
         return Problem(number, "not-utf8", f"line {number} is not UTF-8 text (byte {bad.start}): {exc}")
+    if raw.startswith(codecs.BOM_UTF8):  # an editor's save; msgspec only says "byte 0"
+        return Problem(
+            number, "not-json", f"line {number} begins with a UTF-8 byte-order mark, which JSON forbids"
+        )
     return Problem(number, "not-json", f"line {number} is not JSON: {exc}")
 
 
