@@ -27,7 +27,7 @@ from remem.daemon.settings import SessionRootSetting
 from remem.lsp.features.code_lens import _turn_ends
 
 from .claude_lines import CWD, inline_subagents, jsonl, prompt, say
-from .codex_lines import line, meta, rollout, turn
+from .codex_lines import call, event, line, message, meta, rollout, turn
 from .harness_roots import CHILD, COPY, FORK, SID, TID, build_roots, claude_project, conversation, write
 
 
@@ -378,6 +378,19 @@ def test_a_log_outside_every_root_has_no_root(home: Home, roots: dict[str, Path]
 def test_a_line_outside_every_turn_is_refused(home: Home, roots: dict[str, Path]) -> None:
     refused = json.loads(invoke(home, roots, "fork", SID, "--op-id", "x", "--at", "5", "--json"))
     assert refused["error"]["code"] == "INVALID_ANCHOR"
+
+
+def test_any_line_of_an_open_turn_is_refused_as_open(home: Home, tmp_path: Path) -> None:
+    """A turn that cannot be branched from has no end line: its lines run to the file's end."""
+    open_turn = [event("task_started", turn_id="t2"), message("user", "more"), call("c1"), call("c2")]
+    lines = [meta(cwd=CWD), *turn("t1", "one", "1"), *open_turn]
+    roots = {"codex": tmp_path / "sessions"}
+    write(roots["codex"] / f"rollout-2026-05-01T00-00-00-{TID}.jsonl", rollout(*lines))
+    codes = {}
+    for at in (1, 7, 9, len(lines)):
+        made = json.loads(invoke(home, roots, "fork", TID, "--op-id", f"at-{at}", "--at", str(at), "--json"))
+        codes[at] = made["error"]["code"]
+    assert codes == {1: "INVALID_ANCHOR", 7: "OPEN_TURN", 9: "OPEN_TURN", len(lines): "OPEN_TURN"}
 
 
 def test_roots_name_their_format_or_are_recognised(
