@@ -321,3 +321,23 @@ def test_stamps_are_compared_as_times_whatever_their_precision_or_offset() -> No
         say("a2", "u2", "a2", timestamp="2026-01-01T01:00:00+02:00"),  # 23:00 the day before
     )
     assert (t.created_at, t.updated_at) == ("2026-01-01T00:00:06Z", "2026-01-01T00:00:06.500Z")
+
+
+def test_turns_before_a_lost_line_stay_as_a_branch_before_the_first_turn() -> None:
+    """A line that does not decode cuts the chain: Claude Code resumes from the latest leaf
+    back to the cut, and what was said before it is still shown, not dropped."""
+    t = read(
+        prompt("u1", None, "first question"),
+        say("a1", "u1", "first answer"),
+        b'{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"\xff\xfe"}}\n',
+        say("a2", "u2", "second answer"),
+        prompt("u3", "a2", "third question"),
+        say("a3", "u3", "third answer"),
+    )
+    assert codes(t) == ["not-utf8", "missing-parent"]
+    assert [turn.prompt for turn in t.turns] == ["third question"]
+    (branch,) = t.branches
+    assert (branch.after, branch.after_turn, branch.leaf) == ("", 0, "a1")
+    assert [(turn.index, turn.prompt, turn.answer) for turn in branch.turns] == [
+        (1, "first question", "first answer")
+    ]

@@ -136,7 +136,8 @@ LISTED_LINE: type[msgspec.Struct] = _Record  # what a listing decodes each line 
 
 @dataclass(frozen=True)
 class Branch:
-    """An abandoned path of the file: it leaves the conversation after node `after` (a uuid)."""
+    """An abandoned path of the file: it leaves the conversation after node `after` (a uuid;
+    "" for a path cut off from the conversation, which joins it nowhere)."""
 
     after: str
     after_turn: int  # turns of the conversation before the branch point (0: before the first)
@@ -766,7 +767,9 @@ def _turn(index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: 
 
 
 def _branches(graph: _Graph, active: list[Line[_Node]]) -> tuple[Branch, ...]:
-    """Abandoned paths that leave a known path with a real prompt, latest leaf first."""
+    """Abandoned paths that leave a known path with a real prompt, latest leaf first. A path
+    that joins none (a lost line cut the conversation, so it goes on from a parent not in the
+    file) is a branch before the first turn: what was said before the cut stays in sight."""
     known = {line.record.uuid for line in active}
     if len(known) == len(graph.nodes):  # every node is on the conversation: nothing left it
         return ()
@@ -777,10 +780,10 @@ def _branches(graph: _Graph, active: list[Line[_Node]]) -> tuple[Branch, ...]:
             continue
         after, rest = graph.climb_to(leaf, known)
         first_talk = next((line for line in rest if line.record.type in ("user", "assistant")), None)
-        if after is None or first_talk is None or first_talk.number not in graph.prompts:
+        if first_talk is None or first_talk.number not in graph.prompts:
             continue  # a parallel tool result, a hook or progress line: not a branch
         before = turns_before.get(after, 0)
-        branches.append(Branch(after, before, leaf.record.uuid or "", _turns(rest, graph, before + 1)))
+        branches.append(Branch(after or "", before, leaf.record.uuid or "", _turns(rest, graph, before + 1)))
         known.update(line.record.uuid for line in rest)
         turns_before.update({k: v + before for k, v in _turn_starts(rest, graph.prompts).items()})
     return tuple(branches)
