@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -62,6 +63,15 @@ class HarnessForkResult(BaseModel):
     seedLength: int  # parent records the child inherits
     created: bool
     resume: list[str]  # the command that continues the child, run from the session's cwd
+    title: str | None  # the child's title (a Codex rollout has no place for it: see `sources`)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """The parent as the catalog lists it; a file named without the catalog has neither."""
+
+    root: Path | None = None  # where it was listed from: a Codex child lands there
+    title: str | None = None  # its display title: a remem rename wins over its file's
 
 
 def child_id(operation_id: str) -> str:
@@ -72,11 +82,10 @@ class HarnessForks:
     def __init__(self, home: Home) -> None:
         self.journal = ForkJournal(home.ensure_layout())
 
-    def fork(self, request: HarnessForkRequest, root: Path | None = None) -> HarnessForkResult:
-        """`request` done exactly once; a Codex child lands where `codex_child.child_path` says
-        for the root the parent was listed from (`root`)."""
+    def fork(self, request: HarnessForkRequest, listed: Listed = Listed()) -> HarnessForkResult:
+        """`request` done exactly once, for the parent as the catalog lists it (`listed`)."""
         entry, created = self.journal.once(
-            request.operationId, request.digest(), lambda e: self._create(request, e, root)
+            request.operationId, request.digest(), lambda e: self._create(request, e, listed)
         )
         return HarnessForkResult(
             child=entry.child,
@@ -85,10 +94,11 @@ class HarnessForks:
             seedLength=entry.seedLength,
             created=created,
             resume=_resume(request.harness, entry.child),
+            title=entry.title,
         )
 
     def _create(
-        self, request: HarnessForkRequest, entry: JournalEntry | None, root: Path | None
+        self, request: HarnessForkRequest, entry: JournalEntry | None, listed: Listed
     ) -> tuple[JournalEntry, bool]:
         parent = Path(request.path)
         data, revision = _read_parent(parent)
@@ -101,9 +111,9 @@ class HarnessForks:
         now = datetime.now(timezone.utc)
         child = entry.child if entry else child_id(request.operationId)
         if request.harness == "claude-code":
-            parts, prepared = self._claude_code(request, parent, data, child, now, entry)
+            parts, prepared = self._claude_code(request, parent, data, child, now, entry, listed)
         else:
-            parts, prepared = self._codex(request, parent, data, child, now, entry, root)
+            parts, prepared = self._codex(request, parent, data, child, now, entry, listed)
         return self.journal.publish(
             prepared, parts, lambda existing: _check_existing(request, existing, prepared)
         )
@@ -130,13 +140,14 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
+        listed: Listed,
     ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "claude-code")
         try:
             selection = fork_selection(data, parent.name, turn)
         except NotAForkPoint as refused:
             raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
-        title = _title(request, selection.title, entry)
+        title = _title(request, listed.title or selection.title, entry)
         prepared = self._prepare(
             entry,
             _entry(
@@ -162,7 +173,7 @@ class HarnessForks:
         child: str,
         now: datetime,
         entry: JournalEntry | None,
-        root: Path | None,
+        listed: Listed,
     ) -> tuple[list[bytes | memoryview], JournalEntry]:
         turn_index = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "codex")
         try:
@@ -178,10 +189,10 @@ class HarnessForks:
                 source=rollout.session_id,
                 inherited=memoryview(data)[:end],
                 child=child,
-                path=codex_child.child_path(parent, root, child, now),
+                path=codex_child.child_path(parent, listed.root, child, now),
                 seed_length=turn.end,
                 turn=turn_index,
-                title=_title(request, rollout.title, entry),
+                title=_title(request, listed.title or rollout.title, entry),
             ),
         )
         Path(prepared.path).parent.mkdir(parents=True, exist_ok=True)

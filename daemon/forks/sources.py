@@ -18,7 +18,7 @@ from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from . import codex_child
-from .harness_service import HarnessForkRequest, HarnessForks
+from .harness_service import HarnessForkRequest, HarnessForks, Listed
 from .service import ForkService
 
 
@@ -48,10 +48,12 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
             title=request.title,
             expectedRevision=request.expectedRevision,
         ),
-        root,
+        Listed(root, entry.summary.title),
     )
     if done.created:
         PublishedLogs(catalog.home).record(Path(done.path))
+    if harness == "codex" and done.title is not None:
+        _name_codex_child(catalog, done.child, done.title)
     result = ForkResult(
         child=done.child,
         seedLength=done.seedLength,
@@ -60,6 +62,13 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
         resume=done.resume,
     )
     return result, Path(done.path)
+
+
+def _name_codex_child(catalog: SessionCatalog, child: str, title: str) -> None:
+    """A rollout has no title record, so a Codex child's title is remem's own, as a rename sets
+    it (decision 0291); set once, so a retry never undoes a rename of the child."""
+    if catalog.metadata.get(child).title is None:
+        catalog.metadata.update(child, None, title=title)
 
 
 def _check_child_root(catalog: SessionCatalog, entry: Entry, root: Path) -> None:

@@ -375,6 +375,26 @@ def test_a_log_outside_every_root_has_no_root(home: Home, roots: dict[str, Path]
         catalog(home, roots).root_of(tmp_path / "elsewhere" / "x.jsonl")
 
 
+def test_a_codex_fork_is_titled_as_asked_and_keeps_a_later_rename(home: Home, roots: dict[str, Path]) -> None:
+    """A rollout has no title record: the child's title is remem's own (decision 0291)."""
+    made = json.loads(invoke(home, roots, "fork", TID, "--op-id", "t", "--title", "my branch", "--json"))
+    default = json.loads(invoke(home, roots, "fork", TID, "--op-id", "d", "--json"))
+    titles = {s.id: s.title for s in catalog(home, roots).listing().sessions}
+    assert (titles[made["child"]], titles[default["child"]]) == ("my branch", "hi (1)")
+    tree = {n["id"]: n for n in json.loads(invoke(home, roots, "tree", "--cwd", CWD, "--json"))["nodes"]}
+    assert tree[made["child"]]["title"] == "my branch"
+    invoke(home, roots, "rename", made["child"], "renamed")
+    invoke(home, roots, "fork", TID, "--op-id", "t", "--title", "my branch", "--json")  # a retry
+    assert {s.id: s.title for s in catalog(home, roots).listing().sessions}[made["child"]] == "renamed"
+
+
+def test_a_renamed_claude_code_parent_titles_its_fork(home: Home, roots: dict[str, Path]) -> None:
+    """As for DSH, the display title wins over the transcript's."""
+    invoke(home, roots, "rename", SID, "my name")
+    made = json.loads(invoke(home, roots, "fork", SID, "--op-id", "r", "--json"))
+    assert {s.id: s.title for s in catalog(home, roots).listing().sessions}[made["child"]] == "my name (1)"
+
+
 def test_a_line_outside_every_turn_is_refused(home: Home, roots: dict[str, Path]) -> None:
     refused = json.loads(invoke(home, roots, "fork", SID, "--op-id", "x", "--at", "5", "--json"))
     assert refused["error"]["code"] == "INVALID_ANCHOR"
