@@ -44,6 +44,22 @@ def test_turns_run_from_task_started_to_task_complete_or_turn_aborted() -> None:
     assert (r.session_id, r.cwd, r.title, r.error, r.problems) == (TID, "/w", "read it", None, ())
 
 
+def test_a_command_the_user_interrupted_never_reads_ok() -> None:
+    """Codex writes the interrupted command's output ("aborted by user"), then `turn_aborted`,
+    then the command's `item_completed` (failed, exit -1): an outcome told after its turn."""
+    interrupted = output("c1")
+    interrupted["payload"]["output"] = "Wall time: 0.4 seconds\naborted by user"
+    failed = {"type": "CommandExecution", "id": "c1", "status": "failed", "exit_code": -1}
+    stopped = [call("c1"), interrupted]
+    told = read(
+        meta(), *turn("t1", "go", "", *stopped, end="turn_aborted"), event("item_completed", item=failed)
+    )
+    untold = read(meta(), *turn("t1", "go", "", *stopped, end="turn_aborted"), *turn("t2", "next", "ok"))
+    assert [tool.ok for tool in told.turns[0].tools] == [False]
+    assert [tool.ok for tool in untold.turns[0].tools] == [None]
+    assert told.turns[0].end == untold.turns[0].end  # the late event does not extend the turn
+
+
 def test_a_started_turn_without_its_end_is_open_and_not_forkable() -> None:
     r = read(meta(), event("task_started", turn_id="t1"), message("user", "go"), call("c1"))
     (only,) = r.turns

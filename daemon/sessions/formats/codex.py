@@ -154,7 +154,7 @@ class _Open(msgspec.Struct):
     end: int = 0
     answer: str | None = None
     calls: dict[str, str] = msgspec.field(default_factory=dict)
-    outputs: dict[str, bool | None] = msgspec.field(default_factory=dict)
+    outputs: dict[str, bool | None] = msgspec.field(default_factory=dict)  # None: no outcome told
     compacted: bool = False
     status: TurnStatus = "open"
     prompts: list[str] = msgspec.field(default_factory=list)  # from the model's input items
@@ -478,6 +478,8 @@ def _read(lines: list[Line[_Line]], events: list[Any] | None = None) -> list[_Op
             _close(current, done)
             current = _Open(number, str(number))
         if current is None:
+            if done and event in _EXITS:
+                _late_exit(done[-1], payload, event)
             continue
         current.compacted, compacted = current.compacted or compacted, False
         if summaries:
@@ -528,8 +530,7 @@ def _absorb(turn: _Open, record: _Line, event: Any) -> None:
         call = str(payload.call_id or payload.id)
         turn.calls[call] = str(payload.name or kind)
     elif kind in OUTPUTS:
-        # An output with no failure reported (by its command's end event) is a success.
-        turn.outputs.setdefault(str(payload.call_id), True)
+        turn.outputs.setdefault(str(payload.call_id), None)
     elif kind == "message" and payload.role == "assistant":
         said = _joined(payload.content, "output_text")
         if said.strip():
@@ -568,6 +569,25 @@ def _exit(payload: _Payload, event: Any) -> tuple[str, bool] | None:
     return None
 
 
+def _late_exit(turn: _Open, payload: _Payload, event: Any) -> None:
+    """An outcome told after its turn closed: Codex writes an interrupted command's
+    ``item_completed`` (failed, exit -1) after the ``turn_aborted``."""
+    finished = _exit(payload, event)
+    if finished is not None and finished[0] in turn.calls:
+        turn.outputs[finished[0]] = finished[1]
+
+
+def _outcome(turn: _Open, call: str) -> bool | None:
+    """Whether `call` went well: as its end event told; with only an output, a success, unless
+    the user stopped the turn (an interrupted command's output is "aborted by user")."""
+    if call not in turn.outputs:
+        return None
+    told = turn.outputs[call]
+    if told is None:
+        return None if turn.status == "aborted" else True
+    return told
+
+
 def _close(turn: _Open | None, done: list[_Open]) -> None:
     """File `turn` (if any) as read."""
     if turn is not None:
@@ -595,6 +615,6 @@ def _turn(index: int, turn: _Open) -> Turn:
         status=turn.status,
         forkable=turn.status in ENDED and not dangling,
         answer=turn.answer,
-        tools=tuple(ToolCall(name, call, turn.outputs.get(call)) for call, name in turn.calls.items()),
+        tools=tuple(ToolCall(name, call, _outcome(turn, call)) for call, name in turn.calls.items()),
         compacted=turn.compacted,
     )
