@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .fsutil import PRIVATE_FILE_MODE, ensure_private_dir
+from .fsutil import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, own_private_dir
 
 HOME_ENV = "REMEM_HOME"
 
@@ -84,13 +84,21 @@ class Home:
             self.locks,
         ):
             try:
-                ensure_private_dir(folder)
+                folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
             except OSError as exc:
                 raise HomeUnusable(
                     f"remem's home {self.root} cannot be used: {folder} cannot be made a folder "
                     f"({exc.strerror or exc}); move what is in the way, or choose another home with "
                     f"--home or ${HOME_ENV}"
                 ) from None
+            # Looked at only when the folder is not plainly ours (`own_private_dir` opens none
+            # through a link); the home itself may be a link, the user's choice.
+            if not own_private_dir(folder) and folder != self.root and folder.is_symlink():
+                raise HomeUnusable(
+                    f"remem's home {self.root} cannot be used: {folder} is a symbolic link, and remem "
+                    "reads and writes only inside its home; move the folder it points to into the "
+                    f"home, or choose a home that holds it with --home or ${HOME_ENV}"
+                )
         _tighten(self.settings_file)
         return self
 

@@ -62,6 +62,23 @@ def test_a_home_that_cannot_be_made_is_named_not_a_traceback(tmp_path: Path, dae
     )
 
 
+def test_a_home_folder_linked_out_of_the_home_is_refused_untouched(tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "synced"
+    (elsewhere / "workspaces").mkdir(parents=True)
+    home.mkdir()
+    (home / "memory").symlink_to(elsewhere)
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home), "--no-daemon", "memory", "apply"]
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    args = ["--cwd", str(tmp_path), "--expected-revision", EMPTY, "--changes", "-"]
+    done = subprocess.run([*command, *args], input=changes, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert (
+        f"{home / 'memory'} is a symbolic link, and remem reads and writes only inside its home"
+        in done.stderr
+    )
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["workspaces"], "nothing written through it"
+
+
 def test_show_empty_home(home: Home, tmp_path: Path) -> None:
     data = show(home, tmp_path)
     assert data["global"] == {"revision": EMPTY, "content": ""}
