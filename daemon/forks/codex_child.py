@@ -40,16 +40,20 @@ def meta_line(data: bytes, number: int) -> bytes:
     return data[begin : end if end >= 0 else len(data)]
 
 
-def child_path(parent: Path, root: Path | None, child: str, now: datetime) -> Path:
-    """Where the child of `parent`, listed from `root`, lands (decision 0290).
+def landing_root(parent: Path, root: Path | None) -> Path:
+    """The root the child of `parent`, listed from `root`, lands in (decision 0290): an
+    ``archived_sessions`` root forks into its sibling ``sessions``, since Codex refuses to resume
+    an archived rollout. Without a `root`, the one the parent's path shows (`layout_root`)."""
+    return child_root(root if root is not None else layout_root(parent))
+
+
+def child_path(parent: Path, target: Path, child: str, now: datetime) -> Path:
+    """Where the child of `parent` lands in its `landing_root`, `target`.
 
     A ``sessions`` root gets today's ``YYYY/MM/DD/rollout-<ts>-<id>.jsonl``, as Codex writes its
-    own; an ``archived_sessions`` root forks into its sibling ``sessions``, since Codex refuses to
-    resume an archived rollout. Any other root gets the child beside its parent: remem lists it
-    there, and Codex finds it there when the root lies under its ``CODEX_HOME/sessions``.
-    Without a `root`, the one the parent's path shows (`layout_root`).
+    own. Any other root gets the child beside its parent: remem lists it there, and Codex finds
+    it there when the root lies under its ``CODEX_HOME/sessions``.
     """
-    target = child_root(root if root is not None else layout_root(parent))
     folder = target / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}" if target.name == "sessions" else parent.parent
     return folder / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
 
@@ -66,3 +70,10 @@ def layout_root(parent: Path) -> Path:
         if folder.name in ("sessions", "archived_sessions"):
             return folder
     return parent.parent
+
+
+def existing_rollout(root: Path, child: str) -> Path | None:
+    """A rollout of session `child` already under `root` (flat, or in date folders): the same
+    operation id used in another remem home, or before this home's fork journal was lost."""
+    name = f"rollout-*-{child}.jsonl"
+    return next(iter([*root.glob(name), *root.glob(f"*/*/*/{name}")]), None)

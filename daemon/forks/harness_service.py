@@ -182,6 +182,15 @@ class HarnessForks:
             raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
         rollout, turn, end = point.rollout, point.turn, point.cut
         assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
+        target = codex_child.landing_root(parent, listed.root)
+        if entry is None and (found := codex_child.existing_rollout(target, child)) is not None:
+            # Its path holds a time, so no-overwrite alone would let Codex see two sessions of one id.
+            raise OperationError(
+                "OP_CONFLICT",
+                f"operation id {request.operationId!r} names session {child}, whose rollout already "
+                f"exists ({found}): it was used for a fork in another remem home, or before this "
+                "home's fork journal was lost; fork again with another operation id",
+            )
         prepared = self._prepare(
             entry,
             _entry(
@@ -189,7 +198,7 @@ class HarnessForks:
                 source=rollout.session_id,
                 inherited=memoryview(data)[:end],
                 child=child,
-                path=codex_child.child_path(parent, listed.root, child, now),
+                path=codex_child.child_path(parent, target, child, now),
                 seed_length=turn.end,
                 turn=turn_index,
                 title=_title(request, listed.title or rollout.title, entry),

@@ -201,6 +201,19 @@ def test_the_same_operation_gives_the_same_child_and_a_different_request_conflic
     assert caught.value.code == "OP_CONFLICT"
 
 
+def test_an_operation_id_whose_codex_child_exists_elsewhere_is_refused(home: Home, tmp_path: Path) -> None:
+    """Another remem home (or this one before its fork journal was lost) made a child of this id:
+    a second rollout of one session id would leave Codex resuming either."""
+    parent = codex_parent(tmp_path)
+    first = fork(Home(tmp_path / "other-home"), "codex", parent, afterTurn=1)
+    with pytest.raises(OperationError) as caught:
+        fork(home, "codex", parent, afterTurn=2)
+    assert caught.value.code == "OP_CONFLICT" and f"({first.path})" in str(caught.value)
+    rollouts = sorted(parent.parents[3].rglob(f"rollout-*-{first.child}.jsonl"))
+    assert rollouts == [Path(first.path)]
+    assert fork(home, "codex", parent, op="another", afterTurn=2).created
+
+
 def test_the_default_cut_is_the_last_forkable_turn(home: Home, parent: tuple[str, Path]) -> None:
     harness, path = parent
     done = fork(home, harness, path)
