@@ -153,7 +153,8 @@ class HarnessForks:
             _entry(
                 request,
                 source=selection.session_id,
-                inherited=memoryview(data)[: end_of_line(data, selection.turn.end)],
+                # Through the last line copied: a repeated uuid's last copy may lie past the turn.
+                inherited=memoryview(data)[: end_of_line(data, max(selection.turn.end, *selection.lines))],
                 child=child,
                 path=parent.with_name(f"{child}.jsonl"),
                 seed_length=len(selection.lines),

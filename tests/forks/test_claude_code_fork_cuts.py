@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from claude_agent_sdk import get_session_messages
 
+from remem.daemon.faults import EXIT_CODE
 from remem.daemon.forks.harness_service import HarnessForkRequest, HarnessForks
 from remem.daemon.home import Home
 from remem.daemon.sessions.errors import OperationError
 from remem.daemon.sessions.formats.claude_code import read_transcript
 
 from ..sessions.claude_lines import SID, jsonl, prompt, say, side
+from .test_harness_forks import run_driver
 
 FOLDER = "-home-u-proj"
 
@@ -89,3 +91,29 @@ def test_a_subagents_transcript_is_refused_and_nothing_is_written(
     assert caught.value.code == "INVALID"
     assert "a subagent's transcript" in caught.value.message and "branch the session" in caught.value.message
     assert sorted((tmp_path / "projects").rglob("*")) == files
+
+
+@pytest.mark.slow
+def test_a_retry_sees_a_change_to_a_late_copy_the_prepared_fork_takes(home: Home, tmp_path: Path) -> None:
+    """The journal binds every byte a fork copies: here a repeated uuid's last copy, past the turn."""
+    parent = write_parent(
+        tmp_path,
+        jsonl(
+            prompt("u1", None, "first question"),
+            say("a1", "u1", "first answer"),
+            prompt("u2", "a1", "second question"),
+            say("a2", "u2", "second answer"),
+            prompt("u3", "a2", "third question"),
+            say("a3", "u3", "third answer"),
+            say("a1", "u1", "first answer, restated"),  # the copy turn 1 takes, on line 7
+        ),
+    )
+    crashed = run_driver(home, "claude-code", parent, "op-late", "fork.after-prepare")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    parent.write_bytes(parent.read_bytes().replace(b"first answer, restated", b"first answer, rewritten"))
+    retried = run_driver(home, "claude-code", parent, "op-late")
+    assert (
+        retried.returncode != 0
+        and "the turns this fork copies changed since it was prepared" in retried.stderr
+    )
+    assert sorted(p.name for p in parent.parent.iterdir()) == [parent.name], "no child was written"
