@@ -59,7 +59,7 @@ from .reader import (
     stat_revision,
 )
 from .roots import LogFile, list_logs
-from .sources import Root, all_roots, extra_root
+from .sources import Root, all_roots, named_roots
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
@@ -186,8 +186,8 @@ class SessionCatalog:
         self.home = home.ensure_layout()
         sources: dict[Path, Root] = {}
         for root in roots:
-            known = root if isinstance(root, Root) else extra_root(root)
-            sources.setdefault(known.path, known)
+            for known in [root] if isinstance(root, Root) else named_roots(root):
+                sources.setdefault(known.path, known)
         self.sources = list(sources.values())
         self.roots = list(sources)
         self.idle_seconds = idle_seconds
@@ -217,7 +217,7 @@ class SessionCatalog:
     ) -> SessionCatalog:
         """The catalog of `settings` as already read (one snapshot serves a whole operation);
         `memo` is what the daemon remembers between listings."""
-        roots = all_roots(home, settings.sessions.roots) + [extra_root(r) for r in extra_roots]
+        roots: list[Path | Root] = [*all_roots(home, settings.sessions.roots), *extra_roots]
         return cls(home, roots, settings.sessions.idle_seconds, memo)
 
     def entries(

@@ -94,18 +94,36 @@ def detect_format(path: Path) -> SessionFormat:
     return "dsh"
 
 
-def configured_root(entry: str | SessionRootSetting) -> Root:
+def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
+    """The roots a `sessions.roots` entry names (`harness_home` for a harness's own folder)."""
     if isinstance(entry, str):
-        path = _absolute(entry)
-        return Root(path, detect_format(path))
+        return named_roots(_absolute(entry))
     path = _absolute(entry.path)
-    return Root(path, entry.format or detect_format(path))
+    home = harness_home(path)
+    if home and (entry.format is None or entry.format == home[0].format):
+        return home
+    return [Root(path, entry.format or detect_format(path))]
 
 
-def extra_root(path: Path) -> Root:
-    """A root named on the command line (`--root`): its format is recognised."""
+def named_roots(path: Path) -> list[Root]:
+    """The roots a folder named on the command line (`--root`) stands for: itself, in the format
+    its layout shows, or the session folders of the harness home it is."""
     absolute = Path(os.path.abspath(path))
-    return Root(absolute, detect_format(absolute))
+    return harness_home(absolute) or [Root(absolute, detect_format(absolute))]
+
+
+def harness_home(path: Path) -> list[Root]:
+    """The session folders of `path` when it is a harness's own folder rather than one of them:
+    a Codex home (`sessions/` in Codex's date layout, and `archived_sessions/`) or a Claude Code
+    config folder (`projects/`). People name those, and they hold no session themselves."""
+    if detect_format(path) == "codex":  # a rollout folder itself
+        return []
+    if detect_format(path / "sessions") == "codex":
+        found = [path / "sessions", path / "archived_sessions"]
+        return [Root(folder, "codex") for folder in found if folder.is_dir()]
+    if detect_format(path / "projects") == "claude-code":
+        return [Root(path / "projects", "claude-code")]
+    return []
 
 
 def harness_roots() -> list[Root]:
@@ -125,7 +143,8 @@ def all_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> lis
     a folder named twice is one root, with the format it was first named with."""
     dsh_home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
     dsh_root = _absolute(dsh_home) / "sessions"
-    roots = [Root(home.sessions, "dsh", implicit=True), *map(configured_root, configured)]
+    roots = [Root(home.sessions, "dsh", implicit=True)]
+    roots += [root for entry in configured for root in configured_roots(entry)]
     if dsh_root.is_dir():
         roots.append(Root(dsh_root, "dsh", implicit=True))
     roots += harness_roots()

@@ -435,6 +435,29 @@ def test_roots_name_their_format_or_are_recognised(
     ]
 
 
+def test_a_harness_home_named_as_a_root_stands_for_its_session_folders(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    """People name `~/.codex` or `~/.claude`, not the folders inside them that hold sessions."""
+    codex_home, claude_home = roots["codex"].parent, roots["claude-code"].parent
+    archived = codex_home / "archived_sessions"
+    write(archived / f"rollout-2026-04-01T00-00-00-{ARCHIVED}.jsonl", rollout(meta(ARCHIVED, cwd=CWD)))
+    listed = json.loads(invoke(home, {"codex": codex_home, "claude-code": claude_home}, "list", "--json"))
+    assert listed["errors"] == []
+    found = {(s["id"], s["format"]) for s in listed["sessions"]}
+    assert {(TID, "codex"), (CHILD, "codex"), (ARCHIVED, "codex"), (SID, "claude-code")} <= found
+    named = [SessionRootSetting(path=str(codex_home)), str(claude_home)]
+    assert [(r.path, r.format) for r in all_roots(home, named)][1:3] == [
+        (codex_home / "sessions", "codex"),
+        (archived, "codex"),
+    ]
+    assert all_roots(home, named)[3].path == claude_home / "projects"
+    assert [r.path for r in all_roots(home, [str(roots["codex"])])][1] == roots["codex"], (
+        "a rollout root is itself"
+    )
+
+
+ARCHIVED = "019c0000-0000-7000-8000-0000000000a1"
 INLINE = "1e000000-0000-4000-8000-0000000001e0"
 
 
