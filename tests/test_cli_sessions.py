@@ -103,6 +103,11 @@ def test_an_empty_answer_says_where_remem_looked(home: Home, tmp_path: Path) -> 
     assert code == 0 and out == "0 session(s), 0 unreadable\n" and "were found" in err
     code, _, err = run(home, "tree", "--cwd", CWD, "--root", str(root))
     assert code == 0 and "were found" not in err
+    broken = tmp_path / "broken" / "--home-dev-elsewhere--" / "session-x"
+    broken.mkdir(parents=True)
+    (broken / "session.jsonl").write_text("not a log\n")
+    code, out, err = run(home, "list", "--cwd", "/home/dev/elsewhere", "--root", str(tmp_path / "broken"))
+    assert out == "0 session(s), 1 unreadable\n" and "could be read (1 unreadable, above)" in err, err
 
 
 def test_turns_and_show(home: Home, tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
     for error in listing.errors:
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
-        _none_found(backend, params.cwd)
+        _none_found(backend, params.cwd, unreadable=len(listing.errors))
     say(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
 
 
@@ -101,13 +101,14 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
         _none_found(backend, params.cwd)
 
 
-def _none_found(backend: Backend, cwd: str | None) -> None:
+def _none_found(backend: Backend, cwd: str | None, unreadable: int = 0) -> None:
     """What an empty answer means and where to go from it: said on stderr, so the output stays
     empty for scripts."""
     harnesses = sorted(HARNESS_NAMES.values())
     where = f"of {cwd} " if cwd is not None else ""
+    found = f"could be read ({unreadable} unreadable, above)" if unreadable else "were found"
     say(
-        f"No agent sessions {where}were found. remem reads the sessions of {', '.join(harnesses[:-1])} "
+        f"No agent sessions {where}{found}. remem reads the sessions of {', '.join(harnesses[:-1])} "
         f"and {harnesses[-1]} from their default folders and the sessions.roots of "
         f"{backend.home.settings_file}; `--root FOLDER` reads another folder once.",
         err=True,
