@@ -19,7 +19,7 @@ import msgspec
 
 from .formats.jsonl import end_of_line
 from .formats.model import Turn
-from .harness_sources import Inherited, SessionView
+from .harness_sources import Inherited, SessionView, epoch_ms
 from .sources import HARNESS_NAMES
 from .transcript import fenced_code, inline, quoted
 
@@ -40,7 +40,7 @@ def _stamp(data: bytes, line: int) -> str:
         found = _STAMP.decode(data[start : end_of_line(data, line)].strip()).timestamp
     except (msgspec.DecodeError, msgspec.ValidationError):
         found = None
-    return found or "no time"
+    return found if found and epoch_ms(found) is not None else "no time"  # a file may say anything
 
 
 def _status(turn: Turn) -> str:

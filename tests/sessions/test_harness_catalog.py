@@ -526,3 +526,11 @@ def test_a_transcript_shows_each_prompt_whole_and_labels_it_by_its_first_line() 
         shown = render_harness_transcript(view, data)
         assert "> fix the bug\n>\n> in `a.py`, and add tests x x" in shown, view.format
         assert shown.count(" x") == 150, view.format
+
+
+def test_a_turn_heading_shows_a_time_only_when_the_file_holds_one() -> None:
+    data = jsonl(prompt("u1", None, "first", timestamp="not a time"), say("a1", "u1", "done"))
+    later = jsonl(prompt("u1", None, "first", timestamp="2026-01-01T00:00:05Z"), say("a1", "u1", "done"))
+    for shown, stamp in ((data, "no time"), (later, "2026-01-01T00:00:05Z")):
+        rendered = render_harness_transcript(harness_sources.claude_view(shown, f"{SID}.jsonl"), shown)
+        assert f"## Turn 1 — completed — {stamp}\n" in rendered
