@@ -20,6 +20,16 @@ from .test_harness_forks import run_driver
 FOLDER = "-home-u-proj"
 
 
+THREE_TURNS = [
+    prompt("u1", None, "first question"),
+    say("a1", "u1", "first answer"),
+    prompt("u2", "a1", "second question"),
+    say("a2", "u2", "second answer"),
+    prompt("u3", "a2", "third question"),
+    say("a3", "u3", "third answer"),
+]
+
+
 def write_parent(config: Path, data: bytes, name: str = f"{SID}.jsonl") -> Path:
     path = config / "projects" / FOLDER / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,12 +59,7 @@ def test_a_repeated_uuid_forks_exactly_the_turns_chosen(
     parent = write_parent(
         tmp_path,
         jsonl(
-            prompt("u1", None, "first question"),
-            say("a1", "u1", "first answer"),
-            prompt("u2", "a1", "second question"),
-            say("a2", "u2", "second answer"),
-            prompt("u3", "a2", "third question"),
-            say("a3", "u3", "third answer"),
+            *THREE_TURNS,
             prompt("u1", None, "first question"),  # copies appended later: the last one wins
             restated,
         ),
@@ -99,12 +104,7 @@ def test_a_retry_sees_a_change_to_a_late_copy_the_prepared_fork_takes(home: Home
     parent = write_parent(
         tmp_path,
         jsonl(
-            prompt("u1", None, "first question"),
-            say("a1", "u1", "first answer"),
-            prompt("u2", "a1", "second question"),
-            say("a2", "u2", "second answer"),
-            prompt("u3", "a2", "third question"),
-            say("a3", "u3", "third answer"),
+            *THREE_TURNS,
             say("a1", "u1", "first answer, restated"),  # the copy turn 1 takes, on line 7
         ),
     )
