@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from . import safe_yaml
 from .fsutil import remove_stale_temps
@@ -36,8 +36,27 @@ class SessionRootSetting(_Strict):
     format: SessionFormat | None = None
 
 
+def _root_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return _AS_PATH
+    return _AS_MAPPING if isinstance(value, (dict, SessionRootSetting)) else None
+
+
+# Tagged, so a wrong entry is told what a root is once, not how each alternative type failed;
+# the tags are not keys a file can hold, and `_describe` leaves them out of the key it names.
+_AS_PATH, _AS_MAPPING = "<a path>", "<a mapping>"
+RootEntry = Annotated[
+    Annotated[str, Tag(_AS_PATH)] | Annotated[SessionRootSetting, Tag(_AS_MAPPING)],
+    Discriminator(
+        _root_kind,
+        custom_error_type="root_entry",
+        custom_error_message="a root is a folder path, or a mapping of path (and format)",
+    ),
+]
+
+
 class SessionsSettings(_Strict):
-    roots: list[str | SessionRootSetting] = Field(default_factory=list)
+    roots: list[RootEntry] = Field(default_factory=list)
     idle_seconds: int = Field(default=120, gt=0)
 
 
@@ -147,7 +166,7 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
 
 
 def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
-    location = [str(part) for part in error["loc"]]
+    location = [str(part) for part in error["loc"] if part not in (_AS_PATH, _AS_MAPPING)]
     key = ".".join(location) or "(top level)"
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":

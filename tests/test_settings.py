@@ -56,6 +56,33 @@ def test_errors_name_the_key_and_line(text: str, expected: str) -> None:
     assert any(problem.startswith(expected) for problem in caught.value.problems), caught.value.problems
 
 
+@pytest.mark.parametrize(
+    ("roots", "expected"),
+    [
+        (
+            "[123]",
+            ["settings.yml:2: sessions.roots.0: a root is a folder path, or a mapping of path (and format)"],
+        ),
+        ("[{path: /x, format: nope}]", ["settings.yml:2: sessions.roots.0.format: Input should be 'dsh',"]),
+        (
+            "[/x, {pth: /y}]",
+            [
+                "settings.yml:2: sessions.roots.1.path: Field required",
+                "settings.yml:2: sessions.roots.1.pth: unknown key",
+            ],
+        ),
+    ],
+)
+def test_a_wrong_root_is_told_what_a_root_is_once(roots: str, expected: list[str]) -> None:
+    """Not how each alternative type (a string, a mapping) failed, named by internal type names."""
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(f"sessions:\n  roots: {roots}\n".encode())
+    problems = caught.value.problems
+    assert len(problems) == len(expected) and all(
+        p.startswith(e) for p, e in zip(problems, expected, strict=True)
+    ), problems
+
+
 def test_every_problem_is_reported() -> None:
     with pytest.raises(SettingsError) as caught:
         parse_settings(b"sessions:\n  idle_seconds: -1\ndaemon:\n  nap: 1\n")
