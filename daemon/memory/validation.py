@@ -159,13 +159,14 @@ def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
     lines = canonical.count("\n")
     size = len(canonical.encode("utf-8"))
     if lines > INDEX_MAX_LINES or size > INDEX_MAX_BYTES:
+        cut, unseen = _past_the_budget(canonical)
         problems.append(
             diagnostic(
                 "index-budget",
                 Severity.WARNING,
                 f"MEMORY.md has {lines} lines and {size} bytes; agents truncate it past "
-                f"{INDEX_MAX_LINES} lines or {INDEX_MAX_BYTES} bytes. Merge or delete records",
-                positions.line_range(0),
+                f"{INDEX_MAX_LINES} lines or {INDEX_MAX_BYTES} bytes, so {unseen}. Merge or delete records",
+                positions.line_range(min(cut, len(positions.line_starts) - 1)),
             )
         )
     if expected is not None and canonical != expected:
@@ -183,6 +184,19 @@ def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
 
 
 _kept_index_problems = functools.lru_cache(maxsize=16)(_index_problems)
+_INDEX_ENTRY = re.compile(r"- \[([^\]]+)\]\(")
+
+
+def _past_the_budget(canonical: str) -> tuple[int, str]:
+    """The first line an agent does not read (0-based), and which records it therefore misses."""
+    kept = canonical.encode("utf-8")[:INDEX_MAX_BYTES].decode("utf-8", "ignore")
+    cut = min(INDEX_MAX_LINES, kept.count("\n"))
+    missed = [m.group(1) for line in canonical.split("\n")[cut:] if (m := _INDEX_ENTRY.match(line))]
+    if not missed:
+        return cut, f"what follows line {cut} is not seen"
+    if len(missed) == 1:
+        return cut, f"they do not see `{missed[0]}`"
+    return cut, f"they do not see {len(missed)} records, from `{missed[0]}` on"
 
 
 def validate_workspace(

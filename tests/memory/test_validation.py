@@ -310,6 +310,19 @@ def test_index_budget_is_a_warning() -> None:
     assert problem.severity is Severity.WARNING
 
 
+def test_past_the_index_budget_the_records_agents_miss_are_named_where_the_cut_falls() -> None:
+    files = {
+        f"r{n:03d}.md": record(name=f"r{n:03d}", type_=("feedback", "project")[n % 2]) for n in range(200)
+    }
+    parsed, _ = validate_workspace(files)
+    text = render_index([p.record for p in parsed.values() if p.record])
+    problem = only(validate_index(text, text), "index-budget")
+    unseen = [line for line in text.split("\n")[200:] if line.startswith("- [")]
+    first = unseen[0].split("]")[0].removeprefix("- [")
+    assert f"so they do not see {len(unseen)} records, from `{first}` on" in problem.message
+    assert span(problem)[0] == 200, "on the first line agents do not read"
+
+
 def test_a_likely_credential_is_a_warning_on_its_exact_span_for_people(tmp_path: Path) -> None:
     text = record(body="Deploy with:\n  export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345\n")
     (tmp_path / "prefer-uv.md").write_text(text)
