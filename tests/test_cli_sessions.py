@@ -186,3 +186,9 @@ def test_text_from_a_session_never_drives_the_terminal(home: Home, tmp_path: Pat
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out), out
     rows = [line for line in outputs[0].splitlines() if claude_lines.SID in line]
     assert len(rows) == 1 and rows[0].endswith("evil\\e[31mRED\\e[0m\\nsecond line\\r\\x07bell\\u202e")
+
+
+def test_an_empty_id_is_a_usage_error_not_a_traceback(home: Home) -> None:
+    for args in (("turns", ""), ("show", " "), ("fork", "x", "--op-id", ""), ("rename", "", "t")):
+        result = CliRunner().invoke(cli, ["--home", str(home.root), "sessions", *args])
+        assert result.exit_code == 2 and "must not be empty" in result.stderr, (args, result.output)

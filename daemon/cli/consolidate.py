@@ -17,15 +17,16 @@ from ..protocol.rpc import (
     RpcError,
     SelectModelParams,
 )
+from .arguments import NON_EMPTY
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, say
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
 
 
 @click.command()
-@click.argument("session_id")
+@click.argument("session_id", type=NON_EMPTY)
 @json_option
 @click.pass_obj
 def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
@@ -48,8 +49,17 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     else:
         again = " (recovered after a crash)" if result.recovered else ""
         changes = f", {result.changes} change(s)" if result.changes else ""
-        say(f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}")
+        why = _reason(backend, session_id, result.review) if result.status in FAILED else None
+        said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
+        say(said if why is None else f"{said}: {one_line(why)}")
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+
+
+def _reason(backend: Backend, session_id: str, review: str) -> str | None:
+    """Why a failed review failed, as its receipt's last attempt says."""
+    found = backend.api().receipts(ReceiptsParams(session=session_id)).receipts
+    attempt = next((r.attempt for r in reversed(found) if r.review == review), None)
+    return attempt.error if attempt is not None else None
 
 
 @click.command()
@@ -64,7 +74,10 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         return
     for r in found.receipts:
         names = ", ".join(c.name or "Global" for c in r.changes) or "-"
+        error = r.attempt.error if r.status in FAILED and r.attempt is not None else None
         say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  changes: {names}  ({r.review[:12]})")
+        if error:
+            say(f"    {one_line(error)}")
     say(f"{len(found.receipts)} receipt(s)")
 
 
@@ -74,8 +87,10 @@ def settings() -> None:
 
 
 @settings.command()
-@click.option("--provider", default=None, help="A provider name (deepseek, openai, ollama, or your own).")
-@click.option("--model", default=None, help="The model id at that provider.")
+@click.option(
+    "--provider", default=None, type=NON_EMPTY, help="A provider (deepseek, openai, ollama, or your own)."
+)
+@click.option("--model", default=None, type=NON_EMPTY, help="The model id at that provider.")
 @json_option
 @click.pass_obj
 def model(backend: Backend, provider: str | None, model: str | None, as_json: bool) -> None:
@@ -91,7 +106,10 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
     if as_json:
         emit_json(current)
         return
-    key = f" (API key from ${current.apiKeyEnv})" if current.apiKeyEnv else ""
+    if not current.keyReady and current.keyProblem:
+        key = f" — {current.keyProblem}"
+    else:
+        key = f" (API key from ${current.apiKeyEnv} or credentials.yml)" if current.apiKeyEnv else ""
     say(f"{current.provider}/{current.model}{key}")
 
 

@@ -27,6 +27,7 @@ from ..protocol.rpc import (
 )
 from ..protocol.sessions import ROLLED_BACK
 from ..sessions.sources import HARNESS_NAMES
+from .arguments import NON_EMPTY
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
@@ -116,7 +117,7 @@ def _none_found(backend: Backend, cwd: str | None, unreadable: int = 0) -> None:
 
 
 @sessions.command()
-@click.argument("session_id")
+@click.argument("session_id", type=NON_EMPTY)
 @session_options
 @click.pass_obj
 def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
@@ -135,7 +136,7 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
 
 
 @sessions.command()
-@click.argument("session_id")
+@click.argument("session_id", type=NON_EMPTY)
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the transcript as Markdown (default).")
 @session_options
 @click.pass_obj
@@ -156,7 +157,7 @@ def _age(epoch_ms: int) -> str:
 
 
 @sessions.command()
-@click.argument("session_id")
+@click.argument("session_id", type=NON_EMPTY)
 @click.option(
     "--at",
     "at_seq",
@@ -165,7 +166,11 @@ def _age(epoch_ms: int) -> str:
     help="Branch after the turn holding this event seq (a line, for Claude Code and Codex sessions).",
 )
 @click.option(
-    "--op-id", "operation_id", required=True, help="Idempotency key: a retry with it returns the same child."
+    "--op-id",
+    "operation_id",
+    required=True,
+    type=NON_EMPTY,
+    help="Idempotency key: a retry with it returns the same child.",
 )
 @click.option("--title", default=None, help="The child's title (default: the parent's title with (N+1)).")
 @click.option("--expected-revision", default=None, help="Refuse (STALE_SOURCE) if the session changed since.")
@@ -199,7 +204,7 @@ def fork(
 
 
 @sessions.command()
-@click.argument("session_id")
+@click.argument("session_id", type=NON_EMPTY)
 @click.argument("title")
 @click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
 @session_options
@@ -223,7 +228,7 @@ def _archive_command(name: str, archived: bool, summary: str) -> None:
     """`archive` and `restore` differ only in the flag they set."""
 
     @sessions.command(name, help=summary)
-    @click.argument("session_id")
+    @click.argument("session_id", type=NON_EMPTY)
     @click.option(
         "--expected-generation", type=int, default=None, help="Refuse if the metadata changed since."
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
@@ -40,6 +41,23 @@ def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenA
     assert code == 1 and json.loads(out)["status"] == "provider-failed"
     code, out, _ = run(home, "consolidate", "session-missing", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "NOT_FOUND"
+    fake.reply(status(401, "bad key"))  # a fresh attempt, told why it failed
+    code, out, _ = run(home, "consolidate", source.id)
+    assert code == 1 and out.startswith("provider-failed — review ") and ": AuthenticationError" in out, out
+    code, out, _ = run(home, "receipts")
+    assert "\n    AuthenticationError" in out and "bad key" in out, out
+    for empty in (("consolidate", ""), ("settings", "model", "--model", "")):
+        code, out, err = run(home, *empty)
+        assert code == 2 and "must not be empty" in err and "Traceback" not in err
+
+
+def test_settings_model_says_where_the_key_must_come_from_when_none_is_found(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    code, out, _ = run(home, "settings", "model")
+    assert code == 0 and f"no API key for provider `fake`: set the environment variable {KEY_ENV}" in out, out
+    assert "(API key from" not in out
 
 
 def test_settings_model_reads_and_selects_with_compare_and_swap(
