@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -44,6 +44,10 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         result = backend.api(listener=show_progress).consolidate(params)
     except RpcError as exc:
         _refused(exc, as_json)
+    except KeyboardInterrupt:
+        if not backend.use_daemon:
+            raise  # in-process, the interrupt already cancelled the review
+        _stop_in_daemon(backend, params)
     if as_json:
         emit_json(result)
     else:
@@ -53,6 +57,17 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
         say(said if why is None else f"{said}: {one_line(why)}")
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+
+
+def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
+    """Ctrl-C ends this process, not the daemon's review: that is asked to stop too, or it
+    would commit after the user gave up on it."""
+    stopped = backend.api().cancel_consolidation(params).cancelled
+    if stopped:
+        say("remem: interrupted; the daemon cancelled the review", err=True)
+    else:
+        say(f"remem: interrupted; the review had ended (remem receipts --session {params.session})", err=True)
+    sys.exit(EXIT_PROBLEMS)
 
 
 def _reason(backend: Backend, session_id: str, review: str) -> str | None:
