@@ -281,12 +281,10 @@ def _wait_for_status(
         if status is not None and status != stale and paths.running():
             return
         if process is not None and process.poll() not in (None, 0):
-            raise DaemonUnavailable(f"the remem daemon failed to start; its log says:\n{_log_tail(paths)}")
+            raise DaemonUnavailable(f"the remem daemon failed to start: {_last_words(paths)}")
         time.sleep(0.02)
     seconds = f"{START_TIMEOUT_SECONDS:.0f}"
-    raise DaemonUnavailable(
-        f"the remem daemon did not start within {seconds} s; its log says:\n{_log_tail(paths)}"
-    )
+    raise DaemonUnavailable(f"the remem daemon did not start within {seconds} s: {_last_words(paths)}")
 
 
 def _wait_until_stopped(paths: DaemonPaths) -> None:
@@ -297,11 +295,15 @@ def _wait_until_stopped(paths: DaemonPaths) -> None:
         time.sleep(0.02)
 
 
-def _log_tail(paths: DaemonPaths, lines: int = 20) -> str:
+def _last_words(paths: DaemonPaths) -> str:
+    """The daemon log's last statement, and where the rest is: a traceback's last line that is
+    not indented is its exception, the cause, where the lines above it are the stack."""
     try:
-        return "\n".join(paths.log.read_text(errors="replace").splitlines()[-lines:])
+        lines = paths.log.read_text(errors="replace").splitlines()
     except OSError:
-        return "(no log)"
+        return f"it wrote no log ({paths.log})"
+    said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
+    return f"{said or 'its log is empty'} (the daemon's log: {paths.log})"
 
 
 def call(

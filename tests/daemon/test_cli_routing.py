@@ -111,6 +111,12 @@ def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str,
     (home.state / "daemon.json").mkdir()  # where the daemon must write its status
     code, _, err = run(home, "memory", "show", daemon=True)
     assert code == 1 and "daemon.json" in err and "--no-daemon" in err
+    # The cause, not the stack above it: the log's last statement, and where the log is.
+    [cause, hint] = err.splitlines()
+    assert cause.startswith("remem: the remem daemon failed to start: IsADirectoryError: ")
+    assert cause.endswith(f"(the daemon's log: {home.state / 'daemon.log'})") and hint.startswith(
+        "(--no-daemon"
+    )
     assert run(home, "memory", "show", daemon=False)[0] == 0
 
 
