@@ -99,30 +99,35 @@ def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
     if isinstance(entry, str):
         return named_roots(_absolute(entry))
     path = _absolute(entry.path)
-    home = harness_home(path)
+    found = detect_format(path)
+    home = harness_home(path, found)
     if home and (entry.format is None or entry.format == home[0].format):
         return home
-    return [Root(path, entry.format or detect_format(path))]
+    return [Root(path, entry.format or found)]
 
 
 def named_roots(path: Path) -> list[Root]:
     """The roots a folder named on the command line (`--root`) stands for: itself, in the format
     its layout shows, or the session folders of the harness home it is."""
     absolute = Path(os.path.abspath(path))
-    return harness_home(absolute) or [Root(absolute, detect_format(absolute))]
+    found = detect_format(absolute)
+    return harness_home(absolute, found) or [Root(absolute, found)]
 
 
-def harness_home(path: Path) -> list[Root]:
-    """The session folders of `path` when it is a harness's own folder rather than one of them:
-    a Codex home (`sessions/` in Codex's date layout, and `archived_sessions/`) or a Claude Code
-    config folder (`projects/`). People name those, and they hold no session themselves."""
-    if detect_format(path) == "codex":  # a rollout folder itself
+def harness_home(path: Path, found: SessionFormat) -> list[Root]:
+    """The session folders of `path` (whose own layout reads as `found`) when it is a harness's
+    own folder rather than one of them: a Codex home (`sessions/` in Codex's date layout, and
+    `archived_sessions/`) or a Claude Code config folder (`projects/`). People name those, and
+    they hold no session themselves. Costs a `stat` or two for any other root (every request
+    builds its roots)."""
+    if found == "codex":  # a rollout folder itself
         return []
-    if detect_format(path / "sessions") == "codex":
-        found = [path / "sessions", path / "archived_sessions"]
-        return [Root(folder, "codex") for folder in found if folder.is_dir()]
-    if detect_format(path / "projects") == "claude-code":
-        return [Root(path / "projects", "claude-code")]
+    sessions, projects = path / "sessions", path / "projects"
+    if sessions.is_dir() and detect_format(sessions) == "codex":
+        found_here = [sessions, path / "archived_sessions"]
+        return [Root(folder, "codex") for folder in found_here if folder.is_dir()]
+    if projects.is_dir() and detect_format(projects) == "claude-code":
+        return [Root(projects, "claude-code")]
     return []
 
 
