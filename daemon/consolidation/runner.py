@@ -14,6 +14,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -144,8 +145,10 @@ class Consolidator:
         progress = _reporting(progress, ready.debug)
         progress("model", {"review": review, "attempt": len(ready.receipt.attempts)})
         try:
+            # The client is made inside the attempt: a base_url that is no URL fails it there.
+            connect = partial(self._client, route)
             outcome = await run_attempt(
-                self._client(route), route, ready.log, ready.context, ready.ranges, source.frozen, progress
+                connect, route, ready.log, ready.context, ready.ranges, source.frozen, progress
             )
         except asyncio.CancelledError:
             result = await asyncio.to_thread(self._finish, _cancelled(ready.receipt))

@@ -22,6 +22,7 @@ from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
     from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletion
 
 MAX_STEPS = 6
 Progress = Callable[[str, dict[str, Any]], None]
@@ -37,10 +38,11 @@ class Outcome:
 
 
 async def run_attempt(
-    client: AsyncOpenAI, route: Route, log: WorkerLog, context: str, ranges: list[EvidenceRange],
-    frozen: Frozen, progress: Progress,
+    connect: Callable[[], AsyncOpenAI], route: Route, log: WorkerLog, context: str,
+    ranges: list[EvidenceRange], frozen: Frozen, progress: Progress,
 ) -> Outcome:  # fmt: skip
-    """Run the loop under the route's timeout on a started log, which is ended whatever happens.
+    """Run the loop under the route's timeout on a started log, which is ended whatever happens;
+    `connect` gives the route's client (the route's base_url is checked only then).
 
     The log's appends fsync: they run in a worker thread, like every durable write here."""
     messages: list[dict[str, Any]] = [
@@ -49,7 +51,7 @@ async def run_attempt(
     ]
     try:
         outcome = await asyncio.wait_for(
-            _loop(client, route, log, messages, ranges, frozen, progress), route.timeout_seconds
+            _loop(_connect(connect), route, log, messages, ranges, frozen, progress), route.timeout_seconds
         )
     except TimeoutError:
         await asyncio.to_thread(log.end, "aborted")
@@ -58,6 +60,9 @@ async def run_attempt(
     except asyncio.CancelledError:
         await asyncio.to_thread(log.end, "aborted")
         raise
+    except BadAnswer as exc:
+        await asyncio.to_thread(log.end, "error")
+        return Outcome("provider-failed", error=f"{exc} (asked {route.base_url})")
     except Exception as exc:
         from openai import APIError
 
@@ -76,21 +81,13 @@ async def _loop(
 ) -> Outcome:  # fmt: skip
     for step in range(1, MAX_STEPS + 1):
         progress("model-step", {"step": step})
-        response = await client.chat.completions.create(
-            # The SDK types messages as TypedDicts; raw dicts keep provider fields it does not know.
-            model=route.model,
-            messages=cast(Any, messages),
-            tools=cast(Any, [TOOL]),
-            max_tokens=route.max_tokens,
-        )
-        message = response.choices[0].message
+        response = _completion(await _ask(client, route, messages))
+        choice = response.choices[0]
+        message = choice.message
         raw = message.model_dump(exclude_none=True)
         messages.append(raw)
         calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        progress(
-            "model-answer",
-            {"step": step, "toolCalls": len(calls), "finish": response.choices[0].finish_reason},
-        )
+        progress("model-answer", {"step": step, "toolCalls": len(calls), "finish": choice.finish_reason})
         exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
         counted = response.usage
         usage = None if counted is None else Usage(counted.prompt_tokens, counted.completion_tokens)
@@ -102,6 +99,51 @@ async def _loop(
             await asyncio.to_thread(log.nudge, nudge)
             messages.append({"role": "user", "content": nudge})
     return Outcome("invalid-proposal", error=f"no valid final proposal within {MAX_STEPS} model steps")
+
+
+class BadAnswer(Exception):
+    """The provider could not be asked, or answered what is not a chat completion; says which."""
+
+
+def _connect(connect: Callable[[], AsyncOpenAI]) -> AsyncOpenAI:
+    from httpx2 import InvalidURL  # the SDK's HTTP client, which parses the base_url
+
+    try:
+        return connect()
+    except InvalidURL as exc:
+        raise BadAnswer(f"the provider's base_url is not a valid URL ({redact(str(exc))})") from None
+
+
+async def _ask(client: AsyncOpenAI, route: Route, messages: list[dict[str, Any]]) -> object:
+    """The provider's answer, as the SDK parsed it: not checked, since the SDK does not check it."""
+    try:
+        return await client.chat.completions.create(
+            # The SDK types messages as TypedDicts; raw dicts keep provider fields it does not know.
+            model=route.model,
+            messages=cast(Any, messages),
+            tools=cast(Any, [TOOL]),
+            max_tokens=route.max_tokens,
+        )
+    except ValueError as exc:  # a 200 whose JSON body does not parse: the SDK lets json's error out
+        raise BadAnswer(f"the answer is not valid JSON ({redact(str(exc))[:200]})") from None
+
+
+def _completion(response: object) -> ChatCompletion:
+    """The answer, once it is a chat completion with a first message; else `BadAnswer` saying
+    what it is instead."""
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+
+    if isinstance(response, str):  # the SDK hands back a body that is not JSON as text
+        start = redact(" ".join(response.split()))[:80]
+        raise BadAnswer(f"the answer is text, not a chat completion (it begins {start!r})")
+    if not isinstance(response, ChatCompletion):
+        raise BadAnswer(f"the answer is a JSON {type(response).__name__}, not a chat completion object")
+    if not isinstance(response.choices, list) or not response.choices:
+        raise BadAnswer("the answer holds no choices")
+    choice = response.choices[0]
+    if not isinstance(getattr(choice, "message", None), ChatCompletionMessage):
+        raise BadAnswer("the answer's first choice holds no message")
+    return response
 
 
 def _answer(

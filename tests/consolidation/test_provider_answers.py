@@ -1,0 +1,103 @@
+"""A provider that answers 200 with what is not a chat completion, or cannot be reached at all
+for its base_url: the attempt ends `provider-failed`, saying what was wrong, and nothing crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.consolidation.runner import Consolidator
+from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import Status
+from tests.fake_openai import ScriptedHandler, ScriptedServer
+
+from .conftest import KEY_ENV, write_source
+
+_GOOD = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": None}
+
+
+class _RawHandler(ScriptedHandler):
+    """Answers every POST 200 with `answer`, its content type and body, whatever they are."""
+
+    fake_name = "RawAnswers"
+    answer: tuple[str, bytes]
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._record({})
+        content_type, body = self.answer
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class RawAnswers(ScriptedServer):
+    """A provider whose every chat completion is answered 200 with `body`, as `content_type`."""
+
+    def __init__(self, content_type: str, body: bytes) -> None:
+        super().__init__()
+        self.handler = type("Handler", (_RawHandler,), {"answer": (content_type, body)})
+
+
+def _json(**fields: object) -> tuple[str, bytes]:
+    return "application/json", json.dumps({**_GOOD, **fields}).encode()
+
+
+ANSWERS = {
+    "html": (("text/html", b"<html>proxy login</html>"), "the answer is text, not a chat completion"),
+    "sse": (("text/event-stream", b'data: {"choices": []}\n\n'), "the answer is text, not a chat completion"),
+    "not-json": (("application/json", b'{"choices": [ {"mess'), "the answer is not valid JSON"),
+    "a-list": (("application/json", b"[1, 2]"), "the answer is a JSON list, not a chat completion"),
+    "no-choices": (_json(choices=[]), "the answer holds no choices"),
+    "null-choices": (_json(choices=None), "the answer holds no choices"),
+    "no-message": (_json(choices=[{"index": 0, "finish_reason": "stop"}]), "first choice holds no message"),
+}
+
+
+def _configure(home: Home, base_url: str, root: Path) -> None:
+    home.ensure_layout()
+    home.settings_file.write_text(
+        "consolidation:\n  provider: fake\n  model: fake-model\n"
+        f"providers:\n  fake:\n    base_url: {base_url!r}\n    api_key_env: {KEY_ENV}\n"
+        f"sessions:\n  roots: [{str(root)!r}]\n"
+    )
+
+
+def _failed_with(home: Home, tmp_path: Path, base_url: str) -> str:
+    root = tmp_path / "dsh-sessions"
+    _configure(home, base_url, root)
+    source = write_source(root, str(tmp_path / "project"))
+    result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))
+    receipt = ReceiptStore(home).read(result.review)
+    assert result.status is Status.PROVIDER_FAILED and receipt is not None
+    assert receipt.status is Status.PROVIDER_FAILED, "the receipt does not stay running"
+    return receipt.attempts[0].error or ""
+
+
+@pytest.mark.parametrize("case", sorted(ANSWERS))
+def test_a_200_that_is_no_chat_completion_fails_the_attempt_saying_why(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    (content_type, body), why = ANSWERS[case]
+    with RawAnswers(content_type, body) as raw:
+        url = f"{raw.origin}/v1"
+        error = _failed_with(home, tmp_path, url)
+        assert raw.count == 1, "a malformed answer is not retried"
+    assert why in error and error.endswith(f"(asked {url})")
+
+
+def test_a_base_url_that_is_no_url_fails_the_attempt_saying_so(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    error = _failed_with(home, tmp_path, "http://[::1")
+    assert error.startswith("the provider's base_url is not a valid URL") and "(asked http://[::1)" in error
+
