@@ -3,7 +3,8 @@
 Opening it starts the daemon if needed (an editor opening a workspace is what starts it). The
 link knows nothing of the editor: features subscribe to what it hears (`on`), the daemon's
 notifications and the link's own events (`STATUS`, `FAILED`, `RECONNECTED`), and
-`consolidation/progress` goes to the consolidation that waits for it.
+`consolidation/progress` goes to the consolidation that waits for it. A handler that fails is
+logged and skipped: the link, and the handlers after it, go on.
 
 When the connection is lost, the daemon either died (its status file still names it: a new
 one is started at once) or was stopped (it removes its status file first: the next request
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import traceback
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, Literal
@@ -228,7 +230,14 @@ class DaemonLink:
 
     def _emit(self, event: str, params: dict[str, Any]) -> None:
         for handler in self._handlers.get(event, ()):
-            handler(params)
+            try:
+                handler(params)
+            except Exception as exc:
+                # The keeper runs this: one failing handler must not end the watch on the daemon.
+                # Logged without the exception's message, which may quote a document's text.
+                where = "".join(traceback.format_tb(exc.__traceback__))
+                failed = type(exc).__name__
+                log.error("a handler of %s failed (%s); the link goes on\n%s", event, failed, where)
 
 
 def _stopped_while_answering(exc: DaemonUnavailable) -> JsonRpcServerError:

@@ -10,13 +10,14 @@ affected document at once.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
-from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, diagnostic
+from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE
 from remem.daemon.memory.validation import validate_global
@@ -32,6 +33,7 @@ _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
     Severity.WARNING: types.DiagnosticSeverity.Warning,
 }
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, only a lone one: JSON pairs are joined
 
 
 def register(server: RememServer) -> None:
@@ -82,7 +84,8 @@ def refresh(ls: RememServer, uri: str) -> None:
     if path == ls.home.global_file:
         refresh_global(ls)
     elif path == ls.home.settings_file:
-        _publish(ls, uri, settings_problems(ls.workspace.get_text_document(uri).source))
+        text, unencodable = _as_utf8(ls.workspace.get_text_document(uri).source)
+        _publish(ls, uri, unencodable + settings_problems(text))
     elif workspace_folder(ls, path) is not None:
         _publish_folder(ls, path.parent)
 
@@ -91,8 +94,8 @@ def refresh_global(ls: RememServer) -> None:
     """Diagnose `GLOBAL.md` if the editor has it open."""
     uri = ls.home.global_file.as_uri()
     if uri in ls.workspace.text_documents:
-        text = ls.workspace.get_text_document(uri).source
-        found = [FILE_TOO_LARGE] if too_large(text) else validate_global(text, secrets=True)
+        text, unencodable = _as_utf8(ls.workspace.get_text_document(uri).source)
+        found = [FILE_TOO_LARGE] if too_large(text) else unencodable + validate_global(text, secrets=True)
         kept = unmerged_saves(GLOBAL_FILE, listing(ls.home.global_file.parent, ls.lint_cache))
         _publish(ls, uri, found + kept)
 
@@ -125,10 +128,27 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
         for uri, document in ls.workspace.text_documents.items()
         if (path := path_of(uri)) is not None and path.parent == folder
     }
-    edited = {name: text for name, (_, text) in open_here.items()}
+    encoded = {name: _as_utf8(text) for name, (_, text) in open_here.items()}
+    edited = {name: text for name, (text, _) in encoded.items()}
     reports = lint_workspace_folder(folder, edited, ls.lint_cache)
     for name, (uri, _) in open_here.items():
-        _publish(ls, uri, reports.get(name, []))
+        _publish(ls, uri, encoded[name][1] + reports.get(name, []))
+
+
+def _as_utf8(text: str) -> tuple[str, list[Diagnostic]]:
+    """`text` with each lone surrogate as U+FFFD, and an encoding error at the first of them.
+
+    An editor can send one (JSON `"\\ud800"`), though no file can hold it and the validators,
+    which encode the text, raise on it. U+FFFD is one code point and one UTF-16 unit as the
+    surrogate was, so every position the validators give stays true of the editor's text."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return text, []
+    text = _SURROGATE.sub("\ufffd", text)
+    code = ord(found.group())
+    message = f"the text holds a lone surrogate (U+{code:04X}), which UTF-8 cannot encode; delete it"
+    where = TextPositions(text).range(found.start(), found.end())
+    return text, [diagnostic("encoding", Severity.ERROR, message, where)]
 
 
 def _described(code: str) -> types.CodeDescription | None:

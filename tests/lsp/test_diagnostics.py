@@ -16,7 +16,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 
-from .editor import begin, change, codes, end, open_document, record, until, workspace_folder
+from .editor import begin, change, close, codes, end, open_document, record, until, workspace_folder
 from .live import stopping_daemon
 
 HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-")) / "home").ensure_layout()
@@ -130,3 +130,26 @@ async def test_a_sibling_edited_on_disk_reaches_the_open_documents(client: Langu
     await until(lambda: any(m == "remem/memoryChanged" for m, _ in HEARD))
     # Provenance lenses may have changed with it: the client is asked to pull them again.
     await until(lambda: any(m == types.WORKSPACE_CODE_LENS_REFRESH for m, _ in HEARD))
+
+
+@pytest.mark.asyncio
+async def test_a_text_utf8_cannot_hold_gets_an_encoding_error(client: LanguageClient) -> None:
+    # A lone surrogate (JSON "\ud800") raised in the validators and the settings parser, which
+    # encode the text: the document got no diagnostics, and the daemon link's watch ended.
+    folder = workspace_folder(HOME, "surrogates")
+    (folder / "first.md").write_text(record("first"))
+    texts = {
+        HOME.settings_file: "daemon:\n  idle_minutes: 2\n# caf\ud800\n",
+        HOME.global_file: "Be brief \ud800.\n",
+        folder / "MEMORY.md": "# x\ud800\n",
+        folder / "second.md": record("second", description="A \ud800 fact"),
+    }
+    uris_ = [open_document(client, path, text) for path, text in texts.items()]
+    await until(lambda: all("remem/encoding" in codes(client, uri) for uri in uris_))
+    settings = client.diagnostics[uris_[0]]
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in settings] == [("encoding", 2, 5)]
+    assert "lone surrogate (U+D800)" in settings[0].message
+    # The rest of a record is still judged: its siblings, its index.
+    assert codes(client, uris_[2]) == ["remem/encoding", "remem/index-out-of-sync"]
+    for uri in uris_:
+        close(client, uri)
