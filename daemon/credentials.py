@@ -264,11 +264,21 @@ def _assignments(text: str, literals: _Literals) -> Iterator[re.Match[str]]:
             yield match
 
 
+# `scheme://user:password@host`: a provider's base_url may carry a proxy's or a server's login.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]+@")  # to the last @: a password may hold one
+
+
+def mask_userinfo(text: str) -> str:
+    """`text` with the login of every URL in it masked: how remem shows a base_url anywhere."""
+    return _USERINFO.sub(r"\1[redacted userinfo]@", text)
+
+
 class RedactingFormatter(logging.Formatter):
-    """Log lines, tracebacks included, with credentials masked: an exception may quote a key."""
+    """Log lines, tracebacks included, with credentials masked: an exception may quote a key, and
+    the HTTP client logs each request's URL, login included."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return redact(mask_userinfo(super().format(record)))
 
 
 def log_to_stderr(level: int, fmt: str) -> None:

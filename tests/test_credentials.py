@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from remem.daemon import credentials
 from remem.daemon.credentials import find, redact
+from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import text as text_reply
 
 PRIVATE_KEY = "\n".join(
     [
@@ -133,3 +137,36 @@ def test_a_remembered_key_holding_another_is_masked_whole() -> None:
         "401: bad key [redacted route-key]; then [redacted route-key]."
     )
     assert [(f.start, f.end) for f in find(f"key {outer}")] == [(4, 4 + len(outer))]
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("http://alice:hunter2@127.0.0.1:1/v1", "http://[redacted userinfo]@127.0.0.1:1/v1"),
+        ("HTTPS://p@ss:w@rd@proxy/x", "HTTPS://[redacted userinfo]@proxy/x"),  # to the last @
+        ("at https://token@h and http://h/a@b", "at https://[redacted userinfo]@h and http://h/a@b"),
+        ("mail alice@example.com", "mail alice@example.com"),
+    ],
+)
+def test_a_urls_login_is_masked(text: str, masked: str) -> None:
+    assert credentials.mask_userinfo(text) == masked
+
+
+def test_the_http_clients_request_log_never_holds_a_urls_login(capsys: pytest.CaptureFixture[str]) -> None:
+    """The daemon logs at INFO, and httpx logs each request's URL there, login included."""
+    from openai import OpenAI
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    credentials.log_to_stderr(logging.INFO, "%(levelname)s %(message)s")
+    try:
+        with FakeOpenAI() as fake:
+            fake.reply(text_reply("hi"))
+            url = fake.base_url.replace("http://", "http://alice:hunter2@")
+            OpenAI(base_url=url, api_key="unused", max_retries=0).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+    finally:
+        root.handlers[:], root.level = handlers, level
+    logged = capsys.readouterr().err
+    assert "HTTP Request: POST http://[redacted userinfo]@127.0.0.1" in logged and "hunter2" not in logged

@@ -28,10 +28,10 @@ async def list_models(route: Route) -> tuple[list[str], str | None]:
                 break
     except APIError as exc:
         reason = f"HTTP {exc.status_code}" if isinstance(exc, APIStatusError) else type(exc).__name__
-        log.info("%s lists no models at %s (%s)", route.provider, route.base_url, reason)
-        return [], f"{route.provider} did not list its models at {route.base_url} ({reason})"
+        log.info("%s lists no models at %s (%s)", route.provider, route.shown_url, reason)
+        return [], f"{route.provider} did not list its models at {route.shown_url} ({reason})"
     finally:
         await client.close()
     if not ids:
-        return [], f"{route.provider} lists no models at {route.base_url}"
+        return [], f"{route.provider} lists no models at {route.shown_url}"
     return sorted(set(ids)), None

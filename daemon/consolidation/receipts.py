@@ -16,7 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from .. import safe_yaml
-from ..credentials import redact
+from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_write
 from ..home import Home
 from ..protocol.consolidation import HistoryLink, Receipt, Status
@@ -54,9 +54,8 @@ def ended(receipt: Receipt, status: Status, error: str | None = None, **fields: 
     The error is redacted here too, whatever its source: a receipt is printed and kept."""
     attempts = list(receipt.attempts)
     if attempts:
-        attempts[-1] = attempts[-1].model_copy(
-            update={"status": status, "endedAt": now(), "error": None if error is None else redact(error)}
-        )
+        masked = None if error is None else redact(mask_userinfo(error))
+        attempts[-1] = attempts[-1].model_copy(update={"status": status, "endedAt": now(), "error": masked})
     return moved(receipt, status, attempts=attempts, **fields)
 
 

@@ -50,8 +50,13 @@ class Route:
     max_input_bytes: int
     debug: bool
 
+    @property
+    def shown_url(self) -> str:
+        """The base_url as remem reports it (receipts, notes, logs): without a login it may hold."""
+        return credentials.mask_userinfo(self.base_url)
+
     def __repr__(self) -> str:  # the key must never reach a log or a traceback
-        return f"Route(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r})"
+        return f"Route(provider={self.provider!r}, model={self.model!r}, base_url={self.shown_url!r})"
 
 
 def resolve_route(home: Home, settings: Settings) -> Route:

@@ -55,14 +55,14 @@ async def run_attempt(
         )
     except TimeoutError:
         await asyncio.to_thread(log.end, "aborted")
-        error = f"no final proposal within {route.timeout_seconds:g} s from {route.base_url}"
+        error = f"no final proposal within {route.timeout_seconds:g} s from {route.shown_url}"
         return Outcome("provider-failed", error=error)
     except asyncio.CancelledError:
         await asyncio.to_thread(log.end, "aborted")
         raise
     except BadAnswer as exc:
         await asyncio.to_thread(log.end, "error")
-        return Outcome("provider-failed", error=f"{exc} (asked {route.base_url})")
+        return Outcome("provider-failed", error=f"{exc} (asked {route.shown_url})")
     except Exception as exc:
         from openai import APIError
 
@@ -70,7 +70,7 @@ async def run_attempt(
             log.close()
             raise
         await asyncio.to_thread(log.end, "error")
-        return Outcome("provider-failed", error=f"{_describe(exc)} (asked {route.base_url})")
+        return Outcome("provider-failed", error=f"{_describe(exc)} (asked {route.shown_url})")
     await asyncio.to_thread(log.end, "completed" if outcome.plan is not None else "error")
     return outcome
 

@@ -101,3 +101,13 @@ def test_a_base_url_that_is_no_url_fails_the_attempt_saying_so(
     error = _failed_with(home, tmp_path, "http://[::1")
     assert error.startswith("the provider's base_url is not a valid URL") and "(asked http://[::1)" in error
 
+
+def test_a_login_in_the_base_url_is_never_reported(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with RawAnswers("text/html", b"<html>proxy login</html>") as raw:
+        host = raw.origin.removeprefix("http://")
+        error = _failed_with(home, tmp_path, f"http://alice:hunter2@{host}/v1")
+    assert "hunter2" not in error and "alice" not in error
+    assert error.endswith(f"(asked http://[redacted userinfo]@{host}/v1)")
