@@ -39,7 +39,7 @@ from ..protocol.sessions import ListError
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.reader import SessionLog, read_session
-from ..settings import Settings, SettingsStore
+from ..settings import Settings, SettingsError, SettingsStore
 from .attempts import settle_attempts
 from .debug import DebugLog
 from .evidence import Evidence, project_evidence
@@ -119,7 +119,7 @@ class Consolidator:
         self._reviews: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     async def consolidate(self, session_id: str, progress: Progress) -> ConsolidationResult:
-        settings, _ = await asyncio.to_thread(SettingsStore(self.home).read)
+        settings = await asyncio.to_thread(self._settings)
         route = _route(self._credentials, settings)  # a missing key is reported before anything is read
         settled = await self._settle_pending(session_id)
         if settled is not None:  # one request never both recovers and asks the model
@@ -133,6 +133,12 @@ class Consolidator:
                 return await self._review(review, source, route, progress)
             finally:
                 lock.release()
+
+    def _settings(self) -> Settings:
+        try:
+            return SettingsStore(self.home).read()[0]
+        except SettingsError as exc:  # it names the key and line to fix
+            raise Refused("INVALID", f"settings.yml is invalid: {exc}") from None
 
     async def _review(
         self, review: str, source: _Input, route: Route, progress: Progress

@@ -78,3 +78,17 @@ def test_settings_model_reads_and_selects_with_compare_and_swap(
     )
     code, out, err = run(home, "settings", "model", "--provider", "nowhere")
     assert code == 2 and "nowhere" in err
+
+
+def test_an_invalid_settings_file_is_a_refusal_naming_the_key_and_line(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    text = home.settings_file.read_text()
+    home.settings_file.write_text(text.replace("timeout_seconds: 20", "timeout_second: 20"))
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "timeout_seconds" in row)
+    code, _, err = run(home, "consolidate", source.id)
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"remem: INVALID: settings.yml is invalid: {home.settings_file}:{line}: ")
+    assert "consolidation.timeout_second: unknown key" in err and fake.count == 0
+    code, out, _ = run(home, "receipts")
+    assert out.strip() == "0 receipt(s)", "a refusal leaves no receipt"
