@@ -2,8 +2,9 @@
 
 One `Consolidator` per daemon keeps the model clients and the per-review serialisation. A run
 reports its phases as `consolidation/progress`; `consolidation/cancel` cancels the running
-request of a session, which ends as a `cancelled` receipt unless the commit barrier was
-reached (then it finishes). A committed review announces the memory it changed.
+requests of a session (the one asking the model and any queued behind it), each of which ends
+as a `cancelled` receipt or refusal unless the commit barrier was reached (then it finishes).
+A committed review announces the memory it changed.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ class ConsolidationMethods:
         self.consolidator = Consolidator(home)
         self._memory = memory
         self._publish = publish
-        self._running: dict[str, asyncio.Task[Any]] = {}
-        self._cancelling: set[str] = set()  # sessions whose run was asked to stop
+        # Every run of a session: a second request waits behind the first for the review, and a
+        # cancel must reach the one asking the model as well as those waiting.
+        self._running: dict[str, set[asyncio.Task[Any]]] = {}
+        self._cancelling: set[asyncio.Task[Any]] = set()  # runs asked to stop
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -70,7 +73,7 @@ class ConsolidationMethods:
 
         task = asyncio.current_task()
         assert task is not None
-        self._running[params.session] = task
+        self._running.setdefault(params.session, set()).add(task)
         try:
             result = await self.consolidator.consolidate(params.session, progress)
         except Refused as exc:
@@ -79,14 +82,13 @@ class ConsolidationMethods:
         except asyncio.CancelledError:
             # Cancelled before an attempt began (an attempt ends as a `cancelled` receipt):
             # the run still gets an answer, or its client would wait for ever.
-            if params.session not in self._cancelling:
+            if task not in self._cancelling:
                 raise
             raise refused(
                 "CANCELLED", "cancelled before the model was asked; run it again to review"
             ) from None
         finally:
-            self._running.pop(params.session, None)
-            self._cancelling.discard(params.session)
+            self._forget(params.session, task)
         if result.status is Status.COMMITTED and not result.recovered:
             await self._announce(result.review)
         return result
@@ -99,12 +101,18 @@ class ConsolidationMethods:
             log.exception("could not settle the reviews a crash left committing")
 
     async def cancel(self, params: ConsolidateParams) -> CancelResult:
-        task = self._running.get(params.session)
-        if task is None:
-            return CancelResult(cancelled=False)
-        self._cancelling.add(params.session)
-        task.cancel()
-        return CancelResult(cancelled=True)
+        tasks = self._running.get(params.session, set())
+        for task in tasks:
+            self._cancelling.add(task)
+            task.cancel()
+        return CancelResult(cancelled=bool(tasks))
+
+    def _forget(self, session: str, task: asyncio.Task[Any]) -> None:
+        tasks = self._running.get(session, set())
+        tasks.discard(task)
+        if not tasks:
+            self._running.pop(session, None)
+        self._cancelling.discard(task)
 
     async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
         receipts = await asyncio.to_thread(self.consolidator.receipts.all)

@@ -1,4 +1,5 @@
-"""A cancel that arrives before the review has begun still gets the run an answer."""
+"""A cancel that arrives before the review has begun still gets the run an answer; one that
+arrives while two runs of a session overlap stops both."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, RpcError
-from tests.consolidation.conftest import KEY_ENV, configure, write_source
-from tests.fake_openai import FakeOpenAI
+from tests.consolidation.conftest import KEY_ENV, configure, proposal, put, write_source
+from tests.fake_openai import FakeOpenAI, slow, tool_call
+from tests.waiting import until
 
 pytestmark = pytest.mark.slow
 
@@ -42,3 +46,37 @@ def test_a_cancel_before_the_review_began_answers_the_run(
         assert cancelled == {"cancelled": True} and fake.count == 0
         assert isinstance(outcome, RpcError) and outcome.code == CONSOLIDATION_REFUSED
         assert outcome.data == {"code": "CANCELLED"} and "before the model was asked" in outcome.message
+
+
+def test_a_cancel_stops_the_run_asking_the_model_and_the_one_queued_behind_it(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    with FakeOpenAI(api_key="sk-test") as fake:
+        root = tmp_path / "dsh-sessions"
+        configure(home, fake, root)
+        home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
+        source = write_source(root, str(tmp_path / "project"))
+        # Uncancelled, the first run would commit this once the second one is queued.
+        fake.reply(slow(3, tool_call(proposal(put("prefer-uv", source.evidence())))))
+
+        async def scenario() -> tuple[list[object], dict[str, object]]:
+            frozen: list[object] = []
+            client = await AsyncDaemonClient.open(
+                home, listener=lambda m, p: frozen.append(p) if p.get("phase") == "freezing" else None
+            )
+            first = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
+            await until(lambda: fake.count == 1, what="the first run to ask the model")
+            second = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
+            await until(lambda: len(frozen) == 2, what="the second run to start")
+            cancelled = await client.call("consolidation/cancel", {"session": source.id})
+            answers = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 30)
+            await client.close()
+            return answers, cancelled
+
+        (first, second), cancelled = asyncio.run(scenario())
+    assert cancelled == {"cancelled": True} and fake.count == 1
+    assert isinstance(first, dict) and first["status"] == "cancelled", first
+    assert isinstance(second, RpcError) and second.data == {"code": "CANCELLED"}, second
+    assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
