@@ -20,7 +20,7 @@ from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_write
 from ..home import Home
 from ..protocol.consolidation import HistoryLink, Receipt, Status
-from ..protocol.sessions import ReviewState
+from ..protocol.sessions import ListError, ReviewState
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -142,14 +142,20 @@ class ReceiptStore:
         atomic_write(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
 
     def all(self) -> list[Receipt]:
-        """Every readable receipt, oldest first; unreadable ones are skipped (see `read`)."""
-        receipts = []
+        """Every readable receipt, oldest first; unreadable ones are skipped (see `listing`)."""
+        return self.listing()[0]
+
+    def listing(self) -> tuple[list[Receipt], list[ListError]]:
+        """Every readable receipt, oldest first, and each file that is not one, with why."""
+        receipts, errors = [], []
         for path in self.folder.glob("*.md"):
             try:
                 receipts.append(self._cached(path))
-            except (OSError, ValueError, ValidationError, yaml.YAMLError):
+            except FileNotFoundError:  # replaced or removed since the glob
                 continue
-        return sorted(receipts, key=lambda r: (r.createdAt, r.review))
+            except (OSError, ValueError, ValidationError, yaml.YAMLError) as exc:
+                errors.append(ListError(path=str(path), message=f"not a valid receipt ({exc})"))
+        return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def _cached(self, path: Path) -> Receipt:
         st = path.stat()

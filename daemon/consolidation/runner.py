@@ -56,7 +56,16 @@ from .proposal import (
     parse_arguments,
     plan_proposal,
 )
-from .receipts import CONSOLIDATOR_VERSION, SUCCEEDED, ReceiptStore, ended, moved, now, review_id
+from .receipts import (
+    CONSOLIDATOR_VERSION,
+    SUCCEEDED,
+    ReceiptError,
+    ReceiptStore,
+    ended,
+    moved,
+    now,
+    review_id,
+)
 from .route import Route, RouteError, resolve_route
 from .settle import commit, mark, recover, unmark
 from .worker import Outcome, Progress, run_attempt
@@ -165,7 +174,10 @@ class Consolidator:
 
     def _prepare(self, review: str, source: _Input, route: Route) -> ConsolidationResult | _Ready:
         """Everything before the model, off the event loop: a result already, or a started attempt."""
-        receipt = self.receipts.read(review)
+        try:
+            receipt = self.receipts.read(review)
+        except ReceiptError as exc:  # what it says happened cannot be known, so nothing is redone
+            raise Refused("UNREADABLE", f"{exc}; fix or remove it to review this session again") from None
         if receipt is not None and receipt.status in SUCCEEDED:
             return _result(receipt, recovered=False)
         if receipt is not None and receipt.status is Status.COMMITTING:

@@ -28,12 +28,13 @@ from .memory import (
     WorkspaceSnapshot,
 )
 from .overview import MemoryOverview
-from .sessions import FlatNode, Listing, SessionMeta, TurnSummary
+from .sessions import FlatNode, ListError, Listing, SessionMeta, TurnSummary
 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
-# receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading.
-PROTOCOL_VERSION = 7
+# receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading;
+# 8: the receipt files consolidation/receipts could not read.
+PROTOCOL_VERSION = 8
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -265,6 +266,7 @@ class ReceiptsParams(_Strict):
 
 class ReceiptsResult(_Strict):
     receipts: list[Receipt]
+    errors: list[ListError] = []  # receipt files that are not valid receipts, each with why
 
 
 class ReviewParams(_Strict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 from ..consolidation.models import list_models
@@ -115,7 +116,7 @@ class ConsolidationMethods:
         self._cancelling.discard(task)
 
     async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
-        receipts = await asyncio.to_thread(self.consolidator.receipts.all)
+        receipts, errors = await asyncio.to_thread(self.consolidator.receipts.listing)
         workspace = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
         wanted = [
             r
@@ -124,7 +125,9 @@ class ConsolidationMethods:
             and workspace in (None, r.target.workspace)
             and params.review in (None, r.review)
         ]
-        return ReceiptsResult(receipts=wanted)
+        # An unreadable file's session and workspace are unknown; its review is its name.
+        unreadable = [e for e in errors if params.review in (None, Path(e.path).stem)]
+        return ReceiptsResult(receipts=wanted, errors=unreadable)
 
     async def read_settings(self, params: Empty) -> ModelSettings:
         return await asyncio.to_thread(self._model_settings)

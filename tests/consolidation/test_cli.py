@@ -92,3 +92,19 @@ def test_an_invalid_settings_file_is_a_refusal_naming_the_key_and_line(
     assert "consolidation.timeout_second: unknown key" in err and fake.count == 0
     code, out, _ = run(home, "receipts")
     assert out.strip() == "0 receipt(s)", "a refusal leaves no receipt"
+
+
+def test_a_damaged_receipt_is_reported_and_refuses_its_review(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    _, out, _ = run(home, "consolidate", source.id, "--json")
+    path = home.root / "memory" / "reviews" / f"{json.loads(out)['review']}.md"
+    path.write_text(path.read_text().replace("status: committed", "status: [broken", 1))
+    code, out, _ = run(home, "receipts", "--json")
+    listed = json.loads(out)
+    assert code == 0 and listed["receipts"] == [] and [e["path"] for e in listed["errors"]] == [str(path)]
+    assert listed["errors"][0]["message"].startswith("not a valid receipt (")
+    code, _, err = run(home, "consolidate", source.id)
+    assert code == 2 and f"\nremem: UNREADABLE: {path}: not a valid receipt" in err and fake.count == 1
+    assert "fix or remove it" in err and "Traceback" not in err
