@@ -4,6 +4,10 @@ The editor features (code actions, lenses, hover, links, completion, symbols) se
 files of this home's memory folder: `GLOBAL.md`, and each workspace's records and `MEMORY.md`.
 Positions are LSP positions (UTF-16), with lines broken exactly where the validator breaks them,
 so a feature's ranges and the diagnostics' ranges always agree.
+
+A document is the file its own URI names (`path_of`), and is answered under that URI. pygls keys
+its open documents by their URI decoded, which is no URI (`x%23y.md` decoded is `x#y.md`, a
+fragment), and compares no paths: `open_documents` finds them by path, whatever the encoding.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls import uris
+from pygls.workspace import TextDocument
 
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import INDEX_FILE, RecordType, record_name_of, render_record
@@ -58,11 +63,20 @@ def memory_file(ls: RememServer, uri: str) -> MemoryFile | None:
     return MemoryFile(Kind.RECORD, path) if record_name_of(path.name) is not None else None
 
 
+def open_documents(ls: RememServer) -> dict[Path, TextDocument]:
+    """The documents the editor has open, by the file each one's own URI names."""
+    documents = ls.workspace.text_documents.values()
+    return {path: document for document in documents if (path := path_of(document.uri)) is not None}
+
+
 def text_of(ls: RememServer, path: Path) -> str | None:
     """The editor's text of `path` if it is open, else the file's; None if there is no file."""
-    uri = path.as_uri()
-    if uri in ls.workspace.text_documents:
-        return ls.workspace.get_text_document(uri).source
+    document = open_documents(ls).get(path)
+    return document.source if document is not None else _file_text(path)
+
+
+def _file_text(path: Path) -> str | None:
+    """The text of the file at `path`; None if there is no file."""
     if path.is_symlink():  # never followed: it could lead out of REMEM_HOME (the store refuses it too)
         return None
     try:
@@ -74,9 +88,9 @@ def text_of(ls: RememServer, path: Path) -> str | None:
 def record_texts(ls: RememServer, folder: Path) -> dict[str, str]:
     """Every record of a workspace folder by file name, the editor's texts standing in for files."""
     names = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
-    opened = (path_of(uri) for uri in ls.workspace.text_documents)
-    names |= {path.name for path in opened if path is not None and path.parent == folder}
-    texts = {name: text_of(ls, folder / name) for name in sorted(names) if record_name_of(name) is not None}
+    opened = {path.name: doc.source for path, doc in open_documents(ls).items() if path.parent == folder}
+    records = sorted(name for name in names | opened.keys() if record_name_of(name) is not None)
+    texts = {name: opened[name] if name in opened else _file_text(folder / name) for name in records}
     return {name: text for name, text in texts.items() if text is not None}
 
 

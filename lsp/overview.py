@@ -14,7 +14,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.protocol.overview import MemoryOverview
 from remem.daemon.protocol.rpc import OverviewParams
 
-from .documents import path_of
+from .documents import open_documents
 from .server import RememServer
 
 
@@ -31,8 +31,4 @@ async def memory_overview(ls: RememServer, cwd: str) -> MemoryOverview:
 
 def _open_texts(ls: RememServer, folder: Path) -> dict[str, str]:
     """The texts the editor has open in `folder`, by file name: what the user sees."""
-    return {
-        path.name: document.source
-        for uri, document in ls.workspace.text_documents.items()
-        if (path := path_of(uri)) is not None and path.parent == folder
-    }
+    return {path.name: doc.source for path, doc in open_documents(ls).items() if path.parent == folder}

@@ -41,6 +41,7 @@ from ..documents import (
     lsp_range,
     memory_file,
     offset_at,
+    open_documents,
     record_texts,
     valid_name,
     whole_lines,
@@ -293,7 +294,7 @@ def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[type
     written = context.current("name")
     if written is not None and _can_rename(context):
         target = context.file.path.with_name(f"{written}{RECORD_SUFFIX}")
-        if not target.exists() and target.as_uri() not in context.ls.workspace.text_documents:
+        if not target.exists() and target not in open_documents(context.ls):
             rename = types.RenameFile(
                 kind="rename",
                 old_uri=context.uri,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.workspace import TextDocument
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
@@ -24,7 +25,7 @@ from remem.daemon.memory.validation import validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
 from ..daemon_link import RECONNECTED
-from ..documents import path_of, workspace_folder
+from ..documents import open_documents, path_of, workspace_folder
 from ..rule_docs import PREFIX, rule_href
 from ..server import RememServer
 
@@ -39,15 +40,15 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, only a lone one: JSON pa
 def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RememServer, params: types.DidOpenTextDocumentParams) -> None:
-        refresh(ls, params.text_document.uri)
+        refresh(ls, path_of(params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RememServer, params: types.DidChangeTextDocumentParams) -> None:
-        refresh(ls, params.text_document.uri)
+        refresh(ls, path_of(params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: RememServer, params: types.DidSaveTextDocumentParams) -> None:
-        refresh(ls, params.text_document.uri)
+        refresh(ls, path_of(params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RememServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -73,31 +74,37 @@ def _memory_changed(ls: RememServer, news: dict[str, Any]) -> None:
 
 
 def _refresh_open(ls: RememServer) -> None:
-    for uri in list(ls.workspace.text_documents):
-        refresh(ls, uri)
+    for path in list(open_documents(ls)):
+        refresh(ls, path)
 
 
-def refresh(ls: RememServer, uri: str) -> None:
-    path = path_of(uri)
+def refresh(ls: RememServer, path: Path | None) -> None:
+    """Diagnose the memory file at `path` and, for a workspace's, the folder's open documents."""
     if path is None:
         return
     if path == ls.home.global_file:
         refresh_global(ls)
     elif path == ls.home.settings_file:
-        text, unencodable = _as_utf8(ls.workspace.get_text_document(uri).source)
-        _publish(ls, uri, unencodable + settings_problems(text))
+        _refresh_settings(ls)
     elif workspace_folder(ls, path) is not None:
         _publish_folder(ls, path.parent)
 
 
 def refresh_global(ls: RememServer) -> None:
     """Diagnose `GLOBAL.md` if the editor has it open."""
-    uri = ls.home.global_file.as_uri()
-    if uri in ls.workspace.text_documents:
-        text, unencodable = _as_utf8(ls.workspace.get_text_document(uri).source)
+    document = open_documents(ls).get(ls.home.global_file)
+    if document is not None:
+        text, unencodable = _as_utf8(document.source)
         found = [FILE_TOO_LARGE] if too_large(text) else unencodable + validate_global(text, secrets=True)
         kept = unmerged_saves(GLOBAL_FILE, listing(ls.home.global_file.parent, ls.lint_cache))
-        _publish(ls, uri, found + kept)
+        _publish(ls, document, found + kept)
+
+
+def _refresh_settings(ls: RememServer) -> None:
+    document = open_documents(ls).get(ls.home.settings_file)
+    if document is not None:
+        text, unencodable = _as_utf8(document.source)
+        _publish(ls, document, unencodable + settings_problems(text))
 
 
 def settings_problems(text: str) -> list[Diagnostic]:
@@ -123,16 +130,12 @@ def settings_problems(text: str) -> list[Diagnostic]:
 
 def _publish_folder(ls: RememServer, folder: Path) -> None:
     """Validate the folder with the editor's texts and publish for each document open in it."""
-    open_here = {
-        path.name: (uri, document.source)
-        for uri, document in ls.workspace.text_documents.items()
-        if (path := path_of(uri)) is not None and path.parent == folder
-    }
-    encoded = {name: _as_utf8(text) for name, (_, text) in open_here.items()}
+    open_here = {path.name: doc for path, doc in open_documents(ls).items() if path.parent == folder}
+    encoded = {name: _as_utf8(document.source) for name, document in open_here.items()}
     edited = {name: text for name, (text, _) in encoded.items()}
     reports = lint_workspace_folder(folder, edited, ls.lint_cache)
-    for name, (uri, _) in open_here.items():
-        _publish(ls, uri, encoded[name][1] + reports.get(name, []))
+    for name, document in open_here.items():
+        _publish(ls, document, encoded[name][1] + reports.get(name, []))
 
 
 def _as_utf8(text: str) -> tuple[str, list[Diagnostic]]:
@@ -156,11 +159,11 @@ def _described(code: str) -> types.CodeDescription | None:
     return None if href is None else types.CodeDescription(href=href)
 
 
-def _publish(ls: RememServer, uri: str, found: list[Diagnostic]) -> None:
+def _publish(ls: RememServer, document: TextDocument, found: list[Diagnostic]) -> None:
+    # Under the URI the editor opened the document with: pygls's key for it is decoded.
     items = [_lsp_diagnostic(d) for d in found]
-    document = ls.workspace.get_text_document(uri)
     ls.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=items)
+        types.PublishDiagnosticsParams(uri=document.uri, version=document.version, diagnostics=items)
     )
 
 
