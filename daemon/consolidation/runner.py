@@ -341,6 +341,10 @@ class Consolidator:
             return Refused(
                 "AMBIGUOUS", f"session id {session_id} exists more than once: {', '.join(clashes)}"
             )
+        damaged = next((e for e in errors if _names(e.path, session_id)), None)
+        if damaged is not None:
+            why = f"{damaged.path}: {damaged.message}"
+            return Refused("UNREADABLE", f"session {session_id} cannot be read: {why}")
         return Refused("NOT_FOUND", f"no session {session_id} in the configured session roots")
 
     def _still_same(self, source: _Input) -> bool:
@@ -406,6 +410,13 @@ class Consolidator:
             # Retries are bounded: the attempt's own timeout is the user's budget.
             self._clients[key] = AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=2)
         return self._clients[key]
+
+
+def _names(path: str, session_id: str) -> bool:
+    """Whether a log's path is that session's: its folder (DSH) or its file name (Claude Code's
+    `<id>.jsonl`, Codex's `rollout-<time>-<id>.jsonl`) is the id."""
+    stems = [part.split(".")[0] for part in Path(path).parts]
+    return any(stem == session_id or stem.endswith(f"-{session_id}") for stem in stems)
 
 
 def _read_source(entry: Entry, session_id: str, idle_seconds: int) -> SessionLog | HarnessFile:

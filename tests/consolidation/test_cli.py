@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +12,7 @@ from remem.daemon.cli import cli
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, status, tool_call
 
-from .conftest import KEY_ENV, Source, proposal, put
+from .conftest import KEY_ENV, OLD, Source, proposal, put
 
 
 def run(home: Home, *args: str) -> tuple[int, str, str]:
@@ -108,3 +109,14 @@ def test_a_damaged_receipt_is_reported_and_refuses_its_review(
     code, _, err = run(home, "consolidate", source.id)
     assert code == 2 and f"\nremem: UNREADABLE: {path}: not a valid receipt" in err and fake.count == 1
     assert "fix or remove it" in err and "Traceback" not in err
+
+
+def test_a_damaged_session_is_unreadable_not_missing(home: Home, fake: FakeOpenAI, source: Source) -> None:
+    data = bytearray(source.path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 2] = bytes(b ^ 0xFF for b in data[middle : middle + 2])
+    source.path.write_bytes(bytes(data))
+    os.utime(source.path, (OLD, OLD))
+    code, _, err = run(home, "consolidate", source.id)
+    assert code == 2 and f"remem: UNREADABLE: session {source.id} cannot be read: {source.path}: " in err
+    assert fake.count == 0
