@@ -18,7 +18,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict types too: coerced, `"yes"` would confirm a branch and `"2"` would name a turn.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _absolute(value: str) -> str:

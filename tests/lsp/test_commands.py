@@ -130,6 +130,11 @@ async def test_selecting_a_model_changes_the_route(editor: Editor) -> None:
             "`turn`: Input should be greater than or equal to 1",
         ),
         ("remem.lsp.fork", [["s", 2]], "Input should be a valid dictionary"),
+        # Wrong JSON types are refused, never coerced: `"yes"` would branch without asking.
+        ("remem.lsp.fork", [{"session": "s", "turn": 1, "confirmed": "yes"}], "`confirmed`: Input should be"),
+        ("remem.lsp.fork", [{"session": "s", "turn": "2"}], "`turn`: Input should be a valid integer"),
+        ("remem.lsp.fork", [{"session": "s", "turn": 2.0}], "`turn`: Input should be a valid integer"),
+        ("remem.lsp.regenerateIndex", [{"cwd": "/p", "announce": "no"}], "`announce`: Input should be"),
         ("remem.lsp.consolidate", [{}], "give either `session` (an id) or `cwd`"),
         ("remem.lsp.consolidate", [{"cwd": "here"}], "`cwd`: Value error, must be an absolute path"),
         (
