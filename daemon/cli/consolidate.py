@@ -93,7 +93,10 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  changes: {names}  ({r.review[:12]})")
         if error:
             say(f"    {one_line(error)}")
-    say(f"{len(found.receipts)} receipt(s)")
+    for bad in found.errors:
+        say(f"error: {one_line(bad.path)}: {one_line(bad.message)}", err=True)
+    unreadable = f", {len(found.errors)} unreadable" if found.errors else ""
+    say(f"{len(found.receipts)} receipt(s){unreadable}")
 
 
 @click.group()

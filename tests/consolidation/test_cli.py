@@ -106,6 +106,10 @@ def test_a_damaged_receipt_is_reported_and_refuses_its_review(
     listed = json.loads(out)
     assert code == 0 and listed["receipts"] == [] and [e["path"] for e in listed["errors"]] == [str(path)]
     assert listed["errors"][0]["message"].startswith("not a valid receipt (")
+    code, out, err = run(home, "receipts")
+    assert out == "0 receipt(s), 1 unreadable\n" and err.startswith(
+        f"error: {path}: not a valid receipt ("
+    ), err
     code, _, err = run(home, "consolidate", source.id)
     assert code == 2 and f"\nremem: UNREADABLE: {path}: not a valid receipt" in err and fake.count == 1
     assert "fix or remove it" in err and "Traceback" not in err
