@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.consolidation.models import list_models
 from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.consolidation.route import Route
 from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
@@ -111,3 +113,13 @@ def test_a_login_in_the_base_url_is_never_reported(
         error = _failed_with(home, tmp_path, f"http://alice:hunter2@{host}/v1")
     assert "hunter2" not in error and "alice" not in error
     assert error.endswith(f"(asked http://[redacted userinfo]@{host}/v1)")
+
+
+def test_a_base_url_that_is_no_url_lists_no_models_and_says_so() -> None:
+    route = Route(
+        provider="mine", model="m", base_url="http://alice:hunter2@[::1", api_key="k",
+        max_tokens=10, timeout_seconds=5, max_input_bytes=1000, debug=False,
+    )  # fmt: skip
+    models, note = asyncio.run(list_models(route))
+    assert models == [] and note is not None and "hunter2" not in note
+    assert note.startswith("mine's base_url http://[redacted userinfo]@[::1 is not a valid URL")
