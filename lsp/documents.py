@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls import uris
@@ -67,6 +68,16 @@ def open_documents(ls: RememServer) -> dict[Path, TextDocument]:
     """The documents the editor has open, by the file each one's own URI names."""
     documents = ls.workspace.text_documents.values()
     return {path: document for document in documents if (path := path_of(document.uri)) is not None}
+
+
+def opened(ls: RememServer, uri: str) -> TextDocument | None:
+    """The document the editor has open at `uri`; None if it has not opened it.
+
+    Never pygls's `get_text_document`, which reads a file for a document that is not open (a
+    `remem-session:` URI as a path at the disk's root): a feature answers on what the editor shows.
+    """
+    wanted = unquote(uri)  # however the editor encoded it this time
+    return next((d for d in ls.workspace.text_documents.values() if unquote(d.uri) == wanted), None)
 
 
 def text_of(ls: RememServer, path: Path) -> str | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 from lsprotocol import types
 from pygls.capabilities import get_capability
+from pygls.workspace import TextDocument
 
 from remem.daemon import safe_yaml
 from remem.daemon.memory.canonical import canonicalize
@@ -42,6 +43,7 @@ from ..documents import (
     memory_file,
     offset_at,
     open_documents,
+    opened,
     record_texts,
     valid_name,
     whole_lines,
@@ -61,9 +63,10 @@ def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=_KINDS))
     def code_action(ls: RememServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         file = memory_file(ls, params.text_document.uri)
-        if file is None:
+        document = opened(ls, params.text_document.uri)
+        if file is None or document is None:
             return None
-        context = _Context.of(ls, file, params.text_document.uri)
+        context = _Context.of(ls, file, document)
         actions = _quick_fixes(context, params.context.diagnostics) + _source_actions(context)
         return [a for a in actions if _wanted(a, params.context.only)]
 
@@ -79,11 +82,10 @@ class _Context:
     front: FrontMatter | None
 
     @classmethod
-    def of(cls, ls: RememServer, file: MemoryFile, uri: str) -> _Context:
-        document = ls.workspace.get_text_document(uri)
+    def of(cls, ls: RememServer, file: MemoryFile, document: TextDocument) -> _Context:
         lines = lines_of(document.source)
         front = locate(lines) if file.kind is Kind.RECORD else None
-        return cls(ls, file, uri, document.version, document.source, lines, front)
+        return cls(ls, file, document.uri, document.version, document.source, lines, front)
 
     def edit(self, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
         """An edit of this document; versioned when the client can check the version."""

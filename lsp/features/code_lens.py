@@ -17,12 +17,13 @@ from collections.abc import Mapping
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.workspace import TextDocument
 
 from remem.daemon.memory.validation import parse_record
 from remem.daemon.protocol.rpc import SessionParams
 
 from .. import ids
-from ..documents import Kind, MemoryFile, lines_of, memory_file
+from ..documents import Kind, MemoryFile, lines_of, memory_file, opened
 from ..provenance import history
 from ..server import RememServer
 from ..transcripts import TURN_HEADING, session_of
@@ -32,23 +33,26 @@ def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls: RememServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
         uri = params.text_document.uri
+        document = opened(ls, uri)
+        if document is None:
+            return None
         session = session_of(uri)
         if session is not None:
-            return await _transcript_lenses(ls, uri, session)
+            return await _transcript_lenses(ls, document, session)
         file = memory_file(ls, uri)
         if file is None or file.kind is not Kind.RECORD:
             return None
-        return await _provenance_lenses(ls, uri, file)
+        return await _provenance_lenses(ls, document, file)
 
 
-async def _transcript_lenses(ls: RememServer, uri: str, session: str) -> list[types.CodeLens]:
+async def _transcript_lenses(ls: RememServer, document: TextDocument, session: str) -> list[types.CodeLens]:
     try:
         answer = await ls.link.api.session_turns(SessionParams(id=session))
     except JsonRpcException:
         return []  # no daemon, or the session is gone: none of these lenses could run
     forkable = {row.turn for row in answer.turns if row.forkable}
     lenses = [_lens(0, "Consolidate this session", ids.CONSOLIDATE, {"session": session})]
-    for turn, line in _turn_ends(lines_of(ls.workspace.get_text_document(uri).source)):
+    for turn, line in _turn_ends(lines_of(document.source)):
         if turn in forkable:
             target = {"session": session, "turn": turn}
             lenses.append(_lens(line, f"Branch after turn {turn}", ids.BRANCH_FROM_TURN, target))
@@ -63,8 +67,10 @@ def _turn_ends(lines: list[str]) -> list[tuple[int, int]]:
     return [(int(m.group(1)), ends[n]) for n, line in enumerate(lines) if (m := TURN_HEADING.match(line))]
 
 
-async def _provenance_lenses(ls: RememServer, uri: str, file: MemoryFile) -> list[types.CodeLens]:
-    record = parse_record(ls.workspace.get_text_document(uri).source, file.path.name).record
+async def _provenance_lenses(
+    ls: RememServer, document: TextDocument, file: MemoryFile
+) -> list[types.CodeLens]:
+    record = parse_record(document.source, file.path.name).record
     if record is None:
         return []
     found = (await history(ls, file.key, record)).provenance

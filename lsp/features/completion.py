@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, TYPE_MEANINGS
 
-from ..documents import Kind, MemoryFile, file_name_as_record, lines_of, memory_file, offset_at
+from ..documents import Kind, MemoryFile, file_name_as_record, lines_of, memory_file, offset_at, opened
 from ..front_matter import FrontMatter, locate
 from ..server import RememServer
 
@@ -27,9 +27,10 @@ def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[":"]))
     def completion(ls: RememServer, params: types.CompletionParams) -> list[types.CompletionItem] | None:
         file = memory_file(ls, params.text_document.uri)
-        if file is None or file.kind is not Kind.RECORD:
+        document = opened(ls, params.text_document.uri)
+        if file is None or file.kind is not Kind.RECORD or document is None:
             return None
-        text = ls.workspace.get_text_document(params.text_document.uri).source
+        text = document.source
         lines = lines_of(text)
         front = locate(lines, open_ended=True)
         line = params.position.line

@@ -13,7 +13,17 @@ from remem.daemon.memory.diagnostics import Severity, TextPositions
 from remem.daemon.memory.record import TYPE_MEANINGS, RecordType
 from remem.daemon.memory.validation import ParsedRecord, parse_record
 
-from ..documents import Kind, MemoryFile, lines_of, lsp_range, memory_file, offset_at, text_of, whole_lines
+from ..documents import (
+    Kind,
+    MemoryFile,
+    lines_of,
+    lsp_range,
+    memory_file,
+    offset_at,
+    opened,
+    text_of,
+    whole_lines,
+)
 from ..front_matter import locate
 from ..provenance import History, history
 from ..server import RememServer
@@ -24,9 +34,10 @@ def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: RememServer, params: types.HoverParams) -> types.Hover | None:
         file = memory_file(ls, params.text_document.uri)
-        if file is None or file.kind is Kind.GLOBAL:
+        document = opened(ls, params.text_document.uri)
+        if file is None or file.kind is Kind.GLOBAL or document is None:
             return None
-        text = ls.workspace.get_text_document(params.text_document.uri).source
+        text = document.source
         found = _target(file, text, params.position)
         if found is None:
             return None

@@ -17,7 +17,7 @@ from lsprotocol import types
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import record_name_of
 
-from ..documents import Kind, lsp_range, memory_file
+from ..documents import Kind, lsp_range, memory_file, opened
 from ..server import RememServer
 
 _LINK = re.compile(r"\[([^\]\r\n]+)\]\(([^)\s]+)\)")
@@ -37,9 +37,10 @@ def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_LINK, types.DocumentLinkOptions(resolve_provider=False))
     def document_link(ls: RememServer, params: types.DocumentLinkParams) -> list[types.DocumentLink] | None:
         file = memory_file(ls, params.text_document.uri)
-        if file is None or file.kind is not Kind.INDEX:
+        document = opened(ls, params.text_document.uri)
+        if file is None or file.kind is not Kind.INDEX or document is None:
             return None
-        text = ls.workspace.get_text_document(params.text_document.uri).source
+        text = document.source
         positions = TextPositions(text)
         return [
             types.DocumentLink(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
-from ..documents import Kind, lines_of, memory_file
+from ..documents import Kind, lines_of, memory_file, opened
 from ..server import RememServer
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
@@ -34,9 +34,10 @@ def register(server: RememServer) -> None:
         ls: RememServer, params: types.DocumentSymbolParams
     ) -> list[types.DocumentSymbol] | list[types.SymbolInformation] | None:
         file = memory_file(ls, params.text_document.uri)
-        if file is None or file.kind is not Kind.GLOBAL:
+        document = opened(ls, params.text_document.uri)
+        if file is None or file.kind is not Kind.GLOBAL or document is None:
             return None
-        lines = lines_of(ls.workspace.get_text_document(params.text_document.uri).source)
+        lines = lines_of(document.source)
         found = headings(lines)
         hierarchical = "text_document.document_symbol.hierarchical_document_symbol_support"
         if get_capability(ls.client_capabilities, hierarchical, False):
