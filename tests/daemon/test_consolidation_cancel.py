@@ -1,9 +1,14 @@
 """A cancel that arrives before the review has begun still gets the run an answer; one that
-arrives while two runs of a session overlap stops both."""
+arrives while two runs of a session overlap stops both; Ctrl-C on the CLI is one too."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,69 +19,92 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, RpcError
-from tests.consolidation.conftest import KEY_ENV, configure, proposal, put, write_source
+from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.waiting import until
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_cancel_before_the_review_began_answers_the_run(
+@pytest.fixture
+def served(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[tuple[FakeOpenAI, Source]]:
+    """A home its daemon serves, whose one session the fake model is set to review."""
     monkeypatch.setenv(KEY_ENV, "sk-test")
     monkeypatch.delenv(NO_DAEMON_ENV)
     with FakeOpenAI(api_key="sk-test") as fake:
         root = tmp_path / "dsh-sessions"
         configure(home, fake, root)
         home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
-        source = write_source(root, str(tmp_path / "project"))
+        yield fake, write_source(root, str(tmp_path / "project"))
 
-        async def scenario() -> tuple[object, dict[str, object]]:
-            client = await AsyncDaemonClient.open(home)
-            # Sent together: the daemon reads both before the run reaches its first wait.
-            run = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
-            cancel = asyncio.ensure_future(client.call("consolidation/cancel", {"session": source.id}))
-            answered = await asyncio.wait_for(asyncio.gather(run, return_exceptions=True), 30)
-            cancelled = await cancel
-            await client.close()
-            return answered[0], cancelled
 
-        outcome, cancelled = asyncio.run(scenario())
-        assert cancelled == {"cancelled": True} and fake.count == 0
-        assert isinstance(outcome, RpcError) and outcome.code == CONSOLIDATION_REFUSED
-        assert outcome.data == {"code": "CANCELLED"} and "before the model was asked" in outcome.message
+def test_a_cancel_before_the_review_began_answers_the_run(
+    home: Home, served: tuple[FakeOpenAI, Source]
+) -> None:
+    fake, source = served
+
+    async def scenario() -> tuple[object, dict[str, object]]:
+        client = await AsyncDaemonClient.open(home)
+        # Sent together: the daemon reads both before the run reaches its first wait.
+        run = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
+        cancel = asyncio.ensure_future(client.call("consolidation/cancel", {"session": source.id}))
+        answered = await asyncio.wait_for(asyncio.gather(run, return_exceptions=True), 30)
+        cancelled = await cancel
+        await client.close()
+        return answered[0], cancelled
+
+    outcome, cancelled = asyncio.run(scenario())
+    assert cancelled == {"cancelled": True} and fake.count == 0
+    assert isinstance(outcome, RpcError) and outcome.code == CONSOLIDATION_REFUSED
+    assert outcome.data == {"code": "CANCELLED"} and "before the model was asked" in outcome.message
 
 
 def test_a_cancel_stops_the_run_asking_the_model_and_the_one_queued_behind_it(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, served: tuple[FakeOpenAI, Source]
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    monkeypatch.delenv(NO_DAEMON_ENV)
-    with FakeOpenAI(api_key="sk-test") as fake:
-        root = tmp_path / "dsh-sessions"
-        configure(home, fake, root)
-        home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
-        source = write_source(root, str(tmp_path / "project"))
-        # Uncancelled, the first run would commit this once the second one is queued.
-        fake.reply(slow(3, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    fake, source = served
+    # Uncancelled, the first run would commit this once the second one is queued.
+    fake.reply(slow(3, tool_call(proposal(put("prefer-uv", source.evidence())))))
 
-        async def scenario() -> tuple[list[object], dict[str, object]]:
-            frozen: list[object] = []
-            client = await AsyncDaemonClient.open(
-                home, listener=lambda m, p: frozen.append(p) if p.get("phase") == "freezing" else None
-            )
-            first = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
-            await until(lambda: fake.count == 1, what="the first run to ask the model")
-            second = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
-            await until(lambda: len(frozen) == 2, what="the second run to start")
-            cancelled = await client.call("consolidation/cancel", {"session": source.id})
-            answers = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 30)
-            await client.close()
-            return answers, cancelled
+    async def scenario() -> tuple[list[object], dict[str, object]]:
+        frozen: list[object] = []
+        client = await AsyncDaemonClient.open(
+            home, listener=lambda m, p: frozen.append(p) if p.get("phase") == "freezing" else None
+        )
+        first = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
+        await until(lambda: fake.count == 1, what="the first run to ask the model")
+        second = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
+        await until(lambda: len(frozen) == 2, what="the second run to start")
+        cancelled = await client.call("consolidation/cancel", {"session": source.id})
+        answers = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 30)
+        await client.close()
+        return answers, cancelled
 
-        (first, second), cancelled = asyncio.run(scenario())
+    (first, second), cancelled = asyncio.run(scenario())
     assert cancelled == {"cancelled": True} and fake.count == 1
     assert isinstance(first, dict) and first["status"] == "cancelled", first
     assert isinstance(second, RpcError) and second.data == {"code": "CANCELLED"}, second
+    assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
+
+
+def test_an_interrupted_consolidate_cancels_the_review_in_the_daemon(
+    home: Home, served: tuple[FakeOpenAI, Source]
+) -> None:
+    """Ctrl-C on `remem consolidate` ends the client; the daemon's review must end too."""
+    fake, source = served
+    fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
+    running = subprocess.Popen([*command, "consolidate", source.id], stderr=subprocess.PIPE, text=True)
+    assert running.stderr is not None
+    for line in running.stderr:  # the model has been asked: the review is under way
+        if "model-step" in line:
+            break
+    running.send_signal(signal.SIGINT)
+    err = running.stderr.read()
+    assert running.wait(30) == 1 and "the daemon cancelled the review" in err, err
+    listed = subprocess.run([*command, "receipts", "--json"], capture_output=True, text=True)
+    [receipt] = json.loads(listed.stdout)["receipts"]
+    assert receipt["status"] == "cancelled" and receipt["changes"] == []
     assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []

@@ -7,16 +7,20 @@ lines broken at CRLF, CR or LF), so a wrong range from the server shows up as a 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
+import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Union
 
+import pytest_lsp
 from cattrs import Converter
 from lsprotocol import types
 from pygls.protocol import default_converter
-from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 from remem.daemon.home import Home
@@ -48,6 +52,30 @@ def _converter() -> Converter:
 
     converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_action)  # noqa: UP007
     return converter
+
+
+def own_home(prefix: str) -> Home:
+    """A test module's own home; should its fixture fail to stop the daemon its server starts,
+    the daemon stops itself after two idle minutes."""
+    home = Home(Path(tempfile.mkdtemp(prefix=prefix)) / "home").ensure_layout()
+    home.settings_file.write_text("daemon:\n  idle_minutes: 2\n")
+    return home
+
+
+def module_client(home: Home, client_factory: Callable[[], LanguageClient] = make_client) -> Any:
+    """The module's `client` fixture: one `remem lsp` of `home`, begun and ended around it."""
+    server = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
+    config = ClientServerConfig(
+        server_command=server, server_env=dict(os.environ), client_factory=client_factory
+    )
+
+    @pytest_lsp.fixture(scope="module", config=config)
+    async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+        await begin(lsp_client)
+        yield
+        await end(lsp_client)
+
+    return client
 
 
 async def begin(client: LanguageClient) -> None:

@@ -3,49 +3,33 @@
 from __future__ import annotations
 
 import os
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from remem.daemon.home import Home
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.validation import parse_record
 
 from .editor import (
     apply_edits,
-    begin,
     change,
     close,
     codes,
     edits_for,
-    end,
-    make_client,
+    module_client,
     open_document,
+    own_home,
     record,
     until,
     workspace_folder,
 )
 from .live import stopping_daemon
 
-HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-actions-")) / "home").ensure_layout()
-HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
-SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
+HOME = own_home("remem-lsp-actions-")
+client = module_client(HOME)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ), client_factory=make_client)
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await begin(lsp_client)
-    yield
-    await end(lsp_client)
 
 
 stop_the_daemon = stopping_daemon(HOME)

@@ -7,34 +7,26 @@ no diagnostics the editor could place, and its quick fixes ignored the editor's 
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-from pathlib import Path
-
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from remem.daemon.home import Home
-
-from .editor import apply_edits, begin, codes, edits_for, end, make_client, open_document, record, until
+from .editor import (
+    apply_edits,
+    codes,
+    edits_for,
+    module_client,
+    open_document,
+    own_home,
+    record,
+    until,
+)
 from .editor import workspace_folder as new_workspace_folder
 from .live import stopping_daemon
 
-HOME = Home(Path(tempfile.mkdtemp(prefix="remem lsp #ü-")) / "home").ensure_layout()
-HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
-SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
-CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ), client_factory=make_client)
+HOME = own_home("remem lsp #ü-")
+client = module_client(HOME)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await begin(lsp_client)
-    yield
-    await end(lsp_client)
 
 
 stop_the_daemon = stopping_daemon(HOME)

@@ -7,34 +7,18 @@ request with an internal error (-32603) and a traceback.
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from remem.daemon.home import Home
-
-from .editor import begin, end, workspace_folder
+from .editor import module_client, own_home, workspace_folder
 from .live import stopping_daemon
 
-HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-unopened-")) / "home").ensure_layout()
-HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
-SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
-CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ))
+HOME = own_home("remem-lsp-unopened-")
+client = module_client(HOME)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await begin(lsp_client)
-    yield
-    await end(lsp_client)
 
 
 stop_the_daemon = stopping_daemon(HOME)
