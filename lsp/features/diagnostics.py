@@ -144,13 +144,19 @@ def _as_utf8(text: str) -> tuple[str, list[Diagnostic]]:
     An editor can send one (JSON `"\\ud800"`), though no file can hold it and the validators,
     which encode the text, raise on it. U+FFFD is one code point and one UTF-16 unit as the
     surrogate was, so every position the validators give stays true of the editor's text."""
-    found = _SURROGATE.search(text)
-    if found is None:
+    # A keystroke in a 1 MiB record runs this: an ASCII text (known in O(1)) holds no surrogate,
+    # and the codec finds one three times faster than a regular expression.
+    if text.isascii():
         return text, []
+    try:
+        text.encode("utf-8")
+        return text, []
+    except UnicodeEncodeError as exc:
+        first = exc.start
+    code = ord(text[first])
     text = _SURROGATE.sub("\ufffd", text)
-    code = ord(found.group())
     message = f"the text holds a lone surrogate (U+{code:04X}), which UTF-8 cannot encode; delete it"
-    where = TextPositions(text).range(found.start(), found.end())
+    where = TextPositions(text).range(first, first + 1)
     return text, [diagnostic("encoding", Severity.ERROR, message, where)]
 
 
