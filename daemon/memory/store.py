@@ -223,12 +223,12 @@ class MemoryStore:
         )
 
     def _write_index(self, workspace: WorkspaceId, files: dict[str, bytes]) -> bool:
-        records = self._valid_records(workspace, files)
-        wanted = render_index(records).encode("utf-8")
         target = self.folder(workspace) / INDEX_FILE
+        if not target.parent.is_dir():  # a workspace never committed to has no index to keep
+            return False
+        wanted = render_index(self._valid_records(workspace, files)).encode("utf-8")
         if target.exists() and target.read_bytes() == wanted:
             return False
-        ensure_private_dir(target.parent)
         atomic_write(target, wanted)
         return True
 

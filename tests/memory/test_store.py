@@ -245,6 +245,14 @@ def test_global_replace_conflict_no_change_and_limit(store: MemoryStore) -> None
     assert store.read_global().content == "Be terse.\n"
 
 
+def test_regenerating_the_index_of_a_workspace_never_committed_to_creates_nothing(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    nowhere = WorkspaceId.from_cwd(str(tmp_path / "no-such-project"))
+    assert store.regenerate_index(nowhere) is False
+    assert not store.folder(nowhere).exists()
+
+
 def test_regenerate_index_after_hand_edit(store: MemoryStore, workspace: WorkspaceId) -> None:
     store.commit_workspace(workspace, EMPTY, [put("a-fact")])
     index = store.folder(workspace) / "MEMORY.md"
