@@ -128,7 +128,7 @@ def _each_line(data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Pro
         except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
             if newline < 0:
                 problems.append(
-                    Problem(number, "torn-tail", f"line {number} is being written (no newline yet)")
+                    Problem(number, "torn-tail", f"line {number} has no newline: being written, or torn")
                 )
             else:
                 problems.append(_bad_line(number, raw, exc))
