@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcServerNotInitialized
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import MsgId
 
@@ -46,6 +47,22 @@ class RememProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._commands: dict[MsgId, CommandRequest] = {}
+        self._initialized = False
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
+        result = yield from super().lsp_initialize(params)
+        self._initialized = True
+        return result
+
+    def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
+        # The spec's ServerNotInitialized: before `initialize`, a request would run on settings
+        # not yet known, and a `remem/*` one would even start the daemon for a client that may
+        # never initialize.
+        if not self._initialized and method_name != types.INITIALIZE:
+            self._send_response(msg_id, None, JsonRpcServerNotInitialized().to_response_error())
+            return
+        super()._handle_request(msg_id, method_name, params)
 
     # pygls caches its own with functools.lru_cache, which mypy takes for the method's type.
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
