@@ -66,6 +66,7 @@ class Daemon:
         self._idle: asyncio.TimerHandle | None = None
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
         self._status_turn = threading.Lock()  # a rewrite in its thread never undoes a forget
+        self._status_blocked = False  # the last rewrite failed (it is tried again at each look)
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
@@ -146,9 +147,18 @@ class Daemon:
                 current = self.paths.status.read_bytes()
             except OSError:
                 current = None
-            if expected is not None and current != expected:
+            if expected is None or current == expected:
+                return
+            if not self._status_blocked:
                 log.warning("%s was %s; rewriting it", self.paths.status, "changed" if current else "removed")
+            try:
                 atomic_write(self.paths.status, expected)
+            except OSError as exc:  # a folder in the way: the keeper must outlive it, and say so once
+                if not self._status_blocked:
+                    log.warning("%s cannot be rewritten (%s); trying again", self.paths.status, exc.strerror)
+                self._status_blocked = True
+            else:
+                self._status_blocked = False
 
     def _forget_status(self) -> None:
         with self._status_turn:

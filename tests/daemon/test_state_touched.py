@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from remem.daemon.server.process import STATUS_CHECK_SECONDS
 from remem.daemon.server.runtime import DaemonPaths
 
 from .helpers import remem, wait_until
@@ -22,7 +24,7 @@ def started(home: Home) -> int:
     return int(json.loads(result.stdout)["pid"])
 
 
-@pytest.mark.parametrize("damage", ["deleted", "garbage", "another daemon's"])
+@pytest.mark.parametrize("damage", ["deleted", "garbage", "another daemon's", "a folder for a while"])
 def test_a_touched_status_file_does_not_cut_clients_off(
     home: Home, damage: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -33,8 +35,13 @@ def test_a_touched_status_file_does_not_cut_clients_off(
         status_file.unlink()
     elif damage == "garbage":
         status_file.write_text("{not json")
-    else:
+    elif damage == "another daemon's":
         status_file.write_text(status_file.read_text().replace(f'"pid":{pid}', '"pid":1'))
+    else:  # the rewrite fails while it stands: the keeper must go on, and put the file back after
+        status_file.unlink()
+        status_file.mkdir()
+        time.sleep(3 * STATUS_CHECK_SECONDS)
+        status_file.rmdir()
     for command in (["daemon", "status", "--json"], ["memory", "show", "--json"]):
         result = remem(home, *command)
         assert result.returncode == 0, result.stderr
