@@ -56,10 +56,11 @@ class Dispatcher:
             method, params = _request_parts(message)
             result = await self._call(method, params)
         except RpcError as exc:
-            return _error(request_id, exc)
+            return None if _is_notification(message) else _error(request_id, exc)
         except Exception:  # a bug in a handler must not take the daemon down
             log.exception("method failed")
-            return _error(request_id, RpcError(INTERNAL_ERROR, "internal error; see the daemon log"))
+            failed = RpcError(INTERNAL_ERROR, "internal error; see the daemon log")
+            return None if _is_notification(message) else _error(request_id, failed)
         if "id" not in message:
             return None
         head = json.dumps({"jsonrpc": "2.0", "id": request_id}, separators=(",", ":")).encode()
@@ -99,8 +100,7 @@ def _request_parts(message: Any) -> tuple[str, Any]:
     method = message.get("method")
     if not isinstance(method, str):
         raise RpcError(INVALID_REQUEST, '"method" must be a string')
-    request_id = message.get("id")
-    if "id" in message and not (request_id is None or isinstance(request_id, (int, str))):
+    if "id" in message and not (message["id"] is None or _is_id(message["id"])):
         raise RpcError(INVALID_REQUEST, '"id" must be a number, a string or null')
     params = message.get("params")
     if params is not None and not isinstance(params, dict):
@@ -108,8 +108,22 @@ def _request_parts(message: Any) -> tuple[str, Any]:
     return method, params
 
 
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)  # True is an int in Python
+
+
+def _is_notification(message: Any) -> bool:
+    """A well-formed message without an id: never answered, even when it fails (JSON-RPC 2.0)."""
+    return (
+        isinstance(message, dict)
+        and "id" not in message
+        and message.get("jsonrpc") == "2.0"
+        and isinstance(message.get("method"), str)
+    )
+
+
 def _error(request_id: Any, error: RpcError) -> bytes:
-    usable = request_id if isinstance(request_id, (int, str)) else None
+    usable = request_id if _is_id(request_id) else None
     return _encode({"jsonrpc": "2.0", "id": usable, "error": error.to_json()})
 
 

@@ -69,3 +69,12 @@ def test_a_nesting_bomb_is_a_parse_error(tmp_path_factory: object) -> None:
         reply = answer(daemon, bomb)
         assert reply is not None and reply["error"]["code"] == -32700, reply
         assert "nested too deeply" in reply["error"]["message"]
+
+
+def test_a_notification_is_never_answered_and_a_boolean_is_no_id(tmp_path_factory: object) -> None:
+    home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
+    daemon = Daemon(home, RunningSettings(home))
+    for failing in ({"method": "nope"}, {"method": "daemon/hello", "params": {}}):  # JSON-RPC 2.0
+        assert answer(daemon, json.dumps({"jsonrpc": "2.0", **failing}).encode()) is None, failing
+    reply = answer(daemon, b'{"jsonrpc": "2.0", "id": true, "method": "daemon/status"}')
+    assert reply is not None and reply["id"] is None and reply["error"]["code"] == -32600
