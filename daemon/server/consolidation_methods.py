@@ -146,9 +146,7 @@ class ConsolidationMethods:
         try:
             return await asyncio.to_thread(update)
         except SettingsConflict as exc:
-            raise refused(
-                "STALE_SETTINGS", f"settings.yml changed meanwhile (now {exc}); read it again"
-            ) from None
+            raise refused("STALE_SETTINGS", str(exc)) from None  # the conflict says it whole
 
     async def set_api_key(self, params: SetApiKeyParams) -> ModelSettings:
         def store() -> ModelSettings:

@@ -9,7 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.cli.backend import Backend
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import RpcError, SelectModelParams
 from tests.fake_openai import FakeOpenAI, status, tool_call
 
 from .conftest import KEY_ENV, OLD, Source, proposal, put
@@ -124,3 +126,14 @@ def test_a_damaged_session_is_unreadable_not_missing(home: Home, fake: FakeOpenA
     code, _, err = run(home, "consolidate", source.id)
     assert code == 2 and f"remem: UNREADABLE: session {source.id} cannot be read: {source.path}: " in err
     assert fake.count == 0
+
+
+def test_a_model_chosen_on_a_stale_revision_is_refused_in_one_sentence(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    stale = SelectModelParams(provider="fake", model="other", expectedRevision="sha256:" + "0" * 64)
+    with pytest.raises(RpcError) as caught:
+        Backend(home, use_daemon=False).api().select_model(stale)
+    assert caught.value.data == {"code": "STALE_SETTINGS"}
+    message = caught.value.message
+    assert message.count("changed meanwhile") == 1 and message.endswith("re-read and retry"), message
