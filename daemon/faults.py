@@ -43,6 +43,8 @@ POINTS: frozenset[str] = frozenset(
         "memory.workspace.mid-rename",
         "memory.workspace.mid-rollback",
         "memory.workspace.before-journal-removal",
+        "sessions.cold-reads.before-share",
+        "sessions.cold-reads.after-share",
         "sessions.writer.after-temp-write",
         "sessions.writer.after-publish",
         "sessions.writer.mid-append",

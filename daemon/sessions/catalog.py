@@ -30,6 +30,7 @@ from ..protocol.sessions import (
     TurnSummary,
 )
 from ..settings import SessionRootSetting, Settings, SettingsStore
+from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_whole
 from .continuations import Continuations
 from .errors import OperationError, SessionLogError, SessionRootError
 from .formats.jsonl import LineTooLong
@@ -45,7 +46,6 @@ from .index import LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
-from .models import SessionHeader
 from .paths import project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
 from .published import PublishedLogs
@@ -55,7 +55,6 @@ from .reader import (
     gc_paused,
     read_appended,
     read_session,
-    skim_session,
     stat_revision,
 )
 from .roots import LogFile, list_logs
@@ -63,11 +62,9 @@ from .sources import Root, all_roots, named_roots
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
-# Projections written to the index per transaction: holding a whole cold listing's (about 50 KB
-# a log) until the end made a daemon's memory peak, and so its idle size, grow with the root.
-INDEX_BATCH = 50
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
 _NEVER = 1 << 63  # a `live_until` the clock never reaches: no liveness hangs on it
+Known = tuple[str, os.stat_result, LogRow | None]  # a log at its `stat`, and its index row if any
 # Told (logs read, logs to read) while a listing indexes what changed.
 Progress = Callable[[int, int], None]
 
@@ -180,7 +177,12 @@ def default_roots(home: Home, configured: Iterable[str | SessionRootSetting]) ->
 
 class SessionCatalog:
     def __init__(
-        self, home: Home, roots: Sequence[Path | Root], idle_seconds: int, memo: ListingMemo | None = None
+        self,
+        home: Home,
+        roots: Sequence[Path | Root],
+        idle_seconds: int,
+        memo: ListingMemo | None = None,
+        cold_reads: ColdReads = SPREAD,
     ) -> None:
         """`roots` in their formats; a bare path's format is recognised by its layout."""
         self.home = home.ensure_layout()
@@ -197,6 +199,7 @@ class SessionCatalog:
         self.published = PublishedLogs(home)
         self._own_root = f"{home.sessions}{os.sep}"
         self.memo = memo
+        self.cold_reads = cold_reads
         # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
         self.continuations = memo.continuations if memo is not None else Continuations()
 
@@ -465,12 +468,20 @@ class SessionCatalog:
         revision = (lambda _, st: stat_revision(st)) if self.memo is None else self.memo.revision
         stale = [not (row is not None and row.revision == revision(path, st)) for path, st, row in known]
         total, done = sum(stale), 0
+
+        def told(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                progress(done, total)
+
+        cold = self._read_cold(known, cwd, told)
         for (path, st, row), changed in zip(known, stale, strict=True):
-            if row is None or changed:
+            if path in cold:
+                row = cold[path]
+            elif row is None or changed:
                 row = self._row_for(path, st, row, cwd, updates)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+                told(1)
             if row is None:
                 continue  # another workspace's log, passed by unread: indexed when it is listed
             if len(updates) >= INDEX_BATCH:
@@ -481,6 +492,8 @@ class SessionCatalog:
             else:
                 seen.append((row, st))
         self._store(updates)
+        if self.memo is not None:
+            self.memo.remember(row for row in cold.values() if row is not None)
         present = {r.path for r, _ in seen} | {e.path for e in errors}
         # Only logs of the folders scanned now can be known gone; rows of other roots (another
         # client's `--root`) or other projects stay for when they are listed again.
@@ -490,6 +503,25 @@ class SessionCatalog:
         if self.memo is not None:
             self.memo.forget(gone)
         return seen, files, errors
+
+    def _read_cold(
+        self, known: list[Known], cwd: str | None, told: Callable[[int], None]
+    ) -> dict[str, LogRow | None]:
+        """What the logs of `known` the index has none of hold, where that is known now: None
+        for another workspace's (passed by unread), the row of each read over processes and
+        stored when there are enough of them (`ColdReads`). The listing reads the rest itself."""
+        cold: list[ColdRead] = []
+        passed: dict[str, LogRow | None] = {}
+        for path, st, row in known:
+            if row is None:
+                fmt = self.format_of(path)
+                if self._elsewhere(path, fmt, cwd):
+                    passed[path] = None
+                else:
+                    cold.append(ColdRead(path, fmt, stat_revision(st), st.st_size))
+        if passed:
+            told(len(passed))
+        return {**passed, **(self.cold_reads.store(self.index, cold, told) if cold else {})}
 
     def _store(self, updates: list[Update]) -> None:
         self.index.put(updates)
@@ -550,10 +582,14 @@ class SessionCatalog:
     ) -> LogRow | None:
         """`_current_row`, or None for a log a glance shows to hold another workspace's session
         than `cwd`'s (DSH logs of other workspaces lie in project folders not even listed)."""
-        fmt = self.format_of(path)
-        if cwd is not None and fmt != "dsh" and HARNESS_SOURCES[fmt].elsewhere(path, cwd):
+        if self._elsewhere(path, self.format_of(path), cwd):
             return None
         return self._current_row(path, st, cached, updates)
+
+    @staticmethod
+    def _elsewhere(path: str, fmt: SessionFormat, cwd: str | None) -> bool:
+        """Whether a glance at `path` shows it to hold another workspace's session than `cwd`'s."""
+        return cwd is not None and fmt != "dsh" and HARNESS_SOURCES[fmt].elsewhere(path, cwd)
 
     def format_of(self, path: str) -> SessionFormat:
         """The format of the root `path` lies in (the innermost, should roots nest)."""
@@ -562,13 +598,13 @@ class SessionCatalog:
 
     def _project(self, path: Path, st: os.stat_result, indexed: bool) -> Update:
         """The log's new index entry; a DSH log's continuation is kept for its next append."""
-        fmt = self.format_of(str(path))
-        if fmt != "dsh":
-            return HARNESS_SOURCES[fmt].index(path, stat_revision(st))
+        cold = ColdRead(str(path), self.format_of(str(path)), stat_revision(st), st.st_size)
+        if cold.format != "dsh":
+            return read_whole(cold)
         try:
-            update = self._continue(path, st, indexed) or _whole(path)
+            update = self._continue(path, st, indexed) or read_whole(cold)
         except SessionLogError as exc:
-            return Update(LogRow(path=str(path), revision=stat_revision(st), error=exc.reason))
+            return Update(LogRow(path=str(path), revision=cold.revision, error=exc.reason))
         if update.state is not None:
             self.continuations.keep(update.row, update.state)
         return update
@@ -608,7 +644,7 @@ class SessionCatalog:
             )
         except NotAppendOnly:
             return None
-        row = _row(path, appended.revision, state.header, projection, appended.digest)
+        row = dsh_row(path, appended.revision, state.header, projection, appended.digest)
         row.turns, row.fork_turn = earlier + len(projection.turns), cached.fork_turn
         new_state = LogState.of(state.header, projection, appended.resume, appended.digest_state)
         return Update(row, new_state, projection.turns, whole=False)
@@ -682,29 +718,3 @@ def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: boo
 def _stale(row: LogRow | None, st: os.stat_result) -> bool:
     """Whether the index row is missing or of another revision than the log's `stat`."""
     return row is None or row.revision != stat_revision(st)
-
-
-def _whole(path: Path) -> Update:
-    projection = Projection()
-    log = skim_session(path, PROJECTED_TYPES, fold=projection.fold)
-    state = LogState.of(log.header, projection, log.resume, log.digest_state)
-    return Update(_row(path, log.revision, log.header, projection, log.digest), state, projection.turns)
-
-
-def _row(path: Path, revision: str, header: SessionHeader, projection: Projection, digest: str) -> LogRow:
-    return LogRow(
-        path=str(path),
-        revision=revision,
-        id=header.id,
-        cwd=header.cwd,
-        created_at=header.createdAt,
-        parent=header.parentSession,
-        origin=header.origin,
-        seed_length=header.seedLength,
-        title=projection.title,
-        turns=len(projection.turns),
-        open_turn=projection.open_turn,
-        fork_turn=projection.fork_turn(header.seedLength),
-        last_seq=projection.lastSeq,
-        digest=digest,
-    )

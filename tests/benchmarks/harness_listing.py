@@ -20,6 +20,7 @@ import msgspec
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
+from remem.daemon.sessions.cold_reads import SPREAD, ColdReads
 from remem.daemon.sessions.formats import claude_code, codex
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root
@@ -27,7 +28,7 @@ from remem.daemon.sessions.sources import Root
 from ..sessions.claude_lines import jsonl, prompt, result, say, use
 from ..sessions.codex_lines import meta, tool_turns
 from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat
-from .sessions import _floors, _forget_index, _orjson_all
+from .sessions import ONE_PROCESS, _floors, _forget_index, _orjson_all
 
 _SESSIONS = 2000
 _WORKSPACE_SESSIONS = 100
@@ -94,14 +95,14 @@ def _decode_all(fmt: str, paths: list[Path]) -> Call:
     return decode
 
 
-def _catalog(home: Path, root: Path, fmt: str) -> SessionCatalog:
-    return SessionCatalog(Home(home), [Root(root, fmt)], idle_seconds=120)  # type: ignore[arg-type]
+def _catalog(home: Path, root: Path, fmt: str, reads: ColdReads = SPREAD) -> SessionCatalog:
+    return SessionCatalog(Home(home), [Root(root, fmt)], idle_seconds=120, cold_reads=reads)  # type: ignore[arg-type]
 
 
-def _cold(home: Path, root: Path, fmt: str, cwd: str | None = None) -> Call:
+def _cold(home: Path, root: Path, fmt: str, cwd: str | None = None, reads: ColdReads = SPREAD) -> Call:
     def listing() -> object:
         _forget_index(home)
-        return _catalog(home, root, fmt).listing(cwd)
+        return _catalog(home, root, fmt, reads).listing(cwd)
 
     return listing
 
@@ -121,8 +122,11 @@ def _list_cold(fmt: str) -> Iterator[Contenders]:
         root = Path(folder)
         paths = _corpus(root / "corpus", fmt, _SESSIONS, (_CWD, *_OTHER_CWDS))
         floor, others = _harness_floors(fmt, paths)
+        alone = repeat(_cold(root / "alone", root / "corpus", fmt, reads=ONE_PROCESS))
         yield Contenders(
-            remem=repeat(_cold(root / "home", root / "corpus", fmt)), baseline=floor, others=others
+            remem=repeat(_cold(root / "home", root / "corpus", fmt)),
+            baseline=floor,
+            others={**others, "one process": alone},
         )
 
 

@@ -20,6 +20,7 @@ import orjson
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
+from remem.daemon.sessions.cold_reads import SPREAD, ColdReads
 from remem.daemon.sessions.envelopes import union_for
 from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.paths import Encoding, encode_segment, project_key
@@ -59,8 +60,12 @@ def _corpus(root: Path, count: int, cwds: tuple[str, ...] = (_CWD,), first: int 
     return paths
 
 
-def _catalog(home: Path, corpus: Path) -> SessionCatalog:
-    return SessionCatalog(Home(home), [corpus], idle_seconds=120)
+# A listing in one process: beside the spread one, what reading over the cores gains (0330).
+ONE_PROCESS = ColdReads(processes=1)
+
+
+def _catalog(home: Path, corpus: Path, reads: ColdReads = SPREAD) -> SessionCatalog:
+    return SessionCatalog(Home(home), [corpus], idle_seconds=120, cold_reads=reads)
 
 
 def _forget_index(home: Path) -> None:
@@ -105,10 +110,10 @@ def _floors(paths: list[Path]) -> tuple[Prepare, dict[str, Prepare]]:
     return repeat(lambda: _orjson_all(paths)), others
 
 
-def _cold_listing(home: Path, corpus: Path, cwd: str | None = None) -> Call:
+def _cold_listing(home: Path, corpus: Path, cwd: str | None = None, reads: ColdReads = SPREAD) -> Call:
     def listing() -> object:
         _forget_index(home)
-        return _catalog(home, corpus).listing(cwd)
+        return _catalog(home, corpus, reads).listing(cwd)
 
     return listing
 
@@ -119,8 +124,11 @@ def _list_cold() -> Iterator[Contenders]:
         root = Path(folder)
         paths = _corpus(root, _SESSIONS)
         floor, others = _floors(paths)
+        alone = repeat(_cold_listing(root / "alone", root / "corpus", reads=ONE_PROCESS))
         yield Contenders(
-            remem=repeat(_cold_listing(root / "home", root / "corpus")), baseline=floor, others=others
+            remem=repeat(_cold_listing(root / "home", root / "corpus")),
+            baseline=floor,
+            others={**others, "one process": alone},
         )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from remem.daemon.home import Home
-from remem.daemon.sessions import catalog as catalog_module
+from remem.daemon.sessions import cold_reads
 from remem.daemon.sessions.catalog import SessionCatalog, SessionNotFound
 from remem.daemon.sessions.index import LogRow, SessionIndex
 from remem.daemon.sessions.paths import Encoding
@@ -44,7 +44,7 @@ def root(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Encoding
 
 def _recording(reads: list[Path]) -> Callable[..., Skim]:
     """`skim_session`, noting each log it reads whole."""
-    real = catalog_module.skim_session
+    real = cold_reads.skim_session
 
     def skim(path: Path, *args: Any, **kwargs: Any) -> Skim:
         reads.append(path)
@@ -85,7 +85,7 @@ def test_warm_listing_reads_no_log(
         write_session(folder, draft, encoding=encoding)
     first = catalog(home, folder).listing()
     reads: list[Path] = []
-    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
+    monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
     assert catalog(home, folder).listing() == first
     assert reads == []
 
@@ -115,7 +115,7 @@ def test_a_grown_log_is_continued_not_reread(
         writer.append(batch)
     before = catalog(home, folder).listing().sessions[0]
     reads: list[Path] = []
-    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
+    monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
     for batch in draft.batches[half:]:
         writer.append(batch)
     grown = catalog(home, folder).listing().sessions[0]
@@ -297,7 +297,7 @@ def test_find_refreshes_only_the_session_it_looks_up(
     catalog(home, folder, other_root).listing()
     write_session(folder, build_session(SessionSpec(seed=2, turns=2, cwd=CWD)))  # not indexed yet
     reads: list[Path] = []
-    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
+    monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
     assert catalog(home, folder).find(known.header.id).summary.id == known.header.id
     assert reads == [], "the new log is indexed by the next listing, not by a lookup"
     with pytest.raises(SessionNotFound):
@@ -338,7 +338,7 @@ def test_listing_other_roots_keeps_their_index_rows(
     catalog(home, one, two).listing()
     catalog(home, one).listing()
     reads: list[Path] = []
-    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
+    monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
     assert len(catalog(home, one, two).listing().sessions) == 2 and reads == []
     shutil.rmtree(gone.parent)
     assert len(catalog(home, one, two).listing().sessions) == 1
@@ -360,7 +360,7 @@ def test_a_workspace_listing_reads_only_its_project_directories(
     (one / "--home-dev-p9--" / "broken").mkdir(parents=True)
     (one / "--home-dev-p9--" / "broken" / "session.jsonl.zstd").write_bytes(b"not a log\n")
     reads: list[Path] = []
-    monkeypatch.setattr(catalog_module, "skim_session", _recording(reads))
+    monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
 
     cat = catalog(home, one, two)
     entries, errors = cat.entries(CWD)

@@ -18,7 +18,7 @@ import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.protocol.sessions import Listing
-from remem.daemon.sessions import catalog as catalog_module
+from remem.daemon.sessions import cold_reads
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.continuations import Continuations
 from remem.daemon.sessions.index import SessionIndex
@@ -68,13 +68,13 @@ def _counting(calls: list[str], real: Callable[..., Any]) -> Callable[..., Any]:
 
 def _whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
-    real = catalog_module.skim_session
+    real = cold_reads.skim_session
 
     def skim(path: Path, *args: Any, **kwargs: Any) -> Skim:
         reads.append(str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(catalog_module, "skim_session", skim)
+    monkeypatch.setattr(cold_reads, "skim_session", skim)
     return reads
 
 
