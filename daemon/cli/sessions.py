@@ -124,15 +124,16 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
     """The turns of a session: number, seq range (DSH) or line range (Claude Code, Codex), status,
     first line of the prompt."""
     with _refusals(as_json):
-        rows = backend.api(roots).session_turns(SessionParams(id=session_id)).turns
+        result = backend.api(roots).session_turns(SessionParams(id=session_id))
     if as_json:
-        emit_json({"turns": [row.model_dump() for row in rows]})
+        emit_json(result.model_dump())
         return
-    for t in rows:
+    unit = "seq" if result.format == "dsh" else "lines"
+    for t in result.turns:
         why = "rolled back" if t.status == ROLLED_BACK else "open"
         mark = "" if t.forkable else f"  ({why}: cannot branch)"
         end = t.endSeq if t.endSeq is not None else "…"
-        say(f"{t.turn:>4}  {t.status:<11} seq {t.startSeq}-{end}  {one_line(t.user)}{mark}")
+        say(f"{t.turn:>4}  {t.status:<11} {unit} {t.startSeq}-{end}  {one_line(t.user)}{mark}")
 
 
 @sessions.command()

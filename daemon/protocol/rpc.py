@@ -28,13 +28,13 @@ from .memory import (
     WorkspaceSnapshot,
 )
 from .overview import MemoryOverview
-from .sessions import FlatNode, ListError, Listing, SessionMeta, TurnSummary
+from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, TurnSummary
 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
 # receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading;
-# 8: the receipt files consolidation/receipts could not read.
-PROTOCOL_VERSION = 8
+# 8: the receipt files consolidation/receipts could not read; 9: a turns answer's format.
+PROTOCOL_VERSION = 9
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -181,6 +181,8 @@ class TreeResult(_Strict):
 
 
 class TurnsResult(_Strict):
+    # What the turns' seqs are: a DSH log's event seqs, or a Claude Code or Codex file's lines.
+    format: SessionFormat
     turns: list[TurnRow]
 
 

@@ -156,9 +156,11 @@ class SessionMethods:
         return review_states(self._receipts.all(), digests)
 
     async def turns(self, params: SessionParams) -> TurnsResult:
-        return await self._run(
-            lambda catalog: TurnsResult(turns=[TurnRow.of(t) for t in catalog.projection(params.id).turns])
-        )
+        def turns(catalog: SessionCatalog) -> TurnsResult:
+            rows = [TurnRow.of(t) for t in catalog.projection(params.id).turns]
+            return TurnsResult(format=catalog.find(params.id).format, turns=rows)
+
+        return await self._run(turns)
 
     async def facts(self, session: str) -> tuple[str | None, list[TurnRow]]:
         """The session's display title and its turns; None and [] when the daemon cannot read it

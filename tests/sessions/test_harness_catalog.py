@@ -288,6 +288,17 @@ def test_liveness_is_a_recent_change(home: Home, roots: dict[str, Path]) -> None
     assert live[SID] and not live[FORK] and not live[TID]
 
 
+@pytest.mark.parametrize(
+    ("session", "fmt", "first"),
+    [(SID, "claude-code", "lines 1-4"), (TID, "codex", "lines 2-6"), ("dsh-1", "dsh", "seq 0-")],
+)
+def test_turns_name_a_harness_files_lines_as_lines_and_a_dsh_logs_seqs_as_seqs(
+    home: Home, roots: dict[str, Path], session: str, fmt: str, first: str
+) -> None:
+    assert json.loads(invoke(home, roots, "turns", session, "--json"))["format"] == fmt
+    assert f"completed   {first}" in invoke(home, roots, "turns", session).splitlines()[0]
+
+
 def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots: dict[str, Path]) -> None:
     rows = json.loads(invoke(home, roots, "turns", SID, "--json"))["turns"]
     assert [(r["turn"], r["startSeq"], r["endSeq"], r["status"], r["forkable"]) for r in rows] == [

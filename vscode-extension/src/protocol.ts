@@ -87,6 +87,7 @@ export interface TurnRow {
 }
 
 export interface TurnsResult {
+  format: SessionFormat;
   turns: TurnRow[];
 }
 
