@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..home import Home
 from ..protocol.sessions import SessionFormat
-from ..settings import SessionRootSetting
 
 if TYPE_CHECKING:
+    # Annotations only: the processes a cold listing spawns import this module, and the
+    # settings' schema is a fifth of their start.
+    from ..settings import SessionRootSetting
     from .index import Update
     from .roots import LogFile, Rejected
 

@@ -1,4 +1,5 @@
-"""What a front end loads: importing the daemon client, and `remem lsp` up to `initialize`.
+"""What a front end loads: importing the daemon client, and `remem lsp` up to `initialize`;
+and what a cold listing's worker process loads.
 
 Neither loads the daemon's own process, handlers, watcher, the MCP server or `remem eval`; the
 client is the wire contract and a socket (at most `CLIENT_MODULES` remem modules), and the
@@ -49,3 +50,13 @@ def test_the_language_server_answers_initialize_without_the_daemons_own_code(tmp
     assert "remem.lsp.server" in loaded
     assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
     assert loaded_anything_of(loaded, imports.NOT_AT_INITIALIZE) == []
+
+
+def test_a_cold_listings_worker_loads_the_readers_not_the_daemons_settings_or_wire() -> None:
+    """A worker starts per cold listing (decision 0330): every module it imports delays it."""
+    loaded = imports.loaded_by_import("remem.daemon.sessions.cold_reads")
+    print(f"import remem.daemon.sessions.cold_reads: {len(loaded)} remem modules")
+    assert "remem.daemon.sessions.reader" in loaded
+    assert "remem.daemon.sessions.formats.claude_code" in loaded
+    assert loaded_anything_of(loaded, ("remem.daemon.settings", "remem.daemon.protocol.rpc")) == []
+    assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
