@@ -3,14 +3,16 @@
 A log read whole costs Python work on every line (decoding is in C, the checks and the fold
 are not), so one process lists at one core's speed: a heavy user's first listing of gigabytes
 would take minutes. `ColdReads` spreads the logs that have no index row yet over worker
-processes, when they are enough to repay starting them (decision 0330). Each worker reads its
-share with the very code a serial listing runs and stores the rows in the index itself, in
-its own transactions, so only the small listing rows travel back. The listing process reads
-shares too while the workers start and run.
+processes, when they are enough to repay starting them (decision 0330). The shares wait in
+one queue, which the workers and the listing's own process take from alike: nothing waits
+with a worker still starting, and a listing the workers cannot help is read here, as fast
+as alone. A worker reads a share with the very code a serial listing runs and stores the
+rows in the index itself, in its own transactions, so only the small listing rows travel
+back.
 
-A worker that dies, or a pool that cannot start, costs time, never a row: the shares left
-are read here, and the listing reads whatever a dead worker held, as it reads any log the
-index does not know. The index is derived data, stored a transaction per batch of rows.
+A worker that dies, or none that can start, costs time, never a row: the shares left are
+read here, and the listing reads whatever a dead worker held, as it reads any log the index
+does not know. The index is derived data, stored a transaction per batch of rows.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections import deque
+import queue
+import signal
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 from pathlib import Path
 
 from ..faults import faultpoint
@@ -38,12 +41,18 @@ log = logging.getLogger("remem.daemon")
 # Rows stored per transaction: holding a whole cold listing's (about 50 KB a log) until the
 # end made a daemon's memory peak, and so its idle size, grow with the root.
 INDEX_BATCH = 50
-# Starting a worker (a fresh interpreter importing the readers) costs about a quarter of a
-# second, in which one process reads some 25 MB of logs: fewer bytes are read here alone.
-MIN_SPREAD_BYTES = 32 << 20
-# A share is about this many bytes of logs: small enough to keep every process busy to the
-# end, large enough that handing it over costs nothing next to reading it.
+# A worker (a fresh interpreter importing the readers) takes about a fifth of a second to
+# start, in which this process reads some 20 MB of logs: less is not worth a worker's start,
+# though it would cost the listing no time (this process reads what no worker has taken).
+MIN_SPREAD_BYTES = 16 << 20
+# What a log costs to open, check and store besides its lines, in bytes of lines read in
+# that time: 2 000 logs of 17 KB took as long as 60 MB of logs of 100 KB.
+LOG_COST_BYTES = 16 << 10
+# A share is at most this many bytes of logs: large enough that handing it over costs nothing
+# next to reading it (the last shares are smaller: `_shares`).
 SHARE_BYTES = 4 << 20
+# How long the listing waits for a worker's answer before it looks whether any is still alive.
+ANSWER_WAIT_SECONDS = 0.05
 # Each process holds its readers (about 40 MB) and a log at a time; past four, a listing's
 # memory grows faster than its speed on the machines remem runs on.
 MAX_PROCESSES = 4
@@ -109,18 +118,17 @@ def store_share(index: SessionIndex, share: Iterable[ColdRead]) -> list[LogRow]:
     return rows
 
 
-_worker_index: SessionIndex | None = None  # a worker's connection, opened by its first share
-
-
-def _work(index_path: Path, share: list[ColdRead]) -> list[LogRow]:
-    """A worker process's part: store a share in the index at `index_path`."""
-    global _worker_index
-    if _worker_index is None:
-        _worker_index = SessionIndex(index_path)
-    faultpoint("sessions.cold-reads.before-share")
-    rows = store_share(_worker_index, share)
-    faultpoint("sessions.cold-reads.after-share")  # stored, not yet answered: read again here
-    return rows
+def _work(index_path: Path, tasks: Queue[list[ColdRead] | None], results: Queue[list[LogRow]]) -> None:
+    """A worker process: store the shares it takes from `tasks` in the index at `index_path`,
+    answering each with its rows, until it takes the end. It dies with a bug, which the
+    listing's own reads then meet again, and raise."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the listing's to handle
+    index = SessionIndex(index_path)
+    while (share := tasks.get()) is not None:
+        faultpoint("sessions.cold-reads.before-share")
+        rows = store_share(index, share)
+        faultpoint("sessions.cold-reads.after-share")  # stored, unanswered: the listing reads it
+        results.put(rows)
 
 
 def default_processes() -> int:
@@ -132,7 +140,8 @@ def default_processes() -> int:
 @dataclass(frozen=True)
 class ColdReads:
     """How a listing reads the logs the index does not know: over `processes` processes (this
-    one included) once they hold `min_bytes`, else here alone; `share_bytes` at a time."""
+    one included) once they cost `min_bytes` (`LOG_COST_BYTES` a log on top of its size), else
+    here alone; in shares costing at most `share_bytes`."""
 
     processes: int = default_processes()
     min_bytes: int = MIN_SPREAD_BYTES
@@ -144,20 +153,12 @@ class ColdReads:
         """The rows of `logs` stored in `index`, when they are worth spreading; `told(n)` hears
         of each `n` logs read. The caller reads each log left out itself: all of them when
         they are not worth it, and those a worker held when it died."""
-        if self.processes < 2 or sum(log.size for log in logs) < self.min_bytes:
+        total = sum(_cost(log) for log in logs)
+        if self.processes < 2 or total < self.min_bytes:
             return {}
-        spread = _Spread(index, deque(_shares(logs, self.share_bytes)), told)
-        workers = self.processes - 1
-        try:
-            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        except OSError as exc:  # no process can start here (a sandbox): every share is read here
-            log.warning("cold listing: no worker process can start (%s); reading in this one", exc)
-            spread.run(None, 0)
-        else:
-            try:
-                spread.run(pool, 2 * workers)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+        shares = _shares(logs, total, self.share_bytes, self.processes)
+        spread = _Spread(index, told)
+        spread.run(shares, self.processes - 1)
         log.info(
             "cold listing: %d logs indexed, %d of them by worker processes",
             len(spread.rows),
@@ -169,69 +170,96 @@ class ColdReads:
 SPREAD = ColdReads()  # over this machine's cores
 
 
-def _shares(logs: list[ColdRead], share_bytes: int) -> Iterable[list[ColdRead]]:
+def _shares(logs: list[ColdRead], total: int, most: int, processes: int) -> list[list[ColdRead]]:
+    """`logs` in shares that shrink as the rest does (at most `most` bytes, at least a log): the
+    last to be taken are small, so no process waits long for another to finish."""
+    shares: list[list[ColdRead]] = []
     share: list[ColdRead] = []
-    size = 0
-    for log in logs:
-        share.append(log)
-        size += log.size
-        if size >= share_bytes:
-            yield share
+    size, left = 0, total
+    for cold in logs:
+        share.append(cold)
+        size += _cost(cold)
+        if size >= min(most, left // (2 * processes)):
+            shares.append(share)
+            left -= size
             share, size = [], 0
     if share:
-        yield share
+        shares.append(share)
+    return shares
+
+
+def _cost(log: ColdRead) -> int:
+    return log.size + LOG_COST_BYTES
 
 
 class _Spread:
-    """A cold listing's shares on their way through the workers and this process."""
+    """A cold listing's shares, taken from one queue by the workers and by this process alike:
+    none waits with a worker that has not started, and this process never waits for one while
+    a share is left."""
 
-    def __init__(
-        self, index: SessionIndex, shares: deque[list[ColdRead]], told: Callable[[int], None]
-    ) -> None:
+    def __init__(self, index: SessionIndex, told: Callable[[int], None]) -> None:
         self.index = index
-        self.shares = shares
         self.told = told
         self.rows: dict[str, LogRow] = {}
         self.by_workers = 0
-        self.running: set[Future[list[LogRow]]] = set()
+        self.done = 0  # shares stored, here or by a worker
 
-    def run(self, pool: ProcessPoolExecutor | None, queued: int) -> None:
-        """Keep `queued` shares with the workers and read the others here, until all are stored."""
-        while self.shares or self.running:
-            while pool is not None and self.shares and len(self.running) < queued:
-                pool = self._hand(pool)
-            if self.shares:
-                self._took(store_share(self.index, self.shares.popleft()))
-                finished = [f for f in self.running if f.done()]
-            else:
-                finished = list(wait(self.running, return_when=FIRST_COMPLETED).done)
-            for future in finished:
-                self.running.discard(future)
-                try:
-                    stored = future.result()
-                except BrokenProcessPool:  # a worker died: the shares left are read here
-                    pool = _lost(pool)
-                else:
-                    self.by_workers += len(stored)
-                    self._took(stored)
-
-    def _hand(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor | None:
-        """Hand the next share to the workers; None once they cannot take it."""
-        share = self.shares.popleft()
+    def run(self, shares: list[list[ColdRead]], workers: int) -> None:
+        context = multiprocessing.get_context("spawn")  # never `fork`: the daemon runs threads
+        tasks: Queue[list[ColdRead] | None] = context.Queue()
+        results: Queue[list[LogRow]] = context.Queue()
+        for share in shares:
+            tasks.put(share)
+        for _ in range(workers + 1):  # an end for each worker, and one for this process
+            tasks.put(None)
+        started: list[BaseProcess] = []
         try:
-            self.running.add(pool.submit(_work, self.index.path, share))
-        except (BrokenProcessPool, OSError):
-            self.shares.appendleft(share)
-            return _lost(pool)
-        return pool
+            for _ in range(workers):
+                process = context.Process(target=_work, args=(self.index.path, tasks, results), daemon=True)
+                process.start()
+                started.append(process)
+        except OSError as exc:  # no process can start here (a sandbox): the rest is read here
+            log.warning("cold listing: no worker process can start (%s); reading in this one", exc)
+        try:
+            self._share_out(tasks, results)
+            self._wait(len(shares), results, started)
+        finally:
+            for worker in started:
+                worker.terminate()  # only one still starting, or dead, is left
+                worker.join()
+            for channel in (tasks, results):
+                channel.close()
+                channel.cancel_join_thread()
+
+    def _share_out(self, tasks: Queue[list[ColdRead] | None], results: Queue[list[LogRow]]) -> None:
+        """Read shares here until none is left, taking in the workers' answers between them."""
+        while (share := tasks.get()) is not None:
+            self._took(store_share(self.index, share))
+            self._answers(results)
+
+    def _wait(self, shares: int, results: Queue[list[LogRow]], started: list[BaseProcess]) -> None:
+        """Take the workers' answers until every share is stored, or no worker is left alive."""
+        while self.done < shares:
+            if not self._answers(results, ANSWER_WAIT_SECONDS) and not any(w.is_alive() for w in started):
+                self._answers(results)  # what a worker sent just before it ended
+                break
+        if self.done < shares:
+            log.warning("cold listing: a worker process died; its logs are read in this one")
+
+    def _answers(self, results: Queue[list[LogRow]], wait: float = 0) -> bool:
+        """Take the answers that have come, waiting up to `wait` seconds for the first: any?"""
+        took = False
+        try:
+            rows = results.get(timeout=wait) if wait else results.get_nowait()
+            while True:
+                self.by_workers += len(rows)
+                self._took(rows)
+                took = True
+                rows = results.get_nowait()
+        except queue.Empty:
+            return took
 
     def _took(self, stored: list[LogRow]) -> None:
+        self.done += 1
         self.rows.update((row.path, row) for row in stored)
         self.told(len(stored))
-
-
-def _lost(pool: ProcessPoolExecutor | None) -> ProcessPoolExecutor | None:
-    """No pool any more: said once, when the first worker is found dead."""
-    if pool is not None:
-        log.warning("cold listing: a worker process died; its logs are read in this one")
-    return None

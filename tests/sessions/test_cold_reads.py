@@ -3,7 +3,11 @@ worker that dies at either side of storing its share costs time, never a row."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import multiprocessing
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -37,12 +41,33 @@ def roots(tmp_path: Path) -> dict[str, Path]:
 def listed(
     home: Path, roots: dict[str, Path], reads: ColdReads
 ) -> tuple[Listing, Indexed, list[tuple[int, int]]]:
-    """The listing `reads` makes in a fresh home, what the index then holds, and the progress."""
-    catalog = SessionCatalog(Home(home), [Root(p, f) for f, p in roots.items()], 120, cold_reads=reads)  # type: ignore[arg-type]
+    """The listing `reads` makes in a fresh home, what the index then holds, and the progress.
+
+    The listing's process reads shares too, and the few logs here would all be read before a
+    worker has started; so its first progress holds it until a worker has stored a share of
+    its own (the index holds more rows than were told), or died."""
+    roots_in_formats = [Root(p, f) for f, p in roots.items()]  # type: ignore[arg-type]
+    catalog = SessionCatalog(Home(home), roots_in_formats, 120, cold_reads=reads)
     told: list[tuple[int, int]] = []
-    listing = catalog.listing(progress=lambda done, total: told.append((done, total)))
+
+    def progress(done: int, total: int) -> None:
+        if not told and reads.processes > 1:
+            _until_a_worker_stored_or_died(catalog.index.path, done)
+        told.append((done, total))
+
+    listing = catalog.listing(progress=progress)
+    assert not multiprocessing.active_children()  # every worker is gone with its listing
     index = {path: (row, catalog.index.turns(path)) for path, row in catalog.index.rows().items()}
     return listing, index, told
+
+
+def _until_a_worker_stored_or_died(index: Path, stored_here: int) -> None:
+    deadline = time.monotonic() + 60
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(index)) as db:
+            if db.execute("SELECT count(*) FROM logs").fetchone()[0] > stored_here:
+                return
+        time.sleep(0.01)
 
 
 def test_a_spread_listing_lists_and_indexes_what_one_process_does(
