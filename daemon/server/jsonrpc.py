@@ -29,7 +29,12 @@ from ..protocol.rpc import (
 
 WRITE_TIMEOUT_SECONDS = 10.0
 MAX_IN_FLIGHT = 16  # requests of one client running at once; more wait to be read
-OUTBOX_LIMIT = 1024  # answers and notifications queued for a client before it counts as stuck
+# Bytes that may wait for a client before it counts as stuck and is cut off: room for all its
+# requests in flight to be answered with 4 MiB each, where a bound on the number of messages
+# alone let a client that never reads pin a gigabyte until the write timeout.
+OUTBOX_BYTES = MAX_IN_FLIGHT * MAX_MESSAGE_BYTES
+# Small notifications cost more in bookkeeping than in bytes: their number is bounded too.
+OUTBOX_MESSAGES = 1024
 ENCODED_RESULTS = 16  # recent results kept with their JSON text
 log = logging.getLogger("remem.daemon")
 
@@ -149,7 +154,8 @@ class Connection:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dispatcher: Dispatcher
     ) -> None:
         self._reader, self._writer, self._dispatcher = reader, writer, dispatcher
-        self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue(OUTBOX_LIMIT)
+        self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()  # bounded by `_post`
+        self._waiting_bytes = 0  # in the outbox, not yet handed to the socket
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._requests: set[asyncio.Task[None]] = set()
 
@@ -199,14 +205,27 @@ class Connection:
         self._slots.release()
 
     def _post(self, data: bytes | None) -> None:
-        try:
-            self._outbox.put_nowait(data)
-        except asyncio.QueueFull:
-            log.warning("a client does not read its messages: disconnecting it")
+        if data is None:
+            self._outbox.put_nowait(None)  # the writer's cue to stop, which it must always get
+        elif self._writer.is_closing():
+            return  # cut off or gone: nobody will read it, and a cut is reported once
+        elif self._overflows(len(data)):
+            waiting = _mib(self._waiting_bytes)
+            log.warning("a client does not read its messages (%s wait for it): disconnecting it", waiting)
             self._writer.transport.abort()
+        else:
+            self._outbox.put_nowait(data)
+            self._waiting_bytes += len(data)
+
+    def _overflows(self, size: int) -> bool:
+        if self._outbox.empty():
+            return False  # an answer of any size the cap allows goes to a client that keeps up
+        full = self._outbox.qsize() >= OUTBOX_MESSAGES
+        return full or self._waiting_bytes + size > OUTBOX_BYTES
 
     async def _send_all(self) -> None:
         while (data := await self._outbox.get()) is not None:
+            self._waiting_bytes -= len(data)
             self._writer.write(data)
             try:
                 await asyncio.wait_for(self._writer.drain(), WRITE_TIMEOUT_SECONDS)
