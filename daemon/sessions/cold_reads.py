@@ -3,16 +3,15 @@
 A log read whole costs Python work on every line (decoding is in C, the checks and the fold
 are not), so one process lists at one core's speed: a heavy user's first listing of gigabytes
 would take minutes. `ColdReads` spreads the logs that have no index row yet over worker
-processes, when they are enough to repay starting them (decision 0330). The shares wait in
-one queue, which the workers and the listing's own process take from alike: nothing waits
-with a worker still starting, and a listing the workers cannot help is read here, as fast
-as alone. A worker reads a share with the very code a serial listing runs and stores the
-rows in the index itself, in its own transactions, so only the small listing rows travel
-back.
+processes, when they are enough to repay starting them (decision 0330). The listing's own
+process reads shares too, and takes back the shares of a worker still starting once none is
+left, so a listing the workers cannot help is read as fast as alone. A worker reads a share
+with the very code a serial listing runs and stores the rows in the index itself, in its own
+transactions; its link to the listing is its own pipe and carries share numbers back, so a
+worker killed at any instant tears nothing another process reads.
 
-A worker that dies, or none that can start, costs time, never a row: the shares left are
-read here, and the listing reads whatever a dead worker held, as it reads any log the index
-does not know. The index is derived data, stored a transaction per batch of rows.
+A worker that dies, or none that can start, costs time, never a row: what it held is read
+by the listing. The index is derived data, stored a transaction per batch of rows.
 """
 
 from __future__ import annotations
@@ -20,12 +19,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import queue
 import signal
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
-from multiprocessing.queues import Queue
 from pathlib import Path
 
 from ..faults import faultpoint
@@ -51,8 +51,10 @@ LOG_COST_BYTES = 16 << 10
 # A share is at most this many bytes of logs: large enough that handing it over costs nothing
 # next to reading it (the last shares are smaller: `_shares`).
 SHARE_BYTES = 4 << 20
-# How long the listing waits for a worker's answer before it looks whether any is still alive.
+# How long the listing waits for a worker's message when it has nothing to read itself.
 ANSWER_WAIT_SECONDS = 0.05
+READY = -1  # a worker's first message: it has started, and takes shares
+AHEAD = 2  # shares a worker holds: one it reads, one it finds waiting when it is done
 # Each process holds its readers (about 40 MB) and a log at a time; past four, a listing's
 # memory grows faster than its speed on the machines remem runs on.
 MAX_PROCESSES = 4
@@ -118,17 +120,24 @@ def store_share(index: SessionIndex, share: Iterable[ColdRead]) -> list[LogRow]:
     return rows
 
 
-def _work(index_path: Path, tasks: Queue[list[ColdRead] | None], results: Queue[list[LogRow]]) -> None:
-    """A worker process: store the shares it takes from `tasks` in the index at `index_path`,
-    answering each with its rows, until it takes the end. It dies with a bug, which the
-    listing's own reads then meet again, and raise."""
+def _work(index_path: Path, link: Connection) -> None:
+    """A worker process: store each share the listing sends over `link` in the index at
+    `index_path` and answer with its number, until the listing sends the end (None) or goes.
+    Rows travel through the index; the link carries small messages only, each one write, so
+    a worker killed at any instant leaves no torn message behind. A bug kills the worker; the
+    listing's own reads then meet it again, and raise."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the listing's to handle
     index = SessionIndex(index_path)
-    while (share := tasks.get()) is not None:
-        faultpoint("sessions.cold-reads.before-share")
-        rows = store_share(index, share)
-        faultpoint("sessions.cold-reads.after-share")  # stored, unanswered: the listing reads it
-        results.put(rows)
+    try:
+        link.send(READY)
+        while (task := link.recv()) is not None:
+            number, share = task
+            faultpoint("sessions.cold-reads.before-share")
+            store_share(index, share)
+            faultpoint("sessions.cold-reads.after-share")  # stored, unanswered: read there
+            link.send(number)
+    except (EOFError, BrokenPipeError):  # the listing is done without this worker
+        pass
 
 
 def default_processes() -> int:
@@ -156,9 +165,8 @@ class ColdReads:
         total = sum(_cost(log) for log in logs)
         if self.processes < 2 or total < self.min_bytes:
             return {}
-        shares = _shares(logs, total, self.share_bytes, self.processes)
         spread = _Spread(index, told)
-        spread.run(shares, self.processes - 1)
+        spread.run(_shares(logs, total, self.share_bytes, self.processes), self.processes - 1)
         log.info(
             "cold listing: %d logs indexed, %d of them by worker processes",
             len(spread.rows),
@@ -193,73 +201,95 @@ def _cost(log: ColdRead) -> int:
 
 
 class _Spread:
-    """A cold listing's shares, taken from one queue by the workers and by this process alike:
-    none waits with a worker that has not started, and this process never waits for one while
-    a share is left."""
+    """A cold listing's shares. Each worker is handed two as it starts and one more for each it
+    answers, so it never waits on this process; this process reads the others in order. When
+    none is left, the shares of a worker not started yet are taken back and read here, so none
+    waits with it; a worker that ends early gives back what it held."""
 
     def __init__(self, index: SessionIndex, told: Callable[[int], None]) -> None:
         self.index = index
         self.told = told
         self.rows: dict[str, LogRow] = {}
         self.by_workers = 0
-        self.done = 0  # shares stored, here or by a worker
+        self.shares: list[list[ColdRead]] = []
+        self.left: deque[int] = deque()  # the shares nobody has taken yet
+        self.held: dict[Connection, list[int]] = {}  # a worker's link -> its shares, unanswered
+        self.ready: set[Connection] = set()  # the links of the workers that have started
+        self.answered: list[int] = []
 
     def run(self, shares: list[list[ColdRead]], workers: int) -> None:
+        self.shares = shares
+        self.left.extend(range(len(shares)))
         context = multiprocessing.get_context("spawn")  # never `fork`: the daemon runs threads
-        tasks: Queue[list[ColdRead] | None] = context.Queue()
-        results: Queue[list[LogRow]] = context.Queue()
-        for share in shares:
-            tasks.put(share)
-        for _ in range(workers + 1):  # an end for each worker, and one for this process
-            tasks.put(None)
-        started: list[BaseProcess] = []
+        started: dict[Connection, BaseProcess] = {}
         try:
             for _ in range(workers):
-                process = context.Process(target=_work, args=(self.index.path, tasks, results), daemon=True)
+                mine, theirs = context.Pipe()
+                process = context.Process(target=_work, args=(self.index.path, theirs), daemon=True)
                 process.start()
-                started.append(process)
-        except OSError as exc:  # no process can start here (a sandbox): the rest is read here
+                theirs.close()
+                started[mine] = process
+                self.held[mine] = []
+                self._hand(mine, AHEAD)
+        except OSError as exc:  # no process can start here (a sandbox): all is read here
             log.warning("cold listing: no worker process can start (%s); reading in this one", exc)
         try:
-            self._share_out(tasks, results)
-            self._wait(len(shares), results, started)
+            while self.left or any(self.held.values()):
+                if self.left:
+                    self._read_here(self.left.popleft())
+                    self._hear(wait=0)
+                elif not self._take_back():
+                    self._hear(wait=ANSWER_WAIT_SECONDS)
+            self._collect()
         finally:
-            for worker in started:
-                worker.terminate()  # only one still starting, or dead, is left
+            for link, worker in started.items():
+                link.close()
+                worker.terminate()  # each is idle, or still starting, or gone: it holds nothing
                 worker.join()
-            for channel in (tasks, results):
-                channel.close()
-                channel.cancel_join_thread()
 
-    def _share_out(self, tasks: Queue[list[ColdRead] | None], results: Queue[list[LogRow]]) -> None:
-        """Read shares here until none is left, taking in the workers' answers between them."""
-        while (share := tasks.get()) is not None:
-            self._took(store_share(self.index, share))
-            self._answers(results)
+    def _take_back(self) -> bool:
+        """The shares of the workers not started yet, to read here (those are left unused):
+        any?"""
+        self._hear(wait=0)
+        for link in [link for link in self.held if link not in self.ready]:
+            self.left.extend(self.held.pop(link))
+        return bool(self.left)
 
-    def _wait(self, shares: int, results: Queue[list[LogRow]], started: list[BaseProcess]) -> None:
-        """Take the workers' answers until every share is stored, or no worker is left alive."""
-        while self.done < shares:
-            if not self._answers(results, ANSWER_WAIT_SECONDS) and not any(w.is_alive() for w in started):
-                self._answers(results)  # what a worker sent just before it ended
-                break
-        if self.done < shares:
-            log.warning("cold listing: a worker process died; its logs are read in this one")
-
-    def _answers(self, results: Queue[list[LogRow]], wait: float = 0) -> bool:
-        """Take the answers that have come, waiting up to `wait` seconds for the first: any?"""
-        took = False
-        try:
-            rows = results.get(timeout=wait) if wait else results.get_nowait()
-            while True:
-                self.by_workers += len(rows)
-                self._took(rows)
-                took = True
-                rows = results.get_nowait()
-        except queue.Empty:
-            return took
-
-    def _took(self, stored: list[LogRow]) -> None:
-        self.done += 1
+    def _read_here(self, number: int) -> None:
+        stored = store_share(self.index, self.shares[number])
         self.rows.update((row.path, row) for row in stored)
         self.told(len(stored))
+
+    def _hear(self, wait: float) -> None:
+        """Take the workers' messages (waiting up to `wait` seconds for one), handing a share
+        for each answer; a worker that ended gives its shares back."""
+        for link in wait_for(list(self.held), timeout=wait) if self.held else ():
+            assert isinstance(link, Connection)
+            try:
+                message = link.recv()
+            except (EOFError, OSError):  # it ended: what it held is read here
+                self.left.extendleft(self.held.pop(link))
+                log.warning("cold listing: a worker process ended early; its logs are read in this one")
+                continue
+            if message == READY:
+                self.ready.add(link)
+            elif message in self.held[link]:
+                self.held[link].remove(message)
+                self.answered.append(message)
+                self.told(len(self.shares[message]))
+                self._hand(link, 1)
+
+    def _hand(self, link: Connection, count: int) -> None:
+        for _ in range(min(count, len(self.left))):
+            number = self.left.popleft()
+            self.held[link].append(number)
+            link.send((number, self.shares[number]))
+
+    def _collect(self) -> None:
+        """The rows the workers stored, read back from the index."""
+        stored = self.index.rows()
+        for number in self.answered:
+            for cold in self.shares[number]:
+                if (row := stored.get(cold.path)) is not None:
+                    self.rows[cold.path] = row
+                    self.by_workers += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import sqlite3
+import os
 import time
 from pathlib import Path
 
@@ -43,16 +43,17 @@ def listed(
 ) -> tuple[Listing, Indexed, list[tuple[int, int]]]:
     """The listing `reads` makes in a fresh home, what the index then holds, and the progress.
 
-    The listing's process reads shares too, and the few logs here would all be read before a
-    worker has started; so its first progress holds it until a worker has stored a share of
-    its own (the index holds more rows than were told), or died."""
+    The listing's process reads shares too, and takes back those of a worker still starting
+    once none is left: the few logs here would all be read before a worker has started. So its
+    first progress holds it until a worker has opened the index (and goes on to read the
+    shares it was handed, and tells the listing it has started), or ended."""
     roots_in_formats = [Root(p, f) for f, p in roots.items()]  # type: ignore[arg-type]
     catalog = SessionCatalog(Home(home), roots_in_formats, 120, cold_reads=reads)
     told: list[tuple[int, int]] = []
 
     def progress(done: int, total: int) -> None:
         if not told and reads.processes > 1:
-            _until_a_worker_stored_or_died(catalog.index.path, done)
+            _until_a_worker_opened(catalog.index.path)
         told.append((done, total))
 
     listing = catalog.listing(progress=progress)
@@ -61,13 +62,20 @@ def listed(
     return listing, index, told
 
 
-def _until_a_worker_stored_or_died(index: Path, stored_here: int) -> None:
+def _until_a_worker_opened(index: Path) -> None:
     deadline = time.monotonic() + 60
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        with contextlib.closing(sqlite3.connect(index)) as db:
-            if db.execute("SELECT count(*) FROM logs").fetchone()[0] > stored_here:
-                return
+    while (workers := multiprocessing.active_children()) and time.monotonic() < deadline:
+        if any(_holds(worker.pid, index) for worker in workers if worker.pid is not None):
+            time.sleep(0.2)  # for its "ready" to reach the listing
+            return
         time.sleep(0.01)
+
+
+def _holds(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open."""
+    with contextlib.suppress(OSError):
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
 
 
 def test_a_spread_listing_lists_and_indexes_what_one_process_does(
@@ -101,7 +109,7 @@ def test_a_worker_dying_at_a_share_costs_time_never_a_row(
     monkeypatch.setenv("REMEM_FAULTPOINT", point)
     spread, spread_index, _ = listed(tmp_path / "spread", roots, SPREAD)
     monkeypatch.delenv("REMEM_FAULTPOINT")
-    assert any("a worker process died" in r.getMessage() for r in caplog.records)
+    assert any("a worker process ended early" in r.getMessage() for r in caplog.records)
     assert spread == alone
     assert spread_index == alone_index
     again, _, told = listed(tmp_path / "spread", roots, SPREAD)
