@@ -135,6 +135,19 @@ def test_meta_tool_result_compaction_summary_and_command_output_are_not_prompts(
     ]
 
 
+def test_a_tool_result_is_no_prompt_but_an_interrupt_beside_it_stops_the_turn() -> None:
+    """A user line of tool results alone says nothing of prompts or turns; the same line with
+    Claude Code's interrupt marker beside its result ends the turn as the user stopped it."""
+    interrupted = result("r1", "t1", "c1", error=True)
+    interrupted["message"]["content"].append(
+        {"type": "text", "text": "[Request interrupted by user for tool use]"}
+    )
+    t = read(prompt("u1", None, "run it"), use("t1", "u1", "c1"), interrupted)
+    assert [(turn.prompt, turn.status) for turn in t.turns] == [("run it", "aborted")]
+    answered = read(prompt("u1", None, "run it"), use("t1", "u1", "c1"), result("r1", "t1", "c1"))
+    assert [(turn.prompt, turn.status) for turn in answered.turns] == [("run it", "open")]
+
+
 def test_a_slash_command_is_a_turn_but_titles_only_a_session_of_commands() -> None:
     """As Claude Code's own listing (claude-agent-sdk's first prompt) titles a session."""
     clear = "<command-name>/clear</command-name>\n<command-message>clear</command-message>"

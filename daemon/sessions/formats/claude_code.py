@@ -475,9 +475,15 @@ class _Graph:
         """What the rules ask of a user line, its text taken once."""
         content = line.record.message.content if line.record.message else None
         if isinstance(content, list):
+            answered = texts = False
             for block in content:
                 if block.type == "tool_result":
                     self.results[str(block.tool_use_id)] = not block.is_error
+                    answered = True
+                elif block.type == "text":
+                    texts = True
+            if answered and not texts:  # tool results alone: no prompt, marker or command
+                return
         text = _text(line.record)
         if text.startswith(INTERRUPTED):
             self.interrupts.add(line.number)
