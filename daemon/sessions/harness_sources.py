@@ -111,6 +111,7 @@ class SessionView:
     error: str | None
     sidechains: tuple[Sidechain, ...] = ()
     fork_at: int | None = None  # Codex: the parent's lines a fork inherits without copying them
+    newlines: int = 0  # the file's newline characters (a row's `last_seq`)
 
 
 def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
@@ -132,6 +133,7 @@ def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
         problems=t.problems,
         error=t.error,
         sidechains=t.sidechains,
+        newlines=t.newlines,
     )
 
 
@@ -155,6 +157,7 @@ def codex_view(data: bytes, *, turns: bool = True) -> SessionView:
         problems=r.problems,
         error=r.error,
         fork_at=history if r.fork_turn is None else None,
+        newlines=r.newlines,
     )
 
 
@@ -290,7 +293,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         origin="subagent" if view.subagent else None,
         title=view.title,
         turns=view.turn_count,
-        last_seq=data.count(b"\n"),
+        last_seq=view.newlines,
         digest=content_digest(data),
         format=fmt,
         root_uuid=view.root_uuid,

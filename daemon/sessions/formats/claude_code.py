@@ -35,7 +35,7 @@ from typing import Any, cast
 
 import msgspec
 
-from .jsonl import Fields, Line, records
+from .jsonl import Fields, Line, Records, records
 from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
@@ -181,6 +181,7 @@ class Transcript:
     problems: tuple[Problem, ...]
     error: str | None = None
     sidechains: tuple[Sidechain, ...] = ()  # inline subagents of a main file
+    newlines: int = 0  # the file's newline characters: its lines, less an unended last one
 
 
 def read_transcript(data: bytes, name: str, *, turns: bool = True) -> Transcript:
@@ -200,7 +201,8 @@ class _Parsed:
 
 def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     problems: list[Problem] = []
-    lines = list(records(data, _Record, problems))
+    read = records(data, _Record, problems)
+    lines = read.lines
     graph = _Graph(lines, problems)
     stem = _stem(name)
     path = graph.active_path()
@@ -213,7 +215,8 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
             (),
             _Counted(len(groups), _first_prompt([group[0].number for group in groups], graph)),
         )
-    return _Parsed(lines, graph, path, _transcript(stem, lines, graph, path, built, counted, problems))
+    transcript = _transcript(stem, read, graph, path, built, counted, problems)
+    return _Parsed(lines, graph, path, transcript)
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     conversation, is a subagent's (`claude --resume` finds no conversation in a child made
     of one), has no such turn, or the turn is open."""
     problems: list[Problem] = []
-    lines = list(records(data, _Link, problems))
+    lines = records(data, _Link, problems).lines
     graph = _Graph(lines, problems)
     if not graph.nodes:
         raise NotAForkPoint("no-conversation", _NO_CONVERSATION)
@@ -335,14 +338,14 @@ def _kept_ancestor(graph: _Graph, line: Line[_Node], chosen: set[str | None]) ->
 
 def _transcript(
     stem: str,
-    lines: list[Line[_Record]],
+    read: Records[_Record],
     graph: _Graph,
     path: list[Line[_Node]],
     turns: tuple[Turn, ...],
     counted: _Counted,
     problems: list[Problem],
 ) -> Transcript:
-    held = [line.record for line in lines]
+    held = [line.record for line in read.lines]
     first = next((record for record in held if record.session_id or record.cwd), None)
     subagent = graph.is_subagent()
     titles = _title(held, graph, counted.first_prompt)
@@ -382,6 +385,7 @@ def _transcript(
         problems=tuple(problems),
         error=None if graph.nodes else _NO_CONVERSATION,
         sidechains=() if subagent else _sidechains(graph),
+        newlines=read.newlines,
     )
 
 

@@ -143,6 +143,7 @@ class Rollout:
     meta_line: int  # the line of the first session_meta (0: none)
     problems: tuple[Problem, ...]
     error: str | None = None
+    newlines: int = 0  # the file's newline characters: its lines, less an unended last one
 
 
 class _Open(msgspec.Struct):
@@ -181,7 +182,8 @@ def read_rollout(data: bytes, *, turns: bool = True) -> Rollout:
     found but none is built, when the task events alone tell them apart (the turns stay empty);
     a rollout without task events is read whole either way."""
     problems: list[Problem] = []
-    lines = list(records(data, _Line, problems))
+    read = records(data, _Line, problems)
+    lines = read.lines
     meta = next((line for line in lines if line.record.type == "session_meta"), None)
     stamps = [line.record.timestamp for line in lines if line.record.timestamp]
     events = _event_types(lines)
@@ -214,6 +216,7 @@ def read_rollout(data: bytes, *, turns: bool = True) -> Rollout:
         meta_line=meta.number if meta else 0,
         problems=tuple(problems),
         error=_error(meta),
+        newlines=read.newlines,
     )
 
 
@@ -298,7 +301,7 @@ def _turn_at(data: bytes, starts: list[int], index: int) -> tuple[Turn, int]:
     limit = starts[index] if index < len(starts) else len(data)
     end = next(iter(_event_lines(data, _ENDED, begin, limit)), None)
     stop = limit if end is None else _end_of_line_at(data, end)
-    (turn,) = (_turn(1, read) for read in _read(list(records(data[begin:stop], _Line, []))))
+    (turn,) = (_turn(1, read) for read in _read(records(data[begin:stop], _Line, []).lines))
     shift = data.count(b"\n", 0, begin)
     return msgspec.structs.replace(turn, index=index, start=turn.start + shift, end=turn.end + shift), stop
 
@@ -402,7 +405,7 @@ def _joined(content: _Content, kind: str) -> str:
 def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
     """The turns its model still sees, with their whole text: rolled-back turns and those that
     ended before the latest compaction (whose summary stands in for them) are left out."""
-    lines = list(records(data, _Line, []))
+    lines = records(data, _Line, []).lines
     compacted = max((line.number for line in lines if line.record.type == "compacted"), default=0)
     return tuple(
         TurnText(_turn(index, turn), tuple(turn.prompts or turn.said), tuple(turn.summaries), turn.last_said)

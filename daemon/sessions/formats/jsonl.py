@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import codecs
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NamedTuple, TypeVar
 
@@ -61,13 +62,24 @@ _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 _LINE: Callable[[tuple[int, Any]], Line[Any]] = partial(tuple.__new__, Line)
 
 
-def records(data: bytes, shape: type[T], problems: list[Problem]) -> list[Line[T]]:
+@dataclass(frozen=True)
+class Records(Generic[T_co]):
+    """A file's decoded lines, and how many newline characters it holds (its line count, less
+    one when its last line has none): counted on the way, so no caller scans the file again."""
+
+    lines: list[Line[T_co]]
+    newlines: int
+
+
+def records(data: bytes, shape: type[T], problems: list[Problem]) -> Records[T]:
     """The records of `data` decoded as `shape`, in file order; defects go to `problems`."""
     decoder = _DECODERS.get(shape) or _DECODERS.setdefault(shape, msgspec.json.Decoder(shape))
+    unended = 1 if data and not data.endswith(b"\n") else 0
     whole = _whole_lines(data, decoder)
     if whole is not None:
-        return list(map(_LINE, enumerate(whole, start=1)))
-    return list(_each_line(data, decoder, problems))
+        return Records(list(map(_LINE, enumerate(whole, start=1))), len(whole) - unended)
+    lines, count = _each_line(data, decoder, problems)
+    return Records(lines, count - unended)
 
 
 def _whole_lines(data: bytes, decoder: msgspec.json.Decoder[T]) -> list[T] | None:
@@ -108,7 +120,11 @@ def _object_lines(data: bytes) -> int | None:
     return lines
 
 
-def _each_line(data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Problem]) -> Iterator[Line[T]]:
+def _each_line(
+    data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Problem]
+) -> tuple[list[Line[T]], int]:
+    """The good lines of `data`, decoded one by one, and how many lines it has."""
+    lines: list[Line[T]] = []
     offset, number, size = 0, 0, len(data)
     while offset < size:
         newline = data.find(b"\n", offset)
@@ -124,7 +140,7 @@ def _each_line(data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Pro
         if not raw:
             continue
         try:
-            yield Line(number, decoder.decode(raw))
+            lines.append(Line(number, decoder.decode(raw)))
         except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
             if newline < 0:
                 problems.append(
@@ -132,6 +148,7 @@ def _each_line(data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Pro
                 )
             else:
                 problems.append(_bad_line(number, raw, exc))
+    return lines, number
 
 
 def _bad_line(number: int, raw: bytes, exc: Exception) -> Problem:
