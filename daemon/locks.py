@@ -55,6 +55,16 @@ class LockHandle:
         portalocker.unlock(self._handle)
         self._handle.close()
 
+    def is_at(self, path: Path) -> bool:
+        """Whether `path` still names the locked file: once it is deleted or replaced, another
+        process locks a new file there without waiting for this holder."""
+        try:
+            named = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return False
+        held = os.fstat(self._handle.fileno())
+        return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
 
 def try_file_lock(path: Path) -> LockHandle | None:
     """Take an exclusive lock without waiting; None when another holder has it."""

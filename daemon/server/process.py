@@ -1,9 +1,11 @@
 """The daemon process: one per user and REMEM_HOME, serving JSON-RPC until told or idle to stop.
 
 Singleton by holding `state/daemon.lock` for life: the kernel releases it when the process
-dies, so a stale status file or socket after a crash never blocks a new daemon. The status
-file is written only once the socket listens, and removed before the reply to a shutdown, so
-a client never finds a dying daemon.
+dies, so a stale status file or socket after a crash never blocks a new daemon. A lock file
+deleted under a running daemon is no way around that: a new daemon still finds the old one
+listening and leaves, and the old one locks a new file (decision 0331). The status file is
+written only once the socket listens, and removed before the reply to a shutdown, so a client
+never finds a dying daemon.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
+from pathlib import Path
 
 from pydantic import BaseModel
 
 from ..credentials import log_to_stderr
 from ..fsutil import atomic_write
 from ..home import Home
-from ..locks import try_file_lock
+from ..locks import LockHandle, LockUnusable, try_file_lock
 from ..protocol.rpc import (
     APP_VERSION,
     DAEMON_HELLO,
@@ -91,9 +94,13 @@ class Daemon:
         for connection in self.connections:
             connection.notify(method, params)
 
-    async def serve(self) -> None:
+    async def serve(self, lock: HomeLock) -> None:
+        """Serve until stopped; `AlreadyServed` when a daemon of this home still listens."""
         socket_path = self.paths.socket
-        socket_path.unlink(missing_ok=True)  # a crashed daemon's socket: we hold the lock now
+        if _answering(self.paths):
+            self.services.close()
+            raise AlreadyServed
+        socket_path.unlink(missing_ok=True)  # a crashed daemon's socket: nobody listens on it
         server = await asyncio.start_unix_server(
             self._connection, path=str(socket_path), limit=MAX_MESSAGE_BYTES
         )
@@ -110,7 +117,7 @@ class Daemon:
         )  # fmt: skip
         self._status_file = info.model_dump_json().encode() + b"\n"
         atomic_write(self.paths.status, self._status_file)
-        keeper = asyncio.create_task(self._keep_status())
+        keeper = asyncio.create_task(self._keep_state(lock))
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         self._arm_idle()
@@ -133,12 +140,14 @@ class Daemon:
         self._forget_status()
         self._stop.set()
 
-    async def _keep_status(self) -> None:
-        """Put the status file back when it is deleted or overwritten: clients find us by it."""
+    async def _keep_state(self, lock: HomeLock) -> None:
+        """Put the status file back when it is deleted or overwritten (clients find us by it),
+        and the lock (a new daemon looks at it first)."""
         while True:
             await asyncio.sleep(STATUS_CHECK_SECONDS)
             # A read, and after a change a durable rewrite: file work stays off the event loop.
             await asyncio.to_thread(self._restore_status)
+            await asyncio.to_thread(lock.keep)
 
     def _restore_status(self) -> None:
         with self._status_turn:
@@ -231,6 +240,63 @@ class Daemon:
         return Empty()
 
 
+class AlreadyServed(Exception):
+    """A daemon of this home listens on its socket though its lock was free."""
+
+
+class HomeLock:
+    """`state/daemon.lock`, held for the daemon's life. Deleting or replacing the file frees
+    its name for a new daemon, so the holder locks whatever file is there again."""
+
+    def __init__(self, path: Path, held: LockHandle) -> None:
+        self._path, self._held = path, held
+        self._blocked = False  # the last attempt to lock the file again failed: said once
+
+    def keep(self) -> None:
+        """Lock the file at the lock's path if it is no longer the one held (blocking file work)."""
+        if self._held.is_at(self._path):
+            return
+        try:
+            again = try_file_lock(self._path)
+        except (LockUnusable, OSError) as exc:
+            if not self._blocked:
+                log.warning("the daemon's lock cannot be taken again (%s); trying again", exc)
+            self._blocked = True
+            return
+        if again is None:
+            return  # a daemon starting meanwhile: it finds this one listening and lets go
+        log.warning("%s was removed or replaced; locked it again", self._path)
+        self._held.release()
+        self._held, self._blocked = again, False
+
+    def release(self) -> None:
+        self._held.release()
+
+
+def _answering(paths: DaemonPaths) -> bool:
+    """Whether a daemon of this home listens, though the lock was free (its file was deleted):
+    taking its socket over would leave it serving nobody."""
+    sockets = {paths.socket}
+    info = paths.read_status()
+    # One started with another socket folder (another environment): same name, keyed by home.
+    if info is not None and Path(info.socket).name == paths.socket.name:
+        sockets.add(Path(info.socket))
+    return any(_listening(path) for path in sockets)
+
+
+def _listening(path: Path) -> bool:
+    # The kernel answers a connect to a local socket at once, whether or not its owner accepts.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.setblocking(False)
+        try:
+            probe.connect(str(path))
+        except BlockingIOError:
+            return True  # its backlog is full: busy, not gone
+        except OSError:
+            return False  # no socket, or a dead daemon's that nobody listens on
+        return True
+
+
 def _same_user(writer: asyncio.StreamWriter) -> bool:
     sock: socket.socket | None = writer.get_extra_info("socket")
     if sock is None:
@@ -247,12 +313,20 @@ def run(home: Home) -> int:
     paths = DaemonPaths(home)
     held = try_file_lock(paths.lock)
     if held is None:
-        running = paths.read_status()
-        print(f"remem daemon already running for {home.root}" + (f" (pid {running.pid})" if running else ""))
-        return 0
+        return _already_running(paths)
+    lock = HomeLock(paths.lock, held)
     try:
         log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
-        asyncio.run(Daemon(home, RunningSettings(home)).serve())
-        return 0
+        asyncio.run(Daemon(home, RunningSettings(home)).serve(lock))
+    except AlreadyServed:
+        return _already_running(paths)
     finally:
-        held.release()
+        lock.release()
+    return 0
+
+
+def _already_running(paths: DaemonPaths) -> int:
+    running = paths.read_status()
+    pid = f" (pid {running.pid})" if running else ""
+    print(f"remem daemon already running for {paths.home.root}{pid}")
+    return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,3 +76,28 @@ def test_an_invalid_settings_file_does_not_stop_the_daemon(home: Home, tmp_path:
 
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n")
     wait_until(lambda: status(home)["settingsProblems"] == [])
+
+
+@pytest.mark.parametrize("damage", ["deleted", "replaced"])
+def test_a_touched_lock_file_lets_no_second_daemon_run(home: Home, damage: str) -> None:
+    pid = started(home)
+    paths = DaemonPaths(home)
+    socket_file = Path(paths.read_status().socket)  # type: ignore[union-attr]
+    paths.lock.unlink()
+    if damage == "replaced":
+        paths.lock.write_bytes(b"")
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"]
+    second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = second.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        second.kill()
+        second.communicate()
+        pytest.fail("a second daemon went on running beside the first")
+    assert second.returncode == 0, err
+    assert out == f"remem daemon already running for {home.root} (pid {pid})\n"
+    assert socket_file.exists() and status(home)["pid"] == pid, "the first one still serves, on its socket"
+    wait_until(paths.running, what="the first daemon to lock its home again")
+    assert "locked it again" in paths.log.read_text()
+    assert remem(home, "daemon", "stop").returncode == 0
+    assert not paths.running() and not socket_file.exists()
