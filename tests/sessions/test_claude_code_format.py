@@ -334,6 +334,11 @@ def test_stamps_are_compared_as_times_whatever_their_precision_or_offset() -> No
         say("a2", "u2", "a2", timestamp="2026-01-01T01:00:00+02:00"),  # 23:00 the day before
     )
     assert (t.created_at, t.updated_at) == ("2026-01-01T00:00:06Z", "2026-01-01T00:00:06.500Z")
+    as_wide = read(  # all 24 characters wide, one with an offset: text order would say 02:00
+        prompt("u1", None, "q", timestamp="2026-01-01T00:00:06.500Z"),
+        say("a1", "u1", "a", timestamp="2026-01-01T02:00:00+0200"),  # 00:00:00 UTC
+    )
+    assert as_wide.updated_at == "2026-01-01T00:00:06.500Z"
 
 
 def test_turns_before_a_lost_line_stay_as_a_branch_before_the_first_turn() -> None:

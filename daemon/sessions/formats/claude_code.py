@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from operator import attrgetter, methodcaller
+from operator import attrgetter
 from typing import Any, cast
 
 import msgspec
@@ -825,7 +825,9 @@ def _first_time(stamps: list[str]) -> str | None:
 def _latest(stamps: list[str]) -> str | None:
     """The latest of `stamps` as a time. Claude Code writes one fixed-width UTC form, whose text
     order is time order; stamps of mixed precision or offset are compared parsed."""
-    if stamps and len(set(map(len, stamps))) == 1 and all(map(_UTC, stamps)):
+    width = len(stamps[0]) if stamps else 0
+    # Each stamp's last character, read in C from their concatenation once they are all as wide.
+    if width and len(set(map(len, stamps))) == 1 and "".join(stamps)[width - 1 :: width] == "Z" * len(stamps):
         return max(stamps)
     times = [(when, stamp) for stamp in stamps if (when := _instant(stamp)) is not None]
     return max(times)[1] if times else None
@@ -869,7 +871,6 @@ def _first(getter: Callable[[Any], Any], held: Iterable[_Node]) -> Any:
 
 
 _TIMESTAMP = attrgetter("timestamp")
-_UTC = methodcaller("endswith", "Z")
 _FORKED_FROM = attrgetter("forked_from")
 _CWD = attrgetter("cwd")
 _VERSION = attrgetter("version")
