@@ -658,8 +658,10 @@ def _prompt_text(record: _Node, text: str) -> str | None:
         return None
     if record.origin is not None and record.origin.kind not in (None, "user"):
         return None
-    blocks = _blocks(record)
-    if not blocks or any(block.type == "tool_result" for block in blocks):
+    content = record.message.content if record.message else None
+    # A string is one text block: no tool result, no image (most prompts, asked no more).
+    blocks = () if isinstance(content, str) else content or ()
+    if not isinstance(content, str) and (not blocks or any(block.type == "tool_result" for block in blocks)):
         return None
     if text.startswith(NOT_PROMPTS) or text.startswith(INTERRUPTED):
         return None
