@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -23,11 +22,11 @@ from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.cold_reads import SPREAD, ColdReads
 from remem.daemon.sessions.envelopes import union_for
 from remem.daemon.sessions.lineage import build_tree
-from remem.daemon.sessions.paths import Encoding, encode_segment, project_key
+from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.projection import PROJECTED_TYPES, Projection
 from remem.daemon.sessions.reader import skim_session
 from remem.daemon.sessions.writer import SessionWriter
-from tests.sessions.factory import SessionSpec, build_session, write_session
+from tests.sessions.factory import SessionSpec, build_session, write_copies, write_session
 
 from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat
 
@@ -43,21 +42,8 @@ _OTHER_CWDS = tuple(f"/home/dev/projects/other-{n:02d}" for n in range(19))
 
 
 def _corpus(root: Path, count: int, cwds: tuple[str, ...] = (_CWD,), first: int = 0) -> list[Path]:
-    """`count` raw logs of about 100 KB under `root/corpus`: one generated log, re-headed under
-    fresh ids (numbered from `first`) and dealt over `cwds` in turn."""
-    draft = build_session(SessionSpec(seed=1, target_bytes=_SESSION_BYTES, cwd=_CWD))
-    template = write_session(root / f"template-{first}", draft, encoding=Encoding.RAW)
-    header, _, body = template.read_bytes().partition(b"\n")
-    paths = []
-    for number in range(first, first + count):
-        cwd = cwds[number % len(cwds)]
-        record = {**json.loads(header), "id": f"session-bench-{number:05d}", "cwd": cwd}
-        path = root / "corpus" / project_key(cwd) / encode_segment(record["id"]) / Encoding.RAW.file_name
-        path.parent.mkdir(parents=True)
-        path.write_bytes(json.dumps(record, separators=(",", ":")).encode() + b"\n" + body)
-        os.utime(path, (1_600_000_000, 1_600_000_000))
-        paths.append(path)
-    return paths
+    """`count` raw logs of about 100 KB under `root/corpus`, dealt over `cwds`."""
+    return write_copies(root, count, cwds, first=first, target_bytes=_SESSION_BYTES)
 
 
 # A listing in one process: beside the spread one, what reading over the cores gains (0330).

@@ -10,11 +10,15 @@ names are exported here too so a test imports its sessions from one place.
 
 from __future__ import annotations
 
+import json
+import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from remem.daemon.sessions.models import ReplaceOp, SessionEvent, SessionHeader
+from remem.daemon.sessions.paths import Encoding, encode_segment, project_key
 from remem.daemon.sessions.scripted import (
     CREATED_AT,
     MODEL,
@@ -288,3 +292,24 @@ def build_family(seed: int, *, turns: int = 5, cwd: str = "/home/dev/projects/de
     fork = fork_session(main, SessionSpec(seed=seed + 1, turns=2, cwd=cwd), after_turn=2)
     child = subagent_session(main, SessionSpec(seed=seed + 2, turns=1, cwd=cwd))
     return Family(main, fork, child)
+
+
+def write_copies(
+    root: Path, count: int, cwds: Sequence[str], *, first: int = 0, target_bytes: int = 100_000
+) -> list[Path]:
+    """`count` raw logs of about `target_bytes` under `root/corpus`: one generated log, re-headed
+    under fresh ids (`session-bench-NNNNN`, numbered from `first`) and dealt over `cwds` in
+    turn, each dated long ago (not live by recency). Quick to make in the thousands."""
+    draft = build_session(SessionSpec(seed=1, target_bytes=target_bytes, cwd=cwds[0]))
+    template = write_session(root / f"template-{first}", draft, encoding=Encoding.RAW)
+    header, _, body = template.read_bytes().partition(b"\n")
+    paths = []
+    for number in range(first, first + count):
+        cwd = cwds[number % len(cwds)]
+        record = {**json.loads(header), "id": f"session-bench-{number:05d}", "cwd": cwd}
+        path = root / "corpus" / project_key(cwd) / encode_segment(record["id"]) / Encoding.RAW.file_name
+        path.parent.mkdir(parents=True)
+        path.write_bytes(json.dumps(record, separators=(",", ":")).encode() + b"\n" + body)
+        os.utime(path, (1_600_000_000, 1_600_000_000))
+        paths.append(path)
+    return paths
