@@ -7,6 +7,11 @@ validates them with its own pydantic model and names the field that is wrong.
 pygls runs a `workspace/executeCommand` handler under an id of its own, so cancelling the
 request (`$/cancelRequest`) answers it as cancelled but never reaches the command, and the
 command never sees the request's `workDoneToken`. A `CommandRequest` carries both to it.
+
+pygls logs and drops a request whose params do not have the spec's shape (a hover at line
+-1, a command without `command`), and a request after `shutdown`: the client would wait for
+an answer forever. Each gets its error here, as the spec has it: InvalidParams naming what is
+wrong, InvalidRequest after `shutdown`.
 """
 
 from __future__ import annotations
@@ -17,8 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import attrs
+import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcServerNotInitialized
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import MsgId
 
@@ -33,6 +44,13 @@ class RawRequest:
     method: str
     jsonrpc: str
     params: Any = None
+
+
+class _Answered:
+    """A request that was answered with its error while it was read: nothing more to do."""
+
+
+_ANSWERED = _Answered()
 
 
 @dataclass
@@ -54,6 +72,40 @@ class RememProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         self._initialized = True
         return result
+
+    @property
+    def shut_down(self) -> bool:
+        """Whether the client asked for `shutdown`: an `exit` (or the end of input) before it
+        ends the server with an error status."""
+        return self._shutdown
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "id" not in data or not isinstance(data.get("method"), str):
+                raise  # a notification or a response: nobody waits for an answer
+            wrong = error.__cause__
+            what = (
+                "; ".join(cattrs.transform_error(wrong))
+                if isinstance(wrong, cattrs.BaseValidationError)
+                else ""
+            )
+            answer = JsonRpcInvalidParams(
+                f"{data['method']}: {what or 'params not of the shape the spec gives'}"
+            )
+            self._send_response(data["id"], None, answer.to_response_error())
+            return _ANSWERED
+
+    def handle_message(self, message: Any) -> None:
+        if message is _ANSWERED:
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and hasattr(message, "id") and isinstance(method, str) and method != types.EXIT:
+            refused = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
+            self._send_response(message.id, None, refused.to_response_error())
+            return
+        super().handle_message(message)
 
     def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
         # The spec's ServerNotInitialized: before `initialize`, a request would run on settings

@@ -69,7 +69,10 @@ def lsp(backend: Backend) -> None:
     from ..credentials import log_to_stderr
 
     log_to_stderr(logging.WARNING, "%(message)s")  # the editor shows the lines in its Remem log
-    create_server(backend.home).start_io()
+    server = create_server(backend.home)
+    server.start_io()
+    # The spec's status for `exit`: pygls sets it from its event loop, whose teardown loses it.
+    sys.exit(0 if server.protocol.shut_down else 1)
 
 
 @cli.command()

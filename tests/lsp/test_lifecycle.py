@@ -1,10 +1,15 @@
-"""The server's lifecycle as the spec has it: nothing is served before `initialize`."""
+"""The server's lifecycle as the spec has it: nothing is served before `initialize`, every
+request is answered (a malformed one with its error), nothing after `shutdown`, and `exit`
+says by its status whether `shutdown` came first."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -12,6 +17,8 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 
 from .live import stop_daemon
+
+ANSWER_SECONDS = 30
 
 
 def _send(stream: IO[bytes], message: dict[str, Any]) -> None:
@@ -27,6 +34,76 @@ def _receive(stream: IO[bytes]) -> dict[str, Any]:
             length = int(line.split(b":")[1])
     answer: dict[str, Any] = json.loads(stream.read(length))
     return answer
+
+
+def _answer(stream: IO[bytes], msg_id: int) -> dict[str, Any]:
+    """The answer to request `msg_id`, past what the server sends meanwhile; a failure when
+    none comes within 30 s (the server dropped the request)."""
+    reading = ThreadPoolExecutor(1)
+    try:
+        return reading.submit(_read_answer, stream, msg_id).result(ANSWER_SECONDS)
+    finally:
+        reading.shutdown(wait=False)  # a read left waiting ends with the server
+
+
+def _read_answer(stream: IO[bytes], msg_id: int) -> dict[str, Any]:
+    while "method" in (message := _receive(stream)) or message.get("id") != msg_id:
+        pass
+    return message
+
+
+@contextlib.contextmanager
+def _server(home: Home) -> Iterator[subprocess.Popen[bytes]]:
+    """`remem lsp` over pipes, initialized (no `initialized`: it starts no daemon)."""
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
+    server = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        _send(server.stdin, {"id": 0, "method": "initialize", "params": {"capabilities": {}}})
+        assert "capabilities" in _answer(server.stdout, 0)["result"]
+        yield server
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_request_whose_params_break_the_spec_is_answered_with_what_is_wrong(tmp_path: Path) -> None:
+    with _server(Home(tmp_path / "home")) as server:
+        assert server.stdin is not None and server.stdout is not None
+        hover = {
+            "textDocument": {"uri": (tmp_path / "a.md").as_uri()},
+            "position": {"line": -1, "character": 0},
+        }
+        _send(server.stdin, {"id": 1, "method": "textDocument/hover", "params": hover})
+        _send(server.stdin, {"id": 2, "method": "workspace/executeCommand", "params": {"arguments": []}})
+        wrong = [_answer(server.stdout, n)["error"] for n in (1, 2)]
+        assert [e["code"] for e in wrong] == [-32602, -32602]
+        assert wrong[0]["message"] == "textDocument/hover: invalid value @ $.params.position"
+        assert wrong[1]["message"] == "workspace/executeCommand: required field missing @ $.params.command"
+
+
+def test_after_shutdown_a_request_is_refused_and_exit_says_it_came_first(tmp_path: Path) -> None:
+    with _server(Home(tmp_path / "home")) as server:
+        assert server.stdin is not None and server.stdout is not None
+        _send(server.stdin, {"id": 1, "method": "shutdown"})
+        assert _answer(server.stdout, 1)["result"] is None
+        _send(server.stdin, {"id": 2, "method": "remem/settings", "params": {}})
+        refused = _answer(server.stdout, 2)["error"]
+        assert (refused["code"], refused["message"]) == (
+            -32600,
+            "remem/settings: the server is shutting down",
+        )
+        _send(server.stdin, {"method": "exit"})
+        assert server.wait(30) == 0
+
+
+def test_exit_without_shutdown_ends_with_an_error_status(tmp_path: Path) -> None:
+    with _server(Home(tmp_path / "home")) as server:
+        assert server.stdin is not None
+        _send(server.stdin, {"method": "exit"})
+        assert server.wait(30) == 1
 
 
 def test_a_request_before_initialize_is_refused_and_starts_no_daemon(tmp_path: Path) -> None:
