@@ -80,22 +80,21 @@ class RememProtocol(LanguageServerProtocol):
         return self._shutdown
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            if "id" not in data or not isinstance(data.get("method"), str):
-                raise  # a notification or a response: nobody waits for an answer
-            wrong = error.__cause__
-            what = (
-                "; ".join(cattrs.transform_error(wrong))
-                if isinstance(wrong, cattrs.BaseValidationError)
-                else ""
-            )
-            answer = JsonRpcInvalidParams(
-                f"{data['method']}: {what or 'params not of the shape the spec gives'}"
-            )
-            self._send_response(data["id"], None, answer.to_response_error())
-            return _ANSWERED
+        wrong = _loose_arguments(data)
+        if wrong is None:
+            try:
+                return super().structure_message(data)
+            except JsonRpcException as error:
+                if "id" not in data or not isinstance(data.get("method"), str):
+                    raise  # a notification or a response: nobody waits for an answer
+                cause = error.__cause__
+                if isinstance(cause, cattrs.BaseValidationError):
+                    wrong = "; ".join(cattrs.transform_error(cause))
+                else:
+                    wrong = "params not of the spec's shape"
+        answer = JsonRpcInvalidParams(f"{data['method']}: {wrong}")
+        self._send_response(data["id"], None, answer.to_response_error())
+        return _ANSWERED
 
     def handle_message(self, message: Any) -> None:
         if message is _ANSWERED:
@@ -143,3 +142,20 @@ class RememProtocol(LanguageServerProtocol):
         request = self._commands.pop(msg_id, None)
         if request is not None:
             request.cancelled.set()
+
+
+def _loose_arguments(data: dict[str, Any]) -> str | None:
+    """Why a command's `arguments` are no array, when they are not: pygls's converter would
+    take an object for the list of its keys, a string for its characters."""
+    params = data.get("params")
+    if (
+        data.get("method") != types.WORKSPACE_EXECUTE_COMMAND
+        or "id" not in data
+        or not isinstance(params, dict)
+    ):
+        return None
+    arguments = params.get("arguments")
+    if arguments is None or isinstance(arguments, list):
+        return None
+    kind = {dict: "an object", str: "a string", bool: "a boolean"}.get(type(arguments), "a number")
+    return f"`arguments` must be an array of the command's arguments; got {kind}"

@@ -78,10 +78,16 @@ def test_a_request_whose_params_break_the_spec_is_answered_with_what_is_wrong(tm
         }
         _send(server.stdin, {"id": 1, "method": "textDocument/hover", "params": hover})
         _send(server.stdin, {"id": 2, "method": "workspace/executeCommand", "params": {"arguments": []}})
-        wrong = [_answer(server.stdout, n)["error"] for n in (1, 2)]
-        assert [e["code"] for e in wrong] == [-32602, -32602]
+        # An object would be taken for the list of its keys: "takes exactly one argument; got 2".
+        fork = {"command": "remem.lsp.fork", "arguments": {"session": "s", "turn": 2}}
+        _send(server.stdin, {"id": 3, "method": "workspace/executeCommand", "params": fork})
+        wrong = [_answer(server.stdout, n)["error"] for n in (1, 2, 3)]
+        assert [e["code"] for e in wrong] == [-32602, -32602, -32602]
         assert wrong[0]["message"] == "textDocument/hover: invalid value @ $.params.position"
         assert wrong[1]["message"] == "workspace/executeCommand: required field missing @ $.params.command"
+        assert wrong[2]["message"] == (
+            "workspace/executeCommand: `arguments` must be an array of the command's arguments; got an object"
+        )
 
 
 def test_after_shutdown_a_request_is_refused_and_exit_says_it_came_first(tmp_path: Path) -> None:
