@@ -90,7 +90,10 @@ class DaemonLink:
         self._handlers[event].append(handler)
 
     def open(self) -> None:
-        """Connect (starting the daemon if needed) in the background, and keep connected."""
+        """Connect (starting the daemon if needed) in the background, and keep connected; once
+        (a second `initialized` would start a second keeper, which `close` never stops)."""
+        if self._keeper is not None:
+            return
         self._keeper = asyncio.create_task(self._keep())
         self._keeper.add_done_callback(_log_crash)
 
