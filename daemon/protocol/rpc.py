@@ -33,8 +33,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
 # receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading;
-# 8: the receipt files consolidation/receipts could not read; 9: a turns answer's format.
-PROTOCOL_VERSION = 9
+# 8: the receipt files consolidation/receipts could not read; 9: a turns answer's format;
+# 10: a listed session's digest may be null (a harness file's, until a review needs it).
+PROTOCOL_VERSION = 10
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

@@ -73,7 +73,9 @@ class SessionSummary(BaseModel):
     turns: int
     lastSeq: int
     revision: str
-    digest: str
+    # The content digest reviews are bound to; a Claude Code or Codex file's is null until a
+    # review needs it (hashing every file cost a listing a fifth of its time: decision 0340).
+    digest: str | None
     review: ReviewState = NEVER_REVIEWED
     format: SessionFormat = "dsh"  # the harness that wrote it: its transcript's and fork's format
     # Lines a Claude Code or Codex reader skipped or flagged (bad lines, cycles, a torn last line

@@ -46,8 +46,8 @@ from ..protocol.rpc import (
     TurnsResult,
     WorkspaceParams,
 )
-from ..protocol.sessions import Listing, ReviewState
-from ..sessions.catalog import Progress, SessionCatalog, SessionNotFound, lineage_items
+from ..protocol.sessions import Listing
+from ..sessions.catalog import Entry, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.harness_sources import inherited_history, read_file, source_fingerprint, view_of
@@ -101,21 +101,25 @@ class SessionMethods:
         progress = self._progress(params.cwd)
 
         def listing(catalog: SessionCatalog) -> Listing:
-            return self._reviewed_listing(params.cwd, catalog.listing(params.cwd, progress))
+            return self._reviewed_listing(params.cwd, catalog, *catalog.listed(params.cwd, progress))
 
         return await self._run(listing)
 
-    def _reviewed_listing(self, cwd: str | None, found: Listing) -> Listing:
-        """`found` with each session's review state; the same object again while neither the
-        catalog's listing nor any receipt changed."""
+    def _reviewed_listing(
+        self, cwd: str | None, catalog: SessionCatalog, found: Listing, entries: Sequence[Entry]
+    ) -> Listing:
+        """`found` with each session's review state (and the digest it was judged by); the same
+        object again while neither the catalog's listing nor any receipt changed."""
         receipts = self._receipts.all()  # parsed once per receipt file version: same objects
         known = self._reviewed.get(cwd)
         if known is not None and known[0] is found and _same_objects(known[1], receipts):
             self._reviewed.move_to_end(cwd)
             return known[2]
-        states = review_states(receipts, {s.id: s.digest for s in found.sessions})
+        digests = self._digests(catalog, entries, receipts)
+        states = review_states(receipts, digests)
         sessions = [
-            s.model_copy(update={"review": states[s.id]}) if s.id in states else s for s in found.sessions
+            s.model_copy(update={"review": states[s.id], "digest": digests[s.id]}) if s.id in states else s
+            for s in found.sessions
         ]
         answer = Listing(sessions=sessions, errors=found.errors)
         self._reviewed[cwd] = (found, receipts, answer)
@@ -129,7 +133,8 @@ class SessionMethods:
 
         def build(catalog: SessionCatalog) -> TreeResult:
             entries, _ = catalog.entries(params.cwd, progress)
-            states = self._reviews({e.summary.id: e.summary.digest for e in entries})
+            receipts = self._receipts.all()
+            states = review_states(receipts, self._digests(catalog, entries, receipts))
             nodes = build_tree(lineage_items(entries)).flat()
             return TreeResult(
                 nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes]
@@ -152,8 +157,14 @@ class SessionMethods:
 
         return report
 
-    def _reviews(self, digests: dict[str, str]) -> dict[str, ReviewState]:
-        return review_states(self._receipts.all(), digests)
+    @staticmethod
+    def _digests(
+        catalog: SessionCatalog, entries: Sequence[Entry], receipts: list[Receipt]
+    ) -> dict[str, str]:
+        """The digests of the sessions a receipt names: only theirs decide a review state, and
+        a Claude Code or Codex file is hashed for it only then (decision 0340)."""
+        reviewed = {receipt.source.session for receipt in receipts}
+        return catalog.digests(e for e in entries if e.summary.id in reviewed)
 
     async def turns(self, params: SessionParams) -> TurnsResult:
         def turns(catalog: SessionCatalog) -> TurnsResult:

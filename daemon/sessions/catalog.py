@@ -14,7 +14,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from .harness_sources import (
     HARNESS_SOURCES,
     BranchInfo,
     SidechainInfo,
+    file_digest,
     file_turns,
     inherited_turns,
     unreadable,
@@ -239,10 +240,16 @@ class SessionCatalog:
     def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
         """The listing of `entries`; through the daemon's memo, the very same object while
         nothing it shows changed (so its encoding can be reused too)."""
+        return self.listed(cwd, progress)[0]
+
+    def listed(
+        self, cwd: str | None = None, progress: Progress | None = None
+    ) -> tuple[Listing, Sequence[Entry]]:
+        """`listing`, and the entries it shows (of the same moment)."""
         answer = self._answer(cwd, progress)
         if answer.listing is None:
             answer.listing = Listing(sessions=[e.summary for e in answer.entries], errors=list(answer.errors))
-        return answer.listing
+        return answer.listing, answer.entries
 
     def _answer(self, cwd: str | None, progress: Progress | None) -> Answer:
         wanted = os.path.abspath(cwd) if cwd is not None else None
@@ -432,6 +439,55 @@ class SessionCatalog:
             raise SessionNotFound(f"session {row.id!r} {unreadable(exc)}") from None
         self.index.put_turns(row.path, revision, turns)
         return turns
+
+    def with_digest(self, entry: Entry) -> Entry | None:
+        """`entry` with its content digest. A Claude Code or Codex file's is hashed the first
+        time a review asks for it (a listing leaves it out: decision 0340) and stored while the
+        file is unchanged. None when it must be hashed and the file is no longer as `entry` lists
+        it; `OSError` when it cannot be read."""
+        if entry.summary.digest is not None:
+            return entry
+        row = entry.row
+        digest = self._stored_digest(row)
+        if digest is None:
+            digest, revision = file_digest(entry.path)
+            if revision != row.revision:
+                return None
+            self.index.put_digest(row.path, revision, digest)
+            self._remember_digest(replace(row, digest=digest))
+        summary = entry.summary.model_copy(update={"digest": digest})
+        return Entry(summary=summary, row=replace(row, digest=digest), archived=entry.archived)
+
+    def digests(self, entries: Iterable[Entry]) -> dict[str, str]:
+        """The content digest of each of `entries` that has one now (`with_digest`), by id: an
+        unreadable file has none, and its listing row says why once it is listed again."""
+        digests = {}
+        for entry in entries:
+            try:
+                known = self.with_digest(entry)
+            except OSError:
+                continue
+            if known is not None and known.summary.digest is not None:
+                digests[entry.summary.id] = known.summary.digest
+        return digests
+
+    def _stored_digest(self, row: LogRow) -> str | None:
+        """The digest an earlier review stored for `row`'s file at its revision, if any."""
+        if self.memo is None:
+            known = self.index.row(row.path)
+        else:
+            with self.memo.lock:
+                known = self.memo.rows(self.index).get(row.path)
+        return known.digest if known is not None and known.revision == row.revision else None
+
+    def _remember_digest(self, row: LogRow) -> None:
+        """Give the memo's row of the same revision its digest; a newer row stays as it is."""
+        if self.memo is None:
+            return
+        with self.memo.lock:
+            known = self.memo.rows(self.index).get(row.path)
+            if known is not None and known.revision == row.revision:
+                self.memo.remember([row])
 
     def indexed(self, session_id: str) -> Indexed:
         """A session as the index knows it at its current revision (read whole if not indexed)."""
@@ -708,7 +764,7 @@ def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: boo
         turns=row.turns,
         lastSeq=row.last_seq,
         revision=row.revision,
-        digest=row.digest or "",
+        digest=row.digest,
         format=row.format,
         problems=_problems(row, live),
     )

@@ -55,6 +55,8 @@ SIDECAR_REASON = "a subagent's .meta.json without its transcript {name}; nothing
 # A Codex `session_meta` carries the base instructions: tens of KB, rarely more.
 FIRST_LINE_BYTES = 1 << 20
 _GLANCE_CHUNK = 64 << 10
+_DIGEST_BLOCK = 1 << 20
+_DIGEST_NAME = "sha256:"
 
 
 @dataclass(frozen=True)
@@ -225,8 +227,19 @@ def read_file_stat(path: Path) -> tuple[bytes, os.stat_result]:
 
 
 def content_digest(data: bytes) -> str:
-    """The digest a Claude Code or Codex session is listed and reviewed by."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    """The digest a Claude Code or Codex session is reviewed by: of its file's bytes."""
+    return _DIGEST_NAME + hashlib.sha256(data).hexdigest()
+
+
+def file_digest(path: Path) -> tuple[str, str]:
+    """`content_digest` of the file at `path`, read in blocks through a descriptor that is not
+    a link (an `OSError` otherwise), and the revision the file had once it was read."""
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        while block := handle.read(_DIGEST_BLOCK):
+            digest.update(block)
+        return _DIGEST_NAME + digest.hexdigest(), stat_revision(os.fstat(handle.fileno()))
 
 
 def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
@@ -273,7 +286,9 @@ def file_turns(fmt: SessionFormat, path: Path) -> tuple[list[TurnSummary], str]:
 
 def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
     """The file's row. Its turns are not stored: a listing shows how many there are, not what
-    they are, and the catalog stores them the first time they are asked for (`file_turns`)."""
+    they are, and the catalog stores them the first time they are asked for (`file_turns`).
+    Nor is its digest: hashing the bytes cost a listing a fifth of its time, and only a review
+    needs it (`SessionCatalog.with_digest`, decision 0340)."""
     try:
         data = read_file(path)
     except (OSError, LineTooLong) as exc:
@@ -294,7 +309,6 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
         title=view.title,
         turns=view.turn_count,
         last_seq=view.newlines,
-        digest=content_digest(data),
         format=fmt,
         root_uuid=view.root_uuid,
         branches=json.dumps([b.info().__dict__ for b in view.branches]) if view.branches else None,

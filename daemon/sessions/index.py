@@ -246,6 +246,13 @@ class SessionIndex:
             )
         return True
 
+    def put_digest(self, path: str, revision: str, digest: str) -> None:
+        """Store the digest of `path` as read at `revision`; not if its row is missing or of
+        another revision by now (the file changed, and was listed again)."""
+        self._db.execute(
+            "UPDATE logs SET digest = ? WHERE path = ? AND revision = ?", (digest, path, revision)
+        )
+
     def forget(self, paths: Iterable[str]) -> None:
         gone = [(p,) for p in paths]
         if gone:

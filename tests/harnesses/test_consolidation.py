@@ -8,13 +8,16 @@ answering with a proposal that cites the evidence range of the session's first t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from remem.daemon.cli import cli
 from remem.daemon.consolidation.evidence import shown_turns
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.runner import Consolidator, Refused
@@ -48,6 +51,22 @@ def _consolidate(home: Home, session: str):
     return asyncio.run(Consolidator(home).consolidate(session, lambda *_: None))
 
 
+def _reviewed(home: Home, session: str, cwd: str) -> tuple[dict, dict]:
+    """The session's row in `sessions list --json` and its review in `sessions tree --json`."""
+
+    def rows(*command: str) -> list[dict]:
+        out = CliRunner().invoke(cli, ["--home", str(home.root), "sessions", *command, "--json"]).stdout
+        return json.loads(out)["sessions" if command[0] == "list" else "nodes"]
+
+    (row,) = [r for r in rows("list") if r["id"] == session]
+    (node,) = [n for n in rows("tree", "--cwd", cwd) if n["id"] == session]
+    return row, node["review"]
+
+
+def _sha256(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _run(home: Home, root: Path, copy: Path, session: str, cwd: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with FakeOpenAI(api_key="sk-test") as fake:
@@ -71,11 +90,19 @@ def _run(home: Home, root: Path, copy: Path, session: str, cwd: str, monkeypatch
         records = MemoryStore(home).read_workspace(WorkspaceId.from_cwd(cwd)).records
         assert [r.name for r in records] == ["notes-say-alpha"]
         assert _consolidate(home, session) == result and fake.count == 1  # already reviewed
+        # The listing hashes the file for its review state only (decision 0340): the digest shown
+        # is the receipt's, the bytes' own.
+        row, review = _reviewed(home, session, cwd)
+        assert row["review"] == review == {"state": "consolidated", "status": None}
+        assert row["digest"] == receipt.source.digest == _sha256(copy)
         with copy.open("ab") as handle:  # the harness appends: a new review, refused while live
             handle.write(lines[-1] + b"\n")
         with pytest.raises(Refused) as live:
             _consolidate(home, session)
         assert live.value.code == "LIVE" and fake.count == 1
+        row, review = _reviewed(home, session, cwd)
+        assert row["review"] == review == {"state": "changed", "status": None}
+        assert row["digest"] == _sha256(copy) != receipt.source.digest
 
 
 def test_a_claude_code_session_is_consolidated_and_cites_its_first_turn(

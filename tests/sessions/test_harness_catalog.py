@@ -5,6 +5,7 @@ bad input per file, settings and default roots. Shapes the real CLIs cannot be m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -545,3 +546,41 @@ def test_a_turn_heading_shows_a_time_only_when_the_file_holds_one() -> None:
     for shown, stamp in ((data, "no time"), (later, "2026-01-01T00:00:05Z")):
         rendered = render_harness_transcript(harness_sources.claude_view(shown, f"{SID}.jsonl"), shown)
         assert f"## Turn 1 — completed — {stamp}\n" in rendered
+
+
+@pytest.mark.parametrize("memo", [None, "memo"])
+def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unchanged(
+    home: Home, roots: dict[str, Path], memo: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 0340: a listing leaves a Claude Code or Codex file's digest out; `with_digest`
+    hashes it once, stores it for its revision, and refuses to hash a file changed since it was
+    listed, or a link."""
+    kept = ListingMemo(lambda: False) if memo else None
+    roots_ = [Root(path, fmt) for fmt, path in roots.items()]  # type: ignore[arg-type]
+    listed = SessionCatalog(home, roots_, 120, kept)
+    entries = {e.summary.id: e for e in listed.entries()[0]}
+    assert entries[SID].summary.digest is None and entries[TID].summary.digest is None
+    assert entries["dsh-1"].summary.digest is not None  # a DSH log's is folded in its read
+    path = entries[SID].path
+    hashed: list[Path] = []
+    original = harness_sources.file_digest
+    monkeypatch.setattr(
+        "remem.daemon.sessions.catalog.file_digest", lambda p: hashed.append(p) or original(p)
+    )
+    digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    assert listed.digests([entries[SID]]) == {SID: digest}
+    assert listed.digests([entries[SID]]) == {SID: digest} and hashed == [path]  # kept
+    later = SessionCatalog(home, roots_, 120, kept)  # the next request: stored, not hashed again
+    assert later.digests(e for e in later.entries()[0] if e.summary.id == SID) == {SID: digest}
+    assert hashed == [path]
+    rollout_path = entries[TID].path
+    with rollout_path.open("ab") as handle:  # Codex appends: the listed entry is no longer the file
+        handle.write(b"\n")
+    assert listed.with_digest(entries[TID]) is None
+    grown = [e for e in SessionCatalog(home, roots_, 120, kept).entries()[0] if e.summary.id == TID]
+    assert grown[0].summary.digest is None
+    rollout_path.unlink()
+    rollout_path.symlink_to(path)
+    with pytest.raises(OSError):  # never hashed through a link
+        listed.with_digest(grown[0])
+    assert listed.digests(grown) == {}
