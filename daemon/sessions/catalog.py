@@ -193,6 +193,10 @@ class SessionCatalog:
                 sources.setdefault(known.path, known)
         self.sources = list(sources.values())
         self.roots = list(sources)
+        # Each root's folder prefix, the innermost first (should roots nest): a listing asks
+        # for the format of every log it finds.
+        inner_first = sorted(self.sources, key=lambda s: len(str(s.path)), reverse=True)
+        self._prefixes = [(f"{s.path}{os.sep}", s.format) for s in inner_first]
         self.idle_seconds = idle_seconds
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
@@ -649,8 +653,7 @@ class SessionCatalog:
 
     def format_of(self, path: str) -> SessionFormat:
         """The format of the root `path` lies in (the innermost, should roots nest)."""
-        inside = [s for s in self.sources if path.startswith(f"{s.path}{os.sep}")]
-        return max(inside, key=lambda s: len(str(s.path))).format if inside else "dsh"
+        return next((fmt for prefix, fmt in self._prefixes if path.startswith(prefix)), "dsh")
 
     def _project(self, path: Path, st: os.stat_result, indexed: bool) -> Update:
         """The log's new index entry; a DSH log's continuation is kept for its next append."""

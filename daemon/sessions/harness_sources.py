@@ -54,6 +54,9 @@ SIDECAR_REASON = "a subagent's .meta.json without its transcript {name}; nothing
 
 # A Codex `session_meta` carries the base instructions: tens of KB, rarely more.
 FIRST_LINE_BYTES = 1 << 20
+# A glance reads this much first: older rollouts' first line is a few hundred bytes, and copying
+# 64 KB from the page cache for it cost a workspace's first tree as much as the rest of a glance.
+_GLANCE_FIRST = 4 << 10
 _GLANCE_CHUNK = 64 << 10
 _DIGEST_BLOCK = 1 << 20
 _DIGEST_NAME = "sha256:"
@@ -458,14 +461,20 @@ def _first_line(path: str) -> bytes:
     head = b""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as handle:
-            while len(head) < FIRST_LINE_BYTES and (block := handle.read(_GLANCE_CHUNK)):
-                end = block.find(b"\n")
-                if end >= 0:
-                    return head + block[:end]
-                head += block
+    except OSError:
+        return b""
+    try:
+        size = _GLANCE_FIRST
+        while len(head) < FIRST_LINE_BYTES and (block := os.read(fd, size)):
+            end = block.find(b"\n")
+            if end >= 0:
+                return head + block[:end]
+            head += block
+            size = _GLANCE_CHUNK
     except OSError:
         pass
+    finally:
+        os.close(fd)
     return b""
 
 

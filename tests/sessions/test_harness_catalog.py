@@ -104,6 +104,23 @@ def test_a_workspace_glances_at_another_workspaces_rollout_and_never_reads_it_wh
     assert "019c-else" in {s.id for s in catalog(home, roots).listing(CWD).sessions}
 
 
+@pytest.mark.parametrize("instructions", [3_000, 30_000, 100_000])
+def test_a_glance_reads_a_long_session_meta_to_its_end(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch, instructions: int
+) -> None:
+    """Real rollouts' first lines run from a few hundred bytes to tens of KB (the base
+    instructions): a glance reads on until the line ends, however many reads that takes."""
+    first = meta("019c-far", cwd="/far", base_instructions={"text": "x" * instructions})
+    far = write(roots["codex"] / "2026" / "05" / "02" / "rollout-2026-05-02T00-00-00-far.jsonl",
+                rollout(first, *turn("t1", "far away", "yes")))  # fmt: skip
+    read: list[str] = []
+    original = harness_sources._index
+    monkeypatch.setattr(harness_sources, "_index", lambda f, p, r: read.append(p.name) or original(f, p, r))
+    assert "019c-far" not in {s.id for s in catalog(home, roots).listing(CWD).sessions}
+    assert far.name not in read
+    assert "019c-far" in {s.id for s in catalog(home, roots).listing("/far").sessions}
+
+
 def test_a_changed_file_is_read_again(home: Home, roots: dict[str, Path]) -> None:
     path = claude_project(roots["claude-code"]) / f"{SID}.jsonl"
     assert {s.id: s.turns for s in catalog(home, roots).listing().sessions}[SID] == 2
