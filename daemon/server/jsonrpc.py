@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections import OrderedDict
 from typing import Any
 
@@ -36,6 +37,10 @@ OUTBOX_BYTES = MAX_IN_FLIGHT * MAX_MESSAGE_BYTES
 # Small notifications cost more in bookkeeping than in bytes: their number is bounded too.
 OUTBOX_MESSAGES = 1024
 ENCODED_RESULTS = 16  # recent results kept with their JSON text
+# JSON may escape a lone UTF-16 surrogate ("\ud800"), which no UTF-8 file, path or answer can
+# hold; a pair decodes to one character, so a surrogate left in a decoded string is lone.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = "holds a lone UTF-16 surrogate (\\ud800 without its pair), which UTF-8 cannot encode"
 log = logging.getLogger("remem.daemon")
 
 
@@ -59,7 +64,7 @@ class Dispatcher:
         request_id = message.get("id") if isinstance(message, dict) else None
         try:
             method, params = _request_parts(message)
-            result = await self._call(method, params)
+            result = await self._call(method, params, escaped=b"\\ud" in line or b"\\uD" in line)
         except RpcError as exc:
             return None if _is_notification(message) else _error(request_id, exc)
         except Exception:  # a bug in a handler must not take the daemon down
@@ -87,16 +92,43 @@ class Dispatcher:
             self._encoded.popitem(last=False)
         return text
 
-    async def _call(self, method: str, params: Any) -> BaseModel:
+    async def _call(self, method: str, params: Any, escaped: bool) -> BaseModel:
+        """`method`'s result; `escaped` when the message holds a surrogate's escape, so its
+        params are searched for a lone one (a handler would fail on it far from here)."""
         spec = METHODS.get(method)
         if spec is None:
             raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r}")
+        if escaped and (field := _lone_surrogate_at(params)) is not None:
+            problem = {"field": field, "message": LONE_SURROGATE}
+            raise RpcError(
+                INVALID_PARAMS, f"invalid params for {method}: {field} {LONE_SURROGATE}", [problem]
+            )
         try:
             parsed = spec.params.model_validate({} if params is None else params)
         except ValidationError as exc:
             problems = [{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()]
             raise RpcError(INVALID_PARAMS, f"invalid params for {method}", problems) from None
         return await self._handlers[method](parsed)
+
+
+def _lone_surrogate_at(params: Any) -> str | None:
+    """The dotted place of a key or string in `params` that holds a lone surrogate (a
+    key's own surrogates written as escapes, so the error's text is UTF-8)."""
+    pending: list[tuple[str, Any]] = [("", params)]
+    while pending:
+        place, value = pending.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return place or "params"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                inner = f"{place}.{key}" if place else str(key)
+                if _SURROGATE.search(key):
+                    return inner.encode("utf-8", "backslashreplace").decode("utf-8")
+                pending.append((inner, item))
+        elif isinstance(value, list):
+            pending.extend((f"{place}.{n}" if place else str(n), item) for n, item in enumerate(value))
+    return None
 
 
 def _request_parts(message: Any) -> tuple[str, Any]:

@@ -12,9 +12,13 @@ from remem.daemon.home import Home
 from remem.daemon.server.process import Daemon
 from remem.daemon.server.running_settings import RunningSettings
 
+# Any code point, lone surrogates included: JSON escapes them ("\ud800"), and editors send them.
+_TEXT = st.characters(blacklist_categories=())
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(_TEXT, max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(_TEXT, max_size=10), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 _METHODS = st.sampled_from([
@@ -78,3 +82,30 @@ def test_a_notification_is_never_answered_and_a_boolean_is_no_id(tmp_path_factor
         assert answer(daemon, json.dumps({"jsonrpc": "2.0", **failing}).encode()) is None, failing
     reply = answer(daemon, b'{"jsonrpc": "2.0", "id": true, "method": "daemon/status"}')
     assert reply is not None and reply["id"] is None and reply["error"]["code"] == -32600
+
+
+def test_a_lone_surrogate_is_refused_naming_its_field(tmp_path_factory: object) -> None:
+    """No file, path or answer can hold it; it used to fail deep in a handler (`internal error`)."""
+    home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
+    daemon = Daemon(home, RunningSettings(home))
+    put = {"op": "put", "name": "a\udfff", "content": "x"}
+    commit = {"cwd": "/w", "expectedRevision": "x", "changes": [put]}
+    requests = {
+        "content": ("memory/replaceGlobal", {"content": "bad \ud800 text\n", "expectedRevision": "x"}),
+        "changes.0.name": ("memory/commitWorkspace", commit),
+        "cwd": ("sessions/list", {"cwd": "/w/\ud800"}),
+        "a\\udc80": ("daemon/status", {"a\udc80": 1}),  # the key, shown escaped
+    }  # fmt: skip
+    for field, (method, params) in requests.items():
+        frame = json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).encode()
+        reply = answer(daemon, frame)
+        assert reply is not None and reply["error"]["code"] == -32602, (method, reply)
+        assert reply["error"]["message"].startswith(f"invalid params for {method}: {field} holds a lone")
+    # A pair is one character, however it is written ("\ud83d\ude00" is a smile), and an escaped
+    # backslash before "ud800" is text.
+    for text in ("smile \U0001f600", "a backslash: \\ud800"):
+        params = {"cwd": f"/w/{text}"}
+        frame = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "sessions/list", "params": params}).encode()
+        assert b"\\ud" in frame
+        reply = answer(daemon, frame)
+        assert reply is not None and "result" in reply, reply
