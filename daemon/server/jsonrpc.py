@@ -259,12 +259,30 @@ class Connection:
         while (data := await self._outbox.get()) is not None:
             self._waiting_bytes -= len(data)
             self._writer.write(data)
-            try:
-                await asyncio.wait_for(self._writer.drain(), WRITE_TIMEOUT_SECONDS)
-            except (ConnectionError, TimeoutError):
-                # A client that vanished or never reads loses only its own connection.
+            if not await self._drained():
+                # A client that vanished or stopped reading loses only its own connection.
                 self._writer.transport.abort()
                 return
+
+    async def _drained(self) -> bool:
+        """Wait until the socket took what was written; False when the client vanished, or
+        took nothing for `WRITE_TIMEOUT_SECONDS` (it is cut off, and the log says so). A
+        client still reading gets an answer however long it takes, even one of a GiB."""
+        transport = self._writer.transport
+        left = transport.get_write_buffer_size()
+        while True:
+            try:
+                await asyncio.wait_for(self._writer.drain(), WRITE_TIMEOUT_SECONDS)
+                return True
+            except ConnectionError:
+                return False
+            except TimeoutError:
+                if transport.get_write_buffer_size() >= left:
+                    waiting = _mib(transport.get_write_buffer_size())
+                    log.warning("a client took nothing for %.0f s (%s wait for it): disconnecting it",
+                                WRITE_TIMEOUT_SECONDS, waiting)  # fmt: skip
+                    return False
+                left = transport.get_write_buffer_size()
 
 
 def _encode(message: dict[str, Any]) -> bytes:
