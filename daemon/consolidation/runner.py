@@ -427,14 +427,17 @@ def _names(path: str, session_id: str) -> bool:
 
 
 def _read_source(entry: Entry, digest: str, idle_seconds: int) -> SessionLog | HarnessFile:
-    """The session's content, read once: a DSH log, or a harness file whose bytes must be the
-    ones the catalog listed (`digest`, the review's)."""
+    """The session's content, read once: a DSH log, or a harness file, whose content must be
+    what was hashed for the review (`digest`)."""
     session_id = entry.summary.id
     if entry.format == "dsh":
         try:
-            return read_session(entry.path, expected_id=session_id)
+            log = read_session(entry.path, expected_id=session_id)
         except SessionLogError as exc:
             raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
+        if log.digest != digest:
+            raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+        return log
     try:
         read = observe(entry.format, entry.path, idle_seconds)
     except Unreadable as exc:

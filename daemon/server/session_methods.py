@@ -162,7 +162,7 @@ class SessionMethods:
         catalog: SessionCatalog, entries: Sequence[Entry], receipts: list[Receipt]
     ) -> dict[str, str]:
         """The digests of the sessions a receipt names: only theirs decide a review state, and
-        a Claude Code or Codex file is hashed for it only then (decision 0340)."""
+        a session's file is hashed for it only then (decisions 0340, 0341)."""
         reviewed = {receipt.source.session for receipt in receipts}
         return catalog.digests(e for e in entries if e.summary.id in reviewed)
 

@@ -32,6 +32,7 @@ from ..protocol.sessions import (
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_whole
 from .continuations import Continuations
+from .digest import DigestState
 from .errors import OperationError, SessionLogError, SessionRootError
 from .formats.jsonl import LineTooLong
 from .harness_sources import (
@@ -51,11 +52,13 @@ from .paths import project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
 from .published import PublishedLogs
 from .reader import (
+    Event,
     NotAppendOnly,
     SessionLog,
     gc_paused,
     read_appended,
     read_session,
+    skim_session,
     stat_revision,
 )
 from .roots import LogFile, list_logs
@@ -445,19 +448,22 @@ class SessionCatalog:
         return turns
 
     def with_digest(self, entry: Entry) -> Entry | None:
-        """`entry` with its content digest. A Claude Code or Codex file's is hashed the first
-        time a review asks for it (a listing leaves it out: decision 0340) and stored while the
-        file is unchanged. None when it must be hashed and the file is no longer as `entry` lists
-        it; `OSError` when it cannot be read."""
+        """`entry` with its content digest. A listing leaves it out (decisions 0340, 0341): a
+        session's file is hashed the first time a review asks for it, and the digest is stored
+        while the file is unchanged; a DSH log's digest state goes with it, so its appends are
+        hashed as they are listed. None when it must be hashed and the file is no longer as
+        `entry` lists it; `OSError` when a Claude Code or Codex file cannot be read."""
         if entry.summary.digest is not None:
             return entry
         row = entry.row
         digest = self._stored_digest(row)
         if digest is None:
-            digest, revision = file_digest(entry.path)
-            if revision != row.revision:
+            hashed = _hashed(entry)
+            if hashed is None or hashed[1] != row.revision:
                 return None
-            self.index.put_digest(row.path, revision, digest)
+            digest, revision, state = hashed
+            self.index.put_digest(row.path, revision, digest, state)
+            self.continuations.forget([row.path])  # the kept state has no digest to continue
             self._remember_digest(replace(row, digest=digest))
         summary = entry.summary.model_copy(update={"digest": digest})
         return Entry(summary=summary, row=replace(row, digest=digest), archived=entry.archived)
@@ -744,6 +750,23 @@ def _shown(row: LogRow, metas: dict[str, SessionMeta], dsh: frozenset[str]) -> t
     """The display title and archive state of `row`'s session: remem's own, else DSH's list."""
     meta = metas.get(row.id or "", _NO_META)
     return meta.title, meta.archived if meta.archived is not None else row.id in dsh
+
+
+def _hashed(entry: Entry) -> tuple[str, str, DigestState | None] | None:
+    """The entry's file hashed now: its digest, the revision it was read at, and a DSH log's
+    digest state at its resume point; None for a DSH log that no longer reads."""
+    if entry.format != "dsh":
+        return (*file_digest(entry.path), None)
+    try:
+        read = skim_session(entry.path, frozenset(), fold=_kept_nothing)
+    except SessionLogError:
+        return None
+    assert read.digest is not None  # a hashed read
+    return read.digest, read.revision, read.digest_state
+
+
+def _kept_nothing(events: list[Event]) -> None:
+    """A fold that keeps no event: the read is for its digest alone."""
 
 
 def _problems(row: LogRow, live: bool) -> int:

@@ -77,14 +77,16 @@ def read_whole(log: ColdRead) -> Update:
         return HARNESS_SOURCES[log.format].index(path, log.revision)
     try:
         projection = Projection()
-        read = skim_session(path, PROJECTED_TYPES, fold=projection.fold)
+        read = skim_session(path, PROJECTED_TYPES, fold=projection.fold, hashed=False)
     except SessionLogError as exc:
         return Update(LogRow(path=log.path, revision=log.revision, error=exc.reason))
     state = LogState.of(read.header, projection, read.resume, read.digest_state)
     return Update(dsh_row(path, read.revision, read.header, projection, read.digest), state, projection.turns)
 
 
-def dsh_row(path: Path, revision: str, header: SessionHeader, projection: Projection, digest: str) -> LogRow:
+def dsh_row(
+    path: Path, revision: str, header: SessionHeader, projection: Projection, digest: str | None
+) -> LogRow:
     """A DSH log's listing row, from its header and projection."""
     return LogRow(
         path=str(path),

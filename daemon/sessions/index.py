@@ -94,11 +94,15 @@ class LogState:
     header: SessionHeader
     projection: Projection
     resume: ResumePoint
-    digest_state: DigestState
+    digest_state: DigestState | None  # None until a review took the digest (decision 0341)
 
     @classmethod
     def of(
-        cls, header: SessionHeader, projection: Projection, resume: ResumePoint, digest_state: DigestState
+        cls,
+        header: SessionHeader,
+        projection: Projection,
+        resume: ResumePoint,
+        digest_state: DigestState | None,
     ) -> LogState:
         return cls(header, projection.tail(), resume, digest_state)
 
@@ -246,12 +250,13 @@ class SessionIndex:
             )
         return True
 
-    def put_digest(self, path: str, revision: str, digest: str) -> None:
-        """Store the digest of `path` as read at `revision`; not if its row is missing or of
+    def put_digest(self, path: str, revision: str, digest: str, state: DigestState | None = None) -> None:
+        """Store the digest of `path` as read at `revision` (and, for a DSH log, the digest state
+        at its resume point, so that appends continue it); not if its row is missing or of
         another revision by now (the file changed, and was listed again)."""
-        self._db.execute(
-            "UPDATE logs SET digest = ? WHERE path = ? AND revision = ?", (digest, path, revision)
-        )
+        blob = None if state is None else state.to_bytes()
+        update = "UPDATE logs SET digest = ?, digest_state = ? WHERE path = ? AND revision = ?"
+        self._db.execute(update, (digest, blob, path, revision))
 
     def forget(self, paths: Iterable[str]) -> None:
         gone = [(p,) for p in paths]
@@ -288,7 +293,7 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
-def _state(header: str | None, projection: str, resume: str, digest_state: bytes) -> LogState | None:
+def _state(header: str | None, projection: str, resume: str, digest_state: bytes | None) -> LogState | None:
     """The stored continuation state; None for a row stored without one (a harness file's)."""
     if header is None:
         return None
@@ -296,7 +301,7 @@ def _state(header: str | None, projection: str, resume: str, digest_state: bytes
         SessionHeader.model_validate_json(header),
         Projection.model_validate_json(projection),
         ResumePoint(**json.loads(resume)),
-        DigestState.from_bytes(digest_state),
+        None if digest_state is None else DigestState.from_bytes(digest_state),
     )
 
 
@@ -323,5 +328,5 @@ def _values(update: Update) -> tuple[object, ...]:
         state.header.model_dump_json(exclude_none=True) if state else None,
         state.projection.model_dump_json() if state else None,
         _resume_json(state.resume) if state else None,
-        state.digest_state.to_bytes() if state else None,
+        state.digest_state.to_bytes() if state and state.digest_state is not None else None,
     )

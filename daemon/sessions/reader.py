@@ -110,7 +110,8 @@ class SessionLog:
 class Appended:
     """What a log gained since an earlier read's resume point.
 
-    `digest` covers the whole committed prefix, exactly like a fresh `SessionLog.digest`.
+    `digest` covers the whole committed prefix, exactly like a fresh `SessionLog.digest`, when
+    the earlier read's digest state was given (None otherwise).
     `closers` are exact whenever the new events contain a turn/start or turn/end (the turn
     state resets there); otherwise they would need events from before the resume point and
     are `()`, so a caller that needs the balanced view of such a log reads it whole. A
@@ -121,8 +122,8 @@ class Appended:
     closers: tuple[SessionEvent, ...]
     torn: TornTail | None
     resume: ResumePoint
-    digest_state: DigestState
-    digest: str
+    digest_state: DigestState | None  # None when the earlier read had none to continue
+    digest: str | None
     revision: str
 
 
@@ -381,8 +382,18 @@ def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:
     return ()
 
 
-def _digests(digest: LogDigest, recovered: bytes) -> tuple[DigestState, str]:
+class _Unhashed(LogDigest):
+    """The digest a listing's read does not take: only a review compares it, and it is taken
+    then (`SessionCatalog.with_digest`, decision 0341)."""
+
+    def update(self, data: bytes | memoryview) -> None:
+        pass
+
+
+def _digests(digest: LogDigest, recovered: bytes) -> tuple[DigestState | None, str | None]:
     """The state at the resume point, and the hex digest that also covers salvaged records."""
+    if isinstance(digest, _Unhashed):
+        return None, None
     state = digest.state
     digest.update(recovered)
     return state, digest.hexdigest()
@@ -447,14 +458,17 @@ class _Whole:
     events: list[Event]
     kinds: set[str]
     revision: str
-    digest_state: DigestState
-    digest: str
+    digest_state: DigestState | None
+    digest: str | None
 
 
-def _read_whole(path: Path, expected_id: str | None, keep: Keep, fold: Fold | None = None) -> _Whole:
-    """The log read whole; its events are returned, or handed to `fold` as they are checked."""
+def _read_whole(
+    path: Path, expected_id: str | None, keep: Keep, fold: Fold | None = None, hashed: bool = True
+) -> _Whole:
+    """The log read whole; its events are returned, or handed to `fold` as they are checked.
+    Its digest is taken when `hashed`."""
     encoding = _log_encoding(path)
-    digest = LogDigest()
+    digest = LogDigest() if hashed else _Unhashed()
     events: list[Event] = []
     begun: list[tuple[SessionHeader, _Loader]] = []
 
@@ -483,6 +497,7 @@ def read_session(path: Path, *, expected_id: str | None = None) -> SessionLog:
     whole = _read_whole(path, expected_id, None)
     events: list[SessionEvent] = whole.events  # type: ignore[assignment]  # nothing was skimmed
     tail = whole.tail
+    assert whole.digest is not None and whole.digest_state is not None  # it was hashed
     return SessionLog(
         path=path,
         encoding=whole.encoding,
@@ -507,12 +522,12 @@ class Skim:
     header: SessionHeader
     events: tuple[Event, ...]
     resume: ResumePoint
-    digest: str
-    digest_state: DigestState
+    digest: str | None  # None when not `hashed`
+    digest_state: DigestState | None
     revision: str
 
 
-def skim_session(path: Path, keep: frozenset[str], *, fold: Fold | None = None) -> Skim:
+def skim_session(path: Path, keep: frozenset[str], *, fold: Fold | None = None, hashed: bool = True) -> Skim:
     """`read_session(path)` for a listing: the same checks and errors, but the payloads of bare
     events are built only for the types in `keep` (the others are `Skimmed` with data None).
 
@@ -520,8 +535,9 @@ def skim_session(path: Path, keep: frozenset[str], *, fold: Fold | None = None) 
     only a batch is held at once, so `SESSION_EVENTS_MAX` bounds that batch, not the log. A
     fold is handed the events of the types in `keep` and the last event, in seq order, and may
     miss others (those the scanner proves without building: a projection reads none of them).
+    A listing's read is not `hashed`: its digest and digest state are None.
     """
-    whole = _read_whole(path, None, keep, fold)
+    whole = _read_whole(path, None, keep, fold, hashed)
     return Skim(
         whole.header, tuple(whole.events), whole.tail.resume, whole.digest, whole.digest_state, whole.revision
     )
@@ -552,12 +568,13 @@ def read_appended(
     path: Path,
     header: SessionHeader,
     resume: ResumePoint,
-    digest_state: DigestState,
+    digest_state: DigestState | None,
     *,
     keep: Keep = None,
     fold: Fold | None = None,
 ) -> Appended:
-    """Continue an earlier read of `path` (its `resume` and `digest_state`) over the new bytes.
+    """Continue an earlier read of `path` (its `resume` and `digest_state`, None if it was not
+    hashed: the new bytes are not either) over the new bytes.
 
     Validates and upgrades the new records exactly like `read_session` and never writes.
     Raises `NotAppendOnly` when the file is not a pure continuation or a legacy upgrade needs
@@ -565,11 +582,11 @@ def read_appended(
     takes the events as in `skim_session`; the closers are then not computed (`()`).
     """
     encoding = _log_encoding(path)
-    if digest_state.length != resume.logical_offset:
+    if digest_state is not None and digest_state.length != resume.logical_offset:
         raise ValueError(
             f"digest state covers {digest_state.length} bytes, resume point {resume.logical_offset}"
         )
-    digest = LogDigest(digest_state)
+    digest = _Unhashed() if digest_state is None else LogDigest(digest_state)
     events: list[Event] = []
     loader = _Loader(header.id, resume.event_count, events.extend if fold is None else fold)
     with gc_paused(), _session_errors(path, f"in the bytes after offset {resume.file_offset}: "):

@@ -227,8 +227,8 @@ def _project() -> Iterator[Contenders]:
         path = write_session(Path(folder), draft, encoding=Encoding.RAW)
 
         def remem() -> object:
-            projection = Projection()  # folded as the listing does, batch by batch
-            skim_session(path, PROJECTED_TYPES, fold=projection.fold)
+            projection = Projection()  # folded as the listing does, batch by batch, unhashed
+            skim_session(path, PROJECTED_TYPES, fold=projection.fold, hashed=False)
             return projection
 
         floor, others = _floors([path])

@@ -14,6 +14,7 @@ from remem.daemon.home import Home
 from remem.daemon.sessions import cold_reads
 from remem.daemon.sessions.catalog import SessionCatalog, SessionNotFound
 from remem.daemon.sessions.index import LogRow, SessionIndex
+from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import Skim, read_session
 from remem.daemon.sessions.writer import SessionWriter
@@ -63,15 +64,18 @@ def test_lists_a_family_with_kinds_turns_and_digests(home: Home, root: tuple[Pat
     paths = [write_session(folder, d, encoding=encoding) for d in family.drafts]
     for path in paths:
         age(path)
-    listing = catalog(home, folder).listing()
+    listed = catalog(home, folder)
+    listing = listed.listing()
     assert listing.errors == []
     by_id = {s.id: s for s in listing.sessions}
     main, fork, child = (by_id[d.header.id] for d in family.drafts)
     assert (main.kind, fork.kind, child.kind) == ("root", "fork", "subagent")
     assert fork.parent == main.id and child.parent == main.id
+    # A listing leaves the digests for a review to take (decision 0341).
+    digests = listed.digests(listed.entries()[0])
     for summary, path in zip((main, fork, child), paths, strict=True):
         log = read_session(path)
-        assert summary.digest == log.digest
+        assert summary.digest is None and digests[summary.id] == log.digest
         assert summary.lastSeq == log.events[-1].seq
         assert summary.cwd == CWD and summary.live is False
     assert main.turns == 5
@@ -113,7 +117,9 @@ def test_a_grown_log_is_continued_not_reread(
     half = len(draft.batches) // 2
     for batch in draft.batches[:half]:
         writer.append(batch)
-    before = catalog(home, folder).listing().sessions[0]
+    listed = catalog(home, folder)
+    before = listed.listing().sessions[0]
+    (reviewed,) = listed.digests(listed.entries()[0]).values()  # a review took the digest once
     reads: list[Path] = []
     monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
     for batch in draft.batches[half:]:
@@ -123,8 +129,40 @@ def test_a_grown_log_is_continued_not_reread(
     writer.close()
     fresh = read_session(writer.path)
     assert grown.lastSeq == fresh.events[-1].seq > before.lastSeq
-    assert grown.digest == fresh.digest != before.digest
+    assert grown.digest == fresh.digest != reviewed, "and its digest continued, not taken again"
     assert grown.turns == 6
+
+
+def test_a_reviewed_log_keeps_its_digest_as_it_grows_through_the_daemons_memo(
+    home: Home, root: tuple[Path, Encoding]
+) -> None:
+    """Decision 0341: a listing takes no digest; a review takes it once, stores it with the
+    digest state, and the relists after each append continue it, with the process's kept
+    continuation (which had none) dropped."""
+    folder, encoding = root
+    draft = build_session(SessionSpec(seed=11, turns=6, cwd=CWD))
+    writer = SessionWriter(folder, draft.header, encoding=encoding)
+    half = len(draft.batches) // 2
+    for batch in draft.batches[:half]:
+        writer.append(batch)
+    memo = ListingMemo(lambda: False)  # polling: every listing looks at the log again
+
+    def request() -> SessionCatalog:  # the daemon builds a catalog per request, sharing the memo
+        return SessionCatalog.open(home, [folder], memo)
+
+    first = request()
+    (listed,) = first.entries()[0]
+    assert listed.summary.digest is None
+    writer.append(draft.batches[half])
+    assert first.with_digest(listed) is None, "the log changed since it was listed"
+    (entry,) = request().entries()[0]
+    assert entry.summary.digest is None, "an append continues a log without a digest without one"
+    digest = request().digests([entry])[entry.summary.id]
+    for batch in draft.batches[half + 1 :]:
+        writer.append(batch)
+    (grown,) = request().entries()[0]
+    writer.close()
+    assert grown.summary.digest == read_session(writer.path).digest != digest
 
 
 def test_a_rewritten_log_is_read_whole(home: Home, root: tuple[Path, Encoding]) -> None:
@@ -137,8 +175,11 @@ def test_a_rewritten_log_is_read_whole(home: Home, root: tuple[Path, Encoding]) 
     scratch = folder.parent / "scratch"
     replacement = write_session(scratch, other, encoding=encoding)
     shutil.copyfile(replacement, path)  # same inode, different and shorter content
-    listed = catalog(home, folder).listing().sessions[0]
-    assert listed.turns == 2 and listed.digest == read_session(path).digest
+    again = catalog(home, folder)
+    (entry,) = again.entries()[0]
+    assert entry.summary.turns == 2 and again.digests([entry]) == {
+        entry.summary.id: read_session(path).digest
+    }
 
 
 def test_bad_logs_and_roots_are_per_path_errors(home: Home, tmp_path: Path) -> None:

@@ -577,7 +577,7 @@ def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unch
     listed = SessionCatalog(home, roots_, 120, kept)
     entries = {e.summary.id: e for e in listed.entries()[0]}
     assert entries[SID].summary.digest is None and entries[TID].summary.digest is None
-    assert entries["dsh-1"].summary.digest is not None  # a DSH log's is folded in its read
+    assert entries["dsh-1"].summary.digest is None  # a DSH log's too (decision 0341)
     path = entries[SID].path
     hashed: list[Path] = []
     original = harness_sources.file_digest
