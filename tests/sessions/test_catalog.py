@@ -108,21 +108,27 @@ def test_deleting_or_damaging_the_index_loses_nothing(home: Home, root: tuple[Pa
     assert catalog(home, folder).listing() == first
 
 
-def test_a_grown_log_is_continued_not_reread(
-    home: Home, root: tuple[Path, Encoding], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    folder, encoding = root
+def _half_written(folder: Path, encoding: Encoding) -> tuple[SessionWriter, list[Any]]:
+    """A six-turn session's writer with half its batches appended, and the other half."""
     draft = build_session(SessionSpec(seed=11, turns=6, cwd=CWD))
     writer = SessionWriter(folder, draft.header, encoding=encoding)
     half = len(draft.batches) // 2
     for batch in draft.batches[:half]:
         writer.append(batch)
+    return writer, draft.batches[half:]
+
+
+def test_a_grown_log_is_continued_not_reread(
+    home: Home, root: tuple[Path, Encoding], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, encoding = root
+    writer, rest = _half_written(folder, encoding)
     listed = catalog(home, folder)
     before = listed.listing().sessions[0]
     (reviewed,) = listed.digests(listed.entries()[0]).values()  # a review took the digest once
     reads: list[Path] = []
     monkeypatch.setattr(cold_reads, "skim_session", _recording(reads))
-    for batch in draft.batches[half:]:
+    for batch in rest:
         writer.append(batch)
     grown = catalog(home, folder).listing().sessions[0]
     assert reads == [], "an append is projected from the resume point"
@@ -140,11 +146,7 @@ def test_a_reviewed_log_keeps_its_digest_as_it_grows_through_the_daemons_memo(
     digest state, and the relists after each append continue it, with the process's kept
     continuation (which had none) dropped."""
     folder, encoding = root
-    draft = build_session(SessionSpec(seed=11, turns=6, cwd=CWD))
-    writer = SessionWriter(folder, draft.header, encoding=encoding)
-    half = len(draft.batches) // 2
-    for batch in draft.batches[:half]:
-        writer.append(batch)
+    writer, rest = _half_written(folder, encoding)
     memo = ListingMemo(lambda: False)  # polling: every listing looks at the log again
 
     def request() -> SessionCatalog:  # the daemon builds a catalog per request, sharing the memo
@@ -153,12 +155,12 @@ def test_a_reviewed_log_keeps_its_digest_as_it_grows_through_the_daemons_memo(
     first = request()
     (listed,) = first.entries()[0]
     assert listed.summary.digest is None
-    writer.append(draft.batches[half])
+    writer.append(rest[0])
     assert first.with_digest(listed) is None, "the log changed since it was listed"
     (entry,) = request().entries()[0]
     assert entry.summary.digest is None, "an append continues a log without a digest without one"
     digest = request().digests([entry])[entry.summary.id]
-    for batch in draft.batches[half + 1 :]:
+    for batch in rest[1:]:
         writer.append(batch)
     (grown,) = request().entries()[0]
     writer.close()
