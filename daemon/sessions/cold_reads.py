@@ -17,15 +17,15 @@ by the listing. The index is derived data, stored a transaction per batch of row
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, Pipe
 from multiprocessing.connection import wait as wait_for
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from ..faults import faultpoint
@@ -120,6 +120,33 @@ def store_share(index: SessionIndex, share: Iterable[ColdRead]) -> list[LogRow]:
         index.put(updates)
     rows.extend(u.row for u in updates)
     return rows
+
+
+def _start_worker(index_path: Path) -> tuple[Connection, subprocess.Popen[bytes]]:
+    """A worker process for the index at `index_path`, and the listing's end of its link.
+
+    A fresh interpreter runs `work` alone: unlike `multiprocessing`'s spawn it neither runs
+    the parent's `__main__` again (a console script would import the whole CLI) nor starts a
+    resource tracker that outlives the listing. Its own session keeps a terminal's Ctrl-C,
+    which is the listing's to handle, away from it; should the listing's process die, the
+    worker meets the closed link and ends."""
+    mine, theirs = Pipe()
+    try:
+        fd = theirs.fileno()
+        command = [sys.executable, "-c", f"from {__name__} import work; work()", str(index_path), str(fd)]
+        worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(fd,), start_new_session=True)
+    except BaseException:
+        mine.close()
+        raise
+    finally:
+        theirs.close()
+    return mine, worker
+
+
+def work() -> None:
+    """A worker process's entry: `_work` on the index and link descriptor of its arguments."""
+    index_path, fd = sys.argv[1:]
+    _work(Path(index_path), Connection(int(fd)))
 
 
 def _work(index_path: Path, link: Connection) -> None:
@@ -222,14 +249,10 @@ class _Spread:
     def run(self, shares: list[list[ColdRead]], workers: int) -> None:
         self.shares = shares
         self.left.extend(range(len(shares)))
-        context = multiprocessing.get_context("spawn")  # never `fork`: the daemon runs threads
-        started: dict[Connection, BaseProcess] = {}
+        started: dict[Connection, subprocess.Popen[bytes]] = {}  # never forked: the daemon runs threads
         try:
             for _ in range(workers):
-                mine, theirs = context.Pipe()
-                process = context.Process(target=_work, args=(self.index.path, theirs), daemon=True)
-                process.start()
-                theirs.close()
+                mine, process = _start_worker(self.index.path)
                 started[mine] = process
                 self.held[mine] = []
                 self._hand(mine, AHEAD)
@@ -247,7 +270,7 @@ class _Spread:
             for link, worker in started.items():
                 link.close()
                 worker.terminate()  # each is idle, or still starting, or gone: it holds nothing
-                worker.join()
+                worker.wait()
 
     def _take_back(self) -> bool:
         """The shares of the workers not started yet, to read here (those are left unused):

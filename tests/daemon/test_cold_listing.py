@@ -24,8 +24,8 @@ COUNT = 2000
 def test_a_daemons_first_listing_of_a_large_root_spreads_and_lists_every_session(
     home: Home, tmp_path: Path
 ) -> None:
-    """The workers are spawned from the daemon's own process (threads, an event loop, its
-    `python -m remem.daemon` main module), which no in-process test of the catalog covers."""
+    """The workers are started from the daemon's own process (threads, an event loop, a
+    session of its own), which no in-process test of the catalog covers."""
     logs = write_copies(tmp_path / "root", COUNT, CWDS, target_bytes=16_000)
     assert sum(p.stat().st_size + LOG_COST_BYTES for p in logs) >= MIN_SPREAD_BYTES  # worth spreading
     root = tmp_path / "root" / "corpus"

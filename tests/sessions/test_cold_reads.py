@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -57,15 +56,30 @@ def listed(
         told.append((done, total))
 
     listing = catalog.listing(progress=progress)
-    assert not multiprocessing.active_children()  # every worker is gone with its listing
+    assert not workers()  # every worker is gone with its listing
     index = {path: (row, catalog.index.turns(path)) for path, row in catalog.index.rows().items()}
     return listing, index, told
 
 
+def children(command: bytes) -> list[int]:
+    """The live processes this process started whose command line holds `command`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid() and command in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+    return found
+
+
+def workers() -> list[int]:
+    return children(b"cold_reads import work")
+
+
 def _until_a_worker_opened(index: Path) -> None:
     deadline = time.monotonic() + 60
-    while (workers := multiprocessing.active_children()) and time.monotonic() < deadline:
-        if any(_holds(worker.pid, index) for worker in workers if worker.pid is not None):
+    while (pids := workers()) and time.monotonic() < deadline:
+        if any(_holds(pid, index) for pid in pids):
             time.sleep(0.2)  # for its "ready" to reach the listing
             return
         time.sleep(0.01)
@@ -115,3 +129,11 @@ def test_a_worker_dying_at_a_share_costs_time_never_a_row(
     again, _, told = listed(tmp_path / "spread", roots, SPREAD)
     assert again == alone
     assert told == []  # every log was indexed: nothing is read again
+
+
+def test_a_spread_listing_leaves_no_process_behind(tmp_path: Path, roots: dict[str, Path]) -> None:
+    """Decision 0342: the workers are plain interpreters, reaped with the listing; no resource
+    tracker (which `multiprocessing`'s spawn started, to live as long as the daemon) is left."""
+    _, _, told = listed(tmp_path / "spread", roots, SPREAD)
+    assert told and not workers()
+    assert not children(b"resource_tracker")
