@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from .route import Route
+from .route import InvalidBaseUrl, Route, open_client
 
 log = logging.getLogger("remem.daemon")
 MAX_MODELS = 500
@@ -15,14 +15,11 @@ _TIMEOUT_SECONDS = 5.0
 
 async def list_models(route: Route) -> tuple[list[str], str | None]:
     """The model ids `route`'s provider lists, sorted; or none, and why."""
-    from httpx2 import InvalidURL  # the SDK's HTTP client, which parses the base_url
-    from openai import APIError, APIStatusError, AsyncOpenAI  # imported when asked: the SDK is slow to import
+    from openai import APIError, APIStatusError  # imported when asked: the SDK is slow to import
 
     try:
-        client = AsyncOpenAI(
-            base_url=route.base_url, api_key=route.api_key, max_retries=0, timeout=_TIMEOUT_SECONDS
-        )
-    except InvalidURL:
+        client = open_client(route, max_retries=0, timeout=_TIMEOUT_SECONDS)
+    except InvalidBaseUrl:
         return [], f"{route.provider}'s base_url {route.shown_url} is not a valid URL; fix it in settings.yml"
     try:
         ids: list[str] = []

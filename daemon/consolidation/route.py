@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -21,6 +22,9 @@ from ..fsutil import remove_stale_temps, replace_durably, write_temp
 from ..home import Home
 from ..locks import file_lock
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 
 class RouteError(Exception):
@@ -57,6 +61,22 @@ class Route:
 
     def __repr__(self) -> str:  # the key must never reach a log or a traceback
         return f"Route(provider={self.provider!r}, model={self.model!r}, base_url={self.shown_url!r})"
+
+
+class InvalidBaseUrl(ValueError):
+    """The route's base_url does not parse as a URL; the message says why (redacted)."""
+
+
+def open_client(route: Route, **options: Any) -> AsyncOpenAI:
+    """The SDK's client for `route`, with `options`; `InvalidBaseUrl` when its base_url does not
+    parse (the SDK's HTTP client parses it here, not when it is first asked)."""
+    from httpx2 import InvalidURL
+    from openai import AsyncOpenAI  # imported when asked: the SDK is slow to import
+
+    try:
+        return AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, **options)
+    except InvalidURL as exc:
+        raise InvalidBaseUrl(credentials.redact(str(exc))) from None
 
 
 def resolve_route(home: Home, settings: Settings) -> Route:

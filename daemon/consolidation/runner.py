@@ -67,7 +67,7 @@ from .receipts import (
     now,
     review_id,
 )
-from .route import Route, RouteError, resolve_route
+from .route import Route, RouteError, open_client, resolve_route
 from .settle import commit, mark, recover, unmark
 from .worker import Outcome, Progress, run_attempt
 from .worker_log import WorkerLog, worker_log_path, worker_session_id
@@ -410,12 +410,10 @@ class Consolidator:
         return _result(receipt, recovered=False)
 
     def _client(self, route: Route) -> AsyncOpenAI:
-        from openai import AsyncOpenAI
-
         key = (route.base_url, route.api_key)
         if key not in self._clients:
             # Retries are bounded: the attempt's own timeout is the user's budget.
-            self._clients[key] = AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, max_retries=2)
+            self._clients[key] = open_client(route, max_retries=2)
         return self._clients[key]
 
 

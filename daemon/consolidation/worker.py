@@ -17,7 +17,7 @@ from ..credentials import redact
 from ..protocol.consolidation import EvidenceRange
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
-from .route import Route
+from .route import InvalidBaseUrl, Route
 from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
@@ -106,12 +106,10 @@ class BadAnswer(Exception):
 
 
 def _connect(connect: Callable[[], AsyncOpenAI]) -> AsyncOpenAI:
-    from httpx2 import InvalidURL  # the SDK's HTTP client, which parses the base_url
-
     try:
         return connect()
-    except InvalidURL as exc:
-        raise BadAnswer(f"the provider's base_url is not a valid URL ({redact(str(exc))})") from None
+    except InvalidBaseUrl as exc:
+        raise BadAnswer(f"the provider's base_url is not a valid URL ({exc})") from None
 
 
 async def _ask(client: AsyncOpenAI, route: Route, messages: list[dict[str, Any]]) -> object:
