@@ -19,6 +19,7 @@ from ..sessions.formats.codex import read_rollout
 from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.formats.model import Harness
 from ..sessions.harness_sources import content_digest, read_file_stat
+from ..sessions.reader import stat_revision
 from .evidence import Evidence
 from .harness_evidence import project_harness
 
@@ -41,6 +42,7 @@ class HarnessFile:
     cwd: str | None
     lines: int  # the last line the review covers (its receipt's `coveredSeq`)
     live: bool
+    revision: str  # the file's, as the bytes were read
 
     def evidence(self) -> Evidence:
         return project_harness(self.harness, self.path.name, self.data)
@@ -74,4 +76,5 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         cwd=cwd,
         lines=data.count(b"\n"),
         live=time.time_ns() - st.st_mtime_ns < idle_seconds * 1_000_000_000,
+        revision=stat_revision(st),
     )

@@ -38,7 +38,6 @@ from ..protocol.memory import GlobalSnapshot, WorkspaceSnapshot
 from ..protocol.sessions import ListError
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
-from ..sessions.harness_sources import unreadable
 from ..sessions.reader import SessionLog, read_session
 from ..settings import Settings, SettingsError, SettingsStore
 from .attempts import settle_attempts
@@ -103,7 +102,6 @@ class _Input:
     """A source observed twice, identically, with the memory it will be reviewed against."""
 
     entry: Entry
-    digest: str  # the content digest the review is bound to (a harness file's, hashed for it)
     log: SessionLog | HarnessFile  # a DSH log read whole, or a Claude Code or Codex file's bytes
     workspace: WorkspaceId
     global_snapshot: GlobalSnapshot
@@ -137,7 +135,7 @@ class Consolidator:
             return _result(settled, recovered=True)
         progress("freezing", {})
         source = await asyncio.to_thread(self._freeze, session_id, settings)
-        review = review_id(session_id, source.digest, source.workspace.key)
+        review = review_id(session_id, source.log.digest, source.workspace.key)
         async with self._reviews[review]:
             lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
             try:
@@ -303,8 +301,11 @@ class Consolidator:
             if self._session_roots is None
             else SessionCatalog(self.home, self._session_roots, settings.sessions.idle_seconds)
         )
-        entry, digest = self._eligible(catalog, session_id)
-        log = _read_source(entry, digest, settings.sessions.idle_seconds)
+        entry = self._eligible(catalog, session_id)
+        log = _read_source(entry, settings.sessions.idle_seconds)
+        # The review is bound to the digest of what it read: kept, so the list and the tree
+        # need not hash the session again to show its review state.
+        catalog.keep_digest(entry, log.digest, log.digest_state if isinstance(log, SessionLog) else None)
         assert entry.summary.cwd is not None
         workspace = WorkspaceId.from_cwd(entry.summary.cwd)
         try:
@@ -314,13 +315,12 @@ class Consolidator:
             message = f"{exc}; fix memory first (remem memory show)"
             raise Refused("MEMORY_INVALID", message, [f.path for f in exc.files]) from None
         frozen = Frozen(global_raw, files)
-        source = _Input(entry, digest, log, workspace, global_snapshot, workspace_snapshot, frozen, catalog)
+        source = _Input(entry, log, workspace, global_snapshot, workspace_snapshot, frozen, catalog)
         if not self._still_same(source):
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
         return source
 
-    def _eligible(self, catalog: SessionCatalog, session_id: str) -> tuple[Entry, str]:
-        """The session's entry, if it may be consolidated now, and its content digest."""
+    def _eligible(self, catalog: SessionCatalog, session_id: str) -> Entry:
         # A whole listing, not the index's shortcut: uniqueness must be seen, not assumed.
         entries, errors = catalog.entries()
         entry = next((e for e in entries if e.summary.id == session_id), None)
@@ -333,13 +333,7 @@ class Consolidator:
             raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
         if entry.archived:
             raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
-        try:
-            hashed = catalog.with_digest(entry)
-        except OSError as exc:
-            raise Refused("UNREADABLE", f"session {session_id} {unreadable(exc)}") from None
-        if hashed is None or hashed.summary.digest is None:
-            raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
-        return hashed, hashed.summary.digest
+        return entry
 
     def _not_found(self, session_id: str, errors: list[ListError]) -> Refused:
         """Why a session is not listed: it is remem's own, it is ambiguous, or it is not there."""
@@ -360,16 +354,13 @@ class Consolidator:
         """A later observation: the same log, unchanged and not live. Uniqueness was seen by the
         first observation's whole listing; a lookup of this one log is enough now."""
         try:
-            again = source.catalog.with_digest(source.catalog.find(source.entry.summary.id))
-        except (SessionNotFound, OSError):
+            again = source.catalog.find(source.entry.summary.id)
+        except SessionNotFound:
             return False
-        if again is None:
-            return False
-        first, now_ = source.entry.summary, again.summary
         return (
-            not now_.live
+            not again.summary.live
             and again.path == source.entry.path
-            and (now_.revision, now_.digest) == (first.revision, source.digest)
+            and again.summary.revision == source.entry.summary.revision
         )
 
     def _prepared(
@@ -397,7 +388,7 @@ class Consolidator:
             status=Status.PREPARED,
             source=Source(
                 session=source.entry.summary.id,
-                digest=source.digest,
+                digest=source.log.digest,
                 coveredSeq=source.entry.summary.lastSeq,
             ),
             target=target,
@@ -424,17 +415,18 @@ def _names(path: str, session_id: str) -> bool:
     return any(stem == session_id or stem.endswith(f"-{session_id}") for stem in stems)
 
 
-def _read_source(entry: Entry, digest: str, idle_seconds: int) -> SessionLog | HarnessFile:
-    """The session's content, read once: a DSH log, or a harness file, whose content must be
-    what was hashed for the review (`digest`)."""
+def _read_source(entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:
+    """The session's content, read once and hashed (its digest is the review's): a DSH log, or a
+    harness file, whose bytes must be those of the revision the catalog listed."""
     session_id = entry.summary.id
+    changed = Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
     if entry.format == "dsh":
         try:
             log = read_session(entry.path, expected_id=session_id)
         except SessionLogError as exc:
             raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
-        if log.digest != digest:
-            raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+        if log.revision != entry.summary.revision:
+            raise changed
         return log
     try:
         read = observe(entry.format, entry.path, idle_seconds)
@@ -442,8 +434,8 @@ def _read_source(entry: Entry, digest: str, idle_seconds: int) -> SessionLog | H
         raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
     if read.live:
         raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
-    if read.digest != digest or read.session_id != session_id:
-        raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+    if read.revision != entry.summary.revision or read.session_id != session_id:
+        raise changed
     return read
 
 

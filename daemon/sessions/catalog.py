@@ -9,6 +9,7 @@ one bad log never hides the others.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -447,38 +448,42 @@ class SessionCatalog:
         self.index.put_turns(row.path, revision, turns)
         return turns
 
-    def with_digest(self, entry: Entry) -> Entry | None:
-        """`entry` with its content digest. A listing leaves it out (decisions 0340, 0341): a
-        session's file is hashed the first time a review asks for it, and the digest is stored
-        while the file is unchanged; a DSH log's digest state goes with it, so its appends are
-        hashed as they are listed. None when it must be hashed and the file is no longer as
-        `entry` lists it; `OSError` when a Claude Code or Codex file cannot be read."""
-        if entry.summary.digest is not None:
-            return entry
+    def digest_of(self, entry: Entry) -> str | None:
+        """The entry's content digest. A listing leaves it out (decisions 0340, 0341): a
+        session's file is hashed the first time a review asks for it (`keep_digest`). None when
+        it must be hashed and the file is no longer as `entry` lists it; `OSError` when a Claude
+        Code or Codex file cannot be read."""
+        digest = entry.summary.digest or self._stored_digest(entry.row)
+        if digest is not None:
+            return digest
+        hashed = _hashed(entry)
+        if hashed is None or hashed[1] != entry.row.revision:
+            return None
+        self.keep_digest(entry, hashed[0], hashed[2])
+        return hashed[0]
+
+    def keep_digest(self, entry: Entry, digest: str, state: DigestState | None) -> None:
+        """Store the digest of `entry`'s file, taken at the entry's revision, while the index
+        still lists it there; a DSH log's digest `state` goes with it, so its appends are
+        hashed as they are listed."""
         row = entry.row
-        digest = self._stored_digest(row)
-        if digest is None:
-            hashed = _hashed(entry)
-            if hashed is None or hashed[1] != row.revision:
-                return None
-            digest, revision, state = hashed
-            self.index.put_digest(row.path, revision, digest, state)
-            self.continuations.forget([row.path])  # the kept state has no digest to continue
-            self._remember_digest(replace(row, digest=digest))
-        summary = entry.summary.model_copy(update={"digest": digest})
-        return Entry(summary=summary, row=replace(row, digest=digest), archived=entry.archived)
+        self.index.put_digest(row.path, row.revision, digest, state)
+        self.continuations.forget([row.path])  # the kept state has no digest to continue
+        if self.memo is None:
+            return
+        with self.memo.lock:  # the memo's row of the same revision; a newer row stays as it is
+            known = self.memo.rows(self.index).get(row.path)
+            if known is not None and known.revision == row.revision:
+                self.memo.remember([replace(row, digest=digest)])
 
     def digests(self, entries: Iterable[Entry]) -> dict[str, str]:
-        """The content digest of each of `entries` that has one now (`with_digest`), by id: an
+        """The content digest of each of `entries` that has one now (`digest_of`), by id: an
         unreadable file has none, and its listing row says why once it is listed again."""
         digests = {}
         for entry in entries:
-            try:
-                known = self.with_digest(entry)
-            except OSError:
-                continue
-            if known is not None and known.summary.digest is not None:
-                digests[entry.summary.id] = known.summary.digest
+            with contextlib.suppress(OSError):
+                if (digest := self.digest_of(entry)) is not None:
+                    digests[entry.summary.id] = digest
         return digests
 
     def _stored_digest(self, row: LogRow) -> str | None:
@@ -489,15 +494,6 @@ class SessionCatalog:
             with self.memo.lock:
                 known = self.memo.rows(self.index).get(row.path)
         return known.digest if known is not None and known.revision == row.revision else None
-
-    def _remember_digest(self, row: LogRow) -> None:
-        """Give the memo's row of the same revision its digest; a newer row stays as it is."""
-        if self.memo is None:
-            return
-        with self.memo.lock:
-            known = self.memo.rows(self.index).get(row.path)
-            if known is not None and known.revision == row.revision:
-                self.memo.remember([row])
 
     def indexed(self, session_id: str) -> Indexed:
         """A session as the index knows it at its current revision (read whole if not indexed)."""

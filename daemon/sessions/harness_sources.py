@@ -291,7 +291,7 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
     """The file's row. Its turns are not stored: a listing shows how many there are, not what
     they are, and the catalog stores them the first time they are asked for (`file_turns`).
     Nor is its digest: hashing the bytes cost a listing a fifth of its time, and only a review
-    needs it (`SessionCatalog.with_digest`, decision 0340)."""
+    needs it (`SessionCatalog.digest_of`, decision 0340)."""
     try:
         data = read_file(path)
     except (OSError, LineTooLong) as exc:

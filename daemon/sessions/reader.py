@@ -384,7 +384,7 @@ def _closers(events: list[SessionEvent]) -> tuple[SessionEvent, ...]:
 
 class _Unhashed(LogDigest):
     """The digest a listing's read does not take: only a review compares it, and it is taken
-    then (`SessionCatalog.with_digest`, decision 0341)."""
+    then (`SessionCatalog.digest_of`, decision 0341)."""
 
     def update(self, data: bytes | memoryview) -> None:
         pass

@@ -156,7 +156,7 @@ def test_a_reviewed_log_keeps_its_digest_as_it_grows_through_the_daemons_memo(
     (listed,) = first.entries()[0]
     assert listed.summary.digest is None
     writer.append(rest[0])
-    assert first.with_digest(listed) is None, "the log changed since it was listed"
+    assert first.digest_of(listed) is None, "the log changed since it was listed"
     (entry,) = request().entries()[0]
     assert entry.summary.digest is None, "an append continues a log without a digest without one"
     digest = request().digests([entry])[entry.summary.id]

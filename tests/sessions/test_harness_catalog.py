@@ -569,7 +569,7 @@ def test_a_turn_heading_shows_a_time_only_when_the_file_holds_one() -> None:
 def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unchanged(
     home: Home, roots: dict[str, Path], memo: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Decision 0340: a listing leaves a Claude Code or Codex file's digest out; `with_digest`
+    """Decision 0340: a listing leaves a Claude Code or Codex file's digest out; `digest_of`
     hashes it once, stores it for its revision, and refuses to hash a file changed since it was
     listed, or a link."""
     kept = ListingMemo(lambda: False) if memo else None
@@ -593,11 +593,11 @@ def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unch
     rollout_path = entries[TID].path
     with rollout_path.open("ab") as handle:  # Codex appends: the listed entry is no longer the file
         handle.write(b"\n")
-    assert listed.with_digest(entries[TID]) is None
+    assert listed.digest_of(entries[TID]) is None
     grown = [e for e in SessionCatalog(home, roots_, 120, kept).entries()[0] if e.summary.id == TID]
     assert grown[0].summary.digest is None
     rollout_path.unlink()
     rollout_path.symlink_to(path)
     with pytest.raises(OSError):  # never hashed through a link
-        listed.with_digest(grown[0])
+        listed.digest_of(grown[0])
     assert listed.digests(grown) == {}
