@@ -277,12 +277,12 @@ class Connection:
             except ConnectionError:
                 return False
             except TimeoutError:
-                if transport.get_write_buffer_size() >= left:
-                    waiting = _mib(transport.get_write_buffer_size())
+                waiting = transport.get_write_buffer_size()
+                if waiting >= left:
                     log.warning("a client took nothing for %.0f s (%s wait for it): disconnecting it",
-                                WRITE_TIMEOUT_SECONDS, waiting)  # fmt: skip
+                                WRITE_TIMEOUT_SECONDS, _mib(waiting))  # fmt: skip
                     return False
-                left = transport.get_write_buffer_size()
+                left = waiting
 
 
 def _encode(message: dict[str, Any]) -> bytes:
