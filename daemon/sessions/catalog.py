@@ -40,12 +40,13 @@ from .harness_sources import (
     HARNESS_SOURCES,
     BranchInfo,
     SidechainInfo,
+    Tallied,
     file_digest,
     file_turns,
     inherited_turns,
     unreadable,
 )
-from .index import LogRow, LogState, SessionIndex, Update
+from .index import Continuation, LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
@@ -661,13 +662,23 @@ class SessionCatalog:
         """The log's new index entry; a DSH log's continuation is kept for its next append."""
         cold = ColdRead(str(path), self.format_of(str(path)), stat_revision(st), st.st_size)
         if cold.format != "dsh":
-            return read_whole(cold)
+            return self._follow(path, cold)
         try:
             update = self._continue(path, st, indexed) or read_whole(cold)
         except SessionLogError as exc:
             return Update(LogRow(path=str(path), revision=cold.revision, error=exc.reason))
         if update.state is not None:
             self.continuations.keep(update.row, update.state)
+        return update
+
+    def _follow(self, path: Path, cold: ColdRead) -> Update:
+        """A harness file's new index entry, read on from what this process kept of it where
+        its adapter can (a grown Codex rollout: decision 0350)."""
+        kept = self.continuations.take(cold.path)
+        tallied = kept.state if kept is not None and isinstance(kept.state, Tallied) else None
+        update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied)
+        if tally is not None:
+            self.continuations.keep(update.row, tally)
         return update
 
     def _continue(self, path: Path, st: os.stat_result, indexed: bool) -> Update | None:
@@ -679,7 +690,8 @@ class SessionCatalog:
         process stored the log since, or nothing is kept) from the index's (`indexed`: the
         index has a row for it).
         """
-        base = self.continuations.take(str(path))
+        kept = self.continuations.take(str(path))
+        base = Continuation(kept.row, kept.state) if kept and isinstance(kept.state, LogState) else None
         if base is not None and self.index.revision(str(path)) != base.row.revision:
             base = None
         if base is None and indexed:

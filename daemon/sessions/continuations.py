@@ -11,6 +11,9 @@ the index would give back for that revision, whoever wrote the index since. The 
 continues from it only while the index's row is of that revision (decision 0260): the turns a
 continuation stores go on top of the index's. Each state holds one turn and at most one
 digest block (8 KiB), so `MAX_CONTINUATIONS` pairs stay under a megabyte.
+
+A Codex rollout's pair holds the tally of its lines instead (decision 0350), which the index
+never stores: a turn's start time each for a fork, and at most `MAX_TALLIED_PROBLEMS` problems.
 """
 
 from __future__ import annotations
@@ -18,10 +21,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from .index import Continuation, LogRow, LogState
+from .harness_sources import Tallied
+from .index import LogRow, LogState
 
 MAX_CONTINUATIONS = 64  # logs whose state is kept: the ones being written to, and then some
+
+
+class Kept(NamedTuple):
+    """A log's row, and the state to go on from, both of `row.revision`."""
+
+    row: LogRow
+    state: LogState | Tallied
 
 
 class Continuations:
@@ -29,18 +41,18 @@ class Continuations:
 
     def __init__(self, capacity: int = MAX_CONTINUATIONS) -> None:
         self.capacity = capacity
-        self._kept: OrderedDict[str, Continuation] = OrderedDict()
+        self._kept: OrderedDict[str, Kept] = OrderedDict()
         self._lock = threading.Lock()  # a kept catalog may list from more than one thread
 
-    def take(self, path: str) -> Continuation | None:
+    def take(self, path: str) -> Kept | None:
         """The continuation of `path`, handed over: continuing folds new events into its
         projection, so a continuation that fails half-way must not stay behind."""
         with self._lock:
             return self._kept.pop(path, None)
 
-    def keep(self, row: LogRow, state: LogState) -> None:
+    def keep(self, row: LogRow, state: LogState | Tallied) -> None:
         with self._lock:
-            self._kept[row.path] = Continuation(row, state)
+            self._kept[row.path] = Kept(row, state)
             self._kept.move_to_end(row.path)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from .formats.claude_code import Sidechain, Transcript, read_transcript
-from .formats.codex import Rollout, first_line_cwd, read_rollout, turns_begun_before
+from .formats.codex import Rollout, Tally, first_line_cwd, listed_rollout, read_rollout, turns_begun_before
 from .formats.jsonl import LineTooLong, end_of_line, read_bounded
 from .formats.model import Problem, Turn
 from .index import LogRow, Update
@@ -60,6 +60,7 @@ _GLANCE_FIRST = 4 << 10
 _GLANCE_CHUNK = 64 << 10
 _DIGEST_BLOCK = 1 << 20
 _DIGEST_NAME = "sha256:"
+_TAIL = 256  # the bytes a tally keeps of what it read last
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,24 @@ class SidechainInfo:
     title: str | None
     created_at: int | None
     turns: int
+
+
+@dataclass(frozen=True)
+class Tallied:
+    """What a listing tallied of a rollout's first bytes, and of which file: a relisting goes
+    on from it while the file only grew (decision 0350)."""
+
+    tally: Tally
+    device: int
+    inode: int
+    tail: bytes  # the last bytes tallied: a file rewritten in place, however long, lacks them
+
+    def grew(self, fd: int, st: os.stat_result) -> bool:
+        """Whether the file open at `fd` (whose `stat` is `st`) is this one, grown."""
+        size = self.tally.size
+        if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size < size:
+            return False
+        return os.pread(fd, len(self.tail), size - len(self.tail)) == self.tail
 
 
 @dataclass(frozen=True)
@@ -142,8 +161,11 @@ def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
     )
 
 
-def codex_view(data: bytes, *, turns: bool = True) -> SessionView:
-    r: Rollout = read_rollout(data, turns=turns)
+def codex_view(data: bytes) -> SessionView:
+    return rollout_view(read_rollout(data))
+
+
+def rollout_view(r: Rollout) -> SessionView:
     edge = r.lineage[0] if r.lineage else None
     history = next((e.upto for e in r.lineage if e.kind == "history"), None)
     return SessionView(
@@ -247,9 +269,9 @@ def file_digest(path: Path) -> tuple[str, str]:
 
 def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
     """The file's view; without `turns`, what a listing needs (turns counted, maybe not built)."""
-    return (
-        claude_view(data, path.name, turns=turns) if fmt == "claude-code" else codex_view(data, turns=turns)
-    )
+    if fmt == "claude-code":
+        return claude_view(data, path.name, turns=turns)
+    return codex_view(data) if turns else rollout_view(listed_rollout(data)[0])
 
 
 def epoch_ms(stamp: str | None) -> int | None:
@@ -295,8 +317,17 @@ def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
     try:
         data = read_file(path)
     except (OSError, LineTooLong) as exc:
-        return Update(LogRow(path=str(path), revision=revision, format=fmt, error=unreadable(exc)))
-    view = view_of(fmt, path, data, turns=False)
+        return _unreadable(fmt, path, revision, exc)
+    return _update(path, revision, view_of(fmt, path, data, turns=False))
+
+
+def _unreadable(fmt: SessionFormat, path: Path, revision: str, exc: OSError | LineTooLong) -> Update:
+    return Update(LogRow(path=str(path), revision=revision, format=fmt, error=unreadable(exc)))
+
+
+def _update(path: Path, revision: str, view: SessionView) -> Update:
+    """The row of the file at `path` that `view` is of."""
+    fmt = view.format
     if view.error is not None or not view.id:
         error = view.error or "the file names no session id"
         return Update(LogRow(path=str(path), revision=revision, format=fmt, error=error))
@@ -419,6 +450,11 @@ class ClaudeCodeSource:
     def index(self, path: Path, revision: str) -> Update:
         return _index(self.format, path, revision)
 
+    def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
+        """`index`: a transcript's graph is read whole again (an appended line can move its
+        active leaf, branch it or title it), so nothing is kept."""
+        return self.index(path, revision), None
+
 
 def _may_hold(name: str, folder: str, significant: int) -> bool:
     if significant == len(folder):
@@ -446,7 +482,32 @@ class CodexSource:
         return FileScan(files, rejected, (f"{root}{os.sep}",))
 
     def index(self, path: Path, revision: str) -> Update:
-        return _index(self.format, path, revision)
+        return self.follow(path, revision, None)[0]
+
+    def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
+        """`index`, reading only the bytes appended since `kept` was tallied when the file only
+        grew since; and the tally to go on from next time (None when there is none to keep)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(fd)
+                grown = kept if kept is not None and kept.grew(fd, st) else None
+                start = 0 if grown is None else grown.tally.size
+                handle.seek(start)
+                data = read_bounded(handle)
+        except LineTooLong as exc:
+            if kept is not None:  # its line number counts from the appended bytes: say the file's
+                return self.follow(path, revision, None)
+            return _unreadable(self.format, path, revision, exc), None
+        except OSError as exc:
+            return _unreadable(self.format, path, revision, exc), None
+        rollout, tally = listed_rollout(data, None if grown is None else grown.tally)
+        update = _update(path, revision, rollout_view(rollout))
+        if tally is None or update.row.error is not None:
+            return update, None
+        cut = tally.size - start
+        tail = (b"" if grown is None else grown.tail) + data[max(0, cut - _TAIL) : cut]
+        return update, Tallied(tally, st.st_dev, st.st_ino, tail[-_TAIL:])
 
     def elsewhere(self, path: str, cwd: str) -> bool:
         """Rollouts lie by date, not by project: the first line, a rollout's `session_meta`,

@@ -8,8 +8,8 @@ when it exists. A configured root may name its format; a plain path is recognise
 layout (decision 0120). Every format is served through the same interface, `Source`: which
 files of a root are sessions (all, or those that can belong to one workspace), and what one
 file says at one revision, for the index. DSH's adapter is the catalog's own reader path,
-which continues a grown log from its resume point; the harness adapters read a changed file
-whole.
+which continues a grown log from its resume point; Codex's goes on from the tally of what it
+read last (decision 0350); Claude Code's reads a changed file whole.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     # Annotations only: the processes a cold listing spawns import this module, and the
     # settings' schema is a fifth of their start.
     from ..settings import SessionRootSetting
+    from .harness_sources import Tallied
     from .index import Update
     from .roots import LogFile, Rejected
 
@@ -66,6 +67,11 @@ class Source(Protocol):
 
     def index(self, path: Path, revision: str) -> Update:
         """What the file at `path` says, for the index (a per-file error, never a raise)."""
+        ...
+
+    def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
+        """`index`, going on from what an earlier read `kept` where the format allows; and what
+        to keep for the next read of the file (None: it will be read whole)."""
         ...
 
     def elsewhere(self, path: str, cwd: str) -> bool:

@@ -26,9 +26,18 @@ from remem.daemon.sessions.lineage import build_tree
 from remem.daemon.sessions.sources import Root
 
 from ..sessions.claude_lines import jsonl, prompt, result, say, use
-from ..sessions.codex_lines import meta, tool_turns
+from ..sessions.codex_lines import meta, tool_turn_parts
 from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat
-from .sessions import ONE_PROCESS, _floors, _forget_index, _orjson_all
+from .sessions import (
+    BIG_LOG_BYTES,
+    ONE_PROCESS,
+    RELIST_BUDGET,
+    SPARE_BATCHES,
+    _floors,
+    _forget_index,
+    _orjson_all,
+    relist_contenders,
+)
 
 _SESSIONS = 2000
 _WORKSPACE_SESSIONS = 100
@@ -40,9 +49,11 @@ _TOOL_OUTPUT = "".join(f"line {n}: some tool output worth remembering\n" for n i
 _OLD = 1_600_000_000
 
 
-def _claude_template() -> bytes:
-    chunks, size, parent, n = [], 0, None, 0
-    while size < _FILE_BYTES:
+def _claude_turns(size: int) -> list[bytes]:
+    """A transcript's turns (a prompt, a tool call, its result, an answer), one chained to the
+    next, until they hold at least `size` bytes; each file's number and cwd still tokens."""
+    chunks, total, parent, n = [], 0, None, 0
+    while total < size:
         n += 1
         u = f"{_TOKEN}-{n}"
         records = [
@@ -56,27 +67,39 @@ def _claude_template() -> bytes:
             record["cwd"] = "@CWD@"
         chunk = jsonl(*records)
         chunks.append(chunk)
-        size, parent = size + len(chunk), f"a{u}"
-    return b"".join(chunks)
+        total, parent = total + len(chunk), f"a{u}"
+    return chunks
 
 
-def _codex_template() -> bytes:
+def _codex_turns(size: int) -> list[bytes]:
+    """A rollout's first line, then turns that each run a tool, until they hold `size` bytes."""
     first = meta(f"019c0000-0000-7000-8000-0000{_TOKEN}00", cwd="@CWD@")
-    return tool_turns(first, _FILE_BYTES, _TOOL_OUTPUT)[0]
+    return tool_turn_parts(first, size, _TOOL_OUTPUT)
+
+
+def _turns(fmt: str, size: int) -> list[bytes]:
+    return _claude_turns(size) if fmt == "claude-code" else _codex_turns(size)
+
+
+def _file_of(template: bytes, number: int, cwd: str) -> bytes:
+    return template.replace(_TOKEN.encode(), f"{number:05d}".encode()).replace(b"@CWD@", cwd.encode())
+
+
+def _file_path(root: Path, fmt: str, number: int, cwd: str) -> Path:
+    if fmt == "claude-code":
+        return root / cwd.replace("/", "-") / f"7c1a0000-0000-4000-8000-0000{number:05d}00.jsonl"
+    day = root / "2026" / "05" / f"{1 + number % 28:02d}"
+    return day / f"rollout-2026-05-01T00-00-00-019c0000-0000-7000-8000-0000{number:05d}00.jsonl"
 
 
 def _corpus(root: Path, fmt: str, count: int, cwds: tuple[str, ...], first: int = 0) -> list[Path]:
     """`count` files of ~100 KB in `root` laid out as `fmt` writes them, dealt over `cwds`."""
-    template = _claude_template() if fmt == "claude-code" else _codex_template()
+    template = b"".join(_turns(fmt, _FILE_BYTES))
     paths = []
     for number in range(first, first + count):
         cwd = cwds[number % len(cwds)]
-        data = template.replace(_TOKEN.encode(), f"{number:05d}".encode()).replace(b"@CWD@", cwd.encode())
-        if fmt == "claude-code":
-            path = root / cwd.replace("/", "-") / f"7c1a0000-0000-4000-8000-0000{number:05d}00.jsonl"
-        else:
-            day = root / "2026" / "05" / f"{1 + number % 28:02d}"
-            path = day / f"rollout-2026-05-01T00-00-00-019c0000-0000-7000-8000-0000{number:05d}00.jsonl"
+        data = _file_of(template, number, cwd)
+        path = _file_path(root, fmt, number, cwd)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.utime(path, (_OLD, _OLD))
@@ -171,6 +194,26 @@ def _list_warm(fmt: str) -> Iterator[Contenders]:
         yield Contenders(remem=repeat(catalog.listing), baseline=repeat(stat_all))
 
 
+@contextmanager
+def _relist(fmt: str) -> Iterator[Contenders]:
+    """One turn appended to a ~50 MB file, listed again by the catalog that listed it."""
+    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
+        root = Path(folder)
+        turns = [_file_of(chunk, 1, _CWD) for chunk in _turns(fmt, BIG_LOG_BYTES)]
+        spare = turns[-SPARE_BATCHES:]
+        path = _file_path(root / "corpus", fmt, 1, _CWD)
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"".join(turns[:-SPARE_BATCHES]))
+        catalog = _catalog(root / "home", root / "corpus", fmt)
+        catalog.listing()
+
+        def append_next() -> None:
+            with open(path, "ab") as handle:
+                handle.write(spare.pop(0))
+
+        yield relist_contenders(catalog, path, append_next, root)
+
+
 def _benchmarks(fmt: str, name: str) -> list[Benchmark]:
     files = "transcripts" if fmt == "claude-code" else "rollouts"
     return [
@@ -188,6 +231,14 @@ def _benchmarks(fmt: str, name: str) -> list[Benchmark]:
             target=2.0,
             budget=Budget(iterations=3, warmup=1),
             setup=lambda: _tree_cold(fmt),
+        ),
+        Benchmark(
+            name=f"sessions.{name}-relist-after-append",
+            note=f"one turn appended to a ~50 MB {name} file; baseline: orjson-parse the appended lines "
+            "(orjson+commit: and one WAL commit of a row the size of the file's index row)",
+            target=3.0,
+            budget=RELIST_BUDGET,
+            setup=lambda: _relist(fmt),
         ),
         Benchmark(
             name=f"sessions.{name}-list-warm",

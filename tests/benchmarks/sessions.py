@@ -33,9 +33,9 @@ from .harness import Benchmark, Budget, Call, Contenders, Prepare, repeat
 _SESSIONS = 2000
 _WORKSPACE_SESSIONS = 100
 _SESSION_BYTES = 100_000
-_BIG_LOG_BYTES = 50_000_000
+BIG_LOG_BYTES = 50_000_000
 _PROJECTED_EVENTS = 100_000
-_SPARE_BATCHES = 250  # the relist's appends: one per side and iteration, with room to spare
+SPARE_BATCHES = 250  # the relist's appends: one per side and iteration, with room to spare
 _CWD = "/home/dev/projects/bench"
 # The rest of a corpus with a workspace in it: 19 other workspaces of 100 sessions each.
 _OTHER_CWDS = tuple(f"/home/dev/projects/other-{n:02d}" for n in range(19))
@@ -46,6 +46,7 @@ def _corpus(root: Path, count: int, cwds: tuple[str, ...] = (_CWD,), first: int 
     return write_copies(root, count, cwds, first=first, target_bytes=_SESSION_BYTES)
 
 
+RELIST_BUDGET = Budget(iterations=40, warmup=5)  # 5 appends an iteration: within SPARE_BATCHES
 # A listing in one process: beside the spread one, what reading over the cores gains (0330).
 ONE_PROCESS = ColdReads(processes=1)
 
@@ -165,57 +166,67 @@ def _one_commit(folder: Path, index: Path) -> Callable[[], Call]:
     return prepare
 
 
+def relist_contenders(
+    catalog: SessionCatalog, path: Path, append_next: Callable[[], None], folder: Path
+) -> Contenders:
+    """Re-listing with `catalog` after `append_next()` appended one turn to the log at `path`,
+    against orjson-parsing the appended lines (extras: stdlib json, reading them, and orjson
+    with one WAL commit of a row the size of the log's index row); `folder` holds the scratch
+    database of that commit."""
+    commit = _one_commit(folder, catalog.index.path)
+    sizes: list[int] = []
+
+    def append_then(call: Call) -> Prepare:
+        def prepare(iteration: int) -> Call:
+            sizes.append(path.stat().st_size)
+            append_next()  # untimed: the agent's write, not remem's work
+            return call
+
+        return prepare
+
+    def relist(iteration: int) -> Call:
+        # The floors' appends since the last relist are listed first, untimed: the timed
+        # relist then reads one append, as each floor parses one.
+        catalog.listing()
+        return append_then(catalog.listing)(iteration)
+
+    def appended_bytes() -> bytes:
+        with open(path, "rb") as handle:
+            handle.seek(sizes[-1])
+            return handle.read()
+
+    def parse(loads: Callable[[bytes], object]) -> Call:
+        return lambda: [loads(line) for line in appended_bytes().splitlines()]
+
+    def parse_and_commit(iteration: int) -> Call:
+        parsed, committed = append_then(parse(orjson.loads))(iteration), commit()
+        return lambda: (parsed(), committed())
+
+    # Each side is prepared (an append) before it runs, so every floor gets its own append.
+    return Contenders(
+        remem=relist,
+        baseline=append_then(parse(orjson.loads)),
+        others={
+            "json": append_then(parse(json.loads)),
+            "read": append_then(appended_bytes),
+            "orjson+commit": parse_and_commit,
+        },
+    )
+
+
 @contextmanager
 def _relist_after_append() -> Iterator[Contenders]:
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
         root = Path(folder)
-        draft = build_session(SessionSpec(seed=2, target_bytes=_BIG_LOG_BYTES, turns=400, cwd=_CWD))
-        spare = draft.batches[-_SPARE_BATCHES:]
+        draft = build_session(SessionSpec(seed=2, target_bytes=BIG_LOG_BYTES, turns=400, cwd=_CWD))
+        spare = draft.batches[-SPARE_BATCHES:]
         writer = SessionWriter(root / "corpus", draft.header, encoding=Encoding.RAW)
-        for batch in draft.batches[:-_SPARE_BATCHES]:
+        for batch in draft.batches[:-SPARE_BATCHES]:
             writer.append(batch)
         catalog = _catalog(root / "home", root / "corpus")
         catalog.listing()
-        commit = _one_commit(root, root / "home" / "state" / "index.sqlite")
-        sizes: list[int] = []
-
-        def append_then(call: Call) -> Prepare:
-            def prepare(iteration: int) -> Call:
-                sizes.append(writer.path.stat().st_size)
-                writer.append(spare.pop(0))  # untimed: the agent's write, not remem's work
-                return call
-
-            return prepare
-
-        def relist(iteration: int) -> Call:
-            # The floors' appends since the last relist are listed first, untimed: the timed
-            # relist then reads one append, as each floor parses one.
-            catalog.listing()
-            return append_then(catalog.listing)(iteration)
-
-        def appended_bytes() -> bytes:
-            with open(writer.path, "rb") as handle:
-                handle.seek(sizes[-1])
-                return handle.read()
-
-        def parse(loads: Callable[[bytes], object]) -> Call:
-            return lambda: [loads(line) for line in appended_bytes().splitlines()]
-
-        def parse_and_commit(iteration: int) -> Call:
-            parsed, committed = append_then(parse(orjson.loads))(iteration), commit()
-            return lambda: (parsed(), committed())
-
-        # Each side is prepared (an append) before it runs, so every floor gets its own append.
         try:
-            yield Contenders(
-                remem=relist,
-                baseline=append_then(parse(orjson.loads)),
-                others={
-                    "json": append_then(parse(json.loads)),
-                    "read": append_then(appended_bytes),
-                    "orjson+commit": parse_and_commit,
-                },
-            )
+            yield relist_contenders(catalog, writer.path, lambda: writer.append(spare.pop(0)), root)
         finally:
             writer.close()
 
@@ -256,7 +267,7 @@ BENCHMARKS = [
         note="one turn appended to a ~50 MB raw log; baseline: orjson-parse the appended lines "
         "(orjson+commit: and one WAL commit of a row the size of the log's index row)",
         target=3.0,
-        budget=Budget(iterations=40, warmup=5),
+        budget=RELIST_BUDGET,
         setup=_relist_after_append,
     ),
     Benchmark(

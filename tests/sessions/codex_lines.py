@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from remem.daemon.sessions.formats.codex import Rollout, read_rollout
+from remem.daemon.sessions.formats.codex import Rollout, listed_rollout, read_rollout
 
 TID = "019c0000-0000-7000-8000-000000000001"
 
@@ -54,6 +54,12 @@ def rollout(*records: dict[str, Any] | bytes) -> bytes:
 def tool_turns(first: dict[str, Any], size: int, tool_output: str) -> tuple[bytes, int]:
     """A rollout of `first` then turns that each run one tool printing `tool_output`, until it
     holds at least `size` bytes; and its number of turns. For benchmarks of large rollouts."""
+    parts = tool_turn_parts(first, size, tool_output)
+    return b"".join(parts), len(parts) - 1
+
+
+def tool_turn_parts(first: dict[str, Any], size: int, tool_output: str) -> list[bytes]:
+    """`tool_turns`'s rollout as its first line, then each turn's lines."""
     parts, total, turns = [rollout(first)], 0, 0
     while total < size:
         turns += 1
@@ -63,13 +69,25 @@ def tool_turns(first: dict[str, Any], size: int, tool_output: str) -> tuple[byte
             rollout(*turn(f"t{turns}", f"question {turns}", f"answer {turns}", call(f"c{turns}"), tool))
         )
         total += len(parts[-1])
-    return b"".join(parts), turns
+    return parts
 
 
 def listed_as_read(data: bytes) -> Rollout:
     """`read_rollout(data)`, once asserted to say all a listing's read says: the same rollout,
-    its turns only counted (or built, for a rollout without task events)."""
-    full, listed = read_rollout(data), read_rollout(data, turns=False)
+    its turns only counted (or built, for a rollout without task events), also when the listing
+    went on from its tally of any first part of the file (at each line's end and middle)."""
+    full, (listed, _) = read_rollout(data), listed_rollout(data)
     assert listed.turns in ((), full.turns)
     assert listed == replace(full, turns=listed.turns) and full.turn_count == len(full.turns)
+    ends = [at + 1 for at, byte in enumerate(data) if byte == ord("\n")]
+    for cut in sorted({*ends, *((a + b) // 2 for a, b in zip([0, *ends], ends, strict=False))}):
+        assert continued(data, cut) == listed, f"went on from byte {cut}"
     return full
+
+
+def continued(data: bytes, cut: int) -> Rollout:
+    """The listing of `data` after a listing of `data[:cut]`: from its tally, when it kept one."""
+    _, tally = listed_rollout(data[:cut])
+    if tally is None:
+        return listed_rollout(data)[0]
+    return listed_rollout(data[tally.size :], tally)[0]

@@ -43,6 +43,13 @@ def invoke(home: Home, roots: dict[str, Path], *args: str) -> str:
     return CliRunner().invoke(cli, [f"--home={home.root}", "sessions", *args, *extra]).output
 
 
+def watch_reads(monkeypatch: pytest.MonkeyPatch, read: list[str]) -> None:
+    """Have the name of every harness file the adapters read for the index go to `read`."""
+    for source in harness_sources.HARNESS_SOURCES.values():
+        original = source.follow
+        monkeypatch.setattr(source, "follow", lambda p, r, k, o=original: read.append(p.name) or o(p, r, k))
+
+
 def catalog(home: Home, roots: dict[str, Path], idle: int = 120) -> SessionCatalog:
     return SessionCatalog(home, [Root(path, fmt) for fmt, path in roots.items()], idle)  # type: ignore[arg-type]
 
@@ -70,8 +77,7 @@ def test_a_workspace_reads_only_its_claude_folder_and_filters_codex_by_cwd(
     other = claude_project(roots["claude-code"], "/home/u/other")
     write(other / "11111111-0000-4000-8000-000000000000.jsonl", jsonl(prompt("x1", None, "elsewhere")))
     read: list[str] = []
-    original = harness_sources._index
-    monkeypatch.setattr(harness_sources, "_index", lambda f, p, r: read.append(p.name) or original(f, p, r))
+    watch_reads(monkeypatch, read)
     ids = {s.id for s in catalog(home, roots).listing(CWD).sessions}
     assert ids == {SID, FORK, COPY, "agent-a1b2", TID, CHILD, "dsh-1"}
     assert not any(name.startswith("1111") for name in read)  # the other folder was never opened
@@ -89,8 +95,7 @@ def test_a_workspace_glances_at_another_workspaces_rollout_and_never_reads_it_wh
     late_meta = rollout(line("turn_context", cwd="/else"), meta("019c-late", cwd="/else"))
     late = write(day / "rollout-2026-05-01T00-30-00-late.jsonl", late_meta)
     read: list[str] = []
-    original = harness_sources._index
-    monkeypatch.setattr(harness_sources, "_index", lambda f, p, r: read.append(p.name) or original(f, p, r))
+    watch_reads(monkeypatch, read)
     mine = {s.id for s in catalog(home, roots).listing(CWD).sessions}
     assert mine == {SID, FORK, COPY, "agent-a1b2", TID, CHILD, "dsh-1"}
     assert elsewhere.name not in read and late.name in read
@@ -114,8 +119,7 @@ def test_a_glance_reads_a_long_session_meta_to_its_end(
     far = write(roots["codex"] / "2026" / "05" / "02" / "rollout-2026-05-02T00-00-00-far.jsonl",
                 rollout(first, *turn("t1", "far away", "yes")))  # fmt: skip
     read: list[str] = []
-    original = harness_sources._index
-    monkeypatch.setattr(harness_sources, "_index", lambda f, p, r: read.append(p.name) or original(f, p, r))
+    watch_reads(monkeypatch, read)
     assert "019c-far" not in {s.id for s in catalog(home, roots).listing(CWD).sessions}
     assert far.name not in read
     assert "019c-far" in {s.id for s in catalog(home, roots).listing("/far").sessions}

@@ -63,7 +63,7 @@ def test_one_call_decoding_gives_what_line_by_line_decoding_gives(lines: list[by
     fast_problems: list[jsonl.Problem] = []
     slow_problems: list[jsonl.Problem] = []
     fast = jsonl.records(data, _Shape, fast_problems)
-    slow, _ = jsonl._each_line(data, msgspec.json.Decoder(_Shape), slow_problems)
+    slow, _ = jsonl._each_line(data, msgspec.json.Decoder(_Shape), slow_problems, 0)
     assert (fast.lines, fast_problems) == (slow, slow_problems)
     assert fast.newlines == data.count(b"\n")  # counted on the way, by either path
 

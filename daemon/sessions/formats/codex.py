@@ -20,7 +20,7 @@ codex-rs:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -177,47 +177,126 @@ def first_line_cwd(line: bytes) -> str | None:
     return _str(record.payload.get("cwd")) if record.type == "session_meta" else None
 
 
-def read_rollout(data: bytes, *, turns: bool = True) -> Rollout:
-    """Read the rollout `data`. Without `turns` (a listing), turns are counted and the title
-    found but none is built, when the task events alone tell them apart (the turns stay empty);
-    a rollout without task events is read whole either way."""
+def read_rollout(data: bytes) -> Rollout:
+    """Read the rollout `data`, its turns built."""
     problems: list[Problem] = []
     read = records(data, _Line, problems)
     lines = read.lines
-    meta = next((line for line in lines if line.record.type == "session_meta"), None)
-    stamps = [line.record.timestamp for line in lines if line.record.timestamp]
-    events = _event_types(lines)
-    if turns or "task_started" not in events:
-        built = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines, events), start=1))
-        count, title = len(built), next((turn.prompt for turn in built if turn.prompt), None)
-    else:
-        built, count, title = (), events.count("task_started"), _first_prompt(lines, events)
-    payload = meta.record.payload if meta else _Payload()
-    source = payload.get("source")
-    return Rollout(
-        session_id=_str(payload.get("id")),
-        cwd=_str(payload.get("cwd")),
-        title=title,
-        created_at=_str(payload.get("timestamp")) or min(stamps, default=None),
-        updated_at=max(stamps, default=None),
-        cli_version=_str(payload.get("cli_version")),
-        originator=_str(payload.get("originator")),
-        source=source
-        if isinstance(source, str)
-        else next(iter(source), None)
-        if isinstance(source, dict)
-        else None,
-        model_provider=_str(payload.get("model_provider")),
-        lineage=_lineage(payload),
-        fork_turn=_inherited_turns(lines, events, built, meta),
-        turns=built,
-        turn_count=count,
-        compactions=sum(1 for line in lines if line.record.type == "compacted"),
-        meta_line=meta.number if meta else 0,
-        problems=tuple(problems),
-        error=_error(meta),
-        newlines=read.newlines,
-    )
+    tally = Tally(problems=problems)
+    tally.fold(lines)
+    built = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines), start=1))
+    starts = {turn.start for turn in built}
+    stamps = [record.timestamp or "" for number, record in lines if number in starts]
+    title = next((turn.prompt for turn in built if turn.prompt), None)
+    return tally.rollout(built, len(built), title, stamps, read.newlines)
+
+
+@dataclass(slots=True)
+class Tally:
+    """What a listing reads of a rollout's lines, kept to go on from after an append (decision
+    0350): a rollout only grows by whole lines, and where task events number its turns nothing
+    a listing shows of a line depends on the lines after it."""
+
+    problems: list[Problem] = field(default_factory=list)
+    size: int = 0  # the bytes tallied, through a newline
+    lines: int = 0  # the lines in them
+    meta: Line[_Line] | None = None  # the first session_meta
+    earliest: str | None = None
+    latest: str | None = None
+    started: int = 0  # task_started events
+    # Each turn's start time while the rollout may be a fork (its meta unread, or naming a
+    # parent): a fork's copied turns are those begun before its meta's time.
+    start_stamps: list[str] | None = field(default_factory=list)
+    inside: bool = False  # within a turn, its title still unread
+    title: str | None = None
+    compactions: int = 0
+
+    def fold(self, lines: list[Line[_Line]]) -> None:
+        """Take `lines`, the ones after those tallied."""
+        if self.meta is None:
+            self.meta = next((line for line in lines if line.record.type == "session_meta"), None)
+            if self.meta is not None and not _forked_at(self.meta):
+                self.start_stamps = None
+        stamps = [record.timestamp for _, record in lines if record.timestamp]
+        if stamps:
+            low, high = min(stamps), max(stamps)
+            self.earliest = low if self.earliest is None else min(self.earliest, low)
+            self.latest = high if self.latest is None else max(self.latest, high)
+        events = _event_types(lines)
+        started = events.count("task_started")
+        self.started += started
+        if started and self.start_stamps is not None:
+            self.start_stamps += [
+                record.timestamp or ""
+                for (_, record), event in zip(lines, events, strict=True)
+                if event == "task_started"
+            ]
+        if self.title is None:
+            self.title, self.inside = _first_prompt(lines, events, self.inside)
+        self.compactions += sum(1 for _, record in lines if record.type == "compacted")
+
+    def copy(self) -> Tally:
+        stamps = None if self.start_stamps is None else list(self.start_stamps)
+        return replace(self, problems=list(self.problems), start_stamps=stamps)
+
+    def rollout(
+        self, turns: tuple[Turn, ...], count: int, title: str | None, start_stamps: list[str], newlines: int
+    ) -> Rollout:
+        """The rollout these lines make, with `count` turns (`turns` when built) begun at the
+        times of `start_stamps`, and `title`."""
+        meta = self.meta
+        payload = meta.record.payload if meta else _Payload()
+        source = payload.get("source")
+        forked_at = _forked_at(meta)
+        return Rollout(
+            session_id=_str(payload.get("id")),
+            cwd=_str(payload.get("cwd")),
+            title=title,
+            created_at=_str(payload.get("timestamp")) or self.earliest,
+            updated_at=self.latest,
+            cli_version=_str(payload.get("cli_version")),
+            originator=_str(payload.get("originator")),
+            source=source
+            if isinstance(source, str)
+            else next(iter(source), None)
+            if isinstance(source, dict)
+            else None,
+            model_provider=_str(payload.get("model_provider")),
+            lineage=_lineage(payload),
+            fork_turn=sum(1 for stamp in start_stamps if stamp < forked_at) or None if forked_at else None,
+            turns=turns,
+            turn_count=count,
+            compactions=self.compactions,
+            meta_line=meta.number if meta else 0,
+            problems=tuple(self.problems),
+            error=_error(meta),
+            newlines=newlines,
+        )
+
+
+MAX_TALLIED_PROBLEMS = 1000  # a tally holding more is not kept: a damaged file is read whole
+
+
+def listed_rollout(data: bytes, kept: Tally | None = None) -> tuple[Rollout, Tally | None]:
+    """What a listing shows of the rollout `data`: its turns counted and its title found, none
+    built. Given `kept`, the tally of the rollout's first `kept.size` bytes, `data` is what was
+    appended after them, and `kept` is folded on. Also the tally to go on from next time: of
+    the whole lines, when task events number the turns (a rollout without them is read whole,
+    turns built, since an appended prompt can change how its earlier lines divide)."""
+    tally = Tally() if kept is None else kept
+    cut = data.rfind(b"\n") + 1
+    read = records(data if cut == len(data) else data[:cut], _Line, tally.problems, tally.lines + 1)
+    tally.fold(read.lines)
+    tally.size, tally.lines = tally.size + cut, tally.lines + read.newlines
+    last = tally
+    if cut < len(data):  # a last line still being written: tallied apart, for it will grow
+        last = tally.copy()
+        last.fold(records(data[cut:], _Line, last.problems, tally.lines + 1).lines)
+    if not last.started:  # never so for a kept tally: it has task events
+        return read_rollout(data), None
+    rollout = last.rollout((), last.started, last.title, last.start_stamps or [], tally.lines)
+    keep = tally.started and len(tally.problems) <= MAX_TALLIED_PROBLEMS
+    return rollout, tally if keep else None
 
 
 # A JSON string token, never matched inside another string (there its quotes are escaped).
@@ -414,23 +493,10 @@ def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
     )
 
 
-def _inherited_turns(
-    lines: list[Line[_Line]], events: list[Any], built: tuple[Turn, ...], meta: Line[_Line] | None
-) -> int | None:
-    """How many turns a fork copied from its parent: those begun before its own `session_meta`,
-    which is stamped with the time of the fork while the parent's lines keep their times."""
-    forked_at = meta.record.timestamp if meta and _str(meta.record.payload.get("forked_from_id")) else None
-    if not forked_at:
-        return None
-    starts = (
-        {turn.start for turn in built}
-        if built
-        else {n for (n, _), e in zip(lines, events, strict=True) if e == "task_started"}
-    )
-    return (
-        sum(1 for number, record in lines if number in starts and (record.timestamp or "") < forked_at)
-        or None
-    )
+def _forked_at(meta: Line[_Line] | None) -> str | None:
+    """When a fork was made: its own `session_meta` is stamped then, while the lines it copied
+    keep their parent's times (None: not a fork)."""
+    return meta.record.timestamp if meta and _str(meta.record.payload.get("forked_from_id")) else None
 
 
 def _event_types(lines: list[Line[_Line]]) -> list[Any]:
@@ -438,18 +504,18 @@ def _event_types(lines: list[Line[_Line]]) -> list[Any]:
     return [record.payload.type if record.type == "event_msg" else None for _, record in lines]
 
 
-def _first_prompt(lines: list[Line[_Line]], events: list[Any]) -> str | None:
+def _first_prompt(lines: list[Line[_Line]], events: list[Any], inside: bool) -> tuple[str | None, bool]:
     """The title `_read` gives a rollout with task events: the first prompt inside a turn (lines
-    between a turn's end and the next `task_started` belong to none), as `_turn` shortens it."""
-    inside = False
+    between a turn's end and the next `task_started` belong to none), as `_turn` shortens it;
+    else None, and whether the last line is inside a turn (`inside`: the first is)."""
     for (_, record), event in zip(lines, events, strict=True):
         if event == "task_started":
             inside = True
         elif inside and (text := _prompt(record, event)) is not None:
-            return _first_line(text)
+            return _first_line(text), inside
         if event == "task_complete" or event == "turn_aborted":
             inside = False
-    return None
+    return None, inside
 
 
 def _first_line(prompt: str) -> str:

@@ -71,14 +71,15 @@ class Records(Generic[T_co]):
     newlines: int
 
 
-def records(data: bytes, shape: type[T], problems: list[Problem]) -> Records[T]:
-    """The records of `data` decoded as `shape`, in file order; defects go to `problems`."""
+def records(data: bytes, shape: type[T], problems: list[Problem], first: int = 1) -> Records[T]:
+    """The records of `data` decoded as `shape`, in file order; defects go to `problems`.
+    `data` is the file from its line `first` on (what an append added, after `first - 1`)."""
     decoder = _DECODERS.get(shape) or _DECODERS.setdefault(shape, msgspec.json.Decoder(shape))
     unended = 1 if data and not data.endswith(b"\n") else 0
     whole = _whole_lines(data, decoder)
     if whole is not None:
-        return Records(list(map(_LINE, enumerate(whole, start=1))), len(whole) - unended)
-    lines, count = _each_line(data, decoder, problems)
+        return Records(list(map(_LINE, enumerate(whole, start=first))), len(whole) - unended)
+    lines, count = _each_line(data, decoder, problems, first - 1)
     return Records(lines, count - unended)
 
 
@@ -121,11 +122,12 @@ def _object_lines(data: bytes) -> int | None:
 
 
 def _each_line(
-    data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Problem]
+    data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Problem], before: int
 ) -> tuple[list[Line[T]], int]:
-    """The good lines of `data`, decoded one by one, and how many lines it has."""
+    """The good lines of `data` (the file after its line `before`), decoded one by one, and how
+    many lines it has."""
     lines: list[Line[T]] = []
-    offset, number, size = 0, 0, len(data)
+    offset, number, size = 0, before, len(data)
     while offset < size:
         newline = data.find(b"\n", offset)
         end = size if newline < 0 else newline
@@ -148,7 +150,7 @@ def _each_line(
                 )
             else:
                 problems.append(_bad_line(number, raw, exc))
-    return lines, number
+    return lines, number - before
 
 
 def _bad_line(number: int, raw: bytes, exc: Exception) -> Problem:
