@@ -53,7 +53,7 @@ async def run_attempt(
         outcome = await asyncio.wait_for(
             _loop(_connect(connect), route, log, messages, ranges, frozen, progress), route.timeout_seconds
         )
-    except TimeoutError:
+    except asyncio.TimeoutError:  # not the builtin before Python 3.11
         await asyncio.to_thread(log.end, "aborted")
         error = f"no final proposal within {route.timeout_seconds:g} s from {route.shown_url}"
         return Outcome("provider-failed", error=error)

@@ -56,8 +56,12 @@ class Dispatcher:
     async def handle(self, line: bytes) -> bytes | None:
         """The encoded response line to one message, or None for a notification."""
         try:
-            message = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+            # Decoded strictly first: `json.loads` of bytes guesses UTF-16 or 32 and lets an
+            # encoded lone surrogate through, which the escape check below would not see.
+            message = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            return _error(None, RpcError(PARSE_ERROR, f"not UTF-8 text: {exc}"))
+        except ValueError as exc:
             return _error(None, RpcError(PARSE_ERROR, f"not valid JSON: {exc}"))
         except RecursionError:  # a nesting bomb: "[[[[…" a few thousand levels deep
             return _error(None, RpcError(PARSE_ERROR, "not valid JSON here: nested too deeply"))
@@ -267,7 +271,10 @@ class Connection:
     async def _drained(self) -> bool:
         """Wait until the socket took what was written; False when the client vanished, or
         took nothing for `WRITE_TIMEOUT_SECONDS` (it is cut off, and the log says so). A
-        client still reading gets an answer however long it takes, even one of a GiB."""
+        client still reading gets an answer however long it takes, even one of a GiB, if it
+        reads fast enough for the kernel to take more within that time: the socket takes
+        more only once its peer read about three quarters of its buffer (some 160 KiB on
+        Linux), so a client slower than about 16 KiB/s counts as taking nothing."""
         transport = self._writer.transport
         left = transport.get_write_buffer_size()
         while True:
@@ -276,7 +283,7 @@ class Connection:
                 return True
             except ConnectionError:
                 return False
-            except TimeoutError:
+            except asyncio.TimeoutError:  # not the builtin before Python 3.11
                 waiting = transport.get_write_buffer_size()
                 if waiting >= left:
                     log.warning("a client took nothing for %.0f s (%s wait for it): disconnecting it",

@@ -101,6 +101,14 @@ def test_a_lone_surrogate_is_refused_naming_its_field(tmp_path_factory: object) 
         reply = answer(daemon, frame)
         assert reply is not None and reply["error"]["code"] == -32602, (method, reply)
         assert reply["error"]["message"].startswith(f"invalid params for {method}: {field} holds a lone")
+    # Written raw (UTF-8's encoding of a surrogate, which UTF-8 forbids) or in UTF-16, it is no
+    # message at all; `json.loads` of the bytes let both through.
+    frame = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "memory/replaceGlobal", "params": {}})
+    raw = frame.replace('"params": {}', '"params": {"content": "bad \ud800", "expectedRevision": "x"}')
+    for encoded in (raw.encode("utf-8", "surrogatepass"), frame.encode("utf-16")):
+        reply = answer(daemon, encoded)
+        assert reply is not None and reply["error"]["code"] == -32700, reply
+        assert reply["error"]["message"].startswith("not UTF-8 text")
     # A pair is one character, however it is written ("\ud83d\ude00" is a smile), and an escaped
     # backslash before "ud800" is text.
     for text in ("smile \U0001f600", "a backslash: \\ud800"):
