@@ -69,18 +69,19 @@ def review_id(session_id: str, digest: str, workspace_key: str, version: int = C
     return h.hexdigest()
 
 
-def review_states(receipts: list[Receipt], digests: dict[str, str]) -> dict[str, ReviewState]:
-    """Each session's review state for its current digest (`digests`: session id → digest).
+def review_states(receipts: list[Receipt], digests: dict[str, str | None]) -> dict[str, ReviewState]:
+    """Each session's review state for its current digest (`digests`: session id → digest;
+    None when it could not be taken, the file having changed since it was listed).
 
-    The newest receipt of the current content decides; receipts only of older content mean the
-    session changed since it was last reviewed.
+    The newest receipt of the current content decides; receipts only of older content, or of
+    content that could not be hashed, mean the session changed since it was last reviewed.
     """
     states: dict[str, ReviewState] = {}
     for receipt in receipts:  # oldest first, so the newest of each session wins
         session = receipt.source.session
         if session not in digests:
             continue
-        if receipt.source.digest != digests[session]:
+        if digests[session] is None or receipt.source.digest != digests[session]:
             states.setdefault(session, ReviewState(state="changed"))
         else:
             states[session] = _state_of(receipt.status)

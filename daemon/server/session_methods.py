@@ -122,6 +122,8 @@ class SessionMethods:
             for s in found.sessions
         ]
         answer = Listing(sessions=sessions, errors=found.errors)
+        if None in digests.values():
+            return answer  # a digest to take again: the file changed, or could not be read
         self._reviewed[cwd] = (found, receipts, answer)
         self._reviewed.move_to_end(cwd)
         if len(self._reviewed) > REVIEWED_LISTINGS:
@@ -160,7 +162,7 @@ class SessionMethods:
     @staticmethod
     def _digests(
         catalog: SessionCatalog, entries: Sequence[Entry], receipts: list[Receipt]
-    ) -> dict[str, str]:
+    ) -> dict[str, str | None]:
         """The digests of the sessions a receipt names: only theirs decide a review state, and
         a session's file is hashed for it only then (decisions 0340, 0341)."""
         reviewed = {receipt.source.session for receipt in receipts}

@@ -477,14 +477,15 @@ class SessionCatalog:
             if known is not None and known.revision == row.revision:
                 self.memo.remember([replace(row, digest=digest)])
 
-    def digests(self, entries: Iterable[Entry]) -> dict[str, str]:
-        """The content digest of each of `entries` that has one now (`digest_of`), by id: an
-        unreadable file has none, and its listing row says why once it is listed again."""
-        digests = {}
+    def digests(self, entries: Iterable[Entry]) -> dict[str, str | None]:
+        """The content digest of each of `entries` (`digest_of`), by id; None when it cannot be
+        taken now: the file changed since it was listed, or cannot be read (its listing row
+        says why once it is listed again)."""
+        digests: dict[str, str | None] = {}
         for entry in entries:
+            digests[entry.summary.id] = None
             with contextlib.suppress(OSError):
-                if (digest := self.digest_of(entry)) is not None:
-                    digests[entry.summary.id] = digest
+                digests[entry.summary.id] = self.digest_of(entry)
         return digests
 
     def _stored_digest(self, row: LogRow) -> str | None:

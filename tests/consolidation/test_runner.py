@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import threading
@@ -28,6 +29,10 @@ from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.consolidation import ConsolidationResult, Status
+from remem.daemon.protocol.rpc import ListParams
+from remem.daemon.server.session_methods import SessionMethods
+from remem.daemon.sessions.catalog import Entry, SessionCatalog
+from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import FakeOpenAI, hang, slow, status, text, tool_call
@@ -338,6 +343,31 @@ def test_listing_and_tree_show_each_sessions_review_state(
     grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)
     source.path.write_bytes(grown.path.read_bytes())
     assert states("list")[source.id] == {"state": "changed", "status": None}
+
+
+def test_a_reviewed_session_whose_digest_cannot_be_taken_shows_changed_until_it_can(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that changed between the listing and its hash, or could not be opened, is not
+    "never reviewed"; nor is that answer kept for the next listing."""
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    consolidate(home, source.id)
+    methods = SessionMethods(home, memo=ListingMemo(lambda: False))
+
+    def state() -> str | None:
+        listing = asyncio.run(methods.listing(ListParams()))
+        review = {s.id: s.review for s in listing.sessions}[source.id]
+        return None if review is None else review.state
+
+    taken = SessionCatalog.digest_of
+
+    def unreadable(catalog: SessionCatalog, entry: Entry) -> str | None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(SessionCatalog, "digest_of", unreadable)
+    assert state() == "changed"
+    monkeypatch.setattr(SessionCatalog, "digest_of", taken)
+    assert state() == "consolidated"
 
 
 def test_the_debug_log_has_phases_and_counts_but_no_content(

@@ -604,4 +604,4 @@ def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unch
     rollout_path.symlink_to(path)
     with pytest.raises(OSError):  # never hashed through a link
         listed.digest_of(grown[0])
-    assert listed.digests(grown) == {}
+    assert listed.digests(grown) == {TID: None}
