@@ -693,7 +693,9 @@ class SessionCatalog:
         """
         kept = self.continuations.take(str(path))
         base = Continuation(kept.row, kept.state) if kept and isinstance(kept.state, LogState) else None
-        if base is not None and self.index.revision(str(path)) != base.row.revision:
+        # Not when another process (a consolidation) stored a digest at that revision since:
+        # the index's state then goes on hashing the appends, where the kept one has none.
+        if base is not None and self.index.stamp(str(path)) != (base.row.revision, base.row.digest):
             base = None
         if base is None and indexed:
             # Row and state together from the index: a row remembered by the memo, or read

@@ -180,10 +180,11 @@ class SessionIndex:
         ).fetchone()
         return None if found is None else LogRow(*found)
 
-    def revision(self, path: str) -> str | None:
-        """The revision the row of `path` is of, None if the index has none."""
-        found = self._db.execute("SELECT revision FROM logs WHERE path = ?", (path,)).fetchone()
-        return None if found is None else str(found[0])
+    def stamp(self, path: str) -> tuple[str, str | None] | None:
+        """The revision the row of `path` is of and the digest stored with it, None if the
+        index has no row."""
+        found = self._db.execute("SELECT revision, digest FROM logs WHERE path = ?", (path,)).fetchone()
+        return None if found is None else (str(found[0]), found[1])
 
     def state(self, path: str) -> LogState | None:
         found = self._db.execute(

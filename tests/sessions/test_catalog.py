@@ -167,6 +167,26 @@ def test_a_reviewed_log_keeps_its_digest_as_it_grows_through_the_daemons_memo(
     assert grown.summary.digest == read_session(writer.path).digest != digest
 
 
+def test_a_digest_another_process_stored_is_continued_by_the_daemons_relists(
+    home: Home, root: tuple[Path, Encoding]
+) -> None:
+    """A consolidation's catalog (not the daemon's) stores the digest it reviewed by; the
+    daemon's kept continuation, of the same revision but without a digest, must not then
+    store the grown log's row without one."""
+    folder, encoding = root
+    writer, rest = _half_written(folder, encoding)
+    memo = ListingMemo(lambda: False)
+    (listed,) = SessionCatalog.open(home, [folder], memo).entries()[0]
+    elsewhere = SessionCatalog.open(home, [folder])  # the consolidation's own catalog
+    (entry,) = elsewhere.entries()[0]
+    log = read_session(entry.path)
+    elsewhere.keep_digest(entry, log.digest, log.digest_state)
+    writer.append(rest[0])
+    (grown,) = SessionCatalog.open(home, [folder], memo).entries()[0]
+    writer.close()
+    assert grown.summary.digest == read_session(writer.path).digest != log.digest
+
+
 def test_a_rewritten_log_is_read_whole(home: Home, root: tuple[Path, Encoding]) -> None:
     folder, encoding = root
     first = build_session(SessionSpec(seed=1, turns=4, cwd=CWD))
