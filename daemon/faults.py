@@ -45,6 +45,7 @@ POINTS: frozenset[str] = frozenset(
         "memory.workspace.before-journal-removal",
         "sessions.cold-reads.before-share",
         "sessions.cold-reads.after-share",
+        "sessions.cold-reads.after-answer",
         "sessions.writer.after-temp-write",
         "sessions.writer.after-publish",
         "sessions.writer.mid-append",

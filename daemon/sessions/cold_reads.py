@@ -165,6 +165,7 @@ def _work(index_path: Path, link: Connection) -> None:
             store_share(index, share)
             faultpoint("sessions.cold-reads.after-share")  # stored, unanswered: read there
             link.send(number)
+            faultpoint("sessions.cold-reads.after-answer")  # gone as the next share is handed
     except (EOFError, BrokenPipeError):  # the listing is done without this worker
         pass
 
@@ -308,7 +309,10 @@ class _Spread:
         for _ in range(min(count, len(self.left))):
             number = self.left.popleft()
             self.held[link].append(number)
-            link.send((number, self.shares[number]))
+            try:
+                link.send((number, self.shares[number]))
+            except OSError:  # it ended: `_hear` meets its closed link and gives its shares back
+                return
 
     def _collect(self) -> None:
         """The rows the workers stored, read back from the index."""

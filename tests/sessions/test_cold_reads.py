@@ -110,7 +110,10 @@ def test_a_spread_listing_lists_and_indexes_what_one_process_does(
     assert f"{len(alone_index)} logs indexed" in message and read_by_workers > 0
 
 
-@pytest.mark.parametrize("point", ["sessions.cold-reads.before-share", "sessions.cold-reads.after-share"])
+@pytest.mark.parametrize(
+    "point",
+    [f"sessions.cold-reads.{at}" for at in ("before-share", "after-share", "after-answer")],
+)
 def test_a_worker_dying_at_a_share_costs_time_never_a_row(
     tmp_path: Path,
     roots: dict[str, Path],
