@@ -67,5 +67,5 @@ def test_an_index_of_an_older_schema_is_replaced(tmp_path: Path) -> None:
     index = SessionIndex(path)
     assert index.rows() == {} and index.continuation("/logs/a") is None
     index.put([Update(LogRow(path="/logs/a", revision="r2"))])
-    assert index.revision("/logs/a") == "r2"
+    assert index.stamp("/logs/a") == ("r2", None)
     index.close()
