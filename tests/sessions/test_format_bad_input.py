@@ -13,7 +13,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from remem.daemon.consolidation.harness_evidence import project_harness
@@ -188,6 +188,7 @@ def test_damaged_claude_code_files_never_raise_out_of_the_reader(cuts: list[tupl
 
 @settings(max_examples=150, deadline=None)
 @given(DAMAGE)
+@example(cuts=[(159, 30, b""), (1204, 40, b"\n")])  # a line holding two values: two events of one
 def test_damaged_codex_files_never_raise_out_of_the_reader(cuts: list[tuple[int, int, bytes]]) -> None:
     data = _damaged(
         CODEX + cx.rollout(cx.line("compacted", message="s"), cx.event("thread_rolled_back", num_turns=1)),

@@ -19,6 +19,7 @@ codex-rs:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -403,10 +404,10 @@ def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int)
         end = data.find(b"\n", at)
         spans.append((line, len(data) if end < 0 else end))
     candidates = [(line, end) for line, end in spans if end - line <= MAX_LINE]  # as the reader
-    events: Sequence[_Event | None]
-    try:
+    events: Sequence[_Event | None] = ()
+    with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
         events = _EVENTS(b"[" + b",".join(data[line:end] for line, end in candidates) + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError):  # some line is not a record: one by one
+    if len(events) != len(candidates):  # some line is not one record (`1,2` is two): one by one
         events = [_event_or_none(data[line:end]) for line, end in candidates]
     return [
         line
