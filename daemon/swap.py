@@ -20,13 +20,13 @@ import hashlib
 import logging
 import os
 import signal
-import stat
 import sys
 import time
 from pathlib import Path
 
 from .faults import faultpoint
 from .fsutil import atomic_write, fsync_dir, temp_path_for, unmerged_path_for, write_temp
+from .safe_open import open_regular
 
 ABSENT = "absent"  # the target must not exist: publish without replacing anything
 ANY = "any"  # a generated file nobody edits: replace it whatever it holds
@@ -82,13 +82,9 @@ def _open_regular(path: Path) -> int | None:
     """A read-only descriptor of the regular file at `path`; None when nothing (or no plain
     file) is there."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return open_regular(path)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
 
 
 def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged: str) -> None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..faults import faultpoint
 from ..home import Home
+from ..safe_open import open_regular
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import fork_selection, read_transcript
 from ..sessions.formats.codex import fork_point, read_rollout
@@ -215,7 +216,7 @@ class HarnessForks:
 def _read_parent(path: Path) -> tuple[bytes, str]:
     """The parent's bytes and stat revision, read through a descriptor that is not a link."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_regular(path)
     except FileNotFoundError:
         raise OperationError("NOT_FOUND", f"{path} does not exist") from None
     except OSError as exc:
@@ -275,7 +276,8 @@ def _title(request: HarnessForkRequest, parent_title: str | None, entry: Journal
 
 
 def _check_existing(request: HarnessForkRequest, path: Path, entry: JournalEntry) -> None:
-    data = path.read_bytes()
+    with os.fdopen(open_regular(path), "rb") as handle:
+        data = read_bounded(handle)
     if request.harness == "claude-code":
         lineage = read_transcript(data, path.name).lineage
     else:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -37,6 +36,7 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
+from ..safe_open import open_regular
 from ..swap import ABSENT, ANY, Displaced, digest, publish
 from .batch import (
     GlobalPlan,
@@ -254,16 +254,13 @@ class MemoryStore:
         path = self.home.global_file
         try:
             # Never through a symlink (it could lead out of REMEM_HOME), never blocking on a FIFO.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            fd = open_regular(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            if exc.errno != errno.ELOOP:
+            if exc.errno not in (errno.ELOOP, errno.EINVAL):
                 raise
             raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[IRREGULAR_GLOBAL])]) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[IRREGULAR_GLOBAL])])
         with os.fdopen(fd, "rb") as handle:
             return _capped(handle, path)
 

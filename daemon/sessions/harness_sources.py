@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
+from ..safe_open import open_regular
 from .formats.claude_code import Sidechain, Transcript, read_transcript
 from .formats.codex import Rollout, Tally, first_line_cwd, listed_rollout, read_rollout, turns_begun_before
 from .formats.jsonl import LineTooLong, end_of_line, read_bounded
@@ -246,8 +247,7 @@ def read_file(path: Path) -> bytes:
 
 def read_file_stat(path: Path) -> tuple[bytes, os.stat_result]:
     """`read_file`, with the `stat` of the descriptor read (the bytes' own revision)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
+    with os.fdopen(open_regular(path), "rb") as handle:
         return read_bounded(handle), os.fstat(handle.fileno())
 
 
@@ -260,8 +260,7 @@ def file_digest(path: Path) -> tuple[str, str]:
     """`content_digest` of the file at `path`, read in blocks through a descriptor that is not
     a link (an `OSError` otherwise), and the revision the file had once it was read."""
     digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
+    with os.fdopen(open_regular(path), "rb") as handle:
         while block := handle.read(_DIGEST_BLOCK):
             digest.update(block)
         return _DIGEST_NAME + digest.hexdigest(), stat_revision(os.fstat(handle.fileno()))
@@ -488,7 +487,7 @@ class CodexSource:
         """`index`, reading only the bytes appended since `kept` was tallied when the file only
         grew since; and the tally to go on from next time (None when there is none to keep)."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = open_regular(path)
             with os.fdopen(fd, "rb") as handle:
                 st = os.fstat(fd)
                 grown = kept if kept is not None and kept.grew(fd, st) else None
@@ -521,7 +520,7 @@ def _first_line(path: str) -> bytes:
     longer: the file is then read whole, as any other)."""
     head = b""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_regular(path)
     except OSError:
         return b""
     try:

@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..limits import SESSION_LOG_MAX_BYTES, size_text
+from ..safe_open import open_regular
 from .checks import EventCheckError, check_event
 from .decode import parse_json
 from .digest import DigestState, LogDigest
@@ -435,7 +436,7 @@ def _read_stable(path: Path, start: int = 0) -> tuple[bytes, str]:
         before = stat_revision(st)
         if st.st_size > SESSION_LOG_MAX_BYTES:  # refused before a byte of it is held
             raise CorruptLog(f"the log file is {st.st_size} bytes, past {_OVER_CAP}")
-        with path.open("rb") as file:
+        with os.fdopen(open_regular(path), "rb") as file:
             file.seek(start)
             data = file.read()
         if file_revision(path) == before:
