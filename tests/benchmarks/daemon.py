@@ -19,7 +19,8 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 
 from .harness import Benchmark, Budget, Call, Contenders, percentile, repeat
-from .sessions import _SESSIONS, _corpus
+from .harness_listing import _corpus as harness_corpus
+from .sessions import _CWD, _OTHER_CWDS, _SESSIONS, _corpus
 
 # The baseline server: the same asyncio stream API, answering each line with itself.
 _ECHO_SERVER = """
@@ -120,22 +121,28 @@ def _start_daemon(home: Home, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return daemon
 
 
-def _corpus_home(root: Path, name: str, watch: str = "auto") -> Home:
+def _corpus_home(root: Path, name: str, watch: str = "auto", fmt: str = "dsh") -> Home:
     home = Home(root / name)
     home.ensure_layout()
-    home.settings_file.write_text(
-        f"sessions:\n  roots: [{json.dumps(str(root / 'corpus'))}]\ndaemon:\n  watch: {watch}\n"
-    )
+    entry = {"path": str(root / "corpus"), "format": fmt}
+    home.settings_file.write_text(f"sessions:\n  roots: [{json.dumps(entry)}]\ndaemon:\n  watch: {watch}\n")
     return home
 
 
-def _list_warm(watch: str) -> Callable[[], AbstractContextManager[Contenders]]:
+def _files(root: Path, fmt: str) -> list[Path]:
+    """The 2 000 files of ~100 KB of `sessions.list-cold` (DSH) or of the harness listings."""
+    if fmt == "dsh":
+        return _corpus(root, _SESSIONS)
+    return harness_corpus(root / "corpus", fmt, _SESSIONS, (_CWD, *_OTHER_CWDS))
+
+
+def _list_warm(watch: str, fmt: str = "dsh") -> Callable[[], AbstractContextManager[Contenders]]:
     @contextmanager
     def setup() -> Iterator[Contenders]:
         with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
             root = Path(folder)
-            paths = _corpus(root, _SESSIONS)
-            home = _corpus_home(root, "home", watch)
+            paths = _files(root, fmt)
+            home = _corpus_home(root, "home", watch, fmt)
             env = {**os.environ, "DSH_HOME": str(root / "no-dsh")}
             daemon = _start_daemon(home, env)
             server: subprocess.Popen[bytes] | None = None
@@ -329,6 +336,18 @@ BENCHMARKS = [
         target=None,
         budget=Budget(iterations=20, warmup=3),
         setup=_list_warm("auto"),
+    ),
+    *(
+        Benchmark(
+            name=f"sessions.{fmt}-list-warm{suffix}",
+            note=f"the same of {_SESSIONS} {fmt} files of ~100 KB over 20 workspaces, already indexed"
+            + ("" if watch == "polling" else ", watched with inotify (target: ≤ 10 ms absolute)"),
+            target=1.5 if watch == "polling" else None,
+            budget=Budget(iterations=20, warmup=3),
+            setup=_list_warm(watch, fmt),
+        )
+        for fmt in ("claude-code", "codex")
+        for watch, suffix in (("polling", ""), ("auto", "-inotify"))
     ),
     Benchmark(
         name="daemon.rpc-roundtrip",

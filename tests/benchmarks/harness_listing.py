@@ -180,21 +180,6 @@ def _tree_cold(fmt: str) -> Iterator[Contenders]:
 
 
 @contextmanager
-def _list_warm(fmt: str) -> Iterator[Contenders]:
-    with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
-        root = Path(folder)
-        paths = _corpus(root / "corpus", fmt, _SESSIONS, (_CWD, *_OTHER_CWDS))
-        catalog = _catalog(root / "home", root / "corpus", fmt)
-        assert len(catalog.listing().sessions) == _SESSIONS  # indexed once
-
-        def stat_all() -> None:
-            for path in paths:
-                os.stat(path)
-
-        yield Contenders(remem=repeat(catalog.listing), baseline=repeat(stat_all))
-
-
-@contextmanager
 def _relist(fmt: str) -> Iterator[Contenders]:
     """One turn appended to a ~50 MB file, listed again by the catalog that listed it."""
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
@@ -239,13 +224,6 @@ def _benchmarks(fmt: str, name: str) -> list[Benchmark]:
             target=3.0,
             budget=RELIST_BUDGET,
             setup=lambda: _relist(fmt),
-        ),
-        Benchmark(
-            name=f"sessions.{name}-list-warm",
-            note=f"{_SESSIONS} {name} {files} already indexed, in-process; baseline: os.stat of every file",
-            target=20.0,
-            budget=Budget(iterations=10, warmup=2),
-            setup=lambda: _list_warm(fmt),
         ),
     ]
 
