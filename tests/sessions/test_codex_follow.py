@@ -63,6 +63,15 @@ def _rollout_path(catalog: SessionCatalog) -> Path:
     return catalog.roots[0] / "2026" / "05" / "01" / "rollout-2026-05-01T00-00-00-grown.jsonl"
 
 
+def _one_turn_listed(catalog: SessionCatalog) -> Path:
+    """A rollout of one turn, listed."""
+    path = _rollout_path(catalog)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(rollout(meta(), *turn("t1", "first", "one")))
+    catalog.listing()
+    return path
+
+
 def _as_cold(catalog: SessionCatalog, path: Path) -> LogRow:
     """The row a cold listing of the file as it is now gives, in a home of its own."""
     home = path.parents[4] / f"cold-{next(_homes)}"
@@ -108,10 +117,7 @@ def test_each_append_is_read_alone_and_lists_as_the_whole_file_does(
 def test_a_torn_last_line_is_read_again_once_whole(
     listing: SessionCatalog, reads: list[tuple[int, bool]]
 ) -> None:
-    path = _rollout_path(listing)
-    path.parent.mkdir(parents=True)
-    path.write_bytes(rollout(meta(), *turn("t1", "first", "one")))
-    listing.listing()
+    path = _one_turn_listed(listing)
     whole = rollout(*turn("t2", "second", "two"))
     half = len(whole) - 40
     _append(path, whole[:half])
@@ -128,10 +134,7 @@ def test_a_torn_last_line_is_read_again_once_whole(
 def test_a_rollout_rewritten_in_place_or_replaced_is_read_whole(
     listing: SessionCatalog, reads: list[tuple[int, bool]]
 ) -> None:
-    path = _rollout_path(listing)
-    path.parent.mkdir(parents=True)
-    path.write_bytes(rollout(meta(), *turn("t1", "first", "one")))
-    listing.listing()
+    path = _one_turn_listed(listing)
     rewritten = rollout(meta(), *turn("t1", "other words", "one"), *turn("t2", "second", "two"))
     for replace in (False, True):
         reads.clear()
@@ -150,10 +153,7 @@ def test_a_rollout_rewritten_in_place_or_replaced_is_read_whole(
 def test_a_line_past_the_cap_in_an_append_is_named_by_its_line_in_the_file(
     listing: SessionCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _rollout_path(listing)
-    path.parent.mkdir(parents=True)
-    path.write_bytes(rollout(meta(), *turn("t1", "first", "one")))
-    listing.listing()
+    path = _one_turn_listed(listing)
     monkeypatch.setattr(jsonl_format, "MAX_LINE", 4096)
     _append(path, rollout(message("user", "x" * 5000)))
     row = _listed_row(listing, path)
