@@ -35,6 +35,7 @@ from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_
 from .continuations import Continuations
 from .digest import DigestState
 from .errors import OperationError, SessionLogError, SessionRootError
+from .formats.claude_code import Grown
 from .formats.jsonl import LineTooLong
 from .harness_sources import (
     HARNESS_SOURCES,
@@ -663,7 +664,7 @@ class SessionCatalog:
         """The log's new index entry; a DSH log's continuation is kept for its next append."""
         cold = ColdRead(str(path), self.format_of(str(path)), stat_revision(st), st.st_size)
         if cold.format != "dsh":
-            return self._follow(path, cold)
+            return self._follow(path, cold, st)
         try:
             update = self._continue(path, st, indexed) or read_whole(cold)
         except SessionLogError as exc:
@@ -672,13 +673,16 @@ class SessionCatalog:
             self.continuations.keep(update.row, update.state)
         return update
 
-    def _follow(self, path: Path, cold: ColdRead) -> Update:
+    def _follow(self, path: Path, cold: ColdRead, st: os.stat_result) -> Update:
         """A harness file's new index entry, read on from what this process kept of it where
-        its adapter can (a grown Codex rollout: decision 0350)."""
+        its adapter can (a grown Codex rollout, decision 0350; a Claude Code transcript whose
+        conversation only went on, decision 0351). A transcript's graph is kept only while
+        the file is being written: it costs more memory than the file."""
         kept = self.continuations.take(cold.path)
         tallied = kept.state if kept is not None and isinstance(kept.state, Tallied) else None
         update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied)
-        if tally is not None:
+        recent = time.time_ns() - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
+        if tally is not None and (recent or not isinstance(tally.tally, Grown)):
             self.continuations.keep(update.row, tally)
         return update
 

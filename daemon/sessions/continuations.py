@@ -14,6 +14,8 @@ digest block (8 KiB), so `MAX_CONTINUATIONS` pairs stay under a megabyte.
 
 A Codex rollout's pair holds the tally of its lines instead (decision 0350), which the index
 never stores: a turn's start time each for a fork, and at most `MAX_TALLIED_PROBLEMS` problems.
+A Claude Code transcript's holds its graph (decision 0351): only while the file is being
+written (the catalog keeps none of an idle one), and `MAX_GRAPHS` at most.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from .formats.claude_code import Grown
 from .harness_sources import Tallied
 from .index import LogRow, LogState
 
 MAX_CONTINUATIONS = 64  # logs whose state is kept: the ones being written to, and then some
+# Claude Code transcripts whose graph is kept: it holds about 1.6 bytes per byte of the file.
+MAX_GRAPHS = 2
 
 
 class Kept(NamedTuple):
@@ -56,6 +61,9 @@ class Continuations:
             self._kept.move_to_end(row.path)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
+            graphs = [path for path, kept in self._kept.items() if _graph(kept.state)]
+            for path in graphs[: max(0, len(graphs) - MAX_GRAPHS)]:
+                del self._kept[path]
 
     def forget(self, paths: Iterable[str]) -> None:
         with self._lock:
@@ -64,3 +72,7 @@ class Continuations:
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+def _graph(state: LogState | Tallied) -> bool:
+    return isinstance(state, Tallied) and isinstance(state.tally, Grown)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from ..safe_open import open_regular
-from .formats.claude_code import Sidechain, Transcript, read_transcript
+from .formats.claude_code import Grown, Sidechain, Transcript, grow, listed_transcript, read_transcript
 from .formats.codex import Rollout, Tally, first_line_cwd, listed_rollout, read_rollout, turns_begun_before
 from .formats.jsonl import LineTooLong, end_of_line, read_bounded
 from .formats.model import Problem, Turn
@@ -103,7 +103,7 @@ class Tallied:
     """What a listing tallied of a rollout's first bytes, and of which file: a relisting goes
     on from it while the file only grew (decision 0350)."""
 
-    tally: Tally
+    tally: Tally | Grown
     device: int
     inode: int
     tail: bytes  # the last bytes tallied: a file rewritten in place, however long, lacks them
@@ -140,7 +140,10 @@ class SessionView:
 
 
 def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
-    t: Transcript = read_transcript(data, name, turns=turns)
+    return transcript_view(read_transcript(data, name, turns=turns))
+
+
+def transcript_view(t: Transcript) -> SessionView:
     fork = next((edge.parent for edge in t.lineage if edge.kind == "fork"), None)
     return SessionView(
         format="claude-code",
@@ -450,9 +453,70 @@ class ClaudeCodeSource:
         return _index(self.format, path, revision)
 
     def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
-        """`index`: a transcript's graph is read whole again (an appended line can move its
-        active leaf, branch it or title it), so nothing is kept."""
-        return self.index(path, revision), None
+        """`index`, taking on only the bytes appended since `kept` was read when they just
+        extend the conversation (`claude_code.grow`); and the state to go on from next time."""
+        return _follow(self.format, path, revision, kept, _whole_transcript, _grown_transcript)
+
+
+def _whole_transcript(data: bytes, name: str) -> tuple[SessionView, Grown | None]:
+    transcript, grown = listed_transcript(data, name)
+    return transcript_view(transcript), grown
+
+
+def _grown_transcript(state: Tally | Grown, data: bytes) -> tuple[SessionView, Grown] | None:
+    if not isinstance(state, Grown):
+        return None
+    transcript = grow(state, data)
+    return None if transcript is None else (transcript_view(transcript), state)
+
+
+def _whole_rollout(data: bytes, name: str) -> tuple[SessionView, Tally | None]:
+    rollout, tally = listed_rollout(data)
+    return rollout_view(rollout), tally
+
+
+def _tallied_rollout(state: Tally | Grown, data: bytes) -> tuple[SessionView, Tally | None] | None:
+    if not isinstance(state, Tally):
+        return None
+    rollout, tally = listed_rollout(data, state)
+    return rollout_view(rollout), tally
+
+
+# A whole read of a file: its view, and the state to go on from (None: read it whole next time).
+Whole = Callable[[bytes, str], tuple[SessionView, Tally | Grown | None]]
+# Going on from a state with the bytes appended since; None when the file must be read whole.
+GoOn = Callable[[Tally | Grown, bytes], tuple[SessionView, Tally | Grown | None] | None]
+
+
+def _follow(
+    fmt: SessionFormat, path: Path, revision: str, kept: Tallied | None, whole: Whole, go_on: GoOn
+) -> tuple[Update, Tallied | None]:
+    """A harness file's row, read on from `kept` (what was read of its first bytes) while the
+    file only grew, else read whole; and what to keep for its next read."""
+    try:
+        fd = open_regular(path)
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(fd)
+            grown = kept if kept is not None and kept.grew(fd, st) else None
+            start = 0 if grown is None else grown.tally.size
+            handle.seek(start)
+            data = read_bounded(handle)
+    except LineTooLong as exc:
+        if kept is not None:  # its line number counts from the appended bytes: say the file's
+            return _follow(fmt, path, revision, None, whole, go_on)
+        return _unreadable(fmt, path, revision, exc), None
+    except OSError as exc:
+        return _unreadable(fmt, path, revision, exc), None
+    went_on = None if grown is None else go_on(grown.tally, data)
+    if grown is not None and went_on is None:  # the append changed what was read before
+        return _follow(fmt, path, revision, None, whole, go_on)
+    view, state = whole(data, path.name) if went_on is None else went_on
+    update = _update(path, revision, view)
+    if state is None or update.row.error is not None:
+        return update, None
+    cut = state.size - start
+    tail = (b"" if grown is None else grown.tail) + data[max(0, cut - _TAIL) : cut]
+    return update, Tallied(state, st.st_dev, st.st_ino, tail[-_TAIL:])
 
 
 def _may_hold(name: str, folder: str, significant: int) -> bool:
@@ -486,27 +550,7 @@ class CodexSource:
     def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
         """`index`, reading only the bytes appended since `kept` was tallied when the file only
         grew since; and the tally to go on from next time (None when there is none to keep)."""
-        try:
-            fd = open_regular(path)
-            with os.fdopen(fd, "rb") as handle:
-                st = os.fstat(fd)
-                grown = kept if kept is not None and kept.grew(fd, st) else None
-                start = 0 if grown is None else grown.tally.size
-                handle.seek(start)
-                data = read_bounded(handle)
-        except LineTooLong as exc:
-            if kept is not None:  # its line number counts from the appended bytes: say the file's
-                return self.follow(path, revision, None)
-            return _unreadable(self.format, path, revision, exc), None
-        except OSError as exc:
-            return _unreadable(self.format, path, revision, exc), None
-        rollout, tally = listed_rollout(data, None if grown is None else grown.tally)
-        update = _update(path, revision, rollout_view(rollout))
-        if tally is None or update.row.error is not None:
-            return update, None
-        cut = tally.size - start
-        tail = (b"" if grown is None else grown.tail) + data[max(0, cut - _TAIL) : cut]
-        return update, Tallied(tally, st.st_dev, st.st_ino, tail[-_TAIL:])
+        return _follow(self.format, path, revision, kept, _whole_rollout, _tallied_rollout)
 
     def elsewhere(self, path: str, cwd: str) -> bool:
         """Rollouts lie by date, not by project: the first line, a rollout's `session_meta`,

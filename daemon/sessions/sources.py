@@ -9,7 +9,8 @@ layout (decision 0120). Every format is served through the same interface, `Sour
 files of a root are sessions (all, or those that can belong to one workspace), and what one
 file says at one revision, for the index. DSH's adapter is the catalog's own reader path,
 which continues a grown log from its resume point; Codex's goes on from the tally of what it
-read last (decision 0350); Claude Code's reads a changed file whole.
+read last (decision 0350); Claude Code's from the graph it read last, while the conversation
+only went on (decision 0351).
 """
 
 from __future__ import annotations

@@ -71,7 +71,8 @@ class TestClaudeCode:
         assert fork.session_id == claude_scenario.runs["fork"].session_id
         # The copied records keep the parent's times; the copy is dated by its own first line.
         copied = [json.loads(line) for line in fork_path.read_bytes().splitlines()]
-        last_copied = max(_time(r["timestamp"]) for r in copied if r.get("uuid") in parent.uuids)
+        theirs = {json.loads(line).get("uuid") for line in parent_path.read_bytes().splitlines()} - {None}
+        last_copied = max(_time(r["timestamp"]) for r in copied if r.get("uuid") in theirs)
         assert fork.created_at is not None and _time(fork.created_at) > last_copied
 
 

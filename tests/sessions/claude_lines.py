@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
+from remem.daemon.sessions.formats.claude_code import Transcript, grow, listed_transcript, read_transcript
 
 SID = "0b3c6f0e-1111-4222-8333-944445555666"
 CWD = "/home/u/proj"
@@ -71,8 +71,20 @@ def inline_subagents() -> list[dict[str, Any]]:
 
 def listed_as_read(data: bytes, name: str) -> Transcript:
     """`read_transcript(data, name)`, once asserted to say all a listing's read says: the same
-    transcript, the active conversation's turns only counted."""
-    full, listed = read_transcript(data, name), read_transcript(data, name, turns=False)
+    transcript, the active conversation's turns only counted, also when the listing took the
+    rest of the file on from its read of any first part (at each line's end and middle)."""
+    full, (listed, _) = read_transcript(data, name), listed_transcript(data, name)
     assert listed.turns == () and listed == replace(full, turns=())
     assert full.turn_count == len(full.turns)
+    ends = [at + 1 for at, byte in enumerate(data) if byte == ord("\n")]
+    for cut in sorted({*ends, *((a + b) // 2 for a, b in zip([0, *ends], ends, strict=False))}):
+        assert continued(data, name, cut) == listed, f"went on from byte {cut}"
     return full
+
+
+def continued(data: bytes, name: str, cut: int) -> Transcript:
+    """The listing of `data` after a listing of `data[:cut]`: grown from it, when it kept one
+    and can take the rest on."""
+    _, grown = listed_transcript(data[:cut], name)
+    taken = None if grown is None else grow(grown, data[grown.size :])
+    return listed_transcript(data, name)[0] if taken is None else taken

@@ -27,15 +27,15 @@ against Claude Code itself and claude-agent-sdk's reader:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from operator import attrgetter
 from typing import Any, cast
 
 import msgspec
 
-from .jsonl import Fields, Line, Records, records
+from .jsonl import Fields, Line, records
 from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
@@ -176,7 +176,6 @@ class Transcript:
     branches: tuple[Branch, ...]
     segments: int  # compaction segments joined into the active conversation
     root: str | None  # uuid of the conversation's first record (copies by --fork-session share it)
-    uuids: frozenset[str]
     foreign_summaries: tuple[tuple[str, str], ...]  # (leafUuid, summary) for leaves not in this file
     problems: tuple[Problem, ...]
     error: str | None = None
@@ -191,32 +190,244 @@ def read_transcript(data: bytes, name: str, *, turns: bool = True) -> Transcript
     return _parse(data, name, turns=turns).transcript
 
 
+MAX_GROWN_PROBLEMS = 1000  # a transcript with more problem lines is read whole at each change
+
+
+@dataclass
+class Grown:
+    """A listing's read of a transcript's whole lines, kept to take an append on (decision 0351).
+
+    `grow` takes on an append that only extends the active conversation: new records whose
+    parents are on it or new, none a repeated uuid, a sidechain record, a parent the file
+    missed or a new root, and a conversation that goes on from its latest node. Anything
+    else (a rewind, an edit, a subagent written inline, a torn last line) is read whole."""
+
+    stem: str
+    size: int  # the bytes read: whole lines
+    newlines: int
+    graph: _Graph
+    held: _Held
+    path: list[Line[_Node]]
+    on_path: set[str | None]
+    starts: list[int]  # the lines of the conversation's prompts: where its turns start
+    asked: int | None  # the first of them that titles the session (`_first_prompt`), if any
+    talk: _Conversation
+    read_problems: list[Problem]
+    graph_problems: list[Problem]
+    missing: set[str]  # parents named but not in the file
+
+
+def listed_transcript(data: bytes, name: str) -> tuple[Transcript, Grown | None]:
+    """`read_transcript(data, name, turns=False)`, and the state to take an append on from,
+    when the transcript allows it (whole lines, one main conversation, no cycle)."""
+    parsed = _parse(data, name, turns=False)
+    graph, path, talk = parsed.graph, parsed.path, parsed.talk
+    problems = list(parsed.transcript.problems)
+    keep = (
+        data.endswith(b"\n")
+        and path
+        and _main_chain(path[-1].record)
+        and not graph.broken
+        and not talk.subagent
+        and len(problems) <= MAX_GROWN_PROBLEMS
+    )
+    if not keep:
+        return parsed.transcript, None
+    nodes = graph.nodes
+    missing = {up for line in nodes.values() if (up := line.record.parent_uuid) and up not in nodes}
+    grown = Grown(
+        stem=_stem(name),
+        size=len(data),
+        newlines=parsed.transcript.newlines,
+        graph=graph,
+        held=parsed.held,
+        path=path,
+        on_path={line.record.uuid for line in path},
+        starts=parsed.starts,
+        asked=_asked(parsed.starts, graph),
+        talk=talk,
+        read_problems=problems[: parsed.read_problems],
+        graph_problems=problems[parsed.read_problems :],
+        missing=missing,
+    )
+    return parsed.transcript, grown
+
+
+def grow(grown: Grown, data: bytes) -> Transcript | None:
+    """The listing's transcript once `data`, the bytes appended after `grown.size`, are taken
+    on (`grown` is changed, and must not be used again if this fails); None when the file must
+    be read whole."""
+    if not data.endswith(b"\n"):
+        return None if data else _grown_transcript(grown)
+    problems: list[Problem] = []
+    read = records(data, _Record, problems, grown.newlines + 1)
+    graph = grown.graph
+    new = [line for line in read.lines if line.record.type in GRAPH_TYPES and line.record.uuid]
+    if not _adds_nodes(grown, new):
+        return None
+    leaves = graph.leaves_above(new)  # the leaves the appended nodes end at
+    chosen = _chosen(grown, leaves, {line.record.uuid for line in new})
+    if chosen is None or not _extend(grown, chosen):
+        return None
+    grown.talk.branches = _new_branches(grown, leaves) + grown.talk.branches
+    forked = grown.held.forked
+    grown.held.add([line.record for line in read.lines])
+    if grown.held.forked != forked or not (grown.held.latest.exact and grown.held.fork_latest.exact):
+        return None  # a file that turns out to be a fork is dated and counted by all its copies
+    grown.read_problems += problems
+    grown.size += len(data)
+    grown.newlines += read.newlines
+    if len(grown.read_problems) + len(grown.graph_problems) > MAX_GROWN_PROBLEMS:
+        return None
+    return _grown_transcript(grown)
+
+
+def _grown_transcript(grown: Grown) -> Transcript:
+    talk, graph = grown.talk, grown.graph
+    talk.turns = len(grown.starts)
+    talk.first_prompt = _prompt_title(grown.asked, grown.starts, graph)
+    problems = grown.read_problems + grown.graph_problems
+    return _transcript(grown.stem, grown.held, graph, talk, (), problems, grown.newlines)
+
+
+def _adds_nodes(grown: Grown, new: list[Line[_Record]]) -> bool:
+    """Add the appended nodes to the graph, when each is new, no sidechain record and no parent
+    the file missed, and hangs from the conversation, from another new node above it, or from
+    a trailing line below the conversation (`_trailing`): False otherwise (the graph is then
+    half changed, and the file is read whole)."""
+    graph, nodes = grown.graph, grown.graph.nodes
+    added: set[str | None] = set()
+    for line in new:
+        record = line.record
+        uuid = record.uuid or ""
+        if uuid in nodes or record.is_sidechain or uuid in grown.missing:
+            return False
+        up = record.parent_uuid or _logical_parent(record)
+        above = nodes.get(up or "")
+        if above is None or above.record.is_sidechain:
+            return False
+        if up not in grown.on_path and up not in added and not _trailing(grown, above, added):
+            return False
+        nodes[uuid] = line
+        added.add(uuid)
+        if record.parent_uuid:
+            graph.children.setdefault(record.parent_uuid, []).append(uuid)
+        if record.type == "user":
+            graph._user(line)
+    graph._leaves = None
+    return True
+
+
+def _trailing(grown: Grown, line: Line[_Node], added: set[str | None]) -> bool:
+    """Whether `line` is a progress or hook line (no user or assistant record) that had nothing
+    below it, under the conversation through such lines only: no branch holds it, and a line
+    hung from it ends at the conversation."""
+    graph = grown.graph
+    if any(child not in added for child in graph.children.get(line.record.uuid or "", ())):
+        return False
+    seen: set[str] = set()
+    current: Line[_Node] | None = line
+    while current is not None and current.record.uuid not in grown.on_path:
+        if current.record.type in ("user", "assistant"):
+            return False
+        seen.add(current.record.uuid or "")
+        current = graph.parent(current, seen)
+    return current is not None
+
+
+def _chosen(grown: Grown, leaves: dict[str | None, Line[_Node]], new: set[str | None]) -> Line[_Node] | None:
+    """The active conversation's leaf after the append, when it is one `_Graph.active_path`
+    would choose knowing only this much: a new main-chain leaf (later than every old one), or
+    else the latest node, still a leaf. None when that cannot be told here."""
+    fresh = [leaf for uuid, leaf in leaves.items() if uuid in new and _main_chain(leaf.record)]
+    if fresh:
+        return max(fresh, key=attrgetter("number"))
+    tip = grown.path[-1]
+    if any(leaf.number > tip.number for leaf in leaves.values() if _main_chain(leaf.record)):
+        return None
+    return tip if _still_leaf(grown.graph, tip) else None
+
+
+def _still_leaf(graph: _Graph, tip: Line[_Node]) -> bool:
+    """Whether some node nobody points to has `tip` as its nearest user/assistant node above."""
+    stack = [tip.record.uuid or ""]
+    while stack:
+        uuid = stack.pop()
+        below = graph.children.get(uuid)
+        if not below:
+            return True
+        stack.extend(child for child in below if graph.nodes[child].record.type not in ("user", "assistant"))
+    return False
+
+
+def _extend(grown: Grown, chosen: Line[_Node]) -> bool:
+    """Lengthen the conversation up to `chosen`; False when it does not go on from its end."""
+    graph, path = grown.graph, grown.path
+    added: list[Line[_Node]] = []
+    seen: set[str] = set()
+    current: Line[_Node] | None = chosen
+    while current is not None and current.record.uuid not in grown.on_path:
+        seen.add(current.record.uuid or "")
+        added.append(current)
+        current = graph.parent(current, seen)
+    if current is not path[-1]:
+        return False
+    talk = grown.talk
+    for line in reversed(added):
+        path.append(line)
+        grown.on_path.add(line.record.uuid)
+        talk.segments += _joins_segment(line.record)
+        if line.number in graph.prompts:
+            grown.starts.append(line.number)
+            talk.copied_prompts += bool(_FORKED_FROM(line.record))
+            if grown.asked is None:
+                grown.asked = _asked([line.number], graph)
+    return True
+
+
+def _new_branches(grown: Grown, leaves: dict[str | None, Line[_Node]]) -> tuple[Branch, ...]:
+    """The branches the appended nodes begin: they hang from the conversation or from one
+    another, never from an earlier branch (`_adds_nodes`), so those stay as they were."""
+    latest_first = sorted(leaves.values(), key=attrgetter("number"), reverse=True)
+    return _branches_from(grown.graph, latest_first, grown.on_path, grown.path)
+
+
+def _asked(starts: list[int], graph: _Graph) -> int | None:
+    """The first of `starts` that `_first_prompt` titles a session by, if any."""
+    prompts = graph.prompts
+    return next((n for n in starts if n not in graph.commands and not prompts[n].startswith(_UNTITLED)), None)
+
+
 @dataclass(frozen=True)
 class _Parsed:
     lines: list[Line[_Record]]
     graph: _Graph
     path: list[Line[_Node]]
     transcript: Transcript
+    held: _Held
+    talk: _Conversation
+    starts: list[int]  # the lines of the active conversation's prompts
+    read_problems: int  # the first problems, found decoding lines; the graph's come after
 
 
 def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     problems: list[Problem] = []
     read = records(data, _Record, problems)
     lines = read.lines
+    read_problems = len(problems)
     graph = _Graph(lines, problems)
     stem = _stem(name)
     path = graph.active_path()
     if turns:
         built = _turns(path, graph)
-        counted = _Counted(len(built), _first_prompt([turn.start for turn in built], graph))
+        starts = [turn.start for turn in built]
     else:
-        groups = _groups(path, graph.prompts)
-        built, counted = (
-            (),
-            _Counted(len(groups), _first_prompt([group[0].number for group in groups], graph)),
-        )
-    transcript = _transcript(stem, read, graph, path, built, counted, problems)
-    return _Parsed(lines, graph, path, transcript)
+        built, starts = (), [group[0].number for group in _groups(path, graph.prompts)]
+    held = _Held()
+    held.add([line.record for line in lines])
+    talk = _conversation(graph, path, _Counted(len(starts), _first_prompt(starts, graph)), bool(held.forked))
+    transcript = _transcript(stem, held, graph, talk, built, problems, read.newlines)
+    return _Parsed(lines, graph, path, transcript, held, talk, starts, read_problems)
 
 
 @dataclass(frozen=True)
@@ -284,13 +495,11 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     chosen = {line.record.uuid for line in selected}
     copies = graph.copies
     session = _stem(name)
+    titles = _Titles()
+    titles.add([line.record for line in lines])
     return Selection(
         session_id=session,
-        title=_title(
-            [line.record for line in lines],
-            graph,
-            _short(graph.prompts[groups[0][0].number]) if groups else None,
-        )[0],
+        title=titles.of(graph, _short(graph.prompts[groups[0][0].number]) if groups else None)[0],
         turn=turn,
         lines=tuple(copies.get(line.record.uuid or "", line.number) for line in selected),
         parents={line.record.uuid or "": _kept_ancestor(graph, line, chosen) for line in selected},
@@ -310,11 +519,13 @@ def _stem(name: str) -> str:
 def _first_prompt(starts: list[int], graph: _Graph) -> str | None:
     """The prompt a session is titled by, as Claude Code's own listing chooses it: the first
     that is neither a slash command (`/clear`, `/model` say nothing of the work) nor a line the
-    harness starts a turn with, else the first."""
-    prompts = graph.prompts
-    asked = [n for n in starts if n not in graph.commands and not prompts[n].startswith(_UNTITLED)]
-    chosen = asked or starts
-    return _short(prompts[chosen[0]]) if chosen else None
+    harness starts a turn with (`_asked`), else the first."""
+    return _prompt_title(_asked(starts, graph), starts, graph)
+
+
+def _prompt_title(asked: int | None, starts: list[int], graph: _Graph) -> str | None:
+    first = asked if asked is not None else (starts[0] if starts else None)
+    return None if first is None else _short(graph.prompts[first])
 
 
 def _short(prompt: str | None) -> str:
@@ -336,57 +547,166 @@ def _kept_ancestor(graph: _Graph, line: Line[_Node], chosen: set[str | None]) ->
     return above.record.uuid if above is not None else None
 
 
+@dataclass
+class _Conversation:
+    """What a listing reads off the graph and its active conversation."""
+
+    root: str | None
+    turns: int
+    first_prompt: str | None
+    copied_prompts: int  # prompts that carry `forkedFrom`: a fork copied their turns
+    segments: int
+    branches: tuple[Branch, ...]
+    subagent: bool
+    sidechains: tuple[Sidechain, ...]
+
+
+def _conversation(graph: _Graph, path: list[Line[_Node]], counted: _Counted, forked: bool) -> _Conversation:
+    subagent = graph.is_subagent()
+    prompts = graph.prompts
+    return _Conversation(
+        root=path[0].record.uuid if path else None,
+        turns=counted.turns,
+        first_prompt=counted.first_prompt,
+        # Counted for a fork only (`grow` reads whole once a file turns out to be one).
+        copied_prompts=sum(1 for line in path if line.number in prompts and _FORKED_FROM(line.record))
+        if forked
+        else 0,
+        segments=sum(1 for line in path[1:] if _joins_segment(line.record)),
+        branches=_branches(graph, path),
+        subagent=subagent,
+        sidechains=() if subagent else _sidechains(graph),
+    )
+
+
 def _transcript(
     stem: str,
-    read: Records[_Record],
+    held: _Held,
     graph: _Graph,
-    path: list[Line[_Node]],
+    talk: _Conversation,
     turns: tuple[Turn, ...],
-    counted: _Counted,
-    problems: list[Problem],
+    problems: Sequence[Problem],
+    newlines: int,
 ) -> Transcript:
-    held = [line.record for line in read.lines]
-    first = next((record for record in held if record.session_id or record.cwd), None)
-    subagent = graph.is_subagent()
-    titles = _title(held, graph, counted.first_prompt)
-    # Fields most lines lack or repeat are gathered in C (filter, map), not by a loop per line.
-    stamps = list(filter(None, map(_TIMESTAMP, held)))
-    owner = first.session_id if first else None
-    forks = filter(None, map(_FORKED_FROM, held))
-    forked = next((f.session_id for f in forks if f.session_id), None)
-    forked = forked if forked != stem else None
+    title, title_source = held.titles.of(graph, talk.first_prompt)
+    forked = held.forked if held.forked != stem else None
+    owner = held.first.session_id if held.first else None
     return Transcript(
         session_id=stem,
-        cwd=_first(_CWD, held),
-        title=titles[0],
-        title_source=titles[1],
-        created_at=(_fork_time(held) if forked else None) or _first_time(stamps),
-        updated_at=_latest(stamps),
-        version=_first(_VERSION, reversed(held)),
-        subagent=subagent,
-        agent_id=_first(_AGENT_ID, held),
-        parent_session=owner if subagent and owner != stem else None,
+        cwd=held.cwd,
+        title=title,
+        title_source=title_source,
+        created_at=(held.fork_latest.value if forked else None) or held.first_time,
+        updated_at=held.latest.value,
+        version=held.version,
+        subagent=talk.subagent,
+        agent_id=held.agent_id,
+        parent_session=owner if talk.subagent and owner != stem else None,
         lineage=(Edge("fork", forked),) if forked else (),
-        fork_turn=_inherited_turns(path, graph.prompts) if forked else None,
+        fork_turn=(talk.copied_prompts or None) if forked else None,
         turns=turns,
-        turn_count=counted.turns,
-        branches=_branches(graph, path),
-        segments=sum(1 for line in path[1:] if not line.record.parent_uuid and _logical_parent(line.record)),
-        root=path[0].record.uuid if path else None,
-        uuids=frozenset(graph.nodes),
-        foreign_summaries=tuple(
-            (record.leaf_uuid, record.summary)
-            for record in held
-            if record.type == "summary"
-            and record.summary
-            and record.leaf_uuid
-            and record.leaf_uuid not in graph.nodes
-        ),
+        turn_count=talk.turns,
+        branches=talk.branches,
+        segments=talk.segments,
+        root=talk.root,
+        foreign_summaries=held.titles.foreign(graph),
         problems=tuple(problems),
         error=None if graph.nodes else _NO_CONVERSATION,
-        sidechains=() if subagent else _sidechains(graph),
-        newlines=read.newlines,
+        sidechains=talk.sidechains,
+        newlines=newlines,
     )
+
+
+def _joins_segment(record: _Node) -> bool:
+    """Whether `record` begins a compaction segment joined to the conversation above it."""
+    return not record.parent_uuid and bool(_logical_parent(record))
+
+
+@dataclass
+class _Latest:
+    """The latest of the stamps added, as `_latest` of them all says. Claude Code writes one
+    fixed-width UTC form, whose latest is a max that takes more stamps on; once stamps of
+    another form come after the first ones, `exact` is False: the latest of them all is then
+    not known from this one."""
+
+    value: str | None = None
+    width: int = 0  # of every stamp so far, all of the fixed-width UTC form (else 0)
+    exact: bool = True
+
+    def add(self, stamps: list[str]) -> None:
+        if not stamps:
+            return
+        width = _utc_width(stamps)
+        if self.value is None:
+            self.value, self.width = _latest(stamps), width
+        elif self.width and width == self.width:
+            self.value = max(self.value, max(stamps))
+        else:
+            self.exact = False
+
+
+@dataclass
+class _Titles:
+    """What titles a transcript, gathered from its records in file order: the latest
+    `custom-title` and `ai-title`, and every summary (of a leaf here or in another file)."""
+
+    custom: str | None = None
+    ai: str | None = None
+    summaries: list[tuple[str | None, str]] = field(default_factory=list)  # (leafUuid, summary)
+
+    def add(self, held: Sequence[_Node]) -> None:
+        self.custom = _first(_CUSTOM_TITLE, reversed(held)) or self.custom
+        self.ai = _first(_AI_TITLE, reversed(held)) or self.ai
+        self.summaries += [(r.leaf_uuid, r.summary) for r in held if r.type == "summary" and r.summary]
+
+    def of(self, graph: _Graph, first_prompt: str | None) -> tuple[str | None, str | None]:
+        """The title and where it comes from: "custom-title", "ai-title", "summary" or "prompt"."""
+        if self.custom:
+            return self.custom, "custom-title"
+        if self.ai:
+            return self.ai, "ai-title"
+        own = next((text for leaf, text in reversed(self.summaries) if leaf in graph.nodes), None)
+        if own:
+            return own, "summary"
+        return (first_prompt, "prompt") if first_prompt is not None else (None, None)
+
+    def foreign(self, graph: _Graph) -> tuple[tuple[str, str], ...]:
+        """(leafUuid, summary) of the summaries of leaves in other files."""
+        return tuple((leaf, text) for leaf, text in self.summaries if leaf and leaf not in graph.nodes)
+
+
+@dataclass
+class _Held:
+    """What a transcript's records say besides its graph, gathered in file order; a transcript
+    that only grew takes its appended records on (`grow`)."""
+
+    first: _Record | None = None  # the first with a session id or a cwd
+    cwd: str | None = None
+    agent_id: str | None = None
+    version: str | None = None  # the latest
+    titles: _Titles = field(default_factory=_Titles)
+    forked: str | None = None  # the first `forkedFrom.sessionId`
+    first_time: str | None = None  # the first stamp that is a time
+    latest: _Latest = field(default_factory=_Latest)  # of every stamp
+    fork_latest: _Latest = field(default_factory=_Latest)  # of the stamps of copied records
+
+    def add(self, held: Sequence[_Record]) -> None:
+        # Fields most lines lack or repeat are gathered in C (filter, map), not by a loop per line.
+        if self.first is None:
+            self.first = next((record for record in held if record.session_id or record.cwd), None)
+        self.cwd = self.cwd or _first(_CWD, held)
+        self.agent_id = self.agent_id or _first(_AGENT_ID, held)
+        self.version = _first(_VERSION, reversed(held)) or self.version
+        self.titles.add(held)
+        if self.forked is None:
+            forks = filter(None, map(_FORKED_FROM, held))
+            self.forked = next((f.session_id for f in forks if f.session_id), None)
+        stamps = list(filter(None, map(_TIMESTAMP, held)))
+        if self.first_time is None:
+            self.first_time = _first_time(stamps)
+        self.latest.add(stamps)
+        if self.forked:  # only a fork is dated by its copies (`grow` reads whole once one is)
+            self.fork_latest.add([r.timestamp for r in held if r.forked_from and r.timestamp])
 
 
 def _sidechains(graph: _Graph) -> tuple[Sidechain, ...]:
@@ -562,9 +882,14 @@ class _Graph:
         return self._leaves
 
     def _find_leaves(self) -> list[Line[_Node]]:
-        found: dict[str, Line[_Node]] = {}
-        for uuid, line in self.nodes.items():
-            if uuid in self.children:
+        found = self.leaves_above(self.nodes.values())
+        return sorted(found.values(), key=lambda line: line.number, reverse=True)
+
+    def leaves_above(self, lines: Iterable[Line[_Node]]) -> dict[str | None, Line[_Node]]:
+        """The nearest user/assistant node above each of `lines` nobody points to, by uuid."""
+        found: dict[str | None, Line[_Node]] = {}
+        for line in lines:
+            if line.record.uuid in self.children:
                 continue
             seen: set[str] = set()
             current: Line[_Node] | None = line
@@ -572,8 +897,8 @@ class _Graph:
                 seen.add(current.record.uuid or "")
                 current = self.parent(current, seen)
             if current is not None:
-                found[current.record.uuid or ""] = current
-        return sorted(found.values(), key=lambda line: line.number, reverse=True)
+                found[current.record.uuid] = current
+        return found
 
     def side_nodes(self, group: list[Line[_Node]], on_path: set[str | None]) -> list[Line[_Node]]:
         """Nodes hanging beside `group` that belong to its turn: parallel tool calls written one
@@ -614,7 +939,9 @@ class _Graph:
             stack.extend(self.children.get(uuid, ()))
         return sorted(found, key=attrgetter("number"))
 
-    def climb_to(self, start: Line[_Node], known: set[str | None]) -> tuple[str | None, list[Line[_Node]]]:
+    def climb_to(
+        self, start: Line[_Node], known: Container[str | None]
+    ) -> tuple[str | None, list[Line[_Node]]]:
         """From `start` up to the first node in `known`: that node's uuid (None if none) and the
         nodes below it, top first."""
         path: list[Line[_Node]] = []
@@ -782,23 +1109,46 @@ def _branches(graph: _Graph, active: list[Line[_Node]]) -> tuple[Branch, ...]:
     """Abandoned paths that leave a known path with a real prompt, latest leaf first. A path
     that joins none (a lost line cut the conversation, so it goes on from a parent not in the
     file) is a branch before the first turn: what was said before the cut stays in sight."""
-    known = {line.record.uuid for line in active}
-    if len(known) == len(graph.nodes):  # every node is on the conversation: nothing left it
+    on_path = {line.record.uuid for line in active}
+    if len(on_path) == len(graph.nodes):  # every node is on the conversation: nothing left it
         return ()
-    turns_before = _turn_starts(active, graph.prompts)
+    return _branches_from(graph, graph.leaves(), on_path, active)
+
+
+def _branches_from(
+    graph: _Graph, leaves: Iterable[Line[_Node]], on_path: set[str | None], path: list[Line[_Node]]
+) -> tuple[Branch, ...]:
+    """The branches begun at `leaves` (latest first) off the conversation `path`, whose nodes
+    are `on_path`: each joins the conversation, or a branch found before it."""
+    rests: set[str | None] = set()  # the nodes of the branches found so far
+    known = _Either(on_path, rests)
+    turns_before: dict[str | None, int] | None = None  # walked once a branch is found
     branches: list[Branch] = []
-    for leaf in graph.leaves():
+    for leaf in leaves:
         if leaf.record.uuid in known or not _main_chain(leaf.record):
             continue
         after, rest = graph.climb_to(leaf, known)
         first_talk = next((line for line in rest if line.record.type in ("user", "assistant")), None)
         if first_talk is None or first_talk.number not in graph.prompts:
             continue  # a parallel tool result, a hook or progress line: not a branch
+        if turns_before is None:
+            turns_before = _turn_starts(path, graph.prompts)
         before = turns_before.get(after, 0)
         branches.append(Branch(after or "", before, leaf.record.uuid or "", _turns(rest, graph, before + 1)))
-        known.update(line.record.uuid for line in rest)
+        rests.update(line.record.uuid for line in rest)
         turns_before.update({k: v + before for k, v in _turn_starts(rest, graph.prompts).items()})
     return tuple(branches)
+
+
+@dataclass(frozen=True)
+class _Either:
+    """Membership in either of two sets, without copying the larger one."""
+
+    first: set[str | None]
+    second: set[str | None]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second
 
 
 def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str | None, int]:
@@ -811,12 +1161,6 @@ def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str |
     return seen
 
 
-def _fork_time(held: Sequence[_Record]) -> str | None:
-    """When a fork was made: the time of its last copied record, which a fork stamps with it
-    (Claude Code resumes at the latest leaf); the other copies keep their parent's times."""
-    return _latest([r.timestamp for r in held if r.forked_from and r.timestamp])
-
-
 def _first_time(stamps: list[str]) -> str | None:
     """When a file was started: its first stamp in file order, as claude-agent-sdk's listing
     dates a session. Not the earliest: a `--fork-session` copy writes its own lines first, then
@@ -827,12 +1171,19 @@ def _first_time(stamps: list[str]) -> str | None:
 def _latest(stamps: list[str]) -> str | None:
     """The latest of `stamps` as a time. Claude Code writes one fixed-width UTC form, whose text
     order is time order; stamps of mixed precision or offset are compared parsed."""
-    width = len(stamps[0]) if stamps else 0
-    # Each stamp's last character, read in C from their concatenation once they are all as wide.
-    if width and len(set(map(len, stamps))) == 1 and "".join(stamps)[width - 1 :: width] == "Z" * len(stamps):
+    if _utc_width(stamps):
         return max(stamps)
     times = [(when, stamp) for stamp in stamps if (when := _instant(stamp)) is not None]
     return max(times)[1] if times else None
+
+
+def _utc_width(stamps: list[str]) -> int:
+    """The width of `stamps` when all are of one fixed-width UTC form (as wide, ending in Z), else 0."""
+    width = len(stamps[0]) if stamps else 0
+    # Each stamp's last character, read in C from their concatenation once they are all as wide.
+    if width and len(set(map(len, stamps))) == 1 and "".join(stamps)[width - 1 :: width] == "Z" * len(stamps):
+        return width
+    return 0
 
 
 def _instant(stamp: str) -> datetime | None:
@@ -842,29 +1193,6 @@ def _instant(stamp: str) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
-def _inherited_turns(path: list[Line[_Node]], prompts: dict[int, str]) -> int | None:
-    """How many turns a fork copied from its parent: the prompts of its conversation that carry
-    `forkedFrom` (a fork marks every line it copies, the child's own lines have none)."""
-    return sum(1 for line in path if line.number in prompts and _FORKED_FROM(line.record)) or None
-
-
-def _title(held: Sequence[_Node], graph: _Graph, first_prompt: str | None) -> tuple[str | None, str | None]:
-    for getter, source in ((_CUSTOM_TITLE, "custom-title"), (_AI_TITLE, "ai-title")):
-        if value := _first(getter, reversed(held)):
-            return value, source
-    own = next(
-        (
-            record.summary
-            for record in reversed(held)
-            if record.type == "summary" and record.summary and record.leaf_uuid in graph.nodes
-        ),
-        None,
-    )
-    if own:
-        return own, "summary"
-    return (first_prompt, "prompt") if first_prompt is not None else (None, None)
 
 
 def _first(getter: Callable[[Any], Any], held: Iterable[_Node]) -> Any:
