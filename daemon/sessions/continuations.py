@@ -61,9 +61,10 @@ class Continuations:
             self._kept.move_to_end(row.path)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
-            graphs = [path for path, kept in self._kept.items() if _graph(kept.state)]
-            for path in graphs[: max(0, len(graphs) - MAX_GRAPHS)]:
-                del self._kept[path]
+            if _graph(state):  # only a graph kept now can make them too many
+                graphs = [path for path, kept in self._kept.items() if _graph(kept.state)]
+                for path in graphs[: max(0, len(graphs) - MAX_GRAPHS)]:
+                    del self._kept[path]
 
     def forget(self, paths: Iterable[str]) -> None:
         with self._lock:
