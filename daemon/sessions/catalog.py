@@ -35,7 +35,6 @@ from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_
 from .continuations import Continuations
 from .digest import DigestState
 from .errors import OperationError, SessionLogError, SessionRootError
-from .formats.claude_code import Grown
 from .formats.jsonl import LineTooLong
 from .harness_sources import (
     HARNESS_SOURCES,
@@ -682,7 +681,7 @@ class SessionCatalog:
         tallied = kept.state if kept is not None and isinstance(kept.state, Tallied) else None
         update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied)
         recent = time.time_ns() - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
-        if tally is not None and (recent or not isinstance(tally.tally, Grown)):
+        if tally is not None and (recent or not tally.graph):
             self.continuations.keep(update.row, tally)
         return update
 

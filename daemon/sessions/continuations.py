@@ -25,7 +25,6 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .formats.claude_code import Grown
 from .harness_sources import Tallied
 from .index import LogRow, LogState
 
@@ -76,4 +75,4 @@ class Continuations:
 
 
 def _graph(state: LogState | Tallied) -> bool:
-    return isinstance(state, Tallied) and isinstance(state.tally, Grown)
+    return isinstance(state, Tallied) and state.graph

@@ -100,13 +100,19 @@ class SidechainInfo:
 
 @dataclass(frozen=True)
 class Tallied:
-    """What a listing tallied of a rollout's first bytes, and of which file: a relisting goes
-    on from it while the file only grew (decision 0350)."""
+    """What a listing read of a harness file's first bytes (a Codex tally, a Claude Code graph),
+    and of which file: a relisting goes on from it while the file only grew (decisions 0350,
+    0351)."""
 
     tally: Tally | Grown
     device: int
     inode: int
     tail: bytes  # the last bytes tallied: a file rewritten in place, however long, lacks them
+
+    @property
+    def graph(self) -> bool:
+        """Whether it holds a transcript's graph, which costs more memory than its file."""
+        return isinstance(self.tally, Grown)
 
     def grew(self, fd: int, st: os.stat_result) -> bool:
         """Whether the file open at `fd` (whose `stat` is `st`) is this one, grown."""
@@ -271,9 +277,7 @@ def file_digest(path: Path) -> tuple[str, str]:
 
 def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
     """The file's view; without `turns`, what a listing needs (turns counted, maybe not built)."""
-    if fmt == "claude-code":
-        return claude_view(data, path.name, turns=turns)
-    return codex_view(data) if turns else rollout_view(listed_rollout(data)[0])
+    return claude_view(data, path.name, turns=turns) if fmt == "claude-code" else codex_view(data)
 
 
 def epoch_ms(stamp: str | None) -> int | None:

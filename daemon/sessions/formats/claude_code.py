@@ -425,17 +425,9 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
         built, starts = (), [group[0].number for group in _groups(path, graph.prompts)]
     held = _Held()
     held.add([line.record for line in lines])
-    talk = _conversation(graph, path, _Counted(len(starts), _first_prompt(starts, graph)), bool(held.forked))
+    talk = _conversation(graph, path, starts, bool(held.forked))
     transcript = _transcript(stem, held, graph, talk, built, problems, read.newlines)
     return _Parsed(lines, graph, path, transcript, held, talk, starts, read_problems)
-
-
-@dataclass(frozen=True)
-class _Counted:
-    """The active conversation's turns as a listing needs them: how many, and the first prompt."""
-
-    turns: int
-    first_prompt: str | None
 
 
 @dataclass(frozen=True)
@@ -561,13 +553,14 @@ class _Conversation:
     sidechains: tuple[Sidechain, ...]
 
 
-def _conversation(graph: _Graph, path: list[Line[_Node]], counted: _Counted, forked: bool) -> _Conversation:
+def _conversation(graph: _Graph, path: list[Line[_Node]], starts: list[int], forked: bool) -> _Conversation:
+    """The facts of the conversation `path`, whose turns start at the lines `starts`."""
     subagent = graph.is_subagent()
     prompts = graph.prompts
     return _Conversation(
         root=path[0].record.uuid if path else None,
-        turns=counted.turns,
-        first_prompt=counted.first_prompt,
+        turns=len(starts),
+        first_prompt=_first_prompt(starts, graph),
         # Counted for a fork only (`grow` reads whole once a file turns out to be one).
         copied_prompts=sum(1 for line in path if line.number in prompts and _FORKED_FROM(line.record))
         if forked

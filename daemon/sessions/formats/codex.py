@@ -183,9 +183,10 @@ def read_rollout(data: bytes) -> Rollout:
     problems: list[Problem] = []
     read = records(data, _Line, problems)
     lines = read.lines
+    events = _event_types(lines)
     tally = Tally(problems=problems)
-    tally.fold(lines)
-    built = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines), start=1))
+    tally.fold(lines, events)
+    built = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines, events), start=1))
     starts = {turn.start for turn in built}
     stamps = [record.timestamp or "" for number, record in lines if number in starts]
     title = next((turn.prompt for turn in built if turn.prompt), None)
@@ -212,8 +213,8 @@ class Tally:
     title: str | None = None
     compactions: int = 0
 
-    def fold(self, lines: list[Line[_Line]]) -> None:
-        """Take `lines`, the ones after those tallied."""
+    def fold(self, lines: list[Line[_Line]], events: list[Any] | None = None) -> None:
+        """Take `lines`, the ones after those tallied (`events`: their event types, if taken)."""
         if self.meta is None:
             self.meta = next((line for line in lines if line.record.type == "session_meta"), None)
             if self.meta is not None and not _forked_at(self.meta):
@@ -223,7 +224,7 @@ class Tally:
             low, high = min(stamps), max(stamps)
             self.earliest = low if self.earliest is None else min(self.earliest, low)
             self.latest = high if self.latest is None else max(self.latest, high)
-        events = _event_types(lines)
+        events = _event_types(lines) if events is None else events
         started = events.count("task_started")
         self.started += started
         if started and self.start_stamps is not None:
