@@ -29,6 +29,7 @@ from ..sessions.formats.claude_code import fork_selection, read_transcript
 from ..sessions.formats.codex import fork_point, read_rollout
 from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded
 from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
+from ..sessions.harness_sources import read_file
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
 from .child import next_title, normalize_title
@@ -276,16 +277,17 @@ def _title(request: HarnessForkRequest, parent_title: str | None, entry: Journal
 
 
 def _check_existing(request: HarnessForkRequest, path: Path, entry: JournalEntry) -> None:
-    with os.fdopen(open_regular(path), "rb") as handle:
-        data = read_bounded(handle)
+    conflict = f"{path} already holds a different session; use another operation id"
+    try:
+        data = read_file(path)
+    except (OSError, LineTooLong):  # not a file this fork wrote (a FIFO, a link, a huge line)
+        raise OperationError("OP_CONFLICT", conflict) from None
     if request.harness == "claude-code":
         lineage = read_transcript(data, path.name).lineage
     else:
         lineage = read_rollout(data).lineage
     if not any(edge.kind == "fork" and edge.parent == entry.source for edge in lineage):
-        raise OperationError(
-            "OP_CONFLICT", f"{path} already holds a different session; use another operation id"
-        )
+        raise OperationError("OP_CONFLICT", conflict)
 
 
 def _resume(harness: Harness, child: str) -> list[str]:

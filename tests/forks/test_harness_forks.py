@@ -277,3 +277,16 @@ def test_crash_at_every_point_then_retry_gives_one_complete_child(
     assert [p for p in tree.rglob("*") if is_temp_name(p.name)] == []
     assert path.read_bytes() == before
     assert json.loads(run_driver(home, harness, path, "op-crash").stdout)["created"] is False
+
+
+def test_a_claude_child_path_that_holds_no_readable_session_is_a_conflict(home: Home, tmp_path: Path) -> None:
+    """The child's place taken by what is no session file (a FIFO here) is refused at once,
+    never waited on."""
+    parent = claude_parent(tmp_path)
+    first = fork(Home(tmp_path / "other-home"), "claude-code", parent, afterTurn=1)
+    child = Path(first.path)
+    child.unlink()
+    os.mkfifo(child)
+    with pytest.raises(OperationError) as caught:
+        fork(home, "claude-code", parent, afterTurn=1)
+    assert caught.value.code == "OP_CONFLICT" and str(child) in str(caught.value)
