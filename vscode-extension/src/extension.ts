@@ -51,6 +51,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     refreshMemory(); // its recent receipts are named by session
     transcripts.relabel(labels).catch((error) => log.warn(`retitling transcripts: ${errorMessage(error)}`));
   };
+  // A tab is named as the tree names its session. The tree may name it while the tab is being
+  // opened (a branch just made): too late for the tree's relabel to find the tab, so look again.
+  const openTranscript: flows.Ui['openTranscript'] = async (session, title, turn, keepFocus) => {
+    await editorUi.openTranscript(session, sessions.labelOf(session) ?? title, turn, keepFocus);
+    const named = sessions.labelOf(session);
+    if (named) await transcripts.relabel(new Map([[session, named]]));
+  };
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Remem';
   statusItem.command = 'remem.showLog';
@@ -61,7 +68,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   const refreshMemory = debounce(() => memory.refresh());
   const ctx: flows.FlowContext = {
-    ui: { ...editorUi, openReceipt: (review, title) => receipts.show(review, title) },
+    ui: { ...editorUi, openReceipt: (review, title) => receipts.show(review, title), openTranscript },
     server,
     folders: workspaceFolders,
     now: Date.now,
