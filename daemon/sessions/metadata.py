@@ -88,9 +88,10 @@ def dsh_registry() -> Path:
 
 
 def dsh_archived() -> frozenset[str]:
-    """Session ids DSH's web workspace registry archived; empty when it has none or is unreadable."""
+    """Session ids DSH's web workspace registry archived; empty when it has none, is unreadable
+    or is of a shape this reading does not know (DSH's file: read, never judged)."""
     try:
         ids = json.loads(dsh_registry().read_bytes()).get("global", {}).get("archivedSessionIds", [])
     except (OSError, ValueError, AttributeError):
         return frozenset()
-    return frozenset(i for i in ids if isinstance(i, str))
+    return frozenset(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else frozenset()

@@ -80,6 +80,28 @@ def test_dsh_archive_list_is_honoured_and_overridable(
     assert json.loads((dsh_home / "storages" / "workspace.json").read_text()) == registry
 
 
+@pytest.mark.parametrize(
+    "registry",
+    [
+        {"global": {"archivedSessionIds": None}},
+        {"global": {"archivedSessionIds": 3}},
+        {"global": ["not", "an", "object"]},
+        ["not", "an", "object"],
+    ],
+)
+def test_a_dsh_archive_list_of_another_shape_archives_nothing(
+    home: Home, family: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry: object
+) -> None:
+    # DSH's file, read only: whatever it holds, the sessions still list, none archived by it.
+    root, sessions = family
+    dsh_home = tmp_path / "dsh"
+    (dsh_home / "storages").mkdir(parents=True)
+    (dsh_home / "storages" / "workspace.json").write_text(json.dumps(registry))
+    monkeypatch.setenv("DSH_HOME", str(dsh_home))
+    listed = tree(home, root)
+    assert {i: listed[i]["archived"] for i in sessions} == dict.fromkeys(sessions, False)
+
+
 def test_unknown_session_and_empty_title_are_refused(home: Home, family: tuple[Path, list[str]]) -> None:
     root, (main, _, _) = family
     code, data = run(home, root, "archive", "session-nope")
