@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from ..home import Home
-from ..locks import try_file_lock
+from ..locks import LockUnusable, try_file_lock
 from ..memory.stamps import Stamp
 from ..protocol.sessions import (
     ListError,
@@ -738,13 +738,9 @@ class SessionCatalog:
 
     def _live(self, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
         if row.path.startswith(self._own_root):
-            lock_file = Path(row.path).parent / LOCK_NAME
-            if lock_file.exists():
-                held = try_file_lock(lock_file)
-                if held is None:
-                    return True
-                held.release()
-                return False
+            writing = _writer_holds(Path(row.path).parent / LOCK_NAME)
+            if writing is not None:
+                return writing
         if row.open_turn is not None:
             return True
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
@@ -753,6 +749,21 @@ class SessionCatalog:
         if not recently or row.parent is None:
             return recently
         return not self.published.untouched(row.path, row.revision)
+
+
+def _writer_holds(lock_file: Path) -> bool | None:
+    """Whether remem's own writer holds a session folder's lock; None when no lock file tells
+    (none, or something else standing there: liveness then goes by what any log shows)."""
+    if not lock_file.is_file():
+        return None
+    try:
+        held = try_file_lock(lock_file)
+    except (LockUnusable, OSError):
+        return None
+    if held is None:
+        return True
+    held.release()
+    return False
 
 
 def _placing(row: LogRow) -> tuple[str | None, int | None, str | None]:

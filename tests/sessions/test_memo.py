@@ -24,7 +24,7 @@ from remem.daemon.sessions.harness_sources import HARNESS_SOURCES
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.sources import Root
-from remem.daemon.sessions.writer import SessionWriter
+from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter
 from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import wait_until
 
@@ -288,6 +288,26 @@ def test_a_session_remem_writes_is_live_while_its_writer_holds_the_lock(home: Ho
     writer.close()  # the lock goes; no mark is needed to see it
     [done] = _catalog(home, home.sessions, memo).listing().sessions
     assert done.live is False
+
+
+@pytest.mark.parametrize("stand_in", ["folder", "link"])
+def test_a_writer_lock_that_is_no_lock_file_says_nothing_of_liveness(home: Home, stand_in: str) -> None:
+    # Liveness falls back to what any log shows (an open turn, a recent change); the listing
+    # of every other session must not fail over one session folder's odd lock.
+    draft = build_session(SessionSpec(seed=5, turns=2, cwd=CWD))
+    with SessionWriter(home.sessions, draft.header) as writer:
+        for batch in draft.batches:
+            writer.append(batch)
+    lock = writer.path.parent / LOCK_NAME
+    lock.unlink()
+    if stand_in == "folder":
+        lock.mkdir()
+    else:
+        lock.symlink_to(writer.path)
+    for memo in (None, ListingMemo(lambda: True)):
+        listing = SessionCatalog(home, [home.sessions], idle_seconds=0, memo=memo).listing()
+        assert [(s.id, s.live) for s in listing.sessions] == [(draft.header.id, False)]
+        assert listing.errors == []
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["inotify", "polling"])
