@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from ..faults import faultpoint
 from ..fsutil import PRIVATE_FILE_MODE, TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
 from ..home import Home
-from ..locks import file_lock, try_file_lock
+from ..locks import LockUnusable, file_lock, try_file_lock
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from ..sessions.writer import publish_log
@@ -138,15 +138,21 @@ class ForkJournal:
     def recover(self) -> None:
         """Settle interrupted forks nobody is working on: commit published children, drop temps."""
         for key in sorted(os.listdir(self._marked())):
-            held = try_file_lock(self._lock_path(key))
-            if held is None:
-                continue  # a fork of this operation is running right now
             try:
-                self._clean(key)
+                self._settle(key)
             except OperationError as exc:  # only that operation id is stuck; the others settle
                 log.warning("%s", exc.message)
-            finally:
-                held.release()
+            except (LockUnusable, OSError) as exc:
+                log.warning("fork operation %s cannot be settled: %s", key, exc)
+
+    def _settle(self, key: str) -> None:
+        held = try_file_lock(self._lock_path(key))
+        if held is None:
+            return  # a fork of this operation is running right now
+        try:
+            self._clean(key)
+        finally:
+            held.release()
 
     def _marked(self) -> Path:
         """The pending folder; created after one whole scan of a journal that predates it."""

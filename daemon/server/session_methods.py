@@ -26,6 +26,7 @@ from ..consolidation.receipts import Receipt, ReceiptStore, review_states
 from ..forks.child import normalize_title
 from ..forks.sources import fork_session
 from ..home import Home
+from ..locks import LockUnusable
 from ..protocol import rpc
 from ..protocol.forks import ForkRequest, ForkResult
 from ..protocol.rpc import (
@@ -280,6 +281,8 @@ class SessionMethods:
             raise _refused(exc) from None
         except SettingsError as exc:
             raise RpcError(SESSION_REFUSED, f"settings.yml is invalid: {exc}", {"code": "INVALID"}) from None
+        except LockUnusable as exc:  # a fork's or the session metadata's lock file
+            raise _refused(OperationError("INVALID", str(exc))) from None
 
 
 def _same_objects(earlier: list[Receipt], now: list[Receipt]) -> bool:

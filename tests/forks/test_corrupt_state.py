@@ -60,3 +60,33 @@ def test_a_garbage_fork_journal_entry_stops_only_its_operation(home: Home, root:
     assert refused.value.code == "INVALID" and str(entry) in refused.value.message
     assert "delete the entry" in refused.value.message
     assert ForkService(catalog).fork(ForkRequest(source=source, operationId="fine", atSeq=0)).created
+
+
+@pytest.mark.parametrize(
+    ("lock", "command"),
+    [
+        (f"fork-{operation_key('op')}.lock", ("fork", "--op-id", "op", "--at", "0")),
+        ("session-meta.lock", ("rename", "New title")),
+    ],
+)
+def test_a_folder_where_a_lock_file_goes_is_named_with_its_fix(
+    home: Home, root: Path, lock: str, command: tuple[str, ...]
+) -> None:
+    code, listing = sessions(home, root, "list")
+    source = listing["sessions"][0]["id"]
+    (home.locks / lock).mkdir(parents=True)
+    code, refused = sessions(home, root, command[0], source, *command[1:])
+    error = refused["error"]
+    assert code != 0 and error["code"] == "INVALID"
+    assert str(home.locks / lock) in error["message"] and "remove it" in error["message"]
+
+
+def test_an_interrupted_operation_whose_lock_is_unusable_stops_only_itself(home: Home, root: Path) -> None:
+    catalog = SessionCatalog(home, [root], idle_seconds=120)
+    source = catalog.listing().sessions[0].id
+    journal = ForkJournal(home)
+    journal.mark("interrupted")
+    (home.locks / f"fork-{operation_key('interrupted')}.lock").mkdir(parents=True)
+    journal.recover()  # what the daemon runs at start, and each fork before its own
+    result = ForkService(catalog).fork(ForkRequest(source=source, operationId="another", atSeq=0))
+    assert result.created

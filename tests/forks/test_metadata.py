@@ -90,7 +90,11 @@ def test_dsh_archive_list_is_honoured_and_overridable(
     ],
 )
 def test_a_dsh_archive_list_of_another_shape_archives_nothing(
-    home: Home, family: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry: object
+    home: Home,
+    family: tuple[Path, list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    registry: object,
 ) -> None:
     # DSH's file, read only: whatever it holds, the sessions still list, none archived by it.
     root, sessions = family
