@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import end_of_line
 
 
@@ -56,6 +57,25 @@ def child_path(parent: Path, target: Path, child: str, now: datetime) -> Path:
     """
     folder = target / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}" if target.name == "sessions" else parent.parent
     return folder / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
+
+
+def make_folders(root: Path, folder: Path) -> None:
+    """Make `folder` and the folders between it and `root`, refusing a link on the way: a fork
+    writes nothing out of the root it lands in."""
+    root.mkdir(parents=True, exist_ok=True)
+    at = root
+    for part in folder.relative_to(root).parts:
+        at = at / part
+        try:
+            at.mkdir()
+        except FileExistsError:
+            if at.is_symlink() or not at.is_dir():
+                what = "a symbolic link" if at.is_symlink() else "not a folder"
+                raise OperationError(
+                    "INVALID",
+                    f"{at} is {what}: a fork's child lands in {folder}, and remem follows no link "
+                    "out of a session root",
+                ) from None
 
 
 def child_root(root: Path) -> Path:

@@ -207,7 +207,7 @@ class HarnessForks:
                 title=_title(request, listed.title or rollout.title, entry),
             ),
         )
-        Path(prepared.path).parent.mkdir(parents=True, exist_ok=True)
+        codex_child.make_folders(target, Path(prepared.path).parent)
         meta = codex_child.child_meta(
             codex_child.meta_line(data, rollout.meta_line), child, rollout.session_id, now
         )

@@ -403,6 +403,16 @@ def test_an_archived_codex_rollout_forks_into_its_sibling_sessions_root_only_whe
     assert listed[made["child"]].parent == TID
 
 
+def test_a_codex_fork_never_lands_through_a_link_in_its_root(home: Home, tmp_path: Path) -> None:
+    sessions = _codex_root(tmp_path / "codex" / "sessions")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (sessions["codex"] / time.strftime("%Y", time.gmtime())).symlink_to(outside)  # today's year
+    refused = json.loads(invoke(home, sessions, "fork", TID, "--op-id", "a", "--json"))
+    assert refused["error"]["code"] == "INVALID" and "symbolic link" in refused["error"]["message"]
+    assert list(outside.rglob("*")) == []
+
+
 def test_a_log_outside_every_root_has_no_root(home: Home, roots: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(OperationError, match="lies in none of the session roots"):
         catalog(home, roots).root_of(tmp_path / "elsewhere" / "x.jsonl")
