@@ -52,9 +52,15 @@ class HarnessForkRequest(BaseModel):
     afterTurn: int | None = None  # 1-based; omitted: the last forkable turn
     title: str | None = None
     expectedRevision: str | None = None  # the parent's stat revision when the user chose the turn
+    # What the operation id is bound to, when not this request: a fork asked for by session id
+    # (`sources.py`) binds the client's request, since the parent's path and turn are found
+    # anew on each try, and Codex moves a rollout it archives.
+    asked: str | None = None
 
     def digest(self) -> str:
-        fields = self.model_dump(exclude={"operationId"})
+        if self.asked is not None:
+            return self.asked
+        fields = self.model_dump(exclude={"operationId", "asked"})
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 

@@ -47,6 +47,7 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
             afterTurn=None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq),
             title=request.title,
             expectedRevision=request.expectedRevision,
+            asked=request.digest(),
         ),
         Listed(root, entry.summary.title),
     )

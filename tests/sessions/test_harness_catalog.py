@@ -413,6 +413,20 @@ def test_a_codex_fork_never_lands_through_a_link_in_its_root(home: Home, tmp_pat
     assert list(outside.rglob("*")) == []
 
 
+def test_a_codex_fork_retried_after_codex_archived_its_parent_is_the_same_child(
+    home: Home, tmp_path: Path
+) -> None:
+    codex = tmp_path / "codex"
+    both = {"codex": _codex_root(codex / "sessions")["codex"], "archived": codex / "archived_sessions"}
+    both["archived"].mkdir()
+    made = json.loads(invoke(home, both, "fork", TID, "--op-id", "a", "--at", "2", "--json"))
+    (parent,) = both["codex"].glob(f"rollout-*-{TID}.jsonl")
+    parent.rename(both["archived"] / parent.name)  # what `codex archive` does
+    again = json.loads(invoke(home, both, "fork", TID, "--op-id", "a", "--at", "2", "--json"))
+    assert "error" not in again, again
+    assert (again["child"], again["created"], made["created"]) == (made["child"], False, True)
+
+
 def test_a_log_outside_every_root_has_no_root(home: Home, roots: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(OperationError, match="lies in none of the session roots"):
         catalog(home, roots).root_of(tmp_path / "elsewhere" / "x.jsonl")
