@@ -10,16 +10,20 @@ published, so they are not live until the harness appends to them.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Literal
 
 from ..protocol.forks import ForkRequest, ForkResult
+from ..protocol.sessions import SessionMeta
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from . import codex_child
 from .harness_service import HarnessForkRequest, HarnessForks, Listed
 from .service import ForkService
+
+log = logging.getLogger("remem.daemon")
 
 
 def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkResult, Path]:
@@ -67,9 +71,17 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
 
 def _name_codex_child(catalog: SessionCatalog, child: str, title: str) -> None:
     """A rollout has no title record, so a Codex child's title is remem's own, as a rename sets
-    it (decision 0291); set once, so a retry never undoes a rename of the child."""
-    if catalog.metadata.get(child).title is None:
-        catalog.metadata.update(child, None, title=title)
+    it (decision 0291); set once, so a retry never undoes a rename of the child. The child is
+    made by now: metadata that cannot be read or changed (which the listing reports), or a
+    rename that came first, leaves it untitled, never the fork failed."""
+    known, unreadable = catalog.metadata.read()
+    current = known.get(child, SessionMeta())
+    if unreadable is not None or current.title is not None:
+        return
+    try:
+        catalog.metadata.update(child, current.generation, title=title)
+    except OperationError as exc:
+        log.warning("the fork's child %s keeps no title: %s", child, exc.code)
 
 
 def _check_child_root(catalog: SessionCatalog, entry: Entry, root: Path) -> None:

@@ -427,6 +427,19 @@ def test_a_codex_fork_retried_after_codex_archived_its_parent_is_the_same_child(
     assert (again["child"], again["created"], made["created"]) == (made["child"], False, True)
 
 
+def test_a_codex_fork_is_made_and_said_so_when_remem_cannot_title_it(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    # Its title is remem's metadata, which is unreadable here: the listing says so; the fork,
+    # already published and committed, is no failure.
+    meta_file = home.ensure_layout().state / "session-meta.json"
+    meta_file.write_text("{garbage")
+    made = json.loads(invoke(home, roots, "fork", TID, "--op-id", "t", "--json"))
+    assert made["created"] is True
+    assert made["child"] in {s.id for s in catalog(home, roots).listing().sessions}
+    assert meta_file.read_text() == "{garbage"
+
+
 def test_a_log_outside_every_root_has_no_root(home: Home, roots: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(OperationError, match="lies in none of the session roots"):
         catalog(home, roots).root_of(tmp_path / "elsewhere" / "x.jsonl")
