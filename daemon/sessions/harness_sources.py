@@ -441,7 +441,14 @@ class ClaudeCodeSource:
                 self._subagents(os.path.join(entry.path, "subagents"), files, rejected)
 
     def _subagents(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
-        entries = _entries(folder)
+        try:
+            mode = os.lstat(folder).st_mode
+        except OSError:
+            return  # a session folder without subagents
+        if stat.S_ISLNK(mode):  # scandir would follow it out of the root
+            rejected.append(Rejected(Path(folder), LINK_REASON))
+            return
+        entries = _entries(folder) if stat.S_ISDIR(mode) else []
         names = {e.name for e in entries}
         for entry in entries:
             if entry.is_symlink():

@@ -262,6 +262,21 @@ def test_bad_files_are_per_file_errors_and_the_others_still_list(home: Home, roo
     assert {s.id: s.turns for s in listing.sessions}[SID] == 2  # a torn tail is the harness appending
 
 
+def test_a_linked_subagents_folder_is_refused_not_followed(
+    home: Home, roots: dict[str, Path], tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    write(outside / "agent-secret.jsonl", jsonl(prompt("x1", None, "private words"), say("x2", "x1", "data")))
+    session = "33333333-0000-4000-8000-000000000000"
+    write(claude_project(roots["claude-code"]) / f"{session}.jsonl", jsonl(*conversation()))
+    session_folder = claude_project(roots["claude-code"]) / session
+    session_folder.mkdir()
+    (session_folder / "subagents").symlink_to(outside)
+    listing = catalog(home, roots).listing()
+    assert "agent-secret" not in {s.id for s in listing.sessions}
+    assert "symbolic link" in {e.path: e.message for e in listing.errors}[str(session_folder / "subagents")]
+
+
 @pytest.mark.parametrize("memo", [False, True])
 def test_a_file_name_that_is_not_utf8_is_one_error_in_every_format(
     home: Home, roots: dict[str, Path], memo: bool
