@@ -107,7 +107,9 @@ class Tallied:
     tally: Tally | Grown
     device: int
     inode: int
-    tail: bytes  # the last bytes tallied: a file rewritten in place, however long, lacks them
+    # The last bytes tallied. A file rewritten in place lacks them unless each of its earlier
+    # lines kept its length; harnesses only append, and a file that did not grow is read whole.
+    tail: bytes
 
     @property
     def graph(self) -> bool:
@@ -115,9 +117,10 @@ class Tallied:
         return isinstance(self.tally, Grown)
 
     def grew(self, fd: int, st: os.stat_result) -> bool:
-        """Whether the file open at `fd` (whose `stat` is `st`) is this one, grown."""
+        """Whether the file open at `fd` (whose `stat` is `st`) is this one, grown. One that
+        changed without growing was rewritten (or touched): nothing says what it holds."""
         size = self.tally.size
-        if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size < size:
+        if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size <= size:
             return False
         return os.pread(fd, len(self.tail), size - len(self.tail)) == self.tail
 

@@ -167,6 +167,23 @@ def test_a_rollout_rewritten_in_place_or_replaced_is_read_whole(
         assert row == _as_cold(listing, path) and row.title == "other words"
 
 
+def test_a_rollout_rewritten_in_place_to_its_own_size_is_read_whole(
+    listing: SessionCatalog, reads: list[tuple[int, bool]]
+) -> None:
+    # Its last bytes are as they were: only the size tells that nothing was appended.
+    path = _rollout_path(listing)
+    path.parent.mkdir(parents=True)
+    rest = [*turn("t2", "second", "two"), *turn("t3", "third", "three")]
+    path.write_bytes(rollout(meta(), *turn("t1", "first", "one"), *rest))
+    listing.listing()
+    reads.clear()
+    with open(path, "r+b") as handle:
+        handle.write(rollout(meta(), *turn("t1", "FIXED", "one"), *rest))
+    row = _listed_row(listing, path)
+    assert reads == [(path.stat().st_size, False)]
+    assert row == _as_cold(listing, path) and row.title == "FIXED"
+
+
 def test_a_line_past_the_cap_in_an_append_is_named_by_its_line_in_the_file(
     listing: SessionCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -256,6 +273,20 @@ def test_a_rewind_or_an_idle_transcript_is_read_whole(
     os.utime(path, (OLD + 2, OLD + 2))
     row = _listed_row(claude_listing, path)
     assert grows == [(path.stat().st_size, False)] and row == _as_cold(claude_listing, path)
+
+
+def test_a_transcript_rewritten_in_place_to_its_own_size_is_read_whole(
+    claude_listing: SessionCatalog,
+) -> None:
+    path = claude_listing.roots[0] / "-w" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    rest = [say("a1", "u1", "alpha"), prompt("u2", "a1", "more"), say("a2", "u2", "beta")]
+    path.write_bytes(jsonl(prompt("u1", None, "first"), *rest))
+    claude_listing.listing()
+    with open(path, "r+b") as handle:
+        handle.write(jsonl(prompt("u1", None, "FIXED"), *rest))
+    row = _listed_row(claude_listing, path)
+    assert row == _as_cold(claude_listing, path) and row.title == "FIXED"
 
 
 def test_at_most_a_few_transcript_graphs_are_kept(tmp_path: Path) -> None:
