@@ -24,7 +24,7 @@ from remem.daemon.sessions.index import LogRow
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.sources import Root
 
-from .claude_lines import CWD, SID, jsonl, prompt, rec, result, say, use
+from .claude_lines import CWD, SID, jsonl, prompt, rec, result, say, side, use
 from .codex_lines import call, event, message, meta, output, rollout, turn
 from .harness_roots import OLD
 
@@ -316,3 +316,32 @@ def test_an_append_that_makes_the_transcript_a_fork_is_read_whole() -> None:
         _, grown = listed_transcript(data, f"{SID}.jsonl")
         assert grown is not None
         assert (grow(grown, appended) is not None) is taken
+
+
+@pytest.mark.parametrize(
+    ("before", "appended"),
+    [
+        (  # a node under a trailing line below a sidechain record on the conversation
+            [side(prompt("s1", None, "task")), say("a1", "s1", "answer"), rec("progress", "p1", "s1")],
+            [say("a2", "p1", "under the trailing line"), prompt("u2", "a1", "go on")],
+        ),
+        (  # a compaction joined to a line below a sidechain record on the conversation
+            [
+                prompt("u1", None, "/clear"),
+                side(rec("user", "s1", "u1", [{"type": "tool_result", "tool_use_id": "cx", "content": "x"}])),
+                rec("system", "y1", "s1", subtype="turn_duration"),
+                prompt("u2", "y1", "go on"),
+            ],
+            [rec("system", "b1", None, subtype="compact_boundary", logicalParentUuid="y1")],
+        ),
+    ],
+    ids=["trailing line", "compaction"],
+)
+def test_a_conversation_through_a_sidechain_record_grows_as_the_whole_file_reads(
+    before: list[dict[str, Any]], appended: list[dict[str, Any]]
+) -> None:
+    data, name = jsonl(*before, *appended), f"{SID}.jsonl"
+    _, grown = listed_transcript(jsonl(*before), name)
+    taken = None if grown is None else grow(grown, jsonl(*appended))
+    whole, _ = listed_transcript(data, name)
+    assert taken is None or taken.sidechains == whole.sidechains

@@ -227,6 +227,9 @@ def listed_transcript(data: bytes, name: str) -> tuple[Transcript, Grown | None]
         data.endswith(b"\n")
         and path
         and _main_chain(path[-1].record)
+        # A conversation through a sidechain record (Claude Code writes none): a node appended
+        # below that record would change the inline subagents, which `grow` keeps as they are.
+        and not any(line.record.is_sidechain for line in path)
         and not graph.broken
         and not talk.subagent
         and len(problems) <= MAX_GROWN_PROBLEMS
