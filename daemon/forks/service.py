@@ -133,11 +133,13 @@ class ForkService:
 
     @staticmethod
     def _check_existing(path: Path, entry: JournalEntry) -> None:
-        existing = read_session(path, expected_id=entry.child).header
+        conflict = f"{path} already holds a different session; use another operation id"
+        try:
+            existing = read_session(path, expected_id=entry.child).header
+        except (SessionLogError, OSError):  # not a log this fork wrote
+            raise OperationError("OP_CONFLICT", conflict) from None
         if existing.parentSession != entry.source or existing.seedLength != entry.seedLength:
-            raise OperationError(
-                "OP_CONFLICT", f"{path} already holds a different session; use another operation id"
-            )
+            raise OperationError("OP_CONFLICT", conflict)
 
 
 def _result(entry: JournalEntry, *, created: bool) -> ForkResult:

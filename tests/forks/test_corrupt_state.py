@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.forks.child import child_id
 from remem.daemon.forks.journal import ForkJournal, operation_key
 from remem.daemon.forks.service import ForkService
 from remem.daemon.home import Home
@@ -90,3 +91,20 @@ def test_an_interrupted_operation_whose_lock_is_unusable_stops_only_itself(home:
     journal.recover()  # what the daemon runs at start, and each fork before its own
     result = ForkService(catalog).fork(ForkRequest(source=source, operationId="another", atSeq=0))
     assert result.created
+
+
+@pytest.mark.parametrize("found", [b"not a session log\n", b""], ids=["garbage", "empty"])
+def test_a_child_place_holding_no_readable_session_is_a_conflict(
+    home: Home, root: Path, found: bytes
+) -> None:
+    catalog = SessionCatalog(home, [root], idle_seconds=120)
+    source = catalog.listing().sessions[0].id
+    first = ForkService(catalog).fork(ForkRequest(source=source, operationId="first", atSeq=0))
+    made = catalog.find(first.child).path
+    taken = made.parent.with_name(child_id("second")) / made.name
+    taken.parent.mkdir()
+    taken.write_bytes(found)
+    with pytest.raises(OperationError) as refused:
+        ForkService(catalog).fork(ForkRequest(source=source, operationId="second", atSeq=0))
+    assert refused.value.code == "OP_CONFLICT" and str(taken) in refused.value.message
+    assert taken.read_bytes() == found
