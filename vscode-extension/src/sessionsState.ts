@@ -144,6 +144,16 @@ export class FolderSessions {
   }
 }
 
+/**
+ * The sessions labelled in `now` otherwise than in `before`: renamed, or new to the labels. A new
+ * one's tab may have been opened before the tree named it: restored from the last window, opened
+ * from a receipt's link under the receipt's title, a branch just made ("After turn N of
+ * <parent>"), or opened while its folder's answer was an error.
+ */
+export function relabelled(before: Map<string, string>, now: Map<string, string>): Map<string, string> {
+  return new Map([...now].filter(([id, label]) => before.get(id) !== label));
+}
+
 function sameTree(shown: Shown, result: SessionTreeResult): boolean {
   return shown.kind === 'tree' && !shown.refreshing && JSON.stringify(shown.result) === JSON.stringify(result);
 }

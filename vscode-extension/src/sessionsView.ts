@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
-import { emptyRows, FolderSessions, type KeptState, loadingRow, type NoteRow } from './sessionsState';
+import { emptyRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled } from './sessionsState';
 import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
@@ -36,7 +36,7 @@ export class SessionsView extends FolderView<SessionEntry> {
   /** Called with the view's description: "indexing N of M…" or "refreshing…" while folders wait,
    * archived hidden. */
   onDescription: (text: string | undefined) => void = () => undefined;
-  /** Called with the sessions whose label an answer changed (a rename) or first gave: id → new label. */
+  /** Called with the sessions whose label an answer changed (a rename) or gave anew: id → new label. */
   onRelabel: (labels: Map<string, string>) => void = () => undefined;
   private labels = new Map<string, string>();
   private drawn: () => void = () => undefined;
@@ -54,10 +54,7 @@ export class SessionsView extends FolderView<SessionEntry> {
   private answered(): void {
     super.refresh();
     const labels = this.state.labels();
-    // Once a tree is drawn, a session new to it counts as relabelled too: its tab may have been
-    // opened before the tree named it (a branch just made opens as "After turn N of <parent>").
-    const before = (id: string, label: string) => this.labels.get(id) ?? (this.labels.size ? undefined : label);
-    const changed = new Map([...labels].filter(([id, label]) => before(id, label) !== label));
+    const changed = relabelled(this.labels, labels);
     this.labels = labels;
     if (changed.size) this.onRelabel(changed);
   }
