@@ -44,20 +44,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     sessions.setShowArchived(show);
   };
   const memory = new MemoryView(server, workspaceFolders);
-  const transcripts = new TranscriptProvider(server, (id) => sessions.labelOf(id));
+  const transcripts = new TranscriptProvider(server, (id) => sessions.labelOf(id), log);
   const receipts = new ReceiptPanels(server);
   sessions.onRelabel = (labels) => {
     receipts.relabel(labels);
     refreshMemory(); // its recent receipts are named by session
-    transcripts.relabel(labels).catch((error) => log.warn(`retitling transcripts: ${errorMessage(error)}`));
+    void transcripts.relabel(labels); // never rejects: a tab that fails is logged
   };
-  // A tab is named as the tree names its session. The tree may name it while the tab is being
-  // opened (a branch just made): too late for the tree's relabel to find the tab, so look again.
-  const openTranscript: flows.Ui['openTranscript'] = async (session, title, turn, keepFocus) => {
-    await editorUi.openTranscript(session, sessions.labelOf(session) ?? title, turn, keepFocus);
-    const named = sessions.labelOf(session);
-    if (named) await transcripts.relabel(new Map([[session, named]]));
-  };
+  // A tab is named as the tree names its session. One the tree names only while it opens (a
+  // branch just made) is retitled once open, by the transcripts' watch on the tabs.
+  const openTranscript: flows.Ui['openTranscript'] = (session, title, turn, keepFocus) =>
+    editorUi.openTranscript(session, sessions.labelOf(session) ?? title, turn, keepFocus);
   const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Remem';
   statusItem.command = 'remem.showLog';
