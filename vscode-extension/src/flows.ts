@@ -36,6 +36,7 @@ import {
   sessionPicks,
   turnPicks,
 } from './picks';
+import { inParentTranscript } from './sessionTree';
 
 export interface Ui {
   pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }): Promise<T | undefined>;
@@ -430,6 +431,7 @@ async function chooseModel(ctx: FlowContext, provider: string, current?: string)
 }
 
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
+  await ownSessionOnly(ctx, arg, 'rename');
   const target = sessionTarget(arg);
   const { session } = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
   const current = isNodeArg(arg) ? sessionTitle(arg.node) : '';
@@ -444,6 +446,7 @@ export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<vo
 }
 
 export async function setArchived(ctx: FlowContext, arg: unknown, archived: boolean): Promise<void> {
+  await ownSessionOnly(ctx, arg, archived ? 'archive' : 'restore');
   const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),
@@ -453,6 +456,15 @@ export async function setArchived(ctx: FlowContext, arg: unknown, archived: bool
   );
   await ctx.server.command(archived ? ServerCommands.archive : ServerCommands.restore, { session });
   ctx.refreshSessions();
+}
+
+/** A keybinding acts on the selected row, whatever it is; an in-file branch or an inline subagent
+ * is part of its session's file, which the daemon knows by no id of its own. */
+async function ownSessionOnly(ctx: FlowContext, arg: unknown, verb: string): Promise<void> {
+  if (isNodeArg(arg) && inParentTranscript(arg.node)) {
+    const what = arg.node.kind === 'branch' ? 'an in-file branch' : 'a subagent written inside its session’s file';
+    await stop(ctx.ui, `“${sessionTitle(arg.node)}” is ${what}, not a session of its own: ${verb} the session it belongs to.`);
+  }
 }
 
 function isNodeArg(arg: unknown): arg is { node: FlatNode } {

@@ -394,6 +394,19 @@ test('rename prefills the current title; archive and restore name the session', 
   ]);
 });
 
+test('the keyboard on an in-file branch or inline subagent row says what it is and sends nothing', async () => {
+  const h = new Harness();
+  const branch = { type: 'session', cwd: '/proj', node: node('s1@a3', { kind: 'branch', title: 'and again' }) };
+  const inline = { type: 'session', cwd: '/proj', node: node('agent-1', { kind: 'subagent', flags: ['inline'] }) };
+  await flows.run(() => flows.renameSession(h.ctx, branch));
+  await flows.run(() => flows.setArchived(h.ctx, inline, true));
+  assert.deepEqual(h.sent, []);
+  assert.deepEqual(h.asked, [
+    'info:“and again” is an in-file branch, not a session of its own: rename the session it belongs to.',
+    'info:“Title of agent-1” is a subagent written inside its session’s file, not a session of its own: archive the session it belongs to.',
+  ]);
+});
+
 test('server errors are not swallowed as a dismissal', async () => {
   const h = new Harness();
   h.command = async () => {
