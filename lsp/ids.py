@@ -41,6 +41,9 @@ SET_API_KEY = "remem.lsp.setApiKey"
 
 # The extension's commands that the server's lenses and receipt links run.
 BRANCH_FROM_TURN = "remem.branchFromTurn"  # its one branching flow: modal confirmation, then the child
+# Its consolidation flow: the model route checked first (offering a key or a model), refusals
+# explained (invalid memory shows its problems), failures logged.
+CONSOLIDATE_SESSION = "remem.consolidateSession"
 SHOW_RECEIPT = "remem.showReceipt"  # the receipt's summary
 OPEN_TRANSCRIPT = "remem.openTranscript"  # the transcript at a turn
 
@@ -61,4 +64,4 @@ REQUESTS = (
 )
 NOTIFICATIONS = (STATUS, MEMORY_CHANGED, TREE_CHANGED, SESSIONS_PROGRESS)
 COMMANDS = (CONSOLIDATE, FORK, RENAME, ARCHIVE, RESTORE, REGENERATE_INDEX, SELECT_MODEL, SET_API_KEY)
-EXTENSION_COMMANDS = (BRANCH_FROM_TURN, SHOW_RECEIPT, OPEN_TRANSCRIPT)
+EXTENSION_COMMANDS = (BRANCH_FROM_TURN, CONSOLIDATE_SESSION, SHOW_RECEIPT, OPEN_TRANSCRIPT)

@@ -3,8 +3,9 @@
 In a transcript (`remem-session:/<encodeURIComponent(id)>/<title>.md`, the title only naming
 the tab): "Consolidate this session" on the first line, and "Branch after turn N" right after
 each turn the daemon says can be branched from (above the next `## Turn N — status — time`
-heading, or on the last line); it runs the extension's `remem.branchFromTurn`, so a lens
-confirms like the palette and the tree. Without a daemon a transcript gets no lenses, since
+heading, or on the last line). They run the extension's flows (`remem.consolidateSession`,
+`remem.branchFromTurn`), so a lens checks the model route, explains a refusal and confirms as
+the palette and the tree do. Without a daemon a transcript gets no lenses, since
 none of them could run. On a record whose current content a review produced: that provenance
 on the first line, which opens the session's transcript at the evidence's first turn (the
 extension's `remem.openTranscript`), and "Receipt" beside it (`remem.showReceipt`); without a
@@ -51,7 +52,7 @@ async def _transcript_lenses(ls: RememServer, document: TextDocument, session: s
     except JsonRpcException:
         return []  # no daemon, or the session is gone: none of these lenses could run
     forkable = {row.turn for row in answer.turns if row.forkable}
-    lenses = [_lens(0, "Consolidate this session", ids.CONSOLIDATE, {"session": session})]
+    lenses = [_lens(0, "Consolidate this session", ids.CONSOLIDATE_SESSION, {"session": session})]
     for turn, line in _turn_ends(lines_of(document.source)):
         if turn in forkable:
             target = {"session": session, "turn": turn}

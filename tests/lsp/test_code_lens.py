@@ -103,7 +103,7 @@ async def test_a_transcript_offers_consolidation_and_branches_at_finished_turns(
     after = [n for n, line in enumerate(lines) if line.startswith(("## Turn 2 — ", "## Turn 3 — "))]
     assert len(after) == 2 and lines[after[1]].startswith("## Turn 3 — interrupted")
     assert shown(await lenses(client, uri)) == [
-        (0, "Consolidate this session", "remem.lsp.consolidate", {"session": session}),
+        (0, "Consolidate this session", "remem.consolidateSession", {"session": session}),
         *(
             (n, f"Branch after turn {t}", "remem.branchFromTurn", {"session": session, "turn": t})
             for n, t in zip(after, (1, 2), strict=True)
