@@ -516,7 +516,7 @@ def _follow(
             handle.seek(start)
             data = read_bounded(handle)
     except LineTooLong as exc:
-        if kept is not None:  # its line number counts from the appended bytes: say the file's
+        if grown is not None:  # its line number counts from the appended bytes: say the file's
             return _follow(fmt, path, revision, None, whole, go_on)
         return _unreadable(fmt, path, revision, exc), None
     except OSError as exc:

@@ -195,6 +195,25 @@ def test_a_line_past_the_cap_in_an_append_is_named_by_its_line_in_the_file(
     assert row == _as_cold(listing, path) and row.error is not None and f"line {lines} " in row.error
 
 
+def test_a_replaced_rollout_with_a_line_past_the_cap_is_read_once(
+    listing: SessionCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _one_turn_listed(listing)
+    monkeypatch.setattr(jsonl_format, "MAX_LINE", 4096)
+    read_bounded, starts = harness_sources.read_bounded, []
+
+    def bounded(handle: Any) -> bytes:
+        starts.append(handle.tell())
+        return read_bounded(handle)
+
+    monkeypatch.setattr(harness_sources, "read_bounded", bounded)
+    fresh = path.with_suffix(".tmp")
+    fresh.write_bytes(rollout(meta(), message("user", "x" * 5000)))
+    os.replace(fresh, path)  # another file: its tally cannot be gone on from
+    row = _listed_row(listing, path)
+    assert starts == [0] and row.error is not None and "line 2 " in row.error
+
+
 @pytest.fixture
 def grows(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
     """What each listing's read of a transcript got: how many bytes, and whether it took them
