@@ -24,7 +24,7 @@ from remem.daemon.sessions.index import LogRow
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.sources import Root
 
-from .claude_lines import CWD, SID, jsonl, prompt, rec, result, say, side, use
+from .claude_lines import CWD, SID, jsonl, listed_as_read, prompt, rec, result, say, side, use
 from .codex_lines import call, event, message, meta, output, rollout, turn
 from .harness_roots import OLD
 
@@ -364,3 +364,19 @@ def test_a_conversation_through_a_sidechain_record_grows_as_the_whole_file_reads
     taken = None if grown is None else grow(grown, jsonl(*appended))
     whole, _ = listed_transcript(data, name)
     assert taken is None or taken.sidechains == whole.sidechains
+
+
+def test_a_result_for_a_call_of_an_abandoned_branch_is_read_whole() -> None:
+    """Results are looked up file-wide: the branch's turn reads the call as answered now."""
+    before = [
+        prompt("u1", None, "first"),
+        say("a1", "u1", "alpha"),
+        prompt("u2", "a1", "side"),
+        use("a2", "u2", "call-x"),
+        prompt("u3", "a1", "main"),
+        say("a3", "u3", "beta"),
+    ]
+    appended, name = [result("r1", "a3", "call-x")], f"{SID}.jsonl"
+    _, grown = listed_transcript(jsonl(*before), name)
+    assert grown is not None and grow(grown, jsonl(*appended)) is None
+    listed_as_read(jsonl(*before, *appended), name)

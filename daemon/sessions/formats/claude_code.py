@@ -266,7 +266,7 @@ def grow(grown: Grown, data: bytes) -> Transcript | None:
     read = records(data, _Record, problems, grown.newlines + 1)
     graph = grown.graph
     new = [line for line in read.lines if line.record.type in GRAPH_TYPES and line.record.uuid]
-    if not _adds_nodes(grown, new):
+    if _answers_kept_turns(grown, new) or not _adds_nodes(grown, new):
         return None
     leaves = graph.leaves_above(new)  # the leaves the appended nodes end at
     chosen = _chosen(grown, leaves, {line.record.uuid for line in new})
@@ -283,6 +283,22 @@ def grow(grown: Grown, data: bytes) -> Transcript | None:
     if len(grown.read_problems) + len(grown.graph_problems) > MAX_GROWN_PROBLEMS:
         return None
     return _grown_transcript(grown)
+
+
+def _answers_kept_turns(grown: Grown, new: list[Line[_Record]]) -> bool:
+    """Whether an appended tool result answers a call of a kept branch or inline subagent: a
+    file's results are looked up file-wide, so that turn would read otherwise now."""
+    kept: list[Branch | Sidechain] = [*grown.talk.branches, *grown.talk.sidechains]
+    if not kept:
+        return False
+    answered = {
+        str(block.tool_use_id)
+        for line in new
+        if line.record.type == "user"
+        for block in _blocks(line.record)
+        if block.type == "tool_result"
+    }
+    return any(tool.call_id in answered for part in kept for turn in part.turns for tool in turn.tools)
 
 
 def _grown_transcript(grown: Grown) -> Transcript:
