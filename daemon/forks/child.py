@@ -20,12 +20,14 @@ def child_id(operation_id: str) -> str:
 
 
 def next_title(parent_title: str) -> str:
-    """DSH's client rule: a trailing `(N)` (or full-width `（N）`) becomes `(N+1)`, else ` (1)`."""
+    """DSH's client rule: a trailing `(N)` (or full-width `（N）`) becomes `(N+1)`, else ` (1)`;
+    DSH sets it as a user's rename, which normalizes it (`normalize_title`: an 80-byte title's
+    child keeps the 80 bytes, not the counter)."""
     match = DEFAULT_TITLE_COUNTER.match(parent_title)
     if match is None:
-        return f"{parent_title} (1)"
+        return normalize_title(f"{parent_title} (1)")
     stem, opening, number, closing = match.groups()
-    return f"{stem} {opening}{int(number) + 1}{closing}"
+    return normalize_title(f"{stem} {opening}{int(number) + 1}{closing}")
 
 
 def normalize_title(title: str) -> str:

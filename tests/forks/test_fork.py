@@ -86,6 +86,14 @@ def test_every_completed_turn_forks_into_a_faithful_child(
     assert all(e.summary.parent == source.header.id for e in forks.values())
 
 
+@pytest.mark.parametrize(
+    ("parent", "child"),
+    [("plan", "plan (1)"), ("plan (9)", "plan (10)"), ("x" * 80, "x" * 80), ("é" * 40 + " (2)", "é" * 40)],
+)
+def test_a_childs_default_title_is_normalized_as_dshs_rename(parent: str, child: str) -> None:
+    assert next_title(parent) == child and len(next_title(parent).encode()) <= 80
+
+
 def test_default_anchor_title_and_forks_of_forks(home: Home, parent: tuple[Path, Path, Encoding]) -> None:
     root, path, encoding = parent
     source = read_session(path)
