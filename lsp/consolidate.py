@@ -4,9 +4,11 @@ Progress goes to the token the client gave with the command, else to one the ser
 when the client supports `window.workDoneProgress`; it reports the daemon's phases and model
 steps. Cancelling the command request or the progress sends `consolidation/cancel` once the
 model is being asked (the steps before take moments and write nothing to cancel), and the
-attempt ends `cancelled`. The outcome names the session by title and each changed record
-("added prefer-uv (feedback)"); it is shown as a message with "Open Record" and "Open Receipt",
-unless the caller asked to show it itself (the extension, which adds "Show Diff").
+attempt ends `cancelled`. A cancel once committing has begun stops nothing: the command answers
+what happened, whichever way it was cancelled (decision 0352). The outcome names the session by
+title and each changed record ("added prefer-uv (feedback)"); it is shown as a message with
+"Open Record" and "Open Receipt", unless the caller asked to show it itself (the extension,
+which adds "Show Diff").
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ async def consolidate(
     `announce` False the caller shows the outcome itself (the VS Code extension does, since
     only it can open the diff editor)."""
     request = ls.protocol.command_request()
-    cancelled_request = request.cancelled if request is not None else asyncio.Event()
+    stop = request.stop if request is not None else asyncio.Event()
     cancelled_progress = asyncio.Event()
     if session is None:
         assert cwd is not None
@@ -101,7 +103,7 @@ async def consolidate(
         progress.begin(f"Remem: consolidating {label}")
         asking = asyncio.Event()
         ls.link.listen_progress(session, lambda phase: _heard(phase, progress, asking))
-        result = await _run(ls, session, asking, cancelled_request, cancelled_progress)
+        result = await _run(ls, session, asking, stop, cancelled_progress)
         answered = Outcome(**result.model_dump(), receipt=str(ls.stores.receipts.path(result.review)))
         outcome, report = await _report(ls, answered, label, started)
         progress.end(report.message)
@@ -112,7 +114,12 @@ async def consolidate(
         ls.link.listen_progress(session, None)
         ls.link.consolidating(session, False)
         progress.end("Stopped")
-    if announce and not cancelled_request.is_set():  # else the client says it itself
+    if request is not None and request.cancelled and outcome.status is Status.CANCELLED:
+        # What a client that cancelled the request awaits, and true only now that the attempt
+        # ended with nothing written; it tells its user itself. A cancel that came too late
+        # (committing had begun) gets the real outcome instead, announced as usual.
+        raise JsonRpcRequestCancelled(report.message)
+    if announce:
         _announce(ls, outcome, report)
     return outcome.model_dump(mode="json")
 

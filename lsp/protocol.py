@@ -4,9 +4,12 @@ pygls turns the params of requests it has no type for into nested namedtuples, w
 keys and hide what the editor sent; `remem/*` requests keep them as JSON here, so each handler
 validates them with its own pydantic model and names the field that is wrong.
 
-pygls runs a `workspace/executeCommand` handler under an id of its own, so cancelling the
-request (`$/cancelRequest`) answers it as cancelled but never reaches the command, and the
-command never sees the request's `workDoneToken`. A `CommandRequest` carries both to it.
+pygls runs a `workspace/executeCommand` handler under an id of its own: cancelling the request
+(`$/cancelRequest`) would answer it as cancelled at once while the command goes on, and may
+still write, and the command never sees the request's `workDoneToken`. A `CommandRequest`
+carries the token to the command, and a cancel of the request, or of the progress on that
+token (even one sent before the command began its progress), as a wish to stop: the request
+stays open and the command answers what really happened (decision 0352).
 
 pygls logs and drops a request whose params do not have the spec's shape (a hover at line
 -1, a command without `command`), and a request after `shutdown`: the client would wait for
@@ -58,7 +61,11 @@ class CommandRequest:
     """The `workspace/executeCommand` request a command runs for."""
 
     token: types.ProgressToken | None
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    # The client asked the command to stop, by cancelling the request or the progress on `token`.
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    # By cancelling the request: the client awaits RequestCancelled, which only a command that
+    # changed nothing may answer.
+    cancelled: bool = False
 
 
 class RememProtocol(LanguageServerProtocol):
@@ -137,11 +144,25 @@ class RememProtocol(LanguageServerProtocol):
         finally:
             self._commands.pop(request_id, None)
 
+    @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def lsp_work_done_progress_cancel(
+        self, params: types.WorkDoneProgressCancelParams
+    ) -> Generator[Any, Any, None]:
+        # A cancel can come before the command has begun its progress: pygls would drop it
+        # (and log it as ignored).
+        taken = [request for request in self._commands.values() if request.token == params.token]
+        for request in taken:
+            request.stop.set()
+        if not taken or params.token in self.progress.tokens:
+            yield from super().lsp_work_done_progress_cancel(params)
+
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
-        super()._handle_cancel_notification(msg_id)
-        request = self._commands.pop(msg_id, None)
-        if request is not None:
-            request.cancelled.set()
+        request = self._commands.get(msg_id)
+        if request is None:
+            super()._handle_cancel_notification(msg_id)
+            return
+        request.cancelled = True
+        request.stop.set()
 
 
 def _loose_arguments(data: dict[str, Any]) -> str | None:

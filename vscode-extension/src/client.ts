@@ -3,7 +3,9 @@
  * passes the server's notifications on as events, and runs server commands. Consolidation
  * runs under a cancellable progress notification of its own, whatever triggered it (palette,
  * tree, code lens or code action), because the client library would otherwise show the
- * server's progress only in the status bar, where it cannot be cancelled.
+ * server's progress only in the status bar, where it cannot be cancelled. Its Cancel asks the
+ * server to stop and waits for what happened: a commit already under way is not undone
+ * (decision 0352).
  */
 
 import type { ChildProcess } from 'node:child_process';
@@ -212,7 +214,7 @@ export class RememClient implements Server, vscode.Disposable {
       title: 'Remem: consolidating',
       cancellable: true,
     };
-    const { ExecuteCommandRequest, WorkDoneProgress } = library();
+    const { ExecuteCommandRequest, LSPErrorCodes, WorkDoneProgress, WorkDoneProgressCancelNotification } = library();
     return vscode.window.withProgress(options, async (progress, cancel) => {
       const token = randomUUID();
       let done = 0;
@@ -223,20 +225,27 @@ export class RememClient implements Server, vscode.Disposable {
         done = step.percentage ?? done;
         progress.report({ message: step.message, increment });
       });
+      // Cancel stops the run, not the request: once committing has begun the run goes on, and
+      // only the answer says whether memory changed.
+      const stopping = cancel.onCancellationRequested(
+        () => void client.sendNotification(WorkDoneProgressCancelNotification.type, { token }),
+      );
       progress.report({ message: 'starting…' });
       try {
         const told = { ...arg, announce: false }; // we tell the outcome, with a diff the server cannot open
         const params = { command: ServerCommands.consolidate, arguments: [told], workDoneToken: token };
-        const outcome = (await client.sendRequest(ExecuteCommandRequest.type, params, cancel)) as ConsolidationOutcome;
-        this.consolidated.fire(outcome);
+        const outcome = (await client.sendRequest(ExecuteCommandRequest.type, params)) as ConsolidationOutcome;
+        this.consolidated.fire(outcome); // a cancelled run too: its message and receipt say so
         return outcome;
       } catch (error) {
-        if (cancel.isCancellationRequested) {
+        // The server answers RequestCancelled only for a run stopped before its attempt began.
+        if ((error as { code?: unknown } | undefined)?.code === LSPErrorCodes.RequestCancelled) {
           void vscode.window.showInformationMessage('Remem: consolidation cancelled; memory is unchanged.');
           return undefined;
         }
         throw error;
       } finally {
+        stopping.dispose();
         listener.dispose();
       }
     });
