@@ -9,11 +9,13 @@ logged and skipped: the link, and the handlers after it, go on.
 When the connection is lost, the daemon either died (its status file still names it: a new
 one is started at once) or was stopped (it removes its status file first: the next request
 starts one, and a daemon started meanwhile by anyone else is joined within `POLL_SECONDS`).
-Notifications resume on the new connection, and `RECONNECTED` is told (memory may have changed).
-A daemon that cannot be started, or one of another version (replacing it would start a tug of
-war with the client that started it), leaves the server degraded: it keeps validating in its
-own process, says once why the rest is unavailable (`FAILED`), and every stateful request
-answers with that reason until a usable daemon appears. `STATUS` tells each change.
+Notifications resume on the new connection. A daemon that cannot be started, or one of another
+version (replacing it would start a tug of war with the client that started it), leaves the
+server degraded: it keeps validating in its own process, says once why the rest is unavailable
+(`FAILED`), and every stateful request answers with that reason until a usable daemon appears.
+A connection after a lost one, or after being degraded, is told as `RECONNECTED`: memory and
+sessions may have changed unseen, and what was asked meanwhile was refused. `STATUS` tells each
+change.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ CRASHED = "the remem daemon stopped unexpectedly; starting a new one"
 # The link's own events, beside the daemon's notifications (`memory/changed`, ...):
 STATUS = "link/status"  # the state changed: a `Status`, dumped
 FAILED = "link/failed"  # the daemon cannot be used: {message}, the refusal every request gets
-RECONNECTED = "link/reconnected"  # a new connection replaced a lost one: {}
+RECONNECTED = "link/reconnected"  # connected after a lost connection or a degraded spell: {}
 
 ProgressListener = Callable[[dict[str, Any]], None]
 Handler = Callable[[dict[str, Any]], None]
@@ -80,7 +82,7 @@ class DaemonLink:
         self._told: Status | None = None
         self._woken = asyncio.Event()  # a connection was made (by a request, or by the keeper)
         self._keeper: asyncio.Task[None] | None = None
-        self._ever_connected = False
+        self._ever_connected = False  # with `degraded`: whether a connection comes after a gap
         self._consolidating: list[str] = []
         self._progress: dict[str, ProgressListener] = {}
 
@@ -204,11 +206,14 @@ class DaemonLink:
         self._connected(info)
 
     def _connected(self, info: DaemonInfo) -> None:
-        again, self._ever_connected = self._ever_connected, True
+        # Not the first connection of a link that never failed: the editor has heard nothing of
+        # what changed meanwhile, and its views may show a refusal.
+        again = self._ever_connected or self.degraded is not None
+        self._ever_connected = True
         self.degraded = None
         self._tell("connected", f"remem daemon {info.version}, pid {info.pid}")
         self._woken.set()
-        if again:  # memory may have changed while no daemon told us
+        if again:
             self._emit(RECONNECTED, {})
 
     def _fail(self, reason: str) -> None:

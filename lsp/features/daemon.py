@@ -1,7 +1,9 @@
 """The daemon, as the editor sees it: the link opened once the editor is ready and closed at
 shutdown, its state sent as `remem/status`, a daemon that cannot be used said once as a warning,
 and the daemon's news passed on (`remem/memoryChanged`, `remem/treeChanged`,
-`remem/sessionsProgress`) with the lenses it may have changed asked for again.
+`remem/sessionsProgress`) with the lenses it may have changed asked for again. A daemon usable
+again (rejoined after a stop, replaced after a crash, or found after a degraded spell) is news
+of both kinds: the editor's views re-read what they showed, a refusal included.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from .. import ids
-from ..daemon_link import FAILED, STATUS
+from ..daemon_link import FAILED, RECONNECTED, STATUS
 from ..server import RememServer
 
 
@@ -28,7 +30,9 @@ def register(server: RememServer) -> None:
     link.on("memory/changed", lambda news: editor.notify(ids.MEMORY_CHANGED, news))
     link.on("sessions/changed", lambda news: editor.notify(ids.TREE_CHANGED, news))
     link.on("sessions/progress", lambda news: editor.notify(ids.SESSIONS_PROGRESS, news))
-    for method in ("memory/changed", "sessions/changed"):
+    link.on(RECONNECTED, lambda _: editor.notify(ids.MEMORY_CHANGED, {}))
+    link.on(RECONNECTED, lambda _: editor.notify(ids.TREE_CHANGED, {}))
+    for method in ("memory/changed", "sessions/changed", RECONNECTED):
         link.on(method, lambda _: _refresh_lenses(server))
 
 

@@ -155,9 +155,19 @@ export class RememClient implements Server, vscode.Disposable {
     client.onNotification(Notifications.sessionsProgress, (params: SessionsProgressParams) =>
       this.sessionsProgress.fire(params),
     );
+    let ran = false;
     client.onDidChangeState(({ newState }) => {
-      if (newState === lsp.State.Stopped && this.client === client) {
+      if (this.client !== client) return;
+      if (newState === lsp.State.Stopped) {
         this.tell({ state: 'unavailable', message: 'The language server stopped; see the log.' });
+      } else if (newState === lsp.State.Running) {
+        // The library restarted a server that died: the views may show what it refused while it
+        // was down, and the new server has no gap of its own to tell them about.
+        if (ran) {
+          this.treeChanged.fire();
+          this.memoryChanged.fire();
+        }
+        ran = true;
       }
     });
     this.client = client;
