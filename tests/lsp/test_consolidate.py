@@ -7,52 +7,26 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from tests import waiting
-from tests.consolidation.conftest import OLD, Source, configure, proposal, put, write_source
+from tests.consolidation.conftest import OLD, Source, proposal, put
 from tests.fake_openai import FakeOpenAI, hang, status, tool_call
+from tests.lsp.consolidating import consolidating, source
 from tests.lsp.editor import until
-from tests.lsp.live import SAFETY_NET, Editor, session_root, start_editor, stop_editor
+from tests.lsp.live import Editor, session_root
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REQUEST_CANCELLED = -32800
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(api_key="sk-test") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def home(fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Home:
-    home = Home(tmp_path_factory.mktemp("lsp-consolidate") / "home")
-    configure(home, fake, session_root(home), timeout_seconds=60)
-    with home.settings_file.open("a") as settings:
-        settings.write(SAFETY_NET)
-    return home
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def editor(home: Home) -> AsyncIterator[Editor]:
-    editor = await start_editor(home)
-    yield editor
-    await stop_editor(editor)
-
-
-def source(home: Home, seed: int) -> Source:
-    return write_source(session_root(home), str(home.root.parent / "project"), seed=seed)
+fake, home, editor = consolidating("lsp-consolidate")
 
 
 def progress(editor: Editor, known: set[str]) -> tuple[str, list[Any]]:

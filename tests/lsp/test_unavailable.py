@@ -1,8 +1,12 @@
 """When the daemon cannot start, every stateful request and command answers with one clear
-message (why, and how to fix it), and the server joins a daemon once one runs."""
+message (why, and how to fix it), and the server joins a daemon once one runs. A daemon usable
+again (joined, or replacing one that crashed) is news to the views, which re-read only on
+`remem/treeChanged` and `remem/memoryChanged`. One module-scoped sequence, in this order."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +20,7 @@ from tests.lsp.live import Editor, remem, start_editor, stop_editor, write_setti
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 UNAVAILABLE = -32020
+NEWS = ("remem/treeChanged", "remem/memoryChanged")
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("request", "remem/sessionTree", {"cwd": "/projects/demo"}),
     ("request", "remem/sessionTurns", {"id": "s"}),
@@ -62,9 +67,31 @@ async def test_every_stateful_call_gets_the_same_clear_message(editor: Editor) -
 
 
 async def test_a_daemon_started_once_the_cause_is_fixed_is_joined(editor: Editor, home: Home) -> None:
+    editor.heard.clear()
     (home.state / "daemon.json").rmdir()
     write_settings(home, "")
     assert remem(home, "daemon", "start").returncode == 0
     await until(lambda: editor.states()[-1:] == ["connected"])
+    # The views showed the refusal: they are told to read again.
+    await until(lambda: sorted(news(editor)) == sorted(NEWS))
     assert (await editor.request("remem/sessionTree", {"cwd": "/projects/demo"}))["nodes"] == []
     assert len(editor.client.messages) == 1  # said once, not again on recovery
+
+
+async def test_a_daemon_replaced_after_a_crash_makes_the_views_read_again(editor: Editor) -> None:
+    info = editor.paths.read_status()
+    assert info is not None
+    editor.heard.clear()
+    os.kill(info.pid, signal.SIGKILL)
+
+    def replaced() -> bool:
+        now = editor.paths.read_status()
+        return now is not None and now.pid != info.pid and editor.states()[-1:] == ["connected"]
+
+    await until(replaced)
+    await until(lambda: sorted(news(editor)) == sorted(NEWS))
+
+
+def news(editor: Editor) -> list[str]:
+    """What the editor heard that makes Session Branches and Memory read again."""
+    return [method for method, _ in editor.heard if method in NEWS]

@@ -1,6 +1,8 @@
-/** Tree nodes shaped exactly like the daemon's `sessions/tree` output, for the unit tests. */
+/** Tree nodes shaped exactly like the daemon's `sessions/tree` output, and the window's kept
+ * state, for the unit tests. */
 
 import type { FlatNode } from '../src/protocol';
+import type { KeptState } from '../src/sessionsState';
 
 export const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
 export const HOUR = 3_600_000;
@@ -37,3 +39,14 @@ export const FAMILY: FlatNode[] = [
   node('helper', { kind: 'subagent', parent: 'session-main', depth: 1, createdAt: NOW - 4 * HOUR, title: null }),
   node('session-lost', { kind: 'fork', forkTurn: 1, flags: ['orphan'], createdAt: NOW - 3 * HOUR, live: true }),
 ];
+
+/** The window's kept state (`ExtensionContext.workspaceState`), in memory. */
+export class Kept implements KeptState {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return this.values.get(key) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+}

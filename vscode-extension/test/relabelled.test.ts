@@ -2,18 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { SessionTreeResult } from '../src/protocol';
-import { FolderSessions, type KeptState, relabelled } from '../src/sessionsState';
-import { node } from './fixtures';
-
-class Kept implements KeptState {
-  readonly values = new Map<string, unknown>();
-  get<T>(key: string): T | undefined {
-    return this.values.get(key) as T | undefined;
-  }
-  async update(key: string, value: unknown): Promise<void> {
-    this.values.set(key, value);
-  }
-}
+import { FolderSessions, relabelled } from '../src/sessionsState';
+import { Kept, node } from './fixtures';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 

@@ -2,18 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { SessionTreeResult } from '../src/protocol';
-import { emptyRows, FolderSessions, HARNESSES, type KeptState, loadingRow } from '../src/sessionsState';
-import { FAMILY } from './fixtures';
-
-class Kept implements KeptState {
-  readonly values = new Map<string, unknown>();
-  get<T>(key: string): T | undefined {
-    return this.values.get(key) as T | undefined;
-  }
-  async update(key: string, value: unknown): Promise<void> {
-    this.values.set(key, value);
-  }
-}
+import { emptyRows, FolderSessions, HARNESSES, loadingRow } from '../src/sessionsState';
+import { FAMILY, Kept } from './fixtures';
 
 /** A server whose answers the test releases one at a time. */
 function held() {
