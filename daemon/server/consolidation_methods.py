@@ -37,7 +37,7 @@ from ..protocol.rpc import (
     SelectModelParams,
     SetApiKeyParams,
 )
-from ..settings import SettingsConflict, SettingsError, SettingsStore
+from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore
 from .jsonrpc import Handler
 from .memory_methods import MemoryMethods, Publish, unheard
 
@@ -134,13 +134,12 @@ class ConsolidationMethods:
 
     async def select(self, params: SelectModelParams) -> ModelSettings:
         def update() -> ModelSettings:
-            store = SettingsStore(self.home)
-            settings, _ = store.read()
+            settings, _ = _settings(self.home)
             if params.provider not in settings.all_providers():
                 known = ", ".join(sorted(settings.all_providers()))
                 raise refused("INVALID", f"`{params.provider}` is not a provider; use one of {known}")
-            store.update(params.expectedRevision, {"consolidation.provider": params.provider,
-                                                   "consolidation.model": params.model})  # fmt: skip
+            chosen = {"consolidation.provider": params.provider, "consolidation.model": params.model}
+            SettingsStore(self.home).update(params.expectedRevision, chosen)
             return self._model_settings()
 
         try:
@@ -150,7 +149,7 @@ class ConsolidationMethods:
 
     async def set_api_key(self, params: SetApiKeyParams) -> ModelSettings:
         def store() -> ModelSettings:
-            settings, _ = SettingsStore(self.home).read()
+            settings, _ = _settings(self.home)
             provider = settings.all_providers().get(params.provider)
             if provider is None or provider.api_key_env is None:
                 raise refused("INVALID", f"`{params.provider}` is not a provider that takes an API key")
@@ -164,7 +163,7 @@ class ConsolidationMethods:
 
     async def models(self, params: ModelsParams) -> ModelList:
         def route() -> Route:
-            settings, _ = SettingsStore(self.home).read()
+            settings, _ = _settings(self.home)
             if params.provider not in settings.all_providers():
                 raise refused("INVALID", f"`{params.provider}` is not a provider")
             chosen = settings.consolidation.model_copy(update={"provider": params.provider})
@@ -179,10 +178,7 @@ class ConsolidationMethods:
         return ModelList(provider=params.provider, keyReady=True, models=models, note=note)
 
     def _model_settings(self) -> ModelSettings:
-        try:
-            settings, revision = SettingsStore(self.home).read()
-        except SettingsError as exc:
-            raise refused("INVALID", f"settings.yml is invalid: {exc}") from None
+        settings, revision = _settings(self.home)
         providers = settings.all_providers()
         route = settings.consolidation
         try:
@@ -202,6 +198,14 @@ class ConsolidationMethods:
             return
         await self._memory.scope_changed(None)
         await self._memory.scope_changed(receipt.target.workspace)
+
+
+def _settings(home: Home) -> tuple[Settings, str]:
+    """settings.yml and its revision, or a refusal naming what is wrong in it."""
+    try:
+        return SettingsStore(home).read()
+    except SettingsError as exc:
+        raise refused("INVALID", f"settings.yml is invalid: {exc}") from None
 
 
 def refused(code: str, message: str) -> RpcError:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import Backend
 from remem.daemon.home import Home
-from remem.daemon.protocol.rpc import RpcError, SelectModelParams
+from remem.daemon.protocol.rpc import ModelsParams, RpcError, SelectModelParams, SetApiKeyParams
 from tests.fake_openai import FakeOpenAI, status, tool_call
 
 from .conftest import KEY_ENV, OLD, Source, proposal, put
@@ -95,6 +95,31 @@ def test_an_invalid_settings_file_is_a_refusal_naming_the_key_and_line(
     assert "consolidation.timeout_second: unknown key" in err and fake.count == 0
     code, out, _ = run(home, "receipts")
     assert out.strip() == "0 receipt(s)", "a refusal leaves no receipt"
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        SelectModelParams(provider="fake", model="other", expectedRevision="sha256:" + "0" * 64),
+        SetApiKeyParams(provider="fake", apiKey="sk-abc"),
+        ModelsParams(provider="fake"),
+    ],
+    ids=["select a model", "set an API key", "list models"],
+)
+def test_an_invalid_settings_file_refuses_the_model_settings_naming_the_key(
+    home: Home, source: Source, asked: object
+) -> None:
+    text = home.settings_file.read_text()
+    home.settings_file.write_text(text.replace("timeout_seconds: 20", "timeout_seconds: soon"))
+    api = Backend(home, use_daemon=False).api()
+    call = {SelectModelParams: api.select_model, SetApiKeyParams: api.set_api_key, ModelsParams: api.models}
+    with pytest.raises(RpcError) as caught:
+        call[type(asked)](asked)  # type: ignore[index, operator]
+    assert caught.value.data == {"code": "INVALID"}
+    assert (
+        caught.value.message.startswith("settings.yml is invalid: ")
+        and "timeout_seconds" in caught.value.message
+    )
 
 
 def test_a_damaged_receipt_is_reported_and_refuses_its_review(
