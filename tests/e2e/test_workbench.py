@@ -507,7 +507,8 @@ def test_a_cancelled_consolidation_reads_as_cancelled(workbench: Workbench, scen
         workbench.quick_pick(re.escape(scenario.main.id))
         progress = workbench.notification(r"Waiting for the model \(step 1\)…")
         progress.locator(".monaco-button", has_text="Cancel").click()
-        workbench.notification(r"consolidation cancelled; memory is unchanged")
+        # The run's own answer says what happened (decision 0352), here before any commit.
+        workbench.notification(r"Consolidation of .* cancelled: 0 changes to memory")
         workbench.row(SESSIONS, r"○ consolidation cancelled")
         workbench.screenshot("consolidation-cancelled")
     finally:
