@@ -13,7 +13,7 @@ of a committed plan, whichever process was committing it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from ..home import Home
 from ..protocol.api import InProcessTransport
 from ..protocol.rpc import Method, Params, Result
 from ..sessions.memo import ListingMemo
+from ..settings import Settings
 from .agent_methods import AgentMethods
 from .consolidation_methods import ConsolidationMethods
 from .jsonrpc import Handler
@@ -40,19 +41,22 @@ class Host:
     `watch` serves memory from a snapshot cache proved current by a change feed (True) or by
     stat (False), or reads the files at each call (None: one short command). `extra_roots`
     exist only for a CLI command, whose user names them; the daemon reads configured roots only.
+    `settings` are the daemon's running settings (the last valid ones while `settings.yml` is
+    invalid), which sessions are listed by; None: `settings.yml` as read at each call.
     """
 
     publish: Publish = unheard
     watch: bool | None = None
     extra_roots: Sequence[Path] = ()
     memo: ListingMemo | None = None
+    settings: Callable[[], Settings] | None = None
 
 
 class Services:
     def __init__(self, home: Home, host: Host) -> None:
         self.home = home
         self.memory = MemoryMethods(home, host.publish, watch=host.watch)
-        self.sessions = SessionMethods(home, host.extra_roots, host.publish, host.memo)
+        self.sessions = SessionMethods(home, host.extra_roots, host.publish, host.memo, host.settings)
         self.consolidation = ConsolidationMethods(home, self.memory, host.publish)
         self.agents = AgentMethods(self.memory)
         self.views = ViewMethods(home, self.sessions, self.consolidation)

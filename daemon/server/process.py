@@ -73,7 +73,8 @@ class Daemon:
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
-        self.services = Services(home, Host(self.publish, watch=watch, memo=self.listing_memo))
+        host = Host(self.publish, watch=watch, memo=self.listing_memo, settings=lambda: running.current)
+        self.services = Services(home, host)
         roots = default_roots(home, settings.sessions.roots)
         self.watcher = Watcher(
             home, roots, self._changed, settings.daemon.watch, on_root_paths=self.listing_memo.changed

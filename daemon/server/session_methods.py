@@ -57,7 +57,7 @@ from ..sessions.lineage import build_tree
 from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
 from ..sessions.transcript import render_transcript
-from ..settings import SettingsError
+from ..settings import Settings, SettingsError
 from .jsonrpc import Handler
 from .memory_methods import Publish, unheard
 
@@ -73,9 +73,11 @@ class SessionMethods:
         extra_roots: Sequence[Path] = (),
         publish: Publish = unheard,
         memo: ListingMemo | None = None,
+        settings: Callable[[], Settings] | None = None,
     ) -> None:
         self.home = home
         self.extra_roots = tuple(extra_roots)
+        self._settings = settings
         self._publish = publish
         self._memo = memo
         self._fingerprints: dict[Path, str] = {}
@@ -271,7 +273,11 @@ class SessionMethods:
 
     async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
         def call() -> T:
-            return action(SessionCatalog.open(self.home, self.extra_roots, self._memo))
+            if self._settings is None:
+                return action(SessionCatalog.open(self.home, self.extra_roots, self._memo))
+            # A daemon lists by its running settings: a typo in settings.yml stops no tree.
+            settings = self._settings()
+            return action(SessionCatalog.configured(self.home, settings, self.extra_roots, self._memo))
 
         try:
             return await asyncio.to_thread(call)

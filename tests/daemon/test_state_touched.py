@@ -14,6 +14,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.server.process import STATUS_CHECK_SECONDS
 from remem.daemon.server.runtime import DaemonPaths
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .helpers import remem, wait_until
 
@@ -58,9 +59,11 @@ def status(home: Home) -> dict:  # type: ignore[type-arg]
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
-def test_an_invalid_settings_file_does_not_stop_the_daemon(home: Home, tmp_path: Path) -> None:
+def test_an_invalid_settings_file_does_not_stop_the_daemon(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "sessions"
-    root.mkdir()
+    write_session(root, build_session(SessionSpec(seed=4, turns=1, cwd="/w"), session_id="s-kept"))
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n")
     started(home)
     assert remem(home, "daemon", "stop").returncode == 0
@@ -73,6 +76,10 @@ def test_an_invalid_settings_file_does_not_stop_the_daemon(home: Home, tmp_path:
     assert str(root) in report["watch"]["paths"], "it runs on the last valid settings"
     shown = remem(home, "daemon", "status")
     assert "settings.yml is invalid" in shown.stdout and "sessions.idle" in shown.stdout
+    monkeypatch.delenv(NO_DAEMON_ENV)  # through the daemon, as the editor's tree is
+    listed = remem(home, "sessions", "tree", "--cwd", "/w", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [n["id"] for n in json.loads(listed.stdout)["nodes"]] == ["s-kept"], "by the last valid roots"
 
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n")
     wait_until(lambda: status(home)["settingsProblems"] == [])
