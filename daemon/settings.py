@@ -171,6 +171,11 @@ def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "unknown key; check its spelling against docs/cli.md#settings"
+    elif error["type"] == "model_type":  # pydantic would name its own class
+        held = "nothing (its keys may all be commented out)" if error.get("input") is None else "one value"
+        message = (
+            f"is a section, its keys indented below it, but holds {held}; to keep its defaults, remove it"
+        )
     return f"{source}:{line}: {key}: {message}"
 
 

@@ -46,6 +46,15 @@ def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
             "consolidation:\n  model: m\n  provider: mine\n",
             "settings.yml:3: consolidation.provider: `mine` is not defined",
         ),
+        (
+            "daemon:\n  idle_minutes: 5\nsessions:\n#  roots: []\n",
+            "settings.yml:3: sessions: is a section, its keys indented below it, but holds nothing "
+            "(its keys may all be commented out); to keep its defaults, remove it",
+        ),
+        (
+            "daemon: 5\n",
+            "settings.yml:1: daemon: is a section, its keys indented below it, but holds one value",
+        ),
         ("sessions: [\n", "settings.yml:2: not valid YAML"),
         ("- a\n", "settings.yml:1: settings must be a mapping"),
     ],
