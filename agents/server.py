@@ -58,6 +58,18 @@ INSTRUCTIONS = (
     "again and redo the change."
 )
 
+# What the agent learns of a failure remem did not foresee: the exception may carry paths, so
+# it goes to the server's log on stderr, for the user, never to the agent.
+UNEXPECTED = (
+    "remem failed unexpectedly; the details are in its MCP server's log, for the user. If this was "
+    "memory_update, call memory_context before trying again: it may or may not have been applied."
+)
+NOT_A_RECORD_NAME = (
+    "{uri} does not name a memory record ({problem}): a record resource is "
+    "remem://workspace/<name>, with the name of one of this project's records, as memory_context's "
+    "index and the resource list show them."
+)
+
 A = TypeVar("A", bound=BaseModel)
 log = logging.getLogger("remem.agents")
 ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -102,6 +114,9 @@ class _Handlers:
             return await handler(self.session, cwd, params.arguments or {})
         except Refusal as refusal:
             return _error(refusal.message)
+        except Exception:
+            log.exception("%s failed", params.name)
+            return _error(UNEXPECTED)
 
     async def list_resources(
         self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -132,16 +147,20 @@ class _Handlers:
         uri = str(params.uri)
         if uri != CONTEXT_URI and not uri.startswith(RECORD_PREFIX):
             raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {uri}")
+        name = None if uri == CONTEXT_URI else _record_name(uri)
         cwd = await self._resolve(ctx, params.input_responses)
         if isinstance(cwd, types.InputRequiredResult):
             return cwd
         try:
-            if uri == CONTEXT_URI:
+            if name is None:
                 text = await self.session.context(cwd)
             else:
-                text = await self.session.read(cwd, uri[len(RECORD_PREFIX) :])
+                text = await self.session.read(cwd, name)
         except Refusal as refusal:
             raise MCPError(code=types.INVALID_PARAMS, message=refusal.message) from None
+        except Exception:
+            log.exception("reading %s failed", uri)
+            raise MCPError(code=types.INTERNAL_ERROR, message=UNEXPECTED) from None
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type=MARKDOWN)]
         )
@@ -239,6 +258,19 @@ def _parsed(tool: str, model: type[A], arguments: dict[str, Any]) -> A:
         return model.model_validate(arguments)
     except ValidationError as exc:
         raise Refusal(argument_problems(tool, exc)) from None
+
+
+def _record_name(uri: str) -> str:
+    """The record `uri` names, checked as memory_read checks its `name` (what the request to the
+    daemon takes), or INVALID_PARAMS saying what a name is."""
+    try:
+        return ReadArguments(name=uri[len(RECORD_PREFIX) :]).name
+    except ValidationError as exc:
+        problem = "; ".join(error["msg"] for error in exc.errors())
+        shown = uri if len(uri) <= 60 else f"{uri[:60]}…"
+        raise MCPError(
+            code=types.INVALID_PARAMS, message=NOT_A_RECORD_NAME.format(uri=shown, problem=problem)
+        ) from None
 
 
 def _text(text: str) -> types.CallToolResult:

@@ -13,6 +13,7 @@ record, and every refusal says what to do.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Awaitable, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
+from remem.daemon.locks import LockUnusable
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import render_record
 from remem.daemon.protocol.api import DaemonApi
@@ -55,7 +57,13 @@ STALE = (
     "Nothing was written. Call memory_context to see the current memory, then redo your change if it "
     "still applies."
 )
+# Named by the file's name alone: the agent never sees the home's path (the user's log does).
+LOCK_IN_THE_WAY = (
+    "remem cannot reach its memory: `{name}` in remem's home cannot be used as a lock file "
+    "({reason}). Ask the user to remove that file (remem recreates it), then try again."
+)
 _SCOPE_TITLES = {"global": "Global", "workspace": "This project's"}
+log = logging.getLogger("remem.agents")
 
 
 class Refusal(Exception):
@@ -166,6 +174,9 @@ class AgentSession:
             ) from None
         except RpcError as exc:
             raise Refusal(_rpc_message(exc, changes)) from None
+        except LockUnusable as exc:
+            log.warning("%s", exc)
+            raise Refusal(LOCK_IN_THE_WAY.format(name=exc.path.name, reason=exc.reason)) from None
 
 
 def _rpc_message(exc: RpcError, changes: Sequence[AgentChange]) -> str:

@@ -10,6 +10,7 @@ import click
 
 from .. import __version__
 from ..home import Home, HomeUnusable
+from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
 
 # Each group's module is imported only when that group runs (or help lists it): the language
@@ -44,7 +45,7 @@ class _LazyGroup(click.Group):
 @click.option(
     "--home",
     type=click.Path(file_okay=False),
-    envvar="REMEM_HOME",
+    # No `envvar`: `Home.resolve` reads $REMEM_HOME itself, and a blank one falls back to ~/.remem.
     help="remem's home folder (default: $REMEM_HOME, else ~/.remem).",
 )
 @click.option(
@@ -88,12 +89,15 @@ def mcp(backend: Backend, cwd: str | None) -> None:
     memory_history)."""
     from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
 
-    serve(backend.home, cwd=cwd, use_daemon=backend.use_daemon)
+    from .arguments import utf8_folder
+
+    serve(backend.home, cwd=None if cwd is None else utf8_folder(cwd), use_daemon=backend.use_daemon)
 
 
 def main() -> None:
     try:
         cli(prog_name="remem")
-    except HomeUnusable as exc:  # whichever command met it first, in this process
+    # Whichever command met it first, in this process: something in the home stands in the way.
+    except (HomeUnusable, LockUnusable) as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
+from pydantic import ValidationError
+
+from ..protocol.rpc import HistoryEntryParams
+from .output import fail
 
 
 class _NonEmpty(click.ParamType):
-    """A string with something in it: an empty id or name would reach the request models,
-    whose refusal is a validation traceback rather than a usage error."""
+    """A UTF-8 string with something in it: an empty id or name, or one with bytes that are not
+    UTF-8, would reach the request models, whose refusal is a validation traceback rather than a
+    usage error."""
 
     name = "text"
 
@@ -17,7 +23,53 @@ class _NonEmpty(click.ParamType):
         text = str(value)
         if not text.strip():
             self.fail("must not be empty", param, ctx)
+        if not _is_utf8(text):
+            self.fail("is not UTF-8", param, ctx)
         return text
 
 
+# What the request model's refusals mean to someone typing an entry id.
+_ENTRY_PROBLEMS = {
+    "string_too_short": "must not be empty",
+    "string_too_long": "is longer than {max_length} characters",
+    "string_unicode": "is not UTF-8",
+}
+
+
+class _EntryId(click.ParamType):
+    """A history entry id, checked by the request model itself so the two cannot disagree: its
+    refusal would otherwise be a validation traceback. Whether the id names an entry is the
+    history's to say."""
+
+    name = "entry"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return HistoryEntryParams(entry=str(value)).entry
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            problem = _ENTRY_PROBLEMS.get(error["type"])
+            said = error["msg"] if problem is None else problem.format(**error.get("ctx", {}))
+            self.fail(f"{said}; ids are 7 to 40 hex digits (see `remem memory log`)", param, ctx)
+
+
+def utf8_folder(path: str) -> str:
+    """`path`, or exit 2 when a folder name in it is not UTF-8: workspaces are named by UTF-8
+    paths, and the request models refuse the undecodable bytes Python keeps as surrogates."""
+    if not _is_utf8(path):
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        fail(f"the folder name {shown} is not UTF-8; remem names workspaces by UTF-8 paths")
+    return path
+
+
+def _is_utf8(text: str) -> bool:
+    """False for the surrogates Python decodes argv's and paths' undecodable bytes to."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 NON_EMPTY = _NonEmpty()
+ENTRY_ID = _EntryId()

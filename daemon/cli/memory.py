@@ -33,6 +33,7 @@ from ..protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
+from .arguments import ENTRY_ID, utf8_folder
 from .backend import Backend
 from .output import (
     EXIT_CONFLICT,
@@ -81,7 +82,12 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
 @memory.command()
 @cwd_option
 @click.option(
-    "--at", "at", default=None, metavar="ENTRY", help="Show the files as history entry ENTRY left them."
+    "--at",
+    "at",
+    type=ENTRY_ID,
+    default=None,
+    metavar="ENTRY",
+    help="Show the files as history entry ENTRY left them.",
 )
 @json_option
 @click.pass_obj
@@ -204,8 +210,8 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
 
 
 @memory.command()
-@click.argument("entry")
-@click.argument("to", required=False)
+@click.argument("entry", type=ENTRY_ID)
+@click.argument("to", type=ENTRY_ID, required=False)
 @json_option
 @click.pass_obj
 def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
@@ -220,7 +226,7 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
 
 
 @memory.command()
-@click.argument("entry")
+@click.argument("entry", type=ENTRY_ID)
 @click.option("--expected-revision", default=None, help="Revert only if the scope is still at this revision.")
 @json_option
 @click.pass_obj
@@ -283,7 +289,7 @@ def _stat_line(stat: FileStat | None) -> str:
 
 
 def _workspace(cwd: str | None) -> WorkspaceParams:
-    return WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    return WorkspaceParams(cwd=utf8_folder(os.path.abspath(cwd if cwd is not None else os.getcwd())))
 
 
 def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Result:

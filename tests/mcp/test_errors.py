@@ -1,0 +1,73 @@
+"""What the agent is told when a request cannot be served: a sentence saying what to do, never a
+bare protocol error or a path of the user's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from remem.daemon.home import Home
+
+from .conftest import agent, text_of
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.mark.parametrize("name", ["", "a" * 201])
+async def test_a_record_resource_without_a_valid_name_says_what_a_name_is(
+    home: Home, project: Path, name: str
+) -> None:
+    async with agent(home, project, options=("--no-daemon",)) as session:
+        with pytest.raises(MCPError) as refused:
+            await session.client.read_resource(f"remem://workspace/{name}")
+    assert refused.value.error.code == types.INVALID_PARAMS
+    message = refused.value.error.message
+    assert "does not name a memory record" in message and "memory_context's index" in message, message
+
+
+@pytest.mark.parametrize("kind", ["folder", "symlink"])
+async def test_an_unusable_spawn_lock_is_named_by_its_file_name_alone(
+    home: Home, project: Path, tmp_path: Path, kind: str
+) -> None:
+    lock = home.root / "state" / "spawn.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "folder":
+        lock.mkdir()
+    else:
+        lock.symlink_to(tmp_path / "elsewhere")
+    async with agent(home, project) as session:
+        result = await session.call("memory_context")
+    assert result.is_error
+    message = text_of(result)
+    assert "`spawn.lock`" in message and "Ask the user to remove that file" in message, message
+    assert str(tmp_path) not in message and " /" not in message
+
+
+@pytest.fixture
+def latin1_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / os.fsdecode(b"caf\xe9")
+    try:
+        folder.mkdir()
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    return folder
+
+
+async def test_an_unexpected_failure_is_an_error_result_without_paths(
+    home: Home, latin1_folder: Path, tmp_path: Path
+) -> None:
+    # Started in a folder whose name the protocol cannot carry, with no --cwd and no roots: the
+    # daemon's request model refuses it, which no handler foresees.
+    async with agent(home, None, start_dir=latin1_folder, options=("--no-daemon",)) as session:
+        result = await session.call("memory_context")
+        with pytest.raises(MCPError) as refused:
+            await session.client.read_resource("remem://context")
+    assert result.is_error
+    assert refused.value.error.code == types.INTERNAL_ERROR
+    for message in (text_of(result), refused.value.error.message):
+        assert "remem failed unexpectedly" in message and "log" in message, message
+        assert str(tmp_path) not in message and "caf" not in message, message

@@ -1,0 +1,136 @@
+"""Input the request models would refuse, and a home with something in the way: one `remem: …`
+line (or click's usage error) and the documented exit code, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from remem.daemon.cli import cli
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+
+TOO_LONG = "a" * 65
+NOT_UTF8 = os.fsdecode(b"caf\xe9")  # how Python hands over a Latin-1 argument or folder name
+
+
+def invoke(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["memory", "diff", TOO_LONG], "is longer than 64 characters"),
+        (["memory", "diff", "1234567", TOO_LONG], "is longer than 64 characters"),
+        (["memory", "show", "--at", TOO_LONG], "is longer than 64 characters"),
+        (["memory", "revert", TOO_LONG], "is longer than 64 characters"),
+        (["memory", "diff", ""], "must not be empty"),
+        (["memory", "show", "--at", ""], "must not be empty"),
+        (["memory", "revert", ""], "must not be empty"),
+        (["memory", "diff", NOT_UTF8], "is not UTF-8"),
+        (["sessions", "show", NOT_UTF8], "is not UTF-8"),
+    ],
+)
+def test_an_argument_the_request_would_refuse_is_a_usage_error(
+    home: Home, args: list[str], problem: str
+) -> None:
+    result = invoke("--home", str(home.root), *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert "Error: Invalid value for" in result.stderr and problem in result.stderr
+
+
+def test_an_entry_id_the_request_takes_is_the_historys_to_judge(home: Home) -> None:
+    result = invoke("--home", str(home.root), "memory", "diff", "a" * 64)
+    assert result.exit_code == 1 and "is not a history entry id" in result.stderr
+
+
+@pytest.fixture
+def latin1_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / NOT_UTF8
+    try:
+        folder.mkdir()
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    return folder
+
+
+def not_utf8_line(folder: Path) -> str:
+    shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
+    return f"remem: the folder name {shown} is not UTF-8; remem names workspaces by UTF-8 paths\n"
+
+
+@pytest.mark.parametrize("command", [["memory", "show"], ["memory", "context"], ["mcp"]])
+def test_a_cwd_that_is_not_utf8_is_named(home: Home, latin1_folder: Path, command: list[str]) -> None:
+    result = invoke("--home", str(home.root), *command, "--cwd", str(latin1_folder))
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", not_utf8_line(latin1_folder))
+
+
+def test_a_current_folder_that_is_not_utf8_is_named(
+    home: Home, latin1_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(latin1_folder)
+    result = invoke("--home", str(home.root), "memory", "log")
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", not_utf8_line(latin1_folder))
+
+
+@pytest.mark.parametrize(
+    ("lock", "command"),
+    [("spawn.lock", ["memory", "context"]), ("daemon.lock", ["daemon", "status"])],
+)
+@pytest.mark.parametrize("kind", ["folder", "symlink"])
+def test_a_lock_file_that_cannot_be_one_is_named_not_a_traceback(
+    tmp_path: Path, lock: str, command: list[str], kind: str
+) -> None:
+    path = tmp_path / "home" / "state" / lock
+    path.parent.mkdir(parents=True)
+    if kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path / "elsewhere")
+    env = {key: value for key, value in os.environ.items() if key != NO_DAEMON_ENV}  # the daemon's locks
+    done = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(tmp_path / "home"), *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"remem: {path} cannot be used as a lock file (a folder or a symlink stands there); "
+        "remove it, remem recreates it\n"
+    )
+    assert not (tmp_path / "elsewhere").exists(), "nothing created through the link"
+
+
+@pytest.mark.parametrize("blank", [" ", "\t \n"])
+def test_a_blank_remem_home_means_the_default_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blank: str
+) -> None:
+    user, work = tmp_path / "user", tmp_path / "work"
+    user.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(user))  # ~/.remem is then inside this test's folder
+    monkeypatch.setenv("REMEM_HOME", blank)
+    monkeypatch.chdir(work)
+    result = invoke("memory", "show", "--cwd", str(work), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert (user / ".remem" / "memory").is_dir()
+    assert list(work.iterdir()) == [], "no home named by the blank value in the current folder"
+
+
+def test_remem_home_still_chooses_the_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("REMEM_HOME", str(tmp_path / "chosen"))
+    result = invoke("memory", "show", "--cwd", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "chosen" / "memory").is_dir() and not (tmp_path / "user").exists()
