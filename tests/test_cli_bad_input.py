@@ -67,7 +67,10 @@ def not_utf8_line(folder: Path) -> str:
     return f"remem: the folder name {shown} is not UTF-8; remem names workspaces by UTF-8 paths\n"
 
 
-@pytest.mark.parametrize("command", [["memory", "show"], ["memory", "context"], ["mcp"]])
+@pytest.mark.parametrize(
+    "command",
+    [["memory", "show"], ["memory", "context"], ["mcp"], ["sessions", "list"], ["sessions", "tree"]],
+)
 def test_a_cwd_that_is_not_utf8_is_named(home: Home, latin1_folder: Path, command: list[str]) -> None:
     result = invoke("--home", str(home.root), *command, "--cwd", str(latin1_folder))
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", not_utf8_line(latin1_folder))
@@ -77,8 +80,9 @@ def test_a_current_folder_that_is_not_utf8_is_named(
     home: Home, latin1_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(latin1_folder)
-    result = invoke("--home", str(home.root), "memory", "log")
-    assert (result.exit_code, result.stdout, result.stderr) == (2, "", not_utf8_line(latin1_folder))
+    for command in (["memory", "log"], ["sessions", "tree"]):
+        result = invoke("--home", str(home.root), *command)
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", not_utf8_line(latin1_folder))
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from ..protocol.rpc import (
 )
 from ..protocol.sessions import ROLLED_BACK
 from ..sessions.sources import HARNESS_NAMES
-from .arguments import NON_EMPTY
+from .arguments import NON_EMPTY, utf8_folder
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
@@ -59,7 +59,7 @@ def sessions() -> None:
 @click.pass_obj
 def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """Every session in the configured roots, oldest first, and every log that cannot be read."""
-    params = ListParams(cwd=os.path.abspath(cwd) if cwd is not None else None)
+    params = ListParams(cwd=utf8_folder(os.path.abspath(cwd)) if cwd is not None else None)
     with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
         listing = backend.api(roots, listener).list_sessions(params)
     if as_json:
@@ -86,7 +86,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
 @click.pass_obj
 def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
-    params = WorkspaceParams(cwd=os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    params = WorkspaceParams(cwd=utf8_folder(os.path.abspath(cwd if cwd is not None else os.getcwd())))
     with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
         nodes = backend.api(roots, listener).session_tree(params).nodes
     if as_json:
