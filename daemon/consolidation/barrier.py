@@ -1,16 +1,18 @@
 """The commit barrier: bring each scope from its frozen revision to its planned one, or refuse.
 
 A first commit and a recovery after a crash run the same code: for each scope the plan
-changes, the current revision is compared with the receipt's `before` and `planned`. Planned
-already: nothing to do (revisions are content addresses, so an equal generation made by
-anyone is the same state). Still before: commit it, compare-and-swapped on `before`. Anything
-else: a third party changed it, and nothing is overwritten (`target-conflict`).
+changes (its `planned` revision is not its `before`), the current revision is compared with
+the receipt's `before` and `planned`. Planned already: nothing to do (revisions are content
+addresses, so an equal generation made by anyone is the same state). Still before: commit it,
+compare-and-swapped on `before`. Anything else: a third party changed it, and nothing is
+overwritten (`target-conflict`). A scope the plan leaves as it was is neither checked nor
+reported: whatever happened to it is not this review's.
 """
 
 from __future__ import annotations
 
 from ..faults import faultpoint
-from ..memory.history import GLOBAL_FILE, RECOVERED, HistoryError, stat
+from ..memory.history import GLOBAL_FILE, RECOVERED, History, HistoryError, stat
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..protocol.consolidation import HistoryLink, Receipt, ScopeRevisions, Status, Target
@@ -18,88 +20,121 @@ from ..protocol.memory import Actor, FileStat
 from .proposal import ProposedChange, ReplaceGlobal, batch_change
 from .receipts import ended
 
+Scope = str | None  # None is Global, else the workspace key
+_LOOK_BACK = 64  # entries of a scope's log searched for this review's own after a crash
+
 
 def converge(
     store: MemoryStore, workspace: WorkspaceId, receipt: Receipt, changes: list[ProposedChange]
 ) -> Receipt:
     """The receipt after committing what is still to commit: `committed` or `target-conflict`."""
-    target = receipt.target
-    global_now, workspace_now = _global_revision(store), _workspace_revision(store, workspace)
-    conflicts = [
-        name
-        for name, revisions, current in (
-            ("Global", target.globalRevisions, global_now),
-            ("workspace", target.workspaceRevisions, workspace_now),
-        )
-        if current not in (revisions.before, revisions.planned)
+    planned = _planned(receipt.target)
+    now = _current(store, workspace)
+    # Committed before a crash, which may have cut off its history entry: recorded for the review.
+    entries = {
+        scope: store.sync_history(scope, RECOVERED)
+        for scope, revisions in planned.items()
+        if now[scope] == revisions.planned
+    }
+    stale = [
+        scope
+        for scope, revisions in planned.items()
+        if now[scope] not in (revisions.before, revisions.planned)
     ]
-    if conflicts:
-        return _conflict(receipt, f"{' and '.join(conflicts)} changed by someone else meanwhile")
+    if stale:
+        return _conflict(
+            store, workspace, receipt, f"{_names(stale)} changed by someone else meanwhile", entries
+        )
     actor = Actor(kind="consolidation", review=receipt.review, session=receipt.source.session)
-    entries: dict[str | None, str | None] = {}  # by scope: None is Global, else the workspace key
-    replace = [c for c in changes if isinstance(c, ReplaceGlobal)]
-    if replace and global_now != target.globalRevisions.planned:
-        result = store.replace_global(target.globalRevisions.before, replace[0].content, actor)
-        if result.status == "conflict":
-            return _conflict(receipt, "Global changed by someone else meanwhile")
-        entries[None] = result.history
-    elif replace:  # committed before a crash, which may have cut off its history entry
-        store.sync_history(None, RECOVERED)
-    faultpoint("consolidation.after-global-commit")
-    batch = [batch_change(c) for c in changes if not isinstance(c, ReplaceGlobal)]
-    if batch and workspace_now != target.workspaceRevisions.planned:
-        result = store.commit_workspace(workspace, target.workspaceRevisions.before, batch, actor)
-        if result.status == "conflict":
-            return _conflict(receipt, "the workspace changed by someone else meanwhile")
-        entries[workspace.key] = result.history
-    elif batch:
-        store.sync_history(workspace.key, RECOVERED)
-    faultpoint("consolidation.after-workspace-commit")
+    for scope, point in (
+        (None, "consolidation.after-global-commit"),
+        (workspace.key, "consolidation.after-workspace-commit"),
+    ):
+        if scope in planned and now[scope] == planned[scope].before:
+            went_in, entries[scope] = _commit(store, workspace, scope, planned[scope].before, changes, actor)
+            if not went_in:
+                why = f"{_names([scope])} changed by someone else meanwhile"
+                return _conflict(store, workspace, receipt, why, entries)
+        faultpoint(point)
     faultpoint("consolidation.before-committed-receipt")
-    committed = target.model_copy(
-        update={
-            "globalRevisions": _after(target.globalRevisions, _global_revision(store)),
-            "workspaceRevisions": _after(target.workspaceRevisions, _workspace_revision(store, workspace)),
-        }
-    )
-    link = _history_link(store, workspace.key, committed, bool(replace), bool(batch), entries)
+    committed = _after(receipt.target, _current(store, workspace))
+    link = _history_link(store.history, receipt, planned, entries)
     return ended(receipt, Status.COMMITTED, target=committed, history=link)
 
 
-def _history_link(
-    store: MemoryStore,
-    key: str,
-    target: Target,
-    global_planned: bool,
-    workspace_planned: bool,
-    entries: dict[str | None, str | None],
-) -> HistoryLink | None:
-    """The entries this review's commits made; a commit done before a crash is found by its
-    revision. None when the history has none of them (it is off, or could not be written)."""
-    history = store.history
-    wanted: list[tuple[str | None, ScopeRevisions]] = (
-        [(None, target.globalRevisions)] if global_planned else []
-    )
-    wanted += [(key, target.workspaceRevisions)] if workspace_planned else []
-    found = {
-        scope: entries.get(scope) or history.find(scope, revisions.planned or "")
-        for scope, revisions in wanted
+def _planned(target: Target) -> dict[Scope, ScopeRevisions]:
+    """The scopes the plan changes, Global first (the order they are committed in)."""
+    scopes: dict[Scope, ScopeRevisions] = {
+        None: target.globalRevisions,
+        target.workspace: target.workspaceRevisions,
     }
+    return {scope: revisions for scope, revisions in scopes.items() if revisions.planned != revisions.before}
+
+
+def _commit(
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    scope: Scope,
+    before: str,
+    changes: list[ProposedChange],
+    actor: Actor,
+) -> tuple[bool, str | None]:
+    """Commit the plan's changes to one scope, compare-and-swapped on `before`: whether they
+    went in, and the history entry they made."""
+    if scope is None:
+        text = next(c.content for c in changes if isinstance(c, ReplaceGlobal))
+        result = store.replace_global(before, text, actor)
+    else:
+        batch = [batch_change(c) for c in changes if not isinstance(c, ReplaceGlobal)]
+        result = store.commit_workspace(workspace, before, batch, actor)
+    return result.status != "conflict", result.history
+
+
+def _conflict(
+    store: MemoryStore, workspace: WorkspaceId, receipt: Receipt, why: str, entries: dict[Scope, str | None]
+) -> Receipt:
+    """`target-conflict`, still recording what this review did commit (Global, when the
+    workspace changed between the two commits, or before a crash): memory holds it, so the
+    receipt must say so, with its `after` revision and its history entry."""
+    planned, now = _planned(receipt.target), _current(store, workspace)
+    done = {scope: revisions for scope, revisions in planned.items() if now[scope] == revisions.planned}
+    if not done:
+        return ended(receipt, Status.TARGET_CONFLICT, why)
+    target = _after(receipt.target, {scope: now[scope] for scope in done})
+    link = _history_link(store.history, receipt, done, entries)
+    return ended(
+        receipt,
+        Status.TARGET_CONFLICT,
+        f"{_names(list(done))} was committed; {why}",
+        target=target,
+        history=link,
+    )
+
+
+def _history_link(
+    history: History,
+    receipt: Receipt,
+    committed: dict[Scope, ScopeRevisions],
+    entries: dict[Scope, str | None],
+) -> HistoryLink | None:
+    """The entries this review's commits made, and what they changed. Only the review's own
+    entries count: an entry that merely ends at the planned revision may be anyone's (the user
+    wrote the same text). One committed before a crash is found again in the scope's log by the
+    review id, or is the `recovered` entry `converge` just recorded for it; one an earlier
+    attempt committed stays unless this attempt changed its scope again. None when the history
+    has none of them (it is off, or could not be written)."""
+    found = _earlier_entries(receipt)
+    for scope, revisions in committed.items():
+        found[scope] = entries.get(scope) or _own_entry(history, scope, revisions.planned, receipt.review)
     if not any(found.values()):
         return None
     try:
-        totals = FileStat()
-        for entry in filter(None, found.values()):
-            part = stat(history.files_before(entry), history.files_at(entry))
-            for field in ("added", "changed", "removed"):
-                getattr(totals, field).extend(n for n in getattr(part, field) if n != GLOBAL_FILE)
-            totals.insertions += part.insertions
-            totals.deletions += part.deletions
+        totals = _stat(history, [entry for entry in found.values() if entry])
     except HistoryError:
         return None
     return HistoryLink(
         globalEntry=found.get(None),
-        workspaceEntry=found.get(key),
+        workspaceEntry=found.get(receipt.target.workspace),
         added=totals.added,
         changed=totals.changed,
         removed=totals.removed,
@@ -109,12 +144,51 @@ def _history_link(
     )
 
 
-def _conflict(receipt: Receipt, why: str) -> Receipt:
-    return ended(receipt, Status.TARGET_CONFLICT, why)
+def _earlier_entries(receipt: Receipt) -> dict[Scope, str | None]:
+    """What an earlier attempt of this review committed before it ended in a conflict."""
+    link = receipt.history
+    if link is None:
+        return {}
+    return {None: link.globalEntry, receipt.target.workspace: link.workspaceEntry}
 
 
-def _after(revisions: ScopeRevisions, current: str | None) -> ScopeRevisions:
-    return revisions.model_copy(update={"after": current})
+def _own_entry(history: History, scope: Scope, revision: str | None, review: str) -> str | None:
+    try:
+        log = history.log(scope, _LOOK_BACK)
+    except HistoryError:
+        return None
+    return next((e.id for e in log if e.after == revision and e.actor.review == review), None)
+
+
+def _stat(history: History, entries: list[str]) -> FileStat:
+    """The records added, changed and removed and the lines over every entry; Global's file is
+    reported as `globalChanged`, not as a record."""
+    totals = FileStat()
+    for entry in entries:
+        part = stat(history.files_before(entry), history.files_at(entry))
+        for field in ("added", "changed", "removed"):
+            getattr(totals, field).extend(n for n in getattr(part, field) if n != GLOBAL_FILE)
+        totals.insertions += part.insertions
+        totals.deletions += part.deletions
+    return totals
+
+
+def _names(scopes: list[Scope]) -> str:
+    return " and ".join("Global" if scope is None else "the workspace" for scope in scopes)
+
+
+def _after(target: Target, current: dict[Scope, str | None]) -> Target:
+    """`target` with the `after` revision of each scope in `current`."""
+    update = {
+        field: getattr(target, field).model_copy(update={"after": current[scope]})
+        for field, scope in (("globalRevisions", None), ("workspaceRevisions", target.workspace))
+        if scope in current
+    }
+    return target.model_copy(update=update)
+
+
+def _current(store: MemoryStore, workspace: WorkspaceId) -> dict[Scope, str | None]:
+    return {None: _global_revision(store), workspace.key: _workspace_revision(store, workspace)}
 
 
 def _global_revision(store: MemoryStore) -> str | None:
