@@ -83,7 +83,7 @@ class Attempt(_Model):
 
 
 class HistoryLink(_Model):
-    """The memory history entries a committed review made, and what they changed (names only)."""
+    """The memory history entries a review's commits made, and what they changed (names only)."""
 
     globalEntry: str | None = None
     workspaceEntry: str | None = None
@@ -106,7 +106,9 @@ class Receipt(_Model):
     attempts: list[Attempt] = []
     createdAt: str
     completedAt: str | None = None
-    history: HistoryLink | None = None  # set when committed (and the history could be written)
+    # Set when the review committed something (a target-conflict after its Global commit too),
+    # and the history could be written.
+    history: HistoryLink | None = None
 
     @property
     def attempt(self) -> Attempt | None:
