@@ -3,18 +3,24 @@
 Drafts (`final: false`) are checked and answered; the first valid final proposal ends the
 attempt. Each raw assistant message goes back into the history unchanged, since providers
 such as DeepSeek refuse tool-call history without its `reasoning_content`. The attempt has a
-step budget and one timeout for all of it; cancelling the task aborts the HTTP call.
+step budget and one timeout for all of it; cancelling the task aborts the HTTP call, though a
+step being written to the worker session is finished first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import BaseModel
+
 from ..credentials import redact
 from ..protocol.consolidation import EvidenceRange
+from ..sessions.errors import SessionLogError
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
 from .route import InvalidBaseUrl, Route
@@ -22,9 +28,10 @@ from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
     from openai import AsyncOpenAI
-    from openai.types.chat import ChatCompletion
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 MAX_STEPS = 6
+_log = logging.getLogger("remem.daemon")
 Progress = Callable[[str, dict[str, Any]], None]
 
 
@@ -32,7 +39,7 @@ Progress = Callable[[str, dict[str, Any]], None]
 class Outcome:
     """How an attempt ended: a plan, or the failure status and a redacted reason."""
 
-    status: str  # proposed | invalid-proposal | provider-failed
+    status: str  # proposed | invalid-proposal | provider-failed | internal-error
     plan: Plan | None = None
     error: str | None = None
 
@@ -64,15 +71,30 @@ async def run_attempt(
         await asyncio.to_thread(log.end, "error")
         return Outcome("provider-failed", error=f"{exc} (asked {route.shown_url})")
     except Exception as exc:
-        from openai import APIError
-
-        if not isinstance(exc, APIError):
-            log.close()
-            raise
-        await asyncio.to_thread(log.end, "error")
-        return Outcome("provider-failed", error=f"{_describe(exc)} (asked {route.shown_url})")
+        return await _failed(exc, route, log)
     await asyncio.to_thread(log.end, "completed" if outcome.plan is not None else "error")
     return outcome
+
+
+async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
+    """A provider's error ends the attempt `provider-failed`. Anything else went wrong in remem
+    and ends it `internal-error`, rather than failing the request and leaving the attempt
+    `running` for the next request to close as `interrupted`, which names no cause."""
+    from openai import APIError
+
+    if isinstance(exc, APIError):
+        await asyncio.to_thread(log.end, "error")
+        return Outcome("provider-failed", error=f"{_describe(exc)} (asked {route.shown_url})")
+    # The class and the frames, never the message: it may quote the model's answer.
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    _log.error("a consolidation attempt failed with %s:\n%s", type(exc).__name__, frames)
+    try:
+        await asyncio.to_thread(log.end, "error")
+    except (SessionLogError, OSError):  # the log itself may be what failed
+        log.close()
+    return Outcome(
+        "internal-error", error=f"the attempt failed inside remem ({type(exc).__name__}; its log says where)"
+    )
 
 
 async def _loop(
@@ -89,16 +111,30 @@ async def _loop(
         calls = [c for c in message.tool_calls or [] if c.type == "function"]
         progress("model-answer", {"step": step, "toolCalls": len(calls), "finish": choice.finish_reason})
         exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
-        counted = response.usage
-        usage = None if counted is None else Usage(counted.prompt_tokens, counted.completion_tokens)
-        await asyncio.to_thread(log.step, _blocks(raw, calls), route.provider, route.model, exchanges, usage)
+        usage = _usage(response.usage)
+        await _written(log.step, _blocks(raw, calls), route.provider, route.model, exchanges, usage)
         if accepted is not None:
             return Outcome("proposed", plan=accepted)
         if not calls:
             nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
-            await asyncio.to_thread(log.nudge, nudge)
+            await _written(log.nudge, nudge)
             messages.append({"role": "user", "content": nudge})
     return Outcome("invalid-proposal", error=f"no valid final proposal within {MAX_STEPS} model steps")
+
+
+async def _written(write: Callable[..., None], *args: Any) -> None:
+    """`write(*args)` in a thread, awaited to its end through any cancel, which is raised after:
+    the thread cannot be stopped, and the log's end, written next, must not interleave with it."""
+    running = asyncio.ensure_future(asyncio.to_thread(write, *args))
+    cancelled = False
+    while not running.done():
+        try:
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            cancelled = True
+    running.result()
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 class BadAnswer(Exception):
@@ -138,10 +174,44 @@ def _completion(response: object) -> ChatCompletion:
         raise BadAnswer(f"the answer is a JSON {type(response).__name__}, not a chat completion object")
     if not isinstance(response.choices, list) or not response.choices:
         raise BadAnswer("the answer holds no choices")
-    choice = response.choices[0]
-    if not isinstance(getattr(choice, "message", None), ChatCompletionMessage):
+    message = getattr(response.choices[0], "message", None)
+    if not isinstance(message, ChatCompletionMessage):
         raise BadAnswer("the answer's first choice holds no message")
+    _check_message(message)
     return response
+
+
+def _check_message(message: ChatCompletionMessage) -> None:
+    """`BadAnswer` unless the fields the loop reads are as the API defines them: the SDK builds
+    its models from any JSON without checking it."""
+    for field in ("content", "reasoning_content"):  # the second is DeepSeek's, kept as extra
+        if not isinstance(getattr(message, field, None), (str, type(None))):
+            raise BadAnswer(f"the answer's {field} is not text")
+    calls = message.tool_calls
+    if calls is not None and not isinstance(calls, list):
+        raise BadAnswer("the answer's tool_calls is not a list")
+    for call in calls or []:
+        if not isinstance(call, BaseModel):
+            raise BadAnswer("a tool call in the answer is not an object")
+        if getattr(call, "type", None) == "function" and not _is_function_call(call):
+            raise BadAnswer("a function tool call in the answer has no string id, name or arguments")
+
+
+def _is_function_call(call: BaseModel) -> bool:
+    function = getattr(call, "function", None)
+    fields = (
+        getattr(call, "id", None),
+        getattr(function, "name", None),
+        getattr(function, "arguments", None),
+    )
+    return all(isinstance(f, str) for f in fields)
+
+
+def _usage(usage: object) -> Usage | None:
+    """The tokens a step counted, when the answer counts them as the API defines: only the
+    worker session records them, so counts of another shape are unknown, not a failure."""
+    prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+    return Usage(prompt, completion) if isinstance(prompt, int) and isinstance(completion, int) else None
 
 
 def _answer(
