@@ -3,8 +3,8 @@
 The async `AsyncDaemonClient` is the library API; `call()` is the small synchronous wrapper of
 one raw request. Each has a `DaemonApi` transport: `AsyncDaemonClient.request` for an event
 loop, `SocketTransport` (over `call()`) for the CLI. A daemon of another protocol or app
-version is asked to stop and replaced, and a daemon that fails to start is reported with the
-end of its own log.
+version is asked to stop and replaced (only by a caller that may start its successor), and a
+daemon that fails to start is reported with the end of its own log.
 """
 
 from __future__ import annotations
@@ -39,11 +39,38 @@ from .protocol.rpc import (
 from .server.runtime import DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
+# A live daemon answers hello on its event loop at once; one that does not is stopped or stuck.
+# Other requests have no timeout: a consolidation or a cold listing may rightly take minutes.
+HELLO_TIMEOUT_SECONDS = 10.0
 RETRY_SECONDS = 0.05
+POLL_SECONDS = 0.02
 
 
 class DaemonUnavailable(Exception):
     """The daemon could not be reached or started; the message says why and what to do."""
+
+
+class DaemonNotAnswering(DaemonUnavailable):
+    """A daemon took the connection but did not say hello: stopped (SIGSTOP) or wedged."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(
+            f"the remem daemon (pid {pid}) accepted the connection but did not answer within "
+            f"{HELLO_TIMEOUT_SECONDS:.0f} s (it is stopped or stuck); `remem daemon stop` ends it"
+        )
+        self.pid = pid
+
+
+class OtherDaemonVersion(DaemonUnavailable):
+    """A daemon of another protocol or app version runs, and this caller may not replace it."""
+
+    def __init__(self, hello: Hello) -> None:
+        super().__init__(
+            f"the running remem daemon (pid {hello.pid}) is version {hello.version}, protocol "
+            f"{hello.protocol}; this remem is version {APP_VERSION}, protocol {PROTOCOL_VERSION}, "
+            "and replaces it on the next command that may start a daemon"
+        )
+        self.hello = hello
 
 
 class RequestTooLarge(Exception):
@@ -55,6 +82,19 @@ class _NotSent(DaemonUnavailable):
 
 
 Listener = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Hello:
+    """What a daemon of any version said to `daemon/hello`."""
+
+    pid: int
+    protocol: int
+    version: str
+
+    @property
+    def current(self) -> bool:
+        return (self.protocol, self.version) == (PROTOCOL_VERSION, APP_VERSION)
 
 
 class AsyncDaemonClient:
@@ -126,14 +166,32 @@ class AsyncDaemonClient:
         paths = DaemonPaths(self.home)
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         retry = False
-        while (link := await _connect_checked(paths, self._listener)) is None:
+        while (link := await self._compatible(paths, deadline)) is None:
             if time.monotonic() > deadline:
                 raise DaemonUnavailable(f"the remem daemon for {self.home.root} started but does not answer")
             if retry:  # a daemon killed a moment ago may still hold its lock: wait until it is gone
                 await asyncio.sleep(RETRY_SECONDS)
-            await asyncio.to_thread(_start, paths, self._start)
+            await asyncio.to_thread(_start, paths, self._start, deadline)
             retry = True
         return link
+
+    async def _compatible(self, paths: DaemonPaths, deadline: float) -> _Link | None:
+        """A connection to a daemon of this version; None when none answers (yet), or once one
+        of another version has stopped: replaced, if this client may start its successor."""
+        greeted = await _greeted(paths, self._listener)
+        if greeted is None:
+            return None
+        link, hello = greeted
+        if hello.current:
+            return link
+        if not self._start:
+            await link.close()
+            # Stopping it would leave this caller (`remem daemon status`), and everyone, none.
+            raise OtherDaemonVersion(hello)
+        await link.request(DAEMON_SHUTDOWN.name, {})
+        await link.close()
+        await asyncio.to_thread(_wait_until_stopped, paths, deadline)
+        return None
 
 
 class _Link:
@@ -211,8 +269,11 @@ class _Link:
             answer.set_result(message["result"])
 
 
-async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Link | None:
-    """A connection after a version handshake; None when no compatible daemon answers."""
+async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link, Hello] | None:
+    """A connection to the daemon the status file names, of whatever version, and its hello;
+    None when none answers (yet). `DaemonNotAnswering` when it takes the connection but says
+    nothing: waiting longer would hang the caller, and starting another is not possible while
+    it holds the lock."""
     info = paths.read_status()
     if info is None:
         return None
@@ -221,43 +282,63 @@ async def _connect_checked(paths: DaemonPaths, listener: Listener | None) -> _Li
     except OSError:
         return None
     link = _Link(reader, writer, info, listener)
+    # Raw JSON: a daemon of another version may answer in another shape.
+    asking = link.request(DAEMON_HELLO.name, {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
     try:
-        # Raw JSON: a daemon of another version may answer in another shape.
-        hello = await link.request(DAEMON_HELLO.name, {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
+        said = await asyncio.wait_for(asking, HELLO_TIMEOUT_SECONDS)
+    except asyncio.TimeoutError:
+        await link.close()
+        raise DaemonNotAnswering(info.pid) from None
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
-    if hello["pid"] != info.pid:
+    hello = Hello(said["pid"], said["protocol"], said["version"])
+    if hello.pid != info.pid:
         # The status file is a dead daemon's, and a new one answers on the same socket path
         # before it has written its own: wait for it, so `info` always names who answers.
         await link.close()
         return None
-    if (hello["protocol"], hello["version"]) == (PROTOCOL_VERSION, APP_VERSION):
-        return link
-    await link.request(DAEMON_SHUTDOWN.name, {})  # an older (or newer) daemon: replace it
-    await link.close()
-    await asyncio.to_thread(_wait_until_stopped, paths)
-    return None
+    return link, hello
 
 
-def _start(paths: DaemonPaths, spawn: bool = True) -> None:
+def shutdown(home: Home) -> int | None:
+    """Ask this home's daemon to stop, whatever its version (every version answers
+    `daemon/shutdown` alike): the pid of the daemon asked, None when none answered (yet)."""
+
+    async def once() -> int | None:
+        greeted = await _greeted(DaemonPaths(home), None)
+        if greeted is None:
+            return None
+        link, hello = greeted
+        try:
+            await link.request(DAEMON_SHUTDOWN.name, {})
+        except DaemonUnavailable:
+            pass  # it went away as it was asked: stopping all the same
+        finally:
+            await link.close()
+        return hello.pid
+
+    return asyncio.run(once())
+
+
+def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
     """Spawn the daemon (if allowed) unless one runs, and wait until it listens.
 
-    A running daemon without a readable status file (someone deleted or overwrote it) is
-    waited for too: it puts the file back within a second.
+    A running daemon without a readable status file is waited for too: it is starting, or
+    someone deleted or overwrote the file and it puts the file back within a second, or it is
+    exiting (idle, told to stop, replaced) and lets its lock go; the caller then starts a new one.
     """
     with file_lock(paths.spawn_lock):
-        running = paths.running()
-        if running and paths.read_status() is not None:
-            return  # another client started it while we waited for the spawn lock
-        if not running and not spawn:
+        if paths.running():
+            _wait_for_holder(paths, deadline)
+            return
+        if not spawn:
             raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
         # With no daemon running, a status file is a dead daemon's: the new one must replace it.
-        stale = None if running else paths.read_status()
-        process = None if running else _spawn(paths)
-        _wait_for_status(paths, process, stale)
-        if process is not None:
-            # Reap it when it exits, or a long-lived spawner (the language server) keeps a zombie.
-            threading.Thread(target=process.wait, name="remem-daemon-reaper", daemon=True).start()
+        stale = paths.read_status()
+        process = _spawn(paths)
+        _wait_for_status(paths, process, stale, deadline)
+        # Reap it when it exits, or a long-lived spawner (the language server) keeps a zombie.
+        threading.Thread(target=process.wait, name="remem-daemon-reaper", daemon=True).start()
 
 
 def _spawn(paths: DaemonPaths) -> subprocess.Popen[bytes]:
@@ -272,27 +353,36 @@ def _spawn(paths: DaemonPaths) -> subprocess.Popen[bytes]:
         os.close(log)
 
 
+def _wait_for_holder(paths: DaemonPaths, deadline: float) -> None:
+    """Wait while a daemon holds the lock without a status file: until it writes one or exits."""
+    while paths.read_status() is None and paths.running():
+        if time.monotonic() > deadline:
+            raise DaemonUnavailable(
+                f"a remem daemon holds {paths.lock} but neither wrote {paths.status.name} nor exited "
+                f"within {START_TIMEOUT_SECONDS:.0f} s (its log: {paths.log})"
+            )
+        time.sleep(POLL_SECONDS)
+
+
 def _wait_for_status(
-    paths: DaemonPaths, process: subprocess.Popen[bytes] | None, stale: DaemonInfo | None
+    paths: DaemonPaths, process: subprocess.Popen[bytes], stale: DaemonInfo | None, deadline: float
 ) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         status = paths.read_status()
         if status is not None and status != stale and paths.running():
             return
-        if process is not None and process.poll() not in (None, 0):
+        if process.poll() not in (None, 0):
             raise DaemonUnavailable(f"the remem daemon failed to start: {_last_words(paths)}")
-        time.sleep(0.02)
+        time.sleep(POLL_SECONDS)
     seconds = f"{START_TIMEOUT_SECONDS:.0f}"
     raise DaemonUnavailable(f"the remem daemon did not start within {seconds} s: {_last_words(paths)}")
 
 
-def _wait_until_stopped(paths: DaemonPaths) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+def _wait_until_stopped(paths: DaemonPaths, deadline: float) -> None:
     while paths.running():
         if time.monotonic() > deadline:
             raise DaemonUnavailable("the old remem daemon did not stop; stop it with `remem daemon stop`")
-        time.sleep(0.02)
+        time.sleep(POLL_SECONDS)
 
 
 def _last_words(paths: DaemonPaths) -> str:

@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import sys
 import time
+from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from ..client import DaemonUnavailable, SocketTransport
+from ..client import (
+    POLL_SECONDS,
+    DaemonNotAnswering,
+    DaemonUnavailable,
+    OtherDaemonVersion,
+    SocketTransport,
+    shutdown,
+)
 from ..home import Home
 from ..protocol.api import DaemonApi
-from ..protocol.rpc import Empty, StatusResult
+from ..protocol.rpc import APP_VERSION, PROTOCOL_VERSION, Empty, StatusResult
 from ..server.runtime import DaemonPaths
 from .backend import Backend
 from .output import EXIT_PROBLEMS, emit_json, fail, say
 
 STOP_TIMEOUT_SECONDS = 15.0
+# How long a signalled daemon has to exit: a wedged one never handles SIGTERM, so SIGKILL follows.
+SIGNAL_GRACE_SECONDS = 5.0
 
 
 @click.group()
@@ -49,19 +62,11 @@ def start(backend: Backend, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_obj
 def stop(backend: Backend, as_json: bool) -> None:
-    """Stop the daemon and wait until it has exited."""
-    home = backend.home
-    paths = DaemonPaths(home)
+    """Stop the daemon and wait until it has exited (signalling it if it does not answer)."""
+    paths = DaemonPaths(backend.home)
     was_running = paths.running()
     if was_running:
-        # A daemon exiting already, or not yet listening, is waited for just the same.
-        with contextlib.suppress(DaemonUnavailable):
-            DaemonApi(SocketTransport(home, start=False)).shutdown(Empty())
-        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while paths.running():
-            if time.monotonic() > deadline:
-                fail(f"the daemon did not exit within {STOP_TIMEOUT_SECONDS:.0f} s", EXIT_PROBLEMS)
-            time.sleep(0.02)
+        _stop(paths)
     if as_json:
         emit_json({"stopped": was_running})
     else:
@@ -72,15 +77,16 @@ def stop(backend: Backend, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_obj
 def status(backend: Backend, as_json: bool) -> None:
-    """Whether the daemon runs, and its pid, version and clients; exit 1 when it does not."""
+    """Whether the daemon runs, and its pid, version and clients; exit 1 when none answers."""
     try:
         result = _status(backend.home, start=False)
+    except OtherDaemonVersion as exc:
+        _say_other_version(exc, as_json)
+        return
+    except DaemonNotAnswering as exc:
+        _say_problem({"running": True, "answering": False, "pid": exc.pid}, str(exc), as_json)
     except DaemonUnavailable as exc:
-        if as_json:
-            emit_json({"running": False})
-        else:
-            say(f"remem daemon not running ({exc})")
-        sys.exit(EXIT_PROBLEMS)
+        _say_problem({"running": False}, f"remem daemon not running ({exc})", as_json)
     if as_json:
         emit_json({"running": True, **result.model_dump(mode="json")})
     else:
@@ -94,6 +100,108 @@ def status(backend: Backend, as_json: bool) -> None:
             say("settings.yml is invalid; running on the last valid settings until it is fixed:")
             for problem in result.settingsProblems:
                 say(f"  {problem}")
+
+
+def _say_problem(report: dict[str, object], line: str, as_json: bool) -> NoReturn:
+    if as_json:
+        emit_json(report)
+    else:
+        say(line)
+    sys.exit(EXIT_PROBLEMS)
+
+
+def _say_other_version(exc: OtherDaemonVersion, as_json: bool) -> None:
+    hello = exc.hello
+    if as_json:
+        emit_json({"running": True, "pid": hello.pid, "protocol": hello.protocol, "version": hello.version,
+                   "otherVersion": True})  # fmt: skip
+        return
+    say(
+        f"remem daemon running: pid {hello.pid}, version {hello.version}, protocol {hello.protocol} "
+        f"(this remem is version {APP_VERSION}, protocol {PROTOCOL_VERSION}; the next command replaces it)"
+    )
+
+
+def _stop(paths: DaemonPaths) -> None:
+    """Ask the daemon to stop and wait until it has exited; signal it when it does not answer,
+    or has not exited within STOP_TIMEOUT_SECONDS."""
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+    asked: int | None = None
+    while paths.running():
+        if time.monotonic() > deadline:
+            _signal(paths, asked, f"did not exit within {STOP_TIMEOUT_SECONDS:.0f} s")
+            return
+        # A daemon not yet listening (no status file yet) is asked once it can be; one exiting
+        # already, never, but waited for just the same.
+        try:
+            if asked is None:
+                asked = shutdown(paths.home)
+        except DaemonNotAnswering as exc:
+            _signal(paths, exc.pid, "did not answer")
+            return
+        time.sleep(POLL_SECONDS)
+
+
+def _signal(paths: DaemonPaths, pid: int | None, why: str) -> None:
+    """SIGTERM, then SIGKILL, the daemon `pid`, and only once it is proven to hold the home's
+    lock: a status file outlives its daemon, and the pid it names may be anyone's since."""
+    if pid is None:
+        fail(f"the remem daemon {why} and never answered, so its pid is unknown: none was signalled",
+             EXIT_PROBLEMS)  # fmt: skip
+    if not _holds_lock(pid, paths.lock):
+        fail(f"the remem daemon {why}; pid {pid} cannot be shown to hold {paths.lock}, so it was not "
+             "signalled", EXIT_PROBLEMS)  # fmt: skip
+    say(f"the remem daemon (pid {pid}) {why}: sending SIGTERM", err=True)
+    # SIGCONT too: a stopped (SIGSTOP) daemon then handles SIGTERM, and cleans up after itself.
+    for signum in (signal.SIGTERM, signal.SIGCONT):
+        _kill(pid, signum)
+    if _exited(paths, SIGNAL_GRACE_SECONDS):
+        return
+    say(f"the remem daemon (pid {pid}) did not exit on SIGTERM: sending SIGKILL", err=True)
+    _kill(pid, signal.SIGKILL)
+    if not _exited(paths, SIGNAL_GRACE_SECONDS):
+        fail(f"the remem daemon (pid {pid}) did not exit on SIGKILL", EXIT_PROBLEMS)
+
+
+def _kill(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it exited meanwhile: its lock is free
+        os.kill(pid, signum)
+
+
+def _exited(paths: DaemonPaths, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while paths.running():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def _holds_lock(pid: int, lock: Path) -> bool:
+    """Whether process `pid` holds the flock on `lock`, as Linux's /proc shows (elsewhere,
+    never: nothing is signalled that cannot be proven to be the daemon)."""
+    try:
+        wanted = os.stat(lock)
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    return any(_locks_through(pid, fd, (wanted.st_dev, wanted.st_ino)) for fd in descriptors)
+
+
+def _locks_through(pid: int, fd: str, file: tuple[int, int]) -> bool:
+    """Whether `pid`'s descriptor `fd` is open on `file` (device, inode) with an exclusive flock:
+    fdinfo lists the locks held through that descriptor (not ones it waits for)."""
+    try:
+        opened = os.stat(f"/proc/{pid}/fd/{fd}")
+        info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+    except OSError:
+        return False
+    if (opened.st_dev, opened.st_ino) != file:
+        return False
+    return any(
+        line.split()[:1] == ["lock:"] and {"FLOCK", "WRITE"} <= set(line.split())
+        for line in info.splitlines()
+    )
 
 
 def _status(home: Home, *, start: bool) -> StatusResult:
