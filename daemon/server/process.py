@@ -116,11 +116,12 @@ class Daemon:
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,
         )  # fmt: skip
+        # Before the status file: a client may signal the pid it names as soon as it exists.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stop)
         self._status_file = info.model_dump_json().encode() + b"\n"
         atomic_write(self.paths.status, self._status_file)
         keeper = asyncio.create_task(self._keep_state(lock))
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.stop)
         self._arm_idle()
         log.info("listening on %s (pid %d)", socket_path, os.getpid())
         try:
