@@ -62,6 +62,12 @@ LOCK_IN_THE_WAY = (
     "remem cannot reach its memory: `{name}` in remem's home cannot be used as a lock file "
     "({reason}). Ask the user to remove that file (remem recreates it), then try again."
 )
+# Its reason names the home and quotes the daemon's log: for the user (logged), not the agent.
+DAEMON_UNAVAILABLE = (
+    "remem's memory service is unavailable: its daemon could not be reached or started (the user "
+    "sees why with `remem daemon status`). If this was memory_update, it may or may not have been "
+    "applied: call memory_context before trying again."
+)
 _SCOPE_TITLES = {"global": "Global", "workspace": "This project's"}
 log = logging.getLogger("remem.agents")
 
@@ -168,10 +174,8 @@ class AgentSession:
         try:
             return await answer
         except DaemonUnavailable as exc:
-            raise Refusal(
-                f"remem's memory service is unavailable ({exc}). If this was memory_update, it may or "
-                "may not have been applied: call memory_context before trying again."
-            ) from None
+            log.warning("the remem daemon is unavailable: %s", exc)
+            raise Refusal(DAEMON_UNAVAILABLE) from None
         except RpcError as exc:
             raise Refusal(_rpc_message(exc, changes)) from None
         except LockUnusable as exc:

@@ -47,6 +47,16 @@ async def test_an_unusable_spawn_lock_is_named_by_its_file_name_alone(
     assert str(tmp_path) not in message and " /" not in message
 
 
+async def test_a_daemon_that_cannot_start_is_said_without_the_homes_path(home: Home, project: Path) -> None:
+    (home.ensure_layout().state / "daemon.json").mkdir()  # where it writes its status: it fails to start
+    async with agent(home, project) as session:
+        result = await session.call("memory_context")
+    assert result.is_error
+    message = text_of(result)
+    assert "daemon could not be reached or started" in message and "`remem daemon status`" in message
+    assert str(home.root) not in message and " /" not in message, message
+
+
 @pytest.fixture
 def latin1_folder(tmp_path: Path) -> Path:
     folder = tmp_path / os.fsdecode(b"caf\xe9")
