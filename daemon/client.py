@@ -36,14 +36,13 @@ from .protocol.rpc import (
     Result,
     RpcError,
 )
-from .server.runtime import DaemonPaths
+from .server.runtime import POLL_SECONDS, DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
 # A live daemon answers hello on its event loop at once; one that does not is stopped or stuck.
 # Other requests have no timeout: a consolidation or a cold listing may rightly take minutes.
 HELLO_TIMEOUT_SECONDS = 10.0
 RETRY_SECONDS = 0.05
-POLL_SECONDS = 0.02
 
 
 class DaemonUnavailable(Exception):
@@ -379,10 +378,8 @@ def _wait_for_status(
 
 
 def _wait_until_stopped(paths: DaemonPaths, deadline: float) -> None:
-    while paths.running():
-        if time.monotonic() > deadline:
-            raise DaemonUnavailable("the old remem daemon did not stop; stop it with `remem daemon stop`")
-        time.sleep(POLL_SECONDS)
+    if not paths.gone_by(deadline):
+        raise DaemonUnavailable("the old remem daemon did not stop; stop it with `remem daemon stop`")
 
 
 def _last_words(paths: DaemonPaths) -> str:

@@ -13,7 +13,6 @@ from typing import NoReturn
 import click
 
 from ..client import (
-    POLL_SECONDS,
     DaemonNotAnswering,
     DaemonUnavailable,
     OtherDaemonVersion,
@@ -23,7 +22,7 @@ from ..client import (
 from ..home import Home
 from ..protocol.api import DaemonApi
 from ..protocol.rpc import APP_VERSION, PROTOCOL_VERSION, Empty, StatusResult
-from ..server.runtime import DaemonPaths
+from ..server.runtime import POLL_SECONDS, DaemonPaths
 from .backend import Backend
 from .output import EXIT_PROBLEMS, emit_json, fail, say
 
@@ -155,26 +154,17 @@ def _signal(paths: DaemonPaths, pid: int | None, why: str) -> None:
     # SIGCONT too: a stopped (SIGSTOP) daemon then handles SIGTERM, and cleans up after itself.
     for signum in (signal.SIGTERM, signal.SIGCONT):
         _kill(pid, signum)
-    if _exited(paths, SIGNAL_GRACE_SECONDS):
+    if paths.gone_by(time.monotonic() + SIGNAL_GRACE_SECONDS):
         return
     say(f"the remem daemon (pid {pid}) did not exit on SIGTERM: sending SIGKILL", err=True)
     _kill(pid, signal.SIGKILL)
-    if not _exited(paths, SIGNAL_GRACE_SECONDS):
+    if not paths.gone_by(time.monotonic() + SIGNAL_GRACE_SECONDS):
         fail(f"the remem daemon (pid {pid}) did not exit on SIGKILL", EXIT_PROBLEMS)
 
 
 def _kill(pid: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):  # it exited meanwhile: its lock is free
         os.kill(pid, signum)
-
-
-def _exited(paths: DaemonPaths, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while paths.running():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL_SECONDS)
-    return True
 
 
 def _holds_lock(pid: int, lock: Path) -> bool:

@@ -16,6 +16,7 @@ import logging
 import os
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..locks import try_file_lock
 from ..protocol.rpc import DaemonInfo
 
 log = logging.getLogger("remem.daemon")
+POLL_SECONDS = 0.02  # how often a waiting client looks at the lock and the status file again
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ class DaemonPaths:
             return True
         held.release()
         return False
+
+    def gone_by(self, deadline: float) -> bool:
+        """Wait until no daemon holds this home's lock: whether none did by `deadline` (monotonic)."""
+        while self.running():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_SECONDS)
+        return True
 
     def read_status(self) -> DaemonInfo | None:
         """The status file's content, or None when it is missing or unreadable (a crash)."""
