@@ -8,7 +8,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from ..protocol.rpc import HistoryEntryParams
+from ..protocol.rpc import HistoryEntryParams, WorkspaceParams
 from .output import fail
 
 
@@ -60,6 +60,11 @@ def utf8_folder(path: str) -> str:
         shown = os.fsencode(path).decode("utf-8", "backslashreplace")
         fail(f"the folder name {shown} is not UTF-8; remem names workspaces by UTF-8 paths")
     return path
+
+
+def workspace_params(cwd: str | None) -> WorkspaceParams:
+    """The workspace of `cwd`, else of the current directory, its folder name UTF-8 (or exit 2)."""
+    return WorkspaceParams(cwd=utf8_folder(os.path.abspath(cwd if cwd is not None else os.getcwd())))
 
 
 def _is_utf8(text: str) -> bool:

@@ -3,7 +3,6 @@ log, diff, show --at and revert."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +30,8 @@ from ..protocol.rpc import (
     Result,
     RevertParams,
     RpcError,
-    WorkspaceParams,
 )
-from .arguments import ENTRY_ID, utf8_folder
+from .arguments import ENTRY_ID, workspace_params
 from .backend import Backend
 from .output import (
     EXIT_CONFLICT,
@@ -97,7 +95,7 @@ def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> No
         _show_at(backend, at, as_json)
         return
     global_memory = _read(backend.api().read_global, Empty(), as_json)
-    snapshot = _read(backend.api().read_workspace, _workspace(cwd), as_json)
+    snapshot = _read(backend.api().read_workspace, workspace_params(cwd), as_json)
     if as_json:
         emit_json(
             {
@@ -136,7 +134,7 @@ def apply(
     except ValidationError as exc:
         _report_result_invalid([_problem_from(error) for error in exc.errors()], as_json)
     params = CommitWorkspaceParams(
-        cwd=_workspace(cwd).cwd, expectedRevision=expected_revision, changes=changes
+        cwd=workspace_params(cwd).cwd, expectedRevision=expected_revision, changes=changes
     )
     _commit(backend.api().commit_workspace, params, as_json)
 
@@ -168,7 +166,7 @@ def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, a
 @click.pass_obj
 def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
     """Regenerate this workspace's MEMORY.md from its records."""
-    written = _read(backend.api().regenerate_index, _workspace(cwd), as_json).written
+    written = _read(backend.api().regenerate_index, workspace_params(cwd), as_json).written
     if as_json:
         emit_json({"status": "regenerated" if written else "no-change"})
     else:
@@ -180,7 +178,7 @@ def reindex(backend: Backend, cwd: str | None, as_json: bool) -> None:
 @click.pass_obj
 def context(backend: Backend, cwd: str | None) -> None:
     """Print what an agent should load: Global memory and the workspace index."""
-    say(_read(backend.api().memory_context, _workspace(cwd), as_json=False).text, nl=False)
+    say(_read(backend.api().memory_context, workspace_params(cwd), as_json=False).text, nl=False)
 
 
 @memory.command()
@@ -197,7 +195,7 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
     if limit < 0:
         fail("--limit must be 0 (all) or more")
     params = HistoryLogParams(
-        cwd=None if global_ else _workspace(cwd).cwd, limit=limit or None, stat=not no_stat
+        cwd=None if global_ else workspace_params(cwd).cwd, limit=limit or None, stat=not no_stat
     )
     result = _read(backend.api().memory_log, params, as_json)
     if as_json:
@@ -286,10 +284,6 @@ def _stat_line(stat: FileStat | None) -> str:
         if names
     ]
     return f"  {'; '.join(parts)} (+{stat.insertions} -{stat.deletions})" if parts else "  (no file changed)"
-
-
-def _workspace(cwd: str | None) -> WorkspaceParams:
-    return WorkspaceParams(cwd=utf8_folder(os.path.abspath(cwd if cwd is not None else os.getcwd())))
 
 
 def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Result:

@@ -23,11 +23,10 @@ from ..protocol.rpc import (
     RpcError,
     SessionParams,
     TranscriptParams,
-    WorkspaceParams,
 )
 from ..protocol.sessions import ROLLED_BACK
 from ..sessions.sources import HARNESS_NAMES
-from .arguments import NON_EMPTY, utf8_folder
+from .arguments import NON_EMPTY, utf8_folder, workspace_params
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
@@ -86,7 +85,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
 @click.pass_obj
 def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
-    params = WorkspaceParams(cwd=utf8_folder(os.path.abspath(cwd if cwd is not None else os.getcwd())))
+    params = workspace_params(cwd)
     with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
         nodes = backend.api(roots, listener).session_tree(params).nodes
     if as_json:
