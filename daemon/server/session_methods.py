@@ -57,7 +57,7 @@ from ..sessions.lineage import build_tree
 from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
 from ..sessions.transcript import render_transcript
-from ..settings import Settings, SettingsError
+from ..settings import Settings, SettingsError, SettingsStore
 from .jsonrpc import Handler
 from .memory_methods import Publish, unheard
 
@@ -77,7 +77,9 @@ class SessionMethods:
     ) -> None:
         self.home = home
         self.extra_roots = tuple(extra_roots)
-        self._settings = settings
+        # A daemon's are its running settings, so a typo in settings.yml stops no tree; a
+        # one-shot command reads the file as it is now, and refuses it when invalid.
+        self._settings = settings or (lambda: SettingsStore(home).read()[0])
         self._publish = publish
         self._memo = memo
         self._fingerprints: dict[Path, str] = {}
@@ -273,11 +275,8 @@ class SessionMethods:
 
     async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
         def call() -> T:
-            if self._settings is None:
-                return action(SessionCatalog.open(self.home, self.extra_roots, self._memo))
-            # A daemon lists by its running settings: a typo in settings.yml stops no tree.
-            settings = self._settings()
-            return action(SessionCatalog.configured(self.home, settings, self.extra_roots, self._memo))
+            catalog = SessionCatalog.configured(self.home, self._settings(), self.extra_roots, self._memo)
+            return action(catalog)
 
         try:
             return await asyncio.to_thread(call)
