@@ -41,16 +41,22 @@ def replace_global(source: Source, content: str = TERSE) -> dict[str, Any]:
     return {"action": "replace-global", "content": content, "evidence": source.evidence(1)}
 
 
+def save_a_record(home: Home, source: Source) -> None:
+    """The user saves a record of the review's workspace, unless saved already."""
+    mine = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd)) / "mine.md"
+    if not mine.exists():
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.write_text(MINE)
+
+
 def save_a_record_at(monkeypatch: pytest.MonkeyPatch, home: Home, source: Source, point: str) -> None:
     """The user saves a record of the review's workspace the first time the barrier reaches `point`."""
-    folder = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd))
     real = barrier.faultpoint
 
     def then_save(name: str) -> None:
         real(name)
-        if name == point and not (folder / "mine.md").exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "mine.md").write_text(MINE)
+        if name == point:
+            save_a_record(home, source)
 
     monkeypatch.setattr(barrier, "faultpoint", then_save)
 
@@ -190,9 +196,7 @@ def test_a_settle_that_finds_the_workspace_changed_receipts_the_global_commit(
     fake.reply(tool_call(both_scopes(source)))
     with pytest.raises(_Crash):
         consolidate(home, source.id)
-    folder = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd))
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "mine.md").write_text(MINE)  # before anyone settled the review
+    save_a_record(home, source)  # before anyone settled the review
     [settled] = settle_committing(home)
     assert_receipts_the_global_commit(home, settled, recovered=entry_cut_off)
 
