@@ -298,7 +298,10 @@ def _answers_kept_turns(grown: Grown, new: list[Line[_Record]]) -> bool:
         for block in _blocks(line.record)
         if block.type == "tool_result"
     }
-    return any(tool.call_id in answered for part in kept for turn in part.turns for tool in turn.tools)
+    # Most appends answer nothing (an assistant's text, a prompt): the kept turns go unread.
+    return bool(answered) and any(
+        tool.call_id in answered for part in kept for turn in part.turns for tool in turn.tools
+    )
 
 
 def _grown_transcript(grown: Grown) -> Transcript:
