@@ -13,6 +13,7 @@ import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.protocol.sessions import Listing, TurnSummary
+from remem.daemon.sessions import cold_reads
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.cold_reads import ColdReads
 from remem.daemon.sessions.index import LogRow
@@ -122,6 +123,9 @@ def test_a_worker_dying_at_a_share_costs_time_never_a_row(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     alone, alone_index, _ = listed(tmp_path / "alone", roots, ALONE)
+    # A worker slow to start (a loaded machine) would have its shares taken back and never read
+    # one: the listing waits for the workers here, so each reaches its fault point.
+    monkeypatch.setattr(cold_reads._Spread, "_take_back", lambda spread: False)
     # Armed in the workers this listing spawns: this process read the variable long ago.
     monkeypatch.setenv("REMEM_FAULTPOINT", point)
     spread, spread_index, _ = listed(tmp_path / "spread", roots, SPREAD)
