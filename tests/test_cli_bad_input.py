@@ -37,6 +37,16 @@ def invoke(*args: str) -> Result:
         (["memory", "revert", ""], "must not be empty"),
         (["memory", "diff", NOT_UTF8], "is not UTF-8"),
         (["sessions", "show", NOT_UTF8], "is not UTF-8"),
+        (["memory", "revert", "1234567", "--expected-revision", NOT_UTF8], "is not UTF-8"),
+        (["memory", "apply", "--expected-revision", NOT_UTF8, "--changes", "-"], "is not UTF-8"),
+        (["memory", "replace-global", "--expected-revision", NOT_UTF8, "--file", "-"], "is not UTF-8"),
+        (["memory", "revert", "1234567", "--expected-revision", ""], "must not be empty"),
+        (["sessions", "fork", "s", "--op-id", "o", "--expected-revision", NOT_UTF8], "is not UTF-8"),
+        (["sessions", "fork", "s", "--op-id", "o", "--title", NOT_UTF8], "is not UTF-8"),
+        (["sessions", "rename", "s", NOT_UTF8], "is not UTF-8"),
+        (["receipts", "--session", NOT_UTF8], "is not UTF-8"),
+        (["eval", "--provider", NOT_UTF8], "is not UTF-8"),
+        (["eval", "--model", NOT_UTF8], "is not UTF-8"),
     ],
 )
 def test_an_argument_the_request_would_refuse_is_a_usage_error(
@@ -45,6 +55,14 @@ def test_an_argument_the_request_would_refuse_is_a_usage_error(
     result = invoke("--home", str(home.root), *args)
     assert (result.exit_code, result.stdout) == (2, "")
     assert "Error: Invalid value for" in result.stderr and problem in result.stderr
+
+
+def test_an_empty_title_is_the_requests_to_judge(home: Home) -> None:
+    result = invoke("--home", str(home.root), "--no-daemon", "sessions", "rename", "s", "")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "remem: INVALID: the title is empty once control characters are removed\n",
+    )
 
 
 def test_an_entry_id_the_request_takes_is_the_historys_to_judge(home: Home) -> None:

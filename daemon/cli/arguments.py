@@ -12,20 +12,27 @@ from ..protocol.rpc import HistoryEntryParams, WorkspaceParams
 from .output import fail
 
 
-class _NonEmpty(click.ParamType):
-    """A UTF-8 string with something in it: an empty id or name, or one with bytes that are not
-    UTF-8, would reach the request models, whose refusal is a validation traceback rather than a
-    usage error."""
+class _Utf8(click.ParamType):
+    """A UTF-8 string: bytes that are not UTF-8 would reach the request models, whose refusal
+    is a validation traceback rather than a usage error. Whether it is empty is the request's
+    to judge (a title is then refused with the reason)."""
 
     name = "text"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
-        if not text.strip():
-            self.fail("must not be empty", param, ctx)
         if not _is_utf8(text):
             self.fail("is not UTF-8", param, ctx)
         return text
+
+
+class _NonEmpty(_Utf8):
+    """A UTF-8 string with something in it: an id, a name or a revision."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not str(value).strip():
+            self.fail("must not be empty", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 # What the request model's refusals mean to someone typing an entry id.
@@ -76,5 +83,6 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
+UTF8 = _Utf8()
 NON_EMPTY = _NonEmpty()
 ENTRY_ID = _EntryId()

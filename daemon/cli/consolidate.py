@@ -78,7 +78,9 @@ def _reason(backend: Backend, session_id: str, review: str) -> str | None:
 
 
 @click.command()
-@click.option("--session", "session_id", default=None, help="Only the reviews of this session.")
+@click.option(
+    "--session", "session_id", default=None, type=NON_EMPTY, help="Only the reviews of this session."
+)
 @json_option
 @click.pass_obj
 def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:

@@ -17,13 +17,18 @@ from ..evaluation.labels import Case
 from ..evaluation.report import Report, table
 from ..evaluation.scoring import CaseScore
 from ..settings import Settings, SettingsError, SettingsStore, parse_settings
+from .arguments import NON_EMPTY
 from .backend import Backend
 from .output import EXIT_PROBLEMS, emit_json, fail, say
 
 
 @click.command(name="eval")
-@click.option("--provider", default=None, help="Measure this provider instead of the configured one.")
-@click.option("--model", default=None, help="Measure this model instead of the configured one.")
+@click.option(
+    "--provider", default=None, type=NON_EMPTY, help="Measure this provider instead of the configured one."
+)
+@click.option(
+    "--model", default=None, type=NON_EMPTY, help="Measure this model instead of the configured one."
+)
 @click.option(
     "--cases", "pattern", default="*", show_default=True,
     help="Only the cases whose id (format/name, e.g. dsh/secrets) or name matches this glob.",

@@ -31,7 +31,7 @@ from ..protocol.rpc import (
     RevertParams,
     RpcError,
 )
-from .arguments import ENTRY_ID, workspace_params
+from .arguments import ENTRY_ID, NON_EMPTY, workspace_params
 from .backend import Backend
 from .output import (
     EXIT_CONFLICT,
@@ -115,7 +115,12 @@ def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> No
 
 @memory.command()
 @cwd_option
-@click.option("--expected-revision", required=True, help="The workspace revision your changes are based on.")
+@click.option(
+    "--expected-revision",
+    required=True,
+    type=NON_EMPTY,
+    help="The workspace revision your changes are based on.",
+)
 @click.option(
     "--changes",
     "changes_file",
@@ -140,7 +145,9 @@ def apply(
 
 
 @memory.command("replace-global")
-@click.option("--expected-revision", required=True, help="The Global revision your text is based on.")
+@click.option(
+    "--expected-revision", required=True, type=NON_EMPTY, help="The Global revision your text is based on."
+)
 @click.option(
     "--file", "source", required=True, type=click.File("rb"), help="New GLOBAL.md text ('-' for stdin)."
 )
@@ -225,7 +232,12 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
 
 @memory.command()
 @click.argument("entry", type=ENTRY_ID)
-@click.option("--expected-revision", default=None, help="Revert only if the scope is still at this revision.")
+@click.option(
+    "--expected-revision",
+    default=None,
+    type=NON_EMPTY,
+    help="Revert only if the scope is still at this revision.",
+)
 @json_option
 @click.pass_obj
 def revert(backend: Backend, entry: str, expected_revision: str | None, as_json: bool) -> None:

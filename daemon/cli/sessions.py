@@ -26,7 +26,7 @@ from ..protocol.rpc import (
 )
 from ..protocol.sessions import ROLLED_BACK
 from ..sessions.sources import HARNESS_NAMES
-from .arguments import NON_EMPTY, utf8_folder, workspace_params
+from .arguments import NON_EMPTY, UTF8, utf8_folder, workspace_params
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
@@ -172,8 +172,15 @@ def _age(epoch_ms: int) -> str:
     type=NON_EMPTY,
     help="Idempotency key: a retry with it returns the same child.",
 )
-@click.option("--title", default=None, help="The child's title (default: the parent's title with (N+1)).")
-@click.option("--expected-revision", default=None, help="Refuse (STALE_SOURCE) if the session changed since.")
+@click.option(
+    "--title", default=None, type=UTF8, help="The child's title (default: the parent's title with (N+1))."
+)
+@click.option(
+    "--expected-revision",
+    default=None,
+    type=NON_EMPTY,
+    help="Refuse (STALE_SOURCE) if the session changed since.",
+)
 @session_options
 @click.pass_obj
 def fork(
@@ -205,7 +212,7 @@ def fork(
 
 @sessions.command()
 @click.argument("session_id", type=NON_EMPTY)
-@click.argument("title")
+@click.argument("title", type=UTF8)
 @click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
 @session_options
 @click.pass_obj
