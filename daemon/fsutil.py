@@ -84,8 +84,11 @@ def write_synced(path: Path, *parts: bytes | memoryview) -> None:
             while view:
                 view = view[os.write(fd, view) :]
         os.fsync(fd)
-    finally:
+    except OSError:  # a full disk: no partial file is left behind
         os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
 
 
 def write_temp(target: Path, *parts: bytes | memoryview) -> Path:

@@ -89,7 +89,10 @@ class ForkJournal:
                 return entry, False
             if entry is not None:
                 self.mark(operation_id)  # a retry writes again: recovery must know
-            return create(entry)
+            try:
+                return create(entry)
+            except OSError as exc:  # a full disk, a read-only folder: the file system's refusal
+                raise OperationError("UNWRITABLE", _unwritable(exc)) from None
 
     def publish(
         self, entry: JournalEntry, parts: Sequence[bytes | memoryview], check_existing: Callable[[Path], None]
@@ -209,6 +212,14 @@ class ForkJournal:
 
     def _lock_path(self, key: str) -> Path:
         return self.locks / f"fork-{key}.lock"
+
+
+def _unwritable(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return (
+        f"the fork could not be written: {exc.strerror or exc}{where}; its child is not published. "
+        "Free the space or fix the folder, then retry with the same operation id"
+    )
 
 
 def operation_key(operation_id: str) -> str:

@@ -25,7 +25,14 @@ class SessionRootError(Exception):
 
 
 ErrorCode = Literal[
-    "NOT_FOUND", "INVALID_ANCHOR", "OPEN_TURN", "STALE_SOURCE", "OP_CONFLICT", "STALE_GENERATION", "INVALID"
+    "NOT_FOUND",
+    "INVALID_ANCHOR",
+    "OPEN_TURN",
+    "STALE_SOURCE",
+    "OP_CONFLICT",
+    "STALE_GENERATION",
+    "INVALID",
+    "UNWRITABLE",
 ]
 
 

@@ -193,8 +193,8 @@ def publish_log(path: Path, parts: Sequence[bytes | memoryview], *, protocol: st
     faultpoint(f"{protocol}.after-temp-write")
     try:
         publish_new(temp, path)
-    except FileExistsError:
-        temp.unlink()
+    except OSError:  # taken (FileExistsError), or the link refused: the temp goes either way
+        temp.unlink(missing_ok=True)
         raise
     faultpoint(f"{protocol}.after-publish")
 

@@ -3,6 +3,7 @@ claude-agent-sdk's own reader (`get_session_messages`), as `claude --resume` wou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -112,8 +113,7 @@ def test_a_retry_sees_a_change_to_a_late_copy_the_prepared_fork_takes(home: Home
     assert crashed.returncode == EXIT_CODE, crashed.stderr
     parent.write_bytes(parent.read_bytes().replace(b"first answer, restated", b"first answer, rewritten"))
     retried = run_driver(home, "claude-code", parent, "op-late")
-    assert (
-        retried.returncode != 0
-        and "the turns this fork copies changed since it was prepared" in retried.stderr
-    )
+    refusal = json.loads(retried.stdout)
+    assert retried.returncode == 1 and refusal["code"] == "STALE_SOURCE"
+    assert refusal["message"].endswith(": the turns this fork copies changed since it was prepared")
     assert sorted(p.name for p in parent.parent.iterdir()) == [parent.name], "no child was written"
