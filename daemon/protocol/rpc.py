@@ -34,8 +34,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
 # receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading;
 # 8: the receipt files consolidation/receipts could not read; 9: a turns answer's format;
-# 10: a listed session's digest may be null (a harness file's, until a review needs it).
-PROTOCOL_VERSION = 10
+# 10: a listed session's digest may be null (a harness file's, until a review needs it);
+# 11: consolidation/finished.
+PROTOCOL_VERSION = 11
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -532,11 +533,21 @@ class ConsolidationProgress(_Strict):
     step: int | None = None
 
 
+class ConsolidationFinished(_Strict):
+    """`consolidation/finished`: a run of `session` ended, whoever asked for it; `outcome` is
+    its receipt's status, or the refusal's code when no review began (`CANCELLED`, `LIVE`, ...).
+    The session's review badge may have changed, committed or not."""
+
+    session: str
+    outcome: str
+
+
 NOTIFICATIONS: dict[str, type[BaseModel]] = {
     "memory/changed": MemoryChanged,
     "sessions/changed": SessionsChanged,
     "sessions/progress": SessionsProgress,
     "consolidation/progress": ConsolidationProgress,
+    "consolidation/finished": ConsolidationFinished,
 }
 
 # Application errors (JSON-RPC reserves -32000 to -32099 for the server's own).

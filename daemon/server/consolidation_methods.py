@@ -4,7 +4,8 @@ One `Consolidator` per daemon keeps the model clients and the per-review seriali
 reports its phases as `consolidation/progress`; `consolidation/cancel` cancels the running
 requests of a session (the one asking the model and any queued behind it), each of which ends
 as a `cancelled` receipt or refusal unless the commit barrier was reached (then it finishes).
-A committed review announces the memory it changed.
+Every run that ends is told to every client as `consolidation/finished`, so review badges follow
+it wherever it was started; a committed review also announces the memory it changed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     CancelResult,
     ConsolidateParams,
+    ConsolidationFinished,
     ConsolidationProgress,
     Empty,
     ModelList,
@@ -75,9 +77,12 @@ class ConsolidationMethods:
         task = asyncio.current_task()
         assert task is not None
         self._running.setdefault(params.session, set()).add(task)
+        outcome = None  # what the run came to, told to every client: their badges may change
         try:
             result = await self.consolidator.consolidate(params.session, progress)
+            outcome = result.status.value
         except Refused as exc:
+            outcome = exc.code
             data = {"code": exc.code} | ({"files": exc.files} if exc.files else {})
             raise RpcError(CONSOLIDATION_REFUSED, exc.message, data) from None
         except asyncio.CancelledError:
@@ -85,11 +90,16 @@ class ConsolidationMethods:
             # the run still gets an answer, or its client would wait for ever.
             if task not in self._cancelling:
                 raise
+            outcome = "CANCELLED"
             raise refused(
                 "CANCELLED", "cancelled before the model was asked; run it again to review"
             ) from None
         finally:
             self._forget(params.session, task)
+            if outcome is not None:
+                self._publish(
+                    "consolidation/finished", ConsolidationFinished(session=params.session, outcome=outcome)
+                )
         if result.status is Status.COMMITTED and not result.recovered:
             await self._announce(result.review)
         return result

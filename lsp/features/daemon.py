@@ -1,9 +1,10 @@
 """The daemon, as the editor sees it: the link opened once the editor is ready and closed at
 shutdown, its state sent as `remem/status`, a daemon that cannot be used said once as a warning,
-and the daemon's news passed on (`remem/memoryChanged`, `remem/treeChanged`,
-`remem/sessionsProgress`) with the lenses it may have changed asked for again. A daemon usable
-again (rejoined after a stop, replaced after a crash, or found after a degraded spell) is news
-of both kinds: the editor's views re-read what they showed, a refusal included.
+and the daemon's news passed on (`remem/memoryChanged`, `remem/treeChanged` — also when a
+consolidation finished anywhere —, `remem/sessionsProgress`) with the lenses it may have
+changed asked for again. A daemon usable again (rejoined after a stop, replaced after a crash,
+or found after a degraded spell) is news of both kinds: the editor's views re-read what they
+showed, a refusal included.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def register(server: RememServer) -> None:
     link.on(FAILED, lambda failure: _warn(server, failure["message"]))
     link.on("memory/changed", lambda news: editor.notify(ids.MEMORY_CHANGED, news))
     link.on("sessions/changed", lambda news: editor.notify(ids.TREE_CHANGED, news))
+    # A review badge follows a run that ended anywhere (a failed or cancelled one changes no memory).
+    link.on("consolidation/finished", lambda news: editor.notify(ids.TREE_CHANGED, news))
     link.on("sessions/progress", lambda news: editor.notify(ids.SESSIONS_PROGRESS, news))
     link.on(RECONNECTED, lambda _: editor.notify(ids.MEMORY_CHANGED, {}))
     link.on(RECONNECTED, lambda _: editor.notify(ids.TREE_CHANGED, {}))

@@ -46,6 +46,9 @@ def test_progress_and_memory_notifications(home: Home, fake: FakeOpenAI, source:
     assert (result["status"], result["changes"]) == ("committed", 2)
     phases = [p["phase"] for m, p in heard if m == "consolidation/progress"]
     assert phases == ["freezing", "model", "model-step", "model-answer", "committing"]
+    assert [p for m, p in heard if m == "consolidation/finished"] == [
+        {"session": source.id, "outcome": "committed"}
+    ]
 
 
 def test_invalid_memory_is_refused_naming_the_files_to_fix(
@@ -56,20 +59,32 @@ def test_invalid_memory_is_refused_naming_the_files_to_fix(
     folder.mkdir(parents=True, exist_ok=True)
     broken.write_text("---\nname: broken\ntype: Feedback\n---\nA body.\n")
 
+    heard: list[tuple[str, dict[str, object]]] = []
+
     async def scenario() -> RpcError:
-        client = await AsyncDaemonClient.open(home)
+        # Another client's views hear how the run ended, though no memory changed.
+        client, other = (
+            AsyncDaemonClient.open(home),
+            AsyncDaemonClient.open(home, listener=lambda m, p: heard.append((m, p))),
+        )
+        asking, listening = await client, await other
         try:
             with pytest.raises(RpcError) as refused:
-                await client.call("consolidation/run", {"session": source.id})
+                await asking.call("consolidation/run", {"session": source.id})
+            await until(lambda: any(m == "consolidation/finished" for m, _ in heard), what="the run's end")
             return refused.value
         finally:
-            await client.close()
+            await asking.close()
+            await listening.close()
 
     refusal = asyncio.run(scenario())
     # The editor opens these, so that the Problems panel it shows lists their problems.
     assert refusal.code == CONSOLIDATION_REFUSED
     assert refusal.data == {"code": "MEMORY_INVALID", "files": [str(broken)]}
     assert fake.count == 0
+    assert [p for m, p in heard if m == "consolidation/finished"] == [
+        {"session": source.id, "outcome": "MEMORY_INVALID"}
+    ]
 
 
 def test_a_third_party_edit_after_a_crash_is_a_conflict(

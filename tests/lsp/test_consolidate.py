@@ -14,6 +14,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from tests import waiting
@@ -148,6 +149,21 @@ async def test_a_failure_says_why_and_the_url_it_tried(editor: Editor, fake: Fak
     assert result["message"].startswith(f"Consolidation of {label} ended provider-failed (")
     assert "does not exist" in result["message"] and f"asked {fake.base_url}" in result["message"]
     assert result["message"].endswith("): 0 changes to memory; the receipt says more.")
+
+
+async def test_a_run_another_client_ended_without_memory_redraws_the_tree(
+    editor: Editor, fake: FakeOpenAI, home: Home
+) -> None:
+    reviewed = source(home, seed=9)
+    fake.reply(status(400, "The model `fake-model` does not exist"))
+    other = await AsyncDaemonClient.open(home)  # the CLI, or another window
+    try:
+        result = await other.call("consolidation/run", {"session": reviewed.id})
+    finally:
+        await other.close()
+    assert result["status"] == "provider-failed"
+    ended = {"session": reviewed.id, "outcome": "provider-failed"}
+    await until(lambda: ended in editor.notes("remem/treeChanged"))
 
 
 async def test_cancelling_the_progress_cancels_the_attempt(
