@@ -114,7 +114,8 @@ def settings() -> None:
 @json_option
 @click.pass_obj
 def model(backend: Backend, provider: str | None, model: str | None, as_json: bool) -> None:
-    """Show the consolidation model, or choose another one (both --provider and --model)."""
+    """Show the consolidation model, or choose another one (--provider, --model or both; the one
+    left out stays as it is)."""
     try:
         current = backend.api().model_settings(Empty())
         if provider is not None or model is not None:
