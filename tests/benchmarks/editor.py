@@ -242,7 +242,7 @@ def _verdict_table(name: str, timings: dict[str, dict[int, int]], allowance_ns: 
 # Fifteen windows a side: one window's time spreads by a few hundred milliseconds, so with five
 # the p50s of two runs of the same code differed by more than the 0.2 s allowance (+69 and
 # +400 ms for the kept tree).
-_BUDGET = _Starts(iterations=16, warmup=1)
+_BUDGET = _Starts(iterations=15, warmup=1)
 _WHAT = (
     "from the workbench ready (activity bar rendered) in a new code-server window on a seeded "
     "workspace, show the Remem container and wait for the first Session Branches row; baseline: "
