@@ -67,7 +67,6 @@ class RenameArgs(SessionArg):
 class RegenerateArgs(Strict):
     uri: str | None = None
     cwd: AbsolutePath | None = None
-    announce: bool = True  # False: the caller shows the outcome the answer carries
 
     @model_validator(mode="after")
     def _one_target(self) -> RegenerateArgs:

@@ -134,7 +134,11 @@ async def test_selecting_a_model_changes_the_route(editor: Editor) -> None:
         ("remem.lsp.fork", [{"session": "s", "turn": 1, "confirmed": "yes"}], "`confirmed`: Input should be"),
         ("remem.lsp.fork", [{"session": "s", "turn": "2"}], "`turn`: Input should be a valid integer"),
         ("remem.lsp.fork", [{"session": "s", "turn": 2.0}], "`turn`: Input should be a valid integer"),
-        ("remem.lsp.regenerateIndex", [{"cwd": "/p", "announce": "no"}], "`announce`: Input should be"),
+        (
+            "remem.lsp.regenerateIndex",
+            [{"cwd": "/p", "announce": False}],
+            "`announce`: unknown key; expected {uri?, cwd?}",
+        ),
         ("remem.lsp.consolidate", [{}], "give either `session` (an id) or `cwd`"),
         ("remem.lsp.consolidate", [{"cwd": "here"}], "`cwd`: Value error, must be an absolute path"),
         (
