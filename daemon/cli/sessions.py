@@ -1,4 +1,5 @@
-"""`remem sessions ...`: list, tree, turns and show, over every configured session root."""
+"""`remem sessions ...`: list, tree, turns and show, over every configured session root; fork,
+rename, archive and restore one session."""
 
 from __future__ import annotations
 
