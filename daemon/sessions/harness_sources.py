@@ -7,7 +7,7 @@ a runtime-dependent hash past 200 characters: lossy both ways, so a workspace's 
 the folders its cwd can have produced and keeps the files whose records' `cwd` is the
 workspace (decision 0121). Codex keeps `<root>/YYYY/MM/DD/rollout-*.jsonl` (archived rollouts
 flat): nothing in the path names the workspace, so a workspace listing stats every rollout and
-filters by the cwd its index row holds from the first `session_meta`.
+filters by the cwd its index row holds from its `session_meta`, line 1.
 
 Files are opened without following a link, and links inside a root are refused, like DSH's.
 """

@@ -91,7 +91,8 @@ def test_a_workspace_glances_at_another_workspaces_rollout_and_never_reads_it_wh
 ) -> None:
     day = roots["codex"] / "2026" / "05" / "01"
     elsewhere = day / "rollout-2026-05-01T00-20-00-elsewhere.jsonl"
-    # A first line that is not the session_meta cannot tell: that rollout is read whole.
+    # A first line that is not the session_meta cannot tell: that rollout is read whole, and
+    # refused, since a later session_meta is never the rollout's own.
     late_meta = rollout(line("turn_context", cwd="/else"), meta("019c-late", cwd="/else"))
     late = write(day / "rollout-2026-05-01T00-30-00-late.jsonl", late_meta)
     read: list[str] = []
@@ -101,8 +102,10 @@ def test_a_workspace_glances_at_another_workspaces_rollout_and_never_reads_it_wh
     assert elsewhere.name not in read and late.name in read
 
     read.clear()
-    every = {s.id for s in catalog(home, roots).listing().sessions}
-    assert every == mine | {"019c-else", "019c-late"} and elsewhere.name in read  # indexed when listed
+    listing = catalog(home, roots).listing()
+    every = {s.id for s in listing.sessions}
+    assert every == mine | {"019c-else"} and elsewhere.name in read  # indexed when listed
+    assert [Path(e.path).name for e in listing.errors] == [late.name]  # line 1 is no session_meta
 
     # Rewritten for this workspace: the stale row is looked at again and the rollout now lists here.
     write(elsewhere, rollout(meta("019c-else", cwd=CWD), *turn("t1", "moved", "here")), old=False)
@@ -391,9 +394,8 @@ def test_a_codex_fork_lands_inside_the_root_its_parent_was_listed_from(
     roots = _codex_root(tmp_path / "r1" / "r2" / "r3" / name)
     made = json.loads(invoke(home, roots, "fork", TID, "--op-id", "flat", "--json"))
     (child,) = [p for p in tmp_path.rglob("rollout-*.jsonl") if made["child"] in p.name]
-    folder = (
-        roots["codex"] / time.strftime("%Y/%m/%d", time.gmtime()) if name == "sessions" else roots["codex"]
-    )
+    today = time.strftime("%Y/%m/%d", time.localtime())  # Codex files by local time
+    folder = roots["codex"] / today if name == "sessions" else roots["codex"]
     assert child.parent == folder
     listed = {s.id: s for s in catalog(home, roots).listing().sessions}
     assert listed[made["child"]].parent == TID
@@ -422,7 +424,7 @@ def test_a_codex_fork_never_lands_through_a_link_in_its_root(home: Home, tmp_pat
     sessions = _codex_root(tmp_path / "codex" / "sessions")
     outside = tmp_path / "outside"
     outside.mkdir()
-    (sessions["codex"] / time.strftime("%Y", time.gmtime())).symlink_to(outside)  # today's year
+    (sessions["codex"] / time.strftime("%Y", time.localtime())).symlink_to(outside)  # this year, locally
     refused = json.loads(invoke(home, sessions, "fork", TID, "--op-id", "a", "--json"))
     assert refused["error"]["code"] == "INVALID" and "symbolic link" in refused["error"]["message"]
     assert list(outside.rglob("*")) == []

@@ -3,8 +3,10 @@
 Each line is ``{"timestamp", "type", "payload"}``. The rules, checked against Codex itself and
 codex-rs:
 
-- identity, cwd and lineage come from the **first** ``session_meta`` only: a legacy fork
-  copies its parent's lines, ``session_meta`` included, after its own;
+- identity, cwd and lineage come from the ``session_meta`` on line 1 only: a legacy fork
+  copies its parent's lines, ``session_meta`` included, after its own, so a later one is never
+  the rollout's; a rollout whose line 1 is not its ``session_meta`` (damaged, torn while Codex
+  writes it, or another record) is an error naming that line;
 - lineage edges: ``forked_from_id`` (a fork), ``history_base.thread_id`` (paginated history:
   the parent's ordinals before ``end_ordinal_exclusive`` are inherited, not copied) and
   ``source.subagent.thread_spawn.parent_thread_id`` (a sub-agent);
@@ -141,7 +143,7 @@ class Rollout:
     turns: tuple[Turn, ...]  # rolled-back turns included, with that status; () when only counted
     turn_count: int
     compactions: int
-    meta_line: int  # the line of the first session_meta (0: none)
+    meta_line: int  # 1: the session_meta on line 1 the rollout is identified by (0: none)
     problems: tuple[Problem, ...]
     error: str | None = None
     newlines: int = 0  # the file's newline characters: its lines, less an unended last one
@@ -157,6 +159,7 @@ class _Open(msgspec.Struct):
     answer: str | None = None
     calls: dict[str, str] = msgspec.field(default_factory=dict)
     outputs: dict[str, bool | None] = msgspec.field(default_factory=dict)  # None: no outcome told
+    late: dict[str, bool] = msgspec.field(default_factory=dict)  # outcomes told after the turn ended
     compacted: bool = False
     status: TurnStatus = "open"
     prompts: list[str] = msgspec.field(default_factory=list)  # from the model's input items
@@ -202,7 +205,9 @@ class Tally:
     problems: list[Problem] = field(default_factory=list)
     size: int = 0  # the bytes tallied, through a newline
     lines: int = 0  # the lines in them
-    meta: Line[_Line] | None = None  # the first session_meta
+    meta: Line[_Line] | None = None  # the session_meta on line 1
+    first: str | None = None  # the record type of line 1, once decoded (None: not, or not yet)
+    later: int = 0  # without `meta`, the line of the first session_meta after line 1 (0: none)
     earliest: str | None = None
     latest: str | None = None
     started: int = 0  # task_started events
@@ -216,9 +221,14 @@ class Tally:
     def fold(self, lines: list[Line[_Line]], events: list[Any] | None = None) -> None:
         """Take `lines`, the ones after those tallied (`events`: their event types, if taken)."""
         if self.meta is None:
-            self.meta = next((line for line in lines if line.record.type == "session_meta"), None)
-            if self.meta is not None and not _forked_at(self.meta):
-                self.start_stamps = None
+            if self.first is None and lines and lines[0].number == 1:
+                self.first = lines[0].record.type
+                if self.first == "session_meta":
+                    self.meta = lines[0]
+                    if not _forked_at(self.meta):
+                        self.start_stamps = None
+            if self.meta is None and not self.later:  # only to say where it is, in the error
+                self.later = next((n for n, record in lines if record.type == "session_meta" and n > 1), 0)
         stamps = [record.timestamp for _, record in lines if record.timestamp]
         if stamps:
             low, high = min(stamps), max(stamps)
@@ -236,6 +246,31 @@ class Tally:
         if self.title is None:
             self.title, self.inside = _first_prompt(lines, events, self.inside)
         self.compactions += sum(1 for _, record in lines if record.type == "compacted")
+
+    def error(self) -> str | None:
+        """Why the rollout has no identity: line 1 is not a `session_meta` with an id and a cwd."""
+        meta = self.meta
+        if meta is not None:
+            missing = [key for key in ("id", "cwd") if not _str(meta.record.payload.get(key))]
+            return f"session_meta on line {meta.number} has no {' or '.join(missing)}" if missing else None
+        damaged = self.problems[0] if self.problems and self.problems[0].line == 1 else None
+        if damaged is not None and damaged.code == "torn-tail":  # Codex still writing it
+            return f"no session_meta line yet: {damaged.reason}"
+        if damaged is not None:
+            why = damaged.reason
+        elif self.first is not None:
+            why = f"line 1 is a {self.first!r} record" if self.first else "line 1 is a record of no type"
+        elif self.later:
+            why = "line 1 is empty"
+        else:
+            return "no session_meta line: not a Codex rollout, or its first line is damaged"
+        said = f"no session_meta line opens the rollout ({why})"
+        if self.later:
+            said += (
+                f"; the first session_meta is on line {self.later}, and a later one is never the "
+                "rollout's own (a fork copies its parent's after its own)"
+            )
+        return said
 
     def copy(self) -> Tally:
         stamps = None if self.start_stamps is None else list(self.start_stamps)
@@ -271,7 +306,7 @@ class Tally:
             compactions=self.compactions,
             meta_line=meta.number if meta else 0,
             problems=tuple(self.problems),
-            error=_error(meta),
+            error=self.error(),
             newlines=newlines,
         )
 
@@ -377,12 +412,13 @@ def _check_index(index: int, turns: int) -> None:
 
 def _turn_at(data: bytes, starts: list[int], index: int) -> tuple[Turn, int]:
     """Turn `index` read from its own lines (through its first end event, or up to the next
-    turn), numbered as in the whole file, and the offset just after its last line."""
+    turn) and the outcomes told after its end (up to the next turn), numbered as in the whole
+    file, and the offset just after its last line."""
     begin = starts[index - 1]
     limit = starts[index] if index < len(starts) else len(data)
     end = next(iter(_event_lines(data, _ENDED, begin, limit)), None)
     stop = limit if end is None else _end_of_line_at(data, end)
-    (turn,) = (_turn(1, read) for read in _read(records(data[begin:stop], _Line, []).lines))
+    (turn,) = (_turn(1, read) for read in _read(records(data[begin:limit], _Line, []).lines))
     shift = data.count(b"\n", 0, begin)
     return msgspec.structs.replace(turn, index=index, start=turn.start + shift, end=turn.end + shift), stop
 
@@ -436,13 +472,6 @@ def _finds(data: bytes, token: bytes, begin: int, limit: int) -> Iterator[int]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _error(meta: Line[_Line] | None) -> str | None:
-    if meta is None:
-        return "no session_meta line: not a Codex rollout, or its first line is damaged"
-    missing = [key for key in ("id", "cwd") if not _str(meta.record.payload.get(key))]
-    return f"session_meta on line {meta.number} has no {' or '.join(missing)}" if missing else None
 
 
 def _lineage(meta: _Payload) -> tuple[Edge, ...]:
@@ -642,21 +671,22 @@ def _exit(payload: _Payload, event: Any) -> tuple[str, bool] | None:
 
 def _late_exit(turn: _Open, payload: _Payload, event: Any) -> None:
     """An outcome told after its turn closed: Codex writes an interrupted command's
-    ``item_completed`` (failed, exit -1) after the ``turn_aborted``."""
+    ``item_completed`` (failed, exit -1) after the ``turn_aborted``. It tells how the call went,
+    not that the call was answered: a call without its output stays without, so whether the
+    turn can be forked is read from the turn's own lines, as a fork point reads it."""
     finished = _exit(payload, event)
     if finished is not None and finished[0] in turn.calls:
-        turn.outputs[finished[0]] = finished[1]
+        turn.late[finished[0]] = finished[1]
 
 
 def _outcome(turn: _Open, call: str) -> bool | None:
-    """Whether `call` went well: as its end event told; with only an output, a success, unless
-    the user stopped the turn (an interrupted command's output is "aborted by user")."""
-    if call not in turn.outputs:
-        return None
-    told = turn.outputs[call]
-    if told is None:
-        return None if turn.status == "aborted" else True
-    return told
+    """Whether `call` went well: as its end event told (in the turn, or after it); with only an
+    output, a success, unless the user stopped the turn (an interrupted command's output is
+    "aborted by user")."""
+    told = turn.late.get(call, turn.outputs.get(call))
+    if told is not None or call not in turn.outputs:
+        return told
+    return None if turn.status == "aborted" else True
 
 
 def _close(turn: _Open | None, done: list[_Open]) -> None:
