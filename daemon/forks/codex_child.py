@@ -6,7 +6,7 @@ parent and the time of the fork — the parent's cwd, provider and instructions,
 ``history_base`` when the parent itself inherits paginated history (without it the child
 would lose everything before the parent's own lines). Then come the parent's lines verbatim,
 its own ``session_meta`` included, through the line that ends the chosen turn. Readers take
-identity from the first ``session_meta`` only.
+identity from line 1 only, the child's own ``session_meta``.
 """
 
 from __future__ import annotations
@@ -53,10 +53,15 @@ def child_path(parent: Path, target: Path, child: str, now: datetime) -> Path:
 
     A ``sessions`` root gets today's ``YYYY/MM/DD/rollout-<ts>-<id>.jsonl``, as Codex writes its
     own. Any other root gets the child beside its parent: remem lists it there, and Codex finds
-    it there when the root lies under its ``CODEX_HOME/sessions``.
+    it there when the root lies under its ``CODEX_HOME/sessions``. The date folders and the
+    file name's time are local, as Codex names its own (codex-rs's `now_local`), so the child
+    sorts among them by when it was made; the times inside the file stay UTC.
     """
-    folder = target / f"{now:%Y}" / f"{now:%m}" / f"{now:%d}" if target.name == "sessions" else parent.parent
-    return folder / f"rollout-{now:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
+    local = now.astimezone()
+    folder = (
+        target / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}" if target.name == "sessions" else parent.parent
+    )
+    return folder / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
 
 
 def make_folders(root: Path, folder: Path) -> None:

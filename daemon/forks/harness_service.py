@@ -15,19 +15,21 @@ import hashlib
 import json
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+import msgspec
 from pydantic import BaseModel, ConfigDict
 
 from ..faults import faultpoint
 from ..home import Home
 from ..safe_open import open_regular
 from ..sessions.errors import ErrorCode, OperationError
-from ..sessions.formats.claude_code import fork_selection, read_transcript
+from ..sessions.formats.claude_code import Selection, fork_selection, read_transcript
 from ..sessions.formats.codex import fork_point, read_rollout
-from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded
+from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded, records
 from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
 from ..sessions.harness_sources import read_file
 from ..sessions.reader import stat_revision
@@ -126,16 +128,8 @@ class HarnessForks:
             prepared, parts, lambda existing: _check_existing(request, existing, prepared)
         )
 
-    def _prepare(self, entry: JournalEntry | None, fresh: JournalEntry) -> JournalEntry:
-        """The entry to publish: the one an interrupted attempt prepared (its cut must still hold
-        in the parent, which only grows), or `fresh`, written before any child byte."""
-        if entry is not None:
-            if entry.sourceRevision != fresh.sourceRevision:
-                raise OperationError(
-                    "STALE_SOURCE",
-                    f"{fresh.source}: the turns this fork copies changed since it was prepared",
-                )
-            return entry
+    def _prepare(self, fresh: JournalEntry) -> JournalEntry:
+        """`fresh`, written before any child byte."""
         self.journal.put(fresh)
         faultpoint("fork.after-prepare")
         return fresh
@@ -150,26 +144,35 @@ class HarnessForks:
         entry: JournalEntry | None,
         listed: Listed,
     ) -> tuple[list[bytes | memoryview], JournalEntry]:
-        turn = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "claude-code")
-        try:
-            selection = fork_selection(data, parent.name, turn)
-        except NotAForkPoint as refused:
-            raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
-        title = _title(request, listed.title or selection.title, entry)
-        prepared = self._prepare(
-            entry,
-            _entry(
-                request,
-                source=selection.session_id,
-                # Through the last line copied: a repeated uuid's last copy may lie past the turn.
-                inherited=memoryview(data)[: end_of_line(data, max(selection.turn.end, *selection.lines))],
-                child=child,
-                path=parent.with_name(f"{child}.jsonl"),
-                seed_length=len(selection.lines),
-                turn=turn,
-                title=title,
-            ),
-        )
+        if entry is not None:
+            # The bytes the prepared attempt copies, found by their digest (its last copied line is
+            # not recorded, and lies at or past line `seedLength`): the turn was judged on them, and
+            # a rewind or an edit appended since may have moved the active conversation off it.
+            cut = _recorded_cut(data, entry.sourceRevision, entry.seedLength)
+            if cut is None:
+                raise _changed(parent)
+            selection = _selection(data[:cut], parent, entry.forkTurn)
+            # Every content-replacement of the session, as a fresh fork carries them.
+            selection = replace(selection, replacements=_replacements(data, selection.session_id))
+            prepared = entry
+        else:
+            turn = request.afterTurn or _last_forkable(data, parent, "claude-code")
+            selection = _selection(data, parent, turn)
+            prepared = self._prepare(
+                _entry(
+                    request,
+                    source=selection.session_id,
+                    # Through the last line copied: a repeated uuid's last copy may lie past the turn.
+                    inherited=memoryview(data)[
+                        : end_of_line(data, max(selection.turn.end, *selection.lines))
+                    ],
+                    child=child,
+                    path=parent.with_name(f"{child}.jsonl"),
+                    seed_length=len(selection.lines),
+                    turn=turn,
+                    title=_title(request, listed.title or selection.title),
+                ),
+            )
         stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         lines = claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp)
         return [b"".join(lines)], prepared  # one write, not one system call per record
@@ -184,40 +187,102 @@ class HarnessForks:
         entry: JournalEntry | None,
         listed: Listed,
     ) -> tuple[list[bytes | memoryview], JournalEntry]:
-        turn_index = entry.forkTurn if entry else request.afterTurn or _last_forkable(data, parent, "codex")
-        try:
-            point = fork_point(data, turn_index)
-        except NotAForkPoint as refused:
-            raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
-        rollout, turn, end = point.rollout, point.turn, point.cut
-        assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
         target = codex_child.landing_root(parent, listed.root)
-        if entry is None and (found := codex_child.existing_rollout(target, child)) is not None:
-            # Its path holds a time, so no-overwrite alone would let Codex see two sessions of one id.
-            raise OperationError(
-                "OP_CONFLICT",
-                f"operation id {request.operationId!r} names session {child}, whose rollout already "
-                f"exists ({found}): it was used for a fork in another remem home, or before this "
-                "home's fork journal was lost; fork again with another operation id",
+        if entry is not None:
+            # The cut the prepared attempt recorded, through the line that ends its turn: the turn
+            # was judged forkable on those bytes, which a rollback appended since does not change.
+            end = end_of_line(data, entry.seedLength)
+            if _digest(memoryview(data)[:end]) != entry.sourceRevision:
+                raise _changed(parent)
+            # An entry an older remem prepared may have taken a later session_meta for its identity.
+            if (refused := read_rollout(data[: end_of_line(data, 1)]).error) is not None:
+                raise OperationError("INVALID", f"{parent}: {refused}")
+            prepared = entry
+        else:
+            turn_index = request.afterTurn or _last_forkable(data, parent, "codex")
+            try:
+                point = fork_point(data, turn_index)
+            except NotAForkPoint as refused:
+                raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+            rollout, end = point.rollout, point.cut
+            assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
+            if (found := codex_child.existing_rollout(target, child)) is not None:
+                # Its path holds a time, so no-overwrite alone would let Codex see two sessions of one id.
+                raise OperationError(
+                    "OP_CONFLICT",
+                    f"operation id {request.operationId!r} names session {child}, whose rollout already "
+                    f"exists ({found}): it was used for a fork in another remem home, or before this "
+                    "home's fork journal was lost; fork again with another operation id",
+                )
+            prepared = self._prepare(
+                _entry(
+                    request,
+                    source=rollout.session_id,
+                    inherited=memoryview(data)[:end],
+                    child=child,
+                    path=codex_child.child_path(parent, target, child, now),
+                    seed_length=point.turn.end,
+                    turn=turn_index,
+                    title=_title(request, listed.title or rollout.title),
+                ),
             )
-        prepared = self._prepare(
-            entry,
-            _entry(
-                request,
-                source=rollout.session_id,
-                inherited=memoryview(data)[:end],
-                child=child,
-                path=codex_child.child_path(parent, target, child, now),
-                seed_length=turn.end,
-                turn=turn_index,
-                title=_title(request, listed.title or rollout.title, entry),
-            ),
-        )
         codex_child.make_folders(target, Path(prepared.path).parent)
-        meta = codex_child.child_meta(
-            codex_child.meta_line(data, rollout.meta_line), child, rollout.session_id, now
-        )
+        # A rollout's identity is its line 1 (`formats/codex.py`), inside the bytes copied.
+        meta = codex_child.child_meta(codex_child.meta_line(data, 1), child, prepared.source, now)
         return [meta, memoryview(data)[:end]], prepared
+
+
+def _selection(data: bytes, parent: Path, turn: int) -> Selection:
+    try:
+        return fork_selection(data, parent.name, turn)
+    except NotAForkPoint as refused:
+        raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+
+
+def _digest(inherited: memoryview) -> str:
+    return "sha256:" + hashlib.sha256(inherited).hexdigest()
+
+
+def _changed(parent: Path) -> OperationError:
+    return OperationError(
+        "STALE_SOURCE", f"{parent}: the turns this fork copies changed since it was prepared"
+    )
+
+
+def _recorded_cut(data: bytes, revision: str, line: int) -> int | None:
+    """The end of the first line of `data`, from line `line` on, through which its bytes have
+    the digest `revision`; None when no such line ends (those bytes changed)."""
+    view = memoryview(data)
+    at = end_of_line(data, line)
+    digest = hashlib.sha256(view[:at])
+    while "sha256:" + digest.hexdigest() != revision:
+        if at >= len(data):
+            return None
+        following = data.find(b"\n", at) + 1 or len(data)
+        digest.update(view[at:following])
+        at = following
+    return at
+
+
+class _Replacing(msgspec.Struct, rename="camel"):
+    """A Claude Code line as far as its `content-replacement` entries go."""
+
+    type: Any = None
+    session_id: Any = None
+    replacements: Any = None
+
+
+def _replacements(data: bytes, session: str) -> tuple[Any, ...]:
+    """The `content-replacement` entries of `session` in the transcript `data`, in file order,
+    as `fork_selection` gathers them."""
+    return tuple(
+        item
+        for line in records(data, _Replacing, []).lines
+        if line.record.type == "content-replacement"
+        and line.record.session_id == session
+        and isinstance(line.record.replacements, list)
+        for item in line.record.replacements
+    )
 
 
 def _read_parent(path: Path) -> tuple[bytes, str]:
@@ -254,7 +319,7 @@ def _entry(
         requestHash=request.digest(),
         status="prepared",
         source=source,
-        sourceRevision="sha256:" + hashlib.sha256(inherited).hexdigest(),
+        sourceRevision=_digest(inherited),
         child=child,
         path=str(path),
         seedLength=seed_length,
@@ -271,9 +336,7 @@ def _last_forkable(data: bytes, parent: Path, harness: Harness) -> int:
     return forkable[-1]
 
 
-def _title(request: HarnessForkRequest, parent_title: str | None, entry: JournalEntry | None) -> str | None:
-    if entry is not None:
-        return entry.title
+def _title(request: HarnessForkRequest, parent_title: str | None) -> str | None:
     if request.title is not None:
         title = normalize_title(request.title)
         if not title:
