@@ -22,3 +22,22 @@ def open_regular(path: str | os.PathLike[str]) -> int:
         os.close(fd)
         raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
     return fd
+
+
+def refused(exc: OSError) -> bool:
+    """Whether `open_regular` refused the path for what is there (a link, or no regular file)."""
+    return exc.errno in (errno.ELOOP, errno.EINVAL)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of the regular file at `path`, opened as `open_regular` opens it (`OSError`
+    likewise); None when it holds more than `limit` bytes. No more than one byte past `limit` is
+    read, even from a file that grows meanwhile."""
+    with os.fdopen(open_regular(path), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            return None
+        data = handle.read(size + 1)  # sized by the file: asking for `limit` costs its allocation
+        if len(data) > size:  # it grew since: read on, up to the limit
+            data += handle.read(limit + 1 - len(data))
+        return None if len(data) > limit else data

@@ -30,9 +30,12 @@ from ..faults import faultpoint
 from ..fsutil import atomic_write, ensure_private_dir, fsync_dir
 from ..home import Home
 from ..protocol.consolidation import ScopeRevisions
+from ..safe_open import read_regular, refused
 
 _INTENT_PREFIX = ".intent-"
 _SUFFIX = ".json"
+# An entry names at most `MAX_AGENT_CHANGES` (50) changes, each well under 1 KiB.
+_ENTRY_MAX_BYTES = 1024 * 1024
 GLOBAL_SCOPE = "global"
 
 
@@ -137,7 +140,7 @@ class AuditTrail:
         """The scope's unfinished entry, if a writer died (or is writing: hold the lock)."""
         path = self._intent(scope)
         try:
-            return AuditEntry.model_validate_json(path.read_bytes())
+            return AuditEntry.model_validate_json(_read(path, "intent"))
         except FileNotFoundError:
             return None
         except ValidationError as exc:
@@ -171,7 +174,7 @@ class AuditTrail:
                 if path.name.startswith("."):
                     continue  # an intent, or one set aside
                 try:
-                    entries.append(AuditEntry.model_validate_json(path.read_bytes()))
+                    entries.append(AuditEntry.model_validate_json(_read(path, "entry")))
                 except ValidationError as exc:
                     raise AuditError(
                         f"{path}: not a valid audit entry ({exc.error_count()} problem(s))"
@@ -180,6 +183,21 @@ class AuditTrail:
 
     def _intent(self, scope: str) -> Path:
         return self.folder / f"{_INTENT_PREFIX}{scope}{_SUFFIX}"
+
+
+def _read(path: Path, what: str) -> bytes:
+    """An audit file's bytes, never read through a link nor waited on as a FIFO (the daemon
+    settles intents at start, before it serves): anything but a regular file of a sane size is
+    an `AuditError` naming it; `FileNotFoundError` when it is gone."""
+    try:
+        raw = read_regular(path, _ENTRY_MAX_BYTES)
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        raise AuditError(f"{path}: not a valid audit {what} (not a regular file)") from None
+    if raw is None:
+        raise AuditError(f"{path}: not a valid audit {what} (over {_ENTRY_MAX_BYTES // 1024} KiB)")
+    return raw
 
 
 def now() -> str:

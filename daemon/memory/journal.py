@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
 from ..fsutil import atomic_write, fsync_dir, is_temp_name, remove_stale_temps, temp_path_for, write_temp
+from ..safe_open import read_regular
 from ..swap import (
     ABSENT,
     ANY,
@@ -37,6 +38,7 @@ from ..swap import (
     swap_out,
     watch_put_back,
 )
+from .canonical import MEMORY_FILE_MAX_BYTES
 
 JOURNAL_NAME = ".remem-journal.json"
 
@@ -120,11 +122,19 @@ def recover(folder: Path) -> bool:
     """Finish or discard an interrupted generation; True when a journal was rolled forward."""
     journal_path = folder / JOURNAL_NAME
     try:
-        journal = Journal.model_validate_json(journal_path.read_bytes())
+        # Never through a link, nor waiting on a FIFO for a writer (the caller holds the
+        # workspace's lock): either, like one past the cap, is unreadable.
+        raw = read_regular(journal_path, MEMORY_FILE_MAX_BYTES)
     except FileNotFoundError:
         remove_stale_temps(folder)
         return False
-    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+    except OSError as exc:
+        raise JournalUnreadable(journal_path) from exc
+    if raw is None:
+        raise JournalUnreadable(journal_path)
+    try:
+        journal = Journal.model_validate_json(raw)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise JournalUnreadable(journal_path) from exc
     for step in journal.steps:
         _settle(folder, step)

@@ -2,7 +2,9 @@
 
 Texts an editor holds unsaved stand in for their files, as in live validation, so the view
 shows what the user sees; a file is valid without errors, and its problems count its
-warnings too. A linked workspace folder is never followed out of REMEM_HOME.
+warnings too. A linked workspace folder is never followed out of REMEM_HOME, and files are read
+as the store reads them: never through a symlink, never waiting on a FIFO, never past the cap. A
+file the store would refuse unread is shown as lint reports it, without being read.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 
 from ..home import Home
 from ..protocol.overview import Health, RecordRow, WorkspaceFolder
-from .canonical import decode
+from ..safe_open import read_regular, refused
+from . import canonical
+from .canonical import FILE_TOO_LARGE, IRREGULAR_GLOBAL, IRREGULAR_RECORD, decode
 from .diagnostics import Diagnostic, has_errors
 from .identity import WorkspaceId
 from .lint import lint_workspace_folder
@@ -24,11 +28,9 @@ def global_health(home: Home, unsaved: str | None) -> Health:
     path = home.global_file
     if unsaved is not None:
         return _health(path, validate_global(unsaved))
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raw = b""  # no Global memory yet: an empty one, as the store reads it
-    text, problems = decode(raw)
+    text, problems = _read(path, IRREGULAR_GLOBAL) or ("", [])  # none yet: empty, as the store reads it
+    if text is None:
+        return _health(path, problems)
     return _health(path, problems + validate_global(text))
 
 
@@ -51,11 +53,15 @@ def _records(folder: Path, unsaved: Mapping[str, str]) -> list[RecordRow]:
     reports = lint_workspace_folder(folder, unsaved)
     rows = []
     for name in sorted(n for n in reports if record_name_of(n) is not None):
-        try:
-            text = unsaved[name] if name in unsaved else decode((folder / name).read_bytes())[0]
-        except FileNotFoundError:
-            continue  # deleted since it was validated: the next overview will not list it
-        fields = parse_record(text, name).fields
+        text: str | None = None  # a file lint reports unread stays unread: only its name is shown
+        if name in unsaved:
+            text = unsaved[name]
+        elif not _UNREAD.intersection(d.code for d in reports[name]):
+            read = _read(folder / name, IRREGULAR_RECORD)
+            if read is None:
+                continue  # deleted since it was validated: the next overview will not list it
+            text = read[0]
+        fields = parse_record(text, name).fields if text is not None else {}
         rows.append(
             RecordRow(
                 name=fields.get("name") or str(record_name_of(name)),
@@ -65,6 +71,26 @@ def _records(folder: Path, unsaved: Mapping[str, str]) -> list[RecordRow]:
             )
         )
     return rows
+
+
+_UNREAD = frozenset({IRREGULAR_RECORD.code, FILE_TOO_LARGE.code})
+
+
+def _read(path: Path, irregular: Diagnostic) -> tuple[str | None, list[Diagnostic]] | None:
+    """A memory file's text and its decoding problems, None when it is absent. A symlink (it
+    could lead out of REMEM_HOME), FIFO (it would hold a daemon thread for good) or folder is
+    not read: no text and `irregular`; nor is a file past the cap: no text and that."""
+    try:
+        raw = read_regular(path, canonical.MEMORY_FILE_MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        return None, [irregular]
+    if raw is None:
+        return None, [FILE_TOO_LARGE]
+    return decode(raw)
 
 
 def _health(path: Path, problems: list[Diagnostic]) -> Health:

@@ -9,7 +9,7 @@ nothing is ever dropped or rewritten behind the user's back.
 from __future__ import annotations
 
 import contextlib
-import errno
+import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,7 +36,7 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
-from ..safe_open import open_regular
+from ..safe_open import open_regular, read_regular, refused
 from ..swap import ABSENT, ANY, Displaced, digest, publish
 from .batch import (
     GlobalPlan,
@@ -59,6 +59,9 @@ from .validation import validate_global, validate_workspace
 
 T = TypeVar("T")
 WORKSPACE_INFO = "workspace.json"
+# {"cwd", "createdAt"}: a path is at most 4 KiB (PATH_MAX), even escaped in JSON 6 times over.
+WORKSPACE_INFO_MAX_BYTES = 64 * 1024
+log = logging.getLogger("remem.daemon")
 _START = Position(line=0, character=0)
 
 
@@ -85,6 +88,7 @@ class MemoryStore:
         """`defer_history`: a commit returns before its history entry is written (the daemon)."""
         self.home = home.ensure_layout()
         self.history = History(self.home, enabled=history, deferred=defer_history)
+        self._odd_infos: set[Path] = set()  # irregular workspace.json files already logged
 
     # -- Global ---------------------------------------------------------------------------
 
@@ -227,7 +231,7 @@ class MemoryStore:
         if not target.parent.is_dir():  # a workspace never committed to has no index to keep
             return False
         wanted = render_index(self._valid_records(workspace, files)).encode("utf-8")
-        if target.exists() and target.read_bytes() == wanted:
+        if _index_now(target, len(wanted)) == wanted:
             return False
         atomic_write(target, wanted)
         return True
@@ -236,12 +240,25 @@ class MemoryStore:
         return self.home.workspaces / workspace.key
 
     def workspace_of(self, key: str) -> WorkspaceId:
-        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown)."""
+        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown).
+
+        The file only labels the folder, so one that cannot be believed leaves the cwd unknown
+        rather than the workspace's memory unreadable: a link or FIFO there is never followed or
+        waited on (the daemon reads it at start, for every workspace, holding the scope's lock),
+        and is named in the log."""
+        path = self.home.workspaces / key / WORKSPACE_INFO
         try:
-            info = WorkspaceInfo.model_validate_json(
-                (self.home.workspaces / key / WORKSPACE_INFO).read_bytes()
-            )
-        except (OSError, ValidationError):
+            raw = read_regular(path, WORKSPACE_INFO_MAX_BYTES)
+        except OSError as exc:
+            if refused(exc):
+                self._odd_info(path, "is not a regular file (a symlink, FIFO or folder)")
+            return WorkspaceId(key=key, cwd="")
+        if raw is None:
+            self._odd_info(path, f"is over {WORKSPACE_INFO_MAX_BYTES // 1024} KiB")
+            return WorkspaceId(key=key, cwd="")
+        try:
+            info = WorkspaceInfo.model_validate_json(raw)
+        except ValidationError:
             return WorkspaceId(key=key, cwd="")
         return WorkspaceId(key=key, cwd=info.cwd)
 
@@ -251,18 +268,17 @@ class MemoryStore:
         return self._read_global_file() or b""
 
     def _read_global_file(self) -> bytes | None:
-        path = self.home.global_file
-        try:
-            # Never through a symlink (it could lead out of REMEM_HOME), never blocking on a FIFO.
-            fd = open_regular(path)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.EINVAL):
-                raise
-            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[IRREGULAR_GLOBAL])]) from None
-        with os.fdopen(fd, "rb") as handle:
-            return _capped(handle, path)
+        return _read_memory_file(self.home.global_file, IRREGULAR_GLOBAL)
+
+    def _odd_info(self, path: Path, what: str) -> None:
+        if path not in self._odd_infos:  # asked for at every code action in a record: said once
+            self._odd_infos.add(path)
+            log.warning(
+                "%s %s, so it is not read and this workspace's project folder is unknown; replace "
+                "it with a plain file, or delete it",
+                path,
+                what,
+            )
 
     def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
         points = {"written": "memory.global.after-temp-write", "exchanged": "memory.global.after-exchange"}
@@ -402,11 +418,42 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
         if path.is_symlink() or not path.is_file():
             irregular.append(FileProblems(path=str(path), diagnostics=[IRREGULAR_RECORD]))
             continue
-        with path.open("rb") as handle:
-            files[name] = _capped(handle, path)
+        data = _read_memory_file(path, IRREGULAR_RECORD)  # as checked, unless swapped since
+        if data is not None:  # else deleted since the listing
+            files[name] = data
     if irregular:
         raise MemoryInvalid(irregular)
     return files
+
+
+def _read_memory_file(path: Path, irregular: Diagnostic) -> bytes | None:
+    """A memory file's bytes, None when it is absent; never read through a symlink (it could
+    lead out of REMEM_HOME) nor waited on as a FIFO: anything but a regular file is refused with
+    `irregular`, as is a file past the cap."""
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[irregular])]) from None
+    with os.fdopen(fd, "rb") as handle:
+        return _capped(handle, path)
+
+
+def _index_now(target: Path, wanted: int) -> bytes | None:
+    """`MEMORY.md`'s bytes when it is a regular file of at most `wanted` bytes, else None. It is
+    generated, so anything else is never read but replaced: a link could lead out of REMEM_HOME,
+    and a FIFO would hold the workspace's exclusive lock for good, waiting for a writer."""
+    try:
+        return read_regular(target, wanted)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        return None
 
 
 def _capped(handle: BinaryIO, path: Path) -> bytes:
