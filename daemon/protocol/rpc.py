@@ -35,8 +35,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading;
 # 8: the receipt files consolidation/receipts could not read; 9: a turns answer's format;
 # 10: a listed session's digest may be null (a harness file's, until a review needs it);
-# 11: consolidation/finished.
-PROTOCOL_VERSION = 11
+# 11: consolidation/finished; 12: remem.lsp.regenerateIndex takes no `announce`.
+PROTOCOL_VERSION = 12
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
