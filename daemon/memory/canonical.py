@@ -37,6 +37,15 @@ IRREGULAR_RECORD = diagnostic(
     "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
     FILE_TOO_LARGE.range,
 )
+# os.listdir gives the bytes of a name that is not UTF-8 as lone surrogates: no record has one.
+NAME_NOT_UTF8 = diagnostic(
+    "file-name-encoding",
+    Severity.ERROR,
+    "this file's name is not valid UTF-8 (shown with \\x escapes), so it cannot be a record, whose "
+    "file is `<name>.md` with a name of lowercase letters, digits and hyphens; rename the file or "
+    "move it out of the folder",
+    FILE_TOO_LARGE.range,
+)
 IRREGULAR_GLOBAL = diagnostic(
     "not-a-regular-file",
     Severity.ERROR,

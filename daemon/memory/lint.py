@@ -17,12 +17,14 @@ from .canonical import (
     IRREGULAR_GLOBAL,
     IRREGULAR_INDEX,
     IRREGULAR_RECORD,
+    NAME_NOT_UTF8,
     read_file,
     too_large,
 )
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic
 from .lint_cache import FolderEntries, LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
+from .revision import shown_name
 from .validation import validate_global, validate_workspace
 
 _SKIPPED_DIRS = {"reviews", "debug"}
@@ -43,7 +45,8 @@ def lint_paths(paths: list[Path]) -> list[FileProblems]:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
         reports.update(_lint_folder(folder, wanted))
-    return [FileProblems(path=str(path), diagnostics=reports[path]) for path in files]
+    # A name that is not UTF-8 is shown as the store shows it, with `\x` escapes JSON can carry.
+    return [FileProblems(path=shown_name(str(path)), diagnostics=reports[path]) for path in files]
 
 
 def _global_problems(path: Path) -> list[Diagnostic]:
@@ -70,6 +73,8 @@ def lint_workspace_folder(
     edited = edited or {}
     cache = cache or LintCache()
     names, others = _entries(folder, cache)
+    undecodable = {name for name in names if shown_name(name) != name}  # never read: no record's
+    names -= undecodable
     decoded = {
         name: _edited(edited[name]) if name in edited else cache.read(folder, name)
         for name in sorted(names | set(edited))
@@ -91,6 +96,8 @@ def lint_workspace_folder(
     }
     if index is not None:
         reports[INDEX_FILE] = index[1] + index_problems + (_orphaned_saves(kept, decoded) if kept else [])
+    for name in undecodable:
+        reports[name] = [NAME_NOT_UTF8]
     for name in others:  # never read, as the store reads none of them (a link could lead anywhere)
         if name == INDEX_FILE or record_name_of(name) is not None:
             irregular = IRREGULAR_INDEX if name == INDEX_FILE else IRREGULAR_RECORD

@@ -3,7 +3,7 @@
 A revert never rewrites history: it is an ordinary commit, compare-and-swapped on the revision
 the revert was planned against, whose history entry names the entry it brought back. Records
 are put back through the same validation as any change, so content that was invalid at that
-entry (an invalid hand edit) is refused rather than restored.
+entry (an invalid hand edit, bytes that are not UTF-8 included) is refused rather than restored.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .canonical import decode
 from .diagnostics import has_errors
 from .history import GLOBAL_FILE
 from .record import record_name_of
-from .revision import global_revision, workspace_revision
+from .revision import global_revision, shown_name, workspace_revision
 from .store import MemoryStore
 from .validation import validate_workspace
 
@@ -26,7 +26,10 @@ def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple
     actor = Actor(kind="revert", reverts=entry.id)
     if entry.workspace is None:
         expected = expected_revision or global_revision(store.global_bytes())
-        text, _ = decode(target.get(GLOBAL_FILE, b""))
+        text, problems = decode(target.get(GLOBAL_FILE, b""))
+        if problems:  # restoring it would write U+FFFD where the bytes were: text never there
+            message = f"{GLOBAL_FILE} was not valid UTF-8 at that entry, so it cannot be put back"
+            raise InvalidChanges([Problem(code="remem/revert-invalid", message=message, file=GLOBAL_FILE)])
         return None, store.replace_global(expected, text, actor)
     workspace = store.workspace_of(entry.workspace)
     current = store.workspace_files(workspace)
@@ -36,21 +39,32 @@ def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple
 
 def changes_to(current: dict[str, bytes], target: dict[str, bytes]) -> list[PutChange | DeleteChange]:
     """The puts and deletes that turn the record files `current` into `target`."""
-    parsed, _ = validate_workspace({name: decode(data)[0] for name, data in target.items()})
+    texts = {name: decode(data) for name, data in target.items()}
+    parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
     changes: list[PutChange | DeleteChange] = []
     problems = []
     for name in sorted(target):
         if current.get(name) == target[name]:
             continue
         result = parsed[name]
-        if result.record is None or has_errors(result.diagnostics):
-            message = f"{name} was not a valid record at that entry, so it cannot be put back"
-            problems.append(Problem(code="remem/revert-invalid", message=message, file=name))
+        shown = shown_name(name)
+        if texts[name][1]:  # the record parsed from its U+FFFD text was never there
+            message = f"{shown} was not valid UTF-8 at that entry, so it cannot be put back"
+            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown))
+        elif result.record is None or has_errors(result.diagnostics):
+            message = f"{shown} was not a valid record at that entry, so it cannot be put back"
+            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown))
         else:
             changes.append(PutChange(action="put", record=result.record))
     for name in sorted(set(current) - set(target)):
         record = record_name_of(name)
-        if record is not None:
+        if record is not None and shown_name(name) != name:  # no commit can name it to delete it
+            message = (
+                f"{shown_name(name)} was not there at that entry, and its file name is not valid UTF-8, "
+                "so the revert cannot delete it; rename or delete the file by hand, then revert again"
+            )
+            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown_name(name)))
+        elif record is not None:
             changes.append(DeleteChange(action="delete", name=record))
     if problems:
         raise InvalidChanges(problems)

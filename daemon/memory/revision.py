@@ -20,10 +20,22 @@ def workspace_revision(files: Mapping[str, bytes]) -> str:
     """sha256 over (file name, canonical content) pairs sorted by file name, length-prefixed."""
     digest = hashlib.sha256()
     for name in sorted(files):
-        for part in (name.encode("utf-8"), canonical_bytes(files[name])):
+        for part in (name_bytes(name), canonical_bytes(files[name])):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)
     return PREFIX + digest.hexdigest()
+
+
+def name_bytes(name: str) -> bytes:
+    """A file name's bytes as the file system holds them. `os.listdir` gives each byte of a name
+    that is not UTF-8 as a lone surrogate (U+DC80-U+DCFF); this is its inverse, so such a file
+    has a revision and a history entry like any other, and its problem is reported, not raised."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def shown_name(name: str) -> str:
+    """A file name fit for a message or JSON: bytes that are not UTF-8 as `\\xff` escapes."""
+    return name_bytes(name).decode("utf-8", "backslashreplace")
 
 
 def is_revision(text: str) -> bool:

@@ -47,14 +47,22 @@ from .batch import (
     plan_global,
     plan_workspace,
 )
-from .canonical import FILE_TOO_LARGE, IRREGULAR_GLOBAL, IRREGULAR_RECORD, canonicalize, decode, read_capped
+from .canonical import (
+    FILE_TOO_LARGE,
+    IRREGULAR_GLOBAL,
+    IRREGULAR_RECORD,
+    NAME_NOT_UTF8,
+    canonicalize,
+    decode,
+    read_capped,
+)
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .history import CLI, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
 from .journal import JournalUnreadable, needs_recovery, recover, write_generation
 from .record import INDEX_FILE, record_name_of
-from .revision import global_revision, is_revision, workspace_revision
+from .revision import global_revision, is_revision, shown_name, workspace_revision
 from .validation import validate_global, validate_workspace
 
 T = TypeVar("T")
@@ -414,6 +422,9 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
         if record_name_of(name) is None:
             continue
         path = folder / name
+        if shown_name(name) != name:
+            irregular.append(FileProblems(path=str(folder / shown_name(name)), diagnostics=[NAME_NOT_UTF8]))
+            continue
         # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
         if path.is_symlink() or not path.is_file():
             irregular.append(FileProblems(path=str(path), diagnostics=[IRREGULAR_RECORD]))

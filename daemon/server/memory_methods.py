@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Literal, TypeVar
@@ -56,6 +57,8 @@ T = TypeVar("T")
 Publish = Callable[[str, BaseModel], None]
 Scope = str | None  # a workspace key, or None for Global
 THREADS_PER_SCOPE = 4
+
+log = logging.getLogger("remem.daemon")
 
 
 def unheard(method: str, params: BaseModel) -> None:
@@ -194,9 +197,28 @@ class MemoryMethods:
 
     async def reconcile_history(self) -> None:
         """Record each scope's state the history does not end with (run when the daemon starts):
-        an entry a crash cut off, or edits made while no daemon watched."""
-        for scope in [None, *await asyncio.to_thread(self.store.workspace_keys)]:
-            await self._off_loop(scope, functools.partial(self.store.sync_history, scope, RECOVERED))
+        an entry a crash cut off, or edits made while no daemon watched. One scope at a time: a
+        scope that cannot be looked at is one warning (its name and the error's kind, never what
+        its files hold) and its own reads say what is wrong, while every other scope is checked
+        and the daemon serves them all."""
+        try:
+            keys = await asyncio.to_thread(self.store.workspace_keys)
+        except Exception as exc:
+            log.warning(
+                "memory history: the workspaces could not be listed at start (%s)", type(exc).__name__
+            )
+            keys = []
+        for scope in [None, *keys]:
+            try:
+                await self._off_loop(scope, functools.partial(self.store.sync_history, scope, RECOVERED))
+            except Exception as exc:
+                name = "Global memory" if scope is None else f"workspace {scope}"
+                log.warning(
+                    "memory history: %s could not be checked at start (%s); its history is brought "
+                    "up to date at its next change or `remem memory log`",
+                    name,
+                    type(exc).__name__,
+                )
 
     async def log(self, params: HistoryLogParams) -> HistoryLogResult:
         scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
