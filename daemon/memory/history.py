@@ -56,6 +56,7 @@ from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import pack_ids, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import record_name_of
+from .revision import name_bytes, shown_name
 
 try:
     import pygit2
@@ -75,6 +76,10 @@ _UMASK_LOCK = threading.Lock()
 
 class HistoryError(Exception):
     """A history request cannot be answered; the message says why and what to do."""
+
+
+class IncompleteEntry(HistoryError):
+    """An entry's tree names a file whose bytes the repository lacks."""
 
 
 CLI = Actor(kind="cli")
@@ -105,11 +110,15 @@ class _Composed:
 
     branch: str
     blobs: list[bytes]  # the blobs the entry adds
+    # The blobs it shares with its parent (id, bytes): written only when the repository lacks
+    # them (an entry an earlier remem wrote without one), so its tree never names a missing one.
+    shared: list[tuple[bytes, bytes]]
     tree: bytes
     commit: bytes
     id: str
     parent: str | None
     after: str  # the revision the entry ends at
+    held: Mapping[str, bytes]  # the blob id of each file its tree holds, by file name
 
 
 def branch_of(workspace_key: str | None) -> str:
@@ -164,14 +173,15 @@ class History:
             _not_recorded("record", branch, exc)
             return None
         try:
-            parent, ends_at = self._tip(branch)
+            parent, ends_at, held = self._tip(branch)
             entries = []
             if ends_at != before.revision and (parent is not None or before.files):
                 # the state this commit started from was never recorded
-                entries.append(_compose(branch, parent, before, before.revision, RECOVERED))
-                parent = entries[-1].id
-            # `parent` now holds the files the commit started from
-            entries.append(_compose(branch, parent, after, before.revision, actor, before.files))
+                entries.append(_compose(branch, parent, before, before.revision, RECOVERED, held))
+                parent, held = entries[-1].id, entries[-1].held
+            # `parent` now ends at the revision the commit started from; its files may still
+            # differ from `before.files` in bytes the revision does not see (a CRLF save)
+            entries.append(_compose(branch, parent, after, before.revision, actor, held))
             with self._queue:
                 self._tips[branch] = entries[-1]
         except Exception as exc:  # never fail or block the memory commit this follows
@@ -201,7 +211,7 @@ class History:
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
                     before = _meta(head).after if head is not None else current.revision
-                    composed = _compose(branch, _id(head), current, before, actor)
+                    composed = _compose(branch, _id(head), current, before, actor, _held(head))
                     self._store(repo, composed)
                     return composed.id
         except Exception as exc:
@@ -279,7 +289,14 @@ class History:
             return None
 
     def with_stat(self, entry: HistoryEntry) -> HistoryEntry:
-        return entry.model_copy(update={"stat": stat(self.files_before(entry.id), self.files_at(entry.id))})
+        """The entry with what it changed; without, when a file of it is missing from the
+        repository (an earlier remem wrote some entries so), so the rest of a log still reads."""
+        try:
+            before, after = self.files_before(entry.id), self.files_at(entry.id)
+        except IncompleteEntry as exc:
+            log.warning("memory history: %s", exc)
+            return entry
+        return entry.model_copy(update={"stat": stat(before, after)})
 
     # -- internals ------------------------------------------------------------------------
 
@@ -384,16 +401,17 @@ class History:
                 self._held = None
             self._queue.notify_all()
 
-    def _tip(self, branch: str) -> tuple[str | None, str | None]:
-        """The id of the branch's newest entry, queued or written, and the revision it ends at."""
+    def _tip(self, branch: str) -> tuple[str | None, str | None, Mapping[str, bytes]]:
+        """The id of the branch's newest entry, queued or written, the revision it ends at and
+        the blob id of each file it holds."""
         with self._queue:
             queued = self._tips.get(branch)
         if queued is not None:
-            return queued.id, queued.after
+            return queued.id, queued.after, queued.held
         repo = self._open()
         with self._lock:
             head = self._head(repo, branch)
-            return (None, None) if head is None else (str(head.id), _meta(head).after)
+            return (None, None, {}) if head is None else (str(head.id), _meta(head).after, _held(head))
 
     def _write(self, entries: list[_Composed]) -> None:
         """Write one commit's entries in order (the writer thread runs this, or the committer)."""
@@ -413,6 +431,9 @@ class History:
             # a queued entry it follows was not written: moving the branch would cut it off
             raise RuntimeError(f"the entry before {composed.id[:12]} was not written")
         objects = [(b"blob", blob) for blob in composed.blobs]
+        objects += [
+            (b"blob", data) for oid, data in composed.shared if not repo.odb.exists(pygit2.Oid(raw=oid))
+        ]
         objects += [(b"tree", composed.tree), (b"commit", composed.commit)]
         write_pack(Path(repo.path) / "objects" / "pack", objects)
         oid = pygit2.Oid(hex=composed.id)
@@ -435,17 +456,21 @@ def _compose(
     generation: Generation,
     before: str,
     actor: Actor,
-    previous: Mapping[str, bytes] | None = None,
+    parent_held: Mapping[str, bytes],
 ) -> _Composed:
-    """The objects of an entry on top of the entry `parent`. `previous`: the files `parent` holds,
-    when known; then only the blobs that differ are written (a one-record change to a 200-record
-    workspace is one blob, not 200)."""
-    files = generation.files
-    blobs = [bytes(d) for n, d in files.items() if previous is None or previous.get(n) != d]
-    tree = b"".join(
-        b"100644 %s\0%s" % (name.encode(), _object_id(b"blob", bytes(files[name])))
-        for name in sorted(files, key=str.encode)
-    )
+    """The objects of an entry on top of the entry `parent`, whose tree holds the blobs
+    `parent_held` (by file name): only the blobs it lacks are written (a one-record change to a
+    200-record workspace is one blob, not 200). Compared by blob id, not with the files the
+    commit started from: those can differ from the parent's in bytes the revision does not see."""
+    held = {name: _object_id(b"blob", bytes(data)) for name, data in generation.files.items()}
+    blobs, shared = [], []
+    for name, data in generation.files.items():
+        if parent_held.get(name) == held[name]:
+            shared.append((held[name], bytes(data)))
+        else:
+            blobs.append(bytes(data))
+    named = sorted((name_bytes(name), oid) for name, oid in held.items())
+    tree = b"".join(b"100644 %s\0%s" % (name, oid) for name, oid in named)
     now = datetime.now(timezone.utc)
     meta = _Meta(scope=branch, actor=actor, before=before, after=generation.revision, at=_at(now))
     message = f"{actor.kind}: {branch} at {generation.revision[:19]}\n\n{meta.model_dump_json()}\n"
@@ -456,7 +481,19 @@ def _compose(
     lines += [f"author {signature}", f"committer {signature}", "", message]
     commit = "\n".join(lines).encode("utf-8")
     commit_id = _object_id(b"commit", commit).hex()
-    return _Composed(branch, blobs, tree, commit, commit_id, parent, generation.revision)
+    return _Composed(branch, blobs, shared, tree, commit, commit_id, parent, generation.revision, held)
+
+
+def _held(commit: pygit2.Commit | None) -> dict[str, bytes]:
+    """The blob id of each file an entry's tree holds (the tree alone is read, not the blobs)."""
+    if commit is None:
+        return {}
+    return {_name(e): e.id.raw for e in commit.tree if isinstance(e, pygit2.Blob)}
+
+
+def _name(entry: pygit2.Object) -> str:
+    """A tree entry's file name, as `os.listdir` gives it (see `name_bytes`)."""
+    return (entry.raw_name or b"").decode("utf-8", "surrogateescape")  # a tree entry has a name
 
 
 def _id(commit: pygit2.Commit | None) -> str | None:
@@ -509,7 +546,10 @@ def unified_diff(before: Mapping[str, bytes], after: Mapping[str, bytes], old: s
         if before.get(name) != after.get(name):
             parts.extend(
                 difflib.unified_diff(
-                    _lines(before.get(name)), _lines(after.get(name)), f"{old}/{name}", f"{new}/{name}"
+                    _lines(before.get(name)),
+                    _lines(after.get(name)),
+                    f"{old}/{shown_name(name)}",
+                    f"{new}/{shown_name(name)}",
                 )
             )
     return "".join(p if p.endswith("\n") else p + "\n\\ No newline at end of file\n" for p in parts)
@@ -526,7 +566,7 @@ def global_generation(revision: str, raw: bytes) -> Generation:
 def _label(name: str) -> str:
     """A record by its name; GLOBAL.md (and anything else) by its file name."""
     record = None if name == GLOBAL_FILE else record_name_of(name)
-    return record if record is not None else name
+    return shown_name(record if record is not None else name)
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -571,7 +611,18 @@ def _entry_of(line: LogLine) -> HistoryEntry:
 
 
 def _files(commit: pygit2.Commit) -> dict[str, bytes]:
-    return {e.name: e.data for e in commit.tree if isinstance(e, pygit2.Blob) and e.name is not None}
+    files = {}
+    for e in commit.tree:
+        if isinstance(e, pygit2.Blob):
+            try:
+                files[_name(e)] = e.data
+            except KeyError:  # pygit2's NotFoundError
+                raise IncompleteEntry(
+                    f"entry {str(commit.id)[:12]} cannot be read: the history lacks the bytes of its "
+                    f"file {shown_name(_name(e))} (an earlier remem left them out); the next entry "
+                    "that holds those same bytes writes them"
+                ) from None
+    return files
 
 
 def _is_pack_time(oid: pygit2.Oid) -> bool:
