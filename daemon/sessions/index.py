@@ -26,8 +26,10 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-# 10: Codex paginated forks' cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 10
+# 11: Claude Code typed prompts, ended turns, branches after a caveat, titles from branches, and
+# Codex identity from line 1 and late outcomes; 10: Codex paginated forks' cut; 9: Claude Code
+# forks' fork times; 8: harness forks' fork turns
+SCHEMA_VERSION = 11
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (

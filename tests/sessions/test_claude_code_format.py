@@ -129,9 +129,9 @@ def test_meta_tool_result_compaction_summary_and_command_output_are_not_prompts(
             "n1", "x1", "<task-notification>\n<task-id>a9</task-id>", origin={"kind": "task-notification"}
         ),
     )
-    assert [(turn.prompt, turn.status) for turn in t.turns] == [
-        ("real one", "open"),
-        ("/review main", "aborted"),
+    assert [(turn.prompt, turn.status, turn.end) for turn in t.turns] == [
+        ("real one", "completed", 1),  # unanswered, but the next prompt ended it (decision 0353)
+        ("/review main", "aborted", 5),
     ]
 
 

@@ -8,20 +8,23 @@ against Claude Code itself and claude-agent-sdk's reader:
   above a record nobody points to; not a sidechain, team or meta record) walked back to its
   root; a ``compact_boundary`` root continues at its ``logicalParentUuid``, joining segments;
 - a **branch** is a real prompt under a node that already has a conversational descendant
-  (rewind, edit, ``--resume-session-at``); parallel tool results and progress or hook lines
-  also fork the graph but are not branches;
+  (rewind, edit, ``--resume-session-at``), past any meta, compaction-summary or command-output
+  lines; parallel tool results and progress or hook lines also fork the graph but are not
+  branches;
 - the **workspace** is the records' ``cwd``, never the folder name (long names are truncated
   with a runtime-dependent hash);
 - the **title** is the latest ``custom-title``, else ``ai-title``, else a ``summary`` whose
   leaf is in this file, else the first prompt that is no slash command or harness-written
-  start (else the first); summaries of other files' leaves are returned for the catalog;
+  start (else the first), of the active conversation or, when it has none, of the branches;
+  summaries of other files' leaves are returned for the catalog;
 - an **inline subagent** (Claude Code 1.0 wrote Task runs into the parent's file) is the
   ``isSidechain`` records under one root: its own conversation, never a turn or a branch of
   the parent's;
 - a **turn** runs from a real prompt (not a tool result, not ``isMeta``, not a compaction
   summary, not a slash command's output, not a line the harness wrote such as a background
   task's notification) to the last assistant text before the next prompt; it is forkable when
-  it has ended (answered, failed, or interrupted) and every ``tool_use`` in it has its result.
+  it has ended (answered, failed, interrupted, or followed by the next prompt) and every
+  ``tool_use`` in it has its result.
 """
 
 from __future__ import annotations
@@ -42,12 +45,8 @@ GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"
 # A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
 # user's prompt; the output of a local command and its caveat are not, nor is the user line the
 # harness writes when a background task (an async subagent) finishes.
-NOT_PROMPTS = (
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<local-command-caveat>",
-    "<task-notification>",
-)
+_LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>")
+NOT_PROMPTS = (*_LOCAL_OUTPUT, "<task-notification>")
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 # A text block that is wholly the editor's context (the file the user opened, the lines they
@@ -56,6 +55,14 @@ _IDE_CONTEXT = re.compile(r"\s*<(ide_opened_file|ide_selection)>.*</\1>\s*\Z", r
 # Prompts the harness writes to start a turn (a hook's output, a loop's tick, a goal), which
 # Claude Code's own listing never titles a session by.
 _UNTITLED = ("<session-start-hook>", "<tick>", "<goal>")
+# Who wrote a user line (its `origin.kind`) when it was not the user. Interactive Claude Code
+# marks what the user typed "human" (`claude -p` and older versions write no origin) and what it
+# submits for them "auto-continuation" (an accepted plan, a command's next input): prompts.
+# These kinds are the harness's own: a background task's notification, a coordinator's, a peer
+# agent's, a plugin's, a channel's or a voice call's message, an observer's report.
+HARNESS_ORIGINS = frozenset(
+    {"task-notification", "coordinator", "peer", "plugin", "channel", "voice-call", "observer-activity"}
+)
 # What Claude Code writes as a user line when the user stops a turn (Esc): a marker, not a prompt.
 INTERRUPTED = "[Request interrupted by user"
 PROMPT_CHARS = 200
@@ -111,7 +118,7 @@ class _Node(msgspec.Struct, rename="camel"):
     ai_title: str | None = None
     summary: str | None = None
     leaf_uuid: str | None = None
-    origin: _Origin | None = None  # who wrote a user line; the harness, for task notifications
+    origin: _Origin | None = None  # who wrote a user line: the user, or the harness (`HARNESS_ORIGINS`)
 
 
 class _Link(_Node, rename="camel"):
@@ -493,7 +500,8 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
         )
     on_path = {line.record.uuid for line in path}
     group = groups[turn_index - 1]
-    turn = _turn(turn_index, group, graph.side_nodes(group, on_path), graph)
+    followed = turn_index < len(groups)
+    turn = _turn(turn_index, group, graph.side_nodes(group, on_path), graph, followed=followed)
     if not turn.forkable:
         raise NotAForkPoint(
             "open-turn",
@@ -540,6 +548,14 @@ def _first_prompt(starts: list[int], graph: _Graph) -> str | None:
 def _prompt_title(asked: int | None, starts: list[int], graph: _Graph) -> str | None:
     first = asked if asked is not None else (starts[0] if starts else None)
     return None if first is None else _short(graph.prompts[first])
+
+
+def _branch_prompt(branches: Iterable[Branch], graph: _Graph) -> str | None:
+    """The prompt of the branches that titles a session whose conversation has none (a line
+    lost in the middle cut its prompts off, decision 0302): chosen among all the branches'
+    prompts in file order as `_first_prompt` chooses, so a whole read and `grow` agree."""
+    starts = sorted(turn.start for branch in branches for turn in branch.turns)
+    return _first_prompt(starts, graph) if starts else None
 
 
 def _short(prompt: str | None) -> str:
@@ -603,7 +619,10 @@ def _transcript(
     problems: Sequence[Problem],
     newlines: int,
 ) -> Transcript:
-    title, title_source = held.titles.of(graph, talk.first_prompt)
+    first_prompt = (
+        talk.first_prompt if talk.first_prompt is not None else _branch_prompt(talk.branches, graph)
+    )
+    title, title_source = held.titles.of(graph, first_prompt)
     forked = held.forked if held.forked != stem else None
     owner = held.first.session_id if held.first else None
     return Transcript(
@@ -998,7 +1017,7 @@ def _prompt_text(record: _Node, text: str) -> str | None:
     """The user's own text if `record`, whose text is `text`, is a real prompt, else None."""
     if record.type != "user" or record.is_meta or record.is_compact_summary:
         return None
-    if record.origin is not None and record.origin.kind not in (None, "user"):
+    if record.origin is not None and record.origin.kind in HARNESS_ORIGINS:
         return None
     content = record.message.content if record.message else None
     # A string is one text block: no tool result, no image (most prompts, asked no more).
@@ -1038,13 +1057,26 @@ def _groups(path: list[Line[_Node]], prompts: dict[int, str]) -> list[list[Line[
 
 
 def _turns(path: list[Line[_Node]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
-    """The turns of a path of nodes, in order."""
+    """The turns of a path of nodes, in order; each but the last is followed by the next prompt."""
     groups = _groups(path, graph.prompts)
     sides = graph.sides(groups, {line.record.uuid for line in path})
+    last = len(groups) - 1
     return tuple(
-        _turn(first_index + n, group, side, graph)
+        _turn(first_index + n, group, side, graph, followed=n < last)
         for n, (group, side) in enumerate(zip(groups, sides, strict=True))
     )
+
+
+def _talk(line: Line[_Node], graph: _Graph) -> bool:
+    """Whether `line` is a user or assistant record a turn is made of: not an isMeta line (the
+    caveat Claude Code writes before a local slash command, a hook's context), a compaction
+    summary or a local command's output, which no turn starts at and nobody said."""
+    record = line.record
+    if record.type == "assistant" or line.number in graph.prompts:
+        return True
+    if record.type != "user":
+        return False
+    return not (record.is_meta or record.is_compact_summary or _text(record).startswith(_LOCAL_OUTPUT))
 
 
 def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
@@ -1073,7 +1105,11 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     return tuple(texts)
 
 
-def _turn(index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: _Graph) -> Turn:
+def _turn(
+    index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: _Graph, *, followed: bool
+) -> Turn:
+    """The turn of the nodes `group` (its prompt first) and `side` (beside them); `followed`: the
+    next prompt of the path comes after it, so it has ended though nothing answered it."""
     calls: dict[str, str] = {}
     interrupted = False
     answer: Line[_Node] | None = None
@@ -1096,13 +1132,18 @@ def _turn(index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: 
             for block in _blocks(line.record):
                 if block.type == "tool_use":
                     calls.setdefault(str(block.id), str(block.name))
-    last = answer or group[-1]
     results = graph.results
     dangling = any(call not in results for call in calls)
     command = group[0].number in graph.commands
     errored = answer is not None and bool(answer.record.is_api_error_message)
     unanswered = answer is None and not command  # a local slash command has no model answer
-    status: TurnStatus = "aborted" if interrupted else "open" if dangling or unanswered else "completed"
+    # A turn the next prompt follows has ended, answered or not (its calls' results, say, were
+    # the last of it): it ends at the last line said in it, its tool result or its prompt, not
+    # at the hook or meta lines that lead on to the next prompt (decision 0353).
+    ended = unanswered and followed and not interrupted
+    last = answer or (next(line for line in reversed(group) if _talk(line, graph)) if ended else group[-1])
+    waiting = unanswered and not followed
+    status: TurnStatus = "aborted" if interrupted else "open" if dangling or waiting else "completed"
     if errored and status == "completed":
         status = "error"
     return Turn(
@@ -1143,7 +1184,9 @@ def _branches_from(
         if leaf.record.uuid in known or not _main_chain(leaf.record):
             continue
         after, rest = graph.climb_to(leaf, known)
-        first_talk = next((line for line in rest if line.record.type in ("user", "assistant")), None)
+        # What leaves the path first, past the lines no turn is made of (the isMeta caveat
+        # Claude Code writes before a local slash command, a compaction summary, a command's output).
+        first_talk = next((line for line in rest if _talk(line, graph)), None)
         if first_talk is None or first_talk.number not in graph.prompts:
             continue  # a parallel tool result, a hook or progress line: not a branch
         if turns_before is None:
