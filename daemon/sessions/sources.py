@@ -140,28 +140,26 @@ def harness_home(path: Path, found: SessionFormat) -> list[Root]:
     return []
 
 
-def harness_roots() -> list[Root]:
-    """The Claude Code and Codex folders of this user, each only when it exists."""
+def default_roots() -> list[Root]:
+    """Where DSH, Claude Code and Codex keep this user's sessions, found or not (an empty tree
+    names them all); each home is taken from the harness's variable, else its default."""
+    dsh = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
     claude = os.environ.get("CLAUDE_CONFIG_DIR", "").strip() or "~/.claude"
     codex = os.environ.get("CODEX_HOME", "").strip() or "~/.codex"
-    found = [
+    return [
+        Root(_absolute(dsh) / "sessions", "dsh", implicit=True),
         Root(_absolute(claude) / "projects", "claude-code", implicit=True),
         Root(_absolute(codex) / "sessions", "codex", implicit=True),
         Root(_absolute(codex) / "archived_sessions", "codex", implicit=True),
     ]
-    return [root for root in found if root.path.is_dir()]
 
 
 def all_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> list[Root]:
-    """remem's own root, the configured ones, DSH's root and the harnesses' when they exist;
+    """remem's own root, the configured ones, and the harnesses' default ones when they exist;
     a folder named twice is one root, with the format it was first named with."""
-    dsh_home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
-    dsh_root = _absolute(dsh_home) / "sessions"
     roots = [Root(home.sessions, "dsh", implicit=True)]
     roots += [root for entry in configured for root in configured_roots(entry)]
-    if dsh_root.is_dir():
-        roots.append(Root(dsh_root, "dsh", implicit=True))
-    roots += harness_roots()
+    roots += [root for root in default_roots() if root.path.is_dir()]
     unique: dict[Path, Root] = {}
     for root in roots:
         unique.setdefault(root.path, root)

@@ -28,6 +28,7 @@ from remem.daemon.protocol.rpc import (
     WorkspaceParams,
 )
 from remem.daemon.protocol.sessions import FlatNode
+from remem.daemon.sessions.sources import default_roots
 
 from .. import ids
 from ..overview import memory_overview
@@ -160,14 +161,28 @@ async def _own_prompt(ls: RememServer, node: FlatNode) -> str | None:
 
 
 async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
-    """The session roots the daemon reads, each with whether it exists: where an empty tree looked."""
+    """The session roots the daemon reads, each with whether it exists, and each harness's
+    default folder, found or not: where an empty tree looked. A harness's default folder says
+    whose it is (`harness`, its format)."""
     try:
         watch = (await ls.link.api.status(Empty())).watch
     except JsonRpcException:
         return []  # no daemon: the tree's own answer already says so
     memory = str(ls.home.memory)
-    found = [{"path": path, "exists": True} for path in watch.paths if path != memory]
-    return found + [{"path": path, "exists": False} for path in watch.missing]
+    searched: list[dict[str, Any]] = [
+        {"path": path, "exists": True} for path in watch.paths if path != memory
+    ]
+    searched += [{"path": path, "exists": False} for path in watch.missing]
+    listed = {entry["path"]: entry for entry in searched}
+    # The daemon reads a default folder only when it exists, so its status leaves the others
+    # out; this server's environment is the one it starts the daemon with.
+    for root in default_roots():
+        entry = listed.get(str(root.path))
+        if entry is None:
+            searched.append({"path": str(root.path), "exists": root.path.is_dir(), "harness": root.format})
+        else:
+            entry["harness"] = root.format
+    return searched
 
 
 def _touches(entry: HistoryEntry, record: str) -> bool:
