@@ -34,6 +34,7 @@ import {
   type SessionPick,
   receiptPicks,
   sessionPicks,
+  transcriptPicks,
   turnPicks,
 } from './picks';
 import { inParentTranscript } from './sessionTree';
@@ -140,7 +141,7 @@ async function chooseSession(
   const items = preferredFirst(candidates(await sessionsOf(ctx, folder), ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, none);
   const pick = chosen(await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' }));
-  return { session: pick.session, label: pick.label };
+  return { session: pick.session, label: pick.title ?? pick.label };
 }
 
 /** How the tree names `session`, for a command that got only its id (a lens, a link). */
@@ -291,6 +292,11 @@ function refusalData(error: unknown): { code?: unknown; files: string[] } {
 
 export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {
   const target = sessionTarget(arg);
+  if (target.turn !== undefined && target.turn < 1) {
+    // A caller counting from 0 (a keybinding, another extension): the server would refuse it
+    // only after the confirmation, so say it before anything is asked.
+    return stop(ctx.ui, `There is no turn ${target.turn} to branch after: turns are numbered from 1.`);
+  }
   const { session, label } = await chooseSession(
     ctx,
     target,
@@ -337,7 +343,7 @@ export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<v
   const { session, label } = await chooseSession(
     ctx,
     target,
-    sessionPicks,
+    transcriptPicks,
     'Remem: Open Session Transcript',
     'This workspace has no sessions yet.',
   );

@@ -2,7 +2,7 @@
 
 import { age, reviewText, sessionLabel, shortId } from './format';
 import type { FlatNode, HistoryEntry, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
-import { isEligible } from './sessionTree';
+import { inParentTranscript, isEligible } from './sessionTree';
 
 export interface PickItem {
   label: string;
@@ -12,6 +12,9 @@ export interface PickItem {
 
 export interface SessionPick extends PickItem {
   session: string;
+  /** How to name the session's transcript when that is not the pick's label: a row shown in its
+   * session's transcript opens that one, named as the session's row reads. */
+  title?: string;
 }
 
 export interface TurnPick extends PickItem {
@@ -101,8 +104,10 @@ export function sessionPick(node: FlatNode, nowMs: number, parent?: FlatNode): S
 
 function picksOf(shown: readonly FlatNode[], all: readonly FlatNode[], nowMs: number): SessionPick[] {
   const byId = new Map(all.map((n) => [n.id, n]));
-  // An in-file branch is no session of its own: nothing can be asked of it by id.
-  return newestFirst(shown.filter((n) => n.kind !== 'branch')).map((n) => sessionPick(n, nowMs, n.parent === null ? undefined : byId.get(n.parent)));
+  // An in-file branch or an inline subagent is part of its session's file, no session of its
+  // own: nothing can be asked of it by id (the daemon answers "no session").
+  const own = shown.filter((n) => !inParentTranscript(n));
+  return newestFirst(own).map((n) => sessionPick(n, nowMs, n.parent === null ? undefined : byId.get(n.parent)));
 }
 
 /** The sessions the daemon would consolidate (finished, not archived), newest first. */
@@ -110,9 +115,27 @@ export function consolidationPicks(nodes: readonly FlatNode[], nowMs: number): S
   return picksOf(nodes.filter(isEligible), nodes, nowMs);
 }
 
-/** Every session of the workspace, newest first (transcripts, branching, renaming). */
+/** Every session of the workspace, newest first (branching, renaming, archiving). */
 export function sessionPicks(nodes: readonly FlatNode[], nowMs: number): SessionPick[] {
   return picksOf(nodes, nodes, nowMs);
+}
+
+/** Every row's transcript, newest first. An in-file branch or an inline subagent has none of its
+ * own: its turns follow the conversation in its session's transcript, which it opens, as a
+ * click on its row does. */
+export function transcriptPicks(nodes: readonly FlatNode[], nowMs: number): SessionPick[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const parentOf = (n: FlatNode) => (n.parent === null ? undefined : byId.get(n.parent));
+  return newestFirst(nodes).flatMap((n) => {
+    const pick = sessionPick(n, nowMs, parentOf(n));
+    if (!inParentTranscript(n)) return [pick];
+    let owner = parentOf(n);
+    while (owner && inParentTranscript(owner)) owner = parentOf(owner);
+    if (!owner) return []; // its session is not listed: there is no transcript to open
+    const title = sessionLabel(owner, parentOf(owner));
+    const what = n.kind === 'branch' ? `abandoned after turn ${n.forkTurn ?? 0}` : 'subagent written inside its session’s file';
+    return [{ ...pick, detail: `${what} · in the transcript of “${title}”`, session: owner.id, title }];
+  });
 }
 
 const PROMPT_CHARS = 120;

@@ -68,6 +68,7 @@ export interface FlatNode {
 export interface SearchedRoot {
   path: string;
   exists: boolean;
+  harness?: SessionFormat; // a harness's default folder, listed found or not; absent from older servers
 }
 
 /** `searched` and `settingsFile` come only with an empty tree: where the server looked. */

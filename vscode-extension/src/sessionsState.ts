@@ -7,7 +7,7 @@
  */
 
 import { sessionLabel } from './format';
-import type { SearchedRoot, SessionsProgressParams, SessionTreeResult } from './protocol';
+import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeResult } from './protocol';
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
 export interface KeptState {
@@ -208,12 +208,34 @@ export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
   return rows;
 }
 
+/** Each harness's sessions folder: its name, and the variable that moves its home. */
+const HARNESS_FOLDERS: Record<SessionFormat, { name: string; folder: string }> = {
+  'claude-code': { name: 'Claude Code', folder: '$CLAUDE_CONFIG_DIR/projects (by default ~/.claude/projects)' },
+  codex: { name: 'Codex', folder: '$CODEX_HOME/sessions (by default ~/.codex/sessions)' },
+  dsh: { name: 'DSH', folder: '$DSH_HOME/sessions (by default ~/.dsh/sessions)' },
+};
+
 function rootRow(root: SearchedRoot, home: string): NoteRow {
   const path = home && root.path.startsWith(`${home}/`) ? `~${root.path.slice(home.length)}` : root.path;
+  const harness = root.harness ? HARNESS_FOLDERS[root.harness] : undefined;
+  const description = [harness?.name, root.exists ? undefined : 'not found'].filter(Boolean).join(' · ');
   return {
     label: `Looked in ${path}`,
-    description: root.exists ? undefined : 'not found',
-    tooltip: root.exists ? `${root.path}: no session of this folder` : `${root.path} does not exist`,
+    description: description || undefined,
+    tooltip: harness ? harnessTooltip(harness.name, harness.folder, root) : rootTooltip(root),
     icon: root.exists ? 'folder' : 'folder-library',
   };
+}
+
+function rootTooltip(root: SearchedRoot): string {
+  return root.exists ? `${root.path}: no session of this folder` : `${root.path} does not exist`;
+}
+
+/** A harness's folder not found is most often elsewhere: its variable set in a shell's profile,
+ * not where the editor started. */
+function harnessTooltip(name: string, folder: string, root: SearchedRoot): string {
+  const where = `${name}'s sessions folder, ${folder}`;
+  if (root.exists) return `${where}: no session of this folder`;
+  const elsewhere = `If ${name} keeps its sessions elsewhere, add that folder under sessions.roots in settings.yml.`;
+  return `${where}: ${root.path} does not exist. ${elsewhere}`;
 }

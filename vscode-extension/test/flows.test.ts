@@ -407,6 +407,76 @@ test('the keyboard on an in-file branch or inline subagent row says what it is a
   ]);
 });
 
+/** A session with a subagent written inside its file and a path it left, as the daemon lists them. */
+const IN_FILE = [
+  node('cc', { format: 'claude-code', createdAt: NOW - 3 * 3_600_000 }),
+  node('cc@ys1', { kind: 'subagent', flags: ['inline'], parent: 'cc', depth: 1, title: 'find the tests' }),
+  node('cc@a3', { kind: 'branch', forkTurn: 2, parent: 'cc', depth: 1, title: 'and again' }),
+];
+
+test('from the palette, rows inside their session\'s file are offered by no picker that acts on a session', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: IN_FILE };
+  h.responses['remem/sessionTurns'] = TURNS;
+  h.responses['remem.lsp.fork'] = { id: 'cc-child', resume: ['claude', '--resume', 'cc-child'] };
+  h.inputs.push('Renamed');
+  const first = (items: PickItem[]) => items[0];
+  h.picks.push(first, first, byLabel('Turn 1'), first, first);
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  await flows.run(() => flows.branchFromTurn(h.ctx));
+  await flows.run(() => flows.renameSession(h.ctx));
+  await flows.run(() => flows.setArchived(h.ctx, undefined, true));
+  const pickers = h.asked.filter((a) => a.startsWith('pick:') && !a.includes('Turn 1'));
+  assert.deepEqual(pickers, [
+    'pick:Remem: Consolidate Session:Title of cc',
+    'pick:Remem: Branch from Turn…:Title of cc',
+    'pick:Remem: Rename:Title of cc',
+    'pick:Remem: Archive Session:Title of cc',
+  ]);
+  assert.deepEqual(
+    h.sent.filter(([id]) => id.startsWith('remem.lsp.')),
+    [
+      ['remem.lsp.consolidate', { session: 'cc' }],
+      ['remem.lsp.fork', { session: 'cc', turn: 1, confirmed: true }],
+      ['remem.lsp.rename', { session: 'cc', title: 'Renamed' }],
+      ['remem.lsp.archive', { session: 'cc' }],
+    ],
+  );
+});
+
+test('Open Session Transcript offers them, and opens their session\'s transcript, where their turns are', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: IN_FILE };
+  h.picks.push(byLabel('find the tests'), byLabel('and again'));
+  await flows.run(() => flows.openTranscript(h.ctx));
+  await flows.run(() => flows.openTranscript(h.ctx));
+  assert.equal(h.asked[0], 'pick:Remem: Open Session Transcript:and again|find the tests|Title of cc');
+  assert.deepEqual(h.opened, ['transcript:cc:Title of cc', 'transcript:cc:Title of cc']);
+  assert.deepEqual(
+    h.sent.filter(([method]) => method === 'remem/transcript'),
+    [],
+  );
+});
+
+test('a turn below 1 is refused before anything is asked: turns are numbered from 1', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem.lsp.fork'] = { id: 'session-child' }; // the server refuses it; it is never asked
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 0 }));
+  await flows.run(() => flows.branchFromTurn(h.ctx, { turn: 0 })); // no session either: none is picked first
+  assert.deepEqual(h.asked, [
+    'info:There is no turn 0 to branch after: turns are numbered from 1.',
+    'info:There is no turn 0 to branch after: turns are numbered from 1.',
+  ]);
+  assert.deepEqual(h.confirmed, []);
+  assert.deepEqual(h.sent, []);
+  // Turn 1 is the first one there is.
+  const first = new Harness();
+  first.responses['remem.lsp.fork'] = { id: 'session-child' };
+  await flows.run(() => flows.branchFromTurn(first.ctx, { session: 'session-main', turn: 1 }));
+  assert.deepEqual(first.sent[0], ['remem.lsp.fork', { session: 'session-main', turn: 1, confirmed: true }]);
+});
+
 test('server errors are not swallowed as a dismissal', async () => {
   const h = new Harness();
   h.command = async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { consolidationPicks, providerPicks, receiptPicks, sessionPicks, turnPicks } from '../src/picks';
+import { consolidationPicks, providerPicks, receiptPicks, sessionPicks, transcriptPicks, turnPicks } from '../src/picks';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
 test('consolidation offers only finished, unarchived sessions, newest first, with age and review state', () => {
@@ -25,6 +25,45 @@ test('every session can be picked for transcripts and branching; live and archiv
   );
   assert.equal(picks[0].description, 'just now · not consolidated yet · archived');
   assert.equal(picks[2].description, '3 h ago · not consolidated yet · live');
+});
+
+/** A Claude Code 1.0 session with a subagent written inside its file and a path it left (a
+ * rewind), as the daemon answers them: ids of the form `<session>@<uuid>`. */
+const IN_FILE = [
+  node('cc', { format: 'claude-code', createdAt: NOW - 3 * HOUR }),
+  node('cc@ys1', { kind: 'subagent', flags: ['inline'], parent: 'cc', depth: 1, title: 'find the tests', createdAt: NOW - HOUR }),
+  node('cc@a3', { kind: 'branch', forkTurn: 2, parent: 'cc', depth: 1, title: 'and again', createdAt: NOW - 2 * HOUR }),
+];
+
+test('a row inside its session\'s file is no session of its own: no picker that acts by id offers it', () => {
+  assert.deepEqual(
+    sessionPicks(IN_FILE, NOW).map((p) => p.session),
+    ['cc'],
+  );
+  assert.deepEqual(
+    consolidationPicks(IN_FILE, NOW).map((p) => p.session),
+    ['cc'],
+  );
+});
+
+test('its transcript is its session\'s: picking it opens that one, named as the session\'s row', () => {
+  const picks = transcriptPicks([...IN_FILE, node('other', { createdAt: NOW })], NOW);
+  assert.deepEqual(
+    picks.map((p) => [p.label, p.session, p.title]),
+    [
+      ['Title of other', 'other', undefined],
+      ['find the tests', 'cc', 'Title of cc'],
+      ['and again', 'cc', 'Title of cc'],
+      ['Title of cc', 'cc', undefined],
+    ],
+  );
+  assert.equal(picks[1].detail, 'subagent written inside its session’s file · in the transcript of “Title of cc”');
+  assert.equal(picks[2].detail, 'abandoned after turn 2 · in the transcript of “Title of cc”');
+  // Without its session in the list there is nothing to open.
+  assert.deepEqual(
+    transcriptPicks(IN_FILE.slice(1), NOW).map((p) => p.session),
+    [],
+  );
 });
 
 test('only completed turns can be branched after, latest first, with the prompt shortened', () => {

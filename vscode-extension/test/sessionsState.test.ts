@@ -96,6 +96,43 @@ test('the empty state names the harnesses, each root searched, and the next step
   assert.match(HARNESSES, /Claude Code, Codex and DSH/);
 });
 
+test('the empty state says which harness each default folder is for, found or not', () => {
+  const rows = emptyRows(
+    {
+      nodes: [],
+      searched: [
+        { path: '/home/me/.remem/sessions', exists: true },
+        { path: '/home/me/.claude/projects', exists: true, harness: 'claude-code' },
+        { path: '/home/me/.codex/sessions', exists: false, harness: 'codex' },
+        { path: '/home/me/.dsh/sessions', exists: false, harness: 'dsh' },
+      ],
+      settingsFile: '/home/me/.remem/settings.yml',
+    },
+    '/home/me',
+  );
+  const roots = rows.filter((r) => r.label.startsWith('Looked in '));
+  assert.deepEqual(
+    roots.map((r) => [r.label, r.description, r.icon]),
+    [
+      ['Looked in ~/.remem/sessions', undefined, 'folder'],
+      ['Looked in ~/.claude/projects', 'Claude Code', 'folder'],
+      ['Looked in ~/.codex/sessions', 'Codex · not found', 'folder-library'],
+      ['Looked in ~/.dsh/sessions', 'DSH · not found', 'folder-library'],
+    ],
+  );
+  // The tooltip says where the harness's folder is by default and how to point remem elsewhere.
+  assert.equal(
+    roots[2].tooltip,
+    "Codex's sessions folder, $CODEX_HOME/sessions (by default ~/.codex/sessions): /home/me/.codex/sessions does not exist. " +
+      'If Codex keeps its sessions elsewhere, add that folder under sessions.roots in settings.yml.',
+  );
+  assert.equal(
+    roots[1].tooltip,
+    "Claude Code's sessions folder, $CLAUDE_CONFIG_DIR/projects (by default ~/.claude/projects): no session of this folder",
+  );
+  assert.equal(roots[0].tooltip, '/home/me/.remem/sessions: no session of this folder');
+});
+
 test('a refresh while the server is asked asks again once the answer is in', async () => {
   const server = held();
   const state = new FolderSessions(new Kept(), server.ask, () => undefined, String);
