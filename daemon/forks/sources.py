@@ -100,7 +100,8 @@ def _check_child_root(catalog: SessionCatalog, entry: Entry, root: Path) -> None
 def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
     """The turn whose line range holds `line`. A turn that cannot be branched from has no end
     (`endSeq` None): its lines run to the next turn's, so the fork names it and is refused for
-    what it is (`OPEN_TURN`), not as an address in no turn."""
+    what it is (`OPEN_TURN`, or `INVALID` in a Claude Code subagent's file), not as an address
+    in no turn."""
     turns = catalog.projection(entry.summary.id).turns
     for turn, after in zip(turns, [*turns[1:], None], strict=True):
         last = turn.endSeq if turn.endSeq is not None else (after.startSeq - 1 if after else line)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
+
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from ..safe_open import open_regular
 from .formats.claude_code import Grown, Sidechain, Transcript, grow, listed_transcript, read_transcript
@@ -144,8 +146,20 @@ class SessionView:
     problems: tuple[Problem, ...]
     error: str | None
     sidechains: tuple[Sidechain, ...] = ()
-    fork_at: int | None = None  # Codex: the parent's lines a fork inherits without copying them
+    # Codex: the lines of `inherits_from` (its `history_base`) a fork inherits without copying
+    # them. A fork that copied its parent's lines, `history_base` kept, inherits them too: from
+    # the session that base names, not from the parent it copied (decision 0079).
+    fork_at: int | None = None
+    inherits_from: str | None = None
     newlines: int = 0  # the file's newline characters (a row's `last_seq`)
+
+    @property
+    def branchable(self) -> bool:
+        """Whether a fork after one of its turns can be made, as the fork service judges it: not
+        of a Claude Code subagent's own file, whose records `claude --resume` finds no
+        conversation in (`claude_code.fork_selection` refuses it). A Codex subagent is a rollout
+        like any other, which `codex exec resume` continues once forked."""
+        return not (self.format == "claude-code" and self.subagent)
 
 
 def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
@@ -180,7 +194,9 @@ def codex_view(data: bytes) -> SessionView:
 
 def rollout_view(r: Rollout) -> SessionView:
     edge = r.lineage[0] if r.lineage else None
-    history = next((e.upto for e in r.lineage if e.kind == "history"), None)
+    history = next((e for e in r.lineage if e.kind == "history" and e.upto is not None), None)
+    forked = next((e.parent for e in r.lineage if e.kind == "fork"), None)
+    spawned = next((e.parent for e in r.lineage if e.kind == "subagent"), None)
     return SessionView(
         format="codex",
         id=r.session_id,
@@ -189,14 +205,18 @@ def rollout_view(r: Rollout) -> SessionView:
         created_at=r.created_at,
         parent=edge.parent if edge else None,
         fork_turn=r.fork_turn,
-        subagent=any(e.kind == "subagent" for e in r.lineage),
+        # A subagent Codex spawns with its parent's context is forked from that parent; one
+        # forked from another session (a fork of a subagent, which copied its `session_meta`)
+        # is that session's fork.
+        subagent=spawned is not None and forked in (None, spawned),
         root_uuid=None,
         turns=r.turns,
         turn_count=r.turn_count,
         branches=(),
         problems=r.problems,
         error=r.error,
-        fork_at=history if r.fork_turn is None else None,
+        fork_at=history.upto if history else None,
+        inherits_from=history.parent if history else None,
         newlines=r.newlines,
     )
 
@@ -230,13 +250,13 @@ INHERITED_DEPTH = 16  # forks of forks followed back; Codex chains rarely pass t
 
 
 def inherited_history(view: SessionView, read: Callable[[str], bytes | None]) -> list[Inherited]:
-    """What a Codex fork inherits by reference (`fork_at`), oldest ancestor first: each
-    ancestor's turns in the lines the next one inherits. `read` gives a session's bytes, or
-    None when it is not at hand."""
+    """What a Codex fork inherits by reference (`fork_at` lines of `inherits_from`), oldest
+    ancestor first: each ancestor's turns in the lines the next one inherits. `read` gives a
+    session's bytes, or None when it is not at hand."""
     found: list[Inherited] = []
     seen = {view.id}
-    while view.fork_at is not None and view.parent is not None and len(found) < INHERITED_DEPTH:
-        parent = view.parent
+    while view.fork_at is not None and view.inherits_from is not None and len(found) < INHERITED_DEPTH:
+        parent = view.inherits_from
         if parent in seen:
             break
         data = read(parent)
@@ -315,7 +335,16 @@ def file_turns(fmt: SessionFormat, path: Path) -> tuple[list[TurnSummary], str]:
     revision they were read at; `OSError` or `LineTooLong` when it cannot be read
     (`unreadable` says why)."""
     data, st = read_file_stat(path)
-    return turn_summaries(view_of(fmt, path, data).turns), stat_revision(st)
+    view = view_of(fmt, path, data)
+    return turn_summaries(branchable_turns(view)), stat_revision(st)
+
+
+def branchable_turns(view: SessionView) -> tuple[Turn, ...]:
+    """The view's turns, none forkable in a session that cannot be branched at all
+    (`SessionView.branchable`): what `sessions turns` and the editor offer to branch after."""
+    if view.branchable:
+        return view.turns
+    return tuple(msgspec.structs.replace(turn, forkable=False) for turn in view.turns)
 
 
 def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
@@ -359,9 +388,17 @@ def _update(path: Path, revision: str, view: SessionView) -> Update:
         sidechains=json.dumps([_sidechain_info(c).__dict__ for c in view.sidechains])
         if view.sidechains
         else None,
-        fork_at=view.fork_at,
+        fork_at=_fork_at(view),
     )
     return Update(row)
+
+
+def _fork_at(view: SessionView) -> int | None:
+    """What the row keeps of the lines a Codex fork inherits by reference: the tree reads a
+    fork turn from them in the row's parent (decision 0281), so only for a fork that copied
+    none of its turns, and inherits from that parent."""
+    inherits = view.fork_turn is None and view.inherits_from == view.parent
+    return view.fork_at if inherits else None
 
 
 def problem_counts(problems: tuple[Problem, ...]) -> dict[str, int]:

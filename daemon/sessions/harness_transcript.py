@@ -2,13 +2,15 @@
 
 Each turn of the conversation is a `## Turn N — status — time` section (what the editor's
 "Branch after turn N" lenses look for), with the user's prompt, the tools called and how they
-ended, and the last assistant text. A Claude Code session's abandoned in-file branches follow
-under their own headings, their turns at a lower level, since nothing can be branched after
-them, and so do its inline subagents (Claude Code 1.0 wrote them into the parent's file). A
-Codex fork that inherits its parent's lines by reference opens with the turns it inherits,
-read from the parent's file and headed at a lower level too: they are branched in the parent. The
-lines the reader skipped or flagged are listed under the header, each with its reason. Text
-from the file is quoted or put in code spans, as in `transcript`.
+ended, and the last assistant text; a session that cannot be branched (a Claude Code
+subagent's own file) says so under its header. A Claude Code session's abandoned in-file
+branches follow under their own headings, their turns at a lower level, since nothing can be
+branched after them, and so do its inline subagents (Claude Code 1.0 wrote them into the
+parent's file). A Codex fork that inherits lines by reference (its `history_base`, kept by a
+fork that copied its parent's lines too) opens with the turns it inherits, read from the file
+the base names and headed at a lower level too: they are branched in that session. The lines
+the reader skipped or flagged are listed under the header, each with its reason. Text from
+the file is quoted or put in code spans, as in `transcript`.
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ def render_harness_transcript(
     lines.append(f"- Created: {view.created_at or 'unknown'}")
     if view.parent is not None:
         lines.append(f"- Parent: {fenced_code(view.parent)}{' (subagent)' if view.subagent else ''}")
+    if not view.branchable:  # so no turn has a "Branch after turn N" lens
+        harness = HARNESS_NAMES[view.format]
+        lines.append(f"- Branching: none ({harness} resumes sessions, not subagents: branch its parent)")
     lines.append("")
     lines += _problems(view)
     for part in inherited:
