@@ -108,10 +108,16 @@ def _stem(title: str) -> str:
 def _default_title(item: LineageItem, parent: LineageItem | None) -> bool:
     """Whether a fork still has the title forking gave it: not renamed, and its parent's title
     as the parent's log or a rename gave it, perhaps with a counter. After the parent is renamed
-    its current title no longer matches, so its log's is compared too."""
-    if item.kind != "fork" or parent is None or item.log_title is None or item.title != item.log_title:
+    its current title no longer matches, so its log's is compared too.
+
+    Forking writes a DSH or Claude Code child's title into its log, where a rename (remem's
+    metadata) does not reach: a display title other than the log's was renamed. A Codex rollout
+    has no title record, so forking sets the child's title in remem's metadata as a rename does
+    (decision 0291), and only the title itself tells whether it is still the parent's."""
+    given = item.title if item.format == "codex" else item.log_title
+    if item.kind != "fork" or parent is None or given is None or item.title != given:
         return False
-    stem = _stem(item.log_title)
+    stem = _stem(given)
     return any(t is not None and _stem(t) == stem for t in (parent.title, parent.log_title))
 
 
