@@ -7,6 +7,11 @@ parent and the time of the fork — the parent's cwd, provider and instructions,
 would lose everything before the parent's own lines). Then come the parent's lines verbatim,
 its own ``session_meta`` included, through the line that ends the chosen turn. Readers take
 identity from line 1 only, the child's own ``session_meta``.
+
+A fork is no subagent, whatever its parent is: a subagent parent's ``source.subagent`` (which
+names the session that spawned it) and its agent's nickname and role are not carried over, and
+the child's ``source`` is ``exec``, as a fork Codex makes takes the source of the process that
+forks (codex-rs ``ThreadManager::fork_thread``), here the ``codex exec resume`` remem names.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ import msgspec
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import end_of_line
 
+# What a fork of a subagent says it came from: `codex exec`, whose `resume` continues it.
+FORK_SOURCE = "exec"
+# A spawned subagent's own fields of its `session_meta`, besides its `source`.
+SUBAGENT_FIELDS = ("agent_nickname", "agent_role", "agent_path", "parent_thread_id")
+
 
 def child_meta(first_meta_line: bytes, child: str, parent: str, now: datetime) -> bytes:
     """The child's ``session_meta`` line (ending in a newline)."""
@@ -31,6 +41,11 @@ def child_meta(first_meta_line: bytes, child: str, parent: str, now: datetime) -
     payload.update(id=child, forked_from_id=parent, timestamp=stamp)
     if "session_id" in payload:
         payload["session_id"] = child
+    source = payload.get("source")
+    if isinstance(source, dict) and "subagent" in source:
+        payload["source"] = FORK_SOURCE
+        for spawned in SUBAGENT_FIELDS:
+            payload.pop(spawned, None)
     return msgspec.json.encode(record) + b"\n"
 
 
