@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..faults import faultpoint
 from ..home import Home
+from ..protocol.sessions import ROLLED_BACK
 from ..safe_open import open_regular
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import Selection, fork_selection, read_transcript
@@ -203,7 +204,9 @@ class HarnessForks:
             try:
                 point = fork_point(data, turn_index)
             except NotAForkPoint as refused:
-                raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+                rolled_back = _rolled_back(data, turn_index) if refused.code == "open-turn" else None
+                reason = rolled_back or refused.reason
+                raise OperationError(_REFUSALS[refused.code], f"{parent}: {reason}") from None
             rollout, end = point.rollout, point.cut
             assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
             if (found := codex_child.existing_rollout(target, child)) is not None:
@@ -230,6 +233,19 @@ class HarnessForks:
         # A rollout's identity is its line 1 (`formats/codex.py`), inside the bytes copied.
         meta = codex_child.child_meta(codex_child.meta_line(data, 1), child, prepared.source, now)
         return [meta, memoryview(data)[:end]], prepared
+
+
+def _rolled_back(data: bytes, index: int) -> str | None:
+    """Why turn `index` of the rollout `data` cannot be branched from when Codex rolled it back
+    (`thread_rolled_back`), with the nearest turns that can be; None for any other turn."""
+    turns = read_rollout(data).turns
+    if not 1 <= index <= len(turns) or turns[index - 1].status != ROLLED_BACK:
+        return None
+    before = [turn.index for turn in turns[: index - 1] if turn.forkable][-1:]
+    after = [turn.index for turn in turns[index:] if turn.forkable][:1]
+    instead = " or ".join(f"turn {n}" for n in before + after)
+    then = f"branch after {instead}" if instead else "no turn can be branched from yet"
+    return f"turn {index} was rolled back (Codex dropped it from the conversation); {then}"
 
 
 def _selection(data: bytes, parent: Path, turn: int) -> Selection:

@@ -27,6 +27,7 @@ from remem.daemon.protocol.rpc import (
     TurnRow,
     WorkspaceParams,
 )
+from remem.daemon.protocol.sessions import ROLLED_BACK
 
 from .. import ids
 from ..consolidate import consolidate
@@ -154,10 +155,15 @@ async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
     if row is None:
         raise JsonRpcInvalidParams(f"{ids.FORK}: session {session} has no turn {turn} (it has {len(turns)})")
     if not row.forkable:
+        why = _NOT_FORKABLE.get(row.status, "has not finished")
         raise JsonRpcInvalidParams(
-            f"{ids.FORK}: turn {turn} of {session} has not finished; branch from a completed turn"
+            f"{ids.FORK}: turn {turn} of {session} {why}; branch from a completed turn"
         )
     return row
+
+
+# Why a turn that ended cannot be branched from; any other is still running (or left open).
+_NOT_FORKABLE = {ROLLED_BACK: "was rolled back (Codex dropped it from the conversation)"}
 
 
 async def _archive(ls: RememServer, session: str, *, archived: bool) -> dict[str, Any]:
