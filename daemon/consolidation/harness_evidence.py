@@ -2,16 +2,19 @@
 
 What enters is what `evidence.py` keeps of a DSH log, read from the format readers' turns:
 the user's prompts (never the context the harness injects: Codex's ``<environment_context>``,
-AGENTS.md and permissions, Claude Code's ``isMeta`` lines, command and hook wrappers, tool
-results), compaction summaries marked as such, the turn's last assistant text, and each tool
-that returned, by name, ok or error. Abandoned paths (Claude Code's in-file branches, Codex's
-rolled-back turns) and turns a later compaction replaced are not on the model's surface and
-stay out. Every text is elided and redacted like DSH evidence.
+AGENTS.md, permissions, skills, subagent notifications and the IDE extension's context, Claude
+Code's ``isMeta`` lines, command and hook wrappers, system reminders, editor context, tool
+results, a shell command's output), compaction summaries marked as such, the turn's last
+assistant text, and each tool that returned, by name, ok or error. Abandoned paths (Claude
+Code's in-file branches, Codex's rolled-back turns) and turns a later compaction replaced are
+not on the model's surface and stay out. Every text is elided and redacted like DSH evidence.
 
 A turn's range is its address in the file: ``fromSeq`` and ``toSeq`` are the line numbers of
-its first and last record (1-based). Both harnesses only append, and the review is bound to
-the file's content digest, so those lines name the same records for as long as the review
-holds; a proposal may cite exactly the ranges shown.
+its first and last record (1-based). A turn a compaction cut or stands in is addressed by what
+is shown of it: from the compaction on (Claude Code's summary, Codex's ``compacted`` line), its
+tools those called after it (decision 0355). Both harnesses only append, and the review is
+bound to the file's content digest, so those lines name the same records for as long as the
+review holds; a proposal may cite exactly the ranges shown.
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_codex_evidence_leaves_out_injected_context_rolled_back_and_compacted_tu
         ("apply_patch", True),
         ("update_plan", True),
     ]
-    assert (only.range.fromSeq, only.range.toSeq) == (8, 21)  # task_started .. task_complete
+    assert (only.range.fromSeq, only.range.toSeq) == (7, 21)  # the compacted line .. task_complete
 
 
 def test_codex_evidence_of_a_rollout_with_only_user_message_events_uses_them() -> None:

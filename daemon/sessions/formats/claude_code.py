@@ -46,12 +46,26 @@ GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"
 # user's prompt; the output of a local command and its caveat are not, nor is the user line the
 # harness writes when a background task (an async subagent) finishes.
 _LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>")
-NOT_PROMPTS = (*_LOCAL_OUTPUT, "<task-notification>")
+# Bash mode (`! cmd`) is written the same way: the command as a user line
+# `<bash-input>cmd</bash-input>`, then the shell's output as the next one
+# (`<bash-stdout>…</bash-stdout><bash-stderr>…</bash-stderr>`). The command is the user's, a
+# prompt that no model answers, as a local slash command's invocation is (shown `! cmd`, as
+# Claude Code shows and titles it); its output is the shell's, like a local command's: never a
+# prompt, a turn's start or anything said (decision 0355).
+_SHELL_OUTPUT = ("<bash-stdout>", "<bash-stderr>")
+_UNSAID = (*_LOCAL_OUTPUT, *_SHELL_OUTPUT)
+NOT_PROMPTS = (*_UNSAID, "<task-notification>")
+_SHELL_INPUT = "<bash-input>"
+_SHELL = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
-# A text block that is wholly the editor's context (the file the user opened, the lines they
-# selected), which Claude Code's IDE integrations put before the user's own words.
-_IDE_CONTEXT = re.compile(r"\s*<(ide_opened_file|ide_selection)>.*</\1>\s*\Z", re.DOTALL)
+# Blocks Claude Code puts into a user line's text that the user did not write: the editor's
+# context (the file the user opened, the lines they selected), which its IDE integrations put
+# before the user's words, a system reminder, and what a UserPromptSubmit hook added to the
+# prompt. They are cut out wherever they stand; the user's words around them stay.
+_INJECTED = re.compile(
+    r"<(ide_opened_file|ide_selection|system-reminder|user-prompt-submit-hook)>.*?</\1>", re.DOTALL
+)
 # Prompts the harness writes to start a turn (a hook's output, a loop's tick, a goal), which
 # Claude Code's own listing never titles a session by.
 _UNTITLED = ("<session-start-hook>", "<tick>", "<goal>")
@@ -796,6 +810,7 @@ class _Graph:
         self.prompts: dict[int, str] = {}  # line number -> the prompt's text, for real prompts
         self.interrupts: set[int] = set()  # user lines that mark a turn stopped by the user
         self.commands: set[int] = set()  # user lines that are a slash command's invocation
+        self.shell: set[int] = set()  # user lines that are a bash-mode command (`! cmd`)
         self.sidechains = 0
         earlier = True  # every parent on an earlier line: then no chain can loop
         for uuid, line in nodes.items():
@@ -847,6 +862,8 @@ class _Graph:
             self.interrupts.add(line.number)
         elif text.startswith("<command-"):
             self.commands.add(line.number)
+        elif text.startswith(_SHELL_INPUT):
+            self.shell.add(line.number)
         if (prompt := _prompt_text(line.record, text)) is not None:
             self.prompts[line.number] = prompt
 
@@ -1030,19 +1047,32 @@ def _prompt_text(record: _Node, text: str) -> str | None:
     if command:
         args = _COMMAND_ARGS.search(text)
         return " ".join(part for part in ("/" + command.group(1).lstrip("/"), args and args.group(1)) if part)
+    shell = _SHELL.match(text) if text.startswith(_SHELL_INPUT) else None
+    if shell:
+        return f"! {shell.group(1).strip()}".rstrip()
     if not text and any(block.type == "image" for block in blocks):
         return "[image]"
     return text or None
 
 
 def _text(record: _Node) -> str:
-    """The text blocks of a record's message, joined and stripped, without the blocks in which
-    Claude Code's IDE integrations tell the model what the user has open or selected."""
+    """The text blocks of a record's message, joined and stripped, without the blocks the
+    harness wrote into them (`_INJECTED`: what the user has open or selected in an editor, a
+    system reminder, a hook's addition); a text block that was wholly such blocks is left out."""
     content = record.message.content if record.message else None
     if isinstance(content, str):
-        return content.strip()
+        return _uninjected(content).strip()
     texts = ["" if block.text is None else str(block.text) for block in content or () if block.type == "text"]
-    return "\n".join(text for text in texts if not _IDE_CONTEXT.match(text)).strip()
+    kept = [text for raw in texts if (text := _uninjected(raw)) is raw or text.strip()]
+    return "\n".join(kept).strip()
+
+
+def _uninjected(text: str) -> str:
+    """`text` without its injected blocks: `text` itself when it holds none."""
+    if "</" not in text:  # most texts: no closing tag, nothing to cut
+        return text
+    cut, count = _INJECTED.subn("", text)
+    return cut if count else text
 
 
 def _groups(path: list[Line[_Node]], prompts: dict[int, str]) -> list[list[Line[_Node]]]:
@@ -1070,13 +1100,19 @@ def _turns(path: list[Line[_Node]], graph: _Graph, first_index: int = 1) -> tupl
 def _talk(line: Line[_Node], graph: _Graph) -> bool:
     """Whether `line` is a user or assistant record a turn is made of: not an isMeta line (the
     caveat Claude Code writes before a local slash command, a hook's context), a compaction
-    summary or a local command's output, which no turn starts at and nobody said."""
+    summary, a local or shell command's output, or a line whose text was wholly injected (a
+    system reminder), which no turn starts at and nobody said."""
     record = line.record
     if record.type == "assistant" or line.number in graph.prompts:
         return True
-    if record.type != "user":
+    if record.type != "user" or record.is_meta or record.is_compact_summary:
         return False
-    return not (record.is_meta or record.is_compact_summary or _text(record).startswith(_LOCAL_OUTPUT))
+    text = _text(record)
+    if text:
+        return not text.startswith(_UNSAID)
+    # No text: tool results (said), or text blocks that were all the harness's.
+    blocks = _blocks(record)
+    return not blocks or any(block.type != "text" for block in blocks)
 
 
 def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
@@ -1084,9 +1120,13 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
 
     A compaction replaces what came before it by its summary: what precedes the latest
     ``compact_boundary`` is left out (it reaches the reader only through that summary, never
-    twice); a turn the boundary falls in keeps what follows it, the summary included."""
+    twice). A turn the boundary falls in keeps what follows it, the summary included: its
+    `start` and `end` are moved to the lines kept (from the first of them said or summarised to
+    its end, or, when its answer came before the boundary, to the last of them), and its tools
+    are those called after the boundary, so its range names only lines whose text is shown."""
     parsed = _parse(data, name)
-    path, turns, prompts = parsed.path, parsed.transcript.turns, parsed.graph.prompts
+    path, turns, graph = parsed.path, parsed.transcript.turns, parsed.graph
+    prompts = graph.prompts
     place = {line.number: at for at, line in enumerate(path)}
     boundary = max(
         (at for at, line in enumerate(path) if _logical_parent(line.record) is not None), default=-1
@@ -1096,13 +1136,41 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
         kept = [line for line in group if place[line.number] > boundary]
         if not kept:
             continue
-        prompt = prompts[group[0].number] if kept[0] is group[0] else None
         summaries = tuple(
             text for line in kept if line.record.is_compact_summary and (text := _text(line.record))
         )
-        answer = turn.answer if turn.answer is not None and place[turn.end] > boundary else None
-        texts.append(TurnText(turn, (prompt,) if prompt else (), summaries, answer))
+        if kept[0] is group[0]:
+            prompt = prompts[group[0].number]
+            texts.append(TurnText(turn, (prompt,) if prompt else (), summaries, turn.answer))
+            continue
+        ends_after = place[turn.end] > boundary
+        answer = turn.answer if ends_after else None
+        texts.append(TurnText(_after_boundary(turn, kept, path, graph, ends_after), (), summaries, answer))
     return tuple(texts)
+
+
+def _after_boundary(
+    turn: Turn, kept: list[Line[_Node]], path: list[Line[_Node]], graph: _Graph, ends_after: bool
+) -> Turn:
+    """`turn`, which a compaction boundary cut, as what follows the boundary (`kept`, its lines
+    after it): its range from the first of them said or summarised (else the first) to its own
+    end when that is among them (`ends_after`), else to the last of them said or summarised;
+    its tools those called on them or beside them."""
+    shown = [line for line in kept if line.record.is_compact_summary or _talk(line, graph)] or kept
+    on_path = {line.record.uuid for line in path}
+    calls = {
+        str(block.id)
+        for line in (*kept, *graph.side_nodes(kept, on_path))
+        if line.record.type == "assistant"
+        for block in _blocks(line.record)
+        if block.type == "tool_use"
+    }
+    return msgspec.structs.replace(
+        turn,
+        start=shown[0].number,
+        end=turn.end if ends_after else shown[-1].number,
+        tools=tuple(tool for tool in turn.tools if tool.call_id in calls),
+    )
 
 
 def _turn(
@@ -1134,7 +1202,8 @@ def _turn(
                     calls.setdefault(str(block.id), str(block.name))
     results = graph.results
     dangling = any(call not in results for call in calls)
-    command = group[0].number in graph.commands
+    # A local slash command or a bash-mode command: nothing answers it but its output.
+    command = group[0].number in graph.commands or group[0].number in graph.shell
     errored = answer is not None and bool(answer.record.is_api_error_message)
     unanswered = answer is None and not command  # a local slash command has no model answer
     # A turn the next prompt follows has ended, answered or not (its calls' results, say, were

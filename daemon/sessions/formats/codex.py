@@ -13,9 +13,12 @@ codex-rs:
 - turns run from ``task_started`` to ``task_complete`` (completed, or error when it carries
   one) or ``turn_aborted`` (aborted); a rollout without those events is cut at each user
   message instead;
-  ``thread_rolled_back`` abandons its ``num_turns`` latest surviving turns;
+  ``thread_rolled_back`` abandons its ``num_turns`` latest surviving turns that carry a user
+  message, and every turn after the earliest of them (a shell command's or a compaction's turn
+  has none: Codex does not count it);
 - the prompt is the user's text: context Codex injects as user messages
-  (``<environment_context>``, AGENTS.md, permissions, skills) is not;
+  (``<environment_context>``, AGENTS.md, permissions, skills, a subagent's notification) is
+  not, whatever its case, as Codex matches it;
 - a turn is forkable when it has ended and every tool call in it has its output.
 """
 
@@ -31,6 +34,10 @@ import msgspec
 from .jsonl import MAX_LINE, Fields, Line, end_of_line, records
 from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
 
+# What a user message Codex injects begins with. codex-rs's own list (`CONTEXTUAL_USER_FRAGMENTS`:
+# AGENTS.md, environment context, skill, user shell command, turn aborted, subagents, plugins,
+# subagent notification) is matched, as Codex matches it, after leading whitespace and in any
+# case; a message any of whose text items is one is not the user's (`_injected`).
 INJECTED_PREFIXES = (
     "<environment_context>",
     "<user_instructions>",
@@ -40,15 +47,24 @@ INJECTED_PREFIXES = (
     "<collaboration_mode>",
     "<turn_aborted>",
     "<user_shell_command>",
+    "<skill>",
+    "<subagents>",
+    "<plugins>",
+    "<subagent_notification>",
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
 )
+_INJECTED = tuple(prefix.lower() for prefix in INJECTED_PREFIXES)
+_INJECTED_CHARS = max(map(len, INJECTED_PREFIXES))
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 PROMPT_CHARS = 200
 # What Codex's IDE extension and desktop app put between the context they attach and the
 # user's own request (codex-rs's `USER_MESSAGE_BEGIN`).
 _REQUEST_MARKER = "## My request for Codex:"
+# How the IDE extension's context begins (open tabs, the active file, its selection); a text
+# item that is this context alone, with no request after it, is none of the user's words.
+_IDE_CONTEXT = "# Context from my IDE setup:"
 ENDED = frozenset({"completed", "error", "aborted"})
 
 
@@ -166,6 +182,9 @@ class _Open(msgspec.Struct):
     said: list[str] = msgspec.field(default_factory=list)  # from user_message events (some rollouts only)
     summaries: list[str] = msgspec.field(default_factory=list)
     last_said: str | None = None  # the last assistant text since a compaction in the turn
+    asked: bool = False  # a user message came in it: a rollback counts it (a shell command's turn has none)
+    since: int = 0  # the line of the latest compaction its evidence follows (before it or in it; 0: none)
+    calls_since: int = 0  # how many of `calls` were made before that compaction
 
 
 _FIRST_LINE = msgspec.json.Decoder(_Line).decode
@@ -491,37 +510,63 @@ def _lineage(meta: _Payload) -> tuple[Edge, ...]:
 
 
 def _user_text(payload: _Payload) -> str | None:
-    """The user's own words in a user ``message`` item, None for injected context."""
+    """The user's text in a user ``message`` item, None for injected context: a message any of
+    whose text items Codex injected is not the user's (as codex-rs parses a user message), and
+    a text item that is the IDE extension's context alone is left out."""
     if payload.type != "message" or payload.role != "user":
         return None
-    text = _joined(payload.content, "input_text").strip()
-    if not text or text.startswith(INJECTED_PREFIXES):
+    texts = _texts(payload.content, "input_text")
+    if any(_injected(text) for text in texts):
         return None
-    return text
+    text = "\n".join(text for text in texts if not _ide_context_alone(text)).strip()
+    return text or None
+
+
+def _ide_context_alone(text: str) -> bool:
+    """Whether a text item is the IDE extension's context with no request after it."""
+    return text.lstrip().startswith(_IDE_CONTEXT) and _REQUEST_MARKER not in text
+
+
+def _request(prompt: str) -> str:
+    """The user's own words of `prompt`: the request alone when an editor or the desktop app put
+    the context it attached before it (open tabs, the active file and its selection, mentioned
+    files), as Claude Code's editor context is left out; "" when there is no request."""
+    _, marker, request = prompt.partition(_REQUEST_MARKER)
+    return request.strip() if marker else prompt
 
 
 def _joined(content: _Content, kind: str) -> str:
     """The text of the `kind` items of a message's content."""
+    return "\n".join(_texts(content, kind))
+
+
+def _texts(content: _Content, kind: str) -> list[str]:
+    """The text of each `kind` item of a message's content."""
     items = content if isinstance(content, list) else ()
-    return "\n".join(
-        [
-            "" if item.text is msgspec.UNSET else str(item.text)
-            for item in items
-            if isinstance(item, _Text) and item.type == kind
-        ]
-    )
+    return [
+        "" if item.text is msgspec.UNSET else str(item.text)
+        for item in items
+        if isinstance(item, _Text) and item.type == kind
+    ]
 
 
 def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
     """The turns its model still sees, with their whole text: rolled-back turns and those that
-    ended before the latest compaction (whose summary stands in for them) are left out."""
+    ended before the latest compaction (whose summary stands in for them) are left out. A turn
+    a compaction stands in (in it, or just before it) starts at that ``compacted`` line, and its
+    tools are those called after it; its prompts are the user's own words (`_request`)."""
     lines = records(data, _Line, []).lines
     compacted = max((line.number for line in lines if line.record.type == "compacted"), default=0)
-    return tuple(
-        TurnText(_turn(index, turn), tuple(turn.prompts or turn.said), tuple(turn.summaries), turn.last_said)
-        for index, turn in enumerate(_read(lines), start=1)
-        if turn.status != "rolled-back" and turn.end >= compacted
-    )
+    texts = []
+    for index, turn in enumerate(_read(lines), start=1):
+        if turn.status == "rolled-back" or turn.end < compacted:
+            continue
+        built = _turn(index, turn)
+        if turn.since:
+            built = msgspec.structs.replace(built, start=turn.since, tools=built.tools[turn.calls_since :])
+        prompts = tuple(request for prompt in turn.prompts or turn.said if (request := _request(prompt)))
+        texts.append(TurnText(built, prompts, tuple(turn.summaries), turn.last_said))
+    return tuple(texts)
 
 
 def _forked_at(meta: Line[_Line] | None) -> str | None:
@@ -563,11 +608,12 @@ def _read(lines: list[Line[_Line]], events: list[Any] | None = None) -> list[_Op
     done: list[_Open] = []
     current: _Open | None = None
     compacted = False  # a compaction between turns belongs to the next one
+    compacted_at = 0  # its line
     summaries: list[str] = []
     for (number, record), event in zip(lines, events, strict=True):
         payload = record.payload
         if current is None and record.type == "compacted":
-            compacted = True
+            compacted, compacted_at = True, number
             summaries = _summary(payload)
         if event == "thread_rolled_back":
             _roll_back(done, payload.num_turns)
@@ -581,12 +627,14 @@ def _read(lines: list[Line[_Line]], events: list[Any] | None = None) -> list[_Op
             if done and event in _EXITS:
                 _late_exit(done[-1], payload, event)
             continue
+        if compacted:
+            current.since = compacted_at
         current.compacted, compacted = current.compacted or compacted, False
         if summaries:
             current.summaries += summaries
             summaries = []
         current.end = number
-        _absorb(current, record, event)
+        _absorb(current, record, event, number)
         if event == "task_complete" or event == "turn_aborted":
             current.status = (
                 "aborted" if event == "turn_aborted" else "error" if payload.error else "completed"
@@ -608,20 +656,31 @@ def _prompt(record: _Line, event: Any) -> str | None:
     if event == "user_message":
         message = record.payload.message
         text = message.strip() if isinstance(message, str) else ""
-        return text if text and not text.startswith(INJECTED_PREFIXES) else None
+        return text if text and not _injected(text) else None
     return _user_text(record.payload) if record.type == "response_item" else None
 
 
-def _absorb(turn: _Open, record: _Line, event: Any) -> None:
+def _injected(text: str) -> bool:
+    """Whether `text` is context Codex injected (`INJECTED_PREFIXES`), as Codex tells it: after
+    leading whitespace, in any case."""
+    return text.lstrip()[:_INJECTED_CHARS].lower().startswith(_INJECTED)
+
+
+def _absorb(turn: _Open, record: _Line, event: Any, number: int) -> None:
     payload = record.payload
     if record.type != "response_item":
         if record.type == "compacted":  # what came before is replaced by its summary
             turn.compacted = True
             turn.summaries = _summary(payload)
             turn.prompts, turn.said, turn.last_said = [], [], None
-        elif event == "user_message" and (said := _prompt(record, event)) is not None:
-            turn.prompt = turn.prompt or said
-            turn.said.append(said)
+            turn.since, turn.calls_since = number, len(turn.calls)
+        elif event == "user_message":
+            message = payload.message
+            # Codex counts a turn with a user message in a rollback, its text or not (an image).
+            turn.asked = turn.asked or not (isinstance(message, str) and _injected(message))
+            if (said := _prompt(record, event)) is not None:
+                turn.prompt = turn.prompt or said
+                turn.said.append(said)
         elif event in _EXITS and (finished := _exit(payload, event)) is not None:
             turn.outputs[finished[0]] = finished[1]
         return
@@ -638,6 +697,7 @@ def _absorb(turn: _Open, record: _Line, event: Any) -> None:
     elif (text := _user_text(payload)) is not None:
         turn.prompt = turn.prompt or text
         turn.prompts.append(text)
+        turn.asked = True
 
 
 def _summary(payload: _Payload) -> list[str]:
@@ -648,7 +708,7 @@ def _summary(payload: _Payload) -> list[str]:
         return [message.strip()]
     kept = payload.replacement_history
     items = kept if isinstance(kept, list) else ()
-    texts = (_user_text(item) for item in items if isinstance(item, _Payload))
+    texts = (_request(text) for item in items if isinstance(item, _Payload) and (text := _user_text(item)))
     joined = "\n\n".join(text for text in texts if text)
     return [joined] if joined else []
 
@@ -696,12 +756,16 @@ def _close(turn: _Open | None, done: list[_Open]) -> None:
 
 
 def _roll_back(done: list[_Open], count: Any) -> None:
+    """Abandon the `count` latest surviving turns that carry a user message, and every turn
+    after the earliest of them, as Codex cuts its history: it counts user turns, so a shell
+    command's or a compaction's turn (no user message) after them is dropped with them and
+    does not take one of the `count`."""
     remaining = count if isinstance(count, int) and count > 0 else 0
     for turn in reversed(done):
         if remaining == 0:
             break
         if turn.status != "rolled-back":
-            turn.status, remaining = "rolled-back", remaining - 1
+            turn.status, remaining = "rolled-back", remaining - turn.asked
 
 
 def _turn(index: int, turn: _Open) -> Turn:

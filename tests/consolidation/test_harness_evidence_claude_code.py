@@ -1,0 +1,92 @@
+"""Claude Code evidence: a bash-mode command's output and the text Claude Code injects into a
+prompt line never reach the model, and a turn a compaction cut is cited by the lines shown
+(decision 0355)."""
+
+from __future__ import annotations
+
+from remem.daemon.consolidation.harness_evidence import project_harness
+from remem.daemon.protocol.consolidation import EvidenceRange
+from tests.sessions import claude_lines as cl
+
+NAME = f"{cl.SID}.jsonl"
+PASSWORD = "S3cr3tPassw0rd"
+
+
+def test_a_bash_mode_command_is_shown_as_the_user_typed_it_and_its_output_never() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "deploy the app"),
+        cl.say("a1", "u1", "ok"),
+        cl.prompt("b1", "a1", "<bash-input>cat .env</bash-input>"),
+        cl.prompt("b2", "b1", f"<bash-stdout>DATABASE_URL=postgres://admin:{PASSWORD}@db/x</bash-stdout><bash-stderr></bash-stderr>"),
+        cl.prompt("b3", "b2", f"<bash-stderr>warning: {PASSWORD}</bash-stderr>"),
+        cl.prompt("u2", "b3", "thanks"),
+        cl.say("a2", "u2", "np"),
+    )  # fmt: skip
+    evidence = project_harness("claude-code", NAME, data)
+    assert [(t.turn, t.user, t.assistant, t.range) for t in evidence.turns] == [
+        (1, ["deploy the app"], "ok", EvidenceRange(fromSeq=1, toSeq=2)),
+        (2, ["! cat .env"], None, EvidenceRange(fromSeq=3, toSeq=5)),
+        (3, ["thanks"], "np", EvidenceRange(fromSeq=6, toSeq=7)),
+    ]
+    rendered = evidence.render()
+    assert PASSWORD not in rendered and "bash-" not in rendered
+
+
+def test_a_system_reminder_and_a_prompt_hooks_text_are_cut_from_the_users_words() -> None:
+    reminder = "<system-reminder>\nCLAUDE.md says: deploy with key X\n</system-reminder>"
+    hook = f"<user-prompt-submit-hook>TOKEN=ghp_{'a' * 36}</user-prompt-submit-hook>"
+    data = cl.jsonl(
+        cl.rec(
+            "user", "u1", None, [{"type": "text", "text": reminder}, {"type": "text", "text": "fix the bug"}]
+        ),
+        cl.say("a1", "u1", "fixed"),
+        cl.prompt("u2", "a1", f"add a test\n\n{hook}"),
+        cl.say("a2", "u2", "added"),
+    )
+    evidence = project_harness("claude-code", NAME, data)
+    assert [t.user for t in evidence.turns] == [["fix the bug"], ["add a test"]]
+    rendered = evidence.render()
+    assert "CLAUDE.md" not in rendered and "TOKEN" not in rendered and "system-reminder" not in rendered
+
+
+def test_a_turn_a_compaction_cut_is_cited_by_the_summarys_line_not_the_lines_it_replaced() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "before compaction"),
+        cl.say("a1", "u1", "old answer"),
+        cl.rec("system", "b1", None, subtype="compact_boundary", logicalParentUuid="a1"),
+        cl.prompt("s1", "b1", "Summary: the user said always use uv", isCompactSummary=True),
+        cl.prompt("k1", "s1", "<command-name>/compact</command-name>"),
+        cl.prompt("o1", "k1", "<local-command-stdout>Compacted</local-command-stdout>"),
+        cl.prompt("u2", "o1", "after compaction"),
+        cl.say("a2", "u2", "new answer"),
+    )
+    evidence = project_harness("claude-code", NAME, data)
+    assert [(t.turn, t.summaries, t.range) for t in evidence.turns] == [
+        (1, ["Summary: the user said always use uv"], EvidenceRange(fromSeq=4, toSeq=4)),
+        (2, [], EvidenceRange(fromSeq=5, toSeq=6)),
+        (3, [], EvidenceRange(fromSeq=7, toSeq=8)),
+    ]
+
+
+def test_a_compaction_inside_a_turn_keeps_only_the_tools_called_after_it() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "big task, and never push to main"),
+        cl.use("t1", "u1", "c1", name="Bash"),
+        cl.result("r1", "t1", "c1", error=True),
+        cl.rec("system", "b1", None, subtype="compact_boundary", logicalParentUuid="r1"),
+        cl.prompt("s1", "b1", "Summary: the user asked for a big task", isCompactSummary=True),
+        cl.use("t2", "s1", "c2", name="Edit"),
+        cl.result("r2", "t2", "c2"),
+        cl.say("a2", "r2", "done"),
+        cl.prompt("u2", "a2", "thanks"),
+        cl.say("a3", "u2", "np"),
+    )
+    first, second = project_harness("claude-code", NAME, data).turns
+    assert (first.user, first.summaries, first.assistant) == (
+        [],
+        ["Summary: the user asked for a big task"],
+        "done",
+    )
+    assert [(tool.name, tool.ok) for tool in first.tools] == [("Edit", True)]  # not the Bash before it
+    assert first.range == EvidenceRange(fromSeq=5, toSeq=8)
+    assert second.range == EvidenceRange(fromSeq=9, toSeq=10)
