@@ -27,10 +27,10 @@ from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
 # 13: Claude Code bash mode and injected prompt text, Codex rollbacks by user turns and injected
-# context of any case; 12: Claude Code subagents' turns unforkable, Codex forks of subagents and of reference forks;
-# 11: Claude Code typed prompts, ended turns, branches after a caveat, titles from branches, and
-# Codex identity from line 1 and late outcomes; 10: Codex paginated forks' cut; 9: Claude Code
-# forks' fork times; 8: harness forks' fork turns
+# context of any case; 12: Claude Code subagents' turns unforkable, Codex forks of subagents and
+# of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
+# from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
+# cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
 SCHEMA_VERSION = 13
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""

@@ -1087,14 +1087,24 @@ def _groups(path: list[Line[_Node]], prompts: dict[int, str]) -> list[list[Line[
 
 
 def _turns(path: list[Line[_Node]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
-    """The turns of a path of nodes, in order; each but the last is followed by the next prompt."""
+    """The turns of a path of nodes, in order; each but the last is followed by the next prompt.
+    A compaction between two turns (its summary after all the first one said) is the next one's,
+    the first to run on the summary, as in a Codex rollout."""
     groups = _groups(path, graph.prompts)
     sides = graph.sides(groups, {line.record.uuid for line in path})
     last = len(groups) - 1
-    return tuple(
-        _turn(first_index + n, group, side, graph, followed=n < last)
-        for n, (group, side) in enumerate(zip(groups, sides, strict=True))
-    )
+    turns: list[Turn] = []
+    carried = False
+    for n, (group, side) in enumerate(zip(groups, sides, strict=True)):
+        turns.append(_turn(first_index + n, group, side, graph, followed=n < last, carried=carried))
+        said = _last_said(group, graph)
+        carried = any(line.record.is_compact_summary and line.number > said for line in group)
+    return tuple(turns)
+
+
+def _last_said(group: list[Line[_Node]], graph: _Graph) -> int:
+    """The line of the last user or assistant record said in the turn of `group` (`_talk`)."""
+    return max((line.number for line in group if _talk(line, graph)), default=0)
 
 
 def _talk(line: Line[_Node], graph: _Graph) -> bool:
@@ -1174,18 +1184,23 @@ def _after_boundary(
 
 
 def _turn(
-    index: int, group: list[Line[_Node]], side: list[Line[_Node]], graph: _Graph, *, followed: bool
+    index: int,
+    group: list[Line[_Node]],
+    side: list[Line[_Node]],
+    graph: _Graph,
+    *,
+    followed: bool,
+    carried: bool = False,
 ) -> Turn:
     """The turn of the nodes `group` (its prompt first) and `side` (beside them); `followed`: the
-    next prompt of the path comes after it, so it has ended though nothing answered it."""
+    next prompt of the path comes after it, so it has ended though nothing answered it;
+    `carried`: a compaction made between the turn before it and this one."""
     calls: dict[str, str] = {}
     interrupted = False
     answer: Line[_Node] | None = None
     answer_text: str | None = None
-    compacted = False
     for line in group:
         record = line.record
-        compacted = compacted or bool(record.is_compact_summary)
         if record.type == "user":
             interrupted = interrupted or line.number in graph.interrupts
         elif record.type == "assistant":
@@ -1215,6 +1230,12 @@ def _turn(
     status: TurnStatus = "aborted" if interrupted else "open" if dangling or waiting else "completed"
     if errored and status == "completed":
         status = "error"
+    # A compaction within the turn: its summary before something said in it, or anywhere in a
+    # turn still going on. One after all an ended turn said is the next turn's (`_turns`).
+    said = _last_said(group, graph)
+    compacted = carried or any(
+        line.record.is_compact_summary and (waiting or line.number < said) for line in group
+    )
     return Turn(
         index=index,
         prompt=_short(graph.prompts[group[0].number]),
