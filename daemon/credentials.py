@@ -6,8 +6,9 @@ them out of the worker's input, of receipts, debug entries and log lines; findin
 proposals be refused and memory files warned about. It is deliberately best effort, as the
 seed (§7.2) says: no scanner recognises every secret. What is certain is masked exactly: the
 API keys this process uses (`remember`) are redacted wherever they appear, whatever their
-shape. Each match becomes `[redacted <kind>]`; for `key = value` assignments only the value is
-replaced, so the text still says what was there.
+shape. Each match becomes `[redacted <kind>]`; for `key = value` assignments, a URL's
+`user:password@`, `--password x`, `mysql -px` and `curl -u user:x` only the value is replaced,
+so the text still says what was there.
 """
 
 from __future__ import annotations
@@ -35,6 +36,26 @@ _TOKENS = (
         (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
     ),
     ("slack-token", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"), (b"xox",)),
+    # Stripe's secret and restricted keys (its publishable `pk_` keys are public).
+    ("stripe-key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), (b"k_live_", b"k_test_")),
+    # Each token below begins with its literal, which `re` looks for as fast as a substring, and
+    # then looks back for the word boundary: `redact` tries every pattern on every text.
+    # A JWT: a header and a payload, both base64url JSON objects (`{"` is `eyJ`), and a signature;
+    # not inside a longer base64url run, so that a run of `eyJ-` is tried once, not at each.
+    (
+        "jwt",
+        re.compile(r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"),
+        (b"eyJ",),
+    ),
+    ("google-api-key", re.compile(r"AIza(?<!\wAIza)[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), (b"AIza",)),
+    # Letters of both cases, so that a long `hf_` identifier in code is not one.
+    (
+        "huggingface-token",
+        re.compile(r"hf_(?<!\whf_)(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{30,}\b"),
+        (b"hf_",),
+    ),
+    ("npm-token", re.compile(r"npm_(?<!\wnpm_)[A-Za-z0-9]{36}\b"), (b"npm_",)),
+    ("gitlab-token", re.compile(r"glpat-(?<!\wglpat-)[A-Za-z0-9_-]{20,}"), (b"glpat-",)),
 )
 _NOT_A_VALUE = r"(?!\[redacted\ )"  # already masked by a more specific pattern
 _AWS_SECRET = re.compile(
@@ -57,6 +78,109 @@ _ASSIGNMENT = re.compile(
     (?: "(?P<double>[^"\n]+)" | '(?P<single>[^'\n]+)' | (?P<bare>(?![$<{])[^\s"',;&]+) )
     """
 )
+
+
+# What a value of the forms below never is: `$VAR`, `${VAR}`, `<placeholder>`, `{template}`, a
+# `%s` format, `****`, `...`, `xxx` or the word `password` standing for one (`user:password@host`
+# in a how-to), or a credential a more specific pattern masked already.
+_PLACEHOLDER = (
+    r"(?![$<{*]|%[sd(]|\.\.\.|\[redacted\ "
+    r"|(?i:password|passwd|secret|x{3,})(?=[@\s\"'`]|$))"
+)
+# Each pattern below begins with a literal (`re` looks for it as fast as a substring) and looks
+# back from it where it needs to. Only its `value` group (or `value_dq`/`value_sq`, inside double
+# or single quotes) is the credential: what names it (a URL's scheme and host, a flag, a command,
+# a user) stays. None holds a blank line (decision 0152's cuts): their whitespace is spaces,
+# tabs and a shell line continuation.
+_URL_LOGIN = re.compile(
+    # `scheme://user:password@`, masked as `mask_userinfo` masks a base_url's login, to the last
+    # @ (a password may hold one); a login without a password (`ssh://git@host`) is no secret.
+    r"://(?<=[A-Za-z0-9+.-]://)(?P<value>[^/?#\s:@]*:" + _PLACEHOLDER + r"[^/?#\s]+)@"
+)
+_QUOTED = (
+    r"""(?: "(?P<value_dq>"""
+    + _PLACEHOLDER
+    + r"""[^"\n]+)" | '(?P<value_sq>"""
+    + _PLACEHOLDER
+    + r"""[^'\n]+)' )"""
+)
+_PASSWORD_FLAG = re.compile(
+    # `--password x`, `--db-password x` (the `=` form is an assignment). The value is taken only
+    # where a flag's value is unambiguous: not a flag (`--password --user x`), not a lower-case
+    # word (`the --password option`), not an upper-case placeholder (`--password PASSWORD`).
+    r"""(?x) --(?<![\w-]--) (?!(?:no|ask|prompt|skip|use|with|without|require|allow|empty)-)
+    (?:[a-z0-9]+-)?pass(?:word|wd) [ \t]+
+    (?: """
+    + _QUOTED
+    + r""" | (?P<value>"""
+    + _PLACEHOLDER
+    + r"""(?![-"'`(\[])
+        (?![a-z]+[.,;:!?)\]`'"*]*(?!\S)) (?![A-Z][A-Z0-9_]*[.,;:!?)\]`'"*]*(?!\S))
+        [^\s"'`;&|()<>]+ ) )"""
+)
+
+
+def _option_of(first: str, rest: str, option: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """`option` given to a command named `first` + `rest`; and the same option again further on
+    in that command. Its words reach to a blank before the option: spaces, tabs and line
+    continuations, never the next command (`;`, `&&`, `|`) nor another command of that name,
+    where that one's match begins instead (a line naming it often is scanned once)."""
+    name = rf"{first}(?<!\w{first})(?:{rest})\b"
+    words = rf"(?:(?!{name})[^\n;&|]|\\\n)*?[ \t]"
+    return re.compile(f"(?x){name}{words}{option}"), re.compile(f"(?x){words}{option}")
+
+
+# The MySQL clients' `-p<password>`, attached: `-p secret` prompts, `secret` is the database.
+_MYSQL_PASSWORD = _option_of(
+    "m",
+    r"ysql(?:dump|admin|import|show|check|pump)?|ariadb(?:-dump|-admin)?",
+    r"-p (?: " + _QUOTED + r" | (?P<value>" + _PLACEHOLDER + r"""(?!["'])[^\s"'`;&|()<>]+ ) )""",
+)
+# `curl -u user:password` (`--user`); without a password (`-u user`) curl asks for one.
+_CURL_LOGIN = _option_of(
+    "c",
+    "url",
+    r"""(?:-u[ \t]*|--user(?:[ \t]+|=))
+    (?: "[^"\s:]*:(?P<value_dq>"""
+    + _PLACEHOLDER
+    + r"""[^"\n]+)"
+      | '[^'\s:]*:(?P<value_sq>"""
+    + _PLACEHOLDER
+    + r"""[^'\n]+)'
+      | [^\s"':]*:(?P<value>"""
+    + _PLACEHOLDER
+    + r"""[^\s"'`;&|()<>]+) )""",
+)
+# Each with its kind, the pattern of its further values in the same command (all of them are
+# masked at once, so that masking again changes nothing), and the literals one of which any
+# match contains.
+_VALUED: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None, tuple[bytes, ...]], ...] = (
+    ("userinfo", _URL_LOGIN, None, (b"://",)),
+    ("password", _PASSWORD_FLAG, None, (b"-passw",)),
+    ("password", *_MYSQL_PASSWORD, (b"mysql", b"mariadb")),
+    ("password", *_CURL_LOGIN, (b"curl",)),
+)
+
+
+def _values(
+    text: str, pattern: re.Pattern[str], further: re.Pattern[str] | None
+) -> Iterator[tuple[int, int]]:
+    """The spans of the values `pattern` finds in `text`, in order, each followed by those
+    `further` finds right after it."""
+    for found in pattern.finditer(text):
+        match: re.Match[str] | None = found
+        while match is not None:
+            start, end = next(match.span(k) for k, v in match.groupdict().items() if v is not None)
+            yield start, end
+            match = further.match(text, end) if further is not None else None
+
+
+def _masked(text: str, spans: Iterator[tuple[int, int]], kind: str) -> str:
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [text[at:start], f"[redacted {kind}]"]
+        at = end
+    return "".join(parts) + text[at:] if parts else text
 
 
 def _assignment(match: re.Match[str]) -> str:
@@ -102,7 +226,11 @@ def redact(text: str) -> str:
         text = pattern.sub(f"[redacted {kind}]", text)
     text = _AWS_SECRET.sub(_keep_key("aws-secret-access-key"), text)
     text = _BEARER.sub(_keep_key("bearer-token"), text)
-    return _ASSIGNMENT.sub(_assignment, text)
+    # Assignments before the valued forms: `DB_PASSWORD=postgres://u:p@h` is masked whole.
+    text = _ASSIGNMENT.sub(_assignment, text)
+    for kind, pattern, further, _ in _VALUED:
+        text = _masked(text, _values(text, pattern, further), kind)
+    return text
 
 
 def find(text: str, utf8: bytes | None = None) -> list[Found]:
@@ -146,6 +274,9 @@ def _scan(text: str, utf8: bytes | None) -> list[Found]:
     for m in _assignments(text, literals):
         value = next(g for g in ("double", "single", "bare") if m[g] is not None)
         found.append(Found(m.start(value), m.end(value), "secret"))
+    for kind, pattern, further, gate in _VALUED:
+        if literals.has(gate):
+            found += [Found(start, end, kind) for start, end in _values(text, pattern, further)]
     kept: list[Found] = []
     for item in sorted(found, key=lambda f: f.start):
         if not kept or item.start >= kept[-1].end:
@@ -174,8 +305,9 @@ def _pieces(text: str) -> Iterator[tuple[int, str]]:
     A cut falls only where no pattern can match across it: the only whitespace a match may hold
     is around an assignment's `:` or `=` and after `bearer`, so the text around the
     blank line must not continue one (the next character `:`, `=` or more whitespace; the last
-    one before the blank line `:`, `=` or the end of `bearer`). A cut is found after the previous
-    one's minimum, so an edit moves only the cuts near it.
+    one before the blank line `:`, `=` or the end of `bearer`); the valued forms (`_VALUED`) hold
+    spaces, tabs and line continuations only, never a blank line. A cut is found after the
+    previous one's minimum, so an edit moves only the cuts near it.
     """
     start = 0
     at = text.find("\n\n", _PIECE_MIN)
@@ -264,7 +396,9 @@ def _assignments(text: str, literals: _Literals) -> Iterator[re.Match[str]]:
             yield match
 
 
-# `scheme://user:password@host`: a provider's base_url may carry a proxy's or a server's login.
+# `scheme://user:password@host`: a provider's base_url may carry a proxy's or a server's login,
+# masked whole, a password or not (a token may be the user). Evidence and proposals mask only a
+# login with a password (`_URL_LOGIN`): in prose, `ssh://git@host` names no secret.
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]+@")  # to the last @: a password may hold one
 
 
