@@ -78,7 +78,7 @@ T = TypeVar("T")
 
 
 class Refused(Exception):
-    """No review was started: `code` says why (NOT_FOUND, LIVE, NO_CWD, ARCHIVED, ...); `files`,
+    """No review was started: `code` says why (NOT_FOUND, SUBAGENT, LIVE, NO_CWD, ...); `files`,
     the memory files to fix first (MEMORY_INVALID)."""
 
     def __init__(self, code: str, message: str, files: Sequence[str] = ()) -> None:
@@ -327,6 +327,8 @@ class Consolidator:
         if entry is None:
             raise self._not_found(session_id, errors)
         summary = entry.summary
+        if summary.kind == "subagent":
+            raise _subagent(session_id, summary.parent)
         if summary.live:
             raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
         if summary.cwd is None:
@@ -406,6 +408,17 @@ class Consolidator:
             # Retries are bounded: the attempt's own timeout is the user's budget.
             self._clients[key] = open_client(route, max_retries=2)
         return self._clients[key]
+
+
+def _subagent(session_id: str, parent: str | None) -> Refused:
+    """A subagent's session is part of its parent's (decision 0356): its prompts are the parent
+    agent's, not the user's, and what it found comes back to the parent, whose review sees it."""
+    parent_session = f"its parent session {parent}" if parent else "the session that ran it"
+    return Refused(
+        "SUBAGENT",
+        f"session {session_id} is a subagent's: its prompts were written by the agent that ran it, "
+        f"not by the user; consolidate {parent_session}",
+    )
 
 
 def _names(path: str, session_id: str) -> bool:
