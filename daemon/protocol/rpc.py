@@ -555,7 +555,7 @@ INVALID_CHANGES = -32010  # data: {"problems": [...]} — nothing was written
 MEMORY_INVALID = -32011  # data: {"revision", "files": [...]} — fix the files first
 SESSION_REFUSED = -32012  # data: {"code": NOT_FOUND | OPEN_TURN | STALE_SOURCE | OP_CONFLICT | ...}
 HISTORY_REFUSED = -32015  # the history cannot answer: the message says why (unknown entry, off, ...)
-# data: {"code": NOT_FOUND | LIVE | NO_CWD | NO_ROUTE | ..., "files"?}: no review began
+# data: {"code": NOT_FOUND | LIVE | SUBAGENT | NO_CWD | NO_ROUTE | ..., "files"?}: no review began
 CONSOLIDATION_REFUSED = -32013
 ANSWER_TOO_LARGE = -32014  # data: {"bytes", "limit"} — over daemon.max_answer_bytes; nothing was sent
 

@@ -71,8 +71,9 @@ export function visibleNodes(nodes: readonly FlatNode[], showArchived: boolean):
 }
 
 /** Whether the daemon would consolidate this session (it refuses live and archived ones). */
+// A subagent's session is reviewed as part of its parent's (the daemon refuses it: SUBAGENT).
 export function isEligible(node: FlatNode): boolean {
-  return !node.live && !node.archived;
+  return !node.live && !node.archived && node.kind !== 'subagent';
 }
 
 export function sessionIcon(node: FlatNode): ItemIcon {

@@ -116,7 +116,7 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
   h.picks.push(byLabel('Title of session-main'));
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.deepEqual(h.asked, [
-    'pick:Remem: Consolidate Session:After turn 2 · Title of session-fork|Untitled helper|Title of session-main',
+    'pick:Remem: Consolidate Session:After turn 2 · Title of session-fork|Title of session-main',
   ]);
   assert.deepEqual(h.sent, [
     ['remem/settings', {}], // the route is checked before a session is asked for

@@ -4,17 +4,17 @@ import { test } from 'node:test';
 import { consolidationPicks, providerPicks, receiptPicks, sessionPicks, transcriptPicks, turnPicks } from '../src/picks';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
-test('consolidation offers only finished, unarchived sessions, newest first, with age and review state', () => {
+test('consolidation offers only finished, unarchived sessions that are no subagent, newest first, with age and review state', () => {
   const nodes = [...FAMILY, node('old-archived', { archived: true, createdAt: NOW - HOUR / 2 })];
   const picks = consolidationPicks(nodes, NOW);
   assert.deepEqual(
     picks.map((p) => p.session),
-    ['session-fork', 'helper', 'session-main'],
+    ['session-fork', 'session-main'], // the subagent `helper` is reviewed with its parent
   );
   assert.equal(picks[0].label, 'After turn 2 · Title of session-fork');
   assert.equal(picks[0].description, '2 h ago · consolidated');
   assert.equal(picks[0].detail, 'branch from turn 2 · session-fork');
-  assert.equal(picks[2].description, '5 h ago · not consolidated yet');
+  assert.equal(picks[1].description, '5 h ago · not consolidated yet');
 });
 
 test('every session can be picked for transcripts and branching; live and archived are said', () => {

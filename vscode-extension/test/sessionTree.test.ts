@@ -85,6 +85,8 @@ test('context values carry what the menus need: archived, live, eligible, review
   assert.equal(sessionContextValue(FAMILY[1]), 'session:active:finished:eligible:reviewed');
   assert.equal(sessionContextValue(FAMILY[3]), 'session:active:live');
   assert.equal(sessionContextValue(node('a', { archived: true })), 'session:archived:finished');
+  // A subagent is reviewed as part of its parent: no Consolidate on its row.
+  assert.equal(sessionContextValue(node('s', { kind: 'subagent' })), 'session:active:finished');
 });
 
 test('every review state has its own badge; a bare string state is read too', () => {
