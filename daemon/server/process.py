@@ -17,6 +17,7 @@ import signal
 import socket
 import struct
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,8 +42,10 @@ from ..protocol.rpc import (
     HelloResult,
     StatusResult,
 )
+from ..sessions import sources
 from ..sessions.catalog import default_roots
 from ..sessions.memo import ListingMemo
+from ..settings import SessionRootSetting
 from .composition import Host, Services
 from .jsonrpc import Connection, Dispatcher
 from .running_settings import RunningSettings
@@ -75,9 +78,16 @@ class Daemon:
         watch = settings.daemon.watch != "polling"
         host = Host(self.publish, watch=watch, memo=self.listing_memo, settings=lambda: running.current)
         self.services = Services(home, host)
-        roots = default_roots(home, settings.sessions.roots)
+        roots, implicit = watched_roots(home, settings.sessions.roots)
         self.watcher = Watcher(
-            home, roots, self._changed, settings.daemon.watch, on_root_paths=self.listing_memo.changed
+            home,
+            roots,
+            self._changed,
+            settings.daemon.watch,
+            on_root_paths=self.listing_memo.changed,
+            implicit=implicit,
+            on_roots_forgotten=self.listing_memo.forget_roots,
+            on_events_lost=self._events_lost,
         )
         self.dispatcher = Dispatcher(
             {
@@ -210,7 +220,13 @@ class Daemon:
 
     async def _settings_changed(self) -> None:
         if await asyncio.to_thread(self.settings.reload):
-            self.watcher.set_roots(default_roots(self.home, self.settings.current.sessions.roots))
+            self.watcher.set_roots(*watched_roots(self.home, self.settings.current.sessions.roots))
+
+    def _events_lost(self) -> None:
+        """The watcher lost events: the listing memo keeps nothing, and each root the watcher
+        now reports changed is announced, whatever its fingerprint says."""
+        self.listing_memo.reset()
+        self.services.sessions.forget_fingerprints()
 
     def _arm_idle(self) -> None:
         self._disarm_idle()
@@ -240,6 +256,21 @@ class Daemon:
         self._forget_status()
         asyncio.get_running_loop().call_soon(self._stop.set)
         return Empty()
+
+
+def watched_roots(
+    home: Home, configured: Iterable[str | SessionRootSetting]
+) -> tuple[list[Path], frozenset[Path]]:
+    """The roots the watcher follows: every root a listing reads now, and each harness's
+    default folder found or not, so that one made while the daemon runs is watched (and its
+    listing kept current) once it is there; and those defaults not configured too, which are
+    not reported missing (a listing passes them by while they do not exist)."""
+    configured = list(configured)
+    listed = default_roots(home, configured)
+    named = {root.path for entry in configured for root in sources.configured_roots(entry)}
+    defaults = [root.path for root in sources.default_roots()]
+    later = [path for path in defaults if path not in listed]
+    return [*listed, *later], frozenset(path for path in defaults if path not in named)
 
 
 class AlreadyServed(Exception):

@@ -245,6 +245,11 @@ class SessionMethods:
         async with self._turns:
             await self._announce(root)
 
+    def forget_fingerprints(self) -> None:
+        """The watcher lost events: the next look at each root announces it, news or not (a
+        client may have listed it while the daemon's answers were stale)."""
+        self._fingerprints.clear()
+
     async def _announce(self, root: Path) -> None:
         fingerprint = await asyncio.to_thread(source_fingerprint, root)
         if self._fingerprints.get(root) != fingerprint:

@@ -269,8 +269,11 @@ class SessionCatalog:
             known = self.memo.answer(query)
             if known is not None and self._still(known):
                 return known
-            moved = self.memo.moved(query)
+            # Settled first: what `moved` names is then every mark of the generation the answer
+            # is kept at, and a mark coming after is the next listing's (it never counts as
+            # applied unpatched).
             generation = self.memo.settle()
+            moved = self.memo.moved(query)
             answer = None
             if moved is not None and self._still(moved[0]):
                 answer = self._patched(*moved, self.memo.rows(self.index))
@@ -622,7 +625,10 @@ class SessionCatalog:
                 if self.memo is None:
                     scan = adapter.scan(root, cwd)
                 else:
-                    scan = self.memo.harness_scan(root, cwd, partial(adapter.scan, root, cwd))
+                    # Codex's scan is of every rollout whatever the workspace (they lie by date,
+                    # `elsewhere` tells them apart): one remembered scan serves every query.
+                    by = None if source.format == "codex" else cwd
+                    scan = self.memo.harness_scan(root, by, partial(adapter.scan, root, by))
                 errors.extend(ListError(path=str(path), message=reason) for path, reason in scan.rejected)
                 files.extend(scan.files)
                 scanned.extend(scan.scanned)

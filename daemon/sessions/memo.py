@@ -10,6 +10,11 @@ a workspace (or for every workspace): a marked file is stat-ed again, and a mark
 the scan looked at, or on the root's list of folders, has the scan redone. On top of the scans,
 each query's last answer (`Answer`) is kept whole: while no mark came since it was computed
 (and, polling, no file it looked at has another `stat`), the next listing is that answer again.
+What is kept is bounded by what is on disk and by the queries: a project folder that does not
+exist is scanned but not kept, a Codex root (whose scan is the same for every workspace) keeps
+one scan, and a Claude Code root those of its `MAX_SCANS` last workspaces. Where no mark can be
+trusted to have come, what marks would have corrected is dropped: a root's scans when it went
+unwatched for a while (`forget_roots`), everything when the watcher lost events (`reset`).
 """
 
 from __future__ import annotations
@@ -37,13 +42,16 @@ from .sources import FileScan
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
 MAX_ANSWERS = 32  # queries (the whole listing, workspaces) whose last answer is kept
+MAX_SCANS = MAX_ANSWERS  # workspaces (and the whole listing) whose scan a harness root keeps
 MARK_HISTORY = 64  # batches of marks remembered, to tell a kept answer what changed since
 
 
 def file_stamp(path: str) -> Stamp | None:
-    """The stamp of the file at `path` (never through a link); None if there is none."""
+    """The stamp of the file a read of `path` reads: through a link, as remem's metadata and
+    DSH's archive list are read (a dotfiles link to the list is honoured), so editing the
+    target or pointing the link elsewhere moves it. None if there is none."""
     try:
-        return stamp(os.stat(path, follow_symlinks=False))
+        return stamp(os.stat(path))
     except OSError:
         return None
 
@@ -154,8 +162,11 @@ class ListingMemo:
         self._trust_events = trust_events
         self._marks_lock = threading.Lock()
         self._marks: set[str] = set()
+        self._forgotten: set[str] = set()  # roots whose scans go at the next listing
+        self._lost = False  # events were lost: every scan and answer goes at the next listing
         self._roots: dict[str, _Root] = {}
-        self._harness: dict[tuple[str, str | None], _HarnessScan] = {}  # by (root, workspace)
+        # By (root, workspace), the least recently used first (a Codex root's under None alone).
+        self._harness: OrderedDict[tuple[str, str | None], _HarnessScan] = OrderedDict()
         self._rows: dict[str, LogRow] | None = None
         self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
         self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
@@ -169,8 +180,24 @@ class ListingMemo:
         with self._marks_lock:
             self._marks.update(paths)
 
+    def forget_roots(self, roots: Iterable[str]) -> None:
+        """Roots whose changes went unwatched for a while (any thread): one no longer watched,
+        or watched anew (added back, come back, appeared). Their scans go at the next listing,
+        and the roots are marked, so no answer kept from before is used again."""
+        roots = list(roots)
+        with self._marks_lock:
+            self._forgotten.update(roots)
+            self._marks.update(roots)
+
+    def reset(self) -> None:
+        """The watcher lost events (the kernel's queue overflowed; any thread): no mark can be
+        trusted to have come, so every scan and answer goes at the next listing."""
+        with self._marks_lock:
+            self._lost = True
+
     def settle(self) -> int:
-        """Apply the marks that came; the generation an answer computed from now on is of."""
+        """Apply the marks that came; the generation an answer computed from now on is of. A
+        listing settles before it asks what `moved`: a mark coming after is for the next one."""
         self._apply_marks()
         return self._generation
 
@@ -179,7 +206,7 @@ class ListingMemo:
         every file it looked at still has the `stat` it used."""
         known = self._answers.get(query)
         with self._marks_lock:
-            marked = bool(self._marks)
+            marked = bool(self._marks) or self._lost
         if known is None or marked or known.generation != self._generation:
             return None
         if not self._trust_events() and _moved(known.files) != []:
@@ -189,17 +216,17 @@ class ListingMemo:
 
     def moved(self, query: Hashable) -> tuple[Answer, set[str]] | None:
         """The answer kept for `query` and the files it looked at that changed since, when
-        those are all that did: every mark since is on one of its files and (polling) every
-        one of them is still there. None when anything else may have changed."""
+        those are all that did: every mark applied since (`settle` first) is on one of its files
+        and (polling) every one of them is still there. None when anything else may have
+        changed. Marks not applied yet are left to the next listing, which `answer` sends here
+        again: an answer kept at a generation is patched with exactly that generation's marks."""
         known = self._answers.get(query)
         if known is None:
             return None
-        with self._marks_lock:
-            paths = set(self._marks)
         applied = [marks for generation, marks in self._history if generation > known.generation]
         if len(applied) != self._generation - known.generation:
             return None  # the history no longer reaches back to it
-        paths.update(*applied)
+        paths: set[str] = set().union(*applied)
         if not self._trust_events():
             stirred = _moved(known.files)
             if stirred is None:
@@ -266,15 +293,19 @@ class ListingMemo:
         if remembered is None or not remembered.names_current:
             remembered = self._rescan_names(root, remembered)
         names = list(remembered.projects) if project_dir is None else [project_dir]
-        # A project folder not (yet) in the list is scanned as it is: it may not exist at all.
+        # A project folder not (yet) in the list is scanned as it is, and not kept: it may not
+        # exist at all, and a workspace without sessions here must cost no memory.
         found: dict[Encoding, list[LogFile]] = {}
         rejected: list[Rejected] = []
         for name in names:
+            listed = name in remembered.projects
             project = remembered.projects.get(name)
-            if project is None:
-                project = remembered.projects[name] = _scan(root, name)
-            if not self._trust_events() and not all(map(project.restat, _paths(project))):
-                project = remembered.projects[name] = _scan(root, name)
+            if project is None or (
+                not self._trust_events() and not all(map(project.restat, _paths(project)))
+            ):
+                project = _scan(root, name)
+                if listed:
+                    remembered.projects[name] = project
             for encoding, files in project.found.items():
                 found.setdefault(encoding, []).extend(files.values())
             rejected.extend(project.rejected)
@@ -282,7 +313,8 @@ class ListingMemo:
         return (found[chosen] if chosen else []), rejected
 
     def harness_scan(self, root: Path, cwd: str | None, scan: Callable[[], FileScan]) -> FileScan:
-        """A Claude Code or Codex root's `scan()` for `cwd`, remembered until a mark under it."""
+        """A Claude Code or Codex root's `scan()` for `cwd` (None: the whole root), remembered
+        until a mark under it; a root keeps the scans of its `MAX_SCANS` last workspaces."""
         self._apply_marks()
         key = (str(root), cwd)
         known = self._harness.get(key)
@@ -290,6 +322,10 @@ class ListingMemo:
             known = None
         if known is None:
             known = self._harness[key] = _HarnessScan.of(root, scan())
+            same_root = [k for k in self._harness if k[0] == key[0]]
+            if len(same_root) > MAX_SCANS:
+                del self._harness[same_root[0]]  # the least recently used
+        self._harness.move_to_end(key)
         return known.as_scan()
 
     def _rescan_names(self, root: Path, earlier: _Root | None) -> _Root:
@@ -304,6 +340,19 @@ class ListingMemo:
     def _apply_marks(self) -> None:
         with self._marks_lock:
             marks, self._marks = self._marks, set()
+            forgotten, self._forgotten = self._forgotten, set()
+            lost, self._lost = self._lost, False
+        if lost:
+            # No history entry: no answer from before (one a listing under way keeps too) can
+            # be patched across it.
+            self._generation += 1
+            self._roots.clear()
+            self._harness.clear()
+            self._answers.clear()
+        for root in forgotten:
+            self._roots.pop(root, None)
+            for key in [k for k in self._harness if k[0] == root]:
+                del self._harness[key]
         if marks:
             self._generation += 1
             self._history.append((self._generation, marks))
