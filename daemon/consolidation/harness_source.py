@@ -5,7 +5,10 @@ review needs is taken from those bytes: the session id and cwd (from the records
 folder name), the content digest that binds the review id (the catalog's for these formats,
 sha256 of the bytes: the same bytes are the same review), and liveness. A harness holds no lock remem can
 see, so a file changed within `sessions.idle_seconds` is live: the harness may still be
-writing it. Two observations with the same path, digest and no liveness are the same source.
+writing it. A quiet file that a live process still holds open for writing (Codex holds its
+rollout for the whole session) is live too; that is asked once per request, before this read,
+by the runner's eligibility, for every format (`sessions/writers.py`, decision 0357). Two
+observations with the same path, digest and no liveness are the same source.
 """
 
 from __future__ import annotations

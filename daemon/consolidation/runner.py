@@ -39,6 +39,7 @@ from ..protocol.sessions import ListError
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
 from ..sessions.reader import SessionLog, read_session
+from ..sessions.writers import UNKNOWN, open_writer
 from ..settings import Settings, SettingsError, SettingsStore
 from .attempts import settle_attempts
 from .debug import DebugLog
@@ -331,11 +332,28 @@ class Consolidator:
             raise _subagent(session_id, summary.parent)
         if summary.live:
             raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
+        writer = self._open_writer(entry)
+        if writer is not None:
+            raise Refused(
+                "LIVE",
+                f"session {session_id} is still live: a process (pid {writer}) still has its file open "
+                "for writing; consolidate it once it has finished",
+            )
         if summary.cwd is None:
             raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
         if entry.archived:
             raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
         return entry
+
+    def _open_writer(self, entry: Entry) -> int | None:
+        """A live process, other than this one, that holds the session's file open for writing, as
+        Linux's /proc shows; None when none does or it cannot be known (decision 0357). A quiet
+        Codex rollout is still being written while its harness holds it (a long tool call).
+        remem's own logs are not asked: their `writer.lock`, which the listing asks, decides."""
+        if entry.path.is_relative_to(self.home.sessions):
+            return None
+        writer = open_writer(entry.path)
+        return None if writer is UNKNOWN else writer
 
     def _not_found(self, session_id: str, errors: list[ListError]) -> Refused:
         """Why a session is not listed: it is remem's own, it is ambiguous, or it is not there."""
