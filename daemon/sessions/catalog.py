@@ -290,6 +290,7 @@ class SessionCatalog:
         entries, files, live_until = list(answer.entries), list(answer.files), answer.live_until
         # As the answer read them: their stamps say so (`_still`).
         metas, dsh = answer.shown
+        summaries = answer.summaries or {}
         now_ns = time.time_ns()
         for path in paths:
             st = regular_stat(path)
@@ -298,9 +299,10 @@ class SessionCatalog:
                 return None
             old = entries[slot].row
             row = self._current_row(path, st, rows.get(path))
-            if row.error is not None or _placing(row) != _placing(old):
+            # A file whose summaries changed may retitle any other session: made anew.
+            if row.error is not None or _placing(row) != _placing(old) or row.summaries != old.summaries:
                 return None
-            entries[slot] = self._entry(row, st, now_ns, *_shown(row, metas, dsh))
+            entries[slot] = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries))
             files[place] = LogFile(path, st)
             live_until = min(live_until, self._recency_ends(entries[slot], st))
         errors = list(answer.errors)
@@ -313,6 +315,7 @@ class SessionCatalog:
             answer.volatile,
             answer.shown,
             places=answer.places,
+            summaries=answer.summaries,
         )
 
     def _recency_ends(self, entry: Entry, st: os.stat_result) -> int:
@@ -347,6 +350,7 @@ class SessionCatalog:
             errors.append(ListError(path=str(self.metadata.path), message=unreadable))
         dsh = dsh_archived()
         duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
+        summaries = _summary_titles(row for row, _ in rows)
         entries = []
         live_until = _NEVER
         volatile = []
@@ -357,7 +361,7 @@ class SessionCatalog:
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
             elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
-                entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh))
+                entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries))
                 entries.append(entry)
                 if row.path.startswith(self._own_root):
                     volatile.append((entry, st))
@@ -365,7 +369,7 @@ class SessionCatalog:
                     live_until = min(live_until, self._recency_ends(entry, st))
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
-        return Answer(entries, errors, files, stamps, live_until, volatile, (metas, dsh))
+        return Answer(entries, errors, files, stamps, live_until, volatile, (metas, dsh), summaries=summaries)
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
@@ -777,10 +781,33 @@ def _placing(row: LogRow) -> tuple[str | None, int | None, str | None]:
     return row.id, row.created_at, row.cwd
 
 
-def _shown(row: LogRow, metas: dict[str, SessionMeta], dsh: frozenset[str]) -> tuple[str | None, bool]:
-    """The display title and archive state of `row`'s session: remem's own, else DSH's list."""
+def _shown(
+    row: LogRow, metas: dict[str, SessionMeta], dsh: frozenset[str], summaries: dict[str, str] | None = None
+) -> tuple[str | None, bool]:
+    """The display title and archive state of `row`'s session: remem's own, else DSH's list.
+    The title is remem's own, else a summary another Claude Code file holds of the session's
+    leaf (`_summary_titles`), else none (the row's own then shows)."""
     meta = metas.get(row.id or "", _NO_META)
-    return meta.title, meta.archived if meta.archived is not None else row.id in dsh
+    title = meta.title or (_summary_title(row, summaries) if summaries and row.leaves else None)
+    return title, meta.archived if meta.archived is not None else row.id in dsh
+
+
+def _summary_titles(rows: Iterable[LogRow]) -> dict[str, str]:
+    """leafUuid -> the summary that titles the Claude Code session ending at that leaf, of all
+    the summaries `rows` hold of other files' leaves: the latest, that of the session created
+    last (then by path), and within one file the later line (decision 0358)."""
+    holding = sorted((row for row in rows if row.summaries), key=lambda row: (row.created_at or 0, row.path))
+    found: dict[str, str] = {}
+    for row in holding:
+        found.update(json.loads(row.summaries or "[]"))
+    return found
+
+
+def _summary_title(row: LogRow, summaries: dict[str, str]) -> str | None:
+    """The summary of the first of `row`'s leaves (its conversation's, then its branches')
+    that one titles."""
+    leaves: list[str] = json.loads(row.leaves or "[]")
+    return next((summaries[leaf] for leaf in leaves if leaf in summaries), None)
 
 
 def _hashed(entry: Entry) -> tuple[str, str, DigestState | None] | None:

@@ -152,6 +152,11 @@ class SessionView:
     fork_at: int | None = None
     inherits_from: str | None = None
     newlines: int = 0  # the file's newline characters (a row's `last_seq`)
+    # Claude Code: the leaves a `summary` line in another file may title the session by (its
+    # conversation's, then its branches'), when nothing in its own file titles it but a prompt;
+    # and the (leafUuid, summary) lines of this file that title other files' sessions.
+    leaves: tuple[str, ...] = ()
+    foreign_summaries: tuple[tuple[str, str], ...] = ()
 
     @property
     def branchable(self) -> bool:
@@ -185,7 +190,18 @@ def transcript_view(t: Transcript) -> SessionView:
         error=t.error,
         sidechains=t.sidechains,
         newlines=t.newlines,
+        leaves=_summarised_leaves(t),
+        foreign_summaries=t.foreign_summaries,
     )
+
+
+def _summarised_leaves(t: Transcript) -> tuple[str, ...]:
+    """The leaves a summary in another file titles `t`'s session by: the conversation's last
+    record, then each branch's, when the session has no title of its own but a prompt (a
+    `custom-title`, an `ai-title` or a summary in its own file wins, decision 0358)."""
+    if t.subagent or t.leaf is None or t.title_source not in ("prompt", None):
+        return ()
+    return (t.leaf, *(branch.leaf for branch in t.branches if branch.leaf))
 
 
 def codex_view(data: bytes) -> SessionView:
@@ -389,6 +405,8 @@ def _update(path: Path, revision: str, view: SessionView) -> Update:
         if view.sidechains
         else None,
         fork_at=_fork_at(view),
+        leaves=json.dumps(view.leaves) if view.leaves else None,
+        summaries=json.dumps(view.foreign_summaries) if view.foreign_summaries else None,
     )
     return Update(row)
 

@@ -26,12 +26,13 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
+# 14: Claude Code leaves and foreign summaries, a session titled by another file's summary;
 # 13: Claude Code bash mode and injected prompt text, Codex rollbacks by user turns and injected
 # context of any case; 12: Claude Code subagents' turns unforkable, Codex forks of subagents and
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
@@ -39,7 +40,7 @@ CREATE TABLE logs (
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
     format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT, fork_at INTEGER,
-    header TEXT, projection TEXT, resume TEXT, digest_state BLOB
+    leaves TEXT, summaries TEXT, header TEXT, projection TEXT, resume TEXT, digest_state BLOB
 );
 CREATE TABLE turns (
     path TEXT NOT NULL, start_seq INTEGER NOT NULL, turn INTEGER NOT NULL, end_seq INTEGER,
@@ -81,6 +82,11 @@ class LogRow:
     # Codex: a fork that copied none of its parent's lines inherits the parent's first `fork_at`
     # lines (`history_base.end_ordinal_exclusive`); its fork turn is read from the parent's file.
     fork_at: int | None = None
+    # Claude Code: the leaf uuids another file's `summary` may title the session by (only of a
+    # session titled by its first prompt), and this file's summaries of other files' leaves
+    # ([leafUuid, summary] pairs in file order), as JSON (decision 0358).
+    leaves: str | None = None
+    summaries: str | None = None
 
 
 # The listing columns are LogRow's fields, in order, so a row is rebuilt positionally.

@@ -85,6 +85,9 @@ class Answer:
     # By path: its place in `files` and in `entries` (None if it lists as an error); a patched
     # answer keeps every place, and so this map.
     places: dict[str, tuple[int, int | None]] | None = None
+    # Claude Code: leafUuid -> the summary (from any listed file) that titles the session whose
+    # conversation ends there; a patch that changes no file's summaries titles by it again.
+    summaries: dict[str, str] | None = None
 
     def place(self, path: str) -> tuple[int, int | None] | None:
         if self.places is None:

@@ -16,7 +16,10 @@ against Claude Code itself and claude-agent-sdk's reader:
 - the **title** is the latest ``custom-title``, else ``ai-title``, else a ``summary`` whose
   leaf is in this file, else the first prompt that is no slash command or harness-written
   start (else the first), of the active conversation or, when it has none, of the branches;
-  summaries of other files' leaves are returned for the catalog;
+  summaries of other files' leaves are returned for the catalog, which gives each to the
+  session whose conversation (or a branch of it) ends at that leaf: older Claude Code wrote a
+  session's summary into the next session's file, naming the summarised conversation's last
+  user/assistant record (the conversation's `leaf` here);
 - an **inline subagent** (Claude Code 1.0 wrote Task runs into the parent's file) is the
   ``isSidechain`` records under one root: its own conversation, never a turn or a branch of
   the parent's;
@@ -202,6 +205,7 @@ class Transcript:
     error: str | None = None
     sidechains: tuple[Sidechain, ...] = ()  # inline subagents of a main file
     newlines: int = 0  # the file's newline characters: its lines, less an unended last one
+    leaf: str | None = None  # uuid of the active conversation's last record (a summary's `leafUuid`)
 
 
 def read_transcript(data: bytes, name: str, *, turns: bool = True) -> Transcript:
@@ -330,7 +334,8 @@ def _grown_transcript(grown: Grown) -> Transcript:
     talk.turns = len(grown.starts)
     talk.first_prompt = _prompt_title(grown.asked, grown.starts, graph)
     problems = grown.read_problems + grown.graph_problems
-    return _transcript(grown.stem, grown.held, graph, talk, (), problems, grown.newlines)
+    leaf = grown.path[-1].record.uuid
+    return _transcript(grown.stem, grown.held, graph, talk, (), problems, grown.newlines, leaf)
 
 
 def _adds_nodes(grown: Grown, new: list[Line[_Record]]) -> bool:
@@ -469,7 +474,8 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     held = _Held()
     held.add([line.record for line in lines])
     talk = _conversation(graph, path, starts, bool(held.forked))
-    transcript = _transcript(stem, held, graph, talk, built, problems, read.newlines)
+    leaf = path[-1].record.uuid if path else None
+    transcript = _transcript(stem, held, graph, talk, built, problems, read.newlines, leaf)
     return _Parsed(lines, graph, path, transcript, held, talk, starts, read_problems)
 
 
@@ -632,6 +638,7 @@ def _transcript(
     turns: tuple[Turn, ...],
     problems: Sequence[Problem],
     newlines: int,
+    leaf: str | None,
 ) -> Transcript:
     first_prompt = (
         talk.first_prompt if talk.first_prompt is not None else _branch_prompt(talk.branches, graph)
@@ -662,6 +669,7 @@ def _transcript(
         error=None if graph.nodes else _NO_CONVERSATION,
         sidechains=talk.sidechains,
         newlines=newlines,
+        leaf=leaf,
     )
 
 
