@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,6 +28,7 @@ from tests.sessions import claude_lines as cl
 from tests.sessions import codex_lines as cx
 from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.sessions.harness_roots import OLD, claude_project, write
+from tests.sessions.holders import holding
 
 from .conftest import KEY_ENV, proposal
 
@@ -40,29 +38,6 @@ TID = "019c0000-0000-7000-8000-0000000000d1"
 READ_TID = "019c0000-0000-7000-8000-0000000000d2"
 
 # Holds the file open in the given mode until its stdin closes; says so once it is open.
-HOLDER = "import sys\nf = open(sys.argv[1], sys.argv[2])\nprint('open', flush=True)\nsys.stdin.read()\n"
-
-
-@contextmanager
-def holding(path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
-    """A child process holding `path` open in `mode` ("a": for writing, "r": only reading)."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path), mode],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline() == "open\n"
-        yield child
-    finally:
-        release(child)
-
-
-def release(child: subprocess.Popen[str]) -> None:
-    if child.stdin is not None and not child.stdin.closed:
-        child.stdin.close()
-    child.wait(timeout=30)
 
 
 def mid_turn(tid: str) -> bytes:

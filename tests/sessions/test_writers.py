@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +18,9 @@ import pytest
 
 from remem.daemon.sessions import writers
 from remem.daemon.sessions.writers import UNKNOWN, open_writer
+from tests.sessions.holders import holding
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells on Linux only")
-
-HOLDER = "import sys\nf = open(sys.argv[1], sys.argv[2])\nprint('open', flush=True)\nsys.stdin.read()\n"
-
-
-@contextmanager
-def holding(path: Path, mode: str) -> Iterator[int]:
-    """The pid of a child process holding `path` open in `mode` until the block ends."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path), mode],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline() == "open\n"
-        yield child.pid
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=30)
 
 
 @pytest.fixture
@@ -56,8 +34,8 @@ def log(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("mode", ["a", "r+", "w"])
 def test_a_process_holding_the_file_for_writing_is_named_until_it_exits(log: Path, mode: str) -> None:
     assert open_writer(log) is None
-    with holding(log, mode) as pid:
-        assert open_writer(log) == pid
+    with holding(log, mode) as child:
+        assert open_writer(log) == child.pid
     assert open_writer(log) is None, "gone with its process"
 
 
@@ -69,8 +47,8 @@ def test_a_reader_and_this_process_itself_do_not_count(log: Path) -> None:
 
 @linux
 def test_a_writer_of_the_file_that_was_replaced_at_the_path_does_not_count(log: Path, tmp_path: Path) -> None:
-    with holding(log, "a") as pid:
-        assert open_writer(log) == pid
+    with holding(log, "a") as child:
+        assert open_writer(log) == child.pid
         fresh = tmp_path / "fresh.jsonl"
         fresh.write_bytes(b"{}\n")
         os.replace(fresh, log)  # the held file is now unlinked: another file has its name
@@ -83,9 +61,9 @@ def test_a_link_is_not_followed_and_another_file_held_does_not_count(log: Path, 
     link.symlink_to(log)
     other = tmp_path / "other.jsonl"
     other.write_bytes(b"{}\n")
-    with holding(log, "a"), holding(other, "a") as pid:
+    with holding(log, "a"), holding(other, "a") as child:
         assert open_writer(link) is UNKNOWN, "the path is a link: nothing to ask /proc about"
-        assert open_writer(other) == pid
+        assert open_writer(other) == child.pid
 
 
 @linux
@@ -118,7 +96,7 @@ def test_without_proc_the_answer_is_unknown(
 def test_past_its_budget_of_descriptors_the_answer_is_unknown(
     log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with holding(log, "a") as pid:
-        assert open_writer(log) == pid
+    with holding(log, "a") as child:
+        assert open_writer(log) == child.pid
         monkeypatch.setattr(writers, "MAX_DESCRIPTORS", 0)
         assert open_writer(log) is UNKNOWN, "a bounded cost: it stops and says it cannot tell"
