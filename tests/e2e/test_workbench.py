@@ -133,8 +133,10 @@ def test_consolidating_from_the_palette_shows_progress_then_the_new_record(
         workbench.row(SESSIONS, re.escape(label(scenario.node(scenario.main.id))))
         workbench.run_command("Remem: Consolidate Session")
         picks = workbench.quick_pick_rows("Remem: Consolidate Session")
-        # Eligible sessions (all four are finished), newest first, with their age and review state.
-        newest_first = [n["id"] for n in sorted(scenario.tree(), key=lambda n: -n["createdAt"])]
+        # Eligible sessions (all four are finished; the subagent is reviewed with its parent),
+        # newest first, with their age and review state.
+        eligible = [n for n in scenario.tree() if n["kind"] != "subagent"]
+        newest_first = [n["id"] for n in sorted(eligible, key=lambda n: -n["createdAt"])]
         assert [next((i for i in newest_first if i in p), p) for p in picks] == newest_first, picks
         assert all(re.search(r" ago · not consolidated yet", p) for p in picks), picks
         workbench.screenshot("consolidate-pick")
