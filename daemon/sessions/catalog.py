@@ -402,7 +402,10 @@ class SessionCatalog:
         row = self._current_row(rows[0].path, st, rows[0])
         if row.error is not None or row.id != session_id:
             return None
-        return self._entry(row, st, time.time_ns(), *_shown(row, self.metadata.all(), dsh_archived()))
+        summaries = _summary_titles(self.index.summarizing()) if row.leaves else None
+        return self._entry(
+            row, st, time.time_ns(), *_shown(row, self.metadata.all(), dsh_archived(), summaries)
+        )
 
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been

@@ -184,6 +184,14 @@ class SessionIndex:
         )
         return [LogRow(*r) for r in cursor]
 
+    def summarizing(self) -> list[LogRow]:
+        """The rows of the Claude Code files that hold summaries of other files' leaves (a few:
+        what titles a session found by its id alone, as its listing would)."""
+        cursor = self._db.execute(
+            f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs WHERE summaries IS NOT NULL"
+        )
+        return [LogRow(*r) for r in cursor]
+
     def row(self, path: str) -> LogRow | None:
         found = self._db.execute(
             f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs WHERE path = ?", (path,)

@@ -108,6 +108,16 @@ def test_a_summary_in_another_file_titles_the_session_ending_at_its_leaf(
     assert _titles(_catalog(home, root, memo)) == {A: "Summary of A", B: "first prompt of B"}
 
 
+def test_a_session_found_by_its_id_alone_is_titled_as_its_listing_titles_it(
+    home: Home, tmp_path: Path
+) -> None:
+    """`find` takes an indexed session's row on its own (a fork must not wait for the whole
+    listing); the title, and a fork's default title after it, are still the summary's."""
+    root, _ = _root(tmp_path, {A: a_lines(), B: b_lines(summary("a-a1", "Summary of A"))})
+    _catalog(home, root).listing()  # indexed
+    assert _catalog(home, root).find(A).summary.title == "Summary of A"
+
+
 def test_a_summary_of_a_leaf_no_file_ends_at_titles_nothing(
     home: Home, tmp_path: Path, memo: ListingMemo | None
 ) -> None:
