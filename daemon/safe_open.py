@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import BinaryIO
 
 NOT_REGULAR = "not a regular file"
 
@@ -31,13 +32,18 @@ def refused(exc: OSError) -> bool:
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The bytes of the regular file at `path`, opened as `open_regular` opens it (`OSError`
-    likewise); None when it holds more than `limit` bytes. No more than one byte past `limit` is
-    read, even from a file that grows meanwhile."""
+    likewise); None when it holds more than `limit` bytes (`read_capped`)."""
     with os.fdopen(open_regular(path), "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            return None
-        data = handle.read(size + 1)  # sized by the file: asking for `limit` costs its allocation
-        if len(data) > size:  # it grew since: read on, up to the limit
-            data += handle.read(limit + 1 - len(data))
-        return None if len(data) > limit else data
+        return read_capped(handle, limit)
+
+
+def read_capped(handle: BinaryIO, limit: int) -> bytes | None:
+    """The open file's bytes, or None when it holds more than `limit`: no more than one byte
+    past `limit` is read, even from a file that grows meanwhile."""
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        return None
+    data = handle.read(size + 1)  # sized by the file: asking for `limit` costs its allocation
+    if len(data) > size:  # it grew since: read on, up to the limit
+        data += handle.read(limit + 1 - len(data))
+    return None if len(data) > limit else data

@@ -7,11 +7,11 @@ canonicalised away: dropping them would silently change content, so they are err
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import BinaryIO
 
+from .. import safe_open
 from .diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 
 BOM = "\ufeff"
@@ -86,13 +86,7 @@ def canonical_bytes(raw: bytes) -> bytes:
 def read_capped(handle: BinaryIO) -> bytes | None:
     """The file's bytes, or None when it holds more than `MEMORY_FILE_MAX_BYTES` (no more than
     one byte past the cap is read)."""
-    size = os.fstat(handle.fileno()).st_size
-    if size > MEMORY_FILE_MAX_BYTES:
-        return None
-    data = handle.read(size + 1)  # sized by the file: asking for the cap costs its allocation
-    if len(data) > size:  # it grew since: read on, up to the cap
-        data += handle.read(MEMORY_FILE_MAX_BYTES + 1 - len(data))
-    return None if len(data) > MEMORY_FILE_MAX_BYTES else data
+    return safe_open.read_capped(handle, MEMORY_FILE_MAX_BYTES)
 
 
 def too_large(text: str) -> bool:
