@@ -632,9 +632,8 @@ class SessionCatalog:
                 if self.memo is None:
                     scan = adapter.scan(root, cwd)
                 else:
-                    # Codex's scan is of every rollout whatever the workspace (they lie by date,
-                    # `elsewhere` tells them apart): one remembered scan serves every query.
-                    by = None if source.format == "codex" else cwd
+                    # A scan that is the same for every workspace is remembered once for all.
+                    by = cwd if adapter.scans_by_workspace else None
                     scan = self.memo.harness_scan(root, by, partial(adapter.scan, root, by))
                 errors.extend(ListError(path=str(path), message=reason) for path, reason in scan.rejected)
                 files.extend(scan.files)

@@ -467,6 +467,8 @@ def claude_folders(cwd: str) -> tuple[str, int]:
 
 class ClaudeCodeSource:
     format: SessionFormat = "claude-code"
+    # A workspace's scan holds only the folders its cwd can have produced.
+    scans_by_workspace = True
 
     def scan(self, root: Path, cwd: str | None) -> FileScan:
         files: list[LogFile] = []
@@ -596,6 +598,8 @@ def _may_hold(name: str, folder: str, significant: int) -> bool:
 
 class CodexSource:
     format: SessionFormat = "codex"
+    # Rollouts lie by date: every workspace's scan is the whole root (`elsewhere` tells them apart).
+    scans_by_workspace = False
 
     def scan(self, root: Path, cwd: str | None) -> FileScan:
         files: list[LogFile] = []
