@@ -96,6 +96,31 @@ def too_large(text: str) -> bool:
     return len(text) > MEMORY_FILE_MAX_BYTES // 4 and len(text.encode("utf-8")) > MEMORY_FILE_MAX_BYTES
 
 
+class Unread(Exception):
+    """A memory file not read for what it is; `diagnostic` says why."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def read_memory_bytes(path: Path, irregular: Diagnostic) -> bytes | None:
+    """A memory file's bytes, None when it is absent. Never read through a symlink (it could
+    lead out of REMEM_HOME) nor waited on as a FIFO: anything but a regular file is `Unread`
+    with `irregular`, and so is a file past the cap, with `FILE_TOO_LARGE`."""
+    try:
+        raw = safe_open.read_regular(path, MEMORY_FILE_MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not safe_open.refused(exc):
+            raise
+        raise Unread(irregular) from None
+    if raw is None:
+        raise Unread(FILE_TOO_LARGE)
+    return raw
+
+
 def read_file(path: Path) -> tuple[str, list[Diagnostic]]:
     """`decode` of a memory file read with `read_capped`: past the cap, no text and the error."""
     with path.open("rb") as handle:

@@ -14,9 +14,7 @@ from pathlib import Path
 
 from ..home import Home
 from ..protocol.overview import Health, RecordRow, WorkspaceFolder
-from ..safe_open import read_regular, refused
-from . import canonical
-from .canonical import FILE_TOO_LARGE, IRREGULAR_GLOBAL, IRREGULAR_RECORD, decode
+from .canonical import FILE_TOO_LARGE, IRREGULAR_GLOBAL, IRREGULAR_RECORD, Unread, decode, read_memory_bytes
 from .diagnostics import Diagnostic, has_errors
 from .identity import WorkspaceId
 from .lint import lint_workspace_folder
@@ -77,20 +75,13 @@ _UNREAD = frozenset({IRREGULAR_RECORD.code, FILE_TOO_LARGE.code})
 
 
 def _read(path: Path, irregular: Diagnostic) -> tuple[str | None, list[Diagnostic]] | None:
-    """A memory file's text and its decoding problems, None when it is absent. A symlink (it
-    could lead out of REMEM_HOME), FIFO (it would hold a daemon thread for good) or folder is
-    not read: no text and `irregular`; nor is a file past the cap: no text and that."""
+    """A memory file's text and its decoding problems, None when it is absent; a file the
+    store does not read (`read_memory_bytes`) is not read here either: no text, and why."""
     try:
-        raw = read_regular(path, canonical.MEMORY_FILE_MAX_BYTES)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if not refused(exc):
-            raise
-        return None, [irregular]
-    if raw is None:
-        return None, [FILE_TOO_LARGE]
-    return decode(raw)
+        raw = read_memory_bytes(path, irregular)
+    except Unread as exc:
+        return None, [exc.diagnostic]
+    return None if raw is None else decode(raw)
 
 
 def _health(path: Path, problems: list[Diagnostic]) -> Health:

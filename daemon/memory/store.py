@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,7 +36,7 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
-from ..safe_open import open_regular, read_regular, refused
+from ..safe_open import read_regular, refused
 from ..swap import ABSENT, ANY, Displaced, digest, publish
 from .batch import (
     GlobalPlan,
@@ -48,13 +48,13 @@ from .batch import (
     plan_workspace,
 )
 from .canonical import (
-    FILE_TOO_LARGE,
     IRREGULAR_GLOBAL,
     IRREGULAR_RECORD,
     NAME_NOT_UTF8,
+    Unread,
     canonicalize,
     decode,
-    read_capped,
+    read_memory_bytes,
 )
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .history import CLI, History, global_generation, workspace_generation
@@ -438,19 +438,11 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
 
 
 def _read_memory_file(path: Path, irregular: Diagnostic) -> bytes | None:
-    """A memory file's bytes, None when it is absent; never read through a symlink (it could
-    lead out of REMEM_HOME) nor waited on as a FIFO: anything but a regular file is refused with
-    `irregular`, as is a file past the cap."""
+    """`read_memory_bytes`, a file it does not read refused as invalid memory."""
     try:
-        fd = open_regular(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if not refused(exc):
-            raise
-        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[irregular])]) from None
-    with os.fdopen(fd, "rb") as handle:
-        return _capped(handle, path)
+        return read_memory_bytes(path, irregular)
+    except Unread as exc:
+        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[exc.diagnostic])]) from None
 
 
 def _index_now(target: Path, wanted: int) -> bytes | None:
@@ -465,14 +457,6 @@ def _index_now(target: Path, wanted: int) -> bytes | None:
         if not refused(exc):
             raise
         return None
-
-
-def _capped(handle: BinaryIO, path: Path) -> bytes:
-    """The file's bytes; refused before more is held when it is past the memory-file cap."""
-    data = read_capped(handle)
-    if data is None:
-        raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[FILE_TOO_LARGE])])
-    return data
 
 
 def _now() -> str:
