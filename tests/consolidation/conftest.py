@@ -32,13 +32,18 @@ class Source:
         return [self.ranges[n].model_dump()]
 
 
-def configure(home: Home, fake: FakeOpenAI, root: Path, **consolidation: Any) -> None:
+def configure(
+    home: Home, fake: FakeOpenAI, root: Path, *named: tuple[Path, str], **consolidation: Any
+) -> None:
+    """Settings asking `fake` for consolidation, with the session root `root` (DSH) and the
+    `named` roots of the formats they name."""
     lines = [f"  {k}: {v}" for k, v in {"provider": "fake", "model": "fake-model", **consolidation}.items()]
+    roots = [f"    - {str(root)!r}\n", *(f"    - path: {str(p)!r}\n      format: {f}\n" for p, f in named)]
     home.ensure_layout()
     home.settings_file.write_text(
         "consolidation:\n" + "\n".join(lines) + "\n"
         f"providers:\n  fake:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
-        f"sessions:\n  roots: [{str(root)!r}]\n"
+        "sessions:\n  roots:\n" + "".join(roots)
     )
 
 

@@ -30,7 +30,7 @@ from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.sessions.harness_roots import OLD, claude_project, write
 from tests.sessions.holders import holding
 
-from .conftest import KEY_ENV, proposal
+from .conftest import configure, proposal
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells on Linux only")
 
@@ -64,15 +64,7 @@ def _roots(home: Home, fake: FakeOpenAI, tmp_path: Path) -> dict[str, Path]:
     draft = build_session(SessionSpec(seed=1, turns=2, cwd=cl.CWD))
     log = write_session(dsh, draft)
     os.utime(log, (OLD, OLD))
-    home.ensure_layout()
-    home.settings_file.write_text(
-        "consolidation:\n  provider: fake\n  model: fake-model\n  timeout_seconds: 20\n"
-        f"providers:\n  fake:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
-        "sessions:\n  roots:\n"
-        f"    - path: {str(claude)!r}\n      format: claude-code\n"
-        f"    - path: {str(codex)!r}\n      format: codex\n"
-        f"    - path: {str(dsh)!r}\n"
-    )
+    configure(home, fake, dsh, (claude, "claude-code"), (codex, "codex"), timeout_seconds=20)
     return {"claude-code": transcript, "codex": rollout, "codex read": other, "dsh": log}
 
 

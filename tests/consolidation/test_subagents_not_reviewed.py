@@ -27,7 +27,7 @@ from tests.sessions import codex_lines as cx
 from tests.sessions.factory import SessionSpec, build_session, subagent_session, write_session
 from tests.sessions.harness_roots import OLD, claude_project, write
 
-from .conftest import KEY_ENV, proposal
+from .conftest import configure, proposal
 
 PARENT_TID = "019c0000-0000-7000-8000-0000000000aa"
 CHILD_TID = "019c0000-0000-7000-8000-0000000000bb"
@@ -58,15 +58,7 @@ def _roots(home: Home, fake: FakeOpenAI, tmp_path: Path) -> dict[str, str]:
     for draft in (main, helper):
         path = write_session(dsh, draft)
         os.utime(path, (OLD, OLD))
-    home.ensure_layout()
-    home.settings_file.write_text(
-        "consolidation:\n  provider: fake\n  model: fake-model\n  timeout_seconds: 20\n"
-        f"providers:\n  fake:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
-        "sessions:\n  roots:\n"
-        f"    - path: {str(claude)!r}\n      format: claude-code\n"
-        f"    - path: {str(codex)!r}\n      format: codex\n"
-        f"    - path: {str(dsh)!r}\n"
-    )
+    configure(home, fake, dsh, (claude, "claude-code"), (codex, "codex"), timeout_seconds=20)
     return {
         "claude-code": cl.SID,
         "claude-code subagent": "agent-a1b2",
