@@ -341,7 +341,8 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
 
 
 def _spawn(paths: DaemonPaths) -> subprocess.Popen[bytes]:
-    log = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # Never through a link: the log would be written wherever it points (HomeUnusable).
+    log = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         command = [sys.executable, "-m", "remem.daemon", "--home", str(paths.home.root), "daemon", "run"]
         # A new session: the daemon outlives the CLI or editor that started it.
@@ -386,8 +387,9 @@ def _last_words(paths: DaemonPaths) -> str:
     """The daemon log's last statement, and where the rest is: a traceback's last line that is
     not indented is its exception, the cause, where the lines above it are the stack."""
     try:
-        lines = paths.log.read_text(errors="replace").splitlines()
-    except OSError:
+        with os.fdopen(os.open(paths.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as log:
+            lines = log.read().decode(errors="replace").splitlines()
+    except OSError:  # none, or a link (never read through)
         return f"it wrote no log ({paths.log})"
     said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
     return f"{said or 'its log is empty'} (the daemon's log: {paths.log})"

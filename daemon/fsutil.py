@@ -6,6 +6,8 @@ rename or link that is not on disk yet can vanish in a power cut and undo a "com
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import secrets
 import time
@@ -21,10 +23,12 @@ UNMERGED_MARKER = ".unmerged-"
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) user-only; tighten an existing directory we own.
 
-    A symbolic link at `path` is left as it is: its target is whatever its owner chose.
+    A symbolic link at `path` is refused (an OSError, ELOOP), never written through; a folder of
+    the home is made with `Home.private_dir`, which says how to fix it.
     """
     path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    own_private_dir(path)
+    if not own_private_dir(path) and path.is_symlink():
+        raise OSError(errno.ELOOP, "a symbolic link stands where remem makes a folder", str(path))
     return path
 
 
@@ -72,12 +76,13 @@ def unmerged_path_for(target: Path) -> Path:
     return target.with_name(f"{target.name}{UNMERGED_MARKER}{time.time_ns()}")
 
 
-def write_synced(path: Path, *parts: bytes | memoryview) -> None:
+def write_synced(path: Path, *parts: bytes | memoryview, dir_fd: int | None = None) -> None:
     """Create `path` exclusively with user-only permissions, write `parts` in order, fsync.
 
     Several parts let a caller write a large file from slices without concatenating them.
+    With `dir_fd`, `path` is a name in that folder (`safe_open.open_folder`).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE, dir_fd=dir_fd)
     try:
         for part in parts:
             view = memoryview(part)
@@ -86,7 +91,8 @@ def write_synced(path: Path, *parts: bytes | memoryview) -> None:
         os.fsync(fd)
     except OSError:  # a full disk: no partial file is left behind
         os.close(fd)
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path, dir_fd=dir_fd)
         raise
     os.close(fd)
 
@@ -113,16 +119,22 @@ def atomic_write(target: Path, data: bytes) -> None:
         raise
 
 
-def publish_new(temp: Path, target: Path) -> None:
+def publish_new(temp: Path, target: Path, *, dir_fd: int | None = None) -> None:
     """Publish `temp` at `target` only if `target` does not exist (hard link), then drop `temp`.
 
     Raises FileExistsError when something already occupies `target`: a publish never
-    overwrites.
+    overwrites. With `dir_fd`, both are names in that folder (`safe_open.open_folder`).
     """
-    os.link(temp, target)
-    fsync_dir(target.parent)
-    temp.unlink()
-    fsync_dir(temp.parent)
+    if dir_fd is None:
+        os.link(temp, target)
+        fsync_dir(target.parent)
+        temp.unlink()
+        fsync_dir(temp.parent)
+        return
+    os.link(temp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    os.fsync(dir_fd)
+    os.unlink(temp, dir_fd=dir_fd)
+    os.fsync(dir_fd)
 
 
 def remove_stale_temps(directory: Path) -> list[Path]:

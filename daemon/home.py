@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -73,7 +75,8 @@ class Home:
 
     def ensure_layout(self) -> Home:
         """Create the fixed folders (0700); existing ones, and a hand-made `settings.yml`, are
-        tightened to user-only, never loosened."""
+        tightened to user-only, never loosened. A symbolic link at any of them, or at a folder or
+        file remem makes in them (`ENTRIES`), is refused: remem would read and write through it."""
         for folder in (
             self.root,
             self.memory,
@@ -83,31 +86,104 @@ class Home:
             self.state,
             self.locks,
         ):
-            try:
-                folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-            except OSError as exc:
-                raise HomeUnusable(
-                    f"remem's home {self.root} cannot be used: {folder} cannot be made a folder "
-                    f"({exc.strerror or exc}); move what is in the way, or choose another home with "
-                    f"--home or ${HOME_ENV}"
-                ) from None
-            # Looked at only when the folder is not plainly ours (`own_private_dir` opens none
-            # through a link); the home itself may be a link, the user's choice.
-            if not own_private_dir(folder) and folder != self.root and folder.is_symlink():
-                raise HomeUnusable(
-                    f"remem's home {self.root} cannot be used: {folder} is a symbolic link, and remem "
-                    "reads and writes only inside its home; move the folder it points to into the "
-                    f"home, or choose a home that holds it with --home or ${HOME_ENV}"
-                )
+            self._make_folder(folder)
+        for entry in self._entries:  # a parent before its children: the last part is enough
+            if entry.is_symlink():
+                raise HomeUnusable(linked_message(entry, self.root))
         _tighten(self.settings_file)
         return self
 
+    @cached_property
+    def _entries(self) -> tuple[Path, ...]:
+        return tuple(self.root / name for name in ENTRIES)
+
+    def private_dir(self, folder: Path) -> Path:
+        """Make `folder` (inside the home) and the folders between the home and it, each 0700;
+        HomeUnusable when one is a link, as for the fixed folders."""
+        self.refuse_link(folder)
+        self._make_folder(self.root)
+        at = self.root
+        for part in folder.relative_to(self.root).parts:
+            at = at / part
+            self._make_folder(at)
+        return folder
+
+    def refuse_link(self, path: Path) -> Path:
+        """HomeUnusable when `path`, or a folder between the home and it, is a symbolic link
+        (the home itself may be one, the user's choice); what does not exist yet passes."""
+        at = self.root
+        for part in path.relative_to(self.root).parts:
+            at = at / part
+            if at.is_symlink():
+                raise HomeUnusable(linked_message(at, self.root))
+        return path
+
+    def open_file(self, path: Path, flags: int) -> int:
+        """`os.open` of `path`, a file of the home, never through a link (0600 if created)."""
+        self.refuse_link(path)
+        try:
+            return os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # swapped for a link since the check
+                raise HomeUnusable(linked_message(path, self.root)) from None
+            raise
+
+    def _make_folder(self, folder: Path) -> None:
+        try:
+            folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
+            if folder != self.root and folder.is_symlink():  # a dangling link
+                raise HomeUnusable(linked_message(folder, self.root, "folder")) from None
+            raise HomeUnusable(
+                f"remem's home {self.root} cannot be used: {folder} cannot be made a folder "
+                f"({exc.strerror or exc}); move what is in the way, or choose another home with "
+                f"--home or ${HOME_ENV}"
+            ) from None
+        # Looked at only when the folder is not plainly ours (`own_private_dir` opens none
+        # through a link); the home itself may be a link, the user's choice.
+        if not own_private_dir(folder) and folder != self.root and folder.is_symlink():
+            raise HomeUnusable(linked_message(folder, self.root, "folder"))
+
+
+# What remem makes inside the fixed folders, by path: a link at one is refused with them (each
+# folder listed before what it holds).
+ENTRIES = (
+    "history",
+    "memory/audit",
+    "memory/debug",
+    "memory/reviews/committing",
+    "state/forks",
+    "state/forks/pending",
+    "state/published",
+    "state/index.sqlite",
+    "state/index.sqlite-wal",
+    "state/index.sqlite-shm",
+    "state/daemon.json",
+    "state/daemon.log",
+    "state/history-started",
+    "state/last-error.log",
+    "state/session-meta.json",
+    "state/settings.valid.json",
+)
+
+
+def linked_message(path: Path, root: Path | None = None, kind: str | None = None) -> str:
+    """Why a link at `path` in the home `root` (None: not known here) stops remem, and the fix;
+    `kind`: what it stands for (by default what it points to)."""
+    kind = kind or ("folder" if path.is_dir() else "file")
+    said = f"remem's home {root} cannot be used: {path} is" if root else f"remem cannot use {path}: it is"
+    return (
+        f"{said} a symbolic link, and remem reads and writes only inside its home; move the "
+        f"{kind} it points to into the home, or choose a home that holds it with --home or ${HOME_ENV}"
+    )
+
 
 def _tighten(path: Path) -> None:
-    """Make a file of ours user-only; one owned by someone else is left alone, as for folders."""
+    """Make a file of ours user-only; one owned by someone else is left alone, as for folders,
+    and so is a link (a chmod by name would change what it points to)."""
     try:
-        st = path.stat()
+        st = path.lstat()
     except FileNotFoundError:
         return
-    if st.st_mode & 0o077 and st.st_uid == os.getuid():
+    if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 and st.st_uid == os.getuid():
         os.chmod(path, PRIVATE_FILE_MODE)

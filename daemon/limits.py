@@ -14,6 +14,11 @@ SESSION_LINE_MAX_BYTES = 8 * MIB  # one JSON line (one event, or one packed row 
 SESSION_EVENTS_MAX = 150_000  # events in one log, packed rows expanded
 # One Claude Code or Codex line: those harnesses inline pasted images as base64 in the line.
 HARNESS_LINE_MAX_BYTES = 64 * MIB
+# A Claude Code or Codex file, before a byte of it is read (a runaway file: real ones reach
+# hundreds of MB), and its lines, before one is decoded (each costs the reader about 1 KB,
+# however short): decision 0367.
+HARNESS_FILE_MAX_BYTES = 1024 * MIB
+HARNESS_LINES_MAX = 150_000
 
 
 def size_text(size: int) -> str:

@@ -1,8 +1,18 @@
-"""Opening a file to read it, never through a link and never waiting on one that is not a file.
+"""Opening a file or a folder below a root, never through a link and never waiting on a non-file.
 
 Session logs and memory files are found by a scan, then opened: in between, a link or a FIFO
-can be swapped in. A link could lead out of the roots (refused: `ELOOP`); opening a FIFO or a
-device would wait for a writer and hold a daemon thread for good (refused: `EINVAL`).
+can be swapped in, for the file or for any folder on its way. A link could lead out of the
+roots; opening a FIFO or a device would wait for a writer and hold a daemon thread for good.
+So a file is opened without following a link (`ELOOP`) and refused unless it is a regular
+file (`EINVAL`); given its root, every folder from the root down is opened the same way, one
+at a time, each from the descriptor of the one above (`open_folder`): a folder swapped for a
+link is refused, never followed (`ELOOP`; not a folder: `ENOTDIR`). The root itself may be
+a link: the user chose it, so its path is followed once. Given the identity (device and inode)
+a listing saw, a file that is another one now is refused too (`ESTALE`, `REPLACED`).
+
+Writes below a root go through `open_folder`'s descriptor as well (`os.open(..., dir_fd=)`,
+`os.link(..., src_dir_fd=, dst_dir_fd=)`): what they create lies in the folder that was
+opened, whatever its path names meanwhile (decision 0364).
 """
 
 from __future__ import annotations
@@ -10,24 +20,144 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import BinaryIO
 
 NOT_REGULAR = "not a regular file"
+LINKED = "a symbolic link on the way; remem follows no link below a session root"
+NOT_A_FOLDER = "not a folder"
+REPLACED = "it was replaced since it was listed"
+OUTSIDE = "not inside its session root"
+FOLDER_MODE = 0o700  # what `open_folder` makes: user-only, whatever the umask
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# What a folder or file on the way that is gone, is a link or is another file now raises.
+MOVED = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ESTALE})
+
+Identity = tuple[int, int]  # a file's (st_dev, st_ino)
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
-    """A read-only descriptor of the regular file at `path`; `OSError` otherwise (`ELOOP` for a
-    link, `EINVAL` for anything but a regular file)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+def open_folder(root: Path, folder: Path, *, make: bool = False) -> int:
+    """A descriptor of `folder`, opened from `root` one folder at a time without following a
+    link. `OSError` naming the folder that stopped it: `ELOOP` for a link, `ENOTDIR` for
+    anything but a folder, `ENOENT` for none; `EINVAL` when `folder` is not `root` or below it.
+
+    With `make`, the folders missing from `root` down (the root too) are made user-only.
+    """
+    try:
+        parts = folder.relative_to(root).parts
+    except ValueError:
+        raise OSError(errno.EINVAL, OUTSIDE, str(folder)) from None
+    if ".." in parts:
+        raise OSError(errno.EINVAL, OUTSIDE, str(folder))
+    if make:
+        _make_root(root)
+    fd = os.open(root, _FOLDER)  # the root itself may be a link: the user chose it
+    at = root
+    for part in parts:
+        at = at / part
+        fd = _step(fd, part, at, make)  # closes the folder above, whatever happens
+    return fd
+
+
+@contextmanager
+def folder_at(root: Path, folder: Path, *, make: bool = False) -> Iterator[int]:
+    """`open_folder`'s descriptor, closed when the block ends."""
+    fd = open_folder(root, folder, make=make)
+    try:
+        yield fd
+    finally:
         os.close(fd)
-        raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
+
+
+def _step(fd: int, name: str, path: Path, make: bool) -> int:
+    """The folder `name` in the folder `fd` (closed), not through a link; made if missing and `make`."""
+    try:
+        try:
+            return os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
+        except FileNotFoundError:
+            if not make:
+                raise
+            with suppress(FileExistsError):  # made meanwhile, by another fork or anything else
+                os.mkdir(name, FOLDER_MODE, dir_fd=fd)
+            return os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        raise _named(exc, fd, name, path) from None
+    finally:
+        os.close(fd)
+
+
+def _named(exc: OSError, fd: int, name: str, path: Path) -> OSError:
+    """`exc` saying what stands at `path` (Linux answers ENOTDIR for a link, as for a file)."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        try:
+            linked = stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            linked = exc.errno == errno.ELOOP
+        if linked:
+            return OSError(errno.ELOOP, LINKED, str(path))
+        return OSError(errno.ENOTDIR, NOT_A_FOLDER, str(path))
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
+def _make_root(root: Path) -> None:
+    """Make `root` and its missing parents user-only (`mkdir(parents=True)` would give the
+    parents the umask's mode); an existing one is left as its owner set it."""
+    missing = [root, *root.parents]
+    missing = missing[: next((i for i, p in enumerate(missing) if p.is_dir()), len(missing))]
+    for folder in reversed(missing):
+        with suppress(FileExistsError):
+            os.mkdir(folder, FOLDER_MODE)
+
+
+def open_regular(
+    path: str | os.PathLike[str], *, root: Path | None = None, identity: Identity | None = None
+) -> int:
+    """A read-only descriptor of the regular file at `path`; `OSError` otherwise (`ELOOP` for a
+    link, `EINVAL` for anything but a regular file). Given its `root`, the folders from the root
+    down are opened as `open_folder` opens them; given the `identity` it was listed with, a file
+    that is another one now is refused (`ESTALE`)."""
+    if root is None:
+        fd = os.open(path, _FILE)
+    else:
+        where = Path(path)
+        folder = open_folder(root, where.parent)
+        try:
+            fd = os.open(where.name, _FILE, dir_fd=folder)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
+        finally:
+            os.close(folder)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
+            raise OSError(errno.ESTALE, REPLACED, os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
 def refused(exc: OSError) -> bool:
     """Whether `open_regular` refused the path for what is there (a link, or no regular file)."""
     return exc.errno in (errno.ELOOP, errno.EINVAL)
+
+
+def moved(exc: OSError) -> bool:
+    """Whether `exc` says the file or a folder on its way is gone, a link, or another file now:
+    what a swap or a removal since the listing leaves, not what the file holds."""
+    return exc.errno in MOVED
+
+
+def reason(exc: OSError, path: str | os.PathLike[str]) -> str:
+    """Why `open_regular` refused `path`, naming the folder on the way that stopped it."""
+    said = exc.strerror or str(exc)
+    named = exc.filename is not None and exc.filename != os.fspath(path)
+    return f"{exc.filename} is {said}" if named else said
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:

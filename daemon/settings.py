@@ -8,12 +8,13 @@ changed ones); YAML comments are not preserved by a rewrite.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from . import safe_yaml
 from .fsutil import remove_stale_temps
@@ -29,10 +30,24 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+def _absolute_root(path: str) -> str:
+    """A root must name one folder whoever reads it: the daemon runs from another folder than
+    the command that started it, so a relative path would be read from there (decision 0362)."""
+    if not (path.startswith("~") or os.path.isabs(path)):
+        raise ValueError(
+            f"{path!r} is a relative path, which the daemon would look for from its own working "
+            f"folder, not this file's; write the absolute path (/…/{path}) or one starting with ~"
+        )
+    return path
+
+
+RootPath = Annotated[str, Field(min_length=1), AfterValidator(_absolute_root)]
+
+
 class SessionRootSetting(_Strict):
     """A `sessions.roots` entry that names its format (a plain string is auto-detected)."""
 
-    path: str = Field(min_length=1)
+    path: RootPath
     format: SessionFormat | None = None
 
 
@@ -46,7 +61,7 @@ def _root_kind(value: Any) -> str | None:
 # the tags are not keys a file can hold, and `_describe` leaves them out of the key it names.
 _AS_PATH, _AS_MAPPING = "<a path>", "<a mapping>"
 RootEntry = Annotated[
-    Annotated[str, Tag(_AS_PATH)] | Annotated[SessionRootSetting, Tag(_AS_MAPPING)],
+    Annotated[RootPath, Tag(_AS_PATH)] | Annotated[SessionRootSetting, Tag(_AS_MAPPING)],
     Discriminator(
         _root_kind,
         custom_error_type="root_entry",
@@ -108,6 +123,11 @@ class SettingsError(Exception):
         super().__init__("\n".join(problems))
         self.problems = problems
         self.lines = lines or [1] * len(problems)  # the 1-based line of each problem
+
+
+def invalid_settings(problems: list[str]) -> str:
+    """How a session request refuses an invalid settings.yml, with or without the daemon."""
+    return "settings.yml is invalid: " + "\n".join(problems)
 
 
 class SettingsConflict(Exception):
@@ -183,6 +203,10 @@ def _line_of(node: yaml.Node | None, location: list[str]) -> int:
     """1-based line of the deepest node on `location` that exists in the file."""
     line = 1
     for part in location:
+        if isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            node = node.value[int(part)]  # a list's entry (a session root): its own line
+            line = node.start_mark.line + 1
+            continue
         if not isinstance(node, yaml.MappingNode):
             break
         match = next(((k, v) for k, v in node.value if str(k.value) == part), None)

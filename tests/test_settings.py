@@ -92,6 +92,30 @@ def test_a_wrong_root_is_told_what_a_root_is_once(roots: str, expected: list[str
     ), problems
 
 
+def test_a_relative_root_is_refused_with_what_to_write_instead() -> None:
+    """The daemon runs from another folder than the command that started it: a relative root
+    would be looked for there (decision 0362). An absolute path and one from ~ name one folder."""
+    text = (
+        b"sessions:\n  roots:\n    - dshroot\n    - {path: ./rel/x, format: codex}\n    - /abs\n    - ~/y\n"
+    )
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(text)
+    assert caught.value.problems == [
+        "settings.yml:3: sessions.roots.0: 'dshroot' is a relative path, which the daemon would look for "
+        "from its own working folder, not this file's; write the absolute path (/…/dshroot) or one "
+        "starting with ~",
+        "settings.yml:4: sessions.roots.1.path: './rel/x' is a relative path, which the daemon would look "
+        "for from its own working folder, not this file's; write the absolute path (/…/./rel/x) or one "
+        "starting with ~",
+    ]
+    assert parse_settings(b"sessions:\n  roots: [/abs, ~/y, {path: ~/z, format: dsh}]\n").sessions.roots[
+        :2
+    ] == [
+        "/abs",
+        "~/y",
+    ]
+
+
 def test_every_problem_is_reported() -> None:
     with pytest.raises(SettingsError) as caught:
         parse_settings(b"sessions:\n  idle_seconds: -1\ndaemon:\n  nap: 1\n")

@@ -10,14 +10,17 @@ one bad log never hides the others.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from ..home import Home
 from ..locks import LockUnusable, try_file_lock
@@ -30,27 +33,32 @@ from ..protocol.sessions import (
     SessionSummary,
     TurnSummary,
 )
+from ..safe_open import folder_at, open_regular
+from ..safe_open import reason as why_refused
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_whole
 from .continuations import Continuations
 from .digest import DigestState
 from .errors import OperationError, SessionLogError, SessionRootError
+from .formats.codex import rollout_name
 from .formats.jsonl import LineTooLong
 from .harness_sources import (
     HARNESS_SOURCES,
     BranchInfo,
     SidechainInfo,
     Tallied,
-    file_digest,
     file_turns,
     inherited_turns,
+    read_file,
+    session_digest,
+    superseded_rollouts,
     unreadable,
 )
 from .index import Continuation, LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
-from .paths import project_key
+from .paths import encode_segment, encoding_of_file_name, project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
 from .published import PublishedLogs
 from .reader import (
@@ -63,7 +71,7 @@ from .reader import (
     skim_session,
     stat_revision,
 )
-from .roots import LogFile, list_logs
+from .roots import LINK_REASON, LogFile, list_logs
 from .sources import Root, all_roots, named_roots
 from .writer import LOCK_NAME
 
@@ -172,8 +180,69 @@ class Indexed:
     bounds: list[TurnBounds]
 
 
+NotFoundCode = Literal["NOT_FOUND", "AMBIGUOUS", "UNREADABLE"]
+
+
 class SessionNotFound(Exception):
-    """No (or more than one) session has the requested id; the message says which."""
+    """No (or more than one) session has the requested id; the message says which, and `code`:
+    `NOT_FOUND`, `AMBIGUOUS` when the id is at more than one path, or `UNREADABLE` when the
+    listing could not read the session's own file (the message names it and says why)."""
+
+    def __init__(self, message: str, code: NotFoundCode = "NOT_FOUND") -> None:
+        super().__init__(message)
+        self.code: NotFoundCode = code
+
+
+def _not_found(session_id: str, entries: Sequence[Entry], roots: Sequence[Path]) -> str:
+    """Why no listed session has the id `session_id`: it names an in-file branch or an inline
+    subagent of a session (nodes of the tree, not sessions), it is only the beginning of ids,
+    or nothing at all."""
+    base, at, node = session_id.rpartition("@")
+    session = next((e for e in entries if e.summary.id == base), None) if at else None
+    if session is not None:
+        item = next((i for i in session.branch_items() if i.id == session_id), None)
+        if item is not None and item.origin == "branch":
+            after = f" after turn {item.fork_turn}" if item.fork_turn else ""
+            return (
+                f"{session_id!r} is an in-file branch of session {base!r} (a rewind or an edit "
+                f"Claude Code left{after} in that session's file), not a session: `remem sessions "
+                f"show {base}` shows its turns after the conversation's, and a fork branches only "
+                f"from the conversation `claude --resume {base}` continues (`remem sessions turns {base}`)"
+            )
+        if item is not None:
+            return (
+                f"{session_id!r} is a subagent Claude Code wrote inside session {base!r}'s file, "
+                f"not a session: `remem sessions show {base}` shows its turns; to branch, fork "
+                f"{base} itself (`remem sessions turns {base}`)"
+            )
+        return (
+            f"no session {session_id!r}: session {base!r} has no in-file branch or inline subagent {node!r}"
+        )
+    begun = sorted(e.summary.id for e in entries if e.summary.id.startswith(session_id))
+    if begun:
+        shown = ", ".join(begun[:3]) + (f" and {len(begun) - 3} more" if len(begun) > 3 else "")
+        verb = "begins" if len(begun) == 1 else "begin"
+        return f"no session {session_id!r}: give a session's full id ({shown} {verb} with it)"
+    return f"no session {session_id!r} in {', '.join(map(str, roots))}"
+
+
+def _unreadable(session_id: str, path: str, why: str) -> SessionNotFound:
+    return SessionNotFound(f"session {session_id} cannot be read: {path}: {why}", code="UNREADABLE")
+
+
+def _names_session(path: str, fmt: SessionFormat, session_id: str) -> bool:
+    """Whether the file (or folder) at `path`, in a root of format `fmt`, is by its name that of
+    session `session_id`: a Claude Code transcript `<id>.jsonl` (a subagent's `agent-<x>.jsonl`
+    is its own session's), a Codex rollout `rollout-<time>-<thread>[_<rollout>].jsonl`, a DSH
+    session's folder `<id>` or a log in it. What the listing could not read has no id but this."""
+    name = os.path.basename(path)
+    if fmt == "claude-code":
+        return name == f"{session_id}.jsonl"
+    if fmt == "codex":
+        named = rollout_name(name)
+        return named is not None and session_id in (named.thread, named.rollout)
+    folder = os.path.basename(os.path.dirname(path)) if encoding_of_file_name(name) else name
+    return session_id != "" and folder == encode_segment(session_id)
 
 
 def default_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> list[Path]:
@@ -264,7 +333,7 @@ class SessionCatalog:
         wanted = os.path.abspath(cwd) if cwd is not None else None
         if self.memo is None:
             return self._compute(wanted, progress)
-        query = (tuple((s.path, s.format) for s in self.sources), self.idle_seconds, wanted)
+        query = (tuple((s.path, s.format, s.problem) for s in self.sources), self.idle_seconds, wanted)
         with self.memo.lock:
             known = self.memo.answer(query)
             if known is not None and self._still(known):
@@ -349,18 +418,25 @@ class SessionCatalog:
         if unreadable is not None:
             errors.append(ListError(path=str(self.metadata.path), message=unreadable))
         dsh = dsh_archived()
-        duplicated = {i for i, n in Counter(r.id for r, _ in rows).items() if n > 1}
+        # A Codex thread's rollouts a revert superseded are its history, not sessions (decision 0366).
+        superseded = superseded_rollouts(row for row, _ in rows)
+        rows = [(row, st) for row, st in rows if row.path not in superseded] if superseded else rows
+        # Among the rows this answer shows: a workspace's listing reads other workspaces' Codex
+        # rollouts only when the index has none of them, so a copy there counting would make
+        # its errors depend on how warm the index is.
+        shown = rows if wanted is None else [(row, st) for row, st in rows if row.cwd == wanted]
+        duplicated = {i for i, n in Counter(r.id for r, _ in shown).items() if n > 1}
         summaries = _summary_titles(row for row, _ in rows)
         entries = []
         live_until = _NEVER
         volatile = []
-        for row, st in rows:
+        for row, st in shown:
             if row.id in duplicated:
-                others = [r.path for r, _ in rows if r.id == row.id and r.path != row.path]
+                others = [r.path for r, _ in shown if r.id == row.id and r.path != row.path]
                 errors.append(
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
-            elif row.cwd != self._worker_cwd and (wanted is None or row.cwd == wanted):
+            elif row.cwd != self._worker_cwd:
                 entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries))
                 entries.append(entry)
                 if row.path.startswith(self._own_root):
@@ -378,22 +454,78 @@ class SessionCatalog:
             self.memo.changed([str(path)])
 
     def find(self, session_id: str) -> Entry:
-        """The session with this id; a log the index already places is refreshed on its own."""
+        """The session with this id; a log the index already places is refreshed on its own.
+        When none has the id, or more than one, `SessionNotFound` says which, and what an id
+        that names no session is (a tree's in-file node, the beginning of an id)."""
         known = self._find_indexed(session_id)
         if known is not None:
             return known
-        entries, _ = self.entries()
+        entries, errors = self.entries()
         for entry in entries:
+            if entry.summary.id != session_id:
+                continue
             # Checked again: a remembered scan (`memo`) may predate the watcher's news of a swap.
-            if entry.summary.id == session_id and self._confined(entry.row.path):
+            if self._confined(entry.row.path):
                 return entry
-        raise SessionNotFound(f"no session {session_id!r} in {', '.join(map(str, self.roots))}")
+            why = self._displaced(entry.row.path)  # what the next listing will say of it
+            if why is not None:
+                raise _unreadable(session_id, entry.row.path, why)
+            entries = [e for e in entries if e is not entry]  # gone since it was listed
+            break
+        raise self.refusal(session_id, entries, errors)
+
+    def refusal(
+        self, session_id: str, entries: Sequence[Entry], errors: Sequence[ListError]
+    ) -> SessionNotFound:
+        """Why no session of a listing of every session (its `entries` and `errors`) is taken
+        for `session_id`: more than one readable log has the id (`AMBIGUOUS`, naming them), the
+        listing could not read the log the id names (`UNREADABLE`, naming the file and saying
+        why, as the listing does), or none has it (`NOT_FOUND`, saying what the id is instead:
+        a tree's in-file node, the beginning of an id). Every request naming a session says it
+        so, the consolidator's too."""
+        copies = self._copies(session_id)
+        if len(copies) > 1:
+            return SessionNotFound(
+                f"session id {session_id!r} exists at more than one path: {', '.join(copies)}; "
+                "remem cannot tell which one is meant: keep one of them in the session roots",
+                code="AMBIGUOUS",
+            )
+        damaged = self.unreadable_log(session_id, errors)
+        if damaged is not None:
+            return _unreadable(session_id, damaged.path, damaged.message)
+        return SessionNotFound(_not_found(session_id, entries, self.roots))
+
+    def unreadable_log(self, session_id: str, errors: Iterable[ListError]) -> ListError | None:
+        """The listing's error (of `errors`) of the log of session `session_id`, by its name
+        (`_names_session`); None when the listing refused no log of that id."""
+        return next(
+            (
+                e
+                for e in errors
+                if self._in_roots(e.path) and _names_session(e.path, self.format_of(e.path), session_id)
+            ),
+            None,
+        )
+
+    def _copies(self, session_id: str) -> list[str]:
+        """The paths of the readable logs with this id in the roots, as the listing just made
+        stored them (a listing lists none of them when there are several)."""
+        return sorted(
+            r.path
+            for r in self.index.rows_of(session_id)
+            if r.error is None and r.cwd != self._worker_cwd and self._confined(r.path)
+        )
 
     def _find_indexed(self, session_id: str) -> Entry | None:
         """Skip the full scan when the index holds exactly one readable log with this id in a
-        configured root: forking a session must not wait for every other log to be indexed."""
-        rows = [r for r in self.index.rows_of(session_id) if r.error is None]
+        configured root: forking a session must not wait for every other log to be indexed.
+        Trusted only when every root there is has been listed whole by this index: a root never
+        listed has no rows, and a copy of the session in it would go unseen (decision 0361)."""
+        rows = [r for r in self.index.rows_of(session_id) if r.error is None and self._in_roots(r.path)]
         if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._confined(rows[0].path):
+            return None
+        listed = self.index.listed_roots()
+        if any((str(s.path), s.format) not in listed and s.path.is_dir() for s in self.sources):
             return None
         try:
             st = os.stat(rows[0].path)
@@ -407,14 +539,48 @@ class SessionCatalog:
             row, st, time.time_ns(), *_shown(row, self.metadata.all(), dsh_archived(), summaries)
         )
 
+    def _displaced(self, path: str) -> str | None:
+        """Why the log a listing found at `path` is no regular file of its root now: a link
+        swapped in for it or for a folder on its way (named), or something else than a file.
+        None when nothing is there any more (or a regular file is again)."""
+        try:
+            os.close(open_regular(path, root=self._root_for(path)))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # the link itself, or the folder on the way that stopped it
+            linked = exc.errno == errno.ELOOP and exc.filename == path
+            return LINK_REASON if linked else why_refused(exc, path)
+        return None
+
+    def _in_roots(self, path: str) -> bool:
+        return any(path.startswith(prefix) for prefix, _ in self._prefixes)
+
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
-        swapped for a symlink to anything since it was listed."""
-        for root in self.roots:
-            if path.startswith(f"{root}{os.sep}"):
-                inside = os.path.join(os.path.realpath(root), os.path.relpath(path, root))
-                return os.path.realpath(path) == inside
-        return False
+        swapped for a symlink to anything since it was listed. Looked at from the root's
+        descriptor down (`safe_open.open_folder`), never by resolving the path, which a swap
+        under way can make fail; every read of the log checks again as it opens it."""
+        root = self._root_for(path)
+        if root is None:
+            return False
+        where = Path(path)
+        try:
+            with folder_at(root, where.parent) as folder:
+                return stat.S_ISREG(os.stat(where.name, dir_fd=folder, follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+
+    def _root_for(self, path: str) -> Path | None:
+        """The root `path` lies in (the innermost, should roots nest), by its text; None when none."""
+        inside = [root for root in self.roots if path.startswith(f"{root}{os.sep}")]
+        return max(inside, key=lambda root: len(str(root))) if inside else None
+
+    def harness_bytes(self, entry: Entry) -> bytes:
+        """The bytes of a listed Claude Code or Codex file, opened from its root without following
+        a link and only if it is still the file `entry` lists (`harness_sources.open_listed`):
+        `OSError` otherwise (`ESTALE` when another file is there now), `LineTooLong` for a file
+        with a line past the cap."""
+        return read_file(entry.path, root=self._root_for(entry.row.path), listed=entry.row.revision)
 
     def root_of(self, path: Path) -> Path:
         """The root a listed log lies in (the innermost, should roots nest)."""
@@ -453,9 +619,11 @@ class SessionCatalog:
         if len(stored) == row.turns:
             return stored
         try:
-            turns, revision = file_turns(row.format, entry.path)
+            turns, revision = file_turns(
+                row.format, entry.path, root=self._root_for(row.path), listed=row.revision
+            )
         except (OSError, LineTooLong) as exc:
-            raise SessionNotFound(f"session {row.id!r} {unreadable(exc)}") from None
+            raise SessionNotFound(f"session {row.id!r} {unreadable(exc, row.path)}") from None
         self.index.put_turns(row.path, revision, turns)
         return turns
 
@@ -467,7 +635,7 @@ class SessionCatalog:
         digest = entry.summary.digest or self._stored_digest(entry.row)
         if digest is not None:
             return digest
-        hashed = _hashed(entry)
+        hashed = _hashed(entry, self._root_for(entry.row.path))
         if hashed is None or hashed[1] != entry.row.revision:
             return None
         self.keep_digest(entry, hashed[0], hashed[2])
@@ -568,6 +736,8 @@ class SessionCatalog:
         self._store(updates)
         if self.memo is not None:
             self.memo.remember(row for row in cold.values() if row is not None)
+        if cwd is None:
+            self._mark_listed(scanned, {e.path for e in errors})
         present = {r.path for r, _ in seen} | {e.path for e in errors}
         # Only logs of the folders scanned now can be known gone; rows of other roots (another
         # client's `--root`) or other projects stay for when they are listed again.
@@ -577,6 +747,18 @@ class SessionCatalog:
         if self.memo is not None:
             self.memo.forget(gone)
         return seen, files, errors
+
+    def _mark_listed(self, scanned: tuple[str, ...], refused: set[str]) -> None:
+        """Record the roots this listing of every session scanned whole (not one that was
+        missing, or `refused` as a whole), once: `_find_indexed` trusts the index's rows of those."""
+        whole = {
+            (str(s.path), s.format)
+            for s in self.sources
+            if f"{s.path}{os.sep}" in scanned and str(s.path) not in refused
+        }
+        new = whole - self.index.listed_roots()
+        if new:
+            self.index.mark_listed(sorted(new))
 
     def _read_cold(
         self, known: list[Known], cwd: str | None, told: Callable[[int], None]
@@ -589,10 +771,10 @@ class SessionCatalog:
         for path, st, row in known:
             if row is None:
                 fmt = self.format_of(path)
-                if self._elsewhere(path, fmt, cwd):
+                if self._elsewhere(path, fmt, cwd, stat_revision(st)):
                     passed[path] = None
                 else:
-                    cold.append(ColdRead(path, fmt, stat_revision(st), st.st_size))
+                    cold.append(ColdRead(path, fmt, stat_revision(st), st.st_size, self._root_text(path)))
         if passed:
             told(len(passed))
         return {**passed, **(self.cold_reads.store(self.index, cold, told) if cold else {})}
@@ -627,6 +809,9 @@ class SessionCatalog:
                 if not source.implicit:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
                 continue
+            if source.problem is not None:  # a folder inside a root: what it is, and which to name
+                errors.append(ListError(path=str(root), message=source.problem))
+                continue
             if source.format != "dsh":
                 adapter = HARNESS_SOURCES[source.format]
                 if self.memo is None:
@@ -658,14 +843,20 @@ class SessionCatalog:
     ) -> LogRow | None:
         """`_current_row`, or None for a log a glance shows to hold another workspace's session
         than `cwd`'s (DSH logs of other workspaces lie in project folders not even listed)."""
-        if self._elsewhere(path, self.format_of(path), cwd):
+        if self._elsewhere(path, self.format_of(path), cwd, stat_revision(st)):
             return None
         return self._current_row(path, st, cached, updates)
 
-    @staticmethod
-    def _elsewhere(path: str, fmt: SessionFormat, cwd: str | None) -> bool:
-        """Whether a glance at `path` shows it to hold another workspace's session than `cwd`'s."""
-        return cwd is not None and fmt != "dsh" and HARNESS_SOURCES[fmt].elsewhere(path, cwd)
+    def _elsewhere(self, path: str, fmt: SessionFormat, cwd: str | None, revision: str) -> bool:
+        """Whether a glance at `path` (the file of `revision`, opened from its root) shows it to
+        hold another workspace's session than `cwd`'s."""
+        if cwd is None or fmt == "dsh":
+            return False
+        return HARNESS_SOURCES[fmt].elsewhere(path, cwd, self._root_for(path), revision)
+
+    def _root_text(self, path: str) -> str | None:
+        root = self._root_for(path)
+        return None if root is None else str(root)
 
     def format_of(self, path: str) -> SessionFormat:
         """The format of the root `path` lies in (the innermost, should roots nest)."""
@@ -673,7 +864,9 @@ class SessionCatalog:
 
     def _project(self, path: Path, st: os.stat_result, indexed: bool) -> Update:
         """The log's new index entry; a DSH log's continuation is kept for its next append."""
-        cold = ColdRead(str(path), self.format_of(str(path)), stat_revision(st), st.st_size)
+        cold = ColdRead(
+            str(path), self.format_of(str(path)), stat_revision(st), st.st_size, self._root_text(str(path))
+        )
         if cold.format != "dsh":
             return self._follow(path, cold, st)
         try:
@@ -691,7 +884,8 @@ class SessionCatalog:
         the file is being written: it costs more memory than the file."""
         kept = self.continuations.take(cold.path)
         tallied = kept.state if kept is not None and isinstance(kept.state, Tallied) else None
-        update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied)
+        root = None if cold.root is None else Path(cold.root)
+        update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied, root)
         recent = time.time_ns() - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
         if tally is not None and (recent or not tally.graph):
             self.continuations.keep(update.row, tally)
@@ -812,11 +1006,12 @@ def _summary_title(row: LogRow, summaries: dict[str, str]) -> str | None:
     return next((summaries[leaf] for leaf in leaves if leaf in summaries), None)
 
 
-def _hashed(entry: Entry) -> tuple[str, str, DigestState | None] | None:
-    """The entry's file hashed now: its digest, the revision it was read at, and a DSH log's
-    digest state at its resume point; None for a DSH log that no longer reads."""
+def _hashed(entry: Entry, root: Path | None) -> tuple[str, str, DigestState | None] | None:
+    """The entry's file hashed now, opened from its `root` and only if it is the file `entry`
+    lists: its digest, the revision it was read at, and a DSH log's digest state at its resume
+    point; None for a DSH log that no longer reads."""
     if entry.format != "dsh":
-        return (*file_digest(entry.path), None)
+        return (*session_digest(entry.format, entry.path, root=root, listed=entry.row.revision), None)
     try:
         read = skim_session(entry.path, frozenset(), fold=_kept_nothing)
     except SessionLogError:

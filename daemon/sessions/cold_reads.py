@@ -62,19 +62,24 @@ MAX_PROCESSES = 4
 
 @dataclass(frozen=True)
 class ColdRead:
-    """A log with no index row yet: where it is, its format, its revision and size at `stat`."""
+    """A log with no index row yet: where it is, its format, its revision and size at `stat`,
+    and the root it was found in (a Claude Code or Codex file is opened from there, without
+    following a link on the way; a DSH log from the root its layout shows)."""
 
     path: str
     format: SessionFormat
     revision: str
     size: int
+    root: str | None = None
 
 
 def read_whole(log: ColdRead) -> Update:
     """The log's index entry from reading it whole; an unreadable log's row names why."""
     path = Path(log.path)
     if log.format != "dsh":
-        return HARNESS_SOURCES[log.format].index(path, log.revision)
+        return HARNESS_SOURCES[log.format].index(
+            path, log.revision, None if log.root is None else Path(log.root)
+        )
     try:
         projection = Projection()
         read = skim_session(path, PROJECTED_TYPES, fold=projection.fold, hashed=False)

@@ -26,6 +26,7 @@ class SessionRootError(Exception):
 
 ErrorCode = Literal[
     "NOT_FOUND",
+    "AMBIGUOUS",
     "INVALID_ANCHOR",
     "OPEN_TURN",
     "STALE_SOURCE",
@@ -33,6 +34,7 @@ ErrorCode = Literal[
     "STALE_GENERATION",
     "INVALID",
     "UNWRITABLE",
+    "UNREADABLE",
 ]
 
 

@@ -21,23 +21,35 @@ import json
 import os
 import re
 import stat
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 import msgspec
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
-from ..safe_open import open_regular
+from ..safe_open import moved, open_regular, reason
+from .formats import jsonl
 from .formats.claude_code import Grown, Sidechain, Transcript, grow, listed_transcript, read_transcript
-from .formats.codex import Rollout, Tally, first_line_cwd, listed_rollout, read_rollout, turns_begun_before
+from .formats.codex import (
+    Rollout,
+    RolloutName,
+    Tally,
+    Unjoined,
+    continued,
+    first_line_cwd,
+    listed_rollout,
+    read_rollout,
+    rollout_name,
+    thread_history,
+    turns_begun_before,
+)
 from .formats.jsonl import LineTooLong, end_of_line, read_bounded
-from .formats.model import Problem, Turn
+from .formats.model import Problem, Turn, problem_counts
 from .index import LogRow, Update
 from .projection import USER_PREVIEW_CHARS
-from .reader import stat_revision
+from .reader import file_identity, stat_revision
 from .roots import (
     LINK_REASON,
     NAME_REASON,
@@ -246,7 +258,7 @@ def inherited_turns(parent: LogRow, ordinal: int) -> int | None:
 @functools.lru_cache(maxsize=64)  # a tree is drawn again on every change; the parent rarely changed
 def _turns_before(path: str, revision: str, ordinal: int) -> int | None:
     try:
-        data = read_file(Path(path))
+        data = read_file(Path(path), listed=revision)  # the file the listing read there
     except (OSError, LineTooLong):
         return None
     return turns_begun_before(data, ordinal) or None
@@ -287,16 +299,27 @@ def inherited_history(view: SessionView, read: Callable[[str], bytes | None]) ->
     return found[::-1]
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: Path, *, root: Path | None = None, listed: str | None = None) -> bytes:
     """The file's bytes through a descriptor that is not a link (an `OSError` otherwise), or
-    `LineTooLong` for a file with a line past the cap, so a hostile file never fills memory."""
-    return read_file_stat(path)[0]
+    `LineTooLong` for a file with a line past the cap, so a hostile file never fills memory.
+    `root` and `listed` as `open_listed` takes them."""
+    return read_file_stat(path, root=root, listed=listed)[0]
 
 
-def read_file_stat(path: Path) -> tuple[bytes, os.stat_result]:
+def read_file_stat(
+    path: Path, *, root: Path | None = None, listed: str | None = None
+) -> tuple[bytes, os.stat_result]:
     """`read_file`, with the `stat` of the descriptor read (the bytes' own revision)."""
-    with os.fdopen(open_regular(path), "rb") as handle:
+    with os.fdopen(open_listed(path, root, listed), "rb") as handle:
         return read_bounded(handle), os.fstat(handle.fileno())
+
+
+def open_listed(path: Path, root: Path | None, listed: str | None) -> int:
+    """A descriptor of the session file at `path` (`safe_open.open_regular`): opened from its
+    `root` without following a link on the way, when the root is known; and when the
+    `listed` revision is given, the very file the listing read there (its device and inode),
+    else `OSError` (`ESTALE`: it was replaced since)."""
+    return open_regular(path, root=root, identity=None if listed is None else file_identity(listed))
 
 
 def content_digest(data: bytes) -> str:
@@ -304,19 +327,130 @@ def content_digest(data: bytes) -> str:
     return _DIGEST_NAME + hashlib.sha256(data).hexdigest()
 
 
-def file_digest(path: Path) -> tuple[str, str]:
+def file_digest(path: Path, *, root: Path | None = None, listed: str | None = None) -> tuple[str, str]:
     """`content_digest` of the file at `path`, read in blocks through a descriptor that is not
-    a link (an `OSError` otherwise), and the revision the file had once it was read."""
+    a link (an `OSError` otherwise; `root` and `listed` as `open_listed` takes them), and the
+    revision the file had once it was read."""
     digest = hashlib.sha256()
-    with os.fdopen(open_regular(path), "rb") as handle:
+    with os.fdopen(open_listed(path, root, listed), "rb") as handle:
         while block := handle.read(_DIGEST_BLOCK):
             digest.update(block)
         return _DIGEST_NAME + digest.hexdigest(), stat_revision(os.fstat(handle.fileno()))
 
 
 def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
-    """The file's view; without `turns`, what a listing needs (turns counted, maybe not built)."""
-    return claude_view(data, path.name, turns=turns) if fmt == "claude-code" else codex_view(data)
+    """The file's view; without `turns`, what a listing needs (turns counted, maybe not built).
+    A Codex rollout that continues its thread after a revert is read with the history it
+    inherits (`codex_history`)."""
+    if fmt == "claude-code":
+        return claude_view(data, path.name, turns=turns)
+    return _joined_view(path, data, codex_view)
+
+
+def codex_history(path: Path, data: bytes) -> tuple[bytes, str | None]:
+    """The history of the Codex thread whose rollout at `path` holds `data`: `data` itself,
+    unless the rollout continues its thread after a revert (`formats.codex.thread_history`),
+    the rollouts it continues looked for in its root (decision 0366). Then also, when those
+    cannot be read, `data` alone and why."""
+    if continued(data, path.name) is None:
+        return data, None
+    try:
+        return thread_history(data, path.name, _ThreadRollouts(path)), None
+    except Unjoined as exc:
+        return data, exc.reason
+
+
+def _joined_view(path: Path, data: bytes, view: Callable[[bytes], SessionView]) -> SessionView:
+    """`view` of the history `codex_history` joins; a rollout whose history cannot be joined is
+    read alone, with no parent (its `history_base` is its own thread's) and a problem on line 1."""
+    history, unjoined = codex_history(path, data)
+    seen = view(history)
+    if unjoined is None:
+        return seen
+    problem = Problem(1, "unjoined", f"the thread's history before this rollout cannot be read: {unjoined}")
+    return replace(seen, parent=None, fork_at=None, inherits_from=None, problems=(problem, *seen.problems))
+
+
+class _ThreadRollouts:
+    """The rollouts of one thread in the Codex root a rollout lies in (and its sibling:
+    ``sessions`` and ``archived_sessions``), by rollout id; found on first use by their names,
+    without following a link, and read through a descriptor that is not one."""
+
+    def __init__(self, path: Path) -> None:
+        named = rollout_name(path.name)
+        self.thread = named.thread if named else ""
+        self.path = path
+        self._found: dict[str, tuple[Path, Path]] | None = None
+
+    def __call__(self, rollout: str) -> tuple[str, bytes] | None:
+        if self._found is None:
+            self._found = self._scan()
+        found = self._found.get(rollout)
+        if found is None:
+            return None
+        path, top = found
+        try:
+            # From the Codex folder it was found in: a folder swapped for a link since the scan
+            # is refused, not followed out of it (decision 0364).
+            return path.name, read_file(path, root=top)
+        except (OSError, LineTooLong):
+            return None
+
+    def _scan(self) -> dict[str, tuple[Path, Path]]:
+        root = next((f for f in list(self.path.parents)[:4] if f.name in _CODEX_FOLDERS), self.path.parent)
+        siblings = [root.with_name(name) for name in _CODEX_FOLDERS if name != root.name]
+        roots = [root, *siblings] if root.name in _CODEX_FOLDERS else [root]
+        found: dict[str, tuple[Path, Path]] = {}
+        for top in roots:
+            folders = [(str(top), 0)] if top == root or top.is_dir() else []
+            while folders:
+                folder, depth = folders.pop()
+                for entry in _entries(folder):
+                    named = rollout_name(entry.name)
+                    if entry.is_symlink():
+                        continue
+                    if named is not None and named.thread == self.thread:
+                        found.setdefault(named.rollout, (Path(entry.path), top))
+                    elif depth < 3 and entry.is_dir(follow_symlinks=False):
+                        folders.append((entry.path, depth + 1))
+        return found
+
+
+_CODEX_FOLDERS = ("sessions", "archived_sessions")
+
+
+def superseded_rollouts(rows: Iterable[LogRow]) -> set[str]:
+    """The paths of Codex rollouts a later rollout of their thread supersedes: Codex rotates a
+    thread it reverts to a new rollout of the same id (decision 0366), so each thread whose
+    rollouts are all named as its own, each rollout id once, is the one made last (by its
+    name's time, then its rollout id, time-ordered), and the others are its history or what
+    the reverts abandoned. A thread with one rollout id twice (a copy) stays a duplicate."""
+    threads: dict[str, list[tuple[RolloutName, str]]] = {}
+    for row in rows:
+        named = rollout_name(os.path.basename(row.path)) if row.format == "codex" else None
+        if named is not None and row.id is not None and named.thread == row.id.lower():
+            threads.setdefault(named.thread, []).append((named, row.path))
+    superseded: set[str] = set()
+    for found in threads.values():
+        if len(found) < 2 or len({named.rollout for named, _ in found}) != len(found):
+            continue
+        current = max(found)
+        if current[0].continues:
+            superseded.update(path for _, path in found if path != current[1])
+    return superseded
+
+
+def session_digest(
+    fmt: SessionFormat, path: Path, *, root: Path | None = None, listed: str | None = None
+) -> tuple[str, str]:
+    """`file_digest`, of what a session is reviewed by: a Codex rollout that continues its
+    thread after a revert is reviewed with the history it inherits (`codex_history`). `root`
+    and `listed` as `open_listed` takes them."""
+    named = rollout_name(path.name) if fmt == "codex" else None
+    if named is None or not named.continues:
+        return file_digest(path, root=root, listed=listed)
+    data, st = read_file_stat(path, root=root, listed=listed)
+    return content_digest(codex_history(path, data)[0]), stat_revision(st)
 
 
 def epoch_ms(stamp: str | None) -> int | None:
@@ -346,11 +480,13 @@ def turn_summaries(turns: tuple[Turn, ...]) -> list[TurnSummary]:
     return rows
 
 
-def file_turns(fmt: SessionFormat, path: Path) -> tuple[list[TurnSummary], str]:
+def file_turns(
+    fmt: SessionFormat, path: Path, *, root: Path | None = None, listed: str | None = None
+) -> tuple[list[TurnSummary], str]:
     """The turns of the harness file at `path` as `sessions turns` shows them, and the stat
     revision they were read at; `OSError` or `LineTooLong` when it cannot be read
-    (`unreadable` says why)."""
-    data, st = read_file_stat(path)
+    (`unreadable` says why; `root` and `listed` as `open_listed` takes them)."""
+    data, st = read_file_stat(path, root=root, listed=listed)
     view = view_of(fmt, path, data)
     return turn_summaries(branchable_turns(view)), stat_revision(st)
 
@@ -363,20 +499,24 @@ def branchable_turns(view: SessionView) -> tuple[Turn, ...]:
     return tuple(msgspec.structs.replace(turn, forkable=False) for turn in view.turns)
 
 
-def _index(fmt: SessionFormat, path: Path, revision: str) -> Update:
-    """The file's row. Its turns are not stored: a listing shows how many there are, not what
-    they are, and the catalog stores them the first time they are asked for (`file_turns`).
-    Nor is its digest: hashing the bytes cost a listing a fifth of its time, and only a review
-    needs it (`SessionCatalog.digest_of`, decision 0340)."""
+def _index(fmt: SessionFormat, path: Path, revision: str, root: Path | None) -> Update:
+    """The file's row, read from `root` as `open_listed` reads it. Its turns are not stored: a
+    listing shows how many there are, not what they are, and the catalog stores them the first
+    time they are asked for (`file_turns`). Nor is its digest: hashing the bytes cost a listing
+    a fifth of its time, and only a review needs it (`SessionCatalog.digest_of`, decision 0340)."""
     try:
-        data = read_file(path)
+        data = read_file(path, root=root, listed=revision)
     except (OSError, LineTooLong) as exc:
         return _unreadable(fmt, path, revision, exc)
     return _update(path, revision, view_of(fmt, path, data, turns=False))
 
 
 def _unreadable(fmt: SessionFormat, path: Path, revision: str, exc: OSError | LineTooLong) -> Update:
-    return Update(LogRow(path=str(path), revision=revision, format=fmt, error=unreadable(exc)))
+    """The row of a file that cannot be read. One that was gone, behind a link or another file
+    when it was opened keeps no revision: that says where it was, not what it holds, so the
+    next listing reads it again (a swap undone since must not leave the error standing)."""
+    kept = "" if isinstance(exc, OSError) and moved(exc) else revision
+    return Update(LogRow(path=str(path), revision=kept, format=fmt, error=unreadable(exc, path)))
 
 
 def _update(path: Path, revision: str, view: SessionView) -> Update:
@@ -419,20 +559,18 @@ def _fork_at(view: SessionView) -> int | None:
     return view.fork_at if inherits else None
 
 
-def problem_counts(problems: tuple[Problem, ...]) -> dict[str, int]:
-    """How many lines have each kind of defect (`not-json`, `cycle`, `torn-tail`, ...)."""
-    return dict(Counter(problem.code for problem in problems))
-
-
 def _sidechain_info(chain: Sidechain) -> SidechainInfo:
     title = chain.turns[0].prompt if chain.turns else None
     return SidechainInfo(chain.root, title, epoch_ms(chain.created_at), len(chain.turns))
 
 
-def unreadable(exc: OSError | LineTooLong) -> str:
-    """Why a harness file cannot be read, as its listing row says it."""
+def unreadable(exc: OSError | LineTooLong, path: Path | str | None = None) -> str:
+    """Why a harness file cannot be read, as its listing row says it; the folder on the way that
+    stopped it is named when it is not `path` itself."""
     if isinstance(exc, LineTooLong):
         return exc.reason
+    if path is not None and exc.filename is not None and exc.filename != str(path):
+        return f"cannot be read: {reason(exc, path)}"
     # O_NOFOLLOW: a link swapped in since the scan fails with ELOOP.
     return LINK_REASON if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
 
@@ -487,7 +625,7 @@ class ClaudeCodeSource:
             scanned = [f"{root}{os.sep}"]
         return FileScan(files, rejected, tuple(scanned))
 
-    def elsewhere(self, path: str, cwd: str) -> bool:
+    def elsewhere(self, path: str, cwd: str, root: Path | None = None, revision: str | None = None) -> bool:
         """Never: `scan` already keeps to the folders that can hold `cwd`'s sessions."""
         return False
 
@@ -520,13 +658,15 @@ class ClaudeCodeSource:
                 if transcript not in names:
                     rejected.append(Rejected(Path(entry.path), SIDECAR_REASON.format(name=transcript)))
 
-    def index(self, path: Path, revision: str) -> Update:
-        return _index(self.format, path, revision)
+    def index(self, path: Path, revision: str, root: Path | None = None) -> Update:
+        return _index(self.format, path, revision, root)
 
-    def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
+    def follow(
+        self, path: Path, revision: str, kept: Tallied | None, root: Path | None = None
+    ) -> tuple[Update, Tallied | None]:
         """`index`, taking on only the bytes appended since `kept` was read when they just
         extend the conversation (`claude_code.grow`); and the state to go on from next time."""
-        return _follow(self.format, path, revision, kept, _whole_transcript, _grown_transcript)
+        return _follow(self.format, path, revision, kept, _whole_transcript, _grown_transcript, root)
 
 
 def _whole_transcript(data: bytes, name: str) -> tuple[SessionView, Grown | None]:
@@ -535,7 +675,7 @@ def _whole_transcript(data: bytes, name: str) -> tuple[SessionView, Grown | None
 
 
 def _grown_transcript(state: Tally | Grown, data: bytes) -> tuple[SessionView, Grown] | None:
-    if not isinstance(state, Grown):
+    if not isinstance(state, Grown) or _past_lines(state.newlines, data):
         return None
     transcript = grow(state, data)
     return None if transcript is None else (transcript_view(transcript), state)
@@ -546,11 +686,29 @@ def _whole_rollout(data: bytes, name: str) -> tuple[SessionView, Tally | None]:
     return rollout_view(rollout), tally
 
 
+def _rollout_of(path: Path) -> Whole:
+    """`_whole_rollout` of the rollout at `path`; one that continues its thread after a revert is
+    read with the history it inherits (`codex_history`), and whole each time (no tally kept)."""
+
+    def whole(data: bytes, name: str) -> tuple[SessionView, Tally | None]:
+        if continued(data, name) is None:
+            return _whole_rollout(data, name)
+        return _joined_view(path, data, lambda history: rollout_view(listed_rollout(history)[0])), None
+
+    return whole
+
+
 def _tallied_rollout(state: Tally | Grown, data: bytes) -> tuple[SessionView, Tally | None] | None:
-    if not isinstance(state, Tally):
+    if not isinstance(state, Tally) or _past_lines(state.lines, data):
         return None
     rollout, tally = listed_rollout(data, state)
     return rollout_view(rollout), tally
+
+
+def _past_lines(before: int, data: bytes) -> bool:
+    """Whether a file of `before` lines grown by `data` is past the cap on its lines: it is then
+    read whole, and refused (`jsonl.read_bounded`)."""
+    return before + data.count(b"\n") > jsonl.MAX_LINES
 
 
 # A whole read of a file: its view, and the state to go on from (None: read it whole next time).
@@ -560,12 +718,21 @@ GoOn = Callable[[Tally | Grown, bytes], tuple[SessionView, Tally | Grown | None]
 
 
 def _follow(
-    fmt: SessionFormat, path: Path, revision: str, kept: Tallied | None, whole: Whole, go_on: GoOn
+    fmt: SessionFormat,
+    path: Path,
+    revision: str,
+    kept: Tallied | None,
+    whole: Whole,
+    go_on: GoOn,
+    root: Path | None = None,
 ) -> tuple[Update, Tallied | None]:
     """A harness file's row, read on from `kept` (what was read of its first bytes) while the
-    file only grew, else read whole; and what to keep for its next read."""
+    file only grew, else read whole; and what to keep for its next read. The file is opened
+    from its `root` and must be the one the scan found (`revision`'s device and inode): a
+    folder on the way swapped for a link, or a file swapped in, since is an error of this
+    file's, never a read of what it leads to (`open_listed`)."""
     try:
-        fd = open_regular(path)
+        fd = open_listed(path, root, revision)
         with os.fdopen(fd, "rb") as handle:
             st = os.fstat(fd)
             grown = kept if kept is not None and kept.grew(fd, st) else None
@@ -574,13 +741,13 @@ def _follow(
             data = read_bounded(handle)
     except LineTooLong as exc:
         if grown is not None:  # its line number counts from the appended bytes: say the file's
-            return _follow(fmt, path, revision, None, whole, go_on)
+            return _follow(fmt, path, revision, None, whole, go_on, root)
         return _unreadable(fmt, path, revision, exc), None
     except OSError as exc:
         return _unreadable(fmt, path, revision, exc), None
     went_on = None if grown is None else go_on(grown.tally, data)
     if grown is not None and went_on is None:  # the append changed what was read before
-        return _follow(fmt, path, revision, None, whole, go_on)
+        return _follow(fmt, path, revision, None, whole, go_on, root)
     view, state = whole(data, path.name) if went_on is None else went_on
     update = _update(path, revision, view)
     if state is None or update.row.error is not None:
@@ -617,27 +784,31 @@ class CodexSource:
                     folders.append((entry.path, depth + 1))
         return FileScan(files, rejected, (f"{root}{os.sep}",))
 
-    def index(self, path: Path, revision: str) -> Update:
-        return self.follow(path, revision, None)[0]
+    def index(self, path: Path, revision: str, root: Path | None = None) -> Update:
+        return self.follow(path, revision, None, root)[0]
 
-    def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
+    def follow(
+        self, path: Path, revision: str, kept: Tallied | None, root: Path | None = None
+    ) -> tuple[Update, Tallied | None]:
         """`index`, reading only the bytes appended since `kept` was tallied when the file only
-        grew since; and the tally to go on from next time (None when there is none to keep)."""
-        return _follow(self.format, path, revision, kept, _whole_rollout, _tallied_rollout)
+        grew since; and the tally to go on from next time (None when there is none to keep). A
+        rollout that continues its thread after a revert is read whole, with its history."""
+        return _follow(self.format, path, revision, kept, _rollout_of(path), _tallied_rollout, root)
 
-    def elsewhere(self, path: str, cwd: str) -> bool:
+    def elsewhere(self, path: str, cwd: str, root: Path | None = None, revision: str | None = None) -> bool:
         """Rollouts lie by date, not by project: the first line, a rollout's `session_meta`,
-        names its cwd, so a workspace's listing reads one line of another workspace's rollout."""
-        found = first_line_cwd(_first_line(path))
+        names its cwd, so a workspace's listing reads one line of another workspace's rollout
+        (opened as `open_listed` opens it, from `root` and of the `revision` scanned)."""
+        found = first_line_cwd(_first_line(path, root, revision))
         return found is not None and found != cwd
 
 
-def _first_line(path: str) -> bytes:
+def _first_line(path: str, root: Path | None = None, revision: str | None = None) -> bytes:
     """The file's first line, up to `FIRST_LINE_BYTES` (empty when it cannot be read or is
     longer: the file is then read whole, as any other)."""
     head = b""
     try:
-        fd = open_regular(path)
+        fd = open_listed(Path(path), root, revision)
     except OSError:
         return b""
     try:

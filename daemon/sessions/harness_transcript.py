@@ -15,7 +15,7 @@ the file is quoted or put in code spans, as in `transcript`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -35,14 +35,25 @@ class _Stamp(msgspec.Struct):
 _STAMP = msgspec.json.Decoder(_Stamp)
 
 
-def _stamp(data: bytes, line: int) -> str:
-    """The `timestamp` of line `line` (1-based), or "no time" when it has none."""
-    start = end_of_line(data, line - 1)
+def _stamp(line: bytes) -> str:
+    """The `timestamp` of the line `line`, or "no time" when it has none."""
     try:
-        found = _STAMP.decode(data[start : end_of_line(data, line)].strip()).timestamp
+        found = _STAMP.decode(line.strip()).timestamp
     except (msgspec.DecodeError, msgspec.ValidationError):
         found = None
     return found if found and epoch_ms(found) is not None else "no time"  # a file may say anything
+
+
+def _stamps(data: bytes, turns: Iterable[Turn]) -> dict[int, str]:
+    """The `_stamp` of each turn's first line of `data`, by line number: the lines found in
+    file order, each counted on from the last, so `data` is read once for any number of turns."""
+    stamps: dict[int, str] = {}
+    line = at = 0  # `at` is the offset just after line `line`
+    for number in sorted({turn.start for turn in turns}):
+        start = end_of_line(data, number - 1, line, at)
+        line, at = number, end_of_line(data, number, number - 1, start)
+        stamps[number] = _stamp(data[start:at])
+    return stamps
 
 
 def _status(turn: Turn) -> str:
@@ -63,13 +74,16 @@ def _body(turn: Turn) -> list[str]:
 
 
 def _problems(view: SessionView) -> list[str]:
+    """The first problems of the file, each with its line and reason, then how many more: a
+    reader keeps the first of each kind whole and counts the later ones (`Problem.count`)."""
     if not view.problems:
         return []
     shown = [f"- {inline(problem.reason)}" for problem in view.problems[:PROBLEMS_SHOWN]]
-    more = len(view.problems) - PROBLEMS_SHOWN
+    total = sum(problem.count for problem in view.problems)
+    more = total - len(shown)
     if more > 0:
         shown.append(f"- … and {more} more")
-    return [f"**Problems** ({len(view.problems)}, skipped or flagged while reading)", "", *shown, ""]
+    return [f"**Problems** ({total}, skipped or flagged while reading)", "", *shown, ""]
 
 
 def _inherited(part: Inherited) -> list[str]:
@@ -77,13 +91,14 @@ def _inherited(part: Inherited) -> list[str]:
     if part.lines is None:
         return [*lines, "_That session is not among the listed sessions, so its turns are not shown._", ""]
     lines += ["_Codex keeps these turns in that session's file; this one continues from them._", ""]
+    stamps = _stamps(part.lines, part.turns)
     for turn in part.turns:
-        lines += [_heading("### Inherited turn", turn, part.lines), "", *_body(turn)]
+        lines += [_heading("### Inherited turn", turn, stamps), "", *_body(turn)]
     return lines
 
 
-def _heading(name: str, turn: Turn, data: bytes) -> str:
-    return f"{name} {turn.index} — {inline(_status(turn))} — {inline(_stamp(data, turn.start))}"
+def _heading(name: str, turn: Turn, stamps: dict[int, str]) -> str:
+    return f"{name} {turn.index} — {inline(_status(turn))} — {inline(stamps[turn.start])}"
 
 
 def render_harness_transcript(
@@ -105,8 +120,9 @@ def render_harness_transcript(
     lines += _problems(view)
     for part in inherited:
         lines += _inherited(part)
+    stamps = _stamps(data, view.turns)
     for turn in view.turns:
-        lines += [_heading("## Turn", turn, data), "", *_body(turn)]
+        lines += [_heading("## Turn", turn, stamps), "", *_body(turn)]
     for branch in view.branches:
         point = f"after turn {branch.after_turn}" if branch.after_turn else "before the first turn"
         lines += [f"## Abandoned branch {point} (leaf {fenced_code(branch.leaf)})", ""]

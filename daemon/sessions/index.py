@@ -20,19 +20,26 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..fsutil import PRIVATE_FILE_MODE
+from ..home import HomeUnusable, linked_message
 from ..protocol.sessions import SessionFormat, TurnSummary
 from .digest import DigestState
 from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
-# 14: Claude Code leaves and foreign summaries, a session titled by another file's summary;
+# 17: harness lines not UTF-8 in a field skipped are `not-utf8`, problems counted past the first
+# of a kind, files past the caps on lines and bytes refused, an out-of-range Codex ordinal a
+# problem, a file whose every line is refused says why (decision 0367);
+# 16: a Codex rollout a revert rotated its thread to counts the turns it inherits, and a Codex
+# compaction turn reads `/compact` (decision 0366); 15: the roots listed whole, which a session
+# found by its id alone must all have been (decision 0361); 14: Claude Code leaves and foreign
+# summaries, a session titled by another file's summary;
 # 13: Claude Code bash mode and injected prompt text, Codex rollbacks by user turns and injected
 # context of any case; 12: Claude Code subagents' turns unforkable, Codex forks of subagents and
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 17
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (
@@ -47,6 +54,9 @@ CREATE TABLE turns (
     status TEXT NOT NULL, user TEXT NOT NULL, PRIMARY KEY (path, start_seq)
 ) WITHOUT ROWID;
 CREATE INDEX logs_by_id ON logs (id);
+CREATE TABLE listed_roots (
+    path TEXT NOT NULL, format TEXT NOT NULL, PRIMARY KEY (path, format)
+) WITHOUT ROWID;
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
@@ -137,6 +147,11 @@ class Update:
 class SessionIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
+        # SQLite opens the database, its -wal and its -shm by name, following a link: one would
+        # take the index out of the home (`Home.ensure_layout` refuses them first, with the home).
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.islink(f"{path}{suffix}"):
+                raise HomeUnusable(linked_message(Path(f"{path}{suffix}"), kind="file"))
         self._db = self._open()
 
     def _open(self) -> sqlite3.Connection:
@@ -166,7 +181,10 @@ class SessionIndex:
             # have created the schema since, and dropping it would drop its rows.
             if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 # One statement at a time: executescript() would commit the transaction first.
-                script = f"DROP TABLE IF EXISTS logs; DROP TABLE IF EXISTS turns; {_SCHEMA}"
+                script = (
+                    "DROP TABLE IF EXISTS logs; DROP TABLE IF EXISTS turns; "
+                    f"DROP TABLE IF EXISTS listed_roots; {_SCHEMA}"
+                )
                 for statement in filter(str.strip, script.split(";")):
                     db.execute(statement)
             db.execute("COMMIT")
@@ -241,8 +259,17 @@ class SessionIndex:
         return [TurnBounds(*row) for row in cursor]
 
     def put(self, updates: list[Update]) -> None:
+        """Store `updates` in one transaction. One whose values SQLite cannot take (a number past
+        64 bits, text that is not UTF-8) is stored as an error row of its log instead: a log's
+        row never costs the others theirs."""
         if not updates:
             return
+        try:
+            self._put(updates)
+        except _UNSTORABLE:
+            self._put([_storable(self._db, update) for update in updates])
+
+    def _put(self, updates: list[Update]) -> None:
         marks = ", ".join("?" * (len(_LISTING_COLUMNS) + 4))
         with self._transaction():
             self._db.executemany(
@@ -276,6 +303,20 @@ class SessionIndex:
         blob = None if state is None else state.to_bytes()
         update = "UPDATE logs SET digest = ?, digest_state = ? WHERE path = ? AND revision = ?"
         self._db.execute(update, (digest, blob, path, revision))
+
+    def listed_roots(self) -> set[tuple[str, str]]:
+        """The roots (path, format) a listing of every session has scanned whole at least once:
+        every readable session file in them has had a row since."""
+        return {
+            (str(path), str(fmt)) for path, fmt in self._db.execute("SELECT path, format FROM listed_roots")
+        }
+
+    def mark_listed(self, roots: Iterable[tuple[str, str]]) -> None:
+        """Record that a listing scanned the roots (path, format) whole."""
+        rows = list(roots)
+        if rows:
+            with self._transaction():
+                self._db.executemany("INSERT OR IGNORE INTO listed_roots VALUES (?, ?)", rows)
 
     def forget(self, paths: Iterable[str]) -> None:
         gone = [(p,) for p in paths]
@@ -334,6 +375,26 @@ def _resume_json(resume: ResumePoint) -> str:
             "logical_offset": resume.logical_offset,
         }
     )
+
+
+# What binding a value SQLite cannot take raises (an int past 64 bits, a str with a surrogate,
+# a type it has no column for).
+_UNSTORABLE = (OverflowError, UnicodeEncodeError, sqlite3.ProgrammingError)
+
+
+def _storable(db: sqlite3.Connection, update: Update) -> Update:
+    """`update`, or when SQLite cannot take one of its values, its log's row as an error saying
+    so (of the same revision: the file is read again once it changes). Each value is bound in a
+    `SELECT`, which writes nothing."""
+    rows = [_values(update), *_turn_values(update.row.path, update.turns)]
+    try:
+        for values in rows:
+            db.execute(f"SELECT {', '.join('?' * len(values))}", values)
+    except _UNSTORABLE as exc:
+        row = update.row
+        error = f"its listing cannot be stored in the session index ({type(exc).__name__}: {exc})"
+        return Update(LogRow(path=row.path, revision=row.revision, format=row.format, error=error))
+    return update
 
 
 def _turn_values(path: str, turns: list[TurnSummary]) -> list[tuple[object, ...]]:

@@ -9,7 +9,6 @@ in remem takes precedence over it.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +18,7 @@ from ..home import Home
 from ..locks import file_lock
 from ..protocol.sessions import SessionMeta
 from .errors import OperationError
+from .sources import HARNESS_HOMES
 
 
 class _MetaFile(BaseModel):
@@ -83,8 +83,7 @@ class SessionMetadata:
 
 def dsh_registry() -> Path:
     """DSH's web workspace registry, which holds its archive list."""
-    home = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
-    return Path(os.path.expanduser(home)) / "storages" / "workspace.json"
+    return HARNESS_HOMES["dsh"].path() / "storages" / "workspace.json"
 
 
 def dsh_archived() -> frozenset[str]:

@@ -12,19 +12,28 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ..fsutil import atomic_write, ensure_private_dir
+from ..fsutil import atomic_write
 from ..home import Home
 from .reader import file_revision
 
 
 class PublishedLogs:
     def __init__(self, home: Home) -> None:
-        self.folder = home.state / "published"
+        self._home = home
+        # Refused before a fork writes anything, not once its child is out (nor read through).
+        self.folder = home.refuse_link(home.state / "published")
 
-    def record(self, path: Path) -> None:
-        """Remember `path`'s current revision as remem's own output."""
-        ensure_private_dir(self.folder)
-        atomic_write(self._record_path(path), file_revision(path).encode())
+    def record(self, path: Path, revision: str | None = None) -> None:
+        """Remember `path`'s `revision` (else its current one) as remem's own output. A child
+        whose folder is gone (or swapped for a link) since it was published is not recorded:
+        it only looks live for a while."""
+        if revision is None:
+            try:
+                revision = file_revision(path)
+            except OSError:
+                return
+        self._home.private_dir(self.folder)  # a link there is refused, never written through
+        atomic_write(self._record_path(path), revision.encode())
 
     def untouched(self, path: str, revision: str) -> bool:
         """Whether the log at `path` is still exactly as remem published it."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..limits import SESSION_LOG_MAX_BYTES, size_text
-from ..safe_open import open_regular
+from ..safe_open import open_regular, reason
 from .checks import EventCheckError, check_event
 from .decode import parse_json
 from .digest import DigestState, LogDigest
@@ -169,6 +169,14 @@ def stat_revision(st: os.stat_result) -> str:
 
 def file_revision(path: Path) -> str:
     return stat_revision(os.stat(path))
+
+
+def file_identity(revision: str) -> tuple[int, int]:
+    """The file a `stat_revision` is of: its device and inode (`(-1, -1)`, no file's, when the
+    revision is not one)."""
+    dev, _, rest = revision.partition(":")
+    ino = rest.partition(":")[0]
+    return (int(dev), int(ino)) if dev.isdigit() and ino.isdigit() else (-1, -1)
 
 
 def _split_header(buf: bytes) -> tuple[bytes, int]:
@@ -426,22 +434,31 @@ def _session_errors(path: Path, context: str = "") -> Iterator[None]:
     except NeedsHistory as exc:
         raise NotAppendOnly(path, f"{exc}; read the log whole") from None
     except OSError as exc:
-        raise SessionLogError(path, f"cannot read the log: {exc.strerror or exc}") from None
+        raise SessionLogError(path, f"cannot read the log: {reason(exc, path)}") from None
 
 
 def _read_stable(path: Path, start: int = 0) -> tuple[bytes, str]:
-    """The file's bytes from `start` on and its revision, re-read while a writer changes it."""
+    """The file's bytes from `start` on and its revision, re-read while a writer changes it.
+    The log is opened from its root without following a link (`open_log`)."""
     for _ in range(READ_ATTEMPTS):
-        st = os.stat(path)
-        before = stat_revision(st)
-        if st.st_size > SESSION_LOG_MAX_BYTES:  # refused before a byte of it is held
-            raise CorruptLog(f"the log file is {st.st_size} bytes, past {_OVER_CAP}")
-        with os.fdopen(open_regular(path), "rb") as file:
+        with os.fdopen(open_log(path), "rb") as file:
+            st = os.fstat(file.fileno())
+            before = stat_revision(st)
+            if st.st_size > SESSION_LOG_MAX_BYTES:  # refused before a byte of it is held
+                raise CorruptLog(f"the log file is {st.st_size} bytes, past {_OVER_CAP}")
             file.seek(start)
             data = file.read()
         if file_revision(path) == before:
             return data, before
     raise CorruptLog(f"log kept changing across {READ_ATTEMPTS} reads; retry when its writer is idle")
+
+
+def open_log(path: Path) -> int:
+    """A descriptor of the DSH log at `path`, opened from its root without following a link on
+    the way (`safe_open.open_regular`): a log lies three folders below its root
+    (`<root>/<project>/<session>/<log>`), so the project and session folders are opened from
+    the root's descriptor, and one swapped for a link since the scan is refused, never followed."""
+    return open_regular(path, root=path.parent.parent.parent)
 
 
 def _log_encoding(path: Path) -> Encoding:

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 HARNESS_NAMES: dict[SessionFormat, str] = {"dsh": "DSH", "claude-code": "Claude Code", "codex": "Codex"}
 _YEAR = re.compile(r"\d{4}\Z")
+_DAY = re.compile(r"\d{2}\Z")  # a Codex month or day folder
+_DSH_LOGS = ("session.jsonl", "session.jsonl.zstd")
+_PEEK = 8  # the entries of a folder looked into for DSH session folders
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,33 @@ class Root:
     path: Path
     format: SessionFormat
     implicit: bool = False
+    # Why the folder is not listed: it is one level inside a root (`misplaced`).
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class HarnessHome:
+    """Where a harness keeps its sessions: its home folder, which `variable` moves (else it is
+    `default`), and the `folders` of it that hold sessions; the first is the one the harness
+    resumes a session from."""
+
+    variable: str
+    default: str
+    folders: tuple[str, ...]
+
+    def path(self) -> Path:
+        """The home in this process's environment: the variable's folder, else the default."""
+        return _absolute(os.environ.get(self.variable, "").strip() or self.default)
+
+
+# Each format's home, written here only: the roots read by default (`default_roots`), DSH's
+# archive list (`metadata.dsh_registry`), the folders an empty listing names and a fork's resume
+# command (`harness_homes`) all come from it.
+HARNESS_HOMES: dict[SessionFormat, HarnessHome] = {
+    "dsh": HarnessHome("DSH_HOME", "~/.dsh", ("sessions",)),
+    "claude-code": HarnessHome("CLAUDE_CONFIG_DIR", "~/.claude", ("projects",)),
+    "codex": HarnessHome("CODEX_HOME", "~/.codex", ("sessions", "archived_sessions")),
+}
 
 
 @dataclass
@@ -66,16 +96,20 @@ class Source(Protocol):
         """Every session file of `root`, or of the folders that can hold sessions of `cwd`."""
         ...
 
-    def index(self, path: Path, revision: str) -> Update:
-        """What the file at `path` says, for the index (a per-file error, never a raise)."""
+    def index(self, path: Path, revision: str, root: Path | None = None) -> Update:
+        """What the file at `path` says, for the index (a per-file error, never a raise). It is
+        opened from `root` without following a link on the way, and must be the file of
+        `revision` (its device and inode): decision 0364."""
         ...
 
-    def follow(self, path: Path, revision: str, kept: Tallied | None) -> tuple[Update, Tallied | None]:
+    def follow(
+        self, path: Path, revision: str, kept: Tallied | None, root: Path | None = None
+    ) -> tuple[Update, Tallied | None]:
         """`index`, going on from what an earlier read `kept` where the format allows; and what
         to keep for the next read of the file (None: it will be read whole)."""
         ...
 
-    def elsewhere(self, path: str, cwd: str) -> bool:
+    def elsewhere(self, path: str, cwd: str, root: Path | None = None, revision: str | None = None) -> bool:
         """Whether a glance at the file shows it holds a session of another workspace than `cwd`,
         so a workspace's listing can pass it by unread; False when a glance cannot tell."""
         ...
@@ -90,17 +124,50 @@ def detect_format(path: Path) -> SessionFormat:
     files, a Claude Code project folder is the cwd with every other character a `-`
     (`-home-me-app`), DSH's is `--<slug>--`. An empty or unreadable root is DSH, the format
     remem writes."""
+    return _recognised(_names(path)) or "dsh"
+
+
+def _names(path: Path) -> list[str]:
     try:
-        names = os.listdir(path)
+        return os.listdir(path)
     except OSError:
-        return "dsh"
+        return []
+
+
+def _recognised(names: list[str]) -> SessionFormat | None:
+    """The format a root's entries `names` show, None when they show none."""
     if any(_YEAR.match(n) or (n.startswith("rollout-") and n.endswith(".jsonl")) for n in names):
         return "codex"
     if any(n.startswith("--") and n.endswith("--") for n in names):
         return "dsh"
     if any(n.startswith("-") for n in names):
         return "claude-code"
-    return "dsh"
+    return None
+
+
+def misplaced(path: Path) -> str | None:
+    """What a folder whose layout is no root's looks like when it is a folder inside one (a
+    Claude Code project folder, a Codex year or month folder, a DSH project or session folder),
+    and which folder to name instead; None for any other (an empty folder, say). Only folders
+    `detect_format` recognises nothing in are asked: a readdir, and a stat or two. The listing
+    makes it the root's error (decision 0362)."""
+    names = _names(path)
+    if not names or _recognised(names) is not None:
+        return None
+    name = path.name
+    if any(n in _DSH_LOGS for n in names):
+        what, instead = "one DSH session's folder", path.parent.parent
+    elif any(n.endswith(".jsonl") for n in names if (path / n).is_file()):
+        what, instead = "a Claude Code project folder (its *.jsonl are one workspace's sessions)", path.parent
+    elif _YEAR.match(name) and any(_DAY.match(n) for n in names):
+        what, instead = "a Codex year folder (sessions/YYYY)", path.parent
+    elif _DAY.match(name) and _YEAR.match(path.parent.name) and any(_DAY.match(n) for n in names):
+        what, instead = "a Codex month folder (sessions/YYYY/MM)", path.parent.parent
+    elif any((path / n / log).is_file() for n in names[:_PEEK] for log in _DSH_LOGS):
+        what, instead = "a DSH project folder (it holds session folders)", path.parent
+    else:
+        return None
+    return f"looks like {what}, not a session root; name {instead} as the root instead"
 
 
 def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
@@ -112,7 +179,17 @@ def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
     home = harness_home(path, found)
     if home and (entry.format is None or entry.format == home[0].format):
         return home
-    return [Root(path, entry.format or found)]
+    return [Root(path, entry.format or found, problem=misplaced(path))]
+
+
+def awaited_folders(entry: str | SessionRootSetting) -> list[Path]:
+    """The session folders of a harness home an entry names that the harness makes only later:
+    Codex makes `archived_sessions/` at its first archive. Watched before they exist, so what
+    is archived into them is listed (a listing reads them once they are there)."""
+    path = _absolute(entry if isinstance(entry, str) else entry.path)
+    named = {root.path for root in configured_roots(entry)}
+    archive = path / "archived_sessions"
+    return [archive] if path / "sessions" in named and archive not in named else []
 
 
 def named_roots(path: Path) -> list[Root]:
@@ -120,7 +197,7 @@ def named_roots(path: Path) -> list[Root]:
     its layout shows, or the session folders of the harness home it is."""
     absolute = Path(os.path.abspath(path))
     found = detect_format(absolute)
-    return harness_home(absolute, found) or [Root(absolute, found)]
+    return harness_home(absolute, found) or [Root(absolute, found, problem=misplaced(absolute))]
 
 
 def harness_home(path: Path, found: SessionFormat) -> list[Root]:
@@ -142,15 +219,12 @@ def harness_home(path: Path, found: SessionFormat) -> list[Root]:
 
 def default_roots() -> list[Root]:
     """Where DSH, Claude Code and Codex keep this user's sessions, found or not (an empty tree
-    names them all); each home is taken from the harness's variable, else its default."""
-    dsh = os.environ.get("DSH_HOME", "").strip() or "~/.dsh"
-    claude = os.environ.get("CLAUDE_CONFIG_DIR", "").strip() or "~/.claude"
-    codex = os.environ.get("CODEX_HOME", "").strip() or "~/.codex"
+    names them all): the session folders of each home (`HARNESS_HOMES`), taken from the
+    harness's variable, else its default."""
     return [
-        Root(_absolute(dsh) / "sessions", "dsh", implicit=True),
-        Root(_absolute(claude) / "projects", "claude-code", implicit=True),
-        Root(_absolute(codex) / "sessions", "codex", implicit=True),
-        Root(_absolute(codex) / "archived_sessions", "codex", implicit=True),
+        Root(home.path() / folder, fmt, implicit=True)
+        for fmt, home in HARNESS_HOMES.items()
+        for folder in home.folders
     ]
 
 

@@ -9,6 +9,7 @@ held from the first append until `close()`, so readers can tell the session is l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -17,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from ..faults import faultpoint
-from ..fsutil import ensure_private_dir, publish_new, remove_stale_temps, write_temp
+from ..fsutil import ensure_private_dir, publish_new, remove_stale_temps, temp_path_for, write_synced
 from ..locks import LockHandle, try_file_lock
 from .checks import EventCheckError, check_event, check_writable
 from .chunks import pack_chunk_runs
@@ -184,19 +185,32 @@ def ensure_session_dirs(path: Path) -> None:
             ensure_private_dir(directory)
 
 
-def publish_log(path: Path, parts: Sequence[bytes | memoryview], *, protocol: str) -> None:
+def publish_log(
+    path: Path, parts: Sequence[bytes | memoryview], *, protocol: str, folder: int | None = None
+) -> None:
     """Publish a complete log at `path` without ever overwriting one (FileExistsError if taken).
 
     `protocol` names the caller's crash points (`<protocol>.after-temp-write`, `.after-publish`).
+    `folder` is a descriptor of the folder `path` lies in, opened from its root without
+    following a link (`safe_open.open_folder`): the temp file, the link and the syncs go
+    through it, so a folder swapped for a link since is never written through. Without it, the
+    folder is opened by its path (remem's own sessions, in `REMEM_HOME`).
     """
-    temp = write_temp(path, *parts)
-    faultpoint(f"{protocol}.after-temp-write")
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY) if folder is None else folder
     try:
-        publish_new(temp, path)
-    except OSError:  # taken (FileExistsError), or the link refused: the temp goes either way
-        temp.unlink(missing_ok=True)
-        raise
-    faultpoint(f"{protocol}.after-publish")
+        temp = temp_path_for(Path(path.name))  # a name in `fd`, beside the log's
+        write_synced(temp, *parts, dir_fd=fd)
+        faultpoint(f"{protocol}.after-temp-write")
+        try:
+            publish_new(temp, Path(path.name), dir_fd=fd)
+        except OSError:  # taken (FileExistsError), or the link refused: the temp goes either way
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=fd)
+            raise
+        faultpoint(f"{protocol}.after-publish")
+    finally:
+        if folder is None:
+            os.close(fd)
 
 
 def existing_log(directory: Path) -> Path | None:

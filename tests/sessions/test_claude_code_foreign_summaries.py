@@ -17,6 +17,7 @@ from remem.daemon.home import Home
 from remem.daemon.sessions import harness_sources
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.memo import ListingMemo
+from remem.daemon.sessions.reader import file_revision
 from remem.daemon.sessions.sources import Root
 
 from .claude_lines import CWD, jsonl, listed_as_read, prompt, say
@@ -81,13 +82,9 @@ def test_a_listed_row_keeps_the_leaves_only_of_a_session_titled_by_its_prompt(tm
         prompt("a-u3", "a-a1", "instead"),
     ]
     root, project = _root(tmp_path, {A: rewound, B: b_lines(summary("a-a1", "S")), C: [*a_lines(), named]})
-    rows = {
-        Path(row.path).stem: row
-        for row in (
-            harness_sources.HARNESS_SOURCES["claude-code"].index(project / f"{s}.jsonl", "r").row
-            for s in (A, B, C)
-        )
-    }
+    index = harness_sources.HARNESS_SOURCES["claude-code"].index
+    paths = [project / f"{s}.jsonl" for s in (A, B, C)]
+    rows = {path.stem: index(path, file_revision(path)).row for path in paths}
     assert json.loads(rows[A].leaves or "") == ["a-u3", "a-a2"], "the conversation's leaf, then its branch's"
     assert rows[A].summaries is None and json.loads(rows[B].summaries or "") == [["a-a1", "S"]]
     assert rows[C].leaves is None, "a custom title: no summary elsewhere titles it"

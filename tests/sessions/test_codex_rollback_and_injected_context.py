@@ -47,7 +47,7 @@ def test_a_rollback_skips_a_shell_commands_turn_and_drops_it_with_the_user_turn_
         ("use tabs", "completed", True),
         ("push straight to main", "rolled-back", False),
         ("", "rolled-back", False),
-        ("", "rolled-back", False),
+        ("/compact", "rolled-back", False),  # a compaction's turn reads as its command (decision 0366)
         ("use spaces", "completed", True),
     ]
     with pytest.raises(NotAForkPoint, match="rolled-back"):

@@ -9,6 +9,7 @@ uuids, parentUuid cycles and missing parents; then random damage to real-shaped 
 from __future__ import annotations
 
 import contextlib
+import json
 import tracemalloc
 from pathlib import Path
 
@@ -19,9 +20,9 @@ from hypothesis import strategies as st
 from remem.daemon.consolidation.harness_evidence import project_harness
 from remem.daemon.consolidation.harness_source import Unreadable, observe
 from remem.daemon.sessions.formats.claude_code import fork_selection, read_transcript
-from remem.daemon.sessions.formats.codex import fork_point, read_rollout
+from remem.daemon.sessions.formats.codex import first_line_cwd, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import LineTooLong, read_bounded
-from remem.daemon.sessions.formats.model import NotAForkPoint
+from remem.daemon.sessions.formats.model import Edge, NotAForkPoint
 
 from . import claude_lines as cl
 from . import codex_lines as cx
@@ -211,3 +212,126 @@ def test_a_session_of_only_garbage_is_an_error_for_that_session() -> None:
     assert project_harness("codex", "r.jsonl", garbage).turns == []
     with pytest.raises(NotAForkPoint):
         fork_point(garbage, 1)
+
+
+def _spoiled(data: bytes, number: int, old: bytes, new: bytes) -> bytes:
+    """`data` with `old` on its line `number` (1-based) replaced by `new`."""
+    lines = data.split(b"\n")
+    assert old in lines[number - 1]
+    lines[number - 1] = lines[number - 1].replace(old, new, 1)
+    return b"\n".join(lines)
+
+
+def test_bytes_not_utf8_in_fields_the_readers_skip_are_not_utf8_lines_for_every_reader() -> None:
+    """msgspec checks only the bytes it decodes: these lines were read as good ones, and the
+    fork that copies such a line whole, or a line 1's session_meta, raised on them."""
+    side = cl.rec("attachment", "x1", "t1", attachment={"type": "hook"})  # beside turn 1, read by none
+    claude = CLAUDE + cl.jsonl(side)
+    for old, new in (
+        (b'"attachment": {', b'"attachment": {"k\xff": "\xfe", '),
+        (b'"uuid"', b'"\xffuuid": 1, "uuid"'),
+    ):
+        spoiled = _spoiled(claude, 7, old, new)
+        transcript = read_transcript(spoiled, NAME)
+        assert [(p.line, p.code) for p in transcript.problems] == [(7, "not-utf8")]
+        assert [t.prompt for t in transcript.turns] == ["first", "second"]
+        assert 7 not in fork_selection(spoiled, NAME, 2).lines  # a fork copies only what was read
+    # Codex: inside the session_meta's base instructions, or one of its keys: line 1 is refused.
+    for old, new in (
+        (b'"cwd"', b'"base_instructions": {"text": "\xff\xfe"}, "cwd"'),
+        (b'"cwd"', b'"c\xffwd"'),
+    ):
+        codex = _spoiled(CODEX, 1, old, new)
+        error = read_rollout(codex).error or ""
+        assert error.startswith("no session_meta line opens the rollout (line 1 is not UTF-8 text"), error
+        assert first_line_cwd(codex.split(b"\n")[0]) is None  # a workspace glance reads it whole
+        with pytest.raises(NotAForkPoint, match="not UTF-8"):
+            fork_point(codex, 1)
+    # A task event whose bad bytes lie in a field skipped: the fork's scan skips it as the reader does.
+    started = CODEX.split(b"\n").index(next(x for x in CODEX.split(b"\n") if b'"t2"' in x)) + 1
+    codex = _spoiled(CODEX, started, b'"turn_id"', b'"x": "\xff", "turn_id"')
+    turns = read_rollout(codex).turns
+    assert [p.code for p in read_rollout(codex).problems] == ["not-utf8"] and len(turns) == 1
+    assert fork_point(codex, 1).turn == turns[0]
+    with pytest.raises(NotAForkPoint, match="turn 2 does not exist"):
+        fork_point(codex, 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "said"),
+    [
+        # In UTF-16 an ASCII character is its byte and a NUL, both UTF-8: the byte-order mark is not.
+        (
+            "utf-16",
+            "7 lines refused (not-utf8 ×1, not-json ×5, torn-tail ×1; line 1 is not UTF-8 text (byte 0))",
+        ),
+        ("numeric timestamps", "lines refused (bad-record ×6; line 1: Expected `str | null`, got `int`"),
+        ("text isSidechain", "lines refused (bad-record ×6; line 1: Expected `bool | null`, got `str`"),
+    ],
+)
+def test_a_file_whose_every_line_is_refused_says_how_many_and_why(shape: str, said: str) -> None:
+    records = [json.loads(line) for line in CLAUDE.splitlines()]
+    if shape == "utf-16":
+        data = CLAUDE.decode().encode("utf-16")
+    else:
+        key, value = ("timestamp", 12345) if shape == "numeric timestamps" else ("isSidechain", "no")
+        data = cl.jsonl(*({**record, key: value} for record in records))
+    transcript = read_transcript(data, NAME)
+    assert transcript.error is not None
+    assert transcript.error.startswith("no conversation records (user/assistant lines with a uuid); ")
+    assert said in transcript.error, transcript.error
+    with pytest.raises(NotAForkPoint, match="lines refused"):
+        fork_selection(data, NAME, 1)
+
+
+def test_a_rollout_whose_every_line_is_refused_says_so_after_its_line_1() -> None:
+    error = read_rollout(CODEX.decode().encode("utf-16")).error
+    assert error == (
+        "no session_meta line opens the rollout (line 1 is not UTF-8 text (byte 0)); "
+        "14 lines refused (not-utf8 ×1, not-json ×12, torn-tail ×1)"
+    )
+
+
+def test_an_inherited_ordinal_past_what_the_index_holds_is_a_problem_of_its_rollout() -> None:
+    for upto in (10**30, -5, "12", 2**53):
+        data = cx.rollout(
+            cx.meta(history_base={"thread_id": "p", "end_ordinal_exclusive": upto}), *cx.turn("t1", "a", "b")
+        )
+        rollout = read_rollout(data)
+        assert rollout.error is None and rollout.lineage == (Edge("history", "p", None),)
+        assert [(p.line, p.code) for p in rollout.problems] == [(1, "bad-value")]
+        assert "history_base.end_ordinal_exclusive is" in rollout.problems[0].reason
+        assert len(rollout.problems[0].reason) < 200  # the number is shown short, however long
+    kept = cx.rollout(cx.meta(history_base={"thread_id": "p", "end_ordinal_exclusive": 2**53 - 1}))
+    assert (
+        read_rollout(kept).lineage == (Edge("history", "p", 2**53 - 1),) and not read_rollout(kept).problems
+    )
+
+
+def test_a_file_past_the_caps_on_bytes_or_lines_is_refused_before_it_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from remem.daemon.sessions.formats import jsonl
+
+    path = tmp_path / NAME
+    path.write_bytes(CLAUDE * 3)  # 18 lines
+    monkeypatch.setattr(jsonl, "MAX_FILE", len(CLAUDE * 3) - 1)
+    with path.open("rb") as handle:
+        with pytest.raises(jsonl.FileTooLarge, match="refused unread") as big:
+            read_bounded(handle)
+        assert handle.tell() == 0  # not a byte read
+    assert isinstance(big.value, LineTooLong)  # every reader refuses it as a file with a line past the cap
+    monkeypatch.setattr(jsonl, "MAX_FILE", 1 << 30)
+    monkeypatch.setattr(jsonl, "MAX_LINES", 17)
+    longest = max(map(len, CLAUDE.splitlines()))
+    for cap, chunk in ((None, 1 << 20), (longest, 16)):  # read whole, or in blocks (a file past the line cap)
+        with path.open("rb") as handle, pytest.raises(jsonl.FileTooLarge, match="more than 17 lines"):
+            read_bounded(handle, cap=cap, chunk=chunk)
+    monkeypatch.setattr(jsonl, "MAX_LINES", 18)
+    with path.open("rb") as handle:
+        assert read_bounded(handle, cap=longest, chunk=16) == CLAUDE * 3
+    monkeypatch.setattr(jsonl, "MAX_LINES", 17)
+    with path.open("rb") as handle:
+        handle.seek(len(CLAUDE))  # read on from an earlier read of 6 lines: 18 in all
+        with pytest.raises(jsonl.FileTooLarge, match=r"\(18 read\)"):
+            read_bounded(handle, lines_before=6)

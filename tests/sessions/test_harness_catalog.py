@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from .claude_lines import CWD, inline_subagents, jsonl, prompt, say
 from .codex_lines import call, event, line, message, meta, rollout, turn
 from .harness_roots import CHILD, COPY, FORK, SID, TID, build_roots, claude_project, conversation, write
 
+CHILD2 = "019c0000-0000-7000-8000-0000000000c2"
+
 
 @pytest.fixture
 def roots(tmp_path: Path) -> dict[str, Path]:
@@ -47,7 +50,9 @@ def watch_reads(monkeypatch: pytest.MonkeyPatch, read: list[str]) -> None:
     """Have the name of every harness file the adapters read for the index go to `read`."""
     for source in harness_sources.HARNESS_SOURCES.values():
         original = source.follow
-        monkeypatch.setattr(source, "follow", lambda p, r, k, o=original: read.append(p.name) or o(p, r, k))
+        monkeypatch.setattr(
+            source, "follow", lambda p, r, k, root=None, o=original: read.append(p.name) or o(p, r, k, root)
+        )
 
 
 def catalog(home: Home, roots: dict[str, Path], idle: int = 120) -> SessionCatalog:
@@ -364,18 +369,33 @@ def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots:
     assert [t["turn"] for t in header["turns"]] == [1, 2]
 
 
-@pytest.mark.parametrize(("session", "resume"), [(SID, "claude --resume"), (TID, "codex exec resume")])
+@pytest.mark.parametrize(
+    ("session", "harness", "variable", "resume"),
+    [
+        (SID, "claude-code", "CLAUDE_CONFIG_DIR", "claude --resume"),
+        (TID, "codex", "CODEX_HOME", "codex exec resume"),
+    ],
+)
 def test_a_harness_fork_prints_the_command_that_resumes_it_and_is_not_live(
-    home: Home, roots: dict[str, Path], session: str, resume: str
+    home: Home, roots: dict[str, Path], session: str, harness: str, variable: str, resume: str
 ) -> None:
     made = invoke(home, roots, "fork", session, "--op-id", f"op-{session}")
-    assert f"resume it from the session's folder with: {resume} " in made, made
     child = made.split()[1]
+    # From the session's folder, with the harness's home: these roots are not its default one.
+    harness_home = shlex.quote(str(roots[harness].parent))
+    command = f"cd {CWD} && {variable}={harness_home} {resume} {child}"
+    assert made.splitlines()[1] == f"resume it with: {command}", made
     listed = {s.id: s for s in catalog(home, roots).listing().sessions}
     assert (listed[child].parent, listed[child].live) == (session, False)
     assert listed[child].format == listed[session].format
     again = json.loads(invoke(home, roots, "fork", session, "--op-id", f"op-{session}", "--json"))
     assert again["child"] == child and not again["created"] and resume.split() == again["resume"][:-1]
+    assert (again["cwd"], again["env"], again["command"], again["note"]) == (
+        CWD,
+        {variable: str(roots[harness].parent)},
+        command,
+        None,
+    )
 
 
 def _codex_root(folder: Path) -> dict[str, Path]:
@@ -639,8 +659,8 @@ def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unch
     path = entries[SID].path
     hashed: list[Path] = []
     original = harness_sources.file_digest
-    monkeypatch.setattr(
-        "remem.daemon.sessions.catalog.file_digest", lambda p: hashed.append(p) or original(p)
+    monkeypatch.setattr(  # the catalog hashes through `session_digest` (decision 0366)
+        harness_sources, "file_digest", lambda p, **kw: hashed.append(p) or original(p, **kw)
     )
     digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
     assert listed.digests([entries[SID]]) == {SID: digest}
@@ -659,3 +679,73 @@ def test_a_harness_files_digest_is_hashed_when_a_review_asks_and_kept_while_unch
     with pytest.raises(OSError):  # never hashed through a link
         listed.digest_of(grown[0])
     assert listed.digests(grown) == {TID: None}
+
+
+def test_a_rollout_with_a_number_past_what_the_index_holds_costs_no_other_session_its_row(
+    home: Home, roots: dict[str, Path]
+) -> None:
+    """An ordinal of 10**30 failed the index's whole batch (an int past SQLite's 64 bits), and so
+    every listing, tree and turns of every session."""
+    day = roots["codex"] / "2026" / "05" / "01"
+    base = {"thread_id": TID, "end_ordinal_exclusive": 10**30}
+    write(
+        day / f"rollout-2026-05-01T00-30-00-{CHILD2}.jsonl", rollout(meta(CHILD2, cwd=CWD, history_base=base))
+    )
+    listing = catalog(home, roots).listing()
+    assert listing.errors == []
+    by_id = {s.id: s for s in listing.sessions}
+    assert (by_id[CHILD2].parent, by_id[CHILD2].problems) == (TID, 1) and {SID, TID, "dsh-1"} <= set(by_id)
+    assert "not an ordinal (a whole number from 0 to 9007199254740991)" in invoke(home, roots, "show", CHILD2)
+    assert "read the notes" in invoke(home, roots, "turns", SID)
+
+
+def test_a_file_past_the_cap_on_lines_is_one_error_refused_before_a_line_is_decoded(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsonl_format, "MAX_LINES", 40)
+    project = claude_project(roots["claude-code"])
+    long_one = project / "33333333-0000-4000-8000-000000000000.jsonl"
+    write(long_one, jsonl(*conversation()) + b'{"type": "x"}\n' * 40)
+    day = roots["codex"] / "2026" / "05" / "01"
+    blank = write(day / f"rollout-2026-05-01T00-30-00-{CHILD2}.jsonl", rollout(meta(CHILD2)) + b"\n" * 60)
+    decoded: list[int] = []
+    records = jsonl_format.records
+    monkeypatch.setattr(
+        jsonl_format, "records", lambda data, *a: decoded.append(len(data)) or records(data, *a)
+    )
+    cat = catalog(home, roots)
+    listing = cat.listing()
+    reasons = {Path(e.path).name: e.message for e in listing.errors}
+    assert reasons == {
+        long_one.name: "the file has more than 40 lines (48 read), the most a harness file may have: it is "
+        "refused (far more than any real session holds; a damaged or runaway file)",
+        blank.name: reasons[blank.name],
+    }
+    assert reasons[blank.name].startswith("the file has more than 40 lines (61 read)")
+    assert {SID, TID, "dsh-1"} <= {s.id for s in listing.sessions}
+    assert long_one.stat().st_size not in decoded and blank.stat().st_size not in decoded
+    # A file that grows past the cap while it is followed is refused when it is listed again.
+    path = project / f"{SID}.jsonl"
+    with path.open("ab") as handle:
+        handle.write(b'{"type": "x"}\n' * 40)
+    os.utime(path, (1_600_000_100, 1_600_000_100))
+    relisted = cat.listing()
+    assert SID not in {s.id for s in relisted.sessions}
+    assert "more than 40 lines" in {Path(e.path).name: e.message for e in relisted.errors}[path.name]
+
+
+def test_a_workspaces_errors_do_not_depend_on_how_warm_the_index_is(home: Home, tmp_path: Path) -> None:
+    """A rollout in both `sessions/` and `archived_sessions/` is another workspace's duplicate:
+    a workspace's listing reads such rollouts only when the index has none of them, so it must
+    not report them once a full listing has indexed them either."""
+    sessions, archived = tmp_path / "codex" / "sessions", tmp_path / "codex" / "archived_sessions"
+    name = f"rollout-2026-05-01T00-00-00-{TID}.jsonl"
+    data = rollout(meta(TID, cwd="/elsewhere"), *turn("t1", "hi", "hello"))
+    write(sessions / "2026" / "05" / "01" / name, data)
+    write(archived / name, data)
+    roots = [Root(sessions, "codex"), Root(archived, "codex")]
+    cold_home, warm_home = Home(tmp_path / "cold"), Home(tmp_path / "warm")
+    cold = SessionCatalog(cold_home, roots, 120).listing(CWD)
+    warm = SessionCatalog(warm_home, roots, 120)
+    assert len(warm.listing().errors) == 2  # the full listing reports the copy
+    assert warm.listing(CWD).errors == cold.errors == []

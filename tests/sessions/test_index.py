@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from remem.daemon.home import Home, HomeUnusable
+from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.index import SCHEMA_VERSION, LogRow, SessionIndex, Update
 
 _RACE = """
@@ -69,3 +73,49 @@ def test_an_index_of_an_older_schema_is_replaced(tmp_path: Path) -> None:
     index.put([Update(LogRow(path="/logs/a", revision="r2"))])
     assert index.stamp("/logs/a") == ("r2", None)
     index.close()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_an_index_file_linked_out_of_the_home_is_refused_untouched(
+    home: Home, tmp_path: Path, suffix: str
+) -> None:
+    path = home.ensure_layout().state / "index.sqlite"
+    SessionIndex(path).close()  # a whole index: SQLite opens its -wal and -shm beside it
+    linked, outside = Path(f"{path}{suffix}"), tmp_path / "outside"
+    outside.write_bytes(b"")
+    linked.unlink(missing_ok=True)
+    linked.symlink_to(outside)
+    with pytest.raises(HomeUnusable) as refused:  # SQLite itself: opened by name
+        SessionIndex(path)
+    assert str(refused.value) == (
+        f"remem cannot use {linked}: it is a symbolic link, and remem reads and writes only inside "
+        "its home; move the file it points to into the home, or choose a home that holds it with "
+        "--home or $REMEM_HOME"
+    )
+    with pytest.raises(HomeUnusable) as refused:  # the catalog says which home
+        SessionCatalog(home, [], idle_seconds=120)
+    assert str(refused.value).startswith(
+        f"remem's home {home.root} cannot be used: {linked} is a symbolic link, and remem reads and "
+        "writes only inside its home; move the file it points to"
+    )
+    assert outside.read_bytes() == b"", "nothing written through it"
+
+
+def test_a_row_sqlite_cannot_hold_is_stored_as_its_logs_error_and_the_others_are_stored(
+    tmp_path: Path,
+) -> None:
+    """A harness file's number past 64 bits failed `put` for its whole batch: every listing."""
+    index = SessionIndex(tmp_path / "index.sqlite")
+    index.put(
+        [
+            Update(LogRow(path="/a", revision="r1", format="codex", id="a", fork_at=10**30)),
+            Update(LogRow(path="/b", revision="r2", format="claude-code", id="b", turns=2)),
+        ]
+    )
+    rows = index.rows()
+    assert (rows["/b"].id, rows["/b"].turns, rows["/b"].error) == ("b", 2, None)
+    assert (rows["/a"].id, rows["/a"].revision, rows["/a"].format) == (None, "r1", "codex")
+    assert rows["/a"].error == (
+        "its listing cannot be stored in the session index "
+        "(OverflowError: Python int too large to convert to SQLite INTEGER)"
+    )

@@ -42,7 +42,17 @@ from typing import Any, cast
 import msgspec
 
 from .jsonl import Fields, Line, records
-from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
+from .model import (
+    Edge,
+    NotAForkPoint,
+    Problem,
+    ProblemSink,
+    ToolCall,
+    Turn,
+    TurnStatus,
+    TurnText,
+    refused_lines,
+)
 
 GRAPH_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
 # A slash command is written as tagged user lines: the invocation (`<command-name>`) is the
@@ -138,12 +148,6 @@ class _Node(msgspec.Struct, rename="camel"):
     origin: _Origin | None = None  # who wrote a user line: the user, or the harness (`HARNESS_ORIGINS`)
 
 
-class _Link(_Node, rename="camel"):
-    """A line as a fork reads it (it decodes this much of every line, so it holds no more)."""
-
-    replacements: list[Any] | None = None  # of a content-replacement record
-
-
 class _Record(_Node, rename="camel"):
     """A line as the transcript summary reads it; a content-replacement record's entries,
     which only a fork copies, are skipped."""
@@ -153,6 +157,13 @@ class _Record(_Node, rename="camel"):
     timestamp: str | None = None
     version: str | None = None
     forked_from: _ForkedFrom | None = None
+
+
+class _Link(_Record, rename="camel"):
+    """A line as a fork reads it: what a listing reads, so that a fork refuses every line the
+    listing refuses (a `timestamp` that is a number, say), and a content-replacement's entries."""
+
+    replacements: list[Any] | None = None  # of a content-replacement record
 
 
 LISTED_LINE: type[msgspec.Struct] = _Record  # what a listing decodes each line into (the benchmarks' floor)
@@ -509,9 +520,12 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     lines = records(data, _Link, problems).lines
     graph = _Graph(lines, problems)
     if not graph.nodes:
-        raise NotAForkPoint("no-conversation", _NO_CONVERSATION)
+        raise NotAForkPoint("no-conversation", _no_conversation(problems))
     if graph.is_subagent():
-        raise NotAForkPoint("no-conversation", _SUBAGENT)
+        # Its records carry the session that ran it (as `read_transcript`'s `parent_session`).
+        owner = next((line.record.session_id for line in lines if line.record.session_id), None)
+        ran = f", {owner} (`remem sessions turns {owner}`)" if owner and owner != _stem(name) else ""
+        raise NotAForkPoint("no-conversation", _SUBAGENT + ran)
     path = graph.active_path()
     groups = _groups(path, graph.prompts)
     if not 1 <= turn_index <= len(groups):
@@ -552,6 +566,12 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
             for item in line.record.replacements or ()
         ),
     )
+
+
+def _no_conversation(problems: Sequence[Problem]) -> str:
+    """Why a file with no conversational record is an error: with the lines refused, when
+    some were (a file of another encoding, records of another shape), how many and why."""
+    return f"{_NO_CONVERSATION}; {refused_lines(problems)}" if problems else _NO_CONVERSATION
 
 
 def _stem(name: str) -> str:
@@ -666,7 +686,7 @@ def _transcript(
         root=talk.root,
         foreign_summaries=held.titles.foreign(graph),
         problems=tuple(problems),
-        error=None if graph.nodes else _NO_CONVERSATION,
+        error=None if graph.nodes else _no_conversation(problems),
         sidechains=talk.sidechains,
         newlines=newlines,
         leaf=leaf,
@@ -796,7 +816,7 @@ class _Graph:
     `copies` says which line a fork must copy for such a node."""
 
     def __init__(self, lines: Sequence[Line[_Node]], problems: list[Problem]) -> None:
-        self.problems = problems
+        self.problems = sink = ProblemSink(problems)
         nodes: dict[str, Line[_Node]] = {}
         self.copies: dict[str, int] = {}  # a repeated uuid -> the line of its last copy
         for line in lines:
@@ -804,9 +824,7 @@ class _Graph:
             if line.record.type not in GRAPH_TYPES or not uuid:
                 continue
             if (first := nodes.get(uuid)) is not None:
-                problems.append(
-                    Problem(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
-                )
+                sink.add(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
                 self.copies[uuid] = line.number
                 line = Line(first.number, line.record)
             nodes[uuid] = line
@@ -829,18 +847,17 @@ class _Graph:
                 self.children.setdefault(parent, []).append(uuid)
                 above = nodes.get(parent)
                 if above is None:
-                    problems.append(
-                        Problem(
-                            line.number,
-                            "missing-parent",
-                            f"line {line.number}: parent {parent} is not in the file",
-                        )
+                    sink.add(
+                        line.number,
+                        "missing-parent",
+                        f"line {line.number}: parent {parent} is not in the file",
                     )
                 elif above.number >= line.number:
                     earlier = False
             if record.type == "user":
                 self._user(line)
         self.broken = set() if earlier else self._break_cycles()
+        sink.close()
         for uuid in self.broken:  # a cut node is a root: no longer its parent's child
             parent = nodes[uuid].record.parent_uuid or ""
             self.children[parent].remove(uuid)
@@ -892,12 +909,8 @@ class _Graph:
                 first = min(loop, key=lambda uuid: self.nodes[uuid].number)
                 broken.add(first)
                 line = self.nodes[first]
-                self.problems.append(
-                    Problem(
-                        line.number,
-                        "cycle",
-                        f"line {line.number}: parentUuid chain loops back to it; cut there",
-                    )
+                self.problems.add(
+                    line.number, "cycle", f"line {line.number}: parentUuid chain loops back to it; cut there"
                 )
             for uuid in walk:
                 state[uuid] = 2
@@ -1189,6 +1202,36 @@ def _after_boundary(
         end=turn.end if ends_after else shown[-1].number,
         tools=tuple(tool for tool in turn.tools if tool.call_id in calls),
     )
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """Damage that cut the active conversation off from what came before it."""
+
+    line: int  # of the conversation's first record
+    reason: str  # why its chain stops there: its parent is not in the file, or it loops back
+    turns: int  # turns of the paths left joining nothing (branches before the first turn)
+
+
+def cut_off(data: bytes, name: str) -> CutOff | None:
+    """Whether damage cut the active conversation off from turns above it (decisions 0302,
+    0368): its first record's parent is not in the file, or a parentUuid loop was cut there
+    (the file's `missing-parent` or `cycle` problem at that line), and turns stand only in
+    branches before the first turn. None when the conversation begins at a root of the file,
+    or nothing with turns was left above the cut."""
+    parsed = _parse(data, name)
+    if not parsed.path:
+        return None
+    graph, top = parsed.graph, parsed.path[0]
+    parent = top.record.parent_uuid
+    if top.record.uuid in graph.broken:
+        reason = "its parentUuid chain loops back to it"
+    elif parent and parent not in graph.nodes:
+        reason = f"its parent {parent} is not in the file"
+    else:
+        return None
+    stranded = sum(len(branch.turns) for branch in parsed.transcript.branches if not branch.after)
+    return CutOff(top.number, reason, stranded) if stranded else None
 
 
 def _turn(

@@ -19,20 +19,38 @@ codex-rs:
 - the prompt is the user's text: context Codex injects as user messages
   (``<environment_context>``, AGENTS.md, permissions, skills, a subagent's notification) is
   not, whatever its case, as Codex matches it;
-- a turn is forkable when it has ended and every tool call in it has its output.
+- a turn is forkable when it has ended and every tool call in it has its output;
+- a turn with no prompt that compacted the conversation (``thread/compact/start``, ``/compact``)
+  is labelled ``/compact``, as a Claude Code compaction turn reads;
+- a thread Codex reverted (``thread/revert``, 0.163) keeps its id and goes on in a new rollout,
+  ``rollout-<ts>-<thread>_<rollout>.jsonl``, whose ``session_meta`` names in ``history_base``
+  the rollout (by its rollout id; the first one's is the thread id) and ordinal it continues
+  from: `thread_history` joins the lines it inherits and its own into one history (decision 0366).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
-from .jsonl import MAX_LINE, Fields, Line, end_of_line, records
-from .model import Edge, NotAForkPoint, Problem, ToolCall, Turn, TurnStatus, TurnText
+from .jsonl import MAX_LINE, Fields, Line, end_of_line, records, utf8_error
+from .model import (
+    SAFE_INTEGER_MAX,
+    Edge,
+    NotAForkPoint,
+    Problem,
+    ToolCall,
+    Turn,
+    TurnStatus,
+    TurnText,
+    problem_counts,
+    refused_lines,
+)
 
 # What a user message Codex injects begins with. codex-rs's own list (`CONTEXTUAL_USER_FRAGMENTS`:
 # AGENTS.md, environment context, skill, user shell command, turn aborted, subagents, plugins,
@@ -66,6 +84,7 @@ _REQUEST_MARKER = "## My request for Codex:"
 # item that is this context alone, with no request after it, is none of the user's words.
 _IDE_CONTEXT = "# Context from my IDE setup:"
 ENDED = frozenset({"completed", "error", "aborted"})
+COMPACT_LABEL = "/compact"  # a compaction turn's label, the command Codex and Claude Code run it by
 
 
 class _Item(Fields):
@@ -192,7 +211,10 @@ _FIRST_LINE = msgspec.json.Decoder(_Line).decode
 
 def first_line_cwd(line: bytes) -> str | None:
     """The cwd a rollout's first line names when that line is its `session_meta` (then the first,
-    which is where identity and cwd come from); None when the line cannot say."""
+    which is where identity and cwd come from); None when the line cannot say (as the reader,
+    which refuses a line that is not UTF-8 text, even in a field it skips)."""
+    if not _utf8(line):
+        return None
     try:
         record = _FIRST_LINE(line)
     except msgspec.DecodeError:
@@ -211,7 +233,7 @@ def read_rollout(data: bytes) -> Rollout:
     built = tuple(_turn(index, turn) for index, turn in enumerate(_read(lines, events), start=1))
     starts = {turn.start for turn in built}
     stamps = [record.timestamp or "" for number, record in lines if number in starts]
-    title = next((turn.prompt for turn in built if turn.prompt), None)
+    title = next((turn.prompt for turn in built if turn.text), None)
     return tally.rollout(built, len(built), title, stamps, read.newlines)
 
 
@@ -275,6 +297,9 @@ class Tally:
         damaged = self.problems[0] if self.problems and self.problems[0].line == 1 else None
         if damaged is not None and damaged.code == "torn-tail":  # Codex still writing it
             return f"no session_meta line yet: {damaged.reason}"
+        # Every line refused tells more than line 1 alone: another encoding, or not a rollout.
+        refused = sum(problem_counts(self.problems).values()) > (damaged is not None)
+        more = f"; {refused_lines(self.problems, first=damaged is None)}" if refused else ""
         if damaged is not None:
             why = damaged.reason
         elif self.first is not None:
@@ -282,8 +307,8 @@ class Tally:
         elif self.later:
             why = "line 1 is empty"
         else:
-            return "no session_meta line: not a Codex rollout, or its first line is damaged"
-        said = f"no session_meta line opens the rollout ({why})"
+            return "no session_meta line: not a Codex rollout, or its first line is damaged" + more
+        said = f"no session_meta line opens the rollout ({why}){more}"
         if self.later:
             said += (
                 f"; the first session_meta is on line {self.later}, and a later one is never the "
@@ -304,6 +329,7 @@ class Tally:
         payload = meta.record.payload if meta else _Payload()
         source = payload.get("source")
         forked_at = _forked_at(meta)
+        lineage, wrong = _lineage(payload)
         return Rollout(
             session_id=_str(payload.get("id")),
             cwd=_str(payload.get("cwd")),
@@ -318,13 +344,13 @@ class Tally:
             if isinstance(source, dict)
             else None,
             model_provider=_str(payload.get("model_provider")),
-            lineage=_lineage(payload),
+            lineage=lineage,
             fork_turn=sum(1 for stamp in start_stamps if stamp < forked_at) or None if forked_at else None,
             turns=turns,
             turn_count=count,
             compactions=self.compactions,
             meta_line=meta.number if meta else 0,
-            problems=tuple(self.problems),
+            problems=(*wrong, *self.problems),
             error=self.error(),
             newlines=newlines,
         )
@@ -344,6 +370,7 @@ def listed_rollout(data: bytes, kept: Tally | None = None) -> tuple[Rollout, Tal
     read = records(data if cut == len(data) else data[:cut], _Line, tally.problems, tally.lines + 1)
     tally.fold(read.lines)
     tally.size, tally.lines = tally.size + cut, tally.lines + read.newlines
+    del read  # its lines, before a rollout without task events is read again whole
     last = tally
     if cut < len(data):  # a last line still being written: tallied apart, for it will grow
         last = tally.copy()
@@ -405,7 +432,7 @@ def _scanned(data: bytes, index: int) -> ForkPoint | None:
         return None
     turn, cut = _turn_at(data, starts, index)
     turns = (_turn_at(data, starts, n)[0] for n in range(1, len(starts) + 1))
-    title = next((other.prompt for other in turns if other.prompt), None)
+    title = next((other.prompt for other in turns if other.text), None)
     return ForkPoint(replace(identity, title=title, turns=(turn,)), turn, cut)
 
 
@@ -459,7 +486,8 @@ def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int)
             continue
         end = data.find(b"\n", at)
         spans.append((line, len(data) if end < 0 else end))
-    candidates = [(line, end) for line, end in spans if end - line <= MAX_LINE]  # as the reader
+    # As the reader: a line over the cap, or not UTF-8 text (even in a field skipped), is none.
+    candidates = [(line, end) for line, end in spans if end - line <= MAX_LINE and _utf8(data, line, end)]
     events: Sequence[_Event | None] = ()
     with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
         events = _EVENTS(b"[" + b",".join(data[line:end] for line, end in candidates) + b"]")
@@ -473,6 +501,13 @@ def _event_lines(data: bytes, tokens: tuple[bytes, ...], begin: int, limit: int)
         and event.payload is not None
         and event.payload.type in wanted
     ]
+
+
+def _utf8(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether `data[start:end]` is UTF-8 text, as the reader requires of a line."""
+    if start == 0 and end is None and data.isascii():
+        return True
+    return utf8_error(data, start, end) is None
 
 
 def _event_or_none(raw: bytes) -> _Event | None:
@@ -493,20 +528,42 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _lineage(meta: _Payload) -> tuple[Edge, ...]:
+def _lineage(meta: _Payload) -> tuple[tuple[Edge, ...], tuple[Problem, ...]]:
+    """The lineage edges of a rollout whose line 1 is the `session_meta` `meta`, and the
+    problem of an inherited ordinal that is no ordinal (the edge is then kept without it)."""
     edges: list[Edge] = []
+    wrong: tuple[Problem, ...] = ()
     if forked := _str(meta.get("forked_from_id")):
         edges.append(Edge("fork", forked))
     base = meta.get("history_base")
     if isinstance(base, dict) and (thread := _str(base.get("thread_id"))):
         upto = base.get("end_ordinal_exclusive")
-        edges.append(Edge("history", thread, upto if isinstance(upto, int) else None))
+        if upto is not None and not _ordinal(upto):
+            wrong = (Problem(1, "bad-value", _NOT_AN_ORDINAL.format(shown=_shown(upto))),)
+        edges.append(Edge("history", thread, upto if _ordinal(upto) else None))
     source = meta.get("source")
     subagent = source.get("subagent") if isinstance(source, dict) else None
     spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
     if isinstance(spawn, dict) and (parent := _str(spawn.get("parent_thread_id"))):
         edges.append(Edge("subagent", parent))
-    return tuple(edges)
+    return tuple(edges), wrong
+
+
+_NOT_AN_ORDINAL = (
+    "line 1: history_base.end_ordinal_exclusive is {shown}, not an ordinal (a whole number from 0 "
+    f"to {SAFE_INTEGER_MAX}): the lines it inherits from its parent are not known"
+)
+
+
+def _ordinal(value: Any) -> TypeGuard[int]:
+    """Whether `value`, a number a rollout gives, is an ordinal the index and the tree can hold."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= SAFE_INTEGER_MAX
+
+
+def _shown(value: Any) -> str:
+    """A value of a rollout, for a reason: short, whatever its size."""
+    text = msgspec.json.encode(value).decode()
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _user_text(payload: _Payload) -> str | None:
@@ -770,9 +827,10 @@ def _roll_back(done: list[_Open], count: Any) -> None:
 
 def _turn(index: int, turn: _Open) -> Turn:
     dangling = any(call not in turn.outputs for call in turn.calls)
+    label = COMPACT_LABEL if turn.compacted and not turn.asked and turn.since >= turn.start else ""
     return Turn(
         index=index,
-        prompt=_first_line(turn.prompt) if turn.prompt else "",
+        prompt=_first_line(turn.prompt) if turn.prompt else label,
         text=turn.prompt or "",
         start=turn.start,
         end=turn.end,
@@ -783,3 +841,134 @@ def _turn(index: int, turn: _Open) -> Turn:
         tools=tuple(ToolCall(name, call, _outcome(turn, call)) for call, name in turn.calls.items()),
         compacted=turn.compacted,
     )
+
+
+# A rollout's canonical name: `rollout-<local time>-<thread id>[_<rollout id>].jsonl`. The first
+# rollout of a thread has no rollout id of its own (its rollout id is the thread id); each one
+# Codex rotates the thread to on a revert has (codex-rs `thread_rollout_resolver.rs`).
+_ROLLOUT_NAME = re.compile(
+    r"rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-([0-9a-fA-F-]{36})(?:_([0-9a-fA-F-]{36}))?\.jsonl"
+)
+MAX_SEGMENTS = 256  # rollouts of one thread followed back; each is one revert
+
+
+@dataclass(frozen=True, order=True)
+class RolloutName:
+    """What a rollout's file name says: when it was made (local time, to the second), its
+    thread and its rollout id (the thread's id for the thread's first rollout)."""
+
+    stamp: str
+    rollout: str
+    thread: str
+
+    @property
+    def continues(self) -> bool:
+        """Whether the name is of a rollout a thread was rotated to (not its first)."""
+        return self.rollout != self.thread
+
+
+def rollout_name(name: str) -> RolloutName | None:
+    found = _ROLLOUT_NAME.fullmatch(name)
+    if found is None:
+        return None
+    stamp, thread, rollout = found.groups()
+    return RolloutName(stamp, (rollout or thread).lower(), thread.lower())
+
+
+@dataclass(frozen=True)
+class Continued:
+    """Where a rollout that continues its own thread after a revert takes over: the thread's
+    history is that of `rollout` (a rollout id) through its ordinals before `upto`, then this
+    rollout's lines after its `session_meta`. `offset`: where `upto` falls in `rollout`'s file
+    (`end_byte_offset`), when said."""
+
+    rollout: str
+    upto: int
+    offset: int | None
+
+
+def continued(data: bytes, name: str) -> Continued | None:
+    """What the rollout `data`, named `name`, continues: a rollout named as one its thread was
+    rotated to (`RolloutName.continues`) whose `session_meta`, line 1, is of that thread, forks
+    nothing, and has a `history_base`. None for any other rollout: a fork's `history_base` is a
+    fork boundary, another thread's, not a segment of its own (decision 0366)."""
+    named = rollout_name(name)
+    if named is None or not named.continues:
+        return None
+    first = data[: _end_of_line_at(data, 0)]
+    if not _utf8(first):  # the reader refuses that line
+        return None
+    try:
+        record = _FIRST_LINE(first)
+    except msgspec.DecodeError:
+        return None
+    payload = record.payload
+    base = payload.get("history_base")
+    if record.type != "session_meta" or not isinstance(base, dict) or payload.get("forked_from_id"):
+        return None
+    if str(payload.get("id") or "").lower() != named.thread:
+        return None
+    rollout, upto = base.get("thread_id"), base.get("end_ordinal_exclusive")
+    offset = base.get("end_byte_offset")
+    if not isinstance(rollout, str) or not _ordinal(upto):
+        return None
+    return Continued(rollout.lower(), upto, offset if _ordinal(offset) else None)
+
+
+class Unjoined(Exception):
+    """The history a rollout continues cannot be read; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# A piece of a thread's history: its first ordinal, its bytes (whole lines), the rollout they
+# are of and where in that rollout's file they begin.
+_Piece = tuple[int, bytes, str, int]
+Rollouts = Callable[[str], tuple[str, bytes] | None]  # a rollout id -> its file's name and bytes
+
+
+def thread_history(data: bytes, name: str, rollouts: Rollouts) -> bytes:
+    """The history of the thread whose current rollout is `data` (named `name`): `data` itself
+    unless it continues its thread after a revert (`continued`); then the lines it inherits,
+    followed back through the rollouts `rollouts` finds by id, and its own after its
+    `session_meta`, whose `history_base` marks a physical boundary, not a turn (a `session_meta`
+    past line 1 would make `codex exec resume` of a fork drop what came before it). Line 1 is
+    then the thread's first `session_meta`: its identity, cwd and lineage. Raises `Unjoined`
+    when a rollout it continues is missing, cut short, or not cut where its `end_byte_offset`
+    says."""
+    return b"".join(piece[1] for piece in _pieces(data, name, rollouts, ()))
+
+
+def _pieces(data: bytes, name: str, rollouts: Rollouts, seen: tuple[str, ...]) -> list[_Piece]:
+    base = continued(data, name)
+    if base is None:
+        named = rollout_name(name)
+        return [(0, data, named.rollout if named else name, 0)]
+    if base.rollout in seen or len(seen) >= MAX_SEGMENTS:
+        raise Unjoined(f"its history_base leads round a cycle of rollouts ({base.rollout})")
+    found = rollouts(base.rollout)
+    if found is None:
+        raise Unjoined(
+            f"it continues rollout {base.rollout} of its thread after a revert, and that rollout "
+            "is not in the session root"
+        )
+    inherited = _pieces(found[1], found[0], rollouts, (*seen, base.rollout))
+    kept: list[_Piece] = []
+    for first, piece, rollout, at in inherited:
+        if first >= base.upto:
+            break
+        lines = piece.count(b"\n")
+        cut = len(piece) if first + lines <= base.upto else end_of_line(piece, base.upto - first)
+        kept.append((first, piece[:cut], rollout, at))
+        if first + lines >= base.upto:
+            break
+    else:
+        raise Unjoined(f"rollout {base.rollout} ends before ordinal {base.upto}, where it continues")
+    last = kept[-1]
+    if base.offset is not None and last[2] == base.rollout and last[3] + len(last[1]) != base.offset:
+        raise Unjoined(f"rollout {base.rollout} is not cut at byte {base.offset}, where it continues")
+    meta_end = _end_of_line_at(data, 0)
+    named = rollout_name(name)
+    return [*kept, (base.upto + 1, data[meta_end:], named.rollout if named else name, meta_end)]

@@ -3,14 +3,19 @@
 A harness appends whole lines, so a last line without its newline that does not decode is a
 write in progress (`torn-tail`, ignored, not an error); any other undecodable line — not JSON,
 not UTF-8, not an object, not the record shape, nested too deep, or longer than `MAX_LINE` — is
-skipped with its line number and the decoder's reason. Nothing raises.
+skipped with its line number and the decoder's reason. Nothing raises. UTF-8 is checked here,
+for the whole line: msgspec checks only the bytes it decodes, so a line whose bad bytes lie in
+a field the shape skips would otherwise be read, and refused later by whatever decodes it whole
+(a fork's copy). Past the first 50 problems of a kind, the rest are only counted
+(`ProblemSink`): a file of a million bad lines costs its bytes, not a million reasons.
 
 A file whose every line is one object, as harnesses write them, is decoded in one msgspec
 call; any other file, or one that call refuses, is decoded line by line, which owns every
 problem, so both paths give the same records.
 
 `read_bounded` reads an open file for them, refusing it at the first line longer than the cap
-instead of holding a line of any size in memory.
+instead of holding a line of any size in memory, and refusing a file past the caps on its
+size and lines before its lines are decoded (decision 0367).
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NamedTuple, TypeVar
 
 import msgspec
 
-from ...limits import HARNESS_LINE_MAX_BYTES
-from .model import Problem
+from ...limits import HARNESS_FILE_MAX_BYTES, HARNESS_LINE_MAX_BYTES, HARNESS_LINES_MAX, size_text
+from .model import Problem, ProblemSink
 
-MAX_LINE = HARNESS_LINE_MAX_BYTES  # a module attribute, so a test can lower it
+MAX_LINE = HARNESS_LINE_MAX_BYTES  # module attributes, so a test can lower them
+MAX_LINES = HARNESS_LINES_MAX
+MAX_FILE = HARNESS_FILE_MAX_BYTES
+_UTF8_WINDOW = 64 << 10  # checked as one str, which stays in cache (1 MiB ones took 13 times as long)
 _BLOCK = 1 << 20
+_FIRST_BLOCK = 1 << 12  # end_of_line's first count: a line or a few on
 _OPEN, _CLOSE = ord("{"), ord("}")
 
 T = TypeVar("T")
@@ -95,7 +104,7 @@ def _whole_lines(data: bytes, decoder: msgspec.json.Decoder[T]) -> list[T] | Non
     if not data.startswith(b"{") or not data.endswith((b"}", b"}\n")) or len(data) > MAX_LINE:
         return None
     lines = _object_lines(data)
-    if lines is None:
+    if lines is None or (not data.isascii() and utf8_error(data) is not None):
         return None
     try:
         decoded = decoder.decode_lines(data)
@@ -127,6 +136,7 @@ def _each_line(
     """The good lines of `data` (the file after its line `before`), decoded one by one, and how
     many lines it has."""
     lines: list[Line[T]] = []
+    sink = ProblemSink(problems)
     offset, number, size = 0, before, len(data)
     while offset < size:
         newline = data.find(b"\n", offset)
@@ -134,41 +144,69 @@ def _each_line(
         number += 1
         start, offset = offset, end + 1
         if end - start > MAX_LINE:
-            problems.append(
-                Problem(number, "too-long", f"line {number} is {end - start} bytes, over {MAX_LINE}")
-            )
+            sink.add(number, "too-long", f"line {number} is {end - start} bytes, over {MAX_LINE}")
             continue
         raw = data[start:end].strip()
         if not raw:
             continue
-        try:
-            lines.append(Line(number, decoder.decode(raw)))
-        except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
-            if newline < 0:
-                problems.append(
-                    Problem(number, "torn-tail", f"line {number} has no newline: being written, or torn")
-                )
+        bad = None if raw.isascii() else utf8_error(raw)
+        failed: Exception | None = None
+        if bad is None:
+            try:
+                lines.append(Line(number, decoder.decode(raw)))
+                continue
+            except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
+                failed = exc
+        if newline < 0:  # a write in progress, or torn (a character cut in two included)
+            sink.add(number, "torn-tail", f"line {number} has no newline: being written, or torn")
+        elif failed is None:
+            sink.add(number, "not-utf8", f"line {number} is not UTF-8 text (byte {bad})")
+        else:
+            code = "bad-record" if isinstance(failed, msgspec.ValidationError) else "not-json"
+            if sink.wants(code):  # a reason is written only for a problem kept whole
+                sink.add(number, code, _bad_reason(number, raw, failed))
             else:
-                problems.append(_bad_line(number, raw, exc))
+                sink.count(code)
+    sink.close()
     return lines, number - before
 
 
-def _bad_line(number: int, raw: bytes, exc: Exception) -> Problem:
+def _bad_reason(number: int, raw: bytes, exc: Exception) -> str:
     if isinstance(exc, msgspec.ValidationError):
-        return Problem(number, "bad-record", f"line {number}: {exc}")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as bad:
-        return Problem(number, "not-utf8", f"line {number} is not UTF-8 text (byte {bad.start}): {exc}")
+        return f"line {number}: {exc}"
     if raw.startswith(codecs.BOM_UTF8):  # an editor's save; msgspec only says "byte 0"
-        return Problem(
-            number, "not-json", f"line {number} begins with a UTF-8 byte-order mark, which JSON forbids"
-        )
-    return Problem(number, "not-json", f"line {number} is not JSON: {exc}")
+        return f"line {number} begins with a UTF-8 byte-order mark, which JSON forbids"
+    return f"line {number} is not JSON: {exc}"
+
+
+def utf8_error(data: bytes, start: int = 0, end: int | None = None) -> int | None:
+    """The offset in `data` of the first byte of `data[start:end]` that is not UTF-8 text, or
+    None when it all is. Checked a window at a time, each cut before a character's first byte,
+    so that no more than a window is ever held as a str."""
+    end = len(data) if end is None else end
+    view = memoryview(data)
+    at = start
+    while at < end:
+        stop = min(at + _UTF8_WINDOW, end)
+        back = stop
+        while back < end and back > at and stop - back < 3 and 0x80 <= data[back] < 0xC0:
+            back -= 1  # a continuation byte: the window ends before its character
+        if back > at:
+            stop = back
+        else:  # a window shorter than the character: it ends after it
+            while stop < end and stop - at < 4 and 0x80 <= data[stop] < 0xC0:
+                stop += 1
+        try:
+            str(view[at:stop], "utf-8")
+        except UnicodeDecodeError as bad:
+            return at + bad.start
+        at = stop
+    return None
 
 
 class LineTooLong(Exception):
-    """A file holds a line longer than the cap: it is refused whole, without reading that line."""
+    """A file is refused whole while it is read: it holds a line longer than the cap (that line
+    is not read), or it is past a cap on the whole file (`FileTooLarge`). `reason` says why."""
 
     def __init__(self, line: int, cap: int) -> None:
         self.reason = (
@@ -178,12 +216,46 @@ class LineTooLong(Exception):
         super().__init__(self.reason)
 
 
-def read_bounded(stream: BinaryIO, cap: int | None = None, chunk: int = 1 << 20) -> bytes:
+class FileTooLarge(LineTooLong):
+    """A file past the cap on a harness file's size (refused before a byte is read) or on its
+    lines (refused before a line is decoded): decision 0367."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        Exception.__init__(self, reason)
+
+
+def _too_many_lines(lines: int) -> FileTooLarge:
+    return FileTooLarge(
+        f"the file has more than {MAX_LINES} lines ({lines} read), the most a harness file may "
+        "have: it is refused (far more than any real session holds; a damaged or runaway file)"
+    )
+
+
+def _check_lines(lines: int) -> None:
+    """`_too_many_lines` when a file's `lines` (its newline characters) pass `MAX_LINES`."""
+    if lines > MAX_LINES:
+        raise _too_many_lines(lines)
+
+
+def read_bounded(
+    stream: BinaryIO, cap: int | None = None, chunk: int = 1 << 20, *, lines_before: int = 0
+) -> bytes:
     """All of `stream`, unless a line in it is longer than `cap` bytes (default `MAX_LINE`):
-    then `LineTooLong`, having held at most `cap` + `chunk` bytes of that line."""
+    then `LineTooLong`, having held at most `cap` + `chunk` bytes of that line. A file over
+    `MAX_FILE` bytes is `FileTooLarge` before a byte is read, and one whose newlines, with the
+    `lines_before` of a file read on from where it was read before, pass `MAX_LINES` once read."""
     cap = MAX_LINE if cap is None else cap
-    if os.fstat(stream.fileno()).st_size <= cap:
-        return stream.read()  # no line can be longer than the whole file
+    size = os.fstat(stream.fileno()).st_size
+    if size > MAX_FILE:
+        raise FileTooLarge(
+            f"the file is {size} bytes, over the {size_text(MAX_FILE)} a harness file may be: it is "
+            "refused unread (far more than the largest real sessions; a damaged or runaway file)"
+        )
+    if size <= cap:
+        data = stream.read()  # no line can be longer than the whole file
+        _check_lines(lines_before + data.count(b"\n"))
+        return data
     chunk = min(chunk, cap)
     blocks: list[bytes] = []
     line, run = 1, 0  # the line being read, and its bytes so far
@@ -195,6 +267,7 @@ def read_bounded(stream: BinaryIO, cap: int | None = None, chunk: int = 1 << 20)
             if run + first > cap:
                 raise LineTooLong(line, cap)
             line += block.count(b"\n")
+            _check_lines(lines_before + line - 1)
             run = len(block) - block.rfind(b"\n") - 1  # lines inside a block are under `chunk`
         if run > cap:
             raise LineTooLong(line, cap)
@@ -202,15 +275,18 @@ def read_bounded(stream: BinaryIO, cap: int | None = None, chunk: int = 1 << 20)
     return b"".join(blocks)
 
 
-def end_of_line(data: bytes, number: int) -> int:
-    """The byte offset just after line `number` (1-based; 0 is the start) of `data`."""
-    # Whole blocks are skipped by counting their newlines (in C), not by finding each one.
-    at, left = 0, number
+def end_of_line(data: bytes, number: int, line: int = 0, at: int = 0) -> int:
+    """The byte offset just after line `number` (1-based; 0 is the start) of `data`, counted
+    on from `at`, the offset just after its line `line` (at most `number`): a caller after
+    many lines in file order counts each from the last, reading the file once, not once each."""
+    # Whole blocks are skipped by counting their newlines (in C), not by finding each one; each
+    # block twice the last, up to `_BLOCK`, so a line just after `at` costs about its own bytes.
+    left, size = number - line, min(_FIRST_BLOCK, _BLOCK)
     while left and at < len(data):
-        block = data.count(b"\n", at, at + _BLOCK)
+        block = data.count(b"\n", at, at + size)
         if block >= left:
             break
-        at, left = at + _BLOCK, left - block
+        at, left, size = at + size, left - block, min(2 * size, _BLOCK)
     for _ in range(left):
         newline = data.find(b"\n", at)
         if newline < 0:
