@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 RECORD = {
@@ -77,6 +77,47 @@ def test_a_home_folder_linked_out_of_the_home_is_refused_untouched(tmp_path: Pat
         in done.stderr
     )
     assert sorted(p.name for p in elsewhere.rglob("*")) == ["workspaces"], "nothing written through it"
+
+
+# What remem makes in its home's fixed folders by name: a folder or a file each.
+FOLDERS = ["history", "memory/audit", "memory/debug", "memory/reviews/committing", "state/forks",
+           "state/forks/pending", "state/published"]  # fmt: skip
+FILES = ["state/index.sqlite", "state/index.sqlite-wal", "state/index.sqlite-shm", "state/daemon.json",
+         "state/daemon.log", "state/history-started", "state/last-error.log", "state/session-meta.json",
+         "state/settings.valid.json"]  # fmt: skip
+
+
+@pytest.mark.parametrize("entry", FOLDERS + FILES)
+def test_what_remem_makes_in_its_home_linked_out_of_it_is_refused_untouched(
+    home: Home, tmp_path: Path, entry: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    linked = home.ensure_layout().root / entry
+    linked.parent.mkdir(parents=True, exist_ok=True)
+    linked.symlink_to(outside if entry in FOLDERS else outside / linked.name)
+    result = CliRunner().invoke(cli, ["--home", str(home.root), "memory", "show", "--cwd", str(tmp_path)])
+    assert isinstance(result.exception, HomeUnusable), result.output
+    kind = "folder" if entry in FOLDERS else "file"
+    assert str(result.exception) == (
+        f"remem's home {home.root} cannot be used: {linked} is a symbolic link, and remem reads and "
+        f"writes only inside its home; move the {kind} it points to into the home, or choose a home "
+        "that holds it with --home or $REMEM_HOME"
+    )
+    assert list(outside.iterdir()) == [], "nothing written through it"
+
+
+def test_a_settings_file_linked_out_of_the_home_is_not_tightened_through_the_link(
+    home: Home, tmp_path: Path
+) -> None:
+    outside = tmp_path / "dotfiles" / "remem.yml"
+    outside.parent.mkdir()
+    outside.write_text("daemon:\n  idle_minutes: 2\n")
+    outside.chmod(0o644)
+    home.root.mkdir()
+    home.settings_file.symlink_to(outside)
+    home.ensure_layout()
+    assert outside.stat().st_mode & 0o777 == 0o644, "a chmod by name would change the file it points to"
 
 
 def test_show_empty_home(home: Home, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
-from ..fsutil import atomic_write, ensure_private_dir, fsync_dir
+from ..fsutil import atomic_write, fsync_dir
 from ..home import Home
 from ..protocol.consolidation import ScopeRevisions
 from ..safe_open import read_regular, refused
@@ -110,6 +110,7 @@ class AuditError(Exception):
 
 class AuditTrail:
     def __init__(self, home: Home) -> None:
+        self._home = home
         self.folder = home.memory / "audit"
         self.locks = home.locks
 
@@ -119,14 +120,14 @@ class AuditTrail:
     def begin(self, entry: AuditEntry) -> None:
         """Write `entry` as its scope's intent; the caller holds the scope's agent lock."""
         assert entry.status is AuditStatus.COMMITTING
-        ensure_private_dir(self.folder)
+        self._home.private_dir(self.folder)  # a link there is refused, never written through
         atomic_write(self._intent(entry.lock_scope), entry.model_dump_json().encode("utf-8"))
         faultpoint("agents.update.after-intent")
 
     def finish(self, entry: AuditEntry) -> None:
         """Write the final `entry`, then drop its scope's intent (the caller holds the lock)."""
         assert entry.status is not AuditStatus.COMMITTING
-        ensure_private_dir(self.folder)
+        self._home.private_dir(self.folder)  # a link there is refused, never written through
         atomic_write(self.path(entry.id), entry.model_dump_json(indent=2).encode("utf-8") + b"\n")
         faultpoint("agents.update.after-entry")
         self.drop_intent(entry.lock_scope)

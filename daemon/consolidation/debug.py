@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ..credentials import redact
-from ..fsutil import PRIVATE_FILE_MODE, ensure_private_dir
 from ..home import Home
 from .receipts import now
 
@@ -25,16 +24,17 @@ _ALLOWED = frozenset(
 
 class DebugLog:
     def __init__(self, home: Home, review: str, attempt: int) -> None:
-        ensure_private_dir(home.debug)  # `mkdir(parents=True)` would leave it world-readable
-        folder = ensure_private_dir(home.debug / review)
-        self.path: Path = folder / f"attempt-{attempt}.jsonl"
+        # Each folder user-only (`mkdir(parents=True)` would leave them world-readable), and
+        # none a link: the log is written in the home or not at all.
+        self._home = home
+        self.path: Path = home.private_dir(home.debug / review) / f"attempt-{attempt}.jsonl"
 
     def record(self, phase: str, fields: dict[str, Any]) -> None:
         kept = {k: v for k, v in fields.items() if k in _ALLOWED}
         if isinstance(kept.get("error"), str):
             kept["error"] = redact(kept["error"])
         line = json.dumps({"time": now(), "phase": phase, **kept}, ensure_ascii=False) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+        fd = self._home.open_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             os.write(fd, line.encode("utf-8"))
         finally:

@@ -41,9 +41,8 @@ def marks(home: Home) -> Path:
 def mark(home: Home, review: str, workspace: WorkspaceId) -> None:
     """Durably note that `review` is about to commit (before its `committing` receipt). The mark
     holds the workspace's folder: a settle that creates the workspace records where it is."""
-    folder = marks(home)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(folder / review, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    folder = home.private_dir(marks(home))  # a link there is refused, never written through
+    fd = home.open_file(folder / review, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         os.write(fd, workspace.cwd.encode("utf-8"))
         os.fsync(fd)

@@ -79,6 +79,9 @@ class WorkerLog:
             id=worker_session_id(review, attempt), createdAt=_now_ms(), cwd=worker_cwd(home)
         )
         self.id = header.id
+        # Its project and session folders are made by name: a link at one is refused, since the
+        # log would be written wherever it points.
+        home.refuse_link(worker_dir(home, self.id))
         self._writer = SessionWriter(home.sessions, header)
         self._step = 0
 

@@ -49,7 +49,6 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
-from ..fsutil import ensure_private_dir
 from ..home import Home
 from ..locks import LockHandle, acquire_file_lock, file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
@@ -131,6 +130,7 @@ class History:
     def __init__(self, home: Home, *, enabled: bool = True, deferred: bool = False) -> None:
         """`deferred`: entries are written by a writer thread after the commit returns (the
         daemon); otherwise before it (a command run once, a test)."""
+        self._home = home
         self.path = home.root / "history"
         self._marker = home.state / _MARKER
         self._writing = home.locks / "history.lock"
@@ -335,6 +335,7 @@ class History:
             return self._opened()
 
     def _opened(self) -> pygit2.Repository:
+        self._home.refuse_link(self.path)  # libgit2 would read and write wherever it points
         if self._repo is not None and self.path.is_dir():
             return self._repo
         self._repo = None
@@ -365,7 +366,7 @@ class History:
         return repo
 
     def _init(self) -> pygit2.Repository:
-        ensure_private_dir(self.path.parent)
+        self._home.private_dir(self.path.parent)
         temp = self.path.with_name(f".history-{secrets.token_hex(4)}")
         pygit2.init_repository(str(temp), bare=True)
         os.chmod(temp, 0o700)
@@ -373,7 +374,7 @@ class History:
             os.rename(temp, self.path)
         if temp.exists():
             shutil.rmtree(temp)
-        self._marker.touch(mode=0o600)
+        os.close(self._home.open_file(self._marker, os.O_WRONLY | os.O_CREAT))
         return pygit2.Repository(str(self.path))
 
     def _head(self, repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:

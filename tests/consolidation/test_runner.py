@@ -15,16 +15,19 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.consolidation import runner
+from remem.daemon.consolidation.debug import DebugLog
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.runner import Consolidator, Refused
+from remem.daemon.consolidation.settle import mark, marks
 from remem.daemon.consolidation.worker_log import (
+    WorkerLog,
     read_back,
     worker_cwd,
     worker_dir,
     worker_log_path,
     worker_session_id,
 )
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
@@ -478,3 +481,53 @@ def test_a_proposal_holding_a_credential_is_refused_draft_and_final(
     answers = [m["content"] for r in fake.requests[1:] for m in r["messages"] if m["role"] == "tool"]
     assert answers and all("looks like a credential (github-token)" in a for a in answers)
     assert not any("ghp_0123456789" in a for a in answers)  # the refusal never repeats the secret
+
+
+def _link_out(path: Path, outside: Path) -> Path:
+    """`path` made a link to the empty folder `outside` (or, for a file name, a file in it)."""
+    outside.mkdir()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(outside if path.suffix != ".jsonl" else outside / path.name)
+    return path
+
+
+def _linked(home: Home, path: Path, kind: str) -> str:
+    return (
+        f"remem's home {home.root} cannot be used: {path} is a symbolic link, and remem reads and writes "
+        f"only inside its home; move the {kind} it points to into the home"
+    )
+
+
+@pytest.mark.parametrize(
+    "linked", ["memory/debug", "memory/debug/review-x", "memory/debug/review-x/attempt-1.jsonl"]
+)
+def test_a_debug_log_linked_out_of_the_home_is_refused_untouched(
+    home: Home, tmp_path: Path, linked: str
+) -> None:
+    link = _link_out(home.ensure_layout().root / linked, tmp_path / "outside")
+    with pytest.raises(HomeUnusable) as refused:
+        DebugLog(home, "review-x", 1).record("input", {"inputBytes": 1})
+    assert str(refused.value).startswith(_linked(home, link, "folder" if link.is_dir() else "file"))
+    assert list((tmp_path / "outside").iterdir()) == [], "nothing written through it"
+
+
+@pytest.mark.parametrize("level", ["project", "session"])
+def test_a_worker_session_folder_linked_out_of_the_home_is_refused_untouched(
+    home: Home, tmp_path: Path, level: str
+) -> None:
+    folder = worker_dir(home.ensure_layout(), worker_session_id("review-x", 1))
+    link = _link_out(folder if level == "session" else folder.parent, tmp_path / "outside")
+    with pytest.raises(HomeUnusable) as refused:
+        WorkerLog(home, "review-x", 1).start("system", [], "fake", "fake-model", "context")
+    assert str(refused.value).startswith(_linked(home, link, "folder"))
+    assert list((tmp_path / "outside").iterdir()) == [], "nothing written through it"
+
+
+def test_the_committing_marks_linked_out_of_the_home_are_refused_untouched(
+    home: Home, tmp_path: Path
+) -> None:
+    link = _link_out(marks(home.ensure_layout()), tmp_path / "outside")
+    with pytest.raises(HomeUnusable) as refused:
+        mark(home, "review-x", WorkspaceId.from_cwd(tmp_path))
+    assert str(refused.value).startswith(_linked(home, link, "folder"))
+    assert list((tmp_path / "outside").iterdir()) == [], "nothing written through it"

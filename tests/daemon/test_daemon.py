@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon import client as daemon_client
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 
@@ -180,3 +181,29 @@ def test_sigterm_stops_the_daemon_cleanly(home: Home) -> None:
     os.kill(pid, signal.SIGTERM)
     wait_until(lambda: not paths.running())
     assert not paths.status.exists() and not sock.exists()
+
+
+def test_a_daemon_log_linked_out_of_the_home_is_refused_untouched(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = DaemonPaths(home)  # its home checked before the link was made
+    outside = tmp_path / "outside" / "daemon.log"
+    outside.parent.mkdir()
+    paths.log.symlink_to(outside)
+    said = (
+        f"remem's home {home.root} cannot be used: {paths.log} is a symbolic link, and remem reads and "
+        "writes only inside its home; move the file it points to into the home, or choose a home that "
+        "holds it with --home or $REMEM_HOME"
+    )
+    try:
+        with monkeypatch.context() as patched, pytest.raises(HomeUnusable) as refused:
+            patched.setattr(
+                daemon_client.subprocess, "Popen", lambda *a, **k: pytest.fail("a daemon was spawned")
+            )
+            daemon_client._spawn(paths)
+        assert str(refused.value) == said
+        started = remem(home, "daemon", "start")  # refused before any daemon, in one line
+        assert (started.returncode, started.stderr) == (2, f"remem: {said}\n")
+        assert not outside.exists(), "nothing created through it"
+    finally:
+        paths.log.unlink()  # so the fixture can look for a daemon to stop

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from remem.daemon.cli import cli
 from remem.daemon.forks.child import child_id
 from remem.daemon.forks.journal import ForkJournal, operation_key
 from remem.daemon.forks.service import ForkService
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.errors import OperationError
@@ -108,3 +109,28 @@ def test_a_child_place_holding_no_readable_session_is_a_conflict(
         ForkService(catalog).fork(ForkRequest(source=source, operationId="second", atSeq=0))
     assert refused.value.code == "OP_CONFLICT" and str(taken) in refused.value.message
     assert taken.read_bytes() == found
+
+
+@pytest.mark.parametrize("linked", ["state/forks", "state/forks/pending", "state/published"])
+def test_a_journal_folder_linked_out_of_the_home_is_refused_untouched(
+    home: Home, root: Path, tmp_path: Path, linked: str
+) -> None:
+    catalog = SessionCatalog(home, [root], idle_seconds=120)
+    source = catalog.listing().sessions[0].id
+    assert ForkService(catalog).fork(ForkRequest(source=source, operationId="first", atSeq=0)).created
+    folder, outside = home.root / linked, tmp_path / "outside"
+    shutil.move(folder, outside)  # what the folder held, now behind a link
+    folder.symlink_to(outside)
+    held = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    children = sorted(root.rglob("session.jsonl*"))
+    with pytest.raises(HomeUnusable) as refused:  # the catalog was made before the link
+        ForkService(catalog).fork(ForkRequest(source=source, operationId="second", atSeq=0))
+    assert str(refused.value) == (
+        f"remem's home {home.root} cannot be used: {folder} is a symbolic link, and remem reads and "
+        "writes only inside its home; move the folder it points to into the home, or choose a home "
+        "that holds it with --home or $REMEM_HOME"
+    )
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == held, (
+        "nothing written through it"
+    )
+    assert sorted(root.rglob("session.jsonl*")) == children, "no child published"

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from remem.agents.link import InProcessLink
+from remem.agents.session import AgentSession
 from remem.daemon.agent_updates.audit import AuditStatus, AuditTrail
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import remem
@@ -164,3 +166,23 @@ async def test_an_update_holding_a_likely_credential_is_committed_with_a_warning
         assert warning.startswith("Warning: deploy.md line 8: this looks like a credential (secret)")
         assert "abc123def456" not in warning
     assert names(store, workspace) == {"prefer-uv", "deploy"}
+
+
+async def test_an_audit_folder_linked_out_of_the_home_is_refused_untouched(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    session = AgentSession(InProcessLink(home))
+    await session.context(str(project))
+    outside, audit = tmp_path / "outside", home.memory / "audit"
+    outside.mkdir()
+    audit.symlink_to(outside)
+    try:
+        with pytest.raises(HomeUnusable) as refused:
+            await session.update(str(project), {"changes": [put("one")]})
+    finally:
+        audit.unlink()  # so the fixture can look for a daemon to stop
+    assert str(refused.value).startswith(
+        f"remem's home {home.root} cannot be used: {audit} is a symbolic link, and remem reads and "
+        "writes only inside its home; move the folder it points to into the home"
+    )
+    assert list(outside.iterdir()) == [] and names(store, workspace) == set(), "nothing written"

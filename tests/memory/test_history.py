@@ -567,3 +567,43 @@ def test_a_generations_line_counts_are_those_of_its_diff() -> None:
     assert (removed.removed, removed.insertions, removed.deletions) == (["a"], 0, 6)
     changed = history_module.stat({"a.md": record}, {"a.md": record.replace(b"++i", b"--j")})
     assert (changed.changed, changed.insertions, changed.deletions) == (["a"], 1, 1)
+
+
+def _files(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_repository_linked_out_of_the_home_is_never_written_nor_read(
+    store: MemoryStore, workspace: WorkspaceId, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    repository, outside = store.home.root / "history", tmp_path / "outside"
+    shutil.move(repository, outside)
+    repository.symlink_to(outside)
+    held = _files(outside)
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed" and second.history is None, "memory commits are unaffected"
+    said = f"HomeUnusable: remem's home {store.home.root} cannot be used"  # cut at 200 characters
+    assert any(said in r.getMessage() for r in caplog.records)
+    with pytest.raises(history_module.HistoryError) as refused:
+        store.history.log(workspace.key)
+    assert said in str(refused.value)
+    assert _files(outside) == held, "nothing written through it"
+
+
+@pytest.mark.parametrize("linked", ["cache", "marker"])
+def test_a_log_cache_or_marker_linked_out_of_the_home_is_never_written(
+    home: Home, workspace: WorkspaceId, tmp_path: Path, linked: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store = MemoryStore(home)
+    if linked == "cache":  # a repository of its own, its cache folder a link
+        commits(store, workspace, ["alpha", "beta"])
+        (home.root / "history" / FOLDER).symlink_to(outside)
+    else:  # the repository made afresh, the file that says it was a link
+        (home.state / "history-started").symlink_to(outside / "history-started")
+        commits(store, workspace, ["alpha", "beta"])
+    assert len(store.history.log(workspace.key)) == 2, "read by walking the repository"
+    assert list(outside.iterdir()) == [], "nothing written through it"
