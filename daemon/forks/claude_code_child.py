@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from ..sessions.formats.claude_code import Selection
+from ..sessions.formats.jsonl import records
 
 _LEAKING = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
 # What the model was sent, and tool output kept for the UI: copied as is. Everywhere else a
@@ -102,6 +104,52 @@ def child_lines(data: bytes, selection: Selection, child: str, title: str, now: 
     }
     out.append(encode(custom) + b"\n")
     return out
+
+
+class _Stamp(msgspec.Struct, rename="camel"):
+    """A child's line as far as what makes it the fork it is."""
+
+    type: Any = None
+    uuid: Any = None
+    forked_from: Any = None
+    custom_title: Any = None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What makes a child transcript the fork it is, as `child_lines` writes it: each inherited
+    record's uuid and the parent's record it copies (``forkedFrom``), in order (the cut), and
+    its title (the ``custom-title`` right after them)."""
+
+    inherited: tuple[tuple[Any, Any], ...]
+    title: Any
+
+    def __str__(self) -> str:
+        if not self.inherited:
+            return f"no record of a parent, titled {self.title!r}"
+        parent = self.inherited[-1][1]
+        of = parent.get("sessionId") if isinstance(parent, dict) else None
+        last = parent.get("messageUuid") if isinstance(parent, dict) else None
+        return f"{len(self.inherited)} records of session {of} through {last}, titled {self.title!r}"
+
+
+def identity(data: bytes) -> Identity | None:
+    """The `Identity` of the child transcript `data`, from its first lines: what Claude Code
+    appends to a child it resumed (its turns, a rename) is not looked at. None when `data` does
+    not begin as a child remem writes."""
+    inherited: list[tuple[Any, Any]] = []
+    replaced = False  # the content-replacement entry, between the inherited records and the title
+    for line in records(data, _Stamp, []).lines:
+        record = line.record
+        if record.type == "custom-title":
+            return Identity(tuple(inherited), record.custom_title)
+        if record.type == "content-replacement" and not replaced:
+            replaced = True
+        elif record.forked_from is not None and not replaced:
+            inherited.append((record.uuid, record.forked_from))
+        else:
+            return None
+    return None
 
 
 def _renamed(value: Any, renamed: dict[str, str]) -> Any:

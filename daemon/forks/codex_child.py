@@ -16,13 +16,14 @@ forks (codex-rs ``ThreadManager::fork_thread``), here the ``codex exec resume`` 
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ..sessions.errors import OperationError
+from ..safe_open import open_folder
 from ..sessions.formats.jsonl import end_of_line
 
 # What a fork of a subagent says it came from: `codex exec`, whose `resume` continues it.
@@ -79,25 +80,6 @@ def child_path(parent: Path, target: Path, child: str, now: datetime) -> Path:
     return folder / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
 
 
-def make_folders(root: Path, folder: Path) -> None:
-    """Make `folder` and the folders between it and `root`, refusing a link on the way: a fork
-    writes nothing out of the root it lands in."""
-    root.mkdir(parents=True, exist_ok=True)
-    at = root
-    for part in folder.relative_to(root).parts:
-        at = at / part
-        try:
-            at.mkdir()
-        except FileExistsError:
-            if at.is_symlink() or not at.is_dir():
-                what = "a symbolic link" if at.is_symlink() else "not a folder"
-                raise OperationError(
-                    "INVALID",
-                    f"{at} is {what}: a fork's child lands in {folder}, and remem follows no link "
-                    "out of a session root",
-                ) from None
-
-
 def child_root(root: Path) -> Path:
     """The root a fork of a rollout listed from `root` lands in."""
     return root.parent / "sessions" if root.name == "archived_sessions" else root
@@ -114,6 +96,32 @@ def layout_root(parent: Path) -> Path:
 
 def existing_rollout(root: Path, child: str) -> Path | None:
     """A rollout of session `child` already under `root` (flat, or in date folders): the same
-    operation id used in another remem home, or before this home's fork journal was lost."""
-    name = f"rollout-*-{child}.jsonl"
-    return next(iter([*root.glob(name), *root.glob(f"*/*/*/{name}")]), None)
+    operation id used in another remem home, or before this home's fork journal was lost. The
+    folders are looked through as `safe_open.open_folder` opens them: a link is not followed."""
+    try:
+        fd = open_folder(root, root)
+    except OSError:
+        return None  # no root yet: nothing is in it
+    return _rollout_in(fd, root, f"-{child}.jsonl", 0)
+
+
+def _rollout_in(fd: int, folder: Path, suffix: str, depth: int) -> Path | None:
+    """The rollout ending in `suffix` in the folder `fd` (closed here) or, down to the date
+    folders' depth, in a folder below it."""
+    try:
+        with os.scandir(fd) as entries:
+            found = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in entries)
+        for name, is_folder in found:
+            if depth in (0, 3) and not is_folder and name.startswith("rollout-") and name.endswith(suffix):
+                return folder / name
+        for name, is_folder in found:
+            if depth < 3 and is_folder:
+                try:
+                    below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError:
+                    continue  # swapped for a link since, or gone
+                if (inside := _rollout_in(below, folder / name, suffix, depth + 1)) is not None:
+                    return inside
+        return None
+    finally:
+        os.close(fd)

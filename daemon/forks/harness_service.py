@@ -3,10 +3,12 @@
 The same protocol as a DSH fork (`service.py`): under the operation's lock the journal entry is
 written `prepared` (binding the operation id to its request, the cut and the child's path)
 before any child byte exists; the child is published whole with a no-overwrite link and fsyncs;
-then the entry is `committed`. The parent file is only read, through a descriptor that refuses
-a symbolic link; the child lands where the harness looks for it (Claude Code: the parent's
-project folder; Codex: today's ``sessions/YYYY/MM/DD``, see `codex_child.child_path`). The
-caller names the parent file (`sources.py` resolves it from a session id).
+then the entry is `committed`. The parent file is only read, through a descriptor opened from
+its root one folder at a time without following a link; the child lands where the harness
+looks for it (Claude Code: the parent's project folder; Codex: today's ``sessions/YYYY/MM/DD``,
+see `codex_child.child_path`), written through a descriptor of that folder opened the same way
+(`journal.child_folder`, decision 0364). The caller names the parent file (`sources.py`
+resolves it from a session id).
 """
 
 from __future__ import annotations
@@ -26,17 +28,17 @@ from pydantic import BaseModel, ConfigDict
 from ..faults import faultpoint
 from ..home import Home
 from ..protocol.sessions import ROLLED_BACK
-from ..safe_open import open_regular
+from ..safe_open import open_regular, reason
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import Selection, fork_selection, read_transcript
 from ..sessions.formats.codex import fork_point, read_rollout
 from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded, records
-from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode
-from ..sessions.harness_sources import read_file
+from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode, Turn
+from ..sessions.harness_sources import codex_history, read_file
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
 from .child import next_title, normalize_title
-from .journal import ForkJournal, JournalEntry
+from .journal import ForkJournal, JournalEntry, child_folder
 
 _REFUSALS: dict[RefusalCode, ErrorCode] = {
     "no-conversation": "INVALID",
@@ -104,7 +106,7 @@ class HarnessForks:
             forkTurn=entry.forkTurn,
             seedLength=entry.seedLength,
             created=created,
-            resume=_resume(request.harness, entry.child),
+            resume=resume_command(request.harness, entry.child),
             title=entry.title,
         )
 
@@ -112,7 +114,10 @@ class HarnessForks:
         self, request: HarnessForkRequest, entry: JournalEntry | None, listed: Listed
     ) -> tuple[JournalEntry, bool]:
         parent = Path(request.path)
-        data, revision = _read_parent(parent)
+        root = _parent_root(request, parent, listed)
+        data, revision = _read_parent(parent, root)
+        if request.harness == "codex":
+            data = _codex_history(parent, data)
         if entry is None and request.expectedRevision not in (None, revision):
             raise OperationError(
                 "STALE_SOURCE",
@@ -122,12 +127,21 @@ class HarnessForks:
         now = datetime.now(timezone.utc)
         child = entry.child if entry else child_id(request.operationId)
         if request.harness == "claude-code":
-            parts, prepared = self._claude_code(request, parent, data, child, now, entry, listed)
+            parts, prepared = self._claude_code(request, parent, data, child, now, entry, listed, root)
+            landing = root  # beside its parent, in the folder the parent was just read from
         else:
             parts, prepared = self._codex(request, parent, data, child, now, entry, listed)
-        return self.journal.publish(
-            prepared, parts, lambda existing: _check_existing(request, existing, prepared)
-        )
+            landing = codex_child.landing_root(parent, listed.root)
+        path = Path(prepared.path)
+        # Codex's date folders are made on the way, user-only; a Claude Code project folder
+        # that is gone is not made again.
+        with child_folder(landing, path, make=request.harness == "codex") as folder:
+            return self.journal.publish(
+                prepared,
+                parts,
+                lambda existing: _check_existing(request, existing, prepared, landing, parts),
+                folder=folder,
+            )
 
     def _prepare(self, fresh: JournalEntry) -> JournalEntry:
         """`fresh`, written before any child byte."""
@@ -144,6 +158,7 @@ class HarnessForks:
         now: datetime,
         entry: JournalEntry | None,
         listed: Listed,
+        root: Path,
     ) -> tuple[list[bytes | memoryview], JournalEntry]:
         if entry is not None:
             # The bytes the prepared attempt copies, found by their digest (its last copied line is
@@ -159,24 +174,28 @@ class HarnessForks:
         else:
             turn = request.afterTurn or _last_forkable(data, parent, "claude-code")
             selection = _selection(data, parent, turn)
-            prepared = self._prepare(
-                _entry(
-                    request,
-                    source=selection.session_id,
-                    # Through the last line copied: a repeated uuid's last copy may lie past the turn.
-                    inherited=memoryview(data)[
-                        : end_of_line(data, max(selection.turn.end, *selection.lines))
-                    ],
-                    child=child,
-                    path=parent.with_name(f"{child}.jsonl"),
-                    seed_length=len(selection.lines),
-                    turn=turn,
-                    title=_title(request, listed.title or selection.title),
-                ),
+            prepared = _entry(
+                request,
+                source=selection.session_id,
+                # Through the last line copied: a repeated uuid's last copy may lie past the turn.
+                inherited=memoryview(data)[: end_of_line(data, max(selection.turn.end, *selection.lines))],
+                child=child,
+                path=parent.with_name(f"{child}.jsonl"),
+                seed_length=len(selection.lines),
+                turn=turn,
+                title=_title(request, listed.title or selection.title),
             )
         stamp = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         lines = claude_code_child.child_lines(data, selection, child, prepared.title or "", stamp)
-        return [b"".join(lines)], prepared  # one write, not one system call per record
+        parts: list[bytes | memoryview] = [b"".join(lines)]  # one write, not one system call per record
+        if entry is None:
+            # The child's path is its id's, the operation id's: a transcript already there was
+            # made with this operation id in another remem home, or before this home's fork
+            # journal was lost. Unless it is this very fork, it is refused before an entry binds
+            # the operation to that path (recovery would take the file for this fork's child).
+            _check_existing(request, Path(prepared.path), prepared, root, parts, missing_ok=True)
+            prepared = self._prepare(prepared)
+        return parts, prepared
 
     def _codex(
         self,
@@ -204,9 +223,11 @@ class HarnessForks:
             try:
                 point = fork_point(data, turn_index)
             except NotAForkPoint as refused:
-                rolled_back = _rolled_back(data, turn_index) if refused.code == "open-turn" else None
-                reason = rolled_back or refused.reason
-                raise OperationError(_REFUSALS[refused.code], f"{parent}: {reason}") from None
+                unforkable = None
+                if refused.code == "open-turn":
+                    unforkable = _unforkable(read_rollout(data).turns, turn_index, "codex")
+                why = unforkable or refused.reason
+                raise OperationError(_REFUSALS[refused.code], f"{parent}: {why}") from None
             rollout, end = point.rollout, point.cut
             assert rollout.session_id is not None  # a rollout without one is refused as no-conversation
             if (found := codex_child.existing_rollout(target, child)) is not None:
@@ -229,30 +250,60 @@ class HarnessForks:
                     title=_title(request, listed.title or rollout.title),
                 ),
             )
-        codex_child.make_folders(target, Path(prepared.path).parent)
         # A rollout's identity is its line 1 (`formats/codex.py`), inside the bytes copied.
         meta = codex_child.child_meta(codex_child.meta_line(data, 1), child, prepared.source, now)
         return [meta, memoryview(data)[:end]], prepared
 
 
-def _rolled_back(data: bytes, index: int) -> str | None:
-    """Why turn `index` of the rollout `data` cannot be branched from when Codex rolled it back
-    (`thread_rolled_back`), with the nearest turns that can be; None for any other turn."""
-    turns = read_rollout(data).turns
-    if not 1 <= index <= len(turns) or turns[index - 1].status != ROLLED_BACK:
+def _unforkable(turns: tuple[Turn, ...], index: int, harness: Harness) -> str | None:
+    """Why turn `index` of `turns` (a conversation's, in order) cannot be branched from, with
+    the nearest turns before and after it that can be; None when there is no such turn
+    (decision 0361)."""
+    if not 1 <= index <= len(turns):
         return None
-    before = [turn.index for turn in turns[: index - 1] if turn.forkable][-1:]
-    after = [turn.index for turn in turns[index:] if turn.forkable][:1]
+    turn = turns[index - 1]
+    # A call whose outcome is unknown has no result (an aborted turn's may have one, untold).
+    missing = sorted({t.name for t in turn.tools if t.ok is None}) if turn.status != "aborted" else []
+    output = "result" if harness == "claude-code" else "output"
+    calls = f"its call to {', '.join(missing)} has no {output}" if missing else ""
+    if turn.status == ROLLED_BACK:
+        why = f"turn {index} was rolled back (Codex dropped it from the conversation)"
+    elif turn.status == "open" and harness == "codex":
+        ended = (
+            "has not ended: the rollout has no task_complete for it (Codex is still running it, or stopped)"
+        )
+        why = f"turn {index} {ended}" + (f", and {calls}" if calls else "")
+    elif turn.status == "open":
+        why = f"turn {index} is open: " + (calls or "nothing answered its prompt yet")
+    else:
+        why = f"turn {index} ended ({turn.status}) with a tool call left without its {output}"
+        why += f" ({calls})" if calls else ""
+    before = [t.index for t in turns[: index - 1] if t.forkable][-1:]
+    after = [t.index for t in turns[index:] if t.forkable][:1]
     instead = " or ".join(f"turn {n}" for n in before + after)
-    then = f"branch after {instead}" if instead else "no turn can be branched from yet"
-    return f"turn {index} was rolled back (Codex dropped it from the conversation); {then}"
+    return f"{why}; " + (f"branch after {instead}" if instead else "no turn can be branched from yet")
+
+
+def _codex_history(parent: Path, data: bytes) -> bytes:
+    """What a fork of the rollout `parent` copies: a rollout that continues its thread after a
+    revert with the history it inherits (decision 0366), so the child stands alone."""
+    history, unjoined = codex_history(parent, data)
+    if unjoined is not None:
+        raise OperationError(
+            "INVALID", f"{parent}: cannot be forked, its history before it cannot be read: {unjoined}"
+        )
+    return history
 
 
 def _selection(data: bytes, parent: Path, turn: int) -> Selection:
     try:
         return fork_selection(data, parent.name, turn)
     except NotAForkPoint as refused:
-        raise OperationError(_REFUSALS[refused.code], f"{parent}: {refused.reason}") from None
+        why = refused.reason
+        if refused.code == "open-turn":
+            turns = read_transcript(data, parent.name).turns
+            why = _unforkable(turns, turn, "claude-code") or why
+        raise OperationError(_REFUSALS[refused.code], f"{parent}: {why}") from None
 
 
 def _digest(inherited: memoryview) -> str:
@@ -301,14 +352,24 @@ def _replacements(data: bytes, session: str) -> tuple[Any, ...]:
     )
 
 
-def _read_parent(path: Path) -> tuple[bytes, str]:
-    """The parent's bytes and stat revision, read through a descriptor that is not a link."""
+def _parent_root(request: HarnessForkRequest, parent: Path, listed: Listed) -> Path:
+    """The root the parent is read from: where the catalog listed it, else (a file named without
+    the catalog) the Codex folder its path shows, or its own folder."""
+    if listed.root is not None:
+        return listed.root
+    return codex_child.layout_root(parent) if request.harness == "codex" else parent.parent
+
+
+def _read_parent(path: Path, root: Path) -> tuple[bytes, str]:
+    """The parent's bytes and stat revision, read through a descriptor opened from its `root`
+    without following a link, on the way or at the file (`safe_open.open_regular`)."""
     try:
-        fd = open_regular(path)
-    except FileNotFoundError:
-        raise OperationError("NOT_FOUND", f"{path} does not exist") from None
+        fd = open_regular(path, root=root)
+    except FileNotFoundError as exc:
+        what = path if exc.filename == str(path) else f"{path} (its folder {exc.filename})"
+        raise OperationError("NOT_FOUND", f"{what} does not exist") from None
     except OSError as exc:
-        raise OperationError("INVALID", f"{path} cannot be read as a session: {exc.strerror}") from None
+        raise OperationError("INVALID", f"{path} cannot be read as a session: {reason(exc, path)}") from None
     with os.fdopen(fd, "rb") as handle:
         try:
             data = read_bounded(handle)
@@ -361,19 +422,47 @@ def _title(request: HarnessForkRequest, parent_title: str | None) -> str | None:
     return next_title(parent_title) if parent_title else None
 
 
-def _check_existing(request: HarnessForkRequest, path: Path, entry: JournalEntry) -> None:
+def _check_existing(
+    request: HarnessForkRequest,
+    path: Path,
+    entry: JournalEntry,
+    root: Path,
+    parts: list[bytes | memoryview],
+    *,
+    missing_ok: bool = False,
+) -> None:
+    """Refuse (`OP_CONFLICT`) the file at `path` unless it is the child `entry` prepares: for
+    Claude Code, the same records of the parent (the cut) and the same title as `parts`, the
+    bytes this fork writes; for Codex, a fork of the same parent. `missing_ok`: no file passes,
+    and so does a folder on its way that cannot be opened."""
     conflict = f"{path} already holds a different session; use another operation id"
     try:
-        data = read_file(path)
-    except (OSError, LineTooLong):  # not a file this fork wrote (a FIFO, a link, a huge line)
+        data = read_file(path, root=root)
+    except OSError as exc:
+        # No file there, or a folder on its way that is gone, a link or no folder: the child's
+        # folder is refused for what it is when the child is written.
+        if missing_ok and (isinstance(exc, FileNotFoundError) or exc.filename != str(path)):
+            return
+        raise OperationError("OP_CONFLICT", conflict) from None  # a FIFO, a link: not this fork's
+    except LineTooLong:
         raise OperationError("OP_CONFLICT", conflict) from None
     if request.harness == "claude-code":
-        lineage = read_transcript(data, path.name).lineage
-    else:
-        lineage = read_rollout(data).lineage
-    if not any(edge.kind == "fork" and edge.parent == entry.source for edge in lineage):
+        found = claude_code_child.identity(data)
+        wanted = claude_code_child.identity(b"".join(parts))
+        if found != wanted:
+            held = str(found) if found is not None else "no fork remem writes"
+            raise OperationError(
+                "OP_CONFLICT",
+                f"operation id {request.operationId!r} names session {entry.child}, whose transcript "
+                f"already exists ({path}) and holds another fork ({held}; this one copies {wanted}): "
+                "it was used for a fork in another remem home, or before this home's fork journal "
+                "was lost; fork again with another operation id",
+            )
+        return
+    if not any(edge.kind == "fork" and edge.parent == entry.source for edge in read_rollout(data).lineage):
         raise OperationError("OP_CONFLICT", conflict)
 
 
-def _resume(harness: Harness, child: str) -> list[str]:
+def resume_command(harness: Harness, child: str) -> list[str]:
+    """The command that continues `child` in `harness`, run from the session's cwd."""
     return ["claude", "--resume", child] if harness == "claude-code" else ["codex", "exec", "resume", child]

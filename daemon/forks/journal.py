@@ -18,6 +18,7 @@ ten thousand others costs what the first did. A journal written before markers e
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -34,8 +35,10 @@ from ..faults import faultpoint
 from ..fsutil import PRIVATE_FILE_MODE, TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
 from ..home import Home
 from ..locks import LockUnusable, file_lock, try_file_lock
+from ..safe_open import moved, open_folder
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
+from ..sessions.reader import stat_revision
 from ..sessions.writer import publish_log
 
 log = logging.getLogger("remem.daemon")
@@ -61,8 +64,9 @@ class JournalEntry(BaseModel):
 
 class ForkJournal:
     def __init__(self, home: Home) -> None:
-        self.folder = ensure_private_dir(home.state / "forks")
-        self.pending = self.folder / "pending"
+        # A link at either would take the journal's entries and markers out of the home.
+        self.folder = home.private_dir(home.state / "forks")
+        self.pending = home.refuse_link(self.folder / "pending")
         self.locks = home.locks
         self.published = PublishedLogs(home)
 
@@ -92,24 +96,40 @@ class ForkJournal:
             try:
                 return create(entry)
             except OSError as exc:  # a full disk, a read-only folder: the file system's refusal
-                raise OperationError("UNWRITABLE", _unwritable(exc)) from None
+                raise _refusal(exc) from None
 
     def publish(
-        self, entry: JournalEntry, parts: Sequence[bytes | memoryview], check_existing: Callable[[Path], None]
+        self,
+        entry: JournalEntry,
+        parts: Sequence[bytes | memoryview],
+        check_existing: Callable[[Path], None],
+        *,
+        folder: int,
     ) -> tuple[JournalEntry, bool]:
         """Publish the prepared `entry`'s child (never overwriting) and commit the entry.
 
-        A child already at the path is an earlier attempt's that crashed before committing:
+        `folder` is the descriptor of the child's folder, opened from its root without following
+        a link (`safe_open.open_folder`): the child is written there and nowhere else. A child
+        already at the path is an earlier attempt's that crashed before committing:
         `check_existing` must raise if it is something else."""
         path = Path(entry.path)
         try:
-            publish_log(path, parts, protocol="fork")
+            publish_log(path, parts, protocol="fork", folder=folder)
             created = True
         except FileExistsError:
             check_existing(path)
             created = False
-        else:
-            self.published.record(path)
+        except FileNotFoundError:  # the folder was removed once opened: nothing is left of it
+            raise OperationError(
+                "NOT_FOUND",
+                f"the folder {path.parent} was removed while the fork's child was written there; "
+                "its child is not published: list the sessions again, then retry with the same "
+                "operation id",
+            ) from None
+        else:  # its revision as published, looked at in the folder it was published in
+            self.published.record(
+                path, stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
+            )
         committed = entry.model_copy(update={"status": "committed"})
         self.put(committed)
         faultpoint("fork.after-journal")
@@ -212,6 +232,63 @@ class ForkJournal:
 
     def _lock_path(self, key: str) -> Path:
         return self.locks / f"fork-{key}.lock"
+
+
+@contextmanager
+def child_folder(root: Path, child: Path, *, make: bool = False) -> Iterator[int]:
+    """The descriptor of the folder the child `child` lands in, opened from its session `root`
+    without following a link (`safe_open.open_folder`; `make`: the missing folders are made
+    user-only), for `ForkJournal.publish`. A folder on the way that is gone, a link or no folder
+    refuses the fork and says so: not as a disk that is full."""
+    try:
+        fd = open_folder(root, child.parent, make=make)
+    except OSError as exc:
+        refusal = _folder_refusal(exc, root, child)
+        if refusal is None:
+            raise
+        raise refusal from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _folder_refusal(exc: OSError, root: Path, child: Path) -> OperationError | None:
+    where = exc.filename if exc.filename and os.path.isabs(exc.filename) else str(child.parent)
+    kept = "its child is not published"
+    if exc.errno == errno.ENOENT:
+        return OperationError(
+            "NOT_FOUND",
+            f"the folder {where} was removed or replaced since the session was listed; {kept}: "
+            "list the sessions again, then retry with the same operation id",
+        )
+    if exc.errno == errno.ELOOP:
+        return OperationError(
+            "INVALID",
+            f"{where} is a symbolic link: a fork's child lands in {child.parent}, and remem follows "
+            f"no link out of a session root ({root}); {kept}",
+        )
+    if exc.errno == errno.ENOTDIR:
+        return OperationError(
+            "INVALID", f"{where} is not a folder: a fork's child lands in {child.parent}; {kept}"
+        )
+    if exc.errno == errno.EINVAL and exc.filename == str(child.parent):
+        return OperationError("INVALID", f"{child} does not lie in its session root {root}; {kept}")
+    return None
+
+
+def _refusal(exc: OSError) -> OperationError:
+    """What the file system refused: a file or folder gone, a link or another file since the
+    session was listed (`safe_open.moved`), or a write (a full disk, a read-only folder)."""
+    if not moved(exc):
+        return OperationError("UNWRITABLE", _unwritable(exc))
+    where = exc.filename or "a file or folder the fork reads or writes"
+    return OperationError(
+        "NOT_FOUND" if exc.errno == errno.ENOENT else "INVALID",
+        f"{where}: {exc.strerror or exc} (it was removed or replaced since the session was listed); "
+        "the fork's child is not published: list the sessions again, then retry with the same "
+        "operation id",
+    )
 
 
 def _unwritable(exc: OSError) -> str:

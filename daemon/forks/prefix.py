@@ -13,9 +13,8 @@ import os
 from pathlib import Path
 
 from ..limits import SESSION_LOG_MAX_BYTES
-from ..safe_open import open_regular
 from ..sessions.paths import Encoding
-from ..sessions.reader import ResumePoint, stat_revision
+from ..sessions.reader import ResumePoint, open_log, stat_revision
 from ..sessions.zstd_frames import FrameError, TooLarge, decode_frame, split_frames
 
 _TURN_START = b'"turn/start"'
@@ -29,7 +28,7 @@ def seed_lines(
     prefix (events salvaged from a torn zstd frame)."""
     if seed_length > resume.event_count:
         return None
-    with os.fdopen(open_regular(path), "rb") as handle:
+    with os.fdopen(open_log(path), "rb") as handle:
         if stat_revision(os.fstat(handle.fileno())) != revision:
             return None
         data = handle.read(resume.file_offset)

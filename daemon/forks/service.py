@@ -16,7 +16,6 @@ from ..sessions.catalog import Indexed, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError, SessionLogError
 from ..sessions.paths import encoding_of_file_name, session_log_path
 from ..sessions.reader import SessionLog, read_session
-from ..sessions.writer import ensure_session_dirs
 from .child import (
     child_bytes,
     child_header,
@@ -27,7 +26,7 @@ from .child import (
     seeded_child_parts,
 )
 from .cut import Cut, resolve_cut
-from .journal import ForkJournal, JournalEntry
+from .journal import ForkJournal, JournalEntry, child_folder
 from .prefix import seed_lines
 
 
@@ -47,10 +46,15 @@ class ForkService:
         if entry is None:
             entry = self._prepare(request, source)
         path = Path(entry.path)
-        ensure_session_dirs(path)
-        published = self.journal.publish(
-            entry, self._child_bytes(source, entry), lambda existing: self._check_existing(existing, entry)
-        )
+        # From the parent's root (`<root>/<project>/<session>/<log>`), the child's project and
+        # session folders made user-only on the way, none followed if it is a link.
+        with child_folder(path.parent.parent.parent, path, make=True) as folder:
+            published = self.journal.publish(
+                entry,
+                self._child_bytes(source, entry),
+                lambda existing: self._check_existing(existing, entry),
+                folder=folder,
+            )
         self.catalog.wrote(path)
         return published
 
@@ -58,7 +62,7 @@ class ForkService:
         try:
             return self.catalog.indexed(session_id)
         except SessionNotFound as exc:
-            raise OperationError("NOT_FOUND", str(exc)) from None
+            raise OperationError(exc.code, str(exc)) from None
 
     def _prepare(self, request: ForkRequest, source: Indexed) -> JournalEntry:
         revision = source.entry.summary.revision

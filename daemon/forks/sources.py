@@ -18,27 +18,80 @@ from ..protocol.forks import ForkRequest, ForkResult
 from ..protocol.sessions import SessionMeta
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
+from ..sessions.formats.jsonl import LineTooLong
+from ..sessions.harness_sources import view_of
 from ..sessions.published import PublishedLogs
 from . import codex_child
-from .harness_service import HarnessForkRequest, HarnessForks, Listed
+from .harness_service import HarnessForkRequest, HarnessForks, Listed, resume_command
+from .journal import ForkJournal, JournalEntry
 from .service import ForkService
 
 log = logging.getLogger("remem.daemon")
 
 
 def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkResult, Path]:
-    """The fork `request` asks for, and the child's file."""
+    """The fork `request` asks for, and the child's file.
+
+    The operation's journal entry is consulted first: a retry of the same request resumes (or
+    answers) what the entry records without judging the session again, since the session may
+    have changed since (a Claude Code rewind moves `atSeq` into an abandoned branch) or be
+    gone; another request with that operation id is refused (decision 0371)."""
+    recorded = _recorded(catalog, request)
     try:
         entry = catalog.find(request.source)
     except SessionNotFound as exc:
-        raise OperationError("NOT_FOUND", str(exc)) from None
+        answer = _answered(catalog, recorded) if recorded is not None else None
+        if answer is None:
+            raise OperationError(exc.code, str(exc)) from None
+        return answer
     if entry.format == "dsh":
         result = ForkService(catalog).fork(request)
         return result, catalog.find(result.child).path
-    return _harness_fork(catalog, entry, request)
+    return _harness_fork(catalog, entry, request, recorded)
 
 
-def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -> tuple[ForkResult, Path]:
+def _recorded(catalog: SessionCatalog, request: ForkRequest) -> JournalEntry | None:
+    """The journal entry of the request's operation (an interrupted attempt settled first, as
+    `ForkJournal.once` settles it), None when the operation id is new; `OP_CONFLICT` when it
+    was used for another request (another session, `atSeq`, title or expected revision)."""
+    if not request.operationId.strip():
+        return None  # refused by the fork itself
+    with ForkJournal(catalog.home.ensure_layout()).operation(request.operationId) as entry:
+        pass
+    if entry is not None and entry.requestHash != request.digest():
+        raise OperationError(
+            "OP_CONFLICT", f"operation {request.operationId!r} was already used for a different fork request"
+        )
+    return entry
+
+
+def _answered(catalog: SessionCatalog, recorded: JournalEntry) -> tuple[ForkResult, Path] | None:
+    """The answer of a committed fork whose parent can no longer be found (deleted, or not
+    readable now): its child, as long as it is listed; None otherwise."""
+    if recorded.status != "committed":
+        return None  # its child is still to be copied from the parent
+    try:
+        child = catalog.find(recorded.child)
+    except SessionNotFound:
+        return None
+    resume, harness = None, child.format
+    if harness != "dsh":
+        resume = resume_command(harness, recorded.child)
+        if harness == "codex" and recorded.title is not None:
+            _name_codex_child(catalog, recorded.child, recorded.title)
+    result = ForkResult(
+        child=recorded.child,
+        seedLength=recorded.seedLength,
+        forkTurn=recorded.forkTurn,
+        created=False,
+        resume=resume,
+    )
+    return result, child.path
+
+
+def _harness_fork(
+    catalog: SessionCatalog, entry: Entry, request: ForkRequest, recorded: JournalEntry | None
+) -> tuple[ForkResult, Path]:
     harness: Literal["claude-code", "codex"] = "claude-code" if entry.format == "claude-code" else "codex"
     root = catalog.root_of(entry.path)
     if harness == "codex":
@@ -48,7 +101,8 @@ def _harness_fork(catalog: SessionCatalog, entry: Entry, request: ForkRequest) -
             harness=harness,
             path=str(entry.path),
             operationId=request.operationId,
-            afterTurn=None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq),
+            # A retry takes the recorded cut: `atSeq` is judged once, when the entry is prepared.
+            afterTurn=_after_turn(catalog, entry, request, recorded),
             title=request.title,
             expectedRevision=request.expectedRevision,
             asked=request.digest(),
@@ -97,6 +151,14 @@ def _check_child_root(catalog: SessionCatalog, entry: Entry, root: Path) -> None
         )
 
 
+def _after_turn(
+    catalog: SessionCatalog, entry: Entry, request: ForkRequest, recorded: JournalEntry | None
+) -> int | None:
+    if recorded is not None:
+        return recorded.forkTurn
+    return None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq)
+
+
 def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
     """The turn whose line range holds `line`. A turn that cannot be branched from has no end
     (`endSeq` None): its lines run to the next turn's, so the fork names it and is refused for
@@ -107,7 +169,34 @@ def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
         last = turn.endSeq if turn.endSeq is not None else (after.startSeq - 1 if after else line)
         if turn.startSeq <= line <= last:
             return turn.turn
-    raise OperationError(
-        "INVALID_ANCHOR",
-        f"line {line} of {entry.summary.id} is in no turn; `remem sessions turns` shows each turn's lines",
-    )
+    raise OperationError("INVALID_ANCHOR", _in_no_turn(catalog, entry, line))
+
+
+def _in_no_turn(catalog: SessionCatalog, entry: Entry, line: int) -> str:
+    """Why `line` of a Claude Code or Codex file is in none of the turns a fork can follow: in
+    an abandoned branch of a Claude Code file, or a subagent written inside it, or nowhere
+    (decision 0361)."""
+    session = entry.summary.id
+    where = f"line {line} of {session}"
+    turns = f"branch after a turn of its conversation (`remem sessions turns {session}`)"
+    if entry.format == "claude-code":
+        try:
+            view = view_of(entry.format, entry.path, catalog.harness_bytes(entry))
+        except (OSError, LineTooLong):
+            view = None
+        for branch in view.branches if view is not None else ():
+            if any(turn.start <= line <= turn.end for turn in branch.turns):
+                after = f"after turn {branch.after_turn}" if branch.after_turn else "before its first turn"
+                return (
+                    f"{where} is in an abandoned branch of the session (a rewind or an edit {after}, "
+                    f"{session}@{branch.leaf} in the tree); Claude Code resumes only the session's "
+                    "active conversation (even `--resume-session-at` finds no message of another "
+                    f"branch), so no fork can start there: {turns}"
+                )
+        for chain in view.sidechains if view is not None else ():
+            if any(turn.start <= line <= turn.end for turn in chain.turns):
+                return (
+                    f"{where} is in a subagent Claude Code wrote inside the session's file "
+                    f"({session}@{chain.root} in the tree), which no harness resumes: {turns}"
+                )
+    return f"{where} is in no turn; `remem sessions turns` shows each turn's lines"

@@ -52,8 +52,12 @@ def test_a_rolled_back_turn_is_refused_as_rolled_back(home: Home, tmp_path: Path
         f"{path}: turn 3 was rolled back (Codex dropped it from the conversation); "
         "branch after turn 2 or turn 4"
     )
-    # A turn still running is refused as before; neither refusal wrote anything.
-    assert refusal(home, path, 5).message == f"{path}: turn 5 is open, not a fork point"
+    # A turn still running is refused for that, naming the turn to branch after; neither
+    # refusal wrote anything.
+    assert refusal(home, path, 5).message == (
+        f"{path}: turn 5 has not ended: the rollout has no task_complete for it (Codex is still "
+        "running it, or stopped); branch after turn 4"
+    )
     assert path.read_bytes() == before and sorted(path.parent.iterdir()) == [path]
 
 

@@ -290,3 +290,48 @@ def test_a_claude_child_path_that_holds_no_readable_session_is_a_conflict(home: 
     with pytest.raises(OperationError) as caught:
         fork(home, "claude-code", parent, afterTurn=1)
     assert caught.value.code == "OP_CONFLICT" and str(child) in str(caught.value)
+
+
+def test_a_line_with_bytes_not_utf8_in_a_field_skipped_is_forked_as_the_listing_reads_it(
+    home: Home, tmp_path: Path
+) -> None:
+    """Bad bytes inside a line's `attachment` (a field the reader skips) once passed the reader,
+    then failed the fork's copy of that line with a traceback, the journal left `prepared`."""
+    path = tmp_path / "claude" / "projects" / "-home-u-proj" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    side = json.dumps(rec("attachment", "x1", "t1", attachment={"type": "hook"})).encode()
+    side = side.replace(b'"attachment": {', b'"attachment": {"k\xff": "\xfe", ')
+    lines = [
+        prompt("u1", None, "first question"),
+        use("t1", "u1", "c1"),
+        side,  # beside the turn's path, so a fork of turn 1 or 2 copies it
+        result("r1", "t1", "c1"),
+        say("a1", "r1", "first answer"),
+        prompt("u2", "a1", "second question"),
+        say("a2", "u2", "second answer"),
+    ]
+    path.write_bytes(b"".join(line + b"\n" if isinstance(line, bytes) else jsonl(line) for line in lines))
+    before = path.read_bytes()
+    listed = read_transcript(before, path.name)
+    assert [(p.line, p.code) for p in listed.problems] == [(3, "not-utf8")] and len(listed.turns) == 2
+    done = fork(home, "claude-code", path)
+    child = read_child("claude-code", Path(done.path))
+    assert done.forkTurn == 2 and [t.prompt for t in child.turns] == [t.prompt for t in listed.turns]
+    assert b"\xff" not in Path(done.path).read_bytes() and child.problems == ()
+    assert path.read_bytes() == before
+
+
+def test_a_rollout_whose_session_meta_is_not_utf8_in_a_field_skipped_is_refused_before_anything_is_written(
+    home: Home, tmp_path: Path
+) -> None:
+    path = codex_parent(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"cwd"', b'"base_instructions": {"text": "\xff\xfe"}, "cwd"', 1))
+    files = sorted(path.parent.parent.rglob("*"))
+    for op in ("op", "op"):  # and the same again: nothing was left prepared
+        with pytest.raises(OperationError) as refused:
+            fork(home, "codex", path, op=op)
+        assert refused.value.code == "INVALID"
+        assert "no session_meta line opens the rollout (line 1 is not UTF-8 text" in str(refused.value)
+    assert sorted(path.parent.parent.rglob("*")) == files
+    assert not list((home.root / "state").rglob("forks/**/*.json"))  # no journal entry was prepared

@@ -8,10 +8,13 @@ retries (a scripted error is final). Rollouts go under ``CODEX_HOME/sessions/``.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .fake_responses import FakeResponses
 from .toolchain import RUN_TIMEOUT, base_env, bundled
@@ -103,8 +106,90 @@ class Codex:
         return CodexRun(session_id, self.rollout(session_id), done.stdout, done.stderr, done.returncode)
 
     def rollout(self, session_id: str) -> Path:
-        """The rollout of `session_id` (exactly one, under ``sessions/YYYY/MM/DD/``)."""
+        """The first rollout of `session_id` (exactly one, under ``sessions/YYYY/MM/DD/``; a
+        revert rotates the thread to more, named ``…-<id>_<rollout id>.jsonl``)."""
         found = list(self.sessions.glob(f"*/*/*/rollout-*-{session_id}.jsonl"))
         if len(found) != 1:
             raise AssertionError(f"expected one rollout of {session_id} under {self.sessions}, found {found}")
         return found[0]
+
+    def app_server(
+        self, *calls: tuple[str, dict[str, Any]], until: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Call `codex app-server` over stdio: ``initialize``, ``initialized``, then each
+        (method, params) in turn, waiting for its answer; then, given `until`, for that
+        notification (``turn/completed``: a compaction's turn ran). Its answers, in order."""
+        proc = subprocess.Popen(
+            [str(self.executable), "app-server"],
+            cwd=self.cwd,
+            env=self.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        answers: list[dict[str, Any]] = []
+        deadline = time.monotonic() + RUN_TIMEOUT
+
+        def send(message: dict[str, Any]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+            proc.stdin.flush()
+
+        def answer(number: int) -> dict[str, Any]:
+            while time.monotonic() < deadline and (line := proc.stdout.readline()):  # type: ignore[union-attr]
+                message = json.loads(line)
+                if message.get("id") == number and ("result" in message or "error" in message):
+                    if "error" in message:
+                        raise AssertionError(f"codex app-server refused call {number}: {message['error']}")
+                    return dict(message["result"])
+                if until is not None and message.get("method") == until:
+                    heard.append(until)
+            raise AssertionError(f"codex app-server gave no answer to call {number}")
+
+        heard: list[str] = []
+        try:
+            send(
+                {
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {"clientInfo": {"name": "remem-tests", "version": "1"}},
+                }
+            )
+            answer(0)
+            send({"method": "initialized"})
+            for number, (method, params) in enumerate(calls, start=1):
+                send({"id": number, "method": method, "params": params})
+                answers.append(answer(number))
+            while until is not None and not heard and time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line:
+                    raise AssertionError(f"codex app-server ended before {until}")
+                if json.loads(line).get("method") == until:
+                    heard.append(until)
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return answers
+
+    def turn_ids(self, session_id: str) -> list[str]:
+        """The turn ids of `session_id`'s turns, in the order its rollouts began them."""
+        found = []
+        for rollout in sorted(self.sessions.glob(f"*/*/*/rollout-*-{session_id}*.jsonl")):
+            for line in rollout.read_text().splitlines():
+                record = json.loads(line)
+                if record["type"] == "event_msg" and record["payload"].get("type") == "task_started":
+                    found.append(record["payload"]["turn_id"])
+        return found
+
+    def revert(self, session_id: str, before_turn: str) -> None:
+        """Codex's rewind: ``thread/revert`` drops `before_turn` and every later turn."""
+        self.app_server(
+            ("thread/resume", {"threadId": session_id}),
+            ("thread/revert", {"threadId": session_id, "beforeTurnId": before_turn}),
+        )

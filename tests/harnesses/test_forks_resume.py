@@ -9,11 +9,16 @@ child too.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from remem.daemon.cli import cli
 from remem.daemon.forks.harness_service import HarnessForkRequest, HarnessForks
 from remem.daemon.home import Home
 
@@ -22,26 +27,10 @@ from .codex import Codex
 from .conftest import Scenario
 from .fake_anthropic import FakeAnthropic, tool_uses
 from .fake_responses import FakeResponses, function_calls, text
+from .requests import same_conversation
+from .toolchain import RUN_TIMEOUT
 
 pytestmark = pytest.mark.slow
-
-# Harness-made ids (Codex derives message ids from the thread) and prompt-cache markers (placed
-# relative to the end of the request) differ between two requests carrying the same conversation.
-VOLATILE = frozenset({"id", "cache_control"})
-
-
-def comparable(node: Any, prompt: str) -> Any:
-    """`node` without volatile fields, with the prompt of the turn after the cut as `PROMPT`."""
-    if isinstance(node, dict):
-        return {key: comparable(value, prompt) for key, value in node.items() if key not in VOLATILE}
-    if isinstance(node, list):
-        return [comparable(value, prompt) for value in node]
-    return "PROMPT" if node == prompt else node
-
-
-def same_conversation(child: list[Any], parent: list[Any]) -> bool:
-    """The child's request is the parent's next one with only the new prompt changed."""
-    return comparable(child, "child question") == comparable(parent, "third question")
 
 
 def fork_after_second_turn(home: Home, harness: str, parent: Path) -> Any:
@@ -162,3 +151,78 @@ def test_claude_code_resumes_a_remem_fork_made_after_a_compaction(
     assert same_conversation(sent, before_third["messages"])
     assert "SUMMARY: two questions were answered" in str(sent) and "third question" not in str(sent)
     assert parent.transcript.read_bytes() == parent_bytes
+
+
+def fork_with_the_cli(home: Home, root: Path, parent: str) -> dict[str, Any]:
+    """`remem sessions fork PARENT --root ROOT --json`, after its second turn."""
+    listed = ["--home", str(home.root), "sessions", "turns", parent, "--root", str(root), "--json"]
+    at = json.loads(CliRunner().invoke(cli, listed).stdout)["turns"][1]["endSeq"]
+    args = [
+        "sessions",
+        "fork",
+        parent,
+        "--op-id",
+        "op-printed",
+        "--at",
+        str(at),
+        "--root",
+        str(root),
+        "--json",
+    ]
+    done = CliRunner().invoke(cli, ["--home", str(home.root), *args])
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def in_a_shell(command: str, env: dict[str, str], name: str, executable: Path, elsewhere: Path) -> str:
+    """Run `command` as a person pastes it: in a shell started in another folder, without the
+    harness's home variables, the harness found on PATH by its own `name`; its output."""
+    folder = elsewhere / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).symlink_to(executable)
+    env = {key: value for key, value in env.items() if key not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
+    env["PATH"] = f"{folder}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(
+        ["sh", "-c", command], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout + done.stderr
+
+
+def test_the_command_a_claude_code_fork_prints_resumes_it_from_any_shell(home: Home, tmp_path: Path) -> None:
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path / "cc", fake)
+        fake.reply(text("first answer"))
+        parent = cc.run("first question")
+        for prompt in ("second question", "third question"):
+            fake.reply(text(prompt.replace("question", "answer")))
+            cc.run(prompt, resume=parent.session_id)
+        made = fork_with_the_cli(home, cc.config_dir, parent.session_id)
+        # Its config folder is not ~/.claude, so the command names it.
+        assert made["env"] == {"CLAUDE_CONFIG_DIR": str(cc.config_dir)} and made["cwd"] == str(cc.cwd)
+        fake.reply(text("child answer"))
+        pasted = f"{made['command']} -p 'child question' --output-format json"
+        said = json.loads(in_a_shell(pasted, cc.env(), "claude", cc.executable, tmp_path / "elsewhere"))
+    assert said["session_id"] == made["child"] and said["result"] == "child answer"
+    sent = str(fake.requests[-1]["messages"])
+    assert "second answer" in sent and "third question" not in sent
+
+
+def test_the_command_a_codex_fork_prints_resumes_it_from_any_shell(home: Home, tmp_path: Path) -> None:
+    with FakeResponses() as fake:
+        cx = Codex(tmp_path / "cx", fake)
+        subprocess.run(["git", "init", "-q", str(cx.cwd)], check=True)  # `codex exec` asks for a repository
+        fake.reply(text("first answer"))
+        parent = cx.exec("first question")
+        for prompt in ("second question", "third question"):
+            fake.reply(text(prompt.replace("question", "answer")))
+            cx.exec("resume", parent.session_id, prompt)
+        made = fork_with_the_cli(home, cx.codex_home, parent.session_id)
+        assert made["env"] == {"CODEX_HOME": str(cx.codex_home)} and made["cwd"] == str(cx.cwd)
+        fake.reply(text("child answer"))
+        said = in_a_shell(
+            f"{made['command']} 'child question'", cx.env(), "codex", cx.executable, tmp_path / "elsewhere"
+        )
+    assert f"session id: {made['child']}" in said
+    sent = str(fake.requests[-1]["input"])
+    assert "second answer" in sent and "third question" not in sent and "child question" in sent
