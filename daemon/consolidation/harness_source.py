@@ -21,7 +21,7 @@ from ..sessions.formats.claude_code import read_transcript
 from ..sessions.formats.codex import read_rollout
 from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.formats.model import Harness
-from ..sessions.harness_sources import content_digest, read_file_stat
+from ..sessions.harness_sources import codex_history, content_digest, read_file_stat
 from ..sessions.reader import stat_revision
 from .evidence import Evidence
 from .harness_evidence import project_harness
@@ -66,6 +66,8 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         transcript = read_transcript(data, path.name)
         session, cwd, error = transcript.session_id, transcript.cwd, transcript.error
     else:
+        # A thread a revert rotated to this rollout is reviewed with its history (decision 0366).
+        data = codex_history(path, data)[0]
         rollout = read_rollout(data)
         session, cwd, error = rollout.session_id or "", rollout.cwd, rollout.error
     if error is not None:

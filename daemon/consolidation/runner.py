@@ -38,6 +38,7 @@ from ..protocol.memory import GlobalSnapshot, WorkspaceSnapshot
 from ..protocol.sessions import ListError
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import SessionLogError
+from ..sessions.formats.claude_code import cut_off
 from ..sessions.reader import SessionLog, read_session
 from ..sessions.writers import UNKNOWN, open_writer
 from ..settings import Settings, SettingsError, SettingsStore
@@ -79,8 +80,8 @@ T = TypeVar("T")
 
 
 class Refused(Exception):
-    """No review was started: `code` says why (NOT_FOUND, SUBAGENT, LIVE, NO_CWD, ...); `files`,
-    the memory files to fix first (MEMORY_INVALID)."""
+    """No review was started: `code` says why (NOT_FOUND, SUBAGENT, LIVE, NO_CWD, CUT_OFF, ...);
+    `files`, the memory files to fix first (MEMORY_INVALID)."""
 
     def __init__(self, code: str, message: str, files: Sequence[str] = ()) -> None:
         super().__init__(message)
@@ -185,6 +186,8 @@ class Consolidator:
             return _result(recover(self.home, self.store, self.receipts, receipt), recovered=True)
         unmark(self.home, review)  # a crash after a final receipt kept it; readers must not wait here
         evidence = _evidence(source)
+        if evidence.is_empty():  # nothing to learn, unless damage hid the turns (decision 0368)
+            _refuse_cut_off(source)
         context = runtime_context(
             review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
         )
@@ -326,10 +329,10 @@ class Consolidator:
         entries, errors = catalog.entries()
         entry = next((e for e in entries if e.summary.id == session_id), None)
         if entry is None:
-            raise self._not_found(session_id, errors)
+            raise self._not_found(catalog, session_id, entries, errors)
         summary = entry.summary
         if summary.kind == "subagent":
-            raise _subagent(session_id, summary.parent)
+            raise _subagent(catalog, session_id, summary.parent, entries, errors)
         if summary.live:
             raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
         writer = self._open_writer(entry)
@@ -355,20 +358,15 @@ class Consolidator:
         writer = open_writer(entry.path)
         return None if writer is UNKNOWN else writer
 
-    def _not_found(self, session_id: str, errors: list[ListError]) -> Refused:
-        """Why a session is not listed: it is remem's own, it is ambiguous, or it is not there."""
+    def _not_found(
+        self, catalog: SessionCatalog, session_id: str, entries: list[Entry], errors: list[ListError]
+    ) -> Refused:
+        """Why a session is not listed: it is remem's own, or what `SessionCatalog.refusal` says
+        (it is ambiguous, its log cannot be read, it is not there), as `remem sessions` says it."""
         if worker_log_path(self.home, session_id) is not None:
             return Refused("WORKER_SESSION", f"session {session_id} is one of remem's own review sessions")
-        clashes = [e.path for e in errors if f"session id {session_id!r} also exists" in e.message]
-        if clashes:
-            return Refused(
-                "AMBIGUOUS", f"session id {session_id} exists more than once: {', '.join(clashes)}"
-            )
-        damaged = next((e for e in errors if _names(e.path, session_id)), None)
-        if damaged is not None:
-            why = f"{damaged.path}: {damaged.message}"
-            return Refused("UNREADABLE", f"session {session_id} cannot be read: {why}")
-        return Refused("NOT_FOUND", f"no session {session_id} in the configured session roots")
+        refused = catalog.refusal(session_id, entries, errors)
+        return Refused(refused.code, str(refused))
 
     def _still_same(self, source: _Input) -> bool:
         """A later observation: the same log, unchanged and not live. Uniqueness was seen by the
@@ -428,22 +426,65 @@ class Consolidator:
         return self._clients[key]
 
 
-def _subagent(session_id: str, parent: str | None) -> Refused:
+def _subagent(
+    catalog: SessionCatalog,
+    session_id: str,
+    parent: str | None,
+    entries: list[Entry],
+    errors: list[ListError],
+) -> Refused:
     """A subagent's session is part of its parent's (decision 0356): its prompts are the parent
-    agent's, not the user's, and what it found comes back to the parent, whose review sees it."""
-    parent_session = f"its parent session {parent}" if parent else "the session that ran it"
+    agent's, not the user's, and what it found comes back to the parent, whose review sees it.
+    A parent the listing does not hold (the tree flags the subagent `orphan`) is not named as
+    one to consolidate: what it is, unreadable or missing, is said instead."""
+    why = (
+        f"session {session_id} is a subagent's: its prompts were written by the agent that ran it, "
+        "not by the user"
+    )
+    if parent is None:
+        return Refused("SUBAGENT", f"{why}; consolidate the session that ran it")
+    listed = next((e for e in entries if e.summary.id == parent), None)
+    if listed is not None:
+        archived = " (it is archived: restore it first)" if listed.archived else ""
+        return Refused("SUBAGENT", f"{why}; consolidate its parent session {parent}{archived}")
+    damaged = catalog.unreadable_log(parent, errors)
+    if damaged is not None:
+        return Refused(
+            "SUBAGENT",
+            f"{why}; its parent session {parent} cannot be read ({damaged.path}: {damaged.message}), "
+            "and a subagent's work is reviewed only as part of its parent's, so this one cannot be "
+            "reviewed until that session can be read",
+        )
     return Refused(
         "SUBAGENT",
-        f"session {session_id} is a subagent's: its prompts were written by the agent that ran it, "
-        f"not by the user; consolidate {parent_session}",
+        f"{why}; its parent session {parent} is in no configured session root (its transcript is "
+        "missing), and a subagent's work is reviewed only as part of its parent's, so this one "
+        "cannot be reviewed unless that transcript is found again",
     )
 
 
-def _names(path: str, session_id: str) -> bool:
-    """Whether a log's path is that session's: its folder (DSH) or its file name (Claude Code's
-    `<id>.jsonl`, Codex's `rollout-<time>-<id>.jsonl`) is the id."""
-    stems = [part.split(".")[0] for part in Path(path).parts]
-    return any(stem == session_id or stem.endswith(f"-{session_id}") for stem in stems)
+def _refuse_cut_off(source: _Input) -> None:
+    """Refuse `CUT_OFF` a Claude Code session whose evidence is empty only because damage cut its
+    active conversation off from the turns before it (decision 0368): a `no-change` would stand
+    for turns the model was never shown, and bind that verdict to these bytes for good."""
+    log = source.log
+    if not isinstance(log, HarnessFile) or log.harness != "claude-code":
+        return
+    cut = cut_off(log.data, log.path.name)
+    if cut is None:
+        return
+    sid, line = source.entry.summary.id, cut.line
+    turns = "1 turn" if cut.turns == 1 else f"{cut.turns} turns"
+    raise Refused(
+        "CUT_OFF",
+        f"session {sid} cannot be reviewed: its active conversation holds no turns, "
+        f"because damage to its file cut it off from the {turns} before it (the record at line "
+        f"{line}: {cut.reason}); "
+        "those are only an abandoned branch before the first turn, and no review stands for turns "
+        f"the model was not shown. To have it reviewed, repair {log.path} so that the record at "
+        f"line {line} leads back to the ones before it (`remem sessions show {sid}` lists the "
+        "file's problems)",
+    )
 
 
 def _read_source(entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:

@@ -105,3 +105,34 @@ def test_a_subagent_is_refused_and_its_parent_is_named(
     with pytest.raises(Refused) as live:
         consolidate(home, ids[subagent])
     assert live.value.code == "SUBAGENT" and fake.count == 1
+
+
+@pytest.mark.parametrize("parent_file", [None, b"not a transcript\n"], ids=["missing", "unreadable"])
+def test_an_orphaned_subagent_is_refused_without_naming_a_parent_to_consolidate(
+    home: Home, fake: FakeOpenAI, tmp_path: Path, parent_file: bytes | None
+) -> None:
+    """Its parent's transcript is gone (or cannot be read): the refusal says so, and that the
+    subagent's work cannot be reviewed without it, rather than send the user to a session that
+    the listing does not hold."""
+    claude = tmp_path / "claude"
+    project = claude_project(claude)
+    side = [cl.prompt("s1", None, DELEGATION), cl.say("s2", "s1", "ok, tabs")]
+    records = [{**record, "isSidechain": True, "agentId": "e5f6"} for record in side]
+    write(project / cl.SID / "subagents" / "agent-e5f6.jsonl", cl.jsonl(*records))
+    write(project / cl.SID / "subagents" / "agent-0bad.jsonl", b"\xff a damaged sibling\n")
+    if parent_file is not None:
+        write(project / f"{cl.SID}.jsonl", parent_file)
+    configure(home, fake, tmp_path / "dsh", (claude, "claude-code"), timeout_seconds=20)
+    fake.reply(tool_call(proposal()))
+    with pytest.raises(Refused) as refused:
+        consolidate(home, "agent-e5f6")
+    message = refused.value.message
+    assert refused.value.code == "SUBAGENT"
+    assert "consolidate its parent session" not in message
+    assert "so this one cannot be reviewed" in message
+    if parent_file is None:
+        assert f"its parent session {cl.SID} is in no configured session root" in message
+        assert "its transcript is missing" in message
+    else:
+        assert f"its parent session {cl.SID} cannot be read ({project / cl.SID}.jsonl: " in message
+    assert fake.count == 0 and ReceiptStore(home).all() == [], "no model call, no receipt"
