@@ -27,6 +27,7 @@ from remem.daemon.memory.record import render_record
 from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.memory import DeleteChange, HistoryEntry, PutChange
 from remem.daemon.protocol.rpc import (
+    HOME_UNUSABLE,
     INVALID_CHANGES,
     MEMORY_INVALID,
     AgentChange,
@@ -61,6 +62,11 @@ STALE = (
 LOCK_IN_THE_WAY = (
     "remem cannot reach its memory: `{name}` in remem's home cannot be used as a lock file "
     "({reason}). Ask the user to remove that file (remem recreates it), then try again."
+)
+# The daemon's message names the home's paths: for the user (logged), not the agent.
+HOME_IN_THE_WAY = (
+    "remem cannot reach its memory: something in remem's home stands in the way (the user sees what "
+    "in this MCP server's log, or with `remem memory show`). Ask the user to fix it, then try again."
 )
 # Its reason names the home and quotes the daemon's log: for the user (logged), not the agent.
 DAEMON_UNAVAILABLE = (
@@ -177,6 +183,9 @@ class AgentSession:
             log.warning("the remem daemon is unavailable: %s", exc)
             raise Refusal(DAEMON_UNAVAILABLE) from None
         except RpcError as exc:
+            if exc.code == HOME_UNUSABLE:
+                log.warning("%s", exc.message)
+                raise Refusal(HOME_IN_THE_WAY) from None
             raise Refusal(_rpc_message(exc, changes)) from None
         except LockUnusable as exc:
             log.warning("%s", exc)

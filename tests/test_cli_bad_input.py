@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from click.testing import CliRunner, Result
@@ -156,3 +157,36 @@ def test_remem_home_still_chooses_the_home(tmp_path: Path, monkeypatch: pytest.M
     result = invoke("memory", "show", "--cwd", str(tmp_path), "--json")
     assert result.exit_code == 0, result.stderr
     assert (tmp_path / "chosen" / "memory").is_dir() and not (tmp_path / "user").exists()
+
+
+def test_a_bug_met_in_this_process_is_one_line_and_its_traceback_is_kept(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the daemon, an exception remem did not foresee ends the command with one line
+    (the credential it may quote masked) and exit 4; its traceback goes to the home, not the
+    terminal."""
+    from remem.daemon.cli import main
+    from remem.daemon.server.session_methods import SessionMethods
+
+    key = "sk-" + "k" * 30
+
+    async def broken(self: SessionMethods, params: object) -> NoReturn:
+        raise RuntimeError(f"a bug in the tree, quoting {key}")
+
+    monkeypatch.setattr(SessionMethods, "tree", broken)
+    command = ["--home", str(home.root), "--no-daemon", "sessions", "tree", "--cwd", str(tmp_path)]
+    monkeypatch.setattr(sys, "argv", ["remem", *command])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    kept = home.state / "last-error.log"
+    assert (exited.value.code, *capsys.readouterr()) == (
+        4,
+        "",
+        "remem: internal error, a bug in remem (RuntimeError: a bug in the tree, quoting "
+        f"[redacted api-key]); its traceback is in {kept}\n",
+    )
+    text = kept.read_text()
+    assert f"remem --home {home.root} --no-daemon sessions tree" in text
+    assert "Traceback (most recent call last):" in text and "in broken" in text
+    assert "RuntimeError: a bug in the tree, quoting [redacted api-key]" in text and key not in text
+    assert kept.stat().st_mode & 0o777 == 0o600

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
-from tests.sessions import claude_lines
+from remem.daemon.protocol.consolidation import Receipt, ScopeRevisions, Source, Status, Target
+from tests.sessions import claude_lines, codex_lines
+from tests.sessions.claude_lines import CWD as CLAUDE_CWD
 from tests.sessions.factory import (
     SessionSpec,
     build_family,
@@ -19,6 +24,7 @@ from tests.sessions.factory import (
     fork_session,
     write_session,
 )
+from tests.sessions.harness_roots import SID, TID, build_roots
 
 CWD = "/home/dev/projects/demo"
 
@@ -93,12 +99,28 @@ def test_list_lines_up_its_columns_and_counts_turns_in_words(home: Home, tmp_pat
         assert f" {count} {'turn ' if count == 1 else 'turns'} " in line
 
 
-def test_an_empty_answer_says_where_remem_looked(home: Home, tmp_path: Path) -> None:
+def test_an_empty_answer_says_where_remem_looked(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root, _ = seeded_root(tmp_path)
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    (claude / "projects").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(codex))
     code, out, err = run(home, "tree", "--cwd", "/home/dev/elsewhere", "--root", str(root))
     assert code == 0 and out == "", "scripts still read an empty tree"
     assert "No agent sessions of /home/dev/elsewhere were found" in err
     assert "Claude Code, Codex and DSH" in err and str(home.settings_file) in err and "--root" in err
+    # Each folder it read, then each harness's own folder it passed by, not found.
+    dsh = Path(os.environ["DSH_HOME"]) / "sessions"
+    assert err.splitlines()[1:7] == [
+        f"  {home.sessions}",
+        f"  {claude / 'projects'} (Claude Code's folder)",
+        f"  {root}",
+        f"  {dsh} (DSH's folder, not found)",
+        f"  {codex / 'sessions'} (Codex's folder, not found)",
+        f"  {codex / 'archived_sessions'} (Codex's folder, not found)",
+    ], err
     code, out, err = run(home, "list", "--cwd", "/home/dev/elsewhere", "--root", str(root))
     assert code == 0 and out == "0 session(s), 0 unreadable\n" and "were found" in err
     code, _, err = run(home, "tree", "--cwd", CWD, "--root", str(root))
@@ -192,3 +214,210 @@ def test_an_empty_id_is_a_usage_error_not_a_traceback(home: Home) -> None:
     for args in (("turns", ""), ("show", " "), ("fork", "x", "--op-id", ""), ("rename", "", "t")):
         result = CliRunner().invoke(cli, ["--home", str(home.root), "sessions", *args])
         assert result.exit_code == 2 and "must not be empty" in result.stderr, (args, result.output)
+
+
+# What would drive a terminal from a title or a prompt: C1 controls (CSI, OSC), DEL, the line
+# separators and the direction overrides and isolates.
+DRIVING = "\u009b31m\u009d0;PWNED\u0007\u007f\u2028\u2029\u202a\u202e\u2066\u2069"
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def test_json_escapes_what_would_drive_a_terminal_and_reads_back_the_same(home: Home, tmp_path: Path) -> None:
+    hostile = f"evil{DRIVING}end"
+    custom = {"type": "custom-title", "customTitle": hostile, "sessionId": claude_lines.SID}
+    records = [claude_lines.prompt("u1", None, hostile), claude_lines.say("a1", "u1", "done"), custom]
+    project = tmp_path / "projects" / "-home-u-proj"
+    project.mkdir(parents=True)
+    (project / f"{claude_lines.SID}.jsonl").write_bytes(claude_lines.jsonl(*records))
+    root = ["--root", str(tmp_path / "projects")]
+    commands = {
+        "list": ["list"],
+        "tree": ["tree", "--cwd", claude_lines.CWD],
+        "turns": ["turns", claude_lines.SID],
+        "show": ["show", claude_lines.SID],
+    }
+    read = {}
+    for name, command in commands.items():
+        code, out, _ = run(home, *command, *root, "--json")
+        assert code == 0 and not RAW_CONTROL.search(out), (name, out)
+        assert "evil\\u009b31m\\u009d0;PWNED\\u0007\\u007f" in out, name
+        read[name] = json.loads(out)
+    escaped = "evil\\u009b31m\\u009d0;PWNED\\u0007\\u007f\\u2028\\u2029\\u202a\\u202e\\u2066\\u2069end"
+    assert all(escaped in run(home, *commands[name], *root, "--json")[1] for name in ("list", "tree", "show"))
+    assert read["list"]["sessions"][0]["title"] == hostile and read["tree"]["nodes"][0]["title"] == hostile
+    assert read["show"]["title"] == hostile and read["show"]["header"]["title"] == hostile
+    assert read["turns"]["turns"][0]["user"] == hostile.splitlines()[0]  # a turn shows its first line
+    # Only the dangerous characters: the rest of Unicode stays readable in JSON too.
+    title = "שלום — 日本語 🎉"
+    custom["customTitle"] = title
+    (project / f"{claude_lines.SID}.jsonl").write_bytes(claude_lines.jsonl(*records[:2], custom))
+    assert f'"title": "{title}"' in run(home, "list", *root, "--json")[1]
+
+
+def claude_code_root(folder: Path) -> Path:
+    """`folder` holding a project folder with a two-turn Claude Code session of `claude_lines.CWD`."""
+    records = [
+        claude_lines.prompt("u1", None, "first question"),
+        claude_lines.say("a1", "u1", "first answer"),
+        claude_lines.prompt("u2", "a1", "second question"),
+        claude_lines.say("a2", "u2", "second answer"),
+    ]
+    project = folder / "-home-u-proj"
+    project.mkdir(parents=True)
+    (project / f"{claude_lines.SID}.jsonl").write_bytes(claude_lines.jsonl(*records))
+    return folder
+
+
+def test_a_harness_fork_says_from_where_and_with_which_home_it_resumes(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    # In Claude Code's default folder (~/.claude/projects): from the session's folder, no variable.
+    claude_code_root(tmp_path / "me" / ".claude" / "projects")
+    code, out, _ = run(
+        home, "fork", claude_lines.SID, "--op-id", "op-1", "--root", str(tmp_path / "me" / ".claude")
+    )
+    child = out.split()[1]
+    assert (
+        code == 0
+        and out.splitlines()[1] == f"resume it with: cd {claude_lines.CWD} && claude --resume {child}"
+    )
+    # In another config folder, which Claude Code finds only by CLAUDE_CONFIG_DIR: it is named.
+    config = tmp_path / "my configs" / "claude"
+    claude_code_root(config / "projects")
+    code, out, _ = run(home, "fork", claude_lines.SID, "--op-id", "op-2", "--root", str(config), "--json")
+    made = json.loads(out)
+    command = f"cd {claude_lines.CWD} && CLAUDE_CONFIG_DIR='{config}' claude --resume {made['child']}"
+    assert (
+        code == 0 and made["command"] == command and shlex.split(command)[3] == f"CLAUDE_CONFIG_DIR={config}"
+    )
+    assert (made["cwd"], made["env"], made["note"]) == (
+        claude_lines.CWD,
+        {"CLAUDE_CONFIG_DIR": str(config)},
+        None,
+    )
+    assert made["resume"] == ["claude", "--resume", made["child"]]
+    # A copy of a project folder outside any config folder: no home of Claude Code holds the
+    # child, so there is no command to give, and it says why.
+    copies = claude_code_root(tmp_path / "copies")
+    code, out, _ = run(home, "fork", claude_lines.SID, "--op-id", "op-3", "--root", str(copies))
+    assert code == 0 and "resume it with" not in out
+    assert out.splitlines()[1] == (
+        f"Claude Code does not look in {copies / '-home-u-proj'}: it resumes sessions from "
+        "$CLAUDE_CONFIG_DIR/projects (by default ~/.claude/projects) only"
+    )
+    made = json.loads(
+        run(home, "fork", claude_lines.SID, "--op-id", "op-3", "--root", str(copies), "--json")[1]
+    )
+    assert (made["env"], made["command"]) == (None, None) and made["note"].startswith(
+        "Claude Code does not look"
+    )
+
+
+def test_a_codex_fork_names_the_codex_home_whose_sessions_hold_it(home: Home, tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex"
+    day = codex_home / "sessions" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-05-01T00-00-00-{codex_lines.TID}.jsonl").write_bytes(
+        codex_lines.rollout(codex_lines.meta(cwd="/w/my app"), *codex_lines.turn("t1", "hi", "hello"))
+    )
+    code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-1", "--root", str(codex_home))
+    child = out.split()[1]
+    assert code == 0 and out.splitlines()[1] == (
+        f"resume it with: cd '/w/my app' && CODEX_HOME={codex_home} codex exec resume {child}"
+    )
+
+
+def test_a_dsh_forks_json_has_no_harness_fields(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    code, out, _ = run(home, "fork", ids["main"], "--op-id", "op-1", "--root", str(root), "--json")
+    assert code == 0 and set(json.loads(out)) == {"child", "seedLength", "forkTurn", "created"}
+
+
+def receipt_of(home: Home, session: str) -> None:
+    """A committed review of `session` at content it no longer has: its state is `changed`."""
+    source = Source(session=session, digest="sha256:" + "0" * 64, coveredSeq=1)
+    revisions = ScopeRevisions(before="sha256:" + "1" * 64)
+    target = Target(workspace="ws", workspaceRevisions=revisions, globalRevisions=revisions)
+    receipt = Receipt(
+        review="r" * 64, consolidator=1, status=Status.COMMITTED, source=source, target=target,
+        createdAt="2026-01-01T00:00:00Z",
+    )  # fmt: skip
+    ReceiptStore(home.ensure_layout()).write(receipt)
+
+
+def test_every_harness_has_one_badge_and_titles_start_at_one_column(home: Home, tmp_path: Path) -> None:
+    roots = [f"--root={root}" for root in build_roots(tmp_path).values()]
+    receipt_of(home, SID)
+    listed = json.loads(run(home, "list", *roots, "--json")[1])["sessions"]
+    assert {s["format"] for s in listed} == {"dsh", "claude-code", "codex"}
+    code, out, _ = run(home, "list", *roots)
+    rows = {line.split()[0]: line for line in out.splitlines()[:-1]}
+    assert code == 0 and set(rows) == {s["id"] for s in listed}
+    titles = {s["id"]: s["title"] or "(untitled)" for s in listed}
+    assert all(rows[session].endswith(f"  {title}") for session, title in titles.items()), out
+    assert len({len(rows[session]) - len(title) for session, title in titles.items()}) == 1, out
+    assert "[Claude Code] [changed]" in rows[SID] and "[Codex]" in rows[TID] and "[" not in rows["dsh-1"]
+    code, out, _ = run(home, "tree", "--cwd", CLAUDE_CWD, *roots)
+    badges = re.findall(r"[\[(](Claude Code|Codex|DSH)[\])]", out)
+    assert code == 0 and "[Claude Code]" in out and "[Codex]" in out, out
+    assert "(Claude Code)" not in out and "(Codex)" not in out and "DSH" not in badges
+
+
+def test_a_harness_sessions_show_header_is_its_listing_row(home: Home, tmp_path: Path) -> None:
+    roots = [f"--root={root}" for root in build_roots(tmp_path).values()]
+    receipt_of(home, SID)
+    listed = {s["id"]: s for s in json.loads(run(home, "list", *roots, "--json")[1])["sessions"]}
+    for session in (SID, TID):
+        code, out, _ = run(home, "show", session, *roots, "--json")
+        assert code == 0 and json.loads(out)["header"] == listed[session]
+    assert listed[SID]["review"] == {"state": "changed", "status": None} and listed[SID]["digest"] is not None
+
+
+def test_a_session_without_turns_says_so(home: Home, tmp_path: Path) -> None:
+    roots = [f"--root={root}" for root in build_roots(tmp_path).values()]
+    code, out, err = run(home, "turns", "019c-else", *roots)
+    assert code == 0 and out == "" and err == "019c-else has no turns yet.\n"
+    code, out, err = run(home, "turns", "019c-else", *roots, "--json")
+    answer = json.loads(out)
+    assert code == 0 and err == "" and answer.pop("revision")  # what `fork --expected-revision` takes
+    assert answer == {"format": "codex", "turns": [], "kind": "root", "parent": None}
+
+
+def test_a_tree_says_what_it_could_not_read(home: Home, tmp_path: Path) -> None:
+    """The workspace's own Claude Code folder a link: the tree is not an empty workspace's."""
+    roots = build_roots(tmp_path)
+    project = roots["claude-code"] / CLAUDE_CWD.replace("/", "-")
+    project.rename(tmp_path / "elsewhere")
+    project.symlink_to(tmp_path / "elsewhere")
+    root = f"--root={roots['claude-code']}"
+    code, out, err = run(home, "tree", "--cwd", CLAUDE_CWD, root, "--json")
+    problem = "a symbolic link; remem reads only real folders and files inside a session root"
+    assert code == 0 and json.loads(out) == {
+        "nodes": [],
+        "errors": [{"path": str(project), "message": problem}],
+    }
+    code, out, err = run(home, "tree", "--cwd", CLAUDE_CWD, root)
+    assert code == 0 and out == ""
+    assert err.startswith(
+        f"error: {project}: {problem}\nNo agent sessions of {CLAUDE_CWD} could be read (1 unreadable, above)."
+    ), err
+    listed = json.loads(run(home, "list", "--cwd", CLAUDE_CWD, root, "--json")[1])
+    assert json.loads(run(home, "tree", "--cwd", CLAUDE_CWD, root, "--json")[1])["errors"] == listed["errors"]
+
+
+def test_a_sessions_problems_show_in_the_text_as_in_the_json(home: Home, tmp_path: Path) -> None:
+    roots = build_roots(tmp_path)
+    transcript = roots["claude-code"] / CLAUDE_CWD.replace("/", "-") / f"{SID}.jsonl"
+    transcript.write_bytes(transcript.read_bytes() + b"not json\n" * 3)
+    os.utime(transcript, (1_600_000_000, 1_600_000_000))  # not live: every bad line counts
+    args = [f"--root={root}" for root in roots.values()]
+    listed = {s["id"]: s for s in json.loads(run(home, "list", *args, "--json")[1])["sessions"]}
+    assert listed[SID]["problems"] == 3 and listed[TID]["problems"] == 0
+    code, out, _ = run(home, "list", *args)
+    rows = {line.split()[0]: line for line in out.splitlines()[:-1]}
+    assert code == 0 and "[Claude Code] [3 problems]" in rows[SID], out
+    assert "problem" not in rows[TID], "a clean file has no mark"
+    code, out, _ = run(home, "tree", "--cwd", CLAUDE_CWD, *args)
+    [row] = [line for line in out.splitlines() if line.endswith(f"  {SID}")]
+    assert code == 0 and "[Claude Code] [3 problems]" in row and out.count("problem") == 1, out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 
 import click
@@ -101,3 +102,45 @@ def main() -> None:
     except (HomeUnusable, LockUnusable) as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)
+    except Exception as exc:  # a bug in remem: one line, and its traceback kept for a report
+        from ..credentials import mask_userinfo, redact
+        from .output import EXIT_INTERNAL, one_line, say
+
+        kept = _keep_traceback(exc)
+        said = one_line(redact(mask_userinfo(f"{type(exc).__name__}: {exc}")))  # it may quote a key
+        said = said if len(said) <= _SAID_CHARS else f"{said[: _SAID_CHARS - 1]}…"
+        say(f"remem: internal error, a bug in remem ({said}); {kept}", err=True)
+        sys.exit(EXIT_INTERNAL)
+
+
+_SAID_CHARS = 200  # of the exception's own message, on the one line
+
+
+LAST_ERROR = "state/last-error.log"  # in the home: the traceback of the last command a bug ended
+
+
+def _keep_traceback(exc: Exception) -> str:
+    """Write `exc`'s traceback, masked, to the home's `LAST_ERROR` (the last one only: a report
+    needs the latest); what to tell the user of it."""
+    import shlex
+    import traceback
+    from datetime import datetime, timezone
+
+    from ..credentials import mask_userinfo, redact
+
+    try:  # the home the command was given, read again from its arguments (`--home`, else as usual)
+        given = cli.make_context("remem", sys.argv[1:], resilient_parsing=True).params.get("home")
+    except Exception:
+        given = None
+    home = Home.resolve(given)
+    path = home.root / LAST_ERROR
+    text = f"remem {__version__}, {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n"
+    text += f"{shlex.join(['remem', *sys.argv[1:]])}\n{''.join(traceback.format_exception(exc))}"
+    try:
+        home.private_dir(path.parent)
+        fd = home.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as file:
+            file.write(redact(mask_userinfo(text)))
+    except (HomeUnusable, OSError) as unwritten:
+        return f"its traceback could not be written to {path} ({unwritten})"
+    return f"its traceback is in {path}"

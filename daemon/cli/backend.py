@@ -58,20 +58,34 @@ class _ThroughDaemon:
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
         from .. import client
-        from ..protocol.rpc import ANSWER_TOO_LARGE, RpcError
-        from .output import EXIT_PROBLEMS, fail
+        from ..protocol.rpc import ANSWER_TOO_LARGE, HOME_UNUSABLE, INTERNAL_ERROR, SESSION_REFUSED, RpcError
+        from ..server.runtime import DaemonPaths
+        from ..settings import invalid_settings
+        from .output import EXIT_INTERNAL, EXIT_INVALID, EXIT_PROBLEMS, fail
 
         try:
-            return client.SocketTransport(self.home, listener=self.listener).request(method, params)
+            answer = client.SocketTransport(self.home, listener=self.listener).request(method, params)
         except client.RequestTooLarge:
             # Past any valid request's size, so the same handlers here say what is wrong with it.
             return _in_process(self.home, (), self.listener).request(method, params)
         except client.DaemonUnavailable as exc:
             fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
         except RpcError as exc:
-            if exc.code != ANSWER_TOO_LARGE:
-                raise
-            fail(f"{exc.message}; --no-daemon reads it in this process instead", EXIT_PROBLEMS)
+            if exc.code == ANSWER_TOO_LARGE:
+                fail(f"{exc.message}; --no-daemon reads it in this process instead", EXIT_PROBLEMS)
+            if exc.code == HOME_UNUSABLE:  # as `main` says it when the command meets it itself
+                fail(exc.message, EXIT_INVALID)
+            if exc.code == INTERNAL_ERROR:  # a bug: its traceback is in the daemon's log
+                log = DaemonPaths(self.home).log
+                fail(f"the daemon failed on {method.name}, a bug in remem; see the daemon log at {log}",
+                     EXIT_INTERNAL)  # fmt: skip
+            raise
+        # The daemon answers sessions on its last valid settings while settings.yml is invalid,
+        # saying so: a command refuses it as it does without the daemon (decision 0363).
+        problems = getattr(answer, "settingsProblems", None) if method.name.startswith("sessions/") else None
+        if problems:
+            raise RpcError(SESSION_REFUSED, invalid_settings(problems), {"code": "INVALID"})
+        return answer
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -19,12 +20,13 @@ from ..client import (
     SocketTransport,
     shutdown,
 )
-from ..home import Home
+from ..home import Home, HomeUnusable
+from ..locks import LockUnusable
 from ..protocol.api import DaemonApi
 from ..protocol.rpc import APP_VERSION, PROTOCOL_VERSION, Empty, StatusResult
 from ..server.runtime import POLL_SECONDS, DaemonPaths
 from .backend import Backend
-from .output import EXIT_PROBLEMS, emit_json, fail, say
+from .output import EXIT_INTERNAL, EXIT_PROBLEMS, emit_json, fail, say
 
 STOP_TIMEOUT_SECONDS = 15.0
 # How long a signalled daemon has to exit: a wedged one never handles SIGTERM, so SIGKILL follows.
@@ -42,7 +44,16 @@ def run(backend: Backend) -> None:
     """Run the daemon in the foreground (exits 0 if one already serves this home)."""
     from ..server.process import run as run_daemon  # the server itself: only this command needs it
 
-    sys.exit(run_daemon(backend.home))
+    try:
+        code = run_daemon(backend.home)
+    except (HomeUnusable, LockUnusable):
+        raise  # one line, as every command says it (`main`)
+    except Exception:
+        # Its standard error is its log, where "see the daemon log" points: the traceback goes
+        # there, and its last line is what a client that started it quotes.
+        logging.getLogger("remem.daemon").exception("the daemon stopped on an unexpected error")
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(code)
 
 
 @daemon.command()

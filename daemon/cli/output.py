@@ -15,6 +15,7 @@ from ..memory.diagnostics import Diagnostic, FileProblems
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2
 EXIT_CONFLICT = 3
+EXIT_INTERNAL = 4  # a bug in remem: one line says where its traceback is
 
 
 # What would drive a terminal rather than show on it: C0 and C1 controls, and the Unicode line
@@ -41,8 +42,12 @@ def one_line(text: str) -> str:
 
 
 def emit_json(value: BaseModel | dict[str, Any]) -> None:
+    """`value` as JSON for scripts, the rest of Unicode kept readable. What would drive a terminal
+    is written `\\uXXXX`: `json.dumps` escapes C0 itself, and the rest of `_CONTROLS` can only
+    stand inside a string, where the escape is the same character to any JSON reader."""
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    click.echo(_IN_TEXT.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
 
 
 def diagnostic_line(path: str, d: Diagnostic) -> str:

@@ -4,9 +4,8 @@ rename, archive and restore one session."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..protocol.forks import ForkRequest
+from ..protocol.forks import HARNESS_FIELDS, ForkRequest
 from ..protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
@@ -25,8 +24,9 @@ from ..protocol.rpc import (
     SessionParams,
     TranscriptParams,
 )
-from ..protocol.sessions import ROLLED_BACK
-from ..sessions.sources import HARNESS_NAMES
+from ..protocol.sessions import ROLLED_BACK, SessionFormat
+from ..sessions.harness_homes import looked_in
+from ..sessions.sources import HARNESS_NAMES, all_roots, named_roots
 from .arguments import NON_EMPTY, UTF8, utf8_folder, workspace_params
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
@@ -66,17 +66,29 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         emit_json(listing)
         return
     width = max((len(s.id) for s in listing.sessions), default=0)  # ids differ in length by harness
-    for s in listing.sessions:
-        badge = f" [{HARNESS_NAMES[s.format]}]" if s.format != "dsh" else ""
-        badge += " live" if s.live else ""
-        badge += f" [{s.review.status or s.review.state}]" if s.review.state != "never" else ""
+    badges = [
+        " ".join(
+            mark
+            for mark in (
+                harness_badge(s.format),
+                "live" if s.live else "",
+                f"[{s.review.status or s.review.state}]" if s.review.state != "never" else "",
+                problems_badge(s.problems),
+            )
+            if mark
+        )
+        for s in listing.sessions
+    ]
+    column = max(map(len, badges), default=0)  # so every title starts at one column
+    for s, badge in zip(listing.sessions, badges, strict=True):
         turns = f"{s.turns:>3} {'turn' if s.turns == 1 else 'turns':<5}"
+        marks = f" {badge:<{column}}" if column else ""
         title = one_line(s.title or "(untitled)")
-        say(f"{s.id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{badge}  {title}")
+        say(f"{s.id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{marks}  {title}")
     for error in listing.errors:
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
-        _none_found(backend, params.cwd, unreadable=len(listing.errors))
+        _none_found(backend, params.cwd, roots, unreadable=len(listing.errors))
     say(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
 
 
@@ -88,32 +100,68 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
     params = workspace_params(cwd)
     with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
-        nodes = backend.api(roots, listener).session_tree(params).nodes
+        answer = backend.api(roots, listener).session_tree(params)
+    nodes = answer.nodes
     if as_json:
-        emit_json({"nodes": [node.model_dump(mode="json") for node in nodes]})
+        emit_json(answer.model_dump(mode="json", include={"nodes", "errors"}))
         return
     for node in nodes:
         extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
-        flags += f" ({HARNESS_NAMES[node.format]})" if node.format != "dsh" else ""
+        flags += f" {harness_badge(node.format)}" if node.format != "dsh" else ""
+        flags += f" {problems_badge(node.problems)}" if node.problems else ""
         flags += " (archived)" if node.archived else ""
         say(f"{'  ' * node.depth}{node.kind}: {one_line(node.title or node.id)}{extra}{flags}  {node.id}")
+    for error in answer.errors:  # as `list` says them: an unreadable workspace is not an empty one
+        say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not nodes:
-        _none_found(backend, params.cwd)
+        _none_found(backend, params.cwd, roots, unreadable=len(answer.errors))
 
 
-def _none_found(backend: Backend, cwd: str | None, unreadable: int = 0) -> None:
-    """What an empty answer means and where to go from it: said on stderr, so the output stays
-    empty for scripts."""
+def harness_badge(session_format: SessionFormat) -> str:
+    """The harness a session comes from, as `list` and `tree` show it (none for DSH's)."""
+    return f"[{HARNESS_NAMES[session_format]}]" if session_format != "dsh" else ""
+
+
+def problems_badge(problems: int) -> str:
+    """The lines of a session's file its reader skipped or flagged, as `list` and `tree` show
+    them (none for a clean file); `sessions show` lists each (decision 0161)."""
+    return f"[{problems} problem{'' if problems == 1 else 's'}]" if problems else ""
+
+
+def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unreadable: int = 0) -> None:
+    """What an empty answer means, where remem looked, and where to go from it: said on stderr,
+    so the output stays empty for scripts."""
     harnesses = sorted(HARNESS_NAMES.values())
     where = f"of {cwd} " if cwd is not None else ""
     found = f"could be read ({unreadable} unreadable, above)" if unreadable else "were found"
     say(
         f"No agent sessions {where}{found}. remem reads the sessions of {', '.join(harnesses[:-1])} "
-        f"and {harnesses[-1]} from their default folders and the sessions.roots of "
-        f"{backend.home.settings_file}; `--root FOLDER` reads another folder once.",
+        f"and {harnesses[-1]}; it looked in:",
         err=True,
     )
+    for folder in looked_in(_roots_read(backend, roots)):
+        whose = f"{HARNESS_NAMES[folder.harness]}'s folder" if folder.harness else ""
+        what = ", ".join(part for part in (whose, "" if folder.exists else "not found") if part)
+        say(f"  {one_line(str(folder.path))}{f' ({what})' if what else ''}", err=True)
+    say(
+        f"Add a folder under sessions.roots in {backend.home.settings_file}, "
+        "or read one once with `--root FOLDER`.",
+        err=True,
+    )
+
+
+def _roots_read(backend: Backend, extra: Sequence[Path]) -> list[Path]:
+    """The roots a listing reads: remem's own, the configured ones, each harness's default
+    folder that exists, and the `--root`s; as the catalog composes them (`all_roots`)."""
+    from ..settings import SettingsError, SettingsStore  # only for an empty answer
+
+    try:
+        configured = SettingsStore(backend.home).read()[0].sessions.roots
+    except SettingsError:
+        configured = []  # the listing said so already
+    roots = [root.path for root in all_roots(backend.home, configured)]
+    return roots + [root.path for folder in extra for root in named_roots(folder)]
 
 
 @sessions.command()
@@ -128,6 +176,8 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
     if as_json:
         emit_json(result.model_dump())
         return
+    if not result.turns:
+        say(f"{one_line(session_id)} has no turns yet.", err=True)  # stdout stays empty for scripts
     unit = "seq" if result.format == "dsh" else "lines"
     for t in result.turns:
         why = "rolled back" if t.status == ROLLED_BACK else "open"
@@ -202,13 +252,17 @@ def fork(
         result = backend.api(roots).fork_session(request)
     if as_json:
         # A DSH child has no resume command: its JSON stays what it always was.
-        emit_json(result.model_dump(mode="json", exclude={"resume"} if result.resume is None else None))
+        emit_json(
+            result.model_dump(mode="json", exclude=set(HARNESS_FIELDS) if result.resume is None else None)
+        )
     else:
         verb = "created" if result.created else "already existed:"
         unit = "events" if result.resume is None else "lines"  # a harness file's records are its lines
         say(f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} {unit} inherited)")
-        if result.resume is not None:
-            say(f"resume it from the session's folder with: {shlex.join(result.resume)}")
+        if result.command is not None:
+            say(f"resume it with: {result.command}")
+        elif result.note is not None:
+            say(result.note)
 
 
 @sessions.command()

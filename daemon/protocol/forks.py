@@ -31,3 +31,16 @@ class ForkResult(BaseModel):
     # The command that continues the child in its harness (Claude Code, Codex), run from the
     # session's cwd; DSH children are opened from DSH's own session list.
     resume: list[str] | None = None
+    # Where and how `resume` finds the child (Claude Code, Codex): the session's cwd, the
+    # variables the harness needs (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`; none when its default
+    # folder holds the child), and all of it as one shell command. No home of the harness
+    # holds a child written to a root that is no harness's session folder: then `env` and
+    # `command` are None and `note` says where the harness looks instead.
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    command: str | None = None
+    note: str | None = None
+
+
+# What only a Claude Code or Codex child has: a DSH fork's JSON leaves these out.
+HARNESS_FIELDS = frozenset({"resume", "cwd", "env", "command", "note"})

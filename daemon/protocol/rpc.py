@@ -28,15 +28,24 @@ from .memory import (
     WorkspaceSnapshot,
 )
 from .overview import MemoryOverview
-from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, TurnSummary
+from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, TurnSummary, no_problems
 
 # 2: the agents/* methods; 3: sessions of every harness, consolidation/models;
 # 4: reader problems on rows, inline subagents; 5: memory/overview, consolidation/receipt and
 # receipts of one workspace; 6: a tree node's defaultTitle; 7: a transcript's heading;
 # 8: the receipt files consolidation/receipts could not read; 9: a turns answer's format;
 # 10: a listed session's digest may be null (a harness file's, until a review needs it);
-# 11: consolidation/finished; 12: remem.lsp.regenerateIndex takes no `announce`.
-PROTOCOL_VERSION = 12
+# 11: consolidation/finished; 12: remem.lsp.regenerateIndex takes no `announce`; 13: a
+# Claude Code or Codex fork's result says where its harness resumes the child (`cwd`, `env`,
+# the whole `command`, or a `note` why none), and remem.lsp.fork answers that command; 14: a
+# session answer carries `settingsProblems` while settings.yml is invalid (decision 0363); 15:
+# consolidation/run may refuse `CUT_OFF`, a Claude Code session damage cut off from its turns (0368);
+# 16: a tree carries the `errors` of the logs and folders it could not read, and a home or lock
+# file in the way is its own error, HOME_UNUSABLE, never an internal error (decision 0370).
+# 17: a turns and a transcript answer say the session's `revision` they were read at (the turns
+# also its `kind` and `parent`), which remem.lsp.fork takes back as `expectedRevision`: a branch
+# from what the editor shows is refused `STALE_SOURCE` once the session changed (decision 0369).
+PROTOCOL_VERSION = 17
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -180,12 +189,22 @@ class TranscriptParams(SessionParams):
 
 class TreeResult(_Strict):
     nodes: list[FlatNode]
+    # The logs and folders the tree looked at and could not read, as `sessions/list` has them: a
+    # workspace whose sessions cannot be read is not one without sessions.
+    errors: list[ListError] = Field(default_factory=list)
+    settingsProblems: list[str] = Field(default_factory=list, exclude_if=no_problems)
 
 
 class TurnsResult(_Strict):
     # What the turns' seqs are: a DSH log's event seqs, or a Claude Code or Codex file's lines.
     format: SessionFormat
     turns: list[TurnRow]
+    # The session's revision when they were read: a fork's `expectedRevision`, so a turn chosen
+    # from them is never cut from a session that changed since (decision 0369).
+    revision: str
+    kind: Literal["root", "fork", "subagent"]  # as the listing has it: a subagent is not reviewed
+    parent: str | None
+    settingsProblems: list[str] = Field(default_factory=list, exclude_if=no_problems)
 
 
 class TurnRow(_Strict):
@@ -205,6 +224,8 @@ class TurnRow(_Strict):
 
 class TranscriptResult(_Strict):
     markdown: str
+    revision: str  # the session's, when it was read: what a branch from this text is checked against
+    settingsProblems: list[str] = Field(default_factory=list, exclude_if=no_problems)
 
 
 class LogResult(_Strict):
@@ -214,6 +235,7 @@ class LogResult(_Strict):
     title: str | None
     turns: list[TurnRow]
     events: list[dict[str, Any]]
+    settingsProblems: list[str] = Field(default_factory=list, exclude_if=no_problems)
 
 
 class RenameParams(SessionParams):
@@ -555,9 +577,12 @@ INVALID_CHANGES = -32010  # data: {"problems": [...]} — nothing was written
 MEMORY_INVALID = -32011  # data: {"revision", "files": [...]} — fix the files first
 SESSION_REFUSED = -32012  # data: {"code": NOT_FOUND | OPEN_TURN | STALE_SOURCE | OP_CONFLICT | ...}
 HISTORY_REFUSED = -32015  # the history cannot answer: the message says why (unknown entry, off, ...)
-# data: {"code": NOT_FOUND | LIVE | SUBAGENT | NO_CWD | NO_ROUTE | ..., "files"?}: no review began
+# data: {"code": NOT_FOUND | LIVE | SUBAGENT | NO_CWD | NO_ROUTE | CUT_OFF | ..., "files"?}: no review began
 CONSOLIDATION_REFUSED = -32013
 ANSWER_TOO_LARGE = -32014  # data: {"bytes", "limit"} — over daemon.max_answer_bytes; nothing was sent
+# Something in remem's home stands in the way (a link, a folder where a lock file goes): the
+# message names it and the fix, as the CLI says it without the daemon.
+HOME_UNUSABLE = -32016
 
 
 class RpcError(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # The session formats remem reads; named here once, where a root may name its own.
 SessionFormat = Literal["dsh", "claude-code", "codex"]
@@ -88,9 +88,17 @@ class ListError(BaseModel):
     message: str
 
 
+def no_problems(problems: list[str]) -> bool:
+    """Whether a session answer leaves its `settingsProblems` out: the problems of an invalid
+    `settings.yml`, each with its key and line, that a daemon answering on its last valid
+    settings meanwhile says (decision 0363). None: the answer reads as it did before."""
+    return not problems
+
+
 class Listing(BaseModel):
     sessions: list[SessionSummary]
     errors: list[ListError]
+    settingsProblems: list[str] = Field(default_factory=list, exclude_if=no_problems)
 
 
 class SessionMeta(BaseModel):

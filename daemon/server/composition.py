@@ -42,14 +42,15 @@ class Host:
     stat (False), or reads the files at each call (None: one short command). `extra_roots`
     exist only for a CLI command, whose user names them; the daemon reads configured roots only.
     `settings` are the daemon's running settings (the last valid ones while `settings.yml` is
-    invalid), which sessions are listed by; None: `settings.yml` as read at each call.
+    invalid), which sessions are listed by, with the file's problems (their answers carry
+    them); None: `settings.yml` as read at each call, refused while invalid.
     """
 
     publish: Publish = unheard
     watch: bool | None = None
     extra_roots: Sequence[Path] = ()
     memo: ListingMemo | None = None
-    settings: Callable[[], Settings] | None = None
+    settings: Callable[[], tuple[Settings, list[str]]] | None = None
 
 
 class Services:

@@ -15,9 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..home import HomeUnusable
+from ..locks import LockUnusable
 from ..protocol.api import Handler
 from ..protocol.rpc import (
     ANSWER_TOO_LARGE,
+    HOME_UNUSABLE,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -71,8 +74,14 @@ class Dispatcher:
             result = await self._call(method, params, escaped=b"\\ud" in line or b"\\uD" in line)
         except RpcError as exc:
             return None if _is_notification(message) else _error(request_id, exc)
+        except (HomeUnusable, LockUnusable) as exc:
+            # Something in the home stands in the way (a link, a folder for a lock file): no bug,
+            # but what the user must fix, said as the CLI says it without the daemon.
+            log.warning("%s", exc)
+            unusable = RpcError(HOME_UNUSABLE, str(exc))
+            return None if _is_notification(message) else _error(request_id, unusable)
         except Exception:  # a bug in a handler must not take the daemon down
-            log.exception("method failed")
+            log.exception("%s failed", message.get("method"))
             failed = RpcError(INTERNAL_ERROR, "internal error; see the daemon log")
             return None if _is_notification(message) else _error(request_id, failed)
         if "id" not in message:

@@ -76,7 +76,7 @@ class Daemon:
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
-        host = Host(self.publish, watch=watch, memo=self.listing_memo, settings=lambda: running.current)
+        host = Host(self.publish, watch=watch, memo=self.listing_memo, settings=running.now)
         self.services = Services(home, host)
         roots, implicit = watched_roots(home, settings.sessions.roots)
         self.watcher = Watcher(
@@ -262,15 +262,18 @@ def watched_roots(
     home: Home, configured: Iterable[str | SessionRootSetting]
 ) -> tuple[list[Path], frozenset[Path]]:
     """The roots the watcher follows: every root a listing reads now, and each harness's
-    default folder found or not, so that one made while the daemon runs is watched (and its
-    listing kept current) once it is there; and those defaults not configured too, which are
-    not reported missing (a listing passes them by while they do not exist)."""
+    default folder and each configured home's later folder (`sources.awaited_folders`) found
+    or not, so that one made while the daemon runs is watched (and its listing kept current)
+    once it is there; and those not configured themselves, which are not reported missing (a
+    listing passes them by while they do not exist)."""
     configured = list(configured)
     listed = default_roots(home, configured)
     named = {root.path for entry in configured for root in sources.configured_roots(entry)}
     defaults = [root.path for root in sources.default_roots()]
-    later = [path for path in defaults if path not in listed]
-    return [*listed, *later], frozenset(path for path in defaults if path not in named)
+    awaited = [path for entry in configured for path in sources.awaited_folders(entry)]
+    later = [path for path in [*defaults, *awaited] if path not in listed]
+    quiet = [*(path for path in defaults if path not in named), *awaited]
+    return [*listed, *dict.fromkeys(later)], frozenset(quiet)
 
 
 class AlreadyServed(Exception):

@@ -3,7 +3,9 @@
 A hand edit that breaks `settings.yml` must not stop the daemon (and with it the editor and
 every agent): the daemon starts on the last settings it found valid (`state/settings.valid.json`,
 or the defaults when there never were any) and reports each problem, by key and line, in
-`daemon/status` until the file is fixed.
+`daemon/status` until the file is fixed. Session requests also carry the problems in their
+answers (`now`), so the CLI refuses as it does without the daemon and the editor says why
+its tree may be out of date.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import ValidationError
 
 from ..fsutil import atomic_write
 from ..home import Home
-from ..settings import Settings, SettingsError, SettingsStore
+from ..settings import Settings, SettingsError, SettingsStore, parse_settings
 
 log = logging.getLogger("remem.daemon")
 
@@ -38,6 +40,23 @@ class RunningSettings:
         self.current, self.problems = settings, []
         atomic_write(self._copy, settings.model_dump_json(exclude_unset=True).encode() + b"\n")
         return True
+
+    def now(self) -> tuple[Settings, list[str]]:
+        """What a request runs on: `settings.yml` as it is now when it is valid; else the
+        current settings, with the file's problems, which the answer carries (decision 0363).
+        Read at each request, as a command without the daemon reads it, so the two answer
+        alike even before the watcher's `reload` heard of the edit."""
+        path = self.home.settings_file
+        try:
+            # Not through `SettingsStore`, which makes the home's folders first: the request's
+            # catalog does that, and twice cost a warm listing a quarter of a millisecond.
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raw = b""
+        try:
+            return parse_settings(raw, str(path)), []
+        except SettingsError as exc:
+            return self.current, exc.problems
 
     @property
     def _copy(self) -> Path:

@@ -18,14 +18,17 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from pydantic import BaseModel
+
 from ..consolidation.receipts import Receipt, ReceiptStore, review_states
 from ..forks.child import normalize_title
 from ..forks.sources import fork_session
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from ..protocol import rpc
 from ..protocol.forks import ForkRequest, ForkResult
@@ -48,16 +51,23 @@ from ..protocol.rpc import (
     WorkspaceParams,
 )
 from ..protocol.sessions import Listing
+from ..safe_open import reason
 from ..sessions.catalog import Entry, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
-from ..sessions.harness_sources import inherited_history, read_file, source_fingerprint, view_of
+from ..sessions.harness_homes import resume_place
+from ..sessions.harness_sources import (
+    codex_history,
+    inherited_history,
+    source_fingerprint,
+    view_of,
+)
 from ..sessions.harness_transcript import render_harness_transcript
 from ..sessions.lineage import build_tree
 from ..sessions.memo import ListingMemo
 from ..sessions.metadata import SessionMetadata
 from ..sessions.transcript import render_transcript
-from ..settings import Settings, SettingsError, SettingsStore
+from ..settings import Settings, SettingsError, SettingsStore, invalid_settings
 from .jsonrpc import Handler
 from .memory_methods import Publish, unheard
 
@@ -73,13 +83,14 @@ class SessionMethods:
         extra_roots: Sequence[Path] = (),
         publish: Publish = unheard,
         memo: ListingMemo | None = None,
-        settings: Callable[[], Settings] | None = None,
+        settings: Callable[[], tuple[Settings, list[str]]] | None = None,
     ) -> None:
         self.home = home
         self.extra_roots = tuple(extra_roots)
-        # A daemon's are its running settings, so a typo in settings.yml stops no tree; a
-        # one-shot command reads the file as it is now, and refuses it when invalid.
-        self._settings = settings or (lambda: SettingsStore(home).read()[0])
+        # A daemon's are its running settings, so a typo in settings.yml stops no tree: its
+        # answers carry the problems (`settingsProblems`), a change is refused. A one-shot
+        # command reads the file as it is now, and refuses it when invalid (decision 0363).
+        self._settings = settings or (lambda: (SettingsStore(home).read()[0], []))
         self._publish = publish
         self._memo = memo
         self._fingerprints: dict[Path, str] = {}
@@ -139,12 +150,13 @@ class SessionMethods:
         progress = self._progress(params.cwd)
 
         def build(catalog: SessionCatalog) -> TreeResult:
-            entries, _ = catalog.entries(params.cwd, progress)
+            entries, errors = catalog.entries(params.cwd, progress)
             receipts = self._receipts.all()
             states = review_states(receipts, self._digests(catalog, entries, receipts))
             nodes = build_tree(lineage_items(entries)).flat()
             return TreeResult(
-                nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes]
+                nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes],
+                errors=errors,  # what it could not read: an unreadable workspace is not an empty one
             )
 
         return await self._run(build)
@@ -175,8 +187,17 @@ class SessionMethods:
 
     async def turns(self, params: SessionParams) -> TurnsResult:
         def turns(catalog: SessionCatalog) -> TurnsResult:
+            # The revision is taken before the turns are read: turns newer than it make a fork
+            # checked against it refused as stale, never one cut from turns it does not name.
+            summary = (entry := catalog.find(params.id)).summary
             rows = [TurnRow.of(t) for t in catalog.projection(params.id).turns]
-            return TurnsResult(format=catalog.find(params.id).format, turns=rows)
+            return TurnsResult(
+                format=entry.format,
+                turns=rows,
+                revision=summary.revision,
+                kind=summary.kind,
+                parent=summary.parent,
+            )
 
         return await self._run(turns)
 
@@ -194,27 +215,40 @@ class SessionMethods:
             return None, []
 
     async def transcript(self, params: TranscriptParams) -> TranscriptResult:
-        def render(catalog: SessionCatalog) -> str:
+        def render(catalog: SessionCatalog) -> TranscriptResult:
             entry = catalog.find(params.id)
+            # The revision a fork from this text is checked against, taken before the file is
+            # read (as `turns` takes it): a file that changed meanwhile makes the fork stale.
+            revision = entry.summary.revision
             # The client's name for it, else the display title: a rename reaches the heading.
             title = params.title or entry.summary.title
             if entry.format == "dsh":
-                return render_transcript(catalog.read(params.id), title)
-            data = _harness_bytes(entry.path)
+                markdown = render_transcript(catalog.read(params.id), title)
+                return TranscriptResult(markdown=markdown, revision=revision)
+            data = _harness_bytes(catalog, entry)
+            if entry.format == "codex":  # a thread a revert rotated: with its history (decision 0366)
+                data = codex_history(entry.path, data)[0]
             view = view_of(entry.format, entry.path, data)
             inherited = inherited_history(view, partial(_codex_bytes, catalog))
-            return render_harness_transcript(view, data, title, inherited)
+            markdown = render_harness_transcript(view, data, title, inherited)
+            return TranscriptResult(markdown=markdown, revision=revision)
 
-        return await self._run(lambda catalog: TranscriptResult(markdown=render(catalog)))
+        return await self._run(render)
 
     async def log(self, params: SessionParams) -> LogResult:
         def read(catalog: SessionCatalog) -> LogResult:
             entry = catalog.find(params.id)
             if entry.format != "dsh":
-                # A harness file has no DSH header or events: its listing row stands for them.
+                # A harness file has no DSH header or events: its listing row stands for them,
+                # with its review state (and the digest it was judged by) as `sessions/list` has it.
                 projection = catalog.projection(params.id)
+                receipts = self._receipts.all()
+                digests = self._digests(catalog, [entry], receipts)
+                states, row = review_states(receipts, digests), entry.summary
+                if row.id in states:
+                    row = row.model_copy(update={"review": states[row.id], "digest": digests[row.id]})
                 return LogResult(
-                    header=entry.summary.model_dump(mode="json", exclude={"review"}),
+                    header=row.model_dump(mode="json"),
                     title=projection.title,
                     turns=[TurnRow.of(t) for t in projection.turns],
                     events=[],
@@ -232,10 +266,17 @@ class SessionMethods:
     async def fork(self, params: ForkRequest) -> ForkResult:
         def fork(catalog: SessionCatalog) -> tuple[ForkResult, Path]:
             result, child = fork_session(catalog, params)
+            if result.resume is not None:  # a Claude Code or Codex child: where it resumes
+                try:
+                    parent = catalog.find(params.source)
+                except SessionNotFound:  # a fork answered from its journal: the child has its cwd
+                    parent = catalog.find(result.child)
+                place = resume_place(parent.format, child, parent.summary.cwd, result.resume)
+                result = result.model_copy(update=asdict(place))
             return result, catalog.root_of(child)
 
         async with self._turns:
-            result, root = await self._run(fork)
+            result, root = await self._run(fork, changes=True)
             if result.created:
                 await self._announce(root)
         return result
@@ -273,25 +314,43 @@ class SessionMethods:
             meta = SessionMetadata(self.home).update(session_id, expected, **changes)
             return MetaResult(id=session_id, **meta.model_dump()), root
 
-        result, root = await self._run(update)
+        result, root = await self._run(update, changes=True)
         # The metadata lives in REMEM_HOME, not in the root: no file event will tell anyone.
         self._publish("sessions/changed", SessionsChanged(root=str(root)))
         return result
 
-    async def _run(self, action: Callable[[SessionCatalog], T]) -> T:
+    async def _run(self, action: Callable[[SessionCatalog], T], *, changes: bool = False) -> T:
+        """`action` on the catalog of the settings now. While `settings.yml` is invalid (the
+        daemon runs on its last valid settings) an answer carries the file's problems; an action
+        that `changes` something, or that is refused (its session may be in a root the file
+        names now), is refused for the file, as without the daemon (decision 0363)."""
+
         def call() -> T:
-            catalog = SessionCatalog.configured(self.home, self._settings(), self.extra_roots, self._memo)
-            return action(catalog)
+            settings, problems = self._settings()
+            if problems and changes:
+                raise SettingsError(problems)
+            catalog = SessionCatalog.configured(self.home, settings, self.extra_roots, self._memo)
+            try:
+                answer = action(catalog)
+            except (SessionNotFound, OperationError, RpcError, LockUnusable, HomeUnusable):
+                if problems:
+                    raise SettingsError(problems) from None
+                raise
+            if problems and isinstance(answer, BaseModel) and "settingsProblems" in type(answer).model_fields:
+                return answer.model_copy(update={"settingsProblems": problems})
+            return answer
 
         try:
             return await asyncio.to_thread(call)
         except SessionNotFound as exc:
-            raise _refused(OperationError("NOT_FOUND", str(exc))) from None
+            raise _refused(OperationError(exc.code, str(exc))) from None
         except OperationError as exc:
             raise _refused(exc) from None
         except SettingsError as exc:
-            raise RpcError(SESSION_REFUSED, f"settings.yml is invalid: {exc}", {"code": "INVALID"}) from None
+            raise RpcError(SESSION_REFUSED, invalid_settings(exc.problems), {"code": "INVALID"}) from None
         except LockUnusable as exc:  # a fork's or the session metadata's lock file
+            raise _refused(OperationError("INVALID", str(exc))) from None
+        except HomeUnusable as exc:  # a link in the home (the index, the metadata, the journal)
             raise _refused(OperationError("INVALID", str(exc))) from None
 
 
@@ -299,11 +358,14 @@ def _same_objects(earlier: list[Receipt], now: list[Receipt]) -> bool:
     return len(earlier) == len(now) and all(a is b for a, b in zip(earlier, now, strict=True))
 
 
-def _harness_bytes(path: Path) -> bytes:
+def _harness_bytes(catalog: SessionCatalog, entry: Entry) -> bytes:
+    """The listed file's bytes, read from its root and only if it is still the file listed
+    (`SessionCatalog.harness_bytes`); a refusal of this session otherwise."""
+    path = entry.path
     try:
-        return read_file(path)
+        return catalog.harness_bytes(entry)
     except OSError as exc:
-        raise SessionNotFound(f"{path} cannot be read: {exc.strerror or exc}") from None
+        raise SessionNotFound(f"{path} cannot be read: {reason(exc, path)}") from None
     except LineTooLong as exc:
         raise _refused(OperationError("INVALID", f"{path.name}: {exc.reason}")) from None
 
@@ -312,7 +374,9 @@ def _codex_bytes(catalog: SessionCatalog, session: str) -> bytes | None:
     """The file of a listed Codex session, None when it is not at hand."""
     try:
         entry = catalog.find(session)
-        return _harness_bytes(entry.path) if entry.format == "codex" else None
+        if entry.format != "codex":
+            return None
+        return codex_history(entry.path, _harness_bytes(catalog, entry))[0]
     except (SessionNotFound, RpcError):
         return None
 

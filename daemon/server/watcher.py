@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Literal
 
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirModifiedEvent,
     DirMovedEvent,
     EventsLostEvent,
+    FileAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -58,10 +60,13 @@ POLL_SECONDS = 1.0
 MISSING_ROOT_SECONDS = 2.0  # how often a root that does not exist (any more) is looked for
 _LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
 # Opening and reading are not changes; without this filter our own reads would wake us. A
-# watch with a filter hears of lost events only if it lists them.
+# watch with a filter hears of lost events only if it lists them. A change of metadata alone
+# (`touch`, an mtime set back by `cp -p`, a chmod) comes as an attribute event: it changes a
+# log's revision, liveness or readability without a write.
 _EVENTS: list[type[FileSystemEvent]] = [
     FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-    DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent, EventsLostEvent,
+    FileAttribEvent, DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent,
+    DirAttribEvent, EventsLostEvent,
 ]  # fmt: skip
 
 

@@ -17,7 +17,7 @@ from remem.daemon.server.runtime import DaemonPaths
 from tests.sessions.factory import SessionSpec, build_family, build_session, write_session
 
 from ..yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX
-from .helpers import calls
+from .helpers import calls, wait_until
 
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -62,6 +62,7 @@ def test_every_reading_command_prints_the_same_both_ways(
         ("sessions", "list", "--cwd", cwd),
         ("sessions", "tree", "--cwd", cwd, "--json"),
         ("sessions", "tree", "--cwd", cwd),
+        ("sessions", "tree", "--cwd", f"{cwd}-elsewhere"),  # empty: where it looked, on stderr
         ("sessions", "turns", ids["main"], "--json"),
         ("sessions", "show", ids["main"]),
         ("sessions", "show", ids["main"], "--json"),
@@ -92,6 +93,59 @@ def test_invalid_memory_is_reported_the_same_both_ways(
     for args in (("memory", "show", "--json"), ("memory", "show")):
         through_daemon = run(home, *args, daemon=True)
         assert through_daemon[0] == 1 and through_daemon == run(home, *args, daemon=False)
+
+
+def test_an_invalid_settings_file_is_refused_the_same_both_ways(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon answers sessions on its last valid settings (the defaults when there never were
+    any) and says the file's problems in its answer: a command then refuses the file as it does
+    without the daemon, never lists by other roots than the file names (decision 0363)."""
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    root = tmp_path / "dsh-sessions"
+    session = build_session(SessionSpec(seed=4, turns=2, cwd="/w"))
+    os.utime(write_session(root, session), (1_600_000_000, 1_600_000_000))
+    home.ensure_layout()
+    home.settings_file.write_text(
+        "daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{path: /x, format: claudecode}]\n"
+    )
+    problem = (
+        f"{home.settings_file}:4: sessions.roots.0.format: Input should be 'dsh', 'claude-code' or 'codex'"
+    )
+    commands = [
+        ("sessions", "list"),
+        ("sessions", "list", "--json"),
+        ("sessions", "tree", "--cwd", "/w"),
+        ("sessions", "turns", session.header.id),
+        ("sessions", "show", session.header.id, "--json"),
+        ("sessions", "fork", session.header.id, "--op-id", "op-1"),
+        ("sessions", "rename", session.header.id, "new title"),
+    ]
+    for command in commands:
+        through_daemon = run(home, *command, daemon=True)
+        assert through_daemon == run(home, *command, daemon=False), command
+        assert through_daemon[0] == 2 and problem in through_daemon[1] + through_daemon[2], through_daemon
+    assert DaemonPaths(home).running(), "the daemon runs, on the defaults"
+    [tree, status] = calls(home, [("sessions/tree", {"cwd": "/w"}), ("daemon/status", {})])
+    assert (tree["nodes"], tree["settingsProblems"], status["settingsProblems"]) == ([], [problem], [problem])
+
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
+    assert run(home, "sessions", "turns", session.header.id, daemon=True)[0] == 0, "valid again: at once"
+    wait_until(lambda: calls(home, [("daemon/status", {})])[0]["settingsProblems"] == [])
+    home.settings_file.write_text(home.settings_file.read_text() + "  idle_secs: 5\n")
+    refused = run(home, "sessions", "turns", session.header.id, "--json", daemon=True)
+    assert refused == run(home, "sessions", "turns", session.header.id, "--json", daemon=False)
+    assert refused[0] == 2 and json.loads(refused[1])["error"]["code"] == "INVALID"
+    [tree] = calls(home, [("sessions/tree", {"cwd": "/w"})])  # the editor's: by the last valid roots
+    assert [n["id"] for n in tree["nodes"]] == [session.header.id]
+    [typo] = tree["settingsProblems"]
+    assert (
+        typo.split(": ", 1)[1]
+        == "sessions.idle_secs: unknown key; check its spelling against docs/cli.md#settings"
+    )
+    assert not list(home.sessions.rglob("session.jsonl*")), (
+        "no fork was made (a DSH fork lands in remem's root)"
+    )
 
 
 def test_a_request_over_the_message_cap_is_refused_the_same_both_ways(

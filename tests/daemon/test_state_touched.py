@@ -16,7 +16,7 @@ from remem.daemon.server.process import STATUS_CHECK_SECONDS
 from remem.daemon.server.runtime import DaemonPaths
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
-from .helpers import remem, wait_until
+from .helpers import calls, remem, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -76,10 +76,13 @@ def test_an_invalid_settings_file_does_not_stop_the_daemon(
     assert str(root) in report["watch"]["paths"], "it runs on the last valid settings"
     shown = remem(home, "daemon", "status")
     assert "settings.yml is invalid" in shown.stdout and "sessions.idle" in shown.stdout
-    monkeypatch.delenv(NO_DAEMON_ENV)  # through the daemon, as the editor's tree is
+    # The editor's tree is drawn by the last valid roots, saying why (decision 0363).
+    [tree] = calls(home, [("sessions/tree", {"cwd": "/w"})])
+    assert [n["id"] for n in tree["nodes"]] == ["s-kept"], "by the last valid roots"
+    assert tree["settingsProblems"] == report["settingsProblems"]
+    monkeypatch.delenv(NO_DAEMON_ENV)  # a command refuses the file, as without the daemon
     listed = remem(home, "sessions", "tree", "--cwd", "/w", "--json")
-    assert listed.returncode == 0, listed.stderr
-    assert [n["id"] for n in json.loads(listed.stdout)["nodes"]] == ["s-kept"], "by the last valid roots"
+    assert listed.returncode == 2 and json.loads(listed.stdout)["error"]["code"] == "INVALID"
 
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{root}]\n")
     wait_until(lambda: status(home)["settingsProblems"] == [])

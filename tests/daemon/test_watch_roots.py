@@ -253,6 +253,39 @@ def test_default_folders_made_while_the_daemon_runs_are_watched(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("watch", ["auto", "polling"])
+def test_a_configured_codex_homes_archive_made_while_the_daemon_runs_is_watched(
+    home: Home, tmp_path: Path, watch: str
+) -> None:
+    """Codex makes `archived_sessions/` at its first archive: named through its home in the
+    settings, the folder is watched before it exists, so a rollout archived into it is listed."""
+    codex_home = tmp_path / "codex"
+    first = _codex(codex_home / "sessions", "019c0000-0000-7000-8000-0000000000b1")
+    _codex(codex_home / "sessions", "019c0000-0000-7000-8000-0000000000b2")
+    _settings(home, [codex_home], watch)
+    archived = codex_home / "archived_sessions"
+
+    async def scenario() -> None:
+        daemon = await _Client().open(home)
+        assert len(await daemon.ids()) == 2
+        archived.mkdir()
+        await _until_answer(
+            lambda: daemon.client.call("daemon/status"), lambda s: str(archived) in s["watch"]["paths"]
+        )
+        await daemon.ids()  # the new folder listed (and its scan kept) while still empty
+        first.rename(archived / first.name)
+        fresh = _fresh(home)
+        assert len(fresh) == 2
+        await _until_answer(
+            lambda: daemon.client.call("sessions/list"),
+            lambda got: {s["id"] for s in got["sessions"]} == fresh,
+        )
+        await daemon.client.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slow
 def test_a_root_deleted_and_made_again_lists_what_it_holds_now(home: Home, tmp_path: Path) -> None:
     root = tmp_path / "dsh-sessions"
     first = _dsh(root, 1)

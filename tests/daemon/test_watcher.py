@@ -65,6 +65,33 @@ def test_a_burst_of_changes_is_one_callback(home: Home) -> None:
     assert asyncio.run(scenario()) == [MemoryScope(None), MemoryScope(KEY)]
 
 
+@pytest.mark.parametrize("change", ["touch", "chmod"])
+def test_a_change_of_a_session_files_metadata_alone_is_heard(home: Home, tmp_path: Path, change: str) -> None:
+    """A `touch`, an mtime set back (`cp -p`, `rsync -t`) or a chmod changes what a listing says
+    (liveness, readability) without a write: inotify reports it as an attribute change."""
+    root = tmp_path / "claude"
+    log = root / "-w" / "s.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("{}\n")
+
+    async def scenario() -> list[Target]:
+        watcher, seen = make(home, [root])
+        watcher.start(asyncio.get_running_loop())
+        try:
+            await asyncio.sleep(0.5)  # the write above, reported or not, is over
+            seen.clear()
+            if change == "touch":
+                log.touch()
+            else:
+                log.chmod(0o000)
+            await until(lambda: SessionRoot(root) in seen, what="the change's callback", seen=lambda: seen)
+        finally:
+            await asyncio.to_thread(watcher.stop)
+        return seen
+
+    assert SessionRoot(root) in asyncio.run(scenario())
+
+
 class ExhaustedInotify(Observer):  # type: ignore[misc,valid-type]
     """The kernel's answer when the user's inotify watches are used up."""
 

@@ -81,3 +81,25 @@ async def test_an_unexpected_failure_is_an_error_result_without_paths(
     for message in (text_of(result), refused.value.error.message):
         assert "remem failed unexpectedly" in message and "log" in message, message
         assert str(tmp_path) not in message and "caf" not in message, message
+
+
+async def test_a_link_made_in_the_home_is_said_to_the_agent_without_paths(
+    home: Home, project: Path, tmp_path: Path
+) -> None:
+    """The daemon names the link and the fix (HOME_UNUSABLE), for the user's log; the agent is
+    told to ask the user, never an internal error."""
+    outside, audit = tmp_path / "outside", home.memory / "audit"
+    outside.mkdir()
+    async with agent(home, project) as session:
+        await session.context()
+        audit.symlink_to(outside)  # while the daemon runs: its layout check passed long ago
+        try:
+            result = await session.update({"action": "put", "record": {
+                "name": "one", "description": "d", "type": "feedback", "content": "x\n"}})  # fmt: skip
+        finally:
+            audit.unlink()  # so the fixture can look for a daemon to stop
+    assert result.is_error
+    message = text_of(result)
+    assert "something in remem's home stands in the way" in message and "internal" not in message, message
+    assert str(tmp_path) not in message and " /" not in message, message
+    assert list(outside.iterdir()) == [], "nothing written through it"
