@@ -1,15 +1,20 @@
 """Code lenses: consolidate and branch in session transcripts, provenance on records.
 
 In a transcript (`remem-session:/<encodeURIComponent(id)>/<title>.md`, the title only naming
-the tab): "Consolidate this session" on the first line, and "Branch after turn N" right after
+the tab): "Consolidate this session" on the first line (a subagent's, which is reviewed with
+the session that ran it, offers that session instead), and "Branch after turn N" right after
 each turn the daemon says can be branched from (above the next `## Turn N — status — time`
-heading, or on the last line). They run the extension's flows (`remem.consolidateSession`,
-`remem.branchFromTurn`), so a lens checks the model route, explains a refusal and confirms as
-the palette and the tree do. Without a daemon a transcript gets no lenses, since
-none of them could run. On a record whose current content a review produced: that provenance
-on the first line, which opens the session's transcript at the evidence's first turn (the
-extension's `remem.openTranscript`), and "Receipt" beside it (`remem.showReceipt`); without a
-daemon the provenance names events, and opens the receipt.
+heading, or on the last line), carrying the session revision the text was read at, so that a
+branch from a transcript the session has outgrown is refused, not cut from turns it does not
+show. They run the extension's flows (`remem.consolidateSession`, `remem.branchFromTurn`), so a
+lens checks the model route, explains a refusal and confirms as the palette and the tree do.
+Without a daemon a transcript gets no lenses, since none of them could run; a text this
+server did not hand out gets no branch lenses, since what it was read from is unknown.
+
+On a record whose current content a review produced: that provenance on the first line, which
+opens the session's transcript at the evidence's first turn (the extension's
+`remem.openTranscript`), and "Receipt" beside it (`remem.showReceipt`); without a daemon the
+provenance names events, and opens the receipt.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.workspace import TextDocument
 
 from remem.daemon.memory.validation import parse_record
-from remem.daemon.protocol.rpc import SessionParams
+from remem.daemon.protocol.rpc import SessionParams, TurnsResult
 
 from .. import ids
 from ..documents import Kind, MemoryFile, lines_of, memory_file, opened
@@ -51,13 +56,35 @@ async def _transcript_lenses(ls: RememServer, document: TextDocument, session: s
         answer = await ls.link.api.session_turns(SessionParams(id=session))
     except JsonRpcException:
         return []  # no daemon, or the session is gone: none of these lenses could run
+    lenses = await _consolidation_lenses(ls, session, answer)
+    revision = ls.transcripts.revision(session, document.source)
+    if revision is None:
+        return lenses  # not a text this server handed out: which conversation it shows is unknown
     forkable = {row.turn for row in answer.turns if row.forkable}
-    lenses = [_lens(0, "Consolidate this session", ids.CONSOLIDATE_SESSION, {"session": session})]
     for turn, line in _turn_ends(lines_of(document.source)):
         if turn in forkable:
-            target = {"session": session, "turn": turn}
+            # The revision the text was read at: a session changed since is refused `STALE_SOURCE`.
+            target = {"session": session, "turn": turn, "expectedRevision": revision}
             lenses.append(_lens(line, f"Branch after turn {turn}", ids.BRANCH_FROM_TURN, target))
     return lenses
+
+
+async def _consolidation_lenses(ls: RememServer, session: str, turns: TurnsResult) -> list[types.CodeLens]:
+    """ "Consolidate this session", or for a subagent's (the daemon refuses it, `SUBAGENT`: it is
+    reviewed as part of the session that ran it, decision 0356) that session, when the daemon
+    knows it and it is no subagent's itself; nothing otherwise."""
+    if turns.kind != "subagent":
+        return [_lens(0, "Consolidate this session", ids.CONSOLIDATE_SESSION, {"session": session})]
+    if turns.parent is None:
+        return []
+    try:
+        parent = await ls.link.api.session_turns(SessionParams(id=turns.parent))
+    except JsonRpcException:
+        return []  # its parent is not listed: nothing here can be consolidated
+    if parent.kind == "subagent":
+        return []
+    target = {"session": turns.parent}
+    return [_lens(0, "Consolidate the session that ran this subagent", ids.CONSOLIDATE_SESSION, target)]
 
 
 def _turn_ends(lines: list[str]) -> list[tuple[int, int]]:

@@ -13,11 +13,12 @@ from typing import Any
 
 from lsprotocol import types
 from pydantic import Field, model_validator
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.protocol.rpc import (
+    SESSION_REFUSED,
     ArchiveParams,
     Empty,
     RenameParams,
@@ -25,6 +26,7 @@ from remem.daemon.protocol.rpc import (
     SessionParams,
     SetApiKeyParams,
     TurnRow,
+    TurnsResult,
     WorkspaceParams,
 )
 from remem.daemon.protocol.sessions import ROLLED_BACK
@@ -55,6 +57,9 @@ class ForkArgs(Strict):
     turn: int = Field(ge=1)
     title: str | None = None
     confirmed: bool = False
+    # The session's revision the turn was chosen from (a transcript's, a turns answer's): a session
+    # changed since is refused `STALE_SOURCE`, never cut at a turn that now means another one.
+    expectedRevision: str | None = Field(default=None, min_length=1)
 
 
 class SessionArg(Strict):
@@ -138,32 +143,55 @@ def register(server: RememServer) -> None:
 
 async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
     """Branch after the end of turn `args.turn`: the new session's id (None when declined) and,
-    for a Claude Code or Codex session, the command that resumes it in its harness."""
-    row = await _forkable_turn(ls, args.session, args.turn)
-    if not args.confirmed and not await _confirmed(ls, args.turn):
-        return {"id": None}
+    for a Claude Code or Codex session, the shell command that resumes it in its harness (from
+    its folder, with the variable that finds its home), or why none can (`note`)."""
+    turns = await ls.link.api.session_turns(SessionParams(id=args.session))
+    # The turn as the editor showed it, else as just read: the daemon refuses a fork from a
+    # session changed since (`STALE_SOURCE`), so the cut is the turn the user chose (decision 0369).
+    revision = args.expectedRevision or turns.revision
+    row = _turn(args, turns, revision)
+    if row.forkable:
+        if not args.confirmed and not await _confirmed(ls, args.turn):
+            return {"id": None}
+        at = row.endSeq
+    else:
+        # Still running, a subagent's the harness cannot resume, ...: the daemon says which. Its
+        # answer is a refusal (for the turn, or for a session changed since `revision`), so
+        # nothing is asked first.
+        at = row.startSeq
     request = ForkRequest(
-        source=args.session, operationId=uuid.uuid4().hex, atSeq=row.endSeq, title=args.title
+        source=args.session,
+        operationId=uuid.uuid4().hex,
+        atSeq=at,
+        title=args.title,
+        expectedRevision=revision,
     )  # a new id per branch the user asks for; a resend of this request reuses it
     result = await ls.link.api.fork_session(request)
-    return {"id": result.child, "resume": result.resume}
+    return {"id": result.child, "command": result.command, "note": result.note}
 
 
-async def _forkable_turn(ls: RememServer, session: str, turn: int) -> TurnRow:
-    turns = (await ls.link.api.session_turns(SessionParams(id=session))).turns
-    row = next((t for t in turns if t.turn == turn), None)
+def _turn(args: ForkArgs, turns: TurnsResult, revision: str) -> TurnRow:
+    """The row of the turn to branch after. A turn that is not there is refused here, as stale
+    when the session changed since the turn was chosen; so is a rolled-back one of the session
+    as it was chosen from, which the daemon would only call no fork point."""
+    session, turn = args.session, args.turn
+    row = next((t for t in turns.turns if t.turn == turn), None)
+    if row is None and revision != turns.revision:
+        raise JsonRpcException(
+            f"session {session!r} changed since revision {revision} (now {turns.revision}): it has "
+            f"no turn {turn} any more; re-read it and choose the turn again",
+            SESSION_REFUSED,
+            {"code": "STALE_SOURCE"},
+        )  # as the daemon refuses a fork from a changed session
     if row is None:
-        raise JsonRpcInvalidParams(f"{ids.FORK}: session {session} has no turn {turn} (it has {len(turns)})")
-    if not row.forkable:
-        why = _NOT_FORKABLE.get(row.status, "has not finished")
+        count = len(turns.turns)
+        raise JsonRpcInvalidParams(f"{ids.FORK}: session {session} has no turn {turn} (it has {count})")
+    if row.status == ROLLED_BACK and revision == turns.revision:
         raise JsonRpcInvalidParams(
-            f"{ids.FORK}: turn {turn} of {session} {why}; branch from a completed turn"
+            f"{ids.FORK}: turn {turn} of {session} was rolled back (Codex dropped it from the "
+            "conversation); branch from a completed turn"
         )
     return row
-
-
-# Why a turn that ended cannot be branched from; any other is still running (or left open).
-_NOT_FORKABLE = {ROLLED_BACK: "was rolled back (Codex dropped it from the conversation)"}
 
 
 async def _archive(ls: RememServer, session: str, *, archived: bool) -> dict[str, Any]:

@@ -35,18 +35,12 @@ def register(server: RememServer) -> None:
     link.on("sessions/progress", lambda news: editor.notify(ids.SESSIONS_PROGRESS, news))
     link.on(RECONNECTED, lambda _: editor.notify(ids.MEMORY_CHANGED, {}))
     link.on(RECONNECTED, lambda _: editor.notify(ids.TREE_CHANGED, {}))
+    # Lenses are pulled: a record's provenance and a transcript's forkable turns may have changed
+    # with this news, and only the client can ask again.
     for method in ("memory/changed", "sessions/changed", RECONNECTED):
-        link.on(method, lambda _: _refresh_lenses(server))
+        link.on(method, lambda _: server.refresh_lenses())
 
 
 def _warn(server: RememServer, message: str) -> None:
     warning = types.ShowMessageParams(type=types.MessageType.Warning, message=f"remem: {message}")
     server.window_show_message(warning)
-
-
-def _refresh_lenses(server: RememServer) -> None:
-    # Lenses are pulled: a record's provenance and a transcript's forkable turns may have
-    # changed with this news, and only the client can ask again.
-    workspace = server.client_capabilities.workspace
-    if workspace is not None and workspace.code_lens is not None and workspace.code_lens.refresh_support:
-        server.workspace_code_lens_refresh(None)

@@ -9,6 +9,7 @@ shapes). A receipt and the memory overview are one daemon call each: the daemon 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -25,10 +26,11 @@ from remem.daemon.protocol.rpc import (
     SessionParams,
     TranscriptParams,
     TreeResult,
+    TurnRow,
     WorkspaceParams,
 )
 from remem.daemon.protocol.sessions import FlatNode
-from remem.daemon.sessions.sources import default_roots
+from remem.daemon.sessions.harness_homes import looked_in
 
 from .. import ids
 from ..overview import memory_overview
@@ -76,7 +78,9 @@ def register(server: RememServer) -> None:
         workspace = parse(Cwd, params, ids.SESSION_TREE)
         tree = await ls.link.api.session_tree(WorkspaceParams(cwd=workspace.cwd))
         if tree.nodes:
-            return await with_own_prompts(ls, tree)
+            answer = await with_own_prompts(ls, tree)
+            # The daemon drew the tree on its last valid settings: the view says why, and links the file.
+            return {**answer, "settingsFile": str(ls.home.settings_file)} if tree.settingsProblems else answer
         searched = await searched_roots(ls)
         return {
             **tree.model_dump(mode="json"),
@@ -93,7 +97,12 @@ def register(server: RememServer) -> None:
     async def transcript(ls: RememServer, params: Any) -> dict[str, Any]:
         request = parse(TranscriptParams, params, ids.TRANSCRIPT)
         answer = await ls.link.api.session_transcript(request)
-        return {"uri": transcript_uri(request.id), "markdown": answer.markdown}
+        # Its branch lenses are checked against the revision this text was read at. A text that
+        # is news may already be open (read again after a change it does not show, or before
+        # this server started), and the editor sends no change for a text that stays the same.
+        if ls.transcripts.record(request.id, answer.markdown, answer.revision):
+            ls.refresh_lenses()
+        return {"uri": transcript_uri(request.id), "markdown": answer.markdown, "revision": answer.revision}
 
     @server.feature(ids.MEMORY_OVERVIEW)
     async def overview(ls: RememServer, params: Any) -> dict[str, Any]:
@@ -138,26 +147,83 @@ def register(server: RememServer) -> None:
 
 async def with_own_prompts(ls: RememServer, tree: TreeResult) -> dict[str, Any]:
     """Each fork with `ownPrompt`, the first line of its first prompt after the fork point (None
-    until it has one): what tells sibling branches apart when their titles are the default."""
+    until it has one, or when where its own turns begin cannot be told): what tells sibling
+    branches apart when their titles are the default."""
     answer = tree.model_dump(mode="json")
     forks = [at for at, node in enumerate(tree.nodes) if node.kind == "fork"]
-    prompts = await asyncio.gather(*(_own_prompt(ls, tree.nodes[at]) for at in forks))
+    # A Claude Code session's abandoned branches (rewinds, edits), by where they leave it: a
+    # copy made before the rewind holds the branch's turns as its parent's.
+    abandoned = {(n.parent, n.forkTurn): _first_line(n.title) for n in tree.nodes if n.kind == "branch"}
+    turns = _TurnsOnce(ls)  # a parent of several forks is read once
+    prompts = await asyncio.gather(*(_own_prompt(turns, tree.nodes[at], abandoned) for at in forks))
     for at, prompt in zip(forks, prompts, strict=True):
         answer["nodes"][at]["ownPrompt"] = prompt
     return answer
 
 
-async def _own_prompt(ls: RememServer, node: FlatNode) -> str | None:
-    try:
-        turns = (await ls.link.api.session_turns(SessionParams(id=node.id))).turns
-    except JsonRpcException:
+class _TurnsOnce:
+    """Each session's turns, asked of the daemon once per tree; None when it cannot read them."""
+
+    def __init__(self, ls: RememServer) -> None:
+        self._ls = ls
+        self._asked: dict[str, asyncio.Task[list[TurnRow] | None]] = {}
+
+    def __call__(self, session: str) -> asyncio.Task[list[TurnRow] | None]:
+        if session not in self._asked:
+            self._asked[session] = asyncio.ensure_future(self._read(session))
+        return self._asked[session]
+
+    async def _read(self, session: str) -> list[TurnRow] | None:
+        try:
+            return (await self._ls.link.api.session_turns(SessionParams(id=session))).turns
+        except JsonRpcException:
+            return None
+
+
+async def _own_prompt(
+    turns_of: _TurnsOnce, node: FlatNode, abandoned: dict[tuple[str | None, int | None], str]
+) -> str | None:
+    turns = await turns_of(node.id)
+    if turns is None:
         return None  # unreadable now: the tree still shows it, by its title
-    after = node.forkTurn or 0
-    own = next((t.user for t in turns if t.turn > after and t.user.strip()), None)
+    parent = await turns_of(node.parent) if node.parent is not None else None
+    inherited = _inherited(turns, parent, node.forkTurn)
+    # Where a copy leaves its parent's conversation, the parent may have been rewound after the
+    # copy was made: its next turn is then the abandoned branch's, and how many more are is not
+    # known, so neither is its own first prompt.
+    left = turns[inherited].user if node.forkTurn is None and inherited < len(turns) else None
+    if left is not None and abandoned.get((node.parent, inherited)) == _first_line(left):
+        return None
+    own = next((t.user for t in turns[inherited:] if t.user.strip()), None)
     if own is None:
         return None
-    line = own.strip().splitlines()[0].strip()
+    line = _first_line(own)
     return line if len(line) <= _PROMPT_CHARS else f"{line[: _PROMPT_CHARS - 1]}…"
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def _inherited(turns: list[TurnRow], parent: list[TurnRow] | None, fork_turn: int | None) -> int:
+    """How many of a fork's first turns are its parent's, by what the turns say, not by their
+    numbers (decision 0369). A fork that copied its parent's turns holds them first, as the
+    parent has them: then the fork point (`fork_turn`) counts them, or, when the tree does not
+    know it (a Claude Code `--fork-session` copy), the turns it shares with its parent do. A
+    fork that inherits them by reference (Codex's own fork) holds only its own turns, from 1,
+    though its fork point is after its parent's turn N. Without the parent's turns the fork
+    point is all there is to count by."""
+    if parent is None:
+        return fork_turn if fork_turn is not None else len(turns)
+    shared = 0
+    for mine, theirs in zip(turns, parent, strict=False):
+        if mine.user != theirs.user:
+            break
+        shared += 1
+    if fork_turn is None:
+        return shared
+    return fork_turn if shared >= fork_turn else 0
 
 
 async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
@@ -169,20 +235,10 @@ async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
     except JsonRpcException:
         return []  # no daemon: the tree's own answer already says so
     memory = str(ls.home.memory)
-    searched: list[dict[str, Any]] = [
-        {"path": path, "exists": True} for path in watch.paths if path != memory
-    ]
-    searched += [{"path": path, "exists": False} for path in watch.missing]
-    listed = {entry["path"]: entry for entry in searched}
     # The daemon reads a default folder only when it exists, so its status leaves the others
-    # out; this server's environment is the one it starts the daemon with.
-    for root in default_roots():
-        entry = listed.get(str(root.path))
-        if entry is None:
-            searched.append({"path": str(root.path), "exists": root.path.is_dir(), "harness": root.format})
-        else:
-            entry["harness"] = root.format
-    return searched
+    # out; `looked_in` adds them from this server's environment, the one it starts the daemon with.
+    roots = [Path(path) for path in [*watch.paths, *watch.missing] if path != memory]
+    return [folder.to_json() for folder in looked_in(roots)]
 
 
 def _touches(entry: HistoryEntry, record: str) -> bool:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import stat
 import subprocess
 import sys
@@ -736,7 +737,7 @@ def harness_sessions(scenario: Scenario, tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_claude_code_and_codex_sessions_show_in_the_tree_by_harness(
-    harness_sessions: None, workbench: Workbench, scenario: Scenario
+    harness_sessions: None, workbench: Workbench, scenario: Scenario, tmp_path: Path
 ) -> None:
     workbench.open_container("Remem")
     workbench.row(SESSIONS, r"Explain the retry loop")
@@ -753,8 +754,9 @@ def test_claude_code_and_codex_sessions_show_in_the_tree_by_harness(
     main = re.escape(label(scenario.node(scenario.main.id)))
     assert workbench.count_rows(SESSIONS, main) == 1  # beside the DSH sessions
 
-    # Branched from its row: the row's own button, the same modal question, and the command that
-    # resumes the branch in Claude Code to copy.
+    # Branched from its row: the row's own button, the same modal question, and the whole command
+    # that resumes the branch in Claude Code (its folder, and its config folder: not ~/.claude)
+    # to copy.
     claude = workbench.row(SESSIONS, r"^Explain the retry loop")
     claude.hover()
     claude.locator('.action-label[aria-label="Branch from Turn…"]').click()
@@ -763,11 +765,14 @@ def test_claude_code_and_codex_sessions_show_in_the_tree_by_harness(
     question.wait_for(timeout=UI_TIMEOUT_MS)
     assert "Branch the session after turn 1?" in question.inner_text()
     question.locator(".monaco-button", has_text=re.compile(r"^Branch$")).first.click()
-    said = r"Branched “Explain the retry loop” after turn 1: .*Resume it with `claude --resume "
+    said = r"Branched “Explain the retry loop” after turn 1: .*Resume it with `cd .* claude --resume "
     done = workbench.notification(said)
     workbench.screenshot("branch-resume-command")
     [child] = [n for n in scenario.tree() if n["parent"] == CLAUDE_SESSION and n["kind"] == "fork"]
-    command = f"claude --resume {child['id']}"
+    config = shlex.quote(str(tmp_path / "claude"))
+    command = (
+        f"cd {shlex.quote(str(scenario.project))} && CLAUDE_CONFIG_DIR={config} claude --resume {child['id']}"
+    )
     assert command in done.inner_text()
     workbench.page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     workbench.notification_button(said, "Copy Resume Command")

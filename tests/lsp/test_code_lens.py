@@ -98,17 +98,45 @@ async def test_a_transcript_offers_consolidation_and_branches_at_finished_turns(
 ) -> None:
     session, markdown = with_open_turn(receipted)
     uri = open_document(client, transcript_uri(session), markdown)
+    consolidate = (0, "Consolidate this session", "remem.consolidateSession", {"session": session})
+    # A text the server did not hand out: which conversation it shows is unknown, so no branch.
+    assert shown(await lenses(client, uri)) == [consolidate]
+    answer = await client.protocol.send_request_async("remem/transcript", {"id": session})
+    assert answer.markdown == markdown and answer.revision
     lines = markdown.splitlines()
     # A turn's lens sits right after it: above the next turn's heading.
     after = [n for n, line in enumerate(lines) if line.startswith(("## Turn 2 — ", "## Turn 3 — "))]
     assert len(after) == 2 and lines[after[1]].startswith("## Turn 3 — interrupted")
+    # Each branch carries the revision the text was read at: the fork is refused once it changed.
     assert shown(await lenses(client, uri)) == [
-        (0, "Consolidate this session", "remem.consolidateSession", {"session": session}),
+        consolidate,
         *(
-            (n, f"Branch after turn {t}", "remem.branchFromTurn", {"session": session, "turn": t})
+            (
+                n,
+                f"Branch after turn {t}",
+                "remem.branchFromTurn",
+                {"session": session, "turn": t, "expectedRevision": answer.revision},
+            )
             for n, t in zip(after, (1, 2), strict=True)
         ),
     ]
+
+
+async def test_a_transcript_text_is_known_by_the_revision_it_was_last_read_at() -> None:
+    from remem.lsp.transcripts import ShownTranscripts
+
+    shown_texts = ShownTranscripts(sessions=2, texts=2)
+    assert shown_texts.record("s1", "# A\n", "r1") is True  # news: an open transcript's lenses may change
+    assert shown_texts.record("s1", "# A\n", "r1") is False
+    assert shown_texts.revision("s1", "# A\r\n") == "r1"  # line ends as an editor may have them
+    assert shown_texts.record("s1", "# A\n", "r2") is True  # read again after a change it does not show
+    assert shown_texts.revision("s1", "# A\n") == "r2" and shown_texts.revision("s2", "# A\n") is None
+    shown_texts.record("s1", "# B\n", "r3")
+    shown_texts.record("s1", "# C\n", "r4")  # a few texts per session are kept
+    assert shown_texts.revision("s1", "# A\n") is None and shown_texts.revision("s1", "# B\n") == "r3"
+    shown_texts.record("s2", "# A\n", "x")
+    shown_texts.record("s3", "# A\n", "y")  # of the sessions asked about last
+    assert shown_texts.revision("s1", "# B\n") is None and shown_texts.revision("s3", "# A\n") == "y"
 
 
 async def test_a_transcript_of_no_known_session_gets_no_lenses(client: LanguageClient) -> None:

@@ -120,7 +120,7 @@ async def test_selecting_a_model_changes_the_route(editor: Editor) -> None:
         (
             "remem.lsp.fork",
             [],
-            "takes exactly one argument, an object {session, turn, title?, confirmed?}; got 0",
+            "exactly one argument, an object {session, turn, title?, confirmed?, expectedRevision?}; got 0",
         ),
         ("remem.lsp.fork", [{"session": "s"}, {}], "got 2"),
         ("remem.lsp.fork", [{"session": "s", "turn": "two"}], "`turn`: Input should be a valid integer"),

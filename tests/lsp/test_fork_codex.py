@@ -3,6 +3,7 @@ any confirmation is asked, and a completed one forks with the command that resum
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -43,7 +44,7 @@ async def editor(home: Home) -> AsyncIterator[Editor]:
     await stop_editor(editor)
 
 
-async def test_a_rolled_back_turn_is_refused_as_rolled_back(editor: Editor) -> None:
+async def test_a_rolled_back_turn_is_refused_as_rolled_back(editor: Editor, home: Home) -> None:
     turns = (await editor.request("remem/sessionTurns", {"id": TID}))["turns"]
     assert [(t["turn"], t["status"], t["forkable"]) for t in turns] == [
         (1, "completed", True),
@@ -57,4 +58,10 @@ async def test_a_rolled_back_turn_is_refused_as_rolled_back(editor: Editor) -> N
         "branch from a completed turn"
     )
     made = await editor.command("remem.lsp.fork", {"session": TID, "turn": 3, "confirmed": True})
-    assert made["resume"] == ["codex", "exec", "resume", made["id"]]
+    # The whole command, as the CLI prints it: from the session's folder, with its Codex home.
+    codex_home = shlex.quote(str(home.root.parent / "codex"))
+    assert made == {
+        "id": made["id"],
+        "command": f"cd /w && CODEX_HOME={codex_home} codex exec resume {made['id']}",
+        "note": None,
+    }

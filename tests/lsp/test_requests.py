@@ -108,6 +108,24 @@ async def test_an_empty_tree_says_where_remem_looked(editor: Editor, reviewed: R
     assert elsewhere["settingsFile"] == str(reviewed.home.settings_file)
 
 
+async def test_a_tree_drawn_on_the_last_valid_settings_says_why(editor: Editor, reviewed: Receipted) -> None:
+    """While settings.yml is invalid the daemon draws the tree by its last valid settings, and the
+    answer says what is wrong with the file, which the view shows above the tree (decision 0363)."""
+    valid = reviewed.home.settings_file.read_text()
+    assert "settingsProblems" not in await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
+    reviewed.home.settings_file.write_text(valid + "sesions:\n  roots: []\n")
+    try:
+        tree = await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
+    finally:
+        reviewed.home.settings_file.write_text(valid)
+    assert [n["id"] for n in tree["nodes"]] == [reviewed.session]  # the roots it ran on
+    [problem] = tree["settingsProblems"]
+    assert problem.startswith(f"{reviewed.home.settings_file}:") and "sesions: unknown key" in problem
+    assert tree["settingsFile"] == str(reviewed.home.settings_file)
+    again = await editor.request("remem/sessionTree", {"cwd": reviewed.cwd})
+    assert "settingsProblems" not in again and "settingsFile" not in again
+
+
 async def test_turns_say_which_can_be_branched(editor: Editor, reviewed: Receipted) -> None:
     turns = (await editor.request("remem/sessionTurns", {"id": reviewed.session}))["turns"]
     assert [t["turn"] for t in turns] == [1, 2, 3]

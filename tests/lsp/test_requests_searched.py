@@ -82,3 +82,21 @@ async def test_the_folders_follow_the_environment_as_the_daemon_reads_it(
         ("codex", Path.home() / ".codex" / "sessions"),
         ("codex", Path.home() / ".codex" / "archived_sessions"),
     ]
+
+
+async def test_a_workspace_folder_that_cannot_be_read_is_said_not_empty(editor: Editor, home: Home) -> None:
+    """The workspace's own Claude Code folder a link: the tree carries the listing's error, so the
+    view says sessions could not be read rather than that there are none."""
+    harnesses = home.root.parent
+    cwd = str(harnesses / "linked-project")
+    folder, outside = harnesses / "claude" / "projects" / cwd.replace("/", "-"), harnesses / "outside"
+    outside.mkdir()
+    folder.symlink_to(outside)
+    try:
+        answer = await editor.request("remem/sessionTree", {"cwd": cwd})
+    finally:
+        folder.unlink()
+        outside.rmdir()
+    assert answer["nodes"] == [] and answer["searched"], answer
+    problem = "a symbolic link; remem reads only real folders and files inside a session root"
+    assert answer["errors"] == [{"path": str(folder), "message": problem}]

@@ -12,6 +12,7 @@ export interface SessionTarget {
   turn?: number;
   label?: string; // how the tree or a caller names it, for tab titles
   keepFocus?: boolean; // opened from a tree row: the focus stays on the row, as in the Explorer
+  expectedRevision?: string; // the session's revision `turn` was chosen from (a transcript's lens)
 }
 
 export interface FileTarget {
@@ -101,6 +102,8 @@ export function sessionTarget(arg: unknown): SessionTarget {
   if (label) target.label = label;
   if (typeof arg.turn === 'number' && Number.isInteger(arg.turn) && arg.turn >= 0) target.turn = arg.turn;
   if (arg.keepFocus === true) target.keepFocus = true;
+  const revision = text(arg.expectedRevision);
+  if (revision) target.expectedRevision = revision;
   return target;
 }
 

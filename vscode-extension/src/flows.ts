@@ -305,18 +305,36 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
     'This workspace has no sessions to branch from.',
     ctx.activeSession(),
   );
-  const turn = target.turn ?? (await chooseTurn(ctx, session));
+  // The session's revision the turn is chosen from (the lens's transcript, or the turns picked
+  // from): the server refuses a branch once the session changed since, never cuts another turn.
+  const { turn, revision } =
+    target.turn === undefined
+      ? await chooseTurn(ctx, session)
+      : { turn: target.turn, revision: target.expectedRevision };
   const confirmed = await ctx.ui.confirm(`Branch the session after turn ${turn}?`, BRANCH_WARNING, 'Branch');
   if (!confirmed) return null;
-  const result = await ctx.server.command<ForkResult>(ServerCommands.fork, { session, turn, confirmed: true });
+  const fork = { session, turn, confirmed: true, ...(revision ? { expectedRevision: revision } : {}) };
+  let result: ForkResult;
+  try {
+    result = await ctx.server.command<ForkResult>(ServerCommands.fork, fork);
+  } catch (error) {
+    if (refusalCode(error) !== 'STALE_SOURCE') throw error;
+    ctx.refreshSessions(); // its open transcript is read again, with lenses for the session as it is
+    await ctx.ui.warn(STALE_BRANCH);
+    throw new Stop();
+  }
   ctx.refreshSessions();
   if (!result.id) throw new Error('remem: the server made no branch; see the log.');
   const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
   await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
-  if (result.resume) {
-    const command = result.resume.join(' ');
-    const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it with \`${command}\` from the session's folder.`;
-    if (await ctx.ui.info(message, COPY_RESUME)) await ctx.ui.copy(command);
+  if (result.command) {
+    const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it with \`${result.command}\`.`;
+    if (await ctx.ui.info(message, COPY_RESUME)) await ctx.ui.copy(result.command);
+    return result.id;
+  }
+  if (result.note) {
+    const message = `Branched “${name}” after turn ${turn}: the new session is open. ${result.note}.`;
+    if (await ctx.ui.info(message, COPY_ID)) await ctx.ui.copy(result.id);
     return result.id;
   }
   const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it in DSH by its id.`;
@@ -326,16 +344,19 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
 
 export const COPY_ID = 'Copy Session Id';
 export const COPY_RESUME = 'Copy Resume Command';
+export const STALE_BRANCH =
+  'Nothing was branched: the session changed since its turns were shown (it went on, or was rewound or ' +
+  'edited in its harness, which renumbers its turns). Its transcript now shows it as it is: choose the turn again.';
 
-async function chooseTurn(ctx: FlowContext, session: string): Promise<number> {
-  const { turns } = await ctx.server.request<TurnsResult>(Requests.sessionTurns, { id: session });
+async function chooseTurn(ctx: FlowContext, session: string): Promise<{ turn: number; revision?: string }> {
+  const { turns, revision } = await ctx.server.request<TurnsResult>(Requests.sessionTurns, { id: session });
   const items = turnPicks(turns);
   if (items.length === 0) return stop(ctx.ui, 'This session has no completed turn to branch after yet.');
   const pick = await ctx.ui.pick(items, {
     title: 'Remem: Branch from Turn…',
     placeholder: 'Branch after which turn? (the new branch continues from there)',
   });
-  return chosen(pick).turn;
+  return { turn: chosen(pick).turn, revision };
 }
 
 export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<void> {

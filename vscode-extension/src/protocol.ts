@@ -71,11 +71,21 @@ export interface SearchedRoot {
   harness?: SessionFormat; // a harness's default folder, listed found or not; absent from older servers
 }
 
-/** `searched` and `settingsFile` come only with an empty tree: where the server looked. */
+/** A log or folder the daemon could not read, and why. */
+export interface ListError {
+  path: string;
+  message: string;
+}
+
+/** `searched` comes only with an empty tree: where the server looked. `settingsProblems` come while
+ * settings.yml is invalid (the daemon drew the tree on its last valid settings); `settingsFile` comes
+ * with either. `errors`: what the tree looked at and could not read (absent from older daemons). */
 export interface SessionTreeResult {
   nodes: FlatNode[];
+  errors?: ListError[];
   searched?: SearchedRoot[];
   settingsFile?: string;
+  settingsProblems?: string[];
 }
 
 export interface TurnRow {
@@ -90,11 +100,17 @@ export interface TurnRow {
 export interface TurnsResult {
   format: SessionFormat;
   turns: TurnRow[];
+  // The session's revision the turns were read at: a branch from one of them sends it back
+  // (`expectedRevision`), so a session changed since is refused, not cut elsewhere.
+  revision?: string; // absent from older servers
+  kind?: 'root' | 'fork' | 'subagent';
+  parent?: string | null;
 }
 
 export interface TranscriptResult {
   uri: string;
   markdown: string;
+  revision?: string; // what the transcript's branch lenses send back; the server keeps it by the text
 }
 
 export interface RecordSummary {
@@ -186,7 +202,11 @@ export interface ModelList {
 
 export interface ForkResult {
   id: string | null;
-  resume?: string[] | null; // Claude Code and Codex: the command that continues the branch there
+  // Claude Code and Codex: the shell command that continues the branch in its harness (from the
+  // session's folder, with the variable that finds the harness's home when needed); `note` says
+  // why there is none when no home of the harness holds the branch.
+  command?: string | null;
+  note?: string | null;
 }
 
 /** A listing of the workspace `cwd` (of everything when null) has read `done` of `total` logs. */

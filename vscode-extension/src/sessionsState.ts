@@ -180,9 +180,10 @@ export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH
 
 /** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
 export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
+  const unreadable = result.errors?.length ? 'could be read' : 'were found'; // the row above says why
   const rows: NoteRow[] = [
     {
-      label: 'No agent sessions of this workspace were found',
+      label: `No agent sessions of this workspace ${unreadable}`,
       tooltip: 'Sessions appear here once an agent harness has worked in this folder.',
       icon: 'info',
     },
@@ -206,6 +207,40 @@ export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
     command: { id: 'remem.learnMore', arguments: [] },
   });
   return rows;
+}
+
+/** The row above the tree while settings.yml is invalid: the daemon drew it on its last valid settings
+ * (the roots the file names now may be missing from it); it opens the file, whose problems it lists. */
+export function settingsRows(result: SessionTreeResult): NoteRow[] {
+  const problems = result.settingsProblems ?? [];
+  if (!problems.length) return [];
+  const row: NoteRow = {
+    label: 'settings.yml is invalid',
+    description: 'sessions shown by the last valid settings',
+    tooltip: `${problems.join('\n')}\n\nremem uses the last valid settings until the file is fixed.`,
+    icon: 'warning',
+  };
+  if (result.settingsFile) row.command = { id: 'remem.openFile', arguments: [result.settingsFile] };
+  return [row];
+}
+
+const ERRORS_SHOWN = 20; // in the tooltip of `errorRows`: the rest are counted
+
+/** The row above the tree (or the empty state) when some of what it looked at could not be read: a
+ * workspace whose sessions cannot be read is not one without sessions. Its tooltip says each and why. */
+export function errorRows(result: SessionTreeResult): NoteRow[] {
+  const errors = result.errors ?? [];
+  if (!errors.length) return [];
+  const shown = errors.slice(0, ERRORS_SHOWN).map((e) => `${e.path}: ${e.message}`);
+  if (errors.length > ERRORS_SHOWN) shown.push(`…and ${errors.length - ERRORS_SHOWN} more`);
+  return [
+    {
+      label: 'Some sessions could not be read',
+      description: errors.length === 1 ? '1 file or folder' : `${errors.length} files or folders`,
+      tooltip: `${shown.join('\n')}\n\n\`remem sessions list\` lists them too.`,
+      icon: 'warning',
+    },
+  ];
 }
 
 /** Each harness's sessions folder: its name, and the variable that moves its home. */

@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
-import { emptyRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled } from './sessionsState';
+import { emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
 import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
@@ -143,10 +143,12 @@ export class SessionsView extends FolderView<SessionEntry> {
     this.hiddenArchived.set(cwd, visible.hidden);
     const forest = new SessionForest(visible.nodes);
     this.forests.set(cwd, forest);
-    if (shown.result.nodes.length === 0) {
-      return emptyRows(shown.result, os.homedir()).map((row, index) => ({ type: 'note', cwd, row, index }));
-    }
-    return forest.roots().map((node) => ({ type: 'session', cwd, node }));
+    const notes = shown.result.nodes.length === 0 ? emptyRows(shown.result, os.homedir()) : [];
+    // Above the tree (or the empty state): settings.yml is invalid, so the daemon drew it on the last valid
+    // settings; some of what it looked at could not be read.
+    const rows = [...settingsRows(shown.result), ...errorRows(shown.result), ...notes];
+    const noteEntries = rows.map((row, index): SessionEntry => ({ type: 'note', cwd, row, index }));
+    return [...noteEntries, ...forest.roots().map((node): SessionEntry => ({ type: 'session', cwd, node }))];
   }
 }
 

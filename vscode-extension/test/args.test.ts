@@ -15,6 +15,8 @@ import { node } from './fixtures';
 test('a tree element, an object, a bare id and a transcript URI all name a session', () => {
   assert.deepEqual(sessionTarget({ type: 'session', cwd: '/p', node: node('s1') }), { session: 's1', cwd: '/p' });
   assert.deepEqual(sessionTarget({ session: 's2', turn: 3 }), { session: 's2', turn: 3 });
+  const lens = { session: 's2', turn: 3, expectedRevision: 'r1' }; // a transcript's branch lens
+  assert.deepEqual(sessionTarget(lens), lens);
   assert.deepEqual(sessionTarget('s3'), { session: 's3' });
   assert.deepEqual(sessionTarget({ scheme: 'remem-session', path: '/session-abc.md' }), { session: 'session-abc' });
 });

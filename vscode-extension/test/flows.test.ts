@@ -196,13 +196,72 @@ test('branch from the palette offers the transcript in the active editor first; 
   assert.deepEqual(h.copied, ['session-child']);
 });
 
-test('a Claude Code or Codex branch names the command that resumes it, which can be copied', async () => {
+test('a Claude Code or Codex branch names the whole command that resumes it, which can be copied', async () => {
   const h = new Harness();
   h.infoAnswers.push(flows.COPY_RESUME);
-  h.responses['remem.lsp.fork'] = { id: 'cc-child', resume: ['claude', '--resume', 'cc-child'] };
+  const command = "cd '/w/my app' && CLAUDE_CONFIG_DIR=/x/claude-config claude --resume cc-child";
+  h.responses['remem.lsp.fork'] = { id: 'cc-child', command, note: null };
   await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 1 }));
-  assert.match(h.asked.at(-1) ?? '', /Resume it with `claude --resume cc-child` from the session's folder\.$/);
-  assert.deepEqual(h.copied, ['claude --resume cc-child']);
+  assert.ok((h.asked.at(-1) ?? '').endsWith(`Resume it with \`${command}\`.`), h.asked.at(-1));
+  assert.deepEqual(h.copied, [command]);
+});
+
+test('a branch its harness would not find says where the harness looks, and offers its id', async () => {
+  const h = new Harness();
+  h.infoAnswers.push(flows.COPY_ID);
+  const note = 'Claude Code does not look in /copies/-w: it resumes sessions from $CLAUDE_CONFIG_DIR/projects only';
+  h.responses['remem.lsp.fork'] = { id: 'cc-child', command: null, note };
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 1 }));
+  assert.ok((h.asked.at(-1) ?? '').endsWith(`the new session is open. ${note}.`), h.asked.at(-1));
+  assert.ok(!(h.asked.at(-1) ?? '').includes('DSH'));
+  assert.deepEqual(h.copied, ['cc-child']);
+});
+
+test('a branch sends the revision its turn was chosen from: of the turns picked, or of the lens\'s text', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTurns'] = { ...TURNS, revision: 'rev-picked' };
+  h.responses['remem.lsp.fork'] = { id: 'session-child' };
+  h.picks.push(byLabel('Turn 2'));
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-main' }));
+  assert.deepEqual(
+    h.sent.find(([id]) => id === 'remem.lsp.fork'),
+    ['remem.lsp.fork', { session: 'session-main', turn: 2, confirmed: true, expectedRevision: 'rev-picked' }],
+  );
+  // A transcript's lens names the turn and the revision of the text it sits in: nothing is read first.
+  const lens = new Harness();
+  lens.responses['remem.lsp.fork'] = { id: 'session-child' };
+  await flows.run(() =>
+    flows.branchFromTurn(lens.ctx, { session: 'session-main', turn: 2, expectedRevision: 'rev-shown' }),
+  );
+  assert.deepEqual(lens.sent[0], [
+    'remem.lsp.fork',
+    { session: 'session-main', turn: 2, confirmed: true, expectedRevision: 'rev-shown' },
+  ]);
+});
+
+test('a branch from a session that changed since its turns were shown says so and shows it again', async () => {
+  const h = new Harness();
+  const stale = Object.assign(new Error("session 'cc' changed since revision rev-shown (now rev-new)"), {
+    data: { code: 'STALE_SOURCE' },
+  });
+  h.command = async <R>(id: string, arg: object): Promise<R> => {
+    h.sent.push([id, arg]);
+    throw stale;
+  };
+  let child: string | null = 'unset';
+  await flows.run(async () => {
+    child = await flows.branchFromTurn(h.ctx, { session: 'cc', turn: 2, expectedRevision: 'rev-shown' });
+  });
+  assert.equal(child, 'unset'); // stopped: no branch, and no error
+  assert.deepEqual(h.warnings, [flows.STALE_BRANCH]);
+  assert.match(flows.STALE_BRANCH, /^Nothing was branched: the session changed since its turns were shown/);
+  assert.equal(h.sessionRefreshes, 1); // the tree and the open transcripts are read again
+  assert.deepEqual(h.opened, []);
+  // Any other refusal is the command's error, as before.
+  h.command = async <R>(): Promise<R> => {
+    throw Object.assign(new Error('turn 2 is open'), { data: { code: 'OPEN_TURN' } });
+  };
+  await assert.rejects(() => flows.run(() => flows.branchFromTurn(h.ctx, { session: 'cc', turn: 2 })), /is open/);
 });
 
 test('branch declined at the confirmation forks nothing', async () => {
@@ -418,7 +477,7 @@ test('from the palette, rows inside their session\'s file are offered by no pick
   const h = new Harness();
   h.responses['remem/sessionTree'] = { nodes: IN_FILE };
   h.responses['remem/sessionTurns'] = TURNS;
-  h.responses['remem.lsp.fork'] = { id: 'cc-child', resume: ['claude', '--resume', 'cc-child'] };
+  h.responses['remem.lsp.fork'] = { id: 'cc-child', command: 'claude --resume cc-child', note: null };
   h.inputs.push('Renamed');
   const first = (items: PickItem[]) => items[0];
   h.picks.push(first, first, byLabel('Turn 1'), first, first);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { SessionTreeResult } from '../src/protocol';
-import { emptyRows, FolderSessions, HARNESSES, loadingRow } from '../src/sessionsState';
+import { emptyRows, errorRows, FolderSessions, HARNESSES, loadingRow, settingsRows } from '../src/sessionsState';
 import { FAMILY, Kept } from './fixtures';
 
 /** A server whose answers the test releases one at a time. */
@@ -94,6 +94,19 @@ test('the empty state names the harnesses, each root searched, and the next step
   );
   assert.deepEqual(rows[4].command, { id: 'remem.openFile', arguments: ['/home/me/.remem/settings.yml'] });
   assert.match(HARNESSES, /Claude Code, Codex and DSH/);
+});
+
+test('a tree drawn on the last valid settings says settings.yml is invalid, and why, above it', () => {
+  const problem = "/home/me/.remem/settings.yml:4: sessions.roots.0.format: Input should be 'dsh', 'claude-code' or 'codex'";
+  const rows = settingsRows({ nodes: FAMILY, settingsProblems: [problem], settingsFile: '/home/me/.remem/settings.yml' });
+  assert.deepEqual(
+    rows.map((r) => [r.label, r.description, r.icon]),
+    [['settings.yml is invalid', 'sessions shown by the last valid settings', 'warning']],
+  );
+  assert.ok(rows[0].tooltip.startsWith(`${problem}\n`), rows[0].tooltip);
+  assert.deepEqual(rows[0].command, { id: 'remem.openFile', arguments: ['/home/me/.remem/settings.yml'] });
+  // A valid file: nothing above the tree.
+  assert.deepEqual(settingsRows({ nodes: FAMILY }), []);
 });
 
 test('the empty state says which harness each default folder is for, found or not', () => {
@@ -196,4 +209,24 @@ test('an answer that changes nothing is not drawn again; a changed one is, with 
   assert.equal(changes, 2);
   assert.equal(state.labels().get('session-main'), 'Move the uploader');
   assert.match(state.labels().get('session-fork') ?? '', /^After turn 2 · /); // labelled as the tree does
+});
+
+test('what the tree could not read is one row above it, each path and reason in its tooltip', () => {
+  const link = { path: '/home/me/.claude/projects/-home-me-proj', message: 'a symbolic link; remem reads only real folders and files inside a session root' };
+  const rows = errorRows({ nodes: FAMILY, errors: [link] });
+  assert.deepEqual(
+    rows.map((r) => [r.label, r.description, r.icon]),
+    [['Some sessions could not be read', '1 file or folder', 'warning']],
+  );
+  assert.ok(rows[0].tooltip.startsWith(`${link.path}: ${link.message}\n`), rows[0].tooltip);
+  const many = Array.from({ length: 25 }, (_, n) => ({ path: `/r/${n}.jsonl`, message: 'not UTF-8' }));
+  const [row] = errorRows({ nodes: [], errors: many });
+  assert.equal(row.description, '25 files or folders');
+  assert.match(row.tooltip, /\/r\/19\.jsonl: not UTF-8\n…and 5 more\n/);
+  assert.doesNotMatch(row.tooltip, /\/r\/20\.jsonl/);
+  // Nothing unreadable (or an older daemon): nothing above the tree.
+  assert.deepEqual(errorRows({ nodes: FAMILY, errors: [] }), []);
+  assert.deepEqual(errorRows({ nodes: FAMILY }), []);
+  // An empty tree with errors does not say there are no sessions, only that none could be read.
+  assert.equal(emptyRows({ nodes: [], errors: [link] }, '/home/me')[0].label, 'No agent sessions of this workspace could be read');
 });
