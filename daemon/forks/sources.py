@@ -74,19 +74,15 @@ def _answered(catalog: SessionCatalog, recorded: JournalEntry) -> tuple[ForkResu
         child = catalog.find(recorded.child)
     except SessionNotFound:
         return None
-    resume, harness = None, child.format
-    if harness != "dsh":
-        resume = resume_command(harness, recorded.child)
-        if harness == "codex" and recorded.title is not None:
-            _name_codex_child(catalog, recorded.child, recorded.title)
-    result = ForkResult(
+    resume = None if child.format == "dsh" else resume_command(child.format, recorded.child)
+    named = ForkResult(
         child=recorded.child,
         seedLength=recorded.seedLength,
         forkTurn=recorded.forkTurn,
         created=False,
         resume=resume,
     )
-    return result, child.path
+    return _titled(catalog, child.format, named, recorded.title), child.path
 
 
 def _harness_fork(
@@ -111,8 +107,6 @@ def _harness_fork(
     )
     if done.created:
         PublishedLogs(catalog.home).record(Path(done.path))
-    if harness == "codex" and done.title is not None:
-        _name_codex_child(catalog, done.child, done.title)
     result = ForkResult(
         child=done.child,
         seedLength=done.seedLength,
@@ -120,7 +114,14 @@ def _harness_fork(
         created=done.created,
         resume=done.resume,
     )
-    return result, Path(done.path)
+    return _titled(catalog, harness, result, done.title), Path(done.path)
+
+
+def _titled(catalog: SessionCatalog, harness: str, result: ForkResult, title: str | None) -> ForkResult:
+    """`result`, once a Codex child has its title where Codex's own listing reads it."""
+    if harness == "codex" and title is not None:
+        _name_codex_child(catalog, result.child, title)
+    return result
 
 
 def _name_codex_child(catalog: SessionCatalog, child: str, title: str) -> None:
