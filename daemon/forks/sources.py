@@ -11,14 +11,16 @@ published, so they are not live until the harness appends to them.
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
 from ..protocol.forks import ForkRequest, ForkResult
-from ..protocol.sessions import SessionMeta
+from ..protocol.sessions import SessionFormat, SessionMeta
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
+from ..sessions.harness_homes import resume_place
 from ..sessions.harness_sources import view_of
 from ..sessions.published import PublishedLogs
 from . import codex_child
@@ -82,7 +84,7 @@ def _answered(catalog: SessionCatalog, recorded: JournalEntry) -> tuple[ForkResu
         created=False,
         resume=resume,
     )
-    return _titled(catalog, child.format, named, recorded.title), child.path
+    return _answer(catalog, child.format, named, recorded.title, child.summary.cwd, child.path), child.path
 
 
 def _harness_fork(
@@ -114,14 +116,25 @@ def _harness_fork(
         created=done.created,
         resume=done.resume,
     )
-    return _titled(catalog, harness, result, done.title), Path(done.path)
+    child = Path(done.path)
+    return _answer(catalog, harness, result, done.title, entry.summary.cwd, child), child
 
 
-def _titled(catalog: SessionCatalog, harness: str, result: ForkResult, title: str | None) -> ForkResult:
-    """`result`, once a Codex child has its title where Codex's own listing reads it."""
+def _answer(
+    catalog: SessionCatalog,
+    harness: SessionFormat,
+    result: ForkResult,
+    title: str | None,
+    cwd: str | None,
+    child: Path,
+) -> ForkResult:
+    """`result` with where and how its harness resumes the `child` file, a session of `cwd`
+    (none for DSH), once a Codex child has its title where Codex's own listing reads it."""
     if harness == "codex" and title is not None:
         _name_codex_child(catalog, result.child, title)
-    return result
+    if harness == "dsh" or result.resume is None:
+        return result
+    return result.model_copy(update=asdict(resume_place(harness, child, cwd, result.resume)))
 
 
 def _name_codex_child(catalog: SessionCatalog, child: str, title: str) -> None:

@@ -18,7 +18,6 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -55,7 +54,6 @@ from ..safe_open import reason
 from ..sessions.catalog import Entry, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
-from ..sessions.harness_homes import resume_place
 from ..sessions.harness_sources import (
     codex_history,
     inherited_history,
@@ -266,13 +264,6 @@ class SessionMethods:
     async def fork(self, params: ForkRequest) -> ForkResult:
         def fork(catalog: SessionCatalog) -> tuple[ForkResult, Path]:
             result, child = fork_session(catalog, params)
-            if result.resume is not None:  # a Claude Code or Codex child: where it resumes
-                try:
-                    parent = catalog.find(params.source)
-                except SessionNotFound:  # a fork answered from its journal: the child has its cwd
-                    parent = catalog.find(result.child)
-                place = resume_place(parent.format, child, parent.summary.cwd, result.resume)
-                result = result.model_copy(update=asdict(place))
             return result, catalog.root_of(child)
 
         async with self._turns:
