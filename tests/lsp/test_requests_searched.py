@@ -15,6 +15,7 @@ import pytest
 import pytest_asyncio
 
 from remem.daemon.home import Home
+from remem.daemon.sessions.harness_sources import claude_folders
 from remem.daemon.sessions.sources import default_roots
 from tests.lsp.editor import own_home
 from tests.lsp.live import Editor, start_editor, stop_editor
@@ -89,7 +90,7 @@ async def test_a_workspace_folder_that_cannot_be_read_is_said_not_empty(editor: 
     view says sessions could not be read rather than that there are none."""
     harnesses = home.root.parent
     cwd = str(harnesses / "linked-project")
-    folder, outside = harnesses / "claude" / "projects" / cwd.replace("/", "-"), harnesses / "outside"
+    folder, outside = harnesses / "claude" / "projects" / claude_folders(cwd)[0], harnesses / "outside"
     outside.mkdir()
     folder.symlink_to(outside)
     try:
