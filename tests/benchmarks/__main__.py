@@ -7,6 +7,8 @@ command line is wrong (2). A benchmark whose tools are missing is skipped with t
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib
 import json
 import os
 import platform
@@ -60,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The daemons and editors benchmarked here must not list the real ~/.claude or ~/.codex.
     nowhere = tempfile.mkdtemp(prefix="remem-bench-no-harness-")
     os.environ["CLAUDE_CONFIG_DIR"], os.environ["CODEX_HOME"] = f"{nowhere}/claude", f"{nowhere}/codex"
+    _compile_bytecode()
     facts = machine_facts()
     print("\n".join(f"{key}: {value}" for key, value in facts.items()), end="\n\n")
     rows, skipped, crashed = _run_all(selected, quick=args.quick)
@@ -72,6 +75,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if crashed:
         print(f"\ncrashed: {', '.join(crashed)}", file=sys.stderr)
     return 1 if crashed else 0
+
+
+def _compile_bytecode() -> None:
+    """Compile remem's modules, as installing it does. A cold listing's worker process imports
+    the readers when it starts; where bytecode is never written (`PYTHONDONTWRITEBYTECODE`, an
+    editable checkout) each start compiled them from source, a cost no installed remem pays:
+    it made a worker start 0.25 s instead of 0.18 s, and a listing's spread that much later."""
+    for package in ("remem.daemon", "remem.lsp", "remem.agents"):
+        for folder in importlib.import_module(package).__path__:
+            compileall.compile_dir(folder, quiet=1)
 
 
 def machine_facts() -> dict[str, str]:
