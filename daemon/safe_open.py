@@ -39,27 +39,35 @@ MOVED = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ESTALE})
 Identity = tuple[int, int]  # a file's (st_dev, st_ino)
 
 
-def open_folder(root: Path, folder: Path, *, make: bool = False) -> int:
+def open_folder(root: Path, folder: str | os.PathLike[str], *, make: bool = False) -> int:
     """A descriptor of `folder`, opened from `root` one folder at a time without following a
     link. `OSError` naming the folder that stopped it: `ELOOP` for a link, `ENOTDIR` for
     anything but a folder, `ENOENT` for none; `EINVAL` when `folder` is not `root` or below it.
 
     With `make`, the folders missing from `root` down (the root too) are made user-only.
     """
-    try:
-        parts = folder.relative_to(root).parts
-    except ValueError:
-        raise OSError(errno.EINVAL, OUTSIDE, str(folder)) from None
-    if ".." in parts:
+    parts = _below(os.fspath(root), os.fspath(folder))
+    if parts is None:
         raise OSError(errno.EINVAL, OUTSIDE, str(folder))
     if make:
         _make_root(root)
     fd = os.open(root, _FOLDER)  # the root itself may be a link: the user chose it
-    at = root
-    for part in parts:
-        at = at / part
-        fd = _step(fd, part, at, make)  # closes the folder above, whatever happens
+    for depth, part in enumerate(parts, 1):
+        fd = _step(fd, part, root, parts[:depth], make)  # closes the folder above, whatever happens
     return fd
+
+
+def _below(root: str, folder: str) -> list[str] | None:
+    """The names from `root` down to `folder` (both normalised, as `Path` keeps them), or None
+    when `folder` is not `root` or below it. Strings, not `Path`s: a listing opens every file
+    this way, and `relative_to` cost more than the opens."""
+    if folder == root:
+        return []
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not folder.startswith(prefix):
+        return None
+    parts = folder[len(prefix) :].split(os.sep)
+    return None if ".." in parts else parts
 
 
 @contextmanager
@@ -72,8 +80,9 @@ def folder_at(root: Path, folder: Path, *, make: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
-def _step(fd: int, name: str, path: Path, make: bool) -> int:
-    """The folder `name` in the folder `fd` (closed), not through a link; made if missing and `make`."""
+def _step(fd: int, name: str, root: Path, parts: list[str], make: bool) -> int:
+    """The folder `name` in the folder `fd` (closed), not through a link; made if missing and
+    `make`. `root` and `parts` (down to `name`) name it in an error."""
     try:
         try:
             return os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
@@ -84,7 +93,7 @@ def _step(fd: int, name: str, path: Path, make: bool) -> int:
                 os.mkdir(name, FOLDER_MODE, dir_fd=fd)
             return os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
     except OSError as exc:
-        raise _named(exc, fd, name, path) from None
+        raise _named(exc, fd, name, root.joinpath(*parts)) from None
     finally:
         os.close(fd)
 
@@ -122,10 +131,10 @@ def open_regular(
     if root is None:
         fd = os.open(path, _FILE)
     else:
-        where = Path(path)
-        folder = open_folder(root, where.parent)
+        parent, name = os.path.split(os.fspath(path))
+        folder = open_folder(root, parent)
         try:
-            fd = os.open(where.name, _FILE, dir_fd=folder)
+            fd = os.open(name, _FILE, dir_fd=folder)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
         finally:

@@ -708,7 +708,7 @@ def _tallied_rollout(state: Tally | Grown, data: bytes) -> tuple[SessionView, Ta
 def _past_lines(before: int, data: bytes) -> bool:
     """Whether a file of `before` lines grown by `data` is past the cap on its lines: it is then
     read whole, and refused (`jsonl.read_bounded`)."""
-    return before + data.count(b"\n") > jsonl.MAX_LINES
+    return before + len(data) > jsonl.MAX_LINES and before + data.count(b"\n") > jsonl.MAX_LINES
 
 
 # A whole read of a file: its view, and the state to go on from (None: read it whole next time).

@@ -254,7 +254,8 @@ def read_bounded(
         )
     if size <= cap:
         data = stream.read()  # no line can be longer than the whole file
-        _check_lines(lines_before + data.count(b"\n"))
+        if lines_before + len(data) > MAX_LINES:  # else too few bytes for too many newlines
+            _check_lines(lines_before + data.count(b"\n"))
         return data
     chunk = min(chunk, cap)
     blocks: list[bytes] = []
