@@ -265,15 +265,13 @@ def listed_transcript(data: bytes, name: str) -> tuple[Transcript, Grown | None]
         and _main_chain(path[-1].record)
         # A conversation through a sidechain record (Claude Code writes none): a node appended
         # below that record would change the inline subagents, which `grow` keeps as they are.
-        and not any(line.record.is_sidechain for line in path)
+        and not (graph.sidechains and any(line.record.is_sidechain for line in path))
         and not graph.broken
         and not talk.subagent
         and len(problems) <= MAX_GROWN_PROBLEMS
     )
     if not keep:
         return parsed.transcript, None
-    nodes = graph.nodes
-    missing = {up for line in nodes.values() if (up := line.record.parent_uuid) and up not in nodes}
     grown = Grown(
         stem=_stem(name),
         size=len(data),
@@ -281,13 +279,13 @@ def listed_transcript(data: bytes, name: str) -> tuple[Transcript, Grown | None]
         graph=graph,
         held=parsed.held,
         path=path,
-        on_path={line.record.uuid for line in path},
+        on_path=parsed.on_path,
         starts=parsed.starts,
         asked=_asked(parsed.starts, graph),
         talk=talk,
         read_problems=problems[: parsed.read_problems],
         graph_problems=problems[parsed.read_problems :],
-        missing=missing,
+        missing=graph.missing,
     )
     return parsed.transcript, grown
 
@@ -462,6 +460,7 @@ class _Parsed:
     lines: list[Line[_Record]]
     graph: _Graph
     path: list[Line[_Node]]
+    on_path: set[str | None]  # the uuids of `path`
     transcript: Transcript
     held: _Held
     talk: _Conversation
@@ -484,10 +483,11 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
         built, starts = (), [group[0].number for group in _groups(path, graph.prompts)]
     held = _Held()
     held.add([line.record for line in lines])
-    talk = _conversation(graph, path, starts, bool(held.forked))
+    on_path = {line.record.uuid for line in path}
+    talk = _conversation(graph, path, on_path, starts, bool(held.forked))
     leaf = path[-1].record.uuid if path else None
     transcript = _transcript(stem, held, graph, talk, built, problems, read.newlines, leaf)
-    return _Parsed(lines, graph, path, transcript, held, talk, starts, read_problems)
+    return _Parsed(lines, graph, path, on_path, transcript, held, talk, starts, read_problems)
 
 
 @dataclass(frozen=True)
@@ -631,8 +631,11 @@ class _Conversation:
     sidechains: tuple[Sidechain, ...]
 
 
-def _conversation(graph: _Graph, path: list[Line[_Node]], starts: list[int], forked: bool) -> _Conversation:
-    """The facts of the conversation `path`, whose turns start at the lines `starts`."""
+def _conversation(
+    graph: _Graph, path: list[Line[_Node]], on_path: set[str | None], starts: list[int], forked: bool
+) -> _Conversation:
+    """The facts of the conversation `path` (whose uuids are `on_path`), whose turns start at the
+    lines `starts`."""
     subagent = graph.is_subagent()
     prompts = graph.prompts
     return _Conversation(
@@ -643,8 +646,8 @@ def _conversation(graph: _Graph, path: list[Line[_Node]], starts: list[int], for
         copied_prompts=sum(1 for line in path if line.number in prompts and _FORKED_FROM(line.record))
         if forked
         else 0,
-        segments=sum(1 for line in path[1:] if _joins_segment(line.record)),
-        branches=_branches(graph, path),
+        segments=sum(1 for line in path[1:] if _joins_segment(line.record)) if graph.joins else 0,
+        branches=_branches(graph, path, on_path),
         subagent=subagent,
         sidechains=() if subagent else _sidechains(graph),
     )
@@ -817,17 +820,12 @@ class _Graph:
 
     def __init__(self, lines: Sequence[Line[_Node]], problems: list[Problem]) -> None:
         self.problems = sink = ProblemSink(problems)
-        nodes: dict[str, Line[_Node]] = {}
         self.copies: dict[str, int] = {}  # a repeated uuid -> the line of its last copy
-        for line in lines:
-            uuid = line.record.uuid
-            if line.record.type not in GRAPH_TYPES or not uuid:
-                continue
-            if (first := nodes.get(uuid)) is not None:
-                sink.add(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
-                self.copies[uuid] = line.number
-                line = Line(first.number, line.record)
-            nodes[uuid] = line
+        # Comprehensions, not a loop with lookups: this runs on every line of every listed file.
+        graphed = [line for line in lines if line.record.uuid and line.record.type in GRAPH_TYPES]
+        nodes: dict[str, Line[_Node]] = {line.record.uuid: line for line in graphed}  # type: ignore[misc]
+        if len(nodes) != len(graphed):
+            nodes = self._first_places(graphed)
         self.nodes = nodes
         self.children: dict[str, list[str]] = {}
         # Parallel tool results hang off their own tool_use line, beside the conversation path,
@@ -837,16 +835,24 @@ class _Graph:
         self.interrupts: set[int] = set()  # user lines that mark a turn stopped by the user
         self.commands: set[int] = set()  # user lines that are a slash command's invocation
         self.shell: set[int] = set()  # user lines that are a bash-mode command (`! cmd`)
-        self.sidechains = 0
+        self.missing: set[str] = set()  # parents named but not in the file
+        self.joins = 0  # compaction boundaries joined to a node above by `logicalParentUuid` only
+        self.sidechains = sidechains = 0
         earlier = True  # every parent on an earlier line: then no chain can loop
+        children, above_of, user = self.children, nodes.get, self._user
         for uuid, line in nodes.items():
             record = line.record
             if record.is_sidechain:
-                self.sidechains += 1
+                sidechains += 1
             if parent := record.parent_uuid:
-                self.children.setdefault(parent, []).append(uuid)
-                above = nodes.get(parent)
+                siblings = children.get(parent)
+                if siblings is None:
+                    children[parent] = [uuid]
+                else:
+                    siblings.append(uuid)
+                above = above_of(parent)
                 if above is None:
+                    self.missing.add(parent)
                     sink.add(
                         line.number,
                         "missing-parent",
@@ -854,8 +860,13 @@ class _Graph:
                     )
                 elif above.number >= line.number:
                     earlier = False
+            elif _logical_parent(record):
+                self.joins += 1
             if record.type == "user":
-                self._user(line)
+                user(line)
+        self.sidechains = sidechains
+        # Parent links all point up the file: a walk along them alone cannot loop.
+        self.ordered = earlier
         self.broken = set() if earlier else self._break_cycles()
         sink.close()
         for uuid in self.broken:  # a cut node is a root: no longer its parent's child
@@ -864,6 +875,18 @@ class _Graph:
             if not self.children[parent]:
                 del self.children[parent]
         self._leaves: list[Line[_Node]] | None = None
+
+    def _first_places(self, graphed: list[Line[_Node]]) -> dict[str, Line[_Node]]:
+        """The nodes of a file that repeats a uuid: each uuid's last copy, at its first line."""
+        nodes: dict[str, Line[_Node]] = {}
+        for line in graphed:
+            uuid = cast(str, line.record.uuid)
+            if (first := nodes.get(uuid)) is not None:
+                self.problems.add(line.number, "duplicate-uuid", f"line {line.number} repeats uuid {uuid}")
+                self.copies[uuid] = line.number
+                line = Line(first.number, line.record)
+            nodes[uuid] = line
+        return nodes
 
     def is_subagent(self) -> bool:
         """Whether this is a subagent's own file: every record of it is a sidechain record."""
@@ -932,8 +955,23 @@ class _Graph:
     def walk_up(self, start: Line[_Node]) -> list[Line[_Node]]:
         """`start` and its ancestors, root first; stops at a cut cycle or a missing parent."""
         path: list[Line[_Node]] = []
-        seen: set[str] = set()
         current: Line[_Node] | None = start
+        if self.ordered:  # no loop along parent links: no need to remember what was seen
+            above_of = self.nodes.get
+            while current is not None and (target := current.record.parent_uuid):
+                path.append(current)
+                current = above_of(target)
+            if current is None or not _logical_parent(current.record):
+                if current is not None:
+                    path.append(current)
+                path.reverse()
+                return path
+        return self._walk_up(current, path)
+
+    def _walk_up(self, current: Line[_Node] | None, path: list[Line[_Node]]) -> list[Line[_Node]]:
+        """`walk_up` on from `current`, below which `path` was walked, remembering each node
+        seen: a compaction's logical parent may point anywhere, a cycle too."""
+        seen = {line.record.uuid or "" for line in path}
         nodes, broken = self.nodes, self.broken
         while current is not None:
             uuid = current.record.uuid or ""
@@ -1302,11 +1340,11 @@ def _turn(
     )
 
 
-def _branches(graph: _Graph, active: list[Line[_Node]]) -> tuple[Branch, ...]:
-    """Abandoned paths that leave a known path with a real prompt, latest leaf first. A path
-    that joins none (a lost line cut the conversation, so it goes on from a parent not in the
-    file) is a branch before the first turn: what was said before the cut stays in sight."""
-    on_path = {line.record.uuid for line in active}
+def _branches(graph: _Graph, active: list[Line[_Node]], on_path: set[str | None]) -> tuple[Branch, ...]:
+    """Abandoned paths that leave the `active` path (whose uuids are `on_path`) with a real
+    prompt, latest leaf first. A path that joins none (a lost line cut the conversation, so it
+    goes on from a parent not in the file) is a branch before the first turn: what was said
+    before the cut stays in sight."""
     if len(on_path) == len(graph.nodes):  # every node is on the conversation: nothing left it
         return ()
     return _branches_from(graph, graph.leaves(), on_path, active)
