@@ -1,4 +1,5 @@
-"""The one set of credential patterns: redacting them, finding them, and the keys in use.
+"""The one set of credential patterns: redacting them, finding them, the keys in use, and an
+environment without the variables that hold them (`without_credentials`).
 
 Session evidence can quote `.env` files, shell output and config snippets, and provider errors
 can echo request headers or the key itself. Masking the common, well-shaped credentials keeps
@@ -17,7 +18,7 @@ import functools
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 _PRIVATE_KEY = re.compile(
@@ -405,6 +406,21 @@ _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]+@")  # to the last
 def mask_userinfo(text: str) -> str:
     """`text` with the login of every URL in it masked: how remem shows a base_url anywhere."""
     return _USERINFO.sub(r"\1[redacted userinfo]@", text)
+
+
+# A variable whose name says it holds a credential: `OPENAI_API_KEY`, `GITHUB_TOKEN`,
+# `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`. None of what a process of remem needs (`PATH`, `HOME`,
+# `PYTHONPATH`, `LANG`, `LC_*`, `TZ`, `REMEM_*`, a harness's home) is named so.
+_CREDENTIAL_VARIABLE = re.compile(
+    r"(?i)(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|(?:SECRET|ACCESS|PRIVATE)_KEY)$"
+)
+
+
+def without_credentials(environ: Mapping[str, str], named: Collection[str]) -> dict[str, str]:
+    """`environ` without the variables `named` (those the settings name as a provider's key,
+    whatever their name) and those whose name says they hold a credential: the environment of
+    a process that needs none (a cold listing's workers, decision 0374)."""
+    return {k: v for k, v in environ.items() if k not in named and not _CREDENTIAL_VARIABLE.search(k)}
 
 
 class RedactingFormatter(logging.Formatter):

@@ -115,6 +115,10 @@ class Settings(_Strict):
     def all_providers(self) -> dict[str, ProviderSettings]:
         return {**PREDEFINED_PROVIDERS, **self.providers}
 
+    def key_variables(self) -> frozenset[str]:
+        """The environment variables that hold a provider's API key, as these settings name them."""
+        return frozenset(p.api_key_env for p in self.all_providers().values() if p.api_key_env)
+
 
 class SettingsError(Exception):
     """settings.yml cannot be used; each problem names the key and its line."""

@@ -1,8 +1,11 @@
 """Opt-in debug log of one attempt: `memory/debug/<review-id>/attempt-<n>.jsonl`.
 
-Phases, the route, counts and redacted errors only — never evidence, memory or proposal text
-(that lives in the worker session, where it belongs). Only the fields listed in `_ALLOWED`
-are written, so a careless caller cannot leak content into it.
+Phases, the route, counts and what identifies a failure only — never evidence, memory or
+proposal text (that lives in the worker session, where it belongs), nor a provider's error
+message, which may quote the request (decision 0373): a failure's `error` is the attempt's
+cause (the exception's class, the HTTP status, the provider's error `type` and `code`, the URL
+asked), redacted. Only the fields listed in `_ALLOWED` are written, so a careless caller cannot
+leak content into it under another name.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ the model runs: the frozen revisions and the barrier's compare-and-swap catch an
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 T = TypeVar("T")
+log = logging.getLogger("remem.daemon")
 
 
 class Refused(Exception):
@@ -243,7 +245,12 @@ class Consolidator:
         self, receipt: Receipt, outcome: Outcome, source: _Input, progress: Progress
     ) -> ConsolidationResult:
         if outcome.plan is None:
-            progress("attempt-failed", {"status": outcome.status, "error": outcome.error})
+            # The logs get the cause, never the error: a provider's message may quote the session.
+            attempt = len(receipt.attempts)
+            log.info(
+                "review %s attempt %d ended %s: %s", receipt.review, attempt, outcome.status, outcome.cause
+            )
+            progress("attempt-failed", {"status": outcome.status, "error": outcome.cause})
             return await asyncio.to_thread(
                 self._finish, ended(receipt, Status(outcome.status), outcome.error)
             )
@@ -303,7 +310,12 @@ class Consolidator:
         catalog = (
             SessionCatalog.configured(self.home, settings)
             if self._session_roots is None
-            else SessionCatalog(self.home, self._session_roots, settings.sessions.idle_seconds)
+            else SessionCatalog(
+                self.home,
+                self._session_roots,
+                settings.sessions.idle_seconds,
+                key_variables=settings.key_variables(),
+            )
         )
         entry = self._eligible(catalog, session_id)
         log = _read_source(entry, settings.sessions.idle_seconds)

@@ -5,12 +5,19 @@ attempt. Each raw assistant message goes back into the history unchanged, since 
 such as DeepSeek refuse tool-call history without its `reasoning_content`. The attempt has a
 step budget and one timeout for all of it; cancelling the task aborts the HTTP call, though a
 step being written to the worker session is finished first.
+
+A failed attempt is said twice (decision 0373): `Outcome.error`, for the receipt and the user,
+may quote what the provider said, redacted and cut short; `Outcome.cause`, for the debug log
+and the daemon's log, only identifies the failure (the exception's class, the HTTP status, the
+provider's error `type` and `code`, the URL asked), since a provider's message may quote the
+request, and so the session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,11 +44,14 @@ Progress = Callable[[str, dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class Outcome:
-    """How an attempt ended: a plan, or the failure status and a redacted reason."""
+    """How an attempt ended: a plan, or the failure status, a redacted reason (`error`, which
+    may quote the provider) and what identifies the failure without any text it quoted
+    (`cause`, the only one a log may hold)."""
 
     status: str  # proposed | invalid-proposal | provider-failed | internal-error
     plan: Plan | None = None
     error: str | None = None
+    cause: str | None = None
 
 
 async def run_attempt(
@@ -63,13 +73,14 @@ async def run_attempt(
     except asyncio.TimeoutError:  # not the builtin before Python 3.11
         await asyncio.to_thread(log.end, "aborted")
         error = f"no final proposal within {route.timeout_seconds:g} s from {route.shown_url}"
-        return Outcome("provider-failed", error=error)
+        return Outcome("provider-failed", error=error, cause=error)
     except asyncio.CancelledError:
         await asyncio.to_thread(log.end, "aborted")
         raise
     except BadAnswer as exc:
         await asyncio.to_thread(log.end, "error")
-        return Outcome("provider-failed", error=f"{exc} (asked {route.shown_url})")
+        asked = f"(asked {route.shown_url})"
+        return Outcome("provider-failed", error=f"{exc} {asked}", cause=f"{exc.cause} {asked}")
     except Exception as exc:
         return await _failed(exc, route, log)
     await asyncio.to_thread(log.end, "completed" if outcome.plan is not None else "error")
@@ -84,7 +95,10 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
 
     if isinstance(exc, APIError):
         await asyncio.to_thread(log.end, "error")
-        return Outcome("provider-failed", error=f"{_describe(exc)} (asked {route.shown_url})")
+        asked = f"(asked {route.shown_url})"
+        return Outcome(
+            "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
+        )
     # The class and the frames, never the message: it may quote the model's answer.
     frames = "".join(traceback.format_tb(exc.__traceback__))
     _log.error("a consolidation attempt failed with %s:\n%s", type(exc).__name__, frames)
@@ -92,9 +106,8 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         await asyncio.to_thread(log.end, "error")
     except (SessionLogError, OSError):  # the log itself may be what failed
         log.close()
-    return Outcome(
-        "internal-error", error=f"the attempt failed inside remem ({type(exc).__name__}; its log says where)"
-    )
+    error = f"the attempt failed inside remem ({type(exc).__name__}; its log says where)"
+    return Outcome("internal-error", error=error, cause=error)
 
 
 async def _loop(
@@ -109,7 +122,8 @@ async def _loop(
         raw = message.model_dump(exclude_none=True)
         messages.append(raw)
         calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        progress("model-answer", {"step": step, "toolCalls": len(calls), "finish": choice.finish_reason})
+        finish = _identifier(choice.finish_reason)  # the SDK does not check it: the provider's word
+        progress("model-answer", {"step": step, "toolCalls": len(calls), "finish": finish})
         exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
         usage = _usage(response.usage)
         await _written(log.step, _blocks(raw, calls), route.provider, route.model, exchanges, usage)
@@ -119,7 +133,8 @@ async def _loop(
             nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
             await _written(log.nudge, nudge)
             messages.append({"role": "user", "content": nudge})
-    return Outcome("invalid-proposal", error=f"no valid final proposal within {MAX_STEPS} model steps")
+    error = f"no valid final proposal within {MAX_STEPS} model steps"
+    return Outcome("invalid-proposal", error=error, cause=error)
 
 
 async def _written(write: Callable[..., None], *args: Any) -> None:
@@ -138,14 +153,20 @@ async def _written(write: Callable[..., None], *args: Any) -> None:
 
 
 class BadAnswer(Exception):
-    """The provider could not be asked, or answered what is not a chat completion; says which."""
+    """The provider could not be asked, or answered what is not a chat completion; says which,
+    maybe quoting the answer, and `cause` says it without quoting anything."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = message if cause is None else cause
 
 
 def _connect(connect: Callable[[], AsyncOpenAI]) -> AsyncOpenAI:
     try:
         return connect()
     except InvalidBaseUrl as exc:
-        raise BadAnswer(f"the provider's base_url is not a valid URL ({exc})") from None
+        why = "the provider's base_url is not a valid URL"
+        raise BadAnswer(f"{why} ({exc})", why) from None
 
 
 async def _ask(client: AsyncOpenAI, route: Route, messages: list[dict[str, Any]]) -> object:
@@ -159,7 +180,8 @@ async def _ask(client: AsyncOpenAI, route: Route, messages: list[dict[str, Any]]
             max_tokens=route.max_tokens,
         )
     except ValueError as exc:  # a 200 whose JSON body does not parse: the SDK lets json's error out
-        raise BadAnswer(f"the answer is not valid JSON ({redact(str(exc))[:200]})") from None
+        why = "the answer is not valid JSON"
+        raise BadAnswer(f"{why} ({_bounded(redact(str(exc)), 200)})", why) from None
 
 
 def _completion(response: object) -> ChatCompletion:
@@ -168,8 +190,9 @@ def _completion(response: object) -> ChatCompletion:
     from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
     if isinstance(response, str):  # the SDK hands back a body that is not JSON as text
-        start = redact(" ".join(response.split()))[:80]
-        raise BadAnswer(f"the answer is text, not a chat completion (it begins {start!r})")
+        start = _bounded(redact(" ".join(response[:_REDACTED_CHARS].split())), 80)
+        why = "the answer is text, not a chat completion"
+        raise BadAnswer(f"{why} (it begins {start!r})", why)
     if not isinstance(response, ChatCompletion):
         raise BadAnswer(f"the answer is a JSON {type(response).__name__}, not a chat completion object")
     if not isinstance(response.choices, list) or not response.choices:
@@ -262,13 +285,59 @@ def _blocks(raw: dict[str, Any], calls: list[Any]) -> list[dict[str, Any]]:
     return blocks or [{"type": "text", "text": ""}]
 
 
-def _describe(exc: BaseException) -> str:
-    """The error chain, redacted and short: class, HTTP status, message."""
-    parts: list[str] = []
+# A provider's error `type` or `code`, or a finish reason, as an identifier; other text is not
+# one, and is left out (it could quote anything).
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_CHAIN = 3  # the exceptions of an error's chain said, the error's own first
+_SAID_CHARS = 300  # what the user is told of each exception's message
+# What of a message is redacted before it is cut to `_SAID_CHARS`: a provider may quote a whole
+# request, and a cut before redaction could leave part of a credential it would have masked.
+_REDACTED_CHARS = 4000
+
+
+def _identifier(value: object) -> str | None:
+    return value if isinstance(value, str) and _IDENTIFIER.fullmatch(value) else None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
     current: BaseException | None = exc
-    while current is not None and len(parts) < 3:
-        status = getattr(current, "status_code", None)
-        message = str(getattr(current, "message", "") or current)[:300]
-        parts.append(f"{type(current).__name__}" + (f" {status}" if status else "") + f": {message}")
+    while current is not None and len(chain) < _CHAIN:
+        chain.append(current)
         current = current.__cause__
-    return redact(" <- ".join(parts))
+    return chain
+
+
+def _identify(exc: BaseException) -> str:
+    """A provider's error without any of its text, for the logs: the class of each exception of
+    its chain, the HTTP status, and the error's `type` and `code` as the provider named them."""
+    parts = [" <- ".join(type(e).__name__ for e in _chain(exc))]
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        parts.append(f"HTTP {status}")
+    for field in ("type", "code"):
+        if (value := _identifier(getattr(exc, field, None))) is not None:
+            parts.append(f"{field} {value}")
+    return redact(", ".join(parts))
+
+
+def _describe(exc: BaseException) -> str:
+    """A provider's error for the receipt and the user: what `_identify` says, then what each
+    exception of its chain said (the provider's own `message` when its error body has one),
+    redacted, then cut to `_SAID_CHARS`."""
+    said = [text for text in map(_said, _chain(exc)) if text]
+    # Not a colon: `code invalid_api_key: …` would read as an assignment, and be masked as one.
+    return _identify(exc) + (" — " + " <- ".join(said) if said else "")
+
+
+def _said(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    text = (
+        message if isinstance(message, str) and message.strip() else str(getattr(exc, "message", "") or exc)
+    )
+    return _bounded(redact(" ".join(text[:_REDACTED_CHARS].split())), _SAID_CHARS)
+
+
+def _bounded(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"

@@ -16,7 +16,7 @@ import os
 import stat
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -258,8 +258,11 @@ class SessionCatalog:
         idle_seconds: int,
         memo: ListingMemo | None = None,
         cold_reads: ColdReads = SPREAD,
+        key_variables: Collection[str] = (),
     ) -> None:
-        """`roots` in their formats; a bare path's format is recognised by its layout."""
+        """`roots` in their formats; a bare path's format is recognised by its layout.
+        `key_variables` (the settings' API key variables) are kept from the processes a cold
+        listing starts, with every variable whose name says it holds a credential."""
         self.home = home.ensure_layout()
         sources: dict[Path, Root] = {}
         for root in roots:
@@ -279,6 +282,7 @@ class SessionCatalog:
         self._own_root = f"{home.sessions}{os.sep}"
         self.memo = memo
         self.cold_reads = cold_reads
+        self.key_variables = frozenset(key_variables)
         # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
         self.continuations = memo.continuations if memo is not None else Continuations()
 
@@ -296,11 +300,12 @@ class SessionCatalog:
         settings: Settings,
         extra_roots: Iterable[Path] = (),
         memo: ListingMemo | None = None,
+        cold_reads: ColdReads = SPREAD,
     ) -> SessionCatalog:
         """The catalog of `settings` as already read (one snapshot serves a whole operation);
         `memo` is what the daemon remembers between listings."""
         roots: list[Path | Root] = [*all_roots(home, settings.sessions.roots), *extra_roots]
-        return cls(home, roots, settings.sessions.idle_seconds, memo)
+        return cls(home, roots, settings.sessions.idle_seconds, memo, cold_reads, settings.key_variables())
 
     def entries(
         self, cwd: str | None = None, progress: Progress | None = None
@@ -777,7 +782,8 @@ class SessionCatalog:
                     cold.append(ColdRead(path, fmt, stat_revision(st), st.st_size, self._root_text(path)))
         if passed:
             told(len(passed))
-        return {**passed, **(self.cold_reads.store(self.index, cold, told) if cold else {})}
+        spread = self.cold_reads.store(self.index, cold, told, self.key_variables) if cold else {}
+        return {**passed, **spread}
 
     def _store(self, updates: list[Update]) -> None:
         self.index.put(updates)

@@ -8,7 +8,8 @@ process reads shares too, and takes back the shares of a worker still starting o
 left, so a listing the workers cannot help is read as fast as alone. A worker reads a share
 with the very code a serial listing runs and stores the rows in the index itself, in its own
 transactions; its link to the listing is its own pipe and carries share numbers back, so a
-worker killed at any instant tears nothing another process reads.
+worker killed at any instant tears nothing another process reads. A worker only reads session
+files: its environment is the listing's without credentials (decision 0374).
 
 A worker that dies, or none that can start, costs time, never a row: what it held is read
 by the listing. The index is derived data, stored a transaction per batch of rows.
@@ -22,12 +23,13 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 
+from ..credentials import without_credentials
 from ..faults import faultpoint
 from ..protocol.sessions import SessionFormat
 from .errors import SessionLogError
@@ -127,8 +129,9 @@ def store_share(index: SessionIndex, share: Iterable[ColdRead]) -> list[LogRow]:
     return rows
 
 
-def _start_worker(index_path: Path) -> tuple[Connection, subprocess.Popen[bytes]]:
-    """A worker process for the index at `index_path`, and the listing's end of its link.
+def _start_worker(index_path: Path, env: dict[str, str]) -> tuple[Connection, subprocess.Popen[bytes]]:
+    """A worker process for the index at `index_path`, in the environment `env`, and the
+    listing's end of its link.
 
     A fresh interpreter runs `work` alone: unlike `multiprocessing`'s spawn it neither runs
     the parent's `__main__` again (a console script would import the whole CLI) nor starts a
@@ -139,7 +142,9 @@ def _start_worker(index_path: Path) -> tuple[Connection, subprocess.Popen[bytes]
     try:
         fd = theirs.fileno()
         command = [sys.executable, "-c", f"from {__name__} import work; work()", str(index_path), str(fd)]
-        worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(fd,), start_new_session=True)
+        worker = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, pass_fds=(fd,), start_new_session=True, env=env
+        )
     except BaseException:
         mine.close()
         raise
@@ -192,15 +197,21 @@ class ColdReads:
     share_bytes: int = SHARE_BYTES
 
     def store(
-        self, index: SessionIndex, logs: list[ColdRead], told: Callable[[int], None]
+        self,
+        index: SessionIndex,
+        logs: list[ColdRead],
+        told: Callable[[int], None],
+        key_variables: Collection[str] = (),
     ) -> dict[str, LogRow]:
         """The rows of `logs` stored in `index`, when they are worth spreading; `told(n)` hears
         of each `n` logs read. The caller reads each log left out itself: all of them when
-        they are not worth it, and those a worker held when it died."""
+        they are not worth it, and those a worker held when it died. The workers' environment
+        is this process's without `key_variables` (the settings' key variables) and the
+        variables whose name says they hold a credential (`credentials.without_credentials`)."""
         total = sum(_cost(log) for log in logs)
         if self.processes < 2 or total < self.min_bytes:
             return {}
-        spread = _Spread(index, told)
+        spread = _Spread(index, told, without_credentials(os.environ, key_variables))
         spread.run(_shares(logs, total, self.share_bytes, self.processes), self.processes - 1)
         log.info(
             "cold listing: %d logs indexed, %d of them by worker processes",
@@ -241,9 +252,10 @@ class _Spread:
     none is left, the shares of a worker not started yet are taken back and read here, so none
     waits with it; a worker that ends early gives back what it held."""
 
-    def __init__(self, index: SessionIndex, told: Callable[[int], None]) -> None:
+    def __init__(self, index: SessionIndex, told: Callable[[int], None], env: dict[str, str]) -> None:
         self.index = index
         self.told = told
+        self.env = env  # the workers' environment
         self.rows: dict[str, LogRow] = {}
         self.by_workers = 0
         self.shares: list[list[ColdRead]] = []
@@ -258,7 +270,7 @@ class _Spread:
         started: dict[Connection, subprocess.Popen[bytes]] = {}  # never forked: the daemon runs threads
         try:
             for _ in range(workers):
-                mine, process = _start_worker(self.index.path)
+                mine, process = _start_worker(self.index.path, self.env)
                 started[mine] = process
                 self.held[mine] = []
                 self._hand(mine, AHEAD)

@@ -68,7 +68,7 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     assert missing.returncode == 2 and KEY_ENV in missing.stderr and fake.count == 0
     wrong = remem(user_home, "--cases", "decision", key="sk-wrong")
     assert wrong.returncode == 0 and "dsh/decision  provider-failed" in wrong.stdout
-    assert "AuthenticationError 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
+    assert "AuthenticationError, HTTP 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
     nothing = remem(user_home, "--cases", "nope*")
     assert nothing.returncode == 2 and "dsh/secrets" in nothing.stderr
     unknown = remem(user_home, "--provider", "nowhere")
