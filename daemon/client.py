@@ -4,7 +4,9 @@ The async `AsyncDaemonClient` is the library API; `call()` is the small synchron
 one raw request. Each has a `DaemonApi` transport: `AsyncDaemonClient.request` for an event
 loop, `SocketTransport` (over `call()`) for the CLI. A daemon of another protocol or app
 version is asked to stop and replaced (only by a caller that may start its successor), and a
-daemon that fails to start is reported with the end of its own log.
+daemon that fails to start is reported with the end of its own log. Hello carries this
+process's harness folders and brings back the daemon's (`Hello.harness_roots`), which a caller
+hears once per connection (`greeted`) and compares with its own (decision 0372).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .home import Home
@@ -27,6 +29,7 @@ from .protocol.rpc import (
     APP_VERSION,
     DAEMON_HELLO,
     DAEMON_SHUTDOWN,
+    INVALID_PARAMS,
     MAX_ANSWER_BYTES,
     MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
@@ -81,6 +84,8 @@ class _NotSent(DaemonUnavailable):
 
 
 Listener = Callable[[str, dict[str, Any]], None]
+# Hears the hello of each connection made to a daemon of this version, before it is used.
+Greeted = Callable[["Hello"], None]
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,9 @@ class Hello:
     pid: int
     protocol: int
     version: str
+    # Each harness's default session folders in the daemon's environment, keyed by format
+    # (none from a daemon before protocol 18).
+    harness_roots: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     @property
     def current(self) -> bool:
@@ -102,20 +110,28 @@ class AsyncDaemonClient:
     Requests may be in flight together; answers are matched by id. Notifications go to the
     listener. A request in flight when the daemon goes away fails with `DaemonUnavailable`
     (it may or may not have been applied: commits carry a revision, forks an operation id, so
-    a retry is safe); the next request reconnects, starting the daemon if allowed.
+    a retry is safe); the next request reconnects, starting the daemon if allowed. `greeted`
+    hears the daemon's hello on each new connection.
     """
 
-    def __init__(self, home: Home, start: bool, listener: Listener | None) -> None:
-        self.home, self._start, self._listener = home, start, listener
+    def __init__(
+        self, home: Home, start: bool, listener: Listener | None, greeted: Greeted | None = None
+    ) -> None:
+        self.home, self._start, self._listener, self._greeted = home, start, listener, greeted
         self._link: _Link | None = None
         self._linking = asyncio.Lock()
 
     @classmethod
     async def open(
-        cls, home: Home, *, start: bool = True, listener: Listener | None = None
+        cls,
+        home: Home,
+        *,
+        start: bool = True,
+        listener: Listener | None = None,
+        greeted: Greeted | None = None,
     ) -> AsyncDaemonClient:
         """Connect to this home's daemon, starting (or replacing) it when needed."""
-        client = cls(home, start, listener)
+        client = cls(home, start, listener, greeted)
         await client._connected()
         return client
 
@@ -123,6 +139,12 @@ class AsyncDaemonClient:
     def info(self) -> DaemonInfo:
         assert self._link is not None
         return self._link.info
+
+    @property
+    def hello(self) -> Hello:
+        """What the daemon of the current (or last) connection said to hello."""
+        assert self._link is not None and self._link.hello is not None
+        return self._link.hello
 
     @property
     def connected(self) -> bool:
@@ -172,6 +194,8 @@ class AsyncDaemonClient:
                 await asyncio.sleep(RETRY_SECONDS)
             await asyncio.to_thread(_start, paths, self._start, deadline)
             retry = True
+        if self._greeted is not None and link.hello is not None:
+            self._greeted(link.hello)
         return link
 
     async def _compatible(self, paths: DaemonPaths, deadline: float) -> _Link | None:
@@ -207,6 +231,7 @@ class _Link:
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self.lost = False
+        self.hello: Hello | None = None  # once the daemon said it
         self._reading = asyncio.create_task(self._read_all(reader))
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -281,22 +306,38 @@ async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link
     except OSError:
         return None
     link = _Link(reader, writer, info, listener)
-    # Raw JSON: a daemon of another version may answer in another shape.
-    asking = link.request(DAEMON_HELLO.name, {"protocol": PROTOCOL_VERSION, "version": APP_VERSION})
     try:
-        said = await asyncio.wait_for(asking, HELLO_TIMEOUT_SECONDS)
+        said = await asyncio.wait_for(_say_hello(link), HELLO_TIMEOUT_SECONDS)
     except asyncio.TimeoutError:
         await link.close()
         raise DaemonNotAnswering(info.pid) from None
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
-    hello = Hello(said["pid"], said["protocol"], said["version"])
+    roots = said.get("harnessRoots")
+    hello = Hello(said["pid"], said["protocol"], said["version"], roots if isinstance(roots, dict) else {})
     if hello.pid != info.pid:
         # The status file is a dead daemon's, and a new one answers on the same socket path
         # before it has written its own: wait for it, so `info` always names who answers.
         await link.close()
         return None
+    link.hello = hello
     return link, hello
+
+
+async def _say_hello(link: _Link) -> dict[str, Any]:
+    """The daemon's answer to hello, as raw JSON: one of another version may answer in another
+    shape. A daemon before protocol 18 refuses a field it does not know (`harnessRoots`): it is
+    asked again without, as it was always asked, to learn its version and be replaced."""
+    # Loaded on connecting, not by importing the client.
+    from .sessions.harness_homes import harness_roots
+
+    plain: dict[str, Any] = {"protocol": PROTOCOL_VERSION, "version": APP_VERSION}
+    try:
+        return await link.request(DAEMON_HELLO.name, {**plain, "harnessRoots": harness_roots()})
+    except RpcError as exc:
+        if exc.code != INVALID_PARAMS:
+            raise
+        return await link.request(DAEMON_HELLO.name, plain)
 
 
 def shutdown(home: Home) -> int | None:
@@ -397,12 +438,12 @@ def _last_words(paths: DaemonPaths) -> str:
 
 def call(
     home: Home, method: str, params: dict[str, Any] | None = None, *, start: bool = True,
-    listener: Listener | None = None,
+    listener: Listener | None = None, greeted: Greeted | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One synchronous request (for the CLI): connect or start, call, close."""
 
     async def once() -> dict[str, Any]:
-        client = await AsyncDaemonClient.open(home, start=start, listener=listener)
+        client = await AsyncDaemonClient.open(home, start=start, listener=listener, greeted=greeted)
         try:
             return await client.call(method, params)
         finally:
@@ -418,9 +459,11 @@ class SocketTransport:
     home: Home
     start: bool = True
     listener: Listener | None = None
+    greeted: Greeted | None = None
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         answer = call(
-            self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener
-        )
+            self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener,
+            greeted=self.greeted,
+        )  # fmt: skip
         return method.result.model_validate(answer)

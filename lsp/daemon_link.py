@@ -15,7 +15,9 @@ server degraded: it keeps validating in its own process, says once why the rest 
 (`FAILED`), and every stateful request answers with that reason until a usable daemon appears.
 A connection after a lost one, or after being degraded, is told as `RECONNECTED`: memory and
 sessions may have changed unseen, and what was asked meanwhile was refused. `STATUS` tells each
-change.
+change. A connection to a daemon that does not read a harness folder this server's environment
+names (it was started elsewhere, with other `CLAUDE_CONFIG_DIR`, `CODEX_HOME` or `DSH_HOME`) is
+told once, as `ELSEWHERE` (decision 0372).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException, JsonRpcServerError
 
-from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
+from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable, Hello
 from remem.daemon.home import Home
 from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.rpc import (
@@ -55,6 +57,7 @@ CRASHED = "the remem daemon stopped unexpectedly; starting a new one"
 STATUS = "link/status"  # the state changed: a `Status`, dumped
 FAILED = "link/failed"  # the daemon cannot be used: {message}, the refusal every request gets
 RECONNECTED = "link/reconnected"  # connected after a lost connection or a degraded spell: {}
+ELSEWHERE = "link/elsewhere"  # this connection's daemon misses this environment's harness folders: {message}
 
 ProgressListener = Callable[[dict[str, Any]], None]
 Handler = Callable[[dict[str, Any]], None]
@@ -74,7 +77,7 @@ class DaemonLink:
     def __init__(self, home: Home) -> None:
         self._home = home
         self._paths = DaemonPaths(home)
-        self.client = AsyncDaemonClient(home, start=True, listener=self._heard)
+        self.client = AsyncDaemonClient(home, start=True, listener=self._heard, greeted=self._greeted)
         self.api = DaemonApi(self)
         self.degraded: str | None = None  # why there is no daemon, when there is none
         self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
@@ -230,6 +233,23 @@ class DaemonLink:
         if self.status != self._told:
             self._told = self.status
             self._emit(STATUS, self.status.model_dump())
+
+    def _greeted(self, hello: Hello) -> None:
+        """Each new connection: whether its daemon reads the harness folders this server's
+        environment names (settings.yml is read only when they differ)."""
+        from remem.daemon.sessions.harness_homes import elsewhere_warning, unread_here
+
+        try:
+            found = unread_here(self._home, hello.harness_roots)
+        except Exception:  # a warning that cannot be made must not cost the connection
+            log.exception("the daemon's harness folders could not be compared")
+            return
+        if found:
+            remedy = (
+                "run `remem daemon stop` and the editor starts it again with its own environment, "
+                f"or name the folder in sessions.roots in {self._home.settings_file}"
+            )
+            self._emit(ELSEWHERE, {"message": elsewhere_warning(found, hello.pid, "the editor's", remedy)})
 
     def _heard(self, method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and (listener := self._progress.get(params["session"])):

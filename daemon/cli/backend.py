@@ -5,6 +5,11 @@ protocol models, and get the same results or the same `RpcError`s, so a command'
 depends on the path it took. In-process calls take the same cross-process file locks, so a
 script without a daemon stays safe beside one. Extra `--root`s are always read in-process: the
 daemon reads only the configured roots and never takes a path from a client.
+
+The daemon reads each harness's default folders from the environment it was started in, which
+may not be this shell's: a session command warns once, on stderr, when this shell's environment
+names a folder the daemon does not read, and its empty state names the daemon's folders
+(decision 0372).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,22 +28,44 @@ from ..protocol.api import DaemonApi, Transport
 from ..protocol.rpc import Method, Params, Result
 
 if TYPE_CHECKING:
-    from ..client import Listener
+    from ..client import Hello, Listener
+    from ..sessions.sources import Root
 
 NO_DAEMON_ENV = "REMEM_NO_DAEMON"
+
+
+@dataclass
+class Greetings:
+    """What the daemon said to hello on a command's connections: the last hello, and whether
+    the command warned already that the daemon reads other harness folders."""
+
+    last: Hello | None = None
+    warned: bool = False
 
 
 @dataclass(frozen=True)
 class Backend:
     home: Home
     use_daemon: bool
+    greetings: Greetings = field(default_factory=Greetings, compare=False)
 
     def api(self, roots: Sequence[Path] = (), listener: Listener | None = None) -> DaemonApi[Transport]:
         """The daemon's methods, raising `RpcError` exactly as the daemon would answer. `listener`
         hears the notifications a call causes (the daemon's go to every client)."""
         if self.use_daemon and not roots:
-            return DaemonApi(_ThroughDaemon(self.home, listener))
+            return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings))
         return DaemonApi(_in_process(self.home, roots, listener))
+
+    def harness_defaults(self, roots: Sequence[Path] = ()) -> list[Root]:
+        """Each harness's default folders as the process that answered `api(roots)` reads them:
+        the daemon's, from its hello, else this process's environment's."""
+        from ..sessions.harness_homes import roots_said
+        from ..sessions.sources import default_roots
+
+        hello = self.greetings.last
+        if self.use_daemon and not roots and hello is not None:
+            return roots_said(hello.harness_roots)
+        return default_roots()
 
 
 def _in_process(home: Home, roots: Sequence[Path], listener: Listener | None) -> _InProcess:
@@ -54,6 +81,7 @@ class _ThroughDaemon:
 
     home: Home
     listener: Listener | None
+    greetings: Greetings
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
@@ -63,8 +91,14 @@ class _ThroughDaemon:
         from ..settings import invalid_settings
         from .output import EXIT_INTERNAL, EXIT_INVALID, EXIT_PROBLEMS, fail
 
+        def greeted(hello: Hello) -> None:
+            self.greetings.last = hello
+            if method.name.startswith("sessions/") and not self.greetings.warned:
+                self.greetings.warned = _warn_if_elsewhere(self.home, hello)
+
         try:
-            answer = client.SocketTransport(self.home, listener=self.listener).request(method, params)
+            transport = client.SocketTransport(self.home, listener=self.listener, greeted=greeted)
+            answer = transport.request(method, params)
         except client.RequestTooLarge:
             # Past any valid request's size, so the same handlers here say what is wrong with it.
             return _in_process(self.home, (), self.listener).request(method, params)
@@ -86,6 +120,24 @@ class _ThroughDaemon:
         if problems:
             raise RpcError(SESSION_REFUSED, invalid_settings(problems), {"code": "INVALID"})
         return answer
+
+
+def _warn_if_elsewhere(home: Home, hello: Hello) -> bool:
+    """Say on stderr, in one line, which harness folders of this shell's environment the
+    daemon does not read, and how to go on; whether there were any. The command goes on: its
+    answer is the daemon's."""
+    from ..sessions.harness_homes import elsewhere_warning, unread_here
+    from .output import one_line, say
+
+    found = unread_here(home, hello.harness_roots)
+    if found:
+        remedy = (
+            "`remem daemon stop` lets the next command here start it with this shell's environment, "
+            f"or name the folder in sessions.roots in {home.settings_file}"
+        )
+        warning = elsewhere_warning(found, hello.pid, "this shell's", remedy)
+        say(f"remem: {one_line(warning)}", err=True)
+    return bool(found)
 
 
 @dataclass(frozen=True)

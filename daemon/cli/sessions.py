@@ -26,7 +26,7 @@ from ..protocol.rpc import (
 )
 from ..protocol.sessions import ROLLED_BACK, SessionFormat
 from ..sessions.harness_homes import looked_in
-from ..sessions.sources import HARNESS_NAMES, all_roots, named_roots
+from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
 from .arguments import NON_EMPTY, UTF8, utf8_folder, workspace_params
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
@@ -140,7 +140,8 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
         f"and {harnesses[-1]}; it looked in:",
         err=True,
     )
-    for folder in looked_in(_roots_read(backend, roots)):
+    defaults = backend.harness_defaults(roots)  # the daemon's, when it answered
+    for folder in looked_in(_roots_read(backend, roots, defaults), defaults):
         whose = f"{HARNESS_NAMES[folder.harness]}'s folder" if folder.harness else ""
         what = ", ".join(part for part in (whose, "" if folder.exists else "not found") if part)
         say(f"  {one_line(str(folder.path))}{f' ({what})' if what else ''}", err=True)
@@ -151,16 +152,17 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
     )
 
 
-def _roots_read(backend: Backend, extra: Sequence[Path]) -> list[Path]:
+def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root]) -> list[Path]:
     """The roots a listing reads: remem's own, the configured ones, each harness's default
-    folder that exists, and the `--root`s; as the catalog composes them (`all_roots`)."""
+    folder that exists (of `defaults`), and the `--root`s; as the catalog composes them
+    (`all_roots`)."""
     from ..settings import SettingsError, SettingsStore  # only for an empty answer
 
     try:
         configured = SettingsStore(backend.home).read()[0].sessions.roots
     except SettingsError:
         configured = []  # the listing said so already
-    roots = [root.path for root in all_roots(backend.home, configured)]
+    roots = [root.path for root in all_roots(backend.home, configured, defaults)]
     return roots + [root.path for folder in extra for root in named_roots(folder)]
 
 

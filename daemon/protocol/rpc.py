@@ -45,7 +45,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 17: a turns and a transcript answer say the session's `revision` they were read at (the turns
 # also its `kind` and `parent`), which remem.lsp.fork takes back as `expectedRevision`: a branch
 # from what the editor shows is refused `STALE_SOURCE` once the session changed (decision 0369).
-PROTOCOL_VERSION = 17
+# 18: hello carries the client's and the daemon's `harnessRoots`, and ignores fields it does not
+# know: a shell whose environment names other harness folders than the daemon's is told (0372).
+PROTOCOL_VERSION = 18
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -73,15 +75,23 @@ class Empty(_Strict):
     pass
 
 
-class HelloParams(_Strict):
+class HelloParams(BaseModel):
+    """What a client says first. Fields a daemon does not know are ignored, not refused: every
+    version must answer hello, which is how a client finds a daemon of another version."""
+
     protocol: int
     version: str
+    # Each harness's default session folders in the client's environment, keyed by format
+    # (`sources.default_roots()` there); an older client leaves it out.
+    harnessRoots: dict[str, list[str]] | None = None
 
 
 class HelloResult(_Strict):
     protocol: int
     version: str
     pid: int
+    # The daemon's own: the default folders it reads, from the environment it was started in.
+    harnessRoots: dict[SessionFormat, list[str]]
 
 
 class WatchStatus(_Strict):

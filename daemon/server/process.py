@@ -44,6 +44,7 @@ from ..protocol.rpc import (
 )
 from ..sessions import sources
 from ..sessions.catalog import default_roots
+from ..sessions.harness_homes import harness_roots
 from ..sessions.memo import ListingMemo
 from ..settings import SessionRootSetting
 from .composition import Host, Services
@@ -56,6 +57,7 @@ log = logging.getLogger("remem.daemon")
 WORKER_THREADS = 32
 STATUS_CHECK_SECONDS = 0.5
 _PEERCRED = struct.Struct("3i")
+_OTHER_ROOTS_LOGGED = 16  # the clients' other harness folders logged, at most
 
 
 class Daemon:
@@ -73,6 +75,10 @@ class Daemon:
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
         self._status_turn = threading.Lock()  # a rewrite in its thread never undoes a forget
         self._status_blocked = False  # the last rewrite failed (it is tried again at each look)
+        # The harnesses' default folders of the environment it was started in, said in hello; a
+        # client's other ones are logged once each (its user is warned by the client itself).
+        self.harness_roots = harness_roots()
+        self._other_roots: list[dict[str, list[str]]] = []
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
@@ -242,7 +248,14 @@ class Daemon:
         self.stop()
 
     async def _hello(self, params: HelloParams) -> HelloResult:
-        return HelloResult(protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid())
+        theirs = params.harnessRoots
+        told = theirs in self._other_roots or len(self._other_roots) >= _OTHER_ROOTS_LOGGED
+        if theirs is not None and theirs != self.harness_roots and not told:
+            self._other_roots.append(theirs)
+            log.info("a client's environment names other harness folders than this daemon reads: %s", theirs)
+        return HelloResult(
+            protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid(), harnessRoots=self.harness_roots
+        )
 
     async def _status(self, params: Empty) -> StatusResult:
         return StatusResult(

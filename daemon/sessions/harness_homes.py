@@ -2,7 +2,10 @@
 looked in, and the command that resumes a fork's child from where its harness finds it.
 
 Each harness's variable and default home are `sources.HARNESS_HOMES`, its session folders
-`sources.default_roots()`; the CLI's empty state and the editor's both come from `looked_in`. A
+`sources.default_roots()`; the CLI's empty state and the editor's both come from `looked_in`,
+with the default folders of the process that read the sessions: the daemon's, which it says in
+`daemon/hello` (`harness_roots`), when it answered. A client whose own environment names folders
+the daemon does not read is warned (`unread_here`, `elsewhere_warning`; decision 0372). A
 Claude Code or Codex child is resumed by its harness only from its home's session folder:
 Claude Code from ``$CLAUDE_CONFIG_DIR/projects/<project>/`` (by default ``~/.claude``), Codex
 from anywhere under ``$CODEX_HOME/sessions`` (by default ``~/.codex``; an archived rollout it
@@ -14,13 +17,14 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..home import Home, HomeUnusable
 from ..protocol.sessions import SessionFormat
-from .sources import HARNESS_HOMES, HARNESS_NAMES, default_roots
+from .sources import HARNESS_HOMES, HARNESS_NAMES, Root, configured_roots, default_roots
 
 
 @dataclass(frozen=True)
@@ -36,14 +40,103 @@ class Looked:
         return shown if self.harness is None else {**shown, "harness": self.harness}
 
 
-def looked_in(roots: Iterable[Path]) -> list[Looked]:
+def looked_in(roots: Iterable[Path], defaults_read: Sequence[Root] | None = None) -> list[Looked]:
     """`roots` (those a listing read, found or not), then each harness's default folder that is
     not one of them: a listing passes a default folder by while it does not exist, yet that is
-    where the harness's sessions would be."""
-    defaults = {root.path: root.format for root in default_roots()}
+    where the harness's sessions would be. The default folders are `defaults_read`, those of the
+    process that listed (the daemon's, from its hello), else this process's."""
+    chosen = default_roots() if defaults_read is None else defaults_read
+    defaults = {root.path: root.format for root in chosen}
     read = list(dict.fromkeys(roots))
     looked = [Looked(path, path.is_dir(), defaults.get(path)) for path in read]
     return looked + [Looked(path, path.is_dir(), f) for path, f in defaults.items() if path not in read]
+
+
+def harness_roots() -> dict[SessionFormat, list[str]]:
+    """Each harness's default session folders in this process's environment, keyed by format:
+    what `daemon/hello` carries, the client's in its params and the daemon's in its answer."""
+    said: dict[SessionFormat, list[str]] = {}
+    for root in default_roots():
+        said.setdefault(root.format, []).append(str(root.path))
+    return said
+
+
+def roots_said(said: Mapping[str, Sequence[str]]) -> list[Root]:
+    """The default roots another process's `harness_roots` names (a harness this remem does not
+    know is left out), as `default_roots` gives this process's."""
+    known: dict[str, SessionFormat] = {fmt: fmt for fmt in HARNESS_HOMES}
+    return [
+        Root(Path(path), known[fmt], implicit=True)
+        for fmt, paths in said.items()
+        if fmt in known
+        for path in paths
+    ]
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """A harness whose session folders in this process's environment (`here`) the daemon does
+    not read: its own default folders are `daemon`."""
+
+    harness: SessionFormat
+    daemon: tuple[Path, ...]
+    here: tuple[Path, ...]
+
+
+def unread_here(home: Home, daemon: Mapping[str, Sequence[str]]) -> list[Elsewhere]:
+    """Each harness with a session folder in this process's environment that exists and that
+    the daemon, whose default folders are `daemon`, reads neither by default nor as a root of
+    `sessions.roots`: its sessions are missing from the daemon's answers. Compared as real
+    paths; `settings.yml` is read only when a folder is not among the daemon's defaults."""
+    theirs = roots_said(daemon)
+    read = {os.path.realpath(root.path) for root in theirs}
+    missing = [
+        root for root in default_roots() if root.path.is_dir() and os.path.realpath(root.path) not in read
+    ]
+    if missing:
+        read |= {os.path.realpath(root.path) for root in _configured(home)}
+        missing = [root for root in missing if os.path.realpath(root.path) not in read]
+    harnesses = dict.fromkeys(root.format for root in missing)
+    return [
+        Elsewhere(
+            fmt,
+            tuple(root.path for root in theirs if root.format == fmt),
+            tuple(root.path for root in default_roots() if root.format == fmt),
+        )
+        for fmt in harnesses
+    ]
+
+
+def _configured(home: Home) -> list[Root]:
+    """The roots `sessions.roots` names, as the daemon reads them; none while the file is
+    invalid (the daemon's answer says so) or cannot be read."""
+    from ..settings import SettingsError, SettingsStore  # only when the environments differ
+
+    try:
+        entries = SettingsStore(home).read()[0].sessions.roots
+    except (SettingsError, HomeUnusable, OSError):
+        return []
+    return [root for entry in entries for root in configured_roots(entry)]
+
+
+def elsewhere_warning(found: Sequence[Elsewhere], pid: int, whose: str, remedy: str) -> str:
+    """One line: per harness, where the daemon (`pid`) reads its sessions and where `whose`
+    environment ("this shell's") names them, by its variable; then `remedy`, how to go on."""
+    said = []
+    for one in found:
+        variable = HARNESS_HOMES[one.harness].variable
+        named = (
+            f"which {whose} {variable} names"
+            if os.environ.get(variable, "").strip()
+            else f"{whose} default ({variable} unset)"
+        )
+        where = f"in {_folders(one.daemon)}, not in {_folders(one.here)}"
+        said.append(f"{HARNESS_NAMES[one.harness]} sessions {where}, {named}")
+    return f"the daemon (pid {pid}) reads {', and '.join(said)}; {remedy}"
+
+
+def _folders(paths: Sequence[Path]) -> str:
+    return " and ".join(str(path) for path in paths) or "no folder"
 
 
 @dataclass(frozen=True)

@@ -228,12 +228,15 @@ def default_roots() -> list[Root]:
     ]
 
 
-def all_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> list[Root]:
-    """remem's own root, the configured ones, and the harnesses' default ones when they exist;
-    a folder named twice is one root, with the format it was first named with."""
+def all_roots(
+    home: Home, configured: Iterable[str | SessionRootSetting], defaults: Iterable[Root] | None = None
+) -> list[Root]:
+    """remem's own root, the configured ones, and the harnesses' default ones (`defaults`, else
+    this process's) when they exist; a folder named twice is one root, with the format it was
+    first named with."""
     roots = [Root(home.sessions, "dsh", implicit=True)]
     roots += [root for entry in configured for root in configured_roots(entry)]
-    roots += [root for root in default_roots() if root.path.is_dir()]
+    roots += [root for root in (default_roots() if defaults is None else defaults) if root.path.is_dir()]
     unique: dict[Path, Root] = {}
     for root in roots:
         unique.setdefault(root.path, root)

@@ -1,5 +1,6 @@
 """The daemon, as the editor sees it: the link opened once the editor is ready and closed at
 shutdown, its state sent as `remem/status`, a daemon that cannot be used said once as a warning,
+so is a daemon that misses a harness folder of the editor's environment (once per connection),
 and the daemon's news passed on (`remem/memoryChanged`, `remem/treeChanged` — also when a
 consolidation finished anywhere —, `remem/sessionsProgress`) with the lenses it may have
 changed asked for again. A daemon usable again (rejoined after a stop, replaced after a crash,
@@ -12,7 +13,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from .. import ids
-from ..daemon_link import FAILED, RECONNECTED, STATUS
+from ..daemon_link import ELSEWHERE, FAILED, RECONNECTED, STATUS
 from ..server import RememServer
 
 
@@ -28,6 +29,7 @@ def register(server: RememServer) -> None:
     link, editor = server.link, server.protocol
     link.on(STATUS, lambda status: editor.notify(ids.STATUS, status))
     link.on(FAILED, lambda failure: _warn(server, failure["message"]))
+    link.on(ELSEWHERE, lambda said: _warn(server, said["message"]))
     link.on("memory/changed", lambda news: editor.notify(ids.MEMORY_CHANGED, news))
     link.on("sessions/changed", lambda news: editor.notify(ids.TREE_CHANGED, news))
     # A review badge follows a run that ended anywhere (a failed or cancelled one changes no memory).

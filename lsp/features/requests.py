@@ -30,7 +30,7 @@ from remem.daemon.protocol.rpc import (
     WorkspaceParams,
 )
 from remem.daemon.protocol.sessions import FlatNode
-from remem.daemon.sessions.harness_homes import looked_in
+from remem.daemon.sessions.harness_homes import looked_in, roots_said
 
 from .. import ids
 from ..overview import memory_overview
@@ -236,9 +236,10 @@ async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
         return []  # no daemon: the tree's own answer already says so
     memory = str(ls.home.memory)
     # The daemon reads a default folder only when it exists, so its status leaves the others
-    # out; `looked_in` adds them from this server's environment, the one it starts the daemon with.
+    # out; `looked_in` adds them from the daemon's environment, which it said in hello.
     roots = [Path(path) for path in [*watch.paths, *watch.missing] if path != memory]
-    return [folder.to_json() for folder in looked_in(roots)]
+    defaults = roots_said(ls.link.client.hello.harness_roots)
+    return [folder.to_json() for folder in looked_in(roots, defaults)]
 
 
 def _touches(entry: HistoryEntry, record: str) -> bool:
