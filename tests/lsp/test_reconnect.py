@@ -67,8 +67,9 @@ async def sessions(editor: Editor, home: Home) -> list[str]:
 async def a_new_session_is_announced(editor: Editor, home: Home, seed: int) -> None:
     editor.heard.clear()
     write_source(session_root(home), project(home), seed=seed)
-    await until(lambda: bool(editor.notes("remem/treeChanged")))
-    assert editor.notes("remem/treeChanged")[0]["root"] == str(session_root(home))
+    # The reconnection's own `treeChanged {}` (it names no root) may still come after the clear.
+    root = str(session_root(home))
+    await until(lambda: any(note.get("root") == root for note in editor.notes("remem/treeChanged")))
 
 
 async def test_each_killed_daemon_is_replaced_by_the_next_request(editor: Editor, home: Home) -> None:
