@@ -111,12 +111,30 @@ class Home:
     def refuse_link(self, path: Path) -> Path:
         """HomeUnusable when `path`, or a folder between the home and it, is a symbolic link
         (the home itself may be one, the user's choice); what does not exist yet passes."""
+        link = self._first_link(path)
+        if link is not None:
+            raise HomeUnusable(linked_message(link, self.root))
+        return path
+
+    def refuse_linked_write(self, path: Path, change: str) -> Path:
+        """HomeUnusable, before anything is written, when `path` or a folder between the home and
+        it is a symbolic link, for a file the user may keep elsewhere and link into the home
+        (`settings.yml`, `credentials.yml`): remem reads it through the link, but never writes
+        through one, nor replaces the user's link (decision 0375). `change`: what the write would
+        have done, said as what to set (never a secret's value)."""
+        link = self._first_link(path)
+        if link is not None:
+            raise HomeUnusable(linked_write_message(link, path, change))
+        return path
+
+    def _first_link(self, path: Path) -> Path | None:
+        """The first of `path` and the folders between the home and it that is a symbolic link."""
         at = self.root
         for part in path.relative_to(self.root).parts:
             at = at / part
             if at.is_symlink():
-                raise HomeUnusable(linked_message(at, self.root))
-        return path
+                return at
+        return None
 
     def open_file(self, path: Path, flags: int) -> int:
         """`os.open` of `path`, a file of the home, never through a link (0600 if created)."""
@@ -175,6 +193,18 @@ def linked_message(path: Path, root: Path | None = None, kind: str | None = None
     return (
         f"{said} a symbolic link, and remem reads and writes only inside its home; move the "
         f"{kind} it points to into the home, or choose a home that holds it with --home or ${HOME_ENV}"
+    )
+
+
+def linked_write_message(link: Path, path: Path, change: str) -> str:
+    """Why remem does not write `path` through `link` (the file itself, or a folder on its way),
+    and the two fixes: the user edits the file the link reaches, or makes it a copy."""
+    kind = "folder" if link != path and link.is_dir() else "file"
+    target = os.path.realpath(path)  # what the user edits: the file, whatever the links on its way
+    return (
+        f"{link} is a symbolic link to {os.path.realpath(link)}, and remem does not write through "
+        f"links (it writes only inside its home), so nothing was written; to {change}, edit "
+        f"{target} yourself, or replace the link with a copy of the {kind}"
     )
 
 

@@ -2,12 +2,14 @@
 
 Errors name the key and the line, because a settings file is edited by hand and "invalid
 settings" alone leaves the user guessing. Updates rewrite only the keys the user set (plus the
-changed ones); YAML comments are not preserved by a rewrite.
+changed ones); YAML comments are not preserved by a rewrite. A settings.yml linked into the
+home is read through its link, but an update of it is refused (decision 0375).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from functools import lru_cache
@@ -232,9 +234,15 @@ class SettingsStore:
         return parse_settings(raw, str(self.home.settings_file)), revision_of(raw)
 
     def update(self, expected_revision: str, changes: Mapping[str, Any]) -> str:
-        """Set dotted keys (`consolidation.model`) if the file is still at `expected_revision`."""
+        """Set dotted keys (`consolidation.model`) if the file is still at `expected_revision`.
+
+        A `settings.yml` that is a symbolic link (a dotfiles repository's) is read through it but
+        never written: HomeUnusable, naming the link, its target and the keys to set there."""
+        said = (f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in changes.items())
+        change = "set " + ", ".join(said)  # as YAML would hold them
         with file_lock(self.home.locks / "settings.lock"):
             remove_stale_temps(self.home.root)
+            self.home.refuse_linked_write(self.home.settings_file, change)
             existing = self._existing()
             raw = existing or b""
             if revision_of(raw) != expected_revision:
@@ -244,17 +252,20 @@ class SettingsStore:
                 _assign(data, dotted.split("."), value)
             new_raw = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
             parse_settings(new_raw, "the updated settings")
-            self._publish(new_raw, ABSENT if existing is None else digest(existing))
+            self._publish(new_raw, ABSENT if existing is None else digest(existing), change)
             return revision_of(new_raw)
 
-    def _publish(self, new_raw: bytes, expected: str) -> None:
+    def _publish(self, new_raw: bytes, expected: str, change: str) -> None:
         """Replace the file only if it still holds `expected`: a person saving it by hand since
         it was read (the lock binds remem's writers only) keeps their save, and remem answers
-        with a conflict, as the memory store does (`swap.py`)."""
+        with a conflict, as the memory store does (`swap.py`). A link put there meanwhile is
+        displaced no more than a save is (the exchange is undone), and said as a link: a retry
+        would meet it again."""
         points = {"written": "settings.after-temp-write", "exchanged": "settings.after-exchange"}
         try:
             publish(self.home.settings_file, new_raw, expected, **points)
         except Displaced:
+            self.home.refuse_linked_write(self.home.settings_file, change)
             raise SettingsConflict(revision_of(self._raw())) from None
 
     def _raw(self) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import traceback
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from remem.daemon import swap
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
 
 from .yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX, FIRST_ALIAS_LINE
@@ -206,3 +207,70 @@ def test_a_billion_laughs_is_refused_without_ever_expanding_it(home: Home) -> No
     ]
     # What a crash would print, chained causes included, stays small: nothing walks the value.
     assert len("".join(traceback.format_exception(raised.value))) < ERROR_BYTES_MAX
+
+
+def linked_settings(home: Home, tmp_path: Path, text: str | None) -> Path:
+    """`settings.yml` as a dotfiles manager (GNU stow) leaves it: a relative link to the file in
+    the user's repository (`text`; None: the link dangles). The target's path."""
+    home.ensure_layout()
+    target = tmp_path / "dotfiles" / "remem" / "settings.yml"
+    target.parent.mkdir(parents=True)
+    if text is not None:
+        target.write_text(text)
+    home.settings_file.symlink_to(Path("..") / "dotfiles" / "remem" / "settings.yml")
+    return target
+
+
+def refused_as_linked(home: Home, target: Path, change: str) -> str:
+    target = Path(os.path.realpath(target))  # named as the user edits it: every link resolved
+    return (
+        f"{home.settings_file} is a symbolic link to {target}, and remem does not write through links "
+        f"(it writes only inside its home), so nothing was written; to {change}, edit {target} "
+        "yourself, or replace the link with a copy of the file"
+    )
+
+
+@pytest.mark.parametrize("text", ["sessions:\n  idle_seconds: 30\n", None], ids=["linked", "dangling"])
+def test_a_linked_settings_file_is_read_through_its_link_and_never_written(
+    home: Home, tmp_path: Path, text: str | None
+) -> None:
+    """The user's dotfiles link is theirs: remem reads it, and refuses an update with the link,
+    its target and what to set there, never a conflict no retry could clear (decision 0375)."""
+    target = linked_settings(home, tmp_path, text)
+    store = SettingsStore(home)
+    settings, revision = store.read()
+    assert settings.sessions.idle_seconds == (30 if text else 120), "read through the link"
+    with pytest.raises(HomeUnusable) as refused:
+        store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
+    assert str(refused.value) == refused_as_linked(home, target, 'set consolidation.model: "deepseek-v4-pro"')
+    assert os.readlink(home.settings_file) == "../dotfiles/remem/settings.yml", "the link is left as it was"
+    assert (target.read_text() if target.exists() else None) == text, "and so is its target"
+    assert [p.name for p in home.root.iterdir() if ".remem-tmp-" in p.name] == []
+    assert list(target.parent.iterdir()) == ([target] if text else [])
+
+
+def test_a_link_put_in_place_of_settings_between_the_read_and_the_publish_is_left_and_named(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotfiles manager linking the file while remem updates it: the publish's exchange gives
+    the link back, and the update is refused as linked, not as a conflict."""
+    store = SettingsStore(home)
+    home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
+    _, revision = store.read()
+    target = tmp_path / "dotfiles" / "settings.yml"
+    target.parent.mkdir()
+    target.write_text("sessions:\n  idle_seconds: 45\n")
+    write_temp = swap.write_temp
+
+    def link_then_write(path: Path, *parts: bytes) -> Path:
+        home.settings_file.unlink()
+        home.settings_file.symlink_to(target)  # `stow` run in the window
+        return write_temp(path, *parts)
+
+    monkeypatch.setattr(swap, "write_temp", link_then_write)
+    with pytest.raises(HomeUnusable) as refused:
+        store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
+    assert str(refused.value) == refused_as_linked(home, target, 'set consolidation.model: "deepseek-v4-pro"')
+    assert os.readlink(home.settings_file) == str(target)
+    assert target.read_text() == "sessions:\n  idle_seconds: 45\n"
+    assert [p.name for p in home.root.iterdir() if ".remem-tmp-" in p.name] == []

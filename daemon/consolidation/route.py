@@ -3,7 +3,9 @@
 The key comes from the provider's environment variable, else from `credentials.yml` (which
 must be private to the user). A missing key is reported, naming the variable, before any
 session is read or frozen. `store_api_key` writes a key into `credentials.yml` (mode 0600,
-replaced atomically under a lock), for the editor's "Enter API Key…".
+replaced atomically under a lock), for the editor's "Enter API Key…"; a `credentials.yml`
+linked into the home is read through its link (the mode checked is its target's) but never
+written (decision 0375).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .. import credentials, safe_yaml
 from ..faults import faultpoint
 from ..fsutil import remove_stale_temps, replace_durably, write_temp
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..settings import Settings
+from ..swap import discard
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -137,13 +140,24 @@ def read_credentials(home: Home) -> Credentials:
 
 
 def store_api_key(home: Home, provider: str, api_key: str) -> None:
-    """Set `provider`'s key in `credentials.yml`, keeping the other providers' keys."""
+    """Set `provider`'s key in `credentials.yml`, keeping the other providers' keys.
+
+    A `credentials.yml` that is a symbolic link is read through it, but never written: the
+    replace would put a regular file in place of the user's link, and writing through it would
+    write outside the home. HomeUnusable names the link, its target and the key to set there."""
+    change = f"set providers.{provider}.api_key"  # the key's name, never its value
     with file_lock(home.locks / "credentials.lock"):
         remove_stale_temps(home.root)
+        home.refuse_linked_write(home.credentials_file, change)
         current = read_credentials(home)  # refuses a file other users can read
         providers = {name: {"api_key": c.api_key} for name, c in current.providers.items()}
         providers[provider] = {"api_key": api_key.strip()}
         data = yaml.safe_dump({"providers": providers}, sort_keys=True).encode("utf-8")
         temp = write_temp(home.credentials_file, data)  # created 0600
         faultpoint("credentials.after-temp-write")
+        try:  # again, as late as can be: a link made meanwhile would be replaced
+            home.refuse_linked_write(home.credentials_file, change)
+        except HomeUnusable:
+            discard(temp)
+            raise
         replace_durably(temp, home.credentials_file)

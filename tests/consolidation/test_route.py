@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.consolidation import route
 from remem.daemon.consolidation.route import RouteError, read_credentials, resolve_route, store_api_key
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.fsutil import is_temp_name
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.settings import parse_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,4 +110,84 @@ def test_a_crash_while_storing_a_key_keeps_the_old_file(home: Home) -> None:
     assert read_credentials(home).providers["openai"].api_key == "sk-old"
     store_api_key(home, "openai", "sk-new")  # the next write clears what the crash left
     assert read_credentials(home).providers["openai"].api_key == "sk-new"
+    assert [p.name for p in home.root.iterdir() if is_temp_name(p.name)] == []
+
+
+def linked_credentials(home: Home, tmp_path: Path, mode: int) -> Path:
+    """`credentials.yml` kept in a dotfiles repository and linked into the home (relative, as
+    GNU stow links it), holding an openai key; the target's path."""
+    home.ensure_layout()
+    target = tmp_path / "dotfiles" / "remem" / "credentials.yml"
+    target.parent.mkdir(parents=True)
+    target.write_text("providers:\n  openai:\n    api_key: sk-dotfiles\n")
+    target.chmod(mode)
+    home.credentials_file.symlink_to(Path("..") / "dotfiles" / "remem" / "credentials.yml")
+    return target
+
+
+def test_a_key_is_read_through_a_linked_credentials_file_whose_target_must_be_private(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mode checked is the target's, the file read: a link's own mode (0777) says nothing."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    target = linked_credentials(home, tmp_path, 0o600)
+    chosen = settings("consolidation:\n  provider: openai\n  model: gpt-x\n")
+    assert stat.S_IMODE(home.credentials_file.lstat().st_mode) & 0o077, "the link itself looks open"
+    assert resolve_route(home, chosen).api_key == "sk-dotfiles"
+    target.chmod(0o644)
+    with pytest.raises(RouteError) as loose:
+        resolve_route(home, chosen)
+    path = home.credentials_file
+    assert str(loose.value) == f"{path} is readable by other users; run `chmod 600 {path}` first"
+
+
+def refused_as_linked(home: Home, target: Path, provider: str) -> str:
+    target = Path(os.path.realpath(target))  # named as the user edits it: every link resolved
+    return (
+        f"{home.credentials_file} is a symbolic link to {target}, and remem does not write through "
+        f"links (it writes only inside its home), so nothing was written; to set "
+        f"providers.{provider}.api_key, edit {target} yourself, or replace the link with a copy of the file"
+    )
+
+
+def test_a_key_is_never_stored_through_a_linked_credentials_file(home: Home, tmp_path: Path) -> None:
+    """Replacing the name would put a regular file in place of the user's link (their dotfiles
+    copy then stale and disconnected); writing through it would write outside the home. Neither:
+    the link and its target stay exactly as they were, and the refusal says what to do."""
+    target = linked_credentials(home, tmp_path, 0o600)
+    before = target.read_bytes()
+    with pytest.raises(HomeUnusable) as refused:
+        store_api_key(home, "openai", "sk-typed-in-the-editor")
+    assert str(refused.value) == refused_as_linked(home, target, "openai")
+    assert "sk-typed" not in str(refused.value)
+    assert os.readlink(home.credentials_file) == "../dotfiles/remem/credentials.yml"
+    assert target.read_bytes() == before and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in home.root.iterdir() if is_temp_name(p.name)] == []
+    assert list(target.parent.iterdir()) == [target]
+
+
+def test_a_link_made_while_a_key_is_stored_is_left_in_place(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link put in place of the file after the first check (a dotfiles manager run meanwhile)
+    is found again right before the replace: the written temp file goes, the link stays."""
+    home.ensure_layout()
+    store_api_key(home, "openai", "sk-old")
+    target = tmp_path / "dotfiles" / "credentials.yml"
+    target.parent.mkdir()
+    target.write_text("providers:\n  openai:\n    api_key: sk-dotfiles\n")
+    target.chmod(0o600)
+    write_temp = route.write_temp
+
+    def link_then_write(path: Path, *parts: bytes) -> Path:
+        home.credentials_file.unlink()
+        home.credentials_file.symlink_to(target)
+        return write_temp(path, *parts)
+
+    monkeypatch.setattr(route, "write_temp", link_then_write)
+    with pytest.raises(HomeUnusable) as refused:
+        store_api_key(home, "openai", "sk-new")
+    assert str(refused.value) == refused_as_linked(home, target, "openai")
+    assert os.readlink(home.credentials_file) == str(target)
+    assert target.read_text() == "providers:\n  openai:\n    api_key: sk-dotfiles\n"
     assert [p.name for p in home.root.iterdir() if is_temp_name(p.name)] == []
