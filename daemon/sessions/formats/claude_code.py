@@ -92,6 +92,9 @@ HARNESS_ORIGINS = frozenset(
 )
 # What Claude Code writes as a user line when the user stops a turn (Esc): a marker, not a prompt.
 INTERRUPTED = "[Request interrupted by user"
+# The first characters of every text a user line's rules look for; a prompt that starts with
+# none of them (most do) is asked about none.
+_MARKED = frozenset(prefix[0] for prefix in (*NOT_PROMPTS, INTERRUPTED, "<command-", _SHELL_INPUT))
 PROMPT_CHARS = 200
 _NO_CONVERSATION = "no conversation records (user/assistant lines with a uuid)"
 _SUBAGENT = (
@@ -906,12 +909,13 @@ class _Graph:
             if answered and not texts:  # tool results alone: no prompt, marker or command
                 return
         text = _text(line.record)
-        if text.startswith(INTERRUPTED):
-            self.interrupts.add(line.number)
-        elif text.startswith("<command-"):
-            self.commands.add(line.number)
-        elif text.startswith(_SHELL_INPUT):
-            self.shell.add(line.number)
+        if text[:1] in _MARKED:
+            if text.startswith(INTERRUPTED):
+                self.interrupts.add(line.number)
+            elif text.startswith("<command-"):
+                self.commands.add(line.number)
+            elif text.startswith(_SHELL_INPUT):
+                self.shell.add(line.number)
         if (prompt := _prompt_text(line.record, text)) is not None:
             self.prompts[line.number] = prompt
 
@@ -1100,15 +1104,18 @@ def _prompt_text(record: _Node, text: str) -> str | None:
     blocks = () if isinstance(content, str) else content or ()
     if not isinstance(content, str) and (not blocks or any(block.type == "tool_result" for block in blocks)):
         return None
-    if text.startswith(NOT_PROMPTS) or text.startswith(INTERRUPTED):
-        return None
-    command = _COMMAND.search(text) if text.startswith("<command-") else None
-    if command:
-        args = _COMMAND_ARGS.search(text)
-        return " ".join(part for part in ("/" + command.group(1).lstrip("/"), args and args.group(1)) if part)
-    shell = _SHELL.match(text) if text.startswith(_SHELL_INPUT) else None
-    if shell:
-        return f"! {shell.group(1).strip()}".rstrip()
+    if text[:1] in _MARKED:
+        if text.startswith(NOT_PROMPTS) or text.startswith(INTERRUPTED):
+            return None
+        command = _COMMAND.search(text) if text.startswith("<command-") else None
+        if command:
+            args = _COMMAND_ARGS.search(text)
+            return " ".join(
+                part for part in ("/" + command.group(1).lstrip("/"), args and args.group(1)) if part
+            )
+        shell = _SHELL.match(text) if text.startswith(_SHELL_INPUT) else None
+        if shell:
+            return f"! {shell.group(1).strip()}".rstrip()
     if not text and any(block.type == "image" for block in blocks):
         return "[image]"
     return text or None
