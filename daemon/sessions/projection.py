@@ -67,7 +67,8 @@ def _turn_start(p: Projection, seq: int, data: Any) -> None:
     number = data.get("turn") if isinstance(data, dict) else None
     turn = number if isinstance(number, int) else len(p.turns) + 1
     p.turns.append(TurnSummary(turn=turn, startSeq=seq, user=p.pendingUser))
-    p.pendingUser = ""
+    if p.pendingUser:  # a pydantic attribute write costs more than the rest of this
+        p.pendingUser = ""
 
 
 def _turn_end(p: Projection, seq: int, data: Any) -> None:
