@@ -90,3 +90,54 @@ def test_a_compaction_inside_a_turn_keeps_only_the_tools_called_after_it() -> No
     assert [(tool.name, tool.ok) for tool in first.tools] == [("Edit", True)]  # not the Bash before it
     assert first.range == EvidenceRange(fromSeq=5, toSeq=8)
     assert second.range == EvidenceRange(fromSeq=9, toSeq=10)
+
+
+def queued(uuid: str, parent: str, prompt: object, **attachment: object) -> dict[str, object]:
+    """What interactive Claude Code writes for a prompt typed while the agent works: no user
+    line, an attachment in the chain that the model gets inside the running turn."""
+    fields = {
+        "type": "queued_command",
+        "prompt": prompt,
+        "commandMode": "prompt",
+        "origin": {"kind": "human"},
+    }
+    return cl.rec("attachment", uuid, parent, attachment={**fields, **attachment}, isSidechain=False)
+
+
+def test_a_prompt_typed_while_the_agent_worked_is_the_users_words_in_that_turn() -> None:
+    reminder = "<system-reminder>the user sent a message while you worked</system-reminder>"
+    data = cl.jsonl(
+        cl.prompt("u1", None, "refactor the parser"),
+        cl.use("t1", "u1", "c1", name="Edit"),
+        cl.result("r1", "t1", "c1"),
+        queued("q1", "r1", "and never use sudo in scripts"),
+        queued("q2", "q1", [{"type": "text", "text": f"{reminder}keep the old API"}]),
+        queued("q3", "q2", "ls -la", commandMode="bash"),
+        queued("q4", "q3", "a background task finished", origin={"kind": "task-notification"}),
+        queued("q5", "q4", "forwarded", isMeta=True),
+        cl.say("a1", "q5", "refactored, without sudo"),
+        cl.prompt("u2", "a1", "thanks"),
+        cl.say("a2", "u2", "np"),
+    )
+    evidence = project_harness("claude-code", NAME, data)
+    assert [(t.turn, t.user, t.range) for t in evidence.turns] == [
+        (
+            1,
+            ["refactor the parser", "and never use sudo in scripts", "keep the old API"],
+            EvidenceRange(fromSeq=1, toSeq=9),
+        ),
+        (2, ["thanks"], EvidenceRange(fromSeq=10, toSeq=11)),
+    ]
+
+
+def test_a_queued_line_that_is_not_one_adds_nothing() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "start"),
+        queued("q1", "u1", "fine"),
+        queued("q2", "q1", 5),
+        cl.rec("attachment", "q3", "q2", attachment="queued_command"),
+        queued("q4", "q3", "not the user's", origin=7),
+        cl.say("a1", "q4", "done"),
+    )
+    evidence = project_harness("claude-code", NAME, data)
+    assert [t.user for t in evidence.turns] == [["start", "fine"]]

@@ -41,7 +41,7 @@ from typing import Any, cast
 
 import msgspec
 
-from .jsonl import Fields, Line, records
+from .jsonl import Fields, Line, end_of_line, records
 from .model import (
     Edge,
     NotAForkPoint,
@@ -121,6 +121,25 @@ class _Block(Fields):
     name: Any = None
     tool_use_id: Any = None
     is_error: Any = None
+
+
+class _Queued(msgspec.Struct, rename="camel"):
+    """A `queued_command` attachment: what was typed while the agent worked, which the model got
+    inside the running turn. Interactive Claude Code writes no user line for it."""
+
+    type: Any = None
+    prompt: Any = None  # the text, or content blocks
+    command_mode: Any = None  # "prompt" for the user's words ("bash", "task-notification", …)
+    is_meta: Any = None
+    origin: _Origin | None = None
+
+
+class _QueuedLine(msgspec.Struct):
+    attachment: _Queued | None = None
+
+
+# Decoded only for the attachment lines of a reviewed conversation: a listing never reads them.
+_QUEUED = msgspec.json.Decoder(_QueuedLine)
 
 
 class _Message(msgspec.Struct):
@@ -1207,6 +1226,7 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     boundary = max(
         (at for at, line in enumerate(path) if _logical_parent(line.record) is not None), default=-1
     )
+    queued = _queued_prompts(data, path)
     texts = []
     for turn, group in zip(turns, _groups(path, prompts), strict=True):
         kept = [line for line in group if place[line.number] > boundary]
@@ -1215,14 +1235,53 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
         summaries = tuple(
             text for line in kept if line.record.is_compact_summary and (text := _text(line.record))
         )
+        mid_turn = tuple(queued[line.number] for line in kept if line.number in queued)
         if kept[0] is group[0]:
             prompt = prompts[group[0].number]
-            texts.append(TurnText(turn, (prompt,) if prompt else (), summaries, turn.answer))
+            texts.append(TurnText(turn, ((prompt,) if prompt else ()) + mid_turn, summaries, turn.answer))
             continue
         ends_after = place[turn.end] > boundary
         answer = turn.answer if ends_after else None
-        texts.append(TurnText(_after_boundary(turn, kept, path, graph, ends_after), (), summaries, answer))
+        cut = _after_boundary(turn, kept, path, graph, ends_after)
+        texts.append(TurnText(cut, mid_turn, summaries, answer))
     return tuple(texts)
+
+
+def _queued_prompts(data: bytes, path: list[Line[_Node]]) -> dict[int, str]:
+    """By line, what the user typed while the agent worked, on the attachment lines of `path`,
+    as Claude Code itself tells the user's from the harness's: a
+    `queued_command` in prompt mode, not meta, from no harness origin. A line that does not
+    decode as one is not one."""
+    found: dict[int, str] = {}
+    line_no, at = 0, 0
+    for line in sorted((line for line in path if line.record.type == "attachment"), key=attrgetter("number")):
+        start = end_of_line(data, line.number - 1, line_no, at)
+        line_no, at = line.number, end_of_line(data, line.number, line.number - 1, start)
+        raw = data[start:at]
+        if b"queued_command" not in raw:
+            continue
+        try:
+            queued = _QUEUED.decode(raw).attachment
+        except msgspec.DecodeError:
+            continue
+        if queued is not None and (text := _queued_text(queued)):
+            found[line.number] = text
+    return found
+
+
+def _queued_text(queued: _Queued) -> str | None:
+    if queued.type != "queued_command" or queued.command_mode != "prompt" or queued.is_meta:
+        return None
+    if queued.origin is not None and queued.origin.kind in HARNESS_ORIGINS:
+        return None
+    prompt = queued.prompt
+    blocks = prompt if isinstance(prompt, list) else [{"type": "text", "text": prompt}]
+    said = [
+        b["text"]
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    return "\n".join(_uninjected(text) for text in said).strip() or None
 
 
 def _after_boundary(
