@@ -41,6 +41,10 @@ UNKNOWN_TOOL = "unknown"
 SUMMARY_LABEL = "Compaction summary (earlier context replaced):"
 USER_LABEL = "User:"
 ASSISTANT_LABEL = "Assistant (final):"
+# A turn stopped before it finished (the user's Esc, a Codex `turn_aborted`, DSH's `aborted`):
+# its last text is no answer anyone accepted, and the model must not learn it as one.
+STOPPED = "This turn was stopped before it finished."
+STOPPED_LABEL = "Assistant (last text before the stop):"
 
 _HEADING = "## Turn {turn} (evidence {start}-{end})"
 _HEADING_PATTERN = re.compile(r"^## Turn \d+ \(evidence (?P<start>\d+)-(?P<end>\d+)\)$", re.MULTILINE)
@@ -64,6 +68,7 @@ class TurnEvidence(_Closed):
     summaries: list[str] = Field(default_factory=list)
     assistant: str | None = None
     tools: list[ToolUse] = Field(default_factory=list)
+    stopped: bool = False  # stopped before it finished: its text is not a final answer
 
     def is_empty(self) -> bool:
         return not (self.user or self.summaries or self.assistant or self.tools)
@@ -76,8 +81,10 @@ class TurnEvidence(_Closed):
             parts.append(
                 "Tools: " + ", ".join(f"{_tool_name(t.name)} {'ok' if t.ok else 'error'}" for t in self.tools)
             )
+        if self.stopped:
+            parts.append(STOPPED)
         if self.assistant is not None:
-            parts.append(_labelled(ASSISTANT_LABEL, self.assistant))
+            parts.append(_labelled(STOPPED_LABEL if self.stopped else ASSISTANT_LABEL, self.assistant))
         return "\n\n".join(parts)
 
 
@@ -183,7 +190,8 @@ def _turn_ranges(events: Sequence[SessionEvent]) -> list[TurnEvidence]:
             end = turn.endSeq
         else:  # an unfinished turn: up to the next turn, or the end of the log
             end = turns[index + 1].startSeq - 1 if index + 1 < len(turns) else last_seq
-        evidence.append(TurnEvidence(turn=turn.turn, range=EvidenceRange(fromSeq=turn.startSeq, toSeq=end)))
+        span = EvidenceRange(fromSeq=turn.startSeq, toSeq=end)
+        evidence.append(TurnEvidence(turn=turn.turn, range=span, stopped=turn.status == "aborted"))
     return evidence
 
 

@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from remem.daemon.consolidation.evidence import (
     ASSISTANT_LABEL,
     CODE_BLOCK_LIMIT,
+    STOPPED,
+    STOPPED_LABEL,
     SUMMARY_LABEL,
     USER_LABEL,
     Evidence,
@@ -105,8 +107,8 @@ class Builder:
     def start(self, turn: int) -> SessionEvent:
         return self.add("turn/start", {"turn": turn})
 
-    def end(self, turn: int) -> SessionEvent:
-        return self.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    def end(self, turn: int, reason: dict[str, Any] | None = None) -> SessionEvent:
+        return self.add("turn/end", {"turn": turn, "reason": reason or {"kind": "completed"}})
 
     def log(self, root: Path) -> SessionLog:
         self.draft.batches.append(self.batch)
@@ -258,6 +260,24 @@ def test_each_turn_keeps_its_last_non_empty_assistant_text(
     (turn,) = project_evidence(b.log(tmp_path)).turns
     assert turn.assistant == "Final answer."
     assert f"{ASSISTANT_LABEL}\n> Final answer." in turn.render()
+
+
+def test_a_turn_the_user_aborted_is_said_stopped_and_its_text_is_no_final_answer(tmp_path: Path) -> None:
+    b = Builder()
+    b.start(1)
+    b.user("Clean the build folder.")
+    b.assistant(1, "Deleting everything under /.")
+    b.end(1, {"kind": "aborted", "reason": {"kind": "user"}})
+    b.start(2)
+    b.user("Only build/.")
+    b.assistant(2, "Removed build/.")
+    b.end(2)
+    stopped, done = project_evidence(b.log(tmp_path)).turns
+    assert (stopped.stopped, done.stopped) == (True, False)
+    assert f"{STOPPED}\n\n{STOPPED_LABEL}\n> Deleting everything under /." in stopped.render()
+    assert (
+        ASSISTANT_LABEL not in stopped.render() and f"{ASSISTANT_LABEL}\n> Removed build/." in done.render()
+    )
 
 
 def test_tools_show_name_and_outcome_only(main_draft: SessionDraft, main_log: SessionLog) -> None:

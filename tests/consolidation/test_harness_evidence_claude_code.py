@@ -141,3 +141,16 @@ def test_a_queued_line_that_is_not_one_adds_nothing() -> None:
     )
     evidence = project_harness("claude-code", NAME, data)
     assert [t.user for t in evidence.turns] == [["start", "fine"]]
+
+
+def test_a_turn_the_user_interrupted_is_said_stopped() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "rewrite the tests"),
+        cl.say("a1", "u1", "I will delete all the tests first"),
+        cl.prompt("i1", "a1", "[Request interrupted by user]"),
+        cl.prompt("u2", "i1", "no, keep them"),
+        cl.say("a2", "u2", "kept"),
+    )
+    evidence = project_harness("claude-code", NAME, data)
+    assert [(t.turn, t.stopped) for t in evidence.turns] == [(1, True), (2, False)]
+    assert "Assistant (last text before the stop):\n> I will delete all the tests first" in evidence.render()

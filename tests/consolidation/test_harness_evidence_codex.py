@@ -103,3 +103,20 @@ def test_a_compaction_inside_a_turn_keeps_only_the_tools_called_after_it() -> No
     assert (only.user, only.summaries, only.assistant) == ([], ["gist"], "final answer")
     assert [(tool.name, tool.ok) for tool in only.tools] == [("apply_patch", True)]
     assert only.range == EvidenceRange(fromSeq=8, toSeq=12)  # the compacted line .. task_complete
+
+
+def test_a_turn_the_user_stopped_is_said_stopped_and_its_text_is_no_final_answer() -> None:
+    data = cx.rollout(
+        cx.meta(),
+        *cx.turn("t1", "clean up the build folder", "Deleting everything under /", end="turn_aborted"),
+        *cx.turn("t2", "only the build folder", "removed build/"),
+    )
+    evidence = project_harness("codex", NAME, data)
+    assert [(t.turn, t.stopped, t.assistant) for t in evidence.turns] == [
+        (1, True, "Deleting everything under /"),
+        (2, False, "removed build/"),
+    ]
+    first, second = (turn.render() for turn in evidence.turns)
+    assert "This turn was stopped before it finished." in first and "Assistant (final)" not in first
+    assert "Assistant (last text before the stop):\n> Deleting everything under /" in first
+    assert "Assistant (final):\n> removed build/" in second and "stopped" not in second
