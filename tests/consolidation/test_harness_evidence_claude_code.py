@@ -154,3 +154,21 @@ def test_a_turn_the_user_interrupted_is_said_stopped() -> None:
     evidence = project_harness("claude-code", NAME, data)
     assert [(t.turn, t.stopped) for t in evidence.turns] == [(1, True), (2, False)]
     assert "Assistant (last text before the stop):\n> I will delete all the tests first" in evidence.render()
+
+
+def test_a_tools_outcome_after_the_last_text_is_inside_the_turns_range() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "run the migration"),
+        cl.say("a1", "u1", "running it"),
+        cl.use("t1", "a1", "c1", name="Bash"),
+        cl.result("r1", "t1", "c1", error=True),
+        cl.prompt("i1", "r1", "[Request interrupted by user]"),
+        cl.prompt("u2", "i1", "check the logs"),
+        cl.use("t2", "u2", "c2", name="Read"),
+        cl.result("r2", "t2", "c2"),
+    )
+    evidence = project_harness("claude-code", NAME, data)
+    assert [(t.turn, t.range, [(tool.name, tool.ok) for tool in t.tools]) for t in evidence.turns] == [
+        (1, EvidenceRange(fromSeq=1, toSeq=4), [("Bash", False)]),
+        (2, EvidenceRange(fromSeq=6, toSeq=8), [("Read", True)]),
+    ]

@@ -1238,13 +1238,27 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
         mid_turn = tuple(queued[line.number] for line in kept if line.number in queued)
         if kept[0] is group[0]:
             prompt = prompts[group[0].number]
-            texts.append(TurnText(turn, ((prompt,) if prompt else ()) + mid_turn, summaries, turn.answer))
+            shown = _through_results(turn, kept)
+            texts.append(TurnText(shown, ((prompt,) if prompt else ()) + mid_turn, summaries, turn.answer))
             continue
         ends_after = place[turn.end] > boundary
         answer = turn.answer if ends_after else None
-        cut = _after_boundary(turn, kept, path, graph, ends_after)
+        cut = _through_results(_after_boundary(turn, kept, path, graph, ends_after), kept)
         texts.append(TurnText(cut, mid_turn, summaries, answer))
     return tuple(texts)
+
+
+def _through_results(turn: Turn, kept: list[Line[_Node]]) -> Turn:
+    """`turn` with its range taken on to the last tool result among its lines `kept`: evidence
+    shows each returned tool's outcome, so the range a proposal cites must hold the line that
+    says it (a turn stopped after a tool ran, or a file that ends with a result, end before it).
+    Only the evidence's range: the turn's own end is where a fork cuts."""
+    results = [line.number for line in kept if line.number > turn.end and _returns(line.record)]
+    return msgspec.structs.replace(turn, end=results[-1]) if results else turn
+
+
+def _returns(record: _Node) -> bool:
+    return record.type == "user" and any(block.type == "tool_result" for block in _blocks(record))
 
 
 def _queued_prompts(data: bytes, path: list[Line[_Node]]) -> dict[int, str]:
