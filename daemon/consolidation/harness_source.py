@@ -7,8 +7,10 @@ sha256 of the bytes: the same bytes are the same review), and liveness. A harnes
 see, so a file changed within `sessions.idle_seconds` is live: the harness may still be
 writing it. A quiet file that a live process still holds open for writing (Codex holds its
 rollout for the whole session) is live too; that is asked once per request, before this read,
-by the runner's eligibility, for every format (`sessions/writers.py`, decision 0357). Two
-observations with the same path, digest and no liveness are the same source.
+by the runner's eligibility, for every format (`sessions/writers.py`, decision 0357). So is a
+Claude Code session a live Claude Code process runs, by the listing's liveness
+(`sessions/claude_processes.py`, decision 0376). Two observations with the same path, digest
+and no liveness are the same source.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class HarnessFile:
     lines: int  # the last line the review covers (its receipt's `coveredSeq`)
     live: bool
     revision: str  # the file's, as the bytes were read
+    changed_ns: int = 0  # the file's mtime, as the bytes were read
 
     def evidence(self) -> Evidence:
         return project_harness(self.harness, self.path.name, self.data)
@@ -82,4 +85,5 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         lines=data.count(b"\n"),
         live=time.time_ns() - st.st_mtime_ns < idle_seconds * 1_000_000_000,
         revision=stat_revision(st),
+        changed_ns=st.st_mtime_ns,
     )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -317,7 +319,7 @@ class Consolidator:
                 key_variables=settings.key_variables(),
             )
         )
-        entry = self._eligible(catalog, session_id)
+        entry = self._eligible(catalog, session_id, settings.sessions.idle_seconds)
         log = _read_source(entry, settings.sessions.idle_seconds)
         # The review is bound to the digest of what it read: kept, so the list and the tree
         # need not hash the session again to show its review state.
@@ -336,7 +338,7 @@ class Consolidator:
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
         return source
 
-    def _eligible(self, catalog: SessionCatalog, session_id: str) -> Entry:
+    def _eligible(self, catalog: SessionCatalog, session_id: str, idle_seconds: int) -> Entry:
         # A whole listing, not the index's shortcut: uniqueness must be seen, not assumed.
         entries, errors = catalog.entries()
         entry = next((e for e in entries if e.summary.id == session_id), None)
@@ -346,7 +348,7 @@ class Consolidator:
         if summary.kind == "subagent":
             raise _subagent(catalog, session_id, summary.parent, entries, errors)
         if summary.live:
-            raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
+            raise _live(session_id, catalog.harness_pid(entry), _changed_ns(entry.path), idle_seconds)
         writer = self._open_writer(entry)
         if writer is not None:
             raise Refused(
@@ -517,10 +519,41 @@ def _read_source(entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:
     except Unreadable as exc:
         raise Refused("UNREADABLE", f"session {session_id} cannot be read: {exc.reason}") from None
     if read.live:
-        raise Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
+        raise _live(session_id, None, read.changed_ns, idle_seconds)
     if read.revision != entry.summary.revision or read.session_id != session_id:
         raise changed
     return read
+
+
+def _live(session_id: str, pid: int | None, changed_ns: int | None, idle_seconds: int) -> Refused:
+    """`LIVE`, saying why as far as it is known: the live Claude Code process that runs the session
+    (decision 0376), else how long ago its file changed against `sessions.idle_seconds`, so the
+    user knows when to try again."""
+    if pid is not None:
+        return Refused(
+            "LIVE",
+            f"session {session_id} is still live: Claude Code (pid {pid}) is still running this "
+            "session; consolidate it once it has finished",
+        )
+    age_ns = None if changed_ns is None else max(0, time.time_ns() - changed_ns)
+    if age_ns is None or age_ns >= idle_seconds * 1_000_000_000:  # live for another reason
+        return Refused("LIVE", f"session {session_id} is still live; consolidate it once it has finished")
+    age = age_ns // 1_000_000_000
+    left = max(1, -(-(idle_seconds * 1_000_000_000 - age_ns) // 1_000_000_000))
+    return Refused(
+        "LIVE",
+        f"session {session_id} is still live: its file last changed {age} s ago, less than "
+        f"sessions.idle_seconds ({idle_seconds} s) ago; consolidate it once it has finished "
+        f"(in {left} s at the earliest)",
+    )
+
+
+def _changed_ns(path: Path) -> int | None:
+    """When the file at `path` last changed (its mtime), or None when it cannot be stat'ed."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _evidence(source: _Input) -> Evidence:

@@ -36,6 +36,7 @@ from ..protocol.sessions import (
 from ..safe_open import folder_at, open_regular
 from ..safe_open import reason as why_refused
 from ..settings import SessionRootSetting, Settings, SettingsStore
+from .claude_processes import NOTHING, Running, home_of, running
 from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_whole
 from .continuations import Continuations
 from .digest import DigestState
@@ -274,6 +275,10 @@ class SessionCatalog:
         # for the format of every log it finds.
         inner_first = sorted(self.sources, key=lambda s: len(str(s.path)), reverse=True)
         self._prefixes = [(f"{s.path}{os.sep}", s.format) for s in inner_first]
+        # The Claude Code homes whose `projects` folder is a root: their `sessions/` folder says
+        # which sessions a live Claude Code process runs (decision 0376).
+        claude_roots = [s.path for s in self.sources if s.format == "claude-code"]
+        self._claude_homes = {root: found for root in claude_roots if (found := home_of(root)) is not None}
         self.idle_seconds = idle_seconds
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
@@ -340,8 +345,11 @@ class SessionCatalog:
             return self._compute(wanted, progress)
         query = (tuple((s.path, s.format, s.problem) for s in self.sources), self.idle_seconds, wanted)
         with self.memo.lock:
+            # Read once for the whole listing (decision 0376), before anything else: a process
+            # that starts or ends from now on is seen by the next listing.
+            processes = self._running()
             known = self.memo.answer(query)
-            if known is not None and self._still(known):
+            if known is not None and self._still(known, processes):
                 return known
             # Settled first: what `moved` names is then every mark of the generation the answer
             # is kept at, and a mark coming after is the next listing's (it never counts as
@@ -349,11 +357,11 @@ class SessionCatalog:
             generation = self.memo.settle()
             moved = self.memo.moved(query)
             answer = None
-            if moved is not None and self._still(moved[0]):
+            if moved is not None and self._still(moved[0], processes):
                 answer = self._patched(*moved, self.memo.rows(self.index))
             if answer is None:
                 # Stamped before reading: a change from now on is seen by the next listing.
-                answer = self._compute(wanted, progress, self._stamps())
+                answer = self._compute(wanted, progress, self._stamps(), processes)
             self.memo.keep(query, answer, generation)
             return answer
 
@@ -366,6 +374,7 @@ class SessionCatalog:
         metas, dsh = answer.shown
         summaries = answer.summaries or {}
         now_ns = time.time_ns()
+        processes = answer.running  # as now: `_still` compared them
         for path in paths:
             st = regular_stat(path)
             place, slot = answer.place(path) or (0, None)
@@ -376,9 +385,9 @@ class SessionCatalog:
             # A file whose summaries changed may retitle any other session: made anew.
             if row.error is not None or _placing(row) != _placing(old) or row.summaries != old.summaries:
                 return None
-            entries[slot] = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries))
+            entries[slot] = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries), processes)
             files[place] = LogFile(path, st)
-            live_until = min(live_until, self._recency_ends(entries[slot], st))
+            live_until = min(live_until, self._recency_ends(entries[slot], st, processes))
         errors = list(answer.errors)
         return Answer(
             entries,
@@ -390,24 +399,48 @@ class SessionCatalog:
             answer.shown,
             places=answer.places,
             summaries=answer.summaries,
+            running=processes,
         )
 
-    def _recency_ends(self, entry: Entry, st: os.stat_result) -> int:
-        """When the clock alone ends `entry`'s liveness: if it is live only for being recent."""
+    def _recency_ends(self, entry: Entry, st: os.stat_result, processes: Running) -> int:
+        """When the clock alone ends `entry`'s liveness: if it is live only for being recent
+        (a live Claude Code process keeps it live past that; `_still` asks whether it ended)."""
         if not entry.summary.live or entry.row.open_turn is not None:
+            return _NEVER
+        if self._claude_pid(entry.row, processes) is not None:
             return _NEVER
         return st.st_mtime_ns + self.idle_seconds * 1_000_000_000
 
-    def _still(self, answer: Answer) -> bool:
-        """Whether what an answer read besides its logs, and the clock, still say the same."""
+    def _still(self, answer: Answer, processes: Running) -> bool:
+        """Whether what an answer read besides its logs, and the clock, still say the same
+        (`processes`: what the Claude Code homes say now)."""
         now_ns = time.time_ns()
         stamps = self._stamps()
         return (
             now_ns < answer.live_until
             and answer.stamps == stamps
             and settled(stamps, now_ns)
-            and all(self._live(e.row, st, now_ns) == e.summary.live for e, st in answer.volatile)
+            and all(self._live(e.row, st, now_ns, NOTHING) == e.summary.live for e, st in answer.volatile)
+            and processes == answer.running
         )
+
+    def _running(self) -> Running:
+        """Which Claude Code sessions live Claude Code processes run now, as the homes of the
+        Claude Code roots say: each home's `sessions/` folder read once (decision 0376)."""
+        return running(self._claude_homes.values()) if self._claude_homes else NOTHING
+
+    def _claude_pid(self, row: LogRow, processes: Running) -> int | None:
+        """The pid of the live Claude Code process running `row`'s session, per `processes`."""
+        if row.format != "claude-code" or not processes.homes:
+            return None
+        root = self._root_for(row.path)
+        home = None if root is None else self._claude_homes.get(root)
+        return None if home is None else processes.pid(home, row.id)
+
+    def harness_pid(self, entry: Entry) -> int | None:
+        """The pid of a live Claude Code process running `entry`'s session now, as its home's
+        `sessions/` folder says; None for any other session, or when none can be known."""
+        return self._claude_pid(entry.row, self._running())
 
     def _stamps(self) -> tuple[Stamp | None, ...]:
         """The files besides the logs a listing reads: titles, archive states, published forks."""
@@ -415,8 +448,14 @@ class SessionCatalog:
         return tuple(file_stamp(str(p)) for p in paths)
 
     def _compute(
-        self, wanted: str | None, progress: Progress | None, stamps: tuple[Stamp | None, ...] = ()
+        self,
+        wanted: str | None,
+        progress: Progress | None,
+        stamps: tuple[Stamp | None, ...] = (),
+        processes: Running | None = None,
     ) -> Answer:
+        if processes is None:
+            processes = self._running()
         rows, files, errors = self._refresh(wanted, progress)
         now_ns = time.time_ns()
         metas, unreadable = self.metadata.read()
@@ -442,15 +481,25 @@ class SessionCatalog:
                     ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
                 )
             elif row.cwd != self._worker_cwd:
-                entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries))
+                entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries), processes)
                 entries.append(entry)
                 if row.path.startswith(self._own_root):
                     volatile.append((entry, st))
                 else:
-                    live_until = min(live_until, self._recency_ends(entry, st))
+                    live_until = min(live_until, self._recency_ends(entry, st, processes))
         # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
         entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
-        return Answer(entries, errors, files, stamps, live_until, volatile, (metas, dsh), summaries=summaries)
+        return Answer(
+            entries,
+            errors,
+            files,
+            stamps,
+            live_until,
+            volatile,
+            (metas, dsh),
+            summaries=summaries,
+            running=processes,
+        )
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
@@ -541,7 +590,11 @@ class SessionCatalog:
             return None
         summaries = _summary_titles(self.index.summarizing()) if row.leaves else None
         return self._entry(
-            row, st, time.time_ns(), *_shown(row, self.metadata.all(), dsh_archived(), summaries)
+            row,
+            st,
+            time.time_ns(),
+            *_shown(row, self.metadata.all(), dsh_archived(), summaries),
+            self._running(),
         )
 
     def _displaced(self, path: str) -> str | None:
@@ -941,14 +994,23 @@ class SessionCatalog:
         return Update(row, new_state, projection.turns, whole=False)
 
     def _entry(
-        self, row: LogRow, st: os.stat_result, now_ns: int, display_title: str | None, archived: bool
+        self,
+        row: LogRow,
+        st: os.stat_result,
+        now_ns: int,
+        display_title: str | None,
+        archived: bool,
+        processes: Running,
     ) -> Entry:
-        live = self._live(row, st, now_ns)
+        live = self._live(row, st, now_ns, processes)
         if self.memo is None:
             return _new_entry(row, live, display_title, archived)
         return self.memo.entry(row, live, display_title, archived, _new_entry)
 
-    def _live(self, row: LogRow, st: os.stat_result, now_ns: int) -> bool:
+    def _live(self, row: LogRow, st: os.stat_result, now_ns: int, processes: Running) -> bool:
+        """Whether an agent may still write `row`'s session: remem's own writer holds its lock, its
+        last DSH turn is open, its file changed within `idle_seconds`, or a live Claude Code
+        process runs it (decision 0376)."""
         if row.path.startswith(self._own_root):
             writing = _writer_holds(Path(row.path).parent / LOCK_NAME)
             if writing is not None:
@@ -958,9 +1020,9 @@ class SessionCatalog:
         recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
         # Only a recent child log can be remem's untouched output that looks live: other logs
         # cost no lookup, so a warm listing reads nothing more.
-        if not recently or row.parent is None:
-            return recently
-        return not self.published.untouched(row.path, row.revision)
+        if recently and (row.parent is None or not self.published.untouched(row.path, row.revision)):
+            return True
+        return self._claude_pid(row, processes) is not None
 
 
 def _writer_holds(lock_file: Path) -> bool | None:

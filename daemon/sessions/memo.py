@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..memory.stamps import RACY_NS, Stamp, stamp
+from .claude_processes import NOTHING, Running
 from .continuations import Continuations
 from .index import LogRow, SessionIndex
 
@@ -68,7 +69,8 @@ class Answer:
     `files` are every file it looked at, with the `stat` it used (polling takes them again);
     `stamps` are the files outside the roots it read (remem's metadata, DSH's archive list);
     `live_until` is when the clock alone would change a session's liveness; `volatile` are
-    the entries whose liveness hangs on a lock, looked at again each time. `shown` is what it
+    the entries whose liveness hangs on a lock, looked at again each time, and `running` what
+    Claude Code's homes said of their processes, read again each time. `shown` is what it
     read of those files (remem's titles and archive states, DSH's archive list): while their
     stamps hold, a patch reuses it instead of parsing them again.
     """
@@ -88,6 +90,9 @@ class Answer:
     # Claude Code: leafUuid -> the summary (from any listed file) that titles the session whose
     # conversation ends there; a patch that changes no file's summaries titles by it again.
     summaries: dict[str, str] | None = None
+    # The Claude Code sessions live processes ran when it was computed (decision 0376): it
+    # holds while they run the same ones.
+    running: Running = NOTHING
 
     def place(self, path: str) -> tuple[int, int | None] | None:
         if self.places is None:
