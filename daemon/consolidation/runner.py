@@ -349,6 +349,13 @@ class Consolidator:
             raise _subagent(catalog, session_id, summary.parent, entries, errors)
         if summary.live:
             raise _live(session_id, catalog.harness_pid(entry), _changed_ns(entry.path), idle_seconds)
+        running = _live_subagent(session_id, entries)
+        if running is not None:
+            raise Refused(
+                "LIVE",
+                f"session {session_id} is still live: its subagent {running} is still running; "
+                "consolidate it once it has finished",
+            )
         writer = self._open_writer(entry)
         if writer is not None:
             raise Refused(
@@ -438,6 +445,26 @@ class Consolidator:
             # Retries are bounded: the attempt's own timeout is the user's budget.
             self._clients[key] = open_client(route, max_retries=2)
         return self._clients[key]
+
+
+def _live_subagent(session_id: str, entries: list[Entry]) -> str | None:
+    """A live subagent of the session, or of one of its subagents: its work comes back to the
+    session and counts through the session's review (decision 0356), so the session is not done
+    while one still runs."""
+    children: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        if entry.summary.kind == "subagent" and entry.summary.parent is not None:
+            children[entry.summary.parent].append(entry)
+    below, seen = list(children.get(session_id, ())), {session_id}
+    while below:
+        entry = below.pop()
+        if entry.summary.id in seen:
+            continue
+        seen.add(entry.summary.id)
+        if entry.summary.live:
+            return entry.summary.id
+        below.extend(children.get(entry.summary.id, ()))
+    return None
 
 
 def _subagent(

@@ -107,6 +107,32 @@ def test_a_subagent_is_refused_and_its_parent_is_named(
     assert live.value.code == "SUBAGENT" and fake.count == 1
 
 
+@pytest.mark.parametrize(
+    ("subagent", "parent"),
+    [("claude-code subagent", "claude-code"), ("codex subagent", "codex"), ("dsh subagent", "dsh")],
+)
+def test_a_session_whose_subagent_still_runs_is_live_until_it_ends(
+    home: Home, fake: FakeOpenAI, tmp_path: Path, subagent: str, parent: str
+) -> None:
+    ids = _roots(home, fake, tmp_path)
+    listed = {
+        e.summary.id: e for e in SessionCatalog.configured(home, SettingsStore(home).read()[0]).entries()[0]
+    }
+    child = listed[ids[subagent]].path
+    os.utime(child, None)  # the subagent is being written: its work is not back in the parent yet
+    fake.reply(tool_call(proposal()))
+    with pytest.raises(Refused) as refused:
+        consolidate(home, ids[parent])
+    assert refused.value.code == "LIVE"
+    assert refused.value.message == (
+        f"session {ids[parent]} is still live: its subagent {ids[subagent]} is still running; "
+        "consolidate it once it has finished"
+    )
+    assert fake.count == 0 and ReceiptStore(home).all() == []
+    os.utime(child, (OLD, OLD))  # it finished
+    assert consolidate(home, ids[parent]).status is Status.NO_CHANGE and fake.count == 1
+
+
 @pytest.mark.parametrize("parent_file", [None, b"not a transcript\n"], ids=["missing", "unreadable"])
 def test_an_orphaned_subagent_is_refused_without_naming_a_parent_to_consolidate(
     home: Home, fake: FakeOpenAI, tmp_path: Path, parent_file: bytes | None
