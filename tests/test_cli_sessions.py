@@ -362,6 +362,8 @@ def test_every_harness_has_one_badge_and_titles_start_at_one_column(home: Home, 
     badges = re.findall(r"[\[(](Claude Code|Codex|DSH)[\])]", out)
     assert code == 0 and "[Claude Code]" in out and "[Codex]" in out, out
     assert "(Claude Code)" not in out and "(Codex)" not in out and "DSH" not in badges
+    [reviewed] = [line for line in out.splitlines() if line.endswith(f"  {SID}")]
+    assert "[Claude Code] [changed]" in reviewed, out  # the review state, as `list` shows it
 
 
 def test_a_harness_sessions_show_header_is_its_listing_row(home: Home, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from ..protocol.rpc import (
     SessionParams,
     TranscriptParams,
 )
-from ..protocol.sessions import ROLLED_BACK, SessionFormat
+from ..protocol.sessions import ROLLED_BACK, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
 from .arguments import NON_EMPTY, UTF8, utf8_folder, workspace_params
@@ -72,7 +72,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
             for mark in (
                 harness_badge(s.format),
                 "live" if s.live else "",
-                f"[{s.review.status or s.review.state}]" if s.review.state != "never" else "",
+                review_badge(s.review),
                 problems_badge(s.problems),
             )
             if mark
@@ -108,8 +108,8 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
     for node in nodes:
         extra = f" (from turn {node.forkTurn})" if node.forkTurn else ""
         flags = f" [{', '.join(node.flags)}]" if node.flags else ""
-        flags += f" {harness_badge(node.format)}" if node.format != "dsh" else ""
-        flags += f" {problems_badge(node.problems)}" if node.problems else ""
+        marks = (harness_badge(node.format), review_badge(node.review), problems_badge(node.problems))
+        flags += "".join(f" {mark}" for mark in marks if mark)
         flags += " (archived)" if node.archived else ""
         say(f"{'  ' * node.depth}{node.kind}: {one_line(node.title or node.id)}{extra}{flags}  {node.id}")
     for error in answer.errors:  # as `list` says them: an unreadable workspace is not an empty one
@@ -121,6 +121,11 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
 def harness_badge(session_format: SessionFormat) -> str:
     """The harness a session comes from, as `list` and `tree` show it (none for DSH's)."""
     return f"[{HARNESS_NAMES[session_format]}]" if session_format != "dsh" else ""
+
+
+def review_badge(review: ReviewState) -> str:
+    """A session's review state, as `list` and `tree` show it (none for one never reviewed)."""
+    return f"[{review.status or review.state}]" if review.state != "never" else ""
 
 
 def problems_badge(problems: int) -> str:
