@@ -91,8 +91,11 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         return
     for r in found.receipts:
         names = ", ".join(c.name or "Global" for c in r.changes) or "-"
+        # Changes a review proposed but did not commit (its source changed, its target moved)
+        # are said as such: "changes:" alone read as memory that was written.
+        said = "changes" if r.status is Status.COMMITTED or not r.changes else "proposed, not committed"
         error = r.attempt.error if r.status in FAILED and r.attempt is not None else None
-        say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  changes: {names}  ({r.review[:12]})")
+        say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  {said}: {names}  ({r.review[:12]})")
         if error:
             say(f"    {one_line(error)}")
     for bad in found.errors:

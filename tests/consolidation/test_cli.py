@@ -10,7 +10,9 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import Backend
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import Status
 from remem.daemon.protocol.rpc import ModelsParams, RpcError, SelectModelParams, SetApiKeyParams
 from tests.fake_openai import FakeOpenAI, status, tool_call
 
@@ -162,3 +164,18 @@ def test_a_model_chosen_on_a_stale_revision_is_refused_in_one_sentence(
     assert caught.value.data == {"code": "STALE_SETTINGS"}
     message = caught.value.message
     assert message.count("changed meanwhile") == 1 and message.endswith("re-read and retry"), message
+
+
+def test_receipts_say_which_changes_were_written_and_which_only_proposed(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    assert run(home, "consolidate", source.id)[0] == 0
+    store = ReceiptStore(home)
+    [committed] = store.all()
+    # The same proposal, not committed: the session changed while the model answered.
+    store.write(committed.model_copy(update={"review": "f" * 64, "status": Status.SOURCE_CHANGED}))
+    code, out, _ = run(home, "receipts")
+    rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("20")}
+    assert code == 0 and "  changes: prefer-uv  " in rows["committed"], out
+    assert "  proposed, not committed: prefer-uv  " in rows["source-changed"], out
