@@ -19,7 +19,7 @@ from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.runner import Consolidator, Refused
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import ConsolidationResult, Status
-from remem.daemon.sessions.catalog import SessionCatalog
+from remem.daemon.sessions.catalog import Entry, SessionCatalog
 from remem.daemon.settings import SettingsStore
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.sessions import claude_lines as cl
@@ -70,6 +70,13 @@ def _roots(home: Home, fake: FakeOpenAI, tmp_path: Path) -> dict[str, str]:
     }
 
 
+def listed(home: Home) -> dict[str, Entry]:
+    """The configured roots' sessions, by id, as the catalog lists them."""
+    return {
+        e.summary.id: e for e in SessionCatalog.configured(home, SettingsStore(home).read()[0]).entries()[0]
+    }
+
+
 def consolidate(home: Home, session_id: str) -> ConsolidationResult:
     return asyncio.run(Consolidator(home).consolidate(session_id, lambda phase, data: None))
 
@@ -87,10 +94,7 @@ def test_a_subagent_is_refused_and_its_parent_is_named(
     home: Home, fake: FakeOpenAI, tmp_path: Path, subagent: str, parent: str
 ) -> None:
     ids = _roots(home, fake, tmp_path)
-    listed = {
-        e.summary.id: e for e in SessionCatalog.configured(home, SettingsStore(home).read()[0]).entries()[0]
-    }
-    child = listed[ids[subagent]]
+    child = listed(home)[ids[subagent]]
     assert (child.summary.kind, child.summary.live, child.summary.cwd) == ("subagent", False, cl.CWD)
     fake.reply(tool_call(proposal()))
     with pytest.raises(Refused) as refused:
@@ -115,10 +119,7 @@ def test_a_session_whose_subagent_still_runs_is_live_until_it_ends(
     home: Home, fake: FakeOpenAI, tmp_path: Path, subagent: str, parent: str
 ) -> None:
     ids = _roots(home, fake, tmp_path)
-    listed = {
-        e.summary.id: e for e in SessionCatalog.configured(home, SettingsStore(home).read()[0]).entries()[0]
-    }
-    child = listed[ids[subagent]].path
+    child = listed(home)[ids[subagent]].path
     os.utime(child, None)  # the subagent is being written: its work is not back in the parent yet
     fake.reply(tool_call(proposal()))
     with pytest.raises(Refused) as refused:
