@@ -25,13 +25,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ..safe_open import open_folder, read_capped
+from ..safe_open import open_folder, open_regular, read_capped
 
 PROC: Final = "/proc"
 SESSIONS_FOLDER: Final = "sessions"  # beside `projects` in a Claude Code home
@@ -39,7 +38,6 @@ MAX_PID_FILE: Final = 8192  # bytes; Claude Code writes about 600
 MAX_PID_FILES: Final = 4096  # names looked at per home: a folder of more is read no further
 _PID_FILE = re.compile(r"([1-9][0-9]{0,9})\.json")
 _PID_SPACE = re.compile(r"linux:[^:]*:(pid:\[[0-9]+\])")  # Claude Code's `pidDomain` on Linux
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ def _home_sessions(home: Path, space: str) -> dict[str, int]:
             start = _start_time(pid)
             if start is None:  # no such process (any more): a file a killed one left
                 continue
-            session = _session_of(folder, name, pid, start, space)
+            session = _session_of(home, name, pid, start, space)
             if session is not None:
                 ids.setdefault(session, pid)
     except OSError:
@@ -110,19 +108,13 @@ def _home_sessions(home: Path, space: str) -> dict[str, int]:
     return ids
 
 
-def _session_of(folder: int, name: str, pid: int, start: str, space: str) -> str | None:
-    """The session id the pid file `name` says process `pid` (started at `start`) runs; None
-    when the file is no small regular file of that very process."""
+def _session_of(home: Path, name: str, pid: int, start: str, space: str) -> str | None:
+    """The session id the pid file `name` of `home` says process `pid` (started at `start`)
+    runs; None when the file is no small regular file of that very process."""
     try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=folder)
-    except OSError:  # gone meanwhile, a link (ELOOP), unreadable
-        return None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            if not _regular(handle.fileno()):
-                return None
+        with os.fdopen(open_regular(home / SESSIONS_FOLDER / name, root=home), "rb") as handle:
             data = read_capped(handle, MAX_PID_FILE)
-    except OSError:
+    except OSError:  # gone meanwhile, a link, a FIFO or other non-regular file, unreadable
         return None
     if data is None:
         return None
@@ -142,10 +134,6 @@ def _session_of(folder: int, name: str, pid: int, start: str, space: str) -> str
         if said is not None and said.group(1) != space:
             return None  # another pid namespace (a container): its pid is not this one's
     return session
-
-
-def _regular(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 def _start_time(pid: int) -> str | None:
