@@ -229,7 +229,14 @@ class TurnRow(_Strict):
 
     @classmethod
     def of(cls, turn: TurnSummary) -> TurnRow:
-        return cls(**turn.model_dump(), forkable=turn.forkable)
+        return cls(
+            turn=turn.turn,
+            startSeq=turn.startSeq,
+            endSeq=turn.endSeq,
+            status=turn.status,
+            user=turn.user,
+            forkable=turn.forkable,
+        )
 
 
 class TranscriptResult(_Strict):
