@@ -223,7 +223,7 @@ async def _report(ls: RememServer, outcome: Outcome, label: str, started: str) -
         update={
             "title": label.strip("“”"),
             "message": message,
-            "alreadyReviewed": earlier and outcome.status in _SUCCEEDED,
+            "alreadyReviewed": (earlier or outcome.repeats is not None) and outcome.status in _SUCCEEDED,
             "changed": changed,
             "history": receipt.history if receipt is not None else None,
         }
@@ -237,6 +237,9 @@ def _summary(
     changes = f"{outcome.changes} change{'' if outcome.changes == 1 else 's'} to memory"
     finished_earlier = " (it finishes a review interrupted earlier)" if outcome.recovered else ""
     what = _listed(changed)
+    if outcome.repeats is not None:
+        since = "only its title or other metadata changed since"
+        return f"{label} was already reviewed: {since}. No model was asked again."
     if earlier and outcome.status in _SUCCEEDED:
         then = f"{changes} then{what}" if outcome.status is Status.COMMITTED else "nothing new to remember"
         return f"{label} was already reviewed: {then}. No model was asked again."

@@ -55,6 +55,8 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         changes = f", {result.changes} change(s)" if result.changes else ""
         why = _reason(backend, session_id, result.review) if result.status in FAILED else None
         said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
+        if result.repeats is not None:
+            said += f"; its evidence is what review {result.repeats} read, so no model was asked"
         say(said if why is None else f"{said}: {one_line(why)}")
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
 

@@ -77,15 +77,32 @@ def review_states(receipts: list[Receipt], digests: dict[str, str | None]) -> di
     content that could not be hashed, mean the session changed since it was last reviewed.
     """
     states: dict[str, ReviewState] = {}
+    by_review = {r.review: r for r in receipts}
     for receipt in receipts:  # oldest first, so the newest of each session wins
         session = receipt.source.session
         if session not in digests:
             continue
         if digests[session] is None or receipt.source.digest != digests[session]:
             states.setdefault(session, ReviewState(state="changed"))
-        else:
-            states[session] = _state_of(receipt.status)
+        else:  # a repeat stands for the review it repeats: memory holds what that one learned
+            states[session] = _state_of(by_review.get(receipt.repeats or "", receipt).status)
     return states
+
+
+def same_evidence(receipts: list[Receipt], session: str, workspace: str, evidence: str) -> Receipt | None:
+    """The latest succeeded review of `session` into `workspace`, by this consolidator, that read
+    `evidence` (its digest): what a review of the same evidence would learn, it learnt."""
+    return next(
+        (
+            r
+            for r in reversed(receipts)
+            if r.status in SUCCEEDED
+            and r.consolidator == CONSOLIDATOR_VERSION
+            and r.source.evidence == evidence
+            and (r.source.session, r.target.workspace) == (session, workspace)
+        ),
+        None,
+    )
 
 
 def _state_of(status: Status) -> ReviewState:
@@ -208,6 +225,11 @@ def summary(receipt: Receipt) -> str:
         what = "Global memory" if change.action == "replace-global" else f"`{change.name}`"
         ranges = ", ".join(f"{r.fromSeq}-{r.toSeq}" for r in change.evidence)
         lines.append(f"- {change.action} {what} (evidence: events {ranges})")
+    if receipt.repeats is not None:
+        lines.append(
+            f"\nIts evidence is what review {receipt.repeats} read: only the session's metadata "
+            "(a title, say) changed since, so no model was asked."
+        )
     if receipt.history is not None:
         lines.append(f"\n{history_summary(receipt.history)}")
     attempt = receipt.attempt

@@ -70,6 +70,7 @@ from .receipts import (
     moved,
     now,
     review_id,
+    same_evidence,
 )
 from .route import Route, RouteError, open_client, resolve_route
 from .settle import commit, mark, recover, unmark
@@ -192,11 +193,17 @@ class Consolidator:
         evidence = _evidence(source)
         if evidence.is_empty():  # nothing to learn, unless damage hid the turns (decision 0368)
             _refuse_cut_off(source)
+        shown = content_hash(evidence.render())
+        if receipt is None:  # a new review: of content another review read? (decision 0378)
+            earlier = same_evidence(self.receipts.all(), source.entry.summary.id, source.workspace.key, shown)
+            if earlier is not None:
+                fresh = self._prepared(review, source, None, [], shown)
+                return self._finish(moved(fresh, Status.NO_CHANGE, repeats=earlier.review))
         context = runtime_context(
             review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
         )
         settled = settle_attempts(self.home, review, receipt.attempts if receipt else [], context)
-        receipt = self._prepared(review, source, receipt, settled.attempts)
+        receipt = self._prepared(review, source, receipt, settled.attempts, shown)
         if settled.adopted is not None:
             return self._adopt(receipt, settled.adopted, evidence.ranges(), source)
         if evidence.is_empty():
@@ -403,10 +410,11 @@ class Consolidator:
         )
 
     def _prepared(
-        self, review: str, source: _Input, existing: Receipt | None, attempts: list[Attempt]
+        self, review: str, source: _Input, existing: Receipt | None, attempts: list[Attempt], evidence: str
     ) -> Receipt:
-        """The receipt about to go on, with `attempts` as its history and this freeze as its target:
-        whatever the next proposal is, it answers the memory frozen now."""
+        """The receipt about to go on, with `attempts` as its history, this freeze as its target
+        and `evidence` the digest of what it shows the model: whatever the next proposal is, it
+        answers the memory frozen now."""
         g, w = source.global_snapshot.revision, source.workspace_snapshot.revision
         target = Target(
             workspace=source.workspace.key,
@@ -419,6 +427,7 @@ class Consolidator:
                 "proposalHash": None,
                 "changes": [],
                 "completedAt": None,
+                "source": existing.source.model_copy(update={"evidence": evidence}),
             }
             return moved(existing, Status.PREPARED, attempts=attempts, **fresh)
         return Receipt(
@@ -429,6 +438,7 @@ class Consolidator:
                 session=source.entry.summary.id,
                 digest=source.log.digest,
                 coveredSeq=source.entry.summary.lastSeq,
+                evidence=evidence,
             ),
             target=target,
             attempts=attempts,
@@ -686,4 +696,5 @@ def _result(receipt: Receipt, *, recovered: bool) -> ConsolidationResult:
         attempt=len(receipt.attempts),
         changes=len(receipt.changes) if receipt.status is Status.COMMITTED else 0,
         recovered=recovered,
+        repeats=receipt.repeats,
     )

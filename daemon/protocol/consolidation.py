@@ -49,6 +49,9 @@ class Source(_Model):
     session: str
     digest: str
     coveredSeq: int
+    # The evidence as the model reads it, hashed: a review of other content with the same
+    # evidence (a renamed session) has nothing new to learn. None in receipts older than it.
+    evidence: str | None = None
 
 
 class ScopeRevisions(_Model):
@@ -109,6 +112,8 @@ class Receipt(_Model):
     # Set when the review committed something (a target-conflict after its Global commit too),
     # and the history could be written.
     history: HistoryLink | None = None
+    # The earlier review whose evidence this one's equals: it ended no-change without a model.
+    repeats: str | None = None
 
     @property
     def attempt(self) -> Attempt | None:
@@ -123,3 +128,4 @@ class ConsolidationResult(BaseModel):
     attempt: int
     changes: int
     recovered: bool
+    repeats: str | None = None  # `Receipt.repeats`

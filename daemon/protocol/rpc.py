@@ -47,7 +47,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # from what the editor shows is refused `STALE_SOURCE` once the session changed (decision 0369).
 # 18: hello carries the client's and the daemon's `harnessRoots`, and ignores fields it does not
 # know: a shell whose environment names other harness folders than the daemon's is told (0372).
-PROTOCOL_VERSION = 18
+# 19: a receipt carries its evidence's digest (`source.evidence`) and the review it `repeats`,
+# and a consolidation result that `repeats`: a renamed session is not reviewed again (0378).
+PROTOCOL_VERSION = 19
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

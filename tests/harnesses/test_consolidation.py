@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from claude_agent_sdk import rename_session
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
@@ -121,3 +122,34 @@ def test_a_codex_session_is_consolidated_and_cites_its_first_turn(
     root = tmp_path / "codex" / "sessions"
     copy = _settled_copy(run.rollout, root / "2026" / "05" / "01" / run.rollout.name)
     _run(home, root, copy, run.session_id, str(codex_scenario.cwd), monkeypatch)
+
+
+def test_a_renamed_claude_code_session_is_not_reviewed_again(
+    home: Home, tmp_path: Path, claude_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = claude_scenario.runs["first"]
+    root = tmp_path / "claude" / "projects"
+    copy = _settled_copy(run.transcript, root / run.transcript.parent.name / run.transcript.name)
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root.parent))
+    with FakeOpenAI(api_key="sk-test") as fake:
+        configure(home, fake, root)
+        fake.reply(Computed(_cite_the_first_turn))
+        first = _consolidate(home, run.session_id)
+        before = copy.read_bytes()
+        # The SDK's own rename, as `/rename` does: one custom-title line, a new digest.
+        rename_session(run.session_id, "Notes, renamed", directory=str(claude_scenario.cwd))
+        assert copy.read_bytes().startswith(before) and len(copy.read_bytes()) > len(before)
+        os.utime(copy, (OLD, OLD))
+        again = _consolidate(home, run.session_id)
+        assert again.status is Status.NO_CHANGE and again.attempt == 0 and fake.count == 1
+        assert again.repeats == first.review != again.review
+        receipt = ReceiptStore(home).read(again.review)
+        assert receipt is not None and receipt.repeats == first.review
+        assert receipt.source.digest == _sha256(copy) and receipt.source.evidence is not None
+        assert receipt.source.evidence == ReceiptStore(home).read(first.review).source.evidence  # type: ignore[union-attr]
+        row, review = _reviewed(home, run.session_id, str(claude_scenario.cwd))
+        assert row["title"] == "Notes, renamed"
+        assert row["review"] == review == {"state": "consolidated", "status": None}  # what it repeats
+        shown = CliRunner().invoke(cli, ["--home", str(home.root), "consolidate", run.session_id])
+        assert f"its evidence is what review {first.review} read, so no model was asked" in shown.stdout

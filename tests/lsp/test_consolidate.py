@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.sessions.scripted import Timeline
 from tests import waiting
 from tests.consolidation.conftest import OLD, Source, proposal, put
 from tests.fake_openai import FakeOpenAI, hang, status, tool_call
@@ -73,6 +75,7 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
         "attempt": 1,
         "changes": 1,
         "recovered": False,
+        "repeats": None,
         "receipt": str(receipt),
         "title": label.strip("“”"),
         "message": f"Consolidated {label}: 1 change to memory — added prefer-uv (feedback).",
@@ -254,3 +257,27 @@ async def test_without_a_list_or_a_key_the_model_is_typed_and_the_note_says_why(
     assert not keyless["keyReady"] and "OPENAI_API_KEY" in keyless["keyProblem"]
     assert keyless["models"] == []
     assert keyless["note"] == "without its key the provider cannot list its models"
+
+
+async def test_a_session_titled_anew_since_its_review_asks_no_model(
+    editor: Editor, fake: FakeOpenAI, home: Home, tmp_path: Path
+) -> None:
+    reviewed = source(home, seed=10)
+    fake.reply(tool_call(proposal(put("prefer-small-commits", reviewed.evidence()))))
+    first = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    asked = fake.count
+    # DSH titles the session anew: one `session/title` event after its turns, a new digest.
+    draft = build_session(SessionSpec(seed=10, turns=3, cwd=reviewed.cwd))  # as `source` wrote it
+    timeline = Timeline(random.Random(10), draft.events[-1].time, draft.events)
+    draft.batches.append(
+        [timeline.add("session/title", {"title": "Renamed", "messageSeqs": [], "source": {"kind": "user"}})]
+    )
+    reviewed.path.write_bytes(write_session(tmp_path, draft).read_bytes())
+    os.utime(reviewed.path, (OLD, OLD))
+    again = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    assert again["review"] != first["review"] and again["repeats"] == first["review"]
+    assert again["status"] == "no-change" and again["alreadyReviewed"] and fake.count == asked
+    assert again["message"] == (
+        f"{await named(editor, reviewed)} was already reviewed: only its title or other metadata changed "
+        "since. No model was asked again."
+    )
