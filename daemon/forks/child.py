@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..sessions.lineage import DEFAULT_TITLE_COUNTER
+from ..sessions.lineage import DEFAULT_TITLE_COUNTER, SHORTENED
 from ..sessions.models import SessionEvent, SessionHeader
 from ..sessions.paths import Encoding
 from ..sessions.writer import encode_batch, encode_log, json_line
@@ -20,14 +20,22 @@ def child_id(operation_id: str) -> str:
 
 
 def next_title(parent_title: str) -> str:
-    """DSH's client rule: a trailing `(N)` (or full-width `（N）`) becomes `(N+1)`, else ` (1)`;
-    DSH sets it as a user's rename, which normalizes it (`normalize_title`: an 80-byte title's
-    child keeps the 80 bytes, not the counter)."""
+    """DSH's client rule: a trailing `(N)` (or full-width `（N）`) becomes `(N+1)`, else ` (1)`,
+    within DSH's 80 bytes. A stem too long for its counter is shortened, ending in `…`, so the
+    counter always shows: DSH's own rename would cut the counter off, and the child would read
+    exactly as its parent (decision 0379)."""
     match = DEFAULT_TITLE_COUNTER.match(parent_title)
     if match is None:
-        return normalize_title(f"{parent_title} (1)")
-    stem, opening, number, closing = match.groups()
-    return normalize_title(f"{stem} {opening}{int(number) + 1}{closing}")
+        stem, counter = parent_title, " (1)"
+    else:
+        stem, opening, number, closing = match.groups()
+        counter = f" {opening}{int(number) + 1}{closing}"
+    stem = normalize_title(stem)
+    room = TITLE_MAX_BYTES - len(counter.encode("utf-8"))
+    if len(stem.encode("utf-8")) > room:
+        kept = stem.encode("utf-8")[: room - len(SHORTENED.encode("utf-8"))]
+        stem = kept.decode("utf-8", errors="ignore").rstrip() + SHORTENED
+    return stem + counter
 
 
 def normalize_title(title: str) -> str:

@@ -98,6 +98,7 @@ def _scalars(node: TreeNode) -> dict[str, Any]:
 
 # DSH's default title of a branch: its parent's plus " (N)" (or full-width "（N）").
 DEFAULT_TITLE_COUNTER = re.compile(r"^(.*?)\s*([(（])(\d+)([)）])$")
+SHORTENED = "…"  # ends a default title's stem cut short to leave room for its counter
 
 
 def _stem(title: str) -> str:
@@ -118,7 +119,14 @@ def _default_title(item: LineageItem, parent: LineageItem | None) -> bool:
     if item.kind != "fork" or parent is None or given is None or item.title != given:
         return False
     stem = _stem(given)
-    return any(t is not None and _stem(t) == stem for t in (parent.title, parent.log_title))
+    return any(t is not None and _same_stem(stem, _stem(t)) for t in (parent.title, parent.log_title))
+
+
+def _same_stem(child: str, parent: str) -> bool:
+    """A child's stem is its parent's, or the start of it shortened for the counter (`…`)."""
+    if child.endswith(SHORTENED) and not parent.endswith(SHORTENED):
+        return parent.startswith(child[: -len(SHORTENED)])
+    return child == parent
 
 
 def _unique(items: Iterable[LineageItem]) -> tuple[dict[str, LineageItem], set[str]]:

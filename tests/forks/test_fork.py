@@ -88,9 +88,17 @@ def test_every_completed_turn_forks_into_a_faithful_child(
 
 @pytest.mark.parametrize(
     ("parent", "child"),
-    [("plan", "plan (1)"), ("plan (9)", "plan (10)"), ("x" * 80, "x" * 80), ("é" * 40 + " (2)", "é" * 40)],
+    [
+        ("plan", "plan (1)"),
+        ("plan (9)", "plan (10)"),
+        ("x" * 80, "x" * 73 + "… (1)"),  # DSH's rename would cut the counter: the parent's title
+        ("x" * 77, "x" * 73 + "… (1)"),
+        ("x" * 76, "x" * 76 + " (1)"),
+        ("é" * 40 + " (2)", "é" * 36 + "… (3)"),  # never half a character
+        ("x" * 73 + "… (1)", "x" * 73 + "… (2)"),
+    ],
 )
-def test_a_childs_default_title_is_normalized_as_dshs_rename(parent: str, child: str) -> None:
+def test_a_childs_default_title_keeps_its_counter_within_dshs_80_bytes(parent: str, child: str) -> None:
     assert next_title(parent) == child and len(next_title(parent).encode()) <= 80
 
 

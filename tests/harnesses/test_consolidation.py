@@ -29,6 +29,7 @@ from remem.daemon.protocol.consolidation import Status
 from tests.consolidation.conftest import KEY_ENV, configure, proposal, put
 from tests.fake_openai import Computed, FakeOpenAI, tool_call
 
+from .claude import ClaudeRun
 from .conftest import Scenario
 
 pytestmark = pytest.mark.slow
@@ -40,6 +41,12 @@ def _settled_copy(source: Path, target: Path) -> Path:
     shutil.copyfile(source, target)
     os.utime(target, (OLD, OLD))
     return target
+
+
+def _claude_copy(run: ClaudeRun, tmp_path: Path) -> tuple[Path, Path]:
+    """A `projects` root of this test, and the run's transcript settled in it, in its folder."""
+    root = tmp_path / "claude" / "projects"
+    return root, _settled_copy(run.transcript, root / run.transcript.parent.name / run.transcript.name)
 
 
 def _cite_the_first_turn(body: dict) -> object:
@@ -110,8 +117,7 @@ def test_a_claude_code_session_is_consolidated_and_cites_its_first_turn(
     home: Home, tmp_path: Path, claude_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = claude_scenario.runs["first"]
-    root = tmp_path / "claude" / "projects"
-    copy = _settled_copy(run.transcript, root / run.transcript.parent.name / run.transcript.name)
+    root, copy = _claude_copy(run, tmp_path)
     _run(home, root, copy, run.session_id, str(claude_scenario.cwd), monkeypatch)
 
 
@@ -128,8 +134,7 @@ def test_a_renamed_claude_code_session_is_not_reviewed_again(
     home: Home, tmp_path: Path, claude_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = claude_scenario.runs["first"]
-    root = tmp_path / "claude" / "projects"
-    copy = _settled_copy(run.transcript, root / run.transcript.parent.name / run.transcript.name)
+    root, copy = _claude_copy(run, tmp_path)
     monkeypatch.setenv(KEY_ENV, "sk-test")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root.parent))
     with FakeOpenAI(api_key="sk-test") as fake:

@@ -6,6 +6,7 @@ import json
 import random
 from typing import Any
 
+from remem.daemon.forks.child import next_title
 from remem.daemon.sessions.lineage import LineageItem, SessionTree, TreeNode, build_tree
 
 N = 10_000
@@ -275,3 +276,19 @@ def test_flat_form_places_every_node_by_parent_and_depth() -> None:
     assert json.loads(json.dumps([n.model_dump() for n in deep]))[-1]["depth"] == 9_999
     fan = build_tree([item("root"), item("b", "root", created_at=2), item("a", "root", created_at=1)]).flat()
     assert [(n.id, n.parent, n.depth) for n in fan] == [("root", None, 0), ("a", "root", 1), ("b", "root", 1)]
+
+
+def test_a_fork_whose_title_was_shortened_for_its_counter_keeps_the_default_title() -> None:
+    long = "Read the notes and tell me what they say about the release of the new uploader"  # 78 bytes
+    child = next_title(long)
+    assert child.endswith("… (1)") and len(child.encode()) <= 80
+    tree = build_tree(
+        [
+            item("main", title=long, log_title=long),
+            item("child", "main", 1, title=child, log_title=child),
+            item("grandchild", "child", 2, title=next_title(child), log_title=next_title(child)),
+            item("other", "main", 3, title="Read the other… (1)", log_title="Read the other… (1)"),
+        ]
+    )
+    defaults = {node_id for node_id, node in nodes_by_id(tree).items() if node.defaultTitle}
+    assert defaults == {"child", "grandchild"}
