@@ -204,13 +204,13 @@ async def _memory_update(session: AgentSession, cwd: str, arguments: dict[str, A
     result = await session.update(cwd, arguments)
     where = "Global memory" if result.scope == "global" else "this project's memory"
     if result.status == "no-change":
-        text = f"No change: {where} already holds this."
+        message, warnings = f"No change: {where} already holds this.", []
     else:
-        text = f"Committed {result.changes} change(s) to {where}."
-        text += "".join(f"\nWarning: {warning}" for warning in result.warnings)
+        message, warnings = f"Committed {result.changes} change(s) to {where}.", result.warnings
+    text = message + "".join(f"\nWarning: {warning}" for warning in warnings)
+    structured = {"scope": result.scope, "changes": result.changes, "message": message, "warnings": warnings}
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content={"scope": result.scope, "changes": result.changes},
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
 
 

@@ -65,13 +65,18 @@ _UPDATE_DESCRIPTION = (
 )
 
 
+# Claude Code and Codex give the model a tool's structured content, not its text, once it
+# declares an output schema: what the agent must read (the outcome, each credential warning)
+# is in it too.
 UPDATE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "scope": {"type": "string", "enum": ["global", "workspace"]},
         "changes": {"type": "integer", "minimum": 0},
+        "message": {"type": "string"},
+        "warnings": {"type": "array", "items": {"type": "string"}},
     },
-    "required": ["scope", "changes"],
+    "required": ["scope", "changes", "message", "warnings"],
     "additionalProperties": False,
 }
 

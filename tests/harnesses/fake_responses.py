@@ -29,14 +29,16 @@ RESPONSES_PATH = "/v1/responses"
 
 @dataclass(frozen=True)
 class FunctionCalls:
-    """Output ``function_call`` items (several = parallel calls), each ``(name, arguments)``."""
+    """Output ``function_call`` items (several = parallel calls), each ``(name, arguments)``;
+    a ``namespace`` calls the tools Codex offers in one (an MCP server's: ``mcp__<server>``)."""
 
     calls: tuple[tuple[str, dict[str, Any]], ...]
+    namespace: str | None = None
 
 
-def function_calls(*calls: tuple[str, dict[str, Any]]) -> FunctionCalls:
+def function_calls(*calls: tuple[str, dict[str, Any]], namespace: str | None = None) -> FunctionCalls:
     """``function_calls(("exec_command", {"cmd": "cat notes.txt"}), ...)``."""
-    return FunctionCalls(calls=tuple(calls))
+    return FunctionCalls(calls=tuple(calls), namespace=namespace)
 
 
 def _event(data: dict[str, Any]) -> bytes:
@@ -61,7 +63,7 @@ def _items(reply: Text | FunctionCalls, number: int) -> Iterator[dict[str, Any]]
             "name": name,
             "arguments": json.dumps(arguments),
             "status": "completed",
-        }
+        } | ({"namespace": reply.namespace} if reply.namespace else {})
 
 
 class _ResponsesHandler(StreamingHandler):

@@ -37,7 +37,7 @@ async def increment(session: Agent, worker: int, round_: int) -> int:
             put(f"agent-{worker}-round-{round_}", f"Written by agent {worker} in round {round_}.\n"),
         )
         if not result.is_error:
-            assert result.structured_content == {"scope": "workspace", "changes": 2}
+            assert result.structured_content is not None and result.structured_content["changes"] == 2
             return stale
         assert "changed since you last loaded it" in text_of(result), text_of(result)
         stale += 1

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from mcp import types
 
 from remem.agents.link import InProcessLink
 from remem.agents.session import AgentSession
@@ -25,6 +26,12 @@ def names(store: MemoryStore, workspace: WorkspaceId) -> set[str]:
     return {record.name for record in store.read_workspace(workspace).records}
 
 
+def outcome(result: types.CallToolResult) -> tuple[str, int]:
+    """The scope and count of changes an update's structured content reports."""
+    assert result.structured_content is not None
+    return result.structured_content["scope"], result.structured_content["changes"]
+
+
 async def test_update_commits_and_advances_the_observation(
     home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
 ) -> None:
@@ -32,18 +39,25 @@ async def test_update_commits_and_advances_the_observation(
         await session.context()
         first = await session.update(put("prefer-uv", "Use uv, never pip.\n"))
         assert not first.is_error, text_of(first)
-        assert first.structured_content == {"scope": "workspace", "changes": 1}
+        assert first.structured_content == {
+            "scope": "workspace",
+            "changes": 1,
+            "message": "Committed 1 change(s) to this project's memory.",
+            "warnings": [],
+        }
         # No new read in between: the observation moved to the revision this session wrote.
         second = await session.update(put("release-steps"), {"action": "delete", "name": "prefer-uv"})
-        assert second.structured_content == {"scope": "workspace", "changes": 2}, text_of(second)
+        assert outcome(second) == ("workspace", 2), text_of(second)
         globally = await session.update({"action": "replace-global", "content": "Answer tersely.\n"})
-        assert globally.structured_content == {"scope": "global", "changes": 1}, text_of(globally)
+        assert outcome(globally) == ("global", 1), text_of(globally)
         again = await session.update(put("after-global"))  # one scope's commit leaves the other's observation
         assert not again.is_error, text_of(again)
         same = await session.update(put("after-global"))
         assert text_of(same).startswith("No change") and same.structured_content == {
             "scope": "workspace",
             "changes": 0,
+            "message": text_of(same),
+            "warnings": [],
         }
         for result in (first, second, globally, again):
             assert "sha256:" not in text_of(result) and str(home.root) not in text_of(result)
@@ -161,8 +175,11 @@ async def test_an_update_holding_a_likely_credential_is_committed_with_a_warning
         plain = await session.update(put("prefer-uv", "Use uv, never pip.\n"))
         assert "Warning" not in text_of(plain)
         leaky = await session.update(put("deploy", "How to deploy.\n\nexport API_KEY=abc123def456\n"))
-        assert not leaky.is_error and leaky.structured_content == {"scope": "workspace", "changes": 1}
-        [_, warning] = text_of(leaky).split("\n")
+        assert not leaky.is_error and outcome(leaky) == ("workspace", 1)
+        [said, warning] = text_of(leaky).split("\n")
+        # Claude Code and Codex show the model the structured content alone: the warning is in it.
+        assert leaky.structured_content["message"] == said  # type: ignore[index]
+        assert leaky.structured_content["warnings"] == [warning.removeprefix("Warning: ")]  # type: ignore[index]
         assert warning.startswith("Warning: deploy.md line 8: this looks like a credential (secret)")
         assert "abc123def456" not in warning
     assert names(store, workspace) == {"prefer-uv", "deploy"}
