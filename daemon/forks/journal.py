@@ -126,6 +126,9 @@ class ForkJournal:
                 "its child is not published: list the sessions again, then retry with the same "
                 "operation id",
             ) from None
+        except OSError as exc:  # a write names no file, one through the folder's descriptor its name alone
+            exc.filename = str(path.parent / exc.filename) if exc.filename else str(path)
+            raise
         else:  # its revision as published, looked at in the folder it was published in
             self.published.record(
                 path, stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
@@ -291,11 +294,22 @@ def _refusal(exc: OSError) -> OperationError:
     )
 
 
+# What to do about a write the file system refused, by its errno.
+_REMEDIES = {
+    errno.ENOSPC: "free some space on its disk",
+    errno.EDQUOT: "free some of your disk quota",
+    errno.EACCES: "let your user write in that folder",
+    errno.EPERM: "let your user write in that folder (an immutable flag, say)",
+    errno.EROFS: "write on a file system mounted read-write",
+}
+
+
 def _unwritable(exc: OSError) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
+    remedy = _REMEDIES.get(exc.errno or 0, "free the space or fix the folder")
     return (
         f"the fork could not be written: {exc.strerror or exc}{where}; its child is not published. "
-        "Free the space or fix the folder, then retry with the same operation id"
+        f"To go on, {remedy}, then retry with the same operation id"
     )
 
 

@@ -97,6 +97,8 @@ def test_a_full_disk_refuses_the_fork_cleanly_and_the_retry_makes_it(
     error = json.loads(refused.stdout)
     assert error["code"] == "UNWRITABLE", error
     assert "File too large" in error["message"] and "retry with the same operation id" in error["message"]
+    # The file written through its folder's descriptor is named by its whole path, folder included.
+    assert f"({tmp_path}{os.sep}" in error["message"], error["message"]
     assert files(tmp_path) == before, "no child, no temp, the parent untouched"
     made = run(driver, full=False)
     assert made.returncode == 0, made.stderr
