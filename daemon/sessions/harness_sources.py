@@ -799,11 +799,11 @@ class CodexSource:
         """Rollouts lie by date, not by project: the first line, a rollout's `session_meta`,
         names its cwd, so a workspace's listing reads one line of another workspace's rollout
         (opened as `open_listed` opens it, from `root` and of the `revision` scanned)."""
-        found = first_line_cwd(_first_line(path, root, revision))
+        found = first_line_cwd(first_line(path, root, revision))
         return found is not None and found != cwd
 
 
-def _first_line(path: str, root: Path | None = None, revision: str | None = None) -> bytes:
+def first_line(path: str, root: Path | None = None, revision: str | None = None) -> bytes:
     """The file's first line, up to `FIRST_LINE_BYTES` (empty when it cannot be read or is
     longer: the file is then read whole, as any other)."""
     head = b""

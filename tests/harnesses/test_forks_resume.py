@@ -208,10 +208,16 @@ def test_the_command_a_claude_code_fork_prints_resumes_it_from_any_shell(home: H
     assert "second answer" in sent and "third question" not in sent
 
 
-def test_the_command_a_codex_fork_prints_resumes_it_from_any_shell(home: Home, tmp_path: Path) -> None:
+@pytest.mark.parametrize("repository", [True, False], ids=["in-a-repository", "outside-any-repository"])
+def test_the_command_a_codex_fork_prints_resumes_it_from_any_shell(
+    home: Home, tmp_path: Path, repository: bool
+) -> None:
+    """`codex exec` refuses a folder outside a git repository unless told to skip that check,
+    as the session there was run (the test's `Codex` always skips it)."""
     with FakeResponses() as fake:
         cx = Codex(tmp_path / "cx", fake)
-        subprocess.run(["git", "init", "-q", str(cx.cwd)], check=True)  # `codex exec` asks for a repository
+        if repository:
+            subprocess.run(["git", "init", "-q", str(cx.cwd)], check=True)
         fake.reply(text("first answer"))
         parent = cx.exec("first question")
         for prompt in ("second question", "third question"):
@@ -219,6 +225,7 @@ def test_the_command_a_codex_fork_prints_resumes_it_from_any_shell(home: Home, t
             cx.exec("resume", parent.session_id, prompt)
         made = fork_with_the_cli(home, cx.codex_home, parent.session_id)
         assert made["env"] == {"CODEX_HOME": str(cx.codex_home)} and made["cwd"] == str(cx.cwd)
+        assert ("--skip-git-repo-check" in made["command"]) is not repository
         fake.reply(text("child answer"))
         said = in_a_shell(
             f"{made['command']} 'child question'", cx.env(), "codex", cx.executable, tmp_path / "elsewhere"

@@ -62,6 +62,6 @@ async def test_a_rolled_back_turn_is_refused_as_rolled_back(editor: Editor, home
     codex_home = shlex.quote(str(home.root.parent / "codex"))
     assert made == {
         "id": made["id"],
-        "command": f"cd /w && CODEX_HOME={codex_home} codex exec resume {made['id']}",
+        "command": f"cd /w && CODEX_HOME={codex_home} codex exec resume --skip-git-repo-check {made['id']}",
         "note": None,
     }

@@ -130,6 +130,7 @@ class _Payload(Fields):
     forked_from_id: Any = None
     history_base: Any = None
     model_provider: Any = None
+    git: Any = None  # the repository a session ran in: its commit, branch and URL
     # compacted
     replacement_history: _History = None
     # patch_apply_end
@@ -213,13 +214,25 @@ def first_line_cwd(line: bytes) -> str | None:
     """The cwd a rollout's first line names when that line is its `session_meta` (then the first,
     which is where identity and cwd come from); None when the line cannot say (as the reader,
     which refuses a line that is not UTF-8 text, even in a field it skips)."""
+    meta = _first_meta(line)
+    return None if meta is None else _str(meta.get("cwd"))
+
+
+def first_line_outside_git(line: bytes) -> bool:
+    """Whether a rollout's first line, its `session_meta`, says its session ran outside a git
+    repository: Codex records there the repository (`git`) of a session run inside one."""
+    meta = _first_meta(line)
+    return meta is not None and not isinstance(meta.get("git"), dict)
+
+
+def _first_meta(line: bytes) -> _Payload | None:
     if not _utf8(line):
         return None
     try:
         record = _FIRST_LINE(line)
     except msgspec.DecodeError:
         return None
-    return _str(record.payload.get("cwd")) if record.type == "session_meta" else None
+    return record.payload if record.type == "session_meta" else None
 
 
 def read_rollout(data: bytes) -> Rollout:
