@@ -86,9 +86,7 @@ class ForkJournal:
         self.recover()
         with self.operation(operation_id) as entry:
             if entry is not None and entry.requestHash != request_hash:
-                raise OperationError(
-                    "OP_CONFLICT", f"operation {operation_id!r} was already used for a different fork request"
-                )
+                raise used_otherwise(entry)
             if entry is not None and entry.status == "committed":
                 return entry, False
             if entry is not None:
@@ -254,6 +252,17 @@ def child_folder(root: Path, child: Path, *, make: bool = False) -> Iterator[int
         yield fd
     finally:
         os.close(fd)
+
+
+def used_otherwise(entry: JournalEntry) -> OperationError:
+    """The refusal of another request under an operation id `entry` holds: what the id made."""
+    made = "made" if entry.status == "committed" else "began"
+    return OperationError(
+        "OP_CONFLICT",
+        f"operation {entry.operationId!r} already {made} the fork {entry.child} of {entry.source} "
+        f"after its turn {entry.forkTurn}, and this request differs from that one (another session, "
+        "line, turn or title): an operation id names one fork; use a new one for this fork",
+    )
 
 
 def _folder_refusal(exc: OSError, root: Path, child: Path) -> OperationError | None:

@@ -25,7 +25,7 @@ from ..sessions.harness_sources import view_of
 from ..sessions.published import PublishedLogs
 from . import codex_child
 from .harness_service import HarnessForkRequest, HarnessForks, Listed, resume_command
-from .journal import ForkJournal, JournalEntry
+from .journal import ForkJournal, JournalEntry, used_otherwise
 from .service import ForkService
 
 log = logging.getLogger("remem.daemon")
@@ -61,9 +61,7 @@ def _recorded(catalog: SessionCatalog, request: ForkRequest) -> JournalEntry | N
     with ForkJournal(catalog.home.ensure_layout()).operation(request.operationId) as entry:
         pass
     if entry is not None and entry.requestHash != request.digest():
-        raise OperationError(
-            "OP_CONFLICT", f"operation {request.operationId!r} was already used for a different fork request"
-        )
+        raise used_otherwise(entry)
     return entry
 
 

@@ -157,6 +157,10 @@ def test_same_operation_same_child_different_request_conflicts(
     with pytest.raises(OperationError) as caught:
         service(home, root).fork(ForkRequest(source=source_id, operationId="op", atSeq=5))
     assert caught.value.code == "OP_CONFLICT"
+    said = (
+        f"operation 'op' already made the fork {first.child} of {source_id} after its turn {first.forkTurn}"
+    )
+    assert said in caught.value.message and "use a new one" in caught.value.message
     assert len(list(root.rglob("session.jsonl*"))) == 2
 
 

@@ -200,6 +200,8 @@ def test_the_same_operation_gives_the_same_child_and_a_different_request_conflic
     with pytest.raises(OperationError) as caught:
         fork(home, harness, path, afterTurn=2)
     assert caught.value.code == "OP_CONFLICT"
+    assert f"already made the fork {first.child} of " in caught.value.message
+    assert "after its turn 1" in caught.value.message
 
 
 def test_an_operation_id_whose_codex_child_exists_elsewhere_is_refused(home: Home, tmp_path: Path) -> None:
