@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -324,7 +325,8 @@ def test_a_codex_fork_names_the_codex_home_whose_sessions_hold_it(home: Home, tm
     code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-1", "--root", str(codex_home))
     child = out.split()[1]
     assert code == 0 and out.splitlines()[1] == (
-        f"resume it with: cd '/w/my app' && CODEX_HOME={codex_home} codex exec resume --skip-git-repo-check {child}"
+        f"resume it with: cd '/w/my app' && CODEX_HOME={codex_home} "
+        f"codex exec resume --skip-git-repo-check {child}"
     )
 
 
@@ -423,3 +425,26 @@ def test_a_sessions_problems_show_in_the_text_as_in_the_json(home: Home, tmp_pat
     code, out, _ = run(home, "tree", "--cwd", CLAUDE_CWD, *args)
     [row] = [line for line in out.splitlines() if line.endswith(f"  {SID}")]
     assert code == 0 and "[Claude Code] [3 problems]" in row and out.count("problem") == 1, out
+
+
+def test_a_fork_after_a_turn_by_its_number(home: Home, tmp_path: Path) -> None:
+    root, ids = seeded_root(tmp_path)
+    main = ids["main"]
+
+    def fork(*args: str) -> tuple[int, dict[str, Any]]:
+        code, out, _ = run(home, "fork", main, "--root", str(root), "--json", *args)
+        return code, json.loads(out)
+
+    turns = json.loads(run(home, "turns", main, "--root", str(root), "--json")[1])["turns"]
+    code, made = fork("--turn", "2", "--op-id", "by-number")
+    assert code == 0 and made["forkTurn"] == 2 and made["created"]
+    assert made["seedLength"] == turns[1]["endSeq"] + 1  # the turn's end: all of it, nothing after
+    code, again = fork("--turn", "2", "--op-id", "by-number")
+    assert code == 0 and again["child"] == made["child"] and not again["created"]
+    code, refused = fork("--turn", "99", "--op-id", "too-far")
+    assert code == 2 and refused["error"] == {
+        "code": "INVALID",
+        "message": f"{main} has no turn 99: its turns are 1-{len(turns)} (remem sessions turns)",
+    }
+    code, out, err = run(home, "fork", main, "--root", str(root), "--turn", "1", "--at", "3", "--op-id", "x")
+    assert code == 2 and "--turn and --at both name where to branch" in err

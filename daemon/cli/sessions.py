@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -224,6 +224,12 @@ def _age(epoch_ms: int) -> str:
     help="Branch after the turn holding this event seq (a line, for Claude Code and Codex sessions).",
 )
 @click.option(
+    "--turn",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Branch after this turn (as `sessions turns` numbers them); instead of --at.",
+)
+@click.option(
     "--op-id",
     "operation_id",
     required=True,
@@ -242,12 +248,16 @@ def _age(epoch_ms: int) -> str:
 @session_options
 @click.pass_obj
 def fork(
-    backend: Backend, session_id: str, at_seq: int | None, operation_id: str, title: str | None,
-    expected_revision: str | None, roots: tuple[Path, ...], as_json: bool,
+    backend: Backend, session_id: str, at_seq: int | None, turn: int | None, operation_id: str,
+    title: str | None, expected_revision: str | None, roots: tuple[Path, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Branch a session after a completed turn. Only the conversation is copied: files and
     other side effects of the parent are not rolled back. A Claude Code or Codex child is
     written where its harness finds it, and the command that resumes it is printed."""
+    if turn is not None:
+        if at_seq is not None:
+            raise click.UsageError("--turn and --at both name where to branch: give one of them")
+        at_seq = _turn_end(backend, roots, session_id, turn, as_json)
     request = ForkRequest(
         source=session_id,
         operationId=operation_id,
@@ -270,6 +280,18 @@ def fork(
             say(f"resume it with: {result.command}")
         elif result.note is not None:
             say(result.note)
+
+
+def _turn_end(backend: Backend, roots: tuple[Path, ...], session_id: str, turn: int, as_json: bool) -> int:
+    """Where a fork after `turn` cuts. Its end names the same request whatever line of the turn
+    `--at` would have named, so a retry with the same operation id finds its child."""
+    with _refusals(as_json):
+        turns = backend.api(roots).session_turns(SessionParams(id=session_id))
+    row = next((t for t in turns.turns if t.turn == turn), None)
+    if row is None:
+        count = f"its turns are 1-{len(turns.turns)}" if turns.turns else "it has no turn yet"
+        _refuse("INVALID", f"{session_id} has no turn {turn}: {count} (remem sessions turns)", as_json)
+    return row.fork_at
 
 
 @sessions.command()
@@ -359,9 +381,12 @@ def _refusals(as_json: bool) -> Iterator[None]:
     except RpcError as exc:
         if exc.code != SESSION_REFUSED:
             raise
-        code = exc.data["code"]
-        if as_json:
-            emit_json({"error": {"code": code, "message": exc.message}})
-        else:
-            say(f"remem: {code}: {exc.message}", err=True)
-        sys.exit(_EXIT_CODES.get(code, EXIT_PROBLEMS))
+        _refuse(exc.data["code"], exc.message, as_json)
+
+
+def _refuse(code: str, message: str, as_json: bool) -> NoReturn:
+    if as_json:
+        emit_json({"error": {"code": code, "message": message}})
+    else:
+        say(f"remem: {code}: {message}", err=True)
+    sys.exit(_EXIT_CODES.get(code, EXIT_PROBLEMS))

@@ -229,6 +229,12 @@ class TurnRow(_Strict):
     user: str
     forkable: bool
 
+    @property
+    def fork_at(self) -> int:
+        """What a fork after this turn names: its end; the start of a turn that cannot be
+        branched from, which the daemon refuses saying why (still open, rolled back, ...)."""
+        return self.endSeq if self.forkable and self.endSeq is not None else self.startSeq
+
     @classmethod
     def of(cls, turn: TurnSummary) -> TurnRow:
         return cls(

@@ -150,19 +150,14 @@ async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
     # session changed since (`STALE_SOURCE`), so the cut is the turn the user chose (decision 0369).
     revision = args.expectedRevision or turns.revision
     row = _turn(args, turns, revision)
-    if row.forkable:
-        if not args.confirmed and not await _confirmed(ls, args.turn):
-            return {"id": None}
-        at = row.endSeq
-    else:
-        # Still running, a subagent's the harness cannot resume, ...: the daemon says which. Its
-        # answer is a refusal (for the turn, or for a session changed since `revision`), so
-        # nothing is asked first.
-        at = row.startSeq
+    # A turn that cannot be branched from (still running, ...) is refused by the daemon, saying
+    # why (for the turn, or for a session changed since `revision`), so nothing is asked first.
+    if row.forkable and not args.confirmed and not await _confirmed(ls, args.turn):
+        return {"id": None}
     request = ForkRequest(
         source=args.session,
         operationId=uuid.uuid4().hex,
-        atSeq=at,
+        atSeq=row.fork_at,
         title=args.title,
         expectedRevision=revision,
     )  # a new id per branch the user asks for; a resend of this request reuses it
