@@ -62,7 +62,7 @@ def test_an_empty_title_is_the_requests_to_judge(home: Home) -> None:
     result = invoke("--home", str(home.root), "--no-daemon", "sessions", "rename", "s", "")
     assert (result.exit_code, result.stderr) == (
         2,
-        "remem: INVALID: the title is empty once control characters are removed\n",
+        "remem: INVALID: the title is empty once control characters and blanks are removed\n",
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from ..sessions.errors import OperationError
 from ..sessions.lineage import DEFAULT_TITLE_COUNTER, SHORTENED
 from ..sessions.models import SessionEvent, SessionHeader
 from ..sessions.paths import Encoding
@@ -36,6 +37,14 @@ def next_title(parent_title: str) -> str:
         kept = stem.encode("utf-8")[: room - len(SHORTENED.encode("utf-8"))]
         stem = kept.decode("utf-8", errors="ignore").rstrip() + SHORTENED
     return stem + counter
+
+
+def given_title(title: str) -> str:
+    """A title a user gave, normalized; refused (`INVALID`) when nothing of it is left."""
+    normalized = normalize_title(title)
+    if not normalized:
+        raise OperationError("INVALID", "the title is empty once control characters and blanks are removed")
+    return normalized
 
 
 def normalize_title(title: str) -> str:

@@ -37,7 +37,7 @@ from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode, Turn
 from ..sessions.harness_sources import codex_history, first_line, read_file
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
-from .child import next_title, normalize_title
+from .child import given_title, next_title
 from .journal import ForkJournal, JournalEntry, child_folder
 
 _REFUSALS: dict[RefusalCode, ErrorCode] = {
@@ -415,10 +415,7 @@ def _last_forkable(data: bytes, parent: Path, harness: Harness) -> int:
 
 def _title(request: HarnessForkRequest, parent_title: str | None) -> str | None:
     if request.title is not None:
-        title = normalize_title(request.title)
-        if not title:
-            raise OperationError("INVALID", "the title is empty once control characters are removed")
-        return title
+        return given_title(request.title)
     return next_title(parent_title) if parent_title else None
 
 

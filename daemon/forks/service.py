@@ -20,8 +20,8 @@ from .child import (
     child_bytes,
     child_header,
     child_id,
+    given_title,
     next_title,
-    normalize_title,
     seed_tail,
     seeded_child_parts,
 )
@@ -128,10 +128,7 @@ class ForkService:
 
     def _title(self, request: ForkRequest, source: Indexed) -> str | None:
         if request.title is not None:
-            title = normalize_title(request.title)
-            if not title:
-                raise OperationError("INVALID", "the title is empty once control characters are removed")
-            return title
+            return given_title(request.title)
         parent = source.entry.summary.title  # the display title: a rename wins over the log's
         return next_title(parent) if parent else None
 

@@ -25,7 +25,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from ..consolidation.receipts import Receipt, ReceiptStore, review_states
-from ..forks.child import normalize_title
+from ..forks.child import given_title
 from ..forks.sources import fork_session
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
@@ -289,11 +289,10 @@ class SessionMethods:
             self._publish("sessions/changed", SessionsChanged(root=str(root)))
 
     async def rename(self, params: RenameParams) -> MetaResult:
-        title = normalize_title(params.title)
-        if not title:
-            raise _refused(
-                OperationError("INVALID", "the title is empty once control characters are removed")
-            )
+        try:
+            title = given_title(params.title)
+        except OperationError as exc:
+            raise _refused(exc) from None
         return await self._meta(params.id, params.expectedGeneration, title=title)
 
     async def archive(self, params: ArchiveParams) -> MetaResult:
