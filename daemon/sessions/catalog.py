@@ -72,7 +72,7 @@ from .reader import (
     skim_session,
     stat_revision,
 )
-from .roots import LINK_REASON, LogFile, list_logs
+from .roots import LINK_REASON, LogFile, duplicate_id, list_logs
 from .sources import Root, all_roots, named_roots
 from .writer import LOCK_NAME
 
@@ -477,9 +477,7 @@ class SessionCatalog:
         for row, st in shown:
             if row.id in duplicated:
                 others = [r.path for r, _ in shown if r.id == row.id and r.path != row.path]
-                errors.append(
-                    ListError(path=row.path, message=f"session id {row.id!r} also exists at {others}")
-                )
+                errors.append(ListError(path=row.path, message=duplicate_id(row.id, others)))
             elif row.cwd != self._worker_cwd:
                 entry = self._entry(row, st, now_ns, *_shown(row, metas, dsh, summaries), processes)
                 entries.append(entry)

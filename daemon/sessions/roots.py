@@ -188,10 +188,8 @@ def _flag_duplicates(scan: RootScan) -> None:
     for session_id, logs in by_id.items():
         if len(logs) > 1:
             for log in logs:
-                others = ", ".join(str(o.path) for o in logs if o is not log)
-                scan.errors.append(
-                    SessionLogError(log.path, f"session id {session_id!r} also exists at {others}")
-                )
+                others = [str(o.path) for o in logs if o is not log]
+                scan.errors.append(SessionLogError(log.path, duplicate_id(session_id, others)))
                 scan.logs.remove(log)
 
 
@@ -208,3 +206,11 @@ def scan_root(root: Path) -> RootScan:
             scan.errors.append(exc)
     _flag_duplicates(scan)
     return scan
+
+
+def duplicate_id(session_id: str, others: list[str]) -> str:
+    """Why a log whose id another log has too is not listed (a backup copy in a root, say)."""
+    return (
+        f"session id {session_id!r} also exists at {', '.join(others)}: remem lists neither copy "
+        "while both are in its roots; move or remove the one that is not the session"
+    )

@@ -250,7 +250,9 @@ def test_duplicate_ids_are_reported_not_listed(home: Home, tmp_path: Path) -> No
     write_session(two, draft)
     listing = catalog(home, one, two).listing()
     assert listing.sessions == [] and len(listing.errors) == 2
-    assert all("also exists" in e.message for e in listing.errors)
+    first, second = listing.errors
+    for error, other in ((first, second), (second, first)):
+        assert f"also exists at {other.path}: remem lists neither copy" in error.message, error.message
 
 
 def test_liveness(home: Home, root: tuple[Path, Encoding]) -> None:
