@@ -208,7 +208,7 @@ def scan_root(root: Path) -> RootScan:
     return scan
 
 
-def duplicate_id(session_id: str, others: list[str]) -> str:
+def duplicate_id(session_id: str | None, others: list[str]) -> str:
     """Why a log whose id another log has too is not listed (a backup copy in a root, say)."""
     return (
         f"session id {session_id!r} also exists at {', '.join(others)}: remem lists neither copy "
