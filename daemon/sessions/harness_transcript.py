@@ -1,16 +1,17 @@
 """The Markdown transcript of a Claude Code or Codex session, in the DSH transcript's shape.
 
 Each turn of the conversation is a `## Turn N — status — time` section (what the editor's
-"Branch after turn N" lenses look for), with the user's prompt, the tools called and how they
-ended, and the last assistant text; a session that cannot be branched (a Claude Code
-subagent's own file) says so under its header. A Claude Code session's abandoned in-file
-branches follow under their own headings, their turns at a lower level, since nothing can be
-branched after them, and so do its inline subagents (Claude Code 1.0 wrote them into the
-parent's file). A Codex fork that inherits lines by reference (its `history_base`, kept by a
-fork that copied its parent's lines too) opens with the turns it inherits, read from the file
-the base names and headed at a lower level too: they are branched in that session. The lines
-the reader skipped or flagged are listed under the header, each with its reason. Text from
-the file is quoted or put in code spans, as in `transcript`.
+"Branch after turn N" lenses look for), with why it failed or was stopped (when the file says),
+the user's prompt, the tools called with what each was asked and how it ended (a failure with
+the first line it returned: `tool_details`), and the last assistant text; a session that cannot
+be branched (a Claude Code subagent's own file) says so under its header. A Claude Code
+session's abandoned in-file branches follow under their own headings, their turns at a lower
+level, since nothing can be branched after them, and so do its inline subagents (Claude Code 1.0
+wrote them into the parent's file). A Codex fork that inherits lines by reference (its
+`history_base`, kept by a fork that copied its parent's lines too) opens with the turns it
+inherits, read from the file the base names and headed at a lower level too: they are branched
+in that session. The lines the reader skipped or flagged are listed under the header, each with
+its reason. Text from the file is quoted or put in code spans, as in `transcript`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from .formats.jsonl import end_of_line
-from .formats.model import Turn
+from .formats.model import ToolCall, Turn
 from .harness_sources import Inherited, SessionView, epoch_ms
 from .sources import HARNESS_NAMES
+from .tool_details import ToolDetails, tool_details
 from .transcript import fenced_code, inline, quoted
 
 PROBLEMS_SHOWN = 50  # a file of broken lines lists this many, then how many more
@@ -60,17 +62,28 @@ def _status(turn: Turn) -> str:
     return turn.status if turn.forkable or turn.status == "rolled-back" else "not finished"
 
 
-def _body(turn: Turn) -> list[str]:
-    lines = ["**User**", "", *quoted(turn.text or turn.prompt), ""]
+def _body(turn: Turn, details: ToolDetails) -> list[str]:
+    lines = []
+    ending = details.endings.get(turn.end) if turn.status in ("error", "aborted") else None
+    if ending:  # as a DSH transcript says a turn's error
+        lines += [f"Error: {inline(ending)}" if turn.status == "error" else f"_{inline(ending)}_", ""]
+    lines += ["**User**", "", *quoted(turn.text or turn.prompt), ""]
     if turn.compacted:
         lines += ["_Earlier context was replaced by a compaction summary in this turn._", ""]
     if turn.tools:
-        outcome = {True: "ok", False: "error", None: "no result"}
-        tools = [f"- {fenced_code(t.name)} — {outcome[t.ok]}" for t in turn.tools]
-        lines += ["**Tools**", "", *tools, ""]
+        lines += ["**Tools**", "", *(_tool(call, details) for call in turn.tools), ""]
     if turn.answer is not None:
         lines += ["**Assistant**", "", *quoted(turn.answer), ""]
     return lines
+
+
+def _tool(call: ToolCall, details: ToolDetails) -> str:
+    """`Bash` `ls /missing` — error: No such file or directory"""
+    asked = details.asked.get(call.call_id)
+    line = fenced_code(call.name) + (f" {fenced_code(asked)}" if asked else "")
+    outcome = {True: "ok", False: "error", None: "no result"}[call.ok]
+    said = details.said.get(call.call_id) if call.ok is False else None
+    return f"- {line} — {outcome}" + (f": {inline(said)}" if said else "")
 
 
 def _problems(view: SessionView) -> list[str]:
@@ -91,9 +104,9 @@ def _inherited(part: Inherited) -> list[str]:
     if part.lines is None:
         return [*lines, "_That session is not among the listed sessions, so its turns are not shown._", ""]
     lines += ["_Codex keeps these turns in that session's file; this one continues from them._", ""]
-    stamps = _stamps(part.lines, part.turns)
+    stamps, details = _stamps(part.lines, part.turns), tool_details(part.lines)
     for turn in part.turns:
-        lines += [_heading("### Inherited turn", turn, stamps), "", *_body(turn)]
+        lines += [_heading("### Inherited turn", turn, stamps), "", *_body(turn, details)]
     return lines
 
 
@@ -120,19 +133,20 @@ def render_harness_transcript(
     lines += _problems(view)
     for part in inherited:
         lines += _inherited(part)
-    stamps = _stamps(data, view.turns)
+    stamps, details = _stamps(data, view.turns), tool_details(data)
     for turn in view.turns:
-        lines += [_heading("## Turn", turn, stamps), "", *_body(turn)]
+        lines += [_heading("## Turn", turn, stamps), "", *_body(turn, details)]
     for branch in view.branches:
         point = f"after turn {branch.after_turn}" if branch.after_turn else "before the first turn"
         lines += [f"## Abandoned branch {point} (leaf {fenced_code(branch.leaf)})", ""]
         for turn in branch.turns:
             heading = f"### Abandoned turn {turn.index} — {inline(_status(turn))}"
-            lines += [heading, "", *_body(turn)]
+            lines += [heading, "", *_body(turn, details)]
     for chain in view.sidechains:
         lines += [f"## Inline subagent {fenced_code(f'{view.id}@{chain.root}')}", ""]
         for turn in chain.turns:
-            lines += [f"### Subagent turn {turn.index} — {inline(_status(turn))}", "", *_body(turn)]
+            heading = f"### Subagent turn {turn.index} — {inline(_status(turn))}"
+            lines += [heading, "", *_body(turn, details)]
     if not view.turns:
         lines += ["_No turns yet._", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
