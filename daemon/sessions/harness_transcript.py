@@ -25,7 +25,7 @@ from .formats.model import ToolCall, Turn
 from .harness_sources import Inherited, SessionView, epoch_ms
 from .sources import HARNESS_NAMES
 from .tool_details import ToolDetails, tool_details
-from .transcript import fenced_code, inline, quoted
+from .transcript import fenced_code, inline, quoted, tool_line
 
 PROBLEMS_SHOWN = 50  # a file of broken lines lists this many, then how many more
 
@@ -78,12 +78,9 @@ def _body(turn: Turn, details: ToolDetails) -> list[str]:
 
 
 def _tool(call: ToolCall, details: ToolDetails) -> str:
-    """`Bash` `ls /missing` — error: No such file or directory"""
-    asked = details.asked.get(call.call_id)
-    line = fenced_code(call.name) + (f" {fenced_code(asked)}" if asked else "")
     outcome = {True: "ok", False: "error", None: "no result"}[call.ok]
-    said = details.said.get(call.call_id) if call.ok is False else None
-    return f"- {line} — {outcome}" + (f": {inline(said)}" if said else "")
+    said = details.said.get(call.call_id, "") if call.ok is False else ""
+    return tool_line(call.name, details.asked.get(call.call_id, ""), outcome, said)
 
 
 def _problems(view: SessionView) -> list[str]:

@@ -1,6 +1,7 @@
-"""What a Claude Code or Codex transcript says of a tool call beyond its name and outcome: what
-it was asked (its command, file or pattern) and, when it failed, the first line of what it
-returned; and why a Codex turn ended in an error or was stopped.
+"""What a transcript says of a tool call beyond its name and outcome: what it was asked (its
+command, file or pattern) and, when it failed, the first line of what it returned; and why a
+Codex turn ended in an error or was stopped. A DSH transcript takes the same words (`asked`,
+`first_line`) from its own events.
 
 Only the transcript needs this, so the readers (and the listing) never decode a tool's input or
 output: these lines are read again here, and only those whose bytes can hold a call, a result
@@ -73,13 +74,13 @@ def _claude_code(record: dict[str, Any], details: ToolDetails) -> None:
         if not isinstance(block, dict):
             continue
         if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-            details.asked[block["id"]] = _asked(block.get("input"))
+            details.asked[block["id"]] = asked(block.get("input"))
         elif (
             block.get("type") == "tool_result"
             and block.get("is_error") is True
             and isinstance(block.get("tool_use_id"), str)
         ):
-            details.said[block["tool_use_id"]] = _first_line(block.get("content"))
+            details.said[block["tool_use_id"]] = first_line(block.get("content"))
 
 
 def _codex(number: int, record: dict[str, Any], details: ToolDetails) -> None:
@@ -89,16 +90,16 @@ def _codex(number: int, record: dict[str, Any], details: ToolDetails) -> None:
     kind, call = payload.get("type"), payload.get("call_id")
     if kind in ("function_call", "custom_tool_call") and isinstance(call, str):
         given = payload.get("arguments", payload.get("input"))
-        details.asked[call] = _asked(_json_object(given) if kind == "function_call" else given)
+        details.asked[call] = asked(json_object(given) if kind == "function_call" else given)
     elif kind == "exec_command_end" and isinstance(call, str):
         _exited(call, payload, details)
     elif kind == "item_completed" and isinstance(item := payload.get("item"), dict):
         if item.get("type") == "CommandExecution" and isinstance(item.get("id"), str):
             _exited(item["id"], item, details)
     elif kind == "patch_apply_end" and isinstance(call, str) and payload.get("success") is False:
-        details.said[call] = _first_line(payload.get("stderr")) or "the patch did not apply"
+        details.said[call] = first_line(payload.get("stderr")) or "the patch did not apply"
     elif kind == "task_complete" and payload.get("error"):
-        details.endings[number] = _first_line(_error_message(payload["error"]))
+        details.endings[number] = first_line(_error_message(payload["error"]))
     elif kind == "turn_aborted":
         reason = payload.get("reason")
         details.endings[number] = f"stopped ({reason})" if isinstance(reason, str) and reason else "stopped"
@@ -110,19 +111,19 @@ def _exited(call: str, command: dict[str, Any], details: ToolDetails) -> None:
     if code in (0, None):
         return
     output = command.get("stderr") or command.get("aggregated_output") or command.get("formatted_output")
-    said = _first_line(output)
+    said = first_line(output)
     details.said[call] = f"exit {code}" + (f": {said}" if said else "")
 
 
 def _error_message(error: Any) -> Any:
     """A failed turn's message: Codex keeps the provider's error body, JSON, as its message."""
     message = error.get("message") if isinstance(error, dict) else error
-    body = _json_object(message)
+    body = json_object(message)
     inner = body.get("error") if isinstance(body, dict) else None
     return inner.get("message", message) if isinstance(inner, dict) else message
 
 
-def _json_object(text: Any) -> Any:
+def json_object(text: Any) -> Any:
     """A function call's arguments, a JSON object in a string."""
     if not isinstance(text, str):
         return text
@@ -132,7 +133,7 @@ def _json_object(text: Any) -> Any:
         return text
 
 
-def _asked(given: Any) -> str:
+def asked(given: Any) -> str:
     """A tool input's main argument on one line: a command as a shell line, else a path, a
     pattern, ...; a plain text input (a patch) by its first line."""
     if isinstance(given, dict):
@@ -141,12 +142,12 @@ def _asked(given: Any) -> str:
             if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
                 return _short(shlex.join(value))
             if isinstance(value, str) and value.strip():
-                return _first_line(value)
-        return next((_first_line(v) for v in given.values() if isinstance(v, str) and v.strip()), "")
-    return _first_line(given)
+                return first_line(value)
+        return next((first_line(v) for v in given.values() if isinstance(v, str) and v.strip()), "")
+    return first_line(given)
 
 
-def _first_line(content: Any) -> str:
+def first_line(content: Any) -> str:
     """The first line with text of a string, or of a list of text blocks (a tool's result)."""
     if isinstance(content, list):
         texts = (b.get("text") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))

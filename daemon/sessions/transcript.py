@@ -17,6 +17,7 @@ from typing import Any
 
 from .models import SessionEvent
 from .reader import SessionLog
+from .tool_details import asked, first_line, json_object
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>#|])")
@@ -56,6 +57,12 @@ def fenced_code(text: str) -> str:
 
 def inline(text: str) -> str:
     return _INLINE_SPECIALS.sub(r"\\\1", _one_line(text))
+
+
+def tool_line(name: str, given: str, outcome: str, said: str) -> str:
+    """A transcript's line of one call: `Bash` `ls /missing` — error: No such file or directory"""
+    line = fenced_code(name) + (f" {fenced_code(given)}" if given else "")
+    return f"- {line} — {outcome}" + (f": {inline(said)}" if said else "")
 
 
 def quoted(text: str) -> list[str]:
@@ -104,6 +111,8 @@ def is_compact_checkpoint(message: Any) -> bool:
 class _Call:
     name: str = "unknown tool"
     outcome: str = NOT_FINISHED
+    asked: str = ""  # its main argument (`tool_details.asked`)
+    said: str = ""  # of a failed call: the first line it returned
 
 
 @dataclass
@@ -163,7 +172,7 @@ class _Collector:
         elif event.type == "assistant/message" and event.surfaceOp == "append":
             self._assistant(event, data)
         elif event.type == "tool/call" and isinstance(data.get("callId"), str):
-            self.section(event).call(data["callId"], data.get("name"))
+            self._asked(self.section(event).call(data["callId"], data.get("name")), data.get("arguments"))
         elif event.type == "tool/result" and event.surfaceOp == "append":
             self._tool_result(event, data)
 
@@ -197,7 +206,7 @@ class _Collector:
         section, message = self.section(event), data.get("message")
         for block in message_blocks(message):
             if block.get("type") == "tool-call" and isinstance(block.get("id"), str):
-                section.call(block["id"], block.get("name"))
+                self._asked(section.call(block["id"], block.get("name")), block.get("arguments"))
         if has_text(message):
             section.reply, section.reply_interrupted = message_text(message), data.get("interrupted") is True
 
@@ -208,7 +217,16 @@ class _Collector:
             return
         blocks = message_blocks(message)
         failed = bool(blocks and blocks[0].get("isError")) or data.get("error") is not None
-        self.section(event).call(call_id).outcome = "error" if failed else "ok"
+        call = self.section(event).call(call_id)
+        call.outcome = "error" if failed else "ok"
+        if failed:  # the model-facing text, else the internal failure's name (a crash closer's)
+            said = first_line(blocks[0].get("content")) if blocks else ""
+            call.said = said or first_line(as_object(data.get("error")).get("name"))
+
+    @staticmethod
+    def _asked(call: _Call, arguments: Any) -> None:
+        if not call.asked:  # the first of its two records (the block, then `tool/call`) says it
+            call.asked = asked(json_object(arguments))
 
 
 def _label(title: str, body: list[str]) -> list[str]:
@@ -231,7 +249,9 @@ def _render_section(section: _Section, *, after_turn: bool) -> list[str]:
     for prompt in section.prompts:
         lines += _label("User", quoted(prompt))
     if section.calls:
-        lines += _label("Tools", [f"- {fenced_code(c.name)} — {c.outcome}" for c in section.calls.values()])
+        lines += _label(
+            "Tools", [tool_line(c.name, c.asked, c.outcome, c.said) for c in section.calls.values()]
+        )
     if section.reply is not None:
         cut = ["", "_(reply interrupted)_"] if section.reply_interrupted else []
         lines += _label("Assistant", quoted(section.reply) + cut)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -146,12 +147,16 @@ def test_error_and_aborted_turns_are_explained(tmp_path: Path, main_draft: Sessi
             assert "_(reply interrupted)_" in body
 
 
-def test_tool_calls_are_listed_with_their_outcome(tmp_path: Path, main_draft: SessionDraft) -> None:
+def test_tool_calls_are_listed_with_what_they_were_asked_and_their_outcome(
+    tmp_path: Path, main_draft: SessionDraft
+) -> None:
+    """Each call with its path (the factory's main argument); a failed one with the first line
+    its result said."""
     text = render(tmp_path, main_draft)
     outcomes_seen = set()
     for turn, events in events_by_turn(main_draft).items():
         results = {
-            e.data["message"]["source"]["callId"]: e.data["message"]["content"][0]["isError"]
+            e.data["message"]["source"]["callId"]: e.data["message"]["content"][0]
             for e in events
             if e.type == "tool/result"
         }
@@ -159,10 +164,16 @@ def test_tool_calls_are_listed_with_their_outcome(tmp_path: Path, main_draft: Se
         if not calls:
             assert "**Tools**" not in turn_section(text, turn)
             continue
-        expected = [f"- `{c['name']}` — {'error' if results[c['callId']] else 'ok'}" for c in calls]
+        expected = [_tool_line(c, results[c["callId"]]) for c in calls]
         assert "**Tools**\n\n" + "\n".join(expected) + "\n" in turn_section(text, turn)
-        outcomes_seen.update(results.values())
+        outcomes_seen.update(result["isError"] for result in results.values())
     assert outcomes_seen == {True, False}
+
+
+def _tool_line(call: dict[str, Any], result: dict[str, Any]) -> str:
+    said = f": {result['content'][0]['text'].splitlines()[0]}" if result["isError"] else ""
+    path = json.loads(call["arguments"])["path"]
+    return f"- `{call['name']}` `{path}` — {'error' if result['isError'] else 'ok'}{said}"
 
 
 def test_compaction_summary_is_marked_once_between_its_turns(
