@@ -274,7 +274,9 @@ def _unforkable(turns: tuple[Turn, ...], index: int, harness: Harness) -> str | 
         )
         why = f"turn {index} {ended}" + (f", and {calls}" if calls else "")
     elif turn.status == "open":
-        why = f"turn {index} is open: " + (calls or "nothing answered its prompt yet")
+        waiting = "its last tool result" if turn.tools else "its prompt"
+        running = f"the model has not answered {waiting} yet (Claude Code is still running it, or stopped)"
+        why = f"turn {index} is open: " + (calls or running)
     else:
         why = f"turn {index} ended ({turn.status}) with a tool call left without its {output}"
         why += f" ({calls})" if calls else ""

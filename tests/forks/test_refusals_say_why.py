@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
 
-from ..sessions.claude_lines import CWD, SID, jsonl, prompt, say, use
+from ..sessions.claude_lines import CWD, SID, jsonl, prompt, result, say, use
 from ..sessions.codex_lines import TID, call, event, message, meta, rollout, turn
 from ..sessions.harness_roots import build_roots, claude_project, write
 
@@ -77,6 +77,24 @@ def test_a_claude_code_turn_waiting_for_a_tool_result_names_the_call(home: Home,
     assert refused["message"].endswith(
         ": turn 2 is open: its call to Read has no result; branch after turn 1"
     )
+
+
+def test_a_claude_code_turn_waiting_for_the_model_after_its_tools_says_so(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    lines = [
+        prompt("u1", None, "first"),
+        say("a1", "u1", "first answer"),
+        prompt("u2", "a1", "read it"),
+        use("a2", "u2", "call-1", name="Read"),
+        result("u3", "a2", "call-1"),  # answered: the model is asked again, and has not said yet
+    ]
+    write(claude_project(root) / f"{SID}.jsonl", jsonl(*lines))
+    code, refused = fork(home, root, SID, "--turn", "2")
+    assert (code, refused["code"]) == (1, "OPEN_TURN")
+    assert refused["message"].endswith(
+        ": turn 2 is open: the model has not answered its last tool result yet (Claude Code is still "
+        "running it, or stopped); branch after turn 1"
+    ), refused["message"]
 
 
 def test_a_claude_code_subagents_file_names_the_session_to_branch(home: Home, tmp_path: Path) -> None:
