@@ -11,7 +11,6 @@ from typing import Any
 
 from ..memory.record import render_record
 from ..protocol.memory import Record
-from .evidence import Evidence
 from .proposal import TOOL_NAME
 
 SYSTEM_RULES = """\
@@ -118,12 +117,13 @@ TOOL: dict[str, Any] = {
 }
 
 
-def runtime_context(review: str, evidence: Evidence, global_text: str, records: list[Record]) -> str:
-    """The one user-role message of a review; its size is what `max_input_bytes` limits."""
+def runtime_context(review: str, evidence: str, global_text: str, records: list[Record]) -> str:
+    """The one user-role message of a review (`evidence` as `Evidence.render` gives it); its size
+    is what `max_input_bytes` limits."""
     rendered = "\n".join(render_record(r) for r in records) or "(no records yet)\n"
     return (
         f"Review {review}.\n\n"
-        f"# Evidence: the session, turn by turn\n\n{evidence.render()}\n\n"
+        f"# Evidence: the session, turn by turn\n\n{evidence}\n\n"
         f"# Global memory now\n\n{global_text or '(empty)'}\n\n"
         f"# Workspace records now\n\n{rendered}\n"
         f"# Task\n\nPropose the changes this session justifies with `{TOOL_NAME}`, or no change.\n"

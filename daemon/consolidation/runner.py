@@ -193,14 +193,15 @@ class Consolidator:
         evidence = _evidence(source)
         if evidence.is_empty():  # nothing to learn, unless damage hid the turns (decision 0368)
             _refuse_cut_off(source)
-        shown = content_hash(evidence.render())
+        rendered = evidence.render()
+        shown = content_hash(rendered)
         if receipt is None:  # a new review: of content another review read? (decision 0378)
             earlier = same_evidence(self.receipts.all(), source.entry.summary.id, source.workspace.key, shown)
             if earlier is not None:
                 fresh = self._prepared(review, source, None, [], shown)
                 return self._finish(moved(fresh, Status.NO_CHANGE, repeats=earlier.review))
         context = runtime_context(
-            review, evidence, source.global_snapshot.content, source.workspace_snapshot.records
+            review, rendered, source.global_snapshot.content, source.workspace_snapshot.records
         )
         settled = settle_attempts(self.home, review, receipt.attempts if receipt else [], context)
         receipt = self._prepared(review, source, receipt, settled.attempts, shown)
