@@ -123,6 +123,10 @@ def render_harness_transcript(
     lines.append(f"- Created: {view.created_at or 'unknown'}")
     if view.parent is not None:
         lines.append(f"- Parent: {fenced_code(view.parent)}{' (subagent)' if view.subagent else ''}")
+    copied = view.fork_turn if view.parent is not None and not view.subagent else None
+    if copied:  # as a DSH fork's transcript says it: its first turns are the parent's
+        turns = "turn 1" if copied == 1 else f"turns 1–{copied}"
+        lines.append(f"- Fork point: after turn {copied} ({turns} copied from the parent)")
     if not view.branchable:  # so no turn has a "Branch after turn N" lens
         harness = HARNESS_NAMES[view.format]
         lines.append(f"- Branching: none ({harness} resumes sessions, not subagents: branch its parent)")
@@ -132,7 +136,10 @@ def render_harness_transcript(
         lines += _inherited(part)
     stamps, details = _stamps(data, view.turns), tool_details(data)
     for turn in view.turns:
-        lines += [_heading("## Turn", turn, stamps), "", *_body(turn, details)]
+        heading = _heading("## Turn", turn, stamps) + (
+            " — inherited" if copied and turn.index <= copied else ""
+        )
+        lines += [heading, "", *_body(turn, details)]
     for branch in view.branches:
         point = f"after turn {branch.after_turn}" if branch.after_turn else "before the first turn"
         lines += [f"## Abandoned branch {point} (leaf {fenced_code(branch.leaf)})", ""]

@@ -131,3 +131,18 @@ def test_a_codex_forks_transcript_opens_with_what_it_inherits(
     assert f"## Inherited from `{parent}`" in lines
     assert "_That session is not among the listed sessions, so its turns are not shown._" in lines
     assert not any(line.startswith("### Inherited turn") for line in lines)
+
+
+def test_a_claude_code_forks_transcript_says_where_it_was_forked_and_what_it_copied(
+    home: Home, claude_scenario: Scenario, tmp_path: Path
+) -> None:
+    root = copied(claude_scenario.runs["first"].transcript.parent.parent, tmp_path)
+    made = sessions(
+        home, root, "fork", claude_scenario.runs["first"].session_id, "--op-id", "o", "--turn", "1"
+    )
+    command = ["--home", str(home.root), "sessions", "show", made["child"], "--root", str(root)]
+    lines = CliRunner().invoke(cli, command).output.splitlines()
+    assert "- Fork point: after turn 1 (turn 1 copied from the parent)" in lines
+    [heading] = [line for line in lines if line.startswith("## Turn")]
+    assert heading.startswith("## Turn 1 — completed — ") and heading.endswith(" — inherited")
+    assert [turn for turn, _ in _turn_ends(lines)] == [1]  # the lens still finds the turn

@@ -56,11 +56,15 @@ def test_a_branch_of_a_reference_fork_shows_the_turns_it_inherits(home: Home, tm
         f"## Inherited from `{D1}`",
         "### Inherited turn 1 — completed — 2026-05-01T00:00:00Z",
         "### Inherited turn 2 — completed — 2026-05-01T00:00:00Z",
-        "## Turn 1 — completed — 2026-05-01T00:00:00Z",
+        "## Turn 1 — completed — 2026-05-01T00:00:00Z — inherited",  # copied from D2
     ]
-    # What its parent shows of the same lines, the parent's own turn 2 left out.
+    # What its parent shows of the same lines, as its own, and its turn 2 the child left out.
     parent = [line for line in sessions("show", D2).splitlines() if line.startswith("#")]
-    assert parent[1:] == [*headings[1:], "## Turn 2 — completed — 2026-05-01T00:00:00Z"]
+    assert parent[1:] == [
+        *headings[1:4],
+        "## Turn 1 — completed — 2026-05-01T00:00:00Z",
+        "## Turn 2 — completed — 2026-05-01T00:00:00Z",
+    ]
     nodes = {n["id"]: n for n in json.loads(sessions("tree", "--cwd", CWD, "--json"))["nodes"]}
     assert (nodes[D2]["parent"], nodes[D2]["forkTurn"]) == (D1, 2)
     # Numbered as D2's own turns are, by which its lenses and `sessions fork --at` branch it (0283).
