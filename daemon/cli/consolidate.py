@@ -19,7 +19,7 @@ from ..protocol.rpc import (
 )
 from .arguments import NON_EMPTY
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
+from .output import EXIT_CONFLICT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
@@ -45,8 +45,10 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     except RpcError as exc:
         _refused(exc, as_json)
     except KeyboardInterrupt:
-        if not backend.use_daemon:
-            raise  # in-process, the interrupt already cancelled the review
+        if not backend.use_daemon:  # before or after the review: a review under way is cancelled
+            shows = f"remem receipts --session {session_id} shows any review it began"
+            say(f"remem: interrupted ({shows})", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         _stop_in_daemon(backend, params)
     if as_json:
         emit_json(result)
@@ -58,6 +60,8 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         if result.repeats is not None:
             said += f"; its evidence is what review {result.repeats} read, so no model was asked"
         say(said if why is None else f"{said}: {one_line(why)}")
+    if result.status is Status.CANCELLED and not backend.use_daemon:
+        sys.exit(EXIT_INTERRUPTED)  # in this process only Ctrl-C cancels (asyncio turns it into a cancel)
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
 
 
@@ -69,7 +73,7 @@ def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
         say("remem: interrupted; the daemon cancelled the review", err=True)
     else:
         say(f"remem: interrupted; the review had ended (remem receipts --session {params.session})", err=True)
-    sys.exit(EXIT_PROBLEMS)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _reason(backend: Backend, session_id: str, review: str) -> str | None:

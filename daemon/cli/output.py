@@ -16,6 +16,7 @@ EXIT_PROBLEMS = 1
 EXIT_INVALID = 2
 EXIT_CONFLICT = 3
 EXIT_INTERNAL = 4  # a bug in remem: one line says where its traceback is
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a process SIGINT ended (128 + 2)
 
 
 # What would drive a terminal rather than show on it: C0 and C1 controls, and the Unicode line

@@ -89,21 +89,32 @@ def test_a_cancel_stops_the_run_asking_the_model_and_the_one_queued_behind_it(
     assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
 
 
-def test_an_interrupted_consolidate_cancels_the_review_in_the_daemon(
-    home: Home, served: tuple[FakeOpenAI, Source]
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [([], "the daemon cancelled the review"), (["--no-daemon"], "cancelled before any memory was written")],
+    ids=["through-the-daemon", "in-process"],
+)
+def test_an_interrupted_consolidate_cancels_the_review(
+    home: Home, served: tuple[FakeOpenAI, Source], where: list[str], said: str
 ) -> None:
-    """Ctrl-C on `remem consolidate` ends the client; the daemon's review must end too."""
+    """Ctrl-C on `remem consolidate` ends the client; the review, in the daemon or in the
+    client's own process, must end too."""
     fake, source = served
     fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
-    running = subprocess.Popen([*command, "consolidate", source.id], stderr=subprocess.PIPE, text=True)
+    running = subprocess.Popen(
+        [*command, *where, "consolidate", source.id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert running.stderr is not None
     for line in running.stderr:  # the model has been asked: the review is under way
         if "model-step" in line:
             break
     running.send_signal(signal.SIGINT)
-    err = running.stderr.read()
-    assert running.wait(30) == 1 and "the daemon cancelled the review" in err, err
+    out, err = running.communicate(timeout=30)
+    assert running.returncode == 130 and said in out + err, out + err  # 130: as shells report a SIGINT
     listed = subprocess.run([*command, "receipts", "--json"], capture_output=True, text=True)
     [receipt] = json.loads(listed.stdout)["receipts"]
     assert receipt["status"] == "cancelled" and receipt["changes"] == []
