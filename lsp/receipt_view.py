@@ -62,7 +62,8 @@ def render(home: Home, view: ReceiptView) -> str:
     """The receipt as Markdown, its evidence linked to the turns the daemon knows."""
     receipt, title = view.receipt, view.title
     session = receipt.source.session
-    links = _TurnLinks(session, title, view.turns)
+    unit = "lines" if receipt.source.format in ("claude-code", "codex") else "events"
+    links = _TurnLinks(session, title, view.turns, unit)
     named = f"“{title}”" if title else f"session `{session}`"
     parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(home, receipt, links)]
     parts += _route(receipt)
@@ -84,15 +85,16 @@ def _status_line(receipt: Receipt) -> str:
 
 
 class _TurnLinks:
-    """Evidence as links to the transcript's turns; events where the daemon cannot say the turn."""
+    """Evidence as links to the transcript's turns; events (a harness file's lines) where the
+    daemon cannot say the turn."""
 
-    def __init__(self, session: str, title: str | None, rows: list[TurnRow]) -> None:
-        self._session, self._title, self._rows = session, title, rows
+    def __init__(self, session: str, title: str | None, rows: list[TurnRow], unit: str) -> None:
+        self._session, self._title, self._rows, self._unit = session, title, rows, unit
 
     def of(self, ranges: list[EvidenceRange]) -> str:
         turns = turns_of(self._rows, ranges)
         if not turns:
-            return ", ".join(f"events {r.fromSeq}–{r.toSeq}" for r in ranges)
+            return ", ".join(f"{self._unit} {r.fromSeq}–{r.toSeq}" for r in ranges)
         return ", ".join(self._link(turn) for turn in turns)
 
     def _link(self, turn: int) -> str:

@@ -219,12 +219,13 @@ def parse_receipt(text: str) -> Receipt:
 
 def summary(receipt: Receipt) -> str:
     """A few lines a person can read without knowing the schema."""
-    lines = [f"Review of session {receipt.source.session} (through event {receipt.source.coveredSeq}): "
+    unit = "line" if receipt.source.format in ("claude-code", "codex") else "event"  # what seqs count
+    lines = [f"Review of session {receipt.source.session} (through {unit} {receipt.source.coveredSeq}): "
              f"**{receipt.status.value}**."]  # fmt: skip
     for change in receipt.changes:
         what = "Global memory" if change.action == "replace-global" else f"`{change.name}`"
         ranges = ", ".join(f"{r.fromSeq}-{r.toSeq}" for r in change.evidence)
-        lines.append(f"- {change.action} {what} (evidence: events {ranges})")
+        lines.append(f"- {change.action} {what} (evidence: {unit}s {ranges})")
     if receipt.repeats is not None:
         lines.append(
             f"\nIts evidence is what review {receipt.repeats} read: only the session's metadata "

@@ -440,6 +440,7 @@ class Consolidator:
                 digest=source.log.digest,
                 coveredSeq=source.entry.summary.lastSeq,
                 evidence=evidence,
+                format=source.entry.format,
             ),
             target=target,
             attempts=attempts,

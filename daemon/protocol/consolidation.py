@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .sessions import SessionFormat
+
 
 class Status(str, Enum):
     PREPARED = "prepared"
@@ -52,6 +54,9 @@ class Source(_Model):
     # The evidence as the model reads it, hashed: a review of other content with the same
     # evidence (a renamed session) has nothing new to learn. None in receipts older than it.
     evidence: str | None = None
+    # What `coveredSeq` and the evidence ranges count: DSH events, or a Claude Code or Codex
+    # file's lines. None in receipts older than it (which said "events" for both).
+    format: SessionFormat | None = None
 
 
 class ScopeRevisions(_Model):

@@ -95,6 +95,10 @@ def _run(home: Home, root: Path, copy: Path, session: str, cwd: str, monkeypatch
         span = [json.loads(line) for line in lines[cited.fromSeq - 1 : cited.toSeq]]
         assert "read the notes" in json.dumps(span) and "notes say alpha" in json.dumps(span)
         assert "and again" not in json.dumps(span)
+        # The receipt counts a harness file's lines as lines, not as DSH's events.
+        _, text = ReceiptStore(home).read_as_written(result.review)  # type: ignore[misc]
+        assert f"(through line {receipt.source.coveredSeq})" in text
+        assert f"(evidence: lines {cited.fromSeq}-{cited.toSeq})" in text and "events" not in text
         records = MemoryStore(home).read_workspace(WorkspaceId.from_cwd(cwd)).records
         assert [r.name for r in records] == ["notes-say-alpha"]
         assert _consolidate(home, session) == result and fake.count == 1  # already reviewed
