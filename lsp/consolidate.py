@@ -35,6 +35,7 @@ from remem.daemon.protocol.rpc import (
     ReceiptsParams,
     WorkspaceParams,
 )
+from remem.daemon.protocol.sessions import FlatNode
 
 from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer
@@ -128,15 +129,22 @@ async def latest_session(ls: RememServer, cwd: str) -> tuple[str, str]:
     """The newest session of the workspace that has finished, is not archived and is not a
     subagent's part of another session: its id, and how to name it to a person."""
     tree = await ls.link.api.session_tree(WorkspaceParams(cwd=cwd))
-    finished = [n for n in tree.nodes if not n.live and not n.archived and n.kind != "subagent"]
-    if not finished:
+    latest = newest_finished(tree.nodes)
+    if latest is None:
         raise JsonRpcServerError(
             f"no finished session of {cwd} to consolidate (a live session can be consolidated once it ends)",
             CONSOLIDATION_REFUSED,
             {"code": "NOT_FOUND"},
         )
-    latest = max(finished, key=lambda n: (n.createdAt, n.id))
     return latest.id, f"“{latest.title}”" if latest.title else latest.id
+
+
+def newest_finished(nodes: list[FlatNode]) -> FlatNode | None:
+    """The newest node that is a session of its own and has finished: not a subagent (its
+    work counts through its parent's review) nor an in-file branch (a path inside its
+    session's file, reviewed with that session), not live, not archived."""
+    finished = [n for n in nodes if not n.live and not n.archived and n.kind not in ("subagent", "branch")]
+    return max(finished, key=lambda n: (n.createdAt, n.id), default=None)
 
 
 async def _run(
