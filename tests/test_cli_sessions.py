@@ -443,7 +443,7 @@ def test_a_fork_after_a_turn_by_its_number(home: Home, tmp_path: Path) -> None:
     assert code == 0 and again["child"] == made["child"] and not again["created"]
     code, refused = fork("--turn", "99", "--op-id", "too-far")
     assert code == 2 and refused["error"] == {
-        "code": "INVALID",
+        "code": "INVALID_ANCHOR",  # as the daemon refuses a turn that is not there
         "message": f"{main} has no turn 99: its turns are 1-{len(turns)} (remem sessions turns)",
     }
     code, out, err = run(home, "fork", main, "--root", str(root), "--turn", "1", "--at", "3", "--op-id", "x")

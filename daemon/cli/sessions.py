@@ -290,7 +290,7 @@ def _turn_end(backend: Backend, roots: tuple[Path, ...], session_id: str, turn: 
     row = next((t for t in turns.turns if t.turn == turn), None)
     if row is None:
         count = f"its turns are 1-{len(turns.turns)}" if turns.turns else "it has no turn yet"
-        _refuse("INVALID", f"{session_id} has no turn {turn}: {count} (remem sessions turns)", as_json)
+        _refuse("INVALID_ANCHOR", f"{session_id} has no turn {turn}: {count} (remem sessions turns)", as_json)
     return row.fork_at
 
 
