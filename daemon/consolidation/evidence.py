@@ -47,6 +47,10 @@ STOPPED = "This turn was stopped before it finished."
 STOPPED_LABEL = "Assistant (last text before the stop):"
 
 _HEADING = "## Turn {turn} (evidence {start}-{end})"
+_FORKED = (
+    "This session is a branch of another session after that session's turn {turn}: turns 1-{turn} "
+    "are that session's, reviewed with it, and are left out here."
+)
 _HEADING_PATTERN = re.compile(r"^## Turn \d+ \(evidence (?P<start>\d+)-(?P<end>\d+)\)$", re.MULTILINE)
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _PLAIN_TOOL_NAME = re.compile(r"[\w.:/-]+")
@@ -91,6 +95,9 @@ class TurnEvidence(_Closed):
 class Evidence(_Closed):
     turns: list[TurnEvidence]
     sourceEvents: int
+    # A fork's last turn copied from its parent: its turns up to it are the parent's, reviewed
+    # with the parent, and left out (decision 0380). 0: none copied.
+    forkedAfter: int = 0
 
     def is_empty(self) -> bool:
         """Nothing to learn from: no prompt, summary, reply or tool outcome in any turn."""
@@ -101,7 +108,8 @@ class Evidence(_Closed):
 
     def render(self) -> str:
         """The evidence as the model reads it; log text is always quoted, so it cannot forge a heading."""
-        return "\n\n".join(turn.render() for turn in self.turns) + "\n" if self.turns else ""
+        note = _FORKED.format(turn=self.forkedAfter) + "\n\n" if self.forkedAfter and self.turns else ""
+        return note + "\n\n".join(turn.render() for turn in self.turns) + "\n" if self.turns else ""
 
 
 def shown_turns(rendered: str) -> list[tuple[EvidenceRange, str]]:
@@ -296,5 +304,12 @@ def project_events(events: Sequence[SessionEvent]) -> Evidence:
 
 
 def project_evidence(log: SessionLog) -> Evidence:
-    """The evidence of a read log. Crash closers are not used: a range cites only real events."""
-    return project_events(log.events)
+    """The evidence of a read log. Crash closers are not used: a range cites only real events.
+    A fork's turns begun in its seed, its parent's, are left out (decision 0380)."""
+    evidence = project_events(log.events)
+    seed = log.header.seedLength
+    copied = [turn.turn for turn in evidence.turns if seed and turn.range.fromSeq < seed]
+    if not copied:
+        return evidence
+    own = [turn for turn in evidence.turns if turn.range.fromSeq >= (seed or 0)]
+    return evidence.model_copy(update={"turns": own, "forkedAfter": max(copied)})

@@ -49,9 +49,12 @@ class HarnessFile:
     live: bool
     revision: str  # the file's, as the bytes were read
     changed_ns: int = 0  # the file's mtime, as the bytes were read
+    fork_turn: int = 0  # a fork's last turn copied from its parent (0: not a fork)
 
     def evidence(self) -> Evidence:
-        return project_harness(self.harness, self.path.name, self.data)
+        """Its turns as the model still sees them, a fork's copied ones left out (decision 0380)."""
+        evidence = project_harness(self.harness, self.path.name, self.data)
+        return evidence.model_copy(update={"forkedAfter": self.fork_turn}) if self.fork_turn else evidence
 
     def same_as(self, other: HarnessFile) -> bool:
         return not other.live and (other.path, other.digest) == (self.path, self.digest)
@@ -68,11 +71,13 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
     if harness == "claude-code":
         transcript = read_transcript(data, path.name)
         session, cwd, error = transcript.session_id, transcript.cwd, transcript.error
+        fork_turn = transcript.fork_turn
     else:
         # A thread a revert rotated to this rollout is reviewed with its history (decision 0366).
         data = codex_history(path, data)[0]
         rollout = read_rollout(data)
         session, cwd, error = rollout.session_id or "", rollout.cwd, rollout.error
+        fork_turn = rollout.fork_turn
     if error is not None:
         raise Unreadable(error)
     return HarnessFile(
@@ -86,4 +91,5 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         live=time.time_ns() - st.st_mtime_ns < idle_seconds * 1_000_000_000,
         revision=stat_revision(st),
         changed_ns=st.st_mtime_ns,
+        fork_turn=fork_turn or 0,
     )
