@@ -190,3 +190,13 @@ def test_a_bug_met_in_this_process_is_one_line_and_its_traceback_is_kept(
     assert "Traceback (most recent call last):" in text and "in broken" in text
     assert "RuntimeError: a bug in the tree, quoting [redacted api-key]" in text and key not in text
     assert kept.stat().st_mode & 0o777 == 0o600
+
+
+def test_output_into_a_closed_pipe_is_no_internal_error(home: Home) -> None:
+    """`remem memory show --global 2>&1 | head -1`: the reader went away before remem wrote."""
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "show", "--global"]
+    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert running.stdout is not None
+    running.stdout.close()  # before it writes: its usage error meets a pipe no one reads
+    assert running.wait(30) == 141  # 128 + SIGPIPE, as a shell reports it
+    assert not (home.root / "state" / "last-error.log").exists(), "no bug of remem's was recorded"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 import sys
 
 import click
@@ -102,6 +103,10 @@ def main() -> None:
     except (HomeUnusable, LockUnusable) as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)
+    except BrokenPipeError:  # what read the output went away (`remem … | head`): no bug of remem's
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at the exit's flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+        sys.exit(128 + signal.SIGPIPE)  # as a shell reports a process its pipe's end closed
     except Exception as exc:  # a bug in remem: one line, and its traceback kept for a report
         from ..credentials import mask_userinfo, redact
         from .output import EXIT_INTERNAL, one_line, say
