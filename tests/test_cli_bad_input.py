@@ -42,7 +42,14 @@ def invoke(*args: str) -> Result:
         (["memory", "apply", "--expected-revision", NOT_UTF8, "--changes", "-"], "is not UTF-8"),
         (["memory", "replace-global", "--expected-revision", NOT_UTF8, "--file", "-"], "is not UTF-8"),
         (["memory", "revert", "1234567", "--expected-revision", ""], "must not be empty"),
-        (["sessions", "fork", "s", "--op-id", "o", "--expected-revision", NOT_UTF8], "is not UTF-8"),
+        (
+            ["sessions", "fork", "s", "--op-id", "o", "--expected-revision", NOT_UTF8],
+            "is no session revision",
+        ),
+        (
+            ["sessions", "fork", "s", "--op-id", "o", "--expected-revision", "garbage"],
+            "is no session revision",
+        ),
         (["sessions", "fork", "s", "--op-id", "o", "--title", NOT_UTF8], "is not UTF-8"),
         (["sessions", "rename", "s", NOT_UTF8], "is not UTF-8"),
         (["receipts", "--session", NOT_UTF8], "is not UTF-8"),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import click
 from pydantic import ValidationError
 
+from ..protocol.forks import SESSION_REVISION
 from ..protocol.rpc import HistoryEntryParams, WorkspaceParams
 from .output import fail
 
@@ -60,6 +62,20 @@ class _EntryId(click.ParamType):
             self.fail(f"{said}; ids are 7 to 40 hex digits (see `remem memory log`)", param, ctx)
 
 
+class _SessionRevision(click.ParamType):
+    """A session's revision as `sessions turns --json` gives it: anything else names no state
+    the session was ever in, and would only be refused later as a change."""
+
+    name = "revision"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if re.fullmatch(SESSION_REVISION, str(value)) is None:
+            self.fail(
+                "is no session revision; `remem sessions turns ID --json` gives its `revision`", param, ctx
+            )
+        return str(value)
+
+
 def utf8_folder(path: str) -> str:
     """`path`, or exit 2 when a folder name in it is not UTF-8: workspaces are named by UTF-8
     paths, and the request models refuse the undecodable bytes Python keeps as surrogates."""
@@ -86,3 +102,4 @@ def _is_utf8(text: str) -> bool:
 UTF8 = _Utf8()
 NON_EMPTY = _NonEmpty()
 ENTRY_ID = _EntryId()
+SESSION_REVISION_TYPE = _SessionRevision()

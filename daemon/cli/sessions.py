@@ -27,7 +27,7 @@ from ..protocol.rpc import (
 from ..protocol.sessions import ROLLED_BACK, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
-from .arguments import NON_EMPTY, UTF8, utf8_folder, workspace_params
+from .arguments import NON_EMPTY, SESSION_REVISION_TYPE, UTF8, utf8_folder, workspace_params
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
@@ -242,8 +242,8 @@ def _age(epoch_ms: int) -> str:
 @click.option(
     "--expected-revision",
     default=None,
-    type=NON_EMPTY,
-    help="Refuse (STALE_SOURCE) if the session changed since.",
+    type=SESSION_REVISION_TYPE,
+    help="Refuse (STALE_SOURCE) if the session changed since (the `revision` of `sessions turns --json`).",
 )
 @session_options
 @click.pass_obj

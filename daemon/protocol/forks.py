@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+# A session file's revision as a listing takes it (`stat_revision`): dev:ino:size:mtime:ctime.
+SESSION_REVISION = r"^\d+:\d+:\d+:\d+:\d+$"
 
 
 class ForkRequest(BaseModel):
@@ -14,7 +17,7 @@ class ForkRequest(BaseModel):
     operationId: str
     atSeq: int | None = None
     title: str | None = None
-    expectedRevision: str | None = None
+    expectedRevision: str | None = Field(default=None, pattern=SESSION_REVISION)
 
     def digest(self) -> str:
         fields = self.model_dump(exclude={"operationId"})

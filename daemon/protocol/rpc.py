@@ -50,7 +50,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 19: a receipt carries its evidence's digest (`source.evidence`) and the review it `repeats`,
 # and a consolidation result that `repeats`: a renamed session is not reviewed again (0378).
 # 20: a receipt's source names its session's format: what its seqs count (events or lines).
-PROTOCOL_VERSION = 20
+# 21: a fork's `expectedRevision` must be a session revision (dev:ino:size:mtime:ctime).
+PROTOCOL_VERSION = 21
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
