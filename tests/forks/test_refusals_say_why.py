@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
@@ -63,38 +64,33 @@ def test_a_codex_turn_still_running_says_what_it_lacks_and_where_to_branch(
     )
 
 
-def test_a_claude_code_turn_waiting_for_a_tool_result_names_the_call(home: Home, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("answered", "why"),
+    [
+        ((), "its call to Read has no result"),
+        (
+            (result("u3", "a2", "call-1"),),  # the model is asked again, and has not said yet
+            "the model has not answered its last tool result yet "
+            "(Claude Code is still running it, or stopped)",
+        ),
+    ],
+    ids=["waiting-for-its-tool", "waiting-for-the-model"],
+)
+def test_an_open_claude_code_turn_says_what_it_waits_for(
+    home: Home, tmp_path: Path, answered: tuple[dict[str, object], ...], why: str
+) -> None:
     root = tmp_path / "projects"
     lines = [
         prompt("u1", None, "first"),
         say("a1", "u1", "first answer"),
         prompt("u2", "a1", "read it"),
         use("a2", "u2", "call-1", name="Read"),
-    ]
-    write(claude_project(root) / f"{SID}.jsonl", jsonl(*lines))
-    code, refused = fork(home, root, SID, "--at", "4")
-    assert (code, refused["code"]) == (1, "OPEN_TURN")
-    assert refused["message"].endswith(
-        ": turn 2 is open: its call to Read has no result; branch after turn 1"
-    )
-
-
-def test_a_claude_code_turn_waiting_for_the_model_after_its_tools_says_so(home: Home, tmp_path: Path) -> None:
-    root = tmp_path / "projects"
-    lines = [
-        prompt("u1", None, "first"),
-        say("a1", "u1", "first answer"),
-        prompt("u2", "a1", "read it"),
-        use("a2", "u2", "call-1", name="Read"),
-        result("u3", "a2", "call-1"),  # answered: the model is asked again, and has not said yet
+        *answered,
     ]
     write(claude_project(root) / f"{SID}.jsonl", jsonl(*lines))
     code, refused = fork(home, root, SID, "--turn", "2")
     assert (code, refused["code"]) == (1, "OPEN_TURN")
-    assert refused["message"].endswith(
-        ": turn 2 is open: the model has not answered its last tool result yet (Claude Code is still "
-        "running it, or stopped); branch after turn 1"
-    ), refused["message"]
+    assert refused["message"].endswith(f": turn 2 is open: {why}; branch after turn 1"), refused["message"]
 
 
 def test_a_claude_code_subagents_file_names_the_session_to_branch(home: Home, tmp_path: Path) -> None:
