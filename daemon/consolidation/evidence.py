@@ -108,8 +108,10 @@ class Evidence(_Closed):
 
     def render(self) -> str:
         """The evidence as the model reads it; log text is always quoted, so it cannot forge a heading."""
-        note = _FORKED.format(turn=self.forkedAfter) + "\n\n" if self.forkedAfter and self.turns else ""
-        return note + "\n\n".join(turn.render() for turn in self.turns) + "\n" if self.turns else ""
+        if not self.turns:
+            return ""
+        note = _FORKED.format(turn=self.forkedAfter) + "\n\n" if self.forkedAfter else ""
+        return note + "\n\n".join(turn.render() for turn in self.turns) + "\n"
 
 
 def shown_turns(rendered: str) -> list[tuple[EvidenceRange, str]]:
@@ -307,9 +309,9 @@ def project_evidence(log: SessionLog) -> Evidence:
     """The evidence of a read log. Crash closers are not used: a range cites only real events.
     A fork's turns begun in its seed, its parent's, are left out (decision 0380)."""
     evidence = project_events(log.events)
-    seed = log.header.seedLength
-    copied = [turn.turn for turn in evidence.turns if seed and turn.range.fromSeq < seed]
+    seed = log.header.seedLength or 0
+    copied = [turn.turn for turn in evidence.turns if turn.range.fromSeq < seed]
     if not copied:
         return evidence
-    own = [turn for turn in evidence.turns if turn.range.fromSeq >= (seed or 0)]
+    own = evidence.turns[len(copied) :]  # in seq order: the seed's turns come first
     return evidence.model_copy(update={"turns": own, "forkedAfter": max(copied)})

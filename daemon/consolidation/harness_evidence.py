@@ -34,11 +34,14 @@ def _turns(harness: Harness, name: str, data: bytes) -> tuple[TurnText, ...]:
     return codex.evidence_turns(data)
 
 
-def project_harness(harness: Harness, name: str, data: bytes) -> Evidence:
-    """The evidence of a harness file; turns with nothing to show are left out."""
-    turns = [_evidence(text) for text in _turns(harness, name, data)]
+def project_harness(harness: Harness, name: str, data: bytes, fork_turn: int = 0) -> Evidence:
+    """The evidence of a harness file; turns with nothing to show are left out, and so are a
+    fork's first `fork_turn` turns (the reader's `fork_turn`), copied from its parent and
+    reviewed with it (decision 0380)."""
+    texts = [text for text in _turns(harness, name, data) if text.turn.index > fork_turn]
+    turns = [turn for text in texts if not (turn := _evidence(text)).is_empty()]
     # A harness's "events" are its complete lines (a torn last one is still being written).
-    return Evidence(turns=[turn for turn in turns if not turn.is_empty()], sourceEvents=data.count(b"\n"))
+    return Evidence(turns=turns, sourceEvents=data.count(b"\n"), forkedAfter=fork_turn)
 
 
 def _evidence(text: TurnText) -> TurnEvidence:

@@ -53,8 +53,7 @@ class HarnessFile:
 
     def evidence(self) -> Evidence:
         """Its turns as the model still sees them, a fork's copied ones left out (decision 0380)."""
-        evidence = project_harness(self.harness, self.path.name, self.data)
-        return evidence.model_copy(update={"forkedAfter": self.fork_turn}) if self.fork_turn else evidence
+        return project_harness(self.harness, self.path.name, self.data, self.fork_turn)
 
     def same_as(self, other: HarnessFile) -> bool:
         return not other.live and (other.path, other.digest) == (self.path, self.digest)

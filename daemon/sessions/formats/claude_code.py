@@ -1218,12 +1218,9 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     twice). A turn the boundary falls in keeps what follows it, the summary included: its
     `start` and `end` are moved to the lines kept (from the first of them said or summarised to
     its end, or, when its answer came before the boundary, to the last of them), and its tools
-    are those called after the boundary, so its range names only lines whose text is shown.
-    A fork's turns copied from its parent (`Transcript.fork_turn`) are left out: they are
-    reviewed with the parent."""
+    are those called after the boundary, so its range names only lines whose text is shown."""
     parsed = _parse(data, name)
     path, turns, graph = parsed.path, parsed.transcript.turns, parsed.graph
-    copied = parsed.transcript.fork_turn or 0
     prompts = graph.prompts
     place = {line.number: at for at, line in enumerate(path)}
     boundary = max(
@@ -1233,7 +1230,7 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     texts = []
     for turn, group in zip(turns, _groups(path, prompts), strict=True):
         kept = [line for line in group if place[line.number] > boundary]
-        if not kept or turn.index <= copied:
+        if not kept:
             continue
         summaries = tuple(
             text for line in kept if line.record.is_compact_summary and (text := _text(line.record))

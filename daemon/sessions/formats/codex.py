@@ -622,17 +622,14 @@ def _texts(content: _Content, kind: str) -> list[str]:
 
 def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
     """The turns its model still sees, with their whole text: rolled-back turns and those that
-    ended before the latest compaction (whose summary stands in for them) are left out, and so
-    are the turns a fork copied from its parent (as `Rollout.fork_turn` counts them: reviewed
-    with the parent). A turn a compaction stands in (in it, or just before it) starts at that
-    ``compacted`` line, and its tools are those called after it; its prompts are the user's own
-    words (`_request`)."""
+    ended before the latest compaction (whose summary stands in for them) are left out. A turn
+    a compaction stands in (in it, or just before it) starts at that ``compacted`` line, and its
+    tools are those called after it; its prompts are the user's own words (`_request`)."""
     lines = records(data, _Line, []).lines
     compacted = max((line.number for line in lines if line.record.type == "compacted"), default=0)
-    copied = _copied_turns(lines)
     texts = []
     for index, turn in enumerate(_read(lines), start=1):
-        if turn.status == "rolled-back" or turn.end < compacted or index <= copied:
+        if turn.status == "rolled-back" or turn.end < compacted:
             continue
         built = _turn(index, turn)
         if turn.since:
@@ -640,21 +637,6 @@ def evidence_turns(data: bytes) -> tuple[TurnText, ...]:
         prompts = tuple(request for prompt in turn.prompts or turn.said if (request := _request(prompt)))
         texts.append(TurnText(built, prompts, tuple(turn.summaries), turn.last_said))
     return tuple(texts)
-
-
-def _copied_turns(lines: list[Line[_Line]]) -> int:
-    """How many turns a fork copied from its parent: those begun before its own `session_meta`
-    was stamped (0: not a fork)."""
-    meta = lines[0] if lines and lines[0].number == 1 and lines[0].record.type == "session_meta" else None
-    forked_at = _forked_at(meta)
-    if forked_at is None:
-        return 0
-    events = _event_types(lines)
-    return sum(
-        1
-        for (_, record), event in zip(lines, events, strict=True)
-        if event == "task_started" and (record.timestamp or "") < forked_at
-    )
 
 
 def _forked_at(meta: Line[_Line] | None) -> str | None:
