@@ -62,8 +62,7 @@ def render(home: Home, view: ReceiptView) -> str:
     """The receipt as Markdown, its evidence linked to the turns the daemon knows."""
     receipt, title = view.receipt, view.title
     session = receipt.source.session
-    unit = "lines" if receipt.source.format in ("claude-code", "codex") else "events"
-    links = _TurnLinks(session, title, view.turns, unit)
+    links = _TurnLinks(session, title, view.turns, f"{receipt.source.unit}s")
     named = f"“{title}”" if title else f"session `{session}`"
     parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(home, receipt, links)]
     parts += _route(receipt)

@@ -219,7 +219,7 @@ def parse_receipt(text: str) -> Receipt:
 
 def summary(receipt: Receipt) -> str:
     """A few lines a person can read without knowing the schema."""
-    unit = "line" if receipt.source.format in ("claude-code", "codex") else "event"  # what seqs count
+    unit = receipt.source.unit
     lines = [f"Review of session {receipt.source.session} (through {unit} {receipt.source.coveredSeq}): "
              f"**{receipt.status.value}**."]  # fmt: skip
     for change in receipt.changes:

@@ -58,6 +58,11 @@ class Source(_Model):
     # file's lines. None in receipts older than it (which said "events" for both).
     format: SessionFormat | None = None
 
+    @property
+    def unit(self) -> str:
+        """What one of its seqs counts, for people: a harness file's line, else a DSH event."""
+        return "line" if self.format in ("claude-code", "codex") else "event"
+
 
 class ScopeRevisions(_Model):
     before: str
