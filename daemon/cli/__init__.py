@@ -104,8 +104,9 @@ def main() -> None:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)
     except BrokenPipeError:  # what read the output went away (`remem … | head`): no bug of remem's
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at the exit's flush
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)  # nor at the exit's flush of either stream
+        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, sys.stderr.fileno())
         sys.exit(128 + signal.SIGPIPE)  # as a shell reports a process its pipe's end closed
     except Exception as exc:  # a bug in remem: one line, and its traceback kept for a report
         from ..credentials import mask_userinfo, redact
