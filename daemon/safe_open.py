@@ -128,27 +128,64 @@ def open_regular(
     link, `EINVAL` for anything but a regular file). Given its `root`, the folders from the root
     down are opened as `open_folder` opens them; given the `identity` it was listed with, a file
     that is another one now is refused (`ESTALE`)."""
-    if root is None:
-        fd = os.open(path, _FILE)
-    else:
-        parent, name = os.path.split(os.fspath(path))
-        folder = open_folder(root, parent)
+    with Walk() as walk:
+        return walk.open_regular(path, root=root, identity=identity)
+
+
+class Walk:
+    """Files opened one after another as `open_regular` opens them, the folder they lie in
+    opened from the root once while they share it: a workspace's listing glances at thousands
+    of Codex rollouts in a few date folders, and opening every folder on the way again for each
+    file was half of a glance's cost. One folder is held at a time, so a walk holds a single
+    descriptor however many folders it passes; a file opened through it lies in the folder that
+    was opened, below the root, whatever that folder's path names since (decision 0381)."""
+
+    def __init__(self) -> None:
+        self._at: tuple[Path, str] | None = None
+        self._folder = -1
+
+    def __enter__(self) -> Walk:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let go of the folder held."""
+        if self._folder >= 0:
+            os.close(self._folder)
+        self._at, self._folder = None, -1
+
+    def open_regular(
+        self, path: str | os.PathLike[str], *, root: Path | None = None, identity: Identity | None = None
+    ) -> int:
+        """`open_regular`'s descriptor, through the folder held when `path` lies in it."""
+        if root is None:
+            fd = os.open(path, _FILE)
+        else:
+            parent, name = os.path.split(os.fspath(path))
+            folder = self._folder_at(root, parent)
+            try:
+                fd = os.open(name, _FILE, dir_fd=folder)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
         try:
-            fd = os.open(name, _FILE, dir_fd=folder)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
-        finally:
-            os.close(folder)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
-        if identity is not None and (st.st_dev, st.st_ino) != identity:
-            raise OSError(errno.ESTALE, REPLACED, os.fspath(path))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
+            if identity is not None and (st.st_dev, st.st_ino) != identity:
+                raise OSError(errno.ESTALE, REPLACED, os.fspath(path))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _folder_at(self, root: Path, folder: str) -> int:
+        if self._at != (root, folder):
+            self.close()
+            self._folder = open_folder(root, folder)
+            self._at = (root, folder)
+        return self._folder
 
 
 def refused(exc: OSError) -> bool:

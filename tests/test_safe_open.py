@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.safe_open import LINKED, NOT_REGULAR, moved, open_folder, open_regular, reason
+from remem.daemon.safe_open import LINKED, NOT_REGULAR, Walk, moved, open_folder, open_regular, reason
 from remem.daemon.sessions.errors import SessionLogError
 from remem.daemon.sessions.harness_sources import file_digest, read_file
 from remem.daemon.sessions.reader import read_session
@@ -117,3 +117,47 @@ def test_a_file_that_is_not_the_one_listed_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError) as replaced:
         open_regular(listed, root=tmp_path, identity=(st.st_dev, st.st_ino))
     assert replaced.value.errno == errno.ESTALE and moved(replaced.value)
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _read_through(walk: Walk, path: Path, root: Path) -> bytes:
+    fd = walk.open_regular(path, root=root)
+    try:
+        return os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_a_walk_holds_the_one_folder_its_files_lie_in_never_a_link_swapped_in_since(tmp_path: Path) -> None:
+    """A listing's glances open each folder once while its files follow one another: the folder
+    held is the one opened from the root, whatever its path names since; a folder opened anew
+    is opened from the root as ever, link refused; and the walk holds one folder at most."""
+    root = tmp_path / "root"
+    days = [root / "2026" / "05" / f"{day:02d}" for day in (1, 2, 3)]
+    for day in days:
+        day.mkdir(parents=True)
+        for n in (1, 2):
+            (day / f"rollout-{n}.jsonl").write_bytes(f"{day.name}/{n}\n".encode())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "rollout-2.jsonl").write_bytes(b"OUTSIDE\n")
+    before = _open_descriptors()
+    with Walk() as walk:
+        for day in days[:2]:
+            assert _read_through(walk, day / "rollout-1.jsonl", root) == f"{day.name}/1\n".encode()
+            assert _open_descriptors() == before + 1
+        # The folder held is swapped for a link out of the root: the walk reads on in the folder it opened.
+        days[1].rename(root / "2026" / "05" / "moved")
+        days[1].symlink_to(outside)
+        assert _read_through(walk, days[1] / "rollout-2.jsonl", root) == b"02/2\n"
+        # Another folder, then back: opened from the root again, and the link is refused.
+        assert _read_through(walk, days[2] / "rollout-1.jsonl", root) == b"03/1\n"
+        with pytest.raises(OSError) as linked:
+            walk.open_regular(days[1] / "rollout-2.jsonl", root=root)
+        assert (linked.value.errno, linked.value.filename) == (errno.ELOOP, str(days[1]))
+        assert _open_descriptors() == before
+    assert _open_descriptors() == before

@@ -33,7 +33,7 @@ from ..protocol.sessions import (
     SessionSummary,
     TurnSummary,
 )
-from ..safe_open import folder_at, open_regular
+from ..safe_open import Walk, folder_at, open_regular
 from ..safe_open import reason as why_refused
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .claude_processes import NOTHING, Running, home_of, running
@@ -778,7 +778,13 @@ class SessionCatalog:
             if path in cold:
                 row = cold[path]
             elif row is None or changed:
-                row = self._row_for(path, st, row, cwd, updates)
+                # `_read_cold` glanced at every log the index has none of: one left is the workspace's.
+                fresh = row is None
+                row = (
+                    self._current_row(path, st, row, updates)
+                    if fresh
+                    else self._row_for(path, st, row, cwd, updates)
+                )
                 told(1)
             if row is None:
                 continue  # another workspace's log, passed by unread: indexed when it is listed
@@ -824,13 +830,14 @@ class SessionCatalog:
         stored when there are enough of them (`ColdReads`). The listing reads the rest itself."""
         cold: list[ColdRead] = []
         passed: dict[str, LogRow | None] = {}
-        for path, st, row in known:
-            if row is None:
-                fmt = self.format_of(path)
-                if self._elsewhere(path, fmt, cwd, stat_revision(st)):
-                    passed[path] = None
-                else:
-                    cold.append(ColdRead(path, fmt, stat_revision(st), st.st_size, self._root_text(path)))
+        with Walk() as walk:
+            for path, st, row in known:
+                if row is None:
+                    fmt = self.format_of(path)
+                    if self._elsewhere(path, fmt, cwd, stat_revision(st), walk):
+                        passed[path] = None
+                    else:
+                        cold.append(ColdRead(path, fmt, stat_revision(st), st.st_size, self._root_text(path)))
         if passed:
             told(len(passed))
         spread = self.cold_reads.store(self.index, cold, told, self.key_variables) if cold else {}
@@ -904,12 +911,14 @@ class SessionCatalog:
             return None
         return self._current_row(path, st, cached, updates)
 
-    def _elsewhere(self, path: str, fmt: SessionFormat, cwd: str | None, revision: str) -> bool:
-        """Whether a glance at `path` (the file of `revision`, opened from its root) shows it to
-        hold another workspace's session than `cwd`'s."""
+    def _elsewhere(
+        self, path: str, fmt: SessionFormat, cwd: str | None, revision: str, walk: Walk | None = None
+    ) -> bool:
+        """Whether a glance at `path` (the file of `revision`, opened from its root, through
+        `walk` when given) shows it to hold another workspace's session than `cwd`'s."""
         if cwd is None or fmt == "dsh":
             return False
-        return HARNESS_SOURCES[fmt].elsewhere(path, cwd, self._root_for(path), revision)
+        return HARNESS_SOURCES[fmt].elsewhere(path, cwd, self._root_for(path), revision, walk)
 
     def _root_text(self, path: str) -> str | None:
         root = self._root_for(path)

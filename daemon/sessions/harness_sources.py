@@ -29,7 +29,7 @@ from pathlib import Path
 import msgspec
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
-from ..safe_open import moved, open_regular, reason
+from ..safe_open import Walk, moved, open_regular, reason
 from .formats import jsonl
 from .formats.claude_code import Grown, Sidechain, Transcript, grow, listed_transcript, read_transcript
 from .formats.codex import (
@@ -314,12 +314,15 @@ def read_file_stat(
         return read_bounded(handle), os.fstat(handle.fileno())
 
 
-def open_listed(path: Path, root: Path | None, listed: str | None) -> int:
-    """A descriptor of the session file at `path` (`safe_open.open_regular`): opened from its
-    `root` without following a link on the way, when the root is known; and when the
-    `listed` revision is given, the very file the listing read there (its device and inode),
-    else `OSError` (`ESTALE`: it was replaced since)."""
-    return open_regular(path, root=root, identity=None if listed is None else file_identity(listed))
+def open_listed(path: str | Path, root: Path | None, listed: str | None, walk: Walk | None = None) -> int:
+    """A descriptor of the session file at `path` (`safe_open.open_regular`, or `walk`'s when
+    given): opened from its `root` without following a link on the way, when the root is known;
+    and when the `listed` revision is given, the very file the listing read there (its device
+    and inode), else `OSError` (`ESTALE`: it was replaced since)."""
+    identity = None if listed is None else file_identity(listed)
+    if walk is None:
+        return open_regular(path, root=root, identity=identity)
+    return walk.open_regular(path, root=root, identity=identity)
 
 
 def content_digest(data: bytes) -> str:
@@ -625,7 +628,14 @@ class ClaudeCodeSource:
             scanned = [f"{root}{os.sep}"]
         return FileScan(files, rejected, tuple(scanned))
 
-    def elsewhere(self, path: str, cwd: str, root: Path | None = None, revision: str | None = None) -> bool:
+    def elsewhere(
+        self,
+        path: str,
+        cwd: str,
+        root: Path | None = None,
+        revision: str | None = None,
+        walk: Walk | None = None,
+    ) -> bool:
         """Never: `scan` already keeps to the folders that can hold `cwd`'s sessions."""
         return False
 
@@ -795,20 +805,30 @@ class CodexSource:
         rollout that continues its thread after a revert is read whole, with its history."""
         return _follow(self.format, path, revision, kept, _rollout_of(path), _tallied_rollout, root)
 
-    def elsewhere(self, path: str, cwd: str, root: Path | None = None, revision: str | None = None) -> bool:
+    def elsewhere(
+        self,
+        path: str,
+        cwd: str,
+        root: Path | None = None,
+        revision: str | None = None,
+        walk: Walk | None = None,
+    ) -> bool:
         """Rollouts lie by date, not by project: the first line, a rollout's `session_meta`,
         names its cwd, so a workspace's listing reads one line of another workspace's rollout
-        (opened as `open_listed` opens it, from `root` and of the `revision` scanned)."""
-        found = first_line_cwd(first_line(path, root, revision))
+        (opened as `open_listed` opens it, from `root` and of the `revision` scanned, through
+        `walk` when the listing glances at many)."""
+        found = first_line_cwd(first_line(path, root, revision, walk))
         return found is not None and found != cwd
 
 
-def first_line(path: str, root: Path | None = None, revision: str | None = None) -> bytes:
+def first_line(
+    path: str, root: Path | None = None, revision: str | None = None, walk: Walk | None = None
+) -> bytes:
     """The file's first line, up to `FIRST_LINE_BYTES` (empty when it cannot be read or is
     longer: the file is then read whole, as any other)."""
     head = b""
     try:
-        fd = open_listed(Path(path), root, revision)
+        fd = open_listed(path, root, revision, walk)
     except OSError:
         return b""
     try:
