@@ -271,10 +271,10 @@ class SessionCatalog:
                 sources.setdefault(known.path, known)
         self.sources = list(sources.values())
         self.roots = list(sources)
-        # Each root's folder prefix, the innermost first (should roots nest): a listing asks
-        # for the format of every log it finds.
+        # Each root's folder prefix, format and path, the innermost first (should roots nest):
+        # a listing asks for the format and root of every log it finds.
         inner_first = sorted(self.sources, key=lambda s: len(str(s.path)), reverse=True)
-        self._prefixes = [(f"{s.path}{os.sep}", s.format) for s in inner_first]
+        self._prefixes = [(f"{s.path}{os.sep}", s.format, s.path) for s in inner_first]
         # The Claude Code homes whose `projects` folder is a root: their `sessions/` folder says
         # which sessions a live Claude Code process runs (decision 0376).
         claude_roots = [s.path for s in self.sources if s.format == "claude-code"]
@@ -609,7 +609,7 @@ class SessionCatalog:
         return None
 
     def _in_roots(self, path: str) -> bool:
-        return any(path.startswith(prefix) for prefix, _ in self._prefixes)
+        return any(path.startswith(prefix) for prefix, _, _ in self._prefixes)
 
     def _confined(self, path: str) -> bool:
         """Whether `path` lies in a root with no link on the way: an indexed log may have been
@@ -628,8 +628,7 @@ class SessionCatalog:
 
     def _root_for(self, path: str) -> Path | None:
         """The root `path` lies in (the innermost, should roots nest), by its text; None when none."""
-        inside = [root for root in self.roots if path.startswith(f"{root}{os.sep}")]
-        return max(inside, key=lambda root: len(str(root))) if inside else None
+        return next((root for prefix, _, root in self._prefixes if path.startswith(prefix)), None)
 
     def harness_bytes(self, entry: Entry) -> bytes:
         """The bytes of a listed Claude Code or Codex file, opened from its root without following
@@ -926,7 +925,7 @@ class SessionCatalog:
 
     def format_of(self, path: str) -> SessionFormat:
         """The format of the root `path` lies in (the innermost, should roots nest)."""
-        return next((fmt for prefix, fmt in self._prefixes if path.startswith(prefix)), "dsh")
+        return next((fmt for prefix, fmt, _ in self._prefixes if path.startswith(prefix)), "dsh")
 
     def _project(self, path: Path, st: os.stat_result, indexed: bool) -> Update:
         """The log's new index entry; a DSH log's continuation is kept for its next append."""
