@@ -38,6 +38,7 @@ from .formats.codex import (
     Tally,
     Unjoined,
     continued,
+    cwd_at_start,
     first_line_cwd,
     listed_rollout,
     read_rollout,
@@ -817,15 +818,24 @@ class CodexSource:
         names its cwd, so a workspace's listing reads one line of another workspace's rollout
         (opened as `open_listed` opens it, from `root` and of the `revision` scanned, through
         `walk` when the listing glances at many)."""
-        found = first_line_cwd(first_line(path, root, revision, walk))
+        found = first_line_cwd(first_line(path, root, revision, walk, enough=_says_cwd))
         return found is not None and found != cwd
 
 
+def _says_cwd(head: bytes) -> bool:
+    return cwd_at_start(head) is not None
+
+
 def first_line(
-    path: str, root: Path | None = None, revision: str | None = None, walk: Walk | None = None
+    path: str,
+    root: Path | None = None,
+    revision: str | None = None,
+    walk: Walk | None = None,
+    enough: Callable[[bytes], bool] | None = None,
 ) -> bytes:
     """The file's first line, up to `FIRST_LINE_BYTES` (empty when it cannot be read or is
-    longer: the file is then read whole, as any other)."""
+    longer: the file is then read whole, as any other); or its start, once `enough` finds the
+    bytes read so far enough (a glance needs no more of a long line than its cwd)."""
     head = b""
     try:
         fd = open_listed(path, root, revision, walk)
@@ -838,6 +848,8 @@ def first_line(
             if end >= 0:
                 return head + block[:end]
             head += block
+            if enough is not None and enough(head):
+                return head
             size = _GLANCE_CHUNK
     except OSError:
         pass

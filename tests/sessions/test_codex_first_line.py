@@ -5,13 +5,22 @@ its own that names the line, in the whole read and the listing's incremental one
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.formats.codex import fork_point, listed_rollout, read_rollout
+from remem.daemon.sessions.formats.codex import (
+    cwd_at_start,
+    first_line_cwd,
+    fork_point,
+    listed_rollout,
+    read_rollout,
+)
 from remem.daemon.sessions.formats.model import NotAForkPoint
 from remem.daemon.sessions.sources import Root
 
@@ -82,3 +91,40 @@ def test_a_damaged_fork_beside_its_parent_leaves_the_parent_listed(home: Home, t
     assert [(s.id, s.turns) for s in listing.sessions] == [(TID, 2)]
     assert [Path(e.path).name for e in listing.errors] == [damaged.name]
     assert "line 1 is not UTF-8" in listing.errors[0].message
+
+
+_VALUES = st.one_of(st.text(), st.integers(), st.none(), st.dictionaries(st.text(), st.text(), max_size=2))
+
+
+@given(
+    before=st.dictionaries(st.text().filter(lambda k: k != "cwd"), st.one_of(st.text(), _VALUES), max_size=3),
+    cwd=st.one_of(st.text(), _VALUES),
+    after=st.dictionaries(st.text().filter(lambda k: k != "cwd"), _VALUES, max_size=3),
+    spaced=st.booleans(),
+    ascii_only=st.booleans(),
+    stamped_first=st.booleans(),
+)
+def test_a_cwd_read_off_a_first_lines_start_is_the_one_the_whole_line_names(
+    before: dict[str, object],
+    cwd: object,
+    after: dict[str, object],
+    spaced: bool,
+    ascii_only: bool,
+    stamped_first: bool,
+) -> None:
+    """A glance takes the cwd from the line's start only when that start is the session_meta's
+    opening up to its cwd; it is then the cwd the whole line names, whatever the keys before
+    it, the spacing or the escapes. Codex's own layout (string fields, then the cwd) is read
+    there, so its tens of KB of instructions after it are neither read nor decoded."""
+    payload = {**before, "cwd": cwd, **{k: v for k, v in after.items() if k not in before}}
+    top = {"timestamp": "2026-05-01T00:00:00Z", "type": "session_meta", "payload": payload}
+    if not stamped_first:
+        top = {"type": top["type"], "payload": payload, "timestamp": top["timestamp"]}
+    separators = (", ", ": ") if spaced else (",", ":")
+    data = json.dumps(top, separators=separators, ensure_ascii=ascii_only).encode()
+    whole = first_line_cwd(data)
+    assert whole == (cwd if isinstance(cwd, str) and cwd else None)
+    start = cwd_at_start(data)
+    assert start in (None, whole)
+    if whole is not None and all(isinstance(v, str) for v in before.values()):
+        assert start == cwd

@@ -15,7 +15,13 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
 from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
-from remem.daemon.sessions.formats.codex import Rollout, first_line_cwd, fork_point, read_rollout
+from remem.daemon.sessions.formats.codex import (
+    Rollout,
+    cwd_at_start,
+    first_line_cwd,
+    fork_point,
+    read_rollout,
+)
 from remem.daemon.sessions.formats.jsonl import end_of_line
 from remem.daemon.sessions.lineage import build_tree
 from tests.sessions.claude_lines import listed_as_read as claude_listed_as_read
@@ -55,8 +61,10 @@ def test_every_codex_sample_reads_without_error(path: Path) -> None:
     r = listed_as_read(path.read_bytes())
     assert r.error is None and r.problems == () and r.turns and r.cwd
     assert path.name.endswith(f"-{r.session_id}.jsonl")
-    # A workspace's listing passes another workspace's rollout by on its first line alone.
-    assert first_line_cwd(path.read_bytes().split(b"\n", 1)[0]) == r.cwd
+    # A workspace's listing passes another workspace's rollout by on its first line alone, and
+    # real first lines (up to 27 KB here) name the cwd at their start, before the instructions.
+    line = path.read_bytes().split(b"\n", 1)[0]
+    assert first_line_cwd(line) == cwd_at_start(line[:1024]) == r.cwd
 
 
 def test_the_rewound_session_has_one_branch_sharing_the_hook_summary_parent() -> None:

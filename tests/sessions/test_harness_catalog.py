@@ -118,12 +118,13 @@ def test_a_workspace_glances_at_another_workspaces_rollout_and_never_reads_it_wh
 
 
 @pytest.mark.parametrize("instructions", [3_000, 30_000, 100_000])
-def test_a_glance_reads_a_long_session_meta_to_its_end(
+def test_a_glance_reads_a_long_session_meta_to_its_end_when_its_start_does_not_name_the_cwd(
     home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch, instructions: int
 ) -> None:
     """Real rollouts' first lines run from a few hundred bytes to tens of KB (the base
-    instructions): a glance reads on until the line ends, however many reads that takes."""
-    first = meta("019c-far", cwd="/far", base_instructions={"text": "x" * instructions})
+    instructions): one whose cwd comes after them is read on until the line ends, however
+    many reads that takes."""
+    first = line("session_meta", id="019c-far", base_instructions={"text": "x" * instructions}, cwd="/far")
     far = write(roots["codex"] / "2026" / "05" / "02" / "rollout-2026-05-02T00-00-00-far.jsonl",
                 rollout(first, *turn("t1", "far away", "yes")))  # fmt: skip
     read: list[str] = []
@@ -131,6 +132,26 @@ def test_a_glance_reads_a_long_session_meta_to_its_end(
     assert "019c-far" not in {s.id for s in catalog(home, roots).listing(CWD).sessions}
     assert far.name not in read
     assert "019c-far" in {s.id for s in catalog(home, roots).listing("/far").sessions}
+
+
+def test_a_glance_stops_at_the_cwd_when_the_first_line_names_it_first(
+    home: Home, roots: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex writes the cwd before the base instructions: a glance reads no further, so even a
+    first line past what a glance reads (and past the cap on a line) is passed by as the other
+    workspace's; it was read whole and reported in every workspace's tree. Listed, it is refused."""
+    monkeypatch.setattr(jsonl_format, "MAX_LINE", 4096)
+    huge = meta(
+        "019c-huge", cwd="/far", base_instructions={"text": "x" * 2 * harness_sources.FIRST_LINE_BYTES}
+    )
+    path = write(roots["codex"] / "2026" / "05" / "02" / "rollout-2026-05-02T00-00-00-huge.jsonl",
+                 rollout(huge, *turn("t1", "far away", "yes")))  # fmt: skip
+    read: list[str] = []
+    watch_reads(monkeypatch, read)
+    mine = catalog(home, roots).listing(CWD)
+    assert path.name not in read and path.name not in {Path(e.path).name for e in mine.errors}
+    far = catalog(home, roots).listing("/far")
+    assert [Path(e.path).name for e in far.errors] == [path.name] and path.name in read
 
 
 def test_a_changed_file_is_read_again(home: Home, roots: dict[str, Path]) -> None:

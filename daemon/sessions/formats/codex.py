@@ -208,12 +208,43 @@ class _Open(msgspec.Struct):
 
 
 _FIRST_LINE = msgspec.json.Decoder(_Line).decode
+_CWD = msgspec.json.Decoder(str).decode
+# Codex writes a rollout's first line with the session_meta's string fields (id, fork, time)
+# before its cwd, and the model's base instructions (tens of KB) after: a glance reads the cwd
+# off the line's start, so it neither reads nor decodes the rest. The start is matched as JSON
+# would have it (string values only, any spacing); any other shape is decoded whole.
+_WS = rb"[ \t\r\n]*"
+_STRING = rb'"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*"'  # unrolled: one alternation a char is slow
+_PAIRS = (
+    rb"(?:" + _WS + _STRING + _WS + rb":" + _WS + _STRING + _WS + rb",)*?" + _WS
+)  # lazy: the key wanted is tried first
+_META_START = re.compile(
+    _WS + rb"\{" + _PAIRS + rb'"type"' + _WS + rb":" + _WS + rb'"session_meta"' + _WS + rb","
+    + _PAIRS + rb'"payload"' + _WS + rb":" + _WS + rb"\{" + _PAIRS + rb'"cwd"' + _WS + rb":" + _WS
+    + rb"(" + _STRING + rb")"
+)  # fmt: skip
+
+
+def cwd_at_start(head: bytes) -> str | None:
+    """The cwd a rollout's first line names at its start (`head`, any first part of the line),
+    when the line opens with its `session_meta` laid out as Codex writes it; None otherwise."""
+    found = _META_START.match(head)
+    if found is None or not _utf8(head[: found.end()]):
+        return None
+    try:
+        return _str(_CWD(found.group(1)))
+    except msgspec.DecodeError:  # an escape JSON does not have
+        return None
 
 
 def first_line_cwd(line: bytes) -> str | None:
     """The cwd a rollout's first line names when that line is its `session_meta` (then the first,
-    which is where identity and cwd come from); None when the line cannot say (as the reader,
-    which refuses a line that is not UTF-8 text, even in a field it skips)."""
+    which is where identity and cwd come from): read off its start (`cwd_at_start`), else from
+    the whole line decoded; None when the line cannot say (as the reader, which refuses a line
+    that is not UTF-8 text, even in a field it skips)."""
+    found = cwd_at_start(line)
+    if found is not None:
+        return found
     meta = _first_meta(line)
     return None if meta is None else _str(meta.get("cwd"))
 
