@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
+import orjson
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.catalog import SessionCatalog, lineage_items
@@ -47,6 +48,12 @@ _CWD = "/home/dev/projects/bench"
 _OTHER_CWDS = tuple(f"/home/dev/projects/other-{n:02d}" for n in range(19))
 _TOOL_OUTPUT = "".join(f"line {n}: some tool output worth remembering\n" for n in range(40))
 _OLD = 1_600_000_000
+# Recent Codex versions (0.125 on) write the model's base instructions into the first line, the
+# `session_meta` a workspace's listing glances at: 22-27 KB of Markdown in the public rollouts.
+_INSTRUCTIONS = "".join(
+    f'## Rule {n}\n\n- Keep "changes" small; run the tests before you answer (rule {n}).\n'
+    for n in range(300)
+)
 
 
 def _claude_turns(size: int) -> list[bytes]:
@@ -73,7 +80,9 @@ def _claude_turns(size: int) -> list[bytes]:
 
 def _codex_turns(size: int) -> list[bytes]:
     """A rollout's first line, then turns that each run a tool, until they hold `size` bytes."""
-    first = meta(f"019c0000-0000-7000-8000-0000{_TOKEN}00", cwd="@CWD@")
+    first = meta(
+        f"019c0000-0000-7000-8000-0000{_TOKEN}00", cwd="@CWD@", base_instructions={"text": _INSTRUCTIONS}
+    )
     return tool_turn_parts(first, size, _TOOL_OUTPUT)
 
 
@@ -157,8 +166,9 @@ def _list_cold(fmt: str) -> Iterator[Contenders]:
 def _tree_cold(fmt: str) -> Iterator[Contenders]:
     """A 100-session workspace's first tree among 2 000, against a cold listing of those 100
     alone. Claude Code reads only the workspace's folder; Codex, whose rollouts lie by date,
-    glances at the first line of every other rollout (extra: orjson-parsing all 2 000, the
-    floor when each had to be read once to learn its cwd)."""
+    glances at the first line of every other rollout (extras: orjson-parsing all 2 000, the
+    floor when each had to be read once to learn its cwd; and the cold listing of the 100 plus
+    an orjson parse of each other rollout's first line, what the layout forces on any reader)."""
     with tempfile.TemporaryDirectory(prefix="remem-bench-") as folder:
         root, alone = Path(folder, "all"), Path(folder, "alone")
         everything = _corpus(root / "corpus", fmt, _SESSIONS - _WORKSPACE_SESSIONS, _OTHER_CWDS)
@@ -172,11 +182,31 @@ def _tree_cold(fmt: str) -> Iterator[Contenders]:
             return build_tree(lineage_items(entries)).flat()
 
         orjson_floor, others = _harness_floors(fmt, mine)
-        baseline = repeat(_cold(alone / "home", alone / "corpus", fmt))
+        baseline_call = _cold(alone / "home", alone / "corpus", fmt)
+        baseline = repeat(baseline_call)
         others = {"orjson": orjson_floor, **others}
         if fmt == "codex":
             others[f"orjson of all {_SESSIONS}"] = repeat(lambda: _orjson_all(everything))
+            others = {
+                **others,
+                "the 100 + first lines": repeat(_and_first_lines(baseline_call, everything, mine)),
+            }
         yield Contenders(remem=repeat(tree), baseline=baseline, others=others)
+
+
+def _and_first_lines(listing: Call, everything: list[Path], mine: list[Path]) -> Call:
+    """`listing`, then an orjson parse of the first line of each file of `everything` that
+    `mine` (the workspace's, by number) does not hold."""
+    names = {path.name for path in mine}
+    others = [path for path in everything if path.name not in names]
+
+    def both() -> None:
+        listing()
+        for path in others:
+            with open(path, "rb") as handle:
+                orjson.loads(handle.readline())
+
+    return both
 
 
 @contextmanager
