@@ -629,15 +629,9 @@ class ClaudeCodeSource:
             scanned = [f"{root}{os.sep}"]
         return FileScan(files, rejected, tuple(scanned))
 
-    def elsewhere(
-        self,
-        path: str,
-        cwd: str,
-        root: Path | None = None,
-        revision: str | None = None,
-        walk: Walk | None = None,
-    ) -> bool:
-        """Never: `scan` already keeps to the folders that can hold `cwd`'s sessions."""
+    def elsewhere(self, *_: object) -> bool:
+        """Never (as `CodexSource.elsewhere` is asked): `scan` already keeps to the folders that
+        can hold the workspace's sessions."""
         return False
 
     def _project(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
