@@ -320,6 +320,12 @@ async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link
         # before it has written its own: wait for it, so `info` always names who answers.
         await link.close()
         return None
+    ours = paths.home.identity()
+    if said.get("home", ours) != ours:
+        # Another home's daemon: this home is a copy of its home, status file and all. Ours is
+        # started instead (decision 0383); a daemon before protocol 22 does not say.
+        await link.close()
+        return None
     link.hello = hello
     return link, hello
 

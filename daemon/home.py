@@ -73,6 +73,15 @@ class Home:
     def credentials_file(self) -> Path:
         return self.root / "credentials.yml"
 
+    def identity(self) -> str | None:
+        """The home folder's "device:inode" (its path followed, links and all), None when there
+        is none: a copy of the home is another home, a moved one the same."""
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return None
+        return f"{st.st_dev}:{st.st_ino}"
+
     def ensure_layout(self) -> Home:
         """Create the fixed folders (0700); existing ones, and a hand-made `settings.yml`, are
         tightened to user-only, never loosened. A symbolic link at any of them, or at a folder or

@@ -51,7 +51,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # and a consolidation result that `repeats`: a renamed session is not reviewed again (0378).
 # 20: a receipt's source names its session's format: what its seqs count (events or lines).
 # 21: a fork's `expectedRevision` must be a session revision (dev:ino:size:mtime:ctime).
-PROTOCOL_VERSION = 21
+# 22: hello says which home the daemon serves (its folder's device and inode): a client of a
+# copied home, status file and all, starts a daemon of its own (decision 0383).
+PROTOCOL_VERSION = 22
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -96,6 +98,8 @@ class HelloResult(_Strict):
     pid: int
     # The daemon's own: the default folders it reads, from the environment it was started in.
     harnessRoots: dict[SessionFormat, list[str]]
+    # The home it serves, as `Home.identity` says it ("device:inode"), or None once it is gone.
+    home: str | None
 
 
 class WatchStatus(_Strict):

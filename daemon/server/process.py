@@ -75,6 +75,10 @@ class Daemon:
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
         self._status_turn = threading.Lock()  # a rewrite in its thread never undoes a forget
         self._status_blocked = False  # the last rewrite failed (it is tried again at each look)
+        # What clients reach it by, said in hello and looked at with the status file: a daemon
+        # whose home was moved or removed, or whose socket was, serves nobody and leaves.
+        self._home_identity = home.identity()
+        self._socket_identity: tuple[int, int] | None = None
         # The harnesses' default folders of the environment it was started in, said in hello; a
         # client's other ones are logged once each (its user is warned by the client itself).
         self.harness_roots = harness_roots()
@@ -122,6 +126,7 @@ class Daemon:
             self._connection, path=str(socket_path), limit=MAX_MESSAGE_BYTES
         )
         os.chmod(socket_path, 0o600)
+        self._socket_identity = _identity(socket_path)
         loop = asyncio.get_running_loop()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
@@ -160,12 +165,28 @@ class Daemon:
 
     async def _keep_state(self, lock: HomeLock) -> None:
         """Put the status file back when it is deleted or overwritten (clients find us by it),
-        and the lock (a new daemon looks at it first)."""
+        and the lock (a new daemon looks at it first); stop once no new client can reach us."""
         while True:
             await asyncio.sleep(STATUS_CHECK_SECONDS)
-            # A read, and after a change a durable rewrite: file work stays off the event loop.
+            # File work stays off the event loop: stats, a read, after a change a durable rewrite.
+            lost = await asyncio.to_thread(self._unreachable)
+            if lost is not None:
+                log.warning("%s: stopping, so that the next command starts a daemon it can reach", lost)
+                self.stop()
+                return
             await asyncio.to_thread(self._restore_status)
             await asyncio.to_thread(lock.keep)
+
+    def _unreachable(self) -> str | None:
+        """Why no new client can reach this daemon any more, or None. A temp-folder cleaner may
+        remove its socket; its home may be moved or removed under it: it would go on serving the
+        clients already connected with paths that lead nowhere, and no `remem daemon stop` could
+        find it (decision 0383)."""
+        if _identity(self.paths.socket) != self._socket_identity:
+            return f"its socket {self.paths.socket} was removed or replaced"
+        if self.home.identity() != self._home_identity:
+            return f"its home {self.home.root} was moved or removed"
+        return None
 
     def _restore_status(self) -> None:
         with self._status_turn:
@@ -254,8 +275,9 @@ class Daemon:
             self._other_roots.append(theirs)
             log.info("a client's environment names other harness folders than this daemon reads: %s", theirs)
         return HelloResult(
-            protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid(), harnessRoots=self.harness_roots
-        )
+            protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid(), harnessRoots=self.harness_roots,
+            home=self._home_identity,
+        )  # fmt: skip
 
     async def _status(self, params: Empty) -> StatusResult:
         return StatusResult(
@@ -269,6 +291,15 @@ class Daemon:
         self._forget_status()
         asyncio.get_running_loop().call_soon(self._stop.set)
         return Empty()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode at `path` (not following a link), None when nothing is there."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def watched_roots(
