@@ -199,9 +199,16 @@ def test_a_bug_met_in_this_process_is_one_line_and_its_traceback_is_kept(
     assert kept.stat().st_mode & 0o777 == 0o600
 
 
-def test_output_into_a_closed_pipe_is_no_internal_error(home: Home) -> None:
-    """`remem memory show --global 2>&1 | head -1`: the reader went away before remem wrote."""
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "show", "--global"]
+@pytest.mark.parametrize("output", ["usage error", "answer"])
+def test_output_into_a_closed_pipe_is_no_internal_error(home: Home, tmp_path: Path, output: str) -> None:
+    """`remem memory show --global 2>&1 | head -1`, `remem memory show | true`: the reader went
+    away before remem wrote (click itself would exit 1 on the answer's, which says "errors")."""
+    args = (
+        ["memory", "show", "--global"]
+        if output == "usage error"
+        else ["memory", "show", "--cwd", str(tmp_path)]
+    )
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", *args]
     running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert running.stdout is not None
     running.stdout.close()  # before it writes: its usage error meets a pipe no one reads

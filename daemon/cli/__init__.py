@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 import click
 
@@ -28,8 +29,19 @@ _LAZY_COMMANDS = {
 }
 
 
+class _PipeClosed(Exception):
+    """What read the output went away, carried past click to `main` (click would exit 1)."""
+
+
 class _LazyGroup(click.Group):
-    """A group whose commands named in `_LAZY_COMMANDS` are imported on first use."""
+    """A group whose commands named in `_LAZY_COMMANDS` are imported on first use, and whose
+    output meeting a closed pipe ends in `main` as every other closed pipe does."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
+            raise _PipeClosed from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
@@ -103,7 +115,7 @@ def main() -> None:
     except (HomeUnusable, LockUnusable) as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)
-    except BrokenPipeError:  # what read the output went away (`remem … | head`): no bug of remem's
+    except (BrokenPipeError, _PipeClosed):  # what read the output went away (`remem … | head`): no bug
         devnull = os.open(os.devnull, os.O_WRONLY)  # nor at the exit's flush of either stream
         os.dup2(devnull, sys.stdout.fileno())
         os.dup2(devnull, sys.stderr.fileno())
