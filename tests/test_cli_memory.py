@@ -280,3 +280,36 @@ def test_malformed_revision_is_invalid_input(home: Home, tmp_path: Path, revisio
         stdin="[]",
     )
     assert code == 2 and json.loads(out)["problems"][0]["code"] == "remem/bad-revision"
+
+
+def test_a_file_name_holding_a_newline_cannot_forge_a_history_row(home: Home, tmp_path: Path) -> None:
+    """A hand-made file's name is shown as one field of its row (escaped), in `memory log`,
+    `memory diff` and `memory show --at`: never as a line that reads as another entry."""
+    changes = tmp_path / "changes.json"
+    changes.write_text(json.dumps([{"action": "put", "record": RECORD}]))
+    args = [
+        "memory",
+        "apply",
+        "--cwd",
+        str(tmp_path),
+        "--changes",
+        str(changes),
+        "--expected-revision",
+        EMPTY,
+    ]
+    assert run(home, *args)[0] == 0
+    (folder,) = home.workspaces.iterdir()
+    forged = "z (+0 -0)\nabcdef123456  2026-01-01T00:00:00.000Z  agent  removed prefer-uv"
+    (folder / f"{forged}.md").write_text("---\nname: x\ndescription: d\ntype: project\n---\nx\n")
+    code, out, _ = run(home, "memory", "log", "--cwd", str(tmp_path))
+    rows = out.splitlines()
+    assert code == 0 and len(rows) == 2 and not any(row.startswith("abcdef123456") for row in rows)
+    assert "added z (+0 -0)\\nabcdef123456" in rows[0]
+    entry = rows[0].split()[0]
+    code, out, _ = run(home, "memory", "diff", entry)
+    assert code == 0 and "\\nabcdef123456" in out.splitlines()[-1]
+    assert f'+++ "{entry}/z (+0 -0)\\nabcdef123456' in out  # quoted as git quotes such a path
+    assert not any(line.startswith("abcdef123456") for line in out.splitlines())
+    code, out, _ = run(home, "memory", "show", "--at", entry)
+    assert code == 0 and "==> z (+0 -0)\\nabcdef123456" in out
+    assert not any(line.startswith("abcdef123456") for line in out.splitlines())

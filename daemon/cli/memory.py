@@ -209,7 +209,8 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         emit_json(result)
         return
     for entry in result.entries:
-        say(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}")
+        # One row an entry, whatever a file's name holds: a newline in it would forge a row.
+        say(one_line(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}"))
     if not result.entries:
         say("(no history yet)")
 
@@ -227,7 +228,7 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
         emit_json(result)
     else:
         say(result.patch or "(no difference)\n", nl=False)
-        say(_stat_line(result.stat).strip() or "no files changed")
+        say(one_line(_stat_line(result.stat).strip()) or "no files changed")
 
 
 @memory.command()
@@ -261,9 +262,9 @@ def _show_at(backend: Backend, at: str, as_json: bool) -> None:
         return
     entry = result.entry
     scope = "Global memory" if entry.workspace is None else f"Workspace {entry.workspace}"
-    say(f"{scope} at {entry.id[:12]} ({entry.after}), {entry.at}, {_actor(entry)}")
+    say(one_line(f"{scope} at {entry.id[:12]} ({entry.after}), {entry.at}, {_actor(entry)}"))
     for name, text in sorted(result.files.items()):
-        say(f"\n==> {name} <==\n{text}", nl=not text.endswith("\n"))
+        say(f"\n==> {one_line(name)} <==\n{text}", nl=not text.endswith("\n"))
     if not result.files:
         say("(empty)")
 

@@ -35,6 +35,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import threading
@@ -549,11 +550,30 @@ def unified_diff(before: Mapping[str, bytes], after: Mapping[str, bytes], old: s
                 difflib.unified_diff(
                     _lines(before.get(name)),
                     _lines(after.get(name)),
-                    f"{old}/{shown_name(name)}",
-                    f"{new}/{shown_name(name)}",
+                    _patch_path(f"{old}/{shown_name(name)}"),
+                    _patch_path(f"{new}/{shown_name(name)}"),
                 )
             )
     return "".join(p if p.endswith("\n") else p + "\n\\ No newline at end of file\n" for p in parts)
+
+
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
+_QUOTED = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def _patch_path(path: str) -> str:
+    """`path` for a patch's file header, quoted as git quotes one that holds a control
+    character, a quote or a backslash: a newline in a hand-made file's name would otherwise
+    split the header into lines that read as the patch's own."""
+    if _QUOTED.search(path) is None:
+        return path
+    return '"' + _QUOTED.sub(lambda found: _quoted_char(found.group()), path) + '"'
+
+
+def _quoted_char(char: str) -> str:
+    if char in '"\\':
+        return "\\" + char
+    return _C_ESCAPES.get(char, f"\\{ord(char):03o}")
 
 
 def workspace_generation(revision: str, files: Mapping[str, bytes]) -> Generation:
