@@ -15,6 +15,7 @@ import asyncio
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -381,23 +382,26 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
             raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
         # With no daemon running, a status file is a dead daemon's: the new one must replace it.
         stale = paths.read_status()
-        process = _spawn(paths)
-        _wait_for_status(paths, process, stale, deadline)
+        process, since = _spawn(paths)
+        _wait_for_status(paths, process, stale, since, deadline)
         # Reap it when it exits, or a long-lived spawner (the language server) keeps a zombie.
         threading.Thread(target=process.wait, name="remem-daemon-reaper", daemon=True).start()
 
 
-def _spawn(paths: DaemonPaths) -> subprocess.Popen[bytes]:
+def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:
+    """The daemon started, and how long its log was before: what it writes follows."""
     # Never through a link: the log would be written wherever it points (HomeUnusable).
     log = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
+        since = os.fstat(log).st_size
         command = [sys.executable, "-m", "remem.daemon", "--home", str(paths.home.root), "daemon", "run"]
         # A new session: the daemon outlives the CLI or editor that started it.
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
     finally:
         os.close(log)
+    return process, since
 
 
 def _wait_for_holder(paths: DaemonPaths, deadline: float) -> None:
@@ -412,17 +416,27 @@ def _wait_for_holder(paths: DaemonPaths, deadline: float) -> None:
 
 
 def _wait_for_status(
-    paths: DaemonPaths, process: subprocess.Popen[bytes], stale: DaemonInfo | None, deadline: float
+    paths: DaemonPaths,
+    process: subprocess.Popen[bytes],
+    stale: DaemonInfo | None,
+    since: int,
+    deadline: float,
 ) -> None:
+    """Wait until the daemon started writes its status file; else say why, from what it wrote
+    to its log after byte `since` (the log is every daemon's: an older line is no cause)."""
     while time.monotonic() < deadline:
         status = paths.read_status()
         if status is not None and status != stale and paths.running():
             return
-        if process.poll() not in (None, 0):
-            raise DaemonUnavailable(f"the remem daemon failed to start: {_last_words(paths)}")
+        code = process.poll()
+        if code is not None and code != 0:
+            ended = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            raise DaemonUnavailable(
+                f"the remem daemon failed to start ({ended}): {_last_words(paths, since)}"
+            )
         time.sleep(POLL_SECONDS)
     seconds = f"{START_TIMEOUT_SECONDS:.0f}"
-    raise DaemonUnavailable(f"the remem daemon did not start within {seconds} s: {_last_words(paths)}")
+    raise DaemonUnavailable(f"the remem daemon did not start within {seconds} s: {_last_words(paths, since)}")
 
 
 def _wait_until_stopped(paths: DaemonPaths, deadline: float) -> None:
@@ -430,16 +444,18 @@ def _wait_until_stopped(paths: DaemonPaths, deadline: float) -> None:
         raise DaemonUnavailable("the old remem daemon did not stop; stop it with `remem daemon stop`")
 
 
-def _last_words(paths: DaemonPaths) -> str:
-    """The daemon log's last statement, and where the rest is: a traceback's last line that is
-    not indented is its exception, the cause, where the lines above it are the stack."""
+def _last_words(paths: DaemonPaths, since: int) -> str:
+    """The last statement the daemon wrote to its log after byte `since`, and where the rest
+    is: a traceback's last line that is not indented is its exception, the cause, where the
+    lines above it are the stack."""
     try:
         with os.fdopen(os.open(paths.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as log:
+            log.seek(since)
             lines = log.read().decode(errors="replace").splitlines()
     except OSError:  # none, or a link (never read through)
         return f"it wrote no log ({paths.log})"
     said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
-    return f"{said or 'its log is empty'} (the daemon's log: {paths.log})"
+    return f"{said or 'it wrote nothing to its log'} (the daemon's log: {paths.log})"
 
 
 def call(

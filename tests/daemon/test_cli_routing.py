@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from remem.daemon import client as daemon_client
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import ANSWER_TOO_LARGE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
@@ -167,11 +172,28 @@ def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str,
     assert code == 1 and "daemon.json" in err and "--no-daemon" in err
     # The cause, not the stack above it: the log's last statement, and where the log is.
     [cause, hint] = err.splitlines()
-    assert cause.startswith("remem: the remem daemon failed to start: IsADirectoryError: ")
+    assert cause.startswith("remem: the remem daemon failed to start (exit status 4): IsADirectoryError: ")
     assert cause.endswith(f"(the daemon's log: {home.state / 'daemon.log'})") and hint.startswith(
         "(--no-daemon"
     )
     assert run(home, "memory", "show", daemon=False)[0] == 0
+
+
+def test_a_daemon_that_dies_starting_is_not_explained_by_an_older_daemons_log_line(home: Home) -> None:
+    """The log is every daemon's: one killed before it wrote a word is said to be, never
+    explained by the line a daemon before it wrote last."""
+    paths = DaemonPaths(home)
+    paths.log.write_text("2026-12-01 10:00:00,000 INFO listening on /tmp/remem-0/old.sock (pid 1)\n")
+    since = paths.log.stat().st_size
+    killed = subprocess.Popen(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    )
+    with pytest.raises(DaemonUnavailable) as failed:
+        daemon_client._wait_for_status(paths, killed, None, since, time.monotonic() + 30)
+    assert str(failed.value) == (
+        f"the remem daemon failed to start (killed by SIGKILL): it wrote nothing to its log "
+        f"(the daemon's log: {paths.log})"
+    )
 
 
 def test_a_billion_laughs_settings_file_is_one_small_problem_the_daemon_reports(
