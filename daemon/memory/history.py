@@ -558,14 +558,15 @@ def unified_diff(before: Mapping[str, bytes], after: Mapping[str, bytes], old: s
 
 
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _QUOTED = re.compile(r'[\x00-\x1f\x7f"\\]')
 
 
 def _patch_path(path: str) -> str:
-    """`path` for a patch's file header, quoted as git quotes one that holds a control
-    character, a quote or a backslash: a newline in a hand-made file's name would otherwise
-    split the header into lines that read as the patch's own."""
-    if _QUOTED.search(path) is None:
+    """`path` for a patch's file header, quoted as git quotes one when it holds a control
+    character: a newline in a hand-made file's name would otherwise split the header into
+    lines that read as the patch's own. (A name's bytes that are not UTF-8 stay `\\xff`.)"""
+    if _CONTROL.search(path) is None:
         return path
     return '"' + _QUOTED.sub(lambda found: _quoted_char(found.group()), path) + '"'
 
