@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from ..credentials import redact
+from ..limits import MIB, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
 from .prompt import SYSTEM_RULES, TOOL
@@ -38,6 +39,11 @@ if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pa
     from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 MAX_STEPS = 6
+# A step's answer is recorded in the worker log, escaped into one line, and read back to settle
+# a crash: past the line cap the attempt could not be settled (its Global commit unrecorded).
+# Far past any valid proposal (RECORDS_MAX records of BODY_MAX_BYTES, Global's cap) and, twice
+# escaped, within SESSION_LINE_MAX_BYTES.
+ANSWER_MAX_BYTES = 3 * MIB
 _log = logging.getLogger("remem.daemon")
 Progress = Callable[[str, dict[str, Any]], None]
 
@@ -218,6 +224,18 @@ def _check_message(message: ChatCompletionMessage) -> None:
             raise BadAnswer("a tool call in the answer is not an object")
         if getattr(call, "type", None) == "function" and not _is_function_call(call):
             raise BadAnswer("a function tool call in the answer has no string id, name or arguments")
+    if (size := _answer_bytes(message)) > ANSWER_MAX_BYTES:
+        raise BadAnswer(
+            f"the answer is {size} bytes of text and tool arguments; a consolidation step may be at "
+            f"most {size_text(ANSWER_MAX_BYTES)}, far more than any valid proposal holds"
+        )
+
+
+def _answer_bytes(message: ChatCompletionMessage) -> int:
+    """The bytes of what the worker log records of an answer: its texts and tool arguments."""
+    texts = [message.content, getattr(message, "reasoning_content", None)]
+    texts += [getattr(getattr(c, "function", None), "arguments", None) for c in message.tool_calls or []]
+    return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts if isinstance(t, str))
 
 
 def _is_function_call(call: BaseModel) -> bool:

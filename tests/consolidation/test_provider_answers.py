@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.consolidation.models import list_models
+from remem.daemon.consolidation.proposal import TOOL_NAME
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.route import Route
 from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
+from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import ScriptedHandler, ScriptedServer
 
 from .conftest import KEY_ENV, write_source
@@ -94,6 +96,27 @@ def test_a_200_that_is_no_chat_completion_fails_the_attempt_saying_why(
         error = _failed_with(home, tmp_path, url)
         assert raw.count == 1, "a malformed answer is not retried"
     assert why in error and error.endswith(f"(asked {url})")
+
+
+def test_an_answer_too_large_to_record_fails_the_attempt_and_its_log_reads_back(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step is recorded in the worker log, one line, which settles a crash: an answer past
+    what a line may hold (here a 9 MiB tool call) would leave a log no one reads back, so a
+    Global commit made after it went unrecorded. The answer is refused before it is recorded."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": TOOL_NAME, "arguments": "x" * (9 << 20)},
+    }
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = _json(choices=[{"index": 0, "finish_reason": "tool_calls", "message": message}])
+    with RawAnswers(*body) as raw:
+        error = _failed_with(home, tmp_path, f"{raw.origin}/v1")
+    assert error.startswith(f"the answer is {9 << 20} bytes of text and tool arguments; a consolidation step")
+    logs = [p for p in home.sessions.rglob("session.jsonl*") if p.is_file()]
+    assert logs and all(read_session(p).header for p in logs), "every worker log reads back"
 
 
 def test_a_base_url_that_is_no_url_fails_the_attempt_saying_so(
