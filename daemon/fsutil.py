@@ -18,6 +18,7 @@ PRIVATE_FILE_MODE = 0o600
 TEMP_MARKER = ".remem-tmp-"
 # A hand save that met a publish and was kept beside its file, not discarded (`swap.py`).
 UNMERGED_MARKER = ".unmerged-"
+NAME_MAX = 255  # bytes in one file name, on Linux's and macOS's usual file systems
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -63,8 +64,39 @@ def fsync_dir(path: Path) -> None:
 
 
 def temp_path_for(target: Path) -> Path:
-    """A hidden sibling of `target`, unique per call, recognisable by `TEMP_MARKER`."""
-    return target.with_name(f".{target.name}{TEMP_MARKER}{secrets.token_hex(6)}")
+    """A hidden sibling of `target`, unique per call, recognisable by `TEMP_MARKER`.
+
+    It names `target` as far as it fits the folder's longest name (the random tail keeps it
+    unique), so a file whose name is already as long as allowed can still be replaced or removed.
+    """
+    tail = f"{TEMP_MARKER}{secrets.token_hex(6)}"
+    return target.with_name(f".{_cut(target.name, name_max(target.parent) - 1 - len(tail))}{tail}")
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name, in bytes, `folder` takes; NAME_MAX where it cannot tell."""
+    try:
+        return min(NAME_MAX, os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):  # gone, or a system without the query
+        return NAME_MAX
+
+
+def fits(name: str, folder: Path) -> bool:
+    """Whether `folder` can hold a file called `name` (a name too long gets ENAMETOOLONG)."""
+    return len(os.fsencode(name)) <= name_max(folder)
+
+
+def _cut(name: str, room: int) -> str:
+    """`name`, or its start and its extension (`.md`) when it is longer than `room` bytes: what a
+    derived name keeps of the file it comes from, for a person listing the folder."""
+    if len(os.fsencode(name)) <= room:
+        return name
+    stem, extension = os.path.splitext(name)
+    if len(os.fsencode(extension)) * 2 > room:
+        stem, extension = name, ""
+    while len(os.fsencode(stem + extension)) > room:  # characters, not bytes: none is split
+        stem = stem[:-1]
+    return stem + extension
 
 
 def is_temp_name(name: str) -> bool:
@@ -72,8 +104,10 @@ def is_temp_name(name: str) -> bool:
 
 
 def unmerged_path_for(target: Path) -> Path:
-    """Where a save of `target` that lost to another is kept, for a person to merge."""
-    return target.with_name(f"{target.name}{UNMERGED_MARKER}{time.time_ns()}")
+    """Where a save of `target` that lost to another is kept, for a person to merge (named as
+    `temp_path_for` names, cut to fit beside a name as long as allowed)."""
+    tail = f"{UNMERGED_MARKER}{time.time_ns()}"
+    return target.with_name(f"{_cut(target.name, name_max(target.parent) - len(tail))}{tail}")
 
 
 def write_synced(path: Path, *parts: bytes | memoryview, dir_fd: int | None = None) -> None:

@@ -166,10 +166,24 @@ class Home:
                 f"({exc.strerror or exc}); move what is in the way, or choose another home with "
                 f"--home or ${HOME_ENV}"
             ) from None
+        try:
+            ours = own_private_dir(folder)
+        except OSError as exc:  # ours, but it cannot be made user-only: a read-only mount, say
+            raise HomeUnusable(self._unwritable_message(folder, exc.strerror or str(exc))) from None
         # Looked at only when the folder is not plainly ours (`own_private_dir` opens none
         # through a link); the home itself may be a link, the user's choice.
-        if not own_private_dir(folder) and folder != self.root and folder.is_symlink():
+        if not ours and folder != self.root and folder.is_symlink():
             raise HomeUnusable(linked_message(folder, self.root, "folder"))
+        refused = _why_unwritable(folder)
+        if refused is not None:
+            raise HomeUnusable(self._unwritable_message(folder, refused))
+
+    def _unwritable_message(self, folder: Path, reason: str) -> str:
+        return (
+            f"remem's home {self.root} cannot be used: {folder} cannot be written ({reason}); "
+            f"let your user write in it (on a file system mounted read-write), or choose another "
+            f"home with --home or ${HOME_ENV}"
+        )
 
 
 # What remem makes inside the fixed folders, by path: a link at one is refused with them (each
@@ -215,6 +229,21 @@ def linked_write_message(link: Path, path: Path, change: str) -> str:
         f"links (it writes only inside its home), so nothing was written; to {change}, edit "
         f"{target} yourself, or replace the link with a copy of the {kind}"
     )
+
+
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judged as a write would be
+
+
+def _why_unwritable(folder: Path) -> str | None:
+    """Why this user cannot make files in `folder`, None when they can: every command writes in
+    the home (a lock at least), and would otherwise meet the refusal as a bug's exception."""
+    if os.access(folder, os.W_OK | os.X_OK, effective_ids=_EFFECTIVE_IDS):
+        return None
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return os.strerror(errno.EROFS if read_only else errno.EACCES)
 
 
 def _tighten(path: Path) -> None:

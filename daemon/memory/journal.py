@@ -24,7 +24,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
-from ..fsutil import atomic_write, fsync_dir, is_temp_name, remove_stale_temps, temp_path_for, write_temp
+from ..fsutil import (
+    atomic_write,
+    fits,
+    fsync_dir,
+    is_temp_name,
+    remove_stale_temps,
+    temp_path_for,
+    write_temp,
+)
 from ..safe_open import read_regular
 from ..swap import (
     ABSENT,
@@ -137,9 +145,22 @@ def recover(folder: Path) -> bool:
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise JournalUnreadable(journal_path) from exc
     for step in journal.steps:
-        _settle(folder, step)
+        _settle(folder, _holdable(folder, step))
     _finish(folder)
     return True
+
+
+def _holdable(folder: Path, step: Step) -> Step:
+    """`step`, with a fresh temp if the folder cannot hold the name it gives.
+
+    Earlier versions named a temp after its file whole, so a journal they left for a file with a
+    long name can name a temp no file system allows. No file has that name (a deletion moves the
+    file there only now; a write's temp could not be written): any fresh temp serves, where
+    replaying the name as given would fail on every read of the workspace.
+    """
+    if fits(step.temp, folder):
+        return step
+    return step.model_copy(update={"temp": temp_path_for(folder / step.final).name})
 
 
 def _apply(folder: Path, step: Step) -> None:
