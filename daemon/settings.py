@@ -3,7 +3,8 @@
 Errors name the key and the line, because a settings file is edited by hand and "invalid
 settings" alone leaves the user guessing. Updates rewrite only the keys the user set (plus the
 changed ones); YAML comments are not preserved by a rewrite. A settings.yml linked into the
-home is read through its link, but an update of it is refused (decision 0375).
+home is read through its link, but an update of it is refused (decision 0375). Anything there
+but a regular file (a folder, a FIFO) is one more problem of the file, never waited on.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -24,6 +27,7 @@ from .home import Home
 from .locks import file_lock
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
+from .safe_open import NOT_REGULAR
 from .swap import ABSENT, Displaced, digest, publish
 
 
@@ -140,6 +144,31 @@ class SettingsConflict(Exception):
     def __init__(self, revision: str) -> None:
         super().__init__(f"settings.yml changed meanwhile (now {revision}); re-read and retry")
         self.revision = revision
+
+
+_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO opens without a writer
+
+
+def read_settings_file(path: Path) -> bytes | None:
+    """The bytes of the settings file at `path`, None when there is none. Opened as
+    `safe_open.open_regular` opens a file, never waiting on a FIFO, but through a link (the
+    user's dotfiles, decision 0375). Anything but a regular file, or one that cannot be opened,
+    is a SettingsError naming it, as an invalid file is: a FIFO would hold a daemon thread for
+    good, and a folder would make every session request an internal error (decision 0370)."""
+    try:
+        fd = os.open(path, _READ)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SettingsError([f"{path}: cannot be read: {exc.strerror}"]) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SettingsError([f"{path}: {NOT_REGULAR}"])
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def revision_of(raw: bytes) -> str:
@@ -272,10 +301,7 @@ class SettingsStore:
         return self._existing() or b""
 
     def _existing(self) -> bytes | None:
-        try:
-            return self.home.settings_file.read_bytes()
-        except FileNotFoundError:
-            return None
+        return read_settings_file(self.home.settings_file)
 
 
 def _assign(data: dict[str, Any], path: list[str], value: Any) -> None:

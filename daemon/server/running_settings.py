@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ..fsutil import atomic_write
 from ..home import Home
-from ..settings import Settings, SettingsError, SettingsStore, parse_settings
+from ..settings import Settings, SettingsError, SettingsStore, parse_settings, read_settings_file
 
 log = logging.getLogger("remem.daemon")
 
@@ -50,12 +50,9 @@ class RunningSettings:
         try:
             # Not through `SettingsStore`, which makes the home's folders first: the request's
             # catalog does that, and twice cost a warm listing a quarter of a millisecond.
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raw = b""
-        try:
+            raw = read_settings_file(path) or b""
             return parse_settings(raw, str(path)), []
-        except SettingsError as exc:
+        except SettingsError as exc:  # invalid, or no regular file there (a folder, a FIFO)
             return self.current, exc.problems
 
     @property

@@ -1,11 +1,14 @@
 """Where a daemon's lock, status file, log and socket live, and how to read its status.
 
-The socket sits in a short user-only folder (AF_UNIX paths are limited to 107 bytes, and a
-home can be deep): `$XDG_RUNTIME_DIR/remem` when the session has a private runtime dir, else
-`<tmp>/remem-<uid>`. In a shared temp dir another user can take that name first, so a name that
-is not a real directory of ours (a link, someone else's folder) is never used nor touched: the
-daemon makes a fresh private folder instead, and clients find it in the status file. The
-socket's name is keyed by the home, so daemons of different homes never meet.
+The socket sits in a short user-only folder (AF_UNIX paths are limited to 107 bytes, 103 on
+macOS, and a home can be deep): `$XDG_RUNTIME_DIR/remem` when the session has a private runtime
+dir, else `<tmp>/remem-<uid>`. In a shared temp dir another user can take that name first, so a
+name that is not a real directory of ours (a link, someone else's folder) is never used nor
+touched: the daemon makes a fresh private folder instead, and clients find it in the status
+file. A folder whose socket path would be too long is passed over, and a temp dir too deep for
+a fresh folder's socket gives way to /tmp, under the same rules; when not even that can be had,
+`NoSocketFolder` says which variable to change. The socket's name is keyed by the home, so
+daemons of different homes never meet.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import hashlib
 import logging
 import os
 import stat
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,12 +28,23 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..locks import try_file_lock
 from ..protocol.rpc import DaemonInfo
 
 log = logging.getLogger("remem.daemon")
 POLL_SECONDS = 0.02  # how often a waiting client looks at the lock and the status file again
+# The bytes a socket's path may hold: `sun_path` less its terminating NUL (104 bytes on the BSDs).
+SOCKET_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+SHORT_TEMP = Path("/tmp")  # short on every Unix: where a socket goes when the temp dir is too deep
+_KEY_CHARS = 16  # of the home's digest, in the socket's name
+_SOCKET_NAME_BYTES = _KEY_CHARS + len(".sock")
+_RANDOM_CHARS = 8  # what `mkdtemp` adds to its prefix
+
+
+class NoSocketFolder(HomeUnusable):
+    """No folder can give the daemon's socket a path AF_UNIX takes. Said as a home in the way
+    is, in one line (exit 2): the user's environment stands in the way, not a bug of remem's."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +73,7 @@ class DaemonPaths:
     @cached_property
     def socket(self) -> Path:
         """Where this home's daemon listens (chosen once: a fallback folder is unique)."""
-        key = hashlib.sha256(os.fsencode(self.home.root)).hexdigest()[:16]
+        key = hashlib.sha256(os.fsencode(self.home.root)).hexdigest()[:_KEY_CHARS]
         return socket_dir() / f"{key}.sock"
 
     def running(self) -> bool:
@@ -86,20 +101,42 @@ class DaemonPaths:
 
 
 def socket_dir() -> Path:
-    """A user-only folder for sockets: the usual one if it is ours, else a fresh private one."""
-    for folder in _usual_socket_dirs():
-        try:
-            folder.mkdir(mode=PRIVATE_DIR_MODE)
-        except FileExistsError:
-            pass
-        except OSError:
-            continue
-        if own_private_dir(folder):
+    """A user-only folder where a socket's path fits (`SOCKET_PATH_MAX`): the first usual one
+    that is ours, else a fresh private one; `NoSocketFolder` when none can be had."""
+    temp = _temp_dir()
+    for folder in _usual_socket_dirs(temp):
+        if _claimed(folder):
             return folder
-        log.warning("%s is not a folder of this user (a link, or another user's); remove it", folder)
-    fresh = Path(tempfile.mkdtemp(prefix=f"{_shared_name()}-"))  # 0700, and a name nobody had
+    if temp is None:
+        raise _no_folder(f"{tempfile.gettempdir()} and {SHORT_TEMP} are too deep for one")
+    try:
+        fresh = Path(tempfile.mkdtemp(prefix=f"{_shared_name()}-", dir=temp))  # 0700, a name nobody had
+    except OSError as exc:
+        raise _no_folder(f"none can be made in {temp} ({exc.strerror})") from None
     log.warning("using %s for the socket instead", fresh)
     return fresh
+
+
+def _claimed(folder: Path) -> bool:
+    """Whether `folder` is ours to listen in, made if missing; a name someone else holds is
+    logged, for the user to remove."""
+    try:
+        folder.mkdir(mode=PRIVATE_DIR_MODE)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    if own_private_dir(folder):
+        return True
+    log.warning("%s is not a folder of this user (a link, or another user's); remove it", folder)
+    return False
+
+
+def _no_folder(why: str) -> NoSocketFolder:
+    return NoSocketFolder(
+        f"no folder can hold the daemon's socket (AF_UNIX takes paths of at most {SOCKET_PATH_MAX} "
+        f"bytes): {why}; set TMPDIR to a short folder of yours"
+    )
 
 
 def release_socket(path: Path) -> None:
@@ -110,13 +147,33 @@ def release_socket(path: Path) -> None:
             path.parent.rmdir()
 
 
-def _usual_socket_dirs() -> list[Path]:
-    folders = [Path(tempfile.gettempdir()) / _shared_name()]
+def _usual_socket_dirs(temp: Path | None) -> list[Path]:
+    folders = [] if temp is None else [temp / _shared_name()]
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     # The spec requires it to be the user's own and 0700; one that is not is ignored, not fixed.
     if os.path.isabs(runtime) and _private_as_is(Path(runtime)):
-        folders.insert(0, Path(runtime) / "remem")
+        if _fits(Path(runtime) / "remem"):
+            folders.insert(0, Path(runtime) / "remem")
+        else:
+            log.info("XDG_RUNTIME_DIR %s is too deep for a socket; passed over", runtime)
     return folders
+
+
+def _temp_dir() -> Path | None:
+    """The temp dir, else `SHORT_TEMP`: the first whose fresh folder (the longest path
+    `socket_dir` makes there) a socket fits in; None when neither. A deep TMPDIR (a sandbox's,
+    a build's) must not keep the daemon from listening."""
+    fresh = f"{_shared_name()}-{'X' * _RANDOM_CHARS}"
+    temp = Path(tempfile.gettempdir())
+    if _fits(temp / fresh):
+        return temp
+    log.info("the temp dir %s is too deep for a socket; trying %s", temp, SHORT_TEMP)
+    return SHORT_TEMP if _fits(SHORT_TEMP / fresh) else None
+
+
+def _fits(folder: Path) -> bool:
+    """Whether a socket's path in `folder` is short enough for AF_UNIX."""
+    return len(os.fsencode(folder)) + 1 + _SOCKET_NAME_BYTES <= SOCKET_PATH_MAX
 
 
 def _private_as_is(folder: Path) -> bool:
