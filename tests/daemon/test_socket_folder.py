@@ -21,10 +21,13 @@ OTHER_UID = 4242
 
 
 @pytest.fixture
-def shared_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def shared_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A stand-in for the shared /tmp, here and in the daemons the tests start; no runtime dir.
     Short like /tmp: the socket inside must stay within AF_UNIX's 108 bytes, which a folder in
     pytest's tmp_path (longer still under xdist) can pass."""
+    # pytest picks its own temp root on first use, from the temp dir of that moment: were that
+    # this stand-in, removed after the test, every later test's tmp_path would be gone.
+    tmp_path_factory.getbasetemp()
     shared = Path(tempfile.mkdtemp(prefix="remem-t-"))
     shared.chmod(0o777)
     monkeypatch.setenv("TMPDIR", str(shared))
