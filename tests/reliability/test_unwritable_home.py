@@ -1,8 +1,9 @@
 """An existing home remem cannot write in (a read-only mount, a folder not the user's) is named,
 exit 2, as a home that cannot be made is: never an internal error.
 
-Run as root (as in CI), no folder is unwritable by its mode, and mounting needs privileges: the
-refusals are simulated where the system call makes them, in this process.
+Run as root (as in CI), no folder is unwritable by its mode, and mounting needs privileges: a
+read-only mount, and a folder the user cannot write in, are simulated where the system call
+refuses, in this process.
 """
 
 from __future__ import annotations
@@ -83,11 +84,16 @@ def test_a_private_home_on_a_read_only_mount_is_named(
     assert _remem(home, tmp_path, monkeypatch, capsys) == (2, "", _said(home, mount, READ_ONLY))
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in any folder whatever its mode")
 def test_a_home_folder_the_user_cannot_write_in_is_named(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home.ensure_layout()
+    if os.geteuid() == 0:  # root writes in any folder whatever its mode: the kernel's answer to another user
+        real_access = os.access
+        denied = str(home.state)
+        monkeypatch.setattr(
+            os, "access", lambda path, mode, **kw: str(path) != denied and real_access(path, mode, **kw)
+        )
     home.state.chmod(0o500)
     try:
         said = _said(home, home.state, os.strerror(errno.EACCES))
