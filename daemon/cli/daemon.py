@@ -73,9 +73,10 @@ def start(backend: Backend, as_json: bool) -> None:
 @click.pass_obj
 def stop(backend: Backend, as_json: bool) -> None:
     """Stop the daemon and wait until it has exited (signalling it if it does not answer)."""
-    paths = DaemonPaths(backend.home)
-    was_running = paths.running()
-    if was_running:
+    # No home, no daemon: looking would make one (a mistyped --home would leave a stray home).
+    paths = DaemonPaths(backend.home) if backend.home.root.is_dir() else None
+    was_running = paths is not None and paths.running()
+    if paths is not None and was_running:
         _stop(paths)
     if as_json:
         emit_json({"stopped": was_running})
@@ -88,6 +89,10 @@ def stop(backend: Backend, as_json: bool) -> None:
 @click.pass_obj
 def status(backend: Backend, as_json: bool) -> None:
     """Whether the daemon runs, and its pid, version and clients; exit 1 when none answers."""
+    if not backend.home.root.is_dir():  # looking would make the home (a mistyped --home's stray one)
+        _say_problem(
+            {"running": False}, f"remem daemon not running (no home at {backend.home.root})", as_json
+        )
     try:
         result = _status(backend.home, start=False)
     except OtherDaemonVersion as exc:

@@ -48,6 +48,19 @@ def test_start_status_stop(home: Home) -> None:
     assert status(home) == {"running": False}
 
 
+def test_asking_after_the_daemon_of_a_home_that_does_not_exist_makes_none(tmp_path: Path) -> None:
+    """A mistyped `--home` (or `REMEM_HOME='~/x'`, quoted) asked about its daemon: none runs,
+    and no stray home is left behind."""
+    missing = Home(tmp_path / "typo")
+    asked = remem(missing, "daemon", "status", "--json")
+    assert (asked.returncode, json.loads(asked.stdout)) == (1, {"running": False})
+    said = remem(missing, "daemon", "status")
+    assert said.stdout == f"remem daemon not running (no home at {missing.root})\n"
+    stopped = remem(missing, "daemon", "stop", "--json")
+    assert (stopped.returncode, json.loads(stopped.stdout)) == (0, {"stopped": False})
+    assert not missing.root.exists()
+
+
 def test_two_daemons_racing_leave_one_running(home: Home) -> None:
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"]
     first, second = (
