@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -43,7 +44,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     try:
         result = backend.api(listener=show_progress).consolidate(params)
     except RpcError as exc:
-        _refused(exc, as_json)
+        _refused(exc, as_json, backend)
     except KeyboardInterrupt:
         if not backend.use_daemon:  # before or after the review: a review under way is cancelled
             shows = f"remem receipts --session {session_id} shows any review it began"
@@ -132,23 +133,44 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
                                        expectedRevision=current.revision)  # fmt: skip
             current = backend.api().select_model(chosen)
     except RpcError as exc:
-        _refused(exc, as_json)
+        _refused(exc, as_json, backend)
     if as_json:
         emit_json(current)
         return
     if not current.keyReady and current.keyProblem:
-        key = f" — {current.keyProblem}"
+        key = f" — {current.keyProblem}{_key_elsewhere(backend, current.apiKeyEnv)}"
     else:
         key = f" (API key from ${current.apiKeyEnv} or credentials.yml)" if current.apiKeyEnv else ""
     say(f"{current.provider}/{current.model}{key}")
 
 
-def _refused(exc: RpcError, as_json: bool) -> None:
+def _refused(exc: RpcError, as_json: bool, backend: Backend) -> None:
     if exc.code != CONSOLIDATION_REFUSED:
         raise exc
     code = exc.data["code"]
+    message = exc.message + (_missing_key_elsewhere(backend) if code == "NO_ROUTE" else "")
     if as_json:
-        emit_json({"error": {"code": code, "message": exc.message}})
+        emit_json({"error": {"code": code, "message": message}})
     else:
-        say(f"remem: {code}: {exc.message}", err=True)
+        say(f"remem: {code}: {message}", err=True)
     sys.exit(EXIT_CONFLICT if code in ("SOURCE_CHANGED", "STALE_SETTINGS") else EXIT_INVALID)
+
+
+def _missing_key_elsewhere(backend: Backend) -> str:
+    """`_key_elsewhere` for the route the daemon refused, when its key is what is missing."""
+    try:
+        current = backend.api().model_settings(Empty())
+    except RpcError:
+        return ""
+    return "" if current.keyReady else _key_elsewhere(backend, current.apiKeyEnv)
+
+
+def _key_elsewhere(backend: Backend, env: str | None) -> str:
+    """What to do when this shell holds the key variable the daemon lacks: the daemon reads the
+    environment it was started in, which an `export` in another shell does not reach."""
+    if not backend.use_daemon or env is None or not os.environ.get(env, "").strip():
+        return ""
+    return (
+        f"; this shell has ${env} set, but the daemon was started without it: run "
+        "`remem daemon stop` and the next command starts it with this shell's environment"
+    )

@@ -9,11 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
-from remem.daemon.cli.backend import Backend
+from remem.daemon.cli.backend import NO_DAEMON_ENV, Backend
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
 from remem.daemon.protocol.rpc import ModelsParams, RpcError, SelectModelParams, SetApiKeyParams
+from tests.daemon.helpers import remem
 from tests.fake_openai import FakeOpenAI, status, tool_call
 
 from .conftest import KEY_ENV, OLD, Source, proposal, put
@@ -179,3 +180,30 @@ def test_receipts_say_which_changes_were_written_and_which_only_proposed(
     rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("20")}
     assert code == 0 and "  changes: prefer-uv  " in rows["committed"], out
     assert "  proposed, not committed: prefer-uv  " in rows["source-changed"], out
+
+
+@pytest.mark.slow
+def test_a_key_this_shell_has_and_the_daemon_lacks_is_said_with_the_remedy(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon reads the environment it was started in: a key exported since, in this
+    shell, is not its key. The refusal says so, and how to get the daemon this environment."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    monkeypatch.delenv(KEY_ENV)
+    try:
+        assert remem(home, "daemon", "start").returncode == 0  # started without the key
+        monkeypatch.setenv(KEY_ENV, "sk-test")
+        refused = remem(home, "consolidate", source.id)
+        remedy = (
+            f"this shell has ${KEY_ENV} set, but the daemon was started without it: run `remem daemon stop`"
+        )
+        assert (
+            refused.returncode == 2 and "NO_ROUTE: no API key" in refused.stderr and remedy in refused.stderr
+        )
+        assert remedy in remem(home, "settings", "model").stdout
+        assert remem(home, "daemon", "stop").returncode == 0
+        assert (
+            remem(home, "consolidate", source.id).returncode == 1 and fake.count == 1
+        )  # now it asks the model
+    finally:
+        remem(home, "daemon", "stop")
