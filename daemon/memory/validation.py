@@ -483,18 +483,28 @@ def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:
 
 
 def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
+    broken = _name_rules(value)
+    if broken is not None:
+        return broken
+    stem = record_name_of(file_name) if file_name else None
+    if stem is not None and stem != value:
+        # The file's name is offered only when it is a name itself (`A.md` holds none).
+        other = "" if _name_rules(stem) is not None else f" or set `name: {stem}`"
+        return "name-mismatch", (
+            f"the name `{value}` differs from the file name `{file_name}`; rename the file to "
+            f"`{value}.md`{other}"
+        )
+    return None
+
+
+def _name_rules(value: str) -> tuple[str, str] | None:
+    """What a name breaks of the rules for any name, whatever file holds it."""
     if not _NAME.fullmatch(value):
         return "name-invalid", _name_rule_broken(value)
     if value in RESERVED_NAMES:
         return "name-reserved", (
             f"`{value}` is reserved (memory.md would clash with MEMORY.md on case-insensitive "
             "disks); choose another name"
-        )
-    stem = record_name_of(file_name) if file_name else None
-    if stem is not None and stem != value:
-        return "name-mismatch", (
-            f"the name `{value}` differs from the file name `{file_name}`; rename the file to "
-            f"`{value}.md` or set `name: {stem}`"
         )
     return None
 

@@ -430,3 +430,18 @@ def test_the_kept_front_matter_verdict_depends_on_the_file_name() -> None:
     text = record(name="other-name")
     assert "remem/name-mismatch" in [d.code for d in parse_record(text, "prefer-uv.md").diagnostics]
     assert parse_record(text, "other-name.md").diagnostics == []
+
+
+@pytest.mark.parametrize(
+    ("file_name", "offered"),
+    [("other.md", " or set `name: other`"), ("Upper.md", ""), ("memory.md", ""), ("a_b.md", "")],
+)
+def test_a_name_differing_from_its_file_offers_the_file_name_only_when_it_is_a_name(
+    file_name: str, offered: str
+) -> None:
+    """`A.md` holding `name: a`: setting `name: A` would break the name rules in turn."""
+    message = only(validate_record(VALID, file_name), "name-mismatch").message
+    assert message == (
+        f"the name `prefer-uv` differs from the file name `{file_name}`; rename the file to "
+        f"`prefer-uv.md`{offered}"
+    )
