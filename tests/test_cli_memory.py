@@ -313,3 +313,24 @@ def test_a_file_name_holding_a_newline_cannot_forge_a_history_row(home: Home, tm
     code, out, _ = run(home, "memory", "show", "--at", entry)
     assert code == 0 and "==> z (+0 -0)\\nabcdef123456" in out
     assert not any(line.startswith("abcdef123456") for line in out.splitlines())
+
+
+def test_a_history_missing_an_entrys_objects_is_said_damaged_not_a_bug(home: Home, tmp_path: Path) -> None:
+    """A pack file of the history removed (a cleanup, a partial copy): the log says the history
+    is damaged and what to do, exit 1, where it was an internal error."""
+    changes = tmp_path / "changes.json"
+    revision = EMPTY
+    packs: list[set[Path]] = []
+    for n in range(3):
+        changes.write_text(json.dumps([{"action": "put", "record": {**RECORD, "name": f"r{n}"}}]))
+        args = ["memory", "apply", "--cwd", str(tmp_path), "--changes", str(changes), "--json"]
+        code, out, _ = run(home, *args, "--expected-revision", revision)
+        assert code == 0, out
+        revision = json.loads(out)["revision"]
+        packs.append(set((home.root / "history" / "objects" / "pack").glob("pack-*")))
+    for gone in packs[0]:  # the first entry's objects
+        gone.unlink()
+    code, out, err = run(home, "memory", "log", "--cwd", str(tmp_path), "--limit", "10", "--json")
+    said = json.loads(out)["error"]
+    assert code == 1 and said["code"] == "history-refused" and "is damaged" in said["message"]
+    assert "move history aside" in said["message"] and "internal error" not in err

@@ -249,14 +249,17 @@ class History:
             else:
                 known, held = None, []
             fresh: list[LogLine] = []
-            for commit in repo.walk(head):
-                if commit.id == known:
-                    break
-                fresh.append(_line(commit))
-                if limit is not None and len(fresh) >= limit:
-                    return [_entry_of(line) for line in fresh]
-            else:
-                known = None  # the walk never met what was kept: the history was started again
+            try:
+                for commit in repo.walk(head):
+                    if commit.id == known:
+                        break
+                    fresh.append(_line(commit))
+                    if limit is not None and len(fresh) >= limit:
+                        return [_entry_of(line) for line in fresh]
+                else:
+                    known = None  # the walk never met what was kept: the history was started again
+            except KeyError as exc:  # pygit2's NotFoundError: an entry's object is gone (a pack removed)
+                raise HistoryError(self._damaged(branch, len(fresh), exc)) from None
             entries = [_entry_of(line) for line in fresh] + (held if known is not None else [])
             if kept is not None:
                 self._cache.save(branch, kept, fresh[::-1], follows=known is not None)
@@ -265,6 +268,13 @@ class History:
             while len(self._logs) > LOGS_HELD:
                 self._logs.popitem(last=False)
             return entries[:limit] if limit is not None else list(entries)
+
+    def _damaged(self, branch: str, read: int, exc: KeyError) -> str:
+        return (
+            f"the memory history at {self.path} is damaged: {branch}'s entry after its newest {read} "
+            f"cannot be read ({_reason(exc)}; a file of its objects/ was removed?); memory itself is "
+            f"whole: move {self.path.name} aside and remem starts the history again from the current state"
+        )
 
     def entry(self, ref: str) -> HistoryEntry:
         """The entry a full or abbreviated id (at least 7 hex digits) names."""
