@@ -19,7 +19,7 @@ from ..evaluation.scoring import CaseScore
 from ..settings import Settings, SettingsError, SettingsStore, parse_settings
 from .arguments import NON_EMPTY
 from .backend import Backend
-from .output import EXIT_PROBLEMS, emit_json, fail, say
+from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, emit_json, fail, one_line, say
 
 
 @click.command(name="eval")
@@ -59,7 +59,13 @@ def eval_command(
     if not chosen:
         fail(f"no case matches {pattern!r}; the cases are " + ", ".join(f"dsh/{c.name}" for c in CASES))
     started = time.monotonic()
-    scores = asyncio.run(_run_all(chosen, settings, backend))
+    scores: list[CaseScore] = []
+    try:
+        asyncio.run(_run_all(chosen, settings, backend, scores))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # A report of the cases that ran would read as the model's figures: none is printed.
+        say(f"remem: interrupted after {len(scores)} of {len(chosen)} case(s); no report", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     config = settings.consolidation
     report = Report.of(
         "scripted-model" if scripted_model else "model", config.provider, config.model,
@@ -75,12 +81,27 @@ def eval_command(
 def _route_settings(backend: Backend, provider: str | None, model: str | None) -> Settings:
     try:
         settings, _ = SettingsStore(backend.home).read()
-        data = settings.model_dump(exclude_unset=True)
-        chosen = data.setdefault("consolidation", {})
-        chosen.update({k: v for k, v in {"provider": provider, "model": model}.items() if v is not None})
+    except SettingsError as exc:
+        fail("\n".join(exc.problems))
+    _check_provider(settings, provider)
+    data = settings.model_dump(exclude_unset=True)
+    chosen = data.setdefault("consolidation", {})
+    chosen.update({k: v for k, v in {"provider": provider, "model": model}.items() if v is not None})
+    try:
         return parse_settings(_yaml(data), "the evaluated settings")
     except SettingsError as exc:
         fail("\n".join(exc.problems))
+
+
+def _check_provider(settings: Settings, provider: str | None) -> None:
+    """Before the evaluated settings are parsed: remem writes them, so the line their error
+    names is in no file the user has; the option is what to fix."""
+    known = settings.all_providers()
+    if provider is not None and provider not in known:
+        raise click.UsageError(
+            f"--provider {one_line(provider)} is not a provider of your settings; use one of "
+            f"{', '.join(sorted(known))} or add it under providers in settings.yml"
+        )
 
 
 def _yaml(data: dict[str, object]) -> bytes:
@@ -95,14 +116,25 @@ def _wanted(pattern: str, format_name: str, case: Case) -> bool:
     )
 
 
-async def _run_all(chosen: list[tuple[str, Case]], settings: Settings, backend: Backend) -> list[CaseScore]:
-    scores: list[CaseScore] = []
+async def _run_all(
+    chosen: list[tuple[str, Case]], settings: Settings, backend: Backend, scores: list[CaseScore]
+) -> None:
+    """Append each case's score to `scores` as it ends, so an interrupted run can say how far it got."""
     show = sys.stderr.isatty()
     with click.progressbar(
         length=len(chosen), label="remem eval", file=sys.stderr, hidden=not show,
         item_show_func=lambda item: item,
     ) as bar:  # fmt: skip
         for name, case in chosen:  # the bar names the case just done
-            scores.append(await run_case(case, FORMATS[name](CWD), settings, backend.home))
+            score = await run_case(case, FORMATS[name](CWD), settings, backend.home)
+            if _interrupted(score):
+                raise asyncio.CancelledError  # asyncio.run reports it as the KeyboardInterrupt it was
+            scores.append(score)
             bar.update(1, f"{name}/{case.name}")
-    return scores
+
+
+def _interrupted(score: CaseScore) -> bool:
+    """Ctrl-C cancels the running task, and the review turns that into a `cancelled` receipt (or,
+    while it commits, finishes first) instead of raising: left there, the next case would run."""
+    task = asyncio.current_task()
+    return score.status == "cancelled" or (task is not None and task.cancelling() > 0)

@@ -27,6 +27,7 @@ from ..home import Home
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
 from ..protocol.memory import PutChange
+from ..sessions.errors import SessionLogError
 from ..sessions.reader import read_session
 from ..sessions.scripted import ScriptedTurn
 from ..settings import Settings
@@ -62,10 +63,13 @@ async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home
         try:
             result = await consolidator.consolidate(written.session_id, lambda phase, data: None)
         except Refused as exc:
-            refused = score_case(case, fmt.name, "refused", None, written.ranges)
-            return refused.model_copy(update={"error": f"{exc.code}: {exc.message}"})
+            return _failed(case, fmt, written, "refused", f"{exc.code}: {exc.message}")
         seconds = time.monotonic() - started
-        trace = _trace(home, result.review)
+        try:
+            trace = _trace(home, result.review)
+        except (SessionLogError, OSError) as exc:  # one case's, not the run's: the others still count
+            why = exc.reason if isinstance(exc, SessionLogError) else str(exc)
+            return _failed(case, fmt, written, "unreadable", f"its worker session cannot be read back: {why}")
     score = score_case(case, fmt.name, result.status.value, trace.changes, written.ranges)
     return score.model_copy(
         update={
@@ -77,6 +81,12 @@ async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home
             "error": trace.error,
         }
     )
+
+
+def _failed(case: Case, fmt: SessionFormat, written: Written, status: str, error: str) -> CaseScore:
+    """A case graded as if no proposal was made: every fact missed, the outcome wrong."""
+    score = score_case(case, fmt.name, status, None, written.ranges)
+    return score.model_copy(update={"error": error})
 
 
 def _private_home(scratch: Path, settings: Settings) -> tuple[Home, Path]:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.home import Home
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, hang
 from tests.scripted_model import serve
 from tests.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 
@@ -21,11 +23,18 @@ pytestmark = pytest.mark.slow  # `remem eval` runs the whole labelled set in pro
 MARKER = "private-marker-7f3a"
 
 
-def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
+def _command(home: Home, *args: str) -> list[str]:
+    return [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "eval", *args]
+
+
+def _env(key: str | None = "sk-test", **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
     env.update({KEY_ENV: key} if key else {})
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "eval", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    return env | more
+
+
+def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_command(home, *args), env=_env(key), capture_output=True, text=True, timeout=120)
 
 
 def test_eval_measures_the_harness_and_says_so(user_home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
@@ -72,7 +81,10 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     nothing = remem(user_home, "--cases", "nope*")
     assert nothing.returncode == 2 and "dsh/secrets" in nothing.stderr
     unknown = remem(user_home, "--provider", "nowhere")
-    assert unknown.returncode == 2 and "`nowhere` is not defined" in unknown.stderr
+    assert (
+        unknown.returncode == 2 and "--provider nowhere is not a provider of your settings" in unknown.stderr
+    )
+    assert "deepseek, fake, ollama, openai" in unknown.stderr and "evaluated settings" not in unknown.stderr
 
 
 def test_the_key_may_come_from_the_users_credentials_file(user_home: Home, fake: FakeOpenAI) -> None:
@@ -83,3 +95,27 @@ def test_the_key_may_come_from_the_users_credentials_file(user_home: Home, fake:
     assert done.returncode == 0, done.stderr
     [case] = json.loads(done.stdout)["cases"]
     assert case["score"]["status"] == "committed" and case["metrics"]["recall"] == 1.0
+
+
+def test_ctrl_c_stops_the_run_with_no_report(user_home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
+    # A short timeout: without the fix the other cases would time out and a report follow.
+    text = user_home.settings_file.read_text()
+    user_home.settings_file.write_text(
+        text.replace("  max_input_bytes:", "  timeout_seconds: 3\n  max_input_bytes:")
+    )
+    fake.reply_always(lambda body: hang())
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    command = _command(user_home, "--cases", "dsh/[cd]*", "--json")
+    with subprocess.Popen(command, env=_env(TMPDIR=str(temp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as run:  # fmt: skip
+        deadline = time.monotonic() + 60
+        while fake.count == 0 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the first case waits on the model
+        assert fake.count == 1, "the first case never asked the model"
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)  # a hang guard, not a speed assertion
+    assert run.returncode == 130, err
+    assert out == "" and "interrupted after 0 of 4 case(s); no report" in err
+    assert fake.count == 1, "no case ran after Ctrl-C"
+    assert not list(temp.glob("remem-eval-*"))
