@@ -3,20 +3,22 @@
 A revert never rewrites history: it is an ordinary commit, compare-and-swapped on the revision
 the revert was planned against, whose history entry names the entry it brought back. Records
 are put back through the same validation as any change, so content that was invalid at that
-entry (an invalid hand edit, bytes that are not UTF-8 included) is refused rather than restored.
+entry (an invalid hand edit, bytes that are not UTF-8 included) is refused rather than restored;
+a valid one is written back as the entry holds its bytes, so a hand edit keeps its comments and
+layout and the scope ends at the entry's own revision.
 """
 
 from __future__ import annotations
 
 from ..protocol.memory import Actor, CommitResult, DeleteChange, PutChange
 from .batch import InvalidChanges, Problem
-from .canonical import decode
+from .canonical import canonicalize, decode
 from .diagnostics import has_errors
 from .history import GLOBAL_FILE
 from .record import record_name_of
 from .revision import global_revision, shown_name, workspace_revision
 from .store import MemoryStore
-from .validation import validate_workspace
+from .validation import validate_global, validate_workspace
 
 
 def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple[str | None, CommitResult]:
@@ -26,15 +28,27 @@ def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple
     actor = Actor(kind="revert", reverts=entry.id)
     if entry.workspace is None:
         expected = expected_revision or global_revision(store.global_bytes())
-        text, problems = decode(target.get(GLOBAL_FILE, b""))
-        if problems:  # restoring it would write U+FFFD where the bytes were: text never there
-            message = f"{GLOBAL_FILE} was not valid UTF-8 at that entry, so it cannot be put back"
-            raise InvalidChanges([Problem(code="remem/revert-invalid", message=message, file=GLOBAL_FILE)])
-        return None, store.replace_global(expected, text, actor)
+        return None, store.replace_global(expected, global_text(target.get(GLOBAL_FILE, b"")), actor)
+    # Its cwd is "" when the folder is gone (the history does not hold it): the folder the revert
+    # creates names no project until a commit made from the project's folder names it.
     workspace = store.workspace_of(entry.workspace)
     current = store.workspace_files(workspace)
     expected = expected_revision or workspace_revision(current)
-    return entry.workspace, store.commit_workspace(workspace, expected, changes_to(current, target), actor)
+    changes = changes_to(current, target)
+    exact = {c.record.file_name: target[c.record.file_name] for c in changes if isinstance(c, PutChange)}
+    return entry.workspace, store.commit_workspace(workspace, expected, changes, actor, exact=exact)
+
+
+def global_text(data: bytes) -> str:
+    """The text of GLOBAL.md as an entry holds it; InvalidChanges when it was not valid there."""
+    text, problems = decode(data)
+    if problems:  # restoring it would write U+FFFD where the bytes were: text never there
+        message = f"{GLOBAL_FILE} was not valid UTF-8 at that entry, so it cannot be put back"
+        raise InvalidChanges([Problem(code="remem/revert-invalid", message=message, file=GLOBAL_FILE)])
+    if has_errors(validate_global(canonicalize(text))):  # else told as if of the file as it is now
+        message = f"{GLOBAL_FILE} was not valid at that entry, so it cannot be put back"
+        raise InvalidChanges([Problem(code="remem/revert-invalid", message=message, file=GLOBAL_FILE)])
+    return text
 
 
 def changes_to(current: dict[str, bytes], target: dict[str, bytes]) -> list[PutChange | DeleteChange]:

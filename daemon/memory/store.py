@@ -9,9 +9,10 @@ nothing is ever dropped or rewritten behind the user's back.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -176,14 +177,19 @@ class MemoryStore:
         expected_revision: str,
         changes: list[PutChange | DeleteChange],
         actor: Actor = CLI,
+        *,
+        exact: Mapping[str, bytes] | None = None,
     ) -> CommitResult:
+        """`exact`: for a put's file, the bytes to write instead of its record's rendering (a
+        revert writes back a hand edit's comments and layout); each must parse to that record."""
         _check_revision(expected_revision)
 
         def commit(files: dict[str, bytes]) -> CommitResult:
             if workspace_revision(files) != expected_revision:
                 return CommitResult(status="conflict", revision=workspace_revision(files))
-            plan = plan_workspace(files, changes)
+            plan = _held_as(plan_workspace(files, changes), files, exact or {})
             if not plan.changed:
+                self._label(workspace)
                 return CommitResult(status="no-change", revision=plan.before)
             try:
                 self._publish_workspace(workspace, plan, files)
@@ -248,27 +254,9 @@ class MemoryStore:
         return self.home.workspaces / workspace.key
 
     def workspace_of(self, key: str) -> WorkspaceId:
-        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown).
-
-        The file only labels the folder, so one that cannot be believed leaves the cwd unknown
-        rather than the workspace's memory unreadable: a link or FIFO there is never followed or
-        waited on (the daemon reads it at start, for every workspace, holding the scope's lock),
-        and is named in the log."""
-        path = self.home.workspaces / key / WORKSPACE_INFO
-        try:
-            raw = read_regular(path, WORKSPACE_INFO_MAX_BYTES)
-        except OSError as exc:
-            if refused(exc):
-                self._odd_info(path, "is not a regular file (a symlink, FIFO or folder)")
-            return WorkspaceId(key=key, cwd="")
-        if raw is None:
-            self._odd_info(path, f"is over {WORKSPACE_INFO_MAX_BYTES // 1024} KiB")
-            return WorkspaceId(key=key, cwd="")
-        try:
-            info = WorkspaceInfo.model_validate_json(raw)
-        except ValidationError:
-            return WorkspaceId(key=key, cwd="")
-        return WorkspaceId(key=key, cwd=info.cwd)
+        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown)."""
+        info = self._info(self.home.workspaces / key / WORKSPACE_INFO)
+        return WorkspaceId(key=key, cwd="" if info is None else info.cwd)
 
     # -- Internals ------------------------------------------------------------------------
 
@@ -277,6 +265,45 @@ class MemoryStore:
 
     def _read_global_file(self) -> bytes | None:
         return _read_memory_file(self.home.global_file, IRREGULAR_GLOBAL)
+
+    def _info(self, path: Path) -> WorkspaceInfo | None:
+        """workspace.json's content; None when there is none to believe.
+
+        The file only labels the folder, so one that cannot be believed leaves the cwd unknown
+        rather than the workspace's memory unreadable: a link or FIFO there is never followed or
+        waited on (the daemon reads it at start, for every workspace, holding the scope's lock),
+        and is named in the log."""
+        try:
+            raw = read_regular(path, WORKSPACE_INFO_MAX_BYTES)
+        except OSError as exc:
+            if refused(exc):
+                self._odd_info(path, "is not a regular file (a symlink, FIFO or folder)")
+            return None
+        if raw is None:
+            self._odd_info(path, f"is over {WORKSPACE_INFO_MAX_BYTES // 1024} KiB")
+            return None
+        try:
+            return WorkspaceInfo.model_validate_json(raw)
+        except ValidationError:
+            return None
+
+    def _label(self, workspace: WorkspaceId, *, created: bool = False) -> None:
+        """Write workspace.json for a folder just created, or name the project in one that names
+        none (or is gone) when `workspace` knows it: a revert that recreates a deleted folder
+        cannot, since the history does not hold the project's path. A label the store cannot
+        believe (a link, a FIFO, not its JSON) is the user's to mend, and is left as it is."""
+        path = self.folder(workspace) / WORKSPACE_INFO
+        created_at = _now()
+        if not created:
+            if not workspace.cwd or not path.parent.is_dir():
+                return
+            if os.path.lexists(path):
+                info = self._info(path)
+                if info is None or info.cwd:
+                    return
+                created_at = info.createdAt
+        info = WorkspaceInfo(cwd=workspace.cwd, createdAt=created_at)
+        atomic_write(path, info.model_dump_json(indent=2).encode() + b"\n")
 
     def _odd_info(self, path: Path, what: str) -> None:
         if path not in self._odd_infos:  # asked for at every code action in a record: said once
@@ -339,10 +366,10 @@ class MemoryStore:
     ) -> None:
         """Raises Displaced when a record was saved by hand since `files` were read."""
         folder = self.folder(workspace)
-        if not folder.is_dir():
+        created = not folder.is_dir()
+        if created:
             ensure_private_dir(folder)
-            info = WorkspaceInfo(cwd=workspace.cwd, createdAt=_now())
-            atomic_write(folder / WORKSPACE_INFO, info.model_dump_json(indent=2).encode() + b"\n")
+        self._label(workspace, created=created)
         writes = dict(plan.writes)
         writes[INDEX_FILE] = index_bytes(plan)
         expected = {
@@ -350,6 +377,18 @@ class MemoryStore:
         }
         expected[INDEX_FILE] = ANY  # generated from the records; nobody's edits live there
         write_generation(folder, plan.after, writes, plan.deletes, expected)
+
+
+def _held_as(plan: WorkspacePlan, files: dict[str, bytes], exact: Mapping[str, bytes]) -> WorkspacePlan:
+    """`plan` with its puts' files written as `exact` holds them, and the revision they give."""
+    puts = {change.record.file_name for change in plan.changes if isinstance(change, PutChange)}
+    held = {name: data for name, data in exact.items() if name in puts}
+    if not held:
+        return plan
+    writes = {**plan.writes, **{name: data for name, data in held.items() if files.get(name) != data}}
+    following = {name: data for name, data in files.items() if name not in plan.deletes}
+    following.update(writes)
+    return dataclasses.replace(plan, after=workspace_revision(following), writes=writes)
 
 
 def _file_problem(code: str, message: str) -> Diagnostic:

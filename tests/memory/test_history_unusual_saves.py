@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.revert import changes_to
 from remem.daemon.memory.revision import workspace_revision
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import PutChange, Record
 from remem.daemon.server.process import Daemon, HomeLock
 from remem.daemon.server.running_settings import RunningSettings
 from remem.daemon.server.runtime import DaemonPaths
@@ -323,3 +325,93 @@ def test_the_daemon_starts_when_one_scope_cannot_be_checked(
     history = MemoryStore(home).history
     assert [e.actor.kind for e in history.log(None)] == ["recovered"], "checked after the failure too"
     assert [e.actor.kind for e in history.log(failing.key)] == ["cli"]
+
+
+HAND_EDITED = b"---\n# why: see ticket 42\ntype:   project\nname: alpha\ndescription: d\n---\nv1\n"
+
+
+@pytest.mark.parametrize("body", ["v2\n", "v1\n"], ids=["other-content", "same-record-rendered"])
+def test_a_revert_writes_back_a_hand_edit_as_the_entry_holds_it(
+    body: str, home: Home, workspace: WorkspaceId
+) -> None:
+    """A hand edit's comment, key order and spacing come back, and the workspace ends at that
+    entry's revision. It used to be re-rendered from its record: the comment was lost, and when
+    the record rendered as the file now is, the revert was no change at all."""
+    store = MemoryStore(home)
+    store.commit_workspace(workspace, EMPTY, [put("alpha", "v1\n")])
+    alpha = store.folder(workspace) / "alpha.md"
+    alpha.write_bytes(HAND_EDITED)
+    edited = store.sync_history(workspace.key, HAND_EDIT)
+    assert edited is not None
+    current = store.read_workspace(workspace).revision
+    change = PutChange(
+        action="put", record=Record(name="alpha", description="d", type="project", content=body)
+    )
+    assert store.commit_workspace(workspace, current, [change]).status == "committed"
+
+    code, out, _ = run(home, "memory", "revert", edited, "--json")
+    assert code == 0 and json.loads(out)["revision"] == store.history.entry(edited).after
+    assert alpha.read_bytes() == HAND_EDITED
+    newest = store.history.log(workspace.key)[0]
+    assert newest.actor.kind == "revert" and store.history.files_at(newest.id) == {"alpha.md": HAND_EDITED}
+
+
+def test_a_revert_that_recreates_a_deleted_folder_leaves_its_project_to_the_next_commit(
+    home: Home, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    """The history does not hold the project's folder, so the revert's workspace.json names
+    none; the next `apply --cwd` names it. It used to stay empty for good."""
+    store = MemoryStore(home)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    assert first.history is not None
+    info = store.folder(workspace) / "workspace.json"
+    shutil.rmtree(store.folder(workspace))
+    assert run(home, "memory", "log", "--cwd", workspace.cwd)[0] == 0
+
+    code, out, _ = run(home, "memory", "revert", first.history, "--json")
+    assert code == 0 and json.loads(out)["revision"] == first.revision
+    label = json.loads(info.read_bytes())
+    assert label["cwd"] == ""
+    changes = tmp_path / "changes.json"
+    changes.write_text(json.dumps([put("beta").model_dump()]))
+    apply = [
+        "apply",
+        "--cwd",
+        workspace.cwd,
+        "--expected-revision",
+        first.revision,
+        "--changes",
+        str(changes),
+    ]
+    code, out, _ = run(home, "memory", *apply)
+    assert code == 0, out
+    assert json.loads(info.read_bytes()) == {"cwd": workspace.cwd, "createdAt": label["createdAt"]}
+    assert store.workspace_of(workspace.key) == workspace
+
+
+def test_a_commit_that_changes_nothing_still_names_the_project(home: Home, workspace: WorkspaceId) -> None:
+    store = MemoryStore(home)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    info = store.folder(workspace) / "workspace.json"
+    created = json.loads(info.read_bytes())["createdAt"]
+    info.write_text(json.dumps({"cwd": "", "createdAt": created}))
+    assert store.commit_workspace(workspace, first.revision, [put("alpha")]).status == "no-change"
+    assert json.loads(info.read_bytes()) == {"cwd": workspace.cwd, "createdAt": created}
+
+
+def test_a_revert_to_a_global_md_that_was_invalid_is_refused_as_of_that_entry(home: Home) -> None:
+    """It used to be refused with the entry's own problem (`remem/control-character`, "delete
+    it"), which reads as if GLOBAL.md as it is now were broken."""
+    store = MemoryStore(home)
+    store.replace_global(EMPTY, "first\n")
+    home.global_file.write_bytes(b"x \x01\n")
+    bad = store.sync_history(None, HAND_EDIT)
+    assert bad is not None
+    home.global_file.write_bytes(b"fixed\n")
+    store.sync_history(None, HAND_EDIT)
+
+    code, out, err = run(home, "memory", "revert", bad, "--json")
+    assert code == 2 and "remem/revert-invalid" in out + err and "control-character" not in out + err
+    assert "GLOBAL.md was not valid at that entry" in out + err
+    assert home.global_file.read_bytes() == b"fixed\n", "nothing written"
+    assert len(store.history.log(None)) == 3, "no entry"
