@@ -74,7 +74,7 @@ from .receipts import (
 )
 from .route import Route, RouteError, open_client, resolve_route
 from .settle import commit, mark, recover, unmark
-from .worker import Outcome, Progress, run_attempt
+from .worker import Outcome, Progress, http_client, run_attempt
 from .worker_log import WorkerLog, worker_log_path, worker_session_id
 
 if TYPE_CHECKING:
@@ -454,8 +454,9 @@ class Consolidator:
     def _client(self, route: Route) -> AsyncOpenAI:
         key = (route.base_url, route.api_key)
         if key not in self._clients:
-            # Retries are bounded: the attempt's own timeout is the user's budget.
-            self._clients[key] = open_client(route, max_retries=2)
+            # Retries are bounded: the attempt's own timeout is the user's budget. The HTTP
+            # client notes each status, so a timeout met while retrying a 429 says so.
+            self._clients[key] = open_client(route, max_retries=2, http_client=http_client())
         return self._clients[key]
 
 

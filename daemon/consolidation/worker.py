@@ -20,7 +20,9 @@ import logging
 import re
 import traceback
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
@@ -35,6 +37,7 @@ from .route import InvalidBaseUrl, Route
 from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
+    import httpx2
     from openai import AsyncOpenAI
     from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
@@ -60,6 +63,41 @@ class Outcome:
     cause: str | None = None
 
 
+@dataclass
+class _Heard:
+    """The provider's last HTTP answer in an attempt: its status and its `Retry-After`."""
+
+    status: int | None = None
+    retry_after: str | None = None
+
+
+# The attempt under way, seen from the HTTP client the routes share: set around the attempt's
+# task, which copies it, and filled by `_hear` inside that task.
+_HEARD: ContextVar[_Heard | None] = ContextVar("remem_consolidation_heard", default=None)
+
+
+def http_client() -> httpx2.AsyncClient:
+    """The SDK's default HTTP client, noting each status the provider answers for the attempt
+    under way. The SDK retries a 429 or a 5xx inside the attempt's timeout, sleeping what
+    `Retry-After` asks: when the timeout lands in that sleep, the error is lost with it, and
+    the user would read a slow model where the provider refused."""
+    from openai import DefaultAsyncHttpxClient
+
+    return DefaultAsyncHttpxClient(event_hooks={"request": [_asking], "response": [_hear]})
+
+
+async def _asking(request: httpx2.Request) -> None:
+    """A request sent: what is awaited now is its answer, not the one before (a retry of a 503
+    that then hangs is a timeout like any other)."""
+    if (heard := _HEARD.get()) is not None:
+        heard.status = heard.retry_after = None
+
+
+async def _hear(response: httpx2.Response) -> None:
+    if (heard := _HEARD.get()) is not None:
+        heard.status, heard.retry_after = response.status_code, response.headers.get("retry-after")
+
+
 async def run_attempt(
     connect: Callable[[], AsyncOpenAI], route: Route, log: WorkerLog, context: str,
     ranges: list[EvidenceRange], frozen: Frozen, progress: Progress,
@@ -72,13 +110,15 @@ async def run_attempt(
         {"role": "system", "content": SYSTEM_RULES},
         {"role": "user", "content": context},
     ]
+    heard = _Heard()
+    listening = _HEARD.set(heard)  # before `wait_for`, whose task copies the context
     try:
         outcome = await asyncio.wait_for(
             _loop(_connect(connect), route, log, messages, ranges, frozen, progress), route.timeout_seconds
         )
     except asyncio.TimeoutError:  # not the builtin before Python 3.11
         await asyncio.to_thread(log.end, "aborted")
-        error = f"no final proposal within {route.timeout_seconds:g} s from {route.shown_url}"
+        error = _timed_out(route, heard)
         return Outcome("provider-failed", error=error, cause=error)
     except asyncio.CancelledError:
         await asyncio.to_thread(log.end, "aborted")
@@ -89,8 +129,43 @@ async def run_attempt(
         return Outcome("provider-failed", error=f"{exc} {asked}", cause=f"{exc.cause} {asked}")
     except Exception as exc:
         return await _failed(exc, route, log)
+    finally:
+        _HEARD.reset(listening)
     await asyncio.to_thread(log.end, "completed" if outcome.plan is not None else "error")
     return outcome
+
+
+def _timed_out(route: Route, heard: _Heard) -> str:
+    """The timeout, and the HTTP error the provider last answered, if it did: then the SDK was
+    waiting to retry, not the model answering. Only a status and a number: no provider text."""
+    timeout = f"no final proposal within {route.timeout_seconds:g} s from {route.shown_url}"
+    if heard.status is None or heard.status < 400:
+        return timeout
+    wait = _seconds(heard.retry_after)
+    asked = f" and asked to wait {wait:g} s" if wait is not None else ""
+    return (
+        f"{timeout}: the provider answered {heard.status} ({_status_name(heard.status)}){asked}; "
+        "raise consolidation.timeout_seconds or try later"
+    )
+
+
+def _status_name(status: int) -> str:
+    if status == HTTPStatus.TOO_MANY_REQUESTS:
+        return "rate limited"
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return "an HTTP error"
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """`Retry-After` in seconds; None for a date, or what is no number (never quoted: the
+    provider's text)."""
+    try:
+        seconds = float(retry_after or "")
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < float("inf") else None
 
 
 async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
@@ -120,6 +195,7 @@ async def _loop(
     client: AsyncOpenAI, route: Route, log: WorkerLog, messages: list[dict[str, Any]],
     ranges: list[EvidenceRange], frozen: Frozen, progress: Progress,
 ) -> Outcome:  # fmt: skip
+    last: tuple[str, str] = ("", "")
     for step in range(1, MAX_STEPS + 1):
         progress("model-step", {"step": step})
         response = _completion(await _ask(client, route, messages))
@@ -135,12 +211,30 @@ async def _loop(
         await _written(log.step, _blocks(raw, calls), route.provider, route.model, exchanges, usage)
         if accepted is not None:
             return Outcome("proposed", plan=accepted)
+        last = _wrong(finish, exchanges, route)
         if not calls:
             nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
             await _written(log.nudge, nudge)
             messages.append({"role": "user", "content": nudge})
-    error = f"no valid final proposal within {MAX_STEPS} model steps"
-    return Outcome("invalid-proposal", error=error, cause=error)
+    said, kind = last
+    error = f"no valid final proposal within {MAX_STEPS} model steps; the last answer"
+    return Outcome("invalid-proposal", error=error + said, cause=error + kind)
+
+
+def _wrong(finish: str | None, exchanges: list[ToolExchange], route: Route) -> tuple[str, str]:
+    """What was wrong with a step's answer, to end "the last answer" with: for the user, the
+    tool's answer to it, redacted (a rejection may quote the model's arguments, and so the
+    session), then the kind of fault alone, for the logs."""
+    if finish == "length":  # cut off, its arguments are rejected as broken JSON: not the cause
+        cut = f" was cut off at max_tokens {route.max_tokens} (finish_reason length)"
+        return f"{cut}: raise consolidation.max_tokens", cut
+    if not exchanges:
+        return " called no tool", " called no tool"
+    result = exchanges[-1].result
+    if result == _DRAFT:
+        draft = " was a valid draft, never sent with `final: true`"
+        return draft, draft
+    return f": {_bounded(redact(' '.join(result[:_REDACTED_CHARS].split())), _SAID_CHARS)}", " was rejected"
 
 
 async def _written(write: Callable[..., None], *args: Any) -> None:
@@ -284,10 +378,10 @@ def _check(name: str, arguments: str, ranges: list[EvidenceRange], frozen: Froze
         plan = plan_proposal(proposal, ranges, frozen)
     except ProposalRejected as exc:
         return None, "rejected:\n" + "\n".join(f"- {p}" for p in exc.problems)
-    return (
-        plan,
-        ACCEPTED if proposal.final else "valid draft; send it again with `final: true` when it is complete",
-    )
+    return plan, ACCEPTED if proposal.final else _DRAFT
+
+
+_DRAFT = "valid draft; send it again with `final: true` when it is complete"
 
 
 def _blocks(raw: dict[str, Any], calls: list[Any]) -> list[dict[str, Any]]:
