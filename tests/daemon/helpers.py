@@ -55,3 +55,12 @@ def calls(home: Home, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         return results
 
     return asyncio.run(run())
+
+
+def alive(pid: int) -> bool:
+    """Whether a process `pid` exists (a daemon this test did not spawn is reaped by init)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -19,6 +19,8 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 from tests.waiting import SECONDS, until, wait_until
 
+from .helpers import alive
+
 pytestmark = pytest.mark.slow
 
 
@@ -78,7 +80,7 @@ def test_a_killed_daemon_is_reaped_by_the_client_that_spawned_it(home: Home) -> 
 
     pid = asyncio.run(scenario())  # this process spawned it, and outlives it
     kill_and_wait(DaemonPaths(home), pid)
-    wait_until(lambda: not _exists(pid))  # a zombie would still be there
+    wait_until(lambda: not alive(pid))  # a zombie would still be there
 
 
 def test_a_daemon_told_to_stop_exits_while_a_client_stays_connected(home: Home) -> None:
@@ -96,11 +98,3 @@ def test_a_daemon_told_to_stop_exits_while_a_client_stays_connected(home: Home) 
         return stopped
 
     assert asyncio.run(scenario())
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

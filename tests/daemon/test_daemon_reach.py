@@ -16,7 +16,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 
-from .helpers import remem, wait_until
+from .helpers import alive, remem, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -41,14 +41,6 @@ def _pid(home: Home) -> int:
     started = remem(home, "daemon", "start", "--json")
     assert started.returncode == 0, started.stderr
     return int(json.loads(started.stdout)["pid"])
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def test_a_copy_of_the_home_gets_a_daemon_of_its_own_never_the_originals(
@@ -80,7 +72,7 @@ def test_a_daemon_no_client_can_reach_leaves_and_the_next_command_starts_one(
     else:
         os.rename(home.root, other.root)
         here = other
-    wait_until(lambda: _gone(first), what="the daemon to leave")
+    wait_until(lambda: not alive(first), what="the daemon to leave")
     listed = remem(here, "memory", "show", "--json")
     assert listed.returncode == 0, listed.stderr
     second = json.loads(remem(here, "daemon", "status", "--json").stdout)

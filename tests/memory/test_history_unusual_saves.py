@@ -170,16 +170,22 @@ def test_an_entry_written_without_a_blob_is_reported_and_mended(home: Home, work
     assert code == 0 and all(e["stat"] is not None for e in json.loads(out)["entries"])
 
 
+def _hand_edited(store: MemoryStore, workspace: WorkspaceId, data: bytes) -> tuple[Path, str]:
+    """`alpha` committed, then saved by hand as `data`: its file, and the entry that saw it."""
+    store.commit_workspace(workspace, EMPTY, [put("alpha", "v1\n")])
+    alpha = store.folder(workspace) / "alpha.md"
+    alpha.write_bytes(data)
+    entry = store.sync_history(workspace.key, HAND_EDIT)
+    assert entry is not None
+    return alpha, entry
+
+
 HAND_EDIT_NOT_UTF8 = b"---\nname: alpha\ndescription: d\ntype: project\n---\ncaf\xe9 edited by hand\n"
 
 
 def test_a_revert_to_a_record_that_was_not_utf8_is_refused(home: Home, workspace: WorkspaceId) -> None:
     store = MemoryStore(home)
-    store.commit_workspace(workspace, EMPTY, [put("alpha", "v1\n")])
-    alpha = store.folder(workspace) / "alpha.md"
-    alpha.write_bytes(HAND_EDIT_NOT_UTF8)
-    bad = store.sync_history(workspace.key, HAND_EDIT)
-    assert bad is not None
+    alpha, bad = _hand_edited(store, workspace, HAND_EDIT_NOT_UTF8)
     fixed = b"---\nname: alpha\ndescription: d\ntype: project\n---\nfixed\n"
     alpha.write_bytes(fixed)
     store.sync_history(workspace.key, HAND_EDIT)
@@ -191,17 +197,30 @@ def test_a_revert_to_a_record_that_was_not_utf8_is_refused(home: Home, workspace
     assert len(store.history.log(workspace.key)) == logged, "no entry"
 
 
-def test_a_revert_to_a_global_md_that_was_not_utf8_is_refused(home: Home) -> None:
+@pytest.mark.parametrize(
+    ("edited", "said"),
+    [
+        (b"caf\xe9 latin-1 edited by hand\n", "GLOBAL.md was not valid UTF-8"),
+        # Once refused with the entry's own problem (`remem/control-character`, "delete it"),
+        # which read as if GLOBAL.md as it is now were broken.
+        (b"x \x01\n", "GLOBAL.md was not valid at that entry"),
+    ],
+    ids=["not-utf8", "invalid"],
+)
+def test_a_revert_to_a_global_md_that_was_invalid_is_refused_as_of_that_entry(
+    home: Home, edited: bytes, said: str
+) -> None:
     store = MemoryStore(home)
     store.replace_global(EMPTY, "first\n")
-    home.global_file.write_bytes(b"caf\xe9 latin-1 edited by hand\n")
+    home.global_file.write_bytes(edited)
     bad = store.sync_history(None, HAND_EDIT)
     assert bad is not None
     home.global_file.write_bytes(b"fixed\n")
     store.sync_history(None, HAND_EDIT)
 
     code, out, err = run(home, "memory", "revert", bad, "--json")
-    assert code == 2 and "remem/revert-invalid" in out + err and "GLOBAL.md was not valid UTF-8" in out + err
+    assert code == 2 and "remem/revert-invalid" in out + err and said in out + err
+    assert "control-character" not in out + err
     assert home.global_file.read_bytes() == b"fixed\n", "nothing written"
     assert len(store.history.log(None)) == 3, "no entry"
 
@@ -338,11 +357,7 @@ def test_a_revert_writes_back_a_hand_edit_as_the_entry_holds_it(
     entry's revision. It used to be re-rendered from its record: the comment was lost, and when
     the record rendered as the file now is, the revert was no change at all."""
     store = MemoryStore(home)
-    store.commit_workspace(workspace, EMPTY, [put("alpha", "v1\n")])
-    alpha = store.folder(workspace) / "alpha.md"
-    alpha.write_bytes(HAND_EDITED)
-    edited = store.sync_history(workspace.key, HAND_EDIT)
-    assert edited is not None
+    alpha, edited = _hand_edited(store, workspace, HAND_EDITED)
     current = store.read_workspace(workspace).revision
     change = PutChange(
         action="put", record=Record(name="alpha", description="d", type="project", content=body)
@@ -397,21 +412,3 @@ def test_a_commit_that_changes_nothing_still_names_the_project(home: Home, works
     info.write_text(json.dumps({"cwd": "", "createdAt": created}))
     assert store.commit_workspace(workspace, first.revision, [put("alpha")]).status == "no-change"
     assert json.loads(info.read_bytes()) == {"cwd": workspace.cwd, "createdAt": created}
-
-
-def test_a_revert_to_a_global_md_that_was_invalid_is_refused_as_of_that_entry(home: Home) -> None:
-    """It used to be refused with the entry's own problem (`remem/control-character`, "delete
-    it"), which reads as if GLOBAL.md as it is now were broken."""
-    store = MemoryStore(home)
-    store.replace_global(EMPTY, "first\n")
-    home.global_file.write_bytes(b"x \x01\n")
-    bad = store.sync_history(None, HAND_EDIT)
-    assert bad is not None
-    home.global_file.write_bytes(b"fixed\n")
-    store.sync_history(None, HAND_EDIT)
-
-    code, out, err = run(home, "memory", "revert", bad, "--json")
-    assert code == 2 and "remem/revert-invalid" in out + err and "control-character" not in out + err
-    assert "GLOBAL.md was not valid at that entry" in out + err
-    assert home.global_file.read_bytes() == b"fixed\n", "nothing written"
-    assert len(store.history.log(None)) == 3, "no entry"
