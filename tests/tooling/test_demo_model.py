@@ -113,6 +113,8 @@ def test_the_demos_cli_part_runs_clean_and_stops_what_it_started(tmp_path: Path)
     receipt = next(line for line in out.splitlines() if " committed " in line)
     assert "gateway-30-second-limit" in receipt and "standard-library-first" in receipt
     assert "remem daemon stopped" in out
+    # The home it leaves asks a model that stops with it: the way out is said with it.
+    assert "stops with the demo" in out and f"REMEM_HOME={demo / 'home'} " in out
     port = urllib.parse.urlsplit((demo / "model-url").read_text().strip()).port
     with pytest.raises(ConnectionRefusedError):  # the demo stopped its model
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
