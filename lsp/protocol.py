@@ -37,6 +37,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import MsgId
 
 from . import ids
+from .text_documents import LspWorkspace
 
 
 @attrs.define
@@ -77,6 +78,7 @@ class RememProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
+        self._workspace = LspWorkspace.like(self.workspace)  # before any document opens
         self._initialized = True
         return result
 

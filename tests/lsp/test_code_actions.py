@@ -243,3 +243,28 @@ async def test_files_outside_the_memory_folder_get_no_actions(client: LanguageCl
         context=types.CodeActionContext(diagnostics=[]),
     )
     assert not await client.text_document_code_action_async(params)
+
+
+@pytest.mark.parametrize(
+    "separator", ["\u2028", "\x0c", "\x85"], ids=["line-separator", "form-feed", "next-line"]
+)
+async def test_an_edit_after_a_character_python_breaks_lines_at_lands_where_the_editor_made_it(
+    client: LanguageClient, separator: str
+) -> None:
+    """LSP breaks lines only at CR and LF: an incremental edit below a U+2028, a form feed or a
+    U+0085 must change the line the editor changed. The server's copy once drifted there, and
+    the fix that makes the text canonical wrote the drifted text over the user's edit."""
+    text = record("sep", body=f"Use the{separator}separator.\nline2\nline3\n") + "\n"
+    uri = open_document(client, workspace_folder(HOME, "separators") / "sep.md", text)
+    line = text.split("\n").index("line2")
+    edit = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(line, 0), types.Position(line, len("line2"))), text="Second line"
+    )
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2), content_changes=[edit]
+        )
+    )
+    edited = text.replace("\nline2\n", "\nSecond line\n")
+    [action] = fixing(await code_actions(client, uri, "remem/trailing-newline"), "remem/trailing-newline")
+    assert await apply_fix(client, uri, edited, action, 3) == edited.removesuffix("\n")
