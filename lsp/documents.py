@@ -83,26 +83,38 @@ def opened(ls: RememServer, uri: str) -> TextDocument | None:
 def text_of(ls: RememServer, path: Path) -> str | None:
     """The editor's text of `path` if it is open, else the file's; None if there is no file."""
     document = open_documents(ls).get(path)
-    return document.source if document is not None else _file_text(path)
+    if document is not None:
+        return document.source
+    data = _file_bytes(path)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _file_text(path: Path) -> str | None:
-    """The text of the file at `path`; None if there is no file."""
+def _file_bytes(path: Path) -> bytes | None:
+    """The bytes of the file at `path`; None if there is no file."""
     if path.is_symlink():  # never followed: it could lead out of REMEM_HOME (the store refuses it too)
         return None
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        return path.read_bytes()
     except OSError:
         return None
 
 
-def record_texts(ls: RememServer, folder: Path) -> dict[str, str]:
-    """Every record of a workspace folder by file name, the editor's texts standing in for files."""
+def record_texts(ls: RememServer, folder: Path) -> tuple[dict[str, str], set[str]]:
+    """Every record of a workspace folder by file name, the editor's texts standing in for files;
+    and the names of those whose bytes are not UTF-8 (left out: what they say is unknown)."""
     names = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
     opened = {path.name: doc.source for path, doc in open_documents(ls).items() if path.parent == folder}
-    records = sorted(name for name in names | opened.keys() if record_name_of(name) is not None)
-    texts = {name: opened[name] if name in opened else _file_text(folder / name) for name in records}
-    return {name: text for name, text in texts.items() if text is not None}
+    texts: dict[str, str] = {}
+    undecodable: set[str] = set()
+    for name in sorted(n for n in names | opened.keys() if record_name_of(n) is not None):
+        if name in opened:
+            texts[name] = opened[name]
+        elif (data := _file_bytes(folder / name)) is not None:
+            try:
+                texts[name] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                undecodable.add(name)
+    return texts, undecodable
 
 
 def valid_name(name: str) -> bool:

@@ -21,7 +21,7 @@ from .canonical import (
     read_file,
     too_large,
 )
-from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic
+from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .lint_cache import FolderEntries, LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .revision import shown_name
@@ -85,8 +85,9 @@ def lint_workspace_folder(
         index = (edited[INDEX_FILE], [])
     elif INDEX_FILE in names:
         index = cache.read(folder, INDEX_FILE)
+    unread = any(has_errors(problems) for _, problems in decoded.values())  # not UTF-8, too large
     parsed, index_problems = validate_workspace(
-        {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse
+        {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse, unread
     )
     kept = [other for other in names if UNMERGED_MARKER in other]  # almost always none
     reports = {

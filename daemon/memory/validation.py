@@ -203,12 +203,15 @@ def validate_workspace(
     files: dict[str, str],
     index_text: str | None = None,
     parse: Callable[[str, str], ParsedRecord] = parse_record,
+    unread: bool = False,
 ) -> tuple[dict[str, ParsedRecord], list[Diagnostic]]:
     """Validate every record of a workspace together; return per-file results and the index's.
 
     `files` maps record file names to their text. Workspace-wide rules (case-insensitive
     duplicate names, the record limit, `MEMORY.md` in sync) are added to the per-file results.
     `parse` stands in for `parse_record` (a cache of it); its results are changed in place.
+    `unread`: a record's bytes could not be read as text (not UTF-8, too large), so what the
+    index should say is unknown, as while any record is invalid.
     """
     parsed = {name: parse(text, name) for name, text in files.items()}
     _check_duplicates(parsed)
@@ -218,7 +221,7 @@ def validate_workspace(
     index_problems: list[Diagnostic] = []
     if index_text is not None:
         records = [p.record for p in parsed.values() if p.record is not None]
-        all_valid = len(records) == len(parsed)
+        all_valid = len(records) == len(parsed) and not unread
         index_problems = validate_index(index_text, render_index(records) if all_valid else None)
     return parsed, index_problems
 

@@ -384,9 +384,10 @@ def _key_line(key: str, new: str) -> str:
 
 def _index(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
     actions = []
-    parsed, _ = validate_workspace(record_texts(context.ls, context.file.path.parent))
+    texts, undecodable = record_texts(context.ls, context.file.path.parent)
+    parsed, _ = validate_workspace(texts)
     records = [p.record for p in parsed.values() if p.record is not None]
-    if len(records) == len(parsed):
+    if len(records) == len(parsed) and not undecodable:
         rendered = render_index(records)
         if rendered != context.text:
             whole = lsp_range(TextPositions(context.text), 0, len(context.text))

@@ -445,3 +445,15 @@ def test_a_name_differing_from_its_file_offers_the_file_name_only_when_it_is_a_n
         f"the name `prefer-uv` differs from the file name `{file_name}`; rename the file to "
         f"`prefer-uv.md`{offered}"
     )
+
+
+def test_while_a_record_is_not_utf8_the_index_is_not_judged(tmp_path: Path) -> None:
+    """Its text read with U+FFFD parses to a record the store would never render: judging the
+    index against it said MEMORY.md was out of sync, and offered to write that record in."""
+    (tmp_path / "prefer-uv.md").write_text(record())
+    parsed, _ = validate_workspace({"prefer-uv.md": record()})
+    (tmp_path / "MEMORY.md").write_text(render_index([p.record for p in parsed.values() if p.record]))
+    assert lint_workspace_folder(tmp_path)["MEMORY.md"] == []
+    (tmp_path / "latin.md").write_bytes(record("latin", description="caf\xe9").encode("latin-1"))
+    found = lint_workspace_folder(tmp_path)
+    assert [d.code for d in found["latin.md"]] == ["remem/encoding"] and found["MEMORY.md"] == []
