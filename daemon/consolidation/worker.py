@@ -19,7 +19,7 @@ import asyncio
 import logging
 import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -172,11 +172,14 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
     """A provider's error ends the attempt `provider-failed`. Anything else went wrong in remem
     and ends it `internal-error`, rather than failing the request and leaving the attempt
     `running` for the next request to close as `interrupted`, which names no cause."""
-    from openai import APIError
+    from openai import APIConnectionError, APIError, APITimeoutError
 
     if isinstance(exc, APIError):
         await asyncio.to_thread(log.end, "error")
         asked = f"(asked {route.shown_url})"
+        if isinstance(exc, APIConnectionError) and not isinstance(exc, APITimeoutError):
+            asked += "; nothing answered there: start the provider's server, or choose another model"
+            asked += " (remem settings model)"
         return Outcome(
             "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
         )
@@ -423,7 +426,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def _identify(exc: BaseException) -> str:
     """A provider's error without any of its text, for the logs: the class of each exception of
     its chain, the HTTP status, and the error's `type` and `code` as the provider named them."""
-    parts = [" <- ".join(type(e).__name__ for e in _chain(exc))]
+    parts = [" <- ".join(_once(type(e).__name__ for e in _chain(exc)))]
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         parts.append(f"HTTP {status}")
@@ -437,9 +440,19 @@ def _describe(exc: BaseException) -> str:
     """A provider's error for the receipt and the user: what `_identify` says, then what each
     exception of its chain said (the provider's own `message` when its error body has one),
     redacted, then cut to `_SAID_CHARS`."""
-    said = [text for text in map(_said, _chain(exc)) if text]
+    said = _once(text for text in map(_said, _chain(exc)) if text)
     # Not a colon: `code invalid_api_key: …` would read as an assignment, and be masked as one.
     return _identify(exc) + (" — " + " <- ".join(said) if said else "")
+
+
+def _once(items: Iterable[str]) -> list[str]:
+    """`items` without a repeat of the one before: httpx wraps an error in one of the same name
+    and words, which said twice reads as two failures."""
+    kept: list[str] = []
+    for item in items:
+        if not kept or kept[-1] != item:
+            kept.append(item)
+    return kept
 
 
 def _said(exc: BaseException) -> str:
