@@ -128,12 +128,20 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
     left out stays as it is)."""
     try:
         current = backend.api().model_settings(Empty())
+        before = current.provider
         if provider is not None or model is not None:
             chosen = SelectModelParams(provider=provider or current.provider, model=model or current.model,
                                        expectedRevision=current.revision)  # fmt: skip
             current = backend.api().select_model(chosen)
     except RpcError as exc:
         _refused(exc, as_json, backend)
+    if model is None and current.provider != before and not as_json:
+        # Another provider rarely serves the same model id: say it was kept, before it fails a review.
+        say(
+            f"note: the model `{current.model}` was kept from {before}; "
+            f"give --model for one of {current.provider}",
+            err=True,
+        )
     if as_json:
         emit_json(current)
         return

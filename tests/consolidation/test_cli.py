@@ -84,6 +84,12 @@ def test_settings_model_reads_and_selects_with_compare_and_swap(
     )
     code, out, err = run(home, "settings", "model", "--provider", "nowhere")
     assert code == 2 and "nowhere" in err
+    # Only the provider given: the model id is kept, and said to be, since it rarely fits.
+    code, out, err = run(home, "settings", "model", "--provider", "fake")
+    assert code == 0 and out.startswith("fake/qwen3:8b")
+    assert err.strip() == "note: the model `qwen3:8b` was kept from ollama; give --model for one of fake"
+    code, out, err = run(home, "settings", "model", "--provider", "fake", "--model", "fake-model")
+    assert code == 0 and err == ""
 
 
 def test_an_invalid_settings_file_is_a_refusal_naming_the_key_and_line(
