@@ -281,10 +281,17 @@ def _name(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAct
     if written is None:
         return []
     slug = _NOT_SLUG.sub("-", written.lower()).strip("-")
-    if not valid_name(slug):
-        return []
-    edit = context.edit(context.set_key("name", slug))
-    return [_fix(f"Change the name to `{slug}`", diagnostic, edit, preferred=slug == written.lower())]
+    # The file's own name, when it is one, fixes this and cannot mismatch: it is preferred.
+    stem = file_name_as_record(context.file.path)
+    actions = []
+    if valid_name(slug):
+        preferred = slug == stem or (stem is None and slug == written.lower())
+        edit = context.edit(context.set_key("name", slug))
+        actions.append(_fix(f"Change the name to `{slug}`", diagnostic, edit, preferred=preferred))
+    if stem is not None and stem != slug:
+        edit = context.edit(context.set_key("name", stem))
+        actions.append(_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit, preferred=True))
+    return actions
 
 
 def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:

@@ -90,7 +90,10 @@ CASES = [
     ("name-casing", "prefer-uv.md", record("Prefer-UV"), "remem/name-invalid",
      "Change the name to `prefer-uv`", True, record("prefer-uv")),
     ("name-slug", "prefer-uv.md", record("Prefer UV!"), "remem/name-invalid",
-     "Change the name to `prefer-uv`", False, record("prefer-uv")),
+     "Change the name to `prefer-uv`", True, record("prefer-uv")),  # the file's name too
+    # Lower-casing `Dupe` would mismatch `dup2.md`: the file's name is the preferred fix.
+    ("name-invalid-from-file", "dup2.md", record("Dupe"), "remem/name-invalid",
+     "Set the name to `dup2` (the file name)", True, record("dup2")),
     ("name-from-file", "first.md", record("second"), "remem/name-mismatch",
      "Set the name to `first` (the file name)", False, record("first")),
     ("description-from-body", "e.md", record("e", description='""', body="Use uv, not pip.\n"),
