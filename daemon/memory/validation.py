@@ -487,9 +487,9 @@ def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:
 
 def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
     broken = _name_rules(value)
-    if broken is not None:
-        return broken
     stem = record_name_of(file_name) if file_name else None
+    if broken is not None:
+        return broken if stem is None else (broken[0], broken[1] + _and_the_file(value, stem, file_name))
     if stem is not None and stem != value:
         # The file's name is offered only when it is a name itself (`A.md` holds none).
         other = "" if _name_rules(stem) is not None else f" or set `name: {stem}`"
@@ -498,6 +498,17 @@ def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple
             f"`{value}.md`{other}"
         )
     return None
+
+
+def _and_the_file(value: str, stem: str, file_name: str | None) -> str:
+    """What else the lower-cased name asks, said at once rather than at the next check: the
+    file's name, when it differs from it."""
+    lowered = value.lower()
+    if lowered == stem or _name_rules(lowered) is not None:
+        return ""
+    if _name_rules(stem) is None:
+        return f", and rename the file `{file_name}` to `{lowered}.md` (or set `name: {stem}`)"
+    return f", and rename the file `{file_name}` to `{lowered}.md`"
 
 
 def _name_rules(value: str) -> tuple[str, str] | None:

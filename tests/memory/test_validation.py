@@ -457,3 +457,19 @@ def test_while_a_record_is_not_utf8_the_index_is_not_judged(tmp_path: Path) -> N
     (tmp_path / "latin.md").write_bytes(record("latin", description="caf\xe9").encode("latin-1"))
     found = lint_workspace_folder(tmp_path)
     assert [d.code for d in found["latin.md"]] == ["remem/encoding"] and found["MEMORY.md"] == []
+
+
+def test_an_upper_case_name_says_at_once_what_the_file_must_then_be_called() -> None:
+    """`Upper.md` holding `name: Prefer-UV`: once told to lower-case the name, the next check
+    said the file's name differs; both are said the first time."""
+    text = record("Prefer-UV")
+    said = {
+        f: only(validate_record(text, f), "name-invalid").message
+        for f in ("Upper.md", "dup2.md", "prefer-uv.md")
+    }
+    assert said == {
+        "Upper.md": "names are lowercase; use `prefer-uv`, and rename the file `Upper.md` to `prefer-uv.md`",
+        "dup2.md": "names are lowercase; use `prefer-uv`, and rename the file `dup2.md` to `prefer-uv.md` "
+        "(or set `name: dup2`)",
+        "prefer-uv.md": "names are lowercase; use `prefer-uv`",
+    }
