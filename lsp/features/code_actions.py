@@ -188,6 +188,8 @@ def _missing_key(context: _Context, diagnostic: types.Diagnostic) -> list[types.
     key = named.group(1) if named else ""
     if key not in FIELDS or context.front is None or context.front.entry(key) is not None:
         return []
+    if any(_meant(e.key) == key for e in context.front.entries):  # `Name:`: renaming it keeps its value
+        return []
     candidates = _candidates(context, key)
     return [
         _fix(
@@ -222,12 +224,17 @@ _SPELLING = 0.8  # how close a misspelled key must be: `descripton` is, `title` 
 def _key_casing(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
     """An unknown key that is a known one mis-cased or misspelled (`Type`, `descripton`)."""
     written = context.range_text(diagnostic.range)
-    close = difflib.get_close_matches(written.lower(), FIELDS, n=1, cutoff=_SPELLING)
-    key = close[0] if close else ""
+    key = _meant(written)
     if not key or key == written or context.front is None or context.front.entry(key) is not None:
         return []
     edit = context.edit([types.TextEdit(diagnostic.range, key)])
     return [_fix(f"Rename the key to `{key}`", diagnostic, edit, preferred=key == written.lower())]
+
+
+def _meant(written: str) -> str:
+    """The known key an unknown one stands for, mis-cased or misspelled; "" when none."""
+    close = difflib.get_close_matches(written.lower(), FIELDS, n=1, cutoff=_SPELLING)
+    return close[0] if close else ""
 
 
 def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
@@ -240,6 +247,12 @@ def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
         return []
     if not isinstance(loaded, (int, float, datetime.date)):  # bool is an int; lists and null stay
         return []
+    entry = context.front.entry_at(diagnostic.range.start.line) if context.front is not None else None
+    if entry is not None and entry.key == "type":  # `type: yes` quoted is still no type: offer the types
+        return [
+            _fix(f"Set the type to `{t}`", diagnostic, context.edit(context.set_key("type", t)))
+            for t in _TYPES
+        ]
     quoted = json.dumps(written, ensure_ascii=False)
     edit = context.edit([types.TextEdit(diagnostic.range, quoted)])
     return [_fix(f"Quote the value: {quoted}", diagnostic, edit, preferred=True)]

@@ -83,6 +83,9 @@ CASES = [
      "Rename the key to `description`", False, record("s")),
     ("quote", "q.md", record("q", description="42"), "remem/non-string-value",
      'Quote the value: "42"', True, record("q", description='"42"')),
+    # `type: yes` quoted would still be no type: the types are offered instead.
+    ("type-not-a-string", "y.md", record("y", type="yes"), "remem/non-string-value",
+     "Set the type to `project`", False, record("y")),
     ("type-casing", "c.md", record("c", type="Project"), "remem/type-invalid",
      "Change the type to `project`", True, record("c")),
     ("type-unknown", "u.md", record("u", type="projet"), "remem/type-invalid",
@@ -271,3 +274,12 @@ async def test_an_edit_after_a_character_python_breaks_lines_at_lands_where_the_
     edited = text.replace("\nline2\n", "\nSecond line\n")
     [action] = fixing(await code_actions(client, uri, "remem/trailing-newline"), "remem/trailing-newline")
     assert await apply_fix(client, uri, edited, action, 3) == edited.removesuffix("\n")
+
+
+async def test_a_mis_cased_key_is_renamed_not_added_again(client: LanguageClient) -> None:
+    """`Name: casekey` and no `name:`: renaming the key keeps its value; adding a `name:` beside
+    it left the unknown key, and was offered as preferred too."""
+    text = "---\nName: casekey\ndescription: A fact\ntype: project\n---\nBody.\n"
+    uri = open_document(client, workspace_folder(HOME, "casekey") / "casekey.md", text)
+    titles = [a.title for a in await code_actions(client, uri, "remem/missing-key", "remem/unknown-key")]
+    assert titles == ["Rename the key to `name`"]
