@@ -169,16 +169,7 @@ class Walk:
                 fd = os.open(name, _FILE, dir_fd=folder)
             except OSError as exc:
                 raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
-            if identity is not None and (st.st_dev, st.st_ino) != identity:
-                raise OSError(errno.ESTALE, REPLACED, os.fspath(path))
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        return _regular(fd, path, identity)
 
     def _folder_at(self, root: Path, folder: str) -> int:
         if self._at != (root, folder):
@@ -186,6 +177,27 @@ class Walk:
             self._folder = open_folder(root, folder)
             self._at = (root, folder)
         return self._folder
+
+
+def open_linked(path: str | os.PathLike[str]) -> int:
+    """`open_regular`'s descriptor, but through a link at `path`: for a file the user may keep
+    elsewhere and link in (`settings.yml` from a dotfiles repository, decision 0375)."""
+    return _regular(os.open(path, _FILE & ~os.O_NOFOLLOW), path, None)
+
+
+def _regular(fd: int, path: str | os.PathLike[str], identity: Identity | None) -> int:
+    """`fd`, once it is a regular file (and the one of `identity`, when given); closed and
+    `OSError` otherwise (`EINVAL`, `ESTALE`)."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
+            raise OSError(errno.ESTALE, REPLACED, os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def refused(exc: OSError) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +26,7 @@ from .home import Home
 from .locks import file_lock
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
-from .safe_open import NOT_REGULAR
+from .safe_open import open_linked, refused
 from .swap import ABSENT, Displaced, digest, publish
 
 
@@ -146,27 +145,19 @@ class SettingsConflict(Exception):
         self.revision = revision
 
 
-_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # O_NONBLOCK: a FIFO opens without a writer
-
-
 def read_settings_file(path: Path) -> bytes | None:
     """The bytes of the settings file at `path`, None when there is none. Opened as
-    `safe_open.open_regular` opens a file, never waiting on a FIFO, but through a link (the
+    `safe_open.open_linked` opens a file, never waiting on a FIFO, but through a link (the
     user's dotfiles, decision 0375). Anything but a regular file, or one that cannot be opened,
     is a SettingsError naming it, as an invalid file is: a FIFO would hold a daemon thread for
     good, and a folder would make every session request an internal error (decision 0370)."""
     try:
-        fd = os.open(path, _READ)
+        fd = open_linked(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise SettingsError([f"{path}: cannot be read: {exc.strerror}"]) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SettingsError([f"{path}: {NOT_REGULAR}"])
-    except BaseException:
-        os.close(fd)
-        raise
+        said = exc.strerror if refused(exc) else f"cannot be read: {exc.strerror}"
+        raise SettingsError([f"{path}: {said}"]) from None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
 
