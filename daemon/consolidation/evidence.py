@@ -45,6 +45,10 @@ ASSISTANT_LABEL = "Assistant (final):"
 # its last text is no answer anyone accepted, and the model must not learn it as one.
 STOPPED = "This turn was stopped before it finished."
 STOPPED_LABEL = "Assistant (last text before the stop):"
+# A turn that ended in an error (a provider's refusal, a failed request; DSH's and Codex's
+# `error`, Claude Code's API error): its last text may be the harness's error, not an answer.
+FAILED = "This turn ended in an error."
+FAILED_LABEL = "Last text of the failed turn:"
 
 _HEADING = "## Turn {turn} (evidence {start}-{end})"
 _FORKED = (
@@ -73,6 +77,7 @@ class TurnEvidence(_Closed):
     assistant: str | None = None
     tools: list[ToolUse] = Field(default_factory=list)
     stopped: bool = False  # stopped before it finished: its text is not a final answer
+    failed: bool = False  # ended in an error: its text is not a final answer either
 
     def is_empty(self) -> bool:
         return not (self.user or self.summaries or self.assistant or self.tools)
@@ -87,9 +92,14 @@ class TurnEvidence(_Closed):
             )
         if self.stopped:
             parts.append(STOPPED)
+        elif self.failed:
+            parts.append(FAILED)
         if self.assistant is not None:
-            parts.append(_labelled(STOPPED_LABEL if self.stopped else ASSISTANT_LABEL, self.assistant))
+            parts.append(_labelled(self._answer_label(), self.assistant))
         return "\n\n".join(parts)
+
+    def _answer_label(self) -> str:
+        return STOPPED_LABEL if self.stopped else FAILED_LABEL if self.failed else ASSISTANT_LABEL
 
 
 class Evidence(_Closed):
@@ -201,7 +211,10 @@ def _turn_ranges(events: Sequence[SessionEvent]) -> list[TurnEvidence]:
         else:  # an unfinished turn: up to the next turn, or the end of the log
             end = turns[index + 1].startSeq - 1 if index + 1 < len(turns) else last_seq
         span = EvidenceRange(fromSeq=turn.startSeq, toSeq=end)
-        evidence.append(TurnEvidence(turn=turn.turn, range=span, stopped=turn.status == "aborted"))
+        ended = turn.status
+        evidence.append(
+            TurnEvidence(turn=turn.turn, range=span, stopped=ended == "aborted", failed=ended == "error")
+        )
     return evidence
 
 

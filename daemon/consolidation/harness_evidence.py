@@ -56,4 +56,5 @@ def _evidence(text: TurnText) -> TurnEvidence:
         # A call that never returned (an interrupted turn) has no outcome to learn from.
         tools=[ToolUse(name=redact(tool.name), ok=tool.ok) for tool in turn.tools if tool.ok is not None],
         stopped=turn.status == "aborted",
+        failed=turn.status == "error",
     )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from remem.daemon.consolidation.evidence import SUMMARY_LABEL
+from remem.daemon.consolidation.evidence import FAILED, SUMMARY_LABEL
 from remem.daemon.consolidation.harness_evidence import project_harness
 
+from .codex import Codex
 from .conftest import Scenario
+from .fake_responses import FakeResponses, function_calls, status
+from .fake_responses import text as say
 
 pytestmark = pytest.mark.slow
 
@@ -64,3 +68,25 @@ def test_codex_evidence_has_the_users_words_only(codex_scenario: Scenario) -> No
     for turn in evidence.turns:
         first, last = _line(run.rollout, turn.range.fromSeq), _line(run.rollout, turn.range.toSeq)
         assert (first["payload"]["type"], last["payload"]["type"]) == ("task_started", "task_complete")
+
+
+def test_codex_evidence_says_which_calls_failed_and_that_a_turn_failed(tmp_path: Path) -> None:
+    with FakeResponses() as fake:
+        cx = Codex(tmp_path, fake)
+        unrunnable = (
+            ("no_such_tool", {}),
+            ("exec_command", {"not_cmd": "ls"}),
+            ("exec_command", {"cmd": "true"}),
+        )
+        fake.reply(function_calls(*unrunnable), say("could not"))
+        first = cx.exec("try the tools")
+        fake.reply(status(400, "rejected by the fake"))
+        cx.exec("resume", first.session_id, "and now", check=False)
+    rollout = cx.rollout(first.session_id)
+    evidence = project_harness("codex", rollout.name, rollout.read_bytes())
+    assert [[(x.name, x.ok) for x in t.tools] for t in evidence.turns] == [
+        [("no_such_tool", False), ("exec_command", False), ("exec_command", True)],
+        [],
+    ]
+    assert [(t.user, t.failed) for t in evidence.turns] == [(["try the tools"], False), (["and now"], True)]
+    assert FAILED in evidence.turns[1].render()

@@ -91,6 +91,21 @@ class _Item(Fields):
     type: Any = None
     id: Any = None
     exit_code: Any = None
+    status: Any = None  # a finished item's: "completed", "failed" or "declined"
+
+
+# A finished item's status, where it has no exit code (a subagent's, an MCP tool's call).
+_ITEM_OUTCOMES = {"completed": True, "failed": False, "declined": False}
+# What Codex answers a call it could not run with (codex-rs's tool router), as the call's
+# output text: the rollout keeps no other sign that the call failed.
+_UNRUN = tuple(
+    msgspec.json.encode(prefix)[:-1]
+    for prefix in (
+        "unsupported call: ",
+        "unsupported custom tool call: ",
+        "failed to parse function arguments: ",
+    )
+)
 
 
 class _Text(msgspec.Struct):
@@ -135,6 +150,8 @@ class _Payload(Fields):
     replacement_history: _History = None
     # patch_apply_end
     success: Any = None
+    # function_call_output: kept undecoded, only its start is looked at
+    output: msgspec.Raw = msgspec.Raw()
 
 
 class _Line(msgspec.Struct):
@@ -790,7 +807,7 @@ def _absorb(turn: _Open, record: _Line, event: Any, number: int) -> None:
         call = str(payload.call_id or payload.id)
         turn.calls[call] = str(payload.name or kind)
     elif kind in OUTPUTS:
-        turn.outputs.setdefault(str(payload.call_id), None)
+        turn.outputs.setdefault(str(payload.call_id), False if _unrun(payload.output) else None)
     elif kind == "message" and payload.role == "assistant":
         said = _joined(payload.content, "output_text")
         if said.strip():
@@ -818,16 +835,25 @@ _EXITS = frozenset({"exec_command_end", "patch_apply_end", "item_completed"})
 
 
 def _exit(payload: _Payload, event: Any) -> tuple[str, bool] | None:
-    """(call id, success) of a finished command: ``exec_command_end`` (legacy rollouts), an
-    ``item_completed`` command execution (paginated ones) or a ``patch_apply_end``."""
+    """(call id, success) of a finished call: ``exec_command_end`` (legacy rollouts), an
+    ``item_completed`` (paginated ones: a command's exit code, another item's status) or a
+    ``patch_apply_end``."""
     if event == "exec_command_end" and isinstance(payload.exit_code, int):
         return str(payload.call_id), payload.exit_code == 0
     if event == "patch_apply_end" and isinstance(payload.success, bool):
         return str(payload.call_id), payload.success
     item = payload.item if event == "item_completed" else None
-    if item is not None and isinstance(item.exit_code, int) and item.id:
+    if item is None or not item.id:
+        return None
+    if isinstance(item.exit_code, int):
         return str(item.id), item.exit_code == 0
-    return None
+    told = _ITEM_OUTCOMES.get(item.status) if isinstance(item.status, str) else None
+    return None if told is None else (str(item.id), told)
+
+
+def _unrun(output: msgspec.Raw) -> bool:
+    """Whether a call's output is Codex's word that it could not run the call at all."""
+    return bytes(memoryview(output)[:64]).startswith(_UNRUN)
 
 
 def _late_exit(turn: _Open, payload: _Payload, event: Any) -> None:
