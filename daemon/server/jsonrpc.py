@@ -82,12 +82,16 @@ class Dispatcher:
             return None if _is_notification(message) else _error(request_id, unusable)
         except Exception:  # a bug in a handler must not take the daemon down
             log.exception("%s failed", message.get("method"))
-            failed = RpcError(INTERNAL_ERROR, "internal error; see the daemon log")
-            return None if _is_notification(message) else _error(request_id, failed)
+            return None if _is_notification(message) else _error(request_id, _internal())
         if "id" not in message:
             return None
+        try:
+            encoded = self._encode_result(result)
+        except Exception:  # a result JSON cannot hold: its client must still get an answer
+            log.exception("%s's result could not be encoded", method)
+            return _error(request_id, _internal())
         head = json.dumps({"jsonrpc": "2.0", "id": request_id}, separators=(",", ":")).encode()
-        answer = b"".join((head[:-1], b',"result":', self._encode_result(result), b"}\n"))
+        answer = b"".join((head[:-1], b',"result":', encoded, b"}\n"))
         if len(answer) > self._max_answer_bytes:
             # Refused here, not cut off by the client's buffer: the connection stays usable.
             return _error(request_id, _too_large(method, len(answer), self._max_answer_bytes))
@@ -122,6 +126,10 @@ class Dispatcher:
             problems = [{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()]
             raise RpcError(INVALID_PARAMS, f"invalid params for {method}", problems) from None
         return await self._handlers[method](parsed)
+
+
+def _internal() -> RpcError:
+    return RpcError(INTERNAL_ERROR, "internal error; see the daemon log")
 
 
 def _lone_surrogate_at(params: Any) -> str | None:

@@ -7,8 +7,11 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import INTERNAL_ERROR, MAX_MESSAGE_BYTES, METHODS
+from remem.daemon.server.jsonrpc import Dispatcher
 from remem.daemon.server.process import Daemon
 from remem.daemon.server.running_settings import RunningSettings
 
@@ -117,3 +120,24 @@ def test_a_lone_surrogate_is_refused_naming_its_field(tmp_path_factory: object) 
         assert b"\\ud" in frame
         reply = answer(daemon, frame)
         assert reply is not None and "result" in reply, reply
+
+
+class _Unencodable(BaseModel):
+    text: str
+
+
+def test_a_result_json_cannot_hold_is_answered_as_an_internal_error() -> None:
+    """A result holding a lone surrogate (no UTF-8 can) once left its request unanswered, and
+    the client waiting for good; it is an internal error, the connection still answering."""
+
+    async def unencodable(params: object) -> BaseModel:
+        return _Unencodable(text="half an emoji \ud83d")
+
+    dispatcher = Dispatcher(dict.fromkeys(METHODS, unencodable), MAX_MESSAGE_BYTES)
+    frame = b'{"jsonrpc":"2.0","id":7,"method":"daemon/status"}'
+    reply = json.loads(asyncio.run(dispatcher.handle(frame)) or b"null")
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": INTERNAL_ERROR, "message": "internal error; see the daemon log"},
+    }

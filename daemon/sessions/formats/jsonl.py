@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Generic, NamedTuple, TypeVar
 import msgspec
 
 from ...limits import HARNESS_FILE_MAX_BYTES, HARNESS_LINE_MAX_BYTES, HARNESS_LINES_MAX, size_text
+from ..decode import decode_mended
 from .model import Problem, ProblemSink
 
 MAX_LINE = HARNESS_LINE_MAX_BYTES  # module attributes, so a test can lower them
@@ -153,7 +154,7 @@ def _each_line(
         failed: Exception | None = None
         if bad is None:
             try:
-                lines.append(Line(number, decoder.decode(raw)))
+                lines.append(Line(number, decode_mended(decoder, raw)))
                 continue
             except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
                 failed = exc
