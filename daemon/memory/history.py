@@ -203,6 +203,7 @@ class History:
             return None
         branch = branch_of(workspace_key)
         try:
+            self._home.refuse_link(self._writing.parent)
             with file_lock(self._writing):
                 repo = self._open()
                 with self._lock, _private_files():
@@ -314,6 +315,8 @@ class History:
     def _readable(self) -> pygit2.Repository:
         if not self.enabled:
             raise HistoryError("memory history is off (the pygit2 package is missing)")
+        # The writing lock is made in `state/locks`: never through a link there (HomeUnusable).
+        self._home.refuse_link(self._writing.parent)
         self.flush()
         try:
             return self._open()
@@ -400,6 +403,7 @@ class History:
         with self._queue:
             self._queue.wait_for(lambda: self._queued < most)
             if self._queued == 0:
+                self._home.refuse_link(self._writing.parent)
                 self._held = acquire_file_lock(self._writing)
             self._queued += 1
 

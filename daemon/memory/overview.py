@@ -23,6 +23,7 @@ from .validation import parse_record, validate_global
 
 
 def global_health(home: Home, unsaved: str | None) -> Health:
+    home.refuse_link(home.memory)  # a link there leads out of the home; GLOBAL.md's own is shown
     path = home.global_file
     if unsaved is not None:
         return _health(path, validate_global(unsaved))
@@ -37,6 +38,7 @@ def workspace_health(
 ) -> tuple[WorkspaceFolder, list[RecordRow]]:
     """Where the workspace's memory is, and each record with its health, by file name."""
     folder = home.workspaces / workspace.key
+    home.refuse_link(home.workspaces)  # a link at `memory` or `workspaces` leads out of the home
     present = folder.is_dir() and not folder.is_symlink()
     index = folder / INDEX_FILE
     where = WorkspaceFolder(

@@ -114,6 +114,7 @@ class SnapshotCache:
         return None if found is None else found[0]
 
     def _held(self, *keys: str) -> list[Any] | None:
+        self._refuse_links()
         if not self._lock.acquire(blocking=False):
             return None
         try:
@@ -132,6 +133,7 @@ class SnapshotCache:
         signature_of: Callable[[], Signature | None],
         read: Callable[[], tuple[T, dict[str, bytes]]],
     ) -> T:
+        self._refuse_links()
         with self._lock:
             self._absorb_changes()
             quiet = self._quiet(key)
@@ -151,6 +153,13 @@ class SnapshotCache:
             digests = {name: _digest_of(data) for name, data in files.items()}
             self._keep(key, _Cached(after, started, digests, value, quiet_from))
         return value
+
+    def _refuse_links(self) -> None:
+        """HomeUnusable when `memory` or `memory/workspaces` became a link since the daemon
+        started, as the store's own reads say it: a snapshot is never served from behind one
+        (two `lstat`s, the cost of a read the feed proves)."""
+        home = self.store.home
+        home.refuse_link(home.workspaces)
 
     def _quiet(self, key: str) -> _Cached[Any] | None:
         """The entry of `key` if nothing in its folder changed since it was proven (hold the lock

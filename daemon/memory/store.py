@@ -231,6 +231,7 @@ class MemoryStore:
 
     def workspace_keys(self) -> list[str]:
         """The workspaces that have a folder."""
+        self.home.refuse_link(self.home.workspaces)
         return sorted(name for name in _listing(self.home.workspaces) if is_workspace_key(name))
 
     def regenerate_index(self, workspace: WorkspaceId) -> bool:
@@ -255,6 +256,7 @@ class MemoryStore:
 
     def workspace_of(self, key: str) -> WorkspaceId:
         """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown)."""
+        self.home.refuse_link(self.home.workspaces)
         info = self._info(self.home.workspaces / key / WORKSPACE_INFO)
         return WorkspaceId(key=key, cwd="" if info is None else info.cwd)
 
@@ -322,10 +324,12 @@ class MemoryStore:
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
         lock = self.home.locks / "global.lock"
         if not exclusive:
-            with _scope_lock(lock, shared=True):
+            with self._scope_lock(lock, shared=True):
+                self.home.refuse_link(self.home.memory)
                 if not _has_temps(self.home.memory):
                     return action()
-        with _scope_lock(lock):
+        with self._scope_lock(lock):
+            self.home.refuse_link(self.home.memory)
             remove_stale_temps(self.home.memory)
             return action()
 
@@ -334,19 +338,35 @@ class MemoryStore:
     ) -> T:
         lock = self.home.locks / f"ws-{workspace.key}.lock"
         folder = self.folder(workspace)
-        if folder.is_symlink():  # reading, recovering or committing through it would leave REMEM_HOME
-            raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[_LINKED_FOLDER])])
         if not exclusive:
-            with _scope_lock(lock, shared=True):
+            with self._scope_lock(lock, shared=True):
+                self._refuse_linked(folder)
                 names = _listing(folder)
                 if not needs_recovery(names):
                     return action(_read_records(folder, names))
-        with _scope_lock(lock):
+        with self._scope_lock(lock):
+            self._refuse_linked(folder)
             if folder.is_dir() and _recovered(folder):
                 # A hand save kept during recovery can leave the plan's index behind the records.
                 with contextlib.suppress(MemoryInvalid):
                     self._write_index(workspace, _read_records(folder, _listing(folder)))
             return action(_read_records(folder, _listing(folder)))
+
+    def _refuse_linked(self, folder: Path) -> None:
+        """Reading, recovering or committing through a link would leave REMEM_HOME: a link at
+        `memory` or `memory/workspaces` (made while a daemon runs, after `ensure_layout` looked)
+        is HomeUnusable, as the CLI says it at start; one at the workspace's own folder is that
+        workspace's problem. Three `lstat`s, at each request under the scope's lock."""
+        self.home.refuse_link(self.home.workspaces)
+        if folder.is_symlink():
+            raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[_LINKED_FOLDER])])
+
+    @contextmanager
+    def _scope_lock(self, path: Path, *, shared: bool = False) -> Iterator[None]:
+        """`_scope_lock`, never creating a lock file through a link at `state` or `state/locks`."""
+        self.home.refuse_link(path.parent)
+        with _scope_lock(path, shared=shared):
+            yield
 
     def _valid_records(self, workspace: WorkspaceId, files: dict[str, bytes]) -> list[Record]:
         texts = {name: decode(data) for name, data in files.items()}
