@@ -489,7 +489,7 @@ def _compose(
     tree = b"".join(b"100644 %s\0%s" % (name, oid) for name, oid in named)
     now = datetime.now(timezone.utc)
     meta = _Meta(scope=branch, actor=actor, before=before, after=generation.revision, at=_at(now))
-    message = f"{actor.kind}: {branch} at {generation.revision[:19]}\n\n{meta.model_dump_json()}\n"
+    message = f"{actor.kind}: {branch} at {generation.revision[:19]}\n\n{_one_line(meta.model_dump_json())}\n"
     name, email = _SIGNATURE
     signature = f"{name} <{email}> {int(now.timestamp())} +0000"
     lines = [f"tree {_object_id(b'tree', tree).hex()}"]
@@ -498,6 +498,16 @@ def _compose(
     commit = "\n".join(lines).encode("utf-8")
     commit_id = _object_id(b"commit", commit).hex()
     return _Composed(branch, blobs, shared, tree, commit, commit_id, parent, generation.revision, held)
+
+
+# Characters JSON leaves raw in a string that other readers take for a line's end.
+_LINE_ENDS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _one_line(json_text: str) -> str:
+    """`json_text` with the line ends JSON keeps raw escaped: the same JSON value, on one line
+    for every reader (`git log`, `str.splitlines`); they only occur inside its strings."""
+    return json_text.translate(_LINE_ENDS)
 
 
 def _held(commit: pygit2.Commit | None) -> dict[str, bytes]:
@@ -610,7 +620,9 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def _meta(commit: pygit2.Commit) -> MetaLine:
-    lines = commit.message.splitlines()
+    # Split at "\n" alone: `splitlines` also splits at U+2028, U+2029 and U+0085, which an
+    # earlier remem wrote raw inside the JSON line (an MCP client's name holding one).
+    lines = commit.message.split("\n")
     if len(lines) < 3:
         raise ValueError("not a remem history entry")
     return msgspec.json.decode(lines[2], type=MetaLine)
