@@ -63,7 +63,13 @@ def _plain_or_quoted(value: str) -> str:
                 return value
         except yaml.YAMLError:
             pass
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False).translate(_ESCAPED)
+
+
+# What JSON leaves raw but the file's text may not hold (C1 controls, DEL: `canonical`) or YAML
+# reads as a line break, escaped as YAML reads them back: validation then judges the value
+# itself and says where in it the character is.
+_ESCAPED = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]}
 
 
 _cached_scalar = functools.lru_cache(maxsize=1024)(_plain_or_quoted)

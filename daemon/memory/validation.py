@@ -544,6 +544,23 @@ def _description_problem(value: str, spans_lines: bool, file_name: str | None) -
             "description-multiline",
             "the description must be one line; shorten it or move detail to the body",
         )
+    # The file's text may hold only an escape (`"\e"`, `"\r"`) of what the value holds, which
+    # MEMORY.md and every agent's context would show raw: so the value is judged here, all of
+    # it but the spaces, tabs and newlines around it (a position counts in the value).
+    start = len(value) - len(value.lstrip(" \t\n"))
+    end = len(value.rstrip(" \t\n"))
+    broken = _LINE_BREAK.search(value, start, end)
+    if broken is not None:
+        return "description-multiline", (
+            f"the description must be one line, but it holds a line break ({_code_point(broken)}) at "
+            f"character {broken.start() + 1}; shorten it or move detail to the body"
+        )
+    control = _VALUE_CONTROL.search(value, start, end)
+    if control is not None:
+        return "control-character", (
+            f"the description holds control character {_code_point(control)} at character "
+            f"{control.start() + 1}; delete it (a description is one line of plain text)"
+        )
     if not trimmed:
         return "description-empty", "the description is empty; say in one line when this memory applies"
     if len(trimmed) > DESCRIPTION_MAX:
@@ -552,6 +569,17 @@ def _description_problem(value: str, spans_lines: bool, file_name: str | None) -
             "Move detail to the body"
         )
     return None
+
+
+# What ends a line for YAML, Unicode and `str.splitlines` (besides `\n`), and the other control
+# characters the file's text may not hold raw (`canonical`), tab aside: in a value they arrive
+# escaped, and a description's would land raw in MEMORY.md and in every agent's context.
+_LINE_BREAK = re.compile(r"[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_VALUE_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _code_point(found: re.Match[str]) -> str:
+    return f"U+{ord(found.group()):04X}"
 
 
 def _type_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:
