@@ -73,6 +73,10 @@ class MemoryMethods:
         self.store = MemoryStore(home, defer_history=watch is not None)
         self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
+        # Set once the daemon has recorded what changed while no daemon watched: a change found
+        # after that was made while it watched, by hand (what `memory/log` finds before the
+        # watcher's debounced look does, too).
+        self._watching = False
         self._announced: dict[Scope, str | None] = {}
         self._kept: dict[Scope, frozenset[str]] = {}  # the kept saves each scope's last look saw
         # A commit and the watcher's look at the same scope take turns, so the watcher always
@@ -219,12 +223,16 @@ class MemoryMethods:
                     name,
                     type(exc).__name__,
                 )
+        self._watching = self.cache is not None  # a daemon: its watcher starts now
 
     async def log(self, params: HistoryLogParams) -> HistoryLogResult:
         scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
+        # Without a daemon, an unrecorded edit was made while none watched; in one that is
+        # watching, it was made by hand and the watcher has not looked yet (its debounce).
+        actor = HAND_EDIT if self._watching else RECOVERED
 
         def read() -> HistoryLogResult:
-            self.store.sync_history(scope, RECOVERED)  # edits no daemon saw (run without one)
+            self.store.sync_history(scope, actor)
             entries = self.store.history.log(scope, params.limit)
             if params.stat:
                 entries = [self.store.history.with_stat(e) for e in entries]
