@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -45,7 +46,7 @@ from .tools import (
     ReadArguments,
     argument_problems,
 )
-from .workspace import SessionWorkspace
+from .workspace import SessionWorkspace, StartFolderGone
 
 CONTEXT_URI = "remem://context"
 RECORD_PREFIX = "remem://workspace/"
@@ -70,6 +71,7 @@ NOT_A_RECORD_NAME = (
     "index and the resource list show them."
 )
 
+MAX_CLIENT_CHARS = 200
 A = TypeVar("A", bound=BaseModel)
 log = logging.getLogger("remem.agents")
 ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -107,10 +109,10 @@ class _Handlers:
         handler = _TOOL_HANDLERS.get(params.name)
         if handler is None:
             return _error(f"remem has no tool `{params.name}`; it offers {', '.join(_TOOL_HANDLERS)}.")
-        cwd = await self._resolve(ctx, params.input_responses)
-        if isinstance(cwd, types.InputRequiredResult):
-            return cwd
         try:
+            cwd = await self._resolve(ctx, params.input_responses)
+            if isinstance(cwd, types.InputRequiredResult):
+                return cwd
             return await handler(self.session, cwd, params.arguments or {})
         except Refusal as refusal:
             return _error(refusal.message)
@@ -148,10 +150,10 @@ class _Handlers:
         if uri != CONTEXT_URI and not uri.startswith(RECORD_PREFIX):
             raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {uri}")
         name = None if uri == CONTEXT_URI else _record_name(uri)
-        cwd = await self._resolve(ctx, params.input_responses)
-        if isinstance(cwd, types.InputRequiredResult):
-            return cwd
         try:
+            cwd = await self._resolve(ctx, params.input_responses)
+            if isinstance(cwd, types.InputRequiredResult):
+                return cwd
             if name is None:
                 text = await self.session.context(cwd)
             else:
@@ -171,8 +173,24 @@ class _Handlers:
         """The session's workspace folder; also learns the client's name for the audit."""
         params = ctx.session.client_params
         if self.session.client is None and params is not None:
-            self.session.client = f"{params.client_info.name}/{params.client_info.version}"[:200]
-        return await self.workspace.resolve(ctx, answers)
+            self.session.client = client_label(params.client_info.name, params.client_info.version)
+        try:
+            return await self.workspace.resolve(ctx, answers)
+        except StartFolderGone as gone:
+            raise Refusal(str(gone)) from None
+
+
+def client_label(name: str, version: str) -> str:
+    """ "name/version" as the audit and the history record the client: one line of at most
+    `MAX_CLIENT_CHARS` printable characters, whatever the client declared (a line or paragraph
+    separator, a control or format character each become a space)."""
+    label = "".join(" " if _unprintable(c) else c for c in f"{name}/{version}")
+    return label[:MAX_CLIENT_CHARS]
+
+
+def _unprintable(char: str) -> bool:
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp")
 
 
 _CONTEXT_RESOURCE = types.Resource(
@@ -285,10 +303,20 @@ def serve(home: Home, *, cwd: str | None, use_daemon: bool) -> None:
     """Serve one client on stdin/stdout until it hangs up; `cwd` (else the current folder) is the
     project, unless the client declares roots and no `cwd` was given."""
     log_to_stderr(logging.WARNING, "remem mcp: %(levelname)s %(message)s")
-    workspace = SessionWorkspace(cwd or os.getcwd(), explicit=cwd is not None)
+    workspace = SessionWorkspace(cwd or _start_folder(), explicit=cwd is not None)
     watch = _watching(home)
     store = MemoryStore(home) if watch else None
     anyio.run(_serve, open_link(home, use_daemon, watch=watch), workspace, ContextWatch(store))
+
+
+def _start_folder() -> str | None:
+    """The folder the server was started in; None when it was removed before (roots may still
+    choose the workspace; if none does, each call says so)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        log.warning("the folder this server was started in no longer exists")
+        return None
 
 
 async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWatch) -> None:

@@ -23,11 +23,29 @@ from pydantic import ValidationError
 
 log = logging.getLogger("remem.agents")
 ROOTS_KEY = "roots"
+# How long a 2025 client has to answer `roots/list`. A client answers it itself, without its user
+# (unlike elicitation), in milliseconds; 5 s is ample for a busy harness on a loaded machine and
+# still far inside the minute a harness gives a tool call. A client that declares roots and then
+# never answers would otherwise hold every call forever (decision 0386).
+ROOTS_TIMEOUT_SECONDS = 5.0
+
+
+# Said when only the start folder could choose the workspace, and it was removed before the start.
+START_FOLDER_GONE = (
+    "remem cannot tell which project this is: the folder its MCP server was started in no longer "
+    "exists, and the client names no folder (MCP roots). Ask the user to restart the agent in the "
+    "project's folder, or to give the server `--cwd` with the project's folder."
+)
+
+
+class StartFolderGone(Exception):
+    """The workspace would be the start folder, which was removed before the server started."""
 
 
 class SessionWorkspace:
-    def __init__(self, start_dir: str, explicit: bool) -> None:
-        self.start_dir = os.path.abspath(start_dir)
+    def __init__(self, start_dir: str | None, explicit: bool) -> None:
+        """`start_dir` None: the server was started in a folder that no longer exists."""
+        self.start_dir = None if start_dir is None else os.path.abspath(start_dir)
         self._pinned: str | None = self.start_dir if explicit else None
         self._asking = asyncio.Lock()
 
@@ -53,18 +71,27 @@ class SessionWorkspace:
             if self._pinned is not None:
                 return self._pinned
             try:
-                roots = await ctx.session.send_request(types.ListRootsRequest(), types.ListRootsResult)
-            except (MCPError, ValidationError) as exc:
+                roots = await ctx.session.send_request(
+                    types.ListRootsRequest(),
+                    types.ListRootsResult,
+                    request_read_timeout_seconds=ROOTS_TIMEOUT_SECONDS,
+                )
+            except (MCPError, ValidationError) as exc:  # an error, a bad answer, or none in time
                 log.warning(
-                    "the client declares roots but did not list them (%s); using %s", exc, self.start_dir
+                    "the client declares roots but did not list them (%s); using %s",
+                    exc,
+                    self.start_dir or "the start folder, which no longer exists",
                 )
                 roots = None
             return self._pin(roots)
 
     def _pin(self, roots: types.ListRootsResult | None) -> str:
-        chosen = first_local_root(roots) if roots is not None else None
-        self._pinned = chosen or self.start_dir
-        return self._pinned
+        """The workspace chosen (and kept); StartFolderGone when only the start folder could be."""
+        chosen = (first_local_root(roots) if roots is not None else None) or self.start_dir
+        if chosen is None:
+            raise StartFolderGone(START_FOLDER_GONE)  # not pinned: roots listed later may choose
+        self._pinned = chosen
+        return chosen
 
 
 def first_local_root(roots: types.ListRootsResult) -> str | None:
@@ -76,7 +103,14 @@ def local_path(uri: str) -> str | None:
     parsed = urlparse(uri)
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return None
-    path = unquote(parsed.path)
+    try:
+        path = unquote(parsed.path, errors="strict")
+        path.encode("utf-8")  # a lone surrogate, escaped in the JSON
+    except UnicodeError:
+        # Not UTF-8: no request to the daemon can carry it, and decoding it loosely would give
+        # distinct folders one workspace (decision 0387).
+        log.warning("the client's root %r names a folder remem cannot work in (not UTF-8); skipped", uri)
+        return None
     if not os.path.isabs(path) or "\0" in path:
         return None
     return os.path.abspath(path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,14 +76,26 @@ async def agent(
     mode: str = "legacy",
     start_dir: Path | None = None,
     options: tuple[str, ...] = (),
+    list_roots: Callable[[Any], Awaitable[types.ListRootsResult]] | None = None,
+    command: list[str] | None = None,
+    client_info: types.Implementation | None = None,
 ) -> AsyncIterator[Agent]:
-    """An MCP session: `--cwd project` unless None; `roots` makes the client declare them."""
+    """An MCP session: `--cwd project` unless None; `roots` makes the client declare them, and
+    `list_roots` answers for it instead; `command` runs the server through a wrapper, the
+    server's own command line appended."""
     args = ["-m", "remem.daemon", "--home", str(home.root), *options, "mcp"]
     if project is not None:
         args += ["--cwd", str(project)]
-    params = StdioServerParameters(command=sys.executable, args=args, env=server_env(), cwd=start_dir)
+    if command is not None:
+        args = [*command[1:], sys.executable, *args]
+    executable = sys.executable if command is None else command[0]
+    params = StdioServerParameters(command=executable, args=args, env=server_env(), cwd=start_dir)
     extra: dict[str, Any] = {}
-    if roots is not None:
+    if client_info is not None:
+        extra["client_info"] = client_info
+    if list_roots is not None:
+        extra["list_roots_callback"] = list_roots
+    elif roots is not None:
 
         async def list_roots(context: Any) -> types.ListRootsResult:
             return types.ListRootsResult(
