@@ -61,5 +61,9 @@ class ContextWatch:
         self._proven = None
         return False
 
+    def forget(self) -> None:
+        """Prove nothing held from now on: the next answer is asked for."""
+        self._proven = None
+
     def close(self) -> None:
         self._feed.close()

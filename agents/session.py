@@ -21,12 +21,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
+from remem.daemon.home import HomeUnusable
 from remem.daemon.locks import LockUnusable
-from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
 from remem.daemon.memory.record import render_record
 from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.memory import DeleteChange, HistoryEntry, PutChange
 from remem.daemon.protocol.rpc import (
+    ANSWER_TOO_LARGE,
+    HISTORY_REFUSED,
     HOME_UNUSABLE,
     INVALID_CHANGES,
     MEMORY_INVALID,
@@ -39,6 +42,7 @@ from remem.daemon.protocol.rpc import (
     AgentUpdateParams,
     AgentUpdateResult,
     HistoryLogParams,
+    HistoryLogResult,
     Result,
     RpcError,
     WorkspaceParams,
@@ -60,13 +64,28 @@ STALE = (
 )
 # Named by the file's name alone: the agent never sees the home's path (the user's log does).
 LOCK_IN_THE_WAY = (
-    "remem cannot reach its memory: `{name}` in remem's home cannot be used as a lock file "
+    "remem cannot reach its memory: {name} in remem's home cannot be used as a lock file "
     "({reason}). Ask the user to remove that file (remem recreates it), then try again."
 )
 # The daemon's message names the home's paths: for the user (logged), not the agent.
 HOME_IN_THE_WAY = (
     "remem cannot reach its memory: something in remem's home stands in the way (the user sees what "
     "in this MCP server's log, or with `remem memory show`). Ask the user to fix it, then try again."
+)
+# Any other refusal of the daemon's: its message may name the home's paths or a workspace key, so
+# it is for the user (logged), and the agent is told what to do instead.
+NOT_DONE = (
+    "remem could not do this (the user sees why in this MCP server's log). If this was "
+    "memory_update, it may or may not have been applied: call memory_context before trying again."
+)
+HISTORY_UNREADABLE = (
+    "remem cannot read the memory history now (the user sees why in this MCP server's log). Ask the "
+    "user to run `remem memory log` in a terminal to see what is wrong."
+)
+TOO_LARGE = (
+    "remem's answer is too large to send ({size} KiB; its daemon sends at most {limit} KiB, the "
+    "setting daemon.max_answer_bytes): ask for less if you can (memory_history's limit), or ask the "
+    "user to raise that setting."
 )
 # Its reason names the home and quotes the daemon's log: for the user (logged), not the agent.
 DAEMON_UNAVAILABLE = (
@@ -137,11 +156,23 @@ class AgentSession:
         """The newest `limit` entries of this workspace's and Global's history, newest first."""
         entries = []
         for scope in (cwd, None):
-            answer = await self._call(
-                self.api.memory_log(HistoryLogParams(cwd=scope, limit=limit, stat=True))
-            )
+            answer = await self._call(self._log(cwd, scope, limit), otherwise=HISTORY_UNREADABLE)
             entries += answer.entries
         return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
+
+    async def _log(self, cwd: str, scope: str | None, limit: int) -> HistoryLogResult:
+        """One scope's history; invalid memory refused as memory_context refuses it."""
+        try:
+            return await self.api.memory_log(HistoryLogParams(cwd=scope, limit=limit, stat=True))
+        except RpcError as exc:
+            if exc.code != MEMORY_INVALID:
+                raise
+            log.warning("the memory history cannot be read: %s", exc.message)
+            invalid = exc
+        # The log's refusal is the user's (whole paths); the context's names each file and its fix
+        # in the agent's terms: asked for, it gives that refusal.
+        await self.api.agent_context(AgentContextParams(cwd=cwd, known=None))
+        raise RpcError(HISTORY_REFUSED, invalid.message)  # valid by now: the history is to blame
 
     async def update(self, cwd: str, arguments: dict[str, Any]) -> AgentUpdateResult:
         """Commit against this session's observation and advance it; Refusal otherwise."""
@@ -164,6 +195,10 @@ class AgentSession:
         params = AgentUpdateParams(cwd=cwd, observed=self.observation, changes=changes, agent=identity)
         result = await self._call(self.api.agent_update(params), changes)
         if result.status == "stale":
+            # The context held may be of memory no longer there (the home re-pointed or restored
+            # under the server, which no watch sees): the memory_context asked for reads afresh.
+            self._shown = None
+            self._watch.forget()
             raise Refusal(STALE.format(scope=_SCOPE_TITLES[result.scope]))
         if result.status == "committed":
             self.budget.spend()
@@ -176,7 +211,11 @@ class AgentSession:
             self._workspace = (cwd, WorkspaceId.from_cwd(cwd))
         return self._workspace[1]
 
-    async def _call(self, answer: Awaitable[Result], changes: Sequence[AgentChange] = ()) -> Result:
+    async def _call(
+        self, answer: Awaitable[Result], changes: Sequence[AgentChange] = (), *, otherwise: str = NOT_DONE
+    ) -> Result:
+        """`answer`, or the Refusal that tells the agent what to do; `otherwise` is what it is told
+        of a refusal it cannot act on (logged, for the user)."""
         try:
             return await answer
         except DaemonUnavailable as exc:
@@ -186,19 +225,36 @@ class AgentSession:
             if exc.code == HOME_UNUSABLE:
                 log.warning("%s", exc.message)
                 raise Refusal(HOME_IN_THE_WAY) from None
-            raise Refusal(_rpc_message(exc, changes)) from None
+            raise Refusal(_rpc_message(exc, changes, otherwise)) from None
+        except HomeUnusable as exc:  # raised in this process (--no-daemon) as the daemon raises it
+            log.warning("%s", exc)
+            raise Refusal(HOME_IN_THE_WAY) from None
         except LockUnusable as exc:
             log.warning("%s", exc)
-            raise Refusal(LOCK_IN_THE_WAY.format(name=exc.path.name, reason=exc.reason)) from None
+            raise Refusal(LOCK_IN_THE_WAY.format(name=_lock_name(exc), reason=exc.reason)) from None
 
 
-def _rpc_message(exc: RpcError, changes: Sequence[AgentChange]) -> str:
+def _rpc_message(exc: RpcError, changes: Sequence[AgentChange], otherwise: str) -> str:
+    """What the agent is told of a refusal; only the agent methods' own refusals, made for it, are
+    passed on: any other message may carry the home's paths or a workspace key."""
     if exc.code == INVALID_CHANGES and isinstance(exc.data, dict):
         lines = [_problem_line(problem, changes) for problem in exc.data.get("problems", [])]
         return "The changes are invalid; nothing was written:\n" + "\n".join(lines)
-    if exc.code == MEMORY_INVALID:
+    if exc.code == MEMORY_INVALID:  # only agent methods' reach here (see `history`), in agent terms
         return exc.message
-    return f"remem could not do this: {exc.message}"
+    log.warning("%s", exc.message)
+    if exc.code == ANSWER_TOO_LARGE and isinstance(exc.data, dict):
+        size, limit = exc.data.get("bytes"), exc.data.get("limit")
+        if isinstance(size, int) and isinstance(limit, int):
+            return TOO_LARGE.format(size=size // 1024, limit=limit // 1024)
+    return otherwise
+
+
+def _lock_name(exc: LockUnusable) -> str:
+    """The lock file as the agent is told of it: its name, unless that holds a workspace key."""
+    name = exc.path.name
+    stem = name.removesuffix(".lock").removeprefix("agent-").removeprefix("ws-")
+    return "the lock file of this project's memory" if is_workspace_key(stem) else f"`{name}`"
 
 
 def _problem_line(problem: dict[str, Any], changes: Sequence[AgentChange]) -> str:

@@ -9,9 +9,9 @@ import pytest
 from mcp import types
 
 from remem.agents.link import InProcessLink
-from remem.agents.session import AgentSession
+from remem.agents.session import HOME_IN_THE_WAY, AgentSession, Refusal
 from remem.daemon.agent_updates.audit import AuditStatus, AuditTrail
-from remem.daemon.home import Home, HomeUnusable
+from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import remem
@@ -186,7 +186,12 @@ async def test_an_update_holding_a_likely_credential_is_committed_with_a_warning
 
 
 async def test_an_audit_folder_linked_out_of_the_home_is_refused_untouched(
-    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tmp_path: Path
+    home: Home,
+    store: MemoryStore,
+    project: Path,
+    workspace: WorkspaceId,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     session = AgentSession(InProcessLink(home))
     await session.context(str(project))
@@ -194,12 +199,13 @@ async def test_an_audit_folder_linked_out_of_the_home_is_refused_untouched(
     outside.mkdir()
     audit.symlink_to(outside)
     try:
-        with pytest.raises(HomeUnusable) as refused:
+        with pytest.raises(Refusal) as refused:
             await session.update(str(project), {"changes": [put("one")]})
     finally:
         audit.unlink()  # so the fixture can look for a daemon to stop
-    assert str(refused.value).startswith(
+    assert refused.value.message == HOME_IN_THE_WAY, "as the daemon's HOME_UNUSABLE is said"
+    assert (
         f"remem's home {home.root} cannot be used: {audit} is a symbolic link, and remem reads and "
         "writes only inside its home; move the folder it points to into the home"
-    )
+    ) in caplog.text, "the user's log names the link and the fix"
     assert list(outside.iterdir()) == [] and names(store, workspace) == set(), "nothing written"

@@ -1,0 +1,101 @@
+"""What the agent is told when memory or the home is in the way: the agent's own terms (a file's
+name, what to do), never the home's paths or a workspace key, in either mode of the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from tests.daemon.helpers import remem
+
+from .conftest import agent, put, text_of
+
+pytestmark = pytest.mark.asyncio
+MODES = pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
+
+
+def _assert_private(message: str, home: Home, workspace: WorkspaceId, tmp_path: Path) -> None:
+    assert str(tmp_path) not in message and str(home.root) not in message, message
+    assert workspace.key not in message and " /" not in message, message
+
+
+@MODES
+async def test_a_damaged_history_is_said_with_what_to_run_and_no_paths_or_keys(
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    async with agent(home, project, options=options) as session:
+        await session.context()
+        for name in ("one", "two", "three"):
+            assert not (await session.update(put(name))).is_error
+    if options == ():
+        remem(home, "daemon", "stop")  # its own reading of the history is no longer kept
+    packs = sorted(
+        (home.root / "history" / "objects" / "pack").glob("*.pack"), key=lambda p: p.stat().st_mtime
+    )
+    for part in packs[1].parent.glob(f"{packs[1].stem}.*"):  # the objects of the middle entry
+        part.unlink()
+    async with agent(home, project, options=options) as session:
+        result = await session.call("memory_history")
+    assert result.is_error
+    message = text_of(result)
+    assert "cannot read the memory history" in message and "`remem memory log`" in message, message
+    _assert_private(message, home, workspace, tmp_path)
+
+
+@MODES
+@pytest.mark.parametrize("kind", ["symlink", "folder"])
+async def test_invalid_global_memory_is_said_by_memory_history_as_memory_context_says_it(
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path, options: tuple[str, ...], kind: str
+) -> None:
+    async with agent(home, project, options=options) as session:
+        await session.context()
+        assert not (await session.update(put("one"))).is_error
+        if kind == "symlink":
+            (tmp_path / "elsewhere.md").write_text("Global, kept elsewhere.\n")
+            home.global_file.symlink_to(tmp_path / "elsewhere.md")
+        else:
+            home.global_file.mkdir()
+        history = await session.call("memory_history")
+        context = await session.call("memory_context")
+    assert history.is_error and context.is_error
+    assert text_of(history) == text_of(context), "the same files named, with the same fix"
+    assert "GLOBAL.md" in text_of(history) and "regular file" in text_of(history), text_of(history)
+    _assert_private(text_of(history), home, workspace, tmp_path)
+
+
+async def test_a_link_made_in_the_home_is_said_without_paths_without_the_daemon_too(
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    """As the daemon says it (HOME_UNUSABLE, tests/mcp/test_errors.py), not as a failure."""
+    outside, audit = tmp_path / "outside", home.memory / "audit"
+    outside.mkdir()
+    async with agent(home, project, options=("--no-daemon",)) as session:
+        await session.context()
+        audit.symlink_to(outside)
+        try:
+            result = await session.update(put("one"))
+        finally:
+            audit.unlink()  # so the fixture can look for a daemon to stop
+    assert result.is_error
+    message = text_of(result)
+    assert "something in remem's home stands in the way" in message and "unexpectedly" not in message, message
+    _assert_private(message, home, workspace, tmp_path)
+    assert list(outside.iterdir()) == [], "nothing written through it"
+
+
+async def test_an_unusable_lock_of_a_workspace_is_said_without_its_key(
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    async with agent(home, project, options=("--no-daemon",)) as session:
+        await session.context()
+        (home.locks / f"agent-ws-{workspace.key}.lock").mkdir(parents=True)
+        result = await session.update(put("one"))
+    assert result.is_error
+    message = text_of(result)
+    assert "cannot be used as a lock file" in message and "lock file of this project's memory" in message, (
+        message
+    )
+    _assert_private(message, home, workspace, tmp_path)
