@@ -52,6 +52,16 @@ from ..home import Home
 from ..memory.identity import is_workspace_key
 from ..protocol.rpc import WatchStatus
 
+with contextlib.suppress(ImportError):  # no inotify on this system: polling pairs nothing
+    from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
+
+    # watchdog holds the first half of a move (and every event of its watch after it) half a
+    # second, to pair it with its second half. The daemon marks every path an event names, so
+    # it needs no pairing, and a listing made in that half second was answered from before a
+    # move out of a watched folder (the log at both paths). Unpaired, a move is reported as
+    # its two halves, deleted and created.
+    InotifyMoveEventGrouper.delay = 0
+
 log = logging.getLogger("remem.daemon")
 
 DEBOUNCE_SECONDS = 0.15

@@ -97,3 +97,32 @@ def test_a_warm_listing_sees_appends_new_and_deleted_logs_renames_and_archives(
         asyncio.run(scenario())
     finally:
         writer.close()
+
+
+def test_a_log_moved_to_another_root_is_listed_once_as_soon_as_the_move_is_announced(
+    home: Home, tmp_path: Path
+) -> None:
+    """watchdog held the first half of a move out of a watched folder for half a second (to
+    pair it): the listing made when the move's arrival was announced still had the log at its
+    old path too, and called the two one id at two paths."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    draft = build_session(SessionSpec(seed=4, turns=2, cwd=CWD))
+    log = write_session(here, draft)
+    session = draft.header.id
+    folder = log.parent
+    (there / folder.parent.name).mkdir(parents=True)
+    home.settings_file.write_text(f"sessions:\n  roots: [{str(here)!r}, {str(there)!r}]\n")
+
+    async def scenario() -> None:
+        daemon = await _Daemon().open(home)
+        assert list(await daemon.listed()) == [session]
+        moved = there / folder.parent.name / folder.name
+        before = daemon.changes
+        await asyncio.to_thread(folder.rename, moved)
+        await until(lambda: daemon.changes > before, what="sessions/changed")
+        listing = await daemon.client.call("sessions/list")
+        assert listing["errors"] == []
+        assert [s["id"] for s in listing["sessions"]] == [session]
+        await daemon.client.close()
+
+    asyncio.run(scenario())
