@@ -19,7 +19,7 @@ from remem.daemon.sessions.models import SessionEvent, SessionHeader
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.roots import scan_root
-from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter, recover_root
+from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter, encode_batch, recover_root
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 WRITER_POINTS = sorted(p for p in POINTS if p.startswith("sessions.writer."))
@@ -113,11 +113,12 @@ def test_writer_refuses_events_dsh_would_reject(tmp_path: Path) -> None:
             writer.append([SessionEvent(type="remem/marker", seq=0, time=1, data={})])
         with pytest.raises(SessionLogError, match="must carry surfaceOp"):
             writer.append([SessionEvent(type="user/message", seq=0, time=1, data={})])
-        writer.append(
-            [SessionEvent(type="remem/marker", seq=0, time=1, data={"k": "\ud800"}, ignorable=True)]
-        )
+        marker = SessionEvent(type="remem/marker", seq=0, time=1, data={"k": "\ud800"}, ignorable=True)
+        writer.append([marker])
+    # Written losslessly (escaped, as JSON.stringify writes it), read as U+FFFD (decision 0391).
+    assert b'"k":"\\ud800"' in encode_batch([marker])
     log = read_session(writer.path)
-    assert log.unknown_types == {"remem/marker"} and log.events[0].data == {"k": "\ud800"}
+    assert log.unknown_types == {"remem/marker"} and log.events[0].data == {"k": "\ufffd"}
 
 
 ROLLBACK_SCRIPT = textwrap.dedent(
