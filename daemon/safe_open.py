@@ -26,6 +26,22 @@ from pathlib import Path
 from typing import BinaryIO
 
 NOT_REGULAR = "not a regular file"
+_KINDS = (
+    (stat.S_ISREG, "a file"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def kind_of(mode: int) -> str:
+    """What a file of `mode` is, said for a person: "a file", "a FIFO", ..."""
+    return next((said for test, said in _KINDS if test(mode)), "something else")
+
+
 LINKED = "a symbolic link on the way; remem follows no link below a session root"
 NOT_A_FOLDER = "not a folder"
 REPLACED = "it was replaced since it was listed"

@@ -868,12 +868,12 @@ class SessionCatalog:
         scanned: list[str] = []
         for source in self.sources:
             root = source.path
+            if source.problem is not None:  # no folder, or one inside a root: what it is, and which to name
+                errors.append(ListError(path=str(root), message=source.problem))
+                continue
             if not root.is_dir():
                 if not source.implicit:
                     errors.append(ListError(path=str(root), message="session root does not exist"))
-                continue
-            if source.problem is not None:  # a folder inside a root: what it is, and which to name
-                errors.append(ListError(path=str(root), message=source.problem))
                 continue
             if source.format != "dsh":
                 adapter = HARNESS_SOURCES[source.format]

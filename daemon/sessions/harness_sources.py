@@ -57,8 +57,10 @@ from .roots import (
     LogFile,
     Rejected,
     files_fingerprint,
+    not_regular,
     root_fingerprint,
     shown_path,
+    unreadable_folder,
     utf8_path,
 )
 from .sources import FileScan, detect_format
@@ -409,7 +411,7 @@ class _ThreadRollouts:
             folders = [(str(top), 0)] if top == root or top.is_dir() else []
             while folders:
                 folder, depth = folders.pop()
-                for entry in _entries(folder):
+                for entry in _entries(folder, []):  # the listing says which cannot be read
                     named = rollout_name(entry.name)
                     if entry.is_symlink():
                         continue
@@ -579,25 +581,34 @@ def unreadable(exc: OSError | LineTooLong, path: Path | str | None = None) -> st
     return LINK_REASON if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
 
 
-def _entries(path: str) -> list[os.DirEntry[str]]:
+def _entries(path: str, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
+    """The entries of the folder `path`, by name: none when it is gone, and a refusal of it
+    (`unreadable_folder`) when it cannot be read, so its sessions are not lost unsaid."""
     try:
         return sorted(os.scandir(path), key=lambda e: e.name)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        rejected.append(Rejected(shown_path(path), unreadable_folder(exc)))
         return []
 
 
 def _take(entry: os.DirEntry[str], files: list[LogFile], rejected: list[Rejected]) -> None:
-    """`entry` into `files` when it is a regular file whose path the index can hold."""
+    """`entry`, named like a session file, into `files` when it is a regular file whose path
+    the index can hold; anything else named so (a FIFO, a folder) is refused, never opened."""
     try:
         st = entry.stat(follow_symlinks=False)
-    except OSError:
+    except FileNotFoundError:
+        return  # gone since the folder was read
+    except OSError as exc:
+        rejected.append(Rejected(shown_path(entry.path), f"cannot be read: {exc.strerror or exc}"))
         return
-    if not stat.S_ISREG(st.st_mode):
-        return
-    if utf8_path(entry.path):
+    if not utf8_path(entry.path):
+        rejected.append(Rejected(shown_path(entry.path), NAME_REASON))
+    elif stat.S_ISREG(st.st_mode):
         files.append(LogFile(entry.path, st))
     else:
-        rejected.append(Rejected(shown_path(entry.path), NAME_REASON))
+        rejected.append(Rejected(Path(entry.path), not_regular(st.st_mode)))
 
 
 def claude_folders(cwd: str) -> tuple[str, int]:
@@ -617,7 +628,7 @@ class ClaudeCodeSource:
         rejected: list[Rejected] = []
         scanned: list[str] = []
         wanted = claude_folders(cwd) if cwd is not None else None
-        for project in _entries(str(root)):
+        for project in _entries(str(root), rejected):
             if wanted is not None and not _may_hold(project.name, *wanted):
                 continue
             if project.is_symlink():
@@ -635,7 +646,7 @@ class ClaudeCodeSource:
         return False
 
     def _project(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
-        for entry in _entries(folder):
+        for entry in _entries(folder, rejected):
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.name.endswith(".jsonl"):
@@ -646,12 +657,15 @@ class ClaudeCodeSource:
     def _subagents(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
         try:
             mode = os.lstat(folder).st_mode
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return  # a session folder without subagents
+        except OSError as exc:  # the session folder cannot be looked into: its subagents unknown
+            rejected.append(Rejected(shown_path(os.path.dirname(folder)), unreadable_folder(exc)))
+            return
         if stat.S_ISLNK(mode):  # scandir would follow it out of the root
             rejected.append(Rejected(Path(folder), LINK_REASON))
             return
-        entries = _entries(folder) if stat.S_ISDIR(mode) else []
+        entries = _entries(folder, rejected) if stat.S_ISDIR(mode) else []
         names = {e.name for e in entries}
         for entry in entries:
             if entry.is_symlink():
@@ -780,7 +794,7 @@ class CodexSource:
         folders = [(str(root), 0)]
         while folders:
             folder, depth = folders.pop()
-            for entry in _entries(folder):
+            for entry in _entries(folder, rejected):
                 if entry.is_symlink():
                     rejected.append(Rejected(Path(entry.path), LINK_REASON))
                 elif entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):

@@ -24,7 +24,7 @@ import stat
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
 from .reader import stat_revision
-from .roots import LogFile, Rejected, project_logs, single_encoding
+from .roots import LogFile, Rejected, project_logs, shown_path, single_encoding, unreadable_folder
 from .sources import FileScan
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
@@ -155,6 +155,7 @@ class _HarnessScan:
 class _Root:
     projects: dict[str, _Project | None]  # None: to be scanned again
     names_current: bool = True  # the list of project folders is still the one scanned
+    refused: list[Rejected] = field(default_factory=list)  # the root itself, when unreadable
 
 
 class ListingMemo:
@@ -304,7 +305,7 @@ class ListingMemo:
         # A project folder not (yet) in the list is scanned as it is, and not kept: it may not
         # exist at all, and a workspace without sessions here must cost no memory.
         found: dict[Encoding, list[LogFile]] = {}
-        rejected: list[Rejected] = []
+        rejected: list[Rejected] = list(remembered.refused) if project_dir is None else []
         for name in names:
             listed = name in remembered.projects
             project = remembered.projects.get(name)
@@ -340,8 +341,13 @@ class ListingMemo:
         """The root's project folders; scans of those still there are kept, new ones are scanned
         when a listing needs them (a workspace's listing needs only its own)."""
         kept = earlier.projects if earlier is not None else {}
-        names = sorted(os.listdir(root)) if root.is_dir() else []
-        fresh = _Root({name: kept.get(name) for name in names})
+        try:
+            names = sorted(os.listdir(root)) if root.is_dir() else []
+        except OSError as exc:  # unreadable: said as a scan says it, and looked at again next time
+            refused = [Rejected(shown_path(str(root)), unreadable_folder(exc))]
+            fresh = _Root({}, names_current=False, refused=refused)
+        else:
+            fresh = _Root({name: kept.get(name) for name in names})
         self._roots[str(root)] = fresh
         return fresh
 

@@ -7,6 +7,7 @@ returns per-log errors next to the logs that did read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..safe_open import NOT_REGULAR, kind_of
 from .errors import SessionLogError, SessionRootError
 from .paths import FLAT_LOG_NAME, LOG_FILE_NAMES, Encoding
 from .reader import SessionLog, read_session
@@ -38,10 +40,15 @@ class LogFile(NamedTuple):
     stat: os.stat_result
 
 
-def _entries(path: str) -> list[os.DirEntry[str]]:
+def _entries(path: str, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
+    """The entries of the folder `path`, by name: none when it is gone, and a refusal of it
+    (`unreadable_folder`) when it cannot be read, so its sessions are not lost unsaid."""
     try:
         return sorted(os.scandir(path), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        rejected.append(Rejected(shown_path(path), unreadable_folder(exc)))
         return []
 
 
@@ -55,6 +62,21 @@ class Rejected(NamedTuple):
 FLAT_REASON = "flat log file outside a session directory; DSH only reads <project>/<session>/<log>"
 # A link could lead a listing, a transcript or a fork's copy to any file of the user's.
 LINK_REASON = "a symbolic link; remem reads only real folders and files inside a session root"
+
+
+def not_regular(mode: int) -> str:
+    """Why something named like a session log that is not a regular file is not listed. It is
+    never opened: a FIFO would wait for a writer for good."""
+    kind = kind_of(mode)
+    return f"{NOT_REGULAR} ({kind}), though named like a session log: it is not read; remove or rename it"
+
+
+def unreadable_folder(exc: OSError) -> str:
+    """Why a folder of a root whose entries cannot be read (`exc`) is not listed."""
+    said = exc.strerror or str(exc)
+    denied = exc.errno in (errno.EACCES, errno.EPERM)
+    fix = "; let your user read and enter it (chmod u+rx) to list them" if denied else ""
+    return f"folder cannot be read ({said}): the sessions in it are not listed{fix}"
 
 
 # The index (SQLite) and every listing hold paths as UTF-8 text: a name that is not would
@@ -79,22 +101,30 @@ def shown_path(path: str) -> Path:
 
 
 def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encoding, LogFile]]:
+    """The logs of the session folder `session_dir`; what is named like one and is not a
+    regular file (a link, a FIFO, a folder), or a folder that cannot be looked into, is
+    refused."""
     for encoding, name in LOG_FILE_NAMES.items():
         path = f"{session_dir}/{name}"
         try:
             st = os.stat(path, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as exc:  # the folder, not each log name in it
+            rejected.append(Rejected(shown_path(session_dir), unreadable_folder(exc)))
+            return
         if not utf8_path(path):
             rejected.append(Rejected(shown_path(path), NAME_REASON))
         elif stat.S_ISREG(st.st_mode):
             yield encoding, LogFile(path, st)
         elif stat.S_ISLNK(st.st_mode):
             rejected.append(Rejected(Path(path), LINK_REASON))
+        else:
+            rejected.append(Rejected(Path(path), not_regular(st.st_mode)))
 
 
-def _projects(root: Path, only: str | None) -> list[os.DirEntry[str]]:
-    entries = _entries(str(root))
+def _projects(root: Path, only: str | None, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
+    entries = _entries(str(root), rejected)
     return entries if only is None else [e for e in entries if e.name == only]
 
 
@@ -105,7 +135,7 @@ def _log_files(
     of the one project directory `project_dir` when it is given."""
     found: dict[Encoding, list[LogFile]] = defaultdict(list)
     rejected: list[Rejected] = []
-    for project in _projects(root, project_dir):
+    for project in _projects(root, project_dir, rejected):
         if project.name.startswith("."):
             continue  # a project folder is always `--<slug>--`: a dot folder is no project
         if project.is_symlink():
@@ -114,7 +144,7 @@ def _log_files(
         if not project.is_dir(follow_symlinks=False):
             continue
         # No dot filter here: DSH keeps a leading `.` of a session id in its folder's name.
-        for entry in _entries(project.path):
+        for entry in _entries(project.path, rejected):
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.is_dir(follow_symlinks=False):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..home import Home
 from ..protocol.sessions import SessionFormat
+from ..safe_open import kind_of
 
 if TYPE_CHECKING:
     # Annotations only: the processes a cold listing spawns import this module, and the
@@ -170,6 +172,19 @@ def misplaced(path: Path) -> str | None:
     return f"looks like {what}, not a session root; name {instead} as the root instead"
 
 
+def not_a_folder(path: Path) -> str | None:
+    """Why `path`, named as a session root, is no folder to list when something else is there
+    (a file, a FIFO: never opened); None for a folder, or when nothing is there (the listing
+    says a root does not exist). A link is followed: the user chose the root."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        return None
+    return f"session root is {kind_of(mode)}, not a folder; name the folder that holds the sessions instead"
+
+
 def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
     """The roots a `sessions.roots` entry names (`harness_home` for a harness's own folder)."""
     if isinstance(entry, str):
@@ -179,7 +194,7 @@ def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
     home = harness_home(path, found)
     if home and (entry.format is None or entry.format == home[0].format):
         return home
-    return [Root(path, entry.format or found, problem=misplaced(path))]
+    return [Root(path, entry.format or found, problem=not_a_folder(path) or misplaced(path))]
 
 
 def awaited_folders(entry: str | SessionRootSetting) -> list[Path]:
@@ -197,7 +212,8 @@ def named_roots(path: Path) -> list[Root]:
     its layout shows, or the session folders of the harness home it is."""
     absolute = Path(os.path.abspath(path))
     found = detect_format(absolute)
-    return harness_home(absolute, found) or [Root(absolute, found, problem=misplaced(absolute))]
+    problem = not_a_folder(absolute) or misplaced(absolute)
+    return harness_home(absolute, found) or [Root(absolute, found, problem=problem)]
 
 
 def harness_home(path: Path, found: SessionFormat) -> list[Root]:

@@ -120,11 +120,23 @@ class _Text(msgspec.Struct):
 # every other shape still decodes, as it did when these fields were `Any`.
 _Scalar = str | int | float | bool | None
 _Content = list[_Text | _Scalar | list[Any]] | dict[str, Any] | _Scalar
-_History = list["_Payload | _Scalar | list[Any]"] | dict[str, Any] | _Scalar
+
+
+class _Kept(Fields):
+    """An item of a compaction's kept history: only its kind, role and content are read."""
+
+    type: Any = None
+    role: Any = None
+    content: _Content = None
+
+
+_History = list[_Kept | _Scalar | list[Any]] | dict[str, Any] | _Scalar
 
 
 class _Payload(Fields):
-    type: Any = None
+    # A line's kind (a response item's, an event's): text, or the line is a `bad-record`, as a
+    # record's own type is; an array or an object there is no kind the rules can look up.
+    type: str | None = None
     turn_id: Any = None
     message: Any = None
     role: Any = None
@@ -164,7 +176,7 @@ LISTED_LINE: type[msgspec.Struct] = _Line  # what a listing decodes each line in
 
 
 class _EventType(msgspec.Struct):
-    type: Any = None
+    type: str | None = None  # as `_Payload.type`: a line with another is no event
 
 
 class _Event(msgspec.Struct):
@@ -353,8 +365,7 @@ class Tally:
         """Why the rollout has no identity: line 1 is not a `session_meta` with an id and a cwd."""
         meta = self.meta
         if meta is not None:
-            missing = [key for key in ("id", "cwd") if not _str(meta.record.payload.get(key))]
-            return f"session_meta on line {meta.number} has no {' or '.join(missing)}" if missing else None
+            return _unidentified(meta)
         damaged = self.problems[0] if self.problems and self.problems[0].line == 1 else None
         if damaged is not None and damaged.code == "torn-tail":  # Codex still writing it
             return f"no session_meta line yet: {damaged.reason}"
@@ -589,15 +600,44 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _unidentified(meta: Line[_Line]) -> str | None:
+    """Why the `session_meta` `meta` identifies no session: an id or a cwd it lacks, or gives as
+    another value than text; None when it has both."""
+    payload = meta.record.payload
+    values = {key: payload.get(key) for key in ("id", "cwd")}
+    missing = [key for key, value in values.items() if value is None or value == ""]
+    said = [f"has no {' or '.join(missing)}"] if missing else []
+    said += [
+        f"has {'an' if key == 'id' else 'a'} {key} of the wrong type (expected a string, got "
+        f"{_kind(value)}: {_shown(value)})"
+        for key, value in values.items()
+        if value is not None and not isinstance(value, str)
+    ]
+    return f"session_meta on line {meta.number} {' and '.join(said)}" if said else None
+
+
+def _kind(value: Any) -> str:
+    """What JSON calls the type of `value`, with its article."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else "a string"
+
+
 def _lineage(meta: _Payload) -> tuple[tuple[Edge, ...], tuple[Problem, ...]]:
     """The lineage edges of a rollout whose line 1 is the `session_meta` `meta`, and the
-    problem of an inherited ordinal that is no ordinal (the edge is then kept without it)."""
+    problem of a `history_base` that names no thread (no edge then) or an inherited ordinal
+    that is no ordinal (the edge is then kept without it)."""
     edges: list[Edge] = []
     wrong: tuple[Problem, ...] = ()
     if forked := _str(meta.get("forked_from_id")):
         edges.append(Edge("fork", forked))
     base = meta.get("history_base")
-    if isinstance(base, dict) and (thread := _str(base.get("thread_id"))):
+    thread = _str(base.get("thread_id")) if isinstance(base, dict) else None
+    if base is not None and thread is None:
+        wrong = (Problem(1, "bad-value", _no_thread(base)),)
+    elif thread is not None and isinstance(base, dict):
         upto = base.get("end_ordinal_exclusive")
         if upto is not None and not _ordinal(upto):
             wrong = (Problem(1, "bad-value", _NOT_AN_ORDINAL.format(shown=_shown(upto))),)
@@ -608,6 +648,18 @@ def _lineage(meta: _Payload) -> tuple[tuple[Edge, ...], tuple[Problem, ...]]:
     if isinstance(spawn, dict) and (parent := _str(spawn.get("parent_thread_id"))):
         edges.append(Edge("subagent", parent))
     return tuple(edges), wrong
+
+
+def _no_thread(base: Any) -> str:
+    """Why a `history_base` (not null) names no thread: the rollout's parent and the lines it
+    inherits from it are then unknown, and no `history` edge is drawn."""
+    if not isinstance(base, dict):
+        what = f"history_base is {_shown(base)}, not an object naming the thread it continues"
+    elif "thread_id" not in base:
+        what = "history_base has no thread_id"
+    else:
+        what = f"history_base.thread_id is {_shown(base['thread_id'])}, not a thread id (a non-empty string)"
+    return f"line 1: {what}: the thread it inherits lines from, and which lines, are not known"
 
 
 _NOT_AN_ORDINAL = (
@@ -627,7 +679,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:37]}..."
 
 
-def _user_text(payload: _Payload) -> str | None:
+def _user_text(payload: _Payload | _Kept) -> str | None:
     """The user's text in a user ``message`` item, None for injected context: a message any of
     whose text items Codex injected is not the user's (as codex-rs parses a user message), and
     a text item that is the IDE extension's context alone is left out."""
@@ -826,7 +878,7 @@ def _summary(payload: _Payload) -> list[str]:
         return [message.strip()]
     kept = payload.replacement_history
     items = kept if isinstance(kept, list) else ()
-    texts = (_request(text) for item in items if isinstance(item, _Payload) and (text := _user_text(item)))
+    texts = (_request(text) for item in items if isinstance(item, _Kept) and (text := _user_text(item)))
     joined = "\n\n".join(text for text in texts if text)
     return [joined] if joined else []
 
