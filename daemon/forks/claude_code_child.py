@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from ..sessions.decode import decode_mended
 from ..sessions.formats.claude_code import Selection
 from ..sessions.formats.jsonl import records
 
@@ -64,7 +65,7 @@ def child_lines(data: bytes, selection: Selection, child: str, title: str, now: 
     sizes = {len(token) for token in tokens}
     # `parents` holds the selected records' uuids in the order of their lines.
     for position, (number, original) in enumerate(zip(selection.lines, selection.parents, strict=True)):
-        record: dict[str, Any] = _RAW_FIELDS.decode(_line(data, starts, number))
+        record: dict[str, Any] = decode_mended(_RAW_FIELDS, _line(data, starts, number))
         above = selection.parents.get(original)
         for key, value in record.items():
             if key in _VERBATIM or key in _STAMPED:

@@ -117,3 +117,20 @@ def test_a_retry_sees_a_change_to_a_late_copy_the_prepared_fork_takes(home: Home
     assert retried.returncode == 1 and refusal["code"] == "STALE_SOURCE"
     assert refusal["message"].endswith(": the turns this fork copies changed since it was prepared")
     assert sorted(p.name for p in parent.parent.iterdir()) == [parent.name], "no child was written"
+
+
+def test_a_lone_surrogate_escape_in_the_parent_forks_as_the_replacement_character(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half an emoji (JSON.stringify of a cut string) is valid JSON msgspec refuses: the fork
+    failed on it. The child holds U+FFFD there (decision 0391), as the reader shows the parent."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    data = jsonl(*THREE_TURNS).replace(b'"first answer"', b'"\\ud83dfirst answer"')
+    parent = write_parent(tmp_path, data)
+    child = fork_after(home, parent, 2)
+    assert parent.read_bytes() == data
+    assert sdk_texts(child) == ["first question", "\ufffdfirst answer", "second question", "second answer"]
+    assert [t.answer for t in read_transcript(child.read_bytes(), child.name).turns] == [
+        "\ufffdfirst answer",
+        "second answer",
+    ]
