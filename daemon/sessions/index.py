@@ -27,6 +27,8 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
+# 19: a Claude Code turn holds what claude-agent-sdk puts back beside it, no abandoned
+# continuation, and an answer Claude Code wrote itself is none (decision 0384);
 # 18: a Codex line whose kind is no text is a bad record, an id or cwd of the wrong type and a
 # history_base naming no thread say so (decision 0390);
 # 17: harness lines not UTF-8 in a field skipped are `not-utf8`, problems counted past the first
@@ -41,7 +43,7 @@ from .reader import ResumePoint
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 BUSY_SECONDS = 30.0
 _SCHEMA = f"""
 CREATE TABLE logs (

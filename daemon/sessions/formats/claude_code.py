@@ -27,7 +27,14 @@ against Claude Code itself and claude-agent-sdk's reader:
   summary, not a slash command's output, not a line the harness wrote such as a background
   task's notification) to the last assistant text before the next prompt; it is forkable when
   it has ended (answered, failed, interrupted, or followed by the next prompt) and every
-  ``tool_use`` in it has its result.
+  ``tool_use`` in it has its result;
+- a turn's records **beside the path** are what claude-agent-sdk's reader (and ``claude
+  --resume``) puts back after each response on it: that response's other records (one per
+  content block, of one ``message.id``) and the tool results hanging off them, which a rewind
+  or the parallel results' fan-out left off the path; not what followed them on an abandoned
+  path (decision 0384). A call is answered by a result on the path or among them only;
+- an assistant record Claude Code wrote itself (``"model": "<synthetic>"``, no API error: "No
+  response requested.") is no answer.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import msgspec
 
@@ -145,6 +152,10 @@ _QUEUED = msgspec.json.Decoder(_QueuedLine)
 class _Message(msgspec.Struct):
     role: str | None = None
     content: str | list[_Block] | None = None
+    # An assistant record's response (`id`: Claude Code writes one record per content block, all
+    # of one id) and who wrote it (`model`: "<synthetic>" for what the harness wrote itself).
+    id: Any = None
+    model: Any = None
 
 
 class _Node(msgspec.Struct, rename="camel"):
@@ -343,7 +354,8 @@ def grow(grown: Grown, data: bytes) -> Transcript | None:
 
 def _answers_kept_turns(grown: Grown, new: list[Line[_Record]]) -> bool:
     """Whether an appended tool result answers a call of a kept branch or inline subagent: a
-    file's results are looked up file-wide, so that turn would read otherwise now."""
+    result off a turn's path that answers a call of it still unanswered is put back beside it
+    (`_Graph._strays`), so that turn may read otherwise now."""
     kept: list[Branch | Sidechain] = [*grown.talk.branches, *grown.talk.sidechains]
     if not kept:
         return False
@@ -393,7 +405,7 @@ def _adds_nodes(grown: Grown, new: list[Line[_Record]]) -> bool:
             graph.children.setdefault(record.parent_uuid, []).append(uuid)
         if record.type == "user":
             graph._user(line)
-    graph._leaves = None
+    graph.changed()
     return True
 
 
@@ -557,15 +569,30 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     on_path = {line.record.uuid for line in path}
     group = groups[turn_index - 1]
     followed = turn_index < len(groups)
-    turn = _turn(turn_index, group, graph.side_nodes(group, on_path), graph, followed=followed)
+    off = graph.off(on_path)
+    side = graph.side_nodes(group, on_path, off)
+    turn = _turn(turn_index, group, side, graph, followed=followed)
     if not turn.forkable:
         raise NotAForkPoint(
             "open-turn",
             f"turn {turn_index} is {turn.status}: a tool call has no result or there is no answer",
         )
-    through = path[: next(at for at, line in enumerate(path) if line.number == turn.end) + 1]
+    # The turn ends on the path, or at a record put back after one of it (`_turn`).
+    last = next(
+        (
+            anchor
+            for anchor, found in side.placed.items()
+            if any(line.record.uuid == turn.key for line in found)
+        ),
+        turn.key,
+    )
+    through = path[: next(at for at, line in enumerate(path) if line.record.uuid == last) + 1]
     kept = {line.record.uuid for line in through}
-    kept.update(side.record.uuid for side in graph.side_nodes(through, kept) if side.number < turn.end)
+    # What is put back beside the path through the turn, and the lines nobody says hanging
+    # beside it before the turn's end (not the hook lines after its answer).
+    beside = graph.side_nodes(through, on_path, off)
+    kept.update(line.record.uuid for found in beside.placed.values() for line in found)
+    kept.update(line.record.uuid for line in beside.beside if line.number < turn.end)
     selected = sorted(
         (line for uuid in kept if uuid and (line := graph.nodes[uuid]).record.type != "progress"),
         key=attrgetter("number"),
@@ -850,9 +877,6 @@ class _Graph:
             nodes = self._first_places(graphed)
         self.nodes = nodes
         self.children: dict[str, list[str]] = {}
-        # Parallel tool results hang off their own tool_use line, beside the conversation path,
-        # so a turn's results are looked up file-wide by tool_use id.
-        self.results: dict[str, bool] = {}
         self.prompts: dict[int, str] = {}  # line number -> the prompt's text, for real prompts
         self.interrupts: set[int] = set()  # user lines that mark a turn stopped by the user
         self.commands: set[int] = set()  # user lines that are a slash command's invocation
@@ -897,6 +921,12 @@ class _Graph:
             if not self.children[parent]:
                 del self.children[parent]
         self._leaves: list[Line[_Node]] | None = None
+        self._responses: dict[str, list[Line[_Node]]] | None = None  # `responses`
+        self._calls: _Calls | None = None  # `calls`
+
+    def changed(self) -> None:
+        """Forget what was derived from the nodes, once nodes were added (`grow`)."""
+        self._leaves = self._responses = self._calls = None
 
     def _first_places(self, graphed: list[Line[_Node]]) -> dict[str, Line[_Node]]:
         """The nodes of a file that repeats a uuid: each uuid's last copy, at its first line."""
@@ -921,7 +951,6 @@ class _Graph:
             answered = texts = False
             for block in content:
                 if block.type == "tool_result":
-                    self.results[str(block.tool_use_id)] = not block.is_error
                     answered = True
                 elif block.type == "text":
                     texts = True
@@ -1033,44 +1062,224 @@ class _Graph:
                 found[current.record.uuid] = current
         return found
 
-    def side_nodes(self, group: list[Line[_Node]], on_path: set[str | None]) -> list[Line[_Node]]:
-        """Nodes hanging beside `group` that belong to its turn: parallel tool calls written one
-        line per block, their results, progress lines — everything down to the next prompt."""
+    def responses(self) -> dict[str, list[Line[_Node]]]:
+        """The assistant records of each response (`message.id`), in file order."""
+        if self._responses is None:
+            found: dict[str, list[Line[_Node]]] = {}
+            for line in self.nodes.values():
+                if (response := _message_id(line.record)) is not None:
+                    found.setdefault(response, []).append(line)
+            self._responses = found
+        return self._responses
+
+    def calls(self) -> _Calls:
+        """Who made each tool call and which records answer it, file-wide."""
+        if self._calls is None:
+            owners: dict[str, str | None] = {}
+            answers: dict[str, list[Line[_Node]]] = {}
+            for line in self.nodes.values():
+                record = line.record
+                if record.type == "assistant":
+                    made = _response(record)
+                    for call in _made(record):
+                        owner = owners.get(call, record.uuid)
+                        # A call two responses claim is owned by neither: it places no result.
+                        same = owner is not None and _response(self.nodes[owner].record) == made
+                        owners[call] = record.uuid if same else None
+                elif record.type == "user" and record.parent_uuid:
+                    for call in _answered(record):
+                        answers.setdefault(call, []).append(line)
+            self._calls = _Calls(owners, answers)
+        return self._calls
+
+    def off(self, on_path: set[str | None]) -> _Off:
+        """What lies off the path whose nodes are `on_path`, as `side_nodes` asks it."""
+        off = self.nodes.keys() - on_path
+        return _Off(self, off) if off else _NOTHING_OFF
+
+    def side_nodes(
+        self, lines: Sequence[Line[_Node]], on_path: set[str | None], off: _Off | None = None
+    ) -> _Side:
+        """What belongs beside `lines`, a stretch of the path whose nodes are `on_path` (what
+        lies off it: `off`): what claude-agent-sdk's reader (and `claude --resume`) puts back
+        after each response of theirs (`_recovered`), and the lines nobody says (progress,
+        attachments, hook lines) that hang beside them or those records. Not an abandoned
+        continuation: a later response, its calls, its prompt."""
+        off = self.off(on_path) if off is None else off
+        if not off.nodes:
+            return _NOTHING_BESIDE
+        placed = self._recovered(lines, on_path, off)
+        taken = {line.record.uuid for found in placed.values() for line in found}
         children = self.children
-        tops = [
+        stack = [
             child
-            for line in group
+            for line in (*lines, *(line for found in placed.values() for line in found))
             if line.record.uuid in children
             for child in children[line.record.uuid or ""]
             if child not in on_path
         ]
-        return self._below(tops, on_path)
-
-    def sides(self, groups: list[list[Line[_Node]]], on_path: set[str | None]) -> list[list[Line[_Node]]]:
-        """`side_nodes` of every group of a path, found from the nodes off the path (in a
-        plain conversation there are none) rather than from every node on it."""
-        off = self.nodes.keys() - on_path
-        if not off:
-            return [[] for _ in groups]
-        group_of = {line.record.uuid: at for at, group in enumerate(groups) for line in group}
-        tops: dict[int, list[str]] = {}
-        for uuid in off:
-            parent = self.nodes[uuid].record.parent_uuid
-            if parent in group_of and uuid not in self.broken:
-                tops.setdefault(group_of[parent], []).append(uuid)
-        return [self._below(tops.get(at, []), on_path) for at in range(len(groups))]
-
-    def _below(self, stack: list[str], on_path: set[str | None]) -> list[Line[_Node]]:
-        """The nodes of `stack` and under them, in file order, down to (not into) a prompt."""
-        found: list[Line[_Node]] = []
+        beside: list[Line[_Node]] = []
         while stack:
             uuid = stack.pop()
             line = self.nodes[uuid]
-            if uuid in on_path or line.number in self.prompts:
+            if uuid in on_path or uuid in taken or line.record.type in ("user", "assistant"):
                 continue
-            found.append(line)
-            stack.extend(self.children.get(uuid, ()))
-        return sorted(found, key=attrgetter("number"))
+            beside.append(line)
+            stack.extend(children.get(uuid, ()))
+        beside.sort(key=attrgetter("number"))
+        return _Side(placed, beside)
+
+    def _recovered(
+        self, lines: Sequence[Line[_Node]], on_path: set[str | None], off: _Off
+    ) -> dict[str | None, list[Line[_Node]]]:
+        """By the uuid of its anchor (a response's last record among `lines`), the records of
+        that response off the path that claude-agent-sdk's reader puts back after it, in file
+        order: the response's other records (Claude Code writes one per content block, chained,
+        and a parallel call's result hangs off its own call's record, so the path goes through
+        one result only), the tool results hanging off any of them, and a result hanging
+        elsewhere that answers a call of theirs still unanswered. An assistant record with no
+        `message.id` is a response alone."""
+        anchors: dict[str, Line[_Node]] = {}
+        among: dict[str, set[str | None]] = {}  # each response's records among `lines`
+        for line in lines:
+            if line.record.type == "assistant":
+                anchors[key := _response(line.record)] = line
+                among.setdefault(key, set()).add(line.record.uuid)
+        placed: dict[str | None, list[Line[_Node]]] = {}
+        if not anchors:
+            return placed
+        children, nodes, responses = self.children, self.nodes, self.responses()
+        taken: set[str | None] = set()
+        said: set[str] | None = None  # the calls `lines` answer, when a stray is looked for
+        for key, anchor in anchors.items():
+            records = responses[key] if _message_id(anchor.record) else [anchor]
+            on_stretch = among[key]
+            if (
+                len(records) == len(on_stretch)
+                and all(child in on_path for uuid in on_stretch for child in children.get(uuid or "", ()))
+                and key not in off.strays
+            ):
+                continue  # nothing of it off the path: most responses
+            members = self._members(records, on_stretch, on_path)
+            ids = {member.record.uuid for member in members}
+            found = [member for member in members if member.record.uuid not in on_path]
+            for member in members:
+                for child in children.get(member.record.uuid or "", ()):
+                    below = nodes[child]
+                    if child not in on_path and below.record.type == "user" and _answered(below.record):
+                        found.append(below)
+            made = [call for member in members for call in _made(member.record)]
+            if made:
+                if said is None:
+                    said = {
+                        call
+                        for line in lines
+                        if line.record.type == "user"
+                        for call in _answered(line.record)
+                    }
+                returned = {
+                    call for line in found if line.record.type == "user" for call in _answered(line.record)
+                }
+                if any(call not in said and call not in returned for call in made):
+                    found += self._strays(
+                        made, said | returned, ids, on_path, taken.union(line.record.uuid for line in found)
+                    )
+            found = [line for line in found if line.record.uuid not in taken]
+            if found:
+                placed[anchor.record.uuid] = sorted(found, key=attrgetter("number"))
+                taken.update(line.record.uuid for line in found)
+        return placed
+
+    def _members(
+        self, records: list[Line[_Node]], among: set[str | None], on_path: set[str | None]
+    ) -> list[Line[_Node]]:
+        """Of a response's `records`, those that belong with its records `among` a stretch of
+        the path: those, and those off the path chained below them, in file order. Not one on
+        the path past the stretch (a fork's cut), nor one of another response that reuses the
+        id (a test server's, say)."""
+        if len(records) == len(among):  # all of them on the stretch: the usual case
+            return records
+        ids = {line.record.uuid for line in records}
+        joined = set(among)
+        stack = list(joined)
+        while stack:
+            for child in self.children.get(stack.pop() or "", ()):
+                if child in ids and child not in joined and child not in on_path:
+                    joined.add(child)
+                    stack.append(child)
+        return [line for line in records if line.record.uuid in joined]
+
+    def _strays(
+        self,
+        made: list[str],
+        answered: set[str],
+        members: set[str | None],
+        on_path: set[str | None],
+        taken: set[str | None],
+    ) -> list[Line[_Node]]:
+        """Results off the path, hanging off none of a response's records `members`, that answer
+        a call of theirs (`made`) not yet `answered` (which they are added to), in file order:
+        written by the same agent, and each answering a call still open when it comes."""
+        owners, answers = self.calls()
+        sidechain = any(self.nodes[member or ""].record.is_sidechain for member in members)
+        candidates = sorted(
+            {
+                line.number: line
+                for call in made
+                if call not in answered and owners.get(call) in members
+                for line in answers.get(call, ())
+                if line.record.uuid not in on_path
+                and line.record.uuid not in taken
+                and line.record.parent_uuid not in members
+                and bool(line.record.is_sidechain) == sidechain
+            }.items()
+        )
+        strays = []
+        for _, line in candidates:
+            calls = _answered(line.record)
+            if any(call not in answered and owners.get(call) in members for call in calls):
+                answered.update(calls)
+                strays.append(line)
+        return strays
+
+    def sides(self, groups: list[list[Line[_Node]]], on_path: set[str | None]) -> list[_Side]:
+        """`side_nodes` of every group of a path, looked for only in the groups something off
+        the path hangs from or belongs to (in a plain conversation nothing is off it)."""
+        off = self.off(on_path)
+        if not off.nodes:
+            return [_NOTHING_BESIDE for _ in groups]
+        group_of = {line.record.uuid: at for at, group in enumerate(groups) for line in group}
+        wanted: set[int] = set()
+        for uuid in off.nodes:
+            parent = self.nodes[uuid].record.parent_uuid
+            if parent in group_of and uuid not in self.broken:
+                wanted.add(group_of[parent])
+        for at, group in enumerate(groups):
+            if at not in wanted and self._reaches_off(group, on_path):
+                wanted.add(at)
+        return [
+            self.side_nodes(group, on_path, off) if at in wanted else _NOTHING_BESIDE
+            for at, group in enumerate(groups)
+        ]
+
+    def _reaches_off(self, group: list[Line[_Node]], on_path: set[str | None]) -> bool:
+        """Whether a response of `group` has a record off the path, or a call of it a result
+        off the path hanging elsewhere than from `group` (under a line off the path, say)."""
+        for line in group:
+            record = line.record
+            if record.type != "assistant":
+                continue
+            key = _message_id(record)
+            if key is not None and any(member.record.uuid not in on_path for member in self.responses()[key]):
+                return True
+            made = _made(record)
+            if made:
+                answers = self.calls().answers
+                if any(
+                    result.record.uuid not in on_path for call in made for result in answers.get(call, ())
+                ):
+                    return True
+        return False
 
     def climb_to(
         self, start: Line[_Node], known: Container[str | None]
@@ -1092,6 +1301,93 @@ class _Graph:
         main = [leaf for leaf in leaves if _main_chain(leaf.record)]
         chosen = (main or leaves)[:1]
         return self.walk_up(chosen[0]) if chosen else []
+
+
+class _Calls(NamedTuple):
+    owners: dict[str, str | None]  # call id -> the assistant record that made it (None: ambiguous)
+    answers: dict[str, list[Line[_Node]]]  # call id -> the tool-result records answering it
+
+
+@dataclass(frozen=True)
+class _Side:
+    """What belongs beside a stretch of the path (`_Graph.side_nodes`)."""
+
+    # By the uuid of a response's last record on the stretch, the records of that response
+    # claude-agent-sdk's reader puts back after it, in file order.
+    placed: dict[str | None, list[Line[_Node]]]
+    beside: list[Line[_Node]]  # lines nobody says (progress, attachments, hooks), in file order
+
+    def lines(self) -> list[Line[_Node]]:
+        """Every one of them, in file order."""
+        return sorted(
+            (*self.beside, *(line for found in self.placed.values() for line in found)),
+            key=attrgetter("number"),
+        )
+
+
+_NOTHING_BESIDE = _Side({}, [])
+
+
+class _Off:
+    """What lies off a path (`_Graph.off`): its nodes and (found when first asked) the
+    responses that made a call a result off the path answers."""
+
+    def __init__(self, graph: _Graph | None, nodes: set[str]) -> None:
+        self.nodes = nodes
+        self._graph = graph
+        self._strays: set[str] | None = None if graph else set()
+
+    @property
+    def strays(self) -> set[str]:
+        if self._strays is None:
+            assert self._graph is not None
+            graph = self._graph
+            nodes = graph.nodes
+            answered = {
+                call
+                for uuid in self.nodes
+                if nodes[uuid].record.type == "user"
+                for call in _answered(nodes[uuid].record)
+            }
+            owners = graph.calls().owners if answered else {}
+            self._strays = {
+                _response(nodes[owner].record) for call in answered if (owner := owners.get(call)) is not None
+            }
+        return self._strays
+
+
+_NOTHING_OFF = _Off(None, set())
+_SYNTHETIC = "<synthetic>"  # the `model` of an assistant record Claude Code wrote itself
+
+
+def _message_id(record: _Node) -> str | None:
+    """The response an assistant record is a content block of (its API `message.id`)."""
+    if record.type != "assistant" or record.message is None:
+        return None
+    key = record.message.id
+    return key if isinstance(key, str) and key else None
+
+
+def _response(record: _Node) -> str:
+    """The response of an assistant record: its `message.id`, else the record alone."""
+    return _message_id(record) or f"record {record.uuid}"
+
+
+def _made(record: _Node) -> list[str]:
+    """The ids of an assistant record's tool calls."""
+    return [str(block.id) for block in _blocks(record) if block.type == "tool_use"]
+
+
+def _answered(record: _Node) -> list[str]:
+    """The ids of the calls a user record's tool results answer."""
+    return [str(block.tool_use_id) for block in _blocks(record) if block.type == "tool_result"]
+
+
+def _unsaid(record: _Node) -> bool:
+    """Whether an assistant record is one Claude Code wrote, not the model, and not an API
+    error: the "No response requested." it puts after a turn the user stopped, say."""
+    message = record.message
+    return message is not None and message.model == _SYNTHETIC and not record.is_api_error_message
 
 
 def _logical_parent(record: _Node) -> str | None:
@@ -1309,7 +1605,7 @@ def _after_boundary(
     on_path = {line.record.uuid for line in path}
     calls = {
         str(block.id)
-        for line in (*kept, *graph.side_nodes(kept, on_path))
+        for line in (*kept, *graph.side_nodes(kept, on_path).lines())
         if line.record.type == "assistant"
         for block in _blocks(line.record)
         if block.type == "tool_use"
@@ -1355,7 +1651,7 @@ def cut_off(data: bytes, name: str) -> CutOff | None:
 def _turn(
     index: int,
     group: list[Line[_Node]],
-    side: list[Line[_Node]],
+    side: _Side,
     graph: _Graph,
     *,
     followed: bool,
@@ -1365,6 +1661,7 @@ def _turn(
     next prompt of the path comes after it, so it has ended though nothing answered it;
     `carried`: a compaction made between the turn before it and this one."""
     calls: dict[str, str] = {}
+    results: dict[str, bool] = {}
     interrupted = False
     answer: Line[_Node] | None = None
     answer_text: str | None = None
@@ -1372,19 +1669,27 @@ def _turn(
         record = line.record
         if record.type == "user":
             interrupted = interrupted or line.number in graph.interrupts
+            _results(record, results)
         elif record.type == "assistant":
+            unsaid = _unsaid(record)  # written by Claude Code, not the model: no answer
             for block in _blocks(record):
                 kind = block.type
                 if kind == "tool_use":
                     calls[str(block.id)] = str(block.name)
-                elif kind == "text" and block.text is not None and str(block.text).strip():
+                elif kind == "text" and not unsaid and block.text is not None and str(block.text).strip():
                     answer, answer_text = line, str(block.text)
-    for line in side:
-        if line.record.type == "assistant":
-            for block in _blocks(line.record):
-                if block.type == "tool_use":
-                    calls.setdefault(str(block.id), str(block.name))
-    results = graph.results
+    # What claude-agent-sdk's reader puts back beside the path: a parallel call's record and
+    # the results hanging off the call's own record. A call is answered by a result there or
+    # on the path, never by one elsewhere in the file (an abandoned continuation's).
+    for found in side.placed.values():
+        for line in found:
+            record = line.record
+            if record.type == "assistant":
+                for block in _blocks(record):
+                    if block.type == "tool_use":
+                        calls.setdefault(str(block.id), str(block.name))
+            else:
+                _results(record, results)
     dangling = any(call not in results for call in calls)
     # A local slash command or a bash-mode command: nothing answers it but its output.
     command = group[0].number in graph.commands or group[0].number in graph.shell
@@ -1393,9 +1698,15 @@ def _turn(
     # A turn the next prompt follows has ended, answered or not (its calls' results, say, were
     # the last of it): it ends at the last line said in it, its tool result or its prompt, not
     # at the hook or meta lines that lead on to the next prompt (decision 0353).
-    ended = unanswered and followed and not interrupted
-    last = answer or (next(line for line in reversed(group) if _talk(line, graph)) if ended else group[-1])
-    waiting = unanswered and not followed
+    # So has one that ends with a record Claude Code wrote in the model's place.
+    talked = next(line for line in reversed(group) if _talk(line, graph))  # its prompt at least
+    closed = talked.record.type == "assistant" and _unsaid(talked.record)
+    ended = unanswered and (followed or closed) and not interrupted
+    last = answer or (talked if ended else group[-1])
+    # Ending at a response whose other records and results are put back after it (a rewind to
+    # one of its calls left them off the path): the turn ends at the last of them.
+    last = max((last, *side.placed.get(last.record.uuid, ())), key=attrgetter("number"))
+    waiting = unanswered and not followed and not closed
     status: TurnStatus = "aborted" if interrupted else "open" if dangling or waiting else "completed"
     if errored and status == "completed":
         status = "error"
@@ -1418,6 +1729,15 @@ def _turn(
         tools=tuple(ToolCall(name, call, results.get(call)) for call, name in calls.items()),
         compacted=compacted,
     )
+
+
+def _results(record: _Node, results: dict[str, bool]) -> None:
+    """Add the outcomes of a user record's tool results to `results` (call id -> ok)."""
+    content = record.message.content if record.message else None
+    if isinstance(content, list):
+        for block in content:
+            if block.type == "tool_result":
+                results[str(block.tool_use_id)] = not block.is_error
 
 
 def _branches(graph: _Graph, active: list[Line[_Node]], on_path: set[str | None]) -> tuple[Branch, ...]:
