@@ -258,4 +258,36 @@ def _benchmarks(fmt: str, name: str) -> list[Benchmark]:
     ]
 
 
-BENCHMARKS = [*_benchmarks("claude-code", "claude-code"), *_benchmarks("codex", "codex")]
+_REWINDS = 5_000
+
+
+@contextmanager
+def _rewound() -> Iterator[Contenders]:
+    """One transcript rewound `_REWINDS` times to its first answer, each rewind a prompt and
+    its answer: as many in-file branches, each a short path beside a long file."""
+    records = [prompt("p0", None, "first question"), say("a0", "p0", "first answer")]
+    for n in range(1, _REWINDS + 1):
+        records += [prompt(f"p{n}", "a0", f"question {n}"), say(f"a{n}", f"p{n}", f"answer {n}")]
+    data = jsonl(*records)
+    name = "0b3c6f0e-1111-4222-8333-944445555666.jsonl"
+
+    def read() -> object:
+        return claude_code.read_transcript(data, name)
+
+    yield Contenders(
+        remem=repeat(read), baseline=repeat(lambda: [orjson.loads(x) for x in data.splitlines()])
+    )
+
+
+BENCHMARKS = [
+    *_benchmarks("claude-code", "claude-code"),
+    *_benchmarks("codex", "codex"),
+    Benchmark(
+        name="sessions.claude-code-rewinds",
+        note=f"read a Claude Code transcript rewound {_REWINDS} times (as many in-file branches); "
+        "baseline: orjson-parse every line (no target: it measured its square before)",
+        target=None,
+        budget=Budget(iterations=5, warmup=1),
+        setup=_rewound,
+    ),
+]

@@ -569,8 +569,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     on_path = {line.record.uuid for line in path}
     group = groups[turn_index - 1]
     followed = turn_index < len(groups)
-    off = graph.off(on_path)
-    side = graph.side_nodes(group, on_path, off)
+    side = graph.side_nodes(group, on_path)
     turn = _turn(turn_index, group, side, graph, followed=followed)
     if not turn.forkable:
         raise NotAForkPoint(
@@ -590,7 +589,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     kept = {line.record.uuid for line in through}
     # What is put back beside the path through the turn, and the lines nobody says hanging
     # beside it before the turn's end (not the hook lines after its answer).
-    beside = graph.side_nodes(through, on_path, off)
+    beside = graph.side_nodes(through, on_path)
     kept.update(line.record.uuid for found in beside.placed.values() for line in found)
     kept.update(line.record.uuid for line in beside.beside if line.number < turn.end)
     selected = sorted(
@@ -1092,23 +1091,20 @@ class _Graph:
             self._calls = _Calls(owners, answers)
         return self._calls
 
-    def off(self, on_path: set[str | None]) -> _Off:
-        """What lies off the path whose nodes are `on_path`, as `side_nodes` asks it."""
-        off = self.nodes.keys() - on_path
-        return _Off(self, off) if off else _NOTHING_OFF
+    def _all_on(self, on_path: set[str | None]) -> bool:
+        """Whether every node is on the path whose nodes are `on_path` (a plain conversation's
+        path): then nothing lies beside it. Only a path as long as the file is compared whole."""
+        return len(on_path) >= len(self.nodes) and self.nodes.keys() <= on_path
 
-    def side_nodes(
-        self, lines: Sequence[Line[_Node]], on_path: set[str | None], off: _Off | None = None
-    ) -> _Side:
+    def side_nodes(self, lines: Sequence[Line[_Node]], on_path: set[str | None]) -> _Side:
         """What belongs beside `lines`, a stretch of the path whose nodes are `on_path` (what
         lies off it: `off`): what claude-agent-sdk's reader (and `claude --resume`) puts back
         after each response of theirs (`_recovered`), and the lines nobody says (progress,
         attachments, hook lines) that hang beside them or those records. Not an abandoned
         continuation: a later response, its calls, its prompt."""
-        off = self.off(on_path) if off is None else off
-        if not off.nodes:
+        if self._all_on(on_path):
             return _NOTHING_BESIDE
-        placed = self._recovered(lines, on_path, off)
+        placed = self._recovered(lines, on_path)
         taken = {line.record.uuid for found in placed.values() for line in found}
         children = self.children
         stack = [
@@ -1130,7 +1126,7 @@ class _Graph:
         return _Side(placed, beside)
 
     def _recovered(
-        self, lines: Sequence[Line[_Node]], on_path: set[str | None], off: _Off
+        self, lines: Sequence[Line[_Node]], on_path: set[str | None]
     ) -> dict[str | None, list[Line[_Node]]]:
         """By the uuid of its anchor (a response's last record among `lines`), the records of
         that response off the path that claude-agent-sdk's reader puts back after it, in file
@@ -1157,7 +1153,7 @@ class _Graph:
             if (
                 len(records) == len(on_stretch)
                 and all(child in on_path for uuid in on_stretch for child in children.get(uuid or "", ()))
-                and key not in off.strays
+                and not self._answered_off(records, on_path)
             ):
                 continue  # nothing of it off the path: most responses
             members = self._members(records, on_stretch, on_path)
@@ -1244,23 +1240,35 @@ class _Graph:
 
     def sides(self, groups: list[list[Line[_Node]]], on_path: set[str | None]) -> list[_Side]:
         """`side_nodes` of every group of a path, looked for only in the groups something off
-        the path hangs from or belongs to (in a plain conversation nothing is off it)."""
-        off = self.off(on_path)
-        if not off.nodes:
+        the path hangs from or belongs to (in a plain conversation nothing is off it). Found
+        from the groups' own children: a branch's path is short, and looking through all that
+        is off it, for each of a file's thousands of branches, cost their square."""
+        if self._all_on(on_path):
             return [_NOTHING_BESIDE for _ in groups]
-        group_of = {line.record.uuid: at for at, group in enumerate(groups) for line in group}
-        wanted: set[int] = set()
-        for uuid in off.nodes:
-            parent = self.nodes[uuid].record.parent_uuid
-            if parent in group_of and uuid not in self.broken:
-                wanted.add(group_of[parent])
-        for at, group in enumerate(groups):
-            if at not in wanted and self._reaches_off(group, on_path):
-                wanted.add(at)
+        children, broken = self.children, self.broken
         return [
-            self.side_nodes(group, on_path, off) if at in wanted else _NOTHING_BESIDE
-            for at, group in enumerate(groups)
+            self.side_nodes(group, on_path)
+            if any(
+                child not in on_path and child not in broken
+                for line in group
+                for child in children.get(line.record.uuid or "", ())
+            )
+            or self._reaches_off(group, on_path)
+            else _NOTHING_BESIDE
+            for group in groups
         ]
+
+    def _answered_off(self, records: list[Line[_Node]], on_path: set[str | None]) -> bool:
+        """Whether a call of a response's `records` has a result off the path (one hanging
+        elsewhere than from it, that claude-agent-sdk may put back after it)."""
+        calls = self.calls()
+        return any(
+            result.record.uuid not in on_path
+            for line in records
+            for call in _made(line.record)
+            if calls.owners.get(call) is not None
+            for result in calls.answers.get(call, ())
+        )
 
     def _reaches_off(self, group: list[Line[_Node]], on_path: set[str | None]) -> bool:
         """Whether a response of `group` has a record off the path, or a call of it a result
@@ -1328,35 +1336,6 @@ class _Side:
 _NOTHING_BESIDE = _Side({}, [])
 
 
-class _Off:
-    """What lies off a path (`_Graph.off`): its nodes and (found when first asked) the
-    responses that made a call a result off the path answers."""
-
-    def __init__(self, graph: _Graph | None, nodes: set[str]) -> None:
-        self.nodes = nodes
-        self._graph = graph
-        self._strays: set[str] | None = None if graph else set()
-
-    @property
-    def strays(self) -> set[str]:
-        if self._strays is None:
-            assert self._graph is not None
-            graph = self._graph
-            nodes = graph.nodes
-            answered = {
-                call
-                for uuid in self.nodes
-                if nodes[uuid].record.type == "user"
-                for call in _answered(nodes[uuid].record)
-            }
-            owners = graph.calls().owners if answered else {}
-            self._strays = {
-                _response(nodes[owner].record) for call in answered if (owner := owners.get(call)) is not None
-            }
-        return self._strays
-
-
-_NOTHING_OFF = _Off(None, set())
 _SYNTHETIC = "<synthetic>"  # the `model` of an assistant record Claude Code wrote itself
 
 
