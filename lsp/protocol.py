@@ -11,6 +11,10 @@ carries the token to the command, and a cancel of the request, or of the progres
 token (even one sent before the command began its progress), as a wish to stop: the request
 stays open and the command answers what really happened (decision 0352).
 
+`shutdown` asks the running commands to stop, as a cancelled progress does, and waits a moment
+for their answers before it answers (pygls's own cancelled them while iterating the dict their
+futures leave at once, and failed; decision 0392).
+
 pygls logs and drops a request whose params do not have the spec's shape (a hover at line
 -1, a command without `command`), and a request after `shutdown`: the client would wait for
 an answer forever. Each gets its error here, as the spec has it: InvalidParams naming what is
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +60,10 @@ class _Answered:
 
 
 _ANSWERED = _Answered()
+
+# How long `shutdown` waits for the commands it asked to stop (a consolidation's cancel goes
+# through the daemon) before it cancels what is left and answers.
+SHUTDOWN_WAIT = 5.0
 
 
 @dataclass
@@ -145,6 +154,35 @@ class RememProtocol(LanguageServerProtocol):
             return (yield from super().lsp_workspace__execute_command(params))
         finally:
             self._commands.pop(request_id, None)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        # pygls cancels every pending future while iterating the dict of them, and a command's
+        # (a `concurrent.futures.Future`) leaves that dict at once when cancelled: `shutdown`
+        # failed with "dictionary changed size during iteration" and `exit` with status 1. Each
+        # running command is asked to stop instead, as a cancelled progress asks it, and has a
+        # moment to answer what happened and end its progress, before the daemon link closes.
+        current = self.msg_id
+        if self._commands:
+            yield self._stop_commands, (), None
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        for msg_id, future in list(self._request_futures.items()):  # what is left, cancelled
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
+    async def _stop_commands(self) -> None:
+        """Ask every running command to stop; wait (at most `SHUTDOWN_WAIT`) for their answers."""
+        running = []
+        for request_id, request in self._commands.items():
+            request.stop.set()
+            future = self._request_futures.get(request_id)
+            if future is not None and not future.done():
+                running.append(asyncio.wrap_future(future) if isinstance(future, Future) else future)
+        if running:
+            await asyncio.wait(running, timeout=SHUTDOWN_WAIT)
 
     @lsp_method(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def lsp_work_done_progress_cancel(

@@ -15,7 +15,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 from .ids import TRANSCRIPT_SCHEME
 
-TURN_HEADING = re.compile(r"## Turn (\d+) — ")
+# A turn's heading: its number, or `?` for a turn whose log names none (the daemon's turns number
+# such a turn by its place).
+TURN_HEADING = re.compile(r"## Turn (\d+|\?) — ")
 _URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is
 _TAB_CHARS = 60
 _UNNAMEABLE = re.compile(r"[\x00-\x1f/\\]+")

@@ -4,7 +4,8 @@ In a transcript (`remem-session:/<encodeURIComponent(id)>/<title>.md`, the title
 the tab): "Consolidate this session" on the first line (a subagent's, which is reviewed with
 the session that ran it, offers that session instead), and "Branch after turn N" right after
 each turn the daemon says can be branched from (above the next `## Turn N — status — time`
-heading, or on the last line), carrying the session revision the text was read at, so that a
+heading, or on the last line; none for a number several turns bear, which a lens could not tell
+apart), carrying the session revision the text was read at, so that a
 branch from a transcript the session has outgrown is refused, not cut from turns it does not
 show. They run the extension's flows (`remem.consolidateSession`, `remem.branchFromTurn`), so a
 lens checks the model route, explains a refusal and confirms as the palette and the tree do.
@@ -19,6 +20,7 @@ provenance names events, and opens the receipt.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 
 from lsprotocol import types
@@ -26,7 +28,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.workspace import TextDocument
 
 from remem.daemon.memory.validation import parse_record
-from remem.daemon.protocol.rpc import SessionParams, TurnsResult
+from remem.daemon.protocol.rpc import SessionParams, TurnRow, TurnsResult
 
 from .. import ids
 from ..documents import Kind, MemoryFile, lines_of, memory_file, opened
@@ -60,13 +62,28 @@ async def _transcript_lenses(ls: RememServer, document: TextDocument, session: s
     revision = ls.transcripts.revision(session, document.source)
     if revision is None:
         return lenses  # not a text this server handed out: which conversation it shows is unknown
-    forkable = {row.turn for row in answer.turns if row.forkable}
-    for turn, line in _turn_ends(lines_of(document.source)):
-        if turn in forkable:
+    # A number that several turns bear (a log that repeats it) names none of them: a branch
+    # carries only the number, so it gets no lens rather than one that cuts another turn.
+    numbered = Counter(row.turn for row in answer.turns)
+    for row, line in _placed(_turn_ends(lines_of(document.source)), answer.turns):
+        if row.forkable and numbered[row.turn] == 1:
             # The revision the text was read at: a session changed since is refused `STALE_SOURCE`.
-            target = {"session": session, "turn": turn, "expectedRevision": revision}
-            lenses.append(_lens(line, f"Branch after turn {turn}", ids.BRANCH_FROM_TURN, target))
+            target = {"session": session, "turn": row.turn, "expectedRevision": revision}
+            lenses.append(_lens(line, f"Branch after turn {row.turn}", ids.BRANCH_FROM_TURN, target))
     return lenses
+
+
+def _placed(ends: list[tuple[int | None, int]], rows: list[TurnRow]) -> list[tuple[TurnRow, int]]:
+    """The daemon's row of each turn heading, with the line its lens sits on. The headings are
+    the rows in order when there are as many and their numbers agree: a `## Turn ?` heading (no
+    number in the log) is then the row the daemon numbered by its place, as `remem sessions
+    turns` shows it. Otherwise each numbered heading is the row of its number."""
+    if len(ends) == len(rows) and all(
+        n is None or n == row.turn for (n, _), row in zip(ends, rows, strict=True)
+    ):
+        return [(row, line) for (_, line), row in zip(ends, rows, strict=True)]
+    by_number = {row.turn: row for row in rows}
+    return [(by_number[n], line) for n, line in ends if n is not None and n in by_number]
 
 
 async def _consolidation_lenses(ls: RememServer, session: str, turns: TurnsResult) -> list[types.CodeLens]:
@@ -87,12 +104,18 @@ async def _consolidation_lenses(ls: RememServer, session: str, turns: TurnsResul
     return [_lens(0, "Consolidate the session that ran this subagent", ids.CONSOLIDATE_SESSION, target)]
 
 
-def _turn_ends(lines: list[str]) -> list[tuple[int, int]]:
-    """Each turn with the line a lens above sits right after it: the next section's heading
-    (another turn, what happened between turns, an abandoned branch), or the last line."""
+def _turn_ends(lines: list[str]) -> list[tuple[int | None, int]]:
+    """Each turn (its number; None for `## Turn ?`) with the line a lens above sits right after
+    it: the next section's heading (another turn, what happened between turns, an abandoned
+    branch), or the last line."""
     sections = [n for n, line in enumerate(lines) if line.startswith("## ")]
-    ends = dict(zip(sections, [*sections[1:], max(len(lines) - 1, 0)], strict=True))
-    return [(int(m.group(1)), ends[n]) for n, line in enumerate(lines) if (m := TURN_HEADING.match(line))]
+    # A transcript with no sections at all (a session with no turns yet) ends nowhere.
+    ends = dict(zip(sections, [*sections[1:], max(len(lines) - 1, 0)][: len(sections)], strict=True))
+    return [
+        (None if m.group(1) == "?" else int(m.group(1)), ends[n])
+        for n, line in enumerate(lines)
+        if (m := TURN_HEADING.match(line))
+    ]
 
 
 async def _provenance_lenses(

@@ -13,10 +13,15 @@ from typing import Any
 
 from lsprotocol import types
 from pydantic import Field, model_validator
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcMethodNotFound,
+    JsonRpcRequestCancelled,
+)
 
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
-from remem.daemon.protocol.forks import ForkRequest
+from remem.daemon.protocol.forks import SESSION_REVISION, ForkRequest
 from remem.daemon.protocol.rpc import (
     SESSION_REFUSED,
     ArchiveParams,
@@ -59,7 +64,9 @@ class ForkArgs(Strict):
     confirmed: bool = False
     # The session's revision the turn was chosen from (a transcript's, a turns answer's): a session
     # changed since is refused `STALE_SOURCE`, never cut at a turn that now means another one.
-    expectedRevision: str | None = Field(default=None, min_length=1)
+    # The daemon's own shape of a revision: a malformed one is a wrong argument, refused before
+    # anything is asked or read.
+    expectedRevision: str | None = Field(default=None, pattern=SESSION_REVISION)
 
 
 class SessionArg(Strict):
@@ -152,7 +159,7 @@ async def fork(ls: RememServer, args: ForkArgs) -> dict[str, Any]:
     row = _turn(args, turns, revision)
     # A turn that cannot be branched from (still running, ...) is refused by the daemon, saying
     # why (for the turn, or for a session changed since `revision`), so nothing is asked first.
-    if row.forkable and not args.confirmed and not await _confirmed(ls, args.turn):
+    if row.forkable and not args.confirmed and not await _confirmed(ls, args):
         return {"id": None}
     request = ForkRequest(
         source=args.session,
@@ -170,7 +177,8 @@ def _turn(args: ForkArgs, turns: TurnsResult, revision: str) -> TurnRow:
     when the session changed since the turn was chosen; so is a rolled-back one of the session
     as it was chosen from, which the daemon would only call no fork point."""
     session, turn = args.session, args.turn
-    row = next((t for t in turns.turns if t.turn == turn), None)
+    rows = [t for t in turns.turns if t.turn == turn]
+    row = rows[0] if rows else None
     if row is None and revision != turns.revision:
         raise JsonRpcException(
             f"session {session!r} changed since revision {revision} (now {turns.revision}): it has "
@@ -181,6 +189,12 @@ def _turn(args: ForkArgs, turns: TurnsResult, revision: str) -> TurnRow:
     if row is None:
         count = len(turns.turns)
         raise JsonRpcInvalidParams(f"{ids.FORK}: session {session} has no turn {turn} (it has {count})")
+    if len(rows) > 1:  # a log that repeats a turn number: which turn is meant is unknown
+        raise JsonRpcInvalidParams(
+            f"{ids.FORK}: session {session} has {len(rows)} turns numbered {turn}, so which one to "
+            f"branch after is unknown; branch at a turn's event with `remem sessions fork {session} "
+            "--at <seq>` (`remem sessions turns` lists each turn's events)"
+        )
     if row.status == ROLLED_BACK and revision == turns.revision:
         raise JsonRpcInvalidParams(
             f"{ids.FORK}: turn {turn} of {session} was rolled back (Codex dropped it from the "
@@ -194,17 +208,48 @@ async def _archive(ls: RememServer, session: str, *, archived: bool) -> dict[str
     return meta.model_dump(mode="json")
 
 
-async def _confirmed(ls: RememServer, turn: int) -> bool:
+async def _confirmed(ls: RememServer, args: ForkArgs) -> bool:
+    """Whether the user chose "Branch". A stop of the command while the question waits (its
+    request cancelled — answered as cancelled, nothing was created —, or the server shutting
+    down) ends the wait: an answer that comes later creates nothing. A client that cannot ask
+    (it answers `window/showMessageRequest` MethodNotFound) gets the fork refused, saying how to
+    confirm it instead."""
+    request = ls.protocol.command_request()
+    stop = request.stop if request is not None else asyncio.Event()
     question = types.ShowMessageRequestParams(
         type=types.MessageType.Warning,
         # The extension's confirmation in the same words (vscode-extension/src/flows.ts).
         message=(
-            f"Branch the session after turn {turn}? Branching copies the conversation only: files in "
+            f"Branch the session after turn {args.turn}? Branching copies the conversation only: files in "
             "your workspace and external side effects (commands run, services called) are not rolled back."
         ),
         actions=[types.MessageActionItem(title=BRANCH), types.MessageActionItem(title=CANCEL)],
     )
-    choice = await ls.window_show_message_request_async(question)
+    asking = None if stop.is_set() else asyncio.ensure_future(ls.window_show_message_request_async(question))
+    if asking is not None:
+        # An answer (or error) that comes after a stop is nobody's: never "never retrieved".
+        asking.add_done_callback(lambda done: done.cancelled() or done.exception())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({asking, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+    if asking is None or not asking.done():
+        if request is not None and request.cancelled:
+            raise JsonRpcRequestCancelled(
+                f"{ids.FORK}: cancelled while asking to branch after turn {args.turn}; nothing was created"
+            )
+        return False  # stopped otherwise (the server shuts down): nothing was created
+    try:
+        choice = asking.result()
+    except JsonRpcException as error:
+        if error.code != JsonRpcMethodNotFound.CODE:
+            raise
+        raise JsonRpcInvalidParams(
+            f"{ids.FORK}: branching asks the user to confirm first, and this client cannot ask "
+            "(it does not handle window/showMessageRequest); confirm it yourself and send "
+            "`confirmed: true`"
+        ) from error
     return choice is not None and choice.title == BRANCH
 
 

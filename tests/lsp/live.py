@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from cattrs import Converter
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCResponseMessage
 from pytest_lsp import LanguageClient, client_capabilities
@@ -43,7 +44,8 @@ class Editor:
     home: Home
     heard: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     asked: list[types.ShowMessageRequestParams] = field(default_factory=list)
-    answers: list[str | None] = field(default_factory=list)  # the titles to pick, in order
+    # The titles to pick, in order; an error to answer instead, or a future to wait for the title.
+    answers: list[str | None | JsonRpcException | asyncio.Future[str | None]] = field(default_factory=list)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         return await self.client.protocol.send_request_async(method, params)
@@ -79,9 +81,13 @@ async def start_editor(home: Home, capabilities: types.ClientCapabilities | None
         client.feature(method)(lambda params, method=method: editor.heard.append((method, params)))
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def answer(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+    async def answer(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
         editor.asked.append(params)
         title = editor.answers.pop(0) if editor.answers else None
+        if isinstance(title, JsonRpcException):
+            raise title
+        if isinstance(title, asyncio.Future):
+            title = await title
         return None if title is None else types.MessageActionItem(title=title)
 
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]

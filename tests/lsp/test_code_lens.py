@@ -11,12 +11,16 @@ from urllib.parse import quote
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
 from remem.daemon.sessions.models import SessionEvent
+from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.transcript import render_transcript
+from remem.daemon.sessions.writer import choose_encoding, ensure_session_dirs, json_line
+from remem.daemon.sessions.zstd_frames import encode_frame
 from remem.lsp.features.code_lens import _turn_ends
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
@@ -122,6 +126,77 @@ async def test_a_transcript_offers_consolidation_and_branches_at_finished_turns(
     ]
 
 
+async def test_a_session_with_no_turns_yet_offers_consolidation_and_no_error(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    # A session just started: its log holds only its header, its transcript no section at all.
+    header = build_session(SessionSpec(seed=21, turns=0, cwd=receipted.cwd)).header
+    session = header.id
+    encoding = choose_encoding(receipted.root, None)  # a root of mixed encodings is refused
+    log = session_log_path(receipted.root, header.cwd, session, encoding)
+    ensure_session_dirs(log)
+    line = json_line(header.to_record())
+    log.write_bytes(encode_frame(line) if encoding is Encoding.ZSTD else line)
+    await client.protocol.send_request_async("remem/sessionTree", {"cwd": receipted.cwd})
+    answer = await client.protocol.send_request_async("remem/transcript", {"id": session})
+    assert "_No turns yet._" in answer.markdown and "\n## " not in answer.markdown
+    uri = open_document(client, transcript_uri(session), answer.markdown)
+    consolidate = (0, "Consolidate this session", "remem.consolidateSession", {"session": session})
+    assert shown(await lenses(client, uri)) == [consolidate]
+
+
+def with_turn_numbers(receipted: Receipted, seed: int, numbers: dict[int, int | None]) -> str:
+    """A two-turn session (both finished) whose log numbers its turns otherwise: `numbers` maps a
+    turn to the number its `turn/start` gives, None for none at all."""
+    draft = build_session(SessionSpec(seed=seed, turns=2, cwd=receipted.cwd))
+    for event in (e for batch in draft.batches for e in batch):
+        if event.type == "turn/start" and event.data["turn"] in numbers:
+            number = numbers[event.data["turn"]]
+            if number is None:
+                del event.data["turn"]
+            else:
+                event.data["turn"] = number
+    write_session(receipted.root, draft)
+    return draft.header.id
+
+
+async def shown_transcript(client: LanguageClient, session: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """The transcript's lines as the server hands it out, and its branch lenses (line, title)."""
+    answer = await client.protocol.send_request_async("remem/transcript", {"id": session})
+    uri = open_document(client, transcript_uri(session), answer.markdown)
+    branches = [
+        (line, title) for line, title, _, _ in shown(await lenses(client, uri)) if title.startswith("Branch")
+    ]
+    return answer.markdown.split("\n"), branches  # as LSP counts lines
+
+
+async def test_a_turn_number_the_log_repeats_gets_no_branch_and_is_refused(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    session = with_turn_numbers(receipted, seed=71, numbers={2: 1})
+    lines, branches = await shown_transcript(client, session)
+    assert sum(line.startswith("## Turn 1 — ") for line in lines) == 2
+    assert branches == []  # "turn 1" names two turns: a lens would fork at the first of them
+    arguments = {"session": session, "turn": 1, "confirmed": True}
+    with pytest.raises(JsonRpcException) as raised:
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="remem.lsp.fork", arguments=[arguments])
+        )
+    assert raised.value.code == -32602 and "has 2 turns numbered 1" in raised.value.message
+
+
+async def test_a_turn_the_log_numbers_not_is_branched_as_the_sessions_turns_number_it(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    session = with_turn_numbers(receipted, seed=72, numbers={2: None})
+    turns = await client.protocol.send_request_async("remem/sessionTurns", {"id": session})
+    assert [(row.turn, row.forkable) for row in turns.turns] == [(1, True), (2, True)]
+    lines, branches = await shown_transcript(client, session)
+    [second] = [n for n, line in enumerate(lines) if line.startswith("## Turn ? — ")]
+    # The second turn's lens sits on the last line, as `remem sessions turns` numbers it.
+    assert branches == [(second, "Branch after turn 1"), (len(lines) - 1, "Branch after turn 2")]
+
+
 async def test_a_transcript_text_is_known_by_the_revision_it_was_last_read_at() -> None:
     from remem.lsp.transcripts import ShownTranscripts
 
@@ -192,6 +267,8 @@ async def test_without_a_daemon_provenance_names_events_and_transcripts_get_noth
 async def test_the_last_turns_lens_sits_on_the_last_line() -> None:
     lines = ["# Title", "## Turn 1 — completed — t", "a", "## Turn 2 — completed — t", "b", ""]
     assert _turn_ends(lines) == [(1, 3), (2, 5)]
+    assert _turn_ends(["# Title", "", "_No turns yet._", ""]) == []
+    assert _turn_ends([""]) == []
 
 
 async def test_the_last_turns_lens_sits_above_an_abandoned_branch_not_inside_it() -> None:
