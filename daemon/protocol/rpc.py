@@ -53,7 +53,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 21: a fork's `expectedRevision` must be a session revision (dev:ino:size:mtime:ctime).
 # 22: hello says which home the daemon serves (its folder's device and inode): a client of a
 # copied home, status file and all, starts a daemon of its own (decision 0383).
-PROTOCOL_VERSION = 22
+# 23: the language server's `remem.lsp.fork` takes only a well-formed `expectedRevision`.
+PROTOCOL_VERSION = 23
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
