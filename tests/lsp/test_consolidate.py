@@ -274,6 +274,12 @@ async def test_a_session_titled_anew_since_its_review_asks_no_model(
     )
     reviewed.path.write_bytes(write_session(tmp_path, draft).read_bytes())
     os.utime(reviewed.path, (OLD, OLD))
+    # The daemon answers from its kept listing until its watcher reports the rewrite (the
+    # message names the session as that listing does): the user sees the new title first.
+    deadline = time.monotonic() + waiting.SECONDS
+    while await named(editor, reviewed) != "“Renamed”":
+        assert time.monotonic() < deadline, "the tree never showed the new title"
+        await asyncio.sleep(waiting.POLL_SECONDS)
     again = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
     assert again["review"] != first["review"] and again["repeats"] == first["review"]
     assert again["status"] == "no-change" and again["alreadyReviewed"] and fake.count == asked
