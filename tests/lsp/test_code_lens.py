@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -22,6 +24,7 @@ from remem.daemon.sessions.transcript import render_transcript
 from remem.daemon.sessions.writer import choose_encoding, ensure_session_dirs, json_line
 from remem.daemon.sessions.zstd_frames import encode_frame
 from remem.lsp.features.code_lens import _turn_ends
+from tests import waiting
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .editor import begin, change, end, open_document, record
@@ -160,6 +163,18 @@ def with_turn_numbers(receipted: Receipted, seed: int, numbers: dict[int, int | 
     return draft.header.id
 
 
+async def listed(client: LanguageClient, session: str, cwd: str) -> None:
+    """Once the daemon lists `session`, just written: until its watcher reports a new log, it
+    answers from the listing it kept."""
+    deadline = time.monotonic() + waiting.SECONDS
+    while not any(
+        node.id == session
+        for node in (await client.protocol.send_request_async("remem/sessionTree", {"cwd": cwd})).nodes
+    ):
+        assert time.monotonic() < deadline, f"the daemon never listed {session}"
+        await asyncio.sleep(waiting.POLL_SECONDS)
+
+
 async def shown_transcript(client: LanguageClient, session: str) -> tuple[list[str], list[tuple[int, str]]]:
     """The transcript's lines as the server hands it out, and its branch lenses (line, title)."""
     answer = await client.protocol.send_request_async("remem/transcript", {"id": session})
@@ -174,6 +189,7 @@ async def test_a_turn_number_the_log_repeats_gets_no_branch_and_is_refused(
     client: LanguageClient, receipted: Receipted
 ) -> None:
     session = with_turn_numbers(receipted, seed=71, numbers={2: 1})
+    await listed(client, session, receipted.cwd)
     lines, branches = await shown_transcript(client, session)
     assert sum(line.startswith("## Turn 1 — ") for line in lines) == 2
     assert branches == []  # "turn 1" names two turns: a lens would fork at the first of them
@@ -189,6 +205,7 @@ async def test_a_turn_the_log_numbers_not_is_branched_as_the_sessions_turns_numb
     client: LanguageClient, receipted: Receipted
 ) -> None:
     session = with_turn_numbers(receipted, seed=72, numbers={2: None})
+    await listed(client, session, receipted.cwd)
     turns = await client.protocol.send_request_async("remem/sessionTurns", {"id": session})
     assert [(row.turn, row.forkable) for row in turns.turns] == [(1, True), (2, True)]
     lines, branches = await shown_transcript(client, session)
