@@ -57,6 +57,7 @@ from .roots import (
     LogFile,
     Rejected,
     files_fingerprint,
+    folder_entries,
     not_regular,
     root_fingerprint,
     shown_path,
@@ -411,7 +412,7 @@ class _ThreadRollouts:
             folders = [(str(top), 0)] if top == root or top.is_dir() else []
             while folders:
                 folder, depth = folders.pop()
-                for entry in _entries(folder, []):  # the listing says which cannot be read
+                for entry in folder_entries(folder, []):  # the listing says which cannot be read
                     named = rollout_name(entry.name)
                     if entry.is_symlink():
                         continue
@@ -581,18 +582,6 @@ def unreadable(exc: OSError | LineTooLong, path: Path | str | None = None) -> st
     return LINK_REASON if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
 
 
-def _entries(path: str, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
-    """The entries of the folder `path`, by name: none when it is gone, and a refusal of it
-    (`unreadable_folder`) when it cannot be read, so its sessions are not lost unsaid."""
-    try:
-        return sorted(os.scandir(path), key=lambda e: e.name)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        rejected.append(Rejected(shown_path(path), unreadable_folder(exc)))
-        return []
-
-
 def _take(entry: os.DirEntry[str], files: list[LogFile], rejected: list[Rejected]) -> None:
     """`entry`, named like a session file, into `files` when it is a regular file whose path
     the index can hold; anything else named so (a FIFO, a folder) is refused, never opened."""
@@ -628,7 +617,7 @@ class ClaudeCodeSource:
         rejected: list[Rejected] = []
         scanned: list[str] = []
         wanted = claude_folders(cwd) if cwd is not None else None
-        for project in _entries(str(root), rejected):
+        for project in folder_entries(str(root), rejected):
             if wanted is not None and not _may_hold(project.name, *wanted):
                 continue
             if project.is_symlink():
@@ -646,7 +635,7 @@ class ClaudeCodeSource:
         return False
 
     def _project(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
-        for entry in _entries(folder, rejected):
+        for entry in folder_entries(folder, rejected):
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.name.endswith(".jsonl"):
@@ -665,7 +654,7 @@ class ClaudeCodeSource:
         if stat.S_ISLNK(mode):  # scandir would follow it out of the root
             rejected.append(Rejected(Path(folder), LINK_REASON))
             return
-        entries = _entries(folder, rejected) if stat.S_ISDIR(mode) else []
+        entries = folder_entries(folder, rejected) if stat.S_ISDIR(mode) else []
         names = {e.name for e in entries}
         for entry in entries:
             if entry.is_symlink():
@@ -794,7 +783,7 @@ class CodexSource:
         folders = [(str(root), 0)]
         while folders:
             folder, depth = folders.pop()
-            for entry in _entries(folder, rejected):
+            for entry in folder_entries(folder, rejected):
                 if entry.is_symlink():
                     rejected.append(Rejected(Path(entry.path), LINK_REASON))
                 elif entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):

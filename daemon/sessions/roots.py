@@ -40,7 +40,7 @@ class LogFile(NamedTuple):
     stat: os.stat_result
 
 
-def _entries(path: str, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
+def folder_entries(path: str, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
     """The entries of the folder `path`, by name: none when it is gone, and a refusal of it
     (`unreadable_folder`) when it cannot be read, so its sessions are not lost unsaid."""
     try:
@@ -124,7 +124,7 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
 
 
 def _projects(root: Path, only: str | None, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
-    entries = _entries(str(root), rejected)
+    entries = folder_entries(str(root), rejected)
     return entries if only is None else [e for e in entries if e.name == only]
 
 
@@ -144,7 +144,7 @@ def _log_files(
         if not project.is_dir(follow_symlinks=False):
             continue
         # No dot filter here: DSH keeps a leading `.` of a session id in its folder's name.
-        for entry in _entries(project.path, rejected):
+        for entry in folder_entries(project.path, rejected):
             if entry.is_symlink():
                 rejected.append(Rejected(Path(entry.path), LINK_REASON))
             elif entry.is_dir(follow_symlinks=False):
