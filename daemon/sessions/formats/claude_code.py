@@ -1097,8 +1097,8 @@ class _Graph:
         return len(on_path) >= len(self.nodes) and self.nodes.keys() <= on_path
 
     def side_nodes(self, lines: Sequence[Line[_Node]], on_path: set[str | None]) -> _Side:
-        """What belongs beside `lines`, a stretch of the path whose nodes are `on_path` (what
-        lies off it: `off`): what claude-agent-sdk's reader (and `claude --resume`) puts back
+        """What belongs beside `lines`, a stretch of the path whose nodes are `on_path`: what
+        claude-agent-sdk's reader (and `claude --resume`) puts back
         after each response of theirs (`_recovered`), and the lines nobody says (progress,
         attachments, hook lines) that hang beside them or those records. Not an abandoned
         continuation: a later response, its calls, its prompt."""
@@ -1280,13 +1280,8 @@ class _Graph:
             key = _message_id(record)
             if key is not None and any(member.record.uuid not in on_path for member in self.responses()[key]):
                 return True
-            made = _made(record)
-            if made:
-                answers = self.calls().answers
-                if any(
-                    result.record.uuid not in on_path for call in made for result in answers.get(call, ())
-                ):
-                    return True
+            if self._answered_off([line], on_path):
+                return True
         return False
 
     def climb_to(
@@ -1712,11 +1707,9 @@ def _turn(
 
 def _results(record: _Node, results: dict[str, bool]) -> None:
     """Add the outcomes of a user record's tool results to `results` (call id -> ok)."""
-    content = record.message.content if record.message else None
-    if isinstance(content, list):
-        for block in content:
-            if block.type == "tool_result":
-                results[str(block.tool_use_id)] = not block.is_error
+    for block in _blocks(record):
+        if block.type == "tool_result":
+            results[str(block.tool_use_id)] = not block.is_error
 
 
 def _branches(graph: _Graph, active: list[Line[_Node]], on_path: set[str | None]) -> tuple[Branch, ...]:
