@@ -109,8 +109,9 @@ def _turn_ends(lines: list[str]) -> list[tuple[int | None, int]]:
     it: the next section's heading (another turn, what happened between turns, an abandoned
     branch), or the last line."""
     sections = [n for n, line in enumerate(lines) if line.startswith("## ")]
-    # A transcript with no sections at all (a session with no turns yet) ends nowhere.
-    ends = dict(zip(sections, [*sections[1:], max(len(lines) - 1, 0)][: len(sections)], strict=True))
+    # Each section ends where the next begins, the last on the last line; with no section at
+    # all (a session with no turns yet) there is nothing to pair the last line with.
+    ends = dict(zip(sections, [*sections[1:], max(len(lines) - 1, 0)], strict=False))
     return [
         (None if m.group(1) == "?" else int(m.group(1)), ends[n])
         for n, line in enumerate(lines)
