@@ -56,7 +56,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     else:
         again = " (recovered after a crash)" if result.recovered else ""
         changes = f", {result.changes} change(s)" if result.changes else ""
-        why = _reason(backend, session_id, result.review) if result.status in FAILED else None
+        why = result.reason
         said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
         if result.repeats is not None:
             said += f"; its evidence is what review {result.repeats} read, so no model was asked"
@@ -75,13 +75,6 @@ def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
     else:
         say(f"remem: interrupted; the review had ended (remem receipts --session {params.session})", err=True)
     sys.exit(EXIT_INTERRUPTED)
-
-
-def _reason(backend: Backend, session_id: str, review: str) -> str | None:
-    """Why a failed review failed, as its receipt's last attempt says."""
-    found = backend.api().receipts(ReceiptsParams(session=session_id)).receipts
-    attempt = next((r.attempt for r in reversed(found) if r.review == review), None)
-    return attempt.error if attempt is not None else None
 
 
 @click.command()

@@ -63,6 +63,7 @@ from .proposal import (
 )
 from .receipts import (
     CONSOLIDATOR_VERSION,
+    FAILED,
     SUCCEEDED,
     ReceiptError,
     ReceiptStore,
@@ -700,4 +701,5 @@ def _result(receipt: Receipt, *, recovered: bool) -> ConsolidationResult:
         changes=len(receipt.changes) if receipt.status is Status.COMMITTED else 0,
         recovered=recovered,
         repeats=receipt.repeats,
+        reason=receipt.attempt.error if receipt.status in FAILED and receipt.attempt is not None else None,
     )

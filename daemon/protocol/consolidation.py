@@ -139,3 +139,6 @@ class ConsolidationResult(BaseModel):
     changes: int
     recovered: bool
     repeats: str | None = None  # `Receipt.repeats`
+    # Why a failed review failed, as its last attempt's `error` says: a script reading `--json`
+    # gets the reason the text output prints. Not named `error`: that is a refusal's object.
+    reason: str | None = None

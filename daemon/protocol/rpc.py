@@ -54,7 +54,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 22: hello says which home the daemon serves (its folder's device and inode): a client of a
 # copied home, status file and all, starts a daemon of its own (decision 0383).
 # 23: the language server's `remem.lsp.fork` takes only a well-formed `expectedRevision`.
-PROTOCOL_VERSION = 23
+# 24: a consolidation result says why a failed review failed (`reason`).
+PROTOCOL_VERSION = 24
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

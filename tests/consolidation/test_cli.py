@@ -44,7 +44,8 @@ def test_consolidate_shows_progress_and_the_outcome(home: Home, fake: FakeOpenAI
 def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenAI, source: Source) -> None:
     fake.reply(status(401, "bad key"))
     code, out, _ = run(home, "consolidate", source.id, "--json")
-    assert code == 1 and json.loads(out)["status"] == "provider-failed"
+    failed = json.loads(out)
+    assert code == 1 and failed["status"] == "provider-failed" and "AuthenticationError" in failed["reason"]
     code, out, _ = run(home, "consolidate", "session-missing", "--json")
     assert code == 2 and json.loads(out)["error"]["code"] == "NOT_FOUND"
     fake.reply(status(401, "bad key"))  # a fresh attempt, told why it failed
