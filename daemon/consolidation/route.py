@@ -53,6 +53,9 @@ class Route:
     base_url: str
     api_key: str
     max_tokens: int
+    # The setting `max_tokens` came from: the provider's output limit when it is the lower, so
+    # an answer cut off there is not said to need a larger `consolidation.max_tokens`.
+    max_tokens_setting: str
     timeout_seconds: float
     max_input_bytes: int
     debug: bool
@@ -85,12 +88,17 @@ def open_client(route: Route, **options: Any) -> AsyncOpenAI:
 def resolve_route(home: Home, settings: Settings) -> Route:
     config = settings.consolidation
     provider = settings.all_providers()[config.provider]  # parse_settings checked that it exists
+    limit = provider.max_output_tokens
+    capped = limit is not None and limit < config.max_tokens
     return Route(
         provider=config.provider,
         model=config.model,
         base_url=provider.base_url,
         api_key=_api_key(home, config.provider, provider.api_key_env),
-        max_tokens=min(config.max_tokens, provider.max_output_tokens or config.max_tokens),
+        max_tokens=limit if capped and limit is not None else config.max_tokens,
+        max_tokens_setting=f"providers.{config.provider}.max_output_tokens"
+        if capped
+        else "consolidation.max_tokens",
         timeout_seconds=config.timeout_seconds,
         max_input_bytes=config.max_input_bytes,
         debug=config.debug,

@@ -230,7 +230,7 @@ def _wrong(finish: str | None, exchanges: list[ToolExchange], route: Route) -> t
     session), then the kind of fault alone, for the logs."""
     if finish == "length":  # cut off, its arguments are rejected as broken JSON: not the cause
         cut = f" was cut off at max_tokens {route.max_tokens} (finish_reason length)"
-        return f"{cut}: raise consolidation.max_tokens", cut
+        return f"{cut}: raise {route.max_tokens_setting}", cut
     if not exchanges:
         return " called no tool", " called no tool"
     result = exchanges[-1].result

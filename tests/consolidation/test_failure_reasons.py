@@ -107,9 +107,20 @@ def test_a_long_rejection_is_cut_to_one_line(home: Home, fake: FakeOpenAI, sourc
     assert len(error) == len(GAVE_UP) + 2 + 300 and "\n" not in error
 
 
+@pytest.mark.parametrize(
+    ("provider_limit", "limit", "setting"),
+    [(None, 8192, "consolidation.max_tokens"), (4096, 4096, "providers.fake.max_output_tokens")],
+)
 def test_an_answer_cut_off_by_the_token_limit_is_named(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider_limit: int | None,
+    limit: int,
+    setting: str,
 ) -> None:
+    """The advice names the setting that set the limit: a larger `consolidation.max_tokens`
+    changes nothing while the provider's `max_output_tokens` is the lower."""
     monkeypatch.setenv(KEY_ENV, "sk-test")
     call = {"id": "c1", "type": "function", "function": {"name": TOOL_NAME, "arguments": '{"final": tr'}}
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
@@ -117,11 +128,11 @@ def test_an_answer_cut_off_by_the_token_limit_is_named(
     body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
     with RawAnswers("application/json", json.dumps(body).encode()) as raw:
         root = tmp_path / "dsh-sessions"
-        _configure(home, f"{raw.origin}/v1", root)
+        _configure(home, f"{raw.origin}/v1", root, provider_limit)
         session = write_source(root, str(tmp_path / "project"))
         error, causes = _failed(home, session.id, Status.INVALID_PROPOSAL)
-    cut = f"{GAVE_UP} was cut off at max_tokens 8192 (finish_reason length)"
-    assert error == f"{cut}: raise consolidation.max_tokens"
+    cut = f"{GAVE_UP} was cut off at max_tokens {limit} (finish_reason length)"
+    assert error == f"{cut}: raise {setting}"
     assert causes == [cut]
 
 

@@ -66,11 +66,12 @@ ANSWERS = {
 }
 
 
-def _configure(home: Home, base_url: str, root: Path) -> None:
+def _configure(home: Home, base_url: str, root: Path, provider_limit: int | None = None) -> None:
     home.ensure_layout()
+    limit = "" if provider_limit is None else f"    max_output_tokens: {provider_limit}\n"
     home.settings_file.write_text(
         "consolidation:\n  provider: fake\n  model: fake-model\n"
-        f"providers:\n  fake:\n    base_url: {base_url!r}\n    api_key_env: {KEY_ENV}\n"
+        f"providers:\n  fake:\n    base_url: {base_url!r}\n    api_key_env: {KEY_ENV}\n{limit}"
         f"sessions:\n  roots: [{str(root)!r}]\n"
     )
 
@@ -142,7 +143,8 @@ def test_a_login_in_the_base_url_is_never_reported(
 def test_a_base_url_that_is_no_url_lists_no_models_and_says_so() -> None:
     route = Route(
         provider="mine", model="m", base_url="http://alice:hunter2@[::1", api_key="k",
-        max_tokens=10, timeout_seconds=5, max_input_bytes=1000, debug=False,
+        max_tokens=10, max_tokens_setting="consolidation.max_tokens", timeout_seconds=5,
+        max_input_bytes=1000, debug=False,
     )  # fmt: skip
     models, note = asyncio.run(list_models(route))
     assert models == [] and note is not None and "hunter2" not in note
