@@ -131,6 +131,10 @@ def test_an_empty_answer_says_where_remem_looked(
     (broken / "session.jsonl").write_text("not a log\n")
     code, out, err = run(home, "list", "--cwd", "/home/dev/elsewhere", "--root", str(tmp_path / "broken"))
     assert out == "0 session(s), 1 unreadable\n" and "could be read (1 unreadable, above)" in err, err
+    (codex / "sessions").parent.mkdir()
+    (codex / "sessions").write_text("")  # a file where Codex keeps its folder: no "not found"
+    code, out, err = run(home, "tree", "--cwd", "/home/dev/elsewhere", "--root", str(root))
+    assert f"  {codex / 'sessions'} (Codex's folder, not a folder)" in err.splitlines(), err
 
 
 def test_turns_and_show(home: Home, tmp_path: Path) -> None:

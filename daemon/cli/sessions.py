@@ -148,13 +148,19 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
     defaults = backend.harness_defaults(roots)  # the daemon's, when it answered
     for folder in looked_in(_roots_read(backend, roots, defaults), defaults):
         whose = f"{HARNESS_NAMES[folder.harness]}'s folder" if folder.harness else ""
-        what = ", ".join(part for part in (whose, "" if folder.exists else "not found") if part)
+        what = ", ".join(part for part in (whose, "" if folder.exists else _missing(folder.path)) if part)
         say(f"  {one_line(str(folder.path))}{f' ({what})' if what else ''}", err=True)
     say(
         f"Add a folder under sessions.roots in {backend.home.settings_file}, "
         "or read one once with `--root FOLDER`.",
         err=True,
     )
+
+
+def _missing(path: Path) -> str:
+    """Why a folder a listing looked in holds nothing: not there, or no folder (a root that is
+    a file is listed as an error of its own above; "not found" contradicted it)."""
+    return "not a folder" if path.exists() else "not found"
 
 
 def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root]) -> list[Path]:
