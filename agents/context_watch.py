@@ -6,7 +6,9 @@ kernel queues an event inside the very system call that changes a file there, so
 queue stays empty after an answer came, every file is as it was when that answer was made,
 and the session may give the text it holds again without a round trip to the daemon. Anything
 reported — a change, an overflow, a folder that cannot be watched, another question asked
-meanwhile — sends the next call to the daemon. `daemon.watch: polling` (network file systems,
+meanwhile, the home's path leading to another folder (a re-pointed link, a backup restored in
+its place: no event in the folders watched) — sends the next call to the daemon.
+`daemon.watch: polling` (network file systems,
 where other machines' writes raise no event) turns it off, as it does in the daemon.
 """
 
@@ -31,6 +33,7 @@ class ContextWatch:
         self._questions = itertools.count(1)
         self._asked = 0  # the latest question
         self._proven: str | None = None  # the workspace whose held answer the feed covers
+        self._home: str | None = None  # the home folder (`Home.identity`) that answer is of
 
     def before_asking(self, workspace: WorkspaceId) -> int | None:
         """Watch both folders from now on, before the daemon is asked; a ticket for `answered`,
@@ -40,6 +43,7 @@ class ContextWatch:
         if self._store is None:
             return None
         self._feed.changed()  # what changed before the question is in its answer
+        self._home = self._store.home.identity()
         # Watched again after that: a folder replaced since is followed, and an event from here
         # on (even the replacement of a folder in the meantime) stays queued for `unchanged`.
         watched = self._feed.watch(_GLOBAL_KEY, self._store.home.global_file.parent) and self._feed.watch(
@@ -56,7 +60,8 @@ class ContextWatch:
         """Nothing in either folder changed since the held answer was asked for."""
         if self._proven != workspace.key:
             return False
-        if self._feed.changed() == set():
+        assert self._store is not None  # nothing is proven without one
+        if self._feed.changed() == set() and self._store.home.identity() == self._home:
             return True
         self._proven = None
         return False
