@@ -15,6 +15,8 @@ from click.testing import CliRunner, Result
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from remem.daemon.sessions.paths import Encoding
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 TOO_LONG = "a" * 65
 NOT_UTF8 = os.fsdecode(b"caf\xe9")  # how Python hands over a Latin-1 argument or folder name
@@ -214,3 +216,20 @@ def test_output_into_a_closed_pipe_is_no_internal_error(home: Home, tmp_path: Pa
     running.stdout.close()  # before it writes: its usage error meets a pipe no one reads
     assert running.wait(30) == 141  # 128 + SIGPIPE, as a shell reports it
     assert not (home.root / "state" / "last-error.log").exists(), "no bug of remem's was recorded"
+
+
+def test_a_reader_leaving_in_the_middle_of_a_large_answer_is_told_by_the_exit(
+    home: Home, tmp_path: Path
+) -> None:
+    """An answer larger than the pipe holds: the reader takes a little and leaves while remem
+    still writes. Python's buffered writer drops the EPIPE after a partial write, and such a
+    run ended 0, its output cut and nothing said."""
+    draft = build_session(SessionSpec(seed=5, target_bytes=300_000, turns=10, cwd="/home/dev/p"))
+    log = write_session(tmp_path / "root", draft, encoding=Encoding.RAW)
+    args = ["sessions", "show", draft.header.id, "--root", str(tmp_path / "root"), "--json"]
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", *args]
+    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert running.stdout is not None and running.stderr is not None
+    assert running.stdout.read(10) == b'{\n  "heade', log  # it writes: the pipe is full behind this
+    running.stdout.close()
+    assert running.wait(30) == 141, running.stderr.read()

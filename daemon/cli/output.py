@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import sys
 from typing import Any, NoReturn
@@ -34,7 +36,24 @@ def _escaped(match: re.Match[str]) -> str:
 
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     """`click.echo` for people: control characters are shown escaped, never sent to the terminal."""
-    click.echo(_IN_TEXT.sub(_escaped, text), err=err, nl=nl)
+    _write(_IN_TEXT.sub(_escaped, text) + ("\n" if nl else ""), err=err)
+
+
+def _write(text: str, *, err: bool) -> None:
+    """`text` on stdout (stderr), a reader that went away raising `BrokenPipeError`. Python's
+    buffered writer drops the EPIPE that follows a partial write (a pipe's reader leaving in the
+    middle of a large output), so such a run ended 0 with its output cut: the file descriptor is
+    written directly, after what the stream buffered. Streams without one (tests') are echoed."""
+    stream = sys.stderr if err else sys.stdout
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        click.echo(text, err=err, nl=False)
+        return
+    stream.flush()
+    pending = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while pending:
+        pending = pending[os.write(fd, pending) :]
 
 
 def one_line(text: str) -> str:
@@ -48,7 +67,7 @@ def emit_json(value: BaseModel | dict[str, Any]) -> None:
     stand inside a string, where the escape is the same character to any JSON reader."""
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     text = json.dumps(data, ensure_ascii=False, indent=2)
-    click.echo(_IN_TEXT.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
+    _write(_IN_TEXT.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n", err=False)
 
 
 def diagnostic_line(path: str, d: Diagnostic) -> str:
