@@ -75,10 +75,17 @@ class InvalidBaseUrl(ValueError):
 
 def open_client(route: Route, **options: Any) -> AsyncOpenAI:
     """The SDK's client for `route`, with `options`; `InvalidBaseUrl` when its base_url does not
-    parse (the SDK's HTTP client parses it here, not when it is first asked)."""
+    parse (the SDK's HTTP client parses it here, not when it is first asked) or names no
+    http(s) scheme (that the client finds only when it asks, and says as nothing answering)."""
     from httpx2 import InvalidURL
     from openai import AsyncOpenAI  # imported when asked: the SDK is slow to import
 
+    scheme, separator, _ = route.base_url.partition("://")
+    scheme = scheme if separator else ""
+    if scheme.lower() not in ("http", "https"):
+        raise InvalidBaseUrl(
+            "it must begin with http:// or https://" + (f", not {scheme}://" if scheme else "")
+        )
     try:
         return AsyncOpenAI(base_url=route.base_url, api_key=route.api_key, **options)
     except InvalidURL as exc:

@@ -121,12 +121,16 @@ def test_an_answer_too_large_to_record_fails_the_attempt_and_its_log_reads_back(
     assert logs and all(read_session(p).header for p in logs), "every worker log reads back"
 
 
+@pytest.mark.parametrize("url", ["http://[::1", "not-a-url", "ftp://127.0.0.1/v1", "127.0.0.1:8000/v1"])
 def test_a_base_url_that_is_no_url_fails_the_attempt_saying_so(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
 ) -> None:
+    """Without an http(s) scheme the client fails only when it asks, as if nothing answered
+    there: the user was told to start the provider's server."""
     monkeypatch.setenv(KEY_ENV, "sk-test")
-    error = _failed_with(home, tmp_path, "http://[::1")
-    assert error.startswith("the provider's base_url is not a valid URL") and "(asked http://[::1)" in error
+    error = _failed_with(home, tmp_path, url)
+    assert error.startswith("the provider's base_url is not a valid URL") and f"(asked {url})" in error
+    assert "nothing answered" not in error, error
 
 
 def test_a_login_in_the_base_url_is_never_reported(
