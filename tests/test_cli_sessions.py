@@ -158,6 +158,17 @@ def test_unknown_session_is_a_clear_error(home: Home, tmp_path: Path) -> None:
     assert code == 1 and "no session 'session-nope'" in err
 
 
+def test_a_session_of_a_root_the_listing_refused_is_not_found_saying_why(home: Home, tmp_path: Path) -> None:
+    """A project folder given as the root: `list` says to name its parent; `turns` said only
+    "no session", the user left to guess why."""
+    root, ids = seeded_root(tmp_path)
+    (project,) = root.iterdir()
+    code, _, err = run(home, "turns", ids["main"], "--root", str(project))
+    assert code == 1 and f"no session {ids['main']!r} in " in err and f"{project}; {project}: " in err, err
+    _, _, listed = run(home, "list", "--root", str(project))
+    assert err.split(f"{project}: ", 1)[1].strip() in listed, "the listing's own words"
+
+
 def _on_a_terminal(home: Home, *args: str) -> str:
     """What `remem` writes to a terminal (a pseudo-terminal on stdout and stderr)."""
     import pty

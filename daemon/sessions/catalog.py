@@ -194,10 +194,13 @@ class SessionNotFound(Exception):
         self.code: NotFoundCode = code
 
 
-def _not_found(session_id: str, entries: Sequence[Entry], roots: Sequence[Path]) -> str:
+def _not_found(
+    session_id: str, entries: Sequence[Entry], roots: Sequence[Path], errors: Sequence[ListError]
+) -> str:
     """Why no listed session has the id `session_id`: it names an in-file branch or an inline
     subagent of a session (nodes of the tree, not sessions), it is only the beginning of ids,
-    or nothing at all."""
+    or nothing at all — said with why the listing read no session of a root it refused (a
+    project folder given as a root, a root mixing raw and zstd logs), as the listing says it."""
     base, at, node = session_id.rpartition("@")
     session = next((e for e in entries if e.summary.id == base), None) if at else None
     if session is not None:
@@ -224,7 +227,9 @@ def _not_found(session_id: str, entries: Sequence[Entry], roots: Sequence[Path])
         shown = ", ".join(begun[:3]) + (f" and {len(begun) - 3} more" if len(begun) > 3 else "")
         verb = "begins" if len(begun) == 1 else "begin"
         return f"no session {session_id!r}: give a session's full id ({shown} {verb} with it)"
-    return f"no session {session_id!r} in {', '.join(map(str, roots))}"
+    named = {str(root) for root in roots}
+    refused = "".join(f"; {e.path}: {e.message}" for e in errors if e.path in named)
+    return f"no session {session_id!r} in {', '.join(map(str, roots))}{refused}"
 
 
 def _unreadable(session_id: str, path: str, why: str) -> SessionNotFound:
@@ -545,7 +550,7 @@ class SessionCatalog:
         damaged = self.unreadable_log(session_id, errors)
         if damaged is not None:
             return _unreadable(session_id, damaged.path, damaged.message)
-        return SessionNotFound(_not_found(session_id, entries, self.roots))
+        return SessionNotFound(_not_found(session_id, entries, self.roots, errors))
 
     def unreadable_log(self, session_id: str, errors: Iterable[ListError]) -> ListError | None:
         """The listing's error (of `errors`) of the log of session `session_id`, by its name
