@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import signal
 import sys
 import time
 
@@ -60,12 +61,13 @@ def eval_command(
         fail(f"no case matches {pattern!r}; the cases are " + ", ".join(f"dsh/{c.name}" for c in CASES))
     started = time.monotonic()
     scores: list[CaseScore] = []
+    stopped: list[signal.Signals] = []
     try:
-        asyncio.run(_run_all(chosen, settings, backend, scores))
+        asyncio.run(_run_all(chosen, settings, backend, scores, stopped))
     except (KeyboardInterrupt, asyncio.CancelledError):
         # A report of the cases that ran would read as the model's figures: none is printed.
         say(f"remem: interrupted after {len(scores)} of {len(chosen)} case(s); no report", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(128 + stopped[0] if stopped else EXIT_INTERRUPTED)
     config = settings.consolidation
     report = Report.of(
         "scripted-model" if scripted_model else "model", config.provider, config.model,
@@ -117,9 +119,25 @@ def _wanted(pattern: str, format_name: str, case: Case) -> bool:
 
 
 async def _run_all(
-    chosen: list[tuple[str, Case]], settings: Settings, backend: Backend, scores: list[CaseScore]
+    chosen: list[tuple[str, Case]],
+    settings: Settings,
+    backend: Backend,
+    scores: list[CaseScore],
+    stopped: list[signal.Signals],
 ) -> None:
-    """Append each case's score to `scores` as it ends, so an interrupted run can say how far it got."""
+    """Append each case's score to `scores` as it ends, so an interrupted run can say how far it
+    got. A closed terminal or a `kill` (appended to `stopped`) stops it as Ctrl-C does: killed
+    outright, it would leave each case's temporary home behind."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+
+    def stop_by(stop: signal.Signals) -> None:
+        stopped.append(stop)
+        task.cancel()
+
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(stop, stop_by, stop)
     show = sys.stderr.isatty()
     with click.progressbar(
         length=len(chosen), label="remem eval", file=sys.stderr, hidden=not show,

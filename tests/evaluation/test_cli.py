@@ -97,7 +97,12 @@ def test_the_key_may_come_from_the_users_credentials_file(user_home: Home, fake:
     assert case["score"]["status"] == "committed" and case["metrics"]["recall"] == 1.0
 
 
-def test_ctrl_c_stops_the_run_with_no_report(user_home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_stops_the_run_with_no_report(
+    user_home: Home, fake: FakeOpenAI, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """Ctrl-C, and a terminal closed or a `kill`: each case's temporary home, which holds a
+    copy of the evaluated settings, is removed, not left in the temp dir."""
     # A short timeout: without the fix the other cases would time out and a report follow.
     text = user_home.settings_file.read_text()
     user_home.settings_file.write_text(
@@ -113,9 +118,9 @@ def test_ctrl_c_stops_the_run_with_no_report(user_home: Home, fake: FakeOpenAI, 
         while fake.count == 0 and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)  # until the first case waits on the model
         assert fake.count == 1, "the first case never asked the model"
-        run.send_signal(signal.SIGINT)
+        run.send_signal(stop)
         out, err = run.communicate(timeout=60)  # a hang guard, not a speed assertion
-    assert run.returncode == 130, err
+    assert run.returncode == 128 + stop, err
     assert out == "" and "interrupted after 0 of 4 case(s); no report" in err
     assert fake.count == 1, "no case ran after Ctrl-C"
     assert not list(temp.glob("remem-eval-*"))
