@@ -76,6 +76,7 @@ async def test_progress_the_outcome_and_its_receipt(editor: Editor, fake: FakeOp
         "changes": 1,
         "recovered": False,
         "repeats": None,
+        "reason": None,
         "receipt": str(receipt),
         "title": label.strip("“”"),
         "message": f"Consolidated {label}: 1 change to memory — added prefer-uv (feedback).",
