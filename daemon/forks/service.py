@@ -7,6 +7,7 @@ and the operation journal makes a retried or concurrent request return the same 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -91,6 +92,11 @@ class ForkService:
             forkTurn=cut.fork_turn,
             title=self._title(request, source),
         )
+        if os.path.lexists(entry.path):
+            # Made with this operation id in another remem home, or before this home's journal
+            # was lost: unless it is this very fork, refused before an entry binds the operation
+            # to that path (recovery would take the file for this fork's child; decision 0371).
+            self._check_existing(Path(entry.path), entry)
         self.journal.put(entry)
         faultpoint("fork.after-prepare")
         return entry
@@ -134,13 +140,39 @@ class ForkService:
 
     @staticmethod
     def _check_existing(path: Path, entry: JournalEntry) -> None:
+        """Raise unless the log at `path` is this fork's child: of the same parent, cut and
+        title (decision 0371). What DSH appended to the child since is not looked at."""
         conflict = f"{path} already holds a different session; use another operation id"
         try:
-            existing = read_session(path, expected_id=entry.child).header
+            existing = read_session(path, expected_id=entry.child)
         except (SessionLogError, OSError):  # not a log this fork wrote
             raise OperationError("OP_CONFLICT", conflict) from None
-        if existing.parentSession != entry.source or existing.seedLength != entry.seedLength:
+        header = existing.header
+        if header.parentSession != entry.source or header.seedLength != entry.seedLength:
             raise OperationError("OP_CONFLICT", conflict)
+        title = _title_written(existing)
+        if title != entry.title:
+            held = f"titled {title!r}" if title is not None else "untitled"
+            wanted = f"titled {entry.title!r}" if entry.title is not None else "untitled"
+            raise OperationError(
+                "OP_CONFLICT",
+                f"operation id {entry.operationId!r} names session {entry.child}, whose log already "
+                f"exists ({path}) and holds a fork of {entry.source} after its turn {entry.forkTurn} "
+                f"{held} (this one is {wanted}): it was used for a fork in another remem home, or "
+                "before this home's fork journal was lost; fork again with another operation id",
+            )
+
+
+def _title_written(log: SessionLog) -> str | None:
+    """The title a fork gave its child (`seed_tail`): the `session/title` right after the seed
+    and its marker, stamped with the child's creation time (a rename DSH appended later is
+    not); None when the fork gave none."""
+    seed = log.header.seedLength or 0
+    for event in log.events[seed : seed + 2]:
+        if event.type == "session/title" and event.time == log.header.createdAt:
+            title = event.data.get("title") if isinstance(event.data, dict) else None
+            return title if isinstance(title, str) else None
+    return None
 
 
 def _result(entry: JournalEntry, *, created: bool) -> ForkResult:

@@ -1,0 +1,39 @@
+"""A DSH child already at the path an operation id names is adopted only when it is that
+fork's: the same parent, cut and title (decision 0371)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from remem.daemon.forks.journal import ForkJournal
+from remem.daemon.home import Home
+from tests.sessions.factory import SessionSpec, build_session, write_session
+
+from .cli_fork import CWD, conflict, fork
+
+
+def test_a_dsh_child_of_another_title_is_not_adopted(home: Home, tmp_path: Path) -> None:
+    """The same operation id in another remem home, with another title: the child at its path
+    is not this fork's, and no entry binds the id to it (recovery would adopt it)."""
+    root = tmp_path / "root"
+    draft = build_session(SessionSpec(seed=14, turns=3, cwd=CWD))
+    write_session(root, draft)
+    parent = draft.header.id
+    other = Home(tmp_path / "other-home")
+    code, made = fork(home, parent, "--op-id", "Z", "--turn", "1", "--title", "Foo", root=root)
+    assert code == 0 and made["created"], made
+
+    refused = fork(other, parent, "--op-id", "Z", "--turn", "1", "--title", "Bar", root=root)
+    assert conflict(refused), refused
+    assert "'Foo'" in refused[1]["error"]["message"], "it says what the child there holds"
+    assert ForkJournal(other).get("Z") is None, "refused before the journal records anything"
+    code, unrelated = fork(other, parent, "--op-id", "Y", "--turn", "2", root=root)  # recovers first
+    assert code == 0 and unrelated["created"], unrelated
+    assert conflict(fork(other, parent, "--op-id", "Z", "--turn", "1", "--title", "Bar", root=root))
+    assert conflict(fork(other, parent, "--op-id", "Z", "--turn", "1", root=root)), (
+        "untitled is another title"
+    )
+
+    # The very same fork (its title too) is adopted, as an earlier attempt's child is.
+    adopted = fork(other, parent, "--op-id", "Z", "--turn", "1", "--title", "Foo", root=root)
+    assert adopted == (0, {**made, "created": False})
