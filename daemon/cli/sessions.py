@@ -260,14 +260,15 @@ def fork(
     """Branch a session after a completed turn. Only the conversation is copied: files and
     other side effects of the parent are not rolled back. A Claude Code or Codex child is
     written where its harness finds it, and the command that resumes it is printed."""
-    if turn is not None:
-        if at_seq is not None:
-            raise click.UsageError("--turn and --at both name where to branch: give one of them")
-        at_seq = _turn_end(backend, roots, session_id, turn, as_json)
+    if turn is not None and at_seq is not None:
+        raise click.UsageError("--turn and --at both name where to branch: give one of them")
+    # The daemon finds the turn's end, after its operation's journal: a retry of the same
+    # request is answered whatever became of the session since (decision 0393).
     request = ForkRequest(
         source=session_id,
         operationId=operation_id,
         atSeq=at_seq,
+        afterTurn=turn,
         title=title,
         expectedRevision=expected_revision,
     )
@@ -286,18 +287,6 @@ def fork(
             say(f"resume it with: {result.command}")
         elif result.note is not None:
             say(result.note)
-
-
-def _turn_end(backend: Backend, roots: tuple[Path, ...], session_id: str, turn: int, as_json: bool) -> int:
-    """Where a fork after `turn` cuts. Its end names the same request whatever line of the turn
-    `--at` would have named, so a retry with the same operation id finds its child."""
-    with _refusals(as_json):
-        turns = backend.api(roots).session_turns(SessionParams(id=session_id))
-    row = next((t for t in turns.turns if t.turn == turn), None)
-    if row is None:
-        count = f"its turns are 1-{len(turns.turns)}" if turns.turns else "it has no turn yet"
-        _refuse("INVALID_ANCHOR", f"{session_id} has no turn {turn}: {count} (remem sessions turns)", as_json)
-    return row.fork_at
 
 
 @sessions.command()

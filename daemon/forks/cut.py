@@ -30,6 +30,22 @@ def resolve_cut(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) 
     return Cut(seed_length=following, fork_turn=turns[index].turn)
 
 
+def turn_end(turns: Sequence[TurnBounds], turn: int, session: str) -> int:
+    """The seq a fork after turn `turn` (as `sessions turns` numbers them) names: its end;
+    `INVALID_ANCHOR` for a turn the session does not have, `OPEN_TURN` for one not ended."""
+    found = next((t for t in turns if t.turn == turn), None)
+    if found is None:
+        count = f"its turns are 1-{len(turns)}" if turns else "it has no turn yet"
+        raise OperationError(
+            "INVALID_ANCHOR", f"{session} has no turn {turn}: {count} (remem sessions turns)"
+        )
+    if found.endSeq is None:
+        raise OperationError(
+            "OPEN_TURN", f"turn {turn} of {session} has not ended; branch from an earlier turn or wait"
+        )
+    return found.endSeq
+
+
 def _boundary(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) -> int:
     ended = [i for i, t in enumerate(turns) if t.endSeq is not None]
     if at_seq is None or at_seq > last_seq:

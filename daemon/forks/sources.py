@@ -168,6 +168,8 @@ def _after_turn(
 ) -> int | None:
     if recorded is not None:
         return recorded.forkTurn
+    if request.afterTurn is not None:
+        return request.afterTurn
     return None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq)
 
 

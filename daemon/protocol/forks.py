@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # A session file's revision as a listing takes it (`stat_revision`): dev:ino:size:mtime:ctime.
 SESSION_REVISION = r"^\d+:\d+:\d+:\d+:\d+$"
@@ -16,11 +16,23 @@ class ForkRequest(BaseModel):
     source: str
     operationId: str
     atSeq: int | None = None
+    # Instead of `atSeq`: after this turn, as `sessions turns` numbers them. The daemon finds
+    # its end after the operation's journal, so a retry is the same request whatever became of
+    # the session since, and another one is refused before the session is read (0393).
+    afterTurn: int | None = Field(default=None, ge=1)
     title: str | None = None
     expectedRevision: str | None = Field(default=None, pattern=SESSION_REVISION)
 
+    @model_validator(mode="after")
+    def _one_anchor(self) -> ForkRequest:
+        if self.atSeq is not None and self.afterTurn is not None:
+            raise ValueError("atSeq and afterTurn both name where to branch: give one of them")
+        return self
+
     def digest(self) -> str:
-        fields = self.model_dump(exclude={"operationId"})
+        # Without an unset `afterTurn`: a request journalled before it existed keeps its digest.
+        unset = set() if self.afterTurn is not None else {"afterTurn"}
+        fields = self.model_dump(exclude={"operationId", *unset})
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 

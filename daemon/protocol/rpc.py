@@ -55,7 +55,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # copied home, status file and all, starts a daemon of its own (decision 0383).
 # 23: the language server's `remem.lsp.fork` takes only a well-formed `expectedRevision`.
 # 24: a consolidation result says why a failed review failed (`reason`).
-PROTOCOL_VERSION = 24
+# 25: a fork may name its cut by turn (`afterTurn`), found after the journal (decision 0393).
+PROTOCOL_VERSION = 25
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
