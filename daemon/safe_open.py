@@ -176,15 +176,14 @@ class Walk:
         self, path: str | os.PathLike[str], *, root: Path | None = None, identity: Identity | None = None
     ) -> int:
         """`open_regular`'s descriptor, through the folder held when `path` lies in it."""
-        if root is None:
-            fd = os.open(path, _FILE)
-        else:
+        name, folder = path, None
+        if root is not None:
             parent, name = os.path.split(os.fspath(path))
-            folder = self._folder_at(root, parent)
-            try:
-                fd = os.open(name, _FILE, dir_fd=folder)
-            except OSError as exc:
-                raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
+            folder = self._folder_at(root, parent)  # its errors name the folder that stopped it
+        try:
+            fd = os.open(name, _FILE, dir_fd=folder)
+        except OSError as exc:
+            raise _file_refused(exc, path) from None
         return _regular(fd, path, identity)
 
     def _folder_at(self, root: Path, folder: str) -> int:
@@ -198,7 +197,19 @@ class Walk:
 def open_linked(path: str | os.PathLike[str]) -> int:
     """`open_regular`'s descriptor, but through a link at `path`: for a file the user may keep
     elsewhere and link in (`settings.yml` from a dotfiles repository, decision 0375)."""
-    return _regular(os.open(path, _FILE & ~os.O_NOFOLLOW), path, None)
+    try:
+        fd = os.open(path, _FILE & ~os.O_NOFOLLOW)
+    except OSError as exc:
+        raise _file_refused(exc, path) from None
+    return _regular(fd, path, None)
+
+
+def _file_refused(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """`exc` of opening the file at `path`, naming it; a socket (which no `open` reads: ENXIO)
+    is refused as anything but a regular file is (`EINVAL`)."""
+    if exc.errno == errno.ENXIO:
+        return OSError(errno.EINVAL, NOT_REGULAR, os.fspath(path))
+    return OSError(exc.errno, exc.strerror, os.fspath(path))
 
 
 def _regular(fd: int, path: str | os.PathLike[str], identity: Identity | None) -> int:
@@ -219,6 +230,16 @@ def _regular(fd: int, path: str | os.PathLike[str], identity: Identity | None) -
 def refused(exc: OSError) -> bool:
     """Whether `open_regular` refused the path for what is there (a link, or no regular file)."""
     return exc.errno in (errno.ELOOP, errno.EINVAL)
+
+
+def standing_at(path: str | os.PathLike[str]) -> str:
+    """Why `open_regular` refused `path`, by what stands there now (its own `lstat`): "a
+    symbolic link, never followed", "a FIFO, not a regular file"."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return NOT_REGULAR
+    return f"{kind_of(mode)}, " + ("never followed" if stat.S_ISLNK(mode) else NOT_REGULAR)
 
 
 def moved(exc: OSError) -> bool:

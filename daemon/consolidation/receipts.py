@@ -4,11 +4,19 @@
 short summary for people. It names sessions, revisions, evidence ranges and content hashes,
 never memory or evidence text. Every write replaces the file atomically, under the review's
 lock; the status may only move along the state machine below.
+
+A receipt is read only as a regular file, never through a symbolic link (it could lead out of
+the home) nor opened when it is a FIFO, socket or device (a FIFO would wait for a writer for
+good, holding a daemon thread): such a file is a receipt that cannot be read, named with what
+it is, and every other receipt reads on. A write renames a fresh file over the path, so it
+replaces whatever stands there and never writes through it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,6 +29,7 @@ from ..fsutil import atomic_write
 from ..home import Home
 from ..protocol.consolidation import HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
+from ..safe_open import open_regular, refused, standing_at
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -128,6 +137,34 @@ class ReceiptError(Exception):
     """A receipt file exists but cannot be read; the message names it and the problem."""
 
 
+class _NotAFile(Exception):
+    """Something at a receipt's path that is no regular file; the message says what it is."""
+
+
+def _regular_stat(path: Path) -> os.stat_result:
+    """`path`'s own stat (a link's, not its target's); `_NotAFile` unless it is a regular file,
+    `FileNotFoundError` when there is none. Nothing is opened."""
+    st = path.lstat()
+    if not stat.S_ISREG(st.st_mode):
+        raise _NotAFile(standing_at(path))
+    return st
+
+
+def _read_text(path: Path) -> tuple[str, tuple[int, int]]:
+    """The text of the receipt file at `path` and the (mtime, size) it was read at, opened as
+    `safe_open.open_regular` opens it: never through a link, never waiting on a FIFO. Swapped
+    for anything but a regular file since its stat: `_NotAFile`; `FileNotFoundError` when gone."""
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        raise _NotAFile(standing_at(path)) from None
+    with os.fdopen(fd, encoding="utf-8") as handle:  # newlines as `read_text` reads them
+        st = os.fstat(fd)
+        return handle.read(), (st.st_mtime_ns, st.st_size)
+
+
 class ReceiptStore:
     def __init__(self, home: Home) -> None:
         self.folder = home.ensure_layout().reviews
@@ -147,14 +184,19 @@ class ReceiptStore:
 
     def read_as_written(self, review: str) -> tuple[Receipt, str] | None:
         """The receipt of `review` and its file's text exactly as written; None when there is
-        none; `ReceiptError` when the file is not a valid receipt. Other `OSError`s pass."""
+        none; `ReceiptError` when the file is not a valid receipt, or is no regular file (a link,
+        a FIFO: never followed nor waited on). Other `OSError`s pass."""
+        path = self.path(review)
         try:
-            text = self.path(review).read_text(encoding="utf-8")
+            _regular_stat(path)
+            text = _read_text(path)[0]
             return parse_receipt(text), text
         except FileNotFoundError:
             return None
+        except _NotAFile as exc:
+            raise ReceiptError(f"{path}: {exc}") from None
         except (ValueError, ValidationError, yaml.YAMLError) as exc:
-            raise ReceiptError(f"{self.path(review)}: not a valid receipt ({exc})") from None
+            raise ReceiptError(f"{path}: not a valid receipt ({exc})") from None
 
     def write(self, receipt: Receipt) -> None:
         atomic_write(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
@@ -171,16 +213,19 @@ class ReceiptStore:
                 receipts.append(self._cached(path))
             except FileNotFoundError:  # replaced or removed since the glob
                 continue
+            except _NotAFile as exc:  # a link, a FIFO: never followed nor opened
+                errors.append(ListError(path=str(path), message=str(exc)))
             except (OSError, ValueError, ValidationError, yaml.YAMLError) as exc:
                 errors.append(ListError(path=str(path), message=f"not a valid receipt ({exc})"))
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def _cached(self, path: Path) -> Receipt:
-        st = path.stat()
+        st = _regular_stat(path)
         key = (st.st_mtime_ns, st.st_size)
         known = self._parsed.get(path)
         if known is None or known[0] != key:
-            known = self._parsed[path] = (key, parse_receipt(path.read_text(encoding="utf-8")))
+            text, key = _read_text(path)  # the key of what was read, should it change meanwhile
+            known = self._parsed[path] = (key, parse_receipt(text))
         return known[1]
 
 
