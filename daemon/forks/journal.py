@@ -13,6 +13,11 @@ journal entry, its child), it leaves a marker `pending/<key>`, durably, and remo
 operation is committed or settled. Recovery visits the marked operations only, so a fork after
 ten thousand others costs what the first did. A journal written before markers existed (no
 `pending/` folder) is scanned whole once.
+
+An entry is read only as a regular file (`safe_open.open_regular`): a symbolic link there is
+never followed out of the home, and a FIFO, a socket or a device is never opened in a way that
+waits, since recovery reads every marked entry and would hold every fork. Such an entry cannot
+be read, and refuses its own operation id only.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from ..faults import faultpoint
 from ..fsutil import PRIVATE_FILE_MODE, TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
 from ..home import Home
 from ..locks import LockUnusable, file_lock, try_file_lock
-from ..safe_open import moved, open_folder
+from ..safe_open import moved, open_folder, open_regular, refused, standing_at
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from ..sessions.reader import stat_revision
@@ -153,9 +158,10 @@ class ForkJournal:
     def mark(self, operation_id: str) -> None:
         """Mark the operation pending, durably, before it writes anything recovery may settle."""
         marker = self._marked() / operation_key(operation_id)
-        if marker.exists():
+        if os.path.lexists(marker):  # whatever stands there marks it; a link is never written through
             return
-        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE_MODE))
+        with contextlib.suppress(FileExistsError):  # marked meanwhile
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
         fsync_dir(self.pending)
         faultpoint("fork.after-mark")
 
@@ -199,7 +205,7 @@ class ForkJournal:
     def _clean(self, key: str) -> None:
         """Settle a marked operation (the caller holds its lock): nothing of it is left half-done."""
         marker = self._marked() / key
-        if not marker.exists():
+        if not os.path.lexists(marker):
             return  # never marked, or settled already: it left nothing behind
         for temp in self.folder.glob(f".{key}.json{TEMP_MARKER}*"):
             temp.unlink(missing_ok=True)
@@ -215,18 +221,26 @@ class ForkJournal:
         marker.unlink(missing_ok=True)
 
     def _read(self, key: str) -> JournalEntry | None:
+        """The entry of `key`, None when there is none; `OperationError` when it cannot be read,
+        a link or no regular file included (never followed, never opened in a way that waits)."""
         path = self._entry_path(key)
+        what = ""
         try:
-            return JournalEntry.model_validate_json(path.read_bytes())
+            with os.fdopen(open_regular(path), "rb") as handle:
+                return JournalEntry.model_validate_json(handle.read())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
-            raise OperationError(
-                "INVALID",
-                f"{path} is not a readable fork journal entry, so whether this operation id already "
-                "forked is unknown: look for its child among the session's forks, then delete the "
-                "entry (or retry with a new operation id)",
-            ) from None
+        except OSError as exc:
+            if refused(exc):
+                what = f" ({standing_at(path)})"
+        except ValueError:  # pydantic's ValidationError is a ValueError
+            pass
+        raise OperationError(
+            "INVALID",
+            f"{path} is not a readable fork journal entry{what}, so whether this operation id "
+            "already forked is unknown: look for its child among the session's forks, then delete "
+            "the entry (or retry with a new operation id)",
+        )
 
     def _entry_path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
