@@ -30,6 +30,7 @@ from ..home import Home
 from ..protocol.consolidation import HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
+from ..validation import problems as validation_problems
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -259,7 +260,13 @@ def parse_receipt(text: str) -> Receipt:
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
         raise ValueError("no YAML front matter")
     front = text[4 : text.index("\n---\n", 3) + 1]
-    return Receipt.model_validate(safe_yaml.load(front))
+    # One line each: the receipt's error is listed and quoted in refusals.
+    try:
+        return Receipt.model_validate(safe_yaml.load(front))
+    except ValidationError as exc:
+        raise ValueError(validation_problems(exc)) from None
+    except yaml.YAMLError as exc:
+        raise ValueError(" ".join(str(exc).split())) from None
 
 
 def summary(receipt: Receipt) -> str:

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from ..validation import problems as validation_problems
+
 MAX_SAFE_INTEGER = 2**53 - 1
 SESSION_FORMAT_VERSION: Final = 0
 RETIRED_HEADER_KEYS = ("sandboxMode", "approvalPolicy")
@@ -169,7 +171,7 @@ def _surface_op(value: Any) -> str | ReplaceOp | None:
     try:
         return ReplaceOp.model_validate(value)  # rare enough that pydantic's cost does not matter
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = validation_problems(exc)
         raise EnvelopeError(f"surfaceOp: {problems}") from None
 
 

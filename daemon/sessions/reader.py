@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from ..limits import SESSION_LOG_MAX_BYTES, size_text
 from ..safe_open import open_regular, reason
+from ..validation import problems as validation_problems
 from .checks import EventCheckError, check_event
 from .decode import parse_json
 from .digest import DigestState, LogDigest
@@ -317,7 +318,7 @@ def _parse_header(line: bytes) -> SessionHeader:
     try:
         return SessionHeader.model_validate({**record, "version": 0})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = validation_problems(exc)
         raise CorruptLog(f"invalid session header ({problems})") from None
 
 

@@ -132,17 +132,27 @@ def test_an_invalid_settings_file_refuses_the_model_settings_naming_the_key(
     )
 
 
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("status: [broken", "not a valid receipt (while parsing a flow sequence"),
+        ("status: 42", "not a valid receipt (status: Input should be "),
+    ],
+)
 def test_a_damaged_receipt_is_reported_and_refuses_its_review(
-    home: Home, fake: FakeOpenAI, source: Source
+    home: Home, fake: FakeOpenAI, source: Source, damage: str, said: str
 ) -> None:
+    """Said in one line, the field and its fault: pydantic's own text spans lines and links
+    to its documentation."""
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
     _, out, _ = run(home, "consolidate", source.id, "--json")
     path = home.root / "memory" / "reviews" / f"{json.loads(out)['review']}.md"
-    path.write_text(path.read_text().replace("status: committed", "status: [broken", 1))
+    path.write_text(path.read_text().replace("status: committed", damage, 1))
     code, out, _ = run(home, "receipts", "--json")
     listed = json.loads(out)
     assert code == 0 and listed["receipts"] == [] and [e["path"] for e in listed["errors"]] == [str(path)]
-    assert listed["errors"][0]["message"].startswith("not a valid receipt (")
+    message = listed["errors"][0]["message"]
+    assert message.startswith(said) and "\n" not in message and "pydantic.dev" not in message, message
     code, out, err = run(home, "receipts")
     assert out == "0 receipt(s), 1 unreadable\n" and err.startswith(
         f"error: {path}: not a valid receipt ("
