@@ -14,6 +14,7 @@ from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     ConsolidateParams,
     Empty,
+    ModelSettings,
     ReceiptsParams,
     RpcError,
     SelectModelParams,
@@ -24,6 +25,7 @@ from .output import EXIT_CONFLICT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_PROBLEMS
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
+_SELECT_ATTEMPTS = 5  # reads of settings.yml a choice of model is made on, while others change it
 
 
 @click.command()
@@ -123,9 +125,7 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
         current = backend.api().model_settings(Empty())
         before = current.provider
         if provider is not None or model is not None:
-            chosen = SelectModelParams(provider=provider or current.provider, model=model or current.model,
-                                       expectedRevision=current.revision)  # fmt: skip
-            current = backend.api().select_model(chosen)
+            current = _select(backend, current, provider, model)
     except RpcError as exc:
         _refused(exc, as_json, backend)
     if model is None and current.provider != before and not as_json:
@@ -143,6 +143,28 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
     else:
         key = f" (API key from ${current.apiKeyEnv} or credentials.yml)" if current.apiKeyEnv else ""
     say(f"{current.provider}/{current.model}{key}")
+
+
+def _select(
+    backend: Backend, current: ModelSettings, provider: str | None, model: str | None
+) -> ModelSettings:
+    """Choose `provider` and `model` (the one not given as `current` has it). The revision is
+    the one this command read, not the user's: when the file changed meanwhile (another
+    `settings model`, an edit), it is read again and the choice made on it, a few times."""
+    for _ in range(_SELECT_ATTEMPTS - 1):
+        try:
+            return backend.api().select_model(_chosen(current, provider, model))
+        except RpcError as exc:
+            if exc.code != CONSOLIDATION_REFUSED or exc.data["code"] != "STALE_SETTINGS":
+                raise
+        current = backend.api().model_settings(Empty())
+    return backend.api().select_model(_chosen(current, provider, model))
+
+
+def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> SelectModelParams:
+    return SelectModelParams(
+        provider=provider or current.provider, model=model or current.model, expectedRevision=current.revision
+    )
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -91,6 +93,22 @@ def test_settings_model_reads_and_selects_with_compare_and_swap(
     assert err.strip() == "note: the model `qwen3:8b` was kept from ollama; give --model for one of fake"
     code, out, err = run(home, "settings", "model", "--provider", "fake", "--model", "fake-model")
     assert code == 0 and err == ""
+
+
+def test_models_chosen_at_once_are_each_chosen_not_refused_as_stale(home: Home, fake: FakeOpenAI) -> None:
+    """The command read the revision itself: a file another `settings model` changed meanwhile
+    is read again, never a "re-read and retry" to a user who gave no revision."""
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "settings", "model"]
+    running = [
+        subprocess.Popen(
+            [*command, "--provider", "ollama", "--model", f"m{n}"], stderr=subprocess.PIPE, text=True
+        )
+        for n in range(8)
+    ]
+    ended = [(process.wait(60), process.stderr.read() if process.stderr else "") for process in running]
+    assert all(code == 0 for code, _ in ended), ended
+    code, out, _ = run(home, "settings", "model", "--json")
+    assert json.loads(out)["model"] in {f"m{n}" for n in range(8)}
 
 
 def test_an_invalid_settings_file_is_a_refusal_naming_the_key_and_line(
