@@ -185,7 +185,7 @@ class AsyncDaemonClient:
             return self._link
 
     async def _open_link(self) -> _Link:
-        paths = DaemonPaths(self.home)
+        paths = DaemonPaths(self.home, layout=self._start)  # a daemon that runs: its state is enough
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         retry = False
         while (link := await self._compatible(paths, deadline)) is None:
@@ -352,7 +352,7 @@ def shutdown(home: Home) -> int | None:
     `daemon/shutdown` alike): the pid of the daemon asked, None when none answered (yet)."""
 
     async def once() -> int | None:
-        greeted = await _greeted(DaemonPaths(home), None)
+        greeted = await _greeted(DaemonPaths(home, layout=False), None)
         if greeted is None:
             return None
         link, hello = greeted

@@ -74,7 +74,7 @@ def start(backend: Backend, as_json: bool) -> None:
 def stop(backend: Backend, as_json: bool) -> None:
     """Stop the daemon and wait until it has exited (signalling it if it does not answer)."""
     # No home, no daemon: looking would make one (a mistyped --home would leave a stray home).
-    paths = DaemonPaths(backend.home) if backend.home.root.is_dir() else None
+    paths = DaemonPaths(backend.home, layout=False) if backend.home.root.is_dir() else None
     was_running = paths is not None and paths.running()
     if paths is not None and was_running:
         _stop(paths)

@@ -50,9 +50,16 @@ class NoSocketFolder(HomeUnusable):
 @dataclass(frozen=True)
 class DaemonPaths:
     home: Home
+    # False: only to reach a daemon that runs (to stop it, or ask its status), which needs its
+    # state folder alone: a home whose memory folder stands in the way (a link) can still have
+    # its daemon stopped, where every other command is refused.
+    layout: bool = True
 
     def __post_init__(self) -> None:
-        self.home.ensure_layout()
+        if self.layout:
+            self.home.ensure_layout()
+        else:
+            self.home.refuse_link(self.home.state)
 
     @property
     def lock(self) -> Path:

@@ -24,11 +24,12 @@ def home(home: Home) -> Iterator[Home]:  # noqa: F811 - wraps the suite-wide fix
     home.ensure_layout()
     home.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net, never relied on
     yield home
-    info = DaemonPaths(home).read_status()
-    if info is None and not DaemonPaths(home).running():
+    paths = DaemonPaths(home, layout=False)  # as `daemon stop` reaches it, whatever the test did
+    info = paths.read_status()
+    if info is None and not paths.running():
         return  # no daemon to stop: spare the test a CLI process (seconds on a loaded machine)
     remem(home, "daemon", "stop")
-    if info is not None and DaemonPaths(home).running():
+    if info is not None and paths.running():
         os.kill(info.pid, signal.SIGKILL)
 
 

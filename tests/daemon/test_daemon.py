@@ -196,6 +196,24 @@ def test_sigterm_stops_the_daemon_cleanly(home: Home) -> None:
     assert not paths.status.exists() and not sock.exists()
 
 
+def test_a_daemon_whose_memory_folder_became_a_link_can_still_be_asked_and_stopped(
+    home: Home, tmp_path: Path
+) -> None:
+    """Every command is refused while `memory/` is a link (decision 0388), and `daemon status`
+    and `daemon stop` were too: the daemon ran on, out of the user's reach."""
+    assert remem(home, "daemon", "start").returncode == 0
+    moved = home.memory.rename(tmp_path / "memory")
+    home.memory.symlink_to(moved)
+    refused = remem(home, "memory", "show")
+    assert refused.returncode == 2 and f"{home.memory} is a symbolic link" in refused.stderr
+    asked = remem(home, "daemon", "status", "--json")
+    assert asked.returncode == 0 and json.loads(asked.stdout)["running"], asked.stderr
+    stopped = remem(home, "daemon", "stop")
+    assert stopped.returncode == 0 and stopped.stdout == "remem daemon stopped\n", stopped.stderr
+    assert not DaemonPaths(home, layout=False).running()
+    assert home.memory.is_symlink(), "left as it is"
+
+
 def test_a_daemon_log_linked_out_of_the_home_is_refused_untouched(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
