@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .fsutil import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, own_private_dir
+from .safe_open import kind_of
 
 HOME_ENV = "REMEM_HOME"
 
@@ -146,14 +147,32 @@ class Home:
         return None
 
     def open_file(self, path: Path, flags: int) -> int:
-        """`os.open` of `path`, a file of the home, never through a link (0600 if created)."""
+        """`os.open` of `path`, a file of the home, never through a link (0600 if created) nor
+        anything but a regular file: a FIFO there would wait for a reader for good (a daemon
+        never started, a consolidation never committed). Either is `HomeUnusable`."""
         self.refuse_link(path)
         try:
-            return os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, PRIVATE_FILE_MODE)
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # swapped for a link since the check
                 raise HomeUnusable(linked_message(path, self.root)) from None
+            if exc.errno == errno.ENXIO:  # a FIFO no one reads, or a socket
+                raise HomeUnusable(self._not_a_file(path)) from None
             raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise HomeUnusable(self._not_a_file(path))
+        os.set_blocking(fd, True)  # a regular file's writes never wait anyway: as asked
+        return fd
+
+    def _not_a_file(self, path: Path) -> str:
+        try:
+            kind = kind_of(os.lstat(path).st_mode)
+        except OSError:
+            kind = "not a regular file"
+        return (
+            f"remem's home {self.root} cannot be used: {path} is {kind}, where remem keeps a file; remove it"
+        )
 
     def _make_folder(self, folder: Path) -> None:
         try:

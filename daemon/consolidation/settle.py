@@ -25,10 +25,13 @@ from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
 from ..protocol.consolidation import Receipt, Status
+from ..safe_open import read_regular
 from .attempts import read_attempt
 from .barrier import converge
 from .proposal import ProposalRejected, ProposedChange, canonical_order, parse_arguments, proposal_hash
 from .receipts import ReceiptError, ReceiptStore, ended
+
+_MARK_MAX_BYTES = 64 * 1024  # a workspace's absolute folder, with room to spare
 
 log = logging.getLogger("remem.consolidation")
 
@@ -125,8 +128,11 @@ def finish(home: Home, receipts: ReceiptStore, receipt: Receipt) -> Receipt:
 
 
 def _marked_cwd(home: Home, review: str) -> str:
+    """The workspace folder the mark of `review` holds; "" when it holds none that can be read
+    (never read through a link, nor waited on as a FIFO: the daemon settles before it serves)."""
     try:
-        return (marks(home) / review).read_text(encoding="utf-8")
+        data = read_regular(marks(home) / review, _MARK_MAX_BYTES)
+        return "" if data is None else data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
 

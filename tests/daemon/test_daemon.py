@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon import client as daemon_client
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
@@ -212,6 +213,25 @@ def test_a_daemon_whose_memory_folder_became_a_link_can_still_be_asked_and_stopp
     assert stopped.returncode == 0 and stopped.stdout == "remem daemon stopped\n", stopped.stderr
     assert not DaemonPaths(home, layout=False).running()
     assert home.memory.is_symlink(), "left as it is"
+
+
+def test_a_fifo_where_the_daemon_log_goes_is_refused_not_waited_on(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opened to write, a FIFO waits for a reader for good: the command that would start the
+    daemon, its standard error going to the log, never ended."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    fifo = DaemonPaths(home).log
+    os.mkfifo(fifo)
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "show"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        try:
+            _, err = run.communicate(timeout=30)  # a hang guard, not a speed assertion
+        except subprocess.TimeoutExpired:
+            run.kill()
+            pytest.fail(f"it waited on the FIFO at {fifo}")
+    assert f"{fifo} is a FIFO, where remem keeps a file; remove it" in err, err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode), "left as it is"
 
 
 def test_a_daemon_log_linked_out_of_the_home_is_refused_untouched(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from tests.consolidation.conftest import KEY_ENV, both_scopes, configure, write_
 from tests.daemon.helpers import calls, remem, wait_until
 from tests.daemon.test_crash_recovery import _Reached
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.fifo import released
 
 pytestmark = pytest.mark.slow
 
@@ -225,3 +227,18 @@ def test_a_settle_killed_at_any_point_is_finished_by_the_next_reader(
     assert died.returncode == EXIT_CODE, died.stderr
     settle_committing(home)  # what the next reader, whichever it is, does first
     _settled_whole(home, project)
+
+
+@pytest.mark.timeout(30)
+def test_a_mark_that_is_a_fifo_is_not_waited_on(copy: tuple[Home, Path]) -> None:
+    """The daemon settles before it serves: a FIFO where the mark's workspace is read held it,
+    and every command that started it, for good. It is a mark that holds no workspace."""
+    home, _ = copy
+    [review] = pending(home)
+    mark = marks(home) / review
+    mark.unlink()
+    os.mkfifo(mark)
+    with released(mark) as fifo:
+        [settled] = settle_committing(home)
+    assert not fifo.waited, "it opened the FIFO and waited on it for a writer"
+    assert settled.status is Status.COMMITTED and pending(home) == []
