@@ -37,7 +37,16 @@ from ..safe_open import Walk, folder_at, open_regular
 from ..safe_open import reason as why_refused
 from ..settings import SessionRootSetting, Settings, SettingsStore
 from .claude_processes import NOTHING, Running, home_of, running
-from .cold_reads import INDEX_BATCH, SPREAD, ColdRead, ColdReads, dsh_row, read_whole
+from .cold_reads import (
+    INDEX_BATCH,
+    SPREAD,
+    ColdRead,
+    ColdReads,
+    dsh_row,
+    error_row,
+    known_row,
+    read_whole,
+)
 from .continuations import Continuations
 from .digest import DigestState
 from .errors import OperationError, SessionLogError, SessionRootError
@@ -55,7 +64,7 @@ from .harness_sources import (
     superseded_rollouts,
     unreadable,
 )
-from .index import Continuation, LogRow, LogState, SessionIndex, Update
+from .index import UNKEPT, Continuation, LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem
 from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
@@ -367,8 +376,25 @@ class SessionCatalog:
             if answer is None:
                 # Stamped before reading: a change from now on is seen by the next listing.
                 answer = self._compute(wanted, progress, self._stamps(), processes)
-            self.memo.keep(query, answer, generation)
+            # One that reports an error of the moment (a row of no revision: a log or a folder
+            # on its way gone, swapped or unreadable as it was read) is kept at no generation,
+            # never served again nor patched: the next listing is made anew and reads those
+            # logs again, though no watcher's mark says anything changed (decision 0394).
+            passing = self._passing(answer.errors)
+            self.memo.keep(query, answer, -1 if passing else generation)
             return answer
+
+    def _passing(self, errors: Sequence[ListError]) -> bool:
+        """Whether any of a listing's `errors` is of a row of no revision (`UNKEPT`), as the
+        memo remembers the rows it stored."""
+        assert self.memo is not None
+        if not errors:
+            return False
+        rows = self.memo.rows(self.index)
+        return any(
+            (row := rows.get(e.path)) is not None and row.revision == UNKEPT and row.error == e.message
+            for e in errors
+        )
 
     def _patched(self, answer: Answer, paths: set[str], rows: dict[str, LogRow]) -> Answer | None:
         """`answer` with the rows of the logs at `paths` (`place`d in it) brought up to date,
@@ -766,7 +792,8 @@ class SessionCatalog:
         errors: list[ListError] = []
         updates: list[Update] = []
         files, scanned = self._log_files(errors, cwd)
-        known = [(path, st, cached.get(path)) for path, st in files]
+        # A row of no revision (an error of the moment, decision 0394) is as good as none.
+        known = [(path, st, known_row(cached.get(path))) for path, st in files]
         revision = (lambda _, st: stat_revision(st)) if self.memo is None else self.memo.revision
         stale = [not (row is not None and row.revision == revision(path, st)) for path, st, row in known]
         total, done = sum(stale), 0
@@ -941,8 +968,8 @@ class SessionCatalog:
             return self._follow(path, cold, st)
         try:
             update = self._continue(path, st, indexed) or read_whole(cold)
-        except SessionLogError as exc:
-            return Update(LogRow(path=str(path), revision=cold.revision, error=exc.reason))
+        except SessionLogError as exc:  # a continued read's too: kept only when of the content
+            return Update(error_row(str(path), cold.revision, exc))
         if update.state is not None:
             self.continuations.keep(update.row, update.state)
         return update

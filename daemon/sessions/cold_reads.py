@@ -34,10 +34,10 @@ from ..faults import faultpoint
 from ..protocol.sessions import SessionFormat
 from .errors import SessionLogError
 from .harness_sources import HARNESS_SOURCES
-from .index import LogRow, LogState, SessionIndex, Update
+from .index import UNKEPT, LogRow, LogState, SessionIndex, Update
 from .models import SessionHeader
 from .projection import PROJECTED_TYPES, Projection
-from .reader import gc_paused, skim_session
+from .reader import LogNotReached, gc_paused, skim_session
 
 log = logging.getLogger("remem.daemon")
 # Rows stored per transaction: holding a whole cold listing's (about 50 KB a log) until the
@@ -86,9 +86,24 @@ def read_whole(log: ColdRead) -> Update:
         projection = Projection()
         read = skim_session(path, PROJECTED_TYPES, fold=projection.fold, hashed=False)
     except SessionLogError as exc:
-        return Update(LogRow(path=log.path, revision=log.revision, error=exc.reason))
+        return Update(error_row(log.path, log.revision, exc))
     state = LogState.of(read.header, projection, read.resume, read.digest_state)
     return Update(dsh_row(path, read.revision, read.header, projection, read.digest), state, projection.turns)
+
+
+def error_row(path: str, revision: str, exc: SessionLogError) -> LogRow:
+    """The row of a DSH log that does not read: of `revision` (the `stat` taken before the read)
+    when what it holds is at fault, a fact of that revision; of no revision (`UNKEPT`) when the
+    read failed for where the log is (`LogNotReached`): the listing reports it, and the next
+    one reads the log again (decision 0394)."""
+    kept = UNKEPT if isinstance(exc, LogNotReached) else revision
+    return LogRow(path=path, revision=kept, error=exc.reason)
+
+
+def known_row(row: LogRow | None) -> LogRow | None:
+    """`row`, or None for a row of no revision (`UNKEPT`): the log is then read as one the
+    index has no row of (a cold read, spread over processes when there are many)."""
+    return None if row is not None and row.revision == UNKEPT else row
 
 
 def dsh_row(

@@ -29,7 +29,7 @@ from pathlib import Path
 import msgspec
 
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
-from ..safe_open import Walk, moved, open_regular, reason
+from ..safe_open import Walk, open_regular, reason
 from .formats import jsonl
 from .formats.claude_code import Grown, Sidechain, Transcript, grow, listed_transcript, read_transcript
 from .formats.codex import (
@@ -48,7 +48,7 @@ from .formats.codex import (
 )
 from .formats.jsonl import LineTooLong, end_of_line, read_bounded
 from .formats.model import Problem, Turn, problem_counts
-from .index import LogRow, Update
+from .index import UNKEPT, LogRow, Update
 from .projection import USER_PREVIEW_CHARS
 from .reader import file_identity, stat_revision
 from .roots import (
@@ -519,10 +519,11 @@ def _index(fmt: SessionFormat, path: Path, revision: str, root: Path | None) -> 
 
 
 def _unreadable(fmt: SessionFormat, path: Path, revision: str, exc: OSError | LineTooLong) -> Update:
-    """The row of a file that cannot be read. One that was gone, behind a link or another file
-    when it was opened keeps no revision: that says where it was, not what it holds, so the
-    next listing reads it again (a swap undone since must not leave the error standing)."""
-    kept = "" if isinstance(exc, OSError) and moved(exc) else revision
+    """The row of a file that cannot be read. One that could not be opened or read (gone,
+    behind a link or another file, unreadable, an I/O failure) keeps no revision: that says
+    where it was, not what it holds, so the next listing reads it again (a swap undone since
+    must not leave the error standing; decision 0394)."""
+    kept = UNKEPT if isinstance(exc, OSError) else revision
     return Update(LogRow(path=str(path), revision=kept, format=fmt, error=unreadable(exc, path)))
 
 

@@ -65,6 +65,12 @@ PRAGMA user_version = {SCHEMA_VERSION};
 """
 
 
+# The revision of the row of a log that could not be read for where it is, not for what it
+# holds (an `OSError`: gone, swapped for a link, unreadable): no `stat` has it, so no listing
+# serves the row and the next one reads the log again, whichever process stored it (0394).
+UNKEPT = ""
+
+
 @dataclass(slots=True)
 class LogRow:
     """What a listing needs about one log at one revision (or why it cannot be read).

@@ -129,6 +129,13 @@ class Appended:
     revision: str
 
 
+class LogNotReached(SessionLogError):
+    """The log could not be read for where it is, not for what it holds: an `OSError` (the file
+    or a folder on its way gone, moved, swapped for a link or another file, unreadable, an I/O
+    failure). A fact of the moment no revision of the log holds: a listing reports it and never
+    stores it as the log's row (decision 0394)."""
+
+
 class NotAppendOnly(SessionLogError):
     """The file is not a pure continuation of the earlier read: the caller must read it whole."""
 
@@ -435,7 +442,7 @@ def _session_errors(path: Path, context: str = "") -> Iterator[None]:
     except NeedsHistory as exc:
         raise NotAppendOnly(path, f"{exc}; read the log whole") from None
     except OSError as exc:
-        raise SessionLogError(path, f"cannot read the log: {reason(exc, path)}") from None
+        raise LogNotReached(path, f"cannot read the log: {reason(exc, path)}") from None
 
 
 def _read_stable(path: Path, start: int = 0) -> tuple[bytes, str]:
