@@ -108,7 +108,10 @@ def status(backend: Backend, as_json: bool) -> None:
         say(f"remem daemon running: pid {result.pid}, version {result.version}, since {result.startedAt}")
         watch = result.watch
         why = f" ({watch.reason})" if watch.reason else ""
-        say(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
+        if watch.backend == "off":
+            say(f"not watching yet{why}")
+        else:
+            say(f"watching {len(watch.paths)} folder(s) with {watch.backend}{why}")
         for missing in watch.missing:
             say(f"not watched, missing: {missing}")
         if result.settingsProblems:

@@ -109,7 +109,8 @@ class WatchStatus(_Strict):
     """How the daemon notices changes it did not make itself."""
 
     backend: Literal["inotify", "polling", "off"]  # off: not (yet, or any more) watching
-    reason: str | None = None  # why polling: the setting, or the inotify limit that was hit
+    # Why polling (the setting, or the inotify limit that was hit), or why off ("starting: …").
+    reason: str | None = None
     paths: list[str]
     missing: list[str]  # configured roots that do not exist (yet); not watched
 

@@ -56,6 +56,7 @@ from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 log = logging.getLogger("remem.daemon")
 WORKER_THREADS = 32
 STATUS_CHECK_SECONDS = 0.5
+WATCH_READY_SECONDS = 5.0  # how long a start waits for its first watches before it serves
 _PEERCRED = struct.Struct("3i")
 _OTHER_ROOTS_LOGGED = 16  # the clients' other harness folders logged, at most
 
@@ -133,6 +134,9 @@ class Daemon:
         await self.services.settle()  # what a crash left half done, before anyone reads memory
         await self.services.memory.reconcile_history()  # what the history missed while no daemon watched
         self.watcher.start(loop)
+        # A change made once the status file exists is heard, as before the watches were set up
+        # off the loop; a root whose watch takes longer (a huge tree) is watched once set up.
+        await self.watcher.ready(WATCH_READY_SECONDS)
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,

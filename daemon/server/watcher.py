@@ -6,13 +6,24 @@ editor's atomic save (temp file, write, rename) or a burst of appends becomes on
 Whether a callback is news is for the callee to decide: it compares revisions, which also
 drops the echoes of the daemon's own writes. The changed paths of session roots are also
 handed over at once, undebounced (`on_root_paths`), to mark what the listing memo must redo.
-A root that does not exist is looked for every 2 s, and so is a watched root once its own watch
-says it was deleted (watchdog then ends that watch); a root watched anew, or no longer, is
-handed over as such (`on_roots_forgotten`): nothing told what happened in it meanwhile. When
-the kernel drops events (inotify's queue overflowed), the loss is handed over
-(`on_events_lost`) and every watched root is reported changed. inotify is preferred; when its
-watch or instance limit is hit, or the settings ask for it, polling takes over and
-`daemon/status` says why.
+
+Every call into watchdog (starting, scheduling, unscheduling) is made on one thread of the
+watcher's own, in order, never on the event loop: scheduling a watch walks its whole tree (a
+polling snapshot, or an inotify watch per folder), which for a large root takes minutes. Until
+the first watches are set up, `daemon/status` says `off`, "starting".
+
+A root is watched at the folder it names: a root that is a link is followed, once, and its
+events are reported under the configured path; links below a root are never followed (inotify
+does not, and polling uses `lstat`). Every 2 s each root is looked at: one that does not exist
+is looked for, and a watched one must still be the folder (device and inode) its watch was put
+on. A root whose own watch says it was deleted (watchdog then ends that watch), or that was
+moved away (inotify's watch then follows the folder, and watchdog says nothing) or replaced (a
+root's link pointed elsewhere), is unwatched and missing until a folder is there again, then
+watched anew. A root watched anew, or no longer, is handed over as such (`on_roots_forgotten`):
+nothing told what happened in it meanwhile. When the kernel drops events (inotify's queue
+overflowed), the loss is handed over (`on_events_lost`) and every watched root is reported
+changed. inotify is preferred; when its watch or instance limit is hit, or the settings ask for
+it, polling takes over and `daemon/status` says why.
 """
 
 from __future__ import annotations
@@ -22,9 +33,11 @@ import contextlib
 import errno
 import logging
 import os
+import stat
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -46,7 +59,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
-from watchdog.observers.polling import PollingObserver
+from watchdog.observers.polling import PollingObserverVFS
 
 from ..home import Home
 from ..memory.identity import is_workspace_key
@@ -67,7 +80,10 @@ log = logging.getLogger("remem.daemon")
 DEBOUNCE_SECONDS = 0.15
 MAX_DELAY_SECONDS = 1.0  # a session appended to without pause is still reported every second
 POLL_SECONDS = 1.0
-MISSING_ROOT_SECONDS = 2.0  # how often a root that does not exist (any more) is looked for
+# How often each root is looked at: one that does not exist (any more) is looked for, a
+# watched one must still be the folder its watch is on (moved away or replaced, it is not).
+MISSING_ROOT_SECONDS = 2.0
+STARTING = "starting: the watches are being set up"
 _LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
 # Opening and reading are not changes; without this filter our own reads would wake us. A
 # watch with a filter hears of lost events only if it lists them. A change of metadata alone
@@ -97,11 +113,16 @@ class SettingsFile:
 
 Target = MemoryScope | SessionRoot | SettingsFile
 OnChange = Callable[[Target], Awaitable[None]]
+Backend = Literal["inotify", "polling"]
 
 
 class Watcher:
     """`roots` are watched once they exist; the `implicit` ones among them (the harnesses'
-    default folders) are not reported missing while they do not."""
+    default folders) are not reported missing while they do not.
+
+    The event loop hands the roots to the watcher's thread, which alone calls watchdog; each
+    turn there (`_turn`) comes back as an `_Outcome` that the loop hands over and shows in
+    `status()`."""
 
     def __init__(
         self,
@@ -120,39 +141,60 @@ class Watcher:
         self._on_root_paths = on_root_paths
         self._on_roots_forgotten = on_roots_forgotten
         self._on_events_lost = on_events_lost
+        # On the event loop.
         self._roots = list(roots)
         self._implicit = frozenset(implicit)
-        self._handler = _Forward(self)
-        self._observer: BaseObserver | None = None
-        # Each root's watch, with the handler only it reports to: its word that the root is gone.
-        self._root_watches: dict[Path, tuple[ObservedWatch, _Forward]] = {}
+        self._watched: list[Path] = []  # the roots watched at the last turn
         self._pending: dict[Target, _Pending] = {}
         self._reactions: set[asyncio.Task[None]] = set()  # referenced until they end
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._worker: ThreadPoolExecutor | None = None  # the watcher's thread
+        self._busy = 0  # turns handed to the watcher's thread and not back yet
+        self._stopped = False
+        self._first: asyncio.Event | None = None  # set once the first turn is back
         self._recheck: asyncio.TimerHandle | None = None
         self._status = WatchStatus(backend="off", paths=[], missing=[])
+        # On the watcher's thread.
+        self._backend: Backend = "polling" if mode == "polling" else "inotify"
         self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
+        self._observer: BaseObserver | None = None
+        self._fixed: list[ObservedWatch] = []  # the memory folder's and the settings' watches
+        # Each root's watch, with the handler only it reports to (its word that the root is
+        # gone) and the folder it is on.
+        self._root_watches: dict[Path, _Held] = {}
+        self._failing: set[Path] = set()  # roots that could not be watched (said once)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Watch with inotify, or with polling when asked to or when inotify runs out."""
+        """Watch with inotify, or with polling when asked to or when inotify runs out; the
+        watches are set up on the watcher's thread, the loop goes on at once."""
         self._loop = loop
-        if self._polling_reason is None:
-            try:
-                self._observe(Observer())
-                return
-            except OSError as exc:
-                if exc.errno not in _LIMITS:
-                    raise
-                self._stop_observer()
-                self._polling_reason = f"inotify limit reached ({exc.strerror or exc}); polling every second"
-                log.warning("%s", self._polling_reason)
-        self._observe(PollingObserver(timeout=POLL_SECONDS))
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="remem-watch")
+        self._status = WatchStatus(backend="off", reason=STARTING, paths=[], missing=[])
+        self._first = asyncio.Event()
+        self._submit(announce=False)
+
+    async def ready(self, seconds: float | None = None) -> bool:
+        """Wait (the loop running on) until the first watches are set up, or failed to be, at
+        most `seconds`; whether they were. What happened before is not reported changed."""
+        first = self._first
+        if first is None:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(first.wait(), seconds)
+        return first.is_set()
 
     def stop(self) -> None:
-        """Stop watching (blocks until the observer thread ends: call it off the event loop)."""
+        """Stop watching (blocks until the watcher's thread is done: call it off the event loop)."""
+        self._stopped = True
         if self._recheck is not None:
             self._recheck.cancel()
-        self._stop_observer()
+        worker, self._worker = self._worker, None
+        if worker is None:
+            self._stop_observer()
+        else:
+            with contextlib.suppress(RuntimeError):  # stopped already
+                worker.submit(self._stop_observer).result()
+            worker.shutdown(wait=True)
         self._status = WatchStatus(backend="off", paths=[], missing=[])
 
     def status(self) -> WatchStatus:
@@ -161,67 +203,10 @@ class Watcher:
     def set_roots(self, roots: list[Path], implicit: Iterable[Path] = ()) -> None:
         """Follow a change of the configured roots without restarting the daemon."""
         implicit = frozenset(implicit)
-        if self._observer is None or (roots == self._roots and implicit == self._implicit):
+        if self._worker is None or self._stopped or (roots == self._roots and implicit == self._implicit):
             return
-        removed = [p for p in self._roots if p not in roots]
-        for path in removed:
-            self._unwatch(path)
-        if removed:  # should one come back, what happened in it meanwhile went unseen
-            self._on_roots_forgotten([str(p) for p in removed])
         self._roots, self._implicit = list(roots), implicit
-        self._schedule_roots(self._observer, announce=True)
-
-    def _observe(self, observer: BaseObserver) -> None:
-        self._observer = observer
-        self._root_watches = {}
-        observer.schedule(self._handler, str(self.home.memory), recursive=True, event_filter=_EVENTS)
-        observer.schedule(self._handler, str(self.home.root), recursive=False, event_filter=_EVENTS)
-        observer.start()
-        self._schedule_roots(observer, announce=False)
-
-    def _schedule_roots(self, observer: BaseObserver, *, announce: bool) -> None:
-        missing = []
-        for root in self._roots:
-            if root in self._root_watches:
-                continue
-            if not root.is_dir():
-                missing.append(root)
-                continue
-            handler = _Forward(self, root)
-            watch = observer.schedule(handler, str(root), recursive=True, event_filter=_EVENTS)
-            self._root_watches[root] = (watch, handler)
-            if announce:  # a root that appeared, came back or was added: clients list it anew
-                self._on_roots_forgotten([str(root)])
-                self._on_root_paths([str(root)])
-                self._touch(SessionRoot(root))
-        if self._recheck is not None:
-            self._recheck.cancel()
-        if missing and self._loop is not None:
-            self._recheck = self._loop.call_later(MISSING_ROOT_SECONDS, self._look_for_missing)
-        backend: Literal["inotify", "polling"] = (
-            "polling" if isinstance(observer, PollingObserver) else "inotify"
-        )
-        watched = [str(self.home.memory), *map(str, self._root_watches)]
-        reported = [str(root) for root in missing if root not in self._implicit]
-        self._status = WatchStatus(
-            backend=backend, reason=self._polling_reason, paths=watched, missing=reported
-        )
-
-    def _look_for_missing(self) -> None:
-        if self._observer is not None:
-            self._schedule_roots(self._observer, announce=True)
-
-    def _unwatch(self, root: Path) -> None:
-        held = self._root_watches.pop(root, None)
-        if held is not None and self._observer is not None:
-            with contextlib.suppress(KeyError):  # already gone with the observer
-                self._observer.unschedule(held[0])
-
-    def _stop_observer(self) -> None:
-        observer, self._observer = self._observer, None
-        if observer is not None and observer.is_alive():
-            observer.stop()
-            observer.join()
+        self._submit()
 
     def post(self, paths: tuple[str, ...], gone: _Forward | None = None) -> None:
         """Hand changed paths to the event loop (and, `gone`, the word of a root's own watch
@@ -238,6 +223,70 @@ class Watcher:
 
     # -- on the event loop ---------------------------------------------------------------
 
+    def _submit(self, *, announce: bool = True, gone: _Forward | None = None) -> None:
+        """Have the watcher's thread look at the roots (`_turn`); what it did comes back to
+        `_done`. `announce`: a root watched anew is reported changed (not at the start)."""
+        loop, worker = self._loop, self._worker
+        if loop is None or worker is None or self._stopped:
+            return
+        try:
+            future = loop.run_in_executor(worker, self._turn, list(self._roots), gone)
+        except RuntimeError:  # stopped meanwhile, from another thread
+            return
+        self._busy += 1
+        future.add_done_callback(lambda done: self._done(done, announce))
+
+    def _done(self, future: asyncio.Future[_Outcome], announce: bool) -> None:
+        self._busy -= 1
+        if self._first is not None:
+            self._first.set()
+        if self._stopped or future.cancelled():
+            return
+        failure = future.exception()
+        if failure is not None:  # looked at again at the next turn
+            log.error("watching the session roots failed", exc_info=failure)
+            if self._status.backend == "off":
+                self._status = WatchStatus(backend="off", reason=f"failed: {failure}", paths=[], missing=[])
+            self._arm()
+            return
+        self._apply(future.result(), announce)
+
+    def _apply(self, outcome: _Outcome, announce: bool) -> None:
+        if outcome.dropped:  # should one come back, what happened in it meanwhile went unseen
+            self._on_roots_forgotten([str(p) for p in outcome.dropped])
+        if outcome.lost:  # deleted, moved away or replaced: what is there now is listed anew
+            lost = [str(p) for p in outcome.lost]
+            self._on_roots_forgotten(lost)
+            self._on_root_paths(lost)
+            for root in outcome.lost:
+                if root in self._roots:
+                    self._touch(SessionRoot(root))
+        for root in outcome.added:  # appeared, came back or was added: listed anew
+            self._on_roots_forgotten([str(root)])  # at the start: a listing made while starting
+            if announce:
+                self._on_root_paths([str(root)])
+                self._touch(SessionRoot(root))
+        self._watched = outcome.watched
+        self._status = WatchStatus(
+            backend=outcome.backend,
+            reason=outcome.reason,
+            paths=[str(self.home.memory), *map(str, outcome.watched)],
+            missing=[str(root) for root in outcome.missing if root not in self._implicit],
+        )
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
+        if not self._stopped and self._loop is not None:
+            self._recheck = self._loop.call_later(MISSING_ROOT_SECONDS, self._look_again)
+
+    def _look_again(self) -> None:
+        self._recheck = None
+        if self._busy == 0:  # else the turn under way looks, and arms this again when back
+            self._submit()
+
     def _event(self, paths: tuple[str, ...], gone: _Forward | None = None) -> None:
         for path in paths:
             target = self.classify(path)
@@ -246,35 +295,20 @@ class Watcher:
             if target is not None:
                 self._touch(target)
         if gone is not None:
-            self._root_gone(gone)
-
-    def _root_gone(self, handler: _Forward) -> None:
-        """A root's own watch saw the root deleted, and ended (watchdog stops a watch whose
-        folder is gone): the root is missing until it is back, then watched and announced."""
-        root = handler.root
-        if root is None or self._observer is None:
-            return
-        held = self._root_watches.get(root)
-        if held is None or held[1] is not handler:
-            return  # the word of a watch already replaced
-        self._unwatch(root)
-        self._on_roots_forgotten([str(root)])
-        self._schedule_roots(self._observer, announce=True)  # back already, or looked for
+            # A root's own watch saw the root deleted, and ended (watchdog stops a watch whose
+            # folder is gone): the root is missing until it is back, then watched and announced.
+            self._submit(gone=gone)
 
     def _lost(self) -> None:
         """The kernel dropped events (every watch of the observer hears of it): no mark can be
         trusted to have come, so the memo forgets everything and every watched root is
-        reported changed; one deleted meanwhile is looked for again."""
+        reported changed; one deleted meanwhile (its watch's word may be among the lost) is
+        found so at the turn this asks for, and looked for again."""
         self._on_events_lost()
-        watched = list(self._root_watches)
-        for root in watched:
-            if not root.is_dir():  # its watch's word that it is gone may be among the lost
-                self._unwatch(root)
-        for root in watched:
+        for root in self._watched:
             self._touch(SessionRoot(root))
         self._touch(SettingsFile())
-        if self._observer is not None and len(self._root_watches) < len(watched):
-            self._schedule_roots(self._observer, announce=True)
+        self._submit()
 
     def classify(self, path: str) -> Target | None:
         """What a changed path belongs to; None for anything remem does not follow."""
@@ -316,6 +350,151 @@ class Watcher:
         except Exception:  # one failed reaction must not stop the watching
             log.exception("reacting to a change of %s failed", target)
 
+    # -- on the watcher's thread -----------------------------------------------------------
+
+    def _turn(self, roots: list[Path], gone: _Forward | None) -> _Outcome:
+        """Start the observer if it is not yet, unwatch the roots no longer configured and
+        those that are not the folder watched any more (`gone`: its watch saw it deleted),
+        watch those there now. inotify out of watches or instances: polling, from scratch."""
+        outcome = _Outcome(backend=self._backend, reason=self._polling_reason)
+        while True:
+            try:
+                self._look(roots, gone, outcome)
+                return outcome
+            except OSError as exc:
+                if self._backend != "inotify" or exc.errno not in _LIMITS:
+                    raise
+                # What inotify watched before this turn is forgotten; the rest is watched anew.
+                outcome.lost.extend(root for root in self._root_watches if root not in outcome.added)
+                outcome.added.clear()
+                self._stop_observer()
+                self._backend = outcome.backend = "polling"
+                reason = f"inotify limit reached ({exc.strerror or exc}); polling every second"
+                self._polling_reason = outcome.reason = reason
+                log.warning("%s", reason)
+                gone = None
+
+    def _look(self, roots: list[Path], gone: _Forward | None, outcome: _Outcome) -> None:
+        if self._observer is None:
+            self._begin()
+        for root in list(self._root_watches):
+            if root not in roots:
+                self._unwatch(root)
+                outcome.dropped.append(root)
+        for root, held in list(self._root_watches.items()):
+            # Moved away (inotify's watch follows the folder), or the path is another folder now.
+            if held.handler is gone or _identity(root) != held.identity:
+                self._unwatch(root)
+                outcome.lost.append(root)
+        missing = []
+        for root in roots:
+            if root in self._root_watches:
+                continue
+            try:
+                watched = self._watch_root(root)
+            except (FileNotFoundError, NotADirectoryError):  # gone while its watch was set up
+                watched = False
+            except OSError as exc:
+                if self._backend == "inotify" and exc.errno in _LIMITS:
+                    raise
+                if root not in self._failing:
+                    log.warning("session root %s cannot be watched (%s); trying again", root, exc)
+                    self._failing.add(root)
+                continue
+            self._failing.discard(root)
+            if watched:
+                outcome.added.append(root)
+            else:
+                missing.append(root)
+        outcome.watched = [root for root in roots if root in self._root_watches]
+        outcome.missing = missing
+
+    def _begin(self) -> None:
+        """An observer with the watches that are always there (memory folder, settings)."""
+        observer: BaseObserver
+        if self._backend == "inotify":
+            observer = Observer()
+        else:  # lstat: a link below a watched folder is never walked through
+            observer = PollingObserverVFS(os.lstat, _list, polling_interval=POLL_SECONDS)
+        self._observer = observer
+        try:
+            for folder, recursive in ((self.home.memory, True), (self.home.root, False)):
+                handler = _Forward(self, None, folder)
+                self._fixed.append(
+                    observer.schedule(handler, handler.watched, recursive=recursive, event_filter=_EVENTS)
+                )
+            observer.start()
+        except BaseException:
+            self._stop_observer()
+            raise
+
+    def _watch_root(self, root: Path) -> bool:
+        """Watch `root` at the folder it names (its link, if it is one, followed: only its
+        own), its events reported under `root`; False when no folder is there."""
+        assert self._observer is not None
+        handler = _Forward(self, root, root)
+        identity = _identity(handler.watched)
+        if identity is None:
+            return False
+        watch = self._observer.schedule(handler, handler.watched, recursive=True, event_filter=_EVENTS)
+        self._root_watches[root] = _Held(watch, handler, identity)
+        return True
+
+    def _unwatch(self, root: Path) -> None:
+        held = self._root_watches.pop(root, None)
+        if held is None or self._observer is None:
+            return
+        # Two roots on one folder (one a link to the other) share watchdog's watch.
+        shared = held.watch in self._fixed or any(o.watch == held.watch for o in self._root_watches.values())
+        with contextlib.suppress(KeyError):  # already gone with the observer
+            if shared:
+                self._observer.remove_handler_for_watch(held.handler, held.watch)
+            else:
+                self._observer.unschedule(held.watch)
+
+    def _stop_observer(self) -> None:
+        observer, self._observer = self._observer, None
+        self._root_watches, self._fixed = {}, []
+        if observer is not None and observer.is_alive():
+            observer.stop()
+            observer.join()
+
+
+def _identity(path: str | Path) -> tuple[int, int] | None:
+    """The device and inode of the folder at `path` (links followed), None if there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _list(path: str | None) -> Iterator[os.DirEntry[str]]:
+    """A folder's entries, for polling: only ever called on a folder `lstat` found."""
+    return os.scandir(path)
+
+
+@dataclass
+class _Held:
+    """A root's watch, the handler only it reports to, the folder (device, inode) it is on."""
+
+    watch: ObservedWatch
+    handler: _Forward
+    identity: tuple[int, int]
+
+
+@dataclass
+class _Outcome:
+    """What one turn of the watcher's thread did, for the event loop to hand over."""
+
+    backend: Backend
+    reason: str | None
+    watched: list[Path] = field(default_factory=list)  # the roots watched now
+    missing: list[Path] = field(default_factory=list)
+    added: list[Path] = field(default_factory=list)  # watched anew
+    dropped: list[Path] = field(default_factory=list)  # no longer configured, unwatched
+    lost: list[Path] = field(default_factory=list)  # deleted, moved away or replaced, unwatched
+
 
 @dataclass(frozen=True)
 class _Pending:
@@ -324,17 +503,30 @@ class _Pending:
 
 
 class _Forward(FileSystemEventHandler):
-    """Runs on watchdog's thread: hands each event's paths to the event loop, nothing more. The
-    handler of a root's watch (`root`) also tells when that watch saw the root itself deleted."""
+    """Runs on watchdog's thread: hands each event's paths to the event loop, nothing more.
+    Its watch is on `watched`, the folder `path` names (a link there followed), and its
+    events' paths are reported under `path`. The handler of a root's watch (`root`) also tells
+    when that watch saw the root itself deleted."""
 
-    def __init__(self, watcher: Watcher, root: Path | None = None) -> None:
+    def __init__(self, watcher: Watcher, root: Path | None, path: Path) -> None:
         self._watcher = watcher
         self.root = root
+        self.path = str(path)
+        self.watched = os.path.realpath(path)
+        self._below = self.watched.rstrip(os.sep) + os.sep
+
+    def shown(self, path: str) -> str:
+        """`path`, from the watched folder, as it lies under the configured one."""
+        if path == self.watched:
+            return self.path
+        if self.watched != self.path and path.startswith(self._below):
+            return os.path.join(self.path, path[len(self._below) :])
+        return path
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if isinstance(event, EventsLostEvent):  # its path is the watch's, not a changed one
             self._watcher.post_lost()
             return
-        paths = tuple(os.fsdecode(p) for p in (event.src_path, event.dest_path) if p)
+        paths = tuple(self.shown(os.fsdecode(p)) for p in (event.src_path, event.dest_path) if p)
         gone = self.root is not None and isinstance(event, DirDeletedEvent) and paths == (str(self.root),)
         self._watcher.post(paths, self if gone else None)

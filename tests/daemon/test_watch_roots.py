@@ -39,6 +39,11 @@ CWD = "/home/dev/projects/demo"
 # -- the watcher alone -------------------------------------------------------------------
 
 
+async def started(watcher: Watcher) -> None:
+    """The watches are set up off the event loop: wait for them before changing anything."""
+    await until(lambda: watcher.status().backend != "off", what="the watches set up", seen=watcher.status)
+
+
 @pytest.mark.parametrize("mode", ["auto", "polling"])
 def test_a_root_deleted_and_made_again_is_watched_again(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: Literal["auto", "polling"]
@@ -58,6 +63,7 @@ def test_a_root_deleted_and_made_again_is_watched_again(
         watcher = Watcher(home.ensure_layout(), [root], record, mode, on_root_paths=marked.extend)
         watcher.start(asyncio.get_running_loop())
         try:
+            await started(watcher)
             assert watcher.status().paths == [str(home.memory), str(root)]
             await asyncio.to_thread(shutil.rmtree, root)
             await until(
@@ -107,6 +113,7 @@ def test_lost_events_report_every_watched_root_changed(
         watcher = Watcher(home.ensure_layout(), roots, record, "auto")
         watcher.start(asyncio.get_running_loop())
         try:
+            await started(watcher)
             [memory] = [e for e in _Recording.made[-1].emitters if e.watch.path == str(home.memory)]
             # What inotify's emitter queues when the kernel's queue overflowed: every watch of
             # the observer gets one; the memory folder's is enough for every root to be redone.

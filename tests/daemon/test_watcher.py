@@ -26,6 +26,11 @@ def make(home: Home, roots: list[Path]) -> tuple[Watcher, list[Target]]:
     return Watcher(home.ensure_layout(), roots, record, "auto"), seen
 
 
+async def started(watcher: Watcher) -> None:
+    """The watches are set up off the event loop: wait for them before changing anything."""
+    await until(lambda: watcher.status().backend != "off", what="the watches set up", seen=watcher.status)
+
+
 def test_paths_map_to_what_they_change(home: Home, tmp_path: Path) -> None:
     root = tmp_path / "dsh"
     watcher, _ = make(home, [root])
@@ -51,6 +56,7 @@ def test_a_burst_of_changes_is_one_callback(home: Home) -> None:
         watcher, seen = make(home, [])
         watcher.start(asyncio.get_running_loop())
         try:
+            await started(watcher)
             for n in range(20):
                 (home.memory / "GLOBAL.md").write_text(f"Version {n}.\n")
             # Instead of a quiet period: a change written after the burst, under the same watch, is
@@ -78,6 +84,7 @@ def test_a_change_of_a_session_files_metadata_alone_is_heard(home: Home, tmp_pat
         watcher, seen = make(home, [root])
         watcher.start(asyncio.get_running_loop())
         try:
+            await started(watcher)
             await asyncio.sleep(0.5)  # the write above, reported or not, is over
             seen.clear()
             if change == "touch":
@@ -110,6 +117,7 @@ def test_inotify_limits_fall_back_to_polling(
         watcher, seen = make(home, [root])
         watcher.start(asyncio.get_running_loop())
         try:
+            await started(watcher)
             (root / "project").mkdir()
             await until(lambda: seen, what="a change noticed by polling")
         finally:
@@ -127,6 +135,7 @@ def test_status_says_why_it_polls(home: Home, tmp_path: Path, monkeypatch: pytes
         watcher, _ = make(home, [tmp_path / "missing"])
         watcher.start(asyncio.get_running_loop())
         try:
+            await started(watcher)
             return watcher.status().model_dump()
         finally:
             await asyncio.to_thread(watcher.stop)
