@@ -374,6 +374,8 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
     someone deleted or overwrote the file and it puts the file back within a second, or it is
     exiting (idle, told to stop, replaced) and lets its lock go; the caller then starts a new one.
     """
+    if not spawn and not paths.running():  # without its state folder too (paths without the layout)
+        raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
     with file_lock(paths.spawn_lock):
         if paths.running():
             _wait_for_holder(paths, deadline)

@@ -85,7 +85,10 @@ class DaemonPaths:
 
     def running(self) -> bool:
         """Whether a daemon holds this home's lock (the kernel drops it when a daemon dies)."""
-        held = try_file_lock(self.lock)
+        try:
+            held = try_file_lock(self.lock)
+        except FileNotFoundError:  # no state folder (paths without the layout): none ever ran here
+            return False
         if held is None:
             return True
         held.release()

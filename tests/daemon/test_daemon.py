@@ -215,6 +215,16 @@ def test_a_daemon_whose_memory_folder_became_a_link_can_still_be_asked_and_stopp
     assert home.memory.is_symlink(), "left as it is"
 
 
+def test_status_and_stop_of_a_home_folder_never_used_say_no_daemon_runs(tmp_path: Path) -> None:
+    """They reach a daemon through the state folder alone, and this one has none yet."""
+    empty = Home(tmp_path / "empty")
+    empty.root.mkdir()
+    asked = remem(empty, "daemon", "status")
+    assert asked.returncode == 1 and asked.stdout.startswith("remem daemon not running"), asked.stderr
+    stopped = remem(empty, "daemon", "stop")
+    assert (stopped.returncode, stopped.stdout, stopped.stderr) == (0, "remem daemon was not running\n", "")
+
+
 def test_a_fifo_where_the_daemon_log_goes_is_refused_not_waited_on(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
