@@ -12,12 +12,18 @@ is replaced. Nothing here is ever a source of truth: losing the folder costs one
 
 A writer appends one block when the file is still exactly what it read, otherwise it writes the
 whole file to a temp and renames it over; both under `state/locks/history-log.lock`.
+
+A cache that is no regular file (a FIFO, a socket, a symbolic link) is no cache: it is opened as
+`safe_open.open_regular` opens a file, never through a link nor in a way that waits (a FIFO read
+the plain way held the history's lock for good), is read as empty with a warning, and the log's
+write renames a whole new file over it, so it is replaced, never written through or appended to.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +33,7 @@ import msgspec
 from ..faults import faultpoint
 from ..fsutil import PRIVATE_FILE_MODE, ensure_private_dir, remove_stale_temps, temp_path_for
 from ..locks import file_lock
+from ..safe_open import open_regular, refused, standing_at
 
 log = logging.getLogger("remem.daemon")
 FOLDER = "log-cache"
@@ -76,11 +83,18 @@ class LogCache:
         self._lock = lock
 
     def load(self, branch: str) -> Kept:
+        path = self.folder / branch
         try:
-            data = (self.folder / branch).read_bytes()
+            with os.fdopen(open_regular(path, root=self.folder.parent), "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
             return _NONE
         except OSError as exc:
+            if refused(exc) and exc.filename == os.fspath(path):  # derived data: the next write replaces it
+                log.warning(
+                    "memory history: the log cache of %s is %s; it is replaced", branch, standing_at(path)
+                )
+                return _NONE
             log.warning("memory history: the log cache of %s cannot be read (%s)", branch, exc.strerror)
             return _NONE
         return _verified(data)
@@ -126,15 +140,20 @@ def _block(lines: list[LogLine]) -> bytes:
     return body + b"#%08x\n" % zlib.crc32(body)
 
 
-def _size(path: Path) -> int:
+def _size(path: Path) -> int | None:
+    """The size of the regular file at `path` (0 for none); None for anything else, which is
+    then replaced, never appended to."""
     try:
-        return os.stat(path).st_size
+        st = os.lstat(path)
     except FileNotFoundError:
         return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _append(path: Path, block: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    # non-blocking: a FIFO swapped in since `_size` fails (ENXIO), never waits for a reader
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
     try:
         half = len(block) // 2
         _write_all(fd, block[:half])
