@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 from click.testing import CliRunner, Result
@@ -233,3 +233,30 @@ def test_a_reader_leaving_in_the_middle_of_a_large_answer_is_told_by_the_exit(
     assert running.stdout.read(10) == b'{\n  "heade', log  # it writes: the pipe is full behind this
     running.stdout.close()
     assert running.wait(30) == 141, running.stderr.read()
+
+
+def _written(home: Home, tmp_path: Path, stdout: Any, **env: str) -> subprocess.CompletedProcess[bytes]:
+    """`remem memory show` of a Global memory that is not ASCII, its output to `stdout`."""
+    home.ensure_layout()
+    home.global_file.write_text("# Global\n\nPrefer “uv” — always.\n", encoding="utf-8")
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
+    command += ["memory", "show", "--cwd", str(tmp_path)]
+    return subprocess.run(
+        command, stdout=stdout, stderr=subprocess.PIPE, env={**os.environ, **env}, timeout=60
+    )
+
+
+def test_an_ascii_terminal_gets_the_text_not_an_internal_error(home: Home, tmp_path: Path) -> None:
+    """A C locale or PYTHONIOENCODING=ascii: the text is written UTF-8, as click writes it."""
+    shown = _written(home, tmp_path, subprocess.PIPE, PYTHONIOENCODING="ascii")
+    assert shown.returncode == 0, shown.stderr
+    assert "Prefer “uv” — always." in shown.stdout.decode("utf-8")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_output_to_a_full_disk_is_said_not_taken_for_a_bug(home: Home, tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        shown = _written(home, tmp_path, full)
+    assert shown.returncode == 1, shown.stderr
+    assert shown.stderr.decode() == "remem: the output could not be written (No space left on device)\n"
+    assert not (home.state / "last-error.log").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -27,6 +28,10 @@ _LAZY_COMMANDS = {
     "sessions": ".sessions:sessions",
     "settings": ".consolidate:settings",
 }
+
+
+class OutputUnwritable(Exception):
+    """The output could not be written (a full disk, an I/O error): no bug of remem's."""
 
 
 class _PipeClosed(Exception):
@@ -115,6 +120,10 @@ def main() -> None:
     except (HomeUnusable, LockUnusable) as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)
+    except OutputUnwritable as exc:  # a full disk, say: no bug, and maybe stderr can still say it
+        with contextlib.suppress(OSError):
+            click.echo(f"remem: the output could not be written ({exc})", err=True)
+        sys.exit(1)
     except (BrokenPipeError, _PipeClosed):  # what read the output went away (`remem … | head`): no bug
         devnull = os.open(os.devnull, os.O_WRONLY)  # nor at the exit's flush of either stream
         os.dup2(devnull, sys.stdout.fileno())

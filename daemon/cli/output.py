@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import codecs
+import errno
 import io
 import json
 import os
 import re
 import sys
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import click
 from pydantic import BaseModel
 
 from ..memory.diagnostics import Diagnostic, FileProblems
+from . import OutputUnwritable
 
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2
@@ -51,9 +54,23 @@ def _write(text: str, *, err: bool) -> None:
         click.echo(text, err=err, nl=False)
         return
     stream.flush()
-    pending = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    while pending:
-        pending = pending[os.write(fd, pending) :]
+    pending = memoryview(text.encode(*_encoding(stream)))
+    try:
+        while pending:
+            pending = pending[os.write(fd, pending) :]
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        raise OutputUnwritable(exc.strerror or str(exc)) from None
+
+
+def _encoding(stream: TextIO) -> tuple[str, str]:
+    """How `stream` takes text, as `click.echo` writes it: a stream set up as ASCII (a C
+    locale, PYTHONIOENCODING=ascii) is written UTF-8 with replacements, never refused."""
+    encoding = stream.encoding or "utf-8"
+    if codecs.lookup(encoding).name == "ascii":
+        return "utf-8", "replace"
+    return encoding, stream.errors or "strict"
 
 
 def one_line(text: str) -> str:
