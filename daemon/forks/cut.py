@@ -35,15 +35,18 @@ def turn_end(turns: Sequence[TurnBounds], turn: int, session: str) -> int:
     `INVALID_ANCHOR` for a turn the session does not have, `OPEN_TURN` for one not ended."""
     found = next((t for t in turns if t.turn == turn), None)
     if found is None:
-        count = f"its turns are 1-{len(turns)}" if turns else "it has no turn yet"
-        raise OperationError(
-            "INVALID_ANCHOR", f"{session} has no turn {turn}: {count} (remem sessions turns)"
-        )
+        raise no_turn(session, turn, len(turns))
     if found.endSeq is None:
         raise OperationError(
             "OPEN_TURN", f"turn {turn} of {session} has not ended; branch from an earlier turn or wait"
         )
     return found.endSeq
+
+
+def no_turn(session: str, turn: int, count: int) -> OperationError:
+    """The refusal of a fork after a turn the session does not have: which turns it has."""
+    turns = f"its turns are 1-{count}" if count else "it has no turn yet"
+    return OperationError("INVALID_ANCHOR", f"{session} has no turn {turn}: {turns} (remem sessions turns)")
 
 
 def _boundary(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..protocol.forks import ForkRequest, ForkResult
+from ..protocol.rpc import TurnRow
 from ..protocol.sessions import SessionFormat, SessionMeta
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
@@ -24,6 +25,7 @@ from ..sessions.harness_homes import resume_place
 from ..sessions.harness_sources import view_of
 from ..sessions.published import PublishedLogs
 from . import codex_child
+from .cut import no_turn
 from .harness_service import HarnessForkRequest, HarnessForks, Listed, resume_command
 from .journal import ForkJournal, JournalEntry, used_otherwise
 from .service import ForkService
@@ -38,7 +40,7 @@ def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkRes
     answers) what the entry records without judging the session again, since the session may
     have changed since (a Claude Code rewind moves `atSeq` into an abandoned branch) or be
     gone; another request with that operation id is refused (decision 0371)."""
-    recorded = _recorded(catalog, request)
+    recorded, request = _recorded(catalog, request)
     try:
         entry = catalog.find(request.source)
     except SessionNotFound as exc:
@@ -52,17 +54,35 @@ def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkRes
     return _harness_fork(catalog, entry, request, recorded)
 
 
-def _recorded(catalog: SessionCatalog, request: ForkRequest) -> JournalEntry | None:
+def _recorded(catalog: SessionCatalog, request: ForkRequest) -> tuple[JournalEntry | None, ForkRequest]:
     """The journal entry of the request's operation (an interrupted attempt settled first, as
-    `ForkJournal.once` settles it), None when the operation id is new; `OP_CONFLICT` when it
-    was used for another request (another session, `atSeq`, title or expected revision)."""
+    `ForkJournal.once` settles it), None when the operation id is new, and the request as the
+    entry has it; `OP_CONFLICT` when it was used for another request (another session, cut,
+    title or expected revision)."""
     if not request.operationId.strip():
-        return None  # refused by the fork itself
+        return None, request  # refused by the fork itself
     with ForkJournal(catalog.home.ensure_layout()).operation(request.operationId) as entry:
         pass
-    if entry is not None and entry.requestHash != request.digest():
+    if entry is None or entry.requestHash == request.digest():
+        return entry, request
+    journalled = _by_turn_end(catalog, request, entry)
+    if journalled is None:
         raise used_otherwise(entry)
-    return entry
+    return entry, journalled
+
+
+def _by_turn_end(catalog: SessionCatalog, request: ForkRequest, entry: JournalEntry) -> ForkRequest | None:
+    """A fork by turn as a remem before protocol 25 journalled it: by the seq `sessions turns`
+    gave the turn's end (decision 0393). Found while the session can be read; None otherwise."""
+    if request.afterTurn is None or (entry.source, entry.forkTurn) != (request.source, request.afterTurn):
+        return None
+    try:
+        turns = catalog.projection(request.source).turns
+    except SessionNotFound:
+        return None
+    row = next((TurnRow.of(t) for t in turns if t.turn == request.afterTurn), None)
+    legacy = None if row is None else request.model_copy(update={"afterTurn": None, "atSeq": row.fork_at})
+    return legacy if legacy is not None and legacy.digest() == entry.requestHash else None
 
 
 def _answered(catalog: SessionCatalog, recorded: JournalEntry) -> tuple[ForkResult, Path] | None:
@@ -169,6 +189,9 @@ def _after_turn(
     if recorded is not None:
         return recorded.forkTurn
     if request.afterTurn is not None:
+        count = len(catalog.projection(entry.summary.id).turns)
+        if not 1 <= request.afterTurn <= count:  # said as a DSH session's is, not by the file
+            raise no_turn(entry.summary.id, request.afterTurn, count)
         return request.afterTurn
     return None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq)
 

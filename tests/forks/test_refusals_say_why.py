@@ -102,3 +102,18 @@ def test_a_claude_code_subagents_file_names_the_session_to_branch(home: Home, tm
             "a subagent's transcript: Claude Code resumes sessions, not subagents; branch the session "
             f"that ran it instead, {SID} (`remem sessions turns {SID}`)"
         ), refused["message"]
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_a_turn_the_session_does_not_have_is_said_as_for_dsh(
+    home: Home, tmp_path: Path, harness: str
+) -> None:
+    """Which turns the session has and where to see them, naming the session, not its file."""
+    root = build_roots(tmp_path)[harness]
+    listed = CliRunner().invoke(cli, [f"--home={home.root}", "sessions", "list", f"--root={root}", "--json"])
+    session = next(s for s in json.loads(listed.stdout)["sessions"] if s["kind"] != "subagent" and s["turns"])
+    code, refused = fork(home, root, session["id"], "--turn", "99")
+    assert (code, refused["code"]) == (2, "INVALID_ANCHOR")
+    assert refused["message"] == (
+        f"{session['id']} has no turn 99: its turns are 1-{session['turns']} (remem sessions turns)"
+    )

@@ -70,23 +70,36 @@ def test_another_request_by_turn_is_refused_before_its_turn_is_looked_for(home: 
     assert code == 2 and refused["error"]["code"] == "INVALID_ANCHOR", "a new id's turn is looked for"
 
 
-def test_a_fork_by_turn_and_one_by_at_are_two_requests(home: Home, tmp_path: Path) -> None:
-    """Matching them would judge the session again, which a retry must not need (0393)."""
+def test_a_fork_journalled_by_its_turns_end_is_retried_by_turn_and_not_the_other_way(
+    home: Home, tmp_path: Path
+) -> None:
+    """A remem before protocol 25 journalled `--turn 2` as the turn's end (`--at`): a retry by
+    `--turn 2` after the upgrade is that fork, while the session can be read. A fork by turn
+    is not answered to `--at`: matching that would judge the session again (0393)."""
     root = tmp_path / "root"
     draft = build_session(SessionSpec(seed=12, turns=3, cwd=CWD))
-    write_session(root, draft)
+    log = write_session(root, draft)
     parent = draft.header.id
     turns = json.loads(
         CliRunner()
         .invoke(cli, ["--home", str(home.root), "sessions", "turns", parent, "--root", str(root), "--json"])
         .stdout
     )["turns"]
-    code, by_turn = fork(home, parent, "--op-id", "by-turn", "--turn", "2", root=root)
-    assert code == 0 and by_turn["created"] and by_turn["forkTurn"] == 2, by_turn
-    code, by_at = fork(home, parent, "--op-id", "by-at", "--at", str(turns[1]["endSeq"]), root=root)
-    assert code == 0 and (by_at["forkTurn"], by_at["seedLength"]) == (2, by_turn["seedLength"]), by_at
-    assert conflict(fork(home, parent, "--op-id", "by-turn", "--at", str(turns[1]["endSeq"]), root=root))
-    assert conflict(fork(home, parent, "--op-id", "by-at", "--turn", "2", root=root))
+    end = str(turns[1]["endSeq"])
+    code, old = fork(home, parent, "--op-id", "old", "--at", end, root=root)  # as `--turn 2` was sent
+    assert code == 0 and old["created"] and old["forkTurn"] == 2, old
+    assert fork(home, parent, "--op-id", "old", "--turn", "2", root=root) == (0, {**old, "created": False})
+    assert conflict(fork(home, parent, "--op-id", "old", "--turn", "1", root=root))
+    assert conflict(fork(home, parent, "--op-id", "old", "--turn", "2", "--title", "T", root=root))
+    code, by_turn = fork(home, parent, "--op-id", "new", "--turn", "2", root=root)
+    assert code == 0 and (by_turn["forkTurn"], by_turn["seedLength"]) == (2, old["seedLength"]), by_turn
+    assert conflict(fork(home, parent, "--op-id", "new", "--at", end, root=root))
+    shutil.rmtree(log.parent)  # nothing to find the turn's end in: that retry cannot be told
+    assert conflict(fork(home, parent, "--op-id", "old", "--turn", "2", root=root))
+    assert fork(home, parent, "--op-id", "new", "--turn", "2", root=root) == (
+        0,
+        {**by_turn, "created": False},
+    )
 
 
 @pytest.fixture
