@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import sys
+import time
 from typing import Any, NoReturn
 
 import click
@@ -25,7 +27,8 @@ from .output import EXIT_CONFLICT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_PROBLEMS
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
-_SELECT_ATTEMPTS = 5  # reads of settings.yml a choice of model is made on, while others change it
+_SELECT_ATTEMPTS = 20  # reads of settings.yml a choice of model is made on, while others change it
+_SELECT_PAUSE = 0.05  # seconds, at most, before reading it again
 
 
 @click.command()
@@ -157,6 +160,7 @@ def _select(
         except RpcError as exc:
             if exc.code != CONSOLIDATION_REFUSED or exc.data["code"] != "STALE_SETTINGS":
                 raise
+        time.sleep(random.uniform(0, _SELECT_PAUSE))  # apart from the others that changed it
         current = backend.api().model_settings(Empty())
     return backend.api().select_model(_chosen(current, provider, model))
 

@@ -103,12 +103,12 @@ def test_models_chosen_at_once_are_each_chosen_not_refused_as_stale(home: Home, 
         subprocess.Popen(
             [*command, "--provider", "ollama", "--model", f"m{n}"], stderr=subprocess.PIPE, text=True
         )
-        for n in range(8)
+        for n in range(12)
     ]
     ended = [(process.wait(60), process.stderr.read() if process.stderr else "") for process in running]
     assert all(code == 0 for code, _ in ended), ended
     code, out, _ = run(home, "settings", "model", "--json")
-    assert json.loads(out)["model"] in {f"m{n}" for n in range(8)}
+    assert json.loads(out)["model"] in {f"m{n}" for n in range(12)}
 
 
 def test_an_invalid_settings_file_is_a_refusal_naming_the_key_and_line(
