@@ -180,9 +180,21 @@ class AsyncDaemonClient:
 
     async def _connected(self) -> _Link:
         async with self._linking:
+            if self._link is not None and self._elsewhere(self._link):
+                await self._link.close()  # its daemon leaves too, once it sees it (decision 0383)
+                self._link = None
             if self._link is None or self._link.lost:
                 self._link = await self._open_link()
             return self._link
+
+    def _elsewhere(self, link: _Link) -> bool:
+        """Whether the home's path leads to another folder than the one `link`'s daemon serves
+        (a re-pointed link, a backup restored in its place): one `stat`, so that no request is
+        answered from the old folder's memory in the second before that daemon notices."""
+        if link.home is None:  # a daemon before protocol 22 does not say
+            return False
+        now = self.home.identity()
+        return now is not None and now != link.home
 
     async def _open_link(self) -> _Link:
         paths = DaemonPaths(self.home, layout=self._start)  # a daemon that runs: its state is enough
@@ -233,6 +245,7 @@ class _Link:
         self._ids = itertools.count(1)
         self.lost = False
         self.hello: Hello | None = None  # once the daemon said it
+        self.home: str | None = None  # the home folder (`Home.identity`) its daemon serves, if said
         self._reading = asyncio.create_task(self._read_all(reader))
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -327,7 +340,7 @@ async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link
         # started instead (decision 0383); a daemon before protocol 22 does not say.
         await link.close()
         return None
-    link.hello = hello
+    link.hello, link.home = hello, said.get("home")
     return link, hello
 
 
