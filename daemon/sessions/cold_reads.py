@@ -191,7 +191,7 @@ def _work(index_path: Path, link: Connection) -> None:
             faultpoint("sessions.cold-reads.after-share")  # stored, unanswered: read there
             link.send(number)
             faultpoint("sessions.cold-reads.after-answer")  # gone as the next share is handed
-    except (EOFError, BrokenPipeError):  # the listing is done without this worker
+    except (EOFError, BrokenPipeError, ConnectionResetError):  # the listing is done without it
         pass
 
 
