@@ -49,6 +49,13 @@ def make(shape: str, path: Path, outside: Path) -> None:
         os.mknod(path, 0o600 | (stat.S_IFIFO if shape == "fifo" else stat.S_IFSOCK))
 
 
+def made_odd(shape: str, path: Path, receipt: Path, tmp_path: Path) -> None:
+    """`shape` at `path`; a link leads to a copy of `receipt` out of the home (valid, not remem's)."""
+    outside = tmp_path / "outside.md"
+    shutil.copyfile(receipt, outside)
+    make(shape, path, outside)
+
+
 def committed(home: Home, fake: FakeOpenAI, source: Source) -> Path:
     """The receipt file of a committed review of `source`."""
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
@@ -63,10 +70,8 @@ def test_a_receipt_path_that_is_no_file_is_listed_unreadable_and_the_others_list
     home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path, shape: str
 ) -> None:
     real = committed(home, fake, source)
-    outside = tmp_path / "outside.md"
-    shutil.copyfile(real, outside)  # a valid receipt, but not remem's: out of its home
     odd = real.with_name(f"{'b' * 64}.md")
-    make(shape, odd, outside)
+    made_odd(shape, odd, real, tmp_path)
     with released(odd) as fifo:
         receipts, errors = ReceiptStore(home).listing()
         code, out, err = run(home, "receipts")
@@ -85,9 +90,7 @@ def test_a_review_whose_receipt_is_no_file_is_refused_unreadable(
     home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path, shape: str
 ) -> None:
     path = committed(home, fake, source)
-    outside = tmp_path / "outside.md"
-    shutil.copyfile(path, outside)
-    make(shape, path, outside)
+    made_odd(shape, path, path, tmp_path)
     with released(path) as fifo:
         with pytest.raises(ReceiptError) as raised:
             ReceiptStore(home).read_as_written(path.stem)
