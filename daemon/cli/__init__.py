@@ -16,6 +16,7 @@ from .. import __version__
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
+from .output import OutputUnwritable
 
 # Each group's module is imported only when that group runs (or help lists it): the language
 # server, the MCP server and the daemon start without loading the rest of the command line.
@@ -28,10 +29,6 @@ _LAZY_COMMANDS = {
     "sessions": ".sessions:sessions",
     "settings": ".consolidate:settings",
 }
-
-
-class OutputUnwritable(Exception):
-    """The output could not be written (a full disk, an I/O error): no bug of remem's."""
 
 
 class _PipeClosed(Exception):

@@ -15,7 +15,6 @@ import click
 from pydantic import BaseModel
 
 from ..memory.diagnostics import Diagnostic, FileProblems
-from . import OutputUnwritable
 
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2
@@ -62,6 +61,10 @@ def _write(text: str, *, err: bool) -> None:
         if exc.errno == errno.EPIPE:
             raise
         raise OutputUnwritable(exc.strerror or str(exc)) from None
+
+
+class OutputUnwritable(Exception):
+    """The output could not be written (a full disk, an I/O error): no bug of remem's."""
 
 
 def _encoding(stream: TextIO) -> tuple[str, str]:
