@@ -181,8 +181,9 @@ class AsyncDaemonClient:
     async def _connected(self) -> _Link:
         async with self._linking:
             if self._link is not None and self._elsewhere(self._link):
-                await self._link.close()  # its daemon leaves too, once it sees it (decision 0383)
-                self._link = None
+                old, self._link = self._link, None
+                await old.close()
+                await _left(old.info.pid, time.monotonic() + START_TIMEOUT_SECONDS)
             if self._link is None or self._link.lost:
                 self._link = await self._open_link()
             return self._link
@@ -342,6 +343,20 @@ async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link
         return None
     link.hello, link.home = hello, said.get("home")
     return link, hello
+
+
+async def _left(pid: int, deadline: float) -> None:
+    """Wait until the daemon `pid`, whose home is another folder now, has left (it does within a
+    second, decision 0383): until then it listens where this home's daemon must, its socket
+    being named by the home's path."""
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:  # another user's process: that pid is no daemon of ours
+            return
+        await asyncio.sleep(RETRY_SECONDS)
 
 
 async def _say_hello(link: _Link) -> dict[str, Any]:
