@@ -71,6 +71,23 @@ def try_file_lock(path: Path) -> LockHandle | None:
     return _lock_handle(path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
 
 
+def held_elsewhere(path: Path) -> bool:
+    """Whether another holder has the lock at `path`, tried through a read-only descriptor and
+    let go at once: for a folder that cannot be written (a read-only mount), where no lock can
+    be taken but one may be held. No file there: none is held."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+        except portalocker.LockException:
+            return True
+        portalocker.unlock(handle)
+    return False
+
+
 def acquire_file_lock(path: Path) -> LockHandle:
     """Wait for an exclusive lock that outlives any one block of code (release it yourself)."""
     handle = _lock_handle(path, portalocker.LockFlags.EXCLUSIVE)

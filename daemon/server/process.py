@@ -217,7 +217,10 @@ class Daemon:
             self._status_file = None  # stopping: the file must stay gone
             info = self.paths.read_status()
             if info is not None and info.pid == os.getpid():
-                self.paths.status.unlink(missing_ok=True)
+                try:
+                    self.paths.status.unlink(missing_ok=True)
+                except OSError as exc:  # a state folder made read-only: the lock says it is gone
+                    log.warning("%s cannot be removed (%s)", self.paths.status, exc.strerror)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if not _same_user(writer):

@@ -14,6 +14,7 @@ daemons of different homes never meet.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -29,7 +30,7 @@ from pydantic import ValidationError
 
 from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
 from ..home import Home, HomeUnusable
-from ..locks import try_file_lock
+from ..locks import held_elsewhere, try_file_lock
 from ..protocol.rpc import DaemonInfo
 
 log = logging.getLogger("remem.daemon")
@@ -89,6 +90,10 @@ class DaemonPaths:
             held = try_file_lock(self.lock)
         except FileNotFoundError:  # no state folder (paths without the layout): none ever ran here
             return False
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES):
+                raise
+            return held_elsewhere(self.lock)  # a state folder that became read-only: still asked
         if held is None:
             return True
         held.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -213,6 +215,31 @@ def test_a_daemon_whose_memory_folder_became_a_link_can_still_be_asked_and_stopp
     assert stopped.returncode == 0 and stopped.stdout == "remem daemon stopped\n", stopped.stderr
     assert not DaemonPaths(home, layout=False).running()
     assert home.memory.is_symlink(), "left as it is"
+
+
+@contextlib.contextmanager
+def _read_only(folder: Path) -> Iterator[None]:
+    """`folder` mounted read-only over itself (root and mounts allowed, else a visible skip)."""
+    bound = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"no bind mount here: {bound.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(folder)], check=True, capture_output=True)
+
+
+def test_a_daemon_whose_state_folder_became_read_only_can_still_be_asked_and_stopped(home: Home) -> None:
+    """Its lock cannot be opened to be taken, nor its status file removed: `daemon stop` was a
+    bug in remem (exit 4) and the daemon ran on."""
+    assert remem(home, "daemon", "start").returncode == 0
+    with _read_only(home.state):
+        asked = remem(home, "daemon", "status", "--json")
+        assert asked.returncode == 0 and json.loads(asked.stdout)["running"], asked.stderr
+        stopped = remem(home, "daemon", "stop")
+        assert stopped.returncode == 0 and stopped.stdout == "remem daemon stopped\n", stopped.stderr
+        assert not DaemonPaths(home, layout=False).running()
 
 
 def test_status_and_stop_of_a_home_folder_never_used_say_no_daemon_runs(tmp_path: Path) -> None:
