@@ -34,7 +34,7 @@ FILE_TOO_LARGE = diagnostic(
 IRREGULAR_RECORD = diagnostic(
     "not-a-regular-file",
     Severity.ERROR,
-    "a record must be a regular file, not a symlink or folder; replace it with a plain copy",
+    "a record must be a regular file, not a symlink, folder, FIFO or device; replace it with a plain copy",
     FILE_TOO_LARGE.range,
 )
 # os.listdir gives the bytes of a name that is not UTF-8 as lone surrogates: no record has one.
@@ -49,8 +49,8 @@ NAME_NOT_UTF8 = diagnostic(
 IRREGULAR_GLOBAL = diagnostic(
     "not-a-regular-file",
     Severity.ERROR,
-    "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink or folder; replace it with "
-    "a plain copy of the file",
+    "GLOBAL.md must be a regular file inside REMEM_HOME, not a symlink, folder, FIFO or device; "
+    "replace it with a plain copy of the file",
     FILE_TOO_LARGE.range,
 )
 IRREGULAR_INDEX = diagnostic(  # a warning: the store never reads it, and replaces it on a commit

@@ -249,6 +249,7 @@ def test_a_record_swapped_for_a_fifo_after_the_check_is_refused_not_waited_on(
         _within(lambda: store.read_workspace(workspace), record)
     [file] = refused.value.files
     assert (file.path, [d.code for d in file.diagnostics]) == (str(record), ["remem/not-a-regular-file"])
+    assert "FIFO" in file.diagnostics[0].message, "it names what it may be, not only a link or folder"
 
 
 # -- agent-update intents and audit entries -------------------------------------------------------
