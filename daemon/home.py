@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .fsutil import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, own_private_dir
-from .safe_open import kind_of
+from .safe_open import kind_at
 
 HOME_ENV = "REMEM_HOME"
 
@@ -166,10 +166,7 @@ class Home:
         return fd
 
     def _not_a_file(self, path: Path) -> str:
-        try:
-            kind = kind_of(os.lstat(path).st_mode)
-        except OSError:
-            kind = "not a regular file"
+        kind = kind_at(path) or "not a regular file"
         return (
             f"remem's home {self.root} cannot be used: {path} is {kind}, where remem keeps a file; remove it"
         )

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 NOT_REGULAR = "not a regular file"
+LINK = "a symbolic link"
 _KINDS = (
     (stat.S_ISREG, "a file"),
     (stat.S_ISDIR, "a folder"),
-    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISLNK, LINK),
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISCHR, "a character device"),
@@ -232,14 +233,21 @@ def refused(exc: OSError) -> bool:
     return exc.errno in (errno.ELOOP, errno.EINVAL)
 
 
-def standing_at(path: str | os.PathLike[str]) -> str:
-    """Why `open_regular` refused `path`, by what stands there now (its own `lstat`): "a
-    symbolic link, never followed", "a FIFO, not a regular file"."""
+def kind_at(path: str | os.PathLike[str]) -> str | None:
+    """What stands at `path` (its own `lstat`), said for a person; None when nothing can be told."""
     try:
-        mode = os.lstat(path).st_mode
+        return kind_of(os.lstat(path).st_mode)
     except OSError:
+        return None
+
+
+def standing_at(path: str | os.PathLike[str]) -> str:
+    """Why `open_regular` refused `path`, by what stands there now: "a symbolic link, never
+    followed", "a FIFO, not a regular file"."""
+    kind = kind_at(path)
+    if kind is None:
         return NOT_REGULAR
-    return f"{kind_of(mode)}, " + ("never followed" if stat.S_ISLNK(mode) else NOT_REGULAR)
+    return f"{kind}, " + ("never followed" if kind == LINK else NOT_REGULAR)
 
 
 def moved(exc: OSError) -> bool:

@@ -189,7 +189,6 @@ class ReceiptStore:
         a FIFO: never followed nor waited on). Other `OSError`s pass."""
         path = self.path(review)
         try:
-            _regular_stat(path)
             text = _read_text(path)[0]
             return parse_receipt(text), text
         except FileNotFoundError:
