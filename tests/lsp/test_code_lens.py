@@ -140,7 +140,7 @@ async def test_a_session_with_no_turns_yet_offers_consolidation_and_no_error(
     ensure_session_dirs(log)
     line = json_line(header.to_record())
     log.write_bytes(encode_frame(line) if encoding is Encoding.ZSTD else line)
-    await client.protocol.send_request_async("remem/sessionTree", {"cwd": receipted.cwd})
+    await listed(client, session, receipted.cwd)
     answer = await client.protocol.send_request_async("remem/transcript", {"id": session})
     assert "_No turns yet._" in answer.markdown and "\n## " not in answer.markdown
     uri = open_document(client, transcript_uri(session), answer.markdown)
