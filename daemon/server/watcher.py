@@ -153,6 +153,7 @@ class Watcher:
         self._stopped = False
         self._first: asyncio.Event | None = None  # set once the first turn is back
         self._recheck: asyncio.TimerHandle | None = None
+        self._failure: str | None = None  # why the last turn failed (said once, not every turn)
         self._status = WatchStatus(backend="off", paths=[], missing=[])
         # On the watcher's thread.
         self._backend: Backend = "polling" if mode == "polling" else "inotify"
@@ -244,11 +245,21 @@ class Watcher:
             return
         failure = future.exception()
         if failure is not None:  # looked at again at the next turn
-            log.error("watching the session roots failed", exc_info=failure)
+            said = f"{type(failure).__name__}: {failure}"
+            if said != self._failure:  # a lasting cause fills no log, one turn every few seconds
+                log.error(
+                    "watching the session roots failed; trying again every %g s",
+                    MISSING_ROOT_SECONDS,
+                    exc_info=failure,
+                )
+                self._failure = said
             if self._status.backend == "off":
                 self._status = WatchStatus(backend="off", reason=f"failed: {failure}", paths=[], missing=[])
             self._arm()
             return
+        if self._failure is not None:
+            log.info("watching the session roots again")
+            self._failure = None
         self._apply(future.result(), announce)
 
     def _apply(self, outcome: _Outcome, announce: bool) -> None:

@@ -143,3 +143,47 @@ def test_status_says_why_it_polls(home: Home, tmp_path: Path, monkeypatch: pytes
     status = asyncio.run(scenario())
     assert status["backend"] == "polling" and "inotify limit reached" in str(status["reason"])
     assert status["paths"] == [str(home.memory)] and status["missing"] == [str(tmp_path / "missing")]
+
+
+class BrokenObserver(Observer):  # type: ignore[misc,valid-type]
+    """An observer that cannot start for a cause that lasts (not a limit: no polling helps)."""
+
+    def start(self) -> None:
+        raise OSError(errno.EACCES, "inotify refused")
+
+
+def test_a_lasting_failure_is_logged_once_and_its_end_too(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The watcher tries again every few seconds: a daemon left running for a day with a cause
+    that lasts must not write its traceback to the log at every turn."""
+    monkeypatch.setattr(watcher_module, "Observer", BrokenObserver)
+    monkeypatch.setattr(watcher_module, "MISSING_ROOT_SECONDS", 0.02)
+    turns = 0
+    look = Watcher._look
+
+    def counted(watcher: Watcher, *args: object) -> None:
+        nonlocal turns
+        turns += 1
+        look(watcher, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Watcher, "_look", counted)
+    caplog.set_level("INFO", logger=watcher_module.log.name)
+
+    async def scenario() -> None:
+        watcher, _ = make(home, [tmp_path])
+        watcher.start(asyncio.get_running_loop())
+        try:
+            await until(lambda: turns >= 10, what="ten failed turns")
+            assert "inotify refused" in str(watcher.status().reason)
+            monkeypatch.setattr(watcher_module, "Observer", Observer)  # the cause is gone
+            await started(watcher)
+        finally:
+            await asyncio.to_thread(watcher.stop)
+
+    asyncio.run(scenario())
+    said = [r.getMessage() for r in caplog.records if r.name == watcher_module.log.name]
+    assert said == [
+        "watching the session roots failed; trying again every 0.02 s",
+        "watching the session roots again",
+    ]
