@@ -80,6 +80,14 @@ class RequestTooLarge(Exception):
     """The request is larger than a message to the daemon may be; nothing was sent."""
 
 
+class ConnectionLost(DaemonUnavailable):
+    """The connection broke after the request left (the daemon was stopped, or died, while
+    answering): it may or may not have been done."""
+
+    def __init__(self) -> None:
+        super().__init__("the daemon closed the connection")
+
+
 class _NotSent(DaemonUnavailable):
     """The connection was dead before the request left: the daemon never saw it (safe to resend)."""
 
@@ -265,7 +273,7 @@ class _Link:
             await self._writer.drain()
             return await answer
         except ConnectionError:
-            raise DaemonUnavailable("the daemon closed the connection") from None
+            raise ConnectionLost from None
         finally:
             self._waiting.pop(request_id, None)
 
@@ -291,7 +299,7 @@ class _Link:
             self.lost = True
             for answer in self._waiting.values():
                 if not answer.done():
-                    answer.set_exception(DaemonUnavailable("the daemon closed the connection"))
+                    answer.set_exception(ConnectionLost())
 
     def _route(self, message: dict[str, Any]) -> None:
         if "id" not in message:
@@ -514,6 +522,20 @@ class SocketTransport:
     greeted: Greeted | None = None
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
+        """The daemon's answer. A request whose connection broke (`remem daemon stop` while a
+        listing was under way) is sent once more, to a daemon started anew if need be, when
+        its method may be resent; any other fails saying it may or may not have been done."""
+        try:
+            return self._ask(method, params)
+        except ConnectionLost:
+            if not method.resend:
+                raise DaemonUnavailable(
+                    "the daemon stopped while answering; it may or may not have been done: "
+                    "look, then try again"
+                ) from None
+        return self._ask(method, params)
+
+    def _ask(self, method: Method[Params, Result], params: Params) -> Result:
         answer = call(
             self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener,
             greeted=self.greeted,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import signal
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -20,8 +22,10 @@ from remem.daemon import client as daemon_client
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.home import Home, HomeUnusable
+from remem.daemon.locks import file_lock
 from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .helpers import remem, wait_until
 
@@ -197,6 +201,74 @@ def test_sigterm_stops_the_daemon_cleanly(home: Home) -> None:
     os.kill(pid, signal.SIGTERM)
     wait_until(lambda: not paths.running())
     assert not paths.status.exists() and not sock.exists()
+
+
+def stopped_while_answering(
+    home: Home, held: contextlib.AbstractContextManager[object], *args: str
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`remem ARGS` through the daemon, with `remem daemon stop` run while the daemon answers
+    it, and the exit status of that stop: `held` holds what the request waits for (a lock)
+    until the daemon is stopping."""
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
+    with held:
+        asked = subprocess.Popen([*command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: status(home).get("clients", 0) >= 2, what="the command's connection")
+        stopping = subprocess.Popen([*command, "daemon", "stop"], stdout=subprocess.DEVNULL)
+        wait_until(lambda: not DaemonPaths(home).status.exists(), what="the daemon stopping")
+    out, err = asked.communicate(timeout=60)
+    return subprocess.CompletedProcess(asked.args, asked.returncode, out, err), stopping.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def index_write_held(home: Home) -> Iterator[None]:
+    index = sqlite3.connect(home.state / "index.sqlite", isolation_level=None)
+    index.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        index.execute("ROLLBACK")
+        index.close()
+
+
+def test_a_listing_under_way_when_the_daemon_is_stopped_is_answered_by_the_next_daemon(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`remem daemon stop` while a listing is under way (a script's, the editor's first tree):
+    a read, it is asked again of a daemon started anew, not failed with "the daemon closed the
+    connection". The daemon's listing (of a workspace, a query it has no answer of yet) waits
+    at its write of the new log's row until the stop has come."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    root, workspace = tmp_path / "dsh-sessions", tmp_path / "project"
+    root.mkdir()
+    workspace.mkdir()
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
+    assert remem(home, "sessions", "list").returncode == 0  # a daemon, and its index (empty)
+    draft = build_session(SessionSpec(seed=4, turns=2, cwd=str(workspace)))
+    write_session(root, draft)
+    listed, stopped = stopped_while_answering(
+        home, index_write_held(home), "sessions", "list", "--cwd", str(workspace), "--json"
+    )
+    assert stopped == 0 and listed.returncode == 0, listed.stderr
+    assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [draft.header.id]
+
+
+def test_a_write_under_way_when_the_daemon_is_stopped_is_not_asked_again(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compare-and-swapped write is never sent twice: it may have been done (here it was,
+    by the daemon stopping, once Global's lock was let go), so the command says so."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    assert remem(home, "daemon", "start").returncode == 0  # its start settles memory, under the lock
+    revision = f"sha256:{hashlib.sha256(b'').hexdigest()}"  # of Global while it is empty
+    new = tmp_path / "GLOBAL.md"
+    new.write_text("Prefer small commits.\n")
+    replaced, stopped = stopped_while_answering(
+        home, file_lock(home.locks / "global.lock"),
+        "memory", "replace-global", "--expected-revision", revision, "--file", str(new),
+    )  # fmt: skip
+    assert stopped == 0 and replaced.returncode == 1
+    assert "stopped while answering; it may or may not have been done: look" in replaced.stderr
+    assert home.global_file.read_text() == "Prefer small commits.\n"
 
 
 def test_a_daemon_whose_memory_folder_became_a_link_can_still_be_asked_and_stopped(
