@@ -375,7 +375,7 @@ class SessionCatalog:
                 answer = self._patched(*moved, self.memo.rows(self.index))
             if answer is None:
                 # Stamped before reading: a change from now on is seen by the next listing.
-                answer = self._compute(wanted, progress, self._stamps(), processes)
+                answer = self._compute(wanted, progress, self._stamps(), processes, self._absent())
             # One that reports an error of the moment (a row of no revision: a log or a folder
             # on its way gone, swapped or unreadable as it was read) is kept at no generation,
             # never served again nor patched: the next listing is made anew and reads those
@@ -431,6 +431,7 @@ class SessionCatalog:
             places=answer.places,
             summaries=answer.summaries,
             running=processes,
+            absent=answer.absent,
         )
 
     def _recency_ends(self, entry: Entry, st: os.stat_result, processes: Running) -> int:
@@ -453,6 +454,7 @@ class SessionCatalog:
             and settled(stamps, now_ns)
             and all(self._live(e.row, st, now_ns, NOTHING) == e.summary.live for e, st in answer.volatile)
             and processes == answer.running
+            and not any(os.path.isdir(root) for root in answer.absent)
         )
 
     def _running(self) -> Running:
@@ -473,6 +475,10 @@ class SessionCatalog:
         `sessions/` folder says; None for any other session, or when none can be known."""
         return self._claude_pid(entry.row, self._running())
 
+    def _absent(self) -> frozenset[str]:
+        """The roots no folder stands at now (those that are no root at all say so each time)."""
+        return frozenset(str(s.path) for s in self.sources if s.problem is None and not s.path.is_dir())
+
     def _stamps(self) -> tuple[Stamp | None, ...]:
         """The files besides the logs a listing reads: titles, archive states, published forks."""
         paths = (self.metadata.path, dsh_registry(), self.published.folder)
@@ -484,6 +490,7 @@ class SessionCatalog:
         progress: Progress | None,
         stamps: tuple[Stamp | None, ...] = (),
         processes: Running | None = None,
+        absent: frozenset[str] = frozenset(),
     ) -> Answer:
         if processes is None:
             processes = self._running()
@@ -528,6 +535,7 @@ class SessionCatalog:
             (metas, dsh),
             summaries=summaries,
             running=processes,
+            absent=absent,
         )
 
     def wrote(self, path: Path) -> None:

@@ -93,6 +93,9 @@ class Answer:
     # The Claude Code sessions live processes ran when it was computed (decision 0376): it
     # holds while they run the same ones.
     running: Running = NOTHING
+    # The roots no folder stood at when it was computed: it holds while none stands there (the
+    # watcher looks for a missing root only every few seconds; a listing looks each time).
+    absent: frozenset[str] = frozenset()
 
     def place(self, path: str) -> tuple[int, int | None] | None:
         if self.places is None:

@@ -316,6 +316,25 @@ def test_a_root_deleted_and_made_again_lists_what_it_holds_now(home: Home, tmp_p
 
 
 @pytest.mark.slow
+def test_a_root_made_after_a_listing_said_it_missing_is_listed_at_once(home: Home, tmp_path: Path) -> None:
+    """The watcher looks for a missing root every few seconds; the listing right after the
+    folder is made (the user made it because the listing said it was missing) must not keep
+    saying so until then."""
+    root = tmp_path / "dsh-sessions"
+    _settings(home, [root])
+
+    async def scenario() -> None:
+        daemon = await _Client().open(home)
+        missing = await daemon.client.call("sessions/list")
+        assert [e["message"] for e in missing["errors"]] == ["session root does not exist"]
+        made = await asyncio.to_thread(_dsh, root, 1)
+        assert await daemon.ids() == {made}
+        await daemon.client.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.slow
 def test_a_root_dropped_from_the_settings_and_added_back_lists_what_came_meanwhile(
     home: Home, tmp_path: Path
 ) -> None:
