@@ -86,6 +86,7 @@ class Services:
         await self.consolidation.settle()
 
     def close(self) -> None:
+        self.sessions.stop()
         self.agents.close()
 
 

@@ -15,6 +15,7 @@ listing that has logs to index says how far it is as `sessions/progress`.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -74,6 +75,10 @@ PROGRESS_SECONDS = 0.1
 REVIEWED_LISTINGS = 32  # workspaces whose last listing is kept with its reviews merged in
 
 
+class _Stopped(Exception):
+    """The daemon is stopping: a listing under way ends at its next log."""
+
+
 class SessionMethods:
     def __init__(
         self,
@@ -98,6 +103,7 @@ class SessionMethods:
         # Forks and the watcher's look at a root take turns, so the look after a fork finds
         # the fingerprint the fork recorded and drops the echo of its writes.
         self._turns = asyncio.Lock()
+        self._stopping = threading.Event()
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -159,13 +165,21 @@ class SessionMethods:
 
         return await self._run(build)
 
+    def stop(self) -> None:
+        """End every listing under way at its next log: the daemon stops, and waits for its
+        worker threads as it exits; a cold listing of a large corpus kept `remem daemon stop`
+        waiting until it was done. What it stored stays in the index."""
+        self._stopping.set()
+
     def _progress(self, cwd: str | None) -> Progress:
         """A listing's progress, published from its worker thread on the event loop, at most
-        every `PROGRESS_SECONDS` and once at the end."""
+        every `PROGRESS_SECONDS` and once at the end; once the daemon stops, the listing's end."""
         loop = asyncio.get_running_loop()
         last = [0.0]
 
         def report(done: int, total: int) -> None:
+            if self._stopping.is_set():
+                raise _Stopped
             now = time.monotonic()
             if done == total or now - last[0] >= PROGRESS_SECONDS:
                 last[0] = now
@@ -332,6 +346,8 @@ class SessionMethods:
 
         try:
             return await asyncio.to_thread(call)
+        except _Stopped:  # its connection is closed already: the daemon ended every request
+            raise asyncio.CancelledError from None
         except SessionNotFound as exc:
             raise _refused(OperationError(exc.code, str(exc))) from None
         except OperationError as exc:

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,10 @@ from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.locks import file_lock
 from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
+from remem.daemon.sessions.cold_reads import INDEX_BATCH
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
-from .helpers import remem, wait_until
+from .helpers import calls, remem, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -250,6 +252,35 @@ def test_a_listing_under_way_when_the_daemon_is_stopped_is_answered_by_the_next_
     )
     assert stopped == 0 and listed.returncode == 0, listed.stderr
     assert [s["id"] for s in json.loads(listed.stdout)["sessions"]] == [draft.header.id]
+
+
+def test_a_listing_under_way_ends_at_its_next_log_when_the_daemon_stops(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon waits for its worker threads as it exits: a cold listing of a large corpus
+    kept `remem daemon stop` waiting until it was done (and SIGKILLed it past 15 s). It ends
+    at its next log: here, held at its first batch's write until the stop came, it stores that
+    batch and reads no further log (the client here does not ask again)."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    root, workspace = tmp_path / "dsh-sessions", tmp_path / "project"
+    root.mkdir()
+    workspace.mkdir()
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
+    assert remem(home, "sessions", "list").returncode == 0  # a daemon, and its index (empty)
+    for seed in range(3 * INDEX_BATCH):
+        write_session(root, build_session(SessionSpec(seed=seed, turns=1, cwd=str(workspace))))
+    with ThreadPoolExecutor(1) as pool, index_write_held(home):
+        asked = pool.submit(calls, home, [("sessions/list", {"cwd": str(workspace)})])
+        wait_until(lambda: status(home).get("clients", 0) >= 2, what="the listing's connection")
+        stopping = subprocess.Popen(
+            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "stop"]
+        )
+        wait_until(lambda: not DaemonPaths(home).status.exists(), what="the daemon stopping")
+    with pytest.raises(DaemonUnavailable):
+        asked.result(timeout=60)
+    assert stopping.wait(timeout=60) == 0
+    with contextlib.closing(sqlite3.connect(home.state / "index.sqlite")) as index:
+        assert index.execute("SELECT count(*) FROM logs").fetchone()[0] == INDEX_BATCH
 
 
 def test_a_write_under_way_when_the_daemon_is_stopped_is_not_asked_again(
