@@ -14,6 +14,7 @@ from ..consolidation.receipts import FAILED
 from ..protocol.consolidation import Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
+    NO_API_KEY,
     ConsolidateParams,
     Empty,
     ModelSettings,
@@ -142,7 +143,7 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
         emit_json(current)
         return
     if not current.keyReady and current.keyProblem:
-        key = f" — {current.keyProblem}{_key_elsewhere(backend, current.apiKeyEnv)}"
+        key = f" — {current.keyProblem}{_key_elsewhere(backend, current)}"
     else:
         key = f" (API key from ${current.apiKeyEnv} or credentials.yml)" if current.apiKeyEnv else ""
     say(f"{current.provider}/{current.model}{key}")
@@ -189,12 +190,16 @@ def _missing_key_elsewhere(backend: Backend) -> str:
         current = backend.api().model_settings(Empty())
     except RpcError:
         return ""
-    return "" if current.keyReady else _key_elsewhere(backend, current.apiKeyEnv)
+    return _key_elsewhere(backend, current)
 
 
-def _key_elsewhere(backend: Backend, env: str | None) -> str:
+def _key_elsewhere(backend: Backend, current: ModelSettings) -> str:
     """What to do when this shell holds the key variable the daemon lacks: the daemon reads the
-    environment it was started in, which an `export` in another shell does not reach."""
+    environment it was started in, which an `export` in another shell does not reach. Not when
+    the daemon has a key that cannot be sent: that problem says where it is."""
+    env = current.apiKeyEnv
+    if current.keyReady or not (current.keyProblem or "").startswith(NO_API_KEY):
+        return ""
     if not backend.use_daemon or env is None or not os.environ.get(env, "").strip():
         return ""
     return (

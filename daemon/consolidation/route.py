@@ -5,13 +5,17 @@ must be private to the user). A missing key is reported, naming the variable, be
 session is read or frozen. `store_api_key` writes a key into `credentials.yml` (mode 0600,
 replaced atomically under a lock), for the editor's "Enter API Key…"; a `credentials.yml`
 linked into the home is read through its link (the mode checked is its target's) but never
-written (decision 0375).
+written (decision 0375). A key goes in an HTTP header, which holds printable ASCII only: one
+with any other character (a line break pasted with it, a typographic dash) is refused when
+stored, and said wherever it was found when a route would use it, by the character and its
+position, never the key.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +27,7 @@ from ..faults import faultpoint
 from ..fsutil import remove_stale_temps, replace_durably, write_temp
 from ..home import Home, HomeUnusable
 from ..locks import file_lock
+from ..protocol.rpc import NO_API_KEY
 from ..settings import Settings
 from ..swap import discard
 
@@ -122,14 +127,42 @@ def _configured_key(home: Home, provider: str, env: str | None) -> str:
     if env is None:
         return "unused"  # a local server (ollama) takes any key, but the client needs one
     if key := os.environ.get(env, "").strip():
-        return key
+        return _sendable(key, f"the API key in ${env}", f"set {env} to the key as the provider shows it")
     stored = read_credentials(home).providers.get(provider)
-    if stored is not None and stored.api_key.strip():
-        return stored.api_key.strip()
+    if stored is not None and (key := stored.api_key.strip()):
+        where = f"the API key at providers.{provider}.api_key in {home.credentials_file}"
+        return _sendable(key, where, "correct it there, or enter the key again")
     raise RouteError(
-        f"no API key for provider `{provider}`: set the environment variable {env}, or add "
+        f"{NO_API_KEY} `{provider}`: set the environment variable {env}, or add "
         f"`providers: {{{provider}: {{api_key: ...}}}}` to {home.credentials_file} (mode 0600)"
     )
+
+
+def _sendable(key: str, where: str, fix: str) -> str:
+    """`key`, or RouteError when it cannot be sent: the HTTP client would fail on it only when
+    asked, as an answer that is not JSON or as a server that does not answer (said as down)."""
+    problem = _unsendable(key)
+    if problem is not None:
+        raise RouteError(f"{where} cannot be sent: {problem}; {fix}")
+    return key
+
+
+def _unsendable(key: str) -> str | None:
+    """Why `key` cannot go in a request header, None when it can. The character is named by its
+    code point and its position (from 1): the key itself must never reach a message or a log."""
+    for position, char in enumerate(key, 1):
+        if not " " <= char <= "~":
+            said = _described(char)
+            return f"character {position} of it is {said}, and an API key is printable ASCII only"
+    return None
+
+
+def _described(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # how Python reads a byte of the environment that is not UTF-8
+        return f"the byte 0x{code - 0xDC00:02X}, not UTF-8"
+    name = "a control character" if char.isascii() else unicodedata.name(char, "not ASCII")
+    return f"U+{code:04X} ({name})"  # its name, not the glyph: a zero-width space shows nothing
 
 
 def read_credentials(home: Home) -> Credentials:
@@ -161,12 +194,16 @@ def store_api_key(home: Home, provider: str, api_key: str) -> None:
     replace would put a regular file in place of the user's link, and writing through it would
     write outside the home. HomeUnusable names the link, its target and the key to set there."""
     change = f"set providers.{provider}.api_key"  # the key's name, never its value
+    api_key = api_key.strip()
+    problem = "it is blank" if not api_key else _unsendable(api_key)
+    if problem is not None:  # refused now: once stored, every consolidation would fail on it
+        raise RouteError(f"the API key given for `{provider}` was not stored: {problem}; enter it again")
     with file_lock(home.locks / "credentials.lock"):
         remove_stale_temps(home.root)
         home.refuse_linked_write(home.credentials_file, change)
         current = read_credentials(home)  # refuses a file other users can read
         providers = {name: {"api_key": c.api_key} for name, c in current.providers.items()}
-        providers[provider] = {"api_key": api_key.strip()}
+        providers[provider] = {"api_key": api_key}
         data = yaml.safe_dump({"providers": providers}, sort_keys=True).encode("utf-8")
         temp = write_temp(home.credentials_file, data)  # created 0600
         faultpoint("credentials.after-temp-write")

@@ -345,6 +345,11 @@ class ReceiptView(_Strict):
     turns: list[TurnRow]
 
 
+# How a route's key problem begins when no key is set at all (not one that cannot be sent): a
+# CLI whose own shell holds the key variable then says how the daemon gets it.
+NO_API_KEY = "no API key for provider"
+
+
 class ModelSettings(_Strict):
     """The consolidation route as `remem settings model` shows it (never the API key)."""
 
