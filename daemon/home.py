@@ -177,11 +177,7 @@ class Home:
         except OSError as exc:
             if folder != self.root and folder.is_symlink():  # a dangling link
                 raise HomeUnusable(linked_message(folder, self.root, "folder")) from None
-            raise HomeUnusable(
-                f"remem's home {self.root} cannot be used: {folder} cannot be made a folder "
-                f"({exc.strerror or exc}); move what is in the way, or choose another home with "
-                f"--home or ${HOME_ENV}"
-            ) from None
+            raise HomeUnusable(self._unmade_message(folder, exc.strerror or str(exc))) from None
         try:
             ours = own_private_dir(folder)
         except OSError as exc:  # ours, but it cannot be made user-only: a read-only mount, say
@@ -193,6 +189,20 @@ class Home:
         refused = _why_unwritable(folder)
         if refused is not None:
             raise HomeUnusable(self._unwritable_message(folder, refused))
+
+    def refuse_non_folder(self, folder: Path) -> Path:
+        """HomeUnusable when something other than a folder (a file, a FIFO) stands at `folder`, in
+        the words `ensure_layout` would use: for a command that reads a fixed folder but never
+        makes it (`daemon status`), and would otherwise meet it as a bug's NotADirectoryError."""
+        if folder.exists() and not folder.is_dir():
+            raise HomeUnusable(self._unmade_message(folder, os.strerror(errno.EEXIST)))
+        return folder
+
+    def _unmade_message(self, folder: Path, reason: str) -> str:
+        return (
+            f"remem's home {self.root} cannot be used: {folder} cannot be made a folder ({reason}); "
+            f"move what is in the way, or choose another home with --home or ${HOME_ENV}"
+        )
 
     def _unwritable_message(self, folder: Path, reason: str) -> str:
         return (

@@ -59,8 +59,8 @@ class DaemonPaths:
     def __post_init__(self) -> None:
         if self.layout:
             self.home.ensure_layout()
-        else:
-            self.home.refuse_link(self.home.state)
+        else:  # no daemon can run with a file at state/: said as every other command says it
+            self.home.refuse_non_folder(self.home.refuse_link(self.home.state))
 
     @property
     def lock(self) -> Path:

@@ -398,3 +398,24 @@ def test_a_daemon_log_linked_out_of_the_home_is_refused_untouched(
         assert not outside.exists(), "nothing created through it"
     finally:
         paths.log.unlink()  # so the fixture can look for a daemon to stop
+
+
+def test_status_and_stop_with_a_file_where_the_state_folder_goes_say_it_as_every_command_does(
+    tmp_path: Path,
+) -> None:
+    """They look at `state/` without making it, and met the file there as a bug in remem (exit
+    4, NotADirectoryError on `state/daemon.lock`); no daemon can run there, and the fix is the
+    user's: one line naming the path in the way, exit 2, as `memory show` or `daemon start`."""
+    blocked = Home(tmp_path / "blocked")
+    blocked.root.mkdir()
+    blocked.state.write_text("")
+    line = (
+        f"remem: remem's home {blocked.root} cannot be used: {blocked.state} cannot be made a folder "
+        "(File exists); move what is in the way, or choose another home with --home or $REMEM_HOME\n"
+    )
+    shown = remem(blocked, "memory", "show")
+    assert (shown.returncode, shown.stderr) == (2, line), "the line every command says"
+    for asked in (["status"], ["status", "--json"], ["stop"], ["stop", "--json"]):
+        said = remem(blocked, "daemon", *asked)
+        assert (said.returncode, said.stdout, said.stderr) == (2, "", line), asked
+    assert blocked.state.is_file(), "left as it is"
