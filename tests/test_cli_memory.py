@@ -337,3 +337,21 @@ def test_a_history_missing_an_entrys_objects_is_said_damaged_not_a_bug(home: Hom
     said = json.loads(out)["error"]
     assert code == 1 and said["code"] == "history-refused" and "is damaged" in said["message"]
     assert "move history aside" in said["message"] and "internal error" not in err
+
+
+def test_a_reverts_log_row_says_which_entry_it_went_back_to(home: Home, tmp_path: Path) -> None:
+    """`memory revert ENTRY` brings memory back to what ENTRY left; its row said "reverts
+    ENTRY", which reads, as `git revert` does, as ENTRY's change undone."""
+    cwd = str(tmp_path)
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    assert run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", EMPTY, "--changes", "-",
+               stdin=changes)[0] == 0  # fmt: skip
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--json", "--no-stat")
+    [first] = json.loads(out)["entries"]
+    other = json.dumps([{"action": "put", "record": {**RECORD, "content": "Much faster.\n"}}])
+    revision = show(home, tmp_path)["workspace"]["revision"]
+    assert run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", revision, "--changes", "-",
+               stdin=other)[0] == 0  # fmt: skip
+    assert run(home, "memory", "revert", first["id"])[0] == 0
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--no-stat")
+    assert f"  revert (back to {first['id'][:12]})" in out.splitlines()[0], out

@@ -282,7 +282,7 @@ def _actor(entry: HistoryEntry) -> str:
         f"review {actor.review[:12]}" if actor.review else None,
         f"session {actor.session}" if actor.session else None,
         actor.client,
-        f"reverts {actor.reverts[:12]}" if actor.reverts else None,
+        f"back to {actor.reverts[:12]}" if actor.reverts else None,
     ]
     shown = ", ".join(d for d in details if d)
     return f"{actor.kind}" + (f" ({shown})" if shown else "")
