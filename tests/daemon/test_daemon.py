@@ -232,19 +232,27 @@ def index_write_held(home: Home) -> Iterator[None]:
         index.close()
 
 
-def test_a_listing_under_way_when_the_daemon_is_stopped_is_answered_by_the_next_daemon(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`remem daemon stop` while a listing is under way (a script's, the editor's first tree):
-    a read, it is asked again of a daemon started anew, not failed with "the daemon closed the
-    connection". The daemon's listing (of a workspace, a query it has no answer of yet) waits
-    at its write of the new log's row until the stop has come."""
+@pytest.fixture
+def listed_root(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A session root in the settings and a workspace folder, both empty, listed once through a
+    daemon: it runs, and its index exists."""
     monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
     root, workspace = tmp_path / "dsh-sessions", tmp_path / "project"
     root.mkdir()
     workspace.mkdir()
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
-    assert remem(home, "sessions", "list").returncode == 0  # a daemon, and its index (empty)
+    assert remem(home, "sessions", "list").returncode == 0
+    return root, workspace
+
+
+def test_a_listing_under_way_when_the_daemon_is_stopped_is_answered_by_the_next_daemon(
+    home: Home, listed_root: tuple[Path, Path]
+) -> None:
+    """`remem daemon stop` while a listing is under way (a script's, the editor's first tree):
+    a read, it is asked again of a daemon started anew, not failed with "the daemon closed the
+    connection". The daemon's listing (of a workspace, a query it has no answer of yet) waits
+    at its write of the new log's row until the stop has come."""
+    root, workspace = listed_root
     draft = build_session(SessionSpec(seed=4, turns=2, cwd=str(workspace)))
     write_session(root, draft)
     listed, stopped = stopped_while_answering(
@@ -255,18 +263,13 @@ def test_a_listing_under_way_when_the_daemon_is_stopped_is_answered_by_the_next_
 
 
 def test_a_listing_under_way_ends_at_its_next_log_when_the_daemon_stops(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, listed_root: tuple[Path, Path]
 ) -> None:
     """The daemon waits for its worker threads as it exits: a cold listing of a large corpus
     kept `remem daemon stop` waiting until it was done (and SIGKILLed it past 15 s). It ends
     at its next log: here, held at its first batch's write until the stop came, it stores that
     batch and reads no further log (the client here does not ask again)."""
-    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
-    root, workspace = tmp_path / "dsh-sessions", tmp_path / "project"
-    root.mkdir()
-    workspace.mkdir()
-    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots: [{str(root)!r}]\n")
-    assert remem(home, "sessions", "list").returncode == 0  # a daemon, and its index (empty)
+    root, workspace = listed_root
     for seed in range(3 * INDEX_BATCH):
         write_session(root, build_session(SessionSpec(seed=seed, turns=1, cwd=str(workspace))))
     with ThreadPoolExecutor(1) as pool, index_write_held(home):
