@@ -6,18 +6,22 @@ scope, `global` and `ws-<key>`. An entry is one commit: its tree is the scope's 
 message a title line and one JSON line naming the actor, the revisions before and after and the
 time. A person can read it with plain `git log` too.
 
-The history follows memory and never leads it: the store's own journal is the commit point,
-and an entry is made after it, under the scope's exclusive lock, so entries of one scope are in
+The history follows memory and never leads it: the store's own journal is the commit point, and
+an entry is made after it, under the scope's exclusive lock, so entries of one scope are in
 commit order. Its objects are composed and hashed there (so its id is known), on top of the
 scope's newest entry, written or still queued, and written either at once or, in the daemon
 (`deferred`), by one writer thread after the commit has returned, in the order they were made.
 The history's writing lock is held from the first queued entry until the queue is empty: an
-entry of another process, and every reader, waits until all of them are durable (decisions 0135,
-0220). Writing one never raises: any failure is one warning line (no content) and the memory
-commit stands. Whenever a scope's last entry does not end at the revision a new entry
-starts from (a crash cut off an entry, memory was edited while nobody watched, the repository
-was deleted or set aside as corrupt), the state it starts from is recorded first, as
-`recovered`, so the history stays a chain of real states.
+entry of another process, and every reader, waits until all of them are durable (decisions
+0135, 0220). Writing one never raises: any failure is one warning line (no content) and the
+memory commit stands (written before the answer, the answer then names no entry). Whenever a
+scope's last entry does not end at the revision a new entry starts from (a crash cut off an
+entry, memory was edited while nobody watched, the repository was deleted or set aside as
+corrupt), the state it starts from is recorded first, as `recovered`, so the history stays a
+chain of real states; a state found where this process's own commit has no entry, or in a
+repository it started again, is never told as a hand edit. A read that meets an object it
+cannot read (gone, or its bytes corrupt) says the history is damaged and which entry, never a
+bug (decision 0395).
 
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
@@ -72,6 +76,9 @@ QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one wa
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
+# What pygit2 raises for an object it cannot read: NotFoundError (a KeyError) when it is gone,
+# a plain GitError ("incorrect data check") when its bytes are damaged. Either is damage.
+_UNREADABLE: tuple[type[Exception], ...] = (KeyError,) if pygit2 is None else (KeyError, pygit2.GitError)
 
 
 class HistoryError(Exception):
@@ -157,6 +164,10 @@ class History:
         # each branch: its head (a ref's target, as pygit2 types it) and the entries to it
         self._logs: OrderedDict[str, tuple[pygit2.Oid | str, list[HistoryEntry]]] = OrderedDict()
         self._cache = LogCache(self.path, home.locks / "history-log.lock")
+        # Branches whose state this process cannot vouch for as a hand edit (decision 0395): an
+        # entry of its own commit was not written, or (`_anew`) the repository was started again.
+        self._unvouched: set[str] = set()
+        self._anew = False
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
@@ -171,7 +182,7 @@ class History:
             faultpoint("history.before-entry")
             self._enter()
         except Exception as exc:
-            _not_recorded("record", branch, exc)
+            self._not_written("record", branch, exc)
             return None
         try:
             parent, ends_at, held = self._tip(branch)
@@ -187,12 +198,11 @@ class History:
                 self._tips[branch] = entries[-1]
         except Exception as exc:  # never fail or block the memory commit this follows
             self._leave()
-            _not_recorded("record", branch, exc)
+            self._not_written("record", branch, exc)
             return None
-        if self._writer is None:
-            self._write(entries)
-        else:
-            self._writer.submit(self._write, entries)
+        if self._writer is None:  # the answer names the entry only once it is written
+            return entries[-1].id if self._write(entries) else None
+        self._writer.submit(self._write, entries)
         return entries[-1].id
 
     def reconcile(
@@ -212,6 +222,8 @@ class History:
                         return None
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
+                    if branch in self._unvouched or (head is None and self._anew):
+                        actor = RECOVERED  # maybe this process's own unrecorded commit: no hand edit
                     before = _meta(head).after if head is not None else current.revision
                     composed = _compose(branch, _id(head), current, before, actor, _held(head))
                     self._store(repo, composed)
@@ -259,8 +271,10 @@ class History:
                         return [_entry_of(line) for line in fresh]
                 else:
                     known = None  # the walk never met what was kept: the history was started again
-            except KeyError as exc:  # pygit2's NotFoundError: an entry's object is gone (a pack removed)
-                raise HistoryError(self._damaged(branch, len(fresh), exc)) from None
+            except _UNREADABLE as exc:  # the walker reads each entry's parent before yielding it
+                raise HistoryError(
+                    self._broken(repo, branch, head) or self._damaged(str(head), exc)
+                ) from None
             entries = [_entry_of(line) for line in fresh] + (held if known is not None else [])
             if kept is not None:
                 self._cache.save(branch, kept, fresh[::-1], follows=known is not None)
@@ -270,12 +284,31 @@ class History:
                 self._logs.popitem(last=False)
             return entries[:limit] if limit is not None else list(entries)
 
-    def _damaged(self, branch: str, read: int, exc: KeyError) -> str:
+    def _broken(self, repo: pygit2.Repository, branch: str, head: pygit2.Oid | str) -> str | None:
+        """Why the branch's chain of entries cannot be read, naming its first unreadable entry;
+        None when it reads whole. Read entry by entry: the walker cannot say which one failed."""
+        found = _break(repo, head)
+        if found is None:
+            return None
+        read, oid, exc = found
+        return self._damaged(str(oid), exc, f" (number {read + 1} of {branch}, newest first)")
+
+    def _damaged(self, entry: str, exc: Exception, where: str = "") -> str:
         return (
-            f"the memory history at {self.path} is damaged: {branch}'s entry after its newest {read} "
-            f"cannot be read ({_reason(exc)}; a file of its objects/ was removed?); memory itself is "
+            f"the memory history at {self.path} is damaged: entry {entry[:12]}{where} cannot be read "
+            f"({_reason(exc)}; a file of its objects/ was removed or altered?); memory itself is "
             f"whole: move {self.path.name} aside and remem starts the history again from the current state"
         )
+
+    @contextlib.contextmanager
+    def _reading(self, entry: str, where: str = "") -> Iterator[None]:
+        """Read entry `entry`'s objects under the repository's lock: one that cannot be read says
+        the history is damaged (a blob an earlier remem left out is `_files`' IncompleteEntry)."""
+        try:
+            with self._lock:
+                yield
+        except _UNREADABLE as exc:
+            raise HistoryError(self._damaged(entry, exc, where)) from None
 
     def entry(self, ref: str) -> HistoryEntry:
         """The entry a full or abbreviated id (at least 7 hex digits) names."""
@@ -283,13 +316,16 @@ class History:
 
     def files_at(self, ref: str) -> dict[str, bytes]:
         commit = self._commit(ref)
-        with self._lock:
+        with self._reading(str(commit.id)):
             return _files(commit)
 
     def files_before(self, ref: str) -> dict[str, bytes]:
         commit = self._commit(ref)
-        with self._lock:
-            return _files(commit.parents[0]) if commit.parents else {}
+        parents = commit.parent_ids  # ids only: reading the parent is what may fail
+        if not parents:
+            return {}
+        with self._reading(str(parents[0]), f" (the one before {str(commit.id)[:12]})"):
+            return _files(commit.parents[0])
 
     def find(self, workspace_key: str | None, revision: str, depth: int = 64) -> str | None:
         """The newest entry of the scope that ended at `revision`, among its last `depth`."""
@@ -333,9 +369,8 @@ class History:
         try:
             with self._lock:
                 commit = repo.revparse_single(text)
-        except (KeyError, ValueError, pygit2.GitError) as exc:
-            why = "is ambiguous; give more digits" if "ambiguous" in str(exc) else "names no history entry"
-            raise HistoryError(f"`{ref}` {why} (see `remem memory log`)") from None
+        except (KeyError, ValueError, pygit2.GitError) as exc:  # `_UNREADABLE`, or a malformed id
+            raise HistoryError(self._unknown(repo, ref, exc)) from None
         if not isinstance(commit, pygit2.Commit):
             raise HistoryError(f"`{ref}` names no history entry (see `remem memory log`)")
         try:
@@ -343,6 +378,27 @@ class History:
         except (ValueError, ValidationError):
             raise HistoryError(f"`{ref}` is not a remem history entry") from None
         return commit
+
+    def _unknown(self, repo: pygit2.Repository, ref: str, exc: Exception) -> str:
+        """Why `ref` names no entry that reads: it is ambiguous, no entry's, or (the history is
+        damaged) that of an entry whose object is corrupt or gone."""
+        if "ambiguous" in str(exc):
+            return f"`{ref}` is ambiguous; give more digits (see `remem memory log`)"
+        text = ref.strip().lower()
+        if not isinstance(exc, KeyError):  # found, and its bytes do not read
+            return self._damaged(text, exc)
+        with self._lock:  # gone: an entry is known by its child, if a branch leads down to it
+            heads = [
+                repo.references[name].target for name in repo.references if name.startswith("refs/heads/")
+            ]
+            breaks = [found for found in (_break(repo, head) for head in heads) if found is not None]
+        for _, oid, error in breaks:
+            if str(oid).startswith(text):
+                return self._damaged(str(oid), error)
+        if breaks:  # it may name an entry below a break, which nothing can tell
+            _, oid, error = breaks[0]
+            return f"`{ref}` names no entry the history can read; " + self._damaged(str(oid), error)
+        return f"`{ref}` names no history entry (see `remem memory log`)"
 
     def _open(self) -> pygit2.Repository:
         with self._lock, _private_files():
@@ -359,6 +415,7 @@ class History:
                 log.warning(
                     "memory history: %s was deleted; starting it again from the current state", self.path
                 )
+                self._anew = True
             self._repo = self._init()
             return self._repo
         try:
@@ -375,6 +432,7 @@ class History:
                 _reason(exc),
                 aside.name,
             )
+            self._anew = True
             repo = self._init()
         self._repo = repo
         return repo
@@ -429,16 +487,26 @@ class History:
             head = self._head(repo, branch)
             return (None, None, {}) if head is None else (str(head.id), _meta(head).after, _held(head))
 
-    def _write(self, entries: list[_Composed]) -> None:
-        """Write one commit's entries in order (the writer thread runs this, or the committer)."""
+    def _write(self, entries: list[_Composed]) -> bool:
+        """Write one commit's entries in order (the writer thread runs this, or the committer);
+        whether they were written."""
         try:
             with self._lock, _private_files():
                 for composed in entries:
                     self._store(self._opened(), composed)
+            return True
         except Exception as exc:  # the next entry finds the scope behind and records its state
-            _not_recorded("write", entries[-1].branch, exc)
+            self._not_written("write", entries[-1].branch, exc)
+            return False
         finally:
             self._leave()
+
+    def _not_written(self, what: str, branch: str, exc: BaseException) -> None:
+        """A commit of this process has no entry: until one of the branch is written, a state
+        found there may be that commit's, never to be told as a hand edit."""
+        with self._lock:
+            self._unvouched.add(branch)
+        _not_recorded(what, branch, exc)
 
     def _store(self, repo: pygit2.Repository, composed: _Composed) -> None:
         """Write the objects, then move the branch (the caller holds the repository's lock, the
@@ -460,6 +528,7 @@ class History:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
+        self._unvouched.discard(composed.branch)  # the branch ends at a state that is recorded
         faultpoint("history.after-ref")
         if _is_pack_time(oid) and _merge_packs(repo):
             # libgit2 would go on looking in the packs just removed
@@ -529,6 +598,21 @@ def _id(commit: pygit2.Commit | None) -> str | None:
 def _object_id(kind: bytes, data: bytes) -> bytes:
     """A git object's id: the SHA-1 of its header and bytes (what libgit2 computes on write)."""
     return hashlib.sha1(b"%s %d\0%s" % (kind, len(data), data)).digest()
+
+
+def _break(repo: pygit2.Repository, head: pygit2.Oid | str) -> tuple[int, pygit2.Oid | str, Exception] | None:
+    """The first entry down from `head` whose object cannot be read: (the entries above it, its
+    id, why); None when every one reads."""
+    read, oid = 0, head
+    while True:
+        try:
+            commit = repo[oid]
+        except _UNREADABLE as exc:
+            return read, oid, exc
+        parents: list[pygit2.Oid] = commit.parent_ids if isinstance(commit, pygit2.Commit) else []
+        if not parents:
+            return None
+        read, oid = read + 1, parents[0]
 
 
 def _not_recorded(what: str, branch: str, exc: BaseException) -> None:

@@ -228,7 +228,9 @@ class MemoryMethods:
     async def log(self, params: HistoryLogParams) -> HistoryLogResult:
         scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
         # Without a daemon, an unrecorded edit was made while none watched; in one that is
-        # watching, it was made by hand and the watcher has not looked yet (its debounce).
+        # watching, it was made by hand and the watcher has not looked yet (its debounce). The
+        # history still records `recovered` where this daemon's own commit may be unrecorded, or
+        # it started the history again (decision 0395).
         actor = HAND_EDIT if self._watching else RECOVERED
 
         def read() -> HistoryLogResult:

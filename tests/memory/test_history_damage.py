@@ -1,0 +1,227 @@
+"""A history damaged on disk (an object's bytes altered, a pack removed) or that could not be
+written: every read says it is damaged and what to do, never a bug; an id is answered only for an
+entry that was written; and a state the history did not follow is never told as a hand edit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import struct
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pygit2
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.home import Home
+from remem.daemon.memory.git_pack import pack_ids
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import CommitResult
+from remem.daemon.protocol.rpc import (
+    HISTORY_REFUSED,
+    CommitWorkspaceParams,
+    HistoryDiffParams,
+    HistoryLogParams,
+    RpcError,
+)
+from remem.daemon.server.memory_methods import MemoryMethods
+
+from .factory import put
+from .test_crash_recovery import EMPTY
+
+DAMAGED = ("is damaged", "move history aside")
+
+
+def run(home: Home, *args: str) -> tuple[int, str, str]:
+    """The CLI without a daemon; what it did not catch is raised (the real CLI's exit 4)."""
+    result = CliRunner().invoke(cli, ["--home", str(home.root), "--no-daemon", *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _entries(home: Home, workspace: WorkspaceId) -> tuple[CommitResult, CommitResult]:
+    """Two entries; the second changes the first's only record, so they share no blob."""
+    store = MemoryStore(home)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    second = store.commit_workspace(workspace, first.revision, [put("alpha", body="Corrected.\n")])
+    assert first.history is not None and second.history is not None
+    return first, second
+
+
+def _object_of(home: Home, entry: str, kind: str) -> str:
+    """The id of entry `entry`'s commit, tree or (first) blob."""
+    commit = pygit2.Repository(str(home.root / "history"))[entry]
+    return {"commit": entry, "tree": str(commit.tree_id), "blob": str(next(iter(commit.tree)).id)}[kind]
+
+
+def _pack_of(home: Home, oid: str) -> tuple[Path, int]:
+    """The index of the pack holding object `oid` (an entry's own, or a merged one), its position."""
+    for index in (home.root / "history" / "objects" / "pack").glob("*.idx"):
+        ids = pack_ids(index)
+        if oid in ids:
+            return index, ids.index(oid)
+    raise AssertionError(f"no pack holds {oid}")
+
+
+def _corrupt(home: Home, oid: str) -> None:
+    """Flip one byte in the middle of object `oid`'s packed bytes (`git verify-pack` finds it)."""
+    index, at = _pack_of(home, oid)
+    table = index.read_bytes()
+    count = len(pack_ids(index))
+    offsets = struct.unpack_from(f">{count}I", table, 8 + 256 * 4 + 24 * count)
+    pack = bytearray(index.with_suffix(".pack").read_bytes())
+    end = min([o for o in offsets if o > offsets[at]] + [len(pack) - 20])
+    middle = (offsets[at] + end) // 2
+    pack[middle] ^= 0xFF
+    index.with_suffix(".pack").write_bytes(bytes(pack))  # in place: the same file, as a disk fault
+
+
+def _remove_pack_of(home: Home, oid: str) -> None:
+    index, _ = _pack_of(home, oid)
+    index.with_suffix(".pack").unlink()
+    index.unlink()
+
+
+def _refused_as_damaged(home: Home, *args: str) -> str:
+    code, out, err = run(home, *args, "--json")
+    assert code == 1, (code, out, err)
+    said = json.loads(out)["error"]
+    assert said["code"] == "history-refused", (out, err)
+    assert all(words in said["message"] for words in DAMAGED) and "internal error" not in err
+    return str(said["message"])
+
+
+def _kinds(methods: MemoryMethods, workspace: WorkspaceId) -> list[str]:
+    result = asyncio.run(methods.log(HistoryLogParams(cwd=workspace.cwd)))
+    return [e.actor.kind for e in result.entries]
+
+
+def _edit_by_hand(methods: MemoryMethods, workspace: WorkspaceId) -> None:
+    record = methods.store.folder(workspace) / "alpha.md"
+    record.write_text(record.read_text().replace("Why it matters.", "Corrected by hand."))
+
+
+@contextmanager
+def _daemon(home: Home) -> Iterator[MemoryMethods]:
+    """The daemon's memory methods, watching, past their check of every scope at start."""
+    methods = MemoryMethods(home, watch=True)
+    try:
+        asyncio.run(methods.reconcile_history())
+        yield methods
+    finally:
+        assert methods.cache is not None
+        methods.cache.close()
+
+
+@contextmanager
+def _unwritable(folder: Path) -> Iterator[None]:
+    """No file can be made in `folder`, even by root (who ignores its mode bits)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+    elif subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("root cannot make a folder immutable on this file system")
+    try:
+        yield
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o700)
+
+
+@pytest.mark.parametrize("kind", ["commit", "tree", "blob"])
+def test_a_corrupt_object_is_said_damaged_by_log_and_diff(
+    home: Home, workspace: WorkspaceId, kind: str
+) -> None:
+    first, second = _entries(home, workspace)
+    _corrupt(home, _object_of(home, str(first.history), kind))
+    assert second.history is not None
+    _refused_as_damaged(home, "memory", "log", "--cwd", workspace.cwd)
+    _refused_as_damaged(home, "memory", "diff", second.history)
+    _refused_as_damaged(home, "memory", "diff", second.history[:10])
+    code, out, _ = run(home, "memory", "log", "--cwd", workspace.cwd, "--no-stat", "--json")
+    if kind == "commit":  # the walk reads the commits alone
+        assert code == 1 and json.loads(out)["error"]["code"] == "history-refused"
+    else:
+        assert code == 0 and [e["id"] for e in json.loads(out)["entries"]] == [second.history, first.history]
+
+
+def test_a_diff_of_an_entry_whose_parent_is_gone_is_said_damaged(home: Home, workspace: WorkspaceId) -> None:
+    first, second = _entries(home, workspace)
+    _remove_pack_of(home, str(first.history))
+    assert second.history is not None
+    message = _refused_as_damaged(home, "memory", "diff", second.history)
+    assert f"entry {str(first.history)[:12]} (the one before {second.history[:12]})" in message
+    with _daemon(home) as methods, pytest.raises(RpcError) as refused:  # as the daemon answers
+        asyncio.run(methods.diff(HistoryDiffParams(entry=second.history)))
+    assert refused.value.code == HISTORY_REFUSED and "is damaged" in refused.value.message
+
+
+@pytest.mark.parametrize("damage", [_corrupt, _remove_pack_of])
+def test_the_damage_names_the_first_entry_that_does_not_read(
+    home: Home, workspace: WorkspaceId, damage: Callable[[Home, str], None]
+) -> None:
+    first, _ = _entries(home, workspace)
+    damage(home, str(first.history))
+    message = _refused_as_damaged(home, "memory", "log", "--cwd", workspace.cwd, "--no-stat")
+    assert f"entry {str(first.history)[:12]} (number 2 of ws-{workspace.key}, newest first)" in message
+
+
+@pytest.mark.parametrize("damage", [_corrupt, _remove_pack_of])
+def test_show_and_revert_of_an_unreadable_entry_say_it_is_damaged(
+    home: Home, workspace: WorkspaceId, damage: Callable[[Home, str], None]
+) -> None:
+    first, _ = _entries(home, workspace)
+    damage(home, str(first.history))
+    for args in (["show", "--at", str(first.history)[:10]], ["revert", str(first.history)]):
+        message = _refused_as_damaged(home, "memory", *args)
+        assert str(first.history)[:10] in message and "names no history entry" not in message
+
+
+def test_a_commit_whose_entry_was_not_written_names_none(
+    home: Home, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    _, second = _entries(home, workspace)
+    changes = tmp_path / "changes.json"
+    changes.write_text(json.dumps([put("beta").model_dump(mode="json")]))
+    args = ["memory", "apply", "--cwd", workspace.cwd, "--changes", str(changes), "--json"]
+    with _unwritable(home.root / "history" / "objects" / "pack"):
+        code, out, err = run(home, *args, "--expected-revision", second.revision)
+    answer = json.loads(out)
+    assert code == 0 and answer["status"] == "committed" and answer["history"] is None, (out, err)
+
+
+def test_the_daemons_own_commit_whose_entry_was_not_written_is_no_hand_edit(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    first = MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
+    with _daemon(home) as methods:
+        with _unwritable(home.root / "history" / "objects" / "pack"):
+            params = CommitWorkspaceParams(
+                cwd=workspace.cwd, expectedRevision=first.revision, changes=[put("beta")]
+            )
+            assert asyncio.run(methods.commit_workspace(params)).status == "committed"
+            methods.store.history.flush()  # its entry failed to be written
+        asyncio.run(methods.scope_changed(workspace.key))  # the watcher sees the commit's files
+        assert _kinds(methods, workspace) == ["recovered", "cli"]
+        _edit_by_hand(methods, workspace)  # once the scope's entries are written again, it is
+        assert _kinds(methods, workspace) == ["hand-edit", "recovered", "cli"]
+
+
+def test_a_history_deleted_under_the_daemon_starts_again_with_what_it_finds_as_recovered(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
+    with _daemon(home) as methods:
+        assert _kinds(methods, workspace) == ["cli"]
+        shutil.rmtree(home.root / "history")
+        assert _kinds(methods, workspace) == ["recovered"]
+        _edit_by_hand(methods, workspace)
+        assert _kinds(methods, workspace) == ["hand-edit", "recovered"]
