@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import cast
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls import uris
-from pygls.workspace import TextDocument
 
 from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import INDEX_FILE, RecordType, record_name_of, render_record
@@ -29,6 +30,7 @@ from remem.daemon.memory.validation import validate_record
 from remem.daemon.protocol.memory import Record
 
 from .server import RememServer
+from .text_documents import LspTextDocument
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -64,20 +66,24 @@ def memory_file(ls: RememServer, uri: str) -> MemoryFile | None:
     return MemoryFile(Kind.RECORD, path) if record_name_of(path.name) is not None else None
 
 
-def open_documents(ls: RememServer) -> dict[Path, TextDocument]:
+def open_documents(ls: RememServer) -> dict[Path, LspTextDocument]:
     """The documents the editor has open, by the file each one's own URI names."""
-    documents = ls.workspace.text_documents.values()
-    return {path: document for document in documents if (path := path_of(document.uri)) is not None}
+    return {path: document for document in _documents(ls) if (path := path_of(document.uri)) is not None}
 
 
-def opened(ls: RememServer, uri: str) -> TextDocument | None:
+def opened(ls: RememServer, uri: str) -> LspTextDocument | None:
     """The document the editor has open at `uri`; None if it has not opened it.
 
     Never pygls's `get_text_document`, which reads a file for a document that is not open (a
     `remem-session:` URI as a path at the disk's root): a feature answers on what the editor shows.
     """
     wanted = unquote(uri)  # however the editor encoded it this time
-    return next((d for d in ls.workspace.text_documents.values() if unquote(d.uri) == wanted), None)
+    return next((d for d in _documents(ls) if unquote(d.uri) == wanted), None)
+
+
+def _documents(ls: RememServer) -> Iterable[LspTextDocument]:
+    # The workspace made at `initialize` makes only these, and no document opens before it.
+    return cast("Iterable[LspTextDocument]", ls.workspace.text_documents.values())
 
 
 def text_of(ls: RememServer, path: Path) -> str | None:

@@ -1,30 +1,101 @@
-"""Open documents as the editor holds them: lines broken only where LSP breaks them.
+"""Open documents as the editor holds them: lines broken only where LSP breaks them, and a text
+every feature can encode.
 
 pygls applies an incremental change at the lines of `str.splitlines`, which also breaks at
 U+2028, U+2029, U+0085, form feeds and other separators; LSP, and remem's own positions, break
 only at `\\r\\n`, `\\r` and `\\n`. A change after such a character landed elsewhere: the server's
 text drifted from the editor's, its diagnostics went stale, and a quick fix that replaces the
 document wrote the drifted text over the user's edit.
+
+A character past the end of a line means the line's end (LSP); pygls took it for the line's
+last character when the line has no line break (the document's last), and an edit there landed
+one character early.
+
+An editor can send a lone surrogate (JSON `"\\ud800"`), which no file can hold: the validators,
+the parsers and the daemon link encode the text and failed on it (hover, lenses, code actions,
+the Memory view). `source`, what every feature reads, holds U+FFFD in its place, as remem reads
+such an escape everywhere (decision 0391); one UTF-16 unit, as the surrogate was, so every
+position stays true of the editor's text. The edits are applied to the text as sent
+(`editor_source`), where diagnostics find the surrogate to point at.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
-from pygls.workspace import TextDocument, Workspace
+from lsprotocol import types
+from pygls.workspace import PositionCodec, ServerTextPosition, TextDocument, Workspace
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, only a lone one: JSON pairs are joined
+
+
+def _first_lone_surrogate(text: str) -> int | None:
+    """The offset of the first lone surrogate in `text`; None when UTF-8 can encode it all."""
+    # A keystroke in a 1 MiB record runs this: an ASCII text (known in O(1)) holds no surrogate,
+    # and the codec finds one three times faster than a regular expression.
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
 
 
 class LspTextDocument(TextDocument):
+    # The last text as sent, the offset of its first lone surrogate, and the text mended: made
+    # once per text, which a keystroke in a long record asks for from several features.
+    _read: tuple[str, int | None, str] = ("", None, "")
+
+    @property
+    def editor_source(self) -> str:
+        """The text exactly as the editor sent it, lone surrogates included."""
+        return super().source
+
+    @property
+    def source(self) -> str:
+        """The editor's text with each lone surrogate as U+FFFD."""
+        return self._mended()[2]
+
+    @property
+    def lone_surrogate(self) -> int | None:
+        """The offset of the first lone surrogate of the editor's text; None when it has none."""
+        return self._mended()[1]
+
+    def _mended(self) -> tuple[str, int | None, str]:
+        sent = self.editor_source
+        if self._read[0] is not sent:
+            first = _first_lone_surrogate(sent)
+            self._read = (sent, first, sent if first is None else _SURROGATE.sub("\ufffd", sent))
+        return self._read
+
     @property
     def lines(self) -> Sequence[str]:
-        return tuple(_LINE.findall(self.source))
+        # pygls rebuilds the text from these when it applies a change: the text as sent.
+        return tuple(_LINE.findall(self.editor_source))
+
+
+class LspPositionCodec(PositionCodec):
+    """pygls's codec, a character past a line's end meaning the line's end."""
+
+    def position_from_client_units(
+        self, lines: Sequence[str], position: types.Position
+    ) -> ServerTextPosition:
+        if position.line < len(lines):
+            end = self.client_num_units(lines[position.line].rstrip("\r\n"))
+            position = types.Position(position.line, min(position.character, end))  # pygls changes its own
+        return super().position_from_client_units(lines, position)
 
 
 class LspWorkspace(Workspace):
-    """pygls's workspace, its text documents `LspTextDocument`s."""
+    """pygls's workspace, its text documents `LspTextDocument`s, its positions `LspPositionCodec`'s."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._position_codec = LspPositionCodec(self.position_encoding)
 
     @classmethod
     def like(cls, workspace: Workspace) -> LspWorkspace:

@@ -314,7 +314,8 @@ def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[type
         edit = context.edit(context.set_key("name", stem))
         actions.append(_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit))
     written = context.current("name")
-    if written is not None and _can_rename(context):
+    # The diagnostic may predate an edit of the name: a file is renamed only to a record's name.
+    if written is not None and valid_name(written) and _can_rename(context):
         target = context.file.path.with_name(f"{written}{RECORD_SUFFIX}")
         if not target.exists() and target not in open_documents(context.ls):
             rename = types.RenameFile(

@@ -283,3 +283,38 @@ async def test_a_mis_cased_key_is_renamed_not_added_again(client: LanguageClient
     uri = open_document(client, workspace_folder(HOME, "casekey") / "casekey.md", text)
     titles = [a.title for a in await code_actions(client, uri, "remem/missing-key", "remem/unknown-key")]
     assert titles == ["Rename the key to `name`"]
+
+
+async def test_an_edit_past_the_end_of_the_last_line_lands_at_its_end(client: LanguageClient) -> None:
+    """LSP takes a character past a line's length for the line's end: pygls took it for the
+    last character of a line without a line break, and inserted there ("BodXy")."""
+    text = record("eol", body="Body")
+    uri = open_document(client, workspace_folder(HOME, "eol") / "eol.md", text)
+    at = types.Position(5, 10)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(at, at), text="X")],
+        )
+    )
+    [action] = fixing(await code_actions(client, uri, "remem/trailing-newline"), "remem/trailing-newline")
+    assert action.edit is not None
+    [whole] = edits_for(action.edit, uri)
+    assert whole.new_text == record("eol", body="BodyX\n")
+
+
+async def test_no_rename_is_offered_to_a_name_no_record_may_have(client: LanguageClient) -> None:
+    """A name-mismatch diagnostic from before the name was edited to one that is no valid name:
+    renaming the file to `Fix Me.md` would make a file no record can live in."""
+    folder = workspace_folder(HOME, "stale")
+    uri = open_document(client, folder / "typo.md", record("wanted"))
+    await until(lambda: "remem/name-mismatch" in codes(client, uri))
+    stale = [d for d in client.diagnostics[uri] if d.code == "name-mismatch"]
+    change(client, uri, record("Fix Me"), 2)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=stale[0].range,
+        context=types.CodeActionContext(diagnostics=stale),
+    )
+    actions = await client.text_document_code_action_async(params) or []
+    assert [a.title for a in actions if a.title.startswith("Rename the file")] == []

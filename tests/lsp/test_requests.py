@@ -12,11 +12,12 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.sessions.projection import Projection
-from tests.lsp.editor import close, open_document, record, until
+from tests.lsp.editor import close, codes, open_document, record, until
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
 from tests.sessions.factory import SessionSpec, build_session, fork_session, write_session
@@ -276,3 +277,33 @@ async def test_bad_params_get_a_specific_error(editor: Editor, method: str, para
     with pytest.raises(JsonRpcException) as raised:
         await editor.request(method, params)
     assert says in raised.value.message
+
+
+async def test_a_lone_surrogate_is_read_as_the_replacement_character_by_every_feature(
+    editor: Editor, reviewed: Receipted
+) -> None:
+    """An editor can send a lone surrogate (JSON "\\ud800"): diagnostics judged it as U+FFFD, but
+    hover, lenses, code actions and the Memory view encoded the raw text and failed."""
+    client = editor.client
+    text = record("sur", description="x \ud800 y")
+    document = types.TextDocumentIdentifier(open_document(client, reviewed.folder / "sur.md", text))
+    index = types.TextDocumentIdentifier(open_document(client, reviewed.folder / "MEMORY.md", ""))
+    try:
+        await until(lambda: "remem/index-out-of-sync" in codes(client, index.uri))
+        hover = await client.text_document_hover_async(types.HoverParams(document, types.Position(1, 2)))
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        assert "x \ufffd y" in hover.contents.value
+        lenses = await client.text_document_code_lens_async(types.CodeLensParams(document))
+        assert not lenses  # no review wrote it
+        stale = client.diagnostics[index.uri]
+        context = types.CodeActionContext(diagnostics=stale)
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(index, stale[0].range, context)
+        )
+        assert actions, "the index is offered its fix"
+        overview = await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd})
+        [row] = [r for r in overview["records"] if r["name"] == "sur"]
+        assert row["description"] == "x \ufffd y"
+    finally:
+        close(client, document.uri)
+        close(client, index.uri)
