@@ -31,13 +31,14 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from pygls.exceptions import JsonRpcException, JsonRpcServerError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerError
 
-from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable, Hello
+from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable, Hello, RequestTooLarge
 from remem.daemon.home import Home
 from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.rpc import (
     APP_VERSION,
+    MAX_MESSAGE_BYTES,
     PROTOCOL_VERSION,
     DaemonInfo,
     Method,
@@ -154,6 +155,11 @@ class DaemonLink:
             return await self.client.request(method, params)
         except RpcError as exc:
             raise JsonRpcException(exc.message, exc.code, exc.data) from None
+        except RequestTooLarge as exc:  # a refusal of what was asked, never a crash of the server
+            raise JsonRpcInvalidParams(
+                f"{exc} is more than a message to the remem daemon may hold ({MAX_MESSAGE_BYTES} "
+                "bytes); nothing was sent"
+            ) from None
 
     async def _reached(self) -> None:
         if self.degraded is not None:

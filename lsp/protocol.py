@@ -15,10 +15,16 @@ stays open and the command answers what really happened (decision 0352).
 for their answers before it answers (pygls's own cancelled them while iterating the dict their
 futures leave at once, and failed; decision 0392).
 
+A plain request that writes (`WRITES`: `remem/revertMemory`) cannot be stopped once the daemon
+has it, and pygls answered a cancelled one, or one running at `shutdown`, as cancelled while the
+daemon committed. It is never cancelled: it answers what happened, and `shutdown` waits for it
+as for a command.
+
 pygls logs and drops a request whose params do not have the spec's shape (a hover at line
--1, a command without `command`), and a request after `shutdown`: the client would wait for
-an answer forever. Each gets its error here, as the spec has it: InvalidParams naming what is
-wrong, InvalidRequest after `shutdown`.
+-1, a command without `command`), one whose method is no string, and a request after
+`shutdown`: the client would wait for an answer forever. Each gets its error here, as the spec
+has it: InvalidParams naming what is wrong, InvalidRequest for the others. Before `initialize`
+a request is refused ServerNotInitialized and a notification, but `exit`, is dropped.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ class RawRequest:
 
 
 class _Answered:
-    """A request that was answered with its error while it was read: nothing more to do."""
+    """A message answered with its error (or dropped) while it was read: nothing more to do."""
 
 
 _ANSWERED = _Answered()
@@ -64,6 +70,8 @@ _ANSWERED = _Answered()
 # How long `shutdown` waits for the commands it asked to stop (a consolidation's cancel goes
 # through the daemon) before it cancels what is left and answers.
 SHUTDOWN_WAIT = 5.0
+# The plain requests that change memory: each runs to its end and answers what it did.
+WRITES = frozenset({ids.REVERT_MEMORY})
 
 
 @dataclass
@@ -82,6 +90,7 @@ class RememProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._commands: dict[MsgId, CommandRequest] = {}
+        self._writes: set[MsgId] = set()  # the `WRITES` requests running
         self._initialized = False
 
     @lsp_method(types.INITIALIZE)
@@ -98,6 +107,9 @@ class RememProtocol(LanguageServerProtocol):
         return self._shutdown
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        # Called for every object of a message, innermost first: a message is what has `jsonrpc`.
+        if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
+            return self._unnamed(data)
         wrong = _loose_arguments(data)
         if wrong is None:
             try:
@@ -112,6 +124,14 @@ class RememProtocol(LanguageServerProtocol):
                     wrong = "params not of the spec's shape"
         answer = JsonRpcInvalidParams(f"{data['method']}: {wrong}")
         self._send_response(data["id"], None, answer.to_response_error())
+        return _ANSWERED
+
+    def _unnamed(self, data: dict[str, Any]) -> _Answered:
+        """A message whose method is no string, which pygls failed on (no `startswith`) and
+        answered nothing: a request is refused InvalidRequest, a notification dropped."""
+        if isinstance(data.get("id"), int | str):
+            refused = JsonRpcInvalidRequest("`method` must be a string")
+            self._send_response(data["id"], None, refused.to_response_error())
         return _ANSWERED
 
     def handle_message(self, message: Any) -> None:
@@ -132,6 +152,16 @@ class RememProtocol(LanguageServerProtocol):
             self._send_response(msg_id, None, JsonRpcServerNotInitialized().to_response_error())
             return
         super()._handle_request(msg_id, method_name, params)
+        future = self._request_futures.get(msg_id) if method_name in WRITES else None
+        if future is not None and not future.done():
+            self._writes.add(msg_id)
+            future.add_done_callback(lambda _: self._writes.discard(msg_id))
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        # The spec drops every notification but `exit` before `initialize`: a document opened
+        # then would be refused with a popup, and `initialized` would start the daemon.
+        if self._initialized or method_name == types.EXIT:
+            super()._handle_notification(method_name, params)
 
     # pygls caches its own with functools.lru_cache, which mypy takes for the method's type.
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
@@ -162,22 +192,26 @@ class RememProtocol(LanguageServerProtocol):
         # failed with "dictionary changed size during iteration" and `exit` with status 1. Each
         # running command is asked to stop instead, as a cancelled progress asks it, and has a
         # moment to answer what happened and end its progress, before the daemon link closes.
+        # A running write is waited for too, and never cancelled: the daemon may have committed
+        # it; one still running when the link closes answers that it may or may not be done.
         current = self.msg_id
-        if self._commands:
-            yield self._stop_commands, (), None
+        if self._commands or self._writes:
+            yield self._finish_running, (), None
         if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
             yield user_handler, args, None
         for msg_id, future in list(self._request_futures.items()):  # what is left, cancelled
-            if msg_id != current and not future.done():
+            if msg_id != current and msg_id not in self._writes and not future.done():
                 future.cancel()
         self._shutdown = True
         return None
 
-    async def _stop_commands(self) -> None:
-        """Ask every running command to stop; wait (at most `SHUTDOWN_WAIT`) for their answers."""
+    async def _finish_running(self) -> None:
+        """Ask every running command to stop; wait (at most `SHUTDOWN_WAIT`) for their answers
+        and those of the running writes."""
         running = []
-        for request_id, request in self._commands.items():
+        for request in self._commands.values():
             request.stop.set()
+        for request_id in [*self._commands, *self._writes]:
             future = self._request_futures.get(request_id)
             if future is not None and not future.done():
                 running.append(asyncio.wrap_future(future) if isinstance(future, Future) else future)
@@ -197,6 +231,8 @@ class RememProtocol(LanguageServerProtocol):
             yield from super().lsp_work_done_progress_cancel(params)
 
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
+        if msg_id in self._writes:
+            return  # it may have written already: it answers what it did
         request = self._commands.get(msg_id)
         if request is None:
             super()._handle_cancel_notification(msg_id)

@@ -107,6 +107,31 @@ async def stop_editor(editor: Editor) -> None:
         stop_daemon(editor.home)
 
 
+async def shutdown(editor: Editor) -> None:
+    """`shutdown`, answered null."""
+    assert await asyncio.wait_for(editor.client.shutdown_async(None), 20) is None
+
+
+async def exit_status(editor: Editor) -> int:
+    """`exit`, and the status the server ends with."""
+    editor.client.exit(None)
+    server = editor.client._server
+    assert server is not None
+    return await asyncio.wait_for(server.wait(), 20)
+
+
+async def close(editor: Editor) -> None:
+    """Stop the client, with its server however the test left it."""
+    server = editor.client._server
+    if server is not None and server.returncode is None:
+        editor.client.exit(None)
+        try:
+            await asyncio.wait_for(server.wait(), 10)
+        except TimeoutError:
+            server.kill()
+    await editor.client.stop()
+
+
 def stopping_daemon(home: Home) -> Callable[[], Iterator[None]]:
     """An autouse module fixture: at the end it stops `home`'s daemon, which the server started."""
 

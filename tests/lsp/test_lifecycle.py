@@ -8,6 +8,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -134,3 +135,43 @@ def test_a_request_before_initialize_is_refused_and_starts_no_daemon(tmp_path: P
         server.wait()
         if DaemonPaths(home).status.exists():  # started after all: never left running
             stop_daemon(home)
+
+
+def test_a_message_whose_method_is_no_string_is_an_invalid_request(tmp_path: Path) -> None:
+    with _server(Home(tmp_path / "home")) as server:
+        assert server.stdin is not None and server.stdout is not None
+        _send(server.stdin, {"method": 6})  # a notification: nobody waits for an answer
+        _send(server.stdin, {"id": 78, "method": 5})
+        refused = _answer(server.stdout, 78)["error"]
+        assert (refused["code"], refused["message"]) == (-32600, "`method` must be a string")
+
+
+def test_a_notification_before_initialize_is_dropped_and_starts_no_daemon(tmp_path: Path) -> None:
+    home = Home(tmp_path / "home")
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
+    server = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        document = {"uri": home.global_file.as_uri(), "languageId": "markdown", "version": 1, "text": "x\n"}
+        _send(server.stdin, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
+        _send(server.stdin, {"method": "initialized", "params": {}})
+        _send(server.stdin, {"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+        heard = _until_answer(server.stdout, 1)
+        assert [m["method"] for m in heard if "method" in m] == [], "no popup, no diagnostics"
+        time.sleep(3)  # what `initialized` would have started by now
+        assert not DaemonPaths(home).status.exists(), "no daemon was started for it"
+    finally:
+        server.kill()
+        server.wait()
+        if DaemonPaths(home).status.exists():  # started after all: never left running
+            stop_daemon(home)
+
+
+def _until_answer(stream: IO[bytes], msg_id: int) -> list[dict[str, Any]]:
+    """What the server sends up to and including its answer to `msg_id`."""
+    heard = [_receive(stream)]
+    while heard[-1].get("id") != msg_id or "method" in heard[-1]:
+        heard.append(_receive(stream))
+    return heard

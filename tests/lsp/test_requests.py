@@ -307,3 +307,27 @@ async def test_a_lone_surrogate_is_read_as_the_replacement_character_by_every_fe
     finally:
         close(client, document.uri)
         close(client, index.uri)
+
+
+async def test_an_open_text_too_large_to_send_is_judged_as_saved(editor: Editor, reviewed: Receipted) -> None:
+    """JSON escapes each "é" as 6 bytes: a 1.4 MB record (under the 4 MiB file cap) made the
+    overview's call to the daemon too large to send, and the view failed on every refresh."""
+    path = reviewed.folder / "long.md"
+    path.write_text(record("long"))
+    uri = open_document(editor.client, path, record("long", description="Unsaved", body="é" * 700_000))
+    try:
+        overview = await editor.request("remem/memoryOverview", {"cwd": reviewed.cwd})
+    finally:
+        close(editor.client, uri)
+        path.unlink()
+    [row] = [r for r in overview["records"] if r["name"] == "long"]
+    assert (row["description"], row["valid"]) == ("A fact", True)
+
+
+async def test_a_request_too_large_for_the_daemon_is_refused_as_such(editor: Editor) -> None:
+    with pytest.raises(JsonRpcException) as refused:
+        await editor.request("remem/sessionTurns", {"id": "é" * 700_000})
+    assert refused.value.code == -32602
+    assert refused.value.message.endswith(
+        "is more than a message to the remem daemon may hold (4194304 bytes); nothing was sent"
+    )

@@ -14,33 +14,10 @@ from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, hang
 from tests.lsp.consolidating import consolidating, source
 from tests.lsp.editor import until
-from tests.lsp.live import Editor, start_editor, stop_daemon
+from tests.lsp.live import close, exit_status, shutdown, start_editor, stop_daemon
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 fake, home, _ = consolidating("lsp-shutdown-running")
-
-
-async def shutdown(editor: Editor) -> None:
-    assert await asyncio.wait_for(editor.client.shutdown_async(None), 20) is None
-
-
-async def exit_status(editor: Editor) -> int:
-    editor.client.exit(None)
-    server = editor.client._server
-    assert server is not None
-    return await asyncio.wait_for(server.wait(), 20)
-
-
-async def close(editor: Editor) -> None:
-    """Stop the client, with its server however the test left it."""
-    server = editor.client._server
-    if server is not None and server.returncode is None:
-        editor.client.exit(None)
-        try:
-            await asyncio.wait_for(server.wait(), 10)
-        except TimeoutError:
-            server.kill()
-    await editor.client.stop()
 
 
 async def test_shutdown_stops_a_consolidation_waiting_for_the_model(fake: FakeOpenAI, home: Home) -> None:
