@@ -7,6 +7,8 @@ The test holds Global's scope lock, so the daemon's revert waits for it while th
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -40,22 +42,26 @@ def entries() -> int:
     return len(MemoryStore(HOME).history.log(None))
 
 
-def revert(editor: Editor, entry: str, msg_id: str) -> asyncio.Future[Any]:
-    return asyncio.wrap_future(
-        editor.client.protocol.send_request("remem/revertMemory", {"entry": entry}, msg_id=msg_id)
-    )
+@asynccontextmanager
+async def held_revert(editor: Editor, entry: str, msg_id: str) -> AsyncIterator[asyncio.Future[Any]]:
+    """A revert the daemon has and waits on, Global's lock held: the block sends what meets it,
+    and its end checks that nothing was answered yet, then lets the revert commit."""
+    with file_lock(GLOBAL_LOCK):
+        answer = asyncio.wrap_future(
+            editor.client.protocol.send_request("remem/revertMemory", {"entry": entry}, msg_id=msg_id)
+        )
+        await asyncio.sleep(REACHED_DAEMON)
+        yield answer
+        await asyncio.sleep(0.5)
+        assert not answer.done(), "answered before the daemon had done it"
 
 
 async def test_a_cancelled_revert_answers_its_commit() -> None:
     entry, before = revertible("First.\n", "Second.\n"), entries()
     editor = await start_editor(HOME)
     try:
-        with file_lock(GLOBAL_LOCK):
-            answer = revert(editor, entry, "revert-1")
-            await asyncio.sleep(REACHED_DAEMON)
+        async with held_revert(editor, entry, "revert-1") as answer:
             editor.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="revert-1"))
-            await asyncio.sleep(0.5)
-            assert not answer.done(), "answered before the daemon had done it"
         assert (await asyncio.wait_for(answer, 20))["status"] == "committed"
         await until(lambda: entries() == before + 1)
         assert HOME.global_file.read_text() == "First.\n"
@@ -67,12 +73,8 @@ async def test_shutdown_waits_for_a_revert_and_answers_its_commit() -> None:
     entry, before = revertible("Third.\n", "Fourth.\n"), entries()
     editor = await start_editor(HOME)
     try:
-        with file_lock(GLOBAL_LOCK):
-            answer = revert(editor, entry, "revert-2")
-            await asyncio.sleep(REACHED_DAEMON)
+        async with held_revert(editor, entry, "revert-2") as answer:
             closing = asyncio.ensure_future(shutdown(editor))
-            await asyncio.sleep(0.5)
-            assert not answer.done(), "answered before the daemon had done it"
         assert (await asyncio.wait_for(answer, 20))["status"] == "committed"
         await closing
         assert await exit_status(editor) == 0
