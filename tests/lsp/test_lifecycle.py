@@ -56,18 +56,27 @@ def _read_answer(stream: IO[bytes], msg_id: int) -> dict[str, Any]:
 @contextlib.contextmanager
 def _server(home: Home) -> Iterator[subprocess.Popen[bytes]]:
     """`remem lsp` over pipes, initialized (no `initialized`: it starts no daemon)."""
+    with _uninitialized(home) as server:
+        assert server.stdin is not None and server.stdout is not None
+        _send(server.stdin, {"id": 0, "method": "initialize", "params": {"capabilities": {}}})
+        assert "capabilities" in _answer(server.stdout, 0)["result"]
+        yield server
+
+
+@contextlib.contextmanager
+def _uninitialized(home: Home) -> Iterator[subprocess.Popen[bytes]]:
+    """`remem lsp` over pipes, before `initialize`; killed after, with any daemon it started."""
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
     server = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
-    assert server.stdin is not None and server.stdout is not None
     try:
-        _send(server.stdin, {"id": 0, "method": "initialize", "params": {"capabilities": {}}})
-        assert "capabilities" in _answer(server.stdout, 0)["result"]
         yield server
     finally:
         server.kill()
         server.wait()
+        if DaemonPaths(home).status.exists():  # started after all: never left running
+            stop_daemon(home)
 
 
 def test_a_request_whose_params_break_the_spec_is_answered_with_what_is_wrong(tmp_path: Path) -> None:
@@ -115,12 +124,8 @@ def test_exit_without_shutdown_ends_with_an_error_status(tmp_path: Path) -> None
 
 def test_a_request_before_initialize_is_refused_and_starts_no_daemon(tmp_path: Path) -> None:
     home = Home(tmp_path / "home")
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
-    server = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    assert server.stdin is not None and server.stdout is not None
-    try:
+    with _uninitialized(home) as server:
+        assert server.stdin is not None and server.stdout is not None
         _send(server.stdin, {"id": 1, "method": "remem/sessionTree", "params": {"cwd": str(tmp_path)}})
         _send(server.stdin, {"id": 2, "method": "textDocument/hover", "params": {
             "textDocument": {"uri": (tmp_path / "a.md").as_uri()}, "position": {"line": 0, "character": 0}
@@ -130,11 +135,6 @@ def test_a_request_before_initialize_is_refused_and_starts_no_daemon(tmp_path: P
         assert not DaemonPaths(home).status.exists(), "no daemon was started for it"
         _send(server.stdin, {"id": 3, "method": "initialize", "params": {"capabilities": {}}})
         assert "capabilities" in _receive(server.stdout)["result"]
-    finally:
-        server.kill()
-        server.wait()
-        if DaemonPaths(home).status.exists():  # started after all: never left running
-            stop_daemon(home)
 
 
 def test_a_message_whose_method_is_no_string_is_an_invalid_request(tmp_path: Path) -> None:
@@ -148,12 +148,8 @@ def test_a_message_whose_method_is_no_string_is_an_invalid_request(tmp_path: Pat
 
 def test_a_notification_before_initialize_is_dropped_and_starts_no_daemon(tmp_path: Path) -> None:
     home = Home(tmp_path / "home")
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
-    server = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    assert server.stdin is not None and server.stdout is not None
-    try:
+    with _uninitialized(home) as server:
+        assert server.stdin is not None and server.stdout is not None
         document = {"uri": home.global_file.as_uri(), "languageId": "markdown", "version": 1, "text": "x\n"}
         _send(server.stdin, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
         _send(server.stdin, {"method": "initialized", "params": {}})
@@ -162,11 +158,6 @@ def test_a_notification_before_initialize_is_dropped_and_starts_no_daemon(tmp_pa
         assert [m["method"] for m in heard if "method" in m] == [], "no popup, no diagnostics"
         time.sleep(3)  # what `initialized` would have started by now
         assert not DaemonPaths(home).status.exists(), "no daemon was started for it"
-    finally:
-        server.kill()
-        server.wait()
-        if DaemonPaths(home).status.exists():  # started after all: never left running
-            stop_daemon(home)
 
 
 def _until_answer(stream: IO[bytes], msg_id: int) -> list[dict[str, Any]]:
