@@ -116,9 +116,12 @@ def register(server: RememServer) -> None:
     @server.feature(ids.MEMORY_HISTORY)
     async def memory_history(ls: RememServer, params: Any) -> dict[str, Any]:
         scope = parse(HistoryScope, params, ids.MEMORY_HISTORY)
-        answer = await ls.link.api.memory_log(HistoryLogParams(cwd=scope.cwd, limit=HISTORY_LIMIT, stat=True))
+        # A record's entries may all lie past its workspace's newest HISTORY_LIMIT: kept from
+        # the whole log (no limit), then limited.
+        limit = HISTORY_LIMIT if scope.record is None else None
+        answer = await ls.link.api.memory_log(HistoryLogParams(cwd=scope.cwd, limit=limit, stat=True))
         if scope.record is not None:
-            answer.entries = [e for e in answer.entries if _touches(e, scope.record)]
+            answer.entries = [e for e in answer.entries if _touches(e, scope.record)][:HISTORY_LIMIT]
         return answer.model_dump(mode="json")
 
     @server.feature(ids.MEMORY_AT)

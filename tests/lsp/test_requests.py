@@ -16,10 +16,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from remem.daemon.sessions.projection import Projection
+from remem.lsp.features.requests import HISTORY_LIMIT
 from tests.lsp.editor import close, codes, open_document, record, until
 from tests.lsp.live import Editor
 from tests.lsp.receipted import NAME, Receipted
+from tests.memory.factory import put
 from tests.sessions.factory import SessionSpec, build_session, fork_session, write_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -240,6 +243,23 @@ async def test_memory_history_and_the_files_an_entry_left(editor: Editor, review
         assert answer["entries"] == expected
     at = await editor.request("remem/memoryAt", {"entry": entry["id"][:12]})
     assert at["files"] == {f"{NAME}.md": reviewed.record.read_text()} and at["entry"]["id"] == entry["id"]
+
+
+async def test_a_records_history_reaches_past_the_newest_entries_of_its_workspace(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The history view of one record asked for the workspace's newest entries, then kept the
+    record's: a record last changed before them read "no history yet"."""
+    cwd = str(tmp_path)
+    store = MemoryStore(editor.home)
+    workspace = WorkspaceId.from_cwd(cwd)
+    old = store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put("old")])
+    for n in range(HISTORY_LIMIT):
+        store.commit_workspace(
+            workspace, store.read_workspace(workspace).revision, [put("busy", f"Take {n}.\n")]
+        )
+    answer = await editor.request("remem/memoryHistory", {"cwd": cwd, "record": "old"})
+    assert [e["id"] for e in answer["entries"]] == [old.history]
 
 
 async def test_settings_name_the_route(editor: Editor) -> None:
