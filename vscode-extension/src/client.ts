@@ -22,8 +22,9 @@ import type {
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 
-import { notFoundMessage, resolveExecutable } from './executable';
+import { notFoundMessage, notStringMessage, resolveExecutable, serverFolder } from './executable';
 import type { Server } from './flows';
+import { Settings } from './ids';
 import {
   type ConsolidationOutcome,
   Notifications,
@@ -43,6 +44,16 @@ function isExecutable(candidate: string): boolean {
     return false;
   }
 }
+
+function isDirectory(candidate: string): boolean {
+  try {
+    return fs.statSync(candidate).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const NOT_RUNNING = 'remem: the language server is not running. Run "Remem: Restart Server".';
 
 /** The client library, read at the first start rather than with the extension (decision 0245). */
 function library(): typeof Library {
@@ -93,9 +104,12 @@ export class RememClient implements Server, vscode.Disposable {
     return this.ready;
   }
 
+  /** Stops the server and starts it again. A start that fails is no error of the restart's: the
+   * start has reported it (status bar, a message with its fix, the log) and the views, read again,
+   * show why. */
   async restart(): Promise<void> {
     await this.stop();
-    await this.start();
+    await this.start().catch(() => undefined);
   }
 
   async stop(): Promise<void> {
@@ -111,13 +125,14 @@ export class RememClient implements Server, vscode.Disposable {
   }
 
   async request<R>(method: string, params: object): Promise<R> {
-    return (await this.running()).sendRequest<R>(method, params);
+    return answered((await this.running()).sendRequest<R>(method, params));
   }
 
   async command<R>(id: string, arg: object): Promise<R> {
     const client = await this.running();
-    if (id === ServerCommands.consolidate) return this.consolidate(client, arg) as Promise<R>;
-    return client.sendRequest(library().ExecuteCommandRequest.type, { command: id, arguments: [arg] }) as Promise<R>;
+    if (id === ServerCommands.consolidate) return answered(this.consolidate(client, arg)) as Promise<R>;
+    const params = { command: id, arguments: [arg] };
+    return answered(client.sendRequest(library().ExecuteCommandRequest.type, params)) as Promise<R>;
   }
 
   dispose(): void {
@@ -131,16 +146,17 @@ export class RememClient implements Server, vscode.Disposable {
 
   private async running(): Promise<LanguageClient> {
     await this.firstStart;
-    if (!this.ready) throw new Error('remem: the language server is not running. Run "Remem: Restart Server".');
+    if (!this.ready) throw new Error(NOT_RUNNING);
     return this.ready;
   }
 
   private async launch(): Promise<LanguageClient> {
-    const setting = vscode.workspace.getConfiguration('remem').get<string>('command', 'remem');
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
-    const executable = resolveExecutable(setting, process.env, cwd, isExecutable);
+    const setting = vscode.workspace.getConfiguration(Settings.section).get<unknown>(Settings.command, 'remem');
+    // A folder gone from disk, or not on this machine, would fail the spawn with ENOENT naming remem.
+    const cwd = serverFolder(vscode.workspace.workspaceFolders ?? [], isDirectory, os.homedir());
+    const executable = typeof setting === 'string' ? resolveExecutable(setting, process.env, cwd, isExecutable) : null;
     if (!executable) {
-      const message = notFoundMessage(setting);
+      const message = typeof setting === 'string' ? notFoundMessage(setting) : notStringMessage(setting);
       this.tell({ state: 'unavailable', message });
       void this.offerFix(message);
       throw new Error(message);
@@ -211,7 +227,7 @@ export class RememClient implements Server, vscode.Disposable {
   private async offerFix(message: string): Promise<void> {
     const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Log');
     if (choice === 'Open Settings') {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'remem.command');
+      await vscode.commands.executeCommand('workbench.action.openSettings', Settings.commandName);
     } else if (choice === 'Show Log') {
       this.log.show();
     }
@@ -259,5 +275,17 @@ export class RememClient implements Server, vscode.Disposable {
         listener.dispose();
       }
     });
+  }
+}
+
+/** A request's answer; the library's "Client is not running" (it gave up restarting a server that
+ * kept crashing, or it is stopping) says what to do instead. */
+async function answered<R>(answer: Thenable<R>): Promise<R> {
+  try {
+    return await answer;
+  } catch (error) {
+    const code = (error as { code?: unknown } | undefined)?.code;
+    if (code === library().ErrorCodes.ConnectionInactive) throw new Error(NOT_RUNNING);
+    throw error;
   }
 }

@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { RememClient } from './client';
 import * as flows from './flows';
 import { HistoryProvider } from './history';
+import { ClientCommands, ContextKeys, Settings, STATUS_ITEM, Views } from './ids';
 import { MemoryView } from './memoryView';
 import { HISTORY_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
 import { ReceiptPanels } from './receipts';
@@ -29,7 +30,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const server = new RememClient(log);
   client = server;
   const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
-  const sessionsTree = vscode.window.createTreeView('remem.sessions', { treeDataProvider: sessions, showCollapseAll: true });
+  const sessionsTree = vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions, showCollapseAll: true });
   sessions.onDescription = (text) => {
     sessionsTree.description = text;
   };
@@ -40,7 +41,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const row = (arg: unknown): unknown =>
     typeof arg === 'object' && arg !== null && 'selected' in arg ? (sessionsTree.selection[0] ?? selected) : arg;
   const showArchived = async (show: boolean): Promise<void> => {
-    await vscode.commands.executeCommand('setContext', 'remem.showArchived', show);
+    await vscode.commands.executeCommand('setContext', ContextKeys.showArchived, show);
     sessions.setShowArchived(show);
   };
   const memory = new MemoryView(server, workspaceFolders);
@@ -55,9 +56,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // branch just made) is retitled once open, by the transcripts' watch on the tabs.
   const openTranscript: flows.Ui['openTranscript'] = (session, title, turn, keepFocus) =>
     editorUi.openTranscript(session, sessions.labelOf(session) ?? title, turn, keepFocus);
-  const statusItem = vscode.window.createStatusBarItem('remem.status', vscode.StatusBarAlignment.Left, 10);
+  const statusItem = vscode.window.createStatusBarItem(STATUS_ITEM, vscode.StatusBarAlignment.Left, 10);
   statusItem.name = 'Remem';
-  statusItem.command = 'remem.showLog';
+  statusItem.command = ClientCommands.showLog;
 
   const refreshSessions = debounce(() => {
     sessions.refresh();
@@ -112,7 +113,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     receipts,
     statusItem,
     sessionsTree,
-    vscode.window.createTreeView('remem.memory', { treeDataProvider: memory }),
+    vscode.window.createTreeView(Views.memory, { treeDataProvider: memory }),
     vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, transcripts),
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, new HistoryProvider(server)),
     sessionsTree.onDidChangeSelection(({ selection }) => {
@@ -138,33 +139,35 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       refreshMemory();
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration('remem.command')) void restart();
+      if (event.affectsConfiguration(Settings.commandName)) void restart();
     }),
-    command('remem.consolidateSession', (arg) => flows.consolidateSession(ctx, arg)),
-    command('remem.branchFromTurn', (arg) => flows.branchFromTurn(ctx, arg)),
-    command('remem.openGlobalMemory', () => flows.openGlobalMemory(ctx)),
-    command('remem.openWorkspaceMemory', (arg) => flows.openWorkspaceMemory(ctx, arg)),
-    command('remem.openTranscript', (arg) => flows.openTranscript(ctx, arg)),
-    command('remem.showReceipt', (arg) => flows.showReceipt(ctx, arg)),
-    command('remem.showMemoryHistory', (arg) => flows.showMemoryHistory(ctx, arg)),
-    command('remem.selectModel', () => flows.selectModel(ctx)),
-    command('remem.enterApiKey', () => flows.enterApiKey(ctx)),
-    command('remem.renameSession', (arg) => flows.renameSession(ctx, row(arg))),
-    command('remem.archiveSession', (arg) => flows.setArchived(ctx, row(arg), true)),
-    command('remem.restoreSession', (arg) => flows.setArchived(ctx, row(arg), false)),
-    command('remem.showArchived', () => showArchived(true)),
-    command('remem.hideArchived', () => showArchived(false)),
+    command(ClientCommands.consolidateSession, (arg) => flows.consolidateSession(ctx, arg)),
+    command(ClientCommands.branchFromTurn, (arg) => flows.branchFromTurn(ctx, arg)),
+    command(ClientCommands.openGlobalMemory, () => flows.openGlobalMemory(ctx)),
+    command(ClientCommands.openWorkspaceMemory, (arg) => flows.openWorkspaceMemory(ctx, arg)),
+    command(ClientCommands.openTranscript, (arg) => flows.openTranscript(ctx, arg)),
+    command(ClientCommands.showReceipt, (arg) => flows.showReceipt(ctx, arg)),
+    command(ClientCommands.showMemoryHistory, (arg) => flows.showMemoryHistory(ctx, arg)),
+    command(ClientCommands.selectModel, () => flows.selectModel(ctx)),
+    command(ClientCommands.enterApiKey, () => flows.enterApiKey(ctx)),
+    command(ClientCommands.renameSession, (arg) => flows.renameSession(ctx, row(arg))),
+    command(ClientCommands.archiveSession, (arg) => flows.setArchived(ctx, row(arg), true)),
+    command(ClientCommands.restoreSession, (arg) => flows.setArchived(ctx, row(arg), false)),
+    command(ClientCommands.showArchived, () => showArchived(true)),
+    command(ClientCommands.hideArchived, () => showArchived(false)),
     vscode.window.registerFileDecorationProvider(archivedRows),
-    command('remem.openFile', (path) => editorUi.openFile(String(path))),
-    command('remem.learnMore', () => learnMore(context.extensionUri)),
-    command('remem.restartServer', () => restart()),
-    command('remem.showLog', async () => log.show()),
-    command('remem.refreshSessions', async () => refreshSessions()),
-    command('remem.refreshMemory', async () => refreshMemory()),
+    command(ClientCommands.openFile, (path) => editorUi.openFile(String(path))),
+    command(ClientCommands.learnMore, () => learnMore(context.extensionUri)),
+    command(ClientCommands.restartServer, () => restart()),
+    command(ClientCommands.showLog, async () => log.show()),
+    command(ClientCommands.refreshSessions, async () => refreshSessions()),
+    command(ClientCommands.refreshMemory, async () => refreshMemory()),
   );
 
   void startAfterFirstRows(server, sessions);
 
+  /** Never rejects: a server that cannot start was reported by the client (once, with its fix),
+   * and the views, read again, show why instead of the old server's rows. */
   async function restart(): Promise<void> {
     await server.restart();
     refreshSessions();

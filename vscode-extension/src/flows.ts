@@ -34,6 +34,7 @@ import {
   type SessionPick,
   receiptPicks,
   sessionPicks,
+  statText,
   transcriptPicks,
   turnPicks,
 } from './picks';
@@ -125,6 +126,7 @@ async function sessionsOf(ctx: FlowContext, folder: Folder): Promise<FlatNode[]>
 interface Chosen {
   session: string;
   label?: string; // as the tree and the pickers name it
+  node?: FlatNode; // the row picked, when the user picked one
 }
 
 /** The session named by the argument, or the one the user picks from `candidates`. */
@@ -138,10 +140,11 @@ async function chooseSession(
 ): Promise<Chosen> {
   if (target.session) return { session: target.session, label: target.label };
   const folder = await chooseFolder(ctx, target.cwd);
-  const items = preferredFirst(candidates(await sessionsOf(ctx, folder), ctx.now()), preferred);
+  const nodes = await sessionsOf(ctx, folder);
+  const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, none);
   const pick = chosen(await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' }));
-  return { session: pick.session, label: pick.title ?? pick.label };
+  return { session: pick.session, label: pick.title ?? pick.label, node: nodes.find((n) => n.id === pick.session) };
 }
 
 /** How the tree names `session`, for a command that got only its id (a lens, a link). */
@@ -282,12 +285,17 @@ function refusalCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** A refusal's `data`: `code`, and `files` (the memory files to fix) when memory is invalid. */
-function refusalData(error: unknown): { code?: unknown; files: string[] } {
+/** A refusal's `data`: `code`, `files` (the memory files to fix) when memory is invalid, and the
+ * messages of its `problems` when the changes it would have written are invalid. */
+function refusalData(error: unknown): { code?: unknown; files: string[]; problems: string[] } {
   const data = typeof error === 'object' && error !== null && 'data' in error ? error.data : undefined;
-  if (typeof data !== 'object' || data === null) return { files: [] };
+  if (typeof data !== 'object' || data === null) return { files: [], problems: [] };
   const files = 'files' in data && Array.isArray(data.files) ? data.files.filter((f) => typeof f === 'string') : [];
-  return { code: 'code' in data ? data.code : undefined, files };
+  const listed: unknown[] = 'problems' in data && Array.isArray(data.problems) ? data.problems : [];
+  const problems = listed.flatMap((p) =>
+    typeof p === 'object' && p !== null && 'message' in p && typeof p.message === 'string' ? [p.message] : [],
+  );
+  return { code: 'code' in data ? data.code : undefined, files, problems };
 }
 
 export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<string | null> {
@@ -428,7 +436,9 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
   const now = `Consolidation now uses ${updated.provider} / ${updated.model}`;
   if (updated.keyReady) {
-    await ctx.ui.info(`${now}; ${updated.apiKeyEnv ? 'its API key is set' : 'it needs no API key'}.`);
+    // Not awaited: a message resolves only once dismissed, and a consolidation waiting for this
+    // route (Select Model… of a missing key) goes on meanwhile.
+    void ctx.ui.info(`${now}; ${updated.apiKeyEnv ? 'its API key is set' : 'it needs no API key'}.`);
     return updated;
   }
   const choice = await ctx.ui.warn(`${now}, but it has no API key yet: ${updated.keyProblem ?? ''}`, ENTER_KEY);
@@ -460,8 +470,10 @@ async function chooseModel(ctx: FlowContext, provider: string, current?: string)
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
   await ownSessionOnly(ctx, arg, 'rename');
   const target = sessionTarget(arg);
-  const { session } = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
-  const current = isNodeArg(arg) ? sessionTitle(arg.node) : '';
+  const { session, node } = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
+  // The title itself, not the row's label ("After turn 2 · …" is no part of a branch's title).
+  const row = isNodeArg(arg) ? arg.node : node;
+  const current = row ? sessionTitle(row) : '';
   const answer = await ctx.ui.input({
     title: 'Remem: Rename Session',
     prompt: 'New title of the session',
@@ -500,20 +512,26 @@ function isNodeArg(arg: unknown): arg is { node: FlatNode } {
 
 export const UNDO = 'Undo this change';
 
-/** The history to show: Global memory, one record, or (from the palette) the whole workspace. */
-async function historyScope(
-  ctx: FlowContext,
-  arg: unknown,
-): Promise<{ params: object; file?: string; what: string }> {
+/** The history to show: Global memory, one record, or (from the palette) the whole workspace.
+ * `whole` asks for the history an undo acts on: a record's is its workspace's, unfiltered. */
+interface HistoryScope {
+  params: object;
+  whole?: object; // absent: `params` asks for it already
+  file?: string;
+  what: string;
+}
+
+async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScope> {
   const path = fileTarget(arg).path;
   const folder = await chooseFolder(ctx, sessionTarget(arg).cwd);
   const ov = await ctx.server.request<MemoryOverview>(Requests.memoryOverview, { cwd: folder.cwd });
   if (path && path === ov.global.path) return { params: {}, file: 'GLOBAL.md', what: 'Global memory' };
   const record = path ? ov.records.find((r) => r.path === path) : undefined;
+  const workspace = { cwd: folder.cwd };
   if (record) {
-    return { params: { cwd: folder.cwd, record: record.name }, file: `${record.name}.md`, what: record.name };
+    return { params: { ...workspace, record: record.name }, whole: workspace, file: `${record.name}.md`, what: record.name };
   }
-  return { params: { cwd: folder.cwd }, what: `${folder.name}'s memory` };
+  return { params: workspace, what: `${folder.name}'s memory` };
 }
 
 /** The file of an entry to diff: the one asked about, else the one it changed, else a pick. */
@@ -536,30 +554,64 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
     title: `Remem: History of ${scope.what}`,
     placeholder: 'Pick a change to see it (newest first)',
   });
-  const { entry, index } = chosen(pick);
+  const { entry } = chosen(pick);
   const file = await changedFile(ctx, entry, scope.file);
   await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
-  return undoChange(ctx, entry, index);
+  return undoChange(ctx, entry, scope, entries);
+}
+
+/** The changes made after `entry`, named. The revert restores the whole of Global memory or of the
+ * workspace, so they are undone with it whatever record they touched: they are counted in the
+ * unfiltered history, not in `shown` (one record's). */
+async function laterChanges(ctx: FlowContext, entry: HistoryEntry, scope: HistoryScope, shown: HistoryEntry[]): Promise<string> {
+  const all = scope.whole ? (await ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.whole)).entries : shown;
+  const at = all.findIndex((e) => e.id === entry.id);
+  const later = at < 0 ? all : all.slice(0, at); // not among the latest: every one listed is later
+  if (later.length === 0) return '';
+  const count =
+    at < 0 ? `More than ${later.length} later changes are`
+    : later.length === 1 ? 'The later change is'
+    : `The ${later.length} later changes are`;
+  const named = later.map((e) => `• ${whenText(e)} ${actorText(e)}: ${statText(e) || 'no file changed'}`);
+  return `\n\n${count} undone with it:\n${named.join('\n')}`;
+}
+
+function whenText(entry: HistoryEntry): string {
+  return entry.at.slice(0, 16).replace('T', ' ');
 }
 
 /** `file` before and after `entry`, in the diff editor. */
 async function openEntryDiff(ctx: FlowContext, entry: HistoryEntry, file: string): Promise<void> {
-  const title = `${file}: ${actorText(entry)} · ${entry.at.slice(0, 16).replace('T', ' ')}`;
+  const title = `${file}: ${actorText(entry)} · ${whenText(entry)}`;
   await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
 }
 
-/** Revert to the state before `entry` (`index` newer entries are undone with it), if confirmed. */
-async function undoChange(ctx: FlowContext, entry: HistoryEntry, index: number): Promise<RevertResult | null> {
+/** Revert to the state before `entry` (the later changes named go with it), if confirmed. */
+async function undoChange(
+  ctx: FlowContext,
+  entry: HistoryEntry,
+  scope: HistoryScope,
+  shown: HistoryEntry[],
+): Promise<RevertResult | null> {
   if (!entry.parent) {
     return stop(ctx.ui, 'This is the first entry of this history: there is no earlier state to go back to.');
   }
-  const later = index === 0 ? '' : ` The ${index} later change(s) are undone with it.`;
+  const later = await laterChanges(ctx, entry, scope, shown);
   const detail =
     'Memory goes back to how it was before this change, as a new change of its own ' +
     `(the history keeps everything).${later}`;
   if (!(await ctx.ui.confirm('Undo this change?', detail, UNDO))) return null;
-  const result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent });
+  let result: RevertResult;
+  try {
+    result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent });
+  } catch (error) {
+    // The daemon refuses a state it cannot write back (a record invalid at that entry): say why.
+    const { problems } = refusalData(error);
+    if (problems.length === 0) throw error;
+    await ctx.ui.warn(`Nothing was undone: ${problems.join('; ')}.`);
+    throw new Stop();
+  }
   ctx.refreshMemory();
   if (result.status === 'conflict') {
     await ctx.ui.info('Memory changed meanwhile, so nothing was undone. Look at the history again and retry.');

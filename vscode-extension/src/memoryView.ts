@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 
 import { type FolderElement, FolderView } from './folderView';
 import { type MemoryNode, memoryNodes } from './memoryTree';
+import { ClientCommands } from './ids';
 import { type MemoryOverview, Requests } from './protocol';
 import { errorMessage } from './vscodeapi';
 
@@ -41,7 +42,7 @@ export class MemoryView extends FolderView<MemoryEntry> {
     item.iconPath = new vscode.ThemeIcon(node.icon.id, color);
     item.contextValue = node.id.startsWith('receipt:') ? 'receipt' : 'memoryFile';
     item.command = node.review
-      ? { command: 'remem.showReceipt', title: 'Show Receipt', arguments: [{ review: node.review }] }
+      ? { command: ClientCommands.showReceipt, title: 'Show Receipt', arguments: [{ review: node.review }] }
       : { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.path)] };
     return item;
   }

@@ -32,7 +32,6 @@ export interface ProviderPick extends PickItem {
 
 export interface HistoryPick extends PickItem {
   entry: HistoryEntry;
-  index: number; // 0 is the newest
 }
 
 const ACTORS: Record<HistoryEntry['actor']['kind'], string> = {
@@ -72,12 +71,11 @@ export function statText(entry: HistoryEntry): string {
 }
 
 export function historyPicks(entries: readonly HistoryEntry[], nowMs: number): HistoryPick[] {
-  return entries.map((entry, index) => ({
+  return entries.map((entry) => ({
     label: actorText(entry),
     description: `${age(Date.parse(entry.at), nowMs)} · ${entry.id.slice(0, 12)}`,
     detail: statText(entry),
     entry,
-    index,
   }));
 }
 

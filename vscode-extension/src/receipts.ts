@@ -11,10 +11,10 @@ import * as vscode from 'vscode';
 
 import { receiptTabTitle } from './args';
 import type { Server } from './flows';
+import { ClientCommands, RECEIPT_VIEW_TYPE } from './ids';
 import { type ReceiptResult, Requests } from './protocol';
 
-const VIEW_TYPE = 'remem.receipt';
-const LINK_COMMANDS = ['remem.openTranscript']; // what the summary's links may run, nothing else
+const LINK_COMMANDS = [ClientCommands.openTranscript]; // what the summary's links may run, nothing else
 
 // No script and no resource: the page is the rendered Markdown and the theme's colors.
 const STYLE = `
@@ -34,11 +34,21 @@ interface Panel {
 
 export class ReceiptPanels implements vscode.Disposable {
   private readonly panels = new Map<string, Panel>(); // by review
+  private readonly opening = new Map<string, Promise<void>>(); // by review: being read, its tab to come
 
   constructor(private readonly server: Server) {}
 
-  /** The receipt of `review` in its tab (`title`, the session's, names it), read afresh. */
-  async show(review: string, title?: string): Promise<void> {
+  /** The receipt of `review` in its tab (`title`, the session's, names it), read afresh. Asked
+   * again while it is read (a double click), it is the same reading: one tab, never two. */
+  show(review: string, title?: string): Promise<void> {
+    const pending = this.opening.get(review);
+    if (pending) return pending;
+    const shown = this.read(review, title).finally(() => this.opening.delete(review));
+    this.opening.set(review, shown);
+    return shown;
+  }
+
+  private async read(review: string, title?: string): Promise<void> {
     const receipt = await this.server.request<ReceiptResult>(Requests.receipt, { review });
     const body = await vscode.commands.executeCommand<string>('markdown.api.render', receipt.summary);
     let panel = this.panels.get(review)?.panel;
@@ -46,7 +56,7 @@ export class ReceiptPanels implements vscode.Disposable {
       panel.reveal();
     } else {
       const tab = receiptTabTitle(title ?? receipt.title ?? undefined);
-      panel = vscode.window.createWebviewPanel(VIEW_TYPE, tab, vscode.ViewColumn.Active, {
+      panel = vscode.window.createWebviewPanel(RECEIPT_VIEW_TYPE, tab, vscode.ViewColumn.Active, {
         enableCommandUris: LINK_COMMANDS,
         enableFindWidget: true,
         localResourceRoots: [],

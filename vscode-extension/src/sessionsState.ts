@@ -7,6 +7,7 @@
  */
 
 import { sessionLabel } from './format';
+import { ClientCommands } from './ids';
 import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeResult } from './protocol';
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
@@ -67,6 +68,14 @@ export class FolderSessions {
   /** Ask again for every folder shown; each keeps its current rows until the answer comes. */
   refresh(): void {
     for (const [cwd, folder] of this.folders) void this.fetch(cwd, folder);
+  }
+
+  /** Drops the folders not in `keep` (removed from the workspace): they are asked no more, and their
+   * sessions are labelled no more. Returns the folders dropped. */
+  forget(keep: ReadonlySet<string>): string[] {
+    const dropped = [...this.folders.keys()].filter((cwd) => !keep.has(cwd));
+    for (const cwd of dropped) this.folders.delete(cwd);
+    return dropped;
   }
 
   /** How the tree labels each session of the answers so far: id → label. */
@@ -196,7 +205,7 @@ export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
       description: 'sessions.roots',
       tooltip: `Add the folders your harness writes its sessions to under sessions.roots in ${result.settingsFile}`,
       icon: 'settings-gear',
-      command: { id: 'remem.openFile', arguments: [result.settingsFile] },
+      command: { id: ClientCommands.openFile, arguments: [result.settingsFile] },
     });
   }
   rows.push({
@@ -204,7 +213,7 @@ export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
     description: 'which sessions remem reads',
     tooltip: 'Where remem finds sessions, and how the tree is built',
     icon: 'book',
-    command: { id: 'remem.learnMore', arguments: [] },
+    command: { id: ClientCommands.learnMore, arguments: [] },
   });
   return rows;
 }
@@ -220,7 +229,7 @@ export function settingsRows(result: SessionTreeResult): NoteRow[] {
     tooltip: `${problems.join('\n')}\n\nremem uses the last valid settings until the file is fixed.`,
     icon: 'warning',
   };
-  if (result.settingsFile) row.command = { id: 'remem.openFile', arguments: [result.settingsFile] };
+  if (result.settingsFile) row.command = { id: ClientCommands.openFile, arguments: [result.settingsFile] };
   return [row];
 }
 

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
+import { ClientCommands } from './ids';
 import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
 import { emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
 import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
@@ -39,6 +40,7 @@ export class SessionsView extends FolderView<SessionEntry> {
   /** Called with the sessions whose label an answer changed (a rename) or gave anew: id → new label. */
   onRelabel: (labels: Map<string, string>) => void = () => undefined;
   private labels = new Map<string, string>();
+  private drawnFolders: string[] = []; // the workspace folders of the rows last drawn
   private drawn: () => void = () => undefined;
   /** Settles once the view has answered its first rows (the kept tree or the loading row). */
   readonly firstRows = new Promise<void>((resolve) => {
@@ -69,8 +71,19 @@ export class SessionsView extends FolderView<SessionEntry> {
     return this.labels.get(id);
   }
 
-  /** Ask the server again; the rows shown stay until its answer replaces them. */
+  /** Ask the server again; the rows shown stay until its answer replaces them. Workspace folders
+   * added or removed since are drawn anew at once (an answer that changes nothing would not
+   * redraw): a new one is asked when drawn, and a removed one's rows, labels and archived count go. */
   override refresh(): void {
+    const folders = this.folders().map((f) => f.cwd);
+    if (folders.join('\n') !== this.drawnFolders.join('\n')) {
+      for (const cwd of this.state.forget(new Set(folders))) {
+        this.forests.delete(cwd);
+        this.hiddenArchived.delete(cwd);
+      }
+      this.labels = this.state.labels();
+      super.refresh();
+    }
     this.state.refresh();
   }
 
@@ -86,6 +99,7 @@ export class SessionsView extends FolderView<SessionEntry> {
   }
 
   override async getChildren(element?: SessionElement): Promise<SessionElement[]> {
+    if (!element) this.drawnFolders = this.folders().map((f) => f.cwd);
     const children = await super.getChildren(element);
     if (!element) {
       const hidden = [...this.hiddenArchived.values()].reduce((sum, n) => sum + n, 0);
@@ -128,7 +142,7 @@ export class SessionsView extends FolderView<SessionEntry> {
     const parent = inParentTranscript(element.node) && element.node.parent ? forest.get(element.node.parent) : undefined;
     const target = parent ? { ...element, node: parent, label: sessionItem(forest, parent, Date.now()).label } : element;
     const opened = { ...target, keepFocus: true }; // as in the Explorer, a click keeps the focus on the row
-    item.command = { command: 'remem.openTranscript', title: 'Open Transcript', arguments: [opened] };
+    item.command = { command: ClientCommands.openTranscript, title: 'Open Transcript', arguments: [opened] };
     return item;
   }
 

@@ -70,8 +70,12 @@ type StateListener = (change: { newState: number }) => void;
 export const ui = {
   cancels: [] as Cancel[],
   infos: [] as string[],
+  errors: [] as string[], // error messages shown
   server: new ScriptedServer(),
   states: [] as StateListener[], // the language client's state listeners, latest client last
+  setting: process.execPath as unknown, // `remem.command`: any executable will do
+  folders: undefined as { uri: { scheme: string; fsPath: string } }[] | undefined, // the workspace's
+  panels: [] as Array<{ title: string; webview: { html: string } }>, // webview panels created
 };
 
 export const State = { Stopped: 1, Running: 2, Starting: 3 }; // as the library numbers them
@@ -103,13 +107,22 @@ const vscode = {
       ui.infos.push(message);
       return undefined;
     },
-    async showErrorMessage(): Promise<undefined> {
+    async showErrorMessage(message: string): Promise<undefined> {
+      ui.errors.push(message);
       return undefined;
     },
+    createWebviewPanel(_type: string, title: string) {
+      const panel = { title, webview: { html: '' }, reveal: () => undefined, onDidDispose: () => undefined, dispose: () => undefined };
+      ui.panels.push(panel);
+      return panel;
+    },
   },
+  ViewColumn: { Active: -1 },
   workspace: {
-    workspaceFolders: undefined,
-    getConfiguration: () => ({ get: () => process.execPath }), // any executable will do
+    get workspaceFolders() {
+      return ui.folders;
+    },
+    getConfiguration: () => ({ get: () => ui.setting }),
   },
   commands: { executeCommand: async () => undefined },
 };

@@ -1,6 +1,9 @@
 import './clientHarness';
 
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { test } from 'node:test';
 
 import { RememClient } from '../src/client';
@@ -21,4 +24,72 @@ test('a server the library restarted after it died makes the views read again; t
   changed({ newState: State.Starting }); // the server died and the library starts a new one
   changed({ newState: State.Running });
   assert.deepEqual([trees, memories], [1, 1]);
+});
+
+const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const CONNECTION_INACTIVE = -32096; // the library's "Client is not running"
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** A client restarted (as "Remem: Restart Server" and a change of `remem.command` do) with `setting`. */
+async function restartedWith(setting: unknown): Promise<RememClient> {
+  ui.setting = setting;
+  ui.errors.length = 0;
+  const client = new RememClient(log as never);
+  await client.restart(); // resolves: the caller goes on to read the views again
+  return client;
+}
+
+test('a restart with a missing executable says so once and leaves the views to show why', async () => {
+  const client = await restartedWith('/nowhere/remem');
+  assert.equal(ui.errors.length, 1); // the message with its fixes, never the same text again as an error
+  assert.match(ui.errors[0], /"\/nowhere\/remem" was not found\./);
+  assert.equal(client.currentStatus.state, 'unavailable');
+  await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" was not found/);
+});
+
+test('a remem.command that is not a string is said to be one, as a missing executable is', async () => {
+  for (const setting of [['remem', 'lsp'], 3]) {
+    const client = await restartedWith(setting);
+    assert.equal(client.currentStatus.state, 'unavailable'); // never a spinner left spinning
+    assert.equal(ui.errors.length, 1);
+    assert.match(ui.errors[0], /"remem\.command" must be a string/);
+    assert.ok(ui.errors[0].includes(JSON.stringify(setting)), ui.errors[0]);
+    await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"remem\.command" must be a string/);
+  }
+});
+
+test('the server runs in the first workspace folder on disk, else the home folder', async (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'remem-folder-'));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(root, 'bin'));
+  fs.writeFileSync(path.join(root, 'bin', 'remem'), '#!/bin/sh\n', { mode: 0o755 });
+  const relative = './bin/remem'; // found from the folder the server runs in
+  ui.folders = [
+    { uri: { scheme: 'vscode-remote', fsPath: '/remote/only' } },
+    { uri: { scheme: 'file', fsPath: path.join(root, 'gone') } },
+    { uri: { scheme: 'file', fsPath: root } },
+  ];
+  let client = await restartedWith(relative);
+  assert.deepEqual(ui.errors, []);
+  assert.equal(client.currentStatus.state, 'starting');
+  ui.folders = [{ uri: { scheme: 'file', fsPath: path.join(root, 'gone') } }];
+  const home = process.env.HOME;
+  process.env.HOME = root;
+  try {
+    client = await restartedWith(relative);
+  } finally {
+    process.env.HOME = home;
+    ui.folders = undefined;
+  }
+  assert.deepEqual(ui.errors, []);
+  assert.equal(client.currentStatus.state, 'starting');
+});
+
+test('once the library gave up on a crashing server, requests and commands say to restart it', async () => {
+  const client = await restartedWith(process.execPath);
+  for (const asked of [client.request('remem/sessionTree', { cwd: '/p' }), client.command('remem.lsp.rename', {})]) {
+    await settle();
+    ui.server.fail(CONNECTION_INACTIVE, 'Client is not running');
+    await assert.rejects(asked, /^Error: remem: the language server is not running\. Run "Remem: Restart Server"\.$/);
+  }
 });

@@ -48,10 +48,14 @@ class Harness implements flows.Ui, flows.Server {
     return this.confirmAnswer;
   }
   readonly offered: string[][] = []; // the actions of each info and warning, in order
+  /** As in VS Code, a message nobody clicks settles only once closed (`closeMessages`); by default
+   * the fake answers each at once. */
+  messagesStayOpen = false;
+  private readonly open: Array<() => void> = [];
   async info(message: string, ...actions: string[]) {
     this.asked.push(`info:${message}`);
     this.offered.push(actions);
-    return this.infoAnswers.shift();
+    return this.answered(this.infoAnswers.shift());
   }
   warnings: string[] = [];
   warnAnswers: Array<string | undefined> = [];
@@ -59,7 +63,14 @@ class Harness implements flows.Ui, flows.Server {
   async warn(message: string, ...actions: string[]) {
     this.warnings.push(message);
     this.offered.push(actions);
-    return this.warnAnswers.shift();
+    return this.answered(this.warnAnswers.shift());
+  }
+  private answered(answer: string | undefined): Promise<string | undefined> {
+    if (answer !== undefined || !this.messagesStayOpen) return Promise.resolve(answer);
+    return new Promise((resolve) => this.open.push(() => resolve(undefined)));
+  }
+  closeMessages() {
+    for (const close of this.open.splice(0)) close();
   }
   async showProblems() {
     this.problemsShown++;
@@ -82,7 +93,8 @@ class Harness implements flows.Ui, flows.Server {
   }
   async request<R>(method: string, params: object): Promise<R> {
     this.sent.push([method, params]);
-    return this.responses[method] as R;
+    const response = this.responses[method];
+    return (typeof response === 'function' ? response(params) : response) as R; // a function answers by params
   }
   async command<R>(id: string, arg: object): Promise<R> {
     this.sent.push([id, arg]);
@@ -407,6 +419,22 @@ test('no key: before any session is asked for, Enter API Key… stores it and th
   ]);
 });
 
+test('no key: after Select Model… the consolidation goes on while the message saying the model stays open', async () => {
+  const h = new Harness();
+  h.messagesStayOpen = true;
+  h.responses['remem/settings'] = NO_KEY;
+  h.responses['remem.lsp.selectModel'] = { ...ROUTE, provider: 'openai', model: 'gpt-5', apiKeyEnv: 'OPENAI_API_KEY' };
+  h.warnAnswers.push(flows.SELECT_MODEL);
+  h.picks.push(byLabel('openai'));
+  h.inputs.push('gpt-5');
+  const running = flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(h.asked.at(-1), 'info:Consolidation now uses openai / gpt-5; its API key is set.');
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.consolidate', { session: 's1' }], 'not waiting for the message to close');
+  h.closeMessages();
+  await running;
+});
+
 test('no key: Open Settings opens settings.yml and nothing is consolidated; a dismissal neither', async () => {
   const h = new Harness();
   h.responses['remem/settings'] = NO_KEY;
@@ -451,6 +479,16 @@ test('rename prefills the current title; archive and restore name the session', 
     ['remem.lsp.archive', { session: 's1' }],
     ['remem.lsp.restore', { session: 's1' }],
   ]);
+});
+
+test('rename from the palette prefills the picked session\'s title (not its row\'s "After turn N · ")', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.picks.push(byLabel('After turn 2 · Title of session-fork'));
+  h.inputs.push('New title');
+  await flows.run(() => flows.renameSession(h.ctx));
+  assert.deepEqual(h.asked.slice(1), ['input:Title of session-fork']);
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.rename', { session: 'session-fork', title: 'New title' }]);
 });
 
 test('the keyboard on an in-file branch or inline subagent row says what it is and sends nothing', async () => {
@@ -601,11 +639,73 @@ test('memory history of a record: pick a change, see its diff, undo it after a m
   const diff = /^diff:remem-history:\/c{40}\/prefer-uv\.md ↔ remem-history:\/a{40}\/prefer-uv\.md · prefer-uv\.md: Agent/;
   assert.match(h.opened[0], diff);
   assert.equal(h.confirmed[0][0], 'Undo this change?');
-  assert.match(h.confirmed[0][1], /The 1 later change\(s\) are undone with it\./);
+  assert.match(h.confirmed[0][1], /The later change is undone with it:\n• \d{4}-\d\d-\d\d \d\d:\d\d Edited by hand: changed prefer-uv/);
   assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40) }], 'back to the state before it');
   assert.equal(result?.status, 'committed');
   assert.equal(h.asked.at(-1), 'info:Undone.');
   assert.equal(h.memoryRefreshes, 1);
+});
+
+test('undo from a record\'s history names every later change of the workspace, whatever record it touched', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+  const stat = (name: string) => ({ added: [], changed: [name], removed: [], insertions: 1, deletions: 0 });
+  const other = ENTRY('e'.repeat(40), 'b'.repeat(40), { stat: stat('run-ci'), actor: { kind: 'agent', client: 'codex' } });
+  const newer = ENTRY('b'.repeat(40), 'f'.repeat(40));
+  const between = ENTRY('f'.repeat(40), 'a'.repeat(40), { stat: stat('use-pnpm'), actor: { kind: 'cli' } });
+  const picked = ENTRY('a'.repeat(40), 'c'.repeat(40));
+  // The server's history of the record lists only the entries touching it; the workspace's, all.
+  h.responses['remem/memoryHistory'] = (params: { record?: string }) => ({
+    scope: 'workspace',
+    workspace: 'k',
+    entries: params.record ? [newer, picked] : [other, newer, between, picked],
+  });
+  h.responses['remem/revertMemory'] = { status: 'committed', revision: 'sha256:x', history: 'd'.repeat(40) };
+  h.picks.push((items) => items[1]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.showMemoryHistory(h.ctx, { type: 'memory', cwd: '/proj', node: { path: '/h/w/k/prefer-uv.md' } });
+  assert.deepEqual(
+    h.sent.filter(([method]) => method === 'remem/memoryHistory'),
+    [
+      ['remem/memoryHistory', { cwd: '/proj', record: 'prefer-uv' }],
+      ['remem/memoryHistory', { cwd: '/proj' }],
+    ],
+  );
+  const detail = h.confirmed[0][1];
+  assert.match(detail, /The 3 later changes are undone with it:/);
+  assert.deepEqual(
+    detail.split('\n').filter((line) => line.startsWith('• ')).map((line) => line.replace(/^• \S+ \S+ /, '')),
+    ['Agent (codex): changed run-ci (+1 −0)', 'Edited by hand: changed prefer-uv (+1 −1)', 'remem command: changed use-pnpm (+1 −0)'],
+  );
+  assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40) }]);
+});
+
+test('a refused undo says why, in the daemon\'s words, and is no error', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+  h.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries: [ENTRY('a'.repeat(40), 'c'.repeat(40))] };
+  const message = 'x.md was not a valid record at that entry, so it cannot be put back';
+  const refusal = Object.assign(new Error('the changes are invalid; nothing was written'), {
+    code: -32010,
+    data: { problems: [{ code: 'remem/revert-invalid', message, file: 'x.md' }] },
+  });
+  const answer = h.request.bind(h);
+  h.request = async <R>(method: string, params: object): Promise<R> => {
+    if (method === 'remem/revertMemory') throw refusal;
+    return answer<R>(method, params);
+  };
+  h.picks.push((items) => items[0]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.run(() => flows.showMemoryHistory(h.ctx));
+  assert.deepEqual(h.warnings, [`Nothing was undone: ${message}.`]);
+  // Any other failure is the command's error, as before.
+  h.request = async <R>(method: string, params: object): Promise<R> => {
+    if (method === 'remem/revertMemory') throw new Error('daemon gone');
+    return answer<R>(method, params);
+  };
+  h.picks.push((items) => items[0]);
+  h.infoAnswers.push(flows.UNDO);
+  await assert.rejects(() => flows.run(() => flows.showMemoryHistory(h.ctx)), /daemon gone/);
 });
 
 test('memory history: Global by its file, a declined undo sends nothing, a conflict is told', async () => {

@@ -1,0 +1,52 @@
+/**
+ * The extension's own ids, each written once here: its commands (`remem.*`), views, setting,
+ * context key, webview and status item. The server's ids (`remem.lsp.*`, `remem/…`) are in
+ * `protocol.ts`. `package.json` contributes the same ids; `test/manifest.test.ts` checks that the
+ * two agree.
+ */
+
+export const ClientCommands = {
+  consolidateSession: 'remem.consolidateSession',
+  branchFromTurn: 'remem.branchFromTurn',
+  openGlobalMemory: 'remem.openGlobalMemory',
+  openWorkspaceMemory: 'remem.openWorkspaceMemory',
+  openTranscript: 'remem.openTranscript',
+  showReceipt: 'remem.showReceipt',
+  showMemoryHistory: 'remem.showMemoryHistory',
+  selectModel: 'remem.selectModel',
+  enterApiKey: 'remem.enterApiKey',
+  renameSession: 'remem.renameSession',
+  archiveSession: 'remem.archiveSession',
+  restoreSession: 'remem.restoreSession',
+  showArchived: 'remem.showArchived',
+  hideArchived: 'remem.hideArchived',
+  openFile: 'remem.openFile',
+  learnMore: 'remem.learnMore',
+  restartServer: 'remem.restartServer',
+  showLog: 'remem.showLog',
+  refreshSessions: 'remem.refreshSessions',
+  refreshMemory: 'remem.refreshMemory',
+} as const;
+
+export const Views = {
+  sessions: 'remem.sessions',
+  memory: 'remem.memory',
+} as const;
+
+const SECTION = 'remem';
+const COMMAND_KEY = 'command';
+
+/** The one setting: read as `section`/`command`, named whole (`remem.command`) elsewhere. */
+export const Settings = {
+  section: SECTION,
+  command: COMMAND_KEY,
+  commandName: `${SECTION}.${COMMAND_KEY}`,
+} as const;
+
+/** When-clause context keys the extension sets. */
+export const ContextKeys = {
+  showArchived: 'remem.showArchived', // archived sessions are shown: the view's eye button hides them
+} as const;
+
+export const RECEIPT_VIEW_TYPE = 'remem.receipt';
+export const STATUS_ITEM = 'remem.status';

@@ -1,0 +1,46 @@
+/** `package.json` contributes the ids `src/ids.ts` writes once: the two must agree. */
+
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+
+import { ClientCommands, ContextKeys, Settings, Views } from '../src/ids';
+
+interface When {
+  command?: string;
+  when?: string;
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as {
+  contributes: {
+    commands: { command: string }[];
+    views: Record<string, { id: string }[]>;
+    configuration: { properties: Record<string, unknown> };
+    menus: Record<string, When[]>;
+    keybindings: When[];
+  };
+};
+const { contributes } = manifest;
+
+test('the commands, views and setting contributed are the ones the extension registers and reads', () => {
+  assert.deepEqual(contributes.commands.map((c) => c.command).sort(), Object.values(ClientCommands).sort());
+  assert.deepEqual(
+    Object.values(contributes.views).flat().map((v) => v.id).sort(),
+    Object.values(Views).sort(),
+  );
+  assert.deepEqual(Object.keys(contributes.configuration.properties), [Settings.commandName]);
+  const commands = new Set<string>(Object.values(ClientCommands));
+  const menus = [...Object.values(contributes.menus).flat(), ...contributes.keybindings];
+  for (const { command } of menus) assert.ok(command && commands.has(command), `${command} is no command of the extension`);
+  const whens = menus.map((m) => m.when ?? '').join('\n');
+  assert.ok(whens.includes(ContextKeys.showArchived));
+});
+
+test('the sessions view\'s keys act on the focused row only, never while typing in its filter box', () => {
+  const keys = contributes.keybindings.filter((k) => k.when?.includes(`focusedView == ${Views.sessions}`));
+  assert.equal(keys.length, 3); // F2, Delete, Shift+Delete
+  for (const { command, when } of keys) {
+    assert.match(when ?? '', /&& listFocus && !inputFocus$/, `${command}: ${when}`);
+  }
+});

@@ -1,0 +1,84 @@
+import './clientHarness'; // the `vscode` module the view imports
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import type { Folder } from '../src/flows';
+import type { SessionTreeResult } from '../src/protocol';
+import { type SessionElement, SessionsView } from '../src/sessionsView';
+import { Kept, node } from './fixtures';
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** Session Branches over a server answering each folder's tree at once, drawn as the editor draws it. */
+function view(trees: Record<string, SessionTreeResult>) {
+  let folders: Folder[] = [];
+  const server = {
+    request: async <R>(_method: string, params: object): Promise<R> => trees[(params as { cwd: string }).cwd] as R,
+    command: async <R>(): Promise<R> => undefined as R,
+  };
+  const sessions = new SessionsView(server, () => folders, new Kept());
+  let redraws = 0;
+  sessions.onDidChangeTreeData(() => redraws++);
+  let description: string | undefined;
+  sessions.onDescription = (text) => {
+    description = text;
+  };
+  /** The rows as the editor reads them: the root, then each folder's. */
+  const draw = async (): Promise<SessionElement[]> => {
+    const top = await sessions.getChildren();
+    const rows = [...top];
+    for (const element of top) if (element.type === 'folder') rows.push(...(await sessions.getChildren(element)));
+    return rows;
+  };
+  return {
+    sessions,
+    draw,
+    setFolders: (cwds: string[]) => {
+      folders = cwds.map((cwd) => ({ name: cwd.slice(1), cwd }));
+    },
+    redraws: () => redraws,
+    description: () => description,
+  };
+}
+
+test('a workspace folder added or removed redraws Session Branches and drops what the removed one showed', async () => {
+  const v = view({
+    '/a': { nodes: [node('a1')] },
+    '/b': { nodes: [node('b1'), node('b2', { archived: true })] },
+    '/c': { nodes: [node('c1')] },
+  });
+  v.setFolders(['/a', '/b']);
+  await v.draw();
+  await settle(); // the answers come
+  await v.draw();
+  await v.draw(); // the header counts what the folders' rows hid when last read
+  assert.equal(v.description(), '1 archived hidden');
+  assert.equal(v.sessions.labelOf('b1'), 'Title of b1');
+
+  const before = v.redraws();
+  v.setFolders(['/a']);
+  v.sessions.refresh(); // as onDidChangeWorkspaceFolders does
+  await settle();
+  assert.ok(v.redraws() > before, 'the removed folder is redrawn away, though /a answered the same');
+  const rows = await v.draw();
+  assert.deepEqual(
+    rows.map((row) => (row.type === 'session' ? row.node.id : row.type)),
+    ['a1'],
+  );
+  assert.equal(v.description(), undefined, 'the removed folder\'s archived session is counted no more');
+  assert.equal(v.sessions.labelOf('b1'), undefined);
+
+  const again = v.redraws();
+  v.setFolders(['/a', '/c']);
+  v.sessions.refresh();
+  await settle();
+  assert.ok(v.redraws() > again, 'an added folder is drawn');
+  await v.draw();
+  await settle();
+  const shown = await v.draw();
+  assert.deepEqual(
+    shown.map((row) => (row.type === 'session' ? row.node.id : row.type === 'folder' ? row.folder.cwd : row.type)),
+    ['/a', '/c', 'a1', 'c1'],
+  );
+});
