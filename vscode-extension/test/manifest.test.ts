@@ -13,6 +13,7 @@ interface When {
 }
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as {
+  capabilities: Record<string, { supported: boolean | string }>;
   contributes: {
     commands: { command: string }[];
     views: Record<string, { id: string }[]>;
@@ -43,4 +44,11 @@ test('the sessions view\'s keys act on the focused row only, never while typing 
   for (const { command, when } of keys) {
     assert.match(when ?? '', /&& listFocus && !inputFocus$/, `${command}: ${when}`);
   }
+});
+
+test('a virtual or untrusted workspace does not run the extension', () => {
+  // In a virtual workspace no folder is on disk: the views would say "Loading…" for good.
+  assert.equal(manifest.capabilities.virtualWorkspaces.supported, false);
+  // A workspace can set remem.command: the program it names runs only in a trusted one.
+  assert.equal(manifest.capabilities.untrustedWorkspaces.supported, false);
 });
