@@ -145,7 +145,9 @@ def register(server: RememServer) -> None:
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, ids.SETTINGS)
         route = await ls.link.api.model_settings(Empty())
-        return {**route.model_dump(mode="json"), "settingsFile": str(ls.home.settings_file)}
+        # The home's files the editor opens: GLOBAL.md needs no workspace, so it is named here.
+        files = {"settingsFile": str(ls.home.settings_file), "globalFile": str(ls.home.global_file)}
+        return {**route.model_dump(mode="json"), **files}
 
 
 async def with_own_prompts(ls: RememServer, tree: TreeResult) -> dict[str, Any]:

@@ -33,7 +33,7 @@ DAEMON_SHAPES: dict[str, tuple[tuple[str, ...], set[str]]] = {
     "HistoryLogResult": (("methods", "memory/log", "result"), set()),
     "MemoryAtResult": (("methods", "memory/showAt", "result"), set()),
     "RevertResult": (("methods", "memory/revert", "result"), set()),
-    "ModelSettings": (("methods", "consolidation/settings/read", "result"), {"settingsFile"}),
+    "ModelSettings": (("methods", "consolidation/settings/read", "result"), {"settingsFile", "globalFile"}),
     "SessionsProgressParams": (("notifications", "sessions/progress"), set()),
 }
 

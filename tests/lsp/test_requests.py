@@ -262,7 +262,7 @@ async def test_a_records_history_reaches_past_the_newest_entries_of_its_workspac
     assert [e["id"] for e in answer["entries"]] == [old.history]
 
 
-async def test_settings_name_the_route(editor: Editor) -> None:
+async def test_settings_name_the_route(editor: Editor, reviewed: Receipted) -> None:
     settings = await editor.request("remem/settings", {})
     assert (settings["provider"], settings["model"], settings["apiKeyEnv"]) == (
         "fake",
@@ -273,6 +273,8 @@ async def test_settings_name_the_route(editor: Editor) -> None:
     assert settings["revision"].startswith("sha256:")
     assert (settings["keyReady"], settings["keyProblem"]) == (True, None)  # the test's key is set
     assert settings["settingsFile"].endswith("settings.yml")
+    # Global memory needs no workspace: the editor opens it, and its history, with no folder open.
+    assert settings["globalFile"] == str(reviewed.home.global_file)
 
 
 @pytest.mark.parametrize(

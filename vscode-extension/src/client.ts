@@ -5,7 +5,8 @@
  * tree, code lens or code action), because the client library would otherwise show the
  * server's progress only in the status bar, where it cannot be cancelled. Its Cancel asks the
  * server to stop and waits for what happened: a commit already under way is not undone
- * (decision 0352).
+ * (decision 0352). A consolidation the server's code action asks for goes through the extension's
+ * flow first (`consolidateThrough`), as one from the palette does.
  */
 
 import type { ChildProcess } from 'node:child_process';
@@ -78,6 +79,9 @@ export class RememClient implements Server, vscode.Disposable {
   /** A consolidation this window ran has ended: the extension tells its outcome (the server does not). */
   readonly onConsolidated = this.consolidated.event;
 
+  // What runs `remem.lsp.consolidate` when the server's code action asks for it (`consolidateThrough`).
+  private consolidation: ((arg: object) => Promise<unknown>) | undefined;
+
   // Requests made before the first start wait for it: the views ask at once, and a kept tree is
   // drawn before the server is started (decision 0245).
   private readonly firstStart: Promise<void>;
@@ -133,6 +137,13 @@ export class RememClient implements Server, vscode.Disposable {
     if (id === ServerCommands.consolidate) return answered(this.consolidate(client, arg)) as Promise<R>;
     const params = { command: id, arguments: [arg] };
     return answered(client.sendRequest(library().ExecuteCommandRequest.type, params)) as Promise<R>;
+  }
+
+  /** The server's own `remem.lsp.consolidate` (its code action's) runs `flow`, the extension's
+   * consolidation flow: the route checked first, refusals explained. The flow's consolidation
+   * comes back through `command`, which runs it. */
+  consolidateThrough(flow: (arg: object) => Promise<unknown>): void {
+    this.consolidation = flow;
   }
 
   dispose(): void {
@@ -211,10 +222,12 @@ export class RememClient implements Server, vscode.Disposable {
       traceOutputChannel: this.log,
       revealOutputChannelOn: library().RevealOutputChannelOn.Never,
       middleware: {
-        executeCommand: (command, args, next) =>
-          command === ServerCommands.consolidate && this.client
-            ? this.consolidate(this.client, (args[0] ?? {}) as object)
-            : next(command, args),
+        executeCommand: (command, args, next) => {
+          if (command !== ServerCommands.consolidate) return next(command, args);
+          const arg = (args[0] ?? {}) as object;
+          if (this.consolidation) return this.consolidation(arg);
+          return this.client ? this.consolidate(this.client, arg) : next(command, args);
+        },
       },
     };
   }

@@ -12,7 +12,7 @@ import * as flows from './flows';
 import { HistoryProvider } from './history';
 import { ClientCommands, ContextKeys, Settings, STATUS_ITEM, Views } from './ids';
 import { MemoryView } from './memoryView';
-import { HISTORY_SCHEME, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
+import { HISTORY_SCHEME, ServerCommands, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
 import { ReceiptPanels } from './receipts';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
@@ -103,6 +103,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>
     vscode.commands.registerCommand(id, (...args: unknown[]) => reported(id, () => handler(...args)));
+
+  // A memory file's source action runs the server's command: it gets the palette's checks too.
+  server.consolidateThrough((arg) => reported(ServerCommands.consolidate, () => flows.consolidateAsked(ctx, arg)));
 
   context.subscriptions.push(
     log,

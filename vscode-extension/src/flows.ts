@@ -166,20 +166,36 @@ function preferredFirst(items: SessionPick[], preferred: string | undefined): Se
 }
 
 export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promise<void> {
+  let target = sessionTarget(arg);
+  // Without a folder there is no session to pick: said before the route is checked, not after a
+  // key was asked for in vain.
+  if (!target.session) target = { ...target, cwd: (await chooseFolder(ctx, target.cwd)).cwd };
   await ensureRoute(ctx);
   const { session } = await chooseSession(
     ctx,
-    sessionTarget(arg),
+    target,
     consolidationPicks,
     'Remem: Consolidate Session',
     'No finished session of this workspace can be consolidated (live and archived ones cannot).',
   );
+  await consolidate(ctx, { session });
+}
+
+/** `remem.lsp.consolidate` as the server's code action (`{cwd}`: the workspace's latest finished
+ * session) or another caller runs it: the same flow as Consolidate Session's once the session is
+ * known — the route checked first, refusals explained, the views refreshed. */
+export async function consolidateAsked(ctx: FlowContext, arg: object): Promise<void> {
+  await ensureRoute(ctx);
+  await consolidate(ctx, arg);
+}
+
+async function consolidate(ctx: FlowContext, target: object): Promise<void> {
   try {
     // The server reports progress and says how many changes were made when it is done.
-    await ctx.server.command(ServerCommands.consolidate, { session });
+    await ctx.server.command(ServerCommands.consolidate, target);
   } catch (error) {
     await explainRefusal(ctx, error); // returns once the route was fixed: try once more
-    await ctx.server.command(ServerCommands.consolidate, { session });
+    await ctx.server.command(ServerCommands.consolidate, target);
   } finally {
     ctx.refreshSessions();
     ctx.refreshMemory();
@@ -230,6 +246,8 @@ export const ENTER_KEY = 'Enter API Key…';
 export const SELECT_MODEL = 'Select Model…';
 export const OPEN_SETTINGS = 'Open Settings';
 export const SHOW_PROBLEMS = 'Show Problems';
+export const ALREADY_RUNNING =
+  'This session is being consolidated already: its progress notification, in the window that started it, can cancel it.';
 
 /** Before a session is asked for: a route without a key is a next step, not a later failure. */
 async function ensureRoute(ctx: FlowContext): Promise<void> {
@@ -276,6 +294,7 @@ async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
     }
     throw new Stop();
   }
+  if (code === 'RUNNING') return stop(ctx.ui, ALREADY_RUNNING);
   if (code !== 'NO_ROUTE') throw error;
   await offerRouteFixes(ctx, await ctx.server.request<ModelSettings>(Requests.settings, {}));
 }
@@ -385,7 +404,14 @@ async function overview(ctx: FlowContext, cwd?: string): Promise<MemoryOverview>
 }
 
 export async function openGlobalMemory(ctx: FlowContext): Promise<void> {
-  await ctx.ui.openFile((await overview(ctx)).global.path);
+  await ctx.ui.openFile(await globalFile(ctx));
+}
+
+/** `GLOBAL.md`: the user's, in no workspace, so no folder is asked for; the server names it
+ * (a server without `globalFile` names it with a workspace's overview). */
+async function globalFile(ctx: FlowContext): Promise<string> {
+  const { globalFile: path } = await ctx.server.request<ModelSettings>(Requests.settings, {});
+  return path ?? (await overview(ctx)).global.path;
 }
 
 export async function openWorkspaceMemory(ctx: FlowContext, arg?: unknown): Promise<void> {
@@ -521,11 +547,16 @@ interface HistoryScope {
   what: string;
 }
 
+const GLOBAL_HISTORY: HistoryScope = { params: {}, file: 'GLOBAL.md', what: 'Global memory' };
+
 async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScope> {
   const path = fileTarget(arg).path;
-  const folder = await chooseFolder(ctx, sessionTarget(arg).cwd);
+  const cwd = sessionTarget(arg).cwd;
+  // With no folder open, the one memory there is: Global's, whose history needs no workspace.
+  if (!cwd && ctx.folders().length === 0 && (!path || path === (await globalFile(ctx)))) return GLOBAL_HISTORY;
+  const folder = await chooseFolder(ctx, cwd);
   const ov = await ctx.server.request<MemoryOverview>(Requests.memoryOverview, { cwd: folder.cwd });
-  if (path && path === ov.global.path) return { params: {}, file: 'GLOBAL.md', what: 'Global memory' };
+  if (path && path === ov.global.path) return GLOBAL_HISTORY;
   const record = path ? ov.records.find((r) => r.path === path) : undefined;
   const workspace = { cwd: folder.cwd };
   if (record) {

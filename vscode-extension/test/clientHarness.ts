@@ -76,7 +76,15 @@ export const ui = {
   setting: process.execPath as unknown, // `remem.command`: any executable will do
   folders: undefined as { uri: { scheme: string; fsPath: string } }[] | undefined, // the workspace's
   panels: [] as Array<{ title: string; webview: { html: string } }>, // webview panels created
+  options: undefined as ClientOptions | undefined, // the latest language client's options
 };
+
+type Next = (command: string, args: unknown[]) => unknown;
+/** The part of the client's options the tests drive: the middleware of `workspace/executeCommand`,
+ * which a code lens or code action of the server's runs through. */
+export interface ClientOptions {
+  middleware: { executeCommand(command: string, args: unknown[], next: Next): unknown };
+}
 
 export const State = { Stopped: 1, Running: 2, Starting: 3 }; // as the library numbers them
 
@@ -128,6 +136,9 @@ const vscode = {
 };
 
 class LanguageClient {
+  constructor(_id: string, _name: string, _server: unknown, options: ClientOptions) {
+    ui.options = options;
+  }
   start = async (): Promise<void> => undefined;
   stop = async (): Promise<void> => undefined;
   onNotification = (): void => undefined;

@@ -318,8 +318,46 @@ test('with several folders the user picks one; with none the flow explains', asy
 
   const none = new Harness();
   none.folders = [];
-  await flows.run(() => flows.openGlobalMemory(none.ctx));
+  await flows.run(() => flows.openWorkspaceMemory(none.ctx));
   assert.deepEqual(none.asked, ['info:Remem works per workspace: open a folder first.']);
+});
+
+test('Global memory opens with no folder open, and with several without asking which', async () => {
+  for (const folders of [[], [{ name: 'a', cwd: '/a' }, { name: 'b', cwd: '/b' }]]) {
+    const h = new Harness();
+    h.folders = folders;
+    h.responses['remem/settings'] = { ...ROUTE, globalFile: '/h/GLOBAL.md' };
+    await flows.run(() => flows.openGlobalMemory(h.ctx));
+    assert.deepEqual(h.asked, [], `${folders.length} folders: nothing asked`);
+    assert.deepEqual(h.opened, ['/h/GLOBAL.md']);
+    assert.deepEqual(h.sent, [['remem/settings', {}]]);
+  }
+  // A server that does not name the file: the workspace's overview does.
+  const older = new Harness();
+  older.responses['remem/memoryOverview'] = OVERVIEW;
+  await flows.run(() => flows.openGlobalMemory(older.ctx));
+  assert.deepEqual(older.opened, ['/h/GLOBAL.md']);
+});
+
+test('with no folder open, Show Memory History shows Global memory\'s', async () => {
+  const entry = ENTRY('e'.repeat(40), 'd'.repeat(40), {
+    scope: 'global',
+    workspace: null,
+    actor: { kind: 'cli' },
+    stat: { added: [], changed: ['GLOBAL'], removed: [], insertions: 1, deletions: 0 },
+  });
+  for (const arg of [undefined, { node: { path: '/h/GLOBAL.md' } }]) {
+    const h = new Harness();
+    h.folders = [];
+    h.responses['remem/settings'] = { ...ROUTE, globalFile: '/h/GLOBAL.md' };
+    h.responses['remem/memoryHistory'] = { scope: 'global', workspace: null, entries: [entry] };
+    h.picks.push((items) => items[0]);
+    await flows.run(() => flows.showMemoryHistory(h.ctx, arg));
+    assert.ok(!h.asked.some((a) => a.includes('open a folder')), JSON.stringify(h.asked));
+    assert.deepEqual(h.sent.find(([method]) => method === 'remem/memoryHistory'), ['remem/memoryHistory', {}]);
+    assert.match(h.asked[0], /^pick:Remem: History of Global memory:/);
+    assert.match(h.opened[0], /\/GLOBAL\.md · GLOBAL\.md: /);
+  }
 });
 
 const OVERVIEW = {
@@ -464,6 +502,101 @@ test('invalid memory is a refusal that points to the Problems panel, not an erro
   // The first file to fix is opened, so that the language server judges it for the panel.
   assert.deepEqual(h.opened, ['/h/memory/workspaces/p/broken.md']);
   assert.equal(h.sent.filter(([id]) => id === 'remem.lsp.consolidate').length, 1);
+});
+
+test('with no folder open, Consolidate Session says so before it checks the route', async () => {
+  const h = new Harness();
+  h.folders = [];
+  h.responses['remem/settings'] = NO_KEY;
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  assert.deepEqual(h.asked, ['info:Remem works per workspace: open a folder first.']);
+  assert.deepEqual(h.warnings, [], 'no key asked for');
+  assert.deepEqual(h.sent, []);
+  // Several folders: the folder is picked before the route is checked, and asked for once.
+  const two = new Harness();
+  two.folders = [
+    { name: 'a', cwd: '/a' },
+    { name: 'b', cwd: '/b' },
+  ];
+  two.responses['remem/sessionTree'] = { nodes: [node('s1')] };
+  two.picks.push(byLabel('b'), byLabel('Title of s1'));
+  await flows.run(() => flows.consolidateSession(two.ctx));
+  assert.deepEqual(two.sent, [
+    ['remem/settings', {}],
+    ['remem/sessionTree', { cwd: '/b' }],
+    ['remem.lsp.consolidate', { session: 's1' }],
+  ]);
+  assert.equal(two.asked.length, 2);
+});
+
+/** A consolidation the server refuses once with `refusal`, then runs. */
+function refusingOnce(h: Harness, refusal: Error): void {
+  let refused = false;
+  h.command = async <R>(id: string, arg: object): Promise<R> => {
+    h.sent.push([id, arg]);
+    if (id === 'remem.lsp.consolidate' && !refused) {
+      refused = true;
+      throw refusal;
+    }
+    return h.responses[id] as R;
+  };
+}
+
+test('the Memory file\'s source action (the latest session) checks the route and explains refusals too', async () => {
+  // No key: the route's fixes first, then the command as the action gave it.
+  const h = new Harness();
+  h.responses['remem/settings'] = NO_KEY;
+  h.responses['remem.lsp.setApiKey'] = ROUTE;
+  h.warnAnswers.push(flows.ENTER_KEY);
+  h.inputs.push('sk-typed');
+  await flows.run(() => flows.consolidateAsked(h.ctx, { cwd: '/proj' }));
+  assert.match(h.warnings[0], /^Remem cannot consolidate yet: no API key for provider `deepseek`/);
+  assert.deepEqual(h.offered[0], [flows.ENTER_KEY, flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
+  assert.deepEqual(h.sent, [
+    ['remem/settings', {}],
+    ['remem.lsp.setApiKey', { provider: 'deepseek', apiKey: 'sk-typed' }],
+    ['remem.lsp.consolidate', { cwd: '/proj' }],
+  ]);
+  assert.deepEqual([h.sessionRefreshes, h.memoryRefreshes], [1, 1]);
+
+  // Invalid memory: Show Problems, no error.
+  const invalid = new Harness();
+  refusingOnce(
+    invalid,
+    Object.assign(new Error('workspace memory is invalid; fix memory first'), {
+      data: { code: 'MEMORY_INVALID', files: ['/h/w/k/broken.md'] },
+    }),
+  );
+  invalid.warnAnswers.push(flows.SHOW_PROBLEMS);
+  await flows.run(() => flows.consolidateAsked(invalid.ctx, { cwd: '/proj' }));
+  assert.deepEqual(invalid.warnings, ['Not consolidated: workspace memory is invalid; fix memory first']);
+  assert.deepEqual([invalid.problemsShown, invalid.opened], [1, ['/h/w/k/broken.md']]);
+
+  // A key gone since the check: the fixes, then one more try.
+  const gone = new Harness();
+  refusingOnce(gone, Object.assign(new Error('no route'), { data: { code: 'NO_ROUTE' } }));
+  let checks = 0;
+  gone.request = async <R>(method: string, params: object): Promise<R> => {
+    gone.sent.push([method, params]);
+    return (checks++ === 0 ? ROUTE : NO_KEY) as R;
+  };
+  gone.responses['remem.lsp.setApiKey'] = ROUTE;
+  gone.warnAnswers.push(flows.ENTER_KEY);
+  gone.inputs.push('sk-new');
+  await flows.run(() => flows.consolidateAsked(gone.ctx, { cwd: '/proj' }));
+  assert.equal(gone.sent.filter(([id]) => id === 'remem.lsp.consolidate').length, 2);
+
+  // Already running (a second click): said in words, not as the server's error with the session's id.
+  const busy = new Harness();
+  refusingOnce(
+    busy,
+    Object.assign(new Error(`a consolidation of ${'a'.repeat(64)} is already running; cancel it from its progress first`), {
+      data: { code: 'RUNNING' },
+    }),
+  );
+  await flows.run(() => flows.consolidateAsked(busy.ctx, { cwd: '/proj' }));
+  assert.deepEqual(busy.asked, [`info:${flows.ALREADY_RUNNING}`]);
+  assert.equal(busy.sent.filter(([id]) => id === 'remem.lsp.consolidate').length, 1);
 });
 
 test('rename prefills the current title; archive and restore name the session', async () => {

@@ -20,6 +20,7 @@ const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.
     configuration: { properties: Record<string, unknown> };
     menus: Record<string, When[]>;
     keybindings: When[];
+    viewsWelcome: { view: string; contents: string; when?: string }[];
   };
 };
 const { contributes } = manifest;
@@ -51,4 +52,19 @@ test('a virtual or untrusted workspace does not run the extension', () => {
   assert.equal(manifest.capabilities.virtualWorkspaces.supported, false);
   // A workspace can set remem.command: the program it names runs only in a trusted one.
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, false);
+});
+
+test('with no folder open, each view says to open one instead of staying blank', () => {
+  for (const view of Object.values(Views)) {
+    const welcome = contributes.viewsWelcome.filter((w) => w.view === view && w.when === 'workspaceFolderCount == 0');
+    assert.equal(welcome.length, 1, `${view} has a welcome for no folder`);
+    assert.match(welcome[0].contents, /\[Open Folder\]\(command:workbench\.action\.files\.openFolder\)/);
+  }
+  // A welcome's button runs a command of the extension's, or VS Code's own.
+  const commands = new Set<string>(Object.values(ClientCommands));
+  for (const { contents } of contributes.viewsWelcome) {
+    for (const [, command] of contents.matchAll(/\(command:([\w.]+)\)/g)) {
+      assert.ok(commands.has(command) || command.startsWith('workbench.'), `${command} is no command`);
+    }
+  }
 });

@@ -1,0 +1,53 @@
+import './clientHarness';
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { RememClient } from '../src/client';
+import { ui } from './clientHarness';
+
+const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+test('the server\'s code action consolidates through the extension\'s flow, not straight to the server', async () => {
+  ui.server.requests.length = 0;
+  const client = new RememClient(log as never);
+  await client.start();
+  const flowed: object[] = [];
+  client.consolidateThrough(async (arg) => {
+    flowed.push(arg);
+  });
+  const passed: string[] = [];
+  const next = (command: string) => {
+    passed.push(command);
+    return undefined;
+  };
+  const middleware = ui.options?.middleware;
+  assert.ok(middleware);
+  // The Memory file's source action: "Consolidate the latest session of <workspace>".
+  await middleware.executeCommand('remem.lsp.consolidate', [{ cwd: '/proj' }], next);
+  assert.deepEqual(flowed, [{ cwd: '/proj' }]);
+  assert.deepEqual(ui.server.requests, [], 'nothing sent before the flow checked the route');
+  assert.deepEqual(passed, []);
+  // The server's other commands go on as they came.
+  await middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], next);
+  assert.deepEqual(passed, ['remem.lsp.regenerateIndex']);
+  assert.deepEqual(flowed, [{ cwd: '/proj' }]);
+});
+
+test('the flow\'s own consolidation runs the command under the progress notification, not the flow again', async () => {
+  ui.server.requests.length = 0;
+  const client = new RememClient(log as never);
+  await client.start();
+  let flows = 0;
+  client.consolidateThrough(async () => flows++);
+  const running = client.command('remem.lsp.consolidate', { cwd: '/proj' });
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const [request] = ui.server.requests;
+  assert.equal(request.method, 'workspace/executeCommand');
+  const params = request.params as { command: string; arguments: object[]; workDoneToken: string };
+  assert.deepEqual(params.arguments, [{ cwd: '/proj', announce: false }]);
+  assert.ok(params.workDoneToken);
+  ui.server.answer({ review: 'r', status: 'no-change', changes: 0, message: 'm', changed: [], history: null });
+  await running;
+  assert.equal(flows, 0);
+});
