@@ -11,7 +11,7 @@ from pathlib import Path
 from remem.lsp import ids
 from tests.contract import schema
 
-EXTENSION_TS = Path(__file__).parents[2] / "vscode-extension" / "src" / "extension.ts"
+EXTENSION_SRC = Path(__file__).parents[2] / "vscode-extension" / "src"
 
 
 def test_each_name_is_written_once_in_the_ids_module() -> None:
@@ -27,6 +27,13 @@ def test_each_name_is_written_once_in_the_ids_module() -> None:
 
 
 def test_the_extension_registers_the_commands_the_servers_lenses_run() -> None:
-    registered = set(re.findall(r"command\('([\w.]+)'", EXTENSION_TS.read_text()))
-    assert "remem.consolidateSession" in registered  # the pattern sees the registrations
+    # The extension writes its command ids once, in `ClientCommands` of src/ids.ts, and registers
+    # each as `command(ClientCommands.<key>, …)` in src/extension.ts.
+    client = (
+        (EXTENSION_SRC / "ids.ts").read_text().split("export const ClientCommands = {", 1)[1].split("}", 1)[0]
+    )
+    named = dict(re.findall(r"(\w+): '([\w.]+)'", client))
+    keys = re.findall(r"command\(ClientCommands\.(\w+),", (EXTENSION_SRC / "extension.ts").read_text())
+    registered = {named[key] for key in keys}
+    assert "remem.consolidateSession" in registered  # the patterns see the registrations
     assert set(ids.EXTENSION_COMMANDS) - registered == set()
