@@ -522,9 +522,11 @@ class SocketTransport:
     greeted: Greeted | None = None
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
-        """The daemon's answer. A request whose connection broke (`remem daemon stop` while a
-        listing was under way) is sent once more, to a daemon started anew if need be, when
-        its method may be resent; any other fails saying it may or may not have been done."""
+        """The daemon's answer. A request whose connection broke because the daemon stopped as
+        asked (`remem daemon stop` while a listing was under way) is sent once more, to a daemon
+        started anew, when its method may be resent; one that died is said (it may die again on
+        the same request). A request that may not be resent fails saying it may or may not have
+        been done."""
         try:
             return self._ask(method, params)
         except ConnectionLost:
@@ -533,7 +535,14 @@ class SocketTransport:
                     "the daemon stopped while answering; it may or may not have been done: "
                     "look, then try again"
                 ) from None
+            if self._died():
+                raise
         return self._ask(method, params)
+
+    def _died(self) -> bool:
+        """Whether the daemon that broke the connection died rather than stopped as asked: one
+        that stops removes its status file first, a dead one leaves it behind."""
+        return DaemonPaths(self.home, layout=False).read_status() is not None
 
     def _ask(self, method: Method[Params, Result], params: Params) -> Result:
         answer = call(
