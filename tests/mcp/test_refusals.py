@@ -3,18 +3,34 @@ name, what to do), never the home's paths or a workspace key, in either mode of 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import remem
 
 from .conftest import agent, put, text_of
 
 pytestmark = pytest.mark.asyncio
 MODES = pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
+
+
+def _pack_holding(home: Home, object_id: str) -> list[Path]:
+    """The files of the history's pack that holds `object_id`: its own, or the one a merge of
+    the small packs (after one entry in 32, by its commit id) made of it and others."""
+    folder = home.root / "history" / "objects" / "pack"
+    for index in folder.glob("*.idx"):
+        with index.open("rb") as listed:
+            objects = subprocess.run(
+                ["git", "show-index"], stdin=listed, capture_output=True, text=True, check=True
+            )
+        if object_id in objects.stdout.split():
+            return list(folder.glob(f"{index.stem}.*"))
+    raise AssertionError(f"no pack holds {object_id}")
 
 
 def _assert_private(message: str, home: Home, workspace: WorkspaceId, tmp_path: Path) -> None:
@@ -32,10 +48,8 @@ async def test_a_damaged_history_is_said_with_what_to_run_and_no_paths_or_keys(
             assert not (await session.update(put(name))).is_error
     if options == ():
         remem(home, "daemon", "stop")  # its own reading of the history is no longer kept
-    packs = sorted(
-        (home.root / "history" / "objects" / "pack").glob("*.pack"), key=lambda p: p.stat().st_mtime
-    )
-    for part in packs[1].parent.glob(f"{packs[1].stem}.*"):  # the objects of the middle entry
+    middle = MemoryStore(home).history.log(workspace.key)[1].id
+    for part in _pack_holding(home, middle):  # the objects of the middle entry
         part.unlink()
     async with agent(home, project, options=options) as session:
         result = await session.call("memory_history")
