@@ -66,6 +66,12 @@ def memory_file(ls: RememServer, uri: str) -> MemoryFile | None:
     return MemoryFile(Kind.RECORD, path) if record_name_of(path.name) is not None else None
 
 
+def home_files(ls: RememServer) -> dict[str, str]:
+    """The home's files the editor opens by path, named with each answer about the model route:
+    `settings.yml`, and `GLOBAL.md`, which belongs to no workspace folder."""
+    return {"settingsFile": str(ls.home.settings_file), "globalFile": str(ls.home.global_file)}
+
+
 def open_documents(ls: RememServer) -> dict[Path, LspTextDocument]:
     """The documents the editor has open, by the file each one's own URI names."""
     return {path: document for document in _documents(ls) if (path := path_of(document.uri)) is not None}

@@ -38,7 +38,7 @@ from remem.daemon.protocol.sessions import ROLLED_BACK
 
 from .. import ids
 from ..consolidate import consolidate
-from ..documents import path_of, workspace_cwd
+from ..documents import home_files, path_of, workspace_cwd
 from ..server import RememServer
 from ..wire import AbsolutePath, Strict, only_argument
 
@@ -138,7 +138,7 @@ def register(server: RememServer) -> None:
             provider=args.provider, model=args.model, expectedRevision=current.revision
         )
         chosen = await ls.link.api.select_model(change)
-        return {**chosen.model_dump(mode="json"), "settingsFile": str(ls.home.settings_file)}
+        return {**chosen.model_dump(mode="json"), **home_files(ls)}
 
     @server.command(ids.SET_API_KEY)
     async def set_api_key_command(ls: RememServer, *arguments: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from remem.daemon.protocol.sessions import FlatNode
 from remem.daemon.sessions.harness_homes import looked_in, roots_said
 
 from .. import ids
+from ..documents import home_files
 from ..overview import memory_overview
 from ..receipt_view import render
 from ..server import RememServer
@@ -145,9 +146,7 @@ def register(server: RememServer) -> None:
     async def settings(ls: RememServer, params: Any) -> dict[str, Any]:
         parse(Nothing, params, ids.SETTINGS)
         route = await ls.link.api.model_settings(Empty())
-        # The home's files the editor opens: GLOBAL.md needs no workspace, so it is named here.
-        files = {"settingsFile": str(ls.home.settings_file), "globalFile": str(ls.home.global_file)}
-        return {**route.model_dump(mode="json"), **files}
+        return {**route.model_dump(mode="json"), **home_files(ls)}
 
 
 async def with_own_prompts(ls: RememServer, tree: TreeResult) -> dict[str, Any]:

@@ -158,7 +158,7 @@ export interface ModelSettings {
   keyReady: boolean; // the route resolves: a key was found, or none is needed
   keyProblem: string | null; // what to set when it does not
   settingsFile: string;
-  globalFile?: string; // GLOBAL.md; absent from older servers and from the commands' answers
+  globalFile?: string; // GLOBAL.md; absent from older servers and from setApiKey's answer
 }
 
 /** The history entries a committed review made (receipts carry it), and what they changed. */
