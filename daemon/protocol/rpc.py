@@ -470,9 +470,10 @@ Result = TypeVar("Result", bound=BaseModel)
 class Method(Generic[Params, Result]):
     """One daemon method: its name on the wire, its params and result models, and whether a
     request whose connection broke may be sent once more (`resend`): a read, or a write whose
-    repetition changes nothing (a fork's operation id, a rename to the same title, a revert to
-    what an entry left). A write compare-and-swapped on a revision, or one that starts work, is
-    never resent: it may have been applied, and only the caller can look."""
+    repetition changes nothing and is answered alike (a fork's operation id, an index made
+    again). A write compare-and-swapped on a revision or a generation, one whose second answer
+    would differ from the first (a revert's `no-change`, a rename's next generation), or one that
+    starts work, is never resent: it may have been applied, and only the caller can look."""
 
     name: str
     params: type[Params]
@@ -492,7 +493,7 @@ MEMORY_CONTEXT = Method("memory/context", WorkspaceParams, ContextResult)
 MEMORY_LOG = Method("memory/log", HistoryLogParams, HistoryLogResult)
 MEMORY_DIFF = Method("memory/diff", HistoryDiffParams, HistoryDiffResult)
 MEMORY_SHOW_AT = Method("memory/showAt", HistoryEntryParams, HistoryShowResult)
-MEMORY_REVERT = Method("memory/revert", RevertParams, CommitResult)
+MEMORY_REVERT = Method("memory/revert", RevertParams, CommitResult, resend=False)
 MEMORY_OVERVIEW = Method("memory/overview", OverviewParams, MemoryOverview)
 SESSIONS_LIST = Method("sessions/list", ListParams, Listing)
 SESSIONS_TREE = Method("sessions/tree", WorkspaceParams, TreeResult)
@@ -500,8 +501,8 @@ SESSIONS_TURNS = Method("sessions/turns", SessionParams, TurnsResult)
 SESSIONS_TRANSCRIPT = Method("sessions/transcript", TranscriptParams, TranscriptResult)
 SESSIONS_LOG = Method("sessions/log", SessionParams, LogResult)
 SESSIONS_FORK = Method("sessions/fork", ForkRequest, ForkResult)
-SESSIONS_RENAME = Method("sessions/rename", RenameParams, MetaResult)
-SESSIONS_ARCHIVE = Method("sessions/archive", ArchiveParams, MetaResult)
+SESSIONS_RENAME = Method("sessions/rename", RenameParams, MetaResult, resend=False)
+SESSIONS_ARCHIVE = Method("sessions/archive", ArchiveParams, MetaResult, resend=False)
 CONSOLIDATION_RUN = Method("consolidation/run", ConsolidateParams, ConsolidationResult, resend=False)
 CONSOLIDATION_CANCEL = Method("consolidation/cancel", ConsolidateParams, CancelResult)
 CONSOLIDATION_RECEIPTS = Method("consolidation/receipts", ReceiptsParams, ReceiptsResult)

@@ -24,6 +24,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable
 from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.locks import file_lock
+from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.cold_reads import INDEX_BATCH
@@ -32,6 +33,7 @@ from tests.sessions.factory import SessionSpec, build_session, write_session
 from .helpers import calls, remem, wait_until
 
 pytestmark = pytest.mark.slow
+EMPTY_REVISION = f"sha256:{hashlib.sha256(b'').hexdigest()}"  # of Global while it is empty
 
 
 def status(home: Home) -> dict:  # type: ignore[type-arg]
@@ -293,7 +295,7 @@ def test_a_write_under_way_when_the_daemon_is_stopped_is_not_asked_again(
     by the daemon stopping, once Global's lock was let go), so the command says so."""
     monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
     assert remem(home, "daemon", "start").returncode == 0  # its start settles memory, under the lock
-    revision = f"sha256:{hashlib.sha256(b'').hexdigest()}"  # of Global while it is empty
+    revision = EMPTY_REVISION
     new = tmp_path / "GLOBAL.md"
     new.write_text("Prefer small commits.\n")
     replaced, stopped = stopped_while_answering(
@@ -302,6 +304,26 @@ def test_a_write_under_way_when_the_daemon_is_stopped_is_not_asked_again(
     )  # fmt: skip
     assert stopped == 0 and replaced.returncode == 1
     assert "stopped while answering; it may or may not have been done: look" in replaced.stderr
+    assert home.global_file.read_text() == "Prefer small commits.\n"
+
+
+def test_a_revert_under_way_when_the_daemon_is_stopped_is_not_asked_again(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked again of the next daemon, a revert the stopping one had committed answered
+    `no-change` (or `conflict`, with its expected revision): the user, told it was not done,
+    would undo the change it made."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    store = MemoryStore(home)
+    first = store.replace_global(EMPTY_REVISION, "Prefer small commits.\n")
+    store.replace_global(first.revision, "Prefer large commits.\n")
+    assert first.history is not None
+    assert remem(home, "daemon", "start").returncode == 0  # its start settles memory, under the lock
+    reverted, stopped = stopped_while_answering(
+        home, file_lock(home.locks / "global.lock"), "memory", "revert", first.history
+    )
+    assert stopped == 0 and reverted.returncode == 1
+    assert "stopped while answering; it may or may not have been done: look" in reverted.stderr
     assert home.global_file.read_text() == "Prefer small commits.\n"
 
 
