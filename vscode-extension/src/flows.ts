@@ -592,6 +592,8 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   return undoChange(ctx, entry, scope, entries);
 }
 
+const NAMED_LATER = 10; // later changes an undo's confirmation names one by one
+
 /** The changes made after `entry`, named. The revert restores the whole of Global memory or of the
  * workspace, so they are undone with it whatever record they touched: they are counted in the
  * unfiltered history, not in `shown` (one record's). */
@@ -601,10 +603,13 @@ async function laterChanges(ctx: FlowContext, entry: HistoryEntry, scope: Histor
   const later = at < 0 ? all : all.slice(0, at); // not among the latest: every one listed is later
   if (later.length === 0) return '';
   const count =
-    at < 0 ? `More than ${later.length} later changes are`
+    at < 0 ? `At least ${later.length} later changes are`
     : later.length === 1 ? 'The later change is'
     : `The ${later.length} later changes are`;
-  const named = later.map((e) => `• ${whenText(e)} ${actorText(e)}: ${statText(e) || 'no file changed'}`);
+  // A modal dialog with a hundred lines hides its buttons: the newest are named, the rest counted.
+  const named = later.slice(0, NAMED_LATER).map((e) => `• ${whenText(e)} ${actorText(e)}: ${statText(e) || 'no file changed'}`);
+  const rest = later.length - NAMED_LATER;
+  if (rest > 0) named.push(`• and ${rest}${at < 0 ? ' or more' : ''} older`);
   return `\n\n${count} undone with it:\n${named.join('\n')}`;
 }
 

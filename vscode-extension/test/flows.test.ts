@@ -779,6 +779,28 @@ test('memory history of a record: pick a change, see its diff, undo it after a m
   assert.equal(h.memoryRefreshes, 1);
 });
 
+test('undo of an entry past the newest listed says at least how many go with it, naming the newest ten', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+  const hex = (n: number) => n.toString(16).padStart(40, '0');
+  const newest = Array.from({ length: 100 }, (_, n) => ENTRY(hex(n + 2), hex(n + 3)));
+  const picked = ENTRY(hex(1), hex(0));
+  h.responses['remem/memoryHistory'] = (params: { record?: string }) => ({
+    scope: 'workspace',
+    workspace: 'k',
+    entries: params.record ? [newest[0], picked] : newest, // the record's reaches back further
+  });
+  h.responses['remem/revertMemory'] = { status: 'committed', revision: 'sha256:x', history: 'd'.repeat(40) };
+  h.picks.push((items) => items[1]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.showMemoryHistory(h.ctx, { type: 'memory', cwd: '/proj', node: { path: '/h/w/k/prefer-uv.md' } });
+  const detail = h.confirmed[0][1];
+  assert.match(detail, /At least 100 later changes are undone with it:/);
+  const lines = detail.split('\n').filter((line) => line.startsWith('• '));
+  assert.equal(lines.length, 11);
+  assert.equal(lines[10], '• and 90 or more older');
+});
+
 test('undo from a record\'s history names every later change of the workspace, whatever record it touched', async () => {
   const h = new Harness();
   h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
