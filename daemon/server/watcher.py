@@ -350,6 +350,8 @@ class Watcher:
 
     def _fire(self, target: Target) -> None:
         del self._pending[target]
+        if self._stopped:  # heard just before the stop: the daemon it would tell is shutting down
+            return
         assert self._loop is not None
         task = self._loop.create_task(self._report(target))
         self._reactions.add(task)

@@ -187,3 +187,21 @@ def test_a_lasting_failure_is_logged_once_and_its_end_too(
         "watching the session roots failed; trying again every 0.02 s",
         "watching the session roots again",
     ]
+
+
+def test_a_change_heard_just_before_the_stop_is_not_reacted_to_after_it(home: Home, tmp_path: Path) -> None:
+    """Its debounce timer fired after the stop, and the reaction met the daemon shutting down:
+    "reacting to a change failed … Executor shutdown has been called" in the log at every stop
+    that came while a root was written."""
+
+    async def scenario() -> list[Target]:
+        watcher, seen = make(home, [tmp_path])
+        watcher.start(asyncio.get_running_loop())
+        await started(watcher)
+        watcher.post((str(tmp_path / "project"),))  # as the watcher's thread hands a change over
+        await asyncio.sleep(0)  # heard: its debounce timer runs
+        await asyncio.to_thread(watcher.stop)
+        await asyncio.sleep(watcher_module.DEBOUNCE_SECONDS * 3)
+        return seen
+
+    assert asyncio.run(scenario()) == []
