@@ -59,7 +59,7 @@ from ..locks import LockHandle, acquire_file_lock, file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import pack_ids, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
-from .record import record_name_of
+from .record import GLOBAL_FILE, record_name_of
 from .revision import name_bytes, shown_name
 
 try:
@@ -68,7 +68,6 @@ except ImportError:  # pragma: no cover - a dependency; kept so memory works wit
     pygit2 = None  # type: ignore[assignment]
 
 log = logging.getLogger("remem.daemon")
-GLOBAL_FILE = "GLOBAL.md"
 PACK_EVERY = 32  # entries (each its own small pack) between two merges of the small packs
 MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, packs few
 LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
@@ -326,6 +325,14 @@ class History:
             return {}
         with self._reading(str(parents[0]), f" (the one before {str(commit.id)[:12]})"):
             return _files(commit.parents[0])
+
+    def touches(self, ref: str, name: str) -> bool:
+        """Whether entry `ref` added, changed or removed its scope's file `name`: its bytes (a
+        blob id in each tree) differ from the entry before's; no file is read."""
+        commit = self._commit(ref)
+        with self._reading(str(commit.id)):
+            before = commit.parents[0].tree if commit.parent_ids else None
+            return _blob_id(commit.tree, name) != (None if before is None else _blob_id(before, name))
 
     def find(self, workspace_key: str | None, revision: str, depth: int = 64) -> str | None:
         """The newest entry of the scope that ended at `revision`, among its last `depth`."""
@@ -740,6 +747,10 @@ def _entry_of(line: LogLine) -> HistoryEntry:
         at=line.at,
         stat=None,
     )
+
+
+def _blob_id(tree: pygit2.Tree, name: str) -> pygit2.Oid | None:
+    return tree[name].id if name in tree else None
 
 
 def _files(commit: pygit2.Commit) -> dict[str, bytes]:

@@ -56,7 +56,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 23: the language server's `remem.lsp.fork` takes only a well-formed `expectedRevision`.
 # 24: a consolidation result says why a failed review failed (`reason`).
 # 25: a fork may name its cut by turn (`afterTurn`), found after the journal (decision 0393).
-PROTOCOL_VERSION = 25
+# 26: `memory/log` may keep only the entries that changed one file (`file`).
+PROTOCOL_VERSION = 26
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -155,6 +156,9 @@ class HistoryLogParams(_Strict):
     cwd: str | None = None
     limit: int | None = Field(default=None, ge=1)  # None: every entry
     stat: bool = True  # what each entry added, changed and removed (a tree diff each)
+    # Only the entries that added, changed or removed this file of the scope (`prefer-uv.md`,
+    # `GLOBAL.md`), found by its blob in each tree, before the limit and the stats are taken.
+    file: str | None = Field(default=None, min_length=1, max_length=255)
 
     _absolute = field_validator("cwd")(lambda cls, value: _must_be_absolute(value))
 

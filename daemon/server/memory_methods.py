@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -235,9 +236,14 @@ class MemoryMethods:
 
         def read() -> HistoryLogResult:
             self.store.sync_history(scope, actor)
-            entries = self.store.history.log(scope, params.limit)
+            history = self.store.history
+            if params.file is None:
+                entries = history.log(scope, params.limit)
+            else:  # the file's entries may lie anywhere in the log: kept first, then limited
+                touching = (e for e in history.log(scope) if history.touches(e.id, params.file))
+                entries = list(itertools.islice(touching, params.limit))
             if params.stat:
-                entries = [self.store.history.with_stat(e) for e in entries]
+                entries = [history.with_stat(e) for e in entries]
             kind: Literal["global", "workspace"] = "global" if scope is None else "workspace"
             return HistoryLogResult(scope=kind, workspace=scope, entries=entries)
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import Field
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon.protocol.memory import HistoryEntry
+from remem.daemon.memory.record import GLOBAL_FILE
+from remem.daemon.protocol.memory import RECORD_SUFFIX
 from remem.daemon.protocol.rpc import (
     Empty,
     HistoryEntryParams,
@@ -117,13 +118,11 @@ def register(server: RememServer) -> None:
     @server.feature(ids.MEMORY_HISTORY)
     async def memory_history(ls: RememServer, params: Any) -> dict[str, Any]:
         scope = parse(HistoryScope, params, ids.MEMORY_HISTORY)
-        # A record's entries may all lie past its workspace's newest HISTORY_LIMIT: kept from
-        # the whole log (no limit), then limited.
-        limit = HISTORY_LIMIT if scope.record is None else None
-        answer = await ls.link.api.memory_log(HistoryLogParams(cwd=scope.cwd, limit=limit, stat=True))
-        if scope.record is not None:
-            answer.entries = [e for e in answer.entries if _touches(e, scope.record)][:HISTORY_LIMIT]
-        return answer.model_dump(mode="json")
+        # A record's entries may all lie past its workspace's newest HISTORY_LIMIT: the daemon
+        # keeps those that changed its file from the whole log, then limits.
+        file = None if scope.record is None else _file_of(scope.record)
+        log = HistoryLogParams(cwd=scope.cwd, limit=HISTORY_LIMIT, stat=True, file=file)
+        return (await ls.link.api.memory_log(log)).model_dump(mode="json")
 
     @server.feature(ids.MEMORY_AT)
     async def memory_at(ls: RememServer, params: Any) -> dict[str, Any]:
@@ -246,9 +245,9 @@ async def searched_roots(ls: RememServer) -> list[dict[str, Any]]:
     return [folder.to_json() for folder in looked_in(roots, defaults)]
 
 
-def _touches(entry: HistoryEntry, record: str) -> bool:
-    stat = entry.stat
-    return stat is not None and any(record in names for names in (stat.added, stat.changed, stat.removed))
+def _file_of(record: str) -> str:
+    """The file of a record (by its name), or of Global memory (`GLOBAL.md`, by its own)."""
+    return record if record == GLOBAL_FILE else f"{record}{RECORD_SUFFIX}"
 
 
 async def read_receipt(ls: RememServer, review: str) -> dict[str, Any]:

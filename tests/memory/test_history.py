@@ -428,6 +428,28 @@ def test_the_cli_logs_diffs_shows_and_reverts(home: Home, workspace: WorkspaceId
     assert (code, out) == (1, "") and "are entries of different memories (Global memory, workspace " in err
 
 
+def test_a_files_log_holds_the_entries_that_changed_it_wherever_they_lie(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    """A record's history was the workspace's newest entries filtered: one changed before them
+    had none. `file` keeps the entries that added, changed or removed it from the whole log."""
+    store = MemoryStore(home)
+    added = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    revision = added.revision
+    for n in range(3):
+        revision = store.commit_workspace(workspace, revision, [put("beta", body=f"Take {n}.\n")]).revision
+    removed = store.commit_workspace(workspace, revision, [delete("alpha")])
+    methods = MemoryMethods(home)
+    asked = HistoryLogParams(cwd=workspace.cwd, limit=2, file="alpha.md")
+    logged = asyncio.run(methods.log(asked)).entries
+    assert [e.id for e in logged] == [removed.history, added.history]
+    assert [(e.stat.added, e.stat.removed) for e in logged if e.stat] == [([], ["alpha"]), (["alpha"], [])]
+    asked = HistoryLogParams(cwd=workspace.cwd, limit=1, file="alpha.md")
+    assert [e.id for e in asyncio.run(methods.log(asked)).entries] == [removed.history]
+    global_log = HistoryLogParams(file="GLOBAL.md")
+    assert asyncio.run(methods.log(global_log)).entries == []
+
+
 def test_the_log_reads_what_no_daemon_saw(home: Home, workspace: WorkspaceId) -> None:
     store = MemoryStore(home)
     store.commit_workspace(workspace, EMPTY, [put("alpha")])
