@@ -19,6 +19,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from remem.daemon.home import Home
+from remem.daemon.memory.record import GLOBAL_FILE
 from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
 from remem.daemon.protocol.rpc import ReceiptView, TurnRow
 
@@ -48,7 +49,7 @@ def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
         name, kind = change.name or "", change.type
         if change.action == "replace-global":
             path = str(home.global_file)
-            records.append(ChangedRecord(verb="Rewrote", name="GLOBAL.md", type=None, path=path))
+            records.append(ChangedRecord(verb="Rewrote", name=GLOBAL_FILE, type=None, path=path))
         elif change.action == "delete":
             records.append(ChangedRecord(verb="Removed", name=name, type=kind, path=None))
         else:

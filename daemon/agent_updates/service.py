@@ -25,12 +25,20 @@ from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan
 from ..memory.context import render_agent_context
 from ..memory.diagnostics import TextPositions
 from ..memory.identity import WorkspaceId
-from ..memory.record import render_record
+from ..memory.record import GLOBAL_FILE, render_record
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..memory.validation import likely_secrets
 from ..protocol.consolidation import ScopeRevisions
-from ..protocol.memory import Actor, CommitResult, DeleteChange, GlobalSnapshot, PutChange, WorkspaceSnapshot
+from ..protocol.memory import (
+    RECORD_SUFFIX,
+    Actor,
+    CommitResult,
+    DeleteChange,
+    GlobalSnapshot,
+    PutChange,
+    WorkspaceSnapshot,
+)
 from ..protocol.rpc import (
     AgentContextResult,
     AgentIdentity,
@@ -99,9 +107,12 @@ class ScopedUpdate:
 
     def secret_warnings(self) -> list[str]:
         """Likely credentials in the files this update wrote, by file and line (the editor's warning)."""
-        written = {"GLOBAL.md": self.content} if self.content is not None else {
-            f"{c.record.name}.md": render_record(c.record) for c in self.changes if isinstance(c, PutChange)
-        }  # fmt: skip
+        puts = [c.record for c in self.changes if isinstance(c, PutChange)]
+        written = (
+            {GLOBAL_FILE: self.content}
+            if self.content is not None
+            else {f"{record.name}{RECORD_SUFFIX}": render_record(record) for record in puts}
+        )
         return [
             f"{name} line {d.range.start.line + 1}: {d.message}"
             for name, text in written.items()
