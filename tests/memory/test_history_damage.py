@@ -48,12 +48,18 @@ def run(home: Home, *args: str) -> tuple[int, str, str]:
 
 
 def _entries(home: Home, workspace: WorkspaceId) -> tuple[CommitResult, CommitResult]:
-    """Two entries; the second changes the first's only record, so they share no blob."""
+    """Two entries, the second changing the first's only record (they share no blob), the second
+    in a pack the first's is not: a merge of the small packs (after one entry in 32, by its id)
+    puts both in one, and damage to the first's would then take the newest entry too."""
     store = MemoryStore(home)
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
-    second = store.commit_workspace(workspace, first.revision, [put("alpha", body="Corrected.\n")])
-    assert first.history is not None and second.history is not None
-    return first, second
+    for n in range(8):
+        second = store.commit_workspace(workspace, first.revision, [put("alpha", body=f"Corrected {n}.\n")])
+        assert first.history is not None and second.history is not None
+        if _pack_of(home, second.history)[0] != _pack_of(home, first.history)[0]:
+            return first, second
+        first = second
+    raise AssertionError("every entry was merged into the pack of the one before")
 
 
 def _object_of(home: Home, entry: str, kind: str) -> str:
