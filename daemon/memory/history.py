@@ -188,7 +188,8 @@ class History:
             entries = []
             if ends_at != before.revision and (parent is not None or before.files):
                 # the state this commit started from was never recorded
-                entries.append(_compose(branch, parent, before, before.revision, RECOVERED, held))
+                missed = self._missed(branch, parent)
+                entries.append(_compose(branch, parent, before, before.revision, missed, held))
                 parent, held = entries[-1].id, entries[-1].held
             # `parent` now ends at the revision the commit started from; its files may still
             # differ from `before.files` in bytes the revision does not see (a CRLF save)
@@ -203,6 +204,15 @@ class History:
             return entries[-1].id if self._write(entries) else None
         self._writer.submit(self._write, entries)
         return entries[-1].id
+
+    def _missed(self, branch: str, parent: str | None) -> Actor:
+        """Who made a state a commit finds unrecorded. In the daemon (entries written after the
+        answer), which watches memory, the user by hand before its watcher looked (its debounce);
+        unless this process cannot vouch for the branch (decision 0395). In a command run once, a
+        state no daemon saw made: `recovered`."""
+        if self._writer is None or branch in self._unvouched or (parent is None and self._anew):
+            return RECOVERED
+        return HAND_EDIT
 
     def reconcile(
         self, workspace_key: str | None, current: Generation, actor: Actor = RECOVERED

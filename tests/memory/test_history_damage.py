@@ -231,3 +231,19 @@ def test_a_history_deleted_under_the_daemon_starts_again_with_what_it_finds_as_r
         assert _kinds(methods, workspace) == ["recovered"]
         _edit_by_hand(methods, workspace)
         assert _kinds(methods, workspace) == ["hand-edit", "recovered"]
+
+
+def test_a_hand_edit_a_commit_meets_before_the_watcher_looked_is_a_hand_edit(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    """The state a daemon's commit starts from, unrecorded because the watcher's debounce had not
+    ended, was labelled `recovered`: made while the daemon watched, it is the user's hand edit."""
+    with _daemon(home) as methods:
+        first = CommitWorkspaceParams(cwd=workspace.cwd, expectedRevision=EMPTY, changes=[put("alpha")])
+        assert asyncio.run(methods.commit_workspace(first)).status == "committed"
+        _edit_by_hand(methods, workspace)  # the watcher has not looked yet
+        edited = methods.store.read_workspace(workspace).revision
+        then = CommitWorkspaceParams(cwd=workspace.cwd, expectedRevision=edited, changes=[put("beta")])
+        assert asyncio.run(methods.commit_workspace(then)).status == "committed"
+        methods.store.history.flush()
+        assert _kinds(methods, workspace) == ["cli", "hand-edit", "cli"]
