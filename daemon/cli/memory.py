@@ -205,6 +205,8 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         cwd=None if global_ else workspace_params(cwd).cwd, limit=limit or None, stat=not no_stat
     )
     result = _read(backend.api().memory_log, params, as_json)
+    if result.problem is not None and backend.use_daemon:  # in this process, its log said it
+        _warn_daemon_said(backend, result.problem)
     if as_json:
         emit_json(result)
         return
@@ -213,6 +215,13 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         say(one_line(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}"))
     if not result.entries:
         say("(no history yet)")
+
+
+def _warn_daemon_said(backend: Backend, problem: str) -> None:
+    # Loaded only here, as the backend loads it: the daemon's paths are no concern of most commands.
+    from ..server.runtime import DaemonPaths
+
+    say(f"remem: warning: {problem} (the daemon's log: {DaemonPaths(backend.home).log})", err=True)
 
 
 @memory.command()

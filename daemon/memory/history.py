@@ -167,6 +167,8 @@ class History:
         # entry of its own commit was not written, or (`_anew`) the repository was started again.
         self._unvouched: set[str] = set()
         self._anew = False
+        # By branch, why this process last failed to record an entry of it, until one is written.
+        self._failures: dict[str, str] = {}
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
@@ -238,7 +240,7 @@ class History:
                     self._store(repo, composed)
                     return composed.id
         except Exception as exc:
-            _not_recorded("reconcile", branch, exc)
+            self._not_recorded("reconcile", branch, exc)
             return None
 
     def flush(self) -> None:
@@ -523,7 +525,22 @@ class History:
         found there may be that commit's, never to be told as a hand edit."""
         with self._lock:
             self._unvouched.add(branch)
-        _not_recorded(what, branch, exc)
+        self._not_recorded(what, branch, exc)
+
+    def _not_recorded(self, what: str, branch: str, exc: BaseException) -> None:
+        log.warning("memory history: could not %s %s (%s)", what, branch, _reason(exc))
+        with self._lock:
+            self._failures[branch] = _reason(exc)
+
+    def trouble(self, workspace_key: str | None) -> str | None:
+        """Why the scope's history lacks what this process last changed or found, until an entry
+        of it is written: a daemon says it with its log, not only in its own log file."""
+        failed = self._failures.get(branch_of(workspace_key))
+        if failed is None:
+            return None
+        return (
+            f"the history could not record what changed ({failed}); it records the state it finds once it can"
+        )
 
     def _store(self, repo: pygit2.Repository, composed: _Composed) -> None:
         """Write the objects, then move the branch (the caller holds the repository's lock, the
@@ -546,6 +563,7 @@ class History:
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
         self._unvouched.discard(composed.branch)  # the branch ends at a state that is recorded
+        self._failures.pop(composed.branch, None)
         faultpoint("history.after-ref")
         if _is_pack_time(oid) and _merge_packs(repo):
             # libgit2 would go on looking in the packs just removed
@@ -630,10 +648,6 @@ def _break(repo: pygit2.Repository, head: pygit2.Oid | str) -> tuple[int, pygit2
         if not parents:
             return None
         read, oid = read + 1, parents[0]
-
-
-def _not_recorded(what: str, branch: str, exc: BaseException) -> None:
-    log.warning("memory history: could not %s %s (%s)", what, branch, _reason(exc))
 
 
 @contextlib.contextmanager

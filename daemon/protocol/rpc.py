@@ -57,7 +57,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 24: a consolidation result says why a failed review failed (`reason`).
 # 25: a fork may name its cut by turn (`afterTurn`), found after the journal (decision 0393).
 # 26: `memory/log` may keep only the entries that changed one file (`file`).
-PROTOCOL_VERSION = 26
+# 27: `memory/log` says why the scope's history could not record what it lacks (`problem`).
+PROTOCOL_VERSION = 27
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -167,6 +168,9 @@ class HistoryLogResult(_Strict):
     scope: Literal["global", "workspace"]
     workspace: str | None = None
     entries: list[HistoryEntry]
+    # Why the history lacks what the answering process last changed or found in this scope (a
+    # write of an entry failed), until an entry of it is written.
+    problem: str | None = None
 
 
 class HistoryEntryParams(_Strict):

@@ -245,7 +245,9 @@ class MemoryMethods:
             if params.stat:
                 entries = [history.with_stat(e) for e in entries]
             kind: Literal["global", "workspace"] = "global" if scope is None else "workspace"
-            return HistoryLogResult(scope=kind, workspace=scope, entries=entries)
+            return HistoryLogResult(
+                scope=kind, workspace=scope, entries=entries, problem=history.trouble(scope)
+            )
 
         return await self._off_loop(scope, read)
 

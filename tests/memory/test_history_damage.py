@@ -10,6 +10,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.git_pack import pack_ids
 from remem.daemon.memory.identity import WorkspaceId
@@ -247,3 +249,39 @@ def test_a_hand_edit_a_commit_meets_before_the_watcher_looked_is_a_hand_edit(
         assert asyncio.run(methods.commit_workspace(then)).status == "committed"
         methods.store.history.flush()
         assert _kinds(methods, workspace) == ["cli", "hand-edit", "cli"]
+
+
+@pytest.mark.slow
+def test_a_daemon_whose_history_cannot_record_says_so_with_the_log(
+    home: Home, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the daemon `memory log` showed the history as it was, exit 0, no word of the
+    commit it lacked: the failure was only in the daemon's log (without the daemon, stderr said
+    it). The answer now says why, until an entry of the scope is written."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    first = MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
+    changes = json.dumps([{"action": "put", "record": put("beta").record.model_dump()}])
+    try:
+        with _unwritable(home.root / "history" / "objects" / "pack"):
+            applied = subprocess.run(
+                [*_CLI, "--home", str(home.root), "memory", "apply", "--cwd", workspace.cwd,
+                 "--expected-revision", first.revision, "--changes", "-", "--json"],
+                input=changes, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert applied.returncode == 0, applied.stderr
+            logged = _log_through_the_daemon(home, workspace)
+        assert logged.returncode == 0 and len(json.loads(logged.stdout)["entries"]) == 1
+        assert "remem: warning: the history could not record what changed (" in logged.stderr, logged.stderr
+        again = _log_through_the_daemon(home, workspace)  # its state recorded now, no warning
+        kinds = [e["actor"]["kind"] for e in json.loads(again.stdout)["entries"]]
+        assert kinds == ["recovered", "cli"] and "warning" not in again.stderr, again.stderr
+    finally:
+        subprocess.run([*_CLI, "--home", str(home.root), "daemon", "stop"], capture_output=True, timeout=60)
+
+
+_CLI = [sys.executable, "-m", "remem.daemon"]
+
+
+def _log_through_the_daemon(home: Home, workspace: WorkspaceId) -> subprocess.CompletedProcess[str]:
+    command = [*_CLI, "--home", str(home.root), "memory", "log", "--cwd", workspace.cwd, "--json"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
