@@ -246,7 +246,7 @@ _AUTHORS = {
     "agent": "an agent",
     "consolidation": "remem's consolidation of a session",
     "hand-edit": "the user, editing by hand",
-    "recovered": "someone while remem was not watching (found on start)",
+    "recovered": "someone while remem was not watching (found later)",
     "revert": "the user, reverting to an earlier version",
 }
 
