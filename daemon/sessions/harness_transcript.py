@@ -65,6 +65,11 @@ def _status(turn: Turn) -> str:
 def _body(turn: Turn, details: ToolDetails) -> list[str]:
     lines = []
     ending = details.endings.get(turn.end) if turn.status in ("error", "aborted") else None
+    answer = turn.answer
+    if turn.status == "error" and ending is None:
+        # No line of the file ends it (Codex's do): Claude Code wrote its API error in the
+        # model's place, and that record is the turn's last text (decision 0385).
+        ending, answer = answer, None
     if ending:  # as a DSH transcript says a turn's error
         lines += [f"Error: {inline(ending)}" if turn.status == "error" else f"_{inline(ending)}_", ""]
     lines += ["**User**", "", *quoted(turn.text or turn.prompt), ""]
@@ -72,8 +77,8 @@ def _body(turn: Turn, details: ToolDetails) -> list[str]:
         lines += ["_Earlier context was replaced by a compaction summary in this turn._", ""]
     if turn.tools:
         lines += ["**Tools**", "", *(_tool(call, details) for call in turn.tools), ""]
-    if turn.answer is not None:
-        lines += ["**Assistant**", "", *quoted(turn.answer), ""]
+    if answer is not None:
+        lines += ["**Assistant**", "", *quoted(answer), ""]
     return lines
 
 

@@ -21,6 +21,8 @@ from claude_agent_sdk import get_session_messages
 from remem.daemon.forks.harness_service import HarnessForkRequest, HarnessForks
 from remem.daemon.home import Home
 from remem.daemon.sessions.formats.claude_code import fork_selection
+from remem.daemon.sessions.harness_sources import claude_view
+from remem.daemon.sessions.harness_transcript import render_harness_transcript
 
 from .claude_lines import SID, jsonl, listed_as_read, prompt, result, say, use
 
@@ -187,3 +189,17 @@ def test_what_claude_code_writes_in_the_models_place_is_no_answer() -> None:
         ("failing question", "API Error: 500", "error", True, 9),
         ("last question", None, "completed", True, 11),
     ]
+
+
+def test_an_api_error_is_said_as_the_turns_error_not_as_the_models_answer() -> None:
+    """Claude Code writes an API error in the model's place (`isApiErrorMessage`): the transcript
+    showed it under **Assistant**, as if the model had said it; a failed turn says its error."""
+    data = jsonl(
+        prompt("u1", None, "first question"),
+        of("m1", say("a1", "u1", "fine")),
+        prompt("u2", "a1", "failing question"),
+        synthetic("e2", "u2", "API Error: 500", error=True),
+    )
+    turns = render_harness_transcript(claude_view(data, NAME), data).split("## Turn ")[1:]
+    assert "**Assistant**\n\n> fine" in turns[0]
+    assert "Error: API Error: 500" in turns[1] and "**Assistant**" not in turns[1], turns[1]
