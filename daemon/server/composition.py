@@ -85,8 +85,11 @@ class Services:
         await self.agents.settle()
         await self.consolidation.settle()
 
-    def close(self) -> None:
+    def stopping(self) -> None:
+        """The daemon is stopping: work under way that only reads ends early (safe from any thread)."""
         self.sessions.stop()
+
+    def close(self) -> None:
         self.agents.close()
 
 

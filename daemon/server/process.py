@@ -164,6 +164,9 @@ class Daemon:
         release_socket(socket_path)
 
     def stop(self) -> None:
+        # First: a listing under way ends at its next log, whatever the stop waits on meanwhile
+        # (the watcher's thread), and before a client can see the status file gone.
+        self.services.stopping()
         self._forget_status()
         self._stop.set()
 
@@ -295,6 +298,7 @@ class Daemon:
 
     async def _shutdown(self, params: Empty) -> Empty:
         # The status file goes before the reply: a client that hears "stopped" must not find it.
+        self.services.stopping()
         self._forget_status()
         asyncio.get_running_loop().call_soon(self._stop.set)
         return Empty()
