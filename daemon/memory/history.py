@@ -212,9 +212,13 @@ class History:
         answer), which watches memory, the user by hand before its watcher looked (its debounce);
         unless this process cannot vouch for the branch (decision 0395). In a command run once, a
         state no daemon saw made: `recovered`."""
-        if self._writer is None or branch in self._unvouched or (parent is None and self._anew):
-            return RECOVERED
-        return HAND_EDIT
+        return RECOVERED if self._writer is None or not self._vouches(branch, parent is None) else HAND_EDIT
+
+    def _vouches(self, branch: str, first: bool) -> bool:
+        """Whether a state found on `branch` (with no entry yet: `first`) can be told as the user's:
+        not where an entry of this process's own commit is missing, nor in a repository it
+        started again (decision 0395)."""
+        return branch not in self._unvouched and not (first and self._anew)
 
     def reconcile(
         self, workspace_key: str | None, current: Generation, actor: Actor = RECOVERED
@@ -233,7 +237,7 @@ class History:
                         return None
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
-                    if branch in self._unvouched or (head is None and self._anew):
+                    if not self._vouches(branch, head is None):
                         actor = RECOVERED  # maybe this process's own unrecorded commit: no hand edit
                     before = _meta(head).after if head is not None else current.revision
                     composed = _compose(branch, _id(head), current, before, actor, _held(head))
