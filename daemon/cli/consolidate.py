@@ -198,9 +198,9 @@ def _key_elsewhere(backend: Backend, current: ModelSettings) -> str:
     environment it was started in, which an `export` in another shell does not reach. Not when
     the daemon has a key that cannot be sent: that problem says where it is."""
     env = current.apiKeyEnv
-    if current.keyReady or not (current.keyProblem or "").startswith(NO_API_KEY):
+    if not (current.keyProblem or "").startswith(NO_API_KEY) or not backend.use_daemon:
         return ""
-    if not backend.use_daemon or env is None or not os.environ.get(env, "").strip():
+    if env is None or not os.environ.get(env, "").strip():
         return ""
     return (
         f"; this shell has ${env} set, but the daemon was started without it: run "
