@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -34,6 +33,7 @@ from remem.daemon.protocol.rpc import (
     RpcError,
 )
 from remem.daemon.server.memory_methods import MemoryMethods
+from tests.unwritable import unwritable
 
 from .factory import put
 from .test_crash_recovery import EMPTY
@@ -129,21 +129,6 @@ def _daemon(home: Home) -> Iterator[MemoryMethods]:
         methods.cache.close()
 
 
-@contextmanager
-def _unwritable(folder: Path) -> Iterator[None]:
-    """No file can be made in `folder`, even by root (who ignores its mode bits)."""
-    if os.geteuid() != 0:
-        folder.chmod(0o500)
-    elif subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
-        pytest.skip("root cannot make a folder immutable on this file system")
-    try:
-        yield
-    finally:
-        if os.geteuid() == 0:
-            subprocess.run(["chattr", "-i", str(folder)], check=True)
-        folder.chmod(0o700)
-
-
 @pytest.mark.parametrize("kind", ["commit", "tree", "blob"])
 def test_a_corrupt_object_is_said_damaged_by_log_and_diff(
     home: Home, workspace: WorkspaceId, kind: str
@@ -200,7 +185,7 @@ def test_a_commit_whose_entry_was_not_written_names_none(
     changes = tmp_path / "changes.json"
     changes.write_text(json.dumps([put("beta").model_dump(mode="json")]))
     args = ["memory", "apply", "--cwd", workspace.cwd, "--changes", str(changes), "--json"]
-    with _unwritable(home.root / "history" / "objects" / "pack"):
+    with unwritable(home.root / "history" / "objects" / "pack"):
         code, out, err = run(home, *args, "--expected-revision", second.revision)
     answer = json.loads(out)
     assert code == 0 and answer["status"] == "committed" and answer["history"] is None, (out, err)
@@ -211,7 +196,7 @@ def test_the_daemons_own_commit_whose_entry_was_not_written_is_no_hand_edit(
 ) -> None:
     first = MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
     with _daemon(home) as methods:
-        with _unwritable(home.root / "history" / "objects" / "pack"):
+        with unwritable(home.root / "history" / "objects" / "pack"):
             params = CommitWorkspaceParams(
                 cwd=workspace.cwd, expectedRevision=first.revision, changes=[put("beta")]
             )
@@ -262,7 +247,7 @@ def test_a_daemon_whose_history_cannot_record_says_so_with_the_log(
     first = MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
     changes = json.dumps([{"action": "put", "record": put("beta").record.model_dump()}])
     try:
-        with _unwritable(home.root / "history" / "objects" / "pack"):
+        with unwritable(home.root / "history" / "objects" / "pack"):
             applied = subprocess.run(
                 [*_CLI, "--home", str(home.root), "memory", "apply", "--cwd", workspace.cwd,
                  "--expected-revision", first.revision, "--changes", "-", "--json"],
