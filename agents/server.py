@@ -233,14 +233,23 @@ async def _memory_update(session: AgentSession, cwd: str, arguments: dict[str, A
 
 
 async def _memory_history(session: AgentSession, cwd: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    entries = await session.history(cwd, _parsed(HISTORY, HistoryArguments, arguments).limit)
-    if not entries:
-        return _text("No changes to memory have been recorded yet.")
-    return _text(
-        "Recent changes to memory, newest first:\n" + "\n".join(_change_line(session, e) for e in entries)
-    )
+    recent = await session.history(cwd, _parsed(HISTORY, HistoryArguments, arguments).limit)
+    if recent.entries:
+        lines = [
+            "Recent changes to memory, newest first:",
+            *(_change_line(session, e) for e in recent.entries),
+        ]
+    else:
+        lines = ["No changes to memory have been recorded yet."]
+    lines += [
+        f"Warning: the history of {_WHERE[scope]} lacks changes it could not record; "
+        "`remem memory log` tells the user why, and it records the state it finds once it can."
+        for scope in recent.gaps
+    ]
+    return _text("\n".join(lines))
 
 
+_WHERE = {"global": "Global memory", "workspace": "this project"}
 _AUTHORS = {
     "cli": "a `remem` command",
     "agent": "an agent",
@@ -253,7 +262,7 @@ _AUTHORS = {
 
 def _change_line(session: AgentSession, entry: HistoryEntry) -> str:
     who = "you (this session)" if entry.actor.session == session.id else _AUTHORS[entry.actor.kind]
-    where = "Global memory" if entry.scope == "global" else "this project"
+    where = _WHERE[entry.scope]
     stat = entry.stat
     what = [] if stat is None else [
         f"{label} {', '.join(f'`{n}`' for n in names)}"

@@ -16,7 +16,8 @@ import json
 import logging
 import secrets
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -97,6 +98,15 @@ _SCOPE_TITLES = {"global": "Global", "workspace": "This project's"}
 log = logging.getLogger("remem.agents")
 
 
+@dataclass(frozen=True)
+class RecentChanges:
+    """The entries `memory_history` shows, and the scopes whose history lacks some (the
+    daemon's `problem`): an agent must not read a short history as the whole story."""
+
+    entries: list[HistoryEntry]
+    gaps: list[Literal["global", "workspace"]]
+
+
 class Refusal(Exception):
     """What the agent is told instead of a result; the message says what to do next."""
 
@@ -152,13 +162,16 @@ class AgentSession:
     async def index(self, cwd: str) -> list[AgentIndexEntry]:
         return (await self._call(self.api.agent_index(WorkspaceParams(cwd=cwd)))).records
 
-    async def history(self, cwd: str, limit: int) -> list[HistoryEntry]:
-        """The newest `limit` entries of this workspace's and Global's history, newest first."""
-        entries = []
+    async def history(self, cwd: str, limit: int) -> RecentChanges:
+        """The newest `limit` entries of this workspace's and Global's history, newest first,
+        and why either scope's history lacks changes, if it does."""
+        entries, gaps = [], []
         for scope in (cwd, None):
             answer = await self._call(self._log(cwd, scope, limit), otherwise=HISTORY_UNREADABLE)
             entries += answer.entries
-        return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
+            if answer.problem is not None:  # its words name paths: the user reads them in `memory log`
+                gaps.append(answer.scope)
+        return RecentChanges(sorted(entries, key=lambda e: e.at, reverse=True)[:limit], gaps)
 
     async def _log(self, cwd: str, scope: str | None, limit: int) -> HistoryLogResult:
         """One scope's history; invalid memory refused as memory_context refuses it."""

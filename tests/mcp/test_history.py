@@ -10,6 +10,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import wait_until
+from tests.unwritable import unwritable
 
 from .conftest import EMPTY, agent, put, text_of
 
@@ -42,3 +43,22 @@ async def test_an_agent_sees_its_own_changes_and_the_users_correction(
 
         refused = await session.call("memory_history", {"limit": 500, "cwd": "/"})
         assert refused.is_error and "limit" in text_of(refused) and "cwd" in text_of(refused)
+
+
+@pytest.mark.slow
+async def test_an_agent_is_told_when_the_history_could_not_record_a_change(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """memory_history listed what the history held and no more, as if it were every change:
+    a commit the daemon could not record (a read-only or full disk) left no word of it."""
+    async with agent(home, project) as session:
+        await session.context()
+        assert not (await session.update(put("prefer-uv"))).is_error
+        with unwritable(home.root / "history" / "objects" / "pack"):
+            committed = await session.update(put("release-steps"))
+            assert not committed.is_error, text_of(committed)
+            lines = text_of(await session.call("memory_history")).splitlines()
+        assert lines[1].endswith("by you (this session): this project: added `prefer-uv`")
+        assert lines[2].startswith("Warning: the history of this project lacks changes it could not record;")
+        assert str(home.root) not in lines[2]
+        assert len(lines) == 3, "Global memory's history lacks nothing"
