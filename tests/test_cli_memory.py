@@ -355,3 +355,24 @@ def test_a_reverts_log_row_says_which_entry_it_went_back_to(home: Home, tmp_path
     assert run(home, "memory", "revert", first["id"])[0] == 0
     _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--no-stat")
     assert f"  revert (back to {first['id'][:12]})" in out.splitlines()[0], out
+
+
+def test_new_memory_is_started_only_in_a_folder_that_exists(home: Home, tmp_path: Path) -> None:
+    """`apply --cwd /typo` started the memory of a folder that is not there, which no project
+    would ever read; a project that has memory is changed from its revision, folder or not."""
+    project = tmp_path / "project"
+    changes = tmp_path / "changes.json"
+    changes.write_text(json.dumps([{"action": "put", "record": RECORD}]))
+    args = ["memory", "apply", "--cwd", str(project), "--changes", str(changes), "--json"]
+    code, out, err = run(home, *args, "--expected-revision", EMPTY)
+    assert (code, out) == (2, "") and f"no folder is at {project}; check --cwd" in err
+    assert not (home.root / "memory" / "workspaces").exists() or not any(
+        (home.root / "memory" / "workspaces").iterdir()
+    )
+    project.mkdir()
+    code, out, _ = run(home, *args, "--expected-revision", EMPTY)
+    assert code == 0, out
+    project.rmdir()  # the project is deleted or moved: its memory stays changeable
+    changes.write_text(json.dumps([{"action": "delete", "name": RECORD["name"]}]))
+    code, out, _ = run(home, *args, "--expected-revision", json.loads(out)["revision"])
+    assert code == 0 and json.loads(out)["status"] == "committed"

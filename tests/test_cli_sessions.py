@@ -110,7 +110,7 @@ def test_an_empty_answer_says_where_remem_looked(
     monkeypatch.setenv("CODEX_HOME", str(codex))
     code, out, err = run(home, "tree", "--cwd", "/home/dev/elsewhere", "--root", str(root))
     assert code == 0 and out == "", "scripts still read an empty tree"
-    assert "No agent sessions of /home/dev/elsewhere were found" in err
+    assert "No agent sessions of /home/dev/elsewhere (no folder is there) were found" in err
     assert "Claude Code, Codex and DSH" in err and str(home.settings_file) in err and "--root" in err
     # Each folder it read, then each harness's own folder it passed by, not found.
     dsh = Path(os.environ["DSH_HOME"]) / "sessions"
@@ -124,6 +124,8 @@ def test_an_empty_answer_says_where_remem_looked(
     ], err
     code, out, err = run(home, "list", "--cwd", "/home/dev/elsewhere", "--root", str(root))
     assert code == 0 and out == "0 session(s), 0 unreadable\n" and "were found" in err
+    code, _, err = run(home, "tree", "--cwd", str(claude), "--root", str(root))  # a folder: no remark
+    assert code == 0 and f"No agent sessions of {claude} were found" in err
     code, _, err = run(home, "tree", "--cwd", CWD, "--root", str(root))
     assert code == 0 and "were found" not in err
     broken = tmp_path / "broken" / "--home-dev-elsewhere--" / "session-x"

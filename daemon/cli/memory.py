@@ -3,6 +3,7 @@ log, diff, show --at and revert."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from pydantic_core import ErrorDetails
 from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import FileProblems, Severity
 from ..memory.lint import NotMemoryFile, lint_paths
+from ..memory.revision import workspace_revision
 from ..protocol.memory import CommitResult, FileStat, HistoryEntry
 from ..protocol.rpc import (
     HISTORY_REFUSED,
@@ -138,9 +140,13 @@ def apply(
         changes = CHANGES.validate_json(changes_file.read())
     except ValidationError as exc:
         _report_result_invalid([_problem_from(error) for error in exc.errors()], as_json)
-    params = CommitWorkspaceParams(
-        cwd=workspace_params(cwd).cwd, expectedRevision=expected_revision, changes=changes
-    )
+    folder = workspace_params(cwd).cwd
+    if expected_revision == workspace_revision({}) and not os.path.isdir(folder):
+        # Memory is named by its folder's path: a typo would start the memory of no project.
+        # One that has memory is read first (its revision is not the empty one): a moved or
+        # deleted project's records stay changeable.
+        fail(f"no folder is at {folder}; check --cwd (new memory is started only in an existing folder)")
+    params = CommitWorkspaceParams(cwd=folder, expectedRevision=expected_revision, changes=changes)
     _commit(backend.api().commit_workspace, params, as_json)
 
 

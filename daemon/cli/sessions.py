@@ -138,7 +138,9 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
     """What an empty answer means, where remem looked, and where to go from it: said on stderr,
     so the output stays empty for scripts."""
     harnesses = sorted(HARNESS_NAMES.values())
-    where = f"of {cwd} " if cwd is not None else ""
+    where = "" if cwd is None else f"of {cwd} "
+    if cwd is not None and not os.path.isdir(cwd):  # a typo, or a project moved since: either way, said
+        where += "(no folder is there) "
     found = f"could be read ({unreadable} unreadable, above)" if unreadable else "were found"
     say(
         f"No agent sessions {where}{found}. remem reads the sessions of {', '.join(harnesses[:-1])} "

@@ -39,6 +39,7 @@ def run(home: Home, *args: str, daemon: bool, stdin: str | None = None) -> tuple
 @pytest.fixture
 def project(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, str]]:
     monkeypatch.delenv(NO_DAEMON_ENV)
+    (tmp_path / "project").mkdir()
     cwd = str(tmp_path / "project")
     root = tmp_path / "dsh-sessions"
     family = build_family(7, cwd=cwd)
