@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,12 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from tests.scratch import process_folder
 
 # Never let a test (or a daemon, editor or harness it starts) list the real ~/.claude or
 # ~/.codex sessions of whoever runs the suite: both point into a folder that stays empty. Set at
 # import, before any test module copies os.environ for its subprocesses.
-_NO_HARNESS_HOME = tempfile.mkdtemp(prefix="remem-tests-no-harness-")
+_NO_HARNESS_HOME = str(process_folder("remem-tests-no-harness-"))
 os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_NO_HARNESS_HOME, "claude")
 os.environ["CODEX_HOME"] = os.path.join(_NO_HARNESS_HOME, "codex")
 

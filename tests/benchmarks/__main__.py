@@ -13,12 +13,12 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import traceback
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
+from ..scratch import process_folder
 from . import (
     agents,
     consolidation,
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not selected:
         parser.error(f"no benchmark name contains {args.only!r}")
     # The daemons and editors benchmarked here must not list the real ~/.claude or ~/.codex.
-    nowhere = tempfile.mkdtemp(prefix="remem-bench-no-harness-")
+    nowhere = process_folder("remem-bench-no-harness-")
     os.environ["CLAUDE_CONFIG_DIR"], os.environ["CODEX_HOME"] = f"{nowhere}/claude", f"{nowhere}/codex"
     _compile_bytecode()
     facts = machine_facts()

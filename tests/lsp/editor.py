@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Union
@@ -26,6 +25,7 @@ from pytest_lsp.client import register_lsp_features
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from tests import waiting
+from tests.scratch import process_folder
 
 RECORD = "---\nname: {name}\ndescription: {description}\ntype: {type}\n---\n{body}"
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -57,7 +57,7 @@ def _converter() -> Converter:
 def own_home(prefix: str) -> Home:
     """A test module's own home; should its fixture fail to stop the daemon its server starts,
     the daemon stops itself after two idle minutes."""
-    home = Home(Path(tempfile.mkdtemp(prefix=prefix)) / "home").ensure_layout()
+    home = Home(process_folder(prefix) / "home").ensure_layout()
     home.settings_file.write_text("daemon:\n  idle_minutes: 2\n")
     return home
 

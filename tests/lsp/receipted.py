@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from remem.daemon.sessions.reader import read_session
 from tests.consolidation.conftest import KEY_ENV, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.lsp.editor import refusing_daemon
+from tests.scratch import process_folder
 
 NAME = "prefer-uv"
 DESCRIPTION = f"About {NAME}"  # what `put` proposes
@@ -54,7 +54,7 @@ class Receipted:
 
 
 def new_home(prefix: str) -> Home:
-    return Home(Path(tempfile.mkdtemp(prefix=prefix)) / "home")
+    return Home(process_folder(prefix) / "home")
 
 
 def consolidated(home: Home) -> Receipted:

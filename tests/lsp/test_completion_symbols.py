@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,11 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from remem.daemon.home import Home
 from remem.daemon.memory.validation import validate_record
+from tests.scratch import process_folder
 
 from .editor import apply_edits, end, open_document, record, refusing_daemon, workspace_folder
 
-HOME = refusing_daemon(Home(Path(tempfile.mkdtemp(prefix="remem-lsp-complete-")) / "home"))
+HOME = refusing_daemon(Home(process_folder("remem-lsp-complete-") / "home"))
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ))
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 import pytest_lsp
@@ -13,11 +11,12 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.home import Home
+from tests.scratch import process_folder
 from tests.waiting import until
 
 from .editor import begin, end, refusing_daemon
 
-HOME = refusing_daemon(Home(Path(tempfile.mkdtemp(prefix="remem-lsp-degraded-")) / "home"))
+HOME = refusing_daemon(Home(process_folder("remem-lsp-degraded-") / "home"))
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,12 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
+from tests.scratch import process_folder
 
 from .editor import begin, change, close, codes, end, open_document, record, until, workspace_folder
 from .live import stopping_daemon
 
-HOME = Home(Path(tempfile.mkdtemp(prefix="remem-lsp-")) / "home").ensure_layout()
+HOME = Home(process_folder("remem-lsp-") / "home").ensure_layout()
 HOME.settings_file.write_text("daemon:\n  idle_minutes: 2\n")  # a safety net; the fixture stops it
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 HEARD: list[tuple[str, object]] = []
