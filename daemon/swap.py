@@ -188,6 +188,17 @@ def swap_back(temp: Path, target: Path, ours: str | None) -> None:
     fsync_dir(target.parent)
 
 
+def set_aside(temp: Path, target: Path) -> None:
+    """Keep `temp`, a commit's version of `target` that a save since the crash stands in place
+    of, beside it as `<name>.unmerged-*`: the save stays, and neither is lost."""
+    kept = unmerged_path_for(target)
+    os.rename(temp, kept)
+    fsync_dir(target.parent)
+    log.warning(
+        "a hand save of %s stands where a commit put it; the commit's is kept as %s", target.name, kept.name
+    )
+
+
 def discard(temp: Path) -> None:
     temp.unlink(missing_ok=True)
     fsync_dir(temp.parent)

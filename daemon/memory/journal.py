@@ -12,12 +12,12 @@ it replays any step a power cut undid (decision 0190).
 Recovery rolls a present journal forward step by step, judging each by digests (so a step is
 never applied twice), and otherwise discards temps: a crash at any instant leaves exactly the
 old or exactly the new generation, except that a file saved by hand after the crash (or
-displaced in the instant before it) is kept as saved.
+displaced in the instant before it) is kept as saved, the generation's version of it beside it
+as `<name>.unmerged-*`.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from ..swap import (
     digest,
     file_digest,
     put_back,
+    set_aside,
     swap_back,
     swap_in,
     swap_out,
@@ -200,8 +201,11 @@ def _settle(folder: Path, step: Step) -> None:
                 swap_back(temp, final, step.after)
         return
     if (step.after is None and now is not None) or (step.after is not None and spare == step.after):
-        with contextlib.suppress(Displaced):  # saved by hand since the crash: it stays as saved
+        try:
             _apply(folder, step)
+        except Displaced:  # saved (made, deleted) by hand since the crash: it stays as saved
+            if step.after is not None and file_digest(temp) == step.after:
+                set_aside(temp, final)  # the journal committed it: no answer said it was not
 
 
 def _finish(folder: Path) -> None:

@@ -107,15 +107,16 @@ def lint_workspace_folder(
 
 
 def unmerged_saves(name: str, names: Iterable[str]) -> list[Diagnostic]:
-    """A warning for each save of the file `name` that met a commit and was kept beside it
-    rather than discarded (`swap.py`): it holds lines the file lacks, and nothing else says so."""
+    """A warning for each version of the file `name` kept beside it rather than discarded (a
+    save that met a commit, or the version a recovered commit found saved over, `swap.py`): it
+    holds lines the file lacks, and nothing else says so."""
     kept = sorted(other for other in names if other.startswith(f"{name}{UNMERGED_MARKER}"))
     return [
         diagnostic(
             "unmerged-save",
             Severity.WARNING,
-            f"a save of this file met a commit and was kept beside it as {copy}: merge the lines "
-            "it holds into this file, then delete it",
+            f"another version of this file (a hand save, or a commit one met) is kept beside it as "
+            f"{copy}: merge the lines it holds into this file, then delete it",
             _FIRST_CHARACTER,
         )
         for copy in kept
@@ -130,8 +131,8 @@ def _orphaned_saves(kept: Iterable[str], records: Iterable[str]) -> list[Diagnos
         diagnostic(
             "unmerged-save",
             Severity.WARNING,
-            f"a save of {name} met a commit and was kept as {copy}, and {name} has been deleted "
-            "since: put the lines it holds into a record, then delete the copy",
+            f"another version of {name} (a hand save, or a commit one met) was kept as {copy}, and "
+            f"{name} has been deleted since: put the lines it holds into a record, then delete the copy",
             _FIRST_CHARACTER,
         )
         for copy in sorted(kept)

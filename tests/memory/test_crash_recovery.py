@@ -20,6 +20,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.journal import JOURNAL_NAME
+from remem.daemon.memory.lint import lint_workspace_folder
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.settings import SettingsStore
 
@@ -150,3 +151,42 @@ def test_settings_update_crash(point: str, published: bool, home: Home) -> None:
     settings.update(revision, {"consolidation.model": "next-model"})
     assert leftovers(home.root) == []
     assert settings.read()[0].consolidation.model == "next-model"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("by_hand", ["saved", "deleted", "created"])
+def test_a_hand_change_after_a_crash_keeps_the_commits_version_beside_it(
+    by_hand: str, store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    """Recovery keeps a file changed by hand between the crash and the next access as the user
+    left it; the version the journal committed was deleted with the temps, though no answer ever
+    said the commit failed. It is kept beside the file, for a person to merge."""
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).revision
+    batch = [delete("alpha"), put("beta", body="Beta, updated.\n"), put("gamma", body="Gamma.\n")]
+    payload = json.dumps([c.model_dump() for c in batch])
+    crashed = run_driver(
+        "memory.workspace.after-journal", "commit", str(store.home.root), workspace.cwd, base, payload
+    )
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    folder = store.folder(workspace)
+    name = "gamma.md" if by_hand == "created" else "beta.md"
+    hand = (
+        (folder / "alpha.md")
+        .read_text()
+        .replace("alpha", name.removesuffix(".md"))
+        .replace("Why", "Mine: why")
+    )
+    if by_hand == "deleted":
+        (folder / name).unlink()
+    else:
+        (folder / name).write_text(hand)
+
+    records = generation(store, workspace)
+    assert "alpha" not in records, "the rest of the generation is rolled forward"
+    [kept] = [p for p in folder.iterdir() if p.name.startswith(f"{name}.unmerged-")]
+    committed = kept.read_text()
+    assert ("Beta, updated." if name == "beta.md" else "Gamma.") in committed
+    assert (folder / name).read_text() == hand if by_hand != "deleted" else not (folder / name).exists()
+    assert leftovers(folder) == []
+    said = [d.message for found in lint_workspace_folder(folder).values() for d in found]
+    assert any(kept.name in message for message in said), said
