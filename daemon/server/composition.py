@@ -81,9 +81,13 @@ class Services:
         return handle
 
     async def settle(self) -> None:
-        """Finish what a crash left half done, before anything is read."""
+        """Finish what a crash left half done, before anything is read; where memory is watched
+        (the daemon, an MCP server run without it), record what the history missed while no
+        process watched: a state found later would be told as a hand edit made under watch."""
         await self.agents.settle()
         await self.consolidation.settle()
+        if self.memory.cache is not None:
+            await self.memory.reconcile_history()
 
     def stopping(self) -> None:
         """The daemon is stopping: work under way that only reads ends early (safe from any thread)."""

@@ -131,8 +131,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
-        await self.services.settle()  # what a crash left half done, before anyone reads memory
-        await self.services.memory.reconcile_history()  # what the history missed while no daemon watched
+        await self.services.settle()  # what a crash left, and the history missed, before anyone reads memory
         self.watcher.start(loop)
         # A change made once the status file exists is heard, as before the watches were set up
         # off the loop; a root whose watch takes longer (a huge tree) is watched once set up.

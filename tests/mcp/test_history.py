@@ -10,6 +10,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import wait_until
+from tests.memory.factory import put as put_change
 from tests.unwritable import unwritable
 
 from .conftest import EMPTY, agent, put, text_of
@@ -62,3 +63,22 @@ async def test_an_agent_is_told_when_the_history_could_not_record_a_change(
         assert lines[2].startswith("Warning: the history of this project lacks changes it could not record;")
         assert str(home.root) not in lines[2]
         assert len(lines) == 3, "Global memory's history lacks nothing"
+
+
+async def test_a_change_made_before_a_server_without_the_daemon_started_is_not_told_as_watched(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """An MCP server run without the daemon watches memory as the daemon does, but never looked
+    at what changed before it started: its first commit told such a change (an edit while no
+    remem ran, a commit a crash kept from its entry) as the user's edit under watch."""
+    store.commit_workspace(workspace, EMPTY, [put_change("prefer-uv")])
+    record = store.folder(workspace) / "prefer-uv.md"
+    record.write_text(record.read_text().replace("Why it matters.", "Edited while nothing ran."))
+    async with agent(home, project, options=("--no-daemon",)) as session:
+        await session.context()
+        assert not (await session.update(put("release-steps"))).is_error
+        lines = text_of(await session.call("memory_history")).splitlines()
+    assert lines[1].endswith("by you (this session): this project: added `release-steps`")
+    assert lines[2].endswith(
+        "by someone while remem was not watching (found later): this project: changed `prefer-uv`"
+    )
