@@ -3,13 +3,15 @@
 flock belongs to the open file description, so two acquisitions exclude each other even inside
 one process, and the kernel drops a lock the moment its holder dies: a crashed writer can never
 leave a scope locked. Acquisition blocks in the kernel (no polling) because every holder does
-bounded work; callers on an event loop run it in a worker thread.
+bounded work; callers on an event loop run it in a worker thread. The one lock that must never
+hold up a commit, whatever its holder does (the history's), is waited for with a bound.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +29,8 @@ class LockUnusable(Exception):
         super().__init__(f"{path} {LOCK_UNUSABLE.format(reason=reason)}")
         self.path, self.reason = path, reason
 
+
+_POLL_SECONDS = 0.01  # a bounded wait's look again: holders of such locks hold them for milliseconds
 
 # Said of the file without its path, which the diagnostic that carries it names separately.
 LOCK_UNUSABLE = "cannot be used as a lock file ({reason}); remove it, remem recreates it"
@@ -92,6 +96,22 @@ def acquire_file_lock(path: Path) -> LockHandle:
     """Wait for an exclusive lock that outlives any one block of code (release it yourself)."""
     handle = _lock_handle(path, portalocker.LockFlags.EXCLUSIVE)
     assert handle is not None, "a blocking lock is always acquired"
+    return handle
+
+
+def bounded_file_lock(path: Path, *, within: float, shared: bool = False) -> LockHandle | None:
+    """Wait up to `within` seconds for a lock that outlives any one block of code (release it
+    yourself); None when another holder keeps it that long. For a lock whose wait must stay
+    bounded even when its holder stops in its work (a command suspended with Ctrl-Z): polled,
+    since the kernel's wait has no timeout."""
+    flags = (portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE) | (
+        portalocker.LockFlags.NON_BLOCKING
+    )
+    deadline = time.monotonic() + within
+    while (handle := _lock_handle(path, flags)) is None:
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(_POLL_SECONDS)
     return handle
 
 

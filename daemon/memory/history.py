@@ -55,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
 from ..home import Home
-from ..locks import LockHandle, acquire_file_lock, file_lock
+from ..locks import LockHandle, bounded_file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import pack_ids, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
@@ -72,6 +72,7 @@ PACK_EVERY = 32  # entries (each its own small pack) between two merges of the s
 MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, packs few
 LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
 QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
+WRITING_WAIT_SECONDS = 5.0  # a writer holds the writing lock for milliseconds; past this it is stuck
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
@@ -82,6 +83,10 @@ _UNREADABLE: tuple[type[Exception], ...] = (KeyError,) if pygit2 is None else (K
 
 class HistoryError(Exception):
     """A history request cannot be answered; the message says why and what to do."""
+
+
+class HistoryBusy(Exception):
+    """Another process kept the history's writing lock past the bounded wait."""
 
 
 class IncompleteEntry(HistoryError):
@@ -229,7 +234,7 @@ class History:
         branch = branch_of(workspace_key)
         try:
             self._home.refuse_link(self._writing.parent)
-            with file_lock(self._writing):
+            with self._writing_held():
                 repo = self._open()
                 with self._lock, _private_files():
                     head = self._head(repo, branch)
@@ -248,10 +253,13 @@ class History:
             return None
 
     def flush(self) -> None:
-        """Wait until every entry made so far, by any process, is written."""
+        """Wait until every entry made so far, by any process, is written; for a bounded time,
+        after which what is written is read (its writer may be stopped in its work)."""
         if self.enabled:
-            with contextlib.suppress(Exception), file_lock(self._writing, shared=True):
-                pass
+            with contextlib.suppress(Exception):
+                held = bounded_file_lock(self._writing, within=WRITING_WAIT_SECONDS, shared=True)
+                if held is not None:
+                    held.release()
 
     # -- reading (each waits for entries still being written) -----------------------------
 
@@ -485,8 +493,27 @@ class History:
             self._queue.wait_for(lambda: self._queued < most)
             if self._queued == 0:
                 self._home.refuse_link(self._writing.parent)
-                self._held = acquire_file_lock(self._writing)
+                self._held = self._take_writing()
             self._queued += 1
+
+    def _take_writing(self) -> LockHandle:
+        """The writing lock, or HistoryBusy once another process has held it too long: a commit
+        never waits on its history for good (a command holding it may be suspended)."""
+        held = bounded_file_lock(self._writing, within=WRITING_WAIT_SECONDS)
+        if held is None:
+            raise HistoryBusy(
+                f"another process held {self._writing} for over {WRITING_WAIT_SECONDS:g} s "
+                "(a remem command stopped in its work?)"
+            )
+        return held
+
+    @contextlib.contextmanager
+    def _writing_held(self) -> Iterator[None]:
+        held = self._take_writing()
+        try:
+            yield
+        finally:
+            held.release()
 
     def _leave(self) -> None:
         """A commit's entries are written (or given up): the last lets the writing lock go."""

@@ -1,0 +1,65 @@
+"""The history never holds up a commit, nor a read of it, for good: another process keeping its
+writing lock (a `remem --no-daemon` command suspended while it wrote an entry) made every
+commit of memory wait, and with it every read of that scope, until it let go."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import portalocker
+import pytest
+
+from remem.daemon.memory import history as history_module
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+
+from .factory import put
+from .test_crash_recovery import EMPTY
+
+T = TypeVar("T")
+BOUND_SECONDS = 0.3
+JOIN_SECONDS = 20  # far past the bound: only a wait without one reaches it
+
+
+@contextmanager
+def held_by_another(store: MemoryStore) -> Iterator[None]:
+    """The writing lock held as another process holds it (flock is per open file, not per process)."""
+    with open(store.home.locks / "history.lock", "a+b") as handle:
+        portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE)
+        try:
+            yield
+        finally:
+            portalocker.unlock(handle)
+
+
+def within_bound(call: Callable[[], T]) -> T:
+    answers: list[T] = []
+    worker = threading.Thread(target=lambda: answers.append(call()), daemon=True)
+    worker.start()
+    worker.join(JOIN_SECONDS)
+    assert not worker.is_alive(), "it waited on the lock's holder without a bound"
+    return answers[0]
+
+
+def test_a_commit_and_a_log_do_not_wait_on_a_stuck_holder_of_the_history(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(history_module, "WRITING_WAIT_SECONDS", BOUND_SECONDS, raising=False)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    with held_by_another(store):
+        second = within_bound(lambda: store.commit_workspace(workspace, first.revision, [put("beta")]))
+        assert (second.status, second.history) == ("committed", None), "committed, without its entry"
+        logged = within_bound(lambda: store.history.log(workspace.key))
+        assert [e.id for e in logged] == [first.history]
+        trouble = store.history.trouble(workspace.key)
+        assert trouble is not None and "history.lock for over 0.3 s" in trouble
+    third = store.commit_workspace(workspace, second.revision, [put("gamma")])
+    kinds = [e.actor.kind for e in store.history.log(workspace.key)]
+    assert kinds == ["cli", "recovered", "cli"], "the state it missed is recorded first"
+    assert (
+        store.history.log(workspace.key)[0].id == third.history
+        and store.history.trouble(workspace.key) is None
+    )
