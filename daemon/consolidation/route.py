@@ -17,6 +17,7 @@ import os
 import stat
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -28,11 +29,15 @@ from ..fsutil import remove_stale_temps, replace_durably, write_temp
 from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
+from ..safe_open import NOT_REGULAR, kind_of, open_linked, read_capped, refused
 from ..settings import Settings
 from ..swap import discard
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+
+_SHAPE = "providers: {name: {api_key: ...}}"  # what credentials.yml holds, said in errors
 
 
 class RouteError(Exception):
@@ -166,15 +171,30 @@ def _described(char: str) -> str:
 
 
 def read_credentials(home: Home) -> Credentials:
+    """The keys in `credentials.yml`, none when there is no file. Opened as
+    `safe_open.open_linked` opens it: through the user's link (decision 0375), never waiting on
+    a FIFO, which would hold the consolidation (and a daemon thread) for good. Anything but a
+    regular file there is a RouteError naming it; the mode checked is that of what was opened."""
     path = home.credentials_file
     try:
-        st = os.stat(path)
+        fd = open_linked(path)
     except FileNotFoundError:
         return Credentials()
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        raise RouteError(f"{path} is readable by other users; run `chmod 600 {path}` first")
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        raise RouteError(
+            f"{path} is {_standing_through(path)}: replace it with a regular file holding "
+            f"{_SHAPE} (mode 0600), or remove it"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            raise RouteError(f"{path} is readable by other users; run `chmod 600 {path}` first")
+        raw = read_capped(handle, safe_yaml.MAX_BYTES)
+    if raw is None:  # never a few keys: not read whole, nor parsed
+        raise RouteError(f"{path} is over {safe_yaml.MAX_BYTES // 1024} KiB; expected {_SHAPE}")
     try:
-        return Credentials.model_validate(safe_yaml.load(path.read_bytes()) or {})
+        return Credentials.model_validate(safe_yaml.load(raw) or {})
     except (yaml.YAMLError, ValidationError) as exc:
         # The problem's location only: echoing the file could print a key.
         where = (
@@ -182,9 +202,16 @@ def read_credentials(home: Home) -> Credentials:
             if isinstance(exc, ValidationError)
             else "YAML syntax"
         )
-        raise RouteError(
-            f"{path} is not valid (at {where}); expected providers: {{name: {{api_key: ...}}}}"
-        ) from None
+        raise RouteError(f"{path} is not valid (at {where}); expected {_SHAPE}") from None
+
+
+def _standing_through(path: Path) -> str:
+    """What stands at `path`, through a link as `open_linked` went, said as
+    `safe_open.standing_at` says it: "a FIFO, not a regular file"."""
+    try:
+        return f"{kind_of(os.stat(path).st_mode)}, {NOT_REGULAR}"
+    except OSError:  # gone or swapped since: what it was cannot be told
+        return NOT_REGULAR
 
 
 def store_api_key(home: Home, provider: str, api_key: str) -> None:

@@ -42,6 +42,7 @@ from ..protocol.rpc import (
     HelloResult,
     StatusResult,
 )
+from ..safe_open import read_regular, refused, standing_at
 from ..sessions import sources
 from ..sessions.catalog import default_roots
 from ..sessions.harness_homes import harness_roots
@@ -197,14 +198,13 @@ class Daemon:
     def _restore_status(self) -> None:
         with self._status_turn:
             expected = self._status_file
-            try:
-                current = self.paths.status.read_bytes()
-            except OSError:
-                current = None
-            if expected is None or current == expected:
+            if expected is None:
+                return
+            change = _status_change(self.paths.status, expected)
+            if change is None:
                 return
             if not self._status_blocked:
-                log.warning("%s was %s; rewriting it", self.paths.status, "changed" if current else "removed")
+                log.warning("%s was %s; rewriting it", self.paths.status, change)
             try:
                 atomic_write(self.paths.status, expected)
             except OSError as exc:  # a folder in the way: the keeper must outlive it, and say so once
@@ -301,6 +301,19 @@ class Daemon:
         self._forget_status()
         asyncio.get_running_loop().call_soon(self._stop.set)
         return Empty()
+
+
+def _status_change(path: Path, expected: bytes) -> str | None:
+    """How the status file at `path` no longer holds `expected` ("removed", "changed", what
+    stands there instead), None when it does. Opened as `safe_open.open_regular` opens it: a
+    FIFO put there would hold the keeper's thread, and with it the daemon's stop, for good."""
+    try:
+        current = read_regular(path, len(expected))  # longer is changed: no more is read
+    except FileNotFoundError:
+        return "removed"
+    except OSError as exc:
+        return f"replaced by {standing_at(path)}" if refused(exc) else f"unreadable ({exc.strerror or exc})"
+    return None if current == expected else "changed"
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -17,6 +17,8 @@ from pydantic import ValidationError
 
 from ..fsutil import atomic_write
 from ..home import Home
+from ..safe_open import read_regular
+from ..safe_yaml import MAX_BYTES
 from ..settings import Settings, SettingsError, SettingsStore, parse_settings, read_settings_file
 
 log = logging.getLogger("remem.daemon")
@@ -60,7 +62,11 @@ class RunningSettings:
         return self.home.state / "settings.valid.json"
 
     def _last_valid(self) -> Settings:
+        """The settings last found valid; the defaults when there are none to read. The copy is
+        opened as `safe_open.open_regular` opens it: a FIFO put there would hold the daemon's
+        start for good. It is bounded as the `settings.yml` it copies is parsed."""
         try:
-            return Settings.model_validate_json(self._copy.read_bytes())
+            raw = read_regular(self._copy, MAX_BYTES)
+            return Settings() if raw is None else Settings.model_validate_json(raw)
         except (OSError, ValidationError):
             return Settings()

@@ -32,6 +32,7 @@ from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
 from ..home import Home, HomeUnusable
 from ..locks import held_elsewhere, try_file_lock
 from ..protocol.rpc import DaemonInfo
+from ..safe_open import read_regular
 
 log = logging.getLogger("remem.daemon")
 POLL_SECONDS = 0.02  # how often a waiting client looks at the lock and the status file again
@@ -41,6 +42,9 @@ SHORT_TEMP = Path("/tmp")  # short on every Unix: where a socket goes when the t
 _KEY_CHARS = 16  # of the home's digest, in the socket's name
 _SOCKET_NAME_BYTES = _KEY_CHARS + len(".sock")
 _RANDOM_CHARS = 8  # what `mkdtemp` adds to its prefix
+# The status file holds a pid, a socket's path and versions: a few hundred bytes. One past this
+# is no daemon's, and is not read whole each time a client polls.
+STATUS_MAX_BYTES = 64 * 1024
 
 
 class NoSocketFolder(HomeUnusable):
@@ -108,9 +112,12 @@ class DaemonPaths:
         return True
 
     def read_status(self) -> DaemonInfo | None:
-        """The status file's content, or None when it is missing or unreadable (a crash)."""
+        """The status file's content, or None when it is missing or unreadable (a crash), or no
+        regular file: opened as `safe_open.open_regular` opens it, since a FIFO put there would
+        hold every client that looks for the daemon (and the daemon's status keeper) for good."""
         try:
-            return DaemonInfo.model_validate_json(self.status.read_bytes())
+            raw = read_regular(self.status, STATUS_MAX_BYTES)
+            return None if raw is None else DaemonInfo.model_validate_json(raw)
         except (OSError, ValidationError):
             return None
 

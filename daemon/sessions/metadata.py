@@ -4,21 +4,33 @@ Each session's entry carries a generation; every change is a compare-and-swap on
 (`STALE_GENERATION` when another client changed the session first). DSH's own archive list
 (`$DSH_HOME/storages/workspace.json`) is honoured read-only; an explicit archive or restore
 in remem takes precedence over it.
+
+Both files are opened never waiting on a FIFO (`safe_open`): one put there would hold every
+listing, and a daemon thread each time, for good. remem's own file is never read through a
+link; DSH's is, as its owner may keep it in a dotfiles repository.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..fsutil import atomic_write
 from ..home import Home
+from ..limits import MIB, size_text
 from ..locks import file_lock
 from ..protocol.sessions import SessionMeta
+from ..safe_open import open_linked, read_capped, read_regular, refused, standing_at
 from .errors import OperationError
 from .sources import HARNESS_HOMES
+
+# Bounds what a listing holds in memory for either file. An entry of session-meta.json takes
+# about 100 bytes: the cap is far above any real file, yet no runaway one is read whole.
+META_MAX_BYTES = 64 * MIB
+DSH_REGISTRY_MAX_BYTES = 64 * MIB
 
 
 class _MetaFile(BaseModel):
@@ -66,19 +78,30 @@ class SessionMetadata:
 
     def _load(self) -> _MetaFile:
         """The file's content; an unusable file is refused, never overwritten (it holds every
-        title and archive state set in remem)."""
+        title and archive state set in remem). Anything but a regular file there (a FIFO, a
+        link) is unusable too, said by what it is."""
         try:
-            return _MetaFile.model_validate_json(self.path.read_bytes())
+            raw = read_regular(self.path, META_MAX_BYTES)
         except FileNotFoundError:
             return _MetaFile()
-        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            reason = exc.strerror if isinstance(exc, OSError) else "not valid session metadata"
-            raise OperationError(
-                "INVALID",
-                f"{self.path} cannot be read ({reason}): the titles and archive states set in remem "
-                "are not shown, and none can be changed until it is fixed or deleted (deleting it "
-                "forgets them)",
+        except OSError as exc:
+            raise self._unusable(
+                standing_at(self.path) if refused(exc) else exc.strerror or str(exc)
             ) from None
+        if raw is None:
+            raise self._unusable(f"over {size_text(META_MAX_BYTES)}")
+        try:
+            return _MetaFile.model_validate_json(raw)
+        except ValueError:  # pydantic's ValidationError is a ValueError
+            raise self._unusable("not valid session metadata") from None
+
+    def _unusable(self, reason: str) -> OperationError:
+        return OperationError(
+            "INVALID",
+            f"{self.path} cannot be read ({reason}): the titles and archive states set in remem "
+            "are not shown, and none can be changed until it is fixed or deleted (deleting it "
+            "forgets them)",
+        )
 
 
 def dsh_registry() -> Path:
@@ -90,7 +113,11 @@ def dsh_archived() -> frozenset[str]:
     """Session ids DSH's web workspace registry archived; empty when it has none, is unreadable
     or is of a shape this reading does not know (DSH's file: read, never judged)."""
     try:
-        ids = json.loads(dsh_registry().read_bytes()).get("global", {}).get("archivedSessionIds", [])
+        with os.fdopen(open_linked(dsh_registry()), "rb") as handle:
+            raw = read_capped(handle, DSH_REGISTRY_MAX_BYTES)
+        if raw is None:  # a runaway file: unreadable here, as any other
+            return frozenset()
+        ids = json.loads(raw).get("global", {}).get("archivedSessionIds", [])
     except (OSError, ValueError, AttributeError):
         return frozenset()
     return frozenset(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else frozenset()

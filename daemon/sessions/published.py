@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..fsutil import atomic_write
 from ..home import Home
+from ..safe_open import read_regular, refused
 from .reader import file_revision
 
 
@@ -36,10 +37,17 @@ class PublishedLogs:
         atomic_write(self._record_path(path), revision.encode())
 
     def untouched(self, path: str, revision: str) -> bool:
-        """Whether the log at `path` is still exactly as remem published it."""
-        try:
-            return self._record_path(Path(path)).read_bytes() == revision.encode()
+        """Whether the log at `path` is still exactly as remem published it. The record is
+        opened as `safe_open.open_regular` opens it: a FIFO put there would hold the listing (and
+        a daemon thread) for good. A record that is no regular file is as good as lost."""
+        expected = revision.encode()
+        try:  # a longer record is another revision: no more of it is read
+            return read_regular(self._record_path(Path(path)), len(expected)) == expected
         except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if not refused(exc):
+                raise
             return False
 
     def _record_path(self, path: Path) -> Path:
