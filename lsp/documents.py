@@ -13,6 +13,7 @@ fragment), and compares no paths: `open_documents` finds them by path, whatever 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from remem.daemon.memory.diagnostics import TextPositions
 from remem.daemon.memory.record import INDEX_FILE, RecordType, record_name_of, render_record
 from remem.daemon.memory.validation import validate_record
 from remem.daemon.protocol.memory import Record
+from remem.daemon.safe_open import open_regular
 
 from .server import RememServer
 from .text_documents import LspTextDocument
@@ -102,11 +104,11 @@ def text_of(ls: RememServer, path: Path) -> str | None:
 
 
 def _file_bytes(path: Path) -> bytes | None:
-    """The bytes of the file at `path`; None if there is no file."""
-    if path.is_symlink():  # never followed: it could lead out of REMEM_HOME (the store refuses it too)
-        return None
+    """The bytes of the regular file at `path`; None if there is none. Never through a link (it
+    could lead out of REMEM_HOME; the store refuses it too), nor waiting on a FIFO for a writer."""
     try:
-        return path.read_bytes()
+        with os.fdopen(open_regular(path), "rb") as handle:
+            return handle.read()
     except OSError:
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -104,6 +105,20 @@ async def test_unreviewed_missing_and_broken_records_are_described_as_such(
     index_uri = open_document(client, folder / "MEMORY.md", index)
     assert markdown(await hover(client, index_uri, 1, 4)).startswith("No record file `gone.md`")
     assert await hover(client, index_uri, 2, 4) is None  # a path, not a file of this folder
+
+
+async def test_a_fifo_named_as_a_record_is_no_record_and_never_waited_on(
+    client: LanguageClient, receipted: Receipted
+) -> None:
+    """Reading the file a MEMORY.md link names waited on a FIFO there for a writer: the
+    language server answered nothing more, ever."""
+    os.mkfifo(receipted.folder / "piped.md")
+    try:
+        index_uri = open_document(client, receipted.folder / "MEMORY.md", "- [piped](piped.md) — p\n")
+        found = await asyncio.wait_for(hover(client, index_uri, 0, 4), timeout=15)
+        assert markdown(found).startswith("No record file `piped.md`")
+    finally:
+        (receipted.folder / "piped.md").unlink()
 
 
 async def test_memory_md_links_to_the_record_files_that_exist(
