@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..fsutil import PRIVATE_FILE_MODE
+from ..safe_open import open_regular
 
 KINDS = {b"commit": 1, b"tree": 2, b"blob": 3}
 _IDX_MAGIC = b"\377tOc" + struct.pack(">I", 2)
@@ -57,7 +58,8 @@ def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
 
 def pack_ids(index: Path) -> list[str]:
     """The ids of the objects a pack holds, from its index."""
-    data = index.read_bytes()
+    with os.fdopen(open_regular(index), "rb") as handle:
+        data = handle.read()
     count = _count(data)
     names = data[_FANOUT_END : _FANOUT_END + 20 * count]
     return [names[i : i + 20].hex() for i in range(0, len(names), 20)]
@@ -68,7 +70,11 @@ def small_packs(pack_dir: Path, most: int) -> list[Path]:
     found = []
     for name in os.listdir(pack_dir):
         if name.endswith(".idx"):
-            with open(pack_dir / name, "rb") as handle:
+            try:  # never waiting on a FIFO for a writer, nor through a link: no index of remem's
+                fd = open_regular(pack_dir / name)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as handle:
                 if _count(handle.read(_FANOUT_END)) <= most:
                     found.append(pack_dir / name)
     return found

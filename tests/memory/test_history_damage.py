@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +23,8 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from remem.daemon.memory.git_pack import pack_ids
+from remem.daemon.memory.git_pack import pack_ids, small_packs
+from remem.daemon.memory.history import MERGED_MAX
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import CommitResult
@@ -270,3 +273,19 @@ _CLI = [sys.executable, "-m", "remem.daemon"]
 def _log_through_the_daemon(home: Home, workspace: WorkspaceId) -> subprocess.CompletedProcess[str]:
     command = [*_CLI, "--home", str(home.root), "memory", "log", "--cwd", workspace.cwd, "--json"]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_a_fifo_among_the_packs_is_passed_by_not_waited_on(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    """Looking for small packs to merge opened every `*.idx` plainly: a FIFO named so held the
+    committing thread, and with it every commit, until something wrote to it."""
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    pack_dir = store.home.root / "history" / "objects" / "pack"
+    os.mkfifo(pack_dir / "pack-0000.idx")
+    found = []
+    worker = threading.Thread(target=lambda: found.extend(small_packs(pack_dir, MERGED_MAX)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "it waited on the FIFO"
+    assert found and all(p.is_file() for p in found)
