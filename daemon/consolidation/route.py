@@ -13,12 +13,14 @@ position, never the key.
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -107,6 +109,7 @@ def resolve_route(home: Home, settings: Settings) -> Route:
     provider = settings.all_providers()[config.provider]  # parse_settings checked that it exists
     limit = provider.max_output_tokens
     capped = limit is not None and limit < config.max_tokens
+    _remember_login(provider.base_url)
     return Route(
         provider=config.provider,
         model=config.model,
@@ -120,6 +123,21 @@ def resolve_route(home: Home, settings: Settings) -> Route:
         max_input_bytes=config.max_input_bytes,
         debug=config.debug,
     )
+
+
+def _remember_login(base_url: str) -> None:
+    """A login in the base_url is sent as HTTP Basic auth (the HTTP client's rule, in place of
+    the key); a server's error may echo its password, or the header's base64 of `user:password`,
+    which no pattern knows: redaction must know both exactly."""
+    try:
+        parts = urlsplit(base_url)
+        user, password = parts.username, parts.password
+    except ValueError:  # no URL: `open_client` says so
+        return
+    if password is not None:
+        user, password = unquote(user or ""), unquote(password)
+        credentials.remember(password)
+        credentials.remember(base64.b64encode(f"{user}:{password}".encode()).decode("ascii"))
 
 
 def _api_key(home: Home, provider: str, env: str | None) -> str:

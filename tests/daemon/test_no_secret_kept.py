@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import stat
@@ -20,7 +21,9 @@ from tests.fake_openai import FakeOpenAI, status
 from .helpers import remem
 
 pytestmark = pytest.mark.slow
-KEY = "remem-test-route-key-7f3a9c2e71d04b5f"  # no credential pattern matches it: only its value can
+# No credential pattern matches either: only their values can.
+KEY = "remem-test-route-key-7f3a9c2e71d04b5f"
+PASSWORD = "proxy-login-5e1b"
 
 
 @pytest.fixture
@@ -49,6 +52,30 @@ def test_a_key_echoed_by_the_provider_is_kept_nowhere(home: Home, fake: FakeOpen
     # The debug log and a hand-made settings.yml are user-only, like the rest of the home.
     assert stat.S_IMODE(home.settings_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.debug.stat().st_mode) == 0o700
+
+
+def test_a_base_url_login_echoed_by_the_provider_is_kept_nowhere(
+    home: Home, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A login in the base_url is sent as HTTP Basic auth; a provider that echoed the header
+    (its base64 of `user:password`) put it in the receipt and the CLI's output, unmasked."""
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root)
+    settings = home.settings_file.read_text()
+    home.settings_file.write_text(settings.replace("base_url: http://", f"base_url: http://bob:{PASSWORD}@"))
+    source = write_source(root, str(tmp_path / "project"))
+    basic = base64.b64encode(f"bob:{PASSWORD}".encode()).decode()
+    fake.reply(status(401, f"Unknown credentials: Basic {basic}"))
+    ran = remem(home, "consolidate", source.id, "--json")
+    outputs = [ran, remem(home, "receipts", "--json")]
+    remem(home, "daemon", "stop")
+    assert json.loads(ran.stdout)["status"] == "provider-failed" and fake.count == 1
+    assert "Unknown credentials: Basic [redacted route-key]" in outputs[1].stdout
+    settings_copies = {home.settings_file, home.state / "settings.valid.json"}  # where the user put it
+    for secret in (basic, PASSWORD):
+        assert all(secret not in o.stdout + o.stderr for o in outputs)
+        holding = {p for p in home.root.rglob("*") if p.is_file() and secret.encode() in _bytes(p)}
+        assert holding <= settings_copies, holding
 
 
 def _bytes(path: Path) -> bytes:
