@@ -166,7 +166,8 @@ class ForkJournal:
         faultpoint("fork.after-mark")
 
     def recover(self) -> None:
-        """Settle interrupted forks nobody is working on: commit published children, drop temps."""
+        """Settle interrupted forks nobody is working on: drop their temps (a published child is
+        the retry's to adopt, after its fork's own check)."""
         for key in sorted(os.listdir(self._marked())):
             try:
                 self._settle(key)
@@ -210,14 +211,12 @@ class ForkJournal:
         for temp in self.folder.glob(f".{key}.json{TEMP_MARKER}*"):
             temp.unlink(missing_ok=True)
         entry = self._read(key)
-        if entry is not None and entry.status == "prepared":
-            child = Path(entry.path)
-            if child.is_file():
-                self.put(entry.model_copy(update={"status": "committed"}))
-            else:
-                _remove_child_temps(child)
-        # A prepared entry whose child was never published stays prepared for its retry,
-        # which marks it again before writing.
+        if entry is not None and entry.status == "prepared" and not os.path.lexists(entry.path):
+            _remove_child_temps(Path(entry.path))
+        # A prepared entry stays prepared for its retry, which marks it again before writing. A
+        # file at its child's path is not taken for its child here: another home may have made
+        # one there with the same operation id since (decision 0371); the retry's publish finds
+        # it and adopts it only when the fork's own check says it is this fork's.
         marker.unlink(missing_ok=True)
 
     def _read(self, key: str) -> JournalEntry | None:

@@ -3,8 +3,14 @@ fork's: the same parent, cut and title (decision 0371)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
+from remem.daemon.faults import EXIT_CODE
 from remem.daemon.forks.journal import ForkJournal
 from remem.daemon.home import Home
 from tests.sessions.factory import SessionSpec, build_session, write_session
@@ -37,3 +43,25 @@ def test_a_dsh_child_of_another_title_is_not_adopted(home: Home, tmp_path: Path)
     # The very same fork (its title too) is adopted, as an earlier attempt's child is.
     adopted = fork(other, parent, "--op-id", "Z", "--turn", "1", "--title", "Foo", root=root)
     assert adopted == (0, {**made, "created": False})
+
+
+@pytest.mark.slow
+def test_recovery_never_takes_another_homes_child_for_its_own(home: Home, tmp_path: Path) -> None:
+    """A fork that crashed once its entry was prepared, then the same operation id used in
+    another home that shares the root: recovery found a file at the child's path and committed
+    the entry to it, so the retry answered the other home's turn-4 child as its turn-2 fork."""
+    root = tmp_path / "root"
+    draft = build_session(SessionSpec(seed=15, turns=5, cwd=CWD))
+    write_session(root, draft)
+    parent = draft.header.id
+    crashed = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "sessions", "fork",
+         parent, "--op-id", "Y", "--turn", "2", "--root", str(root), "--json"],
+        env={**os.environ, "REMEM_FAULTPOINT": "fork.after-prepare"}, capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    code, theirs = fork(Home(tmp_path / "other-home"), parent, "--op-id", "Y", "--turn", "4", root=root)
+    assert code == 0 and theirs["created"] and theirs["forkTurn"] == 4, theirs
+    assert conflict(fork(home, parent, "--op-id", "Y", "--turn", "2", root=root))
+    entry = ForkJournal(home).get("Y")
+    assert entry is not None and entry.status == "prepared", "bound to no child"
