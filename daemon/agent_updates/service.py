@@ -77,8 +77,13 @@ class ScopedUpdate:
     changes: list[PutChange | DeleteChange]  # a workspace batch
 
     @property
+    def key(self) -> str | None:
+        """The workspace's key; None for Global."""
+        return None if self.workspace is None else self.workspace.key
+
+    @property
     def scope(self) -> str:
-        return scope_name(None if self.workspace is None else self.workspace.key)
+        return scope_name(self.key)
 
     def plan(self, store: MemoryStore) -> GlobalPlan | WorkspacePlan:
         if self.workspace is None:
@@ -185,9 +190,15 @@ class AgentUpdates:
         """Commit `update` if its scope is still at the observed revision, with its audit entry."""
         with file_lock(self.trail.lock_path(update.scope)):
             self._settle(update.scope)
-            plan = update.plan(self.store)
+            try:
+                plan = update.plan(self.store)
+            except InvalidChanges as exc:
+                if any(problem.change is None and problem.file for problem in exc.problems):
+                    # A file on disk is invalid: the context the agent is to reload says so.
+                    self.cache.disk_shows(update.key, None)
+                raise
             if plan.before != update.observed:
-                return update.result("stale", plan.before)
+                return self._stale(update, plan.before)
             if not plan.changed:
                 return update.result("no-change", plan.before)
             entry = AuditEntry(
@@ -195,7 +206,7 @@ class AgentUpdates:
                 status=AuditStatus.COMMITTING,
                 agent=AuditAgent(session=agent.session, client=agent.client),
                 scope="global" if update.workspace is None else "workspace",
-                workspace=None if update.workspace is None else update.workspace.key,
+                workspace=update.key,
                 revisions=ScopeRevisions(before=plan.before, planned=plan.after),
                 changes=update.summaries(),
                 createdAt=now(),
@@ -212,7 +223,17 @@ class AgentUpdates:
             landed = committed.status == "committed"
             status = AuditStatus.COMMITTED if landed else AuditStatus.CONFLICT
             self.trail.finish(entry.ended(status, committed.revision))
-            return update.result("committed" if landed else "stale", committed.revision)
+            if not landed:
+                return self._stale(update, committed.revision)
+            return update.result("committed", committed.revision)
+
+    def _stale(self, update: ScopedUpdate, revision: str) -> AgentUpdateResult:
+        """The refusal of an update whose scope is at `revision` on disk. The agent is told to
+        reload its context: the cache drops a snapshot of another revision, which its change
+        feed may never have been told of (`SnapshotCache.disk_shows`), so that reload shows
+        the disk."""
+        self.cache.disk_shows(update.key, revision)
+        return update.result("stale", revision)
 
     def pending_scopes(self) -> list[str]:
         """The scopes whose intent a crashed writer left."""

@@ -3,13 +3,16 @@
 An agent loads its context at every step, and reading and validating 200 records costs tens of
 milliseconds. A snapshot is kept with the stat signature (inode, size, mtime, ctime) of the
 files it was read from, and its folder is watched (`ChangeFeed`): while no change of the folder
-was reported since the snapshot was proven, it is served as it is. Otherwise — or where
-folders cannot be watched — the files are stat'ed again and the snapshot reused when nothing
-moved. A file whose ctime lies within `RACY_NS` of the moment its content was last proven could
-have been rewritten within the same timestamp tick without changing its stat (`stamps`), so its
-bytes are hashed and compared as well: a stale snapshot is never served. `held` gives the
-two snapshots of an agent's context only when the feed alone proves them, and never waits for
-the lock, so an event loop may ask it before sending the work to a thread.
+was reported since the snapshot was proven, it is served as it is. (A record written through a
+hard link from outside the folder is never reported: a commit refused because the disk holds
+another revision drops the snapshot, `disk_shows`, so the reload the refusal asks for sees it.)
+Otherwise — or where folders cannot be watched — the files are stat'ed again and the snapshot
+reused when nothing moved. A file whose ctime lies within `RACY_NS` of the moment its content
+was last proven could have been rewritten within the same timestamp tick without changing its
+stat (`stamps`), so its bytes are hashed and compared as well: a stale snapshot is never served
+on a stat proof. `held` gives the two snapshots of an agent's context only when the feed alone
+proves them, and never waits for the lock, so an event loop may ask it before sending the work
+to a thread.
 
 The stat look takes no lock. A reader racing a commit sees either a signature the cache already
 holds (a consistent generation from before the commit) or a mix of old and new files that no
@@ -112,6 +115,23 @@ class SnapshotCache:
         """`held` for one workspace alone."""
         found = self._held(workspace.key)
         return None if found is None else found[0]
+
+    def disk_shows(self, workspace_key: str | None, revision: str | None) -> None:
+        """A locked read of the store found Global (`workspace_key` None) or a workspace at
+        `revision` (None: files with errors, which no snapshot holds): a snapshot held at another
+        revision is dropped, so the next lookup reads the files.
+
+        The feed misses some changes: inotify reports a write to a folder's watch only when it
+        is made through a name in that folder, not through a hard link elsewhere. The snapshot
+        it proves would be served for good while every compare-and-swap, which reads the disk,
+        is refused as stale. Callers tell of what a refused commit found, so the reload that
+        the refusal asks for shows the disk; a served lookup looks at no file for it. The
+        folder stays watched: a lookup of the scope under way counts its changes from it."""
+        key = _GLOBAL_KEY if workspace_key is None else workspace_key
+        with self._lock:
+            cached = self._entries.get(key)
+            if cached is not None and cached.value.revision != revision:
+                del self._entries[key]
 
     def _held(self, *keys: str) -> list[Any] | None:
         self._refuse_links()

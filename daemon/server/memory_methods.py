@@ -124,7 +124,10 @@ class MemoryMethods:
     async def replace_global(self, params: ReplaceGlobalParams) -> CommitResult:
         async with self._turns[None]:
             result = await self._off_loop(
-                None, lambda: self.store.replace_global(params.expectedRevision, params.content)
+                None,
+                lambda: self._compared(
+                    None, self.store.replace_global(params.expectedRevision, params.content)
+                ),
             )
             self._committed(MemoryChanged(scope="global", revision=result.revision, valid=True), result)
         return result
@@ -134,7 +137,10 @@ class MemoryMethods:
         async with self._turns[workspace.key]:
             result = await self._off_loop(
                 workspace.key,
-                lambda: self.store.commit_workspace(workspace, params.expectedRevision, params.changes),
+                lambda: self._compared(
+                    workspace.key,
+                    self.store.commit_workspace(workspace, params.expectedRevision, params.changes),
+                ),
             )
             change = MemoryChanged(
                 scope="workspace",
@@ -155,6 +161,15 @@ class MemoryMethods:
             kept_news = self._kept.get(scope, frozenset()) != kept
             self._kept[scope] = kept
             self._announce(scope, change, again=kept_news)
+
+    def _compared(self, scope: Scope, result: CommitResult) -> CommitResult:
+        """`result`, a commit's; a conflict found the scope at another revision on disk than
+        the one expected, likely read from the cache: the cache drops a snapshot of another
+        revision than the disk's, so "re-read it and retry" reads the disk
+        (`SnapshotCache.disk_shows`). In the worker thread: the cache's lock may be held."""
+        if result.status == "conflict" and self.cache is not None:
+            self.cache.disk_shows(scope, result.revision)
+        return result
 
     def _committed(self, change: MemoryChanged, result: CommitResult) -> None:
         if result.status == "committed":
@@ -284,9 +299,11 @@ class MemoryMethods:
         return await self._off_loop(None, show)
 
     async def revert(self, params: RevertParams) -> CommitResult:
-        scope, result = await self._off_loop(
-            None, lambda: revert(self.store, params.entry, params.expectedRevision)
-        )
+        def reverted() -> tuple[Scope, CommitResult]:
+            scope, result = revert(self.store, params.entry, params.expectedRevision)
+            return scope, self._compared(scope, result)
+
+        scope, result = await self._off_loop(None, reverted)
         if result.status == "committed":
             await self.scope_changed(scope)
         return result
