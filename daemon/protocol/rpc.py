@@ -58,7 +58,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 25: a fork may name its cut by turn (`afterTurn`), found after the journal (decision 0393).
 # 26: `memory/log` may keep only the entries that changed one file (`file`).
 # 27: `memory/log` says why the scope's history could not record what it lacks (`problem`).
-PROTOCOL_VERSION = 27
+# 28: HOME_UNUSABLE for a lock file in the way carries its `path` and `reason` in `data`.
+PROTOCOL_VERSION = 28
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -630,7 +631,8 @@ HISTORY_REFUSED = -32015  # the history cannot answer: the message says why (unk
 CONSOLIDATION_REFUSED = -32013
 ANSWER_TOO_LARGE = -32014  # data: {"bytes", "limit"} — over daemon.max_answer_bytes; nothing was sent
 # Something in remem's home stands in the way (a link, a folder where a lock file goes): the
-# message names it and the fix, as the CLI says it without the daemon.
+# message names it and the fix, as the CLI says it without the daemon. data, for a lock file
+# only: {"path", "reason"}.
 HOME_UNUSABLE = -32016
 
 

@@ -78,8 +78,7 @@ class Dispatcher:
             # Something in the home stands in the way (a link, a folder for a lock file): no bug,
             # but what the user must fix, said as the CLI says it without the daemon.
             log.warning("%s", exc)
-            unusable = RpcError(HOME_UNUSABLE, str(exc))
-            return None if _is_notification(message) else _error(request_id, unusable)
+            return None if _is_notification(message) else _error(request_id, _unusable(exc))
         except Exception:  # a bug in a handler must not take the daemon down
             log.exception("%s failed", message.get("method"))
             return None if _is_notification(message) else _error(request_id, _internal())
@@ -126,6 +125,15 @@ class Dispatcher:
             problems = [{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()]
             raise RpcError(INVALID_PARAMS, f"invalid params for {method}", problems) from None
         return await self._handlers[method](parsed)
+
+
+def _unusable(exc: HomeUnusable | LockUnusable) -> RpcError:
+    """HOME_UNUSABLE; a lock file in the way also travels as its `path` and `reason`, so a client
+    can say it as it says a LockUnusable met in its own process (the MCP server tells an agent of
+    the lock file by its name alone, never the home's path)."""
+    if isinstance(exc, LockUnusable):
+        return RpcError(HOME_UNUSABLE, str(exc), {"path": str(exc.path), "reason": exc.reason})
+    return RpcError(HOME_UNUSABLE, str(exc))
 
 
 def _internal() -> RpcError:
