@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field
 from . import safe_yaml
 from .fsutil import remove_stale_temps
 from .home import Home
+from .limits import SESSION_LINE_MAX_BYTES
 from .locks import file_lock
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
@@ -100,7 +101,9 @@ class ConsolidationSettings(_Strict):
     model: str = "deepseek-v4-flash"
     max_tokens: int = Field(default=8192, gt=0)
     timeout_seconds: float = Field(default=120.0, gt=0)
-    max_input_bytes: int = Field(default=131072, gt=0)
+    # The review input is recorded whole in one line of its worker session, which is read back
+    # to settle a crash: one larger than the reader's line cap could never be recorded.
+    max_input_bytes: int = Field(default=131072, gt=0, le=SESSION_LINE_MAX_BYTES)
     debug: bool = False
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..faults import faultpoint
 from ..home import Home
+from ..limits import SESSION_LINE_MAX_BYTES, size_text
 from ..locks import acquire_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
@@ -75,7 +76,7 @@ from .receipts import (
 )
 from .route import Route, RouteError, open_client, resolve_route
 from .settle import commit, mark, recover, unmark
-from .worker import Outcome, Progress, http_client, run_attempt
+from .worker import LINE_ROOM_BYTES, Outcome, Progress, http_client, logged_bytes, run_attempt
 from .worker_log import WorkerLog, worker_log_path, worker_session_id
 
 if TYPE_CHECKING:
@@ -220,12 +221,10 @@ class Consolidator:
                 "evidenceTurns": len(evidence.turns),
             }
             debug.record("input", {"provider": route.provider, "model": route.model, **counts})
-        if size > route.max_input_bytes:
-            limit = (
-                f"the review input is {size} bytes; consolidation.max_input_bytes is {route.max_input_bytes}"
-            )
+        too_large = _too_large(context, size, route)
+        if too_large is not None:
             with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
-            return self._finish(ended(with_attempt, Status.EVIDENCE_TOO_LARGE, limit))
+            return self._finish(ended(with_attempt, Status.EVIDENCE_TOO_LARGE, too_large))
         # The attempt, with its worker session's id, is durable before any byte of that session:
         # a crash from here on leaves an attempt the next request closes, never an id it reuses.
         attempt = attempt.model_copy(update={"workerSession": worker_session_id(review, attempt.number)})
@@ -611,6 +610,23 @@ async def _to_the_end(work: Callable[..., T], *args: Any) -> tuple[T, bool]:
         return await asyncio.shield(running), False
     except asyncio.CancelledError:
         return await running, True
+
+
+def _too_large(context: str, size: int, route: Route) -> str | None:
+    """Why the review input (`context`, of `size` bytes) is not sent, if it is not: it is over
+    `max_input_bytes`, or over what the worker session's line that records it whole can hold,
+    escaped as JSON; that log is read back to settle a crash, and a longer line is refused."""
+    if size > route.max_input_bytes:
+        return f"the review input is {size} bytes; consolidation.max_input_bytes is {route.max_input_bytes}"
+    logged = logged_bytes(context)
+    if logged > LINE_ROOM_BYTES:
+        return (
+            f"the review input is {size} bytes, {logged} escaped as JSON in the one line of the worker "
+            "session that records it (a control character takes 6 bytes); remem reads session log "
+            f"lines back only up to {size_text(SESSION_LINE_MAX_BYTES)}, which bounds a review's input "
+            f"besides consolidation.max_input_bytes ({route.max_input_bytes})"
+        )
+    return None
 
 
 def _cancelled(receipt: Receipt) -> Receipt:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import socket
+import ssl
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -28,9 +30,10 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from ..credentials import redact
-from ..limits import MIB, size_text
+from ..limits import MIB, SESSION_LINE_MAX_BYTES, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
+from ..sessions.writer import json_line
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
 from .route import InvalidBaseUrl, Route
@@ -42,11 +45,20 @@ if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pa
     from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 MAX_STEPS = 6
-# A step's answer is recorded in the worker log, escaped into one line, and read back to settle
-# a crash: past the line cap the attempt could not be settled (its Global commit unrecorded).
-# Far past any valid proposal (RECORDS_MAX records of BODY_MAX_BYTES, Global's cap) and, twice
-# escaped, within SESSION_LINE_MAX_BYTES.
+# Far past any valid proposal (RECORDS_MAX records of BODY_MAX_BYTES, Global's cap): an answer
+# over it is no proposal, and is refused before it is parsed.
 ANSWER_MAX_BYTES = 3 * MIB
+# What a worker-log line holds besides the values `logged_bytes` measures: the event's type,
+# seq, time, message id, the keys around the values and the token counts (each below
+# `_TOKENS_MAX`). ASCII of a fixed shape, a few hundred bytes: this bounds it with room to spare.
+_LINE_FRAME_BYTES = 4096
+# The most the values one worker-log line records may take, encoded: the rest of the line is
+# its frame, and the session reader refuses a longer line (the whole log, for good). The log is
+# read back to settle a crash, so a line past it would leave a Global commit unrecorded.
+LINE_ROOM_BYTES = SESSION_LINE_MAX_BYTES - _LINE_FRAME_BYTES
+# A token count at or past this is no count: 2**53 is where JavaScript's numbers, which DSH's
+# readers of the log use, stop being exact, and no request comes near it.
+_TOKENS_MAX = 2**53
 _log = logging.getLogger("remem.daemon")
 Progress = Callable[[str, dict[str, Any]], None]
 
@@ -178,8 +190,8 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         await asyncio.to_thread(log.end, "error")
         asked = f"(asked {route.shown_url})"
         if isinstance(exc, APIConnectionError) and not isinstance(exc, APITimeoutError):
-            asked += "; nothing answered there: start the provider's server, or choose another model"
-            asked += " (remem settings model)"
+            hint = _unanswered(exc)
+            asked += f"; {hint}" if hint is not None else ""
         return Outcome(
             "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
         )
@@ -207,11 +219,18 @@ async def _loop(
         raw = message.model_dump(exclude_none=True)
         messages.append(raw)
         calls = [c for c in message.tool_calls or [] if c.type == "function"]
+        blocks = _blocks(raw, calls)
+        # Its `tool/call` lines (a call's id, name and arguments) hold less: they fit when it does.
+        _recordable("the answer", blocks, route.provider, route.model)
         finish = _identifier(choice.finish_reason)  # the SDK does not check it: the provider's word
         progress("model-answer", {"step": step, "toolCalls": len(calls), "finish": finish})
         exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
+        for x in exchanges:  # a call's `tool/result` line names the call twice
+            _recordable(
+                "the tool's answer to one of its calls (its problems)", x.call_id, x.call_id, x.result
+            )
         usage = _usage(response.usage)
-        await _written(log.step, _blocks(raw, calls), route.provider, route.model, exchanges, usage)
+        await _written(log.step, blocks, route.provider, route.model, exchanges, usage)
         if accepted is not None:
             return Outcome("proposed", plan=accepted)
         last = _wrong(finish, exchanges, route)
@@ -265,11 +284,59 @@ class BadAnswer(Exception):
 
 
 def _connect(connect: Callable[[], AsyncOpenAI]) -> AsyncOpenAI:
+    why = "the provider's base_url is not a valid URL"
     try:
-        return connect()
+        client = connect()
     except InvalidBaseUrl as exc:
-        why = "the provider's base_url is not a valid URL"
         raise BadAnswer(f"{why} ({exc})", why) from None
+    if not client.base_url.host:  # `http:///v1`: the SDK would look the empty name up, and fail there
+        raise BadAnswer(f"{why} (it names no host, as http://127.0.0.1:8000/v1 does)", why)
+    return client
+
+
+def _unanswered(exc: BaseException) -> str | None:
+    """What to do about a request that brought no whole answer, by the error the SDK's
+    `APIConnectionError` (always "Connection error.") was raised from: a server that did answer
+    is not to be started. None for what is none of these (the SDK wraps any error of the
+    request so): its own words say it."""
+    from httpx2 import ConnectError, ReadError, RemoteProtocolError
+
+    causes = list(_causes(exc))
+    hints: list[tuple[tuple[type[BaseException], ...], str]] = [
+        (
+            (ssl.SSLCertVerificationError,),
+            "its TLS certificate was refused: check that base_url names the server's own host, or "
+            "begin it with http:// if the server serves plain HTTP too",
+        ),
+        (
+            (ssl.SSLError,),
+            "a server answered there, but not in TLS: if it serves plain HTTP (local servers "
+            "mostly do), begin base_url with http://, not https://",
+        ),
+        ((socket.gaierror,), "its host name was not found: check the host in base_url, and the network"),
+        (
+            (RemoteProtocolError, ReadError),
+            "a server answered there, but broke its answer off (it closed the connection before "
+            "the answer was whole, or sent what is not HTTP): try again, or see that server's log",
+        ),
+        (
+            (ConnectError,),
+            "nothing answered there: start the provider's server, or choose another model "
+            "(remem settings model)",
+        ),
+    ]
+    return next((hint for kinds, hint in hints if any(isinstance(e, kinds) for e in causes)), None)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what it was raised from or while handling, to the first: httpcore raises its
+    error while handling the socket's (an `ssl.SSLError`, a `socket.gaierror`), not from it."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 async def _ask(client: AsyncOpenAI, route: Route, messages: list[dict[str, Any]]) -> object:
@@ -329,10 +396,29 @@ def _check_message(message: ChatCompletionMessage) -> None:
 
 
 def _answer_bytes(message: ChatCompletionMessage) -> int:
-    """The bytes of what the worker log records of an answer: its texts and tool arguments."""
+    """The bytes of an answer's texts and tool arguments, in UTF-8."""
     texts = [message.content, getattr(message, "reasoning_content", None)]
     texts += [getattr(getattr(c, "function", None), "arguments", None) for c in message.tool_calls or []]
     return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts if isinstance(t, str))
+
+
+def logged_bytes(*values: object) -> int:
+    """The bytes `values` take in a worker-log line, encoded as the log's writer encodes a line
+    (`json_line`), a few bytes more: a control character takes 6 bytes there, a quote or a line
+    break 2, and once a lone surrogate is in the line, each character past ASCII 6 or 12."""
+    return len(json_line({"values": values}))
+
+
+def _recordable(what: str, *values: object) -> None:
+    """`BadAnswer` unless the worker-log line recording `values` can be read back (a log with a
+    longer line is unreadable as a whole: listed as an error, and settling no crash)."""
+    size = logged_bytes(*values)
+    if size > LINE_ROOM_BYTES:
+        raise BadAnswer(
+            f"{what} would take {size} bytes in one line of the worker session, escaped as JSON "
+            "(a control character takes 6 bytes); remem reads session log lines back only up to "
+            f"{size_text(SESSION_LINE_MAX_BYTES)}, and a step it cannot read back settles no crash"
+        )
 
 
 def _is_function_call(call: BaseModel) -> bool:
@@ -348,8 +434,19 @@ def _is_function_call(call: BaseModel) -> bool:
 def _usage(usage: object) -> Usage | None:
     """The tokens a step counted, when the answer counts them as the API defines: only the
     worker session records them, so counts of another shape are unknown, not a failure."""
-    prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-    return Usage(prompt, completion) if isinstance(prompt, int) and isinstance(completion, int) else None
+    prompt, completion = (
+        _count(getattr(usage, "prompt_tokens", None)),
+        _count(getattr(usage, "completion_tokens", None)),
+    )
+    return Usage(prompt, completion) if prompt is not None and completion is not None else None
+
+
+def _count(value: object) -> int | None:
+    """`value` if it can count tokens: an int (not a bool, which Python counts as one), from 0
+    to below `_TOKENS_MAX`; the SDK passes on whatever number the provider sent."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _TOKENS_MAX:
+        return value
+    return None
 
 
 def _answer(

@@ -1,0 +1,151 @@
+"""A request that brought no whole answer says what to do by what happened there: a server that
+did answer (and broke its answer off, or spoke no TLS to https://) is not told to be started,
+a host name that is not found is not a server that is down, and a base_url that names no host
+is no URL."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.daemon.home import Home
+from tests.fake_openai import ScriptedHandler, ScriptedServer
+
+from .conftest import KEY_ENV
+from .test_provider_answers import RawAnswers, _failed_with
+
+NOTHING_ANSWERED = "nothing answered there"
+
+
+class _CutHandler(ScriptedHandler):
+    """Answers 200 with the headers of a whole chat completion, sends half its body, and closes."""
+
+    fake_name = "CutAnswers"
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._record({})
+        body = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 2])
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+
+class CutAnswers(ScriptedServer):
+    handler = _CutHandler
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+
+
+def test_an_answer_broken_off_mid_body_says_the_server_broke_it_off(home: Home, tmp_path: Path) -> None:
+    with CutAnswers() as cut:
+        error = _failed_with(home, tmp_path, f"{cut.origin}/v1")
+        assert cut.count >= 1, "a server did answer"
+    assert "RemoteProtocolError" in error and NOTHING_ANSWERED not in error, error
+    assert error.endswith(
+        "; a server answered there, but broke its answer off (it closed the connection before the "
+        "answer was whole, or sent what is not HTTP): try again, or see that server's log"
+    ), error
+
+
+def test_https_to_a_plain_http_server_says_to_use_http(home: Home, tmp_path: Path) -> None:
+    with RawAnswers("application/json", b"{}") as plain:
+        url = plain.origin.replace("http://", "https://") + "/v1"
+        error = _failed_with(home, tmp_path, url)
+    assert "WRONG_VERSION_NUMBER" in error and NOTHING_ANSWERED not in error, error
+    assert error.endswith(
+        f"(asked {url}); a server answered there, but not in TLS: if it serves plain HTTP (local "
+        "servers mostly do), begin base_url with http://, not https://"
+    ), error
+
+
+@contextlib.contextmanager
+def _self_signed_tls_server(folder: Path) -> Iterator[str]:
+    """An https:// URL whose server offers a certificate of its own making, which no client
+    trusts; the handshake is all it does."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    stop = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(0.05)  # so that `stop` is seen
+
+        def serve() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.settimeout(5)
+                        context.wrap_socket(conn, server_side=True).close()
+
+        server = threading.Thread(target=serve)
+        server.start()
+        try:
+            yield f"https://127.0.0.1:{listener.getsockname()[1]}/v1"
+        finally:
+            stop.set()
+            server.join()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_an_untrusted_certificate_is_said_so_not_plain_http(home: Home, tmp_path: Path) -> None:
+    with _self_signed_tls_server(tmp_path) as url:
+        error = _failed_with(home, tmp_path, url)
+    assert "CERTIFICATE_VERIFY_FAILED" in error and NOTHING_ANSWERED not in error, error
+    assert error.endswith(
+        f"(asked {url}); its TLS certificate was refused: check that base_url names the server's "
+        "own host, or begin it with http:// if the server serves plain HTTP too"
+    ), error
+
+
+def test_a_host_name_not_found_is_said_so(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup is made to fail as a resolver does for a name that does not exist: the test
+    must not depend on the machine's DNS."""
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "no-such-host.invalid":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    url = "http://no-such-host.invalid/v1"
+    error = _failed_with(home, tmp_path, url)
+    assert NOTHING_ANSWERED not in error, error
+    assert error.endswith(
+        f"(asked {url}); its host name was not found: check the host in base_url, and the network"
+    ), error
+
+
+@pytest.mark.parametrize("url", ["http:///v1", "http://:8000/v1", "https://user@/v1"])
+def test_a_base_url_that_names_no_host_is_no_valid_url(home: Home, tmp_path: Path, url: str) -> None:
+    error = _failed_with(home, tmp_path, url)
+    assert error.startswith(
+        "the provider's base_url is not a valid URL (it names no host, as http://127.0.0.1:8000/v1 does)"
+    ), error
+    assert NOTHING_ANSWERED not in error, error
