@@ -7,20 +7,18 @@ import fnmatch
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 
-from ..consolidation.route import RouteError, resolve_route
-from ..evaluation.cases import CASES, CWD
-from ..evaluation.formats import FORMATS
-from ..evaluation.harness import run_case
-from ..evaluation.labels import Case
-from ..evaluation.report import Report, table
-from ..evaluation.scoring import CaseScore
-from ..settings import Settings, SettingsError, SettingsStore, parse_settings
 from .arguments import NON_EMPTY
 from .backend import Backend
 from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, emit_json, fail, one_line, say
+
+if TYPE_CHECKING:
+    from ..evaluation.labels import Case
+    from ..evaluation.scoring import CaseScore
+    from ..settings import Settings
 
 
 @click.command(name="eval")
@@ -51,36 +49,50 @@ def eval_command(
     """Score consolidation on generated sessions: recall, precision, evidence, secrets, cost.
 
     Every case runs in a private temporary home; your memory and your sessions are never used."""
-    settings = _route_settings(backend, provider, model)
-    try:
-        resolve_route(backend.home, settings)  # a missing key is reported before any case runs
-    except RouteError as exc:
-        fail(str(exc))
-    chosen = [(name, case) for name in FORMATS for case in CASES if _wanted(pattern, name, case)]
-    if not chosen:
-        fail(f"no case matches {pattern!r}; the cases are " + ", ".join(f"dsh/{c.name}" for c in CASES))
-    started = time.monotonic()
+    chosen: list[tuple[str, Case]] = []
     scores: list[CaseScore] = []
     stopped: list[signal.Signals] = []
+    # Ctrl-C may come at any moment, before the cases run too: left to Click, it would print
+    # "Aborted!" and exit 1, which no script can tell from a failed run. So the settings and the
+    # evaluation are imported in here, not with this module, which Click imports (they take
+    # about 0.4 s to load).
     try:
+        from ..consolidation.route import RouteError, resolve_route
+        from ..evaluation.cases import CASES
+        from ..evaluation.formats import FORMATS
+        from ..evaluation.report import Report, table
+
+        settings = _route_settings(backend, provider, model)
+        try:
+            resolve_route(backend.home, settings)  # a missing key is reported before any case runs
+        except RouteError as exc:
+            fail(str(exc))
+        # In place: the interruption's line counts them.
+        chosen += [(name, case) for name in FORMATS for case in CASES if _wanted(pattern, name, case)]
+        if not chosen:
+            fail(f"no case matches {pattern!r}; the cases are " + ", ".join(f"dsh/{c.name}" for c in CASES))
+        started = time.monotonic()
         asyncio.run(_run_all(chosen, settings, backend, scores, stopped))
+        config = settings.consolidation
+        report = Report.of(
+            "scripted-model" if scripted_model else "model", config.provider, config.model,
+            config.max_input_bytes, scores, time.monotonic() - started,
+        )  # fmt: skip
+        if as_json:
+            emit_json(report)
+        else:
+            say(table(report), nl=False)
     except (KeyboardInterrupt, asyncio.CancelledError):
         # A report of the cases that ran would read as the model's figures: none is printed.
-        say(f"remem: interrupted after {len(scores)} of {len(chosen)} case(s); no report", err=True)
+        ran = f"after {len(scores)} of {len(chosen)} case(s)" if chosen else "before any case ran"
+        say(f"remem: interrupted {ran}; no report", err=True)
         sys.exit(128 + stopped[0] if stopped else EXIT_INTERRUPTED)
-    config = settings.consolidation
-    report = Report.of(
-        "scripted-model" if scripted_model else "model", config.provider, config.model,
-        config.max_input_bytes, scores, time.monotonic() - started,
-    )  # fmt: skip
-    if as_json:
-        emit_json(report)
-    else:
-        say(table(report), nl=False)
     sys.exit(EXIT_PROBLEMS if report.totals.secrets else 0)
 
 
 def _route_settings(backend: Backend, provider: str | None, model: str | None) -> Settings:
+    from ..settings import SettingsError, SettingsStore, parse_settings
+
     try:
         settings, _ = SettingsStore(backend.home).read()
     except SettingsError as exc:
@@ -128,6 +140,10 @@ async def _run_all(
     """Append each case's score to `scores` as it ends, so an interrupted run can say how far it
     got. A closed terminal or a `kill` (appended to `stopped`) stops it as Ctrl-C does: killed
     outright, it would leave each case's temporary home behind."""
+    from ..evaluation.cases import CWD
+    from ..evaluation.formats import FORMATS
+    from ..evaluation.harness import run_case
+
     task = asyncio.current_task()
     assert task is not None
     loop = asyncio.get_running_loop()

@@ -448,11 +448,19 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def filler_turn(number: int) -> ScriptedTurn:
-    """One one-off turn of the padding: a failing test fixed, different every time."""
+def filler_turn(number: int, pasted: int = 0) -> ScriptedTurn:
+    """One one-off turn of the padding: a failing test fixed, different every time. `pasted`
+    lines of the test's output come with the prompt: they grow the turn without adding events
+    (a prompt is one event; a reply is streamed in many), so a large limit is padded with
+    larger turns rather than more of them."""
     module = f"tests/test_module_{number}.py"
+    output = "".join(
+        f"\nFAILED {module}::test_case_{line} - AssertionError: rendered {line} rows, expected {line + 1}"
+        for line in range(1, pasted + 1)
+    )
     return _turn(
-        f"The test in {module} fails after the rebase; have a look and fix it (#{number}).",
+        f"The test in {module} fails after the rebase; have a look and fix it (#{number})."
+        + (f" It prints:{output}" if pasted else ""),
         f"The fixture in {module} built its temporary folder from a stale path; it now uses tmp_path "
         f"and the {number % 7 + 3} tests of the module pass.",
         _tool("bash", f"{number % 7 + 3} passed", command=f"uv run pytest {module} -q"),

@@ -29,6 +29,7 @@ class Written:
     session_id: str
     ranges: dict[int, EvidenceRange]
     size: int  # bytes of the rendered evidence, what the padding is measured by
+    events: int  # events the reader counted, which SESSION_EVENTS_MAX bounds
 
 
 class SessionFormat(Protocol):
@@ -52,10 +53,11 @@ class DshFormat:
         draft = build_scripted_session(turns, seed=seed, cwd=self.cwd)
         path = write_session(root, draft)
         os.utime(path, (FINISHED_MTIME, FINISHED_MTIME))
-        evidence = project_evidence(read_session(path))
+        log = read_session(path)  # raises SessionLogError past one of the reader's caps
+        evidence = project_evidence(log)
         by_turn = {t.turn: t.range for t in evidence.turns}
         ranges = {n: by_turn[i + 1] for i, n in enumerate(scripted) if n and i + 1 in by_turn}
-        return Written(draft.header.id, ranges, len(evidence.render().encode("utf-8")))
+        return Written(draft.header.id, ranges, len(evidence.render().encode("utf-8")), len(log.events))
 
 
 FormatFactory = Callable[[str], SessionFormat]
