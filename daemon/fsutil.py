@@ -11,7 +11,10 @@ import errno
 import os
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -19,6 +22,62 @@ TEMP_MARKER = ".remem-tmp-"
 # A hand save that met a publish and was kept beside its file, not discarded (`swap.py`).
 UNMERGED_MARKER = ".unmerged-"
 NAME_MAX = 255  # bytes in one file name, on Linux's and macOS's usual file systems
+# The writes a file system refuses whatever remem does, and what a person does about each: no
+# bug of remem's, but room, a limit, a mount or a permission to fix.
+WRITE_REMEDIES = {
+    errno.ENOSPC: "free some space on its disk",
+    errno.EDQUOT: "free some of your disk quota",
+    errno.EFBIG: "raise the file-size limit (`ulimit -f`) of the process writing it (the daemon "
+    "has the limit of the shell that started it: `remem daemon stop`, then retry from a shell "
+    "without it)",
+    errno.EROFS: "mount its file system read-write",
+    errno.EACCES: "let your user write in that folder",
+    errno.EPERM: "let your user write in that folder (an immutable flag, say)",
+}
+
+
+class Unwritable(OSError):
+    """A write the file system refused (`WRITE_REMEDIES`) before anything was published: the
+    folder's files are as they were, and the temp files of the write are gone. An OSError still,
+    with the refusal's errno, so code that handles any OSError goes on doing so."""
+
+    def __init__(self, error: OSError, folder: Path) -> None:
+        super().__init__(error.errno, error.strerror, str(folder))
+        self.folder = folder
+
+    @property
+    def code(self) -> str:
+        """The errno's name (`ENOSPC`), for a client to tell a full disk from a read-only one."""
+        return errno.errorcode.get(self.errno or 0, str(self.errno))
+
+    def __str__(self) -> str:
+        remedy = WRITE_REMEDIES.get(self.errno or 0, "free some space or fix the folder")
+        return (
+            f"{self.folder} refused a write ({self.strerror}), so nothing was changed there; to go "
+            f"on, {remedy}, then retry"
+        )
+
+
+def is_refused_write(exc: OSError) -> bool:
+    """Whether `exc` is a write the file system refused (`WRITE_REMEDIES`), no bug of remem's."""
+    return exc.errno in WRITE_REMEDIES
+
+
+def raise_as_unwritable(exc: OSError, folder: Path) -> NoReturn:
+    """Raise `exc`, as `Unwritable` naming `folder` when it is a refused write. Only for an error
+    after which nothing is published and no temp is left: the message says so."""
+    if isinstance(exc, Unwritable) or not is_refused_write(exc):
+        raise exc
+    raise Unwritable(exc, folder) from exc
+
+
+@contextmanager
+def refused_as_unwritable(folder: Path) -> Iterator[None]:
+    """`raise_as_unwritable` for what the block raises: a block that publishes nothing if it fails."""
+    try:
+        yield
+    except OSError as exc:
+        raise_as_unwritable(exc, folder)
 
 
 def ensure_private_dir(path: Path) -> Path:

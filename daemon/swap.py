@@ -25,7 +25,15 @@ import time
 from pathlib import Path
 
 from .faults import faultpoint
-from .fsutil import atomic_write, fsync_dir, temp_path_for, unmerged_path_for, write_temp
+from .fsutil import (
+    atomic_write,
+    fsync_dir,
+    raise_as_unwritable,
+    refused_as_unwritable,
+    temp_path_for,
+    unmerged_path_for,
+    write_temp,
+)
 from .safe_open import open_regular
 
 ABSENT = "absent"  # the target must not exist: publish without replacing anything
@@ -89,10 +97,13 @@ def _open_regular(path: Path) -> int | None:
 
 def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged: str) -> None:
     """Replace one file with `data` if it holds `expected` (`swap_in`), the displaced file
-    discarded; raises Displaced, the save found kept and watched (`watch_put_back`). `written`
-    and `exchanged` name the fault points after the temp file is written and after the exchange.
+    discarded; raises Displaced, the save found kept and watched (`watch_put_back`), and
+    Unwritable when the file system refuses the write (`target` untouched, no temp left).
+    `written` and `exchanged` name the fault points after the temp file is written and after
+    the exchange.
     """
-    temp = write_temp(target, data)
+    with refused_as_unwritable(target.parent):  # `write_synced` removed its partial temp
+        temp = write_temp(target, data)
     faultpoint(written)
     try:
         swap_in(temp, target, expected)
@@ -100,6 +111,15 @@ def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged
         discard(temp)
         watch_put_back(displaced)
         raise
+    except OSError as exc:
+        # Refused before the publish (a new name on a full disk needs a block of its folder):
+        # ours is still only at the temp, which goes now rather than at the next access.
+        # Anything else (our file published, or the temp holding another) is left as it is.
+        ours = digest(data)
+        if file_digest(temp) != ours or file_digest(target) == ours:
+            raise
+        discard(temp)
+        raise_as_unwritable(exc, target.parent)
     faultpoint(exchanged)
     discard(temp)
 

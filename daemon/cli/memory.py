@@ -22,6 +22,7 @@ from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
+    UNWRITABLE,
     CommitWorkspaceParams,
     Empty,
     HistoryDiffParams,
@@ -291,6 +292,15 @@ def _refused(exc: RpcError, as_json: bool) -> NoReturn:
     fail(exc.message, EXIT_PROBLEMS)
 
 
+def _unwritable(exc: RpcError, as_json: bool) -> NoReturn:
+    """A write the file system refused: exit 1, as a refusal the command cannot act on (a full
+    disk is no bug, nor invalid input); the message names the folder and what to do."""
+    if as_json:
+        emit_json({"error": {"code": "unwritable", "message": exc.message, **exc.data}})
+        sys.exit(EXIT_PROBLEMS)
+    fail(exc.message, EXIT_PROBLEMS)
+
+
 def _actor(entry: HistoryEntry) -> str:
     actor = entry.actor
     details = [
@@ -320,6 +330,8 @@ def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Res
     except RpcError as exc:
         if exc.code == HISTORY_REFUSED:
             _refused(exc, as_json)
+        if exc.code == UNWRITABLE:
+            _unwritable(exc, as_json)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)
@@ -331,6 +343,8 @@ def _commit(ask: Callable[[Params], CommitResult], params: Params, as_json: bool
     except RpcError as exc:
         if exc.code == INVALID_CHANGES:
             _report_result_invalid([Problem.model_validate(p) for p in exc.data["problems"]], as_json)
+        if exc.code == UNWRITABLE:
+            _unwritable(exc, as_json)
         if exc.code != MEMORY_INVALID:
             raise
         files = [FileProblems.model_validate(f) for f in exc.data["files"]]

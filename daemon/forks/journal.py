@@ -37,7 +37,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..faults import faultpoint
-from ..fsutil import PRIVATE_FILE_MODE, TEMP_MARKER, atomic_write, ensure_private_dir, fsync_dir, is_temp_name
+from ..fsutil import (
+    PRIVATE_FILE_MODE,
+    TEMP_MARKER,
+    WRITE_REMEDIES,
+    atomic_write,
+    ensure_private_dir,
+    fsync_dir,
+    is_temp_name,
+)
 from ..home import Home
 from ..locks import LockUnusable, file_lock, try_file_lock
 from ..safe_open import moved, open_folder, open_regular, refused, standing_at
@@ -316,19 +324,9 @@ def _refusal(exc: OSError) -> OperationError:
     )
 
 
-# What to do about a write the file system refused, by its errno.
-_REMEDIES = {
-    errno.ENOSPC: "free some space on its disk",
-    errno.EDQUOT: "free some of your disk quota",
-    errno.EACCES: "let your user write in that folder",
-    errno.EPERM: "let your user write in that folder (an immutable flag, say)",
-    errno.EROFS: "write on a file system mounted read-write",
-}
-
-
 def _unwritable(exc: OSError) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
-    remedy = _REMEDIES.get(exc.errno or 0, "free the space or fix the folder")
+    remedy = WRITE_REMEDIES.get(exc.errno or 0, "free the space or fix the folder")
     return (
         f"the fork could not be written: {exc.strerror or exc}{where}; its child is not published. "
         f"To go on, {remedy}, then retry with the same operation id"

@@ -7,7 +7,10 @@ keeps record paths stable for editors, and the displaced file is checked to be t
 compared (daemon/swap.py). A file saved by hand since the comparison undoes the steps taken and
 the commit reports a conflict. Last the folder is synced, and the journal is removed, then
 the displaced files. The exchanges are not synced one by one: while the journal is on disk
-it replays any step a power cut undid (decision 0190).
+it replays any step a power cut undid (decision 0190). A write the file system refuses before
+the commit point removes the temps written so far, and a step it refuses outright after it undoes
+the steps before it, as a displaced file does: either way the commit is `Unwritable`, changing
+nothing (decision 0398).
 
 Recovery rolls a present journal forward step by step, judging each by digests (so a step is
 never applied twice), and otherwise discards temps: a crash at any instant leaves exactly the
@@ -18,6 +21,7 @@ as `<name>.unmerged-*`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,10 +29,13 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
 from ..fsutil import (
+    Unwritable,
     atomic_write,
     fits,
     fsync_dir,
+    is_refused_write,
     is_temp_name,
+    raise_as_unwritable,
     remove_stale_temps,
     temp_path_for,
     write_temp,
@@ -91,21 +98,28 @@ def write_generation(
 
     `expected` gives, for every written or deleted name, what the caller compared it as (a
     digest, ABSENT or ANY). Raises Displaced, with the old generation back in place, when a file
-    no longer holds it.
+    no longer holds it, and Unwritable, with the old generation in place and no temp left, when
+    the file system refuses a write (a full disk, a read-only mount).
     """
-    steps = [
-        Step(temp=write_temp(folder / name, data).name, final=name, before=expected[name], after=digest(data))
-        for name, data in writes.items()
-    ]
-    steps += [
-        Step(temp=temp_path_for(folder / name).name, final=name, before=expected[name], after=None)
-        for name in deletes
-    ]
-    steps.sort(key=lambda step: step.before == ANY)  # an unchecked replace cannot be undone: last
-    faultpoint("memory.workspace.after-temp-files")
-    atomic_write(
-        folder / JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
-    )
+    steps: list[Step] = []
+    try:
+        for name, data in writes.items():
+            temp = write_temp(folder / name, data)
+            steps.append(Step(temp=temp.name, final=name, before=expected[name], after=digest(data)))
+        steps += [
+            Step(temp=temp_path_for(folder / name).name, final=name, before=expected[name], after=None)
+            for name in deletes
+        ]
+        steps.sort(key=lambda step: step.before == ANY)  # an unchecked replace cannot be undone: last
+        faultpoint("memory.workspace.after-temp-files")
+        atomic_write(
+            folder / JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
+        )
+    except OSError as exc:
+        # No journal, so nothing is published: the temps written so far hold the little room a
+        # full disk has left, and go now rather than at the folder's next access.
+        _discard_temps(folder, steps)
+        raise_as_unwritable(exc, folder)
     faultpoint("memory.workspace.after-journal")
     done: list[Step] = []
     try:
@@ -118,8 +132,34 @@ def write_generation(
         _roll_back(folder, done)
         watch_put_back(displaced)  # after the whole batch is undone: readers never see half of it
         raise
+    except OSError as exc:
+        # A step the file system refused (a new name needing a block of a full folder) is undone
+        # with the steps before it, as a displaced file is. Any other error, a step refused
+        # halfway (an exchange whose check then failed) or an undo that fails too leaves the
+        # journal, and the folder's next access brings the generation forward as after a crash.
+        if not is_refused_write(exc) or not _untouched(folder, steps[len(done)]):
+            raise
+        _roll_back(folder, done)
+        raise Unwritable(exc, folder) from exc
     faultpoint("memory.workspace.before-journal-removal")
     _finish(folder)
+
+
+def _discard_temps(folder: Path, steps: list[Step]) -> None:
+    """Remove the temps written for `steps` (a deletion's has no file yet)."""
+    for step in steps:
+        (folder / step.temp).unlink(missing_ok=True)
+    if steps:
+        fsync_dir(folder)
+
+
+def _untouched(folder: Path, step: Step) -> bool:
+    """Whether `step` left its files as they were: a write's new bytes only at its temp, a
+    deletion's file still at its name and nothing at its temp."""
+    final, temp = folder / step.final, folder / step.temp
+    if step.after is None:
+        return os.path.lexists(final) and not os.path.lexists(temp)
+    return file_digest(temp) == step.after and file_digest(final) != step.after
 
 
 def needs_recovery(names: list[str]) -> bool:

@@ -3,7 +3,9 @@
 Each scope has a cross-process lock file (`state/locks/global.lock`, `ws-<key>.lock`); readers
 hold it shared and writers exclusive, always in the order global → workspace. Hand-edited files
 are read as they are: an invalid file makes reads of its scope fail with every problem, and
-nothing is ever dropped or rewritten behind the user's back.
+nothing is ever dropped or rewritten behind the user's back. A write the file system refuses (a
+full disk, a read-only mount) is `fsutil.Unwritable`, naming the folder: the scope stays as it
+was, with no temp file left in it (decision 0398).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..fsutil import (
+    Unwritable,
     atomic_write,
     ensure_private_dir,
     is_temp_name,
+    refused_as_unwritable,
     remove_stale_temps,
 )
 from ..home import Home
@@ -248,7 +252,8 @@ class MemoryStore:
         wanted = render_index(self._valid_records(workspace, files)).encode("utf-8")
         if _index_now(target, len(wanted)) == wanted:
             return False
-        atomic_write(target, wanted)
+        with refused_as_unwritable(target.parent):
+            atomic_write(target, wanted)
         return True
 
     def folder(self, workspace: WorkspaceId) -> Path:
@@ -305,7 +310,8 @@ class MemoryStore:
                     return
                 created_at = info.createdAt
         info = WorkspaceInfo(cwd=workspace.cwd, createdAt=created_at)
-        atomic_write(path, info.model_dump_json(indent=2).encode() + b"\n")
+        with refused_as_unwritable(path.parent):
+            atomic_write(path, info.model_dump_json(indent=2).encode() + b"\n")
 
     def _odd_info(self, path: Path, what: str) -> None:
         if path not in self._odd_infos:  # asked for at every code action in a record: said once
@@ -348,8 +354,11 @@ class MemoryStore:
             self._refuse_linked(folder)
             if folder.is_dir() and _recovered(folder):
                 # A hand save kept during recovery can leave the plan's index behind the records.
-                with contextlib.suppress(MemoryInvalid):
-                    self._write_index(workspace, _read_records(folder, _listing(folder)))
+                try:
+                    with contextlib.suppress(MemoryInvalid):
+                        self._write_index(workspace, _read_records(folder, _listing(folder)))
+                except Unwritable as exc:  # the records are settled: they are read all the same
+                    log.warning("MEMORY.md is left behind its records: %s (`remem memory reindex`)", exc)
             return action(_read_records(folder, _listing(folder)))
 
     def _refuse_linked(self, folder: Path) -> None:
@@ -384,19 +393,28 @@ class MemoryStore:
     def _publish_workspace(
         self, workspace: WorkspaceId, plan: WorkspacePlan, files: dict[str, bytes]
     ) -> None:
-        """Raises Displaced when a record was saved by hand since `files` were read."""
+        """Raises Displaced when a record was saved by hand since `files` were read, and
+        Unwritable when the file system refuses a write: the old generation stays, no temp left."""
         folder = self.folder(workspace)
         created = not folder.is_dir()
         if created:
-            ensure_private_dir(folder)
-        self._label(workspace, created=created)
+            with refused_as_unwritable(folder):
+                ensure_private_dir(folder)
         writes = dict(plan.writes)
         writes[INDEX_FILE] = index_bytes(plan)
         expected = {
             name: digest(files[name]) if name in files else ABSENT for name in [*writes, *plan.deletes]
         }
         expected[INDEX_FILE] = ANY  # generated from the records; nobody's edits live there
-        write_generation(folder, plan.after, writes, plan.deletes, expected)
+        try:
+            self._label(workspace, created=created)
+            write_generation(folder, plan.after, writes, plan.deletes, expected)
+        except Unwritable:
+            if created:  # a refusal changes nothing: not even a folder for the workspace is left
+                (folder / WORKSPACE_INFO).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # not empty (a file made by hand since): kept
+                    folder.rmdir()
+            raise
 
 
 def _held_as(plan: WorkspacePlan, files: dict[str, bytes], exact: Mapping[str, bytes]) -> WorkspacePlan:

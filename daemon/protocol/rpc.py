@@ -59,7 +59,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 26: `memory/log` may keep only the entries that changed one file (`file`).
 # 27: `memory/log` says why the scope's history could not record what it lacks (`problem`).
 # 28: HOME_UNUSABLE for a lock file in the way carries its `path` and `reason` in `data`.
-PROTOCOL_VERSION = 28
+# 29: a write the file system refuses (a full disk, a read-only mount) is UNWRITABLE (0398).
+PROTOCOL_VERSION = 29
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -634,6 +635,10 @@ ANSWER_TOO_LARGE = -32014  # data: {"bytes", "limit"} — over daemon.max_answer
 # message names it and the fix, as the CLI says it without the daemon. data, for a lock file
 # only: {"path", "reason"}.
 HOME_UNUSABLE = -32016
+# The file system refused a write (a full disk, a quota, a file-size limit, a read-only mount, no
+# permission) before anything was published: nothing changed, and the message names the folder,
+# the error and what to do. data: {"path": the folder, "errno": "ENOSPC" | "EROFS" | ...}.
+UNWRITABLE = -32017
 
 
 class RpcError(Exception):

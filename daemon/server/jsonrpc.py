@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..fsutil import Unwritable
 from ..home import HomeUnusable
 from ..locks import LockUnusable
 from ..protocol.api import Handler
@@ -28,6 +29,7 @@ from ..protocol.rpc import (
     METHOD_NOT_FOUND,
     METHODS,
     PARSE_ERROR,
+    UNWRITABLE,
     RpcError,
 )
 
@@ -79,6 +81,9 @@ class Dispatcher:
             # but what the user must fix, said as the CLI says it without the daemon.
             log.warning("%s", exc)
             return None if _is_notification(message) else _error(request_id, _unusable(exc))
+        except Unwritable as exc:  # a full disk: no bug either, and the next request may find room
+            log.warning("%s failed: %s", message.get("method"), exc)
+            return None if _is_notification(message) else _error(request_id, unwritable(exc))
         except Exception:  # a bug in a handler must not take the daemon down
             log.exception("%s failed", message.get("method"))
             return None if _is_notification(message) else _error(request_id, _internal())
@@ -134,6 +139,12 @@ def _unusable(exc: HomeUnusable | LockUnusable) -> RpcError:
     if isinstance(exc, LockUnusable):
         return RpcError(HOME_UNUSABLE, str(exc), {"path": str(exc.path), "reason": exc.reason})
     return RpcError(HOME_UNUSABLE, str(exc))
+
+
+def unwritable(exc: Unwritable) -> RpcError:
+    """UNWRITABLE: the refusal's message, its folder and errno's name, for a client to tell a full
+    disk from a read-only mount without reading the message."""
+    return RpcError(UNWRITABLE, str(exc), {"path": str(exc.folder), "errno": exc.code})
 
 
 def _internal() -> RpcError:

@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
-from ..fsutil import UNMERGED_MARKER
+from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
@@ -52,7 +52,7 @@ from ..protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
-from .jsonrpc import Handler
+from .jsonrpc import Handler, unwritable
 
 T = TypeVar("T")
 Publish = Callable[[str, BaseModel], None]
@@ -331,3 +331,5 @@ async def _in_thread(action: Callable[[], T]) -> T:
         raise RpcError(MEMORY_INVALID, str(exc), data) from None
     except HistoryError as exc:
         raise RpcError(HISTORY_REFUSED, str(exc)) from None
+    except Unwritable as exc:  # as the dispatcher says it, for a command without the daemon too
+        raise unwritable(exc) from None
