@@ -68,7 +68,7 @@ from .index import render_index
 from .journal import JournalUnreadable, needs_recovery, recover, write_generation
 from .record import INDEX_FILE, record_name_of
 from .revision import global_revision, is_revision, shown_name, workspace_revision
-from .validation import validate_global, validate_workspace
+from .validation import ParsedRecord, validate_global, validate_workspace
 
 T = TypeVar("T")
 WORKSPACE_INFO = "workspace.json"
@@ -378,14 +378,7 @@ class MemoryStore:
             yield
 
     def _valid_records(self, workspace: WorkspaceId, files: dict[str, bytes]) -> list[Record]:
-        texts = {name: decode(data) for name, data in files.items()}
-        parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
-        broken = []
-        for name in sorted(parsed):
-            diagnostics = texts[name][1] + parsed[name].diagnostics
-            if has_errors(diagnostics):
-                path = str(self.folder(workspace) / name)
-                broken.append(FileProblems(path=path, diagnostics=diagnostics))
+        parsed, broken = _judged(self.folder(workspace), files)
         if broken:
             raise MemoryInvalid(broken, workspace_revision(files))
         return [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
@@ -509,9 +502,21 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
         data = _read_memory_file(path, IRREGULAR_RECORD)  # as checked, unless swapped since
         if data is not None:  # else deleted since the listing
             files[name] = data
-    if irregular:
-        raise MemoryInvalid(irregular)
+    if irregular:  # with every problem of the files it could read: one fix at a time is no way
+        raise MemoryInvalid(sorted([*irregular, *_judged(folder, files)[1]], key=lambda f: f.path))
     return files
+
+
+def _judged(folder: Path, files: dict[str, bytes]) -> tuple[dict[str, ParsedRecord], list[FileProblems]]:
+    """The records of `folder`'s `files` as validated together, and the files with errors."""
+    texts = {name: decode(data) for name, data in files.items()}
+    parsed, _ = validate_workspace({name: text for name, (text, _) in texts.items()})
+    broken = [
+        FileProblems(path=str(folder / name), diagnostics=diagnostics)
+        for name in sorted(parsed)
+        if has_errors(diagnostics := texts[name][1] + parsed[name].diagnostics)
+    ]
+    return parsed, broken
 
 
 def _read_memory_file(path: Path, irregular: Diagnostic) -> bytes | None:

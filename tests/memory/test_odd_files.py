@@ -352,3 +352,18 @@ def test_the_overview_shows_a_record_past_the_cap_as_lint_does(
     beta = next(row for row in rows if row.path.endswith("beta.md"))
     assert (beta.name, beta.description, beta.type) == ("beta", "", ""), "not read past the cap"
     assert (beta.valid, beta.problems) == (False, 1)
+
+
+def test_a_linked_record_is_said_with_every_other_problem_of_its_workspace(
+    store: MemoryStore, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    """A link among the records made a read name it alone ("1 problem in 1 file"), hiding the
+    others that `remem memory validate` found: the user fixed one, to be told of the next."""
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    folder = store.folder(workspace)
+    (folder / "Upper.md").write_text((folder / "alpha.md").read_text().replace("alpha", "upper"))  # misnamed
+    (tmp_path / "outside.md").write_text(OUTSIDE_RECORD)
+    (folder / "link.md").symlink_to(tmp_path / "outside.md")
+    with pytest.raises(MemoryInvalid) as caught:
+        store.read_workspace(workspace)
+    assert [Path(f.path).name for f in caught.value.files] == ["Upper.md", "link.md"]
