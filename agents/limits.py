@@ -3,9 +3,11 @@
 A looping agent must not churn memory (every commit is a new generation and an audit entry),
 so each session gets a token bucket: a burst of `BURST` commits, refilled at `PER_MINUTE`.
 Only commits spend it: a refused call (stale, invalid) wrote nothing, and an agent retrying
-after a fresh read is doing what it was told. An empty bucket refuses any update. The
-size cap keeps a call well inside the daemon's message limit; the store's own limits (8 KiB a
-record body, 24 KiB Global, 200 records) are checked by its validator and reported as problems.
+after a fresh read is doing what it was told. A commit is spent as it is sent and given back
+if refused, so one whose answer never comes (the call cancelled, a failure) counts: the daemon
+may have committed it. An empty bucket refuses any update. The size cap keeps a call well
+inside the daemon's message limit; the store's own limits (8 KiB a record body, 24 KiB Global,
+200 records) are checked by its validator and reported as problems.
 """
 
 from __future__ import annotations
@@ -36,9 +38,14 @@ class UpdateBudget:
         return 0.0 if self._tokens >= 1 else (1 - self._tokens) * 60 / self.per_minute
 
     def spend(self) -> None:
-        """Count one commit."""
+        """Count one commit, before it is sent."""
         self._refill()
         self._tokens -= 1
+
+    def give_back(self) -> None:
+        """Undo `spend` for a commit that was refused: it wrote nothing."""
+        self._refill()
+        self._tokens = min(self.burst, self._tokens + 1)
 
     def _refill(self) -> None:
         now = self._clock()

@@ -11,20 +11,28 @@ process), except a context the session holds and its watch proves unchanged (`co
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
 import os
+import sys
 import unicodedata
 from collections.abc import Awaitable, Callable
+from types import TracebackType
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
+from remem.daemon.cli.output import OutputUnwritable, one_line
 from remem.daemon.credentials import log_to_stderr
 from remem.daemon.home import Home
 from remem.daemon.memory.store import MemoryStore
@@ -45,8 +53,12 @@ from .tools import (
     HistoryArguments,
     ReadArguments,
     argument_problems,
+    problem,
 )
 from .workspace import SessionWorkspace, StartFolderGone
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import ExceptionGroup  # what anyio's task groups raise there
 
 CONTEXT_URI = "remem://context"
 RECORD_PREFIX = "remem://workspace/"
@@ -70,8 +82,13 @@ NOT_A_RECORD_NAME = (
     "remem://workspace/<name>, with the name of one of this project's records, as memory_context's "
     "index and the resource list show them."
 )
+NOT_INITIALIZED = (
+    "remem's MCP server answers {method} only after the handshake: send `initialize`, then "
+    "`notifications/initialized`, first."
+)
 
 MAX_CLIENT_CHARS = 200
+SHOWN_CHARS = 60  # of a name the client sent, quoted back in an error
 A = TypeVar("A", bound=BaseModel)
 log = logging.getLogger("remem.agents")
 ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -80,7 +97,7 @@ ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.Call
 def build_server(session: AgentSession, workspace: SessionWorkspace) -> Server:
     """The MCP server of one session (stdio: one client per process)."""
     handlers = _Handlers(session, workspace)
-    return Server(
+    server = Server(
         "remem",
         version=__version__,
         title="remem memory",
@@ -91,6 +108,27 @@ def build_server(session: AgentSession, workspace: SessionWorkspace) -> Server:
         on_list_resource_templates=handlers.list_templates,
         on_read_resource=handlers.read_resource,
     )
+    server.middleware.append(_say_what_is_invalid)
+    return server
+
+
+async def _say_what_is_invalid(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """The SDK refuses malformed params, and any request before the handshake, with the same bare
+    "Invalid request parameters": a client (or its developer) cannot tell what to fix. Same code,
+    with what is wrong; pydantic's own text, which quotes the input, stays off the wire."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        said = "; ".join(problem(error, "params") for error in exc.errors(include_url=False))
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Invalid params of {ctx.method}: {said}") from None
+    except MCPError as exc:
+        # The SDK's gate before `initialize` is the only INVALID_PARAMS it sends with empty data
+        # (its params validation raises ValidationError, above).
+        if exc.error.code == types.INVALID_PARAMS and exc.error.data == "":
+            raise MCPError(
+                code=types.INVALID_PARAMS, message=NOT_INITIALIZED.format(method=ctx.method)
+            ) from None
+        raise
 
 
 class _Handlers:
@@ -108,7 +146,9 @@ class _Handlers:
     ) -> types.CallToolResult | types.InputRequiredResult:
         handler = _TOOL_HANDLERS.get(params.name)
         if handler is None:
-            return _error(f"remem has no tool `{params.name}`; it offers {', '.join(_TOOL_HANDLERS)}.")
+            return _error(
+                f"remem has no tool `{_shown(params.name)}`; it offers {', '.join(_TOOL_HANDLERS)}."
+            )
         try:
             cwd = await self._resolve(ctx, params.input_responses)
             if isinstance(cwd, types.InputRequiredResult):
@@ -148,7 +188,7 @@ class _Handlers:
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         uri = str(params.uri)
         if uri != CONTEXT_URI and not uri.startswith(RECORD_PREFIX):
-            raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {uri}")
+            raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {_shown(uri)}")
         name = None if uri == CONTEXT_URI else _record_name(uri)
         try:
             cwd = await self._resolve(ctx, params.input_responses)
@@ -269,7 +309,8 @@ def _change_line(session: AgentSession, entry: HistoryEntry) -> str:
         for label, names in (("added", stat.added), ("changed", stat.changed), ("removed", stat.removed))
         if names and entry.scope == "workspace"
     ]  # fmt: skip
-    return f"- {entry.at} by {who}: {where}" + (f": {'; '.join(what)}" if what else " changed")
+    # One line per change, as `remem memory log` prints it: a hand-made file's name may hold a break.
+    return one_line(f"- {entry.at} by {who}: {where}" + (f": {'; '.join(what)}" if what else " changed"))
 
 
 _TOOL_HANDLERS: dict[str, ToolHandler] = {
@@ -293,11 +334,16 @@ def _record_name(uri: str) -> str:
     try:
         return ReadArguments(name=uri[len(RECORD_PREFIX) :]).name
     except ValidationError as exc:
-        problem = "; ".join(error["msg"] for error in exc.errors())
-        shown = uri if len(uri) <= 60 else f"{uri[:60]}…"
+        problems = "; ".join(error["msg"] for error in exc.errors())
         raise MCPError(
-            code=types.INVALID_PARAMS, message=NOT_A_RECORD_NAME.format(uri=shown, problem=problem)
+            code=types.INVALID_PARAMS, message=NOT_A_RECORD_NAME.format(uri=_shown(uri), problem=problems)
         ) from None
+
+
+def _shown(sent: str) -> str:
+    """A name or URI the client sent, as an error quotes it back: one line, and cut short (it may
+    be megabytes)."""
+    return one_line(sent if len(sent) <= SHOWN_CHARS else f"{sent[:SHOWN_CHARS]}…")
 
 
 def _text(text: str) -> types.CallToolResult:
@@ -312,6 +358,8 @@ def serve(home: Home, *, cwd: str | None, use_daemon: bool) -> None:
     """Serve one client on stdin/stdout until it hangs up; `cwd` (else the current folder) is the
     project, unless the client declares roots and no `cwd` was given."""
     log_to_stderr(logging.WARNING, "remem mcp: %(levelname)s %(message)s")
+    if sys.stdout is None:  # Python's own sign that file descriptor 1 was closed when it started
+        raise OutputUnwritable("standard output is closed")
     workspace = SessionWorkspace(cwd or _start_folder(), explicit=cwd is not None)
     watch = _watching(home)
     store = MemoryStore(home) if watch else None
@@ -332,10 +380,134 @@ async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWa
     server = build_server(AgentSession(link, UpdateBudget(), watch), workspace)
     try:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            lines = _AnsweringInvalidLines(read_stream, write_stream)
+            await server.run(lines, write_stream, server.create_initialization_options())
+    except ExceptionGroup as group:  # the transport's tasks fail as a group
+        raise _output_failure(group) from None
     finally:
         watch.close()
         await link.close()
+
+
+# What only writing fails with (a full disk, a quota, a file grown too large); reading the client's
+# lines never does, so these are the output's, whichever of the transport's tasks met them.
+_WRITING_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _output_failure(group: ExceptionGroup[Exception]) -> Exception:
+    """What the command line's `main` reports of the transport's failure, as for every command's
+    output: the client closing its end of stdout (EPIPE, which only a write meets) ends quietly,
+    an output that cannot be written is said; anything else is as it came (a bug's report)."""
+    match group.exceptions:
+        case [BrokenPipeError() as closed]:
+            return closed
+        case [OSError(errno=code) as failed] if code in _WRITING_ERRNOS:
+            return OutputUnwritable(failed.strerror or str(failed))
+    return group
+
+
+class _AnsweringInvalidLines:
+    """The transport's stream of the client's messages, answering each line that is not one.
+
+    `stdio_server` passes a line it cannot parse on as the exception, and the SDK's dispatcher
+    drops those unanswered (its `on_stream_exception` observer cannot be set through
+    `Server.run`): a client that sent a request it got wrong would wait forever. Here each gets
+    the error JSON-RPC gives it, on the write stream the server answers on.
+    """
+
+    def __init__(
+        self, lines: ReadStream[SessionMessage | Exception], answers: WriteStream[SessionMessage]
+    ) -> None:
+        self._lines = lines
+        self._answers = answers
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            line = await self._lines.receive()
+            if not isinstance(line, Exception):
+                return line
+            answer = _rejection(line)
+            if answer is not None:
+                log.warning("answered a line that is not a JSON-RPC message: %s", answer.error.message)
+                await self._answers.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        await self._lines.aclose()
+
+    def __aiter__(self) -> _AnsweringInvalidLines:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnsweringInvalidLines:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def _rejection(failure: Exception) -> types.JSONRPCError | None:
+    """The error that answers a line that is not a JSON-RPC message, with the line's id when it is
+    a request whose id can be read, else null; None for a blank line, which asks nothing."""
+    if not isinstance(failure, ValidationError):  # the transport parses with pydantic alone
+        return _error_answer(None, types.PARSE_ERROR, f"Parse error: {failure}")
+    errors = failure.errors(include_url=False)
+    if errors[0]["type"] == "json_invalid":
+        line = errors[0]["input"]
+        if not line.strip():
+            return None
+        # JSON pydantic refuses may still be JSON to Python (a lone surrogate's escape): its id.
+        return _error_answer(
+            _request_id(_lenient_json(line)), types.PARSE_ERROR, f"Parse error: {errors[0]['msg']}"
+        )
+    # Each member of the message union reports the line whole where it is not an object at all,
+    # or where it misses a field: that is where the parsed line can be read.
+    value = next((e["input"] for e in errors if len(e["loc"]) == 1 or e["type"] == "missing"), None)
+    if isinstance(value, list):
+        said = "a batch (a JSON array) is not served: send each message on a line of its own"
+    else:
+        member = _resembled(value)
+        said = "; ".join(problem(e, "message", depth=1) for e in errors if e["loc"][0] == member)
+    return _error_answer(_request_id(value), types.INVALID_REQUEST, f"Invalid Request: {said}")
+
+
+def _lenient_json(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _request_id(value: Any) -> types.RequestId | None:
+    """The id of a request, if `value` is one with an id JSON-RPC allows; an answer's id is of a
+    request of the client's own, so a malformed answer is never answered with it."""
+    if isinstance(value, dict) and "method" in value:
+        request_id = value.get("id")
+        if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+            return request_id
+    return None
+
+
+def _resembled(value: Any) -> str:
+    """Which member of the message union an invalid line was meant as, to say what it lacks."""
+    if isinstance(value, dict) and "method" not in value:
+        if "result" in value:
+            return types.JSONRPCResponse.__name__
+        if "error" in value:
+            return types.JSONRPCError.__name__
+    if isinstance(value, dict) and "id" not in value:
+        return types.JSONRPCNotification.__name__
+    return types.JSONRPCRequest.__name__
+
+
+def _error_answer(request_id: types.RequestId | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
 def _watching(home: Home) -> bool:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from remem.daemon.cli.output import one_line
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import HomeUnusable
 from remem.daemon.locks import LockUnusable
@@ -206,15 +207,23 @@ class AgentSession:
             raise Refusal(NOT_READ)
         identity = AgentIdentity(session=self.id, client=self.client)
         params = AgentUpdateParams(cwd=cwd, observed=self.observation, changes=changes, agent=identity)
-        result = await self._call(self.api.agent_update(params), changes)
+        # Spent before the commit is sent, not after its answer: a call cancelled meanwhile may
+        # still commit, and would otherwise never count (nor would concurrent calls, each seeing
+        # the budget not yet spent). What is refused wrote nothing and gets it back.
+        self.budget.spend()
+        try:
+            result = await self._call(self.api.agent_update(params), changes)
+        except Refusal:
+            self.budget.give_back()
+            raise
+        if result.status != "committed":
+            self.budget.give_back()
         if result.status == "stale":
             # The context held may be of memory no longer there (the home re-pointed or restored
             # under the server, which no watch sees): the memory_context asked for reads afresh.
             self._shown = None
             self._watch.forget()
             raise Refusal(STALE.format(scope=_SCOPE_TITLES[result.scope]))
-        if result.status == "committed":
-            self.budget.spend()
         field = "globalRevision" if result.scope == "global" else "workspaceRevision"
         self.observation = self.observation.model_copy(update={field: result.revision})
         return result
@@ -254,13 +263,24 @@ def _rpc_message(exc: RpcError, changes: Sequence[AgentChange], otherwise: str) 
         lines = [_problem_line(problem, changes) for problem in exc.data.get("problems", [])]
         return "The changes are invalid; nothing was written:\n" + "\n".join(lines)
     if exc.code == MEMORY_INVALID:  # only agent methods' reach here (see `history`), in agent terms
-        return exc.message
+        return _invalid_memory(exc)
     log.warning("%s", exc.message)
     if exc.code == ANSWER_TOO_LARGE and isinstance(exc.data, dict):
         size, limit = exc.data.get("bytes"), exc.data.get("limit")
         if isinstance(size, int) and isinstance(limit, int):
             return TOO_LARGE.format(size=size // 1024, limit=limit // 1024)
     return otherwise
+
+
+def _invalid_memory(exc: RpcError) -> str:
+    """The daemon's refusal of invalid memory, its list rebuilt from the files and problems it
+    carries with each on one line: a hand-made file's name (and a problem quoting it) may hold a
+    line break, which would read as a line, a problem, of its own."""
+    head = exc.message.split("\n", 1)[0]  # the daemon's sentence, which quotes no file
+    files = exc.data["files"]
+    return "\n".join(
+        [head, *(f"- {one_line(f['file'])}: {one_line(p)}" for f in files for p in f["problems"])]
+    )
 
 
 def _lock_name(exc: LockUnusable) -> str:

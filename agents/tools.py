@@ -12,6 +12,7 @@ from typing import Any
 
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
 from remem.daemon.protocol.rpc import MAX_AGENT_CHANGES, AgentChange
@@ -166,9 +167,15 @@ def argument_problems(tool: str, exc: ValidationError) -> str:
     """Every problem of a call's arguments, one a line, for the agent."""
     lines = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
         hint = ""
         if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
             hint = " (remem chooses the project and keeps track of what you read: no path, cwd or revision)"
-        lines.append(f"- {where}: {error['msg']}{hint}")
+        lines.append(f"- {problem(error, 'arguments')}{hint}")
     return f"{tool}'s arguments are invalid; nothing was done:\n" + "\n".join(lines)
+
+
+def problem(error: ErrorDetails, whole: str, depth: int = 0) -> str:
+    """One problem pydantic found, as "where: what"; `whole` names the value validated itself, and
+    the first `depth` parts of the location are not in it (a union's member)."""
+    where = ".".join(str(part) for part in error["loc"][depth:]) or whole
+    return f"{where}: {error['msg']}"

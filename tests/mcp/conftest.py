@@ -6,11 +6,15 @@ first server, stopped after the test by the `home` fixture of tests/daemon).
 
 from __future__ import annotations
 
+import json
 import os
+import queue
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +87,9 @@ async def agent(
     """An MCP session: `--cwd project` unless None; `roots` makes the client declare them, and
     `list_roots` answers for it instead; `command` runs the server through a wrapper, the
     server's own command line appended."""
-    args = ["-m", "remem.daemon", "--home", str(home.root), *options, "mcp"]
-    if project is not None:
-        args += ["--cwd", str(project)]
+    executable, *args = server_command(home, project, options)
     if command is not None:
-        args = [*command[1:], sys.executable, *args]
-    executable = sys.executable if command is None else command[0]
+        executable, args = command[0], [*command[1:], executable, *args]
     params = StdioServerParameters(command=executable, args=args, env=server_env(), cwd=start_dir)
     extra: dict[str, Any] = {}
     if client_info is not None:
@@ -105,6 +106,92 @@ async def agent(
         extra["list_roots_callback"] = list_roots
     async with Client(params, mode=mode, read_timeout_seconds=TIMEOUT_SECONDS, **extra) as client:  # type: ignore[arg-type]
         yield Agent(client)
+
+
+def server_command(
+    home: Home,  # noqa: F811 - a parameter, not the fixture
+    project: Path | None,
+    options: tuple[str, ...] = (),
+) -> list[str]:
+    """`remem mcp` as the tests run it: `--cwd project` unless None."""
+    args = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *options, "mcp"]
+    return args if project is None else [*args, "--cwd", str(project)]
+
+
+@dataclass
+class RawServer:
+    """`remem mcp` driven line by line, for what the SDK's client never sends."""
+
+    process: subprocess.Popen[bytes]
+    lines: queue.Queue[bytes] = field(default_factory=queue.Queue)
+    last_id: int = 0
+
+    def read_lines(self) -> None:
+        """Queue each line the server writes (in a thread of its own: reading blocks)."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, message: bytes | dict[str, Any]) -> None:
+        """One line: `message` as it is, or as JSON."""
+        assert self.process.stdin is not None
+        line = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self, timeout: float = TIMEOUT_SECONDS) -> dict[str, Any]:
+        """The server's next message (raising queue.Empty when none comes in time)."""
+        message = json.loads(self.lines.get(timeout=timeout))
+        assert isinstance(message, dict)
+        return message
+
+    def send_request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        self.last_id += 1
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": self.last_id, "method": method}
+        self.send(request if params is None else {**request, "params": params})
+        return self.last_id
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The answer to a request (the server's notifications skipped)."""
+        request_id = self.send_request(method, params)
+        while "id" not in (message := self.receive()) or message["id"] != request_id:
+            pass
+        return message
+
+
+@contextmanager
+def raw_server(
+    home: Home,  # noqa: F811 - a parameter, not the fixture
+    project: Path,
+    *,
+    initialize: bool = True,
+    options: tuple[str, ...] = (),
+) -> Iterator[RawServer]:
+    """A server on `project`, its handshake done unless `initialize` is False; stopped after by
+    closing its input."""
+    process = subprocess.Popen(
+        server_command(home, project, options),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=server_env(),
+    )
+    server = RawServer(process)
+    threading.Thread(target=server.read_lines, daemon=True).start()
+    try:
+        if initialize:
+            client = {"name": "raw", "version": "1"}
+            server.request(
+                "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+            )
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield server
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(TIMEOUT_SECONDS)
+        finally:
+            process.kill()  # a no-op once it ended; else it outlives no test
 
 
 @pytest.fixture

@@ -1,20 +1,24 @@
-"""Rate and size limits of memory_update, on a session with an injected clock."""
+"""Rate and size limits of memory_update, on a session with an injected clock (and on a server,
+for cancelled calls)."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from pathlib import Path
 
 import pytest
 
-from remem.agents.limits import MAX_UPDATE_BYTES, UpdateBudget
+from remem.agents.limits import BURST, MAX_UPDATE_BYTES, PER_MINUTE, UpdateBudget
 from remem.agents.link import InProcessLink
 from remem.agents.session import AgentSession, Refusal
 from remem.daemon.agent_updates.audit import AuditTrail
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from tests.waiting import TimedOut, wait_until
 
-from .conftest import put
+from .conftest import put, raw_server
 
 
 class Clock:
@@ -77,3 +81,30 @@ async def test_an_oversized_call_is_refused_before_it_reaches_the_daemon(
         await session.update(cwd, {"changes": [put("big", "z" * 9000 + "\n")]})
     assert "remem/body-too-large" in too_long.value.message
     assert store.read_workspace(workspace).records == [] and AuditTrail(home).all() == []
+
+
+def test_cancelled_updates_spend_the_budget_as_commits_do(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """A call cancelled while its commit is in flight may still commit (the daemon does not stop):
+    the budget is spent as the commit is sent, or cancelling every update got round the rate
+    (15 committed in a second or two against a burst of 10)."""
+    with raw_server(home, project) as server:
+        started = time.monotonic()
+        for number in range(15):
+            server.request("tools/call", {"name": "memory_context", "arguments": {}})
+            update = {"name": "memory_update", "arguments": {"changes": [put(f"c{number}")]}}
+            request_id = server.send_request("tools/call", update)
+            server.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+            )
+            # Loaded again only once it landed (or was refused): else the next one is merely stale.
+            with contextlib.suppress(TimedOut):
+                wait_until(lambda name=f"c{number}": name in records(store, workspace), seconds=1)
+        elapsed = time.monotonic() - started
+    committed = len(records(store, workspace))
+    assert committed <= BURST + elapsed * PER_MINUTE / 60, (committed, elapsed)
+
+
+def records(store: MemoryStore, workspace: WorkspaceId) -> set[str]:
+    return {record.name for record in store.read_workspace(workspace).records}

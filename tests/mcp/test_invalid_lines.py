@@ -1,0 +1,85 @@
+"""A line the client got wrong is answered, with what is wrong, and the server serves on: the
+SDK's dispatcher dropped such lines unanswered, so a client waited forever on its request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+
+from remem.daemon.home import Home
+
+from .conftest import raw_server
+
+LINES = [
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":79,"method":"tools/call","params":{"name":"memory_read",'
+        b'"arguments":{"name":"\\ud800"}}}',
+        79,
+        types.PARSE_ERROR,
+        "Invalid JSON",
+        id="a lone surrogate's escape",
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","id":5,', None, types.PARSE_ERROR, "EOF while parsing", id="not JSON"),
+    pytest.param(
+        b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', None, types.INVALID_REQUEST, "batch", id="a batch"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[1,2]}',
+        3,
+        types.INVALID_REQUEST,
+        "params: Input should be an object",
+        id="params an array",
+    ),
+    pytest.param(
+        b'{"id":"four","method":"ping"}',
+        "four",
+        types.INVALID_REQUEST,
+        "jsonrpc: Field required",
+        id="no jsonrpc",
+    ),
+    pytest.param(b"42", None, types.INVALID_REQUEST, "message: Input should be an object", id="a number"),
+]
+
+
+@pytest.mark.parametrize(("line", "request_id", "code", "said"), LINES)
+def test_a_line_that_is_no_message_is_answered_with_its_id_and_the_server_serves_on(
+    home: Home, project: Path, line: bytes, request_id: int | str | None, code: int, said: str
+) -> None:
+    with raw_server(home, project, options=("--no-daemon",)) as server:
+        server.send(b"")  # a blank line asks nothing: nothing answers it
+        server.send(line)
+        answer = server.receive()
+        assert server.request("ping")["result"] == {}
+    assert answer["id"] == request_id and answer["error"]["code"] == code, answer
+    assert said in answer["error"]["message"], answer
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "said"),
+    [
+        (
+            "tools/call",
+            {"name": "memory_read", "arguments": "x"},
+            "params.arguments: Input should be a valid dictionary",
+        ),
+        ("tools/call", {"name": 5, "arguments": {}}, "params.name: Input should be a valid string"),
+        ("resources/read", {"uri": 5}, "params.uri: Input should be a valid string"),
+    ],
+)
+def test_params_the_sdk_refuses_are_said_with_what_is_wrong(
+    home: Home, project: Path, method: str, params: dict[str, object], said: str
+) -> None:
+    with raw_server(home, project, options=("--no-daemon",)) as server:
+        answer = server.request(method, params)
+    assert answer["error"]["code"] == types.INVALID_PARAMS
+    assert answer["error"]["message"] == f"Invalid params of {method}: {said}", answer
+
+
+def test_a_call_before_the_handshake_is_told_to_make_it(home: Home, project: Path) -> None:
+    with raw_server(home, project, initialize=False, options=("--no-daemon",)) as server:
+        answer = server.request("tools/call", {"name": "memory_context", "arguments": {}})
+    assert answer["error"]["code"] == types.INVALID_PARAMS
+    message = answer["error"]["message"]
+    assert "only after the handshake" in message and "`initialize`" in message, answer
