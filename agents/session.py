@@ -17,6 +17,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -35,6 +36,7 @@ from remem.daemon.protocol.rpc import (
     HOME_UNUSABLE,
     INVALID_CHANGES,
     MEMORY_INVALID,
+    UNWRITABLE,
     AgentChange,
     AgentContextParams,
     AgentIdentity,
@@ -79,6 +81,13 @@ HOME_IN_THE_WAY = (
 NOT_DONE = (
     "remem could not do this (the user sees why in this MCP server's log). If this was "
     "memory_update, it may or may not have been applied: call memory_context before trying again."
+)
+# A write the file system refused (a full disk, a quota, a read-only mount): nothing was written,
+# and the folder it names is the home's, for the user (logged).
+DISK_REFUSED = (
+    "remem could not write to its memory: the file system refused the write (a full disk, a quota "
+    "or a read-only folder; the user sees which in this MCP server's log). Nothing was changed. Ask "
+    "the user to free space or fix the folder, then try again."
 )
 HISTORY_UNREADABLE = (
     "remem cannot read the memory history now (the user sees why in this MCP server's log). Ask the "
@@ -246,14 +255,18 @@ class AgentSession:
         except RpcError as exc:
             if exc.code == HOME_UNUSABLE:
                 log.warning("%s", exc.message)
-                raise Refusal(HOME_IN_THE_WAY) from None
+                lock = _lock_of(exc)
+                raise Refusal(HOME_IN_THE_WAY if lock is None else _lock_in_the_way(lock)) from None
+            if exc.code == UNWRITABLE:
+                log.warning("%s", exc.message)
+                raise Refusal(DISK_REFUSED) from None
             raise Refusal(_rpc_message(exc, changes, otherwise)) from None
         except HomeUnusable as exc:  # raised in this process (--no-daemon) as the daemon raises it
             log.warning("%s", exc)
             raise Refusal(HOME_IN_THE_WAY) from None
         except LockUnusable as exc:
             log.warning("%s", exc)
-            raise Refusal(LOCK_IN_THE_WAY.format(name=_lock_name(exc), reason=exc.reason)) from None
+            raise Refusal(_lock_in_the_way(exc)) from None
 
 
 def _rpc_message(exc: RpcError, changes: Sequence[AgentChange], otherwise: str) -> str:
@@ -281,6 +294,19 @@ def _invalid_memory(exc: RpcError) -> str:
     return "\n".join(
         [head, *(f"- {one_line(f['file'])}: {one_line(p)}" for f in files for p in f["problems"])]
     )
+
+
+def _lock_of(exc: RpcError) -> LockUnusable | None:
+    """The lock file in the way that the daemon's HOME_UNUSABLE names in its data (protocol 28),
+    as this process would have met it; None for anything else in the home."""
+    data = exc.data
+    if isinstance(data, dict) and isinstance(data.get("path"), str) and isinstance(data.get("reason"), str):
+        return LockUnusable(Path(data["path"]), data["reason"])
+    return None
+
+
+def _lock_in_the_way(exc: LockUnusable) -> str:
+    return LOCK_IN_THE_WAY.format(name=_lock_name(exc), reason=exc.reason)
 
 
 def _lock_name(exc: LockUnusable) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..agent_updates.service import AgentUpdates, scoped
+from ..fsutil import Unwritable
 from ..memory.batch import InvalidChanges
 from ..memory.identity import WorkspaceId, is_workspace_key
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
@@ -36,7 +37,7 @@ from ..protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
-from .jsonrpc import Handler
+from .jsonrpc import Handler, unwritable
 from .memory_methods import MemoryMethods
 
 T = TypeVar("T")
@@ -112,6 +113,8 @@ async def _agent_safe(action: Callable[[], T]) -> T:
         return await asyncio.to_thread(action)
     except (InvalidChanges, MemoryInvalid) as exc:
         raise _refusal(exc) from None
+    except Unwritable as exc:  # as the dispatcher says it: an MCP server without the daemon too
+        raise unwritable(exc) from None
 
 
 def _refusal(exc: InvalidChanges | MemoryInvalid) -> RpcError:

@@ -100,10 +100,11 @@ async def test_a_link_made_in_the_home_is_said_without_paths_without_the_daemon_
     assert list(outside.iterdir()) == [], "nothing written through it"
 
 
+@MODES
 async def test_an_unusable_lock_of_a_workspace_is_said_without_its_key(
-    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path, options: tuple[str, ...]
 ) -> None:
-    async with agent(home, project, options=("--no-daemon",)) as session:
+    async with agent(home, project, options=options) as session:
         await session.context()
         (home.locks / f"agent-ws-{workspace.key}.lock").mkdir(parents=True)
         result = await session.update(put("one"))
@@ -113,3 +114,25 @@ async def test_an_unusable_lock_of_a_workspace_is_said_without_its_key(
         message
     )
     _assert_private(message, home, workspace, tmp_path)
+
+
+LIMIT = 4 * 1024  # the file-size limit the server runs under: above its small files, below the record
+
+
+@MODES
+async def test_a_write_the_disk_refuses_is_said_as_nothing_changed(
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """A full disk was "remem could not do this… it may or may not have been applied" through the
+    daemon, and without it a failure remem did not foresee: nothing was written, and the agent
+    can say what the user must do."""
+    async with agent(home, project, options=options, command=["prlimit", f"--fsize={LIMIT}"]) as session:
+        await session.context()
+        result = await session.update(put("large", "word " * 1500 + "\n"))
+    assert result.is_error
+    message = text_of(result)
+    assert message.startswith("remem could not write to its memory: the file system refused") and (
+        "Nothing was changed" in message
+    ), message
+    _assert_private(message, home, workspace, tmp_path)
+    assert not (home.workspaces / workspace.key / "large.md").exists()
