@@ -421,7 +421,8 @@ def test_a_tree_says_what_it_could_not_read(home: Home, tmp_path: Path) -> None:
     code, out, err = run(home, "tree", "--cwd", CLAUDE_CWD, root)
     assert code == 0 and out == ""
     assert err.startswith(
-        f"error: {project}: {problem}\nNo agent sessions of {CLAUDE_CWD} could be read (1 unreadable, above)."
+        f"error: {project}: {problem}\nNo agent sessions of {CLAUDE_CWD} (no folder is there) could be read "
+        "(1 unreadable, above)."
     ), err
     listed = json.loads(run(home, "list", "--cwd", CLAUDE_CWD, root, "--json")[1])
     assert json.loads(run(home, "tree", "--cwd", CLAUDE_CWD, root, "--json")[1])["errors"] == listed["errors"]
