@@ -40,7 +40,9 @@ class _Causes(logging.Handler):
 def _failed(home: Home, session_id: str, expected: Status) -> tuple[str, list[str]]:
     """The receipt's error and the causes the daemon's log was given, of an attempt that failed."""
     causes, daemon = _Causes(), logging.getLogger("remem.daemon")
-    level, daemon.level = daemon.level, logging.INFO
+    # `setLevel`, not the attribute: it clears what `isEnabledFor` remembers of an earlier level.
+    level = daemon.level
+    daemon.setLevel(logging.INFO)
     daemon.addHandler(causes)
     try:
         result = asyncio.run(Consolidator(home).consolidate(session_id, lambda phase, data: None))
