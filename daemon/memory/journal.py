@@ -116,6 +116,10 @@ def write_generation(
             folder / JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
         )
     except OSError as exc:
+        if os.path.lexists(folder / JOURNAL_NAME):
+            # In place, though its sync failed: it is the commit point, and the folder's next
+            # access rolls it forward from the temps, which must stay.
+            raise
         # No journal, so nothing is published: the temps written so far hold the little room a
         # full disk has left, and go now rather than at the folder's next access.
         _discard_temps(folder, steps)

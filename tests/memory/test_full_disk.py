@@ -20,7 +20,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.journal import JOURNAL_NAME
 from remem.daemon.memory.store import MemoryStore
 
-from .factory import put
+from .factory import delete, put
 
 CWD = "/home/dev/projects/demo"
 REMEDIES = {
@@ -119,3 +119,29 @@ def test_a_new_global_file_the_folder_has_no_room_for_leaves_no_temp(
         store.replace_global(store.read_global().revision, "Global text.\n")
     monkeypatch.undo()
     assert not store.home.global_file.exists() and leftovers(store.home.memory) == []
+
+
+def test_a_journal_in_place_whose_sync_fails_is_rolled_forward_whole(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal is the commit point once renamed into place, synced or not: a failure of its
+    folder's sync was taken for a refused write, the temps were removed as if nothing had been
+    published, and recovery then applied the deletions alone, a mixed generation."""
+    workspace = WorkspaceId.from_cwd(CWD)
+    store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put("keep"), put("gone")])
+    folder = store.folder(workspace)
+    sync = fsutil.fsync_dir
+
+    def failing_once_the_journal_is_in(path: Path) -> None:
+        if (Path(path) / JOURNAL_NAME).exists():
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        sync(path)
+
+    monkeypatch.setattr(fsutil, "fsync_dir", failing_once_the_journal_is_in)
+    before = store.read_workspace(workspace).revision
+    with pytest.raises(OSError) as raised:
+        store.commit_workspace(workspace, before, [put("keep", "Changed.\n"), delete("gone")])
+    assert not isinstance(raised.value, fsutil.Unwritable), "it may well be done: never 'nothing was changed'"
+    monkeypatch.undo()
+    assert {r.name: r.content for r in store.read_workspace(workspace).records} == {"keep": "Changed.\n"}
+    assert leftovers(folder) == []
