@@ -124,8 +124,13 @@ class ForkJournal:
         already at the path is an earlier attempt's that crashed before committing:
         `check_existing` must raise if it is something else."""
         path = Path(entry.path)
+
+        def record() -> None:  # its revision as published, looked at in the folder it was published in
+            revision = stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
+            self.published.record(path, revision)
+
         try:
-            publish_log(path, parts, protocol="fork", folder=folder)
+            publish_log(path, parts, protocol="fork", folder=folder, published=record)
             created = True
         except FileExistsError:
             check_existing(path)
@@ -140,10 +145,6 @@ class ForkJournal:
         except OSError as exc:  # a write names no file, one through the folder's descriptor its name alone
             exc.filename = str(path.parent / exc.filename) if exc.filename else str(path)
             raise
-        else:  # its revision as published, looked at in the folder it was published in
-            self.published.record(
-                path, stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
-            )
         committed = entry.model_copy(update={"status": "committed"})
         self.put(committed)
         faultpoint("fork.after-journal")
@@ -219,13 +220,24 @@ class ForkJournal:
         for temp in self.folder.glob(f".{key}.json{TEMP_MARKER}*"):
             temp.unlink(missing_ok=True)
         entry = self._read(key)
-        if entry is not None and entry.status == "prepared" and not os.path.lexists(entry.path):
-            _remove_child_temps(Path(entry.path))
-        # A prepared entry stays prepared for its retry, which marks it again before writing. A
-        # file at its child's path is not taken for its child here: another home may have made
-        # one there with the same operation id since (decision 0371); the retry's publish finds
-        # it and adopts it only when the fork's own check says it is this fork's.
+        if entry is not None and entry.status == "prepared":
+            if self._published_here(entry.path):
+                self.put(entry.model_copy(update={"status": "committed"}))
+            elif not os.path.lexists(entry.path):
+                _remove_child_temps(Path(entry.path))
+        # Any other prepared entry stays prepared for its retry, which marks it again before
+        # writing: a file at its child's path that this home did not publish (or has changed
+        # since) may be another home's, made with the same operation id (decision 0371), and is
+        # adopted by the retry's publish only when the fork's own check says it is this fork's.
         marker.unlink(missing_ok=True)
+
+    def _published_here(self, path: str) -> bool:
+        """Whether the file at `path` is still exactly the child this home published there."""
+        try:
+            revision = stat_revision(os.stat(path, follow_symlinks=False))
+        except OSError:
+            return False
+        return self.published.untouched(path, revision)
 
     def _read(self, key: str) -> JournalEntry | None:
         """The entry of `key`, None when there is none; `OperationError` when it cannot be read,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -186,11 +186,18 @@ def ensure_session_dirs(path: Path) -> None:
 
 
 def publish_log(
-    path: Path, parts: Sequence[bytes | memoryview], *, protocol: str, folder: int | None = None
+    path: Path,
+    parts: Sequence[bytes | memoryview],
+    *,
+    protocol: str,
+    folder: int | None = None,
+    published: Callable[[], None] | None = None,
 ) -> None:
     """Publish a complete log at `path` without ever overwriting one (FileExistsError if taken).
 
-    `protocol` names the caller's crash points (`<protocol>.after-temp-write`, `.after-publish`).
+    `protocol` names the caller's crash points (`<protocol>.after-temp-write`, `.after-publish`);
+    `published` is called once the log is in place, before the latter (what recovery needs to
+    know the log for the caller's).
     `folder` is a descriptor of the folder `path` lies in, opened from its root without
     following a link (`safe_open.open_folder`): the temp file, the link and the syncs go
     through it, so a folder swapped for a link since is never written through. Without it, the
@@ -207,6 +214,8 @@ def publish_log(
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=fd)
             raise
+        if published is not None:
+            published()
         faultpoint(f"{protocol}.after-publish")
     finally:
         if folder is None:

@@ -54,14 +54,38 @@ def test_recovery_never_takes_another_homes_child_for_its_own(home: Home, tmp_pa
     draft = build_session(SessionSpec(seed=15, turns=5, cwd=CWD))
     write_session(root, draft)
     parent = draft.header.id
-    crashed = subprocess.run(
-        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "sessions", "fork",
-         parent, "--op-id", "Y", "--turn", "2", "--root", str(root), "--json"],
-        env={**os.environ, "REMEM_FAULTPOINT": "fork.after-prepare"}, capture_output=True, timeout=60,
-    )  # fmt: skip
+    crashed = _crash_at("fork.after-prepare", home, parent, root, "--op-id", "Y", "--turn", "2")
     assert crashed.returncode == EXIT_CODE, crashed.stderr
     code, theirs = fork(Home(tmp_path / "other-home"), parent, "--op-id", "Y", "--turn", "4", root=root)
     assert code == 0 and theirs["created"] and theirs["forkTurn"] == 4, theirs
     assert conflict(fork(home, parent, "--op-id", "Y", "--turn", "2", root=root))
     entry = ForkJournal(home).get("Y")
     assert entry is not None and entry.status == "prepared", "bound to no child"
+
+
+@pytest.mark.slow
+def test_a_child_published_before_a_crash_is_answered_after_its_parent_is_gone(
+    home: Home, tmp_path: Path
+) -> None:
+    """The retry of a fork that crashed once its child was out answers that child, even when the
+    parent can no longer be read: recovery knows the child for this home's by its record."""
+    root = tmp_path / "root"
+    draft = build_session(SessionSpec(seed=16, turns=4, cwd=CWD))
+    parent_log = write_session(root, draft)
+    parent = draft.header.id
+    crashed = _crash_at("fork.after-publish", home, parent, root, "--op-id", "W", "--turn", "2")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    parent_log.unlink()
+    code, answered = fork(home, parent, "--op-id", "W", "--turn", "2", root=root)
+    assert code == 0 and answered["created"] is False and answered["forkTurn"] == 2, answered
+
+
+def _crash_at(
+    point: str, home: Home, parent: str, root: Path, *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    """`remem sessions fork` in a process of its own, killed at the crash point `point`."""
+    return subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "sessions", "fork",
+         parent, *args, "--root", str(root), "--json"],
+        env={**os.environ, "REMEM_FAULTPOINT": point}, capture_output=True, timeout=60,
+    )  # fmt: skip

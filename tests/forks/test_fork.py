@@ -234,11 +234,7 @@ def test_a_crash_is_settled_by_the_next_fork_of_another_operation(
     assert list(journal.pending.iterdir()) == []  # nothing is left for later forks to look at
     crashed = journal.get("op-crash")
     published = session_log_path(root, CWD, child_id("op-crash"), parent[2]).is_file()
-    # Only the fork itself commits its entry: a file at its child's path may be another home's.
-    assert (crashed is not None and crashed.status == "committed") is (point == "fork.after-journal")
-    retried = run_driver(home, root, source_id, "op-crash")
-    assert retried.returncode == 0, retried.stderr
-    assert json.loads(retried.stdout)["created"] is not published, "its own child is adopted"
+    assert (crashed is not None and crashed.status == "committed") is published
 
 
 def test_settled_forks_leave_recovery_nothing_and_an_old_journal_is_scanned_once(
@@ -263,8 +259,7 @@ def test_settled_forks_leave_recovery_nothing_and_an_old_journal_is_scanned_once
     forks.fork(ForkRequest(source=source_id, operationId="op-3"))
     settled = journal.get("op-legacy")
     assert settled is not None
-    # A file at its child's path (op-0's) is the retry's to judge, never taken by recovery.
-    assert settled.status == "prepared" and not torn.exists()
+    assert settled.status == "committed" and not torn.exists()  # its child (op-0's) is published
     assert list(journal.pending.iterdir()) == []
 
 
