@@ -489,9 +489,21 @@ def _request_id(value: Any) -> types.RequestId | None:
     request of the client's own, so a malformed answer is never answered with it."""
     if isinstance(value, dict) and "method" in value:
         request_id = value.get("id")
-        if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        if isinstance(request_id, str) and _sendable(request_id):
+            return request_id
+        if isinstance(request_id, int) and not isinstance(request_id, bool):
             return request_id
     return None
+
+
+def _sendable(text: str) -> bool:
+    """Whether `text` can be written back as UTF-8: an id holding a lone surrogate's escape cannot,
+    and answering with it would end the transport (its error then goes out with id null)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _resembled(value: Any) -> str:

@@ -21,6 +21,13 @@ LINES = [
         "Invalid JSON",
         id="a lone surrogate's escape",
     ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":"s\\ud800","method":"ping"}',
+        None,  # no answer can carry it: writing one ended the transport
+        types.PARSE_ERROR,
+        "Invalid JSON",
+        id="a lone surrogate's escape in the id",
+    ),
     pytest.param(b'{"jsonrpc":"2.0","id":5,', None, types.PARSE_ERROR, "EOF while parsing", id="not JSON"),
     pytest.param(
         b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', None, types.INVALID_REQUEST, "batch", id="a batch"
