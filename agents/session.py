@@ -118,11 +118,14 @@ class RecentChanges:
 
 
 class Refusal(Exception):
-    """What the agent is told instead of a result; the message says what to do next."""
+    """What the agent is told instead of a result; the message says what to do next.
+    `uncertain`: the request may have been done all the same (the daemon went away, or failed
+    in a way remem did not foresee), so a commit it refuses still counts against the budget."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, uncertain: bool = False) -> None:
         super().__init__(message)
         self.message = message
+        self.uncertain = uncertain
 
 
 class AgentSession:
@@ -218,12 +221,13 @@ class AgentSession:
         params = AgentUpdateParams(cwd=cwd, observed=self.observation, changes=changes, agent=identity)
         # Spent before the commit is sent, not after its answer: a call cancelled meanwhile may
         # still commit, and would otherwise never count (nor would concurrent calls, each seeing
-        # the budget not yet spent). What is refused wrote nothing and gets it back.
+        # the budget not yet spent). What is refused, and so wrote nothing, gets it back.
         self.budget.spend()
         try:
             result = await self._call(self.api.agent_update(params), changes)
-        except Refusal:
-            self.budget.give_back()
+        except Refusal as refused:
+            if not refused.uncertain:  # it wrote nothing: the budget is for commits
+                self.budget.give_back()
             raise
         if result.status != "committed":
             self.budget.give_back()
@@ -251,7 +255,7 @@ class AgentSession:
             return await answer
         except DaemonUnavailable as exc:
             log.warning("the remem daemon is unavailable: %s", exc)
-            raise Refusal(DAEMON_UNAVAILABLE) from None
+            raise Refusal(DAEMON_UNAVAILABLE, uncertain=True) from None
         except RpcError as exc:
             if exc.code == HOME_UNUSABLE:
                 log.warning("%s", exc.message)
@@ -260,7 +264,8 @@ class AgentSession:
             if exc.code == UNWRITABLE:
                 log.warning("%s", exc.message)
                 raise Refusal(DISK_REFUSED) from None
-            raise Refusal(_rpc_message(exc, changes, otherwise)) from None
+            said = _rpc_message(exc, changes, otherwise)
+            raise Refusal(said, uncertain=said is otherwise) from None
         except HomeUnusable as exc:  # raised in this process (--no-daemon) as the daemon raises it
             log.warning("%s", exc)
             raise Refusal(HOME_IN_THE_WAY) from None

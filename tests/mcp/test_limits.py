@@ -13,12 +13,15 @@ from remem.agents.limits import BURST, MAX_UPDATE_BYTES, PER_MINUTE, UpdateBudge
 from remem.agents.link import InProcessLink
 from remem.agents.session import AgentSession, Refusal
 from remem.daemon.agent_updates.audit import AuditTrail
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.waiting import TimedOut, wait_until
 
 from .conftest import put, raw_server
+from .test_audit_crash import start_armed_daemon
 
 
 class Clock:
@@ -108,3 +111,26 @@ def test_cancelled_updates_spend_the_budget_as_commits_do(
 
 def records(store: MemoryStore, workspace: WorkspaceId) -> set[str]:
     return {record.name for record in store.read_workspace(workspace).records}
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_an_update_the_daemon_died_during_still_counts(
+    home: Home, store: MemoryStore, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refusals cost nothing, but not one after which the update may have landed: the daemon
+    went away mid-call (here, once it committed), and giving the budget back let an agent whose
+    calls kept failing so commit past the rate."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    start_armed_daemon(home, "agents.update.after-commit")
+    link = AsyncDaemonClient(home, start=False, listener=None)
+    session = AgentSession(link, UpdateBudget(burst=1, per_minute=6, clock=Clock()))
+    try:
+        cwd = str(project)
+        await session.context(cwd)
+        with pytest.raises(Refusal) as refused:
+            await session.update(cwd, {"changes": [put("one")]})
+        assert "may or may not have been applied" in refused.value.message
+        assert session.budget.wait() > 0, "it may have committed: it counts"
+    finally:
+        await link.close()
