@@ -365,7 +365,14 @@ def test_new_memory_is_started_only_in_a_folder_that_exists(home: Home, tmp_path
     changes.write_text(json.dumps([{"action": "put", "record": RECORD}]))
     args = ["memory", "apply", "--cwd", str(project), "--changes", str(changes), "--json"]
     code, out, err = run(home, *args, "--expected-revision", EMPTY)
-    assert (code, out) == (2, "") and f"no folder is at {project}; check --cwd" in err
+    [problem] = json.loads(out)["problems"]  # as every other refusal of the batch, with --json
+    assert (
+        code == 2
+        and problem["code"] == "remem/no-folder"
+        and f"no folder is at {project};" in problem["message"]
+    )
+    code, out, err = run(home, *args[:-1], "--expected-revision", EMPTY)
+    assert (code, out) == (2, "") and f"invalid: no folder is at {project}; check --cwd" in err
     assert not (home.root / "memory" / "workspaces").exists() or not any(
         (home.root / "memory" / "workspaces").iterdir()
     )

@@ -146,7 +146,8 @@ def apply(
         # Memory is named by its folder's path: a typo would start the memory of no project.
         # One that has memory is read first (its revision is not the empty one): a moved or
         # deleted project's records stay changeable.
-        fail(f"no folder is at {folder}; check --cwd (new memory is started only in an existing folder)")
+        said = f"no folder is at {folder}; check --cwd (new memory is started only in an existing folder)"
+        _report_result_invalid([Problem(code="remem/no-folder", message=said)], as_json)
     params = CommitWorkspaceParams(cwd=folder, expectedRevision=expected_revision, changes=changes)
     _commit(backend.api().commit_workspace, params, as_json)
 
