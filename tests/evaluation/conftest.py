@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
@@ -12,9 +14,11 @@ from remem.daemon.evaluation.formats import DshFormat
 from remem.daemon.evaluation.harness import run_case
 from remem.daemon.evaluation.scoring import CaseScore
 from remem.daemon.home import Home
+from remem.daemon.sessions.errors import SessionLogError
 from remem.daemon.settings import SettingsStore
 from tests.consolidation.conftest import KEY_ENV, fake
 from tests.fake_openai import FakeOpenAI
+from tests.scripted_model import serve
 
 __all__ = ["KEY_ENV", "fake"]  # the consolidation tests' fake model server and its key
 
@@ -36,3 +40,19 @@ def run_all(home: Home) -> list[CaseScore]:
         return [await run_case(case, DshFormat(CWD), settings, home) for case in CASES]
 
     return asyncio.run(every_case())
+
+
+def decision_read_as_broken(
+    home: Home, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, reader: ModuleType, reason: str
+) -> CaseScore:
+    """The `decision` case run with the good scripted model, each session `reader` reads back
+    refused as broken for `reason`."""
+
+    def unreadable(path: Path, **_: object) -> NoReturn:
+        raise SessionLogError(path, reason)
+
+    monkeypatch.setattr(reader, "read_session", unreadable)
+    serve(fake, "good")
+    settings, _ = SettingsStore(home).read()
+    [decision] = [case for case in CASES if case.name == "decision"]
+    return asyncio.run(run_case(decision, DshFormat(CWD), settings, home))

@@ -3,23 +3,20 @@ cannot be written or read is that case's failure, not the run's."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
 from remem.daemon.evaluation import formats, harness
-from remem.daemon.evaluation.cases import CASES, CWD, LONG
+from remem.daemon.evaluation.cases import CWD, LONG
 from remem.daemon.evaluation.formats import DshFormat
 from remem.daemon.home import Home
 from remem.daemon.limits import SESSION_EVENTS_MAX, SESSION_LINE_MAX_BYTES
-from remem.daemon.sessions.errors import SessionLogError
-from remem.daemon.settings import SettingsStore
 from tests.fake_openai import FakeOpenAI
 from tests.scripted_model import serve
 
+from .conftest import decision_read_as_broken
 from .test_cli import remem
 
 BROKEN = "line 3 is not JSON"
@@ -42,14 +39,7 @@ def test_the_long_case_stays_within_the_readers_caps(tmp_path: Path, max_input_b
 def test_a_session_that_cannot_be_read_back_fails_its_case_not_the_run(
     user_home: Home, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unreadable(path: Path, **_: object) -> NoReturn:
-        raise SessionLogError(path, BROKEN)
-
-    monkeypatch.setattr(formats, "read_session", unreadable)
-    serve(fake, "good")
-    settings, _ = SettingsStore(user_home).read()
-    [decision] = [case for case in CASES if case.name == "decision"]
-    score = asyncio.run(harness.run_case(decision, DshFormat(CWD), settings, user_home))
+    score = decision_read_as_broken(user_home, fake, monkeypatch, formats, BROKEN)
     assert (score.status, score.error) == (
         "unreadable",
         f"its session cannot be written as remem reads it: {BROKEN}",
