@@ -119,6 +119,8 @@ async def _say_what_is_invalid(ctx: ServerRequestContext[Any, Any], call_next: C
     try:
         return await call_next(ctx)
     except ValidationError as exc:
+        if not exc.title.endswith(("Request", "Params")):  # one of remem's own models (a daemon answer)
+            raise
         said = "; ".join(problem(error, "params") for error in exc.errors(include_url=False))
         raise MCPError(code=types.INVALID_PARAMS, message=f"Invalid params of {ctx.method}: {said}") from None
     except MCPError as exc:

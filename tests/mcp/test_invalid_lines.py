@@ -4,11 +4,16 @@ SDK's dispatcher dropped such lines unanswered, so a client waited forever on it
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
+from remem.agents.server import _say_what_is_invalid
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import StatusResult
 
 from .conftest import raw_server
 
@@ -90,3 +95,24 @@ def test_a_call_before_the_handshake_is_told_to_make_it(home: Home, project: Pat
     assert answer["error"]["code"] == types.INVALID_PARAMS
     message = answer["error"]["message"]
     assert "only after the handshake" in message and "`initialize`" in message, answer
+
+
+@pytest.mark.asyncio
+async def test_a_model_of_remems_own_that_does_not_validate_is_no_invalid_params() -> None:
+    """Only the request's params are the client's to fix: a daemon answer that failed to parse
+    (a bug, or two remem versions) was told to the client as -32602 Invalid params."""
+
+    async def answer_that_does_not_parse(ctx: object) -> object:
+        return StatusResult.model_validate({})
+
+    with pytest.raises(ValidationError):
+        await _say_what_is_invalid(SimpleNamespace(method="tools/call"), answer_that_does_not_parse)  # type: ignore[arg-type]
+
+    async def params_that_do_not_parse(ctx: object) -> object:
+        return types.CallToolRequestParams.model_validate({"name": 5})
+
+    with pytest.raises(MCPError) as said:
+        await _say_what_is_invalid(SimpleNamespace(method="tools/call"), params_that_do_not_parse)  # type: ignore[arg-type]
+    assert said.value.error.code == types.INVALID_PARAMS
+    assert said.value.error.message.startswith("Invalid params of tools/call: ")
+    assert "name: Input should be a valid string" in said.value.error.message
