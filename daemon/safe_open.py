@@ -233,18 +233,19 @@ def refused(exc: OSError) -> bool:
     return exc.errno in (errno.ELOOP, errno.EINVAL)
 
 
-def kind_at(path: str | os.PathLike[str]) -> str | None:
-    """What stands at `path` (its own `lstat`), said for a person; None when nothing can be told."""
+def kind_at(path: str | os.PathLike[str], *, through_link: bool = False) -> str | None:
+    """What stands at `path` (its own `lstat`, or what a link there leads to), said for a person;
+    None when nothing can be told."""
     try:
-        return kind_of(os.lstat(path).st_mode)
+        return kind_of(os.stat(path, follow_symlinks=through_link).st_mode)
     except OSError:
         return None
 
 
-def standing_at(path: str | os.PathLike[str]) -> str:
-    """Why `open_regular` refused `path`, by what stands there now: "a symbolic link, never
-    followed", "a FIFO, not a regular file"."""
-    kind = kind_at(path)
+def standing_at(path: str | os.PathLike[str], *, through_link: bool = False) -> str:
+    """Why `open_regular` (`open_linked`, `through_link`) refused `path`, by what stands there
+    now: "a symbolic link, never followed", "a FIFO, not a regular file"."""
+    kind = kind_at(path, through_link=through_link)
     if kind is None:
         return NOT_REGULAR
     return f"{kind}, " + ("never followed" if kind == LINK else NOT_REGULAR)

@@ -18,7 +18,6 @@ import os
 import stat
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -31,7 +30,7 @@ from ..fsutil import remove_stale_temps, replace_durably, write_temp
 from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
-from ..safe_open import NOT_REGULAR, kind_of, open_linked, read_capped, refused
+from ..safe_open import open_linked, read_capped, refused, standing_at
 from ..settings import Settings
 from ..swap import discard
 
@@ -202,7 +201,7 @@ def read_credentials(home: Home) -> Credentials:
         if not refused(exc):
             raise
         raise RouteError(
-            f"{path} is {_standing_through(path)}: replace it with a regular file holding "
+            f"{path} is {standing_at(path, through_link=True)}: replace it with a regular file holding "
             f"{_SHAPE} (mode 0600), or remove it"
         ) from None
     with os.fdopen(fd, "rb") as handle:
@@ -221,15 +220,6 @@ def read_credentials(home: Home) -> Credentials:
             else "YAML syntax"
         )
         raise RouteError(f"{path} is not valid (at {where}); expected {_SHAPE}") from None
-
-
-def _standing_through(path: Path) -> str:
-    """What stands at `path`, through a link as `open_linked` went, said as
-    `safe_open.standing_at` says it: "a FIFO, not a regular file"."""
-    try:
-        return f"{kind_of(os.stat(path).st_mode)}, {NOT_REGULAR}"
-    except OSError:  # gone or swapped since: what it was cannot be told
-        return NOT_REGULAR
 
 
 def store_api_key(home: Home, provider: str, api_key: str) -> None:
