@@ -35,6 +35,11 @@ class _PipeClosed(Exception):
     """What read the output went away, carried past click to `main` (click would exit 1)."""
 
 
+class _Interrupted(Exception):
+    """A Ctrl-C no command handled itself, carried past click to `main` (click would say
+    "Aborted!" and exit 1, which reads as "the memory has errors")."""
+
+
 class _LazyGroup(click.Group):
     """A group whose commands named in `_LAZY_COMMANDS` are imported on first use, and whose
     output meeting a closed pipe ends in `main` as every other closed pipe does."""
@@ -44,6 +49,8 @@ class _LazyGroup(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
             raise _PipeClosed from exc
+        except KeyboardInterrupt as exc:
+            raise _Interrupted from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
@@ -126,6 +133,11 @@ def main() -> None:
         os.dup2(devnull, sys.stdout.fileno())
         os.dup2(devnull, sys.stderr.fileno())
         sys.exit(128 + signal.SIGPIPE)  # as a shell reports a process its pipe's end closed
+    except (KeyboardInterrupt, _Interrupted):
+        from .output import EXIT_INTERRUPTED, say
+
+        say("remem: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # a bug in remem: one line, and its traceback kept for a report
         from ..credentials import mask_userinfo, redact
         from .output import EXIT_INTERNAL, one_line, say

@@ -52,9 +52,8 @@ def eval_command(
     chosen: list[tuple[str, Case]] = []
     scores: list[CaseScore] = []
     stopped: list[signal.Signals] = []
-    # Ctrl-C may come at any moment, before the cases run too: left to Click, it would print
-    # "Aborted!" and exit 1, which no script can tell from a failed run. So the settings and the
-    # evaluation are imported in here, not with this module, which Click imports (they take
+    # Ctrl-C may come at any moment, before the cases run too, and its line says how many ran.
+    # So the settings and the evaluation are imported in here, not with this module (they take
     # about 0.4 s to load).
     try:
         from ..consolidation.route import RouteError, resolve_route

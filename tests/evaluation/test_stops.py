@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI
+from tests.interrupting import interrupted_at_import
 
 from .test_cli import _command, _env
 
@@ -78,23 +78,6 @@ def test_a_stop_while_the_long_case_is_written_is_acted_on_at_once(
     assert not _running_with(temp), "nothing goes on writing it"
 
 
-# `remem eval` with a Ctrl-C at a given moment: when it first imports a given module.
-INTERRUPTED_AT_IMPORT = """
-import os, signal, sys
-
-class Interrupt:
-    def find_spec(self, name, path=None, target=None):
-        if name == MODULE:
-            os.kill(os.getpid(), signal.SIGINT)
-        return None  # and the import goes on
-
-MODULE = sys.argv.pop(1)
-sys.meta_path.insert(0, Interrupt())
-from remem.daemon.cli import main
-main()
-"""
-
-
 @pytest.mark.parametrize(
     ("module", "said"),
     [
@@ -106,13 +89,8 @@ def test_ctrl_c_exits_130_before_the_cases_run_too(
     user_home: Home, fake: FakeOpenAI, module: str, said: str
 ) -> None:
     """Both were imported with the command, inside Click, which made a Ctrl-C "Aborted!", exit 1."""
-    command = [
-        sys.executable,
-        "-c",
-        INTERRUPTED_AT_IMPORT,
-        module,
-        *_command(user_home, "--cases", "dsh/decision")[3:],  # what follows `python -m remem.daemon`
-    ]
+    # What follows `python -m remem.daemon`:
+    command = interrupted_at_import(module, *_command(user_home, "--cases", "dsh/decision")[3:])
     done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", f"remem: interrupted {said}; no report\n")
     assert fake.count == 0
