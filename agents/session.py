@@ -234,12 +234,16 @@ class AgentSession:
         if result.status == "stale":
             # The context held may be of memory no longer there (the home re-pointed or restored
             # under the server, which no watch sees): the memory_context asked for reads afresh.
-            self._shown = None
-            self._watch.forget()
+            self._forget()
             raise Refusal(STALE.format(scope=_SCOPE_TITLES[result.scope]))
         field = "globalRevision" if result.scope == "global" else "workspaceRevision"
         self.observation = self.observation.model_copy(update={field: result.revision})
         return result
+
+    def _forget(self) -> None:
+        """Hold no context: the next memory_context asks the daemon."""
+        self._shown = None
+        self._watch.forget()
 
     def _workspace_of(self, cwd: str) -> WorkspaceId:
         if self._workspace is None or self._workspace[0] != cwd:
@@ -264,6 +268,10 @@ class AgentSession:
             if exc.code == UNWRITABLE:
                 log.warning("%s", exc.message)
                 raise Refusal(DISK_REFUSED) from None
+            if _names_a_file_on_disk(exc):
+                # The file may have changed where no watch sees (through a hard link): the
+                # context the agent is to reload says what the daemon found, not what is held.
+                self._forget()
             said = _rpc_message(exc, changes, otherwise)
             raise Refusal(said, uncertain=said is otherwise) from None
         except HomeUnusable as exc:  # raised in this process (--no-daemon) as the daemon raises it
@@ -272,6 +280,16 @@ class AgentSession:
         except LockUnusable as exc:
             log.warning("%s", exc)
             raise Refusal(_lock_in_the_way(exc)) from None
+
+
+def _names_a_file_on_disk(exc: RpcError) -> bool:
+    """Whether `exc` refuses changes for a file already on disk (not for a change sent)."""
+    if exc.code != INVALID_CHANGES or not isinstance(exc.data, dict):
+        return False
+    problems = exc.data.get("problems")
+    return isinstance(problems, list) and any(
+        isinstance(p, dict) and p.get("change") is None and p.get("file") for p in problems
+    )
 
 
 def _rpc_message(exc: RpcError, changes: Sequence[AgentChange], otherwise: str) -> str:

@@ -77,7 +77,7 @@ def test_an_update_refused_for_an_unreported_invalid_edit_makes_the_next_context
     home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tmp_path: Path
 ) -> None:
     """Through the daemon's agent methods (the MCP server holds the context it showed while its
-    own watch sees no change, and forgets it on a stale refusal alone)."""
+    own watch sees no change; it forgets it on this refusal, tested below)."""
     store.commit_workspace(workspace, EMPTY, [put_change("a", ORIGINAL)])
     cwd = {"cwd": str(project)}
     [loaded] = calls(home, [("agents/context", cwd)])  # the daemon caches the snapshots
@@ -144,3 +144,29 @@ def test_a_conflicting_replace_of_global_after_an_unreported_edit_makes_the_next
     assert unreported == before  # the precondition: the feed did not report the edit
     assert conflict == {"status": "conflict", "revision": on_disk, "history": None}
     assert after == {"revision": on_disk, "content": "Global HANDCHANGED.\n"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
+async def test_an_update_refused_for_an_unreported_invalid_edit_makes_the_next_context_say_so_to_the_agent(
+    home: Home,
+    store: MemoryStore,
+    project: Path,
+    workspace: WorkspaceId,
+    tmp_path: Path,
+    options: tuple[str, ...],
+) -> None:
+    """The MCP server held the context it had shown while its watch saw no change: the agent,
+    told to fix `a.md`, was shown it valid again and again."""
+    async with agent(home, project, options=options) as session:
+        await session.context()
+        committed = await session.update(put("a", description=ORIGINAL))
+        assert not committed.is_error, text_of(committed)
+        assert ORIGINAL in await session.context()
+        rewrite(hard_link(store.folder(workspace) / "a.md", tmp_path), "type: project", "type: Project")
+        assert ORIGINAL in await session.context()  # the precondition: no watch reported the edit
+
+        refused = await session.update(put("b"))
+        assert refused.is_error and "a.md" in text_of(refused), text_of(refused)
+        reloaded = await session.call("memory_context", {})
+        assert reloaded.is_error and "a.md" in text_of(reloaded), text_of(reloaded)
