@@ -13,10 +13,11 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..fsutil import Unwritable
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
-from .output import OutputUnwritable
+from .output import EXIT_PROBLEMS, OutputUnwritable
 
 # Each group's module is imported only when that group runs (or help lists it): the language
 # server, the MCP server and the daemon start without loading the rest of the command line.
@@ -124,6 +125,9 @@ def main() -> None:
     except (HomeUnusable, LockUnusable) as exc:
         click.echo(f"remem: {exc}", err=True)
         sys.exit(2)
+    except Unwritable as exc:  # a full disk or read-only mount refused a write: nothing changed
+        click.echo(f"remem: {exc}", err=True)
+        sys.exit(EXIT_PROBLEMS)
     except OutputUnwritable as exc:  # a full disk, say: no bug, and maybe stderr can still say it
         with contextlib.suppress(OSError):
             click.echo(f"remem: the output could not be written ({exc})", err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 
@@ -93,6 +94,24 @@ def test_settings_model_reads_and_selects_with_compare_and_swap(
     assert err.strip() == "note: the model `qwen3:8b` was kept from ollama; give --model for one of fake"
     code, out, err = run(home, "settings", "model", "--provider", "fake", "--model", "fake-model")
     assert code == 0 and err == ""
+
+
+def test_a_model_chosen_on_a_full_disk_is_refused_and_changes_nothing(home: Home, fake: FakeOpenAI) -> None:
+    """The refused write was "a bug in remem", exit 4. The command runs under a file-size limit
+    below the settings' size, so its write fails (EFBIG) as on a full disk."""
+    assert run(home, "settings", "model", "--model", "m1")[0] == 0
+    before = home.settings_file.read_bytes()
+    chosen = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "settings", "model", "--model=m2"],
+        capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16)),
+    )  # fmt: skip
+    assert chosen.returncode == 1, chosen.stderr
+    assert chosen.stderr.startswith(f"remem: {home.root} refused a write (File too large), so nothing"), (
+        chosen.stderr
+    )
+    assert home.settings_file.read_bytes() == before
+    assert [p.name for p in home.root.iterdir() if p.is_file()] == [home.settings_file.name]  # no temp
 
 
 def test_models_chosen_at_once_are_each_chosen_not_refused_as_stale(home: Home, fake: FakeOpenAI) -> None:
