@@ -224,7 +224,7 @@ class ColdReads:
         is this process's without `key_variables` (the settings' key variables) and the
         variables whose name says they hold a credential (`credentials.without_credentials`)."""
         total = sum(_cost(log) for log in logs)
-        if self.processes < 2 or total < self.min_bytes:
+        if self.processes < 2 or total < self.min_bytes or index.in_memory:  # no worker could read it
             return {}
         spread = _Spread(index, told, without_credentials(os.environ, key_variables))
         spread.run(_shares(logs, total, self.share_bytes, self.processes), self.processes - 1)

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
-from ..fsutil import PRIVATE_FILE_MODE
+from ..fsutil import PRIVATE_FILE_MODE, is_refused_write
 from ..home import HomeUnusable, linked_message
 from ..protocol.sessions import SessionFormat, TurnSummary
 from .digest import DigestState
@@ -45,6 +46,8 @@ from .reader import ResumePoint
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
 SCHEMA_VERSION = 19
 BUSY_SECONDS = 30.0
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 _SCHEMA = f"""
 CREATE TABLE logs (
     path TEXT PRIMARY KEY, revision TEXT NOT NULL, error TEXT, id TEXT, cwd TEXT,
@@ -162,7 +165,13 @@ class SessionIndex:
         for suffix in ("", "-wal", "-shm"):
             if os.path.islink(f"{path}{suffix}"):
                 raise HomeUnusable(linked_message(Path(f"{path}{suffix}"), kind="file"))
-        self._db = self._open()
+        self.in_memory = False  # the file refused a write: this process keeps its rows itself
+        try:
+            self._db = self._open()
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not _refused(exc):
+                raise
+            self._db = self._keep_in_memory(exc, None)
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -199,6 +208,41 @@ class SessionIndex:
                     db.execute(statement)
             db.execute("COMMIT")
         return db
+
+    def _keep_in_memory(self, exc: Exception, kept: sqlite3.Connection | None) -> sqlite3.Connection:
+        """An index in this process's memory, holding the rows of `kept` when it can be read: a
+        full disk or read-only mount costs the listings their speed, never their answer (the
+        index is derived; the file is left as it is, and read again by the next process)."""
+        memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        try:
+            if kept is None:
+                raise sqlite3.DatabaseError("no index to copy")
+            kept.backup(memory)
+        except sqlite3.Error:
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                memory.execute(statement)
+        if kept is not None:
+            kept.close()
+        self.in_memory = True
+        if str(self.path) not in _WARNED:  # once a process: a daemon opens it for every request
+            _WARNED.add(str(self.path))
+            log.warning(
+                "the session index %s cannot be written (%s); sessions are indexed in memory "
+                "until there is room (listings read the logs again)",
+                self.path,
+                exc,
+            )
+        return memory
+
+    def _write(self, write: Callable[[], T]) -> T:
+        """`write()`, done again in memory when the file refuses it (`_keep_in_memory`)."""
+        try:
+            return write()
+        except sqlite3.OperationalError as exc:
+            if self.in_memory or not _refused(exc):
+                raise
+            self._db = self._keep_in_memory(exc, self._db)
+            return write()
 
     def rows(self) -> dict[str, LogRow]:
         cursor = self._db.execute(f"SELECT {', '.join(_LISTING_COLUMNS)} FROM logs")
@@ -272,8 +316,10 @@ class SessionIndex:
         """Store `updates` in one transaction. One whose values SQLite cannot take (a number past
         64 bits, text that is not UTF-8) is stored as an error row of its log instead: a log's
         row never costs the others theirs."""
-        if not updates:
-            return
+        if updates:
+            self._write(lambda: self._put_storable(updates))
+
+    def _put_storable(self, updates: list[Update]) -> None:
         try:
             self._put(updates)
         except _UNSTORABLE:
@@ -296,6 +342,9 @@ class SessionIndex:
     def put_turns(self, path: str, revision: str, turns: list[TurnSummary]) -> bool:
         """Store the turns of `path` as read at `revision`, in place of any it has; not if its
         row is missing or of another revision by now (the file changed, and was listed again)."""
+        return self._write(lambda: self._put_turns(path, revision, turns))
+
+    def _put_turns(self, path: str, revision: str, turns: list[TurnSummary]) -> bool:
         with self._transaction():
             found = self._db.execute("SELECT revision FROM logs WHERE path = ?", (path,)).fetchone()
             if found is None or found[0] != revision:
@@ -312,7 +361,7 @@ class SessionIndex:
         another revision by now (the file changed, and was listed again)."""
         blob = None if state is None else state.to_bytes()
         update = "UPDATE logs SET digest = ?, digest_state = ? WHERE path = ? AND revision = ?"
-        self._db.execute(update, (digest, blob, path, revision))
+        self._write(lambda: self._db.execute(update, (digest, blob, path, revision)))
 
     def listed_roots(self) -> set[tuple[str, str]]:
         """The roots (path, format) a listing of every session has scanned whole at least once:
@@ -325,15 +374,19 @@ class SessionIndex:
         """Record that a listing scanned the roots (path, format) whole."""
         rows = list(roots)
         if rows:
-            with self._transaction():
-                self._db.executemany("INSERT OR IGNORE INTO listed_roots VALUES (?, ?)", rows)
+            self._write(lambda: self._execute_many(rows, "INSERT OR IGNORE INTO listed_roots VALUES (?, ?)"))
 
     def forget(self, paths: Iterable[str]) -> None:
         gone = [(p,) for p in paths]
         if gone:
-            with self._transaction():
-                self._db.executemany("DELETE FROM logs WHERE path = ?", gone)
-                self._db.executemany("DELETE FROM turns WHERE path = ?", gone)
+            statements = ("DELETE FROM logs WHERE path = ?", "DELETE FROM turns WHERE path = ?")
+            self._write(lambda: self._execute_many(gone, *statements))
+
+    def _execute_many(self, rows: Sequence[tuple[str, ...]], *statements: str) -> None:
+        """Each of `statements` for every one of `rows`, in one transaction."""
+        with self._transaction():
+            for statement in statements:
+                self._db.executemany(statement, rows)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -341,12 +394,30 @@ class SessionIndex:
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite rolls back by itself after a full disk, say
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 
     def close(self) -> None:
         self._db.close()
+
+
+_WARNED: set[str] = set()  # the index files this process has said it keeps in memory
+
+# SQLite's primary result codes for a write the file system refused: SQLITE_FULL, SQLITE_IOERR
+# (its write, fsync or shared memory failing), SQLITE_READONLY and SQLITE_CANTOPEN.
+_REFUSED_CODES = frozenset({13, 10, 8, 14})
+
+
+def _refused(exc: Exception) -> bool:
+    """Whether `exc`, from opening or writing the index, is the file system refusing a write."""
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11 on
+        if code is not None:
+            return code & 0xFF in _REFUSED_CODES
+        return any(said in str(exc) for said in ("disk is full", "disk I/O", "readonly", "unable to open"))
+    return isinstance(exc, OSError) and is_refused_write(exc)
 
 
 def _switch_to_wal(db: sqlite3.Connection) -> None:
