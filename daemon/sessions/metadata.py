@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..fsutil import atomic_write
+from ..fsutil import WRITE_REMEDIES, atomic_write, is_refused_write
 from ..home import Home
 from ..limits import MIB, size_text
 from ..locks import file_lock
@@ -73,7 +73,17 @@ class SessionMetadata:
                 )
             updated = current.model_copy(update={**changes, "generation": current.generation + 1})
             data.sessions[session_id] = updated
-            atomic_write(self.path, data.model_dump_json(indent=2).encode() + b"\n")
+            try:
+                atomic_write(self.path, data.model_dump_json(indent=2).encode() + b"\n")
+            except OSError as exc:
+                if not is_refused_write(exc):
+                    raise
+                remedy = WRITE_REMEDIES[exc.errno or 0]
+                raise OperationError(
+                    "UNWRITABLE",
+                    f"{self.path} could not be written ({exc.strerror}), so the session's title "
+                    f"and archive state are as they were; to go on, {remedy}, then retry",
+                ) from None
             return updated
 
     def _load(self) -> _MetaFile:

@@ -1,7 +1,8 @@
-"""A session index the file system refuses to write (a full disk, a read-only mount) costs the
-listings their speed, never their answer: the index is derived, so the process keeps it in
-memory and says so once, with or without the daemon. It was "a bug in remem", exit 4, for every
-listing, tree and transcript until there was room.
+"""Session commands on a full disk. A session index the file system refuses to write (a full
+disk, a read-only mount) costs the listings their speed, never their answer: the index is
+derived, so the process keeps it in memory and says so once, with or without the daemon. It was
+"a bug in remem", exit 4, for every listing, tree and transcript until there was room; and so
+was a rename or archive, which is now refused as UNWRITABLE, changing nothing.
 
 The refusal is real, as in tests/daemon/test_memory_full_disk.py: the process writing the index
 (the CLI run `--no-daemon`, or the daemon) runs under a file-size limit below the index's size,
@@ -29,11 +30,12 @@ from tests.unwritable import unwritable
 LIMIT = 4096  # below a SQLite page and its WAL frame header: no page of the index is written
 
 
-def limited() -> None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))  # Python ignores SIGXFSZ: EFBIG
+def remem(home: Home, *args: str, full: bool = False, limit: int = LIMIT) -> subprocess.CompletedProcess[str]:
+    """`remem ARGS`; `full`: under a file-size limit of `limit` bytes."""
 
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: EFBIG
 
-def remem(home: Home, *args: str, full: bool = False) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args],
         capture_output=True, text=True, timeout=120, preexec_fn=limited if full else None,
@@ -100,3 +102,26 @@ def test_an_index_that_cannot_be_made_is_kept_in_memory(tmp_path: Path) -> None:
         index.forget(["/logs/a"])
         assert index.rows() == {}
     assert os.listdir(state) == []
+
+
+@pytest.mark.parametrize("change", [("rename", "A title"), ("archive",)])
+def test_a_rename_or_archive_on_a_full_disk_is_refused_and_changes_nothing(
+    home: Home, tmp_path: Path, change: tuple[str, ...]
+) -> None:
+    root = tmp_path / "root"
+    [session] = add_sessions(root, range(1))
+    args = ("--no-daemon", "sessions", "rename", session, "Before", "--root", str(root))
+    assert remem(home, *args).returncode == 0
+    meta = home.state / "session-meta.json"
+    before = meta.read_bytes()
+    command, *rest = change
+    # Below the metadata file's size: only its write is refused (the index's too, kept in memory).
+    refused = remem(
+        home, "--no-daemon", "sessions", command, session, *rest, "--root", str(root), full=True, limit=64
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert f"remem: UNWRITABLE: {meta} could not be written (File too large)" in refused.stderr, (
+        refused.stderr
+    )
+    assert meta.read_bytes() == before
+    assert sorted(p.name for p in meta.parent.glob("session-meta*")) == [meta.name]  # no temp
