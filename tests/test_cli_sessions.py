@@ -466,3 +466,24 @@ def test_a_fork_after_a_turn_by_its_number(home: Home, tmp_path: Path) -> None:
     }
     code, out, err = run(home, "fork", main, "--root", str(root), "--turn", "1", "--at", "3", "--op-id", "x")
     assert code == 2 and "--turn and --at both name where to branch" in err
+
+
+ODD_CWD = "/home/dev/two  spaces\tand a tab\nand a line"
+SPELLED_CWD = "/home/dev/two  spaces\\tand a tab\\nand a line"
+
+
+def test_a_transcript_names_a_working_directory_as_it_is(home: Home, tmp_path: Path) -> None:
+    """Its spaces were collapsed and its tab and line break made spaces: another folder's name."""
+    root = tmp_path / "root"
+    draft = build_session(SessionSpec(seed=3, turns=1, cwd=ODD_CWD))
+    write_session(root, draft)
+    project = root / "claude" / "-home-dev-odd"
+    project.mkdir(parents=True)
+    lines = [claude_lines.prompt("u1", None, "hello"), claude_lines.say("a1", "u1", "hi")]
+    (project / f"{claude_lines.SID}.jsonl").write_bytes(
+        claude_lines.jsonl(*({**r, "cwd": ODD_CWD} for r in lines))
+    )
+    for session, where in ((draft.header.id, root), (claude_lines.SID, root / "claude")):
+        code, out, err = run(home, "show", session, "--root", str(where))
+        assert code == 0, err
+        assert f"- Working directory: `{SPELLED_CWD}`\n" in out, out

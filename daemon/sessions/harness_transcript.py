@@ -25,7 +25,7 @@ from .formats.model import ToolCall, Turn
 from .harness_sources import Inherited, SessionView, epoch_ms
 from .sources import HARNESS_NAMES
 from .tool_details import ToolDetails, tool_details
-from .transcript import fenced_code, inline, quoted, tool_line
+from .transcript import fenced_name, inline, quoted, tool_line
 
 PROBLEMS_SHOWN = 50  # a file of broken lines lists this many, then how many more
 
@@ -102,7 +102,7 @@ def _problems(view: SessionView) -> list[str]:
 
 
 def _inherited(part: Inherited) -> list[str]:
-    lines = [f"## Inherited from {fenced_code(part.session)}", ""]
+    lines = [f"## Inherited from {fenced_name(part.session)}", ""]
     if part.lines is None:
         return [*lines, "_That session is not among the listed sessions, so its turns are not shown._", ""]
     lines += ["_Codex keeps these turns in that session's file; this one continues from them._", ""]
@@ -122,12 +122,12 @@ def render_harness_transcript(
     """The transcript of the session `view` read from `data`, headed by `title` when given,
     after the `inherited` turns of a Codex fork's ancestors."""
     lines = [f"# {inline(title or view.title or view.id or 'untitled')}", ""]
-    lines.append(f"- Session: {fenced_code(view.id or '')}")
+    lines.append(f"- Session: {fenced_name(view.id or '')}")
     lines.append(f"- Harness: {HARNESS_NAMES[view.format]}")
-    lines.append(f"- Working directory: {fenced_code(view.cwd) if view.cwd else 'none'}")
+    lines.append(f"- Working directory: {fenced_name(view.cwd) if view.cwd else 'none'}")
     lines.append(f"- Created: {view.created_at or 'unknown'}")
     if view.parent is not None:
-        lines.append(f"- Parent: {fenced_code(view.parent)}{' (subagent)' if view.subagent else ''}")
+        lines.append(f"- Parent: {fenced_name(view.parent)}{' (subagent)' if view.subagent else ''}")
     copied = view.fork_turn if view.parent is not None and not view.subagent else None
     if copied:  # as a DSH fork's transcript says it: its first turns are the parent's
         turns = "turn 1" if copied == 1 else f"turns 1–{copied}"
@@ -147,12 +147,12 @@ def render_harness_transcript(
         lines += [heading, "", *_body(turn, details)]
     for branch in view.branches:
         point = f"after turn {branch.after_turn}" if branch.after_turn else "before the first turn"
-        lines += [f"## Abandoned branch {point} (leaf {fenced_code(branch.leaf)})", ""]
+        lines += [f"## Abandoned branch {point} (leaf {fenced_name(branch.leaf)})", ""]
         for turn in branch.turns:
             heading = f"### Abandoned turn {turn.index} — {inline(_status(turn))}"
             lines += [heading, "", *_body(turn, details)]
     for chain in view.sidechains:
-        lines += [f"## Inline subagent {fenced_code(f'{view.id}@{chain.root}')}", ""]
+        lines += [f"## Inline subagent {fenced_name(f'{view.id}@{chain.root}')}", ""]
         for turn in chain.turns:
             heading = f"### Subagent turn {turn.index} — {inline(_status(turn))}"
             lines += [heading, "", *_body(turn, details)]

@@ -48,10 +48,25 @@ def _one_line(text: str) -> str:
 
 
 def fenced_code(text: str) -> str:
+    """A code span of `text` on one line, its runs of whitespace one space (a command line)."""
+    return _fenced(_one_line(text) or " ")
+
+
+_SPELLED_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def fenced_name(text: str) -> str:
+    """A code span of a name (a path, an id) as it is: its spaces kept, a line break or tab
+    written `\\n`, `\\r`, `\\t` (a folder may be named so; collapsed, it would name another)."""
+    return _fenced(text.translate(_SPELLED_BREAKS) or " ")
+
+
+def _fenced(text: str) -> str:
     """A code span that survives backticks inside `text`."""
-    text = _one_line(text) or " "
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    # Markdown drops one space at each end of a span that has both: padded, the text's own stay.
+    ends = text[0] + text[-1]
+    pad = " " if text.strip() and ("`" in ends or " " in ends) else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
@@ -268,12 +283,12 @@ def _fork_turn(sections: list[_Section]) -> str | None:
 def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
     header = log.header
     lines = [f"# {inline(collector.title or header.id)}", ""]
-    lines.append(f"- Session: {fenced_code(header.id)}")
-    lines.append(f"- Working directory: {fenced_code(header.cwd) if header.cwd else 'none'}")
+    lines.append(f"- Session: {fenced_name(header.id)}")
+    lines.append(f"- Working directory: {fenced_name(header.cwd) if header.cwd else 'none'}")
     lines.append(f"- Created: {utc_iso(header.createdAt)}")
     if header.parentSession is not None:
         origin = " (subagent)" if header.origin == "subagent" else ""
-        lines.append(f"- Parent: {fenced_code(header.parentSession)}{origin}")
+        lines.append(f"- Parent: {fenced_name(header.parentSession)}{origin}")
     if header.seedLength:
         turn = _fork_turn(collector.sections)
         point = f"after turn {inline(turn)}" if turn else "before the parent's first turn"
@@ -282,7 +297,7 @@ def _render_header(log: SessionLog, collector: _Collector) -> list[str]:
 
 
 def _seed_note(log: SessionLog) -> list[str]:
-    parent = fenced_code(log.header.parentSession) if log.header.parentSession else "the parent session"
+    parent = fenced_name(log.header.parentSession) if log.header.parentSession else "the parent session"
     return [
         "---",
         "",
