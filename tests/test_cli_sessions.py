@@ -309,11 +309,8 @@ def test_a_harness_fork_says_from_where_and_with_which_home_it_resumes(
     assert (
         code == 0 and made["command"] == command and shlex.split(command)[3] == f"CLAUDE_CONFIG_DIR={config}"
     )
-    assert (made["cwd"], made["env"], made["note"]) == (
-        claude_lines.CWD,
-        {"CLAUDE_CONFIG_DIR": str(config)},
-        None,
-    )
+    assert (made["cwd"], made["env"]) == (claude_lines.CWD, {"CLAUDE_CONFIG_DIR": str(config)})
+    assert made["note"].startswith(f"the session's folder {claude_lines.CWD} is not there")  # not here
     assert made["resume"] == ["claude", "--resume", made["child"]]
     # A copy of a project folder outside any config folder: no home of Claude Code holds the
     # child, so there is no command to give, and it says why.
@@ -344,6 +341,28 @@ def test_a_codex_fork_names_the_codex_home_whose_sessions_hold_it(home: Home, tm
     assert code == 0 and out.splitlines()[1] == (
         f"resume it with: cd '/w/my app' && CODEX_HOME={codex_home} "
         f"codex exec resume --skip-git-repo-check {child}"
+    )
+
+
+def test_a_fork_whose_session_folder_is_gone_says_why_its_command_fails(home: Home, tmp_path: Path) -> None:
+    """The command was printed alone, and failed at its `cd`."""
+    project = tmp_path / "my app"
+    project.mkdir()
+    codex_home = tmp_path / "codex"
+    day = codex_home / "sessions" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-05-01T00-00-00-{codex_lines.TID}.jsonl").write_bytes(
+        codex_lines.rollout(codex_lines.meta(cwd=str(project)), *codex_lines.turn("t1", "hi", "hello"))
+    )
+    code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-1", "--root", str(codex_home), "--json")
+    assert code == 0 and json.loads(out)["note"] is None
+    project.rmdir()
+    code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-2", "--root", str(codex_home))
+    said = out.splitlines()
+    assert code == 0 and said[1].startswith(f"resume it with: cd '{project}' && ")
+    assert said[2] == (
+        f"note: the session's folder {project} is not there any more: the command's `cd` fails until "
+        "the folder is made again or the project is moved back"
     )
 
 

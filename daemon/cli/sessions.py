@@ -287,8 +287,8 @@ def fork(
         say(f"{verb} {result.child} (after turn {result.forkTurn}, {result.seedLength} {unit} inherited)")
         if result.command is not None:
             say(f"resume it with: {result.command}")
-        elif result.note is not None:
-            say(result.note)
+        if result.note is not None:
+            say(result.note if result.command is None else f"note: {result.note}")
 
 
 @sessions.command()

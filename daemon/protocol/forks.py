@@ -50,7 +50,8 @@ class ForkResult(BaseModel):
     # variables the harness needs (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`; none when its default
     # folder holds the child), and all of it as one shell command. No home of the harness
     # holds a child written to a root that is no harness's session folder: then `env` and
-    # `command` are None and `note` says where the harness looks instead.
+    # `command` are None and `note` says where the harness looks instead. Beside a command,
+    # `note` says why it would fail now (the session's folder is not there any more).
     cwd: str | None = None
     env: dict[str, str] | None = None
     command: str | None = None

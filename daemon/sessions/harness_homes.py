@@ -142,7 +142,8 @@ def _folders(paths: Sequence[Path]) -> str:
 @dataclass(frozen=True)
 class ResumePlace:
     """How a harness finds a fork's child: from `cwd`, with `env`, as the shell `command`;
-    `env` and `command` are None, and `note` says why, when no home of the harness holds it."""
+    `env` and `command` are None, and `note` says why, when no home of the harness holds it;
+    a `note` beside a command says why the command would fail now."""
 
     cwd: str | None
     env: dict[str, str] | None
@@ -152,21 +153,29 @@ class ResumePlace:
 
 def resume_place(harness: SessionFormat, child: Path, cwd: str | None, resume: Sequence[str]) -> ResumePlace:
     """Where and how `resume` (the harness's argv) continues `child`, a session of `cwd`, a
-    Claude Code or Codex session: remem writes their children where the harness resumes them."""
+    Claude Code or Codex session: remem writes their children where the harness resumes them.
+    A `cwd` that is no folder any more keeps its command, and a note says why it fails."""
     home = HARNESS_HOMES[harness]
     found = _home_of(harness, child)
     if found is None:
         sessions = home.folders[0]  # the folder of the home it resumes sessions from
         where = f"${home.variable}/{sessions} (by default {home.default}/{sessions})"
         name = HARNESS_NAMES[harness]
-        note = f"{name} does not look in {child.parent}: it resumes sessions from {where} only"
-        return ResumePlace(cwd, None, None, note)
+        return ResumePlace(
+            cwd, None, None, f"{name} does not look in {child.parent}: it resumes sessions from {where} only"
+        )
     default = Path(home.default).expanduser()
     env = {} if os.path.realpath(found) == os.path.realpath(default) else {home.variable: str(found)}
     words = [f"{variable}={shlex.quote(value)}" for variable, value in env.items()] + [shlex.join(resume)]
+    note: str | None = None
     if cwd is not None:
         words.insert(0, f"cd {shlex.quote(cwd)} &&")
-    return ResumePlace(cwd, env, " ".join(words), None)
+        if not os.path.isdir(cwd):
+            note = (
+                f"the session's folder {cwd} is not there any more: the command's `cd` fails "
+                "until the folder is made again or the project is moved back"
+            )
+    return ResumePlace(cwd, env, " ".join(words), note)
 
 
 def _home_of(harness: SessionFormat, child: Path) -> Path | None:

@@ -63,5 +63,6 @@ async def test_a_rolled_back_turn_is_refused_as_rolled_back(editor: Editor, home
     assert made == {
         "id": made["id"],
         "command": f"cd /w && CODEX_HOME={codex_home} codex exec resume --skip-git-repo-check {made['id']}",
-        "note": None,
+        "note": made["note"],
     }
+    assert made["note"].startswith("the session's folder /w is not there any more")  # nor on this machine

@@ -355,7 +355,8 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
   const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
   await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
   if (result.command) {
-    const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it with \`${result.command}\`.`;
+    const caveat = result.note ? ` Note: ${result.note}.` : '';
+    const message = `Branched “${name}” after turn ${turn}: the new session is open. Resume it with \`${result.command}\`.${caveat}`;
     if (await ctx.ui.info(message, COPY_RESUME)) await ctx.ui.copy(result.command);
     return result.id;
   }

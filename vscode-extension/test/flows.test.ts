@@ -218,6 +218,17 @@ test('a Claude Code or Codex branch names the whole command that resumes it, whi
   assert.deepEqual(h.copied, [command]);
 });
 
+test('a branch whose session folder is gone names its command and why it fails now', async () => {
+  const h = new Harness();
+  h.infoAnswers.push(flows.COPY_RESUME);
+  const command = "cd /w/gone && claude --resume cc-child";
+  const note = "the session's folder /w/gone is not there any more: the command's `cd` fails until the folder is made again";
+  h.responses['remem.lsp.fork'] = { id: 'cc-child', command, note };
+  await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 1 }));
+  assert.ok((h.asked.at(-1) ?? '').endsWith(`Resume it with \`${command}\`. Note: ${note}.`), h.asked.at(-1));
+  assert.deepEqual(h.copied, [command]);
+});
+
 test('a branch its harness would not find says where the harness looks, and offers its id', async () => {
   const h = new Harness();
   h.infoAnswers.push(flows.COPY_ID);
