@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from .. import safe_yaml
 from ..credentials import mask_userinfo, redact
-from ..fsutil import atomic_write
+from ..fsutil import atomic_write, refused_as_unwritable
 from ..home import Home
 from ..protocol.consolidation import HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
@@ -199,7 +199,9 @@ class ReceiptStore:
             raise ReceiptError(f"{path}: not a valid receipt ({exc})") from None
 
     def write(self, receipt: Receipt) -> None:
-        atomic_write(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
+        """Replace the receipt of `receipt.review`; `fsutil.Unwritable` when the disk refuses it."""
+        with refused_as_unwritable(self.folder):
+            atomic_write(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
 
     def all(self) -> list[Receipt]:
         """Every readable receipt, oldest first; unreadable ones are skipped (see `listing`)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..faults import faultpoint
+from ..fsutil import refused_as_unwritable
 from ..home import Home
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
 from ..locks import acquire_file_lock
@@ -233,7 +234,9 @@ class Consolidator:
         faultpoint("consolidation.after-attempt-receipt")
         try:
             log = WorkerLog(self.home, review, attempt.number)
-            log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
+            # Refused, the attempt is left `running` as after a crash: the next request closes it.
+            with refused_as_unwritable(log.path.parent):
+                log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
         except SessionLogError as exc:
             why = f"the worker session could not be written: {exc.reason}"
             return self._finish(ended(receipt, Status.INTERNAL_ERROR, why))

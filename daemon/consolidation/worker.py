@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from ..credentials import redact
+from ..fsutil import WRITE_REMEDIES, is_refused_write
 from ..limits import MIB, SESSION_LINE_MAX_BYTES, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
@@ -195,6 +196,12 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         return Outcome(
             "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
         )
+    if isinstance(exc, OSError) and is_refused_write(exc):  # a full disk: no bug, and no frames
+        log.close()  # the log is what failed; the receipt, smaller, may still be written
+        remedy = WRITE_REMEDIES[exc.errno or 0]
+        error = f"the worker session could not be written ({exc.strerror}); to go on, {remedy}, then retry"
+        _log.info("a consolidation attempt ended: %s", error)
+        return Outcome("internal-error", error=error, cause=error)
     # The class and the frames, never the message: it may quote the model's answer.
     frames = "".join(traceback.format_tb(exc.__traceback__))
     _log.error("a consolidation attempt failed with %s:\n%s", type(exc).__name__, frames)

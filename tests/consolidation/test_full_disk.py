@@ -1,0 +1,71 @@
+"""A consolidation whose writes the disk refuses (a full disk) ends with what to do, exit 1, never
+"a bug in remem" (exit 4) with its attempt left `running`; the retry once there is room commits.
+
+The refusal is real, as in tests/daemon/test_memory_full_disk.py: the command runs under a
+file-size limit (`RLIMIT_FSIZE`), so the write of any file past that size fails with EFBIG as it
+would with ENOSPC. Which write meets it is chosen by sizes: a receipt (~1 KiB), the worker
+session's first lines (the evidence shown to the model), the model's answer appended to it (its
+text random, as the log is compressed).
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import Status
+from tests.fake_openai import FakeOpenAI, tool_call
+
+from .conftest import Source, proposal, put
+
+pytestmark = pytest.mark.slow
+
+
+def consolidate(home: Home, session: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    def limited() -> None:
+        assert limit is not None
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: EFBIG
+
+    return subprocess.run(
+        [sys.executable, "-m", "remem.daemon", f"--home={home.root}", "--no-daemon", "consolidate", session],
+        capture_output=True, text=True, timeout=120, preexec_fn=None if limit is None else limited,
+    )  # fmt: skip
+
+
+def answer(source: Source, said: str | None = None) -> object:
+    """The model's proposal, with `said` as its text beside the call."""
+    return tool_call(proposal(put("prefer-uv", source.evidence())), content=said)
+
+
+@pytest.mark.parametrize(
+    ("limit", "text", "said"),
+    [
+        (256, None, "memory/reviews refused a write (File too large), so nothing was changed there"),
+        (2048, None, "refused a write (File too large), so nothing was changed there"),  # the worker's
+        (
+            16384,
+            random.Random(7).randbytes(40_000).hex(),
+            "the worker session could not be written (File too large); to go on, raise",
+        ),
+    ],
+    ids=["receipt", "worker-session", "model-answer"],
+)
+def test_a_refused_write_ends_the_review_with_what_to_do_and_the_retry_commits(
+    home: Home, fake: FakeOpenAI, source: Source, limit: int, text: str | None, said: str
+) -> None:
+    fake.reply(answer(source, text))
+    refused = consolidate(home, source.id, limit)
+    assert refused.returncode == 1, refused.stderr
+    assert said in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    assert "a bug in remem" not in refused.stderr
+    fake.reply(answer(source))
+    retried = consolidate(home, source.id)
+    assert retried.returncode == 0 and retried.stdout.startswith("committed, 1 change(s)"), retried.stderr
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.status is Status.COMMITTED
