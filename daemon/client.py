@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .home import Home
@@ -493,7 +494,26 @@ def _last_words(paths: DaemonPaths, since: int) -> str:
     except OSError:  # none, or a link (never read through)
         return f"it wrote no log ({paths.log})"
     said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
-    return f"{said or 'it wrote nothing to its log'} (the daemon's log: {paths.log})"
+    return (
+        f"{said or 'it wrote nothing to its log'} (the daemon's log: {paths.log}){_no_room(paths.log.parent)}"
+    )
+
+
+def _no_room(folder: Path) -> str:
+    """Why a daemon that failed may have: its home's file system full or read-only (the
+    daemon cannot say so itself, with no room for its log); else nothing."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return ""
+    if found.f_flag & os.ST_RDONLY:
+        return f"; {folder} is on a read-only file system: the daemon needs to write its state there"
+    if found.f_bavail * found.f_frsize < ROOM_BYTES or found.f_favail == 0:
+        return f"; the disk holding {folder} is full: the daemon needs room for its state, so free some space"
+    return ""
+
+
+ROOM_BYTES = 1024 * 1024  # less, and a daemon that failed to start most likely had no room
 
 
 def call(

@@ -26,3 +26,31 @@ def unwritable(folder: Path) -> Iterator[None]:
         if os.geteuid() == 0:
             subprocess.run(["chattr", "-i", str(folder)], check=True)
         folder.chmod(0o700)
+
+
+@contextmanager
+def full_disk(folder: Path, room: str = "512k") -> Iterator[Path]:
+    """A file system of `room` mounted at `folder` (made), which `fill` fills: the disk a full
+    disk is, ENOSPC and all. Skipped where this process may not mount one (no CAP_SYS_ADMIN)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={room},mode=0700", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"this process cannot mount a tmpfs: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def fill(folder: Path) -> None:
+    """Take every block left on `folder`'s file system."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

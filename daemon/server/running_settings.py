@@ -40,7 +40,15 @@ class RunningSettings:
             log.warning("settings.yml is invalid; running on the last valid settings: %s", exc)
             return False
         self.current, self.problems = settings, []
-        atomic_write(self._copy, settings.model_dump_json(exclude_unset=True).encode() + b"\n")
+        try:
+            atomic_write(self._copy, settings.model_dump_json(exclude_unset=True).encode() + b"\n")
+        except OSError as exc:  # a full disk: the copy only matters once settings.yml breaks
+            log.warning(
+                "the valid settings could not be kept in %s (%s); should settings.yml become "
+                "invalid, a daemon started then runs on the last copy kept, or the defaults",
+                self._copy,
+                exc.strerror or type(exc).__name__,
+            )
         return True
 
     def now(self) -> tuple[Settings, list[str]]:
