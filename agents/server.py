@@ -360,8 +360,6 @@ def serve(home: Home, *, cwd: str | None, use_daemon: bool) -> None:
     """Serve one client on stdin/stdout until it hangs up; `cwd` (else the current folder) is the
     project, unless the client declares roots and no `cwd` was given."""
     log_to_stderr(logging.WARNING, "remem mcp: %(levelname)s %(message)s")
-    if sys.stdout is None:  # Python's own sign that file descriptor 1 was closed when it started
-        raise OutputUnwritable("standard output is closed")
     workspace = SessionWorkspace(cwd or _start_folder(), explicit=cwd is not None)
     watch = _watching(home)
     store = MemoryStore(home) if watch else None

@@ -89,6 +89,7 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
 @click.pass_obj
 def lsp(backend: Backend) -> None:
     """Run the language server on stdio (what the editor extension starts)."""
+    _need_stdio("lsp", "editor")
     from remem.lsp.compose import create_server  # the CLI need not load pygls otherwise
 
     from ..credentials import log_to_stderr
@@ -111,11 +112,24 @@ def lsp(backend: Backend) -> None:
 def mcp(backend: Backend, cwd: str | None) -> None:
     """Run the MCP server for agents on stdio (memory_context, memory_read, memory_update,
     memory_history)."""
+    _need_stdio("mcp", "MCP client")
     from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
 
     from .arguments import utf8_folder
 
     serve(backend.home, cwd=None if cwd is None else utf8_folder(cwd), use_daemon=backend.use_daemon)
+
+
+def _need_stdio(command: str, client: str) -> None:
+    """Refuse to serve with stdin or stdout closed (`remem mcp <&-`): Python starts without a
+    stream for it (its own sign the descriptor was closed), and the server would fail on its
+    first read or write."""
+    if sys.stdout is None:
+        raise OutputUnwritable("standard output is closed")
+    if sys.stdin is None:
+        from .output import fail
+
+        fail(f"remem {command} reads its {client}'s messages on stdin, which is closed; start it with a pipe")
 
 
 def main() -> None:

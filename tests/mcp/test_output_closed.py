@@ -43,6 +43,27 @@ def test_a_closed_output_is_said(home: Home, project: Path) -> None:
     assert no_bug_recorded(home)
 
 
+@pytest.mark.parametrize("command", ["mcp", "lsp"])
+@pytest.mark.parametrize("closed", ["<&-", ">&-"])
+def test_a_server_started_without_its_input_or_output_says_so(
+    home: Home, project: Path, command: str, closed: str
+) -> None:
+    """`remem mcp <&-` and `remem lsp` either way were "a bug in remem" (Python has no stream)."""
+    args = [*server_command(home, None, ("--no-daemon",))[:-1], command]
+    ran = subprocess.run(
+        ["sh", "-c", f'exec "$@" {closed}', "sh", *args], capture_output=True, env=server_env(), timeout=60
+    )
+    client = "MCP client" if command == "mcp" else "editor"
+    said = (
+        f"remem: remem {command} reads its {client}'s messages on stdin, which is closed; "
+        "start it with a pipe\n"
+        if closed == "<&-"
+        else "remem: the output could not be written (standard output is closed)\n"
+    )
+    assert (ran.returncode, ran.stderr.decode()) == (2 if closed == "<&-" else 1, said)
+    assert no_bug_recorded(home)
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
 def test_output_to_a_full_disk_is_said(home: Home, project: Path) -> None:
     with open("/dev/full", "wb") as full:
