@@ -4,9 +4,10 @@ Codex's legacy fork layout, so that `codex exec resume <child>` continues it: th
 ``session_meta`` is the parent's first one with the child's id, ``forked_from_id`` naming the
 parent and the time of the fork — the parent's cwd, provider and instructions, and its
 ``history_base`` when the parent itself inherits paginated history (without it the child
-would lose everything before the parent's own lines). Then come the parent's lines verbatim,
-its own ``session_meta`` included, through the line that ends the chosen turn. Readers take
-identity from line 1 only, the child's own ``session_meta``.
+would lose everything before the parent's own lines), and no ``forked_from_ordinal_exclusive``
+(the parent's, an ordinal of the thread the parent was forked from; decision 0400). Then come
+the parent's lines verbatim, its own ``session_meta`` included, through the line that ends the
+chosen turn. Readers take identity from line 1 only, the child's own ``session_meta``.
 
 A fork is no subagent, whatever its parent is: a subagent parent's ``source.subagent`` (which
 names the session that spawned it) and its agent's nickname and role are not carried over, and
@@ -40,6 +41,9 @@ def child_meta(first_meta_line: bytes, child: str, parent: str, now: datetime) -
     record["timestamp"] = stamp
     payload = record["payload"]
     payload.update(id=child, forked_from_id=parent, timestamp=stamp)
+    # Where in its parent Codex forked the parent (paired with the parent's own parent): the
+    # child copies its parent's lines, so it was forked at no ordinal of the parent it names.
+    payload.pop("forked_from_ordinal_exclusive", None)
     if "session_id" in payload:
         payload["session_id"] = child
     source = payload.get("source")

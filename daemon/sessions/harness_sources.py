@@ -41,12 +41,13 @@ from .formats.codex import (
     cwd_at_start,
     first_line_cwd,
     listed_rollout,
+    ordinal_cut,
     read_rollout,
     rollout_name,
     thread_history,
     turns_begun_before,
 )
-from .formats.jsonl import LineTooLong, end_of_line, read_bounded
+from .formats.jsonl import LineTooLong, read_bounded
 from .formats.model import Problem, Turn, problem_counts
 from .index import UNKEPT, LogRow, Update
 from .projection import USER_PREVIEW_CHARS
@@ -295,7 +296,8 @@ def inherited_history(view: SessionView, read: Callable[[str], bytes | None]) ->
         if data is None:
             found.append(Inherited(parent, (), None))
             break
-        head = data[: end_of_line(data, view.fork_at)]
+        cut = ordinal_cut(data, view.fork_at)[0]  # Codex's numbers, not lines (decision 0400)
+        head = data if cut is None else data[:cut]
         ancestor = codex_view(head)
         found.append(Inherited(parent, ancestor.turns, head))
         seen.add(parent)
@@ -429,9 +431,10 @@ _CODEX_FOLDERS = ("sessions", "archived_sessions")
 def superseded_rollouts(rows: Iterable[LogRow]) -> set[str]:
     """The paths of Codex rollouts a later rollout of their thread supersedes: Codex rotates a
     thread it reverts to a new rollout of the same id (decision 0366), so each thread whose
-    rollouts are all named as its own, each rollout id once, is the one made last (by its
-    name's time, then its rollout id, time-ordered), and the others are its history or what
-    the reverts abandoned. A thread with one rollout id twice (a copy) stays a duplicate."""
+    rollouts are all named as its own, each rollout id once, is the one made last (of those it
+    was rotated to, by its name's time, then its rollout id, time-ordered), and the others are
+    its history or what the reverts abandoned. A thread with one rollout id twice (a copy)
+    stays a duplicate."""
     threads: dict[str, list[tuple[RolloutName, str]]] = {}
     for row in rows:
         named = rollout_name(os.path.basename(row.path)) if row.format == "codex" else None
@@ -441,7 +444,8 @@ def superseded_rollouts(rows: Iterable[LogRow]) -> set[str]:
     for found in threads.values():
         if len(found) < 2 or len({named.rollout for named, _ in found}) != len(found):
             continue
-        current = max(found)
+        # Once rotated, never the first: a remem fork's first rollout id is no time-ordered one.
+        current = max(found, key=lambda f: (f[0].continues, f[0]))
         if current[0].continues:
             superseded.update(path for _, path in found if path != current[1])
     return superseded

@@ -28,6 +28,8 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
+# 20: a Codex thread forked and then reverted is read with its history, Codex's ordinals counted
+# as it numbers its lines (decision 0400);
 # 19: a Claude Code turn holds what claude-agent-sdk puts back beside it, no abandoned
 # continuation, and an answer Claude Code wrote itself is none (decision 0384);
 # 18: a Codex line whose kind is no text is a bad record, an id or cwd of the wrong type and a
@@ -44,7 +46,7 @@ from .reader import ResumePoint
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 BUSY_SECONDS = 30.0
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -25,7 +25,10 @@ codex-rs:
 - a thread Codex reverted (``thread/revert``, 0.163) keeps its id and goes on in a new rollout,
   ``rollout-<ts>-<thread>_<rollout>.jsonl``, whose ``session_meta`` names in ``history_base``
   the rollout (by its rollout id; the first one's is the thread id) and ordinal it continues
-  from: `thread_history` joins the lines it inherits and its own into one history (decision 0366).
+  from: `thread_history` joins the lines it inherits and its own into one history (decision
+  0366), a forked thread's too (decision 0400);
+- an ordinal is the number Codex writes on a line (its record's ``ordinal``), not a line count:
+  a remem fork keeps lines Codex does not number, or numbered by the parent (`ordinal_cut`).
 """
 
 from __future__ import annotations
@@ -509,18 +512,65 @@ def _scanned(data: bytes, index: int) -> ForkPoint | None:
 
 
 def turns_begun_before(data: bytes, ordinal: int) -> int:
-    """How many turns of the rollout `data` begin in its first `ordinal` lines: those a fork
-    inheriting the lines before its `history_base.end_ordinal_exclusive` has of this parent.
-    The task events are found by their bytes; a rollout without them is read up to there."""
-    cut = 0
-    for _ in range(ordinal):
-        newline = data.find(b"\n", cut)
-        if newline < 0:
-            cut = len(data)
-            break
-        cut = newline + 1
+    """How many turns of the rollout `data` begin before its ordinal `ordinal` (`ordinal_cut`):
+    those a fork inheriting the ordinals before its `history_base.end_ordinal_exclusive` has of
+    this parent. The task events are found by their bytes; a rollout without them is read up to
+    there."""
+    cut = ordinal_cut(data, ordinal)[0]
+    cut = len(data) if cut is None else cut
     starts = _event_lines(data, (_STARTED,), 0, cut)
     return len(starts) if starts else read_rollout(data[:cut]).turn_count
+
+
+class _Ordinal(msgspec.Struct):
+    ordinal: Any = None
+
+
+_ORDINAL = msgspec.json.Decoder(_Ordinal).decode
+_ORDINAL_KEY = b'"ordinal"'
+# How Codex opens a line it numbers: its time, then its ordinal (read without decoding the line).
+_ORDINAL_AT_START = re.compile(rb'\{"timestamp":"[^"\\]*","ordinal":(0|[1-9][0-9]{0,15})[,}]')
+
+
+def _line_ordinal(data: bytes, start: int, end: int) -> int | None:
+    """The ordinal Codex numbered the line `data[start:end]` with (its record's ``ordinal``);
+    None when it has none (a line remem or an older Codex wrote), or cannot be read."""
+    found = _ORDINAL_AT_START.match(data, start, end)
+    if found is not None:
+        return int(found.group(1))
+    if data.find(_ORDINAL_KEY, start, end) < 0:
+        return None
+    try:
+        told = _ORDINAL(data[start:end]).ordinal
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return told if _ordinal(told) else None
+
+
+def ordinal_cut(data: bytes, upto: int, first: int = 0) -> tuple[int | None, int | None]:
+    """Where ordinal `upto` begins in the lines `data` (a rollout, or the lines of one from its
+    ordinal `first` on), as Codex counts a `history_base.end_ordinal_exclusive`: the byte offset
+    of the first line numbered `upto` or more, and the last ordinal before it (None: none).
+    Codex numbers each line it writes (its record's ``ordinal``) and counts those numbers, not
+    lines: a remem fork's own ``session_meta`` and the parent's it keeps after it (decision 0079)
+    are lines it does not number, or numbered by the parent. Lines no Codex numbered (an older
+    rollout) are counted, from `first`. The offset is None when `data` ends before `upto`."""
+    last: int | None = None
+    start = 0
+    numbered = data.find(_ORDINAL_KEY) >= 0
+    while numbered and start < len(data):
+        end = _end_of_line_at(data, start)
+        told = _line_ordinal(data, start, end)
+        if told is not None and told >= upto:
+            return start, last
+        last = told if told is not None else last
+        start = end
+    if last is not None:
+        return None, last
+    lines = data.count(b"\n")  # none numbered: each whole line is the next ordinal
+    if first + lines < upto:
+        return None, first + lines - 1 if lines else None
+    return end_of_line(data, max(upto - first, 0)), upto - 1 if upto > first else None
 
 
 def _check_index(index: int, turns: int) -> None:
@@ -1011,9 +1061,11 @@ class Continued:
 
 def continued(data: bytes, name: str) -> Continued | None:
     """What the rollout `data`, named `name`, continues: a rollout named as one its thread was
-    rotated to (`RolloutName.continues`) whose `session_meta`, line 1, is of that thread, forks
-    nothing, and has a `history_base`. None for any other rollout: a fork's `history_base` is a
-    fork boundary, another thread's, not a segment of its own (decision 0366)."""
+    rotated to (`RolloutName.continues`) whose `session_meta`, line 1, is of that thread and has
+    a `history_base`, a fork's too: Codex copies a forked thread's `forked_from_id` into each
+    rollout it rotates the thread to (decision 0400). None for any other rollout, and when the
+    `history_base` names the thread it was forked from: that is a fork boundary, another
+    thread's, not a segment of its own (decision 0366)."""
     named = rollout_name(name)
     if named is None or not named.continues:
         return None
@@ -1026,13 +1078,17 @@ def continued(data: bytes, name: str) -> Continued | None:
         return None
     payload = record.payload
     base = payload.get("history_base")
-    if record.type != "session_meta" or not isinstance(base, dict) or payload.get("forked_from_id"):
+    if record.type != "session_meta" or not isinstance(base, dict):
         return None
     if str(payload.get("id") or "").lower() != named.thread:
         return None
     rollout, upto = base.get("thread_id"), base.get("end_ordinal_exclusive")
     offset = base.get("end_byte_offset")
     if not isinstance(rollout, str) or not _ordinal(upto):
+        return None
+    # A rotated rollout keeps its thread's `forked_from_id` (Codex copies line 1 at a revert); a
+    # `history_base` naming that parent is the fork boundary, not a rollout of its own thread.
+    if rollout.lower() == str(payload.get("forked_from_id") or "").lower():
         return None
     return Continued(rollout.lower(), upto, offset if _ordinal(offset) else None)
 
@@ -1078,16 +1134,22 @@ def _pieces(data: bytes, name: str, rollouts: Rollouts, seen: tuple[str, ...]) -
         )
     inherited = _pieces(found[1], found[0], rollouts, (*seen, base.rollout))
     kept: list[_Piece] = []
+    reached: int | None = None  # the last ordinal of the history kept
     for first, piece, rollout, at in inherited:
-        if first >= base.upto:
+        # Ordinals as Codex numbers them (`ordinal_cut`), not lines: a remem fork has lines
+        # Codex does not number before the ones it does.
+        cut, before = ordinal_cut(piece, base.upto, first)
+        reached = before if before is not None else reached
+        if cut == 0:
             break
-        lines = piece.count(b"\n")
-        cut = len(piece) if first + lines <= base.upto else end_of_line(piece, base.upto - first)
-        kept.append((first, piece[:cut], rollout, at))
-        if first + lines >= base.upto:
+        kept.append((first, piece if cut is None else piece[:cut], rollout, at))
+        if cut is not None:
             break
     else:
-        raise Unjoined(f"rollout {base.rollout} ends before ordinal {base.upto}, where it continues")
+        if reached is None or reached + 1 < base.upto:
+            raise Unjoined(f"rollout {base.rollout} ends before ordinal {base.upto}, where it continues")
+    if not kept:
+        raise Unjoined(f"rollout {base.rollout} has no line before ordinal {base.upto}, where it continues")
     last = kept[-1]
     if base.offset is not None and last[2] == base.rollout and last[3] + len(last[1]) != base.offset:
         raise Unjoined(f"rollout {base.rollout} is not cut at byte {base.offset}, where it continues")
