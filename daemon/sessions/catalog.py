@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -81,7 +82,7 @@ from .reader import (
     skim_session,
     stat_revision,
 )
-from .roots import LINK_REASON, LogFile, duplicate_id, list_logs
+from .roots import LINK_REASON, LogFile, Rejected, duplicate_id, folder_entries, list_logs
 from .sources import Root, all_roots, named_roots
 from .writer import LOCK_NAME
 
@@ -611,12 +612,23 @@ class SessionCatalog:
         """Skip the full scan when the index holds exactly one readable log with this id in a
         configured root: forking a session must not wait for every other log to be indexed.
         Trusted only when every root there is has been listed whole by this index: a root never
-        listed has no rows, and a copy of the session in it would go unseen (decision 0361)."""
+        listed has no rows, and a copy of the session in it would go unseen (decision 0361).
+        A Codex thread's rows are trusted only while its rollouts, found by their names, are
+        those the index holds: a revert rotates the thread to a new rollout that supersedes
+        the indexed one (decision 0366); of those, the rollouts a later one supersedes are not
+        the session."""
         rows = [r for r in self.index.rows_of(session_id) if r.error is None and self._in_roots(r.path)]
-        if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._confined(rows[0].path):
+        if not rows:
             return None
         listed = self.index.listed_roots()
         if any((str(s.path), s.format) not in listed and s.path.is_dir() for s in self.sources):
+            return None
+        if not self._rollouts_indexed(session_id, rows):
+            return None
+        if len(rows) > 1:
+            superseded = superseded_rollouts(rows)
+            rows = [r for r in rows if r.path not in superseded]
+        if len(rows) != 1 or rows[0].cwd == self._worker_cwd or not self._confined(rows[0].path):
             return None
         try:
             st = os.stat(rows[0].path)
@@ -633,6 +645,62 @@ class SessionCatalog:
             *_shown(row, self.metadata.all(), dsh_archived(), summaries),
             self._running(),
         )
+
+    def _rollouts_indexed(self, session_id: str, rows: Sequence[LogRow]) -> bool:
+        """Whether the rollouts named as thread `session_id`'s in the Codex roots, found by their
+        names alone (`_thread_rollouts`), are the Codex `rows` so named, none missing and none
+        more: a rollout the index lacks may be the one a revert just rotated the thread to, and
+        is told to the memo, whose kept listing would not list it before the watcher's news.
+        True for a session that is no Codex thread's."""
+        thread = session_id.lower()
+        names = {r.path: rollout_name(os.path.basename(r.path)) for r in rows if r.format == "codex"}
+        stamps = {path: n.stamp for path, n in names.items() if n is not None and n.thread == thread}
+        if not stamps:
+            return True
+        indexed = set(stamps)
+        found = self._thread_rollouts(thread, min(stamps.values()))
+        if found is None:
+            return False
+        if self.memo is not None and found - indexed:
+            self.memo.changed(found - indexed)
+        return found == indexed
+
+    def _thread_rollouts(self, thread: str, since: str) -> set[str] | None:
+        """The paths of the files named as rollouts of `thread` (`rollout-<time>-<thread>[_<rollout>]
+        .jsonl`, links too) in the Codex roots, walked as a listing's scan walks them but reading
+        names only. A date folder (`YYYY/MM/DD`, named by the local time its rollouts' names
+        hold) more than two days before `since`, the earliest indexed rollout's name time, is
+        skipped: no rollout of the thread made since lies there. None when a folder cannot be
+        read."""
+        try:
+            floor = date.fromisoformat(since[:10]) - timedelta(days=2)
+            earliest = (floor.year, floor.month, floor.day)
+        except (ValueError, OverflowError):
+            earliest = (0, 0, 0)
+        found: set[str] = set()
+        for source in self.sources:
+            if source.format != "codex" or source.problem is not None:
+                continue
+            # Each folder with its depth and, while every folder on the way is a number, its date.
+            folders: list[tuple[str, int, tuple[int, ...] | None]] = [(str(source.path), 0, ())]
+            while folders:
+                folder, depth, dated = folders.pop()
+                rejected: list[Rejected] = []
+                entries = folder_entries(folder, rejected)
+                if rejected:
+                    return None
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith("rollout-") and name.endswith(".jsonl"):  # as a scan takes them
+                        named = rollout_name(name) if thread in name.lower() else None
+                        if named is not None and named.thread == thread:
+                            found.add(entry.path)
+                    elif depth < 3 and entry.is_dir(follow_symlinks=False):
+                        number = name.isascii() and name.isdigit()
+                        when = (*dated, int(name)) if number and dated is not None else None
+                        if when is None or when >= earliest[: len(when)]:
+                            folders.append((entry.path, depth + 1, when))
+        return found
 
     def _displaced(self, path: str) -> str | None:
         """Why the log a listing found at `path` is no regular file of its root now: a link
