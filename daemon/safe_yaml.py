@@ -36,6 +36,26 @@ class TooLarge(yaml.MarkedYAMLError):
         self.line = 1
 
 
+class Unbuildable(yaml.MarkedYAMLError):
+    """A scalar YAML reads as a type it cannot be (`2024-02-30`, a date of no calendar; an
+    integer of 5 000 digits, past Python's limit; `!!int abc`): said where it is, as a syntax
+    error is, where it was a ValueError no caller expected."""
+
+    def __init__(self, node: yaml.ScalarNode | None, reason: str) -> None:
+        if node is None:
+            super().__init__(problem=f"a value cannot be read ({reason})")
+            return
+        kind = node.tag.rsplit(":", 1)[-1]
+        shown = node.value if len(node.value) <= _SHOWN_CHARS else f"{node.value[: _SHOWN_CHARS - 1]}…"
+        why = f" ({reason})" if len(reason) <= _SHOWN_REASON_CHARS else ""
+        problem = f"`{shown}` is no valid {kind}{why}; quote it to keep it as text"
+        super().__init__(problem=problem, problem_mark=node.start_mark)
+
+
+_SHOWN_CHARS = 40
+_SHOWN_REASON_CHARS = 60
+
+
 def compose(text: str) -> yaml.Node | None:
     """The document's node tree (None for an empty one); raises `AliasRefused`, `TooLarge` or
     YAMLError."""
@@ -61,7 +81,30 @@ def parse(text: str | bytes) -> tuple[yaml.Node | None, Any]:
             return None, None
         if _reuses_a_node(node):
             raise AliasRefused(_first_alias(text))
-        return node, loader.construct_document(node)
+        try:
+            return node, loader.construct_document(node)
+        except (ValueError, ArithmeticError, TypeError) as exc:
+            raise Unbuildable(_unbuildable(node), str(exc)) from None
+    finally:
+        loader.dispose()
+
+
+def _unbuildable(root: yaml.Node) -> yaml.ScalarNode | None:
+    """The first scalar of `root` that cannot be built (only on the way to an error)."""
+    stack, loader = [root], LOADER("")
+    try:
+        while stack:
+            node = stack.pop()
+            if isinstance(node, yaml.ScalarNode):
+                try:
+                    loader.construct_object(node)
+                except (ValueError, ArithmeticError, TypeError, yaml.YAMLError):
+                    return node
+            elif isinstance(node, yaml.MappingNode):
+                stack.extend(reversed([part for pair in node.value for part in pair]))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(reversed(node.value))
+        return None
     finally:
         loader.dispose()
 
