@@ -146,12 +146,15 @@ class Consolidator:
         progress("freezing", {})
         source = await asyncio.to_thread(self._freeze, session_id, settings)
         review = review_id(session_id, source.log.digest, source.workspace.key)
-        async with self._reviews[review]:
-            lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
-            try:
-                return await self._review(review, source, route, progress)
-            finally:
-                lock.release()
+        try:
+            async with self._reviews[review]:
+                lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
+                try:
+                    return await self._review(review, source, route, progress)
+                finally:
+                    lock.release()
+        finally:
+            source.catalog.close()
 
     def _settings(self) -> Settings:
         try:
@@ -320,7 +323,15 @@ class Consolidator:
             lock.release()
 
     def _freeze(self, session_id: str, settings: Settings) -> _Input:
-        catalog = (
+        catalog = self._catalog(settings)
+        try:
+            return self._frozen(catalog, session_id, settings)
+        except BaseException:
+            catalog.close()
+            raise
+
+    def _catalog(self, settings: Settings) -> SessionCatalog:
+        return (
             SessionCatalog.configured(self.home, settings)
             if self._session_roots is None
             else SessionCatalog(
@@ -330,6 +341,8 @@ class Consolidator:
                 key_variables=settings.key_variables(),
             )
         )
+
+    def _frozen(self, catalog: SessionCatalog, session_id: str, settings: Settings) -> _Input:
         entry = self._eligible(catalog, session_id, settings.sessions.idle_seconds)
         log = _read_source(entry, settings.sessions.idle_seconds)
         # The review is bound to the digest of what it read: kept, so the list and the tree

@@ -340,6 +340,8 @@ class SessionMethods:
                 if problems:
                     raise SettingsError(problems) from None
                 raise
+            finally:
+                catalog.close()
             if problems and isinstance(answer, BaseModel) and "settingsProblems" in type(answer).model_fields:
                 return answer.model_copy(update={"settingsProblems": problems})
             return answer

@@ -313,6 +313,11 @@ class SessionCatalog:
         settings, _ = SettingsStore(home).read()
         return cls.configured(home, settings, extra_roots, memo)
 
+    def close(self) -> None:
+        """Close the index's connection, which a daemon answering many requests must not wait
+        for the garbage collector to close (a catalog lies in reference cycles)."""
+        self.index.close()
+
     @classmethod
     def configured(
         cls,

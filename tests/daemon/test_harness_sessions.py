@@ -5,12 +5,14 @@ the editor asks for (its resume command, announced once), and news of a new tran
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths
 from tests.sessions.claude_lines import CWD, jsonl, prompt, say
 from tests.sessions.harness_roots import SID, TID, build_roots, claude_project
 
@@ -69,3 +71,20 @@ def test_a_new_transcript_and_a_fork_are_announced_once(home: Home, harness_home
         await ears.client.close()
 
     asyncio.run(scenario())
+
+
+def test_session_requests_leave_no_index_connection_open(home: Home, harness_homes: dict[str, Path]) -> None:
+    """Each request opened a SQLite connection the garbage collector closed when it happened to
+    run (a catalog lies in reference cycles): a busy daemon ran out of file descriptors, and
+    answered "Too many open files", or listed no session, for everyone."""
+    requests = [("sessions/turns", {"id": SID}), ("sessions/list", {"cwd": CWD})] * 60
+    answers = calls(home, requests)
+    assert all(isinstance(a, dict) for a in answers)
+    info = DaemonPaths(home, layout=False).read_status()
+    assert info is not None
+    held = [
+        target
+        for fd in os.listdir(f"/proc/{info.pid}/fd")
+        if (target := os.readlink(f"/proc/{info.pid}/fd/{fd}")).startswith(str(home.state / "index.sqlite"))
+    ]
+    assert len(held) <= 6, held  # the one request's (the database, its WAL and shared memory), at most
