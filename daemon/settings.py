@@ -27,7 +27,7 @@ from .limits import SESSION_LINE_MAX_BYTES
 from .locks import file_lock
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
-from .safe_open import open_linked, refused
+from .safe_open import open_linked, read_capped, refused
 from .swap import ABSENT, Displaced, digest, publish
 
 
@@ -153,7 +153,8 @@ def read_settings_file(path: Path) -> bytes | None:
     `safe_open.open_linked` opens a file, never waiting on a FIFO, but through a link (the
     user's dotfiles, decision 0375). Anything but a regular file, or one that cannot be opened,
     is a SettingsError naming it, as an invalid file is: a FIFO would hold a daemon thread for
-    good, and a folder would make every session request an internal error (decision 0370)."""
+    good, and a folder would make every session request an internal error (decision 0370). A
+    file past what is parsed is one too, never read whole."""
     try:
         fd = open_linked(path)
     except FileNotFoundError:
@@ -162,7 +163,10 @@ def read_settings_file(path: Path) -> bytes | None:
         said = exc.strerror if refused(exc) else f"cannot be read: {exc.strerror}"
         raise SettingsError([f"{path}: {said}"]) from None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        raw = read_capped(handle, safe_yaml.MAX_BYTES)  # the daemon reads it for every request
+    if raw is None:
+        raise SettingsError([f"{path}:1: over {safe_yaml.MAX_BYTES // 1024} KiB, more than remem parses"])
+    return raw
 
 
 def revision_of(raw: bytes) -> str:

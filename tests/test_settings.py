@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import traceback
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,19 @@ def test_a_link_put_in_place_of_settings_between_the_read_and_the_publish_is_lef
     assert os.readlink(home.settings_file) == str(target)
     assert target.read_text() == "sessions:\n  idle_seconds: 45\n"
     assert [p.name for p in home.root.iterdir() if ".remem-tmp-" in p.name] == []
+
+
+def test_a_file_past_what_is_parsed_is_refused_unread(home: Home) -> None:
+    """It was read whole, then refused: the daemon reads settings.yml for every request, and a
+    200 MB file of comments with a dozen listings at once took it to 3.5 GB."""
+    home.ensure_layout()
+    home.settings_file.write_bytes(b"# a comment\n" * 2_000_000)  # 24 MB
+    tracemalloc.start()
+    try:
+        with pytest.raises(SettingsError) as refused:
+            SettingsStore(home).read()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.problems == [f"{home.settings_file}:1: over 1024 KiB, more than remem parses"]
+    assert peak < 1024 * 1024, peak
