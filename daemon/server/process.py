@@ -58,6 +58,9 @@ log = logging.getLogger("remem.daemon")
 WORKER_THREADS = 32
 STATUS_CHECK_SECONDS = 0.5
 WATCH_READY_SECONDS = 5.0  # how long a start waits for its first watches before it serves
+# How long a daemon waits for its first client at least, however short `daemon.idle_minutes`:
+# the command that started it connects once it has found the status file, which takes a moment.
+FIRST_CLIENT_SECONDS = 5.0
 _PEERCRED = struct.Struct("3i")
 _OTHER_ROOTS_LOGGED = 16  # the clients' other harness folders logged, at most
 
@@ -147,7 +150,7 @@ class Daemon:
         self._status_file = info.model_dump_json().encode() + b"\n"
         atomic_write(self.paths.status, self._status_file)
         keeper = asyncio.create_task(self._keep_state(lock))
-        self._arm_idle()
+        self._arm_idle(FIRST_CLIENT_SECONDS)
         log.info("listening on %s (pid %d)", socket_path, os.getpid())
         try:
             async with server:
@@ -264,17 +267,18 @@ class Daemon:
         self.listing_memo.reset()
         self.services.sessions.forget_fingerprints()
 
-    def _arm_idle(self) -> None:
+    def _arm_idle(self, at_least: float = 0) -> None:
         self._disarm_idle()
-        self._idle = asyncio.get_running_loop().call_later(self.idle_seconds, self._idle_exit)
+        seconds = max(self.idle_seconds, at_least)
+        self._idle = asyncio.get_running_loop().call_later(seconds, self._idle_exit, seconds)
 
     def _disarm_idle(self) -> None:
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
 
-    def _idle_exit(self) -> None:
-        log.info("no client for %.0f s: exiting", self.idle_seconds)
+    def _idle_exit(self, seconds: float) -> None:
+        log.info("no client for %.0f s: exiting", seconds)
         self.stop()
 
     async def _hello(self, params: HelloParams) -> HelloResult:

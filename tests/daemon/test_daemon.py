@@ -444,3 +444,14 @@ def test_status_and_stop_with_a_file_where_the_state_folder_goes_say_it_as_every
         said = remem(blocked, "daemon", *asked)
         assert (said.returncode, said.stdout, said.stderr) == (2, "", line), asked
     assert blocked.state.is_file(), "left as it is"
+
+
+def test_a_daemon_whose_idle_time_is_shorter_than_a_start_still_serves_the_command_that_started_it(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It exited before the command that started it connected, which waited 15 s and failed."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    home.settings_file.write_text("daemon:\n  idle_minutes: 0.00001\n")  # 0.6 ms
+    done = remem(home, "memory", "context")
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: not DaemonPaths(home).running(), seconds=30)  # and it exits, idle, soon after
