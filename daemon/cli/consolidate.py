@@ -15,6 +15,7 @@ from ..protocol.consolidation import Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     NO_API_KEY,
+    UNWRITABLE,
     ConsolidateParams,
     Empty,
     ModelSettings,
@@ -24,7 +25,16 @@ from ..protocol.rpc import (
 )
 from .arguments import NON_EMPTY
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
+from .output import (
+    EXIT_CONFLICT,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_PROBLEMS,
+    emit_json,
+    one_line,
+    refused_write,
+    say,
+)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
@@ -173,6 +183,8 @@ def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> 
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend) -> None:
+    if exc.code == UNWRITABLE:
+        refused_write(exc, as_json)
     if exc.code != CONSOLIDATION_REFUSED:
         raise exc
     code = exc.data["code"]

@@ -44,6 +44,7 @@ from .output import (
     fail,
     one_line,
     print_file_problems,
+    refused_write,
     say,
 )
 
@@ -293,15 +294,6 @@ def _refused(exc: RpcError, as_json: bool) -> NoReturn:
     fail(exc.message, EXIT_PROBLEMS)
 
 
-def _unwritable(exc: RpcError, as_json: bool) -> NoReturn:
-    """A write the file system refused: exit 1, as a refusal the command cannot act on (a full
-    disk is no bug, nor invalid input); the message names the folder and what to do."""
-    if as_json:
-        emit_json({"error": {"code": "unwritable", "message": exc.message, **exc.data}})
-        sys.exit(EXIT_PROBLEMS)
-    fail(exc.message, EXIT_PROBLEMS)
-
-
 def _actor(entry: HistoryEntry) -> str:
     actor = entry.actor
     details = [
@@ -332,7 +324,7 @@ def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Res
         if exc.code == HISTORY_REFUSED:
             _refused(exc, as_json)
         if exc.code == UNWRITABLE:
-            _unwritable(exc, as_json)
+            refused_write(exc, as_json)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)
@@ -345,7 +337,7 @@ def _commit(ask: Callable[[Params], CommitResult], params: Params, as_json: bool
         if exc.code == INVALID_CHANGES:
             _report_result_invalid([Problem.model_validate(p) for p in exc.data["problems"]], as_json)
         if exc.code == UNWRITABLE:
-            _unwritable(exc, as_json)
+            refused_write(exc, as_json)
         if exc.code != MEMORY_INVALID:
             raise
         files = [FileProblems.model_validate(f) for f in exc.data["files"]]

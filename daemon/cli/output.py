@@ -106,3 +106,13 @@ def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     """One clear line on stderr and a non-zero exit."""
     say(f"remem: {message}", err=True)
     sys.exit(code)
+
+
+def refused_write(exc: Any, as_json: bool) -> NoReturn:
+    """A write the file system refused (`UNWRITABLE`, an RpcError): exit 1, as a refusal the
+    command cannot act on (a full disk is no bug, nor invalid input); the message names the
+    folder and what to do."""
+    if as_json:
+        emit_json({"error": {"code": "unwritable", "message": exc.message, **exc.data}})
+        sys.exit(EXIT_PROBLEMS)
+    fail(exc.message, EXIT_PROBLEMS)

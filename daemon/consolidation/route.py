@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import credentials, safe_yaml
 from ..faults import faultpoint
-from ..fsutil import remove_stale_temps, replace_durably, write_temp
+from ..fsutil import refused_as_unwritable, remove_stale_temps, replace_durably, write_temp
 from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
@@ -240,7 +240,8 @@ def store_api_key(home: Home, provider: str, api_key: str) -> None:
         providers = {name: {"api_key": c.api_key} for name, c in current.providers.items()}
         providers[provider] = {"api_key": api_key}
         data = yaml.safe_dump({"providers": providers}, sort_keys=True).encode("utf-8")
-        temp = write_temp(home.credentials_file, data)  # created 0600
+        with refused_as_unwritable(home.root):  # a full disk: no temp is left, the file as it was
+            temp = write_temp(home.credentials_file, data)  # created 0600
         faultpoint("credentials.after-temp-write")
         try:  # again, as late as can be: a link made meanwhile would be replaced
             home.refuse_linked_write(home.credentials_file, change)

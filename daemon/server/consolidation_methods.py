@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..consolidation.models import list_models
 from ..consolidation.route import Route, RouteError, resolve_route, store_api_key
 from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
+from ..fsutil import Unwritable, is_refused_write
 from ..home import Home
 from ..memory.identity import WorkspaceId
 from ..protocol import rpc
@@ -40,10 +42,11 @@ from ..protocol.rpc import (
     SetApiKeyParams,
 )
 from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore
-from .jsonrpc import Handler
+from .jsonrpc import Handler, unwritable
 from .memory_methods import MemoryMethods, Publish, unheard
 
 log = logging.getLogger("remem.daemon")
+T = TypeVar("T")
 
 
 class ConsolidationMethods:
@@ -85,6 +88,9 @@ class ConsolidationMethods:
             outcome = exc.code
             data = {"code": exc.code} | ({"files": exc.files} if exc.files else {})
             raise RpcError(CONSOLIDATION_REFUSED, exc.message, data) from None
+        except Unwritable as exc:  # as the dispatcher says it, for a command without the daemon too
+            outcome = "UNWRITABLE"
+            raise unwritable(exc) from None
         except asyncio.CancelledError:
             # Cancelled before an attempt began (an attempt ends as a `cancelled` receipt):
             # the run still gets an answer, or its client would wait for ever.
@@ -108,6 +114,10 @@ class ConsolidationMethods:
         """Finish the reviews a crash left committing (no model), before memory is read."""
         try:
             await asyncio.to_thread(settle_committing, self.home, self.consolidator.store)
+        except OSError as exc:  # a full disk, say: no bug, and said once a request, in one line
+            if not is_refused_write(exc):
+                raise
+            log.warning("could not yet settle the reviews a crash left committing: %s", exc)
         except Exception:  # the daemon still serves; the next reader tries again
             log.exception("could not settle the reviews a crash left committing")
 
@@ -153,7 +163,7 @@ class ConsolidationMethods:
             return self._model_settings()
 
         try:
-            return await asyncio.to_thread(update)
+            return await _writing(update)
         except SettingsConflict as exc:
             raise refused("STALE_SETTINGS", str(exc)) from None  # the conflict says it whole
 
@@ -169,7 +179,7 @@ class ConsolidationMethods:
                 raise refused("INVALID", str(exc)) from None
             return self._model_settings()
 
-        return await asyncio.to_thread(store)
+        return await _writing(store)
 
     async def models(self, params: ModelsParams) -> ModelList:
         def route() -> Route:
@@ -221,3 +231,12 @@ def _settings(home: Home) -> tuple[Settings, str]:
 def refused(code: str, message: str) -> RpcError:
     """A consolidation refusal: `code` is what a client acts on, `message` what a person reads."""
     return RpcError(CONSOLIDATION_REFUSED, message, {"code": code})
+
+
+async def _writing(write: Callable[[], T]) -> T:
+    """`write()` off the event loop; a write the disk refused is UNWRITABLE, as the dispatcher
+    says it, for a command without the daemon too."""
+    try:
+        return await asyncio.to_thread(write)
+    except Unwritable as exc:
+        raise unwritable(exc) from None

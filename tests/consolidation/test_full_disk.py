@@ -10,6 +10,7 @@ text random, as the log is compressed).
 
 from __future__ import annotations
 
+import json
 import random
 import resource
 import subprocess
@@ -17,9 +18,12 @@ import sys
 
 import pytest
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
+from remem.daemon.protocol.rpc import UNWRITABLE, RpcError
+from tests.daemon.helpers import calls
 from tests.fake_openai import FakeOpenAI, tool_call
 
 from .conftest import Source, proposal, put
@@ -27,15 +31,21 @@ from .conftest import Source, proposal, put
 pytestmark = pytest.mark.slow
 
 
-def consolidate(home: Home, session: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+def remem(home: Home, *args: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`remem ARGS`, its writes limited to `limit` bytes a file when given."""
+
     def limited() -> None:
         assert limit is not None
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: EFBIG
 
     return subprocess.run(
-        [sys.executable, "-m", "remem.daemon", f"--home={home.root}", "--no-daemon", "consolidate", session],
+        [sys.executable, "-m", "remem.daemon", f"--home={home.root}", *args],
         capture_output=True, text=True, timeout=120, preexec_fn=None if limit is None else limited,
     )  # fmt: skip
+
+
+def consolidate(home: Home, session: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    return remem(home, "--no-daemon", "consolidate", session, limit=limit)
 
 
 def answer(source: Source, said: str | None = None) -> object:
@@ -69,3 +79,32 @@ def test_a_refused_write_ends_the_review_with_what_to_do_and_the_retry_commits(
     assert retried.returncode == 0 and retried.stdout.startswith("committed, 1 change(s)"), retried.stderr
     [receipt] = ReceiptStore(home).all()
     assert receipt.status is Status.COMMITTED
+
+
+def test_through_the_daemon_a_refused_write_is_said_as_without_it(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's UNWRITABLE reached `consolidate` and `settings model` as an RpcError they did
+    not expect: "a bug in remem", exit 4; and storing an API key was the daemon's internal error.
+    The daemon runs under the limit, the commands not."""
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    assert remem(home, "daemon", "start", limit=700).returncode == 0
+    try:
+        fake.reply(answer(source))
+        plain = remem(home, "consolidate", source.id)
+        as_json = remem(home, "consolidate", source.id, "--json")
+        chosen = remem(home, "settings", "model", f"--model={'m' * 800}", "--json")  # past the limit
+        [key] = calls(home, [("consolidation/credentials/set", {"provider": "fake", "apiKey": "k" * 800})])
+    finally:
+        remem(home, "daemon", "stop")
+    assert plain.returncode == 1 and "memory/reviews refused a write (File too large)" in plain.stderr, (
+        plain.stderr
+    )
+    for done in (as_json, chosen):
+        assert done.returncode == 1, done.stderr
+        error = json.loads(done.stdout)["error"]
+        assert error["code"] == "unwritable" and error["errno"] == "EFBIG", error
+    assert isinstance(key, RpcError) and key.code == UNWRITABLE, key  # it was -32603, "internal error"
+    assert not home.credentials_file.exists()
+    fake.reply(answer(source))
+    assert remem(home, "--no-daemon", "consolidate", source.id).stdout.startswith("committed, 1 change(s)")
