@@ -29,7 +29,7 @@ from remem.daemon.memory.record import INDEX_FILE
 from remem.daemon.protocol import rpc
 from remem.daemon.server.runtime import DaemonPaths
 
-from .helpers import calls
+from .helpers import calls, wait_until
 
 pytestmark = pytest.mark.slow
 LIMIT = 4 * 1024  # above a small record, workspace.json and the daemon's own files; below the rest
@@ -224,3 +224,20 @@ def test_an_agent_update_that_does_not_fit_is_unwritable_on_the_wire(
     assert refused.data == {"path": str(home.memory), "errno": "EFBIG"}
     assert "nothing was changed" in refused.message
     assert revisions(home, project)[0] == global_revision and temps(home.memory) == []
+
+
+def test_a_hand_edit_the_daemon_cannot_index_for_want_of_room_is_a_warning(
+    home: Home, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's reaction to the edit, an index past the limit, was logged as an ERROR with a
+    traceback, three times over: a full disk is no bug of remem's."""
+    assert apply(home, project, [put(f"r{n:02}", description="d" * 200) for n in range(40)]).returncode == 0
+    folder = home.workspaces / WorkspaceId.from_cwd(project).key
+    full_disk(home, "daemon", monkeypatch)
+    record = folder / "r00.md"
+    record.write_text(record.read_text().replace("d" * 200, "e" * 200))  # by hand
+    log = home.state / "daemon.log"
+    wait_until(lambda: "reacting to a change" in log.read_text(), seconds=30)
+    said = log.read_text()
+    assert "WARNING reacting to a change of" in said and "refused a write (File too large)" in said, said
+    assert "ERROR" not in said and "Traceback" not in said, said
