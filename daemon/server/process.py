@@ -47,7 +47,7 @@ from ..sessions import sources
 from ..sessions.catalog import default_roots
 from ..sessions.harness_homes import harness_roots
 from ..sessions.memo import ListingMemo
-from ..settings import SessionRootSetting
+from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
 from .jsonrpc import Connection, Dispatcher
 from .running_settings import RunningSettings
@@ -91,7 +91,7 @@ class Daemon:
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
-        host = Host(self.publish, watch=watch, memo=self.listing_memo, settings=running.now)
+        host = Host(self.publish, watch=watch, memo=self.listing_memo, settings=self._settings_now)
         self.services = Services(home, host)
         roots, implicit = watched_roots(home, settings.sessions.roots)
         self.watcher = Watcher(
@@ -256,6 +256,15 @@ class Daemon:
             await self.services.sessions.root_changed(target.path)
         elif isinstance(target, SettingsFile):
             await self._settings_changed()
+
+    def _settings_now(self) -> tuple[Settings, list[str]]:
+        """The settings a request runs on (in its worker thread). An edit no watch reported
+        (of the target of a linked settings.yml, which the watch on the home does not see) is
+        handed to the watcher as its own news would be: its roots watched, its problems told."""
+        settings, problems = self.settings.now()
+        if self.settings.unheard(settings, problems):
+            self.watcher.post((str(self.home.settings_file),))
+        return settings, problems
 
     async def _settings_changed(self) -> None:
         if await asyncio.to_thread(self.settings.reload):

@@ -65,6 +65,10 @@ class RunningSettings:
         except SettingsError as exc:  # invalid, or no regular file there (a folder, a FIFO)
             return self.current, exc.problems
 
+    def unheard(self, settings: Settings, problems: list[str]) -> bool:
+        """Whether `now()`'s answer is news `reload` has not taken up: an edit no watch saw."""
+        return problems != self.problems or (settings is not self.current and settings != self.current)
+
     @property
     def _copy(self) -> Path:
         return self.home.state / "settings.valid.json"

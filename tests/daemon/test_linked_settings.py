@@ -14,8 +14,9 @@ from remem.daemon.fsutil import is_temp_name
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import HOME_UNUSABLE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
-from .helpers import calls, remem
+from .helpers import calls, remem, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -102,3 +103,26 @@ def test_the_daemon_refuses_a_change_of_either_linked_file_as_the_home_in_the_wa
     untouched(home, links, targets)
     log = DaemonPaths(home).log.read_text()
     assert "Traceback" not in log and "sk-typed" not in log
+
+
+def test_an_edit_of_a_linked_settings_files_target_is_taken_up_by_the_daemon(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon watches `settings.yml` by its name in the home; an edit of a link's target is
+    no event there. The daemon listed a root added there never, and said nothing of an error
+    made there, while every command without it did."""
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    settings = "daemon:\n  idle_minutes: 2\n"
+    target = link_into(home, "settings.yml", settings, tmp_path / "dotfiles")
+    listed = calls(home, [("sessions/list", {})])[0]["sessions"]
+    extra = tmp_path / "extra"
+    draft = build_session(SessionSpec(seed=4, turns=2, cwd="/home/dev/p"))
+    write_session(extra, draft)
+    target.write_text(f"{settings}sessions:\n  roots: [{str(extra)!r}]\n")
+    ids = lambda: {s["id"] for s in calls(home, [("sessions/list", {})])[0]["sessions"]}  # noqa: E731
+    wait_until(lambda: draft.header.id in ids(), seconds=30)
+    assert ids() == {s["id"] for s in listed} | {draft.header.id}
+    target.write_text(f"{settings}sessions: [\n")
+    status = lambda: calls(home, [("daemon/status", {})])[0]["settingsProblems"]  # noqa: E731
+    wait_until(lambda: bool(calls(home, [("sessions/list", {})])) and status(), seconds=30)
+    assert "not valid YAML" in status()[0]
