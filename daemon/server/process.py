@@ -11,6 +11,8 @@ never finds a dying daemon.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
 import signal
@@ -63,6 +65,7 @@ WATCH_READY_SECONDS = 5.0  # how long a start waits for its first watches before
 FIRST_CLIENT_SECONDS = 5.0
 _PEERCRED = struct.Struct("3i")
 _OTHER_ROOTS_LOGGED = 16  # the clients' other harness folders logged, at most
+_OTHER_ROOTS_CHARS = 2000  # of each, logged and kept (a client may send megabytes)
 
 
 class Daemon:
@@ -87,7 +90,7 @@ class Daemon:
         # The harnesses' default folders of the environment it was started in, said in hello; a
         # client's other ones are logged once each (its user is warned by the client itself).
         self.harness_roots = harness_roots()
-        self._other_roots: list[dict[str, list[str]]] = []
+        self._other_roots: set[str] = set()  # as logged, or a digest of one cut short there
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
@@ -290,12 +293,20 @@ class Daemon:
         log.info("no client for %.0f s: exiting", seconds)
         self.stop()
 
+    def _log_other_roots(self, said: str) -> None:
+        """Log a client's other harness folders once each, the first `_OTHER_ROOTS_LOGGED` of
+        them, cut short: a client may send megabytes, which neither the log nor memory keeps."""
+        key = said if len(said) <= _OTHER_ROOTS_CHARS else hashlib.sha256(said.encode()).hexdigest()
+        if key in self._other_roots or len(self._other_roots) >= _OTHER_ROOTS_LOGGED:
+            return
+        self._other_roots.add(key)
+        shown = said if len(said) <= _OTHER_ROOTS_CHARS else f"{said[: _OTHER_ROOTS_CHARS - 1]}…"
+        log.info("a client's environment names other harness folders than this daemon reads: %s", shown)
+
     async def _hello(self, params: HelloParams) -> HelloResult:
         theirs = params.harnessRoots
-        told = theirs in self._other_roots or len(self._other_roots) >= _OTHER_ROOTS_LOGGED
-        if theirs is not None and theirs != self.harness_roots and not told:
-            self._other_roots.append(theirs)
-            log.info("a client's environment names other harness folders than this daemon reads: %s", theirs)
+        if theirs is not None and theirs != self.harness_roots:
+            self._log_other_roots(json.dumps(theirs, ensure_ascii=False))
         return HelloResult(
             protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid(), harnessRoots=self.harness_roots,
             home=self._home_identity,

@@ -455,3 +455,15 @@ def test_a_daemon_whose_idle_time_is_shorter_than_a_start_still_serves_the_comma
     done = remem(home, "memory", "context")
     assert done.returncode == 0, done.stderr
     wait_until(lambda: not DaemonPaths(home).running(), seconds=30)  # and it exits, idle, soon after
+
+
+def test_a_clients_hello_is_logged_cut_short_and_once(home: Home) -> None:
+    """A hello naming megabytes of harness folders was logged whole, up to sixteen times."""
+    assert remem(home, "daemon", "start").returncode == 0
+    log = DaemonPaths(home).log
+    before = log.stat().st_size
+    roots = {"claude-code": [f"/x/{n:07}" * 10 for n in range(30_000)]}  # ~2.4 MB
+    hello = {"protocol": 1, "version": "0", "harnessRoots": roots}
+    calls(home, [("daemon/hello", hello)] * 3)
+    said = log.read_bytes()[before:].decode()
+    assert said.count("names other harness folders") == 1 and len(said) < 4000, len(said)
