@@ -5,15 +5,20 @@ of ten blobs, a tree and a commit was some forty file-system changes, each waiti
 the disk's journal behind the memory commit's syncs. A pack of them is two files. The format is
 git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a version 2 index), so
 libgit2 and plain `git` read it like any other pack; `History` merges small packs into one now
-and then (`small_packs`, `pack_ids`).
+and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
+temp is removed, and so is its `.pack` when its index cannot be written; the temp a killed
+writer left is removed at the next merge (`remove_leftovers`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
+import stat
 import struct
+import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +29,10 @@ from ..safe_open import open_regular
 KINDS = {b"commit": 1, b"tree": 2, b"blob": 3}
 _IDX_MAGIC = b"\377tOc" + struct.pack(">I", 2)
 _FANOUT_END = len(_IDX_MAGIC) + 256 * 4
+_TEMP_PREFIX = "tmp_pack_"
+# A leftover older than this is no writer's at work (a pack is written in milliseconds); a
+# younger one may be another program's (git's own temp packs are named so), and is left alone.
+LEFTOVER_SECONDS = 600
 
 
 def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
@@ -51,9 +60,35 @@ def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
     index += checksum
     index += hashlib.sha1(index).digest()
     name = f"pack-{checksum.hex()}"
-    _publish(pack_dir / f"{name}.pack", bytes(pack))
-    _publish(pack_dir / f"{name}.idx", bytes(index))
+    pack_path = pack_dir / f"{name}.pack"
+    known = os.path.lexists(pack_path)  # the same objects, written before: never removed here
+    _publish(pack_path, bytes(pack))
+    try:
+        _publish(pack_dir / f"{name}.idx", bytes(index))
+    except BaseException:
+        if not known:  # a pack without its index is read by nobody and merged by nothing
+            with contextlib.suppress(OSError):
+                pack_path.unlink()
+        raise
     return name
+
+
+def remove_leftovers(pack_dir: Path) -> list[str]:
+    """Remove the temps a writer killed in its work left, once stale; the names removed. (A
+    `.pack` without its index is left: unseen by every reader, it may be a damaged history's
+    objects, which `git index-pack` recovers.)"""
+    removed = []
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for name in sorted(os.listdir(pack_dir)):
+            if not name.startswith(_TEMP_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                found = os.lstat(pack_dir / name)
+                if stat.S_ISREG(found.st_mode) and now - found.st_mtime > LEFTOVER_SECONDS:
+                    os.unlink(pack_dir / name)
+                    removed.append(name)
+    return removed
 
 
 def pack_ids(index: Path) -> list[str]:
@@ -102,8 +137,14 @@ def _header(kind: int, size: int) -> bytes:
 def _publish(target: Path, data: bytes) -> None:
     # Unsynced, as libgit2 writes loose objects: the history is never the source of truth, and
     # a repository a power cut left unreadable is set aside and started again.
-    temp = target.with_name(f"tmp_pack_{secrets.token_hex(6)}")
+    # A temp the write or the rename failed on (a full disk) is removed: nothing else would.
+    temp = target.with_name(f"{_TEMP_PREFIX}{secrets.token_hex(6)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(temp, target)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

@@ -21,7 +21,9 @@ corrupt), the state it starts from is recorded first, as `recovered`, so the his
 chain of real states; a state found where this process's own commit has no entry, or in a
 repository it started again, is never told as a hand edit. A read that meets an object it
 cannot read (gone, or its bytes corrupt) says the history is damaged and which entry, never a
-bug (decision 0395).
+bug (decision 0395). A repository the disk refuses to make (a full disk) leaves no folder, and a
+read says so with what to do (decision 0398); a merge of the small packs that fails is a warning:
+the entry it follows is written.
 
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
@@ -43,6 +45,7 @@ import re
 import secrets
 import shutil
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -54,10 +57,11 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
+from ..fsutil import WRITE_REMEDIES, Unwritable, is_refused_write
 from ..home import Home
 from ..locks import LockHandle, bounded_file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
-from .git_pack import pack_ids, small_packs, write_pack
+from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
 from .revision import name_bytes, shown_name
@@ -74,6 +78,7 @@ LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its
 QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
 WRITING_WAIT_SECONDS = 5.0  # a writer holds the writing lock for milliseconds; past this it is stuck
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
+_TEMP = re.compile(r"\.history-[0-9a-f]{8}")  # a repository being made, renamed `history` once whole
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
 # What pygit2 raises for an object it cannot read: NotFoundError (a KeyError) when it is gone,
@@ -387,6 +392,8 @@ class History:
         self.flush()
         try:
             return self._open()
+        except Unwritable as exc:  # none yet, and the disk refuses to make one: no damage
+            raise HistoryError(f"the memory history at {self.path} could not be started: {exc}") from None
         except Exception as exc:
             raise HistoryError(f"the memory history at {self.path} cannot be read ({_reason(exc)})") from None
 
@@ -441,6 +448,7 @@ class History:
             return self._repo
         self._repo = None
         self._logs.clear()
+        self._remove_stale_temps()
         if not self.path.exists():
             if self._marker.exists():
                 log.warning(
@@ -469,16 +477,41 @@ class History:
         return repo
 
     def _init(self) -> pygit2.Repository:
+        """A new repository, made aside and renamed into place whole. One the file system refuses
+        to make (a full disk) is `Unwritable`, naming the home, and leaves nothing there."""
         self._home.private_dir(self.path.parent)
         temp = self.path.with_name(f".history-{secrets.token_hex(4)}")
-        pygit2.init_repository(str(temp), bare=True)
-        os.chmod(temp, 0o700)
-        with contextlib.suppress(OSError):  # another process made it first: use theirs
-            os.rename(temp, self.path)
+        try:
+            pygit2.init_repository(str(temp), bare=True)
+            os.chmod(temp, 0o700)
+            try:
+                os.rename(temp, self.path)
+            except OSError:
+                if not self.path.is_dir():
+                    raise
+                # another process made it first: use theirs
+        except Exception as exc:
+            shutil.rmtree(temp, ignore_errors=True)
+            refused = _refused_errno(exc)
+            if refused is None:
+                raise
+            raise Unwritable(OSError(refused, os.strerror(refused)), self.path.parent) from exc
         if temp.exists():
             shutil.rmtree(temp)
         os.close(self._home.open_file(self._marker, os.O_WRONLY | os.O_CREAT))
         return pygit2.Repository(str(self.path))
+
+    def _remove_stale_temps(self) -> None:
+        """Remove the repositories a process killed while making one left beside `history`; only
+        stale ones: a younger one may be another process's, being made now."""
+        now = time.time()
+        with contextlib.suppress(OSError), os.scandir(self.path.parent) as found:
+            for entry in found:
+                if _TEMP.fullmatch(entry.name) is None or not entry.is_dir(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > LEFTOVER_SECONDS:
+                        shutil.rmtree(entry.path)
 
     def _head(self, repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
         ref = repo.references.get(f"refs/heads/{branch}")
@@ -596,9 +629,20 @@ class History:
         self._unvouched.discard(composed.branch)  # the branch ends at a state that is recorded
         self._failures.pop(composed.branch, None)
         faultpoint("history.after-ref")
-        if _is_pack_time(oid) and _merge_packs(repo):
-            # libgit2 would go on looking in the packs just removed
-            self._repo = pygit2.Repository(str(self.path))
+        if not _is_pack_time(oid):
+            return
+        # The entry is written: a merge that fails (a full disk) leaves the small packs to the
+        # next one, and says so, but never that the entry is missing.
+        try:
+            if _merge_packs(repo):  # libgit2 would go on looking in the packs just removed
+                self._repo = pygit2.Repository(str(self.path))
+        except Exception as exc:
+            self._repo = None  # opened again at the next use, in case some were removed
+            log.warning(
+                "memory history: could not merge the small packs (%s); the entry is written, and a "
+                "later one merges them",
+                _reason(exc),
+            )
 
 
 def _compose(
@@ -833,6 +877,7 @@ def _merge_packs(repo: pygit2.Repository) -> bool:
     """Merge the small packs (each entry's, and earlier merges still small) and any loose objects
     (written by an earlier remem) into one pack, with deltas, then drop what was merged."""
     objects = Path(repo.path) / "objects"
+    remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
     packs = small_packs(objects / "pack", MERGED_MAX)
     loose = [
         (folder, name)
@@ -857,6 +902,15 @@ def _merge_packs(repo: pygit2.Repository) -> bool:
         with contextlib.suppress(FileNotFoundError):
             (folder / name).unlink()
     return True
+
+
+def _refused_errno(exc: Exception) -> int | None:
+    """The errno of a write the file system refused (`WRITE_REMEDIES`), or None. libgit2 says
+    it only in its message, ending with the error's text (`...: No space left on device`)."""
+    if isinstance(exc, OSError) and is_refused_write(exc):
+        return exc.errno
+    text = str(exc)  # pygit2's OSError has no errno either
+    return next((code for code in WRITE_REMEDIES if text.endswith(f": {os.strerror(code)}")), None)
 
 
 def _reason(exc: BaseException) -> str:
