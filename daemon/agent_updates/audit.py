@@ -13,6 +13,11 @@ revision means the commit landed, the before revision means it never did, anythi
 memory moved on before anyone looked; an intent whose final entry was already written only
 needs removing. Every file is replaced atomically, so an entry is always whole, and an intent
 is the only thing a crash can leave.
+
+A write the file system refuses (a full disk) is `fsutil.Unwritable`, no temp left. The intent
+refused: the update is refused, nothing changed. The final entry refused: a commit that landed
+is still answered as committed, its intent left to be settled as after a crash; the intent of a
+commit that wrote nothing (refused by the store, or a conflict) is dropped, its entry unwritten.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
-from ..fsutil import atomic_write, fsync_dir
+from ..fsutil import atomic_write, fsync_dir, refused_as_unwritable
 from ..home import Home
 from ..protocol.consolidation import ScopeRevisions
 from ..safe_open import read_regular, refused
@@ -118,17 +123,22 @@ class AuditTrail:
         return self.locks / f"agent-{scope}.lock"
 
     def begin(self, entry: AuditEntry) -> None:
-        """Write `entry` as its scope's intent; the caller holds the scope's agent lock."""
+        """Write `entry` as its scope's intent; the caller holds the scope's agent lock.
+        `fsutil.Unwritable` when the file system refuses it: no intent, no temp is left."""
         assert entry.status is AuditStatus.COMMITTING
-        self._home.private_dir(self.folder)  # a link there is refused, never written through
-        atomic_write(self._intent(entry.lock_scope), entry.model_dump_json().encode("utf-8"))
+        with refused_as_unwritable(self.folder):
+            self._home.private_dir(self.folder)  # a link there is refused, never written through
+            atomic_write(self._intent(entry.lock_scope), entry.model_dump_json().encode("utf-8"))
         faultpoint("agents.update.after-intent")
 
     def finish(self, entry: AuditEntry) -> None:
-        """Write the final `entry`, then drop its scope's intent (the caller holds the lock)."""
+        """Write the final `entry`, then drop its scope's intent (the caller holds the lock).
+        `fsutil.Unwritable` when the file system refuses the entry: the intent stays, as after a
+        crash, and no temp is left."""
         assert entry.status is not AuditStatus.COMMITTING
-        self._home.private_dir(self.folder)  # a link there is refused, never written through
-        atomic_write(self.path(entry.id), entry.model_dump_json(indent=2).encode("utf-8") + b"\n")
+        with refused_as_unwritable(self.folder):
+            self._home.private_dir(self.folder)  # a link there is refused, never written through
+            atomic_write(self.path(entry.id), entry.model_dump_json(indent=2).encode("utf-8") + b"\n")
         faultpoint("agents.update.after-entry")
         self.drop_intent(entry.lock_scope)
 

@@ -20,6 +20,7 @@ from typing import Literal
 
 from ..consolidation.proposal import content_hash
 from ..faults import faultpoint
+from ..fsutil import Unwritable
 from ..locks import file_lock
 from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan
 from ..memory.context import render_agent_context
@@ -211,18 +212,25 @@ class AgentUpdates:
                 changes=update.summaries(),
                 createdAt=now(),
             )
-            self.trail.begin(entry)
+            self.trail.begin(entry)  # Unwritable: refused before anything changed, no intent left
             try:
                 committed = update.commit(
                     self.store, Actor(kind="agent", session=agent.session, client=agent.client)
                 )
-            except BaseException:
-                self._settle(update.scope)  # the scope tells whether the failed commit landed
+            except BaseException as failure:
+                # The scope tells whether the failed commit landed; the commit's own error is
+                # what the caller is told, never one of settling its entry.
+                self._settle_after(update.scope, refused=isinstance(failure, Unwritable))
                 raise
             faultpoint("agents.update.after-commit")
             landed = committed.status == "committed"
             status = AuditStatus.COMMITTED if landed else AuditStatus.CONFLICT
-            self.trail.finish(entry.ended(status, committed.revision))
+            try:
+                self.trail.finish(entry.ended(status, committed.revision))
+            except Unwritable as exc:
+                # The commit is done (or, a conflict, wrote nothing): that is the answer. A landed
+                # commit's intent stays, settled as committed as after a crash; a conflict's goes.
+                self._unfinished(update.scope, exc, landed=landed)
             if not landed:
                 return self._stale(update, committed.revision)
             return update.result("committed", committed.revision)
@@ -289,6 +297,46 @@ class AgentUpdates:
             self.trail.drop_intent(scope)
         else:
             self.trail.finish(settled(entry, self._revision_now(entry.workspace)))
+
+    def _settle_after(self, scope: str, *, refused: bool) -> None:
+        """`_settle` after a commit that raised. `refused`: the store refused the write
+        (`Unwritable`), so nothing landed, and an intent whose entry cannot be written either
+        is dropped: it would only say that nothing was written. Any failure to settle is
+        logged, the intent left for the next holder of the lock."""
+        try:
+            self._settle(scope)
+        except Unwritable as exc:
+            if not refused:
+                log.warning("the audit entry of a failed agent update of %s waits for room: %s", scope, exc)
+                return
+            log.warning("the refused agent update of %s leaves no audit entry: %s", scope, exc)
+            self._drop_intent(scope)
+        except Exception:
+            log.exception(
+                "the audit intent of the failed agent update of %s stays, to be settled later", scope
+            )
+
+    def _unfinished(self, scope: str, exc: Unwritable, *, landed: bool) -> None:
+        """The final entry of a commit that returned could not be written (`exc`)."""
+        if landed:
+            log.warning(
+                "an agent update of %s is committed; its audit entry waits for room (settled as "
+                "committed by the next update of that scope, or when the daemon starts): %s",
+                scope,
+                exc,
+            )
+            return
+        log.warning(
+            "a conflicting agent update of %s wrote nothing and leaves no audit entry: %s", scope, exc
+        )
+        self._drop_intent(scope)
+
+    def _drop_intent(self, scope: str) -> None:
+        """Drop the intent of an update that wrote nothing, whose entry the disk refuses."""
+        try:
+            self.trail.drop_intent(scope)
+        except OSError as dropped:
+            log.warning("the audit intent of %s stays, to be settled later: %s", scope, dropped)
 
     def _revision_now(self, workspace_key: str | None) -> str | None:
         try:
