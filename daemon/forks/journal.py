@@ -3,7 +3,9 @@
 Entry lifecycle: `prepared` (written before any child byte, binding the operation id to its
 request and its cut) → the child log is published without overwrite → `committed`. A retry
 finds the entry and either returns the committed child or finishes the prepared one with the
-same cut, so one operation id yields at most one child, whatever crashes in between.
+same cut, so one operation id yields at most one child, whatever crashes in between. A write
+of the home refused once the child is in place (its record, the committed entry) is said as
+such (`UNWRITABLE`, the child published), never as a child that is not: the retry finishes it.
 
 Every step for an operation runs under that operation's lock; recovery only touches
 operations whose lock it can take, so it never removes a temp file a live fork still needs.
@@ -126,8 +128,11 @@ class ForkJournal:
         path = Path(entry.path)
 
         def record() -> None:  # its revision as published, looked at in the folder it was published in
-            revision = stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
-            self.published.record(path, revision)
+            try:
+                revision = stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
+                self.published.record(path, revision)
+            except OSError as exc:  # the child is in place: never said as one that is not
+                raise _unrecorded(path, exc, self.published.folder) from None
 
         try:
             publish_log(path, parts, protocol="fork", folder=folder, published=record)
@@ -146,7 +151,10 @@ class ForkJournal:
             exc.filename = str(path.parent / exc.filename) if exc.filename else str(path)
             raise
         committed = entry.model_copy(update={"status": "committed"})
-        self.put(committed)
+        try:
+            self.put(committed)
+        except OSError as exc:  # the child is in place; the entry stays prepared, for the retry
+            raise _unrecorded(path, exc, self.folder) from None
         faultpoint("fork.after-journal")
         return committed, created
 
@@ -342,6 +350,19 @@ def _unwritable(exc: OSError) -> str:
     return (
         f"the fork could not be written: {exc.strerror or exc}{where}; its child is not published. "
         f"To go on, {remedy}, then retry with the same operation id"
+    )
+
+
+def _unrecorded(child: Path, exc: OSError, folder: Path) -> OperationError:
+    """A write of the home's (`folder`) refused once the child was in place: the child is
+    published, and its entry stays `prepared`. The retry with the same operation id finds the
+    child (settled, or adopted by its publish after the fork's own check) and answers it."""
+    remedy = WRITE_REMEDIES.get(exc.errno or 0, "free the space or fix the folder")
+    return OperationError(
+        "UNWRITABLE",
+        f"the fork's child {child} is published, but remem could not record it in its home: "
+        f"{folder} refused a write ({exc.strerror or exc}). To finish the fork, {remedy}, then "
+        "retry with the same operation id: it answers this child",
     )
 
 
