@@ -656,6 +656,7 @@ class SessionCatalog:
         names alone (`_thread_rollouts`), are the Codex `rows` so named, none missing and none
         more: a rollout the index lacks may be the one a revert just rotated the thread to, and
         is told to the memo, whose kept listing would not list it before the watcher's news.
+        One the index holds as unreadable, unchanged since, is no news: a listing reports it.
         True for a session that is no Codex thread's."""
         thread = session_id.lower()
         names = {r.path: rollout_name(os.path.basename(r.path)) for r in rows if r.format == "codex"}
@@ -666,9 +667,20 @@ class SessionCatalog:
         found = self._thread_rollouts(thread, min(stamps.values()))
         if found is None:
             return False
-        if self.memo is not None and found - indexed:
-            self.memo.changed(found - indexed)
-        return found == indexed
+        unknown = {path for path in found - indexed if not self._known_unreadable(path)}
+        if self.memo is not None and unknown:
+            self.memo.changed(unknown)
+        return not unknown and indexed <= found
+
+    def _known_unreadable(self, path: str) -> bool:
+        """Whether the index holds `path`'s error row at its revision now."""
+        row = self.index.row(path)
+        if row is None or row.error is None:
+            return False
+        try:
+            return row.revision == stat_revision(os.stat(path, follow_symlinks=False))
+        except OSError:
+            return False
 
     def _thread_rollouts(self, thread: str, since: str) -> set[str] | None:
         """The paths of the files named as rollouts of `thread` (`rollout-<time>-<thread>[_<rollout>]

@@ -16,6 +16,7 @@ from remem.daemon.sessions.catalog import SessionCatalog, SessionNotFound
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.roots import LINK_REASON
+from tests.sessions import codex_lines
 from tests.sessions.claude_lines import inline_subagents, jsonl
 from tests.sessions.codex_lines import rollout, turn
 from tests.sessions.factory import SessionSpec, build_session, write_session
@@ -205,3 +206,22 @@ def test_a_link_the_remembered_listing_has_not_seen_yet_is_said_to_be_one(home: 
     assert str(caught.value).startswith(
         f"session {SID} cannot be read: {log}: {log.parent} is a symbolic link"
     )
+
+
+def test_a_codex_thread_beside_an_unreadable_rollout_of_its_own_is_found_in_the_index(
+    home: Home, tmp_path: Path
+) -> None:
+    """A file named as a rollout of the thread that no listing can read (a broken one) counted
+    as news at every lookup: each lookup by id walked the root and listed every session."""
+    day = tmp_path / "codex" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-05-01T00-00-00-{TID}.jsonl").write_bytes(
+        rollout(codex_lines.meta(), *turn("t1", "hi", "hello"))
+    )
+    (day / f"rollout-2026-05-01T00-00-09-{TID}_019c0000-0000-7000-8000-00000000beef.jsonl").write_text(
+        "not json\n"
+    )
+    catalog = SessionCatalog(home, [tmp_path / "codex"], idle_seconds=0)
+    catalog.listing()
+    found = catalog._find_indexed(TID)
+    assert found is not None and found.summary.turns == 1
