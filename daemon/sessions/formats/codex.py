@@ -528,6 +528,7 @@ class _Ordinal(msgspec.Struct):
 
 _ORDINAL = msgspec.json.Decoder(_Ordinal).decode
 _ORDINAL_KEY = b'"ordinal"'
+_NUMBERED_WITHIN = 1 << 20  # bytes: a fork's leading `session_meta` lines, each up to tens of KB
 # How Codex opens a line it numbers: its time, then its ordinal (read without decoding the line).
 _ORDINAL_AT_START = re.compile(rb'\{"timestamp":"[^"\\]*","ordinal":(0|[1-9][0-9]{0,15})[,}]')
 
@@ -554,10 +555,14 @@ def ordinal_cut(data: bytes, upto: int, first: int = 0) -> tuple[int | None, int
     Codex numbers each line it writes (its record's ``ordinal``) and counts those numbers, not
     lines: a remem fork's own ``session_meta`` and the parent's it keeps after it (decision 0079)
     are lines it does not number, or numbered by the parent. Lines no Codex numbered (an older
-    rollout) are counted, from `first`. The offset is None when `data` ends before `upto`."""
+    rollout: no ordinal in its first MiB) are counted, from `first`, only as far as the cut.
+    The offset is None when `data` ends before `upto`."""
     last: int | None = None
     start = 0
-    numbered = data.find(_ORDINAL_KEY) >= 0
+    # Codex numbers every line it writes, from its first: a numbered rollout has an ordinal near
+    # its start (after a remem fork's own `session_meta` lines), and looking no further keeps an
+    # older rollout's cut costing the lines up to it, not the whole file.
+    numbered = data.find(_ORDINAL_KEY, 0, _NUMBERED_WITHIN) >= 0
     while numbered and start < len(data):
         end = _end_of_line_at(data, start)
         told = _line_ordinal(data, start, end)
@@ -567,10 +572,13 @@ def ordinal_cut(data: bytes, upto: int, first: int = 0) -> tuple[int | None, int
         start = end
     if last is not None:
         return None, last
-    lines = data.count(b"\n")  # none numbered: each whole line is the next ordinal
-    if first + lines < upto:
+    # None numbered: each whole line is the next ordinal, counted only as far as the cut.
+    need = max(upto - first, 0)
+    cut = end_of_line(data, need)
+    lines = data.count(b"\n", 0, cut)
+    if lines < need:
         return None, first + lines - 1 if lines else None
-    return end_of_line(data, max(upto - first, 0)), upto - 1 if upto > first else None
+    return cut, upto - 1 if upto > first else None
 
 
 def _check_index(index: int, turns: int) -> None:
