@@ -487,8 +487,8 @@ def test_a_fork_after_a_turn_by_its_number(home: Home, tmp_path: Path) -> None:
     assert code == 2 and "--turn and --at both name where to branch" in err
 
 
-ODD_CWD = "/home/dev/two  spaces\tand a tab\nand a line"
-SPELLED_CWD = "/home/dev/two  spaces\\tand a tab\\nand a line"
+ODD_CWD = "/home/dev/two  spaces\tand a tab\nand a line\u2028and a separator\\n"
+SPELLED_CWD = "/home/dev/two  spaces\\tand a tab\\nand a line\\u2028and a separator\\\\n"
 
 
 def test_a_transcript_names_a_working_directory_as_it_is(home: Home, tmp_path: Path) -> None:

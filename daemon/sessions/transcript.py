@@ -52,12 +52,19 @@ def fenced_code(text: str) -> str:
     return _fenced(_one_line(text) or " ")
 
 
-_SPELLED_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+# Every character `str.splitlines` breaks a line at, and the tab, spelled as an escape; and the
+# backslash, so that a name holding `\n` itself stays apart from one holding a line break.
+_SPELLED_BREAKS = str.maketrans(
+    {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", "\f": "\\f"}
+    | {chr(c): f"\\x{c:02x}" for c in (0x1C, 0x1D, 0x1E, 0x85)}
+    | {chr(c): f"\\u{c:04x}" for c in (0x2028, 0x2029)}
+)
 
 
 def fenced_name(text: str) -> str:
-    """A code span of a name (a path, an id) as it is: its spaces kept, a line break or tab
-    written `\\n`, `\\r`, `\\t` (a folder may be named so; collapsed, it would name another)."""
+    """A code span of a name (a path, an id) as it is: its spaces kept, a line break, tab or
+    backslash written as an escape (`\\n`, `\\t`, `\\\\`): a folder may be named so, and
+    collapsed it would name another."""
     return _fenced(text.translate(_SPELLED_BREAKS) or " ")
 
 
