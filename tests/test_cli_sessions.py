@@ -357,6 +357,10 @@ def test_a_fork_whose_session_folder_is_gone_says_why_its_command_fails(home: Ho
     code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-1", "--root", str(codex_home), "--json")
     assert code == 0 and json.loads(out)["note"] is None
     project.rmdir()
+    project.symlink_to(project)  # a loop: cannot be looked at (as a folder one may not enter), not gone
+    code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-3", "--root", str(codex_home), "--json")
+    assert code == 0 and json.loads(out)["note"] is None
+    project.unlink()
     code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-2", "--root", str(codex_home))
     said = out.splitlines()
     assert code == 0 and said[1].startswith(f"resume it with: cd '{project}' && ")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,12 +171,23 @@ def resume_place(harness: SessionFormat, child: Path, cwd: str | None, resume: S
     note: str | None = None
     if cwd is not None:
         words.insert(0, f"cd {shlex.quote(cwd)} &&")
-        if not os.path.isdir(cwd):
+        if _gone(cwd):
             note = (
                 f"the session's folder {cwd} is not there any more: the command's `cd` fails "
                 "until the folder is made again or the project is moved back"
             )
     return ResumePlace(cwd, env, " ".join(words), note)
+
+
+def _gone(folder: str) -> bool:
+    """Whether `folder` is not there (nothing, or no folder, at its path); one that cannot be
+    looked at (not allowed, an unreachable mount) is not said to be gone."""
+    try:
+        return not stat.S_ISDIR(os.stat(folder).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def _home_of(harness: SessionFormat, child: Path) -> Path | None:
