@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..faults import faultpoint
-from ..fsutil import refused_as_unwritable
+from ..fsutil import WRITE_REMEDIES, Unwritable, refused_as_unwritable
 from ..home import Home
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
 from ..locks import acquire_file_lock
@@ -297,7 +297,10 @@ class Consolidator:
         mark(self.home, receipt.review, source.workspace)
         self.receipts.write(receipt)
         faultpoint("consolidation.after-committing-receipt")
-        done = commit(self.home, self.store, self.receipts, receipt, source.workspace, changes)
+        try:
+            done = commit(self.home, self.store, self.receipts, receipt, source.workspace, changes)
+        except Unwritable as exc:  # one scope may be committed: "nothing was changed" would lie
+            raise _partly_committed(exc, self.store, source.workspace, receipt) from None
         return _result(done, recovered=False)
 
     async def _settle_pending(self, session_id: str) -> Receipt | None:
@@ -735,3 +738,46 @@ def _result(receipt: Receipt, *, recovered: bool) -> ConsolidationResult:
         repeats=receipt.repeats,
         reason=receipt.attempt.error if receipt.status in FAILED and receipt.attempt is not None else None,
     )
+
+
+class PartlyCommitted(Unwritable):
+    """A review's second scope refused by the disk after its first was committed: the review
+    stays `committing`, and the next request finishes it (no model) once there is room."""
+
+    def __init__(self, error: Unwritable, committed: str) -> None:
+        super().__init__(error, error.folder)
+        self.committed = committed
+
+    def __str__(self) -> str:
+        remedy = WRITE_REMEDIES.get(self.errno or 0, "free some space or fix the folder")
+        return (
+            f"{self.committed} was committed, but {self.folder} refused a write ({self.strerror}), "
+            f"so the review is not finished; to go on, {remedy}, then retry: the next request "
+            "finishes it without asking the model again"
+        )
+
+
+def _partly_committed(
+    exc: Unwritable, store: MemoryStore, workspace: WorkspaceId, receipt: Receipt
+) -> Unwritable:
+    """`exc`, or `PartlyCommitted` naming the scopes of `receipt` already at their planned
+    revision (Global, committed first; both, when the final receipt was what was refused)."""
+    target = receipt.target
+    now = {
+        "Global": _revision(store.read_global),
+        "the workspace": _revision(lambda: store.read_workspace(workspace)),
+    }
+    planned = {"Global": target.globalRevisions, "the workspace": target.workspaceRevisions}
+    done = [
+        name
+        for name, revisions in planned.items()
+        if revisions.planned != revisions.before and now[name] == revisions.planned
+    ]
+    return PartlyCommitted(exc, " and ".join(done)) if done else exc
+
+
+def _revision(read: Callable[[], GlobalSnapshot | WorkspaceSnapshot]) -> str | None:
+    try:
+        return read().revision
+    except MemoryInvalid as invalid:
+        return invalid.revision

@@ -21,10 +21,14 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.consolidation import Status
+from remem.daemon.protocol.memory import PutChange, Record
 from remem.daemon.protocol.rpc import UNWRITABLE, RpcError
 from tests.daemon.helpers import calls
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.unwritable import unwritable
 
 from .conftest import Source, proposal, put
 
@@ -108,3 +112,37 @@ def test_through_the_daemon_a_refused_write_is_said_as_without_it(
     assert not home.credentials_file.exists()
     fake.reply(answer(source))
     assert remem(home, "--no-daemon", "consolidate", source.id).stdout.startswith("committed, 1 change(s)")
+
+
+def test_a_review_whose_workspace_the_disk_refuses_after_global_says_so_and_finishes_later(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    """It said the workspace "refused a write, so nothing was changed there", with Global
+    committed; and once an agent changed Global before the review was finished, finishing it
+    called Global "changed by someone else" and the receipt denied the review had committed it."""
+    store = MemoryStore(home)
+    workspace = WorkspaceId.from_cwd(source.cwd)
+    mine = Record(name="mine", description="Mine", type="project", content="Mine.\n")
+    store.commit_workspace(
+        workspace, store.read_workspace(workspace).revision, [PutChange(action="put", record=mine)]
+    )
+    terse = "Prefers terse answers.\n"
+    glob = {"action": "replace-global", "content": terse, "evidence": source.evidence(1)}
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()), glob)))
+    with unwritable(store.folder(workspace)):  # its write refused, as on a full disk
+        refused = consolidate(home, source.id)
+    assert refused.returncode == 1, refused.stderr
+    assert (
+        "Global was committed, but " in refused.stderr and "so the review is not finished" in refused.stderr
+    )
+    assert store.read_global().content == terse
+    store.replace_global(store.read_global().revision, "An agent's Global.\n")
+    finished = consolidate(home, source.id)
+    assert finished.returncode == 0 and finished.stdout.startswith("committed, 2 change(s)"), (
+        finished
+    )
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.status is Status.COMMITTED and receipt.history is not None
+    assert receipt.target.globalRevisions.after == receipt.target.globalRevisions.planned
+    assert receipt.history.globalEntry is not None and receipt.history.workspaceEntry is not None
+    assert [r.name for r in store.read_workspace(workspace).records] == ["mine", "prefer-uv"]
