@@ -98,7 +98,13 @@ class _Context:
         """Edits that give `key` the value `new`, replacing its lines or adding one in order."""
         assert self.front is not None
         entry = self.front.entry(key)
-        line = _key_line(key, new) + line_break(self.text)
+        # A one-line entry's comment after its value (the user's note) stays.
+        note = (
+            _trailing_comment(self.lines[entry.first])
+            if entry is not None and entry.first == entry.last
+            else ""
+        )
+        line = _key_line(key, new) + note + line_break(self.text)
         if entry is not None:
             return [types.TextEdit(whole_lines(entry.first, entry.last), line)]
         at = types.Position(_insertion_line(self.front, key), 0)
@@ -392,6 +398,18 @@ def _shortened(text: str) -> str:
     if space > DESCRIPTION_MAX // 2:
         cut = cut[:space]
     return cut.rstrip(" ,.;:") + "…"
+
+
+def _trailing_comment(line: str) -> str:
+    """The comment after the value of the one-line entry `line` (`  # …`), or ""."""
+    try:
+        node = safe_yaml.compose(line)
+    except yaml.YAMLError:
+        return ""
+    if not isinstance(node, yaml.MappingNode) or len(node.value) != 1:
+        return ""
+    rest = line[node.value[0][1].end_mark.column :].rstrip("\r\n")
+    return rest.rstrip() if rest.lstrip().startswith("#") else ""
 
 
 def _key_line(key: str, new: str) -> str:

@@ -88,6 +88,9 @@ CASES = [
      "Set the type to `project`", False, record("y")),
     ("type-casing", "c.md", record("c", type="Project"), "remem/type-invalid",
      "Change the type to `project`", True, record("c")),
+    # The user's note after the value stays (it was dropped with the line).
+    ("type-casing-noted", "n.md", record("n", type="Project  # what it is about"), "remem/type-invalid",
+     "Change the type to `project`", True, record("n", type="project  # what it is about")),
     ("type-unknown", "u.md", record("u", type="projet"), "remem/type-invalid",
      "Set the type to `feedback`", False, record("u", type="feedback")),
     ("name-casing", "prefer-uv.md", record("Prefer-UV"), "remem/name-invalid",
