@@ -41,6 +41,9 @@ MAX_IN_FLIGHT = 16  # requests of one client running at once; more wait to be re
 OUTBOX_BYTES = MAX_IN_FLIGHT * MAX_MESSAGE_BYTES
 # Small notifications cost more in bookkeeping than in bytes: their number is bounded too.
 OUTBOX_MESSAGES = 1024
+# What all of a daemon's clients together may have waiting: each client's bound alone let
+# sixteen that never read hold over 600 MB.
+BACKLOG_BYTES = 4 * OUTBOX_BYTES
 ENCODED_RESULTS = 16  # recent results kept with their JSON text
 # JSON may escape a lone UTF-16 surrogate ("\ud800"), which no UTF-8 file, path or answer can
 # hold; a pair decodes to one character, so a surrogate left in a decoded string is lone.
@@ -223,17 +226,29 @@ class Connection:
     client that stops reading is cut off without blocking anyone else."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dispatcher: Dispatcher
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        dispatcher: Dispatcher,
+        backlogs: Backlogs | None = None,
     ) -> None:
         self._reader, self._writer, self._dispatcher = reader, writer, dispatcher
+        self._backlogs = backlogs
         self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()  # bounded by `_post`
         self._waiting_bytes = 0  # in the outbox, not yet handed to the socket
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._requests: set[asyncio.Task[None]] = set()
 
+    @property
+    def waiting(self) -> int:
+        """The bytes queued for this client, not yet handed to its socket."""
+        return self._waiting_bytes
+
     async def serve(self) -> None:
         """Answer this client until it closes, breaks the framing or stops reading."""
         sender = asyncio.create_task(self._send_all())
+        if self._backlogs is not None:
+            self._backlogs.connections.add(self)
         try:
             await self._receive_all()
             if self._requests:  # a half-closed client still gets its answers
@@ -241,6 +256,8 @@ class Connection:
             self._post(None)
             await sender
         finally:
+            if self._backlogs is not None:
+                self._backlogs.connections.discard(self)
             for task in (sender, *self._requests):
                 task.cancel()
             self._writer.close()
@@ -282,12 +299,23 @@ class Connection:
         elif self._writer.is_closing():
             return  # cut off or gone: nobody will read it, and a cut is reported once
         elif self._overflows(len(data)):
-            waiting = _mib(self._waiting_bytes)
-            log.warning("a client does not read its messages (%s wait for it): disconnecting it", waiting)
-            self._writer.transport.abort()
+            self.cut_off("a client does not read its messages")
         else:
+            if self._backlogs is not None:
+                self._backlogs.make_room(len(data))
+                if self._writer.is_closing():
+                    return  # it was the one cut off
             self._outbox.put_nowait(data)
             self._waiting_bytes += len(data)
+
+    def cut_off(self, why: str) -> None:
+        """Disconnect this client, dropping what waits for it."""
+        log.warning("%s (%s wait for it): disconnecting it", why, _mib(self._waiting_bytes))
+        self._writer.transport.abort()
+        while not self._outbox.empty():
+            self._outbox.get_nowait()
+        self._waiting_bytes = 0
+        self._outbox.put_nowait(None)
 
     def _overflows(self, size: int) -> bool:
         if self._outbox.empty():
@@ -326,6 +354,24 @@ class Connection:
                                 WRITE_TIMEOUT_SECONDS, _mib(waiting))  # fmt: skip
                     return False
                 left = waiting
+
+
+class Backlogs:
+    """What waits for all of a daemon's clients together, bounded by `limit`: past it, the client
+    with the most waiting (the one reading least) is cut off, as one past its own bound is."""
+
+    def __init__(self, limit: int = BACKLOG_BYTES) -> None:
+        self.limit = limit
+        self.connections: set[Connection] = set()
+
+    def make_room(self, size: int) -> None:
+        total = sum(c.waiting for c in self.connections)
+        while total + size > self.limit:
+            stuck = max(self.connections, key=lambda c: c.waiting, default=None)
+            if stuck is None or stuck.waiting == 0:
+                return
+            total -= stuck.waiting
+            stuck.cut_off("the clients together have more waiting than the daemon keeps, this one most")
 
 
 def _encode(message: dict[str, Any]) -> bytes:

@@ -51,7 +51,7 @@ from ..sessions.harness_homes import harness_roots
 from ..sessions.memo import ListingMemo
 from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
-from .jsonrpc import Connection, Dispatcher
+from .jsonrpc import Backlogs, Connection, Dispatcher
 from .running_settings import RunningSettings
 from .runtime import DaemonPaths, release_socket
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
@@ -77,6 +77,7 @@ class Daemon:
         self.idle_seconds = settings.daemon.idle_minutes * 60
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         self.connections: set[Connection] = set()
+        self.backlogs = Backlogs()  # what waits for all clients together, bounded
         self._serving: set[asyncio.Task[None]] = set()  # one task per connection
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
@@ -234,7 +235,7 @@ class Daemon:
         if not _same_user(writer):
             writer.close()
             return
-        connection = Connection(reader, writer, self.dispatcher)
+        connection = Connection(reader, writer, self.dispatcher, self.backlogs)
         self.connections.add(connection)
         serving = asyncio.current_task()
         assert serving is not None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +13,7 @@ from pydantic import BaseModel
 
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import INTERNAL_ERROR, MAX_MESSAGE_BYTES, METHODS
-from remem.daemon.server.jsonrpc import Dispatcher
+from remem.daemon.server.jsonrpc import Backlogs, Connection, Dispatcher
 from remem.daemon.server.process import Daemon
 from remem.daemon.server.running_settings import RunningSettings
 
@@ -141,3 +143,57 @@ def test_a_result_json_cannot_hold_is_answered_as_an_internal_error() -> None:
         "id": 7,
         "error": {"code": INTERNAL_ERROR, "message": "internal error; see the daemon log"},
     }
+
+
+class _Large(BaseModel):
+    text: str
+
+
+def test_clients_together_have_no_more_waiting_than_the_daemon_keeps() -> None:
+    """Each client's backlog was bounded alone (64 MiB): sixteen that never read held over
+    600 MB. Past the bound of them all, the one with the most waiting is cut off, and a client
+    that reads is still answered."""
+    answer = _Large(text="x" * (1 << 20))  # 1 MiB an answer
+
+    async def large(params: BaseModel) -> BaseModel:
+        return answer
+
+    async def scenario() -> tuple[int, bytes, bool]:
+        dispatcher = Dispatcher(dict.fromkeys(METHODS, large), 64 << 20)
+        backlogs = Backlogs(limit=6 << 20)
+        served, ends = [], []
+        for _ in range(2):
+            ours, theirs = socket.socketpair()
+            theirs.setblocking(False)
+            reader, writer = await asyncio.open_connection(sock=ours)
+            served.append(asyncio.create_task(Connection(reader, writer, dispatcher, backlogs).serve()))
+            ends.append(theirs)
+        stuck, reading = ends
+        request = b'{"jsonrpc":"2.0","id":1,"method":"daemon/status"}\n'
+        stuck.sendall(request * 12)  # 12 MiB of answers, none read
+        await asyncio.sleep(1)
+        held = sum(c.waiting for c in backlogs.connections)
+        reading.sendall(request)
+        got = b""
+        while not got.endswith(b"\n"):
+            await asyncio.sleep(0.01)
+            with contextlib.suppress(BlockingIOError):
+                got += reading.recv(1 << 20)
+        cut = False
+        for _ in range(500):  # what reached its socket before the cut, then its end
+            try:
+                cut = stuck.recv(1 << 22) == b""
+            except BlockingIOError:
+                await asyncio.sleep(0.01)
+            except ConnectionError:
+                cut = True
+            if cut:
+                break
+        for end in ends:
+            end.close()
+        await asyncio.gather(*served, return_exceptions=True)
+        return held, got, cut
+
+    held, got, cut = asyncio.run(scenario())
+    assert held <= 6 << 20 and cut, (held, cut)
+    assert json.loads(got)["result"]["text"] == "x" * (1 << 20)
