@@ -5,11 +5,8 @@ changes (its `planned` revision is not its `before`), the current revision is co
 the receipt's `before` and `planned`. Planned already: nothing to do (revisions are content
 addresses, so an equal generation made by anyone is the same state). Still before: commit it,
 compare-and-swapped on `before`. Anything else: a third party changed it, and nothing is
-overwritten (`target-conflict`), unless the scope's history holds this review's own entry: it
-committed the scope, which was changed since, before the other scope could be committed (its
-write refused, a full disk), so that scope is done, told at the revision the review made. A
-scope the plan leaves as it was is neither checked nor reported: whatever happened to it is not
-this review's.
+overwritten (`target-conflict`). A scope the plan leaves as it was is neither checked nor
+reported: whatever happened to it is not this review's.
 """
 
 from __future__ import annotations
@@ -39,18 +36,10 @@ def converge(
         for scope, revisions in planned.items()
         if now[scope] == revisions.planned
     }
-    # Committed by this review, then changed by someone else before the rest could be (the
-    # other scope's write refused, a full disk): done, as its own history entry shows.
-    entries |= {
-        scope: own
-        for scope, revisions in planned.items()
-        if now[scope] not in (revisions.before, revisions.planned)
-        and (own := _own_entry(store.history, scope, revisions.planned, receipt.review)) is not None
-    }
     stale = [
         scope
         for scope, revisions in planned.items()
-        if now[scope] not in (revisions.before, revisions.planned) and scope not in entries
+        if now[scope] not in (revisions.before, revisions.planned)
     ]
     if stale:
         return _conflict(
@@ -68,21 +57,9 @@ def converge(
                 return _conflict(store, workspace, receipt, why, entries)
         faultpoint(point)
     faultpoint("consolidation.before-committed-receipt")
-    # A scope changed since this review committed it is told at the revision the review made.
-    committed = _after(receipt.target, _current(store, workspace) | _made_by_review(planned, now, entries))
+    committed = _after(receipt.target, _current(store, workspace))
     link = _history_link(store.history, receipt, planned, entries)
     return ended(receipt, Status.COMMITTED, target=committed, history=link)
-
-
-def _made_by_review(
-    planned: dict[Scope, ScopeRevisions], now: dict[Scope, str | None], entries: dict[Scope, str | None]
-) -> dict[Scope, str | None]:
-    """The planned revision of each scope this review committed that someone changed since."""
-    return {
-        scope: revisions.planned
-        for scope, revisions in planned.items()
-        if entries.get(scope) and now[scope] not in (revisions.before, revisions.planned)
-    }
 
 
 def _planned(target: Target) -> dict[Scope, ScopeRevisions]:
@@ -120,15 +97,10 @@ def _conflict(
     workspace changed between the two commits, or before a crash): memory holds it, so the
     receipt must say so, with its `after` revision and its history entry."""
     planned, now = _planned(receipt.target), _current(store, workspace)
-    made = _made_by_review(planned, now, entries)
-    done = {
-        scope: revisions
-        for scope, revisions in planned.items()
-        if now[scope] == revisions.planned or scope in made
-    }
+    done = {scope: revisions for scope, revisions in planned.items() if now[scope] == revisions.planned}
     if not done:
         return ended(receipt, Status.TARGET_CONFLICT, why)
-    target = _after(receipt.target, {scope: made.get(scope, now[scope]) for scope in done})
+    target = _after(receipt.target, {scope: now[scope] for scope in done})
     link = _history_link(store.history, receipt, done, entries)
     return ended(
         receipt,

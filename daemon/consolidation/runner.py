@@ -741,8 +741,9 @@ def _result(receipt: Receipt, *, recovered: bool) -> ConsolidationResult:
 
 
 class PartlyCommitted(Unwritable):
-    """A review's second scope refused by the disk after its first was committed: the review
-    stays `committing`, and the next request finishes it (no model) once there is room."""
+    """A review's second scope (or its final receipt) refused by the disk after its first was
+    committed: the review stays `committing`, and the next request finishes it once there is
+    room, as after a crash."""
 
     def __init__(self, error: Unwritable, committed: str) -> None:
         super().__init__(error, error.folder)
@@ -752,8 +753,8 @@ class PartlyCommitted(Unwritable):
         remedy = WRITE_REMEDIES.get(self.errno or 0, "free some space or fix the folder")
         return (
             f"{self.committed} was committed, but {self.folder} refused a write ({self.strerror}), "
-            f"so the review is not finished; to go on, {remedy}, then retry: the next request "
-            "finishes it without asking the model again"
+            f"so the review is not finished; to go on, {remedy}: the next request then finishes "
+            "it (`remem receipts` shows it `committing` until then)"
         )
 
 

@@ -118,8 +118,7 @@ def test_a_review_whose_workspace_the_disk_refuses_after_global_says_so_and_fini
     home: Home, fake: FakeOpenAI, source: Source
 ) -> None:
     """It said the workspace "refused a write, so nothing was changed there", with Global
-    committed; and once an agent changed Global before the review was finished, finishing it
-    called Global "changed by someone else" and the receipt denied the review had committed it."""
+    committed."""
     store = MemoryStore(home)
     workspace = WorkspaceId.from_cwd(source.cwd)
     mine = Record(name="mine", description="Mine", type="project", content="Mine.\n")
@@ -132,17 +131,13 @@ def test_a_review_whose_workspace_the_disk_refuses_after_global_says_so_and_fini
     with unwritable(store.folder(workspace)):  # its write refused, as on a full disk
         refused = consolidate(home, source.id)
     assert refused.returncode == 1, refused.stderr
+    said = refused.stderr.splitlines()[-1]
     assert (
-        "Global was committed, but " in refused.stderr and "so the review is not finished" in refused.stderr
+        said.startswith("remem: Global was committed, but ") and "the next request then finishes it" in said
     )
     assert store.read_global().content == terse
-    store.replace_global(store.read_global().revision, "An agent's Global.\n")
     finished = consolidate(home, source.id)
-    assert finished.returncode == 0 and finished.stdout.startswith("committed, 2 change(s)"), (
-        finished
-    )
+    assert finished.returncode == 0 and finished.stdout.startswith("committed, 2 change(s)"), finished
     [receipt] = ReceiptStore(home).all()
-    assert receipt.status is Status.COMMITTED and receipt.history is not None
-    assert receipt.target.globalRevisions.after == receipt.target.globalRevisions.planned
-    assert receipt.history.globalEntry is not None and receipt.history.workspaceEntry is not None
+    assert receipt.status is Status.COMMITTED and fake.count == 1  # finished without the model
     assert [r.name for r in store.read_workspace(workspace).records] == ["mine", "prefer-uv"]
