@@ -121,3 +121,29 @@ def test_a_thread_rotated_within_the_second_it_began_is_its_newest_rollout() -> 
     rotated = f"/r/2026/01/01/rollout-{stamp}-{thread}_{later}.jsonl"
     rows = [LogRow(path=p, revision="r", id=thread, format="codex") for p in (first, rotated)]
     assert superseded_rollouts(rows) == {first}
+
+
+def test_a_rollout_numbered_after_many_forks_leading_lines_is_cut_at_its_ordinal() -> None:
+    """Each remem fork of a fork leads with one more `session_meta` line (tens of KB with its
+    instructions): past a fixed window, the rollout was taken for one Codex never numbered and
+    cut by lines, in the middle of those."""
+    lead = (
+        json.dumps(
+            {
+                "timestamp": "2026-01-01T00:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": TID, "x": "a" * 40_000},
+            },
+            separators=(",", ":"),
+        ).encode()
+        + b"\n"
+    )
+    numbered = [
+        json.dumps(
+            {"timestamp": "2026-01-01T00:00:01Z", "ordinal": n, "type": "event_msg"}, separators=(",", ":")
+        ).encode()
+        + b"\n"
+        for n in range(10)
+    ]
+    data = lead * 30 + b"".join(numbered)  # 1.2 MB of leading lines
+    assert ordinal_cut(data, 5) == (len(lead) * 30 + sum(map(len, numbered[:5])), 4)

@@ -528,7 +528,7 @@ class _Ordinal(msgspec.Struct):
 
 _ORDINAL = msgspec.json.Decoder(_Ordinal).decode
 _ORDINAL_KEY = b'"ordinal"'
-_NUMBERED_WITHIN = 1 << 20  # bytes: a fork's leading `session_meta` lines, each up to tens of KB
+_SESSION_META = re.compile(rb'"type":\s*"session_meta"')
 # How Codex opens a line it numbers: its time, then its ordinal (read without decoding the line).
 _ORDINAL_AT_START = re.compile(rb'\{"timestamp":"[^"\\]*","ordinal":(0|[1-9][0-9]{0,15})[,}]')
 
@@ -548,6 +548,22 @@ def _line_ordinal(data: bytes, start: int, end: int) -> int | None:
     return told if _ordinal(told) else None
 
 
+def _numbered(data: bytes) -> bool:
+    """Whether Codex numbered the lines of `data`. It numbers every line it writes, from its
+    first: its first line after the `session_meta` lines a remem fork leads with (unnumbered,
+    or numbered by the parent) says. Looking no further keeps an older rollout's cut costing
+    the lines up to it, not the whole file."""
+    start = 0
+    while start < len(data):
+        end = _end_of_line_at(data, start)
+        if _line_ordinal(data, start, end) is not None:
+            return True
+        if _SESSION_META.search(data, start, end) is None:
+            return False
+        start = end
+    return False
+
+
 def ordinal_cut(data: bytes, upto: int, first: int = 0) -> tuple[int | None, int | None]:
     """Where ordinal `upto` begins in the lines `data` (a rollout, or the lines of one from its
     ordinal `first` on), as Codex counts a `history_base.end_ordinal_exclusive`: the byte offset
@@ -555,14 +571,12 @@ def ordinal_cut(data: bytes, upto: int, first: int = 0) -> tuple[int | None, int
     Codex numbers each line it writes (its record's ``ordinal``) and counts those numbers, not
     lines: a remem fork's own ``session_meta`` and the parent's it keeps after it (decision 0079)
     are lines it does not number, or numbered by the parent. Lines no Codex numbered (an older
-    rollout: no ordinal in its first MiB) are counted, from `first`, only as far as the cut.
+    rollout: its first line past any leading `session_meta` has none) are counted, from
+    `first`, only as far as the cut.
     The offset is None when `data` ends before `upto`."""
     last: int | None = None
     start = 0
-    # Codex numbers every line it writes, from its first: a numbered rollout has an ordinal near
-    # its start (after a remem fork's own `session_meta` lines), and looking no further keeps an
-    # older rollout's cut costing the lines up to it, not the whole file.
-    numbered = data.find(_ORDINAL_KEY, 0, _NUMBERED_WITHIN) >= 0
+    numbered = _numbered(data)
     while numbered and start < len(data):
         end = _end_of_line_at(data, start)
         told = _line_ordinal(data, start, end)
