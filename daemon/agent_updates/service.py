@@ -229,7 +229,7 @@ class AgentUpdates:
                 self.trail.finish(entry.ended(status, committed.revision))
             except Unwritable as exc:
                 # The commit is done (or, a conflict, wrote nothing): that is the answer. A landed
-                # commit's intent stays, settled as committed as after a crash; a conflict's goes.
+                # commit's intent stays, settled as after a crash (by the revision then); a conflict's goes.
                 self._unfinished(update.scope, exc, landed=landed)
             if not landed:
                 return self._stale(update, committed.revision)
@@ -321,7 +321,7 @@ class AgentUpdates:
         if landed:
             log.warning(
                 "an agent update of %s is committed; its audit entry waits for room (settled as "
-                "committed by the next update of that scope, or when the daemon starts): %s",
+                "after a crash, by the next update of that scope or when the daemon starts): %s",
                 scope,
                 exc,
             )
