@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..agent_updates.service import AgentUpdates, scoped
-from ..fsutil import Unwritable, is_refused_write
+from ..fsutil import Unwritable
 from ..memory.batch import InvalidChanges
 from ..memory.identity import WorkspaceId, is_workspace_key
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
@@ -37,7 +37,7 @@ from ..protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
-from .jsonrpc import Handler, unwritable
+from .jsonrpc import Handler, log_failed, unwritable
 from .memory_methods import MemoryMethods
 
 T = TypeVar("T")
@@ -99,12 +99,8 @@ class AgentMethods:
             try:
                 async with self._serial[scope]:
                     await asyncio.to_thread(self.service.settle, scope)
-            except OSError as exc:  # a full disk, say: no bug, one line
-                if not is_refused_write(exc):
-                    raise
-                log.warning("could not yet settle the interrupted agent update of %s: %s", scope, exc)
-            except Exception:  # the scope's next update tries again; the daemon serves meanwhile
-                log.exception("could not settle the interrupted agent update of %s", scope)
+            except Exception as exc:  # the scope's next update tries again; the daemon serves meanwhile
+                log_failed(f"settling the interrupted agent update of {scope}", exc)
 
 
 # An agent session asks about its one folder at every step: its key (a hash) is worked out once.

@@ -20,7 +20,7 @@ from ..consolidation.models import list_models
 from ..consolidation.route import Route, RouteError, resolve_route, store_api_key
 from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
-from ..fsutil import Unwritable, is_refused_write
+from ..fsutil import Unwritable
 from ..home import Home
 from ..memory.identity import WorkspaceId
 from ..protocol import rpc
@@ -42,7 +42,7 @@ from ..protocol.rpc import (
     SetApiKeyParams,
 )
 from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore
-from .jsonrpc import Handler, unwritable
+from .jsonrpc import Handler, log_failed, unwritable
 from .memory_methods import MemoryMethods, Publish, unheard
 
 log = logging.getLogger("remem.daemon")
@@ -114,12 +114,8 @@ class ConsolidationMethods:
         """Finish the reviews a crash left committing (no model), before memory is read."""
         try:
             await asyncio.to_thread(settle_committing, self.home, self.consolidator.store)
-        except OSError as exc:  # a full disk, say: no bug, and said once a request, in one line
-            if not is_refused_write(exc):
-                raise
-            log.warning("could not yet settle the reviews a crash left committing: %s", exc)
-        except Exception:  # the daemon still serves; the next reader tries again
-            log.exception("could not settle the reviews a crash left committing")
+        except Exception as exc:  # the daemon still serves; the next reader tries again
+            log_failed("settling the reviews a crash left committing", exc)
 
     async def cancel(self, params: ConsolidateParams) -> CancelResult:
         tasks = self._running.get(params.session, set())

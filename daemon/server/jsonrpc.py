@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..fsutil import Unwritable
+from ..fsutil import Unwritable, is_refused_write
 from ..home import HomeUnusable
 from ..locks import LockUnusable
 from ..protocol.api import Handler
@@ -142,6 +142,21 @@ def _unusable(exc: HomeUnusable | LockUnusable) -> RpcError:
     if isinstance(exc, LockUnusable):
         return RpcError(HOME_UNUSABLE, str(exc), {"path": str(exc.path), "reason": exc.reason})
     return RpcError(HOME_UNUSABLE, str(exc))
+
+
+def log_failed(what: str, exc: Exception) -> None:
+    """Log that `what` failed with `exc`, for a task the daemon goes on after: a write the file
+    system refused (a full disk: no bug, and tried again later) in one warning line, raised here
+    or answered as UNWRITABLE; anything else as an error with its traceback."""
+    if (
+        isinstance(exc, RpcError)
+        and exc.code == UNWRITABLE
+        or isinstance(exc, OSError)
+        and is_refused_write(exc)
+    ):
+        log.warning("%s: %s", what, exc)
+    else:
+        log.error("%s failed", what, exc_info=exc)
 
 
 def unwritable(exc: Unwritable) -> RpcError:

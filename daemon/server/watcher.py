@@ -61,10 +61,10 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserverVFS
 
-from ..fsutil import is_refused_write
 from ..home import Home
 from ..memory.identity import is_workspace_key
-from ..protocol.rpc import UNWRITABLE, RpcError, WatchStatus
+from ..protocol.rpc import WatchStatus
+from .jsonrpc import log_failed
 
 with contextlib.suppress(ImportError):  # no inotify on this system: polling pairs nothing
     from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
@@ -362,10 +362,7 @@ class Watcher:
         try:
             await self._on_change(target)
         except Exception as exc:  # one failed reaction must not stop the watching
-            if _refused_write(exc):  # a full disk: no bug, and the next change tries again
-                log.warning("reacting to a change of %s: %s", target, exc)
-            else:
-                log.exception("reacting to a change of %s failed", target)
+            log_failed(f"reacting to a change of {target}", exc)
 
     # -- on the watcher's thread -----------------------------------------------------------
 
@@ -547,10 +544,3 @@ class _Forward(FileSystemEventHandler):
         paths = tuple(self.shown(os.fsdecode(p)) for p in (event.src_path, event.dest_path) if p)
         gone = self.root is not None and isinstance(event, DirDeletedEvent) and paths == (str(self.root),)
         self._watcher.post(paths, self if gone else None)
-
-
-def _refused_write(exc: Exception) -> bool:
-    """Whether `exc` is a write the file system refused, raised here or answered as UNWRITABLE."""
-    if isinstance(exc, RpcError):
-        return exc.code == UNWRITABLE
-    return isinstance(exc, OSError) and is_refused_write(exc)
