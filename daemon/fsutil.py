@@ -51,11 +51,15 @@ class Unwritable(OSError):
         return errno.errorcode.get(self.errno or 0, str(self.errno))
 
     def __str__(self) -> str:
-        remedy = WRITE_REMEDIES.get(self.errno or 0, "free some space or fix the folder")
         return (
             f"{self.folder} refused a write ({self.strerror}), so nothing was changed there; to go "
-            f"on, {remedy}, then retry"
+            f"on, {remedy(self.errno)}, then retry"
         )
+
+
+def remedy(code: int | None) -> str:
+    """What to do about a write refused with errno `code` (`WRITE_REMEDIES`)."""
+    return WRITE_REMEDIES.get(code or 0, "free some space or fix the folder")
 
 
 def is_refused_write(exc: OSError) -> bool:

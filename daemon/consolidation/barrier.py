@@ -62,6 +62,15 @@ def converge(
     return ended(receipt, Status.COMMITTED, target=committed, history=link)
 
 
+def committed_scopes(store: MemoryStore, workspace: WorkspaceId, receipt: Receipt) -> str:
+    """The scopes `receipt`'s plan changes that memory holds at their planned revision now, by
+    name ("Global and the workspace"); "" for none."""
+    now = _current(store, workspace)
+    return _names(
+        [scope for scope, revisions in _planned(receipt.target).items() if now[scope] == revisions.planned]
+    )
+
+
 def _planned(target: Target) -> dict[Scope, ScopeRevisions]:
     """The scopes the plan changes, Global first (the order they are committed in)."""
     scopes: dict[Scope, ScopeRevisions] = {

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..faults import faultpoint
-from ..fsutil import WRITE_REMEDIES, Unwritable, refused_as_unwritable
+from ..fsutil import Unwritable, refused_as_unwritable, remedy
 from ..home import Home
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
 from ..locks import acquire_file_lock
@@ -48,6 +48,7 @@ from ..sessions.reader import SessionLog, read_session
 from ..sessions.writers import UNKNOWN, open_writer
 from ..settings import Settings, SettingsError, SettingsStore
 from .attempts import settle_attempts
+from .barrier import committed_scopes
 from .debug import DebugLog
 from .evidence import Evidence, project_evidence
 from .harness_source import HarnessFile, Unreadable, observe
@@ -750,10 +751,9 @@ class PartlyCommitted(Unwritable):
         self.committed = committed
 
     def __str__(self) -> str:
-        remedy = WRITE_REMEDIES.get(self.errno or 0, "free some space or fix the folder")
         return (
             f"{self.committed} was committed, but {self.folder} refused a write ({self.strerror}), "
-            f"so the review is not finished; to go on, {remedy}: the next request then finishes "
+            f"so the review is not finished; to go on, {remedy(self.errno)}: the next request then finishes "
             "it (`remem receipts` shows it `committing` until then)"
         )
 
@@ -763,22 +763,5 @@ def _partly_committed(
 ) -> Unwritable:
     """`exc`, or `PartlyCommitted` naming the scopes of `receipt` already at their planned
     revision (Global, committed first; both, when the final receipt was what was refused)."""
-    target = receipt.target
-    now = {
-        "Global": _revision(store.read_global),
-        "the workspace": _revision(lambda: store.read_workspace(workspace)),
-    }
-    planned = {"Global": target.globalRevisions, "the workspace": target.workspaceRevisions}
-    done = [
-        name
-        for name, revisions in planned.items()
-        if revisions.planned != revisions.before and now[name] == revisions.planned
-    ]
-    return PartlyCommitted(exc, " and ".join(done)) if done else exc
-
-
-def _revision(read: Callable[[], GlobalSnapshot | WorkspaceSnapshot]) -> str | None:
-    try:
-        return read().revision
-    except MemoryInvalid as invalid:
-        return invalid.revision
+    done = committed_scopes(store, workspace, receipt)
+    return PartlyCommitted(exc, done) if done else exc

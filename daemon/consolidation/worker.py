@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from ..credentials import redact
-from ..fsutil import WRITE_REMEDIES, is_refused_write
+from ..fsutil import is_refused_write, remedy
 from ..limits import MIB, SESSION_LINE_MAX_BYTES, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
@@ -198,8 +198,8 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         )
     if isinstance(exc, OSError) and is_refused_write(exc):  # a full disk: no bug, and no frames
         log.close()  # the log is what failed; the receipt, smaller, may still be written
-        remedy = WRITE_REMEDIES[exc.errno or 0]
-        error = f"the worker session could not be written ({exc.strerror}); to go on, {remedy}, then retry"
+        said = f"to go on, {remedy(exc.errno)}, then retry"
+        error = f"the worker session could not be written ({exc.strerror}); {said}"
         _log.info("a consolidation attempt ended: %s", error)
         return Outcome("internal-error", error=error, cause=error)
     # The class and the frames, never the message: it may quote the model's answer.

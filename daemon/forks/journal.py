@@ -42,11 +42,11 @@ from ..faults import faultpoint
 from ..fsutil import (
     PRIVATE_FILE_MODE,
     TEMP_MARKER,
-    WRITE_REMEDIES,
     atomic_write,
     ensure_private_dir,
     fsync_dir,
     is_temp_name,
+    remedy,
 )
 from ..home import Home
 from ..locks import LockUnusable, file_lock, try_file_lock
@@ -346,10 +346,9 @@ def _refusal(exc: OSError) -> OperationError:
 
 def _unwritable(exc: OSError) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
-    remedy = WRITE_REMEDIES.get(exc.errno or 0, "free the space or fix the folder")
     return (
         f"the fork could not be written: {exc.strerror or exc}{where}; its child is not published. "
-        f"To go on, {remedy}, then retry with the same operation id"
+        f"To go on, {remedy(exc.errno)}, then retry with the same operation id"
     )
 
 
@@ -357,11 +356,10 @@ def _unrecorded(child: Path, exc: OSError, folder: Path) -> OperationError:
     """A write of the home's (`folder`) refused once the child was in place: the child is
     published, and its entry stays `prepared`. The retry with the same operation id finds the
     child (settled, or adopted by its publish after the fork's own check) and answers it."""
-    remedy = WRITE_REMEDIES.get(exc.errno or 0, "free the space or fix the folder")
     return OperationError(
         "UNWRITABLE",
         f"the fork's child {child} is published, but remem could not record it in its home: "
-        f"{folder} refused a write ({exc.strerror or exc}). To finish the fork, {remedy}, then "
+        f"{folder} refused a write ({exc.strerror or exc}). To finish the fork, {remedy(exc.errno)}, then "
         "retry with the same operation id: it answers this child",
     )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..fsutil import WRITE_REMEDIES, atomic_write, is_refused_write
+from ..fsutil import atomic_write, is_refused_write, remedy
 from ..home import Home
 from ..limits import MIB, size_text
 from ..locks import file_lock
@@ -78,11 +78,10 @@ class SessionMetadata:
             except OSError as exc:
                 if not is_refused_write(exc):
                     raise
-                remedy = WRITE_REMEDIES[exc.errno or 0]
                 raise OperationError(
                     "UNWRITABLE",
                     f"{self.path} could not be written ({exc.strerror}), so the session's title "
-                    f"and archive state are as they were; to go on, {remedy}, then retry",
+                    f"and archive state are as they were; to go on, {remedy(exc.errno)}, then retry",
                 ) from None
             return updated
 
