@@ -17,7 +17,7 @@ from remem.daemon.protocol.memory import PutChange
 from remem.daemon.protocol.rpc import INVALID_CHANGES, MEMORY_INVALID, RpcError
 from tests.daemon.helpers import calls
 
-from .conftest import EMPTY, agent, put, text_of
+from .conftest import EMPTY, Agent, agent, put, text_of
 
 ORIGINAL, HAND_CHANGED = "Description ORIGINAL", "Description HANDCHANGED"
 
@@ -44,6 +44,17 @@ def rewrite(link: Path, old: str, new: str) -> None:
         handle.truncate()
 
 
+async def edited_unreported(session: Agent, record: Path, tmp_path: Path, old: str, new: str) -> None:
+    """The agent commits record `a` and reads its context (cached, its folder watched); then
+    `old` becomes `new` in the record through a hard link, which no watch reports."""
+    await session.context()
+    committed = await session.update(put("a", description=ORIGINAL))
+    assert not committed.is_error, text_of(committed)
+    assert ORIGINAL in await session.context()
+    rewrite(hard_link(record, tmp_path), old, new)
+    assert ORIGINAL in await session.context()  # the precondition: no watch reported the edit
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
 async def test_an_update_refused_after_an_unreported_edit_makes_the_next_context_current(
@@ -55,14 +66,7 @@ async def test_an_update_refused_after_an_unreported_edit_makes_the_next_context
     options: tuple[str, ...],
 ) -> None:
     async with agent(home, project, options=options) as session:
-        await session.context()
-        committed = await session.update(put("a", description=ORIGINAL))
-        assert not committed.is_error, text_of(committed)
-        assert ORIGINAL in await session.context()  # the snapshot is cached and its folder watched
-        rewrite(hard_link(store.folder(workspace) / "a.md", tmp_path), ORIGINAL, HAND_CHANGED)
-        # The precondition of this test: the feed did not report the edit.
-        assert ORIGINAL in await session.context()
-
+        await edited_unreported(session, store.folder(workspace) / "a.md", tmp_path, ORIGINAL, HAND_CHANGED)
         refused = await session.update(put("b"))
         assert refused.is_error and "memory_context" in text_of(refused), text_of(refused)
         assert HAND_CHANGED in await session.context()  # one reload shows the disk
@@ -159,13 +163,8 @@ async def test_an_update_refused_for_an_unreported_invalid_edit_makes_the_next_c
     """The MCP server held the context it had shown while its watch saw no change: the agent,
     told to fix `a.md`, was shown it valid again and again."""
     async with agent(home, project, options=options) as session:
-        await session.context()
-        committed = await session.update(put("a", description=ORIGINAL))
-        assert not committed.is_error, text_of(committed)
-        assert ORIGINAL in await session.context()
-        rewrite(hard_link(store.folder(workspace) / "a.md", tmp_path), "type: project", "type: Project")
-        assert ORIGINAL in await session.context()  # the precondition: no watch reported the edit
-
+        record = store.folder(workspace) / "a.md"
+        await edited_unreported(session, record, tmp_path, "type: project", "type: Project")
         refused = await session.update(put("b"))
         assert refused.is_error and "a.md" in text_of(refused), text_of(refused)
         reloaded = await session.call("memory_context", {})
