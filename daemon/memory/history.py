@@ -631,12 +631,15 @@ class History:
         faultpoint("history.after-ref")
         if not _is_pack_time(oid):
             return
-        # The entry is written: a merge that fails (a full disk) leaves the small packs to the
-        # next one, and says so, but never that the entry is missing.
+        # The entry is written: a merge the disk refuses (a full disk) leaves the small packs to
+        # the next one, and says so, but never that the entry is missing. Any other failure (an
+        # object that does not read) is the history's damage, said as such.
         try:
             if _merge_packs(repo):  # libgit2 would go on looking in the packs just removed
                 self._repo = pygit2.Repository(str(self.path))
         except Exception as exc:
+            if _refused_errno(exc) is None:
+                raise
             self._repo = None  # opened again at the next use, in case some were removed
             log.warning(
                 "memory history: could not merge the small packs (%s); the entry is written, and a "
