@@ -19,18 +19,29 @@ pytestmark = pytest.mark.asyncio
 MODES = pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
 
 
-def _pack_holding(home: Home, object_id: str) -> list[Path]:
-    """The files of the history's pack that holds `object_id`: its own, or the one a merge of
-    the small packs (after one entry in 32, by its commit id) made of it and others."""
-    folder = home.root / "history" / "objects" / "pack"
-    for index in folder.glob("*.idx"):
+def _pack_index(home: Home, object_id: str) -> tuple[Path, list[str]]:
+    """The index of the history's pack that holds `object_id` and the ids it lists: its own, or
+    the one a merge of the small packs (after one entry in 32, by its commit id) made of it and
+    others."""
+    for index in (home.root / "history" / "objects" / "pack").glob("*.idx"):
         with index.open("rb") as listed:
             objects = subprocess.run(
                 ["git", "show-index"], stdin=listed, capture_output=True, text=True, check=True
             )
-        if object_id in objects.stdout.split():
-            return list(folder.glob(f"{index.stem}.*"))
+        if object_id in (ids := objects.stdout.split()):
+            return index, ids
     raise AssertionError(f"no pack holds {object_id}")
+
+
+def _ids_beside(home: Home, object_id: str) -> list[str]:
+    """Every object id in the pack holding `object_id`."""
+    return _pack_index(home, object_id)[1]
+
+
+def _pack_holding(home: Home, object_id: str) -> list[Path]:
+    """The files of the history's pack that holds `object_id`."""
+    index = _pack_index(home, object_id)[0]
+    return list(index.parent.glob(f"{index.stem}.*"))
 
 
 def _assert_private(message: str, home: Home, workspace: WorkspaceId, tmp_path: Path) -> None:
@@ -44,12 +55,16 @@ async def test_a_damaged_history_is_said_with_what_to_run_and_no_paths_or_keys(
 ) -> None:
     async with agent(home, project, options=options) as session:
         await session.context()
-        for name in ("one", "two", "three"):
-            assert not (await session.update(put(name))).is_error
+        for n in range(8):
+            assert not (await session.update(put(f"note-{n}"))).is_error
+            ids = [entry.id for entry in MemoryStore(home).history.log(workspace.key)]
+            if len(ids) >= 3 and ids[0] not in _ids_beside(home, ids[1]):
+                break
+        else:
+            raise AssertionError("every entry was merged into the pack of the one before")
     if options == ():
         remem(home, "daemon", "stop")  # its own reading of the history is no longer kept
-    middle = MemoryStore(home).history.log(workspace.key)[1].id
-    for part in _pack_holding(home, middle):  # the objects of the middle entry
+    for part in _pack_holding(home, ids[1]):  # an older entry's objects, the newest kept
         part.unlink()
     async with agent(home, project, options=options) as session:
         result = await session.call("memory_history")
