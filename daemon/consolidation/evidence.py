@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..credentials import redact
 from ..protocol.consolidation import EvidenceRange
+from ..protocol.sessions import OPEN
 from ..sessions.models import SURFACE_TYPES, ReplaceOp, SessionEvent
 from ..sessions.projection import Projection
 from ..sessions.reader import SessionLog
@@ -41,7 +42,8 @@ UNKNOWN_TOOL = "unknown"
 SUMMARY_LABEL = "Compaction summary (earlier context replaced):"
 USER_LABEL = "User:"
 ASSISTANT_LABEL = "Assistant (final):"
-# A turn stopped before it finished (the user's Esc, a Codex `turn_aborted`, DSH's `aborted`):
+# A turn stopped before it finished (the user's Esc, a Codex `turn_aborted`, DSH's `aborted`, a
+# turn a session's file ends in once its harness quit):
 # its last text is no answer anyone accepted, and the model must not learn it as one.
 STOPPED = "This turn was stopped before it finished."
 STOPPED_LABEL = "Assistant (last text before the stop):"
@@ -211,9 +213,11 @@ def _turn_ranges(events: Sequence[SessionEvent]) -> list[TurnEvidence]:
         else:  # an unfinished turn: up to the next turn, or the end of the log
             end = turns[index + 1].startSeq - 1 if index + 1 < len(turns) else last_seq
         span = EvidenceRange(fromSeq=turn.startSeq, toSeq=end)
-        ended = turn.status
+        ended = turn.status  # open: the log ends mid-turn (DSH quit before the turn ended)
         evidence.append(
-            TurnEvidence(turn=turn.turn, range=span, stopped=ended == "aborted", failed=ended == "error")
+            TurnEvidence(
+                turn=turn.turn, range=span, stopped=ended in ("aborted", OPEN), failed=ended == "error"
+            )
         )
     return evidence
 

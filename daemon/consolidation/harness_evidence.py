@@ -55,6 +55,8 @@ def _evidence(text: TurnText) -> TurnEvidence:
         assistant=answer or None,
         # A call that never returned (an interrupted turn) has no outcome to learn from.
         tools=[ToolUse(name=redact(tool.name), ok=tool.ok) for tool in turn.tools if tool.ok is not None],
-        stopped=turn.status == "aborted",
+        # An open turn in a file that is no longer written: its harness quit (a kill, a crash, a
+        # closed terminal) before the turn ended, with or without a call left unanswered.
+        stopped=turn.status in ("aborted", "open"),
         failed=turn.status == "error",
     )

@@ -280,6 +280,17 @@ def test_a_turn_the_user_aborted_is_said_stopped_and_its_text_is_no_final_answer
     )
 
 
+def test_a_turn_the_log_ends_in_is_said_stopped_and_its_text_is_no_final_answer(tmp_path: Path) -> None:
+    b = Builder()
+    b.start(1)
+    b.user("Migrate the database.")
+    b.assistant(1, "Running the migration now.")  # DSH quit here: no end of turn follows
+    (turn,) = project_evidence(b.log(tmp_path)).turns
+    assert turn.stopped
+    assert f"{STOPPED}\n\n{STOPPED_LABEL}\n> Running the migration now." in turn.render()
+    assert ASSISTANT_LABEL not in turn.render()
+
+
 def test_tools_show_name_and_outcome_only(main_draft: SessionDraft, main_log: SessionLog) -> None:
     evidence = project_evidence(main_log)
     rendered = evidence.render()

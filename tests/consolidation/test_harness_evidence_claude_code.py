@@ -172,3 +172,15 @@ def test_a_tools_outcome_after_the_last_text_is_inside_the_turns_range() -> None
         (1, EvidenceRange(fromSeq=1, toSeq=4), [("Bash", False)]),
         (2, EvidenceRange(fromSeq=6, toSeq=8), [("Read", True)]),
     ]
+
+
+def test_a_turn_whose_call_never_returned_is_said_stopped_not_answered() -> None:
+    data = cl.jsonl(
+        cl.prompt("u1", None, "deploy the app"),
+        cl.say("a1", "u1", "Deploying now"),
+        cl.use("a2", "a1", "call-1", name="Bash"),  # Claude Code was killed while the tool ran
+    )
+    (turn,) = project_harness("claude-code", NAME, data).turns
+    assert (turn.stopped, turn.assistant, turn.tools) == (True, "Deploying now", [])
+    assert "This turn was stopped before it finished." in turn.render()
+    assert "Assistant (final)" not in turn.render()

@@ -120,3 +120,16 @@ def test_a_turn_the_user_stopped_is_said_stopped_and_its_text_is_no_final_answer
     assert "This turn was stopped before it finished." in first and "Assistant (final)" not in first
     assert "Assistant (last text before the stop):\n> Deleting everything under /" in first
     assert "Assistant (final):\n> removed build/" in second and "stopped" not in second
+
+
+def test_a_turn_the_rollout_ends_in_is_said_stopped_its_unanswered_call_left_out() -> None:
+    data = cx.rollout(
+        cx.meta(),
+        *cx.turn("t1", "run the tests", "all green"),
+        *cx.turn("t2", "deploy to production", "Deploying now", cx.call("c1"))[:-1],  # Codex was killed
+    )
+    first, second = project_harness("codex", NAME, data).turns
+    assert (first.stopped, second.stopped, second.tools) == (False, True, [])
+    assert "This turn was stopped before it finished." in second.render()
+    assert "Assistant (last text before the stop):\n> Deploying now" in second.render()
+    assert "Assistant (final)" not in second.render()
