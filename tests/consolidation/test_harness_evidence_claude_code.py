@@ -184,3 +184,25 @@ def test_a_turn_whose_call_never_returned_is_said_stopped_not_answered() -> None
     assert (turn.stopped, turn.assistant, turn.tools) == (True, "Deploying now", [])
     assert "This turn was stopped before it finished." in turn.render()
     assert "Assistant (final)" not in turn.render()
+
+
+def test_a_summary_names_no_path_of_the_transcript_claude_code_points_to() -> None:
+    pointer = "/home/ana/.claude/projects/-home-ana-shop/6f1c.jsonl"
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context.\n\n"
+        "Summary: the user said always use uv\n\n"
+        "If you need specific details from before compaction (like exact code snippets, error "
+        f"messages, or content you generated), read the full transcript at: {pointer}\n"
+        "Continue the conversation from where it left off."
+    )
+    data = cl.jsonl(
+        cl.prompt("u1", None, "before compaction"),
+        cl.say("a1", "u1", "old answer"),
+        cl.rec("system", "b1", None, subtype="compact_boundary", logicalParentUuid="a1"),
+        cl.prompt("s1", "b1", summary, isCompactSummary=True),
+        cl.prompt("u2", "s1", "after compaction"),
+        cl.say("a2", "u2", "new answer"),
+    )
+    rendered = project_harness("claude-code", NAME, data).render()
+    assert "Summary: the user said always use uv" in rendered and "Continue the conversation" in rendered
+    assert "/home/ana" not in rendered and "full transcript" not in rendered, rendered

@@ -1480,6 +1480,11 @@ def _talk(line: Line[_Node], graph: _Graph) -> bool:
     return not blocks or any(block.type != "text" for block in blocks)
 
 
+# Claude Code's summary ends with where its own transcript lies ("… read the full transcript at:
+# /home/…/projects/…/<id>.jsonl"): a local path, of no use to a model that cannot read it.
+_TRANSCRIPT_POINTER = re.compile(r"^[^\n]*\bfull transcript at: [^\n]*\n?", re.MULTILINE)
+
+
 def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     """The turns of the active conversation as its model still sees them, with their whole text.
 
@@ -1503,7 +1508,9 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
         if not kept:
             continue
         summaries = tuple(
-            text for line in kept if line.record.is_compact_summary and (text := _text(line.record))
+            text
+            for line in kept
+            if line.record.is_compact_summary and (text := _TRANSCRIPT_POINTER.sub("", _text(line.record)))
         )
         mid_turn = tuple(queued[line.number] for line in kept if line.number in queued)
         if kept[0] is group[0]:
