@@ -74,9 +74,10 @@ _ASSIGNMENT = re.compile(
         ["']?\s*[:=]\s*)
     """
     + _NOT_A_VALUE
-    # `$VAR`, `<placeholder>` and `{template}` name a secret without holding one.
+    # `$VAR`, `<placeholder>` and `{template}` name a secret without holding one; a bare value
+    # ends at a backtick, the end of the inline code it is written in.
     + r"""
-    (?: "(?P<double>[^"\n]+)" | '(?P<single>[^'\n]+)' | (?P<bare>(?![$<{])[^\s"',;&]+) )
+    (?: "(?P<double>[^"\n]+)" | '(?P<single>[^'\n]+)' | (?P<bare>(?![$<{])[^\s"',;&`]+) )
     """
 )
 

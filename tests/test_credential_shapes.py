@@ -202,6 +202,20 @@ def test_a_url_login_is_masked_once_even_inside_a_password_assignment() -> None:
         assert [(f.kind, text[f.start : f.end]) for f in find(text)] == [found]
 
 
+def test_an_assignment_in_inline_code_keeps_the_closing_backtick() -> None:
+    """Markdown around the value stays Markdown: the rest of the line must not read as code."""
+    for text, masked, secret in (
+        (
+            "run `export DB_PASSWORD=AnswerPw77` now",
+            "run `export DB_PASSWORD=[redacted secret]` now",
+            "AnswerPw77",
+        ),
+        ("`password=abc` ok", "`password=[redacted secret]` ok", "abc"),
+    ):
+        assert redact(text) == masked
+        assert [text[f.start : f.end] for f in find(text)] == [secret]
+
+
 def test_evidence_masks_a_login_with_a_password_where_a_base_url_masks_any_login() -> None:
     """`mask_userinfo` (how remem shows a base_url) masks any login, since a token may be the
     user; evidence and proposals only a login with a password (`ssh://git@host` is no secret)."""
