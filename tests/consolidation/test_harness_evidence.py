@@ -159,6 +159,27 @@ def test_a_remote_compaction_without_a_message_carries_the_user_messages_it_kept
     assert (only.user, only.summaries) == (["q2"], ["the first ask"])
 
 
+def test_a_compaction_with_a_summary_carries_the_user_messages_it_kept_before_it() -> None:
+    summary = "Another language model produced a summary: the user deploys with make ship."
+    kept = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context>x</environment_context>"}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "we deploy with make ship"}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]},
+    ]
+    compacted = cx.line("compacted", message=summary, replacement_history=kept)
+    data = cx.rollout(cx.meta(), *cx.turn("t1", "q1", "a1"), compacted, *cx.turn("t2", "q2", "a2"))
+    (only,) = project_harness("codex", "rollout.jsonl", data).turns
+    assert (only.user, only.summaries) == (["q2"], ["we deploy with make ship", summary])
+
+
 def test_a_proposal_may_cite_only_a_turn_of_the_harness_session() -> None:
     data = claude(
         cl.prompt("u1", None, "x"),

@@ -943,16 +943,16 @@ def _absorb(turn: _Open, record: _Line, event: Any, number: int) -> None:
 
 
 def _summary(payload: _Payload) -> list[str]:
-    """What a ``compacted`` line carries forward: its summary, or (when Codex compacted
-    remotely and left the message empty) the user's own messages it kept."""
+    """What a ``compacted`` line carries forward, as the model goes on to see it: the user's own
+    messages it kept (verbatim, the last ones before it), then its summary (which Codex also
+    keeps as a user message; empty when it compacted remotely)."""
     message = payload.get("message")
-    if isinstance(message, str) and message.strip():
-        return [message.strip()]
+    summary = message.strip() if isinstance(message, str) else ""
     kept = payload.replacement_history
     items = kept if isinstance(kept, list) else ()
     texts = (_request(text) for item in items if isinstance(item, _Kept) and (text := _user_text(item)))
-    joined = "\n\n".join(text for text in texts if text)
-    return [joined] if joined else []
+    joined = "\n\n".join(text for text in texts if text and text != summary)
+    return [part for part in (joined, summary) if part]
 
 
 _EXITS = frozenset({"exec_command_end", "patch_apply_end", "item_completed"})
