@@ -146,7 +146,8 @@ def test_a_corrupt_object_is_said_damaged_by_log_and_diff(
     if kind == "commit":  # the walk reads the commits alone
         assert code == 1 and json.loads(out)["error"]["code"] == "history-refused"
     else:
-        assert code == 0 and [e["id"] for e in json.loads(out)["entries"]] == [second.history, first.history]
+        listed = [e["id"] for e in json.loads(out)["entries"]]  # after any `_entries` made before them
+        assert code == 0 and listed[:2] == [second.history, first.history]
 
 
 def test_a_diff_of_an_entry_whose_parent_is_gone_is_said_damaged(home: Home, workspace: WorkspaceId) -> None:
