@@ -459,8 +459,8 @@ class History:
             return self._repo
         try:
             repo = pygit2.Repository(str(self.path))
-            for name in repo.references:  # a repository that opens may still hold broken refs
-                repo.references[name].peel(pygit2.Commit)
+            for name in repo.references:  # a repository that opens may still hold refs that do not parse
+                repo.references[name].resolve()
         except Exception as exc:
             aside = self.path.with_name(f"history.broken-{_stamp()}")
             os.replace(self.path, aside)

@@ -292,20 +292,24 @@ def test_an_untracked_state_is_recorded_before_the_commit_that_leaves_it(
     assert entries[0].before == edited
 
 
-def test_a_corrupt_repository_never_blocks_a_commit_and_is_rebuilt(
+def test_a_branch_whose_newest_entry_does_not_read_is_damaged_and_never_blocks_a_commit(
     store: MemoryStore, workspace: WorkspaceId, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Only that scope's history is refused, as any damage is (decision 0395): the others stay,
+    and nothing is set aside, which would take every scope's history with it."""
+    store.replace_global(store.read_global().revision, "# Global\n")
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
     ref = store.home.root / "history" / "refs" / "heads" / f"ws-{workspace.key}"
     ref.write_text("0" * 40 + "\n")  # a branch naming an object that is not there
     with caplog.at_level(logging.WARNING, logger="remem.daemon"):
         second = MemoryStore(store.home).commit_workspace(workspace, first.revision, [put("beta")])
-    assert second.status == "committed" and second.history is not None
-    [warning] = [r.getMessage() for r in caplog.records]
-    assert "could not be read" in warning and "set aside as history.broken-" in warning
-    assert "Why it matters" not in warning, "warnings carry no memory content"
-    assert kinds(store, workspace.key) == ["cli", "recovered"], "rebuilt from the state it started from"
-    assert [p.name.startswith("history.broken-") for p in store.home.root.glob("history.*")] == [True]
+    assert second.status == "committed" and second.history is None
+    assert all("Why it matters" not in r.getMessage() for r in caplog.records), "warnings carry no content"
+    history = MemoryStore(store.home).history
+    with pytest.raises(history_module.HistoryError, match="is damaged: entry 000000000000"):
+        history.log(workspace.key)
+    assert [e.actor.kind for e in history.log(None)] == ["cli"]
+    assert not list(store.home.root.glob("history.*"))
 
 
 def test_a_deleted_repository_is_started_again_with_a_warning(
