@@ -190,6 +190,10 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
     except safe_yaml.AliasRefused as exc:
         refused = "YAML aliases are not allowed in settings.yml; write the value out in full"
         raise SettingsError([f"{source}:{exc.line}: {refused}"], [exc.line]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses (terminal colours pasted in)
+        line = text.count("\n", 0, exc.position) + 1
+        refused = f"character U+{exc.character:04X} is not allowed in YAML; delete it"
+        raise SettingsError([f"{source}:{line}: {refused}"], [line]) from None
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"], [line]) from None

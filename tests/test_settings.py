@@ -58,6 +58,11 @@ def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
             "settings.yml:1: daemon: is a section, its keys indented below it, but holds one value",
         ),
         ("sessions: [\n", "settings.yml:2: not valid YAML"),
+        (
+            "consolidation:\n  model: \x1b[1mgpt-4o\x1b[0m\n",
+            "settings.yml:2: character U+001B is not allowed in YAML; delete it",
+        ),
+        ("daemon:\n  idle_minutes: 5\x00\n", "settings.yml:2: character U+0000 is not allowed in YAML"),
         ("- a\n", "settings.yml:1: settings must be a mapping"),
     ],
 )
