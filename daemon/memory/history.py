@@ -94,6 +94,17 @@ class HistoryBusy(Exception):
     """Another process kept the history's writing lock past the bounded wait."""
 
 
+class FilesUnreadable(Exception):
+    """A file of the scope remem reads none of: the reason, with no name of a path in it (the
+    warning reaches agents)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "a file of its memory is a link, no regular file, or named in bytes that are not UTF-8; "
+            "`remem memory validate` names it"
+        )
+
+
 class IncompleteEntry(HistoryError):
     """An entry's tree names a file whose bytes the repository lacks."""
 
@@ -244,6 +255,7 @@ class History:
                 with self._lock, _private_files():
                     head = self._head(repo, branch)
                     if head is not None and _meta(head).after == current.revision:
+                        self._ends_recorded(branch)
                         return None
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
@@ -596,6 +608,17 @@ class History:
         with self._lock:
             self._failures[branch] = _reason(exc)
 
+    def unreadable(self, workspace_key: str | None) -> None:
+        """The scope's files could not be read to record them: say so with its log, as any
+        change the history could not record."""
+        self._not_recorded("read", branch_of(workspace_key), FilesUnreadable())
+
+    def _ends_recorded(self, branch: str) -> None:
+        """The branch ends at the scope's state: nothing it lacks is still to be said, and a
+        state found there later is a change of its own."""
+        self._unvouched.discard(branch)
+        self._failures.pop(branch, None)
+
     def trouble(self, workspace_key: str | None) -> str | None:
         """Why the scope's history lacks what this process last changed or found, until an entry
         of it is written: a daemon says it with its log, not only in its own log file."""
@@ -626,8 +649,7 @@ class History:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
-        self._unvouched.discard(composed.branch)  # the branch ends at a state that is recorded
-        self._failures.pop(composed.branch, None)
+        self._ends_recorded(composed.branch)
         faultpoint("history.after-ref")
         if not _is_pack_time(oid):
             return

@@ -230,7 +230,8 @@ class MemoryStore:
 
         try:
             return self._locked_workspace(self.workspace_of(workspace_key), look_workspace, exclusive=True)
-        except MemoryInvalid:  # a symlinked folder or record: nothing remem may read to record
+        except MemoryInvalid:  # a link, a name that is not UTF-8: nothing remem may read to record
+            self.history.unreadable(workspace_key)
             return None
 
     def workspace_keys(self) -> list[str]:

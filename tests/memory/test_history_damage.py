@@ -24,7 +24,7 @@ from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.git_pack import pack_ids, small_packs
-from remem.daemon.memory.history import MERGED_MAX
+from remem.daemon.memory.history import HAND_EDIT, MERGED_MAX
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import CommitResult
@@ -290,3 +290,38 @@ def test_a_fifo_among_the_packs_is_passed_by_not_waited_on(
     worker.join(10)
     assert not worker.is_alive(), "it waited on the FIFO"
     assert found and all(p.is_file() for p in found)
+
+
+def test_a_file_remem_reads_none_of_is_said_with_the_log_and_names_no_path(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    """A record named in bytes that are not UTF-8 stopped every entry of the workspace, and
+    `memory log` listed the history as if it were whole."""
+    store = MemoryStore(home)
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    folder = store.folder(workspace)
+    (folder / "alpha.md").write_text((folder / "alpha.md").read_text() + "A hand edit.\n")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as odd:
+        odd.write(b"---\nname: cafe\n---\n")
+    code, _, err = run(home, "memory", "log", "--cwd", workspace.cwd)
+    assert code == 0 and "could not read" in err and "not UTF-8" in err, err
+    assert str(home.root) not in err, err
+    assert store.sync_history(workspace.key, HAND_EDIT) is None  # as the daemon's watcher looks
+    trouble = store.history.trouble(workspace.key)  # what the daemon says with its log, to agents too
+    assert trouble is not None and "not UTF-8" in trouble and str(home.root) not in trouble
+
+
+def test_a_failure_to_record_is_no_longer_said_once_the_history_ends_with_the_state(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    """A scope nothing changed in since: no entry is ever due, so the warning lasted for good."""
+    store = MemoryStore(home)
+    store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    lock = home.locks / "history.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()  # the history's writing lock cannot be taken
+    assert store.sync_history(workspace.key, HAND_EDIT) is None
+    assert store.history.trouble(workspace.key) is not None
+    lock.rmdir()
+    assert store.sync_history(workspace.key, HAND_EDIT) is None  # it ends with the state already
+    assert store.history.trouble(workspace.key) is None
