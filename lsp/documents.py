@@ -116,6 +116,8 @@ def _file_bytes(path: Path) -> bytes | None:
 def record_texts(ls: RememServer, folder: Path) -> tuple[dict[str, str], set[str]]:
     """Every record of a workspace folder by file name, the editor's texts standing in for files;
     and the names of those whose bytes are not UTF-8 (left out: what they say is unknown)."""
+    if folder.is_symlink():  # its files are not memory's, and may lie outside REMEM_HOME
+        return {}, set()
     names = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
     opened = {path.name: doc.source for path, doc in open_documents(ls).items() if path.parent == folder}
     texts: dict[str, str] = {}

@@ -229,6 +229,18 @@ def test_validate_refuses_what_the_store_refuses_and_never_reads_through_a_link(
     assert code == 1 and f"{folder / 'pipe.md'}:1:1: error: a record must be a regular file" in out
 
 
+def test_validate_reads_nothing_through_a_linked_workspace_folder(home: Home, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.md").write_text("---\nname: evil\ndescription: d\ntype: nope\n---\nbody\n")
+    folder = home.workspaces / "linked-0000000000000000"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.symlink_to(outside, target_is_directory=True)
+    code, out, _ = run(home, "memory", "validate", str(folder / "evil.md"), "--json")
+    found = [[d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]]
+    assert code == 1 and found == [["remem/linked-workspace"]]  # not `type-invalid`: never read
+
+
 def test_validate_refuses_missing_and_non_memory_paths(home: Home, tmp_path: Path) -> None:
     code, _, err = run(home, "memory", "validate", str(tmp_path / "nope.md"))
     assert code == 2 and "no such file" in err

@@ -46,6 +46,14 @@ NAME_NOT_UTF8 = diagnostic(
     "move it out of the folder",
     FILE_TOO_LARGE.range,
 )
+# A linked workspace folder: nothing in it is read (the store refuses it whole).
+LINKED_WORKSPACE = diagnostic(
+    "linked-workspace",
+    Severity.ERROR,
+    "a workspace folder must be a real folder inside REMEM_HOME, not a symlink; move the folder "
+    "it points to here instead",
+    FILE_TOO_LARGE.range,
+)
 IRREGULAR_GLOBAL = diagnostic(
     "not-a-regular-file",
     Severity.ERROR,

@@ -17,6 +17,7 @@ from .canonical import (
     IRREGULAR_GLOBAL,
     IRREGULAR_INDEX,
     IRREGULAR_RECORD,
+    LINKED_WORKSPACE,
     NAME_NOT_UTF8,
     read_file,
     too_large,
@@ -57,6 +58,8 @@ def _global_problems(path: Path) -> list[Diagnostic]:
 
 
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
+    if folder.is_symlink():
+        return {path: [LINKED_WORKSPACE] for path in wanted}
     reports = lint_workspace_folder(folder)
     return {path: reports[path.name] for path in wanted}
 
@@ -69,8 +72,12 @@ def lint_workspace_folder(
     `edited` holds texts an editor has open (by file name); they stand in for the files, so the
     workspace-wide rules (duplicate names, the index in sync) see what the user sees. A `cache`
     kept across calls spares re-reading and re-parsing what did not change since the last one.
+    A folder that is a link is not read: each edited text is `linked-workspace`, as the store
+    refuses the folder.
     """
     edited = edited or {}
+    if folder.is_symlink():  # never read through (it may lead out of REMEM_HOME), as the store
+        return {name: [LINKED_WORKSPACE] for name in edited}
     cache = cache or LintCache()
     names, others = _entries(folder, cache)
     undecodable = {name for name in names if shown_name(name) != name}  # never read: no record's

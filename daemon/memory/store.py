@@ -55,6 +55,7 @@ from .batch import (
 from .canonical import (
     IRREGULAR_GLOBAL,
     IRREGULAR_RECORD,
+    LINKED_WORKSPACE,
     NAME_NOT_UTF8,
     Unread,
     canonicalize,
@@ -369,7 +370,7 @@ class MemoryStore:
         workspace's problem. Three `lstat`s, at each request under the scope's lock."""
         self.home.refuse_link(self.home.workspaces)
         if folder.is_symlink():
-            raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[_LINKED_FOLDER])])
+            raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[LINKED_WORKSPACE])])
 
     @contextmanager
     def _scope_lock(self, path: Path, *, shared: bool = False) -> Iterator[None]:
@@ -428,11 +429,6 @@ def _file_problem(code: str, message: str) -> Diagnostic:
     return diagnostic(code, Severity.ERROR, message, Range(start=_START, end=_START))
 
 
-_LINKED_FOLDER = _file_problem(
-    "linked-workspace",
-    "a workspace folder must be a real folder inside REMEM_HOME, not a symlink; move the folder "
-    "it points to here instead",
-)
 _BROKEN_JOURNAL = _file_problem(
     "unreadable-journal",
     "this journal of an interrupted commit cannot be read, so the commit can be neither finished "

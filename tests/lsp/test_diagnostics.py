@@ -111,6 +111,23 @@ async def test_a_record_and_its_siblings_are_judged_together(client: LanguageCli
 
 
 @pytest.mark.asyncio
+async def test_a_workspace_folder_that_is_a_link_is_said_so_and_nothing_is_read_through_it(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "other.md").write_text(record("mine"))  # would be a duplicate name, if it were read
+    (outside / "MEMORY.md").write_text("- stale\n")
+    folder = workspace_folder(HOME, "linked")
+    folder.rmdir()
+    folder.symlink_to(outside, target_is_directory=True)
+    uri = open_document(client, folder / "mine.md", record("mine"))
+    index_uri = open_document(client, folder / "MEMORY.md", "- stale\n")
+    await until(lambda: codes(client, uri) == ["remem/linked-workspace"])
+    await until(lambda: codes(client, index_uri) == ["remem/linked-workspace"])
+
+
+@pytest.mark.asyncio
 async def test_files_outside_the_memory_folder_get_nothing(client: LanguageClient, tmp_path: Path) -> None:
     elsewhere = open_document(client, tmp_path / "notes.md", record("x", type="nope"))
     inside = open_document(client, HOME.global_file, "Fine.\n")
