@@ -24,7 +24,8 @@ pygls logs and drops a request whose params do not have the spec's shape (a hove
 -1, a command without `command`), one whose method is no string, and a request after
 `shutdown`: the client would wait for an answer forever. Each gets its error here, as the spec
 has it: InvalidParams naming what is wrong, InvalidRequest for the others. Before `initialize`
-a request is refused ServerNotInitialized and a notification, but `exit`, is dropped.
+a request is refused ServerNotInitialized and a notification, but `exit`, is dropped; a second
+`initialize` is refused InvalidRequest (pygls would start a new workspace, its documents gone).
 """
 
 from __future__ import annotations
@@ -150,6 +151,10 @@ class RememProtocol(LanguageServerProtocol):
         # never initialize.
         if not self._initialized and method_name != types.INITIALIZE:
             self._send_response(msg_id, None, JsonRpcServerNotInitialized().to_response_error())
+            return
+        if self._initialized and method_name == types.INITIALIZE:  # it would forget every open document
+            refused = JsonRpcInvalidRequest("initialize: the server is initialized already; it is sent once")
+            self._send_response(msg_id, None, refused.to_response_error())
             return
         super()._handle_request(msg_id, method_name, params)
         future = self._request_futures.get(msg_id) if method_name in WRITES else None

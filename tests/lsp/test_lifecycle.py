@@ -137,6 +137,28 @@ def test_a_request_before_initialize_is_refused_and_starts_no_daemon(tmp_path: P
         assert "capabilities" in _receive(server.stdout)["result"]
 
 
+def test_a_second_initialize_is_refused_and_the_open_documents_are_kept(tmp_path: Path) -> None:
+    home = Home(tmp_path / "home")
+    with _server(home) as server:
+        assert server.stdin is not None and server.stdout is not None
+        document = {
+            "uri": home.global_file.as_uri(),
+            "languageId": "markdown",
+            "version": 1,
+            "text": "# Kept\n",
+        }
+        _send(server.stdin, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
+        _send(server.stdin, {"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+        refused = _answer(server.stdout, 1)["error"]
+        assert (refused["code"], refused["message"]) == (
+            -32600,
+            "initialize: the server is initialized already; it is sent once",
+        )
+        asked = {"textDocument": {"uri": home.global_file.as_uri()}}
+        _send(server.stdin, {"id": 2, "method": "textDocument/documentSymbol", "params": asked})
+        assert [symbol["name"] for symbol in _answer(server.stdout, 2)["result"]] == ["Kept"]
+
+
 def test_a_message_whose_method_is_no_string_is_an_invalid_request(tmp_path: Path) -> None:
     with _server(Home(tmp_path / "home")) as server:
         assert server.stdin is not None and server.stdout is not None
