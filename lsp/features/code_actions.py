@@ -265,17 +265,50 @@ def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
 
 
 def _tabs(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """Each tab of an indentation as two spaces; where only taking a record's own key (`name:`,
+    `description:`, `type:`) tabbed in back to the margin makes the front matter parse, that."""
     assert context.front is not None
-    edits = []
-    for number in range(1, context.front.closing):
-        line = context.lines[number]
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        if "\t" in indent:
-            where = types.Range(types.Position(number, 0), types.Position(number, len(indent)))
-            edits.append(types.TextEdit(where, indent.replace("\t", "  ")))
-    if not edits:
-        return []
-    return [_fix("Indent the front matter with spaces", diagnostic, context.edit(edits), preferred=True)]
+    lines = context.lines[1 : context.front.closing]
+    fixes = [(title, [_untabbed(line, back) for line in lines]) for title, back in _TAB_FIXES]
+    title, indents = next((fix for fix in fixes if _parses(lines, fix[1])), fixes[0])
+    edits = [
+        types.TextEdit(
+            types.Range(types.Position(number, 0), types.Position(number, len(_indent(line)))), new
+        )
+        for number, (new, line) in enumerate(zip(indents, lines, strict=True), start=1)
+        if new != _indent(line)
+    ]
+    return [_fix(title, diagnostic, context.edit(edits), preferred=True)] if edits else []
+
+
+_TAB_FIXES = (
+    ("Indent the front matter with spaces", False),
+    ("Take the keys tabbed in back to the margin", True),
+)
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _untabbed(line: str, keys_back: bool) -> str:
+    """The indentation `line` gets: its own with each tab two spaces, or none for a record's key."""
+    indent = _indent(line)
+    if "\t" not in indent:
+        return indent
+    if keys_back and line[len(indent) :].partition(":")[0].strip() in FIELDS:
+        return ""
+    return indent.replace("\t", "  ")
+
+
+def _parses(lines: Sequence[str], indents: Sequence[str]) -> bool:
+    """Whether the front matter's `lines` parse with these `indents`."""
+    text = "\n".join(new + line[len(_indent(line)) :] for new, line in zip(indents, lines, strict=True))
+    try:
+        safe_yaml.load(text)
+    except yaml.YAMLError:
+        return False
+    return True
 
 
 # -- name, type, description ------------------------------------------------------------------

@@ -157,6 +157,16 @@ async def test_tabs_then_a_multiline_description_are_fixed_in_turn(client: Langu
     await until(lambda: codes(client, uri) == [])
 
 
+async def test_a_key_tabbed_in_is_taken_back_to_the_margin(client: LanguageClient) -> None:
+    """Two spaces there would make `description` a key inside `name`'s value: still no YAML."""
+    text = "---\nname: tabbed\n\tdescription: d\n\ttype: project\n---\nBody.\n"
+    uri = open_document(client, workspace_folder(HOME, "tabs-keys") / "tabbed.md", text)
+    [action] = await code_actions(client, uri, "remem/front-matter-tab")
+    assert action.title == "Take the keys tabbed in back to the margin" and action.is_preferred
+    assert await apply_fix(client, uri, text, action, 2) == record("tabbed", description="d")
+    await until(lambda: codes(client, uri) == [])
+
+
 async def test_a_long_description_is_shortened_and_kept_whole_in_the_body(client: LanguageClient) -> None:
     long = " ".join(f"word{n}" for n in range(60))  # 409 characters
     text = record("long", description=long)
