@@ -17,7 +17,8 @@ from remem.daemon import safe_yaml
 from remem.daemon.memory.canonical import BOM
 
 _DELIMITER = re.compile(r"---[ \t]*")
-_KEY = re.compile(r"([^\s#'\"?:-][^:]*?)[ \t]*:(?=[ \t]|$)")
+# A plain key: YAML's indicators cannot start one (`{name: x}` is a flow mapping, no key `{name`).
+_KEY = re.compile(r"([^\s#'\"?:\-{}\[\],&*!|>%@`][^:]*?)[ \t]*:(?=[ \t]|$)")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class Entry:
 class FrontMatter:
     closing: int  # the line of the closing `---`; the opening one is line 0
     entries: tuple[Entry, ...]
+    # Every line an entry's, blank or a comment: a key can be added as a line of its own (not
+    # so in a flow mapping `{name: x}`, or a block indented as a whole).
+    by_lines: bool = True
 
     def entry(self, key: str) -> Entry | None:
         return next((e for e in self.entries if e.key == key), None)
@@ -52,8 +56,19 @@ def locate(lines: list[str], *, open_ended: bool = False) -> FrontMatter | None:
         return None
     for number in range(1, len(lines)):
         if _DELIMITER.fullmatch(lines[number]):
-            return FrontMatter(number, _entries(lines, number))
-    return FrontMatter(len(lines), _entries(lines, len(lines))) if open_ended else None
+            return _located(lines, number)
+    return _located(lines, len(lines)) if open_ended else None
+
+
+def _located(lines: list[str], closing: int) -> FrontMatter:
+    entries = _entries(lines, closing)
+    held = {line for entry in entries for line in range(entry.first, entry.last + 1)}
+    loose = (
+        n
+        for n in range(1, closing)
+        if n not in held and lines[n].strip() and not lines[n].lstrip().startswith("#")
+    )
+    return FrontMatter(closing, entries, by_lines=next(loose, None) is None)
 
 
 def value(lines: list[str], entry: Entry) -> object:

@@ -95,9 +95,12 @@ class _Context:
         return types.WorkspaceEdit(changes={self.uri: list(edits)})
 
     def set_key(self, key: str, new: str) -> list[types.TextEdit]:
-        """Edits that give `key` the value `new`, replacing its lines or adding one in order."""
+        """Edits that give `key` the value `new`, replacing its lines or adding one in order;
+        none where no line of its own can be added (the fix is then not offered)."""
         assert self.front is not None
         entry = self.front.entry(key)
+        if entry is None and not self.front.by_lines:
+            return []
         # A one-line entry's comment after its value (the user's note) stays.
         note = (
             _trailing_comment(self.lines[entry.first])
@@ -128,8 +131,18 @@ def _quick_fixes(context: _Context, diagnostics: Sequence[types.Diagnostic]) -> 
         code = rule_id(diagnostic)
         fixer = _FIXERS.get(code) if diagnostic.source == "remem" else None
         if fixer is not None and (context.front is not None or code in _WITHOUT_FRONT_MATTER):
-            actions.extend(fixer(context, diagnostic))
+            actions.extend(action for action in fixer(context, diagnostic) if _changes(action))
     return _merged(actions)
+
+
+def _changes(action: types.CodeAction) -> bool:
+    """Whether the fix edits anything (one that cannot be written as an edit has none)."""
+    edit = action.edit
+    if edit is None:
+        return True  # a command's
+    operations = edit.document_changes or ()  # a file's rename is one
+    edited = any(not isinstance(o, types.TextDocumentEdit) or o.edits for o in operations)
+    return edited or any((edit.changes or {}).values())
 
 
 def rule_id(diagnostic: types.Diagnostic) -> str:

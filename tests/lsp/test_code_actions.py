@@ -167,6 +167,19 @@ async def test_a_key_tabbed_in_is_taken_back_to_the_margin(client: LanguageClien
     await until(lambda: codes(client, uri) == [])
 
 
+@pytest.mark.parametrize(
+    "front",
+    ["{name: flowing, type: feedback}\n", "  name: flowing\n  type: feedback\n"],
+    ids=["flow", "indented"],
+)
+async def test_no_key_is_added_where_a_line_of_its_own_would_break_the_front_matter(
+    client: LanguageClient, front: str
+) -> None:
+    text = f"---\n{front}---\nUse flow style.\n"
+    uri = open_document(client, workspace_folder(HOME, "flowing") / "flowing.md", text)
+    assert await code_actions(client, uri, "remem/missing-key") == []
+
+
 async def test_a_long_description_is_shortened_and_kept_whole_in_the_body(client: LanguageClient) -> None:
     long = " ".join(f"word{n}" for n in range(60))  # 409 characters
     text = record("long", description=long)
