@@ -27,16 +27,30 @@ def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple
     target = store.history.files_at(entry.id)
     actor = Actor(kind="revert", reverts=entry.id)
     if entry.workspace is None:
-        expected = expected_revision or global_revision(store.global_bytes())
-        return None, store.replace_global(expected, global_text(target.get(GLOBAL_FILE, b"")), actor)
+        now = global_revision(store.global_bytes())
+        if _stale(expected_revision, now):
+            return None, CommitResult(status="conflict", revision=now)
+        return None, store.replace_global(
+            expected_revision or now, global_text(target.get(GLOBAL_FILE, b"")), actor
+        )
     # Its cwd is "" when the folder is gone (the history does not hold it): the folder the revert
     # creates names no project until a commit made from the project's folder names it.
     workspace = store.workspace_of(entry.workspace)
     current = store.workspace_files(workspace)
-    expected = expected_revision or workspace_revision(current)
+    now = workspace_revision(current)
+    if _stale(expected_revision, now):
+        return entry.workspace, CommitResult(status="conflict", revision=now)
     changes = changes_to(current, target)
     exact = {c.record.file_name: target[c.record.file_name] for c in changes if isinstance(c, PutChange)}
-    return entry.workspace, store.commit_workspace(workspace, expected, changes, actor, exact=exact)
+    return entry.workspace, store.commit_workspace(
+        workspace, expected_revision or now, changes, actor, exact=exact
+    )
+
+
+def _stale(expected: str | None, now: str) -> bool:
+    """A revert planned against another revision is a conflict before what it puts back is
+    judged, as a stale batch is whatever its records hold (the commit compares again, locked)."""
+    return expected is not None and expected != now
 
 
 def global_text(data: bytes) -> str:

@@ -197,6 +197,25 @@ def test_a_revert_to_a_record_that_was_not_utf8_is_refused(home: Home, workspace
     assert len(store.history.log(workspace.key)) == logged, "no entry"
 
 
+def test_a_stale_revert_is_a_conflict_before_what_it_puts_back_is_judged(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    """As a stale batch is a conflict whatever its records hold: exit 3, not 2."""
+    store = MemoryStore(home)
+    alpha, bad = _hand_edited(store, workspace, HAND_EDIT_NOT_UTF8)
+    alpha.write_bytes(b"---\nname: alpha\ndescription: d\ntype: project\n---\nfixed\n")
+    store.sync_history(workspace.key, HAND_EDIT)
+    stale = "sha256:" + "0" * 64
+    code, out, _ = run(home, "memory", "revert", bad, "--expected-revision", stale, "--json")
+    assert code == 3 and json.loads(out)["status"] == "conflict", out
+    store.replace_global(EMPTY, "first\n")
+    home.global_file.write_bytes(b"caf\xe9\n")
+    bad_global = store.sync_history(None, HAND_EDIT)
+    assert bad_global is not None
+    code, out, _ = run(home, "memory", "revert", bad_global, "--expected-revision", stale, "--json")
+    assert code == 3 and json.loads(out)["status"] == "conflict", out
+
+
 @pytest.mark.parametrize(
     ("edited", "said"),
     [
