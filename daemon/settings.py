@@ -25,6 +25,7 @@ from .fsutil import remove_stale_temps
 from .home import Home
 from .limits import SESSION_LINE_MAX_BYTES
 from .locks import file_lock
+from .memory.diagnostics import TextPositions
 from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
 from .safe_open import open_linked, read_capped, refused
@@ -191,7 +192,7 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
         refused = "YAML aliases are not allowed in settings.yml; write the value out in full"
         raise SettingsError([f"{source}:{exc.line}: {refused}"], [exc.line]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML refuses (terminal colours pasted in)
-        line = text.count("\n", 0, exc.position) + 1
+        line = TextPositions(text).position(exc.position).line + 1  # a lone CR breaks a line too
         refused = f"character U+{exc.character:04X} is not allowed in YAML; delete it"
         raise SettingsError([f"{source}:{line}: {refused}"], [line]) from None
     except yaml.MarkedYAMLError as exc:
@@ -199,6 +200,9 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
         raise SettingsError([f"{source}:{line}: not valid YAML: {exc.problem}"], [line]) from None
     if node is None:
         data = {}
+    if twice := _twice(node):  # PyYAML keeps the last of them, and says nothing
+        problems = [f"{source}:{line}: {key}: appears twice; keep one" for key, line in twice]
+        raise SettingsError(problems, [line for _, line in twice])
     if not isinstance(data, dict):
         raise SettingsError([f"{source}:1: settings must be a mapping of sections (sessions, daemon, ...)"])
     try:
@@ -234,6 +238,23 @@ def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
             f"is a section, its keys indented below it, but holds {held}; to keep its defaults, remove it"
         )
     return f"{source}:{line}: {key}: {message}"
+
+
+def _twice(node: yaml.Node | None, where: tuple[str, ...] = ()) -> list[tuple[str, int]]:
+    """Each key a mapping holds again, by its dotted location, with the line it appears again on."""
+    if isinstance(node, yaml.SequenceNode):
+        return [found for n, item in enumerate(node.value) for found in _twice(item, (*where, str(n)))]
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    seen: set[str] = set()
+    found: list[tuple[str, int]] = []
+    for key, value in node.value:
+        name = str(key.value)
+        if name in seen:
+            found.append((".".join((*where, name)), key.start_mark.line + 1))
+        seen.add(name)
+        found += _twice(value, (*where, name))
+    return found
 
 
 def _line_of(node: yaml.Node | None, location: list[str]) -> int:

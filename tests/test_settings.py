@@ -63,6 +63,11 @@ def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
             "settings.yml:2: character U+001B is not allowed in YAML; delete it",
         ),
         ("daemon:\n  idle_minutes: 5\x00\n", "settings.yml:2: character U+0000 is not allowed in YAML"),
+        (
+            "daemon: {idle_minutes: 2, idle_minutes: 3}\n",
+            "settings.yml:1: daemon.idle_minutes: appears twice",
+        ),
+        ("daemon:\n  watch: polling\ndaemon:\n  idle_minutes: 3\n", "settings.yml:3: daemon: appears twice"),
         ("- a\n", "settings.yml:1: settings must be a mapping"),
     ],
 )

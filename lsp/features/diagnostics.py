@@ -16,7 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
-from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
+from remem.daemon.memory.diagnostics import Diagnostic, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE
 from remem.daemon.memory.validation import validate_global
@@ -110,16 +110,14 @@ def settings_problems(text: str) -> list[Diagnostic]:
     try:
         parse_settings(text.encode("utf-8"), SETTINGS_SOURCE)
     except SettingsError as exc:
-        lines = text.split("\n")
+        positions = TextPositions(text)  # lines as the editor breaks them (a lone CR too), in UTF-16
+        last = len(positions.line_starts) - 1
         return [
             diagnostic(
                 "invalid-settings",
                 Severity.ERROR,
                 problem.removeprefix(f"{SETTINGS_SOURCE}:{line}: "),
-                Range(
-                    start=Position(line=line - 1, character=0),
-                    end=Position(line=line - 1, character=len(lines[line - 1]) if line <= len(lines) else 0),
-                ),
+                positions.line_range(min(line - 1, last)),
             )
             for problem, line in zip(exc.problems, exc.lines, strict=True)
         ]
