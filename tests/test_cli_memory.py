@@ -239,6 +239,19 @@ def test_validate_reads_nothing_through_a_linked_workspace_folder(home: Home, tm
     code, out, _ = run(home, "memory", "validate", str(folder / "evil.md"), "--json")
     found = [[d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]]
     assert code == 1 and found == [["remem/linked-workspace"]]  # not `type-invalid`: never read
+    code, out, _ = run(home, "memory", "validate", str(home.root / "memory"), "--json")
+    found = {f["path"]: [d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]}
+    assert code == 1 and found == {str(folder): ["remem/linked-workspace"]}  # not passed over, not walked
+
+
+def test_validate_reads_a_record_through_a_linked_folder_elsewhere(home: Home, tmp_path: Path) -> None:
+    """Only the home's workspace folders must be real folders: `/tmp` is a link on macOS."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "draft.md").write_text("---\nname: draft\ndescription: d\ntype: nope\n---\nbody\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "real", target_is_directory=True)
+    code, out, _ = run(home, "memory", "validate", str(tmp_path / "linked" / "draft.md"), "--json")
+    found = [[d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]]
+    assert code == 1 and found == [["remem/type-invalid"]]
 
 
 def test_validate_refuses_missing_and_non_memory_paths(home: Home, tmp_path: Path) -> None:

@@ -65,10 +65,11 @@ def memory() -> None:
 @memory.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @json_option
-def validate(paths: tuple[Path, ...], as_json: bool) -> None:
+@click.pass_obj
+def validate(backend: Backend, paths: tuple[Path, ...], as_json: bool) -> None:
     """Check memory files (or folders of them) against every rule; exit 1 on any error."""
     try:
-        reports = lint_paths(list(paths))
+        reports = lint_paths(list(paths), backend.home.workspaces)
     except NotMemoryFile as exc:
         fail(str(exc))
     ok = not any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)

@@ -35,13 +35,18 @@ class NotMemoryFile(Exception):
     """A path given to the validator is missing or is not a Markdown memory file."""
 
 
-def lint_paths(paths: list[Path]) -> list[FileProblems]:
-    files = _expand(paths)
+def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FileProblems]:
+    """Every memory file of `paths` (and under its folders), judged as the store judges it;
+    `workspaces` is the home's folder of workspace folders, one of which the store refuses as a
+    link: nothing in such a folder is read."""
+    files = _expand(paths, workspaces)
     reports: dict[Path, list[Diagnostic]] = {}
     by_folder: dict[Path, list[Path]] = defaultdict(list)
     for path in files:
         if path.name == GLOBAL_FILE:
             reports[path] = _global_problems(path) + unmerged_saves(GLOBAL_FILE, listing(path.parent))
+        elif _in_linked_workspace(path, workspaces):
+            reports[path] = [LINKED_WORKSPACE]
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
@@ -57,9 +62,13 @@ def _global_problems(path: Path) -> list[Diagnostic]:
     return problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
 
 
+def _in_linked_workspace(path: Path, workspaces: Path | None) -> bool:
+    """Whether `path` is a workspace folder that is a link, or a file in one."""
+    folder = path if path.parent == workspaces else path.parent
+    return workspaces is not None and folder.parent == workspaces and folder.is_symlink()
+
+
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
-    if folder.is_symlink():
-        return {path: [LINKED_WORKSPACE] for path in wanted}
     reports = lint_workspace_folder(folder)
     return {path: reports[path.name] for path in wanted}
 
@@ -72,12 +81,8 @@ def lint_workspace_folder(
     `edited` holds texts an editor has open (by file name); they stand in for the files, so the
     workspace-wide rules (duplicate names, the index in sync) see what the user sees. A `cache`
     kept across calls spares re-reading and re-parsing what did not change since the last one.
-    A folder that is a link is not read: each edited text is `linked-workspace`, as the store
-    refuses the folder.
     """
     edited = edited or {}
-    if folder.is_symlink():  # never read through (it may lead out of REMEM_HOME), as the store
-        return {name: [LINKED_WORKSPACE] for name in edited}
     cache = cache or LintCache()
     names, others = _entries(folder, cache)
     undecodable = {name for name in names if shown_name(name) != name}  # never read: no record's
@@ -170,11 +175,11 @@ def _entries(folder: Path, cache: LintCache) -> FolderEntries:
 _NO_ENTRIES = FolderEntries(frozenset(), frozenset())
 
 
-def _expand(paths: list[Path]) -> list[Path]:
+def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(_memory_files_under(path))
+            found.extend(_memory_files_under(path, workspaces))
         elif not path.exists():
             raise NotMemoryFile(f"{path}: no such file or folder")
         elif path.suffix != ".md" or path.name.startswith("."):
@@ -184,8 +189,15 @@ def _expand(paths: list[Path]) -> list[Path]:
     return sorted(dict.fromkeys(p.absolute() for p in found))
 
 
-def _memory_files_under(folder: Path) -> list[Path]:
+def _memory_files_under(folder: Path, workspaces: Path | None) -> list[Path]:
     found = []
+    if (
+        workspaces is not None
+        and workspaces.absolute().is_relative_to(folder.absolute())
+        and workspaces.is_dir()
+    ):
+        # A workspace folder that is a link is not walked (nor read): it is reported itself.
+        found += [entry for entry in workspaces.iterdir() if entry.is_symlink() and entry.is_dir()]
     for path in sorted(folder.rglob("*.md")):
         relative = path.relative_to(folder).parts
         # Links and FIFOs too, so that what the store refuses is reported, not passed over.

@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from remem.daemon.memory.canonical import FILE_TOO_LARGE, too_large
+from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE
@@ -129,7 +129,12 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
     open_here = {path.name: doc for path, doc in open_documents(ls).items() if path.parent == folder}
     encoded = {name: _as_utf8(document) for name, document in open_here.items()}
     edited = {name: text for name, (text, _) in encoded.items()}
-    reports = lint_workspace_folder(folder, edited, ls.lint_cache)
+    linked = folder.is_symlink()  # never read through (it may lead out of REMEM_HOME), as the store
+    reports = (
+        {name: [LINKED_WORKSPACE] for name in edited}
+        if linked
+        else lint_workspace_folder(folder, edited, ls.lint_cache)
+    )
     for name, document in open_here.items():
         _publish(ls, document, encoded[name][1] + reports.get(name, []))
 
