@@ -14,6 +14,16 @@ from typing import Any
 import yaml
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def refused_at(text: str, exc: yaml.reader.ReaderError) -> int:
+    """The offset in `text` (in characters) of the character YAML refused: libyaml gives its
+    offset in the UTF-8 bytes, PyYAML's own reader in characters."""
+    if LOADER is yaml.SafeLoader:
+        return exc.position
+    return len(text.encode("utf-8", "surrogatepass")[: exc.position].decode("utf-8", "ignore"))
+
+
 # Bounds the parse before it starts: 100 000 keys took seconds and hundreds of MB. Far above
 # any settings, receipt or credentials file remem writes or a person does (decision 0141).
 MAX_BYTES = 1024 * 1024

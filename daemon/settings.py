@@ -192,7 +192,7 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
         refused = "YAML aliases are not allowed in settings.yml; write the value out in full"
         raise SettingsError([f"{source}:{exc.line}: {refused}"], [exc.line]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML refuses (terminal colours pasted in)
-        line = TextPositions(text).position(exc.position).line + 1  # a lone CR breaks a line too
+        line = TextPositions(text).position(safe_yaml.refused_at(text, exc)).line + 1  # a lone CR too
         refused = f"character U+{exc.character:04X} is not allowed in YAML; delete it"
         raise SettingsError([f"{source}:{line}: {refused}"], [line]) from None
     except yaml.MarkedYAMLError as exc:

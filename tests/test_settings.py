@@ -64,6 +64,10 @@ def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
         ),
         ("daemon:\n  idle_minutes: 5\x00\n", "settings.yml:2: character U+0000 is not allowed in YAML"),
         (
+            "# 日本語のコメント 日本語のコメント\nx: \x07\n",
+            "settings.yml:2: character U+0007",
+        ),  # bytes are no characters
+        (
             "daemon: {idle_minutes: 2, idle_minutes: 3}\n",
             "settings.yml:1: daemon.idle_minutes: appears twice",
         ),
