@@ -287,7 +287,7 @@ class History:
         repo = self._readable()
         branch = branch_of(workspace_key)
         with self._lock:
-            ref = repo.references.get(f"refs/heads/{branch}")
+            ref = self._branch(repo, branch)
             if ref is None:
                 return []
             head = ref.target
@@ -334,10 +334,13 @@ class History:
         return self._damaged(str(oid), exc, f" (number {read + 1} of {branch}, newest first)")
 
     def _damaged(self, entry: str, exc: Exception, where: str = "") -> str:
+        unread = f"({_reason(exc)}; a file of its objects/ was removed or altered?)"
+        return self._damage(f"entry {entry[:12]}{where} cannot be read {unread}")
+
+    def _damage(self, what: str) -> str:
         return (
-            f"the memory history at {self.path} is damaged: entry {entry[:12]}{where} cannot be read "
-            f"({_reason(exc)}; a file of its objects/ was removed or altered?); memory itself is "
-            f"whole: move {self.path.name} aside and remem starts the history again from the current state"
+            f"the memory history at {self.path} is damaged: {what}; memory itself is whole: move "
+            f"{self.path.name} aside and remem starts the history again from the current state"
         )
 
     @contextlib.contextmanager
@@ -526,8 +529,15 @@ class History:
                         shutil.rmtree(entry.path)
 
     def _head(self, repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
-        ref = repo.references.get(f"refs/heads/{branch}")
+        ref = self._branch(repo, branch)
         return None if ref is None else ref.peel(pygit2.Commit)
+
+    def _branch(self, repo: pygit2.Repository, branch: str) -> pygit2.Reference | None:
+        """The branch's reference; one whose file does not read is damage, as an object is."""
+        try:
+            return repo.references.get(f"refs/heads/{branch}")
+        except pygit2.GitError as exc:  # "corrupted loose reference file"
+            raise HistoryError(self._damage(f"its branch {branch} cannot be read ({_reason(exc)})")) from None
 
     def _enter(self) -> None:
         """Count a commit whose entries are to be written; the first takes the writing lock, so

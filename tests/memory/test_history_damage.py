@@ -325,3 +325,12 @@ def test_a_failure_to_record_is_no_longer_said_once_the_history_ends_with_the_st
     lock.rmdir()
     assert store.sync_history(workspace.key, HAND_EDIT) is None  # it ends with the state already
     assert store.history.trouble(workspace.key) is None
+
+
+def test_a_branch_file_that_does_not_read_is_damage_not_a_bug(home: Home, workspace: WorkspaceId) -> None:
+    first = MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
+    (home.root / "history" / "refs" / "heads" / f"ws-{workspace.key}").write_text("garbage\n")
+    code, _, err = run(home, "memory", "log", "--cwd", workspace.cwd)
+    assert code == 1 and f"damaged: its branch ws-{workspace.key} cannot be read" in err, err
+    second = MemoryStore(home).commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed" and second.history is None
