@@ -95,14 +95,12 @@ class HistoryBusy(Exception):
 
 
 class FilesUnreadable(Exception):
-    """A file of the scope remem reads none of: the reason, with no name of a path in it (the
-    warning reaches agents)."""
+    """The scope's files cannot be read to record them: the problems' codes, with no name of a
+    path in them (the warning reaches agents)."""
 
-    def __init__(self) -> None:
-        super().__init__(
-            "a file of its memory is a link, no regular file, or named in bytes that are not UTF-8; "
-            "`remem memory validate` names it"
-        )
+    def __init__(self, codes: list[str]) -> None:
+        said = ", ".join(codes) or "no reason given"
+        super().__init__(f"its files cannot be read ({said}); `remem memory show` says where")
 
 
 class IncompleteEntry(HistoryError):
@@ -618,10 +616,10 @@ class History:
         with self._lock:
             self._failures[branch] = _reason(exc)
 
-    def unreadable(self, workspace_key: str | None) -> None:
-        """The scope's files could not be read to record them: say so with its log, as any
-        change the history could not record."""
-        self._not_recorded("read", branch_of(workspace_key), FilesUnreadable())
+    def unreadable(self, workspace_key: str | None, codes: list[str]) -> None:
+        """The scope's files could not be read to record them, for the problems of `codes`: say
+        so with its log, as any change the history could not record."""
+        self._not_recorded("read", branch_of(workspace_key), FilesUnreadable(codes))
 
     def _ends_recorded(self, branch: str) -> None:
         """The branch ends at the scope's state: nothing it lacks is still to be said, and a
@@ -631,7 +629,8 @@ class History:
 
     def trouble(self, workspace_key: str | None) -> str | None:
         """Why the scope's history lacks what this process last changed or found, until an entry
-        of it is written: a daemon says it with its log, not only in its own log file."""
+        of it is written or it is found to end with the scope's state: a daemon says it with its
+        log, not only in its own log file."""
         failed = self._failures.get(branch_of(workspace_key))
         if failed is None:
             return None

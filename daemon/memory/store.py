@@ -231,8 +231,8 @@ class MemoryStore:
 
         try:
             return self._locked_workspace(self.workspace_of(workspace_key), look_workspace, exclusive=True)
-        except MemoryInvalid:  # a link, a name that is not UTF-8: nothing remem may read to record
-            self.history.unreadable(workspace_key)
+        except MemoryInvalid as exc:  # a link, a name that is not UTF-8, a lock unusable: nothing to record
+            self.history.unreadable(workspace_key, sorted({d.code for f in exc.files for d in f.diagnostics}))
             return None
 
     def workspace_keys(self) -> list[str]:

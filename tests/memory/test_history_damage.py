@@ -304,11 +304,11 @@ def test_a_file_remem_reads_none_of_is_said_with_the_log_and_names_no_path(
     with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as odd:
         odd.write(b"---\nname: cafe\n---\n")
     code, _, err = run(home, "memory", "log", "--cwd", workspace.cwd)
-    assert code == 0 and "could not read" in err and "not UTF-8" in err, err
+    assert code == 0 and "could not read" in err and "remem/file-name-encoding" in err, err
     assert str(home.root) not in err, err
     assert store.sync_history(workspace.key, HAND_EDIT) is None  # as the daemon's watcher looks
     trouble = store.history.trouble(workspace.key)  # what the daemon says with its log, to agents too
-    assert trouble is not None and "not UTF-8" in trouble and str(home.root) not in trouble
+    assert trouble is not None and "(remem/file-name-encoding)" in trouble and str(home.root) not in trouble
 
 
 def test_a_failure_to_record_is_no_longer_said_once_the_history_ends_with_the_state(
