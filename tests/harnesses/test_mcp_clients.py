@@ -150,7 +150,9 @@ class Claude:
 
     def run(self, prompt: str, *allowed: str, env: dict[str, str] | None = None) -> dict[str, Any]:
         args = [str(self.cc.executable), "-p", prompt, "--output-format", "json", "--allowedTools", *allowed]
-        done = self._run(args, env)
+        # Claude Code asks the model without waiting for its MCP servers unless told to: on a
+        # loaded machine the first request offered no remem tool (docs/agents.md).
+        done = self._run(args, {"MCP_CONNECTION_NONBLOCKING": "false", **(env or {})})
         assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
         assert done.stderr == "", done.stderr
         return dict(json.loads(done.stdout))
