@@ -38,10 +38,13 @@ export function sessionIdFromTranscriptPath(path: string): string | undefined {
 
 const TAB_CHARS = 60;
 
-/** A title as the last segment of a path: what the editor's tab shows. */
+/** A title as the last segment of a path: what the editor's tab shows. Cut by characters, as the
+ * server cuts it: by UTF-16 units, an emoji across the cut left half a pair, which
+ * `encodeURIComponent` refuses ("URI malformed"). */
 function tabName(title: string): string {
   const flat = title.replace(/[\u0000-\u001f/\\]+/g, ' ').replace(/\s+/g, ' ').trim();
-  return flat.length > TAB_CHARS ? `${flat.slice(0, TAB_CHARS - 1)}…` : flat;
+  const chars = Array.from(flat);
+  return chars.length > TAB_CHARS ? `${chars.slice(0, TAB_CHARS - 1).join('')}…` : flat;
 }
 
 /** The `remem-session:` URI of a session's transcript: `/<id>/<title>.md`, so its tab reads the title. */

@@ -40,10 +40,11 @@ export class Retitler<T extends TranscriptTab> {
   }
 
   private async retitleShown(labelOf: LabelOf): Promise<void> {
-    for (const { tab, uri } of this.stale(labelOf)) {
+    for (const tab of this.host.tabs()) {
       try {
+        const uri = this.renamed(tab, labelOf);
         // An earlier tab's reopening gave the user time to close or leave this one.
-        if (!this.find(tab)?.active) continue;
+        if (uri === undefined || !this.find(tab)?.active) continue;
         await this.host.reopen(tab, uri);
         const old = this.find(tab);
         if (old) await this.host.close(old);
@@ -53,15 +54,13 @@ export class Retitler<T extends TranscriptTab> {
     }
   }
 
-  /** The shown tabs named otherwise than `labelOf` says, each with the URI that names it so. A
-   * background tab waits until it is shown: opened again now, it would come to the front of its
-   * group, over the file the user works in. */
-  private stale(labelOf: LabelOf): { tab: T; uri: string }[] {
-    return this.host.tabs().flatMap((tab) => {
-      const label = tab.active ? labelOf(tab.session) : undefined;
-      const uri = label ? this.host.uriOf(tab.session, label) : tab.uri;
-      return uri === tab.uri ? [] : [{ tab, uri }];
-    });
+  /** The URI that names a shown `tab` as `labelOf` says, when that is not its own (undefined
+   * else). A background tab waits until it is shown: opened again now, it would come to the
+   * front of its group, over the file the user works in. */
+  private renamed(tab: T, labelOf: LabelOf): string | undefined {
+    const label = tab.active ? labelOf(tab.session) : undefined;
+    const uri = label ? this.host.uriOf(tab.session, label) : tab.uri;
+    return uri === tab.uri ? undefined : uri;
   }
 
   /** `tab` as the editor has it now, if it is still open. */

@@ -34,6 +34,9 @@ test('transcript URIs encode the id and read back to it; a title names the tab, 
   assert.equal(transcriptUri('session-a b'), 'remem-session:/session-a%20b.md');
   assert.equal(transcriptUri('s1', 'Fix a/b\nnow'), 'remem-session:/s1/Fix%20a%20b%20now.md');
   assert.equal(transcriptUri('s1', 'x'.repeat(70)), `remem-session:/s1/${'x'.repeat(59)}%E2%80%A6.md`);
+  // Cut by characters, as the server cuts it: an emoji across the cut stays whole.
+  const rocket = `${'a'.repeat(58)}🚀 and more`;
+  assert.equal(transcriptUri('s1', rocket), `remem-session:/s1/${'a'.repeat(58)}%F0%9F%9A%80%E2%80%A6.md`);
   // VS Code hands the provider the decoded path.
   assert.equal(sessionIdFromTranscriptPath('/session-a b.md'), 'session-a b');
   assert.equal(sessionIdFromTranscriptPath('/s1/After turn 2 · Fix it.md'), 's1');

@@ -110,3 +110,25 @@ test('a tab already named as the tree names it, or of a session the tree does no
   await new Retitler(host).retitle((id) => LABELS.get(id));
   assert.deepEqual(host.reopened, []);
 });
+
+test('a tab whose new name cannot be made into a URI is warned of; later retitlings still run', async () => {
+  const host = new FakeTabs();
+  const other = transcriptUri('s2', 'Old name');
+  host.open = [
+    { session: 's1', uri: OLD, column: 1, active: true },
+    { session: 's2', uri: other, column: 2, active: true },
+  ];
+  const uriOf = host.uriOf.bind(host);
+  host.uriOf = (session, label) => {
+    if (session === 's1') throw new URIError('URI malformed');
+    return uriOf(session, label);
+  };
+  const retitler = new Retitler(host);
+  const labels = new Map([...LABELS, ['s2', 'New name']]);
+  await retitler.retitle((id) => labels.get(id));
+  assert.equal(host.warnings.length, 1);
+  assert.match(host.warnings[0], /URI malformed/);
+  host.uriOf = uriOf;
+  await retitler.retitle((id) => labels.get(id)); // the queue is not left rejected
+  assert.deepEqual(host.reopened, [transcriptUri('s2', 'New name'), NEW]);
+});
