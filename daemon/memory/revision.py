@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from .canonical import canonical_bytes
 
 PREFIX = "sha256:"
-_REVISION = re.compile(r"sha256:[0-9a-f]{64}")
+REVISION_PATTERN = r"sha256:[0-9a-f]{64}"
+_REVISION = re.compile(REVISION_PATTERN)
 
 
 def global_revision(raw: bytes) -> str:

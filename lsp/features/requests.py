@@ -16,6 +16,7 @@ from pydantic import Field
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.memory.record import GLOBAL_FILE
+from remem.daemon.memory.revision import REVISION_PATTERN
 from remem.daemon.protocol.memory import RECORD_SUFFIX
 from remem.daemon.protocol.rpc import (
     Empty,
@@ -72,6 +73,12 @@ class HistoryScope(Strict):
 
 class HistoryEntryId(Strict):
     entry: str = Field(pattern=_ENTRY_ID)
+
+
+class RevertArgs(HistoryEntryId):
+    # The scope's revision the user decided on (the history they were shown): a change made while
+    # they decided makes the revert a conflict, not a change undone unseen.
+    expectedRevision: str | None = Field(default=None, pattern=f"^{REVISION_PATTERN}$")
 
 
 def register(server: RememServer) -> None:
@@ -132,8 +139,9 @@ def register(server: RememServer) -> None:
 
     @server.feature(ids.REVERT_MEMORY)
     async def revert_memory(ls: RememServer, params: Any) -> dict[str, Any]:
-        entry = parse(HistoryEntryId, params, ids.REVERT_MEMORY)
-        answer = await ls.link.api.memory_revert(RevertParams(entry=entry.entry))
+        asked = parse(RevertArgs, params, ids.REVERT_MEMORY)
+        revert = RevertParams(entry=asked.entry, expectedRevision=asked.expectedRevision)
+        answer = await ls.link.api.memory_revert(revert)
         return answer.model_dump(mode="json")
 
     @server.feature(ids.MODELS)

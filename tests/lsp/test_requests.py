@@ -262,6 +262,22 @@ async def test_a_records_history_reaches_past_the_newest_entries_of_its_workspac
     assert [e["id"] for e in answer["entries"]] == [old.history]
 
 
+async def test_an_undo_decided_on_an_older_state_is_a_conflict(editor: Editor, tmp_path: Path) -> None:
+    """The editor sends the revision the user decided on: a change made meanwhile (an agent's)
+    is not undone unseen."""
+    cwd = str(tmp_path)
+    store = MemoryStore(editor.home)
+    workspace = WorkspaceId.from_cwd(cwd)
+    first = store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put("first")])
+    seen = store.commit_workspace(workspace, first.revision, [put("second")])
+    meanwhile = store.commit_workspace(workspace, seen.revision, [put("third")])
+    assert first.history is not None
+    stale = {"entry": first.history, "expectedRevision": seen.revision}
+    answer = await editor.request("remem/revertMemory", stale)
+    assert (answer["status"], answer["revision"]) == ("conflict", meanwhile.revision)
+    assert {r.name for r in store.read_workspace(workspace).records} == {"first", "second", "third"}
+
+
 async def test_settings_name_the_route(editor: Editor, reviewed: Receipted) -> None:
     settings = await editor.request("remem/settings", {})
     assert (settings["provider"], settings["model"], settings["apiKeyEnv"]) == (
@@ -293,6 +309,7 @@ async def test_settings_name_the_route(editor: Editor, reviewed: Receipted) -> N
         ("remem/memoryAt", {"entry": "0123456789"}, "names no history entry"),
         ("remem/memoryHistory", {"cwd": "relative"}, "`cwd`: Value error, must be an absolute path"),
         ("remem/revertMemory", {"entry": "abc"}, "`entry`: String should match pattern"),
+        ("remem/revertMemory", {"entry": "abcdef0", "expectedRevision": "x"}, "`expectedRevision`: String"),
     ],
 )
 async def test_bad_params_get_a_specific_error(editor: Editor, method: str, params: dict, says: str) -> None:  # type: ignore[type-arg]

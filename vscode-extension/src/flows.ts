@@ -580,7 +580,10 @@ async function changedFile(ctx: FlowContext, entry: HistoryEntry, file?: string)
 
 export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promise<RevertResult | null> {
   const scope = await historyScope(ctx, arg);
-  const { entries } = await ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.params);
+  const history = await ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.params);
+  const { entries } = history;
+  // Not awaited: a notification's promise waits until the user dismisses it.
+  if (history.problem) void ctx.ui.warn(`The history of ${scope.what} is not whole: ${history.problem}.`);
   if (entries.length === 0) return stop(ctx.ui, `No history of ${scope.what} yet.`);
   const pick = await ctx.ui.pick(historyPicks(entries, ctx.now()), {
     title: `Remem: History of ${scope.what}`,
@@ -590,16 +593,20 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   const file = await changedFile(ctx, entry, scope.file);
   await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
-  return undoChange(ctx, entry, scope, entries);
+  return undoChange(ctx, entry, scope, history);
 }
 
 const NAMED_LATER = 10; // later changes an undo's confirmation names one by one
 
-/** The changes made after `entry`, named. The revert restores the whole of Global memory or of the
- * workspace, so they are undone with it whatever record they touched: they are counted in the
- * unfiltered history, not in `shown` (one record's). */
-async function laterChanges(ctx: FlowContext, entry: HistoryEntry, scope: HistoryScope, shown: HistoryEntry[]): Promise<string> {
-  const all = scope.whole ? (await ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.whole)).entries : shown;
+/** The history an undo acts on. The revert restores the whole of Global memory or of the
+ * workspace, so later changes are undone with it whatever record they touched: they are counted
+ * in the unfiltered history, not in `shown` (one record's). */
+async function wholeHistory(ctx: FlowContext, scope: HistoryScope, shown: HistoryLogResult): Promise<HistoryLogResult> {
+  return scope.whole ? ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.whole) : shown;
+}
+
+/** The changes of `all` made after `entry`, named. */
+function laterChanges(entry: HistoryEntry, all: HistoryEntry[]): string {
   const at = all.findIndex((e) => e.id === entry.id);
   const later = at < 0 ? all : all.slice(0, at); // not among the latest: every one listed is later
   if (later.length === 0) return '';
@@ -629,19 +636,22 @@ async function undoChange(
   ctx: FlowContext,
   entry: HistoryEntry,
   scope: HistoryScope,
-  shown: HistoryEntry[],
+  shown: HistoryLogResult,
 ): Promise<RevertResult | null> {
   if (!entry.parent) {
     return stop(ctx.ui, 'This is the first entry of this history: there is no earlier state to go back to.');
   }
-  const later = await laterChanges(ctx, entry, scope, shown);
+  const whole = await wholeHistory(ctx, scope, shown);
+  const lacking = whole.problem ? `\n\nThe history is not whole: ${whole.problem}.` : '';
   const detail =
     'Memory goes back to how it was before this change, as a new change of its own ' +
-    `(the history keeps everything).${later}`;
+    `(the history keeps everything).${laterChanges(entry, whole.entries)}${lacking}`;
   if (!(await ctx.ui.confirm('Undo this change?', detail, UNDO))) return null;
+  // Against the state the user decided on: a change made meanwhile makes the undo a conflict.
+  const expectedRevision = whole.entries[0]?.after;
   let result: RevertResult;
   try {
-    result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent });
+    result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent, expectedRevision });
   } catch (error) {
     // The daemon refuses a state it cannot write back (a record invalid at that entry): say why.
     const { problems } = refusalData(error);

@@ -256,6 +256,7 @@ export interface HistoryLogResult {
   scope: 'global' | 'workspace';
   workspace: string | null;
   entries: HistoryEntry[];
+  problem?: string | null; // why the history lacks a change it could not record
 }
 
 export interface MemoryAtResult {

@@ -784,7 +784,11 @@ test('memory history of a record: pick a change, see its diff, undo it after a m
   assert.match(h.opened[0], diff);
   assert.equal(h.confirmed[0][0], 'Undo this change?');
   assert.match(h.confirmed[0][1], /The later change is undone with it:\n• \d{4}-\d\d-\d\d \d\d:\d\d Edited by hand: changed prefer-uv/);
-  assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40) }], 'back to the state before it');
+  assert.deepEqual(
+    h.sent.at(-1),
+    ['remem/revertMemory', { entry: 'c'.repeat(40), expectedRevision: 'sha256:a' }],
+    'back to the state before it, from the state the user decided on',
+  );
   assert.equal(result?.status, 'committed');
   assert.equal(h.asked.at(-1), 'info:Undone.');
   assert.equal(h.memoryRefreshes, 1);
@@ -816,7 +820,7 @@ test('undo from a record\'s history names every later change of the workspace, w
   const h = new Harness();
   h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
   const stat = (name: string) => ({ added: [], changed: [name], removed: [], insertions: 1, deletions: 0 });
-  const other = ENTRY('e'.repeat(40), 'b'.repeat(40), { stat: stat('run-ci'), actor: { kind: 'agent', client: 'codex' } });
+  const other = ENTRY('e'.repeat(40), 'b'.repeat(40), { stat: stat('run-ci'), actor: { kind: 'agent', client: 'codex' }, after: 'sha256:e' });
   const newer = ENTRY('b'.repeat(40), 'f'.repeat(40));
   const between = ENTRY('f'.repeat(40), 'a'.repeat(40), { stat: stat('use-pnpm'), actor: { kind: 'cli' } });
   const picked = ENTRY('a'.repeat(40), 'c'.repeat(40));
@@ -843,7 +847,22 @@ test('undo from a record\'s history names every later change of the workspace, w
     detail.split('\n').filter((line) => line.startsWith('• ')).map((line) => line.replace(/^• \S+ \S+ /, '')),
     ['Agent (codex): changed run-ci (+1 −0)', 'Edited by hand: changed prefer-uv (+1 −1)', 'remem command: changed use-pnpm (+1 −0)'],
   );
-  assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40) }]);
+  // The workspace as its whole history last showed it, not the record's newest entry.
+  assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40), expectedRevision: 'sha256:e' }]);
+});
+
+test('a history that is not whole says so, when shown and in the undo\'s confirmation', async () => {
+  const h = new Harness();
+  h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+  const problem = 'the history could not record what changed (OSError: no space); it records the state it finds once it can';
+  const entries = [ENTRY('b'.repeat(40), 'a'.repeat(40)), ENTRY('a'.repeat(40), 'c'.repeat(40))];
+  h.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries, problem };
+  h.responses['remem/revertMemory'] = { status: 'conflict', revision: 'sha256:z', history: null };
+  h.picks.push((items) => items[1]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.showMemoryHistory(h.ctx, { type: 'memory', cwd: '/proj' });
+  assert.deepEqual(h.warnings, [`The history of proj's memory is not whole: ${problem}.`]);
+  assert.match(h.confirmed[0][1], /The history is not whole: the history could not record what changed/);
 });
 
 test('a refused undo says why, in the daemon\'s words, and is no error', async () => {
