@@ -60,7 +60,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 27: `memory/log` says why the scope's history could not record what it lacks (`problem`).
 # 28: HOME_UNUSABLE for a lock file in the way carries its `path` and `reason` in `data`.
 # 29: a write the file system refuses (a full disk, a read-only mount) is UNWRITABLE (0398).
-PROTOCOL_VERSION = 29
+# 30: the language server's `remem/revertMemory` takes the `expectedRevision` the user decided on.
+PROTOCOL_VERSION = 30
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
