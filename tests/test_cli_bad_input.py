@@ -260,3 +260,23 @@ def test_output_to_a_full_disk_is_said_not_taken_for_a_bug(home: Home, tmp_path:
     assert shown.returncode == 1, shown.stderr
     assert shown.stderr.decode() == "remem: the output could not be written (No space left on device)\n"
     assert not (home.state / "last-error.log").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["memory", "show"], ["memory", "context"], ["sessions", "tree"], ["sessions", "list", "--root", "logs"]],
+    ids=["memory-show", "memory-context", "sessions-tree", "relative-root"],
+)
+def test_a_current_folder_that_was_removed_is_said_so_not_a_bug(tmp_path: Path, command: list[str]) -> None:
+    gone = tmp_path / "worktree"
+    gone.mkdir()
+    cli = [sys.executable, "-m", "remem.daemon", "--home", str(tmp_path / "home"), "--no-daemon", *command]
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'  # a shell left in a deleted worktree
+    done = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), *cli], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "remem: the current folder no longer exists (it was removed while this shell was in it); "
+        "cd to a folder that exists, or give an absolute path\n"
+    )

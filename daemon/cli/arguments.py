@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import click
@@ -87,7 +88,24 @@ def utf8_folder(path: str) -> str:
 
 def workspace_params(cwd: str | None) -> WorkspaceParams:
     """The workspace of `cwd`, else of the current directory, its folder name UTF-8 (or exit 2)."""
-    return WorkspaceParams(cwd=utf8_folder(os.path.abspath(cwd if cwd is not None else os.getcwd())))
+    return WorkspaceParams(cwd=utf8_folder(absolute(cwd)))
+
+
+def absolute(path: str | None) -> str:
+    """`path` (default: the current folder) made absolute; exit 2 when that needs the current
+    folder and it was removed (a shell left in a deleted worktree)."""
+    try:
+        return os.path.abspath(path if path is not None else os.getcwd())
+    except FileNotFoundError:
+        fail(
+            "the current folder no longer exists (it was removed while this shell was in it); "
+            "cd to a folder that exists, or give an absolute path"
+        )
+
+
+def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple[Path, ...]:
+    """A click callback: each path made absolute, as `absolute` makes it."""
+    return tuple(Path(absolute(str(path))) for path in value)
 
 
 def _is_utf8(text: str) -> bool:

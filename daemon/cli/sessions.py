@@ -27,7 +27,15 @@ from ..protocol.rpc import (
 from ..protocol.sessions import ROLLED_BACK, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
-from .arguments import NON_EMPTY, SESSION_REVISION_TYPE, UTF8, utf8_folder, workspace_params
+from .arguments import (
+    NON_EMPTY,
+    SESSION_REVISION_TYPE,
+    UTF8,
+    absolute,
+    absolute_paths,
+    utf8_folder,
+    workspace_params,
+)
 from .backend import Backend
 from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
 
@@ -42,6 +50,7 @@ def session_options(command: F) -> F:
     command = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(command)
     return click.option(
         "--root", "roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+        callback=absolute_paths,
         help="An extra session root (repeatable; DSH, Claude Code or Codex, recognised by its layout).",
     )(command)  # fmt: skip
 
@@ -59,7 +68,7 @@ def sessions() -> None:
 @click.pass_obj
 def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """Every session in the configured roots, oldest first, and every log that cannot be read."""
-    params = ListParams(cwd=utf8_folder(os.path.abspath(cwd)) if cwd is not None else None)
+    params = ListParams(cwd=utf8_folder(absolute(cwd)) if cwd is not None else None)
     with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
         listing = backend.api(roots, listener).list_sessions(params)
     if as_json:
