@@ -189,6 +189,9 @@ def _refused(exc: RpcError, as_json: bool, backend: Backend) -> None:
         raise exc
     code = exc.data["code"]
     message = exc.message + (_missing_key_elsewhere(backend) if code == "NO_ROUTE" else "")
+    if code == "NOT_FOUND":  # `sessions … --root` lists what no setting names
+        roots = f"sessions.roots in {backend.home.settings_file}"
+        message += f"; a session read with `--root` is consolidated once its root is under {roots}"
     if as_json:
         emit_json({"error": {"code": code, "message": message}})
     else:

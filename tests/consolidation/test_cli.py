@@ -50,7 +50,9 @@ def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenA
     failed = json.loads(out)
     assert code == 1 and failed["status"] == "provider-failed" and "AuthenticationError" in failed["reason"]
     code, out, _ = run(home, "consolidate", "session-missing", "--json")
-    assert code == 2 and json.loads(out)["error"]["code"] == "NOT_FOUND"
+    missing = json.loads(out)["error"]
+    assert code == 2 and missing["code"] == "NOT_FOUND"
+    assert "read with `--root` is consolidated once its root is under sessions.roots" in missing["message"]
     fake.reply(status(401, "bad key"))  # a fresh attempt, told why it failed
     code, out, _ = run(home, "consolidate", source.id)
     assert code == 1 and out.startswith("provider-failed — review ") and ": AuthenticationError" in out, out
