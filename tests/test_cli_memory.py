@@ -260,6 +260,11 @@ def test_validate_refuses_missing_and_non_memory_paths(home: Home, tmp_path: Pat
     (tmp_path / "notes.txt").write_text("x")
     code, _, err = run(home, "memory", "validate", str(tmp_path / "notes.txt"))
     assert code == 2 and "not a memory file" in err
+    code, _, err = run(home, "memory", "validate", str(tmp_path / "nope.md"), str(tmp_path / "notes.txt"))
+    assert code == 2 and err.splitlines() == [  # every one, not only the first
+        f"remem: {tmp_path / 'nope.md'}: no such file or folder",
+        f"remem: {tmp_path / 'notes.txt'}: not a memory file (GLOBAL.md, MEMORY.md or a <name>.md record)",
+    ]
 
 
 def test_invalid_memory_makes_show_report_problems_and_revision(home: Home, tmp_path: Path) -> None:

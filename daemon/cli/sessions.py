@@ -344,8 +344,12 @@ def _archive_command(name: str, archived: bool, summary: str) -> None:
         _print_meta(meta, as_json)
 
 
-_archive_command("archive", True, "Hide a session from the tree; nothing is deleted.")
-_archive_command("restore", False, "Show an archived session again.")
+_archive_command(
+    "archive",
+    True,
+    "Mark a session archived: the editor's tree hides it, `sessions tree` marks it; nothing is deleted.",
+)
+_archive_command("restore", False, "Unmark an archived session: the editor's tree shows it again.")
 
 
 def _print_meta(meta: MetaResult, as_json: bool) -> None:

@@ -32,7 +32,12 @@ _SKIPPED_DIRS = {"reviews", "debug"}
 
 
 class NotMemoryFile(Exception):
-    """A path given to the validator is missing or is not a Markdown memory file."""
+    """Paths given to the validator that are missing or are not Markdown memory files: `problems`
+    says why of each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FileProblems]:
@@ -177,15 +182,18 @@ _NO_ENTRIES = FolderEntries(frozenset(), frozenset())
 
 def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
     found: list[Path] = []
+    problems: list[str] = []  # every path that is not one, not only the first
     for path in paths:
         if path.is_dir():
             found.extend(_memory_files_under(path, workspaces))
         elif not path.exists():
-            raise NotMemoryFile(f"{path}: no such file or folder")
+            problems.append(f"{path}: no such file or folder")
         elif path.suffix != ".md" or path.name.startswith("."):
-            raise NotMemoryFile(f"{path}: not a memory file (GLOBAL.md, MEMORY.md or a <name>.md record)")
+            problems.append(f"{path}: not a memory file (GLOBAL.md, MEMORY.md or a <name>.md record)")
         else:
             found.append(path)
+    if problems:
+        raise NotMemoryFile(problems)
     return sorted(dict.fromkeys(p.absolute() for p in found))
 
 
