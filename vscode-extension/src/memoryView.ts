@@ -50,6 +50,8 @@ export class MemoryView extends FolderView<MemoryEntry> {
   private readonly shown = new Map<string, MemoryOverview>();
   // Each folder's first answer: asked for, come (its rows, to draw next), or drawn.
   private readonly first = new Map<string, 'asking' | MemoryEntry[] | 'drawn'>();
+  // Folders refreshed while their first answer was coming: that answer may predate the change.
+  private readonly again = new Set<string>();
 
   /** Whether the file at `fsPath` is one this view judges: an edit to it changes what it shows. */
   shows(fsPath: string): boolean {
@@ -68,15 +70,20 @@ export class MemoryView extends FolderView<MemoryEntry> {
       this.first.set(cwd, 'drawn');
       return first;
     }
+    if (first === 'asking') this.again.add(cwd);
     if (first === undefined) {
       this.first.set(cwd, 'asking');
-      void this.ask(cwd).then((rows) => {
-        this.first.set(cwd, rows);
-        this.refresh();
-      });
+      void this.firstAnswer(cwd);
     }
     const loading: MemoryNode = { kind: 'note', id: 'loading', label: 'Loading memory…', icon: 'loading~spin' };
     return [{ type: 'memory', cwd, node: loading }];
+  }
+
+  private async firstAnswer(cwd: string): Promise<void> {
+    let rows = await this.ask(cwd);
+    while (this.again.delete(cwd)) rows = await this.ask(cwd);
+    this.first.set(cwd, rows);
+    this.refresh();
   }
 
   private async ask(cwd: string): Promise<MemoryEntry[]> {

@@ -1,0 +1,38 @@
+import './clientHarness'; // the `vscode` module the view imports
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { MemoryView } from '../src/memoryView';
+import type { MemoryOverview } from '../src/protocol';
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+const overview = (receipts: number): MemoryOverview =>
+  ({
+    global: { path: '/h/GLOBAL.md', valid: true, problems: 0 },
+    workspace: { key: 'k', folder: '/h/w/k', index: null },
+    records: [],
+    receipts: Array.from({ length: receipts }, (_, n) => ({
+      review: `r${n}`, status: 'committed', session: `s${n}`, title: `T${n}`, changes: 1, updatedAt: '', path: `/h/r${n}.json`,
+    })),
+  }) as unknown as MemoryOverview;
+
+test('a change heard while the first overview is coming is drawn: that answer may predate it', async () => {
+  const answers: Array<(o: MemoryOverview) => void> = [];
+  const server = {
+    request: <R>(): Promise<R> => new Promise<R>((resolve) => answers.push(resolve as (o: MemoryOverview) => void)),
+    command: async <R>(): Promise<R> => undefined as R,
+  };
+  const view = new MemoryView(server, () => [{ name: 'proj', cwd: '/proj' }]);
+  const labels = async () => JSON.stringify(await view.getChildren());
+  assert.match(await labels(), /Loading memory/);
+  view.refresh(); // a consolidation committed: the editor draws again, the first answer still to come
+  assert.match(await labels(), /Loading memory/);
+  answers.shift()?.(overview(0)); // the first answer, read before the commit
+  await settle();
+  assert.equal(answers.length, 1, 'asked again');
+  answers.shift()?.(overview(1));
+  await settle();
+  assert.match(await labels(), /T0/);
+});
