@@ -36,6 +36,7 @@ import {
 } from './protocol';
 import type * as Library from './languageclient';
 import { endProcess, spawnServer } from './serverProcess';
+import { errorMessage } from './vscodeapi';
 
 function isExecutable(candidate: string): boolean {
   try {
@@ -223,13 +224,24 @@ export class RememClient implements Server, vscode.Disposable {
       revealOutputChannelOn: library().RevealOutputChannelOn.Never,
       middleware: {
         executeCommand: (command, args, next) => {
-          if (command !== ServerCommands.consolidate) return next(command, args);
+          if (command !== ServerCommands.consolidate) return this.told(command, () => next(command, args));
           const arg = (args[0] ?? {}) as object;
           if (this.consolidation) return this.consolidation(arg);
           return this.client ? this.consolidate(this.client, arg) : next(command, args);
         },
       },
     };
+  }
+
+  /** A server command the library runs (a quick fix's), whose failure the library only logs: the
+   * user clicked and saw nothing. It is shown, then failed as before. */
+  private async told(command: string, run: () => unknown): Promise<unknown> {
+    try {
+      return await run();
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Remem: ${command} failed: ${errorMessage(error)}`);
+      throw error;
+    }
   }
 
   private tell(status: StatusParams): void {

@@ -51,3 +51,14 @@ test('the flow\'s own consolidation runs the command under the progress notifica
   await running;
   assert.equal(flows, 0);
 });
+
+test('a server command the library runs for a quick fix shows its failure, not only the log', async () => {
+  const client = new RememClient(log as never);
+  await client.start();
+  const middleware = ui.options?.middleware;
+  assert.ok(middleware);
+  ui.errors.length = 0;
+  const failing = () => Promise.reject(new Error('the remem daemon is unavailable: it stopped'));
+  await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], failing)));
+  assert.deepEqual(ui.errors, ['Remem: remem.lsp.regenerateIndex failed: the remem daemon is unavailable: it stopped']);
+});
