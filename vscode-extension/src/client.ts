@@ -169,7 +169,7 @@ export class RememClient implements Server, vscode.Disposable {
     const executable = typeof setting === 'string' ? resolveExecutable(setting, process.env, cwd, isExecutable) : null;
     if (!executable) {
       const message = typeof setting === 'string' ? notFoundMessage(setting) : notStringMessage(setting);
-      this.tell({ state: 'unavailable', message });
+      this.tell({ state: 'no-server', message });
       void this.offerFix(message);
       throw new Error(message);
     }
@@ -187,7 +187,7 @@ export class RememClient implements Server, vscode.Disposable {
     client.onDidChangeState(({ newState }) => {
       if (this.client !== client) return;
       if (newState === lsp.State.Stopped) {
-        this.tell({ state: 'unavailable', message: 'The language server stopped; see the log.' });
+        this.tell({ state: 'no-server', message: 'The language server stopped; see the log.' });
       } else if (newState === lsp.State.Running) {
         // The library restarted a server that died: the views may show what it refused while it
         // was down, and the new server has no gap of its own to tell them about.

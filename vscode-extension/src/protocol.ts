@@ -218,7 +218,8 @@ export interface SessionsProgressParams {
 }
 
 export interface StatusParams {
-  state: 'connected' | 'starting' | 'unavailable';
+  // `no-server`: the client's own, for a language server that is not running (never sent by it).
+  state: 'connected' | 'starting' | 'unavailable' | 'no-server';
   message?: string | null;
   consolidating?: string | null;
 }

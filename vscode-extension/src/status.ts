@@ -11,6 +11,13 @@ export interface StatusView {
 
 export function statusView(status: StatusParams): StatusView {
   const detail = status.message ? `\n\n${status.message}` : '';
+  if (status.state === 'no-server') {
+    return {
+      text: '$(error) remem',
+      tooltip: `remem: the language server is not running: memory files are not validated.${detail}\n\nRun "Remem: Restart Server", or click to show the log.`,
+      warning: true,
+    };
+  }
   if (status.state === 'unavailable') {
     return {
       text: '$(warning) remem',

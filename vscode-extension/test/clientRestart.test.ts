@@ -43,14 +43,14 @@ test('a restart with a missing executable says so once and leaves the views to s
   const client = await restartedWith('/nowhere/remem');
   assert.equal(ui.errors.length, 1); // the message with its fixes, never the same text again as an error
   assert.match(ui.errors[0], /"\/nowhere\/remem" was not found\./);
-  assert.equal(client.currentStatus.state, 'unavailable');
+  assert.equal(client.currentStatus.state, 'no-server');
   await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" was not found/);
 });
 
 test('a remem.command that is not a string is said to be one, as a missing executable is', async () => {
   for (const setting of [['remem', 'lsp'], 3]) {
     const client = await restartedWith(setting);
-    assert.equal(client.currentStatus.state, 'unavailable'); // never a spinner left spinning
+    assert.equal(client.currentStatus.state, 'no-server'); // never a spinner left spinning
     assert.equal(ui.errors.length, 1);
     assert.match(ui.errors[0], /"remem\.command" must be a string/);
     assert.ok(ui.errors[0].includes(JSON.stringify(setting)), ui.errors[0]);

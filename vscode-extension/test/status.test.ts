@@ -11,6 +11,10 @@ test('the status bar says connected, starting, unavailable (with why) and a runn
   const down = statusView({ state: 'unavailable', message: 'daemon failed: no space left' });
   assert.equal(down.warning, true);
   assert.match(down.tooltip, /no space left/);
+  // The client's own: no server runs, so nothing is validated (the daemon's outage keeps validation).
+  const none = statusView({ state: 'no-server', message: 'remem not found on PATH' });
+  assert.match(none.tooltip, /not running: memory files are not validated/);
+  assert.doesNotMatch(none.tooltip, /still validated/);
   const busy = statusView({ state: 'connected', consolidating: 'session-0123456789' });
   assert.equal(busy.text, '$(sync~spin) remem: consolidating');
   assert.match(busy.tooltip, /01234567 \(session-0123456789\)/);
