@@ -56,6 +56,9 @@ function isDirectory(candidate: string): boolean {
 }
 
 const NOT_RUNNING = 'remem: the language server is not running. Run "Remem: Restart Server".';
+const STOPPED_ANSWERING =
+  'remem: the language server stopped before it answered (it is started again by itself); what was ' +
+  'asked may or may not have been done: look, then try again.';
 
 /** The client library, read at the first start rather than with the extension (decision 0245). */
 function library(): typeof Library {
@@ -304,13 +307,16 @@ export class RememClient implements Server, vscode.Disposable {
 }
 
 /** A request's answer; the library's "Client is not running" (it gave up restarting a server that
- * kept crashing, or it is stopping) says what to do instead. */
+ * kept crashing, or it is stopping) and "Pending response rejected since connection got disposed"
+ * (the server died while answering) say what to do instead. */
 async function answered<R>(answer: Thenable<R>): Promise<R> {
   try {
     return await answer;
   } catch (error) {
     const code = (error as { code?: unknown } | undefined)?.code;
-    if (code === library().ErrorCodes.ConnectionInactive) throw new Error(NOT_RUNNING);
+    const codes = library().ErrorCodes;
+    if (code === codes.ConnectionInactive) throw new Error(NOT_RUNNING);
+    if (code === codes.PendingResponseRejected) throw new Error(STOPPED_ANSWERING);
     throw error;
   }
 }

@@ -28,6 +28,7 @@ test('a server the library restarted after it died makes the views read again; t
 
 const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const CONNECTION_INACTIVE = -32096; // the library's "Client is not running"
+const PENDING_RESPONSE_REJECTED = -32097; // its "Pending response rejected since connection got disposed"
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 /** A client restarted (as "Remem: Restart Server" and a change of `remem.command` do) with `setting`. */
@@ -92,4 +93,12 @@ test('once the library gave up on a crashing server, requests and commands say t
     ui.server.fail(CONNECTION_INACTIVE, 'Client is not running');
     await assert.rejects(asked, /^Error: remem: the language server is not running\. Run "Remem: Restart Server"\.$/);
   }
+});
+
+test('a server that dies while answering is said so, with what to do, not in the library\'s words', async () => {
+  const client = await restartedWith(process.execPath);
+  const asked = client.command('remem.lsp.rename', { session: 's', title: 't' });
+  await settle();
+  ui.server.fail(PENDING_RESPONSE_REJECTED, 'Pending response rejected since connection got disposed');
+  await assert.rejects(asked, /stopped before it answered .* may or may not have been done: look, then try again\.$/);
 });
