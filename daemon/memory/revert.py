@@ -17,7 +17,7 @@ from .diagnostics import has_errors
 from .history import GLOBAL_FILE
 from .record import record_name_of
 from .revision import global_revision, shown_name, workspace_revision
-from .store import MemoryStore
+from .store import MemoryStore, check_revision
 from .validation import validate_global, validate_workspace
 
 
@@ -49,8 +49,12 @@ def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple
 
 def _stale(expected: str | None, now: str) -> bool:
     """A revert planned against another revision is a conflict before what it puts back is
-    judged, as a stale batch is whatever its records hold (the commit compares again, locked)."""
-    return expected is not None and expected != now
+    judged, as a stale batch is whatever its records hold (the commit compares again, locked);
+    text that is no revision is invalid input, as for a batch."""
+    if expected is None:
+        return False
+    check_revision(expected)
+    return expected != now
 
 
 def global_text(data: bytes) -> str:

@@ -127,7 +127,7 @@ class MemoryStore:
         return plan_global(self._locked_global(self._read_global_bytes), content)
 
     def replace_global(self, expected_revision: str, content: str, actor: Actor = CLI) -> CommitResult:
-        _check_revision(expected_revision)
+        check_revision(expected_revision)
 
         def commit() -> CommitResult:
             existing = self._read_global_file()
@@ -187,7 +187,7 @@ class MemoryStore:
     ) -> CommitResult:
         """`exact`: for a put's file, the bytes to write instead of its record's rendering (a
         revert writes back a hand edit's comments and layout); each must parse to that record."""
-        _check_revision(expected_revision)
+        check_revision(expected_revision)
 
         def commit(files: dict[str, bytes]) -> CommitResult:
             if workspace_revision(files) != expected_revision:
@@ -454,7 +454,8 @@ def _recovered(folder: Path) -> bool:
         raise MemoryInvalid([FileProblems(path=str(exc.path), diagnostics=[_BROKEN_JOURNAL])]) from None
 
 
-def _check_revision(revision: str) -> None:
+def check_revision(revision: str) -> None:
+    """InvalidChanges (`remem/bad-revision`) for text that is no revision."""
     if not is_revision(revision):
         raise InvalidChanges(
             [

@@ -208,6 +208,8 @@ def test_a_stale_revert_is_a_conflict_before_what_it_puts_back_is_judged(
     stale = "sha256:" + "0" * 64
     code, out, _ = run(home, "memory", "revert", bad, "--expected-revision", stale, "--json")
     assert code == 3 and json.loads(out)["status"] == "conflict", out
+    code, out, err = run(home, "memory", "revert", bad, "--expected-revision", "abc", "--json")
+    assert code == 2 and "remem/bad-revision" in out + err, out + err  # no revision: no conflict either
     store.replace_global(EMPTY, "first\n")
     home.global_file.write_bytes(b"caf\xe9\n")
     bad_global = store.sync_history(None, HAND_EDIT)
