@@ -242,6 +242,12 @@ def test_validate_reads_nothing_through_a_linked_workspace_folder(home: Home, tm
     code, out, _ = run(home, "memory", "validate", str(home.root / "memory"), "--json")
     found = {f["path"]: [d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]}
     assert code == 1 and found == {str(folder): ["remem/linked-workspace"]}  # not passed over, not walked
+    (tmp_path / "home-link").symlink_to(home.root, target_is_directory=True)  # the home spelled otherwise
+    through_link = tmp_path / "home-link" / folder.relative_to(home.root)
+    for spelled in (folder.parent / ".." / "workspaces" / folder.name, through_link):
+        code, out, _ = run(home, "memory", "validate", str(spelled / "evil.md"), "--json")
+        found_there = [[d["code"] for d in f["diagnostics"]] for f in json.loads(out)["files"]]
+        assert code == 1 and found_there == [["remem/linked-workspace"]], spelled
 
 
 def test_validate_reads_a_record_through_a_linked_folder_elsewhere(home: Home, tmp_path: Path) -> None:

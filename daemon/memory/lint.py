@@ -68,9 +68,13 @@ def _global_problems(path: Path) -> list[Diagnostic]:
 
 
 def _in_linked_workspace(path: Path, workspaces: Path | None) -> bool:
-    """Whether `path` is a workspace folder that is a link, or a file in one."""
-    folder = path if path.parent == workspaces else path.parent
-    return workspaces is not None and folder.parent == workspaces and folder.is_symlink()
+    """Whether `path` is a workspace folder that is a link, or a file in one, however the path
+    spells the home (`..`, a link to it: `/tmp` is one on macOS)."""
+    if workspaces is None:
+        return False
+    home = workspaces.resolve()
+    folder = path if path.parent.resolve() == home else path.parent
+    return folder.is_symlink() and folder.parent.resolve() == home
 
 
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
@@ -201,11 +205,12 @@ def _memory_files_under(folder: Path, workspaces: Path | None) -> list[Path]:
     found = []
     if (
         workspaces is not None
-        and workspaces.absolute().is_relative_to(folder.absolute())
+        and workspaces.resolve().is_relative_to(folder.resolve())
         and workspaces.is_dir()
     ):
-        # A workspace folder that is a link is not walked (nor read): it is reported itself.
-        found += [entry for entry in workspaces.iterdir() if entry.is_symlink() and entry.is_dir()]
+        # A workspace folder that is a link (leading anywhere, or nowhere) is not walked, nor
+        # read: it is reported itself.
+        found += [entry for entry in workspaces.iterdir() if entry.is_symlink()]
     for path in sorted(folder.rglob("*.md")):
         relative = path.relative_to(folder).parts
         # Links and FIFOs too, so that what the store refuses is reported, not passed over.
