@@ -647,8 +647,10 @@ async function undoChange(
     'Memory goes back to how it was before this change, as a new change of its own ' +
     `(the history keeps everything).${laterChanges(entry, whole.entries)}${lacking}`;
   if (!(await ctx.ui.confirm('Undo this change?', detail, UNDO))) return null;
-  // Against the state the user decided on: a change made meanwhile makes the undo a conflict.
-  const expectedRevision = whole.entries[0]?.after;
+  // Against the state the user decided on: a change made meanwhile makes the undo a conflict. A
+  // history that is not whole does not end with that state (the dialog says so): no check then,
+  // or every undo would conflict until the history records again.
+  const expectedRevision = whole.problem ? undefined : whole.entries[0]?.after;
   let result: RevertResult;
   try {
     result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent, expectedRevision });

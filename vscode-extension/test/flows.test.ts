@@ -857,12 +857,14 @@ test('a history that is not whole says so, when shown and in the undo\'s confirm
   const problem = 'the history could not record what changed (OSError: no space); it records the state it finds once it can';
   const entries = [ENTRY('b'.repeat(40), 'a'.repeat(40)), ENTRY('a'.repeat(40), 'c'.repeat(40))];
   h.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries, problem };
-  h.responses['remem/revertMemory'] = { status: 'conflict', revision: 'sha256:z', history: null };
+  h.responses['remem/revertMemory'] = { status: 'committed', revision: 'sha256:z', history: null };
   h.picks.push((items) => items[1]);
   h.infoAnswers.push(flows.UNDO);
   await flows.showMemoryHistory(h.ctx, { type: 'memory', cwd: '/proj' });
   assert.deepEqual(h.warnings, [`The history of proj's memory is not whole: ${problem}.`]);
   assert.match(h.confirmed[0][1], /The history is not whole: the history could not record what changed/);
+  // Its newest entry is not the state memory is in: checked against it, every undo would conflict.
+  assert.deepEqual(h.sent.at(-1), ['remem/revertMemory', { entry: 'c'.repeat(40), expectedRevision: undefined }]);
 });
 
 test('a refused undo says why, in the daemon\'s words, and is no error', async () => {
