@@ -240,21 +240,24 @@ def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
     return f"{source}:{line}: {key}: {message}"
 
 
-def _twice(node: yaml.Node | None, where: tuple[str, ...] = ()) -> list[tuple[str, int]]:
-    """Each key a mapping holds again, by its dotted location, with the line it appears again on."""
-    if isinstance(node, yaml.SequenceNode):
-        return [found for n, item in enumerate(node.value) for found in _twice(item, (*where, str(n)))]
-    if not isinstance(node, yaml.MappingNode):
-        return []
-    seen: set[str] = set()
+def _twice(root: yaml.Node | None) -> list[tuple[str, int]]:
+    """Each key a mapping holds again, by its dotted location, with the line it appears again on.
+    Walked with a stack of its own: YAML nests deeper than Python recurses."""
     found: list[tuple[str, int]] = []
-    for key, value in node.value:
-        name = str(key.value)
-        if name in seen:
-            found.append((".".join((*where, name)), key.start_mark.line + 1))
-        seen.add(name)
-        found += _twice(value, (*where, name))
-    return found
+    stack: list[tuple[yaml.Node | None, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(item, (*where, str(n))) for n, item in enumerate(node.value)]
+        elif isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                name = str(key.value)
+                if name in seen:
+                    found.append((".".join((*where, name)), key.start_mark.line + 1))
+                seen.add(name)
+                stack.append((value, (*where, name)))
+    return sorted(found, key=lambda twice: twice[1])
 
 
 def _line_of(node: yaml.Node | None, location: list[str]) -> int:

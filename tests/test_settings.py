@@ -72,6 +72,10 @@ def test_defaults_when_file_is_missing_or_empty(home: Home) -> None:
             "settings.yml:1: daemon.idle_minutes: appears twice",
         ),
         ("daemon:\n  watch: polling\ndaemon:\n  idle_minutes: 3\n", "settings.yml:3: daemon: appears twice"),
+        (
+            "x: " + "[" * 900 + "]" * 900 + "\n",
+            "settings.yml:1: x: unknown key",
+        ),  # deeper than Python recurses
         ("- a\n", "settings.yml:1: settings must be a mapping"),
     ],
 )
