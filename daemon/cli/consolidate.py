@@ -60,7 +60,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     try:
         result = backend.api(listener=show_progress).consolidate(params)
     except RpcError as exc:
-        _refused(exc, as_json, backend)
+        _refused(exc, as_json, backend, session_id)
     except KeyboardInterrupt:
         if not backend.use_daemon:  # before or after the review: a review under way is cancelled
             shows = f"remem receipts --session {session_id} shows any review it began"
@@ -182,14 +182,16 @@ def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> 
     )
 
 
-def _refused(exc: RpcError, as_json: bool, backend: Backend) -> None:
+def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:
     if exc.code == UNWRITABLE:
         refused_write(exc, as_json)
     if exc.code != CONSOLIDATION_REFUSED:
         raise exc
     code = exc.data["code"]
     message = exc.message + (_missing_key_elsewhere(backend) if code == "NO_ROUTE" else "")
-    if code == "NOT_FOUND":  # `sessions … --root` lists what no setting names
+    if session_id is not None and exc.message.startswith(
+        f"no session {session_id!r} in "
+    ):  # --root lists more
         roots = f"sessions.roots in {backend.home.settings_file}"
         message += f"; a session read with `--root` is consolidated once its root is under {roots}"
     if as_json:

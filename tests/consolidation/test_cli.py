@@ -53,6 +53,9 @@ def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenA
     missing = json.loads(out)["error"]
     assert code == 2 and missing["code"] == "NOT_FOUND"
     assert "read with `--root` is consolidated once its root is under sessions.roots" in missing["message"]
+    code, out, _ = run(home, "consolidate", source.id[:12], "--json")  # the beginning of an id
+    partial = json.loads(out)["error"]
+    assert code == 2 and "full id" in partial["message"] and "--root" not in partial["message"], partial
     fake.reply(status(401, "bad key"))  # a fresh attempt, told why it failed
     code, out, _ = run(home, "consolidate", source.id)
     assert code == 1 and out.startswith("provider-failed — review ") and ": AuthenticationError" in out, out

@@ -57,8 +57,8 @@ function isDirectory(candidate: string): boolean {
 
 const NOT_RUNNING = 'remem: the language server is not running. Run "Remem: Restart Server".';
 const STOPPED_ANSWERING =
-  'remem: the language server stopped before it answered (it is started again by itself); what was ' +
-  'asked may or may not have been done: look, then try again.';
+  'remem: the language server stopped before it answered; what was asked may or may not have been ' +
+  'done: look, then try again (if the server stays down, run "Remem: Restart Server").';
 
 /** The client library, read at the first start rather than with the extension (decision 0245). */
 function library(): typeof Library {

@@ -100,5 +100,5 @@ test('a server that dies while answering is said so, with what to do, not in the
   const asked = client.command('remem.lsp.rename', { session: 's', title: 't' });
   await settle();
   ui.server.fail(PENDING_RESPONSE_REJECTED, 'Pending response rejected since connection got disposed');
-  await assert.rejects(asked, /stopped before it answered .* may or may not have been done: look, then try again\.$/);
+  await assert.rejects(asked, /stopped before it answered; what was asked may or may not have been done: look, then try again/);
 });
