@@ -240,9 +240,10 @@ export class RememClient implements Server, vscode.Disposable {
    * user clicked and saw nothing. It is shown, then failed as before. */
   private async told(command: string, run: () => unknown): Promise<unknown> {
     try {
-      return await run();
+      return await answered(Promise.resolve(run()));
     } catch (error) {
-      void vscode.window.showErrorMessage(`Remem: ${command} failed: ${errorMessage(error)}`);
+      const message = errorMessage(error); // the library's own failures said as ours are
+      void vscode.window.showErrorMessage(message.startsWith('remem:') ? message : `Remem: ${command} failed: ${message}`);
       throw error;
     }
   }

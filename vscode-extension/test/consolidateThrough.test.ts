@@ -62,3 +62,14 @@ test('a server command the library runs for a quick fix shows its failure, not o
   await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], failing)));
   assert.deepEqual(ui.errors, ['Remem: remem.lsp.regenerateIndex failed: the remem daemon is unavailable: it stopped']);
 });
+
+test('a quick fix run while the server is down says to restart it, not the library\'s words', async () => {
+  const client = new RememClient(log as never);
+  await client.start();
+  const middleware = ui.options?.middleware;
+  assert.ok(middleware);
+  ui.errors.length = 0;
+  const inactive = () => Promise.reject(Object.assign(new Error('Client is not running'), { code: -32096 }));
+  await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], inactive)));
+  assert.deepEqual(ui.errors, ['remem: the language server is not running. Run "Remem: Restart Server".']);
+});
