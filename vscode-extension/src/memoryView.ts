@@ -70,7 +70,6 @@ export class MemoryView extends FolderView<MemoryEntry> {
       this.first.set(cwd, 'drawn');
       return first;
     }
-    if (first === 'asking') this.again.add(cwd);
     if (first === undefined) {
       this.first.set(cwd, 'asking');
       void this.firstAnswer(cwd);
@@ -79,11 +78,18 @@ export class MemoryView extends FolderView<MemoryEntry> {
     return [{ type: 'memory', cwd, node: loading }];
   }
 
+  /** Ask again (something changed): a folder whose first answer is still coming asks once more
+   * when it comes. */
+  override refresh(): void {
+    for (const [cwd, first] of this.first) if (first === 'asking') this.again.add(cwd);
+    super.refresh();
+  }
+
   private async firstAnswer(cwd: string): Promise<void> {
     let rows = await this.ask(cwd);
     while (this.again.delete(cwd)) rows = await this.ask(cwd);
     this.first.set(cwd, rows);
-    this.refresh();
+    super.refresh(); // drawn, not asked again: the other folders' first answers are still good
   }
 
   private async ask(cwd: string): Promise<MemoryEntry[]> {

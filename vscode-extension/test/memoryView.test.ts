@@ -36,3 +36,27 @@ test('a change heard while the first overview is coming is drawn: that answer ma
   await settle();
   assert.match(await labels(), /T0/);
 });
+
+test('in a window of several folders, one folder\'s first answer does not make the others ask twice', async () => {
+  let asked = 0;
+  const answers: Array<(o: MemoryOverview) => void> = [];
+  const server = {
+    request: <R>(): Promise<R> => {
+      asked++;
+      return new Promise<R>((resolve) => answers.push(resolve as (o: MemoryOverview) => void));
+    },
+    command: async <R>(): Promise<R> => undefined as R,
+  };
+  const folders = [{ name: 'a', cwd: '/a' }, { name: 'b', cwd: '/b' }];
+  const view = new MemoryView(server, () => folders);
+  const drawAll = async () => {
+    for (const folder of await view.getChildren()) await view.getChildren(folder);
+  };
+  await drawAll();
+  answers.shift()?.(overview(0)); // /a answers; the view draws again while /b's is coming
+  await settle();
+  await drawAll();
+  answers.shift()?.(overview(0));
+  await settle();
+  assert.equal(asked, 2);
+});
