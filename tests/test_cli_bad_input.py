@@ -264,13 +264,20 @@ def test_output_to_a_full_disk_is_said_not_taken_for_a_bug(home: Home, tmp_path:
 
 @pytest.mark.parametrize(
     "command",
-    [["memory", "show"], ["memory", "context"], ["sessions", "tree"], ["sessions", "list", "--root", "logs"]],
-    ids=["memory-show", "memory-context", "sessions-tree", "relative-root"],
+    [
+        ["memory", "show"],
+        ["memory", "context"],
+        ["sessions", "tree"],
+        ["sessions", "list", "--root", "logs"],
+        ["daemon", "status"],
+    ],
+    ids=["memory-show", "memory-context", "sessions-tree", "relative-root", "relative-home"],
 )
 def test_a_current_folder_that_was_removed_is_said_so_not_a_bug(tmp_path: Path, command: list[str]) -> None:
     gone = tmp_path / "worktree"
     gone.mkdir()
-    cli = [sys.executable, "-m", "remem.daemon", "--home", str(tmp_path / "home"), "--no-daemon", *command]
+    home = "relhome" if command == ["daemon", "status"] else str(tmp_path / "home")  # a relative home
+    cli = [sys.executable, "-m", "remem.daemon", "--home", home, "--no-daemon", *command]
     script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'  # a shell left in a deleted worktree
     done = subprocess.run(
         ["sh", "-c", script, "sh", str(gone), *cli], capture_output=True, text=True, timeout=60

@@ -97,10 +97,13 @@ def absolute(path: str | None) -> str:
     try:
         return os.path.abspath(path if path is not None else os.getcwd())
     except FileNotFoundError:
-        fail(
-            "the current folder no longer exists (it was removed while this shell was in it); "
-            "cd to a folder that exists, or give an absolute path"
-        )
+        fail(FOLDER_REMOVED)
+
+
+FOLDER_REMOVED = (
+    "the current folder no longer exists (it was removed while this shell was in it); "
+    "cd to a folder that exists, or give an absolute path"
+)
 
 
 def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple[Path, ...]:
