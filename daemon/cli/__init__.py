@@ -17,7 +17,7 @@ from ..fsutil import Unwritable
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
-from .output import EXIT_PROBLEMS, OutputUnwritable, fail
+from .output import EXIT_PROBLEMS, FOLDER_REMOVED, OutputUnwritable, fail
 
 # Each group's module is imported only when that group runs (or help lists it): the language
 # server, the MCP server and the daemon start without loading the rest of the command line.
@@ -85,8 +85,6 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
     try:
         resolved = Home.resolve(home)
     except FileNotFoundError:  # a relative home, from a folder that was removed
-        from .arguments import FOLDER_REMOVED  # the CLI's argument checks are loaded only here
-
         fail(FOLDER_REMOVED)
     ctx.obj = Backend(resolved, use_daemon=not no_daemon)
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ..protocol.forks import SESSION_REVISION
 from ..protocol.rpc import HistoryEntryParams, WorkspaceParams
-from .output import fail
+from .output import FOLDER_REMOVED, fail
 
 
 class _Utf8(click.ParamType):
@@ -98,12 +98,6 @@ def absolute(path: str | None) -> str:
         return os.path.abspath(path if path is not None else os.getcwd())
     except FileNotFoundError:
         fail(FOLDER_REMOVED)
-
-
-FOLDER_REMOVED = (
-    "the current folder no longer exists (it was removed while this shell was in it); "
-    "cd to a folder that exists, or give an absolute path"
-)
 
 
 def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple[Path, ...]:

@@ -189,9 +189,8 @@ def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | N
         raise exc
     code = exc.data["code"]
     message = exc.message + (_missing_key_elsewhere(backend) if code == "NO_ROUTE" else "")
-    if session_id is not None and exc.message.startswith(
-        f"no session {session_id!r} in "
-    ):  # --root lists more
+    if session_id is not None and exc.message.startswith(f"no session {session_id!r} in "):
+        # In no root read: `sessions … --root` may list it all the same.
         roots = f"sessions.roots in {backend.home.settings_file}"
         message += f"; a session read with `--root` is consolidated once its root is under {roots}"
     if as_json:

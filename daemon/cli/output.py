@@ -102,6 +102,12 @@ def print_file_problems(files: list[FileProblems], *, err: bool = False) -> None
             say(diagnostic_line(report.path, d), err=err)
 
 
+FOLDER_REMOVED = (
+    "the current folder no longer exists (it was removed while this shell was in it); "
+    "cd to a folder that exists, or give an absolute path"
+)
+
+
 def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
     """One clear line on stderr and a non-zero exit."""
     say(f"remem: {message}", err=True)
