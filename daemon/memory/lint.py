@@ -45,12 +45,13 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
     `workspaces` is the home's folder of workspace folders, one of which the store refuses as a
     link: nothing in such a folder is read."""
     files = _expand(paths, workspaces)
+    home = workspaces.resolve() if workspaces is not None else None  # once, not per file
     reports: dict[Path, list[Diagnostic]] = {}
     by_folder: dict[Path, list[Path]] = defaultdict(list)
     for path in files:
         if path.name == GLOBAL_FILE:
             reports[path] = _global_problems(path) + unmerged_saves(GLOBAL_FILE, listing(path.parent))
-        elif _in_linked_workspace(path, workspaces):
+        elif home is not None and _in_linked_workspace(path, home):
             reports[path] = [LINKED_WORKSPACE]
         else:
             by_folder[path.parent].append(path)
@@ -67,12 +68,10 @@ def _global_problems(path: Path) -> list[Diagnostic]:
     return problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
 
 
-def _in_linked_workspace(path: Path, workspaces: Path | None) -> bool:
-    """Whether `path` is a workspace folder that is a link, or a file in one, however the path
-    spells the home (`..`, a link to it: `/tmp` is one on macOS)."""
-    if workspaces is None:
-        return False
-    home = workspaces.resolve()
+def _in_linked_workspace(path: Path, home: Path) -> bool:
+    """Whether `path` is a workspace folder that is a link, or a file in one; `home` is the
+    home's workspaces folder resolved, so any spelling of it counts (`..`, a link to it: `/tmp`
+    is one on macOS)."""
     folder = path if path.parent.resolve() == home else path.parent
     return folder.is_symlink() and folder.parent.resolve() == home
 
