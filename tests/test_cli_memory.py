@@ -391,6 +391,11 @@ def test_a_reverts_log_row_says_which_entry_it_went_back_to(home: Home, tmp_path
     assert run(home, "memory", "revert", first["id"])[0] == 0
     _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--no-stat")
     assert f"  revert (back to {first['id'][:12]})" in out.splitlines()[0], out
+    # Undoing the first change: no entry before it to name, the empty state brought back.
+    assert run(home, "memory", "revert", "--before", first["id"])[0] == 0
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--no-stat")
+    assert "  revert (back to before the first entry)" in out.splitlines()[0], out
+    assert show(home, tmp_path)["workspace"]["records"] == []
 
 
 def test_new_memory_is_started_only_in_a_folder_that_exists(home: Home, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import FileProblems, Severity
 from ..memory.lint import NotMemoryFile, lint_paths
 from ..memory.revision import workspace_revision
-from ..protocol.memory import CommitResult, FileStat, HistoryEntry
+from ..protocol.memory import Actor, CommitResult, FileStat, HistoryEntry
 from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
@@ -258,14 +258,20 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
     type=NON_EMPTY,
     help="Revert only if the scope is still at this revision.",
 )
+@click.option(
+    "--before",
+    is_flag=True,
+    help="Bring back the state before ENTRY instead, undoing it and every later change of its scope "
+    "(before a scope's first entry, it held nothing).",
+)
 @json_option
 @click.pass_obj
-def revert(backend: Backend, entry: str, expected_revision: str | None, as_json: bool) -> None:
+def revert(backend: Backend, entry: str, expected_revision: str | None, before: bool, as_json: bool) -> None:
     """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation."""
     try:
         _commit(
             backend.api().memory_revert,
-            RevertParams(entry=entry, expectedRevision=expected_revision),
+            RevertParams(entry=entry, expectedRevision=expected_revision, before=before),
             as_json,
         )
     except RpcError as exc:
@@ -301,10 +307,14 @@ def _actor(entry: HistoryEntry) -> str:
         f"review {actor.review[:12]}" if actor.review else None,
         f"session {actor.session}" if actor.session else None,
         actor.client,
-        f"back to {actor.reverts[:12]}" if actor.reverts else None,
+        _went_back(actor) if actor.kind == "revert" else None,
     ]
     shown = ", ".join(d for d in details if d)
     return f"{actor.kind}" + (f" ({shown})" if shown else "")
+
+
+def _went_back(actor: Actor) -> str:
+    return f"back to {actor.reverts[:12]}" if actor.reverts else "back to before the first entry"
 
 
 def _stat_line(stat: FileStat | None) -> str:

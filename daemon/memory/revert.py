@@ -1,4 +1,5 @@
-"""Reverting a scope to a history entry: a new generation equal to what the entry left.
+"""Reverting a scope to a history entry: a new generation equal to what the entry left, or (an
+undo) to the state before it.
 
 A revert never rewrites history: it is an ordinary commit, compare-and-swapped on the revision
 the revert was planned against, whose history entry names the entry it brought back. Records
@@ -21,11 +22,19 @@ from .store import MemoryStore, check_revision
 from .validation import validate_global, validate_workspace
 
 
-def revert(store: MemoryStore, ref: str, expected_revision: str | None) -> tuple[str | None, CommitResult]:
-    """Commit the content of entry `ref` to its scope; (the scope's workspace key, the result)."""
+def revert(
+    store: MemoryStore, ref: str, expected_revision: str | None, before: bool = False
+) -> tuple[str | None, CommitResult]:
+    """Commit the content of entry `ref` to its scope, or with `before` the content before it
+    (its parent's; an empty scope before the scope's first entry, which nothing else can name);
+    (the scope's workspace key, the result)."""
     entry = store.history.entry(ref)
-    target = store.history.files_at(entry.id)
-    actor = Actor(kind="revert", reverts=entry.id)
+    if before:
+        target = store.history.files_before(entry.id)
+        actor = Actor(kind="revert", reverts=entry.parent)  # none: back to the empty start
+    else:
+        target = store.history.files_at(entry.id)
+        actor = Actor(kind="revert", reverts=entry.id)
     if entry.workspace is None:
         now = global_revision(store.global_bytes())
         if _stale(expected_revision, now):

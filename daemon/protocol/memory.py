@@ -66,7 +66,9 @@ class Actor(BaseModel):
     session: str | None = None  # the MCP session, or the session a consolidation reviewed
     client: str | None = None  # the MCP client's name and version
     review: str | None = None  # the consolidation review id
-    reverts: str | None = None  # the entry whose content a revert brought back
+    # The entry whose content a revert brought back; none for a revert to the empty state before
+    # its scope's first entry.
+    reverts: str | None = None
 
 
 class FileStat(BaseModel):

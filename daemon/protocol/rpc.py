@@ -61,7 +61,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 28: HOME_UNUSABLE for a lock file in the way carries its `path` and `reason` in `data`.
 # 29: a write the file system refuses (a full disk, a read-only mount) is UNWRITABLE (0398).
 # 30: the language server's `remem/revertMemory` takes the `expectedRevision` the user decided on.
-PROTOCOL_VERSION = 30
+# 31: `memory/revert` and `remem/revertMemory` may bring back the state before an entry (`before`).
+PROTOCOL_VERSION = 31
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -198,6 +199,7 @@ class HistoryShowResult(_Strict):
 
 class RevertParams(HistoryEntryParams):
     expectedRevision: str | None = None  # None: the scope's revision when the revert is planned
+    before: bool = False  # the state before the entry (it undone, and all after it), not after it
 
 
 class ContextResult(_Strict):

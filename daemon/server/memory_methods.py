@@ -300,7 +300,7 @@ class MemoryMethods:
 
     async def revert(self, params: RevertParams) -> CommitResult:
         def reverted() -> tuple[Scope, CommitResult]:
-            scope, result = revert(self.store, params.entry, params.expectedRevision)
+            scope, result = revert(self.store, params.entry, params.expectedRevision, params.before)
             return scope, self._compared(scope, result)
 
         scope, result = await self._off_loop(None, reverted)

@@ -79,6 +79,7 @@ class RevertArgs(HistoryEntryId):
     # The scope's revision the user decided on (the history they were shown): a change made while
     # they decided makes the revert a conflict, not a change undone unseen.
     expectedRevision: str | None = Field(default=None, pattern=f"^{REVISION_PATTERN}$")
+    before: bool = False  # undo the entry: the state before it (a scope's first has no parent)
 
 
 def register(server: RememServer) -> None:
@@ -140,7 +141,7 @@ def register(server: RememServer) -> None:
     @server.feature(ids.REVERT_MEMORY)
     async def revert_memory(ls: RememServer, params: Any) -> dict[str, Any]:
         asked = parse(RevertArgs, params, ids.REVERT_MEMORY)
-        revert = RevertParams(entry=asked.entry, expectedRevision=asked.expectedRevision)
+        revert = RevertParams(entry=asked.entry, expectedRevision=asked.expectedRevision, before=asked.before)
         answer = await ls.link.api.memory_revert(revert)
         return answer.model_dump(mode="json")
 

@@ -278,6 +278,17 @@ async def test_an_undo_decided_on_an_older_state_is_a_conflict(editor: Editor, t
     assert {r.name for r in store.read_workspace(workspace).records} == {"first", "second", "third"}
 
 
+async def test_the_editor_undoes_a_scopes_first_change(editor: Editor, tmp_path: Path) -> None:
+    """The first entry has no parent to revert to: `before` brings back the empty state."""
+    cwd = str(tmp_path)
+    store = MemoryStore(editor.home)
+    workspace = WorkspaceId.from_cwd(cwd)
+    first = store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put("first")])
+    undo = {"entry": first.history, "before": True, "expectedRevision": first.revision}
+    answer = await editor.request("remem/revertMemory", undo)
+    assert answer["status"] == "committed" and store.read_workspace(workspace).records == []
+
+
 async def test_settings_name_the_route(editor: Editor, reviewed: Receipted) -> None:
     settings = await editor.request("remem/settings", {})
     assert (settings["provider"], settings["model"], settings["apiKeyEnv"]) == (

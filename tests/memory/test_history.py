@@ -367,6 +367,33 @@ def test_revert_is_a_new_generation_and_a_stale_one_is_a_conflict(
     assert again.status == "no-change" and len(store.history.log(workspace.key)) == 3
 
 
+def test_undoing_an_entry_brings_back_the_state_before_it_also_before_the_first(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    """An undo reverted to the entry's parent, so a scope's first change, which has none, could
+    not be undone: `before` brings back the state before any entry, the empty one."""
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    methods = MemoryMethods(store.home)
+    assert first.history is not None and second.history is not None
+    undone = asyncio.run(methods.revert(RevertParams(entry=second.history, before=True)))
+    assert undone.status == "committed" and undone.revision == first.revision
+    assert store.history.log(workspace.key)[0].actor == Actor(kind="revert", reverts=first.history)
+
+    stale = RevertParams(entry=first.history, before=True, expectedRevision=second.revision)
+    assert asyncio.run(methods.revert(stale)).status == "conflict"
+    emptied = asyncio.run(methods.revert(RevertParams(entry=first.history, before=True)))
+    assert emptied.status == "committed" and emptied.revision == EMPTY
+    assert store.read_workspace(workspace).records == []
+    newest = store.history.log(workspace.key)[0]
+    assert newest.actor == Actor(kind="revert", reverts=None) and newest.after == EMPTY
+
+    said = store.replace_global(store.read_global().revision, "Be brief.\n")
+    assert said.history is not None
+    assert asyncio.run(methods.revert(RevertParams(entry=said.history, before=True))).status == "committed"
+    assert store.read_global().content == "" and store.read_global().revision == EMPTY
+
+
 def test_a_concurrent_commit_makes_the_revert_a_conflict(store: MemoryStore, workspace: WorkspaceId) -> None:
     """Another writer commits between the revert's plan and its commit: nothing is lost."""
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])

@@ -631,6 +631,13 @@ async function openEntryDiff(ctx: FlowContext, entry: HistoryEntry, file: string
   await ctx.ui.openDiff(historyUri(entry.parent, file), historyUri(entry.id, file), title);
 }
 
+/** The revert that brings back the state before `entry`: its parent's, or (a scope's first
+ * entry, which has none) the empty state before it, which a server older than protocol 31
+ * cannot revert to. */
+function before(entry: HistoryEntry): { entry: string; before?: true } {
+  return entry.parent ? { entry: entry.parent } : { entry: entry.id, before: true };
+}
+
 /** Revert to the state before `entry` (the later changes named go with it), if confirmed. */
 async function undoChange(
   ctx: FlowContext,
@@ -638,9 +645,6 @@ async function undoChange(
   scope: HistoryScope,
   shown: HistoryLogResult,
 ): Promise<RevertResult | null> {
-  if (!entry.parent) {
-    return stop(ctx.ui, 'This is the first entry of this history: there is no earlier state to go back to.');
-  }
   const whole = await wholeHistory(ctx, scope, shown);
   const lacking = whole.problem ? `\n\nThe history is not whole: ${whole.problem}.` : '';
   const detail =
@@ -653,7 +657,7 @@ async function undoChange(
   const expectedRevision = whole.problem ? undefined : whole.entries[0]?.after;
   let result: RevertResult;
   try {
-    result = await ctx.server.request<RevertResult>(Requests.revertMemory, { entry: entry.parent, expectedRevision });
+    result = await ctx.server.request<RevertResult>(Requests.revertMemory, { ...before(entry), expectedRevision });
   } catch (error) {
     // The daemon refuses a state it cannot write back (a record invalid at that entry): say why.
     const { problems } = refusalData(error);

@@ -49,9 +49,14 @@ export function actorText(entry: HistoryEntry): string {
   const details = [
     actor.client,
     actor.review ? `review ${actor.review.slice(0, 12)}` : null,
-    actor.reverts ? `back to ${actor.reverts.slice(0, 12)}` : null,
+    actor.kind === 'revert' ? wentBack(actor.reverts) : null,
   ].filter(Boolean);
   return details.length ? `${ACTORS[actor.kind]} (${details.join(', ')})` : ACTORS[actor.kind];
+}
+
+/** A revert with no entry to name went back to the empty state before its scope's first. */
+function wentBack(reverts: string | null | undefined): string {
+  return reverts ? `back to ${reverts.slice(0, 12)}` : 'back to before the first entry';
 }
 
 /** What an entry changed, in one line: `added a; changed b (+3 −1)`. */

@@ -900,12 +900,16 @@ test('memory history: Global by its file, a declined undo sends nothing, a confl
   h.responses['remem/memoryOverview'] = OVERVIEW;
   const first = ENTRY('e'.repeat(40), null, { scope: 'global', workspace: null, actor: { kind: 'cli' } });
   h.responses['remem/memoryHistory'] = { scope: 'global', workspace: null, entries: [first] };
+  h.responses['remem/revertMemory'] = { status: 'committed', revision: 'sha256:0', history: 'd'.repeat(40) };
   h.picks.push((items) => items[0]);
   h.infoAnswers.push(flows.UNDO);
   await flows.run(() => flows.showMemoryHistory(h.ctx, { node: { path: '/h/GLOBAL.md' } }));
   assert.deepEqual(h.sent[1], ['remem/memoryHistory', {}]);
   assert.match(h.opened[0], /^diff:remem-history:\/empty\/GLOBAL\.md ↔ /, 'the first entry starts from nothing');
-  assert.match(h.asked.at(-1) ?? '', /first entry of this history/);
+  // The first entry has no parent to revert to: the undo asks for the state before it.
+  const undo = ['remem/revertMemory', { entry: 'e'.repeat(40), before: true, expectedRevision: first.after }];
+  assert.deepEqual(h.sent.at(-1), undo);
+  assert.equal(h.asked.at(-1), 'info:Undone.');
 
   const workspace = new Harness();
   workspace.responses['remem/memoryOverview'] = OVERVIEW;

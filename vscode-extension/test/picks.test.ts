@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { consolidationPicks, providerPicks, receiptPicks, sessionPicks, transcriptPicks, turnPicks } from '../src/picks';
+import { actorText, consolidationPicks, providerPicks, receiptPicks, sessionPicks, transcriptPicks, turnPicks } from '../src/picks';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
 test('consolidation offers only finished, unarchived sessions that are no subagent, newest first, with age and review state', () => {
@@ -128,4 +128,20 @@ test('the current provider comes first and is marked with its model', () => {
       ['ollama', undefined],
     ],
   );
+});
+
+test('a revert names the entry it went back to, or the empty state before the first', () => {
+  const revert = (reverts: string | null) => ({
+    id: 'b'.repeat(40),
+    parent: 'a'.repeat(40),
+    scope: 'workspace' as const,
+    workspace: 'k',
+    actor: { kind: 'revert' as const, reverts },
+    before: 'sha256:b',
+    after: 'sha256:a',
+    at: new Date(NOW).toISOString(),
+    stat: null,
+  });
+  assert.equal(actorText(revert('c'.repeat(40))), `Revert (back to ${'c'.repeat(12)})`);
+  assert.equal(actorText(revert(null)), 'Revert (back to before the first entry)');
 });
