@@ -26,6 +26,8 @@ pygls logs and drops a request whose params do not have the spec's shape (a hove
 has it: InvalidParams naming what is wrong, InvalidRequest for the others. Before `initialize`
 a request is refused ServerNotInitialized and a notification, but `exit`, is dropped; a second
 `initialize` is refused InvalidRequest (pygls would start a new workspace, its documents gone).
+Its answer names the `remem/*` protocol in `capabilities.experimental.remem.protocol`, so an
+editor extension newer than the server can say so rather than fail a request it sends.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import MsgId
+
+from remem.daemon.protocol.rpc import PROTOCOL_VERSION
 
 from . import ids
 from .text_documents import LspWorkspace
@@ -97,6 +101,7 @@ class RememProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {"remem": {"protocol": PROTOCOL_VERSION}}
         self._workspace = LspWorkspace.like(self.workspace)  # before any document opens
         self._initialized = True
         return result

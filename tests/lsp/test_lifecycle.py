@@ -14,7 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
+from remem.daemon import __version__
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import PROTOCOL_VERSION
 from remem.daemon.server.runtime import DaemonPaths
 
 from .live import stop_daemon
@@ -77,6 +79,16 @@ def _uninitialized(home: Home) -> Iterator[subprocess.Popen[bytes]]:
         server.wait()
         if DaemonPaths(home).status.exists():  # started after all: never left running
             stop_daemon(home)
+
+
+def test_initialize_names_the_protocol_the_extension_checks(tmp_path: Path) -> None:
+    """An extension newer than the server learns it at start, not from a refused request."""
+    with _uninitialized(Home(tmp_path / "home")) as server:
+        assert server.stdin is not None and server.stdout is not None
+        _send(server.stdin, {"id": 0, "method": "initialize", "params": {"capabilities": {}}})
+        result = _answer(server.stdout, 0)["result"]
+        assert result["capabilities"]["experimental"] == {"remem": {"protocol": PROTOCOL_VERSION}}
+        assert result["serverInfo"] == {"name": "remem", "version": __version__}
 
 
 def test_a_request_whose_params_break_the_spec_is_answered_with_what_is_wrong(tmp_path: Path) -> None:

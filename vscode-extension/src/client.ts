@@ -31,7 +31,9 @@ import {
   Notifications,
   ServerCommands,
   type SessionsProgressParams,
+  PROTOCOL,
   type StatusParams,
+  serverProtocol,
   TRANSCRIPT_SCHEME,
 } from './protocol';
 import type * as Library from './languageclient';
@@ -203,7 +205,20 @@ export class RememClient implements Server, vscode.Disposable {
     });
     this.client = client;
     await client.start();
+    this.checkProtocol(client, executable);
     return client;
+  }
+
+  /** A server older than the extension refuses what it does not know (an undo of a first change):
+   * said once at start, with the way out, rather than as a refusal at each request. */
+  private checkProtocol(client: LanguageClient, executable: string): void {
+    const spoken = serverProtocol(client.initializeResult?.capabilities);
+    if (spoken !== null && spoken >= PROTOCOL) return;
+    const message =
+      `remem: ${executable} is older than this extension (protocol ${spoken ?? '30 or older'}; the extension ` +
+      `speaks ${PROTOCOL}), so some actions will be refused. Update remem.`;
+    this.log.warn(message);
+    void vscode.window.showWarningMessage(message);
   }
 
   private serverOptions(executable: string, cwd: string): ServerOptions {

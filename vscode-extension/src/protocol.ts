@@ -34,6 +34,16 @@ export const ServerCommands = {
   setApiKey: 'remem.lsp.setApiKey',
 } as const;
 
+/** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
+ * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
+export const PROTOCOL = 31;
+
+/** The protocol a server's `initialize` capabilities name; null when they name none (older). */
+export function serverProtocol(capabilities: { experimental?: unknown } | undefined): number | null {
+  const remem = (capabilities?.experimental as { remem?: { protocol?: unknown } } | undefined)?.remem;
+  return typeof remem?.protocol === 'number' ? remem.protocol : null;
+}
+
 export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';

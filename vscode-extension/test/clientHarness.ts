@@ -9,6 +9,8 @@ import Module from 'node:module';
 
 import * as protocol from 'vscode-languageserver-protocol';
 
+import { PROTOCOL } from '../src/protocol';
+
 type Listener = () => void;
 
 /** The progress notification's Cancel button. */
@@ -71,6 +73,8 @@ export const ui = {
   cancels: [] as Cancel[],
   infos: [] as string[],
   errors: [] as string[], // error messages shown
+  warnings: [] as string[], // warning messages shown
+  initializeResult: { capabilities: { experimental: { remem: { protocol: PROTOCOL } } } } as unknown, // the server's
   server: new ScriptedServer(),
   states: [] as StateListener[], // the language client's state listeners, latest client last
   setting: process.execPath as unknown, // `remem.command`: any executable will do
@@ -119,6 +123,10 @@ const vscode = {
       ui.errors.push(message);
       return undefined;
     },
+    async showWarningMessage(message: string): Promise<undefined> {
+      ui.warnings.push(message);
+      return undefined;
+    },
     createWebviewPanel(_type: string, title: string) {
       const panel = { title, webview: { html: '' }, reveal: () => undefined, onDidDispose: () => undefined, dispose: () => undefined };
       ui.panels.push(panel);
@@ -140,6 +148,9 @@ class LanguageClient {
     ui.options = options;
   }
   start = async (): Promise<void> => undefined;
+  get initializeResult(): unknown {
+    return ui.initializeResult;
+  }
   stop = async (): Promise<void> => undefined;
   onNotification = (): void => undefined;
   onDidChangeState = (listener: StateListener): void => {

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 
 import { RememClient } from '../src/client';
+import { PROTOCOL } from '../src/protocol';
 import { State, ui } from './clientHarness';
 
 test('a server the library restarted after it died makes the views read again; the first start does not', async () => {
@@ -101,4 +102,22 @@ test('a server that dies while answering is said so, with what to do, not in the
   await settle();
   ui.server.fail(PENDING_RESPONSE_REJECTED, 'Pending response rejected since connection got disposed');
   await assert.rejects(asked, /stopped before it answered; what was asked may or may not have been done: look, then try again/);
+});
+
+test('a server older than the extension is said once at start, with the way out', async () => {
+  const started = async (initializeResult: unknown): Promise<string[]> => {
+    ui.initializeResult = initializeResult;
+    ui.warnings.length = 0;
+    await new RememClient(log as never).start();
+    return [...ui.warnings];
+  };
+  const older = await started({ capabilities: {} }); // before protocol 31, no server named one
+  assert.equal(older.length, 1);
+  assert.match(older[0], /^remem: .+ is older than this extension \(protocol 30 or older; the extension speaks \d+\)/);
+  assert.match(older[0], /Update remem\.$/);
+  const named = await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL - 1 } } } });
+  assert.match(named[0], new RegExp(`\\(protocol ${PROTOCOL - 1}; the extension speaks ${PROTOCOL}\\)`));
+  assert.deepEqual(await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL } } } }), []);
+  assert.deepEqual(await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL + 1 } } } }), []);
+  ui.initializeResult = { capabilities: { experimental: { remem: { protocol: PROTOCOL } } } };
 });
