@@ -34,6 +34,13 @@ export interface HistoryPick extends PickItem {
   entry: HistoryEntry;
 }
 
+/** `item` as a quick pick shows it: its texts (titles and prompts from sessions, a client's name)
+ * with `$(name)` escaped, which the quick pick would draw as an icon, the text gone. */
+export function iconless<T extends PickItem>(item: T): T {
+  const escape = (text: string | undefined) => text?.replace(/\$\(/g, '\\$(');
+  return { ...item, label: escape(item.label), description: escape(item.description), detail: escape(item.detail) };
+}
+
 const ACTORS: Record<HistoryEntry['actor']['kind'], string> = {
   cli: 'remem command',
   agent: 'Agent',

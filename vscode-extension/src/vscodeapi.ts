@@ -7,18 +7,20 @@ import * as vscode from 'vscode';
 
 import { sessionIdFromTranscriptPath, transcriptUri, turnLine } from './args';
 import type { Folder, Ui } from './flows';
-import type { PickItem } from './picks';
+import { iconless, type PickItem } from './picks';
 import { TRANSCRIPT_SCHEME } from './protocol';
 
 /** All of `Ui` but the receipt view, which needs the server (`ReceiptPanels`). */
 export const editorUi: Omit<Ui, 'openReceipt'> = {
   async pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }) {
-    return vscode.window.showQuickPick(items, {
+    const shown = items.map(iconless);
+    const picked = await vscode.window.showQuickPick(shown, {
       title: options.title,
       placeHolder: options.placeholder,
       matchOnDescription: true,
       matchOnDetail: true,
     });
+    return picked && items[shown.indexOf(picked)];
   },
   async input(options) {
     return vscode.window.showInputBox({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { actorText, consolidationPicks, providerPicks, receiptPicks, sessionPicks, transcriptPicks, turnPicks } from '../src/picks';
+import { actorText, consolidationPicks, iconless, providerPicks, receiptPicks, sessionPicks, transcriptPicks, turnPicks } from '../src/picks';
 import { FAMILY, HOUR, NOW, node } from './fixtures';
 
 test('consolidation offers only finished, unarchived sessions that are no subagent, newest first, with age and review state', () => {
@@ -144,4 +144,15 @@ test('a revert names the entry it went back to, or the empty state before the fi
   });
   assert.equal(actorText(revert('c'.repeat(40))), `Revert (back to ${'c'.repeat(12)})`);
   assert.equal(actorText(revert(null)), 'Revert (back to before the first entry)');
+});
+
+test('a quick pick shows `$(…)` in a title or prompt as written, not as an icon', () => {
+  const item = { label: 'run $(date) now', description: '$(zap)', detail: 'a $(x) b $(y)', session: 's' };
+  assert.deepEqual(iconless(item), {
+    label: 'run \\$(date) now',
+    description: '\\$(zap)',
+    detail: 'a \\$(x) b \\$(y)',
+    session: 's',
+  });
+  assert.deepEqual(iconless({ label: 'plain' }), { label: 'plain', description: undefined, detail: undefined });
 });
