@@ -152,6 +152,9 @@ def test_turns_and_show(home: Home, tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["header"]["id"] == ids["main"] and len(data["turns"]) == 5
     assert [e["seq"] for e in data["events"]] == list(range(len(data["events"])))
+    # Both formats asked for: the JSON was printed, the Markdown asked for silently not.
+    code, out, err = run(home, "show", ids["main"], "--root", str(root), "--markdown", "--json")
+    assert code == 2 and out == "" and "--markdown and --json both name what to print" in err
 
 
 def test_unknown_session_is_a_clear_error(home: Home, tmp_path: Path) -> None:

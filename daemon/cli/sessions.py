@@ -219,6 +219,8 @@ def show(
     backend: Backend, session_id: str, as_markdown: bool, roots: tuple[Path, ...], as_json: bool
 ) -> None:
     """A session's transcript, or its header, turns and events as JSON."""
+    if as_markdown and as_json:
+        raise click.UsageError("--markdown and --json both name what to print: give one of them")
     with _refusals(as_json):
         if as_json:
             emit_json(backend.api(roots).session_log(SessionParams(id=session_id)))
