@@ -148,14 +148,21 @@ def _api_key(home: Home, provider: str, env: str | None) -> str:
 def _configured_key(home: Home, provider: str, env: str | None) -> str:
     if env is None:
         return "unused"  # a local server (ollama) takes any key, but the client needs one
-    if key := os.environ.get(env, "").strip():
+    given = os.environ.get(env)
+    if key := (given or "").strip():
         return _sendable(key, f"the API key in ${env}", f"set {env} to the key as the provider shows it")
     stored = read_credentials(home).providers.get(provider)
     if stored is not None and (key := stored.api_key.strip()):
         where = f"the API key at providers.{provider}.api_key in {home.credentials_file}"
         return _sendable(key, where, "correct it there, or enter the key again")
+    # A variable exported empty (`export KEY=`) is no unset one: "set it" would read as done.
+    fix = (
+        f"{env} is set but empty; set it to the key"
+        if given is not None
+        else f"set the environment variable {env}"
+    )
     raise RouteError(
-        f"{NO_API_KEY} `{provider}`: set the environment variable {env}, or add "
+        f"{NO_API_KEY} `{provider}`: {fix}, or add "
         f"`providers: {{{provider}: {{api_key: ...}}}}` to {home.credentials_file} (mode 0600)"
     )
 

@@ -73,6 +73,11 @@ def test_settings_model_says_where_the_key_must_come_from_when_none_is_found(
     code, out, _ = run(home, "settings", "model")
     assert code == 0 and f"no API key for provider `fake`: set the environment variable {KEY_ENV}" in out, out
     assert "(API key from" not in out
+    monkeypatch.setenv(KEY_ENV, " ")  # exported empty: "set the variable" would read as done
+    code, out, _ = run(home, "settings", "model")
+    assert f"no API key for provider `fake`: {KEY_ENV} is set but empty; set it to the key, or add" in out, (
+        out
+    )
 
 
 def test_settings_model_reads_and_selects_with_compare_and_swap(
