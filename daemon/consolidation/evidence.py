@@ -57,6 +57,11 @@ _FORKED = (
     "This session is a branch of another session after that session's turn {turn}: turns 1-{turn} "
     "are that session's, reviewed with it, and are left out here."
 )
+_INHERITED = (
+    "This session is a branch of another session after that session's turn {turn}: what came "
+    "before is that session's, reviewed with it, and is not shown here; this session's own turns "
+    "are numbered from 1."
+)
 _HEADING_PATTERN = re.compile(r"^## Turn \d+ \(evidence (?P<start>\d+)-(?P<end>\d+)\)$", re.MULTILINE)
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _PLAIN_TOOL_NAME = re.compile(r"[\w.:/-]+")
@@ -110,6 +115,9 @@ class Evidence(_Closed):
     # A fork's last turn copied from its parent: its turns up to it are the parent's, reviewed
     # with the parent, and left out (decision 0380). 0: none copied.
     forkedAfter: int = 0
+    # A fork that inherits its parent's turns without copying them (a Codex fork, decision
+    # 0281): the parent's turn it branched after. None of its turns is the parent's. 0: none.
+    inheritedAfter: int = 0
 
     def is_empty(self) -> bool:
         """Nothing to learn from: no prompt, summary, reply or tool outcome in any turn."""
@@ -122,8 +130,14 @@ class Evidence(_Closed):
         """The evidence as the model reads it; log text is always quoted, so it cannot forge a heading."""
         if not self.turns:
             return ""
-        note = _FORKED.format(turn=self.forkedAfter) + "\n\n" if self.forkedAfter else ""
-        return note + "\n\n".join(turn.render() for turn in self.turns) + "\n"
+        return self._branch_note() + "\n\n".join(turn.render() for turn in self.turns) + "\n"
+
+    def _branch_note(self) -> str:
+        if self.forkedAfter:
+            return _FORKED.format(turn=self.forkedAfter) + "\n\n"
+        if self.inheritedAfter:
+            return _INHERITED.format(turn=self.inheritedAfter) + "\n\n"
+        return ""
 
 
 def shown_turns(rendered: str) -> list[tuple[EvidenceRange, str]]:

@@ -618,7 +618,9 @@ def _changed_ns(path: Path) -> int | None:
 
 def _evidence(source: _Input) -> Evidence:
     if isinstance(source.log, HarnessFile):
-        return source.log.evidence()
+        # A Codex fork of the parent's turns by reference: the model is told where it branched.
+        inherited = source.catalog.inherited_fork_turn(source.entry) or 0
+        return source.log.evidence().model_copy(update={"inheritedAfter": inherited})
     return project_evidence(source.log)
 
 

@@ -177,9 +177,15 @@ def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
 
 def _inherited_fork_turn(row: LogRow, by_id: dict[str, Entry]) -> int | None:
     parent = by_id.get(row.parent or "")
-    if row.fork_at is None or row.fork_turn is not None or parent is None:
+    if not inherits_turns(row) or parent is None:
         return None
-    return inherited_turns(parent.row, row.fork_at)
+    return inherited_turns(parent.row, row.fork_at or 0)
+
+
+def inherits_turns(row: LogRow) -> bool:
+    """Whether the log is a Codex fork that copied none of its parent's turns: it inherits the
+    first `fork_at` lines of its parent's file by reference (decision 0281)."""
+    return row.fork_at is not None and row.fork_turn is None and row.parent is not None
 
 
 @dataclass(frozen=True)
@@ -549,6 +555,17 @@ class SessionCatalog:
         watcher's news of it may come after the writer's next lookup."""
         if self.memo is not None:
             self.memo.changed([str(path)])
+
+    def inherited_fork_turn(self, entry: Entry) -> int | None:
+        """The turn of its parent a Codex fork that copied none of its turns branched after, as
+        the tree shows it; None for any other session, or when the parent is not listed."""
+        if not inherits_turns(entry.row):
+            return None
+        try:
+            parent = self.find(entry.row.parent or "")
+        except SessionNotFound:
+            return None
+        return inherited_turns(parent.row, entry.row.fork_at or 0)
 
     def find(self, session_id: str) -> Entry:
         """The session with this id; a log the index already places is refreshed on its own.

@@ -162,3 +162,23 @@ def test_a_renamed_claude_code_session_is_not_reviewed_again(
         assert row["review"] == review == {"state": "consolidated", "status": None}  # what it repeats
         shown = CliRunner().invoke(cli, ["--home", str(home.root), "consolidate", run.session_id])
         assert f"its evidence is what review {first.review} read, so no model was asked" in shown.stdout
+
+
+def test_a_codex_fork_that_copied_no_turn_is_reviewed_knowing_where_it_branched(
+    home: Home, tmp_path: Path, codex_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`codex exec fork` copies none of its parent's lines: its evidence was its own turn alone,
+    read by the model as a session of its own, the context its prompt followed unsaid."""
+    root = tmp_path / "codex" / "sessions"
+    for name in ("first", "fork"):
+        rollout = codex_scenario.runs[name].rollout
+        _settled_copy(rollout, root / rollout.relative_to(rollout.parents[3]))
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with FakeOpenAI(api_key="sk-test") as fake:
+        configure(home, fake, root)
+        fake.reply(Computed(_cite_the_first_turn))
+        result = _consolidate(home, codex_scenario.runs["fork"].session_id)
+        assert result.status is Status.COMMITTED
+        sent = fake.requests[0]["messages"][1]["content"]
+    assert "This session is a branch of another session after that session's turn 2: what came" in sent
+    assert "forked prompt" in sent and "read the notes" not in sent and "second answer" not in sent
