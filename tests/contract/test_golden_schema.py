@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from remem.daemon.protocol.rpc import PROTOCOL_VERSION
 from remem.lsp import ids
 from tests.contract import schema
 
@@ -135,10 +134,10 @@ def test_the_transcript_scheme_is_the_servers(current: dict[str, Any]) -> None:
     assert found and found.group(1) == current["lsp"]["schemes"]["transcript"]
 
 
-def test_the_extension_speaks_the_servers_protocol() -> None:
+def test_the_extension_speaks_the_servers_protocol(current: dict[str, Any]) -> None:
     """The extension warns of a server older than `PROTOCOL`: a bump here is one there."""
     found = re.search(r"export const PROTOCOL = (\d+);", PROTOCOL_TS.read_text())
-    assert found and int(found.group(1)) == PROTOCOL_VERSION
+    assert found and int(found.group(1)) == current["protocolVersion"]
 
 
 def daemon_shape(current: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
