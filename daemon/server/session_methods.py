@@ -241,7 +241,7 @@ class SessionMethods:
             if entry.format == "codex":  # a thread a revert rotated: with its history (decision 0366)
                 data = codex_history(entry.path, data)[0]
             view = view_of(entry.format, entry.path, data)
-            inherited = inherited_history(view, partial(_codex_bytes, catalog))
+            inherited = inherited_history(view, partial(_codex_file, catalog))
             markdown = render_harness_transcript(view, data, title, inherited)
             return TranscriptResult(markdown=markdown, revision=revision)
 
@@ -378,13 +378,13 @@ def _harness_bytes(catalog: SessionCatalog, entry: Entry) -> bytes:
         raise _refused(OperationError("INVALID", f"{path.name}: {exc.reason}")) from None
 
 
-def _codex_bytes(catalog: SessionCatalog, session: str) -> bytes | None:
-    """The file of a listed Codex session, None when it is not at hand."""
+def _codex_file(catalog: SessionCatalog, session: str) -> tuple[Path, bytes] | None:
+    """The current rollout of a listed Codex session and its bytes, None when not at hand."""
     try:
         entry = catalog.find(session)
         if entry.format != "codex":
             return None
-        return codex_history(entry.path, _harness_bytes(catalog, entry))[0]
+        return entry.path, _harness_bytes(catalog, entry)
     except (SessionNotFound, RpcError):
         return None
 

@@ -179,13 +179,18 @@ def _inherited_fork_turn(row: LogRow, by_id: dict[str, Entry]) -> int | None:
     parent = by_id.get(row.parent or "")
     if not inherits_turns(row) or parent is None:
         return None
-    return inherited_turns(parent.row, row.fork_at or 0)
+    return inherited_turns(parent.row, row.fork_at or 0, row.fork_base or "")
 
 
 def inherits_turns(row: LogRow) -> bool:
     """Whether the log is a Codex fork that copied none of its parent's turns: it inherits the
-    first `fork_at` lines of its parent's file by reference (decision 0281)."""
-    return row.fork_at is not None and row.fork_turn is None and row.parent is not None
+    ordinals before `fork_at` of its parent's rollout `fork_base` by reference (decision 0281)."""
+    return (
+        row.fork_at is not None
+        and row.fork_base is not None
+        and row.fork_turn is None
+        and row.parent is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -565,7 +570,7 @@ class SessionCatalog:
             parent = self.find(entry.row.parent or "")
         except SessionNotFound:
             return None
-        return inherited_turns(parent.row, entry.row.fork_at or 0)
+        return inherited_turns(parent.row, entry.row.fork_at or 0, entry.row.fork_base or "")
 
     def find(self, session_id: str) -> Entry:
         """The session with this id; a log the index already places is refreshed on its own.

@@ -254,19 +254,36 @@ def rollout_view(r: Rollout) -> SessionView:
     )
 
 
-def inherited_turns(parent: LogRow, ordinal: int) -> int | None:
-    """The fork turn of a Codex fork that inherits the first `ordinal` lines of the rollout
-    `parent` without copying them, read from the parent's file; None when it cannot be read."""
-    return _turns_before(parent.path, parent.revision, ordinal)
+def inherited_turns(parent: LogRow, ordinal: int, base: str) -> int | None:
+    """The fork turn of a Codex fork that inherits, without copying them, the ordinals before
+    `ordinal` of its parent's rollout `base` (its `history_base`), read from the parent's files;
+    None when they cannot be read."""
+    return _turns_before(parent.path, parent.revision, ordinal, base)
 
 
 @functools.lru_cache(maxsize=64)  # a tree is drawn again on every change; the parent rarely changed
-def _turns_before(path: str, revision: str, ordinal: int) -> int | None:
+def _turns_before(path: str, revision: str, ordinal: int, base: str) -> int | None:
     try:
         data = read_file(Path(path), listed=revision)  # the file the listing read there
     except (OSError, LineTooLong):
         return None
-    return turns_begun_before(data, ordinal) or None
+    history = base_history(Path(path), data, base)
+    return None if history is None else turns_begun_before(history, ordinal) or None
+
+
+def base_history(path: Path, data: bytes, base: str) -> bytes | None:
+    """The history of the rollout `base` of the thread whose current rollout, at `path`, holds
+    `data`: what a fork whose `history_base` names `base` inherits (a rollout id: the thread's
+    own for its first rollout). A revert rotates a thread to a new rollout (decision 0366), and
+    Codex resumes a fork made before it with the lines of the rollout its base names, the turns
+    the revert abandoned included. None when that rollout is not in the root."""
+    named = rollout_name(path.name)
+    if named is not None and named.rollout != base.lower():
+        found = _ThreadRollouts(path)(base.lower())
+        if found is None:
+            return None
+        path, data = path.with_name(found[0]), found[1]  # its name says what it continues
+    return codex_history(path, data)[0]
 
 
 @dataclass(frozen=True)
@@ -282,17 +299,17 @@ class Inherited:
 INHERITED_DEPTH = 16  # forks of forks followed back; Codex chains rarely pass two
 
 
-def inherited_history(view: SessionView, read: Callable[[str], bytes | None]) -> list[Inherited]:
-    """What a Codex fork inherits by reference (`fork_at` lines of `inherits_from`), oldest
-    ancestor first: each ancestor's turns in the lines the next one inherits. `read` gives a
-    session's bytes, or None when it is not at hand."""
+def inherited_history(view: SessionView, read: Callable[[str], tuple[Path, bytes] | None]) -> list[Inherited]:
+    """What a Codex fork inherits by reference (`fork_at` lines of its parent's rollout
+    `inherits_from`), oldest ancestor first: each ancestor's turns in the lines the next one
+    inherits. `read` gives a session's current file and its bytes, or None when it is not at
+    hand."""
     found: list[Inherited] = []
     seen = {view.id}
     while view.fork_at is not None and view.inherits_from is not None and len(found) < INHERITED_DEPTH:
-        parent = view.inherits_from
+        parent, data = _inherited_lines(view, read)
         if parent in seen:
             break
-        data = read(parent)
         if data is None:
             found.append(Inherited(parent, (), None))
             break
@@ -303,6 +320,22 @@ def inherited_history(view: SessionView, read: Callable[[str], bytes | None]) ->
         seen.add(parent)
         view = ancestor
     return found[::-1]
+
+
+def _inherited_lines(
+    view: SessionView, read: Callable[[str], tuple[Path, bytes] | None]
+) -> tuple[str, bytes | None]:
+    """The session a Codex fork inherits lines from, and the history of its rollout they are
+    in: the parent's rollout `inherits_from` names, one a revert rotated the parent to included;
+    else (a fork that copied another's lines, their base kept: decision 0079) the session of
+    that id."""
+    base = view.inherits_from or ""
+    for session in dict.fromkeys(candidate for candidate in (view.parent, base) if candidate):
+        current = read(session)
+        history = None if current is None else base_history(*current, base)
+        if history is not None:
+            return session, history
+    return base, None
 
 
 def read_file(path: Path, *, root: Path | None = None, listed: str | None = None) -> bytes:
@@ -537,6 +570,7 @@ def _update(path: Path, revision: str, view: SessionView) -> Update:
     if view.error is not None or not view.id:
         error = view.error or "the file names no session id"
         return Update(LogRow(path=str(path), revision=revision, format=fmt, error=error))
+    fork_at, fork_base = _fork_base(view)
     row = LogRow(
         path=str(path),
         revision=revision,
@@ -556,19 +590,21 @@ def _update(path: Path, revision: str, view: SessionView) -> Update:
         sidechains=json.dumps([_sidechain_info(c).__dict__ for c in view.sidechains])
         if view.sidechains
         else None,
-        fork_at=_fork_at(view),
+        fork_at=fork_at,
+        fork_base=fork_base,
         leaves=json.dumps(view.leaves) if view.leaves else None,
         summaries=json.dumps(view.foreign_summaries) if view.foreign_summaries else None,
     )
     return Update(row)
 
 
-def _fork_at(view: SessionView) -> int | None:
-    """What the row keeps of the lines a Codex fork inherits by reference: the tree reads a
-    fork turn from them in the row's parent (decision 0281), so only for a fork that copied
-    none of its turns, and inherits from that parent."""
-    inherits = view.fork_turn is None and view.inherits_from == view.parent
-    return view.fork_at if inherits else None
+def _fork_base(view: SessionView) -> tuple[int | None, str | None]:
+    """What the row keeps of the lines a Codex fork inherits by reference, the ordinal they
+    end before and the parent's rollout they are in: the tree reads a fork turn from them in
+    the row's parent (decision 0281), so only for a fork that copied none of its turns."""
+    if view.fork_turn is None and view.parent is not None and view.inherits_from is not None:
+        return view.fork_at, view.inherits_from
+    return None, None
 
 
 def _sidechain_info(chain: Sidechain) -> SidechainInfo:

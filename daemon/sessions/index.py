@@ -28,6 +28,8 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
+# 21: a Codex fork that copied no line keeps the parent's rollout its history_base names, so
+# its fork turn is read there after a revert rotated the parent (decision 0403);
 # 20: a Codex thread forked and then reverted is read with its history, Codex's ordinals counted
 # as it numbers its lines (decision 0400);
 # 19: a Claude Code turn holds what claude-agent-sdk puts back beside it, no abandoned
@@ -46,7 +48,7 @@ from .reader import ResumePoint
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 BUSY_SECONDS = 30.0
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,7 +58,7 @@ CREATE TABLE logs (
     created_at INTEGER, parent TEXT, origin TEXT, seed_length INTEGER, title TEXT,
     turns INTEGER, open_turn INTEGER, fork_turn INTEGER, last_seq INTEGER, digest TEXT,
     format TEXT NOT NULL, root_uuid TEXT, branches TEXT, problems TEXT, sidechains TEXT, fork_at INTEGER,
-    leaves TEXT, summaries TEXT, header TEXT, projection TEXT, resume TEXT, digest_state BLOB
+    fork_base TEXT, leaves TEXT, summaries TEXT, header TEXT, projection TEXT, resume TEXT, digest_state BLOB
 );
 CREATE TABLE turns (
     path TEXT NOT NULL, start_seq INTEGER NOT NULL, turn INTEGER NOT NULL, end_seq INTEGER,
@@ -107,6 +109,9 @@ class LogRow:
     # Codex: a fork that copied none of its parent's lines inherits the parent's first `fork_at`
     # lines (`history_base.end_ordinal_exclusive`); its fork turn is read from the parent's file.
     fork_at: int | None = None
+    # Codex: the parent's rollout they are in (`history_base.thread_id`, a rollout id: the
+    # parent's own for its first rollout, another after a revert rotated it).
+    fork_base: str | None = None
     # Claude Code: the leaf uuids another file's `summary` may title the session by (only of a
     # session titled by its first prompt), and this file's summaries of other files' leaves
     # ([leafUuid, summary] pairs in file order), as JSON (decision 0358).
