@@ -38,7 +38,7 @@ from ..protocol.rpc import (
     WorkspaceParams,
 )
 from .jsonrpc import Handler, log_failed, unwritable
-from .memory_methods import MemoryMethods
+from .memory_methods import MemoryMethods, Scope
 
 T = TypeVar("T")
 log = logging.getLogger("remem.daemon")
@@ -68,15 +68,15 @@ class AgentMethods:
         held = self.service.held_context(workspace, params.known)
         if held is not None:
             return held
-        return await _agent_safe(lambda: self.service.context(workspace, params.known))
+        return await self._agent_safe(workspace.key, lambda: self.service.context(workspace, params.known))
 
     async def index(self, params: WorkspaceParams) -> AgentIndexResult:
         workspace = _workspace_of(params.cwd)
-        return await _agent_safe(lambda: self.service.index(workspace))
+        return await self._agent_safe(workspace.key, lambda: self.service.index(workspace))
 
     async def record(self, params: AgentRecordParams) -> AgentRecordResult:
         workspace = _workspace_of(params.cwd)
-        return await _agent_safe(lambda: self.service.record(workspace, params.name))
+        return await self._agent_safe(workspace.key, lambda: self.service.record(workspace, params.name))
 
     async def update(self, params: AgentUpdateParams) -> AgentUpdateResult:
         workspace = _workspace_of(params.cwd)
@@ -88,10 +88,20 @@ class AgentMethods:
             # Read for another workspace: this session's observation says nothing about this one.
             return update.result("stale", params.observed.workspaceRevision)
         async with self._serial[update.scope]:
-            result = await _agent_safe(lambda: self.service.update(update, params.agent))
+            result = await self._agent_safe(update.key, lambda: self.service.update(update, params.agent))
         if result.status == "committed":
             await self._memory.scope_changed(None if update.workspace is None else update.workspace.key)
         return result
+
+    async def _agent_safe(self, scope: Scope, action: Callable[[], T]) -> T:
+        """Run `action` in one of the worker threads `scope` may occupy, as memory requests do; the
+        store's refusals become errors an agent may read."""
+        try:
+            return await self._memory.in_scope_thread(scope, action)
+        except (InvalidChanges, MemoryInvalid) as exc:
+            raise _refusal(exc) from None
+        except Unwritable as exc:  # as the dispatcher says it: an MCP server without the daemon too
+            raise unwritable(exc) from None
 
     async def settle(self) -> None:
         """Settle every scope whose intent a crashed writer left (before memory is served)."""
@@ -105,16 +115,6 @@ class AgentMethods:
 
 # An agent session asks about its one folder at every step: its key (a hash) is worked out once.
 _workspace_of = functools.lru_cache(maxsize=MAX_WORKSPACES)(WorkspaceId.from_cwd)
-
-
-async def _agent_safe(action: Callable[[], T]) -> T:
-    """Run `action` in a worker thread; the store's refusals become errors an agent may read."""
-    try:
-        return await asyncio.to_thread(action)
-    except (InvalidChanges, MemoryInvalid) as exc:
-        raise _refusal(exc) from None
-    except Unwritable as exc:  # as the dispatcher says it: an MCP server without the daemon too
-        raise unwritable(exc) from None
 
 
 def _refusal(exc: InvalidChanges | MemoryInvalid) -> RpcError:

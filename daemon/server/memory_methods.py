@@ -15,7 +15,7 @@ import functools
 import itertools
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel
@@ -58,6 +58,9 @@ T = TypeVar("T")
 Publish = Callable[[str, BaseModel], None]
 Scope = str | None  # a workspace key, or None for Global
 THREADS_PER_SCOPE = 4
+# The history's own reads (a diff, a scope at an entry, the scope a revert is of) take no
+# scope's lock: they have threads of their own, never those of a scope stuck behind a lock.
+HISTORY_READS: Scope = "(history)"  # no workspace key is written with parentheses
 
 log = logging.getLogger("remem.daemon")
 
@@ -287,7 +290,7 @@ class MemoryMethods:
             patch = unified_diff(before, after, old, new)
             return HistoryDiffResult(fromEntry=start, toEntry=end, stat=stat(before, after), patch=patch)
 
-        return await self._off_loop(None, compare)
+        return await self._off_loop(HISTORY_READS, compare)
 
     async def show_at(self, params: HistoryEntryParams) -> HistoryShowResult:
         def show() -> HistoryShowResult:
@@ -296,30 +299,37 @@ class MemoryMethods:
             texts = {name: data.decode("utf-8", "replace") for name, data in files.items()}
             return HistoryShowResult(entry=entry, files=texts)
 
-        return await self._off_loop(None, show)
+        return await self._off_loop(HISTORY_READS, show)
 
     async def revert(self, params: RevertParams) -> CommitResult:
         def reverted() -> tuple[Scope, CommitResult]:
             scope, result = revert(self.store, params.entry, params.expectedRevision, params.before)
             return scope, self._compared(scope, result)
 
-        scope, result = await self._off_loop(None, reverted)
+        # Waiting for its scope's lock with that scope's threads, not Global's (the entry says which).
+        entry = await self._off_loop(HISTORY_READS, lambda: self.store.history.entry(params.entry))
+        scope, result = await self._off_loop(entry.workspace, reverted)
         if result.status == "committed":
             await self.scope_changed(scope)
         return result
 
-    async def _off_loop(self, scope: Scope, action: Callable[[], T]) -> T:
+    async def in_scope_thread(self, scope: Scope, action: Callable[[], T]) -> T:
+        """`action` in a worker thread, one of the few `scope` may occupy."""
         async with self._threads[scope]:
-            return await _in_thread(action)
+            return await asyncio.to_thread(action)
+
+    async def _off_loop(self, scope: Scope, action: Callable[[], T]) -> T:
+        return await _answered(self.in_scope_thread(scope, action))
 
 
 def _scope_of(entry: HistoryEntry) -> str:
     return "Global memory" if entry.workspace is None else f"workspace {entry.workspace}"
 
 
-async def _in_thread(action: Callable[[], T]) -> T:
+async def _answered(work: Awaitable[T]) -> T:
+    """What `work` gives, the store's refusals said as this protocol's errors."""
     try:
-        return await asyncio.to_thread(action)
+        return await work
     except InvalidChanges as exc:
         problems = [p.model_dump(mode="json") for p in exc.problems]
         raise RpcError(

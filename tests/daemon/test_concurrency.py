@@ -55,3 +55,45 @@ def test_requests_stuck_behind_a_lock_stall_no_one_else(home: Home, tmp_path: Pa
             await client.close()
 
     asyncio.run(scenario())
+
+
+def test_agent_requests_and_reverts_stuck_behind_a_lock_keep_to_their_scopes_threads(
+    home: Home, tmp_path: Path
+) -> None:
+    """An agent's reads ran in any worker thread, and a revert in Global's: enough of them stuck
+    behind one workspace's lock took every thread (an unrelated workspace went unanswered), or
+    Global's (its history went unanswered)."""
+    stuck = WorkspaceId.from_cwd(tmp_path / "stuck")
+    free = WorkspaceId.from_cwd(tmp_path / "free")
+    commit = {"cwd": stuck.cwd, "expectedRevision": EMPTY, "changes": [{"action": "put", "record": RECORD}]}
+    asks = [
+        ("agents/index", {"cwd": stuck.cwd}),
+        ("agents/context", {"cwd": stuck.cwd}),
+        ("agents/record", {"cwd": stuck.cwd, "name": RECORD["name"]}),
+    ]
+
+    async def scenario() -> None:
+        writer, bystander, *agents = [await AsyncDaemonClient.open(home) for _ in range(5)]
+        entry = (await writer.call("memory/commitWorkspace", commit))["history"]
+        assert entry is not None
+        with file_lock(home.ensure_layout().locks / f"ws-{stuck.key}.lock"):
+            slow = [asyncio.create_task(writer.call("memory/revert", {"entry": entry})) for _ in range(10)]
+            slow += [
+                asyncio.create_task(agent.call(*asks[n % len(asks)])) for agent in agents for n in range(15)
+            ]
+            await asyncio.sleep(0.5)  # not a timing assertion: a head start for the slow ones
+            others = asyncio.gather(
+                bystander.call("memory/readWorkspace", {"cwd": free.cwd}),
+                bystander.call("agents/index", {"cwd": free.cwd}),
+                bystander.call("memory/log", {}),
+                bystander.call("memory/diff", {"entry": entry}),
+            )
+            answers = await asyncio.wait_for(others, HANG_SECONDS)  # a deadline for a hang
+            assert not any(task.done() for task in slow), "the lock is still held"
+        assert answers[0]["records"] == [] and answers[3]["stat"]["added"] == [RECORD["name"]]
+        results = await asyncio.gather(*slow)
+        assert sorted(r["status"] for r in results[:10]) == ["no-change"] * 10
+        for client in (writer, bystander, *agents):
+            await client.close()
+
+    asyncio.run(scenario())
