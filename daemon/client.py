@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .home import Home
-from .locks import file_lock
+from .locks import bounded_file_lock
 from .protocol.rpc import (
     APP_VERSION,
     DAEMON_HELLO,
@@ -413,7 +413,14 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
     """
     if not spawn and not paths.running():  # without its state folder too (paths without the layout)
         raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
-    with file_lock(paths.spawn_lock):
+    # Bounded: a command that stopped while it started a daemon (Ctrl-Z) keeps the lock.
+    spawning = bounded_file_lock(paths.spawn_lock, within=max(0.0, deadline - time.monotonic()))
+    if spawning is None:
+        raise DaemonUnavailable(
+            f"another remem command has held {paths.spawn_lock} for {START_TIMEOUT_SECONDS:.0f} s "
+            "while it starts the daemon (one suspended with Ctrl-Z keeps it: resume or end it)"
+        )
+    try:
         if paths.running():
             _wait_for_holder(paths, deadline)
             return
@@ -425,6 +432,8 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
         _wait_for_status(paths, process, stale, since, deadline)
         # Reap it when it exits, or a long-lived spawner (the language server) keeps a zombie.
         threading.Thread(target=process.wait, name="remem-daemon-reaper", daemon=True).start()
+    finally:
+        spawning.release()
 
 
 def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:

@@ -188,3 +188,23 @@ def test_status_reports_a_daemon_of_another_version_and_leaves_it_running(
     assert old.poll() is None, "status left it running"
     assert remem(home, "daemon", "stop").returncode == 0  # `stop` asks it, whatever its version
     assert old.wait(timeout=SECONDS) == 0
+
+
+@pytest.mark.timeout(60)  # before the fix, a hang
+def test_a_command_holding_the_spawn_lock_makes_others_give_up_at_the_deadline(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command suspended (Ctrl-Z) while it started the daemon keeps `spawn.lock`: every later
+    command waited for it with no deadline, silent, until killed."""
+    paths = DaemonPaths(home)
+    held = try_file_lock(paths.spawn_lock)
+    assert held is not None
+    monkeypatch.setattr(client, "START_TIMEOUT_SECONDS", 0.5)
+    try:
+        with ThreadPoolExecutor(1) as running, pytest.raises(client.DaemonUnavailable) as refused:
+            running.submit(client.call, home, "daemon/status").result(timeout=SECONDS)  # a hang fails here
+    finally:
+        held.release()
+    assert f"another remem command has held {paths.spawn_lock}" in str(refused.value)
+    assert "suspended with Ctrl-Z" in str(refused.value)
+    assert not paths.running(), "no daemon was started past the holder"
