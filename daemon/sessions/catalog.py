@@ -798,7 +798,9 @@ class SessionCatalog:
         try:
             return read_session(entry.path, expected_id=session_id)
         except SessionLogError as exc:
-            raise SessionNotFound(f"session {session_id!r} cannot be read: {exc.reason}") from None
+            raise SessionNotFound(
+                f"session {session_id!r} cannot be read: {exc.reason}", "UNREADABLE"
+            ) from None
 
     def projection(self, session_id: str) -> Projection:
         """The full projection (every turn) of a session at its current revision."""

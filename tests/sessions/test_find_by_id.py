@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
+from remem.daemon.limits import SESSION_EVENTS_MAX
 from remem.daemon.sessions.catalog import SessionCatalog, SessionNotFound
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.paths import Encoding
@@ -225,3 +226,18 @@ def test_a_codex_thread_beside_an_unreadable_rollout_of_its_own_is_found_in_the_
     catalog.listing()
     found = catalog._find_indexed(TID)
     assert found is not None and found.summary.turns == 1
+
+
+def test_a_log_listed_but_too_long_to_read_whole_is_unreadable_not_missing(
+    home: Home, tmp_path: Path
+) -> None:
+    """The listing reads a log batch by batch, `show` whole, up to SESSION_EVENTS_MAX events: a
+    longer log was listed and then said to be no session (`NOT_FOUND`)."""
+    draft = build_session(SessionSpec(seed=1, target_events=SESSION_EVENTS_MAX + 10, cwd=CWD))
+    write_session(tmp_path / "a", draft, encoding=Encoding.RAW)
+    root = ["--root", str(tmp_path / "a")]
+    code, listed = sessions(home, "list", *root)
+    assert code == 0 and [s["id"] for s in listed["sessions"]] == [draft.header.id], listed["errors"]
+    code, answer = sessions(home, "show", draft.header.id, *root)
+    assert (code, answer["error"]["code"]) == (1, "UNREADABLE"), answer
+    assert f"remem reads logs of up to {SESSION_EVENTS_MAX} events" in answer["error"]["message"]
