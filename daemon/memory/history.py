@@ -188,6 +188,9 @@ class History:
         self._anew = False
         # By branch, why this process last failed to record an entry of it, until one is written.
         self._failures: dict[str, str] = {}
+        # Until when (monotonic) the writing lock counts as stuck: a wait for it ran out, so the
+        # waits until then try once, without waiting (`_wait_for_writing`).
+        self._stuck_until = 0.0
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
@@ -272,7 +275,7 @@ class History:
         after which what is written is read (its writer may be stopped in its work)."""
         if self.enabled:
             with contextlib.suppress(Exception):
-                held = bounded_file_lock(self._writing, within=WRITING_WAIT_SECONDS, shared=True)
+                held = self._wait_for_writing(shared=True)
                 if held is not None:
                     held.release()
 
@@ -552,12 +555,23 @@ class History:
     def _take_writing(self) -> LockHandle:
         """The writing lock, or HistoryBusy once another process has held it too long: a commit
         never waits on its history for good (a command holding it may be suspended)."""
-        held = bounded_file_lock(self._writing, within=WRITING_WAIT_SECONDS)
+        held = self._wait_for_writing()
         if held is None:
             raise HistoryBusy(
                 f"another process held {self._writing} for over {WRITING_WAIT_SECONDS:g} s "
                 "(a remem command stopped in its work?)"
             )
+        return held
+
+    def _wait_for_writing(self, *, shared: bool = False) -> LockHandle | None:
+        """The writing lock within WRITING_WAIT_SECONDS, or None. Once a wait ran out, those of
+        the next WRITING_WAIT_SECONDS only try: one request records and reads the history several
+        times (an agent's update: its entry, a reconcile, a flush), and waited for a stuck holder
+        at each, 15 s and 30 s where 5 s is promised."""
+        within = 0.0 if time.monotonic() < self._stuck_until else WRITING_WAIT_SECONDS
+        held = bounded_file_lock(self._writing, within=within, shared=shared)
+        if held is None and within:
+            self._stuck_until = time.monotonic() + WRITING_WAIT_SECONDS
         return held
 
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ import portalocker
 import pytest
 
 from remem.daemon.memory import history as history_module
+from remem.daemon.memory.history import RECOVERED
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
@@ -63,3 +64,30 @@ def test_a_commit_and_a_log_do_not_wait_on_a_stuck_holder_of_the_history(
         store.history.log(workspace.key)[0].id == third.history
         and store.history.trouble(workspace.key) is None
     )
+
+
+def test_one_request_waits_for_a_stuck_holder_once_not_at_each_step(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's update records its entry, reconciles and flushes: each waited the whole bound
+    for the same stuck holder, 15 s (and a history read 30 s) where 5 s is promised."""
+    monkeypatch.setattr(history_module, "WRITING_WAIT_SECONDS", BOUND_SECONDS, raising=False)
+    waits: list[float] = []
+    bounded = history_module.bounded_file_lock
+
+    def recorded(path: object, *, within: float, shared: bool = False) -> object:
+        waits.append(within)
+        return bounded(path, within=within, shared=shared)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history_module, "bounded_file_lock", recorded)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    with held_by_another(store):
+        waits.clear()
+        store.commit_workspace(workspace, first.revision, [put("beta")])
+        store.history.flush()
+        store.sync_history(workspace.key, RECOVERED)
+        assert waits == [BOUND_SECONDS, 0.0, 0.0], "the first wait ran out; the others only tried"
+        threading.Event().wait(BOUND_SECONDS)  # the holder may have let go since: wait again
+        waits.clear()
+        store.history.flush()
+        assert waits == [BOUND_SECONDS]
