@@ -56,6 +56,7 @@ from ..sessions.catalog import Entry, Progress, SessionCatalog, SessionNotFound,
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.harness_sources import (
+    base_history,
     codex_history,
     inherited_history,
     source_fingerprint,
@@ -241,7 +242,7 @@ class SessionMethods:
             if entry.format == "codex":  # a thread a revert rotated: with its history (decision 0366)
                 data = codex_history(entry.path, data)[0]
             view = view_of(entry.format, entry.path, data)
-            inherited = inherited_history(view, partial(_codex_file, catalog))
+            inherited = inherited_history(view, partial(_codex_rollout, catalog))
             markdown = render_harness_transcript(view, data, title, inherited)
             return TranscriptResult(markdown=markdown, revision=revision)
 
@@ -378,13 +379,13 @@ def _harness_bytes(catalog: SessionCatalog, entry: Entry) -> bytes:
         raise _refused(OperationError("INVALID", f"{path.name}: {exc.reason}")) from None
 
 
-def _codex_file(catalog: SessionCatalog, session: str) -> tuple[Path, bytes] | None:
-    """The current rollout of a listed Codex session and its bytes, None when not at hand."""
+def _codex_rollout(catalog: SessionCatalog, session: str, rollout: str) -> bytes | None:
+    """The history of the rollout `rollout` of a listed Codex session, None when not at hand."""
     try:
         entry = catalog.find(session)
         if entry.format != "codex":
             return None
-        return entry.path, _harness_bytes(catalog, entry)
+        return base_history(entry.path, _harness_bytes(catalog, entry), rollout)
     except (SessionNotFound, RpcError):
         return None
 

@@ -299,11 +299,11 @@ class Inherited:
 INHERITED_DEPTH = 16  # forks of forks followed back; Codex chains rarely pass two
 
 
-def inherited_history(view: SessionView, read: Callable[[str], tuple[Path, bytes] | None]) -> list[Inherited]:
+def inherited_history(view: SessionView, read: Callable[[str, str], bytes | None]) -> list[Inherited]:
     """What a Codex fork inherits by reference (`fork_at` lines of its parent's rollout
     `inherits_from`), oldest ancestor first: each ancestor's turns in the lines the next one
-    inherits. `read` gives a session's current file and its bytes, or None when it is not at
-    hand."""
+    inherits. `read(session, rollout)` gives the history of the session's rollout of that id
+    (`base_history`), or None when it is not at hand."""
     found: list[Inherited] = []
     seen = {view.id}
     while view.fork_at is not None and view.inherits_from is not None and len(found) < INHERITED_DEPTH:
@@ -322,17 +322,14 @@ def inherited_history(view: SessionView, read: Callable[[str], tuple[Path, bytes
     return found[::-1]
 
 
-def _inherited_lines(
-    view: SessionView, read: Callable[[str], tuple[Path, bytes] | None]
-) -> tuple[str, bytes | None]:
+def _inherited_lines(view: SessionView, read: Callable[[str, str], bytes | None]) -> tuple[str, bytes | None]:
     """The session a Codex fork inherits lines from, and the history of its rollout they are
     in: the parent's rollout `inherits_from` names, one a revert rotated the parent to included;
     else (a fork that copied another's lines, their base kept: decision 0079) the session of
     that id."""
     base = view.inherits_from or ""
     for session in dict.fromkeys(candidate for candidate in (view.parent, base) if candidate):
-        current = read(session)
-        history = None if current is None else base_history(*current, base)
+        history = read(session, base)
         if history is not None:
             return session, history
     return base, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -91,3 +92,9 @@ def continued(data: bytes, cut: int) -> Rollout:
     if tally is None:
         return listed_rollout(data)[0]
     return listed_rollout(data[tally.size :], tally)[0]
+
+
+def first_rollouts(files: dict[str, bytes]) -> Callable[[str, str], bytes | None]:
+    """`inherited_history`'s reader of sessions no revert rotated: each has one rollout, whose
+    id is the session's own."""
+    return lambda session, rollout: files.get(session) if session == rollout else None

@@ -16,7 +16,7 @@ from remem.daemon.home import Home
 from remem.daemon.sessions import harness_sources
 
 from .claude_lines import CWD
-from .codex_lines import meta, rollout, turn
+from .codex_lines import first_rollouts, meta, rollout, turn
 from .harness_roots import build_roots, write
 
 D1, D2 = "019c0000-0000-7000-8000-0000000000d1", "019c0000-0000-7000-8000-0000000000d2"
@@ -35,7 +35,7 @@ def test_a_copy_that_kept_a_history_base_inherits_from_the_session_it_names() ->
         rollout(meta("019c-copy", cwd=CWD, forked_from_id=D2, history_base=BASE), *turn("t9", "mine", "9"))
     )
     assert (copy.parent, copy.fork_turn, copy.fork_at, copy.inherits_from) == (D2, None, len(TWO), D1)
-    parts = harness_sources.inherited_history(copy, {D1: D1_LINES, D2: D2_LINES}.get)
+    parts = harness_sources.inherited_history(copy, first_rollouts({D1: D1_LINES, D2: D2_LINES}))
     assert [(p.session, [t.prompt for t in p.turns]) for p in parts] == [(D1, ["one", "two"])]
 
 

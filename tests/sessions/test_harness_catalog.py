@@ -29,7 +29,7 @@ from remem.daemon.settings import SessionRootSetting
 from remem.lsp.features.code_lens import _turn_ends
 
 from .claude_lines import CWD, inline_subagents, jsonl, prompt, say
-from .codex_lines import call, event, line, message, meta, rollout, turn
+from .codex_lines import call, event, first_rollouts, line, message, meta, rollout, turn
 from .harness_roots import CHILD, COPY, FORK, SID, TID, build_roots, claude_project, conversation, write
 
 CHILD2 = "019c0000-0000-7000-8000-0000000000c2"
@@ -246,7 +246,7 @@ def test_a_codex_fork_inherits_the_turns_of_its_ancestors_in_the_lines_it_names(
     }
     base = {"thread_id": ids[1], "end_ordinal_exclusive": len(first)}
     child = harness_sources.codex_view(rollout(meta("019c-child", cwd=CWD, history_base=base)))
-    parts = harness_sources.inherited_history(child, files.get)
+    parts = harness_sources.inherited_history(child, first_rollouts(files))
     assert [(p.session, [t.prompt for t in p.turns]) for p in parts] == [
         (ids[0], ["one", "two"]),
         (ids[1], ["three"]),
@@ -254,9 +254,9 @@ def test_a_codex_fork_inherits_the_turns_of_its_ancestors_in_the_lines_it_names(
     files[ids[1]] = rollout(
         meta(ids[1], cwd=CWD, history_base={"thread_id": "019c-child", "end_ordinal_exclusive": 1})
     )
-    looped = harness_sources.inherited_history(child, files.get)
+    looped = harness_sources.inherited_history(child, first_rollouts(files))
     assert [p.session for p in looped] == [ids[1]], "a cycle back to the child ends the walk"
-    missing = harness_sources.inherited_history(child, {}.get)
+    missing = harness_sources.inherited_history(child, first_rollouts({}))
     assert [(p.session, p.turns, p.lines) for p in missing] == [(ids[1], (), None)]
 
 

@@ -90,7 +90,7 @@ def test_a_long_codex_transcript_heads_each_turn_and_inherited_turn_with_its_sta
     own = [line for n in range(1, 31) for line in codex_turn(n)]
     fork = cx.rollout({**cx.meta("019c-fork", history_base=base), "timestamp": OTHER}, *own)
     fork_view = harness_sources.codex_view(fork)
-    parts = harness_sources.inherited_history(fork_view, {cx.TID: data}.get)
+    parts = harness_sources.inherited_history(fork_view, cx.first_rollouts({cx.TID: data}))
     shown = headings(render_harness_transcript(fork_view, fork, None, parts))
     assert shown == [
         *(f"### Inherited turn {n} — completed — {stamp(n)}" for n in range(1, 101)),
