@@ -55,7 +55,7 @@ from .tools import (
     argument_problems,
     problem,
 )
-from .workspace import SessionWorkspace, StartFolderGone
+from .workspace import SessionWorkspace, StartFolderGone, read_roots_answer
 
 if sys.version_info < (3, 11):
     from exceptiongroup import ExceptionGroup  # what anyio's task groups raise there
@@ -109,6 +109,7 @@ def build_server(session: AgentSession, workspace: SessionWorkspace) -> Server:
         on_read_resource=handlers.read_resource,
     )
     server.middleware.append(_say_what_is_invalid)
+    server.middleware.append(read_roots_answer)
     return server
 
 
@@ -152,7 +153,7 @@ class _Handlers:
                 f"remem has no tool `{_shown(params.name)}`; it offers {', '.join(_TOOL_HANDLERS)}."
             )
         try:
-            cwd = await self._resolve(ctx, params.input_responses)
+            cwd = await self._resolve(ctx)
             if isinstance(cwd, types.InputRequiredResult):
                 return cwd
             return await handler(self.session, cwd, params.arguments or {})
@@ -193,7 +194,7 @@ class _Handlers:
             raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {_shown(uri)}")
         name = None if uri == CONTEXT_URI else _record_name(uri)
         try:
-            cwd = await self._resolve(ctx, params.input_responses)
+            cwd = await self._resolve(ctx)
             if isinstance(cwd, types.InputRequiredResult):
                 return cwd
             if name is None:
@@ -209,15 +210,13 @@ class _Handlers:
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type=MARKDOWN)]
         )
 
-    async def _resolve(
-        self, ctx: ServerRequestContext, answers: types.InputResponses | None
-    ) -> str | types.InputRequiredResult:
+    async def _resolve(self, ctx: ServerRequestContext) -> str | types.InputRequiredResult:
         """The session's workspace folder; also learns the client's name for the audit."""
         params = ctx.session.client_params
         if self.session.client is None and params is not None:
             self.session.client = client_label(params.client_info.name, params.client_info.version)
         try:
-            return await self.workspace.resolve(ctx, answers)
+            return await self.workspace.resolve(ctx)
         except StartFolderGone as gone:
             raise Refusal(str(gone)) from None
 

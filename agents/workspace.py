@@ -6,6 +6,10 @@ answer is pinned for the session's life, because its observation belongs to one 
 tool call never names a folder. Clients of the 2025 handshake are asked with a `roots/list`
 request; clients of the stateless 2026-07-28 protocol get an `InputRequiredResult` carrying the
 same request, and their retry brings the answer.
+
+The client's answer is read as raw JSON, leniently: the SDK's model of a root refuses the whole
+list for one root that is not a `file://` URI (or whose `name` is not a string), and remem uses
+the first root that names a local folder, passing over the others.
 """
 
 from __future__ import annotations
@@ -13,13 +17,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 log = logging.getLogger("remem.agents")
 ROOTS_KEY = "roots"
@@ -28,6 +36,19 @@ ROOTS_KEY = "roots"
 # still far inside the minute a harness gives a tool call. A client that declares roots and then
 # never answers would otherwise hold every call forever (decision 0386).
 ROOTS_TIMEOUT_SECONDS = 5.0
+SHOWN_URI_CHARS = 200  # of a root's URI, in the server's log
+
+
+@dataclass(frozen=True)
+class _RootsAnswer:
+    """What a 2026-07-28 client sent as its roots (`inputResponses.roots`), as raw JSON."""
+
+    value: Any
+
+
+# The roots answer of the request being served, taken out of its params before the SDK validates
+# them (by `read_roots_answer`), for `SessionWorkspace.resolve`; None when the request has none.
+_ROOTS_ANSWER: ContextVar[_RootsAnswer | None] = ContextVar("remem_roots_answer", default=None)
 
 
 # Said when only the start folder could choose the workspace, and it was removed before the start.
@@ -53,9 +74,7 @@ class SessionWorkspace:
     def pinned(self) -> str | None:
         return self._pinned
 
-    async def resolve(
-        self, ctx: ServerRequestContext, answers: types.InputResponses | None
-    ) -> str | types.InputRequiredResult:
+    async def resolve(self, ctx: ServerRequestContext) -> str | types.InputRequiredResult:
         """The session's workspace folder, or the request for the client's roots that decides it."""
         if self._pinned is not None:
             return self._pinned
@@ -63,20 +82,20 @@ class SessionWorkspace:
         if capabilities is None or capabilities.roots is None:
             return self._pin(None)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            answer = (answers or {}).get(ROOTS_KEY)
-            if not isinstance(answer, types.ListRootsResult):
+            answer = _ROOTS_ANSWER.get()
+            if answer is None:
                 return types.InputRequiredResult(input_requests={ROOTS_KEY: types.ListRootsRequest()})
-            return self._pin(answer)
+            return self._pin(answer.value)
         async with self._asking:  # concurrent first calls ask once
             if self._pinned is not None:
                 return self._pinned
             try:
-                roots = await ctx.session.send_request(
-                    types.ListRootsRequest(),
-                    types.ListRootsResult,
-                    request_read_timeout_seconds=ROOTS_TIMEOUT_SECONDS,
+                # Raw, not `send_request`: it validates the answer with the SDK's model of a root,
+                # refusing the whole list for one root it does not take (see the module's doc).
+                roots: Any = await ctx.session._connection.send_raw_request(  # noqa: SLF001
+                    types.ListRootsRequest().method, None, {"timeout": ROOTS_TIMEOUT_SECONDS}
                 )
-            except (MCPError, ValidationError) as exc:  # an error, a bad answer, or none in time
+            except MCPError as exc:  # an error, or no answer in time
                 log.warning(
                     "the client declares roots but did not list them (%s); using %s",
                     exc,
@@ -85,17 +104,56 @@ class SessionWorkspace:
                 roots = None
             return self._pin(roots)
 
-    def _pin(self, roots: types.ListRootsResult | None) -> str:
-        """The workspace chosen (and kept); StartFolderGone when only the start folder could be."""
-        chosen = (first_local_root(roots) if roots is not None else None) or self.start_dir
+    def _pin(self, roots: Any) -> str:
+        """The workspace chosen (and kept) from the client's roots answer (raw JSON, None when
+        there is none); StartFolderGone when only the start folder could be."""
+        chosen = (self._first_local_root(roots) if roots is not None else None) or self.start_dir
         if chosen is None:
             raise StartFolderGone(START_FOLDER_GONE)  # not pinned: roots listed later may choose
         self._pinned = chosen
         return chosen
 
+    def _first_local_root(self, answer: Any) -> str | None:
+        listed = answer.get("roots") if isinstance(answer, Mapping) else None
+        if not isinstance(listed, list):
+            log.warning(
+                "the client's answer to roots/list holds no list of roots; using %s",
+                self.start_dir or "the start folder, which no longer exists",
+            )
+            return None
+        chosen = first_local_root(listed)
+        if chosen is None and listed:
+            log.warning(
+                "none of the client's %d root(s) is a local folder (a file:// URI); using %s",
+                len(listed),
+                self.start_dir or "the start folder, which no longer exists",
+            )
+        return chosen
 
-def first_local_root(roots: types.ListRootsResult) -> str | None:
-    return next((path for root in roots.roots if (path := local_path(str(root.uri))) is not None), None)
+
+async def read_roots_answer(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: takes a 2026-07-28 client's roots (`inputResponses.roots`) out of the request's
+    params before the SDK validates them, for `SessionWorkspace.resolve` to read leniently; the
+    SDK's model refuses the whole request for one root it does not take (the module's doc)."""
+    params = ctx.params
+    responses = None if params is None else params.get("inputResponses")
+    if params is None or not isinstance(responses, Mapping) or ROOTS_KEY not in responses:
+        return await call_next(ctx)
+    others = {key: value for key, value in responses.items() if key != ROOTS_KEY}
+    token = _ROOTS_ANSWER.set(_RootsAnswer(responses[ROOTS_KEY]))
+    try:
+        return await call_next(replace(ctx, params={**params, "inputResponses": others}))
+    finally:
+        _ROOTS_ANSWER.reset(token)
+
+
+def first_local_root(roots: list[Any]) -> str | None:
+    """The local folder of the first root (raw JSON) that names one; the others are passed over."""
+    for root in roots:
+        uri = root.get("uri") if isinstance(root, Mapping) else None
+        if isinstance(uri, str) and (path := local_path(uri)) is not None:
+            return path
+    return None
 
 
 def local_path(uri: str) -> str | None:
@@ -109,7 +167,10 @@ def local_path(uri: str) -> str | None:
     except UnicodeError:
         # Not UTF-8: no request to the daemon can carry it, and decoding it loosely would give
         # distinct folders one workspace (decision 0387).
-        log.warning("the client's root %r names a folder remem cannot work in (not UTF-8); skipped", uri)
+        log.warning(
+            "the client's root %r names a folder remem cannot work in (not UTF-8); skipped",
+            uri[:SHOWN_URI_CHARS],
+        )
         return None
     if not os.path.isabs(path) or "\0" in path:
         return None

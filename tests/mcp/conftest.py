@@ -162,18 +162,20 @@ class RawServer:
 @contextmanager
 def raw_server(
     home: Home,  # noqa: F811 - a parameter, not the fixture
-    project: Path,
+    project: Path | None,
     *,
     initialize: bool = True,
     options: tuple[str, ...] = (),
+    start_dir: Path | None = None,
 ) -> Iterator[RawServer]:
-    """A server on `project`, its handshake done unless `initialize` is False; stopped after by
-    closing its input."""
+    """A server on `project` (None: no `--cwd`, started in `start_dir`), its handshake done unless
+    `initialize` is False; stopped after by closing its input."""
     process = subprocess.Popen(
         server_command(home, project, options),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=server_env(),
+        cwd=start_dir,
     )
     server = RawServer(process)
     threading.Thread(target=server.read_lines, daemon=True).start()
