@@ -54,6 +54,7 @@ from .tools import (
     ReadArguments,
     argument_problems,
     problem,
+    shown,
 )
 from .workspace import SessionWorkspace, StartFolderGone, read_roots_answer
 
@@ -88,7 +89,6 @@ NOT_INITIALIZED = (
 )
 
 MAX_CLIENT_CHARS = 200
-SHOWN_CHARS = 60  # of a name the client sent, quoted back in an error
 A = TypeVar("A", bound=BaseModel)
 log = logging.getLogger("remem.agents")
 ToolHandler = Callable[[AgentSession, str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -149,9 +149,7 @@ class _Handlers:
     ) -> types.CallToolResult | types.InputRequiredResult:
         handler = _TOOL_HANDLERS.get(params.name)
         if handler is None:
-            return _error(
-                f"remem has no tool `{_shown(params.name)}`; it offers {', '.join(_TOOL_HANDLERS)}."
-            )
+            return _error(f"remem has no tool `{shown(params.name)}`; it offers {', '.join(_TOOL_HANDLERS)}.")
         try:
             cwd = await self._resolve(ctx)
             if isinstance(cwd, types.InputRequiredResult):
@@ -191,7 +189,7 @@ class _Handlers:
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         uri = str(params.uri)
         if uri != CONTEXT_URI and not uri.startswith(RECORD_PREFIX):
-            raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {_shown(uri)}")
+            raise MCPError(code=types.INVALID_PARAMS, message=f"remem has no resource {shown(uri)}")
         name = None if uri == CONTEXT_URI else _record_name(uri)
         try:
             cwd = await self._resolve(ctx)
@@ -337,14 +335,8 @@ def _record_name(uri: str) -> str:
     except ValidationError as exc:
         problems = "; ".join(error["msg"] for error in exc.errors())
         raise MCPError(
-            code=types.INVALID_PARAMS, message=NOT_A_RECORD_NAME.format(uri=_shown(uri), problem=problems)
+            code=types.INVALID_PARAMS, message=NOT_A_RECORD_NAME.format(uri=shown(uri), problem=problems)
         ) from None
-
-
-def _shown(sent: str) -> str:
-    """A name or URI the client sent, as an error quotes it back: one line, and cut short (it may
-    be megabytes)."""
-    return one_line(sent if len(sent) <= SHOWN_CHARS else f"{sent[:SHOWN_CHARS]}…")
 
 
 def _text(text: str) -> types.CallToolResult:

@@ -14,6 +14,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from remem.daemon.cli.output import one_line
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
 from remem.daemon.protocol.rpc import MAX_AGENT_CHANGES, AgentChange
 
@@ -23,6 +24,9 @@ UPDATE = "memory_update"
 HISTORY = "memory_history"
 HISTORY_DEFAULT = 10
 HISTORY_MAX = 50
+SHOWN_CHARS = 60  # of a name, URI or key the client sent, quoted back in an error
+SHOWN_MESSAGE_CHARS = 300  # of pydantic's message, which may quote what the client sent
+SHOWN_PROBLEMS = 20  # of a call's arguments: each extra key is one
 
 
 class _Closed(BaseModel):
@@ -164,18 +168,34 @@ TOOLS: list[types.Tool] = [
 
 
 def argument_problems(tool: str, exc: ValidationError) -> str:
-    """Every problem of a call's arguments, one a line, for the agent."""
+    """Every problem of a call's arguments, one a line, for the agent (at most `SHOWN_PROBLEMS`:
+    each extra key the client sent is one)."""
     lines = []
-    for error in exc.errors():
+    errors = exc.errors()
+    for error in errors[:SHOWN_PROBLEMS]:
         hint = ""
         if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
             hint = " (remem chooses the project and keeps track of what you read: no path, cwd or revision)"
         lines.append(f"- {problem(error, 'arguments')}{hint}")
+    if len(errors) > SHOWN_PROBLEMS:
+        lines.append(f"- and {len(errors) - SHOWN_PROBLEMS} more problem(s)")
     return f"{tool}'s arguments are invalid; nothing was done:\n" + "\n".join(lines)
 
 
 def problem(error: ErrorDetails, whole: str, depth: int = 0) -> str:
     """One problem pydantic found, as "where: what"; `whole` names the value validated itself, and
-    the first `depth` parts of the location are not in it (a union's member)."""
-    where = ".".join(str(part) for part in error["loc"][depth:]) or whole
-    return f"{where}: {error['msg']}"
+    the first `depth` parts of the location are not in it (a union's member). A key the client
+    sent (in "where") or a value pydantic quotes (a union's tag, in "what") is shown as `shown`
+    shows it: one line, cut short."""
+    where = ".".join(shown(str(part)) for part in error["loc"][depth:]) or whole
+    what = error["msg"]
+    if error["type"] == "union_tag_invalid" and "ctx" in error:  # quotes the tag sent (`action`)
+        tag = str(error["ctx"]["tag"])
+        what = what.replace(tag, shown(tag), 1)
+    return f"{where}: {shown(what, SHOWN_MESSAGE_CHARS)}"
+
+
+def shown(sent: str, limit: int = SHOWN_CHARS) -> str:
+    """Something the client sent (a name, a URI, a key), as an error quotes it back: one line, and
+    cut after `limit` characters (it may be megabytes)."""
+    return one_line(sent if len(sent) <= limit else f"{sent[:limit]}…")
