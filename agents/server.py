@@ -17,7 +17,9 @@ import logging
 import os
 import sys
 import unicodedata
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -25,7 +27,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
-from mcp.server.stdio import stdio_server
+from mcp.server.stdio import _claim_fd, _open_stdin_diversion, stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -369,13 +371,19 @@ def _start_folder() -> str | None:
 
 async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWatch) -> None:
     server = build_server(AgentSession(link, UpdateBudget(), watch), workspace)
+    # fd 0 is claimed as `stdio_server` claims it when it opens stdin itself: handlers and children
+    # read the null device, never the client's lines.
+    stdin, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
+    source = _ClientLines(anyio.wrap_file(stdin))
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            lines = _AnsweringInvalidLines(read_stream, write_stream)
+        async with stdio_server(stdin=source) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines = _AnsweringInvalidLines(read_stream, write_stream, source)
             await server.run(lines, write_stream, server.create_initialization_options())
     except ExceptionGroup as group:  # the transport's tasks fail as a group
         raise _output_failure(group) from None
     finally:
+        if release is not None:
+            release()
         watch.close()
         await link.close()
 
@@ -397,28 +405,68 @@ def _output_failure(group: ExceptionGroup[Exception]) -> Exception:
     return group
 
 
+@dataclass(frozen=True)
+class _Line:
+    """One line the client sent, as text, and the answer refusing it if it is refused as read."""
+
+    text: str
+    refused: types.JSONRPCError | None = None
+
+
+class _ClientLines:
+    """The client's lines, as `stdio_server` reads them (one message a line), each also kept, in
+    order, for `_AnsweringInvalidLines`: the SDK's parse loses what a line held beyond its model
+    (a request's id that is not a string or an integer makes it a notification, unanswered)."""
+
+    def __init__(self, stdin: anyio.AsyncFile[bytes]) -> None:
+        self._stdin = stdin
+        self._read: deque[_Line] = deque()
+
+    def __aiter__(self) -> _ClientLines:
+        return self
+
+    async def __anext__(self) -> str:
+        raw = await self._stdin.readline()
+        if not raw:
+            raise StopAsyncIteration
+        line = _Line(raw.decode("utf-8", "replace"))
+        self._read.append(line)
+        return line.text
+
+    def taken(self) -> _Line | None:
+        """The line of the transport's next item: `stdio_server` passes on one item a line, in
+        order, either the message parsed or the exception parsing it raised."""
+        return self._read.popleft() if self._read else None
+
+
 class _AnsweringInvalidLines:
     """The transport's stream of the client's messages, answering each line that is not one.
 
     `stdio_server` passes a line it cannot parse on as the exception, and the SDK's dispatcher
     drops those unanswered (its `on_stream_exception` observer cannot be set through
     `Server.run`): a client that sent a request it got wrong would wait forever. Here each gets
-    the error JSON-RPC gives it, on the write stream the server answers on.
+    the error JSON-RPC gives it, on the write stream the server answers on. So does a request
+    the SDK parsed as a notification, its id being neither a string nor an integer (`source`,
+    the lines as sent, tells).
     """
 
     def __init__(
-        self, lines: ReadStream[SessionMessage | Exception], answers: WriteStream[SessionMessage]
+        self,
+        lines: ReadStream[SessionMessage | Exception],
+        answers: WriteStream[SessionMessage],
+        source: _ClientLines | None = None,
     ) -> None:
         self._lines = lines
         self._answers = answers
+        self._source = source
 
     async def receive(self) -> SessionMessage:
         while True:
-            line = await self._lines.receive()
-            if not isinstance(line, Exception):
-                return line
-            answer = _rejection(line)
-            if answer is not None:
+            item = await self._lines.receive()
+            answer = _refusal(item, self._source.taken() if self._source is not None else None)
+            if answer is None and not isinstance(item, Exception):
+                return item
+            if answer is not None:  # else a blank line, which asks nothing
                 log.warning("answered a line that is not a JSON-RPC message: %s", answer.error.message)
                 await self._answers.send(SessionMessage(answer))
 
@@ -441,6 +489,18 @@ class _AnsweringInvalidLines:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _refusal(item: SessionMessage | Exception, sent: _Line | None) -> types.JSONRPCError | None:
+    """The answer refusing the line `sent` that the transport parsed as `item`; None when it is
+    served, or asks nothing (a blank line)."""
+    if sent is not None and sent.refused is not None:
+        return sent.refused
+    if isinstance(item, Exception):
+        return _rejection(item)
+    if sent is not None and isinstance(item.message, types.JSONRPCNotification):
+        return _request_with_invalid_id(sent.text)
+    return None
 
 
 def _rejection(failure: Exception) -> types.JSONRPCError | None:
@@ -466,6 +526,23 @@ def _rejection(failure: Exception) -> types.JSONRPCError | None:
         member = _resembled(value)
         said = "; ".join(problem(e, "message", depth=1) for e in errors if e["loc"][0] == member)
     return _error_answer(_request_id(value), types.INVALID_REQUEST, f"Invalid Request: {said}")
+
+
+def _request_with_invalid_id(line: str) -> types.JSONRPCError | None:
+    """The answer to a line the SDK took for a notification that is a request (it has an `id`)
+    whose id JSON-RPC does not allow, answered with id null; None for a notification."""
+    value = _lenient_json(line)
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    kind = _JSON_KINDS.get(type(value["id"]), "a number with a fraction or an exponent")
+    return _error_answer(
+        None,
+        types.INVALID_REQUEST,
+        f"Invalid Request: id: a request's id is a string or an integer, not {kind}",
+    )
+
+
+_JSON_KINDS = {bool: "true or false", type(None): "null", list: "an array", dict: "an object"}
 
 
 def _lenient_json(line: str) -> Any:

@@ -52,6 +52,28 @@ LINES = [
         id="no jsonrpc",
     ),
     pytest.param(b"42", None, types.INVALID_REQUEST, "message: Input should be an object", id="a number"),
+    # A request whose id JSON-RPC does not allow: the SDK parsed it as a notification, unanswered.
+    *(
+        pytest.param(
+            b'{"jsonrpc":"2.0","id":' + sent + b',"method":"' + method + b'"' + params + b"}",
+            None,
+            types.INVALID_REQUEST,
+            f"id: a request's id is a string or an integer, not {kind}",
+            id=f"id {sent.decode()} ({method.decode()})",
+        )
+        for sent, kind in [
+            (b"9.5", "a number with a fraction or an exponent"),
+            (b"1.0", "a number with a fraction or an exponent"),
+            (b"true", "true or false"),
+            (b"null", "null"),
+            (b"[1]", "an array"),
+            (b"{}", "an object"),
+        ]
+        for method, params in [
+            (b"ping", b""),
+            (b"tools/call", b',"params":{"name":"memory_context","arguments":{}}'),
+        ]
+    ),
 ]
 
 
