@@ -251,6 +251,10 @@ class History:
         branch = branch_of(workspace_key)
         try:
             self._home.refuse_link(self._writing.parent)
+            # Looked at first without the writing lock (entries never change): a scope the history
+            # already ends with waits on no holder, nor says its history lacks anything.
+            if self._ends_with(branch, current):
+                return None
             with self._writing_held():
                 repo = self._open()
                 with self._lock, _private_files():
@@ -269,6 +273,15 @@ class History:
         except Exception as exc:
             self._not_recorded("reconcile", branch, exc)
             return None
+
+    def _ends_with(self, branch: str, current: Generation) -> bool:
+        """Whether the branch's newest entry, queued by this process or written, ends at
+        `current`, or the scope never held anything: no entry is due."""
+        newest, ends_at, _ = self._tip(branch)
+        if newest is not None and ends_at == current.revision:
+            self._ends_recorded(branch)
+            return True
+        return newest is None and not current.files
 
     def flush(self) -> None:
         """Wait until every entry made so far, by any process, is written; for a bounded time,

@@ -317,12 +317,8 @@ def test_a_failure_to_record_is_no_longer_said_once_the_history_ends_with_the_st
     """A scope nothing changed in since: no entry is ever due, so the warning lasted for good."""
     store = MemoryStore(home)
     store.commit_workspace(workspace, EMPTY, [put("alpha")])
-    lock = home.locks / "history.lock"
-    lock.unlink(missing_ok=True)
-    lock.mkdir()  # the history's writing lock cannot be taken
-    assert store.sync_history(workspace.key, HAND_EDIT) is None
+    store.history.unreadable(workspace.key, ["remem/encoding"])  # a look that could not read its files
     assert store.history.trouble(workspace.key) is not None
-    lock.rmdir()
     assert store.sync_history(workspace.key, HAND_EDIT) is None  # it ends with the state already
     assert store.history.trouble(workspace.key) is None
 

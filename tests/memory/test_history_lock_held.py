@@ -91,3 +91,27 @@ def test_one_request_waits_for_a_stuck_holder_once_not_at_each_step(
         waits.clear()
         store.history.flush()
         assert waits == [BOUND_SECONDS]
+
+
+def test_a_look_at_a_scope_its_history_ends_with_neither_waits_nor_warns(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon looks at every scope it is asked about: with a stuck holder, a look that had
+    nothing to record waited for it, and its failure said ever after that the scope's history
+    lacks changes, though nothing had changed."""
+    monkeypatch.setattr(history_module, "WRITING_WAIT_SECONDS", BOUND_SECONDS, raising=False)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    waits: list[float] = []
+    bounded = history_module.bounded_file_lock
+
+    def recorded(path: object, *, within: float, shared: bool = False) -> object:
+        waits.append(within)
+        return bounded(path, within=within, shared=shared)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history_module, "bounded_file_lock", recorded)
+    with held_by_another(store):
+        assert store.sync_history(workspace.key, RECOVERED) is None
+        assert store.sync_history(None, RECOVERED) is None  # Global: never changed, no history
+    assert waits == [] and store.history.trouble(workspace.key) is None
+    assert store.history.trouble(None) is None
+    assert [e.id for e in store.history.log(workspace.key)] == [first.history]
