@@ -416,7 +416,9 @@ class _Line:
 class _ClientLines:
     """The client's lines, as `stdio_server` reads them (one message a line), each also kept, in
     order, for `_AnsweringInvalidLines`: the SDK's parse loses what a line held beyond its model
-    (a request's id that is not a string or an integer makes it a notification, unanswered)."""
+    (a request's id that is not a string or an integer makes it a notification, unanswered). A
+    line that is not UTF-8 is refused as it is read (`stdio_server` read stdin replacing what is
+    not UTF-8 with U+FFFD, which memory_update then committed)."""
 
     def __init__(self, stdin: anyio.AsyncFile[bytes]) -> None:
         self._stdin = stdin
@@ -429,7 +431,10 @@ class _ClientLines:
         raw = await self._stdin.readline()
         if not raw:
             raise StopAsyncIteration
-        line = _Line(raw.decode("utf-8", "replace"))
+        try:
+            line = _Line(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            line = _Line(raw.decode("utf-8", "replace"), _not_utf8(raw, exc))
         self._read.append(line)
         return line.text
 
@@ -437,6 +442,17 @@ class _ClientLines:
         """The line of the transport's next item: `stdio_server` passes on one item a line, in
         order, either the message parsed or the exception parsing it raised."""
         return self._read.popleft() if self._read else None
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> types.JSONRPCError:
+    """The answer to a line that is not UTF-8, which JSON text is (RFC 8259): decoded loosely, its
+    bytes were stored as U+FFFD. With the line's id when it is a request whose id can be read."""
+    sent = _lenient_json(raw.decode("utf-8", "surrogateescape"))  # its id's escapes are no id
+    return _error_answer(
+        _request_id(sent),
+        types.PARSE_ERROR,
+        f"Parse error: the line is not UTF-8 (byte 0x{raw[exc.start]:02x} at {exc.start}), as JSON text is",
+    )
 
 
 class _AnsweringInvalidLines:

@@ -3,6 +3,7 @@ SDK's dispatcher dropped such lines unanswered, so a client waited forever on it
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +14,8 @@ from pydantic import ValidationError
 
 from remem.agents.server import _say_what_is_invalid
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import StatusResult
 
 from .conftest import raw_server
@@ -52,6 +55,21 @@ LINES = [
         id="no jsonrpc",
     ),
     pytest.param(b"42", None, types.INVALID_REQUEST, "message: Input should be an object", id="a number"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":81,"method":"tools/call","params":{"name":"memory_read",'
+        b'"arguments":{"name":"caf\xe9"}}}',
+        81,
+        types.PARSE_ERROR,
+        "the line is not UTF-8 (byte 0xe9 at 102)",
+        id="not UTF-8",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":"caf\xe9","method":"ping"}',
+        None,  # what was sent cannot be written back as UTF-8
+        types.PARSE_ERROR,
+        "the line is not UTF-8",
+        id="not UTF-8 in the id",
+    ),
     # A request whose id JSON-RPC does not allow: the SDK parsed it as a notification, unanswered.
     *(
         pytest.param(
@@ -88,6 +106,27 @@ def test_a_line_that_is_no_message_is_answered_with_its_id_and_the_server_serves
         assert server.request("ping")["result"] == {}
     assert answer["id"] == request_id and answer["error"]["code"] == code, answer
     assert said in answer["error"]["message"], answer
+
+
+def test_a_change_sent_in_a_line_that_is_not_utf8_is_refused_not_stored_with_replacement_characters(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """`stdio_server` decoded stdin replacing what is not UTF-8, so Latin-1 `café` was committed
+    as `caf\ufffd`."""
+    record = {"name": "latin", "description": "café notes", "type": "project", "content": "Crème brûlée\n"}
+    params = {"name": "memory_update", "arguments": {"changes": [{"action": "put", "record": record}]}}
+    line = json.dumps(
+        {"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": params}, ensure_ascii=False
+    )
+    with raw_server(home, project, options=("--no-daemon",)) as server:
+        assert not server.request("tools/call", {"name": "memory_context", "arguments": {}})["result"][
+            "isError"
+        ]
+        server.send(line.encode("latin-1"))
+        answer = server.receive()
+        assert server.request("ping")["result"] == {}
+    assert answer["id"] == 50 and answer["error"]["code"] == types.PARSE_ERROR, answer
+    assert store.read_workspace(workspace).records == [], "nothing is written"
 
 
 @pytest.mark.parametrize(
