@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -49,6 +50,15 @@ ENCODED_RESULTS = 16  # recent results kept with their JSON text
 # hold; a pair decodes to one character, so a surrogate left in a decoded string is lone.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 LONE_SURROGATE = "holds a lone UTF-16 surrogate (\\ud800 without its pair), which UTF-8 cannot encode"
+# Invalid params are said by their first problems: a 4 MiB list of two million wrong items
+# made pydantic list two million (7 s and gigabytes on the event loop), sent as a 225 MB error.
+MAX_PROBLEMS = 20
+PROBLEM_CHARS = 200  # of a problem's field and of its message; a key may be megabytes long
+ERROR_MESSAGE_CHARS = 1000  # of an error's message, when the whole error is over the answer cap
+# A message longer than this has its params checked in a thread of its own, one at a time, so
+# that however it is made, its validation never holds up the event loop (other clients), and
+# two of them never take twice the memory (decision 0404).
+OFF_LOOP_BYTES = 64 * 1024
 log = logging.getLogger("remem.daemon")
 
 
@@ -60,9 +70,17 @@ class Dispatcher:
         # Results given again (a snapshot the cache proved unchanged) are encoded once: for 200
         # records, encoding costs ten times what answering from the cache does.
         self._encoded: OrderedDict[int, tuple[BaseModel, bytes]] = OrderedDict()
+        self._validating = ThreadPoolExecutor(1, thread_name_prefix="remem-validate")
 
     async def handle(self, line: bytes) -> bytes | None:
         """The encoded response line to one message, or None for a notification."""
+        answer = await self._handle(line)
+        if answer is not None and len(answer) > self._max_answer_bytes:
+            # An error is bounded as a result is: a client buffers either whole.
+            return _shortened(answer, self._max_answer_bytes)
+        return answer
+
+    async def _handle(self, line: bytes) -> bytes | None:
         try:
             # Decoded strictly first: `json.loads` of bytes guesses UTF-16 or 32 and lets an
             # encoded lone surrogate through, which the escape check below would not see.
@@ -76,7 +94,8 @@ class Dispatcher:
         request_id = message.get("id") if isinstance(message, dict) else None
         try:
             method, params = _request_parts(message)
-            result = await self._call(method, params, escaped=b"\\ud" in line or b"\\uD" in line)
+            escaped = b"\\ud" in line or b"\\uD" in line
+            result = await self._call(method, params, escaped, off_loop=len(line) > OFF_LOOP_BYTES)
         except RpcError as exc:
             return None if _is_notification(message) else _error(request_id, exc)
         except (HomeUnusable, LockUnusable) as exc:
@@ -116,23 +135,144 @@ class Dispatcher:
             self._encoded.popitem(last=False)
         return text
 
-    async def _call(self, method: str, params: Any, escaped: bool) -> BaseModel:
+    async def _call(self, method: str, params: Any, escaped: bool, off_loop: bool = False) -> BaseModel:
         """`method`'s result; `escaped` when the message holds a surrogate's escape, so its
-        params are searched for a lone one (a handler would fail on it far from here)."""
+        params are searched for a lone one (a handler would fail on it far from here);
+        `off_loop` when the message is long enough for its params to be checked in a thread."""
         spec = METHODS.get(method)
         if spec is None:
-            raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r}")
-        if escaped and (field := _lone_surrogate_at(params)) is not None:
-            problem = {"field": field, "message": LONE_SURROGATE}
-            raise RpcError(
-                INVALID_PARAMS, f"invalid params for {method}: {field} {LONE_SURROGATE}", [problem]
+            raise RpcError(METHOD_NOT_FOUND, f"unknown method {_cut(repr(method), PROBLEM_CHARS)}")
+        if off_loop:
+            loop = asyncio.get_running_loop()
+            parsed = await loop.run_in_executor(
+                self._validating, parse_params, method, spec.params, params, escaped, True
             )
-        try:
-            parsed = spec.params.model_validate({} if params is None else params)
-        except ValidationError as exc:
-            problems = [{"field": ".".join(map(str, e["loc"])), "message": e["msg"]} for e in exc.errors()]
-            raise RpcError(INVALID_PARAMS, f"invalid params for {method}", problems) from None
+        else:
+            parsed = parse_params(method, spec.params, params, escaped)
         return await self._handlers[method](parsed)
+
+
+def parse_params(
+    method: str, model: type[BaseModel], params: Any, escaped: bool, long: bool = False
+) -> BaseModel:
+    """`params` as `model`, or INVALID_PARAMS naming at most `MAX_PROBLEMS` problems (field and
+    what is wrong) and how many there are. For a `long` message (seconds of work when it is
+    made to fail everywhere), the first items of each list and object are checked first: when
+    they fail, their problems are said without looking further."""
+    if escaped and (field := _lone_surrogate_at(params)) is not None:
+        field = _cut(field, PROBLEM_CHARS)
+        problem = {"field": field, "message": LONE_SURROGATE}
+        raise RpcError(INVALID_PARAMS, f"invalid params for {method}: {field} {LONE_SURROGATE}", [problem])
+    params = {} if params is None else params
+    if long:
+        # A message of two million wrong items is refused by its first ones, at no cost.
+        early = _problems_among_first(model, params, MAX_PROBLEMS)
+        if early:
+            raise _invalid(method, early, None)
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        count = exc.error_count()
+        # Only the first of many: listing them all cost seconds and gigabytes.
+        problems = _problems(exc, set()) if count <= MAX_PROBLEMS else _first_problems(model, params)
+        raise _invalid(method, problems, count) from None
+
+
+def _invalid(method: str, problems: list[dict[str, str]], count: int | None) -> RpcError:
+    if count is None:
+        said = f"invalid params for {method}: its first {len(problems)} problems (more are not looked for)"
+    elif count > len(problems):
+        said = f"invalid params for {method}: {count} problems, the first {len(problems)} of them listed"
+    else:
+        said = f"invalid params for {method}"
+    return RpcError(INVALID_PARAMS, said, problems)
+
+
+def _problems(exc: ValidationError, cut: set[tuple[Any, ...]]) -> list[dict[str, str]]:
+    """The first `MAX_PROBLEMS` of `exc`'s problems, leaving out what cutting the containers at
+    `cut` made up (a list too short, a field missing)."""
+    problems = []
+    for error in exc.errors(include_url=False, include_context=False, include_input=False):
+        loc = tuple(error["loc"])
+        if error["type"] == "too_short" and loc in cut or error["type"] == "missing" and loc[:-1] in cut:
+            continue
+        field = _cut(".".join(map(str, loc)), PROBLEM_CHARS)
+        problems.append({"field": field, "message": _cut(error["msg"], PROBLEM_CHARS)})
+        if len(problems) == MAX_PROBLEMS:
+            break
+    return problems
+
+
+def _problems_among_first(model: type[BaseModel], params: Any, first: int) -> list[dict[str, str]]:
+    """The problems of `params` with every list and object cut to its `first` items, but for
+    what the cut made up; none when nothing was cut."""
+    cut: set[tuple[Any, ...]] = set()
+    pruned = _pruned(params, first, (), cut)
+    if not cut:
+        return []
+    try:
+        model.model_validate(pruned)
+    except ValidationError as exc:
+        return _problems(exc, cut)
+    return []
+
+
+def _first_problems(model: type[BaseModel], params: Any) -> list[dict[str, str]]:
+    """The first `MAX_PROBLEMS` problems of `params`, which has more: looked for among the
+    first items of each list and object, four times more each round, never all at once."""
+    first = 2 * MAX_PROBLEMS
+    while True:
+        cut: set[tuple[Any, ...]] = set()
+        pruned = _pruned(params, first, (), cut)
+        try:
+            model.model_validate(pruned)
+        except ValidationError as exc:
+            problems = _problems(exc, cut)
+            if len(problems) == MAX_PROBLEMS or not cut:
+                return problems
+        else:
+            if not cut:
+                return []
+        first *= 4
+
+
+def _pruned(value: Any, first: int, place: tuple[Any, ...], cut: set[tuple[Any, ...]]) -> Any:
+    """`value` with every list and object cut to its first `first` items, the places cut
+    added to `cut`; below `_PRUNED_DEPTH` left whole (no params go that deep, and a value that
+    does fails above it, where pydantic stops)."""
+    if len(place) >= _PRUNED_DEPTH:
+        return value
+    if isinstance(value, list):
+        if len(value) > first:
+            cut.add(place)
+        return [_pruned(item, first, (*place, n), cut) for n, item in enumerate(value[:first])]
+    if isinstance(value, dict):
+        if len(value) > first:
+            cut.add(place)
+        items = list(value.items())[:first] if len(value) > first else value.items()
+        return {key: _pruned(item, first, (*place, key), cut) for key, item in items}
+    return value
+
+
+_PRUNED_DEPTH = 16
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else f"{text[: chars - 1]}…"
+
+
+def _shortened(answer: bytes, limit: int) -> bytes:
+    """An error answer over `limit` as one that fits: its code and id, its message cut short,
+    without its data."""
+    message = json.loads(answer)
+    error = message["error"]
+    said = _cut(error["message"], ERROR_MESSAGE_CHARS)
+    note = f" (the error's details are left out: {_mib(len(answer))} is more than daemon.max_answer_bytes)"
+    shortened = {"code": error["code"], "message": said + note}
+    encoded = _encode({"jsonrpc": "2.0", "id": message["id"], "error": shortened})
+    if len(encoded) > limit:  # the request's own id is that long: it cannot be said back
+        encoded = _encode({"jsonrpc": "2.0", "id": None, "error": shortened})
+    return encoded
 
 
 def _unusable(exc: HomeUnusable | LockUnusable) -> RpcError:
