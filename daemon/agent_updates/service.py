@@ -103,9 +103,12 @@ class ScopedUpdate:
             return [AuditChange(action="replace-global", contentHash=content_hash(self.content))]
         return [_summary(change) for change in self.changes]
 
-    def result(self, status: Literal["committed", "no-change", "stale"], revision: str) -> AgentUpdateResult:
+    def result(
+        self, status: Literal["committed", "no-change", "stale"], revision: str, changed: int = 0
+    ) -> AgentUpdateResult:
+        """The answer; `changed` counts the changes of a commit that changed memory."""
         scope: Literal["global", "workspace"] = "global" if self.workspace is None else "workspace"
-        count = (len(self.changes) or 1) if status == "committed" else 0
+        count = changed if status == "committed" else 0
         warnings = self.secret_warnings() if status == "committed" else []
         return AgentUpdateResult(
             status=status, scope=scope, changes=count, revision=revision, warnings=warnings
@@ -124,6 +127,12 @@ class ScopedUpdate:
             for name, text in written.items()
             for d in likely_secrets(text, TextPositions(text))
         ]
+
+
+def _changed(plan: GlobalPlan | WorkspacePlan) -> int:
+    """How many changes of a plan that changes memory change it: a put of what its record
+    already holds (canonically) is none, so the count is what the history shows changed."""
+    return 1 if isinstance(plan, GlobalPlan) else len(plan.writes) + len(plan.deletes)
 
 
 def scoped(params: AgentUpdateParams, workspace: WorkspaceId) -> ScopedUpdate:
@@ -233,7 +242,7 @@ class AgentUpdates:
                 self._unfinished(update.scope, exc, landed=landed)
             if not landed:
                 return self._stale(update, committed.revision)
-            return update.result("committed", committed.revision)
+            return update.result("committed", committed.revision, _changed(plan))
 
     def _stale(self, update: ScopedUpdate, revision: str) -> AgentUpdateResult:
         """The refusal of an update whose scope is at `revision` on disk. The agent is told to

@@ -26,6 +26,22 @@ def names(store: MemoryStore, workspace: WorkspaceId) -> set[str]:
     return {record.name for record in store.read_workspace(workspace).records}
 
 
+async def test_the_count_of_changes_is_of_those_that_changed_memory(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """Three puts, two of them of what the records already held, said "Committed 3 change(s)"
+    while the history showed one record changed."""
+    async with agent(home, project) as session:
+        await session.context()
+        assert outcome(await session.update(put("kept-a"), put("kept-b"))) == ("workspace", 2)
+        result = await session.update(put("kept-a"), put("kept-b"), put("new-c"))
+        history = text_of(await session.call("memory_history"))
+    assert result.structured_content is not None
+    assert result.structured_content["changes"] == 1, result.structured_content
+    assert text_of(result) == "Committed 1 change(s) to this project's memory."
+    assert history.splitlines()[1].endswith("this project: added `new-c`"), history
+
+
 def outcome(result: types.CallToolResult) -> tuple[str, int]:
     """The scope and count of changes an update's structured content reports."""
     assert result.structured_content is not None
