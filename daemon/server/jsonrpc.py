@@ -403,7 +403,7 @@ class Connection:
         """Answer this client until it closes, breaks the framing or stops reading."""
         sender = asyncio.create_task(self._send_all())
         if self._backlogs is not None:
-            self._backlogs.connections.add(self)
+            self._backlogs.join(self)
         try:
             await self._receive_all()
             if self._requests:  # a half-closed client still gets its answers
@@ -412,7 +412,7 @@ class Connection:
             await sender
         finally:
             if self._backlogs is not None:
-                self._backlogs.connections.discard(self)
+                self._backlogs.leave(self)
             for task in (sender, *self._requests):
                 task.cancel()
             self._writer.close()
@@ -461,7 +461,14 @@ class Connection:
                 if self._writer.is_closing():
                     return  # it was the one cut off
             self._outbox.put_nowait(data)
-            self._waiting_bytes += len(data)
+            self._wait(len(data))
+
+    def _wait(self, size: int) -> None:
+        """Count `size` more bytes (fewer when negative) waiting for this client, and in the
+        daemon's total."""
+        self._waiting_bytes += size
+        if self._backlogs is not None and self in self._backlogs.connections:
+            self._backlogs.waiting += size
 
     def cut_off(self, why: str) -> None:
         """Disconnect this client, dropping what waits for it."""
@@ -469,7 +476,7 @@ class Connection:
         self._writer.transport.abort()
         while not self._outbox.empty():
             self._outbox.get_nowait()
-        self._waiting_bytes = 0
+        self._wait(-self._waiting_bytes)
         self._outbox.put_nowait(None)
 
     def _overflows(self, size: int) -> bool:
@@ -480,7 +487,7 @@ class Connection:
 
     async def _send_all(self) -> None:
         while (data := await self._outbox.get()) is not None:
-            self._waiting_bytes -= len(data)
+            self._wait(-len(data))
             self._writer.write(data)
             if not await self._drained():
                 # A client that vanished or stopped reading loses only its own connection.
@@ -513,19 +520,30 @@ class Connection:
 
 class Backlogs:
     """What waits for all of a daemon's clients together, bounded by `limit`: past it, the client
-    with the most waiting (the one reading least) is cut off, as one past its own bound is."""
+    with the most waiting (the one reading least) is cut off, as one past its own bound is.
+    `waiting` is their total, kept as it changes: summed over every client at each message
+    posted, a notification to a thousand clients cost a million additions."""
 
     def __init__(self, limit: int = BACKLOG_BYTES) -> None:
         self.limit = limit
         self.connections: set[Connection] = set()
+        self.waiting = 0
+
+    def join(self, connection: Connection) -> None:
+        if connection not in self.connections:
+            self.connections.add(connection)
+            self.waiting += connection.waiting
+
+    def leave(self, connection: Connection) -> None:
+        if connection in self.connections:
+            self.connections.discard(connection)
+            self.waiting -= connection.waiting
 
     def make_room(self, size: int) -> None:
-        total = sum(c.waiting for c in self.connections)
-        while total + size > self.limit:
+        while self.waiting + size > self.limit:
             stuck = max(self.connections, key=lambda c: c.waiting, default=None)
             if stuck is None or stuck.waiting == 0:
                 return
-            total -= stuck.waiting
             stuck.cut_off("the clients together have more waiting than the daemon keeps, this one most")
 
 
