@@ -59,6 +59,13 @@ ERROR_MESSAGE_CHARS = 1000  # of an error's message, when the whole error is ove
 # that however it is made, its validation never holds up the event loop (other clients), and
 # two of them never take twice the memory (decision 0404).
 OFF_LOOP_BYTES = 64 * 1024
+# How long a message may stay unfinished without a byte more: a client that sent part of one
+# and went silent held up to 4 MiB for good, and 250 of them a gigabyte (decision 0405).
+STALLED_MESSAGE_SECONDS = 30.0
+READ_CHUNK = 64 * 1024  # what one read takes from a socket at most
+# Messages longer than one read received at once, by all clients together: with up to 4 MiB
+# each, 64 MiB; a client past them waits, what it sends kept in its socket (decision 0405).
+LONG_MESSAGES = 16
 log = logging.getLogger("remem.daemon")
 
 
@@ -357,9 +364,18 @@ def _is_notification(message: Any) -> bool:
     )
 
 
+def encode_error(request_id: Any, error: RpcError) -> bytes:
+    """The encoded error answer line to a request of `request_id` (null when it is no id)."""
+    return _error(request_id, error)
+
+
 def _error(request_id: Any, error: RpcError) -> bytes:
     usable = request_id if _is_id(request_id) else None
     return _encode({"jsonrpc": "2.0", "id": usable, "error": error.to_json()})
+
+
+def _too_big() -> RpcError:
+    return RpcError(INVALID_REQUEST, f"message exceeds {MAX_MESSAGE_BYTES} bytes; connection closed")
 
 
 def _too_large(method: str, size: int, limit: int) -> RpcError:
@@ -386,9 +402,11 @@ class Connection:
         writer: asyncio.StreamWriter,
         dispatcher: Dispatcher,
         backlogs: Backlogs | None = None,
+        long_messages: asyncio.Semaphore | None = None,
     ) -> None:
         self._reader, self._writer, self._dispatcher = reader, writer, dispatcher
         self._backlogs = backlogs
+        self._long_messages = long_messages  # shared by the daemon's clients: see `_receive_all`
         self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()  # bounded by `_post`
         self._waiting_bytes = 0  # in the outbox, not yet handed to the socket
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -423,21 +441,61 @@ class Connection:
         self._post(_encode(message))
 
     async def _receive_all(self) -> None:
-        while not self._writer.is_closing():
-            try:
-                line = await self._reader.readuntil(b"\n")
-            except asyncio.LimitOverrunError:
-                too_big = RpcError(
-                    INVALID_REQUEST, f"message exceeds {MAX_MESSAGE_BYTES} bytes; connection closed"
-                )
-                self._post(_error(None, too_big))
-                return
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return  # the client closed (or half-closed) its side
-            await self._slots.acquire()
-            task = asyncio.create_task(self._answer(line))
-            self._requests.add(task)
-            task.add_done_callback(self._request_done)
+        """Read messages and start answering each, until the client closes its side, breaks
+        the framing or leaves a message unfinished for `STALLED_MESSAGE_SECONDS`. A message
+        longer than one read is received only with one of the daemon's `long_messages`
+        permits, held until it is complete: what unfinished messages hold in all is bounded."""
+        unfinished: list[bytes] = []  # the start of the next message
+        held = 0  # bytes in `unfinished`
+        permitted = False
+        try:
+            while not self._writer.is_closing():
+                if held > READ_CHUNK and not permitted and self._long_messages is not None:
+                    await self._long_messages.acquire()  # the client waits, its bytes in its socket
+                    permitted = True
+                chunk = await self._read(held)
+                if not chunk:
+                    return
+                start = 0
+                while (end := chunk.find(b"\n", start)) != -1:
+                    if held + end - start > MAX_MESSAGE_BYTES:
+                        self._post(_error(None, _too_big()))
+                        return
+                    line = b"".join((*unfinished, chunk[start : end + 1]))
+                    unfinished, held, start = [], 0, end + 1
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._answer(line))
+                    self._requests.add(task)
+                    task.add_done_callback(self._request_done)
+                if start < len(chunk):
+                    unfinished.append(chunk[start:])
+                    held += len(chunk) - start
+                    if held > MAX_MESSAGE_BYTES:
+                        self._post(_error(None, _too_big()))
+                        return
+                if permitted and held <= READ_CHUNK:
+                    permitted = False
+                    self._long_messages.release()  # type: ignore[union-attr]
+        finally:
+            if permitted:
+                self._long_messages.release()  # type: ignore[union-attr]
+
+    async def _read(self, held: int) -> bytes:
+        """The next bytes from the client, empty once it closed its side or stalled: `held`
+        bytes of a message wait for their end, which must come on within
+        `STALLED_MESSAGE_SECONDS` (the client is told so, and cut off)."""
+        try:
+            if not held:  # between messages a client may be silent for as long as it likes
+                return await self._reader.read(READ_CHUNK)
+            return await asyncio.wait_for(self._reader.read(READ_CHUNK), STALLED_MESSAGE_SECONDS)
+        except asyncio.TimeoutError:
+            log.warning("a client left a message unfinished (%s) for %.0f s: disconnecting it",
+                        _mib(held), STALLED_MESSAGE_SECONDS)  # fmt: skip
+            said = f"a message stayed unfinished (no newline) for {STALLED_MESSAGE_SECONDS:.0f} s"
+            self._post(_error(None, RpcError(INVALID_REQUEST, f"{said}; connection closed")))
+            return b""
+        except ConnectionError:
+            return b""
 
     async def _answer(self, line: bytes) -> None:
         response = await self._dispatcher.handle(line)

@@ -15,10 +15,12 @@ import hashlib
 import json
 import logging
 import os
+import resource
 import signal
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -35,13 +37,14 @@ from ..protocol.rpc import (
     DAEMON_HELLO,
     DAEMON_SHUTDOWN,
     DAEMON_STATUS,
-    MAX_MESSAGE_BYTES,
+    INVALID_REQUEST,
     NOTIFICATIONS,
     PROTOCOL_VERSION,
     DaemonInfo,
     Empty,
     HelloParams,
     HelloResult,
+    RpcError,
     StatusResult,
 )
 from ..safe_open import read_regular, refused, standing_at
@@ -51,7 +54,7 @@ from ..sessions.harness_homes import harness_roots
 from ..sessions.memo import ListingMemo
 from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
-from .jsonrpc import Backlogs, Connection, Dispatcher
+from .jsonrpc import LONG_MESSAGES, READ_CHUNK, Backlogs, Connection, Dispatcher, encode_error
 from .running_settings import RunningSettings
 from .runtime import DaemonPaths, release_socket
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
@@ -66,6 +69,13 @@ FIRST_CLIENT_SECONDS = 5.0
 _PEERCRED = struct.Struct("3i")
 _OTHER_ROOTS_LOGGED = 16  # the clients' other harness folders logged, at most
 _OTHER_ROOTS_CHARS = 2000  # of each, logged and kept (a client may send megabytes)
+# Clients served at once, at most; and at most half the descriptors the process may open, the
+# rest left for its files and watches. Past that, a new one is told so in one line and closed:
+# a client holding 260 idle connections to a daemon allowed 256 descriptors left nobody able to
+# connect, and asyncio logged a traceback for every accept it retried (decision 0405).
+MAX_CONNECTIONS = 512
+DESCRIPTORS_WANTED = 65536  # the soft limit raised towards the hard one at start, at most to this
+ACCEPT_FAILURE_LOG_SECONDS = 60.0  # an accept failing for want of descriptors is logged this rarely
 
 
 class Daemon:
@@ -77,8 +87,11 @@ class Daemon:
         self.idle_seconds = settings.daemon.idle_minutes * 60
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         self.connections: set[Connection] = set()
+        self.max_connections = MAX_CONNECTIONS  # set from the descriptor limit when serving
         self.backlogs = Backlogs()  # what waits for all clients together, bounded
+        self.long_messages = asyncio.Semaphore(LONG_MESSAGES)  # what unfinished input holds, bounded
         self._serving: set[asyncio.Task[None]] = set()  # one task per connection
+        self._refusing = False  # clients past `max_connections` are refused (logged once)
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
@@ -131,12 +144,13 @@ class Daemon:
             self.services.close()
             raise AlreadyServed
         socket_path.unlink(missing_ok=True)  # a crashed daemon's socket: nobody listens on it
-        server = await asyncio.start_unix_server(
-            self._connection, path=str(socket_path), limit=MAX_MESSAGE_BYTES
-        )
+        # The reader's buffer, not a message's bound (`Connection` holds an unfinished one).
+        server = await asyncio.start_unix_server(self._connection, path=str(socket_path), limit=READ_CHUNK)
         os.chmod(socket_path, 0o600)
         self._socket_identity = _identity(socket_path)
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(AcceptFailures())
+        self.max_connections = connection_cap()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
         await self.services.settle()  # what a crash left, and the history missed, before anyone reads memory
@@ -235,7 +249,10 @@ class Daemon:
         if not _same_user(writer):
             writer.close()
             return
-        connection = Connection(reader, writer, self.dispatcher, self.backlogs)
+        if len(self.connections) >= self.max_connections:
+            self._refuse(writer)
+            return
+        connection = Connection(reader, writer, self.dispatcher, self.backlogs, self.long_messages)
         self.connections.add(connection)
         serving = asyncio.current_task()
         assert serving is not None
@@ -248,8 +265,25 @@ class Daemon:
         finally:
             self.connections.discard(connection)
             self._serving.discard(serving)
+            if len(self.connections) < self.max_connections:
+                self._refusing = False
             if not self.connections:
                 self._arm_idle()
+
+    def _refuse(self, writer: asyncio.StreamWriter) -> None:
+        """Tell a client past `max_connections` so in one line and close its connection (the
+        line still goes: closing a transport sends what it holds first)."""
+        if not self._refusing:
+            log.warning(
+                "%d clients are connected, the most served at once: refusing new ones", len(self.connections)
+            )
+        self._refusing = True
+        full = RpcError(
+            INVALID_REQUEST,
+            f"the daemon serves {self.max_connections} connections at once, all taken; this one is closed",
+        )
+        writer.write(encode_error(None, full))
+        writer.close()
 
     async def _changed(self, target: Target) -> None:
         if isinstance(target, MemoryScope):
@@ -326,6 +360,55 @@ class Daemon:
         self._forget_status()
         asyncio.get_running_loop().call_soon(self._stop.set)
         return Empty()
+
+
+def raise_descriptor_limit() -> int:
+    """Raise the soft limit on open descriptors towards the hard one (at most to
+    `DESCRIPTORS_WANTED`); the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = DESCRIPTORS_WANTED if hard == resource.RLIM_INFINITY else min(hard, DESCRIPTORS_WANTED)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError) as exc:  # macOS refuses more than its OPEN_MAX
+            log.info("the limit on open files stays %d (%s)", soft, exc)
+        else:
+            soft = wanted
+    return soft
+
+
+def connection_cap() -> int:
+    """The most clients served at once: `MAX_CONNECTIONS`, and no more than half the soft limit
+    on descriptors (at least 16)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(16, min(MAX_CONNECTIONS, soft // 2))
+
+
+class AcceptFailures:
+    """The event loop's exception handler: asyncio reports every accept that fails for want of
+    descriptors with a traceback, retrying each second, and many waiting clients wrote 24 MB of
+    them to the log in 25 s. Said once per `ACCEPT_FAILURE_LOG_SECONDS` with a count; anything
+    else goes to the default handler."""
+
+    MESSAGE = "socket.accept() out of system resource"
+
+    def __init__(self) -> None:
+        self.said_at: float | None = None
+        self.unsaid = 0  # failures since it was last said
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        if context.get("message") != self.MESSAGE:
+            loop.default_exception_handler(context)
+            return
+        now = time.monotonic()
+        if self.said_at is not None and now - self.said_at < ACCEPT_FAILURE_LOG_SECONDS:
+            self.unsaid += 1
+            return
+        since = f" ({self.unsaid} more times since it was last said)" if self.unsaid else ""
+        log.error("the daemon cannot accept a connection: %s%s; retrying", context.get("exception"), since)
+        self.said_at, self.unsaid = now, 0
 
 
 def _status_change(path: Path, expected: bytes) -> str | None:
@@ -445,6 +528,7 @@ def run(home: Home) -> int:
     lock = HomeLock(paths.lock, held)
     try:
         log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
+        raise_descriptor_limit()
         asyncio.run(Daemon(home, RunningSettings(home)).serve(lock))
     except AlreadyServed:
         return _already_running(paths)

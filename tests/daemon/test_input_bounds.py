@@ -1,22 +1,30 @@
 """What one client's input can cost the daemon is bounded: invalid params are said by their first
-problems, every error fits the answer cap, a long message is checked off the event loop, and a
-broadcast costs no more per client the more there are."""
+problems, every error fits the answer cap, a long message is checked off the event loop, an
+unfinished message that stops coming is cut off, clients past a cap are refused, a broadcast
+costs no more per client the more there are, and a flood of failed accepts is logged once."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
+import logging
+import resource
 import socket
 import threading
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, model_validator
 
+from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import METHODS, CommitWorkspaceParams, Empty
-from remem.daemon.server import jsonrpc
+from remem.daemon.server import jsonrpc, process
 from remem.daemon.server.jsonrpc import Backlogs, Connection, Dispatcher
+from remem.daemon.server.process import Daemon
+from remem.daemon.server.running_settings import RunningSettings
 
 MIB = 1 << 20
 _PUT = {"action": "put", "record": {"name": "r", "description": "d", "type": "feedback", "content": "B.\n"}}
@@ -165,6 +173,104 @@ async def _serve(
     return served, ends, connections
 
 
+# How many times a helper below looks for more before it gives up (a minute at least): no
+# bound on speed, only what keeps a regression (nothing ever comes) from hanging the run.
+_LOOKS = 6000
+
+
+async def _line(end: socket.socket) -> bytes:
+    """The next line `end` receives (what came of it when it is closed first, or nothing came)."""
+    got = b""
+    for _ in range(_LOOKS):
+        if got.endswith(b"\n"):
+            break
+        try:
+            more = end.recv(1 << 20)
+        except BlockingIOError:
+            await asyncio.sleep(0.01)
+            continue
+        if not more:
+            break
+        got += more
+    return got
+
+
+async def _closed(end: socket.socket) -> bool:
+    for _ in range(_LOOKS):
+        try:
+            return end.recv(1 << 20) == b""
+        except BlockingIOError:
+            await asyncio.sleep(0.01)
+        except ConnectionError:
+            return True
+    return False
+
+
+def test_a_message_left_unfinished_closes_its_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """250 clients that sent 4 MiB without a newline and went silent held a gigabyte for good.
+    A message that stops coming is cut off after a while (here 0.2 s), with an error saying so;
+    a client silent between messages stays connected however long."""
+    monkeypatch.setattr(jsonrpc, "STALLED_MESSAGE_SECONDS", 0.2)
+
+    async def scenario() -> tuple[bytes, bool, bytes]:
+        served, (stalled, idle), _ = await _serve(_dispatcher())
+        stalled.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon/st')
+        said = await _line(stalled)
+        closed = await _closed(stalled)
+        idle.sendall(b'{"jsonrpc":"2.0","id":2,"method":"daemon/status"}\n')  # silent until now
+        answer = await _line(idle)
+        idle.close()
+        stalled.close()
+        await asyncio.gather(*served, return_exceptions=True)
+        return said, closed, answer
+
+    said, closed, answer = asyncio.run(scenario())
+    error = json.loads(said)["error"]
+    assert (
+        error["code"] == -32600
+        and "unfinished" in error["message"]
+        and "connection closed" in error["message"]
+    )
+    assert closed
+    assert json.loads(answer) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_long_messages_take_turns_and_all_are_answered() -> None:
+    """Messages longer than one read are received a few at a time (here one), each client's
+    turn given back once its message is complete: all are answered, none waits for good."""
+    permits = asyncio.Semaphore(1)  # made outside the loop, as the daemon makes its own
+
+    async def scenario() -> list[bytes]:
+        served, ends, _ = await _serve(_dispatcher(), clients=3, long_messages=permits)
+        frames = [
+            json.dumps(
+                {"jsonrpc": "2.0", "id": n, "method": "daemon/status", "params": {"x": "a" * 300_000}}
+            ).encode()
+            + b"\n"
+            for n in range(3)
+        ]
+        sent = [0, 0, 0]
+        answers = [b"", b"", b""]
+        for _ in range(_LOOKS):  # a deadlock fails the test rather than hang it
+            if all(answer.endswith(b"\n") for answer in answers):
+                break
+            for n, end in enumerate(ends):
+                if sent[n] < len(frames[n]):  # a piece at a time, each client in turn
+                    with contextlib.suppress(BlockingIOError):
+                        sent[n] += end.send(frames[n][sent[n] : sent[n] + 50_000])
+                with contextlib.suppress(BlockingIOError):
+                    answers[n] += end.recv(1 << 20)
+            await asyncio.sleep(0.01)
+        for end in ends:
+            end.close()
+        await asyncio.gather(*served, return_exceptions=True)
+        return answers
+
+    answers = asyncio.run(scenario())
+    assert sorted(json.loads(answer)["id"] for answer in answers) == [0, 1, 2]
+    assert not permits.locked(), "every turn was given back"
+
+
 class _CountedSet(set):  # type: ignore[type-arg]
     looks = 0
 
@@ -200,3 +306,83 @@ def test_what_waits_for_all_clients_is_a_running_total() -> None:
     for kept, summed in seen:
         assert kept == summed
     assert looks == 0, "posting looked at every client"
+
+
+def test_clients_past_the_cap_are_told_and_closed(tmp_path: Path) -> None:
+    """A client holding 260 connections to a daemon allowed 256 descriptors left nobody able to
+    connect. Past the cap (here 2), a new client gets one line saying so, and its connection is
+    closed; those connected are served."""
+    home = Home(tmp_path / "home")
+    home.ensure_layout()
+    daemon = Daemon(home, RunningSettings(home))
+    daemon.max_connections = 2
+    path = str(tmp_path / "s.sock")
+
+    async def scenario() -> tuple[list[bytes], bytes, bool]:
+        server = await asyncio.start_unix_server(daemon._connection, path=path)
+        held = []
+        for _ in range(2):
+            client = socket.socket(socket.AF_UNIX)
+            client.connect(path)
+            client.setblocking(False)
+            held.append(client)
+        while len(daemon.connections) < 2:
+            await asyncio.sleep(0.01)
+        extra = socket.socket(socket.AF_UNIX)
+        extra.connect(path)
+        # Sent before the refusal is read, as a client's hello is: the line still comes first.
+        extra.sendall(b'{"jsonrpc":"2.0","id":9,"method":"memory/readGlobal"}\n')
+        extra.setblocking(False)
+        refusal = await _line(extra)
+        closed = await _closed(extra)
+        answers = []
+        for n, client in enumerate(held):
+            client.sendall(b'{"jsonrpc":"2.0","id":%d,"method":"memory/readGlobal"}\n' % n)
+            answers.append(await _line(client))
+        for client in (*held, extra):
+            client.close()
+        server.close()
+        for task in list(daemon._serving):
+            task.cancel()
+        await asyncio.sleep(0)
+        daemon.services.close()
+        return answers, refusal, closed
+
+    answers, refusal, closed = asyncio.run(scenario())
+    assert [json.loads(answer)["id"] for answer in answers] == [0, 1]
+    assert all("result" in json.loads(answer) for answer in answers)
+    error = json.loads(refusal)["error"]
+    assert error["code"] == -32600 and "serves 2 connections at once" in error["message"], error
+    assert closed
+
+
+def test_failed_accepts_are_logged_once_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    """Out of descriptors, asyncio logged a traceback for every accept retried: 24 MB in 25 s."""
+    handler = process.AcceptFailures()
+    loop = asyncio.new_event_loop()
+    try:
+        context = {"message": handler.MESSAGE, "exception": OSError(24, "Too many open files")}
+        with caplog.at_level(logging.INFO):
+            for _ in range(1000):
+                handler(loop, context)
+            handler(loop, {"message": "something else"})
+    finally:
+        loop.close()
+    ours = [r for r in caplog.records if "cannot accept" in r.getMessage()]
+    assert len(ours) == 1 and "Too many open files" in ours[0].getMessage()
+    assert handler.unsaid == 999
+    assert any(r.getMessage() == "something else" for r in caplog.records), "others go to asyncio's handler"
+
+
+def test_the_descriptor_limit_is_raised_towards_the_hard_one() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = min(256, soft)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+    try:
+        raised = process.raise_descriptor_limit()
+        wanted = process.DESCRIPTORS_WANTED
+        assert raised == (wanted if hard == resource.RLIM_INFINITY else min(hard, wanted))
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == raised
+        assert process.connection_cap() == max(16, min(process.MAX_CONNECTIONS, raised // 2))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
