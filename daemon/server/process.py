@@ -194,16 +194,19 @@ class Daemon:
     async def _keep_state(self, lock: HomeLock) -> None:
         """Put the status file back when it is deleted or overwritten (clients find us by it),
         and the lock (a new daemon looks at it first); stop once no new client can reach us."""
-        while True:
-            await asyncio.sleep(STATUS_CHECK_SECONDS)
-            # File work stays off the event loop: stats, a read, after a change a durable rewrite.
-            lost = await asyncio.to_thread(self._unreachable)
-            if lost is not None:
-                log.warning("%s: stopping, so that the next command starts a daemon it can reach", lost)
-                self.stop()
-                return
-            await asyncio.to_thread(self._restore_status)
-            await asyncio.to_thread(lock.keep)
+        loop = asyncio.get_running_loop()
+        # File work stays off the event loop (stats, a read, after a change a durable rewrite), in
+        # a thread of its own: requests stuck behind locks may hold every worker thread.
+        with ThreadPoolExecutor(1, thread_name_prefix="remem-keeper") as keeper:
+            while True:
+                await asyncio.sleep(STATUS_CHECK_SECONDS)
+                lost = await loop.run_in_executor(keeper, self._unreachable)
+                if lost is not None:
+                    log.warning("%s: stopping, so that the next command starts a daemon it can reach", lost)
+                    self.stop()
+                    return
+                await loop.run_in_executor(keeper, self._restore_status)
+                await loop.run_in_executor(keeper, lock.keep)
 
     def _unreachable(self) -> str | None:
         """Why no new client can reach this daemon any more, or None. A temp-folder cleaner may

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from remem.daemon.locks import file_lock
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.server.memory_methods import THREADS_PER_SCOPE
+from remem.daemon.server.process import WORKER_THREADS
+from remem.daemon.server.runtime import DaemonPaths
+from tests.waiting import until
 
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -94,6 +99,38 @@ def test_agent_requests_and_reverts_stuck_behind_a_lock_keep_to_their_scopes_thr
         results = await asyncio.gather(*slow)
         assert sorted(r["status"] for r in results[:10]) == ["no-change"] * 10
         for client in (writer, bystander, *agents):
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_status_file_is_kept_while_every_worker_thread_waits_on_a_lock(
+    home: Home, tmp_path: Path
+) -> None:
+    """The daemon puts back its status file (clients find it by it) from the worker threads,
+    which requests stuck behind other processes' locks in enough scopes can all hold."""
+    stuck = [
+        WorkspaceId.from_cwd(tmp_path / f"stuck-{n}") for n in range(WORKER_THREADS // THREADS_PER_SCOPE)
+    ]
+    status = DaemonPaths(home).status
+
+    async def scenario() -> None:
+        clients = [await AsyncDaemonClient.open(home) for _ in range(len(stuck))]
+        with contextlib.ExitStack() as held:
+            for workspace in stuck:  # other processes hold these workspaces for as long as they like
+                held.enter_context(file_lock(home.ensure_layout().locks / f"ws-{workspace.key}.lock"))
+            slow = [
+                asyncio.create_task(client.call("memory/readWorkspace", {"cwd": workspace.cwd}))
+                for client, workspace in zip(clients, stuck, strict=True)
+                for _ in range(THREADS_PER_SCOPE)
+            ]
+            await asyncio.sleep(0.5)  # not a timing assertion: a head start for the slow ones
+            written = status.read_bytes()
+            status.unlink()
+            await until(status.exists, HANG_SECONDS, what="the status file put back")
+            assert status.read_bytes() == written and not any(task.done() for task in slow)
+        await asyncio.gather(*slow)
+        for client in clients:
             await client.close()
 
     asyncio.run(scenario())
