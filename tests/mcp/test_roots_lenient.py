@@ -99,29 +99,26 @@ def test_on_2026_07_28_roots_remem_cannot_use_are_passed_over(
 ) -> None:
     others = _other_roots(tmp_path)[:2]
     roots = [*others[:first_usable], {"uri": project.as_uri(), "name": 3}, *others[first_usable:]]
-    meta = _modern_meta()
-    with raw_server(home, None, initialize=False, start_dir=tmp_path, options=("--no-daemon",)) as server:
-        asked = server.request("tools/call", {"name": "memory_context", "arguments": {}, "_meta": meta})
-        assert asked["result"]["resultType"] == "input_required", asked
-        responses = {"roots": {"roots": roots}}
-        context = server.request(
-            "tools/call",
-            {"name": "memory_context", "arguments": {}, "_meta": meta, "inputResponses": responses},
-        )
-        update = server.request(
-            "tools/call", {"name": "memory_update", "arguments": {"changes": [put("here")]}, "_meta": meta}
-        )
-    for answer in (context, update):
-        assert "result" in answer and not answer["result"].get("isError"), answer
+    _answer_roots_then_update(home, tmp_path, {"roots": roots}, asked_first=True)
     assert _names(store, project) == {"here"}
 
 
 def test_on_2026_07_28_an_answer_that_lists_no_roots_gives_the_start_folder(
     home: Home, store: MemoryStore, tmp_path: Path
 ) -> None:
+    _answer_roots_then_update(home, tmp_path, {"roots": "not a list"}, asked_first=False)
+    assert _names(store, tmp_path) == {"here"}
+
+
+def _answer_roots_then_update(home: Home, start: Path, roots: object, *, asked_first: bool) -> None:
+    """On protocol 2026-07-28, `memory_context` with `roots` as the client's answer (after the
+    server asked for it, when `asked_first`), then `memory_update` putting `here`: both succeed."""
     meta = _modern_meta()
-    with raw_server(home, None, initialize=False, start_dir=tmp_path, options=("--no-daemon",)) as server:
-        responses = {"roots": {"roots": "not a list"}}
+    with raw_server(home, None, initialize=False, start_dir=start, options=("--no-daemon",)) as server:
+        if asked_first:
+            asked = server.request("tools/call", {"name": "memory_context", "arguments": {}, "_meta": meta})
+            assert asked["result"]["resultType"] == "input_required", asked
+        responses = {"roots": roots}
         context = server.request(
             "tools/call",
             {"name": "memory_context", "arguments": {}, "_meta": meta, "inputResponses": responses},
@@ -131,4 +128,3 @@ def test_on_2026_07_28_an_answer_that_lists_no_roots_gives_the_start_folder(
         )
     for answer in (context, update):
         assert "result" in answer and not answer["result"].get("isError"), answer
-    assert _names(store, tmp_path) == {"here"}

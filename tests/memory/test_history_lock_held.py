@@ -36,6 +36,19 @@ def held_by_another(store: MemoryStore) -> Iterator[None]:
             portalocker.unlock(handle)
 
 
+def recorded_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """How long each wait for the writing lock was allowed to be, as the history asks them."""
+    waits: list[float] = []
+    bounded = history_module.bounded_file_lock
+
+    def recorded(path: object, *, within: float, shared: bool = False) -> object:
+        waits.append(within)
+        return bounded(path, within=within, shared=shared)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(history_module, "bounded_file_lock", recorded)
+    return waits
+
+
 def within_bound(call: Callable[[], T]) -> T:
     answers: list[T] = []
     worker = threading.Thread(target=lambda: answers.append(call()), daemon=True)
@@ -72,14 +85,7 @@ def test_one_request_waits_for_a_stuck_holder_once_not_at_each_step(
     """An agent's update records its entry, reconciles and flushes: each waited the whole bound
     for the same stuck holder, 15 s (and a history read 30 s) where 5 s is promised."""
     monkeypatch.setattr(history_module, "WRITING_WAIT_SECONDS", BOUND_SECONDS, raising=False)
-    waits: list[float] = []
-    bounded = history_module.bounded_file_lock
-
-    def recorded(path: object, *, within: float, shared: bool = False) -> object:
-        waits.append(within)
-        return bounded(path, within=within, shared=shared)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(history_module, "bounded_file_lock", recorded)
+    waits = recorded_waits(monkeypatch)
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
     with held_by_another(store):
         waits.clear()
@@ -101,14 +107,7 @@ def test_a_look_at_a_scope_its_history_ends_with_neither_waits_nor_warns(
     lacks changes, though nothing had changed."""
     monkeypatch.setattr(history_module, "WRITING_WAIT_SECONDS", BOUND_SECONDS, raising=False)
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
-    waits: list[float] = []
-    bounded = history_module.bounded_file_lock
-
-    def recorded(path: object, *, within: float, shared: bool = False) -> object:
-        waits.append(within)
-        return bounded(path, within=within, shared=shared)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(history_module, "bounded_file_lock", recorded)
+    waits = recorded_waits(monkeypatch)
     with held_by_another(store):
         assert store.sync_history(workspace.key, RECOVERED) is None
         assert store.sync_history(None, RECOVERED) is None  # Global: never changed, no history
