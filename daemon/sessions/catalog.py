@@ -74,6 +74,7 @@ from .projection import PROJECTED_TYPES, Projection, TurnBounds
 from .published import PublishedLogs
 from .reader import (
     Event,
+    LogNotReached,
     NotAppendOnly,
     SessionLog,
     gc_paused,
@@ -798,9 +799,10 @@ class SessionCatalog:
         try:
             return read_session(entry.path, expected_id=session_id)
         except SessionLogError as exc:
-            raise SessionNotFound(
-                f"session {session_id!r} cannot be read: {exc.reason}", "UNREADABLE"
-            ) from None
+            # What the log holds (past the caps, damaged) makes it unreadable; a log out of reach
+            # at this moment (swapped for a link since the lookup) is not found, as a harness file.
+            code: NotFoundCode = "NOT_FOUND" if isinstance(exc, LogNotReached) else "UNREADABLE"
+            raise SessionNotFound(f"session {session_id!r} cannot be read: {exc.reason}", code) from None
 
     def projection(self, session_id: str) -> Projection:
         """The full projection (every turn) of a session at its current revision."""
