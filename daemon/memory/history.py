@@ -77,6 +77,7 @@ MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, pa
 LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
 QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
 WRITING_WAIT_SECONDS = 5.0  # a writer holds the writing lock for milliseconds; past this it is stuck
+STUCK_WAIT_SECONDS = 0.5  # a wait in the WRITING_WAIT_SECONDS after one ran out (`_wait_for_writing`)
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _TEMP = re.compile(r"\.history-[0-9a-f]{8}")  # a repository being made, renamed `history` once whole
 _SIGNATURE = ("remem", "remem@localhost")
@@ -189,7 +190,7 @@ class History:
         # By branch, why this process last failed to record an entry of it, until one is written.
         self._failures: dict[str, str] = {}
         # Until when (monotonic) the writing lock counts as stuck: a wait for it ran out, so the
-        # waits until then try once, without waiting (`_wait_for_writing`).
+        # waits until then are short (`_wait_for_writing`).
         self._stuck_until = 0.0
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
@@ -578,12 +579,13 @@ class History:
 
     def _wait_for_writing(self, *, shared: bool = False) -> LockHandle | None:
         """The writing lock within WRITING_WAIT_SECONDS, or None. Once a wait ran out, those of
-        the next WRITING_WAIT_SECONDS only try: one request records and reads the history several
-        times (an agent's update: its entry, a reconcile, a flush), and waited for a stuck holder
-        at each, 15 s and 30 s where 5 s is promised."""
-        within = 0.0 if time.monotonic() < self._stuck_until else WRITING_WAIT_SECONDS
+        the next WRITING_WAIT_SECONDS wait STUCK_WAIT_SECONDS: one request records and reads the
+        history several times (an agent's update: its entry, a reconcile, a flush), and waited
+        for a stuck holder at each, 15 s and 30 s where 5 s is promised; a holder that keeps it
+        a moment (another command's entry, this process's own writer) is still waited for."""
+        within = STUCK_WAIT_SECONDS if time.monotonic() < self._stuck_until else WRITING_WAIT_SECONDS
         held = bounded_file_lock(self._writing, within=within, shared=shared)
-        if held is None and within:
+        if held is None and within == WRITING_WAIT_SECONDS:
             self._stuck_until = time.monotonic() + WRITING_WAIT_SECONDS
         return held
 
