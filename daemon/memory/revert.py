@@ -11,11 +11,11 @@ layout and the scope ends at the entry's own revision.
 
 from __future__ import annotations
 
-from ..protocol.memory import Actor, CommitResult, DeleteChange, PutChange
+from ..protocol.memory import Actor, CommitResult, DeleteChange, HistoryEntry, PutChange
 from .batch import InvalidChanges, Problem
 from .canonical import canonicalize, decode
 from .diagnostics import has_errors
-from .history import GLOBAL_FILE
+from .history import GLOBAL_FILE, HistoryError
 from .record import record_name_of
 from .revision import global_revision, shown_name, workspace_revision
 from .store import MemoryStore, check_revision
@@ -30,6 +30,7 @@ def revert(
     (the scope's workspace key, the result)."""
     entry = store.history.entry(ref)
     if before:
+        _check_recorded_before(entry)
         target = store.history.files_before(entry.id)
         actor = Actor(kind="revert", reverts=entry.parent)  # none: back to the empty start
     else:
@@ -54,6 +55,19 @@ def revert(
     return entry.workspace, store.commit_workspace(
         workspace, expected_revision or now, changes, actor, exact=exact
     )
+
+
+def _check_recorded_before(entry: HistoryEntry) -> None:
+    """HistoryError unless the state before `entry` is known: its parent's, or the empty scope a
+    first entry started from. A first entry that found memory already there (a history started
+    on it, or started again) has no state before it, and undoing it would delete that memory."""
+    empty = global_revision(b"") if entry.workspace is None else workspace_revision({})
+    if entry.parent is None and entry.before != empty:
+        raise HistoryError(
+            f"{entry.id[:12]} is the first entry of this history and found memory already there "
+            "(the history began after it was made): the state before it was never recorded, so "
+            "it cannot be undone"
+        )
 
 
 def _stale(expected: str | None, now: str) -> bool:

@@ -135,9 +135,14 @@ def test_the_transcript_scheme_is_the_servers(current: dict[str, Any]) -> None:
 
 
 def test_the_extension_speaks_the_servers_protocol(current: dict[str, Any]) -> None:
-    """The extension warns of a server older than `PROTOCOL`: a bump here is one there."""
+    """The extension warns of a server older than `PROTOCOL`: a bump here is one there; and the
+    error codes it reads are the daemon's."""
     found = re.search(r"export const PROTOCOL = (\d+);", PROTOCOL_TS.read_text())
     assert found and int(found.group(1)) == current["protocolVersion"]
+    codes = dict(re.findall(r"export const ([A-Z_]+) = (-320\d\d);", PROTOCOL_TS.read_text()))
+    assert codes and {name: int(code) for name, code in codes.items()} == {
+        name: current["daemon"]["errors"][name] for name in codes
+    }
 
 
 def daemon_shape(current: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:

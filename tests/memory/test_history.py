@@ -28,7 +28,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.log_cache import FOLDER, LogCache
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import Actor
-from remem.daemon.protocol.rpc import HistoryLogParams, RevertParams
+from remem.daemon.protocol.rpc import HISTORY_REFUSED, HistoryLogParams, RevertParams, RpcError
 from remem.daemon.server.memory_methods import MemoryMethods
 
 from .factory import delete, put
@@ -392,6 +392,27 @@ def test_undoing_an_entry_brings_back_the_state_before_it_also_before_the_first(
     assert said.history is not None
     assert asyncio.run(methods.revert(RevertParams(entry=said.history, before=True))).status == "committed"
     assert store.read_global().content == "" and store.read_global().revision == EMPTY
+
+
+def test_a_first_entry_that_found_memory_there_is_not_undone_to_nothing(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    """A history started on memory already there opens with an entry of what it found: the
+    state before it was never recorded, and undoing it to the empty scope deleted that memory."""
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")])
+    shutil.rmtree(store.home.root / "history")  # deleted, or set aside as damaged
+    restarted = MemoryStore(store.home)
+    restarted.commit_workspace(workspace, first.revision, [put("gamma")])
+    found = restarted.history.log(workspace.key)[-1]
+    assert (found.parent, found.actor.kind) == (None, "recovered")
+    methods = MemoryMethods(store.home)
+    with pytest.raises(RpcError) as refused:
+        asyncio.run(methods.revert(RevertParams(entry=found.id, before=True)))
+    assert (
+        refused.value.code == HISTORY_REFUSED
+        and "the state before it was never recorded" in refused.value.message
+    )
+    assert {r.name for r in restarted.read_workspace(workspace).records} == {"alpha", "beta", "gamma"}
 
 
 def test_a_concurrent_commit_makes_the_revert_a_conflict(store: MemoryStore, workspace: WorkspaceId) -> None:

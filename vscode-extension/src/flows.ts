@@ -11,6 +11,7 @@ import {
   type ConsolidationOutcome,
   type FlatNode,
   type ForkResult,
+  HISTORY_REFUSED,
   type HistoryEntry,
   type HistoryLogResult,
   type MemoryAtResult,
@@ -297,6 +298,12 @@ async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
   if (code === 'RUNNING') return stop(ctx.ui, ALREADY_RUNNING);
   if (code !== 'NO_ROUTE') throw error;
   await offerRouteFixes(ctx, await ctx.server.request<ModelSettings>(Requests.settings, {}));
+}
+
+/** The message of the daemon's refusal of a history request, or null for any other error. */
+function historyRefusal(error: unknown): string | null {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === HISTORY_REFUSED && typeof message === 'string' ? message : null;
 }
 
 function refusalCode(error: unknown): string | undefined {
@@ -659,10 +666,12 @@ async function undoChange(
   try {
     result = await ctx.server.request<RevertResult>(Requests.revertMemory, { ...before(entry), expectedRevision });
   } catch (error) {
-    // The daemon refuses a state it cannot write back (a record invalid at that entry): say why.
+    // The daemon refuses a state it cannot write back (a record invalid at that entry), or one the
+    // history never recorded (before a first entry that found memory there): say why.
     const { problems } = refusalData(error);
-    if (problems.length === 0) throw error;
-    await ctx.ui.warn(`Nothing was undone: ${problems.join('; ')}.`);
+    const refused = problems.length > 0 ? `${problems.join('; ')}.` : historyRefusal(error);
+    if (refused === null) throw error;
+    await ctx.ui.warn(`Nothing was undone: ${refused}`);
     throw new Stop();
   }
   ctx.refreshMemory();

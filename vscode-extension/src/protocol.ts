@@ -44,6 +44,9 @@ export function serverProtocol(capabilities: { experimental?: unknown } | undefi
   return typeof remem?.protocol === 'number' ? remem.protocol : null;
 }
 
+/** The daemon's refusal of a history request (its message says why), passed on by the server. */
+export const HISTORY_REFUSED = -32015;
+
 export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';

@@ -885,6 +885,16 @@ test('a refused undo says why, in the daemon\'s words, and is no error', async (
   h.infoAnswers.push(flows.UNDO);
   await flows.run(() => flows.showMemoryHistory(h.ctx));
   assert.deepEqual(h.warnings, [`Nothing was undone: ${message}.`]);
+  // The history's own refusal (a first entry whose state before was never recorded), in its words.
+  const never = 'aaaaaaaaaaaa is the first entry of this history and found memory already there';
+  h.request = async <R>(method: string, params: object): Promise<R> => {
+    if (method === 'remem/revertMemory') throw Object.assign(new Error(never), { code: -32015 });
+    return answer<R>(method, params);
+  };
+  h.picks.push((items) => items[0]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.run(() => flows.showMemoryHistory(h.ctx));
+  assert.deepEqual(h.warnings.at(-1), `Nothing was undone: ${never}`);
   // Any other failure is the command's error, as before.
   h.request = async <R>(method: string, params: object): Promise<R> => {
     if (method === 'remem/revertMemory') throw new Error('daemon gone');
