@@ -414,10 +414,11 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
     if not spawn and not paths.running():  # without its state folder too (paths without the layout)
         raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
     # Bounded: a command that stopped while it started a daemon (Ctrl-Z) keeps the lock.
-    spawning = bounded_file_lock(paths.spawn_lock, within=max(0.0, deadline - time.monotonic()))
+    within = max(0.0, deadline - time.monotonic())
+    spawning = bounded_file_lock(paths.spawn_lock, within=within)
     if spawning is None:
         raise DaemonUnavailable(
-            f"another remem command has held {paths.spawn_lock} for {START_TIMEOUT_SECONDS:.0f} s "
+            f"another remem command has held {paths.spawn_lock} for the {within:.3g} s waited "
             "while it starts the daemon (one suspended with Ctrl-Z keeps it: resume or end it)"
         )
     try:
