@@ -332,7 +332,9 @@ def _inherited_lines(view: SessionView, read: Callable[[str, str], bytes | None]
         history = read(session, base)
         if history is not None:
             return session, history
-    return base, None
+    # A fork that copied none of its parent's turns inherits a rollout of its parent: named by the
+    # parent, listed or not; a copy's kept base names a session of its own.
+    return (view.parent or base) if view.fork_turn is None else base, None
 
 
 def read_file(path: Path, *, root: Path | None = None, listed: str | None = None) -> bytes:

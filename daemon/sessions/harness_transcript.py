@@ -101,10 +101,16 @@ def _problems(view: SessionView) -> list[str]:
     return [f"**Problems** ({total}, skipped or flagged while reading)", "", *shown, ""]
 
 
+NOT_AT_HAND = (
+    "_The lines this session continues from are not at hand (that session is not listed, or the "
+    "rollout holding them is gone), so its turns are not shown._"
+)
+
+
 def _inherited(part: Inherited) -> list[str]:
     lines = [f"## Inherited from {fenced_name(part.session)}", ""]
     if part.lines is None:
-        return [*lines, "_That session is not among the listed sessions, so its turns are not shown._", ""]
+        return [*lines, NOT_AT_HAND, ""]
     lines += ["_Codex keeps these turns in that session's file; this one continues from them._", ""]
     stamps, details = _stamps(part.lines, part.turns), tool_details(part.lines)
     for turn in part.turns:

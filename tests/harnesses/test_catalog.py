@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from remem.daemon.cli import cli
 from remem.daemon.home import Home
+from remem.daemon.sessions.harness_transcript import NOT_AT_HAND
 from remem.lsp.features.code_lens import _turn_ends
 
 from .conftest import Scenario
@@ -129,7 +130,7 @@ def test_a_codex_forks_transcript_opens_with_what_it_inherits(
     (root / rollout.relative_to(rollout.parents[3])).unlink()
     lines = shown()
     assert f"## Inherited from `{parent}`" in lines
-    assert "_That session is not among the listed sessions, so its turns are not shown._" in lines
+    assert NOT_AT_HAND in lines
     assert not any(line.startswith("### Inherited turn") for line in lines)
 
 

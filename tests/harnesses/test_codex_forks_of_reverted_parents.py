@@ -12,6 +12,7 @@ rollout by the thread's id: wrong for the first, nothing for the second.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.sessions.harness_transcript import NOT_AT_HAND
 
 from .codex import Codex
 from .fake_responses import FakeResponses, text
@@ -86,3 +88,21 @@ def test_a_fork_of_a_reverted_parent_inherits_what_codex_resumes_it_with(
     assert inherited == inherits, shown
     assert f"## Inherited from `{ids['X']}`" in shown
     assert _codex_context(threads, session) == inherits  # what the harness itself resumes
+
+
+@pytest.mark.parametrize(("name", "base"), [("BEFORE", "{X}.jsonl"), ("AFTER", "{X}_*.jsonl")])
+def test_a_fork_whose_base_rollout_is_gone_names_its_parent_and_claims_no_turn(
+    threads: Threads, tmp_path: Path, name: str, base: str
+) -> None:
+    """The parent is listed (one of its rollouts is there), the rollout the fork's base names is
+    not: the transcript named that rollout's id as a session "not among the listed sessions"."""
+    cx, ids = threads.cx, threads.ids
+    root = tmp_path / "sessions"
+    shutil.copytree(cx.sessions, root)
+    (gone,) = root.glob(f"*/*/*/rollout-*-{base.format(X=ids['X'])}")
+    gone.unlink()
+    shown = _transcript(tmp_path / "remem", root, ids[name])
+    assert f"## Inherited from `{ids['X']}`" in shown and NOT_AT_HAND in shown, shown
+    assert not any(line.startswith("### Inherited turn") for line in shown)
+    nodes = {n["id"]: n for n in sessions(tmp_path / "remem", root, "tree", "--cwd", str(cx.cwd))["nodes"]}
+    assert nodes[ids[name]]["forkTurn"] is None, "no fork turn is claimed"
