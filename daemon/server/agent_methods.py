@@ -68,7 +68,8 @@ class AgentMethods:
         held = self.service.held_context(workspace, params.known)
         if held is not None:
             return held
-        return await self._agent_safe(workspace.key, lambda: self.service.context(workspace, params.known))
+        context = functools.partial(self.service.context, workspace, params.known)
+        return await self._agent_safe(workspace.key, context, reads_global=True)
 
     async def index(self, params: WorkspaceParams) -> AgentIndexResult:
         workspace = _workspace_of(params.cwd)
@@ -93,11 +94,11 @@ class AgentMethods:
             await self._memory.scope_changed(None if update.workspace is None else update.workspace.key)
         return result
 
-    async def _agent_safe(self, scope: Scope, action: Callable[[], T]) -> T:
+    async def _agent_safe(self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False) -> T:
         """Run `action` in one of the worker threads `scope` may occupy, as memory requests do; the
         store's refusals become errors an agent may read."""
         try:
-            return await self._memory.in_scope_thread(scope, action)
+            return await self._memory.in_scope_thread(scope, action, reads_global=reads_global)
         except (InvalidChanges, MemoryInvalid) as exc:
             raise _refusal(exc) from None
         except Unwritable as exc:  # as the dispatcher says it: an MCP server without the daemon too

@@ -11,6 +11,7 @@ edit the watcher reports becomes a history entry; the history methods (`memory/l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
@@ -213,7 +214,8 @@ class MemoryMethods:
 
     async def context(self, params: WorkspaceParams) -> ContextResult:
         workspace = WorkspaceId.from_cwd(params.cwd)
-        text = await self._off_loop(workspace.key, lambda: render_context(self.store, workspace))
+        render = functools.partial(render_context, self.store, workspace)
+        text = await self._off_loop(workspace.key, render, reads_global=True)
         return ContextResult(text=text)
 
     # -- history --------------------------------------------------------------------------
@@ -313,13 +315,22 @@ class MemoryMethods:
             await self.scope_changed(scope)
         return result
 
-    async def in_scope_thread(self, scope: Scope, action: Callable[[], T]) -> T:
-        """`action` in a worker thread, one of the few `scope` may occupy."""
-        async with self._threads[scope]:
+    async def in_scope_thread(
+        self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False
+    ) -> T:
+        """`action` in a worker thread, one of the few `scope` may occupy, and Global's too when it
+        `reads_global` (an agent's context): stuck behind Global's lock, requests for many
+        workspaces took every thread. Global's is taken last: a request waiting for it holds
+        nothing Global's other requests wait for, while one waiting for its workspace's (stuck
+        behind that workspace's lock) holds none of Global's."""
+        async with contextlib.AsyncExitStack() as slots:
+            await slots.enter_async_context(self._threads[scope])
+            if reads_global and scope is not None:
+                await slots.enter_async_context(self._threads[None])
             return await asyncio.to_thread(action)
 
-    async def _off_loop(self, scope: Scope, action: Callable[[], T]) -> T:
-        return await _answered(self.in_scope_thread(scope, action))
+    async def _off_loop(self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False) -> T:
+        return await _answered(self.in_scope_thread(scope, action, reads_global=reads_global))
 
 
 def _scope_of(entry: HistoryEntry) -> str:

@@ -134,3 +134,36 @@ def test_the_status_file_is_kept_while_every_worker_thread_waits_on_a_lock(
             await client.close()
 
     asyncio.run(scenario())
+
+
+def test_context_requests_stuck_behind_globals_lock_keep_to_globals_threads(
+    home: Home, tmp_path: Path
+) -> None:
+    """An agent's context reads Global memory too: with Global's lock held by another process,
+    context requests of enough workspaces (each within its own budget) took every thread."""
+    workspaces = [
+        WorkspaceId.from_cwd(tmp_path / f"w-{n}") for n in range(WORKER_THREADS // THREADS_PER_SCOPE + 2)
+    ]
+    free = WorkspaceId.from_cwd(tmp_path / "free")
+
+    async def scenario() -> None:
+        clients = [await AsyncDaemonClient.open(home) for _ in range(len(workspaces) + 1)]
+        *askers, bystander = clients
+        with file_lock(home.ensure_layout().locks / "global.lock"):
+            slow = [
+                asyncio.create_task(client.call(method, {"cwd": workspace.cwd}))
+                for client, workspace in zip(askers, workspaces, strict=True)
+                for method in ("agents/context", "memory/context")
+                for _ in range(THREADS_PER_SCOPE // 2)
+            ]
+            await asyncio.sleep(0.5)  # not a timing assertion: a head start for the slow ones
+            answer = await asyncio.wait_for(
+                bystander.call("memory/readWorkspace", {"cwd": free.cwd}), HANG_SECONDS
+            )  # a deadline for a hang
+            assert not any(task.done() for task in slow), "the lock is still held"
+        assert answer["records"] == []
+        await asyncio.gather(*slow)
+        for client in clients:
+            await client.close()
+
+    asyncio.run(scenario())
