@@ -62,6 +62,10 @@ OFF_LOOP_BYTES = 64 * 1024
 # How long a message may stay unfinished without a byte more: a client that sent part of one
 # and went silent held up to 4 MiB for good, and 250 of them a gigabyte (decision 0405).
 STALLED_MESSAGE_SECONDS = 30.0
+# A message holding one of the long-message permits must be whole within this (4 MiB at 35 KB/s):
+# a client trickling a byte at a time kept its permit for good, and 16 of them starved every
+# other long message.
+LONG_MESSAGE_SECONDS = 120.0
 READ_CHUNK = 64 * 1024  # what one read takes from a socket at most
 # Messages longer than one read received at once, by all clients together: with up to 4 MiB
 # each, 64 MiB; a client past them waits, what it sends kept in its socket (decision 0405).
@@ -448,12 +452,14 @@ class Connection:
         unfinished: list[bytes] = []  # the start of the next message
         held = 0  # bytes in `unfinished`
         permitted = False
+        due = 0.0  # when a message holding a permit must be whole
         try:
             while not self._writer.is_closing():
                 if held > READ_CHUNK and not permitted and self._long_messages is not None:
                     await self._long_messages.acquire()  # the client waits, its bytes in its socket
                     permitted = True
-                chunk = await self._read(held)
+                    due = asyncio.get_running_loop().time() + LONG_MESSAGE_SECONDS
+                chunk = await self._read(held, due if permitted else None)
                 if not chunk:
                     return
                 start = 0
@@ -480,18 +486,23 @@ class Connection:
             if permitted:
                 self._long_messages.release()  # type: ignore[union-attr]
 
-    async def _read(self, held: int) -> bytes:
+    async def _read(self, held: int, due: float | None) -> bytes:
         """The next bytes from the client, empty once it closed its side or stalled: `held`
         bytes of a message wait for their end, which must come on within
-        `STALLED_MESSAGE_SECONDS` (the client is told so, and cut off)."""
+        `STALLED_MESSAGE_SECONDS`, and (a message holding a permit) be whole by `due` (the client
+        is told so, and cut off)."""
+        loop = asyncio.get_running_loop()
+        wait = STALLED_MESSAGE_SECONDS if due is None else min(STALLED_MESSAGE_SECONDS, due - loop.time())
         try:
             if not held:  # between messages a client may be silent for as long as it likes
                 return await self._reader.read(READ_CHUNK)
-            return await asyncio.wait_for(self._reader.read(READ_CHUNK), STALLED_MESSAGE_SECONDS)
+            return await asyncio.wait_for(self._reader.read(READ_CHUNK), max(0.0, wait))
         except asyncio.TimeoutError:
-            log.warning("a client left a message unfinished (%s) for %.0f s: disconnecting it",
-                        _mib(held), STALLED_MESSAGE_SECONDS)  # fmt: skip
-            said = f"a message stayed unfinished (no newline) for {STALLED_MESSAGE_SECONDS:.0f} s"
+            if due is not None and loop.time() >= due:
+                said = f"a long message took more than {LONG_MESSAGE_SECONDS:.0f} s to arrive"
+            else:
+                said = f"a message stayed unfinished (no newline) for {STALLED_MESSAGE_SECONDS:.0f} s"
+            log.warning("a client's message (%s so far): %s; disconnecting it", _mib(held), said)
             self._post(_error(None, RpcError(INVALID_REQUEST, f"{said}; connection closed")))
             return b""
         except ConnectionError:

@@ -386,3 +386,40 @@ def test_the_descriptor_limit_is_raised_towards_the_hard_one() -> None:
         assert process.connection_cap() == max(16, min(process.MAX_CONNECTIONS, raised // 2))
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_long_message_trickled_in_loses_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each byte restarted the stall timer: a client sending a long message a byte at a time
+    kept its long-message permit for good (16 of them starved every other long message). A
+    message holding a permit must be whole in time (here 0.3 s); the permit goes to the next."""
+    monkeypatch.setattr(jsonrpc, "STALLED_MESSAGE_SECONDS", 30.0)
+    monkeypatch.setattr(jsonrpc, "LONG_MESSAGE_SECONDS", 0.3)
+    permits = asyncio.Semaphore(1)
+
+    async def scenario() -> tuple[bytes, bool, bytes]:
+        served, (trickler, waiting), _ = await _serve(_dispatcher(), long_messages=permits)
+        trickler.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon/status","params":{"x":"' + b"a" * 100_000)
+        await asyncio.sleep(0.05)  # not a timing assertion: the trickler takes the permit first
+        frame = {"jsonrpc": "2.0", "id": 2, "method": "daemon/status", "params": {"x": "b" * 100_000}}
+        waiting.sendall(json.dumps(frame).encode() + b"\n")
+        said = b""
+        for _ in range(200):  # a byte now and then, far longer than its time
+            try:
+                trickler.send(b"a")
+            except OSError:
+                break
+            said += await _line(trickler) if not said else b""
+            if said:
+                break
+            await asyncio.sleep(0.02)
+        closed = await _closed(trickler)
+        answer = await _line(waiting)
+        for end in (trickler, waiting):
+            end.close()
+        await asyncio.gather(*served, return_exceptions=True)
+        return said, closed, answer
+
+    said, closed, answer = asyncio.run(scenario())
+    error = json.loads(said)["error"]
+    assert error["code"] == -32600 and "a long message took more than 0 s to arrive" in error["message"]
+    assert closed and json.loads(answer)["id"] == 2
