@@ -89,6 +89,10 @@ class ConnectionLost(DaemonUnavailable):
         super().__init__("the daemon closed the connection")
 
 
+class DaemonRefused(DaemonUnavailable):
+    """The daemon refused the connection (it serves as many clients as it can), saying why."""
+
+
 class _NotSent(DaemonUnavailable):
     """The connection was dead before the request left: the daemon never saw it (safe to resend)."""
 
@@ -307,6 +311,14 @@ class _Link:
             if self._listener is not None:
                 self._listener(message["method"], message.get("params") or {})
             return
+        if message["id"] is None and "error" in message:
+            # Of no request: of the connection (the daemon serves as many as it can, and closes
+            # this one), whose every waiting request fails with the daemon's words.
+            refused = DaemonRefused(str(message["error"].get("message")))
+            for waiting in self._waiting.values():
+                if not waiting.done():
+                    waiting.set_exception(refused)
+            return
         answer = self._waiting.get(message["id"])
         if answer is None or answer.done():
             return
@@ -335,6 +347,9 @@ async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link
     except asyncio.TimeoutError:
         await link.close()
         raise DaemonNotAnswering(info.pid) from None
+    except DaemonRefused:
+        await link.close()
+        raise  # another try would be refused as well: said now, not after the start deadline
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
     roots = said.get("harnessRoots")

@@ -10,12 +10,15 @@ daemon of another version and leaves it running.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +211,44 @@ def test_a_command_holding_the_spawn_lock_makes_others_give_up_at_the_deadline(
     assert f"another remem command has held {paths.spawn_lock}" in str(refused.value)
     assert "suspended with Ctrl-Z" in str(refused.value)
     assert not paths.running(), "no daemon was started past the holder"
+
+
+def test_a_daemon_that_refuses_the_connection_is_said_at_once_in_its_words(
+    home: Home, tmp_path: Path
+) -> None:
+    """A daemon serving as many clients as it can answers a new one with an error of no request
+    and closes it: the client dropped that line, reconnected for the 15 s of a start, and said
+    the daemon was not running."""
+    paths = DaemonPaths(home)
+    home.ensure_layout()
+    said = "the daemon serves 20 connections at once, all taken; this one is closed"
+    refusal = (
+        json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": said}}).encode()
+        + b"\n"
+    )
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "full.sock"))
+    listening.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = listening.accept()
+            except OSError:
+                return  # closed: the test is over
+            with connection:
+                connection.sendall(refusal)
+
+    threading.Thread(target=serve, daemon=True).start()
+    info = DaemonInfo(pid=os.getpid(), socket=str(tmp_path / "full.sock"), protocol=PROTOCOL_VERSION,
+                      version=APP_VERSION, startedAt="2026-12-06T00:00:00Z")  # fmt: skip
+    paths.status.write_text(info.model_dump_json())
+    running_daemon = try_file_lock(paths.lock)  # the lock a running daemon holds
+    assert running_daemon is not None
+    try:
+        with ThreadPoolExecutor(1) as running, pytest.raises(client.DaemonRefused) as refused:
+            running.submit(client.call, home, "daemon/status", start=False).result(timeout=SECONDS)
+    finally:
+        running_daemon.release()
+        listening.close()
+    assert "20 connections at once, all taken" in str(refused.value)
