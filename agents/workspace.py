@@ -63,9 +63,23 @@ class StartFolderGone(Exception):
     """The workspace would be the start folder, which was removed before the server started."""
 
 
+START_FOLDER_NOT_UTF8 = (
+    "remem cannot work in the folder its MCP server was started in: its name is not UTF-8, which "
+    "memory and its requests are written in, and the client names no other folder (MCP roots). "
+    "Ask the user to restart the agent in a project folder whose name is UTF-8, or to give the "
+    "server `--cwd` with such a folder."
+)
+
+
 class SessionWorkspace:
     def __init__(self, start_dir: str | None, explicit: bool) -> None:
-        """`start_dir` None: the server was started in a folder that no longer exists."""
+        """`start_dir` None: the server was started in a folder that no longer exists. One whose
+        name is not UTF-8 cannot be worked in either (no request can carry it): roots may still
+        choose the workspace, and if none does, each call says why."""
+        self._no_start = START_FOLDER_GONE
+        if start_dir is not None and not _utf8(start_dir):
+            log.warning("the folder this server was started in has a name that is not UTF-8")
+            start_dir, self._no_start = None, START_FOLDER_NOT_UTF8
         self.start_dir = None if start_dir is None else os.path.abspath(start_dir)
         self._pinned: str | None = self.start_dir if explicit else None
         self._asking = asyncio.Lock()
@@ -109,7 +123,7 @@ class SessionWorkspace:
         there is none); StartFolderGone when only the start folder could be."""
         chosen = (self._first_local_root(roots) if roots is not None else None) or self.start_dir
         if chosen is None:
-            raise StartFolderGone(START_FOLDER_GONE)  # not pinned: roots listed later may choose
+            raise StartFolderGone(self._no_start)  # not pinned: roots listed later may choose
         self._pinned = chosen
         return chosen
 
@@ -175,3 +189,12 @@ def local_path(uri: str) -> str | None:
     if not os.path.isabs(path) or "\0" in path:
         return None
     return os.path.abspath(path)
+
+
+def _utf8(path: str) -> bool:
+    """Whether `path` (as the file system named it: bytes not UTF-8 are lone surrogates) is UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

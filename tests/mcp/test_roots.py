@@ -3,6 +3,7 @@ the server always answers, from the next source of the workspace, and says why i
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,21 @@ async def test_a_server_started_in_a_removed_folder_without_roots_says_so(
         message = text_of(result)
         assert "was started in no longer exists" in message and "--cwd" in message, message
         assert str(tmp_path) not in message, message
+
+
+async def test_a_server_started_in_a_folder_not_named_in_utf8_says_so_or_works_in_a_root(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tmp_path: Path
+) -> None:
+    """No request can carry a folder name that is not UTF-8: every call failed as a bug in remem
+    ("may or may not have been applied"), with a traceback in the log."""
+    folder = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.mkdir(folder)
+    wrapper = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', os.fsdecode(folder)]
+    async with agent(home, None, command=wrapper) as session:
+        results = [await session.call("memory_context"), await session.call("memory_update", {"changes": []})]
+    for result in results:
+        message = text_of(result)
+        assert result.is_error and "its name is not UTF-8" in message and "--cwd" in message, message
+    store.commit_workspace(workspace, EMPTY, [put_change("root-fact")])
+    async with agent(home, None, roots=[project], command=wrapper) as session:
+        assert "root-fact" in await session.context()
