@@ -4,6 +4,7 @@ bare protocol error or a path of the user's."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import mcp_types as types
@@ -67,12 +68,23 @@ def latin1_folder(tmp_path: Path) -> Path:
     return folder
 
 
+# `remem mcp` whose session fails as no handler foresees, with a path in what it raises.
+_FAILING = (
+    "import sys\n"
+    "from remem.agents import session\n"
+    "async def failing(self, cwd): raise RuntimeError(f'nothing at {cwd}/caf')\n"
+    "session.AgentSession.context = failing\n"
+    "from remem.daemon.cli import main\n"
+    "sys.argv = ['remem', *sys.argv[4:]]\n"  # past `-c`, and the python -m remem.daemon appended
+    "main()\n"
+)
+
+
 async def test_an_unexpected_failure_is_an_error_result_without_paths(
-    home: Home, latin1_folder: Path, tmp_path: Path
+    home: Home, project: Path, tmp_path: Path
 ) -> None:
-    # Started in a folder whose name the protocol cannot carry, with no --cwd and no roots: the
-    # daemon's request model refuses it, which no handler foresees.
-    async with agent(home, None, start_dir=latin1_folder, options=("--no-daemon",)) as session:
+    command = [sys.executable, "-c", _FAILING]
+    async with agent(home, project, options=("--no-daemon",), command=command) as session:
         result = await session.call("memory_context")
         with pytest.raises(MCPError) as refused:
             await session.client.read_resource("remem://context")
@@ -80,6 +92,20 @@ async def test_an_unexpected_failure_is_an_error_result_without_paths(
     assert refused.value.error.code == types.INTERNAL_ERROR
     for message in (text_of(result), refused.value.error.message):
         assert "remem failed unexpectedly" in message and "log" in message, message
+        assert str(tmp_path) not in message and "caf" not in message, message
+
+
+async def test_a_start_folder_the_protocol_cannot_carry_is_said_without_its_name(
+    home: Home, latin1_folder: Path, tmp_path: Path
+) -> None:
+    """Started in a folder whose name is not UTF-8, with no --cwd and no roots."""
+    async with agent(home, None, start_dir=latin1_folder, options=("--no-daemon",)) as session:
+        result = await session.call("memory_context")
+        with pytest.raises(MCPError) as refused:
+            await session.client.read_resource("remem://context")
+    assert result.is_error
+    for message in (text_of(result), refused.value.error.message):
+        assert "its name is not UTF-8" in message and "--cwd" in message, message
         assert str(tmp_path) not in message and "caf" not in message, message
 
 
