@@ -29,6 +29,8 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from remem.daemon.os_names import is_utf8
+
 log = logging.getLogger("remem.agents")
 ROOTS_KEY = "roots"
 # How long a 2025 client has to answer `roots/list`. A client answers it itself, without its user
@@ -77,7 +79,7 @@ class SessionWorkspace:
         name is not UTF-8 cannot be worked in either (no request can carry it): roots may still
         choose the workspace, and if none does, each call says why."""
         self._no_start = START_FOLDER_GONE
-        if start_dir is not None and not _utf8(start_dir):
+        if start_dir is not None and not is_utf8(start_dir):
             log.warning("the folder this server was started in has a name that is not UTF-8")
             start_dir, self._no_start = None, START_FOLDER_NOT_UTF8
         self.start_dir = None if start_dir is None else os.path.abspath(start_dir)
@@ -189,12 +191,3 @@ def local_path(uri: str) -> str | None:
     if not os.path.isabs(path) or "\0" in path:
         return None
     return os.path.abspath(path)
-
-
-def _utf8(path: str) -> bool:
-    """Whether `path` (as the file system named it: bytes not UTF-8 are lone surrogates) is UTF-8."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -10,6 +10,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from ..os_names import is_utf8, shown
 from ..protocol.forks import SESSION_REVISION
 from ..protocol.rpc import HistoryEntryParams, WorkspaceParams
 from .output import FOLDER_REMOVED, fail
@@ -24,7 +25,7 @@ class _Utf8(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value)
-        if not _is_utf8(text):
+        if not is_utf8(text):
             self.fail("is not UTF-8", param, ctx)
         return text
 
@@ -80,9 +81,8 @@ class _SessionRevision(click.ParamType):
 def utf8_folder(path: str) -> str:
     """`path`, or exit 2 when a folder name in it is not UTF-8: workspaces are named by UTF-8
     paths, and the request models refuse the undecodable bytes Python keeps as surrogates."""
-    if not _is_utf8(path):
-        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-        fail(f"the folder name {shown} is not UTF-8; remem names workspaces by UTF-8 paths")
+    if not is_utf8(path):
+        fail(f"the folder name {shown(path)} is not UTF-8; remem names workspaces by UTF-8 paths")
     return path
 
 
@@ -103,15 +103,6 @@ def absolute(path: str | None) -> str:
 def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple[Path, ...]:
     """A click callback: each path made absolute, as `absolute` makes it."""
     return tuple(Path(absolute(str(path))) for path in value)
-
-
-def _is_utf8(text: str) -> bool:
-    """False for the surrogates Python decodes argv's and paths' undecodable bytes to."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 UTF8 = _Utf8()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..os_names import is_utf8
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from ..safe_open import Walk, open_regular, reason
 from .formats import jsonl
@@ -63,7 +64,6 @@ from .roots import (
     root_fingerprint,
     shown_path,
     unreadable_folder,
-    utf8_path,
 )
 from .sources import FileScan, detect_format
 
@@ -632,7 +632,7 @@ def _take(entry: os.DirEntry[str], files: list[LogFile], rejected: list[Rejected
     except OSError as exc:
         rejected.append(Rejected(shown_path(entry.path), f"cannot be read: {exc.strerror or exc}"))
         return
-    if not utf8_path(entry.path):
+    if not is_utf8(entry.path):
         rejected.append(Rejected(shown_path(entry.path), NAME_REASON))
     elif stat.S_ISREG(st.st_mode):
         files.append(LogFile(entry.path, st))

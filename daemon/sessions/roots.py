@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..os_names import is_utf8, shown
 from ..safe_open import NOT_REGULAR, kind_of
 from .errors import SessionLogError, SessionRootError
 from .paths import FLAT_LOG_NAME, LOG_FILE_NAMES, Encoding
@@ -84,20 +85,9 @@ def unreadable_folder(exc: OSError) -> str:
 NAME_REASON = "file name is not valid UTF-8; rename it (or a folder on its path) to list it"
 
 
-def utf8_path(path: str) -> bool:
-    """Whether `path` (as `os` decodes it, undecodable bytes as surrogates) is valid UTF-8."""
-    if path.isascii():
-        return True
-    try:
-        path.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def shown_path(path: str) -> Path:
     """`path` with its undecodable bytes written as `\\xNN`: so it can be stored and printed."""
-    return Path(os.fsencode(path).decode(errors="backslashreplace"))
+    return Path(shown(path))
 
 
 def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encoding, LogFile]]:
@@ -113,7 +103,7 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
         except OSError as exc:  # the folder, not each log name in it
             rejected.append(Rejected(shown_path(session_dir), unreadable_folder(exc)))
             return
-        if not utf8_path(path):
+        if not is_utf8(path):
             rejected.append(Rejected(shown_path(path), NAME_REASON))
         elif stat.S_ISREG(st.st_mode):
             yield encoding, LogFile(path, st)
