@@ -377,8 +377,9 @@ async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWa
     source = _ClientLines(anyio.wrap_file(stdin))
     try:
         async with stdio_server(stdin=source) as (read_stream, write_stream):  # type: ignore[arg-type]
-            lines = _AnsweringInvalidLines(read_stream, write_stream, source)
-            await server.run(lines, write_stream, server.create_initialization_options())
+            answers = _Answers(write_stream)
+            lines = _AnsweringInvalidLines(read_stream, answers, source)
+            await server.run(lines, answers, server.create_initialization_options())
     except ExceptionGroup as group:  # the transport's tasks fail as a group
         raise _output_failure(group) from None
     finally:
@@ -455,6 +456,67 @@ def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> types.JSONRPCError:
     )
 
 
+# How long requests still being served may take to be answered once the client closed its input:
+# a tool call's own waits (a lock, the daemon, a client's roots) end well inside it, and a harness
+# that closed stdin to shut the server down waits for it to exit (or ends it) anyway.
+INPUT_CLOSED_DRAIN_SECONDS = 30.0
+
+
+class _Answers:
+    """The stream the server answers on, knowing which of the client's requests are unanswered.
+
+    At the end of its input the SDK's dispatcher cancels every request still being served, and
+    answers it `Connection closed` — an update whose commit lands all the same included — or
+    never starts it. So the end of input is passed on only once they are answered (`drained`)."""
+
+    def __init__(self, stream: WriteStream[SessionMessage]) -> None:
+        self._stream = stream
+        self._unanswered: set[types.RequestId] = set()
+        self._answered = anyio.Event()
+
+    def expect(self, message: types.JSONRPCMessage) -> None:
+        """Note a message passed on to the server: a request is to be answered, one the client
+        cancelled is never (the spec forbids it)."""
+        if isinstance(message, types.JSONRPCRequest):
+            self._unanswered.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self._settle((message.params or {}).get("requestId"))
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._stream.send(item)
+        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+            self._settle(item.message.id)
+
+    def _settle(self, request_id: Any) -> None:
+        if request_id in self._unanswered:
+            self._unanswered.discard(request_id)
+            self._answered.set()
+            self._answered = anyio.Event()
+
+    async def drained(self) -> None:
+        """Wait until every request passed on is answered, for `INPUT_CLOSED_DRAIN_SECONDS` at most."""
+        with anyio.move_on_after(INPUT_CLOSED_DRAIN_SECONDS):
+            while self._unanswered:
+                await self._answered.wait()
+        if self._unanswered:
+            log.warning(
+                "the client closed its input; %d request(s) unanswered after %.0f s",
+                len(self._unanswered),
+                INPUT_CLOSED_DRAIN_SECONDS,
+            )
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
 class _AnsweringInvalidLines:
     """The transport's stream of the client's messages, answering each line that is not one.
 
@@ -463,13 +525,14 @@ class _AnsweringInvalidLines:
     `Server.run`): a client that sent a request it got wrong would wait forever. Here each gets
     the error JSON-RPC gives it, on the write stream the server answers on. So does a request
     the SDK parsed as a notification, its id being neither a string nor an integer (`source`,
-    the lines as sent, tells).
+    the lines as sent, tells). The end of the lines waits for the requests passed on to be
+    answered (`_Answers`).
     """
 
     def __init__(
         self,
         lines: ReadStream[SessionMessage | Exception],
-        answers: WriteStream[SessionMessage],
+        answers: _Answers,
         source: _ClientLines | None = None,
     ) -> None:
         self._lines = lines
@@ -478,9 +541,14 @@ class _AnsweringInvalidLines:
 
     async def receive(self) -> SessionMessage:
         while True:
-            item = await self._lines.receive()
+            try:
+                item = await self._lines.receive()
+            except anyio.EndOfStream:
+                await self._answers.drained()
+                raise
             answer = _refusal(item, self._source.taken() if self._source is not None else None)
             if answer is None and not isinstance(item, Exception):
+                self._answers.expect(item.message)
                 return item
             if answer is not None:  # else a blank line, which asks nothing
                 log.warning("answered a line that is not a JSON-RPC message: %s", answer.error.message)
