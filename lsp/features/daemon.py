@@ -32,8 +32,10 @@ def register(server: RememServer) -> None:
     link.on(ELSEWHERE, lambda said: _warn(server, said["message"]))
     link.on("memory/changed", lambda news: editor.notify(ids.MEMORY_CHANGED, news))
     link.on("sessions/changed", lambda news: editor.notify(ids.TREE_CHANGED, news))
-    # A review badge follows a run that ended anywhere (a failed or cancelled one changes no memory).
+    # A run that ended anywhere changes its session's review badge and adds a receipt to the
+    # Memory view's recent ones, though a failed or cancelled run changes no memory.
     link.on("consolidation/finished", lambda news: editor.notify(ids.TREE_CHANGED, news))
+    link.on("consolidation/finished", lambda news: editor.notify(ids.MEMORY_CHANGED, news))
     link.on("sessions/progress", lambda news: editor.notify(ids.SESSIONS_PROGRESS, news))
     link.on(RECONNECTED, lambda _: editor.notify(ids.MEMORY_CHANGED, {}))
     link.on(RECONNECTED, lambda _: editor.notify(ids.TREE_CHANGED, {}))

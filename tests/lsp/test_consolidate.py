@@ -155,7 +155,7 @@ async def test_a_failure_says_why_and_the_url_it_tried(editor: Editor, fake: Fak
     assert result["message"].endswith("): 0 changes to memory; the receipt says more.")
 
 
-async def test_a_run_another_client_ended_without_memory_redraws_the_tree(
+async def test_a_run_another_client_ended_without_memory_redraws_the_tree_and_the_receipts(
     editor: Editor, fake: FakeOpenAI, home: Home
 ) -> None:
     reviewed = source(home, seed=9)
@@ -168,6 +168,8 @@ async def test_a_run_another_client_ended_without_memory_redraws_the_tree(
     assert result["status"] == "provider-failed"
     ended = {"session": reviewed.id, "outcome": "provider-failed"}
     await until(lambda: ended in editor.notes("remem/treeChanged"))
+    # The Memory view's recent receipts, which the editor reads again on `memoryChanged`.
+    await until(lambda: ended in editor.notes("remem/memoryChanged"))
 
 
 async def test_cancelling_the_progress_cancels_the_attempt(
