@@ -18,12 +18,19 @@ A write the file system refuses (a full disk) is `fsutil.Unwritable`, no temp le
 refused: the update is refused, nothing changed. The final entry refused: a commit that landed
 is still answered as committed, its intent left to be settled as after a crash; the intent of a
 commit that wrote nothing (refused by the store, or a conflict) is dropped, its entry unwritten.
+
+The trail also tells the memory history who made a state it finds unrecorded (`author`, decision
+0408): an update whose history entry was never written (a crash, a stuck history lock) is still
+named by its intent or its entry, with the revisions it went from and to.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import os
 import secrets
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -35,6 +42,7 @@ from ..faults import faultpoint
 from ..fsutil import atomic_write, fsync_dir, refused_as_unwritable
 from ..home import Home
 from ..protocol.consolidation import ScopeRevisions
+from ..protocol.memory import Actor
 from ..safe_open import read_regular, refused
 
 _INTENT_PREFIX = ".intent-"
@@ -42,6 +50,10 @@ _SUFFIX = ".json"
 # An entry names at most `MAX_AGENT_CHANGES` (50) changes, each well under 1 KiB.
 _ENTRY_MAX_BYTES = 1024 * 1024
 GLOBAL_SCOPE = "global"
+# The newest entries (of every scope) read for the author of a state the history missed. The
+# history looks for one only when it finds such a state (after a failed entry, or a hand edit),
+# and it finds it soon: the daemon looks at once, the next start or commit at the latest.
+AUTHOR_LOOK_BACK = 64
 
 
 class AuditStatus(str, Enum):
@@ -67,6 +79,10 @@ class AuditAgent(_Model):
     session: str  # remem's id of the MCP session
     client: str | None = None  # the MCP client's name and version, when it declared them
 
+    def actor(self) -> Actor:
+        """The agent as the memory history names it."""
+        return Actor(kind="agent", session=self.session, client=self.client)
+
 
 class AuditEntry(_Model):
     kind: Literal["agent-update"] = "agent-update"
@@ -83,6 +99,15 @@ class AuditEntry(_Model):
     @property
     def lock_scope(self) -> str:
         return scope_name(self.workspace)
+
+    def made(self) -> tuple[str, str | None] | None:
+        """The revisions its update took the scope from and to, if it changed memory: a final
+        entry's `after`, an intent's `planned` (it landed if the scope is there, as `settled` says)."""
+        if self.status is AuditStatus.COMMITTED:
+            return self.revisions.before, self.revisions.after
+        if self.status is AuditStatus.COMMITTING:
+            return self.revisions.before, self.revisions.planned
+        return None
 
     def ended(self, status: AuditStatus, after: str | None) -> AuditEntry:
         revisions = self.revisions.model_copy(update={"after": after})
@@ -191,6 +216,36 @@ class AuditTrail:
                         f"{path}: not a valid audit entry ({exc.error_count()} problem(s))"
                     ) from None
         return entries
+
+    def author(self, workspace_key: str | None, before: str, after: str) -> Actor | None:
+        """The agent whose update took the scope (`workspace_key`, None for Global) from `before`
+        to `after`: its intent, or among the newest `AUTHOR_LOOK_BACK` entries, the scope's
+        newest that changed memory (an older one's state was changed since, whatever came back
+        to it). None when there is none, and for a file that does not read (passed over)."""
+        for entry in self._latest(workspace_key):
+            made = entry.made()
+            if made == (before, after):
+                return entry.agent.actor()
+            if entry.status is AuditStatus.COMMITTED:
+                return None
+        return None
+
+    def _latest(self, workspace_key: str | None) -> Iterator[AuditEntry]:
+        """The scope's intent, then its entries among the newest `AUTHOR_LOOK_BACK`, newest
+        first; each file that does not read is passed over."""
+        try:
+            with os.scandir(self.folder) as found:
+                names = [e.name for e in found if e.name.endswith(_SUFFIX) and not e.name.startswith(".")]
+        except FileNotFoundError:
+            names = []
+        newest = heapq.nlargest(AUTHOR_LOOK_BACK, names)  # ids sort by time
+        for path in [self._intent(scope_name(workspace_key)), *(self.folder / name for name in newest)]:
+            try:
+                entry = AuditEntry.model_validate_json(_read(path, "entry"))
+            except (OSError, AuditError, ValidationError):
+                continue
+            if entry.workspace == workspace_key:
+                yield entry
 
     def _intent(self, scope: str) -> Path:
         return self.folder / f"{_INTENT_PREFIX}{scope}{_SUFFIX}"

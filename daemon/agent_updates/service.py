@@ -223,9 +223,7 @@ class AgentUpdates:
             )
             self.trail.begin(entry)  # Unwritable: refused before anything changed, no intent left
             try:
-                committed = update.commit(
-                    self.store, Actor(kind="agent", session=agent.session, client=agent.client)
-                )
+                committed = update.commit(self.store, entry.agent.actor())
             except BaseException as failure:
                 # The scope tells whether the failed commit landed; the commit's own error is
                 # what the caller is told, never one of settling its entry.

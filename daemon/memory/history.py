@@ -19,7 +19,10 @@ scope's last entry does not end at the revision a new entry starts from (a crash
 entry, memory was edited while nobody watched, the repository was deleted or set aside as
 corrupt), the state it starts from is recorded first, as `recovered`, so the history stays a
 chain of real states; a state found where this process's own commit has no entry, or in a
-repository it started again, is never told as a hand edit. A read that meets an object it
+repository it started again, is never told as a hand edit. Such a state is told as an agent's
+change instead when the agent's audit trail, injected as `attribute` (memory never imports the
+agents' package), shows its update took the scope from where the history ends to that very
+state (decision 0408). A read that meets an object it
 cannot read (gone, or its bytes corrupt) says the history is damaged and which entry, never a
 bug (decision 0395). A repository the disk refuses to make (a full disk) leaves no folder, and a
 read says so with what to do (decision 0398); a merge of the small packs that fails is a warning:
@@ -47,7 +50,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -64,7 +67,7 @@ from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
-from .revision import name_bytes, shown_name
+from .revision import global_revision, name_bytes, shown_name, workspace_revision
 
 try:
     import pygit2
@@ -111,6 +114,9 @@ class IncompleteEntry(HistoryError):
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
 RECOVERED = Actor(kind="recovered")
+# Who took a scope (its workspace key, None for Global) from one revision to another, when a
+# record of theirs says so; None when none does. Asked only for a state the history missed.
+Attribution = Callable[[str | None, str, str], Actor | None]
 
 
 class _Meta(BaseModel):
@@ -154,10 +160,19 @@ def branch_of(workspace_key: str | None) -> str:
 class History:
     """One per store; thread-safe (one repository object behind a lock)."""
 
-    def __init__(self, home: Home, *, enabled: bool = True, deferred: bool = False) -> None:
+    def __init__(
+        self,
+        home: Home,
+        *,
+        enabled: bool = True,
+        deferred: bool = False,
+        attribute: Attribution | None = None,
+    ) -> None:
         """`deferred`: entries are written by a writer thread after the commit returns (the
-        daemon); otherwise before it (a command run once, a test)."""
+        daemon); otherwise before it (a command run once, a test). `attribute`: who made a
+        state found unrecorded, when someone's record knows (decision 0408)."""
         self._home = home
+        self._attribute = attribute
         self.path = home.root / "history"
         self._marker = home.state / _MARKER
         self._writing = home.locks / "history.lock"
@@ -212,9 +227,14 @@ class History:
             parent, ends_at, held = self._tip(branch)
             entries = []
             if ends_at != before.revision and (parent is not None or before.files):
-                # the state this commit started from was never recorded
-                missed = self._missed(branch, parent)
-                entries.append(_compose(branch, parent, before, before.revision, missed, held))
+                # The state this commit started from was never recorded: told from where the
+                # history ends when its author is known, as their commit's entry would have been;
+                # else from itself, what it started from being unknown (decision 0402).
+                start = _start(workspace_key, ends_at)
+                known = self._author(workspace_key, start, before.revision)
+                missed = known or self._missed(branch, parent)
+                entry_before = before.revision if known is None else start
+                entries.append(_compose(branch, parent, before, entry_before, missed, held))
                 parent, held = entries[-1].id, entries[-1].held
             # `parent` now ends at the revision the commit started from; its files may still
             # differ from `before.files` in bytes the revision does not see (a CRLF save)
@@ -231,11 +251,28 @@ class History:
         return entries[-1].id
 
     def _missed(self, branch: str, parent: str | None) -> Actor:
-        """Who made a state a commit finds unrecorded. In the daemon (entries written after the
-        answer), which watches memory, the user by hand before its watcher looked (its debounce);
-        unless this process cannot vouch for the branch (decision 0395). In a command run once, a
-        state no daemon saw made: `recovered`."""
+        """Who made a state a commit finds unrecorded, when no record names its author
+        (`_author`). In the daemon (entries written after the answer), which watches memory, the
+        user by hand before its watcher looked (its debounce); unless this process cannot vouch
+        for the branch (decision 0395). In a command run once, a state no daemon saw made:
+        `recovered`."""
         return RECOVERED if self._writer is None or not self._vouches(branch, parent is None) else HAND_EDIT
+
+    def _author(self, workspace_key: str | None, start: str, found: str) -> Actor | None:
+        """Who took the scope from `start`, where its history ends, to the unrecorded state
+        `found`, as `attribute` knows it (an agent's audit trail, decision 0408); None when it
+        does not. Its failure is a warning, never a failure to record."""
+        if self._attribute is None:
+            return None
+        try:
+            return self._attribute(workspace_key, start, found)
+        except Exception as exc:
+            log.warning(
+                "memory history: who made the state of %s found unrecorded is unknown (%s)",
+                branch_of(workspace_key),
+                _reason(exc),
+            )
+            return None
 
     def _vouches(self, branch: str, first: bool) -> bool:
         """Whether a state found on `branch` (with no entry yet: `first`) can be told as the user's:
@@ -258,16 +295,24 @@ class History:
                 return None
             with self._writing_held():
                 repo = self._open()
-                with self._lock, _private_files():
+                with self._lock:
                     head = self._head(repo, branch)
-                    if head is not None and _meta(head).after == current.revision:
+                    ends_at = None if head is None else _meta(head).after
+                    if ends_at == current.revision:
                         self._ends_recorded(branch)
                         return None
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
-                    if not self._vouches(branch, head is None):
-                        actor = RECOVERED  # maybe this process's own unrecorded commit: no hand edit
-                    before = _meta(head).after if head is not None else current.revision
+                # Looked up outside the repository's lock: the writing lock keeps the head as it is.
+                start = _start(workspace_key, ends_at)
+                known = self._author(workspace_key, start, current.revision)
+                if known is not None:
+                    actor = known
+                elif not self._vouches(branch, head is None):
+                    actor = RECOVERED  # maybe this process's own unrecorded commit: no hand edit
+                with self._lock, _private_files():
+                    # a first entry found without its author starts from itself (decision 0402)
+                    before = current.revision if ends_at is None and known is None else start
                     composed = _compose(branch, _id(head), current, before, actor, _held(head))
                     self._store(repo, composed)
                     return composed.id
@@ -706,6 +751,14 @@ class History:
                 "later one merges them",
                 _reason(exc),
             )
+
+
+def _start(workspace_key: str | None, ends_at: str | None) -> str:
+    """The revision a scope's history ends at (`ends_at`), or, holding no entry of it, the
+    empty scope's: where a change the history missed started, as far as it knows."""
+    if ends_at is not None:
+        return ends_at
+    return global_revision(b"") if workspace_key is None else workspace_revision({})
 
 
 def _compose(

@@ -63,7 +63,7 @@ from .canonical import (
     read_memory_bytes,
 )
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
-from .history import CLI, History, global_generation, workspace_generation
+from .history import CLI, Attribution, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
 from .journal import JournalUnreadable, needs_recovery, recover, write_generation
@@ -98,10 +98,18 @@ class MemoryInvalid(Exception):
 
 
 class MemoryStore:
-    def __init__(self, home: Home, *, history: bool = True, defer_history: bool = False) -> None:
-        """`defer_history`: a commit returns before its history entry is written (the daemon)."""
+    def __init__(
+        self,
+        home: Home,
+        *,
+        history: bool = True,
+        defer_history: bool = False,
+        attribute: Attribution | None = None,
+    ) -> None:
+        """`defer_history`: a commit returns before its history entry is written (the daemon).
+        `attribute`: who made a state the history finds unrecorded, when a record says (`History`)."""
         self.home = home.ensure_layout()
-        self.history = History(self.home, enabled=history, deferred=defer_history)
+        self.history = History(self.home, enabled=history, deferred=defer_history, attribute=attribute)
         self._odd_infos: set[Path] = set()  # irregular workspace.json files already logged
 
     # -- Global ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..agent_updates.audit import AuditTrail
 from ..consolidation.settle import pending
 from ..home import Home
 from ..protocol.api import InProcessTransport
@@ -56,7 +57,9 @@ class Host:
 class Services:
     def __init__(self, home: Home, host: Host) -> None:
         self.home = home
-        self.memory = MemoryMethods(home, host.publish, watch=host.watch)
+        # An agent's update whose history entry was never written is still the agent's: its
+        # audit trail names it (decision 0408).
+        self.memory = MemoryMethods(home, host.publish, watch=host.watch, attribute=AuditTrail(home).author)
         self.sessions = SessionMethods(home, host.extra_roots, host.publish, host.memo, host.settings)
         self.consolidation = ConsolidationMethods(home, self.memory, host.publish)
         self.agents = AgentMethods(self.memory)

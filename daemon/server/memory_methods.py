@@ -25,7 +25,7 @@ from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
-from ..memory.history import HAND_EDIT, RECOVERED, HistoryError, stat, unified_diff
+from ..memory.history import HAND_EDIT, RECOVERED, Attribution, HistoryError, stat, unified_diff
 from ..memory.identity import WorkspaceId
 from ..memory.lint import listing
 from ..memory.revert import revert
@@ -71,11 +71,19 @@ def unheard(method: str, params: BaseModel) -> None:
 
 
 class MemoryMethods:
-    def __init__(self, home: Home, publish: Publish = unheard, *, watch: bool | None = None) -> None:
+    def __init__(
+        self,
+        home: Home,
+        publish: Publish = unheard,
+        *,
+        watch: bool | None = None,
+        attribute: Attribution | None = None,
+    ) -> None:
         """`watch` serves reads from a snapshot cache (proved by a change feed when True, by stat
-        when False); None reads the files each time (one command run without the daemon)."""
+        when False); None reads the files each time (one command run without the daemon).
+        `attribute`: who made a state the history finds unrecorded, when a record says."""
         # The daemon's commits answer before their history entry is written (decision 0135).
-        self.store = MemoryStore(home, defer_history=watch is not None)
+        self.store = MemoryStore(home, defer_history=watch is not None, attribute=attribute)
         self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
         # Set once the daemon has recorded what changed while no daemon watched: a change found
