@@ -11,7 +11,7 @@ import errno
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -132,8 +132,30 @@ def temp_path_for(target: Path) -> Path:
     It names `target` as far as it fits the folder's longest name (the random tail keeps it
     unique), so a file whose name is already as long as allowed can still be replaced or removed.
     """
-    tail = f"{TEMP_MARKER}{secrets.token_hex(6)}"
-    return target.with_name(f".{_cut(target.name, name_max(target.parent) - 1 - len(tail))}{tail}")
+    return target.with_name(_temp_prefix(target) + secrets.token_hex(_TEMP_RANDOM_BYTES))
+
+
+_TEMP_RANDOM_BYTES = 6
+_TEMP_TAIL = len(TEMP_MARKER) + 2 * _TEMP_RANDOM_BYTES  # the marker and the random hex after it
+
+
+def _temp_prefix(target: Path) -> str:
+    """What every temp of `target` is named before its random hex: its (cut) name and the marker."""
+    return f".{_cut(target.name, name_max(target.parent) - 1 - _TEMP_TAIL)}{TEMP_MARKER}"
+
+
+def is_temp_of(name: str, target: Path) -> bool:
+    """Whether `name` is one of `temp_path_for(target)`'s names, cut or not.
+
+    Exact for a name that fits whole; a name cut to fit is told apart from another only as far
+    as their cut forms differ (decision 0409)."""
+    prefix = _temp_prefix(target)
+    tail = name[len(prefix) :]
+    return (
+        name.startswith(prefix)
+        and len(tail) == 2 * _TEMP_RANDOM_BYTES
+        and all(c in "0123456789abcdef" for c in tail)
+    )
 
 
 def name_max(folder: Path) -> int:
@@ -235,14 +257,28 @@ def publish_new(temp: Path, target: Path, *, dir_fd: int | None = None) -> None:
 
 
 def remove_stale_temps(directory: Path) -> list[Path]:
-    """Delete temp files a crashed writer left in `directory`; return what was removed."""
+    """Delete every temp file in `directory`; return what was removed.
+
+    Only for a caller holding the one lock every writer of the folder takes: another writer's
+    temp, in flight under another lock, would go too. A writer of one file in a folder others
+    write under their own locks uses `remove_stale_temps_of` (decision 0409)."""
+    return _remove_temps(directory, is_temp_name)
+
+
+def remove_stale_temps_of(target: Path) -> list[Path]:
+    """Delete the temp files a crashed writer of `target` left beside it, and no other file's;
+    for a caller holding the lock every writer of `target` takes. Return what was removed."""
+    return _remove_temps(target.parent, lambda name: is_temp_of(name, target))
+
+
+def _remove_temps(directory: Path, chosen: Callable[[str], bool]) -> list[Path]:
     removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
     except FileNotFoundError:
         return removed
     for entry in entries:
-        if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
+        if chosen(entry.name) and entry.is_file(follow_symlinks=False):
             os.unlink(entry.path)
             removed.append(Path(entry.path))
     if removed:

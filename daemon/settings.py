@@ -21,7 +21,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from . import safe_yaml
-from .fsutil import remove_stale_temps
+from .fsutil import remove_stale_temps_of
 from .home import Home
 from .limits import SESSION_LINE_MAX_BYTES
 from .locks import file_lock
@@ -296,7 +296,7 @@ class SettingsStore:
         said = (f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in changes.items())
         change = "set " + ", ".join(said)  # as YAML would hold them
         with file_lock(self.home.locks / "settings.lock"):
-            remove_stale_temps(self.home.root)
+            remove_stale_temps_of(self.home.settings_file)  # never credentials.yml's, in flight
             self.home.refuse_linked_write(self.home.settings_file, change)
             existing = self._existing()
             raw = existing or b""

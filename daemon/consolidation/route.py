@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import credentials, safe_yaml
 from ..faults import faultpoint
-from ..fsutil import refused_as_unwritable, remove_stale_temps, replace_durably, write_temp
+from ..fsutil import refused_as_unwritable, remove_stale_temps_of, replace_durably, write_temp
 from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
@@ -241,7 +241,7 @@ def store_api_key(home: Home, provider: str, api_key: str) -> None:
     if problem is not None:  # refused now: once stored, every consolidation would fail on it
         raise RouteError(f"the API key given for `{provider}` was not stored: {problem}; enter it again")
     with file_lock(home.locks / "credentials.lock"):
-        remove_stale_temps(home.root)
+        remove_stale_temps_of(home.credentials_file)  # never settings.yml's, in flight
         home.refuse_linked_write(home.credentials_file, change)
         current = read_credentials(home)  # refuses a file other users can read
         providers = {name: {"api_key": c.api_key} for name, c in current.providers.items()}

@@ -135,6 +135,17 @@ def test_derived_names_fit_and_stay_recognisable(tmp_path: Path, size: int) -> N
     assert fsutil.remove_stale_temps(tmp_path) and not any(is_temp_name(p.name) for p in tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("size", [1, 200, 231, 232, 250, 255])
+def test_a_files_own_temps_are_told_from_its_neighbours(tmp_path: Path, size: int) -> None:
+    target = tmp_path / ("é" * (size // 2) + "e" * (size % 2))
+    own = [temp_path_for(target) for _ in range(2)]
+    neighbours = [temp_path_for(tmp_path / f"x{target.name}"), temp_path_for(tmp_path / "other.yml")]
+    for path in [*own, *neighbours, target]:
+        path.write_text("in flight")
+    assert sorted(fsutil.remove_stale_temps_of(target)) == sorted(own)
+    assert all(path.exists() for path in [*neighbours, target]), "only the target's own temps go"
+
+
 def test_a_short_name_is_kept_whole(tmp_path: Path) -> None:
     assert temp_path_for(tmp_path / "a-fact.md").name.startswith(f".a-fact.md{TEMP_MARKER}")
     assert unmerged_path_for(tmp_path / "a-fact.md").name.startswith("a-fact.md.unmerged-")
