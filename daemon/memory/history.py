@@ -61,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
 from ..fsutil import WRITE_REMEDIES, Unwritable, is_refused_write
-from ..home import Home
+from ..home import Home, HomeUnusable, linked_message
 from ..locks import LockHandle, bounded_file_lock
 from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
@@ -110,6 +110,21 @@ class FilesUnreadable(Exception):
 class IncompleteEntry(HistoryError):
     """An entry's tree names a file whose bytes the repository lacks."""
 
+
+# What libgit2 and the pack writer read and write inside the repository (a parent before its
+# children), and the folders whose entries (objects, packs, branches) they open by name.
+_INSIDE = (
+    "HEAD",
+    "config",
+    "packed-refs",
+    "logs",
+    "objects",
+    "objects/info",
+    "objects/pack",
+    "refs",
+    "refs/heads",
+)
+_LISTED_INSIDE = ("objects", "objects/pack", "refs/heads")
 
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
@@ -519,6 +534,7 @@ class History:
 
     def _opened(self) -> pygit2.Repository:
         self._home.refuse_link(self.path)  # libgit2 would read and write wherever it points
+        self._refuse_links_inside()
         if self._repo is not None and self.path.is_dir():
             return self._repo
         self._repo = None
@@ -550,6 +566,23 @@ class History:
             repo = self._init()
         self._repo = repo
         return repo
+
+    def _refuse_links_inside(self) -> None:
+        """HomeUnusable when a file or folder libgit2 or the pack writer use inside the
+        repository, or an object, pack or branch file, is a link: they follow it, out of the home
+        with memory's content (as at `history` itself). An lstat each, a listing of three folders."""
+        for name in _INSIDE:
+            if (self.path / name).is_symlink():
+                raise HomeUnusable(linked_message(self.path / name, self._home.root))
+        for name in _LISTED_INSIDE:
+            try:
+                entries = os.scandir(self.path / name)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with entries:
+                linked = next((entry.path for entry in entries if entry.is_symlink()), None)
+            if linked is not None:
+                raise HomeUnusable(linked_message(Path(linked), self._home.root))
 
     def _init(self) -> pygit2.Repository:
         """A new repository, made aside and renamed into place whole. One the file system refuses

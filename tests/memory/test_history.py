@@ -666,6 +666,37 @@ def test_a_repository_linked_out_of_the_home_is_never_written_nor_read(
     assert _files(outside) == held, "nothing written through it"
 
 
+@pytest.mark.parametrize(
+    "inside", ["objects", "objects/pack", "refs", "refs/heads", "a branch", "a pack", "config"]
+)
+def test_a_link_inside_the_repository_is_never_written_nor_read_through(
+    store: MemoryStore, workspace: WorkspaceId, tmp_path: Path, inside: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # libgit2 and the pack writer follow links below the repository's own folder: a link there
+    # took memory's content (secrets included) out of the home, as a link at `history` would.
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    repository = store.home.root / "history"
+    named = {
+        "a branch": f"refs/heads/ws-{workspace.key}",
+        "a pack": next(repository.glob("objects/pack/*.pack")),
+    }
+    linked = repository / named.get(inside, inside)
+    outside = tmp_path / "outside" / linked.name
+    outside.parent.mkdir()
+    shutil.move(linked, outside)
+    linked.symlink_to(outside)
+    held = _files(outside.parent)
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        second = store.commit_workspace(workspace, first.revision, [put("beta")])
+    assert second.status == "committed" and second.history is None, "memory commits are unaffected"
+    said = f"HomeUnusable: remem's home {store.home.root} cannot be used"
+    assert any(said in r.getMessage() for r in caplog.records)
+    with pytest.raises(history_module.HistoryError) as refused:
+        store.history.log(workspace.key)
+    assert said in str(refused.value)
+    assert _files(outside.parent) == held, "nothing written through it"
+
+
 @pytest.mark.parametrize("linked", ["cache", "marker"])
 def test_a_log_cache_or_marker_linked_out_of_the_home_is_never_written(
     home: Home, workspace: WorkspaceId, tmp_path: Path, linked: str
