@@ -330,3 +330,27 @@ def test_a_branch_file_that_does_not_read_is_damage_not_a_bug(home: Home, worksp
     assert code == 1 and f"damaged: its branch ws-{workspace.key} cannot be read" in err, err
     second = MemoryStore(home).commit_workspace(workspace, first.revision, [put("beta")])
     assert second.status == "committed" and second.history is None
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_global_file_made_a_link_or_fifo_is_announced_invalid_not_a_failed_look(
+    home: Home, tmp_path: Path, kind: str
+) -> None:
+    # The watcher's look at Global raised from its history's look (a link or a FIFO is refused
+    # there), so it logged a traceback and editors were never told Global had gone invalid.
+    heard: list[tuple[str, object]] = []
+    methods = MemoryMethods(home, lambda method, news: heard.append((method, news)), watch=True)
+    try:
+        asyncio.run(methods.reconcile_history())
+        target = tmp_path / "elsewhere"
+        target.write_text("Read from outside the home.\n")
+        if kind == "fifo":
+            os.mkfifo(target.with_suffix(".fifo"))
+            target = target.with_suffix(".fifo")
+        (home.memory / "GLOBAL.md").symlink_to(target)
+        asyncio.run(methods.scope_changed(None))
+    finally:
+        assert methods.cache is not None
+        methods.cache.close()
+    [(method, news)] = heard
+    assert method == "memory/changed" and news.scope == "global" and news.valid is False  # type: ignore[attr-defined]
