@@ -402,11 +402,33 @@ def _assignments(text: str, literals: _Literals) -> Iterator[re.Match[str]]:
 # masked whole, a password or not (a token may be the user). Evidence and proposals mask only a
 # login with a password (`_URL_LOGIN`): in prose, `ssh://git@host` names no secret.
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]+@")  # to the last @: a password may hold one
+# A URL's query (`?key=...`, `?api-version=...`): a gateway may take its key there, under any
+# name, so every value is masked (decision 0413). It ends where a URL cannot go on: whitespace, a
+# quote, `<>`, a backtick, the fragment, and not on the punctuation of a sentence or parentheses
+# around it; a login already masked (`[redacted userinfo]@`) is passed over, so masking twice
+# changes nothing.
+_QUERY = re.compile(
+    r"(?i)\b[a-z][a-z0-9+.-]*://(?:\[redacted userinfo\]@)?[^\s?#\"'<>`]*"
+    r"\?(?P<query>[^\s#\"'<>`]*[^\s#\"'<>`).,;:!?])"
+)
+_MASKED_QUERY = "[redacted query]"
+
+
+def _masked_query(match: re.Match[str]) -> str:
+    parameters = []
+    for parameter in match["query"].split("&"):
+        name, equals, value = parameter.partition("=")
+        if not equals:  # `?token`: no name of anything, perhaps the key itself
+            name, value = "", name
+        masked = not value or value.startswith("[redacted")
+        parameters.append(parameter if masked else f"{name}{equals}{_MASKED_QUERY}")
+    return match.group()[: match.start("query") - match.start()] + "&".join(parameters)
 
 
 def mask_userinfo(text: str) -> str:
-    """`text` with the login of every URL in it masked: how remem shows a base_url anywhere."""
-    return _USERINFO.sub(r"\1[redacted userinfo]@", text)
+    """`text` with the login and the query values of every URL in it masked: how remem shows a
+    base_url anywhere (the query first: its pattern passes over a login masked already)."""
+    return _USERINFO.sub(r"\1[redacted userinfo]@", _QUERY.sub(_masked_query, text))
 
 
 # A variable whose name says it holds a credential: `OPENAI_API_KEY`, `GITHUB_TOKEN`,
@@ -426,7 +448,7 @@ def without_credentials(environ: Mapping[str, str], named: Collection[str]) -> d
 
 class RedactingFormatter(logging.Formatter):
     """Log lines, tracebacks included, with credentials masked: an exception may quote a key, and
-    the HTTP client logs each request's URL, login included."""
+    the HTTP client logs each request's URL, login and query included."""
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(mask_userinfo(super().format(record)))

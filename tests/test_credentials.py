@@ -146,10 +146,20 @@ def test_a_remembered_key_holding_another_is_masked_whole() -> None:
         ("HTTPS://p@ss:w@rd@proxy/x", "HTTPS://[redacted userinfo]@proxy/x"),  # to the last @
         ("at https://token@h and http://h/a@b", "at https://[redacted userinfo]@h and http://h/a@b"),
         ("mail alice@example.com", "mail alice@example.com"),
+        # A gateway may take its key in the query, under any name: every value is masked.
+        ("http://h:1/v1?key=S3cr3tValue", "http://h:1/v1?key=[redacted query]"),
+        (
+            "GET http://h/v1/models?a=1&api-version=2 HTTP",
+            "GET http://h/v1/models?a=[redacted query]&api-version=[redacted query] HTTP",
+        ),
+        ("https://u:pw@h/v1?token", "https://[redacted userinfo]@h/v1?[redacted query]"),
+        ("(asked http://h/v1?k=S3cr3t).", "(asked http://h/v1?k=[redacted query])."),
+        ("is it http://h/? or http://h/?#top", "is it http://h/? or http://h/?#top"),
     ],
 )
 def test_a_urls_login_is_masked(text: str, masked: str) -> None:
     assert credentials.mask_userinfo(text) == masked
+    assert credentials.mask_userinfo(masked) == masked, "masking again changes nothing"
 
 
 def test_the_http_clients_request_log_never_holds_a_urls_login(capsys: pytest.CaptureFixture[str]) -> None:

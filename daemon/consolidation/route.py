@@ -127,12 +127,17 @@ def resolve_route(home: Home, settings: Settings) -> Route:
 def _remember_login(base_url: str) -> None:
     """A login in the base_url is sent as HTTP Basic auth (the HTTP client's rule, in place of
     the key); a server's error may echo its password, or the header's base64 of `user:password`,
-    which no pattern knows: redaction must know both exactly."""
+    which no pattern knows: redaction must know both exactly. So must it each value of the
+    query (a gateway's key): a server's error may echo the path the SDK built (decision 0413)."""
     try:
         parts = urlsplit(base_url)
         user, password = parts.username, parts.password
     except ValueError:  # no URL: `open_client` says so
         return
+    for parameter in filter(None, parts.query.split("&")):
+        name, equals, value = parameter.partition("=")
+        for said in {value if equals else name, unquote(value if equals else name)}:
+            credentials.remember(said)  # too short a value is not remembered: it would mask words
     if password is not None:
         user, password = unquote(user or ""), unquote(password)
         credentials.remember(password)

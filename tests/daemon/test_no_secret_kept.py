@@ -18,12 +18,13 @@ from remem.daemon.home import Home
 from tests.consolidation.conftest import KEY_ENV, configure, write_source
 from tests.fake_openai import FakeOpenAI, status
 
-from .helpers import remem
+from .helpers import calls, remem
 
 pytestmark = pytest.mark.slow
 # No credential pattern matches either: only their values can.
 KEY = "remem-test-route-key-7f3a9c2e71d04b5f"
 PASSWORD = "proxy-login-5e1b"
+QUERY_KEY = "gateway-query-key-41c7d09e"
 
 
 @pytest.fixture
@@ -76,6 +77,33 @@ def test_a_base_url_login_echoed_by_the_provider_is_kept_nowhere(
         assert all(secret not in o.stdout + o.stderr for o in outputs)
         holding = {p for p in home.root.rglob("*") if p.is_file() and secret.encode() in _bytes(p)}
         assert holding <= settings_copies, holding
+
+
+def test_a_key_in_the_base_urls_query_is_kept_nowhere(home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
+    """A gateway taking its key in the query (`?key=...`): httpx's request lines, the model list's
+    note and its log line, the receipt and the CLI's output showed the base_url with it."""
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root)
+    settings = home.settings_file.read_text()
+    home.settings_file.write_text(settings.replace(fake.base_url, f"{fake.base_url}?key={QUERY_KEY}"))
+    source = write_source(root, str(tmp_path / "project"))
+    fake.reply(status(401, "Incorrect API key provided."))
+    ran = remem(home, "consolidate", source.id, "--json")
+    (listed,) = calls(home, [("consolidation/models", {"provider": "fake"})])  # no `GET /models`: 404
+    outputs = [ran, remem(home, "receipts", "--json")]
+    remem(home, "daemon", "stop")
+    # The SDK appends the path to the query (`/v1/?key=...chat/completions`): the fake's 404
+    # echoes it, as a provider's "invalid URL" may.
+    assert json.loads(ran.stdout)["status"] == "provider-failed"
+    assert "no route POST /v1/?key=[redacted route-key]chat/completions" in outputs[1].stdout
+    shown = f"{fake.base_url}?key=[redacted query]"
+    assert listed["note"] == f"fake did not list its models at {shown} (HTTP 404)"
+    assert f"(asked {shown})" in outputs[1].stdout
+    log = (home.state / "daemon.log").read_text()
+    assert f"HTTP Request: GET {fake.origin}/v1/?key=[redacted query] " in log  # `models` appended too
+    assert all(QUERY_KEY not in o.stdout + o.stderr for o in outputs)
+    holding = {p for p in home.root.rglob("*") if p.is_file() and QUERY_KEY.encode() in _bytes(p)}
+    assert holding <= {home.settings_file, home.state / "settings.valid.json"}, holding
 
 
 def _bytes(path: Path) -> bytes:
