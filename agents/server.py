@@ -35,7 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
 from remem.daemon.cli.output import OutputUnwritable, one_line
-from remem.daemon.credentials import log_to_stderr
+from remem.daemon.credentials import log_to_stderr, redact
 from remem.daemon.home import Home
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import HistoryEntry
@@ -224,9 +224,11 @@ class _Handlers:
 def client_label(name: str, version: str) -> str:
     """ "name/version" as the audit and the history record the client: one line of at most
     `MAX_CLIENT_CHARS` printable characters, whatever the client declared (a line or paragraph
-    separator, a control or format character each become a space)."""
+    separator, a control or format character each become a space), with what looks like a
+    credential masked, as everything remem keeps is: the audit holds ids, never content. Masked
+    whole before it is cut, so that no cut leaves a key too short to be recognised."""
     label = "".join(" " if _unprintable(c) else c for c in f"{name}/{version}")
-    return label[:MAX_CLIENT_CHARS]
+    return redact(label)[:MAX_CLIENT_CHARS]
 
 
 def _unprintable(char: str) -> bool:

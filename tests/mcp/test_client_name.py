@@ -42,3 +42,22 @@ async def test_a_client_name_with_line_breaks_and_controls_is_recorded_as_one_cl
     assert audited.startswith("my client  [31m x") and _clean(audited) and len(audited) <= 200, audited
     [actor] = [e.actor for e in store.history.log(workspace.key) if e.actor.kind == "agent"]
     assert actor.client == audited
+
+
+async def test_a_credential_in_the_client_name_is_recorded_masked(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """The audit holds ids, never content: a key a client put in its name is masked there and in
+    the history, as everything remem keeps is."""
+    secret = "sk-ant-api03-CLIENTSECRET0123456789abcdef"
+    declared = types.Implementation(name=f"evil\nclient {secret}", version=f"1 token={secret[-12:]}")
+    async with agent(home, project, client_info=declared, options=("--no-daemon",)) as session:
+        await session.context()
+        committed = await session.update(put("one"))
+        assert not committed.is_error, text_of(committed)
+    [audit] = list((home.memory / "audit").glob("*.json"))
+    audited = json.loads(audit.read_text())["agent"]["client"]
+    assert audited == "evil client [redacted api-key]/1 token=[redacted secret]", audited
+    [actor] = [e.actor for e in store.history.log(workspace.key) if e.actor.kind == "agent"]
+    assert actor.client == audited
+    assert secret[-12:].encode() not in audit.read_bytes()
