@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import re
+import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -46,6 +47,10 @@ OUTBOX_MESSAGES = 1024
 # sixteen that never read hold over 600 MB.
 BACKLOG_BYTES = 4 * OUTBOX_BYTES
 ENCODED_RESULTS = 16  # recent results kept with their JSON text
+# ... and only while the results live elsewhere (a kept listing) and their texts are this small:
+# every result was kept, a transcript of 30 MB too, so a few `sessions show` held a gigabyte.
+ENCODED_ENTRY_BYTES = 16 << 20
+ENCODED_TOTAL_BYTES = 32 << 20
 # JSON may escape a lone UTF-16 surrogate ("\ud800"), which no UTF-8 file, path or answer can
 # hold; a pair decodes to one character, so a surrogate left in a decoded string is lone.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,9 +83,10 @@ class Dispatcher:
         assert set(handlers) == set(METHODS), "every protocol method has exactly one handler"
         self._handlers = handlers
         self._max_answer_bytes = max_answer_bytes
-        # Results given again (a snapshot the cache proved unchanged) are encoded once: for 200
-        # records, encoding costs ten times what answering from the cache does.
-        self._encoded: OrderedDict[int, tuple[BaseModel, bytes]] = OrderedDict()
+        # Results given again (a snapshot the cache proved unchanged, a kept listing) are encoded
+        # once: for 200 records, encoding costs ten times what answering from the cache does.
+        # Held weakly: a result nothing else keeps (a transcript shown once) is given again never.
+        self._encoded: OrderedDict[int, tuple[weakref.ref[BaseModel], bytes]] = OrderedDict()
         self._validating = ThreadPoolExecutor(1, thread_name_prefix="remem-validate")
 
     async def handle(self, line: bytes) -> bytes | None:
@@ -135,15 +141,20 @@ class Dispatcher:
         return answer
 
     def _encode_result(self, result: BaseModel) -> bytes:
-        # Keyed by identity, holding the result: an id is never reused while it is in here.
+        # Keyed by identity and checked through the weak reference: a key whose result is gone
+        # may name another result now, which the reference tells apart.
         held = self._encoded.get(id(result))
-        if held is not None and held[0] is result:
+        if held is not None and held[0]() is result:
             self._encoded.move_to_end(id(result))
             return held[1]
         text = result.__pydantic_serializer__.to_json(result)
-        self._encoded[id(result)] = (result, text)
-        if len(self._encoded) > ENCODED_RESULTS:
-            self._encoded.popitem(last=False)
+        for key in [key for key, (ref, _) in self._encoded.items() if ref() is None]:
+            del self._encoded[key]  # their texts go with them, at the latest here
+        if len(text) <= ENCODED_ENTRY_BYTES:
+            self._encoded[id(result)] = (weakref.ref(result), text)
+        total = sum(len(kept) for _, kept in self._encoded.values())
+        while len(self._encoded) > ENCODED_RESULTS or total > ENCODED_TOTAL_BYTES:
+            total -= len(self._encoded.popitem(last=False)[1][1])
         return text
 
     async def _call(self, method: str, params: Any, escaped: bool, off_loop: bool = False) -> BaseModel:

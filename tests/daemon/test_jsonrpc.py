@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import socket
+import tracemalloc
+import weakref
+from collections import deque
+from typing import ClassVar
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, model_serializer
 
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import INTERNAL_ERROR, MAX_MESSAGE_BYTES, METHODS
@@ -197,3 +202,54 @@ def test_clients_together_have_no_more_waiting_than_the_daemon_keeps() -> None:
     held, got, cut = asyncio.run(scenario())
     assert held <= 6 << 20 and cut, (held, cut)
     assert json.loads(got)["result"]["text"] == "x" * (1 << 20)
+
+
+class _Counted(BaseModel):
+    text: str
+    encodings: ClassVar[list[str]] = []
+
+    @model_serializer
+    def _encode(self) -> dict[str, str]:
+        _Counted.encodings.append(self.text[:8])
+        return {"text": self.text}
+
+
+def _serving(results: list[BaseModel]) -> Dispatcher:
+    """A dispatcher answering every request with the next of `results`, each let go once given."""
+    given = deque(results)
+    results.clear()
+
+    async def next_result(params: object) -> BaseModel:
+        return given.popleft()
+
+    return Dispatcher(dict.fromkeys(METHODS, next_result), 64 << 20)
+
+
+_STATUS = b'{"jsonrpc":"2.0","id":1,"method":"daemon/status"}'
+
+
+def test_a_result_given_again_is_encoded_once() -> None:
+    kept = _Counted(text="a listing kept between requests")
+    dispatcher = _serving([kept, kept, _Counted(text="another"), kept])
+    answers = [asyncio.run(dispatcher.handle(_STATUS)) for _ in range(4)]
+    assert len(set(answers)) == 2 and _Counted.encodings == ["a listin", "another"]
+
+
+def test_no_answer_is_held_once_it_is_sent() -> None:
+    """Every result was kept with its JSON text (the last 16): a few `sessions show` of a
+    transcript holding a 30 MB prompt kept the daemon above a gigabyte."""
+    one_off = _Large(text="x" * (4 << 20))
+    gone = weakref.ref(one_off)
+    large_and_kept = _Large(text="y" * (20 << 20))  # still kept by someone: its text is not
+    dispatcher = _serving([one_off, large_and_kept])
+    del one_off
+    tracemalloc.start()
+    try:
+        asyncio.run(dispatcher.handle(_STATUS))
+        asyncio.run(dispatcher.handle(_STATUS))
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert gone() is None, "a result shown once is not kept alive"
+    assert held < 4 << 20, f"{held} bytes held after the answers were sent"
