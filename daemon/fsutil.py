@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
+from .faults import faultpoint
+
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 TEMP_MARKER = ".remem-tmp-"
@@ -238,20 +240,25 @@ def atomic_write(target: Path, data: bytes) -> None:
         raise
 
 
-def publish_new(temp: Path, target: Path, *, dir_fd: int | None = None) -> None:
+def publish_new(temp: Path, target: Path, *, linked: str, dir_fd: int | None = None) -> None:
     """Publish `temp` at `target` only if `target` does not exist (hard link), then drop `temp`.
 
     Raises FileExistsError when something already occupies `target`: a publish never
     overwrites. With `dir_fd`, both are names in that folder (`safe_open.open_folder`).
+    `linked` names the fault point between the link and the unlink: a crash there leaves the
+    temp as a second name of the published file, for the writer's recovery to remove even
+    though `target` exists.
     """
     if dir_fd is None:
         os.link(temp, target)
         fsync_dir(target.parent)
+        faultpoint(linked)
         temp.unlink()
         fsync_dir(temp.parent)
         return
     os.link(temp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     os.fsync(dir_fd)
+    faultpoint(linked)
     os.unlink(temp, dir_fd=dir_fd)
     os.fsync(dir_fd)
 
@@ -279,7 +286,8 @@ def _remove_temps(directory: Path, chosen: Callable[[str], bool]) -> list[Path]:
         return removed
     for entry in entries:
         if chosen(entry.name) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
+            with contextlib.suppress(FileNotFoundError):  # gone meanwhile: as good as removed
+                os.unlink(entry.path)
             removed.append(Path(entry.path))
     if removed:
         fsync_dir(directory)

@@ -47,6 +47,7 @@ from ..fsutil import (
     fsync_dir,
     is_temp_name,
     remedy,
+    remove_stale_temps_of,
 )
 from ..home import Home
 from ..locks import LockUnusable, file_lock, try_file_lock
@@ -229,10 +230,11 @@ class ForkJournal:
             temp.unlink(missing_ok=True)
         entry = self._read(key)
         if entry is not None and entry.status == "prepared":
+            # Whether or not the child is there: a crash between the publish's link and its
+            # unlink leaves the temp as a second name of the child, which would stay for good.
+            _remove_child_temps(Path(entry.path))
             if self._published_here(entry.path):
                 self.put(entry.model_copy(update={"status": "committed"}))
-            elif not os.path.lexists(entry.path):
-                _remove_child_temps(Path(entry.path))
         # Any other prepared entry stays prepared for its retry, which marks it again before
         # writing: a file at its child's path that this home did not publish (or has changed
         # since) may be another home's, made with the same operation id (decision 0371), and is
@@ -371,12 +373,9 @@ def operation_key(operation_id: str) -> str:
 
 def _remove_child_temps(child: Path) -> None:
     # Only this child's temps: a Claude Code or Codex child shares its folder with other
-    # sessions, and another operation may be writing its own child there right now.
-    temps = list(child.parent.glob(f".{child.name}{TEMP_MARKER}*"))
-    for temp in temps:
-        temp.unlink(missing_ok=True)
-    if temps:
-        fsync_dir(child.parent)
+    # sessions, and another operation may be writing its own child there right now. The child's
+    # name comes from this operation's id, whose lock the caller holds.
+    remove_stale_temps_of(child)
     _remove_if_empty(child.parent)
 
 

@@ -209,7 +209,7 @@ def publish_log(
         write_synced(temp, *parts, dir_fd=fd)
         faultpoint(f"{protocol}.after-temp-write")
         try:
-            publish_new(temp, Path(path.name), dir_fd=fd)
+            publish_new(temp, Path(path.name), linked=f"{protocol}.after-link", dir_fd=fd)
         except OSError:  # taken (FileExistsError), or the link refused: the temp goes either way
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=fd)

@@ -44,6 +44,7 @@ COMPLETE = "the receipt is final; only its mark is left, and dropped"
 CONSOLIDATION_POINTS: dict[str, str] = {
     "consolidation.after-attempt-receipt": NEW_ATTEMPT,
     "sessions.writer.after-temp-write": NEW_ATTEMPT,
+    "sessions.writer.after-link": NEW_ATTEMPT,
     "sessions.writer.after-publish": NEW_ATTEMPT,
     "sessions.writer.mid-append": NEW_ATTEMPT,  # the step holding the proposal is torn
     "sessions.writer.after-append": ADOPTED,
