@@ -83,6 +83,8 @@ def _must_be_absolute(cwd: str | None) -> str | None:
     # A relative cwd would be resolved against the daemon's own folder, not the client's.
     if cwd is not None and not os.path.isabs(cwd):
         raise ValueError("cwd must be an absolute path")
+    if cwd is not None and "\0" in cwd:  # no folder has one: it would only be stored as garbage
+        raise ValueError("cwd holds a NUL character, which no path can")
     return cwd
 
 

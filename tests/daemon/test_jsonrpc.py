@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, model_serializer
 
 from remem.daemon.home import Home
-from remem.daemon.protocol.rpc import INTERNAL_ERROR, MAX_MESSAGE_BYTES, METHODS
+from remem.daemon.protocol.rpc import INTERNAL_ERROR, INVALID_PARAMS, MAX_MESSAGE_BYTES, METHODS
 from remem.daemon.server.jsonrpc import Backlogs, Connection, Dispatcher
 from remem.daemon.server.process import Daemon
 from remem.daemon.server.running_settings import RunningSettings
@@ -253,3 +253,17 @@ def test_no_answer_is_held_once_it_is_sent() -> None:
         tracemalloc.stop()
     assert gone() is None, "a result shown once is not kept alive"
     assert held < 4 << 20, f"{held} bytes held after the answers were sent"
+
+
+def test_a_cwd_holding_nul_is_refused_and_no_workspace_is_made(tmp_path: object) -> None:
+    home = Home(tmp_path / "home")  # type: ignore[operator]
+    daemon = Daemon(home, RunningSettings(home))
+    frame = json.dumps(
+        {"jsonrpc": "2.0", "id": 3, "method": "memory/readWorkspace", "params": {"cwd": "/tmp/a\u0000b"}}
+    ).encode()
+    reply = answer(daemon, frame)
+    assert reply is not None and reply["error"]["code"] == INVALID_PARAMS
+    assert reply["error"]["data"] == [
+        {"field": "cwd", "message": "Value error, cwd holds a NUL character, which no path can"}
+    ]
+    assert not home.workspaces.exists() or list(home.workspaces.iterdir()) == []
