@@ -7,6 +7,7 @@ canonicalised away: dropping them would silently change content, so they are err
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import BinaryIO
@@ -112,28 +113,48 @@ class Unread(Exception):
         self.diagnostic = diagnostic
 
 
-def read_memory_bytes(path: Path, irregular: Diagnostic) -> bytes | None:
-    """A memory file's bytes, None when it is absent. Never read through a symlink (it could
-    lead out of REMEM_HOME) nor waited on as a FIFO: anything but a regular file is `Unread`
-    with `irregular`, and so is a file past the cap, with `FILE_TOO_LARGE`."""
+def open_memory_file(path: Path, irregular: Diagnostic) -> int:
+    """A read-only descriptor of the memory file at `path` (`FileNotFoundError` when there is
+    none). Never opened through a symlink (it could lead out of REMEM_HOME) nor waited on as a
+    FIFO or device (`safe_open.open_regular`): anything but a regular file is `Unread` with
+    `irregular`, whatever a look at the path said a moment before."""
     try:
-        raw = safe_open.read_regular(path, MEMORY_FILE_MAX_BYTES)
+        return safe_open.open_regular(path)
     except FileNotFoundError:
-        return None
+        raise
     except OSError as exc:
         if not safe_open.refused(exc):
             raise
         raise Unread(irregular) from None
+
+
+def read_memory_bytes(path: Path, irregular: Diagnostic) -> bytes | None:
+    """A memory file's bytes, None when it is absent; opened by `open_memory_file` (`Unread`
+    with `irregular`), and a file past the cap is `Unread` with `FILE_TOO_LARGE`."""
+    try:
+        fd = open_memory_file(path, irregular)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        raw = read_capped(handle)
     if raw is None:
         raise Unread(FILE_TOO_LARGE)
     return raw
 
 
-def read_file(path: Path) -> tuple[str, list[Diagnostic]]:
-    """`decode` of a memory file read with `read_capped`: past the cap, no text and the error."""
-    with path.open("rb") as handle:
+def read_file(path: Path, irregular: Diagnostic) -> tuple[str, list[Diagnostic]]:
+    """`decode` of a memory file opened by `open_memory_file` (`Unread` with `irregular`,
+    `FileNotFoundError`) and read with `read_capped`: past the cap, no text and the error."""
+    return read_file_stat(path, irregular)[0]
+
+
+def read_file_stat(path: Path, irregular: Diagnostic) -> tuple[tuple[str, list[Diagnostic]], os.stat_result]:
+    """`read_file`, with the `stat` of the descriptor read, taken before its bytes: a change
+    made after it changes the stat, so a text kept by that stat is never a stale one."""
+    with os.fdopen(open_memory_file(path, irregular), "rb") as handle:
+        st = os.fstat(handle.fileno())
         raw = read_capped(handle)
-    return ("", [FILE_TOO_LARGE]) if raw is None else decode(raw)
+    return (("", [FILE_TOO_LARGE]) if raw is None else decode(raw)), st
 
 
 def decode(raw: bytes) -> tuple[str, list[Diagnostic]]:

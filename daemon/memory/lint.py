@@ -19,6 +19,7 @@ from .canonical import (
     IRREGULAR_RECORD,
     LINKED_WORKSPACE,
     NAME_NOT_UTF8,
+    Unread,
     read_file,
     too_large,
 )
@@ -62,9 +63,12 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
 
 
 def _global_problems(path: Path) -> list[Diagnostic]:
-    if path.is_symlink() or not path.is_file():  # as the store: never read through, never blocked on
+    try:  # as the store: never read through a link, never blocked on a FIFO, whenever it came
+        text, problems = read_file(path, IRREGULAR_GLOBAL)
+    except Unread as exc:
+        return [exc.diagnostic]
+    except FileNotFoundError:  # gone since it was named: as a look at it found it before
         return [IRREGULAR_GLOBAL]
-    text, problems = read_file(path)
     return problems if FILE_TOO_LARGE in problems else problems + validate_global(text, secrets=True)
 
 
@@ -92,19 +96,21 @@ def lint_workspace_folder(
     """
     edited = edited or {}
     cache = cache or LintCache()
-    names, others = _entries(folder, cache)
+    names, listed_others = _entries(folder, cache)
+    others = set(listed_others)  # and those no regular file any more when read (swapped since)
     undecodable = {name for name in names if shown_name(name) != name}  # never read: no record's
     names -= undecodable
-    decoded = {
-        name: _edited(edited[name]) if name in edited else cache.read(folder, name)
-        for name in sorted(names | set(edited))
-        if record_name_of(name) is not None
-    }
+    decoded: dict[str, tuple[str, list[Diagnostic]]] = {}
+    for name in sorted(names | set(edited)):
+        if record_name_of(name) is not None:
+            read = _edited(edited[name]) if name in edited else _read(cache, folder, name, others)
+            if read is not None:
+                decoded[name] = read
     index: tuple[str, list[Diagnostic]] | None = None
     if INDEX_FILE in edited:
         index = (edited[INDEX_FILE], [])
     elif INDEX_FILE in names:
-        index = cache.read(folder, INDEX_FILE)
+        index = _read(cache, folder, INDEX_FILE, others)
     unread = any(has_errors(problems) for _, problems in decoded.values())  # not UTF-8, too large
     parsed, index_problems = validate_workspace(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse, unread
@@ -124,6 +130,17 @@ def lint_workspace_folder(
             irregular = IRREGULAR_INDEX if name == INDEX_FILE else IRREGULAR_RECORD
             reports[name] = [irregular, *reports.get(name, [])]
     return reports
+
+
+def _read(cache: LintCache, folder: Path, name: str, others: set[str]) -> tuple[str, list[Diagnostic]] | None:
+    """The file's text and decoding problems; None, with its name put in `others`, when it was
+    listed as a regular file and is no longer one (a link or a FIFO swapped in since): it is
+    then reported as one listed so, and never read."""
+    try:
+        return cache.read(folder, name)
+    except Unread:
+        others.add(name)
+        return None
 
 
 def unmerged_saves(name: str, names: Iterable[str]) -> list[Diagnostic]:

@@ -7,7 +7,10 @@ settled file each hand over the same string until it changes, and hashing a new 
 (as keying by its value would, on every keystroke) costs about half a millisecond. A file's
 text and a folder's listing are kept by their stat stamp, and trusted only once their last
 change is older than `stamps.RACY_NS`: a later write within the same timestamp tick, with the
-same size, could otherwise go unseen.
+same size, could otherwise go unseen. The stamp is the path's own (`lstat`), never what a link
+there leads to, and a text is kept by the stamp of the descriptor it was read from: a file is
+opened as the store opens it (`canonical.open_memory_file`), so one swapped for a link or a FIFO
+after the folder was listed is refused, never followed nor waited on.
 
 Each cache is bounded in entries and in the characters of text it holds: every keystroke in a
 long document is a new text, and a count of entries alone let a language server grow by a
@@ -17,13 +20,14 @@ megabyte a keystroke in a 1 MiB record, to over a gigabyte.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
-from .canonical import read_file
+from .canonical import IRREGULAR_RECORD, read_file_stat
 from .diagnostics import Diagnostic
 from .record import BODY_MAX_BYTES, FRONT_MATTER_MAX_BYTES, RECORDS_MAX
 from .stamps import RACY_NS, Stamp, stamp
@@ -62,16 +66,21 @@ class LintCache:
 
     def read(self, folder: Path, name: str) -> tuple[str, list[Diagnostic]]:
         """The text of the file `name` in `folder`, decoded as UTF-8 (`canonical.decode`), re-read
-        only when it changed."""
+        only when it changed; `Unread` when it is no regular file (a link, a FIFO) by the time it
+        is read, `FileNotFoundError` when it is gone."""
         # Paths as strings, put together by hand: on every keystroke, for each record of a folder
         # of 200, joining `Path`s cost more than the stat, and `os.path.join` a quarter of it.
         path = f"{os.fspath(folder)}{os.sep}{name}"
-        text, problems = self._texts.get(path, lambda: read_file(Path(path)), lambda read: len(read[0]))
+
+        def load(_: os.stat_result) -> tuple[tuple[str, list[Diagnostic]], os.stat_result]:
+            return read_file_stat(Path(path), IRREGULAR_RECORD)
+
+        text, problems = self._texts.get(path, load, lambda read: len(read[0]))
         return text, list(problems)
 
     def entries(self, folder: Path) -> FolderEntries:
         """The names of the entries in `folder`, listed again only when they changed."""
-        return self._listings.get(os.fspath(folder), lambda: _entries(folder), FolderEntries.chars)
+        return self._listings.get(os.fspath(folder), lambda st: (_entries(folder), st), FolderEntries.chars)
 
 
 class _Lru(Generic[_K, _V]):
@@ -111,24 +120,39 @@ class _Lru(Generic[_K, _V]):
 
 
 class _ByStat(Generic[_V]):
-    """Values derived from a path, kept while the path's stat is unchanged and settled."""
+    """Values derived from a path, kept while the path's own stat is unchanged and settled."""
 
-    def __init__(self, known: _Lru[str, tuple[Stamp, _V]]) -> None:
+    def __init__(self, known: _Lru[str, tuple[_Signature, _V]]) -> None:
         self._known = known
 
-    def get(self, path: str, load: Callable[[], _V], chars: Callable[[_V], int]) -> _V:
-        """The value of `path`, loaded again when it changed; `chars` tells the text it holds."""
-        st = os.stat(path)
-        signature = stamp(st)
+    def get(
+        self,
+        path: str,
+        load: Callable[[os.stat_result], tuple[_V, os.stat_result]],
+        chars: Callable[[_V], int],
+    ) -> _V:
+        """The value of `path`, loaded again when it changed; `chars` tells the text it holds.
+
+        `load` is given the path's `lstat` and returns the value with the stat of what it was
+        derived from (a file's: of the descriptor it read), which the value is kept by."""
+        st = os.lstat(path)  # a link's own: never what it leads to
         known = self._known.get(path)
-        if known is not None and known[0] == signature:
+        if known is not None and known[0] == _signature(st):
             return known[1]
-        value = load()
+        value, st = load(st)
         if time.time_ns() - st.st_ctime_ns > RACY_NS:
-            self._known.put(path, (signature, value), chars(value))
+            self._known.put(path, (_signature(st), value), chars(value))
         else:
             self._known.pop(path)
         return value
+
+
+_Signature = tuple[int, Stamp]  # the file's type, and its stamp
+
+
+def _signature(st: os.stat_result) -> _Signature:
+    """What a kept value is proven by: a link or a FIFO at the path never matches a file's."""
+    return stat.S_IFMT(st.st_mode), stamp(st)
 
 
 class FolderEntries(NamedTuple):

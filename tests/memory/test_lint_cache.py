@@ -105,8 +105,8 @@ def test_a_settled_file_is_read_once_until_it_changes(
 ) -> None:
     folder = _folder(tmp_path, "alpha")
     reads: list[Path] = []
-    read_file = lint_cache.read_file
-    monkeypatch.setattr(lint_cache, "read_file", lambda path: reads.append(path) or read_file(path))
+    read = lint_cache.read_file_stat
+    monkeypatch.setattr(lint_cache, "read_file_stat", lambda path, odd: reads.append(path) or read(path, odd))
     cache = LintCache()
     first = lint_workspace_folder(folder, cache=cache)
     assert lint_workspace_folder(folder, cache=cache) == first

@@ -1,0 +1,147 @@
+"""A memory file swapped for a FIFO or a link after it was looked at is never waited on nor read.
+
+Linting (the editor's diagnostics, `memory/overview`, `remem memory validate`) looks at a folder,
+then reads its files: a link or a FIFO renamed over a record in between was followed out of the
+home (its text shown) or waited on for good (the language server's main thread, a daemon
+thread). Here the swap happens at the very instant between the look and the read: the first
+`stat` of the record (`os.stat` or `os.lstat`, whichever the code asks) sees the regular file,
+then the odd one is renamed over it. Each read then runs with a deadline (`_within`), so a
+reader that waits fails the test instead of hanging the suite. What a swapped file gets is what
+the same file gets when it is already there when looked at.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.canonical import IRREGULAR_GLOBAL, IRREGULAR_RECORD, Unread, read_file
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.lint import lint_paths, lint_workspace_folder
+from remem.daemon.memory.lint_cache import LintCache
+from remem.daemon.memory.overview import workspace_health
+from remem.daemon.memory.store import MemoryStore
+
+from .factory import put
+from .test_odd_files import _odd, _within
+from .test_store import EMPTY
+
+KINDS = ["fifo", "link to an outside fifo", "link to an outside file"]
+
+
+def _committed(store: MemoryStore, workspace: WorkspaceId) -> Path:
+    """The workspace's folder, holding `alpha` and `beta` and their `MEMORY.md`."""
+    assert store.commit_workspace(workspace, EMPTY, [put("alpha"), put("beta")]).status == "committed"
+    return store.folder(workspace)
+
+
+def _staged(path: Path, kind: str, tmp_path: Path) -> tuple[Path, Path | None]:
+    """The odd file of `kind` made beside `path` (to be renamed over it), and its FIFO if any."""
+    staged = path.with_name(f".staged-{path.name}")
+    fifo = _odd(staged, kind, tmp_path)
+    return staged, (path if fifo == staged else fifo)
+
+
+@contextmanager
+def _swapped_after_stat(path: Path, staged: Path) -> Iterator[None]:
+    """Rename `staged` over `path` just after the first `stat` or `lstat` of `path` (by its full
+    path or by its name from a folder's descriptor) has seen the regular file there."""
+    real = {"stat": os.stat, "lstat": os.lstat}
+    done: list[bool] = []
+
+    def looked(which: str):  # type: ignore[no-untyped-def]
+        def look(name, *args, **kwargs):  # type: ignore[no-untyped-def]
+            st = real[which](name, *args, **kwargs)
+            if not done and os.fspath(name) in (str(path), path.name):
+                done.append(True)
+                os.rename(staged, path)  # the instant between the look and the read
+            return st
+
+        return look
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(os, "stat", looked("stat"))
+        patched.setattr(os, "lstat", looked("lstat"))
+        yield
+    assert done, "the swap happened"
+
+
+def _codes(reports: dict[str, list]) -> dict[str, list[str]]:  # type: ignore[type-arg]
+    return {name: [d.code for d in found] for name, found in sorted(reports.items())}
+
+
+# -- reading one file ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_memory_file_that_is_no_regular_file_is_not_read(tmp_path: Path, kind: str) -> None:
+    record = tmp_path / "beta.md"
+    fifo = _odd(record, kind, tmp_path)
+    with pytest.raises(Unread) as refused:
+        _within(lambda: read_file(record, IRREGULAR_RECORD), *([fifo] if fifo else []))
+    assert refused.value.diagnostic == IRREGULAR_RECORD
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_lint_cache_reads_no_record_that_is_no_regular_file(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    fifo = _odd(folder / "beta.md", kind, tmp_path)
+    with pytest.raises(Unread):
+        _within(lambda: LintCache().read(folder, "beta.md"), *([fifo] if fifo else []))
+
+
+# -- a record swapped between the listing's look and the read ------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_record_swapped_after_the_look_is_linted_as_one_found_so(
+    store: MemoryStore, workspace: WorkspaceId, tmp_path: Path, kind: str
+) -> None:
+    folder = _committed(store, workspace)
+    record = folder / "beta.md"
+    staged, fifo = _staged(record, kind, tmp_path)
+    with _swapped_after_stat(record, staged):
+        swapped = _within(lambda: lint_workspace_folder(folder, cache=LintCache()), *([fifo] if fifo else []))
+    found = lint_workspace_folder(folder)  # the odd file there when looked at: listed as such
+    assert _codes(found)["beta.md"] == ["remem/not-a-regular-file"]
+    assert swapped == found
+    assert [d.message for d in swapped["beta.md"]] == [IRREGULAR_RECORD.message]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_overview_of_a_record_swapped_after_the_look_reads_nothing_through_it(
+    home: Home,
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    folder = _committed(store, workspace)
+    record = folder / "beta.md"
+    staged, fifo = _staged(record, kind, tmp_path)
+    with _swapped_after_stat(record, staged):
+        _, rows = _within(lambda: workspace_health(home, workspace, {}), *([fifo] if fifo else []))
+    beta = next(row for row in rows if Path(row.path).name == "beta.md")
+    assert (beta.name, beta.description, beta.type) == ("beta", "", ""), "nothing read through"
+    assert (beta.valid, beta.problems) == (False, 1)
+    assert "elsewhere" not in repr(rows)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_global_swapped_after_the_look_is_validated_as_one_found_so(
+    home: Home, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home.ensure_layout()
+    fifo = _odd(home.global_file, kind, tmp_path)
+    # What a look at the path a moment before the read saw: a plain file, no link.
+    is_file, is_symlink = Path.is_file, Path.is_symlink
+    monkeypatch.setattr(Path, "is_file", lambda path: path == home.global_file or is_file(path))
+    monkeypatch.setattr(Path, "is_symlink", lambda path: path != home.global_file and is_symlink(path))
+    [linted] = _within(lambda: lint_paths([home.global_file]), *([fifo] if fifo else []))
+    assert linted.diagnostics == [IRREGULAR_GLOBAL]
