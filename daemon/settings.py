@@ -30,6 +30,7 @@ from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
 from .safe_open import open_linked, read_capped, refused
 from .swap import ABSENT, Displaced, digest, publish
+from .validation import one_line
 
 
 class _Strict(BaseModel):
@@ -41,9 +42,10 @@ def _absolute_root(path: str) -> str:
     """A root must name one folder whoever reads it: the daemon runs from another folder than
     the command that started it, so a relative path would be read from there (decision 0362)."""
     if not (path.startswith("~") or os.path.isabs(path)):
+        shown = one_line(path)  # a line break in it would forge a line of the daemon's log
         raise ValueError(
-            f"{path!r} is a relative path, which the daemon would look for from its own working "
-            f"folder, not this file's; write the absolute path (/…/{path}) or one starting with ~"
+            f"'{shown}' is a relative path, which the daemon would look for from its own working "
+            f"folder, not this file's; write the absolute path (/…/{shown}) or one starting with ~"
         )
     return path
 
@@ -201,7 +203,7 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
     if node is None:
         data = {}
     if twice := _twice(node):  # PyYAML keeps the last of them, and says nothing
-        problems = [f"{source}:{line}: {key}: appears twice; keep one" for key, line in twice]
+        problems = [f"{source}:{line}: {one_line(key)}: appears twice; keep one" for key, line in twice]
         raise SettingsError(problems, [line for _, line in twice])
     if not isinstance(data, dict):
         raise SettingsError([f"{source}:1: settings must be a mapping of sections (sessions, daemon, ...)"])
@@ -218,8 +220,8 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
         known = ", ".join(sorted(settings.all_providers()))
         raise SettingsError(
             [
-                f"{source}:{line}: consolidation.provider: `{provider}` is not defined; use one of "
-                f"{known} or add it under providers"
+                f"{source}:{line}: consolidation.provider: `{one_line(provider)}` is not defined; use "
+                f"one of {one_line(known)} or add it under providers"
             ],
             [line],
         )
@@ -228,7 +230,7 @@ def parse_settings(raw: bytes, source: str = "settings.yml") -> Settings:
 
 def _describe(error: Mapping[str, Any], line: int, source: str) -> str:
     location = [str(part) for part in error["loc"] if part not in (_AS_PATH, _AS_MAPPING)]
-    key = ".".join(location) or "(top level)"
+    key = one_line(".".join(location)) or "(top level)"  # keys are the file's: one may hold a line break
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "unknown key; check its spelling against docs/cli.md#settings"

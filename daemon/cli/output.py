@@ -15,6 +15,8 @@ import click
 from pydantic import BaseModel
 
 from ..memory.diagnostics import Diagnostic, FileProblems
+from ..validation import CONTROLS, escaped
+from ..validation import one_line as one_line  # where the CLI's modules and the servers take it
 
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2
@@ -23,22 +25,12 @@ EXIT_INTERNAL = 4  # a bug in remem: one line says where its traceback is
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a process SIGINT ended (128 + 2)
 
 
-# What would drive a terminal rather than show on it: C0 and C1 controls, and the Unicode line
-# separators and direction overrides. A session's title or a record's name comes from files.
-_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_IN_TEXT = re.compile(f"[{_CONTROLS}]")
-_IN_LINE = re.compile(f"[{_CONTROLS}\n\t]")
-_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\e"}
-
-
-def _escaped(match: re.Match[str]) -> str:
-    char = match.group()
-    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+_IN_TEXT = re.compile(f"[{CONTROLS}]")
 
 
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     """`click.echo` for people: control characters are shown escaped, never sent to the terminal."""
-    _write(_IN_TEXT.sub(_escaped, text) + ("\n" if nl else ""), err=err)
+    _write(_IN_TEXT.sub(escaped, text) + ("\n" if nl else ""), err=err)
 
 
 def _write(text: str, *, err: bool) -> None:
@@ -76,14 +68,9 @@ def _encoding(stream: TextIO) -> tuple[str, str]:
     return encoding, stream.errors or "strict"
 
 
-def one_line(text: str) -> str:
-    """`text` as a field of a one-line row: newlines and tabs escaped too."""
-    return _IN_LINE.sub(_escaped, text)
-
-
 def emit_json(value: BaseModel | dict[str, Any]) -> None:
     """`value` as JSON for scripts, the rest of Unicode kept readable. What would drive a terminal
-    is written `\\uXXXX`: `json.dumps` escapes C0 itself, and the rest of `_CONTROLS` can only
+    is written `\\uXXXX`: `json.dumps` escapes C0 itself, and the rest of `CONTROLS` can only
     stand inside a string, where the escape is the same character to any JSON reader."""
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     text = json.dumps(data, ensure_ascii=False, indent=2)

@@ -20,6 +20,7 @@ from ..home import Home
 from ..safe_open import read_regular
 from ..safe_yaml import MAX_BYTES
 from ..settings import Settings, SettingsError, SettingsStore, parse_settings, read_settings_file
+from ..validation import one_line
 
 log = logging.getLogger("remem.daemon")
 
@@ -37,7 +38,8 @@ class RunningSettings:
             settings, _ = SettingsStore(self.home).read()
         except SettingsError as exc:
             self.problems = exc.problems
-            log.warning("settings.yml is invalid; running on the last valid settings: %s", exc)
+            said = one_line("; ".join(exc.problems))  # one log line, whatever the file holds
+            log.warning("settings.yml is invalid; running on the last valid settings: %s", said)
             return False
         self.current, self.problems = settings, []
         try:
