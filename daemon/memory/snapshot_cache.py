@@ -37,6 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from ..fsutil import is_temp_name
 from ..protocol.memory import RECORD_SUFFIX, GlobalSnapshot, WorkspaceSnapshot
+from ..safe_open import open_regular
 from .change_feed import ChangeFeed
 from .identity import WorkspaceId
 from .journal import JOURNAL_NAME
@@ -261,8 +262,12 @@ def _global_signature(path: Path) -> Signature | None:
 
 
 def _file_digest(path: Path) -> bytes | None:
+    """The digest of the file's bytes; None when it cannot be read. It is opened as the store
+    opens it (`safe_open.open_regular`): a link or a FIFO swapped in since its stat was taken is
+    never followed nor waited on, and its None sends the lookup to the store's read, which says
+    what stands there."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_regular(path)
     except FileNotFoundError:
         return _digest_of(b"")  # Global not written yet (a vanished record changed its stamp)
     except OSError:

@@ -1,13 +1,14 @@
 """A memory file swapped for a FIFO or a link after it was looked at is never waited on nor read.
 
-Linting (the editor's diagnostics, `memory/overview`, `remem memory validate`) looks at a folder,
-then reads its files: a link or a FIFO renamed over a record in between was followed out of the
-home (its text shown) or waited on for good (the language server's main thread, a daemon
-thread). Here the swap happens at the very instant between the look and the read: the first
-`stat` of the record (`os.stat` or `os.lstat`, whichever the code asks) sees the regular file,
-then the odd one is renamed over it. Each read then runs with a deadline (`_within`), so a
-reader that waits fails the test instead of hanging the suite. What a swapped file gets is what
-the same file gets when it is already there when looked at.
+Linting (the editor's diagnostics, `memory/overview`, `remem memory validate`) and the agent
+context's snapshot cache look at a folder, then read its files: a link or a FIFO renamed over a
+record in between was followed out of the home (its text shown) or waited on for good (the
+language server's main thread, a daemon thread `remem daemon stop` could not stop). Here the
+swap happens at the very instant between the look and the read: the first `stat` of the record
+(`os.stat` or `os.lstat`, whichever the code asks) sees the regular file, then the odd one is
+renamed over it. Each read then runs with a deadline (`_within`), so a reader that waits fails
+the test instead of hanging the suite. What a swapped file gets is what the same file gets when
+it is already there when looked at.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.memory import snapshot_cache
 from remem.daemon.memory.canonical import IRREGULAR_GLOBAL, IRREGULAR_RECORD, Unread, read_file
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.lint import lint_paths, lint_workspace_folder
 from remem.daemon.memory.lint_cache import LintCache
 from remem.daemon.memory.overview import workspace_health
-from remem.daemon.memory.store import MemoryStore
+from remem.daemon.memory.snapshot_cache import SnapshotCache
+from remem.daemon.memory.store import MemoryInvalid, MemoryStore
 
 from .factory import put
 from .test_odd_files import _odd, _within
@@ -145,3 +148,34 @@ def test_a_global_swapped_after_the_look_is_validated_as_one_found_so(
     monkeypatch.setattr(Path, "is_symlink", lambda path: path != home.global_file and is_symlink(path))
     [linted] = _within(lambda: lint_paths([home.global_file]), *([fifo] if fifo else []))
     assert linted.diagnostics == [IRREGULAR_GLOBAL]
+
+
+# -- the agent context's snapshot cache ----------------------------------------------------------
+
+
+def test_the_snapshot_digest_of_a_fifo_is_none_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "beta.md"
+    os.mkfifo(fifo)
+    assert _within(lambda: snapshot_cache._file_digest(fifo), fifo) is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to an outside fifo"])
+def test_a_record_swapped_after_the_snapshot_look_is_refused_as_the_store_refuses_it(
+    store: MemoryStore, workspace: WorkspaceId, tmp_path: Path, kind: str
+) -> None:
+    folder = _committed(store, workspace)
+    cache = SnapshotCache(store, watch=False)  # every lookup looks at the files
+    try:
+        assert [r.name for r in cache.workspace_snapshot(workspace).records] == ["alpha", "beta"]
+        record = folder / "beta.md"
+        staged, fifo = _staged(record, kind, tmp_path)
+        # Just written, so the stamps cannot prove the snapshot: the bytes are hashed.
+        with _swapped_after_stat(record, staged), pytest.raises(MemoryInvalid) as refused:
+            _within(lambda: cache.workspace_snapshot(workspace), *([fifo] if fifo else []))
+    finally:
+        cache.close()
+    [file] = refused.value.files
+    assert (file.path, file.diagnostics) == (str(record), [IRREGULAR_RECORD])
+    with pytest.raises(MemoryInvalid) as found:  # as the store says it of one there when looked at
+        store.read_workspace(workspace)
+    assert found.value.files == refused.value.files
