@@ -83,7 +83,7 @@ def test_a_key_in_the_base_urls_query_is_kept_nowhere(home: Home, fake: FakeOpen
     """A gateway taking its key in the query (`?key=...`): httpx's request lines, the model list's
     note and its log line, the receipt and the CLI's output showed the base_url with it."""
     root = tmp_path / "dsh-sessions"
-    configure(home, fake, root)
+    configure(home, fake, root, debug="true")
     settings = home.settings_file.read_text()
     home.settings_file.write_text(settings.replace(fake.base_url, f"{fake.base_url}?key={QUERY_KEY}"))
     source = write_source(root, str(tmp_path / "project"))
@@ -102,7 +102,9 @@ def test_a_key_in_the_base_urls_query_is_kept_nowhere(home: Home, fake: FakeOpen
     log = (home.state / "daemon.log").read_text()
     assert f"HTTP Request: GET {fake.origin}/v1/?key=[redacted query] " in log  # `models` appended too
     assert all(QUERY_KEY not in o.stdout + o.stderr for o in outputs)
-    holding = {p for p in home.root.rglob("*") if p.is_file() and QUERY_KEY.encode() in _bytes(p)}
+    files = [p for p in home.root.rglob("*") if p.is_file()]
+    assert any(home.debug in p.parents for p in files), "the debug log is looked in too"
+    holding = {p for p in files if QUERY_KEY.encode() in _bytes(p)}
     assert holding <= {home.settings_file, home.state / "settings.valid.json"}, holding
 
 
