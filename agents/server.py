@@ -34,12 +34,13 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from remem.daemon import __version__
-from remem.daemon.cli.output import OutputUnwritable, one_line
+from remem.daemon.cli.output import OutputUnwritable
 from remem.daemon.credentials import log_to_stderr, redact
 from remem.daemon.home import Home
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import HistoryEntry
 from remem.daemon.settings import SettingsError, SettingsStore
+from remem.daemon.validation import one_line
 
 from .context_watch import ContextWatch
 from .limits import UpdateBudget

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from remem.daemon.cli.output import one_line
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import HomeUnusable
 from remem.daemon.locks import LockUnusable
@@ -51,6 +50,7 @@ from remem.daemon.protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
+from remem.daemon.validation import one_line
 
 from .context_watch import ContextWatch
 from .limits import MAX_UPDATE_BYTES, UpdateBudget

@@ -14,9 +14,9 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from remem.daemon.cli.output import one_line
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
 from remem.daemon.protocol.rpc import MAX_AGENT_CHANGES, AgentChange
+from remem.daemon.validation import one_line
 
 CONTEXT = "memory_context"
 READ = "memory_read"

@@ -162,7 +162,8 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # a bug in remem: one line, and its traceback kept for a report
         from ..credentials import mask_userinfo, redact
-        from .output import EXIT_INTERNAL, one_line, say
+        from ..validation import one_line
+        from .output import EXIT_INTERNAL, say
 
         kept = _keep_traceback(exc)
         said = one_line(redact(mask_userinfo(f"{type(exc).__name__}: {exc}")))  # it may quote a key

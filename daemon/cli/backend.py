@@ -127,7 +127,8 @@ def _warn_if_elsewhere(home: Home, hello: Hello) -> bool:
     daemon does not read, and how to go on; whether there were any. The command goes on: its
     answer is the daemon's."""
     from ..sessions.harness_homes import elsewhere_warning, unread_here
-    from .output import one_line, say
+    from ..validation import one_line
+    from .output import say
 
     found = unread_here(home, hello.harness_roots)
     if found:

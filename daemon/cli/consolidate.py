@@ -23,6 +23,7 @@ from ..protocol.rpc import (
     RpcError,
     SelectModelParams,
 )
+from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend
 from .output import (
@@ -31,7 +32,6 @@ from .output import (
     EXIT_INVALID,
     EXIT_PROBLEMS,
     emit_json,
-    one_line,
     refused_write,
     say,
 )

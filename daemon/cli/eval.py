@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend
-from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, emit_json, fail, one_line, say
+from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, emit_json, fail, say
 
 if TYPE_CHECKING:
     from ..evaluation.labels import Case

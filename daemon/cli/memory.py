@@ -34,6 +34,7 @@ from ..protocol.rpc import (
     RevertParams,
     RpcError,
 )
+from ..validation import one_line
 from .arguments import ENTRY_ID, NON_EMPTY, workspace_params
 from .backend import Backend
 from .output import (
@@ -42,7 +43,6 @@ from .output import (
     EXIT_PROBLEMS,
     emit_json,
     fail,
-    one_line,
     print_file_problems,
     refused_write,
     say,

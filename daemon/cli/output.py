@@ -16,7 +16,6 @@ from pydantic import BaseModel
 
 from ..memory.diagnostics import Diagnostic, FileProblems
 from ..validation import CONTROLS, escaped
-from ..validation import one_line as one_line  # where the CLI's modules and the servers take it
 
 EXIT_PROBLEMS = 1
 EXIT_INVALID = 2

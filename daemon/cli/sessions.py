@@ -27,6 +27,7 @@ from ..protocol.rpc import (
 from ..protocol.sessions import ROLLED_BACK, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
+from ..validation import one_line
 from .arguments import (
     NON_EMPTY,
     SESSION_REVISION_TYPE,
@@ -37,7 +38,7 @@ from .arguments import (
     workspace_params,
 )
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, one_line, say
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, say
 
 if TYPE_CHECKING:
     from ..client import Listener
