@@ -47,6 +47,7 @@ POINTS: frozenset[str] = frozenset(
         "sessions.cold-reads.before-share",
         "sessions.cold-reads.after-share",
         "sessions.cold-reads.after-answer",
+        "sessions.metadata.after-temp-write",
         "sessions.writer.after-temp-write",
         "sessions.writer.after-link",
         "sessions.writer.after-publish",

@@ -230,14 +230,25 @@ def replace_durably(temp: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def atomic_write(target: Path, data: bytes) -> None:
-    """Replace `target` so that readers see the old or the new bytes, never a mix."""
+def atomic_write(target: Path, data: bytes, *, written: str | None = None) -> None:
+    """Replace `target` so that readers see the old or the new bytes, never a mix. `written`
+    names the fault point between the synced temp and the rename, if the protocol has one."""
     temp = write_temp(target, data)
+    if written is not None:
+        faultpoint(written)
     try:
         replace_durably(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def atomic_rewrite(target: Path, data: bytes, *, written: str | None = None) -> None:
+    """`atomic_write` by the holder of the lock every writer of `target` takes: the temps a
+    crashed writer of `target` left (killed before its rename) are removed first. Found when
+    the file is written next, never when it is read, they cost no read a folder listing."""
+    remove_stale_temps_of(target)
+    atomic_write(target, data, written=written)
 
 
 def publish_new(temp: Path, target: Path, *, linked: str, dir_fd: int | None = None) -> None:

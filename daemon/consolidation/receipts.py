@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from .. import safe_yaml
 from ..credentials import mask_userinfo, redact
-from ..fsutil import atomic_write, refused_as_unwritable
+from ..fsutil import atomic_rewrite, refused_as_unwritable
 from ..home import Home
 from ..protocol.consolidation import HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
@@ -201,7 +201,7 @@ class ReceiptStore:
     def write(self, receipt: Receipt) -> None:
         """Replace the receipt of `receipt.review`; `fsutil.Unwritable` when the disk refuses it."""
         with refused_as_unwritable(self.folder):
-            atomic_write(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
+            atomic_rewrite(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
 
     def all(self) -> list[Receipt]:
         """Every readable receipt, oldest first; unreadable ones are skipped (see `listing`)."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..credentials import log_to_stderr
-from ..fsutil import atomic_write
+from ..fsutil import atomic_rewrite
 from ..home import Home
 from ..locks import LockHandle, LockUnusable, try_file_lock
 from ..protocol.rpc import (
@@ -166,7 +166,7 @@ class Daemon:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         self._status_file = info.model_dump_json().encode() + b"\n"
-        atomic_write(self.paths.status, self._status_file)
+        atomic_rewrite(self.paths.status, self._status_file)
         keeper = asyncio.create_task(self._keep_state(lock))
         self._arm_idle(FIRST_CLIENT_SECONDS)
         log.info("listening on %s (pid %d)", socket_path, os.getpid())
@@ -230,7 +230,7 @@ class Daemon:
             if not self._status_blocked:
                 log.warning("%s was %s; rewriting it", self.paths.status, change)
             try:
-                atomic_write(self.paths.status, expected)
+                atomic_rewrite(self.paths.status, expected)
             except OSError as exc:  # a folder in the way: the keeper must outlive it, and say so once
                 if not self._status_blocked:
                     log.warning("%s cannot be rewritten (%s); trying again", self.paths.status, exc.strerror)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..fsutil import atomic_write, is_refused_write, remedy
+from ..fsutil import atomic_rewrite, is_refused_write, remedy
 from ..home import Home
 from ..limits import MIB, size_text
 from ..locks import file_lock
@@ -74,7 +74,8 @@ class SessionMetadata:
             updated = current.model_copy(update={**changes, "generation": current.generation + 1})
             data.sessions[session_id] = updated
             try:
-                atomic_write(self.path, data.model_dump_json(indent=2).encode() + b"\n")
+                raw = data.model_dump_json(indent=2).encode() + b"\n"
+                atomic_rewrite(self.path, raw, written="sessions.metadata.after-temp-write")
             except OSError as exc:
                 if not is_refused_write(exc):
                     raise

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ..fsutil import atomic_write
+from ..fsutil import atomic_rewrite
 from ..home import Home
 from ..safe_open import read_regular, refused
 from .reader import file_revision
@@ -34,7 +34,7 @@ class PublishedLogs:
             except OSError:
                 return
         self._home.private_dir(self.folder)  # a link there is refused, never written through
-        atomic_write(self._record_path(path), revision.encode())
+        atomic_rewrite(self._record_path(path), revision.encode())
 
     def untouched(self, path: str, revision: str) -> bool:
         """Whether the log at `path` is still exactly as remem published it. The record is
