@@ -21,7 +21,7 @@ import msgspec
 
 from ..sessions.decode import decode_mended
 from ..sessions.formats.claude_code import Selection
-from ..sessions.formats.jsonl import records
+from ..sessions.formats.jsonl import records, replaced_utf8
 
 _LEAKING = ("teamName", "agentName", "slug", "sourceToolAssistantUUID")
 # What the model was sent, and tool output kept for the UI: copied as is. Everywhere else a
@@ -65,7 +65,9 @@ def child_lines(data: bytes, selection: Selection, child: str, title: str, now: 
     sizes = {len(token) for token in tokens}
     # `parents` holds the selected records' uuids in the order of their lines.
     for position, (number, original) in enumerate(zip(selection.lines, selection.parents, strict=True)):
-        record: dict[str, Any] = decode_mended(_RAW_FIELDS, _line(data, starts, number))
+        # A line that is not UTF-8 was read with U+FFFD for its bad bytes, and is written so, as
+        # claude-agent-sdk's fork writes it (decision 0415).
+        record: dict[str, Any] = decode_mended(_RAW_FIELDS, replaced_utf8(_line(data, starts, number)))
         above = selection.parents.get(original)
         for key, value in record.items():
             if key in _VERBATIM or key in _STAMPED:

@@ -247,9 +247,11 @@ def test_bad_lines_are_skipped_with_their_line_number_and_reason() -> None:
         {"type": "a-type-from-the-future", "whatever": [1]},
         say("a1", "u1", "a"),
     )
-    assert codes(t) == ["not-json", "not-utf8", "bad-record", "bad-record"]
+    # The line that is not UTF-8 is read with U+FFFD for its bad bytes, as Claude Code reads it,
+    # and flagged (decision 0415).
+    assert codes(t) == ["not-json", "replaced-utf8", "bad-record", "bad-record"]
     assert [problem.line for problem in t.problems] == [2, 3, 4, 5]
-    assert "UTF-8" in t.problems[1].reason and "parentUuid" in t.problems[3].reason
+    assert "not UTF-8" in t.problems[1].reason and "parentUuid" in t.problems[3].reason
     assert [turn.answer for turn in t.turns] == ["a"]
 
 
@@ -347,12 +349,12 @@ def test_turns_before_a_lost_line_stay_as_a_branch_before_the_first_turn() -> No
     t = read(
         prompt("u1", None, "first question"),
         say("a1", "u1", "first answer"),
-        b'{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"\xff\xfe"}}\n',
+        b'{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"\x00"}}\n',
         say("a2", "u2", "second answer"),
         prompt("u3", "a2", "third question"),
         say("a3", "u3", "third answer"),
     )
-    assert codes(t) == ["not-utf8", "missing-parent"]
+    assert codes(t) == ["not-json", "missing-parent"]
     assert [turn.prompt for turn in t.turns] == ["third question"]
     (branch,) = t.branches
     assert (branch.after, branch.after_turn, branch.leaf) == ("", 0, "a1")

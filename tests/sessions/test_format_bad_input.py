@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import tracemalloc
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from remem.daemon.consolidation.harness_evidence import project_harness
 from remem.daemon.consolidation.harness_source import Unreadable, observe
+from remem.daemon.forks.claude_code_child import child_lines
 from remem.daemon.sessions.formats.claude_code import fork_selection, read_transcript
 from remem.daemon.sessions.formats.codex import first_line_cwd, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import LineTooLong, read_bounded
@@ -42,7 +44,8 @@ CODEX = cx.rollout(
 SHAPES = {
     "torn-tail": (b'{"type":"user","uuid":"x","par', "torn-tail"),
     "not-json": (b"this is not json\n", "not-json"),
-    "not-utf8": (b'{"type":"\xff\xfe"}\n', "not-utf8"),
+    # Not JSON even with U+FFFD for its bad bytes (how Claude Code reads them, decision 0415).
+    "not-utf8": (b'\xff\xfe{"type":"x"}\n', "not-utf8"),
     "not-an-object": (b"[1, 2, 3]\n", "bad-record"),
     "byte-order-mark": (b'\xef\xbb\xbf{"type":"user","uuid":"x"}\n', "not-json"),
 }
@@ -222,7 +225,7 @@ def _spoiled(data: bytes, number: int, old: bytes, new: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-def test_bytes_not_utf8_in_fields_the_readers_skip_are_not_utf8_lines_for_every_reader() -> None:
+def test_bytes_not_utf8_in_fields_the_readers_skip_are_seen_by_every_reader() -> None:
     """msgspec checks only the bytes it decodes: these lines were read as good ones, and the
     fork that copies such a line whole, or a line 1's session_meta, raised on them."""
     side = cl.rec("attachment", "x1", "t1", attachment={"type": "hook"})  # beside turn 1, read by none
@@ -233,9 +236,16 @@ def test_bytes_not_utf8_in_fields_the_readers_skip_are_not_utf8_lines_for_every_
     ):
         spoiled = _spoiled(claude, 7, old, new)
         transcript = read_transcript(spoiled, NAME)
-        assert [(p.line, p.code) for p in transcript.problems] == [(7, "not-utf8")]
+        # Claude Code reads it with U+FFFD for its bad bytes: so does remem, and flags it (0415).
+        assert [(p.line, p.code) for p in transcript.problems] == [(7, "replaced-utf8")]
         assert [t.prompt for t in transcript.turns] == ["first", "second"]
-        assert 7 not in fork_selection(spoiled, NAME, 2).lines  # a fork copies only what was read
+    # A fork that copies such a line (turn 1's tool result) writes it as UTF-8 text, U+FFFD for
+    # the bad bytes, as claude-agent-sdk's fork writes it.
+    copied = _spoiled(claude, 3, b'"uuid"', b'"\xffuuid": 1, "uuid"')
+    selection = fork_selection(copied, NAME, 2)
+    assert 3 in selection.lines
+    child = b"".join(child_lines(copied, selection, str(uuid.uuid4()), "t", "2026-01-01T00:00:00.000Z"))
+    assert '"\ufffduuid":1' in child.decode("utf-8")
     # Codex: inside the session_meta's base instructions, or one of its keys: line 1 is refused.
     for old, new in (
         (b'"cwd"', b'"base_instructions": {"text": "\xff\xfe"}, "cwd"'),

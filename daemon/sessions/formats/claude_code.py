@@ -48,7 +48,7 @@ from typing import Any, NamedTuple, cast
 
 import msgspec
 
-from .jsonl import Fields, Line, end_of_line, records
+from .jsonl import REPLACED_UTF8, Fields, Line, end_of_line, records
 from .model import (
     Edge,
     NotAForkPoint,
@@ -330,7 +330,7 @@ def grow(grown: Grown, data: bytes) -> Transcript | None:
     if not data.endswith(b"\n"):
         return None if data else _grown_transcript(grown)
     problems: list[Problem] = []
-    read = records(data, _Record, problems, grown.newlines + 1)
+    read = records(data, _Record, problems, grown.newlines + 1, replace_bad_utf8=True)
     graph = grown.graph
     new = [line for line in read.lines if line.record.type in GRAPH_TYPES and line.record.uuid]
     if _answers_kept_turns(grown, new) or not _adds_nodes(grown, new):
@@ -504,7 +504,7 @@ class _Parsed:
 
 def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     problems: list[Problem] = []
-    read = records(data, _Record, problems)
+    read = records(data, _Record, problems, replace_bad_utf8=True)
     lines = read.lines
     read_problems = len(problems)
     graph = _Graph(lines, problems)
@@ -551,7 +551,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     conversation, is a subagent's (`claude --resume` finds no conversation in a child made
     of one), has no such turn, or the turn is open."""
     problems: list[Problem] = []
-    lines = records(data, _Link, problems).lines
+    lines = records(data, _Link, problems, replace_bad_utf8=True).lines
     graph = _Graph(lines, problems)
     if not graph.nodes:
         raise NotAForkPoint("no-conversation", _no_conversation(problems))
@@ -618,8 +618,10 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
 
 def _no_conversation(problems: Sequence[Problem]) -> str:
     """Why a file with no conversational record is an error: with the lines refused, when
-    some were (a file of another encoding, records of another shape), how many and why."""
-    return f"{_NO_CONVERSATION}; {refused_lines(problems)}" if problems else _NO_CONVERSATION
+    some were (a file of another encoding, records of another shape), how many and why; not
+    the lines read with U+FFFD for bytes that are not UTF-8, which were not refused."""
+    refused = [problem for problem in problems if problem.code != REPLACED_UTF8]
+    return f"{_NO_CONVERSATION}; {refused_lines(refused)}" if refused else _NO_CONVERSATION
 
 
 def _stem(name: str) -> str:

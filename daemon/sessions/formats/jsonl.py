@@ -6,7 +6,9 @@ not UTF-8, not an object, not the record shape, nested too deep, or longer than 
 skipped with its line number and the decoder's reason. Nothing raises. UTF-8 is checked here,
 for the whole line: msgspec checks only the bytes it decodes, so a line whose bad bytes lie in
 a field the shape skips would otherwise be read, and refused later by whatever decodes it whole
-(a fork's copy). Past the first 50 problems of a kind, the rest are only counted
+(a fork's copy). A reader whose harness reads such a line with U+FFFD in place of its bad bytes
+(Claude Code, `replace_bad_utf8`) has it read so instead, kept and flagged (`replaced-utf8`,
+decision 0415). Past the first 50 problems of a kind, the rest are only counted
 (`ProblemSink`): a file of a million bad lines costs its bytes, not a million reasons.
 
 A file whose every line is one object, as harnesses write them, is decoded in one msgspec
@@ -81,16 +83,34 @@ class Records(Generic[T_co]):
     newlines: int
 
 
-def records(data: bytes, shape: type[T], problems: list[Problem], first: int = 1) -> Records[T]:
+# What a line that is not UTF-8 but is read with U+FFFD in place of its bad bytes is flagged.
+REPLACED_UTF8 = "replaced-utf8"
+
+
+def records(
+    data: bytes, shape: type[T], problems: list[Problem], first: int = 1, *, replace_bad_utf8: bool = False
+) -> Records[T]:
     """The records of `data` decoded as `shape`, in file order; defects go to `problems`.
-    `data` is the file from its line `first` on (what an append added, after `first - 1`)."""
+    `data` is the file from its line `first` on (what an append added, after `first - 1`).
+    With `replace_bad_utf8`, a line that is not UTF-8 is decoded with U+FFFD in place of each
+    bad sequence (as Python's and JavaScript's decoders replace them), kept and flagged
+    `replaced-utf8`, instead of refused (`not-utf8`)."""
     decoder = _DECODERS.get(shape) or _DECODERS.setdefault(shape, msgspec.json.Decoder(shape))
     unended = 1 if data and not data.endswith(b"\n") else 0
     whole = _whole_lines(data, decoder)
     if whole is not None:
         return Records(list(map(_LINE, enumerate(whole, start=first))), len(whole) - unended)
-    lines, count = _each_line(data, decoder, problems, first - 1)
+    lines, count = _each_line(data, decoder, problems, first - 1, replace_bad_utf8)
     return Records(lines, count - unended)
+
+
+def replaced_utf8(line: bytes) -> bytes:
+    """`line` as UTF-8 text, each sequence of it that is not UTF-8 replaced by U+FFFD, as
+    `bytes.decode(errors="replace")` and JavaScript's `TextDecoder` replace them; `line` itself
+    when it is UTF-8."""
+    if line.isascii() or utf8_error(line) is None:
+        return line
+    return line.decode("utf-8", errors="replace").encode("utf-8")
 
 
 def _whole_lines(data: bytes, decoder: msgspec.json.Decoder[T]) -> list[T] | None:
@@ -132,10 +152,15 @@ def _object_lines(data: bytes) -> int | None:
 
 
 def _each_line(
-    data: bytes, decoder: msgspec.json.Decoder[T], problems: list[Problem], before: int
+    data: bytes,
+    decoder: msgspec.json.Decoder[T],
+    problems: list[Problem],
+    before: int,
+    replace_bad: bool = False,
 ) -> tuple[list[Line[T]], int]:
     """The good lines of `data` (the file after its line `before`), decoded one by one, and how
-    many lines it has."""
+    many lines it has; with `replace_bad`, a line that is not UTF-8 is decoded as
+    `replaced_utf8` makes it, and flagged."""
     lines: list[Line[T]] = []
     sink = ProblemSink(problems)
     offset, number, size = 0, before, len(data)
@@ -158,9 +183,17 @@ def _each_line(
                 continue
             except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError
                 failed = exc
+        elif replace_bad:
+            try:
+                lines.append(Line(number, decode_mended(decoder, raw.decode("utf-8", "replace").encode())))
+            except (msgspec.DecodeError, RecursionError) as exc:
+                failed = exc  # refused as not UTF-8: text of another encoding, most likely
+            else:
+                sink.add(number, REPLACED_UTF8, _replaced_reason(number, raw, bad))
+                continue
         if newline < 0:  # a write in progress, or torn (a character cut in two included)
             sink.add(number, "torn-tail", f"line {number} has no newline: being written, or torn")
-        elif failed is None:
+        elif bad is not None or failed is None:
             sink.add(number, "not-utf8", f"line {number} is not UTF-8 text (byte {bad})")
         else:
             code = "bad-record" if isinstance(failed, msgspec.ValidationError) else "not-json"
@@ -170,6 +203,13 @@ def _each_line(
                 sink.count(code)
     sink.close()
     return lines, number - before
+
+
+def _replaced_reason(number: int, raw: bytes, bad: int) -> str:
+    return (
+        f"line {number} is not UTF-8 text (byte {bad}, 0x{raw[bad]:02x}): read with U+FFFD in place "
+        "of its bad bytes, as Claude Code reads it"
+    )
 
 
 def _bad_reason(number: int, raw: bytes, exc: Exception) -> str:
