@@ -50,8 +50,26 @@ def fork_session(catalog: SessionCatalog, request: ForkRequest) -> tuple[ForkRes
         return answer
     if entry.format == "dsh":
         result = ForkService(catalog).fork(request)
-        return result, catalog.find(result.child).path
+        return result, _listed_child(catalog, request, result.child).path
     return _harness_fork(catalog, entry, request, recorded)
+
+
+def _listed_child(catalog: SessionCatalog, request: ForkRequest, child: str) -> Entry:
+    """The listed session of the `child` the fork of `request` made or answers. A committed
+    entry names a child made earlier, which may have been deleted since: that is refused
+    (`NOT_FOUND`), for DSH, Claude Code and Codex alike, never answered as if it were there,
+    nor made again under an id its first answer gave another session (decision 0414)."""
+    try:
+        return catalog.find(child)
+    except SessionNotFound as exc:
+        if exc.code != "NOT_FOUND":
+            raise OperationError(exc.code, str(exc)) from None
+        raise OperationError(
+            "NOT_FOUND",
+            f"operation {request.operationId!r} made the fork {child} of {request.source}, which is "
+            f"no longer listed ({exc}): it was deleted or moved since; to branch again, fork with a "
+            "new operation id",
+        ) from None
 
 
 def _recorded(catalog: SessionCatalog, request: ForkRequest) -> tuple[JournalEntry | None, ForkRequest]:
@@ -127,6 +145,8 @@ def _harness_fork(
     )
     if done.created:
         PublishedLogs(catalog.home).record(Path(done.path))
+    else:  # made by an earlier try, and maybe deleted since
+        _listed_child(catalog, request, done.child)
     result = ForkResult(
         child=done.child,
         seedLength=done.seedLength,
