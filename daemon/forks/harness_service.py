@@ -118,12 +118,9 @@ class HarnessForks:
         data, revision = _read_parent(parent, root)
         if request.harness == "codex":
             data = _codex_history(parent, data)
-        if entry is None and request.expectedRevision not in (None, revision):
-            raise OperationError(
-                "STALE_SOURCE",
-                f"{parent} changed since revision {request.expectedRevision} (now {revision}); "
-                "re-read it and choose the turn again",
-            )
+        expected = request.expectedRevision
+        if entry is None and expected is not None and expected != revision:
+            raise stale_source(parent, expected, revision)
         now = datetime.now(timezone.utc)
         child = entry.child if entry else child_id(request.operationId)
         if request.harness == "claude-code":
@@ -306,6 +303,14 @@ def _selection(data: bytes, parent: Path, turn: int) -> Selection:
             turns = read_transcript(data, parent.name).turns
             why = _unforkable(turns, turn, "claude-code") or why
         raise OperationError(_REFUSALS[refused.code], f"{parent}: {why}") from None
+
+
+def stale_source(parent: Path, expected: str, now: str) -> OperationError:
+    """The refusal of a fork asked for at revision `expected` of the file `parent`, now at `now`."""
+    return OperationError(
+        "STALE_SOURCE",
+        f"{parent} changed since revision {expected} (now {now}); re-read it and choose the turn again",
+    )
 
 
 def _digest(inherited: memoryview) -> str:

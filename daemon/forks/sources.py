@@ -26,7 +26,7 @@ from ..sessions.harness_sources import view_of
 from ..sessions.published import PublishedLogs
 from . import codex_child
 from .cut import no_turn
-from .harness_service import HarnessForkRequest, HarnessForks, Listed, resume_command
+from .harness_service import HarnessForkRequest, HarnessForks, Listed, resume_command, stale_source
 from .journal import ForkJournal, JournalEntry, used_otherwise
 from .service import ForkService
 
@@ -208,6 +208,11 @@ def _after_turn(
 ) -> int | None:
     if recorded is not None:
         return recorded.forkTurn
+    expected, now = request.expectedRevision, entry.summary.revision
+    if expected is not None and expected != now:
+        # Said before the turn is looked for: in the session as it is now, the turn the client
+        # chose may be missing, or another one (decision 0369).
+        raise stale_source(entry.path, expected, now)
     if request.afterTurn is not None:
         count = len(catalog.projection(entry.summary.id).turns)
         if not 1 <= request.afterTurn <= count:  # said as a DSH session's is, not by the file
