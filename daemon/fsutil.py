@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import logging
 import os
+import re
 import secrets
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +21,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from .faults import faultpoint
+
+log = logging.getLogger("remem.swap")
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -128,17 +134,27 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def temp_path_for(target: Path) -> Path:
+def temp_path_for(target: Path, *, swap: tuple[str, str] | None = None) -> Path:
     """A hidden sibling of `target`, unique per call, recognisable by `TEMP_MARKER`.
 
     It names `target` as far as it fits the folder's longest name (the random tail keeps it
     unique), so a file whose name is already as long as allowed can still be replaced or removed.
+    `swap`: the digests of the temp's bytes and of the bytes it is to replace, for a temp an
+    exchange may turn into the file it displaced (`swap.py`): their starts are in its name, so
+    that recovery tells a displaced save from either (`remove_stale_temps`, decision 0090).
     """
-    return target.with_name(_temp_prefix(target) + secrets.token_hex(_TEMP_RANDOM_BYTES))
+    tags = "".join(f"-{digest[:_DIGEST_HEX]}" for digest in swap) if swap else ""
+    return target.with_name(_temp_prefix(target) + secrets.token_hex(_TEMP_RANDOM_BYTES) + tags)
 
 
 _TEMP_RANDOM_BYTES = 6
-_TEMP_TAIL = len(TEMP_MARKER) + 2 * _TEMP_RANDOM_BYTES  # the marker and the random hex after it
+_DIGEST_HEX = 16
+# The marker, the random hex, and room for the two digests of an exchange's temp: every temp of
+# a file is cut alike, so all of them share one prefix.
+_TEMP_TAIL = len(TEMP_MARKER) + 2 * _TEMP_RANDOM_BYTES + 2 * (1 + _DIGEST_HEX)
+_TAIL = re.compile(
+    rf"[0-9a-f]{{{2 * _TEMP_RANDOM_BYTES}}}(?:-([0-9a-f]{{{_DIGEST_HEX}}})-([0-9a-f]{{{_DIGEST_HEX}}}))?"
+)
 
 
 def _temp_prefix(target: Path) -> str:
@@ -152,12 +168,7 @@ def is_temp_of(name: str, target: Path) -> bool:
     Exact for a name that fits whole; a name cut to fit is told apart from another only as far
     as their cut forms differ (decision 0409)."""
     prefix = _temp_prefix(target)
-    tail = name[len(prefix) :]
-    return (
-        name.startswith(prefix)
-        and len(tail) == 2 * _TEMP_RANDOM_BYTES
-        and all(c in "0123456789abcdef" for c in tail)
-    )
+    return name.startswith(prefix) and _TAIL.fullmatch(name, len(prefix)) is not None
 
 
 def name_max(folder: Path) -> int:
@@ -218,9 +229,10 @@ def write_synced(path: Path, *parts: bytes | memoryview, dir_fd: int | None = No
     os.close(fd)
 
 
-def write_temp(target: Path, *parts: bytes | memoryview) -> Path:
-    """Write `parts` to a fresh synced temp file beside `target` and return its path."""
-    temp = temp_path_for(target)
+def write_temp(target: Path, *parts: bytes | memoryview, swap: tuple[str, str] | None = None) -> Path:
+    """Write `parts` to a fresh synced temp file beside `target` and return its path (`swap`:
+    as `temp_path_for` takes it)."""
+    temp = temp_path_for(target, swap=swap)
     write_synced(temp, *parts)
     return temp
 
@@ -275,7 +287,8 @@ def publish_new(temp: Path, target: Path, *, linked: str, dir_fd: int | None = N
 
 
 def remove_stale_temps(directory: Path) -> list[Path]:
-    """Delete every temp file in `directory`; return what was removed.
+    """Delete every temp file in `directory` (a save an exchange displaced into one is kept
+    beside its file instead, `_settle_temp`); return what was removed.
 
     Only for a caller holding the one lock every writer of the folder takes: another writer's
     temp, in flight under another lock, would go too. A writer of one file in a folder others
@@ -297,9 +310,43 @@ def _remove_temps(directory: Path, chosen: Callable[[str], bool]) -> list[Path]:
         return removed
     for entry in entries:
         if chosen(entry.name) and entry.is_file(follow_symlinks=False):
-            with contextlib.suppress(FileNotFoundError):  # gone meanwhile: as good as removed
-                os.unlink(entry.path)
+            _settle_temp(Path(entry.path))
             removed.append(Path(entry.path))
     if removed:
         fsync_dir(directory)
     return removed
+
+
+def _settle_temp(temp: Path) -> None:
+    """Remove a stale temp, unless an exchange left in it a file that held neither of the bytes
+    its name records (ours, or those compared): a save by hand that landed just before the
+    exchange, whose check a crash cut off. That one is kept beside its file, for a person to
+    merge, unless the file holds the same bytes."""
+    head, _, tail = temp.name.rpartition(TEMP_MARKER)
+    tags = _TAIL.fullmatch(tail)
+    swapped = tags.groups() if tags is not None and tags.group(1) else ()
+    data = _read_bytes(temp) if swapped else None
+    if data is not None and hashlib.sha256(data).hexdigest()[:_DIGEST_HEX] not in swapped:
+        target = temp.with_name(head[1:])
+        if _read_bytes(target) != data:
+            kept = unmerged_path_for(target)
+            os.rename(temp, kept)
+            log.warning(
+                "a hand save of %s met a commit a crash cut short; it is kept as %s", target.name, kept.name
+            )
+            return
+    with contextlib.suppress(FileNotFoundError):  # gone meanwhile: as good as removed
+        os.unlink(temp)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The bytes of the regular file at `path`, never through a link nor waiting on a FIFO;
+    None when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read()

@@ -99,14 +99,17 @@ def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged
     """Replace one file with `data` if it holds `expected` (`swap_in`), the displaced file
     discarded; raises Displaced, the save found kept and watched (`watch_put_back`), and
     Unwritable when the file system refuses the write (`target` untouched, no temp left).
-    `written` and `exchanged` name the fault points after the temp file is written and after
-    the exchange.
+    `written` and `exchanged` name the fault points after the temp file is written and right
+    after the new file takes the name (before the displaced file is checked): the temp's name
+    records our digest and the expected one, so recovery keeps a save it finds there.
     """
+    ours = digest(data)
+    swapped = None if expected in (ABSENT, ANY) else (ours, expected)  # what recovery tells a save from
     with refused_as_unwritable(target.parent):  # `write_synced` removed its partial temp
-        temp = write_temp(target, data)
+        temp = write_temp(target, data, swap=swapped)
     faultpoint(written)
     try:
-        swap_in(temp, target, expected)
+        swap_in(temp, target, expected, ours=ours, published=exchanged)
     except Displaced as displaced:
         discard(temp)
         watch_put_back(displaced)
@@ -115,17 +118,21 @@ def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged
         # Refused before the publish (a new name on a full disk needs a block of its folder):
         # ours is still only at the temp, which goes now rather than at the next access.
         # Anything else (our file published, or the temp holding another) is left as it is.
-        ours = digest(data)
         if file_digest(temp) != ours or file_digest(target) == ours:
             raise
         discard(temp)
         raise_as_unwritable(exc, target.parent)
-    faultpoint(exchanged)
     discard(temp)
 
 
 def swap_in(
-    temp: Path, target: Path, expected: str, *, ours: str | None = None, durable: bool = True
+    temp: Path,
+    target: Path,
+    expected: str,
+    *,
+    ours: str | None = None,
+    durable: bool = True,
+    published: str | None = None,
 ) -> None:
     """Publish `temp` at `target` if `target` holds `expected` (a digest, ABSENT or ANY).
 
@@ -135,7 +142,8 @@ def swap_in(
     `temp` holding the unpublished new file; once the caller has undone the rest of its batch, it
     hands the error to `watch_put_back`. `ours`: the digest of `temp`, when the caller knows it.
     `durable=False` leaves the directory unsynced, for a caller that syncs it once after a batch
-    whose durable journal replays any step a power cut undid.
+    whose durable journal replays any step a power cut undid. `published` names the fault point
+    right after the new file takes the name.
     """
     if expected == ABSENT:
         try:
@@ -143,10 +151,12 @@ def swap_in(
         except FileExistsError:
             raise Displaced(target) from None
         _sync(target.parent, durable)
+        _reached(published)
         return
     if expected == ANY:
         os.replace(temp, target)
         _sync(target.parent, durable)
+        _reached(published)
         return
     ours = ours or file_digest(temp)
     try:
@@ -159,7 +169,9 @@ def swap_in(
         raise Displaced(target) from None
     if not exchanged:
         _compare_and_replace(temp, target, expected, durable)
+        _reached(published)
         return
+    _reached(published)
     displaced, writing = _displaced(temp)
     changed = displaced is None or digest(displaced) != expected
     if changed or writing:
@@ -222,6 +234,11 @@ def set_aside(temp: Path, target: Path) -> None:
 def discard(temp: Path) -> None:
     temp.unlink(missing_ok=True)
     fsync_dir(temp.parent)
+
+
+def _reached(point: str | None) -> None:
+    if point is not None:
+        faultpoint(point)
 
 
 def _sync(folder: Path, durable: bool) -> None:

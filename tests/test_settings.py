@@ -7,6 +7,7 @@ import stat
 import traceback
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -195,9 +196,9 @@ def test_a_hand_save_between_the_read_and_the_publish_is_kept(
     saved = b"sessions:\n  idle_seconds: 45\n"
     write_temp = swap.write_temp
 
-    def save_then_write(target: Path, *parts: bytes) -> Path:
+    def save_then_write(target: Path, *parts: bytes, **options: Any) -> Path:
         home.settings_file.write_bytes(saved)  # the editor's save, in the window
-        return write_temp(target, *parts)
+        return write_temp(target, *parts, **options)
 
     monkeypatch.setattr(swap, "write_temp", save_then_write)
     with pytest.raises(SettingsConflict) as conflict:
@@ -281,10 +282,10 @@ def test_a_link_put_in_place_of_settings_between_the_read_and_the_publish_is_lef
     target.write_text("sessions:\n  idle_seconds: 45\n")
     write_temp = swap.write_temp
 
-    def link_then_write(path: Path, *parts: bytes) -> Path:
+    def link_then_write(path: Path, *parts: bytes, **options: Any) -> Path:
         home.settings_file.unlink()
         home.settings_file.symlink_to(target)  # `stow` run in the window
-        return write_temp(path, *parts)
+        return write_temp(path, *parts, **options)
 
     monkeypatch.setattr(swap, "write_temp", link_then_write)
     with pytest.raises(HomeUnusable) as refused:

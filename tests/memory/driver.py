@@ -3,9 +3,11 @@
 python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
 python -m tests.memory.driver commit-against-save HOME CWD EXPECTED CHANGES_JSON NAME TEXT
 python -m tests.memory.driver replace-global HOME EXPECTED TEXT
+python -m tests.memory.driver replace-global-against-save HOME EXPECTED TEXT SAVED
 python -m tests.memory.driver read HOME CWD
 python -m tests.memory.driver log HOME CWD
 python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
+python -m tests.memory.driver update-settings-against-save HOME EXPECTED KEY VALUE SAVED
 python -m tests.memory.driver race HOME CWD WORKER COUNT
 python -m tests.memory.driver store-api-key HOME PROVIDER KEY
 """
@@ -16,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from remem.daemon import swap
 from remem.daemon.consolidation.route import store_api_key
 from remem.daemon.home import Home
 from remem.daemon.memory import journal
@@ -54,6 +57,25 @@ def replace_global(home: str, expected: str, text: str) -> None:
     print(MemoryStore(Home(Path(home))).replace_global(expected, text).model_dump_json())
 
 
+def replace_global_against_save(home: str, expected: str, text: str, saved: str) -> None:
+    """`replace-global`, while an editor saves GLOBAL.md by hand after the commit compared it
+    and just before its exchange."""
+    save_before_exchange("GLOBAL.md", saved)
+    replace_global(home, expected, text)
+
+
+def save_before_exchange(name: str, text: str) -> None:
+    """Make the next exchange publishing `name` meet a hand save of it, landed just before."""
+    exchange = swap._exchange
+
+    def saving(a: Path, b: Path) -> bool:
+        if b.name == name:
+            b.write_text(text)
+        return exchange(a, b)
+
+    swap._exchange = saving
+
+
 def read(home: str, cwd: str) -> None:
     snap = MemoryStore(Home(Path(home))).read_workspace(WorkspaceId.from_cwd(cwd))
     print(json.dumps({r.name: r.content for r in snap.records}))
@@ -65,6 +87,11 @@ def log(home: str, cwd: str) -> None:
 
 def update_settings(home: str, expected: str, key: str, value: str) -> None:
     print(SettingsStore(Home(Path(home))).update(expected, {key: value}))
+
+
+def update_settings_against_save(home: str, expected: str, key: str, value: str, saved: str) -> None:
+    save_before_exchange("settings.yml", saved)
+    update_settings(home, expected, key, value)
 
 
 def store_key(home: str, provider: str, key: str) -> None:
@@ -104,9 +131,11 @@ if __name__ == "__main__":
         "commit": commit,
         "commit-against-save": commit_against_save,
         "replace-global": replace_global,
+        "replace-global-against-save": replace_global_against_save,
         "read": read,
         "log": log,
         "update-settings": update_settings,
+        "update-settings-against-save": update_settings_against_save,
         "race": race,
         "store-api-key": store_key,
     }

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.faults import EXIT_CODE, POINTS
-from remem.daemon.fsutil import is_temp_name
+from remem.daemon.fsutil import UNMERGED_MARKER, is_temp_name
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.index import render_index
@@ -108,6 +108,29 @@ def test_global_replace_crash(store: MemoryStore, point: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("saved", [None, "Saved by hand.\n"], ids=["no-save", "hand-save"])
+def test_a_crash_between_globals_exchange_and_its_check_keeps_the_save_it_displaced(
+    store: MemoryStore, saved: str | None
+) -> None:
+    """Killed right after the exchange, Global holds the new text and the temp the file it
+    displaced: the compared one, removed by the next access, or a save by hand that landed just
+    before the exchange, which the next access keeps beside GLOBAL.md, never deletes."""
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    root, text = str(store.home.root), "New global.\n"
+    args = (
+        ("replace-global", root, base, text)
+        if saved is None
+        else ("replace-global-against-save", root, base, text, saved)
+    )
+    crashed = run_driver("memory.global.after-exchange", *args)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    assert store.read_global().content == text
+    assert leftovers(store.home.memory) == []
+    kept = [p.read_text() for p in store.home.memory.iterdir() if UNMERGED_MARKER in p.name]
+    assert kept == ([] if saved is None else [saved])
+
+
+@pytest.mark.slow
 def test_crash_while_undoing_for_a_hand_save(store: MemoryStore, workspace: WorkspaceId) -> None:
     """A commit that meets a hand save undoes its steps; killed mid-undo, recovery finishes the
     generation around the saved file, which stays exactly as saved."""
@@ -151,6 +174,24 @@ def test_settings_update_crash(point: str, published: bool, home: Home) -> None:
     settings.update(revision, {"consolidation.model": "next-model"})
     assert leftovers(home.root) == []
     assert settings.read()[0].consolidation.model == "next-model"
+
+
+@pytest.mark.slow
+def test_a_crash_between_the_settings_exchange_and_its_check_keeps_the_save_it_displaced(home: Home) -> None:
+    settings = SettingsStore(home)
+    settings.update(settings.read()[1], {"consolidation.model": "old-model"})
+    base = settings.read()[1]
+    saved = "consolidation:\n  model: saved-by-hand\n"
+    crashed = run_driver(
+        "settings.after-exchange", "update-settings-against-save", str(home.root), base,
+        "consolidation.model", "crashed-model", saved,
+    )  # fmt: skip
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    current, revision = settings.read()
+    assert current.consolidation.model == "crashed-model"
+    settings.update(revision, {"consolidation.model": "next-model"})  # the next writer settles
+    assert leftovers(home.root) == []
+    assert [p.read_text() for p in home.root.iterdir() if UNMERGED_MARKER in p.name] == [saved]
 
 
 @pytest.mark.slow

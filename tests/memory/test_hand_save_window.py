@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,9 +51,9 @@ def test_global_save_in_the_window_wins(
     base = store.replace_global(EMPTY, "Old global.\n").revision
     swap_in = swap.swap_in
 
-    def save_then_publish(temp: Path, target: Path, expected: str) -> None:
+    def save_then_publish(temp: Path, target: Path, expected: str, **options: Any) -> None:
         target.write_text("Old global.\nSaved by hand.\n")
-        swap_in(temp, target, expected)
+        swap_in(temp, target, expected, **options)
 
     monkeypatch.setattr(swap, "swap_in", save_then_publish)
     result = store.replace_global(base, "New global.\n")
