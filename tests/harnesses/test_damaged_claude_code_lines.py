@@ -1,5 +1,5 @@
 """Damaged copies of a transcript the real Claude Code wrote, read and forked by remem as
-claude-agent-sdk's `fork_session` and the CLI read and fork them (decision 0415).
+claude-agent-sdk's `fork_session` and the CLI read and fork them (decisions 0415, 0416).
 
 A three-turn session is written by the real CLI against the fake model; a copy of it under a
 new id is damaged. remem's turns, its fork after turn 2, what claude-agent-sdk's own reader
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,22 +65,30 @@ def _said(messages: list[Any]) -> list[tuple[str, Any]]:
 
 
 def _forks_agree(
-    home: Home, cc: ClaudeCode, fake: FakeAnthropic, session: str, path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home,
+    cc: ClaudeCode,
+    fake: FakeAnthropic,
+    session: str,
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    after: int = 2,
+    same_read: bool = True,
 ) -> tuple[list[Any], list[Any]]:
-    """Fork `session` after turn 2 with remem and with claude-agent-sdk's `fork_session`; check
-    that the SDK's reader reads the same of both and that the CLI resumes both alike. What the
-    SDK reads of remem's fork, and the messages the CLI sent on resuming it."""
+    """Fork `session` after turn `after` with remem and with claude-agent-sdk's `fork_session`;
+    check that the CLI resumes both alike and (`same_read`) that the SDK's reader reads the same
+    of both. What the SDK reads of remem's fork, and the messages the CLI sent on resuming it."""
     import claude_agent_sdk
 
-    turn = read_transcript(path.read_bytes(), path.name).turns[1]
+    turn = read_transcript(path.read_bytes(), path.name).turns[after - 1]
     done = HarnessForks(home).fork(
-        HarnessForkRequest(harness="claude-code", path=str(path), operationId="op-damaged", afterTurn=2)
+        HarnessForkRequest(harness="claude-code", path=str(path), operationId="op-damaged", afterTurn=after)
     )
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(cc.config_dir))
     theirs = claude_agent_sdk.fork_session(session, directory=str(cc.cwd), up_to_message_id=turn.key)
     ours_read = claude_agent_sdk.get_session_messages(done.child, directory=str(cc.cwd))
     theirs_read = claude_agent_sdk.get_session_messages(theirs.session_id, directory=str(cc.cwd))
-    assert _said(ours_read) == _said(theirs_read)
+    assert (_said(ours_read) == _said(theirs_read)) is same_read
     sent = []
     for child in (done.child, theirs.session_id):
         fake.reply(text("child answer"))
@@ -118,3 +127,59 @@ def test_a_prompt_line_not_utf8_is_read_and_forked_with_replacement_characters(
         fake.reply(text("native answer"))
         cc.run("child question", resume=session, fork=True)
         assert mended in str(fake.requests[-1]["messages"][0])
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _stamped(stamp: str, seconds: float) -> str:
+    """The UTC stamp `seconds` after `stamp`, in Claude Code's form."""
+    when = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@pytest.mark.parametrize(("gap", "turns"), [(0.5, 3), (10.0, 2)], ids=["within-5s", "past-5s"])
+def test_a_parent_uuid_cycle_mid_conversation_is_read_on_as_claude_code_resumes_it(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap: float, turns: int
+) -> None:
+    """Turn 2's prompt names its own answer as its parent. Claude Code's walk back from the leaf
+    meets the loop there, and goes on from the latest record stamped at most 5 s before the
+    prompt; when there is none, the conversation begins at the prompt."""
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path, fake)
+        parent = _three_turns(cc, fake)
+        where: list[int] = []
+
+        def loop(lines: list[bytes]) -> None:
+            """Turn 2's prompt loops back from its answer, and turn 1 is moved in time to end
+            `gap` seconds before it (as if typed that long after)."""
+            asked, answered = _line_of(lines, "user", "second turn"), _line_of(lines, "assistant", "answer 2")
+            records = [json.loads(line) for line in lines]
+            stamps = [at for at in range(asked) if records[at].get("uuid") and records[at].get("timestamp")]
+            shift = _seconds(records[asked]["timestamp"]) - gap - _seconds(records[stamps[-1]]["timestamp"])
+            for at in stamps:
+                records[at]["timestamp"] = _stamped(records[at]["timestamp"], shift)
+                lines[at] = json.dumps(records[at]).encode() + b"\n"
+            records[asked]["parentUuid"] = records[answered]["uuid"]
+            lines[asked] = json.dumps(records[asked]).encode() + b"\n"
+            where.append(asked + 1)
+
+        session, path = _damaged_copy(parent, loop)
+
+        t = read_transcript(path.read_bytes(), path.name)
+        assert [turn.prompt for turn in t.turns] == list(PROMPTS[3 - turns :])
+        assert [(p.line, p.code) for p in t.problems] == [(where[0], "cycle")]
+        # The same turns as Claude Code resumes the copy with.
+        fake.reply(text("native answer"))
+        cc.run("child question", resume=session, fork=True)
+        native = str(fake.requests[-1]["messages"])
+        assert all((prompt in native) == (prompt in PROMPTS[3 - turns :]) for prompt in PROMPTS)
+
+        read, sent = _forks_agree(
+            home, cc, fake, session, path, monkeypatch, after=turns - 1, same_read=False
+        )
+        assert ("hello 1" in str(sent)) == (turns == 3) and "answer 2" in str(sent)
+        assert "third turn" not in str(sent)
+        # claude-agent-sdk's reader, which has no timestamp fallback, reads remem's fork whole.
+        assert [m.type for m in read] == ["user", "assistant"] * (turns - 1)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from remem.daemon.sessions.formats import jsonl as decoding
-from remem.daemon.sessions.formats.claude_code import Transcript, read_transcript
+from remem.daemon.sessions.formats.claude_code import Transcript, fork_selection, read_transcript
 
 from .claude_lines import (
     CWD,
@@ -260,13 +260,36 @@ def test_duplicate_uuids_cycles_and_missing_parents_are_flagged_not_raised() -> 
         prompt("u1", "gone", "orphaned start"),
         say("a1", "u1", "a"),
         say("a1", "u1", "a again"),
-        prompt("c1", "c2", "loop"),
-        say("c2", "c1", "loop"),
+        # A minute later: nothing is stamped in the 5 s before the loop, which is cut there.
+        prompt("c1", "c2", "loop", timestamp="2026-01-01T00:01:00Z"),
+        say("c2", "c1", "loop", timestamp="2026-01-01T00:01:01Z"),
     )
     assert sorted(set(codes(t))) == ["cycle", "duplicate-uuid", "missing-parent"]
     assert [turn.answer for turn in t.turns] == ["loop"]  # the latest leaf, its cycle cut
     looped = read(prompt("c1", "c2", "loop"), say("c2", "c1", "loop back"))
     assert "cycle" in codes(looped) and looped.turns[0].answer == "loop back"
+
+
+@pytest.mark.parametrize(("asked", "turns"), [("00:07", ["first", "second"]), ("00:08", ["second"])])
+def test_a_cycle_is_read_on_from_where_claude_code_goes_on(asked: str, turns: list[str]) -> None:
+    """Claude Code's walk back from the leaf, at a parent it has seen already, goes on from the
+    latest record stamped at most 5 s before the record it stands at (decision 0416): the
+    prompt whose parent is its own answer follows what was said before it, or begins the
+    conversation when nothing was said in those 5 s."""
+    stamp = "2026-01-01T00:{}Z".format
+    data = jsonl(
+        prompt("u1", None, "first", timestamp=stamp("00:01")),
+        say("a1", "u1", "one", timestamp=stamp("00:02")),
+        prompt("u2", "a2", "second", timestamp=stamp(asked)),
+        say("a2", "u2", "two", timestamp=stamp("00:09")),
+    )
+    t = read_transcript(data, f"{SID}.jsonl")
+    assert [turn.prompt for turn in t.turns] == turns
+    ((line, code, reason),) = [(p.line, p.code, p.reason) for p in t.problems]
+    assert (line, code) == (3, "cycle") and ("read on from line 2" in reason) == (len(turns) == 2)
+    assert fork_selection(data, f"{SID}.jsonl", len(turns)).parents["u2"] == (
+        "a1" if len(turns) == 2 else None
+    )
 
 
 def test_a_file_without_conversation_is_an_error_for_that_session_only() -> None:

@@ -143,8 +143,9 @@ def test_duplicate_uuids_cycles_and_missing_parents_are_flagged_and_evidence_sti
         cl.prompt("u1", "gone", "orphaned start"),
         cl.say("a1", "u1", "a"),
         cl.say("a1", "u1", "a again"),
-        cl.prompt("c1", "c2", "loop"),
-        cl.say("c2", "c1", "loop back"),
+        # A minute later: nothing is stamped in the 5 s before the loop, which is cut there.
+        cl.prompt("c1", "c2", "loop", timestamp="2026-01-01T00:01:00Z"),
+        cl.say("c2", "c1", "loop back", timestamp="2026-01-01T00:01:01Z"),
     )
     transcript = read_transcript(data, NAME)
     assert sorted(set(codes(transcript.problems))) == ["cycle", "duplicate-uuid", "missing-parent"]

@@ -40,9 +40,10 @@ against Claude Code itself and claude-agent-sdk's reader:
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
@@ -300,6 +301,7 @@ def listed_transcript(data: bytes, name: str) -> tuple[Transcript, Grown | None]
         # below that record would change the inline subagents, which `grow` keeps as they are.
         and not (graph.sidechains and any(line.record.is_sidechain for line in path))
         and not graph.broken
+        and not graph.bridged
         and not talk.subagent
         and len(problems) <= MAX_GROWN_PROBLEMS
     )
@@ -914,13 +916,12 @@ class _Graph:
         self.sidechains = sidechains
         # Parent links all point up the file: a walk along them alone cannot loop.
         self.ordered = earlier
-        self.broken = set() if earlier else self._break_cycles()
+        self.broken: set[str] = set()
+        self.bridged = 0  # cycles Claude Code's timestamp fallback goes on from (`_bridge`)
+        self._timed: tuple[list[int], list[Line[_Node]]] | None = None  # `_bridge`'s
+        if not earlier:
+            self._cut_cycles()
         sink.close()
-        for uuid in self.broken:  # a cut node is a root: no longer its parent's child
-            parent = nodes[uuid].record.parent_uuid or ""
-            self.children[parent].remove(uuid)
-            if not self.children[parent]:
-                del self.children[parent]
         self._leaves: list[Line[_Node]] | None = None
         self._responses: dict[str, list[Line[_Node]]] | None = None  # `responses`
         self._calls: _Calls | None = None  # `calls`
@@ -968,9 +969,78 @@ class _Graph:
         if (prompt := _prompt_text(line.record, text)) is not None:
             self.prompts[line.number] = prompt
 
+    def _cut_cycles(self) -> None:
+        """Cut every parentUuid cycle at its earliest line (`_break_cycles`), whose node goes on
+        from where Claude Code's walk goes on (`_bridge`), or else is a root; reported."""
+        nodes, children = self.nodes, self.children
+        cut = self._break_cycles()
+        for uuid in cut:  # no longer its parent's child
+            parent = nodes[uuid].record.parent_uuid or ""
+            children[parent].remove(uuid)
+            if not children[parent]:
+                del children[parent]
+        for uuid in sorted(cut, key=lambda uuid: nodes[uuid].number):
+            line = nodes[uuid]
+            above = self._bridge(line)
+            if above is None:
+                self.broken.add(uuid)
+                said = "cut there"
+            else:
+                line.record.parent_uuid = above.record.uuid
+                children.setdefault(above.record.uuid or "", []).append(uuid)
+                self.bridged += 1
+                said = (
+                    f"read on from line {above.number}, the latest record written up to "
+                    f"{_BRIDGE_MS // 1000} s before it, as Claude Code resumes it"
+                )
+            self.problems.add(
+                line.number, "cycle", f"line {line.number}: parentUuid chain loops back to it; {said}"
+            )
+
+    def _bridge(self, line: Line[_Node]) -> Line[_Node] | None:
+        """Where Claude Code's walk back from the leaf goes on from `line`, whose parent it has
+        seen already (a loop): the latest record of its side (main chain or sidechain), stamped
+        no later than `line` and at most `_BRIDGE_MS` before it, that is not below it (so
+        not one the walk came up through), and not a file snapshot; of records stamped alike,
+        the first in the file. None when there is none, when `line` has no time, or past the
+        first `_BRIDGES_MAX` loops of a file (a damaged file's, each then a root)."""
+        when = _instant(getattr(line.record, "timestamp", None) or "")
+        if when is None or self.bridged >= _BRIDGES_MAX:
+            return None
+        if self._timed is None:  # once per file with a loop: every node's time, in time order
+            timed = [
+                (_millis(stamp), -other.number, other)
+                for other in self.nodes.values()
+                if (stamp := _instant(getattr(other.record, "timestamp", None) or "")) is not None
+            ]
+            timed.sort(key=lambda item: item[:2])
+            self._timed = ([item[0] for item in timed], [item[2] for item in timed])
+        times, timed_lines = self._timed
+        below: set[str] = set()
+        stack = [line.record.uuid or ""]
+        while stack:
+            uuid = stack.pop()
+            if uuid not in below:
+                below.add(uuid)
+                stack.extend(self.children.get(uuid, ()))
+        side, until = line.record.is_sidechain, _millis(when)
+        # From the latest stamped no later than `line` (of those stamped alike, the first in
+        # the file: sorted last among them) back to `_BRIDGE_MS` before it.
+        at = bisect_right(times, until) - 1
+        while at >= 0 and until - times[at] <= _BRIDGE_MS:
+            other = timed_lines[at]
+            record = other.record
+            at -= 1
+            if record.uuid in below or record.is_sidechain != side:
+                continue
+            if record.type == "system" and record.subtype == "file_snapshot":
+                continue
+            return other
+        return None
+
     def _break_cycles(self) -> set[str]:
         """Find every parentUuid cycle (each node has one parent, so a walk finds it in linear
-        time overall) and break each at its earliest line, which becomes a root; reported."""
+        time overall): the node of its earliest line, where each is cut."""
         state: dict[str, int] = {}  # 1: on the current walk, 2: done
         broken: set[str] = set()
         for start in self.nodes:
@@ -982,12 +1052,7 @@ class _Graph:
                 current = self.nodes[current].record.parent_uuid
             if current is not None and state.get(current) == 1:
                 loop = walk[walk.index(current) :]
-                first = min(loop, key=lambda uuid: self.nodes[uuid].number)
-                broken.add(first)
-                line = self.nodes[first]
-                self.problems.add(
-                    line.number, "cycle", f"line {line.number}: parentUuid chain loops back to it; cut there"
-                )
+                broken.add(min(loop, key=lambda uuid: self.nodes[uuid].number))
             for uuid in walk:
                 state[uuid] = 2
         return broken
@@ -1334,6 +1399,10 @@ _NOTHING_BESIDE = _Side({}, [])
 
 
 _SYNTHETIC = "<synthetic>"  # the `model` of an assistant record Claude Code wrote itself
+# How far back in time Claude Code's walk from a leaf looks for the record to go on from, at a
+# parent it has seen already or that is not in the file (its `tengu_chain_timestamp_fallback`).
+_BRIDGE_MS = 5000
+_BRIDGES_MAX = 50  # loops of a file read on so; past them, each is cut (bounds a hostile file's cost)
 
 
 def _message_id(record: _Node) -> str | None:
@@ -1811,6 +1880,14 @@ def _instant(stamp: str) -> datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _millis(when: datetime) -> int:
+    """`when` in whole milliseconds since the epoch, as JavaScript's `Date` holds a time."""
+    return (when - _EPOCH) // timedelta(milliseconds=1)
 
 
 def _first(getter: Callable[[Any], Any], held: Iterable[_Node]) -> Any:
