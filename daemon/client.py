@@ -570,8 +570,9 @@ class SocketTransport:
         """The daemon's answer. A request whose connection broke because the daemon stopped as
         asked (`remem daemon stop` while a listing was under way) is sent once more, to a daemon
         started anew, when its method may be resent; one that died is said (it may die again on
-        the same request). A request that may not be resent fails saying it may or may not have
-        been done."""
+        the same request): a write, saying it may or may not have been done and why asking again
+        is safe (`Method.again`). A request that may not be resent fails saying it may or may not
+        have been done."""
         try:
             return self._ask(method, params)
         except ConnectionLost:
@@ -581,7 +582,12 @@ class SocketTransport:
                     "look, then try again"
                 ) from None
             if self._died():
-                raise
+                log = DaemonPaths(self.home, layout=False).log
+                if method.again is None:  # a read
+                    raise DaemonUnavailable(f"the daemon died while answering (its log: {log})") from None
+                raise DaemonUnavailable(
+                    f"the daemon stopped while it worked on this (it died; its log: {log}); {method.again}"
+                ) from None
         return self._ask(method, params)
 
     def _died(self) -> bool:

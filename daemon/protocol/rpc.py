@@ -488,12 +488,16 @@ class Method(Generic[Params, Result]):
     repetition changes nothing and is answered alike (a fork's operation id, an index made
     again). A write compare-and-swapped on a revision or a generation, one whose second answer
     would differ from the first (a revert's `no-change`, a rename's next generation), or one that
-    starts work, is never resent: it may have been applied, and only the caller can look."""
+    starts work, is never resent: it may have been applied, and only the caller can look. A write
+    that is resent has `again`: what to say when the daemon died while it worked on it (it is
+    not resent then: the same request might kill the next daemon), that it may or may not have
+    been done and why asking again is safe."""
 
     name: str
     params: type[Params]
     result: type[Result]
     resend: bool = True
+    again: str | None = None
 
 
 DAEMON_HELLO = Method("daemon/hello", HelloParams, HelloResult)
@@ -503,7 +507,10 @@ MEMORY_READ_GLOBAL = Method("memory/readGlobal", Empty, GlobalSnapshot)
 MEMORY_READ_WORKSPACE = Method("memory/readWorkspace", WorkspaceParams, WorkspaceSnapshot)
 MEMORY_REPLACE_GLOBAL = Method("memory/replaceGlobal", ReplaceGlobalParams, CommitResult, resend=False)
 MEMORY_COMMIT_WORKSPACE = Method("memory/commitWorkspace", CommitWorkspaceParams, CommitResult, resend=False)
-MEMORY_REGENERATE_INDEX = Method("memory/regenerateIndex", WorkspaceParams, RegenerateResult)
+MEMORY_REGENERATE_INDEX = Method(
+    "memory/regenerateIndex", WorkspaceParams, RegenerateResult,
+    again="MEMORY.md may or may not have been written again: running the command again is safe",
+)  # fmt: skip
 MEMORY_CONTEXT = Method("memory/context", WorkspaceParams, ContextResult)
 MEMORY_LOG = Method("memory/log", HistoryLogParams, HistoryLogResult)
 MEMORY_DIFF = Method("memory/diff", HistoryDiffParams, HistoryDiffResult)
@@ -515,7 +522,11 @@ SESSIONS_TREE = Method("sessions/tree", WorkspaceParams, TreeResult)
 SESSIONS_TURNS = Method("sessions/turns", SessionParams, TurnsResult)
 SESSIONS_TRANSCRIPT = Method("sessions/transcript", TranscriptParams, TranscriptResult)
 SESSIONS_LOG = Method("sessions/log", SessionParams, LogResult)
-SESSIONS_FORK = Method("sessions/fork", ForkRequest, ForkResult)
+SESSIONS_FORK = Method(
+    "sessions/fork", ForkRequest, ForkResult,
+    again="the fork may or may not have been made: retrying with the same operation id is safe, "
+    "it makes at most one child",
+)  # fmt: skip
 SESSIONS_RENAME = Method("sessions/rename", RenameParams, MetaResult, resend=False)
 SESSIONS_ARCHIVE = Method("sessions/archive", ArchiveParams, MetaResult, resend=False)
 CONSOLIDATION_RUN = Method("consolidation/run", ConsolidateParams, ConsolidationResult, resend=False)

@@ -28,6 +28,7 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.cold_reads import INDEX_BATCH
+from tests.consolidation.conftest import Source
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .helpers import calls, remem, wait_until
@@ -325,6 +326,48 @@ def test_a_revert_under_way_when_the_daemon_is_stopped_is_not_asked_again(
     assert stopped == 0 and reverted.returncode == 1
     assert "stopped while answering; it may or may not have been done: look" in reverted.stderr
     assert home.global_file.read_text() == "Prefer small commits.\n"
+
+
+def test_a_fork_the_daemon_died_in_may_be_made_and_is_retried_with_its_operation_id(
+    home: Home, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that dies is not asked again (the same request might kill the next one). Killed
+    once a fork's child was published, it was said only as "the daemon closed the connection",
+    though the child was there and the same command finishes the fork."""
+    fork = ("sessions", "fork", source.id, "--turn", "1", "--op-id", "dcrash1")
+    monkeypatch.setenv("REMEM_FAULTPOINT", "fork.after-publish")  # the daemon the command starts dies there
+    crashed = remem(home, *fork)
+    monkeypatch.delenv("REMEM_FAULTPOINT")
+    assert crashed.returncode == 1, crashed.stderr
+    said = crashed.stderr
+    assert said.startswith("remem: the daemon stopped while it worked on this (it died;"), said
+    assert "the fork may or may not have been made: retrying with the same operation id is safe" in said
+    assert str(DaemonPaths(home).log) in said and "--no-daemon" in said
+    wait_until(lambda: not DaemonPaths(home).running())
+
+    retried = remem(home, *fork, "--json")
+    assert retried.returncode == 0, retried.stderr
+    assert json.loads(retried.stdout)["created"] is False  # the child the dead daemon made
+
+
+def test_a_read_the_daemon_died_in_is_said_to_have_died(home: Home, listed_root: tuple[Path, Path]) -> None:
+    """A read changes nothing: it is said to have died, with its log, and nothing more."""
+    root, workspace = listed_root
+    write_session(root, build_session(SessionSpec(seed=4, turns=2, cwd=str(workspace))))
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
+    with index_write_held(home):  # the listing waits at its write of the new log's row
+        asked = subprocess.Popen(
+            [*command, "sessions", "list", "--cwd", str(workspace)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_until(lambda: status(home).get("clients", 0) >= 2, what="the command's connection")
+        info = DaemonPaths(home).read_status()
+        assert info is not None
+        os.kill(info.pid, signal.SIGKILL)
+        _, said = asked.communicate(timeout=60)
+    assert asked.returncode == 1, said
+    assert said.startswith("remem: the daemon died while answering (its log:"), said
+    assert "may or may not" not in said and "--no-daemon" in said
 
 
 def test_a_daemon_whose_memory_folder_became_a_link_can_still_be_asked_and_stopped(
