@@ -299,7 +299,8 @@ def test_a_line_with_bytes_not_utf8_in_a_field_skipped_is_forked_as_the_listing_
     home: Home, tmp_path: Path
 ) -> None:
     """Bad bytes inside a line's `attachment` (a field the reader skips) once passed the reader,
-    then failed the fork's copy of that line with a traceback, the journal left `prepared`."""
+    then failed the fork's copy of that line with a traceback, the journal left `prepared`. The
+    line is read, and copied, with U+FFFD for its bad bytes, as Claude Code reads it (0415)."""
     path = tmp_path / "claude" / "projects" / "-home-u-proj" / f"{SID}.jsonl"
     path.parent.mkdir(parents=True)
     side = json.dumps(rec("attachment", "x1", "t1", attachment={"type": "hook"})).encode()
@@ -316,11 +317,12 @@ def test_a_line_with_bytes_not_utf8_in_a_field_skipped_is_forked_as_the_listing_
     path.write_bytes(b"".join(line + b"\n" if isinstance(line, bytes) else jsonl(line) for line in lines))
     before = path.read_bytes()
     listed = read_transcript(before, path.name)
-    assert [(p.line, p.code) for p in listed.problems] == [(3, "not-utf8")] and len(listed.turns) == 2
+    assert [(p.line, p.code) for p in listed.problems] == [(3, "replaced-utf8")] and len(listed.turns) == 2
     done = fork(home, "claude-code", path)
     child = read_child("claude-code", Path(done.path))
     assert done.forkTurn == 2 and [t.prompt for t in child.turns] == [t.prompt for t in listed.turns]
     assert b"\xff" not in Path(done.path).read_bytes() and child.problems == ()
+    assert '"k\ufffd":"\ufffd"' in Path(done.path).read_text(encoding="utf-8")
     assert path.read_bytes() == before
 
 
