@@ -66,7 +66,7 @@ from .harness_sources import (
     unreadable,
 )
 from .index import UNKEPT, Continuation, LogRow, LogState, SessionIndex, Update
-from .lineage import LineageItem
+from .lineage import LineageItem, listed_title
 from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
 from .paths import encode_segment, encoding_of_file_name, project_key
@@ -1261,7 +1261,7 @@ def _problems(row: LogRow, live: bool) -> int:
 def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
     summary = SessionSummary(
         id=row.id or "",
-        title=display_title or row.title,
+        title=display_title or listed_title(row.title),
         cwd=row.cwd,
         createdAt=row.created_at or 0,
         parent=row.parent,

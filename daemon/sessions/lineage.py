@@ -99,6 +99,17 @@ def _scalars(node: TreeNode) -> dict[str, Any]:
 # DSH's default title of a branch: its parent's plus " (N)" (or full-width "（N）").
 DEFAULT_TITLE_COUNTER = re.compile(r"^(.*?)\s*([(（])(\d+)([)）])$")
 SHORTENED = "…"  # ends a default title's stem cut short to leave room for its counter
+# The most characters of a log's own title a listing carries: a turn's label's, and a title
+# taken from a first prompt's (`PROMPT_CHARS`). A title remem writes (a rename, a fork's) is
+# DSH's 80 bytes at most; one a log holds may be any length (a `custom-title` line).
+TITLE_CHARS = 200
+
+
+def listed_title(title: str | None) -> str | None:
+    """`title` as a listing carries it: a longer one is cut to `TITLE_CHARS`, ending in `…`."""
+    if title is None or len(title) <= TITLE_CHARS:
+        return title
+    return title[: TITLE_CHARS - len(SHORTENED)] + SHORTENED
 
 
 def _stem(title: str) -> str:
@@ -116,7 +127,7 @@ def _default_title(item: LineageItem, parent: LineageItem | None) -> bool:
     has no title record, so forking sets the child's title in remem's metadata as a rename does
     (decision 0291), and only the title itself tells whether it is still the parent's."""
     given = item.title if item.format == "codex" else item.log_title
-    if item.kind != "fork" or parent is None or given is None or item.title != given:
+    if item.kind != "fork" or parent is None or given is None or item.title != listed_title(given):
         return False
     stem = _stem(given)
     return any(t is not None and _same_stem(stem, _stem(t)) for t in (parent.title, parent.log_title))

@@ -1,0 +1,66 @@
+"""A log's own title is listed cut to a label's length, whatever the log holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from remem.daemon.home import Home
+from tests.sessions import claude_lines as cl
+from tests.test_cli_sessions import run
+
+
+def test_a_title_longer_than_a_label_is_listed_cut_to_one(home: Home, tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    folder = root / "projects" / "-home-u-proj"
+    folder.mkdir(parents=True)
+    huge = {"type": "custom-title", "customTitle": "T" * 100_000, "sessionId": cl.SID}
+    (folder / f"{cl.SID}.jsonl").write_bytes(
+        cl.jsonl(cl.prompt("u1", None, "q"), cl.say("a1", "u1", "a"), huge)
+    )
+    code, out, _ = run(home, "list", "--root", str(root), "--json")
+    assert code == 0
+    (listed,) = json.loads(out)["sessions"]
+    assert listed["title"] == "T" * 199 + "…"
+    code, out, _ = run(home, "list", "--root", str(root))
+    assert code == 0 and "T" * 199 + "…" in out and "T" * 200 not in out
+    code, out, _ = run(home, "tree", "--cwd", cl.CWD, "--root", str(root), "--json")
+    assert code == 0 and "T" * 200 not in out and "T" * 199 + "…" in out
+
+
+def test_a_fork_keeps_its_default_title_when_both_titles_are_cut(home: Home, tmp_path: Path) -> None:
+    """A fork titled its parent's title and a counter still reads as untitled by the user, though
+    the listing cuts both titles: the log's own titles are compared, not the listed ones."""
+    root = tmp_path / "claude"
+    folder = root / "projects" / "-home-u-proj"
+    folder.mkdir(parents=True)
+    long = "T" * 300
+    parent = cl.jsonl(
+        cl.prompt("u1", None, "q"), cl.say("a1", "u1", "a"), {"type": "custom-title", "customTitle": long}
+    )
+    child_id = "0b3c6f0e-1111-4222-8333-944445555777"
+    copied = {"sessionId": child_id, "forkedFrom": {"sessionId": cl.SID, "messageUuid": "u1"}}
+    child = cl.jsonl(
+        cl.prompt("c1", None, "q", **copied),
+        cl.say("c2", "c1", "a", **{**copied, "forkedFrom": {"sessionId": cl.SID, "messageUuid": "a1"}}),
+        {"type": "custom-title", "customTitle": f"{long} (1)", "sessionId": child_id},
+    )
+    (folder / f"{cl.SID}.jsonl").write_bytes(parent)
+    (folder / f"{child_id}.jsonl").write_bytes(child)
+    code, out, _ = run(home, "tree", "--cwd", cl.CWD, "--root", str(root), "--json")
+    assert code == 0
+    nodes = {node["id"]: node for node in _nodes(json.loads(out))}
+    assert nodes[child_id]["title"] == "T" * 199 + "…" and nodes[child_id]["defaultTitle"] is True
+
+
+def _nodes(tree: object) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    if isinstance(tree, dict):
+        if "defaultTitle" in tree:
+            found.append(tree)
+        for value in tree.values():
+            found += _nodes(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            found += _nodes(value)
+    return found
