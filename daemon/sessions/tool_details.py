@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from .formats.jsonl import replaced_utf8
+
 # Which input of a tool says what it was asked, in this order; else its first text input.
 _MAIN_INPUTS = ("command", "cmd", "file_path", "path", "pattern", "url", "query", "description", "prompt")
 # The bytes a line must hold to be a call, a result or a turn's end of either harness.
@@ -62,7 +64,13 @@ def _records(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
-            continue  # the reader reports it; a transcript shows what it can
+            # A line that is not UTF-8 is read with U+FFFD for its bad bytes, as the Claude
+            # Code reader reads it (decision 0415); any other the reader reports.
+            mended = replaced_utf8(line)
+            try:
+                record = orjson.loads(mended) if mended is not line else None
+            except orjson.JSONDecodeError:
+                record = None
         if isinstance(record, dict):
             yield number, record
 

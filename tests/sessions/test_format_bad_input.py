@@ -25,6 +25,7 @@ from remem.daemon.sessions.formats.claude_code import fork_selection, read_trans
 from remem.daemon.sessions.formats.codex import first_line_cwd, fork_point, read_rollout
 from remem.daemon.sessions.formats.jsonl import LineTooLong, read_bounded
 from remem.daemon.sessions.formats.model import Edge, NotAForkPoint
+from remem.daemon.sessions.tool_details import tool_details
 
 from . import claude_lines as cl
 from . import codex_lines as cx
@@ -346,3 +347,25 @@ def test_a_file_past_the_caps_on_bytes_or_lines_is_refused_before_it_is_held(
         handle.seek(len(CLAUDE))  # read on from an earlier read of 6 lines: 18 in all
         with pytest.raises(jsonl.FileTooLarge, match=r"\(18 read\)"):
             read_bounded(handle, lines_before=6)
+
+
+def test_lines_not_utf8_are_read_again_with_replacement_characters_for_evidence_and_details() -> None:
+    """A prompt typed while the agent worked (evidence) and a tool call's input (the transcript's
+    details) are read again from their lines: as the reader reads them, U+FFFD for bad bytes."""
+    queued = {"type": "queued_command", "prompt": "QUEUED", "commandMode": "prompt"}
+    data = cl.jsonl(
+        cl.prompt("u1", None, "first"),
+        cl.rec(
+            "assistant",
+            "t1",
+            "u1",
+            [{"type": "tool_use", "id": "c1", "name": "Bash", "input": {"command": "CMD"}}],
+        ),
+        cl.result("r1", "t1", "c1"),
+        cl.rec("attachment", "q1", "r1", attachment=queued),
+        cl.say("a1", "q1", "one"),
+    )
+    data = data.replace(b"QUEUED", b"and \xff too").replace(b"CMD", b"ls \xfe")
+    evidence = project_harness("claude-code", NAME, data)
+    assert [t.user for t in evidence.turns] == [["first", "and \ufffd too"]]
+    assert tool_details(data).asked["c1"] == "ls \ufffd"

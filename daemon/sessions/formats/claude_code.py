@@ -49,7 +49,7 @@ from typing import Any, NamedTuple, cast
 
 import msgspec
 
-from .jsonl import REPLACED_UTF8, Fields, Line, end_of_line, records
+from .jsonl import REPLACED_UTF8, Fields, Line, end_of_line, records, replaced_utf8
 from .model import (
     Edge,
     NotAForkPoint,
@@ -1623,7 +1623,7 @@ def _queued_prompts(data: bytes, path: list[Line[_Node]]) -> dict[int, str]:
         if b"queued_command" not in raw:
             continue
         try:
-            queued = _QUEUED.decode(raw).attachment
+            queued = _QUEUED.decode(replaced_utf8(raw)).attachment  # as the reader reads it (0415)
         except msgspec.DecodeError:
             continue
         if queued is not None and (text := _queued_text(queued)):
