@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import unicodedata
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -29,6 +29,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
@@ -474,37 +475,45 @@ class _Answers:
 
     def __init__(self, stream: WriteStream[SessionMessage]) -> None:
         self._stream = stream
-        self._unanswered: set[types.RequestId] = set()
+        # Counted per id as the SDK correlates them ("7" is 7): a client may reuse an id, and
+        # name the request it cancels by either spelling.
+        self._unanswered: Counter[types.RequestId] = Counter()
         self._answered = anyio.Event()
 
     def expect(self, message: types.JSONRPCMessage) -> None:
         """Note a message passed on to the server: a request is to be answered, one the client
         cancelled is never (the spec forbids it)."""
         if isinstance(message, types.JSONRPCRequest):
-            self._unanswered.add(message.id)
+            self._unanswered[coerce_request_id(message.id)] += 1
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-            self._settle((message.params or {}).get("requestId"))
+            cancelled = (message.params or {}).get("requestId")
+            if isinstance(cancelled, str | int) and not isinstance(cancelled, bool):
+                self._settle(cancelled)
 
     async def send(self, item: SessionMessage, /) -> None:
         await self._stream.send(item)
-        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+        if (
+            isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError)
+            and item.message.id is not None
+        ):
             self._settle(item.message.id)
 
-    def _settle(self, request_id: Any) -> None:
-        if request_id in self._unanswered:
-            self._unanswered.discard(request_id)
+    def _settle(self, request_id: types.RequestId) -> None:
+        key = coerce_request_id(request_id)
+        if self._unanswered[key] > 0:
+            self._unanswered[key] -= 1
             self._answered.set()
             self._answered = anyio.Event()
 
     async def drained(self) -> None:
         """Wait until every request passed on is answered, for `INPUT_CLOSED_DRAIN_SECONDS` at most."""
         with anyio.move_on_after(INPUT_CLOSED_DRAIN_SECONDS):
-            while self._unanswered:
+            while self._unanswered.total():
                 await self._answered.wait()
-        if self._unanswered:
+        if self._unanswered.total():
             log.warning(
                 "the client closed its input; %d request(s) unanswered after %.0f s",
-                len(self._unanswered),
+                self._unanswered.total(),
                 INPUT_CLOSED_DRAIN_SECONDS,
             )
 

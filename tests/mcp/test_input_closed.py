@@ -57,3 +57,60 @@ def test_requests_sent_before_the_input_closes_are_all_answered(
     assert [answer.get("error") for answer in answers] == [None] * len(answers)
     assert not by_id[3]["result"].get("isError"), by_id[3]
     assert [record.name for record in store.read_workspace(workspace).records] == ["piped-record"]
+
+
+def _served_with_roots(home: Home, project: Path, then: list[dict[str, object]]) -> tuple[list[dict], str]:  # type: ignore[type-arg]
+    """A client that declares roots but never lists them calls memory_context (id 5), which
+    then waits for its roots; `then` is sent, and the input closed. Every answer, and stderr."""
+    handshake = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"roots": {}},
+        "clientInfo": {"name": "r", "version": "1"},
+    }
+    process = subprocess.Popen(
+        server_command(home, None),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+        cwd=project,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    try:
+        for message in (
+            {"id": 1, "method": "initialize", "params": handshake},
+            {"method": "notifications/initialized"},
+            {"id": 5, "method": "tools/call", "params": {"name": "memory_context", "arguments": {}}},
+        ):
+            process.stdin.write(_line(message))
+        process.stdin.flush()
+        lines = [json.loads(process.stdout.readline()) for _ in range(2)]  # the handshake, roots/list
+        assert lines[1]["method"] == "roots/list", lines
+        process.stdin.write(b"".join(map(_line, then)))
+        process.stdin.close()
+        lines += map(json.loads, process.stdout.read().splitlines())
+        assert process.wait(TIMEOUT_SECONDS) == 0
+        return [
+            line for line in lines if "id" in line and "method" not in line
+        ], process.stderr.read().decode()
+    finally:
+        process.kill()
+
+
+def test_a_request_cancelled_by_either_spelling_of_its_id_is_not_waited_for(
+    home: Home, project: Path
+) -> None:
+    # The SDK takes "5" for 5 and never answers a cancelled request; the server waited for it the
+    # whole drain (30 s), then warned of a request unanswered.
+    cancel = {"method": "notifications/cancelled", "params": {"requestId": "5"}}
+    answers, stderr = _served_with_roots(home, project, [cancel])
+    assert [answer["id"] for answer in answers] == [1]
+    assert "unanswered" not in stderr, stderr
+
+
+def test_a_reused_id_is_answered_as_often_as_it_was_asked(home: Home, project: Path) -> None:
+    # The first answer for id 5 settled both requests, and the one still served was cancelled
+    # with "Connection closed".
+    answers, stderr = _served_with_roots(home, project, [{"id": 5, "method": "tools/list"}])
+    assert [answer["id"] for answer in answers] == [1, 5, 5]
+    assert [answer.get("error") for answer in answers] == [None, None, None], answers
