@@ -351,7 +351,7 @@ def _replacements(data: bytes, session: str) -> tuple[Any, ...]:
     as `fork_selection` gathers them."""
     return tuple(
         item
-        for line in records(data, _Replacing, []).lines
+        for line in records(data, _Replacing, [], replace_bad_utf8=True).lines
         if line.record.type == "content-replacement"
         and line.record.session_id == session
         and isinstance(line.record.replacements, list)

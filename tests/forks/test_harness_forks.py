@@ -340,3 +340,29 @@ def test_a_rollout_whose_session_meta_is_not_utf8_in_a_field_skipped_is_refused_
         assert "no session_meta line opens the rollout (line 1 is not UTF-8 text" in str(refused.value)
     assert sorted(path.parent.parent.rglob("*")) == files
     assert not list((home.root / "state").rglob("forks/**/*.json"))  # no journal entry was prepared
+
+
+@pytest.mark.slow
+def test_a_retried_fork_carries_a_replacement_line_not_utf8_as_a_fresh_one_does(
+    home: Home, tmp_path: Path
+) -> None:
+    """A fresh fork reads a `content-replacement` line whose bytes are not UTF-8 with U+FFFD and
+    copies it; the retry of a prepared attempt read the same line strictly and dropped it, so one
+    operation id could make two different children."""
+    path = claude_parent(tmp_path)
+    path.write_bytes(
+        path.read_bytes()
+        .replace(b'"kind": "x"', b'"kind": "x\xff"')
+        .replace(b'"kind":"x"', b'"kind":"x\xff"')
+    )
+    assert b"\xff" in path.read_bytes()
+    crashed = run_driver(home, "claude-code", path, "op-crash", "fork.after-prepare")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    retried = json.loads(run_driver(home, "claude-code", path, "op-crash").stdout)
+    fresh = json.loads(run_driver(home, "claude-code", path, "op-fresh").stdout)
+
+    def replacements(child: str) -> list[object]:
+        lines = [json.loads(line) for line in Path(child).read_text().splitlines()]
+        return [line["replacements"] for line in lines if line["type"] == "content-replacement"]
+
+    assert replacements(retried["path"]) == replacements(fresh["path"]) == [[{"kind": "x\ufffd"}]]
