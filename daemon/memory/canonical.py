@@ -120,8 +120,6 @@ def open_memory_file(path: Path, irregular: Diagnostic) -> int:
     `irregular`, whatever a look at the path said a moment before."""
     try:
         return safe_open.open_regular(path)
-    except FileNotFoundError:
-        raise
     except OSError as exc:
         if not safe_open.refused(exc):
             raise

@@ -135,11 +135,14 @@ def lint_workspace_folder(
 def _read(cache: LintCache, folder: Path, name: str, others: set[str]) -> tuple[str, list[Diagnostic]] | None:
     """The file's text and decoding problems; None, with its name put in `others`, when it was
     listed as a regular file and is no longer one (a link or a FIFO swapped in since): it is
-    then reported as one listed so, and never read."""
+    then reported as one listed so, and never read. None alone when it was deleted since: it is
+    reported as one not listed."""
     try:
         return cache.read(folder, name)
     except Unread:
         others.add(name)
+        return None
+    except FileNotFoundError:
         return None
 
 

@@ -14,8 +14,8 @@ it is already there when looked at.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -50,10 +50,15 @@ def _staged(path: Path, kind: str, tmp_path: Path) -> tuple[Path, Path | None]:
     return staged, (path if fifo == staged else fifo)
 
 
+def _swapped_after_stat(path: Path, staged: Path) -> AbstractContextManager[None]:
+    """Rename `staged` over `path` just after the first look at it (`_after_the_look`)."""
+    return _after_the_look(path, lambda: os.rename(staged, path))
+
+
 @contextmanager
-def _swapped_after_stat(path: Path, staged: Path) -> Iterator[None]:
-    """Rename `staged` over `path` just after the first `stat` or `lstat` of `path` (by its full
-    path or by its name from a folder's descriptor) has seen the regular file there."""
+def _after_the_look(path: Path, act: Callable[[], None]) -> Iterator[None]:
+    """`act` just after the first `stat` or `lstat` of `path` (by its full path or by its name
+    from a folder's descriptor) has seen the regular file there."""
     real = {"stat": os.stat, "lstat": os.lstat}
     done: list[bool] = []
 
@@ -62,7 +67,7 @@ def _swapped_after_stat(path: Path, staged: Path) -> Iterator[None]:
             st = real[which](name, *args, **kwargs)
             if not done and os.fspath(name) in (str(path), path.name):
                 done.append(True)
-                os.rename(staged, path)  # the instant between the look and the read
+                act()  # the instant between the look and the read
             return st
 
         return look
@@ -115,6 +120,19 @@ def test_a_record_swapped_after_the_look_is_linted_as_one_found_so(
     assert _codes(found)["beta.md"] == ["remem/not-a-regular-file"]
     assert swapped == found
     assert [d.message for d in swapped["beta.md"]] == [IRREGULAR_RECORD.message]
+
+
+def test_a_record_deleted_after_the_look_is_linted_as_gone(
+    store: MemoryStore, workspace: WorkspaceId
+) -> None:
+    # The read met no file and raised out of linting: the overview answered an internal error,
+    # and the editor published no diagnostics for the folder.
+    folder = _committed(store, workspace)
+    record = folder / "beta.md"
+    with _after_the_look(record, record.unlink):
+        deleted = lint_workspace_folder(folder, cache=LintCache())
+    assert deleted == lint_workspace_folder(folder)  # as if it was gone when looked at
+    assert "beta.md" not in deleted
 
 
 @pytest.mark.parametrize("kind", KINDS)
