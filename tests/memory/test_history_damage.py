@@ -342,12 +342,12 @@ def test_a_global_file_made_a_link_or_fifo_is_announced_invalid_not_a_failed_loo
     methods = MemoryMethods(home, lambda method, news: heard.append((method, news)), watch=True)
     try:
         asyncio.run(methods.reconcile_history())
-        target = tmp_path / "elsewhere"
-        target.write_text("Read from outside the home.\n")
         if kind == "fifo":
-            os.mkfifo(target.with_suffix(".fifo"))
-            target = target.with_suffix(".fifo")
-        (home.memory / "GLOBAL.md").symlink_to(target)
+            os.mkfifo(home.memory / "GLOBAL.md")
+        else:
+            target = tmp_path / "elsewhere"
+            target.write_text("Read from outside the home.\n")
+            (home.memory / "GLOBAL.md").symlink_to(target)
         asyncio.run(methods.scope_changed(None))
     finally:
         assert methods.cache is not None
