@@ -22,7 +22,7 @@ from typing import NoReturn
 
 from .faults import faultpoint
 
-log = logging.getLogger("remem.swap")
+log = logging.getLogger("remem.fsutil")
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -293,50 +293,75 @@ def remove_stale_temps(directory: Path) -> list[Path]:
     Only for a caller holding the one lock every writer of the folder takes: another writer's
     temp, in flight under another lock, would go too. A writer of one file in a folder others
     write under their own locks uses `remove_stale_temps_of` (decision 0409)."""
-    return _remove_temps(directory, is_temp_name)
+    return _remove_temps(directory, is_temp_name, None)
 
 
 def remove_stale_temps_of(target: Path) -> list[Path]:
     """Delete the temp files a crashed writer of `target` left beside it, and no other file's;
     for a caller holding the lock every writer of `target` takes. Return what was removed."""
-    return _remove_temps(target.parent, lambda name: is_temp_of(name, target))
+    return _remove_temps(target.parent, lambda name: is_temp_of(name, target), target)
 
 
-def _remove_temps(directory: Path, chosen: Callable[[str], bool]) -> list[Path]:
+def _remove_temps(directory: Path, chosen: Callable[[str], bool], target: Path | None) -> list[Path]:
+    """Settle each temp `chosen` names in `directory` (`_settle_temp`); a symbolic link at a temp's
+    name, which only an exchange puts there (one put in place of the file just before it), is
+    kept beside its file, never followed nor deleted. `target`: the file the temps are of, when
+    the caller knows it (a cut temp name does not say it whole)."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
     except FileNotFoundError:
         return removed
     for entry in entries:
-        if chosen(entry.name) and entry.is_file(follow_symlinks=False):
-            _settle_temp(Path(entry.path))
-            removed.append(Path(entry.path))
+        if not chosen(entry.name):
+            continue
+        temp = Path(entry.path)
+        if entry.is_symlink():
+            _keep(temp, target or _target_of(temp), "a link put in place of")
+        elif entry.is_file(follow_symlinks=False):
+            _settle_temp(temp, target)
+        else:
+            continue
+        removed.append(temp)
     if removed:
         fsync_dir(directory)
     return removed
 
 
-def _settle_temp(temp: Path) -> None:
+def _settle_temp(temp: Path, target: Path | None) -> None:
     """Remove a stale temp, unless an exchange left in it a file that held neither of the bytes
     its name records (ours, or those compared): a save by hand that landed just before the
     exchange, whose check a crash cut off. That one is kept beside its file, for a person to
-    merge, unless the file holds the same bytes."""
-    head, _, tail = temp.name.rpartition(TEMP_MARKER)
-    tags = _TAIL.fullmatch(tail)
+    merge. Not when the file holds the same bytes, nor when it still holds the compared ones:
+    then the exchange never happened, and the temp is our own write that a crash cut short (a
+    kill in mid-write, a power cut before its sync left it partial or empty)."""
+    tags = _TAIL.fullmatch(temp.name.rpartition(TEMP_MARKER)[2])
     swapped = tags.groups() if tags is not None and tags.group(1) else ()
     data = _read_bytes(temp) if swapped else None
-    if data is not None and hashlib.sha256(data).hexdigest()[:_DIGEST_HEX] not in swapped:
-        target = temp.with_name(head[1:])
-        if _read_bytes(target) != data:
-            kept = unmerged_path_for(target)
-            os.rename(temp, kept)
-            log.warning(
-                "a hand save of %s met a commit a crash cut short; it is kept as %s", target.name, kept.name
-            )
+    if data is not None and _short_digest(data) not in swapped:
+        target = target or _target_of(temp)
+        now = _read_bytes(target)
+        if now != data and (now is None or _short_digest(now) != swapped[1]):
+            _keep(temp, target, "a hand save of")
             return
     with contextlib.suppress(FileNotFoundError):  # gone meanwhile: as good as removed
         os.unlink(temp)
+
+
+def _short_digest(data: bytes) -> str:
+    """The start of `data`'s digest a temp's name records (`temp_path_for`'s `swap`)."""
+    return hashlib.sha256(data).hexdigest()[:_DIGEST_HEX]
+
+
+def _target_of(temp: Path) -> Path:
+    """The file `temp` was made for, as far as its (maybe cut) name tells."""
+    return temp.with_name(temp.name.rpartition(TEMP_MARKER)[0][1:])
+
+
+def _keep(temp: Path, target: Path, what: str) -> None:
+    kept = unmerged_path_for(target)
+    os.rename(temp, kept)
+    log.warning("%s %s met a commit a crash cut short; it is kept as %s", what, target.name, kept.name)
 
 
 def _read_bytes(path: Path) -> bytes | None:

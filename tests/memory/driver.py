@@ -4,10 +4,12 @@ python -m tests.memory.driver commit HOME CWD EXPECTED CHANGES_JSON
 python -m tests.memory.driver commit-against-save HOME CWD EXPECTED CHANGES_JSON NAME TEXT
 python -m tests.memory.driver replace-global HOME EXPECTED TEXT
 python -m tests.memory.driver replace-global-against-save HOME EXPECTED TEXT SAVED
+python -m tests.memory.driver replace-global-cut-short HOME EXPECTED TEXT WRITTEN
 python -m tests.memory.driver read HOME CWD
 python -m tests.memory.driver log HOME CWD
 python -m tests.memory.driver update-settings HOME EXPECTED KEY VALUE
 python -m tests.memory.driver update-settings-against-save HOME EXPECTED KEY VALUE SAVED
+python -m tests.memory.driver update-settings-against-link HOME EXPECTED KEY VALUE LINKED
 python -m tests.memory.driver race HOME CWD WORKER COUNT
 python -m tests.memory.driver store-api-key HOME PROVIDER KEY
 """
@@ -15,10 +17,12 @@ python -m tests.memory.driver store-api-key HOME PROVIDER KEY
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
-from remem.daemon import swap
+from remem.daemon import fsutil, swap
 from remem.daemon.consolidation.route import store_api_key
 from remem.daemon.home import Home
 from remem.daemon.memory import journal
@@ -76,6 +80,19 @@ def save_before_exchange(name: str, text: str) -> None:
     swap._exchange = saving
 
 
+def replace_global_cut_short(home: str, expected: str, text: str, written: str) -> None:
+    """`replace-global`, killed while it writes its temp: after the exclusive create and the
+    first WRITTEN bytes, before the rest and the sync (a power cut there leaves it empty)."""
+
+    def dying(path: Path, *parts: bytes | memoryview, dir_fd: int | None = None) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fsutil.PRIVATE_FILE_MODE, dir_fd=dir_fd)
+        os.write(fd, b"".join(bytes(part) for part in parts)[: int(written)])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    fsutil.write_synced = dying
+    replace_global(home, expected, text)
+
+
 def read(home: str, cwd: str) -> None:
     snap = MemoryStore(Home(Path(home))).read_workspace(WorkspaceId.from_cwd(cwd))
     print(json.dumps({r.name: r.content for r in snap.records}))
@@ -91,6 +108,21 @@ def update_settings(home: str, expected: str, key: str, value: str) -> None:
 
 def update_settings_against_save(home: str, expected: str, key: str, value: str, saved: str) -> None:
     save_before_exchange("settings.yml", saved)
+    update_settings(home, expected, key, value)
+
+
+def update_settings_against_link(home: str, expected: str, key: str, value: str, linked: str) -> None:
+    """`update-settings`, while `settings.yml` is made a link to LINKED (GNU stow) just before
+    its exchange."""
+    exchange = swap._exchange
+
+    def linking(a: Path, b: Path) -> bool:
+        if b.name == "settings.yml":
+            b.unlink()
+            b.symlink_to(linked)
+        return exchange(a, b)
+
+    swap._exchange = linking
     update_settings(home, expected, key, value)
 
 
@@ -132,10 +164,12 @@ if __name__ == "__main__":
         "commit-against-save": commit_against_save,
         "replace-global": replace_global,
         "replace-global-against-save": replace_global_against_save,
+        "replace-global-cut-short": replace_global_cut_short,
         "read": read,
         "log": log,
         "update-settings": update_settings,
         "update-settings-against-save": update_settings_against_save,
+        "update-settings-against-link": update_settings_against_link,
         "race": race,
         "store-api-key": store_key,
     }

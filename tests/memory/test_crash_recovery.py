@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,25 @@ def test_a_crash_between_globals_exchange_and_its_check_keeps_the_save_it_displa
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("written", [0, 100])
+def test_globals_temp_a_kill_cut_short_is_removed_not_kept_as_a_hand_save(
+    store: MemoryStore, written: int
+) -> None:
+    """Killed while it writes its temp (a power cut before the sync leaves it empty), a publish
+    leaves a temp holding neither digest its name records, and Global still the compared bytes:
+    the exchange never happened, so the next access deletes the temp; no "hand save" is kept."""
+    old = "Old global.\n" * 50
+    base = store.replace_global(EMPTY, old).revision
+    root = str(store.home.root)
+    killed = run_driver("", "replace-global-cut-short", root, base, "New global.\n" * 50, str(written))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert leftovers(store.home.memory) != [], "the kill left its partial temp"
+    assert store.read_global().content == old
+    assert leftovers(store.home.memory) == []
+    assert [p.name for p in store.home.memory.iterdir() if UNMERGED_MARKER in p.name] == []
+
+
+@pytest.mark.slow
 def test_crash_while_undoing_for_a_hand_save(store: MemoryStore, workspace: WorkspaceId) -> None:
     """A commit that meets a hand save undoes its steps; killed mid-undo, recovery finishes the
     generation around the saved file, which stays exactly as saved."""
@@ -192,6 +212,30 @@ def test_a_crash_between_the_settings_exchange_and_its_check_keeps_the_save_it_d
     settings.update(revision, {"consolidation.model": "next-model"})  # the next writer settles
     assert leftovers(home.root) == []
     assert [p.read_text() for p in home.root.iterdir() if UNMERGED_MARKER in p.name] == [saved]
+
+
+@pytest.mark.slow
+def test_a_link_displaced_by_the_settings_exchange_is_kept_not_hidden(home: Home) -> None:
+    """`settings.yml` made a link (GNU stow) just before the exchange, which a crash cut off
+    before its check: the link, at the temp's name, is kept beside the file like a displaced
+    save, never followed nor left hidden."""
+    settings = SettingsStore(home)
+    settings.update(settings.read()[1], {"consolidation.model": "old-model"})
+    base = settings.read()[1]
+    dotfile = home.root.parent / "dotfiles-settings.yml"
+    dotfile.write_text("consolidation:\n  model: from-dotfiles\n")
+    crashed = run_driver(
+        "settings.after-exchange", "update-settings-against-link", str(home.root), base,
+        "consolidation.model", "crashed-model", str(dotfile),
+    )  # fmt: skip
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    current, revision = settings.read()
+    assert current.consolidation.model == "crashed-model"
+    settings.update(revision, {"consolidation.model": "next-model"})  # the next writer settles
+    assert leftovers(home.root) == []
+    kept = [p for p in home.root.iterdir() if UNMERGED_MARKER in p.name]
+    assert [(p.name.startswith("settings.yml"), p.readlink()) for p in kept] == [(True, dotfile)]
+    assert dotfile.read_text() == "consolidation:\n  model: from-dotfiles\n"
 
 
 @pytest.mark.slow

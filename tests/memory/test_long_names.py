@@ -124,9 +124,17 @@ def test_the_cli_reads_a_workspace_an_old_journal_was_left_in(
     assert not path.exists() and not (path.parent / JOURNAL_NAME).exists()
 
 
-@pytest.mark.parametrize("size", [1, 200, 231, 232, 250, 255])
-def test_derived_names_fit_and_stay_recognisable(tmp_path: Path, size: int) -> None:
-    target = tmp_path / ("é" * (size // 2) + "e" * (size % 2))  # two bytes a character: none split
+def _temp_boundary(folder: Path, size: int | str) -> int:
+    """`size`, or for "whole" the longest name (in bytes) a temp's name holds whole in `folder`,
+    for "cut" one byte more: the boundary as `temp_path_for` draws it, not a number copied here."""
+    whole = fsutil.name_max(folder) - 1 - fsutil._TEMP_TAIL
+    return {"whole": whole, "cut": whole + 1}.get(size, size) if isinstance(size, str) else size
+
+
+@pytest.mark.parametrize("size", [1, "whole", "cut", 250, 255])
+def test_derived_names_fit_and_stay_recognisable(tmp_path: Path, size: int | str) -> None:
+    length = _temp_boundary(tmp_path, size)
+    target = tmp_path / ("é" * (length // 2) + "e" * (length % 2))  # two bytes a character: none split
     for derived in (temp_path_for(target), temp_path_for(target), unmerged_path_for(target)):
         assert len(os.fsencode(derived.name)) <= _longest(tmp_path), derived.name
         derived.write_text("fits")  # the file system takes it
@@ -135,10 +143,13 @@ def test_derived_names_fit_and_stay_recognisable(tmp_path: Path, size: int) -> N
     assert fsutil.remove_stale_temps(tmp_path) and not any(is_temp_name(p.name) for p in tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("size", [1, 200, 231, 232, 250, 255])
-def test_a_files_own_temps_are_told_from_its_neighbours(tmp_path: Path, size: int) -> None:
-    target = tmp_path / ("é" * (size // 2) + "e" * (size % 2))
-    own = [temp_path_for(target) for _ in range(2)]
+@pytest.mark.parametrize("size", [1, "whole", "cut", 250, 255])
+def test_a_files_own_temps_are_told_from_its_neighbours(tmp_path: Path, size: int | str) -> None:
+    length = _temp_boundary(tmp_path, size)
+    target = tmp_path / ("é" * (length // 2) + "e" * (length % 2))
+    own = [temp_path_for(target), temp_path_for(target, swap=(digest(b"a"), digest(b"b")))]
+    if size in ("whole", "cut"):  # the boundary is where it is said to be
+        assert own[0].name.startswith(f".{target.name}{TEMP_MARKER}") is (size == "whole")
     neighbours = [temp_path_for(tmp_path / f"x{target.name}"), temp_path_for(tmp_path / "other.yml")]
     for path in [*own, *neighbours, target]:
         path.write_text("in flight")
