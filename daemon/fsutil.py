@@ -167,8 +167,17 @@ def is_temp_of(name: str, target: Path) -> bool:
 
     Exact for a name that fits whole; a name cut to fit is told apart from another only as far
     as their cut forms differ (decision 0409)."""
-    prefix = _temp_prefix(target)
-    return name.startswith(prefix) and _TAIL.fullmatch(name, len(prefix)) is not None
+    return _temps_named(_temp_prefix(target))(name)
+
+
+def _temps_named(prefix: str) -> Callable[[str], bool]:
+    """`is_temp_of` for the target whose temps start with `prefix`: for a listing, the prefix
+    (a `pathconf` and a cut) worked out once, not per name."""
+
+    def chosen(name: str) -> bool:
+        return name.startswith(prefix) and _TAIL.fullmatch(name, len(prefix)) is not None
+
+    return chosen
 
 
 def name_max(folder: Path) -> int:
@@ -256,11 +265,27 @@ def atomic_write(target: Path, data: bytes, *, written: str | None = None) -> No
 
 
 def atomic_rewrite(target: Path, data: bytes, *, written: str | None = None) -> None:
-    """`atomic_write` by the holder of the lock every writer of `target` takes: the temps a
-    crashed writer of `target` left (killed before its rename) are removed first. Found when
-    the file is written next, never when it is read, they cost no read a folder listing."""
-    remove_stale_temps_of(target)
-    atomic_write(target, data, written=written)
+    """`atomic_write` by the holder of the lock every writer of `target` takes: its temp has
+    one name, `target`'s own (`locked_temp_path_for`), so the temp a crashed writer of `target`
+    left (killed before its rename) is removed by name first, with no listing of the folder, and
+    no other file's temp is touched (decision 0411)."""
+    temp = locked_temp_path_for(target)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
+    write_synced(temp, data)
+    if written is not None:
+        faultpoint(written)
+    try:
+        replace_durably(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def locked_temp_path_for(target: Path) -> Path:
+    """The one temp name of `target` for writers holding the lock all its writers take
+    (`atomic_rewrite`): a `temp_path_for` name (`is_temp_of` matches it), its random hex zeros."""
+    return target.with_name(_temp_prefix(target) + "0" * (2 * _TEMP_RANDOM_BYTES))
 
 
 def publish_new(temp: Path, target: Path, *, linked: str, dir_fd: int | None = None) -> None:
@@ -299,7 +324,7 @@ def remove_stale_temps(directory: Path) -> list[Path]:
 def remove_stale_temps_of(target: Path) -> list[Path]:
     """Delete the temp files a crashed writer of `target` left beside it, and no other file's;
     for a caller holding the lock every writer of `target` takes. Return what was removed."""
-    return _remove_temps(target.parent, lambda name: is_temp_of(name, target), target)
+    return _remove_temps(target.parent, _temps_named(_temp_prefix(target)), target)
 
 
 def _remove_temps(directory: Path, chosen: Callable[[str], bool], target: Path | None) -> list[Path]:

@@ -16,6 +16,7 @@ from remem.daemon.home import Home
 from remem.daemon.protocol.forks import ForkRequest
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.paths import Encoding
+from remem.daemon.sessions.reader import file_revision
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .harness import Benchmark, Budget, Call, Contenders
@@ -65,10 +66,10 @@ def _forking(root: Path) -> ForkService:
 
 
 def _add_prior_forks(service: ForkService, source_id: str, count: int) -> None:
-    """Leave on disk exactly what `count` committed forks leave: a journal entry, a lock file and
-    a child log each. One fork is made for real; the others are its copies under their own
-    operation ids (ids, paths and the child's header rewritten), since making ten thousand
-    forks with their fsyncs would take minutes per run."""
+    """Leave on disk exactly what `count` committed forks leave: a journal entry, a lock file, a
+    child log and its record in `state/published/` each. One fork is made for real; the others
+    are its copies under their own operation ids (ids, paths and the child's header rewritten),
+    since making ten thousand forks with their fsyncs would take minutes per run."""
     made = service.fork(ForkRequest(source=source_id, operationId="prior-0"))
     journal = service.journal
     entry = journal.get("prior-0")
@@ -85,6 +86,8 @@ def _add_prior_forks(service: ForkService, source_id: str, count: int) -> None:
             copy.model_dump_json(indent=2) + "\n"
         )
         (journal.locks / f"fork-{operation_key(operation)}.lock").touch()
+        # As `PublishedLogs.record` leaves it, without a synced write each.
+        journal.published._record_path(path).write_text(file_revision(path))
 
 
 def _fork_after(prior: int, listed: bool) -> Callable[[], AbstractContextManager[Contenders]]:

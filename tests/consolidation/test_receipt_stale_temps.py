@@ -7,7 +7,7 @@ import asyncio
 
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.runner import Consolidator
-from remem.daemon.fsutil import temp_path_for
+from remem.daemon.fsutil import locked_temp_path_for
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, tool_call
 
@@ -23,9 +23,9 @@ def test_a_receipts_next_write_removes_its_own_stale_temps(
     receipt = store.read(review)
     assert receipt is not None
     path = store.path(review)
-    left = temp_path_for(path)
+    left = locked_temp_path_for(path)
     left.write_text("status: running\n")  # a write killed before its rename
-    in_flight = temp_path_for(path.with_name(f"another-{path.name}"))
+    in_flight = locked_temp_path_for(path.with_name(f"another-{path.name}"))
     in_flight.write_text("status: running\n")
     store.write(receipt)
     assert store.read(review) == receipt

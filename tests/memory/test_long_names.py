@@ -148,6 +148,7 @@ def test_a_files_own_temps_are_told_from_its_neighbours(tmp_path: Path, size: in
     length = _temp_boundary(tmp_path, size)
     target = tmp_path / ("é" * (length // 2) + "e" * (length % 2))
     own = [temp_path_for(target), temp_path_for(target, swap=(digest(b"a"), digest(b"b")))]
+    own.append(fsutil.locked_temp_path_for(target))
     if size in ("whole", "cut"):  # the boundary is where it is said to be
         assert own[0].name.startswith(f".{target.name}{TEMP_MARKER}") is (size == "whole")
     neighbours = [temp_path_for(tmp_path / f"x{target.name}"), temp_path_for(tmp_path / "other.yml")]
