@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.faults import EXIT_CODE, POINTS
-from remem.daemon.fsutil import UNMERGED_MARKER, is_temp_name
+from remem.daemon.fsutil import UNMERGED_MARKER, is_temp_name, temp_path_for
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.index import render_index
@@ -148,6 +148,22 @@ def test_globals_temp_a_kill_cut_short_is_removed_not_kept_as_a_hand_save(
     assert store.read_global().content == old
     assert leftovers(store.home.memory) == []
     assert [p.name for p in store.home.memory.iterdir() if UNMERGED_MARKER in p.name] == []
+
+
+def test_a_link_an_exchange_left_at_globals_temp_is_kept_beside_it(store: MemoryStore) -> None:
+    """A link put in place of GLOBAL.md just before an exchange that a crash cut short lies at
+    the temp's name: the next access keeps it as `GLOBAL.md.unmerged-*` (a link still, its file
+    untouched) rather than leave a hidden temp that sends every later read to the exclusive lock."""
+    store.replace_global(EMPTY, "Old global.\n")
+    elsewhere = store.home.root.parent / "dotfiles-GLOBAL.md"
+    elsewhere.write_text("From dotfiles.\n")
+    temp = temp_path_for(store.home.global_file, swap=("a" * 64, "b" * 64))
+    temp.symlink_to(elsewhere)
+    assert store.read_global().content == "Old global.\n"
+    assert leftovers(store.home.memory) == []
+    kept = [p for p in store.home.memory.iterdir() if UNMERGED_MARKER in p.name]
+    assert [(p.name.startswith("GLOBAL.md."), p.readlink()) for p in kept] == [(True, elsewhere)]
+    assert elsewhere.read_text() == "From dotfiles.\n"
 
 
 @pytest.mark.slow
