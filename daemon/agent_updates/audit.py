@@ -21,7 +21,8 @@ commit that wrote nothing (refused by the store, or a conflict) is dropped, its 
 
 The trail also tells the memory history who made a state it finds unrecorded (`author`, decision
 0408): an update whose history entry was never written (a crash, a stuck history lock) is still
-named by its intent or its entry, with the revisions it went from and to.
+named by its intent or its entry, with the revisions it went from and to, if it began at or
+after the history's newest entry of the scope was made.
 """
 
 from __future__ import annotations
@@ -217,15 +218,19 @@ class AuditTrail:
                     ) from None
         return entries
 
-    def author(self, workspace_key: str | None, before: str, after: str) -> Actor | None:
+    def author(
+        self, workspace_key: str | None, before: str, after: str, since: str | None = None
+    ) -> Actor | None:
         """The agent whose update took the scope (`workspace_key`, None for Global) from `before`
         to `after`: its intent, or among the newest `AUTHOR_LOOK_BACK` entries, the scope's
         newest that changed memory (an older one's state was changed since, whatever came back
-        to it). None when there is none, and for a file that does not read (passed over)."""
+        to it), begun at or after `since` (the time of the history's newest entry of the scope:
+        one begun before it is recorded already or was undone since, decision 0408). None when
+        there is none, and for a file that does not read (passed over)."""
         for entry in self._latest(workspace_key):
             made = entry.made()
             if made == (before, after):
-                return entry.agent.actor()
+                return entry.agent.actor() if since is None or _not_before(entry.createdAt, since) else None
             if entry.status is AuditStatus.COMMITTED:
                 return None
         return None
@@ -264,6 +269,16 @@ def _read(path: Path, what: str) -> bytes:
     if raw is None:
         raise AuditError(f"{path}: not a valid audit {what} (over {_ENTRY_MAX_BYTES // 1024} KiB)")
     return raw
+
+
+def _not_before(created: str, since: str) -> bool:
+    """Whether the time `created` (an audit entry's) is at or after `since` (a history entry's):
+    both read from the same clock and cut to the millisecond, so an equal one may be either
+    side, and counts as after (decision 0408). One that does not parse is not."""
+    try:
+        return datetime.fromisoformat(created) >= datetime.fromisoformat(since)
+    except (ValueError, TypeError):  # TypeError: one with an offset, one without
+        return False
 
 
 def now() -> str:

@@ -22,11 +22,12 @@ chain of real states; a state found where this process's own commit has no entry
 repository it started again, is never told as a hand edit. Such a state is told as an agent's
 change instead when the agent's audit trail, injected as `attribute` (memory never imports the
 agents' package), shows its update took the scope from where the history ends to that very
-state (decision 0408). A read that meets an object it
-cannot read (gone, or its bytes corrupt) says the history is damaged and which entry, never a
-bug (decision 0395). A repository the disk refuses to make (a full disk) leaves no folder, and a
-read says so with what to do (decision 0398); a merge of the small packs that fails is a warning:
-the entry it follows is written.
+state, and began at or after the scope's newest entry was made: one begun before is recorded
+already or was taken back since, and a state made again by hand is not it (decision 0408). A
+read that meets an object it cannot read (gone, or its bytes corrupt) says the history is
+damaged and which entry, never a bug (decision 0395). A repository the disk refuses to make (a
+full disk) leaves no folder, and a read says so with what to do (decision 0398); a merge of the
+small packs that fails is a warning: the entry it follows is written.
 
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
@@ -129,9 +130,10 @@ _LISTED_INSIDE = ("objects", "objects/pack", "refs/heads")
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
 RECOVERED = Actor(kind="recovered")
-# Who took a scope (its workspace key, None for Global) from one revision to another, when a
-# record of theirs says so; None when none does. Asked only for a state the history missed.
-Attribution = Callable[[str | None, str, str], Actor | None]
+# Who took a scope (its workspace key, None for Global) from one revision to another, in a
+# change begun at or after a time (the history's newest entry of the scope, None: any time), when
+# a record of theirs says so; None when none does. Asked only for a state the history missed.
+Attribution = Callable[[str | None, str, str, str | None], Actor | None]
 
 
 class _Meta(BaseModel):
@@ -165,6 +167,7 @@ class _Composed:
     id: str
     parent: str | None
     after: str  # the revision the entry ends at
+    at: str  # when it was made
     held: Mapping[str, bytes]  # the blob id of each file its tree holds, by file name
 
 
@@ -217,6 +220,9 @@ class History:
         # entry of its own commit was not written, or (`_anew`) the repository was started again.
         self._unvouched: set[str] = set()
         self._anew = False
+        # When this process last started the repository again: a state found on a branch with no
+        # entry since then may be anyone's, never credited to an earlier update (decision 0408).
+        self._anew_at: str | None = None
         # By branch, why this process last failed to record an entry of it, until one is written.
         self._failures: dict[str, str] = {}
         # Until when (monotonic) the writing lock counts as stuck: a wait for it ran out, so the
@@ -239,14 +245,14 @@ class History:
             self._not_written("record", branch, exc)
             return None
         try:
-            parent, ends_at, held = self._tip(branch)
+            parent, ends_at, held, tip_at = self._tip(branch)
             entries = []
             if ends_at != before.revision and (parent is not None or before.files):
                 # The state this commit started from was never recorded: told from where the
                 # history ends when its author is known, as their commit's entry would have been;
                 # else from itself, what it started from being unknown (decision 0402).
                 start = _start(workspace_key, ends_at)
-                known = self._author(workspace_key, start, before.revision)
+                known = self._author(workspace_key, start, before.revision, tip_at)
                 missed = known or self._missed(branch, parent)
                 entry_before = before.revision if known is None else start
                 entries.append(_compose(branch, parent, before, entry_before, missed, held))
@@ -273,14 +279,17 @@ class History:
         `recovered`."""
         return RECOVERED if self._writer is None or not self._vouches(branch, parent is None) else HAND_EDIT
 
-    def _author(self, workspace_key: str | None, start: str, found: str) -> Actor | None:
+    def _author(self, workspace_key: str | None, start: str, found: str, tip_at: str | None) -> Actor | None:
         """Who took the scope from `start`, where its history ends, to the unrecorded state
-        `found`, as `attribute` knows it (an agent's audit trail, decision 0408); None when it
-        does not. Its failure is a warning, never a failure to record."""
+        `found`, as `attribute` knows it (an agent's audit trail, decision 0408), in a change
+        begun since the history's newest entry of the scope was made (`tip_at`; with none, since
+        this process started the repository again, if it did): one begun before is recorded
+        already, or was taken back since. None when it does not. Its failure is a warning, never
+        a failure to record."""
         if self._attribute is None:
             return None
         try:
-            return self._attribute(workspace_key, start, found)
+            return self._attribute(workspace_key, start, found, tip_at or self._anew_at)
         except Exception as exc:
             log.warning(
                 "memory history: who made the state of %s found unrecorded is unknown (%s)",
@@ -312,7 +321,8 @@ class History:
                 repo = self._open()
                 with self._lock:
                     head = self._head(repo, branch)
-                    ends_at = None if head is None else _meta(head).after
+                    meta = None if head is None else _meta(head)
+                    ends_at = None if meta is None else meta.after
                     if ends_at == current.revision:
                         self._ends_recorded(branch)
                         return None
@@ -320,7 +330,9 @@ class History:
                         return None  # a scope that never held anything has no history yet
                 # Looked up outside the repository's lock: the writing lock keeps the head as it is.
                 start = _start(workspace_key, ends_at)
-                known = self._author(workspace_key, start, current.revision)
+                known = self._author(
+                    workspace_key, start, current.revision, None if meta is None else meta.at
+                )
                 if known is not None:
                     actor = known
                 elif not self._vouches(branch, head is None):
@@ -338,7 +350,7 @@ class History:
     def _ends_with(self, branch: str, current: Generation) -> bool:
         """Whether the branch's newest entry, queued by this process or written, ends at
         `current`, or the scope never held anything: no entry is due."""
-        newest, ends_at, _ = self._tip(branch)
+        newest, ends_at, _, _ = self._tip(branch)
         if newest is not None and ends_at == current.revision:
             self._ends_recorded(branch)
             return True
@@ -545,7 +557,7 @@ class History:
                 log.warning(
                     "memory history: %s was deleted; starting it again from the current state", self.path
                 )
-                self._anew = True
+                self._anew, self._anew_at = True, _at(datetime.now(timezone.utc))
             self._repo = self._init()
             return self._repo
         try:
@@ -562,7 +574,7 @@ class History:
                 _reason(exc),
                 aside.name,
             )
-            self._anew = True
+            self._anew, self._anew_at = True, _at(datetime.now(timezone.utc))
             repo = self._init()
         self._repo = repo
         return repo
@@ -685,17 +697,20 @@ class History:
                 self._held = None
             self._queue.notify_all()
 
-    def _tip(self, branch: str) -> tuple[str | None, str | None, Mapping[str, bytes]]:
-        """The id of the branch's newest entry, queued or written, the revision it ends at and
-        the blob id of each file it holds."""
+    def _tip(self, branch: str) -> tuple[str | None, str | None, Mapping[str, bytes], str | None]:
+        """The id of the branch's newest entry, queued or written, the revision it ends at, the
+        blob id of each file it holds and when it was made."""
         with self._queue:
             queued = self._tips.get(branch)
         if queued is not None:
-            return queued.id, queued.after, queued.held
+            return queued.id, queued.after, queued.held, queued.at
         repo = self._open()
         with self._lock:
             head = self._head(repo, branch)
-            return (None, None, {}) if head is None else (str(head.id), _meta(head).after, _held(head))
+            if head is None:
+                return None, None, {}, None
+            meta = _meta(head)
+            return str(head.id), meta.after, _held(head), meta.at
 
     def _write(self, entries: list[_Composed]) -> bool:
         """Write one commit's entries in order (the writer thread runs this, or the committer);
@@ -825,7 +840,9 @@ def _compose(
     lines += [f"author {signature}", f"committer {signature}", "", message]
     commit = "\n".join(lines).encode("utf-8")
     commit_id = _object_id(b"commit", commit).hex()
-    return _Composed(branch, blobs, shared, tree, commit, commit_id, parent, generation.revision, held)
+    return _Composed(
+        branch, blobs, shared, tree, commit, commit_id, parent, generation.revision, meta.at, held
+    )
 
 
 # Characters JSON leaves raw in a string that other readers take for a line's end.
