@@ -401,14 +401,27 @@ def _assignments(text: str, literals: _Literals) -> Iterator[re.Match[str]]:
 # `scheme://user:password@host`: a provider's base_url may carry a proxy's or a server's login,
 # masked whole, a password or not (a token may be the user). Evidence and proposals mask only a
 # login with a password (`_URL_LOGIN`): in prose, `ssh://git@host` names no secret.
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]+@")  # to the last @: a password may hold one
+#
+# Both take a URL from where its scheme's run of characters (`[a-z0-9+.-]`) begins, and read that
+# run once: the lookahead (never gone back into) holds the run to its end, from its first letter
+# at a word's start, and `://` must follow; the scheme starts at that letter as before, and what
+# precedes it in the run is kept as written. Tried from each letter, `\b[a-z][a-z0-9+.-]*://` read
+# the rest of the run again from each, and `a.a.a...` took time growing with the square of its
+# length, a stall for any log line holding one long token (a provider's error body).
+def _scheme(group: str) -> str:
+    return rf"(?<![a-z0-9+.-])(?=(?P<{group}>[a-z0-9+.-]*?\b[a-z][a-z0-9+.-]*))(?P={group})://"
+
+
+_USERINFO = re.compile(rf"(?i)(?P<url>{_scheme('run')})[^/?#\s]+@")  # to the last @: a password may hold one
 # A URL's query (`?key=...`, `?api-version=...`): a gateway may take its key there, under any
 # name, so every value is masked (decision 0413). It ends where a URL cannot go on: whitespace, a
 # quote, `<>`, a backtick, the fragment, and not on the punctuation of a sentence or parentheses
 # around it; a login already masked (`[redacted userinfo]@`) is passed over, so masking twice
-# changes nothing.
+# changes nothing. The path before the `?` is read up to the next scheme, not over it: the URL
+# that scheme begins reaches the same `?`, so the same query is masked, and a token of many URLs
+# without one (`a://a://...`, a list) is read once, not once from each.
 _QUERY = re.compile(
-    r"(?i)\b[a-z][a-z0-9+.-]*://(?:\[redacted userinfo\]@)?[^\s?#\"'<>`]*"
+    rf"(?i){_scheme('run')}(?:\[redacted userinfo\]@)?(?:(?!{_scheme('next')})[^\s?#\"'<>`])*"
     r"\?(?P<query>[^\s#\"'<>`]*[^\s#\"'<>`).,;:!?])"
 )
 _MASKED_QUERY = "[redacted query]"
@@ -428,7 +441,9 @@ def _masked_query(match: re.Match[str]) -> str:
 def mask_userinfo(text: str) -> str:
     """`text` with the login and the query values of every URL in it masked: how remem shows a
     base_url anywhere (the query first: its pattern passes over a login masked already)."""
-    return _USERINFO.sub(r"\1[redacted userinfo]@", _QUERY.sub(_masked_query, text))
+    if "://" not in text:  # most log lines: both patterns need it
+        return text
+    return _USERINFO.sub(r"\g<url>[redacted userinfo]@", _QUERY.sub(_masked_query, text))
 
 
 # A variable whose name says it holds a credential: `OPENAI_API_KEY`, `GITHUB_TOKEN`,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import random
+import re
 
 import pytest
 
@@ -160,6 +162,47 @@ def test_a_remembered_key_holding_another_is_masked_whole() -> None:
 def test_a_urls_login_is_masked(text: str, masked: str) -> None:
     assert credentials.mask_userinfo(text) == masked
     assert credentials.mask_userinfo(masked) == masked, "masking again changes nothing"
+
+
+@pytest.mark.parametrize("copies", [1, 2, 3, 20_000])
+def test_a_long_token_of_urls_is_masked_as_a_short_one(copies: int) -> None:
+    """Each log line is masked: a provider's error body of many URLs in one token (a list) was
+    read again from each scheme and each letter in it, for seconds. Each run of a scheme's
+    characters, and each path up to the next scheme, is now read once: these tokens are masked
+    as a short one is, however many copies they hold."""
+    mask = credentials.mask_userinfo
+    urls = ",".join(f"https://host{i}.example/v1/x" for i in range(copies))
+    assert mask(urls) == urls
+    assert mask("a://" * copies) == "a://" * copies
+    assert mask("a." * copies) == "a." * copies
+    # A scheme after a long run (`a.a.a.b://`, `1.1.a://`) begins at its first letter.
+    assert mask(f"{'a.' * copies}b://u@h") == f"{'a.' * copies}b://[redacted userinfo]@h"
+    assert mask(f"{'1.' * copies}a://h/?k=S3cr3t") == f"{'1.' * copies}a://h/?k=[redacted query]"
+    assert mask(f"{'1a.' * copies}://u@h") == f"{'1a.' * copies}://u@h"  # no letter begins a word
+    # The `?` after many schemes is the last URL's, its query masked once.
+    assert mask(f"{'a://' * copies}h?k=S3cr3t.") == f"{'a://' * copies}h?k=[redacted query]."
+    assert mask("a://#?" * copies) == "a://#?" * copies  # each `?` in a fragment
+    keyed = ",".join(["https://u:p@h/v1?key=S3cr3t"] * copies)  # one query to the end: one value
+    assert mask(keyed) == "https://[redacted userinfo]@h/v1?key=[redacted query]"
+
+
+def test_a_urls_masking_masks_what_the_patterns_before_it_did() -> None:
+    """Made to read each run once (above), the URL patterns mask exactly what the earlier ones
+    did: compared on texts made of the pieces their matches turn on."""
+    userinfo = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]+@")
+    query = re.compile(
+        r"(?i)\b[a-z][a-z0-9+.-]*://(?:\[redacted userinfo\]@)?[^\s?#\"'<>`]*"
+        r"\?(?P<query>[^\s#\"'<>`]*[^\s#\"'<>`).,;:!?])"
+    )
+    pieces = ["://"] * 6 + ["?"] * 3 + ["@"] * 3 + [*"ab1.-+_:/ #=&),!'`\u00e9\u212a"]
+    pieces += ["[redacted userinfo]@", "[redacted query]", "x.y", "k=v"]
+    rng, masked = random.Random(413), 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(17)))
+        before = userinfo.sub(r"\1[redacted userinfo]@", query.sub(credentials._masked_query, text))
+        assert credentials.mask_userinfo(text) == before, text
+        masked += before != text
+    assert masked > 500, "the texts hold URLs masked"
 
 
 def test_the_http_clients_request_log_never_holds_a_urls_login(capsys: pytest.CaptureFixture[str]) -> None:
