@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import stat
 import unicodedata
 from dataclasses import dataclass
@@ -124,11 +125,19 @@ def resolve_route(home: Home, settings: Settings) -> Route:
     )
 
 
+# The name of a query parameter a credential is given in: it holds one of these words (`key`,
+# `api-key`, `subscription-key`, `access_token`, `client_secret`, `auth`, Azure's SAS `sig`, AWS's
+# `X-Amz-Signature`) or is Azure Functions' `code` (decision 0413).
+_CREDENTIAL_PARAMETER = re.compile(r"(?i)key|token|secret|pass|pwd|auth|sig|credential|\Acode\Z")
+
+
 def _remember_login(base_url: str) -> None:
     """A login in the base_url is sent as HTTP Basic auth (the HTTP client's rule, in place of
     the key); a server's error may echo its password, or the header's base64 of `user:password`,
-    which no pattern knows: redaction must know both exactly. So must it each value of the
-    query (a gateway's key): a server's error may echo the path the SDK built (decision 0413)."""
+    which no pattern knows: redaction must know both exactly. So must it a key in the query (a
+    gateway's): a server's error may echo the path the SDK built (decision 0413). Only the value
+    of a parameter named as a credential's, or without a name (`?<key>`), is remembered: until
+    the process ends, as a key is, and `?api-version=2024-02-01` would mask the date meanwhile."""
     try:
         parts = urlsplit(base_url)
         user, password = parts.username, parts.password
@@ -136,8 +145,11 @@ def _remember_login(base_url: str) -> None:
         return
     for parameter in filter(None, parts.query.split("&")):
         name, equals, value = parameter.partition("=")
-        for said in {value if equals else name, unquote(value if equals else name)}:
-            credentials.remember(said)  # too short a value is not remembered: it would mask words
+        if not equals:
+            name, value = "", name
+        if not name or _CREDENTIAL_PARAMETER.search(unquote(name)):
+            for said in {value, unquote(value)}:
+                credentials.remember(said)  # too short a value is not remembered: it would mask words
     if password is not None:
         user, password = unquote(user or ""), unquote(password)
         credentials.remember(password)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon import credentials
 from remem.daemon.consolidation import route
 from remem.daemon.consolidation.route import RouteError, read_credentials, resolve_route, store_api_key
 from remem.daemon.faults import EXIT_CODE
@@ -68,6 +69,31 @@ def test_the_output_budget_is_the_smaller_of_the_setting_and_the_models_limit(ho
     assert resolve_route(home, settings(local + "consolidation:\n  provider: small\n")).max_tokens == 4096
     roomy = local.replace("4096", "32000") + "consolidation:\n  provider: small\n  max_tokens: 8192\n"
     assert resolve_route(home, settings(roomy)).max_tokens == 8192
+
+
+def test_of_the_base_urls_query_only_the_values_of_credentials_are_remembered(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key in the base_url's query (a gateway's) is masked wherever a server's error echoes the
+    path the SDK built. A model's name or an API version is none: remembered, until the process
+    ends, it was masked in the session evidence the model reads and in logs (decision 0413)."""
+    monkeypatch.setattr(credentials, "_remembered", ())  # what this test remembers is forgotten
+    query = "&".join(
+        [
+            "model=gpt-4o-mini",
+            "api-version=2024-02-01",
+            "api%2Dkey=gateway%2Bkey-41c7",  # as written and percent-decoded
+            "X-Amz-Signature=5d672d79c15b",
+            "code=functions-key-9e2",
+            "a-key-without-a-name",
+        ]
+    )
+    gateway = f"providers:\n  gateway:\n    base_url: 'http://127.0.0.1:9/v1?{query}'\n"
+    resolve_route(home, settings(gateway + "consolidation:\n  provider: gateway\n"))
+    said = "gpt-4o-mini 2024-02-01 gateway%2Bkey-41c7 gateway+key-41c7 5d672d79c15b functions-key-9e2"
+    assert credentials.redact(f"{said} a-key-without-a-name") == "gpt-4o-mini 2024-02-01" + (
+        " [redacted route-key]" * 5
+    )
 
 
 def test_a_stored_key_is_private_keeps_the_others_and_makes_the_route(
