@@ -64,11 +64,12 @@ from ..faults import faultpoint
 from ..fsutil import WRITE_REMEDIES, Unwritable, is_refused_write
 from ..home import Home, HomeUnusable, linked_message
 from ..locks import LockHandle, bounded_file_lock
+from ..os_names import shown
 from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
-from .revision import global_revision, name_bytes, shown_name, workspace_revision
+from .revision import global_revision, name_bytes, workspace_revision
 
 try:
     import pygit2
@@ -930,8 +931,8 @@ def unified_diff(before: Mapping[str, bytes], after: Mapping[str, bytes], old: s
                 difflib.unified_diff(
                     _lines(before.get(name)),
                     _lines(after.get(name)),
-                    _patch_path(f"{old}/{shown_name(name)}"),
-                    _patch_path(f"{new}/{shown_name(name)}"),
+                    _patch_path(f"{old}/{shown(name)}"),
+                    _patch_path(f"{new}/{shown(name)}"),
                 )
             )
     return "".join(p if p.endswith("\n") else p + "\n\\ No newline at end of file\n" for p in parts)
@@ -968,7 +969,7 @@ def global_generation(revision: str, raw: bytes) -> Generation:
 def _label(name: str) -> str:
     """A record by its name; GLOBAL.md (and anything else) by its file name."""
     record = None if name == GLOBAL_FILE else record_name_of(name)
-    return shown_name(record if record is not None else name)
+    return shown(record if record is not None else name)
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -1027,7 +1028,7 @@ def _files(commit: pygit2.Commit) -> dict[str, bytes]:
             except KeyError:  # pygit2's NotFoundError
                 raise IncompleteEntry(
                     f"entry {str(commit.id)[:12]} cannot be read: the history lacks the bytes of its "
-                    f"file {shown_name(_name(e))} (an earlier remem left them out); the next entry "
+                    f"file {shown(_name(e))} (an earlier remem left them out); the next entry "
                     "that holds those same bytes writes them"
                 ) from None
     return files

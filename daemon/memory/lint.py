@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..fsutil import UNMERGED_MARKER
+from ..os_names import is_utf8, shown
 from .canonical import (
     FILE_TOO_LARGE,
     IRREGULAR_GLOBAL,
@@ -26,7 +27,6 @@ from .canonical import (
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .lint_cache import FolderEntries, LintCache
 from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
-from .revision import shown_name
 from .validation import validate_global, validate_workspace
 
 _SKIPPED_DIRS = {"reviews", "debug"}
@@ -59,7 +59,7 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
     for folder, wanted in by_folder.items():
         reports.update(_lint_folder(folder, wanted))
     # A name that is not UTF-8 is shown as the store shows it, with `\x` escapes JSON can carry.
-    return [FileProblems(path=shown_name(str(path)), diagnostics=reports[path]) for path in files]
+    return [FileProblems(path=shown(str(path)), diagnostics=reports[path]) for path in files]
 
 
 def _global_problems(path: Path) -> list[Diagnostic]:
@@ -98,7 +98,7 @@ def lint_workspace_folder(
     cache = cache or LintCache()
     names, listed_others = _entries(folder, cache)
     others = set(listed_others)  # and those no regular file any more when read (swapped since)
-    undecodable = {name for name in names if shown_name(name) != name}  # never read: no record's
+    undecodable = {name for name in names if not is_utf8(name)}  # never read: no record's
     names -= undecodable
     decoded: dict[str, tuple[str, list[Diagnostic]]] = {}
     for name in sorted(names | set(edited)):

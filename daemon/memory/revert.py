@@ -11,13 +11,14 @@ layout and the scope ends at the entry's own revision.
 
 from __future__ import annotations
 
+from ..os_names import is_utf8, shown
 from ..protocol.memory import Actor, CommitResult, DeleteChange, HistoryEntry, PutChange
 from .batch import InvalidChanges, Problem
 from .canonical import canonicalize, decode
 from .diagnostics import has_errors
 from .history import GLOBAL_FILE, HistoryError
 from .record import record_name_of
-from .revision import global_revision, shown_name, workspace_revision
+from .revision import global_revision, workspace_revision
 from .store import MemoryStore, check_revision
 from .validation import validate_global, validate_workspace
 
@@ -102,23 +103,23 @@ def changes_to(current: dict[str, bytes], target: dict[str, bytes]) -> list[PutC
         if current.get(name) == target[name]:
             continue
         result = parsed[name]
-        shown = shown_name(name)
+        named = shown(name)
         if texts[name][1]:  # the record parsed from its U+FFFD text was never there
-            message = f"{shown} was not valid UTF-8 at that entry, so it cannot be put back"
-            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown))
+            message = f"{named} was not valid UTF-8 at that entry, so it cannot be put back"
+            problems.append(Problem(code="remem/revert-invalid", message=message, file=named))
         elif result.record is None or has_errors(result.diagnostics):
-            message = f"{shown} was not a valid record at that entry, so it cannot be put back"
-            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown))
+            message = f"{named} was not a valid record at that entry, so it cannot be put back"
+            problems.append(Problem(code="remem/revert-invalid", message=message, file=named))
         else:
             changes.append(PutChange(action="put", record=result.record))
     for name in sorted(set(current) - set(target)):
         record = record_name_of(name)
-        if record is not None and shown_name(name) != name:  # no commit can name it to delete it
+        if record is not None and not is_utf8(name):  # no commit can name it to delete it
             message = (
-                f"{shown_name(name)} was not there at that entry, and its file name is not valid UTF-8, "
+                f"{shown(name)} was not there at that entry, and its file name is not valid UTF-8, "
                 "so the revert cannot delete it; rename or delete the file by hand, then revert again"
             )
-            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown_name(name)))
+            problems.append(Problem(code="remem/revert-invalid", message=message, file=shown(name)))
         elif record is not None:
             changes.append(DeleteChange(action="delete", name=record))
     if problems:

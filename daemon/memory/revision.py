@@ -34,10 +34,5 @@ def name_bytes(name: str) -> bytes:
     return name.encode("utf-8", "surrogateescape")
 
 
-def shown_name(name: str) -> str:
-    """A file name fit for a message or JSON: bytes that are not UTF-8 as `\\xff` escapes."""
-    return name_bytes(name).decode("utf-8", "backslashreplace")
-
-
 def is_revision(text: str) -> bool:
     return _REVISION.fullmatch(text) is not None

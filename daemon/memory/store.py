@@ -32,6 +32,7 @@ from ..fsutil import (
 )
 from ..home import Home
 from ..locks import LOCK_UNUSABLE, LockUnusable, file_lock
+from ..os_names import is_utf8, shown
 from ..protocol.memory import (
     Actor,
     CommitResult,
@@ -68,7 +69,7 @@ from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
 from .journal import JournalUnreadable, needs_recovery, recover, write_generation
 from .record import INDEX_FILE, record_name_of
-from .revision import global_revision, is_revision, shown_name, workspace_revision
+from .revision import global_revision, is_revision, workspace_revision
 from .validation import ParsedRecord, validate_global, validate_workspace
 
 T = TypeVar("T")
@@ -497,8 +498,8 @@ def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
         if record_name_of(name) is None:
             continue
         path = folder / name
-        if shown_name(name) != name:
-            irregular.append(FileProblems(path=str(folder / shown_name(name)), diagnostics=[NAME_NOT_UTF8]))
+        if not is_utf8(name):
+            irregular.append(FileProblems(path=str(folder / shown(name)), diagnostics=[NAME_NOT_UTF8]))
             continue
         # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
         if path.is_symlink() or not path.is_file():
