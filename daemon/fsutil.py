@@ -254,14 +254,7 @@ def replace_durably(temp: Path, target: Path) -> None:
 def atomic_write(target: Path, data: bytes, *, written: str | None = None) -> None:
     """Replace `target` so that readers see the old or the new bytes, never a mix. `written`
     names the fault point between the synced temp and the rename, if the protocol has one."""
-    temp = write_temp(target, data)
-    if written is not None:
-        faultpoint(written)
-    try:
-        replace_durably(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    _put_in_place(write_temp(target, data), target, written)
 
 
 def atomic_rewrite(target: Path, data: bytes, *, written: str | None = None) -> None:
@@ -273,6 +266,12 @@ def atomic_rewrite(target: Path, data: bytes, *, written: str | None = None) -> 
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)
     write_synced(temp, data)
+    _put_in_place(temp, target, written)
+
+
+def _put_in_place(temp: Path, target: Path, written: str | None) -> None:
+    """Rename the synced `temp` over `target` durably, past the fault point `written` if any;
+    a rename that fails leaves no temp behind."""
     if written is not None:
         faultpoint(written)
     try:
