@@ -226,20 +226,21 @@ class MemoryStore:
         (a hand edit, or a state found on start); the new entry's id, if one was written."""
         if not self.history.enabled:
             return None
+        if workspace_key is None:
 
-        def look() -> str | None:
-            raw = self._read_global_bytes()
-            return self.history.reconcile(None, global_generation(global_revision(raw), raw), actor)
+            def look() -> str | None:
+                raw = self._read_global_bytes()
+                return self.history.reconcile(None, global_generation(global_revision(raw), raw), actor)
+
+            return self._locked_global(look, exclusive=True)
 
         def look_workspace(files: dict[str, bytes]) -> str | None:
             generation = workspace_generation(workspace_revision(files), files)
             return self.history.reconcile(workspace_key, generation, actor)
 
         try:
-            if workspace_key is None:
-                return self._locked_global(look, exclusive=True)
             return self._locked_workspace(self.workspace_of(workspace_key), look_workspace, exclusive=True)
-        except MemoryInvalid as exc:  # a link, a FIFO, a name not UTF-8, a lock unusable: nothing to record
+        except MemoryInvalid as exc:  # a link, a name that is not UTF-8, a lock unusable: nothing to record
             self.history.unreadable(workspace_key, sorted({d.code for f in exc.files for d in f.diagnostics}))
             return None
 

@@ -198,7 +198,10 @@ class MemoryMethods:
         return frozenset(name for name in listing(folder) if UNMERGED_MARKER in name)
 
     def _look(self, scope: Scope) -> MemoryChanged:
-        self.store.sync_history(scope, HAND_EDIT)  # an echo of a commit already has its entry
+        # An echo of a commit already has its entry. GLOBAL.md made a link or a FIFO has nothing
+        # to record, and is said invalid below.
+        with contextlib.suppress(MemoryInvalid):
+            self.store.sync_history(scope, HAND_EDIT)
         if scope is None:
             try:
                 return MemoryChanged(scope="global", revision=self.store.read_global().revision, valid=True)
