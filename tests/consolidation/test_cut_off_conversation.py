@@ -1,6 +1,7 @@
 """A Claude Code session whose active conversation damage cut off from all its turns is refused.
 
-When the last record's parentUuid loops back to itself, or names a record not in the file, the
+When the last record's parentUuid loops back to itself with no record stamped within 5 s before
+it to go on from (as Claude Code goes on, decision 0416), or names a record not in the file, the
 active conversation is that record alone: it holds no turn, and the turns before the cut are
 only a branch before the first turn (decision 0302). A `no-change` would be a verdict on turns
 the model was never shown, bound to the file's bytes for good, so the session is refused
@@ -52,7 +53,8 @@ def consolidate(home: Home) -> ConsolidationResult:
 def test_a_conversation_cut_off_from_all_its_turns_is_refused_until_repaired(
     home: Home, fake: FakeOpenAI, tmp_path: Path, parent: str, damage: str
 ) -> None:
-    path = _session(home, fake, tmp_path, *TALK, cl.say("a2", parent, "done"))
+    later = "2026-01-01T00:00:30Z"  # past the 5 s within which Claude Code goes on from a loop
+    path = _session(home, fake, tmp_path, *TALK, cl.say("a2", parent, "done", timestamp=later))
     fake.reply(tool_call(proposal()))
     with pytest.raises(Refused) as refused:
         consolidate(home)
