@@ -69,7 +69,7 @@ from ..protocol.memory import Actor, FileStat, HistoryEntry
 from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
-from .revision import global_revision, name_bytes, workspace_revision
+from .revision import empty_revision, name_bytes
 
 try:
     import pygit2
@@ -807,7 +807,7 @@ def _start(workspace_key: str | None, ends_at: str | None) -> str:
     empty scope's: where a change the history missed started, as far as it knows."""
     if ends_at is not None:
         return ends_at
-    return global_revision(b"") if workspace_key is None else workspace_revision({})
+    return empty_revision(workspace_key)
 
 
 def _compose(

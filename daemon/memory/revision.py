@@ -27,6 +27,12 @@ def workspace_revision(files: Mapping[str, bytes]) -> str:
     return PREFIX + digest.hexdigest()
 
 
+def empty_revision(workspace_key: str | None) -> str:
+    """The revision of a scope holding nothing: an empty `GLOBAL.md` (None), a workspace with no
+    record (a key)."""
+    return global_revision(b"") if workspace_key is None else workspace_revision({})
+
+
 def name_bytes(name: str) -> bytes:
     """A file name's bytes as the file system holds them. `os.listdir` gives each byte of a name
     that is not UTF-8 as a lone surrogate (U+DC80-U+DCFF); this is its inverse, so such a file
