@@ -427,14 +427,23 @@ _QUERY = re.compile(
 _MASKED_QUERY = "[redacted query]"
 
 
-def _masked_query(match: re.Match[str]) -> str:
+def query_parameters(query: str) -> list[tuple[str, str, str]]:
+    """Each parameter of a URL's query as its name, `=` and value; a bare one (`?token`) names
+    nothing and is all value (perhaps the key itself): `("", "", "token")`."""
     parameters = []
-    for parameter in match["query"].split("&"):
+    for parameter in query.split("&"):
         name, equals, value = parameter.partition("=")
-        if not equals:  # `?token`: no name of anything, perhaps the key itself
-            name, value = "", name
-        masked = not value or value.startswith("[redacted")
-        parameters.append(parameter if masked else f"{name}{equals}{_MASKED_QUERY}")
+        parameters.append((name, equals, value) if equals else ("", "", name))
+    return parameters
+
+
+def _masked_query(match: re.Match[str]) -> str:
+    parameters = [
+        f"{name}{equals}{value}"
+        if not value or value.startswith("[redacted")
+        else f"{name}{equals}{_MASKED_QUERY}"
+        for name, equals, value in query_parameters(match["query"])
+    ]
     return match.group()[: match.start("query") - match.start()] + "&".join(parameters)
 
 

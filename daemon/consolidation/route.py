@@ -143,11 +143,8 @@ def _remember_login(base_url: str) -> None:
         user, password = parts.username, parts.password
     except ValueError:  # no URL: `open_client` says so
         return
-    for parameter in filter(None, parts.query.split("&")):
-        name, equals, value = parameter.partition("=")
-        if not equals:
-            name, value = "", name
-        if not name or _CREDENTIAL_PARAMETER.search(unquote(name)):
+    for name, _, value in credentials.query_parameters(parts.query):
+        if value and (not name or _CREDENTIAL_PARAMETER.search(unquote(name))):
             for said in {value, unquote(value)}:
                 credentials.remember(said)  # too short a value is not remembered: it would mask words
     if password is not None:
