@@ -185,7 +185,7 @@ def _each_line(
                 failed = exc
         elif replace_bad:
             try:
-                lines.append(Line(number, decode_mended(decoder, raw.decode("utf-8", "replace").encode())))
+                lines.append(Line(number, decode_mended(decoder, replaced_utf8(raw))))
             except (msgspec.DecodeError, RecursionError) as exc:
                 failed = exc  # refused as not UTF-8: text of another encoding, most likely
             else:
