@@ -99,10 +99,14 @@ def refresh_global(ls: RememServer) -> None:
 
 
 def _refresh_settings(ls: RememServer) -> None:
-    document = open_documents(ls).get(ls.home.settings_file)
+    settings = ls.home.settings_file
+    document = open_documents(ls).get(settings)
     if document is not None:
         text, unencodable = _as_utf8(document)
-        _publish(ls, document, unencodable + settings_problems(text))
+        # A save an update met is kept beside the file as memory's are (swap.py): only the
+        # daemon's log said so, where nobody looks.
+        kept = unmerged_saves(settings.name, listing(settings.parent, ls.lint_cache))
+        _publish(ls, document, unencodable + settings_problems(text) + kept)
 
 
 def settings_problems(text: str) -> list[Diagnostic]:

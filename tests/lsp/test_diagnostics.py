@@ -68,6 +68,22 @@ async def test_settings_are_validated_as_they_are_typed(client: LanguageClient) 
 
 
 @pytest.mark.asyncio
+async def test_a_hand_save_kept_beside_the_settings_is_shown_on_them(client: LanguageClient) -> None:
+    kept = HOME.root / "settings.yml.unmerged-1700000000000000000"
+    kept.write_text("daemon:\n  idle_minutes: 30\n")
+    try:
+        uri = open_document(client, HOME.settings_file, "daemon:\n  idle_minutes: 2\n")
+        await until(lambda: codes(client, uri) == ["remem/unmerged-save"])
+        [problem] = client.diagnostics[uri]
+        assert problem.severity == types.DiagnosticSeverity.Warning and kept.name in problem.message
+    finally:
+        kept.unlink()
+    change(client, uri, "daemon:\n  idle_minutes: 2\n\n", 2)  # merged: the next look finds no copy
+    await until(lambda: codes(client, uri) == [])
+    close(client, uri)
+
+
+@pytest.mark.asyncio
 async def test_a_hand_save_kept_beside_a_record_is_shown_on_it(client: LanguageClient) -> None:
     folder = workspace_folder(HOME, "kept-save")
     (folder / "first.md.unmerged-1700000000000000000").write_text("Saved by hand.\n")
