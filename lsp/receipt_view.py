@@ -8,11 +8,16 @@ preview can follow no other link into the editor, decision 0180), the route of t
 and, when it did not succeed, its reason (a provider failure names the URL it asked); then the
 history entries and the receipt's front matter exactly as written. The daemon gives it all in
 one answer; a session it can no longer read is named by id and the evidence by event numbers.
+
+The title comes from a transcript and the reason from a provider: the extension renders this
+Markdown with raw HTML allowed, so both are escaped (`_text`), code spans and the front matter's
+fence outrun any backticks inside them, and nothing in them becomes a tag, a link or a fence's end.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Literal
 from urllib.parse import quote
 
@@ -64,7 +69,7 @@ def render(home: Home, view: ReceiptView) -> str:
     receipt, title = view.receipt, view.title
     session = receipt.source.session
     links = _TurnLinks(session, title, view.turns, f"{receipt.source.unit}s")
-    named = f"“{title}”" if title else f"session `{session}`"
+    named = f"“{_text(' '.join(title.split()))}”" if title else f"session {_code(session)}"
     parts = [f"# Review of {named}", "", _status_line(receipt), "", *_changes(home, receipt, links)]
     parts += _route(receipt)
     if receipt.history is not None:
@@ -72,9 +77,41 @@ def render(home: Home, view: ReceiptView) -> str:
         from remem.daemon.consolidation.receipts import history_summary
 
         parts += ["## History", "", history_summary(receipt.history), ""]
-    parts += ["## Machine fields", "", f"Review `{receipt.review}` of session `{session}`.", ""]
-    parts += ["```yaml", _front_matter(view.text), "```", ""]
+    parts += ["## Machine fields", "", f"Review {_code(receipt.review)} of session {_code(session)}.", ""]
+    front = _front_matter(view.text)
+    fence = _fence(front)
+    parts += [f"{fence}yaml", front, fence, ""]
     return "\n".join(parts)
+
+
+# Markdown's inline specials, and `<` and `&`, which would begin raw HTML or an entity.
+_SPECIALS = re.compile(r"([\\`*_\[\]<>&!~|])")
+# What begins a block at the start of a line (a heading, a list item, a rule, a heading's
+# underline), its mark escaped: a backslash before a list number's `.` or `)`, not its digits.
+_BLOCK_START = re.compile(r"^(\s*\d*)([#+=.)-])")
+
+
+def _text(text: str) -> str:
+    """`text` (one line, or each line of it) as Markdown that shows it as typed: no tag, link,
+    emphasis or block of its own."""
+    lines = [_SPECIALS.sub(r"\\\1", line) for line in text.splitlines() or [""]]
+    return "\n".join(_BLOCK_START.sub(r"\1\\\2", line) for line in lines)
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def _code(text: str) -> str:
+    """`text` as a code span, its delimiters longer than any run of backticks in it."""
+    ticks = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _fence(text: str) -> str:
+    """A code fence no line of `text` can close: longer than its longest run of backticks."""
+    return "`" * max(3, _longest_backticks(text) + 1)
 
 
 def _status_line(receipt: Receipt) -> str:
@@ -114,8 +151,10 @@ def _route(receipt: Receipt) -> list[str]:
     attempt = receipt.attempt
     if attempt is None:
         return ["## Route", "", "No model was asked.", ""]
-    route = f"`{attempt.provider}` / `{attempt.model}`, attempt {attempt.number}: {attempt.status.value}."
-    reason = ["## Why it did not succeed", "", f"> {attempt.error}", ""] if attempt.error else []
+    route = f"{_code(attempt.provider)} / {_code(attempt.model)}, attempt {attempt.number}: "
+    route += f"{attempt.status.value}."
+    quoted = "\n".join(f"> {line}" for line in _text(attempt.error).splitlines()) if attempt.error else ""
+    reason = ["## Why it did not succeed", "", quoted, ""] if attempt.error else []
     return ["## Route", "", route, "", *reason]
 
 
