@@ -25,7 +25,7 @@ import type {
 
 import { notFoundMessage, notStringMessage, resolveExecutable, serverFolder } from './executable';
 import type { Server } from './flows';
-import { Settings } from './ids';
+import { CommandTitles, OPEN_SETTINGS, paletteName, Settings, VSCODE_OPEN_SETTINGS } from './ids';
 import {
   type ConsolidationOutcome,
   Notifications,
@@ -57,10 +57,11 @@ function isDirectory(candidate: string): boolean {
   }
 }
 
-const NOT_RUNNING = 'remem: the language server is not running. Run "Remem: Restart Server".';
+const RESTART = paletteName(CommandTitles.restartServer);
+const NOT_RUNNING = `remem: the language server is not running. Run "${RESTART}".`;
 const STOPPED_ANSWERING =
   'remem: the language server stopped before it answered; what was asked may or may not have been ' +
-  'done: look, then try again (if the server stays down, run "Remem: Restart Server").';
+  `done: look, then try again (if the server stays down, run "${RESTART}").`;
 
 /** The client library, read at the first start rather than with the extension (decision 0245). */
 function library(): typeof Library {
@@ -269,10 +270,10 @@ export class RememClient implements Server, vscode.Disposable {
   }
 
   private async offerFix(message: string): Promise<void> {
-    const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Log');
-    if (choice === 'Open Settings') {
-      await vscode.commands.executeCommand('workbench.action.openSettings', Settings.commandName);
-    } else if (choice === 'Show Log') {
+    const choice = await vscode.window.showErrorMessage(message, OPEN_SETTINGS, CommandTitles.showLog);
+    if (choice === OPEN_SETTINGS) {
+      await vscode.commands.executeCommand(VSCODE_OPEN_SETTINGS, Settings.commandName);
+    } else if (choice === CommandTitles.showLog) {
       this.log.show();
     }
   }

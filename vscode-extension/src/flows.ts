@@ -6,6 +6,7 @@
 
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { sessionLabel, sessionTitle, shortId } from './format';
+import { CommandTitles, OPEN_SETTINGS, paletteName } from './ids';
 import {
   type ChangedRecord,
   type ConsolidationOutcome,
@@ -83,6 +84,8 @@ export interface FlowContext {
 
 /** Ends a flow quietly: the user dismissed a picker or was already told why nothing happens. */
 class Stop extends Error {}
+
+const CONSOLIDATE_SESSION = paletteName(CommandTitles.consolidateSession);
 
 export const BRANCH_WARNING =
   'Branching copies the conversation only: files in your workspace and external side effects ' +
@@ -176,7 +179,7 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
     ctx,
     target,
     consolidationPicks,
-    'Remem: Consolidate Session',
+    CONSOLIDATE_SESSION,
     'No finished session of this workspace can be consolidated (live and archived ones cannot).',
   );
   await consolidate(ctx, { session });
@@ -206,7 +209,8 @@ async function consolidate(ctx: FlowContext, target: object): Promise<void> {
 export const OPEN_RECORD = 'Open Record';
 export const SHOW_DIFF = 'Show Diff';
 export const OPEN_RECEIPT = 'Open Receipt';
-const SUCCEEDED = new Set(['committed', 'no-change', 'cancelled']);
+// Told as information, not a warning: the run did what it should, or what the user asked (a cancel).
+const TOLD_AS_INFO = new Set(['committed', 'no-change', 'cancelled']);
 
 /** The server's sentence about a consolidation, with the record, its diff and the receipt to open. */
 export async function showConsolidation(ctx: FlowContext, outcome: ConsolidationOutcome): Promise<void> {
@@ -217,7 +221,7 @@ export async function showConsolidation(ctx: FlowContext, outcome: Consolidation
     ...(diffable.length ? [SHOW_DIFF] : []),
     OPEN_RECEIPT,
   ];
-  const tell = SUCCEEDED.has(outcome.status) ? ctx.ui.info : ctx.ui.warn;
+  const tell = TOLD_AS_INFO.has(outcome.status) ? ctx.ui.info : ctx.ui.warn;
   const choice = await tell.call(ctx.ui, outcome.message, ...actions);
   if (choice === OPEN_RECEIPT) return ctx.ui.openReceipt(outcome.review, outcome.title || undefined);
   if (choice === OPEN_RECORD) return ctx.ui.openFile(chosen((await whichChange(ctx, opened)).path ?? undefined));
@@ -245,7 +249,7 @@ async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<
 
 export const ENTER_KEY = 'Enter API Key…';
 export const SELECT_MODEL = 'Select Model…';
-export const OPEN_SETTINGS = 'Open Settings';
+export { OPEN_SETTINGS }; // settings.yml, where the model route is set
 export const SHOW_PROBLEMS = 'Show Problems';
 export const ALREADY_RUNNING =
   'This session is being consolidated already: its progress notification, in the window that started it, can cancel it.';
@@ -427,7 +431,7 @@ export async function openWorkspaceMemory(ctx: FlowContext, arg?: unknown): Prom
   if (!workspace.index) {
     return stop(
       ctx.ui,
-      'This workspace has no memory yet. It gets some when a session is consolidated ("Remem: Consolidate Session").',
+      `This workspace has no memory yet. It gets some when a session is consolidated ("${CONSOLIDATE_SESSION}").`,
     );
   }
   await ctx.ui.openFile(workspace.index);

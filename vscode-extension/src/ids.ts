@@ -28,6 +28,24 @@ export const ClientCommands = {
   refreshMemory: 'remem.refreshMemory',
 } as const;
 
+/** The titles, as `package.json` gives them, of the extension's commands that its messages name or
+ * offer as buttons. */
+export const CommandTitles = {
+  consolidateSession: 'Consolidate Session',
+  restartServer: 'Restart Server',
+  showLog: 'Show Log',
+} as const;
+
+/** A command as the Command Palette names it: "Remem: Restart Server". */
+export function paletteName(title: string): string {
+  return `Remem: ${title}`;
+}
+
+/** The button that opens a settings file or the Settings editor. */
+export const OPEN_SETTINGS = 'Open Settings';
+/** VS Code's own command that opens the Settings editor, at the setting its argument names. */
+export const VSCODE_OPEN_SETTINGS = 'workbench.action.openSettings';
+
 export const Views = {
   sessions: 'remem.sessions',
   memory: 'remem.memory',

@@ -70,12 +70,12 @@ export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode 
   };
 }
 
-const SUCCEEDED = new Set(['committed', 'no-change']);
+const ENDED_WELL = new Set(['committed', 'no-change']); // a cancel ended as the user asked, drawn apart
 const IN_FLIGHT = new Set(['prepared', 'running', 'proposed', 'committing']);
 
 /** Receipt statuses as the daemon names them; anything else is a final failure, but a cancel is the user's. */
 function receiptIcon(status: string): ItemIcon {
-  if (SUCCEEDED.has(status)) return VALID;
+  if (ENDED_WELL.has(status)) return VALID;
   if (IN_FLIGHT.has(status)) return { id: 'loading' };
   if (status === 'cancelled') return { id: 'circle-slash' };
   return INVALID;

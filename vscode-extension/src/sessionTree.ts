@@ -42,11 +42,6 @@ export class SessionForest {
   get(id: string): FlatNode | undefined {
     return this.byId.get(id);
   }
-
-  /** Every session of the forest, newest first. */
-  newestFirst(): FlatNode[] {
-    return [...this.nodes].sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id));
-  }
 }
 
 export interface ItemIcon {

@@ -1,6 +1,7 @@
 /** The status bar item's text and tooltip for the daemon's state and a running consolidation. */
 
 import { shortId } from './format';
+import { CommandTitles, paletteName } from './ids';
 import type { StatusParams } from './protocol';
 
 export interface StatusView {
@@ -14,7 +15,7 @@ export function statusView(status: StatusParams): StatusView {
   if (status.state === 'no-server') {
     return {
       text: '$(error) remem',
-      tooltip: `remem: the language server is not running: memory files are not validated.${detail}\n\nRun "Remem: Restart Server", or click to show the log.`,
+      tooltip: `remem: the language server is not running: memory files are not validated.${detail}\n\nRun "${paletteName(CommandTitles.restartServer)}", or click to show the log.`,
       warning: true,
     };
   }

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
-import { ClientCommands, ContextKeys, Settings, Views } from '../src/ids';
+import { ClientCommands, CommandTitles, ContextKeys, Settings, Views } from '../src/ids';
 
 interface When {
   command?: string;
@@ -15,7 +15,7 @@ interface When {
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as {
   capabilities: Record<string, { supported: boolean | string }>;
   contributes: {
-    commands: { command: string }[];
+    commands: { command: string; title: string; category?: string }[];
     views: Record<string, { id: string }[]>;
     configuration: { properties: Record<string, unknown> };
     menus: Record<string, When[]>;
@@ -66,5 +66,12 @@ test('with no folder open, each view says to open one instead of staying blank',
     for (const [, command] of contents.matchAll(/\(command:([\w.]+)\)/g)) {
       assert.ok(commands.has(command) || command.startsWith('workbench.'), `${command} is no command`);
     }
+  }
+});
+
+test('the command titles messages name and offer as buttons are the ones the palette shows', () => {
+  for (const [key, title] of Object.entries(CommandTitles)) {
+    const contributed = contributes.commands.find((c) => c.command === ClientCommands[key as keyof typeof CommandTitles]);
+    assert.deepEqual([contributed?.category, contributed?.title], ['Remem', title], key);
   }
 });
