@@ -25,6 +25,7 @@ import type {
 
 import { notFoundMessage, notStringMessage, resolveExecutable, serverFolder } from './executable';
 import type { Server } from './flows';
+import { inert } from './format';
 import { CommandTitles, OPEN_SETTINGS, paletteName, Settings, VSCODE_OPEN_SETTINGS } from './ids';
 import {
   type ConsolidationOutcome,
@@ -38,7 +39,7 @@ import {
 } from './protocol';
 import type * as Library from './languageclient';
 import { endProcess, spawnServer } from './serverProcess';
-import { errorMessage } from './vscodeapi';
+import { errorMessage, notify } from './vscodeapi';
 
 function isExecutable(candidate: string): boolean {
   try {
@@ -219,7 +220,7 @@ export class RememClient implements Server, vscode.Disposable {
       `remem: ${executable} is older than this extension (protocol ${spoken ?? '30 or older'}; the extension ` +
       `speaks ${PROTOCOL}), so some actions will be refused. Update remem.`;
     this.log.warn(message);
-    void vscode.window.showWarningMessage(message);
+    void notify.warn(message);
   }
 
   private serverOptions(executable: string, cwd: string): ServerOptions {
@@ -259,7 +260,7 @@ export class RememClient implements Server, vscode.Disposable {
       return await answered(Promise.resolve(run()));
     } catch (error) {
       const message = errorMessage(error); // the library's own failures said as ours are
-      void vscode.window.showErrorMessage(message.startsWith('remem:') ? message : `Remem: ${command} failed: ${message}`);
+      void notify.error(message.startsWith('remem:') ? message : `Remem: ${command} failed: ${message}`);
       throw error;
     }
   }
@@ -270,7 +271,7 @@ export class RememClient implements Server, vscode.Disposable {
   }
 
   private async offerFix(message: string): Promise<void> {
-    const choice = await vscode.window.showErrorMessage(message, OPEN_SETTINGS, CommandTitles.showLog);
+    const choice = await notify.error(message, OPEN_SETTINGS, CommandTitles.showLog);
     if (choice === OPEN_SETTINGS) {
       await vscode.commands.executeCommand(VSCODE_OPEN_SETTINGS, Settings.commandName);
     } else if (choice === CommandTitles.showLog) {
@@ -294,7 +295,8 @@ export class RememClient implements Server, vscode.Disposable {
         const step = value as WorkDoneProgressBegin | WorkDoneProgressReport;
         const increment = step.percentage === undefined ? undefined : Math.max(0, step.percentage - done);
         done = step.percentage ?? done;
-        progress.report({ message: step.message, increment });
+        // The server's text, shown in a notification: inert, as every notification's (decision 0417).
+        progress.report({ message: step.message === undefined ? undefined : inert(step.message), increment });
       });
       // Cancel stops the run, not the request: once committing has begun the run goes on, and
       // only the answer says whether memory changed.
@@ -311,7 +313,7 @@ export class RememClient implements Server, vscode.Disposable {
       } catch (error) {
         // The server answers RequestCancelled only for a run stopped before its attempt began.
         if ((error as { code?: unknown } | undefined)?.code === LSPErrorCodes.RequestCancelled) {
-          void vscode.window.showInformationMessage('Remem: consolidation cancelled; memory is unchanged.');
+          void notify.info('Remem: consolidation cancelled; memory is unchanged.');
           return undefined;
         }
         throw error;

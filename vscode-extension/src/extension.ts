@@ -17,7 +17,7 @@ import { ReceiptPanels } from './receipts';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
-import { activeSession, editorUi, errorMessage, workspaceFolders } from './vscodeapi';
+import { activeSession, editorUi, errorMessage, notify, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
 const KEPT_TREE_DRAW_MS = 500; // how long a kept tree's drawing holds the server back
@@ -98,7 +98,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await flows.run(flow);
     } catch (error) {
       log.error(`${what}: ${errorMessage(error)}`);
-      void vscode.window.showErrorMessage(errorMessage(error));
+      void notify.error(errorMessage(error));
     }
   };
   const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>

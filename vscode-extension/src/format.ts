@@ -92,3 +92,14 @@ export function reviewText(review: ReviewState | null | undefined): string {
   const status = typeof review === 'object' && review?.status && name !== 'cancelled' ? ` (${review.status})` : '';
   return `${REVIEW_BADGES[name]?.replace(/^\S+ /, '')}${status}`;
 }
+
+const LINK_BREAK = '\u200b'; // zero-width space: invisible, but `]` and `(` are no longer adjacent
+
+/** Text made safe to show in a notification. VS Code turns `[text](command:…)`, `(https:…)` and
+ * `(file:…)` in a notification's message into links it opens on click, commands included; text
+ * from a transcript (a session's title) or from the server would otherwise put a button there
+ * that runs any command. Each `](` is split, so no link is made and the text reads the same
+ * (decision 0417). */
+export function inert(text: string): string {
+  return text.replaceAll('](', `]${LINK_BREAK}(`);
+}

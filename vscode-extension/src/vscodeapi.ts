@@ -1,14 +1,34 @@
 /**
  * The one place the command flows meet `vscode.window`/`vscode.workspace`: the `Ui` of
- * `flows.ts` and the workspace folders, implemented over the editor's API.
+ * `flows.ts` and the workspace folders, implemented over the editor's API. Every notification
+ * the extension shows goes through `notify`, which makes its text inert (decision 0417).
  */
 
 import * as vscode from 'vscode';
 
 import { sessionIdFromTranscriptPath, transcriptUri, turnLine } from './args';
+import { inert } from './format';
 import type { Folder, Ui } from './flows';
 import { iconless, type PickItem } from './picks';
 import { TRANSCRIPT_SCHEME } from './protocol';
+
+/** The editor's notifications, their text made inert: a session's title or a server's message in
+ * one cannot become a link that runs a command (decision 0417). The one place they are shown. */
+export const notify = {
+  info(message: string, ...actions: string[]): Thenable<string | undefined> {
+    return vscode.window.showInformationMessage(inert(message), ...actions);
+  },
+  warn(message: string, ...actions: string[]): Thenable<string | undefined> {
+    return vscode.window.showWarningMessage(inert(message), ...actions);
+  },
+  error(message: string, ...actions: string[]): Thenable<string | undefined> {
+    return vscode.window.showErrorMessage(inert(message), ...actions);
+  },
+  /** A modal question: its message and detail inert too. */
+  modal(message: string, detail: string, ...actions: string[]): Thenable<string | undefined> {
+    return vscode.window.showWarningMessage(inert(message), { modal: true, detail: inert(detail) }, ...actions);
+  },
+};
 
 /** All of `Ui` but the receipt view, which needs the server (`ReceiptPanels`). */
 export const editorUi: Omit<Ui, 'openReceipt'> = {
@@ -32,14 +52,13 @@ export const editorUi: Omit<Ui, 'openReceipt'> = {
     });
   },
   async confirm(message, detail, action) {
-    const answer = await vscode.window.showWarningMessage(message, { modal: true, detail }, action);
-    return answer === action;
+    return (await notify.modal(message, detail, action)) === action;
   },
   async info(message, ...actions) {
-    return vscode.window.showInformationMessage(message, ...actions);
+    return notify.info(message, ...actions);
   },
   async warn(message, ...actions) {
-    return vscode.window.showWarningMessage(message, ...actions);
+    return notify.warn(message, ...actions);
   },
   async showProblems() {
     await vscode.commands.executeCommand('workbench.actions.view.problems');

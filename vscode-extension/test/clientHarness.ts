@@ -74,6 +74,9 @@ export const ui = {
   infos: [] as string[],
   errors: [] as string[], // error messages shown
   warnings: [] as string[], // warning messages shown
+  buttons: [] as string[][], // the buttons of each message shown, in order
+  choose: (_buttons: string[]): string | undefined => undefined, // the user's click on a message shown
+  executed: [] as unknown[][], // the commands run: id, then arguments
   initializeResult: { capabilities: { experimental: { remem: { protocol: PROTOCOL } } } } as unknown, // the server's
   server: new ScriptedServer(),
   states: [] as StateListener[], // the language client's state listeners, latest client last
@@ -115,17 +118,17 @@ const vscode = {
       ui.cancels.push(cancel);
       return task({ report: () => undefined }, cancel);
     },
-    async showInformationMessage(message: string): Promise<undefined> {
+    async showInformationMessage(message: string, ...buttons: string[]): Promise<string | undefined> {
       ui.infos.push(message);
-      return undefined;
+      return shown(buttons);
     },
-    async showErrorMessage(message: string): Promise<undefined> {
+    async showErrorMessage(message: string, ...buttons: string[]): Promise<string | undefined> {
       ui.errors.push(message);
-      return undefined;
+      return shown(buttons);
     },
-    async showWarningMessage(message: string): Promise<undefined> {
+    async showWarningMessage(message: string, ...buttons: unknown[]): Promise<string | undefined> {
       ui.warnings.push(message);
-      return undefined;
+      return shown(buttons.filter((b): b is string => typeof b === 'string')); // a modal one's options first
     },
     createWebviewPanel(_type: string, title: string) {
       const panel = { title, webview: { html: '' }, reveal: () => undefined, onDidDispose: () => undefined, dispose: () => undefined };
@@ -140,8 +143,35 @@ const vscode = {
     },
     getConfiguration: () => ({ get: () => ui.setting }),
   },
-  commands: { executeCommand: async () => undefined },
+  commands: {
+    async executeCommand(...command: unknown[]): Promise<undefined> {
+      ui.executed.push(command);
+      return undefined;
+    },
+  },
+  // The tree items the views make, as plain data.
+  TreeItem: class {
+    command: unknown;
+    tooltip: unknown;
+    iconPath: unknown;
+    constructor(
+      public label: string,
+      public collapsibleState: number,
+    ) {}
+  },
+  ThemeIcon: class {
+    constructor(
+      public id: string,
+      public color?: unknown,
+    ) {}
+  },
+  TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
 };
+
+function shown(buttons: string[]): string | undefined {
+  ui.buttons.push(buttons);
+  return ui.choose(buttons);
+}
 
 class LanguageClient {
   constructor(_id: string, _name: string, _server: unknown, options: ClientOptions) {
