@@ -24,9 +24,10 @@ import type {
 } from 'vscode-languageclient/node';
 
 import { notFoundMessage, notStringMessage, resolveExecutable, serverFolder } from './executable';
+import { FixableError, fixesOf, OPEN_COMMAND_SETTING, RESTART_SERVER, SHOW_LOG } from './fixes';
 import type { Server } from './flows';
 import { inert } from './format';
-import { CommandTitles, OPEN_SETTINGS, paletteName, Settings, VSCODE_OPEN_SETTINGS } from './ids';
+import { CommandTitles, paletteName, Settings } from './ids';
 import {
   type ConsolidationOutcome,
   Notifications,
@@ -39,7 +40,7 @@ import {
 } from './protocol';
 import type * as Library from './languageclient';
 import { endProcess, spawnServer } from './serverProcess';
-import { errorMessage, notify } from './vscodeapi';
+import { errorMessage, notify, tellWithFixes } from './vscodeapi';
 
 function isExecutable(candidate: string): boolean {
   try {
@@ -63,6 +64,9 @@ const NOT_RUNNING = `remem: the language server is not running. Run "${RESTART}"
 const STOPPED_ANSWERING =
   'remem: the language server stopped before it answered; what was asked may or may not have been ' +
   `done: look, then try again (if the server stays down, run "${RESTART}").`;
+
+/** The server is down: restarting it is the way out, and the log says why it went down. */
+const notRunning = (message: string) => new FixableError(message, [RESTART_SERVER, SHOW_LOG]);
 
 /** The client library, read at the first start rather than with the extension (decision 0245). */
 function library(): typeof Library {
@@ -165,7 +169,7 @@ export class RememClient implements Server, vscode.Disposable {
 
   private async running(): Promise<LanguageClient> {
     await this.firstStart;
-    if (!this.ready) throw new Error(NOT_RUNNING);
+    if (!this.ready) throw notRunning(NOT_RUNNING);
     return this.ready;
   }
 
@@ -177,8 +181,9 @@ export class RememClient implements Server, vscode.Disposable {
     if (!executable) {
       const message = typeof setting === 'string' ? notFoundMessage(setting) : notStringMessage(setting);
       this.tell({ state: 'no-server', message });
-      void this.offerFix(message);
-      throw new Error(message);
+      const fixes = [OPEN_COMMAND_SETTING, SHOW_LOG];
+      void tellWithFixes('error', message, fixes);
+      throw new FixableError(message, fixes);
     }
     this.tell({ state: 'starting', message: `starting ${executable} lsp` });
     this.log.info(`starting ${executable} lsp`);
@@ -218,9 +223,10 @@ export class RememClient implements Server, vscode.Disposable {
     if (spoken !== null && spoken >= PROTOCOL) return;
     const message =
       `remem: ${executable} is older than this extension (protocol ${spoken ?? '30 or older'}; the extension ` +
-      `speaks ${PROTOCOL}), so some actions will be refused. Update remem.`;
+      `speaks ${PROTOCOL}), so some actions will be refused. Update remem (or set "${Settings.commandName}" ` +
+      'to a newer one), then restart the server.';
     this.log.warn(message);
-    void notify.warn(message);
+    void tellWithFixes('warn', message, [RESTART_SERVER, OPEN_COMMAND_SETTING]);
   }
 
   private serverOptions(executable: string, cwd: string): ServerOptions {
@@ -260,7 +266,8 @@ export class RememClient implements Server, vscode.Disposable {
       return await answered(Promise.resolve(run()));
     } catch (error) {
       const message = errorMessage(error); // the library's own failures said as ours are
-      void notify.error(message.startsWith('remem:') ? message : `Remem: ${command} failed: ${message}`);
+      const shown = message.startsWith('remem:') ? message : `Remem: ${command} failed: ${message}`;
+      void tellWithFixes('error', shown, fixesOf(error));
       throw error;
     }
   }
@@ -268,15 +275,6 @@ export class RememClient implements Server, vscode.Disposable {
   private tell(status: StatusParams): void {
     this.latest = status;
     this.status.fire(status);
-  }
-
-  private async offerFix(message: string): Promise<void> {
-    const choice = await notify.error(message, OPEN_SETTINGS, CommandTitles.showLog);
-    if (choice === OPEN_SETTINGS) {
-      await vscode.commands.executeCommand(VSCODE_OPEN_SETTINGS, Settings.commandName);
-    } else if (choice === CommandTitles.showLog) {
-      this.log.show();
-    }
   }
 
   /** `remem.lsp.consolidate` with a work-done token we show as a cancellable notification. */
@@ -334,8 +332,8 @@ async function answered<R>(answer: Thenable<R>): Promise<R> {
   } catch (error) {
     const code = (error as { code?: unknown } | undefined)?.code;
     const codes = library().ErrorCodes;
-    if (code === codes.ConnectionInactive) throw new Error(NOT_RUNNING);
-    if (code === codes.PendingResponseRejected) throw new Error(STOPPED_ANSWERING);
+    if (code === codes.ConnectionInactive) throw notRunning(NOT_RUNNING);
+    if (code === codes.PendingResponseRejected) throw notRunning(STOPPED_ANSWERING);
     throw error;
   }
 }

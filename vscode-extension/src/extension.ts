@@ -8,6 +8,7 @@
 import * as vscode from 'vscode';
 
 import { RememClient } from './client';
+import { fixesOf } from './fixes';
 import * as flows from './flows';
 import { HistoryProvider } from './history';
 import { ClientCommands, ContextKeys, Settings, STATUS_ITEM, Views } from './ids';
@@ -17,7 +18,7 @@ import { ReceiptPanels } from './receipts';
 import { archivedRows, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
-import { activeSession, editorUi, errorMessage, notify, workspaceFolders } from './vscodeapi';
+import { activeSession, editorUi, errorMessage, tellWithFixes, workspaceFolders } from './vscodeapi';
 
 const REFRESH_DELAY_MS = 150; // coalesces a burst of change notifications into one re-read
 const KEPT_TREE_DRAW_MS = 500; // how long a kept tree's drawing holds the server back
@@ -92,13 +93,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   showStatus(server.currentStatus);
 
-  /** A flow's error is logged and shown; a dismissal (flows.run) is not an error. */
+  /** A flow's error is logged and shown, with its fixes (the server not running: Restart Server,
+   * Show Log); a dismissal (flows.run) is not an error. */
   const reported = async (what: string, flow: () => Promise<unknown>): Promise<void> => {
     try {
       await flows.run(flow);
     } catch (error) {
       log.error(`${what}: ${errorMessage(error)}`);
-      void notify.error(errorMessage(error));
+      void tellWithFixes('error', errorMessage(error), fixesOf(error));
     }
   };
   const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>

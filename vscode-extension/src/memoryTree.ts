@@ -3,6 +3,7 @@
  * validity, and the most recent consolidation receipts, from `remem/memoryOverview`.
  */
 
+import type { Fix } from './fixes';
 import { age, problemCount } from './format';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
 import type { ItemIcon } from './sessionTree';
@@ -19,7 +20,7 @@ export type MemoryNode =
       path: string;
       review?: string; // a receipt's: it opens rendered, not as its file
     }
-  | { kind: 'note'; id: string; label: string; icon?: string };
+  | { kind: 'note'; id: string; label: string; icon?: string; fix?: Fix }; // `fix`: what a click on it does
 
 const VALID: ItemIcon = { id: 'pass', color: 'testing.iconPassed' };
 const INVALID: ItemIcon = { id: 'error', color: 'list.errorForeground' };

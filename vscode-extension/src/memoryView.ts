@@ -4,6 +4,7 @@ import * as path from 'node:path';
 
 import * as vscode from 'vscode';
 
+import { rowFix } from './fixes';
 import { type FolderElement, FolderView } from './folderView';
 import { type MemoryNode, memoryNodes } from './memoryTree';
 import { ClientCommands } from './ids';
@@ -31,6 +32,10 @@ export class MemoryView extends FolderView<MemoryEntry> {
       const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
       item.id = `${cwd}:${node.id}`;
       item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
+      if (node.fix) {
+        item.tooltip = `${node.label}\n\nClick: ${node.fix.title}`;
+        item.command = { command: node.fix.command, title: node.fix.title, arguments: node.fix.arguments };
+      }
       return item;
     }
     const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
@@ -98,7 +103,8 @@ export class MemoryView extends FolderView<MemoryEntry> {
       this.shown.set(cwd, overview);
       return memoryNodes(overview, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
     } catch (error) {
-      return [{ type: 'memory', cwd, node: { kind: 'note', id: 'error', label: errorMessage(error) } }];
+      const note: MemoryNode = { kind: 'note', id: 'error', label: errorMessage(error), icon: 'warning', fix: rowFix(error) };
+      return [{ type: 'memory', cwd, node: note }];
     }
   }
 }

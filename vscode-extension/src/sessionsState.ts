@@ -6,6 +6,7 @@
  * a cold listing is. The last answer of each folder is kept in the workspace's state.
  */
 
+import { type Fix, rowFix } from './fixes';
 import { sessionLabel } from './format';
 import { ClientCommands } from './ids';
 import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeResult } from './protocol';
@@ -19,7 +20,7 @@ export interface KeptState {
 export type Shown =
   | { kind: 'loading' }
   | { kind: 'tree'; result: SessionTreeResult; refreshing: boolean }
-  | { kind: 'error'; message: string };
+  | { kind: 'error'; message: string; fix: Fix }; // `fix`: what clicking its row does
 
 /** How far the listing a folder waits for has indexed the logs it must read. */
 export interface Indexing {
@@ -140,7 +141,7 @@ export class FolderSessions {
       folder.shown = { kind: 'tree', result, refreshing: false };
       void this.keptState.update(KEY_PREFIX + cwd, { nodes: result.nodes });
     } catch (error) {
-      folder.shown = { kind: 'error', message: this.describeError(error) };
+      folder.shown = { kind: 'error', message: this.describeError(error), fix: rowFix(error) };
     } finally {
       folder.asking = false;
       folder.indexing = undefined;

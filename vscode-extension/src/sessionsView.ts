@@ -4,6 +4,7 @@ import * as os from 'node:os';
 
 import * as vscode from 'vscode';
 
+import type { Fix } from './fixes';
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { ClientCommands } from './ids';
@@ -15,7 +16,7 @@ import { errorMessage } from './vscodeapi';
 type SessionEntry =
   | { type: 'session'; cwd: string; node: FlatNode; label?: string }
   | { type: 'note'; cwd: string; row: NoteRow; index: number }
-  | { type: 'message'; cwd: string; text: string };
+  | { type: 'message'; cwd: string; text: string; fix: Fix };
 
 export type SessionElement = FolderElement | SessionEntry;
 
@@ -120,7 +121,8 @@ export class SessionsView extends FolderView<SessionEntry> {
     if (element.type === 'message') {
       const item = new vscode.TreeItem(element.text, vscode.TreeItemCollapsibleState.None);
       item.iconPath = new vscode.ThemeIcon('warning');
-      item.tooltip = element.text;
+      item.tooltip = `${element.text}\n\nClick: ${element.fix.title}`;
+      item.command = { command: element.fix.command, title: element.fix.title, arguments: element.fix.arguments };
       return item;
     }
     if (element.type === 'note') return noteItem(element);
@@ -150,7 +152,7 @@ export class SessionsView extends FolderView<SessionEntry> {
     const shown = this.state.shown(cwd);
     if (shown.kind === 'error') {
       this.forests.delete(cwd);
-      return [{ type: 'message', cwd, text: shown.message }];
+      return [{ type: 'message', cwd, text: shown.message, fix: shown.fix }];
     }
     if (shown.kind === 'loading') return [{ type: 'note', cwd, row: loadingRow(this.state.indexing(cwd)), index: 0 }];
     const visible = visibleNodes(shown.result.nodes, this.showArchived);

@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 
 import { sessionIdFromTranscriptPath, transcriptUri, turnLine } from './args';
+import type { Fix } from './fixes';
 import { inert } from './format';
 import type { Folder, Ui } from './flows';
 import { iconless, type PickItem } from './picks';
@@ -29,6 +30,14 @@ export const notify = {
     return vscode.window.showWarningMessage(inert(message), { modal: true, detail: inert(detail) }, ...actions);
   },
 };
+
+/** An error or a warning with its fixes as buttons; the one chosen is run. Resolves once it is
+ * dismissed or the fix has run. */
+export async function tellWithFixes(level: 'error' | 'warn', message: string, fixes: readonly Fix[]): Promise<void> {
+  const choice = await notify[level](message, ...fixes.map((fix) => fix.title));
+  const fix = fixes.find((f) => f.title === choice);
+  if (fix) await vscode.commands.executeCommand(fix.command, ...fix.arguments);
+}
 
 /** All of `Ui` but the receipt view, which needs the server (`ReceiptPanels`). */
 export const editorUi: Omit<Ui, 'openReceipt'> = {

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 
 import { RememClient } from '../src/client';
+import { fixesOf, OPEN_COMMAND_SETTING, RESTART_SERVER, SHOW_LOG } from '../src/fixes';
 import { PROTOCOL } from '../src/protocol';
 import { State, ui } from './clientHarness';
 
@@ -47,6 +48,23 @@ test('a restart with a missing executable says so once and leaves the views to s
   assert.match(ui.errors[0], /"\/nowhere\/remem" was not found\./);
   assert.equal(client.currentStatus.state, 'no-server');
   await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" was not found/);
+});
+
+test('a missing executable is said with Open Settings and Show Log, and its error names them for the views', async () => {
+  ui.buttons.length = 0;
+  ui.executed.length = 0;
+  ui.choose = (buttons) => buttons[0];
+  let client: RememClient;
+  try {
+    client = await restartedWith('/nowhere/remem');
+    await settle();
+  } finally {
+    ui.choose = () => undefined;
+  }
+  assert.deepEqual(ui.buttons, [['Open Settings', 'Show Log']]);
+  assert.deepEqual(ui.executed, [['workbench.action.openSettings', 'remem.command']]); // at the setting
+  const error = await client.request('remem/sessionTree', { cwd: '/p' }).catch((e: unknown) => e);
+  assert.deepEqual(fixesOf(error), [OPEN_COMMAND_SETTING, SHOW_LOG]); // a view's error row opens the setting
 });
 
 test('a remem.command that is not a string is said to be one, as a missing executable is', async () => {
@@ -93,6 +111,7 @@ test('once the library gave up on a crashing server, requests and commands say t
     await settle();
     ui.server.fail(CONNECTION_INACTIVE, 'Client is not running');
     await assert.rejects(asked, /^Error: remem: the language server is not running\. Run "Remem: Restart Server"\.$/);
+    assert.deepEqual(fixesOf(await asked.catch((e: unknown) => e)), [RESTART_SERVER, SHOW_LOG]);
   }
 });
 
@@ -102,19 +121,22 @@ test('a server that dies while answering is said so, with what to do, not in the
   await settle();
   ui.server.fail(PENDING_RESPONSE_REJECTED, 'Pending response rejected since connection got disposed');
   await assert.rejects(asked, /stopped before it answered; what was asked may or may not have been done: look, then try again/);
+  assert.deepEqual(fixesOf(await asked.catch((e: unknown) => e)), [RESTART_SERVER, SHOW_LOG]);
 });
 
 test('a server older than the extension is said once at start, with the way out', async () => {
   const started = async (initializeResult: unknown): Promise<string[]> => {
     ui.initializeResult = initializeResult;
     ui.warnings.length = 0;
+    ui.buttons.length = 0;
     await new RememClient(log as never).start();
     return [...ui.warnings];
   };
   const older = await started({ capabilities: {} }); // before protocol 31, no server named one
   assert.equal(older.length, 1);
   assert.match(older[0], /^remem: .+ is older than this extension \(protocol 30 or older; the extension speaks \d+\)/);
-  assert.match(older[0], /Update remem\.$/);
+  assert.match(older[0], /Update remem \(or set "remem\.command" to a newer one\), then restart the server\.$/);
+  assert.deepEqual(ui.buttons, [['Restart Server', 'Open Settings']]);
   const named = await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL - 1 } } } });
   assert.match(named[0], new RegExp(`\\(protocol ${PROTOCOL - 1}; the extension speaks ${PROTOCOL}\\)`));
   assert.deepEqual(await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL } } } }), []);

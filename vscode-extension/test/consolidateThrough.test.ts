@@ -69,7 +69,9 @@ test('a quick fix run while the server is down says to restart it, not the libra
   const middleware = ui.options?.middleware;
   assert.ok(middleware);
   ui.errors.length = 0;
+  ui.buttons.length = 0;
   const inactive = () => Promise.reject(Object.assign(new Error('Client is not running'), { code: -32096 }));
   await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], inactive)));
   assert.deepEqual(ui.errors, ['remem: the language server is not running. Run "Remem: Restart Server".']);
+  assert.deepEqual(ui.buttons, [['Restart Server', 'Show Log']]);
 });

@@ -3,6 +3,7 @@ import './clientHarness'; // the `vscode` module the view imports
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { FixableError, RESTART_SERVER, SHOW_LOG } from '../src/fixes';
 import { MemoryView } from '../src/memoryView';
 import type { MemoryOverview } from '../src/protocol';
 
@@ -59,4 +60,16 @@ test('in a window of several folders, one folder\'s first answer does not make t
   answers.shift()?.(overview(0));
   await settle();
   assert.equal(asked, 2);
+});
+
+test('a folder whose memory cannot be asked for says why, and its row runs the fix', async () => {
+  const error = new FixableError('remem: the language server is not running.', [RESTART_SERVER, SHOW_LOG]);
+  const server = { request: async <R>(): Promise<R> => Promise.reject(error), command: async <R>() => undefined as R };
+  const view = new MemoryView(server, () => [{ name: 'p', cwd: '/p' }]);
+  await view.getChildren();
+  await settle();
+  const [row] = await view.getChildren();
+  const item = view.getTreeItem(row) as unknown as { label: string; command?: { command: string } };
+  assert.equal(item.label, error.message);
+  assert.equal(item.command?.command, RESTART_SERVER.command);
 });

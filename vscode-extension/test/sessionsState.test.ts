@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { SHOW_LOG } from '../src/fixes';
 import type { SessionTreeResult } from '../src/protocol';
 import { emptyRows, errorRows, FolderSessions, HARNESSES, loadingRow, settingsRows } from '../src/sessionsState';
 import { FAMILY, Kept } from './fixtures';
@@ -66,7 +67,8 @@ test('a refresh keeps the rows until the answer; an error replaces them with the
   assert.equal(state.shown('/proj').kind, 'tree');
   server.waiting[1].reject(new Error('daemon gone'));
   await settle();
-  assert.deepEqual(state.shown('/proj'), { kind: 'error', message: 'said: Error: daemon gone' });
+  // Its row's click shows the log, where the server said more.
+  assert.deepEqual(state.shown('/proj'), { kind: 'error', message: 'said: Error: daemon gone', fix: SHOW_LOG });
 });
 
 test('the empty state names the harnesses, each root searched, and the next steps', () => {

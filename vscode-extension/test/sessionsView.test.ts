@@ -5,6 +5,7 @@ import { test } from 'node:test';
 
 import type { Folder } from '../src/flows';
 import type { SessionTreeResult } from '../src/protocol';
+import { FixableError, OPEN_COMMAND_SETTING, SHOW_LOG } from '../src/fixes';
 import { type SessionElement, SessionsView } from '../src/sessionsView';
 import { Kept, node } from './fixtures';
 
@@ -81,4 +82,24 @@ test('a workspace folder added or removed redraws Session Branches and drops wha
     shown.map((row) => (row.type === 'session' ? row.node.id : row.type === 'folder' ? row.folder.cwd : row.type)),
     ['/a', '/c', 'a1', 'c1'],
   );
+});
+
+test('a folder whose sessions cannot be asked for says why, and its row runs the fix', async () => {
+  const fixable = new FixableError('remem: cannot start the language server: "remem" was not found on PATH.', [
+    OPEN_COMMAND_SETTING,
+    SHOW_LOG,
+  ]);
+  for (const [error, fix] of [
+    [fixable, OPEN_COMMAND_SETTING],
+    [new Error('the remem daemon is unavailable'), SHOW_LOG], // the server said more in the log
+  ] as const) {
+    const server = { request: async <R>(): Promise<R> => Promise.reject(error), command: async <R>() => undefined as R };
+    const sessions = new SessionsView(server, () => [{ name: 'p', cwd: '/p' }], new Kept());
+    await sessions.getChildren();
+    await settle();
+    const [row] = await sessions.getChildren();
+    const item = sessions.getTreeItem(row) as unknown as { label: string; command?: { command: string; arguments: unknown[] } };
+    assert.equal(item.label, error.message);
+    assert.deepEqual([item.command?.command, item.command?.arguments], [fix.command, fix.arguments]);
+  }
 });
