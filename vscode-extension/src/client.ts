@@ -77,6 +77,9 @@ function library(): typeof Library {
 export class RememClient implements Server, vscode.Disposable {
   private client: LanguageClient | undefined;
   private ready: Promise<LanguageClient> | undefined;
+  // A restart under way: the old server stopping (up to 2 s), then the new one starting. Requests
+  // wait for it rather than be told to restart the server that is restarting.
+  private restarting: Promise<void> | undefined;
   private server: ChildProcess | undefined; // the latest `remem lsp` the client runs
   private readonly treeChanged = new vscode.EventEmitter<void>();
   private readonly memoryChanged = new vscode.EventEmitter<void>();
@@ -124,8 +127,16 @@ export class RememClient implements Server, vscode.Disposable {
    * start has reported it (status bar, a message with its fix, the log) and the views, read again,
    * show why. */
   async restart(): Promise<void> {
-    await this.stop();
-    await this.start().catch(() => undefined);
+    const restarting = (async () => {
+      await this.stop();
+      await this.start().catch(() => undefined);
+    })();
+    this.restarting = restarting;
+    try {
+      await restarting;
+    } finally {
+      if (this.restarting === restarting) this.restarting = undefined;
+    }
   }
 
   async stop(): Promise<void> {
@@ -169,6 +180,8 @@ export class RememClient implements Server, vscode.Disposable {
 
   private async running(): Promise<LanguageClient> {
     await this.firstStart;
+    // A restart's, awaited until none is under way (one may begin while another ends).
+    while (this.restarting) await this.restarting;
     if (!this.ready) throw notRunning(NOT_RUNNING);
     return this.ready;
   }

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { RememClient } from '../src/client';
 import { fixesOf, OPEN_COMMAND_SETTING, RESTART_SERVER, SHOW_LOG } from '../src/fixes';
 import { PROTOCOL } from '../src/protocol';
-import { State, ui } from './clientHarness';
+import { ScriptedServer, State, ui } from './clientHarness';
 
 test('a server the library restarted after it died makes the views read again; the first start does not', async () => {
   const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -65,6 +65,28 @@ test('a missing executable is said with Open Settings and Show Log, and its erro
   assert.deepEqual(ui.executed, [['workbench.action.openSettings', 'remem.command']]); // at the setting
   const error = await client.request('remem/sessionTree', { cwd: '/p' }).catch((e: unknown) => e);
   assert.deepEqual(fixesOf(error), [OPEN_COMMAND_SETTING, SHOW_LOG]); // a view's error row opens the setting
+});
+
+test('a request made while a restart stops the old server waits for the new one', async (t) => {
+  const client = await restartedWith(process.execPath);
+  const server = ui.server;
+  ui.server = new ScriptedServer();
+  t.after(() => {
+    ui.server = server;
+  });
+  let stopped: () => void = () => undefined;
+  const old = (client as unknown as { client: { stop: () => Promise<void> } }).client;
+  old.stop = () => new Promise<void>((resolve) => (stopped = resolve)); // a real stop takes up to 2 s
+  const restarting = client.restart(); // "Remem: Restart Server", or remem.command changed
+  const asked = client.request('remem/sessionTree', { cwd: '/p' });
+  await settle();
+  assert.equal(ui.server.requests.length, 0, 'not sent to the server being stopped');
+  stopped();
+  await restarting;
+  await settle();
+  assert.deepEqual(ui.server.requests.map((r) => r.params), [{ cwd: '/p' }], 'sent to the new server');
+  ui.server.answer({ nodes: [] });
+  assert.deepEqual(await asked, { nodes: [] }); // never "not running. Run Remem: Restart Server"
 });
 
 test('a remem.command that is not a string is said to be one, as a missing executable is', async () => {
