@@ -84,8 +84,12 @@ export class MemoryView extends FolderView<MemoryEntry> {
   }
 
   /** Ask again (something changed): a folder whose first answer is still coming asks once more
-   * when it comes. */
+   * when it comes. A folder removed from the workspace is forgotten: its files are judged no more. */
   override refresh(): void {
+    const folders = new Set(this.folders().map((f) => f.cwd));
+    for (const cwd of [...this.shown.keys()]) if (!folders.has(cwd)) this.shown.delete(cwd);
+    for (const cwd of [...this.first.keys()]) if (!folders.has(cwd)) this.first.delete(cwd);
+    for (const cwd of [...this.again]) if (!folders.has(cwd)) this.again.delete(cwd);
     for (const [cwd, first] of this.first) if (first === 'asking') this.again.add(cwd);
     super.refresh();
   }
@@ -93,6 +97,7 @@ export class MemoryView extends FolderView<MemoryEntry> {
   private async firstAnswer(cwd: string): Promise<void> {
     let rows = await this.ask(cwd);
     while (this.again.delete(cwd)) rows = await this.ask(cwd);
+    if (this.first.get(cwd) !== 'asking') return; // removed meanwhile
     this.first.set(cwd, rows);
     super.refresh(); // drawn, not asked again: the other folders' first answers are still good
   }
@@ -100,7 +105,7 @@ export class MemoryView extends FolderView<MemoryEntry> {
   private async ask(cwd: string): Promise<MemoryEntry[]> {
     try {
       const overview = await this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
-      this.shown.set(cwd, overview);
+      if (this.folders().some((f) => f.cwd === cwd)) this.shown.set(cwd, overview); // not removed meanwhile
       return memoryNodes(overview, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
     } catch (error) {
       const note: MemoryNode = { kind: 'note', id: 'error', label: errorMessage(error), icon: 'warning', fix: rowFix(error) };

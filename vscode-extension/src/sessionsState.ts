@@ -13,6 +13,7 @@ import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeRe
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
 export interface KeptState {
+  keys(): readonly string[];
   get<T>(key: string): T | undefined;
   update(key: string, value: unknown): Thenable<void>;
 }
@@ -71,11 +72,15 @@ export class FolderSessions {
     for (const [cwd, folder] of this.folders) void this.fetch(cwd, folder);
   }
 
-  /** Drops the folders not in `keep` (removed from the workspace): they are asked no more, and their
-   * sessions are labelled no more. Returns the folders dropped. */
+  /** Drops the folders not in `keep` (removed from the workspace): they are asked no more, their
+   * sessions are labelled no more, and the trees kept of them (this window's, or a past one's) are
+   * kept no more. Returns the folders dropped that were shown. */
   forget(keep: ReadonlySet<string>): string[] {
     const dropped = [...this.folders.keys()].filter((cwd) => !keep.has(cwd));
     for (const cwd of dropped) this.folders.delete(cwd);
+    for (const key of this.keptState.keys()) {
+      if (key.startsWith(KEY_PREFIX) && !keep.has(key.slice(KEY_PREFIX.length))) void this.keptState.update(key, undefined);
+    }
     return dropped;
   }
 
@@ -139,7 +144,8 @@ export class FolderSessions {
       // until the view has read them again, and a keybinding in between finds no row selected.
       redraw = !(sameTree(folder.shown, result) && folder.indexing === undefined);
       folder.shown = { kind: 'tree', result, refreshing: false };
-      void this.keptState.update(KEY_PREFIX + cwd, { nodes: result.nodes });
+      // Not for a folder removed while it was asked: its tree was dropped, and would be kept for good.
+      if (this.folders.get(cwd) === folder) void this.keptState.update(KEY_PREFIX + cwd, { nodes: result.nodes });
     } catch (error) {
       folder.shown = { kind: 'error', message: this.describeError(error), fix: rowFix(error) };
     } finally {

@@ -41,7 +41,7 @@ export class SessionsView extends FolderView<SessionEntry> {
   /** Called with the sessions whose label an answer changed (a rename) or gave anew: id → new label. */
   onRelabel: (labels: Map<string, string>) => void = () => undefined;
   private labels = new Map<string, string>();
-  private drawnFolders: string[] = []; // the workspace folders of the rows last drawn
+  private drawnFolders: string[] | undefined; // the workspace folders of the rows last drawn
   private drawn: () => void = () => undefined;
   /** Settles once the view has answered its first rows (the kept tree or the loading row). */
   readonly firstRows = new Promise<void>((resolve) => {
@@ -77,7 +77,7 @@ export class SessionsView extends FolderView<SessionEntry> {
    * redraw): a new one is asked when drawn, and a removed one's rows, labels and archived count go. */
   override refresh(): void {
     const folders = this.folders().map((f) => f.cwd);
-    if (folders.join('\n') !== this.drawnFolders.join('\n')) {
+    if (folders.join('\n') !== (this.drawnFolders ?? []).join('\n')) {
       for (const cwd of this.state.forget(new Set(folders))) {
         this.forests.delete(cwd);
         this.hiddenArchived.delete(cwd);
@@ -100,7 +100,12 @@ export class SessionsView extends FolderView<SessionEntry> {
   }
 
   override async getChildren(element?: SessionElement): Promise<SessionElement[]> {
-    if (!element) this.drawnFolders = this.folders().map((f) => f.cwd);
+    if (!element) {
+      const folders = this.folders().map((f) => f.cwd);
+      // The first rows: trees a past window kept of folders since removed are dropped.
+      if (this.drawnFolders === undefined) this.state.forget(new Set(folders));
+      this.drawnFolders = folders;
+    }
     const children = await super.getChildren(element);
     if (!element) {
       const hidden = [...this.hiddenArchived.values()].reduce((sum, n) => sum + n, 0);

@@ -43,10 +43,14 @@ export const FAMILY: FlatNode[] = [
 /** The window's kept state (`ExtensionContext.workspaceState`), in memory. */
 export class Kept implements KeptState {
   readonly values = new Map<string, unknown>();
+  keys(): readonly string[] {
+    return [...this.values.keys()];
+  }
   get<T>(key: string): T | undefined {
     return this.values.get(key) as T | undefined;
   }
   async update(key: string, value: unknown): Promise<void> {
-    this.values.set(key, value);
+    if (value === undefined) this.values.delete(key); // as a Memento forgets it
+    else this.values.set(key, value);
   }
 }

@@ -62,6 +62,23 @@ test('in a window of several folders, one folder\'s first answer does not make t
   assert.equal(asked, 2);
 });
 
+test('a removed workspace folder is forgotten: its memory files are judged no more', async () => {
+  const mine = {
+    ...overview(0),
+    workspace: { key: 'k', folder: '/h/w/a', index: null },
+  } as unknown as MemoryOverview;
+  let folders = [{ name: 'a', cwd: '/a' }];
+  const server = { request: async <R>() => mine as R, command: async <R>() => undefined as R };
+  const view = new MemoryView(server, () => folders);
+  await view.getChildren();
+  await settle();
+  assert.equal(view.shows('/h/w/a/rec.md'), true);
+  folders = [];
+  view.refresh(); // as onDidChangeWorkspaceFolders does
+  assert.equal(view.shows('/h/w/a/rec.md'), false); // an edit to it no longer re-reads the view
+  assert.equal(view.shows('/h/GLOBAL.md'), false);
+});
+
 test('a folder whose memory cannot be asked for says why, and its row runs the fix', async () => {
   const error = new FixableError('remem: the language server is not running.', [RESTART_SERVER, SHOW_LOG]);
   const server = { request: async <R>(): Promise<R> => Promise.reject(error), command: async <R>() => undefined as R };

@@ -232,3 +232,18 @@ test('what the tree could not read is one row above it, each path and reason in 
   // An empty tree with errors does not say there are no sessions, only that none could be read.
   assert.equal(emptyRows({ nodes: [], errors: [link] }, '/home/me')[0].label, 'No agent sessions of this workspace could be read');
 });
+
+test('the trees kept of folders no longer in the workspace are dropped, this window\'s and a past one\'s', async () => {
+  const kept = new Kept();
+  await kept.update('remem.sessionTree:/gone', { nodes: FAMILY }); // a folder removed while no window was open
+  await kept.update('remem.other', 1); // not this state's
+  const server = held();
+  const state = new FolderSessions(kept, server.ask, () => undefined, String);
+  state.shown('/a');
+  state.shown('/b');
+  for (const waiting of server.waiting) waiting.resolve({ nodes: FAMILY });
+  await settle();
+  assert.deepEqual(kept.keys(), ['remem.sessionTree:/gone', 'remem.other', 'remem.sessionTree:/a', 'remem.sessionTree:/b']);
+  assert.deepEqual(state.forget(new Set(['/a'])), ['/b']);
+  assert.deepEqual(kept.keys(), ['remem.other', 'remem.sessionTree:/a']);
+});

@@ -103,3 +103,13 @@ test('a folder whose sessions cannot be asked for says why, and its row runs the
     assert.deepEqual([item.command?.command, item.command?.arguments], [fix.command, fix.arguments]);
   }
 });
+
+test('the trees a past window kept of folders removed since are dropped at the first rows', async () => {
+  const kept = new Kept();
+  await kept.update('remem.sessionTree:/gone', { nodes: [node('g1')] });
+  await kept.update('remem.sessionTree:/a', { nodes: [node('a1')] });
+  const server = { request: async <R>(): Promise<R> => ({ nodes: [node('a1')] }) as R, command: async <R>() => undefined as R };
+  const sessions = new SessionsView(server, () => [{ name: 'a', cwd: '/a' }], kept);
+  await sessions.getChildren();
+  assert.deepEqual(kept.keys(), ['remem.sessionTree:/a']);
+});
