@@ -253,7 +253,8 @@ export function errorRows(result: SessionTreeResult): NoteRow[] {
     {
       label: 'Some sessions could not be read',
       description: errors.length === 1 ? '1 file or folder' : `${errors.length} files or folders`,
-      tooltip: `${shown.join('\n')}\n\n\`remem sessions list\` lists them too.`,
+      // A plain tooltip: Markdown's backticks would show as typed.
+      tooltip: `${shown.join('\n')}\n\nThe command "remem sessions list" lists them too.`,
       icon: 'warning',
     },
   ];

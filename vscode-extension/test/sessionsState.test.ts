@@ -226,6 +226,9 @@ test('what the tree could not read is one row above it, each path and reason in 
   assert.equal(row.description, '25 files or folders');
   assert.match(row.tooltip, /\/r\/19\.jsonl: not UTF-8\n…and 5 more\n/);
   assert.doesNotMatch(row.tooltip, /\/r\/20\.jsonl/);
+  // A tree item's plain tooltip shows Markdown as typed: it names the command without backticks.
+  assert.match(row.tooltip, /\n\nThe command "remem sessions list" lists them too\.$/);
+  assert.doesNotMatch(row.tooltip, /`/);
   // Nothing unreadable (or an older daemon): nothing above the tree.
   assert.deepEqual(errorRows({ nodes: FAMILY, errors: [] }), []);
   assert.deepEqual(errorRows({ nodes: FAMILY }), []);
