@@ -78,11 +78,25 @@ class _SessionRevision(click.ParamType):
         return str(value)
 
 
-def utf8_folder(path: str) -> str:
-    """`path`, or exit 2 when a folder name in it is not UTF-8: workspaces are named by UTF-8
-    paths, and the request models refuse the undecodable bytes Python keeps as surrogates."""
+class _Folder(click.Path):
+    """A folder's path, never empty: `os.path.abspath("")` is the current folder, so `--cwd ""`
+    (a script's unset variable) would silently be wherever the command ran, and commit there."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, bytes)) and not value:
+            self.fail("must not be empty; name a folder (`.` for the current one)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def utf8_folder(path: str, names: str = "workspaces") -> str:
+    """`path`, or exit 2 when a folder name in it is not UTF-8: workspaces (and session roots,
+    `names`) are named by UTF-8 paths, and the request models, the index and JSON refuse the
+    undecodable bytes Python keeps as surrogates."""
     if not is_utf8(path):
-        fail(f"the folder name {shown(path)} is not UTF-8; remem names workspaces by UTF-8 paths")
+        fail(f"the folder name {shown(path)} is not UTF-8; remem names {names} by UTF-8 paths")
     return path
 
 
@@ -100,11 +114,13 @@ def absolute(path: str | None) -> str:
         fail(FOLDER_REMOVED)
 
 
-def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> tuple[Path, ...]:
-    """A click callback: each path made absolute, as `absolute` makes it."""
-    return tuple(Path(absolute(str(path))) for path in value)
+def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[Path, ...]:
+    """A click callback for `--root`: each path made absolute, as `absolute` makes it, its
+    folder names UTF-8 (or exit 2, as for `--cwd`)."""
+    return tuple(Path(utf8_folder(absolute(path), "session roots")) for path in value)
 
 
+FOLDER = _Folder()
 UTF8 = _Utf8()
 NON_EMPTY = _NonEmpty()
 ENTRY_ID = _EntryId()

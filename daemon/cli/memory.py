@@ -35,7 +35,7 @@ from ..protocol.rpc import (
     RpcError,
 )
 from ..validation import one_line
-from .arguments import ENTRY_ID, NON_EMPTY, workspace_params
+from .arguments import ENTRY_ID, FOLDER, NON_EMPTY, workspace_params
 from .backend import Backend
 from .output import (
     EXIT_CONFLICT,
@@ -51,7 +51,7 @@ from .output import (
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 cwd_option = click.option(
     "--cwd",
-    type=click.Path(file_okay=False),
+    type=FOLDER,
     default=None,
     help="The workspace (project folder); default: the current directory.",
 )

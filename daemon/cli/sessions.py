@@ -29,6 +29,7 @@ from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
 from ..validation import one_line
 from .arguments import (
+    FOLDER,
     NON_EMPTY,
     SESSION_REVISION_TYPE,
     UTF8,
@@ -50,7 +51,7 @@ def session_options(command: F) -> F:
     """`--root` (repeatable) and `--json`, shared by every session command."""
     command = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(command)
     return click.option(
-        "--root", "roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+        "--root", "roots", multiple=True, type=FOLDER,
         callback=absolute_paths,
         help="An extra session root (repeatable; DSH, Claude Code or Codex, recognised by its layout).",
     )(command)  # fmt: skip
@@ -62,9 +63,7 @@ def sessions() -> None:
 
 
 @sessions.command("list")
-@click.option(
-    "--cwd", default=None, type=click.Path(file_okay=False), help="Only sessions of this workspace."
-)
+@click.option("--cwd", default=None, type=FOLDER, help="Only sessions of this workspace.")
 @session_options
 @click.pass_obj
 def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
@@ -103,7 +102,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
 
 
 @sessions.command()
-@click.option("--cwd", default=None, type=click.Path(file_okay=False), help="The workspace; default: here.")
+@click.option("--cwd", default=None, type=FOLDER, help="The workspace; default: here.")
 @session_options
 @click.pass_obj
 def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
