@@ -100,6 +100,12 @@ class RememProtocol(LanguageServerProtocol):
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
+        # Every range remem makes counts UTF-16 units (documents, front matter, symbols), the
+        # encoding each client must support: pygls would take the client's first offer (Neovim
+        # and Helix put utf-8 first), and every range on a non-ASCII line would be wrong.
+        general = params.capabilities.general
+        if general is not None and general.position_encodings is not None:
+            general.position_encodings = [types.PositionEncodingKind.Utf16]
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {"remem": {"protocol": PROTOCOL_VERSION}}
         self._workspace = LspWorkspace.like(self.workspace)  # before any document opens
