@@ -4,6 +4,7 @@ command line in a process of its own."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")
 
@@ -91,3 +93,31 @@ def test_an_empty_folder_argument_is_a_usage_error_not_the_current_folder(
     assert not (home.root / "memory" / "workspaces").exists() or not any(
         (home.root / "memory" / "workspaces").iterdir()
     ), "no memory was started"
+
+
+@pytest.mark.parametrize("named_in", ["--root", "settings"])
+def test_a_root_named_through_a_link_to_another_root_is_that_root_once(
+    home: Home, tmp_path: Path, named_in: str
+) -> None:
+    """DSH's folder named again through a link: each log was at two paths, so none was listed
+    ("also exists at …") and `turns` found the id AMBIGUOUS, naming one file twice."""
+    dsh_home = tmp_path / "dsh"
+    draft = build_session(SessionSpec(seed=7, turns=2, cwd="/home/dev/p"))
+    write_session(dsh_home / "sessions", draft)
+    link = tmp_path / "dshlink"
+    link.symlink_to(dsh_home / "sessions")
+    extra = ["--root", str(link)] if named_in == "--root" else []
+    if named_in == "settings":
+        home.ensure_layout()
+        home.settings_file.write_text(f"sessions:\n  roots: ['{link}']\n")
+    base = ["--home", str(home.root), "sessions"]
+    listed = remem(*base, "list", *extra, "--json", DSH_HOME=str(dsh_home))
+    assert listed.returncode == 0, listed.stderr
+    answer = json.loads(listed.stdout)
+    assert ([s["id"] for s in answer["sessions"]], answer["errors"]) == ([draft.header.id], [])
+    turns = remem(*base, "turns", draft.header.id, *extra, "--json", DSH_HOME=str(dsh_home))
+    assert turns.returncode == 0, turns.stdout + turns.stderr
+    assert len(json.loads(turns.stdout)["turns"]) == 2
+    # Named through the link alone, the link's path is the root's: nothing inside it is followed.
+    alone = remem(*base, "list", *extra, "--json", DSH_HOME=str(tmp_path / "no-dsh"))
+    assert [s["id"] for s in json.loads(alone.stdout)["sessions"]] == [draft.header.id]

@@ -84,7 +84,7 @@ from .reader import (
     stat_revision,
 )
 from .roots import LINK_REASON, LogFile, Rejected, duplicate_id, folder_entries, list_logs
-from .sources import Root, all_roots, named_roots
+from .sources import Root, all_roots, named_roots, unique_roots
 from .writer import LOCK_NAME
 
 WORKER_WORKSPACE = "consolidator-workspace"
@@ -292,12 +292,10 @@ class SessionCatalog:
         `key_variables` (the settings' API key variables) are kept from the processes a cold
         listing starts, with every variable whose name says it holds a credential."""
         self.home = home.ensure_layout()
-        sources: dict[Path, Root] = {}
-        for root in roots:
-            for known in [root] if isinstance(root, Root) else named_roots(root):
-                sources.setdefault(known.path, known)
-        self.sources = list(sources.values())
-        self.roots = list(sources)
+        self.sources = unique_roots(
+            known for root in roots for known in ([root] if isinstance(root, Root) else named_roots(root))
+        )
+        self.roots = [source.path for source in self.sources]
         # Each root's folder prefix, format and path, the innermost first (should roots nest):
         # a listing asks for the format and root of every log it finds.
         inner_first = sorted(self.sources, key=lambda s: len(str(s.path)), reverse=True)

@@ -253,7 +253,26 @@ def all_roots(
     roots = [Root(home.sessions, "dsh", implicit=True)]
     roots += [root for entry in configured for root in configured_roots(entry)]
     roots += [root for root in (default_roots() if defaults is None else defaults) if root.path.is_dir()]
-    unique: dict[Path, Root] = {}
+    return unique_roots(roots)
+
+
+def unique_roots(roots: Iterable[Root]) -> list[Root]:
+    """`roots`, a folder named twice once, with the path and format it was first named with: by
+    the same path, or by another that reaches the same folder (its device and inode), such as a
+    link to a harness's folder in `sessions.roots` or `--root`. Read twice, every session in it
+    would have its id at two paths, and be listed as neither copy. The root named through a
+    link is the user's choice (it is followed, as `not_a_folder` follows it); nothing inside
+    a root is ever followed."""
+    unique: dict[object, Root] = {}
     for root in roots:
-        unique.setdefault(root.path, root)
+        unique.setdefault(_folder_identity(root.path), root)
     return list(unique.values())
+
+
+def _folder_identity(path: Path) -> object:
+    """The folder `path` reaches (device, inode), links followed; its path when no folder is there."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return path
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else path
