@@ -11,15 +11,29 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-import portalocker
-
 from .fsutil import PRIVATE_FILE_MODE
+
+# portalocker's import asks `tempfile` for a writable folder, the default of a semaphore class
+# remem never uses; where none can be written (a full /tmp, `ulimit -f 0`) that raised, and
+# every command, `remem --version` too, ended in a traceback before `main` could say a word.
+# remem takes no temporary folder there: the unused default is then given, and forgotten after.
+try:
+    tempfile.gettempdir()
+except OSError:
+    tempfile.tempdir = os.devnull  # never opened: only the semaphore's default names it
+    try:
+        import portalocker
+    finally:
+        tempfile.tempdir = None  # asked again by whatever needs one, which then says so itself
+else:
+    import portalocker
 
 
 class LockUnusable(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,22 @@ def test_a_root_named_through_a_link_to_another_root_is_that_root_once(
     # Named through the link alone, the link's path is the root's: nothing inside it is followed.
     alone = remem(*base, "list", *extra, "--json", DSH_HOME=str(tmp_path / "no-dsh"))
     assert [s["id"] for s in json.loads(alone.stdout)["sessions"]] == [draft.header.id]
+
+
+def _no_file_can_grow() -> None:  # `ulimit -f 0`: no temporary folder can be written either
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def test_no_writable_temporary_folder_is_no_traceback_before_main(home: Home, tmp_path: Path) -> None:
+    """portalocker's import asked for a temporary folder: every command, even `--version`,
+    ended in a FileNotFoundError traceback before remem could say anything."""
+    command = [sys.executable, "-m", "remem.daemon"]
+    for args in (
+        ["--version"],
+        ["--home", str(home.root), "memory", "show", "--cwd", str(tmp_path), "--json"],
+    ):
+        done = subprocess.run(
+            [*command, *args], capture_output=True, text=True, preexec_fn=_no_file_can_grow, timeout=120
+        )
+        assert (done.returncode, done.stderr) == (0, ""), args
+    assert done.stdout.startswith('{\n  "global"')
