@@ -12,6 +12,7 @@ hears once per connection (`greeted`) and compares with its own (decision 0372).
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import json
 import os
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .home import Home
+from .home import HOME_ENV, Home
 from .locks import bounded_file_lock
 from .protocol.rpc import (
     APP_VERSION,
@@ -425,7 +426,35 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
     A running daemon without a readable status file is waited for too: it is starting, or
     someone deleted or overwrote the file and it puts the file back within a second, or it is
     exiting (idle, told to stop, replaced) and lets its lock go; the caller then starts a new one.
+    A file of the state folder the system refuses (a `daemon.log` left root's by `sudo remem`, a
+    read-only home, a folder where a file goes) is `DaemonUnavailable` naming the file and the
+    fix, never an `OSError` a long-lived caller (the language server) would take for a bug.
     """
+    try:
+        _start_or_wait(paths, spawn, deadline)
+    except OSError as exc:
+        raise DaemonUnavailable(_unstartable(paths, exc)) from exc
+
+
+def _unstartable(paths: DaemonPaths, exc: OSError) -> str:
+    """Why the daemon could not be started, when the system refused a file or the process."""
+    where = exc.filename if exc.filename is not None else paths.home.state
+    said = f"the remem daemon could not be started: {where}: {exc.strerror or exc}"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"{said} (another user owns it, as after `sudo remem …`, or it is not writable); give "
+            "it back to your user (`chown`) or remove it"
+        )
+    if exc.errno == errno.EROFS:
+        return f"{said}; the daemon writes its state there: choose a writable home with --home or ${HOME_ENV}"
+    if exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
+        return f"{said}; remem keeps a file there, or a folder on its way: remove what stands in its place"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{said}; the daemon needs room for its state: free some space"
+    return f"{said}; fix that, then run `remem daemon start`"
+
+
+def _start_or_wait(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
     if not spawn and not paths.running():  # without its state folder too (paths without the layout)
         raise DaemonUnavailable(f"no remem daemon is running for {paths.home.root}")
     # Bounded: a command that stopped while it started a daemon (Ctrl-Z) keeps the lock.

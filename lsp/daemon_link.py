@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerError
 
 from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable, Hello, RequestTooLarge
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.rpc import (
     APP_VERSION,
@@ -172,16 +172,27 @@ class DaemonLink:
     async def _keep(self) -> None:
         await self._reach()
         while True:
-            if self.client.connected:
-                lost = self.client.info
-                await self.client.lost()
-                if await asyncio.to_thread(self._paths.read_status) == lost:
-                    # A daemon that stops removes its status file first: this one died.
-                    await self._reach(CRASHED)
-                    continue
-                if not self.client.connected:  # a request may have reconnected already
-                    self._tell("unavailable", STOPPED)
-            await self._watch()
+            try:
+                await self._keep_once()
+            except Exception as exc:
+                # Whatever the daemon's state folder throws at the watch, the watch goes on: the
+                # server is degraded with the reason, and joins a daemon once one is usable.
+                self._fail(_unexpected(exc), exc)
+                self._woken.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._woken.wait(), POLL_SECONDS)
+
+    async def _keep_once(self) -> None:
+        if self.client.connected:
+            lost = self.client.info
+            await self.client.lost()
+            if await asyncio.to_thread(self._paths.read_status) == lost:
+                # A daemon that stops removes its status file first: this one died.
+                await self._reach(CRASHED)
+                return
+            if not self.client.connected:  # a request may have reconnected already
+                self._tell("unavailable", STOPPED)
+        await self._watch()
 
     async def _watch(self) -> None:
         """Return once connected: by a request, or to a daemon someone else started."""
@@ -209,8 +220,11 @@ class DaemonLink:
         self._tell("starting", why)
         try:
             info = await self.client.connect()
-        except DaemonUnavailable as exc:
+        except (DaemonUnavailable, HomeUnusable) as exc:  # each says what stands in the way
             self._fail(str(exc))
+            return
+        except Exception as exc:  # a bug, or a cause not foreseen: degraded all the same
+            self._fail(_unexpected(exc), exc)
             return
         self._connected(info)
 
@@ -225,11 +239,13 @@ class DaemonLink:
         if again:
             self._emit(RECONNECTED, {})
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str, cause: Exception | None = None) -> None:
+        """Degraded with `reason`, said once (`cause`: an error not foreseen, whose traceback
+        the log keeps)."""
         if self.degraded == reason:
             return
         self.degraded = reason
-        log.warning("no daemon: %s", reason)
+        log.warning("no daemon: %s", reason, exc_info=cause)
         self._tell("unavailable", reason)
         self._emit(FAILED, {"message": self.refusal().message})
 
@@ -280,6 +296,11 @@ def _stopped_while_answering(exc: DaemonUnavailable) -> JsonRpcServerError:
         "look, then try again",
         DAEMON_UNAVAILABLE,
     )
+
+
+def _unexpected(exc: Exception) -> str:
+    """The reason given for an error the link did not foresee (its traceback goes to the log)."""
+    return f"the daemon could not be reached ({type(exc).__name__}: {exc}; see the language server's log)"
 
 
 def _log_crash(keeper: asyncio.Task[None]) -> None:
