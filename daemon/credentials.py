@@ -7,9 +7,11 @@ them out of the worker's input, of receipts, debug entries and log lines; findin
 proposals be refused and memory files warned about. It is deliberately best effort, as the
 seed (§7.2) says: no scanner recognises every secret. What is certain is masked exactly: the
 API keys this process uses (`remember`) are redacted wherever they appear, whatever their
-shape. Each match becomes `[redacted <kind>]`; for `key = value` assignments, a URL's
-`user:password@`, `--password x`, `mysql -px` and `curl -u user:x` only the value is replaced,
-so the text still says what was there.
+shape. Each match becomes `[redacted <kind>]`; for `key = value` assignments (`DB_PASS=x` and
+`MYSQL_PWD=x` too), a URL's `user:password@`, `--password x`, `mysql -px`, `curl -u user:x`,
+`docker login -p x`, `sshpass -p x`, a netrc entry's `password x`, an `Authorization: Basic`
+header and an Azure connection string's `AccountKey=` or `SharedAccessSignature=` only the value
+is replaced, so the text still says what was there.
 """
 
 from __future__ import annotations
@@ -65,12 +67,33 @@ _AWS_SECRET = re.compile(
 _BEARER = re.compile(
     r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?bearer\s+)" + _NOT_A_VALUE + r"[A-Za-z0-9._~+/=-]+"
 )
+# HTTP Basic credentials: base64 of `user:password`. `Basic realm`, `Basic <base64>`, `Basic $B64`
+# and a word (`Basic authentication`) hold none: the value is 8 or more base64 characters with a
+# digit, `+`, `/` or `=`, or an upper-case letter past its first (base64 of text always has one).
+_BASIC = re.compile(
+    r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?basic[ \t]+)"
+    + _NOT_A_VALUE
+    + r"(?-i:(?=[A-Za-z0-9+/]*[0-9+/=]|[A-Za-z0-9+/]+[A-Z])[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=-])"
+)
+# Azure connection strings (`AccountKey=...==;`, Service Bus's `SharedAccessKey=`) and a SAS
+# (`SharedAccessSignature=sv=...&sig=...`): the value runs to the next `;`. Placeholders
+# (`<key>`, `{key}`, `$KEY`, `...`, `****`) are no value.
+_AZURE_KEY = re.compile(
+    r"(?i)(\b(?:account|shared[_-]?access)[_-]?key\s*=\s*)" + _NOT_A_VALUE + r"[A-Za-z0-9+/=]{16,}"
+)
+_AZURE_SAS = re.compile(
+    r"(?i)(\bshared[_-]?access[_-]?signature\s*=\s*)" + _NOT_A_VALUE + r"(?![$<{*]|\.\.\.)[^\s;\"'`<>]{8,}"
+)
 # A match starts at one of these words (in any case); the name before it (`DB_PASSWORD`) stays.
 _SECRET_WORDS = (b"password", b"passwd", b"secret", b"token", b"api_key", b"api-key", b"apikey",
-                 b"private_key", b"private-key", b"privatekey")  # fmt: skip
+                 b"private_key", b"private-key", b"privatekey", b"pass", b"pwd")  # fmt: skip
+# `PASS` and `PWD` name a password only as the last word of an upper-case variable (`DB_PASS`,
+# `MYSQL_PWD`): `first_pass = 2` is code, `PWD`, `$PWD` and `pwd: /home/x` a directory, and
+# `OLD_PWD=/srv` one too (a value that begins a path is none of a `_PWD`).
 _ASSIGNMENT = re.compile(
     r"""(?ix)
-    (?P<key>(?:password|passwd|secret(?:[_-]?key)?|token|api[_-]?key|private[_-]?key)
+    (?P<key>(?:password|passwd|secret(?:[_-]?key)?|token|api[_-]?key|private[_-]?key
+            |(?-i:(?<=[A-Z0-9]_)(?:PASS|PWD(?=["']?\s*[:=]\s*["']?(?![/~.])))))
         ["']?\s*[:=]\s*)
     """
     + _NOT_A_VALUE
@@ -93,7 +116,7 @@ _PLACEHOLDER = (
 # back from it where it needs to. Only its `value` group (or `value_dq`/`value_sq`, inside double
 # or single quotes) is the credential: what names it (a URL's scheme and host, a flag, a command,
 # a user) stays. None holds a blank line (decision 0152's cuts): their whitespace is spaces,
-# tabs and a shell line continuation.
+# tabs and a shell line continuation, and a netrc entry's single line breaks.
 _URL_LOGIN = re.compile(
     # `scheme://user:password@`, masked as `mask_userinfo` masks a base_url's login, to the last
     # @ (a password may hold one); a login without a password (`ssh://git@host`) is no secret.
@@ -153,6 +176,32 @@ _CURL_LOGIN = _option_of(
     + _PLACEHOLDER
     + r"""[^\s"'`;&|()<>]+) )""",
 )
+# What a `-p` value is where `-p` takes a password: not a flag (`-p -u x`), not a placeholder.
+_P_VALUE = (
+    r"-p (?:[ \t]+|=)? (?: "
+    + _QUOTED
+    + r" | (?P<value>"
+    + _PLACEHOLDER
+    + r"""(?![-="'])[^\s"'`;&|()<>]+ ) )"""
+)
+# `docker login -p x` (`podman login`, the same options): only after `login`, since `-p` is a
+# port for `docker run`; `sshpass -p x` runs ssh with that password (`-f file`, `-e` take none).
+_DOCKER_LOGIN = _option_of("d", r"ocker[ \t]+login", _P_VALUE)
+_PODMAN_LOGIN = _option_of("p", r"odman[ \t]+login", _P_VALUE)
+_SSHPASS = _option_of("s", "shpass", _P_VALUE)
+# A netrc entry: `machine host [login user] [account a] [port p] password value`, on one line or
+# several (never over a blank one). In prose (`the machine password is required`) what follows
+# `password` is a word: a lower-case word, like an upper-case placeholder, is no value, as for
+# `--password`.
+_NETRC_SPACE = r"(?=\s)[ \t]*(?:\n[ \t]*)?"
+_NETRC = re.compile(
+    rf"""(?x) machine(?<![\w-]machine) {_NETRC_SPACE} (?!password\b)\S+
+    (?: {_NETRC_SPACE} (?:login|account|port) {_NETRC_SPACE} \S+ )*
+    {_NETRC_SPACE} password {_NETRC_SPACE}
+    (?P<value>"""
+    + _PLACEHOLDER
+    + r"""(?![a-z]+[.,;:!?)\]`'"*]*(?!\S)) (?![A-Z][A-Z0-9_]*[.,;:!?)\]`'"*]*(?!\S)) \S+ )"""
+)
 # Each with its kind, the pattern of its further values in the same command (all of them are
 # masked at once, so that masking again changes nothing), and the literals one of which any
 # match contains.
@@ -161,6 +210,10 @@ _VALUED: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None, tuple[bytes, 
     ("password", _PASSWORD_FLAG, None, (b"-passw",)),
     ("password", *_MYSQL_PASSWORD, (b"mysql", b"mariadb")),
     ("password", *_CURL_LOGIN, (b"curl",)),
+    ("password", *_DOCKER_LOGIN, (b"docker",)),
+    ("password", *_PODMAN_LOGIN, (b"podman",)),
+    ("password", *_SSHPASS, (b"sshpass",)),
+    ("password", _NETRC, None, (b"machine",)),
 )
 
 
@@ -226,8 +279,8 @@ def redact(text: str) -> str:
     text = _PRIVATE_KEY.sub("[redacted private-key]", text)
     for kind, pattern, _ in _TOKENS:
         text = pattern.sub(f"[redacted {kind}]", text)
-    text = _AWS_SECRET.sub(_keep_key("aws-secret-access-key"), text)
-    text = _BEARER.sub(_keep_key("bearer-token"), text)
+    for kind, pattern, _ in _KEYED:
+        text = pattern.sub(_keep_key(kind), text)
     # Assignments before the valued forms: `DB_PASSWORD=postgres://u:p@h` is masked whole.
     text = _ASSIGNMENT.sub(_assignment, text)
     for kind, pattern, further, _ in _VALUED:
@@ -255,10 +308,18 @@ def find(text: str, utf8: bytes | None = None) -> list[Found]:
     return found
 
 
-# The patterns whose match keeps the key before the value, each with the word every match holds.
+# The patterns whose match keeps the key before the value (its group 1), each with the words (in
+# any case) one of which every match holds.
 _KEYED = (
-    ("aws-secret-access-key", _AWS_SECRET, b"aws_secret_access_key"),
-    ("bearer-token", _BEARER, b"authorization"),
+    ("aws-secret-access-key", _AWS_SECRET, (b"aws_secret_access_key",)),
+    ("bearer-token", _BEARER, (b"authorization",)),
+    ("basic-auth", _BASIC, (b"authorization",)),
+    (
+        "azure-key",
+        _AZURE_KEY,
+        (b"accountkey", b"account_key", b"account-key", b"accesskey", b"access_key", b"access-key"),
+    ),  # fmt: skip
+    ("azure-sas", _AZURE_SAS, (b"signature",)),
 )
 
 
@@ -270,8 +331,8 @@ def _scan(text: str, utf8: bytes | None) -> list[Found]:
     for kind, pattern, hints in _TOKENS:
         if literals.has(hints):
             found += [Found(m.start(), m.end(), kind) for m in pattern.finditer(text)]
-    for kind, pattern, word in _KEYED:
-        if literals.has_any_case(word):
+    for kind, pattern, words in _KEYED:
+        if any(map(literals.has_any_case, words)):
             found += [Found(m.end(1), m.end(), kind) for m in pattern.finditer(text)]
     for m in _assignments(text, literals):
         value = next(g for g in ("double", "single", "bare") if m[g] is not None)
@@ -308,7 +369,8 @@ def _pieces(text: str) -> Iterator[tuple[int, str]]:
     is around an assignment's `:` or `=` and after `bearer`, so the text around the
     blank line must not continue one (the next character `:`, `=` or more whitespace; the last
     one before the blank line `:`, `=` or the end of `bearer`); the valued forms (`_VALUED`) hold
-    spaces, tabs and line continuations only, never a blank line. A cut is found after the
+    spaces, tabs, line continuations and a netrc entry's single line breaks only, never a blank
+    line. A cut is found after the
     previous one's minimum, so an edit moves only the cuts near it.
     """
     start = 0

@@ -15,6 +15,7 @@ from remem.daemon import credentials
 from remem.daemon.consolidation.harness_evidence import project_harness
 from remem.daemon.consolidation.proposal import Frozen, ProposalRejected, parse_arguments, plan_proposal
 from remem.daemon.credentials import find, redact
+from remem.daemon.protocol.consolidation import EvidenceRange
 from tests.sessions import claude_lines as cl
 
 JWT = (
@@ -261,3 +262,113 @@ def test_evidence_masks_them_and_a_proposal_holding_one_is_refused() -> None:
         plan_proposal(parse_arguments(arguments), evidence.ranges(), Frozen(b"", {}))
     [problem] = rejected.value.problems
     assert "looks like a credential (userinfo)" in problem and "S3cr3tPass" not in problem
+
+
+# (text, what redact makes of it, kind found, the secret found)
+MORE_FORMS = [
+    (
+        "curl -H 'Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l' https://x",
+        "curl -H 'Authorization: Basic [redacted basic-auth]' https://x",
+        "basic-auth",
+        "YWxhZGRpbjpvcGVuc2VzYW1l",
+    ),
+    ("DB_PASS=hunter2xyz", "DB_PASS=[redacted secret]", "secret", "hunter2xyz"),
+    ("export MYSQL_PWD='hunter2xyz'", "export MYSQL_PWD='[redacted secret]'", "secret", "hunter2xyz"),
+    (
+        "docker login -u bob -p hunter2xyz registry.io",
+        "docker login -u bob -p [redacted password] registry.io",
+        "password",
+        "hunter2xyz",
+    ),
+    ("podman login -p=hunter2xyz q.io", "podman login -p=[redacted password] q.io", "password", "hunter2xyz"),
+    ("sshpass -p hunter2xyz ssh h", "sshpass -p [redacted password] ssh h", "password", "hunter2xyz"),
+    ("sshpass -phunter2xyz ssh h", "sshpass -p[redacted password] ssh h", "password", "hunter2xyz"),
+    (
+        "machine h login bob password hunter2xyz",
+        "machine h login bob password [redacted password]",
+        "password",
+        "hunter2xyz",
+    ),
+    (
+        "machine api.example.com\n  login me@example.com\n  password 01234567-89ab\n",
+        "machine api.example.com\n  login me@example.com\n  password [redacted password]\n",
+        "password",
+        "01234567-89ab",
+    ),
+    (
+        "AccountName=app;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;EndpointSuffix=core.windows.net",
+        "AccountName=app;AccountKey=[redacted azure-key];EndpointSuffix=core.windows.net",
+        "azure-key",
+        "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==",
+    ),
+    (
+        "Endpoint=sb://x/;SharedAccessKeyName=Root;SharedAccessKey=Zm9vYmFyYmF6cXV4MTIz=",
+        "Endpoint=sb://x/;SharedAccessKeyName=Root;SharedAccessKey=[redacted azure-key]",
+        "azure-key",
+        "Zm9vYmFyYmF6cXV4MTIz=",
+    ),
+    (
+        "BlobEndpoint=https://x/;SharedAccessSignature=sv=2022-11-02&sig=aGVsbG8lM0Q",
+        "BlobEndpoint=https://x/;SharedAccessSignature=[redacted azure-sas]",
+        "azure-sas",
+        "sv=2022-11-02&sig=aGVsbG8lM0Q",
+    ),
+]
+
+# Paths, ports, `$PWD`, prose about passwords and placeholders: none holds a secret.
+NOT_SECRETS = [
+    "pwd: /home/x",
+    "cd to $PWD, then run it; PWD=/home/x and OLDPWD=/home/x; OLD_PWD=/srv/x",
+    "in $PWD: ls; echo ${PWD}",
+    "docker run -p 8080:80 img; docker compose -p demo up; ssh -p 2222 host; lsof -p 1234",
+    "python -m http.server -p 8000 and mkdir -p out",
+    "first_pass = compute(x); second_pass: 2; bypass = True",
+    "The password is stored in the vault; ask for the password before the machine password expires.",
+    "machine learning login password field",
+    "machine x login y password PASSWORD",
+    'Authorization: Basic authentication is deprecated; Authorization: Basic realm="x"',
+    "Authorization: Basic <base64> or Authorization: Basic $CREDS",
+    "docker login -u bob --password-stdin; docker login -u bob -p $PASS r; docker login -p <pw>",
+    "sshpass -f pw.txt ssh host; sshpass -e ssh host",
+    "the DB_PASS variable holds it; Use DB_PASS=$SECRET or MYSQL_PWD=<password>",
+    "AccountKey=<key>; AccountKey=...; AccountKey={key}; SharedAccessSignature=<sas>",
+]
+
+
+@pytest.mark.parametrize(("text", "masked", "kind", "secret"), MORE_FORMS)
+def test_each_further_form_is_masked_and_found(text: str, masked: str, kind: str, secret: str) -> None:
+    assert redact(text) == masked
+    assert redact(masked) == masked, "masking is stable"
+    [found] = find(text)
+    assert (found.kind, text[found.start : found.end]) == (kind, secret)
+    record = {"name": "n", "description": "d", "type": "reference", "content": text + "\n"}
+    arguments = json.dumps({"final": True, "outcome": "changes", "changes": [
+        {"action": "put", "record": record, "evidence": [{"fromSeq": 1, "toSeq": 2}]}]})  # fmt: skip
+    with pytest.raises(ProposalRejected) as rejected:
+        plan_proposal(parse_arguments(arguments), [EvidenceRange(fromSeq=1, toSeq=2)], Frozen(b"", {}))
+    assert any(f"looks like a credential ({kind})" in p for p in rejected.value.problems)
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_ordinary_text_like_the_further_forms_is_not_flagged(text: str) -> None:
+    assert redact(text) == text
+    assert find(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "machine " + " \t" * 40_000 + "x",
+        "machine x login " * 20_000,
+        "docker login " * 20_000 + " " * 40_000,
+        "sshpass " * 30_000,
+        "authorization: basic " * 20_000 + "a" * 100_000,
+        "A_PWD=/srv " * 30_000,
+        "SharedAccessSignature=<sas> " * 30_000,
+    ],
+    ids=lambda text: text[:24],
+)
+def test_the_further_forms_read_a_long_text_without_a_secret_once(text: str) -> None:
+    """Each is tried from a literal and reads on without going back over the text: these take
+    time linear in their length (a quadratic pattern would take minutes here)."""
+    assert find(text) == [] and redact(text) == text
