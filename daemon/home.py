@@ -156,7 +156,7 @@ class Home:
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # swapped for a link since the check
                 raise HomeUnusable(linked_message(path, self.root)) from None
-            if exc.errno == errno.ENXIO:  # a FIFO no one reads, or a socket
+            if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO no one reads, a socket, a folder
                 raise HomeUnusable(self._not_a_file(path)) from None
             raise
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -164,6 +164,20 @@ class Home:
             raise HomeUnusable(self._not_a_file(path))
         os.set_blocking(fd, True)  # a regular file's writes never wait anyway: as asked
         return fd
+
+    def refuse_non_file(self, path: Path) -> Path:
+        """HomeUnusable when something other than a regular file stands at `path` (a file of the
+        home that remem replaces by renaming, such as the daemon's status file: a folder there
+        would be met only by the rename, as a bug's IsADirectoryError); nothing there passes."""
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return path
+        if stat.S_ISLNK(mode):
+            raise HomeUnusable(linked_message(path, self.root))
+        if not stat.S_ISREG(mode):
+            raise HomeUnusable(self._not_a_file(path))
+        return path
 
     def _not_a_file(self, path: Path) -> str:
         kind = kind_at(path) or "not a regular file"

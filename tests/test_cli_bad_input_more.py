@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.home import Home
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home, HomeUnusable
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")
@@ -141,3 +142,37 @@ def test_no_writable_temporary_folder_is_no_traceback_before_main(home: Home, tm
         )
         assert (done.returncode, done.stderr) == (0, ""), args
     assert done.stdout.startswith('{\n  "global"')
+
+
+@pytest.mark.parametrize("name", ["daemon.log", "daemon.json"])
+@pytest.mark.parametrize("command", [["memory", "show", "--json"], ["daemon", "run"]])
+def test_a_folder_where_the_daemon_keeps_a_file_is_named_not_a_bug(
+    home: Home, tmp_path: Path, name: str, command: list[str]
+) -> None:
+    """A folder at the daemon's log ended a command in a bug's IsADirectoryError where the
+    client opened the log for the daemon it spawned; one at its status file, the daemon, at
+    the rename of the status file it had written (exit 4 from a daemon that never listened)."""
+    in_the_way = home.state / name
+    in_the_way.mkdir(parents=True)
+    env = {key: value for key, value in os.environ.items() if key != NO_DAEMON_ENV}  # through the daemon
+    done = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"remem: remem's home {home.root} cannot be used: {in_the_way} is a folder, where remem keeps "
+        "a file; remove it\n"
+    )
+    assert sorted(p.name for p in home.state.iterdir() if ".remem-tmp-" in p.name) == []
+
+
+def test_a_folder_where_the_home_keeps_a_file_is_unusable_not_an_error(home: Home) -> None:
+    home.ensure_layout()
+    (home.state / "last-error.log").mkdir()
+    with pytest.raises(HomeUnusable, match="last-error.log is a folder, where remem keeps a file"):
+        home.open_file(home.state / "last-error.log", os.O_WRONLY | os.O_CREAT)

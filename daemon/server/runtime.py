@@ -63,6 +63,9 @@ class DaemonPaths:
     def __post_init__(self) -> None:
         if self.layout:
             self.home.ensure_layout()
+            # What a daemon writes: its log (appended to) and its status file (renamed over).
+            self.home.refuse_non_file(self.status)
+            self.home.refuse_non_file(self.log)
         else:  # no daemon can run with a file at state/: said as every other command says it
             self.home.refuse_non_folder(self.home.refuse_link(self.home.state))
 
