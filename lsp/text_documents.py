@@ -16,7 +16,9 @@ the parsers and the daemon link encode the text and failed on it (hover, lenses,
 the Memory view). `source`, what every feature reads, holds U+FFFD in its place, as remem reads
 such an escape everywhere (decision 0391); one UTF-16 unit, as the surrogate was, so every
 position stays true of the editor's text. The edits are applied to the text as sent
-(`editor_source`), where diagnostics find the surrogate to point at.
+(`editor_source`), where diagnostics find the surrogate to point at. A UTF-16 editor can edit
+between the two halves of an emoji: the text as sent then holds them as two lone surrogates, as
+the editor does (pygls put the edit after the emoji, and the copies drifted apart).
 """
 
 from __future__ import annotations
@@ -76,6 +78,42 @@ class LspTextDocument(TextDocument):
     def lines(self) -> Sequence[str]:
         # pygls rebuilds the text from these when it applies a change: the text as sent.
         return tuple(_LINE.findall(self.editor_source))
+
+    def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        # A UTF-16 editor can put an end of the range between the two halves of a character
+        # beyond the BMP: that splits it, and the editor then holds two lone surrogates.
+        rejoin = self.lone_surrogate is not None or _SURROGATE.search(change.text) is not None
+        if not self.editor_source.isascii():
+            lines = self.lines
+            ends = {(p.line, p.character) for p in (change.range.start, change.range.end)}
+            for line, character in sorted(ends, reverse=True):  # a split moves what follows it
+                rejoin = self._split(lines, line, character) or rejoin
+        super()._apply_incremental_change(change)
+        if rejoin:
+            # The editor's text as JSON brings it: two halves side by side (an edit can bring
+            # them together again) are one character, a half alone stays a lone surrogate.
+            self._source = self.editor_source.encode("utf-16-le", "surrogatepass").decode(
+                "utf-16-le", "surrogatepass"
+            )
+
+    def _split(self, lines: Sequence[str], line: int, character: int) -> bool:
+        """Split the character whose UTF-16 halves `character` falls between on `line`, if it
+        does, into its two surrogates: one unit each, as the editor counts them."""
+        if line >= len(lines) or lines[line].isascii():
+            return False
+        units = 0
+        for index, char in enumerate(lines[line]):
+            if units >= character:
+                return False
+            wide = ord(char) > 0xFFFF
+            if wide and units + 1 == character:
+                at = sum(len(before) for before in lines[:line]) + index
+                code = ord(char) - 0x10000
+                halves = chr(0xD800 + (code >> 10)) + chr(0xDC00 + (code & 0x3FF))
+                self._source = self.editor_source[:at] + halves + self.editor_source[at + 1 :]
+                return True
+            units += 2 if wide else 1
+        return False
 
 
 class LspPositionCodec(PositionCodec):
