@@ -176,3 +176,25 @@ def test_a_folder_where_the_home_keeps_a_file_is_unusable_not_an_error(home: Hom
     (home.state / "last-error.log").mkdir()
     with pytest.raises(HomeUnusable, match="last-error.log is a folder, where remem keeps a file"):
         home.open_file(home.state / "last-error.log", os.O_WRONLY | os.O_CREAT)
+
+
+@pytest.mark.parametrize(
+    ("option", "command"),
+    [
+        ("--changes", ["memory", "apply", "--expected-revision", "E", "--changes", "-", "--json"]),
+        ("--file", ["memory", "replace-global", "--expected-revision", "E", "--file", "-"]),
+    ],
+)
+def test_standard_input_closed_is_a_usage_error(
+    home: Home, tmp_path: Path, option: str, command: list[str]
+) -> None:
+    """`<&-`: Python starts without sys.stdin, and click's RuntimeError was a bug's exit 4."""
+    args = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *command]
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.endswith(
+        f"Error: Invalid value for '{option}': '-' reads standard input, which is closed; pipe the "
+        "text in, or name a file\n"
+    )

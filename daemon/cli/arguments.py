@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,21 @@ class _Folder(click.Path):
         return super().convert(value, param, ctx)
 
 
+class _Input(click.File):
+    """A file to read whole, bytes; '-' for stdin, which must be open: Python starts without a
+    stream for a closed one (`<&-`), and click's refusal of it was a bug's RuntimeError."""
+
+    def __init__(self) -> None:
+        super().__init__("rb")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "-" and sys.stdin is None:
+            self.fail(
+                "'-' reads standard input, which is closed; pipe the text in, or name a file", param, ctx
+            )
+        return super().convert(value, param, ctx)
+
+
 def utf8_folder(path: str, names: str = "workspaces") -> str:
     """`path`, or exit 2 when a folder name in it is not UTF-8: workspaces (and session roots,
     `names`) are named by UTF-8 paths, and the request models, the index and JSON refuse the
@@ -121,6 +137,7 @@ def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[str,
 
 
 FOLDER = _Folder()
+INPUT = _Input()
 UTF8 = _Utf8()
 NON_EMPTY = _NonEmpty()
 ENTRY_ID = _EntryId()

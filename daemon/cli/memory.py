@@ -35,7 +35,7 @@ from ..protocol.rpc import (
     RpcError,
 )
 from ..validation import one_line
-from .arguments import ENTRY_ID, FOLDER, NON_EMPTY, workspace_params
+from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, workspace_params
 from .backend import Backend
 from .output import (
     EXIT_CONFLICT,
@@ -130,7 +130,7 @@ def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> No
     "--changes",
     "changes_file",
     required=True,
-    type=click.File("rb"),
+    type=INPUT,
     help="JSON list of put/delete changes ('-' for stdin).",
 )
 @json_option
@@ -158,9 +158,7 @@ def apply(
 @click.option(
     "--expected-revision", required=True, type=NON_EMPTY, help="The Global revision your text is based on."
 )
-@click.option(
-    "--file", "source", required=True, type=click.File("rb"), help="New GLOBAL.md text ('-' for stdin)."
-)
+@click.option("--file", "source", required=True, type=INPUT, help="New GLOBAL.md text ('-' for stdin).")
 @json_option
 @click.pass_obj
 def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, as_json: bool) -> None:
