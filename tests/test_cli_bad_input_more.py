@@ -198,3 +198,19 @@ def test_standard_input_closed_is_a_usage_error(
         f"Error: Invalid value for '{option}': '-' reads standard input, which is closed; pipe the "
         "text in, or name a file\n"
     )
+
+
+@pytest.mark.parametrize("named_by", ["--home", "REMEM_HOME"])
+@pytest.mark.parametrize("command", [["sessions", "list", "--json"], ["daemon", "status"]])
+def test_a_home_whose_name_is_not_utf8_is_refused_in_one_line(
+    tmp_path: Path, named_by: str, command: list[str]
+) -> None:
+    """Its paths failed where the index stored them or an answer carried them (exit 4)."""
+    home = tmp_path / NOT_UTF8
+    args = ["--home", str(home)] if named_by == "--home" else []
+    done = remem(*args, *command, cwd=tmp_path, **({"REMEM_HOME": str(home)} if not args else {}))
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (
+        f"remem: remem's home {shown(home)} cannot be used: its name is not UTF-8, and remem keeps its "
+        "paths as UTF-8 text; choose another home with --home or $REMEM_HOME\n"
+    )

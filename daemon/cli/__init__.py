@@ -14,8 +14,9 @@ import click
 
 from .. import __version__
 from ..fsutil import Unwritable
-from ..home import Home, HomeUnusable
+from ..home import HOME_ENV, Home, HomeUnusable
 from ..locks import LockUnusable
+from ..os_names import is_utf8, shown
 from .backend import NO_DAEMON_ENV, Backend
 from .output import EXIT_PROBLEMS, FOLDER_REMOVED, OutputUnwritable, fail
 
@@ -86,6 +87,11 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
         resolved = Home.resolve(home)
     except FileNotFoundError:  # a relative home, from a folder that was removed
         fail(FOLDER_REMOVED)
+    if not is_utf8(str(resolved.root)):  # its paths would fail where stored or sent as text
+        fail(
+            f"remem's home {shown(str(resolved.root))} cannot be used: its name is not UTF-8, and remem "
+            f"keeps its paths as UTF-8 text; choose another home with --home or ${HOME_ENV}"
+        )
     ctx.obj = Backend(resolved, use_daemon=not no_daemon)
 
 
