@@ -214,3 +214,18 @@ def test_a_home_whose_name_is_not_utf8_is_refused_in_one_line(
         f"remem: remem's home {shown(home)} cannot be used: its name is not UTF-8, and remem keeps its "
         "paths as UTF-8 text; choose another home with --home or $REMEM_HOME\n"
     )
+
+
+@pytest.mark.parametrize("command", [["sessions", "list", "--json"], ["memory", "show"]])
+def test_standard_output_closed_is_output_that_could_not_be_written(
+    home: Home, tmp_path: Path, command: list[str]
+) -> None:
+    """`>&-`: the answer went nowhere, and the command exited 0."""
+    args = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *command, "--cwd", str(tmp_path)]
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "remem: the output could not be written (standard output is closed)\n",
+    )

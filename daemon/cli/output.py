@@ -38,6 +38,8 @@ def _write(text: str, *, err: bool) -> None:
     middle of a large output), so such a run ended 0 with its output cut: the file descriptor is
     written directly, after what the stream buffered. Streams without one (tests') are echoed."""
     stream = sys.stderr if err else sys.stdout
+    if stream is None and not err:  # closed when Python started (`>&-`): the answer is lost
+        raise OutputUnwritable("standard output is closed")
     try:
         fd = stream.fileno()
     except (AttributeError, ValueError, io.UnsupportedOperation):
