@@ -1,5 +1,15 @@
 """`python -m remem.daemon` runs the `remem` command line."""
 
-from .cli import main
+import sys
+
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command line loads, before `main` can say it
+    try:
+        sys.stderr.write("remem: interrupted\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError):  # no stderr (`2>&-`), or one that cannot be written
+        pass
+    sys.exit(130)  # as `main` exits on a Ctrl-C (output.EXIT_INTERRUPTED), not yet importable
 
 main()

@@ -229,3 +229,32 @@ def test_standard_output_closed_is_output_that_could_not_be_written(
         1,
         "remem: the output could not be written (standard output is closed)\n",
     )
+
+
+# `python -m remem.daemon ARGS`, sent SIGINT as MODULE is first imported: before `main` exists.
+_INTERRUPTED_LOADING = """
+import os, runpy, signal, sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == MODULE:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+MODULE = sys.argv.pop(1)
+sys.meta_path.insert(0, Interrupt())
+runpy.run_module("remem.daemon", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("module", ["click", "remem.daemon.cli.output"])
+def test_ctrl_c_while_the_command_line_loads_is_one_line(home: Home, tmp_path: Path, module: str) -> None:
+    """A Ctrl-C in the first moments of a command (its imports) printed a whole traceback."""
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_LOADING, module, "--home", str(home.root), "memory", "show"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "remem: interrupted\n")
