@@ -46,6 +46,10 @@ if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pa
     from openai.types.chat import ChatCompletion, ChatCompletionMessage
 
 MAX_STEPS = 6
+# The most tool calls one answer may hold. A proposal is one call (a model may send a draft and
+# the final one together, or repeat itself a few times); each call is parsed and planned against
+# the frozen memory, so an answer of thousands of calls is refused whole, never checked.
+MAX_TOOL_CALLS = 16
 # Far past any valid proposal (RECORDS_MAX records of BODY_MAX_BYTES, Global's cap): an answer
 # over it is no proposal, and is refused before it is parsed.
 ANSWER_MAX_BYTES = 3 * MIB
@@ -218,28 +222,41 @@ async def _loop(
     ranges: list[EvidenceRange], frozen: Frozen, progress: Progress,
 ) -> Outcome:  # fmt: skip
     last: tuple[str, str] = ("", "")
+    checked: dict[tuple[str, str], tuple[Plan | None, str]] = {}  # the attempt's calls, by name and arguments
     for step in range(1, MAX_STEPS + 1):
         progress("model-step", {"step": step})
         response = _completion(await _ask(client, route, messages))
         choice = response.choices[0]
         message = choice.message
-        raw = message.model_dump(exclude_none=True)
+        raw = _as_sent_back(message)
         messages.append(raw)
-        calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        blocks = _blocks(raw, calls)
+        calls = list(message.tool_calls or [])  # each a function call (`_check_message`)
+        refusal = getattr(message, "refusal", None)
+        blocks = _blocks(raw, calls, refusal)
         # Its `tool/call` lines (a call's id, name and arguments) hold less: they fit when it does.
         _recordable("the answer", blocks, route.provider, route.model)
         finish = _identifier(choice.finish_reason)  # the SDK does not check it: the provider's word
         progress("model-answer", {"step": step, "toolCalls": len(calls), "finish": finish})
-        exchanges, accepted = _answer(calls, ranges, frozen, messages, progress, step)
+        # Parsing and planning a call reads the whole frozen workspace: off the event loop, which
+        # serves every other client of the daemon meanwhile.
+        exchanges, accepted = await asyncio.to_thread(_answer, calls, ranges, frozen, checked)
         for x in exchanges:  # a call's `tool/result` line names the call twice
             _recordable(
                 "the tool's answer to one of its calls (its problems)", x.call_id, x.call_id, x.result
             )
+            progress(
+                "tool-result", {"step": step, "accepted": not x.error, "problems": x.result.count("\n- ")}
+            )
+            messages.append({"role": "tool", "tool_call_id": x.call_id, "content": x.result})
         usage = _usage(response.usage)
         await _written(log.step, blocks, route.provider, route.model, exchanges, usage)
         if accepted is not None:
             return Outcome("proposed", plan=accepted)
+        if isinstance(refusal, str) and refusal.strip() and not calls:
+            # The provider's safety refusal: asking again gets the same answer, each one billed.
+            said = _bounded(redact(" ".join(refusal[:_REDACTED_CHARS].split())), _SAID_CHARS)
+            why = f"the model refused to review the session (asked {route.shown_url})"
+            return Outcome("invalid-proposal", error=f"{why}: {said}", cause=f"{why} (its message.refusal)")
         last = _wrong(finish, exchanges, route)
         if not calls:
             nudge = f"Answer by calling `{TOOL_NAME}` (with `final: true` when done)."
@@ -384,16 +401,29 @@ def _completion(response: object) -> ChatCompletion:
 def _check_message(message: ChatCompletionMessage) -> None:
     """`BadAnswer` unless the fields the loop reads are as the API defines them: the SDK builds
     its models from any JSON without checking it."""
-    for field in ("content", "reasoning_content"):  # the second is DeepSeek's, kept as extra
+    for field in ("content", "reasoning_content", "refusal"):  # DeepSeek's reasoning kept as extra
         if not isinstance(getattr(message, field, None), (str, type(None))):
             raise BadAnswer(f"the answer's {field} is not text")
     calls = message.tool_calls
     if calls is not None and not isinstance(calls, list):
         raise BadAnswer("the answer's tool_calls is not a list")
+    if calls is not None and len(calls) > MAX_TOOL_CALLS:
+        raise BadAnswer(
+            f"the answer holds {len(calls)} tool calls; a consolidation step may hold at most "
+            f"{MAX_TOOL_CALLS}, and a proposal is one call"
+        )
     for call in calls or []:
         if not isinstance(call, BaseModel):
             raise BadAnswer("a tool call in the answer is not an object")
-        if getattr(call, "type", None) == "function" and not _is_function_call(call):
+        # A call without a `type` is taken as a function call, as some servers send them; one of
+        # another type would be left unanswered in the history, which the API refuses.
+        kind = getattr(call, "type", None)
+        if kind is not None and kind != "function":
+            named = _identifier(kind)
+            raise BadAnswer(
+                f"a tool call in the answer is of type {named or 'other'!r}; the one tool is a function"
+            )
+        if not _is_function_call(call):
             raise BadAnswer("a function tool call in the answer has no string id, name or arguments")
     if (size := _answer_bytes(message)) > ANSWER_MAX_BYTES:
         raise BadAnswer(
@@ -457,20 +487,21 @@ def _count(value: object) -> int | None:
 
 
 def _answer(
-    calls: list[Any], ranges: list[EvidenceRange], frozen: Frozen, messages: list[dict[str, Any]],
-    progress: Progress, step: int,
+    calls: list[Any], ranges: list[EvidenceRange], frozen: Frozen,
+    checked: dict[tuple[str, str], tuple[Plan | None, str]],
 ) -> tuple[list[ToolExchange], Plan | None]:  # fmt: skip
-    """The tool's answers to one step's calls, up to an accepted final proposal, if any."""
+    """The tool's answers to one step's calls, up to an accepted final proposal, if any. A call
+    the attempt checked already (a model repeating itself) is answered as it was, not planned
+    again against the whole frozen memory: `checked` holds the attempt's answers."""
     exchanges = []
     for call in calls:
-        plan, result = _check(call.function.name, call.function.arguments, ranges, frozen)
-        progress(
-            "tool-result", {"step": step, "accepted": plan is not None, "problems": result.count("\n- ")}
-        )
+        key = (call.function.name, call.function.arguments)
+        if key not in checked:
+            checked[key] = _check(*key, ranges, frozen)
+        plan, result = checked[key]
         exchanges.append(
             ToolExchange(call.id, call.function.name, call.function.arguments, result, plan is None)
         )
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         if plan is not None and result == ACCEPTED:
             return exchanges, plan
     return exchanges, None
@@ -491,12 +522,24 @@ def _check(name: str, arguments: str, ranges: list[EvidenceRange], frozen: Froze
 _DRAFT = "valid draft; send it again with `final: true` when it is complete"
 
 
-def _blocks(raw: dict[str, Any], calls: list[Any]) -> list[dict[str, Any]]:
+def _as_sent_back(message: ChatCompletionMessage) -> dict[str, Any]:
+    """The answer as it goes back into the history: raw, but each tool call typed `function`
+    (`_check_message` took one without a type as one), since the API refuses a call without it."""
+    raw = message.model_dump(exclude_none=True)
+    for call in raw.get("tool_calls") or []:
+        if isinstance(call, dict):
+            call.setdefault("type", "function")
+    return raw
+
+
+def _blocks(raw: dict[str, Any], calls: list[Any], refusal: object = None) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if reasoning := raw.get("reasoning_content"):
         blocks.append({"type": "reasoning", "text": reasoning})
     if text := raw.get("content"):
         blocks.append({"type": "text", "text": text})
+    if isinstance(refusal, str) and refusal:  # what the model said instead of answering
+        blocks.append({"type": "text", "text": refusal})
     blocks += [
         {"type": "tool-call", "id": c.id, "name": c.function.name, "arguments": c.function.arguments}
         for c in calls
