@@ -104,7 +104,11 @@ def parse_arguments(arguments: str) -> Proposal:
 
 
 def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Frozen) -> Plan:
-    """Check `proposal` against the evidence shown and the frozen memory, and plan it."""
+    """Check `proposal` against the evidence shown and the frozen memory, and plan it. A range a
+    change cites twice is kept once: its receipt lists each change's evidence, and so stays
+    within what is shown (a model citing one turn 40 000 times wrote a receipt too large to
+    read back)."""
+    proposal = proposal.model_copy(update={"changes": [_cited_once(c) for c in proposal.changes]})
     problems = _shape_problems(proposal, set(ranges))
     if problems:
         raise ProposalRejected(problems)
@@ -120,6 +124,11 @@ def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Froze
     except InvalidChanges as exc:
         raise ProposalRejected([_store_problem(p.message, p.change, changes) for p in exc.problems]) from None
     return Plan(changes, global_plan, workspace_plan, proposal_hash(changes))
+
+
+def _cited_once(change: ProposedChange) -> ProposedChange:
+    once = list(dict.fromkeys(change.evidence))
+    return change if len(once) == len(change.evidence) else change.model_copy(update={"evidence": once})
 
 
 def canonical_order(changes: list[ProposedChange]) -> list[ProposedChange]:

@@ -232,8 +232,22 @@ class ReceiptStore:
 
 
 def render_receipt(receipt: Receipt) -> str:
-    front = yaml.dump(receipt.model_dump(mode="json"), Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
-    return f"---\n{front}---\n\n{summary(receipt)}\n"
+    return f"---\n{_front(receipt)}---\n\n{summary(receipt)}\n"
+
+
+def _front(receipt: Receipt) -> str:
+    return yaml.dump(receipt.model_dump(mode="json"), Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
+
+
+# What a receipt's front matter may take when its changes are planned: what remem parses back
+# (`safe_yaml.MAX_BYTES`), less room for what a commit adds (the history link names each record
+# added, changed or removed, at most RECORDS_MAX, and the times and revisions).
+FRONT_ROOM_BYTES = safe_yaml.MAX_BYTES - 128 * 1024
+
+
+def front_bytes(receipt: Receipt) -> int:
+    """The bytes of `receipt`'s front matter, which is all a read parses."""
+    return len(_front(receipt).encode("utf-8"))
 
 
 def history_summary(link: HistoryLink) -> str:

@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .. import safe_yaml
 from ..faults import faultpoint
 from ..fsutil import Unwritable, refused_as_unwritable, remedy
 from ..home import Home
@@ -67,10 +68,12 @@ from .proposal import (
 from .receipts import (
     CONSOLIDATOR_VERSION,
     FAILED,
+    FRONT_ROOM_BYTES,
     SUCCEEDED,
     ReceiptError,
     ReceiptStore,
     ended,
+    front_bytes,
     moved,
     now,
     review_id,
@@ -282,7 +285,17 @@ class Consolidator:
             return self._finish(ended(receipt, Status.NO_CHANGE))
         # `proposed` is not written on its own: the next write (committing or source-changed)
         # follows at once and carries the same plan, so it would only cost a durable write.
-        return self._commit(_proposed(receipt, plan), source, plan.changes)
+        proposed = _proposed(receipt, plan)
+        if (size := front_bytes(proposed)) > FRONT_ROOM_BYTES:  # refused before anything is committed
+            cited = sum(len(c.evidence) for c in plan.changes)
+            why = (
+                f"the proposal's {len(plan.changes)} changes cite {cited} turn ranges, which would take "
+                f"{size} bytes in its receipt, over the {size_text(FRONT_ROOM_BYTES)} a receipt may take "
+                f"before its commit (remem reads receipts back up to {size_text(safe_yaml.MAX_BYTES)}); "
+                "nothing was committed: retry, and the model may cite fewer turns"
+            )
+            return self._finish(ended(receipt, Status.INVALID_PROPOSAL, why))
+        return self._commit(proposed, source, plan.changes)
 
     def _abandon(self, ready: _Ready) -> ConsolidationResult:
         ready.log.end("aborted")
