@@ -258,3 +258,41 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line(home: Home, tmp_path: P
         timeout=120,
     )
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "remem: interrupted\n")
+
+
+HELP_AND_VERSION = [
+    ["--help"],
+    ["--version"],
+    ["memory", "--help"],
+    ["sessions", "list", "-h"],
+    ["eval", "--help"],
+]
+
+
+@pytest.mark.parametrize("args", HELP_AND_VERSION, ids=" ".join)
+def test_help_or_version_into_a_closed_pipe_exits_as_any_output_does(home: Home, args: list[str]) -> None:
+    """`remem --help | true` exited 1 (click's own handling, before remem's), `remem memory
+    --help | true` 141."""
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
+    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert running.stdout is not None and running.stderr is not None
+    running.stdout.close()  # before it writes
+    assert running.wait(60) == 141, running.stderr.read()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("args", HELP_AND_VERSION, ids=" ".join)
+def test_help_or_version_to_a_full_disk_is_said_not_taken_for_a_bug(home: Home, args: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "remem: the output could not be written (No space left on device)\n",
+    )
+    assert not (home.state / "last-error.log").exists()

@@ -18,7 +18,7 @@ from ..home import HOME_ENV, Home, HomeUnusable
 from ..locks import LockUnusable
 from ..os_names import is_utf8, shown
 from .backend import NO_DAEMON_ENV, Backend
-from .output import EXIT_PROBLEMS, FOLDER_REMOVED, OutputUnwritable, fail
+from .output import EXIT_PROBLEMS, FOLDER_REMOVED, Group, OutputUnwritable, fail
 
 # Each group's module is imported only when that group runs (or help lists it): the language
 # server, the MCP server and the daemon start without loading the rest of the command line.
@@ -42,9 +42,17 @@ class _Interrupted(Exception):
     "Aborted!" and exit 1, which reads as "the memory has errors")."""
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(Group):
     """A group whose commands named in `_LAZY_COMMANDS` are imported on first use, and whose
     output meeting a closed pipe ends in `main` as every other closed pipe does."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:  # `remem --help | true`, `remem --version | true`: written before `invoke`
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
+            raise _PipeClosed from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

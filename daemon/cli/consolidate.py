@@ -31,6 +31,8 @@ from .output import (
     EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_PROBLEMS,
+    Command,
+    Group,
     emit_json,
     refused_write,
     say,
@@ -42,7 +44,7 @@ _SELECT_ATTEMPTS = 20  # reads of settings.yml a choice of model is made on, whi
 _SELECT_PAUSE = 0.05  # seconds, at most, before reading it again
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("session_id", type=NON_EMPTY)
 @json_option
 @click.pass_obj
@@ -93,7 +95,7 @@ def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
     sys.exit(EXIT_INTERRUPTED)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "--session", "session_id", default=None, type=NON_EMPTY, help="Only the reviews of this session."
 )
@@ -120,7 +122,7 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
     say(f"{len(found.receipts)} receipt(s){unreadable}")
 
 
-@click.group()
+@click.group(cls=Group)
 def settings() -> None:
     """Read or change remem's settings."""
 

@@ -26,14 +26,14 @@ from ..protocol.api import DaemonApi
 from ..protocol.rpc import APP_VERSION, PROTOCOL_VERSION, Empty, StatusResult
 from ..server.runtime import POLL_SECONDS, DaemonPaths
 from .backend import Backend
-from .output import EXIT_INTERNAL, EXIT_PROBLEMS, emit_json, fail, say
+from .output import EXIT_INTERNAL, EXIT_PROBLEMS, Group, emit_json, fail, say
 
 STOP_TIMEOUT_SECONDS = 15.0
 # How long a signalled daemon has to exit: a wedged one never handles SIGTERM, so SIGKILL follows.
 SIGNAL_GRACE_SECONDS = 5.0
 
 
-@click.group()
+@click.group(cls=Group)
 def daemon() -> None:
     """Run, start, stop or inspect the background daemon of this home."""
 

@@ -14,7 +14,7 @@ import click
 from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend
-from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, emit_json, fail, say
+from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, Command, emit_json, fail, say
 
 if TYPE_CHECKING:
     from ..evaluation.labels import Case
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 
-@click.command(name="eval")
+@click.command(name="eval", cls=Command)
 @click.option(
     "--provider", default=None, type=NON_EMPTY, help="Measure this provider instead of the configured one."
 )

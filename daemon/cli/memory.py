@@ -41,6 +41,7 @@ from .output import (
     EXIT_CONFLICT,
     EXIT_INVALID,
     EXIT_PROBLEMS,
+    Group,
     emit_json,
     fail,
     print_file_problems,
@@ -57,7 +58,7 @@ cwd_option = click.option(
 )
 
 
-@click.group()
+@click.group(cls=Group)
 def memory() -> None:
     """Read, validate and change Global and workspace memory."""
 

@@ -60,6 +60,34 @@ class OutputUnwritable(Exception):
     """The output could not be written (a full disk, an I/O error): no bug of remem's."""
 
 
+class _SaysHelp:
+    """A command whose `--help` (or `--version`) written where nothing can be (`>/dev/full`)
+    is output that could not be written, as any answer's is: click writes those while it
+    parses the arguments, where only such a write raises an OSError (a file argument's own
+    refusal is a usage error). A closed pipe's stays a BrokenPipeError, for `main`'s exit 141."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[misc]
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputUnwritable(exc.strerror or str(exc)) from None
+
+
+class Command(_SaysHelp, click.Command):
+    """Every `remem` command's class (`@click.command(cls=Command)`)."""
+
+
+class Group(_SaysHelp, click.Group):
+    """Every `remem` group's class; its commands and groups are of these classes too."""
+
+    command_class = Command
+    group_class = type  # the group's own class
+
+
 def _encoding(stream: TextIO) -> tuple[str, str]:
     """How `stream` takes text, as `click.echo` writes it: a stream set up as ASCII (a C
     locale, PYTHONIOENCODING=ascii) is written UTF-8 with replacements, never refused."""

@@ -39,7 +39,7 @@ from .arguments import (
     workspace_params,
 )
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, emit_json, say
+from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, Group, emit_json, say
 
 if TYPE_CHECKING:
     from ..client import Listener
@@ -57,7 +57,7 @@ def session_options(command: F) -> F:
     )(command)  # fmt: skip
 
 
-@click.group()
+@click.group(cls=Group)
 def sessions() -> None:
     """List agent sessions, show their lineage, turns and transcripts."""
 
