@@ -3,6 +3,11 @@
 A heading's symbol spans its section: up to the next heading of the same or a higher level.
 ATX headings (`#` to `######`) count; lines inside fenced code blocks never do. A client
 without hierarchical symbols gets the same headings flat, each naming its parent.
+
+The work and the answer are bounded as the validator bounds the file (decision 0225): only
+headings within `GLOBAL.md`'s budget (24 KiB) are listed, what lies past it cannot reach an
+agent, and a text over the most remem reads of a memory file (4 MiB) gets no symbols. Sections
+are found in one pass, so a heading-dense text costs no more than a long one.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+
+from remem.daemon.memory.canonical import too_large
+from remem.daemon.memory.record import GLOBAL_MAX_BYTES
 
 from ..documents import Kind, lines_of, memory_file, opened
 from ..server import RememServer
@@ -37,19 +45,29 @@ def register(server: RememServer) -> None:
         document = opened(ls, params.text_document.uri)
         if file is None or file.kind is not Kind.GLOBAL or document is None:
             return None
+        if too_large(document.source):  # judged only by its size: nothing of it is read
+            return []
         lines = lines_of(document.source)
-        found = headings(lines)
+        found = headings(lines, GLOBAL_MAX_BYTES)
         hierarchical = "text_document.document_symbol.hierarchical_document_symbol_support"
         if get_capability(ls.client_capabilities, hierarchical, False):
             return _tree(found, lines)
         return _flat(found, lines, params.text_document.uri)
 
 
-def headings(lines: list[str]) -> list[Heading]:
-    """The headings of Markdown `lines`, each with the last line of its section."""
-    found: list[tuple[int, str, int]] = []
+def headings(lines: list[str], budget: int | None = None) -> list[Heading]:
+    """The headings of Markdown `lines`, each with the last line of its section; with `budget`,
+    only those that start within its first `budget` UTF-8 bytes."""
+    found: list[Heading] = []
+    open_sections: list[tuple[int, str, int]] = []  # (level, title, line) of headings whose section goes on
     fence: str | None = None
+    used = 0
     for number, line in enumerate(lines):
+        if budget is not None:
+            used += len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))
+            if used > budget:
+                break
+            used += 1  # its line break
         marks = _FENCE.match(line)
         if fence is not None:
             if marks is not None and _closes(marks, fence):
@@ -60,23 +78,25 @@ def headings(lines: list[str]) -> list[Heading]:
             continue
         heading = _HEADING.fullmatch(line)
         if heading is not None and (heading.group(2) or "").strip():
-            found.append((len(heading.group(1)), heading.group(2).strip(), number))
-    return [
-        Heading(level, title, line, _section_end(found, index, len(lines)))
-        for index, (level, title, line) in enumerate(found)
-    ]
+            level = len(heading.group(1))
+            while open_sections and open_sections[-1][0] >= level:
+                _ended(found, open_sections.pop(), number - 1)
+            open_sections.append((level, heading.group(2).strip(), number))
+    while open_sections:
+        _ended(found, open_sections.pop(), len(lines) - 1)
+    found.sort(key=lambda heading: heading.line)
+    return found
+
+
+def _ended(found: list[Heading], section: tuple[int, str, int], last: int) -> None:
+    level, title, line = section
+    found.append(Heading(level, title, line, last))
 
 
 def _closes(marks: re.Match[str], fence: str) -> bool:
     """Whether a fence line closes the block `fence` opened: the same mark, as long, nothing after."""
     found = marks.group(1)
     return found[0] == fence[0] and len(found) >= len(fence) and not marks.string[marks.end() :].strip()
-
-
-def _section_end(found: list[tuple[int, str, int]], index: int, line_count: int) -> int:
-    level = found[index][0]
-    following = (line for other, _, line in found[index + 1 :] if other <= level)
-    return next(following, line_count) - 1
 
 
 def _tree(found: list[Heading], lines: list[str]) -> list[types.DocumentSymbol]:
