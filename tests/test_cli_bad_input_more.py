@@ -296,3 +296,15 @@ def test_help_or_version_to_a_full_disk_is_said_not_taken_for_a_bug(home: Home, 
         "remem: the output could not be written (No space left on device)\n",
     )
     assert not (home.state / "last-error.log").exists()
+
+
+def test_show_at_an_entry_with_a_cwd_is_a_usage_error(home: Home, tmp_path: Path) -> None:
+    """The entry names its own scope: --cwd was silently ignored, a typo in it unsaid."""
+    done = remem(
+        "--home", str(home.root), "memory", "show", "--at", "1234567", "--cwd", str(tmp_path / "gone")
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.endswith(
+        "Error: --at shows the scope its entry changed (a workspace, or Global), so it takes no --cwd; "
+        "give one of them\n"
+    )

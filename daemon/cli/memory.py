@@ -98,6 +98,11 @@ def validate(backend: Backend, paths: tuple[Path, ...], as_json: bool) -> None:
 def show(backend: Backend, cwd: str | None, at: str | None, as_json: bool) -> None:
     """Show Global memory and this workspace's records with their revisions."""
     if at is not None:
+        if cwd is not None:  # it was ignored: a typo in it went unsaid
+            raise click.UsageError(
+                "--at shows the scope its entry changed (a workspace, or Global), so it takes no --cwd; "
+                "give one of them"
+            )
         _show_at(backend, at, as_json)
         return
     global_memory = _read(backend.api().read_global, Empty(), as_json)
