@@ -28,15 +28,24 @@ a request is refused ServerNotInitialized and a notification, but `exit`, is dro
 `initialize` is refused InvalidRequest (pygls would start a new workspace, its documents gone).
 Its answer names the `remem/*` protocol in `capabilities.experimental.remem.protocol`, so an
 editor extension newer than the server can say so rather than fail a request it sends.
+
+What pygls showed the user as a popup ("Error in server: …") gets the spec's answer instead: a
+JSON value that is no message (a batch, a number) InvalidRequest with id null (a body that is
+no JSON, ParseError: `RememServer.report_server_error`). A notification whose params do not have
+the spec's shape, or a change to a document never opened, is dropped with a line in the log
+that names what is wrong, never the params. A string the spec asks for must be a string: pygls
+made one of any value, and a change's `"text": null` made the document "None" (decision 0421).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import attrs
 import cattrs
@@ -45,15 +54,18 @@ from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
+    JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol, lsp_method
-from pygls.protocol.json_rpc import MsgId
+from pygls.protocol.json_rpc import JsonRPCNotification, MsgId
 
 from remem.daemon.protocol.rpc import PROTOCOL_VERSION
 
 from . import ids
 from .text_documents import LspWorkspace
+
+log = logging.getLogger(__name__)
 
 
 @attrs.define
@@ -97,6 +109,9 @@ class RememProtocol(LanguageServerProtocol):
         self._commands: dict[MsgId, CommandRequest] = {}
         self._writes: set[MsgId] = set()  # the `WRITES` requests running
         self._initialized = False
+        # cattrs made a string of any value (`str(x)`): a change's `"text": null` became the
+        # document "None". A string the spec asks for must be one.
+        self._converter.register_structure_hook(str, _string)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
@@ -122,6 +137,17 @@ class RememProtocol(LanguageServerProtocol):
         # Called for every object of a message, innermost first: a message is what has `jsonrpc`.
         if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
             return self._unnamed(data)
+        if "jsonrpc" in data and "id" not in data and "method" in data:
+            return self._notification(data)
+        if (
+            "jsonrpc" in data
+            and "method" in data
+            and not self._initialized
+            and data["method"] != types.INITIALIZE
+        ):
+            # Refused as it would be with good params: nothing is served before `initialize`.
+            self._send_response(data["id"], None, JsonRpcServerNotInitialized().to_response_error())
+            return _ANSWERED
         wrong = _loose_arguments(data)
         if wrong is None:
             try:
@@ -138,6 +164,32 @@ class RememProtocol(LanguageServerProtocol):
         self._send_response(data["id"], None, answer.to_response_error())
         return _ANSWERED
 
+    def _notification(self, data: dict[str, Any]) -> Any:
+        """A notification, or `_ANSWERED` when its params do not have the spec's shape: nobody
+        waits for an answer, so it is dropped with a line in the log, never a popup (pygls
+        showed "Error in server: Invalid Params") nor its params (a document's text)."""
+        method = data["method"]
+        try:
+            return self._converter.structure(data, self.get_message_type(method) or JsonRPCNotification)
+        except Exception as error:
+            wrong = (
+                "; ".join(cattrs.transform_error(error))
+                if isinstance(error, cattrs.BaseValidationError)
+                else "params not of the spec's shape"
+            )
+            log.warning("%s dropped: %s", method, wrong)
+            return _ANSWERED
+
+    def refuse_unreadable(self, error: Exception) -> None:
+        """Answer a message that is no JSON (`error`, from the read loop) ParseError, with the id
+        the spec gives what has none that can be read: null."""
+        log.warning("a message that is no JSON was refused: %s", error)
+        self._refuse_unidentified(JsonRpcParseError(f"not JSON: {error}"))
+
+    def _refuse_unidentified(self, error: JsonRpcException) -> None:
+        # pygls's response types leave out an id that is None; the spec writes `"id": null`.
+        self._send_data({"jsonrpc": self.VERSION, "id": None, "error": error.to_response_error()})
+
     def _unnamed(self, data: dict[str, Any]) -> _Answered:
         """A message whose method is no string, which pygls failed on (no `startswith`) and
         answered nothing: a request is refused InvalidRequest, a notification dropped."""
@@ -149,6 +201,13 @@ class RememProtocol(LanguageServerProtocol):
     def handle_message(self, message: Any) -> None:
         if message is _ANSWERED:
             return
+        if not hasattr(message, "jsonrpc"):
+            # No JSON-RPC message: an array (a batch, which LSP does not have), a number, an
+            # object without `jsonrpc`. pygls failed on it with a popup and answered nothing.
+            shape = "a batch (an array)" if isinstance(message, list) else "no JSON-RPC 2.0 message object"
+            log.warning("a message that is %s was refused", shape)
+            self._refuse_unidentified(JsonRpcInvalidRequest(f"the message is {shape}; send one object"))
+            return
         method = getattr(message, "method", None)
         if self._shutdown and hasattr(message, "id") and isinstance(method, str) and method != types.EXIT:
             refused = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
@@ -157,12 +216,6 @@ class RememProtocol(LanguageServerProtocol):
         super().handle_message(message)
 
     def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
-        # The spec's ServerNotInitialized: before `initialize`, a request would run on settings
-        # not yet known, and a `remem/*` one would even start the daemon for a client that may
-        # never initialize.
-        if not self._initialized and method_name != types.INITIALIZE:
-            self._send_response(msg_id, None, JsonRpcServerNotInitialized().to_response_error())
-            return
         if self._initialized and method_name == types.INITIALIZE:  # it would forget every open document
             refused = JsonRpcInvalidRequest("initialize: the server is initialized already; it is sent once")
             self._send_response(msg_id, None, refused.to_response_error())
@@ -178,6 +231,17 @@ class RememProtocol(LanguageServerProtocol):
         # then would be refused with a popup, and `initialized` would start the daemon.
         if self._initialized or method_name == types.EXIT:
             super()._handle_notification(method_name, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        # A change to a document never opened has no text to apply to: pygls failed with a
+        # KeyError popup. It is dropped, as a notification with params of the wrong shape is.
+        if unquote(params.text_document.uri) not in self.workspace.text_documents:
+            log.warning("%s dropped: the document is not open", types.TEXT_DOCUMENT_DID_CHANGE)
+            return
+        yield from super().lsp_text_document__did_change(params)
 
     # pygls caches its own with functools.lru_cache, which mypy takes for the method's type.
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
@@ -255,6 +319,12 @@ class RememProtocol(LanguageServerProtocol):
             return
         request.cancelled = True
         request.stop.set()
+
+
+def _string(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")  # cattrs says "expected str"; the value stays out
+    return value
 
 
 def _loose_arguments(data: dict[str, Any]) -> str | None:

@@ -8,6 +8,10 @@ knows no feature: `lsp/compose.py` builds it and registers them.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from remem.daemon import __version__
@@ -18,6 +22,9 @@ from .daemon_link import DaemonLink
 from .protocol import RememProtocol
 from .stores import Stores
 from .transcripts import ShownTranscripts
+
+# What reading a body that is no JSON raises: not JSON, not UTF-8, nested past the recursion limit.
+_UNREADABLE = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
 
 
 class RememServer(LanguageServer):
@@ -30,6 +37,14 @@ class RememServer(LanguageServer):
         self.lint_cache = lint_cache
         self.stores = stores
         self.transcripts = ShownTranscripts()  # the revision each transcript text handed out was read at
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls's read loop reports a body that is no JSON here, and pygls showed it as a
+        # popup, "Error in server: Expecting value…"; the spec answers it ParseError.
+        if source is JsonRpcException and isinstance(error, _UNREADABLE):
+            self.protocol.refuse_unreadable(error)
+            return
+        super().report_server_error(error, source)
 
     def refresh_lenses(self) -> None:
         """Ask the client to pull its code lenses again (when it supports being asked): a

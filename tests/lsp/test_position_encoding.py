@@ -19,15 +19,14 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from remem.daemon.home import Home
-from tests.scratch import process_folder
+from .editor import codes, end, open_document, own_home, record, until, workspace_folder
+from .live import stopping_daemon
 
-from .editor import codes, end, open_document, record, refusing_daemon, until, workspace_folder
-
-HOME = refusing_daemon(Home(process_folder("remem-lsp-encoding-") / "home"))
+HOME = own_home("remem-lsp-encoding-")
 SERVER = [sys.executable, "-m", "remem.daemon", "--home", str(HOME.root), "lsp"]
 CONFIG = ClientServerConfig(server_command=SERVER, server_env=dict(os.environ))
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+stop_the_daemon = stopping_daemon(HOME)
 
 # Before the bell: "Body " 5, "é" 1, "😀" 2 (UTF-16 units), " " 1; UTF-8 would count 2 and 4.
 LINE = "Body é😀 \x07 here."
