@@ -26,7 +26,7 @@ from ..faults import faultpoint
 from ..fsutil import Unwritable, refused_as_unwritable, remedy
 from ..home import Home
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
-from ..locks import acquire_file_lock
+from ..locks import LockHandle, try_file_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..protocol.consolidation import (
@@ -144,7 +144,7 @@ class Consolidator:
     async def consolidate(self, session_id: str, progress: Progress) -> ConsolidationResult:
         settings = await asyncio.to_thread(self._settings)
         route = _route(self._credentials, settings)  # a missing key is reported before anything is read
-        settled = await self._settle_pending(session_id)
+        settled = await self._settle_pending(session_id, progress)
         if settled is not None:  # one request never both recovers and asks the model
             return _result(settled, recovered=True)
         progress("freezing", {})
@@ -152,7 +152,7 @@ class Consolidator:
         review = review_id(session_id, source.log.digest, source.workspace.key)
         try:
             async with self._reviews[review]:
-                lock = await asyncio.to_thread(acquire_file_lock, self.receipts.lock_path(review))
+                lock = await self._review_lock(review, progress)
                 try:
                     return await self._review(review, source, route, progress)
                 finally:
@@ -317,27 +317,47 @@ class Consolidator:
             raise _partly_committed(exc, self.store, source.workspace, receipt) from None
         return _result(done, recovered=False)
 
-    async def _settle_pending(self, session_id: str) -> Receipt | None:
+    async def _review_lock(self, review: str, progress: Progress) -> LockHandle:
+        """The review's file lock, which another process (a `--no-daemon` run, another daemon's
+        request) may hold for a whole consolidation. Looked for again and again rather than
+        waited for in a thread: a blocking wait cannot be cancelled, so Ctrl-C (or a cancelled
+        request) would wait for the other run to end, its thread pinned meanwhile. The look is
+        a non-blocking lock of a local file, taken on the loop: from a thread, a cancel could
+        leave a lock taken and never released."""
+        path = self.receipts.lock_path(review)
+        told = False
+        while (lock := try_file_lock(path)) is None:
+            if not told:
+                progress("waiting", {"review": review})  # for another consolidation of this session
+                told = True
+            await asyncio.sleep(_LOCK_POLL_SECONDS)
+        return lock
+
+    async def _settle_pending(self, session_id: str, progress: Progress) -> Receipt | None:
         """A crash left a review of this session committing: finish it, and nothing else, now.
         Returns the settled receipt, if there was one."""
         receipts = await asyncio.to_thread(self.receipts.all)
         pending = [r for r in receipts if r.source.session == session_id and r.status is Status.COMMITTING]
         if not pending:
             return None
-        async with self._reviews[pending[0].review]:
-            return await asyncio.to_thread(self._settle, pending[0].review)
+        review = pending[0].review
+        async with self._reviews[review]:
+            lock = await self._review_lock(review, progress)
+            try:  # the recovery runs to its end, under the lock, through a cancel
+                settled, cancelled = await _to_the_end(self._settle, review)
+            finally:
+                lock.release()
+            if cancelled:
+                raise asyncio.CancelledError
+            return settled
 
     def _settle(self, review: str) -> Receipt | None:
-        lock = acquire_file_lock(self.receipts.lock_path(review))
-        try:
-            current = self.receipts.read(review)
-            return (
-                recover(self.home, self.store, self.receipts, current)
-                if current is not None and current.status is Status.COMMITTING
-                else current
-            )
-        finally:
-            lock.release()
+        current = self.receipts.read(review)
+        return (
+            recover(self.home, self.store, self.receipts, current)
+            if current is not None and current.status is Status.COMMITTING
+            else current
+        )
 
     def _freeze(self, session_id: str, settings: Settings) -> _Input:
         catalog = self._catalog(settings)
@@ -675,7 +695,11 @@ def _route(home: Home, settings: Settings) -> Route:
         raise Refused("NO_ROUTE", str(exc)) from None
 
 
-_CLIENT_PHASES = frozenset({"freezing", "model", "model-step", "model-answer", "committing"})
+# `waiting`: another process (or request) is consolidating this session; this one goes on after.
+_CLIENT_PHASES = frozenset({"freezing", "waiting", "model", "model-step", "model-answer", "committing"})
+# How often a review's lock held elsewhere is looked at again: it is held for a whole review,
+# seconds to minutes, and a look costs one non-blocking lock of a local file.
+_LOCK_POLL_SECONDS = 0.1
 _CLIENT_FIELDS = frozenset({"review", "attempt", "step"})
 
 
