@@ -52,8 +52,13 @@ async def complete(client: LanguageClient, uri: str, line: int, character: int) 
 
 
 def edit_of(item: types.CompletionItem) -> types.TextEdit:
-    assert isinstance(item.text_edit, types.TextEdit)
-    return item.text_edit
+    """The item's edit as an editor replacing the word applies it (VS Code, which takes both
+    ranges, gets an `InsertReplaceEdit`)."""
+    edit = item.text_edit
+    if isinstance(edit, types.InsertReplaceEdit):
+        return types.TextEdit(edit.replace, edit.new_text)
+    assert isinstance(edit, types.TextEdit)
+    return edit
 
 
 async def test_missing_keys_are_offered_at_the_start_of_a_front_matter_line(client: LanguageClient) -> None:
