@@ -14,6 +14,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from pygls.exceptions import JsonRpcInvalidParams
 
+from remem.daemon.protocol.rpc import _must_be_absolute
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -26,6 +28,16 @@ def _absolute(value: str) -> str:
     # A relative path would be resolved against the server's folder, not the editor's.
     if not os.path.isabs(value):
         raise ValueError("must be an absolute path (a workspace folder)")
+    # The daemon's own check of a cwd (a NUL): what it would refuse is refused here, naming the
+    # field, where the daemon's params failed in this process as an internal error.
+    _must_be_absolute(value)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # JSON's "\ud800": no path holds it, and it failed encoded
+            raise ValueError(
+                "holds a lone UTF-16 surrogate (\\ud800 without its pair), which no path can"
+            ) from None
     return value
 
 
