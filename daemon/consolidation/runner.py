@@ -28,6 +28,7 @@ from ..home import Home
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
 from ..locks import LockHandle, try_file_lock
 from ..memory.identity import WorkspaceId
+from ..memory.record import render_record
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..protocol.consolidation import (
     Attempt,
@@ -229,7 +230,13 @@ class Consolidator:
                 "evidenceTurns": len(evidence.turns),
             }
             debug.record("input", {"provider": route.provider, "model": route.model, **counts})
-        too_large = _too_large(context, size, route)
+        parts = _Parts(
+            evidence=_utf8_bytes(rendered),
+            global_memory=_utf8_bytes(source.global_snapshot.content),
+            records=len(source.workspace_snapshot.records),
+            records_bytes=sum(_utf8_bytes(render_record(r)) for r in source.workspace_snapshot.records),
+        )
+        too_large = _too_large(context, size, route, parts)
         if too_large is not None:
             with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
             return self._finish(ended(with_attempt, Status.EVIDENCE_TOO_LARGE, too_large))
@@ -667,18 +674,46 @@ async def _to_the_end(work: Callable[..., T], *args: Any) -> tuple[T, bool]:
         return await running, True
 
 
-def _too_large(context: str, size: int, route: Route) -> str | None:
+@dataclass(frozen=True)
+class _Parts:
+    """What a review input is made of, in UTF-8 bytes: the session's evidence, Global memory and
+    the workspace's records (the rest is the prompt's frame, a few hundred bytes)."""
+
+    evidence: int
+    global_memory: int
+    records: int
+    records_bytes: int
+
+    def said(self) -> str:
+        return (
+            f"the session's evidence {self.evidence}, Global memory {self.global_memory}, "
+            f"the workspace's {self.records} records {self.records_bytes}"
+        )
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _too_large(context: str, size: int, route: Route, parts: _Parts) -> str | None:
     """Why the review input (`context`, of `size` bytes) is not sent, if it is not: it is over
     `max_input_bytes`, or over what the worker session's line that records it whole can hold,
-    escaped as JSON; that log is read back to settle a crash, and a longer line is refused."""
+    escaped as JSON; that log is read back to settle a crash, and a longer line is refused.
+    Both say what the input is made of: memory counts with the session, and a workspace's
+    records alone can pass the default limit."""
+    most = size_text(SESSION_LINE_MAX_BYTES)
     if size > route.max_input_bytes:
-        return f"the review input is {size} bytes; consolidation.max_input_bytes is {route.max_input_bytes}"
+        return (
+            f"the review input is {size} bytes ({parts.said()}); consolidation.max_input_bytes is "
+            f"{route.max_input_bytes}: raise it in settings.yml (at most {most}), or make the memory "
+            "the session is reviewed against smaller"
+        )
     logged = logged_bytes(context)
     if logged > LINE_ROOM_BYTES:
         return (
-            f"the review input is {size} bytes, {logged} escaped as JSON in the one line of the worker "
-            "session that records it (a control character takes 6 bytes); remem reads session log "
-            f"lines back only up to {size_text(SESSION_LINE_MAX_BYTES)}, which bounds a review's input "
+            f"the review input is {size} bytes ({parts.said()}), {logged} escaped as JSON in the one "
+            "line of the worker session that records it (a control character takes 6 bytes); remem "
+            f"reads session log lines back only up to {most}, which bounds a review's input "
             f"besides consolidation.max_input_bytes ({route.max_input_bytes})"
         )
     return None
