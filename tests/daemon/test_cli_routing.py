@@ -16,6 +16,7 @@ from remem.daemon import client as daemon_client
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import DaemonUnavailable
+from remem.daemon.fsutil import locked_temp_path_for
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import ANSWER_TOO_LARGE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
@@ -168,7 +169,9 @@ def test_a_request_over_the_message_cap_is_refused_the_same_both_ways(
 
 def test_a_daemon_that_cannot_start_is_explained(home: Home, project: tuple[str, dict[str, str]]) -> None:
     # (An invalid settings.yml no longer stops it: tests/daemon/test_state_touched.py.)
-    (home.state / "daemon.json").mkdir()  # where the daemon must write its status
+    # Where the daemon writes its status file before renaming it over daemon.json (a folder at
+    # daemon.json itself is refused before any daemon is started: tests/test_cli_bad_input_more.py).
+    locked_temp_path_for(home.state / "daemon.json").mkdir(parents=True)
     code, _, err = run(home, "memory", "show", daemon=True)
     assert code == 1 and "daemon.json" in err and "--no-daemon" in err
     # The cause, not the stack above it: the log's last statement, and where the log is.
