@@ -16,6 +16,7 @@ request, and so the session.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import re
 import socket
@@ -127,6 +128,9 @@ async def run_attempt(
         {"role": "system", "content": SYSTEM_RULES},
         {"role": "user", "content": context},
     ]
+    # The SDK takes most of a second to import, the first time: in a thread, not on the event
+    # loop every client of the daemon waits on (its client is made, and answers parsed, there).
+    await asyncio.to_thread(importlib.import_module, "openai.types.chat")
     heard = _Heard()
     listening = _HEARD.set(heard)  # before `wait_for`, whose task copies the context
     try:
