@@ -49,6 +49,7 @@ from urllib.parse import unquote
 
 import attrs
 import cattrs
+from cattrs.v import format_exception
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
@@ -145,7 +146,9 @@ class RememProtocol(LanguageServerProtocol):
             and not self._initialized
             and data["method"] != types.INITIALIZE
         ):
-            # Refused as it would be with good params: nothing is served before `initialize`.
+            # The spec's ServerNotInitialized, whatever the params: before `initialize`, a
+            # request would run on settings not yet known, and a `remem/*` one would even start
+            # the daemon for a client that may never initialize.
             self._send_response(data["id"], None, JsonRpcServerNotInitialized().to_response_error())
             return _ANSWERED
         wrong = _loose_arguments(data)
@@ -173,7 +176,7 @@ class RememProtocol(LanguageServerProtocol):
             return self._converter.structure(data, self.get_message_type(method) or JsonRPCNotification)
         except Exception as error:
             wrong = (
-                "; ".join(cattrs.transform_error(error))
+                "; ".join(cattrs.transform_error(error, format_exception=_without_values))
                 if isinstance(error, cattrs.BaseValidationError)
                 else "params not of the spec's shape"
             )
@@ -319,6 +322,13 @@ class RememProtocol(LanguageServerProtocol):
             return
         request.cancelled = True
         request.stop.set()
+
+
+def _without_values(error: BaseException, kind: type | None) -> str:
+    """What cattrs says is wrong, but never in words that may quote a value (its "unknown
+    error (…)" and "invalid type (…)" repeat the exception's message)."""
+    said = format_exception(error, kind)
+    return f"invalid value ({type(error).__name__})" if said.endswith(")") else said
 
 
 def _string(value: Any, _: type) -> str:
