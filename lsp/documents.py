@@ -8,6 +8,13 @@ so a feature's ranges and the diagnostics' ranges always agree.
 A document is the file its own URI names (`path_of`), and is answered under that URI. pygls keys
 its open documents by their URI decoded, which is no URI (`x%23y.md` decoded is `x#y.md`, a
 fragment), and compares no paths: `open_documents` finds them by path, whatever the encoding.
+
+A home given through a symbolic link (`REMEM_HOME=~/remem`, a link to a synced folder) is also
+reached by its real path, which is how an editor often opens its files: a document's path is
+taken as under the home's own path when it lies under either (`home_path`; the home is resolved
+once), and a `..` in it is resolved by name. A link inside the home is never followed: the
+store refuses one, and so do diagnostics (a document under it, or reached through it by `..`,
+is no memory file).
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ class MemoryFile:
 
 def memory_file(ls: RememServer, uri: str) -> MemoryFile | None:
     """What `uri` is in the memory folder; None for every other document."""
-    path = path_of(uri)
+    path = home_path(ls, uri)
     if path is None:
         return None
     if path == ls.home.global_file:
@@ -76,7 +83,9 @@ def home_files(ls: RememServer) -> dict[str, str]:
 
 def open_documents(ls: RememServer) -> dict[Path, LspTextDocument]:
     """The documents the editor has open, by the file each one's own URI names."""
-    return {path: document for document in _documents(ls) if (path := path_of(document.uri)) is not None}
+    return {
+        path: document for document in _documents(ls) if (path := home_path(ls, document.uri)) is not None
+    }
 
 
 def opened(ls: RememServer, uri: str) -> LspTextDocument | None:
@@ -162,6 +171,46 @@ def workspace_folder(ls: RememServer, path: Path) -> Path | None:
 def path_of(uri: str) -> Path | None:
     fs_path = uris.to_fs_path(uri)
     return Path(fs_path) if fs_path is not None else None
+
+
+def home_path(ls: RememServer, uri: str) -> Path | None:
+    """The file `uri` names, as a path under `ls.home.root` when it lies in the home, however it
+    was reached (the home's real path, a `..`); any other file's path as it is."""
+    path = path_of(uri)
+    if path is None:
+        return None
+    if ".." in path.parts:
+        path = _without_dot_dot(path)
+    return _under_home(ls.home.root, path)
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
+def _under_home(root: Path, path: Path) -> Path:
+    if path.is_relative_to(root):
+        return path
+    real = _real_home(root)
+    return root / path.relative_to(real) if path.is_relative_to(real) else path
+
+
+@functools.cache
+def _real_home(root: Path) -> Path:
+    """The home's real path, resolved once: its documents are compared with it on every keystroke."""
+    return Path(os.path.realpath(root))
+
+
+def _without_dot_dot(path: Path) -> Path:
+    """`path` with each `..` taking away the name before it, as the file system does, unless that
+    name is a symbolic link (whose `..` is its target's parent): then `path` as it is, which
+    names no memory file."""
+    parts: list[str] = []
+    for part in path.parts:
+        if part != "..":
+            parts.append(part)
+        elif len(parts) > 1:
+            if os.path.islink(os.path.join(*parts)):
+                return path
+            parts.pop()
+    return Path(*parts)
 
 
 def lines_of(text: str) -> list[str]:

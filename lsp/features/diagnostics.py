@@ -28,7 +28,7 @@ from remem.daemon.memory.validation import validate_global
 from remem.daemon.settings import SettingsError, parse_settings
 
 from ..daemon_link import RECONNECTED
-from ..documents import open_documents, path_of, workspace_folder
+from ..documents import home_path, open_documents, workspace_folder
 from ..rule_docs import PREFIX, rule_href
 from ..server import RememServer
 from ..text_documents import LspTextDocument
@@ -43,15 +43,15 @@ _SEVERITY = {
 def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RememServer, params: types.DidOpenTextDocumentParams) -> None:
-        refresh(ls, path_of(params.text_document.uri))
+        refresh(ls, home_path(ls, params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RememServer, params: types.DidChangeTextDocumentParams) -> None:
-        refresh(ls, path_of(params.text_document.uri))
+        refresh(ls, home_path(ls, params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: RememServer, params: types.DidSaveTextDocumentParams) -> None:
-        refresh(ls, path_of(params.text_document.uri))
+        refresh(ls, home_path(ls, params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RememServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -60,7 +60,7 @@ def register(server: RememServer) -> None:
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
-        path = path_of(params.text_document.uri)
+        path = home_path(ls, params.text_document.uri)
         if path is not None and workspace_folder(ls, path) is not None:
             _publish_folder(ls, path.parent)
 
