@@ -77,7 +77,6 @@ class DaemonLink:
 
     def __init__(self, home: Home) -> None:
         self._home = home
-        self._paths = DaemonPaths(home)
         self.client = AsyncDaemonClient(home, start=True, listener=self._heard, greeted=self._greeted)
         self.api = DaemonApi(self)
         self.degraded: str | None = None  # why there is no daemon, when there is none
@@ -174,19 +173,33 @@ class DaemonLink:
         while True:
             try:
                 await self._keep_once()
+            except HomeUnusable as exc:  # says what stands in the way, and the fix
+                self._fail(str(exc))
+                await self._pause()
             except Exception as exc:
                 # Whatever the daemon's state folder throws at the watch, the watch goes on: the
                 # server is degraded with the reason, and joins a daemon once one is usable.
                 self._fail(_unexpected(exc), exc)
-                self._woken.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._woken.wait(), POLL_SECONDS)
+                await self._pause()
+
+    async def _pause(self) -> None:
+        """Wait `POLL_SECONDS`, or until a request connects."""
+        self._woken.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._woken.wait(), POLL_SECONDS)
+
+    @property
+    def _paths(self) -> DaemonPaths:
+        """The daemon's state files, looked at without making the home's folders: a home that
+        cannot be used (a read-only one, a folder where the daemon's log goes) is a reason the
+        server is degraded, never one it cannot start for."""
+        return DaemonPaths(self._home, layout=False)
 
     async def _keep_once(self) -> None:
         if self.client.connected:
             lost = self.client.info
             await self.client.lost()
-            if await asyncio.to_thread(self._paths.read_status) == lost:
+            if await asyncio.to_thread(lambda: self._paths.read_status()) == lost:
                 # A daemon that stops removes its status file first: this one died.
                 await self._reach(CRASHED)
                 return
@@ -207,9 +220,7 @@ class DaemonLink:
                     f"runs remem {APP_VERSION}; restart the language server (Remem: Restart Server) "
                     "once both are the same version"
                 )
-            self._woken.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._woken.wait(), POLL_SECONDS)
+            await self._pause()
 
     def _running_daemon(self) -> DaemonInfo | None:
         info = self._paths.read_status()
