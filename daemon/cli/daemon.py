@@ -43,7 +43,12 @@ def daemon() -> None:
 def run(backend: Backend) -> None:
     """Run the daemon in the foreground (exits 0 if one already serves this home)."""
     from ..server.process import run as run_daemon  # the server itself: only this command needs it
+    from ..server.runtime import DaemonPaths
 
+    # Renamed over once the daemon listens: a folder there failed only that rename, a bug's
+    # IsADirectoryError (exit 4) from a daemon that had started. Said first, as a home in the
+    # way (exit 2), which a client that spawned this daemon quotes from its log.
+    backend.home.refuse_non_file(DaemonPaths(backend.home).status)
     try:
         code = run_daemon(backend.home)
     except (HomeUnusable, LockUnusable):

@@ -63,8 +63,8 @@ class DaemonPaths:
     def __post_init__(self) -> None:
         if self.layout:
             self.home.ensure_layout()
-            # What a daemon writes: its log (appended to) and its status file (renamed over).
-            self.home.refuse_non_file(self.status)
+            # What a client opens for the daemon it spawns, as its output (the daemon's status
+            # file is the daemon's to refuse: `remem daemon run`).
             self.home.refuse_non_file(self.log)
         else:  # no daemon can run with a file at state/: said as every other command says it
             self.home.refuse_non_folder(self.home.refuse_link(self.home.state))
