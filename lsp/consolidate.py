@@ -46,6 +46,7 @@ OPEN_RECORD = "Open Record"
 # What is happening from each phase on: the daemon announces a phase as it begins.
 _PHASES = {
     "freezing": "Reading the session and the memory it is reviewed against",
+    "waiting": "Waiting for another consolidation of this session to end",
     "model": "Preparing the request to the model",
     "model-step": "Waiting for the model",
     "model-answer": "Checking the proposal",

@@ -616,7 +616,7 @@ class ConsolidationProgress(_Strict):
     """`consolidation/progress`: a phase of a running consolidation (or one model step)."""
 
     session: str
-    phase: str  # freezing | model | model-step | model-answer | committing
+    phase: str  # freezing | waiting | model | model-step | model-answer | committing
     review: str | None = None
     attempt: int | None = None
     step: int | None = None

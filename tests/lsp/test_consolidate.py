@@ -16,7 +16,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.client import AsyncDaemonClient
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.locks import try_file_lock
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.sessions.scripted import Timeline
 from tests import waiting
@@ -290,3 +292,29 @@ async def test_a_session_titled_anew_since_its_review_asks_no_model(
         f"{await named(editor, reviewed)} was already reviewed: only its title or other metadata changed "
         "since. No model was asked again."
     )
+
+
+async def test_a_review_another_run_holds_says_it_waits_for_it(
+    editor: Editor, fake: FakeOpenAI, home: Home
+) -> None:
+    reviewed = source(home, seed=11)
+    fake.reply(status(400, "bad request"))  # a failed first review: its receipt names the review
+    first = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    held = try_file_lock(ReceiptStore(home).lock_path(first["review"]))  # another run reviews it
+    assert held is not None
+    fake.reply(tool_call(proposal()))
+    known = set(editor.client.progress_reports)
+    asked = asyncio.ensure_future(
+        editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+    )
+    try:
+        await until(lambda: any(t not in known for t in editor.client.progress_reports))
+        _, reports = progress(editor, known)
+        await until(lambda: len(reports) >= 3)
+    finally:
+        held.release()
+    assert [r.message for r in reports[1:3]] == [
+        "Reading the session and the memory it is reviewed against",
+        "Waiting for another consolidation of this session to end",
+    ]
+    assert (await asked)["status"] == "no-change"
