@@ -3,7 +3,8 @@
 The async `AsyncDaemonClient` is the library API; `call()` is the small synchronous wrapper of
 one raw request. Each has a `DaemonApi` transport: `AsyncDaemonClient.request` for an event
 loop, `SocketTransport` (over `call()`) for the CLI. A daemon of another protocol or app
-version is asked to stop and replaced (only by a caller that may start its successor), and a
+version is asked to stop and replaced (only by a caller that may start its successor, and
+allows it: `replace`, which the language server clears after its first connection), and a
 daemon that fails to start is reported with the end of its own log. Hello carries this
 process's harness folders and brings back the daemon's (`Hello.harness_roots`), which a caller
 hears once per connection (`greeted`) and compares with its own (decision 0372).
@@ -133,6 +134,10 @@ class AsyncDaemonClient:
         self, home: Home, start: bool, listener: Listener | None, greeted: Greeted | None = None
     ) -> None:
         self.home, self._start, self._listener, self._greeted = home, start, listener, greeted
+        # Whether a daemon of another version is asked to stop and replaced (by a client that
+        # may start its successor); else it is `OtherDaemonVersion`. The language server lets
+        # only its first connection replace one (decision 0423).
+        self.replace = start
         self._link: _Link | None = None
         self._linking = asyncio.Lock()
 
@@ -235,9 +240,10 @@ class AsyncDaemonClient:
         link, hello = greeted
         if hello.current:
             return link
-        if not self._start:
+        if not self._start or not self.replace:
             await link.close()
-            # Stopping it would leave this caller (`remem daemon status`), and everyone, none.
+            # Stopping it would leave this caller (`remem daemon status`), and everyone, none;
+            # or it would take the daemon from whoever started it since (`replace`).
             raise OtherDaemonVersion(hello)
         await link.request(DAEMON_SHUTDOWN.name, {})
         await link.close()

@@ -9,8 +9,10 @@ logged and skipped: the link, and the handlers after it, go on.
 When the connection is lost, the daemon either died (its status file still names it: a new
 one is started at once) or was stopped (it removes its status file first: the next request
 starts one, and a daemon started meanwhile by anyone else is joined within `POLL_SECONDS`).
-Notifications resume on the new connection. A daemon that cannot be started, or one of another
-version (replacing it would start a tug of war with the client that started it), leaves the
+Notifications resume on the new connection. A daemon of another remem version found by the
+server's first connection is replaced, as a CLI command replaces it (an upgrade leaves the old
+one running); one found later was started since by someone else, and replacing it would start
+a tug of war with them (decision 0423). That one, or a daemon that cannot be started, leaves the
 server degraded: it keeps validating in its own process, says once why the rest is unavailable
 (`FAILED`), and every stateful request answers with that reason until a usable daemon appears.
 A connection after a lost one, or after being degraded, is told as `RECONNECTED`: memory and
@@ -33,7 +35,13 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerError
 
-from remem.daemon.client import AsyncDaemonClient, DaemonUnavailable, Hello, RequestTooLarge
+from remem.daemon.client import (
+    AsyncDaemonClient,
+    DaemonUnavailable,
+    Hello,
+    OtherDaemonVersion,
+    RequestTooLarge,
+)
 from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.api import DaemonApi
 from remem.daemon.protocol.rpc import (
@@ -215,11 +223,7 @@ class DaemonLink:
                 await self._reach()
                 continue
             if info is not None:
-                self._fail(
-                    f"a daemon of remem {info.version} serves {self._home.root}, and this editor "
-                    f"runs remem {APP_VERSION}; restart the language server (Remem: Restart Server) "
-                    "once both are the same version"
-                )
+                self._fail(self._other_version(info.version))
             await self._pause()
 
     def _running_daemon(self) -> DaemonInfo | None:
@@ -231,13 +235,27 @@ class DaemonLink:
         self._tell("starting", why)
         try:
             info = await self.client.connect()
+        except OtherDaemonVersion as exc:  # started since this server's first connection
+            self._fail(self._other_version(exc.hello.version))
+            return
         except (DaemonUnavailable, HomeUnusable) as exc:  # each says what stands in the way
             self._fail(str(exc))
             return
         except Exception as exc:  # a bug, or a cause not foreseen: degraded all the same
             self._fail(_unexpected(exc), exc)
             return
+        finally:
+            # Only the first connection replaces a daemon of another version (decision 0423).
+            self.client.replace = False
         self._connected(info)
+
+    def _other_version(self, version: str) -> str:
+        return (
+            f"a daemon of remem {version} serves {self._home.root}, started after this language "
+            f"server (remem {APP_VERSION}) began; it is left to whoever started it (two versions "
+            "replacing each other's daemon would never end): restart the language server (Remem: "
+            "Restart Server) to replace it, or use one remem version for both"
+        )
 
     def _connected(self, info: DaemonInfo) -> None:
         # Not the first connection of a link that never failed: the editor has heard nothing of
