@@ -38,7 +38,7 @@ from remem.daemon.protocol.sessions import ROLLED_BACK
 
 from .. import ids
 from ..consolidate import consolidate
-from ..documents import home_files, path_of, workspace_cwd
+from ..documents import home_files, home_path, workspace_cwd
 from ..server import RememServer
 from ..wire import AbsolutePath, Strict, only_argument
 
@@ -254,8 +254,9 @@ async def _confirmed(ls: RememServer, args: ForkArgs) -> bool:
 
 
 async def _cwd_of_memory_file(ls: RememServer, uri: str) -> str:
-    """The project folder whose memory folder holds the file at `uri`."""
-    path = path_of(uri)
+    """The project folder whose memory folder holds the file at `uri` (however the home was
+    reached: the quick fix on a MEMORY.md opened by the home's real path names that path)."""
+    path = home_path(ls, uri)
     if path is None or path.parent.parent != ls.home.workspaces or not is_workspace_key(path.parent.name):
         raise JsonRpcInvalidParams(
             f"{ids.REGENERATE_INDEX}: {uri} is not a file of a workspace's memory folder"

@@ -76,3 +76,14 @@ async def test_a_link_inside_the_home_is_still_refused(client: LanguageClient) -
     dot_dot = open_document(client, f"{linked.as_uri()}/../{plain.name}/a.md", WRONG_TYPE)
     assert await hover(client, by_target) is None and await hover(client, dot_dot) is None
     assert by_target not in client.diagnostics and dot_dot not in client.diagnostics
+
+
+async def test_the_index_of_a_folder_reached_by_its_real_path_is_regenerated(client: LanguageClient) -> None:
+    folder = workspace_folder(HOME, "regenerated", with_info=True)
+    (folder / "alpha.md").write_text(record("alpha"))
+    real = REAL.workspaces / folder.name / "MEMORY.md"
+    params = types.ExecuteCommandParams(
+        command="remem.lsp.regenerateIndex", arguments=[{"uri": real.as_uri()}]
+    )
+    assert await client.workspace_execute_command_async(params) == {"written": True}
+    assert "alpha" in real.read_text()
