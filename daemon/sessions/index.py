@@ -238,8 +238,9 @@ class SessionIndex:
         if str(self.path) not in _WARNED:  # once a process: a daemon opens it for every request
             _WARNED.add(str(self.path))
             log.warning(
-                "the session index %s cannot be written (%s); sessions are indexed in memory "
-                "until there is room (listings read the logs again)",
+                # Not only a full disk: a read-only mount, or a folder where the file should be.
+                "the session index %s cannot be written (%s); this process indexes sessions in "
+                "its memory (listings read the logs again), the next one tries the file again",
                 self.path,
                 exc,
             )
