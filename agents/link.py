@@ -53,5 +53,7 @@ def open_link(home: Home, use_daemon: bool, *, watch: bool = True) -> MemoryLink
     """The daemon's client connects on the first call, so the server answers `initialize` at once;
     `watch` is for the handlers run in this process (the daemon has its own setting)."""
     if use_daemon:
-        return AsyncDaemonClient(home, start=True, listener=None)
+        # Only its first connection replaces a daemon of another version (decision 0423): an
+        # MCP server a harness started before an upgrade must not take the daemon back.
+        return AsyncDaemonClient(home, start=True, listener=None, replace_once=True)
     return InProcessLink(home, watch=watch)

@@ -131,13 +131,21 @@ class AsyncDaemonClient:
     """
 
     def __init__(
-        self, home: Home, start: bool, listener: Listener | None, greeted: Greeted | None = None
+        self,
+        home: Home,
+        start: bool,
+        listener: Listener | None,
+        greeted: Greeted | None = None,
+        *,
+        replace_once: bool = False,
     ) -> None:
         self.home, self._start, self._listener, self._greeted = home, start, listener, greeted
         # Whether a daemon of another version is asked to stop and replaced (by a client that
-        # may start its successor); else it is `OtherDaemonVersion`. The language server lets
-        # only its first connection replace one (decision 0423).
+        # may start its successor); else it is `OtherDaemonVersion`. A long-lived client (the
+        # language server, the MCP server) lets only its first connection replace one
+        # (`replace_once`, decision 0423): two versions would otherwise take it in turns.
         self.replace = start
+        self._replace_once = replace_once
         self._link: _Link | None = None
         self._linking = asyncio.Lock()
 
@@ -220,13 +228,19 @@ class AsyncDaemonClient:
         paths = DaemonPaths(self.home, layout=self._start)  # a daemon that runs: its state is enough
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         retry = False
-        while (link := await self._compatible(paths, deadline)) is None:
-            if time.monotonic() > deadline:
-                raise DaemonUnavailable(f"the remem daemon for {self.home.root} started but does not answer")
-            if retry:  # a daemon killed a moment ago may still hold its lock: wait until it is gone
-                await asyncio.sleep(RETRY_SECONDS)
-            await asyncio.to_thread(_start, paths, self._start, deadline)
-            retry = True
+        try:
+            while (link := await self._compatible(paths, deadline)) is None:
+                if time.monotonic() > deadline:
+                    raise DaemonUnavailable(
+                        f"the remem daemon for {self.home.root} started but does not answer"
+                    )
+                if retry:  # a daemon killed a moment ago may still hold its lock: wait until it is gone
+                    await asyncio.sleep(RETRY_SECONDS)
+                await asyncio.to_thread(_start, paths, self._start, deadline)
+                retry = True
+        finally:
+            if self._replace_once:
+                self.replace = False
         if self._greeted is not None and link.hello is not None:
             self._greeted(link.hello)
         return link

@@ -85,7 +85,9 @@ class DaemonLink:
 
     def __init__(self, home: Home) -> None:
         self._home = home
-        self.client = AsyncDaemonClient(home, start=True, listener=self._heard, greeted=self._greeted)
+        self.client = AsyncDaemonClient(
+            home, start=True, listener=self._heard, greeted=self._greeted, replace_once=True
+        )
         self.api = DaemonApi(self)
         self.degraded: str | None = None  # why there is no daemon, when there is none
         self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
@@ -244,9 +246,6 @@ class DaemonLink:
         except Exception as exc:  # a bug, or a cause not foreseen: degraded all the same
             self._fail(_unexpected(exc), exc)
             return
-        finally:
-            # Only the first connection replaces a daemon of another version (decision 0423).
-            self.client.replace = False
         self._connected(info)
 
     def _other_version(self, version: str) -> str:
