@@ -621,17 +621,18 @@ class SocketTransport:
         started anew, when its method may be resent; one that died is said (it may die again on
         the same request): a write, saying it may or may not have been done and why asking again
         is safe (`Method.again`). A request that may not be resent fails saying it may or may not
-        have been done."""
+        have been done (and, when the daemon died, where its log is)."""
         try:
             return self._ask(method, params)
         except ConnectionLost:
+            log = DaemonPaths(self.home, layout=False).log
             if not method.resend:
+                how = f"died (its log: {log})" if self._died() else "stopped"
                 raise DaemonUnavailable(
-                    "the daemon stopped while answering; it may or may not have been done: "
+                    f"the daemon {how} while answering; it may or may not have been done: "
                     "look, then try again"
                 ) from None
             if self._died():
-                log = DaemonPaths(self.home, layout=False).log
                 if method.again is None:  # a read
                     raise DaemonUnavailable(f"the daemon died while answering (its log: {log})") from None
                 raise DaemonUnavailable(

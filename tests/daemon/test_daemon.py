@@ -308,6 +308,33 @@ def test_a_write_under_way_when_the_daemon_is_stopped_is_not_asked_again(
     assert home.global_file.read_text() == "Prefer small commits.\n"
 
 
+def test_a_write_under_way_when_the_daemon_dies_says_it_died_with_its_log(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed while a compare-and-swapped write waited for Global's lock, the daemon was said to
+    have "stopped", with no word of its log, as if someone had stopped it."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    assert remem(home, "daemon", "start").returncode == 0
+    new = tmp_path / "GLOBAL.md"
+    new.write_text("Prefer small commits.\n")
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
+    replace = ["memory", "replace-global", "--expected-revision", EMPTY_REVISION, "--file", str(new)]
+    with file_lock(home.locks / "global.lock"):  # the write waits for it in the daemon
+        asked = subprocess.Popen(
+            [*command, *replace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        wait_until(lambda: status(home).get("clients", 0) >= 2, what="the command's connection")
+        info = DaemonPaths(home).read_status()
+        assert info is not None
+        os.kill(info.pid, signal.SIGKILL)
+        _, said = asked.communicate(timeout=60)
+    assert asked.returncode == 1, said
+    assert said.startswith(f"remem: the daemon died (its log: {DaemonPaths(home).log}) while answering; "), (
+        said
+    )
+    assert "it may or may not have been done: look, then try again" in said
+
+
 def test_a_revert_under_way_when_the_daemon_is_stopped_is_not_asked_again(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
