@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -239,7 +240,7 @@ def test_standard_output_closed_is_output_that_could_not_be_written(
 
 # `python -m remem.daemon ARGS`, sent SIGINT as MODULE is first imported: before `main` exists.
 _INTERRUPTED_LOADING = """
-import os, runpy, signal, sys
+import importlib, os, runpy, signal, sys
 
 class Interrupt:
     def find_spec(self, name, path=None, target=None):
@@ -247,17 +248,39 @@ class Interrupt:
             os.kill(os.getpid(), signal.SIGINT)
         return None
 
-MODULE = sys.argv.pop(1)
+MODULE, ENTRY = sys.argv.pop(1), sys.argv.pop(1)
 sys.meta_path.insert(0, Interrupt())
-runpy.run_module("remem.daemon", run_name="__main__", alter_sys=True)
+if ENTRY == "-m":
+    runpy.run_module("remem.daemon", run_name="__main__", alter_sys=True)
+else:  # as the installed `remem` script runs its entry point
+    module, _, function = ENTRY.partition(":")
+    getattr(importlib.import_module(module), function)()
 """
+# The `remem` script's entry point, as pyproject.toml declares it (`remem = "module:function"`).
+_SCRIPT = re.search(r'^remem = "([^"]+)"$', (Path(__file__).parents[1] / "pyproject.toml").read_text(), re.M)[
+    1
+]
 
 
+@pytest.mark.parametrize("entry", ["-m", _SCRIPT])
 @pytest.mark.parametrize("module", ["click", "remem.daemon.cli.output"])
-def test_ctrl_c_while_the_command_line_loads_is_one_line(home: Home, tmp_path: Path, module: str) -> None:
-    """A Ctrl-C in the first moments of a command (its imports) printed a whole traceback."""
+def test_ctrl_c_while_the_command_line_loads_is_one_line(
+    home: Home, tmp_path: Path, module: str, entry: str
+) -> None:
+    """A Ctrl-C in the first moments of a command (its imports) printed a whole traceback, by
+    `python -m remem.daemon` and by the installed `remem` script alike."""
     done = subprocess.run(
-        [sys.executable, "-c", _INTERRUPTED_LOADING, module, "--home", str(home.root), "memory", "show"],
+        [
+            sys.executable,
+            "-c",
+            _INTERRUPTED_LOADING,
+            module,
+            entry,
+            "--home",
+            str(home.root),
+            "memory",
+            "show",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
