@@ -11,8 +11,9 @@ fragment), and compares no paths: `open_documents` finds them by path, whatever 
 
 A home given through a symbolic link (`REMEM_HOME=~/remem`, a link to a synced folder) is also
 reached by its real path, which is how an editor often opens its files: a document's path is
-taken as under the home's own path when it lies under either (`home_path`; the home is resolved
-once), and a `..` in it is resolved by name. A link inside the home is never followed: the
+taken as under the home's own path when it lies under either (`home_path`; the real path is
+resolved again whenever it no longer leads to the home's folder: a re-pointed link, a moved
+folder), and a `..` in it is resolved by name. A link inside the home is never followed: the
 store refuses one, and so do diagnostics (a document under it, or reached through it by `..`,
 is no memory file).
 """
@@ -184,18 +185,52 @@ def home_path(ls: RememServer, uri: str) -> Path | None:
     return _under_home(ls.home.root, path)
 
 
-@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
 def _under_home(root: Path, path: Path) -> Path:
-    if path.is_relative_to(root):
+    if _is_under(path, root):
         return path
     real = _real_home(root)
+    return path if real is None else _moved(path, real, root)
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
+def _is_under(path: Path, folder: Path) -> bool:
+    return path.is_relative_to(folder)
+
+
+@functools.lru_cache(maxsize=1024)
+def _moved(path: Path, real: Path, root: Path) -> Path:
+    """`path` under `root` when it lies under `real` (the home's real path); else as it is."""
     return root / path.relative_to(real) if path.is_relative_to(real) else path
 
 
-@functools.cache
-def _real_home(root: Path) -> Path:
-    """The home's real path, resolved once: its documents are compared with it on every keystroke."""
-    return Path(os.path.realpath(root))
+# The real path each home's path was last resolved to.
+_resolved: dict[Path, Path] = {}
+
+
+def _real_home(root: Path) -> Path | None:
+    """The home's real path now; None when there is no home folder.
+
+    Asked on every keystroke, so not resolved each time: the path resolved before is the real
+    one as long as it leads to the folder the home's path leads to (the same device and inode:
+    two `stat`s). When it no longer does (the link re-pointed, the folder moved, a backup restored
+    in its place), it is resolved again: a file of the home's former folder is no memory file.
+    """
+    folder = _folder_at(root)
+    if folder is None:
+        return None
+    known = _resolved.get(root)
+    if known is not None and _folder_at(known) == folder:
+        return known
+    real = _resolved[root] = Path(os.path.realpath(root))
+    return real
+
+
+def _folder_at(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def _without_dot_dot(path: Path) -> Path:
