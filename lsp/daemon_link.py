@@ -223,18 +223,20 @@ class DaemonLink:
             info = await asyncio.to_thread(self._running_daemon)
             if info is not None and (info.protocol, info.version) == (PROTOCOL_VERSION, APP_VERSION):
                 await self._reach()
-                continue
-            if info is not None:
+            elif info is not None:
                 self._fail(self._other_version(info.version))
-            await self._pause()
+            if not self.client.connected:  # a daemon that runs but cannot be reached: not at once
+                await self._pause()
 
     def _running_daemon(self) -> DaemonInfo | None:
         info = self._paths.read_status()
         return info if info is not None and self._paths.running() else None
 
     async def _reach(self, why: str | None = None) -> None:
-        """Connect, starting the daemon if needed; degraded with the reason if that fails."""
-        self._tell("starting", why)
+        """Connect, starting the daemon if needed; degraded with the reason if that fails. The
+        watch's tries while degraded are not told as starting (the status would flicker)."""
+        if self.degraded is None or why is not None:
+            self._tell("starting", why)
         try:
             info = await self.client.connect()
         except OtherDaemonVersion as exc:  # started since this server's first connection

@@ -22,9 +22,10 @@ import pytest
 import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
+from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import APP_VERSION, PROTOCOL_VERSION, DaemonInfo
-from remem.lsp.daemon_link import RECONNECTED, DaemonLink
+from remem.lsp.daemon_link import POLL_SECONDS, RECONNECTED, STATUS, DaemonLink
 from tests.lsp.editor import until
 from tests.lsp.live import Editor, remem, start_editor, stop_editor, write_settings
 
@@ -76,6 +77,27 @@ async def test_an_unforeseen_error_leaves_the_link_degraded_and_watching(tmp_pat
         await until(lambda: link.status.state == "connected")
         assert heard == [{}], "joined after being degraded: news to the editor"
         assert link._keeper is not None and not link._keeper.done()
+    finally:
+        await link.close()
+
+
+@pytest.mark.asyncio
+async def test_a_running_daemon_that_cannot_be_reached_is_tried_once_a_pause(tmp_path: Path) -> None:
+    """A daemon of this version runs, but connecting fails at once (the home's `memory/` became a
+    link after it started): the watch tried again at once, thousands of times a second, the
+    status going "starting" and "unavailable" in turn."""
+    link = DaemonLink(Home(tmp_path / "home"))
+    client = _Client([DaemonUnavailable("in the way") for _ in range(100_000)])
+    link.client = client  # type: ignore[assignment]
+    link._running_daemon = lambda: client.info  # type: ignore[method-assign]
+    told: list[dict[str, Any]] = []
+    link.on(STATUS, told.append)
+    link.open()
+    try:
+        await asyncio.sleep(3 * POLL_SECONDS)
+        tries = 100_000 - len(client.raises)
+        assert 1 <= tries <= 5, f"{tries} tries in three pauses"
+        assert [t["state"] for t in told] == ["starting", "unavailable"]
     finally:
         await link.close()
 
