@@ -9,9 +9,12 @@ and, when it did not succeed, its reason (a provider failure names the URL it as
 history entries and the receipt's front matter exactly as written. The daemon gives it all in
 one answer; a session it can no longer read is named by id and the evidence by event numbers.
 
-The title comes from a transcript and the reason from a provider: the extension renders this
-Markdown with raw HTML allowed, so both are escaped (`_text`), code spans and the front matter's
-fence outrun any backticks inside them, and nothing in them becomes a tag, a link or a fence's end.
+The title comes from a transcript and the reason from a provider, and the extension renders this
+Markdown as VS Code does, with raw HTML allowed and URLs made links (linkify). The title is
+backslash-escaped (`_text`), what a link could be read from too, so that a URL in it shows as
+typed and links nowhere. The reason, which may hold a URL, an indented traceback or a JSON body,
+is a fenced block, shown verbatim and read as nothing. Fences and code spans outrun any backticks
+inside them: nothing in them becomes a tag, a link or a fence's end.
 """
 
 from __future__ import annotations
@@ -84,8 +87,10 @@ def render(home: Home, view: ReceiptView) -> str:
     return "\n".join(parts)
 
 
-# Markdown's inline specials, and `<` and `&`, which would begin raw HTML or an entity.
-_SPECIALS = re.compile(r"([\\`*_\[\]<>&!~|])")
+# Markdown's inline specials; `<` and `&`, which would begin raw HTML or an entity; and `:`, `/`,
+# `.` and `@`, without which linkify finds no URL, domain or e-mail address (a URL escaped as it
+# went would link to its backslashes).
+_SPECIALS = re.compile(r"([\\`*_\[\]<>&!~|:/.@])")
 # What begins a block at the start of a line (a heading, a list item, a rule, a heading's
 # underline), its mark escaped: a backslash before a list number's `.` or `)`, not its digits.
 _BLOCK_START = re.compile(r"^(\s*\d*)([#+=.)-])")
@@ -107,6 +112,13 @@ def _code(text: str) -> str:
     ticks = "`" * (_longest_backticks(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _verbatim(text: str) -> list[str]:
+    """The lines of a fenced block showing `text` as it is: its indents, and a URL whole."""
+    text = text.strip("\r\n")
+    fence = _fence(text)
+    return [fence, text, fence]
 
 
 def _fence(text: str) -> str:
@@ -153,8 +165,7 @@ def _route(receipt: Receipt) -> list[str]:
         return ["## Route", "", "No model was asked.", ""]
     route = f"{_code(attempt.provider)} / {_code(attempt.model)}, attempt {attempt.number}: "
     route += f"{attempt.status.value}."
-    quoted = "\n".join(f"> {line}" for line in _text(attempt.error).splitlines()) if attempt.error else ""
-    reason = ["## Why it did not succeed", "", quoted, ""] if attempt.error else []
+    reason = ["## Why it did not succeed", "", *_verbatim(attempt.error), ""] if attempt.error else []
     return ["## Route", "", route, "", *reason]
 
 
