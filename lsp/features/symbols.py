@@ -4,10 +4,12 @@ A heading's symbol spans its section: up to the next heading of the same or a hi
 ATX headings (`#` to `######`) count; lines inside fenced code blocks never do. A client
 without hierarchical symbols gets the same headings flat, each naming its parent.
 
-The work and the answer are bounded as the validator bounds the file (decision 0225): only
-headings within `GLOBAL.md`'s budget (24 KiB) are listed, what lies past it cannot reach an
-agent, and a text over the most remem reads of a memory file (4 MiB) gets no symbols. Sections
-are found in one pass, so a heading-dense text costs no more than a long one.
+The answer is bounded as the validator bounds the file (decision 0225): only headings within
+`GLOBAL.md`'s budget (24 KiB) are listed, what lies past it cannot reach an agent, and a text
+over the most remem reads of a memory file (4 MiB) gets no symbols. A section still open at the
+budget ends where it does in the whole text, at the next heading of its level or a higher one
+past the budget (decision 0433), found by one search of the rest for the lines that could end
+it. Sections are found in one pass, so a heading-dense text costs no more than a long one.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def register(server: RememServer) -> None:
 
 def headings(lines: list[str], budget: int | None = None) -> list[Heading]:
     """The headings of Markdown `lines`, each with the last line of its section; with `budget`,
-    only those that start within its first `budget` UTF-8 bytes."""
+    only those that start within its first `budget` UTF-8 bytes, their sections as they are in
+    the whole text (ended by a heading past the budget, found as in `_ended_past`)."""
     found: list[Heading] = []
     open_sections: list[tuple[int, str, int]] = []  # (level, title, line) of headings whose section goes on
     fence: str | None = None
@@ -66,6 +69,7 @@ def headings(lines: list[str], budget: int | None = None) -> list[Heading]:
         if budget is not None:
             used += len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))
             if used > budget:
+                _ended_past(lines, number, fence, open_sections, found)
                 break
             used += 1  # its line break
         marks = _FENCE.match(line)
@@ -76,16 +80,62 @@ def headings(lines: list[str], budget: int | None = None) -> list[Heading]:
         if marks is not None:
             fence = marks.group(1)
             continue
-        heading = _HEADING.fullmatch(line)
-        if heading is not None and (heading.group(2) or "").strip():
-            level = len(heading.group(1))
+        heading = _heading(line)
+        if heading is not None:
+            level, title = heading
             while open_sections and open_sections[-1][0] >= level:
                 _ended(found, open_sections.pop(), number - 1)
-            open_sections.append((level, heading.group(2).strip(), number))
+            open_sections.append((level, title, number))
     while open_sections:
         _ended(found, open_sections.pop(), len(lines) - 1)
     found.sort(key=lambda heading: heading.line)
     return found
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """The level and title of the heading `line` is; None if it is none (a `#` with no title)."""
+    heading = _HEADING.fullmatch(line)
+    title = (heading.group(2) or "").strip() if heading is not None else ""
+    return (len(heading.group(1)), title) if heading is not None and title else None
+
+
+# A line past the budget that may matter to the sections still open: a fence, or a heading of
+# at most the level of the innermost one (by that level, 0 inside a fence: only a fence).
+_MAY_END = [
+    re.compile(r"^ {0,3}(?:```|~~~" + (rf"|#{{1,{level}}}[ \t]" if level else "") + ")", re.MULTILINE)
+    for level in range(7)
+]
+
+
+def _ended_past(
+    lines: list[str],
+    first: int,
+    fence: str | None,
+    open_sections: list[tuple[int, str, int]],
+    found: list[Heading],
+) -> None:
+    """End the sections still open at the budget (`first` the first line past it) where they
+    end in the whole text: at the next heading of their level or a higher one, none of which is
+    listed. Linear: the lines past the budget are searched as one text, by a regular expression
+    that skips every line that could end none of them."""
+    rest = "\n".join(lines[first:])
+    number, at = first, 0  # a line, and where it starts in `rest`
+    while open_sections:
+        candidate = _MAY_END[0 if fence is not None else open_sections[-1][0]].search(rest, at)
+        if candidate is None:
+            return
+        number += rest.count("\n", at, candidate.start())
+        line = lines[number]
+        marks = _FENCE.match(line)
+        if fence is not None:
+            if marks is not None and _closes(marks, fence):
+                fence = None
+        elif marks is not None:
+            fence = marks.group(1)
+        elif (heading := _heading(line)) is not None:
+            while open_sections and open_sections[-1][0] >= heading[0]:
+                _ended(found, open_sections.pop(), number - 1)
+        number, at = number + 1, candidate.start() + len(line) + 1
 
 
 def _ended(found: list[Heading], section: tuple[int, str, int], last: int) -> None:

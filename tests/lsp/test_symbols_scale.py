@@ -71,6 +71,53 @@ def test_headings_past_the_budget_are_not_listed() -> None:
     )  # its section is still the whole text (and its last, empty line)
 
 
+def test_a_section_open_at_the_budget_ends_where_a_heading_past_it_ends_it() -> None:
+    # Sections still open when the budget ran out were ended at the text's end: A spanned B and C.
+    lines = ["# A", *["x" * 99] * 300, "# B", "b", "# C", "c"]
+    assert headings(lines, GLOBAL_MAX_BYTES) == [Heading(1, "A", 0, 300)]
+    fenced = ["# A", "## A1", *["x" * 99] * 300, "```", "# not a heading", "```", "## A2", "# B"]
+    assert headings(fenced, GLOBAL_MAX_BYTES) == [Heading(1, "A", 0, 305), Heading(2, "A1", 1, 304)]
+
+
+def within(lines: list[str], budget: int) -> int:
+    """How many lines start within the first `budget` UTF-8 bytes, whole (as `headings` counts)."""
+    used = 0
+    for number, line in enumerate(lines):
+        used += len(line.encode("utf-8", "surrogatepass"))
+        if used > budget:
+            return number
+        used += 1
+    return len(lines)
+
+
+def test_a_budget_lists_the_headings_within_it_with_their_sections_in_the_whole_text() -> None:
+    """On random texts (headings of every level, fences of both marks, long and short, open to
+    the end, headings with no title, non-ASCII), the headings listed with a budget are exactly
+    those of the whole text that start within it, each section as in the whole text."""
+    pieces = [
+        *(f"{'#' * level} H{level}" for level in range(1, 7)),
+        "   ## indented",
+        "#",
+        "####### seven",
+        "```",
+        "````",
+        "~~~",
+        "```python",
+        "  ~~~~",
+        "body",
+        "ünïcödé " * 3,
+        "",
+    ]
+    chosen = random.Random(11)
+    for _ in range(400):
+        lines = [chosen.choice(pieces) for _ in range(chosen.randint(0, 60))]
+        budget = chosen.randint(0, sum(len(line.encode()) + 1 for line in lines) + 2)
+        fits = within(lines, budget)
+        whole = headings(lines)
+        assert [(h.level, h.line, h.last) for h in whole] == sections(lines), lines
+        assert headings(lines, budget) == [h for h in whole if h.line < fits], (lines, budget)
+
+
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
     await lsp_client.initialize_session(
