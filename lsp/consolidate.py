@@ -52,7 +52,9 @@ _PHASES = {
     "model-answer": "Checking the proposal",
     "committing": "Committing to memory",
 }
-_ASKING_THE_MODEL = frozenset({"model", "model-step", "model-answer"})
+# The phases of a run the daemon has begun, where a cancel reaches it: waiting for another run's
+# lock, or asking the model (the review's freezing is short, and its run may not be known yet).
+_CANCELLABLE = frozenset({"waiting", "model", "model-step", "model-answer"})
 _SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
 _QUIET = frozenset({Status.COMMITTED, Status.NO_CHANGE, Status.CANCELLED})  # a cancel is the user's choice
 _announcing: set[asyncio.Task[None]] = set()  # messages waiting for the user, kept from the GC
@@ -103,9 +105,9 @@ async def consolidate(
         progress = await _Progress.open(ls, request.token if request is not None else None)
         progress.on_cancel(cancelled_progress.set)
         progress.begin(f"Remem: consolidating {label}")
-        asking = asyncio.Event()
-        ls.link.listen_progress(session, lambda phase: _heard(phase, progress, asking))
-        result = await _run(ls, session, asking, stop, cancelled_progress)
+        cancellable = asyncio.Event()
+        ls.link.listen_progress(session, lambda phase: _heard(phase, progress, cancellable))
+        result = await _run(ls, session, cancellable, stop, cancelled_progress)
         answered = Outcome(**result.model_dump(), receipt=str(ls.stores.receipts.path(result.review)))
         outcome, report = await _report(ls, answered, label, started)
         progress.end(report.message)
@@ -149,17 +151,24 @@ def newest_finished(nodes: list[FlatNode]) -> FlatNode | None:
 
 
 async def _run(
-    ls: RememServer, session: str, asking: asyncio.Event, *cancels: asyncio.Event
+    ls: RememServer, session: str, cancellable: asyncio.Event, *cancels: asyncio.Event
 ) -> ConsolidationResult:
-    """The daemon's answer to `consolidation/run`; a cancel is passed on once the model is asked."""
+    """The daemon's answer to `consolidation/run`; a cancel is passed on once the run has reached
+    a phase where it can be (`_CANCELLABLE`)."""
     if any(cancel.is_set() for cancel in cancels):
         raise JsonRpcRequestCancelled(f"the consolidation of {session} was cancelled before it began")
     target = ConsolidateParams(session=session)
     run = asyncio.ensure_future(ls.link.api.consolidate(target))
     try:
-        if await _first(run, *cancels) and await _first(run, asking):
+        if await _first(run, *cancels) and await _first(run, cancellable):
             await ls.link.api.cancel_consolidation(target)
         return await run
+    except JsonRpcException as exc:
+        if isinstance(exc.data, dict) and exc.data.get("code") == "CANCELLED":  # while it waited
+            raise JsonRpcRequestCancelled(
+                f"the consolidation of {session} was cancelled before the model was asked"
+            ) from None
+        raise
     except BaseException:
         # Shutting down, or the daemon is gone: it finishes (or settles) the review on its own.
         run.cancel()
@@ -177,10 +186,10 @@ async def _first(run: asyncio.Future[Any], *events: asyncio.Event) -> bool:
     return not run.done()
 
 
-def _heard(phase: dict[str, Any], progress: _Progress, asking: asyncio.Event) -> None:
+def _heard(phase: dict[str, Any], progress: _Progress, cancellable: asyncio.Event) -> None:
     name = phase["phase"]
-    if name in _ASKING_THE_MODEL:
-        asking.set()
+    if name in _CANCELLABLE:
+        cancellable.set()
     message = _PHASES.get(name)
     if message is None:
         return

@@ -294,7 +294,7 @@ async def test_a_session_titled_anew_since_its_review_asks_no_model(
     )
 
 
-async def test_a_review_another_run_holds_says_it_waits_for_it(
+async def test_a_review_another_run_holds_says_it_waits_for_it_and_can_be_cancelled(
     editor: Editor, fake: FakeOpenAI, home: Home
 ) -> None:
     reviewed = source(home, seed=11)
@@ -302,19 +302,23 @@ async def test_a_review_another_run_holds_says_it_waits_for_it(
     first = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
     held = try_file_lock(ReceiptStore(home).lock_path(first["review"]))  # another run reviews it
     assert held is not None
-    fake.reply(tool_call(proposal()))
-    known = set(editor.client.progress_reports)
-    asked = asyncio.ensure_future(
-        editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
-    )
+    asked, known = fake.count, set(editor.client.progress_reports)
     try:
+        command = asyncio.ensure_future(
+            editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
+        )
         await until(lambda: any(t not in known for t in editor.client.progress_reports))
-        _, reports = progress(editor, known)
+        token, reports = progress(editor, known)
         await until(lambda: len(reports) >= 3)
+        assert [r.message for r in reports[1:3]] == [
+            "Reading the session and the memory it is reviewed against",
+            "Waiting for another consolidation of this session to end",
+        ]
+        # Its Cancel ends the wait at once, while the other run still holds the lock.
+        editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+        with pytest.raises(JsonRpcException) as raised:
+            await command
     finally:
         held.release()
-    assert [r.message for r in reports[1:3]] == [
-        "Reading the session and the memory it is reviewed against",
-        "Waiting for another consolidation of this session to end",
-    ]
-    assert (await asked)["status"] == "no-change"
+    # As a run stopped before its attempt began: the extension says memory is unchanged.
+    assert raised.value.code == REQUEST_CANCELLED and fake.count == asked
