@@ -108,7 +108,7 @@ def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Froze
     change cites twice is kept once: its receipt lists each change's evidence, and so stays
     within what is shown (a model citing one turn 40 000 times wrote a receipt too large to
     read back)."""
-    proposal = proposal.model_copy(update={"changes": [_cited_once(c) for c in proposal.changes]})
+    proposal = cited_once(proposal)
     problems = _shape_problems(proposal, set(ranges))
     if problems:
         raise ProposalRejected(problems)
@@ -126,9 +126,30 @@ def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Froze
     return Plan(changes, global_plan, workspace_plan, proposal_hash(changes))
 
 
+def cited_once(proposal: Proposal) -> Proposal:
+    """`proposal` with each range a change cites kept once, in the order first cited: the form
+    it is planned, hashed and replayed in (`plan_proposal`, `replayed`)."""
+    return proposal.model_copy(update={"changes": [_cited_once(c) for c in proposal.changes]})
+
+
 def _cited_once(change: ProposedChange) -> ProposedChange:
     once = list(dict.fromkeys(change.evidence))
     return change if len(once) == len(change.evidence) else change.model_copy(update={"evidence": once})
+
+
+def replayed(arguments: str, recorded_hash: str | None) -> list[ProposedChange] | None:
+    """The changes of the final proposal `arguments`, as `plan_proposal` planned them, when
+    `recorded_hash` (a receipt's proposalHash) is theirs; else None. A receipt written before
+    ranges were kept once holds the hash of the changes as sent: it is accepted too, and the
+    changes commit the same memory (evidence is only listed, never written)."""
+    try:
+        sent = parse_arguments(arguments)
+    except ProposalRejected:
+        return None
+    changes = canonical_order(cited_once(sent).changes)
+    if recorded_hash in (proposal_hash(changes), proposal_hash(canonical_order(sent.changes))):
+        return changes
+    return None
 
 
 def canonical_order(changes: list[ProposedChange]) -> list[ProposedChange]:

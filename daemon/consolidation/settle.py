@@ -28,7 +28,7 @@ from ..protocol.consolidation import Receipt, Status
 from ..safe_open import read_regular
 from .attempts import read_attempt
 from .barrier import converge
-from .proposal import ProposalRejected, ProposedChange, canonical_order, parse_arguments, proposal_hash
+from .proposal import ProposedChange, replayed
 from .receipts import ReceiptError, ReceiptStore, ended
 
 _MARK_MAX_BYTES = 64 * 1024  # a workspace's absolute folder, with room to spare
@@ -141,8 +141,4 @@ def _replayed(home: Home, receipt: Receipt) -> list[ProposedChange] | None:
     recorded = read_attempt(home, receipt.attempt) if receipt.attempt else None
     if recorded is None or recorded.final is None:
         return None
-    try:
-        changes = canonical_order(parse_arguments(recorded.final).changes)
-    except ProposalRejected:
-        return None
-    return changes if proposal_hash(changes) == receipt.proposalHash else None
+    return replayed(recorded.final, receipt.proposalHash)
