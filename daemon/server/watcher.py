@@ -23,7 +23,10 @@ watched anew. A root watched anew, or no longer, is handed over as such (`on_roo
 nothing told what happened in it meanwhile. When the kernel drops events (inotify's queue
 overflowed), the loss is handed over (`on_events_lost`) and every watched root is reported
 changed. inotify is preferred; when its watch or instance limit is hit, or the settings ask for
-it, polling takes over and `daemon/status` says why.
+it, polling takes over and `daemon/status` says why. The limit may be hit later than a root's
+first watch, at a folder made in it: watchdog's inotify then only logs that it cannot watch it
+and goes on, so that record is listened for (`_Exhausted`) and leads to the same polling, every
+root watched anew and reported changed (decision 0440).
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ with contextlib.suppress(ImportError):  # no inotify on this system: polling pai
     InotifyMoveEventGrouper.delay = 0
 
 log = logging.getLogger("remem.daemon")
+# Where watchdog's inotify says it could not watch a folder made below a watch (`_Exhausted`).
+_WATCHDOG_INOTIFY_LOG = logging.getLogger("watchdog.observers.inotify")
 
 DEBOUNCE_SECONDS = 0.15
 MAX_DELAY_SECONDS = 1.0  # a session appended to without pause is still reported every second
@@ -165,6 +170,7 @@ class Watcher:
         # gone) and the folder it is on.
         self._root_watches: dict[Path, _Held] = {}
         self._failing: set[Path] = set()  # roots that could not be watched (said once)
+        self._listening: _Exhausted | None = None  # on watchdog's inotify log, while it is used
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Watch with inotify, or with polling when asked to or when inotify runs out; the
@@ -217,6 +223,13 @@ class Watcher:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._event, paths, gone)
 
+    def post_exhausted(self, exc: OSError) -> None:
+        """Hand the news that inotify could not watch a new folder (out of watches) to the
+        event loop; safe from any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._exhausted, exc)
+
     def post_lost(self) -> None:
         """Hand the news that events were lost to the event loop; safe from any thread."""
         loop = self._loop
@@ -225,14 +238,17 @@ class Watcher:
 
     # -- on the event loop ---------------------------------------------------------------
 
-    def _submit(self, *, announce: bool = True, gone: _Forward | None = None) -> None:
+    def _submit(
+        self, *, announce: bool = True, gone: _Forward | None = None, exhausted: OSError | None = None
+    ) -> None:
         """Have the watcher's thread look at the roots (`_turn`); what it did comes back to
-        `_done`. `announce`: a root watched anew is reported changed (not at the start)."""
+        `_done`. `announce`: a root watched anew is reported changed (not at the start).
+        `exhausted`: inotify ran out while watching a new folder, polling must take over."""
         loop, worker = self._loop, self._worker
         if loop is None or worker is None or self._stopped:
             return
         try:
-            future = loop.run_in_executor(worker, self._turn, list(self._roots), gone)
+            future = loop.run_in_executor(worker, self._turn, list(self._roots), gone, exhausted)
         except RuntimeError:  # stopped meanwhile, from another thread
             return
         self._busy += 1
@@ -311,6 +327,12 @@ class Watcher:
             # folder is gone): the root is missing until it is back, then watched and announced.
             self._submit(gone=gone)
 
+    def _exhausted(self, exc: OSError) -> None:
+        """A folder made below a watched one got no inotify watch: what happens in it would go
+        unheard, so polling takes over (at the turn this asks for), every root watched anew."""
+        if not self._stopped:
+            self._submit(exhausted=exc)
+
     def _lost(self) -> None:
         """The kernel dropped events (every watch of the observer hears of it): no mark can be
         trusted to have come, so the memo forgets everything and every watched root is
@@ -366,13 +388,16 @@ class Watcher:
 
     # -- on the watcher's thread -----------------------------------------------------------
 
-    def _turn(self, roots: list[Path], gone: _Forward | None) -> _Outcome:
+    def _turn(self, roots: list[Path], gone: _Forward | None, exhausted: OSError | None = None) -> _Outcome:
         """Start the observer if it is not yet, unwatch the roots no longer configured and
         those that are not the folder watched any more (`gone`: its watch saw it deleted),
-        watch those there now. inotify out of watches or instances: polling, from scratch."""
+        watch those there now. inotify out of watches or instances (now, or `exhausted` at a
+        folder made since): polling, from scratch."""
         outcome = _Outcome(backend=self._backend, reason=self._polling_reason)
         while True:
             try:
+                if exhausted is not None and self._backend == "inotify":
+                    raise exhausted
                 self._look(roots, gone, outcome)
                 return outcome
             except OSError as exc:
@@ -386,7 +411,7 @@ class Watcher:
                 reason = f"inotify limit reached ({exc.strerror or exc}); polling every second"
                 self._polling_reason = outcome.reason = reason
                 log.warning("%s", reason)
-                gone = None
+                gone = exhausted = None
 
     def _look(self, roots: list[Path], gone: _Forward | None, outcome: _Outcome) -> None:
         if self._observer is None:
@@ -428,6 +453,8 @@ class Watcher:
         observer: BaseObserver
         if self._backend == "inotify":
             observer = Observer()
+            self._listening = _Exhausted(self)
+            _WATCHDOG_INOTIFY_LOG.addFilter(self._listening)
         else:  # lstat: a link below a watched folder is never walked through
             observer = PollingObserverVFS(os.lstat, _list, polling_interval=POLL_SECONDS)
         self._observer = observer
@@ -469,6 +496,9 @@ class Watcher:
     def _stop_observer(self) -> None:
         observer, self._observer = self._observer, None
         self._root_watches, self._fixed = {}, []
+        listening, self._listening = self._listening, None
+        if listening is not None:
+            _WATCHDOG_INOTIFY_LOG.removeFilter(listening)
         if observer is not None and observer.is_alive():
             observer.stop()
             observer.join()
@@ -514,6 +544,33 @@ class _Outcome:
 class _Pending:
     first: float
     timer: asyncio.TimerHandle
+
+
+class _Exhausted(logging.Filter):
+    """Listens on watchdog's inotify log for its word that a folder made below a watch could
+    not be watched for want of watches or instances (it logs `Unable to watch %r: %s` with the
+    OSError and goes on, the folder unwatched), and tells the watcher, whose folders it is in.
+    The record itself is let through."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        super().__init__()
+        self._watcher = watcher
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        exc = next((a for a in args if isinstance(a, OSError)), None)
+        path = args[0] if args and isinstance(args[0], (str, bytes)) else None
+        if exc is not None and exc.errno in _LIMITS and path is not None and self._mine(os.fsdecode(path)):
+            self._watcher.post_exhausted(exc)
+        return True
+
+    def _mine(self, path: str) -> bool:
+        watcher = self._watcher
+        folders = [
+            str(watcher.home.memory),
+            *(held.handler.watched for held in list(watcher._root_watches.values())),
+        ]
+        return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
 
 class _Forward(FileSystemEventHandler):

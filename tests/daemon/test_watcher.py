@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,55 @@ def test_a_change_heard_just_before_the_stop_is_not_reacted_to_after_it(home: Ho
         return seen
 
     assert asyncio.run(scenario()) == []
+
+
+def test_inotify_running_out_at_a_new_folder_falls_back_to_polling(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watches run out after the start, at a folder made in a root: watchdog's inotify only
+    logs that it cannot watch it and goes on. The watcher hears that, polls, and says why; what
+    is written in that folder is heard."""
+    from watchdog.observers import inotify_c
+
+    root = tmp_path / "claude"
+    root.mkdir()
+    deep = root / "-deep"
+    add = inotify_c.InotifyFD.add_callback
+
+    def exhausted_at_deep(fd: object, path: bytes, *args: object) -> object:
+        if os.fsdecode(path) == str(deep):
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+        return add(fd, path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "add_callback", exhausted_at_deep)
+    heard: list[str] = []
+
+    async def scenario() -> dict[str, object]:
+        watcher = Watcher(
+            home.ensure_layout(), [root], lambda target: asyncio.sleep(0), "auto", on_root_paths=heard.extend
+        )
+        watcher.start(asyncio.get_running_loop())
+        try:
+            await started(watcher)
+            assert watcher.status().backend == "inotify"
+            deep.mkdir()
+            await until(lambda: watcher.status().backend == "polling", what="polling", seen=watcher.status)
+            status = watcher.status().model_dump()
+            log = deep / "s.jsonl"
+
+            def appended_and_heard() -> bool:  # polling's first snapshot may hold the first line
+                with log.open("a") as f:
+                    f.write("{}\n")
+                return str(log) in heard
+
+            await until(appended_and_heard, what="an append in the new folder heard", seen=lambda: heard)
+            return status
+        finally:
+            await asyncio.to_thread(watcher.stop)
+
+    status = asyncio.run(scenario())
+    assert "inotify limit reached" in str(status["reason"]) and status["paths"] == [
+        str(home.memory),
+        str(root),
+    ]
+    assert str(root) in heard, "the root, watched anew, is listed anew"
