@@ -183,12 +183,14 @@ def root_fingerprint(root: Path) -> str:
 
 
 def files_fingerprint(logs: list[LogFile], rejected: list[Rejected]) -> str:
-    """The digest `root_fingerprint` makes of a root's log files and refusals."""
+    """The digest `root_fingerprint` makes of a root's log files and refusals. ctime is in it: a
+    log rewritten in place at its size with its mtime put back, or a chmod, changes only that."""
     digest = hashlib.sha256()
     for log in sorted(logs, key=lambda f: f.path):
         st = log.stat
         digest.update(
-            os.fsencode(log.path) + f"\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}\n".encode()
+            os.fsencode(log.path)
+            + f"\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\n".encode()
         )
     for path, reason in sorted(rejected):
         digest.update(os.fsencode(path) + f"\0{reason}\n".encode())
