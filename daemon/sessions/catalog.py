@@ -90,6 +90,10 @@ from .writer import LOCK_NAME
 WORKER_WORKSPACE = "consolidator-workspace"
 _NO_META = SessionMeta()  # shared default: building one per listed session costs a validation
 _NEVER = 1 << 63  # a `live_until` the clock never reaches: no liveness hangs on it
+# How far in the future a log's mtime may lie and still say it was written just now: a network
+# file system's server clock a little ahead. Past that (`touch -d 2027-…`, a clock stepped back),
+# the mtime says nothing about recency (decision 0441).
+FUTURE_SLACK_NS = 60 * 1_000_000_000
 Known = tuple[str, os.stat_result, LogRow | None]  # a log at its `stat`, and its index row if any
 # Told (logs read, logs to read) while a listing indexes what changed.
 Progress = Callable[[int, int], None]
@@ -1100,7 +1104,7 @@ class SessionCatalog:
         tallied = kept.state if kept is not None and isinstance(kept.state, Tallied) else None
         root = None if cold.root is None else Path(cold.root)
         update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied, root)
-        recent = time.time_ns() - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
+        recent = _recent(st, time.time_ns(), self.idle_seconds)
         if tally is not None and (recent or not tally.graph):
             self.continuations.keep(update.row, tally)
         return update
@@ -1172,12 +1176,19 @@ class SessionCatalog:
                 return writing
         if row.open_turn is not None:
             return True
-        recently = now_ns - st.st_mtime_ns < self.idle_seconds * 1_000_000_000
+        recently = _recent(st, now_ns, self.idle_seconds)
         # Only a recent child log can be remem's untouched output that looks live: other logs
         # cost no lookup, so a warm listing reads nothing more.
         if recently and (row.parent is None or not self.published.untouched(row.path, row.revision)):
             return True
         return self._claude_pid(row, processes) is not None
+
+
+def _recent(st: os.stat_result, now_ns: int, idle_seconds: int) -> bool:
+    """Whether a file's mtime is within `idle_seconds` of now. One further in the future than
+    `FUTURE_SLACK_NS` is not: it would otherwise be live until that time (decision 0441)."""
+    age_ns = now_ns - st.st_mtime_ns
+    return -FUTURE_SLACK_NS <= age_ns < idle_seconds * 1_000_000_000
 
 
 def _writer_holds(lock_file: Path) -> bool | None:
