@@ -503,7 +503,12 @@ def _start_or_wait(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
 
 def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:
     """The daemon started, and how long its log was before: what it writes follows."""
-    # Never through a link: the log would be written wherever it points (HomeUnusable).
+    # A home the daemon would refuse (`daemon run`): said here as it says it, before its log is
+    # made, and as the home's own reason (HomeUnusable) rather than a daemon that failed to start.
+    paths.home.refuse_non_utf8_name()
+    # Never through a link nor into a folder: the log would be written wherever it points, or
+    # not at all (HomeUnusable). Refused only here, where it is opened: a daemon that runs in the
+    # foreground logs to its standard error, and one that runs already needs no log opened.
     log = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         since = os.fstat(log).st_size

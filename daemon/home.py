@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .fsutil import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, own_private_dir
+from .os_names import is_utf8, shown
 from .safe_open import kind_at
 
 HOME_ENV = "REMEM_HOME"
@@ -82,6 +83,18 @@ class Home:
         except OSError:
             return None
         return f"{st.st_dev}:{st.st_ino}"
+
+    def refuse_non_utf8_name(self) -> Home:
+        """HomeUnusable when the home's name is not UTF-8: remem keeps and sends its paths as
+        UTF-8 text (the index, the daemon's answers), which would fail on them as a bug. Asked
+        by what stores or sends them, never by what only reads files it is given, nor by the
+        servers, which start whatever the home and say this as why they are degraded."""
+        if not is_utf8(str(self.root)):
+            raise HomeUnusable(
+                f"remem's home {shown(str(self.root))} cannot be used: its name is not UTF-8, and remem "
+                f"keeps its paths as UTF-8 text; choose another home with --home or ${HOME_ENV}"
+            )
+        return self
 
     def ensure_layout(self) -> Home:
         """Create the fixed folders (0700); existing ones, and a hand-made `settings.yml`, are

@@ -145,8 +145,16 @@ def test_no_writable_temporary_folder_is_no_traceback_before_main(home: Home, tm
     assert done.stdout.startswith('{\n  "global"')
 
 
-@pytest.mark.parametrize("name", ["daemon.log", "daemon.json"])
-@pytest.mark.parametrize("command", [["memory", "show", "--json"], ["daemon", "run"]])
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("daemon.log", ["memory", "show", "--json"]),
+        ("daemon.json", ["memory", "show", "--json"]),
+        # Not `daemon run` with a folder at the log: in the foreground it logs to its standard
+        # error, and runs (tests/test_cli_home_unusable_by_some.py).
+        ("daemon.json", ["daemon", "run"]),
+    ],
+)
 def test_a_folder_where_the_daemon_keeps_a_file_is_named_not_a_bug(
     home: Home, tmp_path: Path, name: str, command: list[str]
 ) -> None:
@@ -208,7 +216,9 @@ def test_standard_input_closed_is_a_usage_error(
 
 
 @pytest.mark.parametrize("named_by", ["--home", "REMEM_HOME"])
-@pytest.mark.parametrize("command", [["sessions", "list", "--json"], ["daemon", "status"]])
+@pytest.mark.parametrize(
+    "command", [["sessions", "list", "--json"], ["daemon", "status"], ["memory", "show", "--json"]]
+)
 def test_a_home_whose_name_is_not_utf8_is_refused_in_one_line(
     tmp_path: Path, named_by: str, command: list[str]
 ) -> None:

@@ -14,9 +14,8 @@ import click
 
 from .. import __version__
 from ..fsutil import Unwritable
-from ..home import HOME_ENV, Home, HomeUnusable
+from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
-from ..os_names import is_utf8, shown
 from .backend import NO_DAEMON_ENV, Backend
 from .output import EXIT_PROBLEMS, FOLDER_REMOVED, Group, OutputUnwritable, fail
 
@@ -95,12 +94,15 @@ def cli(ctx: click.Context, home: str | None, no_daemon: bool) -> None:
         resolved = Home.resolve(home)
     except FileNotFoundError:  # a relative home, from a folder that was removed
         fail(FOLDER_REMOVED)
-    if not is_utf8(str(resolved.root)):  # its paths would fail where stored or sent as text
-        fail(
-            f"remem's home {shown(str(resolved.root))} cannot be used: its name is not UTF-8, and remem "
-            f"keeps its paths as UTF-8 text; choose another home with --home or ${HOME_ENV}"
-        )
+    if ctx.invoked_subcommand not in _ANY_HOME_NAME:  # its paths would fail where stored or sent
+        resolved.refuse_non_utf8_name()
     ctx.obj = Backend(resolved, use_daemon=not no_daemon)
+
+
+# What starts whatever the home's name: the servers, which say why the home cannot be used as
+# their reason for being degraded (docs/lsp.md), and `memory`, which refuses it itself but for
+# `memory validate` (it reads the files it is given, never the home).
+_ANY_HOME_NAME = frozenset({"lsp", "mcp", "memory"})
 
 
 @cli.command()

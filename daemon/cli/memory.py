@@ -59,8 +59,13 @@ cwd_option = click.option(
 
 
 @click.group(cls=Group)
-def memory() -> None:
+@click.pass_context
+def memory(ctx: click.Context) -> None:
     """Read, validate and change Global and workspace memory."""
+    if ctx.invoked_subcommand != "validate":  # it reads the files it is given, never the home
+        backend = ctx.find_object(Backend)
+        assert backend is not None  # made by `remem`'s own group
+        backend.home.refuse_non_utf8_name()
 
 
 @memory.command()

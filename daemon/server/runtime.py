@@ -62,10 +62,10 @@ class DaemonPaths:
 
     def __post_init__(self) -> None:
         if self.layout:
+            # Its files are refused where they are opened, not here, which every client and the
+            # daemon pass: the log by the client that spawns a daemon (`client._spawn`), the
+            # status file by the daemon that writes it (`remem daemon run`).
             self.home.ensure_layout()
-            # What a client opens for the daemon it spawns, as its output (the daemon's status
-            # file is the daemon's to refuse: `remem daemon run`).
-            self.home.refuse_non_file(self.log)
         else:  # no daemon can run with a file at state/: said as every other command says it
             self.home.refuse_non_folder(self.home.refuse_link(self.home.state))
 
