@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
@@ -251,9 +252,9 @@ def _age(epoch_ms: int) -> str:
 @click.option(
     "--op-id",
     "operation_id",
-    required=True,
+    default=None,
     type=NON_EMPTY,
-    help="Idempotency key: a retry with it returns the same child.",
+    help="Idempotency key: a retry with it returns the same child (default: a new one, printed).",
 )
 @click.option(
     "--title", default=None, type=UTF8, help="The child's title (default: the parent's title with (N+1))."
@@ -267,7 +268,7 @@ def _age(epoch_ms: int) -> str:
 @session_options
 @click.pass_obj
 def fork(
-    backend: Backend, session_id: str, at_seq: int | None, turn: int | None, operation_id: str,
+    backend: Backend, session_id: str, at_seq: int | None, turn: int | None, operation_id: str | None,
     title: str | None, expected_revision: str | None, roots: tuple[Path, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Branch a session after a completed turn. Only the conversation is copied: files and
@@ -275,6 +276,9 @@ def fork(
     written where its harness finds it, and the command that resumes it is printed."""
     if turn is not None and at_seq is not None:
         raise click.UsageError("--turn and --at both name where to branch: give one of them")
+    # Without one, a fresh id: printed, since only a retry with it is never a second child.
+    generated = operation_id is None
+    operation_id = operation_id or uuid.uuid4().hex
     # The daemon finds the turn's end, after its operation's journal: a retry of the same
     # request is answered whatever became of the session since (decision 0393).
     request = ForkRequest(
@@ -286,12 +290,20 @@ def fork(
         expectedRevision=expected_revision,
     )
     with _refusals(as_json):
-        result = backend.api(roots).fork_session(request)
+        try:
+            result = backend.api(roots).fork_session(request)
+        except RpcError:  # answered: a refusal made nothing
+            raise
+        except BaseException:  # no answer (the daemon died, Ctrl-C): the child may have been made
+            if generated:
+                say(f"remem: {_retry_with(operation_id)}", err=True)
+            raise
     if as_json:
         # A DSH child has no resume command: its JSON stays what it always was.
-        emit_json(
-            result.model_dump(mode="json", exclude=set(HARNESS_FIELDS) if result.resume is None else None)
+        answer = result.model_dump(
+            mode="json", exclude=set(HARNESS_FIELDS) if result.resume is None else None
         )
+        emit_json({**answer, "operationId": operation_id} if generated else answer)
     else:
         verb = "created" if result.created else "already existed:"
         unit = "events" if result.resume is None else "lines"  # a harness file's records are its lines
@@ -300,6 +312,16 @@ def fork(
             say(f"resume it with: {result.command}")
         if result.note is not None:
             say(result.note if result.command is None else f"note: {result.note}")
+        if generated:
+            say(_retry_with(operation_id))
+
+
+def _retry_with(operation_id: str) -> str:
+    """The line that tells how to retry a fork whose id remem chose, never making a second child."""
+    return (
+        f"operation id: {operation_id} (to retry after a crash, give --op-id {operation_id}: the same "
+        "child is returned, never a second)"
+    )
 
 
 @sessions.command()
