@@ -88,15 +88,22 @@ _AZURE_SAS = re.compile(
 _SECRET_WORDS = (b"password", b"passwd", b"secret", b"token", b"api_key", b"api-key", b"apikey",
                  b"private_key", b"private-key", b"privatekey", b"pass", b"pwd")  # fmt: skip
 # `PASS` and `PWD` name a password only as the last word of an upper-case variable (`DB_PASS`,
-# `MYSQL_PWD`): `first_pass = 2` is code, `PWD`, `$PWD` and `pwd: /home/x` a directory, and
-# `OLD_PWD=/srv` one too (a value that begins a path is none of a `_PWD`).
+# `MYSQL_PWD`): `first_pass = 2` is code, `PWD`, `$PWD` and `pwd: /home/x` a directory. Such a
+# variable also names a count, a switch or a folder (`NUM_PASS=2`, `SKIP_PASS: true`,
+# `OLD_PWD=/srv`, `OLD_PWD=C:\Users\me`), so its value must look like a secret: not a number
+# of up to 5 digits (a count, a port; a longer one may be a PIN), not a boolean, not a path.
+_NOT_A_PASS = r"""(?: [/~.] | [A-Za-z]:[\\/] | \\\\
+    | (?: [-+]?[0-9]{1,5}(?:\.[0-9]+)? | (?i:true|false|yes|no|on|off|null|none) ) (?![^\s"',;&`]) )"""
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<key>(?:password|passwd|secret(?:[_-]?key)?|token|api[_-]?key|private[_-]?key
-            |(?-i:(?<=[A-Z0-9]_)(?:PASS|PWD(?=["']?\s*[:=]\s*["']?(?![/~.])))))
+            |(?P<upper>(?-i:(?<=[A-Z0-9]_)(?:PASS|PWD))))
         ["']?\s*[:=]\s*)
     """
     + _NOT_A_VALUE
+    + r"(?(upper)(?![\"']?"
+    + _NOT_A_PASS
+    + "))"
     # `$VAR`, `<placeholder>` and `{template}` name a secret without holding one; a bare value
     # ends at a backtick, the end of the inline code it is written in.
     + r"""
@@ -129,19 +136,21 @@ _QUOTED = (
     + _PLACEHOLDER
     + r"""[^'\n]+)' )"""
 )
+# What a flag's value never is in prose: a lower-case word (`the --password option`, `-p is
+# deprecated`) or an upper-case placeholder (`--password PASSWORD`).
+_NOT_A_WORD = r"""(?![a-z]+[.,;:!?)\]`'"*]*(?!\S)) (?![A-Z][A-Z0-9_]*[.,;:!?)\]`'"*]*(?!\S))"""
 _PASSWORD_FLAG = re.compile(
     # `--password x`, `--db-password x` (the `=` form is an assignment). The value is taken only
-    # where a flag's value is unambiguous: not a flag (`--password --user x`), not a lower-case
-    # word (`the --password option`), not an upper-case placeholder (`--password PASSWORD`).
+    # where a flag's value is unambiguous: not a flag (`--password --user x`), nor a word.
     r"""(?x) --(?<![\w-]--) (?!(?:no|ask|prompt|skip|use|with|without|require|allow|empty)-)
     (?:[a-z0-9]+-)?pass(?:word|wd) [ \t]+
     (?: """
     + _QUOTED
     + r""" | (?P<value>"""
     + _PLACEHOLDER
-    + r"""(?![-"'`(\[])
-        (?![a-z]+[.,;:!?)\]`'"*]*(?!\S)) (?![A-Z][A-Z0-9_]*[.,;:!?)\]`'"*]*(?!\S))
-        [^\s"'`;&|()<>]+ ) )"""
+    + r"""(?![-"'`(\[]) """
+    + _NOT_A_WORD
+    + r""" [^\s"'`;&|()<>]+ ) )"""
 )
 
 
@@ -176,19 +185,66 @@ _CURL_LOGIN = _option_of(
     + _PLACEHOLDER
     + r"""[^\s"'`;&|()<>]+) )""",
 )
-# What a `-p` value is where `-p` takes a password: not a flag (`-p -u x`), not a placeholder.
+# What a `-p` value is where `-p` takes a password: not a flag (`-p -u x`), not a placeholder,
+# not a word.
 _P_VALUE = (
     r"-p (?:[ \t]+|=)? (?: "
     + _QUOTED
     + r" | (?P<value>"
     + _PLACEHOLDER
-    + r"""(?![-="'])[^\s"'`;&|()<>]+ ) )"""
+    + r"""(?![-="']) """
+    + _NOT_A_WORD
+    + r""" [^\s"'`;&|()<>]+ ) )"""
 )
-# `docker login -p x` (`podman login`, the same options): only after `login`, since `-p` is a
-# port for `docker run`; `sshpass -p x` runs ssh with that password (`-f file`, `-e` take none).
-_DOCKER_LOGIN = _option_of("d", r"ocker[ \t]+login", _P_VALUE)
-_PODMAN_LOGIN = _option_of("p", r"odman[ \t]+login", _P_VALUE)
-_SSHPASS = _option_of("s", "shpass", _P_VALUE)
+# `docker login -p x` (`podman login`, the same options) and `sshpass -p x` (it runs the command
+# that follows with that password). `-p` is a password only as that command's own option: what
+# comes between is only its options (with their values) and, for a login, its registry. So the
+# span ends at a pipe, `;`, `&`, a backtick, a comma, parentheses or a redirection, and at the
+# command sshpass runs (`sshpass -f pw ssh -p 2222`) or another word (`docker login, then docker
+# run -p 8080:80`), where `-p` is a port, a project or a flag of that command. Every word is
+# read once: each is an option (its kind tells whether a value follows), a value, or the one
+# registry, so the pattern never tries a word two ways and takes time linear in the text.
+_BLANK = r"(?:[ \t]|\\\n)+"  # spaces, tabs and line continuations, never a line's end
+_WORD = r"""[^\s"'`,;&|()<>]"""  # a character of a word in a command
+
+
+def _login_pattern(
+    first: str, rest: str, option: Callable[[str], str], registry: bool
+) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """`-p` given to the command `first` + `rest`, whose options `option(argument)` makes (given
+    the pattern of a value); with `registry`, one other word may stand among them. Also the
+    pattern of `-p` again further on in that command. No value is that command's name: where
+    it is named again, its own match begins, so a text naming it often is read once."""
+    argument = rf"""(?: "[^"\n]*" | '[^'\n]*' | <[\w.-]+> | (?!{first}{rest}(?!{_WORD})){_WORD}+ )"""
+    options = rf"(?: {_BLANK} {option(argument)} )*"
+    words = rf"{options} (?: {_BLANK} (?!-){argument} {options} )?" if registry else options
+    return (
+        re.compile(rf"(?x) {first}(?<!\w{first}){rest}\b {words} {_BLANK} {_P_VALUE}"),
+        re.compile(rf"(?x) {words} {_BLANK} {_P_VALUE}"),
+    )
+
+
+# docker login's and podman login's options: those taking a value (`-u bob`, `--authfile=f`),
+# and flags (`--password-stdin`, `-v`, `--tls-verify=false`, `-ubob`); `--password x` is
+# `_PASSWORD_FLAG`'s.
+_LOGIN_VALUED = r"(?:-u|--username|--authfile|--cert-dir|--compat-auth-file|--secret)"
+
+
+def _login_option(argument: str) -> str:
+    return rf"""(?: {_LOGIN_VALUED} (?: ={argument} | {_BLANK}(?!-){argument} )
+    | (?!{_LOGIN_VALUED}(?![\w-])) (?: -(?!p)[A-Za-z] | --(?!password(?![\w-]))[A-Za-z] ) {_WORD}* )"""
+
+
+# sshpass's: `-f file`, `-d fd` and `-P prompt` take a value (apart or attached), `-e[VAR]`, `-v`
+# and `-h` none. The first other word is the command it runs.
+def _sshpass_option(argument: str) -> str:
+    return rf"""(?: -[fdP] (?: {_BLANK}(?!-){argument} | {_WORD}+ ) | -[ehvV]{_WORD}*
+    | --[A-Za-z][\w-]*(?:={argument})? )"""
+
+
+_DOCKER_LOGIN = _login_pattern("d", r"ocker[ \t]+login", _login_option, registry=True)
+_PODMAN_LOGIN = _login_pattern("p", r"odman[ \t]+login", _login_option, registry=True)
+_SSHPASS = _login_pattern("s", "shpass", _sshpass_option, registry=False)
 # A netrc entry: `machine host [login user] [account a] [port p] password value`, on one line or
 # several (never over a blank one). In prose (`the machine password is required`) what follows
 # `password` is a word: a lower-case word, like an upper-case placeholder, is no value, as for

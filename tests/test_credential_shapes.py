@@ -313,6 +313,27 @@ MORE_FORMS = [
         "azure-sas",
         "sv=2022-11-02&sig=aGVsbG8lM0Q",
     ),
+    # The login's own options and its registry before `-p`, in any order.
+    (
+        "docker login r.io --username=bob -v -p hunter2xyz",
+        "docker login r.io --username=bob -v -p [redacted password]",
+        "password",
+        "hunter2xyz",
+    ),
+    (
+        'podman login --tls-verify=false -u "$U" quay.io -p hunter2xyz',
+        'podman login --tls-verify=false -u "$U" quay.io -p [redacted password]',
+        "password",
+        "hunter2xyz",
+    ),
+    (
+        "sshpass -v -f pw -p hunter2xyz ssh h",
+        "sshpass -v -f pw -p [redacted password] ssh h",
+        "password",
+        "hunter2xyz",
+    ),
+    ("DB_PASS=123456789", "DB_PASS=[redacted secret]", "secret", "123456789"),
+    ("ADMIN_PWD=Tr0ub4dor", "ADMIN_PWD=[redacted secret]", "secret", "Tr0ub4dor"),
 ]
 
 # Paths, ports, `$PWD`, prose about passwords and placeholders: none holds a secret.
@@ -332,6 +353,25 @@ NOT_SECRETS = [
     "sshpass -f pw.txt ssh host; sshpass -e ssh host",
     "the DB_PASS variable holds it; Use DB_PASS=$SECRET or MYSQL_PWD=<password>",
     "AccountKey=<key>; AccountKey=...; AccountKey={key}; SharedAccessSignature=<sas>",
+    # `-p` of another command after a login or sshpass: a port, a file, a project, a word.
+    "Run `docker login` first, then `docker run -p 8080:80 nginx`.",
+    "sshpass -f ~/.pw ssh -p 2222 deploy@host",
+    "sshpass -e ssh -p 2222 deploy@host uptime",
+    "sshpass -f pw.txt scp -P 22 -p file host:",
+    "podman login quay.io, then podman run -p 5432:5432 postgres",
+    "In docker login docs, -p is deprecated; use --password-stdin",
+    "In docker login docs -p is deprecated",
+    "docker login (see docs) and docker run --rm -p 3000:3000 web",
+    "docker login ghcr.io -u me --password-stdin < token.txt && docker run -p 8080:80 app",
+    "Use docker login; docker compose up -p myproj",
+    "docker login registry then docker run -p 8080:80 app",
+    "sshpass -f pw.txt ssh host | ssh -p 2222 other",
+    # A `_PASS` or `_PWD` variable holding a count, a switch or a folder.
+    "NUM_PASS=2",
+    "SKIP_PASS: true",
+    "LINT_PASS=0 make check",
+    "OLD_PWD=C:\\Users\\me",
+    "MAX_PASS=65535; RETRY_PASS='3'; DRY_PASS=False; USE_PASS: off; OLD_PWD=D:/work; OLD_PWD=\\\\srv\\x",
 ]
 
 
@@ -353,6 +393,31 @@ def test_each_further_form_is_masked_and_found(text: str, masked: str, kind: str
 def test_ordinary_text_like_the_further_forms_is_not_flagged(text: str) -> None:
     assert redact(text) == text
     assert find(text) == []
+
+
+def test_sshpass_masks_its_password_never_the_port_of_the_command_it_runs() -> None:
+    text = "sshpass -p hunter2 ssh -p 2222 deploy@host"
+    assert redact(text) == "sshpass -p [redacted password] ssh -p 2222 deploy@host"
+    assert [text[f.start : f.end] for f in find(text)] == ["hunter2"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker login -u x " * 20_000,
+        "docker login r -v " * 20_000 + "-u " * 20_000,
+        "podman login --authfile " + "\t" * 40_000 + "f",
+        "sshpass -f x " * 20_000 + "-e " * 20_000,
+        "sshpass -f " * 30_000,  # each names the next as -f's value: read from each, quadratic
+        "docker login -u docker login " * 20_000,
+        "sshpass " + " \\\n" * 30_000,
+        "NUM_PASS=2 " * 30_000,
+        "A_PWD=C:\\x " * 30_000,
+    ],
+    ids=lambda text: text[:24],
+)
+def test_the_login_options_and_pass_values_read_a_long_text_once(text: str) -> None:
+    assert find(text) == [] and redact(text) == text
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,10 @@ ORDINARY = (
     "The password lives in the vault: `docker login -u bob --password-stdin`, `sshpass -e ssh h`, "
     "`Authorization: Basic <base64>` built from $CREDS, `AccountKey=<key>;` in the template.\n"
     "Set DB_PASS=$DB_PASS_FROM_VAULT; first_pass = compute(x) is code.\n"
+    "Staging listens for ssh on port 2222; the password file is ~/.staging-pw:\n"
+    "`sshpass -f ~/.staging-pw ssh -p 2222 deploy@staging`. Run `docker login` first, then\n"
+    "`docker run -p 8080:80 nginx`; podman login quay.io, then podman run -p 5432:5432 postgres.\n"
+    "CI sets NUM_PASS=2, SKIP_PASS: true, LINT_PASS=0 and OLD_PWD=C:\\Users\\me.\n"
 )
 
 
