@@ -684,6 +684,12 @@ class _Parts:
     records: int
     records_bytes: int
 
+    def memory_counts(self, size: int, limit: int) -> bool:
+        """Whether making memory smaller is worth saying for an input of `size` bytes over
+        `limit`: memory is a tenth of it or more, or without memory it would fit."""
+        memory = self.global_memory + self.records_bytes
+        return memory > 0 and (memory * 10 >= size or size - memory <= limit)
+
     def said(self) -> str:
         return (
             f"the session's evidence {self.evidence}, Global memory {self.global_memory}, "
@@ -703,10 +709,14 @@ def _too_large(context: str, size: int, route: Route, parts: _Parts) -> str | No
     records alone can pass the default limit."""
     most = size_text(SESSION_LINE_MAX_BYTES)
     if size > route.max_input_bytes:
+        shrink = (
+            ", or make the memory the session is reviewed against smaller"
+            if parts.memory_counts(size, route.max_input_bytes)
+            else ""
+        )
         return (
             f"the review input is {size} bytes ({parts.said()}); consolidation.max_input_bytes is "
-            f"{route.max_input_bytes}: raise it in settings.yml (at most {most}), or make the memory "
-            "the session is reviewed against smaller"
+            f"{route.max_input_bytes}: raise it in settings.yml (at most {most}){shrink}"
         )
     logged = logged_bytes(context)
     if logged > LINE_ROOM_BYTES:
