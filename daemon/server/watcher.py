@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 from watchdog.events import (
     DirAttribEvent,
@@ -456,7 +456,7 @@ class Watcher:
             self._listening = _Exhausted(self)
             _WATCHDOG_INOTIFY_LOG.addFilter(self._listening)
         else:  # lstat: a link below a watched folder is never walked through
-            observer = PollingObserverVFS(os.lstat, _list, polling_interval=POLL_SECONDS)
+            observer = PollingObserverVFS(_lstat, _list, polling_interval=POLL_SECONDS)
         self._observer = observer
         try:
             for folder, recursive in ((self.home.memory, True), (self.home.root, False)):
@@ -511,6 +511,18 @@ def _identity(path: str | Path) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _lstat(path: str) -> os.stat_result:
+    """`os.lstat`, for polling, with a `st_mtime` that moves with the ctime too. watchdog's
+    snapshots tell a modification by mtime, size and inode only (and an attribute change by
+    mode and owner), so a file rewritten in place at its size with its mtime put back went
+    unheard; only its ctime tells. watchdog only compares `st_mtime` for inequality; the real
+    times stay in the `_ns` fields (decision 0440)."""
+    st = os.lstat(path)
+    # Its pickling form: the visible fields and the named rest, whichever the platform has.
+    _, (visible, extra) = cast("tuple[object, tuple[tuple[int, ...], dict[str, Any]]]", st.__reduce__())
+    return os.stat_result(visible, {**extra, "st_mtime": st.st_mtime + st.st_ctime})
 
 
 def _list(path: str | None) -> Iterator[os.DirEntry[str]]:

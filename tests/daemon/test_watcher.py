@@ -258,3 +258,51 @@ def test_inotify_running_out_at_a_new_folder_falls_back_to_polling(
         str(root),
     ]
     assert str(root) in heard, "the root, watched anew, is listed anew"
+
+
+@pytest.mark.parametrize("which", ["memory", "root"])
+def test_polling_hears_a_same_size_rewrite_with_its_mtime_put_back(
+    home: Home, tmp_path: Path, which: str
+) -> None:
+    """watchdog's polling tells a change by mtime, size and inode: a hand edit of a memory record,
+    or a log rewritten in place, at the same size with the mtime put back was never heard. Its
+    ctime moved; the watcher's polling hears that."""
+    root = tmp_path / "claude"
+    log = root / "-w" / "s.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"a": 1}\n')
+    home.ensure_layout()
+    record = home.memory / "GLOBAL.md"
+    record.write_text("Version 1.\n")
+    path, target = (record, MemoryScope(None)) if which == "memory" else (log, SessionRoot(root))
+    before = path.stat()
+    seen: list[Target] = []
+
+    async def record_it(target: Target) -> None:
+        seen.append(target)
+
+    async def scenario() -> dict[str, object]:
+        watcher = Watcher(home, [root], record_it, "polling")
+        watcher.start(asyncio.get_running_loop())
+        try:
+            await started(watcher)
+
+            def rewritten() -> bool:
+                """Rewritten until the clock's tick (ctime is coarse) is past the snapshot's."""
+                path.write_text(path.read_text().replace("1", "2"))
+                os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+                return path.stat().st_ctime_ns != before.st_ctime_ns
+
+            await until(rewritten, what="a ctime past the snapshot's")
+            after = path.stat()
+            assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+                before.st_size,
+                before.st_mtime_ns,
+                before.st_ino,
+            )
+            await until(lambda: target in seen, what="the rewrite heard", seen=lambda: seen)
+            return watcher.status().model_dump()
+        finally:
+            await asyncio.to_thread(watcher.stop)
+
+    assert asyncio.run(scenario())["backend"] == "polling"
