@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 import click
 
 from ..consolidation.receipts import FAILED
-from ..protocol.consolidation import Status
+from ..protocol.consolidation import Receipt, Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     NO_API_KEY,
@@ -20,8 +20,10 @@ from ..protocol.rpc import (
     Empty,
     ModelSettings,
     ReceiptsParams,
+    ReviewParams,
     RpcError,
     SelectModelParams,
+    TurnRow,
 )
 from ..validation import one_line
 from .arguments import NON_EMPTY
@@ -79,9 +81,46 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         if result.repeats is not None:
             said += f"; its evidence is what review {result.repeats} read, so no model was asked"
         say(said if why is None else f"{said}: {one_line(why)}")
+        if result.changes:
+            for line in _changes_said(backend, result.review, {}):
+                say(f"  {line}")
     if result.status is Status.CANCELLED and not backend.use_daemon:
         sys.exit(EXIT_INTERRUPTED)  # in this process only Ctrl-C cancels (asyncio turns it into a cancel)
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+
+
+def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, list[TurnRow]]) -> list[str]:
+    """Each change of `receipt` (or of the review of that id) as the editor's receipt view names
+    it, with the turns of its session its evidence lies in: "added prefer-uv (feedback) ← turn 2"
+    (the evidence's own lines or events when the session can no longer be read). `turns` holds
+    the turns of the sessions read already."""
+    # The language server's words, loaded only here: `remem lsp` never loads this module.
+    from remem.lsp.provenance import _spans, turns_of
+    from remem.lsp.receipt_view import changed_records
+
+    review = receipt if isinstance(receipt, str) else receipt.review
+    session = None if isinstance(receipt, str) else receipt.source.session
+    if isinstance(receipt, str) or session not in turns:
+        try:
+            view = backend.api().receipt(ReviewParams(review=review))
+        except RpcError:  # a receipt that cannot be read now: its listing says why
+            return []
+        receipt, session = view.receipt, view.receipt.source.session
+        turns[session] = view.turns
+    assert session is not None
+    lines = []
+    for record, change in zip(changed_records(backend.home, receipt), receipt.changes, strict=True):
+        text = record.text()
+        said = f"{text[:1].lower()}{text[1:]}"
+        numbers = turns_of(turns[session], change.evidence)
+        if numbers:
+            said += f" ← turn{'s' if len(numbers) > 1 else ''} {_spans(numbers)}"
+        elif change.evidence:
+            said += (
+                f" ← {receipt.source.unit}s {', '.join(f'{r.fromSeq}–{r.toSeq}' for r in change.evidence)}"
+            )
+        lines.append(said)
+    return lines
 
 
 def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
@@ -107,6 +146,7 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(found)
         return
+    turns: dict[str, list[TurnRow]] = {}  # by session: read once for all of its receipts
     for r in found.receipts:
         names = ", ".join(c.name or "Global" for c in r.changes) or "-"
         # Changes a review proposed but did not commit (its source changed, its target moved)
@@ -116,6 +156,8 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  {said}: {names}  ({r.review[:12]})")
         if error:
             say(f"    {one_line(error)}")
+        for line in _changes_said(backend, r, turns) if r.changes else ():
+            say(f"    {line}")
     for bad in found.errors:
         say(f"error: {one_line(bad.path)}: {one_line(bad.message)}", err=True)
     unreadable = f", {len(found.errors)} unreadable" if found.errors else ""
