@@ -5,6 +5,9 @@ folder's; a relative `sessions.roots` entry is refused (decision 0362)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,31 @@ def test_a_relative_root_in_the_settings_is_refused(home: Home, tmp_path: Path) 
         "relative path, which the daemon would look for from its own working folder, not this file's; "
         "write the absolute path (/…/dshroot) or one starting with ~\n"
     )
+
+
+@pytest.mark.parametrize("named_in", ["--root", "settings"])
+def test_a_root_named_through_a_link_to_dshs_folder_is_looked_in_once(
+    home: Home, tmp_path: Path, named_in: str
+) -> None:
+    """The listing read DSH's folder once (the catalog's `unique_roots`), but "it looked in:"
+    named it twice, by its path and by the link's."""
+    dsh_sessions = tmp_path / "dsh" / "sessions"
+    dsh_sessions.mkdir(parents=True)
+    link = tmp_path / "dshlink"
+    link.symlink_to(dsh_sessions)
+    extra = ["--root", str(link)] if named_in == "--root" else []
+    if named_in == "settings":
+        home.ensure_layout()
+        home.settings_file.write_text(f"sessions:\n  roots: ['{link}']\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "sessions", "list", *extra],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DSH_HOME": str(tmp_path / "dsh"), "HOME": str(tmp_path)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    looked = [line.strip() for line in done.stderr.splitlines() if line.startswith("  ")]
+    first = str(dsh_sessions) + " (DSH's folder)" if named_in == "--root" else str(link)
+    assert looked[:2] == [str(home.sessions), first], done.stderr
+    assert [line for line in looked if line.startswith((str(dsh_sessions), str(link)))] == [first]

@@ -27,7 +27,7 @@ from ..protocol.rpc import (
 )
 from ..protocol.sessions import ROLLED_BACK, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
-from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots
+from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots, unique_roots
 from ..validation import one_line
 from .arguments import (
     FOLDER,
@@ -158,7 +158,11 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
         err=True,
     )
     defaults = backend.harness_defaults(roots)  # the daemon's, when it answered
-    for folder in looked_in(_roots_read(backend, roots, defaults), defaults):
+    read = _roots_read(backend, roots, defaults)
+    # A default folder read by another path (a link in sessions.roots) was read: not said again.
+    paths = [root.path for root in read]
+    defaults = [d for d in defaults if d.path in paths or unique_roots([*read, d]) != read]
+    for folder in looked_in(paths, defaults):
         whose = f"{HARNESS_NAMES[folder.harness]}'s folder" if folder.harness else ""
         what = ", ".join(part for part in (whose, "" if folder.exists else _missing(folder.path)) if part)
         say(f"  {one_line(str(folder.path))}{f' ({what})' if what else ''}", err=True)
@@ -175,18 +179,19 @@ def _missing(path: Path) -> str:
     return "not a folder" if path.exists() else "not found"
 
 
-def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root]) -> list[Path]:
+def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root]) -> list[Root]:
     """The roots a listing reads: remem's own, the configured ones, each harness's default
     folder that exists (of `defaults`), and the `--root`s; as the catalog composes them
-    (`all_roots`)."""
+    (`all_roots`, then `unique_roots`: a folder reached by two paths, such as a `--root` through
+    a link to DSH's folder, is read once, by the path first named)."""
     from ..settings import SettingsError, SettingsStore  # only for an empty answer
 
     try:
         configured = SettingsStore(backend.home).read()[0].sessions.roots
     except SettingsError:
         configured = []  # the listing said so already
-    roots = [root.path for root in all_roots(backend.home, configured, defaults)]
-    return roots + [root.path for folder in extra for root in named_roots(folder)]
+    named = [root for folder in extra for root in named_roots(folder)]
+    return unique_roots([*all_roots(backend.home, configured, defaults), *named])
 
 
 @sessions.command()
