@@ -2,9 +2,16 @@
 
 flock belongs to the open file description, so two acquisitions exclude each other even inside
 one process, and the kernel drops a lock the moment its holder dies: a crashed writer can never
-leave a scope locked. Acquisition blocks in the kernel (no polling) because every holder does
-bounded work; callers on an event loop run it in a worker thread. The one lock that must never
-hold up a commit, whatever its holder does (the history's), is waited for with a bound.
+leave a scope locked. Three ways to take one:
+
+- `file_lock` and `acquire_file_lock` wait in the kernel (no polling), for locks whose holders
+  do bounded work (a scope's commit, settling a review a crash left committing); callers on an
+  event loop run them in a worker thread.
+- `try_file_lock` never waits: for a lock whose holder may keep it for minutes, looked for again
+  and again by its caller, which a cancel can then stop (a review's lock, held by another run of
+  the session's consolidation, in `consolidation/runner.py`), or to ask whether a daemon runs.
+- `bounded_file_lock` polls up to a deadline: for a lock that must never hold up its caller,
+  whatever its holder does (the history's, the daemon's spawn lock).
 """
 
 from __future__ import annotations
