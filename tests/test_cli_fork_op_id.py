@@ -72,3 +72,11 @@ def test_a_forks_json_carries_the_op_id_chosen_and_two_forks_are_two_children(
     answer = json.loads(given.stdout)
     assert (answer["child"], answer["created"]) == (answers[0]["child"], False)
     assert "operationId" not in answer  # given: the JSON stays what it always was
+
+
+def test_the_demo_forks_after_the_turn_it_says() -> None:
+    """It said "after turn 1" and forked with `--at 0`, a seq (turn 1's first event)."""
+    demo = (Path(__file__).parent.parent / "scripts" / "demo").read_text()
+    [said] = re.findall(r"Branching after turn (\d+)", demo)
+    forks = re.findall(r'sessions fork "\$main" (.*)', demo)
+    assert forks and all(f"--turn {said} " in f"{fork} " and "--at" not in fork for fork in forks), forks
