@@ -308,8 +308,13 @@ class Daemon:
         return settings, problems
 
     async def _settings_changed(self) -> None:
+        before, _ = watched_roots(self.home, self.settings.current.sessions.roots)
         if await asyncio.to_thread(self.settings.reload):
-            self.watcher.set_roots(*watched_roots(self.home, self.settings.current.sessions.roots))
+            after, quiet = watched_roots(self.home, self.settings.current.sessions.roots)
+            self.watcher.set_roots(after, quiet)
+            for root in before:
+                if root not in after:  # its sessions leave the listings: news to every client
+                    self.services.sessions.root_dropped(root)
 
     def _events_lost(self) -> None:
         """The watcher lost events: the listing memo keeps nothing, and each root the watcher

@@ -292,6 +292,11 @@ class SessionMethods:
         async with self._turns:
             await self._announce(root)
 
+    def root_dropped(self, root: Path) -> None:
+        """A root the settings no longer name: announced, though nothing in it changed."""
+        self._fingerprints.pop(root, None)
+        self._publish("sessions/changed", SessionsChanged(root=str(root)))
+
     def forget_fingerprints(self) -> None:
         """The watcher lost events: the next look at each root announces it, news or not (a
         client may have listed it while the daemon's answers were stale)."""

@@ -347,7 +347,9 @@ def test_a_root_dropped_from_the_settings_and_added_back_lists_what_came_meanwhi
         daemon = await _Client().open(home)
         assert await daemon.ids() == _fresh(home) and len(await daemon.ids()) == 2
         assert await daemon.ids(CWD) == _fresh(home, CWD)  # the workspace's answer kept too
+        before = Counter(daemon.changed)
         _settings(home, [kept])
+        await daemon.announced([dropped], before)  # its sessions left: editors redraw their trees
         await _until_answer(daemon.status, lambda s: str(dropped) not in s["paths"])
         assert len(await daemon.ids()) == 1
         # Into the project folder the daemon scanned before: no watch sees it now.
