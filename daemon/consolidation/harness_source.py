@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..sessions.catalog import recently_changed
 from ..sessions.formats.claude_code import read_transcript
 from ..sessions.formats.codex import read_rollout
 from ..sessions.formats.jsonl import LineTooLong
@@ -87,7 +88,7 @@ def observe(harness: Harness, path: Path, idle_seconds: int) -> HarnessFile:
         session_id=session,
         cwd=cwd,
         lines=data.count(b"\n"),
-        live=time.time_ns() - st.st_mtime_ns < idle_seconds * 1_000_000_000,
+        live=recently_changed(st, time.time_ns(), idle_seconds),  # a future mtime is not (0441)
         revision=stat_revision(st),
         changed_ns=st.st_mtime_ns,
         fork_turn=fork_turn or 0,

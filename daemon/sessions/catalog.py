@@ -1104,7 +1104,7 @@ class SessionCatalog:
         tallied = kept.state if kept is not None and isinstance(kept.state, Tallied) else None
         root = None if cold.root is None else Path(cold.root)
         update, tally = HARNESS_SOURCES[cold.format].follow(path, cold.revision, tallied, root)
-        recent = _recent(st, time.time_ns(), self.idle_seconds)
+        recent = recently_changed(st, time.time_ns(), self.idle_seconds)
         if tally is not None and (recent or not tally.graph):
             self.continuations.keep(update.row, tally)
         return update
@@ -1176,7 +1176,7 @@ class SessionCatalog:
                 return writing
         if row.open_turn is not None:
             return True
-        recently = _recent(st, now_ns, self.idle_seconds)
+        recently = recently_changed(st, now_ns, self.idle_seconds)
         # Only a recent child log can be remem's untouched output that looks live: other logs
         # cost no lookup, so a warm listing reads nothing more.
         if recently and (row.parent is None or not self.published.untouched(row.path, row.revision)):
@@ -1184,7 +1184,7 @@ class SessionCatalog:
         return self._claude_pid(row, processes) is not None
 
 
-def _recent(st: os.stat_result, now_ns: int, idle_seconds: int) -> bool:
+def recently_changed(st: os.stat_result, now_ns: int, idle_seconds: int) -> bool:
     """Whether a file's mtime is within `idle_seconds` of now. One further in the future than
     `FUTURE_SLACK_NS` is not: it would otherwise be live until that time (decision 0441)."""
     age_ns = now_ns - st.st_mtime_ns

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,10 @@ def test_an_observation_reads_identity_digest_and_liveness_from_the_file(tmp_pat
     path.write_bytes(data + claude(cl.prompt("u2", "a1", "more")))
     os.utime(path, (1_600_000_000, 1_600_000_000))
     assert not settled.same_as(observe("claude-code", path, idle_seconds=120))
+    # A file stamped a year ahead (a clock stepped back) is not live until then (decision 0441).
+    ahead = time.time() + 365 * 86_400
+    os.utime(path, (ahead, ahead))
+    assert not observe("claude-code", path, idle_seconds=120).live
 
 
 def test_an_observation_refuses_a_link_a_missing_file_and_a_file_without_a_session(tmp_path: Path) -> None:
