@@ -27,6 +27,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
+from remem.daemon.consolidation.changes import ChangedRecord, changed_records
 from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Status
 from remem.daemon.protocol.rpc import (
     CONSOLIDATION_REFUSED,
@@ -37,7 +38,6 @@ from remem.daemon.protocol.rpc import (
 )
 from remem.daemon.protocol.sessions import FlatNode
 
-from .receipt_view import ChangedRecord, changed_records
 from .server import RememServer
 
 log = logging.getLogger("remem.lsp")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pygls.exceptions import JsonRpcException
 
+from remem.daemon.consolidation.changes import turn_spans, turns_of
 from remem.daemon.protocol.consolidation import ChangeSummary, EvidenceRange, Receipt, Status
 from remem.daemon.protocol.memory import Record
 from remem.daemon.protocol.rpc import ListParams, Result, SessionParams, TurnRow
@@ -60,7 +61,7 @@ class Provenance:
 
     def where(self) -> str:
         if self.turns:
-            return f"{'turn' if len(self.turns) == 1 else 'turns'} {_spans(self.turns)}"
+            return f"{'turn' if len(self.turns) == 1 else 'turns'} {turn_spans(self.turns)}"
         return "events " + ", ".join(f"{r.fromSeq}–{r.toSeq}" for r in self.evidence)
 
 
@@ -122,16 +123,6 @@ async def session_facts(ls: RememServer, session: str, cwd: str) -> tuple[str | 
     return title, rows
 
 
-def turns_of(rows: list[TurnRow], evidence: list[EvidenceRange]) -> list[int]:
-    """The turns the evidence lies in."""
-    numbers = set()
-    for row in rows:
-        end = row.endSeq if row.endSeq is not None else row.startSeq
-        if any(r.fromSeq <= end and row.startSeq <= r.toSeq for r in evidence):
-            numbers.add(row.turn)
-    return sorted(numbers)
-
-
 async def _asked(call: Awaitable[Result]) -> Result | None:
     """A daemon answer, or None when the daemon cannot give it (provenance then says less)."""
     try:
@@ -143,14 +134,3 @@ async def _asked(call: Awaitable[Result]) -> Result | None:
 
 async def _nothing() -> None:
     return None
-
-
-def _spans(numbers: list[int]) -> str:
-    """`1–3, 5` for [1, 2, 3, 5]."""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

@@ -21,50 +21,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel
-
+from remem.daemon.consolidation.changes import changed_records, turns_of
 from remem.daemon.home import Home
-from remem.daemon.memory.record import GLOBAL_FILE
 from remem.daemon.protocol.consolidation import EvidenceRange, Receipt, Status
 from remem.daemon.protocol.rpc import ReceiptView, TurnRow
 
 from . import ids
-from .provenance import turns_of
-
-Verb = Literal["Added", "Changed", "Removed", "Rewrote"]
-
-
-class ChangedRecord(BaseModel):
-    """One change of a review, as a person names it: "Added run-ci-before-push (feedback)"."""
-
-    verb: Verb
-    name: str  # a record's name, or GLOBAL.md
-    type: str | None
-    path: str | None  # the record's file, for a change that left one to open
-
-    def text(self) -> str:
-        return f"{self.verb} {self.name}{f' ({self.type})' if self.type else ''}"
-
-
-def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
-    """Each change of `receipt`, a put named Added or Changed as its history entry says."""
-    link = receipt.history
-    records = []
-    for change in receipt.changes:
-        name, kind = change.name or "", change.type
-        if change.action == "replace-global":
-            path = str(home.global_file)
-            records.append(ChangedRecord(verb="Rewrote", name=GLOBAL_FILE, type=None, path=path))
-        elif change.action == "delete":
-            records.append(ChangedRecord(verb="Removed", name=name, type=kind, path=None))
-        else:
-            verb: Verb = "Changed" if link is not None and name in link.changed else "Added"
-            path = str(home.workspaces / receipt.target.workspace / f"{name}.md")
-            records.append(ChangedRecord(verb=verb, name=name, type=kind, path=path))
-    return records
 
 
 def render(home: Home, view: ReceiptView) -> str:

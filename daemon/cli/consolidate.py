@@ -94,9 +94,7 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
     it, with the turns of its session its evidence lies in: "added prefer-uv (feedback) ← turn 2"
     (the evidence's own lines or events when the session can no longer be read). `turns` holds
     the turns of the sessions read already."""
-    # The language server's words, loaded only here: `remem lsp` never loads this module.
-    from remem.lsp.provenance import _spans, turns_of
-    from remem.lsp.receipt_view import changed_records
+    from ..consolidation.changes import changed_records, turn_spans, turns_of
 
     review = receipt if isinstance(receipt, str) else receipt.review
     session = None if isinstance(receipt, str) else receipt.source.session
@@ -114,7 +112,7 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
         said = f"{text[:1].lower()}{text[1:]}"
         numbers = turns_of(turns[session], change.evidence)
         if numbers:
-            said += f" ← turn{'s' if len(numbers) > 1 else ''} {_spans(numbers)}"
+            said += f" ← turn{'s' if len(numbers) > 1 else ''} {turn_spans(numbers)}"
         elif change.evidence:
             said += (
                 f" ← {receipt.source.unit}s {', '.join(f'{r.fromSeq}–{r.toSeq}' for r in change.evidence)}"

@@ -165,6 +165,9 @@ NOT_AT_INITIALIZE = (
     "remem.daemon.memory.store",
     "remem.daemon.memory.history",
 )
+# Of those, what the server's consolidation feature needs to define its answers: the words of a
+# review's change (pydantic and the protocol only, nothing of the runner, the worker or openai).
+AT_INITIALIZE_ANYWAY = ("remem.daemon.consolidation", "remem.daemon.consolidation.changes")
 
 
 def main() -> int:

@@ -29,8 +29,9 @@ NEVER_IN_A_CLIENT = (
     "remem.agents",
 )
 
-# 16 since fsutil names its publish steps' fault points (`faults`, a stdlib-only leaf).
-CLIENT_MODULES = 16
+# 16 since fsutil names its publish steps' fault points (`faults`, a stdlib-only leaf); 17 since
+# the home refuses a name that is not UTF-8 (`os_names`, another).
+CLIENT_MODULES = 17
 
 
 def loaded_anything_of(loaded: list[str], packages: tuple[str, ...]) -> list[str]:
@@ -50,7 +51,8 @@ def test_the_language_server_answers_initialize_without_the_daemons_own_code(tmp
     print(f"remem lsp at initialize: {len(loaded)} remem modules")
     assert "remem.lsp.server" in loaded
     assert loaded_anything_of(loaded, NEVER_IN_A_CLIENT) == []
-    assert loaded_anything_of(loaded, imports.NOT_AT_INITIALIZE) == []
+    unwanted = loaded_anything_of(loaded, imports.NOT_AT_INITIALIZE)
+    assert [m for m in unwanted if m not in imports.AT_INITIALIZE_ANYWAY] == []
 
 
 def test_a_cold_listings_worker_loads_the_readers_not_the_daemons_settings_or_wire() -> None:
