@@ -37,6 +37,20 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     return Home(root)
 
 
+NOT_UTF8 = os.fsdecode(b"caf\xe9")  # how Python hands over a Latin-1 argument or folder name
+
+
+@pytest.fixture
+def latin1_folder(tmp_path: Path) -> Path:
+    """A folder whose name is not UTF-8, where the file system allows one."""
+    folder = tmp_path / NOT_UTF8
+    try:
+        folder.mkdir()
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    return folder
+
+
 @pytest.fixture
 def store(home: Home) -> MemoryStore:
     return MemoryStore(home)

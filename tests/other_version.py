@@ -8,6 +8,9 @@ import json
 import os
 from typing import Any
 
+import pytest
+
+from remem.daemon import client as daemon_client
 from remem.daemon.home import Home
 from remem.daemon.locks import LockHandle, try_file_lock
 from remem.daemon.protocol.rpc import PROTOCOL_VERSION, DaemonInfo
@@ -63,3 +66,12 @@ class OtherVersion:
                 self.stop()
                 break
         writer.close()
+
+
+def no_daemon_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clients start no daemon of their own: a test watches whom they replace, not a start."""
+
+    def no_start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
+        raise daemon_client.DaemonUnavailable("no daemon is started in this test")
+
+    monkeypatch.setattr(daemon_client, "_start", no_start)

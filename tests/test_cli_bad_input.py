@@ -16,10 +16,10 @@ from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.sessions.paths import Encoding
+from tests.conftest import NOT_UTF8
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 TOO_LONG = "a" * 65
-NOT_UTF8 = os.fsdecode(b"caf\xe9")  # how Python hands over a Latin-1 argument or folder name
 
 
 def invoke(*args: str) -> Result:
@@ -78,16 +78,6 @@ def test_an_empty_title_is_the_requests_to_judge(home: Home) -> None:
 def test_an_entry_id_the_request_takes_is_the_historys_to_judge(home: Home) -> None:
     result = invoke("--home", str(home.root), "memory", "diff", "a" * 64)
     assert result.exit_code == 1 and "is not a history entry id" in result.stderr
-
-
-@pytest.fixture
-def latin1_folder(tmp_path: Path) -> Path:
-    folder = tmp_path / NOT_UTF8
-    try:
-        folder.mkdir()
-    except OSError:
-        pytest.skip("this file system refuses names that are not UTF-8")
-    return folder
 
 
 def not_utf8_line(folder: Path) -> str:

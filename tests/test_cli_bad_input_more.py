@@ -16,9 +16,8 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home, HomeUnusable
+from tests.conftest import NOT_UTF8
 from tests.sessions.factory import SessionSpec, build_session, write_session
-
-NOT_UTF8 = os.fsdecode(b"caf\xe9")
 
 
 def remem(
@@ -42,16 +41,6 @@ def remem(
     )
 
 
-@pytest.fixture
-def latin1_root(tmp_path: Path) -> Path:
-    folder = tmp_path / NOT_UTF8
-    try:
-        folder.mkdir()
-    except OSError:
-        pytest.skip("this file system refuses names that are not UTF-8")
-    return folder
-
-
 def shown(path: Path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
@@ -61,11 +50,11 @@ def shown(path: Path) -> str:
     "command", [["sessions", "list", "--json"], ["sessions", "turns", "s"], ["sessions", "show", "s"]]
 )
 def test_a_root_that_is_not_utf8_is_named_as_a_cwd_is(
-    home: Home, latin1_root: Path, command: list[str], exists: bool
+    home: Home, latin1_folder: Path, command: list[str], exists: bool
 ) -> None:
     """Before, a root that exists ended in a bug's UnicodeEncodeError where the index stores its
     path, and one that does not printed its raw bytes into the JSON."""
-    root = latin1_root if exists else latin1_root.parent / f"{latin1_root.name}-gone"
+    root = latin1_folder if exists else latin1_folder.parent / f"{latin1_folder.name}-gone"
     done = remem("--home", str(home.root), *command, "--root", str(root))
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert done.stderr == (

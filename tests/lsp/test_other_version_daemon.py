@@ -18,14 +18,12 @@ import pytest
 import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
-from remem.daemon import client as daemon_client
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import APP_VERSION, DaemonInfo
-from remem.daemon.server.runtime import DaemonPaths
 from remem.lsp.daemon_link import DaemonLink
 from tests.lsp.editor import until
 from tests.lsp.live import Editor, remem, start_editor, stop_editor, write_settings
-from tests.other_version import OTHER, OtherVersion
+from tests.other_version import OTHER, OtherVersion, no_daemon_started
 
 
 @pytest.mark.asyncio
@@ -33,11 +31,7 @@ async def test_the_link_replaces_another_version_only_at_its_first_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = Home(tmp_path / "home")
-
-    def no_start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
-        raise daemon_client.DaemonUnavailable("no daemon is started in this test")
-
-    monkeypatch.setattr(daemon_client, "_start", no_start)
+    no_daemon_started(monkeypatch)
     link = DaemonLink(home)
     first = await OtherVersion(home).start()
     try:

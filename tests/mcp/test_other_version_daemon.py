@@ -12,8 +12,7 @@ from remem.agents.link import open_link
 from remem.daemon import client as daemon_client
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import DAEMON_STATUS, Empty
-from remem.daemon.server.runtime import DaemonPaths
-from tests.other_version import OtherVersion
+from tests.other_version import OtherVersion, no_daemon_started
 
 
 @pytest.mark.asyncio
@@ -21,11 +20,7 @@ async def test_the_link_replaces_another_version_only_at_its_first_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = Home(tmp_path / "home")
-
-    def no_start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
-        raise daemon_client.DaemonUnavailable("no daemon is started in this test")
-
-    monkeypatch.setattr(daemon_client, "_start", no_start)
+    no_daemon_started(monkeypatch)
     link = open_link(home, use_daemon=True)
     first = await OtherVersion(home).start()
     try:
