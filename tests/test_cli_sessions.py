@@ -342,8 +342,7 @@ def test_a_codex_fork_names_the_codex_home_whose_sessions_hold_it(home: Home, tm
     code, out, _ = run(home, "fork", codex_lines.TID, "--op-id", "op-1", "--root", str(codex_home))
     child = out.split()[1]
     assert code == 0 and out.splitlines()[1] == (
-        f"resume it with: cd '/w/my app' && CODEX_HOME={codex_home} "
-        f"codex exec resume --skip-git-repo-check {child}"
+        f"resume it with: cd '/w/my app' && CODEX_HOME={codex_home} codex resume {child}"
     )
 
 

@@ -31,10 +31,10 @@ from ..protocol.sessions import ROLLED_BACK
 from ..safe_open import open_regular, reason
 from ..sessions.errors import ErrorCode, OperationError
 from ..sessions.formats.claude_code import Selection, fork_selection, read_transcript
-from ..sessions.formats.codex import first_line_outside_git, fork_point, read_rollout
+from ..sessions.formats.codex import fork_point, read_rollout
 from ..sessions.formats.jsonl import LineTooLong, end_of_line, read_bounded, records
 from ..sessions.formats.model import Harness, NotAForkPoint, RefusalCode, Turn
-from ..sessions.harness_sources import codex_history, first_line, read_file
+from ..sessions.harness_sources import codex_history, read_file
 from ..sessions.reader import stat_revision
 from . import claude_code_child, codex_child
 from .child import given_title, next_title
@@ -468,12 +468,13 @@ def _check_existing(
 
 
 def resume_command(harness: Harness, child: str, path: str) -> list[str]:
-    """The command that continues `child` (at `path`) in `harness`, run from the session's cwd.
+    """The command that continues `child` in `harness`, run from the session's cwd: the
+    harness's interactive resume, which opens the child and waits for the user's next prompt.
 
-    `codex exec` refuses a folder outside a git repository unless told to skip that check (or
-    the folder is trusted in its config): a child whose session ran outside one, as its
-    `session_meta` (the parent's) says, is resumed as that session must have been run."""
+    `codex exec resume <child>` without a prompt continues nothing ("No prompt provided", exit
+    0), so Codex's is `codex resume <child>`, as Claude Code's is `claude --resume <child>`
+    (decision 0438). `path` (the child's file) is not needed for either."""
+    del path
     if harness == "claude-code":
         return ["claude", "--resume", child]
-    skip = ["--skip-git-repo-check"] if first_line_outside_git(first_line(path)) else []
-    return ["codex", "exec", "resume", *skip, child]
+    return ["codex", "resume", child]

@@ -170,8 +170,8 @@ def test_a_codex_child_is_a_new_meta_then_the_parents_bytes_through_the_turn(
     done = fork(home, "codex", parent, afterTurn=2)
     child = Path(done.path)
     assert child.parents[3] == parent.parents[3] and child.name.endswith(f"-{done.child}.jsonl")
-    # Its session_meta names no git repository: `codex exec` must be told to skip that check.
-    assert done.resume == ["codex", "exec", "resume", "--skip-git-repo-check", done.child]
+    # Codex's interactive resume, which waits for the next prompt (decision 0438).
+    assert done.resume == ["codex", "resume", done.child]
     first, rest = child.read_bytes().split(b"\n", 1)
     meta_payload = json.loads(first)["payload"]
     assert (meta_payload["id"], meta_payload["forked_from_id"], meta_payload["cwd"]) == (

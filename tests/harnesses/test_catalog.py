@@ -92,8 +92,7 @@ def test_codex_resume_and_fork_in_the_tree(home: Home, codex_scenario: Scenario,
     assert (nodes[parent]["format"], nodes[fork]["parent"], nodes[fork]["kind"]) == ("codex", parent, "fork")
     assert len(sessions(home, root, "turns", parent)["turns"]) == 2  # the first turn and the resumed one
     made = sessions(home, root, "fork", parent, "--op-id", "real-2")
-    # The scenario ran outside any git repository (`codex exec --skip-git-repo-check`): so is resumed.
-    resume = ["codex", "exec", "resume", "--skip-git-repo-check", made["child"]]
+    resume = ["codex", "resume", made["child"]]  # interactive: it waits for the next prompt
     assert made["resume"] == resume and made["forkTurn"] == 2
     listed = {s["id"]: s for s in sessions(home, root, "list", "--cwd", str(codex_scenario.cwd))["sessions"]}
     assert (listed[made["child"]]["parent"], listed[made["child"]]["turns"]) == (parent, 2)

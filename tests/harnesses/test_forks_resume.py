@@ -9,9 +9,16 @@ child too.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import select
+import signal
+import struct
 import subprocess
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -208,12 +215,63 @@ def test_the_command_a_claude_code_fork_prints_resumes_it_from_any_shell(home: H
     assert "second answer" in sent and "third question" not in sent
 
 
+def in_a_terminal(command: str, env: dict[str, str], executable: Path, elsewhere: Path, done: Any) -> str:
+    """Run `command` as a person pastes it into a terminal (a pseudo-terminal, a shell started in
+    another folder, without CODEX_HOME, `codex` found on PATH) until `done()` or a timeout, then
+    end it; its screen output. The cursor position the TUI asks for is answered, and a prompt to
+    trust the folder is accepted, as a person would."""
+    folder = elsewhere / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "codex").symlink_to(executable)
+    env = {key: value for key, value in env.items() if key != "CODEX_HOME"}
+    env.update(PATH=f"{folder}{os.pathsep}{env['PATH']}", TERM="xterm-256color")
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a shell in the other folder, the terminal its standard streams
+        os.chdir(elsewhere)
+        os.execve("/bin/sh", ["sh", "-c", command], env)
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # else it draws nothing
+    screen, trusted = b"", False
+    deadline = time.monotonic() + RUN_TIMEOUT
+    try:
+        while time.monotonic() < deadline and not done():
+            if select.select([terminal], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(terminal, 65536)
+                except OSError:  # the shell ended
+                    break
+                screen += chunk
+                if b"\x1b[6n" in chunk:
+                    os.write(terminal, b"\x1b[1;1R")
+                if not trusted and b"trust" in screen.lower():
+                    trusted = True
+                    os.write(terminal, b"\r")
+    finally:
+        os.killpg(pid, signal.SIGKILL)  # the shell and Codex: the terminal's session is theirs
+        os.waitpid(pid, 0)
+        os.close(terminal)
+    return screen.decode(errors="replace")
+
+
+def end_codex_daemons(codex_home: Path) -> None:
+    """End the app server an interactive Codex starts and leaves running: its executable lies
+    under its CODEX_HOME (`packages/app-server-daemon`)."""
+    listed = subprocess.run(
+        ["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True
+    ).stdout
+    for line in listed.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if args.split(" ")[0].startswith(f"{codex_home}{os.sep}"):
+            os.kill(int(pid), signal.SIGKILL)
+
+
 @pytest.mark.parametrize("repository", [True, False], ids=["in-a-repository", "outside-any-repository"])
-def test_the_command_a_codex_fork_prints_resumes_it_from_any_shell(
+def test_the_command_a_codex_fork_prints_resumes_it_from_any_terminal(
     home: Home, tmp_path: Path, repository: bool
 ) -> None:
-    """`codex exec` refuses a folder outside a git repository unless told to skip that check,
-    as the session there was run (the test's `Codex` always skips it)."""
+    """The printed command opens the child in Codex's interactive TUI, which takes the next
+    prompt (here as its optional last argument, `codex resume [SESSION_ID] [PROMPT]`): the model
+    is sent the inherited prefix, nothing after the cut (decision 0438). (`codex exec resume
+    <child>`, printed before, continued nothing: without a prompt it exits, "No prompt provided".)"""
     with FakeResponses() as fake:
         cx = Codex(tmp_path / "cx", fake)
         if repository:
@@ -225,11 +283,20 @@ def test_the_command_a_codex_fork_prints_resumes_it_from_any_shell(
             cx.exec("resume", parent.session_id, prompt)
         made = fork_with_the_cli(home, cx.codex_home, parent.session_id)
         assert made["env"] == {"CODEX_HOME": str(cx.codex_home)} and made["cwd"] == str(cx.cwd)
-        assert ("--skip-git-repo-check" in made["command"]) is not repository
+        assert made["resume"] == ["codex", "resume", made["child"]]
         fake.reply(text("child answer"))
-        said = in_a_shell(
-            f"{made['command']} 'child question'", cx.env(), "codex", cx.executable, tmp_path / "elsewhere"
-        )
-    assert f"session id: {made['child']}" in said
-    sent = str(fake.requests[-1]["input"])
+        asked = len(fake.requests)
+        try:
+            screen = in_a_terminal(
+                f"{made['command']} 'child question'",
+                cx.env(),
+                cx.executable,
+                tmp_path / "elsewhere",
+                lambda: len(fake.requests) > asked,
+            )
+        finally:
+            end_codex_daemons(cx.codex_home)
+    assert len(fake.requests) > asked, screen[-3000:]
+    sent = str(fake.requests[asked]["input"])
     assert "second answer" in sent and "third question" not in sent and "child question" in sent
+    assert "child question" in cx.rollout(made["child"]).read_text()  # Codex went on in remem's child

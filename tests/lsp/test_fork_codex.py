@@ -62,7 +62,7 @@ async def test_a_rolled_back_turn_is_refused_as_rolled_back(editor: Editor, home
     codex_home = shlex.quote(str(home.root.parent / "codex"))
     assert made == {
         "id": made["id"],
-        "command": f"cd /w && CODEX_HOME={codex_home} codex exec resume --skip-git-repo-check {made['id']}",
+        "command": f"cd /w && CODEX_HOME={codex_home} codex resume {made['id']}",
         "note": made["note"],
     }
     assert made["note"].startswith("the session's folder /w is not there any more")  # nor on this machine

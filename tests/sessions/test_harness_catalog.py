@@ -394,8 +394,8 @@ def test_turns_and_transcript_headings_fit_the_editors_lenses(home: Home, roots:
     ("session", "harness", "variable", "resume"),
     [
         (SID, "claude-code", "CLAUDE_CONFIG_DIR", "claude --resume"),
-        # Its session_meta names no git repository: `codex exec` is told to skip that check.
-        (TID, "codex", "CODEX_HOME", "codex exec resume --skip-git-repo-check"),
+        # Codex's interactive resume, as Claude Code's: it waits for the next prompt (decision 0438).
+        (TID, "codex", "CODEX_HOME", "codex resume"),
     ],
 )
 def test_a_harness_fork_prints_the_command_that_resumes_it_and_is_not_live(

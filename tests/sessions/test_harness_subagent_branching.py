@@ -70,7 +70,7 @@ def test_a_codex_subagent_stays_forkable_and_its_fork_is_its_branch(
     assert turn_rows(home, roots, SPAWNED) == [(1, "completed", True)]
     assert "Branching" not in sessions(home, roots, "show", SPAWNED)
     made = json.loads(sessions(home, roots, "fork", SPAWNED, "--op-id", "y", "--json"))
-    resume = ["codex", "exec", "resume", "--skip-git-repo-check", made["child"]]  # no git repository
+    resume = ["codex", "resume", made["child"]]
     assert made["created"] and made["resume"] == resume
     nodes = {n["id"]: n for n in json.loads(sessions(home, roots, "tree", "--cwd", CWD, "--json"))["nodes"]}
     assert (nodes[SPAWNED]["kind"], nodes[SPAWNED]["forkTurn"]) == ("subagent", None)
