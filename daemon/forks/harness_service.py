@@ -106,7 +106,7 @@ class HarnessForks:
             forkTurn=entry.forkTurn,
             seedLength=entry.seedLength,
             created=created,
-            resume=resume_command(request.harness, entry.child, entry.path),
+            resume=resume_command(request.harness, entry.child),
             title=entry.title,
         )
 
@@ -467,14 +467,13 @@ def _check_existing(
         raise OperationError("OP_CONFLICT", conflict)
 
 
-def resume_command(harness: Harness, child: str, path: str) -> list[str]:
+def resume_command(harness: Harness, child: str) -> list[str]:
     """The command that continues `child` in `harness`, run from the session's cwd: the
     harness's interactive resume, which opens the child and waits for the user's next prompt.
 
     `codex exec resume <child>` without a prompt continues nothing ("No prompt provided", exit
     0), so Codex's is `codex resume <child>`, as Claude Code's is `claude --resume <child>`
-    (decision 0438). `path` (the child's file) is not needed for either."""
-    del path
+    (decision 0438)."""
     if harness == "claude-code":
         return ["claude", "--resume", child]
     return ["codex", "resume", child]

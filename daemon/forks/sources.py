@@ -112,7 +112,7 @@ def _answered(catalog: SessionCatalog, recorded: JournalEntry) -> tuple[ForkResu
         child = catalog.find(recorded.child)
     except SessionNotFound:
         return None
-    resume = None if child.format == "dsh" else resume_command(child.format, recorded.child, recorded.path)
+    resume = None if child.format == "dsh" else resume_command(child.format, recorded.child)
     named = ForkResult(
         child=recorded.child,
         seedLength=recorded.seedLength,

@@ -281,13 +281,6 @@ def first_line_cwd(line: bytes) -> str | None:
     return None if meta is None else _str(meta.get("cwd"))
 
 
-def first_line_outside_git(line: bytes) -> bool:
-    """Whether a rollout's first line, its `session_meta`, says its session ran outside a git
-    repository: Codex records there the repository (`git`) of a session run inside one."""
-    meta = _first_meta(line)
-    return meta is not None and not isinstance(meta.get("git"), dict)
-
-
 def _first_meta(line: bytes) -> _Payload | None:
     if not _utf8(line):
         return None
