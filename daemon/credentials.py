@@ -91,8 +91,9 @@ _SECRET_WORDS = (b"password", b"passwd", b"secret", b"token", b"api_key", b"api-
 # `MYSQL_PWD`): `first_pass = 2` is code, `PWD`, `$PWD` and `pwd: /home/x` a directory. Such a
 # variable also names a count, a switch or a folder (`NUM_PASS=2`, `SKIP_PASS: true`,
 # `OLD_PWD=/srv`, `OLD_PWD=C:\Users\me`), so its value must look like a secret: not a number
-# of up to 5 digits (a count, a port; a longer one may be a PIN), not a boolean, not a path.
-_NOT_A_PASS = r"""(?: [/~.] | [A-Za-z]:[\\/] | \\\\
+# of up to 5 digits (a count, a port; a longer one may be a PIN), not a boolean, not a path
+# (`/`, `~/`, `./`, `../`, `C:\`; a value merely beginning with `.` or `~`, `.hunter2x`, is one).
+_NOT_A_PASS = r"""(?: / | ~/ | \.\.?/ | [A-Za-z]:[\\/] | \\\\
     | (?: [-+]?[0-9]{1,5}(?:\.[0-9]+)? | (?i:true|false|yes|no|on|off|null|none) ) (?![^\s"',;&`]) )"""
 _ASSIGNMENT = re.compile(
     r"""(?ix)
@@ -186,15 +187,15 @@ _CURL_LOGIN = _option_of(
     + r"""[^\s"'`;&|()<>]+) )""",
 )
 # What a `-p` value is where `-p` takes a password: not a flag (`-p -u x`), not a placeholder,
-# not a word.
+# not a lower-case word ending a clause (`-p, deprecated`, `docker login -p.`). Any other word
+# is: `sshpass -p hunter ssh h` holds the password `hunter` (prose seldom reaches `-p` where
+# only the command's own options may stand before it, below).
 _P_VALUE = (
     r"-p (?:[ \t]+|=)? (?: "
     + _QUOTED
     + r" | (?P<value>"
     + _PLACEHOLDER
-    + r"""(?![-="']) """
-    + _NOT_A_WORD
-    + r""" [^\s"'`;&|()<>]+ ) )"""
+    + r"""(?![-="']) (?![a-z]*[.,:](?!\S)) [^\s"'`;&|()<>]+ ) )"""
 )
 # `docker login -p x` (`podman login`, the same options) and `sshpass -p x` (it runs the command
 # that follows with that password). `-p` is a password only as that command's own option: what

@@ -334,6 +334,23 @@ MORE_FORMS = [
     ),
     ("DB_PASS=123456789", "DB_PASS=[redacted secret]", "secret", "123456789"),
     ("ADMIN_PWD=Tr0ub4dor", "ADMIN_PWD=[redacted secret]", "secret", "Tr0ub4dor"),
+    # An all-lower-case password after `-p` is one (the command's own options lead to it).
+    ("sshpass -p hunter ssh bob@host", "sshpass -p [redacted password] ssh bob@host", "password", "hunter"),
+    (
+        "docker login -p mypassword -u bob registry.io",
+        "docker login -p [redacted password] -u bob registry.io",
+        "password",
+        "mypassword",
+    ),
+    (
+        "podman login -u bob -p letmein quay.io",
+        "podman login -u bob -p [redacted password] quay.io",
+        "password",
+        "letmein",
+    ),
+    # A `_PASS` value beginning with `.` or `~` but no path.
+    ("DB_PASS=.hunter2x", "DB_PASS=[redacted secret]", "secret", ".hunter2x"),
+    ("APP_PWD=~hunter2x", "APP_PWD=[redacted secret]", "secret", "~hunter2x"),
 ]
 
 # Paths, ports, `$PWD`, prose about passwords and placeholders: none holds a secret.
@@ -360,7 +377,8 @@ NOT_SECRETS = [
     "sshpass -f pw.txt scp -P 22 -p file host:",
     "podman login quay.io, then podman run -p 5432:5432 postgres",
     "In docker login docs, -p is deprecated; use --password-stdin",
-    "In docker login docs -p is deprecated",
+    "In docker login docs -p, deprecated, gave the password",
+    "It warned at docker login -p. Use sshpass -f: sshpass -p: no",
     "docker login (see docs) and docker run --rm -p 3000:3000 web",
     "docker login ghcr.io -u me --password-stdin < token.txt && docker run -p 8080:80 app",
     "Use docker login; docker compose up -p myproj",
@@ -371,6 +389,7 @@ NOT_SECRETS = [
     "SKIP_PASS: true",
     "LINT_PASS=0 make check",
     "OLD_PWD=C:\\Users\\me",
+    "OLD_PWD=./build; OLD_PWD=../srv; OLD_PWD=~/src",
     "MAX_PASS=65535; RETRY_PASS='3'; DRY_PASS=False; USE_PASS: off; OLD_PWD=D:/work; OLD_PWD=\\\\srv\\x",
 ]
 

@@ -25,6 +25,10 @@ FORMS = [
     ("Run `MYSQL_PWD=hunter2xyz mysql -u app`.", "secret", "hunter2xyz"),
     ("Registry: `docker login -u bob -p hunter2xyz registry.example.com`.", "password", "hunter2xyz"),
     ("Deploy with `sshpass -p hunter2xyz ssh deploy@host`.", "password", "hunter2xyz"),
+    ("Deploy with `sshpass -p hunter ssh bob@host`.", "password", "hunter"),
+    ("Registry: `docker login -p mypassword -u bob registry.io`.", "password", "mypassword"),
+    ("Quay: `podman login -u bob -p letmein quay.io`.", "password", "letmein"),
+    ("The app reads DB_PASS=.hunter2x from .env.", "secret", ".hunter2x"),
     ("~/.netrc has `machine h login bob password hunter2xyz`.", "password", "hunter2xyz"),
     (
         "Storage: DefaultEndpointsProtocol=https;AccountName=app;"
