@@ -578,8 +578,8 @@ class _Exhausted(logging.Filter):
 
     def _mine(self, path: str) -> bool:
         watcher = self._watcher
-        folders = [
-            str(watcher.home.memory),
+        folders = [  # the folders as watched: the memory folder's real path, as it is scheduled
+            os.path.realpath(watcher.home.memory),
             *(held.handler.watched for held in list(watcher._root_watches.values())),
         ]
         return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)

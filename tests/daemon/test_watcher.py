@@ -306,3 +306,40 @@ def test_polling_hears_a_same_size_rewrite_with_its_mtime_put_back(
             await asyncio.to_thread(watcher.stop)
 
     assert asyncio.run(scenario())["backend"] == "polling"
+
+
+def test_inotify_running_out_in_the_memory_folder_of_a_home_through_a_link_falls_back_to_polling(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REMEM_HOME names a link: the memory folder is watched at its real path, so watchdog names
+    a folder made there by that path when it cannot watch it. The watcher knows it for its own."""
+    from watchdog.observers import inotify_c
+
+    home.ensure_layout()
+    link = tmp_path / "home-link"
+    link.symlink_to(home.root)
+    linked = Home(link)
+    deep = Path(os.path.realpath(linked.memory)) / KEY
+    add = inotify_c.InotifyFD.add_callback
+
+    def exhausted_at_deep(fd: object, path: bytes, *args: object) -> object:
+        if os.fsdecode(path) == str(deep):
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+        return add(fd, path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "add_callback", exhausted_at_deep)
+
+    async def scenario() -> dict[str, object]:
+        watcher, _ = make(linked, [])
+        watcher.start(asyncio.get_running_loop())
+        try:
+            await started(watcher)
+            assert watcher.status().backend == "inotify"
+            (linked.memory / KEY).mkdir()
+            await until(lambda: watcher.status().backend == "polling", what="polling", seen=watcher.status)
+            return watcher.status().model_dump()
+        finally:
+            await asyncio.to_thread(watcher.stop)
+
+    status = asyncio.run(scenario())
+    assert "inotify limit reached" in str(status["reason"])
