@@ -225,10 +225,10 @@ class AsyncDaemonClient:
         return now is not None and now != link.home
 
     async def _open_link(self) -> _Link:
-        paths = DaemonPaths(self.home, layout=self._start)  # a daemon that runs: its state is enough
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         retry = False
-        try:
+        try:  # the first try is the one try to replace, even one a home that cannot be used stops
+            paths = DaemonPaths(self.home, layout=self._start)  # a daemon that runs: its state is enough
             while (link := await self._compatible(paths, deadline)) is None:
                 if time.monotonic() > deadline:
                     raise DaemonUnavailable(

@@ -10,7 +10,7 @@ import pytest
 
 from remem.agents.link import open_link
 from remem.daemon import client as daemon_client
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.rpc import DAEMON_STATUS, Empty
 from tests.other_version import OtherVersion, no_daemon_started
 
@@ -36,4 +36,33 @@ async def test_the_link_replaces_another_version_only_at_its_first_connection(
             later.stop()
     finally:
         first.stop()
+        await link.close()
+
+
+@pytest.mark.asyncio
+async def test_a_first_connection_a_home_that_cannot_be_used_stops_is_still_the_one_to_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file stands where the home's state folder must be: the first connection fails before any
+    daemon is asked. Once the home is fixed, a daemon of another version is still not replaced."""
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    (home.root / "state").write_text("not a folder\n")
+    no_daemon_started(monkeypatch)
+    link = open_link(home, use_daemon=True)
+    assert isinstance(link, daemon_client.AsyncDaemonClient)
+    try:
+        with pytest.raises(HomeUnusable):
+            await link.request(DAEMON_STATUS, Empty())
+        assert link.replace is False
+        (home.root / "state").unlink()
+        home.ensure_layout()
+        later = await OtherVersion(home).start()
+        try:
+            with pytest.raises(daemon_client.OtherDaemonVersion):
+                await link.request(DAEMON_STATUS, Empty())
+            assert "daemon/shutdown" not in later.asked, "left to whoever started it"
+        finally:
+            later.stop()
+    finally:
         await link.close()
