@@ -157,13 +157,16 @@ async def _run(
     a phase where it can be (`_CANCELLABLE`)."""
     if any(cancel.is_set() for cancel in cancels):
         raise JsonRpcRequestCancelled(f"the consolidation of {session} was cancelled before it began")
-    target = ConsolidateParams(session=session)
+    # Named, so that its cancel stops this run alone: not another window's (or the CLI's) run of
+    # the session, which this one may be waiting for.
+    target = ConsolidateParams(session=session, run=uuid.uuid4().hex)
     run = asyncio.ensure_future(ls.link.api.consolidate(target))
     try:
         if await _first(run, *cancels) and await _first(run, cancellable):
             await ls.link.api.cancel_consolidation(target)
         return await run
     except JsonRpcException as exc:
+        run.cancel()  # done, unless the cancel itself failed: then nobody would read its end
         if isinstance(exc.data, dict) and exc.data.get("code") == "CANCELLED":  # while it waited
             raise JsonRpcRequestCancelled(
                 f"the consolidation of {session} was cancelled before the model was asked"

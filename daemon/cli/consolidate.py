@@ -6,6 +6,7 @@ import os
 import random
 import sys
 import time
+import uuid
 from typing import Any, NoReturn
 
 import click
@@ -60,7 +61,8 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
             step = f" (step {params['step']})" if params.get("step") else ""
             say(f"… {params['phase']}{step}", err=True)
 
-    params = ConsolidateParams(session=session_id)
+    # Named, so that a Ctrl-C's cancel stops this run alone, never another's it may wait for.
+    params = ConsolidateParams(session=session_id, run=uuid.uuid4().hex)
     try:
         result = backend.api(listener=show_progress).consolidate(params)
     except RpcError as exc:

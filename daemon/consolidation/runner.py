@@ -11,11 +11,12 @@ the model runs: the frozen revisions and the barrier's compare-and-swap catch an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -152,12 +153,8 @@ class Consolidator:
         source = await asyncio.to_thread(self._freeze, session_id, settings)
         review = review_id(session_id, source.log.digest, source.workspace.key)
         try:
-            async with self._reviews[review]:
-                lock = await self._review_lock(review, progress)
-                try:
-                    return await self._review(review, source, route, progress)
-                finally:
-                    lock.release()
+            async with self._reviewing(review, progress):
+                return await self._review(review, source, route, progress)
         finally:
             source.catalog.close()
 
@@ -324,7 +321,22 @@ class Consolidator:
             raise _partly_committed(exc, self.store, source.workspace, receipt) from None
         return _result(done, recovered=False)
 
-    async def _review_lock(self, review: str, progress: Progress) -> LockHandle:
+    @contextlib.asynccontextmanager
+    async def _reviewing(self, review: str, progress: Progress) -> AsyncIterator[None]:
+        """The review to this run alone: in this process (another client's request of it) and
+        across processes (its file lock), the wait told as `waiting` once, and cancellable."""
+        reviews = self._reviews[review]
+        told = reviews.locked()
+        if told:
+            progress("waiting", {"review": review})  # for another consolidation of this session
+        async with reviews:
+            lock = await self._review_lock(review, progress, told=told)
+            try:
+                yield
+            finally:
+                lock.release()
+
+    async def _review_lock(self, review: str, progress: Progress, *, told: bool) -> LockHandle:
         """The review's file lock, which another process (a `--no-daemon` run, another daemon's
         request) may hold for a whole consolidation. Looked for again and again rather than
         waited for in a thread: a blocking wait cannot be cancelled, so Ctrl-C (or a cancelled
@@ -332,7 +344,6 @@ class Consolidator:
         a non-blocking lock of a local file, taken on the loop: from a thread, a cancel could
         leave a lock taken and never released."""
         path = self.receipts.lock_path(review)
-        told = False
         while (lock := try_file_lock(path)) is None:
             if not told:
                 progress("waiting", {"review": review})  # for another consolidation of this session
@@ -348,15 +359,11 @@ class Consolidator:
         if not pending:
             return None
         review = pending[0].review
-        async with self._reviews[review]:
-            lock = await self._review_lock(review, progress)
-            try:  # the recovery runs to its end, under the lock, through a cancel
-                settled, cancelled = await _to_the_end(self._settle, review)
-            finally:
-                lock.release()
-            if cancelled:
-                raise asyncio.CancelledError
-            return settled
+        async with self._reviewing(review, progress):  # the recovery runs to its end, through a cancel
+            settled, cancelled = await _to_the_end(self._settle, review)
+        if cancelled:
+            raise asyncio.CancelledError
+        return settled
 
     def _settle(self, review: str) -> Receipt | None:
         current = self.receipts.read(review)

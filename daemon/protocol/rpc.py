@@ -62,7 +62,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 29: a write the file system refuses (a full disk, a read-only mount) is UNWRITABLE (0398).
 # 30: the language server's `remem/revertMemory` takes the `expectedRevision` the user decided on.
 # 31: `memory/revert` and `remem/revertMemory` may bring back the state before an entry (`before`).
-PROTOCOL_VERSION = 31
+# 32: consolidation/run and consolidation/cancel may name the caller's `run`: its cancel stops it
+# alone, never another client's run of the session that this one waits for.
+PROTOCOL_VERSION = 32
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -304,6 +306,9 @@ class MetaResult(SessionMeta):
 
 class ConsolidateParams(_Strict):
     session: str = Field(min_length=1)
+    # The caller's name for this run, which its cancel repeats: only this run stops then, never
+    # another client's run of the same session, which this one may be waiting for (none: all).
+    run: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class CancelResult(_Strict):

@@ -57,7 +57,8 @@ class ConsolidationMethods:
         self._publish = publish
         # Every run of a session: a second request waits behind the first for the review, and a
         # cancel must reach the one asking the model as well as those waiting.
-        self._running: dict[str, set[asyncio.Task[Any]]] = {}
+        # Each session's runs, each with the name its caller gave it (`ConsolidateParams.run`).
+        self._running: dict[str, dict[asyncio.Task[Any], str | None]] = {}
         self._cancelling: set[asyncio.Task[Any]] = set()  # runs asked to stop
 
     def handlers(self) -> dict[str, Handler]:
@@ -79,7 +80,7 @@ class ConsolidationMethods:
 
         task = asyncio.current_task()
         assert task is not None
-        self._running.setdefault(params.session, set()).add(task)
+        self._running.setdefault(params.session, {})[task] = params.run
         outcome = None  # what the run came to, told to every client: their badges may change
         try:
             result = await self.consolidator.consolidate(params.session, progress)
@@ -118,15 +119,16 @@ class ConsolidationMethods:
             log_failed("settling the reviews a crash left committing", exc)
 
     async def cancel(self, params: ConsolidateParams) -> CancelResult:
-        tasks = self._running.get(params.session, set())
+        runs = self._running.get(params.session, {})
+        tasks = [task for task, run in runs.items() if params.run in (None, run)]
         for task in tasks:
             self._cancelling.add(task)
             task.cancel()
         return CancelResult(cancelled=bool(tasks))
 
     def _forget(self, session: str, task: asyncio.Task[Any]) -> None:
-        tasks = self._running.get(session, set())
-        tasks.discard(task)
+        tasks = self._running.get(session, {})
+        tasks.pop(task, None)
         if not tasks:
             self._running.pop(session, None)
         self._cancelling.discard(task)

@@ -5,6 +5,7 @@ with its "Open Receipt" action, and the latest finished session of a workspace."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
@@ -16,9 +17,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.client import AsyncDaemonClient
-from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
-from remem.daemon.locks import try_file_lock
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.sessions.scripted import Timeline
 from tests import waiting
@@ -294,16 +293,20 @@ async def test_a_session_titled_anew_since_its_review_asks_no_model(
     )
 
 
-async def test_a_review_another_run_holds_says_it_waits_for_it_and_can_be_cancelled(
+async def test_a_run_waiting_for_another_clients_run_is_cancelled_alone(
     editor: Editor, fake: FakeOpenAI, home: Home
 ) -> None:
+    """Its progress says it waits; its Cancel ends the wait at once, and only this run: the other
+    client's run of the session, which it waited for, goes on (its cancel stopped that one too)."""
     reviewed = source(home, seed=11)
-    fake.reply(status(400, "bad request"))  # a failed first review: its receipt names the review
-    first = await editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
-    held = try_file_lock(ReceiptStore(home).lock_path(first["review"]))  # another run reviews it
-    assert held is not None
-    asked, known = fake.count, set(editor.client.progress_reports)
+    fake.reply(hang())  # the other client's run holds the review, asking the model
+    asked = fake.count
+    other = await AsyncDaemonClient.open(home)  # the CLI, or another window
+    theirs = {"session": reviewed.id, "run": "the-other-run"}
+    running = asyncio.ensure_future(other.call("consolidation/run", theirs))
     try:
+        await until(lambda: fake.count > asked)
+        known = set(editor.client.progress_reports)
         command = asyncio.ensure_future(
             editor.command("remem.lsp.consolidate", {"session": reviewed.id, "announce": False})
         )
@@ -314,11 +317,16 @@ async def test_a_review_another_run_holds_says_it_waits_for_it_and_can_be_cancel
             "Reading the session and the memory it is reviewed against",
             "Waiting for another consolidation of this session to end",
         ]
-        # Its Cancel ends the wait at once, while the other run still holds the lock.
         editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
         with pytest.raises(JsonRpcException) as raised:
             await command
+        # As a run stopped before its attempt began: the extension says memory is unchanged.
+        assert raised.value.code == REQUEST_CANCELLED and fake.count == asked + 1
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(running), 2)
+        assert not running.done(), "the other client's run was cancelled with this one"
+        assert (await other.call("consolidation/cancel", theirs))["cancelled"]
+        assert (await running)["status"] == "cancelled"
     finally:
-        held.release()
-    # As a run stopped before its attempt began: the extension says memory is unchanged.
-    assert raised.value.code == REQUEST_CANCELLED and fake.count == asked
+        running.cancel()
+        await other.close()
