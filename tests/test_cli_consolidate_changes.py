@@ -10,7 +10,13 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+from remem.daemon.cli import consolidate as consolidate_cli
+from remem.daemon.cli.backend import Backend
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import RpcError
 from tests.consolidation.conftest import Source, fake, proposal, put, source  # noqa: F401 - fixtures
 from tests.fake_openai import FakeOpenAI, tool_call
 
@@ -56,3 +62,56 @@ def test_each_change_is_named_with_the_turns_of_its_evidence(
     first = source.ranges[1]
     gone = _remem(home, "receipts").stdout.splitlines()
     assert gone[1] == f"    added prefer-uv (feedback) ← events {first.fromSeq}–{first.toSeq}", gone
+
+
+def _committed(home: Home, fake: FakeOpenAI, source: Source) -> str:  # noqa: F811
+    """A review that committed one change, in this process; its id."""
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence(1)))))
+    done = _remem(home, "consolidate", source.id)
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"review ([0-9a-f]{64})", done.stdout)
+    assert found is not None, done.stdout
+    return found.group(1)
+
+
+def test_a_run_whose_daemon_is_gone_after_it_says_its_changes_without_turns(
+    home: Home,
+    fake: FakeOpenAI,  # noqa: F811
+    source: Source,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the commit `remem consolidate` reads the receipt again for its turns: a daemon gone by
+    then (stopped, died) turned a committed run into exit 1 (or, while one was started, 130)."""
+    from tests.other_version import no_daemon_started
+
+    review = _committed(home, fake, source)
+    no_daemon_started(monkeypatch)  # no daemon runs, and none is started for this read
+    first = source.ranges[1]
+    said = consolidate_cli._changes_said(Backend(home, use_daemon=True), review, {})
+    assert said == [f"added prefer-uv (feedback) ← events {first.fromSeq}–{first.toSeq}"]
+
+
+def test_receipts_ask_once_for_a_session_whose_receipt_is_refused(
+    home: Home,
+    fake: FakeOpenAI,  # noqa: F811
+    source: Source,  # noqa: F811
+) -> None:
+    receipt = ReceiptStore(home).read(_committed(home, fake, source))
+    assert receipt is not None
+    asked: list[str] = []
+
+    class Refusing:
+        def receipt(self, params: object) -> object:
+            asked.append(str(params))
+            raise RpcError(-32000, "refused", {"code": "UNREADABLE"})
+
+    class Api(Backend):
+        def api(self, *args: object, **kwargs: object) -> Refusing:  # type: ignore[override]
+            return Refusing()
+
+    backend = Api(home, use_daemon=False)
+    turns: dict[str, list[object]] = {}
+    other = receipt.model_copy(update={"review": "f" * 64})
+    for each in (receipt, other):
+        consolidate_cli._changes_said(backend, each, turns)  # type: ignore[arg-type]
+    assert len(asked) == 1, asked

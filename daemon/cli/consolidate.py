@@ -101,12 +101,15 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
     review = receipt if isinstance(receipt, str) else receipt.review
     session = None if isinstance(receipt, str) else receipt.source.session
     if isinstance(receipt, str) or session not in turns:
-        try:
-            view = backend.api().receipt(ReviewParams(review=review))
-        except RpcError:  # a receipt that cannot be read now: its listing says why
-            return []
-        receipt, session = view.receipt, view.receipt.source.session
-        turns[session] = view.turns
+        read = _receipt_and_turns(backend, review)
+        if read is None:  # a receipt that cannot be read now: its listing says why
+            if session is not None:
+                turns[session] = []  # asked once a session: its changes are said without turns
+            if isinstance(receipt, str):
+                return []
+        else:
+            receipt, session = read[0], read[0].source.session
+            turns[session] = read[1]
     assert session is not None
     lines = []
     for record, change in zip(changed_records(backend.home, receipt), receipt.changes, strict=True):
@@ -121,6 +124,32 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
             )
         lines.append(said)
     return lines
+
+
+def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[TurnRow]] | None:
+    """The receipt of `review` and its session's turns; None when it cannot be read now. A daemon
+    gone since it answered (stopped, died) is not started again for this: the receipt is read
+    here and its changes said without turns, so a run it committed still ends as committed."""
+    from .. import client
+    from ..consolidation.receipts import ReceiptError, ReceiptStore
+    from ..home import HomeUnusable
+    from ..protocol.api import DaemonApi
+
+    params = ReviewParams(review=review)
+    try:
+        if not backend.use_daemon:
+            view = backend.api().receipt(params)
+        else:
+            view = DaemonApi(client.SocketTransport(backend.home, start=False)).receipt(params)
+    except RpcError:
+        return None
+    except client.DaemonUnavailable:
+        try:
+            found = ReceiptStore(backend.home).read(review)
+        except (ReceiptError, HomeUnusable, OSError):
+            return None
+        return None if found is None else (found, [])
+    return view.receipt, view.turns
 
 
 def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
