@@ -10,7 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from tests.other_version import no_daemon_started
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 CWD = "/home/dev/projects/demo"
@@ -80,3 +86,47 @@ def test_the_demo_forks_after_the_turn_it_says() -> None:
     [said] = re.findall(r"Branching after turn (\d+)", demo)
     forks = re.findall(r'sessions fork "\$main" (.*)', demo)
     assert forks and all(f"--turn {said} " in f"{fork} " and "--at" not in fork for fork in forks), forks
+
+
+def test_a_fork_that_sent_nothing_says_no_operation_id_to_retry_with(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry line came after any failure, also when no request was sent: there is no child to
+    find again, and the error is what to act on."""
+    root, session = _session(tmp_path)
+    # No daemon could be started: the command says so, and nothing was sent.
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    no_daemon_started(monkeypatch)
+    result = CliRunner().invoke(cli, ["--home", str(home.root), "sessions", "fork", session, "--turn", "1"])
+    assert result.exit_code == 1 and "no daemon is started in this test" in result.stderr, result.stderr
+    assert "operation id" not in result.stderr
+    # A home that cannot be used (a file where its state folder must be), in this process.
+    unusable = Home(tmp_path / "unusable")
+    unusable.root.mkdir()
+    (unusable.root / "state").write_text("not a folder\n")
+    refused = _remem(unusable, "fork", session, "--turn", "1", "--root", str(root))
+    assert refused.returncode != 0 and "state" in refused.stderr, refused.stderr
+    assert "operation id" not in refused.stderr
+
+
+def test_a_fork_whose_request_may_have_left_still_says_the_operation_id() -> None:
+    """Ctrl-C, or a connection lost once the request left (said as the daemon's death, then the
+    command's exit): the child may have been made, so the retry line stays."""
+    from remem.daemon.cli.sessions import _may_have_reached
+    from remem.daemon.client import ConnectionLost, DaemonUnavailable
+
+    def said_after(lost: BaseException) -> BaseException:
+        try:
+            try:
+                raise lost
+            except BaseException:
+                try:
+                    raise DaemonUnavailable("the daemon died while answering") from None
+                except DaemonUnavailable:
+                    raise SystemExit(1) from None
+        except SystemExit as exc:
+            return exc
+
+    assert _may_have_reached(KeyboardInterrupt(), in_process=False)
+    assert _may_have_reached(said_after(ConnectionLost()), in_process=False)
+    assert not _may_have_reached(said_after(DaemonUnavailable("cannot start")), in_process=False)

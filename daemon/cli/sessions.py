@@ -299,8 +299,8 @@ def fork(
             result = backend.api(roots).fork_session(request)
         except RpcError:  # answered: a refusal made nothing
             raise
-        except BaseException:  # no answer (the daemon died, Ctrl-C): the child may have been made
-            if generated:
+        except BaseException as exc:  # no answer: the child may have been made, or nothing was sent
+            if generated and _may_have_reached(exc, in_process=bool(roots) or not backend.use_daemon):
                 say(f"remem: {_retry_with(operation_id)}", err=True)
             raise
     if as_json:
@@ -319,6 +319,26 @@ def fork(
             say(result.note if result.command is None else f"note: {result.note}")
         if generated:
             say(_retry_with(operation_id))
+
+
+def _may_have_reached(exc: BaseException, in_process: bool) -> bool:
+    """Whether a fork that got no answer (`exc`) may still have made its child: after Ctrl-C, or a
+    connection lost once the request left (the daemon died or stopped while answering, whatever
+    followed), or a failure of the fork run in this process. Not when nothing was sent: the
+    home cannot be used, no daemon could be started or reached (said, then `SystemExit`)."""
+    from ..client import ConnectionLost
+    from ..home import HomeUnusable
+
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionLost):
+            return True
+        if isinstance(seen, HomeUnusable):
+            return False
+        seen = seen.__context__
+    return in_process and not isinstance(exc, SystemExit)
 
 
 def _retry_with(operation_id: str) -> str:
