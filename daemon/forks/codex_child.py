@@ -1,6 +1,7 @@
 """The child of a Codex fork: a new ``session_meta``, then the parent's bytes through a turn.
 
-Codex's legacy fork layout, so that `codex exec resume <child>` continues it: the child's
+Codex's legacy fork layout, so that `codex resume <child>` (what remem prints, decision 0438)
+continues it, as `codex exec resume <child> "<prompt>"` does in a script: the child's
 ``session_meta`` is the parent's first one with the child's id, ``forked_from_id`` naming the
 parent and the time of the fork — the parent's cwd, provider and instructions, and its
 ``history_base`` when the parent itself inherits paginated history (without it the child
@@ -12,7 +13,8 @@ chosen turn. Readers take identity from line 1 only, the child's own ``session_m
 A fork is no subagent, whatever its parent is: a subagent parent's ``source.subagent`` (which
 names the session that spawned it) and its agent's nickname and role are not carried over, and
 the child's ``source`` is ``exec``, as a fork Codex makes takes the source of the process that
-forks (codex-rs ``ThreadManager::fork_thread``), here the ``codex exec resume`` remem names.
+forks (codex-rs ``ThreadManager::fork_thread``): remem forks in no Codex process and writes that
+of ``codex exec``, which ``codex resume`` continues all the same (decision 0438).
 """
 
 from __future__ import annotations

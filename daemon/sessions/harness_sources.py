@@ -180,7 +180,7 @@ class SessionView:
         """Whether a fork after one of its turns can be made, as the fork service judges it: not
         of a Claude Code subagent's own file, whose records `claude --resume` finds no
         conversation in (`claude_code.fork_selection` refuses it). A Codex subagent is a rollout
-        like any other, which `codex exec resume` continues once forked."""
+        like any other, which `codex resume` continues once forked."""
         return not (self.format == "claude-code" and self.subagent)
 
 

@@ -1127,7 +1127,7 @@ def thread_history(data: bytes, name: str, rollouts: Rollouts) -> bytes:
     unless it continues its thread after a revert (`continued`); then the lines it inherits,
     followed back through the rollouts `rollouts` finds by id, and its own after its
     `session_meta`, whose `history_base` marks a physical boundary, not a turn (a `session_meta`
-    past line 1 would make `codex exec resume` of a fork drop what came before it). Line 1 is
+    past line 1 would make `codex resume` of a fork drop what came before it). Line 1 is
     then the thread's first `session_meta`: its identity, cwd and lineage. Raises `Unjoined`
     when a rollout it continues is missing, cut short, or not cut where its `end_byte_offset`
     says."""
