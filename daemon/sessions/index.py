@@ -239,8 +239,8 @@ class SessionIndex:
             _WARNED.add(str(self.path))
             log.warning(
                 # Not only a full disk: a read-only mount, or a folder where the file should be.
-                "the session index %s cannot be written (%s); this process indexes sessions in "
-                "its memory (listings read the logs again), the next one tries the file again",
+                "the session index %s cannot be written (%s); this process indexes sessions in memory "
+                "(listings read the logs again), the next one tries the file again",
                 self.path,
                 exc,
             )
