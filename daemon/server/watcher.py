@@ -216,6 +216,14 @@ class Watcher:
         self._roots, self._implicit = list(roots), implicit
         self._submit()
 
+    def watched_folders(self) -> list[str]:
+        """The folders watched, as watchdog names them: the memory folder's real path (as it is
+        scheduled) and each root's watched folder. Read from watchdog's thread, hence the copy."""
+        return [
+            os.path.realpath(self.home.memory),
+            *(held.handler.watched for held in list(self._root_watches.values())),
+        ]
+
     def post(self, paths: tuple[str, ...], gone: _Forward | None = None) -> None:
         """Hand changed paths to the event loop (and, `gone`, the word of a root's own watch
         that the root was deleted); safe from any thread."""
@@ -577,11 +585,7 @@ class _Exhausted(logging.Filter):
         return True
 
     def _mine(self, path: str) -> bool:
-        watcher = self._watcher
-        folders = [  # the folders as watched: the memory folder's real path, as it is scheduled
-            os.path.realpath(watcher.home.memory),
-            *(held.handler.watched for held in list(watcher._root_watches.values())),
-        ]
+        folders = self._watcher.watched_folders()
         return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
 
