@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..home import Home
 from ..protocol.consolidation import Attempt, Status
 from ..sessions.writer import recover_dir
-from .receipts import IN_FLIGHT, iso, now
+from .receipts import IN_FLIGHT, iso, kept_attempts, next_attempt, now
 from .worker_log import Recorded, read_back, worker_dir, worker_log_path, worker_session_id
 
 INTERRUPTED = "interrupted"
@@ -33,12 +33,12 @@ class Settled:
 
 def settle_attempts(home: Home, review: str, attempts: list[Attempt], context: str) -> Settled:
     """Record unrecorded worker sessions, adopt the last attempt's proposal or close it."""
-    attempts = [*attempts, *_unrecorded(home, review, len(attempts) + 1)]
+    attempts = [*attempts, *_unrecorded(home, review, next_attempt(attempts))]
     last = attempts[-1] if attempts else None
     adopted = _adoptable(home, last, context) if last is not None and last.status in IN_FLIGHT else None
     if adopted is not None:
-        return Settled([*[_closed(home, a) for a in attempts[:-1]], attempts[-1]], adopted)
-    return Settled([_closed(home, a) for a in attempts], None)
+        return Settled(kept_attempts([*[_closed(home, a) for a in attempts[:-1]], attempts[-1]]), adopted)
+    return Settled(kept_attempts([_closed(home, a) for a in attempts]), None)
 
 
 def _unrecorded(home: Home, review: str, first: int) -> list[Attempt]:

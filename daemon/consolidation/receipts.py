@@ -27,7 +27,7 @@ from .. import safe_yaml
 from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_rewrite, refused_as_unwritable
 from ..home import Home
-from ..protocol.consolidation import HistoryLink, Receipt, Status
+from ..protocol.consolidation import Attempt, HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
 from ..validation import problems as validation_problems
@@ -46,6 +46,29 @@ _NEXT: dict[Status, frozenset[Status]] = {
     Status.PROPOSED: frozenset({Status.COMMITTING}) | FAILED | {Status.NO_CHANGE},
     Status.COMMITTING: frozenset({Status.COMMITTED, Status.TARGET_CONFLICT}),
 }
+
+
+# A receipt keeps its first attempt and the newest ones (decision 0446): a review retried
+# forever would grow its receipt without bound. Numbers are never reused (each names a worker
+# session), so the gap after the first says how many were dropped.
+NEWEST_ATTEMPTS_KEPT = 20
+
+
+def kept_attempts(attempts: list[Attempt]) -> list[Attempt]:
+    """`attempts` as a receipt keeps them: the first and the newest `NEWEST_ATTEMPTS_KEPT`."""
+    if len(attempts) <= NEWEST_ATTEMPTS_KEPT + 1:
+        return attempts
+    return [attempts[0], *attempts[-NEWEST_ATTEMPTS_KEPT:]]
+
+
+def next_attempt(attempts: list[Attempt]) -> int:
+    """The number of the attempt after `attempts`: one past the last, whatever was dropped."""
+    return attempts[-1].number + 1 if attempts else 1
+
+
+def dropped_attempts(attempts: list[Attempt]) -> int:
+    """How many attempts of a review its receipt no longer lists."""
+    return attempts[-1].number - len(attempts) if attempts else 0
 
 
 def moved(receipt: Receipt, status: Status, **fields: object) -> Receipt:
@@ -305,4 +328,10 @@ def summary(receipt: Receipt) -> str:
         detail = f": {attempt.error}" if attempt.error else ""
         route = f"{attempt.provider}/{attempt.model}"
         lines.append(f"\nAttempt {attempt.number} with {route}: {attempt.status.value}{detail}")
+    dropped = dropped_attempts(receipt.attempts)
+    if dropped:
+        lines.append(
+            f"\n{dropped} attempt(s) after the first are not listed: a receipt keeps the first and "
+            f"the newest {NEWEST_ATTEMPTS_KEPT}; their worker sessions are kept"
+        )
     return "\n".join(lines)

@@ -76,7 +76,9 @@ from .receipts import (
     ReceiptStore,
     ended,
     front_bytes,
+    kept_attempts,
     moved,
+    next_attempt,
     now,
     review_id,
     same_evidence,
@@ -173,7 +175,7 @@ class Consolidator:
         if cancelled:  # the attempt began meanwhile; it must not stay `running`
             return await asyncio.to_thread(self._abandon, ready)
         progress = _reporting(progress, ready.debug)
-        progress("model", {"review": review, "attempt": len(ready.receipt.attempts)})
+        progress("model", {"review": review, "attempt": _number(ready.receipt)})
         try:
             # The client is made inside the attempt: a base_url that is no URL fails it there.
             connect = partial(self._client, route)
@@ -235,12 +237,14 @@ class Consolidator:
         )
         too_large = _too_large(context, size, route, parts)
         if too_large is not None:
-            with_attempt = receipt.model_copy(update={"attempts": [*receipt.attempts, attempt]})
+            with_attempt = receipt.model_copy(
+                update={"attempts": kept_attempts([*receipt.attempts, attempt])}
+            )
             return self._finish(ended(with_attempt, Status.EVIDENCE_TOO_LARGE, too_large))
         # The attempt, with its worker session's id, is durable before any byte of that session:
         # a crash from here on leaves an attempt the next request closes, never an id it reuses.
         attempt = attempt.model_copy(update={"workerSession": worker_session_id(review, attempt.number)})
-        receipt = moved(receipt, Status.RUNNING, attempts=[*receipt.attempts, attempt])
+        receipt = moved(receipt, Status.RUNNING, attempts=kept_attempts([*receipt.attempts, attempt]))
         self.receipts.write(receipt)
         faultpoint("consolidation.after-attempt-receipt")
         try:
@@ -270,7 +274,7 @@ class Consolidator:
     ) -> ConsolidationResult:
         if outcome.plan is None:
             # The logs get the cause, never the error: a provider's message may quote the session.
-            attempt = len(receipt.attempts)
+            attempt = _number(receipt)
             log.info(
                 "review %s attempt %d ended %s: %s", receipt.review, attempt, outcome.status, outcome.cause
             )
@@ -769,7 +773,7 @@ def _reporting(progress: Progress, debug: DebugLog | None) -> Progress:
 
 def _new_attempt(receipt: Receipt, route: Route) -> Attempt:
     return Attempt(
-        number=len(receipt.attempts) + 1,
+        number=next_attempt(receipt.attempts),
         provider=route.provider,
         model=route.model,
         status=Status.RUNNING,
@@ -820,11 +824,16 @@ def _summary(change: ProposedChange) -> ChangeSummary:
     return ChangeSummary(action="delete", name=change.name, evidence=change.evidence)
 
 
+def _number(receipt: Receipt) -> int:
+    """The number of the receipt's last attempt (0 when it has none): earlier ones may be dropped."""
+    return receipt.attempt.number if receipt.attempt is not None else 0
+
+
 def _result(receipt: Receipt, *, recovered: bool) -> ConsolidationResult:
     return ConsolidationResult(
         review=receipt.review,
         status=receipt.status,
-        attempt=len(receipt.attempts),
+        attempt=_number(receipt),
         changes=len(receipt.changes) if receipt.status is Status.COMMITTED else 0,
         recovered=recovered,
         repeats=receipt.repeats,
