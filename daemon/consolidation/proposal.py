@@ -109,7 +109,7 @@ def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Froze
     within what is shown (a model citing one turn 40 000 times wrote a receipt too large to
     read back)."""
     proposal = cited_once(proposal)
-    problems = _shape_problems(proposal, set(ranges))
+    problems = _shape_problems(proposal, set(ranges)) + _erasing_global(proposal, frozen)
     if problems:
         raise ProposalRejected(problems)
     changes = canonical_order(proposal.changes)
@@ -198,6 +198,19 @@ def _shape_problems(proposal: Proposal, shown: set[EvidenceRange]) -> list[str]:
                 "never keeps secrets: say where the secret lives (an environment variable, a vault)"
             )
     return problems
+
+
+def _erasing_global(proposal: Proposal, frozen: Frozen) -> list[str]:
+    """A `replace-global` with no text, while Global holds some (decision 0447): a review never
+    erases all of the user's global memory; its reason would be in no record, only in a receipt."""
+    erasing = any(isinstance(c, ReplaceGlobal) and not c.content.strip() for c in proposal.changes)
+    if not erasing or not frozen.global_raw.strip():
+        return []
+    return [
+        "replace-global: its content is empty, which would erase all of Global memory, and a "
+        "review never does; send the whole new text keeping every line that is still true, or "
+        "leave Global alone"
+    ]
 
 
 def _texts(change: ProposedChange) -> tuple[str, ...]:
