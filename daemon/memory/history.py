@@ -70,6 +70,7 @@ from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs,
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
 from .revision import empty_revision, name_bytes
+from .stamps import Stamp, stamp
 
 try:
     import pygit2
@@ -127,6 +128,10 @@ _INSIDE = (
     "refs/heads",
 )
 _LISTED_INSIDE = ("objects", "objects/pack", "refs/heads")
+# What an open repository object's answers rest on: the repository folder itself (replaced by a
+# backup, or by a new one), the folders of its objects, packs and branches, and the packed refs.
+# A change to any is a change of the history under this process (or its own write).
+_DEPENDED_ON = ("", "objects", "objects/pack", "refs/heads", "packed-refs")
 
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
@@ -167,8 +172,10 @@ class _Composed:
     commit: bytes
     id: str
     parent: str | None
+    before: str  # the revision the entry starts from
     after: str  # the revision the entry ends at
     at: str  # when it was made
+    actor: Actor
     held: Mapping[str, bytes]  # the blob id of each file its tree holds, by file name
 
 
@@ -201,6 +208,15 @@ class History:
                 "memory history is off: the pygit2 package is missing (memory commits are unaffected)"
             )
         self._repo: pygit2.Repository | None = None
+        # The stamps of `_DEPENDED_ON` as the repository object was opened or last written by this
+        # process: other stamps found say the history changed under it, and it is opened again.
+        self._opened_as: tuple[Stamp | None, ...] = ()
+        # Each branch's head as this process last read or wrote it: a head found that does not
+        # lead down to it was put there by no entry's writer (a backup restored, decision 0442).
+        self._seen: dict[str, str] = {}
+        # Each branch's last entry this process wrote: the state it ends at, found again where
+        # the history does not hold it, is still that entry's actor's (decision 0442).
+        self._made: dict[str, _Composed] = {}
         # One repository object for all threads: libgit2 objects are not to be shared unlocked.
         self._lock = threading.RLock()
         # One worker, so entries are written in the order they were made; it is joined when the
@@ -286,11 +302,16 @@ class History:
         begun since the history's newest entry of the scope was made (`tip_at`; with none, since
         this process started the repository again, if it did): one begun before is recorded
         already, or was taken back since. None when it does not. Its failure is a warning, never
-        a failure to record."""
+        a failure to record. An entry this process wrote itself that the history no longer holds
+        (a backup of it restored) names its author first, by the same rule."""
+        since = tip_at or self._anew_at
+        made = self._made.get(branch_of(workspace_key))
+        if made is not None and (made.before, made.after) == (start, found) and made.at >= (since or ""):
+            return made.actor  # this process's own entry, gone from the history (decision 0442)
         if self._attribute is None:
             return None
         try:
-            return self._attribute(workspace_key, start, found, tip_at or self._anew_at)
+            return self._attribute(workspace_key, start, found, since)
         except Exception as exc:
             log.warning(
                 "memory history: who made the state of %s found unrecorded is unknown (%s)",
@@ -548,9 +569,13 @@ class History:
     def _opened(self) -> pygit2.Repository:
         self._home.refuse_link(self.path)  # libgit2 would read and write wherever it points
         self._refuse_links_inside()
-        if self._repo is not None and self.path.is_dir():
+        fingerprint = _fingerprint(self.path)
+        if self._repo is not None and fingerprint == self._opened_as:
             return self._repo
+        # None yet, or the history changed under this process (a pack deleted, the folder
+        # replaced): read as a fresh process reads it, never from what the old object holds.
         self._repo = None
+        self._opened_as = fingerprint
         self._logs.clear()
         self._remove_stale_temps()
         if not self.path.exists():
@@ -636,7 +661,24 @@ class History:
 
     def _head(self, repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
         ref = self._branch(repo, branch)
-        return None if ref is None else ref.peel(pygit2.Commit)
+        head = None if ref is None else ref.peel(pygit2.Commit)
+        self._follow(repo, branch, _id(head))
+        return head
+
+    def _follow(self, repo: pygit2.Repository, branch: str, head: str | None) -> None:
+        """Note the branch's head as read now. One that does not lead down to the head this
+        process last knew (or no branch where it knew one) was put there by no entry's writer: a
+        backup restored, the folder reduced or replaced. Until the branch ends at the scope's
+        state, a state found there may be any process's, this one's own commit's too, and is never
+        told as a hand edit (decision 0442)."""
+        seen = self._seen.get(branch)
+        if seen is not None and head != seen and not _leads_to(repo, head, seen):
+            log.warning("memory history: %s was changed under this process (restored from a copy?)", branch)
+            self._unvouched.add(branch)
+        if head is None:
+            self._seen.pop(branch, None)
+        else:
+            self._seen[branch] = head
 
     def _branch(self, repo: pygit2.Repository, branch: str) -> pygit2.Reference | None:
         """The branch's reference; one whose file does not read is damage, as an object is."""
@@ -781,6 +823,8 @@ class History:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
+        self._seen[composed.branch], self._made[composed.branch] = composed.id, composed
+        self._opened_as = _fingerprint(self.path)  # this process's own write is no news to it
         self._ends_recorded(composed.branch)
         faultpoint("history.after-ref")
         if not _is_pack_time(oid):
@@ -791,6 +835,7 @@ class History:
         try:
             if _merge_packs(repo):  # libgit2 would go on looking in the packs just removed
                 self._repo = pygit2.Repository(str(self.path))
+                self._opened_as = _fingerprint(self.path)
         except Exception as exc:
             if _refused_errno(exc) is None:
                 raise
@@ -842,7 +887,18 @@ def _compose(
     commit = "\n".join(lines).encode("utf-8")
     commit_id = _object_id(b"commit", commit).hex()
     return _Composed(
-        branch, blobs, shared, tree, commit, commit_id, parent, generation.revision, meta.at, held
+        branch,
+        blobs,
+        shared,
+        tree,
+        commit,
+        commit_id,
+        parent,
+        before,
+        generation.revision,
+        meta.at,
+        actor,
+        held,
     )
 
 
@@ -875,6 +931,29 @@ def _id(commit: pygit2.Commit | None) -> str | None:
 def _object_id(kind: bytes, data: bytes) -> bytes:
     """A git object's id: the SHA-1 of its header and bytes (what libgit2 computes on write)."""
     return hashlib.sha1(b"%s %d\0%s" % (kind, len(data), data)).digest()
+
+
+def _fingerprint(path: Path) -> tuple[Stamp | None, ...]:
+    """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent): five lstat
+    calls, so every use of the history checks it was not changed under this process."""
+    found: list[Stamp | None] = []
+    for name in _DEPENDED_ON:
+        try:
+            found.append(stamp(os.lstat(path / name)))
+        except OSError:
+            found.append(None)
+    return tuple(found)
+
+
+def _leads_to(repo: pygit2.Repository, head: str | None, older: str) -> bool:
+    """Whether the entry `head` leads down to the entry `older`; an entry that cannot be read
+    leads nowhere."""
+    if head is None:
+        return False
+    try:
+        return bool(repo.descendant_of(head, older))
+    except _UNREADABLE:
+        return False
 
 
 def _break(repo: pygit2.Repository, head: pygit2.Oid | str) -> tuple[int, pygit2.Oid | str, Exception] | None:
