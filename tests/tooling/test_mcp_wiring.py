@@ -1,0 +1,61 @@
+"""scripts/mcp_wiring.py, which scripts/demo prints, says what docs/agents.md and README.md say."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.mcp_wiring import claude_code_command, codex_config
+
+REPO = Path(__file__).resolve().parents[2]
+# The docs' placeholders, and the shell words they write for them.
+REMEM, HOME = "/path/to/clone/.venv/bin/remem", "/path/to/home"
+SHELL_WORDS = {'"$PWD/.venv/bin/remem"': REMEM, '"$REMEM_HOME"': HOME}
+
+
+def prose(path: str) -> str:
+    """The file's text with the docs' shell words for the placeholders replaced by them and
+    every run of whitespace one space, as `claude_code_command` writes it."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    for word, placeholder in SHELL_WORDS.items():
+        text = text.replace(word, placeholder)
+    return " ".join(text.split())
+
+
+def says(path: str, command: str) -> bool:
+    """Whether the file gives `command` whole (not the start of a longer one)."""
+    return re.search(rf"(?<![\w-]){re.escape(command)}(?![\w-])", prose(path)) is not None
+
+
+def test_the_claude_code_commands_are_the_docs_and_the_readmes() -> None:
+    for path in ("docs/agents.md", "README.md"):
+        assert says(path, claude_code_command(REMEM, None)), path
+    assert says("docs/agents.md", claude_code_command(REMEM, HOME))
+
+
+def test_the_codex_block_is_the_docs_without_their_comments() -> None:
+    text = (REPO / "docs" / "agents.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(\[mcp_servers\.remem\]\n.*?)```", text, re.DOTALL)
+    assert block is not None
+    documented = [line.split("   #")[0] for line in block[1].splitlines()]
+    assert codex_config(REMEM, HOME) == documented
+
+
+def test_the_codex_block_is_toml_that_keeps_any_path() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    odd = 'C:\\remem "clone"/ü\t/remem'
+    parsed = tomllib.loads("\n".join(codex_config(odd, odd)))
+    server = parsed["mcp_servers"]["remem"]
+    assert (server["command"], server["env"]) == (odd, {"REMEM_HOME": odd})
+    assert "env" not in tomllib.loads("\n".join(codex_config(REMEM, None)))["mcp_servers"]["remem"]
+
+
+def test_the_module_prints_both(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "scripts.mcp_wiring", "/opt/my remem/remem", "--home", str(tmp_path)]
+    printed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert f"claude mcp add remem -e REMEM_HOME={tmp_path} -- '/opt/my remem/remem' mcp\n" in printed
+    assert '  command = "/opt/my remem/remem"\n' in printed
