@@ -382,7 +382,7 @@ async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWa
     try:
         async with stdio_server(stdin=source) as (read_stream, write_stream):  # type: ignore[arg-type]
             answers = _Answers(write_stream)
-            lines = _AnsweringInvalidLines(read_stream, answers, source)
+            lines = _AnsweringInvalidLines(read_stream, answers, workspace.input_closed, source)
             await server.run(lines, answers, server.create_initialization_options())
     except ExceptionGroup as group:  # the transport's tasks fail as a group
         raise _output_failure(group) from None
@@ -537,18 +537,20 @@ class _AnsweringInvalidLines:
     `Server.run`): a client that sent a request it got wrong would wait forever. Here each gets
     the error JSON-RPC gives it, on the write stream the server answers on. So does a request
     the SDK parsed as a notification, its id being neither a string nor an integer (`source`,
-    the lines as sent, tells). The end of the lines waits for the requests passed on to be
-    answered (`_Answers`).
+    the lines as sent, tells). The end of the lines is told to `at_end` (what waits on the
+    client stops waiting), then waits for the requests passed on to be answered (`_Answers`).
     """
 
     def __init__(
         self,
         lines: ReadStream[SessionMessage | Exception],
         answers: _Answers,
+        at_end: Callable[[], None],
         source: _ClientLines | None = None,
     ) -> None:
         self._lines = lines
         self._answers = answers
+        self._at_end = at_end
         self._source = source
 
     async def receive(self) -> SessionMessage:
@@ -556,6 +558,7 @@ class _AnsweringInvalidLines:
             try:
                 item = await self._lines.receive()
             except anyio.EndOfStream:
+                self._at_end()  # before the drain: a request waiting on the client can end now
                 await self._answers.drained()
                 raise
             answer = _refusal(item, self._source.taken() if self._source is not None else None)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
@@ -85,6 +86,15 @@ class SessionWorkspace:
         self.start_dir = None if start_dir is None else os.path.abspath(start_dir)
         self._pinned: str | None = self.start_dir if explicit else None
         self._asking = asyncio.Lock()
+        self._input_closed = False
+        self._listing: anyio.CancelScope | None = None  # the wait for the client's roots, if one runs
+
+    def input_closed(self) -> None:
+        """The client closed its input: no answer to `roots/list` can come any more, so a wait for
+        one ends now (it held the server's exit for `ROOTS_TIMEOUT_SECONDS`), and none begins."""
+        self._input_closed = True
+        if self._listing is not None:
+            self._listing.cancel()
 
     @property
     def pinned(self) -> str | None:
@@ -105,20 +115,32 @@ class SessionWorkspace:
         async with self._asking:  # concurrent first calls ask once
             if self._pinned is not None:
                 return self._pinned
-            try:
-                # Raw, not `send_request`: it validates the answer with the SDK's model of a root,
-                # refusing the whole list for one root it does not take (see the module's doc).
-                roots: Any = await ctx.session._connection.send_raw_request(  # noqa: SLF001
-                    types.ListRootsRequest().method, None, {"timeout": ROOTS_TIMEOUT_SECONDS}
-                )
-            except MCPError as exc:  # an error, or no answer in time
-                log.warning(
-                    "the client declares roots but did not list them (%s); using %s",
-                    exc,
-                    self.start_dir or "the start folder, which no longer exists",
-                )
-                roots = None
-            return self._pin(roots)
+            return self._pin(await self._listed_roots(ctx))
+
+    async def _listed_roots(self, ctx: ServerRequestContext) -> Any:
+        """The client's answer to `roots/list` (raw JSON); None when there is none: an error, no
+        answer in time, or the client's input closed (before the request, or while it waited)."""
+        if not self._input_closed:
+            with anyio.CancelScope() as self._listing:
+                try:
+                    # Raw, not `send_request`: it validates the answer with the SDK's model of a
+                    # root, refusing the whole list for one root it does not take (module doc).
+                    answer: Any = await ctx.session._connection.send_raw_request(  # noqa: SLF001
+                        types.ListRootsRequest().method, None, {"timeout": ROOTS_TIMEOUT_SECONDS}
+                    )
+                    return answer
+                except MCPError as exc:  # an error, or no answer in time
+                    log.warning(
+                        "the client declares roots but did not list them (%s); using %s", exc, self._else
+                    )
+                    return None
+        log.warning("the client closed its input before it listed its roots; using %s", self._else)
+        return None
+
+    @property
+    def _else(self) -> str:
+        """The folder used when the client's roots choose none, as the log names it."""
+        return self.start_dir or "the start folder, which no longer exists"
 
     def _pin(self, roots: Any) -> str:
         """The workspace chosen (and kept) from the client's roots answer (raw JSON, None when

@@ -114,3 +114,15 @@ def test_a_reused_id_is_answered_as_often_as_it_was_asked(home: Home, project: P
     answers, stderr = _served_with_roots(home, project, [{"id": 5, "method": "tools/list"}])
     assert [answer["id"] for answer in answers] == [1, 5, 5]
     assert [answer.get("error") for answer in answers] == [None, None, None], answers
+
+
+def test_a_request_waiting_for_the_clients_roots_is_answered_once_the_input_closes(
+    home: Home, project: Path
+) -> None:
+    # No answer to roots/list can come once the client's input is closed; the server waited for
+    # one all the same, ROOTS_TIMEOUT_SECONDS (5 s), before it answered and exited.
+    answers, stderr = _served_with_roots(home, project, [])
+    assert [answer["id"] for answer in answers] == [1, 5]
+    assert not answers[1]["result"].get("isError"), answers[1]
+    assert "the client closed its input before it listed its roots" in stderr, stderr
+    assert "did not list them" not in stderr, stderr
