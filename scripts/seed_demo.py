@@ -1,10 +1,12 @@
 """Seed the demo home: its settings (the demo model's route, or the user's) and a workspace's sessions.
 
-The sessions are scripted (`remem.daemon.sessions.scripted`), in DSH's log format, each a scripted
-coding conversation: a main session of 4 turns (the one of scripts/demo_model.py, with a
-preference and a project fact worth remembering), a fork after its turn 2 that tries another
-way, a subagent that finds callers, and a fork whose parent was never written (an orphan).
-All are long finished, so they can be consolidated and branched at once.
+The sessions are scripted coding conversations of the demo workspace, of all three harnesses
+remem reads. In DSH's log format (`remem.daemon.sessions.scripted`): a main session of 4 turns
+(the one of scripts/demo_model.py, with a preference and a project fact worth remembering), a
+fork after its turn 2 that tries another way, a subagent that finds callers, and a fork whose
+parent was never written (an orphan). Beside the DSH root, a Claude Code config folder
+(`claude/`) and a Codex home (`codex/`) hold a session each (scripts/demo_harnesses.py), which
+the settings name as roots. All are long finished, so they can be consolidated and branched at once.
 Consolidation in the demo asks either the scripted demo model at `--demo-model URL`, or the
 model of the user's own home (`--route-from`: its `consolidation` and `providers` settings);
 keys are never copied (they come from the environment, as remem reads them).
@@ -17,6 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,6 @@ from remem.daemon.home import Home
 from remem.daemon.sessions.scripted import (
     ScriptedTool,
     ScriptedTurn,
-    SessionDraft,
     ToolOutput,
     build_scripted_session,
     fork_session,
@@ -35,8 +37,10 @@ from remem.daemon.sessions.scripted import (
 )
 from remem.daemon.settings import SettingsError, parse_settings
 from scripts import demo_model
+from scripts.demo_harnesses import derived_id, write_claude_code_session, write_codex_session
 
 FINISHED = 1_600_000_000  # an mtime long past: the sessions are not live
+HARNESS_HOMES = {"claude-code": "claude", "codex": "codex"}  # folders beside the DSH root
 
 # The side sessions of the demo's conversation, all as a real agent would have written them.
 _OTHER_WAY = (
@@ -82,6 +86,39 @@ _ORPHAN = (
     ),
 )
 
+# The same workspace in the other harnesses: a Claude Code session and a Codex one.
+_CLAUDE_CODE = (
+    ScriptedTurn(
+        "Add a test that the export streams its first chunk before the last row is read.",
+        "Added `test_export_streams_before_the_last_row` to tests/test_export.py; it feeds a "
+        "generator of 50,000 rows and checks the first chunk is written after 10,000.",
+        (
+            ScriptedTool(
+                "Bash", {"command": "pytest tests/test_export.py -q"}, ToolOutput("6 passed in 1.3s")
+            ),
+        ),
+    ),
+    ScriptedTurn(
+        "Name it after what it proves, not how.",
+        "Renamed it to `test_big_exports_start_at_once`.",
+    ),
+)
+_CODEX = (
+    ScriptedTurn(
+        "Write the changelog entry for the streaming export.",
+        "Added under Fixed: the quarterly report export streams its CSV, so big customers no "
+        "longer get a 504 from the gateway.",
+        (
+            ScriptedTool(
+                "exec_command",
+                {"cmd": "git log --oneline -3 -- api/reports"},
+                ToolOutput("a1b2c3d Stream CSV"),
+            ),
+        ),
+    ),
+)
+HARNESS_START = datetime.fromtimestamp(FINISHED - 3600, timezone.utc)  # an hour before they finished
+
 
 @dataclass(frozen=True)
 class DemoSessions:
@@ -89,27 +126,45 @@ class DemoSessions:
     fork: str
     subagent: str
     orphan: str
+    claude_code: str
+    codex: str
 
 
 def seed_sessions(root: Path, cwd: str) -> DemoSessions:
-    """Write the demo's sessions of workspace `cwd` under the session root `root`."""
+    """Write the demo's sessions of workspace `cwd`: DSH's under the session root `root`, the
+    other harnesses' in their homes beside it (`harness_home`)."""
     main = build_scripted_session(demo_model.DEMO_TURNS, seed=2026, cwd=cwd)
     fork = fork_session(main, _OTHER_WAY, seed=2027, after_turn=2)
     subagent = subagent_session(main, _CALLERS, seed=2028, label="find the callers")
     lost_parent = build_scripted_session(_LOST_PARENT, seed=2029, cwd=cwd)  # never written
     orphan = fork_session(lost_parent, _ORPHAN, seed=2030, after_turn=1)
-    return DemoSessions(*(_write_finished(root, draft) for draft in (main, fork, subagent, orphan)))
+    dsh = [
+        _finished(write_session(root, draft), str(draft.header.id))
+        for draft in (main, fork, subagent, orphan)
+    ]
+    claude_code, codex = derived_id("demo", "claude-code"), derived_id("demo", "codex")
+    claude_home, codex_home = harness_home(root, "claude-code"), harness_home(root, "codex")
+    _finished(
+        write_claude_code_session(claude_home, cwd, claude_code, _CLAUDE_CODE, HARNESS_START), claude_code
+    )
+    _finished(write_codex_session(codex_home, cwd, codex, _CODEX, HARNESS_START), codex)
+    return DemoSessions(*dsh, claude_code, codex)
 
 
-def _write_finished(root: Path, draft: SessionDraft) -> str:
-    path = write_session(root, draft)
+def harness_home(session_root: Path, harness: str) -> Path:
+    """The demo's home folder of `harness` (a key of `HARNESS_HOMES`): beside the DSH root."""
+    return session_root.parent / HARNESS_HOMES[harness]
+
+
+def _finished(path: Path, session_id: str) -> str:
     os.utime(path, (FINISHED, FINISHED))
-    return str(draft.header.id)
+    return session_id
 
 
 def demo_settings(session_root: Path, user_settings: Path | None) -> dict[str, Any]:
-    """The demo home's settings: its session root and the user's consolidation route, if usable."""
-    settings: dict[str, Any] = {"sessions": {"roots": [str(session_root)]}}
+    """The demo home's settings: its session roots and the user's consolidation route, if usable."""
+    harnesses = [{"path": str(harness_home(session_root, h)), "format": h} for h in HARNESS_HOMES]
+    settings: dict[str, Any] = {"sessions": {"roots": [str(session_root), *harnesses]}}
     if user_settings is None or not user_settings.is_file():
         return settings
     try:
@@ -154,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--demo-model", metavar="URL", help="the scripted demo model's base URL instead")
     args = parser.parse_args(argv)
     sessions = seed(args.home, args.sessions, args.project, args.route_from, args.demo_model)
-    print(sessions.main)
+    print(sessions.main, sessions.claude_code, sessions.codex)  # what scripts/demo walks through
     return 0
 
 
