@@ -18,6 +18,8 @@ POINTS: frozenset[str] = frozenset(
         "agents.update.after-intent",
         "agents.update.after-commit",
         "agents.update.after-entry",
+        "agents.audit.intent-after-temp-write",
+        "agents.audit.entry-after-temp-write",
         "consolidation.after-attempt-receipt",
         "consolidation.after-committing-mark",
         "consolidation.after-committing-receipt",

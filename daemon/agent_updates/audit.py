@@ -12,7 +12,10 @@ next holder of that lock settles it against the scope's revision (`settled`): th
 revision means the commit landed, the before revision means it never did, anything else means
 memory moved on before anyone looked; an intent whose final entry was already written only
 needs removing. Every file is replaced atomically, so an entry is always whole, and an intent
-is the only thing a crash can leave.
+is the only thing a crash can leave besides a temp: each file is written through one temp name
+of its own, under the scope's lock (`fsutil.atomic_rewrite`, decision 0411), so the temp a crash
+left before a rename is removed by that file's next write (the scope's next intent; the entry
+its intent's settling writes).
 
 A write the file system refuses (a full disk) is `fsutil.Unwritable`, no temp left. The intent
 refused: the update is refused, nothing changed. The final entry refused: a commit that landed
@@ -40,7 +43,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
-from ..fsutil import atomic_write, fsync_dir, refused_as_unwritable
+from ..fsutil import atomic_rewrite, fsync_dir, refused_as_unwritable
 from ..home import Home
 from ..protocol.consolidation import ScopeRevisions
 from ..protocol.memory import Actor
@@ -154,7 +157,11 @@ class AuditTrail:
         assert entry.status is AuditStatus.COMMITTING
         with refused_as_unwritable(self.folder):
             self._home.private_dir(self.folder)  # a link there is refused, never written through
-            atomic_write(self._intent(entry.lock_scope), entry.model_dump_json().encode("utf-8"))
+            atomic_rewrite(
+                self._intent(entry.lock_scope),
+                entry.model_dump_json().encode("utf-8"),
+                written="agents.audit.intent-after-temp-write",
+            )
         faultpoint("agents.update.after-intent")
 
     def finish(self, entry: AuditEntry) -> None:
@@ -164,7 +171,11 @@ class AuditTrail:
         assert entry.status is not AuditStatus.COMMITTING
         with refused_as_unwritable(self.folder):
             self._home.private_dir(self.folder)  # a link there is refused, never written through
-            atomic_write(self.path(entry.id), entry.model_dump_json(indent=2).encode("utf-8") + b"\n")
+            atomic_rewrite(
+                self.path(entry.id),
+                entry.model_dump_json(indent=2).encode("utf-8") + b"\n",
+                written="agents.audit.entry-after-temp-write",
+            )
         faultpoint("agents.update.after-entry")
         self.drop_intent(entry.lock_scope)
 

@@ -33,8 +33,16 @@ LANDED = {
 }
 
 
+# Where a write of an audit file dies with its synced temp not yet renamed: the intent, or the
+# final entry of an update that landed.
+TEMP_LEFT = {
+    "agents.audit.intent-after-temp-write": False,
+    "agents.audit.entry-after-temp-write": True,
+}
+
+
 def test_every_agent_fault_point_is_covered() -> None:
-    assert {p for p in POINTS if p.startswith("agents.")} == set(LANDED)
+    assert {p for p in POINTS if p.startswith("agents.")} == set(LANDED) | set(TEMP_LEFT)
 
 
 def start_armed_daemon(home: Home, point: str) -> None:
@@ -109,3 +117,30 @@ async def test_an_unreadable_intent_is_set_aside_and_memory_keeps_serving(
     kept = [p.name for p in audit.iterdir() if p.name.startswith(".intent-")]
     assert len(kept) == 1 and ".unreadable-" in kept[0]
     assert [e.status for e in AuditTrail(home).all()] == [AuditStatus.COMMITTED]
+
+
+def _audit_files(home: Home) -> list[str]:
+    return sorted(p.name for p in (home.memory / "audit").iterdir())
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("point", sorted(TEMP_LEFT))
+async def test_a_temp_a_crash_left_of_an_audit_file_is_removed_by_its_next_write(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, point: str
+) -> None:
+    """Each write made a temp with a random name, which nothing removed after a crash."""
+    store.commit_workspace(workspace, EMPTY, [put_change("base")])
+    async with agent(home, project) as session:
+        await crash_update(home, session, point)
+        left = [
+            name for name in _audit_files(home) if not name.startswith(".intent-") and name.startswith(".")
+        ]
+        assert len(left) == 1, _audit_files(home)  # the temp
+        await session.context()  # a new daemon settles an intent left (an update that landed)
+        if not TEMP_LEFT[point]:
+            assert not (await session.update(put("crash-put", "Written as the daemon died.\n"))).is_error
+    names = {r.name for r in store.read_workspace(workspace).records}
+    assert names == {"base", "crash-put"}
+    [entry] = AuditTrail(home).all()
+    assert entry.status is AuditStatus.COMMITTED
+    assert _audit_files(home) == [f"{entry.id}.json"], "no temp, no intent left"
