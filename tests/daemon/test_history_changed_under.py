@@ -41,6 +41,7 @@ def commit(home: Home, cwd: str, content: str) -> str:
         home, *args, "--changes", "-", "--json", stdin=json.dumps([{"action": "put", "record": record}])
     )
     assert done.returncode == 0, done.stderr
+    log(home, cwd)  # the daemon writes the entry after its answer: a read waits until it is written
     return str(json.loads(done.stdout)["revision"])
 
 
