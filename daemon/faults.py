@@ -57,6 +57,7 @@ POINTS: frozenset[str] = frozenset(
         "sessions.writer.after-append",
         "settings.after-temp-write",
         "settings.after-exchange",
+        "settings.valid-copy.after-temp-write",
     }
 )
 

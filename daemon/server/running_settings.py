@@ -10,12 +10,13 @@ its tree may be out of date.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..fsutil import atomic_write
+from ..fsutil import atomic_write, remove_stale_temps_of
 from ..home import Home
 from ..safe_open import read_regular
 from ..safe_yaml import MAX_BYTES
@@ -28,6 +29,11 @@ log = logging.getLogger("remem.daemon")
 class RunningSettings:
     def __init__(self, home: Home) -> None:
         self.home = home
+        # Reloads may write the copy from two threads at once, each through its own temp: the
+        # temps a crash left are removed here, before any reload, the daemon's home lock held.
+        # One that cannot be is one hidden file more, no reason to refuse to start.
+        with contextlib.suppress(OSError):
+            remove_stale_temps_of(self._copy)
         self.current = self._last_valid()  # until settings.yml proves valid
         self.problems: list[str] = []
         self.reload()
@@ -43,7 +49,8 @@ class RunningSettings:
             return False
         self.current, self.problems = settings, []
         try:
-            atomic_write(self._copy, settings.model_dump_json(exclude_unset=True).encode() + b"\n")
+            copied = settings.model_dump_json(exclude_unset=True).encode() + b"\n"
+            atomic_write(self._copy, copied, written="settings.valid-copy.after-temp-write")
         except OSError as exc:  # a full disk: the copy only matters once settings.yml breaks
             log.warning(
                 "the valid settings could not be kept in %s (%s); should settings.yml become "
