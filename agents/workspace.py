@@ -134,6 +134,8 @@ class SessionWorkspace:
                         "the client declares roots but did not list them (%s); using %s", exc, self._else
                     )
                     return None
+                finally:
+                    self._listing = None  # a scope left is never cancelled: nothing waits in it
         log.warning("the client closed its input before it listed its roots; using %s", self._else)
         return None
 
