@@ -30,8 +30,10 @@ Its answer names the `remem/*` protocol in `capabilities.experimental.remem.prot
 editor extension newer than the server can say so rather than fail a request it sends.
 
 What pygls showed the user as a popup ("Error in server: …") gets the spec's answer instead: a
-JSON value that is no message (a batch, a number) InvalidRequest with id null (a body that is
-no JSON, ParseError: `RememServer.report_server_error`). A notification whose params do not have
+JSON value that is no message (a batch, a number), and a request whose id is no integer or
+string (an object, an array, a boolean, null: pygls ran it, a `shutdown` of id null too),
+InvalidRequest with id null, never run (a body that is no JSON, ParseError:
+`RememServer.report_server_error`). A notification whose params do not have
 the spec's shape, or a change to a document never opened, is dropped with a line in the log
 that names what is wrong, never the params. A string the spec asks for must be a string: pygls
 made one of any value, and a change's `"text": null` made the document "None" (decision 0421).
@@ -136,6 +138,8 @@ class RememProtocol(LanguageServerProtocol):
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # Called for every object of a message, innermost first: a message is what has `jsonrpc`.
+        if "jsonrpc" in data and "method" in data and "id" in data and not _valid_id(data["id"]):
+            return self._unidentified(data)
         if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
             return self._unnamed(data)
         if "jsonrpc" in data and "id" not in data and "method" in data:
@@ -192,6 +196,15 @@ class RememProtocol(LanguageServerProtocol):
     def _refuse_unidentified(self, error: JsonRpcException) -> None:
         # pygls's response types leave out an id that is None; the spec writes `"id": null`.
         self._send_data({"jsonrpc": self.VERSION, "id": None, "error": error.to_response_error()})
+
+    def _unidentified(self, data: dict[str, Any]) -> _Answered:
+        """A request whose id is no integer or string (an object, an array, a boolean, null),
+        which pygls ran (a `shutdown` of id null shut the server down): refused InvalidRequest
+        with the id the spec gives what has none that can be read, null, and never run."""
+        method = data["method"] if isinstance(data["method"], str) else "a request"
+        log.warning("%s refused: its id is no integer or string", method)
+        self._refuse_unidentified(JsonRpcInvalidRequest(f"{method}: `id` must be an integer or a string"))
+        return _ANSWERED
 
     def _unnamed(self, data: dict[str, Any]) -> _Answered:
         """A message whose method is no string, which pygls failed on (no `startswith`) and
@@ -329,6 +342,12 @@ def _without_values(error: BaseException, kind: type | None) -> str:
     error (…)" and "invalid type (…)" repeat the exception's message)."""
     said = format_exception(error, kind)
     return f"invalid value ({type(error).__name__})" if said.endswith(")") else said
+
+
+def _valid_id(value: Any) -> bool:
+    """Whether `value` is a request id LSP allows: an integer or a string (a boolean is no
+    integer, though Python counts it one; JSON-RPC's null and fractions LSP does not allow)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _string(value: Any, _: type) -> str:

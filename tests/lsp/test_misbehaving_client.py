@@ -181,3 +181,19 @@ def test_a_malformed_notification_is_dropped_without_a_popup_or_its_text_in_the_
     assert "textDocument/didChange dropped: the document is not open" in log
     assert "textDocument/didChange dropped: invalid value for type, expected str" in log
     assert SECRET not in log
+
+
+@pytest.mark.parametrize(
+    "msg_id", [{"n": 1}, [1], True, None, 1.5], ids=["object", "array", "bool", "null", "fraction"]
+)
+def test_a_request_whose_id_is_no_integer_or_string_is_refused_and_not_run(
+    server: Server, msg_id: Any
+) -> None:
+    _initialize(server)
+    server.send({"id": msg_id, "method": "shutdown"})  # was run: the server shut down
+    refused = server.answer(None)
+    assert refused["error"]["code"] == -32600 and refused["id"] is None
+    assert "`id` must be an integer or a string" in refused["error"]["message"]
+    uri = "file:///nowhere/GLOBAL.md"
+    assert _headings(server, uri, 1) is None  # still running: a request after shutdown is refused
+    assert server.popups() == []
