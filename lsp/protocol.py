@@ -225,6 +225,9 @@ class RememProtocol(LanguageServerProtocol):
             self._refuse_unidentified(JsonRpcInvalidRequest(f"the message is {shape}; send one object"))
             return
         method = getattr(message, "method", None)
+        if method != types.TEXT_DOCUMENT_DID_OPEN:
+            for work in self._server.before_message:  # type: ignore[attr-defined]
+                work()
         if self._shutdown and hasattr(message, "id") and isinstance(method, str) and method != types.EXIT:
             refused = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
             self._send_response(message.id, None, refused.to_response_error())

@@ -9,6 +9,7 @@ knows no feature: `lsp/compose.py` builds it and registers them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pygls.exceptions import JsonRpcException
@@ -37,6 +38,9 @@ class RememServer(LanguageServer):
         self.lint_cache = lint_cache
         self.stores = stores
         self.transcripts = ShownTranscripts()  # the revision each transcript text handed out was read at
+        # Work a feature put off while documents open (diagnostics judge a burst of opens once):
+        # done before any other message is handled, so what it answers follows every open.
+        self.before_message: list[Callable[[], None]] = []
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # pygls's read loop reports a body that is no JSON here, and pygls showed it as a
