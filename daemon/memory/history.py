@@ -23,7 +23,12 @@ repository it started again, is never told as a hand edit. Such a state is told 
 change instead when the agent's audit trail, injected as `attribute` (memory never imports the
 agents' package), shows its update took the scope from where the history ends to that very
 state, and began at or after the scope's newest entry was made: one begun before is recorded
-already or was taken back since, and a state made again by hand is not it (decision 0408). A
+already or was taken back since, and a state made again by hand is not it (decision 0408). Asked
+first are this process's own last entry of the scope (a backup of the history restored under
+it) and the intent a commit writes before it publishes (`intending`; one killed before its
+entry), by the same rule; and a history changed under the process (`_fingerprint`) is opened
+again, its branches whose head moved elsewhere than down from the one it knew unvouched
+(decision 0442). A
 read that meets an object it cannot read (gone, or its bytes corrupt) says the history is
 damaged and which entry, never a bug (decision 0395). A repository the disk refuses to make (a
 full disk) leaves no folder, and a read says so with what to do (decision 0398); a merge of the
@@ -66,6 +71,7 @@ from ..home import Home, HomeUnusable, linked_message
 from ..locks import LockHandle, bounded_file_lock
 from ..os_names import shown
 from ..protocol.memory import Actor, FileStat, HistoryEntry
+from ..safe_open import read_regular
 from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
@@ -85,6 +91,8 @@ QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one wa
 WRITING_WAIT_SECONDS = 5.0  # a writer holds the writing lock for milliseconds; past this it is stuck
 STUCK_WAIT_SECONDS = 0.5  # a wait in the WRITING_WAIT_SECONDS after one ran out (`_wait_for_writing`)
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
+_INTENT = "history-intent-{}.json"  # in state/, by branch: the entry a commit under way is to have
+_INTENT_MAX_BYTES = 64 * 1024  # an entry's JSON line: an actor's few names and three short fields
 _TEMP = re.compile(r"\.history-[0-9a-f]{8}")  # a repository being made, renamed `history` once whole
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
@@ -248,6 +256,64 @@ class History:
 
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
+    @contextlib.contextmanager
+    def intending(self, workspace_key: str | None, before: str, after: str, actor: Actor) -> Iterator[None]:
+        """Around a commit's publication: the entry it is to have is written first as the scope's
+        intent (`state/history-intent-<branch>.json`), so a state found where a process died
+        between its commit and its entry is still that commit's actor's, as an agent's audit
+        intent makes it the agent's (decision 0442). It stays once the commit is published: the
+        time rule of `_author` never credits it past the entry made after it, and a file kept in
+        place costs a nearly full disk no new block. A commit that publishes nothing empties it.
+        Unsynced: a process killed loses no write, and a power cut costs only the label. Its
+        failure is a warning; the commit goes on."""
+        branch = branch_of(workspace_key)
+        written = self._intend(branch, before, after, actor) if self.enabled else None
+        try:
+            yield
+        except BaseException:
+            self._drop_intent(branch, written)
+            raise
+
+    def _intend(self, branch: str, before: str, after: str, actor: Actor) -> bytes | None:
+        meta = _Meta(
+            scope=branch, actor=actor, before=before, after=after, at=_at(datetime.now(timezone.utc))
+        )
+        data = _one_line(meta.model_dump_json()).encode("utf-8")
+        try:
+            self._put_intent(branch, data)
+        except Exception as exc:
+            log.warning("memory history: could not write the intent of %s (%s)", branch, _reason(exc))
+            return None
+        return data
+
+    def _put_intent(self, branch: str, data: bytes) -> None:
+        """Write over the branch's intent file in place, then cut it to `data`: within the block
+        it holds already, nothing is allocated."""
+        fd = self._home.open_file(self._intent_path(branch), os.O_WRONLY | os.O_CREAT)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.truncate(len(data))
+
+    def _drop_intent(self, branch: str, written: bytes | None) -> None:
+        """Empty the branch's intent if it is still `written` (a commit that published nothing):
+        no state it names was made. It is the caller's own, under the scope's exclusive lock."""
+        if written is None:
+            return
+        with contextlib.suppress(Exception):
+            if read_regular(self._intent_path(branch), _INTENT_MAX_BYTES) == written:
+                self._put_intent(branch, b"")
+
+    def _intent_of(self, branch: str) -> _Meta | None:
+        """The intent a commit of the branch left, if one is there and reads."""
+        try:
+            raw = read_regular(self._intent_path(branch), _INTENT_MAX_BYTES)
+            return None if raw is None else _Meta.model_validate_json(raw)
+        except (OSError, ValidationError):
+            return None
+
+    def _intent_path(self, branch: str) -> Path:
+        return self._home.state / _INTENT.format(branch)
+
     def record(
         self, workspace_key: str | None, before: Generation, after: Generation, actor: Actor
     ) -> str | None:
@@ -303,11 +369,14 @@ class History:
         this process started the repository again, if it did): one begun before is recorded
         already, or was taken back since. None when it does not. Its failure is a warning, never
         a failure to record. An entry this process wrote itself that the history no longer holds
-        (a backup of it restored) names its author first, by the same rule."""
+        (a backup of it restored), then a commit's intent (`intending`), name its author first,
+        by the same rule (decision 0442)."""
         since = tip_at or self._anew_at
-        made = self._made.get(branch_of(workspace_key))
-        if made is not None and (made.before, made.after) == (start, found) and made.at >= (since or ""):
-            return made.actor  # this process's own entry, gone from the history (decision 0442)
+        branch = branch_of(workspace_key)
+        # this process's own entry gone from the history, or a commit's whose entry was not written
+        for made in (self._made.get(branch), self._intent_of(branch)):
+            if made is not None and (made.before, made.after) == (start, found) and made.at >= (since or ""):
+                return made.actor
         if self._attribute is None:
             return None
         try:

@@ -147,7 +147,8 @@ class MemoryStore:
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
             try:
-                self._publish_global(plan, ABSENT if existing is None else digest(existing))
+                with self.history.intending(None, plan.before, plan.after, actor):
+                    self._publish_global(plan, ABSENT if existing is None else digest(existing))
             except Displaced:
                 return CommitResult(status="conflict", revision=global_revision(self._read_global_bytes()))
             entry = self.history.record(
@@ -206,7 +207,8 @@ class MemoryStore:
                 self._label(workspace)
                 return CommitResult(status="no-change", revision=plan.before)
             try:
-                self._publish_workspace(workspace, plan, files)
+                with self.history.intending(workspace.key, plan.before, plan.after, actor):
+                    self._publish_workspace(workspace, plan, files)
             except Displaced:
                 saved = _read_records(self.folder(workspace), _listing(self.folder(workspace)))
                 return CommitResult(status="conflict", revision=workspace_revision(saved))

@@ -99,6 +99,8 @@ async def test_the_next_command_names_the_agent_unless_its_audit_entry_does_not_
     [entry] = AuditTrail(home).all()
     if damage is not None:
         damage(AuditTrail(home).path(entry.id))
+        # the commit's own history intent names the agent too (decision 0442): the audit alone is looked at
+        (home.state / f"history-intent-ws-{workspace.key}.json").unlink()
 
     log = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "memory", "log"]
     logged = subprocess.run(

@@ -257,8 +257,9 @@ def test_a_crash_in_the_history_write_is_reconciled(
     asyncio.run(MemoryMethods(store.home).reconcile_history())
     entries = fresh.history.log(workspace.key)
     assert entries[0].after == current.revision and [e.after for e in entries[1:]] == [base.revision]
-    # Cut off before its ref moved, the entry is replaced by the state found on start.
-    assert entries[0].actor.kind == ("cli" if point == "history.after-ref" else "recovered")
+    # Cut off before its ref moved, the entry is replaced by the state found on start, the
+    # commit's own by the intent it wrote first (decision 0442).
+    assert (entries[0].actor.kind, entries[0].before) == ("cli", base.revision)
     asyncio.run(MemoryMethods(store.home).reconcile_history())
     assert len(fresh.history.log(workspace.key)) == 2, "reconciling twice adds nothing"
 

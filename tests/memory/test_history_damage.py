@@ -207,9 +207,10 @@ def test_the_daemons_own_commit_whose_entry_was_not_written_is_no_hand_edit(
             assert asyncio.run(methods.commit_workspace(params)).status == "committed"
             methods.store.history.flush()  # its entry failed to be written
         asyncio.run(methods.scope_changed(workspace.key))  # the watcher sees the commit's files
-        assert _kinds(methods, workspace) == ["recovered", "cli"]
+        # the commit's own, by the intent it wrote before it published (decision 0442)
+        assert _kinds(methods, workspace) == ["cli", "cli"]
         _edit_by_hand(methods, workspace)  # once the scope's entries are written again, it is
-        assert _kinds(methods, workspace) == ["hand-edit", "recovered", "cli"]
+        assert _kinds(methods, workspace) == ["hand-edit", "cli", "cli"]
 
 
 def test_a_history_deleted_under_the_daemon_starts_again_with_what_it_finds_as_recovered(
@@ -263,7 +264,7 @@ def test_a_daemon_whose_history_cannot_record_says_so_with_the_log(
         assert "remem: warning: the history could not record what changed (" in logged.stderr, logged.stderr
         again = _log_through_the_daemon(home, workspace)  # its state recorded now, no warning
         kinds = [e["actor"]["kind"] for e in json.loads(again.stdout)["entries"]]
-        assert kinds == ["recovered", "cli"] and "warning" not in again.stderr, again.stderr
+        assert kinds == ["cli", "cli"] and "warning" not in again.stderr, again.stderr
     finally:
         subprocess.run([*_CLI, "--home", str(home.root), "daemon", "stop"], capture_output=True, timeout=60)
 
