@@ -9,7 +9,8 @@ document wrote the drifted text over the user's edit.
 
 A character past the end of a line means the line's end (LSP); pygls took it for the line's
 last character when the line has no line break (the document's last), and an edit there landed
-one character early.
+one character early. A range whose end comes before its start is taken in order, as VS Code
+takes it (pygls repeated the text between them; decision 0449).
 
 An editor can send a lone surrogate (JSON `"\\ud800"`), which no file can hold: the validators,
 the parsers and the daemon link encode the text and failed on it (hover, lenses, code actions,
@@ -27,6 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 from lsprotocol import types
 from pygls.workspace import PositionCodec, ServerTextPosition, TextDocument, Workspace
 
@@ -80,6 +82,7 @@ class LspTextDocument(TextDocument):
         return tuple(_LINE.findall(self.editor_source))
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        change = _well_formed(change)
         # A UTF-16 editor can put an end of the range between the two halves of a character
         # beyond the BMP: that splits it, and the editor then holds two lone surrogates.
         rejoin = self.lone_surrogate is not None or _SURROGATE.search(change.text) is not None
@@ -114,6 +117,16 @@ class LspTextDocument(TextDocument):
                 return True
             units += 2 if wide else 1
         return False
+
+
+def _well_formed(change: types.TextDocumentContentChangePartial) -> types.TextDocumentContentChangePartial:
+    """`change` with its range's ends in order: an end before the start is taken as the start,
+    as VS Code's `Range` and the LSP's reference `TextDocument` take it (decision 0449). pygls
+    kept the text before the start and the text from the end: what lay between came twice."""
+    start, end = change.range.start, change.range.end
+    if (end.line, end.character) >= (start.line, start.character):
+        return change
+    return attrs.evolve(change, range=types.Range(start=end, end=start))
 
 
 class LspPositionCodec(PositionCodec):

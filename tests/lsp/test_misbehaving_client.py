@@ -197,3 +197,18 @@ def test_a_request_whose_id_is_no_integer_or_string_is_refused_and_not_run(
     uri = "file:///nowhere/GLOBAL.md"
     assert _headings(server, uri, 1) is None  # still running: a request after shutdown is refused
     assert server.popups() == []
+
+
+def test_a_change_whose_range_ends_before_it_starts_replaces_that_range_in_order(
+    server: Server, tmp_path: Path
+) -> None:
+    _initialize(server)
+    uri = Home(tmp_path / "home").global_file.as_uri()
+    _open(server, uri, "# abcdef\n")
+    backwards = {"start": {"line": 0, "character": 5}, "end": {"line": 0, "character": 2}}
+    _change(server, uri, 2, {"range": backwards, "text": "X"})  # was "# abcXabcdef"
+    assert _headings(server, uri, 1) == ["Xdef"]
+    across = {"start": {"line": 1, "character": 0}, "end": {"line": 0, "character": 3}}
+    _change(server, uri, 3, {"range": across, "text": "\n# Y"})
+    assert _headings(server, uri, 2) == ["X", "Y"]
+    assert server.popups() == []
