@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -424,3 +425,37 @@ def test_new_memory_is_started_only_in_a_folder_that_exists(home: Home, tmp_path
     changes.write_text(json.dumps([{"action": "delete", "name": RECORD["name"]}]))
     code, out, _ = run(home, *args, "--expected-revision", json.loads(out)["revision"])
     assert code == 0 and json.loads(out)["status"] == "committed"
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_the_diff_of_a_first_entry_that_found_memory_compares_with_what_was_there(
+    home: Home, tmp_path: Path, as_json: bool
+) -> None:
+    """Memory made while there was no history: its first entry records it as found. Its diff
+    showed every line added, as if from an empty scope; nothing earlier is recorded."""
+    cwd = str(tmp_path)
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    assert run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", EMPTY, "--changes", "-",
+               stdin=changes)[0] == 0  # fmt: skip
+    shutil.rmtree(home.root / "history")
+    for made in [home.state / "history-started", *home.state.glob("history-intent-*")]:
+        made.unlink()  # as a home whose history was never made
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--json")
+    [found] = json.loads(out)["entries"]
+    assert (found["actor"]["kind"], found["before"]) == ("recovered", found["after"])
+
+    code, out, _ = run(home, "memory", "diff", found["id"], *(["--json"] if as_json else []))
+
+    assert code == 0
+    if as_json:
+        result = json.loads(out)
+        assert (result["fromEntry"], result["patch"]) == (None, "")
+        assert result["stat"] == {"added": [], "changed": [], "removed": [], "insertions": 0, "deletions": 0}
+    else:
+        assert out == (
+            f"{found['id'][:12]} is the first entry of this history and found memory already there: "
+            f"nothing earlier is recorded to compare it with (`remem memory show --at {found['id'][:12]}` "
+            "shows what it found)\n"
+        )
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd)
+    assert out.splitlines()[0].endswith("recovered  (no file changed)"), out

@@ -254,6 +254,12 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
     result = _read(backend.api().memory_diff, params, as_json)
     if as_json:
         emit_json(result)
+    elif result.fromEntry is None and not result.patch:  # only a first entry that found memory there
+        say(
+            f"{result.toEntry[:12]} is the first entry of this history and found memory already there: "
+            f"nothing earlier is recorded to compare it with (`remem memory show --at {result.toEntry[:12]}` "
+            "shows what it found)"
+        )
     else:
         say(result.patch or "(no difference)\n", nl=False)
         say(one_line(_stat_line(result.stat).strip()) or "no files changed")

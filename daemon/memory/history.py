@@ -541,10 +541,16 @@ class History:
             return _files(commit)
 
     def files_before(self, ref: str) -> dict[str, bytes]:
+        """The files entry `ref` started from: its parent's; before a scope's first entry, the
+        empty scope's, or its own for one that found memory already there (`found_first`):
+        nothing earlier is recorded, so it changed nothing the history knows."""
         commit = self._commit(ref)
         parents = commit.parent_ids  # ids only: reading the parent is what may fail
         if not parents:
-            return {}
+            if not found_first(_entry_of(_line(commit))):
+                return {}
+            with self._reading(str(commit.id)):
+                return _files(commit)
         with self._reading(str(parents[0]), f" (the one before {str(commit.id)[:12]})"):
             return _files(commit.parents[0])
 
@@ -1050,6 +1056,12 @@ def _private_files() -> Iterator[None]:
             yield
         finally:
             os.umask(old)
+
+
+def found_first(entry: HistoryEntry) -> bool:
+    """Whether `entry` is its scope's first and found memory already there (a history started
+    on it, or started again; decision 0402): the state before it was never recorded."""
+    return entry.parent is None and entry.before != empty_revision(entry.workspace)
 
 
 def stat(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> FileStat:

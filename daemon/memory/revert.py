@@ -16,9 +16,9 @@ from ..protocol.memory import Actor, CommitResult, DeleteChange, HistoryEntry, P
 from .batch import InvalidChanges, Problem
 from .canonical import canonicalize, decode
 from .diagnostics import has_errors
-from .history import GLOBAL_FILE, HistoryError
+from .history import GLOBAL_FILE, HistoryError, found_first
 from .record import record_name_of
-from .revision import empty_revision, global_revision, workspace_revision
+from .revision import global_revision, workspace_revision
 from .store import MemoryStore, check_revision
 from .validation import validate_global, validate_workspace
 
@@ -62,7 +62,7 @@ def _check_recorded_before(entry: HistoryEntry) -> None:
     """HistoryError unless the state before `entry` is known: its parent's, or the empty scope a
     first entry started from. A first entry that found memory already there (a history started
     on it, or started again) has no state before it, and undoing it would delete that memory."""
-    if entry.parent is None and entry.before != empty_revision(entry.workspace):
+    if found_first(entry):
         raise HistoryError(
             f"{entry.id[:12]} is the first entry of this history and found memory already there "
             "(the history began after it was made): the state before it was never recorded, so "
