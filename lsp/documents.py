@@ -100,8 +100,10 @@ def opened(ls: RememServer, uri: str) -> LspTextDocument | None:
 
 
 def _documents(ls: RememServer) -> Iterable[LspTextDocument]:
-    # The workspace made at `initialize` makes only these, and no document opens before it.
-    return cast("Iterable[LspTextDocument]", ls.workspace.text_documents.values())
+    # The workspace made at `initialize` makes only these, and no document opens before it. A
+    # lost one (a change to it dropped) is not the editor's text: taken for closed, its file read.
+    documents = cast("Iterable[LspTextDocument]", ls.workspace.text_documents.values())
+    return (document for document in documents if not document.lost)
 
 
 def text_of(ls: RememServer, path: Path) -> str | None:

@@ -66,7 +66,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification, MsgId
 from remem.daemon.protocol.rpc import PROTOCOL_VERSION
 
 from . import ids
-from .text_documents import LspWorkspace
+from .text_documents import LspTextDocument, LspWorkspace
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,17 @@ class RememProtocol(LanguageServerProtocol):
                 else "params not of the spec's shape"
             )
             log.warning("%s dropped: %s", method, wrong)
+            if method == types.TEXT_DOCUMENT_DID_CHANGE:
+                self._lose_changed(data.get("params"))
             return _ANSWERED
+
+    def _lose_changed(self, params: Any) -> None:
+        """The document a dropped change was for, if it is open, is no longer the editor's text."""
+        identifier = params.get("textDocument") if isinstance(params, dict) else None
+        uri = identifier.get("uri") if isinstance(identifier, dict) else None
+        document = self.workspace.text_documents.get(unquote(uri)) if isinstance(uri, str) else None
+        if isinstance(document, LspTextDocument):
+            self._server.lose(document)  # type: ignore[attr-defined]
 
     def refuse_unreadable(self, error: Exception) -> None:
         """Answer a message that is no JSON (`error`, from the read loop) ParseError, with the id

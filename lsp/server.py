@@ -22,6 +22,7 @@ from remem.daemon.memory.lint_cache import LintCache
 from .daemon_link import DaemonLink
 from .protocol import RememProtocol
 from .stores import Stores
+from .text_documents import LspTextDocument
 from .transcripts import ShownTranscripts
 
 # What reading a body that is no JSON raises: not JSON, not UTF-8, nested past the recursion limit.
@@ -41,6 +42,8 @@ class RememServer(LanguageServer):
         # Work a feature put off while documents open (diagnostics judge a burst of opens once):
         # done before any other message is handled, so what it answers follows every open.
         self.before_message: list[Callable[[], None]] = []
+        # What a feature does when a document's copy is lost (a change to it dropped).
+        self.on_lost: list[Callable[[LspTextDocument], None]] = []
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # pygls's read loop reports a body that is no JSON here, and pygls showed it as a
@@ -49,6 +52,15 @@ class RememServer(LanguageServer):
             self.protocol.refuse_unreadable(error)
             return
         super().report_server_error(error, source)
+
+    def lose(self, document: LspTextDocument) -> None:
+        """Take `document`'s copy as lost: a change the editor sent to it was dropped, so every
+        feature takes it for closed until the editor sends its whole text again or reopens it."""
+        if document.lost:
+            return
+        document.lost = True
+        for react in self.on_lost:
+            react(document)
 
     def refresh_lenses(self) -> None:
         """Ask the client to pull its code lenses again (when it supports being asked): a

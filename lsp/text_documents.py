@@ -10,7 +10,8 @@ document wrote the drifted text over the user's edit.
 A character past the end of a line means the line's end (LSP); pygls took it for the line's
 last character when the line has no line break (the document's last), and an edit there landed
 one character early. A range whose end comes before its start is taken in order, as VS Code
-takes it (pygls repeated the text between them; decision 0449).
+takes it (pygls repeated the text between them; decision 0449). A document a change to which
+was dropped is `lost` until the editor sends its whole text again.
 
 An editor can send a lone surrogate (JSON `"\\ud800"`), which no file can hold: the validators,
 the parsers and the daemon link encode the text and failed on it (hover, lenses, code actions,
@@ -53,6 +54,13 @@ class LspTextDocument(TextDocument):
     # The last text as sent, the offset of its first lone surrogate, and the text mended: made
     # once per text, which a keystroke in a long record asks for from several features.
     _read: tuple[str, int | None, str] = ("", None, "")
+    # A change to it was dropped (of no valid shape): this copy is known to differ from the
+    # editor's until the editor sends the whole text again, or reopens it (decision 0449).
+    lost: bool = False
+
+    def _apply_full_change(self, change: types.TextDocumentContentChangeEvent) -> None:
+        super()._apply_full_change(change)
+        self.lost = False  # the editor's text again, whatever came before
 
     @property
     def editor_source(self) -> str:

@@ -86,6 +86,29 @@ def register(server: RememServer) -> None:
     server.link.on("memory/changed", lambda news: _memory_changed(server, news))
     server.link.on(RECONNECTED, lambda _: _refresh_open(server))
     server.before_message.append(lambda: _judge_opened(server))
+    server.on_lost.append(lambda document: _lost(server, document))
+
+
+def _lost(ls: RememServer, document: LspTextDocument) -> None:
+    """A memory file's copy no longer the editor's text: its diagnostics (and lenses) would
+    point at text the user does not have. They are cleared, its folder is judged on the file,
+    and the user is told once how to get them back."""
+    path = home_path(ls, document.uri)
+    if path is None or not (
+        path in (ls.home.global_file, ls.home.settings_file) or workspace_folder(ls, path)
+    ):
+        return
+    _forget(ls, document.uri)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=document.uri, diagnostics=[]))
+    ls.window_show_message(
+        types.ShowMessageParams(
+            type=types.MessageType.Warning,
+            message=f"remem lost track of {path.name}: the editor sent a change to it that could "
+            "not be applied. Close and reopen it to see its diagnostics, lenses and quick fixes again.",
+        )
+    )
+    ls.refresh_lenses()
+    refresh(ls, path)
 
 
 @dataclass

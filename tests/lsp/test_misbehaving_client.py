@@ -170,11 +170,11 @@ def test_a_malformed_notification_is_dropped_without_a_popup_or_its_text_in_the_
     _change(server, uri, 2, {"range": at, "text": f"# {SECRET}\n"})
     _change(server, uri, 3, {"text": None})  # was the document "None"
     _change(server, uri, 4, {"text": 5})
-    assert _headings(server, uri, 3) == ["Kept"]
-    _change(server, uri, 5, {"text": "# Changed\n"})  # a change of the spec's shape still applies
+    assert _headings(server, uri, 3) is None  # never "None": lost, taken for closed
+    _change(server, uri, 5, {"text": "# Changed\n"})  # a change of the spec's whole text still applies
     assert _headings(server, uri, 4) == ["Changed"]
 
-    assert server.popups() == []
+    assert [told for told in server.popups() if "lost track of GLOBAL.md" not in told] == []
     server.process.kill()
     server.process.wait()
     log = server.log.read_text()
@@ -212,3 +212,35 @@ def test_a_change_whose_range_ends_before_it_starts_replaces_that_range_in_order
     _change(server, uri, 3, {"range": across, "text": "\n# Y"})
     assert _headings(server, uri, 2) == ["X", "Y"]
     assert server.popups() == []
+
+
+def _published_to(server: Server, uri: str) -> list[list[dict[str, Any]]]:
+    return [
+        m["params"]["diagnostics"]
+        for m in server.heard
+        if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+    ]
+
+
+def test_a_document_a_change_to_which_was_dropped_is_served_again_only_from_its_whole_text(
+    server: Server, tmp_path: Path
+) -> None:
+    _initialize(server)
+    uri = Home(tmp_path / "home").global_file.as_uri()
+    _open(server, uri, "# Kept")
+    assert _headings(server, uri, 1) == ["Kept"]
+    assert _published_to(server, uri)[-1] != [], "no line break at its end"
+
+    dropped = {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}
+    _change(server, uri, 2, {"range": dropped, "text": "x"})
+    _change(server, uri, 3, {"range": dropped, "text": "x"})  # the user is told once
+    at = {"start": {"line": 0, "character": 6}, "end": {"line": 0, "character": 6}}
+    _change(server, uri, 4, {"range": at, "text": "\n# Wrong\n"})  # applied to a wrong copy
+    assert _headings(server, uri, 2) is None, "taken for closed: its copy is not the editor's"
+    assert _published_to(server, uri)[1:] == [[]], "no diagnostics on text the user does not have"
+    told = server.popups()
+    assert len(told) == 1 and "lost track of GLOBAL.md" in told[0] and "reopen" in told[0]
+
+    _change(server, uri, 5, {"text": "# Back"})  # the editor's whole text: served again
+    assert _headings(server, uri, 3) == ["Back"]
+    assert len(_published_to(server, uri)) == 3 and _published_to(server, uri)[-1] != []
