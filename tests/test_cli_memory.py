@@ -459,3 +459,37 @@ def test_the_diff_of_a_first_entry_that_found_memory_compares_with_what_was_ther
         )
     _, out, _ = run(home, "memory", "log", "--cwd", cwd)
     assert out.splitlines()[0].endswith("recovered  (no file changed)"), out
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_revert_says_what_it_undid_and_how_to_take_it_back(
+    home: Home, tmp_path: Path, as_json: bool
+) -> None:
+    """`revert --before` undoes ENTRY and every later change of its scope; it said only its new
+    revision, where the editor's dialog names what goes (decision 0443)."""
+    cwd = str(tmp_path)
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    assert run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", EMPTY, "--changes", "-",
+               stdin=changes)[0] == 0  # fmt: skip
+    later = json.dumps([{"action": "put", "record": {**RECORD, "name": "beta", "content": "Later.\n"}}])
+    revision = show(home, tmp_path)["workspace"]["revision"]
+    assert run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", revision, "--changes", "-",
+               stdin=later)[0] == 0  # fmt: skip
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--json", "--no-stat")
+    newest, first = json.loads(out)["entries"]
+
+    code, out, _ = run(home, "memory", "revert", "--before", first["id"], *(["--json"] if as_json else []))
+
+    assert code == 0 and show(home, tmp_path)["workspace"]["records"] == []
+    if as_json:
+        undone = json.loads(out)["undone"]
+        assert undone["takeBack"] == newest["id"]
+        assert (undone["stat"]["removed"], undone["stat"]["deletions"]) == (["beta", "prefer-uv"], 12)
+    else:
+        lines = out.splitlines()
+        assert lines[1:] == [
+            "undone: removed beta, prefer-uv (+0 -12)",
+            f"to take it back: remem memory revert {newest['id'][:12]}",
+        ]
+    assert run(home, "memory", "revert", newest["id"])[0] == 0
+    assert [r["name"] for r in show(home, tmp_path)["workspace"]["records"]] == ["beta", "prefer-uv"]

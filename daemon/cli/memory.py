@@ -26,6 +26,7 @@ from ..protocol.rpc import (
     CommitWorkspaceParams,
     Empty,
     HistoryDiffParams,
+    HistoryDiffResult,
     HistoryEntryParams,
     HistoryLogParams,
     Params,
@@ -282,12 +283,15 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def revert(backend: Backend, entry: str, expected_revision: str | None, before: bool, as_json: bool) -> None:
-    """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation."""
+    """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation; say what
+    it undid and how to take it back (decision 0443)."""
+    api = backend.api()
     try:
         _commit(
-            backend.api().memory_revert,
+            api.memory_revert,
             RevertParams(entry=entry, expectedRevision=expected_revision, before=before),
             as_json,
+            undone=lambda made: api.memory_diff(HistoryDiffParams(entry=made)),
         )
     except RpcError as exc:
         if exc.code != HISTORY_REFUSED:
@@ -356,7 +360,13 @@ def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Res
         _report_invalid(exc.message, exc.data, as_json)
 
 
-def _commit(ask: Callable[[Params], CommitResult], params: Params, as_json: bool) -> None:
+def _commit(
+    ask: Callable[[Params], CommitResult],
+    params: Params,
+    as_json: bool,
+    undone: Callable[[str], HistoryDiffResult] | None = None,
+) -> None:
+    """`undone`: what the committed generation's entry (by id) changed, said as what it undid."""
     try:
         result = ask(params)
     except RpcError as exc:
@@ -371,13 +381,34 @@ def _commit(ask: Callable[[Params], CommitResult], params: Params, as_json: bool
             Problem(code=d.code, message=d.message, file=f.path) for f in files for d in f.diagnostics
         ]
         _report_result_invalid(problems, as_json)
+    undid = _what_it_undid(undone, result)
     if as_json:
-        emit_json(result)
+        emit_json(result if undid is None else {**result.model_dump(mode="json"), "undone": _undone(undid)})
     elif result.status == "conflict":
         say(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
     else:
         say(f"{result.status}: {result.revision}")
+        if undid is not None:
+            say(one_line(f"undone: {_stat_line(undid.stat).strip()}"))
+            if undid.fromEntry is not None:
+                say(f"to take it back: remem memory revert {undid.fromEntry[:12]}")
     sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
+
+
+def _what_it_undid(
+    undone: Callable[[str], HistoryDiffResult] | None, result: CommitResult
+) -> HistoryDiffResult | None:
+    if undone is None or result.history is None:
+        return None
+    try:
+        return undone(result.history)
+    except RpcError:  # the revert stands: only what it undid goes unsaid
+        return None
+
+
+def _undone(undid: HistoryDiffResult) -> dict[str, Any]:
+    """What a revert undid (its own entry's change) and the entry that takes it back."""
+    return {"stat": undid.stat.model_dump(mode="json"), "takeBack": undid.fromEntry}
 
 
 def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:
