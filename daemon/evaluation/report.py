@@ -29,6 +29,7 @@ class Metrics(BaseModel):
     evidence: float | None
     deletes: float | None
     outcome: float | None
+    undecided: int  # cases the route failed before the model decided them, graded as missed
     noise: int
     secrets: int
     invalid: int
@@ -46,6 +47,7 @@ class Metrics(BaseModel):
             evidence=_ratio(total("citedRight"), total("justified")),
             deletes=_ratio(total("handled"), total("stale")),
             outcome=_ratio(sum(s.outcome_ok for s in scores), len(scores)),
+            undecided=sum(not s.decided for s in scores),
             noise=total("noise"),
             secrets=total("secrets"),
             invalid=total("invalid"),
@@ -133,12 +135,21 @@ def _footer(report: Report) -> str:
         for c in report.cases
         if _problems(c.score)
     ]
-    return (
-        "\n".join(
-            [f"Measured {subject}; {len(report.cases)} case(s) in {report.wallSeconds:.1f} s.", *misses]
-        )
-        + "\n"
-    )
+    measured = f"Measured {subject}; {len(report.cases)} case(s) in {report.wallSeconds:.1f} s."
+    return "\n".join([measured, *_undecided(report), *misses]) + "\n"
+
+
+def _undecided(report: Report) -> list[str]:
+    """A warning when the route failed on cases: their zeros are not the model's."""
+    statuses = Counter(c.score.status for c in report.cases if not c.score.decided)
+    if not statuses:
+        return []
+    why = ", ".join(f"{n} {status}" for status, n in statuses.items())
+    return [
+        f"Warning: {report.totals.undecided} of {len(report.cases)} case(s) ended before the model "
+        f"decided them ({why}; the cause is listed below): they count as missed, so these figures "
+        "do not measure the model until the route works."
+    ]
 
 
 def _problems(score: CaseScore) -> list[str]:

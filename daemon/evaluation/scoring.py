@@ -22,6 +22,10 @@ from ..protocol.consolidation import EvidenceRange
 from .labels import Case, Fact, Stale
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+# The receipt statuses the model's answers (or, for an empty session, remem's rules) decided.
+# Any other status (`provider-failed`, `evidence-too-large`, the harness's `refused` and
+# `unreadable`) means the route or the case failed before the model could be judged.
+_DECIDED = frozenset({"committed", "no-change", "invalid-proposal"})
 
 
 def tokens(text: str) -> set[str]:
@@ -75,6 +79,11 @@ class CaseScore(BaseModel):
     unjustified: list[str] = []
     wrongEvidence: list[str] = []
     leftStale: list[str] = []
+
+    @property
+    def decided(self) -> bool:
+        """Whether the review ended on the model's answers, so its figures measure the model."""
+        return self.status in _DECIDED
 
     @property
     def outcome_ok(self) -> bool:

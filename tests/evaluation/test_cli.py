@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
-from tests.fake_openai import FakeOpenAI, hang
+from tests.fake_openai import FakeOpenAI, hang, status
 from tests.scripted_model import serve
 from tests.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 
@@ -51,7 +51,7 @@ def test_eval_measures_the_harness_and_says_so(user_home: Home, fake: FakeOpenAI
     assert report["subject"] == "scripted-model" and report["provider"] == "fake"
     totals = report["totals"]
     assert [totals[k] for k in ("recall", "precision", "evidence", "deletes", "outcome")] == [1.0] * 5
-    assert (totals["noise"], totals["secrets"], totals["invalid"]) == (0, 0, 0)
+    assert (totals["noise"], totals["secrets"], totals["invalid"], totals["undecided"]) == (0, 0, 0, 0)
     assert {c["score"]["case"] for c in report["cases"]} >= {"secrets", "long", "empty", "correction"}
     assert all(MARKER not in json.dumps(body) for body in fake.requests)
     assert not list(user_home.reviews.iterdir()) and not list(user_home.workspaces.iterdir())
@@ -85,6 +85,17 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
         unknown.returncode == 2 and "--provider nowhere is not a provider of your settings" in unknown.stderr
     )
     assert "deepseek, fake, ollama, openai" in unknown.stderr and "evaluated settings" not in unknown.stderr
+
+
+def test_a_failing_route_is_not_reported_as_the_models_figures(user_home: Home, fake: FakeOpenAI) -> None:
+    """A provider down (or a wrong key, a timeout) made every case's zeros read as the model's."""
+    fake.reply_always(lambda body: status(500, "overloaded"))
+    text = remem(user_home, "--cases", "dsh/[de]*")
+    assert "Warning: 1 of 2 case(s) ended before the model decided them (1 provider-failed;" in text.stdout
+    assert "these figures do not measure the model until the route works" in text.stdout
+    report = json.loads(remem(user_home, "--cases", "dsh/[de]*", "--json").stdout)
+    assert report["totals"]["undecided"] == 1
+    assert [c["metrics"]["undecided"] for c in report["cases"]] == [1, 0]  # decision, then empty
 
 
 def test_the_key_may_come_from_the_users_credentials_file(user_home: Home, fake: FakeOpenAI) -> None:
