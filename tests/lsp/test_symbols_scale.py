@@ -92,7 +92,8 @@ def within(lines: list[str], budget: int) -> int:
 
 def test_a_budget_lists_the_headings_within_it_with_their_sections_in_the_whole_text() -> None:
     """On random texts (headings of every level, fences of both marks, long and short, open to
-    the end, headings with no title, non-ASCII), the headings listed with a budget are exactly
+    the end, headings with no title or only closing marks for one, non-ASCII and non-ASCII
+    whitespace), the headings listed with a budget are exactly
     those of the whole text that start within it, each section as in the whole text."""
     pieces = [
         *(f"{'#' * level} H{level}" for level in range(1, 7)),
@@ -104,12 +105,18 @@ def test_a_budget_lists_the_headings_within_it_with_their_sections_in_the_whole_
         "~~~",
         "```python",
         "  ~~~~",
+        "``` \u00a0",  # a closing fence: what follows its marks is whitespace
+        "~~~~~ x",
+        "# \u00a0",  # no title: whitespace only
+        "## ##",
+        "#\t#",
+        "    # four spaces: code",
         "body",
         "ünïcödé " * 3,
         "",
     ]
     chosen = random.Random(11)
-    for _ in range(400):
+    for _ in range(1000):
         lines = [chosen.choice(pieces) for _ in range(chosen.randint(0, 60))]
         budget = chosen.randint(0, sum(len(line.encode()) + 1 for line in lines) + 2)
         fits = within(lines, budget)
