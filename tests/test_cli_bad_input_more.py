@@ -17,6 +17,7 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home, HomeUnusable
 from tests.conftest import NOT_UTF8
+from tests.failure_said import failure_line
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 
@@ -56,8 +57,8 @@ def test_a_root_that_is_not_utf8_is_named_as_a_cwd_is(
     path, and one that does not printed its raw bytes into the JSON."""
     root = latin1_folder if exists else latin1_folder.parent / f"{latin1_folder.name}-gone"
     done = remem("--home", str(home.root), *command, "--root", str(root))
-    assert (done.returncode, done.stdout) == (2, ""), done.stderr
-    assert done.stderr == (
+    assert done.returncode == 2, done.stderr
+    assert failure_line(done.stdout, done.stderr) == (
         f"remem: the folder name {shown(root)} is not UTF-8; remem names session roots by UTF-8 paths\n"
     )
 
@@ -166,12 +167,12 @@ def test_a_folder_where_the_daemon_keeps_a_file_is_named_not_a_bug(
     said = f"remem's home {home.root} cannot be used: {in_the_way} is a folder, where remem keeps a file"
     said += "; remove it"
     if name == "daemon.json" and command[0] == "memory":  # said by the daemon it started
-        assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr.startswith(
+        assert done.returncode == 1
+        assert failure_line(done.stdout, done.stderr).startswith(
             f"remem: the remem daemon failed to start (exit status 2): remem: {said}"
         )
     else:
-        assert (done.returncode, done.stdout, done.stderr) == (2, "", f"remem: {said}\n")
+        assert (done.returncode, failure_line(done.stdout, done.stderr)) == (2, f"remem: {said}\n")
     assert sorted(p.name for p in home.state.iterdir() if ".remem-tmp-" in p.name) == []
 
 
@@ -197,11 +198,13 @@ def test_standard_input_closed_is_a_usage_error(
     done = subprocess.run(
         ["sh", "-c", 'exec "$@" <&-', "sh", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
     )
-    assert (done.returncode, done.stdout) == (2, ""), done.stderr
-    assert done.stderr.endswith(
-        f"Error: Invalid value for '{option}': '-' reads standard input, which is closed; pipe the "
-        "text in, or name a file\n"
-    )
+    said = f"Invalid value for '{option}': '-' reads standard input, which is closed; pipe the text in, or "
+    said += "name a file"
+    assert done.returncode == 2, done.stderr
+    if "--json" in command:  # a usage error too is JSON then
+        assert (json.loads(done.stdout)["error"], done.stderr) == ({"code": "USAGE", "message": said}, "")
+    else:
+        assert done.stdout == "" and done.stderr.endswith(f"Error: {said}\n")
 
 
 @pytest.mark.parametrize("named_by", ["--home", "REMEM_HOME"])
@@ -215,8 +218,8 @@ def test_a_home_whose_name_is_not_utf8_is_refused_in_one_line(
     home = tmp_path / NOT_UTF8
     args = ["--home", str(home)] if named_by == "--home" else []
     done = remem(*args, *command, cwd=tmp_path, **({"REMEM_HOME": str(home)} if not args else {}))
-    assert (done.returncode, done.stdout) == (2, ""), done.stderr
-    assert done.stderr == (
+    assert done.returncode == 2, done.stderr
+    assert failure_line(done.stdout, done.stderr) == (
         f"remem: remem's home {shown(home)} cannot be used: its name is not UTF-8, and remem keeps its "
         "paths as UTF-8 text; choose another home with --home or $REMEM_HOME\n"
     )

@@ -154,7 +154,13 @@ def test_turns_and_show(home: Home, tmp_path: Path) -> None:
     assert [e["seq"] for e in data["events"]] == list(range(len(data["events"])))
     # Both formats asked for: the JSON was printed, the Markdown asked for silently not.
     code, out, err = run(home, "show", ids["main"], "--root", str(root), "--markdown", "--json")
-    assert code == 2 and out == "" and "--markdown and --json both name what to print" in err
+    error = json.loads(out)["error"]  # with --json, a usage error is JSON too
+    assert (
+        code == 2
+        and err == ""
+        and error["code"] == "USAGE"
+        and "--markdown and --json both" in error["message"]
+    )
 
 
 def test_unknown_session_is_a_clear_error(home: Home, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -17,7 +17,7 @@ from ..fsutil import Unwritable
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
-from .output import EXIT_PROBLEMS, FOLDER_REMOVED, Group, OutputUnwritable, fail
+from .output import FOLDER_REMOVED, Group, OutputUnwritable, answer_json, answers_json, fail, failure
 
 # Each group's module is imported only when that group runs (or help lists it): the language
 # server, the MCP server and the daemon start without loading the rest of the command line.
@@ -41,6 +41,14 @@ class _Interrupted(Exception):
     "Aborted!" and exit 1, which reads as "the memory has errors")."""
 
 
+def _misused(exc: click.ClickException) -> NoReturn:
+    """Click's refusal of the command line (exit 2), or its other failures (exit 1), said as
+    every failure is (`failure`): with `--json`, as JSON."""
+    if not answers_json():
+        raise exc  # click's own text: the usage line and the hint to `--help`
+    failure("USAGE" if isinstance(exc, click.UsageError) else "REFUSED", exc.format_message())
+
+
 class _LazyGroup(Group):
     """A group whose commands named in `_LAZY_COMMANDS` are imported on first use, and whose
     output meeting a closed pipe ends in `main` as every other closed pipe does."""
@@ -48,10 +56,17 @@ class _LazyGroup(Group):
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
+        if extra.get("resilient_parsing"):  # only read, by `_asks_json` and `_keep_traceback`
+            return super().make_context(info_name, args, parent, **extra)
         try:  # `remem --help | true`, `remem --version | true`: written before `invoke`
+            answer_json(self._asks_json(info_name, args))  # before anything can fail
             return super().make_context(info_name, args, parent, **extra)
         except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
             raise _PipeClosed from exc
+        except KeyboardInterrupt as exc:  # as the command's group loads, to read its options
+            raise _Interrupted from exc
+        except click.ClickException as exc:
+            _misused(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -60,6 +75,29 @@ class _LazyGroup(Group):
             raise _PipeClosed from exc
         except KeyboardInterrupt as exc:
             raise _Interrupted from exc
+        except click.ClickException as exc:  # a subcommand's arguments, or a command's own refusal
+            _misused(exc)
+
+    def _asks_json(self, info_name: str | None, args: list[str]) -> bool:
+        """Whether the command `args` name is given `--json`, read as click reads it (a title
+        `--json` is no flag), however wrong the rest: its failures, usage errors too, are JSON."""
+        command: click.Command = self
+        ctx = self.make_context(info_name, list(args), resilient_parsing=True)
+        rest: list[str] = []
+        while isinstance(command, click.Group):
+            rest = [*ctx._protected_args, *ctx.args]  # what the group left to its subcommand
+            if not rest:
+                return False
+            name, found, rest = command.resolve_command(ctx, rest)
+            if found is None or name is None:  # no such command: only the words can say
+                return "--json" in rest
+            command = found
+            ctx = command.make_context(
+                name, list(rest), parent=ctx, resilient_parsing=True
+            )  # it eats the list
+        parser = command.make_parser(ctx)
+        parser.ignore_unknown_options = True  # a mistyped option does not end the reading
+        return bool(parser.parse_args(rest)[0].get("as_json"))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
@@ -157,11 +195,9 @@ def main() -> None:
         cli(prog_name="remem")
     # Whichever command met it first, in this process: something in the home stands in the way.
     except (HomeUnusable, LockUnusable) as exc:
-        click.echo(f"remem: {exc}", err=True)
-        sys.exit(2)
+        failure("HOME_UNUSABLE", str(exc))
     except Unwritable as exc:  # a full disk or read-only mount refused a write: nothing changed
-        click.echo(f"remem: {exc}", err=True)
-        sys.exit(EXIT_PROBLEMS)
+        failure("UNWRITABLE", str(exc))
     except OutputUnwritable as exc:  # a full disk, say: no bug, and maybe stderr can still say it
         with contextlib.suppress(OSError):
             click.echo(f"remem: the output could not be written ({exc})", err=True)
@@ -179,13 +215,11 @@ def main() -> None:
     except Exception as exc:  # a bug in remem: one line, and its traceback kept for a report
         from ..credentials import mask_userinfo, redact
         from ..validation import one_line
-        from .output import EXIT_INTERNAL, say
 
         kept = _keep_traceback(exc)
         said = one_line(redact(mask_userinfo(f"{type(exc).__name__}: {exc}")))  # it may quote a key
         said = said if len(said) <= _SAID_CHARS else f"{said[: _SAID_CHARS - 1]}…"
-        say(f"remem: internal error, a bug in remem ({said}); {kept}", err=True)
-        sys.exit(EXIT_INTERNAL)
+        failure("INTERNAL", f"internal error, a bug in remem ({said}); {kept}")
 
 
 _SAID_CHARS = 200  # of the exception's own message, on the one line

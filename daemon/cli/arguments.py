@@ -132,7 +132,9 @@ def absolute(path: str | None) -> str:
 
 def absolute_paths(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[Path, ...]:
     """A click callback for `--root`: each path made absolute, as `absolute` makes it, its
-    folder names UTF-8 (or exit 2, as for `--cwd`)."""
+    folder names UTF-8 (or exit 2, as for `--cwd`); as given while the line is only read."""
+    if ctx.resilient_parsing:  # to learn whether `--json` is given: no failure is said yet
+        return tuple(Path(path) for path in value)
     return tuple(Path(utf8_folder(absolute(path), "session roots")) for path in value)
 
 

@@ -89,7 +89,7 @@ class _ThroughDaemon:
         from ..protocol.rpc import ANSWER_TOO_LARGE, HOME_UNUSABLE, INTERNAL_ERROR, SESSION_REFUSED, RpcError
         from ..server.runtime import DaemonPaths
         from ..settings import invalid_settings
-        from .output import EXIT_INTERNAL, EXIT_INVALID, EXIT_PROBLEMS, fail
+        from .output import failure
 
         def greeted(hello: Hello) -> None:
             self.greetings.last = hello
@@ -103,16 +103,15 @@ class _ThroughDaemon:
             # Past any valid request's size, so the same handlers here say what is wrong with it.
             return _in_process(self.home, (), self.listener).request(method, params)
         except client.DaemonUnavailable as exc:
-            fail(f"{exc}\n(--no-daemon runs the command without the daemon)", EXIT_PROBLEMS)
+            failure("DAEMON_UNAVAILABLE", f"{exc}\n(--no-daemon runs the command without the daemon)")
         except RpcError as exc:
             if exc.code == ANSWER_TOO_LARGE:
-                fail(f"{exc.message}; --no-daemon reads it in this process instead", EXIT_PROBLEMS)
+                failure("ANSWER_TOO_LARGE", f"{exc.message}; --no-daemon reads it in this process instead")
             if exc.code == HOME_UNUSABLE:  # as `main` says it when the command meets it itself
-                fail(exc.message, EXIT_INVALID)
+                failure("HOME_UNUSABLE", exc.message)
             if exc.code == INTERNAL_ERROR:  # a bug: its traceback is in the daemon's log
-                log = DaemonPaths(self.home).log
-                fail(f"the daemon failed on {method.name}, a bug in remem; see the daemon log at {log}",
-                     EXIT_INTERNAL)  # fmt: skip
+                said = f"the daemon failed on {method.name}, a bug in remem"
+                failure("INTERNAL", f"{said}; see the daemon log at {DaemonPaths(self.home).log}")
             raise
         # The daemon answers sessions on its last valid settings while settings.yml is invalid,
         # saying so: a command refuses it as it does without the daemon (decision 0363).

@@ -32,11 +32,11 @@ from .backend import Backend
 from .output import (
     EXIT_CONFLICT,
     EXIT_INTERRUPTED,
-    EXIT_INVALID,
     EXIT_PROBLEMS,
     Command,
     Group,
     emit_json,
+    failure,
     refused_write,
     say,
 )
@@ -266,11 +266,7 @@ def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | N
         # In no root read: `sessions … --root` may list it all the same.
         roots = f"sessions.roots in {backend.home.settings_file}"
         message += f"; a session read with `--root` is consolidated once its root is under {roots}"
-    if as_json:
-        emit_json({"error": {"code": code, "message": message}})
-    else:
-        say(f"remem: {code}: {message}", err=True)
-    sys.exit(EXIT_CONFLICT if code in ("SOURCE_CHANGED", "STALE_SETTINGS") else EXIT_INVALID)
+    failure(code, message, coded=True)
 
 
 def _missing_key_elsewhere(backend: Backend) -> str:

@@ -26,7 +26,7 @@ from ..protocol.api import DaemonApi
 from ..protocol.rpc import APP_VERSION, PROTOCOL_VERSION, Empty, StatusResult
 from ..server.runtime import POLL_SECONDS, DaemonPaths
 from .backend import Backend
-from .output import EXIT_INTERNAL, EXIT_PROBLEMS, Group, emit_json, fail, say
+from .output import EXIT_INTERNAL, EXIT_PROBLEMS, Group, emit_json, fail, failure, say
 
 STOP_TIMEOUT_SECONDS = 15.0
 # How long a signalled daemon has to exit: a wedged one never handles SIGTERM, so SIGKILL follows.
@@ -223,5 +223,5 @@ def _status(home: Home, *, start: bool) -> StatusResult:
         return DaemonApi(SocketTransport(home, start=start)).status(Empty())
     except DaemonUnavailable as exc:
         if start:
-            fail(str(exc), EXIT_PROBLEMS)
+            failure("DAEMON_UNAVAILABLE", str(exc))
         raise

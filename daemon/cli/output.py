@@ -124,17 +124,77 @@ FOLDER_REMOVED = (
 )
 
 
-def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
-    """One clear line on stderr and a non-zero exit."""
-    say(f"remem: {message}", err=True)
-    sys.exit(code)
+# How every command fails: each error code and the exit status it ends with (docs/cli.md,
+# decision 0444). A code the daemon adds later is a refusal, exit 1, until it is listed here.
+EXIT_STATUS: dict[str, int] = {
+    # What the command names cannot be acted on as things stand.
+    **dict.fromkeys(
+        (
+            "REFUSED",
+            "NOT_FOUND",
+            "AMBIGUOUS",
+            "UNREADABLE",
+            "OPEN_TURN",
+            "LIVE",
+            "ARCHIVED",
+            "SUBAGENT",
+            "WORKER_SESSION",
+            "NO_CWD",
+            "CUT_OFF",
+            "MEMORY_INVALID",
+            "UNWRITABLE",
+            "DAEMON_UNAVAILABLE",
+            "ANSWER_TOO_LARGE",
+        ),
+        EXIT_PROBLEMS,
+    ),  # fmt: skip
+    # The command line, the settings or the home is wrong: the user fixes it, then runs it again.
+    **dict.fromkeys(("USAGE", "INVALID", "INVALID_ANCHOR", "NO_ROUTE", "HOME_UNUSABLE"), EXIT_INVALID),
+    # Something changed since it was read: read it again, then retry.
+    **dict.fromkeys(
+        ("CONFLICT", "STALE_SOURCE", "STALE_GENERATION", "OP_CONFLICT", "SOURCE_CHANGED", "STALE_SETTINGS"),
+        EXIT_CONFLICT,
+    ),
+    "INTERNAL": EXIT_INTERNAL,
+}
+# The code of a failure said by its exit status alone (`fail`).
+_CODE_OF_STATUS = {EXIT_PROBLEMS: "REFUSED", EXIT_INVALID: "INVALID", EXIT_CONFLICT: "CONFLICT",
+                   EXIT_INTERNAL: "INTERNAL"}  # fmt: skip
+
+
+class _Answer:
+    """Whether the command running was given `--json`: its failures are then JSON too."""
+
+    as_json = False
+
+
+def answer_json(as_json: bool) -> None:
+    """Set, once the command line is read, whether failures are said as JSON."""
+    _Answer.as_json = as_json
+
+
+def answers_json() -> bool:
+    return _Answer.as_json
+
+
+def failure(code: str, message: str, data: dict[str, Any] | None = None, *, coded: bool = False) -> NoReturn:
+    """Every failure of every command: with `--json`, `{"error": {"code", "message", ...data}}`
+    on stdout; else one line on stderr (`remem: CODE: message` when `coded`, as the daemon's
+    refusals are said); the exit status is `EXIT_STATUS`'s."""
+    if _Answer.as_json:
+        emit_json({"error": {"code": code, "message": message, **(data or {})}})
+    else:
+        say(f"remem: {code}: {message}" if coded else f"remem: {message}", err=True)
+    sys.exit(EXIT_STATUS.get(code, EXIT_PROBLEMS))
+
+
+def fail(message: str, status: int = EXIT_INVALID) -> NoReturn:
+    """A failure with no code of its own: the generic one of its exit `status`."""
+    failure(_CODE_OF_STATUS[status], message)
 
 
 def refused_write(exc: Any, as_json: bool) -> NoReturn:
     """A write the file system refused (`UNWRITABLE`, an RpcError): exit 1, as a refusal the
     command cannot act on (a full disk is no bug, nor invalid input); the message names the
-    folder and what to do."""
-    if as_json:
-        emit_json({"error": {"code": "unwritable", "message": exc.message, **exc.data}})
-        sys.exit(EXIT_PROBLEMS)
-    fail(exc.message, EXIT_PROBLEMS)
+    folder and what to do. (`as_json` is the command's own, which `failure` knows too.)"""
+    failure("UNWRITABLE", exc.message, exc.data)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -40,7 +40,7 @@ from .arguments import (
     workspace_params,
 )
 from .backend import Backend
-from .output import EXIT_CONFLICT, EXIT_INVALID, EXIT_PROBLEMS, Group, emit_json, say
+from .output import Group, emit_json, failure, say
 
 if TYPE_CHECKING:
     from ..client import Listener
@@ -70,7 +70,7 @@ def sessions() -> None:
 def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """Every session in the configured roots, oldest first, and every log that cannot be read."""
     params = ListParams(cwd=utf8_folder(absolute(cwd)) if cwd is not None else None)
-    with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
+    with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals():
         listing = backend.api(roots, listener).list_sessions(params)
     if as_json:
         emit_json(listing)
@@ -109,7 +109,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
 def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bool) -> None:
     """The lineage of this workspace's sessions: forks and subagents under their parents."""
     params = workspace_params(cwd)
-    with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals(as_json):
+    with _indexing_bar(params.cwd, shown=not as_json) as listener, _refusals():
         answer = backend.api(roots, listener).session_tree(params)
     nodes = answer.nodes
     if as_json:
@@ -201,7 +201,7 @@ def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root
 def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
     """The turns of a session: number, seq range (DSH) or line range (Claude Code, Codex), status,
     first line of the prompt."""
-    with _refusals(as_json):
+    with _refusals():
         result = backend.api(roots).session_turns(SessionParams(id=session_id))
     if as_json:
         emit_json(result.model_dump())
@@ -227,7 +227,7 @@ def show(
     """A session's transcript, or its header, turns and events as JSON."""
     if as_markdown and as_json:
         raise click.UsageError("--markdown and --json both name what to print: give one of them")
-    with _refusals(as_json):
+    with _refusals():
         if as_json:
             emit_json(backend.api(roots).session_log(SessionParams(id=session_id)))
             return
@@ -294,7 +294,7 @@ def fork(
         title=title,
         expectedRevision=expected_revision,
     )
-    with _refusals(as_json):
+    with _refusals():
         try:
             result = backend.api(roots).fork_session(request)
         except RpcError:  # answered: a refusal made nothing
@@ -365,7 +365,7 @@ def rename(
 ) -> None:
     """Give a session a display title (the log itself is never rewritten)."""
     params = RenameParams(id=session_id, title=title, expectedGeneration=expected_generation)
-    with _refusals(as_json):
+    with _refusals():
         meta = backend.api(roots).rename_session(params)
     _print_meta(meta, as_json)
 
@@ -388,7 +388,7 @@ def _archive_command(name: str, archived: bool, summary: str) -> None:
         as_json: bool,
     ) -> None:
         params = ArchiveParams(id=session_id, archived=archived, expectedGeneration=expected_generation)
-        with _refusals(as_json):
+        with _refusals():
             meta = backend.api(roots).archive_session(params)
         _print_meta(meta, as_json)
 
@@ -406,10 +406,6 @@ def _print_meta(meta: MetaResult, as_json: bool) -> None:
         emit_json(meta)
     else:
         say(f"{meta.id}: generation {meta.generation}")
-
-
-_EXIT_CODES = {"INVALID": EXIT_INVALID, "INVALID_ANCHOR": EXIT_INVALID, "STALE_SOURCE": EXIT_CONFLICT,
-               "STALE_GENERATION": EXIT_CONFLICT, "OP_CONFLICT": EXIT_CONFLICT}  # fmt: skip
 
 
 @contextmanager
@@ -433,19 +429,11 @@ def _indexing_bar(cwd: str | None, *, shown: bool) -> Iterator[Listener | None]:
 
 
 @contextmanager
-def _refusals(as_json: bool) -> Iterator[None]:
-    """A session refusal is printed (as JSON with --json) and sets the exit code."""
+def _refusals() -> Iterator[None]:
+    """A session refusal is said as every failure is (`failure`: as JSON with --json)."""
     try:
         yield
     except RpcError as exc:
         if exc.code != SESSION_REFUSED:
             raise
-        _refuse(exc.data["code"], exc.message, as_json)
-
-
-def _refuse(code: str, message: str, as_json: bool) -> NoReturn:
-    if as_json:
-        emit_json({"error": {"code": code, "message": message}})
-    else:
-        say(f"remem: {code}: {message}", err=True)
-    sys.exit(_EXIT_CODES.get(code, EXIT_PROBLEMS))
+        failure(exc.data["code"], exc.message, coded=True)

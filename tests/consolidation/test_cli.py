@@ -51,11 +51,11 @@ def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenA
     assert code == 1 and failed["status"] == "provider-failed" and "AuthenticationError" in failed["reason"]
     code, out, _ = run(home, "consolidate", "session-missing", "--json")
     missing = json.loads(out)["error"]
-    assert code == 2 and missing["code"] == "NOT_FOUND"
+    assert code == 1 and missing["code"] == "NOT_FOUND"
     assert "read with `--root` is consolidated once its root is under sessions.roots" in missing["message"]
     code, out, _ = run(home, "consolidate", source.id[:12], "--json")  # the beginning of an id
     partial = json.loads(out)["error"]
-    assert code == 2 and "full id" in partial["message"] and "--root" not in partial["message"], partial
+    assert code == 1 and "full id" in partial["message"] and "--root" not in partial["message"], partial
     fake.reply(status(401, "bad key"))  # a fresh attempt, told why it failed
     code, out, _ = run(home, "consolidate", source.id)
     assert code == 1 and out.startswith("provider-failed — review ") and ": AuthenticationError" in out, out
@@ -205,7 +205,7 @@ def test_a_damaged_receipt_is_reported_and_refuses_its_review(
         f"error: {path}: not a valid receipt ("
     ), err
     code, _, err = run(home, "consolidate", source.id)
-    assert code == 2 and f"\nremem: UNREADABLE: {path}: not a valid receipt" in err and fake.count == 1
+    assert code == 1 and f"\nremem: UNREADABLE: {path}: not a valid receipt" in err and fake.count == 1
     assert "fix or remove it" in err and "Traceback" not in err
 
 
@@ -216,7 +216,7 @@ def test_a_damaged_session_is_unreadable_not_missing(home: Home, fake: FakeOpenA
     source.path.write_bytes(bytes(data))
     os.utime(source.path, (OLD, OLD))
     code, _, err = run(home, "consolidate", source.id)
-    assert code == 2 and f"remem: UNREADABLE: session {source.id} cannot be read: {source.path}: " in err
+    assert code == 1 and f"remem: UNREADABLE: session {source.id} cannot be read: {source.path}: " in err
     assert fake.count == 0
 
 

@@ -107,7 +107,7 @@ def test_through_the_daemon_a_refused_write_is_said_as_without_it(
     for done in (as_json, chosen):
         assert done.returncode == 1, done.stderr
         error = json.loads(done.stdout)["error"]
-        assert error["code"] == "unwritable" and error["errno"] == "EFBIG", error
+        assert error["code"] == "UNWRITABLE" and error["errno"] == "EFBIG", error
     assert isinstance(key, RpcError) and key.code == UNWRITABLE, key  # it was -32603, "internal error"
     assert not home.credentials_file.exists()
     fake.reply(answer(source))

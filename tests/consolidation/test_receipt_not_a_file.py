@@ -101,7 +101,7 @@ def test_a_review_whose_receipt_is_no_file_is_refused_unreadable(
     assert str(raised.value) == f"{path}: {WHAT[shape]}"
     assert refused.value.data == {"code": "UNREADABLE"}
     assert refused.value.message == f"{path}: {WHAT[shape]}"
-    assert code == 2 and f"remem: UNREADABLE: {path}: {WHAT[shape]}; fix or remove it" in err, err
+    assert code == 1 and f"remem: UNREADABLE: {path}: {WHAT[shape]}; fix or remove it" in err, err
     assert fake.count == 1, "nothing is redone while what the receipt recorded cannot be known"
 
 

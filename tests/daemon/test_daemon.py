@@ -29,6 +29,7 @@ from remem.daemon.protocol.rpc import MAX_MESSAGE_BYTES
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.cold_reads import INDEX_BATCH
 from tests.consolidation.conftest import Source
+from tests.failure_said import failure_line
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .helpers import calls, remem, wait_until
@@ -512,7 +513,7 @@ def test_status_and_stop_with_a_file_where_the_state_folder_goes_say_it_as_every
     assert (shown.returncode, shown.stderr) == (2, line), "the line every command says"
     for asked in (["status"], ["status", "--json"], ["stop"], ["stop", "--json"]):
         said = remem(blocked, "daemon", *asked)
-        assert (said.returncode, said.stdout, said.stderr) == (2, "", line), asked
+        assert (said.returncode, failure_line(said.stdout, said.stderr)) == (2, line), asked
     assert blocked.state.is_file(), "left as it is"
 
 

@@ -22,6 +22,7 @@ from remem.daemon.server.process import Daemon, HomeLock
 from remem.daemon.server.running_settings import RunningSettings
 from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.server.session_methods import SessionMethods
+from tests.failure_said import failure_line
 
 from .helpers import remem
 
@@ -65,8 +66,8 @@ def test_a_daemons_internal_error_is_one_line_naming_its_log(
     monkeypatch.setattr(SessionMethods, "tree", broken)
     for as_json in ([], ["--json"]):
         code, out, err = through_a_daemon_here(home, "sessions", "tree", "--cwd", str(tmp_path), *as_json)
-        assert (code, out) == (4, "")
-        assert err == (
+        assert code == 4
+        assert failure_line(out, err) == (
             "remem: the daemon failed on sessions/tree, a bug in remem; "
             f"see the daemon log at {home.state / 'daemon.log'}\n"
         )

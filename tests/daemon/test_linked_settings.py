@@ -14,6 +14,7 @@ from remem.daemon.fsutil import is_temp_name
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import HOME_UNUSABLE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
+from tests.failure_said import failure_line
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .helpers import calls, remem, wait_until
@@ -65,7 +66,7 @@ def test_choosing_a_model_in_a_linked_settings_file_is_one_line_naming_the_link(
             chosen = remem(
                 home, *way, "settings", "model", "--provider", "openai", "--model", "gpt-x", *as_json
             )
-            assert (chosen.returncode, chosen.stdout, chosen.stderr) == (2, "", line), way + as_json
+            assert (chosen.returncode, failure_line(chosen.stdout, chosen.stderr)) == (2, line), way + as_json
     untouched(home, links, targets)
     again = remem(home, "settings", "model")
     assert again.returncode == 0 and again.stdout.startswith("deepseek/deepseek-v4-flash"), "nothing changed"

@@ -151,7 +151,7 @@ def test_replace_global_that_does_not_fit_says_so_in_json(
     refused = remem(home, *args, full=full, stdin=LARGE)
     assert refused.returncode == 1, refused.stderr
     error = json.loads(refused.stdout)["error"]
-    assert error["code"] == "unwritable" and error["errno"] == "EFBIG", error
+    assert error["code"] == "UNWRITABLE" and error["errno"] == "EFBIG", error
     assert error["path"] == str(home.memory) and "nothing was changed" in error["message"]
     assert revisions(home, project)[0] == revision
     assert temps(home.memory) == [] and not home.global_file.exists()
