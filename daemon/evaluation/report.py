@@ -131,9 +131,9 @@ def _footer(report: Report) -> str:
         else f"{report.provider}/{report.model}"
     )
     misses = [
-        f"  {c.score.format}/{c.score.case}: {', '.join(_problems(c.score))}"
+        f"  {c.score.format}/{c.score.case}: {problems}"
         for c in report.cases
-        if _problems(c.score)
+        if (problems := _problems(c.score))
     ]
     measured = f"Measured {subject}; {len(report.cases)} case(s) in {report.wallSeconds:.1f} s."
     return "\n".join([measured, *_undecided(report), *misses]) + "\n"
@@ -152,12 +152,13 @@ def _undecided(report: Report) -> list[str]:
     ]
 
 
-def _problems(score: CaseScore) -> list[str]:
-    found = [score.error] if score.error else []
-    found += [f"missed {m}" for m in score.missed] + [f"noise {n}" for n in score.promoted]
+def _problems(score: CaseScore) -> str:
+    """The attempt's error, then what the grade found by name. The error has commas of its own
+    (`InternalServerError, HTTP 500, ...`): a semicolon ends it."""
+    found = [f"missed {m}" for m in score.missed] + [f"noise {n}" for n in score.promoted]
     found += [f"unjustified {u}" for u in score.unjustified] + [
         f"wrong evidence {w}" for w in score.wrongEvidence
     ]
     found += [f"left stale {s}" for s in score.leftStale]
     found += [f"{score.secrets} secret(s) stored"] if score.secrets else []
-    return found
+    return "; ".join(part for part in (score.error, ", ".join(found)) if part)
