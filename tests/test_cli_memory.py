@@ -493,3 +493,28 @@ def test_a_revert_says_what_it_undid_and_how_to_take_it_back(
         ]
     assert run(home, "memory", "revert", newest["id"])[0] == 0
     assert [r["name"] for r in show(home, tmp_path)["workspace"]["records"]] == ["beta", "prefer-uv"]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_limited_log_says_how_many_older_entries_it_left_out(
+    home: Home, tmp_path: Path, as_json: bool
+) -> None:
+    """`memory log` lists the newest 50 by default: on a long history it said nothing of the rest."""
+    cwd, revision = str(tmp_path), EMPTY
+    for n in range(4):
+        changes = json.dumps([{"action": "put", "record": {**RECORD, "content": f"Take {n}.\n"}}])
+        assert run(home, "memory", "apply", "--cwd", cwd, "--expected-revision", revision, "--changes", "-",
+                   stdin=changes)[0] == 0  # fmt: skip
+        revision = show(home, tmp_path)["workspace"]["revision"]
+
+    code, out, _ = run(home, "memory", "log", "--cwd", cwd, "--limit", "3", *(["--json"] if as_json else []))
+
+    assert code == 0
+    if as_json:
+        logged = json.loads(out)
+        assert (len(logged["entries"]), logged["more"]) == (3, 1)
+    else:
+        lines = out.splitlines()
+        assert len(lines) == 4 and lines[-1] == "... and 1 older entry (--limit 0 lists all)", out
+    _, out, _ = run(home, "memory", "log", "--cwd", cwd, "--limit", "4", "--json")
+    assert json.loads(out)["more"] == 0

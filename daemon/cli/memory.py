@@ -221,20 +221,34 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         fail("--cwd and --global name different scopes; give one of them")
     if limit < 0:
         fail("--limit must be 0 (all) or more")
+    # One entry past the limit says whether older ones are left out.
     params = HistoryLogParams(
-        cwd=None if global_ else workspace_params(cwd).cwd, limit=limit or None, stat=not no_stat
+        cwd=None if global_ else workspace_params(cwd).cwd,
+        limit=limit + 1 if limit else None,
+        stat=not no_stat,
     )
     result = _read(backend.api().memory_log, params, as_json)
+    more = _older(backend, params, limit) if limit and len(result.entries) > limit else 0
+    result = result.model_copy(update={"entries": result.entries[: limit or None]})
     if result.problem is not None and backend.use_daemon:  # in this process, its log said it
         _warn_daemon_said(backend, result.problem)
     if as_json:
-        emit_json(result)
+        emit_json({**result.model_dump(mode="json"), "more": more})
         return
     for entry in result.entries:
         # One row an entry, whatever a file's name holds: a newline in it would forge a row.
         say(one_line(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}"))
     if not result.entries:
         say("(no history yet)")
+    if more:
+        say(f"... and {more} older {'entry' if more == 1 else 'entries'} (--limit 0 lists all)")
+
+
+def _older(backend: Backend, params: HistoryLogParams, limit: int) -> int:
+    """How many of the scope's entries are older than the newest `limit`: its whole log without
+    what each changed (the history keeps it parsed, so no tree is diffed)."""
+    whole = backend.api().memory_log(params.model_copy(update={"limit": None, "stat": False}))
+    return max(len(whole.entries) - limit, 0)
 
 
 def _warn_daemon_said(backend: Backend, problem: str) -> None:
