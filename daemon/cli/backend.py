@@ -49,11 +49,15 @@ class Backend:
     use_daemon: bool
     greetings: Greetings = field(default_factory=Greetings, compare=False)
 
-    def api(self, roots: Sequence[Path] = (), listener: Listener | None = None) -> DaemonApi[Transport]:
+    def api(
+        self, roots: Sequence[Path] = (), listener: Listener | None = None, *, start: bool = True
+    ) -> DaemonApi[Transport]:
         """The daemon's methods, raising `RpcError` exactly as the daemon would answer. `listener`
-        hears the notifications a call causes (the daemon's go to every client)."""
+        hears the notifications a call causes (the daemon's go to every client). `start=False`
+        asks only a daemon that runs, and raises `DaemonUnavailable` when none does: the caller
+        has its own way on without one."""
         if self.use_daemon and not roots:
-            return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings))
+            return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings, start))
         return DaemonApi(_in_process(self.home, roots, listener))
 
     def harness_defaults(self, roots: Sequence[Path] = ()) -> list[Root]:
@@ -82,6 +86,7 @@ class _ThroughDaemon:
     home: Home
     listener: Listener | None
     greetings: Greetings
+    start: bool
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
@@ -97,12 +102,14 @@ class _ThroughDaemon:
                 self.greetings.warned = _warn_if_elsewhere(self.home, hello)
 
         try:
-            transport = client.SocketTransport(self.home, listener=self.listener, greeted=greeted)
+            transport = client.SocketTransport(self.home, self.start, self.listener, greeted)
             answer = transport.request(method, params)
         except client.RequestTooLarge:
             # Past any valid request's size, so the same handlers here say what is wrong with it.
             return _in_process(self.home, (), self.listener).request(method, params)
         except client.DaemonUnavailable as exc:
+            if not self.start:  # the caller's to go on without it
+                raise
             failure("DAEMON_UNAVAILABLE", f"{exc}\n(--no-daemon runs the command without the daemon)")
         except RpcError as exc:
             if exc.code == ANSWER_TOO_LARGE:

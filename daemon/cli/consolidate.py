@@ -130,20 +130,15 @@ def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[Tur
     """The receipt of `review` and its session's turns; None when it cannot be read now. A daemon
     gone since it answered (stopped, died) is not started again for this: the receipt is read
     here and its changes said without turns, so a run it committed still ends as committed."""
-    from .. import client
+    from ..client import DaemonUnavailable
     from ..consolidation.receipts import ReceiptError, ReceiptStore
     from ..home import HomeUnusable
-    from ..protocol.api import DaemonApi
 
-    params = ReviewParams(review=review)
     try:
-        if not backend.use_daemon:
-            view = backend.api().receipt(params)
-        else:
-            view = DaemonApi(client.SocketTransport(backend.home, start=False)).receipt(params)
+        view = backend.api(start=False).receipt(ReviewParams(review=review))
     except RpcError:
         return None
-    except client.DaemonUnavailable:
+    except DaemonUnavailable:
         try:
             found = ReceiptStore(backend.home).read(review)
         except (ReceiptError, HomeUnusable, OSError):
