@@ -148,7 +148,7 @@ def _undecided(report: Report) -> list[str]:
     return [
         f"Warning: {report.totals.undecided} of {len(report.cases)} case(s) ended before the model "
         f"decided them ({why}; the cause is listed below): they count as missed, so these figures "
-        "do not measure the model until the route works."
+        "do not measure the model until that cause is fixed."
     ]
 
 

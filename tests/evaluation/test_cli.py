@@ -92,7 +92,7 @@ def test_a_failing_route_is_not_reported_as_the_models_figures(user_home: Home, 
     fake.reply_always(lambda body: status(500, "overloaded"))
     text = remem(user_home, "--cases", "dsh/[de]*")
     assert "Warning: 1 of 2 case(s) ended before the model decided them (1 provider-failed;" in text.stdout
-    assert "these figures do not measure the model until the route works" in text.stdout
+    assert "these figures do not measure the model until that cause is fixed" in text.stdout
     # The error has commas of its own: a semicolon ends it before what the grade found.
     assert (
         "  dsh/decision: InternalServerError, HTTP 500, type server_error — overloaded (asked " in text.stdout
