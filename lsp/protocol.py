@@ -35,8 +35,10 @@ string (an object, an array, a boolean, null: pygls ran it, a `shutdown` of id n
 InvalidRequest with id null, never run (a body that is no JSON, ParseError:
 `RememServer.report_server_error`). A notification whose params do not have
 the spec's shape, or a change to a document never opened, is dropped with a line in the log
-that names what is wrong, never the params. A string the spec asks for must be a string: pygls
-made one of any value, and a change's `"text": null` made the document "None" (decision 0421).
+that names what is wrong, never the params; the document a dropped change was for is lost
+(`RememServer.lose`): its copy is no longer the editor's (decision 0449). A string the spec
+asks for must be a string: pygls made one of any value, and a change's `"text": null` made the
+document "None" (decision 0421).
 """
 
 from __future__ import annotations
