@@ -63,9 +63,16 @@ class Trace:
 
 async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home: Home) -> CaseScore:
     """Review `case` written in `fmt` against `settings`' route, in a private home, and grade it."""
-    with tempfile.TemporaryDirectory(prefix="remem-eval-") as scratch:
-        home, root = _private_home(Path(scratch), settings)
-        _seed_memory(home, case)
+    try:
+        made = tempfile.TemporaryDirectory(prefix="remem-eval-")
+    except OSError as exc:  # no temporary folder can be written to: the disk is full, say
+        return _failed(case, fmt, {}, "unreadable", f"its private home cannot be made: {exc}")
+    with made as scratch:
+        try:
+            home, root = _private_home(Path(scratch), settings)
+            _seed_memory(home, case)
+        except OSError as exc:
+            return _failed(case, fmt, {}, "unreadable", f"its private home cannot be written: {_reason(exc)}")
         max_input_bytes = settings.consolidation.max_input_bytes
         written = await _generated(case, fmt, root, Path(scratch), max_input_bytes)
         if isinstance(written, str):  # one case's, not the run's: the others still count
