@@ -58,6 +58,14 @@ def session_options(command: F) -> F:
     )(command)  # fmt: skip
 
 
+# A session's `generation` counts the changes of remem's metadata for it (title, archived).
+expected_generation = click.option(
+    "--expected-generation", "expected_generation", type=int, default=None, metavar="N",
+    help="Refuse (STALE_GENERATION) unless the session's metadata is still at change N, as the last "
+    "rename, archive or restore printed it: another change made meanwhile is not overwritten.",
+)  # fmt: skip
+
+
 @click.group(cls=Group)
 def sessions() -> None:
     """List agent sessions, show their lineage, turns and transcripts."""
@@ -199,7 +207,7 @@ def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root
 @session_options
 @click.pass_obj
 def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: bool) -> None:
-    """The turns of a session: number, seq range (DSH) or line range (Claude Code, Codex), status,
+    """The turns of a session: number, status, its events (DSH) or lines (Claude Code, Codex),
     first line of the prompt."""
     with _refusals():
         result = backend.api(roots).session_turns(SessionParams(id=session_id))
@@ -208,7 +216,7 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
         return
     if not result.turns:
         say(f"{one_line(session_id)} has no turns yet.", err=True)  # stdout stays empty for scripts
-    unit = "seq" if result.format == "dsh" else "lines"
+    unit = "events" if result.format == "dsh" else "lines"
     for t in result.turns:
         why = "rolled back" if t.status == ROLLED_BACK else "open"
         mark = "" if t.forkable else f"  ({why}: cannot branch)"
@@ -246,7 +254,8 @@ def _age(epoch_ms: int) -> str:
     "at_seq",
     type=int,
     default=None,
-    help="Branch after the turn holding this event seq (a line, for Claude Code and Codex sessions).",
+    help="Branch after the turn holding this event number (a line number, for Claude Code and Codex "
+    "sessions), as `sessions turns` shows them; instead of --turn.",
 )
 @click.option(
     "--turn",
@@ -352,7 +361,7 @@ def _retry_with(operation_id: str) -> str:
 @sessions.command()
 @click.argument("session_id", type=NON_EMPTY)
 @click.argument("title", type=UTF8)
-@click.option("--expected-generation", type=int, default=None, help="Refuse if the metadata changed since.")
+@expected_generation
 @session_options
 @click.pass_obj
 def rename(
@@ -375,9 +384,7 @@ def _archive_command(name: str, archived: bool, summary: str) -> None:
 
     @sessions.command(name, help=summary)
     @click.argument("session_id", type=NON_EMPTY)
-    @click.option(
-        "--expected-generation", type=int, default=None, help="Refuse if the metadata changed since."
-    )
+    @expected_generation
     @session_options
     @click.pass_obj
     def command(
@@ -405,7 +412,9 @@ def _print_meta(meta: MetaResult, as_json: bool) -> None:
     if as_json:
         emit_json(meta)
     else:
-        say(f"{meta.id}: generation {meta.generation}")
+        title = f'"{one_line(meta.title)}"' if meta.title else "untitled"
+        archived = {True: ", archived", False: ", not archived", None: ""}[meta.archived]
+        say(f"{meta.id}: {title}{archived}; metadata change {meta.generation} (for --expected-generation)")
 
 
 @contextmanager

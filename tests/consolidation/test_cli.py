@@ -34,7 +34,8 @@ def test_consolidate_shows_progress_and_the_outcome(home: Home, fake: FakeOpenAI
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
     code, out, err = run(home, "consolidate", source.id)
     assert code == 0 and out.startswith("committed, 1 change(s) — review ")
-    assert "… freezing" in err and "… model-step (step 1)" in err and "… committing" in err
+    assert "… reading the session and the memory it is reviewed against\n" in err
+    assert "… waiting for the model (step 1)" in err and "… committing to memory" in err
     code, out, _ = run(home, "consolidate", source.id, "--json")
     assert code == 0 and json.loads(out)["status"] == "committed" and fake.count == 1
     code, out, _ = run(home, "receipts", "--json")

@@ -356,9 +356,9 @@ def test_liveness_is_a_recent_change(home: Home, roots: dict[str, Path]) -> None
 
 @pytest.mark.parametrize(
     ("session", "fmt", "first"),
-    [(SID, "claude-code", "lines 1-4"), (TID, "codex", "lines 2-6"), ("dsh-1", "dsh", "seq 0-")],
+    [(SID, "claude-code", "lines 1-4"), (TID, "codex", "lines 2-6"), ("dsh-1", "dsh", "events 0-")],
 )
-def test_turns_name_a_harness_files_lines_as_lines_and_a_dsh_logs_seqs_as_seqs(
+def test_turns_name_a_harness_files_lines_as_lines_and_a_dsh_logs_events_as_events(
     home: Home, roots: dict[str, Path], session: str, fmt: str, first: str
 ) -> None:
     assert json.loads(invoke(home, roots, "turns", session, "--json"))["format"] == fmt
