@@ -133,7 +133,10 @@ def score_case(
         fixed |= {s.record for s in stale}
         score.changes += 1
         if not isinstance(change, Delete):
-            score.promoted += [n.id for n in case.noise if carries(n.terms, text)]
+            # A piece is promoted once, however many changes repeat it (as a fact is kept once).
+            score.promoted += [
+                n.id for n in case.noise if n.id not in score.promoted and carries(n.terms, text)
+            ]
             score.secrets += holds_secret(text, case.secrets)
         if not facts and not stale:
             score.unjustified.append(label)

@@ -41,6 +41,20 @@ def test_every_ideal_proposal_satisfies_its_own_key() -> None:
         assert score.secrets == 0 and metrics.outcome == 1.0, case.name
 
 
+def test_a_piece_of_noise_repeated_in_two_changes_counts_once() -> None:
+    """`noise` counts pieces promoted; the same one in two records counted (and listed) twice."""
+    [case] = [c for c in CASES if c.name == "commands"]
+    ranges = _ranges(len(case.turns))
+    note = {"description": "Test count", "type": "project", "content": "48 tests pass.\n"}
+    changes = [
+        {"action": "put", "record": {"name": f"count-{n}", **note}, "evidence": [ranges[1].model_dump()]}
+        for n in (1, 2)
+    ]
+    arguments = json.dumps({"final": True, "outcome": "changes", "changes": changes})
+    score = score_case(case, "dsh", "committed", parse_arguments(arguments).changes, ranges)
+    assert (score.promoted, score.noise, score.changes) == (["test-count"], 1, 2)
+
+
 def test_known_good_scores_full_marks(user_home: Home, fake: FakeOpenAI) -> None:
     serve(fake, "good")
     scores = run_all(user_home)
