@@ -175,8 +175,10 @@ def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
 @json_option
 @click.pass_obj
 def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
-    """The consolidation receipts, oldest first: what was learnt from which session, and how."""
-    found = backend.api().receipts(ReceiptsParams(session=session_id))
+    """The consolidation receipts, newest first: what was learnt from which session, and how."""
+    found = backend.api().receipts(ReceiptsParams(session=session_id))  # oldest first
+    # As `memory log` lists history: the latest review is what one looks for (decision 0445).
+    found = found.model_copy(update={"receipts": found.receipts[::-1]})
     if as_json:
         emit_json(found)
         return
