@@ -67,8 +67,9 @@ def next_attempt(attempts: list[Attempt]) -> int:
 
 
 def dropped_attempts(attempts: list[Attempt]) -> int:
-    """How many attempts of a review its receipt no longer lists."""
-    return attempts[-1].number - len(attempts) if attempts else 0
+    """How many attempts of a review its receipt no longer lists. Distinct numbers are
+    counted: a remem from before the cap, sharing the home, lists some sessions twice."""
+    return attempts[-1].number - len({a.number for a in attempts}) if attempts else 0
 
 
 def moved(receipt: Receipt, status: Status, **fields: object) -> Receipt:

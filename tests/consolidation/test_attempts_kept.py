@@ -11,7 +11,7 @@ import json
 import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
-from remem.daemon.consolidation.receipts import NEWEST_ATTEMPTS_KEPT, ReceiptStore
+from remem.daemon.consolidation.receipts import NEWEST_ATTEMPTS_KEPT, ReceiptStore, summary
 from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.consolidation.worker_log import worker_session_id
 from remem.daemon.home import Home
@@ -44,6 +44,22 @@ def test_a_review_retried_past_the_cap_keeps_the_first_and_the_newest_attempts(
     assert all(a.workerSession == worker_session_id(review, a.number) for a in receipt.attempts)
     text = ReceiptStore(home).path(review).read_text()
     assert f"\n{RETRIES - 1 - NEWEST_ATTEMPTS_KEPT} attempt(s) after the first are not listed" in text
+
+
+def test_sessions_an_older_remem_listed_twice_are_not_counted_as_listed(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    # A remem from before the cap numbers its next attempt by the count listed, so it lists the
+    # newest worker sessions again (closed as interrupted) before its own attempt.
+    review = _failed_retries(home, fake, source)
+    receipt = ReceiptStore(home).read(review)
+    assert receipt is not None
+    again = [a for a in receipt.attempts if a.number > len(receipt.attempts)]
+    own = receipt.attempts[-1].model_copy(update={"number": RETRIES + 1})
+    shared = receipt.model_copy(update={"attempts": [*receipt.attempts, *again, own]})
+    assert f"\n{RETRIES - 1 - NEWEST_ATTEMPTS_KEPT} attempt(s) after the first are not listed" in summary(
+        shared
+    )
 
 
 def test_attempts_past_the_cap_cut_short_by_crashes_are_settled_from_their_own_worker_sessions(
