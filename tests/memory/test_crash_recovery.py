@@ -62,6 +62,7 @@ def test_every_memory_fault_point_is_covered() -> None:
         set(ROLLS_FORWARD)
         | set(GLOBAL_POINTS)
         | {"memory.workspace.mid-rollback", "settings.after-temp-write", "settings.after-exchange"}
+        | {"settings.valid-copy.after-temp-write"}  # tests/daemon/test_valid_settings_temp.py
     )
     assert {p for p in POINTS if p.startswith(("memory.", "settings."))} == covered
 
