@@ -630,25 +630,23 @@ class SocketTransport:
         try:
             return self._ask(method, params)
         except ConnectionLost:
-            log = DaemonPaths(self.home, layout=False).log
+            paths = DaemonPaths(self.home, layout=False)
+            # One that stops as asked removes its status file first; a dead one leaves it behind.
+            dead = paths.read_status()
+            log = None if dead is None else _its_log(paths, dead.pid)
             if not method.resend:
-                how = f"died (its log: {log})" if self._died() else "stopped"
+                how = f"died ({log})" if log is not None else "stopped"
                 raise DaemonUnavailable(
                     f"the daemon {how} while answering; it may or may not have been done: "
                     "look, then try again"
                 ) from None
-            if self._died():
+            if log is not None:
                 if method.again is None:  # a read
-                    raise DaemonUnavailable(f"the daemon died while answering (its log: {log})") from None
+                    raise DaemonUnavailable(f"the daemon died while answering ({log})") from None
                 raise DaemonUnavailable(
-                    f"the daemon stopped while it worked on this (it died; its log: {log}); {method.again}"
+                    f"the daemon stopped while it worked on this (it died; {log}); {method.again}"
                 ) from None
         return self._ask(method, params)
-
-    def _died(self) -> bool:
-        """Whether the daemon that broke the connection died rather than stopped as asked: one
-        that stops removes its status file first, a dead one leaves it behind."""
-        return DaemonPaths(self.home, layout=False).read_status() is not None
 
     def _ask(self, method: Method[Params, Result], params: Params) -> Result:
         answer = call(
@@ -656,3 +654,18 @@ class SocketTransport:
             greeted=self.greeted,
         )  # fmt: skip
         return method.result.model_validate(answer)
+
+
+def _its_log(paths: DaemonPaths, pid: int) -> str:
+    """Where the daemon `pid` logged, for a message: `paths.log` for one a command started in
+    the background, which writes there as it starts that it listens, with its pid; else it ran in the
+    foreground (`remem daemon run`), and logged to that command's standard error."""
+    listening = f" (pid {pid})\n".encode()
+    try:
+        # As `_last_words` opens it: a FIFO or a link put there never holds the command.
+        with os.fdopen(os.open(paths.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as log:
+            if any(b" listening on " in line and line.endswith(listening) for line in log):
+                return f"its log: {paths.log}"
+    except OSError:  # no log: no daemon was started in the background here
+        pass
+    return "it ran in the foreground, `remem daemon run`: its log is where that command's errors went"
