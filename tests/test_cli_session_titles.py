@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from remem.daemon.home import Home
 from tests.sessions import claude_lines as cl
+from tests.sessions import codex_lines as cx
 from tests.test_cli_sessions import run
 
 
@@ -64,3 +68,28 @@ def _nodes(tree: object) -> list[dict[str, object]]:
         for value in tree:
             found += _nodes(value)
     return found
+
+
+def test_a_title_cut_from_a_long_first_prompt_ends_in_an_ellipsis(home: Home, tmp_path: Path) -> None:
+    """A Claude Code or Codex session is titled by its first prompt's first line, cut to 200
+    characters: it was cut bare, and read as the whole prompt."""
+    long = "Refactor the parser " * 20  # 400 characters
+    claude = tmp_path / "claude"
+    folder = claude / "projects" / "-home-u-proj"
+    folder.mkdir(parents=True)
+    (folder / f"{cl.SID}.jsonl").write_bytes(cl.jsonl(cl.prompt("u1", None, long), cl.say("a1", "u1", "a")))
+    codex = tmp_path / "codex"
+    day = codex / "sessions" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-05-01T00-00-00-{cx.TID}.jsonl").write_bytes(
+        cx.rollout(cx.meta(cwd="/w"), *cx.turn("t1", long, "hello"))
+    )
+    shown = long[:199] + "…"
+    for root in (claude, codex):
+        done = subprocess.run(
+            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "sessions", "list", "--json",
+             "--root", str(root)],
+            capture_output=True, text=True, env=os.environ, timeout=120,
+        )  # fmt: skip
+        (listed,) = json.loads(done.stdout)["sessions"]
+        assert listed["title"] == shown, listed["title"]

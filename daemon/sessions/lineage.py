@@ -107,9 +107,12 @@ TITLE_CHARS = 200
 
 def listed_title(title: str | None) -> str | None:
     """`title` as a listing carries it: a longer one is cut to `TITLE_CHARS`, ending in `…`."""
-    if title is None or len(title) <= TITLE_CHARS:
-        return title
-    return title[: TITLE_CHARS - len(SHORTENED)] + SHORTENED
+    return None if title is None else shortened(title, TITLE_CHARS)
+
+
+def shortened(text: str, chars: int) -> str:
+    """`text` in at most `chars` characters; one cut ends in `…`, so it never reads as whole."""
+    return text if len(text) <= chars else text[: chars - len(SHORTENED)] + SHORTENED
 
 
 def _stem(title: str) -> str:

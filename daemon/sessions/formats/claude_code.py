@@ -49,6 +49,7 @@ from typing import Any, NamedTuple, cast
 
 import msgspec
 
+from ..lineage import shortened
 from .jsonl import REPLACED_UTF8, Fields, Line, end_of_line, records, replaced_utf8
 from .model import (
     Edge,
@@ -651,7 +652,7 @@ def _branch_prompt(branches: Iterable[Branch], graph: _Graph) -> str | None:
 
 
 def _short(prompt: str | None) -> str:
-    return (prompt or "").splitlines()[0][:PROMPT_CHARS] if prompt else ""
+    return shortened(prompt.splitlines()[0], PROMPT_CHARS) if prompt else ""
 
 
 def _kept_ancestor(graph: _Graph, line: Line[_Node], chosen: set[str | None]) -> str | None:

@@ -41,6 +41,7 @@ from typing import Any, TypeGuard
 
 import msgspec
 
+from ..lineage import shortened
 from .jsonl import MAX_LINE, Fields, Line, end_of_line, records, utf8_error
 from .model import (
     SAFE_INTEGER_MAX,
@@ -834,7 +835,7 @@ def _first_line(prompt: str) -> str:
     editor or the desktop app put the context it attached (open tabs, mentioned files) before
     it, as Codex titles its own threads."""
     request = prompt.partition(_REQUEST_MARKER)[2].strip()
-    return (request or prompt).splitlines()[0][:PROMPT_CHARS]
+    return shortened((request or prompt).splitlines()[0], PROMPT_CHARS)
 
 
 def _read(lines: list[Line[_Line]], events: list[Any] | None = None) -> list[_Open]:
