@@ -34,7 +34,8 @@ def crash_at(point: str, home: Home, monkeypatch: pytest.MonkeyPatch, *args: str
     if os.environ.get(NO_DAEMON_ENV):
         assert crashed.returncode == EXIT_CODE, crashed.stderr
     else:
-        assert crashed.returncode != 0 and "daemon" in crashed.stderr, crashed.stderr
+        said = crashed.stderr + crashed.stdout  # with --json, the failure is JSON on stdout
+        assert crashed.returncode != 0 and "daemon" in said, said
         wait_until(lambda: not DaemonPaths(home).running())
 
 
