@@ -87,7 +87,8 @@ def eval_command(
         ran = f"after {len(scores)} of {len(chosen)} case(s)" if chosen else "before any case ran"
         say(f"remem: interrupted {ran}; no report", err=True)
         sys.exit(128 + stopped[0] if stopped else EXIT_INTERRUPTED)
-    sys.exit(EXIT_PROBLEMS if report.totals.secrets else 0)
+    # A run that did not measure the model (its route failed) must not pass in a script either.
+    sys.exit(EXIT_PROBLEMS if report.totals.secrets or report.totals.undecided else 0)
 
 
 def _route_settings(backend: Backend, provider: str | None, model: str | None) -> Settings:

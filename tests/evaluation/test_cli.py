@@ -76,7 +76,7 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     missing = remem(user_home, key=None)
     assert missing.returncode == 2 and KEY_ENV in missing.stderr and fake.count == 0
     wrong = remem(user_home, "--cases", "decision", key="sk-wrong")
-    assert wrong.returncode == 0 and "dsh/decision  provider-failed" in wrong.stdout
+    assert wrong.returncode == 1 and "dsh/decision  provider-failed" in wrong.stdout
     assert "AuthenticationError, HTTP 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
     nothing = remem(user_home, "--cases", "nope*")
     assert nothing.returncode == 2 and "dsh/secrets" in nothing.stderr
@@ -91,6 +91,7 @@ def test_a_failing_route_is_not_reported_as_the_models_figures(user_home: Home, 
     """A provider down (or a wrong key, a timeout) made every case's zeros read as the model's."""
     fake.reply_always(lambda body: status(500, "overloaded"))
     text = remem(user_home, "--cases", "dsh/[de]*")
+    assert text.returncode == 1  # a script running it must not take the figures for the model's
     assert "Warning: 1 of 2 case(s) ended before the model decided them (1 provider-failed;" in text.stdout
     assert "these figures do not measure the model until that cause is fixed" in text.stdout
     # The error has commas of its own: a semicolon ends it before what the grade found.
