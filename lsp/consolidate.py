@@ -27,7 +27,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled, JsonRpcServerError
 
-from remem.daemon.consolidation.changes import ChangedRecord, changed_records
+from remem.daemon.consolidation.changes import PHASE_WORDS, ChangedRecord, changed_records
 from remem.daemon.protocol.consolidation import ConsolidationResult, HistoryLink, Status
 from remem.daemon.protocol.rpc import (
     CONSOLIDATION_REFUSED,
@@ -43,15 +43,6 @@ from .server import RememServer
 log = logging.getLogger("remem.lsp")
 OPEN_RECEIPT = "Open Receipt"
 OPEN_RECORD = "Open Record"
-# What is happening from each phase on: the daemon announces a phase as it begins.
-_PHASES = {
-    "freezing": "Reading the session and the memory it is reviewed against",
-    "waiting": "Waiting for another consolidation of this session to end",
-    "model": "Preparing the request to the model",
-    "model-step": "Waiting for the model",
-    "model-answer": "Checking the proposal",
-    "committing": "Committing to memory",
-}
 # The phases of a run the daemon has begun, where a cancel reaches it: waiting for another run's
 # lock, or asking the model (the review's freezing is short, and its run may not be known yet).
 _CANCELLABLE = frozenset({"waiting", "model", "model-step", "model-answer"})
@@ -193,7 +184,7 @@ def _heard(phase: dict[str, Any], progress: _Progress, cancellable: asyncio.Even
     name = phase["phase"]
     if name in _CANCELLABLE:
         cancellable.set()
-    message = _PHASES.get(name)
+    message = PHASE_WORDS.get(name)
     if message is None:
         return
     if name == "model" and phase.get("attempt"):

@@ -43,16 +43,6 @@ from .output import (
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 _EXIT = {Status.TARGET_CONFLICT: EXIT_CONFLICT, Status.SOURCE_CHANGED: EXIT_CONFLICT}
-# The run's phases (docs/consolidation.md) in the words the editor shows them in (its
-# `lsp/consolidate.py`); a phase added later is shown by its name.
-_PHASES = {
-    "freezing": "reading the session and the memory it is reviewed against",
-    "waiting": "waiting for another consolidation of this session to end",
-    "model": "preparing the request to the model",
-    "model-step": "waiting for the model",
-    "model-answer": "checking the proposal",
-    "committing": "committing to memory",
-}
 _SELECT_ATTEMPTS = 20  # reads of settings.yml a choice of model is made on, while others change it
 _SELECT_PAUSE = 0.05  # seconds, at most, before reading it again
 
@@ -65,11 +55,14 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     """Learn memory from a finished session: the model proposes, remem checks and commits.
 
     A review already done returns its receipt without calling the model again."""
+    from ..consolidation.changes import PHASE_WORDS
 
     def show_progress(method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
             step = f" (step {params['step']})" if params.get("step") else ""
-            say(f"… {_PHASES.get(params['phase'], params['phase'])}{step}", err=True)
+            # In the editor's words; a phase added later is shown by its name.
+            words = PHASE_WORDS.get(params["phase"], params["phase"])
+            say(f"… {words[:1].lower()}{words[1:]}{step}", err=True)
 
     # Named, so that a Ctrl-C's cancel stops this run alone, never another's it may wait for.
     params = ConsolidateParams(session=session_id, run=uuid.uuid4().hex)

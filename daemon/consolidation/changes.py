@@ -1,8 +1,10 @@
-"""A review's changes as a person names them: "Added prefer-uv (feedback) ← turn 2".
+"""A review as a person reads it: its phases while it runs ("Waiting for the model"), and its
+changes ("Added prefer-uv (feedback) ← turn 2").
 
-The language server's receipt view and outcome message and the CLI's `consolidate` and
-`receipts` say a change in these same words: the verb from the review's history entry, the
-record and its type, and the turns its evidence lies in.
+The language server's progress, receipt view and outcome message and the CLI's `consolidate`
+and `receipts` say a review in these same words: each phase the daemon announces, and for a
+change the verb from the review's history entry, the record and its type, and the turns its
+evidence lies in.
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ from ..protocol.consolidation import EvidenceRange, Receipt
 from ..protocol.rpc import TurnRow
 
 Verb = Literal["Added", "Changed", "Removed", "Rewrote"]
+
+# What is happening from each phase on (docs/consolidation.md): the daemon announces a phase
+# as it begins.
+PHASE_WORDS = {
+    "freezing": "Reading the session and the memory it is reviewed against",
+    "waiting": "Waiting for another consolidation of this session to end",
+    "model": "Preparing the request to the model",
+    "model-step": "Waiting for the model",
+    "model-answer": "Checking the proposal",
+    "committing": "Committing to memory",
+}
 
 
 class ChangedRecord(BaseModel):
