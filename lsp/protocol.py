@@ -56,6 +56,7 @@ import cattrs
 from cattrs.v import format_exception
 from lsprotocol import types
 from pygls.exceptions import (
+    FeatureNotificationError,
     JsonRpcException,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
@@ -238,13 +239,23 @@ class RememProtocol(LanguageServerProtocol):
             return
         method = getattr(message, "method", None)
         if method != types.TEXT_DOCUMENT_DID_OPEN:
-            for work in self._server.before_message:  # type: ignore[attr-defined]
-                work()
+            self._do_put_off(method)
         if self._shutdown and hasattr(message, "id") and isinstance(method, str) and method != types.EXIT:
             refused = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
             self._send_response(message.id, None, refused.to_response_error())
             return
         super().handle_message(message)
+
+    def _do_put_off(self, method: Any) -> None:
+        """Do the work features put off until the next message (`before_message`). A piece
+        that fails is reported as a notification's failure is, and the message is handled
+        still: a request it dropped was never answered, a `shutdown` lost."""
+        for work in self._server.before_message:  # type: ignore[attr-defined]
+            try:
+                work()
+            except Exception as error:
+                log.exception("work put off until %s failed", method)
+                self._server._report_server_error(error, FeatureNotificationError)
 
     def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
         if self._initialized and method_name == types.INITIALIZE:  # it would forget every open document

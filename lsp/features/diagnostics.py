@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import FeatureNotificationError
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Severity, TextPositions, diagnostic
@@ -40,6 +42,8 @@ from ..documents import home_path, open_documents, workspace_folder
 from ..rule_docs import PREFIX, rule_href
 from ..server import RememServer
 from ..text_documents import LspTextDocument
+
+log = logging.getLogger(__name__)
 
 SETTINGS_SOURCE = "settings.yml"
 _SEVERITY = {
@@ -143,7 +147,13 @@ def _judge_opened(ls: RememServer) -> None:
     if opening.timer is not None:
         opening.timer.cancel()
     for folder in sorted(opening.folders):
-        _publish_folder(ls, folder)  # takes it out of the burst's
+        try:
+            _publish_folder(ls, folder)  # takes it out of the burst's
+        except OSError as error:
+            # Reported as the open that judged it alone reported it (a folder whose name is too
+            # long to read), and the burst's other folders are judged still.
+            log.exception("judging %s failed", folder)
+            ls.report_server_error(error, FeatureNotificationError)
 
 
 def _memory_changed(ls: RememServer, news: dict[str, Any]) -> None:

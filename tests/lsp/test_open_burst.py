@@ -8,6 +8,7 @@ what is counted is how often the first record hears, and what it hears last.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.record import RECORDS_MAX
 
 from .editor import RECORD
-from .test_misbehaving_client import Server, _initialize, server  # noqa: F401 - the fixture
+from .test_misbehaving_client import Server, _initialize, _send, server  # noqa: F401 - the fixture
 
 OPENED = 20
 
@@ -48,3 +49,31 @@ def test_a_burst_of_opens_is_judged_once_on_every_text(server: Server, tmp_path:
     assert [d["message"] for d in last["diagnostics"]] == [
         f"the workspace has {RECORDS_MAX + OPENED} records; the limit is {RECORDS_MAX}. Merge or delete some"
     ]
+
+
+def test_a_folder_that_cannot_be_judged_leaves_the_next_request_answered_and_the_others_judged(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # A name too long to stat: the judging, put off until the hover, failed in front of it, and
+    # the hover was dropped unanswered (a file made by root, EACCES, did the same).
+    workspaces = Home(tmp_path / "home").workspaces
+    unreadable = (workspaces / ("w" * 300) / "note-a.md").as_uri()
+    readable = workspaces / "zz-after-it"  # judged after it
+    readable.mkdir(parents=True)
+    fine = (readable / "note-b.md").as_uri()
+    _initialize(server)
+    burst = io.BytesIO()  # in one write, as an editor restoring a window sends them
+    for uri, name in ((unreadable, "note-a"), (fine, "note-b")):
+        document = {"uri": uri, "languageId": "markdown", "version": 1, "text": _record(name)}
+        _send(burst, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    _send(burst, {"id": 1, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": unreadable}, "position": {"line": 1, "character": 0}}})  # fmt: skip
+    assert server.process.stdin is not None
+    server.process.stdin.write(burst.getvalue())
+    server.process.stdin.flush()
+
+    assert "result" in server.answer(1)
+    published = [m["params"] for m in server.heard if m.get("method") == "textDocument/publishDiagnostics"]
+    assert [p["uri"] for p in published] == [fine]
+    assert [p for p in server.popups() if "File name too long" in p], server.popups()
