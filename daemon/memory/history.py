@@ -162,6 +162,15 @@ class _Meta(BaseModel):
 
 
 @dataclass(frozen=True)
+class Intent:
+    """What `intending` found in the scope's intent file (`earlier`, None when none) and wrote
+    there (`written`, None when it could not)."""
+
+    earlier: bytes | None
+    written: bytes | None
+
+
+@dataclass(frozen=True)
 class Generation:
     revision: str
     files: Mapping[str, bytes]  # file name -> bytes, exactly as the revision was computed on
@@ -257,24 +266,27 @@ class History:
     # -- writing (the caller holds the scope's exclusive lock) ----------------------------
 
     @contextlib.contextmanager
-    def intending(self, workspace_key: str | None, before: str, after: str, actor: Actor) -> Iterator[None]:
+    def intending(self, workspace_key: str | None, before: str, after: str, actor: Actor) -> Iterator[Intent]:
         """Around a commit's publication: the entry it is to have is written first as the scope's
         intent (`state/history-intent-<branch>.json`), so a state found where a process died
         between its commit and its entry is still that commit's actor's, as an agent's audit
         intent makes it the agent's (decision 0442). It stays once the commit is published: the
         time rule of `_author` never credits it past the entry made after it, and a file kept in
-        place costs a nearly full disk no new block. A commit that publishes nothing empties it.
-        Unsynced: a process killed loses no write, and a power cut costs only the label. Its
-        failure is a warning; the commit goes on."""
+        place costs a nearly full disk no new block. The intent it writes over is read first and
+        yielded: the commit's `record` asks it, not the file, who made a state an earlier commit,
+        killed before its entry, left unrecorded. A commit that publishes nothing puts that
+        earlier intent back. Unsynced: a process killed loses no write, and a power cut costs only
+        the label. Its failure is a warning; the commit goes on."""
         branch = branch_of(workspace_key)
-        written = self._intend(branch, before, after, actor) if self.enabled else None
+        intent = self._intend(branch, before, after, actor) if self.enabled else Intent(None, None)
         try:
-            yield
+            yield intent
         except BaseException:
-            self._drop_intent(branch, written)
+            self._drop_intent(branch, intent)
             raise
 
-    def _intend(self, branch: str, before: str, after: str, actor: Actor) -> bytes | None:
+    def _intend(self, branch: str, before: str, after: str, actor: Actor) -> Intent:
+        earlier = self._intent_bytes(branch)
         meta = _Meta(
             scope=branch, actor=actor, before=before, after=after, at=_at(datetime.now(timezone.utc))
         )
@@ -283,8 +295,8 @@ class History:
             self._put_intent(branch, data)
         except Exception as exc:
             log.warning("memory history: could not write the intent of %s (%s)", branch, _reason(exc))
-            return None
-        return data
+            return Intent(earlier, None)
+        return Intent(earlier, data)
 
     def _put_intent(self, branch: str, data: bytes) -> None:
         """Write over the branch's intent file in place, then cut it to `data`: within the block
@@ -294,30 +306,44 @@ class History:
             handle.write(data)
             handle.truncate(len(data))
 
-    def _drop_intent(self, branch: str, written: bytes | None) -> None:
-        """Empty the branch's intent if it is still `written` (a commit that published nothing):
-        no state it names was made. It is the caller's own, under the scope's exclusive lock."""
-        if written is None:
+    def _drop_intent(self, branch: str, intent: Intent) -> None:
+        """Put back the intent `intent` wrote over, if the file is still its own (a commit that
+        published nothing): no state it names was made, and an earlier commit's intent still
+        names who made the state it left. The caller's own, under the scope's exclusive lock."""
+        if intent.written is None:
             return
         with contextlib.suppress(Exception):
-            if read_regular(self._intent_path(branch), _INTENT_MAX_BYTES) == written:
-                self._put_intent(branch, b"")
+            if self._intent_bytes(branch) == intent.written:
+                self._put_intent(branch, intent.earlier or b"")
 
-    def _intent_of(self, branch: str) -> _Meta | None:
-        """The intent a commit of the branch left, if one is there and reads."""
+    def _intent_bytes(self, branch: str) -> bytes | None:
         try:
-            raw = read_regular(self._intent_path(branch), _INTENT_MAX_BYTES)
-            return None if raw is None else _Meta.model_validate_json(raw)
-        except (OSError, ValidationError):
+            return read_regular(self._intent_path(branch), _INTENT_MAX_BYTES)
+        except OSError:
+            return None
+
+    def _intent_of(self, branch: str, intent: Intent | None) -> _Meta | None:
+        """The intent a commit of the branch left, if one is there and reads: the one `intent`
+        wrote over, for the commit that wrote it (the file holds that commit's own now)."""
+        raw = self._intent_bytes(branch) if intent is None else intent.earlier
+        try:
+            return None if not raw else _Meta.model_validate_json(raw)
+        except ValidationError:
             return None
 
     def _intent_path(self, branch: str) -> Path:
         return self._home.state / _INTENT.format(branch)
 
     def record(
-        self, workspace_key: str | None, before: Generation, after: Generation, actor: Actor
+        self,
+        workspace_key: str | None,
+        before: Generation,
+        after: Generation,
+        actor: Actor,
+        intent: Intent | None = None,
     ) -> str | None:
-        """Add the entry of a committed generation; its id, or None when it could not be made."""
+        """Add the entry of a committed generation; its id, or None when it could not be made.
+        `intent`: what the commit's `intending` yielded."""
         if not self.enabled:
             return None
         branch = branch_of(workspace_key)
@@ -335,7 +361,7 @@ class History:
                 # history ends when its author is known, as their commit's entry would have been;
                 # else from itself, what it started from being unknown (decision 0402).
                 start = _start(workspace_key, ends_at)
-                known = self._author(workspace_key, start, before.revision, tip_at)
+                known = self._author(workspace_key, start, before.revision, tip_at, intent)
                 missed = known or self._missed(branch, parent)
                 entry_before = before.revision if known is None else start
                 entries.append(_compose(branch, parent, before, entry_before, missed, held))
@@ -362,7 +388,14 @@ class History:
         `recovered`."""
         return RECOVERED if self._writer is None or not self._vouches(branch, parent is None) else HAND_EDIT
 
-    def _author(self, workspace_key: str | None, start: str, found: str, tip_at: str | None) -> Actor | None:
+    def _author(
+        self,
+        workspace_key: str | None,
+        start: str,
+        found: str,
+        tip_at: str | None,
+        intent: Intent | None = None,
+    ) -> Actor | None:
         """Who took the scope from `start`, where its history ends, to the unrecorded state
         `found`, as `attribute` knows it (an agent's audit trail, decision 0408), in a change
         begun since the history's newest entry of the scope was made (`tip_at`; with none, since
@@ -370,11 +403,11 @@ class History:
         already, or was taken back since. None when it does not. Its failure is a warning, never
         a failure to record. An entry this process wrote itself that the history no longer holds
         (a backup of it restored), then a commit's intent (`intending`), name its author first,
-        by the same rule (decision 0442)."""
+        by the same rule (decision 0442); `intent`: as `_intent_of` takes it."""
         since = tip_at or self._anew_at
         branch = branch_of(workspace_key)
         # this process's own entry gone from the history, or a commit's whose entry was not written
-        for made in (self._made.get(branch), self._intent_of(branch)):
+        for made in (self._made.get(branch), self._intent_of(branch, intent)):
             if made is not None and (made.before, made.after) == (start, found) and made.at >= (since or ""):
                 return made.actor
         if self._attribute is None:

@@ -147,7 +147,7 @@ class MemoryStore:
             if not plan.changed:
                 return CommitResult(status="no-change", revision=plan.before)
             try:
-                with self.history.intending(None, plan.before, plan.after, actor):
+                with self.history.intending(None, plan.before, plan.after, actor) as intent:
                     self._publish_global(plan, ABSENT if existing is None else digest(existing))
             except Displaced:
                 return CommitResult(status="conflict", revision=global_revision(self._read_global_bytes()))
@@ -156,6 +156,7 @@ class MemoryStore:
                 global_generation(plan.before, current),
                 global_generation(plan.after, plan.content),
                 actor,
+                intent,
             )
             return CommitResult(status="committed", revision=plan.after, history=entry)
 
@@ -207,7 +208,7 @@ class MemoryStore:
                 self._label(workspace)
                 return CommitResult(status="no-change", revision=plan.before)
             try:
-                with self.history.intending(workspace.key, plan.before, plan.after, actor):
+                with self.history.intending(workspace.key, plan.before, plan.after, actor) as intent:
                     self._publish_workspace(workspace, plan, files)
             except Displaced:
                 saved = _read_records(self.folder(workspace), _listing(self.folder(workspace)))
@@ -218,6 +219,7 @@ class MemoryStore:
                 workspace_generation(plan.before, files),
                 workspace_generation(plan.after, after),
                 actor,
+                intent,
             )
             return CommitResult(status="committed", revision=plan.after, history=entry)
 

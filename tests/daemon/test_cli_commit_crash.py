@@ -1,20 +1,25 @@
 """A `--no-daemon` memory commit killed between its commit and its history entry, while a daemon
-watches memory: the state it made is recorded as the CLI's, by the intent the commit wrote
-first, never as a hand edit (decision 0442)."""
+watches memory, or followed at once by the next commit of its scope (through the daemon, or in
+another process): the state it made is recorded as the CLI's, by the intent the commit wrote
+first, never as a hand edit nor `recovered` (decision 0442)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.cli.backend import NO_DAEMON_ENV, Backend
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
+from remem.daemon.protocol.rpc import CommitWorkspaceParams
+from remem.daemon.server.runtime import DaemonPaths
 
 pytestmark = pytest.mark.slow
 
@@ -25,15 +30,30 @@ def remem(home: Home, *args: str, stdin: str | None = None, **env: str) -> subpr
     return subprocess.run(command, capture_output=True, text=True, timeout=60, input=stdin, env=environment)
 
 
-def apply(home: Home, cwd: str, content: str, *flags: str, **env: str) -> subprocess.CompletedProcess[str]:
-    shown = json.loads(remem(home, "memory", "show", "--cwd", cwd, "--json").stdout)
+def revision(home: Home, cwd: str, *flags: str) -> str:
+    return str(
+        json.loads(remem(home, *flags, "memory", "show", "--cwd", cwd, "--json").stdout)["workspace"][
+            "revision"
+        ]
+    )
+
+
+def put(content: str) -> list[dict[str, object]]:
     record = {"name": "alpha", "description": "About alpha", "type": "project", "content": content}
-    args = ["memory", "apply", "--cwd", cwd, "--expected-revision", shown["workspace"]["revision"]]
-    changes = json.dumps([{"action": "put", "record": record}])
-    return remem(home, *flags, *args, "--changes", "-", stdin=changes, **env)
+    return [{"action": "put", "record": record}]
 
 
-@pytest.mark.parametrize("point", ["history.before-entry", "history.after-objects", "history.after-ref"])
+def apply(home: Home, cwd: str, content: str, *flags: str, **env: str) -> subprocess.CompletedProcess[str]:
+    args = ["memory", "apply", "--cwd", cwd, "--expected-revision", revision(home, cwd, *flags)]
+    return remem(home, *flags, *args, "--changes", "-", stdin=json.dumps(put(content)), **env)
+
+
+def actors(home: Home, cwd: str) -> list[tuple[str, str]]:
+    entries = json.loads(remem(home, "memory", "log", "--cwd", cwd, "--json").stdout)["entries"]
+    return [(e["actor"]["kind"], e["after"]) for e in entries]
+
+
+@pytest.mark.parametrize("point", ["history.before-entry", "history.after-objects"])
 def test_a_cli_commit_killed_before_its_entry_is_the_clis_for_the_watching_daemon(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
@@ -49,3 +69,52 @@ def test_a_cli_commit_killed_before_its_entry_is_the_clis_for_the_watching_daemo
     entries = json.loads(remem(home, "memory", "log", "--cwd", cwd, "--json").stdout)["entries"]
     assert [(e["actor"]["kind"], e["after"]) for e in entries[:1]] == [("cli", made)]
     assert len(entries) == 2
+
+
+def test_a_killed_cli_commit_followed_at_once_by_another_in_a_process_is_the_clis(
+    home: Home, tmp_path: Path
+) -> None:
+    """No daemon watches: the next commit finds the state unrecorded, and the intent it wrote
+    over its own names the killed commit."""
+    (tmp_path / "project").mkdir()
+    cwd = str(tmp_path / "project")
+    assert apply(home, cwd, "One.\n").returncode == 0
+    crashed = apply(home, cwd, "Two.\n", REMEM_FAULTPOINT="history.before-entry")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr
+    made = revision(home, cwd)
+
+    assert apply(home, cwd, "Three.\n").returncode == 0
+
+    entries = actors(home, cwd)
+    assert [kind for kind, _ in entries] == ["cli", "cli", "cli"]
+    assert entries[1] == ("cli", made)
+
+
+def test_a_killed_cli_commit_followed_at_once_by_one_through_the_daemon_is_the_clis(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's commit comes before its watcher looked (held off here by stopping the daemon
+    while the CLI commit is made and killed, as a commit within the watcher's debounce)."""
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    (tmp_path / "project").mkdir()
+    cwd = str(tmp_path / "project")
+    assert apply(home, cwd, "One.\n").returncode == 0  # the daemon starts, and watches memory
+    info = DaemonPaths(home, layout=False).read_status()
+    assert info is not None
+    api = Backend(home, use_daemon=True).api()
+
+    os.kill(info.pid, signal.SIGSTOP)
+    try:
+        crashed = apply(home, cwd, "Two.\n", "--no-daemon", REMEM_FAULTPOINT="history.before-entry")
+        assert crashed.returncode == EXIT_CODE, crashed.stderr
+        made = revision(home, cwd, "--no-daemon")
+        params = CommitWorkspaceParams(cwd=cwd, expectedRevision=made, changes=put("Three.\n"))
+        answers = []
+        committing = threading.Thread(target=lambda: answers.append(api.commit_workspace(params)))
+        committing.start()
+    finally:
+        os.kill(info.pid, signal.SIGCONT)
+    committing.join(60)
+
+    assert [a.status for a in answers] == ["committed"]
+    assert actors(home, cwd)[:2] == [("cli", answers[0].revision), ("cli", made)]
