@@ -3,6 +3,8 @@ log, diff, show --at and revert."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable
@@ -221,34 +223,24 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         fail("--cwd and --global name different scopes; give one of them")
     if limit < 0:
         fail("--limit must be 0 (all) or more")
-    # One entry past the limit says whether older ones are left out.
     params = HistoryLogParams(
-        cwd=None if global_ else workspace_params(cwd).cwd,
-        limit=limit + 1 if limit else None,
-        stat=not no_stat,
+        cwd=None if global_ else workspace_params(cwd).cwd, limit=limit or None, stat=not no_stat
     )
     result = _read(backend.api().memory_log, params, as_json)
-    more = _older(backend, params, limit) if limit and len(result.entries) > limit else 0
-    result = result.model_copy(update={"entries": result.entries[: limit or None]})
     if result.problem is not None and backend.use_daemon:  # in this process, its log said it
         _warn_daemon_said(backend, result.problem)
     if as_json:
-        emit_json({**result.model_dump(mode="json"), "more": more})
+        emit_json(result)
         return
     for entry in result.entries:
         # One row an entry, whatever a file's name holds: a newline in it would forge a row.
         say(one_line(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}"))
     if not result.entries:
         say("(no history yet)")
-    if more:
-        say(f"... and {more} older {'entry' if more == 1 else 'entries'} (--limit 0 lists all)")
-
-
-def _older(backend: Backend, params: HistoryLogParams, limit: int) -> int:
-    """How many of the scope's entries are older than the newest `limit`: its whole log without
-    what each changed (the history keeps it parsed, so no tree is diffed)."""
-    whole = backend.api().memory_log(params.model_copy(update={"limit": None, "stat": False}))
-    return max(len(whole.entries) - limit, 0)
+    if result.more != 0:  # None: an older entry cannot be read to count them
+        counted = "" if result.more is None else f"{result.more} "
+        said = "entry" if result.more == 1 else "entries"
+        say(f"... and {counted}older {said} (--limit 0 lists all)")
 
 
 def _warn_daemon_said(backend: Backend, problem: str) -> None:
@@ -305,7 +297,10 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
             api.memory_revert,
             RevertParams(entry=entry, expectedRevision=expected_revision, before=before),
             as_json,
-            undone=lambda made: api.memory_diff(HistoryDiffParams(entry=made)),
+            # the stat alone, from a daemon that runs: never a daemon started, nor a patch sent
+            undone=lambda made: backend.api(start=False).memory_diff(
+                HistoryDiffParams(entry=made, patch=False)
+            ),
         )
     except RpcError as exc:
         if exc.code != HISTORY_REFUSED:
@@ -395,13 +390,14 @@ def _commit(
             Problem(code=d.code, message=d.message, file=f.path) for f in files for d in f.diagnostics
         ]
         _report_result_invalid(problems, as_json)
-    undid = _what_it_undid(undone, result)
     if as_json:
+        undid = _what_it_undid(undone, result)
         emit_json(result if undid is None else {**result.model_dump(mode="json"), "undone": _undone(undid)})
     elif result.status == "conflict":
         say(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
     else:
-        say(f"{result.status}: {result.revision}")
+        say(f"{result.status}: {result.revision}")  # said first: the commit stands, whatever follows
+        undid = _what_it_undid(undone, result)
         if undid is not None:
             say(one_line(f"undone: {_stat_line(undid.stat).strip()}"))
             if undid.fromEntry is not None:
@@ -412,12 +408,16 @@ def _commit(
 def _what_it_undid(
     undone: Callable[[str], HistoryDiffResult] | None, result: CommitResult
 ) -> HistoryDiffResult | None:
+    """None when it cannot be asked: the revert stands and exits 0, only what it undid goes
+    unsaid (decision 0443). Its request's own failure (the daemon gone, a bug), which a command
+    says and exits on, is dropped unsaid here."""
     if undone is None or result.history is None:
         return None
-    try:
-        return undone(result.history)
-    except RpcError:  # the revert stands: only what it undid goes unsaid
-        return None
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            return undone(result.history)
+        except (Exception, SystemExit):
+            return None
 
 
 def _undone(undid: HistoryDiffResult) -> dict[str, Any]:

@@ -64,7 +64,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 31: `memory/revert` and `remem/revertMemory` may bring back the state before an entry (`before`).
 # 32: consolidation/run and consolidation/cancel may name the caller's `run`: its cancel stops it
 # alone, never another client's run of the session that this one waits for.
-PROTOCOL_VERSION = 32
+# 33: memory/log says how many older entries its limit left out (`more`); memory/diff may answer
+#     the stat only (`patch: false`).
+PROTOCOL_VERSION = 33
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -179,6 +181,9 @@ class HistoryLogResult(_Strict):
     # Why the history lacks what the answering process last changed or found in this scope (a
     # write of an entry failed), until an entry of it is written.
     problem: str | None = None
+    # How many of the scope's entries (of `file`'s) are older than those listed: 0 with no
+    # `limit`; None when they cannot be counted (an older entry is damaged).
+    more: int | None = 0
 
 
 class HistoryEntryParams(_Strict):
@@ -187,6 +192,7 @@ class HistoryEntryParams(_Strict):
 
 class HistoryDiffParams(HistoryEntryParams):
     to: str | None = Field(default=None, max_length=64)  # None: the entry against the one before
+    patch: bool = True  # false: the stat only, and `patch` is empty (no diff of any file's text)
 
 
 class HistoryDiffResult(_Strict):

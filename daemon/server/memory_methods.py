@@ -16,7 +16,7 @@ import functools
 import itertools
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel
@@ -25,7 +25,15 @@ from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
-from ..memory.history import HAND_EDIT, RECOVERED, Attribution, HistoryError, stat, unified_diff
+from ..memory.history import (
+    HAND_EDIT,
+    RECOVERED,
+    Attribution,
+    History,
+    HistoryError,
+    stat,
+    unified_diff,
+)
 from ..memory.identity import WorkspaceId
 from ..memory.lint import listing
 from ..memory.revert import revert
@@ -270,14 +278,17 @@ class MemoryMethods:
             history = self.store.history
             if params.file is None:
                 entries = history.log(scope, params.limit)
+                older = _older(history, scope, len(entries))
             else:  # the file's entries may lie anywhere in the log: kept first, then limited
                 touching = (e for e in history.log(scope) if history.touches(e.id, params.file))
                 entries = list(itertools.islice(touching, params.limit))
+                older = touching
+            more = _counted(older) if params.limit is not None and len(entries) == params.limit else 0
             if params.stat:
                 entries = [history.with_stat(e) for e in entries]
             kind: Literal["global", "workspace"] = "global" if scope is None else "workspace"
             return HistoryLogResult(
-                scope=kind, workspace=scope, entries=entries, problem=history.trouble(scope)
+                scope=kind, workspace=scope, entries=entries, problem=history.trouble(scope), more=more
             )
 
         return await self._off_loop(scope, read)
@@ -300,7 +311,7 @@ class MemoryMethods:
                 before = history.files_at(start)
             after = history.files_at(end)
             old, new = (start or "empty")[:12], end[:12]
-            patch = unified_diff(before, after, old, new)
+            patch = unified_diff(before, after, old, new) if params.patch else ""
             return HistoryDiffResult(fromEntry=start, toEntry=end, stat=stat(before, after), patch=patch)
 
         return await self._off_loop(HISTORY_READS, compare)
@@ -342,6 +353,21 @@ class MemoryMethods:
 
     async def _off_loop(self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False) -> T:
         return await _answered(self.in_scope_thread(scope, action, reads_global=reads_global))
+
+
+def _older(history: History, scope: str | None, shown: int) -> Iterator[HistoryEntry]:
+    """The scope's entries older than its newest `shown`, read only when counted: from the
+    parsed log the history keeps, so no entry is sent nor diffed."""
+    yield from history.log(scope)[shown:]
+
+
+def _counted(older: Iterator[HistoryEntry]) -> int | None:
+    """How many entries a limited log left out; None when an older one cannot be read (damage
+    the full log reports): the entries listed stand."""
+    try:
+        return sum(1 for _ in older)
+    except HistoryError:
+        return None
 
 
 def _scope_of(entry: HistoryEntry) -> str:

@@ -494,11 +494,13 @@ def test_a_files_log_holds_the_entries_that_changed_it_wherever_they_lie(
     removed = store.commit_workspace(workspace, revision, [delete("alpha")])
     methods = MemoryMethods(home)
     asked = HistoryLogParams(cwd=workspace.cwd, limit=2, file="alpha.md")
-    logged = asyncio.run(methods.log(asked)).entries
-    assert [e.id for e in logged] == [removed.history, added.history]
+    result = asyncio.run(methods.log(asked))
+    logged = result.entries
+    assert [e.id for e in logged] == [removed.history, added.history] and result.more == 0
     assert [(e.stat.added, e.stat.removed) for e in logged if e.stat] == [([], ["alpha"]), (["alpha"], [])]
     asked = HistoryLogParams(cwd=workspace.cwd, limit=1, file="alpha.md")
-    assert [e.id for e in asyncio.run(methods.log(asked)).entries] == [removed.history]
+    result = asyncio.run(methods.log(asked))
+    assert ([e.id for e in result.entries], result.more) == ([removed.history], 1)  # not the 3 of beta
     global_log = HistoryLogParams(file="GLOBAL.md")
     assert asyncio.run(methods.log(global_log)).entries == []
 

@@ -355,3 +355,25 @@ def test_a_global_file_made_a_link_or_fifo_is_announced_invalid_not_a_failed_loo
         methods.cache.close()
     [(method, news)] = heard
     assert method == "memory/changed" and news.scope == "global" and news.valid is False  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_limited_log_lists_its_entries_when_an_older_one_is_damaged(
+    home: Home, workspace: WorkspaceId, as_json: bool
+) -> None:
+    """An entry older than the limit cannot be read: the newer ones are listed and the rest is
+    said uncounted, where counting them made the whole log an internal error."""
+    first, second = _entries(home, workspace)
+    third = MemoryStore(home).commit_workspace(workspace, second.revision, [put("alpha", body="Third.\n")])
+    _remove_pack_of(home, str(first.history))
+
+    code, out, err = run(
+        home, "memory", "log", "--cwd", workspace.cwd, "--limit", "1", *(["--json"] if as_json else [])
+    )
+
+    assert code == 0, (out, err)
+    if as_json:
+        logged = json.loads(out)
+        assert ([e["id"] for e in logged["entries"]], logged["more"]) == ([third.history], None)
+    else:
+        assert out.splitlines()[1:] == ["... and older entries (--limit 0 lists all)"], out
