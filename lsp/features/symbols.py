@@ -8,14 +8,15 @@ The answer is bounded as the validator bounds the file (decision 0225): only hea
 `GLOBAL.md`'s budget (24 KiB) are listed, what lies past it cannot reach an agent, and a text
 over the most remem reads of a memory file (4 MiB) gets no symbols. A section still open at the
 budget ends where it does in the whole text, at the next heading of its level or a higher one
-past the budget (decision 0433), found by a regular expression that skips the fenced blocks
-and lines of the rest that end no open section: a 4 MiB text of fence lines is skipped in C,
-not a line at a time. Sections are found in one pass, so a heading-dense text costs no more than
-a long one.
+past the budget (decision 0433), found by searching the rest for the lines that could end one
+and jumping over each fenced block with one search for its closing line: linear, in constant
+memory, the Python work per candidate heading and per block. Sections are found in one pass, so
+a heading-dense text costs no more than a long one.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -101,23 +102,12 @@ def _heading(line: str) -> tuple[int, str] | None:
     return (len(heading.group(1)), title) if heading is not None and title else None
 
 
-def _skipping(level: int) -> re.Pattern[str]:
-    """Whole lines, from where it is matched, that end no section open at `level` or deeper:
-    fenced blocks (from the opening line to the closing one, or the text's end), and lines
-    that open none and are no heading of at most `level` with a title (`_heading`'s rule)."""
-    ending = rf" {{0,3}}#{{1,{level}}}[ \t][^\S\n]*\S"
-    blocks = [
-        rf" {{0,3}}(?P<{name}>{mark}{{3,}})[^\n]*"  # the opening line
-        rf"(?:\n(?! {{0,3}}(?P={name}){mark}*[^\S\n]*(?:\n|\Z))[^\n]*)*"  # lines that close it not
-        rf"(?:\n {{0,3}}(?P={name}){mark}*[^\S\n]*(?=\n|\Z))?"  # the closing line
-        for name, mark in (("backticks", "`"), ("tildes", "~"))
-    ]
-    other = rf"(?! {{0,3}}(?:```|~~~))(?!{ending})[^\n]*"
-    return re.compile(rf"(?:(?:{blocks[0]}|{blocks[1]}|{other})(?:\n|\Z))*")
-
-
-# By the level of the innermost section open.
-_SKIPPING = {level: _skipping(level) for level in range(1, 7)}
+# A line past the budget that may end a section still open: a heading of at most the level of
+# the innermost one (by that level), or a fence, whose block is jumped over whole.
+_MAY_END = [
+    re.compile(rf"^ {{0,3}}(?:(?P<fence>`{{3,}}|~{{3,}})|#{{1,{level}}}[ \t])", re.MULTILINE)
+    for level in range(1, 7)
+]
 
 
 def _ended_past(
@@ -129,30 +119,38 @@ def _ended_past(
 ) -> None:
     """End the sections still open at the budget (`first` the first line past it) where they
     end in the whole text: at the next heading of their level or a higher one, none of which is
-    listed. The lines past the budget are one text, and a regular expression skips, in C, every
-    line and every fenced block that ends none of them: the Python work is per section ended,
-    however many fences the rest holds (a 4 MiB text of fence lines took 1.5 s, a line each)."""
+    listed. Linear, in constant memory: the lines past the budget are searched as one text for
+    the lines that could end one, and each fenced block is jumped over by one search for its
+    closing line (lines are counted only up to a heading)."""
     rest = "\n".join(lines[first:])
-    number, at = first, 0  # a line, and where it starts in `rest`
-    if fence is not None:  # the block open at the budget ends at its closing line
-        mark = re.escape(fence[0])
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence)}{mark}*[^\S\n]*$", re.MULTILINE).search(rest)
-        if closing is None:
+    number, counted = first, 0  # a line, and where it starts in `rest`
+    at = 0 if fence is None else _past_block(rest, fence, 0)  # where the search goes on
+    while open_sections:
+        candidate = _MAY_END[open_sections[-1][0] - 1].search(rest, at)
+        if candidate is None:
             return
-        number += rest.count("\n", 0, closing.end()) + 1
-        at = closing.end() + 1
-    while open_sections and at < len(rest):
-        skipped = _SKIPPING[open_sections[-1][0]].match(rest, at)
-        assert skipped is not None  # it matches nothing as well
-        number += rest.count("\n", at, skipped.end())
-        at = skipped.end()
-        if at >= len(rest):
-            return
-        heading = _heading(lines[number])
-        assert heading is not None  # what the expression stops at
-        while open_sections and open_sections[-1][0] >= heading[0]:
-            _ended(found, open_sections.pop(), number - 1)
-        number, at = number + 1, at + len(lines[number]) + 1
+        if candidate["fence"] is not None:
+            at = _past_block(rest, candidate["fence"], candidate.end())
+            continue
+        number, counted = number + rest.count("\n", counted, candidate.start()), candidate.start()
+        line = lines[number]
+        if (heading := _heading(line)) is not None:  # none when it has no title
+            while open_sections and open_sections[-1][0] >= heading[0]:
+                _ended(found, open_sections.pop(), number - 1)
+        at = candidate.start() + len(line) + 1
+
+
+def _past_block(rest: str, fence: str, at: int) -> int:
+    """Where the line after the one closing the block `fence` opened starts (`at` on the line
+    that opened it); past the text's end when none closes it."""
+    closing = _closing(fence).search(rest, at)
+    return len(rest) + 1 if closing is None else closing.end() + 1
+
+
+@functools.lru_cache(maxsize=64)
+def _closing(fence: str) -> re.Pattern[str]:
+    """A line that closes the block `fence` opened, as `_closes` judges one."""
+    return re.compile(rf"^ {{0,3}}{re.escape(fence)}{re.escape(fence[0])}*[^\S\n]*$", re.MULTILINE)
 
 
 def _ended(found: list[Heading], section: tuple[int, str, int], last: int) -> None:

@@ -108,6 +108,7 @@ def test_a_budget_lists_the_headings_within_it_with_their_sections_in_the_whole_
         "``` \u00a0",  # a closing fence: what follows its marks is whitespace
         "~~~~~ x",
         "# \u00a0",  # no title: whitespace only
+        *(f"# {space} #" for space in "\u00a0\x0c\x0b\u3000"),  # none either, closing marks after it
         "## ##",
         "#\t#",
         "    # four spaces: code",
@@ -159,3 +160,15 @@ async def test_a_heading_dense_global_md_gets_a_bounded_outline(client: Language
 @pytest.mark.asyncio(loop_scope="module")
 async def test_a_global_md_past_the_most_remem_reads_gets_no_outline(client: LanguageClient) -> None:
     assert await symbols(client, "# H\n" * (MEMORY_FILE_MAX_BYTES // 4 + 1)) == []
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_heading_of_only_non_ascii_whitespace_past_the_budget_ends_no_section(
+    client: LanguageClient,
+) -> None:
+    # The skip past the budget stopped at it, taking its closing `#` for a title, and the
+    # outline was answered an internal error (-32603 AssertionError).
+    body = "".join("x" * 99 + "\n" for _ in range(300))
+    for space in "\u00a0\x0c\x0b\u3000":
+        [top] = await symbols(client, f"# A\n{body}# {space} #\n## A1\n# B\n")
+        assert (top.name, top.range.end.line) == ("A", 302)  # up to `# B`
