@@ -462,7 +462,7 @@ def test_the_diff_of_a_first_entry_that_found_memory_compares_with_what_was_ther
 
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
-def test_a_revert_says_what_it_undid_and_how_to_take_it_back(
+def test_a_revert_says_what_it_changed_and_how_to_take_it_back(
     home: Home, tmp_path: Path, as_json: bool
 ) -> None:
     """`revert --before` undoes ENTRY and every later change of its scope; it said only its new
@@ -482,13 +482,13 @@ def test_a_revert_says_what_it_undid_and_how_to_take_it_back(
 
     assert code == 0 and show(home, tmp_path)["workspace"]["records"] == []
     if as_json:
-        undone = json.loads(out)["undone"]
-        assert undone["takeBack"] == newest["id"]
-        assert (undone["stat"]["removed"], undone["stat"]["deletions"]) == (["beta", "prefer-uv"], 12)
+        change = json.loads(out)["change"]
+        assert change["takeBack"] == newest["id"] and "undone" not in json.loads(out)
+        assert (change["stat"]["removed"], change["stat"]["deletions"]) == (["beta", "prefer-uv"], 12)
     else:
         lines = out.splitlines()
         assert lines[1:] == [
-            "undone: removed beta, prefer-uv (+0 -12)",
+            "this revert: removed beta, prefer-uv (+0 -12)",
             f"to take it back: remem memory revert {newest['id'][:12]}",
         ]
     assert run(home, "memory", "revert", newest["id"])[0] == 0

@@ -290,7 +290,7 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
 @click.pass_obj
 def revert(backend: Backend, entry: str, expected_revision: str | None, before: bool, as_json: bool) -> None:
     """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation; say what
-    it undid and how to take it back (decision 0443)."""
+    it changed and how to take it back (decision 0443)."""
     api = backend.api()
     try:
         _commit(
@@ -298,7 +298,7 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
             RevertParams(entry=entry, expectedRevision=expected_revision, before=before),
             as_json,
             # the stat alone, from a daemon that runs: never a daemon started, nor a patch sent
-            undone=lambda made: backend.api(start=False).memory_diff(
+            change=lambda made: backend.api(start=False).memory_diff(
                 HistoryDiffParams(entry=made, patch=False)
             ),
         )
@@ -373,9 +373,9 @@ def _commit(
     ask: Callable[[Params], CommitResult],
     params: Params,
     as_json: bool,
-    undone: Callable[[str], HistoryDiffResult] | None = None,
+    change: Callable[[str], HistoryDiffResult] | None = None,
 ) -> None:
-    """`undone`: what the committed generation's entry (by id) changed, said as what it undid."""
+    """`change`: what the committed generation's entry (by id) changed, said as the revert's."""
     try:
         result = ask(params)
     except RpcError as exc:
@@ -391,38 +391,38 @@ def _commit(
         ]
         _report_result_invalid(problems, as_json)
     if as_json:
-        undid = _what_it_undid(undone, result)
-        emit_json(result if undid is None else {**result.model_dump(mode="json"), "undone": _undone(undid)})
+        made = _its_change(change, result)
+        emit_json(result if made is None else {**result.model_dump(mode="json"), "change": _change(made)})
     elif result.status == "conflict":
         say(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
     else:
         say(f"{result.status}: {result.revision}")  # said first: the commit stands, whatever follows
-        undid = _what_it_undid(undone, result)
-        if undid is not None:
-            say(one_line(f"undone: {_stat_line(undid.stat).strip()}"))
-            if undid.fromEntry is not None:
-                say(f"to take it back: remem memory revert {undid.fromEntry[:12]}")
+        made = _its_change(change, result)
+        if made is not None:
+            say(one_line(f"this revert: {_stat_line(made.stat).strip()}"))
+            if made.fromEntry is not None:
+                say(f"to take it back: remem memory revert {made.fromEntry[:12]}")
     sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
 
 
-def _what_it_undid(
-    undone: Callable[[str], HistoryDiffResult] | None, result: CommitResult
+def _its_change(
+    change: Callable[[str], HistoryDiffResult] | None, result: CommitResult
 ) -> HistoryDiffResult | None:
-    """None when it cannot be asked: the revert stands and exits 0, only what it undid goes
+    """None when it cannot be asked: the revert stands and exits 0, only what it changed goes
     unsaid (decision 0443). Its request's own failure (the daemon gone, a bug), which a command
     says and exits on, is dropped unsaid here."""
-    if undone is None or result.history is None:
+    if change is None or result.history is None:
         return None
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
-            return undone(result.history)
+            return change(result.history)
         except (Exception, SystemExit):
             return None
 
 
-def _undone(undid: HistoryDiffResult) -> dict[str, Any]:
-    """What a revert undid (its own entry's change) and the entry that takes it back."""
-    return {"stat": undid.stat.model_dump(mode="json"), "takeBack": undid.fromEntry}
+def _change(made: HistoryDiffResult) -> dict[str, Any]:
+    """What a revert changed (its own entry's stat) and the entry that takes it back."""
+    return {"stat": made.stat.model_dump(mode="json"), "takeBack": made.fromEntry}
 
 
 def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:

@@ -48,9 +48,9 @@ def test_a_revert_whose_patch_is_past_the_answer_cap_still_says_what_it_changed(
     assert store.read_workspace(workspace).records == []
     if as_json:
         said = json.loads(done.stdout)
-        assert said["status"] == "committed" and len(said["undone"]["stat"]["removed"]) == RECORDS
+        assert said["status"] == "committed" and len(said["change"]["stat"]["removed"]) == RECORDS
     else:
         lines = done.stdout.splitlines()
-        assert lines[0].startswith("committed: ") and lines[1].startswith("undone: removed r000, "), (
+        assert lines[0].startswith("committed: ") and lines[1].startswith("this revert: removed r000, "), (
             done.stdout
         )

@@ -137,10 +137,10 @@ def test_memory_history_shows_the_change_and_its_revert_restores_the_records_byt
     before = re.search(r"--expected-revision (\S+) --changes examples/demo/forget.json$", deleting)
     assert before is not None and said.startswith("committed: ")
     revert = walkthrough.said(f"memory revert {deleted[1]}")
-    # the revision memory had before the delete, what the revert undid, how to take it back
-    committed, undone, take_back = revert[0].splitlines()
+    # the revision memory had before the delete, what the revert changed, how to take it back
+    committed, change, take_back = revert[0].splitlines()
     assert committed == f"committed: {before[1]}"
-    assert re.fullmatch(r"undone: added test-command \(\+\d+ -0\)", undone), undone
+    assert re.fullmatch(r"this revert: added test-command \(\+\d+ -0\)", change), change
     assert take_back == f"to take it back: remem memory revert {deleted[1]}"
     entries = json.loads(
         walkthrough.remem("memory", "log", "--cwd", str(walkthrough.demo / "project"), "--json")
