@@ -72,7 +72,8 @@ def test_a_commit_and_a_log_do_not_wait_on_a_stuck_holder_of_the_history(
         assert trouble is not None and "history.lock for over 0.3 s" in trouble
     third = store.commit_workspace(workspace, second.revision, [put("gamma")])
     kinds = [e.actor.kind for e in store.history.log(workspace.key)]
-    assert kinds == ["cli", "recovered", "cli"], "the state it missed is recorded first"
+    # recorded first, as its commit's: the intent it wrote names it (decision 0442)
+    assert kinds == ["cli", "cli", "cli"], "the state it missed is recorded first"
     assert (
         store.history.log(workspace.key)[0].id == third.history
         and store.history.trouble(workspace.key) is None
