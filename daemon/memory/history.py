@@ -140,6 +140,9 @@ _LISTED_INSIDE = ("objects", "objects/pack", "refs/heads")
 # backup, or by a new one), the folders of its objects, packs and branches, and the packed refs.
 # A change to any is a change of the history under this process (or its own write).
 _DEPENDED_ON = ("", "objects", "objects/pack", "refs/heads", "packed-refs")
+# Of those, the folders a history put in place of this one replaces: the repository, its objects
+# and its branches (`_still_as_opened`).
+_REPLACEABLE = ("", "objects", "refs/heads")
 
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
@@ -922,17 +925,21 @@ class History:
             (b"blob", data) for oid, data in composed.shared if not repo.odb.exists(pygit2.Oid(raw=oid))
         ]
         objects += [(b"tree", composed.tree), (b"commit", composed.commit)]
+        opened = self._opened_as
         write_pack(Path(repo.path) / "objects" / "pack", objects)
         oid = pygit2.Oid(hex=composed.id)
         if not repo.odb.exists(oid):  # the object format is git's; a miss is a remem bug
             raise RuntimeError(f"entry {composed.id} was not stored")
         faultpoint("history.after-objects")
+        self._still_as_opened(opened, composed.branch)
         # The writing lock is held, so a lock file git left on this branch is a dead writer's:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
         self._seen[composed.branch], self._made[composed.branch] = composed.id, composed
-        self._opened_as = _fingerprint(self.path)  # this process's own write is no news to it
+        written = _fingerprint(self.path)
+        if _folders(written) == _folders(opened):  # this process's own write is no news to it
+            self._opened_as = written
         self._ends_recorded(composed.branch)
         faultpoint("history.after-ref")
         if not _is_pack_time(oid):
@@ -952,6 +959,17 @@ class History:
                 "memory history: could not merge the small packs (%s); the entry is written, and a "
                 "later one merges them",
                 _reason(exc),
+            )
+
+    def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
+        """Before a branch is moved: the repository, its objects and its branches are the folders
+        the entry's objects were written to and its parent read from, not a backup restored or a
+        history moved aside meanwhile, where the branch would name a parent it lacks."""
+        if _folders(_fingerprint(self.path)) != _folders(opened):
+            self._repo = None  # opened afresh at the next use
+            raise HistoryError(
+                f"the memory history at {self.path} was replaced while an entry of {branch} was being "
+                "written; that entry is left out, and the next change records the state it finds"
             )
 
 
@@ -1051,6 +1069,14 @@ def _fingerprint(path: Path) -> tuple[Stamp | None, ...]:
         except OSError:
             found.append(None)
     return tuple(found)
+
+
+def _folders(fingerprint: tuple[Stamp | None, ...]) -> tuple[int | None, ...]:
+    """The inodes of the folders of `_REPLACEABLE` in a `_fingerprint`: another folder in
+    their place (a backup restored) is another history, where a write of its own only changes
+    their stamps' times."""
+    held = dict(zip(_DEPENDED_ON, fingerprint, strict=False))  # () before the first open
+    return tuple(None if (found := held.get(name)) is None else found[0] for name in _REPLACEABLE)
 
 
 def _leads_to(repo: pygit2.Repository, head: str | None, older: str) -> bool:
