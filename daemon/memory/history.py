@@ -592,11 +592,13 @@ class History:
 
     def touches(self, ref: str, name: str) -> bool:
         """Whether entry `ref` added, changed or removed its scope's file `name`: its bytes (a
-        blob id in each tree) differ from the entry before's; no file is read."""
+        blob id in each tree) differ from the entry before's; no file is read. A first entry that
+        found memory already there (`found_first`) changed none, as its stat says."""
         commit = self._commit(ref)
         with self._reading(str(commit.id)):
-            before = commit.parents[0].tree if commit.parent_ids else None
-            return _blob_id(commit.tree, name) != (None if before is None else _blob_id(before, name))
+            if not commit.parent_ids:
+                return not found_first(_entry_of(_line(commit))) and _blob_id(commit.tree, name) is not None
+            return _blob_id(commit.tree, name) != _blob_id(commit.parents[0].tree, name)
 
     def find(self, workspace_key: str | None, revision: str, depth: int = 64) -> str | None:
         """The newest entry of the scope that ended at `revision`, among its last `depth`."""

@@ -715,3 +715,23 @@ def test_a_log_cache_or_marker_linked_out_of_the_home_is_never_written(
         commits(store, workspace, ["alpha", "beta"])
     assert len(store.history.log(workspace.key)) == 2, "read by walking the repository"
     assert list(outside.iterdir()) == [], "nothing written through it"
+
+
+def test_a_files_log_leaves_out_a_first_entry_that_found_memory_there(
+    home: Home, workspace: WorkspaceId
+) -> None:
+    """A history started on memory already there: its first entry changed no file (its stat
+    says so), yet a file's log listed it for every file, as if from an empty scope."""
+    store = MemoryStore(home)
+    made = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    shutil.rmtree(home.root / "history")
+    for left in [home.state / "history-started", *home.state.glob("history-intent-*")]:
+        left.unlink()  # as a home whose history was never made
+    methods = MemoryMethods(home)
+    [found] = asyncio.run(methods.log(HistoryLogParams(cwd=workspace.cwd))).entries
+    assert found.before == found.after == made.revision
+    changed = MemoryStore(home).commit_workspace(workspace, made.revision, [put("alpha", body="Later.\n")])
+
+    logged = asyncio.run(methods.log(HistoryLogParams(cwd=workspace.cwd, file="alpha.md"))).entries
+
+    assert [e.id for e in logged] == [changed.history]
