@@ -5,6 +5,7 @@ first, never as a hand edit nor `recovered` (decision 0442)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV, Backend
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import CommitWorkspaceParams
+from remem.daemon.server.memory_methods import MemoryMethods
 from remem.daemon.server.runtime import DaemonPaths
 
 pytestmark = pytest.mark.slow
@@ -118,3 +120,28 @@ def test_a_killed_cli_commit_followed_at_once_by_one_through_the_daemon_is_the_c
 
     assert [a.status for a in answers] == ["committed"]
     assert actors(home, cwd)[:2] == [("cli", answers[0].revision), ("cli", made)]
+
+
+def test_a_killed_cli_commit_followed_by_one_of_the_daemons_handlers_before_any_look_is_the_clis(
+    home: Home, tmp_path: Path
+) -> None:
+    """As the test above, with the daemon's own memory handlers (watching, past their check at
+    start) and no watcher at all: their commit surely comes before any look."""
+    (tmp_path / "project").mkdir()
+    cwd = str(tmp_path / "project")
+    assert apply(home, cwd, "One.\n").returncode == 0
+    methods = MemoryMethods(home, watch=True)
+    try:
+        asyncio.run(methods.reconcile_history())
+        crashed = apply(home, cwd, "Two.\n", REMEM_FAULTPOINT="history.before-entry")
+        assert crashed.returncode == EXIT_CODE, crashed.stderr
+        made = revision(home, cwd)
+        params = CommitWorkspaceParams(cwd=cwd, expectedRevision=made, changes=put("Three.\n"))
+        assert asyncio.run(methods.commit_workspace(params)).status == "committed"
+        methods.store.history.flush()
+    finally:
+        assert methods.cache is not None
+        methods.cache.close()
+
+    assert [kind for kind, _ in actors(home, cwd)] == ["cli", "cli", "cli"]
+    assert actors(home, cwd)[1] == ("cli", made)
