@@ -93,3 +93,29 @@ def test_a_title_cut_from_a_long_first_prompt_ends_in_an_ellipsis(home: Home, tm
         )  # fmt: skip
         (listed,) = json.loads(done.stdout)["sessions"]
         assert listed["title"] == shown, listed["title"]
+
+
+def test_a_fork_of_a_session_titled_by_a_long_first_prompt_keeps_its_default_title(
+    home: Home, tmp_path: Path
+) -> None:
+    """The parent's title, cut from its first prompt, ends in `…` itself: the fork's (that cut
+    shortened again for its counter) is still the parent's, not a title the user gave."""
+    long = "Refactor the parser " * 20
+    claude = tmp_path / "claude"
+    folder = claude / "projects" / "-home-u-proj"
+    folder.mkdir(parents=True)
+    (folder / f"{cl.SID}.jsonl").write_bytes(cl.jsonl(cl.prompt("u1", None, long), cl.say("a1", "u1", "a")))
+    codex = tmp_path / "codex"
+    day = codex / "sessions" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-05-01T00-00-00-{cx.TID}.jsonl").write_bytes(
+        cx.rollout(cx.meta(cwd="/w"), *cx.turn("t1", long, "hello"))
+    )
+    for root, session, cwd in ((claude, cl.SID, cl.CWD), (codex, cx.TID, "/w")):
+        code, out, err = run(home, "fork", session, "--op-id", session, "--json", "--root", str(root))
+        assert code == 0, err
+        child = json.loads(out)["child"]
+        code, out, _ = run(home, "tree", "--cwd", cwd, "--root", str(root), "--json")
+        assert code == 0
+        nodes = {node["id"]: node for node in _nodes(json.loads(out))}
+        assert nodes[child]["defaultTitle"] is True, nodes[child]

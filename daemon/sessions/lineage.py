@@ -137,9 +137,10 @@ def _default_title(item: LineageItem, parent: LineageItem | None) -> bool:
 
 
 def _same_stem(child: str, parent: str) -> bool:
-    """A child's stem is its parent's, or the start of it shortened for the counter (`…`)."""
-    if child.endswith(SHORTENED) and not parent.endswith(SHORTENED):
-        return parent.startswith(child[: -len(SHORTENED)])
+    """A child's stem is its parent's, or the start of it shortened for the counter (`…`); a
+    parent's own stem may end in `…` too (a title cut from a long first prompt)."""
+    if child.endswith(SHORTENED):
+        return parent.removesuffix(SHORTENED).startswith(child.removesuffix(SHORTENED))
     return child == parent
 
 
