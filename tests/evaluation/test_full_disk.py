@@ -38,12 +38,14 @@ def _files_limited_to(size: int) -> Callable[[], None]:
 def test_a_case_whose_home_cannot_be_written_is_graded_not_a_crash(
     user_home: Home, fake: FakeOpenAI, size: int, said: str
 ) -> None:
-    """It was an internal error ("a bug in remem"), exit 4, and no report."""
+    """It was an internal error ("a bug in remem"), exit 4, and no report. Now the report is
+    printed and the run exits 1: a case graded unreadable ended before the model decided it,
+    and a run that did not measure the model does not pass (decision 0452)."""
     done = subprocess.run(
         _command(user_home, "--cases", "dsh/decision", "--json"), env=_env(), capture_output=True,
         text=True, timeout=120, preexec_fn=_files_limited_to(size),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     [case] = report["cases"]
     assert case["score"]["status"] == "unreadable" and case["score"]["error"].startswith(said)
