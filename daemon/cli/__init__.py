@@ -6,7 +6,6 @@ import contextlib
 import importlib
 import logging
 import os
-import signal
 import sys
 from typing import Any, NoReturn
 
@@ -17,7 +16,16 @@ from ..fsutil import Unwritable
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
-from .output import FOLDER_REMOVED, Group, OutputUnwritable, answer_json, answers_json, fail, failure
+from .output import (
+    FOLDER_REMOVED,
+    Group,
+    OutputUnwritable,
+    answer_json,
+    answers_json,
+    exit_pipe_closed,
+    fail,
+    failure,
+)
 
 # Each group's module is imported only when that group runs (or help lists it): the language
 # server, the MCP server and the daemon start without loading the rest of the command line.
@@ -202,11 +210,8 @@ def main() -> None:
         with contextlib.suppress(OSError):
             click.echo(f"remem: the output could not be written ({exc})", err=True)
         sys.exit(1)
-    except (BrokenPipeError, _PipeClosed):  # what read the output went away (`remem … | head`): no bug
-        devnull = os.open(os.devnull, os.O_WRONLY)  # nor at the exit's flush of either stream
-        os.dup2(devnull, sys.stdout.fileno())
-        os.dup2(devnull, sys.stderr.fileno())
-        sys.exit(128 + signal.SIGPIPE)  # as a shell reports a process its pipe's end closed
+    except (BrokenPipeError, _PipeClosed):
+        exit_pipe_closed()
     except (KeyboardInterrupt, _Interrupted):
         from .output import EXIT_INTERRUPTED, say
 

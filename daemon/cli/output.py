@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import io
 import json
 import os
 import re
+import signal
 import sys
 from typing import Any, NoReturn, TextIO
 
@@ -181,11 +183,29 @@ def failure(code: str, message: str, data: dict[str, Any] | None = None, *, code
     """Every failure of every command: with `--json`, `{"error": {"code", "message", ...data}}`
     on stdout; else one line on stderr (`remem: CODE: message` when `coded`, as the daemon's
     refusals are said); the exit status is `EXIT_STATUS`'s."""
-    if _Answer.as_json:
-        emit_json({"error": {"code": code, "message": message, **(data or {})}})
+    line = f"remem: {code}: {message}" if coded else f"remem: {message}"
+    if not _Answer.as_json:
+        say(line, err=True)
     else:
-        say(f"remem: {code}: {message}" if coded else f"remem: {message}", err=True)
+        try:
+            emit_json({"error": {"code": code, "message": message, **(data or {})}})
+        except BrokenPipeError:
+            exit_pipe_closed()
+        except OutputUnwritable:  # `>&-`, a full disk: the error is not lost if stderr can say it
+            with contextlib.suppress(OSError, OutputUnwritable):
+                say(line, err=True)
     sys.exit(EXIT_STATUS.get(code, EXIT_PROBLEMS))
+
+
+def exit_pipe_closed() -> NoReturn:
+    """What read the output went away (`remem … | head`): no bug, said by the exit status a
+    shell reports for a process its pipe's end closed, with nothing more written to either
+    stream (nor at the exit's flush of them)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # one closed at start
+            os.dup2(devnull, stream.fileno())
+    sys.exit(128 + signal.SIGPIPE)
 
 
 def fail(message: str, status: int = EXIT_INVALID) -> NoReturn:
