@@ -54,8 +54,9 @@ class Backend:
     ) -> DaemonApi[Transport]:
         """The daemon's methods, raising `RpcError` exactly as the daemon would answer. `listener`
         hears the notifications a call causes (the daemon's go to every client). `start=False`
-        asks only a daemon that runs, and raises `DaemonUnavailable` when none does: the caller
-        has its own way on without one."""
+        asks only a daemon that runs, and raises `DaemonUnavailable` when none does, and every
+        refusal as the daemon answered it (`RpcError`, a bug's and a too large answer's too):
+        the caller, which has its own way on, decides; nothing here ends the command."""
         if self.use_daemon and not roots:
             return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings, start))
         return DaemonApi(_in_process(self.home, roots, listener))
@@ -112,6 +113,8 @@ class _ThroughDaemon:
                 raise
             failure("DAEMON_UNAVAILABLE", f"{exc}\n(--no-daemon runs the command without the daemon)")
         except RpcError as exc:
+            if not self.start:  # the caller's to say, or to go on past
+                raise
             if exc.code == ANSWER_TOO_LARGE:
                 failure("ANSWER_TOO_LARGE", f"{exc.message}; --no-daemon reads it in this process instead")
             if exc.code == HOME_UNUSABLE:  # as `main` says it when the command meets it itself

@@ -131,17 +131,19 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
 
 def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[TurnRow]] | None:
     """The receipt of `review` and its session's turns; None when it cannot be read now. A daemon
-    gone since it answered (stopped, died) is not started again for this: the receipt is read
+    gone since it answered (stopped, died) is not started again for this, nor is an answer too
+    large for it (a huge session's turns) said as the command's failure: the receipt is read
     here and its changes said without turns, so a run it committed still ends as committed."""
     from ..client import DaemonUnavailable
     from ..consolidation.receipts import ReceiptError, ReceiptStore
     from ..home import HomeUnusable
+    from ..protocol.rpc import ANSWER_TOO_LARGE
 
     try:
         view = backend.api(start=False).receipt(ReviewParams(review=review))
-    except RpcError:
-        return None
-    except DaemonUnavailable:
+    except (RpcError, DaemonUnavailable) as exc:
+        if isinstance(exc, RpcError) and exc.code != ANSWER_TOO_LARGE:
+            return None
         try:
             found = ReceiptStore(backend.home).read(review)
         except (ReceiptError, HomeUnusable, OSError):
