@@ -48,6 +48,10 @@ def assert_json_error(done: subprocess.CompletedProcess[str], code: str, status:
         ("settings", "model", "--model", "", "--json"),
         ("daemon", "start", "--bogus", "--json"),
         ("eval", "--bogus", "--json"),
+        # An option the root or a group does not know: it was click's text.
+        ("--bogus", "sessions", "list", "--json"),
+        ("memory", "--bogus", "log", "--json"),
+        ("sessions", "--json", "list"),
     ],
 )
 def test_a_usage_error_is_json(home: Home, args: tuple[str, ...]) -> None:

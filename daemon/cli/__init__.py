@@ -88,21 +88,23 @@ class _LazyGroup(Group):
 
     def _asks_json(self, info_name: str | None, args: list[str]) -> bool:
         """Whether the command `args` name is given `--json`, read as click reads it (a title
-        `--json` is no flag), however wrong the rest: its failures, usage errors too, are JSON."""
+        `--json` is no flag), however wrong the rest: its failures, usage errors too, are JSON.
+        A group's unknown option (`remem --bogus …`, `remem sessions --json list`) ends the
+        reading as a command that does not exist does: only the words after it can say."""
         command: click.Command = self
-        ctx = self.make_context(info_name, list(args), resilient_parsing=True)
+        reading: dict[str, Any] = {"resilient_parsing": True, "ignore_unknown_options": True}
+        ctx = self.make_context(info_name, list(args), **reading)
         rest: list[str] = []
         while isinstance(command, click.Group):
             rest = [*ctx._protected_args, *ctx.args]  # what the group left to its subcommand
             if not rest:
                 return False
-            name, found, rest = command.resolve_command(ctx, rest)
+            name, found, after = command.resolve_command(ctx, rest)
             if found is None or name is None:  # no such command: only the words can say
                 return "--json" in rest
             command = found
-            ctx = command.make_context(
-                name, list(rest), parent=ctx, resilient_parsing=True
-            )  # it eats the list
+            ctx = command.make_context(name, list(after), parent=ctx, **reading)  # it eats the list
+            rest = after
         parser = command.make_parser(ctx)
         parser.ignore_unknown_options = True  # a mistyped option does not end the reading
         return bool(parser.parse_args(rest)[0].get("as_json"))
