@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
 import click
@@ -164,10 +165,16 @@ _CODE_OF_STATUS = {EXIT_PROBLEMS: "REFUSED", EXIT_INVALID: "INVALID", EXIT_CONFL
                    EXIT_INTERNAL: "INTERNAL"}  # fmt: skip
 
 
+def _nothing_more(_: BaseException | None) -> dict[str, Any]:
+    return {}
+
+
 class _Answer:
-    """Whether the command running was given `--json`: its failures are then JSON too."""
+    """Whether the command running was given `--json`: its failures are then JSON too, with
+    what `more` says of the exception being handled (`also_in_failures`)."""
 
     as_json = False
+    more: list[Callable[[BaseException | None], dict[str, Any]]] = [_nothing_more]
 
 
 def answer_json(as_json: bool) -> None:
@@ -179,6 +186,12 @@ def answers_json() -> bool:
     return _Answer.as_json
 
 
+def also_in_failures(more: Callable[[BaseException | None], dict[str, Any]] = _nothing_more) -> None:
+    """Put what `more` says, given the exception a failure is said while handling (None: none),
+    in the JSON of any failure said from now on; a failure's own keys win."""
+    _Answer.more[0] = more
+
+
 def failure(code: str, message: str, data: dict[str, Any] | None = None, *, coded: bool = False) -> NoReturn:
     """Every failure of every command: with `--json`, `{"error": {"code", "message", ...data}}`
     on stdout; else one line on stderr (`remem: CODE: message` when `coded`, as the daemon's
@@ -188,7 +201,8 @@ def failure(code: str, message: str, data: dict[str, Any] | None = None, *, code
         say(line, err=True)
     else:
         try:
-            emit_json({"error": {"code": code, "message": message, **(data or {})}})
+            more = _Answer.more[0](sys.exc_info()[1])
+            emit_json({"error": {"code": code, "message": message, **more, **(data or {})}})
         except BrokenPipeError:
             exit_pipe_closed()
         except OutputUnwritable:  # `>&-`, a full disk: the error is not lost if stderr can say it

@@ -40,7 +40,7 @@ from .arguments import (
     workspace_params,
 )
 from .backend import Backend
-from .output import Group, emit_json, failure, say
+from .output import Group, also_in_failures, emit_json, failure, say
 
 if TYPE_CHECKING:
     from ..client import Listener
@@ -303,13 +303,23 @@ def fork(
         title=title,
         expectedRevision=expected_revision,
     )
+    in_process = bool(roots) or not backend.use_daemon
+
+    def retry_with(exc: BaseException | None) -> dict[str, Any]:
+        """A --json failure with no answer that may have made the child carries the id."""
+        return {"operationId": operation_id} if exc is not None and _may_have_reached(exc, in_process) else {}
+
+    if generated:
+        also_in_failures(retry_with)
     with _refusals():
         try:
             result = backend.api(roots).fork_session(request)
         except RpcError:  # answered: a refusal made nothing
+            also_in_failures()
             raise
         except BaseException as exc:  # no answer: the child may have been made, or nothing was sent
-            if generated and _may_have_reached(exc, in_process=bool(roots) or not backend.use_daemon):
+            said_in_json = as_json and not isinstance(exc, KeyboardInterrupt)  # a Ctrl-C is text
+            if generated and not said_in_json and _may_have_reached(exc, in_process):
                 say(f"remem: {_retry_with(operation_id)}", err=True)
             raise
     if as_json:
