@@ -14,6 +14,10 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.fsutil import locked_temp_path_for
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.consolidation.conftest import Source, fake, source  # noqa: F401 - fixtures
+from tests.fake_openai import FakeOpenAI
 
 KEY = {"DEEPSEEK_API_KEY": "sk-test"}  # the default route's: a refusal comes before any model call
 
@@ -105,3 +109,18 @@ def test_invalid_settings_are_refused_as_json(home: Home) -> None:
 def test_without_json_a_failure_is_one_line_on_stderr(home: Home) -> None:
     done = remem(home, "eval", "--cases", "nothing-matches")
     assert (done.returncode, done.stdout) == (2, "") and done.stderr.startswith("remem: no case matches")
+
+
+def test_a_consolidation_refusal_keeps_its_data(
+    home: Home,
+    fake: FakeOpenAI,  # noqa: F811 - a parameter, not the fixture
+    source: Source,  # noqa: F811
+) -> None:
+    """`MEMORY_INVALID` names the memory files to fix first (`files`): the JSON error lost them."""
+    folder = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd))
+    folder.mkdir(parents=True, exist_ok=True)
+    broken = folder / "broken.md"
+    broken.write_text("---\nname: broken\ntype: Feedback\n---\nA body.\n")
+    done = remem(home, "consolidate", source.id, "--json")
+    assert_json_error(done, "MEMORY_INVALID", 1)
+    assert json.loads(done.stdout)["error"]["files"] == [str(broken)] and fake.count == 0

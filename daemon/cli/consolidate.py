@@ -268,7 +268,8 @@ def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | N
         # In no root read: `sessions … --root` may list it all the same.
         roots = f"sessions.roots in {backend.home.settings_file}"
         message += f"; a session read with `--root` is consolidated once its root is under {roots}"
-    failure(code, message, coded=True)
+    data = {key: value for key, value in exc.data.items() if key != "code"}  # MEMORY_INVALID's files
+    failure(code, message, data, coded=True)
 
 
 def _missing_key_elsewhere(backend: Backend) -> str:
