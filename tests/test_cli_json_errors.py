@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,10 @@ def test_a_consolidation_refusal_keeps_its_data(
     done = remem(home, "consolidate", source.id, "--json")
     assert_json_error(done, "MEMORY_INVALID", 1)
     assert json.loads(done.stdout)["error"]["files"] == [str(broken)] and fake.count == 0
+
+
+def test_memory_files_not_found_are_one_json_message_a_line_each(home: Home, tmp_path: Path) -> None:
+    """Its lines were joined by `remem: `, the prefix of stderr's lines, inside the JSON."""
+    done = remem(home, "memory", "validate", str(tmp_path / "a.md"), str(tmp_path / "b.md"), "--json")
+    lines = assert_json_error(done, "INVALID", 2).splitlines()
+    assert len(lines) == 2 and not any("remem: " in line for line in lines), lines

@@ -80,7 +80,7 @@ def validate(backend: Backend, paths: tuple[Path, ...], as_json: bool) -> None:
     try:
         reports = lint_paths(list(paths), backend.home.workspaces)
     except NotMemoryFile as exc:
-        fail("\nremem: ".join(exc.problems))  # one line each
+        fail(("\n" if as_json else "\nremem: ").join(exc.problems))  # one line each
     ok = not any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)
     if as_json:
         emit_json({"ok": ok, "files": [r.model_dump(mode="json") for r in reports]})
