@@ -130,3 +130,19 @@ def test_a_fork_whose_request_may_have_left_still_says_the_operation_id() -> Non
     assert _may_have_reached(KeyboardInterrupt(), in_process=False)
     assert _may_have_reached(said_after(ConnectionLost()), in_process=False)
     assert not _may_have_reached(said_after(DaemonUnavailable("cannot start")), in_process=False)
+
+
+def test_the_next_command_in_the_same_process_does_not_say_a_forks_operation_id(
+    home: Home, tmp_path: Path
+) -> None:
+    """A fork's id is put in its own failures only: a command run after it in one process (an
+    embedding, a test's runner) said it in its unrelated refusal."""
+    root, session = _session(tmp_path)
+    rooted = ["--root", str(root), "--json"]
+    made = CliRunner().invoke(
+        cli, ["--home", str(home.root), "sessions", "fork", session, "--turn", "1", *rooted]
+    )
+    assert made.exit_code == 0, made.output
+    refused = CliRunner().invoke(cli, ["--home", str(home.root), "sessions", "show", "nope", *rooted])
+    assert refused.exit_code == 1
+    assert "operationId" not in json.loads(refused.stdout)["error"]

@@ -178,8 +178,10 @@ class _Answer:
 
 
 def answer_json(as_json: bool) -> None:
-    """Set, once the command line is read, whether failures are said as JSON."""
+    """Set, once the command line is read, whether failures are said as JSON (with nothing
+    more a command run before in this process put in them)."""
     _Answer.as_json = as_json
+    also_in_failures()
 
 
 def answers_json() -> bool:
