@@ -3,6 +3,7 @@ line (or click's usage error) and the documented exit code, never a traceback.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.sessions.paths import Encoding
 from tests.conftest import NOT_UTF8
+from tests.failure_said import failure_line
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 TOO_LONG = "a" * 65
@@ -189,6 +191,30 @@ def test_a_bug_met_in_this_process_is_one_line_and_its_traceback_is_kept(
     assert "Traceback (most recent call last):" in text and "in broken" in text
     assert "RuntimeError: a bug in the tree, quoting [redacted api-key]" in text and key not in text
     assert kept.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_bug_met_in_this_process_with_json_is_one_json_error(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`main`'s own handler says it as every failure is said with `--json`: JSON on stdout."""
+    script = (
+        "import sys\n"
+        "from remem.daemon.cli import main\n"
+        "from remem.daemon.server.session_methods import SessionMethods\n"
+        "async def broken(self, params):\n"
+        "    raise RuntimeError('a bug in the tree')\n"
+        "SessionMethods.tree = broken\n"
+        "main()\n"
+    )
+    args = ["--home", str(home.root), "--no-daemon", "sessions", "tree", "--cwd", str(tmp_path), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=os.environ, timeout=120
+    )
+    assert done.returncode == 4, done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "INTERNAL"
+    assert failure_line(done.stdout, done.stderr, as_json=True).startswith(
+        "remem: internal error, a bug in remem (RuntimeError: a bug in the tree); its traceback is in "
+    )
 
 
 @pytest.mark.parametrize("output", ["usage error", "answer"])

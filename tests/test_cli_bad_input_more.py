@@ -58,7 +58,7 @@ def test_a_root_that_is_not_utf8_is_named_as_a_cwd_is(
     root = latin1_folder if exists else latin1_folder.parent / f"{latin1_folder.name}-gone"
     done = remem("--home", str(home.root), *command, "--root", str(root))
     assert done.returncode == 2, done.stderr
-    assert failure_line(done.stdout, done.stderr) == (
+    assert failure_line(done.stdout, done.stderr, as_json="--json" in command) == (
         f"remem: the folder name {shown(root)} is not UTF-8; remem names session roots by UTF-8 paths\n"
     )
 
@@ -168,11 +168,14 @@ def test_a_folder_where_the_daemon_keeps_a_file_is_named_not_a_bug(
     said += "; remove it"
     if name == "daemon.json" and command[0] == "memory":  # said by the daemon it started
         assert done.returncode == 1
-        assert failure_line(done.stdout, done.stderr).startswith(
+        assert failure_line(done.stdout, done.stderr, as_json="--json" in command).startswith(
             f"remem: the remem daemon failed to start (exit status 2): remem: {said}"
         )
     else:
-        assert (done.returncode, failure_line(done.stdout, done.stderr)) == (2, f"remem: {said}\n")
+        assert (done.returncode, failure_line(done.stdout, done.stderr, as_json="--json" in command)) == (
+            2,
+            f"remem: {said}\n",
+        )
     assert sorted(p.name for p in home.state.iterdir() if ".remem-tmp-" in p.name) == []
 
 
@@ -219,7 +222,7 @@ def test_a_home_whose_name_is_not_utf8_is_refused_in_one_line(
     args = ["--home", str(home)] if named_by == "--home" else []
     done = remem(*args, *command, cwd=tmp_path, **({"REMEM_HOME": str(home)} if not args else {}))
     assert done.returncode == 2, done.stderr
-    assert failure_line(done.stdout, done.stderr) == (
+    assert failure_line(done.stdout, done.stderr, as_json="--json" in command) == (
         f"remem: remem's home {shown(home)} cannot be used: its name is not UTF-8, and remem keeps its "
         "paths as UTF-8 text; choose another home with --home or $REMEM_HOME\n"
     )

@@ -225,7 +225,7 @@ def test_an_answer_over_the_cap_is_an_error_that_says_how_to_get_it(
     )
     code, out, err = run(home, "sessions", "show", big.header.id, "--json", daemon=True)
     assert code == 1
-    [line] = failure_line(out, err).splitlines()
+    [line] = failure_line(out, err, as_json=True).splitlines()
     assert "sessions/log" in line and "daemon.max_answer_bytes: 1.0 MiB" in line and "--no-daemon" in line
     direct = run(home, "sessions", "show", big.header.id, "--json", daemon=False)
     assert direct[0] == 0 and len(direct[1].encode()) > limit

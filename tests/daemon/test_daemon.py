@@ -513,7 +513,10 @@ def test_status_and_stop_with_a_file_where_the_state_folder_goes_say_it_as_every
     assert (shown.returncode, shown.stderr) == (2, line), "the line every command says"
     for asked in (["status"], ["status", "--json"], ["stop"], ["stop", "--json"]):
         said = remem(blocked, "daemon", *asked)
-        assert (said.returncode, failure_line(said.stdout, said.stderr)) == (2, line), asked
+        assert (said.returncode, failure_line(said.stdout, said.stderr, as_json="--json" in asked)) == (
+            2,
+            line,
+        ), asked
     assert blocked.state.is_file(), "left as it is"
 
 

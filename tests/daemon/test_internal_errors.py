@@ -67,7 +67,7 @@ def test_a_daemons_internal_error_is_one_line_naming_its_log(
     for as_json in ([], ["--json"]):
         code, out, err = through_a_daemon_here(home, "sessions", "tree", "--cwd", str(tmp_path), *as_json)
         assert code == 4
-        assert failure_line(out, err) == (
+        assert failure_line(out, err, as_json=bool(as_json)) == (
             "remem: the daemon failed on sessions/tree, a bug in remem; "
             f"see the daemon log at {home.state / 'daemon.log'}\n"
         )

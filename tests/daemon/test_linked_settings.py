@@ -66,7 +66,10 @@ def test_choosing_a_model_in_a_linked_settings_file_is_one_line_naming_the_link(
             chosen = remem(
                 home, *way, "settings", "model", "--provider", "openai", "--model", "gpt-x", *as_json
             )
-            assert (chosen.returncode, failure_line(chosen.stdout, chosen.stderr)) == (2, line), way + as_json
+            assert (chosen.returncode, failure_line(chosen.stdout, chosen.stderr, as_json=bool(as_json))) == (
+                2,
+                line,
+            ), way + as_json
     untouched(home, links, targets)
     again = remem(home, "settings", "model")
     assert again.returncode == 0 and again.stdout.startswith("deepseek/deepseek-v4-flash"), "nothing changed"
