@@ -293,7 +293,7 @@ def test_invalid_memory_makes_show_report_problems_and_revision(home: Home, tmp_
     record.write_text(record.read_text().replace("feedback", "Feedback"))
     code, out, _ = run(home, "memory", "show", "--cwd", str(tmp_path), "--json")
     error = json.loads(out)["error"]
-    assert code == 1 and error["code"] == "memory-invalid" and error["revision"].startswith("sha256:")
+    assert code == 1 and error["code"] == "MEMORY_INVALID" and error["revision"].startswith("sha256:")
     assert error["files"][0]["diagnostics"][0]["code"] == "remem/type-invalid"
     code, _, err = run(home, "memory", "context", "--cwd", str(tmp_path))
     assert code == 1 and "types are lowercase" in err
@@ -372,7 +372,7 @@ def test_a_history_missing_an_entrys_objects_is_said_damaged_not_a_bug(home: Hom
         gone.unlink()
     code, out, err = run(home, "memory", "log", "--cwd", str(tmp_path), "--limit", "10", "--json")
     said = json.loads(out)["error"]
-    assert code == 1 and said["code"] == "history-refused" and "is damaged" in said["message"]
+    assert code == 1 and said["code"] == "HISTORY_REFUSED" and "is damaged" in said["message"]
     assert "move history aside" in said["message"] and "internal error" not in err
 
 

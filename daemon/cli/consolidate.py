@@ -259,7 +259,7 @@ def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:
     if exc.code == UNWRITABLE:
-        refused_write(exc, as_json)
+        refused_write(exc)
     if exc.code != CONSOLIDATION_REFUSED:
         raise exc
     code = exc.data["code"]

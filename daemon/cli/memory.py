@@ -3,8 +3,6 @@ log, diff, show --at and revert."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import sys
 from collections.abc import Callable
@@ -47,6 +45,7 @@ from .output import (
     Group,
     emit_json,
     fail,
+    failure,
     print_file_problems,
     refused_write,
     say,
@@ -305,7 +304,7 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
     except RpcError as exc:
         if exc.code != HISTORY_REFUSED:
             raise
-        _refused(exc, as_json)
+        _refused(exc)
 
 
 def _show_at(backend: Backend, at: str, as_json: bool) -> None:
@@ -322,11 +321,8 @@ def _show_at(backend: Backend, at: str, as_json: bool) -> None:
         say("(empty)")
 
 
-def _refused(exc: RpcError, as_json: bool) -> NoReturn:
-    if as_json:
-        emit_json({"error": {"code": "history-refused", "message": exc.message}})
-        sys.exit(EXIT_PROBLEMS)
-    fail(exc.message, EXIT_PROBLEMS)
+def _refused(exc: RpcError) -> NoReturn:
+    failure("HISTORY_REFUSED", exc.message)
 
 
 def _actor(entry: HistoryEntry) -> str:
@@ -361,9 +357,9 @@ def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Res
         return ask(params)
     except RpcError as exc:
         if exc.code == HISTORY_REFUSED:
-            _refused(exc, as_json)
+            _refused(exc)
         if exc.code == UNWRITABLE:
-            refused_write(exc, as_json)
+            refused_write(exc)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)
@@ -382,7 +378,7 @@ def _commit(
         if exc.code == INVALID_CHANGES:
             _report_result_invalid([Problem.model_validate(p) for p in exc.data["problems"]], as_json)
         if exc.code == UNWRITABLE:
-            refused_write(exc, as_json)
+            refused_write(exc)
         if exc.code != MEMORY_INVALID:
             raise
         files = [FileProblems.model_validate(f) for f in exc.data["files"]]
@@ -409,15 +405,14 @@ def _its_change(
     change: Callable[[str], HistoryDiffResult] | None, result: CommitResult
 ) -> HistoryDiffResult | None:
     """None when it cannot be asked: the revert stands and exits 0, only what it changed goes
-    unsaid (decision 0443). Its request's own failure (the daemon gone, a bug), which a command
-    says and exits on, is dropped unsaid here."""
+    unsaid (decision 0443). Its request (`Backend.api(start=False)`) raises what went wrong —
+    the daemon gone, an answer too large, a bug — and says nothing itself."""
     if change is None or result.history is None:
         return None
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            return change(result.history)
-        except (Exception, SystemExit):
-            return None
+    try:
+        return change(result.history)
+    except Exception:  # whatever it was, the committed revert is what is said
+        return None
 
 
 def _change(made: HistoryDiffResult) -> dict[str, Any]:
@@ -437,19 +432,10 @@ def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:
 
 
 def _report_invalid(message: str, data: dict[str, Any], as_json: bool) -> NoReturn:
-    files = [FileProblems.model_validate(f) for f in data["files"]]
     if as_json:
-        error = {
-            "code": "memory-invalid",
-            "message": message,
-            "revision": data["revision"],
-            "files": data["files"],
-        }
-        emit_json({"error": error})
-    else:
-        print_file_problems(files, err=True)
-        say(f"remem: {message}; fix the files above (see `remem memory validate`)", err=True)
-    sys.exit(EXIT_PROBLEMS)
+        failure("MEMORY_INVALID", message, {"revision": data["revision"], "files": data["files"]})
+    print_file_problems([FileProblems.model_validate(f) for f in data["files"]], err=True)
+    fail(f"{message}; fix the files above (see `remem memory validate`)", EXIT_PROBLEMS)
 
 
 def _problem_from(error: ErrorDetails) -> Problem:

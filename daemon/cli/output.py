@@ -145,6 +145,7 @@ EXIT_STATUS: dict[str, int] = {
             "NO_CWD",
             "CUT_OFF",
             "MEMORY_INVALID",
+            "HISTORY_REFUSED",
             "UNWRITABLE",
             "DAEMON_UNAVAILABLE",
             "ANSWER_TOO_LARGE",
@@ -229,8 +230,8 @@ def fail(message: str, status: int = EXIT_INVALID) -> NoReturn:
     failure(_CODE_OF_STATUS[status], message)
 
 
-def refused_write(exc: Any, as_json: bool) -> NoReturn:
+def refused_write(exc: Any) -> NoReturn:
     """A write the file system refused (`UNWRITABLE`, an RpcError): exit 1, as a refusal the
     command cannot act on (a full disk is no bug, nor invalid input); the message names the
-    folder and what to do. (`as_json` is the command's own, which `failure` knows too.)"""
+    folder and what to do."""
     failure("UNWRITABLE", exc.message, exc.data)

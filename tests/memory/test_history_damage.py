@@ -105,7 +105,7 @@ def _refused_as_damaged(home: Home, *args: str) -> str:
     code, out, err = run(home, *args, "--json")
     assert code == 1, (code, out, err)
     said = json.loads(out)["error"]
-    assert said["code"] == "history-refused", (out, err)
+    assert said["code"] == "HISTORY_REFUSED", (out, err)
     assert all(words in said["message"] for words in DAMAGED) and "internal error" not in err
     return str(said["message"])
 
@@ -144,7 +144,7 @@ def test_a_corrupt_object_is_said_damaged_by_log_and_diff(
     _refused_as_damaged(home, "memory", "diff", second.history[:10])
     code, out, _ = run(home, "memory", "log", "--cwd", workspace.cwd, "--no-stat", "--json")
     if kind == "commit":  # the walk reads the commits alone
-        assert code == 1 and json.loads(out)["error"]["code"] == "history-refused"
+        assert code == 1 and json.loads(out)["error"]["code"] == "HISTORY_REFUSED"
     else:
         listed = [e["id"] for e in json.loads(out)["entries"]]  # after any `_entries` made before them
         assert code == 0 and listed[:2] == [second.history, first.history]

@@ -54,7 +54,7 @@ def test_a_history_a_full_disk_cannot_start_is_refused_with_the_remedy_and_leave
             code, out, err = run(home, "memory", "log", "--cwd", workspace.cwd, "--json")
             assert code == 1, (code, out, err)
             said = json.loads(out)["error"]
-            assert said["code"] == "history-refused", out
+            assert said["code"] == "HISTORY_REFUSED", out
             assert said["message"] == (
                 f"the memory history at {home.root / 'history'} could not be started: {home.root} refused "
                 "a write (No space left on device), so nothing was changed there; to go on, free some "
