@@ -145,7 +145,7 @@ def test_a_global_only_review_is_not_a_conflict_for_a_workspace_edit(
 # -- a conflict between the two commits ---------------------------------------------------------
 
 
-def assert_receipts_the_global_commit(home: Home, receipt: Receipt, recovered: bool = False) -> None:
+def assert_receipts_the_global_commit(home: Home, receipt: Receipt) -> None:
     store = MemoryStore(home)
     now_global = store.read_global()
     assert receipt.status is Status.TARGET_CONFLICT and now_global.content == TERSE
@@ -155,9 +155,8 @@ def assert_receipts_the_global_commit(home: Home, receipt: Receipt, recovered: b
         receipt.attempts[-1].error == "Global was committed; the workspace changed by someone else meanwhile"
     )
     [entry] = store.history.log(None)
-    assert (entry.actor.kind, entry.actor.review) == (
-        ("recovered", None) if recovered else ("consolidation", receipt.review)
-    )
+    # Also when the commit's entry was cut off: its intent names the review (decision 0442).
+    assert (entry.actor.kind, entry.actor.review) == ("consolidation", receipt.review)
     assert receipt.history is not None
     assert (receipt.history.globalEntry, receipt.history.globalChanged) == (entry.id, True)
     assert (receipt.history.workspaceEntry, receipt.history.added) == (None, [])
@@ -198,7 +197,7 @@ def test_a_settle_that_finds_the_workspace_changed_receipts_the_global_commit(
         consolidate(home, source.id)
     save_a_record(home, source)  # before anyone settled the review
     [settled] = settle_committing(home)
-    assert_receipts_the_global_commit(home, settled, recovered=entry_cut_off)
+    assert_receipts_the_global_commit(home, settled)
 
 
 def test_a_retry_after_that_conflict_keeps_the_global_commit_in_its_receipt(

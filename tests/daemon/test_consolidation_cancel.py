@@ -110,7 +110,7 @@ def test_an_interrupted_consolidate_cancels_the_review(
     )
     assert running.stderr is not None
     for line in running.stderr:  # the model has been asked: the review is under way
-        if "model-step" in line:
+        if "waiting for the model" in line:
             break
     running.send_signal(signal.SIGINT)
     out, err = running.communicate(timeout=30)
