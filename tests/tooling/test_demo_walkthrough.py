@@ -116,10 +116,12 @@ def test_a_claude_code_fork_prints_the_command_that_resumes_it(walkthrough: Walk
     assert claude_code is not None
     forked = walkthrough.said(f"sessions fork {claude_code[1]} ")
     assert len(forked) == 1
-    child = re.fullmatch(
-        r"created (\S+) \(after turn 1, \d+ lines inherited\)\nresume it with: (.*)", forked[0]
+    child = re.match(
+        r"created (\S+) \(after turn 1, \d+ lines inherited\)\nresume it with: (.*)\n", forked[0]
     )
     assert child is not None, forked[0]
+    # The demo's own word after it: its Claude Code folder holds no login of the user's.
+    assert "Claude Code folder is a fresh one, without your login" in forked[0][child.end() :]
     project, home = walkthrough.demo / "project", walkthrough.demo / "claude"
     assert child[2] == f"cd {project} && CLAUDE_CONFIG_DIR={home} claude --resume {child[1]}"
     assert len(list((home / "projects").glob(f"*/{child[1]}.jsonl"))) == 1  # where `claude --resume` looks
