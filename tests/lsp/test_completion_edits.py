@@ -14,9 +14,9 @@ import sys
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-from .editor import apply_edits, end, open_document, own_home, workspace_folder
+from .editor import apply_edits, begin, end, open_document, own_home, workspace_folder
 from .live import stopping_daemon
 
 HOME = own_home("remem-lsp-completion-edits-")
@@ -30,9 +30,7 @@ TEXT = "---\nname: a\ndescription: d\ntype: feedbak\n---\nBody.\n"
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def vscode(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
+    await begin(lsp_client)  # VS Code's capabilities, and its answer to a lens refresh
     yield
     await end(lsp_client)
 
