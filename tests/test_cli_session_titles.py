@@ -70,20 +70,27 @@ def _nodes(tree: object) -> list[dict[str, object]]:
     return found
 
 
-def test_a_title_cut_from_a_long_first_prompt_ends_in_an_ellipsis(home: Home, tmp_path: Path) -> None:
-    """A Claude Code or Codex session is titled by its first prompt's first line, cut to 200
-    characters: it was cut bare, and read as the whole prompt."""
-    long = "Refactor the parser " * 20  # 400 characters
+def _first_prompted(tmp_path: Path, prompt: str) -> tuple[Path, Path]:
+    """A Claude Code root and a Codex root under `tmp_path`, each with one session whose first
+    prompt is `prompt`."""
     claude = tmp_path / "claude"
     folder = claude / "projects" / "-home-u-proj"
     folder.mkdir(parents=True)
-    (folder / f"{cl.SID}.jsonl").write_bytes(cl.jsonl(cl.prompt("u1", None, long), cl.say("a1", "u1", "a")))
+    (folder / f"{cl.SID}.jsonl").write_bytes(cl.jsonl(cl.prompt("u1", None, prompt), cl.say("a1", "u1", "a")))
     codex = tmp_path / "codex"
     day = codex / "sessions" / "2026" / "05" / "01"
     day.mkdir(parents=True)
     (day / f"rollout-2026-05-01T00-00-00-{cx.TID}.jsonl").write_bytes(
-        cx.rollout(cx.meta(cwd="/w"), *cx.turn("t1", long, "hello"))
+        cx.rollout(cx.meta(cwd="/w"), *cx.turn("t1", prompt, "hello"))
     )
+    return claude, codex
+
+
+def test_a_title_cut_from_a_long_first_prompt_ends_in_an_ellipsis(home: Home, tmp_path: Path) -> None:
+    """A Claude Code or Codex session is titled by its first prompt's first line, cut to 200
+    characters: it was cut bare, and read as the whole prompt."""
+    long = "Refactor the parser " * 20  # 400 characters
+    claude, codex = _first_prompted(tmp_path, long)
     shown = long[:199] + "…"
     for root in (claude, codex):
         done = subprocess.run(
@@ -101,16 +108,7 @@ def test_a_fork_of_a_session_titled_by_a_long_first_prompt_keeps_its_default_tit
     """The parent's title, cut from its first prompt, ends in `…` itself: the fork's (that cut
     shortened again for its counter) is still the parent's, not a title the user gave."""
     long = "Refactor the parser " * 20
-    claude = tmp_path / "claude"
-    folder = claude / "projects" / "-home-u-proj"
-    folder.mkdir(parents=True)
-    (folder / f"{cl.SID}.jsonl").write_bytes(cl.jsonl(cl.prompt("u1", None, long), cl.say("a1", "u1", "a")))
-    codex = tmp_path / "codex"
-    day = codex / "sessions" / "2026" / "05" / "01"
-    day.mkdir(parents=True)
-    (day / f"rollout-2026-05-01T00-00-00-{cx.TID}.jsonl").write_bytes(
-        cx.rollout(cx.meta(cwd="/w"), *cx.turn("t1", long, "hello"))
-    )
+    claude, codex = _first_prompted(tmp_path, long)
     for root, session, cwd in ((claude, cl.SID, cl.CWD), (codex, cx.TID, "/w")):
         code, out, err = run(home, "fork", session, "--op-id", session, "--json", "--root", str(root))
         assert code == 0, err
