@@ -95,6 +95,22 @@ def _corrupt(home: Home, oid: str) -> None:
     index.with_suffix(".pack").write_bytes(bytes(pack))  # in place: the same file, as a disk fault
 
 
+def _out_of_the_pack_of(home: Home, workspace: WorkspaceId, oid: str, last: CommitResult) -> CommitResult:
+    """A commit after `last` whose entry, and the one before it, lie in other packs than entry
+    `oid`'s: a merge of the small packs (after one entry in 32, by its id) may take them in."""
+    store = MemoryStore(home)
+    for n in range(8):
+        before, last = (
+            last,
+            store.commit_workspace(workspace, last.revision, [put("alpha", body=f"Then {n}.\n")]),
+        )
+        assert before.history is not None and last.history is not None
+        packs = {_pack_of(home, entry)[0] for entry in (before.history, last.history)}
+        if _pack_of(home, oid)[0] not in packs:
+            return last
+    raise AssertionError("every entry was merged into the pack of the oldest")
+
+
 def _remove_pack_of(home: Home, oid: str) -> None:
     index, _ = _pack_of(home, oid)
     index.with_suffix(".pack").unlink()
@@ -364,7 +380,7 @@ def test_a_limited_log_lists_its_entries_when_an_older_one_is_damaged(
     """An entry older than the limit cannot be read: the newer ones are listed and the rest is
     said uncounted, where counting them made the whole log an internal error."""
     first, second = _entries(home, workspace)
-    third = MemoryStore(home).commit_workspace(workspace, second.revision, [put("alpha", body="Third.\n")])
+    third = _out_of_the_pack_of(home, workspace, str(first.history), second)
     _remove_pack_of(home, str(first.history))
 
     code, out, err = run(
