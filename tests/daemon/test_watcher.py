@@ -208,17 +208,10 @@ def test_a_change_heard_just_before_the_stop_is_not_reacted_to_after_it(home: Ho
     assert asyncio.run(scenario()) == []
 
 
-def test_inotify_running_out_at_a_new_folder_falls_back_to_polling(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The watches run out after the start, at a folder made in a root: watchdog's inotify only
-    logs that it cannot watch it and goes on. The watcher hears that, polls, and says why; what
-    is written in that folder is heard."""
+def _watches_run_out_at(deep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inotify has no watch left for `deep` when watchdog adds it (a folder made after the start)."""
     from watchdog.observers import inotify_c
 
-    root = tmp_path / "claude"
-    root.mkdir()
-    deep = root / "-deep"
     add = inotify_c.InotifyFD.add_callback
 
     def exhausted_at_deep(fd: object, path: bytes, *args: object) -> object:
@@ -227,6 +220,18 @@ def test_inotify_running_out_at_a_new_folder_falls_back_to_polling(
         return add(fd, path, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(inotify_c.InotifyFD, "add_callback", exhausted_at_deep)
+
+
+def test_inotify_running_out_at_a_new_folder_falls_back_to_polling(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watches run out after the start, at a folder made in a root: watchdog's inotify only
+    logs that it cannot watch it and goes on. The watcher hears that, polls, and says why; what
+    is written in that folder is heard."""
+    root = tmp_path / "claude"
+    root.mkdir()
+    deep = root / "-deep"
+    _watches_run_out_at(deep, monkeypatch)
     heard: list[str] = []
 
     async def scenario() -> dict[str, object]:
@@ -313,21 +318,12 @@ def test_inotify_running_out_in_the_memory_folder_of_a_home_through_a_link_falls
 ) -> None:
     """REMEM_HOME names a link: the memory folder is watched at its real path, so watchdog names
     a folder made there by that path when it cannot watch it. The watcher knows it for its own."""
-    from watchdog.observers import inotify_c
-
     home.ensure_layout()
     link = tmp_path / "home-link"
     link.symlink_to(home.root)
     linked = Home(link)
     deep = Path(os.path.realpath(linked.memory)) / KEY
-    add = inotify_c.InotifyFD.add_callback
-
-    def exhausted_at_deep(fd: object, path: bytes, *args: object) -> object:
-        if os.fsdecode(path) == str(deep):
-            raise OSError(errno.ENOSPC, "inotify watch limit reached")
-        return add(fd, path, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(inotify_c.InotifyFD, "add_callback", exhausted_at_deep)
+    _watches_run_out_at(deep, monkeypatch)
 
     async def scenario() -> dict[str, object]:
         watcher, _ = make(linked, [])

@@ -8,11 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from remem.agents.link import open_link
+from remem.agents.link import MemoryLink, open_link
 from remem.daemon import client as daemon_client
 from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.protocol.rpc import DAEMON_STATUS, Empty
 from tests.other_version import OtherVersion, no_daemon_started
+
+
+async def _a_later_one_is_left_alone(home: Home, link: MemoryLink) -> None:
+    """A daemon of another version started after `link`'s first connection is refused, not
+    replaced: it is left to whoever started it."""
+    later = await OtherVersion(home).start()
+    try:
+        with pytest.raises(daemon_client.OtherDaemonVersion):
+            await link.request(DAEMON_STATUS, Empty())
+        assert "daemon/shutdown" not in later.asked, "left to whoever started it"
+    finally:
+        later.stop()
 
 
 @pytest.mark.asyncio
@@ -27,13 +39,7 @@ async def test_the_link_replaces_another_version_only_at_its_first_connection(
         with pytest.raises(daemon_client.DaemonUnavailable, match="no daemon is started"):
             await link.request(DAEMON_STATUS, Empty())
         assert "daemon/shutdown" in first.asked, "replaced, as a CLI command replaces it"
-        later = await OtherVersion(home).start()
-        try:
-            with pytest.raises(daemon_client.OtherDaemonVersion):
-                await link.request(DAEMON_STATUS, Empty())
-            assert "daemon/shutdown" not in later.asked, "left to whoever started it"
-        finally:
-            later.stop()
+        await _a_later_one_is_left_alone(home, link)
     finally:
         first.stop()
         await link.close()
@@ -57,12 +63,6 @@ async def test_a_first_connection_a_home_that_cannot_be_used_stops_is_still_the_
         assert link.replace is False
         (home.root / "state").unlink()
         home.ensure_layout()
-        later = await OtherVersion(home).start()
-        try:
-            with pytest.raises(daemon_client.OtherDaemonVersion):
-                await link.request(DAEMON_STATUS, Empty())
-            assert "daemon/shutdown" not in later.asked, "left to whoever started it"
-        finally:
-            later.stop()
+        await _a_later_one_is_left_alone(home, link)
     finally:
         await link.close()
