@@ -16,7 +16,7 @@ import functools
 import itertools
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel
@@ -25,15 +25,7 @@ from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
-from ..memory.history import (
-    HAND_EDIT,
-    RECOVERED,
-    Attribution,
-    History,
-    HistoryError,
-    stat,
-    unified_diff,
-)
+from ..memory.history import HAND_EDIT, RECOVERED, Attribution, HistoryError, stat, unified_diff
 from ..memory.identity import WorkspaceId
 from ..memory.lint import listing
 from ..memory.revert import revert
@@ -276,13 +268,15 @@ class MemoryMethods:
         def read() -> HistoryLogResult:
             self.store.sync_history(scope, actor)
             history = self.store.history
+            older: Callable[[], int]
             if params.file is None:
                 entries = history.log(scope, params.limit)
-                older = _older(history, scope, len(entries))
+                # From the parsed log the history keeps: no entry is sent nor diffed to count.
+                older = lambda: len(history.log(scope)) - len(entries)  # noqa: E731
             else:  # the file's entries may lie anywhere in the log: kept first, then limited
                 touching = (e for e in history.log(scope) if history.touches(e.id, params.file))
                 entries = list(itertools.islice(touching, params.limit))
-                older = touching
+                older = lambda: sum(1 for _ in touching)  # noqa: E731
             more = _counted(older) if params.limit is not None and len(entries) == params.limit else 0
             if params.stat:
                 entries = [history.with_stat(e) for e in entries]
@@ -355,17 +349,11 @@ class MemoryMethods:
         return await _answered(self.in_scope_thread(scope, action, reads_global=reads_global))
 
 
-def _older(history: History, scope: str | None, shown: int) -> Iterator[HistoryEntry]:
-    """The scope's entries older than its newest `shown`, read only when counted: from the
-    parsed log the history keeps, so no entry is sent nor diffed."""
-    yield from history.log(scope)[shown:]
-
-
-def _counted(older: Iterator[HistoryEntry]) -> int | None:
-    """How many entries a limited log left out; None when an older one cannot be read (damage
-    the full log reports): the entries listed stand."""
+def _counted(older: Callable[[], int]) -> int | None:
+    """How many entries a limited log left out (`older` counts them); None when an older one
+    cannot be read (damage the full log reports): the entries listed stand."""
     try:
-        return sum(1 for _ in older)
+        return older()
     except HistoryError:
         return None
 
