@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .home import HOME_ENV, Home
 from .locks import bounded_file_lock
@@ -562,12 +562,17 @@ def _wait_until_stopped(paths: DaemonPaths, deadline: float) -> None:
         raise DaemonUnavailable("the old remem daemon did not stop; stop it with `remem daemon stop`")
 
 
+def _open_log(paths: DaemonPaths) -> BinaryIO:
+    """The daemon's log, to read: never through a link, nor waiting on a FIFO put there."""
+    return os.fdopen(os.open(paths.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
+
+
 def _last_words(paths: DaemonPaths, since: int) -> str:
     """The last statement the daemon wrote to its log after byte `since`, and where the rest
     is: a traceback's last line that is not indented is its exception, the cause, where the
     lines above it are the stack."""
     try:
-        with os.fdopen(os.open(paths.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as log:
+        with _open_log(paths) as log:
             log.seek(since)
             lines = log.read().decode(errors="replace").splitlines()
     except OSError:  # none, or a link (never read through)
@@ -662,8 +667,7 @@ def _its_log(paths: DaemonPaths, pid: int) -> str:
     foreground (`remem daemon run`), and logged to that command's standard error."""
     listening = f" (pid {pid})\n".encode()
     try:
-        # As `_last_words` opens it: a FIFO or a link put there never holds the command.
-        with os.fdopen(os.open(paths.log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as log:
+        with _open_log(paths) as log:
             if any(b" listening on " in line and line.endswith(listening) for line in log):
                 return f"its log: {paths.log}"
     except OSError:  # no log: no daemon was started in the background here
