@@ -642,8 +642,9 @@ def _take(entry: os.DirEntry[str], files: list[LogFile], rejected: list[Rejected
 
 def claude_folders(cwd: str) -> tuple[str, int]:
     """The project folder name `cwd` produces, and how much of it must match: all of it, or
-    its first 200 characters when Claude Code truncated it and appended a hash."""
-    name = _NOT_ALNUM.sub("-", cwd)
+    its first 200 characters when Claude Code truncated it and appended a hash. Claude Code
+    replaces and counts UTF-16 code units: a character past U+FFFF is two of them, so two `-`."""
+    name = _NOT_ALNUM.sub(_dashes, cwd)
     return name, len(name) if len(name) <= CLAUDE_NAME_MAX else CLAUDE_NAME_MAX
 
 
@@ -803,6 +804,10 @@ def _follow(
     cut = state.size - start
     tail = (b"" if grown is None else grown.tail) + data[max(0, cut - _TAIL) : cut]
     return update, Tallied(state, st.st_dev, st.st_ino, tail[-_TAIL:])
+
+
+def _dashes(found: re.Match[str]) -> str:
+    return "--" if ord(found.group()) > 0xFFFF else "-"
 
 
 def _may_hold(name: str, folder: str, significant: int) -> bool:
