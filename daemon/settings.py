@@ -1,10 +1,11 @@
 """`settings.yml`: the user's settings, parsed strictly and updated only by compare-and-swap.
 
 Errors name the key and the line, because a settings file is edited by hand and "invalid
-settings" alone leaves the user guessing. Updates rewrite only the keys the user set (plus the
-changed ones); YAML comments are not preserved by a rewrite. A settings.yml linked into the
-home is read through its link, but an update of it is refused (decision 0375). Anything there
-but a regular file (a folder, a FIFO) is one more problem of the file, never waited on.
+settings" alone leaves the user guessing. An update sets its keys in the user's own text,
+comments and layout kept (`settings_edit`), or where it cannot, rewrites only the keys the user
+set (plus the changed ones). A settings.yml linked into the home is read through its link, but
+an update of it is refused (decision 0375). Anything there but a regular file (a folder, a
+FIFO) is one more problem of the file, never waited on.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
-from . import safe_yaml
+from . import safe_yaml, settings_edit
 from .fsutil import remove_stale_temps_of
 from .home import Home
 from .limits import SESSION_LINE_MAX_BYTES
@@ -304,11 +305,7 @@ class SettingsStore:
             raw = existing or b""
             if revision_of(raw) != expected_revision:
                 raise SettingsConflict(revision_of(raw))
-            data = parse_settings(raw, str(self.home.settings_file)).model_dump(exclude_unset=True)
-            for dotted, value in changes.items():
-                _assign(data, dotted.split("."), value)
-            new_raw = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
-            parse_settings(new_raw, "the updated settings")
+            new_raw = _updated(raw, str(self.home.settings_file), changes)
             self._publish(new_raw, ABSENT if existing is None else digest(existing), change)
             return revision_of(new_raw)
 
@@ -330,6 +327,28 @@ class SettingsStore:
 
     def _existing(self) -> bytes | None:
         return read_settings_file(self.home.settings_file)
+
+
+def _updated(raw: bytes, source: str, changes: Mapping[str, Any]) -> bytes:
+    """The file with `changes` set: edited in the user's text where that reads back as exactly
+    the settings a rewrite of the set keys gives (comments kept), else that rewrite."""
+    data = parse_settings(raw, source).model_dump(exclude_unset=True)
+    for dotted, value in changes.items():
+        _assign(data, dotted.split("."), value)
+    rewritten = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
+    intended = parse_settings(rewritten, "the updated settings").model_dump(exclude_unset=True)
+    text = settings_edit.edited(raw.decode("utf-8"), changes)
+    in_place = None if text is None else text.encode("utf-8")
+    if in_place is not None and _reads_as(in_place, intended):
+        return in_place
+    return rewritten
+
+
+def _reads_as(raw: bytes, intended: dict[str, Any]) -> bool:
+    try:
+        return parse_settings(raw).model_dump(exclude_unset=True) == intended
+    except SettingsError:
+        return False
 
 
 def _assign(data: dict[str, Any], path: list[str], value: Any) -> None:

@@ -1,0 +1,102 @@
+"""Setting keys of `settings.yml` in the user's own text: comments, order, quoting and blank
+lines stay as the person wrote them (decision 0463).
+
+A value is replaced where it stands, and a missing key goes below the last key of its
+section, at that section's indentation. Shapes an edit cannot follow safely (a flow mapping,
+a multi-line or empty value, a key of another type) give None, and the caller rewrites the
+file as before; so does any edit whose text would not read back as the settings intended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+# Pure Python on purpose: its marks count characters, as `str` slicing does; libyaml's do not
+# say whether they count characters or bytes. A settings file is small and edits are rare.
+_LOADER = yaml.SafeLoader
+_STEP = "  "  # a section made by an edit indents its keys by this
+
+
+def edited(text: str, changes: Mapping[str, Any]) -> str | None:
+    """`text` with every dotted key of `changes` set, or None if one cannot be set in place."""
+    for dotted, value in changes.items():
+        found = _set(text, dotted.split("."), value)
+        if found is None:
+            return None
+        text = found
+    return text
+
+
+def _set(text: str, path: list[str], value: Any) -> str | None:
+    try:
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return None
+    if node is None:  # nothing but comments and blank lines: the key goes at the end
+        return _at_end(text) + _lines(text, path, value, "")
+    for depth, key in enumerate(path):
+        if not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value:
+            return None
+        found = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+        if found is None:
+            return _inserted(text, node, path[depth:], value)
+        node = found
+    return _replaced(text, node, value)
+
+
+def _replaced(text: str, node: yaml.Node, value: Any) -> str | None:
+    if not _one_line_scalar(node):
+        return None
+    return text[: node.start_mark.index] + _scalar(value) + text[node.end_mark.index :]
+
+
+def _inserted(text: str, mapping: yaml.MappingNode, path: list[str], value: Any) -> str | None:
+    """The keys of `path` written as the mapping's last, on the line after its last value."""
+    last = mapping.value[-1][1]
+    while isinstance(last, (yaml.MappingNode, yaml.SequenceNode)) and last.value and not last.flow_style:
+        last = last.value[-1][1] if isinstance(last, yaml.MappingNode) else last.value[-1]
+    if not _one_line_scalar(last) and not _flow(last):
+        return None
+    end = text.find("\n", last.end_mark.index)
+    at = len(text) if end < 0 else end + 1
+    indent = " " * mapping.value[0][0].start_mark.column
+    return _at_end(text[:at]) + _lines(text, path, value, indent) + text[at:]
+
+
+def _one_line_scalar(node: yaml.Node) -> bool:
+    """A scalar written on one line (plain or quoted), not empty: where it starts and ends is
+    exactly its text."""
+    return (
+        isinstance(node, yaml.ScalarNode)
+        and node.style not in ("|", ">")
+        and node.start_mark.line == node.end_mark.line
+        and node.start_mark.index < node.end_mark.index
+    )
+
+
+def _flow(node: yaml.Node) -> bool:
+    return isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and bool(node.flow_style)
+
+
+def _at_end(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + _newline(text)
+
+
+def _lines(text: str, path: list[str], value: Any, indent: str) -> str:
+    """The keys of `path`, one per line, each a section of the next, ending with the value's
+    line; lines end as the file's do (a file saved on Windows keeps its CRLF)."""
+    new = _newline(text)
+    sections = "".join(f"{indent}{_STEP * depth}{key}:{new}" for depth, key in enumerate(path[:-1]))
+    return f"{sections}{indent}{_STEP * (len(path) - 1)}{path[-1]}: {_scalar(value)}{new}"
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _scalar(value: Any) -> str:
+    """`value` as YAML on one line: plain where YAML reads it back as the same, quoted where not."""
+    return yaml.safe_dump([value], default_flow_style=True, allow_unicode=True, width=float("inf"))[1:-2]
