@@ -14,6 +14,12 @@ once: each open judged its whole folder, and 400 records took 400 judgements of 
 record opened is judged when no other has opened for `OPEN_QUIET`, at the latest `OPEN_LATEST`
 after the burst began, and before any other message is handled: a request or a change after the
 opens finds their diagnostics published, judged on every text opened (decision 0448).
+
+What cannot be judged (an `OSError`: a folder that cannot be listed, a sibling that cannot be
+read, a name too long) is said where the user looks, as a `remem/unjudged` warning on each of its
+open documents, and once per cause as a popup; it is judged again every `RETRY_UNJUDGED` while a
+document of it is open, since a fix made outside the editor tells the server nothing, and the
+warning goes once it is judged (decision 0459).
 """
 
 from __future__ import annotations
@@ -22,16 +28,16 @@ import asyncio
 import functools
 import logging
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import FeatureNotificationError
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
-from remem.daemon.memory.diagnostics import Diagnostic, Severity, TextPositions, diagnostic
+from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE
 from remem.daemon.memory.validation import validate_global
@@ -55,6 +61,8 @@ _SEVERITY = {
 # How long a burst of opens may pause between two, and last, before its folders are judged.
 OPEN_QUIET = 0.05
 OPEN_LATEST = 1.0
+# How often what could not be judged is tried again while a document of it is open.
+RETRY_UNJUDGED = 2.0
 
 
 def register(server: RememServer) -> None:
@@ -147,13 +155,7 @@ def _judge_opened(ls: RememServer) -> None:
     if opening.timer is not None:
         opening.timer.cancel()
     for folder in sorted(opening.folders):
-        try:
-            _publish_folder(ls, folder)  # takes it out of the burst's
-        except OSError as error:
-            # Reported as the open that judged it alone reported it (a folder whose name is too
-            # long to read), and the burst's other folders are judged still.
-            log.exception("judging %s failed", folder)
-            ls.report_server_error(error, FeatureNotificationError)
+        _publish_folder(ls, folder)  # takes it out of the burst's
 
 
 def _memory_changed(ls: RememServer, news: dict[str, Any]) -> None:
@@ -185,12 +187,14 @@ def refresh(ls: RememServer, path: Path | None) -> None:
 
 def refresh_global(ls: RememServer) -> None:
     """Diagnose `GLOBAL.md` if the editor has it open."""
-    document = open_documents(ls).get(ls.home.global_file)
+    global_file = ls.home.global_file
+    document = open_documents(ls).get(global_file)
     if document is not None:
         text, unencodable = _as_utf8(document)
         found = [FILE_TOO_LARGE] if too_large(text) else unencodable + validate_global(text, secrets=True)
-        kept = unmerged_saves(GLOBAL_FILE, listing(ls.home.global_file.parent, ls.lint_cache))
-        _publish(ls, document, found + kept)
+        _judge(
+            ls, global_file, {GLOBAL_FILE: document}, lambda: {GLOBAL_FILE: found + _kept(ls, global_file)}
+        )
 
 
 def _refresh_settings(ls: RememServer) -> None:
@@ -198,10 +202,13 @@ def _refresh_settings(ls: RememServer) -> None:
     document = open_documents(ls).get(settings)
     if document is not None:
         text, unencodable = _as_utf8(document)
-        # A save an update met is kept beside the file as memory's are (swap.py): only the
-        # daemon's log said so, where nobody looks.
-        kept = unmerged_saves(settings.name, listing(settings.parent, ls.lint_cache))
-        _publish(ls, document, unencodable + settings_problems(text) + kept)
+        found = unencodable + settings_problems(text)
+        _judge(ls, settings, {settings.name: document}, lambda: {settings.name: found + _kept(ls, settings)})
+
+
+def _kept(ls: RememServer, path: Path) -> list[Diagnostic]:
+    """A warning for each save kept beside a single file (swap.py): only the daemon's log said so."""
+    return unmerged_saves(path.name, listing(path.parent, ls.lint_cache))
 
 
 def settings_problems(text: str) -> list[Diagnostic]:
@@ -230,14 +237,94 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
     open_here = {path.name: doc for path, doc in open_documents(ls).items() if path.parent == folder}
     encoded = {name: _as_utf8(document) for name, document in open_here.items()}
     edited = {name: text for name, (text, _) in encoded.items()}
-    linked = folder.is_symlink()  # never read through (it may lead out of REMEM_HOME), as the store
-    reports = (
-        {name: [LINKED_WORKSPACE] for name in edited}
-        if linked
-        else lint_workspace_folder(folder, edited, ls.lint_cache)
+
+    def judge() -> dict[str, list[Diagnostic]]:
+        # A linked folder is never read through (it may lead out of REMEM_HOME), as the store.
+        if folder.is_symlink():
+            return {name: encoded[name][1] + [LINKED_WORKSPACE] for name in edited}
+        reports = lint_workspace_folder(folder, edited, ls.lint_cache)
+        return {name: encoded[name][1] + reports.get(name, []) for name in edited}
+
+    _judge(ls, folder, open_here, judge)
+
+
+def _rejudge(ls: RememServer, target: Path) -> None:
+    """Judge again what `_judge` was given as `target`: a single file or a workspace folder."""
+    if target in (ls.home.global_file, ls.home.settings_file):
+        refresh(ls, target)
+    else:
+        _publish_folder(ls, target)
+
+
+def _judge(
+    ls: RememServer,
+    target: Path,
+    documents: Mapping[str, LspTextDocument],
+    judge: Callable[[], Mapping[str, list[Diagnostic]]],
+) -> None:
+    """Publish to each of `documents` (by file name) what `judge` finds for it; or, when it
+    cannot judge (an `OSError`), say so on each of them, and where it cannot, as a popup, once
+    per cause, trying again until it can."""
+    unjudged = _UNJUDGED.setdefault(ls, _Unjudged())
+    try:
+        found = judge()
+    except OSError as error:
+        cause = f"{error.strerror}: {error.filename}" if error.strerror and error.filename else str(error)
+        log.warning("cannot judge %s: %s", target, cause)
+        for document in documents.values():
+            _publish(ls, document, [_unjudged_warning(cause)])
+        unjudged.failed(ls, target, cause, bool(documents))
+        return
+    unjudged.causes.pop(target, None)
+    for name, document in documents.items():
+        _publish(ls, document, found.get(name, []))
+
+
+def _unjudged_warning(cause: str) -> Diagnostic:
+    return diagnostic(
+        "unjudged",
+        Severity.WARNING,
+        f"remem cannot validate this file ({cause}), so its problems are not known; this goes "
+        "by itself once it can",
+        Range(start=Position(line=0, character=0), end=Position(line=0, character=0)),
     )
-    for name, document in open_here.items():
-        _publish(ls, document, encoded[name][1] + reports.get(name, []))
+
+
+@dataclass
+class _Unjudged:
+    """What could not be judged (a folder, `GLOBAL.md`, `settings.yml`) and the cause told."""
+
+    causes: dict[Path, str] = field(default_factory=dict)
+    timer: asyncio.TimerHandle | None = None
+
+    def failed(self, ls: RememServer, target: Path, cause: str, shown: bool) -> None:
+        """Tell a new cause once, and try again later while a document of `target` is open."""
+        if not shown:  # no document left to say it on: nothing to try again for
+            self.causes.pop(target, None)
+            return
+        if self.causes.get(target) != cause:
+            self.causes[target] = cause
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"remem cannot validate {target} ({cause}): its open documents say so "
+                    "until it can be read, which is tried again every few seconds",
+                )
+            )
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(RETRY_UNJUDGED, self.retry, ls)
+
+    def retry(self, ls: RememServer) -> None:
+        self.timer = None
+        opened = open_documents(ls)
+        for target in list(self.causes):
+            if target in opened or any(path.parent == target for path in opened):
+                _rejudge(ls, target)
+            else:  # closed since: no one to tell
+                del self.causes[target]
+
+
+_UNJUDGED: weakref.WeakKeyDictionary[RememServer, _Unjudged] = weakref.WeakKeyDictionary()
 
 
 def _as_utf8(document: LspTextDocument) -> tuple[str, list[Diagnostic]]:

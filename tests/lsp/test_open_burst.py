@@ -75,5 +75,9 @@ def test_a_folder_that_cannot_be_judged_leaves_the_next_request_answered_and_the
 
     assert "result" in server.answer(1)
     published = [m["params"] for m in server.heard if m.get("method") == "textDocument/publishDiagnostics"]
-    assert [p["uri"] for p in published] == [fine]
+    # The folder that cannot be judged says so on its document (decision 0459), the other is judged.
+    assert {p["uri"]: [d["code"] for d in p["diagnostics"]] for p in published} == {
+        unreadable: ["unjudged"],
+        fine: [],
+    }
     assert [p for p in server.popups() if "File name too long" in p], server.popups()

@@ -1,0 +1,79 @@
+"""A memory folder the server cannot judge says so on its open documents, not in popups.
+
+A folder that could not be listed (here a loop of links where the workspaces are; a folder of
+another user's, EACCES, does the same) made every open, change and save show pygls's "Error in
+server: …" popup, and its documents showed no diagnostic at all: easy to miss, repeated with
+each keystroke, and nothing went away once the folder was fixed (decision 0459).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from remem.daemon.home import Home
+
+from .editor import RECORD
+from .test_misbehaving_client import ANSWER_SECONDS, Server, _initialize, _receive, server  # noqa: F401 - the fixture
+
+TEXT = RECORD.format(name="note-a", description="a note", type="project", body="Body.\n")
+
+
+def _published(talked: Server, uri: str) -> list[list[dict[str, Any]]]:
+    heard = [m["params"] for m in talked.heard if m.get("method") == "textDocument/publishDiagnostics"]
+    return [p["diagnostics"] for p in heard if p["uri"] == uri]
+
+
+def _until_published(talked: Server, uri: str) -> list[dict[str, Any]]:
+    """The next diagnostics published to `uri` with no message sent to the server meanwhile."""
+    assert talked.process.stdout is not None
+    stdout = talked.process.stdout
+
+    def read() -> list[dict[str, Any]]:
+        while True:
+            heard = _receive(stdout)
+            talked.heard.append(heard)
+            if heard.get("method") == "textDocument/publishDiagnostics" and heard["params"]["uri"] == uri:
+                diagnostics: list[dict[str, Any]] = heard["params"]["diagnostics"]
+                return diagnostics
+
+    reading = ThreadPoolExecutor(1)
+    try:
+        return reading.submit(read).result(ANSWER_SECONDS)
+    finally:
+        reading.shutdown(wait=False)
+
+
+def test_a_folder_that_cannot_be_judged_says_so_on_its_documents_once_and_clears_when_fixed(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    workspaces = Home(tmp_path / "home").workspaces
+    workspaces.parent.mkdir(parents=True)
+    os.symlink(workspaces.name, workspaces)  # a loop: nothing under it can be listed (ELOOP)
+    uri = (workspaces / "proj" / "note-a.md").as_uri()
+    _initialize(server)
+    document = {"uri": uri, "languageId": "markdown", "version": 1, "text": TEXT}
+    server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    for version in (2, 3, 4):  # keystrokes
+        changed = {"uri": uri, "version": version}
+        server.send({"method": "textDocument/didChange", "params": {
+            "textDocument": changed, "contentChanges": [{"text": TEXT}]}})  # fmt: skip
+    server.send({"id": 1, "method": "textDocument/completion", "params": {
+        "textDocument": {"uri": uri}, "position": {"line": 1, "character": 0}}})  # fmt: skip
+    assert "result" in server.answer(1)
+
+    said = _published(server, uri)[-1]
+    assert [(d["code"], d["severity"]) for d in said] == [("unjudged", 2)], said
+    assert "Too many levels of symbolic links" in said[0]["message"]
+    assert said[0]["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    popups = server.popups()
+    assert len(popups) == 1 and "cannot validate" in popups[0], popups  # once, not per keystroke
+
+    workspaces.unlink()  # fixed outside the editor, which tells the server nothing
+    (workspaces / "proj").mkdir(parents=True)
+    cleared = _until_published(server, uri)
+    assert "unjudged" not in [d["code"] for d in cleared], cleared
+    assert len(server.popups()) == 1
