@@ -557,9 +557,17 @@ interface HistoryScope {
   whole?: object; // absent: `params` asks for it already
   file?: string;
   what: string;
+  listsAll: string; // the command that lists every entry, past the server's newest 100
 }
 
-const GLOBAL_HISTORY: HistoryScope = { params: {}, file: 'GLOBAL.md', what: 'Global memory' };
+const GLOBAL_HISTORY: HistoryScope = {
+  params: {},
+  file: 'GLOBAL.md',
+  what: 'Global memory',
+  listsAll: 'remem memory log --global --limit 0',
+};
+// Run in the workspace folder, as the editor's terminal is.
+const WORKSPACE_LOG = 'remem memory log --limit 0';
 
 async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScope> {
   const path = fileTarget(arg).path;
@@ -572,9 +580,10 @@ async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScop
   const record = path ? ov.records.find((r) => r.path === path) : undefined;
   const workspace = { cwd: folder.cwd };
   if (record) {
-    return { params: { ...workspace, record: record.name }, whole: workspace, file: `${record.name}.md`, what: record.name };
+    const params = { ...workspace, record: record.name };
+    return { params, whole: workspace, file: `${record.name}.md`, what: record.name, listsAll: WORKSPACE_LOG };
   }
-  return { params: workspace, what: `${folder.name}'s memory` };
+  return { params: workspace, what: `${folder.name}'s memory`, listsAll: WORKSPACE_LOG };
 }
 
 /** The file of an entry to diff: the one asked about, else the one it changed, else a pick. */
@@ -597,7 +606,7 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   if (history.problem) void ctx.ui.warn(`The history of ${scope.what} is not whole: ${history.problem}.`);
   if (entries.length === 0) return stop(ctx.ui, `No history of ${scope.what} yet.`);
   const pick = await ctx.ui.pick(historyPicks(entries, ctx.now()), {
-    title: `Remem: History of ${scope.what}`,
+    title: `Remem: History of ${scope.what}${unlisted(scope, history)}`,
     placeholder: 'Pick a change to see it (newest first)',
   });
   const { entry } = chosen(pick);
@@ -605,6 +614,15 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
   return undoChange(ctx, entry, scope, history);
+}
+
+/** What a history's pick says of the older entries the server left out (it lists the newest
+ * 100): how many, and how to list them all (decision 0457). */
+function unlisted(scope: HistoryScope, history: HistoryLogResult): string {
+  const { more, entries } = history;
+  if (more === 0 || more === undefined) return '';
+  const of = more === null ? ', and older ones' : ` of ${entries.length + more}`;
+  return ` (the newest ${entries.length}${of}; \`${scope.listsAll}\` lists all)`;
 }
 
 const NAMED_LATER = 10; // later changes an undo's confirmation names one by one
@@ -616,20 +634,39 @@ async function wholeHistory(ctx: FlowContext, scope: HistoryScope, shown: Histor
   return scope.whole ? ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.whole) : shown;
 }
 
-/** The changes of `all` made after `entry`, named. */
-function laterChanges(entry: HistoryEntry, all: HistoryEntry[]): string {
+/** A count known to lie between `least` and `most` (null: no bound above). */
+interface Bounds {
+  least: number;
+  most: number | null;
+}
+
+function boundsText({ least, most }: Bounds): string {
+  if (most === least) return `${least}`;
+  if (most === null) return `${least} or more`;
+  return least === 0 ? `up to ${most}` : `${least} to ${most}`;
+}
+
+/** The changes of `whole` made after `entry`, named. Listed, it has as many later ones as are
+ * listed before it; past the listed newest, all of those are later, and some of the `more` older
+ * ones, each but itself at most. */
+function laterChanges(entry: HistoryEntry, whole: HistoryLogResult): string {
+  const all = whole.entries;
   const at = all.findIndex((e) => e.id === entry.id);
-  const later = at < 0 ? all : all.slice(0, at); // not among the latest: every one listed is later
-  if (later.length === 0) return '';
-  const count =
-    at < 0 ? `At least ${later.length} later changes are`
-    : later.length === 1 ? 'The later change is'
-    : `The ${later.length} later changes are`;
+  const later = at < 0 ? all : all.slice(0, at);
+  const older = typeof whole.more === 'number' && whole.more > 0 ? whole.more - 1 : null;
+  const count: Bounds = { least: later.length, most: at >= 0 ? later.length : older === null ? null : later.length + older };
+  if (count.most === 0 || (count.least === 0 && count.most === null)) return ''; // none, or none known
+  const said =
+    count.most === count.least ? (count.least === 1 ? 'The later change is' : `The ${count.least} later changes are`)
+    : count.most === null ? `At least ${count.least} later changes are`
+    : count.least === 0 ? `Up to ${count.most} later changes are`
+    : `Between ${count.least} and ${count.most} later changes are`;
   // A modal dialog with a hundred lines hides its buttons: the newest are named, the rest counted.
-  const named = later.slice(0, NAMED_LATER).map((e) => `• ${whenText(e)} ${actorText(e)}: ${statText(e) || 'no file changed'}`);
-  const rest = later.length - NAMED_LATER;
-  if (rest > 0) named.push(`• and ${rest}${at < 0 ? ' or more' : ''} older`);
-  return `\n\n${count} undone with it:\n${named.join('\n')}`;
+  const shown = later.slice(0, NAMED_LATER);
+  const named = shown.map((e) => `• ${whenText(e)} ${actorText(e)}: ${statText(e) || 'no file changed'}`);
+  const rest = { least: count.least - shown.length, most: count.most === null ? null : count.most - shown.length };
+  if (rest.most !== 0) named.push(`• and ${boundsText(rest)} older`);
+  return `\n\n${said} undone with it:\n${named.join('\n')}`;
 }
 
 function whenText(entry: HistoryEntry): string {
@@ -660,7 +697,7 @@ async function undoChange(
   const lacking = whole.problem ? `\n\nThe history is not whole: ${whole.problem}.` : '';
   const detail =
     'Memory goes back to how it was before this change, as a new change of its own ' +
-    `(the history keeps everything).${laterChanges(entry, whole.entries)}${lacking}`;
+    `(the history keeps everything).${laterChanges(entry, whole)}${lacking}`;
   if (!(await ctx.ui.confirm('Undo this change?', detail, UNDO))) return null;
   // Against the state the user decided on: a change made meanwhile makes the undo a conflict. A
   // history that is not whole does not end with that state (the dialog says so): no check then,

@@ -271,6 +271,9 @@ export interface HistoryLogResult {
   workspace: string | null;
   entries: HistoryEntry[];
   problem?: string | null; // why the history lacks a change it could not record
+  // How many older entries the server's limit left out; null: not counted (an older entry cannot
+  // be read); absent from a server older than protocol 33.
+  more?: number | null;
 }
 
 export interface MemoryAtResult {

@@ -816,6 +816,57 @@ test('undo of an entry past the newest listed says at least how many go with it,
   assert.equal(lines[10], '• and 90 or more older');
 });
 
+test('past the newest listed, the count of older entries the server left out bounds how many go with the undo', async () => {
+  const hex = (n: number) => n.toString(16).padStart(40, '0');
+  const newest = Array.from({ length: 100 }, (_, n) => ENTRY(hex(n + 2), hex(n + 3)));
+  const picked = ENTRY(hex(1), hex(0));
+  const confirmation = async (more: number | null) => {
+    const h = new Harness();
+    h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+    h.responses['remem/memoryHistory'] = (params: { record?: string }) =>
+      params.record
+        ? { scope: 'workspace', workspace: 'k', entries: [newest[0], picked], more: 0 }
+        : { scope: 'workspace', workspace: 'k', entries: newest, more }; // the picked entry is among the `more`
+    h.picks.push((items) => items[1]);
+    h.infoAnswers.push(flows.UNDO);
+    h.confirmAnswer = false;
+    await flows.showMemoryHistory(h.ctx, { type: 'memory', cwd: '/proj', node: { path: '/h/w/k/prefer-uv.md' } });
+    const detail = h.confirmed[0][1];
+    return [/^.*undone with it:$/m.exec(detail)?.[0], detail.split('\n').filter((line) => line.startsWith('• ')).at(-1)];
+  };
+  // The picked entry and 89 others are older than the listed 100: 100 to 189 are later.
+  assert.deepEqual(await confirmation(90), ['Between 100 and 189 later changes are undone with it:', '• and 90 to 179 older']);
+  // It alone is older: every listed one, and no other, is later.
+  assert.deepEqual(await confirmation(1), ['The 100 later changes are undone with it:', '• and 90 older']);
+  // Not counted (an older entry cannot be read): no bound above.
+  assert.deepEqual(await confirmation(null), ['At least 100 later changes are undone with it:', '• and 90 or more older']);
+});
+
+test('a history longer than the server lists says how many older changes its pick leaves out, and where they are', async () => {
+  const h = new Harness();
+  const entries = [ENTRY('b'.repeat(40), 'a'.repeat(40)), ENTRY('a'.repeat(40), 'c'.repeat(40))];
+  h.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries, more: 9_998 };
+  h.picks.push(() => undefined);
+  await flows.run(() => flows.showMemoryHistory(h.ctx));
+  assert.equal(
+    h.asked[0],
+    "pick:Remem: History of proj's memory (the newest 2 of 10000; `remem memory log --limit 0` lists all):Edited by hand|Edited by hand",
+  );
+  const global = new Harness();
+  global.folders = [];
+  global.responses['remem/settings'] = { ...ROUTE, globalFile: '/h/GLOBAL.md' };
+  global.responses['remem/memoryHistory'] = { scope: 'global', workspace: null, entries, more: null };
+  global.picks.push(() => undefined);
+  await flows.run(() => flows.showMemoryHistory(global.ctx));
+  assert.match(global.asked[0], /^pick:Remem: History of Global memory \(the newest 2, and older ones; `remem memory log --global --limit 0` lists all\):/);
+  // All of it listed: nothing more said.
+  const whole = new Harness();
+  whole.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries, more: 0 };
+  whole.picks.push(() => undefined);
+  await flows.run(() => flows.showMemoryHistory(whole.ctx));
+  assert.match(whole.asked[0], /^pick:Remem: History of proj's memory:/);
+});
+
 test('undo from a record\'s history names every later change of the workspace, whatever record it touched', async () => {
   const h = new Harness();
   h.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
