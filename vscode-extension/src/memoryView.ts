@@ -90,7 +90,11 @@ export class MemoryView extends FolderView<MemoryEntry> {
     for (const cwd of [...this.shown.keys()]) if (!folders.has(cwd)) this.shown.delete(cwd);
     for (const cwd of [...this.first.keys()]) if (!folders.has(cwd)) this.first.delete(cwd);
     for (const cwd of [...this.again]) if (!folders.has(cwd)) this.again.delete(cwd);
-    for (const [cwd, first] of this.first) if (first === 'asking') this.again.add(cwd);
+    for (const [cwd, first] of this.first) {
+      if (first === 'asking') this.again.add(cwd);
+      // Come but not drawn yet: it predates the change, so the draw this refresh asks for reads anew.
+      else if (Array.isArray(first)) this.first.set(cwd, 'drawn');
+    }
     super.refresh();
   }
 

@@ -38,6 +38,23 @@ test('a change heard while the first overview is coming is drawn: that answer ma
   assert.match(await labels(), /T0/);
 });
 
+test('a change heard after the first overview came, before it was drawn, is drawn: that answer predates it', async () => {
+  const answers: Array<(o: MemoryOverview) => void> = [];
+  const server = {
+    request: <R>(): Promise<R> => new Promise<R>((resolve) => answers.push(resolve as (o: MemoryOverview) => void)),
+    command: async <R>(): Promise<R> => undefined as R,
+  };
+  const view = new MemoryView(server, () => [{ name: 'proj', cwd: '/proj' }]);
+  assert.match(JSON.stringify(await view.getChildren()), /Loading memory/);
+  answers.shift()?.(overview(0)); // the first answer comes; the editor is yet to draw it
+  await settle();
+  view.refresh(); // an undo committed meanwhile: the editor draws once, for both
+  const drawn = view.getChildren();
+  assert.equal(answers.length, 1, 'asked again');
+  answers.shift()?.(overview(1));
+  assert.match(JSON.stringify(await drawn), /T0/);
+});
+
 test('in a window of several folders, one folder\'s first answer does not make the others ask twice', async () => {
   let asked = 0;
   const answers: Array<(o: MemoryOverview) => void> = [];
