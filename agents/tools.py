@@ -66,7 +66,8 @@ _UPDATE_DESCRIPTION = (
     f"line; the type is one of {_TYPES}; the content is the record's Markdown body, at most "
     f"{BODY_MAX_BYTES // 1024} KiB. The change commits only if memory is still what you last read "
     "with memory_context; otherwise nothing is written and you are told to read it again. Returns "
-    "the scope changed and the number of changes."
+    "the scope changed and the number of changes. Global memory is never replaced by empty text: "
+    "only the user can erase all of it."
 )
 
 

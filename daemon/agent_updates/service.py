@@ -66,6 +66,12 @@ from .audit import (
 
 log = logging.getLogger("remem.daemon")
 RENDERED_CONTEXTS = 16
+ERASES_GLOBAL = (
+    "its content is empty, which would erase all of Global memory, and an agent never does; send "
+    "the whole new text, keeping every line that is still true, or leave Global alone. If the user "
+    "wants Global memory empty, tell them to empty it themselves (`remem memory replace-global` "
+    "with an empty file, or an edit of GLOBAL.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,12 @@ class ScopedUpdate:
     def plan(self, store: MemoryStore) -> GlobalPlan | WorkspacePlan:
         if self.workspace is None:
             assert self.content is not None
-            return store.preview_global(self.content)
+            plan = store.preview_global(self.content)
+            if plan.erases:  # decision 0455: the CAS commits only what this plan read
+                raise InvalidChanges(
+                    [Problem(code="remem/agent-erases-global", message=ERASES_GLOBAL, change=0)]
+                )
+            return plan
         return store.preview_workspace(self.workspace, self.changes)
 
     def commit(self, store: MemoryStore, actor: Actor) -> CommitResult:

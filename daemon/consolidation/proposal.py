@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from .. import credentials
-from ..memory.batch import GlobalPlan, InvalidChanges, WorkspacePlan, plan_global, plan_workspace
+from ..memory.batch import (
+    GlobalPlan,
+    InvalidChanges,
+    WorkspacePlan,
+    erases_global,
+    plan_global,
+    plan_workspace,
+)
 from ..protocol.consolidation import EvidenceRange
 from ..protocol.memory import DeleteChange, PutChange, Record
 
@@ -203,8 +210,10 @@ def _shape_problems(proposal: Proposal, shown: set[EvidenceRange]) -> list[str]:
 def _erasing_global(proposal: Proposal, frozen: Frozen) -> list[str]:
     """A `replace-global` with no text, while Global holds some (decision 0447): a review never
     erases all of the user's global memory; its reason would be in no record, only in a receipt."""
-    erasing = any(isinstance(c, ReplaceGlobal) and not c.content.strip() for c in proposal.changes)
-    if not erasing or not frozen.global_raw.strip():
+    erasing = any(
+        isinstance(c, ReplaceGlobal) and erases_global(frozen.global_raw, c.content) for c in proposal.changes
+    )
+    if not erasing:
         return []
     return [
         "replace-global: its content is empty, which would erase all of Global memory, and a "

@@ -59,10 +59,18 @@ class GlobalPlan:
     before: str
     after: str
     content: bytes
+    erases: bool  # leaves Global without text while it held some: see `erases_global`
 
     @property
     def changed(self) -> bool:
         return self.after != self.before
+
+
+def erases_global(current: bytes, content: str) -> bool:
+    """Whether `content` replacing Global's `current` bytes leaves it blank while it held text:
+    what no writer remem does not trust with all of it, a review or an agent, may do (decisions
+    0447, 0455); the user may."""
+    return bool(current.strip()) and not content.strip()
 
 
 def plan_global(current: bytes, content: str) -> GlobalPlan:
@@ -71,7 +79,12 @@ def plan_global(current: bytes, content: str) -> GlobalPlan:
     if errors:
         raise InvalidChanges([Problem(code=d.code, message=d.message, file=GLOBAL_FILE) for d in errors])
     data = canonical.encode("utf-8")
-    return GlobalPlan(before=global_revision(current), after=global_revision(data), content=data)
+    return GlobalPlan(
+        before=global_revision(current),
+        after=global_revision(data),
+        content=data,
+        erases=erases_global(current, canonical),
+    )
 
 
 def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteChange]) -> WorkspacePlan:

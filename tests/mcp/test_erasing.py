@@ -1,0 +1,74 @@
+"""What an agent may erase over MCP (decision 0455): never all of Global; all of its project's
+records, one named delete each, yes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.agent_updates.audit import AuditTrail
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.daemon.helpers import remem
+
+from .conftest import EMPTY, agent, put, text_of
+
+pytestmark = pytest.mark.asyncio
+KEPT = "Answer tersely.\nPrefer uv over pip.\n"
+
+
+@pytest.mark.parametrize("blank", ["", "  \n\n\t\n"])
+async def test_an_agent_never_erases_all_of_global(
+    home: Home, store: MemoryStore, project: Path, tmp_path: Path, blank: str
+) -> None:
+    store.replace_global(EMPTY, KEPT)
+    async with agent(home, project) as session:
+        await session.context()
+        erased = await session.update({"action": "replace-global", "content": blank})
+        assert erased.is_error
+        said = text_of(erased)
+        assert said.startswith(
+            "The changes are invalid; nothing was written:\n- changes[0] (replace-global): "
+        )
+        assert "would erase all of Global memory" in said and "`remem memory replace-global`" in said, said
+        assert said.endswith("[remem/agent-erases-global]"), said
+        assert store.read_global().content == KEPT
+        assert AuditTrail(home).all() == []  # refused before any commit
+        # Shortening it is the agent's call; so is an empty Global left empty.
+        shortened = await session.update({"action": "replace-global", "content": "Answer tersely.\n"})
+        assert not shortened.is_error, text_of(shortened)
+    # What the agent is told to ask of the user works: the user may empty Global.
+    empty = tmp_path / "empty.md"
+    empty.write_text(blank, encoding="utf-8")
+    emptied = remem(
+        home,
+        "memory",
+        "replace-global",
+        "--expected-revision",
+        store.read_global().revision,
+        "--file",
+        str(empty),
+    )
+    assert emptied.returncode == 0, emptied.stderr
+    assert not store.read_global().content.strip()
+    async with agent(home, project) as session:
+        await session.context()
+        again = await session.update({"action": "replace-global", "content": blank})
+        assert not again.is_error and text_of(again).startswith("No change"), text_of(again)
+
+
+async def test_an_agent_may_delete_every_record_of_its_project(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    async with agent(home, project) as session:
+        await session.context()
+        assert not (await session.update(put("old-a"), put("old-b"))).is_error
+        emptied = await session.update(
+            {"action": "delete", "name": "old-a"}, {"action": "delete", "name": "old-b"}
+        )
+        assert not emptied.is_error, text_of(emptied)
+        history = text_of(await session.call("memory_history"))
+    assert store.read_workspace(workspace).records == []
+    assert "removed `old-a`, `old-b`" in history, history  # what the user reverts from
