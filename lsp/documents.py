@@ -252,6 +252,8 @@ def _without_dot_dot(path: Path) -> Path:
 
 def lines_of(text: str) -> list[str]:
     """The lines of `text` without their line breaks, broken where LSP (and the validator) break."""
+    if "\r" not in text:  # the usual text: split in C, ten times faster than the expression
+        return text.split("\n")
     return _LINE_BREAK.split(text)
 
 

@@ -8,9 +8,10 @@ The answer is bounded as the validator bounds the file (decision 0225): only hea
 `GLOBAL.md`'s budget (24 KiB) are listed, what lies past it cannot reach an agent, and a text
 over the most remem reads of a memory file (4 MiB) gets no symbols. A section still open at the
 budget ends where it does in the whole text, at the next heading of its level or a higher one
-past the budget (decision 0433), found by searching the rest for the lines that could end one
-and jumping over each fenced block with one search for its closing line: linear, in constant
-memory, the Python work per candidate heading and per block. Sections are found in one pass, so
+past the budget (decision 0433), found by searching the rest for the next heading that could end
+one and jumping over each fenced block before it with one search for its closing line: linear,
+in constant memory, the Python work per candidate heading and per block before one (a text of
+fences alone is one search). Sections are found in one pass, so
 a heading-dense text costs no more than a long one.
 """
 
@@ -103,11 +104,9 @@ def _heading(line: str) -> tuple[int, str] | None:
 
 
 # A line past the budget that may end a section still open: a heading of at most the level of
-# the innermost one (by that level), or a fence, whose block is jumped over whole.
-_MAY_END = [
-    re.compile(rf"^ {{0,3}}(?:(?P<fence>`{{3,}}|~{{3,}})|#{{1,{level}}}[ \t])", re.MULTILINE)
-    for level in range(1, 7)
-]
+# the innermost one (by that level); and a fence, which opens a block no heading in ends one.
+_MAY_END = [re.compile(rf"^ {{0,3}}#{{1,{level}}}[ \t]", re.MULTILINE) for level in range(1, 7)]
+_OPENS = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 
 
 def _ended_past(
@@ -120,24 +119,27 @@ def _ended_past(
     """End the sections still open at the budget (`first` the first line past it) where they
     end in the whole text: at the next heading of their level or a higher one, none of which is
     listed. Linear, in constant memory: the lines past the budget are searched as one text for
-    the lines that could end one, and each fenced block is jumped over by one search for its
-    closing line (lines are counted only up to a heading)."""
+    the next heading that could end one, and only the fenced blocks before it are looked at,
+    each jumped over by one search for its closing line (a text with no such heading, however
+    many fences it holds, is one search; lines are counted only up to a heading)."""
     rest = "\n".join(lines[first:])
     number, counted = first, 0  # a line, and where it starts in `rest`
     at = 0 if fence is None else _past_block(rest, fence, 0)  # where the search goes on
+    candidate: re.Match[str] | None = None
     while open_sections:
-        candidate = _MAY_END[open_sections[-1][0] - 1].search(rest, at)
-        if candidate is None:
-            return
-        if candidate["fence"] is not None:
-            at = _past_block(rest, candidate["fence"], candidate.end())
+        if candidate is None or candidate.start() < at:  # none yet, or it lay in a block
+            candidate = _MAY_END[open_sections[-1][0] - 1].search(rest, at)
+            if candidate is None:
+                return
+        if (opens := _OPENS.search(rest, at, candidate.start())) is not None:
+            at = _past_block(rest, opens[1], opens.end())
             continue
         number, counted = number + rest.count("\n", counted, candidate.start()), candidate.start()
         line = lines[number]
         if (heading := _heading(line)) is not None:  # none when it has no title
             while open_sections and open_sections[-1][0] >= heading[0]:
                 _ended(found, open_sections.pop(), number - 1)
-        at = candidate.start() + len(line) + 1
+        at, candidate = candidate.start() + len(line) + 1, None
 
 
 def _past_block(rest: str, fence: str, at: int) -> int:

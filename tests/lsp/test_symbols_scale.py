@@ -172,3 +172,16 @@ async def test_a_heading_of_only_non_ascii_whitespace_past_the_budget_ends_no_se
     for space in "\u00a0\x0c\x0b\u3000":
         [top] = await symbols(client, f"# A\n{body}# {space} #\n## A1\n# B\n")
         assert (top.name, top.range.end.line) == ("A", 302)  # up to `# B`
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_global_md_of_fences_alone_past_the_budget_keeps_its_sections_to_the_end(
+    client: LanguageClient,
+) -> None:
+    # Nearly 4 MiB of fence lines: each block past the budget was jumped over one at a time
+    # (about 0.6 s); only the blocks before a heading that could end a section are looked at now.
+    fences = (MEMORY_FILE_MAX_BYTES - 64) // 4
+    [top] = await symbols(client, "# A\n## A1\n" + "```\n" * fences + "~~~\n# in a block\n")
+    last = fences + 4  # the empty line after the text's last line break
+    assert (top.name, top.range.end.line) == ("A", last)
+    assert [(c.name, c.range.start.line, c.range.end.line) for c in top.children or []] == [("A1", 1, last)]
