@@ -517,8 +517,12 @@ export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<vo
     prompt: 'New title of the session',
     value: current,
   });
-  const title = chosen(answer);
-  await ctx.server.command(ServerCommands.rename, { session, title: title.trim() });
+  const title = chosen(answer).trim();
+  if (!title) return stop(ctx.ui, `No title given; “${current || shortId(session)}” keeps its title.`);
+  // Enter on the title as it was prefilled renames nothing: sent, it would be stored as the
+  // user's, and an untitled session's made-up "Untitled …" would hide the title its harness gives.
+  if (title === current) throw new Stop();
+  await ctx.server.command(ServerCommands.rename, { session, title });
   ctx.refreshSessions();
 }
 

@@ -625,6 +625,19 @@ test('rename prefills the current title; archive and restore name the session', 
   ]);
 });
 
+test('a rename left as prefilled, or emptied, sends nothing: only a title typed is the user\'s', async () => {
+  const h = new Harness();
+  const titled = { type: 'session', cwd: '/proj', node: node('s1', { title: 'Old' }) };
+  const untitled = { type: 'session', cwd: '/proj', node: node('s2', { title: null }) };
+  h.inputs.push('Old ', 'Untitled s2', '   ');
+  await flows.run(() => flows.renameSession(h.ctx, titled));
+  await flows.run(() => flows.renameSession(h.ctx, untitled)); // its made-up name, not a title it has
+  await flows.run(() => flows.renameSession(h.ctx, titled));
+  assert.deepEqual(h.sent, []);
+  assert.deepEqual(h.asked, ['input:Old', 'input:Untitled s2', 'input:Old', 'info:No title given; “Old” keeps its title.']);
+  assert.equal(h.sessionRefreshes, 0);
+});
+
 test('rename from the palette prefills the picked session\'s title (not its row\'s "After turn N · ")', async () => {
   const h = new Harness();
   h.responses['remem/sessionTree'] = { nodes: FAMILY };
