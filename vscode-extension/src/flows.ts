@@ -528,6 +528,11 @@ export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<vo
 
 export async function setArchived(ctx: FlowContext, arg: unknown, archived: boolean): Promise<void> {
   await ownSessionOnly(ctx, arg, archived ? 'archive' : 'restore');
+  // The keyboard acts on the selected row, whichever it is (the menus offer only what applies).
+  if (isNodeArg(arg) && arg.node.archived === archived) {
+    const state = archived ? 'is archived already' : 'is not archived: there is nothing to restore';
+    await stop(ctx.ui, `“${sessionTitle(arg.node)}” ${state}.`);
+  }
   const { session } = await chooseSession(
     ctx,
     sessionTarget(arg),

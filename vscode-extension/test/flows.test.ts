@@ -616,7 +616,7 @@ test('rename prefills the current title; archive and restore name the session', 
   h.inputs.push('New title');
   await flows.run(() => flows.renameSession(h.ctx, element));
   await flows.run(() => flows.setArchived(h.ctx, element, true));
-  await flows.run(() => flows.setArchived(h.ctx, element, false));
+  await flows.run(() => flows.setArchived(h.ctx, { ...element, node: { ...element.node, archived: true } }, false));
   assert.deepEqual(h.asked, ['input:Old']);
   assert.deepEqual(h.sent, [
     ['remem.lsp.rename', { session: 's1', title: 'New title' }],
@@ -636,6 +636,19 @@ test('a rename left as prefilled, or emptied, sends nothing: only a title typed 
   assert.deepEqual(h.sent, []);
   assert.deepEqual(h.asked, ['input:Old', 'input:Untitled s2', 'input:Old', 'info:No title given; “Old” keeps its title.']);
   assert.equal(h.sessionRefreshes, 0);
+});
+
+test('the keyboard\'s archive of an archived row, or restore of an active one, says so and sends nothing', async () => {
+  const h = new Harness();
+  const archived = { type: 'session', cwd: '/proj', node: node('s1', { archived: true }) };
+  const active = { type: 'session', cwd: '/proj', node: node('s2') };
+  await flows.run(() => flows.setArchived(h.ctx, archived, true));
+  await flows.run(() => flows.setArchived(h.ctx, active, false));
+  assert.deepEqual(h.sent, []);
+  assert.deepEqual(h.asked, [
+    'info:“Title of s1” is archived already.',
+    'info:“Title of s2” is not archived: there is nothing to restore.',
+  ]);
 });
 
 test('rename from the palette prefills the picked session\'s title (not its row\'s "After turn N · ")', async () => {
