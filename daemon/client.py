@@ -43,7 +43,7 @@ from .protocol.rpc import (
     Result,
     RpcError,
 )
-from .server.runtime import POLL_SECONDS, DaemonPaths
+from .server.runtime import POLL_SECONDS, DaemonPaths, log_cap, rotate_log
 
 START_TIMEOUT_SECONDS = 15.0
 # A live daemon answers hello on its event loop at once; one that does not is stopped or stuck.
@@ -506,6 +506,9 @@ def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:
     # A home the daemon would refuse (`daemon run`): said here as it says it, before its log is
     # made, and as the home's own reason (HomeUnusable) rather than a daemon that failed to start.
     paths.home.refuse_non_utf8_name()
+    # Under the spawn lock with no daemon running: no other daemon writes the log meanwhile. One
+    # over the cap gives way to a fresh one (decision 0453), which the daemon keeps under it.
+    rotate_log(paths, log_cap())
     # Never through a link nor into a folder: the log would be written wherever it points, or
     # not at all (HomeUnusable). Refused only here, where it is opened: a daemon that runs in the
     # foreground logs to its standard error, and one that runs already needs no log opened.
@@ -570,11 +573,12 @@ def _open_log(paths: DaemonPaths) -> BinaryIO:
 def _last_words(paths: DaemonPaths, since: int) -> str:
     """The last statement the daemon wrote to its log after byte `since`, and where the rest
     is: a traceback's last line that is not indented is its exception, the cause, where the
-    lines above it are the stack."""
+    lines above it are the stack. Of the last `LAST_WORDS_BYTES` only: a daemon that failed
+    to start never moved its log (`LogCap`), but what it wrote may be long."""
     try:
         with _open_log(paths) as log:
-            log.seek(since)
-            lines = log.read().decode(errors="replace").splitlines()
+            log.seek(max(since, os.fstat(log.fileno()).st_size - LAST_WORDS_BYTES))
+            lines = log.read(LAST_WORDS_BYTES).decode(errors="replace").splitlines()
     except OSError:  # none, or a link (never read through)
         return f"it wrote no log ({paths.log})"
     said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
@@ -598,6 +602,7 @@ def _no_room(folder: Path) -> str:
 
 
 ROOM_BYTES = 1024 * 1024  # less, and a daemon that failed to start most likely had no room
+LAST_WORDS_BYTES = 64 * 1024  # of a failed start's log, read for its last statement: a traceback's end
 
 
 def call(
@@ -664,11 +669,14 @@ class SocketTransport:
 def _its_log(paths: DaemonPaths, pid: int) -> str:
     """Where the daemon `pid` logged, for a message: `paths.log` for one a command started in
     the background, which writes there as it starts that it listens, with its pid; else it ran in the
-    foreground (`remem daemon run`), and logged to that command's standard error."""
+    foreground (`remem daemon run`), and logged to that command's standard error. The line is
+    in the log's first bytes, those a daemon was spawned after (the log was under the cap) or
+    a spawned daemon began a fresh log with (`LogCap`): no more is read."""
     listening = f" (pid {pid})\n".encode()
     try:
         with _open_log(paths) as log:
-            if any(b" listening on " in line and line.endswith(listening) for line in log):
+            head = log.read(log_cap() + LAST_WORDS_BYTES).splitlines(keepends=True)
+            if any(b" listening on " in line and line.endswith(listening) for line in head):
                 return f"its log: {paths.log}"
     except OSError:  # no log: no daemon was started in the background here
         pass

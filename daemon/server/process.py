@@ -56,7 +56,7 @@ from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
 from .jsonrpc import LONG_MESSAGES, READ_CHUNK, Backlogs, Connection, Dispatcher, encode_error
 from .running_settings import RunningSettings
-from .runtime import DaemonPaths, release_socket
+from .runtime import DaemonPaths, cap_log, log_cap, release_socket
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
@@ -169,7 +169,11 @@ class Daemon:
         atomic_rewrite(self.paths.status, self._status_file)
         keeper = asyncio.create_task(self._keep_state(lock))
         self._arm_idle(FIRST_CLIENT_SECONDS)
-        log.info("listening on %s (pid %d)", socket_path, os.getpid())
+        listening = log.makeRecord(
+            log.name, logging.INFO, __file__, 0, "listening on %s (pid %d)", (socket_path, os.getpid()), None
+        )
+        log.handle(listening)
+        cap_log(self.paths, listening)  # from now on: a failed start's words stay where its spawner looks
         try:
             async with server:
                 await self._stop.wait()
@@ -528,6 +532,7 @@ def _same_user(writer: asyncio.StreamWriter) -> bool:
 
 def run(home: Home) -> int:
     """Run the daemon in the foreground; 0 also when another daemon already serves this home."""
+    log_cap()  # an invalid cap is said before the daemon starts, not once it listens
     home.ensure_layout()
     paths = DaemonPaths(home)
     held = try_file_lock(paths.lock)

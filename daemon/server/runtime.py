@@ -9,6 +9,11 @@ file. A folder whose socket path would be too long is passed over, and a temp di
 a fresh folder's socket gives way to /tmp, under the same rules; when not even that can be had,
 `NoSocketFolder` says which variable to change. The socket's name is keyed by the home, so
 daemons of different homes never meet.
+
+The log, `state/daemon.log`, is kept under a cap (`LOG_CAP_ENV`, default `LOG_CAP_BYTES`): over
+it, it becomes `daemon.log.1` (replacing the one before) and a fresh log follows: before a client
+spawns a daemon (`rotate_log`), and while a spawned daemon runs, once it listens (`LogCap`;
+decision 0453).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
 from ..home import Home, HomeUnusable
 from ..locks import held_elsewhere, try_file_lock
 from ..protocol.rpc import DaemonInfo
-from ..safe_open import read_regular
+from ..safe_open import folder_at, read_regular
 
 log = logging.getLogger("remem.daemon")
 POLL_SECONDS = 0.02  # how often a waiting client looks at the lock and the status file again
@@ -45,6 +50,9 @@ _RANDOM_CHARS = 8  # what `mkdtemp` adds to its prefix
 # The status file holds a pid, a socket's path and versions: a few hundred bytes. One past this
 # is no daemon's, and is not read whole each time a client polls.
 STATUS_MAX_BYTES = 64 * 1024
+LOG_CAP_ENV = "REMEM_DAEMON_LOG_BYTES"
+LOG_CAP_BYTES = 4 * 1024 * 1024  # of `daemon.log`, and as much again in `daemon.log.1`
+LOG_CAP_MIN = 1024  # below, a line or two would rotate the log
 
 
 class NoSocketFolder(HomeUnusable):
@@ -85,6 +93,11 @@ class DaemonPaths:
     def log(self) -> Path:
         return self.home.state / "daemon.log"
 
+    @property
+    def old_log(self) -> Path:
+        """What `log` held before it last reached the cap."""
+        return self.home.state / "daemon.log.1"
+
     @cached_property
     def socket(self) -> Path:
         """Where this home's daemon listens (chosen once: a fallback folder is unique)."""
@@ -123,6 +136,85 @@ class DaemonPaths:
             return None if raw is None else DaemonInfo.model_validate_json(raw)
         except (OSError, ValidationError):
             return None
+
+
+class LogCapInvalid(HomeUnusable):
+    """`LOG_CAP_ENV` is no size the log can be kept under: said in one line (exit 2), as the
+    user's environment in the way."""
+
+
+def log_cap() -> int:
+    """The bytes `daemon.log` is kept under: `LOG_CAP_ENV` when set, else `LOG_CAP_BYTES`."""
+    said = os.environ.get(LOG_CAP_ENV, "").strip()
+    if not said:
+        return LOG_CAP_BYTES
+    if not said.isdigit() or int(said) < LOG_CAP_MIN:
+        raise LogCapInvalid(
+            f"{LOG_CAP_ENV}={said!r} is not a size for the daemon's log: set it to a whole number of "
+            f"bytes, at least {LOG_CAP_MIN} (the default is {LOG_CAP_BYTES}), or unset it"
+        )
+    return int(said)
+
+
+def rotate_log(paths: DaemonPaths, cap: int) -> bool:
+    """Rename `paths.log` to `paths.old_log` (replacing it) when it is a file of more than `cap` bytes:
+    whether it did. By names in the state folder opened without following a link, so neither a
+    link there nor one swapped in for a folder on the way is followed (a rename never follows
+    the link it renames)."""
+    with folder_at(paths.home.root, paths.home.state) as state:
+        try:
+            found = os.stat(paths.log.name, dir_fd=state, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(found.st_mode) or found.st_size <= cap:
+            return False  # a link or a FIFO there is refused where the log is opened
+        try:
+            os.rename(paths.log.name, paths.old_log.name, src_dir_fd=state, dst_dir_fd=state)
+        except OSError as exc:  # named by the file in the way (a folder there), not a bare name
+            raise OSError(exc.errno, exc.strerror, str(paths.old_log)) from exc
+    return True
+
+
+class LogCap(logging.Handler):
+    """Keeps a spawned daemon's log under the cap while it runs: once a line takes it over, the
+    log becomes `daemon.log.1` and the daemon's standard output and error (descriptors 1 and 2,
+    where the interpreter writes a traceback too) a fresh `daemon.log`, headed by `header`, the
+    line saying where it listens and its pid (what a client looks for, `client._its_log`). Armed
+    once it listens: a daemon that fails to start never moves the words its spawner quotes."""
+
+    def __init__(self, paths: DaemonPaths, cap: int, header: logging.LogRecord) -> None:
+        super().__init__()
+        self._paths, self._cap, self._header = paths, cap, header
+        self._blocked = False  # the log could not be rotated: said once, then left to grow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._blocked or os.fstat(sys.stderr.fileno()).st_size <= self._cap:
+            return
+        try:
+            rotate_log(self._paths, self._cap)
+            fresh = self._paths.home.open_file(self._paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except (OSError, HomeUnusable) as exc:
+            self._blocked = True
+            log.warning("%s cannot be rotated (%s): it grows until the daemon restarts", self._paths.log, exc)
+            return
+        sys.stdout.flush()
+        for fd in (1, 2):
+            os.dup2(fresh, fd)
+        os.close(fresh)
+        log.handle(self._header)
+        log.info("the log passed %d bytes: its earlier lines are in %s", self._cap, self._paths.old_log.name)
+
+
+def cap_log(paths: DaemonPaths, header: logging.LogRecord) -> None:
+    """Keep the log under the cap from now on, when this daemon's standard error is its log (a
+    client spawned it); one run in the foreground logs wherever its standard error goes."""
+    try:
+        ours = os.fstat(sys.stderr.fileno())
+        there = os.stat(paths.log, follow_symlinks=False)
+    except OSError:
+        return
+    if (ours.st_dev, ours.st_ino) == (there.st_dev, there.st_ino):
+        logging.getLogger().addHandler(LogCap(paths, log_cap(), header))
 
 
 def socket_dir() -> Path:
