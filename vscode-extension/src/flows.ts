@@ -5,6 +5,7 @@
  */
 
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
+import { FixableError, SHOW_LOG } from './fixes';
 import { sessionLabel, sessionTitle, shortId } from './format';
 import { CommandTitles, OPEN_SETTINGS, paletteName } from './ids';
 import {
@@ -362,7 +363,7 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
     throw new Stop();
   }
   ctx.refreshSessions();
-  if (!result.id) throw new Error('remem: the server made no branch; see the log.');
+  if (!result.id) throw new FixableError('remem: the server made no branch; its log says why.', [SHOW_LOG]);
   const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
   await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
   if (result.command) {

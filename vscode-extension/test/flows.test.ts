@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { fixesOf, SHOW_LOG } from '../src/fixes';
 import * as flows from '../src/flows';
 import type { PickItem } from '../src/picks';
 import type { HistoryEntry } from '../src/protocol';
@@ -750,6 +751,14 @@ test('server errors are not swallowed as a dismissal', async () => {
     throw new Error('remem: session s1 is still live; consolidate it once it has finished');
   };
   await assert.rejects(() => flows.run(() => flows.consolidateSession(h.ctx, 's1')), /still live/);
+});
+
+test('a branch the server answers without making offers its log, which says why', async () => {
+  const h = new Harness();
+  h.responses['remem.lsp.fork'] = { id: null };
+  const error = await flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 1 }).catch((e: unknown) => e);
+  assert.match(String(error), /the server made no branch; its log says why/);
+  assert.deepEqual(fixesOf(error), [SHOW_LOG]);
 });
 
 test('a branch asked for by id alone (a lens) still names the parent as the tree does', async () => {
