@@ -1,6 +1,6 @@
 /** Small text helpers shared by the views and pickers: ages, short ids, review states. */
 
-import type { FlatNode, ReviewState, ReviewStateName } from './protocol';
+import type { FlatNode, ReceiptSummary, ReviewState, ReviewStateName } from './protocol';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -26,6 +26,19 @@ export function problemCount(count: number): string {
 export function shortId(id: string): string {
   const bare = id.startsWith('session-') ? id.slice('session-'.length) : id;
   return bare.length > 8 ? bare.slice(0, 8) : bare;
+}
+
+/** What a person calls a receipt, in the Memory view and its picker alike: its session's title,
+ * else "Session <short id>". */
+export function receiptTitle(receipt: Pick<ReceiptSummary, 'session' | 'title'>): string {
+  return receipt.title?.trim() || `Session ${shortId(receipt.session)}`;
+}
+
+/** A receipt's status, changes and age: "committed · 3 changes · 2 h ago". */
+export function receiptDescription(receipt: ReceiptSummary, nowMs: number): string {
+  const when = Date.parse(receipt.updatedAt);
+  const changes = receipt.changes === 1 ? '1 change' : `${receipt.changes} changes`;
+  return [receipt.status, changes, Number.isNaN(when) ? receipt.updatedAt : age(when, nowMs)].join(' · ');
 }
 
 /** What a person calls a session: its title, else "Untitled <short id>". */

@@ -4,7 +4,7 @@
  */
 
 import type { Fix } from './fixes';
-import { age, problemCount } from './format';
+import { problemCount, receiptDescription, receiptTitle } from './format';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
 import type { ItemIcon } from './sessionTree';
 
@@ -56,14 +56,11 @@ export function recordNode(record: RecordSummary): MemoryNode {
 }
 
 export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode {
-  const changes = receipt.changes === 1 ? '1 change' : `${receipt.changes} changes`;
-  const when = Date.parse(receipt.updatedAt);
-  const parts = [receipt.status, changes, Number.isNaN(when) ? receipt.updatedAt : age(when, nowMs)];
   return {
     kind: 'file',
     id: `receipt:${receipt.review}`,
-    label: receipt.title?.trim() || `Session ${receipt.session}`,
-    description: parts.join(' · '),
+    label: receiptTitle(receipt),
+    description: receiptDescription(receipt, nowMs),
     tooltip: `Review ${receipt.review}\nSession ${receipt.session}\n${receipt.path}`,
     icon: receiptIcon(receipt.status),
     path: receipt.path,

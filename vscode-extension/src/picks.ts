@@ -1,6 +1,6 @@
 /** Quick-pick items for the palette commands, as plain data (`vscode.QuickPickItem`-shaped). */
 
-import { age, reviewText, sessionLabel, shortId } from './format';
+import { age, receiptDescription, receiptTitle, reviewText, sessionLabel } from './format';
 import type { FlatNode, HistoryEntry, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
 import { inParentTranscript, isEligible } from './sessionTree';
 
@@ -167,17 +167,13 @@ export function turnPicks(turns: readonly TurnRow[]): TurnPick[] {
 }
 
 export function receiptPicks(receipts: readonly ReceiptSummary[], nowMs: number): ReceiptPick[] {
-  return receipts.map((r) => {
-    const when = Date.parse(r.updatedAt);
-    const changes = r.changes === 1 ? '1 change' : `${r.changes} changes`;
-    return {
-      label: r.title?.trim() || `Session ${shortId(r.session)}`,
-      description: [r.status, changes, Number.isNaN(when) ? r.updatedAt : age(when, nowMs)].join(' · '),
-      detail: `review ${r.review}`,
-      review: r.review,
-      title: r.title?.trim() || null,
-    };
-  });
+  return receipts.map((r) => ({
+    label: receiptTitle(r),
+    description: receiptDescription(r, nowMs),
+    detail: `review ${r.review}`,
+    review: r.review,
+    title: r.title?.trim() || null,
+  }));
 }
 
 export interface ModelPick extends PickItem {

@@ -69,6 +69,14 @@ test('global, workspace records (sorted, with validity) and receipts, each openi
   );
 });
 
+test('an untitled session\'s receipt is named as its picker names it, the whole id in its tooltip', () => {
+  const untitled = { ...OVERVIEW.receipts[0], session: 'session-12345678-aaaa', title: '  ' };
+  const [, , receipts] = memoryNodes({ ...OVERVIEW, receipts: [untitled] }, NOW);
+  const [row] = receipts.kind === 'section' ? receipts.children : [];
+  assert.equal(row.label, 'Session 12345678');
+  assert.match(row.kind === 'file' ? row.tooltip : '', /\nSession session-12345678-aaaa\n/);
+});
+
 test('an empty workspace and no receipts say so instead of showing nothing', () => {
   const empty: MemoryOverview = {
     global: { path: '/g', valid: true, problems: 0 },
