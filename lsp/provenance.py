@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pygls.exceptions import JsonRpcException
 
 from remem.daemon.consolidation.changes import turn_spans, turns_of
+from remem.daemon.home import HomeUnusable
 from remem.daemon.protocol.consolidation import ChangeSummary, EvidenceRange, Receipt, Status
 from remem.daemon.protocol.memory import Record
 from remem.daemon.protocol.rpc import ListParams, Result, SessionParams, TurnRow
@@ -69,11 +70,16 @@ class Provenance:
 class History:
     last: LastReview | None
     provenance: Provenance | None
+    unread: str | None = None  # why the receipts could not be read: neither is known then
 
 
 async def history(ls: RememServer, key: str, record: Record) -> History:
     """The last review of `record` in the workspace `key`, and its provenance if it has one."""
-    receipts = await asyncio.to_thread(ls.stores.receipts.all)
+    try:  # the store makes the home's folders as it is built: a home it refuses refuses it
+        receipts = await asyncio.to_thread(lambda: ls.stores.receipts.all())
+    except (HomeUnusable, OSError) as exc:
+        log.warning("the receipts could not be read: %s", exc)
+        return History(None, None, unread=str(exc))
     found = _last_change(receipts, key, record.name)
     if found is None:
         return History(None, None)

@@ -78,6 +78,8 @@ def _describe(file_name: str, parsed: ParsedRecord, found: History | None) -> st
 
 
 def _history(found: History | None) -> list[str]:
+    if found is not None and found.unread is not None:
+        return [f"**Last review:** not known; the reviews cannot be read ({found.unread})."]
     if found is None or found.last is None:
         return ["**Last review:** none; no review has changed this record."]
     provenance = found.provenance
