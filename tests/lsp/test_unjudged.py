@@ -77,3 +77,25 @@ def test_a_folder_that_cannot_be_judged_says_so_on_its_documents_once_and_clears
     cleared = _until_published(server, uri)
     assert "unjudged" not in [d["code"] for d in cleared], cleared
     assert len(server.popups()) == 1
+
+
+def test_global_md_whose_folder_cannot_be_listed_says_so_and_clears_when_fixed(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Its text is judged alone, but the saves kept beside it are looked for in its folder.
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    os.symlink(home.memory.name, home.memory)  # a loop: GLOBAL.md's folder cannot be listed
+    uri = home.global_file.as_uri()
+    _initialize(server)
+    document = {"uri": uri, "languageId": "markdown", "version": 1, "text": "# Rules\n"}
+    server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    server.send({"id": 1, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": uri}}})
+    server.answer(1)
+
+    assert [d["code"] for d in _published(server, uri)[-1]] == ["unjudged"]
+    assert len(server.popups()) == 1 and str(home.memory) in server.popups()[0], server.popups()
+    home.memory.unlink()
+    home.memory.mkdir()
+    assert _until_published(server, uri) == []
