@@ -263,8 +263,8 @@ def _judge(
     judge: Callable[[], Mapping[str, list[Diagnostic]]],
 ) -> None:
     """Publish to each of `documents` (by file name) what `judge` finds for it; or, when it
-    cannot judge (an `OSError`), say so on each of them, and where it cannot, as a popup, once
-    per cause, trying again until it can."""
+    cannot judge (an `OSError`), say so on each of them and, once per cause, in a popup, and try
+    again until it can."""
     unjudged = _UNJUDGED.setdefault(ls, _Unjudged())
     try:
         found = judge()
