@@ -21,7 +21,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -137,8 +137,11 @@ class Daemon:
         for connection in self.connections:
             connection.notify(method, params)
 
-    async def serve(self, lock: HomeLock) -> None:
-        """Serve until stopped; `AlreadyServed` when a daemon of this home still listens."""
+    async def serve(self, lock: HomeLock, signals: StopSignals) -> None:
+        """Serve until stopped; `AlreadyServed` when a daemon of this home still listens. Stopped
+        by a signal while it starts, it finishes the step under way and leaves without serving."""
+        loop = asyncio.get_running_loop()
+        signals.hand_to(loop, self.stop)
         socket_path = self.paths.socket
         if _answering(self.paths):
             self.services.close()
@@ -148,7 +151,6 @@ class Daemon:
         server = await asyncio.start_unix_server(self._connection, path=str(socket_path), limit=READ_CHUNK)
         os.chmod(socket_path, 0o600)
         self._socket_identity = _identity(socket_path)
-        loop = asyncio.get_running_loop()
         loop.set_exception_handler(AcceptFailures())
         self.max_connections = connection_cap()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
@@ -158,13 +160,22 @@ class Daemon:
         # A change made once the status file exists is heard, as before the watches were set up
         # off the loop; a root whose watch takes longer (a huge tree) is watched once set up.
         await self.watcher.ready(WATCH_READY_SECONDS)
+        try:
+            async with server:
+                if not self._stop.is_set():
+                    await self._listen(lock, socket_path)
+        finally:
+            await asyncio.to_thread(self.watcher.stop)
+            self.services.close()
+        self._forget_status()
+        release_socket(socket_path)
+
+    async def _listen(self, lock: HomeLock, socket_path: Path) -> None:
+        """Say where it listens (the status file, the log) and serve until stopped."""
         info = DaemonInfo(
             pid=os.getpid(), socket=str(socket_path), protocol=PROTOCOL_VERSION, version=APP_VERSION,
             startedAt=self.started_at,
         )  # fmt: skip
-        # Before the status file: a client may signal the pid it names as soon as it exists.
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.stop)
         self._status_file = info.model_dump_json().encode() + b"\n"
         atomic_rewrite(self.paths.status, self._status_file)
         keeper = asyncio.create_task(self._keep_state(lock))
@@ -175,20 +186,18 @@ class Daemon:
         log.handle(listening)
         cap_log(self.paths, listening)  # from now on: a failed start's words stay where its spawner looks
         try:
-            async with server:
-                await self._stop.wait()
-                # Leaving this block waits for every connection (Python >= 3.12), and clients
-                # like the language server never hang up by themselves: end them here.
-                for task in self._serving:
-                    task.cancel()
+            await self._stop.wait()
+            # Leaving the server's block waits for every connection (Python >= 3.12), and
+            # clients like the language server never hang up by themselves: end them here.
+            for task in self._serving:
+                task.cancel()
         finally:
             keeper.cancel()
-            await asyncio.to_thread(self.watcher.stop)
-            self.services.close()
-        self._forget_status()
-        release_socket(socket_path)
 
-    def stop(self) -> None:
+    def stop(self, signum: int | None = None) -> None:
+        """Stop serving: asked (`daemon/shutdown`), idle, unreachable, or sent `signum`."""
+        if signum is not None:
+            log.info("%s: stopping", signal.Signals(signum).name)
         # First: a listing under way ends at its next log, whatever the stop waits on meanwhile
         # (the watcher's thread), and before a client can see the status file gone.
         self.services.stopping()
@@ -463,6 +472,28 @@ def watched_roots(
     return [*listed, *dict.fromkeys(later)], frozenset(quiet)
 
 
+class StopSignals:
+    """SIGTERM and SIGINT (Ctrl-C in the foreground), heard from the moment the daemon holds its
+    home's lock: each stops it as `daemon/shutdown` does, exit 0, also while it starts (decision
+    0454). One heard before its event loop runs is kept until the loop hears them itself."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self._heard: int | None = None
+        for signum in self.SIGNALS:
+            signal.signal(signum, self._hear)
+
+    def _hear(self, signum: int, frame: object) -> None:
+        self._heard = signum
+
+    def hand_to(self, loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]) -> None:
+        for signum in self.SIGNALS:
+            loop.add_signal_handler(signum, stop, signum)
+        if self._heard is not None:
+            stop(self._heard)
+
+
 class AlreadyServed(Exception):
     """A daemon of this home listens on its socket though its lock was free."""
 
@@ -539,10 +570,11 @@ def run(home: Home) -> int:
     if held is None:
         return _already_running(paths)
     lock = HomeLock(paths.lock, held)
+    signals = StopSignals()  # the home's daemon from here on: a signal stops it, never cuts it short
     try:
         log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
         raise_descriptor_limit()
-        asyncio.run(Daemon(home, RunningSettings(home)).serve(lock))
+        asyncio.run(Daemon(home, RunningSettings(home)).serve(lock, signals))
     except AlreadyServed:
         return _already_running(paths)
     finally:
