@@ -14,6 +14,7 @@ from .os_names import is_utf8, shown
 from .safe_open import kind_at
 
 HOME_ENV = "REMEM_HOME"
+DEFAULT_HOME = "~/.remem"  # when neither `--home` nor $REMEM_HOME names one
 
 
 class HomeUnusable(Exception):
@@ -32,7 +33,7 @@ class Home:
     @classmethod
     def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> Home:
         """`--home` wins, then `$REMEM_HOME` (if not blank), then `~/.remem`; made absolute."""
-        chosen = explicit or os.environ.get(HOME_ENV, "").strip() or "~/.remem"
+        chosen = explicit or os.environ.get(HOME_ENV, "").strip() or DEFAULT_HOME
         return cls(Path(os.path.abspath(os.path.expanduser(os.fspath(chosen)))))
 
     @cached_property

@@ -176,16 +176,48 @@ def lsp(backend: Backend) -> None:
     help="The project whose memory agents get (default: the root the MCP client declares, "
     "else the current folder).",
 )
+@click.option(
+    "--print-config",
+    is_flag=True,
+    help="Print how to wire this server into Claude Code and Codex, instead of serving.",
+)
+@click.option(
+    "--harness",
+    type=click.Choice(["claude", "codex", "all"]),
+    help="With --print-config: the harness to wire (default: all).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --print-config: print machine-readable JSON.")
 @click.pass_obj
-def mcp(backend: Backend, cwd: str | None) -> None:
+def mcp(backend: Backend, cwd: str | None, print_config: bool, harness: str | None, as_json: bool) -> None:
     """Run the MCP server for agents on stdio (memory_context, memory_read, memory_update,
     memory_history)."""
+    from .arguments import utf8_folder
+
+    folder = None if cwd is None else utf8_folder(cwd)
+    if print_config:
+        _print_wiring(backend, folder, harness or "all", as_json)
+        return
+    if harness is not None or as_json:
+        raise click.UsageError("--harness and --json go with --print-config; the server itself takes neither")
     _need_stdio("mcp", "MCP client")
     from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
 
-    from .arguments import utf8_folder
+    serve(backend.home, cwd=folder, use_daemon=backend.use_daemon)
 
-    serve(backend.home, cwd=None if cwd is None else utf8_folder(cwd), use_daemon=backend.use_daemon)
+
+def _print_wiring(backend: Backend, cwd: str | None, harness: str, as_json: bool) -> None:
+    """`remem mcp --print-config`: what starts this very server, as each harness is told it."""
+    from remem.agents.wiring import HARNESSES, this_launch, wiring_json, wiring_text
+
+    from .output import emit_json, say
+
+    backend.home.refuse_non_utf8_name()  # a config file holds the home as UTF-8 text
+    launch = this_launch(backend.home, use_daemon=backend.use_daemon, cwd=cwd)
+    harnesses = HARNESSES if harness == "all" else (harness,)
+    if as_json:
+        emit_json(wiring_json(launch, harnesses))
+    else:
+        say(wiring_text(launch, harnesses))
 
 
 def _need_stdio(command: str, client: str) -> None:

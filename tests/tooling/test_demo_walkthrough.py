@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from remem.agents.wiring import claude_code_command, codex_config
 from remem.daemon.cli.backend import NO_DAEMON_ENV
-from scripts.mcp_wiring import claude_code_command, codex_config
 
 REPO = Path(__file__).resolve().parents[2]
 REMEM = REPO / ".venv" / "bin" / "remem"

@@ -1,7 +1,8 @@
-"""scripts/mcp_wiring.py, which scripts/demo prints, says what docs/agents.md and README.md say."""
+"""What `remem mcp --print-config` (and so scripts/demo) prints says what docs/agents.md and README.md say."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.mcp_wiring import claude_code_command, codex_config
+from remem.agents.wiring import claude_code_command, codex_config
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 # The docs' placeholders, and the shell words they write for them.
@@ -54,8 +56,10 @@ def test_the_codex_block_is_toml_that_keeps_any_path() -> None:
     assert "env" not in tomllib.loads("\n".join(codex_config(REMEM, None)))["mcp_servers"]["remem"]
 
 
-def test_the_module_prints_both(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "scripts.mcp_wiring", "/opt/my remem/remem", "--home", str(tmp_path)]
-    printed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert f"claude mcp add remem -e REMEM_HOME={tmp_path} -- '/opt/my remem/remem' mcp\n" in printed
-    assert '  command = "/opt/my remem/remem"\n' in printed
+def test_the_command_prints_both(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(tmp_path), "mcp", "--print-config"]
+    env = {name: value for name, value in os.environ.items() if name != NO_DAEMON_ENV}  # else it says so
+    printed = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+    python = sys.executable  # run as a module: the Python that runs it, which a harness can start
+    assert f"claude mcp add remem -e REMEM_HOME={tmp_path} -- {python} -m remem.daemon mcp\n" in printed
+    assert f'  command = "{python}"\n' in printed

@@ -1,0 +1,183 @@
+"""`remem mcp --print-config`: the wiring a user pastes, and the real harnesses that use it
+(decision 0456). The harnesses are the real Claude Code and Codex CLIs, the model a local fake;
+every printed server runs with `--no-daemon` in a home made for the test, so no daemon is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from tests.harnesses.claude import ClaudeCode
+from tests.harnesses.codex import Codex
+from tests.harnesses.fake_anthropic import FakeAnthropic
+from tests.harnesses.fake_responses import FakeResponses, function_calls
+from tests.harnesses.fake_responses import text as answer
+from tests.harnesses.toolchain import RUN_TIMEOUT
+
+REMEM = Path(sys.executable).with_name("remem")  # the console script a user runs
+CLAUDE_TITLE = "Claude Code, from the project's folder:"
+CODEX_TITLE = "Codex, in ~/.codex/config.toml:"
+
+
+def print_config(
+    home: Path | None, *args: str, stdin: Any = subprocess.DEVNULL
+) -> subprocess.CompletedProcess[str]:
+    """`remem [--home HOME] --no-daemon mcp --print-config ARGS` as a user runs it, in a shell
+    without $REMEM_HOME: `home` None is the default home, `~/.remem`."""
+    if not REMEM.exists():
+        pytest.skip(f"no remem console script at {REMEM} (pip install -e .)")
+    env = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, "REMEM_HOME")}
+    homed = [] if home is None else ["--home", str(home)]
+    command = [str(REMEM), *homed, "--no-daemon", "mcp", "--print-config", *args]
+    return subprocess.run(command, env=env, stdin=stdin, capture_output=True, text=True, timeout=60)
+
+
+def pasted(printed: str, title: str) -> str:
+    """What the user pastes from the block under `title`: its lines, unindented."""
+    lines = printed.splitlines()
+    start = lines.index(title) + 1
+    block = []
+    for line in lines[start:]:
+        if line and not line.startswith("  "):  # the next harness's title
+            break
+        block.append(line[2:])
+    return "\n".join(block) + "\n"
+
+
+def test_it_prints_at_once_whatever_stdin_is(tmp_path: Path) -> None:
+    """A server waits for its client's lines on stdin, and refuses to start with stdin closed:
+    printing the wiring does neither."""
+    closed = subprocess.run(
+        [str(REMEM), "--home", str(tmp_path), "mcp", "--print-config"],
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),  # noqa: PLW1509 - `remem mcp --print-config <&-`
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert closed.returncode == 0 and closed.stdout.startswith(CLAUDE_TITLE), closed.stderr
+    with subprocess.Popen(
+        [str(REMEM), "--home", str(tmp_path), "mcp", "--print-config"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as waiting:  # stdin open and never written to, nor closed
+        assert waiting.stdout is not None
+        assert waiting.stdout.read().decode().startswith(CLAUDE_TITLE)
+        assert waiting.wait(timeout=60) == 0
+    assert not (tmp_path / "memory").exists(), "printing the wiring makes nothing in the home"
+
+
+def test_the_default_home_is_passed_on_as_nothing_and_another_by_its_path(tmp_path: Path) -> None:
+    default = print_config(None)
+    assert default.returncode == 0, default.stderr
+    assert "REMEM_HOME" not in default.stdout
+    assert f"  claude mcp add remem -- {REMEM} --no-daemon mcp\n" in default.stdout
+    other = json.loads(print_config(tmp_path / "home", "--json").stdout)
+    launch = {
+        "command": str(REMEM),
+        "args": ["--no-daemon", "mcp"],
+        "env": {"REMEM_HOME": str(tmp_path / "home")},
+    }
+    assert other["server"] == launch
+    assert other["claude"]["mcpJson"] == {"mcpServers": {"remem": {"type": "stdio", **launch}}}
+    assert other["codex"]["configToml"].startswith(f'[mcp_servers.remem]\ncommand = "{REMEM}"\n')
+
+
+def test_one_harness_and_a_pinned_project(tmp_path: Path) -> None:
+    codex = print_config(tmp_path / "home", "--harness", "codex", "--cwd", str(tmp_path))
+    assert codex.stdout.startswith(CODEX_TITLE) and CLAUDE_TITLE not in codex.stdout, codex.stdout
+    assert f'  args = ["--no-daemon", "mcp", "--cwd", "{tmp_path}"]\n' in codex.stdout
+    claude = json.loads(print_config(None, "--harness", "claude", "--json").stdout)
+    assert sorted(claude) == ["claude", "server"]
+
+
+def test_its_options_need_print_config(tmp_path: Path) -> None:
+    refused = subprocess.run(
+        [str(REMEM), "--home", str(tmp_path), "mcp", "--harness", "codex", "--json"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert json.loads(refused.stdout)["error"] == {
+        "code": "USAGE",
+        "message": "--harness and --json go with --print-config; the server itself takes neither",
+    }
+
+
+def claude_code(root: Path, fake: FakeAnthropic) -> tuple[ClaudeCode, dict[str, str]]:
+    """The real Claude Code CLI, named `claude` on the PATH as the printed command calls it."""
+    cc = ClaudeCode(root, fake)
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").symlink_to(cc.executable)
+    env = cc.env()
+    return cc, env | {"PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+
+
+def claude_mcp(cc: ClaudeCode, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [str(cc.executable), "mcp", *args],
+        cwd=cc.cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_claude_code_connects_to_the_server_the_printed_command_adds(tmp_path: Path) -> None:
+    home = tmp_path / "remem-home"  # made by the server Claude Code starts, so by its REMEM_HOME
+    command = pasted(print_config(home, "--harness", "claude").stdout, CLAUDE_TITLE)
+    with FakeAnthropic() as fake:
+        cc, env = claude_code(tmp_path / "claude", fake)
+        added = subprocess.run(
+            ["bash", "-c", command], cwd=cc.cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
+        )
+        assert added.returncode == 0, added.stderr
+        got = claude_mcp(cc, env, "get", "remem")  # starts the server and asks it, as `claude` does
+    assert "Status: ✔ Connected" in got, got
+    assert f"Command: {REMEM}\n" in got and "Args: --no-daemon mcp\n" in got, got
+    assert (home / "memory").is_dir()
+
+
+@pytest.mark.slow
+def test_claude_code_connects_to_the_server_of_the_printed_mcp_json(tmp_path: Path) -> None:
+    home = tmp_path / "remem-home"
+    printed = json.loads(print_config(home, "--harness", "claude", "--json").stdout)
+    with FakeAnthropic() as fake:
+        cc, env = claude_code(tmp_path / "claude", fake)
+        (cc.cwd / ".mcp.json").write_text(json.dumps(printed["claude"]["mcpJson"]))
+        # A project's .mcp.json is used once the user approves it: here, all of them.
+        (cc.config_dir / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+        got = claude_mcp(cc, env, "get", "remem")
+    assert "Scope: Project config" in got and "Status: ✔ Connected" in got, got
+    assert (home / "memory").is_dir()
+
+
+@pytest.mark.slow
+def test_codex_loads_memory_through_the_printed_table(tmp_path: Path) -> None:
+    home = tmp_path / "remem-home"
+    table = pasted(print_config(home, "--harness", "codex").stdout, CODEX_TITLE)
+    with FakeResponses() as fake:
+        cx = Codex(tmp_path / "codex", fake)
+        config = cx.codex_home / "config.toml"
+        config.write_text(config.read_text() + "\n" + table)
+        fake.reply(function_calls(("memory_context", {}), namespace="mcp__remem"), answer("memory loaded"))
+        run = cx.exec("--sandbox", "read-only", "load memory")
+        _, second = fake.requests
+    assert "mcp: remem/memory_context (completed)" in run.stderr, run.stderr[-2000:]
+    [output] = [i for i in second["input"] if i["type"] == "function_call_output"]
+    assert "Workspace memory of this project" in json.dumps(output), output
+    assert (home / "memory").is_dir()
