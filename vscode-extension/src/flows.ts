@@ -86,7 +86,13 @@ export interface FlowContext {
 /** Ends a flow quietly: the user dismissed a picker or was already told why nothing happens. */
 class Stop extends Error {}
 
+// Pickers titled by the command that opens them, as the palette names it (`package.json`'s title).
 const CONSOLIDATE_SESSION = paletteName(CommandTitles.consolidateSession);
+const BRANCH_FROM_TURN = paletteName(CommandTitles.branchFromTurn);
+const OPEN_TRANSCRIPT = paletteName(CommandTitles.openTranscript);
+const SHOW_RECEIPT = paletteName(CommandTitles.showReceipt);
+const SHOW_MEMORY_HISTORY = paletteName(CommandTitles.showMemoryHistory);
+const SELECT_CONSOLIDATION_MODEL = paletteName(CommandTitles.selectModel);
 
 export const BRANCH_WARNING =
   'Branching copies the conversation only: files in your workspace and external side effects ' +
@@ -248,7 +254,7 @@ async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<
   return chosen(pick).change;
 }
 
-export const ENTER_KEY = 'Enter API Key…';
+export const ENTER_KEY = CommandTitles.enterApiKey;
 export const SELECT_MODEL = 'Select Model…';
 export { OPEN_SETTINGS }; // settings.yml, where the model route is set
 export const SHOW_PROBLEMS = 'Show Problems';
@@ -340,7 +346,7 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
     ctx,
     target,
     sessionPicks,
-    'Remem: Branch from Turn…',
+    BRANCH_FROM_TURN,
     'This workspace has no sessions to branch from.',
     ctx.activeSession(),
   );
@@ -393,7 +399,7 @@ async function chooseTurn(ctx: FlowContext, session: string): Promise<{ turn: nu
   const items = turnPicks(turns);
   if (items.length === 0) return stop(ctx.ui, 'This session has no completed turn to branch after yet.');
   const pick = await ctx.ui.pick(items, {
-    title: 'Remem: Branch from Turn…',
+    title: BRANCH_FROM_TURN,
     placeholder: 'Branch after which turn? (the new branch continues from there)',
   });
   return { turn: chosen(pick).turn, revision };
@@ -405,7 +411,7 @@ export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<v
     ctx,
     target,
     transcriptPicks,
-    'Remem: Open Session Transcript',
+    OPEN_TRANSCRIPT,
     'This workspace has no sessions yet.',
   );
   await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)), target.turn, target.keepFocus);
@@ -458,7 +464,7 @@ export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void
   }
   const items = receiptPicks(receipts, ctx.now());
   if (items.length === 0) return stop(ctx.ui, 'No consolidation has written a receipt yet.');
-  const pick = await ctx.ui.pick(items, { title: 'Remem: Show Receipt', placeholder: 'Pick a receipt (newest first)' });
+  const pick = await ctx.ui.pick(items, { title: SHOW_RECEIPT, placeholder: 'Pick a receipt (newest first)' });
   const { review, title } = chosen(pick);
   await ctx.ui.openReceipt(review, title ?? undefined);
 }
@@ -466,7 +472,7 @@ export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void
 export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
   const pick = await ctx.ui.pick(providerPicks(settings), {
-    title: 'Remem: Select Consolidation Model',
+    title: SELECT_CONSOLIDATION_MODEL,
     placeholder: `Provider (now ${settings.provider} / ${settings.model})`,
   });
   const { provider } = chosen(pick);
@@ -538,7 +544,7 @@ export async function setArchived(ctx: FlowContext, arg: unknown, archived: bool
     ctx,
     sessionTarget(arg),
     (nodes, now) => sessionPicks(nodes.filter((n) => n.archived !== archived), now), // what it would change
-    archived ? 'Remem: Archive Session' : 'Remem: Restore Session',
+    paletteName(archived ? CommandTitles.archiveSession : CommandTitles.restoreSession),
     archived ? 'No session here to archive.' : 'No archived session here to restore.',
   );
   await ctx.server.command(archived ? ServerCommands.archive : ServerCommands.restore, { session });
@@ -604,7 +610,7 @@ async function changedFile(ctx: FlowContext, entry: HistoryEntry, file?: string)
   if (names.length === 0) return stop(ctx.ui, 'This entry changed no file.');
   if (names.length === 1) return `${names[0]}.md`;
   const items = names.map((name) => ({ label: name, file: `${name}.md` }));
-  const pick = await ctx.ui.pick(items, { title: 'Remem: Show Memory History', placeholder: 'Which record?' });
+  const pick = await ctx.ui.pick(items, { title: SHOW_MEMORY_HISTORY, placeholder: 'Which record?' });
   return chosen(pick).file;
 }
 

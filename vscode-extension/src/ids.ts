@@ -29,9 +29,17 @@ export const ClientCommands = {
 } as const;
 
 /** The titles, as `package.json` gives them, of the extension's commands that its messages name or
- * offer as buttons. */
+ * offer as buttons, or whose pickers they title. */
 export const CommandTitles = {
   consolidateSession: 'Consolidate Session',
+  branchFromTurn: 'Branch from Turn…',
+  openTranscript: 'Open Session Transcript',
+  showReceipt: 'Show Receipt',
+  showMemoryHistory: 'Show Memory History',
+  selectModel: 'Select Consolidation Model',
+  enterApiKey: 'Enter API Key…',
+  archiveSession: 'Archive Session',
+  restoreSession: 'Restore Session',
   restartServer: 'Restart Server',
   showLog: 'Show Log',
 } as const;
