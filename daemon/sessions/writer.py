@@ -10,6 +10,7 @@ held from the first append until `close()`, so readers can tell the session is l
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -223,8 +224,14 @@ def publish_log(
 
 
 def existing_log(directory: Path) -> Path | None:
-    """The log a session dir already holds, in either encoding."""
-    return next((p for e in Encoding if (p := directory / e.file_name).exists()), None)
+    """The log a session dir already holds, in either encoding. A name too long for the file
+    system holds none: it is an id no session has (a request's), not a failure of the disk."""
+    try:
+        return next((p for e in Encoding if (p := directory / e.file_name).exists()), None)
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        return None
 
 
 def recover_dir(directory: Path) -> list[Path]:
