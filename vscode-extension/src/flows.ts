@@ -565,6 +565,7 @@ function isNodeArg(arg: unknown): arg is { node: FlatNode } {
 }
 
 export const UNDO = 'Undo this change';
+export const SHOW_HISTORY = CommandTitles.showMemoryHistory; // again, after an undo that conflicted
 
 /** The history to show: Global memory, one record, or (from the palette) the whole workspace.
  * `whole` asks for the history an undo acts on: a record's is its workspace's, unfiltered. */
@@ -629,7 +630,7 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   const file = await changedFile(ctx, entry, scope.file);
   await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
-  return undoChange(ctx, entry, scope, history);
+  return undoChange(ctx, entry, scope, history, () => showMemoryHistory(ctx, arg));
 }
 
 /** What a history's pick says of the older entries the server left out (it lists the newest
@@ -702,12 +703,14 @@ function before(entry: HistoryEntry): { entry: string; before?: true } {
   return entry.parent ? { entry: entry.parent } : { entry: entry.id, before: true };
 }
 
-/** Revert to the state before `entry` (the later changes named go with it), if confirmed. */
+/** Revert to the state before `entry` (the later changes named go with it), if confirmed; after
+ * a conflict, `again` shows the history as it is now, to choose from anew. */
 async function undoChange(
   ctx: FlowContext,
   entry: HistoryEntry,
   scope: HistoryScope,
   shown: HistoryLogResult,
+  again: () => Promise<RevertResult | null>,
 ): Promise<RevertResult | null> {
   const whole = await wholeHistory(ctx, scope, shown);
   const lacking = whole.problem ? `\n\nThe history is not whole: ${whole.problem}.` : '';
@@ -733,9 +736,9 @@ async function undoChange(
   }
   ctx.refreshMemory();
   if (result.status === 'conflict') {
-    await ctx.ui.info('Memory changed meanwhile, so nothing was undone. Look at the history again and retry.');
-  } else {
-    await ctx.ui.info(result.status === 'committed' ? 'Undone.' : 'Nothing to undo: memory is already that way.');
+    const message = 'Memory changed meanwhile, so nothing was undone: look at its history as it is now, and retry.';
+    return (await ctx.ui.info(message, SHOW_HISTORY)) === SHOW_HISTORY ? again() : result;
   }
+  await ctx.ui.info(result.status === 'committed' ? 'Undone.' : 'Nothing to undo: memory is already that way.');
   return result;
 }

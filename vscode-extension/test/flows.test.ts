@@ -1025,6 +1025,15 @@ test('memory history: Global by its file, a declined undo sends nothing, a confl
   workspace.confirmAnswer = true;
   await flows.run(() => flows.showMemoryHistory(workspace.ctx));
   assert.match(workspace.asked.at(-1) ?? '', /^info:Memory changed meanwhile, so nothing was undone/);
+  // Its button shows the history again, as it is now: the same scope's, asked anew.
+  assert.deepEqual(workspace.offered.at(-1), [flows.SHOW_HISTORY]);
+  const asked = () => workspace.sent.filter(([method]) => method === 'remem/memoryHistory').length;
+  const before = asked();
+  workspace.picks.push((items) => items[0], byLabel('x'), () => undefined);
+  workspace.infoAnswers.push(flows.UNDO, flows.SHOW_HISTORY);
+  await flows.run(() => flows.showMemoryHistory(workspace.ctx));
+  assert.equal(asked(), before + 2);
+  assert.match(workspace.asked.at(-1) ?? '', /^pick:Remem: History of proj's memory:/);
 
   const empty = new Harness();
   empty.responses['remem/memoryOverview'] = OVERVIEW;
