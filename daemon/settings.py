@@ -100,9 +100,20 @@ class ProviderSettings(_Strict):
     max_output_tokens: int | None = Field(default=None, gt=0)
 
 
+def check_model_id(model: str) -> str:
+    """A model id is sent as the provider names it: a line break or control character in it is a
+    paste gone wrong, which the provider would only refuse later, after the review had begun."""
+    if not model.strip() or not model.isprintable():
+        raise ValueError(
+            f"'{one_line(model)}' is no model id: write it on one line, as the provider names it "
+            "(such as gpt-4o), without control characters"
+        )
+    return model
+
+
 class ConsolidationSettings(_Strict):
     provider: str = "deepseek"
-    model: str = "deepseek-v4-flash"
+    model: Annotated[str, AfterValidator(check_model_id)] = "deepseek-v4-flash"
     max_tokens: int = Field(default=8192, gt=0)
     timeout_seconds: float = Field(default=120.0, gt=0)
     # The review input is recorded whole in one line of its worker session, which is read back

@@ -41,7 +41,7 @@ from ..protocol.rpc import (
     SelectModelParams,
     SetApiKeyParams,
 )
-from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore
+from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore, check_model_id
 from .jsonrpc import Handler, log_failed, unwritable
 from .memory_methods import MemoryMethods, Publish, unheard
 
@@ -156,6 +156,10 @@ class ConsolidationMethods:
             if params.provider not in settings.all_providers():
                 known = ", ".join(sorted(settings.all_providers()))
                 raise refused("INVALID", f"`{params.provider}` is not a provider; use one of {known}")
+            try:
+                check_model_id(params.model)
+            except ValueError as exc:
+                raise refused("INVALID", str(exc)) from None
             chosen = {"consolidation.provider": params.provider, "consolidation.model": params.model}
             SettingsStore(self.home).update(params.expectedRevision, chosen)
             return self._model_settings()
