@@ -6,7 +6,7 @@
 
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { FixableError, SHOW_LOG } from './fixes';
-import { sessionLabel, sessionTitle, shortId } from './format';
+import { GLOBAL_FILE, memoryFile, sessionLabel, sessionTitle, shortId } from './format';
 import { CommandTitles, OPEN_SETTINGS, paletteName } from './ids';
 import {
   type ChangedRecord,
@@ -236,7 +236,7 @@ export async function showConsolidation(ctx: FlowContext, outcome: Consolidation
     const change = await whichChange(ctx, diffable);
     const entry = historyEntryOf(outcome, change) as string;
     const { entry: made } = await ctx.server.request<MemoryAtResult>(Requests.memoryAt, { entry });
-    await openEntryDiff(ctx, made, change.verb === 'Rewrote' ? 'GLOBAL.md' : `${change.name}.md`);
+    await openEntryDiff(ctx, made, rewroteGlobal(change) ? GLOBAL_FILE : memoryFile(change.name));
   }
 }
 
@@ -244,7 +244,12 @@ export async function showConsolidation(ctx: FlowContext, outcome: Consolidation
 function historyEntryOf(outcome: ConsolidationOutcome, change: ChangedRecord): string | null {
   const link = outcome.history;
   if (!link) return null;
-  return change.verb === 'Rewrote' ? link.globalEntry : link.workspaceEntry;
+  return rewroteGlobal(change) ? link.globalEntry : link.workspaceEntry;
+}
+
+/** A review changes Global memory only by rewriting it whole; records are added, changed, removed. */
+function rewroteGlobal(change: ChangedRecord): boolean {
+  return change.verb === 'Rewrote';
 }
 
 async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<ChangedRecord> {
@@ -579,7 +584,7 @@ interface HistoryScope {
 
 const GLOBAL_HISTORY: HistoryScope = {
   params: {},
-  file: 'GLOBAL.md',
+  file: GLOBAL_FILE,
   what: 'Global memory',
   listsAll: 'remem memory log --global --limit 0',
 };
@@ -598,7 +603,7 @@ async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScop
   const workspace = { cwd: folder.cwd };
   if (record) {
     const params = { ...workspace, record: record.name };
-    return { params, whole: workspace, file: `${record.name}.md`, what: record.name, listsAll: WORKSPACE_LOG };
+    return { params, whole: workspace, file: memoryFile(record.name), what: record.name, listsAll: WORKSPACE_LOG };
   }
   return { params: workspace, what: `${folder.name}'s memory`, listsAll: WORKSPACE_LOG };
 }
@@ -609,8 +614,8 @@ async function changedFile(ctx: FlowContext, entry: HistoryEntry, file?: string)
   const stat = entry.stat;
   const names = stat ? [...stat.added, ...stat.changed, ...stat.removed] : [];
   if (names.length === 0) return stop(ctx.ui, 'This entry changed no file.');
-  if (names.length === 1) return `${names[0]}.md`;
-  const items = names.map((name) => ({ label: name, file: `${name}.md` }));
+  if (names.length === 1) return memoryFile(names[0]);
+  const items = names.map((name) => ({ label: name, file: memoryFile(name) }));
   const pick = await ctx.ui.pick(items, { title: SHOW_MEMORY_HISTORY, placeholder: 'Which record?' });
   return chosen(pick).file;
 }

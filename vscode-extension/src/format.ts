@@ -17,12 +17,20 @@ export function age(thenMs: number, nowMs: number): string {
   return `${Math.floor(elapsed / (365 * DAY))} y ago`;
 }
 
-/** An id short enough for a label: DSH ids are `session-<uuid>` or a bare uuid. */
+/** Global memory's file. */
+export const GLOBAL_FILE = 'GLOBAL.md';
+
+/** The file of a record (or of Global memory) that a history entry's stat names by its stem. */
+export function memoryFile(stem: string): string {
+  return `${stem}.md`;
+}
+
 /** "1 problem", "3 problems". */
 export function problemCount(count: number): string {
   return count === 1 ? '1 problem' : `${count} problems`;
 }
 
+/** An id short enough for a label: DSH ids are `session-<uuid>` or a bare uuid. */
 export function shortId(id: string): string {
   const bare = id.startsWith('session-') ? id.slice('session-'.length) : id;
   return bare.length > 8 ? bare.slice(0, 8) : bare;

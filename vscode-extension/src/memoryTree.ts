@@ -4,7 +4,7 @@
  */
 
 import type { Fix } from './fixes';
-import { problemCount, receiptDescription, receiptTitle } from './format';
+import { GLOBAL_FILE, problemCount, receiptDescription, receiptTitle } from './format';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
 import type { ItemIcon } from './sessionTree';
 
@@ -34,7 +34,7 @@ export function globalNode(overview: MemoryOverview): MemoryNode {
   return {
     kind: 'file',
     id: 'global',
-    label: 'GLOBAL.md',
+    label: GLOBAL_FILE,
     description: `Global memory · ${validity(valid, count)}`,
     tooltip: `${path}\n\nUser-wide memory every agent loads, in every workspace.`,
     icon: valid ? { id: 'globe' } : INVALID,

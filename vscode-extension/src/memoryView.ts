@@ -45,7 +45,7 @@ export class MemoryView extends FolderView<MemoryEntry> {
     item.resourceUri = vscode.Uri.file(node.path);
     const color = node.icon.color ? new vscode.ThemeColor(node.icon.color) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.icon.id, color);
-    item.contextValue = node.id.startsWith('receipt:') ? 'receipt' : 'memoryFile';
+    item.contextValue = node.review ? 'receipt' : 'memoryFile'; // as package.json's menus match them
     item.command = node.review
       ? { command: ClientCommands.showReceipt, title: 'Show Receipt', arguments: [{ review: node.review }] }
       : { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.path)] };
