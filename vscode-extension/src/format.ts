@@ -36,6 +36,11 @@ export function shortId(id: string): string {
   return bare.length > 8 ? bare.slice(0, 8) : bare;
 }
 
+/** A history entry's or a review's id as `remem memory log` and the receipts print it: 12 hex digits. */
+export function shortHash(id: string): string {
+  return id.slice(0, 12);
+}
+
 /** What a person calls a receipt, in the Memory view and its picker alike: its session's title,
  * else "Session <short id>". */
 export function receiptTitle(receipt: Pick<ReceiptSummary, 'session' | 'title'>): string {

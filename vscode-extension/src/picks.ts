@@ -1,6 +1,6 @@
 /** Quick-pick items for the palette commands, as plain data (`vscode.QuickPickItem`-shaped). */
 
-import { age, receiptDescription, receiptTitle, reviewText, sessionLabel } from './format';
+import { age, receiptDescription, receiptTitle, reviewText, sessionLabel, shortHash } from './format';
 import type { FlatNode, HistoryEntry, ModelSettings, ReceiptSummary, TurnRow } from './protocol';
 import { inParentTranscript, isEligible } from './sessionTree';
 
@@ -55,7 +55,7 @@ export function actorText(entry: HistoryEntry): string {
   const { actor } = entry;
   const details = [
     actor.client,
-    actor.review ? `review ${actor.review.slice(0, 12)}` : null,
+    actor.review ? `review ${shortHash(actor.review)}` : null,
     actor.kind === 'revert' ? wentBack(actor.reverts) : null,
   ].filter(Boolean);
   return details.length ? `${ACTORS[actor.kind]} (${details.join(', ')})` : ACTORS[actor.kind];
@@ -63,7 +63,7 @@ export function actorText(entry: HistoryEntry): string {
 
 /** A revert with no entry to name went back to the empty state before its scope's first. */
 function wentBack(reverts: string | null | undefined): string {
-  return reverts ? `back to ${reverts.slice(0, 12)}` : 'back to before the first entry';
+  return reverts ? `back to ${shortHash(reverts)}` : 'back to before the first entry';
 }
 
 /** What an entry changed, in one line: `added a; changed b (+3 −1)`. */
@@ -85,7 +85,7 @@ export function statText(entry: HistoryEntry): string {
 export function historyPicks(entries: readonly HistoryEntry[], nowMs: number): HistoryPick[] {
   return entries.map((entry) => ({
     label: actorText(entry),
-    description: `${age(Date.parse(entry.at), nowMs)} · ${entry.id.slice(0, 12)}`,
+    description: `${age(Date.parse(entry.at), nowMs)} · ${shortHash(entry.id)}`,
     detail: statText(entry),
     entry,
   }));
