@@ -137,11 +137,12 @@ class Daemon:
         for connection in self.connections:
             connection.notify(method, params)
 
-    async def serve(self, lock: HomeLock, signals: StopSignals) -> None:
+    async def serve(self, lock: HomeLock, signals: StopSignals | None = None) -> None:
         """Serve until stopped; `AlreadyServed` when a daemon of this home still listens. Stopped
-        by a signal while it starts, it finishes the step under way and leaves without serving."""
+        by a signal while it starts (heard since `signals` was made, `run`, else from now on),
+        it finishes the step under way and leaves without serving."""
         loop = asyncio.get_running_loop()
-        signals.hand_to(loop, self.stop)
+        (signals or StopSignals()).hand_to(loop, self.stop)
         socket_path = self.paths.socket
         if _answering(self.paths):
             self.services.close()

@@ -30,7 +30,7 @@ def _waits_for_lock(pid: int) -> bool:
 def test_a_signal_while_the_daemon_starts_stops_it_cleanly(home: Home, stop: signal.Signals) -> None:
     # Global memory's lock held: the daemon's start (recording what the history missed) waits
     # for it, holding the home's lock, so the signal comes in the middle of its start.
-    with open(home.locks / "global.lock", "a+b") as held:
+    with open(home.ensure_layout().locks / "global.lock", "a+b") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         daemon = subprocess.Popen(
             [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "daemon", "run"],
