@@ -61,7 +61,7 @@ def test_a_missing_key_is_added_where_a_person_would_write_it(home: Home, before
     "before",
     [
         "consolidation: {provider: ollama}  # flow\n",
-        "consolidation:  # folded\n  model: >\n    m\n",
+        "consolidation:  # folded\n  model: >-\n    m\n",
     ],
     ids=["flow-mapping", "folded-value"],
 )
