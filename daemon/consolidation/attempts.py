@@ -4,15 +4,19 @@ An attempt is recorded in its receipt (`running`, naming its worker session) bef
 session exists, so attempt numbers only grow and no worker id is used twice. A worker session
 its receipt does not name (left by an older remem, or its receipt removed by hand) is remem's
 own all the same: it is recorded as the attempt its id was derived from, never a reason to
-refuse. The last attempt, if still in flight, is adopted when its session holds an accepted
-final proposal made on exactly the input this request would show the model: that proposal is
-planned and committed without asking the model again. Every other in-flight attempt is closed
-as `internal-error: interrupted`, and the temp files its writer left are removed.
+refuse. Such sessions are looked for by the ids the review's next numbers derive, one look at a
+folder each, never by listing remem's sessions; of them, only those the receipt goes on listing
+(its first and newest attempts, decision 0446) are read back (decision 0458). The last attempt,
+if still in flight, is adopted when its session holds an accepted final proposal made on
+exactly the input this request would show the model: that proposal is planned and committed
+without asking the model again. Every other in-flight attempt is closed as `internal-error:
+interrupted`, and the temp files its writer left are removed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import count, takewhile
 
 from ..home import Home
 from ..protocol.consolidation import Attempt, Status
@@ -33,31 +37,49 @@ class Settled:
 
 def settle_attempts(home: Home, review: str, attempts: list[Attempt], context: str) -> Settled:
     """Record unrecorded worker sessions, adopt the last attempt's proposal or close it."""
-    attempts = [*attempts, *_unrecorded(home, review, next_attempt(attempts))]
-    last = attempts[-1] if attempts else None
+    everyone: list[Attempt | int] = [*attempts, *_unrecorded(home, review, next_attempt(attempts))]
+    kept = kept_attempts(list(range(len(everyone))))
+    for dropped in sorted(set(range(len(everyone))) - set(kept)):
+        _dropped(home, review, everyone[dropped])
+    # Only the worker sessions the receipt goes on listing are read back: a receipt removed
+    # after many retries leaves as many sessions, each holding a whole review input.
+    listed = [_recorded(home, review, a) if isinstance(a, int) else a for a in (everyone[i] for i in kept)]
+    last = listed[-1] if listed else None
     adopted = _adoptable(home, last, context) if last is not None and last.status in IN_FLIGHT else None
     if adopted is not None:
-        return Settled(kept_attempts([*[_closed(home, a) for a in attempts[:-1]], attempts[-1]]), adopted)
-    return Settled(kept_attempts([_closed(home, a) for a in attempts]), None)
+        return Settled([*[_closed(home, a) for a in listed[:-1]], listed[-1]], adopted)
+    return Settled([_closed(home, a) for a in listed], None)
 
 
-def _unrecorded(home: Home, review: str, first: int) -> list[Attempt]:
-    found: list[Attempt] = []
-    number = first
-    while (path := worker_log_path(home, worker_session_id(review, number))) is not None:
-        recorded = read_back(path)
-        found.append(
-            Attempt(
-                number=number,
-                workerSession=worker_session_id(review, number),
-                provider=recorded.provider if recorded else "unknown",
-                model=recorded.model if recorded else "unknown",
-                status=Status.RUNNING,
-                startedAt=iso(recorded.created_ms / 1000) if recorded else now(),
-            )
-        )
-        number += 1
-    return found
+def _dropped(home: Home, review: str, attempt: Attempt | int) -> None:
+    """An attempt the receipt no longer lists: only the temps its crashed writer left matter."""
+    if isinstance(attempt, int):  # an unrecorded worker session, not read back
+        recover_dir(worker_dir(home, worker_session_id(review, attempt)))
+    else:
+        _closed(home, attempt)
+
+
+def _unrecorded(home: Home, review: str, first: int) -> list[int]:
+    """The numbers, from `first` on, of the worker sessions `review`'s attempts published: their
+    ids derive from the review and the number, so each is one look at its own folder, and no
+    other review's session is looked at."""
+    published = (worker_log_path(home, worker_session_id(review, n)) is not None for n in count(first))
+    return [first + n for n, _ in enumerate(takewhile(bool, published))]
+
+
+def _recorded(home: Home, review: str, number: int) -> Attempt:
+    """Attempt `number`, as its worker session recorded it, still running as far as is known."""
+    session = worker_session_id(review, number)
+    path = worker_log_path(home, session)
+    recorded = read_back(path) if path is not None else None
+    return Attempt(
+        number=number,
+        workerSession=session,
+        provider=recorded.provider if recorded else "unknown",
+        model=recorded.model if recorded else "unknown",
+        status=Status.RUNNING,
+        startedAt=iso(recorded.created_ms / 1000) if recorded else now(),
+    )
 
 
 def read_attempt(home: Home, attempt: Attempt) -> Recorded | None:

@@ -19,6 +19,7 @@ import os
 import stat
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -52,9 +53,10 @@ _NEXT: dict[Status, frozenset[Status]] = {
 # forever would grow its receipt without bound. Numbers are never reused (each names a worker
 # session), so the gap after the first says how many were dropped.
 NEWEST_ATTEMPTS_KEPT = 20
+T = TypeVar("T")
 
 
-def kept_attempts(attempts: list[Attempt]) -> list[Attempt]:
+def kept_attempts(attempts: list[T]) -> list[T]:
     """`attempts` as a receipt keeps them: the first and the newest `NEWEST_ATTEMPTS_KEPT`."""
     if len(attempts) <= NEWEST_ATTEMPTS_KEPT + 1:
         return attempts
@@ -62,14 +64,21 @@ def kept_attempts(attempts: list[Attempt]) -> list[Attempt]:
 
 
 def next_attempt(attempts: list[Attempt]) -> int:
-    """The number of the attempt after `attempts`: one past the last, whatever was dropped."""
-    return attempts[-1].number + 1 if attempts else 1
+    """The number of the attempt after `attempts`: one past the highest, whatever was dropped."""
+    return _highest(attempts) + 1
 
 
 def dropped_attempts(attempts: list[Attempt]) -> int:
     """How many attempts of a review its receipt no longer lists. Distinct numbers are
     counted: a remem from before the cap, sharing the home, lists some sessions twice."""
-    return attempts[-1].number - len({a.number for a in attempts}) if attempts else 0
+    return _highest(attempts) - len({a.number for a in attempts})
+
+
+def _highest(attempts: list[Attempt]) -> int:
+    """The highest attempt number listed (0 for none). Not the last one's: a remem from before
+    the cap numbers its attempt by how many are listed, which may be a number already used
+    (decision 0458); going on from it would record listed worker sessions a second time."""
+    return max((a.number for a in attempts), default=0)
 
 
 def moved(receipt: Receipt, status: Status, **fields: object) -> Receipt:
