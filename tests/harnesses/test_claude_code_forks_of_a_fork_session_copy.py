@@ -1,8 +1,8 @@
 """remem forks, at every turn, of a Claude Code session and of its `--fork-session` copy, whose
 first turn ran two parallel tool calls of which one failed, continued by the real CLI.
 
-`claude --resume P --fork-session` copies P's conversation into a new session (new uuids, the
-same `message.id`s, no record of its parent); the failed Read's result is an `is_error`
+`claude --resume P --fork-session` copies P's conversation into a new session (the same
+uuids under its own `sessionId`, no record of its parent); the failed Read's result is an `is_error`
 tool_result. Forked by remem after turn k, each child resumed with a new prompt must send the
 model exactly what its parent sent with its own turn k+1 (that turn's prompt swapped for the
 child's), and no parent's bytes may change.
