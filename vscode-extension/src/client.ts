@@ -27,6 +27,7 @@ import { notFoundMessage, notStringMessage, resolveExecutable, serverFolder } fr
 import { FixableError, fixesOf, OPEN_COMMAND_SETTING, RESTART_SERVER, SHOW_LOG } from './fixes';
 import type { Server } from './flows';
 import { inert } from './format';
+import { hidingKeys } from './hiddenKeys';
 import { CommandTitles, paletteName, Settings } from './ids';
 import {
   type ConsolidationOutcome,
@@ -258,8 +259,8 @@ export class RememClient implements Server, vscode.Disposable {
         { scheme: 'file', language: 'markdown' },
         { scheme: TRANSCRIPT_SCHEME },
       ],
-      outputChannel: this.log,
-      traceOutputChannel: this.log,
+      // One channel, its writes through `hidingKeys`: a traced request's parameters are printed whole.
+      outputChannel: hidingKeys(this.log),
       revealOutputChannelOn: library().RevealOutputChannelOn.Never,
       middleware: {
         executeCommand: (command, args, next) => {

@@ -25,6 +25,7 @@ import {
   type RevertResult,
   ServerCommands,
   type SessionTreeResult,
+  type SetApiKeyArgs,
   type TurnsResult,
 } from './protocol';
 import {
@@ -291,7 +292,8 @@ export async function enterApiKey(ctx: FlowContext, provider?: string): Promise<
   });
   const apiKey = chosen(answer).trim();
   if (!apiKey) return stop(ctx.ui, 'No key given; nothing was stored.');
-  const updated = await ctx.server.command<ModelSettings>(ServerCommands.setApiKey, { provider: name, apiKey });
+  const args: SetApiKeyArgs = { provider: name, apiKey };
+  const updated = await ctx.server.command<ModelSettings>(ServerCommands.setApiKey, args);
   // Not awaited: a message resolves only once dismissed, and the consolidation goes on meanwhile.
   void ctx.ui.info(`The API key of ${name} is stored; consolidation can use ${updated.provider} / ${updated.model}.`);
   return updated;

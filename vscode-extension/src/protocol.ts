@@ -34,6 +34,14 @@ export const ServerCommands = {
   setApiKey: 'remem.lsp.setApiKey',
 } as const;
 
+/** `remem.lsp.setApiKey`'s argument. Its fields in `SECRET_FIELDS` never reach the Remem log, where
+ * the language client traces a command's arguments whole (`hiddenKeys.ts`). */
+export interface SetApiKeyArgs {
+  provider: string;
+  apiKey: string;
+}
+export const SECRET_FIELDS: ReadonlyArray<keyof SetApiKeyArgs> = ['apiKey'];
+
 /** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
  * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
 export const PROTOCOL = 33;
