@@ -115,18 +115,21 @@ class Entry:
     def format(self) -> SessionFormat:
         return self.row.format
 
-    def lineage_item(self, inferred_parent: str | None = None, fork_turn: int | None = None) -> LineageItem:
+    def lineage_item(self, copy_of: str | None = None, fork_turn: int | None = None) -> LineageItem:
+        """This session as the tree shows it: under its recorded parent, or under `copy_of`,
+        the session it is inferred to be a copy of, with no fork turn (decisions 0122, 0461)."""
+        turn = self.row.fork_turn if fork_turn is None else fork_turn
         return LineageItem(
             id=self.summary.id,
             title=self.summary.title,
-            parent=self.row.parent or inferred_parent,
+            parent=copy_of or self.row.parent,
             origin=self.row.origin,
             created_at=self.summary.createdAt,
-            fork_turn=self.row.fork_turn if fork_turn is None else fork_turn,
+            fork_turn=None if copy_of else turn,
             live=self.summary.live,
             archived=self.archived,
             format=self.row.format,
-            inferred=self.row.parent is None and inferred_parent is not None,
+            inferred=copy_of is not None,
             problems=self.summary.problems,
             log_title=self.row.title,
         )
@@ -162,22 +165,35 @@ class Entry:
 
 def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
     """What the tree shows of `entries`: each session, its in-file branches, and for a Claude
-    Code copy made by `--fork-session` (same uuids, no marker) the earliest session sharing its
-    first uuid as an inferred parent (decision 0122). A Codex fork that copied none of its
-    parent's lines has its fork turn read from the parent's file (decision 0281)."""
+    Code copy made by `--fork-session` (same uuids, no marker of its own) the session it copies
+    as an inferred parent (`_copies`). A Codex fork that copied none of its parent's lines has
+    its fork turn read from the parent's file (decision 0281)."""
     entries = list(entries)
     by_id = {entry.summary.id: entry for entry in entries}
-    first_of: dict[str, str] = {}
-    for entry in sorted(entries, key=lambda e: (e.row.created_at or 0, e.summary.id)):
-        if entry.row.root_uuid is not None and entry.row.origin is None:
-            first_of.setdefault(entry.row.root_uuid, entry.summary.id)
+    copies = _copies(entries)
     items: list[LineageItem] = []
     for entry in entries:
-        shared = first_of.get(entry.row.root_uuid or "") if entry.row.origin is None else None
         fork_turn = _inherited_fork_turn(entry.row, by_id)
-        items.append(entry.lineage_item(shared if shared != entry.summary.id else None, fork_turn))
+        items.append(entry.lineage_item(copies.get(entry.summary.id), fork_turn))
         items.extend(entry.branch_items())
     return items
+
+
+def _copies(entries: list[Entry]) -> dict[str, str]:
+    """The session each `--fork-session` copy copies, by the copy's id: the earliest session
+    (by `createdAt`, then id) sharing its first uuid, when the copy records no parent or the
+    same parent as that session. A copy keeps its original's lines whole, `forkedFrom` included,
+    so a copy of a fork records the fork's parent; no two forks share a first uuid (a fork
+    stamps fresh ones). Copies of copies go under the earliest too (decisions 0122, 0461)."""
+    first_of: dict[str, Entry] = {}
+    copies: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: (e.row.created_at or 0, e.summary.id)):
+        if entry.row.root_uuid is None or entry.row.origin is not None:
+            continue
+        first = first_of.setdefault(entry.row.root_uuid, entry)
+        if first.summary.id != entry.summary.id and entry.row.parent in (None, first.row.parent):
+            copies[entry.summary.id] = first.summary.id
+    return copies
 
 
 def _inherited_fork_turn(row: LogRow, by_id: dict[str, Entry]) -> int | None:

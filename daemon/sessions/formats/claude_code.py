@@ -727,7 +727,7 @@ def _transcript(
         cwd=held.cwd,
         title=title,
         title_source=title_source,
-        created_at=(held.fork_latest.value if forked else None) or held.first_time,
+        created_at=_created(held, bool(forked)),
         updated_at=held.latest.value,
         version=held.version,
         subagent=talk.subagent,
@@ -1847,6 +1847,15 @@ def _turn_starts(path: list[Line[_Node]], prompts: dict[int, str]) -> dict[str |
             count += 1
         seen[line.record.uuid] = count
     return seen
+
+
+def _created(held: _Held, forked: bool) -> str | None:
+    """When a session was made: a fork at the time of its last copied record, which the fork
+    stamps with it (the other copies keep their parent's times); any session at its first stamp
+    when that is later, as a `--fork-session` copy of a fork is, whose own lines come before the
+    fork's records it copies, `forkedFrom` and times included (decision 0461)."""
+    stamps = [stamp for stamp in (held.fork_latest.value if forked else None, held.first_time) if stamp]
+    return _latest(stamps) if stamps else None
 
 
 def _first_time(stamps: list[str]) -> str | None:
