@@ -535,17 +535,20 @@ export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<vo
   if (!title) return stop(ctx.ui, `No title given; “${current || shortId(session)}” keeps its title.`);
   // Enter on the title as it was prefilled renames nothing: sent, it would be stored as the
   // user's, and an untitled session's made-up "Untitled …" would hide the title its harness gives.
-  if (title === current) throw new Stop();
+  // Judged on the row as it is now: a key's row may predate a rename this one takes back.
+  if (title === current && (await titleNow(ctx, arg, row)) === title) throw new Stop();
   await ctx.server.command(ServerCommands.rename, { session, title });
   ctx.refreshSessions();
 }
 
 export async function setArchived(ctx: FlowContext, arg: unknown, archived: boolean): Promise<void> {
   await ownSessionOnly(ctx, arg, archived ? 'archive' : 'restore');
-  // The keyboard acts on the selected row, whichever it is (the menus offer only what applies).
-  if (isNodeArg(arg) && arg.node.archived === archived) {
+  // The keyboard acts on the selected row, whichever it is (the menus offer only what applies),
+  // and as it was drawn: whether it is archived is judged on the session as it is now.
+  const fresh = isNodeArg(arg) && arg.node.archived === archived ? await freshRow(ctx, arg) : undefined;
+  if (fresh?.archived === archived) {
     const state = archived ? 'is archived already' : 'is not archived: there is nothing to restore';
-    await stop(ctx.ui, `“${sessionTitle(arg.node)}” ${state}.`);
+    await stop(ctx.ui, `“${sessionTitle(fresh)}” ${state}.`);
   }
   const { session } = await chooseSession(
     ctx,
@@ -565,6 +568,22 @@ async function ownSessionOnly(ctx: FlowContext, arg: unknown, verb: string): Pro
     const what = arg.node.kind === 'branch' ? 'an in-file branch' : 'a subagent written inside its session’s file';
     await stop(ctx.ui, `“${sessionTitle(arg.node)}” is ${what}, not a session of its own: ${verb} the session it belongs to.`);
   }
+}
+
+/** `arg`'s row as the server lists it now. A key acts on the row last clicked while the tree
+ * redraws after a change (decision 0181): drawn before that change, it may no longer be so.
+ * Undefined when it is not listed: then the server, asked, says what it is. */
+async function freshRow(ctx: FlowContext, arg: { node: FlatNode }): Promise<FlatNode | undefined> {
+  const { cwd } = sessionTarget(arg);
+  if (!cwd) return undefined;
+  const nodes = await sessionsOf(ctx, { name: cwd, cwd });
+  return nodes.find((n) => n.id === arg.node.id);
+}
+
+/** The title of the session renamed, as it is now: a key's row read again, a picked one as read. */
+async function titleNow(ctx: FlowContext, arg: unknown, picked: FlatNode | undefined): Promise<string | undefined> {
+  const row = isNodeArg(arg) ? await freshRow(ctx, arg) : picked;
+  return row ? sessionTitle(row) : undefined;
 }
 
 function isNodeArg(arg: unknown): arg is { node: FlatNode } {

@@ -630,11 +630,12 @@ test('a rename left as prefilled, or emptied, sends nothing: only a title typed 
   const h = new Harness();
   const titled = { type: 'session', cwd: '/proj', node: node('s1', { title: 'Old' }) };
   const untitled = { type: 'session', cwd: '/proj', node: node('s2', { title: null }) };
+  h.responses['remem/sessionTree'] = { nodes: [titled.node, untitled.node] };
   h.inputs.push('Old ', 'Untitled s2', '   ');
   await flows.run(() => flows.renameSession(h.ctx, titled));
   await flows.run(() => flows.renameSession(h.ctx, untitled)); // its made-up name, not a title it has
   await flows.run(() => flows.renameSession(h.ctx, titled));
-  assert.deepEqual(h.sent, []);
+  assert.deepEqual(h.sent.filter(([id]) => id === 'remem.lsp.rename'), []);
   assert.deepEqual(h.asked, ['input:Old', 'input:Untitled s2', 'input:Old', 'info:No title given; “Old” keeps its title.']);
   assert.equal(h.sessionRefreshes, 0);
 });
@@ -643,13 +644,37 @@ test('the keyboard\'s archive of an archived row, or restore of an active one, s
   const h = new Harness();
   const archived = { type: 'session', cwd: '/proj', node: node('s1', { archived: true }) };
   const active = { type: 'session', cwd: '/proj', node: node('s2') };
+  h.responses['remem/sessionTree'] = { nodes: [archived.node, active.node] };
   await flows.run(() => flows.setArchived(h.ctx, archived, true));
   await flows.run(() => flows.setArchived(h.ctx, active, false));
-  assert.deepEqual(h.sent, []);
+  assert.deepEqual(h.sent, [
+    ['remem/sessionTree', { cwd: '/proj' }], // the row as it is now, not as it was drawn
+    ['remem/sessionTree', { cwd: '/proj' }],
+  ]);
   assert.deepEqual(h.asked, [
     'info:“Title of s1” is archived already.',
     'info:“Title of s2” is not archived: there is nothing to restore.',
   ]);
+});
+
+test('a key on a row drawn before a change the tree has not redrawn yet acts on the session as it is now', async () => {
+  // Delete, then Shift+Delete before the redraw: the row last clicked still reads active.
+  const h = new Harness();
+  const drawn = { type: 'session', cwd: '/proj', node: node('s1', { title: 'Old' }) };
+  h.responses['remem/sessionTree'] = { nodes: [node('s1', { title: 'Old', archived: true })] };
+  await flows.run(() => flows.setArchived(h.ctx, drawn, false));
+  // F2 in the same gap after a rename to "New": typing "Old" back takes the rename back.
+  h.responses['remem/sessionTree'] = { nodes: [node('s1', { title: 'New' })] };
+  h.inputs.push('Old');
+  await flows.run(() => flows.renameSession(h.ctx, drawn));
+  assert.deepEqual(
+    h.sent.filter(([id]) => id.startsWith('remem.lsp.')),
+    [
+      ['remem.lsp.restore', { session: 's1' }],
+      ['remem.lsp.rename', { session: 's1', title: 'Old' }],
+    ],
+  );
+  assert.deepEqual(h.asked, ['input:Old']);
 });
 
 test('rename from the palette prefills the picked session\'s title (not its row\'s "After turn N · ")', async () => {
