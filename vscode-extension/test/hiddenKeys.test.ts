@@ -63,10 +63,16 @@ test('the hidden log is the same channel otherwise: its level, and what it write
   assert.deepEqual(written, ['remem lsp: "apiKeyEnv": "DEEPSEEK_API_KEY"']);
 });
 
+type Channel = { trace(text: string): void };
+
 test('the language client writes and traces into the Remem log through hidingKeys', async () => {
   const { log, written } = recordingLog();
   await new RememClient(log).start();
-  const options = ui.options as unknown as { outputChannel: { trace(text: string): void } };
-  options.outputChannel.trace(`Params: ${JSON.stringify({ arguments: [{ apiKey: KEY }] })}`);
-  assert.equal(written.at(-1), 'Params: {"arguments":[{"apiKey":"…"}]}');
+  const options = ui.options as unknown as { outputChannel: Channel; traceOutputChannel?: Channel };
+  // The channel the library traces into: its `traceOutputChannel` getter's, the trace channel
+  // given, else the output channel.
+  const traces = options.traceOutputChannel ?? options.outputChannel;
+  const params = `Params: ${JSON.stringify({ arguments: [{ apiKey: KEY }] })}`;
+  for (const channel of [traces, options.outputChannel]) channel.trace(params);
+  assert.deepEqual(written.slice(-2), Array(2).fill('Params: {"arguments":[{"apiKey":"…"}]}'));
 });
