@@ -1,8 +1,9 @@
 /**
  * The Remem log as the language client writes to it, with API keys hidden. A key typed into
- * "Enter API Key" travels to the server as a command's argument, and with `remem.trace.server` on
- * the client traces every request's parameters whole into this log (a file on disk, shared in bug
- * reports). The server and daemon never log it; this keeps the editor's side as tight.
+ * "Enter API Key" travels to the server as a command's argument, and with the log at Trace level
+ * and `remem.trace.server` set to `compact` or `verbose` the client traces every request's
+ * parameters whole into this log (a file on disk, shared in bug reports). The server and daemon
+ * never log it; this keeps the editor's side as tight.
  */
 
 import type * as vscode from 'vscode';

@@ -1,5 +1,5 @@
 /**
- * The extension's own ids, each written once here: its commands (`remem.*`), views, setting,
+ * The extension's own ids, each written once here: its commands (`remem.*`), views, settings,
  * context key, webview and status item. The server's ids (`remem.lsp.*`, `remem/…`) are in
  * `protocol.ts`. `package.json` contributes the same ids; `test/manifest.test.ts` checks that the
  * two agree.
@@ -62,11 +62,13 @@ export const Views = {
 const SECTION = 'remem';
 const COMMAND_KEY = 'command';
 
-/** The one setting: read as `section`/`command`, named whole (`remem.command`) elsewhere. */
+/** The settings: `remem.command`, read as `section`/`command`, named whole elsewhere; and
+ * `remem.trace.server`, which the language client reads itself (its id is the section). */
 export const Settings = {
   section: SECTION,
   command: COMMAND_KEY,
   commandName: `${SECTION}.${COMMAND_KEY}`,
+  traceName: `${SECTION}.trace.server`,
 } as const;
 
 /** When-clause context keys the extension sets. */

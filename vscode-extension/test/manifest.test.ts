@@ -31,7 +31,7 @@ test('the commands, views and setting contributed are the ones the extension reg
     Object.values(contributes.views).flat().map((v) => v.id).sort(),
     Object.values(Views).sort(),
   );
-  assert.deepEqual(Object.keys(contributes.configuration.properties), [Settings.commandName]);
+  assert.deepEqual(Object.keys(contributes.configuration.properties), [Settings.commandName, Settings.traceName]);
   const commands = new Set<string>(Object.values(ClientCommands));
   const menus = [...Object.values(contributes.menus).flat(), ...contributes.keybindings];
   for (const { command } of menus) assert.ok(command && commands.has(command), `${command} is no command of the extension`);
