@@ -5,7 +5,7 @@
  */
 
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
-import { FixableError, SHOW_LOG } from './fixes';
+import { FixableError, RESTART_SERVER } from './fixes';
 import { GLOBAL_FILE, memoryFile, sessionLabel, sessionTitle, shortId } from './format';
 import { CommandTitles, OPEN_SETTINGS, paletteName } from './ids';
 import {
@@ -376,7 +376,9 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
     throw new Stop();
   }
   ctx.refreshSessions();
-  if (!result.id) throw new FixableError('remem: the server made no branch; its log says why.', [SHOW_LOG]);
+  // The server answers without a branch only when the user declines its own confirmation, which a
+  // fork sent `confirmed` skips: such an answer is an older server's.
+  if (!result.id) throw new FixableError(NO_BRANCH, [RESTART_SERVER]);
   const name = label ?? (await labelOf(ctx, session)) ?? shortId(session);
   await ctx.ui.openTranscript(result.id, `After turn ${turn} of ${name}`);
   if (result.command) {
@@ -395,6 +397,9 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
   return result.id;
 }
 
+export const NO_BRANCH =
+  'remem: the server answered with no branch and no reason, as a remem older than this extension may: ' +
+  'update remem, then restart the server.';
 export const COPY_ID = 'Copy Session Id';
 export const COPY_RESUME = 'Copy Resume Command';
 export const STALE_BRANCH =

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { fixesOf, SHOW_LOG } from '../src/fixes';
+import { fixesOf, RESTART_SERVER } from '../src/fixes';
 import * as flows from '../src/flows';
 import type { PickItem } from '../src/picks';
 import type { HistoryEntry } from '../src/protocol';
@@ -778,12 +778,13 @@ test('server errors are not swallowed as a dismissal', async () => {
   await assert.rejects(() => flows.run(() => flows.consolidateSession(h.ctx, 's1')), /still live/);
 });
 
-test('a branch the server answers without making offers its log, which says why', async () => {
+test('a branch sent confirmed that the server answers without making is an older server\'s: update, restart', async () => {
   const h = new Harness();
   h.responses['remem.lsp.fork'] = { id: null };
   const error = await flows.branchFromTurn(h.ctx, { session: 'session-main', turn: 1 }).catch((e: unknown) => e);
-  assert.match(String(error), /the server made no branch; its log says why/);
-  assert.deepEqual(fixesOf(error), [SHOW_LOG]);
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.fork', { session: 'session-main', turn: 1, confirmed: true }]);
+  assert.equal((error as Error).message, flows.NO_BRANCH);
+  assert.deepEqual(fixesOf(error), [RESTART_SERVER]);
 });
 
 test('a branch asked for by id alone (a lens) still names the parent as the tree does', async () => {
