@@ -22,7 +22,7 @@ from ..consolidation.proposal import content_hash
 from ..faults import faultpoint
 from ..fsutil import Unwritable
 from ..locks import file_lock
-from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan
+from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan, erasing_global
 from ..memory.context import render_agent_context
 from ..memory.diagnostics import TextPositions
 from ..memory.identity import WorkspaceId
@@ -67,10 +67,8 @@ from .audit import (
 log = logging.getLogger("remem.daemon")
 RENDERED_CONTEXTS = 16
 ERASES_GLOBAL = (
-    "its content is empty, which would erase all of Global memory, and an agent never does; send "
-    "the whole new text, keeping every line that is still true, or leave Global alone. If the user "
-    "wants Global memory empty, tell them to empty it themselves (`remem memory replace-global` "
-    "with an empty file, or an edit of GLOBAL.md)"
+    f"{erasing_global('an agent')}. If the user wants Global memory empty, tell them to empty it "
+    "themselves (`remem memory replace-global` with an empty file, or an edit of GLOBAL.md)"
 )
 
 

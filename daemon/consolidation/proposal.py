@@ -22,7 +22,7 @@ from ..memory.batch import (
     GlobalPlan,
     InvalidChanges,
     WorkspacePlan,
-    erases_global,
+    erasing_global,
     plan_global,
     plan_workspace,
 )
@@ -116,7 +116,7 @@ def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Froze
     within what is shown (a model citing one turn 40 000 times wrote a receipt too large to
     read back)."""
     proposal = cited_once(proposal)
-    problems = _shape_problems(proposal, set(ranges)) + _erasing_global(proposal, frozen)
+    problems = _shape_problems(proposal, set(ranges))
     if problems:
         raise ProposalRejected(problems)
     changes = canonical_order(proposal.changes)
@@ -130,6 +130,9 @@ def plan_proposal(proposal: Proposal, ranges: list[EvidenceRange], frozen: Froze
             workspace_plan = plan_workspace(frozen.workspace_files, batch)
     except InvalidChanges as exc:
         raise ProposalRejected([_store_problem(p.message, p.change, changes) for p in exc.problems]) from None
+    if global_plan is not None and global_plan.erases:
+        # A review never erases all of Global (0447): its reason would be in no record, only a receipt.
+        raise ProposalRejected([f"replace-global: {erasing_global('a review')}"])
     return Plan(changes, global_plan, workspace_plan, proposal_hash(changes))
 
 
@@ -205,21 +208,6 @@ def _shape_problems(proposal: Proposal, shown: set[EvidenceRange]) -> list[str]:
                 "never keeps secrets: say where the secret lives (an environment variable, a vault)"
             )
     return problems
-
-
-def _erasing_global(proposal: Proposal, frozen: Frozen) -> list[str]:
-    """A `replace-global` with no text, while Global holds some (decision 0447): a review never
-    erases all of the user's global memory; its reason would be in no record, only in a receipt."""
-    erasing = any(
-        isinstance(c, ReplaceGlobal) and erases_global(frozen.global_raw, c.content) for c in proposal.changes
-    )
-    if not erasing:
-        return []
-    return [
-        "replace-global: its content is empty, which would erase all of Global memory, and a "
-        "review never does; send the whole new text keeping every line that is still true, or "
-        "leave Global alone"
-    ]
 
 
 def _texts(change: ProposedChange) -> tuple[str, ...]:

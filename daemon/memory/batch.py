@@ -59,18 +59,20 @@ class GlobalPlan:
     before: str
     after: str
     content: bytes
-    erases: bool  # leaves Global without text while it held some: see `erases_global`
+    erases: bool  # changes Global to blank while it held text: see `_erases`
 
     @property
     def changed(self) -> bool:
         return self.after != self.before
 
 
-def erases_global(current: bytes, content: str) -> bool:
-    """Whether `content` replacing Global's `current` bytes leaves it blank while it held text:
-    what no writer remem does not trust with all of it, a review or an agent, may do (decisions
-    0447, 0455); the user may."""
-    return bool(current.strip()) and not content.strip()
+def erasing_global(writer: str) -> str:
+    """Why a `replace-global` that `erases` is refused, told to `writer` ("a review", "an agent"):
+    what no writer remem does not trust with all of Global may do (decisions 0447, 0455)."""
+    return (
+        f"its content has no text, which would erase all of Global memory, and {writer} never does; "
+        "send the whole new text, keeping every line that is still true, or leave Global alone"
+    )
 
 
 def plan_global(current: bytes, content: str) -> GlobalPlan:
@@ -79,12 +81,17 @@ def plan_global(current: bytes, content: str) -> GlobalPlan:
     if errors:
         raise InvalidChanges([Problem(code=d.code, message=d.message, file=GLOBAL_FILE) for d in errors])
     data = canonical.encode("utf-8")
+    before, after = global_revision(current), global_revision(data)
     return GlobalPlan(
-        before=global_revision(current),
-        after=global_revision(data),
-        content=data,
-        erases=erases_global(current, canonical),
+        before=before, after=after, content=data, erases=after != before and _erases(current, canonical)
     )
+
+
+def _erases(current: bytes, canonical: str) -> bool:
+    """Whether `canonical` leaves Global blank while its `current` bytes hold text, both judged
+    as the store's text: canonical (no BOM), any Unicode space blank, a byte not UTF-8 text."""
+    held = canonical_bytes(current).decode("utf-8", errors="replace")
+    return bool(held.strip()) and not canonical.strip()
 
 
 def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteChange]) -> WorkspacePlan:

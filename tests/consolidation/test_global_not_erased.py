@@ -42,7 +42,7 @@ def global_memory(home: Home) -> MemoryStore:
     return store
 
 
-@pytest.mark.parametrize("empty", ["", "\n\n  \n"])
+@pytest.mark.parametrize("empty", ["", "\n\n  \n", "\ufeff", "\ufeff\u3000\n"])  # a BOM is no text
 def test_a_model_that_keeps_erasing_global_ends_invalid_proposal_and_global_stays(
     home: Home,
     fake: FakeOpenAI,

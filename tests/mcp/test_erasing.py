@@ -19,7 +19,7 @@ pytestmark = pytest.mark.asyncio
 KEPT = "Answer tersely.\nPrefer uv over pip.\n"
 
 
-@pytest.mark.parametrize("blank", ["", "  \n\n\t\n"])
+@pytest.mark.parametrize("blank", ["", "  \n\n\t\n", "\ufeff"])  # a BOM is no text either
 async def test_an_agent_never_erases_all_of_global(
     home: Home, store: MemoryStore, project: Path, tmp_path: Path, blank: str
 ) -> None:
@@ -57,6 +57,25 @@ async def test_an_agent_never_erases_all_of_global(
         await session.context()
         again = await session.update({"action": "replace-global", "content": blank})
         assert not again.is_error and text_of(again).startswith("No change"), text_of(again)
+
+
+@pytest.mark.parametrize(
+    ("held", "sent"),
+    [(b"\xef\xbb\xbf", ""), ("\u3000\n".encode(), "\u3000\n"), (b"\n\n", "\ufeff")],
+    ids=["bom-only-file", "ideographic-space", "bom-sent"],
+)
+async def test_global_with_no_text_sent_again_is_no_change(
+    home: Home, store: MemoryStore, project: Path, held: bytes, sent: str
+) -> None:
+    """Global the user left without text (a hand edit may leave a BOM or a Unicode space), sent
+    again as it is: nothing changes, so nothing is erased (decision 0455)."""
+    home.global_file.parent.mkdir(parents=True, exist_ok=True)
+    home.global_file.write_bytes(held)
+    async with agent(home, project) as session:
+        await session.context()
+        again = await session.update({"action": "replace-global", "content": sent})
+    assert not again.is_error and text_of(again).startswith("No change"), text_of(again)
+    assert home.global_file.read_bytes() == held
 
 
 async def test_an_agent_may_delete_every_record_of_its_project(
