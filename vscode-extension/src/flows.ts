@@ -647,7 +647,11 @@ async function changedFile(ctx: FlowContext, entry: HistoryEntry, file?: string)
 }
 
 export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promise<RevertResult | null> {
-  const scope = await historyScope(ctx, arg);
+  return showHistoryOf(ctx, await historyScope(ctx, arg));
+}
+
+/** The history of `scope`, resolved once: shown again after a conflict, it asks for no folder anew. */
+async function showHistoryOf(ctx: FlowContext, scope: HistoryScope): Promise<RevertResult | null> {
   const history = await ctx.server.request<HistoryLogResult>(Requests.memoryHistory, scope.params);
   const { entries } = history;
   // Not awaited: a notification's promise waits until the user dismisses it.
@@ -661,7 +665,7 @@ export async function showMemoryHistory(ctx: FlowContext, arg?: unknown): Promis
   const file = await changedFile(ctx, entry, scope.file);
   await openEntryDiff(ctx, entry, file);
   if ((await ctx.ui.info(`${actorText(entry)} changed ${file}.`, UNDO)) !== UNDO) return null;
-  return undoChange(ctx, entry, scope, history, () => showMemoryHistory(ctx, arg));
+  return undoChange(ctx, entry, scope, history, () => showHistoryOf(ctx, scope));
 }
 
 /** What a history's pick says of the older entries the server left out (it lists the newest

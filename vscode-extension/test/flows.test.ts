@@ -1060,6 +1060,15 @@ test('memory history: Global by its file, a declined undo sends nothing, a confl
   await flows.run(() => flows.showMemoryHistory(workspace.ctx));
   assert.equal(asked(), before + 2);
   assert.match(workspace.asked.at(-1) ?? '', /^pick:Remem: History of proj's memory:/);
+  // With several folders, the one picked is the one shown again: not asked for a second time.
+  workspace.folders.push({ name: 'other', cwd: '/other' });
+  workspace.picks.push(byLabel('proj'), (items) => items[0], byLabel('x'), () => undefined);
+  workspace.infoAnswers.push(flows.UNDO, flows.SHOW_HISTORY);
+  const folderAsks = () => workspace.asked.filter((a) => a.startsWith('pick:Remem:proj|other')).length;
+  await flows.run(() => flows.showMemoryHistory(workspace.ctx));
+  assert.equal(folderAsks(), 1);
+  assert.equal(workspace.picks.length, 0);
+  assert.match(workspace.asked.at(-1) ?? '', /^pick:Remem: History of proj's memory:/);
 
   const empty = new Harness();
   empty.responses['remem/memoryOverview'] = OVERVIEW;
