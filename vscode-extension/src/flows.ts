@@ -605,17 +605,27 @@ interface HistoryScope {
   whole?: object; // absent: `params` asks for it already
   file?: string;
   what: string;
-  listsAll: string; // the command that lists every entry, past the server's newest 100
+  listsAll: string; // where every entry is listed, past the server's newest 100
 }
 
 const GLOBAL_HISTORY: HistoryScope = {
   params: {},
   file: GLOBAL_FILE,
   what: 'Global memory',
-  listsAll: 'remem memory log --global --limit 0',
+  listsAll: '`remem memory log --global --limit 0` lists all',
 };
-// Run in the workspace folder, as the editor's terminal is.
-const WORKSPACE_LOG = 'remem memory log --limit 0';
+
+/** The command that lists all of `folder`'s history. It runs in the workspace folder, as the
+ * editor's terminal does, unless the window has several: then it names the one. */
+function workspaceLog(ctx: FlowContext, folder: Folder): string {
+  const cwd = ctx.folders().length > 1 ? ` --cwd ${shellWord(folder.cwd)}` : '';
+  return `\`remem memory log${cwd} --limit 0\``;
+}
+
+/** `word` as a POSIX shell reads it back: as it is when nothing in it is special, else quoted. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
 
 async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScope> {
   const path = fileTarget(arg).path;
@@ -627,11 +637,14 @@ async function historyScope(ctx: FlowContext, arg: unknown): Promise<HistoryScop
   if (path && path === ov.global.path) return GLOBAL_HISTORY;
   const record = path ? ov.records.find((r) => r.path === path) : undefined;
   const workspace = { cwd: folder.cwd };
+  const log = workspaceLog(ctx, folder);
   if (record) {
+    // The CLI lists a workspace's history, not one record's: this record's changes are among them.
+    const listsAll = `${log} lists the workspace's, this record's among them`;
     const params = { ...workspace, record: record.name };
-    return { params, whole: workspace, file: memoryFile(record.name), what: record.name, listsAll: WORKSPACE_LOG };
+    return { params, whole: workspace, file: memoryFile(record.name), what: record.name, listsAll };
   }
-  return { params: workspace, what: `${folder.name}'s memory`, listsAll: WORKSPACE_LOG };
+  return { params: workspace, what: `${folder.name}'s memory`, listsAll: `${log} lists all` };
 }
 
 /** The file of an entry to diff: the one asked about, else the one it changed, else a pick. */
@@ -674,7 +687,7 @@ function unlisted(scope: HistoryScope, history: HistoryLogResult): string {
   const { more, entries } = history;
   if (more === 0 || more === undefined) return '';
   const of = more === null ? ', and older ones' : ` of ${entries.length + more}`;
-  return ` (the newest ${entries.length}${of}; \`${scope.listsAll}\` lists all)`;
+  return ` (the newest ${entries.length}${of}; ${scope.listsAll})`;
 }
 
 const NAMED_LATER = 10; // later changes an undo's confirmation names one by one

@@ -920,6 +920,17 @@ test('a history longer than the server lists says how many older changes its pic
   global.picks.push(() => undefined);
   await flows.run(() => flows.showMemoryHistory(global.ctx));
   assert.match(global.asked[0], /^pick:Remem: History of Global memory \(the newest 2, and older ones; `remem memory log --global --limit 0` lists all\):/);
+  // One record's, in a window of several folders: the CLI lists its workspace's history, named.
+  const record = new Harness();
+  record.folders.push({ name: 'other', cwd: "/my mum's work" });
+  record.responses['remem/memoryOverview'] = { ...OVERVIEW, records: RECORDS };
+  record.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries, more: 5 };
+  record.picks.push(() => undefined);
+  await flows.run(() => flows.showMemoryHistory(record.ctx, { cwd: "/my mum's work", node: { path: RECORDS[0].path } }));
+  assert.match(
+    record.asked[0],
+    /^pick:Remem: History of prefer-uv \(the newest 2 of 7; `remem memory log --cwd '\/my mum'\\''s work' --limit 0` lists the workspace's, this record's among them\):/,
+  );
   // All of it listed: nothing more said.
   const whole = new Harness();
   whole.responses['remem/memoryHistory'] = { scope: 'workspace', workspace: 'k', entries, more: 0 };
