@@ -157,9 +157,11 @@ _TAIL = re.compile(
 )
 
 
-def _temp_prefix(target: Path) -> str:
-    """What every temp of `target` is named before its random hex: its (cut) name and the marker."""
-    return f".{_cut(target.name, name_max(target.parent) - 1 - _TEMP_TAIL)}{TEMP_MARKER}"
+def _temp_prefix(target: Path, dir_fd: int | None = None) -> str:
+    """What every temp of `target` is named before its random hex: its (cut) name and the marker.
+    `dir_fd`: its folder's descriptor, asked for the folder's longest name instead of its path."""
+    room = name_max(target.parent if dir_fd is None else dir_fd)
+    return f".{_cut(target.name, room - 1 - _TEMP_TAIL)}{TEMP_MARKER}"
 
 
 def is_temp_of(name: str, target: Path) -> bool:
@@ -180,8 +182,9 @@ def _temps_named(prefix: str) -> Callable[[str], bool]:
     return chosen
 
 
-def name_max(folder: Path) -> int:
-    """The longest file name, in bytes, `folder` takes; NAME_MAX where it cannot tell."""
+def name_max(folder: Path | int) -> int:
+    """The longest file name, in bytes, `folder` (or the folder of that descriptor) takes;
+    NAME_MAX where it cannot tell."""
     try:
         return min(NAME_MAX, os.pathconf(folder, "PC_NAME_MAX"))
     except (OSError, ValueError):  # gone, or a system without the query
@@ -320,39 +323,53 @@ def remove_stale_temps(directory: Path) -> list[Path]:
     return _remove_temps(directory, is_temp_name, None)
 
 
-def remove_stale_temps_of(target: Path) -> list[Path]:
+def remove_stale_temps_of(target: Path, *, dir_fd: int | None = None) -> list[Path]:
     """Delete the temp files a crashed writer of `target` left beside it, and no other file's;
-    for a caller holding the lock every writer of `target` takes. Return what was removed."""
-    return _remove_temps(target.parent, _temps_named(_temp_prefix(target)), target)
+    for a caller holding the lock every writer of `target` takes. Return what was removed.
+
+    With `dir_fd`, the descriptor of the folder `target` lies in (`safe_open.open_folder`):
+    that folder is listed and its temps removed through it, so a folder on `target`'s path
+    swapped for a link since is never followed out of its root."""
+    return _remove_temps(target.parent, _temps_named(_temp_prefix(target, dir_fd)), target, dir_fd)
 
 
-def _remove_temps(directory: Path, chosen: Callable[[str], bool], target: Path | None) -> list[Path]:
+def _remove_temps(
+    directory: Path, chosen: Callable[[str], bool], target: Path | None, dir_fd: int | None = None
+) -> list[Path]:
     """Settle each temp `chosen` names in `directory` (`_settle_temp`); a symbolic link at a temp's
     name, which only an exchange puts there (one put in place of the file just before it), is
     kept beside its file, never followed nor deleted. `target`: the file the temps are of, when
-    the caller knows it (a cut temp name does not say it whole)."""
+    the caller knows it (a cut temp name does not say it whole). `dir_fd`: `directory` opened,
+    every name is then looked up in it."""
     removed: list[Path] = []
     try:
-        entries = list(os.scandir(directory))
+        entries = list(os.scandir(directory if dir_fd is None else dir_fd))
     except FileNotFoundError:
         return removed
     for entry in entries:
         if not chosen(entry.name):
             continue
-        temp = Path(entry.path)
+        temp = directory / entry.name
         if entry.is_symlink():
-            _keep(temp, target or _target_of(temp), "a link put in place of")
+            _keep(temp, target or _target_of(temp), "a link put in place of", dir_fd)
         elif entry.is_file(follow_symlinks=False):
-            _settle_temp(temp, target)
+            _settle_temp(temp, target, dir_fd)
         else:
             continue
         removed.append(temp)
-    if removed:
+    if removed and dir_fd is not None:
+        os.fsync(dir_fd)
+    elif removed:
         fsync_dir(directory)
     return removed
 
 
-def _settle_temp(temp: Path, target: Path | None) -> None:
+def _in(path: Path, dir_fd: int | None) -> Path | str:
+    """What names `path` for a call given `dir_fd`: its own name in that folder, else itself."""
+    return path if dir_fd is None else path.name
+
+
+def _settle_temp(temp: Path, target: Path | None, dir_fd: int | None) -> None:
     """Remove a stale temp, unless an exchange left in it a file that held neither of the bytes
     its name records (ours, or those compared): a save by hand that landed just before the
     exchange, whose check a crash cut off. That one is kept beside its file, for a person to
@@ -361,15 +378,15 @@ def _settle_temp(temp: Path, target: Path | None) -> None:
     kill in mid-write, a power cut before its sync left it partial or empty)."""
     tags = _TAIL.fullmatch(temp.name.rpartition(TEMP_MARKER)[2])
     swapped = tags.groups() if tags is not None and tags.group(1) else ()
-    data = _read_bytes(temp) if swapped else None
+    data = _read_bytes(_in(temp, dir_fd), dir_fd) if swapped else None
     if data is not None and _short_digest(data) not in swapped:
         target = target or _target_of(temp)
-        now = _read_bytes(target)
+        now = _read_bytes(_in(target, dir_fd), dir_fd)
         if now != data and (now is None or _short_digest(now) != swapped[1]):
-            _keep(temp, target, "a hand save of")
+            _keep(temp, target, "a hand save of", dir_fd)
             return
     with contextlib.suppress(FileNotFoundError):  # gone meanwhile: as good as removed
-        os.unlink(temp)
+        os.unlink(_in(temp, dir_fd), dir_fd=dir_fd)
 
 
 def _short_digest(data: bytes) -> str:
@@ -382,17 +399,17 @@ def _target_of(temp: Path) -> Path:
     return temp.with_name(temp.name.rpartition(TEMP_MARKER)[0][1:])
 
 
-def _keep(temp: Path, target: Path, what: str) -> None:
+def _keep(temp: Path, target: Path, what: str, dir_fd: int | None) -> None:
     kept = unmerged_path_for(target)
-    os.rename(temp, kept)
+    os.rename(_in(temp, dir_fd), _in(kept, dir_fd), src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     log.warning("%s %s met a commit a crash cut short; it is kept as %s", what, target.name, kept.name)
 
 
-def _read_bytes(path: Path) -> bytes | None:
-    """The bytes of the regular file at `path`, never through a link nor waiting on a FIFO;
-    None when there is none."""
+def _read_bytes(path: Path | str, dir_fd: int | None) -> bytes | None:
+    """The bytes of the regular file at `path` (a name in `dir_fd`, given one), never through a
+    link nor waiting on a FIFO; None when there is none."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

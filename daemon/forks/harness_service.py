@@ -178,6 +178,7 @@ class HarnessForks:
                 inherited=memoryview(data)[: end_of_line(data, max(selection.turn.end, *selection.lines))],
                 child=child,
                 path=parent.with_name(f"{child}.jsonl"),
+                root=root,
                 seed_length=len(selection.lines),
                 turn=turn,
                 title=_title(request, listed.title or selection.title),
@@ -242,6 +243,7 @@ class HarnessForks:
                     inherited=memoryview(data)[:end],
                     child=child,
                     path=codex_child.child_path(parent, target, child, now),
+                    root=target,
                     seed_length=point.turn.end,
                     turn=turn_index,
                     title=_title(request, listed.title or rollout.title),
@@ -392,6 +394,7 @@ def _entry(
     inherited: memoryview,
     child: str,
     path: Path,
+    root: Path,
     seed_length: int,
     turn: int,
     title: str | None,
@@ -409,6 +412,7 @@ def _entry(
         seedLength=seed_length,
         forkTurn=turn,
         title=title,
+        root=str(root),
     )
 
 

@@ -20,6 +20,10 @@ An entry is read only as a regular file (`safe_open.open_regular`): a symbolic l
 never followed out of the home, and a FIFO, a socket or a device is never opened in a way that
 waits, since recovery reads every marked entry and would hold every fork. Such an entry cannot
 be read, and refuses its own operation id only.
+
+Settling an interrupted fork removes only through its child's folder opened from the session
+root the entry records, one folder at a time without following a link: a folder swapped for a
+link since the crash is never followed out of the root (decision 0464).
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ from ..fsutil import (
 )
 from ..home import Home
 from ..locks import LockUnusable, file_lock, try_file_lock
-from ..safe_open import moved, open_folder, open_regular, refused, standing_at
+from ..safe_open import folder_at, moved, open_folder, open_regular, refused, standing_at
 from ..sessions.errors import OperationError
 from ..sessions.published import PublishedLogs
 from ..sessions.reader import stat_revision
 from ..sessions.writer import publish_log
+from . import codex_child
 
 log = logging.getLogger("remem.daemon")
 
@@ -76,6 +81,9 @@ class JournalEntry(BaseModel):
     seedLength: int
     forkTurn: int
     title: str | None
+    # The session root the child lands in, whose folders recovery opens without following a
+    # link; None in an entry an older remem wrote (`root_of` tells it from the path's layout).
+    root: str | None = None
 
 
 class ForkJournal:
@@ -230,10 +238,12 @@ class ForkJournal:
             temp.unlink(missing_ok=True)
         entry = self._read(key)
         if entry is not None and entry.status == "prepared":
-            # Whether or not the child is there: a crash between the publish's link and its
-            # unlink leaves the temp as a second name of the child, which would stay for good.
-            _remove_child_temps(Path(entry.path))
-            if self._published_here(entry.path):
+            try:
+                published = self._settle_child(entry)
+            except OSError as exc:  # a folder on the way is a link now, or no folder: left as it is
+                log.warning("fork operation %s leaves its child's folder as it is: %s", key, exc)
+                return  # still marked: settled once the folder is back, or by the retry
+            if published:
                 self.put(entry.model_copy(update={"status": "committed"}))
         # Any other prepared entry stays prepared for its retry, which marks it again before
         # writing: a file at its child's path that this home did not publish (or has changed
@@ -241,13 +251,39 @@ class ForkJournal:
         # adopted by the retry's publish only when the fork's own check says it is this fork's.
         marker.unlink(missing_ok=True)
 
-    def _published_here(self, path: str) -> bool:
-        """Whether the file at `path` is still exactly the child this home published there."""
+    def _settle_child(self, entry: JournalEntry) -> bool:
+        """Remove the temps the prepared `entry`'s fork left beside its child, and the child's
+        folder if that leaves it empty; return whether the child is published, as this home
+        published it. The folder is opened from its session root without following a link
+        (`safe_open.open_folder`): a folder on the way swapped for a link to a folder outside
+        raises (`ELOOP`) before anything is removed out there. A folder gone: nothing is left."""
+        child, root = Path(entry.path), root_of(entry)
         try:
-            revision = stat_revision(os.stat(path, follow_symlinks=False))
+            folder = open_folder(root, child.parent)
+        except FileNotFoundError:
+            return False
+        try:
+            # Whether or not the child is there: a crash between the publish's link and its
+            # unlink leaves the temp as a second name of the child, which would stay for good.
+            # Only this child's temps: a Claude Code or Codex child shares its folder with other
+            # sessions, and another operation may be writing its own child there right now. The
+            # child's name comes from this operation's id, whose lock the caller holds.
+            remove_stale_temps_of(child, dir_fd=folder)
+            published = self._published_here(child, folder)
+        finally:
+            os.close(folder)
+        if not published:
+            _remove_if_empty(root, child.parent)
+        return published
+
+    def _published_here(self, path: Path, folder: int) -> bool:
+        """Whether the file at `path`, in the opened `folder`, is still exactly the child this
+        home published there."""
+        try:
+            revision = stat_revision(os.stat(path.name, dir_fd=folder, follow_symlinks=False))
         except OSError:
             return False
-        return self.published.untouched(path, revision)
+        return self.published.untouched(str(path), revision)
 
     def _read(self, key: str) -> JournalEntry | None:
         """The entry of `key`, None when there is none; `OperationError` when it cannot be read,
@@ -371,15 +407,28 @@ def operation_key(operation_id: str) -> str:
     return hashlib.sha256(operation_id.encode("utf-8")).hexdigest()[:32]
 
 
-def _remove_child_temps(child: Path) -> None:
-    # Only this child's temps: a Claude Code or Codex child shares its folder with other
-    # sessions, and another operation may be writing its own child there right now. The child's
-    # name comes from this operation's id, whose lock the caller holds.
-    remove_stale_temps_of(child)
-    _remove_if_empty(child.parent)
+def root_of(entry: JournalEntry) -> Path:
+    """The session root `entry`'s child lands in. An entry an older remem wrote records none:
+    its path's layout tells it, as the fork chose it — DSH's `<root>/<project>/<child>/<log>`,
+    a Claude Code child in its project folder below the root, a Codex rollout in the date
+    folders below its `sessions` root (`codex_child.layout_root`); a rollout beside its parent
+    in a root of another shape gets its own folder as root, the one layout that does not tell
+    how far up the root lies."""
+    if entry.root is not None:
+        return Path(entry.root)
+    path = Path(entry.path)
+    if path.parent.name == entry.child:
+        return path.parents[2]
+    if path.name == f"{entry.child}.jsonl":
+        return path.parents[1]
+    return codex_child.layout_root(path)
 
 
-def _remove_if_empty(folder: Path) -> None:
-    # Not empty or already gone: either way nothing of ours is left there.
-    with contextlib.suppress(OSError):
-        folder.rmdir()
+def _remove_if_empty(root: Path, folder: Path) -> None:
+    """Remove the empty `folder` (never `root` itself) by its name in the folder above, opened
+    from `root` without following a link: a link at its name is not a folder, and stays."""
+    if folder == root:
+        return
+    # Not empty, gone, a link, or a folder on the way that is one: nothing of ours is left there.
+    with contextlib.suppress(OSError), folder_at(root, folder.parent) as above:
+        os.rmdir(folder.name, dir_fd=above)

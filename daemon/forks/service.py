@@ -96,6 +96,7 @@ class ForkService:
             seedLength=cut.seed_length,
             forkTurn=cut.fork_turn,
             title=self._title(request, source),
+            root=str(parent_path.parent.parent.parent),
         )
         if os.path.lexists(entry.path):
             # Made with this operation id in another remem home, or before this home's journal
