@@ -327,6 +327,9 @@ class SessionCatalog:
         self.idle_seconds = idle_seconds
         self.index = SessionIndex(home.state / "index.sqlite")
         self._worker_cwd = str(home.memory / WORKER_WORKSPACE)
+        # Its project folder in remem's own root, which a listing of everything passes by
+        # unread: review sessions are never listed, and thousands of them cost seconds.
+        self._worker_project = project_key(self._worker_cwd)
         self.metadata = SessionMetadata(home)
         self.published = PublishedLogs(home)
         self._own_root = f"{home.sessions}{os.sep}"
@@ -1058,11 +1061,12 @@ class SessionCatalog:
                 continue
             project_dir = None if cwd is None else project_key(cwd)
             scanned.append(f"{root}{os.sep}" + ("" if project_dir is None else f"{project_dir}{os.sep}"))
+            passed = self._worker_project if f"{root}{os.sep}" == self._own_root else None
             try:
                 if self.memo is None:
-                    logs, rejected = list_logs(root, project_dir)
+                    logs, rejected = list_logs(root, project_dir, passed)
                 else:
-                    logs, rejected = self.memo.logs(root, project_dir)
+                    logs, rejected = self.memo.logs(root, project_dir, passed)
             except SessionRootError as exc:
                 errors.append(ListError(path=str(root), message=exc.reason))
                 continue

@@ -298,13 +298,15 @@ class ListingMemo:
         self._entries[row.path] = (key, entry)
         return entry
 
-    def logs(self, root: Path, project_dir: str | None) -> tuple[list[LogFile], list[Rejected]]:
-        """`list_logs(root, project_dir)`, from the remembered scans where nothing changed."""
+    def logs(
+        self, root: Path, project_dir: str | None, passed: str | None = None
+    ) -> tuple[list[LogFile], list[Rejected]]:
+        """`list_logs(root, project_dir, passed)`, from the remembered scans where nothing changed."""
         self._apply_marks()
         remembered = self._roots.get(str(root))
         if remembered is None or not remembered.names_current:
             remembered = self._rescan_names(root, remembered)
-        names = list(remembered.projects) if project_dir is None else [project_dir]
+        names = [n for n in remembered.projects if n != passed] if project_dir is None else [project_dir]
         # A project folder not (yet) in the list is scanned as it is, and not kept: it may not
         # exist at all, and a workspace without sessions here must cost no memory.
         found: dict[Encoding, list[LogFile]] = {}

@@ -113,19 +113,23 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
             rejected.append(Rejected(Path(path), not_regular(st.st_mode)))
 
 
-def _projects(root: Path, only: str | None, rejected: list[Rejected]) -> list[os.DirEntry[str]]:
+def _projects(
+    root: Path, only: str | None, rejected: list[Rejected], passed: str | None = None
+) -> list[os.DirEntry[str]]:
     entries = folder_entries(str(root), rejected)
-    return entries if only is None else [e for e in entries if e.name == only]
+    if only is not None:
+        return [e for e in entries if e.name == only]
+    return entries if passed is None else [e for e in entries if e.name != passed]
 
 
 def _log_files(
-    root: Path, project_dir: str | None = None
+    root: Path, project_dir: str | None = None, passed: str | None = None
 ) -> tuple[dict[Encoding, list[LogFile]], list[Rejected]]:
     """Session log files by encoding, plus what DSH or remem would refuse (plain strings: speed);
-    of the one project directory `project_dir` when it is given."""
+    of the one project directory `project_dir` when it is given, else of every one but `passed`."""
     found: dict[Encoding, list[LogFile]] = defaultdict(list)
     rejected: list[Rejected] = []
-    for project in _projects(root, project_dir, rejected):
+    for project in _projects(root, project_dir, rejected, passed):
         if project.name.startswith("."):
             continue  # a project folder is always `--<slug>--`: a dot folder is no project
         if project.is_symlink():
@@ -162,13 +166,16 @@ def single_encoding(root: Path, found: dict[Encoding, list[LogFile]]) -> Encodin
     return present[0] if present else None
 
 
-def list_logs(root: Path, project_dir: str | None = None) -> tuple[list[LogFile], list[Rejected]]:
+def list_logs(
+    root: Path, project_dir: str | None = None, passed: str | None = None
+) -> tuple[list[LogFile], list[Rejected]]:
     """The root's log files (one encoding) and what is refused; mixed roots raise.
 
     With `project_dir` (a `projectKey`), only that directory is looked at, and so only it is
-    checked for mixed encodings: a workspace costs what it holds (decision 0061).
+    checked for mixed encodings: a workspace costs what it holds (decision 0061). Without it,
+    the project directory `passed` is not looked at (remem's own review sessions, decision 0466).
     """
-    found, rejected = _log_files(root, project_dir)
+    found, rejected = _log_files(root, project_dir, passed)
     encoding = single_encoding(root, found)
     return (found[encoding] if encoding else []), rejected
 
