@@ -244,8 +244,3 @@ def recover_dir(directory: Path) -> list[Path]:
         return remove_stale_temps(directory)
     finally:
         lock.release()
-
-
-def recover_root(root: Path) -> list[Path]:
-    """Delete temp files crashed writers left in session dirs no live writer holds."""
-    return [p for lock_file in sorted(root.glob(f"*/*/{LOCK_NAME}")) for p in recover_dir(lock_file.parent)]

@@ -19,7 +19,7 @@ from remem.daemon.sessions.models import SessionEvent, SessionHeader
 from remem.daemon.sessions.paths import Encoding
 from remem.daemon.sessions.reader import read_session
 from remem.daemon.sessions.roots import scan_root
-from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter, encode_batch, recover_root
+from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter, encode_batch, recover_dir
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 WRITER_POINTS = sorted(p for p in POINTS if p.startswith("sessions.writer."))
@@ -189,7 +189,8 @@ def test_crash_at_every_fault_point_leaves_no_session_or_a_complete_prefix(
         assert got == expected[: len(got)] and len(got) >= first_batch
         assert (log.torn is not None) == (point == "sessions.writer.mid-append")
         assert log.balanced_events[-1].type in ("turn/end", "compaction/end")
-    recover_root(tmp_path)
+    (lock,) = tmp_path.glob(f"*/*/{LOCK_NAME}")
+    recover_dir(lock.parent)
     assert _temps(tmp_path) == []
     assert [log.digest for log in scan_root(tmp_path).logs] == [log.digest for log in scan.logs]
 
@@ -200,5 +201,5 @@ def test_recovery_spares_a_live_writers_dir(tmp_path: Path) -> None:
         writer.append(draft.batches[0])
         stray = writer.path.parent / ".session.jsonl.zstd.remem-tmp-000000000000"
         stray.write_bytes(b"x")
-        assert recover_root(tmp_path) == []
-    assert recover_root(tmp_path) == [stray]
+        assert recover_dir(stray.parent) == []
+    assert recover_dir(stray.parent) == [stray]
