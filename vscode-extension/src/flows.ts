@@ -94,6 +94,7 @@ const OPEN_TRANSCRIPT = paletteName(CommandTitles.openTranscript);
 const SHOW_RECEIPT = paletteName(CommandTitles.showReceipt);
 const SHOW_MEMORY_HISTORY = paletteName(CommandTitles.showMemoryHistory);
 const SELECT_CONSOLIDATION_MODEL = paletteName(CommandTitles.selectModel);
+const RENAME_SESSION = paletteName(CommandTitles.renameSession);
 
 export const BRANCH_WARNING =
   'Branching copies the conversation only: files in your workspace and external side effects ' +
@@ -261,7 +262,7 @@ async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<
 }
 
 export const ENTER_KEY = CommandTitles.enterApiKey;
-export const SELECT_MODEL = 'Select Model…';
+export const SELECT_MODEL = 'Select Model…'; // a button's short name of "Select Consolidation Model"
 export { OPEN_SETTINGS }; // settings.yml, where the model route is set
 export const SHOW_PROBLEMS = 'Show Problems';
 export const ALREADY_RUNNING =
@@ -527,12 +528,12 @@ async function chooseModel(ctx: FlowContext, provider: string, current?: string)
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
   await ownSessionOnly(ctx, arg, 'rename');
   const target = sessionTarget(arg);
-  const { session, node } = await chooseSession(ctx, target, sessionPicks, 'Remem: Rename', 'No sessions to rename.');
+  const { session, node } = await chooseSession(ctx, target, sessionPicks, RENAME_SESSION, 'No sessions to rename.');
   // The title itself, not the row's label ("After turn 2 · …" is no part of a branch's title).
   const row = isNodeArg(arg) ? arg.node : node;
   const current = row ? sessionTitle(row) : '';
   const answer = await ctx.ui.input({
-    title: 'Remem: Rename Session',
+    title: RENAME_SESSION,
     prompt: 'New title of the session',
     value: current,
   });

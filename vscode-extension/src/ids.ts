@@ -38,6 +38,7 @@ export const CommandTitles = {
   showMemoryHistory: 'Show Memory History',
   selectModel: 'Select Consolidation Model',
   enterApiKey: 'Enter API Key…',
+  renameSession: 'Rename Session…',
   archiveSession: 'Archive Session',
   restoreSession: 'Restore Session',
   restartServer: 'Restart Server',

@@ -723,7 +723,7 @@ test('from the palette, rows inside their session\'s file are offered by no pick
   assert.deepEqual(pickers, [
     'pick:Remem: Consolidate Session:Title of cc',
     'pick:Remem: Branch from Turn…:Title of cc',
-    'pick:Remem: Rename:Title of cc',
+    'pick:Remem: Rename Session…:Title of cc',
     'pick:Remem: Archive Session:Title of cc',
   ]);
   assert.deepEqual(
