@@ -9,13 +9,14 @@ import pytest
 
 from remem.lsp.rule_docs import RULES_DOC, rule_href
 
-DAEMON = Path(__file__).resolve().parents[2] / "daemon"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def reported_codes() -> set[str]:
-    """The codes the validators pass to `diagnostic(...)`, read from their source."""
+    """The codes the validators and the language server pass to `diagnostic(...)`, read from
+    their source."""
     found: set[str] = set()
-    for source in (DAEMON / "memory").glob("*.py"):
+    for source in [*(ROOT / "daemon" / "memory").glob("*.py"), *(ROOT / "lsp").rglob("*.py")]:
         found |= set(re.findall(r'diagnostic\(\s*"([a-z0-9-]+)"', source.read_text()))
     return found
 
