@@ -202,7 +202,8 @@ export class RememClient implements Server, vscode.Disposable {
     this.tell({ state: 'starting', message: `starting ${executable} lsp` });
     this.log.info(`starting ${executable} lsp`);
     const lsp = library();
-    const client = new lsp.LanguageClient('remem', 'Remem', this.serverOptions(executable, cwd), this.clientOptions());
+    // The id is the settings section: the library reads `<id>.trace.server` itself.
+    const client = new lsp.LanguageClient(Settings.section, 'Remem', this.serverOptions(executable, cwd), this.clientOptions());
     client.onNotification(Notifications.treeChanged, () => this.treeChanged.fire());
     client.onNotification(Notifications.memoryChanged, () => this.memoryChanged.fire());
     client.onNotification(Notifications.status, (params: StatusParams) => this.tell(params));
