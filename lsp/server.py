@@ -44,6 +44,8 @@ class RememServer(LanguageServer):
         self.before_message: list[Callable[[], None]] = []
         # What a feature does when a document's copy is lost (a change to it dropped).
         self.on_lost: list[Callable[[LspTextDocument], None]] = []
+        # What a feature stops when the editor asks the server to shut down (its timers).
+        self.on_shutdown: list[Callable[[], None]] = []
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # pygls's read loop reports a body that is no JSON here, and pygls showed it as a

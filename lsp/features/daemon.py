@@ -24,6 +24,8 @@ def register(server: RememServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: RememServer, params: None) -> None:
+        for stop in ls.on_shutdown:
+            stop()
         await ls.link.close()
 
     link, editor = server.link, server.protocol

@@ -17,9 +17,10 @@ opens finds their diagnostics published, judged on every text opened (decision 0
 
 What cannot be judged (an `OSError`: a folder that cannot be listed, a sibling that cannot be
 read, a name too long) is said where the user looks, as a `remem/unjudged` warning on each of its
-open documents, and once per cause as a popup; it is judged again every `RETRY_UNJUDGED` while a
-document of it is open, since a fix made outside the editor tells the server nothing, and the
-warning goes once it is judged (decision 0459).
+open documents beside what their texts show by themselves, and once per cause (the error and the
+first path that cannot be listed, however many folders meet it) as a popup; it is judged again
+every `RETRY_UNJUDGED` while a document of it is open, since a fix made outside the editor tells
+the server nothing, and the warning goes once it is judged; after `shutdown`, never (decision 0459).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,8 +41,8 @@ from lsprotocol import types
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
-from remem.daemon.memory.record import GLOBAL_FILE
-from remem.daemon.memory.validation import validate_global
+from remem.daemon.memory.record import GLOBAL_FILE, INDEX_FILE, record_name_of
+from remem.daemon.memory.validation import validate_global, validate_index
 from remem.daemon.settings import SettingsError, parse_settings
 
 from ..daemon_link import RECONNECTED
@@ -99,6 +101,15 @@ def register(server: RememServer) -> None:
     server.link.on(RECONNECTED, lambda _: _refresh_open(server))
     server.before_message.append(lambda: _judge_opened(server))
     server.on_lost.append(lambda document: _lost(server, document))
+    server.on_shutdown.append(lambda: _stop(server))
+
+
+def _stop(ls: RememServer) -> None:
+    """Judge nothing more: after `shutdown` nothing may be published, nor any judgement tried."""
+    if (opening := _OPENING.pop(ls, None)) is not None and opening.timer is not None:
+        opening.timer.cancel()
+    if (unjudged := _UNJUDGED.get(ls)) is not None:
+        unjudged.stop()
 
 
 def _lost(ls: RememServer, document: LspTextDocument) -> None:
@@ -193,7 +204,11 @@ def refresh_global(ls: RememServer) -> None:
         text, unencodable = _as_utf8(document)
         found = [FILE_TOO_LARGE] if too_large(text) else unencodable + validate_global(text, secrets=True)
         _judge(
-            ls, global_file, {GLOBAL_FILE: document}, lambda: {GLOBAL_FILE: found + _kept(ls, global_file)}
+            ls,
+            global_file,
+            {GLOBAL_FILE: document},
+            lambda: {GLOBAL_FILE: found + _kept(ls, global_file)},
+            lambda: {GLOBAL_FILE: found},
         )
 
 
@@ -203,7 +218,13 @@ def _refresh_settings(ls: RememServer) -> None:
     if document is not None:
         text, unencodable = _as_utf8(document)
         found = unencodable + settings_problems(text)
-        _judge(ls, settings, {settings.name: document}, lambda: {settings.name: found + _kept(ls, settings)})
+        _judge(
+            ls,
+            settings,
+            {settings.name: document},
+            lambda: {settings.name: found + _kept(ls, settings)},
+            lambda: {settings.name: found},
+        )
 
 
 def _kept(ls: RememServer, path: Path) -> list[Diagnostic]:
@@ -245,7 +266,19 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
         reports = lint_workspace_folder(folder, edited, ls.lint_cache)
         return {name: encoded[name][1] + reports.get(name, []) for name in edited}
 
-    _judge(ls, folder, open_here, judge)
+    def alone() -> dict[str, list[Diagnostic]]:
+        return {name: encoded[name][1] + _own_problems(ls, name, text) for name, text in edited.items()}
+
+    _judge(ls, folder, open_here, judge, alone)
+
+
+def _own_problems(ls: RememServer, name: str, text: str) -> list[Diagnostic]:
+    """The problems a workspace file's text has by itself, whatever its folder holds."""
+    if too_large(text):
+        return [FILE_TOO_LARGE]
+    if name == INDEX_FILE:
+        return validate_index(text, None)
+    return ls.lint_cache.parse(text, name).diagnostics if record_name_of(name) is not None else []
 
 
 def _rejudge(ls: RememServer, target: Path) -> None:
@@ -261,23 +294,37 @@ def _judge(
     target: Path,
     documents: Mapping[str, LspTextDocument],
     judge: Callable[[], Mapping[str, list[Diagnostic]]],
+    alone: Callable[[], Mapping[str, list[Diagnostic]]],
 ) -> None:
     """Publish to each of `documents` (by file name) what `judge` finds for it; or, when it
-    cannot judge (an `OSError`), say so on each of them and, once per cause, in a popup, and try
-    again until it can."""
+    cannot judge (an `OSError`), what each text shows `alone` (without the disk) and a warning
+    that says so, once per cause in a popup too, and try again until it can."""
     unjudged = _UNJUDGED.setdefault(ls, _Unjudged())
     try:
         found = judge()
     except OSError as error:
-        cause = f"{error.strerror}: {error.filename}" if error.strerror and error.filename else str(error)
+        cause = _cause(ls, error)
         log.warning("cannot judge %s: %s", target, cause)
-        for document in documents.values():
-            _publish(ls, document, [_unjudged_warning(cause)])
+        known = alone()
+        for name, document in documents.items():
+            _publish(ls, document, [*known.get(name, []), _unjudged_warning(cause)])
         unjudged.failed(ls, target, cause, bool(documents))
         return
     unjudged.causes.pop(target, None)
     for name, document in documents.items():
         _publish(ls, document, found.get(name, []))
+
+
+def _cause(ls: RememServer, error: OSError) -> str:
+    """What failed, named by the first path in the home down to the one that failed that cannot
+    be listed (or read): a loop of links or a folder refused is one cause, however many of the
+    folders and files under it are judged."""
+    if not (error.strerror and error.filename):
+        return str(error)
+    failed = Path(os.fsdecode(error.filename))
+    down = [path for path in reversed([failed, *failed.parents]) if path.is_relative_to(ls.home.root)]
+    first = next((path for path in down if not os.access(path, os.R_OK | os.X_OK)), failed)
+    return f"{error.strerror}: {first}"
 
 
 def _unjudged_warning(cause: str) -> Diagnostic:
@@ -302,17 +349,25 @@ class _Unjudged:
         if not shown:  # no document left to say it on: nothing to try again for
             self.causes.pop(target, None)
             return
-        if self.causes.get(target) != cause:
-            self.causes[target] = cause
+        told = cause in self.causes.values()  # by this target or another one it failed for
+        self.causes[target] = cause
+        if not told:
             ls.window_show_message(
                 types.ShowMessageParams(
                     type=types.MessageType.Warning,
-                    message=f"remem cannot validate {target} ({cause}): its open documents say so "
-                    "until it can be read, which is tried again every few seconds",
+                    message=f"remem cannot validate memory files ({cause}): the open documents "
+                    "of what it holds say so until it can be read, which is tried again every few seconds",
                 )
             )
         if self.timer is None:
             self.timer = asyncio.get_running_loop().call_later(RETRY_UNJUDGED, self.retry, ls)
+
+    def stop(self) -> None:
+        """Try nothing again: the server is shutting down."""
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = None
+        self.causes.clear()
 
     def retry(self, ls: RememServer) -> None:
         self.timer = None

@@ -13,7 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from remem.daemon.home import Home
+from remem.lsp.features.diagnostics import RETRY_UNJUDGED
+from remem.lsp.rule_docs import rule_href
 
 from .editor import RECORD
 from .test_misbehaving_client import ANSWER_SECONDS, Server, _initialize, _receive, server  # noqa: F401 - the fixture
@@ -26,8 +30,9 @@ def _published(talked: Server, uri: str) -> list[list[dict[str, Any]]]:
     return [p["diagnostics"] for p in heard if p["uri"] == uri]
 
 
-def _until_published(talked: Server, uri: str) -> list[dict[str, Any]]:
-    """The next diagnostics published to `uri` with no message sent to the server meanwhile."""
+def _until_published(talked: Server, uri: str, seconds: float = ANSWER_SECONDS) -> list[dict[str, Any]]:
+    """The next diagnostics published to `uri` with no message sent to the server meanwhile;
+    `TimeoutError` when none comes within `seconds`."""
     assert talked.process.stdout is not None
     stdout = talked.process.stdout
 
@@ -41,7 +46,7 @@ def _until_published(talked: Server, uri: str) -> list[dict[str, Any]]:
 
     reading = ThreadPoolExecutor(1)
     try:
-        return reading.submit(read).result(ANSWER_SECONDS)
+        return reading.submit(read).result(seconds)
     finally:
         reading.shutdown(wait=False)
 
@@ -99,3 +104,82 @@ def test_global_md_whose_folder_cannot_be_listed_says_so_and_clears_when_fixed(
     home.memory.unlink()
     home.memory.mkdir()
     assert _until_published(server, uri) == []
+
+
+def _open(talked: Server, uri: str, text: str) -> None:
+    document = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+    talked.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+
+
+def _looped_home(tmp_path: Path) -> Home:
+    """A home whose `memory` is a link to itself: nothing under it can be listed (ELOOP)."""
+    home = Home(tmp_path / "home")
+    home.root.mkdir()
+    os.symlink(home.memory.name, home.memory)
+    return home
+
+
+def test_one_cause_is_one_popup_however_many_folders_and_files_meet_it(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Each folder's judgement failed with its own path in the cause: one popup per folder.
+    home = _looped_home(tmp_path)
+    _initialize(server)
+    uris = [(home.workspaces / f"p{n}" / "note-a.md").as_uri() for n in range(3)]
+    for uri in uris:
+        _open(server, uri, TEXT)
+    _open(server, home.global_file.as_uri(), "# Rules\n")
+    server.send({"id": 1, "method": "textDocument/documentSymbol", "params": {
+        "textDocument": {"uri": home.global_file.as_uri()}}})  # fmt: skip
+    server.answer(1)
+
+    assert rule_href("remem/unjudged") is not None
+    for uri in [*uris, home.global_file.as_uri()]:
+        [said] = _published(server, uri)[-1]
+        assert said["code"] == "unjudged", uri
+        assert said.get("codeDescription") == {"href": rule_href("remem/unjudged")}, (
+            said
+        )  # its row of the docs
+    popups = server.popups()
+    assert len(popups) == 1, popups
+    assert f"Too many levels of symbolic links: {home.memory})" in popups[0], popups
+
+
+def test_what_a_text_shows_by_itself_is_published_beside_the_unjudged_warning(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    home = _looped_home(tmp_path)
+    _initialize(server)
+    _open(server, home.global_file.as_uri(), "Prefer terse answers.\npassword: hunter2hunter2\n\ud800\n")
+    record = (home.workspaces / "proj" / "note-a.md").as_uri()
+    _open(server, record, RECORD.format(name="note-a", description="a note", type="nonsense", body="Body.\n"))
+    server.send({"id": 1, "method": "textDocument/completion", "params": {
+        "textDocument": {"uri": record}, "position": {"line": 1, "character": 0}}})  # fmt: skip
+    server.answer(1)
+
+    said = [d["code"] for d in _published(server, home.global_file.as_uri())[-1]]
+    assert sorted(said) == ["encoding", "likely-secret", "unjudged"], said
+    said = [d["code"] for d in _published(server, record)[-1]]
+    assert sorted(said) == ["type-invalid", "unjudged"], said
+
+
+def test_nothing_is_judged_again_after_shutdown(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    home = _looped_home(tmp_path)
+    _initialize(server)
+    uri = home.global_file.as_uri()
+    _open(server, uri, "# Rules\n")
+    server.send({"id": 1, "method": "shutdown"})
+    server.answer(1)
+    assert [d["code"] for d in _published(server, uri)[-1]] == ["unjudged"]
+    tried = server.log.read_text().count("cannot judge")
+
+    home.memory.unlink()  # fixed: a retry still running would judge it, and publish
+    home.memory.mkdir()
+    with pytest.raises(TimeoutError):
+        _until_published(server, uri, RETRY_UNJUDGED * 3)
+    assert server.log.read_text().count("cannot judge") == tried
