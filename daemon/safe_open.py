@@ -12,7 +12,8 @@ a listing saw, a file that is another one now is refused too (`ESTALE`, `REPLACE
 
 Writes below a root go through `open_folder`'s descriptor as well (`os.open(..., dir_fd=)`,
 `os.link(..., src_dir_fd=, dst_dir_fd=)`): what they create lies in the folder that was
-opened, whatever its path names meanwhile (decision 0364).
+opened, whatever its path names meanwhile (decision 0364). A memory commit holds its folder so
+(`HeldFolder`) and does every read, create, rename and removal through it (decision 0465).
 """
 
 from __future__ import annotations
@@ -281,3 +282,85 @@ def read_capped(handle: BinaryIO, limit: int) -> bytes | None:
     if len(data) > size:  # it grew since: read on, up to the limit
         data += handle.read(limit + 1 - len(data))
     return None if len(data) > limit else data
+
+
+class HeldFolder:
+    """A folder opened once, whose files are named relative to its descriptor: whatever is
+    read, created, renamed or removed through it lies in the folder that was opened, whatever
+    its path names since, a symbolic link swapped in included (decision 0465). `path` is where
+    it was opened, for messages; `in_place` tells whether that path still names it."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd, self.path = fd, path
+        st = os.fstat(fd)
+        self.identity: Identity = (st.st_dev, st.st_ino)
+
+    @classmethod
+    def below(cls, root: Path, folder: Path, *, make: bool = False) -> HeldFolder:
+        """The folder `open_folder` opens (no link from `root` down; made 0700 with `make`)."""
+        return cls(open_folder(root, folder, make=make), folder)
+
+    @classmethod
+    def at(cls, folder: Path) -> HeldFolder:
+        """The folder at `folder`, its path followed once as the caller gave it."""
+        return cls(os.open(folder, _FOLDER), folder)
+
+    def __enter__(self) -> HeldFolder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        os.close(self.fd)
+
+    def in_place(self) -> bool:
+        """Whether `path` still names this folder (not moved, removed, or swapped for a link)."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.identity
+
+    def names(self) -> list[str]:
+        return os.listdir(self.fd)
+
+    def lstat(self, name: str) -> os.stat_result:
+        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+
+    def exists(self, name: str) -> bool:
+        """Whether anything, a link too, stands at `name`."""
+        try:
+            self.lstat(name)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def open_regular(self, name: str) -> int:
+        """`open_regular`'s descriptor of the file `name` in this folder."""
+        try:
+            fd = os.open(name, _FILE, dir_fd=self.fd)
+        except OSError as exc:
+            raise _file_refused(exc, self.path / name) from None
+        return _regular(fd, self.path / name, None)
+
+    def read_regular(self, name: str, limit: int) -> bytes | None:
+        """`read_regular` of the file `name` in this folder."""
+        with os.fdopen(self.open_regular(name), "rb") as handle:
+            return read_capped(handle, limit)
+
+    def link(self, source: str, target: str) -> None:
+        os.link(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+
+    def rename(self, source: str, target: str) -> None:
+        os.rename(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def replace(self, source: str, target: str) -> None:
+        os.replace(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str, *, missing_ok: bool = False) -> None:
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def sync(self) -> None:
+        os.fsync(self.fd)

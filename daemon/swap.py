@@ -8,7 +8,8 @@ comparison saw, and nobody is writing it, is it discarded. Otherwise a save land
 or is landing: the exchange is undone and the caller reports a conflict.
 docs/decisions/0090-exchange-publish.md lists which saves this covers (all but an in-place save
 the comparison read half-written) and the fallback used where the kernel or file system cannot
-exchange.
+exchange. Every file is named in a folder the caller opened (`safe_open.HeldFolder`), so no step
+is led elsewhere by a link swapped in at the folder's path (decision 0465).
 """
 
 from __future__ import annotations
@@ -26,15 +27,14 @@ from pathlib import Path
 
 from .faults import faultpoint
 from .fsutil import (
-    atomic_write,
     fsync_dir,
     raise_as_unwritable,
     refused_as_unwritable,
     temp_path_for,
     unmerged_path_for,
-    write_temp,
+    write_synced,
 )
-from .safe_open import open_regular
+from .safe_open import HeldFolder
 
 ABSENT = "absent"  # the target must not exist: publish without replacing anything
 ANY = "any"  # a generated file nobody edits: replace it whatever it holds
@@ -43,7 +43,6 @@ SETTLE_SECONDS = 0.25
 
 log = logging.getLogger("remem.swap")
 _LEASES = hasattr(fcntl, "F_SETLEASE")  # Linux only
-_AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # Kernels or file systems without the flag answer with these; the fallback then applies.
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP}
@@ -52,10 +51,14 @@ _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP}
 class Displaced(Exception):
     """The file to be replaced no longer held the compared bytes: someone saved it meanwhile."""
 
-    def __init__(self, target: Path, put_back: bytes | None = None) -> None:
-        super().__init__(f"{target} changed while it was being replaced; it was left as saved")
-        self.target = target
+    def __init__(self, folder: HeldFolder, name: str, put_back: bytes | None = None) -> None:
+        super().__init__(f"{folder.path / name} changed while it was being replaced; it was left as saved")
+        self.folder, self.name = folder, name
         self.put_back = put_back  # the save an undo put back, once readers may have seen ours
+
+    @property
+    def target(self) -> Path:
+        return self.folder.path / self.name
 
 
 def digest(data: bytes) -> str:
@@ -65,76 +68,114 @@ def digest(data: bytes) -> str:
 
 def file_digest(path: Path) -> str | None:
     """The digest of the regular file at `path`, None when nothing (or no plain file) is there."""
-    data = _read(path)
+    try:
+        with HeldFolder.at(path.parent) as folder:
+            return digest_at(folder, path.name)
+    except OSError:  # no folder there
+        return None
+
+
+def digest_at(folder: HeldFolder, name: str) -> str | None:
+    """`file_digest` of the file `name` in `folder`."""
+    data = _read(folder, name)
     return None if data is None else digest(data)
 
 
-def _read(path: Path) -> bytes | None:
-    fd = _open_regular(path)
+def _read(folder: HeldFolder, name: str) -> bytes | None:
+    fd = _open_regular(folder, name)
     if fd is None:
         return None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
 
 
-def _displaced(path: Path) -> tuple[bytes | None, bool]:
-    """The bytes of the file an exchange moved to `path`, and whether a save is writing it."""
-    fd = _open_regular(path)
+def _displaced(folder: HeldFolder, name: str) -> tuple[bytes | None, bool]:
+    """The bytes of the file an exchange moved to `name`, and whether a save is writing it."""
+    fd = _open_regular(folder, name)
     if fd is None:
         return None, False
     with os.fdopen(fd, "rb") as handle:
         return handle.read(), _open_for_writing(fd)  # probed last: as late as it can be
 
 
-def _open_regular(path: Path) -> int | None:
-    """A read-only descriptor of the regular file at `path`; None when nothing (or no plain
-    file) is there."""
+def _open_regular(folder: HeldFolder, name: str) -> int | None:
+    """A read-only descriptor of the regular file `name`; None when nothing (or no plain file)
+    is there."""
     try:
-        return open_regular(path)
+        return folder.open_regular(name)
     except OSError:
         return None
 
 
+def write_temp_at(folder: HeldFolder, name: str, data: bytes, *, swap: tuple[str, str] | None = None) -> str:
+    """`fsutil.write_temp` in `folder`: the name of a fresh synced temp beside `name`."""
+    temp = temp_path_for(folder.path / name, swap=swap).name
+    write_synced(Path(temp), data, dir_fd=folder.fd)
+    return temp
+
+
+def atomic_write_at(folder: HeldFolder, name: str, data: bytes) -> None:
+    """`fsutil.atomic_write` in `folder`; a rename that fails leaves no temp behind."""
+    temp = write_temp_at(folder, name, data)
+    try:
+        folder.replace(temp, name)
+    except BaseException:
+        folder.unlink(temp, missing_ok=True)
+        raise
+    folder.sync()
+
+
 def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged: str) -> None:
-    """Replace one file with `data` if it holds `expected` (`swap_in`), the displaced file
-    discarded; raises Displaced, the save found kept and watched (`watch_put_back`), and
-    Unwritable when the file system refuses the write (`target` untouched, no temp left).
-    `written` and `exchanged` name the fault points after the temp file is written and right
-    after the new file takes the name (before the displaced file is checked): the temp's name
-    records our digest and the expected one, so recovery keeps a save it finds there.
+    """`publish_in` of `target` in its folder, whose path is followed once."""
+    with HeldFolder.at(target.parent) as folder:
+        publish_in(folder, target.name, data, expected, written=written, exchanged=exchanged)
+
+
+def publish_in(
+    folder: HeldFolder, name: str, data: bytes, expected: str, *, written: str, exchanged: str
+) -> None:
+    """Replace the file `name` in `folder` with `data` if it holds `expected` (`swap_in`), the
+    displaced file discarded; raises Displaced, the save found kept and watched
+    (`watch_put_back`), and Unwritable when the file system refuses the write (the file
+    untouched, no temp left). `written` and `exchanged` name the fault points after the temp
+    file is written and right after the new file takes the name (before the displaced file is
+    checked): the temp's name records our digest and the expected one, so recovery keeps a save
+    it finds there.
     """
     ours = digest(data)
     swapped = None if expected in (ABSENT, ANY) else (ours, expected)  # what recovery tells a save from
-    with refused_as_unwritable(target.parent):  # `write_synced` removed its partial temp
-        temp = write_temp(target, data, swap=swapped)
+    with refused_as_unwritable(folder.path):  # `write_synced` removed its partial temp
+        temp = write_temp_at(folder, name, data, swap=swapped)
     faultpoint(written)
     try:
-        swap_in(temp, target, expected, ours=ours, published=exchanged)
+        swap_in(folder, temp, name, expected, ours=ours, published=exchanged)
     except Displaced as displaced:
-        discard(temp)
+        _discard(folder, temp)
         watch_put_back(displaced)
         raise
     except OSError as exc:
         # Refused before the publish (a new name on a full disk needs a block of its folder):
         # ours is still only at the temp, which goes now rather than at the next access.
         # Anything else (our file published, or the temp holding another) is left as it is.
-        if file_digest(temp) != ours or file_digest(target) == ours:
+        if digest_at(folder, temp) != ours or digest_at(folder, name) == ours:
             raise
-        discard(temp)
-        raise_as_unwritable(exc, target.parent)
-    discard(temp)
+        _discard(folder, temp)
+        raise_as_unwritable(exc, folder.path)
+    _discard(folder, temp)
 
 
 def swap_in(
-    temp: Path,
-    target: Path,
+    folder: HeldFolder,
+    temp: str,
+    target: str,
     expected: str,
     *,
     ours: str | None = None,
     durable: bool = True,
     published: str | None = None,
 ) -> None:
-    """Publish `temp` at `target` if `target` holds `expected` (a digest, ABSENT or ANY).
+    """Publish `temp` at `target`, both in `folder`, if `target` holds `expected` (a digest,
+    ABSENT or ANY).
 
     Afterwards `temp` names the displaced old file (for ABSENT, a second link to the new one;
     for ANY, nothing): the caller removes it with `discard`, or undoes with `swap_back`. Raises
@@ -147,65 +188,65 @@ def swap_in(
     """
     if expected == ABSENT:
         try:
-            os.link(temp, target)
+            folder.link(temp, target)
         except FileExistsError:
-            raise Displaced(target) from None
-        _sync(target.parent, durable)
+            raise Displaced(folder, target) from None
+        _sync(folder, durable)
         _reached(published)
         return
     if expected == ANY:
-        os.replace(temp, target)
-        _sync(target.parent, durable)
+        folder.replace(temp, target)
+        _sync(folder, durable)
         _reached(published)
         return
-    ours = ours or file_digest(temp)
+    ours = ours or digest_at(folder, temp)
     try:
         # Writing and syncing the temp took a while: a save since then is caught here, before
         # any reader could see the new file (the exchange's own check covers the last instant).
-        if file_digest(target) != expected or not _settled(target, expected):
-            raise Displaced(target)
-        exchanged = _exchange(temp, target)
+        if digest_at(folder, target) != expected or not _settled(folder, target, expected):
+            raise Displaced(folder, target)
+        exchanged = _exchange(folder, temp, target)
     except FileNotFoundError:  # deleted by hand since the comparison
-        raise Displaced(target) from None
+        raise Displaced(folder, target) from None
     if not exchanged:
-        _compare_and_replace(temp, target, expected, durable)
+        _compare_and_replace(folder, temp, target, expected, durable)
         _reached(published)
         return
     _reached(published)
-    displaced, writing = _displaced(temp)
+    displaced, writing = _displaced(folder, temp)
     changed = displaced is None or digest(displaced) != expected
     if changed or writing:
-        swap_back(temp, target, ours)
-        raise Displaced(target, displaced if changed else None)
-    _sync(target.parent, durable)
+        swap_back(folder, temp, target, ours)
+        raise Displaced(folder, target, displaced if changed else None)
+    _sync(folder, durable)
 
 
-def swap_out(target: Path, tomb: Path, expected: str, *, durable: bool = True) -> None:
+def swap_out(folder: HeldFolder, target: str, tomb: str, expected: str, *, durable: bool = True) -> None:
     """Move `target` to the fresh name `tomb` if it holds `expected`; Displaced otherwise."""
     try:
-        os.rename(target, tomb)
+        folder.rename(target, tomb)
     except FileNotFoundError:
-        raise Displaced(target) from None
-    displaced, writing = _displaced(tomb)
+        raise Displaced(folder, target) from None
+    displaced, writing = _displaced(folder, tomb)
     changed = displaced is None or digest(displaced) != expected
     if changed or writing:
-        put_back(tomb, target)
-        raise Displaced(target, displaced if changed else None)
-    _sync(target.parent, durable)
+        put_back(folder, tomb, target)
+        raise Displaced(folder, target, displaced if changed else None)
+    _sync(folder, durable)
 
 
-def put_back(tomb: Path, target: Path) -> None:
+def put_back(folder: HeldFolder, tomb: str, target: str) -> None:
     """Return a file `swap_out` moved away; a file saved at `target` since then is kept too."""
     try:
-        os.link(tomb, target)
+        folder.link(tomb, target)
     except FileExistsError:
-        os.rename(tomb, _unmerged(target))
+        folder.rename(tomb, _unmerged(folder, target))
     else:
-        tomb.unlink()
-    fsync_dir(target.parent)
+        folder.unlink(tomb)
+    folder.sync()
 
 
-def swap_back(temp: Path, target: Path, ours: str | None) -> None:
+def swap_back(folder: HeldFolder, temp: str, target: str, ours: str | None) -> None:
     """Undo a `swap_in` of the file with digest `ours`, whose displaced file is still at `temp`.
 
     Readers may have seen our file meanwhile, and an editor may have saved over it: what the
@@ -213,22 +254,20 @@ def swap_back(temp: Path, target: Path, ours: str | None) -> None:
     (as `<name>.unmerged-*`) rather than discarded, since it and the file put back each hold
     lines the other lacks.
     """
-    if not _exchange(temp, target):
-        os.replace(temp, target)
-    elif file_digest(temp) != ours:
-        os.rename(temp, _unmerged(target))
-    fsync_dir(target.parent)
+    if not _exchange(folder, temp, target):
+        folder.replace(temp, target)
+    elif digest_at(folder, temp) != ours:
+        folder.rename(temp, _unmerged(folder, target))
+    folder.sync()
 
 
-def set_aside(temp: Path, target: Path) -> None:
+def set_aside(folder: HeldFolder, temp: str, target: str) -> None:
     """Keep `temp`, a commit's version of `target` that a save since the crash stands in place
     of, beside it as `<name>.unmerged-*`: the save stays, and neither is lost."""
-    kept = unmerged_path_for(target)
-    os.rename(temp, kept)
-    fsync_dir(target.parent)
-    log.warning(
-        "a hand save of %s stands where a commit put it; the commit's is kept as %s", target.name, kept.name
-    )
+    kept = unmerged_path_for(folder.path / target).name
+    folder.rename(temp, kept)
+    folder.sync()
+    log.warning("a hand save of %s stands where a commit put it; the commit's is kept as %s", target, kept)
 
 
 def discard(temp: Path) -> None:
@@ -236,14 +275,19 @@ def discard(temp: Path) -> None:
     fsync_dir(temp.parent)
 
 
+def _discard(folder: HeldFolder, temp: str) -> None:
+    folder.unlink(temp, missing_ok=True)
+    folder.sync()
+
+
 def _reached(point: str | None) -> None:
     if point is not None:
         faultpoint(point)
 
 
-def _sync(folder: Path, durable: bool) -> None:
+def _sync(folder: HeldFolder, durable: bool) -> None:
     if durable:
-        fsync_dir(folder)
+        folder.sync()
 
 
 def watch_put_back(displaced: Displaced) -> None:
@@ -255,28 +299,26 @@ def watch_put_back(displaced: Displaced) -> None:
     a change that lacks a line of the save put back gets that save kept beside it as
     `<name>.unmerged-*`, as `swap_back` keeps a save it finds on our file.
     """
-    target, saved = displaced.target, displaced.put_back
+    folder, target, saved = displaced.folder, displaced.name, displaced.put_back
     if not saved:
         return
     lines, seen = set(saved.splitlines()), saved
     deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         time.sleep(0.005)
-        now = _read(target) or b""
+        now = _read(folder, target) or b""
         if now == seen:
             continue
         seen = now
         if not lines <= set(now.splitlines()):
-            atomic_write(_unmerged(target), saved)
+            atomic_write_at(folder, _unmerged(folder, target), saved)
             return
 
 
-def _unmerged(target: Path) -> Path:
-    path = unmerged_path_for(target)
-    log.warning(
-        "a hand save of %s met a commit; it is kept as %s for a person to merge", target.name, path.name
-    )
-    return path
+def _unmerged(folder: HeldFolder, target: str) -> str:
+    name = unmerged_path_for(folder.path / target).name
+    log.warning("a hand save of %s met a commit; it is kept as %s for a person to merge", target, name)
+    return name
 
 
 def _open_for_writing(fd: int) -> bool:
@@ -301,7 +343,7 @@ def _open_for_writing(fd: int) -> bool:
     return False
 
 
-def _settled(target: Path, expected: str) -> bool:
+def _settled(folder: HeldFolder, target: str, expected: str) -> bool:
     """False when an empty file turns out to be an in-place save between truncate and write.
 
     Such a save truncates when it opens and writes a moment later, into whichever file it
@@ -311,7 +353,7 @@ def _settled(target: Path, expected: str) -> bool:
     if expected != EMPTY:
         return True
     while True:
-        status = os.stat(target)
+        status = folder.lstat(target)
         if status.st_size:
             return False
         left = SETTLE_SECONDS - (time.time_ns() - status.st_mtime_ns) / 1e9
@@ -320,34 +362,34 @@ def _settled(target: Path, expected: str) -> bool:
         time.sleep(min(left, 0.005))
 
 
-def _compare_and_replace(temp: Path, target: Path, expected: str, durable: bool) -> None:
+def _compare_and_replace(folder: HeldFolder, temp: str, target: str, expected: str, durable: bool) -> None:
     """Without an exchange, compare right before the rename: the window shrinks, it stays open.
 
     The old file is held by a second link so that, as after an exchange, `temp` ends up naming it.
     """
-    held = temp_path_for(target)
+    held = temp_path_for(folder.path / target).name
     try:
-        os.link(target, held)
+        folder.link(target, held)
     except FileNotFoundError:
-        raise Displaced(target) from None
-    if file_digest(held) != expected:
-        held.unlink()
-        raise Displaced(target)
-    os.replace(temp, target)
-    os.rename(held, temp)
-    _sync(target.parent, durable)
+        raise Displaced(folder, target) from None
+    if digest_at(folder, held) != expected:
+        folder.unlink(held)
+        raise Displaced(folder, target)
+    folder.replace(temp, target)
+    folder.rename(held, temp)
+    _sync(folder, durable)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap the names `a` and `b`; False when this system cannot."""
+def _exchange(folder: HeldFolder, a: str, b: str) -> bool:
+    """Atomically swap the names `a` and `b` in `folder`; False when this system cannot."""
     if _renameat2 is None:
         return False
-    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+    if _renameat2(folder.fd, os.fsencode(a), folder.fd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     code = ctypes.get_errno()
     if code in _UNSUPPORTED:
         return False
-    raise OSError(code, os.strerror(code), str(a), None, str(b))
+    raise OSError(code, os.strerror(code), str(folder.path / a), None, str(folder.path / b))
 
 
 def _load_renameat2() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]

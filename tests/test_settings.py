@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from remem.daemon import swap
 from remem.daemon.home import Home, HomeUnusable
+from remem.daemon.safe_open import HeldFolder
 from remem.daemon.settings import SettingsConflict, SettingsError, SettingsStore, parse_settings
 
 from .yaml_bombs import BILLION_LAUGHS, ERROR_BYTES_MAX, FIRST_ALIAS_LINE
@@ -194,13 +195,13 @@ def test_a_hand_save_between_the_read_and_the_publish_is_kept(
         home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
     _, revision = store.read()
     saved = b"sessions:\n  idle_seconds: 45\n"
-    write_temp = swap.write_temp
+    write_temp = swap.write_temp_at
 
-    def save_then_write(target: Path, *parts: bytes, **options: Any) -> Path:
+    def save_then_write(folder: HeldFolder, name: str, data: bytes, **options: Any) -> str:
         home.settings_file.write_bytes(saved)  # the editor's save, in the window
-        return write_temp(target, *parts, **options)
+        return write_temp(folder, name, data, **options)
 
-    monkeypatch.setattr(swap, "write_temp", save_then_write)
+    monkeypatch.setattr(swap, "write_temp_at", save_then_write)
     with pytest.raises(SettingsConflict) as conflict:
         store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
     assert home.settings_file.read_bytes() == saved
@@ -280,14 +281,14 @@ def test_a_link_put_in_place_of_settings_between_the_read_and_the_publish_is_lef
     target = tmp_path / "dotfiles" / "settings.yml"
     target.parent.mkdir()
     target.write_text("sessions:\n  idle_seconds: 45\n")
-    write_temp = swap.write_temp
+    write_temp = swap.write_temp_at
 
-    def link_then_write(path: Path, *parts: bytes, **options: Any) -> Path:
+    def link_then_write(folder: HeldFolder, name: str, data: bytes, **options: Any) -> str:
         home.settings_file.unlink()
         home.settings_file.symlink_to(target)  # `stow` run in the window
-        return write_temp(path, *parts, **options)
+        return write_temp(folder, name, data, **options)
 
-    monkeypatch.setattr(swap, "write_temp", link_then_write)
+    monkeypatch.setattr(swap, "write_temp_at", link_then_write)
     with pytest.raises(HomeUnusable) as refused:
         store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
     assert str(refused.value) == refused_as_linked(home, target, 'set consolidation.model: "deepseek-v4-pro"')

@@ -21,7 +21,9 @@ as `<name>.unmerged-*`.
 
 from __future__ import annotations
 
-import os
+import contextlib
+import logging
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,34 +31,35 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
 from ..fsutil import (
+    TEMP_MARKER,
     Unwritable,
-    atomic_write,
     fits,
-    fsync_dir,
     is_refused_write,
     is_temp_name,
     raise_as_unwritable,
-    remove_stale_temps,
     temp_path_for,
-    write_temp,
+    unmerged_path_for,
 )
-from ..safe_open import read_regular
+from ..safe_open import HeldFolder
 from ..swap import (
     ABSENT,
     ANY,
     Displaced,
+    atomic_write_at,
     digest,
-    file_digest,
+    digest_at,
     put_back,
     set_aside,
     swap_back,
     swap_in,
     swap_out,
     watch_put_back,
+    write_temp_at,
 )
 from .canonical import MEMORY_FILE_MAX_BYTES
 
 JOURNAL_NAME = ".remem-journal.json"
+log = logging.getLogger("remem.daemon")
 
 
 class JournalUnreadable(Exception):
@@ -91,39 +94,62 @@ class Journal(BaseModel):
     steps: list[Step]
 
 
+class FolderMoved(Exception):
+    """The path of the folder a commit opened no longer names it (moved, replaced, removed).
+    Before the commit point nothing was published and no temp is left; after it (`published`),
+    the steps went on in the folder that was opened, as far as it still exists."""
+
+    def __init__(self, path: Path, *, published: bool = False) -> None:
+        super().__init__(f"{path} was moved, replaced or removed during the commit")
+        self.path, self.published = path, published
+
+
 def write_generation(
-    folder: Path, revision: str, writes: dict[str, bytes], deletes: list[str], expected: Mapping[str, str]
+    folder: HeldFolder,
+    revision: str,
+    writes: dict[str, bytes],
+    deletes: list[str],
+    expected: Mapping[str, str],
 ) -> None:
     """Publish one generation in `folder`; the caller holds the scope's exclusive lock.
 
     `expected` gives, for every written or deleted name, what the caller compared it as (a
     digest, ABSENT or ANY). Raises Displaced, with the old generation back in place, when a file
-    no longer holds it, and Unwritable, with the old generation in place and no temp left, when
-    the file system refuses a write (a full disk, a read-only mount).
+    no longer holds it; Unwritable, with the old generation in place and no temp left, when
+    the file system refuses a write (a full disk, a read-only mount); and FolderMoved, no temp
+    left, when `folder`'s path no longer names it at the commit point: every write goes through
+    its descriptor, so none lands where a link swapped in at its path leads.
     """
     steps: list[Step] = []
     try:
         for name, data in writes.items():
-            temp = write_temp(folder / name, data)
-            steps.append(Step(temp=temp.name, final=name, before=expected[name], after=digest(data)))
+            temp = write_temp_at(folder, name, data)
+            steps.append(Step(temp=temp, final=name, before=expected[name], after=digest(data)))
         steps += [
-            Step(temp=temp_path_for(folder / name).name, final=name, before=expected[name], after=None)
+            Step(temp=temp_path_for(folder.path / name).name, final=name, before=expected[name], after=None)
             for name in deletes
         ]
         steps.sort(key=lambda step: step.before == ANY)  # an unchecked replace cannot be undone: last
         faultpoint("memory.workspace.after-temp-files")
-        atomic_write(
-            folder / JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
+        if not folder.in_place():
+            raise FolderMoved(folder.path)
+        atomic_write_at(
+            folder, JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
         )
+    except FolderMoved:
+        _discard_temps(folder, steps)  # from the folder they were written in, wherever it is now
+        raise
     except OSError as exc:
-        if os.path.lexists(folder / JOURNAL_NAME):
+        if folder.exists(JOURNAL_NAME):
             # In place, though its sync failed: it is the commit point, and the folder's next
             # access rolls it forward from the temps, which must stay.
             raise
         # No journal, so nothing is published: the temps written so far hold the little room a
         # full disk has left, and go now rather than at the folder's next access.
         _discard_temps(folder, steps)
-        raise_as_unwritable(exc, folder)
+        if not folder.in_place():  # removed meanwhile: no write of ours could land
+            raise FolderMoved(folder.path) from exc
+        raise_as_unwritable(exc, folder.path)
     faultpoint("memory.workspace.after-journal")
     done: list[Step] = []
     try:
@@ -141,29 +167,31 @@ def write_generation(
         # with the steps before it, as a displaced file is. Any other error, a step refused
         # halfway (an exchange whose check then failed) or an undo that fails too leaves the
         # journal, and the folder's next access brings the generation forward as after a crash.
+        if not folder.in_place():  # removed: its next access is a fresh folder's
+            raise FolderMoved(folder.path, published=True) from exc
         if not is_refused_write(exc) or not _untouched(folder, steps[len(done)]):
             raise
         _roll_back(folder, done)
-        raise Unwritable(exc, folder) from exc
+        raise Unwritable(exc, folder.path) from exc
     faultpoint("memory.workspace.before-journal-removal")
     _finish(folder)
 
 
-def _discard_temps(folder: Path, steps: list[Step]) -> None:
+def _discard_temps(folder: HeldFolder, steps: list[Step]) -> None:
     """Remove the temps written for `steps` (a deletion's has no file yet)."""
-    for step in steps:
-        (folder / step.temp).unlink(missing_ok=True)
-    if steps:
-        fsync_dir(folder)
+    with contextlib.suppress(FileNotFoundError):  # a folder removed meanwhile took them along
+        for step in steps:
+            folder.unlink(step.temp, missing_ok=True)
+        if steps:
+            folder.sync()
 
 
-def _untouched(folder: Path, step: Step) -> bool:
+def _untouched(folder: HeldFolder, step: Step) -> bool:
     """Whether `step` left its files as they were: a write's new bytes only at its temp, a
     deletion's file still at its name and nothing at its temp."""
-    final, temp = folder / step.final, folder / step.temp
     if step.after is None:
-        return os.path.lexists(final) and not os.path.lexists(temp)
-    return file_digest(temp) == step.after and file_digest(final) != step.after
+        return folder.exists(step.final) and not folder.exists(step.temp)
+    return digest_at(folder, step.temp) == step.after and digest_at(folder, step.final) != step.after
 
 
 def needs_recovery(names: list[str]) -> bool:
@@ -171,15 +199,15 @@ def needs_recovery(names: list[str]) -> bool:
     return any(name == JOURNAL_NAME or is_temp_name(name) for name in names)
 
 
-def recover(folder: Path) -> bool:
+def recover(folder: HeldFolder) -> bool:
     """Finish or discard an interrupted generation; True when a journal was rolled forward."""
-    journal_path = folder / JOURNAL_NAME
+    journal_path = folder.path / JOURNAL_NAME
     try:
         # Never through a link, nor waiting on a FIFO for a writer (the caller holds the
         # workspace's lock): either, like one past the cap, is unreadable.
-        raw = read_regular(journal_path, MEMORY_FILE_MAX_BYTES)
+        raw = folder.read_regular(JOURNAL_NAME, MEMORY_FILE_MAX_BYTES)
     except FileNotFoundError:
-        remove_stale_temps(folder)
+        _remove_temps(folder)
         return False
     except OSError as exc:
         raise JournalUnreadable(journal_path) from exc
@@ -195,7 +223,7 @@ def recover(folder: Path) -> bool:
     return True
 
 
-def _holdable(folder: Path, step: Step) -> Step:
+def _holdable(folder: HeldFolder, step: Step) -> Step:
     """`step`, with a fresh temp if the folder cannot hold the name it gives.
 
     Earlier versions named a temp after its file whole, so a journal they left for a file with a
@@ -203,60 +231,79 @@ def _holdable(folder: Path, step: Step) -> Step:
     file there only now; a write's temp could not be written): any fresh temp serves, where
     replaying the name as given would fail on every read of the workspace.
     """
-    if fits(step.temp, folder):
+    if fits(step.temp, folder.path):
         return step
-    return step.model_copy(update={"temp": temp_path_for(folder / step.final).name})
+    return step.model_copy(update={"temp": temp_path_for(folder.path / step.final).name})
 
 
-def _apply(folder: Path, step: Step) -> None:
+def _apply(folder: HeldFolder, step: Step) -> None:
     # Unsynced: while the journal is on disk, a step a power cut undoes is replayed; `_finish`
     # syncs the folder once, before the journal goes.
     if step.after is None:
-        swap_out(folder / step.final, folder / step.temp, step.before, durable=False)
+        swap_out(folder, step.final, step.temp, step.before, durable=False)
     else:
-        swap_in(folder / step.temp, folder / step.final, step.before, ours=step.after, durable=False)
+        swap_in(folder, step.temp, step.final, step.before, ours=step.after, durable=False)
 
 
-def _roll_back(folder: Path, done: list[Step]) -> None:
+def _roll_back(folder: HeldFolder, done: list[Step]) -> None:
     for step in reversed(done):
-        final, temp = folder / step.final, folder / step.temp
         if step.after is None:
-            put_back(temp, final)
+            put_back(folder, step.temp, step.final)
         elif step.before == ABSENT:
-            final.unlink()
+            folder.unlink(step.final)
         else:
-            swap_back(temp, final, step.after)
+            swap_back(folder, step.temp, step.final, step.after)
         faultpoint("memory.workspace.mid-rollback")
     _finish(folder)
 
 
-def _settle(folder: Path, step: Step) -> None:
+def _settle(folder: HeldFolder, step: Step) -> None:
     """Bring one step of a crashed generation forward, keeping whatever was saved by hand."""
-    final, temp = folder / step.final, folder / step.temp
-    now, spare = file_digest(final), file_digest(temp)
+    now, spare = digest_at(folder, step.final), digest_at(folder, step.temp)
     checked = step.before not in (ABSENT, ANY)
     if now == step.after:
         # Applied. The spare name holds what the step displaced: a save caught in the instant
         # between the exchange and its check goes back in place.
         if checked and spare not in (None, step.before, step.after):
             if step.after is None:
-                put_back(temp, final)
+                put_back(folder, step.temp, step.final)
             else:
-                swap_back(temp, final, step.after)
+                swap_back(folder, step.temp, step.final, step.after)
         return
     if (step.after is None and now is not None) or (step.after is not None and spare == step.after):
         try:
             _apply(folder, step)
         except Displaced:  # saved (made, deleted) by hand since the crash: it stays as saved
-            if step.after is not None and file_digest(temp) == step.after:
-                set_aside(temp, final)  # the journal committed it: no answer said it was not
+            if step.after is not None and digest_at(folder, step.temp) == step.after:
+                set_aside(
+                    folder, step.temp, step.final
+                )  # the journal committed it: no answer said it was not
 
 
-def _finish(folder: Path) -> None:
+def _finish(folder: HeldFolder) -> None:
     """Sync the steps, then drop the journal and what the steps displaced (stray temps only
     matter without one); one sync covers both, since a journal a power cut brings back finds
     every step applied and only removes the temps again."""
-    fsync_dir(folder)
-    (folder / JOURNAL_NAME).unlink(missing_ok=True)
-    if not remove_stale_temps(folder):  # it syncs the folder when it removed any
-        fsync_dir(folder)
+    folder.sync()
+    folder.unlink(JOURNAL_NAME, missing_ok=True)
+    if not _remove_temps(folder):  # it syncs the folder when it removed any
+        folder.sync()
+
+
+def _remove_temps(folder: HeldFolder) -> bool:
+    """`fsutil.remove_stale_temps` through `folder`; whether it removed any. A workspace's temps
+    carry no digests (its journal settles what an exchange displaced), so each goes, but for a
+    link at one, which only an exchange puts there (one put in place of a record just before
+    it): that is kept beside its file, never followed nor deleted."""
+    temps = [name for name in folder.names() if is_temp_name(name)]
+    for temp in temps:
+        if stat.S_ISLNK(folder.lstat(temp).st_mode):
+            record = temp.rpartition(TEMP_MARKER)[0][1:]
+            kept = unmerged_path_for(folder.path / record).name
+            folder.rename(temp, kept)
+            log.warning("a link put in place of %s met a commit; it is kept as %s", record, kept)
+        else:
+            folder.unlink(temp, missing_ok=True)
+    if temps:
+        folder.sync()
+    return bool(temps)

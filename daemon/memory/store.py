@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -24,8 +25,6 @@ from pydantic import BaseModel, ValidationError
 
 from ..fsutil import (
     Unwritable,
-    atomic_write,
-    ensure_private_dir,
     is_temp_name,
     refused_as_unwritable,
     remove_stale_temps,
@@ -42,8 +41,8 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
-from ..safe_open import read_regular, refused
-from ..swap import ABSENT, ANY, Displaced, digest, publish
+from ..safe_open import HeldFolder, read_regular, refused
+from ..swap import ABSENT, ANY, Displaced, atomic_write_at, digest, publish_in
 from .batch import (
     GlobalPlan,
     InvalidChanges,
@@ -54,6 +53,7 @@ from .batch import (
     plan_workspace,
 )
 from .canonical import (
+    FILE_TOO_LARGE,
     IRREGULAR_GLOBAL,
     IRREGULAR_RECORD,
     LINKED_WORKSPACE,
@@ -61,14 +61,15 @@ from .canonical import (
     Unread,
     canonicalize,
     decode,
+    read_capped,
     read_memory_bytes,
 )
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
 from .history import CLI, Attribution, History, global_generation, workspace_generation
 from .identity import WorkspaceId, is_workspace_key
 from .index import render_index
-from .journal import JournalUnreadable, needs_recovery, recover, write_generation
-from .record import INDEX_FILE, record_name_of
+from .journal import FolderMoved, JournalUnreadable, needs_recovery, recover, write_generation
+from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from .revision import global_revision, is_revision, workspace_revision
 from .validation import ParsedRecord, validate_global, validate_workspace
 
@@ -138,8 +139,8 @@ class MemoryStore:
     def replace_global(self, expected_revision: str, content: str, actor: Actor = CLI) -> CommitResult:
         check_revision(expected_revision)
 
-        def commit() -> CommitResult:
-            existing = self._read_global_file()
+        def commit(folder: HeldFolder) -> CommitResult:
+            existing = _read_global_in(folder)
             current = existing or b""
             if global_revision(current) != expected_revision:
                 return CommitResult(status="conflict", revision=global_revision(current))
@@ -148,9 +149,11 @@ class MemoryStore:
                 return CommitResult(status="no-change", revision=plan.before)
             try:
                 with self.history.intending(None, plan.before, plan.after, actor) as intent:
-                    self._publish_global(plan, ABSENT if existing is None else digest(existing))
+                    self._publish_global(folder, plan, ABSENT if existing is None else digest(existing))
             except Displaced:
-                return CommitResult(status="conflict", revision=global_revision(self._read_global_bytes()))
+                return CommitResult(
+                    status="conflict", revision=global_revision(_read_global_in(folder) or b"")
+                )
             entry = self.history.record(
                 None,
                 global_generation(plan.before, current),
@@ -160,7 +163,7 @@ class MemoryStore:
             )
             return CommitResult(status="committed", revision=plan.after, history=entry)
 
-        return self._locked_global(commit, exclusive=True)
+        return self._locked_global(lambda: self._in_memory_folder(commit), exclusive=True)
 
     # -- Workspaces -----------------------------------------------------------------------
 
@@ -200,18 +203,20 @@ class MemoryStore:
         revert writes back a hand edit's comments and layout); each must parse to that record."""
         check_revision(expected_revision)
 
-        def commit(files: dict[str, bytes]) -> CommitResult:
+        def commit(files: dict[str, bytes], folder: HeldFolder | None) -> CommitResult:
             if workspace_revision(files) != expected_revision:
                 return CommitResult(status="conflict", revision=workspace_revision(files))
             plan = _held_as(plan_workspace(files, changes), files, exact or {})
             if not plan.changed:
-                self._label(workspace)
+                if folder is not None:
+                    self._label(workspace, folder)
                 return CommitResult(status="no-change", revision=plan.before)
             try:
                 with self.history.intending(workspace.key, plan.before, plan.after, actor) as intent:
-                    self._publish_workspace(workspace, plan, files)
-            except Displaced:
-                saved = _read_records(self.folder(workspace), _listing(self.folder(workspace)))
+                    saved = self._publish_workspace(workspace, folder, plan, files)
+            except FolderMoved as exc:
+                raise MemoryInvalid([FileProblems(path=str(exc.path), diagnostics=[_moved(exc)])]) from None
+            if saved is not None:  # displaced: a save by hand since `files` were read
                 return CommitResult(status="conflict", revision=workspace_revision(saved))
             after = {n: d for n, d in {**files, **plan.writes}.items() if n not in plan.deletes}
             entry = self.history.record(
@@ -223,7 +228,7 @@ class MemoryStore:
             )
             return CommitResult(status="committed", revision=plan.after, history=entry)
 
-        return self._locked_workspace(workspace, commit, exclusive=True)
+        return self._exclusive_workspace(workspace, commit)
 
     def sync_history(self, workspace_key: str | None, actor: Actor) -> str | None:
         """Record the scope's files as they are, valid or not, unless the history ends with them
@@ -238,12 +243,12 @@ class MemoryStore:
 
             return self._locked_global(look, exclusive=True)
 
-        def look_workspace(files: dict[str, bytes]) -> str | None:
+        def look_workspace(files: dict[str, bytes], _: HeldFolder | None) -> str | None:
             generation = workspace_generation(workspace_revision(files), files)
             return self.history.reconcile(workspace_key, generation, actor)
 
         try:
-            return self._locked_workspace(self.workspace_of(workspace_key), look_workspace, exclusive=True)
+            return self._exclusive_workspace(self.workspace_of(workspace_key), look_workspace)
         except MemoryInvalid as exc:  # a link, a name that is not UTF-8, a lock unusable: nothing to record
             self.history.unreadable(workspace_key, sorted({d.code for f in exc.files for d in f.diagnostics}))
             return None
@@ -256,19 +261,20 @@ class MemoryStore:
     def regenerate_index(self, workspace: WorkspaceId) -> bool:
         """Rewrite `MEMORY.md` from valid records; False when it was already in sync."""
 
-        return self._locked_workspace(
-            workspace, lambda files: self._write_index(workspace, files), exclusive=True
+        return self._exclusive_workspace(
+            workspace, lambda files, folder: self._write_index(workspace, files, folder)
         )
 
-    def _write_index(self, workspace: WorkspaceId, files: dict[str, bytes]) -> bool:
-        target = self.folder(workspace) / INDEX_FILE
-        if not target.parent.is_dir():  # a workspace never committed to has no index to keep
+    def _write_index(
+        self, workspace: WorkspaceId, files: dict[str, bytes], folder: HeldFolder | None
+    ) -> bool:
+        if folder is None:  # a workspace never committed to has no index to keep
             return False
         wanted = render_index(self._valid_records(workspace, files)).encode("utf-8")
-        if _index_now(target, len(wanted)) == wanted:
+        if _index_now(folder, len(wanted)) == wanted:
             return False
-        with refused_as_unwritable(target.parent):
-            atomic_write(target, wanted)
+        with refused_as_unwritable(folder.path):
+            atomic_write_at(folder, INDEX_FILE, wanted)
         return True
 
     def folder(self, workspace: WorkspaceId) -> Path:
@@ -288,15 +294,18 @@ class MemoryStore:
     def _read_global_file(self) -> bytes | None:
         return _read_memory_file(self.home.global_file, IRREGULAR_GLOBAL)
 
-    def _info(self, path: Path) -> WorkspaceInfo | None:
+    def _info(self, path: Path, folder: HeldFolder | None = None) -> WorkspaceInfo | None:
         """workspace.json's content; None when there is none to believe.
 
         The file only labels the folder, so one that cannot be believed leaves the cwd unknown
         rather than the workspace's memory unreadable: a link or FIFO there is never followed or
         waited on (the daemon reads it at start, for every workspace, holding the scope's lock),
-        and is named in the log."""
+        and is named in the log. `folder`: the workspace's folder, when the caller holds it open."""
         try:
-            raw = read_regular(path, WORKSPACE_INFO_MAX_BYTES)
+            if folder is None:
+                raw = read_regular(path, WORKSPACE_INFO_MAX_BYTES)
+            else:
+                raw = folder.read_regular(path.name, WORKSPACE_INFO_MAX_BYTES)
         except OSError as exc:
             if refused(exc):
                 self._odd_info(path, "is not a regular file (a symlink, FIFO or folder)")
@@ -309,24 +318,24 @@ class MemoryStore:
         except ValidationError:
             return None
 
-    def _label(self, workspace: WorkspaceId, *, created: bool = False) -> None:
+    def _label(self, workspace: WorkspaceId, folder: HeldFolder, *, created: bool = False) -> None:
         """Write workspace.json for a folder just created, or name the project in one that names
         none (or is gone) when `workspace` knows it: a revert that recreates a deleted folder
         cannot, since the history does not hold the project's path. A label the store cannot
         believe (a link, a FIFO, not its JSON) is the user's to mend, and is left as it is."""
-        path = self.folder(workspace) / WORKSPACE_INFO
+        path = folder.path / WORKSPACE_INFO
         created_at = _now()
         if not created:
-            if not workspace.cwd or not path.parent.is_dir():
+            if not workspace.cwd:
                 return
-            if os.path.lexists(path):
-                info = self._info(path)
+            if folder.exists(WORKSPACE_INFO):
+                info = self._info(path, folder)
                 if info is None or info.cwd:
                     return
                 created_at = info.createdAt
         info = WorkspaceInfo(cwd=workspace.cwd, createdAt=created_at)
-        with refused_as_unwritable(path.parent):
-            atomic_write(path, info.model_dump_json(indent=2).encode() + b"\n")
+        with refused_as_unwritable(folder.path):
+            atomic_write_at(folder, WORKSPACE_INFO, info.model_dump_json(indent=2).encode() + b"\n")
 
     def _odd_info(self, path: Path, what: str) -> None:
         if path not in self._odd_infos:  # asked for at every code action in a record: said once
@@ -338,9 +347,22 @@ class MemoryStore:
                 what,
             )
 
-    def _publish_global(self, plan: GlobalPlan, expected: str) -> None:
+    def _publish_global(self, folder: HeldFolder, plan: GlobalPlan, expected: str) -> None:
         points = {"written": "memory.global.after-temp-write", "exchanged": "memory.global.after-exchange"}
-        publish(self.home.global_file, plan.content, expected, **points)
+        publish_in(folder, GLOBAL_FILE, plan.content, expected, **points)
+
+    def _in_memory_folder(self, action: Callable[[HeldFolder], T]) -> T:
+        """`action` of the `memory` folder, opened from REMEM_HOME without following a link: a
+        commit of Global reads and writes through it, so a link swapped in at `memory` after
+        `_locked_global` looked leads it nowhere (decision 0465)."""
+        try:
+            folder = HeldFolder.below(self.home.root, self.home.memory)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                self.home.refuse_link(self.home.memory)  # HomeUnusable, naming the link
+            raise
+        with folder:
+            return action(folder)
 
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
         lock = self.home.locks / "global.lock"
@@ -354,33 +376,65 @@ class MemoryStore:
             remove_stale_temps(self.home.memory)
             return action()
 
-    def _locked_workspace(
-        self, workspace: WorkspaceId, action: Callable[[dict[str, bytes]], T], *, exclusive: bool = False
+    def _locked_workspace(self, workspace: WorkspaceId, action: Callable[[dict[str, bytes]], T]) -> T:
+        """`action` of the workspace's record files, read under its shared lock (its exclusive
+        one when an interrupted commit is to be settled first)."""
+        with self._scope_lock(self._lock_of(workspace), shared=True), self._held(workspace) as folder:
+            if folder is None or not needs_recovery(folder.names()):
+                return action(_read_records(folder))
+        return self._exclusive_workspace(workspace, lambda files, _: action(files))
+
+    def _exclusive_workspace(
+        self, workspace: WorkspaceId, action: Callable[[dict[str, bytes], HeldFolder | None], T]
     ) -> T:
-        lock = self.home.locks / f"ws-{workspace.key}.lock"
-        folder = self.folder(workspace)
-        if not exclusive:
-            with self._scope_lock(lock, shared=True):
-                self._refuse_linked(folder)
-                names = _listing(folder)
-                if not needs_recovery(names):
-                    return action(_read_records(folder, names))
-        with self._scope_lock(lock):
-            self._refuse_linked(folder)
-            if folder.is_dir() and _recovered(folder):
+        """`action` of the record files and of the folder they were read from (None when the
+        workspace has none yet), under the workspace's exclusive lock; an interrupted commit is
+        settled first. Everything read or written there goes through that folder's descriptor."""
+        with self._scope_lock(self._lock_of(workspace)), self._held(workspace) as folder:
+            if folder is not None and _recovered(folder):
                 # A hand save kept during recovery can leave the plan's index behind the records.
                 try:
                     with contextlib.suppress(MemoryInvalid):
-                        self._write_index(workspace, _read_records(folder, _listing(folder)))
+                        self._write_index(workspace, _read_records(folder), folder)
                 except Unwritable as exc:  # the records are settled: they are read all the same
                     log.warning("MEMORY.md is left behind its records: %s (`remem memory reindex`)", exc)
-            return action(_read_records(folder, _listing(folder)))
+            return action(_read_records(folder), folder)
+
+    def _lock_of(self, workspace: WorkspaceId) -> Path:
+        return self.home.locks / f"ws-{workspace.key}.lock"
+
+    @contextmanager
+    def _held(self, workspace: WorkspaceId) -> Iterator[HeldFolder | None]:
+        """`_open`'s folder, closed when the block ends."""
+        folder = self._open(workspace)
+        if folder is None:
+            yield None
+            return
+        with folder:
+            yield folder
+
+    def _open(self, workspace: WorkspaceId, *, make: bool = False) -> HeldFolder | None:
+        """The workspace's folder, opened once from REMEM_HOME without following a link (None when
+        there is none, unless `make`): what is read and written through it cannot be led
+        elsewhere by a link swapped in at its path after the check (decision 0465)."""
+        path = self.folder(workspace)
+        self._refuse_linked(path)
+        try:
+            return HeldFolder.below(self.home.root, path, make=make)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            self._refuse_linked(path)  # HomeUnusable for a link above it, if one is still there
+            raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[LINKED_WORKSPACE])]) from None
 
     def _refuse_linked(self, folder: Path) -> None:
         """Reading, recovering or committing through a link would leave REMEM_HOME: a link at
         `memory` or `memory/workspaces` (made while a daemon runs, after `ensure_layout` looked)
         is HomeUnusable, as the CLI says it at start; one at the workspace's own folder is that
-        workspace's problem. Three `lstat`s, at each request under the scope's lock."""
+        workspace's problem. Three `lstat`s, at each request under the scope's lock; a link
+        swapped in after them is refused as the folder is opened (`_open`)."""
         self.home.refuse_link(self.home.workspaces)
         if folder.is_symlink():
             raise MemoryInvalid([FileProblems(path=str(folder), diagnostics=[LINKED_WORKSPACE])])
@@ -399,15 +453,30 @@ class MemoryStore:
         return [record for name in sorted(parsed) if (record := parsed[name].record) is not None]
 
     def _publish_workspace(
-        self, workspace: WorkspaceId, plan: WorkspacePlan, files: dict[str, bytes]
-    ) -> None:
-        """Raises Displaced when a record was saved by hand since `files` were read, and
-        Unwritable when the file system refuses a write: the old generation stays, no temp left."""
-        folder = self.folder(workspace)
-        created = not folder.is_dir()
-        if created:
-            with refused_as_unwritable(folder):
-                ensure_private_dir(folder)
+        self, workspace: WorkspaceId, folder: HeldFolder | None, plan: WorkspacePlan, files: dict[str, bytes]
+    ) -> dict[str, bytes] | None:
+        """Publish `plan` in `folder` (made first when None); None once published, or the files as
+        saved when a record was saved by hand since `files` were read (the old generation stays).
+        Unwritable when the file system refuses a write, and FolderMoved when the folder was
+        moved or replaced meanwhile: the old generation stays, no temp left."""
+        if folder is not None:
+            return self._publish_in(workspace, folder, plan, files, created=False)
+        with refused_as_unwritable(self.folder(workspace)):
+            made = self._open(workspace, make=True)
+        if made is None:  # removed between its `mkdir` and its open
+            raise FolderMoved(self.folder(workspace))
+        with made:
+            return self._publish_in(workspace, made, plan, files, created=True)
+
+    def _publish_in(
+        self,
+        workspace: WorkspaceId,
+        folder: HeldFolder,
+        plan: WorkspacePlan,
+        files: dict[str, bytes],
+        *,
+        created: bool,
+    ) -> dict[str, bytes] | None:
         writes = dict(plan.writes)
         writes[INDEX_FILE] = index_bytes(plan)
         expected = {
@@ -415,14 +484,18 @@ class MemoryStore:
         }
         expected[INDEX_FILE] = ANY  # generated from the records; nobody's edits live there
         try:
-            self._label(workspace, created=created)
+            with _before_commit_point(folder):
+                self._label(workspace, folder, created=created)
             write_generation(folder, plan.after, writes, plan.deletes, expected)
+        except Displaced:
+            return _read_records(folder)
         except Unwritable:
             if created:  # a refusal changes nothing: not even a folder for the workspace is left
-                (folder / WORKSPACE_INFO).unlink(missing_ok=True)
+                folder.unlink(WORKSPACE_INFO, missing_ok=True)
                 with contextlib.suppress(OSError):  # not empty (a file made by hand since): kept
-                    folder.rmdir()
+                    os.rmdir(folder.path)
             raise
+        return None
 
 
 def _held_as(plan: WorkspacePlan, files: dict[str, bytes], exact: Mapping[str, bytes]) -> WorkspacePlan:
@@ -451,6 +524,31 @@ _BROKEN_JOURNAL = _file_problem(
 
 
 @contextmanager
+def _before_commit_point(folder: HeldFolder) -> Iterator[None]:
+    """A write before the commit point that fails because `folder` was removed (or moved)
+    meanwhile raises FolderMoved: nothing was published."""
+    try:
+        yield
+    except Unwritable:
+        raise
+    except OSError as exc:
+        if folder.in_place():
+            raise
+        raise FolderMoved(folder.path) from exc
+
+
+def _moved(exc: FolderMoved) -> Diagnostic:
+    """What a commit whose folder was moved, replaced or removed under it says of that folder."""
+    if exc.published:
+        said = "while the commit was being published in it; read the workspace again to see what it holds"
+    else:
+        said = "during the commit, so nothing was written; read the workspace again and retry"
+    return _file_problem(
+        "moved-workspace", f"this workspace's memory folder was moved, replaced or removed {said}"
+    )
+
+
+@contextmanager
 def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     try:
         with file_lock(path, shared=shared):
@@ -460,7 +558,7 @@ def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
 
 
-def _recovered(folder: Path) -> bool:
+def _recovered(folder: HeldFolder) -> bool:
     try:
         return recover(folder)
     except JournalUnreadable as exc:
@@ -496,25 +594,58 @@ def _as_read(files: dict[str, bytes]) -> dict[str, bytes]:
     return files
 
 
-def _read_records(folder: Path, names: list[str]) -> dict[str, bytes]:
+def _read_global_in(folder: HeldFolder) -> bytes | None:
+    """GLOBAL.md's bytes, read through the `memory` folder; None when there is none."""
+    try:
+        return _read_in(folder, GLOBAL_FILE, IRREGULAR_GLOBAL)
+    except Unread as exc:
+        raise MemoryInvalid(
+            [FileProblems(path=str(folder.path / GLOBAL_FILE), diagnostics=[exc.diagnostic])]
+        ) from None
+
+
+def _read_in(folder: HeldFolder, name: str, irregular: Diagnostic) -> bytes | None:
+    """`read_memory_bytes` of the file `name`, opened through `folder` (`Unread` likewise)."""
+    try:
+        fd = folder.open_regular(name)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not refused(exc):
+            raise
+        raise Unread(irregular) from None
+    with os.fdopen(fd, "rb") as handle:
+        raw = read_capped(handle)
+    if raw is None:
+        raise Unread(FILE_TOO_LARGE)
+    return raw
+
+
+def _read_records(folder: HeldFolder | None) -> dict[str, bytes]:
+    """The record files of the workspace's `folder`, read through it."""
+    if folder is None:
+        return {}
     files = {}
     irregular = []
-    for name in sorted(names):
+    for name in sorted(folder.names()):
         if record_name_of(name) is None:
             continue
-        path = folder / name
         if not is_utf8(name):
-            irregular.append(FileProblems(path=str(folder / shown(name)), diagnostics=[NAME_NOT_UTF8]))
+            irregular.append(FileProblems(path=str(folder.path / shown(name)), diagnostics=[NAME_NOT_UTF8]))
             continue
-        # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
-        if path.is_symlink() or not path.is_file():
-            irregular.append(FileProblems(path=str(path), diagnostics=[IRREGULAR_RECORD]))
+        try:
+            # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
+            data = _read_in(folder, name, IRREGULAR_RECORD)
+        except Unread as exc:
+            problem = FileProblems(path=str(folder.path / name), diagnostics=[exc.diagnostic])
+            if exc.diagnostic is FILE_TOO_LARGE:
+                raise MemoryInvalid([problem]) from None
+            irregular.append(problem)
             continue
-        data = _read_memory_file(path, IRREGULAR_RECORD)  # as checked, unless swapped since
         if data is not None:  # else deleted since the listing
             files[name] = data
     if irregular:  # with every problem of the files it could read: one fix at a time is no way
-        raise MemoryInvalid(sorted([*irregular, *_judged(folder, files)[1]], key=lambda f: f.path))
+        raise MemoryInvalid(sorted([*irregular, *_judged(folder.path, files)[1]], key=lambda f: f.path))
     return files
 
 
@@ -538,12 +669,12 @@ def _read_memory_file(path: Path, irregular: Diagnostic) -> bytes | None:
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[exc.diagnostic])]) from None
 
 
-def _index_now(target: Path, wanted: int) -> bytes | None:
+def _index_now(folder: HeldFolder, wanted: int) -> bytes | None:
     """`MEMORY.md`'s bytes when it is a regular file of at most `wanted` bytes, else None. It is
     generated, so anything else is never read but replaced: a link could lead out of REMEM_HOME,
     and a FIFO would hold the workspace's exclusive lock for good, waiting for a writer."""
     try:
-        return read_regular(target, wanted)
+        return folder.read_regular(INDEX_FILE, wanted)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -30,6 +30,7 @@ from remem.daemon.memory.batch import CHANGES
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import PutChange, Record
+from remem.daemon.safe_open import HeldFolder
 from remem.daemon.settings import SettingsStore
 
 
@@ -49,9 +50,9 @@ def save_before(name: str, text: str) -> None:
     """Make the next commit meet a hand save of `name` in the instant before its publish step."""
     apply = journal._apply
 
-    def saving(folder: Path, step: journal.Step) -> None:
+    def saving(folder: HeldFolder, step: journal.Step) -> None:
         if step.final == name:
-            (folder / name).write_text(text)
+            (folder.path / name).write_text(text)
         apply(folder, step)
 
     journal._apply = saving
@@ -72,10 +73,10 @@ def save_before_exchange(name: str, text: str) -> None:
     """Make the next exchange publishing `name` meet a hand save of it, landed just before."""
     exchange = swap._exchange
 
-    def saving(a: Path, b: Path) -> bool:
-        if b.name == name:
-            b.write_text(text)
-        return exchange(a, b)
+    def saving(folder: HeldFolder, a: str, b: str) -> bool:
+        if b == name:
+            (folder.path / b).write_text(text)
+        return exchange(folder, a, b)
 
     swap._exchange = saving
 
@@ -89,7 +90,7 @@ def replace_global_cut_short(home: str, expected: str, text: str, written: str) 
         os.write(fd, b"".join(bytes(part) for part in parts)[: int(written)])
         os.kill(os.getpid(), signal.SIGKILL)
 
-    fsutil.write_synced = dying
+    swap.write_synced = dying
     replace_global(home, expected, text)
 
 
@@ -116,11 +117,11 @@ def update_settings_against_link(home: str, expected: str, key: str, value: str,
     its exchange."""
     exchange = swap._exchange
 
-    def linking(a: Path, b: Path) -> bool:
-        if b.name == "settings.yml":
-            b.unlink()
-            b.symlink_to(linked)
-        return exchange(a, b)
+    def linking(folder: HeldFolder, a: str, b: str) -> bool:
+        if b == "settings.yml":
+            (folder.path / b).unlink()
+            (folder.path / b).symlink_to(linked)
+        return exchange(folder, a, b)
 
     swap._exchange = linking
     update_settings(home, expected, key, value)

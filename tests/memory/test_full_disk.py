@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from remem.daemon import fsutil
+from remem.daemon import fsutil, swap
 from remem.daemon.fsutil import TEMP_MARKER, write_synced
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
@@ -61,7 +62,7 @@ def test_each_refused_write_names_its_error_folder_and_remedy(
             return
         raise OSError(code, os.strerror(code), str(path))
 
-    monkeypatch.setattr(fsutil, "write_synced", refuse)
+    monkeypatch.setattr(swap, "write_synced", refuse)
     with pytest.raises(fsutil.Unwritable) as refused:
         store.commit_workspace(workspace, before, [put("keep", "Changed.\n"), put("new")])
     assert refused.value.errno == code and refused.value.folder == folder
@@ -110,7 +111,7 @@ def test_a_new_global_file_the_folder_has_no_room_for_leaves_no_temp(
     link = os.link
 
     def no_block_for_new_names(source: Any, target: Any, **kwargs: Any) -> None:
-        if Path(target) == store.home.global_file:
+        if Path(target).name == store.home.global_file.name:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         link(source, target, **kwargs)
 
@@ -130,14 +131,14 @@ def test_a_journal_in_place_whose_sync_fails_is_rolled_forward_whole(
     workspace = WorkspaceId.from_cwd(CWD)
     store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put("keep"), put("gone")])
     folder = store.folder(workspace)
-    sync = fsutil.fsync_dir
+    sync = os.fsync
 
-    def failing_once_the_journal_is_in(path: Path) -> None:
-        if (Path(path) / JOURNAL_NAME).exists():
+    def failing_once_the_journal_is_in(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode) and JOURNAL_NAME in os.listdir(fd):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        sync(path)
+        sync(fd)
 
-    monkeypatch.setattr(fsutil, "fsync_dir", failing_once_the_journal_is_in)
+    monkeypatch.setattr(os, "fsync", failing_once_the_journal_is_in)
     before = store.read_workspace(workspace).revision
     with pytest.raises(OSError) as raised:
         store.commit_workspace(workspace, before, [put("keep", "Changed.\n"), delete("gone")])

@@ -26,10 +26,13 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.lint import lint_paths
 from remem.daemon.memory.revision import global_revision
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.safe_open import HeldFolder
 from tests.reliability.editor import STYLES, kept_text, save
 
 from .factory import delete, put
 from .test_store import EMPTY
+
+Exchange = Callable[[HeldFolder, str, str], bool]
 
 
 @pytest.fixture(params=["exchange", "fallback"])
@@ -51,9 +54,9 @@ def test_global_save_in_the_window_wins(
     base = store.replace_global(EMPTY, "Old global.\n").revision
     swap_in = swap.swap_in
 
-    def save_then_publish(temp: Path, target: Path, expected: str, **options: Any) -> None:
-        target.write_text("Old global.\nSaved by hand.\n")
-        swap_in(temp, target, expected, **options)
+    def save_then_publish(folder: HeldFolder, temp: str, target: str, expected: str, **options: Any) -> None:
+        (folder.path / target).write_text("Old global.\nSaved by hand.\n")
+        swap_in(folder, temp, target, expected, **options)
 
     monkeypatch.setattr(swap, "swap_in", save_then_publish)
     result = store.replace_global(base, "New global.\n")
@@ -77,9 +80,9 @@ def test_record_save_in_the_window_undoes_the_whole_batch(
     saved = before[saved_file].replace(b"Why it matters.", b"Saved by hand.")
     apply = journal._apply
 
-    def save_then_apply(folder: Path, step: journal.Step) -> None:
+    def save_then_apply(folder: HeldFolder, step: journal.Step) -> None:
         if step.final == saved_file:
-            (folder / saved_file).write_bytes(saved)
+            (folder.path / saved_file).write_bytes(saved)
         apply(folder, step)
 
     monkeypatch.setattr(journal, "_apply", save_then_apply)
@@ -98,9 +101,9 @@ def test_a_file_saved_where_a_new_record_goes_is_kept(
     base = store.commit_workspace(workspace, EMPTY, [put("alpha")]).revision
     apply = journal._apply
 
-    def create_then_apply(folder: Path, step: journal.Step) -> None:
+    def create_then_apply(folder: HeldFolder, step: journal.Step) -> None:
         if step.final == "gamma.md":
-            (folder / "gamma.md").write_text("Started by hand.\n")
+            (folder.path / "gamma.md").write_text("Started by hand.\n")
         apply(folder, step)
 
     monkeypatch.setattr(journal, "_apply", create_then_apply)
@@ -117,12 +120,12 @@ class LateEditor:
         self.edit = b"Edited after the undo.\n"
         self.thread: threading.Thread | None = None
 
-    def exchange(self, real: Callable[[Path, Path], bool]) -> Callable[[Path, Path], bool]:
-        def save_read_exchange(a: Path, b: Path) -> bool:
-            if self.thread is not None or b != self.target:
-                return real(a, b)
+    def exchange(self, real: Exchange) -> Exchange:
+        def save_read_exchange(folder: HeldFolder, a: str, b: str) -> bool:
+            if self.thread is not None or folder.path / b != self.target:
+                return real(folder, a, b)
             self.target.write_bytes(self.saved)
-            exchanged = real(a, b)
+            exchanged = real(folder, a, b)
             seen = self.target.read_bytes()  # our new file, about to be taken back
             self.thread = threading.Thread(target=self._save_after_undo, args=(seen,))
             self.thread.start()
@@ -194,11 +197,11 @@ class OpenedEarly:
         self.target, self.saved = target, saved
         self.fd: int | None = None
 
-    def exchange(self, real: Callable[[Path, Path], bool]) -> Callable[[Path, Path], bool]:
-        def open_then_exchange(a: Path, b: Path) -> bool:
-            if self.fd is None and b == self.target:
+    def exchange(self, real: Exchange) -> Exchange:
+        def open_then_exchange(folder: HeldFolder, a: str, b: str) -> bool:
+            if self.fd is None and folder.path / b == self.target:
                 self.fd = os.open(self.target, os.O_WRONLY)
-            return real(a, b)
+            return real(folder, a, b)
 
         return open_then_exchange
 
@@ -235,10 +238,10 @@ def test_record_save_opened_before_its_removal_is_not_discarded(
     editor = OpenedEarly(target, target.read_bytes().replace(b"Why it matters.", b"Saved by hand."))
     rename = os.rename
 
-    def open_then_rename(a: str | Path, b: str | Path) -> None:
-        if editor.fd is None and Path(a) == target:
+    def open_then_rename(a: str | Path, b: str | Path, **at: Any) -> None:
+        if editor.fd is None and Path(a).name == target.name:
             editor.fd = os.open(target, os.O_WRONLY)
-        rename(a, b)
+        rename(a, b, **at)
 
     monkeypatch.setattr(swap.os, "rename", open_then_rename)
     assert store.commit_workspace(workspace, base, [delete("beta")]).status == "conflict"

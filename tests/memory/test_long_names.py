@@ -22,6 +22,7 @@ from remem.daemon.memory import journal
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.journal import JOURNAL_NAME, write_generation
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore
+from remem.daemon.safe_open import HeldFolder
 from remem.daemon.swap import digest
 
 from .factory import delete, put
@@ -70,7 +71,8 @@ def test_a_file_with_a_name_as_long_as_allowed_is_replaced(
     path, _ = _hand_made(store, workspace, size)
     folder, old = path.parent, path.read_bytes()
     new = HAND_MADE.format(name=path.stem).replace("By hand.", "Replaced.").encode()
-    write_generation(folder, "sha256:" + "0" * 64, {path.name: new}, [], {path.name: digest(old)})
+    with HeldFolder.at(folder) as held:
+        write_generation(held, "sha256:" + "0" * 64, {path.name: new}, [], {path.name: digest(old)})
     assert path.read_bytes() == new and _leftovers(folder) == []
     with pytest.raises(MemoryInvalid) as invalid:  # read, and reported as the hand-made file was
         store.read_workspace(workspace)

@@ -1,0 +1,135 @@
+"""A workspace folder swapped for a symbolic link, or removed, while a commit writes in it: the
+commit opened the folder once, so nothing lands where the link leads, and the answer says what
+happened instead of an internal error (decision 0465).
+
+The swap is made at the commit's named points, in the process that commits: after its temps are
+written (before the commit point), and after its journal is in place (after it).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from remem.daemon import swap
+from remem.daemon.fsutil import is_temp_name
+from remem.daemon.memory import journal
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryInvalid, MemoryStore
+
+from .factory import put
+from .test_store import EMPTY
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _at(point: str, action: Callable[[], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run `action` once, when the commit reaches the fault point `point`."""
+    module = swap if point.startswith("memory.global.") else journal
+    reached = module.faultpoint
+
+    def hook(name: str) -> None:
+        reached(name)
+        if name == point:
+            monkeypatch.setattr(module, "faultpoint", reached)
+            action()
+
+    monkeypatch.setattr(module, "faultpoint", hook)
+
+
+class Relink:
+    """A folder moved aside and a link to a copy of it outside put in its place, as a
+    same-user process can do at any instant; `back` undoes it."""
+
+    def __init__(self, folder: Path, outside: Path) -> None:
+        self.folder, self.outside, self.aside = folder, outside, folder.with_name(folder.name + ".real")
+        self.seen: dict[str, bytes] = {}
+
+    def __call__(self) -> None:
+        shutil.copytree(self.folder, self.outside)
+        self.seen = _files(self.outside)
+        self.folder.rename(self.aside)
+        self.folder.symlink_to(self.outside)
+
+    def back(self) -> None:
+        self.folder.unlink()
+        self.aside.rename(self.folder)
+
+
+@pytest.fixture
+def committed(store: MemoryStore, workspace: WorkspaceId) -> str:
+    return store.commit_workspace(workspace, EMPTY, [put("keep")]).revision
+
+
+def test_a_link_swapped_in_before_the_commit_point_gets_nothing_and_says_so(
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    committed: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = store.folder(workspace)
+    before = _files(folder)
+    relinked = Relink(folder, tmp_path / "outside")
+    _at("memory.workspace.after-temp-files", relinked, monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
+    assert _files(relinked.outside) == relinked.seen, "nothing is written where the link leads"
+    [problem] = refused.value.files
+    assert problem.path == str(folder)
+    [said] = problem.diagnostics
+    assert said.code == "remem/moved-workspace"
+    assert "moved, replaced or removed during the commit, so nothing was written" in said.message
+    relinked.back()
+    assert _files(folder) == before, "no temp, no journal, no record changed in the real folder"
+    assert store.read_workspace(workspace).revision == committed
+
+
+def test_a_link_swapped_in_after_the_commit_point_is_not_followed(
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    committed: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The journal is in place: the steps go on in the folder that was opened, wherever it is."""
+    folder = store.folder(workspace)
+    relinked = Relink(folder, tmp_path / "outside")
+    _at("memory.workspace.after-journal", relinked, monkeypatch)
+    result = store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
+    assert result.status == "committed"
+    assert _files(relinked.outside) == relinked.seen, "no step is applied where the link leads"
+    relinked.back()
+    records = {r.name: r.content for r in store.read_workspace(workspace).records}
+    assert records == {"keep": "Changed.\n", "new": "Why it matters.\n"}
+    assert not [name for name in _files(folder) if is_temp_name(name) or name == journal.JOURNAL_NAME]
+
+
+def test_a_folder_removed_before_the_commit_point_is_said_not_an_internal_error(
+    store: MemoryStore, workspace: WorkspaceId, committed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = store.folder(workspace)
+    _at("memory.workspace.after-temp-files", lambda: shutil.rmtree(folder), monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, [put("keep", "Changed.\n")])
+    assert [d.code for f in refused.value.files for d in f.diagnostics] == ["remem/moved-workspace"]
+    assert not folder.exists()
+    assert store.read_workspace(workspace).records == []
+
+
+def test_a_link_swapped_in_at_memory_before_globals_exchange_is_not_followed(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    relinked = Relink(store.home.memory, tmp_path / "outside")
+    _at("memory.global.after-temp-write", relinked, monkeypatch)
+    assert store.replace_global(base, "New global.\n").status == "committed"
+    assert _files(relinked.outside) == relinked.seen, "GLOBAL.md where the link leads is left as it was"
+    relinked.back()
+    assert store.read_global().content == "New global.\n"
+    assert not [name for name in _files(store.home.memory) if is_temp_name(name)]
