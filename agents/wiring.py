@@ -2,15 +2,17 @@
 
 The one place the wiring docs/agents.md gives is written (decision 0456): Claude Code's `claude
 mcp add` command and `.mcp.json` entry, and Codex's `config.toml` tables. A harness starts the
-server itself, so the command is absolute, and the home goes with it unless it is the default:
-Codex passes `REMEM_HOME` on to no server, and Claude Code only what it is given. Nothing here
-loads the MCP SDK: printing the wiring starts no server.
+server itself, so the command is absolute, and the home goes with it unless the server would
+serve it untold: Codex passes `REMEM_HOME` on to no server, and a harness that passes its own
+environment on may pass another. Every path is given exactly as it is, or refused (`Unwirable`).
+Nothing here loads the MCP SDK: printing the wiring starts no server.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -18,11 +20,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from remem.daemon.home import DEFAULT_HOME, HOME_ENV, Home
+from remem.daemon.os_names import is_utf8, shown
+from remem.daemon.validation import CONTROLS, one_line
 
 SERVER = "remem"
 MCP_ARGS = ("mcp",)
 HARNESSES = ("claude", "codex")
+EVERY_HARNESS = "all"
+# TOML 1.0 forbids DEL in a string; the rest would drive the terminal the table is printed on.
+_TOML_ESCAPED = re.compile(f"[{CONTROLS}]")
 _TITLES = {"claude": "Claude Code, from the project's folder:", "codex": "Codex, in ~/.codex/config.toml:"}
+
+
+class Unwirable(Exception):
+    """A path the wiring cannot give as it is; the message names it and what to do."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +56,21 @@ def this_launch(home: Home, *, use_daemon: bool, cwd: str | None) -> Launch:
     script = os.path.abspath(sys.argv[0])
     # `python -m remem.daemon` runs a module file, not a command a harness can start.
     command, before = (script, ()) if not script.endswith(".py") else (sys.executable, ("-m", "remem.daemon"))
+    if not is_utf8(command):
+        raise Unwirable(
+            f"this remem's path {shown(command)} is not UTF-8, and a harness's configuration holds "
+            "its command as UTF-8 text; run a remem installed in a folder whose name is UTF-8"
+        )
     options = () if use_daemon else ("--no-daemon",)
     pinned = () if cwd is None else ("--cwd", os.path.abspath(cwd))
-    chosen = None if home.root == Home.resolve(DEFAULT_HOME).root else str(home.root)
-    return Launch(command, (*before, *options, *MCP_ARGS, *pinned), chosen)
+    return Launch(command, (*before, *options, *MCP_ARGS, *pinned), _passed_on(home))
+
+
+def _passed_on(home: Home) -> str | None:
+    """The home as the server must be told it; None when it would serve that home untold: the
+    default home, with no `$REMEM_HOME` naming another that a harness could pass on (decision 0456)."""
+    untold = home.root == Home.resolve(DEFAULT_HOME).root == Home.resolve().root
+    return None if untold else str(home.root)
 
 
 def claude_code_command(remem: str, home: str | None, args: Sequence[str] = MCP_ARGS) -> str:
@@ -79,12 +101,23 @@ def codex_config(remem: str, home: str | None, args: Sequence[str] = MCP_ARGS) -
 
 
 def _toml(value: str | list[str]) -> str:
-    """`value` as a TOML basic string or array of them: every escape JSON writes is one of TOML's."""
-    return json.dumps(value, ensure_ascii=False)
+    """`value` as a TOML basic string or array of them: every escape JSON writes is one of TOML's,
+    and JSON leaves DEL, C1 and Unicode's separators and direction marks as they are, which
+    are written `\\uXXXX` too (outside a string JSON writes none of them)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _TOML_ESCAPED.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def wiring_text(launch: Launch, harnesses: Sequence[str]) -> str:
-    """The wiring of each of `harnesses`, under a line saying where it goes, indented to paste."""
+    """The wiring of each of `harnesses`, under a line saying where it goes, indented to paste.
+    Unwirable for a path that a terminal would not show as it is, which a paste would change."""
+    for word in (launch.home or "", launch.command, *launch.args):
+        if one_line(word) != word:
+            raise Unwirable(
+                f"the path {one_line(word)} holds a control character, a line separator or a "
+                "direction mark, which a terminal does not show as it is, so the wiring cannot be "
+                "printed to paste; rename it, or take the wiring from --json, which holds it exactly"
+            )
     blocks = _blocks(launch)
     lines = [
         line for name in harnesses for line in (_TITLES[name], *(f"  {b}" if b else "" for b in blocks[name]))

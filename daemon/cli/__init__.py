@@ -33,6 +33,7 @@ _LAZY_COMMANDS = {
     "consolidate": ".consolidate:consolidate",
     "daemon": ".daemon:daemon",
     "eval": ".eval:eval_command",
+    "mcp": ".mcp:mcp",
     "memory": ".memory:memory",
     "receipts": ".consolidate:receipts",
     "sessions": ".sessions:sessions",
@@ -157,7 +158,7 @@ _ANY_HOME_NAME = frozenset({"lsp", "mcp", "memory"})
 @click.pass_obj
 def lsp(backend: Backend) -> None:
     """Run the language server on stdio (what the editor extension starts)."""
-    _need_stdio("lsp", "editor")
+    need_stdio("lsp", "editor")
     from remem.lsp.compose import create_server  # the CLI need not load pygls otherwise
 
     from ..credentials import log_to_stderr
@@ -169,58 +170,7 @@ def lsp(backend: Backend) -> None:
     sys.exit(0 if server.protocol.shut_down else 1)
 
 
-@cli.command()
-@click.option(
-    "--cwd",
-    type=click.Path(exists=True, file_okay=False),
-    help="The project whose memory agents get (default: the root the MCP client declares, "
-    "else the current folder).",
-)
-@click.option(
-    "--print-config",
-    is_flag=True,
-    help="Print how to wire this server into Claude Code and Codex, instead of serving.",
-)
-@click.option(
-    "--harness",
-    type=click.Choice(["claude", "codex", "all"]),
-    help="With --print-config: the harness to wire (default: all).",
-)
-@click.option("--json", "as_json", is_flag=True, help="With --print-config: print machine-readable JSON.")
-@click.pass_obj
-def mcp(backend: Backend, cwd: str | None, print_config: bool, harness: str | None, as_json: bool) -> None:
-    """Run the MCP server for agents on stdio (memory_context, memory_read, memory_update,
-    memory_history)."""
-    from .arguments import utf8_folder
-
-    folder = None if cwd is None else utf8_folder(cwd)
-    if print_config:
-        _print_wiring(backend, folder, harness or "all", as_json)
-        return
-    if harness is not None or as_json:
-        raise click.UsageError("--harness and --json go with --print-config; the server itself takes neither")
-    _need_stdio("mcp", "MCP client")
-    from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
-
-    serve(backend.home, cwd=folder, use_daemon=backend.use_daemon)
-
-
-def _print_wiring(backend: Backend, cwd: str | None, harness: str, as_json: bool) -> None:
-    """`remem mcp --print-config`: what starts this very server, as each harness is told it."""
-    from remem.agents.wiring import HARNESSES, this_launch, wiring_json, wiring_text
-
-    from .output import emit_json, say
-
-    backend.home.refuse_non_utf8_name()  # a config file holds the home as UTF-8 text
-    launch = this_launch(backend.home, use_daemon=backend.use_daemon, cwd=cwd)
-    harnesses = HARNESSES if harness == "all" else (harness,)
-    if as_json:
-        emit_json(wiring_json(launch, harnesses))
-    else:
-        say(wiring_text(launch, harnesses))
-
-
-def _need_stdio(command: str, client: str) -> None:
+def need_stdio(command: str, client: str) -> None:
     """Refuse to serve with stdin or stdout closed (`remem mcp <&-`): Python starts without a
     stream for it (its own sign the descriptor was closed), and the server would fail on its
     first read or write."""

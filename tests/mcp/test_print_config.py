@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -27,16 +28,16 @@ CODEX_TITLE = "Codex, in ~/.codex/config.toml:"
 
 
 def print_config(
-    home: Path | None, *args: str, stdin: Any = subprocess.DEVNULL
+    home: Path | None, *args: str, stdin: Any = subprocess.DEVNULL, remem: Path = REMEM, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """`remem [--home HOME] --no-daemon mcp --print-config ARGS` as a user runs it, in a shell
-    without $REMEM_HOME: `home` None is the default home, `~/.remem`."""
+    without $REMEM_HOME but for `env`'s: `home` None is the default home, `~/.remem`."""
     if not REMEM.exists():
         pytest.skip(f"no remem console script at {REMEM} (pip install -e .)")
-    env = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, "REMEM_HOME")}
+    shell = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, "REMEM_HOME")} | env
     homed = [] if home is None else ["--home", str(home)]
-    command = [str(REMEM), *homed, "--no-daemon", "mcp", "--print-config", *args]
-    return subprocess.run(command, env=env, stdin=stdin, capture_output=True, text=True, timeout=60)
+    command = [str(remem), *homed, "--no-daemon", "mcp", "--print-config", *args]
+    return subprocess.run(command, env=shell, stdin=stdin, capture_output=True, text=True, timeout=60)
 
 
 def pasted(printed: str, title: str) -> str:
@@ -96,6 +97,54 @@ def test_one_harness_and_a_pinned_project(tmp_path: Path) -> None:
     assert f'  args = ["--no-daemon", "mcp", "--cwd", "{tmp_path}"]\n' in codex.stdout
     claude = json.loads(print_config(None, "--harness", "claude", "--json").stdout)
     assert sorted(claude) == ["claude", "server"]
+
+
+@pytest.mark.parametrize(
+    ("odd", "shown"),
+    [("\x7f", "\\x7f"), ("\u2028", "\\u2028"), ("\u202e", "\\u202e")],
+    ids=["DEL", "LS", "RLO"],
+)
+def test_a_path_a_terminal_would_change_is_refused_as_text_and_exact_in_json(
+    tmp_path: Path, odd: str, shown: str
+) -> None:
+    """Text is escaped on its way to a terminal, so a pasted command would name another path
+    (and a server there would silently make a new, empty home): it is refused, pointing to
+    `--json`, whose every form of the wiring parses back to the very paths (decision 0456)."""
+    home, project = tmp_path / f"home{odd}x", tmp_path / f"project{odd}y"
+    project.mkdir()
+    text = print_config(home, "--cwd", str(project))
+    assert text.returncode == 2 and text.stdout == "", text.stdout
+    assert text.stderr.startswith(f"remem: the path {tmp_path}/home{shown}x holds"), text.stderr
+    assert "take the wiring from --json" in text.stderr, text.stderr
+    wiring = json.loads(print_config(home, "--cwd", str(project), "--json").stdout)
+    args = ["--no-daemon", "mcp", "--cwd", str(project)]
+    assert wiring["server"] == {"command": str(REMEM), "args": args, "env": {"REMEM_HOME": str(home)}}
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    server = tomllib.loads(wiring["codex"]["configToml"])["mcp_servers"]["remem"]
+    assert (server["args"], server["env"]) == (args, {"REMEM_HOME": str(home)})
+    added = shlex.split(wiring["claude"]["command"])
+    assert added == ["claude", "mcp", "add", "remem", "-e", f"REMEM_HOME={home}", "--", str(REMEM), *args]
+
+
+def test_a_remem_whose_path_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    """As a home whose name is not UTF-8 is: a harness's configuration holds paths as UTF-8 text."""
+    folder = os.path.join(os.fsencode(tmp_path), b"bin\xff")
+    os.mkdir(folder)
+    os.symlink(os.fsencode(REMEM), os.path.join(folder, b"remem"))  # run by that path, unresolved
+    refused = print_config(tmp_path / "home", remem=Path(os.fsdecode(os.path.join(folder, b"remem"))))
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert f"this remem's path {tmp_path}/bin\\xff/remem is not UTF-8" in refused.stderr, refused.stderr
+
+
+def test_the_default_home_is_passed_on_when_the_environment_names_another(tmp_path: Path) -> None:
+    """A harness started from a shell whose $REMEM_HOME names another home may pass it on unless
+    the wiring names the home: `--home ~/.remem` there is printed (decision 0456)."""
+    default = tmp_path / ".remem"
+    elsewhere = print_config(default, "--json", HOME=str(tmp_path), REMEM_HOME=str(tmp_path / "other"))
+    assert json.loads(elsewhere.stdout)["server"]["env"] == {"REMEM_HOME": str(default)}, elsewhere.stderr
+    for named in ({}, {"REMEM_HOME": "~/.remem"}, {"REMEM_HOME": "  "}):  # nothing names another
+        untold = print_config(default, "--json", HOME=str(tmp_path), **named)
+        assert json.loads(untold.stdout)["server"]["env"] == {}, (named, untold.stderr)
 
 
 def test_its_options_need_print_config(tmp_path: Path) -> None:

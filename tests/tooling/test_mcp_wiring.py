@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,7 @@ def test_the_codex_block_is_the_docs_without_their_comments() -> None:
 
 def test_the_codex_block_is_toml_that_keeps_any_path() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
-    odd = 'C:\\remem "clone"/ü\t/remem'
+    odd = 'C:\\remem "clone"/ü\t\x7f\x85\u2028\u202e/remem'  # DEL unescaped is not TOML 1.0
     parsed = tomllib.loads("\n".join(codex_config(odd, odd)))
     server = parsed["mcp_servers"]["remem"]
     assert (server["command"], server["env"]) == (odd, {"REMEM_HOME": odd})
@@ -61,5 +62,6 @@ def test_the_command_prints_both(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if name != NO_DAEMON_ENV}  # else it says so
     printed = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
     python = sys.executable  # run as a module: the Python that runs it, which a harness can start
-    assert f"claude mcp add remem -e REMEM_HOME={tmp_path} -- {python} -m remem.daemon mcp\n" in printed
+    home = shlex.quote(f"REMEM_HOME={tmp_path}")
+    assert f"claude mcp add remem -e {home} -- {shlex.quote(python)} -m remem.daemon mcp\n" in printed
     assert f'  command = "{python}"\n' in printed
