@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -31,7 +32,7 @@ from .protocol.rpc import MAX_ANSWER_BYTES
 from .protocol.sessions import SessionFormat
 from .safe_open import open_linked, read_capped, refused
 from .swap import ABSENT, Displaced, digest, publish
-from .validation import one_line
+from .validation import escaped, one_line
 
 
 class _Strict(BaseModel):
@@ -104,11 +105,15 @@ def check_model_id(model: str) -> str:
     """A model id is sent as the provider names it: a line break or control character in it is a
     paste gone wrong, which the provider would only refuse later, after the review had begun."""
     if not model.strip() or not model.isprintable():
+        shown = _ANY_CHAR.sub(lambda m: m.group() if m.group().isprintable() else escaped(m), model)
         raise ValueError(
-            f"'{one_line(model)}' is no model id: write it on one line, as the provider names it "
-            "(such as gpt-4o), without control characters"
+            f"'{shown}' is no model id: write it on one line, as the provider names it "
+            "(such as gpt-4o), without invisible or control characters"
         )
     return model
+
+
+_ANY_CHAR = re.compile(".", re.DOTALL)
 
 
 class ConsolidationSettings(_Strict):

@@ -1,10 +1,12 @@
 """Setting keys of `settings.yml` in the user's own text: comments, order, quoting and blank
 lines stay as the person wrote them (decision 0463).
 
-A value is replaced where it stands, and a missing key goes below the last key of its
-section, at that section's indentation. Shapes an edit cannot follow safely (a flow mapping,
-a multi-line or empty value, a key of another type) give None, and the caller rewrites the
-file as before; so does any edit whose text would not read back as the settings intended.
+A value is replaced where it stands (one already equal is left as written), and a missing key
+goes below the last key of its section, at that section's indentation. Shapes an edit cannot
+follow safely (a flow mapping, a multi-line or empty value, a key of another type, a file past
+`MAX_EDITED_CHARS`, YAML only libyaml reads, such as a tab after a colon) give None, and the
+caller rewrites the file as before; so does any edit whose text would not read back as the
+settings intended.
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ import yaml
 # Pure Python on purpose: its marks count characters, as `str` slicing does; libyaml's do not
 # say whether they count characters or bytes. A settings file is small and edits are rare.
 _LOADER = yaml.SafeLoader
+# It parses some 30 times slower than libyaml, once per key: a file past this (thousands of
+# session roots) is rewritten rather than edited, as one that took seconds to update.
+MAX_EDITED_CHARS = 64 * 1024
 _STEP = "  "  # a section made by an edit indents its keys by this
+_STR = "tag:yaml.org,2002:str"
 
 
 def edited(text: str, changes: Mapping[str, Any]) -> str | None:
     """`text` with every dotted key of `changes` set, or None if one cannot be set in place."""
+    if len(text) > MAX_EDITED_CHARS:
+        return None
     for dotted, value in changes.items():
         found = _set(text, dotted.split("."), value)
         if found is None:
@@ -50,6 +58,8 @@ def _set(text: str, path: list[str], value: Any) -> str | None:
 def _replaced(text: str, node: yaml.Node, value: Any) -> str | None:
     if not _one_line_scalar(node):
         return None
+    if isinstance(value, str) and node.tag == _STR and node.value == value:
+        return text  # already so: as written, quotes and all (a choice sends its provider too)
     return text[: node.start_mark.index] + _scalar(value) + text[node.end_mark.index :]
 
 

@@ -38,5 +38,11 @@ def test_a_settings_file_holding_such_an_id_names_its_line() -> None:
         parse_settings(b'consolidation:\n  provider: openai\n  model: "gpt-4o\\r"\n')
     assert raised.value.problems == [
         "settings.yml:3: consolidation.model: 'gpt-4o\\r' is no model id: write it on one line, as the "
-        "provider names it (such as gpt-4o), without control characters"
+        "provider names it (such as gpt-4o), without invisible or control characters"
     ]
+
+
+def test_an_invisible_character_in_it_is_shown_escaped() -> None:
+    with pytest.raises(SettingsError) as raised:
+        parse_settings("consolidation:\n  model: deepseek\u200bchat\n".encode())
+    assert "'deepseek\\u200bchat' is no model id" in raised.value.problems[0]

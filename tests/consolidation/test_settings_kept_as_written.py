@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon import settings_edit
 from remem.daemon.home import Home
 from remem.daemon.settings import SettingsStore
 from tests.daemon.helpers import remem
@@ -71,3 +72,23 @@ def test_a_shape_an_edit_cannot_follow_is_rewritten_with_the_same_settings(home:
     store.update(store.read()[1], {"consolidation.model": "m2"})
     assert store.read()[0].consolidation.model == "m2"
     assert "#" not in home.settings_file.read_text()  # rewritten: only what YAML holds
+
+
+def test_a_value_already_set_is_left_as_written(home: Home) -> None:
+    """The model picker sends the provider with the model: an unchanged one keeps its quotes."""
+    store = SettingsStore(home)
+    home.settings_file.write_text('consolidation:\n  provider: "ollama"   # quoted on purpose\n  model: m1\n')
+    store.update(store.read()[1], {"consolidation.provider": "ollama", "consolidation.model": "m2"})
+    assert home.settings_file.read_text() == (
+        'consolidation:\n  provider: "ollama"   # quoted on purpose\n  model: m2\n'
+    )
+
+
+def test_a_file_too_large_to_edit_quickly_is_rewritten(home: Home) -> None:
+    store = SettingsStore(home)
+    roots = "".join(f"    - /logs/{n:05}\n" for n in range(settings_edit.MAX_EDITED_CHARS // 16))
+    home.settings_file.write_text(f"# many roots\nsessions:\n  roots:\n{roots}")
+    store.update(store.read()[1], {"consolidation.model": "m2"})
+    settings = store.read()[0]
+    assert settings.consolidation.model == "m2" and len(settings.sessions.roots) == len(roots.splitlines())
+    assert not home.settings_file.read_text().startswith("# many roots")
