@@ -2,12 +2,13 @@
 
 Claude Code keeps `<root>/<encoded-cwd>/<session>.jsonl`, with subagents loose beside it
 (`agent-*.jsonl`, 2.0) or in `<session>/subagents/agent-*.jsonl` (+ `.meta.json`). The folder
-name is the launch cwd with every character but `[A-Za-z0-9]` turned into `-`, truncated with
-a runtime-dependent hash past 200 characters: lossy both ways, so a workspace's listing reads
-the folders its cwd can have produced and keeps the files whose records' `cwd` is the
-workspace (decision 0121). Codex keeps `<root>/YYYY/MM/DD/rollout-*.jsonl` (archived rollouts
-flat): nothing in the path names the workspace, so a workspace listing stats every rollout and
-filters by the cwd its index row holds from its `session_meta`, line 1.
+name is the launch cwd with every UTF-16 code unit but `[A-Za-z0-9]` turned into `-` (an emoji
+is two), truncated with a runtime-dependent hash past 200 of them: lossy both ways, so a
+workspace's listing reads the folders its cwd can have produced and keeps the files whose
+records' `cwd` is the workspace (decision 0121). Codex keeps
+`<root>/YYYY/MM/DD/rollout-*.jsonl` (archived rollouts flat): nothing in the path names the
+workspace, so a workspace listing stats every rollout and filters by the cwd its index row
+holds from its `session_meta`, line 1.
 
 Files are opened without following a link, and links inside a root are refused, like DSH's.
 """
