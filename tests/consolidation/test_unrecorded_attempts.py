@@ -12,6 +12,7 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.cli.output import EXIT_PROBLEMS
+from remem.daemon.consolidation import attempts
 from remem.daemon.consolidation.receipts import NEWEST_ATTEMPTS_KEPT, ReceiptStore
 from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.consolidation.worker_log import worker_log_path, worker_session_id
@@ -94,3 +95,19 @@ def test_a_removed_receipt_past_the_cap_lists_what_its_worker_sessions_recorded(
         (Status.INTERNAL_ERROR, "interrupted", "fake", "fake-model")
     }
     assert not dropped.exists() and not listed.exists(), "a crashed writer's temps go, listed or not"
+
+
+def test_only_the_attempts_the_receipt_goes_on_listing_are_read_back(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker session holds a whole review input: a removed receipt's many retries are
+    not all read back, only the first and newest the new receipt lists (and the last again,
+    to see whether its proposal can be adopted)."""
+    retries = NEWEST_ATTEMPTS_KEPT + 5
+    fake.reply(*[REFUSED] * (retries + 1))
+    review = _failed(home, source.id, retries)
+    ReceiptStore(home).path(review).unlink()
+    read_back, read = attempts.read_back, []
+    monkeypatch.setattr(attempts, "read_back", lambda path: read.append(path) or read_back(path))
+    _failed(home, source.id, 1)
+    assert 0 < len(read) <= NEWEST_ATTEMPTS_KEPT + 2
