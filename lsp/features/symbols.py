@@ -9,9 +9,10 @@ The answer is bounded as the validator bounds the file (decision 0225): only hea
 over the most remem reads of a memory file (4 MiB) gets no symbols. A section still open at the
 budget ends where it does in the whole text, at the next heading of its level or a higher one
 past the budget (decision 0433), found by searching the rest for the next heading that could end
-one and jumping over each fenced block before it with one search for its closing line: linear,
-in constant memory, the Python work per candidate heading and per block before one (a text of
-fences alone is one search). Sections are found in one pass, so
+one (a title-less one never can) and jumping over each fenced block before it with one search for
+its closing line: linear, in constant memory, the Python work per candidate heading and per block
+before one (a text of fences alone, or of `# ` lines alone, is one search). Sections are found in
+one pass, so
 a heading-dense text costs no more than a long one.
 """
 
@@ -104,9 +105,16 @@ def _heading(line: str) -> tuple[int, str] | None:
 
 
 # A line past the budget that may end a section still open: a heading of at most the level of
-# the innermost one (by that level); and a fence, which opens a block no heading in ends one.
-_MAY_END = [re.compile(rf"^ {{0,3}}#{{1,{level}}}[ \t]", re.MULTILINE) for level in range(1, 7)]
-_OPENS = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
+# the innermost one (by that level), with more than whitespace past its marks' space (a `# ` line
+# has no title: 4 MiB of them were 5 s of Python, one line at a time); and a fence, which opens a
+# block no heading in ends one. `_EITHER` finds the first of both, a fence named.
+_HEADS = [rf"#{{1,{level}}}[ \t][^\S\n]*\S" for level in range(1, 7)]
+_MAY_END = [re.compile(rf"^ {{0,3}}{heads}", re.MULTILINE) for heads in _HEADS]
+_EITHER = [re.compile(rf"^ {{0,3}}(?:(?P<fence>`{{3,}}|~{{3,}})|{heads})", re.MULTILINE) for heads in _HEADS]
+# How many blocks in a row are jumped before the next heading is looked for first: after a heading
+# found in a block, the next ones are likely in blocks too (one search a block, not two), and a
+# text of fences alone is still one search.
+_TRUSTED = 8
 
 
 def _ended_past(
@@ -125,21 +133,37 @@ def _ended_past(
     rest = "\n".join(lines[first:])
     number, counted = first, 0  # a line, and where it starts in `rest`
     at = 0 if fence is None else _past_block(rest, fence, 0)  # where the search goes on
-    candidate: re.Match[str] | None = None
-    while open_sections:
-        if candidate is None or candidate.start() < at:  # none yet, or it lay in a block
-            candidate = _MAY_END[open_sections[-1][0] - 1].search(rest, at)
-            if candidate is None:
-                return
-        if (opens := _OPENS.search(rest, at, candidate.start())) is not None:
-            at = _past_block(rest, opens[1], opens.end())
-            continue
+    while open_sections and (candidate := _next_outside(rest, at, open_sections[-1][0])) is not None:
         number, counted = number + rest.count("\n", counted, candidate.start()), candidate.start()
         line = lines[number]
         if (heading := _heading(line)) is not None:  # none when it has no title
             while open_sections and open_sections[-1][0] >= heading[0]:
                 _ended(found, open_sections.pop(), number - 1)
-        at, candidate = candidate.start() + len(line) + 1, None
+        at = candidate.start() + len(line) + 1
+
+
+def _next_outside(rest: str, at: int, level: int) -> re.Match[str] | None:
+    """The next line from `at` that may end a section of `level`, in no fenced block: the next
+    one is looked for first, then the blocks before it jumped; once one lay in a block, blocks
+    and lines are looked for together (`_TRUSTED` blocks in a row at most)."""
+    may_end, either, end = _MAY_END[level - 1].search, _EITHER[level - 1].search, len(rest)
+    ahead: re.Match[str] | None = None  # the next such line, blocks or not: no search goes past it
+    limit, jumped = end, _TRUSTED
+    while True:
+        if ahead is None and jumped >= _TRUSTED:
+            ahead, jumped = may_end(rest, at), 0
+            if ahead is None:
+                return None
+            limit = ahead.end()
+        found = either(rest, at, limit)
+        if found is None or (fence := found["fence"]) is None:
+            return found
+        closing = _closing(fence).search(rest, found.end())
+        if closing is None:  # open to the end
+            return None
+        at, jumped = closing.end() + 1, jumped + 1
+        if at > limit:  # the line looked for lay in that block: each part of the text is searched once
+            ahead, limit = None, end
 
 
 def _past_block(rest: str, fence: str, at: int) -> int:

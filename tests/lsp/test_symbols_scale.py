@@ -93,7 +93,7 @@ def within(lines: list[str], budget: int) -> int:
 def test_a_budget_lists_the_headings_within_it_with_their_sections_in_the_whole_text() -> None:
     """On random texts (headings of every level, fences of both marks, long and short, open to
     the end, headings with no title or only closing marks for one, non-ASCII and non-ASCII
-    whitespace), the headings listed with a budget are exactly
+    whitespace, a title after it), the headings listed with a budget are exactly
     those of the whole text that start within it, each section as in the whole text."""
     pieces = [
         *(f"{'#' * level} H{level}" for level in range(1, 7)),
@@ -111,6 +111,10 @@ def test_a_budget_lists_the_headings_within_it_with_their_sections_in_the_whole_
         *(f"# {space} #" for space in "\u00a0\x0c\x0b\u3000"),  # none either, closing marks after it
         "## ##",
         "#\t#",
+        "# ",  # no title, and no character past the marks' space: never a candidate past the budget
+        "#  \t ",
+        "# \u00a0x",  # a title after non-ASCII whitespace
+        "## \u3000y #",
         "    # four spaces: code",
         "body",
         "ünïcödé " * 3,
