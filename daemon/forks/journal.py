@@ -82,7 +82,7 @@ class JournalEntry(BaseModel):
     forkTurn: int
     title: str | None
     # The session root the child lands in, whose folders recovery opens without following a
-    # link; None in an entry an older remem wrote (`root_of` tells it from the path's layout).
+    # link; None in an entry an older remem wrote (`landing_root_of` tells it from its path).
     root: str | None = None
 
 
@@ -241,7 +241,8 @@ class ForkJournal:
             try:
                 published = self._settle_child(entry)
             except OSError as exc:  # a folder on the way is a link now, or no folder: left as it is
-                log.warning("fork operation %s leaves its child's folder as it is: %s", key, exc)
+                said = "fork operation %r leaves its child's folder as it is: %s"
+                log.warning(said, entry.operationId, exc)
                 return  # still marked: settled once the folder is back, or by the retry
             if published:
                 self.put(entry.model_copy(update={"status": "committed"}))
@@ -257,7 +258,7 @@ class ForkJournal:
         published it. The folder is opened from its session root without following a link
         (`safe_open.open_folder`): a folder on the way swapped for a link to a folder outside
         raises (`ELOOP`) before anything is removed out there. A folder gone: nothing is left."""
-        child, root = Path(entry.path), root_of(entry)
+        child, root = Path(entry.path), landing_root_of(entry)
         try:
             folder = open_folder(root, child.parent)
         except FileNotFoundError:
@@ -407,7 +408,7 @@ def operation_key(operation_id: str) -> str:
     return hashlib.sha256(operation_id.encode("utf-8")).hexdigest()[:32]
 
 
-def root_of(entry: JournalEntry) -> Path:
+def landing_root_of(entry: JournalEntry) -> Path:
     """The session root `entry`'s child lands in. An entry an older remem wrote records none:
     its path's layout tells it, as the fork chose it — DSH's `<root>/<project>/<child>/<log>`,
     a Claude Code child in its project folder below the root, a Codex rollout in the date
@@ -421,7 +422,11 @@ def root_of(entry: JournalEntry) -> Path:
         return path.parents[2]
     if path.name == f"{entry.child}.jsonl":
         return path.parents[1]
-    return codex_child.layout_root(path)
+    # A `sessions` folder is the root only above the date folders Codex keeps: a root of another
+    # shape may lie below a folder of that name, and its own folder is then all that is known.
+    root = codex_child.layout_root(path)
+    below = path.parent.relative_to(root).parts
+    return root if len(below) == 3 and all(part.isdigit() for part in below) else path.parent
 
 
 def _remove_if_empty(root: Path, folder: Path) -> None:
