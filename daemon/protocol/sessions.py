@@ -16,7 +16,8 @@ ROLLED_BACK = "rolled-back"  # a Codex turn `thread_rolled_back` abandoned: noth
 
 # A branch is a path inside one file that was left for another (Claude Code: rewind, edit).
 NodeKind = Literal["root", "fork", "subagent", "branch"]
-# inferred: the parent is not recorded but deduced (a Claude Code --fork-session copy).
+# inferred: the tree's parent is deduced, not the one recorded (a Claude Code --fork-session copy,
+# which records none, or a copy of a fork, which keeps the fork's).
 # inline: a subagent written inside its parent's file (Claude Code 1.0), shown in its transcript.
 NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred", "inline"]
 

@@ -166,11 +166,11 @@ class Entry:
 def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
     """What the tree shows of `entries`: each session, its in-file branches, and for a Claude
     Code copy made by `--fork-session` (same uuids, no marker of its own) the session it copies
-    as an inferred parent (`_copies`). A Codex fork that copied none of its parent's lines has
+    as an inferred parent (`_copied_from`). A Codex fork that copied none of its parent's lines has
     its fork turn read from the parent's file (decision 0281)."""
     entries = list(entries)
     by_id = {entry.summary.id: entry for entry in entries}
-    copies = _copies(entries)
+    copies = _copied_from(entries)
     items: list[LineageItem] = []
     for entry in entries:
         fork_turn = _inherited_fork_turn(entry.row, by_id)
@@ -179,7 +179,7 @@ def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
     return items
 
 
-def _copies(entries: list[Entry]) -> dict[str, str]:
+def _copied_from(entries: list[Entry]) -> dict[str, str]:
     """The session each `--fork-session` copy copies, by the copy's id: the earliest session
     (by `createdAt`, then id) sharing its first uuid, when the copy records no parent or the
     same parent as that session. A copy keeps its original's lines whole, `forkedFrom` included,
