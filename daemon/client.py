@@ -43,7 +43,7 @@ from .protocol.rpc import (
     Result,
     RpcError,
 )
-from .server.runtime import POLL_SECONDS, DaemonPaths, log_cap, rotate_log
+from .server.runtime import LOG_CAP_MAX, POLL_SECONDS, DaemonPaths, log_cap, rotate_log
 
 START_TIMEOUT_SECONDS = 15.0
 # A live daemon answers hello on its event loop at once; one that does not is stopped or stuck.
@@ -670,14 +670,15 @@ def _its_log(paths: DaemonPaths, pid: int) -> str:
     """Where the daemon `pid` logged, for a message: `paths.log` for one a command started in
     the background, which writes there as it starts that it listens, with its pid; else it ran in the
     foreground (`remem daemon run`), and logged to that command's standard error. The line is
-    in the log's first bytes, those a daemon was spawned after (the log was under the cap) or
-    a spawned daemon began a fresh log with (`LogCap`): no more is read."""
+    in the log's first bytes, those a daemon was spawned after (the log was under its spawner's
+    cap, which may not be this process's) or a spawned daemon began a fresh log with (`LogCap`):
+    no more than the largest cap and `LAST_WORDS_BYTES` is read, a line at a time."""
     listening = f" (pid {pid})\n".encode()
     try:
         with _open_log(paths) as log:
-            head = log.read(log_cap() + LAST_WORDS_BYTES).splitlines(keepends=True)
-            if any(b" listening on " in line and line.endswith(listening) for line in head):
-                return f"its log: {paths.log}"
+            while log.tell() <= LOG_CAP_MAX + LAST_WORDS_BYTES and (line := log.readline(LAST_WORDS_BYTES)):
+                if b" listening on " in line and line.endswith(listening):
+                    return f"its log: {paths.log}"
     except OSError:  # no log: no daemon was started in the background here
         pass
     return "it ran in the foreground, `remem daemon run`: its log is where that command's errors went"

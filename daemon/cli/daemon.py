@@ -42,7 +42,8 @@ def daemon() -> None:
 @click.pass_obj
 def run(backend: Backend) -> None:
     """Run the daemon in the foreground (exits 0 if one already serves this home)."""
-    from ..server.process import run as run_daemon  # the server itself: only this command needs it
+    from ..server.process import Crashed  # the server itself: only this command needs it
+    from ..server.process import run as run_daemon
     from ..server.runtime import DaemonPaths
 
     # Renamed over once the daemon listens: a folder there failed only that rename, a bug's
@@ -53,6 +54,8 @@ def run(backend: Backend) -> None:
         code = run_daemon(backend.home)
     except (HomeUnusable, LockUnusable):
         raise  # one line, as every command says it (`main`)
+    except Crashed:
+        sys.exit(EXIT_INTERNAL)  # its traceback is in its log already
     except Exception:
         # Its standard error is its log, where "see the daemon log" points: the traceback goes
         # there, and its last line is what a client that started it quotes.

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from ..credentials import log_to_stderr
 from ..fsutil import atomic_rewrite
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..locks import LockHandle, LockUnusable, try_file_lock
 from ..protocol.rpc import (
     APP_VERSION,
@@ -56,7 +56,7 @@ from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
 from .jsonrpc import LONG_MESSAGES, READ_CHUNK, Backlogs, Connection, Dispatcher, encode_error
 from .running_settings import RunningSettings
-from .runtime import DaemonPaths, cap_log, log_cap, release_socket
+from .runtime import DaemonPaths, cap_log, log_cap, release_socket, uncap_log
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
@@ -578,9 +578,20 @@ def run(home: Home) -> int:
         asyncio.run(Daemon(home, RunningSettings(home)).serve(lock, signals))
     except AlreadyServed:
         return _already_running(paths)
+    except (HomeUnusable, LockUnusable):
+        raise  # one line, as every command says it
+    except Exception as exc:
+        # While it holds its lock: once let go, a daemon started next may write `daemon.log`.
+        log.exception("the daemon stopped on an unexpected error")
+        raise Crashed from exc
     finally:
+        uncap_log()  # what it logs from now on may no longer be the home's log
         lock.release()
     return 0
+
+
+class Crashed(Exception):
+    """The daemon stopped on an unexpected error, its traceback logged (a bug: exit 4)."""
 
 
 def _already_running(paths: DaemonPaths) -> int:

@@ -53,6 +53,7 @@ STATUS_MAX_BYTES = 64 * 1024
 LOG_CAP_ENV = "REMEM_DAEMON_LOG_BYTES"
 LOG_CAP_BYTES = 4 * 1024 * 1024  # of `daemon.log`, and as much again in `daemon.log.1`
 LOG_CAP_MIN = 1024  # below, a line or two would rotate the log
+LOG_CAP_MAX = 1024**3  # above, no cap: what a client reads looking for a daemon's line stays bounded
 
 
 class NoSocketFolder(HomeUnusable):
@@ -148,31 +149,36 @@ def log_cap() -> int:
     said = os.environ.get(LOG_CAP_ENV, "").strip()
     if not said:
         return LOG_CAP_BYTES
-    if not said.isdigit() or int(said) < LOG_CAP_MIN:
+    # ASCII digits only: `isdigit` takes "²" too, which `int` refuses. The length first: `int`
+    # refuses thousands of digits.
+    if (
+        not (said.isascii() and said.isdigit())
+        or len(said) > len(str(LOG_CAP_MAX))
+        or not (LOG_CAP_MIN <= int(said) <= LOG_CAP_MAX)
+    ):
         raise LogCapInvalid(
             f"{LOG_CAP_ENV}={said!r} is not a size for the daemon's log: set it to a whole number of "
-            f"bytes, at least {LOG_CAP_MIN} (the default is {LOG_CAP_BYTES}), or unset it"
+            f"bytes from {LOG_CAP_MIN} to {LOG_CAP_MAX} (the default is {LOG_CAP_BYTES}), or unset it"
         )
     return int(said)
 
 
-def rotate_log(paths: DaemonPaths, cap: int) -> bool:
-    """Rename `paths.log` to `paths.old_log` (replacing it) when it is a file of more than `cap` bytes:
-    whether it did. By names in the state folder opened without following a link, so neither a
+def rotate_log(paths: DaemonPaths, cap: int) -> None:
+    """Rename `paths.log` to `paths.old_log` (replacing it) when it is a file of more than `cap` bytes.
+    By names in the state folder opened without following a link, so neither a
     link there nor one swapped in for a folder on the way is followed (a rename never follows
     the link it renames)."""
     with folder_at(paths.home.root, paths.home.state) as state:
         try:
             found = os.stat(paths.log.name, dir_fd=state, follow_symlinks=False)
         except FileNotFoundError:
-            return False
+            return
         if not stat.S_ISREG(found.st_mode) or found.st_size <= cap:
-            return False  # a link or a FIFO there is refused where the log is opened
+            return  # a link or a FIFO there is refused where the log is opened
         try:
             os.rename(paths.log.name, paths.old_log.name, src_dir_fd=state, dst_dir_fd=state)
         except OSError as exc:  # named by the file in the way (a folder there), not a bare name
             raise OSError(exc.errno, exc.strerror, str(paths.old_log)) from exc
-    return True
 
 
 class LogCap(logging.Handler):
@@ -180,15 +186,20 @@ class LogCap(logging.Handler):
     log becomes `daemon.log.1` and the daemon's standard output and error (descriptors 1 and 2,
     where the interpreter writes a traceback too) a fresh `daemon.log`, headed by `header`, the
     line saying where it listens and its pid (what a client looks for, `client._its_log`). Armed
-    once it listens: a daemon that fails to start never moves the words its spawner quotes."""
+    once it listens: a daemon that fails to start never moves the words its spawner quotes. Only
+    while `daemon.log` is still the file it writes: once another is there (a daemon started after
+    this one let go of its lock), it is that daemon's, and this one just stops capping."""
 
     def __init__(self, paths: DaemonPaths, cap: int, header: logging.LogRecord) -> None:
         super().__init__()
         self._paths, self._cap, self._header = paths, cap, header
-        self._blocked = False  # the log could not be rotated: said once, then left to grow
+        self._blocked = False  # no more rotations: one failed (said once), or the log is not ours
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._blocked or os.fstat(sys.stderr.fileno()).st_size <= self._cap:
+            return
+        if not _writes_to(self._paths.log):
+            self._blocked = True
             return
         try:
             rotate_log(self._paths, self._cap)
@@ -208,13 +219,26 @@ class LogCap(logging.Handler):
 def cap_log(paths: DaemonPaths, header: logging.LogRecord) -> None:
     """Keep the log under the cap from now on, when this daemon's standard error is its log (a
     client spawned it); one run in the foreground logs wherever its standard error goes."""
+    if _writes_to(paths.log):
+        logging.getLogger().addHandler(LogCap(paths, log_cap(), header))
+
+
+def uncap_log() -> None:
+    """Stop keeping the log under the cap: before the daemon lets go of its lock, after which
+    `daemon.log` may be another daemon's."""
+    root = logging.getLogger()
+    for handler in [handler for handler in root.handlers if isinstance(handler, LogCap)]:
+        root.removeHandler(handler)
+
+
+def _writes_to(log: Path) -> bool:
+    """Whether this process's standard error is the file at `log` (not through a link)."""
     try:
         ours = os.fstat(sys.stderr.fileno())
-        there = os.stat(paths.log, follow_symlinks=False)
+        there = os.stat(log, follow_symlinks=False)
     except OSError:
-        return
-    if (ours.st_dev, ours.st_ino) == (there.st_dev, there.st_ino):
-        logging.getLogger().addHandler(LogCap(paths, log_cap(), header))
+        return False
+    return (ours.st_dev, ours.st_ino) == (there.st_dev, there.st_ino)
 
 
 def socket_dir() -> Path:
