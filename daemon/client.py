@@ -544,12 +544,18 @@ def _wait_for_status(
     deadline: float,
 ) -> None:
     """Wait until the daemon started writes its status file; else say why, from what it wrote
-    to its log after byte `since` (the log is every daemon's: an older line is no cause)."""
+    to its log after byte `since` (the log is every daemon's: an older line is no cause). One
+    that exited 0 found another daemon serving, whose status file comes, or, when none holds
+    the lock, was stopped (a signal) before it was ready: its log says which signal."""
     while time.monotonic() < deadline:
         status = paths.read_status()
         if status is not None and status != stale and paths.running():
             return
         code = process.poll()
+        if code == 0 and not paths.running():
+            raise DaemonUnavailable(
+                f"the remem daemon was stopped before it was ready: {_last_words(paths, since)}"
+            )
         if code is not None and code != 0:
             ended = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             raise DaemonUnavailable(

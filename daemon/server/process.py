@@ -140,7 +140,8 @@ class Daemon:
     async def serve(self, lock: HomeLock, signals: StopSignals | None = None) -> None:
         """Serve until stopped; `AlreadyServed` when a daemon of this home still listens. Stopped
         by a signal while it starts (heard since `signals` was made, `run`, else from now on),
-        it finishes the step under way and leaves without serving."""
+        it finishes the step under way (settling memory, setting up its watches) and leaves
+        without taking the next one nor serving."""
         loop = asyncio.get_running_loop()
         (signals or StopSignals()).hand_to(loop, self.stop)
         socket_path = self.paths.socket
@@ -157,12 +158,10 @@ class Daemon:
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
         loop.set_default_executor(ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="remem-worker"))
         await self.services.settle()  # what a crash left, and the history missed, before anyone reads memory
-        self.watcher.start(loop)
-        # A change made once the status file exists is heard, as before the watches were set up
-        # off the loop; a root whose watch takes longer (a huge tree) is watched once set up.
-        await self.watcher.ready(WATCH_READY_SECONDS)
         try:
             async with server:
+                if not self._stop.is_set():
+                    await self._watch(loop)
                 if not self._stop.is_set():
                     await self._listen(lock, socket_path)
         finally:
@@ -170,6 +169,13 @@ class Daemon:
             self.services.close()
         self._forget_status()
         release_socket(socket_path)
+
+    async def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Set up the watches. A change made once the status file exists is heard, as before
+        they were set up off the loop; a root whose watch takes longer (a huge tree) is watched
+        once set up."""
+        self.watcher.start(loop)
+        await self.watcher.ready(WATCH_READY_SECONDS)
 
     async def _listen(self, lock: HomeLock, socket_path: Path) -> None:
         """Say where it listens (the status file, the log) and serve until stopped."""
