@@ -687,7 +687,7 @@ class History:
             return self._repo
         # None yet, or the history changed under this process (a pack deleted, the folder
         # replaced): read as a fresh process reads it, never from what the old object holds.
-        self._repo = None
+        self._close()
         self._opened_as = fingerprint
         self._logs.clear()
         self._remove_stale_temps()
@@ -717,6 +717,16 @@ class History:
             repo = self._init()
         self._repo = repo
         return repo
+
+    def _close(self) -> None:
+        """Let go of the repository object, to be opened again at the next use. Its files are
+        closed now: pygit2's repository is only collected with the cyclic garbage (it and its
+        `references` and `branches` hold each other), and until then libgit2 keeps every pack it
+        read open, each merge's deleted ones too, without bound in a long-running daemon. A
+        freed object another thread still holds reads on as a newly opened one."""
+        if self._repo is not None:
+            self._repo.free()
+        self._repo = None
 
     def _refuse_links_inside(self) -> None:
         """HomeUnusable when a file or folder libgit2 or the pack writer use inside the
@@ -951,12 +961,13 @@ class History:
         # object that does not read) is the history's damage, said as such.
         try:
             if _merge_packs(repo):  # libgit2 would go on looking in the packs just removed
+                self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
         except Exception as exc:
             if _refused_errno(exc) is None:
                 raise
-            self._repo = None  # opened again at the next use, in case some were removed
+            self._close()  # opened again at the next use, in case some were removed
             log.warning(
                 "memory history: could not merge the small packs (%s); the entry is written, and a "
                 "later one merges them",
@@ -968,7 +979,7 @@ class History:
         the entry's objects were written to and its parent read from, not a backup restored or a
         history moved aside meanwhile, where the branch would name a parent it lacks."""
         if _folders(_fingerprint(self.path)) != _folders(opened):
-            self._repo = None  # opened afresh at the next use
+            self._close()  # opened afresh at the next use
             raise HistoryError(
                 f"the memory history at {self.path} was replaced while an entry of {branch} was being "
                 "written; that entry is left out, and the next change records the state it finds"
