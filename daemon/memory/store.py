@@ -99,6 +99,15 @@ class MemoryInvalid(Exception):
         self.revision = revision
 
 
+class _SavedByHand(Exception):
+    """A commit displaced by a hand save (`swap.Displaced`), with the record files as saved: it
+    leaves the history's `intending` block as an error, so the earlier intent is put back."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        super().__init__("a record was saved by hand during the commit")
+        self.files = files
+
+
 class MemoryStore:
     def __init__(
         self,
@@ -213,11 +222,11 @@ class MemoryStore:
                 return CommitResult(status="no-change", revision=plan.before)
             try:
                 with self.history.intending(workspace.key, plan.before, plan.after, actor) as intent:
-                    saved = self._publish_workspace(workspace, folder, plan, files)
+                    self._publish_workspace(workspace, folder, plan, files)
             except FolderMoved as exc:
                 raise MemoryInvalid([FileProblems(path=str(exc.path), diagnostics=[_moved(exc)])]) from None
-            if saved is not None:  # displaced: a save by hand since `files` were read
-                return CommitResult(status="conflict", revision=workspace_revision(saved))
+            except _SavedByHand as exc:  # out of `intending`, which put the earlier intent back
+                return CommitResult(status="conflict", revision=workspace_revision(exc.files))
             after = {n: d for n, d in {**files, **plan.writes}.items() if n not in plan.deletes}
             entry = self.history.record(
                 workspace.key,
@@ -454,19 +463,20 @@ class MemoryStore:
 
     def _publish_workspace(
         self, workspace: WorkspaceId, folder: HeldFolder | None, plan: WorkspacePlan, files: dict[str, bytes]
-    ) -> dict[str, bytes] | None:
-        """Publish `plan` in `folder` (made first when None); None once published, or the files as
-        saved when a record was saved by hand since `files` were read (the old generation stays).
+    ) -> None:
+        """Publish `plan` in `folder` (made first when None). Raises _SavedByHand, with the files as
+        saved, when a record was saved by hand since `files` were read (the old generation stays);
         Unwritable when the file system refuses a write, and FolderMoved when the folder was
         moved or replaced meanwhile: the old generation stays, no temp left."""
         if folder is not None:
-            return self._publish_in(workspace, folder, plan, files, created=False)
+            self._publish_in(workspace, folder, plan, files, created=False)
+            return
         with refused_as_unwritable(self.folder(workspace)):
             made = self._open(workspace, make=True)
         if made is None:  # removed between its `mkdir` and its open
             raise FolderMoved(self.folder(workspace))
         with made:
-            return self._publish_in(workspace, made, plan, files, created=True)
+            self._publish_in(workspace, made, plan, files, created=True)
 
     def _publish_in(
         self,
@@ -476,7 +486,7 @@ class MemoryStore:
         files: dict[str, bytes],
         *,
         created: bool,
-    ) -> dict[str, bytes] | None:
+    ) -> None:
         writes = dict(plan.writes)
         writes[INDEX_FILE] = index_bytes(plan)
         expected = {
@@ -487,15 +497,14 @@ class MemoryStore:
             with _before_commit_point(folder):
                 self._label(workspace, folder, created=created)
             write_generation(folder, plan.after, writes, plan.deletes, expected)
-        except Displaced:
-            return _read_records(folder)
+        except Displaced as exc:
+            raise _SavedByHand(_read_records(folder)) from exc
         except Unwritable:
             if created:  # a refusal changes nothing: not even a folder for the workspace is left
                 folder.unlink(WORKSPACE_INFO, missing_ok=True)
                 with contextlib.suppress(OSError):  # not empty (a file made by hand since): kept
                     os.rmdir(folder.path)
             raise
-        return None
 
 
 def _held_as(plan: WorkspacePlan, files: dict[str, bytes], exact: Mapping[str, bytes]) -> WorkspacePlan:

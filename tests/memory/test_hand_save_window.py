@@ -111,6 +111,32 @@ def test_a_file_saved_where_a_new_record_goes_is_kept(
     assert (store.folder(workspace) / "gamma.md").read_text() == "Started by hand.\n"
 
 
+def test_a_commit_a_save_displaces_puts_the_earlier_intent_back(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The intent names who made the state the folder keeps: the first commit's agent, not the
+    commit that published nothing (history.intending)."""
+    base = store.commit_workspace(workspace, EMPTY, [put("alpha")]).revision
+    before = _intents(store)
+    assert before, "the first commit leaves its intent"
+    target = store.folder(workspace) / "alpha.md"
+    saved = target.read_bytes().replace(b"Why it matters.", b"Saved by hand.")
+    apply = journal._apply
+
+    def save_then_apply(folder: HeldFolder, step: journal.Step) -> None:
+        if step.final == "alpha.md":
+            target.write_bytes(saved)
+        apply(folder, step)
+
+    monkeypatch.setattr(journal, "_apply", save_then_apply)
+    assert store.commit_workspace(workspace, base, [put("alpha", body="Changed.\n")]).status == "conflict"
+    assert _intents(store) == before
+
+
+def _intents(store: MemoryStore) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in store.home.state.glob("history-intent-*")}
+
+
 class LateEditor:
     """A save that lands in the instant before the exchange, and an editor that reads our file in
     the instant before the undo, then saves its edit of that read right after the undo."""
