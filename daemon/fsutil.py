@@ -313,14 +313,15 @@ def publish_new(temp: Path, target: Path, *, linked: str, dir_fd: int | None = N
     os.fsync(dir_fd)
 
 
-def remove_stale_temps(directory: Path) -> list[Path]:
+def remove_stale_temps(directory: Path, *, dir_fd: int | None = None) -> list[Path]:
     """Delete every temp file in `directory` (a save an exchange displaced into one is kept
     beside its file instead, `_settle_temp`); return what was removed.
 
     Only for a caller holding the one lock every writer of the folder takes: another writer's
     temp, in flight under another lock, would go too. A writer of one file in a folder others
-    write under their own locks uses `remove_stale_temps_of` (decision 0409)."""
-    return _remove_temps(directory, is_temp_name, None)
+    write under their own locks uses `remove_stale_temps_of` (decision 0409). With `dir_fd`,
+    `directory` opened (`safe_open.HeldFolder`): it is listed and its temps removed through it."""
+    return _remove_temps(directory, is_temp_name, None, dir_fd)
 
 
 def remove_stale_temps_of(target: Path, *, dir_fd: int | None = None) -> list[Path]:

@@ -22,8 +22,6 @@ as `<name>.unmerged-*`.
 from __future__ import annotations
 
 import contextlib
-import logging
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,14 +29,13 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..faults import faultpoint
 from ..fsutil import (
-    TEMP_MARKER,
     Unwritable,
     fits,
     is_refused_write,
     is_temp_name,
     raise_as_unwritable,
+    remove_stale_temps,
     temp_path_for,
-    unmerged_path_for,
 )
 from ..safe_open import HeldFolder
 from ..swap import (
@@ -59,7 +56,6 @@ from ..swap import (
 from .canonical import MEMORY_FILE_MAX_BYTES
 
 JOURNAL_NAME = ".remem-journal.json"
-log = logging.getLogger("remem.daemon")
 
 
 class JournalUnreadable(Exception):
@@ -291,19 +287,5 @@ def _finish(folder: HeldFolder) -> None:
 
 
 def _remove_temps(folder: HeldFolder) -> bool:
-    """`fsutil.remove_stale_temps` through `folder`; whether it removed any. A workspace's temps
-    carry no digests (its journal settles what an exchange displaced), so each goes, but for a
-    link at one, which only an exchange puts there (one put in place of a record just before
-    it): that is kept beside its file, never followed nor deleted."""
-    temps = [name for name in folder.names() if is_temp_name(name)]
-    for temp in temps:
-        if stat.S_ISLNK(folder.lstat(temp).st_mode):
-            record = temp.rpartition(TEMP_MARKER)[0][1:]
-            kept = unmerged_path_for(folder.path / record).name
-            folder.rename(temp, kept)
-            log.warning("a link put in place of %s met a commit; it is kept as %s", record, kept)
-        else:
-            folder.unlink(temp, missing_ok=True)
-    if temps:
-        folder.sync()
-    return bool(temps)
+    """`fsutil.remove_stale_temps` through `folder`; whether it removed any (then it synced it)."""
+    return bool(remove_stale_temps(folder.path, dir_fd=folder.fd))

@@ -237,6 +237,25 @@ def test_an_odd_journal_is_named_not_waited_on_nor_followed(
     assert [r.name for r in store.read_workspace(workspace).records] == ["alpha"]
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_an_odd_thing_at_a_temps_name_is_left_by_the_crash_recovery(
+    store: MemoryStore, workspace: WorkspaceId, kind: str
+) -> None:
+    """Only a regular file (or a link, kept beside its record) at a temp's name is a commit's: a
+    folder or FIFO named like one is left as it is, and the workspace reads and commits."""
+    folder = _committed(store, workspace)
+    odd = folder / ".alpha.md.remem-tmp-0123456789abcdef"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.mkdir()
+        (odd / "inside").write_text("kept\n")
+    base = _within(lambda: store.read_workspace(workspace), odd).revision
+    assert store.commit_workspace(workspace, base, [put("beta")]).status == "committed"
+    assert [r.name for r in store.read_workspace(workspace).records] == ["alpha", "beta"]
+    assert odd.is_dir() if kind == "folder" else stat.S_ISFIFO(odd.lstat().st_mode)
+
+
 def test_a_record_swapped_for_a_fifo_after_the_check_is_refused_not_waited_on(
     store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
 ) -> None:
