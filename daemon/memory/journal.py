@@ -42,7 +42,6 @@ from ..swap import (
     ABSENT,
     ANY,
     Displaced,
-    atomic_write_at,
     digest,
     digest_at,
     put_back,
@@ -117,9 +116,11 @@ def write_generation(
     its descriptor, so none lands where a link swapped in at its path leads.
     """
     steps: list[Step] = []
+    written: list[str] = []  # the temps written so far, the journal's too
     try:
         for name, data in writes.items():
             temp = write_temp_at(folder, name, data)
+            written.append(temp)
             steps.append(Step(temp=temp, final=name, before=expected[name], after=digest(data)))
         steps += [
             Step(temp=temp_path_for(folder.path / name).name, final=name, before=expected[name], after=None)
@@ -127,13 +128,14 @@ def write_generation(
         ]
         steps.sort(key=lambda step: step.before == ANY)  # an unchecked replace cannot be undone: last
         faultpoint("memory.workspace.after-temp-files")
-        if not folder.in_place():
+        data = Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
+        written.append(journal := write_temp_at(folder, JOURNAL_NAME, data))
+        if not folder.in_place():  # looked at right before the commit point, the rename
             raise FolderMoved(folder.path)
-        atomic_write_at(
-            folder, JOURNAL_NAME, Journal(revision=revision, steps=steps).model_dump_json().encode("utf-8")
-        )
+        folder.replace(journal, JOURNAL_NAME)
+        folder.sync()
     except FolderMoved:
-        _discard_temps(folder, steps)  # from the folder they were written in, wherever it is now
+        _discard_temps(folder, written)  # from the folder they were written in, wherever it is now
         raise
     except OSError as exc:
         if folder.exists(JOURNAL_NAME):
@@ -142,7 +144,7 @@ def write_generation(
             raise
         # No journal, so nothing is published: the temps written so far hold the little room a
         # full disk has left, and go now rather than at the folder's next access.
-        _discard_temps(folder, steps)
+        _discard_temps(folder, written)
         if not folder.in_place():  # removed meanwhile: no write of ours could land
             raise FolderMoved(folder.path) from exc
         raise_as_unwritable(exc, folder.path)
@@ -155,6 +157,8 @@ def write_generation(
             if len(done) == 1:
                 faultpoint("memory.workspace.mid-rename")
     except Displaced as displaced:
+        if not folder.in_place():  # removed: its files went with it, and no undo has a place
+            raise FolderMoved(folder.path, published=True) from displaced
         _roll_back(folder, done)
         watch_put_back(displaced)  # after the whole batch is undone: readers never see half of it
         raise
@@ -173,12 +177,12 @@ def write_generation(
     _finish(folder)
 
 
-def _discard_temps(folder: HeldFolder, steps: list[Step]) -> None:
-    """Remove the temps written for `steps` (a deletion's has no file yet)."""
+def _discard_temps(folder: HeldFolder, temps: list[str]) -> None:
+    """Remove the temps a commit wrote before its commit point."""
     with contextlib.suppress(FileNotFoundError):  # a folder removed meanwhile took them along
-        for step in steps:
-            folder.unlink(step.temp, missing_ok=True)
-        if steps:
+        for temp in temps:
+            folder.unlink(temp, missing_ok=True)
+        if temps:
             folder.sync()
 
 

@@ -551,7 +551,7 @@ def _moved(exc: FolderMoved) -> Diagnostic:
     if exc.published:
         said = "while the commit was being published in it; read the workspace again to see what it holds"
     else:
-        said = "during the commit, so nothing was written; read the workspace again and retry"
+        said = "during the commit, so no record was changed; read the workspace again and retry"
     return _file_problem(
         "moved-workspace", f"this workspace's memory folder was moved, replaced or removed {said}"
     )

@@ -19,8 +19,10 @@ from remem.daemon.fsutil import is_temp_name
 from remem.daemon.memory import journal
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore
+from remem.daemon.protocol.memory import DeleteChange, PutChange
+from remem.daemon.safe_open import HeldFolder
 
-from .factory import put
+from .factory import delete, put
 from .test_store import EMPTY
 
 
@@ -84,7 +86,7 @@ def test_a_link_swapped_in_before_the_commit_point_gets_nothing_and_says_so(
     assert problem.path == str(folder)
     [said] = problem.diagnostics
     assert said.code == "remem/moved-workspace"
-    assert "moved, replaced or removed during the commit, so nothing was written" in said.message
+    assert "moved, replaced or removed during the commit, so no record was changed" in said.message
     relinked.back()
     assert _files(folder) == before, "no temp, no journal, no record changed in the real folder"
     assert store.read_workspace(workspace).revision == committed
@@ -120,6 +122,54 @@ def test_a_folder_removed_before_the_commit_point_is_said_not_an_internal_error(
     assert [d.code for f in refused.value.files for d in f.diagnostics] == ["remem/moved-workspace"]
     assert not folder.exists()
     assert store.read_workspace(workspace).records == []
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [[put("keep", "Changed.\n")], [put("new")], [delete("keep")]],
+    ids=["replace", "create", "delete"],
+)
+def test_a_folder_removed_after_the_commit_point_is_said_as_moved(
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    committed: str,
+    changes: list[PutChange | DeleteChange],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whichever step meets the missing folder (a replace or deletion finds its file gone, a new
+    record's link fails), the answer names the folder, not a conflict with a save by hand."""
+    folder = store.folder(workspace)
+    _at("memory.workspace.after-journal", lambda: shutil.rmtree(folder), monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, changes)
+    [problem] = [d for f in refused.value.files for d in f.diagnostics]
+    assert problem.code == "remem/moved-workspace"
+    assert "while the commit was being published in it" in problem.message
+
+
+def test_a_folder_moved_while_the_journal_is_written_gets_no_journal(
+    store: MemoryStore, workspace: WorkspaceId, committed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check that the path still names the folder comes after the journal's temp is written
+    and synced, right before the rename that is the commit point."""
+    folder = store.folder(workspace)
+    before = _files(folder)
+    moved = folder.with_name(folder.name + ".moved")
+    write_temp = journal.write_temp_at
+
+    def move_after_the_journals_temp(held: HeldFolder, name: str, data: bytes) -> str:
+        temp = write_temp(held, name, data)
+        if name == journal.JOURNAL_NAME:
+            folder.rename(moved)
+        return temp
+
+    monkeypatch.setattr(journal, "write_temp_at", move_after_the_journals_temp)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, [put("keep", "Changed.\n")])
+    [problem] = [d for f in refused.value.files for d in f.diagnostics]
+    assert problem.code == "remem/moved-workspace"
+    assert "so no record was changed" in problem.message  # `workspace.json` may have been
+    assert _files(moved) == before, "no journal, no temp, the records as they were"
 
 
 def test_a_link_swapped_in_at_memory_before_globals_exchange_is_not_followed(
