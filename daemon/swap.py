@@ -66,17 +66,9 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_digest(path: Path) -> str | None:
-    """The digest of the regular file at `path`, None when nothing (or no plain file) is there."""
-    try:
-        with HeldFolder.at(path.parent) as folder:
-            return digest_at(folder, path.name)
-    except OSError:  # no folder there
-        return None
-
-
 def digest_at(folder: HeldFolder, name: str) -> str | None:
-    """`file_digest` of the file `name` in `folder`."""
+    """The digest of the regular file `name` in `folder`, None when nothing (or no plain file)
+    is there."""
     data = _read(folder, name)
     return None if data is None else digest(data)
 

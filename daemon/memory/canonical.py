@@ -113,24 +113,28 @@ class Unread(Exception):
         self.diagnostic = diagnostic
 
 
-def open_memory_file(path: Path, irregular: Diagnostic) -> int:
+def open_memory_file(path: Path, irregular: Diagnostic, folder: safe_open.HeldFolder | None = None) -> int:
     """A read-only descriptor of the memory file at `path` (`FileNotFoundError` when there is
     none). Never opened through a symlink (it could lead out of REMEM_HOME) nor waited on as a
     FIFO or device (`safe_open.open_regular`): anything but a regular file is `Unread` with
-    `irregular`, whatever a look at the path said a moment before."""
+    `irregular`, whatever a look at the path said a moment before. `folder`: `path`'s folder,
+    held open by the caller; the file is then opened through it (decision 0465)."""
     try:
-        return safe_open.open_regular(path)
+        return safe_open.open_regular(path) if folder is None else folder.open_regular(path.name)
     except OSError as exc:
         if not safe_open.refused(exc):
             raise
         raise Unread(irregular) from None
 
 
-def read_memory_bytes(path: Path, irregular: Diagnostic) -> bytes | None:
+def read_memory_bytes(
+    path: Path, irregular: Diagnostic, folder: safe_open.HeldFolder | None = None
+) -> bytes | None:
     """A memory file's bytes, None when it is absent; opened by `open_memory_file` (`Unread`
-    with `irregular`), and a file past the cap is `Unread` with `FILE_TOO_LARGE`."""
+    with `irregular`; through `folder` when given), and a file past the cap is `Unread` with
+    `FILE_TOO_LARGE`."""
     try:
-        fd = open_memory_file(path, irregular)
+        fd = open_memory_file(path, irregular, folder)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:

@@ -61,7 +61,6 @@ from .canonical import (
     Unread,
     canonicalize,
     decode,
-    read_capped,
     read_memory_bytes,
 )
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
@@ -389,8 +388,9 @@ class MemoryStore:
         """`action` of the workspace's record files, read under its shared lock (its exclusive
         one when an interrupted commit is to be settled first)."""
         with self._scope_lock(self._lock_of(workspace), shared=True), self._held(workspace) as folder:
-            if folder is None or not needs_recovery(folder.names()):
-                return action(_read_records(folder))
+            names = [] if folder is None else folder.names()
+            if not needs_recovery(names):
+                return action(_read_records(folder, names))
         return self._exclusive_workspace(workspace, lambda files, _: action(files))
 
     def _exclusive_workspace(
@@ -606,37 +606,21 @@ def _as_read(files: dict[str, bytes]) -> dict[str, bytes]:
 def _read_global_in(folder: HeldFolder) -> bytes | None:
     """GLOBAL.md's bytes, read through the `memory` folder; None when there is none."""
     try:
-        return _read_in(folder, GLOBAL_FILE, IRREGULAR_GLOBAL)
+        return read_memory_bytes(folder.path / GLOBAL_FILE, IRREGULAR_GLOBAL, folder)
     except Unread as exc:
         raise MemoryInvalid(
             [FileProblems(path=str(folder.path / GLOBAL_FILE), diagnostics=[exc.diagnostic])]
         ) from None
 
 
-def _read_in(folder: HeldFolder, name: str, irregular: Diagnostic) -> bytes | None:
-    """`read_memory_bytes` of the file `name`, opened through `folder` (`Unread` likewise)."""
-    try:
-        fd = folder.open_regular(name)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if not refused(exc):
-            raise
-        raise Unread(irregular) from None
-    with os.fdopen(fd, "rb") as handle:
-        raw = read_capped(handle)
-    if raw is None:
-        raise Unread(FILE_TOO_LARGE)
-    return raw
-
-
-def _read_records(folder: HeldFolder | None) -> dict[str, bytes]:
-    """The record files of the workspace's `folder`, read through it."""
+def _read_records(folder: HeldFolder | None, names: list[str] | None = None) -> dict[str, bytes]:
+    """The record files of the workspace's `folder`, read through it (`names`: its listing, when
+    the caller has just made one)."""
     if folder is None:
         return {}
     files = {}
     irregular = []
-    for name in sorted(folder.names()):
+    for name in sorted(folder.names() if names is None else names):
         if record_name_of(name) is None:
             continue
         if not is_utf8(name):
@@ -644,7 +628,7 @@ def _read_records(folder: HeldFolder | None) -> dict[str, bytes]:
             continue
         try:
             # Following a symlink would be a way to read or clobber files outside REMEM_HOME.
-            data = _read_in(folder, name, IRREGULAR_RECORD)
+            data = read_memory_bytes(folder.path / name, IRREGULAR_RECORD, folder)
         except Unread as exc:
             problem = FileProblems(path=str(folder.path / name), diagnostics=[exc.diagnostic])
             if exc.diagnostic is FILE_TOO_LARGE:

@@ -23,7 +23,7 @@ from remem.daemon.protocol.memory import WorkspaceSnapshot
 from remem.daemon.protocol.rpc import AgentContextParams, Empty, WorkspaceParams
 from remem.daemon.server.agent_methods import AgentMethods
 from remem.daemon.server.memory_methods import MemoryMethods
-from remem.daemon.swap import file_digest
+from remem.daemon.swap import digest
 from tests.memory.factory import put, rec
 
 from .conftest import EMPTY
@@ -112,7 +112,10 @@ def test_an_interrupted_generation_goes_to_the_store_which_recovers_it(
     cache.workspace_snapshot(workspace)
     folder = counting.folder(workspace)
     delete = Step(
-        temp=".a-fact.md.remem-tmp-0", final="a-fact.md", before=file_digest(folder / "a-fact.md"), after=None
+        temp=".a-fact.md.remem-tmp-0",
+        final="a-fact.md",
+        before=digest((folder / "a-fact.md").read_bytes()),
+        after=None,
     )
     (folder / JOURNAL_NAME).write_text(Journal(revision="sha256:x", steps=[delete]).model_dump_json())
     assert cache.workspace_snapshot(workspace).records == []  # the journal was rolled forward
