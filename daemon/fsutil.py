@@ -241,11 +241,14 @@ def write_synced(path: Path, *parts: bytes | memoryview, dir_fd: int | None = No
     os.close(fd)
 
 
-def write_temp(target: Path, *parts: bytes | memoryview, swap: tuple[str, str] | None = None) -> Path:
+def write_temp(
+    target: Path, *parts: bytes | memoryview, swap: tuple[str, str] | None = None, dir_fd: int | None = None
+) -> Path:
     """Write `parts` to a fresh synced temp file beside `target` and return its path (`swap`:
-    as `temp_path_for` takes it)."""
+    as `temp_path_for` takes it). With `dir_fd`, `target`'s folder opened (`safe_open.HeldFolder`):
+    the temp is made through it."""
     temp = temp_path_for(target, swap=swap)
-    write_synced(temp, *parts)
+    write_synced(temp if dir_fd is None else Path(temp.name), *parts, dir_fd=dir_fd)
     return temp
 
 
@@ -254,10 +257,11 @@ def replace_durably(temp: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def atomic_write(target: Path, data: bytes, *, written: str | None = None) -> None:
+def atomic_write(target: Path, data: bytes, *, written: str | None = None, dir_fd: int | None = None) -> None:
     """Replace `target` so that readers see the old or the new bytes, never a mix. `written`
-    names the fault point between the synced temp and the rename, if the protocol has one."""
-    _put_in_place(write_temp(target, data), target, written)
+    names the fault point between the synced temp and the rename, if the protocol has one.
+    `dir_fd`: as `write_temp` takes it, every step through it."""
+    _put_in_place(write_temp(target, data, dir_fd=dir_fd), target, written, dir_fd)
 
 
 def atomic_rewrite(target: Path, data: bytes, *, written: str | None = None) -> None:
@@ -272,15 +276,20 @@ def atomic_rewrite(target: Path, data: bytes, *, written: str | None = None) -> 
     _put_in_place(temp, target, written)
 
 
-def _put_in_place(temp: Path, target: Path, written: str | None) -> None:
+def _put_in_place(temp: Path, target: Path, written: str | None, dir_fd: int | None = None) -> None:
     """Rename the synced `temp` over `target` durably, past the fault point `written` if any;
-    a rename that fails leaves no temp behind."""
+    a rename that fails leaves no temp behind. `dir_fd`: their folder opened."""
     if written is not None:
         faultpoint(written)
     try:
-        replace_durably(temp, target)
+        if dir_fd is None:
+            replace_durably(temp, target)
+        else:
+            os.replace(temp.name, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.fsync(dir_fd)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_in(temp, dir_fd), dir_fd=dir_fd)
         raise
 
 

@@ -27,12 +27,13 @@ from pathlib import Path
 
 from .faults import faultpoint
 from .fsutil import (
+    atomic_write,
     fsync_dir,
     raise_as_unwritable,
     refused_as_unwritable,
     temp_path_for,
     unmerged_path_for,
-    write_synced,
+    write_temp,
 )
 from .safe_open import HeldFolder
 
@@ -101,20 +102,7 @@ def _open_regular(folder: HeldFolder, name: str) -> int | None:
 
 def write_temp_at(folder: HeldFolder, name: str, data: bytes, *, swap: tuple[str, str] | None = None) -> str:
     """`fsutil.write_temp` in `folder`: the name of a fresh synced temp beside `name`."""
-    temp = temp_path_for(folder.path / name, swap=swap).name
-    write_synced(Path(temp), data, dir_fd=folder.fd)
-    return temp
-
-
-def atomic_write_at(folder: HeldFolder, name: str, data: bytes) -> None:
-    """`fsutil.atomic_write` in `folder`; a rename that fails leaves no temp behind."""
-    temp = write_temp_at(folder, name, data)
-    try:
-        folder.replace(temp, name)
-    except BaseException:
-        folder.unlink(temp, missing_ok=True)
-        raise
-    folder.sync()
+    return write_temp(folder.path / name, data, swap=swap, dir_fd=folder.fd).name
 
 
 def publish(target: Path, data: bytes, expected: str, *, written: str, exchanged: str) -> None:
@@ -303,7 +291,7 @@ def watch_put_back(displaced: Displaced) -> None:
             continue
         seen = now
         if not lines <= set(now.splitlines()):
-            atomic_write_at(folder, _unmerged(folder, target), saved)
+            atomic_write(folder.path / _unmerged(folder, target), saved, dir_fd=folder.fd)
             return
 
 

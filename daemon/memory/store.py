@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..fsutil import (
     Unwritable,
+    atomic_write,
     is_temp_name,
     refused_as_unwritable,
     remove_stale_temps,
@@ -42,7 +43,7 @@ from ..protocol.memory import (
     WorkspaceSnapshot,
 )
 from ..safe_open import HeldFolder, read_regular, refused
-from ..swap import ABSENT, ANY, Displaced, atomic_write_at, digest, publish_in
+from ..swap import ABSENT, ANY, Displaced, digest, publish_in
 from .batch import (
     GlobalPlan,
     InvalidChanges,
@@ -282,7 +283,7 @@ class MemoryStore:
         if _index_now(folder, len(wanted)) == wanted:
             return False
         with refused_as_unwritable(folder.path):
-            atomic_write_at(folder, INDEX_FILE, wanted)
+            atomic_write(folder.path / INDEX_FILE, wanted, dir_fd=folder.fd)
         return True
 
     def folder(self, workspace: WorkspaceId) -> Path:
@@ -343,7 +344,11 @@ class MemoryStore:
                 created_at = info.createdAt
         info = WorkspaceInfo(cwd=workspace.cwd, createdAt=created_at)
         with refused_as_unwritable(folder.path):
-            atomic_write_at(folder, WORKSPACE_INFO, info.model_dump_json(indent=2).encode() + b"\n")
+            atomic_write(
+                folder.path / WORKSPACE_INFO,
+                info.model_dump_json(indent=2).encode() + b"\n",
+                dir_fd=folder.fd,
+            )
 
     def _odd_info(self, path: Path, what: str) -> None:
         if path not in self._odd_infos:  # asked for at every code action in a record: said once

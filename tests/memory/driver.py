@@ -90,7 +90,7 @@ def replace_global_cut_short(home: str, expected: str, text: str, written: str) 
         os.write(fd, b"".join(bytes(part) for part in parts)[: int(written)])
         os.kill(os.getpid(), signal.SIGKILL)
 
-    swap.write_synced = dying
+    fsutil.write_synced = dying
     replace_global(home, expected, text)
 
 

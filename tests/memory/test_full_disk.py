@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from remem.daemon import fsutil, swap
+from remem.daemon import fsutil
 from remem.daemon.fsutil import TEMP_MARKER, write_synced
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
@@ -62,7 +62,7 @@ def test_each_refused_write_names_its_error_folder_and_remedy(
             return
         raise OSError(code, os.strerror(code), str(path))
 
-    monkeypatch.setattr(swap, "write_synced", refuse)
+    monkeypatch.setattr(fsutil, "write_synced", refuse)
     with pytest.raises(fsutil.Unwritable) as refused:
         store.commit_workspace(workspace, before, [put("keep", "Changed.\n"), put("new")])
     assert refused.value.errno == code and refused.value.folder == folder
