@@ -102,7 +102,7 @@ def codex_config(remem: str, home: str | None, args: Sequence[str] = MCP_ARGS) -
 
 def _toml(value: str | list[str]) -> str:
     """`value` as a TOML basic string or array of them: every escape JSON writes is one of TOML's,
-    and JSON leaves DEL, C1 and Unicode's separators and direction marks as they are, which
+    and JSON leaves DEL, C1 and Unicode's separators and direction overrides as they are, which
     are written `\\uXXXX` too (outside a string JSON writes none of them)."""
     text = json.dumps(value, ensure_ascii=False)
     return _TOML_ESCAPED.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
@@ -115,7 +115,7 @@ def wiring_text(launch: Launch, harnesses: Sequence[str]) -> str:
         if one_line(word) != word:
             raise Unwirable(
                 f"the path {one_line(word)} holds a control character, a line separator or a "
-                "direction mark, which a terminal does not show as it is, so the wiring cannot be "
+                "direction override, which a terminal does not show as it is, so the wiring cannot be "
                 "printed to paste; rename it, or take the wiring from --json, which holds it exactly"
             )
     blocks = _blocks(launch)

@@ -57,10 +57,6 @@ class Displaced(Exception):
         self.folder, self.name = folder, name
         self.put_back = put_back  # the save an undo put back, once readers may have seen ours
 
-    @property
-    def target(self) -> Path:
-        return self.folder.path / self.name
-
 
 def digest(data: bytes) -> str:
     """How an expectation names exact bytes (the revision canonicalises; this must not)."""
