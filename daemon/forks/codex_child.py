@@ -86,6 +86,16 @@ def child_path(parent: Path, target: Path, child: str, now: datetime) -> Path:
     return folder / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{child}.jsonl"
 
 
+def landed_root(child: Path) -> Path:
+    """The root a rollout `child_path` made lies in, told by its path alone: a ``sessions``
+    folder directly above its date folders, else (beside its parent, in a root of another
+    shape) its own folder, the one layout that does not tell how far up the root lies; a
+    folder named ``sessions`` a few levels above such a root is not it."""
+    root = layout_root(child)
+    below = child.parent.relative_to(root).parts
+    return root if len(below) == 3 and all(part.isdigit() for part in below) else child.parent
+
+
 def child_root(root: Path) -> Path:
     """The root a fork of a rollout listed from `root` lands in."""
     return root.parent / "sessions" if root.name == "archived_sessions" else root

@@ -411,10 +411,8 @@ def operation_key(operation_id: str) -> str:
 def landing_root_of(entry: JournalEntry) -> Path:
     """The session root `entry`'s child lands in. An entry an older remem wrote records none:
     its path's layout tells it, as the fork chose it — DSH's `<root>/<project>/<child>/<log>`,
-    a Claude Code child in its project folder below the root, a Codex rollout in the date
-    folders below its `sessions` root (`codex_child.layout_root`); a rollout beside its parent
-    in a root of another shape gets its own folder as root, the one layout that does not tell
-    how far up the root lies."""
+    a Claude Code child in its project folder below the root, a Codex rollout where
+    `codex_child.child_path` put it (`codex_child.landed_root`)."""
     if entry.root is not None:
         return Path(entry.root)
     path = Path(entry.path)
@@ -422,11 +420,7 @@ def landing_root_of(entry: JournalEntry) -> Path:
         return path.parents[2]
     if path.name == f"{entry.child}.jsonl":
         return path.parents[1]
-    # A `sessions` folder is the root only above the date folders Codex keeps: a root of another
-    # shape may lie below a folder of that name, and its own folder is then all that is known.
-    root = codex_child.layout_root(path)
-    below = path.parent.relative_to(root).parts
-    return root if len(below) == 3 and all(part.isdigit() for part in below) else path.parent
+    return codex_child.landed_root(path)
 
 
 def _remove_if_empty(root: Path, folder: Path) -> None:
