@@ -1,6 +1,6 @@
 /**
  * The extension's own ids, each written once here: its commands (`remem.*`), views, settings,
- * context key, webview and status item. The server's ids (`remem.lsp.*`, `remem/…`) are in
+ * context key, the rows' context values, webview and status item. The server's ids (`remem.lsp.*`, `remem/…`) are in
  * `protocol.ts`. `package.json` contributes the same ids; `test/manifest.test.ts` checks that the
  * two agree.
  */
@@ -76,6 +76,25 @@ export const Settings = {
 export const ContextKeys = {
   showArchived: 'remem.showArchived', // archived sessions are shown: the view's eye button hides them
 } as const;
+
+/** The rows' `viewItem` context values, each written once: `package.json`'s `view/item/context`
+ * menus match them (`test/menus.test.ts` checks the two agree). A session's row joins its tokens
+ * with `ROW_TOKEN_SEPARATOR` (`session:active:finished:eligible:reviewed`), and a menu matches one
+ * token (`viewItem =~ /:eligible/`). */
+export const RowContexts = {
+  session: 'session', // a session of its own, first: the session menus
+  active: 'active', // Archive
+  archived: 'archived', // Restore
+  live: 'live', // an agent still writes it
+  finished: 'finished',
+  eligible: 'eligible', // Consolidate
+  reviewed: 'reviewed', // Show Receipt
+  branch: 'branch', // an in-file branch, part of its session's file: no session menu
+  inlineSubagent: 'inline-subagent', // a subagent inside its session's file: likewise
+  memoryFile: 'memoryFile', // Global memory, the index, a record: Show Memory History
+  receipt: 'receipt', // a receipt, which a click opens
+} as const;
+export const ROW_TOKEN_SEPARATOR = ':';
 
 export const RECEIPT_VIEW_TYPE = 'remem.receipt';
 export const STATUS_ITEM = 'remem.status';

@@ -5,6 +5,7 @@
 
 import type { Fix } from './fixes';
 import { GLOBAL_FILE, problemCount, receiptDescription, receiptTitle } from './format';
+import { RowContexts } from './ids';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
 import type { ItemIcon } from './sessionTree';
 
@@ -21,6 +22,13 @@ export type MemoryNode =
       review?: string; // a receipt's: it opens rendered, not as its file
     }
   | { kind: 'note'; id: string; label: string; icon?: string; fix?: Fix }; // `fix`: what a click on it does
+
+export type FileNode = Extract<MemoryNode, { kind: 'file' }>;
+
+/** The row's context value: a memory file has a history to show, a receipt does not. */
+export function fileContextValue(node: FileNode): string {
+  return node.review ? RowContexts.receipt : RowContexts.memoryFile;
+}
 
 const VALID: ItemIcon = { id: 'pass', color: 'testing.iconPassed' };
 const INVALID: ItemIcon = { id: 'error', color: 'list.errorForeground' };

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 
 import { rowFix } from './fixes';
 import { type FolderElement, FolderView } from './folderView';
-import { type MemoryNode, memoryNodes } from './memoryTree';
+import { fileContextValue, type MemoryNode, memoryNodes } from './memoryTree';
 import { ClientCommands } from './ids';
 import { type MemoryOverview, Requests } from './protocol';
 import { errorMessage } from './vscodeapi';
@@ -45,7 +45,7 @@ export class MemoryView extends FolderView<MemoryEntry> {
     item.resourceUri = vscode.Uri.file(node.path);
     const color = node.icon.color ? new vscode.ThemeColor(node.icon.color) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.icon.id, color);
-    item.contextValue = node.review ? 'receipt' : 'memoryFile'; // as package.json's menus match them
+    item.contextValue = fileContextValue(node);
     item.command = node.review
       ? { command: ClientCommands.showReceipt, title: 'Show Receipt', arguments: [{ review: node.review }] }
       : { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(node.path)] };

@@ -5,6 +5,7 @@
  */
 
 import { age, problemCount, reviewBadge, reviewStateName, reviewText, sessionLabel, sessionTitle, shortId } from './format';
+import { ROW_TOKEN_SEPARATOR, RowContexts } from './ids';
 import type { FlatNode, SessionFormat } from './protocol';
 
 /** How the tree names each harness; DSH, remem's first format, carries no badge. */
@@ -136,14 +137,18 @@ export function sessionTooltip(node: FlatNode): string {
   return lines.join('  \n');
 }
 
-/** Tokens the `view/item/context` menus match with regular expressions in package.json. */
+/** The row's context value, tokens the `view/item/context` menus match with regular expressions. */
 export function sessionContextValue(node: FlatNode): string {
-  if (node.kind === 'branch') return 'branch'; // not a session: no session menu applies
-  if (node.flags.includes('inline')) return 'inline-subagent'; // part of its parent's file, likewise
-  const tokens = ['session', node.archived ? 'archived' : 'active', node.live ? 'live' : 'finished'];
-  if (isEligible(node)) tokens.push('eligible');
-  if (reviewStateName(node.review) !== 'never') tokens.push('reviewed');
-  return tokens.join(':');
+  if (node.kind === 'branch') return RowContexts.branch; // not a session: no session menu applies
+  if (node.flags.includes('inline')) return RowContexts.inlineSubagent; // part of its parent's file, likewise
+  const tokens: string[] = [
+    RowContexts.session,
+    node.archived ? RowContexts.archived : RowContexts.active,
+    node.live ? RowContexts.live : RowContexts.finished,
+  ];
+  if (isEligible(node)) tokens.push(RowContexts.eligible);
+  if (reviewStateName(node.review) !== 'never') tokens.push(RowContexts.reviewed);
+  return tokens.join(ROW_TOKEN_SEPARATOR);
 }
 
 export function sessionItem(forest: SessionForest, node: FlatNode, nowMs: number): SessionItem {
