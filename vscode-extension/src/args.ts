@@ -1,7 +1,8 @@
 /**
  * What a command was invoked with. The same command comes from the palette (no argument), a
- * tree item's context menu (the item's element), an editor of a transcript (its URI), or
- * another extension or a link (`{session, turn?}` or a bare id); this reads all of them.
+ * tree item's context menu or a key on a row (the row's element, a workspace folder's too), an
+ * editor of a transcript (its URI), or another extension or a link (`{session, turn?}` or a bare
+ * id); this reads all of them.
  */
 
 import { HISTORY_SCHEME, TRANSCRIPT_SCHEME } from './protocol';
@@ -99,7 +100,8 @@ export function sessionTarget(arg: unknown): SessionTarget {
   const target: SessionTarget = {};
   const id = text(arg.session) ?? text(node?.id) ?? text(arg.id);
   if (id) target.session = id;
-  const cwd = text(arg.cwd);
+  // A workspace folder's row (several folders: each heads its own rows) names its folder.
+  const cwd = text(arg.cwd) ?? (isObject(arg.folder) ? text(arg.folder.cwd) : undefined);
   if (cwd) target.cwd = cwd;
   const label = text(arg.label);
   if (label) target.label = label;

@@ -18,6 +18,8 @@ test('a tree element, an object, a bare id and a transcript URI all name a sessi
   const lens = { session: 's2', turn: 3, expectedRevision: 'r1' }; // a transcript's branch lens
   assert.deepEqual(sessionTarget(lens), lens);
   assert.deepEqual(sessionTarget('s3'), { session: 's3' });
+  // A workspace folder's row names no session, but its folder: a command asks only for the session.
+  assert.deepEqual(sessionTarget({ type: 'folder', folder: { name: 'b', cwd: '/b' } }), { cwd: '/b' });
   assert.deepEqual(sessionTarget({ scheme: 'remem-session', path: '/session-abc.md' }), { session: 'session-abc' });
 });
 

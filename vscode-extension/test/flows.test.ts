@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { fixesOf, RESTART_SERVER } from '../src/fixes';
+import type { FolderElement } from '../src/folderView';
 import * as flows from '../src/flows';
 import type { PickItem } from '../src/picks';
 import type { HistoryEntry } from '../src/protocol';
@@ -794,6 +795,27 @@ test('a branch asked for by id alone (a lens) still names the parent as the tree
   await flows.run(() => flows.branchFromTurn(h.ctx, { session: 'session-fork', turn: 3 }));
   assert.deepEqual(h.confirmed[0][0], 'Branch the session after turn 3?');
   assert.deepEqual(h.opened, ['transcript:session-child:After turn 3 of After turn 2 · Title of session-fork']);
+});
+
+test('F2 or Delete on a workspace folder\'s row offers that folder\'s sessions without asking which folder', async () => {
+  const h = new Harness();
+  h.folders = [
+    { name: 'a', cwd: '/a' },
+    { name: 'b', cwd: '/b' },
+  ];
+  h.responses['remem/sessionTree'] = { nodes: [node('s1')] };
+  const row: FolderElement = { type: 'folder', folder: h.folders[1] }; // the selected row, as the key passes it
+  h.picks.push(byLabel('Title of s1'), byLabel('Title of s1'));
+  h.inputs.push('New title');
+  await flows.run(() => flows.renameSession(h.ctx, row));
+  await flows.run(() => flows.setArchived(h.ctx, row, true));
+  assert.deepEqual(h.asked, ['pick:Remem: Rename Session…:Title of s1', 'input:Title of s1', 'pick:Remem: Archive Session:Title of s1']);
+  assert.deepEqual(h.sent, [
+    ['remem/sessionTree', { cwd: '/b' }],
+    ['remem.lsp.rename', { session: 's1', title: 'New title' }],
+    ['remem/sessionTree', { cwd: '/b' }],
+    ['remem.lsp.archive', { session: 's1' }],
+  ]);
 });
 
 test('archive from the palette offers only active sessions, restore only archived ones', async () => {
