@@ -75,7 +75,7 @@ class History:
 
 async def history(ls: RememServer, key: str, record: Record) -> History:
     """The last review of `record` in the workspace `key`, and its provenance if it has one."""
-    try:  # the store makes the home's folders as it is built: a home it refuses refuses it
+    try:  # a receipts folder that cannot be read (a file, a link there) refuses its reads
         receipts = await asyncio.to_thread(lambda: ls.stores.receipts.all())
     except (HomeUnusable, OSError) as exc:
         log.warning("the receipts could not be read: %s", exc)

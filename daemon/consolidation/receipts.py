@@ -10,6 +10,9 @@ the home) nor opened when it is a FIFO, socket or device (a FIFO would wait for 
 good, holding a daemon thread): such a file is a receipt that cannot be read, named with what
 it is, and every other receipt reads on. A write renames a fresh file over the path, so it
 replaces whatever stands there and never writes through it.
+
+Only a write makes the receipts' folder: a read (a hover in the language server) of a home that
+has none yet finds no receipts and leaves the home as it was.
 """
 
 from __future__ import annotations
@@ -201,7 +204,8 @@ def _read_text(path: Path) -> tuple[str, tuple[int, int]]:
 
 class ReceiptStore:
     def __init__(self, home: Home) -> None:
-        self.folder = home.ensure_layout().reviews
+        self._home = home
+        self.folder = home.reviews
         self.locks = home.locks
         # Parsed receipts by file and stat: listings ask for all of them, and YAML is slow.
         self._parsed: dict[Path, tuple[tuple[int, int], Receipt]] = {}
@@ -219,8 +223,10 @@ class ReceiptStore:
     def read_as_written(self, review: str) -> tuple[Receipt, str] | None:
         """The receipt of `review` and its file's text exactly as written; None when there is
         none; `ReceiptError` when the file is not a valid receipt, or is no regular file (a link,
-        a FIFO: never followed nor waited on). Other `OSError`s pass."""
+        a FIFO: never followed nor waited on); `HomeUnusable` when the receipts' folder, or one
+        above it in the home, is a symbolic link. Other `OSError`s pass."""
         path = self.path(review)
+        self._home.refuse_link(self.folder)
         try:
             text = _read_text(path)[0]
             return parse_receipt(text), text
@@ -233,6 +239,7 @@ class ReceiptStore:
 
     def write(self, receipt: Receipt) -> None:
         """Replace the receipt of `receipt.review`; `fsutil.Unwritable` when the disk refuses it."""
+        self._home.private_dir(self.folder)
         with refused_as_unwritable(self.folder):
             atomic_rewrite(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
 
@@ -243,7 +250,7 @@ class ReceiptStore:
     def listing(self) -> tuple[list[Receipt], list[ListError]]:
         """Every readable receipt, oldest first, and each file that is not one, with why."""
         receipts, errors = [], []
-        for path in self.folder.glob("*.md"):
+        for path in self._files():
             try:
                 receipts.append(self._cached(path))
             except FileNotFoundError:  # replaced or removed since the glob
@@ -253,6 +260,15 @@ class ReceiptStore:
             except (OSError, ValueError, ValidationError, yaml.YAMLError) as exc:
                 errors.append(ListError(path=str(path), message=f"not a valid receipt ({exc})"))
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
+
+    def _files(self) -> list[Path]:
+        """The receipt files; none while their folder is not made. Never through a link."""
+        self._home.refuse_link(self.folder)
+        try:
+            with os.scandir(self.folder) as entries:
+                return [self.folder / e.name for e in entries if e.name.endswith(".md")]
+        except FileNotFoundError:
+            return []
 
     def _cached(self, path: Path) -> Receipt:
         st = _regular_stat(path)
