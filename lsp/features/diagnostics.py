@@ -17,8 +17,9 @@ opens finds their diagnostics published, judged on every text opened (decision 0
 
 What cannot be judged (an `OSError`: a folder that cannot be listed, a sibling that cannot be
 read, a name too long) is said where the user looks, as a `remem/unjudged` warning on each of its
-open documents beside what their texts show by themselves, and once per cause (the error and the
-first path that cannot be listed, however many folders meet it) as a popup; it is judged again
+open documents beside what their texts show by themselves, and once per cause (the error and
+where it comes from: the first folder on the way that cannot be passed through, however many
+folders meet it, else the path that failed) as a popup; it is judged again
 every `RETRY_UNJUDGED` while a document of it is open, since a fix made outside the editor tells
 the server nothing, and the warning goes once it is judged; after `shutdown`, never (decision 0459).
 """
@@ -316,15 +317,28 @@ def _judge(
 
 
 def _cause(ls: RememServer, error: OSError) -> str:
-    """What failed, named by the first path in the home down to the one that failed that cannot
-    be listed (or read): a loop of links or a folder refused is one cause, however many of the
-    folders and files under it are judged."""
+    """What failed, named where it failed: the first folder in the home, on the way down to the
+    path that failed, that cannot be passed through with the same error (tried, not guessed
+    from its mode, which root is not held to: a loop of links, a folder refused), else that path
+    itself. A loop or a refused folder is so one cause, however many of the folders and files
+    under it are judged; a folder that can be passed through though not listed is no cause of
+    what fails under it."""
     if not (error.strerror and error.filename):
         return str(error)
     failed = Path(os.fsdecode(error.filename))
-    down = [path for path in reversed([failed, *failed.parents]) if path.is_relative_to(ls.home.root)]
-    first = next((path for path in down if not os.access(path, os.R_OK | os.X_OK)), failed)
+    down = [path for path in reversed(failed.parents) if path.is_relative_to(ls.home.root)]
+    first = next((path for path in down if _impassable(path) == error.errno), failed)
     return f"{error.strerror}: {first}"
+
+
+def _impassable(folder: Path) -> int | None:
+    """The error number of reaching a name in `folder` (its path resolved, then searched), as
+    judging a path under it does; None when it can be passed through."""
+    try:
+        os.stat(os.path.join(folder, os.curdir))  # `Path` would drop the `.`: `folder` is then not searched
+    except OSError as error:
+        return error.errno
+    return None
 
 
 def _unjudged_warning(cause: str) -> Diagnostic:
