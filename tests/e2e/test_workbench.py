@@ -16,7 +16,7 @@
     the palette, "Branch from Turn…" offers the session open in the editor first and asks the
     same question;
 (f) without an API key, "Consolidate Session" offers Open Settings (settings.yml opens), Select
-    Model… (whose picker says the route has no key yet) and Enter API Key… (stored 0600), after
+    Consolidation Model (whose picker says the route has no key yet) and Enter API Key… (stored 0600), after
     which it consolidates and Open Record opens the new record;
 (g) a consolidation cancelled from its progress reads as cancelled, not failed;
 (h) on a tree row F2 renames (the transcript's heading and tab follow, so does an open receipt's
@@ -481,14 +481,14 @@ def test_without_a_key_consolidation_asks_for_one_first_then_runs(
     workbench.run_command("Remem: Consolidate Session")
     warning = workbench.notification(r"cannot consolidate yet: no API key .*REMEM_E2E_UNSET_KEY")
     workbench.screenshot("no-key")
-    assert {"Enter API Key…", "Select Model…", "Open Settings"} <= set(
+    assert {"Enter API Key…", "Select Consolidation Model", "Open Settings"} <= set(
         warning.locator(".monaco-button").all_inner_texts()
     )
     warning.locator(".monaco-button", has_text="Open Settings").click()
     workbench.editor("settings.yml")
     no_key = r"cannot consolidate yet: no API key .*REMEM_E2E_UNSET_KEY"
     workbench.run_command("Remem: Consolidate Session")
-    workbench.notification(no_key).locator(".monaco-button", has_text="Select Model…").click()
+    workbench.notification(no_key).locator(".monaco-button", has_text="Select Consolidation Model").click()
     workbench.quick_pick(r"^fake")  # the provider, then its models: the picker says there is no key yet
     picker = workbench.page.locator(".quick-input-widget .quick-input-title", has_text="no API key yet")
     picker.wait_for(timeout=UI_TIMEOUT_MS)

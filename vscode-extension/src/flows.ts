@@ -262,7 +262,7 @@ async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<
 }
 
 export const ENTER_KEY = CommandTitles.enterApiKey;
-export const SELECT_MODEL = 'Select Model…'; // a button's short name of "Select Consolidation Model"
+export const SELECT_MODEL = CommandTitles.selectModel; // the button is the command, by the name the palette finds
 export { OPEN_SETTINGS }; // settings.yml, where the model route is set
 export const SHOW_PROBLEMS = 'Show Problems';
 export const ALREADY_RUNNING =
@@ -495,7 +495,7 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   const now = `Consolidation now uses ${updated.provider} / ${updated.model}`;
   if (updated.keyReady) {
     // Not awaited: a message resolves only once dismissed, and a consolidation waiting for this
-    // route (Select Model… of a missing key) goes on meanwhile.
+    // route (a missing key's Select Consolidation Model) goes on meanwhile.
     void ctx.ui.info(`${now}; ${updated.apiKeyEnv ? 'its API key is set' : 'it needs no API key'}.`);
     return updated;
   }

@@ -470,7 +470,7 @@ test('no key: before any session is asked for, Enter API Key… stores it and th
   ]);
 });
 
-test('no key: after Select Model… the consolidation goes on while the message saying the model stays open', async () => {
+test('no key: after Select Consolidation Model the consolidation goes on while the message saying the model stays open', async () => {
   const h = new Harness();
   h.messagesStayOpen = true;
   h.responses['remem/settings'] = NO_KEY;

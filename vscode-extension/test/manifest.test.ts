@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
+import * as flows from '../src/flows';
 import { ClientCommands, CommandTitles, ContextKeys, Settings, Views } from '../src/ids';
 
 interface When {
@@ -73,5 +74,12 @@ test('the command titles messages name and offer as buttons are the ones the pal
   for (const [key, title] of Object.entries(CommandTitles)) {
     const contributed = contributes.commands.find((c) => c.command === ClientCommands[key as keyof typeof CommandTitles]);
     assert.deepEqual([contributed?.category, contributed?.title], ['Remem', title], key);
+  }
+});
+
+test('a button that runs one of the commands is named as the palette names it, to be found there again', () => {
+  const titles = new Set(contributes.commands.map((c) => c.title));
+  for (const button of [flows.ENTER_KEY, flows.SELECT_MODEL, flows.SHOW_HISTORY]) {
+    assert.ok(titles.has(button), `"${button}" is no command's title`);
   }
 });
