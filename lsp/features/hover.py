@@ -2,16 +2,22 @@
 
 It answers on a record's name in `MEMORY.md` and anywhere on a record's front matter. The record
 is read as the editor has it (its file otherwise); a record with errors says how many, since
-its fields cannot be trusted yet.
+its fields cannot be trusted yet. A name whose file cannot be read says why: none there, a link
+(which remem never follows), something else than a file, or the error reading it.
 """
 
 from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
 
 from lsprotocol import types
 
 from remem.daemon.memory.diagnostics import Severity, TextPositions
 from remem.daemon.memory.record import TYPE_MEANINGS, RecordType
 from remem.daemon.memory.validation import ParsedRecord, parse_record
+from remem.daemon.safe_open import LINK, kind_at, open_regular
 
 from ..documents import (
     Kind,
@@ -44,7 +50,7 @@ def register(server: RememServer) -> None:
         name, where = found
         record_text = text if file.kind is Kind.RECORD else text_of(ls, file.path.parent / name)
         if record_text is None:
-            contents = f"No record file `{name}` exists in this workspace; regenerate MEMORY.md."
+            contents = _unread(file.path.parent / name)
         else:
             parsed = parse_record(record_text, name)
             known = await history(ls, file.key, parsed.record) if parsed.record is not None else None
@@ -65,6 +71,26 @@ def _target(file: MemoryFile, text: str, position: types.Position) -> tuple[str,
         return None
     entry = front.entry_at(position.line)
     return file.path.name, whole_lines(entry.first, entry.last) if entry else whole_lines(0, front.closing)
+
+
+def _unread(path: Path) -> str:
+    """Why the record file a `MEMORY.md` link names has no text: it is tried again as it was
+    read (`text_of`: never through a link, nor waiting on a FIFO), and what stands there said."""
+    try:
+        os.close(open_regular(path))
+    except FileNotFoundError:
+        return f"No record file `{path.name}` exists in this workspace; regenerate MEMORY.md."
+    except OSError as error:
+        kind = kind_at(path)
+        if kind == LINK:
+            return (
+                f"No record file `{path.name}`: it is {LINK}, which remem does not follow (it could "
+                "lead out of REMEM_HOME); replace it with a plain copy of the file it points to."
+            )
+        if error.errno == errno.EINVAL and kind is not None:
+            return f"No record file `{path.name}`: it is {kind}, and a record must be a regular file."
+        return f"`{path.name}` cannot be read ({error.strerror}), so what this record holds is not known."
+    return f"`{path.name}` could not be read as it was hovered; hover again to see it."
 
 
 def _describe(file_name: str, parsed: ParsedRecord, found: History | None) -> str:
