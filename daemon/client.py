@@ -50,6 +50,9 @@ START_TIMEOUT_SECONDS = 15.0
 # Other requests have no timeout: a consolidation or a cold listing may rightly take minutes.
 HELLO_TIMEOUT_SECONDS = 10.0
 RETRY_SECONDS = 0.05
+# How `remem daemon run` begins the line it prints, and exits 0 on, when another daemon serves
+# its home: a spawned daemon prints it into its log, where its spawner reads it.
+ALREADY_RUNNING = "remem daemon already running for "
 
 
 class DaemonUnavailable(Exception):
@@ -93,6 +96,13 @@ class ConnectionLost(DaemonUnavailable):
 
 class DaemonRefused(DaemonUnavailable):
     """The daemon refused the connection (it serves as many clients as it can), saying why."""
+
+
+class ServedElsewhere(DaemonUnavailable):
+    """The daemon spawned left at once, as `remem daemon run` does, because another daemon
+    already serves the home: that one is reached instead, once it answers (it puts back a
+    deleted status file and lock within a second, decision 0331), or a daemon is spawned again
+    once it has left (one whose home was moved, decision 0383); said when the deadline passes."""
 
 
 class _NotSent(DaemonUnavailable):
@@ -227,16 +237,20 @@ class AsyncDaemonClient:
     async def _open_link(self) -> _Link:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         retry = False
+        served: ServedElsewhere | None = None  # why the last daemon spawned left, if another serves
         try:  # the first try is the one try to replace, even one a home that cannot be used stops
             paths = DaemonPaths(self.home, layout=self._start)  # a daemon that runs: its state is enough
             while (link := await self._compatible(paths, deadline)) is None:
                 if time.monotonic() > deadline:
-                    raise DaemonUnavailable(
+                    raise served or DaemonUnavailable(
                         f"the remem daemon for {self.home.root} started but does not answer"
                     )
                 if retry:  # a daemon killed a moment ago may still hold its lock: wait until it is gone
                     await asyncio.sleep(RETRY_SECONDS)
-                await asyncio.to_thread(_start, paths, self._start, deadline)
+                try:
+                    await asyncio.to_thread(_start, paths, self._start, deadline)
+                except ServedElsewhere as exc:
+                    served = exc
                 retry = True
         finally:
             if self._replace_once:
@@ -545,17 +559,22 @@ def _wait_for_status(
 ) -> None:
     """Wait until the daemon started writes its status file; else say why, from what it wrote
     to its log after byte `since` (the log is every daemon's: an older line is no cause). One
-    that exited 0 found another daemon serving, whose status file comes, or, when none holds
-    the lock, was stopped (a signal) before it was ready: its log says which signal."""
+    that exited 0 found another daemon serving: that one's status file comes while it holds the
+    lock, and when none holds it, `ServedElsewhere` has the caller look for it again. Else, when
+    none holds the lock, it was stopped (a signal) before it was ready: its log says which."""
     while time.monotonic() < deadline:
         status = paths.read_status()
         if status is not None and status != stale and paths.running():
             return
         code = process.poll()
         if code == 0 and not paths.running():
-            raise DaemonUnavailable(
-                f"the remem daemon was stopped before it was ready: {_last_words(paths, since)}"
-            )
+            words = _last_words(paths, since)
+            if any(line.startswith(ALREADY_RUNNING) for line in _lines_since(paths, since) or ()):
+                raise ServedElsewhere(
+                    f"another remem daemon serves {paths.home.root} but did not answer within "
+                    f"{START_TIMEOUT_SECONDS:.0f} s; the one started left: {words}"
+                )
+            raise DaemonUnavailable(f"the remem daemon was stopped before it was ready: {words}")
         if code is not None and code != 0:
             ended = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             raise DaemonUnavailable(
@@ -581,16 +600,24 @@ def _last_words(paths: DaemonPaths, since: int) -> str:
     is: a traceback's last line that is not indented is its exception, the cause, where the
     lines above it are the stack. Of the last `LAST_WORDS_BYTES` only: a daemon that failed
     to start never moved its log (`LogCap`), but what it wrote may be long."""
-    try:
-        with _open_log(paths) as log:
-            log.seek(max(since, os.fstat(log.fileno()).st_size - LAST_WORDS_BYTES))
-            lines = log.read(LAST_WORDS_BYTES).decode(errors="replace").splitlines()
-    except OSError:  # none, or a link (never read through)
+    lines = _lines_since(paths, since)
+    if lines is None:  # none, or a link (never read through)
         return f"it wrote no log ({paths.log})"
     said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
     return (
         f"{said or 'it wrote nothing to its log'} (the daemon's log: {paths.log}){_no_room(paths.log.parent)}"
     )
+
+
+def _lines_since(paths: DaemonPaths, since: int) -> list[str] | None:
+    """The lines of the daemon's log after byte `since`, of its last `LAST_WORDS_BYTES`; None
+    when there is no log to read (none, or a link: never read through)."""
+    try:
+        with _open_log(paths) as log:
+            log.seek(max(since, os.fstat(log.fileno()).st_size - LAST_WORDS_BYTES))
+            return log.read(LAST_WORDS_BYTES).decode(errors="replace").splitlines()
+    except OSError:
+        return None
 
 
 def _no_room(folder: Path) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..client import ALREADY_RUNNING
 from ..credentials import log_to_stderr
 from ..fsutil import atomic_rewrite
 from ..home import Home, HomeUnusable
@@ -603,5 +604,5 @@ class Crashed(Exception):
 def _already_running(paths: DaemonPaths) -> int:
     running = paths.read_status()
     pid = f" (pid {running.pid})" if running else ""
-    print(f"remem daemon already running for {paths.home.root}{pid}")
+    print(f"{ALREADY_RUNNING}{paths.home.root}{pid}")
     return 0
