@@ -193,7 +193,7 @@ export class RememClient implements Server, vscode.Disposable {
     const cwd = serverFolder(vscode.workspace.workspaceFolders ?? [], isDirectory, os.homedir());
     const executable = typeof setting === 'string' ? resolveExecutable(setting, process.env, cwd, isExecutable) : null;
     if (!executable) {
-      const message = typeof setting === 'string' ? notFoundMessage(setting) : notStringMessage(setting);
+      const message = typeof setting === 'string' ? notFoundMessage(setting, cwd) : notStringMessage(setting);
       this.tell({ state: 'no-server', message });
       const fixes = [OPEN_COMMAND_SETTING, SHOW_LOG];
       void tellWithFixes('error', message, fixes);

@@ -17,10 +17,8 @@ export function resolveExecutable(
 ): string | null {
   const trimmed = command.trim();
   if (!trimmed) return null;
-  if (trimmed.includes('/') || trimmed.includes(path.sep)) {
-    const candidate = path.resolve(cwd, expandHome(trimmed));
-    return isExecutable(candidate) ? candidate : null;
-  }
+  const named = asPath(trimmed, cwd);
+  if (named !== null) return isExecutable(named) ? named : null;
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, trimmed);
@@ -29,18 +27,35 @@ export function resolveExecutable(
   return null;
 }
 
+/** The file a command with a separator names, relative to `cwd` (`~` the home); null for a bare name. */
+function asPath(command: string, cwd: string): string | null {
+  if (!command.includes('/') && !command.includes(path.sep)) return null;
+  return path.resolve(cwd, expandHome(command));
+}
+
 function expandHome(value: string): string {
   const home = process.env.HOME;
   return home && (value === '~' || value.startsWith('~/')) ? path.join(home, value.slice(1)) : value;
 }
 
-export function notFoundMessage(command: string): string {
-  return (
-    `remem: cannot start the language server: "${command}" was not found` +
-    (command.includes('/') ? '.' : ' on PATH.') +
-    ` Install remem, or set "${Settings.commandName}" to the full path of its executable ` +
-    '(for a checkout set up with scripts/setup: <checkout>/.venv/bin/remem).'
-  );
+const CANNOT_START = 'remem: cannot start the language server: ';
+const SET_THE_PATH =
+  ` Set "${Settings.commandName}" to the full path of the remem executable ` +
+  '(for a checkout set up with scripts/setup: <checkout>/.venv/bin/remem).';
+
+/** Why `command`, resolved from `cwd`, runs nothing: a bare name the editor's `PATH` lacks (which
+ * is the one the editor started with, not a terminal's), or a path that is no executable file (a
+ * folder, a file without its execute bit, nothing). */
+export function notFoundMessage(command: string, cwd: string): string {
+  const trimmed = command.trim();
+  if (!trimmed) return `${CANNOT_START}"${Settings.commandName}" is empty.${SET_THE_PATH}`;
+  const named = asPath(trimmed, cwd);
+  if (named === null) {
+    const editorPath = "the editor's PATH (the one it was started with: a shell's profile may set a terminal's only)";
+    return `${CANNOT_START}"${trimmed}" was not found on ${editorPath}.${SET_THE_PATH}`;
+  }
+  const resolved = named === trimmed ? '' : ` (${named})`;
+  return `${CANNOT_START}"${trimmed}"${resolved} is no executable file.${SET_THE_PATH}`;
 }
 
 /** A setting that is no string (an array, a number) names no executable at all. */

@@ -45,9 +45,34 @@ async function restartedWith(setting: unknown): Promise<RememClient> {
 test('a restart with a missing executable says so once and leaves the views to show why', async () => {
   const client = await restartedWith('/nowhere/remem');
   assert.equal(ui.errors.length, 1); // the message with its fixes, never the same text again as an error
-  assert.match(ui.errors[0], /"\/nowhere\/remem" was not found\./);
+  assert.match(ui.errors[0], /"\/nowhere\/remem" is no executable file\./);
   assert.equal(client.currentStatus.state, 'no-server');
-  await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" was not found/);
+  await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" is no executable file/);
+});
+
+test('what a setting that runs nothing names: the editor\'s PATH, the file it names, or nothing at all', async (t) => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'remem-command-'));
+  fs.mkdirSync(path.join(folder, 'bin'));
+  ui.folders = [{ uri: { scheme: 'file', fsPath: folder } }];
+  t.after(() => {
+    ui.folders = undefined;
+    fs.rmSync(folder, { recursive: true });
+  });
+  const said = async (setting: string): Promise<string> => {
+    await restartedWith(setting);
+    assert.equal(ui.errors.length, 1);
+    assert.match(ui.errors[0], /Set "remem\.command" to the full path of the remem executable/);
+    return ui.errors[0];
+  };
+  // A bare name is looked up on the PATH the editor started with, which may lack a terminal's.
+  assert.match(await said('remem-not-installed'), /"remem-not-installed" was not found on the editor's PATH \(the one it was started with/);
+  // A folder exists: it is no executable, and is not said to be missing.
+  const bin = await said(path.join(folder, 'bin'));
+  assert.match(bin, /bin" is no executable file\./);
+  assert.doesNotMatch(bin, /not found/);
+  // A relative path is named as it was resolved, from the workspace folder.
+  assert.ok((await said('bin/remem')).includes(`"bin/remem" (${path.join(folder, 'bin', 'remem')}) is no executable file.`));
+  assert.match(await said('  '), /"remem\.command" is empty\./);
 });
 
 test('a missing executable is said with Open Settings and Show Log, and its error names them for the views', async () => {
