@@ -16,7 +16,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -128,6 +128,32 @@ class _Input:
     catalog: SessionCatalog  # the roots it was observed in, for every later observation
 
 
+class _ReviewLocks:
+    """The in-process lock of each review some request runs or waits for. A lock goes once no
+    request holds it or waits for it, so a daemon keeps none for the reviews it has finished;
+    a request that comes later makes a new one, there being no one to be serialised with."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # each with its requests
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @contextlib.contextmanager
+    def of(self, review: str) -> Iterator[asyncio.Lock]:
+        """The review's lock, shared with every request inside this block for the same review."""
+        lock, users = self._locks.get(review) or (asyncio.Lock(), 0)
+        self._locks[review] = (lock, users + 1)
+        try:
+            yield lock
+        finally:
+            users = self._locks[review][1] - 1
+            if users:
+                self._locks[review] = (lock, users)
+            else:
+                del self._locks[review]
+
+
 class Consolidator:
     """One per daemon: it holds the model clients and serialises requests per review.
 
@@ -143,7 +169,7 @@ class Consolidator:
         self.store = MemoryStore(home)
         self.receipts = ReceiptStore(home)
         self._clients: dict[tuple[str, str], AsyncOpenAI] = {}
-        self._reviews: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._reviews = _ReviewLocks()
 
     async def consolidate(self, session_id: str, progress: Progress) -> ConsolidationResult:
         settings = await asyncio.to_thread(self._settings)
@@ -329,16 +355,16 @@ class Consolidator:
     async def _reviewing(self, review: str, progress: Progress) -> AsyncIterator[None]:
         """The review to this run alone: in this process (another client's request of it) and
         across processes (its file lock), the wait told as `waiting` once, and cancellable."""
-        reviews = self._reviews[review]
-        told = reviews.locked()
-        if told:
-            progress("waiting", {"review": review})  # for another consolidation of this session
-        async with reviews:
-            lock = await self._review_lock(review, progress, told=told)
-            try:
-                yield
-            finally:
-                lock.release()
+        with self._reviews.of(review) as reviews:
+            told = reviews.locked()
+            if told:
+                progress("waiting", {"review": review})  # for another consolidation of this session
+            async with reviews:
+                lock = await self._review_lock(review, progress, told=told)
+                try:
+                    yield
+                finally:
+                    lock.release()
 
     async def _review_lock(self, review: str, progress: Progress, *, told: bool) -> LockHandle:
         """The review's file lock, which another process (a `--no-daemon` run, another daemon's
