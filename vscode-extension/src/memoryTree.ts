@@ -5,7 +5,7 @@
 
 import type { Fix } from './fixes';
 import { GLOBAL_FILE, problemCount, receiptDescription, receiptTitle } from './format';
-import { RowContexts } from './ids';
+import { ClientCommands, CommandTitles, RowContexts } from './ids';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
 import type { ItemIcon } from './sessionTree';
 
@@ -87,7 +87,13 @@ function receiptIcon(status: string): ItemIcon {
   return INVALID;
 }
 
-export function workspaceSection(overview: MemoryOverview): MemoryNode {
+/** Click: Consolidate Session, of this folder's sessions: how a workspace's memory begins. */
+function consolidateFix(cwd: string): Fix {
+  return { title: CommandTitles.consolidateSession, command: ClientCommands.consolidateSession, arguments: [{ cwd }] };
+}
+
+/** This workspace's index and records; `cwd`, its folder, is the one a click on "No records yet" consolidates. */
+export function workspaceSection(overview: MemoryOverview, cwd: string): MemoryNode {
   const { index, folder } = overview.workspace;
   const children: MemoryNode[] = [];
   if (index) {
@@ -103,7 +109,8 @@ export function workspaceSection(overview: MemoryOverview): MemoryNode {
   }
   children.push(...[...overview.records].sort((a, b) => a.name.localeCompare(b.name)).map(recordNode));
   if (children.length === 0) {
-    children.push({ kind: 'note', id: 'workspace-empty', label: 'No records yet: consolidate a session.' });
+    const label = 'No records yet: consolidate a session';
+    children.push({ kind: 'note', id: 'workspace-empty', label, fix: consolidateFix(cwd) });
   }
   const invalid = overview.records.filter((r) => !r.valid).length;
   const count = overview.records.length === 1 ? '1 record' : `${overview.records.length} records`;
@@ -126,7 +133,7 @@ export function receiptsSection(overview: MemoryOverview, nowMs: number): Memory
   return { kind: 'section', id: 'receipts', label: 'Recent receipts', description: '', children };
 }
 
-/** The top level of the Memory view for one workspace folder. */
-export function memoryNodes(overview: MemoryOverview, nowMs: number): MemoryNode[] {
-  return [globalNode(overview), workspaceSection(overview), receiptsSection(overview, nowMs)];
+/** The top level of the Memory view for workspace folder `cwd`. */
+export function memoryNodes(overview: MemoryOverview, cwd: string, nowMs: number): MemoryNode[] {
+  return [globalNode(overview), workspaceSection(overview, cwd), receiptsSection(overview, nowMs)];
 }

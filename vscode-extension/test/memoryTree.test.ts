@@ -44,7 +44,7 @@ const OVERVIEW: MemoryOverview = {
 };
 
 test('global, workspace records (sorted, with validity) and receipts, each opening its file', () => {
-  const [global, workspace, receipts] = memoryNodes(OVERVIEW, NOW);
+  const [global, workspace, receipts] = memoryNodes(OVERVIEW, '/proj', NOW);
   assert.equal(global.kind, 'file');
   assert.equal(global.kind === 'file' && global.description, 'Global memory · 2 problems');
   assert.equal(global.kind === 'file' && global.path, '/h/memory/GLOBAL.md');
@@ -71,7 +71,7 @@ test('global, workspace records (sorted, with validity) and receipts, each openi
 
 test('an untitled session\'s receipt is named as its picker names it, the whole id in its tooltip', () => {
   const untitled = { ...OVERVIEW.receipts[0], session: 'session-12345678-aaaa', title: '  ' };
-  const [, , receipts] = memoryNodes({ ...OVERVIEW, receipts: [untitled] }, NOW);
+  const [, , receipts] = memoryNodes({ ...OVERVIEW, receipts: [untitled] }, '/proj', NOW);
   const [row] = receipts.kind === 'section' ? receipts.children : [];
   assert.equal(row.label, 'Session 12345678');
   assert.match(row.kind === 'file' ? row.tooltip : '', /\nSession session-12345678-aaaa\n/);
@@ -84,7 +84,7 @@ test('an empty workspace and no receipts say so instead of showing nothing', () 
     records: [],
     receipts: [],
   };
-  const [global, workspace, receipts] = memoryNodes(empty, NOW);
+  const [global, workspace, receipts] = memoryNodes(empty, '/proj', NOW);
   assert.equal(global.kind === 'file' && global.description, 'Global memory · valid');
   assert.equal(workspace.kind === 'section' && workspace.description, '0 records · no memory folder yet');
   assert.deepEqual(workspace.kind === 'section' && workspace.children.map((c) => c.kind), ['note']);

@@ -4,8 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { FixableError, RESTART_SERVER, SHOW_LOG } from '../src/fixes';
+import * as flows from '../src/flows';
+import { ClientCommands } from '../src/ids';
 import { MemoryView } from '../src/memoryView';
-import type { MemoryOverview } from '../src/protocol';
+import { type MemoryOverview, Requests } from '../src/protocol';
+import { NOW, node } from './fixtures';
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -106,4 +109,43 @@ test('a folder whose memory cannot be asked for says why, and its row runs the f
   const item = view.getTreeItem(row) as unknown as { label: string; command?: { command: string } };
   assert.equal(item.label, error.message);
   assert.equal(item.command?.command, RESTART_SERVER.command);
+});
+
+test('a workspace without records says so, and a click on it consolidates a session of that folder', async () => {
+  const server = { request: async <R>() => overview(0) as R, command: async <R>() => undefined as R };
+  const folders = [
+    { name: 'a', cwd: '/a' },
+    { name: 'b', cwd: '/b' },
+  ];
+  const view = new MemoryView(server, () => folders);
+  const [, b] = await view.getChildren(); // a row per folder
+  await view.getChildren(b);
+  await settle();
+  const [, workspace] = await view.getChildren(b);
+  const [note] = await view.getChildren(workspace);
+  const item = view.getTreeItem(note) as unknown as { label: string; command?: { command: string; arguments: unknown[] } };
+  assert.match(item.label, /^No records yet/);
+  assert.deepEqual(item.command?.command, ClientCommands.consolidateSession);
+  // The folder's sessions are offered: no "which folder?" although the window has two.
+  const h = { sent: [] as Array<[string, object]> };
+  const ctx = {
+    ui: { pick: async () => undefined } as unknown as flows.Ui,
+    server: {
+      request: async <R>(method: string, params: object) => {
+        h.sent.push([method, params]);
+        return (method === Requests.settings ? { keyReady: true } : { nodes: [node('s1')] }) as R;
+      },
+      command: async <R>() => undefined as R,
+    },
+    folders: () => folders,
+    now: () => NOW,
+    activeSession: () => undefined,
+    refreshSessions: () => undefined,
+    refreshMemory: () => undefined,
+  };
+  await flows.run(() => flows.consolidateSession(ctx, ...(item.command?.arguments ?? [])));
+  assert.deepEqual(h.sent, [
+    [Requests.settings, {}],
+    [Requests.sessionTree, { cwd: '/b' }],
+  ]);
 });

@@ -79,7 +79,7 @@ function memoryValues(): Set<string> {
     if (n.kind === 'file') values.add(fileContextValue(n));
     if (n.kind === 'section') n.children.forEach(visit);
   };
-  memoryNodes(OVERVIEW, NOW).forEach(visit);
+  memoryNodes(OVERVIEW, '/proj', NOW).forEach(visit);
   return values;
 }
 
