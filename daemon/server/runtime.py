@@ -188,32 +188,59 @@ class LogCap(logging.Handler):
     line saying where it listens and its pid (what a client looks for, `client._its_log`). Armed
     once it listens: a daemon that fails to start never moves the words its spawner quotes. Only
     while `daemon.log` is still the file it writes: once another is there (a daemon started after
-    this one let go of its lock), it is that daemon's, and this one just stops capping."""
+    this one let go of its lock), it is that daemon's, and this one just stops capping. A log
+    that cannot be moved aside (a folder at `daemon.log.1`) is said once, and written no more:
+    descriptors 1 and 2 go nowhere until a later line finds the way clear."""
 
     def __init__(self, paths: DaemonPaths, cap: int, header: logging.LogRecord) -> None:
         super().__init__()
         self._paths, self._cap, self._header = paths, cap, header
-        self._blocked = False  # no more rotations: one failed (said once), or the log is not ours
+        self._blocked = False  # no more capping: the log is not ours
+        self._full: tuple[int, int] | None = None  # the log left full (device, inode), written no more
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self._blocked or os.fstat(sys.stderr.fileno()).st_size <= self._cap:
+        if self._blocked:
             return
-        if not _writes_to(self._paths.log):
+        written = os.fstat(sys.stderr.fileno())
+        if self._full is None and written.st_size <= self._cap:
+            return
+        if not _is(self._paths.log, self._full or _identity(written)):
             self._blocked = True
             return
         try:
             rotate_log(self._paths, self._cap)
             fresh = self._paths.home.open_file(self._paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         except (OSError, HomeUnusable) as exc:
-            self._blocked = True
-            log.warning("%s cannot be rotated (%s): it grows until the daemon restarts", self._paths.log, exc)
+            if self._full is None:
+                self._stop_writing(exc)
             return
-        sys.stdout.flush()
-        for fd in (1, 2):
-            os.dup2(fresh, fd)
-        os.close(fresh)
+        _write_to(fresh)
+        dropped, self._full = self._full is not None, None
         log.handle(self._header)
         log.info("the log passed %d bytes: its earlier lines are in %s", self._cap, self._paths.old_log.name)
+        if dropped:
+            log.warning("the lines logged while it could not be moved aside were dropped")
+
+    def _stop_writing(self, exc: OSError | HomeUnusable) -> None:
+        """Say why the log cannot be moved aside, as its last line, and write nothing more to it."""
+        self._full = _identity(os.fstat(sys.stderr.fileno()))
+        self._blocked = True  # the warning passes through this handler too
+        log.warning(
+            "%s passed %d bytes and cannot be moved aside (%s): remove what stands in the way; until "
+            "then the daemon logs nothing more, and goes on in a fresh log once it can",
+            self._paths.log, self._cap, exc,
+        )  # fmt: skip
+        self._blocked = False
+        _write_to(os.open(os.devnull, os.O_WRONLY))
+
+
+def _write_to(fd: int) -> None:
+    """Make `fd` this process's standard output and error (and close it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for std in (1, 2):
+        os.dup2(fd, std)
+    os.close(fd)
 
 
 def cap_log(paths: DaemonPaths, header: logging.LogRecord) -> None:
@@ -234,11 +261,21 @@ def uncap_log() -> None:
 def _writes_to(log: Path) -> bool:
     """Whether this process's standard error is the file at `log` (not through a link)."""
     try:
-        ours = os.fstat(sys.stderr.fileno())
-        there = os.stat(log, follow_symlinks=False)
+        return _is(log, _identity(os.fstat(sys.stderr.fileno())))
     except OSError:
         return False
-    return (ours.st_dev, ours.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _is(path: Path, file: tuple[int, int]) -> bool:
+    """Whether the file at `path` (not through a link) is `file` (device, inode)."""
+    try:
+        return _identity(os.stat(path, follow_symlinks=False)) == file
+    except OSError:
+        return False
+
+
+def _identity(found: os.stat_result) -> tuple[int, int]:
+    return found.st_dev, found.st_ino
 
 
 def socket_dir() -> Path:
