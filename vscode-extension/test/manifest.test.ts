@@ -83,3 +83,8 @@ test('a button that runs one of the commands is named as the palette names it, t
     assert.ok(titles.has(button), `"${button}" is no command's title`);
   }
 });
+
+test('the README, the extension\'s page and its Learn More, names each command its messages name', () => {
+  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8').replace(/\s+/g, ' ');
+  for (const title of Object.values(CommandTitles)) assert.ok(readme.includes(title), `the README does not name ${title}`);
+});
