@@ -27,6 +27,7 @@ POINTS: frozenset[str] = frozenset(
         "consolidation.after-workspace-commit",
         "consolidation.before-committed-receipt",
         "consolidation.after-final-receipt",
+        "consolidation.receipt.after-temp-write",
         "credentials.after-temp-write",
         "fork.after-mark",
         "fork.after-prepare",

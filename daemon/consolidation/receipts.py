@@ -38,6 +38,9 @@ from ..validation import problems as validation_problems
 
 # libyaml when present: the pure-Python dumper took a few ms per receipt write.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Where a receipt write may be killed, its synced temp not yet renamed over the receipt: the old
+# receipt stands, and the next write of it removes the temp (decision 0411).
+AFTER_TEMP_WRITE = "consolidation.receipt.after-temp-write"
 CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit semantics change
 
 
@@ -241,7 +244,9 @@ class ReceiptStore:
         """Replace the receipt of `receipt.review`; `fsutil.Unwritable` when the disk refuses it."""
         self._home.private_dir(self.folder)
         with refused_as_unwritable(self.folder):
-            atomic_rewrite(self.path(receipt.review), render_receipt(receipt).encode("utf-8"))
+            atomic_rewrite(
+                self.path(receipt.review), render_receipt(receipt).encode("utf-8"), written=AFTER_TEMP_WRITE
+            )
 
     def all(self) -> list[Receipt]:
         """Every readable receipt, oldest first; unreadable ones are skipped (see `listing`)."""

@@ -41,7 +41,9 @@ NEW_ATTEMPT = "the attempt is closed as interrupted and a new one asks the model
 ADOPTED = "the attempt's final proposal is committed without the model"
 SETTLED = "the committing receipt is settled without the model, before the request reads memory"
 COMPLETE = "the receipt is final; only its mark is left, and dropped"
+FRESH = "no receipt was written, only its temp: the next request reviews from the start"
 CONSOLIDATION_POINTS: dict[str, str] = {
+    "consolidation.receipt.after-temp-write": FRESH,  # the running receipt's
     "consolidation.after-attempt-receipt": NEW_ATTEMPT,
     "sessions.writer.after-temp-write": NEW_ATTEMPT,
     "sessions.writer.after-link": NEW_ATTEMPT,
@@ -51,6 +53,7 @@ CONSOLIDATION_POINTS: dict[str, str] = {
     "sessions.writer.mid-append@2": ADOPTED,  # the attempt's turn/end is torn
     "sessions.writer.after-append@2": ADOPTED,
     "consolidation.after-committing-mark": ADOPTED,
+    "consolidation.receipt.after-temp-write@2": ADOPTED,  # the committing receipt's
     "consolidation.after-committing-receipt": SETTLED,
     "memory.global.after-temp-write": SETTLED,
     "memory.global.after-exchange": SETTLED,
@@ -67,6 +70,7 @@ CONSOLIDATION_POINTS: dict[str, str] = {
     "history.before-entry@2": SETTLED,  # the workspace's entry
     "history.after-objects@2": SETTLED,
     "history.after-ref@2": SETTLED,
+    "consolidation.receipt.after-temp-write@3": SETTLED,  # the committed receipt's
     "consolidation.after-final-receipt": COMPLETE,
 }
 MODES = ["no-daemon", "daemon"]

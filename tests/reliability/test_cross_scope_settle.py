@@ -53,6 +53,7 @@ SETTLE_POINTS = [
     "history.after-ref",
     "consolidation.after-workspace-commit",
     "consolidation.before-committed-receipt",
+    "consolidation.receipt.after-temp-write",
     "consolidation.after-final-receipt",
 ]
 
