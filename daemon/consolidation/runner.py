@@ -117,10 +117,14 @@ class _Ready:
 
 @dataclass(frozen=True)
 class _Input:
-    """A source observed twice, identically, with the memory it will be reviewed against."""
+    """A source observed twice, identically, with the memory it will be reviewed against. Of the
+    session only what the review uses is kept, not its content read whole (decision 0469): the
+    later observations compare the catalog's revision, and proposals cite the evidence's ranges."""
 
     entry: Entry
-    log: SessionLog | HarnessFile  # a DSH log read whole, or a Claude Code or Codex file's bytes
+    digest: str  # of the content read: the review's
+    evidence: Evidence  # that content as the model is shown it
+    cut_off: Refused | None  # when damage alone left the evidence empty: why that is no verdict
     workspace: WorkspaceId
     global_snapshot: GlobalSnapshot
     workspace_snapshot: WorkspaceSnapshot
@@ -179,7 +183,7 @@ class Consolidator:
             return _result(settled, recovered=True)
         progress("freezing", {})
         source = await asyncio.to_thread(self._freeze, session_id, settings)
-        review = review_id(session_id, source.log.digest, source.workspace.key)
+        review = review_id(session_id, source.digest, source.workspace.key)
         try:
             async with self._reviewing(review, progress):
                 return await self._review(review, source, route, progress)
@@ -226,9 +230,9 @@ class Consolidator:
         if receipt is not None and receipt.status is Status.COMMITTING:
             return _result(recover(self.home, self.store, self.receipts, receipt), recovered=True)
         unmark(self.home, review)  # a crash after a final receipt kept it; readers must not wait here
-        evidence = _evidence(source)
-        if evidence.is_empty():  # nothing to learn, unless damage hid the turns (decision 0368)
-            _refuse_cut_off(source)
+        evidence = source.evidence
+        if evidence.is_empty() and source.cut_off is not None:  # damage hid the turns (decision 0368)
+            raise source.cut_off
         rendered = evidence.render()
         shown = content_hash(rendered)
         if receipt is None:  # a new review: of content another review read? (decision 0378)
@@ -429,6 +433,8 @@ class Consolidator:
         # The review is bound to the digest of what it read: kept, so the list and the tree
         # need not hash the session again to show its review state.
         catalog.keep_digest(entry, log.digest, log.digest_state if isinstance(log, SessionLog) else None)
+        evidence = _evidence(catalog, entry, log)
+        cut = _cut_off(entry, log) if evidence.is_empty() else None
         assert entry.summary.cwd is not None
         workspace = WorkspaceId.from_cwd(entry.summary.cwd)
         try:
@@ -438,7 +444,9 @@ class Consolidator:
             message = f"{exc}; fix memory first (remem memory show)"
             raise Refused("MEMORY_INVALID", message, [f.path for f in exc.files]) from None
         frozen = Frozen(global_raw, files)
-        source = _Input(entry, log, workspace, global_snapshot, workspace_snapshot, frozen, catalog)
+        source = _Input(
+            entry, log.digest, evidence, cut, workspace, global_snapshot, workspace_snapshot, frozen, catalog
+        )
         if not self._still_same(source):
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
         return source
@@ -534,7 +542,7 @@ class Consolidator:
             status=Status.PREPARED,
             source=Source(
                 session=source.entry.summary.id,
-                digest=source.log.digest,
+                digest=source.digest,
                 coveredSeq=source.entry.summary.lastSeq,
                 evidence=evidence,
                 format=source.entry.format,
@@ -614,19 +622,18 @@ def _subagent(
     )
 
 
-def _refuse_cut_off(source: _Input) -> None:
-    """Refuse `CUT_OFF` a Claude Code session whose evidence is empty only because damage cut its
+def _cut_off(entry: Entry, log: SessionLog | HarnessFile) -> Refused | None:
+    """`CUT_OFF` for a Claude Code session whose evidence is empty only because damage cut its
     active conversation off from the turns before it (decision 0368): a `no-change` would stand
     for turns the model was never shown, and bind that verdict to these bytes for good."""
-    log = source.log
     if not isinstance(log, HarnessFile) or log.harness != "claude-code":
-        return
+        return None
     cut = cut_off(log.data, log.path.name)
     if cut is None:
-        return
-    sid, line = source.entry.summary.id, cut.line
+        return None
+    sid, line = entry.summary.id, cut.line
     turns = "1 turn" if cut.turns == 1 else f"{cut.turns} turns"
-    raise Refused(
+    return Refused(
         "CUT_OFF",
         f"session {sid} cannot be reviewed: its active conversation holds no turns, "
         f"because damage to its file cut it off from the {turns} before it (the record at line "
@@ -693,12 +700,12 @@ def _changed_ns(path: Path) -> int | None:
         return None
 
 
-def _evidence(source: _Input) -> Evidence:
-    if isinstance(source.log, HarnessFile):
+def _evidence(catalog: SessionCatalog, entry: Entry, log: SessionLog | HarnessFile) -> Evidence:
+    if isinstance(log, HarnessFile):
         # A Codex fork of the parent's turns by reference: the model is told where it branched.
-        inherited = source.catalog.inherited_fork_turn(source.entry) or 0
-        return source.log.evidence().model_copy(update={"inheritedAfter": inherited})
-    return project_evidence(source.log)
+        inherited = catalog.inherited_fork_turn(entry) or 0
+        return log.evidence().model_copy(update={"inheritedAfter": inherited})
+    return project_evidence(log)
 
 
 async def _to_the_end(work: Callable[..., T], *args: Any) -> tuple[T, bool]:
