@@ -15,6 +15,11 @@ record opened is judged when no other has opened for `OPEN_QUIET`, at the latest
 after the burst began, and before any other message is handled: a request or a change after the
 opens finds their diagnostics published, judged on every text opened (decision 0448).
 
+A change on disk no daemon tells of (a folder deleted by hand while none runs) is heard from the
+editor, asked once a document of the home is open to watch memory (`didChangeWatchedFiles`):
+`GLOBAL.md` and each folder of open documents that a change concerns are judged again (decision
+0470).
+
 What cannot be judged (an `OSError`: a folder that cannot be listed, a sibling that cannot be
 read, a name too long) is said where the user looks, as a `remem/unjudged` warning on each of its
 open documents beside what their texts show by themselves, and once per cause (the error and
@@ -38,6 +43,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
@@ -72,6 +78,8 @@ def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RememServer, params: types.DidOpenTextDocumentParams) -> None:
         path = home_path(ls, params.text_document.uri)
+        if path is not None and path.is_relative_to(ls.home.root):
+            _watch_memory(ls)
         if path is not None and workspace_folder(ls, path) is not None:
             _judge_soon(ls, path.parent)
         else:
@@ -95,6 +103,12 @@ def register(server: RememServer) -> None:
         path = home_path(ls, params.text_document.uri)
         if path is not None and workspace_folder(ls, path) is not None:
             _publish_folder(ls, path.parent)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: RememServer, params: types.DidChangeWatchedFilesParams) -> None:
+        _disk_changed(
+            ls, [path for change in params.changes if (path := home_path(ls, change.uri)) is not None]
+        )
 
     # A file changed on disk can change an open sibling's diagnostics; after a reconnection,
     # memory may have changed while no daemon told.
@@ -175,6 +189,47 @@ def _memory_changed(ls: RememServer, news: dict[str, Any]) -> None:
         refresh_global(ls)
     elif isinstance(news.get("workspace"), str):
         _publish_folder(ls, ls.home.workspaces / news["workspace"])
+
+
+# What the editor is asked to watch, below the home: the memory folder and its files, each
+# workspace and its files; not the reviews and logs beside them, which change no diagnostic.
+_WATCHED = "{memory,memory/*,memory/workspaces/*,memory/workspaces/*/*}"
+_WATCHING: weakref.WeakSet[RememServer] = weakref.WeakSet()
+
+
+def _watch_memory(ls: RememServer) -> None:
+    """Ask the editor, once a document of the home is open, to tell of each change to memory on disk
+    (`workspace/didChangeWatchedFiles`): the daemon's news says only what passed through it, and
+    without a daemon a folder deleted, or a record put back, was judged only at the next edit.
+    Only an editor that watches on request, outside its workspace too, is asked (VS Code)."""
+    if ls in _WATCHING:
+        return
+    _WATCHING.add(ls)
+    watched = get_capability(ls.client_capabilities, "workspace.did_change_watched_files", None)
+    if watched is None or not (watched.dynamic_registration and watched.relative_pattern_support):
+        return
+    pattern = types.RelativePattern(base_uri=ls.home.root.as_uri(), pattern=_WATCHED)
+    options = types.DidChangeWatchedFilesRegistrationOptions([types.FileSystemWatcher(glob_pattern=pattern)])
+    registration = types.Registration(
+        "remem/memory-on-disk", types.WORKSPACE_DID_CHANGE_WATCHED_FILES, options
+    )
+    ls.client_register_capability(types.RegistrationParams([registration]))
+
+
+def _disk_changed(ls: RememServer, changed: list[Path]) -> None:
+    """Judge again what changes on disk concern: `GLOBAL.md`, and each folder of open documents,
+    when a file in its folder, that folder or one above it changed."""
+
+    def concerns(folder: Path) -> bool:
+        return any(path.parent == folder or folder.is_relative_to(path) for path in changed)
+
+    if concerns(ls.home.memory):
+        refresh_global(ls)
+    for folder in sorted(
+        {path.parent for path in open_documents(ls) if workspace_folder(ls, path) is not None}
+    ):
+        if concerns(folder):
+            _publish_folder(ls, folder)
 
 
 def _refresh_open(ls: RememServer) -> None:
