@@ -445,9 +445,8 @@ class History:
             if self._ends_with(branch, current):
                 return None
             with self._writing_held():
-                repo = self._open()
-                with self._lock:
-                    head = self._head(repo, branch)
+                with self._lock:  # opened and read in one hold, as by a `_reader`
+                    head = self._head(self._open(), branch)
                     meta = None if head is None else _meta(head)
                     ends_at = None if meta is None else meta.after
                     if ends_at == current.revision:
@@ -455,6 +454,7 @@ class History:
                         return None
                     if head is None and not current.files:
                         return None  # a scope that never held anything has no history yet
+                    held = _held(head)
                 # Looked up outside the repository's lock: the writing lock keeps the head as it is.
                 start = _start(workspace_key, ends_at)
                 known = self._author(
@@ -467,8 +467,8 @@ class History:
                 with self._lock, _private_files():
                     # a first entry found without its author starts from itself (decision 0402)
                     before = current.revision if ends_at is None and known is None else start
-                    composed = _compose(branch, _id(head), current, before, actor, _held(head))
-                    self._store(repo, composed)
+                    composed = _compose(branch, _id(head), current, before, actor, held)
+                    self._store(self._opened(), composed)
                     return composed.id
         except Exception as exc:
             self._not_recorded("reconcile", branch, exc)
@@ -498,9 +498,8 @@ class History:
         """The scope's entries, newest first. Entries never change, so a scope's parsed log is
         kept, in this process and (for the next) in the log cache, and a later log reads only
         the commits made since."""
-        repo = self._readable()
         branch = branch_of(workspace_key)
-        with self._lock:
+        with self._reader() as repo:
             ref = self._branch(repo, branch)
             if ref is None:
                 return []
@@ -559,43 +558,41 @@ class History:
 
     @contextlib.contextmanager
     def _reading(self, entry: str, where: str = "") -> Iterator[None]:
-        """Read entry `entry`'s objects under the repository's lock: one that cannot be read says
-        the history is damaged (a blob an earlier remem left out is `_files`' IncompleteEntry)."""
+        """Read entry `entry`'s objects: one that cannot be read says the history is damaged (a
+        blob an earlier remem left out is `_files`' IncompleteEntry)."""
         try:
-            with self._lock:
-                yield
+            yield
         except _UNREADABLE as exc:
             raise HistoryError(self._damaged(entry, exc, where)) from None
 
     def entry(self, ref: str) -> HistoryEntry:
         """The entry a full or abbreviated id (at least 7 hex digits) names."""
-        return _entry_of(_line(self._commit(ref)))
+        with self._entry_read(ref) as commit:
+            return _entry_of(_line(commit))
 
     def files_at(self, ref: str) -> dict[str, bytes]:
-        commit = self._commit(ref)
-        with self._reading(str(commit.id)):
+        with self._entry_read(ref) as commit, self._reading(str(commit.id)):
             return _files(commit)
 
     def files_before(self, ref: str) -> dict[str, bytes]:
         """The files entry `ref` started from: its parent's; before a scope's first entry, the
         empty scope's, or its own for one that found memory already there (`found_first`):
         nothing earlier is recorded, so it changed nothing the history knows."""
-        commit = self._commit(ref)
-        parents = commit.parent_ids  # ids only: reading the parent is what may fail
-        if not parents:
-            if not found_first(_entry_of(_line(commit))):
-                return {}
-            with self._reading(str(commit.id)):
-                return _files(commit)
-        with self._reading(str(parents[0]), f" (the one before {str(commit.id)[:12]})"):
-            return _files(commit.parents[0])
+        with self._entry_read(ref) as commit:
+            parents = commit.parent_ids  # ids only: reading the parent is what may fail
+            if not parents:
+                if not found_first(_entry_of(_line(commit))):
+                    return {}
+                with self._reading(str(commit.id)):
+                    return _files(commit)
+            with self._reading(str(parents[0]), f" (the one before {str(commit.id)[:12]})"):
+                return _files(commit.parents[0])
 
     def touches(self, ref: str, name: str) -> bool:
         """Whether entry `ref` added, changed or removed its scope's file `name`: its bytes (a
         blob id in each tree) differ from the entry before's; no file is read. A first entry that
         found memory already there (`found_first`) changed none, as its stat says."""
-        commit = self._commit(ref)
-        with self._reading(str(commit.id)):
+        with self._entry_read(ref) as commit, self._reading(str(commit.id)):
             if not commit.parent_ids:
                 return not found_first(_entry_of(_line(commit))) and _blob_id(commit.tree, name) is not None
             return _blob_id(commit.tree, name) != _blob_id(commit.parents[0].tree, name)
@@ -621,31 +618,44 @@ class History:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _readable(self) -> pygit2.Repository:
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[pygit2.Repository]:
+        """The repository for one read, once every entry made so far is written, opened and read
+        in one hold of its lock: a merge frees the repository object it replaces (`_close`), and
+        one a read kept from before the merge would open its packs again, and hold them until the
+        cyclic collector ran (the merges after delete them)."""
         if not self.enabled:
             raise HistoryError("memory history is off (the pygit2 package is missing)")
         # The writing lock is made in `state/locks`: never through a link there (HomeUnusable).
         self._home.refuse_link(self._writing.parent)
-        self.flush()
-        try:
-            return self._open()
-        except Unwritable as exc:  # none yet, and the disk refuses to make one: no damage
-            raise HistoryError(f"the memory history at {self.path} could not be started: {exc}") from None
-        except Exception as exc:
-            raise HistoryError(f"the memory history at {self.path} cannot be read ({_reason(exc)})") from None
+        self.flush()  # before the lock: this process's writer takes it to write what is waited for
+        with self._lock:
+            try:
+                repo = self._open()
+            except Unwritable as exc:  # none yet, and the disk refuses to make one: no damage
+                raise HistoryError(f"the memory history at {self.path} could not be started: {exc}") from None
+            except Exception as exc:
+                raise HistoryError(
+                    f"the memory history at {self.path} cannot be read ({_reason(exc)})"
+                ) from None
+            yield repo
 
-    def _commit(self, ref: str) -> pygit2.Commit:
+    @contextlib.contextmanager
+    def _entry_read(self, ref: str) -> Iterator[pygit2.Commit]:
+        """The commit of the entry `ref` names, read with its objects in one `_reader`."""
         text = ref.strip().lower()
         if not (7 <= len(text) <= 40 and all(c in "0123456789abcdef" for c in text)):
             raise HistoryError(
                 f"`{ref}` is not a history entry id; ids are 7 to 40 hex digits (see `remem memory log`)"
             )
-        repo = self._readable()
+        with self._reader() as repo:
+            yield self._commit(repo, ref, text)
+
+    def _commit(self, repo: pygit2.Repository, ref: str, text: str) -> pygit2.Commit:
         try:
-            with self._lock:
-                commit = repo.revparse_single(text)
+            commit = repo.revparse_single(text)
         except (KeyError, ValueError, pygit2.GitError) as exc:  # `_UNREADABLE`, or a malformed id
-            raise HistoryError(self._unknown(repo, ref, exc)) from None
+            raise HistoryError(self._unknown(repo, ref, text, exc)) from None
         if not isinstance(commit, pygit2.Commit):
             raise HistoryError(f"`{ref}` names no history entry (see `remem memory log`)")
         try:
@@ -654,19 +664,16 @@ class History:
             raise HistoryError(f"`{ref}` is not a remem history entry") from None
         return commit
 
-    def _unknown(self, repo: pygit2.Repository, ref: str, exc: Exception) -> str:
-        """Why `ref` names no entry that reads: it is ambiguous, no entry's, or (the history is
-        damaged) that of an entry whose object is corrupt or gone."""
+    def _unknown(self, repo: pygit2.Repository, ref: str, text: str, exc: Exception) -> str:
+        """Why `ref` (`text`, as looked up) names no entry that reads: it is ambiguous, no
+        entry's, or (the history is damaged) that of an entry whose object is corrupt or gone."""
         if "ambiguous" in str(exc):
             return f"`{ref}` is ambiguous; give more digits (see `remem memory log`)"
-        text = ref.strip().lower()
         if not isinstance(exc, KeyError):  # found, and its bytes do not read
             return self._damaged(text, exc)
-        with self._lock:  # gone: an entry is known by its child, if a branch leads down to it
-            heads = [
-                repo.references[name].target for name in repo.references if name.startswith("refs/heads/")
-            ]
-            breaks = [found for found in (_break(repo, head) for head in heads) if found is not None]
+        # gone: an entry is known by its child, if a branch leads down to it
+        heads = [repo.references[name].target for name in repo.references if name.startswith("refs/heads/")]
+        breaks = [found for found in (_break(repo, head) for head in heads) if found is not None]
         for _, oid, error in breaks:
             if str(oid).startswith(text):
                 return self._damaged(str(oid), error)
@@ -723,7 +730,8 @@ class History:
         closed now: pygit2's repository is only collected with the cyclic garbage (it and its
         `references` and `branches` hold each other), and until then libgit2 keeps every pack it
         read open, each merge's deleted ones too, without bound in a long-running daemon. A
-        freed object another thread still holds reads on as a newly opened one."""
+        freed object still in use would open its packs again, so each use of the repository opens
+        it and reads in one hold of its lock (`_reader`): no use spans a merge."""
         if self._repo is not None:
             self._repo.free()
         self._repo = None
@@ -870,9 +878,8 @@ class History:
             queued = self._tips.get(branch)
         if queued is not None:
             return queued.id, queued.after, queued.held, queued.at
-        repo = self._open()
-        with self._lock:
-            head = self._head(repo, branch)
+        with self._lock:  # opened and read in one hold, as by a `_reader`
+            head = self._head(self._open(), branch)
             if head is None:
                 return None, None, {}, None
             meta = _meta(head)
