@@ -39,6 +39,9 @@ class DebugLog:
         line = json.dumps({"time": now(), "phase": phase, **kept}, ensure_ascii=False) + "\n"
         fd = self._home.open_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
+            # Not fsynced: a line written survives the daemon's crash, and only the machine's can
+            # lose it, from a log nothing reads back; what a crash must not lose is in the receipt
+            # and the worker session. A flush per phase would stall the event loop this runs on.
             os.write(fd, line.encode("utf-8"))
         finally:
             os.close(fd)
