@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -33,6 +34,8 @@ from .protocol.sessions import SessionFormat
 from .safe_open import open_linked, read_capped, refused
 from .swap import ABSENT, Displaced, digest, publish
 from .validation import escaped, one_line
+
+log = logging.getLogger("remem.settings")
 
 
 class _Strict(BaseModel):
@@ -321,8 +324,14 @@ class SettingsStore:
             raw = existing or b""
             if revision_of(raw) != expected_revision:
                 raise SettingsConflict(revision_of(raw))
-            new_raw = _updated(raw, str(self.home.settings_file), changes)
+            new_raw, unkept = _updated(raw, str(self.home.settings_file), changes)
             self._publish(new_raw, ABSENT if existing is None else digest(existing), change)
+            if unkept is not None:  # the daemon's log; a command says it itself (`rewritten_whole`)
+                log.info(
+                    "%s rewritten whole, its comments and layout not kept: %s",
+                    self.home.settings_file,
+                    unkept,
+                )
             return revision_of(new_raw)
 
     def _publish(self, new_raw: bytes, expected: str, change: str) -> None:
@@ -345,19 +354,33 @@ class SettingsStore:
         return read_settings_file(self.home.settings_file)
 
 
-def _updated(raw: bytes, source: str, changes: Mapping[str, Any]) -> bytes:
+def model_changes(provider: str, model: str) -> dict[str, str]:
+    """The keys a choice of model sets (`remem settings model`, the editor's model picker)."""
+    return {"consolidation.provider": provider, "consolidation.model": model}
+
+
+def rewritten_whole(raw: bytes, changes: Mapping[str, Any]) -> str | None:
+    """Why an update of the file holding `raw` with `changes` rewrites it whole, its comments
+    and layout lost; None when it sets them in the user's text. The same bytes are updated
+    alike: a command that sent its change to the daemon, at `raw`'s revision, says it thus."""
+    return _updated(raw, "settings.yml", changes)[1]
+
+
+def _updated(raw: bytes, source: str, changes: Mapping[str, Any]) -> tuple[bytes, str | None]:
     """The file with `changes` set: edited in the user's text where that reads back as exactly
-    the settings a rewrite of the set keys gives (comments kept), else that rewrite."""
+    the settings a rewrite of the set keys gives (comments kept), else that rewrite, and why."""
     data = parse_settings(raw, source).model_dump(exclude_unset=True)
     for dotted, value in changes.items():
         _assign(data, dotted.split("."), value)
     rewritten = yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8")
     intended = parse_settings(rewritten, "the updated settings").model_dump(exclude_unset=True)
-    text = settings_edit.edited(raw.decode("utf-8"), changes)
-    in_place = None if text is None else text.encode("utf-8")
-    if in_place is not None and _reads_as(in_place, intended):
-        return in_place
-    return rewritten
+    try:
+        in_place = settings_edit.edited(raw.decode("utf-8"), changes).encode("utf-8")
+    except settings_edit.Unfollowed as exc:
+        return rewritten, str(exc)
+    if _reads_as(in_place, intended):
+        return in_place, None
+    return rewritten, "the edited text would not have read back as the settings chosen"
 
 
 def _reads_as(raw: bytes, intended: dict[str, Any]) -> bool:

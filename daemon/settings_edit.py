@@ -4,9 +4,9 @@ lines stay as the person wrote them (decision 0463).
 A value is replaced where it stands (one already equal is left as written), and a missing key
 goes below the last key of its section, at that section's indentation. Shapes an edit cannot
 follow safely (a flow mapping, a multi-line or empty value, a key of another type, a file past
-`MAX_EDITED_CHARS`, YAML only libyaml reads, such as a tab after a colon) give None, and the
-caller rewrites the file as before; so does any edit whose text would not read back as the
-settings intended.
+`MAX_EDITED_CHARS`, YAML only libyaml reads, such as a tab after a colon) are `Unfollowed`,
+saying which and where, and the caller rewrites the file as before (and says so); so does any
+edit whose text would not read back as the settings intended.
 """
 
 from __future__ import annotations
@@ -26,50 +26,58 @@ _STEP = "  "  # a section made by an edit indents its keys by this
 _STR = "tag:yaml.org,2002:str"
 
 
-def edited(text: str, changes: Mapping[str, Any]) -> str | None:
-    """`text` with every dotted key of `changes` set, or None if one cannot be set in place."""
+class Unfollowed(Exception):
+    """A key cannot be set in the user's text; the message says which shape, and where."""
+
+
+def edited(text: str, changes: Mapping[str, Any]) -> str:
+    """`text` with every dotted key of `changes` set; `Unfollowed` if one cannot be set in place."""
     if len(text) > MAX_EDITED_CHARS:
-        return None
+        raise Unfollowed(f"the file is over {MAX_EDITED_CHARS // 1024} KiB, more than an edit reads")
     for dotted, value in changes.items():
-        found = _set(text, dotted.split("."), value)
-        if found is None:
-            return None
-        text = found
+        text = _set(text, dotted.split("."), value)
     return text
 
 
-def _set(text: str, path: list[str], value: Any) -> str | None:
+def _set(text: str, path: list[str], value: Any) -> str:
     try:
         node = yaml.compose(text, Loader=_LOADER)
-    except yaml.YAMLError:
-        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 1}"
+        raise Unfollowed(
+            f"its YAML{where} is of a kind the edit's parser does not read (a tab after a colon is one)"
+        ) from None
     if node is None:  # nothing but comments and blank lines: the key goes at the end
         return _at_end(text) + _lines(text, path, value, "")
     for depth, key in enumerate(path):
         if not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value:
-            return None
+            section = f"`{'.'.join(path[:depth])}`" if depth else "the file"
+            raise Unfollowed(f"{section} at line {node.start_mark.line + 1} is {_shape(node)}")
         found = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
         if found is None:
             return _inserted(text, node, path[depth:], value)
         node = found
-    return _replaced(text, node, value)
+    return _replaced(text, node, value, ".".join(path))
 
 
-def _replaced(text: str, node: yaml.Node, value: Any) -> str | None:
+def _replaced(text: str, node: yaml.Node, value: Any, dotted: str) -> str:
     if not _one_line_scalar(node):
-        return None
+        raise Unfollowed(f"`{dotted}` at line {node.start_mark.line + 1} is {_shape(node)}")
     if isinstance(value, str) and node.tag == _STR and node.value == value:
         return text  # already so: as written, quotes and all (a choice sends its provider too)
     return text[: node.start_mark.index] + _scalar(value) + text[node.end_mark.index :]
 
 
-def _inserted(text: str, mapping: yaml.MappingNode, path: list[str], value: Any) -> str | None:
+def _inserted(text: str, mapping: yaml.MappingNode, path: list[str], value: Any) -> str:
     """The keys of `path` written as the mapping's last, on the line after its last value."""
     last = mapping.value[-1][1]
     while isinstance(last, (yaml.MappingNode, yaml.SequenceNode)) and last.value and not last.flow_style:
         last = last.value[-1][1] if isinstance(last, yaml.MappingNode) else last.value[-1]
     if not _one_line_scalar(last) and not _flow(last):
-        return None
+        raise Unfollowed(
+            f"the value before where `{path[0]}` goes, at line {last.start_mark.line + 1}, is {_shape(last)}"
+        )
     end = text.find("\n", last.end_mark.index)
     at = len(text) if end < 0 else end + 1
     indent = " " * mapping.value[0][0].start_mark.column
@@ -85,6 +93,21 @@ def _one_line_scalar(node: yaml.Node) -> bool:
         and node.start_mark.line == node.end_mark.line
         and node.start_mark.index < node.end_mark.index
     )
+
+
+def _shape(node: yaml.Node) -> str:
+    """What `node` is, of the shapes an edit does not follow where it stands, as a person says it."""
+    if _flow(node):
+        return "written in braces or brackets (flow style)"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    if not isinstance(node, yaml.ScalarNode):
+        return "a section of keys"
+    if node.style in ("|", ">"):
+        return "a folded or literal block (`>` or `|`)"
+    if node.start_mark.index == node.end_mark.index:
+        return "empty"
+    return "a value spread over lines" if node.start_mark.line != node.end_mark.line else "a single value"
 
 
 def _flow(node: yaml.Node) -> bool:

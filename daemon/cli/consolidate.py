@@ -242,13 +242,32 @@ def _select(
     `settings model`, an edit), it is read again and the choice made on it, a few times."""
     for _ in range(_SELECT_ATTEMPTS - 1):
         try:
-            return backend.api().select_model(_chosen(current, provider, model))
+            return _send(backend, _chosen(current, provider, model))
         except RpcError as exc:
             if exc.code != CONSOLIDATION_REFUSED or exc.data["code"] != "STALE_SETTINGS":
                 raise
         time.sleep(random.uniform(0, _SELECT_PAUSE))  # apart from the others that changed it
         current = backend.api().model_settings(Empty())
-    return backend.api().select_model(_chosen(current, provider, model))
+    return _send(backend, _chosen(current, provider, model))
+
+
+def _send(backend: Backend, chosen: SelectModelParams) -> ModelSettings:
+    """Send the choice, and say when it rewrote settings.yml whole, its comments and layout
+    lost (decision 0463): the daemon updates the bytes of the revision it is sent, which this
+    command reads first, alike (`rewritten_whole`)."""
+    from ..settings import SettingsError, model_changes, read_settings_file, revision_of, rewritten_whole
+
+    try:
+        raw = read_settings_file(backend.home.settings_file) or b""
+        same = revision_of(raw) == chosen.expectedRevision  # else refused as stale, and chosen again
+        unkept = rewritten_whole(raw, model_changes(chosen.provider, chosen.model)) if same else None
+    except SettingsError:
+        unkept = None  # the daemon refuses the choice, saying why
+    answer = backend.api().select_model(chosen)
+    if unkept is not None:
+        say(f"note: {backend.home.settings_file} was rewritten whole, so its comments and layout were not "
+            f"kept: {unkept}", err=True)  # fmt: skip
+    return answer
 
 
 def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> SelectModelParams:

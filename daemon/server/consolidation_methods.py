@@ -41,7 +41,7 @@ from ..protocol.rpc import (
     SelectModelParams,
     SetApiKeyParams,
 )
-from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore, check_model_id
+from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore, check_model_id, model_changes
 from .jsonrpc import Handler, log_failed, unwritable
 from .memory_methods import MemoryMethods, Publish, unheard
 
@@ -160,8 +160,9 @@ class ConsolidationMethods:
                 check_model_id(params.model)
             except ValueError as exc:
                 raise refused("INVALID", str(exc)) from None
-            chosen = {"consolidation.provider": params.provider, "consolidation.model": params.model}
-            SettingsStore(self.home).update(params.expectedRevision, chosen)
+            SettingsStore(self.home).update(
+                params.expectedRevision, model_changes(params.provider, params.model)
+            )
             return self._model_settings()
 
         try:
