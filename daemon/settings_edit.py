@@ -2,8 +2,9 @@
 lines stay as the person wrote them (decision 0463).
 
 A value is replaced where it stands (one already equal is left as written), and a missing key
-goes below the last key of its section, at that section's indentation. Shapes an edit cannot
-follow safely (a flow mapping, a multi-line or empty value, a key of another type, a file past
+goes below the last key of its section, at that section's indentation, or after its last
+value in braces. Shapes an edit cannot follow safely (an empty mapping in braces, a folded,
+multi-line or empty value, a key of another type, a file past
 `MAX_EDITED_CHARS`, YAML only libyaml reads, such as a tab after a colon) are `Unfollowed`,
 saying which and where, and the caller rewrites the file as before (and says so); so does any
 edit whose text would not read back as the settings intended.
@@ -51,7 +52,7 @@ def _set(text: str, path: list[str], value: Any) -> str:
     if node is None:  # nothing but comments and blank lines: the key goes at the end
         return _at_end(text) + _lines(text, path, value, "")
     for depth, key in enumerate(path):
-        if not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value:
+        if not isinstance(node, yaml.MappingNode) or not node.value:
             section = f"`{'.'.join(path[:depth])}`" if depth else "the file"
             raise Unfollowed(f"{section} at line {node.start_mark.line + 1} is {_shape(node)}")
         found = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
@@ -70,7 +71,8 @@ def _replaced(text: str, node: yaml.Node, value: Any, dotted: str) -> str:
 
 
 def _inserted(text: str, mapping: yaml.MappingNode, path: list[str], value: Any) -> str:
-    """The keys of `path` written as the mapping's last, on the line after its last value."""
+    """The keys of `path` written as the mapping's last: in braces, after its last value; else
+    on the line after its last value."""
     last = mapping.value[-1][1]
     while isinstance(last, (yaml.MappingNode, yaml.SequenceNode)) and last.value and not last.flow_style:
         last = last.value[-1][1] if isinstance(last, yaml.MappingNode) else last.value[-1]
@@ -78,6 +80,8 @@ def _inserted(text: str, mapping: yaml.MappingNode, path: list[str], value: Any)
         raise Unfollowed(
             f"the value before where `{path[0]}` goes, at line {last.start_mark.line + 1}, is {_shape(last)}"
         )
+    if mapping.flow_style:
+        return text[: last.end_mark.index] + f", {_flow_entry(path, value)}" + text[last.end_mark.index :]
     end = text.find("\n", last.end_mark.index)
     at = len(text) if end < 0 else end + 1
     indent = " " * mapping.value[0][0].start_mark.column
@@ -97,12 +101,11 @@ def _one_line_scalar(node: yaml.Node) -> bool:
 
 def _shape(node: yaml.Node) -> str:
     """What `node` is, of the shapes an edit does not follow where it stands, as a person says it."""
-    if _flow(node):
-        return "written in braces or brackets (flow style)"
     if isinstance(node, yaml.SequenceNode):
         return "a list"
-    if not isinstance(node, yaml.ScalarNode):
-        return "a section of keys"
+    if isinstance(node, yaml.MappingNode):
+        return "a section of keys" if node.value else "an empty section, `{}`"
+    assert isinstance(node, yaml.ScalarNode)
     if node.style in ("|", ">"):
         return "a folded or literal block (`>` or `|`)"
     if node.start_mark.index == node.end_mark.index:
@@ -124,6 +127,14 @@ def _lines(text: str, path: list[str], value: Any, indent: str) -> str:
     new = _newline(text)
     sections = "".join(f"{indent}{_STEP * depth}{key}:{new}" for depth, key in enumerate(path[:-1]))
     return f"{sections}{indent}{_STEP * (len(path) - 1)}{path[-1]}: {_scalar(value)}{new}"
+
+
+def _flow_entry(path: list[str], value: Any) -> str:
+    """The keys of `path` as an entry of a mapping in braces, each a section of the next."""
+    entry = _scalar(value)  # written as in brackets: what braces take too
+    for key in reversed(path[1:]):
+        entry = f"{{{key}: {entry}}}"
+    return f"{path[0]}: {entry}"
 
 
 def _newline(text: str) -> str:

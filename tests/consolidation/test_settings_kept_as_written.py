@@ -61,10 +61,10 @@ def test_a_missing_key_is_added_where_a_person_would_write_it(home: Home, before
 @pytest.mark.parametrize(
     "before",
     [
-        "consolidation: {provider: ollama}  # flow\n",
+        "consolidation: {}  # nothing yet\n",
         "consolidation:  # folded\n  model: >-\n    m\n",
     ],
-    ids=["flow-mapping", "folded-value"],
+    ids=["empty-braces", "folded-value"],
 )
 def test_a_shape_an_edit_cannot_follow_is_rewritten_with_the_same_settings(home: Home, before: str) -> None:
     store = SettingsStore(home)
