@@ -142,20 +142,21 @@ interface Chosen {
   node?: FlatNode; // the row picked, when the user picked one
 }
 
-/** The session named by the argument, or the one the user picks from `candidates`. */
+/** The session named by the argument, or the one the user picks from `candidates`; `none` says
+ * why there is none to pick (a function: told the folder's sessions). */
 async function chooseSession(
   ctx: FlowContext,
   target: SessionTarget,
   candidates: (nodes: FlatNode[], now: number) => ReturnType<typeof sessionPicks>,
   title: string,
-  none: string,
+  none: string | ((nodes: FlatNode[]) => string),
   preferred?: string,
 ): Promise<Chosen> {
   if (target.session) return { session: target.session, label: target.label };
   const folder = await chooseFolder(ctx, target.cwd);
   const nodes = await sessionsOf(ctx, folder);
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
-  if (items.length === 0) return stop(ctx.ui, none);
+  if (items.length === 0) return stop(ctx.ui, typeof none === 'string' ? none : none(nodes));
   const pick = chosen(await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' }));
   return { session: pick.session, label: pick.title ?? pick.label, node: nodes.find((n) => n.id === pick.session) };
 }
@@ -189,9 +190,20 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
     target,
     consolidationPicks,
     CONSOLIDATE_SESSION,
-    'No finished session of this workspace can be consolidated (live and archived ones cannot).',
+    nothingToConsolidate,
   );
   await consolidate(ctx, { session });
+}
+
+export const NO_SESSIONS_YET =
+  'This workspace has no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in ' +
+  'this folder. Session Branches lists where remem looked.';
+
+/** Why no session of the folder can be consolidated: it has none yet, or none the daemon takes. */
+function nothingToConsolidate(nodes: FlatNode[]): string {
+  if (nodes.length === 0) return NO_SESSIONS_YET;
+  return 'No session of this workspace can be consolidated now: live and archived sessions cannot, nor ' +
+    'subagents, which are consolidated with the session that started them.';
 }
 
 /** `remem.lsp.consolidate` as the server's code action (`{cwd}`: the workspace's latest finished

@@ -158,8 +158,14 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   h.responses['remem/sessionTree'] = { nodes: [node('busy', { live: true })] };
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.equal(h.asked.length, 1);
-  assert.match(h.asked[0], /^info:No finished session of this workspace can be consolidated/);
+  assert.match(h.asked[0], /^info:No session of this workspace can be consolidated now: live and archived sessions cannot, nor subagents/);
   assert.equal(h.sent.length, 2);
+  // A folder no agent has worked in yet is not told its sessions are live or archived.
+  const empty = new Harness();
+  empty.responses['remem/sessionTree'] = { nodes: [] };
+  await flows.run(() => flows.consolidateSession(empty.ctx));
+  assert.deepEqual(empty.asked, [`info:${flows.NO_SESSIONS_YET}`]);
+  assert.match(flows.NO_SESSIONS_YET, /no agent sessions yet/);
 });
 
 test('branch: pick session and turn, confirm the warning, fork with confirmed: true', async () => {
