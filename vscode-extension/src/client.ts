@@ -275,13 +275,15 @@ export class RememClient implements Server, vscode.Disposable {
   }
 
   /** A server command the library runs (a quick fix's), whose failure the library only logs: the
-   * user clicked and saw nothing. It is shown, then failed as before. */
+   * user clicked and saw nothing. It is shown, then failed as before. The user clicked the action
+   * by its title, which the command's id (`remem.lsp.…`) is not: that goes to the log. */
   private async told(command: string, run: () => unknown): Promise<unknown> {
     try {
       return await answered(Promise.resolve(run()));
     } catch (error) {
       const message = errorMessage(error); // the library's own failures said as ours are
-      const shown = message.startsWith('remem:') ? message : `Remem: ${command} failed: ${message}`;
+      this.log.error(`${command} failed: ${message}`);
+      const shown = message.startsWith('remem:') ? message : `Remem: the action failed: ${message}`;
       void tellWithFixes('error', shown, fixesOf(error));
       throw error;
     }

@@ -53,14 +53,17 @@ test('the flow\'s own consolidation runs the command under the progress notifica
 });
 
 test('a server command the library runs for a quick fix shows its failure, not only the log', async () => {
-  const client = new RememClient(log as never);
+  const logged: string[] = [];
+  const client = new RememClient({ ...log, error: (line: string) => logged.push(line) } as never);
   await client.start();
   const middleware = ui.options?.middleware;
   assert.ok(middleware);
   ui.errors.length = 0;
   const failing = () => Promise.reject(new Error('the remem daemon is unavailable: it stopped'));
   await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], failing)));
-  assert.deepEqual(ui.errors, ['Remem: remem.lsp.regenerateIndex failed: the remem daemon is unavailable: it stopped']);
+  // Named as the user clicked it, by no id of the server's.
+  assert.deepEqual(ui.errors, ['Remem: the action failed: the remem daemon is unavailable: it stopped']);
+  assert.deepEqual(logged, ['remem.lsp.regenerateIndex failed: the remem daemon is unavailable: it stopped']); // for a report
 });
 
 test('a quick fix run while the server is down says to restart it, not the library\'s words', async () => {
