@@ -101,7 +101,9 @@ def pack_ids(index: Path) -> list[str]:
 
 
 def small_packs(pack_dir: Path, most: int) -> list[Path]:
-    """The indexes of the packs holding at most `most` objects (an entry's, or a few merged)."""
+    """The indexes of the packs holding at most `most` objects (an entry's, or a few merged), and
+    of those whose count does not read (an index a power cut left empty): a merge that tries one
+    finds it damaged and says so, where counting it stopped every merge."""
     found = []
     for name in os.listdir(pack_dir):
         if name.endswith(".idx"):
@@ -110,8 +112,11 @@ def small_packs(pack_dir: Path, most: int) -> list[Path]:
             except OSError:
                 continue
             with os.fdopen(fd, "rb") as handle:
-                if _count(handle.read(_FANOUT_END)) <= most:
-                    found.append(pack_dir / name)
+                head = handle.read(_FANOUT_END)
+            with contextlib.suppress(ValueError):
+                if _count(head) > most:
+                    continue
+            found.append(pack_dir / name)
     return found
 
 
@@ -135,8 +140,9 @@ def _header(kind: int, size: int) -> bytes:
 
 
 def _publish(target: Path, data: bytes) -> None:
-    # Unsynced, as libgit2 writes loose objects: the history is never the source of truth, and
-    # a repository a power cut left unreadable is set aside and started again.
+    # Unsynced, as libgit2 writes loose objects: the history is never the source of truth, and a
+    # pack a power cut left empty is the history's damage, said by the reads of its entries and
+    # by the merges, which leave it out.
     # A temp the write or the rename failed on (a full disk) is removed: nothing else would.
     temp = target.with_name(f"{_TEMP_PREFIX}{secrets.token_hex(6)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)

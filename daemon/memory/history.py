@@ -99,6 +99,8 @@ _UMASK_LOCK = threading.Lock()
 # What pygit2 raises for an object it cannot read: NotFoundError (a KeyError) when it is gone,
 # a plain GitError ("incorrect data check") when its bytes are damaged. Either is damage.
 _UNREADABLE: tuple[type[Exception], ...] = (KeyError,) if pygit2 is None else (KeyError, pygit2.GitError)
+# What a small pack whose objects a merge cannot add raises: that, or its index is no index.
+_UNMERGEABLE: tuple[type[Exception], ...] = (ValueError, *_UNREADABLE)
 
 
 class HistoryError(Exception):
@@ -964,22 +966,70 @@ class History:
         if not _is_pack_time(oid):
             return
         # The entry is written: a merge the disk refuses (a full disk) leaves the small packs to
-        # the next one, and says so, but never that the entry is missing. Any other failure (an
-        # object that does not read) is the history's damage, said as such.
+        # the next one, and one that meets an object that does not read leaves them as they are
+        # (the history's damage, said with what to do); either says so, never that the entry is
+        # missing. A small pack whose objects do not read is left out of the merge (`_added`).
         try:
-            if _merge_packs(repo):  # libgit2 would go on looking in the packs just removed
+            if self._merge_packs(repo):  # libgit2 would go on looking in the packs just removed
                 self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
         except Exception as exc:
-            if _refused_errno(exc) is None:
+            refused = _refused_errno(exc) is not None
+            if not refused and not isinstance(exc, _UNREADABLE):
                 raise
             self._close()  # opened again at the next use, in case some were removed
             log.warning(
-                "memory history: could not merge the small packs (%s); the entry is written, and a "
-                "later one merges them",
+                "memory history: could not merge the small packs (%s); the entry is written, %s",
                 _reason(exc),
+                "and a later one merges them"
+                if refused
+                else "but " + self._damage("an object of its small packs does not read"),
             )
+
+    def _merge_packs(self, repo: pygit2.Repository) -> bool:
+        """Merge the small packs (each entry's, and earlier merges still small) and any loose
+        objects (written by an earlier remem) into one pack, with deltas, then drop what was
+        merged; whether a merge was written."""
+        objects = Path(repo.path) / "objects"
+        remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
+        packs = small_packs(objects / "pack", MERGED_MAX)
+        loose = [
+            (folder, name)
+            for folder in objects.iterdir()
+            if len(folder.name) == 2 and folder.is_dir()
+            for name in os.listdir(folder)
+            if len(name) == 38
+        ]
+        if len(packs) + len(loose) < 2:
+            return False
+        builder = pygit2.PackBuilder(repo)
+        packs = [index for index in packs if self._added(builder, index)]
+        if len(packs) + len(loose) < 2:  # one pack written again would be named as it is, then removed
+            return False
+        for folder, name in loose:
+            builder.add(pygit2.Oid(hex=folder.name + name))
+        builder.write()
+        for index in packs:  # the index first: a pack without one is invisible
+            index.unlink(missing_ok=True)
+            index.with_suffix(".pack").unlink(missing_ok=True)
+        for folder, name in loose:  # each is in the pack now: readers find it there
+            with contextlib.suppress(FileNotFoundError):
+                (folder / name).unlink()
+        return True
+
+    def _added(self, builder: pygit2.PackBuilder, index: Path) -> bool:
+        """Add the objects of the pack of `index` to a merge; False when they do not read (its
+        index or pack damaged): that pack is left as it is, its bytes perhaps still of use to
+        `git index-pack`, and said to be the history's damage. Its entries' reads say so too."""
+        try:
+            for oid in pack_ids(index):
+                builder.add(pygit2.Oid(hex=oid))
+        except _UNMERGEABLE as exc:
+            what = f"its pack {index.stem} does not read ({_reason(exc)}), and is left out of the merges"
+            log.warning("memory history: %s", self._damage(what))
+            return False
+        return True
 
     def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
         """Before a branch is moved: the repository, its objects and its branches are the folders
@@ -1277,37 +1327,6 @@ def _is_pack_time(oid: pygit2.Oid) -> bool:
     # Entries are counted by the commit ids' first bytes: no count to keep, and on average
     # one merge per PACK_EVERY entries whatever the scope.
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
-
-
-def _merge_packs(repo: pygit2.Repository) -> bool:
-    """Merge the small packs (each entry's, and earlier merges still small) and any loose objects
-    (written by an earlier remem) into one pack, with deltas, then drop what was merged."""
-    objects = Path(repo.path) / "objects"
-    remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
-    packs = small_packs(objects / "pack", MERGED_MAX)
-    loose = [
-        (folder, name)
-        for folder in objects.iterdir()
-        if len(folder.name) == 2 and folder.is_dir()
-        for name in os.listdir(folder)
-        if len(name) == 38
-    ]
-    if len(packs) + len(loose) < 2:
-        return False
-    builder = pygit2.PackBuilder(repo)
-    for index in packs:
-        for oid in pack_ids(index):
-            builder.add(pygit2.Oid(hex=oid))
-    for folder, name in loose:
-        builder.add(pygit2.Oid(hex=folder.name + name))
-    builder.write()
-    for index in packs:  # the index first: a pack without one is invisible
-        index.unlink(missing_ok=True)
-        index.with_suffix(".pack").unlink(missing_ok=True)
-    for folder, name in loose:  # each is in the pack now: readers find it there
-        with contextlib.suppress(FileNotFoundError):
-            (folder / name).unlink()
-    return True
 
 
 def _refused_errno(exc: Exception) -> int | None:

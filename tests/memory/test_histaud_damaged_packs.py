@@ -1,0 +1,131 @@
+"""A small pack of the history that does not read never stops the merges nor unsays an entry.
+
+Each entry is written as one small pack, unsynced, and about every PACK_EVERY entries the small
+packs are merged. A power cut can leave a pack or its index empty (a new file renamed into place,
+its bytes never written), or a disk can alter its bytes. Such a pack made every later merge fail:
+each entry a merge followed was said not written (a command's answer named no entry, the daemon's
+log said its changes could not be recorded) though its branch had moved, and the small packs
+were never merged again. The pack that does not read is left as it is, out of the merge, and its
+damage is said with what to do; the reads of its entries say it too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.memory import history as history_module
+from remem.daemon.memory.git_pack import pack_ids
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+
+from .factory import put
+from .test_crash_recovery import EMPTY
+
+NEVER = 65537  # no four hex digits of a commit id make a multiple of it but 0000: no merge
+
+
+def replaced(path: Path, data: bytes) -> None:
+    """`path` holding `data` from the next start on (a new file: a process that mapped the old
+    one reads on in it, as one whose disk changed under it would not)."""
+    fresh = path.with_name("damaged")
+    fresh.write_bytes(data)
+    os.replace(fresh, path)
+
+
+def emptied(path: Path) -> None:
+    replaced(path, b"")
+
+
+def altered(pack: Path) -> None:
+    """A byte of the first object's compressed bytes flipped (after the 12-byte header and the
+    object's own 2-byte one), as a disk fault would."""
+    data = bytearray(pack.read_bytes())
+    data[20] ^= 0xFF
+    replaced(pack, bytes(data))
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {
+    "index emptied": emptied,
+    "pack emptied": lambda index: emptied(index.with_suffix(".pack")),
+    "pack altered": lambda index: altered(index.with_suffix(".pack")),
+}
+
+
+def indexes(store: MemoryStore) -> list[Path]:
+    return sorted((store.home.root / "history" / "objects" / "pack").glob("*.idx"))
+
+
+# The next start, after the power cut: a process of its own (one that had the pack open would read
+# on in what it mapped), whose commit's entry merges the small packs.
+MERGING_COMMIT = """
+import sys
+from pathlib import Path
+from remem.daemon.home import Home
+from remem.daemon.memory import history
+from remem.daemon.memory.batch import CHANGES
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+history.PACK_EVERY = 1
+store = MemoryStore(Home(Path(sys.argv[1])))
+changes = CHANGES.validate_json(sys.argv[4])
+print(store.commit_workspace(WorkspaceId.from_cwd(sys.argv[2]), sys.argv[3], changes).model_dump_json())
+"""
+
+
+def remem(store: MemoryStore, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "REMEM_HOME": str(store.home.root)},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_pack_that_does_not_read_is_left_out_of_the_merge_and_the_entry_is_written(
+    damage: str, store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(history_module, "PACK_EVERY", NEVER)
+    revision, ids = EMPTY, []
+    for body in ("One.\n", "Two.\n", "Three.\n"):
+        done = store.commit_workspace(workspace, revision, [put("alpha", body)])
+        revision, ids = done.revision, [*ids, done.history]
+    [victim] = [index for index in indexes(store) if ids[1] in pack_ids(index)]
+    DAMAGES[damage](victim)
+
+    changes = json.dumps([put("alpha", "Four.\n").model_dump()])
+    merging = remem(store, "-c", MERGING_COMMIT, str(store.home.root), workspace.cwd, revision, changes)
+    assert merging.returncode == 0, merging.stderr
+    assert json.loads(merging.stdout)["history"] is not None, merging.stderr  # the entry is written
+    assert "could not write" not in merging.stderr
+    assert "is damaged" in merging.stderr and "move history aside" in merging.stderr, merging.stderr
+    assert victim.exists() and victim.with_suffix(".pack").exists(), "a damaged pack is left as it is"
+    if damage != "pack altered":  # the others are merged; altered bytes show only as they are packed
+        assert len(indexes(store)) == 2
+
+    listed = remem(store, "-m", "remem.daemon", "--no-daemon", "memory", "log", "--cwd", workspace.cwd)
+    assert listed.returncode == 1 and "is damaged" in listed.stderr, (listed.stdout, listed.stderr)
+    assert "move history aside" in listed.stderr
+
+
+def test_a_merge_of_sound_packs_says_nothing(
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    monkeypatch.setattr(history_module, "PACK_EVERY", NEVER)
+    first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
+    monkeypatch.setattr(history_module, "PACK_EVERY", 1)
+    assert store.commit_workspace(workspace, first.revision, [put("beta")]).history is not None
+    assert len(indexes(store)) == 1 and not caplog.records
