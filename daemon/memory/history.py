@@ -73,6 +73,7 @@ from ..os_names import shown
 from ..protocol.memory import Actor, FileStat, HistoryEntry
 from ..safe_open import read_regular
 from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
+from .identity import is_workspace_key
 from .log_cache import LogCache, LogLine, MetaLine
 from .record import GLOBAL_FILE, record_name_of
 from .revision import empty_revision, name_bytes
@@ -661,9 +662,14 @@ class History:
         if not isinstance(commit, pygit2.Commit):
             raise HistoryError(f"`{ref}` names no history entry (see `remem memory log`)")
         try:
-            _actor(bytes(_meta(commit).actor))
+            meta = _meta(commit)
+            _actor(bytes(meta.actor))
         except (ValueError, ValidationError):
-            raise HistoryError(f"`{ref}` is not a remem history entry") from None
+            meta = None
+        # A scope that names no memory of this home (a commit not of remem's naming `ws-../x`):
+        # a revert would write wherever its key leads.
+        if meta is None or not _is_scope(meta.scope):
+            raise HistoryError(f"`{ref}` is not a remem history entry")
         return commit
 
     def _unknown(self, repo: pygit2.Repository, ref: str, text: str, exc: Exception) -> str:
@@ -1041,6 +1047,11 @@ class History:
                 f"the memory history at {self.path} was replaced while an entry of {branch} was being "
                 "written; that entry is left out, and the next change records the state it finds"
             )
+
+
+def _is_scope(scope: str) -> bool:
+    """Whether an entry's `scope` names Global or a workspace: `global`, or `ws-<key>`."""
+    return scope == "global" or (scope.startswith("ws-") and is_workspace_key(scope[len("ws-") :]))
 
 
 def _start(workspace_key: str | None, ends_at: str | None) -> str:
