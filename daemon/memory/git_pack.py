@@ -7,7 +7,7 @@ git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a versi
 libgit2 and plain `git` read it like any other pack; `History` merges small packs into one now
 and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
 temp is removed, and so is its `.pack` when its index cannot be written; the temp a killed
-writer left is removed at the next merge (`remove_leftovers`).
+writer left, or libgit2's in a killed merge, is removed at the next merge (`remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ KINDS = {b"commit": 1, b"tree": 2, b"blob": 3}
 _IDX_MAGIC = b"\377tOc" + struct.pack(">I", 2)
 _FANOUT_END = len(_IDX_MAGIC) + 256 * 4
 _TEMP_PREFIX = "tmp_pack_"
+# The temps of libgit2's own pack writer (a merge): `pack_git2_<hex>`, `pack_git2_<hex>idx.lock`.
+_LEFTOVER_PREFIXES = (_TEMP_PREFIX, "pack_git2_")
 # A leftover older than this is no writer's at work (a pack is written in milliseconds); a
 # younger one may be another program's (git's own temp packs are named so), and is left alone.
 LEFTOVER_SECONDS = 600
@@ -74,14 +76,14 @@ def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
 
 
 def remove_leftovers(pack_dir: Path) -> list[str]:
-    """Remove the temps a writer killed in its work left, once stale; the names removed. (A
-    `.pack` without its index is left: unseen by every reader, it may be a damaged history's
-    objects, which `git index-pack` recovers.)"""
+    """Remove the temps a writer killed in its work left (this module's, or libgit2's in a
+    merge), once stale; the names removed. (A `.pack` without its index is left: unseen by every
+    reader, it may be a damaged history's objects, which `git index-pack` recovers.)"""
     removed = []
     now = time.time()
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(pack_dir)):
-            if not name.startswith(_TEMP_PREFIX):
+            if not name.startswith(_LEFTOVER_PREFIXES):
                 continue
             with contextlib.suppress(OSError):
                 found = os.lstat(pack_dir / name)
