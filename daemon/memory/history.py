@@ -239,7 +239,8 @@ class History:
         self._seen: dict[str, str] = {}
         # Each branch's last entry this process wrote: the state it ends at, found again where
         # the history does not hold it, is still that entry's actor's (decision 0442).
-        self._made: dict[str, _Composed] = {}
+        # Its labels only: the composed entry holds the bytes of every file of the scope.
+        self._made: dict[str, _Meta] = {}
         # One repository object for all threads: libgit2 objects are not to be shared unlocked.
         self._lock = threading.RLock()
         # One worker, so entries are written in the order they were made; it is joined when the
@@ -963,7 +964,14 @@ class History:
         # without removing it, no entry of this scope could ever be written again.
         (Path(repo.path) / "refs" / "heads" / f"{composed.branch}.lock").unlink(missing_ok=True)
         repo.references.create(f"refs/heads/{composed.branch}", oid, force=True)
-        self._seen[composed.branch], self._made[composed.branch] = composed.id, composed
+        self._seen[composed.branch] = composed.id
+        self._made[composed.branch] = _Meta(
+            scope=composed.branch,
+            actor=composed.actor,
+            before=composed.before,
+            after=composed.after,
+            at=composed.at,
+        )
         written = _fingerprint(self.path)
         if _folders(written) == _folders(opened):  # this process's own write is no news to it
             self._opened_as = written
