@@ -48,6 +48,7 @@ import contextlib
 import difflib
 import functools
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -502,44 +503,73 @@ class History:
         """The scope's entries, newest first. Entries never change, so a scope's parsed log is
         kept, in this process and (for the next) in the log cache, and a later log reads only
         the commits made since."""
+        with self._reader() as repo:
+            return self._log(repo, branch_of(workspace_key), limit)
+
+    def page(
+        self, workspace_key: str | None, limit: int | None, name: str | None = None
+    ) -> tuple[list[HistoryEntry], int | None]:
+        """The scope's newest `limit` entries (every one with None), only those that added,
+        changed or removed its file `name` when one is given (`_touches`), and how many more the
+        limit left out: None when an older entry does not read (the entries listed stand). Both
+        come from one read, so an entry written meanwhile is never counted as older than them."""
         branch = branch_of(workspace_key)
         with self._reader() as repo:
-            ref = self._branch(repo, branch)
-            if ref is None:
-                return []
-            head = ref.target
-            kept = None
-            known: pygit2.Oid | str | None
-            if branch in self._logs:
-                known, held = self._logs[branch]
-            elif limit is None:  # a limited log walks no further than its limit
-                kept = self._cache.load(branch)
-                known = None if kept.head is None else pygit2.Oid(hex=kept.head)
-                held = [_entry_of(line) for line in reversed(kept.lines)]
-            else:
-                known, held = None, []
-            fresh: list[LogLine] = []
+            if name is None:
+                entries = self._log(repo, branch, limit)
+                if limit is None or len(entries) < limit:
+                    return entries, 0
+                try:  # a page it filled is taken from the full log too: the count is of that read
+                    every = self._log(repo, branch)
+                except HistoryError:
+                    return entries, None
+                return every[:limit], len(every) - limit
+            # the file's entries may lie anywhere in the log: kept first, then limited
+            touching = (e for e in self._log(repo, branch) if self._touches(repo, e, name))
+            entries = list(itertools.islice(touching, limit))
+            if limit is None or len(entries) < limit:
+                return entries, 0
             try:
-                for commit in repo.walk(head):
-                    if commit.id == known:
-                        break
-                    fresh.append(_line(commit))
-                    if limit is not None and len(fresh) >= limit:
-                        return [_entry_of(line) for line in fresh]
-                else:
-                    known = None  # the walk never met what was kept: the history was started again
-            except _UNREADABLE as exc:  # the walker reads each entry's parent before yielding it
-                raise HistoryError(
-                    self._broken(repo, branch, head) or self._damaged(str(head), exc)
-                ) from None
-            entries = [_entry_of(line) for line in fresh] + (held if known is not None else [])
-            if kept is not None:
-                self._cache.save(branch, kept, fresh[::-1], follows=known is not None)
-            self._logs[branch] = (head, entries)
-            self._logs.move_to_end(branch)
-            while len(self._logs) > LOGS_HELD:
-                self._logs.popitem(last=False)
-            return entries[:limit] if limit is not None else list(entries)
+                return entries, sum(1 for _ in touching)
+            except HistoryError:
+                return entries, None
+
+    def _log(self, repo: pygit2.Repository, branch: str, limit: int | None = None) -> list[HistoryEntry]:
+        """`log`, read through `repo` (the caller holds a `_reader`)."""
+        ref = self._branch(repo, branch)
+        if ref is None:
+            return []
+        head = ref.target
+        kept = None
+        known: pygit2.Oid | str | None
+        if branch in self._logs:
+            known, held = self._logs[branch]
+        elif limit is None:  # a limited log walks no further than its limit
+            kept = self._cache.load(branch)
+            known = None if kept.head is None else pygit2.Oid(hex=kept.head)
+            held = [_entry_of(line) for line in reversed(kept.lines)]
+        else:
+            known, held = None, []
+        fresh: list[LogLine] = []
+        try:
+            for commit in repo.walk(head):
+                if commit.id == known:
+                    break
+                fresh.append(_line(commit))
+                if limit is not None and len(fresh) >= limit:
+                    return [_entry_of(line) for line in fresh]
+            else:
+                known = None  # the walk never met what was kept: the history was started again
+        except _UNREADABLE as exc:  # the walker reads each entry's parent before yielding it
+            raise HistoryError(self._broken(repo, branch, head) or self._damaged(str(head), exc)) from None
+        entries = [_entry_of(line) for line in fresh] + (held if known is not None else [])
+        if kept is not None:
+            self._cache.save(branch, kept, fresh[::-1], follows=known is not None)
+        self._logs[branch] = (head, entries)
+        self._logs.move_to_end(branch)
+        while len(self._logs) > LOGS_HELD:
+            self._logs.popitem(last=False)
+        return entries[:limit] if limit is not None else list(entries)
 
     def _broken(self, repo: pygit2.Repository, branch: str, head: pygit2.Oid | str) -> str | None:
         """Why the branch's chain of entries cannot be read, naming its first unreadable entry;
@@ -592,14 +622,16 @@ class History:
             with self._reading(str(parents[0]), f" (the one before {str(commit.id)[:12]})"):
                 return _files(commit.parents[0])
 
-    def touches(self, ref: str, name: str) -> bool:
-        """Whether entry `ref` added, changed or removed its scope's file `name`: its bytes (a
-        blob id in each tree) differ from the entry before's; no file is read. A first entry that
-        found memory already there (`found_first`) changed none, as its stat says."""
-        with self._entry_read(ref) as commit, self._reading(str(commit.id)):
-            if not commit.parent_ids:
-                return not found_first(_entry_of(_line(commit))) and _blob_id(commit.tree, name) is not None
-            return _blob_id(commit.tree, name) != _blob_id(commit.parents[0].tree, name)
+    def _touches(self, repo: pygit2.Repository, entry: HistoryEntry, name: str) -> bool:
+        """Whether `entry` (of a log read through `repo`) added, changed or removed its scope's
+        file `name`: its bytes (a blob id in each tree) differ from the entry before's; no file
+        is read. A first entry that found memory already there (`found_first`) changed none, as
+        its stat says."""
+        with self._reading(entry.id):
+            commit = repo[entry.id]
+            if entry.parent is None:
+                return not found_first(entry) and _blob_id(commit.tree, name) is not None
+            return _blob_id(commit.tree, name) != _blob_id(repo[entry.parent].tree, name)
 
     def find(self, workspace_key: str | None, revision: str, depth: int = 64) -> str | None:
         """The newest entry of the scope that ended at `revision`, among its last `depth`."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -268,16 +267,8 @@ class MemoryMethods:
         def read() -> HistoryLogResult:
             self.store.sync_history(scope, actor)
             history = self.store.history
-            older: Callable[[], int]
-            if params.file is None:
-                entries = history.log(scope, params.limit)
-                # From the parsed log the history keeps: no entry is sent nor diffed to count.
-                older = lambda: len(history.log(scope)) - len(entries)  # noqa: E731
-            else:  # the file's entries may lie anywhere in the log: kept first, then limited
-                touching = (e for e in history.log(scope) if history.touches(e.id, params.file))
-                entries = list(itertools.islice(touching, params.limit))
-                older = lambda: sum(1 for _ in touching)  # noqa: E731
-            more = _counted(older) if params.limit is not None and len(entries) == params.limit else 0
+            # From the parsed log the history keeps: no entry is sent nor diffed to count.
+            entries, more = history.page(scope, params.limit, params.file)
             if params.stat:
                 entries = [history.with_stat(e) for e in entries]
             kind: Literal["global", "workspace"] = "global" if scope is None else "workspace"
@@ -347,15 +338,6 @@ class MemoryMethods:
 
     async def _off_loop(self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False) -> T:
         return await _answered(self.in_scope_thread(scope, action, reads_global=reads_global))
-
-
-def _counted(older: Callable[[], int]) -> int | None:
-    """How many entries a limited log left out (`older` counts them); None when an older one
-    cannot be read (damage the full log reports): the entries listed stand."""
-    try:
-        return older()
-    except HistoryError:
-        return None
 
 
 def _scope_of(entry: HistoryEntry) -> str:
