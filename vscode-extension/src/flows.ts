@@ -147,16 +147,34 @@ interface Chosen {
 async function chooseSession(
   ctx: FlowContext,
   target: SessionTarget,
-  candidates: (nodes: FlatNode[], now: number) => ReturnType<typeof sessionPicks>,
+  candidates: Candidates,
   title: string,
-  none: string | ((nodes: FlatNode[]) => string),
+  none: None,
   preferred?: string,
 ): Promise<Chosen> {
   if (target.session) return { session: target.session, label: target.label };
+  return pickOffered(ctx, await offered(ctx, target, candidates, none, preferred), title);
+}
+
+type Candidates = (nodes: FlatNode[], now: number) => SessionPick[];
+type None = string | ((nodes: FlatNode[]) => string);
+
+/** The sessions of a folder a picker would offer, and the folder's sessions they are rows of. */
+interface Offer {
+  nodes: FlatNode[];
+  items: SessionPick[];
+}
+
+/** What the picker of `target`'s folder would offer; with nothing to offer, says `none` and stops. */
+async function offered(ctx: FlowContext, target: SessionTarget, candidates: Candidates, none: None, preferred?: string): Promise<Offer> {
   const folder = await chooseFolder(ctx, target.cwd);
   const nodes = await sessionsOf(ctx, folder);
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, typeof none === 'string' ? none : none(nodes));
+  return { nodes, items };
+}
+
+async function pickOffered(ctx: FlowContext, { nodes, items }: Offer, title: string): Promise<Chosen> {
   const pick = chosen(await ctx.ui.pick(items, { title, placeholder: 'Pick a session (newest first)' }));
   return { session: pick.session, label: pick.title ?? pick.label, node: nodes.find((n) => n.id === pick.session) };
 }
@@ -180,18 +198,13 @@ function preferredFirst(items: SessionPick[], preferred: string | undefined): Se
 }
 
 export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promise<void> {
-  let target = sessionTarget(arg);
-  // Without a folder there is no session to pick: said before the route is checked, not after a
-  // key was asked for in vain.
-  if (!target.session) target = { ...target, cwd: (await chooseFolder(ctx, target.cwd)).cwd };
+  const target = sessionTarget(arg);
+  // Whether the folder has a session to consolidate is said before the route is checked, not
+  // after a key was asked for in vain (decision 0476); the key is still asked before the pick
+  // (decision 0102).
+  const offer = target.session ? null : await offered(ctx, target, consolidationPicks, nothingToConsolidate);
   await ensureRoute(ctx);
-  const { session } = await chooseSession(
-    ctx,
-    target,
-    consolidationPicks,
-    CONSOLIDATE_SESSION,
-    nothingToConsolidate,
-  );
+  const session = offer ? (await pickOffered(ctx, offer, CONSOLIDATE_SESSION)).session : target.session;
   await consolidate(ctx, { session });
 }
 

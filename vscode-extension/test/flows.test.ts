@@ -133,8 +133,8 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
     'pick:Remem: Consolidate Session:After turn 2 · Title of session-fork|Title of session-main',
   ]);
   assert.deepEqual(h.sent, [
+    ['remem/sessionTree', { cwd: '/proj' }], // whether there is any to consolidate
     ['remem/settings', {}], // the route is checked before a session is asked for
-    ['remem/sessionTree', { cwd: '/proj' }],
     ['remem.lsp.consolidate', { session: 'session-main' }],
   ]);
   assert.equal(h.sessionRefreshes, 1);
@@ -150,7 +150,10 @@ test('consolidate from a tree item asks nothing; a dismissed pick sends nothing'
   dismissed.responses['remem/sessionTree'] = { nodes: FAMILY };
   dismissed.picks.push(() => undefined);
   await flows.run(() => flows.consolidateSession(dismissed.ctx));
-  assert.deepEqual(dismissed.sent.slice(1), [['remem/sessionTree', { cwd: '/proj' }]]);
+  assert.deepEqual(dismissed.sent, [
+    ['remem/sessionTree', { cwd: '/proj' }],
+    ['remem/settings', {}],
+  ]);
 });
 
 test('with nothing eligible the user is told why instead of seeing an empty picker', async () => {
@@ -159,13 +162,34 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   await flows.run(() => flows.consolidateSession(h.ctx));
   assert.equal(h.asked.length, 1);
   assert.match(h.asked[0], /^info:No session of this workspace can be consolidated now: live and archived sessions cannot, nor subagents/);
-  assert.equal(h.sent.length, 2);
+  assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/proj' }]]); // no route checked for nothing
   // A folder no agent has worked in yet is not told its sessions are live or archived.
   const empty = new Harness();
   empty.responses['remem/sessionTree'] = { nodes: [] };
   await flows.run(() => flows.consolidateSession(empty.ctx));
   assert.deepEqual(empty.asked, [`info:${flows.NO_SESSIONS_YET}`]);
   assert.match(flows.NO_SESSIONS_YET, /no agent sessions yet/);
+});
+
+test('with no key and nothing to consolidate, only that is said: no key is asked for in vain', async () => {
+  for (const nodes of [[], [node('busy', { live: true })]]) {
+    const h = new Harness();
+    h.responses['remem/settings'] = NO_KEY;
+    h.responses['remem/sessionTree'] = { nodes };
+    await flows.run(() => flows.consolidateSession(h.ctx));
+    assert.equal(h.asked.length, 1);
+    assert.match(h.asked[0], /^info:(This workspace has no agent sessions yet|No session of this workspace can be consolidated)/);
+    assert.deepEqual(h.warnings, [], 'no key asked for');
+    assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/proj' }]]);
+  }
+  // With one to consolidate, the key is asked for before the pick (decision 0102).
+  const h = new Harness();
+  h.responses['remem/settings'] = NO_KEY;
+  h.responses['remem/sessionTree'] = { nodes: [node('s1')] };
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  assert.equal(h.warnings.length, 1);
+  assert.match(h.warnings[0], /^Remem cannot consolidate yet/);
+  assert.deepEqual(h.asked, [], 'no session picked before the key');
 });
 
 test('branch: pick session and turn, confirm the warning, fork with confirmed: true', async () => {
@@ -531,7 +555,7 @@ test('with no folder open, Consolidate Session says so before it checks the rout
   assert.deepEqual(h.asked, ['info:Remem works per workspace: open a folder first.']);
   assert.deepEqual(h.warnings, [], 'no key asked for');
   assert.deepEqual(h.sent, []);
-  // Several folders: the folder is picked before the route is checked, and asked for once.
+  // Several folders: the folder is picked, and its sessions read, before the route is checked.
   const two = new Harness();
   two.folders = [
     { name: 'a', cwd: '/a' },
@@ -541,8 +565,8 @@ test('with no folder open, Consolidate Session says so before it checks the rout
   two.picks.push(byLabel('b'), byLabel('Title of s1'));
   await flows.run(() => flows.consolidateSession(two.ctx));
   assert.deepEqual(two.sent, [
-    ['remem/settings', {}],
     ['remem/sessionTree', { cwd: '/b' }],
+    ['remem/settings', {}],
     ['remem.lsp.consolidate', { session: 's1' }],
   ]);
   assert.equal(two.asked.length, 2);

@@ -145,7 +145,7 @@ test('a workspace without records says so, and a click on it consolidates a sess
   };
   await flows.run(() => flows.consolidateSession(ctx, ...(item.command?.arguments ?? [])));
   assert.deepEqual(h.sent, [
-    [Requests.settings, {}],
     [Requests.sessionTree, { cwd: '/b' }],
+    [Requests.settings, {}],
   ]);
 });
