@@ -7,7 +7,7 @@
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { FixableError, RESTART_SERVER } from './fixes';
 import { GLOBAL_FILE, memoryFile, sessionLabel, sessionTitle, shortId } from './format';
-import { CommandTitles, OPEN_SETTINGS, paletteName } from './ids';
+import { CommandTitles, OPEN_SETTINGS, paletteName, ViewNames } from './ids';
 import {
   type ChangedRecord,
   type ConsolidationOutcome,
@@ -131,9 +131,12 @@ export async function chooseFolder(ctx: FlowContext, cwd?: string): Promise<Fold
   return chosen(pick).folder;
 }
 
+async function treeOf(ctx: FlowContext, folder: Folder): Promise<SessionTreeResult> {
+  return ctx.server.request<SessionTreeResult>(Requests.sessionTree, { cwd: folder.cwd });
+}
+
 async function sessionsOf(ctx: FlowContext, folder: Folder): Promise<FlatNode[]> {
-  const tree = await ctx.server.request<SessionTreeResult>(Requests.sessionTree, { cwd: folder.cwd });
-  return tree.nodes;
+  return (await treeOf(ctx, folder)).nodes;
 }
 
 interface Chosen {
@@ -143,7 +146,7 @@ interface Chosen {
 }
 
 /** The session named by the argument, or the one the user picks from `candidates`; `none` says
- * why there is none to pick (a function: told the folder's sessions). */
+ * why there is none to pick (a function: told the folder's tree, its sessions and what could not be read). */
 async function chooseSession(
   ctx: FlowContext,
   target: SessionTarget,
@@ -157,7 +160,7 @@ async function chooseSession(
 }
 
 type Candidates = (nodes: FlatNode[], now: number) => SessionPick[];
-type None = string | ((nodes: FlatNode[]) => string);
+type None = string | ((tree: SessionTreeResult) => string);
 
 /** The sessions of a folder a picker would offer, and the folder's sessions they are rows of. */
 interface Offer {
@@ -168,9 +171,10 @@ interface Offer {
 /** What the picker of `target`'s folder would offer; with nothing to offer, says `none` and stops. */
 async function offered(ctx: FlowContext, target: SessionTarget, candidates: Candidates, none: None, preferred?: string): Promise<Offer> {
   const folder = await chooseFolder(ctx, target.cwd);
-  const nodes = await sessionsOf(ctx, folder);
+  const tree = await treeOf(ctx, folder);
+  const { nodes } = tree;
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
-  if (items.length === 0) return stop(ctx.ui, typeof none === 'string' ? none : none(nodes));
+  if (items.length === 0) return stop(ctx.ui, typeof none === 'string' ? none : none(tree));
   return { nodes, items };
 }
 
@@ -210,13 +214,19 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
 
 export const NO_SESSIONS_YET =
   'This workspace has no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in ' +
-  'this folder. Session Branches lists where remem looked.';
+  `this folder. ${ViewNames.sessions} lists where remem looked.`;
+export const NO_SESSIONS_READ =
+  'No agent session of this workspace could be read: ' +
+  `${ViewNames.sessions} says which files or folders could not be, and why.`;
 
-/** Why no session of the folder can be consolidated: it has none yet, or none the daemon takes. */
-function nothingToConsolidate(nodes: FlatNode[]): string {
-  if (nodes.length === 0) return NO_SESSIONS_YET;
-  return 'No session of this workspace can be consolidated now: live and archived sessions cannot, nor ' +
-    'subagents, which are consolidated with the session that started them.';
+/** Why no session of the folder can be consolidated: it has none yet, none could be read, or none
+ * the daemon takes. */
+function nothingToConsolidate(tree: SessionTreeResult): string {
+  if (tree.nodes.length > 0) {
+    return 'No session of this workspace can be consolidated now: live and archived sessions cannot, nor ' +
+      'subagents, which are consolidated with the session that started them.';
+  }
+  return tree.errors?.length ? NO_SESSIONS_READ : NO_SESSIONS_YET; // as the view's empty state says it
 }
 
 /** `remem.lsp.consolidate` as the server's code action (`{cwd}`: the workspace's latest finished

@@ -60,6 +60,12 @@ export const Views = {
   memory: 'remem.memory',
 } as const;
 
+/** The views' names, as `package.json` contributes them, for the messages that send the user there. */
+export const ViewNames = {
+  sessions: 'Session Branches',
+  memory: 'Memory',
+} as const;
+
 const SECTION = 'remem';
 const COMMAND_KEY = 'command';
 

@@ -169,6 +169,12 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   await flows.run(() => flows.consolidateSession(empty.ctx));
   assert.deepEqual(empty.asked, [`info:${flows.NO_SESSIONS_YET}`]);
   assert.match(flows.NO_SESSIONS_YET, /no agent sessions yet/);
+  // A folder whose sessions could not be read is not told it has none yet: the tree says why.
+  const unread = new Harness();
+  unread.responses['remem/sessionTree'] = { nodes: [], errors: [{ path: '/h/.claude/projects/-proj', message: 'Permission denied' }] };
+  await flows.run(() => flows.consolidateSession(unread.ctx));
+  assert.deepEqual(unread.asked, [`info:${flows.NO_SESSIONS_READ}`]);
+  assert.match(flows.NO_SESSIONS_READ, /could be read.*Session Branches says which files or folders could not be, and why/);
 });
 
 test('with no key and nothing to consolidate, only that is said: no key is asked for in vain', async () => {

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 
 import * as flows from '../src/flows';
-import { ClientCommands, CommandTitles, ContextKeys, Settings, Views } from '../src/ids';
+import { ClientCommands, CommandTitles, ContextKeys, Settings, ViewNames, Views } from '../src/ids';
 
 interface When {
   command?: string;
@@ -17,7 +17,7 @@ const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.
   capabilities: Record<string, { supported: boolean | string }>;
   contributes: {
     commands: { command: string; title: string; category?: string }[];
-    views: Record<string, { id: string }[]>;
+    views: Record<string, { id: string; name: string }[]>;
     configuration: { properties: Record<string, unknown> };
     menus: Record<string, When[]>;
     keybindings: When[];
@@ -38,6 +38,13 @@ test('the commands, views and setting contributed are the ones the extension reg
   for (const { command } of menus) assert.ok(command && commands.has(command), `${command} is no command of the extension`);
   const whens = menus.map((m) => m.when ?? '').join('\n');
   assert.ok(whens.includes(ContextKeys.showArchived));
+});
+
+test('the views\' names the messages send the user to are the ones contributed', () => {
+  const contributed = Object.values(contributes.views).flat();
+  for (const [key, id] of Object.entries(Views)) {
+    assert.equal(contributed.find((v) => v.id === id)?.name, ViewNames[key as keyof typeof Views], id);
+  }
 });
 
 test('the sessions view\'s keys act on the focused row only, never while typing in its filter box', () => {
