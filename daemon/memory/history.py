@@ -1056,9 +1056,15 @@ class History:
         for folder, name in loose:
             builder.add(pygit2.Oid(hex=folder.name + name))
         builder.write()
-        for index in packs:  # the index first: a pack without one is invisible
-            index.unlink(missing_ok=True)
+        faultpoint("history.merge.after-write")
+        # The pack first: an index left without it (a merge killed here) is unseen by readers as
+        # a pack without its index is, and the next merge takes its objects (read from the merged
+        # pack) and removes it, where a pack left without its index stayed for good.
+        for index in packs:
             index.with_suffix(".pack").unlink(missing_ok=True)
+            faultpoint("history.merge.mid-removal")
+            index.unlink(missing_ok=True)
+        faultpoint("history.merge.after-pack-removal")
         for folder, name in loose:  # each is in the pack now: readers find it there
             with contextlib.suppress(FileNotFoundError):
                 (folder / name).unlink()

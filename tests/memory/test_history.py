@@ -33,6 +33,7 @@ from remem.daemon.server.memory_methods import MemoryMethods
 
 from .factory import delete, put
 from .test_crash_recovery import EMPTY, run_driver
+from .test_histfix_merge_kill import MERGE_POINTS
 
 HISTORY_POINTS = ["history.before-entry", "history.after-objects", "history.after-ref"]
 LOG_CACHE_POINTS = ["history.log-cache.mid-append", "history.log-cache.after-temp-write"]
@@ -48,7 +49,8 @@ def run(home: Home, *args: str) -> tuple[int, str, str]:
 
 
 def test_every_history_fault_point_is_covered() -> None:
-    assert {p for p in POINTS if p.startswith("history.")} == {*HISTORY_POINTS, *LOG_CACHE_POINTS}
+    covered = {*HISTORY_POINTS, *LOG_CACHE_POINTS, *MERGE_POINTS}
+    assert {p for p in POINTS if p.startswith("history.")} == covered
 
 
 def test_each_commit_is_one_entry_with_its_revisions(store: MemoryStore, workspace: WorkspaceId) -> None:
