@@ -23,7 +23,7 @@ import type {
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 
-import { notFoundMessage, notStringMessage, resolveExecutable, serverFolder } from './executable';
+import { notFoundMessage, notStringMessage, probe, resolveExecutable, serverFolder } from './executable';
 import { FixableError, fixesOf, OPEN_COMMAND_SETTING, RESTART_SERVER, SHOW_LOG } from './fixes';
 import type { Server } from './flows';
 import { inert } from './format';
@@ -42,15 +42,6 @@ import {
 import type * as Library from './languageclient';
 import { endProcess, spawnServer } from './serverProcess';
 import { errorMessage, notify, tellWithFixes } from './vscodeapi';
-
-function isExecutable(candidate: string): boolean {
-  try {
-    fs.accessSync(candidate, fs.constants.X_OK);
-    return fs.statSync(candidate).isFile();
-  } catch {
-    return false;
-  }
-}
 
 function isDirectory(candidate: string): boolean {
   try {
@@ -191,14 +182,15 @@ export class RememClient implements Server, vscode.Disposable {
     const setting = vscode.workspace.getConfiguration(Settings.section).get<unknown>(Settings.command, 'remem');
     // A folder gone from disk, or not on this machine, would fail the spawn with ENOENT naming remem.
     const cwd = serverFolder(vscode.workspace.workspaceFolders ?? [], isDirectory, os.homedir());
-    const executable = typeof setting === 'string' ? resolveExecutable(setting, process.env, cwd, isExecutable) : null;
-    if (!executable) {
-      const message = typeof setting === 'string' ? notFoundMessage(setting, cwd) : notStringMessage(setting);
+    const resolved = typeof setting === 'string' ? resolveExecutable(setting, process.env, cwd, probe) : null;
+    if (!resolved || !('executable' in resolved)) {
+      const message = resolved ? notFoundMessage(resolved) : notStringMessage(setting);
       this.tell({ state: 'no-server', message });
       const fixes = [OPEN_COMMAND_SETTING, SHOW_LOG];
       void tellWithFixes('error', message, fixes);
       throw new FixableError(message, fixes);
     }
+    const { executable } = resolved;
     this.tell({ state: 'starting', message: `starting ${executable} lsp` });
     this.log.info(`starting ${executable} lsp`);
     const lsp = library();

@@ -45,9 +45,9 @@ async function restartedWith(setting: unknown): Promise<RememClient> {
 test('a restart with a missing executable says so once and leaves the views to show why', async () => {
   const client = await restartedWith('/nowhere/remem');
   assert.equal(ui.errors.length, 1); // the message with its fixes, never the same text again as an error
-  assert.match(ui.errors[0], /"\/nowhere\/remem" is no executable file\./);
+  assert.match(ui.errors[0], /"\/nowhere\/remem" was not found: nothing is there\./);
   assert.equal(client.currentStatus.state, 'no-server');
-  await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" is no executable file/);
+  await assert.rejects(client.request('remem/sessionTree', { cwd: '/p' }), /"\/nowhere\/remem" was not found/);
 });
 
 test('what a setting that runs nothing names: the editor\'s PATH, the file it names, or nothing at all', async (t) => {
@@ -61,17 +61,25 @@ test('what a setting that runs nothing names: the editor\'s PATH, the file it na
   const said = async (setting: string): Promise<string> => {
     await restartedWith(setting);
     assert.equal(ui.errors.length, 1);
-    assert.match(ui.errors[0], /Set "remem\.command" to the full path of the remem executable/);
     return ui.errors[0];
   };
-  // A bare name is looked up on the PATH the editor started with, which may lack a terminal's.
-  assert.match(await said('remem-not-installed'), /"remem-not-installed" was not found on the editor's PATH \(the one it was started with/);
-  // A folder exists: it is no executable, and is not said to be missing.
+  const setThePath = /Set "remem\.command" to the full path of the remem executable/;
+  // A bare name is looked up on the PATH the editor started with, which may lack a terminal's;
+  // remem may not be installed at all: how to is said.
+  const bare = await said('remem-not-installed');
+  assert.match(bare, /"remem-not-installed" was not found on the editor's PATH \(the one it was started with/);
+  assert.match(bare, /Install remem: "bash scripts\/setup" in a checkout of remem puts it in the checkout's \.venv\/bin; then set "remem\.command" to its full path/);
+  // A folder exists: it is not the executable, and is not said to be missing.
   const bin = await said(path.join(folder, 'bin'));
-  assert.match(bin, /bin" is no executable file\./);
-  assert.doesNotMatch(bin, /not found/);
-  // A relative path is named as it was resolved, from the workspace folder.
-  assert.ok((await said('bin/remem')).includes(`"bin/remem" (${path.join(folder, 'bin', 'remem')}) is no executable file.`));
+  assert.match(bin, /bin" is not a file \(a folder\?\): name the executable itself/);
+  assert.match(bin, setThePath);
+  // A file without its execute permission, named as it was resolved, from the workspace folder.
+  fs.writeFileSync(path.join(folder, 'bin', 'remem'), '#!/bin/sh\n', { mode: 0o644 });
+  const plain = await said('bin/remem');
+  assert.ok(plain.includes(`"bin/remem" (${path.join(folder, 'bin', 'remem')}) is a file without execute permission`), plain);
+  assert.match(plain, setThePath);
+  // Nothing there.
+  assert.ok((await said('bin/nothing')).includes(`"bin/nothing" (${path.join(folder, 'bin', 'nothing')}) was not found: nothing is there.`));
   assert.match(await said('  '), /"remem\.command" is empty\./);
 });
 

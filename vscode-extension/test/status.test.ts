@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { test } from 'node:test';
 
-import { resolveExecutable } from '../src/executable';
+import { type Found, resolveExecutable } from '../src/executable';
 import { age } from '../src/format';
 import { statusView } from '../src/status';
 
@@ -22,13 +24,36 @@ test('the status bar says connected, starting, unavailable (with why) and a runn
 
 test('a bare command is looked up on PATH, a path is taken relative to the folder', () => {
   const present = new Set(['/usr/local/bin/remem', '/proj/.venv/bin/remem']);
-  const exists = (p: string) => present.has(p);
-  const onPath = resolveExecutable('remem', { PATH: '/usr/bin:/usr/local/bin' }, '/proj', exists);
-  assert.equal(onPath, '/usr/local/bin/remem');
-  assert.equal(resolveExecutable('.venv/bin/remem', { PATH: '' }, '/proj', exists), '/proj/.venv/bin/remem');
-  assert.equal(resolveExecutable('remem', { PATH: '/usr/bin' }, '/proj', exists), null);
-  assert.equal(resolveExecutable('  ', { PATH: '/usr/local/bin' }, '/proj', exists), null);
-  assert.equal(resolveExecutable('/nowhere/remem', {}, '/proj', exists), null);
+  const found = (p: string): Found => (present.has(p) ? 'executable' : 'missing');
+  const onPath = resolveExecutable('remem', { PATH: '/usr/bin:/usr/local/bin' }, '/proj', found);
+  assert.deepEqual(onPath, { executable: '/usr/local/bin/remem' });
+  assert.deepEqual(resolveExecutable('.venv/bin/remem', { PATH: '' }, '/proj', found), { executable: '/proj/.venv/bin/remem' });
+  assert.deepEqual(resolveExecutable('remem', { PATH: '/usr/bin' }, '/proj', found), { problem: 'not-on-path', name: 'remem' });
+  assert.deepEqual(resolveExecutable('  ', { PATH: '/usr/local/bin' }, '/proj', found), { problem: 'empty' });
+  assert.deepEqual(resolveExecutable('/nowhere/remem', {}, '/proj', found), {
+    problem: 'missing',
+    name: '/nowhere/remem',
+    path: '/nowhere/remem',
+  });
+});
+
+test('a path that runs nothing says why: nothing there, no file, no execute permission', () => {
+  for (const what of ['missing', 'not-a-file', 'not-executable'] as const) {
+    assert.deepEqual(resolveExecutable('bin/remem', {}, '/proj', () => what), { problem: what, name: 'bin/remem', path: '/proj/bin/remem' });
+  }
+  // On PATH, what is no executable file is passed by, as a shell does.
+  const found = (p: string): Found => (p === '/a/remem' ? 'not-executable' : p === '/b/remem' ? 'executable' : 'not-a-file');
+  assert.deepEqual(resolveExecutable('remem', { PATH: '/c:/a:/b' }, '/proj', found), { executable: '/b/remem' });
+});
+
+test('"~" is the user\'s home folder, also where HOME is not set', (t) => {
+  const home = process.env.HOME;
+  delete process.env.HOME;
+  t.after(() => {
+    process.env.HOME = home;
+  });
+  const expected = path.join(os.homedir(), '.venv/bin/remem');
+  assert.deepEqual(resolveExecutable('~/.venv/bin/remem', {}, '/proj', () => 'executable'), { executable: expected });
 });
 
 test('ages read like a person would say them', () => {
