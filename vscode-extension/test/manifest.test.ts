@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
+import * as fixes from '../src/fixes';
 import * as flows from '../src/flows';
 import { ClientCommands, CommandTitles, ContextKeys, Settings, ViewNames, Views } from '../src/ids';
 
@@ -88,6 +89,17 @@ test('a button that runs one of the commands is named as the palette names it, t
   const titles = new Set(contributes.commands.map((c) => c.title));
   for (const button of [flows.ENTER_KEY, flows.SELECT_MODEL, flows.SHOW_HISTORY]) {
     assert.ok(titles.has(button), `"${button}" is no command's title`);
+  }
+});
+
+test('a fix that runs one of the commands is its button, titled as that command', () => {
+  const commandKey = new Map<string, string>(Object.entries(ClientCommands).map(([key, id]) => [id, key]));
+  const isFix = (value: unknown): value is fixes.Fix =>
+    typeof value === 'object' && value !== null && 'title' in value && 'command' in value;
+  const ours = Object.values(fixes).filter(isFix).filter((fix) => commandKey.has(fix.command));
+  assert.ok(ours.length >= 2); // Restart Server, Show Log
+  for (const { title, command } of ours) {
+    assert.equal(title, CommandTitles[commandKey.get(command) as keyof typeof CommandTitles], `${command}'s button`);
   }
 });
 
