@@ -103,7 +103,11 @@ test('a fix that runs one of the commands is its button, titled as that command'
   }
 });
 
-test('the README, the extension\'s page and its Learn More, names each command its messages name', () => {
-  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8').replace(/\s+/g, ' ');
-  for (const title of Object.values(CommandTitles)) assert.ok(readme.includes(title), `the README does not name ${title}`);
+test('the README, the extension\'s page and its Learn More, lists each command its messages name', () => {
+  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+  // The Commands item of its Features list, to the next item: a title named elsewhere is no entry.
+  const item = /^- \*\*Commands\*\*([\s\S]*?)(?=^- |^$)/m.exec(readme);
+  assert.ok(item, 'the README has a **Commands** item');
+  const listed = item[1].replace(/\s+/g, ' ');
+  for (const title of Object.values(CommandTitles)) assert.ok(listed.includes(title), `the README's Commands do not list ${title}`);
 });
