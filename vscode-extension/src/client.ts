@@ -23,6 +23,7 @@ import type {
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 
+import { ActionTitles } from './actionTitles';
 import { notFoundMessage, notStringMessage, probe, resolveExecutable, serverFolder } from './executable';
 import { FixableError, fixesOf, OPEN_COMMAND_SETTING, RESTART_SERVER, SHOW_LOG } from './fixes';
 import type { Server } from './flows';
@@ -79,6 +80,7 @@ export class RememClient implements Server, vscode.Disposable {
   private readonly sessionsProgress = new vscode.EventEmitter<SessionsProgressParams>();
   private readonly consolidated = new vscode.EventEmitter<ConsolidationOutcome>();
   private latest: StatusParams = { state: 'starting' };
+  private readonly actionTitles = new ActionTitles(); // of the server's code actions, for their failures
   readonly onTreeChanged = this.treeChanged.event;
   readonly onMemoryChanged = this.memoryChanged.event;
   readonly onStatus = this.status.event;
@@ -256,6 +258,11 @@ export class RememClient implements Server, vscode.Disposable {
       outputChannel: hidingKeys(this.log),
       revealOutputChannelOn: library().RevealOutputChannelOn.Never,
       middleware: {
+        provideCodeActions: async (document, range, context, token, next) => {
+          const actions = await next(document, range, context, token);
+          this.actionTitles.seen(actions);
+          return actions;
+        },
         executeCommand: (command, args, next) => {
           if (command !== ServerCommands.consolidate) return this.told(command, () => next(command, args));
           const arg = (args[0] ?? {}) as object;
@@ -268,14 +275,17 @@ export class RememClient implements Server, vscode.Disposable {
 
   /** A server command the library runs (a quick fix's), whose failure the library only logs: the
    * user clicked and saw nothing. It is shown, then failed as before. The user clicked the action
-   * by its title, which the command's id (`remem.lsp.…`) is not: that goes to the log. */
+   * by its title, which the command's id (`remem.lsp.…`) is not: that goes to the log, the title
+   * to the message (one no code action offered, run by another extension say, is "the action"). */
   private async told(command: string, run: () => unknown): Promise<unknown> {
     try {
       return await answered(Promise.resolve(run()));
     } catch (error) {
       const message = errorMessage(error); // the library's own failures said as ours are
       this.log.error(`${command} failed: ${message}`);
-      const shown = message.startsWith('remem:') ? message : `Remem: the action failed: ${message}`;
+      const title = this.actionTitles.of(command);
+      const action = title === undefined ? 'the action' : `“${title}”`;
+      const shown = message.startsWith('remem:') ? message : `Remem: ${action} failed: ${message}`;
       void tellWithFixes('error', shown, fixesOf(error));
       throw error;
     }

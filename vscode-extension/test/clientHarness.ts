@@ -87,10 +87,15 @@ export const ui = {
 };
 
 type Next = (command: string, args: unknown[]) => unknown;
+type CodeActions = Array<{ title: string; command?: { title: string; command: string } }>;
+type NextActions = (document: unknown, range: unknown, context: unknown, token: unknown) => Promise<CodeActions>;
 /** The part of the client's options the tests drive: the middleware of `workspace/executeCommand`,
- * which a code lens or code action of the server's runs through. */
+ * which a code lens or code action of the server's runs through, and of the code actions asked. */
 export interface ClientOptions {
-  middleware: { executeCommand(command: string, args: unknown[], next: Next): unknown };
+  middleware: {
+    executeCommand(command: string, args: unknown[], next: Next): unknown;
+    provideCodeActions?(document: unknown, range: unknown, context: unknown, token: unknown, next: NextActions): Promise<unknown>;
+  };
 }
 
 export const State = { Stopped: 1, Running: 2, Starting: 3 }; // as the library numbers them

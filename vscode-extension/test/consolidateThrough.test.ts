@@ -61,9 +61,16 @@ test('a server command the library runs for a quick fix shows its failure, not o
   ui.errors.length = 0;
   const failing = () => Promise.reject(new Error('the remem daemon is unavailable: it stopped'));
   await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], failing)));
-  // Named as the user clicked it, by no id of the server's.
+  // Run with no code action of the server's offering it (another extension's call): no title known.
   assert.deepEqual(ui.errors, ['Remem: the action failed: the remem daemon is unavailable: it stopped']);
   assert.deepEqual(logged, ['remem.lsp.regenerateIndex failed: the remem daemon is unavailable: it stopped']); // for a report
+  // The quick fix the server offered, clicked: named by its title, by no id of the server's.
+  const title = 'Regenerate MEMORY.md from the saved records (through the remem daemon)';
+  const offered = [{ title, command: { title, command: 'remem.lsp.regenerateIndex' } }, { title: 'Replace with what the records render to' }];
+  assert.deepEqual(await middleware.provideCodeActions?.({}, {}, {}, {}, async () => offered), offered);
+  ui.errors.length = 0;
+  await assert.rejects(Promise.resolve(middleware.executeCommand('remem.lsp.regenerateIndex', [{ cwd: '/proj' }], failing)));
+  assert.deepEqual(ui.errors, [`Remem: “${title}” failed: the remem daemon is unavailable: it stopped`]);
 });
 
 test('a quick fix run while the server is down says to restart it, not the library\'s words', async () => {
