@@ -112,6 +112,17 @@ export function sessionTarget(arg: unknown): SessionTarget {
   return target;
 }
 
+/** The row a key on Session Branches acts on (its keybindings pass `{selected: true}`, naming no
+ * row): the selected one. While a refresh re-reads the rows the tree's selection reads empty
+ * (decision 0181) and the last row it reported stands in, unless that row's workspace folder was
+ * removed from the window since: then none, and the command asks. Any other argument is the row. */
+export function keyedRow(arg: unknown, selection: readonly unknown[], last: unknown, folders: readonly { cwd: string }[]): unknown {
+  if (!isObject(arg) || !('selected' in arg)) return arg;
+  if (selection.length > 0) return selection[0];
+  const { cwd } = sessionTarget(last);
+  return cwd === undefined || folders.some((f) => f.cwd === cwd) ? last : undefined;
+}
+
 /** A receipt to show: a Memory view item carries the file, a call may name the review. */
 export function fileTarget(arg: unknown): FileTarget {
   if (!isObject(arg)) return {};

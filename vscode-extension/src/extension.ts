@@ -7,6 +7,7 @@
 
 import * as vscode from 'vscode';
 
+import { keyedRow } from './args';
 import { RememClient } from './client';
 import { fixesOf } from './fixes';
 import * as flows from './flows';
@@ -35,12 +36,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   sessions.onDescription = (text) => {
     sessionsTree.description = text;
   };
-  // A keybinding on the tree names no row: it means the selected one. While a refresh re-reads
-  // the rows, VS Code has dropped the elements the tree's `selection` is looked up in and it reads
-  // empty (decision 0181), so the last selection it reported stands in for it then.
+  // A keybinding on the tree names no row: it means the selected one, or the last one selected
+  // while a refresh empties the selection (decision 0181), if its folder is still open.
   let selected: unknown;
-  const row = (arg: unknown): unknown =>
-    typeof arg === 'object' && arg !== null && 'selected' in arg ? (sessionsTree.selection[0] ?? selected) : arg;
+  const row = (arg: unknown): unknown => keyedRow(arg, sessionsTree.selection, selected, workspaceFolders());
   const showArchived = async (show: boolean): Promise<void> => {
     await vscode.commands.executeCommand('setContext', ContextKeys.showArchived, show);
     sessions.setShowArchived(show);

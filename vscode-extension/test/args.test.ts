@@ -3,6 +3,7 @@ import { test } from 'node:test';
 
 import {
   fileTarget,
+  keyedRow,
   receiptTabTitle,
   sessionIdFromTranscriptPath,
   sessionTarget,
@@ -74,4 +75,22 @@ test('a turn is found by its heading in a transcript', () => {
   assert.equal(turnLine(markdown, 1), 2);
   assert.equal(turnLine(markdown, 12), 4);
   assert.equal(turnLine(markdown, 2), -1);
+});
+
+test('a key acts on the selected row, else the last one selected, but never on a folder removed since', () => {
+  const key = { selected: true };
+  const inA = { type: 'session', cwd: '/a', node: node('s1') };
+  const inB = { type: 'session', cwd: '/b', node: node('s2') };
+  const folderB = { type: 'folder', folder: { name: 'b', cwd: '/b' } };
+  const both = [{ cwd: '/a' }, { cwd: '/b' }];
+  assert.equal(keyedRow(key, [inA], inB, both), inA);
+  // A refresh has emptied the selection: the last row selected stands in.
+  assert.equal(keyedRow(key, [], inB, both), inB);
+  assert.equal(keyedRow(key, [], folderB, both), folderB);
+  // From two folders to one: a row of the folder removed is acted on no more; the command asks.
+  assert.equal(keyedRow(key, [], inB, [{ cwd: '/a' }]), undefined);
+  assert.equal(keyedRow(key, [], folderB, [{ cwd: '/a' }]), undefined);
+  assert.equal(keyedRow(key, [], inA, [{ cwd: '/a' }]), inA);
+  // A menu's or a caller's argument is the row itself.
+  assert.equal(keyedRow(inB, [inA], undefined, [{ cwd: '/a' }]), inB);
 });
