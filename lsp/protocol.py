@@ -95,6 +95,9 @@ _ANSWERED = _Answered()
 SHUTDOWN_WAIT = 5.0
 # The plain requests that change memory: each runs to its end and answers what it did.
 WRITES = frozenset({ids.REVERT_MEMORY})
+# The notifications that come in bursts: the work features put off (`before_message`) waits
+# past them, for the burst's end or any other message.
+_PUTTING_OFF = frozenset({types.TEXT_DOCUMENT_DID_OPEN, types.WORKSPACE_DID_CHANGE_WATCHED_FILES})
 
 
 @dataclass
@@ -238,7 +241,7 @@ class RememProtocol(LanguageServerProtocol):
             self._refuse_unidentified(JsonRpcInvalidRequest(f"the message is {shape}; send one object"))
             return
         method = getattr(message, "method", None)
-        if method != types.TEXT_DOCUMENT_DID_OPEN:
+        if method not in _PUTTING_OFF:
             self._do_put_off(method)
         if self._shutdown and hasattr(message, "id") and isinstance(method, str) and method != types.EXIT:
             refused = JsonRpcInvalidRequest(f"{method}: the server is shutting down")

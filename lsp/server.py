@@ -39,8 +39,8 @@ class RememServer(LanguageServer):
         self.lint_cache = lint_cache
         self.stores = stores
         self.transcripts = ShownTranscripts()  # the revision each transcript text handed out was read at
-        # Work a feature put off while documents open (diagnostics judge a burst of opens once):
-        # done before any other message is handled, so what it answers follows every open.
+        # Work a feature put off in a burst of opens or changes on disk (diagnostics judge it once):
+        # done before any other message is handled, so what it answers follows every one of them.
         self.before_message: list[Callable[[], None]] = []
         # What a feature does when a document's copy is lost (a change to it dropped).
         self.on_lost: list[Callable[[LspTextDocument], None]] = []

@@ -11,14 +11,15 @@ publishes a keystroke). After a reconnection every open document's are published
 
 A burst of opens (a window restored, a folder's records opened at once) judges each folder
 once: each open judged its whole folder, and 400 records took 400 judgements of 400 (8 s). A
-record opened is judged when no other has opened for `OPEN_QUIET`, at the latest `OPEN_LATEST`
+record opened is judged when no other has opened for `BURST_QUIET`, at the latest `BURST_LATEST`
 after the burst began, and before any other message is handled: a request or a change after the
 opens finds their diagnostics published, judged on every text opened (decision 0448).
 
 A change on disk no daemon tells of (a folder deleted by hand while none runs) is heard from the
 editor, asked once a document of the home is open to watch memory (`didChangeWatchedFiles`):
-`GLOBAL.md` and each folder of open documents that a change concerns are judged again (decision
-0470).
+`GLOBAL.md` and each folder of open documents that a change concerns are judged again, a folder
+in a burst as opens are, since an editor may tell of each file of a checkout in a notification
+of its own (200 of them judged a folder of 400 records 200 times, 6 s) (decision 0470).
 
 What cannot be judged (an `OSError`: a folder that cannot be listed, a sibling that cannot be
 read, a name too long) is said where the user looks, as a `remem/unjudged` warning on each of its
@@ -67,9 +68,10 @@ _SEVERITY = {
 }
 
 
-# How long a burst of opens may pause between two, and last, before its folders are judged.
-OPEN_QUIET = 0.05
-OPEN_LATEST = 1.0
+# How long a burst of opens, or of changes on disk, may pause between two, and last, before its
+# folders are judged.
+BURST_QUIET = 0.05
+BURST_LATEST = 1.0
 # How often what could not be judged is tried again while a document of it is open.
 RETRY_UNJUDGED = 2.0
 
@@ -114,15 +116,15 @@ def register(server: RememServer) -> None:
     # memory may have changed while no daemon told.
     server.link.on("memory/changed", lambda news: _memory_changed(server, news))
     server.link.on(RECONNECTED, lambda _: _refresh_open(server))
-    server.before_message.append(lambda: _judge_opened(server))
+    server.before_message.append(lambda: _judge_burst(server))
     server.on_lost.append(lambda document: _lost(server, document))
     server.on_shutdown.append(lambda: _stop(server))
 
 
 def _stop(ls: RememServer) -> None:
     """Judge nothing more: after `shutdown` nothing may be published, nor any judgement tried."""
-    if (opening := _OPENING.pop(ls, None)) is not None and opening.timer is not None:
-        opening.timer.cancel()
+    if (burst := _BURSTS.pop(ls, None)) is not None and burst.timer is not None:
+        burst.timer.cancel()
     if (unjudged := _UNJUDGED.get(ls)) is not None:
         unjudged.stop()
 
@@ -150,37 +152,37 @@ def _lost(ls: RememServer, document: LspTextDocument) -> None:
 
 
 @dataclass
-class _Opening:
-    """The folders of the documents opened in a burst, not judged yet."""
+class _Burst:
+    """The folders of the documents opened, or changed on disk, in a burst, not judged yet."""
 
     folders: set[Path] = field(default_factory=set)
     began: float = 0.0
     timer: asyncio.TimerHandle | None = None
 
 
-_OPENING: weakref.WeakKeyDictionary[RememServer, _Opening] = weakref.WeakKeyDictionary()
+_BURSTS: weakref.WeakKeyDictionary[RememServer, _Burst] = weakref.WeakKeyDictionary()
 
 
 def _judge_soon(ls: RememServer, folder: Path) -> None:
-    """Judge `folder` when the burst of opens it is part of ends."""
-    opening = _OPENING.setdefault(ls, _Opening())
+    """Judge `folder` when the burst (of opens, or of changes on disk) it is part of ends."""
+    burst = _BURSTS.setdefault(ls, _Burst())
     loop = asyncio.get_running_loop()
-    if not opening.folders:
-        opening.began = loop.time()
-    opening.folders.add(folder)
-    if opening.timer is not None:
-        opening.timer.cancel()
-    at = min(loop.time() + OPEN_QUIET, opening.began + OPEN_LATEST)
-    opening.timer = loop.call_at(at, _judge_opened, ls)
+    if not burst.folders:
+        burst.began = loop.time()
+    burst.folders.add(folder)
+    if burst.timer is not None:
+        burst.timer.cancel()
+    at = min(loop.time() + BURST_QUIET, burst.began + BURST_LATEST)
+    burst.timer = loop.call_at(at, _judge_burst, ls)
 
 
-def _judge_opened(ls: RememServer) -> None:
-    opening = _OPENING.get(ls)
-    if opening is None or not opening.folders:
+def _judge_burst(ls: RememServer) -> None:
+    burst = _BURSTS.get(ls)
+    if burst is None or not burst.folders:
         return
-    if opening.timer is not None:
-        opening.timer.cancel()
-    for folder in sorted(opening.folders):
+    if burst.timer is not None:
+        burst.timer.cancel()
+    for folder in sorted(burst.folders):
         _publish_folder(ls, folder)  # takes it out of the burst's
 
 
@@ -218,7 +220,8 @@ def _watch_memory(ls: RememServer) -> None:
 
 def _disk_changed(ls: RememServer, changed: list[Path]) -> None:
     """Judge again what changes on disk concern: `GLOBAL.md`, and each folder of open documents,
-    when a file in its folder, that folder or one above it changed."""
+    when a file in its folder, that folder or one above it changed: the folder once the burst of
+    changes ends (`GLOBAL.md`, one file, at once)."""
 
     def concerns(folder: Path) -> bool:
         return any(path.parent == folder or folder.is_relative_to(path) for path in changed)
@@ -229,7 +232,7 @@ def _disk_changed(ls: RememServer, changed: list[Path]) -> None:
         {path.parent for path in open_documents(ls) if workspace_folder(ls, path) is not None}
     ):
         if concerns(folder):
-            _publish_folder(ls, folder)
+            _judge_soon(ls, folder)
 
 
 def _refresh_open(ls: RememServer) -> None:
@@ -309,8 +312,8 @@ def settings_problems(text: str) -> list[Diagnostic]:
 
 def _publish_folder(ls: RememServer, folder: Path) -> None:
     """Validate the folder with the editor's texts and publish for each document open in it."""
-    if (opening := _OPENING.get(ls)) is not None:
-        opening.folders.discard(folder)  # judged now, with every text opened so far
+    if (burst := _BURSTS.get(ls)) is not None:
+        burst.folders.discard(folder)  # judged now, with every text opened so far
     open_here = {path.name: doc for path, doc in open_documents(ls).items() if path.parent == folder}
     encoded = {name: _as_utf8(document) for name, document in open_here.items()}
     edited = {name: text for name, (text, _) in encoded.items()}
