@@ -5,14 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from .memory import STRICT
 
 # A session file's revision as a listing takes it (`stat_revision`): dev:ino:size:mtime:ctime.
 SESSION_REVISION = r"^\d+:\d+:\d+:\d+:\d+$"
 
 
 class ForkRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT  # `"atSeq": "5"` is refused, not 5
     source: str
     operationId: str
     atSeq: int | None = None

@@ -8,13 +8,17 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 RECORD_SUFFIX = ".md"
+# How what a client sends is read: no field the model lacks, and each value of the JSON type the
+# schema names, never coerced to it (decision 0475). Every request's params (`rpc._Params`, a
+# fork's request), and the records and changes of a batch.
+STRICT = ConfigDict(strict=True, extra="forbid")
 ActorKind = Literal["cli", "agent", "consolidation", "hand-edit", "recovered", "revert"]
 
 
 class Record(BaseModel):
     """One memory record as agents and the wire see it; `content` is the Markdown body."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     name: str
     description: str
     type: str
@@ -26,13 +30,13 @@ class Record(BaseModel):
 
 
 class PutChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     action: Literal["put"]
     record: Record
 
 
 class DeleteChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     action: Literal["delete"]
     name: str
 

@@ -17,6 +17,7 @@ from .. import __version__
 from .consolidation import ConsolidationResult, Receipt
 from .forks import ForkRequest, ForkResult
 from .memory import (
+    STRICT,
     Change,
     CommitResult,
     DeleteChange,
@@ -83,6 +84,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _Params(_Strict):
+    """A request's params: each value of the JSON type its schema names, never coerced to it.
+    Coerced, `"before": "yes"` reverted a workspace to empty, `"limit": "3"` was 3 and `2.0` an
+    int (decision 0475). The daemon validates the decoded JSON in python mode, where strict
+    refuses a string for an Enum or a Path: a params field holds only JSON's own types and
+    Literals."""
+
+    model_config = STRICT
+
+
 def _must_be_absolute(cwd: str | None) -> str | None:
     # A relative cwd would be resolved against the daemon's own folder, not the client's.
     if cwd is not None and not os.path.isabs(cwd):
@@ -92,13 +103,16 @@ def _must_be_absolute(cwd: str | None) -> str | None:
     return cwd
 
 
-class Empty(_Strict):
+class Empty(_Params):
     pass
 
 
 class HelloParams(BaseModel):
     """What a client says first. Fields a daemon does not know are ignored, not refused: every
-    version must answer hello, which is how a client finds a daemon of another version."""
+    version must answer hello, which is how a client finds a daemon of another version. Those
+    it knows are strict, as every request's params are (`_Params`)."""
+
+    model_config = ConfigDict(strict=True)  # and extra fields ignored
 
     protocol: int
     version: str
@@ -139,7 +153,7 @@ class StatusResult(_Strict):
     settingsProblems: list[str] = Field(default_factory=list)
 
 
-class WorkspaceParams(_Strict):
+class WorkspaceParams(_Params):
     """A workspace is named by its project folder; the daemon derives the key and never reads it."""
 
     cwd: str = Field(min_length=1)
@@ -147,7 +161,7 @@ class WorkspaceParams(_Strict):
     _absolute = field_validator("cwd")(lambda cls, value: _must_be_absolute(value))
 
 
-class ReplaceGlobalParams(_Strict):
+class ReplaceGlobalParams(_Params):
     expectedRevision: str
     content: str
 
@@ -161,7 +175,7 @@ class RegenerateResult(_Strict):
     written: bool
 
 
-class HistoryLogParams(_Strict):
+class HistoryLogParams(_Params):
     """`memory/log`: one scope's history, newest first; `cwd` names a workspace, else Global."""
 
     cwd: str | None = None
@@ -186,7 +200,7 @@ class HistoryLogResult(_Strict):
     more: int | None = 0
 
 
-class HistoryEntryParams(_Strict):
+class HistoryEntryParams(_Params):
     entry: str = Field(min_length=1, max_length=64)  # a history entry id, or 7+ of its hex digits
 
 
@@ -216,13 +230,13 @@ class ContextResult(_Strict):
     text: str
 
 
-class ListParams(_Strict):
+class ListParams(_Params):
     cwd: str | None = None
 
     _absolute = field_validator("cwd")(lambda cls, value: _must_be_absolute(value))
 
 
-class SessionParams(_Strict):
+class SessionParams(_Params):
     id: str = Field(min_length=1)
 
 
@@ -310,7 +324,7 @@ class MetaResult(SessionMeta):
     id: str
 
 
-class ConsolidateParams(_Strict):
+class ConsolidateParams(_Params):
     session: str = Field(min_length=1)
     # The caller's name for this run, which its cancel repeats: only this run stops then, never
     # another client's run of the same session, which this one may be waiting for (none: all).
@@ -321,7 +335,7 @@ class CancelResult(_Strict):
     cancelled: bool
 
 
-class OverviewParams(_Strict):
+class OverviewParams(_Params):
     """The workspace by its folder, and the texts an editor holds unsaved: they are judged in place
     of their files (by file name within Global's folder or the workspace's memory folder)."""
 
@@ -340,7 +354,7 @@ class OverviewParams(_Strict):
         return texts
 
 
-class ReceiptsParams(_Strict):
+class ReceiptsParams(_Params):
     """Filters, each optional: the reviews of one session, of one workspace (by its folder), or
     one review."""
 
@@ -356,7 +370,7 @@ class ReceiptsResult(_Strict):
     errors: list[ListError] = []  # receipt files that are not valid receipts, each with why
 
 
-class ReviewParams(_Strict):
+class ReviewParams(_Params):
     review: str = Field(pattern=r"^[0-9a-f]{64}$")  # a review id, never a path
 
 
@@ -388,7 +402,7 @@ class ModelSettings(_Strict):
     keyProblem: str | None = None  # what to set when it does not, naming the variable and file
 
 
-class ModelsParams(_Strict):
+class ModelsParams(_Params):
     provider: str = Field(min_length=1)
 
 
@@ -403,14 +417,14 @@ class ModelList(_Strict):
     note: str | None = None
 
 
-class SetApiKeyParams(_Strict):
+class SetApiKeyParams(_Params):
     """`consolidation/credentials/set`: a provider's key, stored in credentials.yml (never logged)."""
 
     provider: str = Field(min_length=1)
     apiKey: str = Field(min_length=1, repr=False)
 
 
-class SelectModelParams(_Strict):
+class SelectModelParams(_Params):
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
     expectedRevision: str
@@ -421,7 +435,7 @@ class SelectModelParams(_Strict):
 MAX_AGENT_CHANGES = 50  # changes in one memory_update call
 
 
-class AgentObservation(_Strict):
+class AgentObservation(_Params):
     """What an agent's session last saw of each scope; the host binds its writes to it."""
 
     workspace: str  # the workspace key the context was read for
@@ -458,7 +472,7 @@ class AgentIndexResult(_Strict):
     records: list[AgentIndexEntry]
 
 
-class ReplaceGlobalChange(_Strict):
+class ReplaceGlobalChange(_Params):
     action: Literal["replace-global"]
     content: str
 
@@ -466,7 +480,7 @@ class ReplaceGlobalChange(_Strict):
 AgentChange = Annotated[PutChange | DeleteChange | ReplaceGlobalChange, Field(discriminator="action")]
 
 
-class AgentIdentity(_Strict):
+class AgentIdentity(_Params):
     """Who wrote, for the audit entry: remem's id of the MCP session, and the client's name."""
 
     session: str = Field(min_length=1, max_length=64)
