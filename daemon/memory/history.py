@@ -1060,7 +1060,7 @@ class History:
         if len(packs) + len(loose) < 2:
             return False
         builder = pygit2.PackBuilder(repo)
-        packs = [index for index in packs if self._added(builder, index)]
+        packs = [index for index in packs if self._added(repo, builder, index)]
         if len(packs) + len(loose) < 2:  # one pack written again would be named as it is, then removed
             return False
         for folder, name in loose:
@@ -1080,17 +1080,22 @@ class History:
                 (folder / name).unlink()
         return True
 
-    def _added(self, builder: pygit2.PackBuilder, index: Path) -> bool:
+    def _added(self, repo: pygit2.Repository, builder: pygit2.PackBuilder, index: Path) -> bool:
         """Add the objects of the pack of `index` to a merge; False when they do not read (its
         index or pack damaged): that pack is left as it is, its bytes perhaps still of use to
         `git index-pack`, and said to be the history's damage. Its entries' reads say so too."""
         try:
-            for oid in pack_ids(index):
-                builder.add(pygit2.Oid(hex=oid))
+            oids = [pygit2.Oid(hex=oid) for oid in pack_ids(index)]
+            # Each read whole before any is added: adding one only finds it, so altered bytes
+            # showed as the merge was written, which then failed for good.
+            for oid in oids:
+                repo.odb.read(oid)
         except _UNMERGEABLE as exc:
             what = f"its pack {index.stem} does not read ({_reason(exc)}), and is left out of the merges"
             log.warning("memory history: %s", self._damage(what))
             return False
+        for oid in oids:
+            builder.add(oid)
         return True
 
     def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
