@@ -1021,26 +1021,24 @@ class History:
         faultpoint("history.after-ref")
         if not _is_pack_time(oid):
             return
-        # The entry is written: a merge the disk refuses (a full disk) leaves the small packs to
-        # the next one, and one that meets an object that does not read leaves them as they are
-        # (the history's damage, said with what to do); either says so, never that the entry is
-        # missing. A small pack whose objects do not read is left out of the merge (`_added`).
+        # The entry is written, so a merge that fails is housekeeping left to the next one (a
+        # full disk, no file descriptor left, a folder a `git gc` removed meanwhile), or, when it
+        # meets an object that does not read, the history's damage, said with what to do: never
+        # that the entry is missing. A small pack whose objects do not read is left out (`_added`).
         try:
             if self._merge_packs(repo):  # libgit2 would go on looking in the packs just removed
                 self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
         except Exception as exc:
-            refused = _refused_errno(exc) is not None
-            if not refused and not isinstance(exc, _UNREADABLE):
-                raise
+            damaged = isinstance(exc, _UNREADABLE) and _refused_errno(exc) is None
             self._close()  # opened again at the next use, in case some were removed
             log.warning(
                 "memory history: could not merge the small packs (%s); the entry is written, %s",
                 _reason(exc),
-                "and a later one merges them"
-                if refused
-                else "but " + self._damage("an object of its small packs does not read"),
+                "but " + self._damage("an object of its small packs does not read")
+                if damaged
+                else "and a later one merges them",
             )
 
     def _merge_packs(self, repo: pygit2.Repository) -> bool:
