@@ -226,6 +226,35 @@ class Home:
             raise HomeUnusable(self._unmade_message(folder, os.strerror(errno.EEXIST)))
         return folder
 
+    def names_in(self, folder: Path) -> list[str]:
+        """The names in `folder`, a folder of the home that only a write makes: none while it is
+        not made. HomeUnusable when it, or a folder between the home and it, is a link, is no
+        folder (in the words `ensure_layout` would use), or cannot be read: a read of a home
+        changed under a running daemon is said as what to fix, never as a bug's OSError."""
+        try:
+            return os.listdir(self.refuse_link(folder))
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:  # a file where it, or a folder on its way, goes
+            for at in self._way_to(folder):
+                self.refuse_non_folder(at)
+            raise  # a folder again since: what is left is a bug's
+        except PermissionError as exc:
+            raise HomeUnusable(self._unreadable_message(folder, exc.strerror or str(exc))) from None
+
+    def _way_to(self, path: Path) -> list[Path]:
+        """The home, each folder between it and `path`, and `path`, in that order."""
+        return [at for at in reversed((path, *path.parents)) if at.is_relative_to(self.root)]
+
+    def _unreadable_message(self, folder: Path, reason: str) -> str:
+        """Why `folder` cannot be listed, said of the folder that stops it: the first on its way
+        that cannot be passed through, else `folder` itself."""
+        stopped = next((at.parent for at in self._way_to(folder) if not _passable(at)), folder)
+        return (
+            f"remem's home {self.root} cannot be used: {stopped} cannot be read ({reason}); "
+            f"let your user read it, or choose another home with --home or ${HOME_ENV}"
+        )
+
     def _unmade_message(self, folder: Path, reason: str) -> str:
         return (
             f"remem's home {self.root} cannot be used: {folder} cannot be made a folder ({reason}); "
@@ -298,6 +327,17 @@ def _why_unwritable(folder: Path) -> str | None:
     except OSError:
         read_only = False
     return os.strerror(errno.EROFS if read_only else errno.EACCES)
+
+
+def _passable(path: Path) -> bool:
+    """Whether `path` can be reached: a refusal means the folder above it cannot be passed through."""
+    try:
+        os.lstat(path)
+    except PermissionError:
+        return False
+    except OSError:
+        pass  # not this kind of refusal: the listing's own says it
+    return True
 
 
 def _tighten(path: Path) -> None:

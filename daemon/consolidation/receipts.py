@@ -267,13 +267,9 @@ class ReceiptStore:
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def _files(self) -> list[Path]:
-        """The receipt files; none while their folder is not made. Never through a link."""
-        self._home.refuse_link(self.folder)
-        try:
-            with os.scandir(self.folder) as entries:
-                return [self.folder / e.name for e in entries if e.name.endswith(".md")]
-        except FileNotFoundError:
-            return []
+        """The receipt files; none while their folder is not made. Never through a link; a folder
+        that cannot be listed (a file there, no permission) is `HomeUnusable`."""
+        return [self.folder / name for name in self._home.names_in(self.folder) if name.endswith(".md")]
 
     def _cached(self, path: Path) -> Receipt:
         st = _regular_stat(path)

@@ -63,12 +63,9 @@ def unmark(home: Home, review: str) -> None:
 
 
 def pending(home: Home) -> list[str]:
-    """The reviews whose mark is down: one directory listing."""
-    try:
-        names = os.listdir(marks(home))
-    except FileNotFoundError:
-        return []
-    return sorted(n for n in names if not is_temp_name(n))
+    """The reviews whose mark is down: one directory listing. `HomeUnusable` when the marks'
+    folder cannot be listed (a file there, no permission): every request asks this first."""
+    return sorted(n for n in home.names_in(marks(home)) if not is_temp_name(n))
 
 
 def settle_committing(home: Home, store: MemoryStore | None = None) -> list[Receipt]:
