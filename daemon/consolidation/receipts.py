@@ -11,8 +11,9 @@ good, holding a daemon thread): such a file is a receipt that cannot be read, na
 it is, and every other receipt reads on. A write renames a fresh file over the path, so it
 replaces whatever stands there and never writes through it.
 
-Only a write makes the receipts' folder: a read (a hover in the language server) of a home that
-has none yet finds no receipts and leaves the home as it was.
+Only a write makes the receipts' folder: a read of a home that has none yet finds no receipts.
+The home is left as it was only where nothing else makes its folders (a hover in the language
+server): the daemon and the CLI make its fixed folders, this one among them, as they start.
 """
 
 from __future__ import annotations
