@@ -57,7 +57,7 @@ from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
 from .jsonrpc import LONG_MESSAGES, READ_CHUNK, Backlogs, Connection, Dispatcher, encode_error
 from .running_settings import RunningSettings
-from .runtime import DaemonPaths, cap_log, log_cap, release_socket, uncap_log
+from .runtime import DaemonPaths, cap_log, log_cap, log_crash, release_socket, uncap_log
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
@@ -589,7 +589,7 @@ def run(home: Home) -> int:
         raise  # one line, as every command says it
     except Exception as exc:
         # While it holds its lock: once let go, a daemon started next may write `daemon.log`.
-        log.exception("the daemon stopped on an unexpected error")
+        log_crash(exc)
         raise Crashed from exc
     finally:
         uncap_log()  # what it logs from now on may no longer be the home's log

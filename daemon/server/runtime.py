@@ -54,6 +54,7 @@ LOG_CAP_ENV = "REMEM_DAEMON_LOG_BYTES"
 LOG_CAP_BYTES = 4 * 1024 * 1024  # of `daemon.log`, and as much again in `daemon.log.1`
 LOG_CAP_MIN = 1024  # below, a line or two would rotate the log
 LOG_CAP_MAX = 1024**3  # above, no cap: what a client reads looking for a daemon's line stays bounded
+CRASH_MESSAGE_CHARS = 300  # of a crash's message, said in a full log in place of its traceback
 
 
 class NoSocketFolder(HomeUnusable):
@@ -186,11 +187,15 @@ class LogCap(logging.Handler):
     log becomes `daemon.log.1` and the daemon's standard output and error (descriptors 1 and 2,
     where the interpreter writes a traceback too) a fresh `daemon.log`, headed by `header`, the
     line saying where it listens and its pid (what a client looks for, `client._its_log`). Armed
-    once it listens: a daemon that fails to start never moves the words its spawner quotes. Only
-    while `daemon.log` is still the file it writes: once another is there (a daemon started after
-    this one let go of its lock), it is that daemon's, and this one just stops capping. A log
-    that cannot be moved aside (a folder at `daemon.log.1`) is said once, and written no more:
-    descriptors 1 and 2 go nowhere until a later line finds the way clear."""
+    once it listens: a daemon that fails to start never moves the words its spawner quotes.
+
+    Only while `daemon.log` is the file it writes, or nothing (moved aside or removed: the way to
+    a fresh one is clear): once a regular file other than its own is there (a daemon started
+    after this one let go of its lock), it is that daemon's, and this one just stops capping. A
+    log that cannot be moved aside (a folder at `daemon.log.1`) is said once, and written no
+    more: descriptors 1 and 2 go nowhere until a later line finds the way clear. A fresh log
+    that cannot be opened (no descriptor left) is tried again at the next line, the descriptors
+    kept as they were."""
 
     def __init__(self, paths: DaemonPaths, cap: int, header: logging.LogRecord) -> None:
         super().__init__()
@@ -199,37 +204,90 @@ class LogCap(logging.Handler):
         self._full: tuple[int, int] | None = None  # the log left full (device, inode), written no more
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self._blocked:
+        if not self._blocked:
+            self._keep_under_cap()
+
+    def crashed(self, exc: Exception) -> None:
+        """Before the daemon logs its crash: a log that takes nothing more would lose the
+        traceback. A fresh log the way to which is clear now is begun, and takes it; else one
+        line at the end of the full log says the daemon crashed and on what (the exception's type
+        and message, cut short), so a crash is never silent and the log stays bounded."""
+        if self._blocked or self._full is None:
             return
-        written = os.fstat(sys.stderr.fileno())
-        if self._full is None and written.st_size <= self._cap:
-            return
-        if not _is(self._paths.log, self._full or _identity(written)):
-            self._blocked = True
+        self._keep_under_cap()
+        if self._blocked or self._full is None:
             return
         try:
-            rotate_log(self._paths, self._cap)
-            fresh = self._paths.home.open_file(self._paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        except (OSError, HomeUnusable) as exc:
-            if self._full is None:
-                self._stop_writing(exc)
+            full = self._paths.home.open_file(self._paths.log, os.O_WRONLY | os.O_APPEND)
+        except (OSError, HomeUnusable):
             return
+        if _identity(os.fstat(full)) != self._full:  # replaced since: not ours to write
+            os.close(full)
+            return
+        _write_to(full)
+        message = " ".join(str(exc).split())[:CRASH_MESSAGE_CHARS]
+        self._last_line(
+            logging.ERROR, "the daemon stopped on an unexpected error, %s: %s (its traceback is not "
+            "logged: the log is full)", type(exc).__name__, message,
+        )  # fmt: skip
+
+    def _keep_under_cap(self) -> None:
+        if self._full is None:
+            written = os.fstat(sys.stderr.fileno())
+            if written.st_size <= self._cap:
+                return
+            ours = _identity(written)
+        else:
+            ours = self._full
+        try:
+            there = os.stat(self._paths.log, follow_symlinks=False)
+        except FileNotFoundError:
+            there = None  # moved aside (its fresh log could not be opened) or removed: the way is clear
+        if there is not None and _identity(there) == ours:
+            try:
+                rotate_log(self._paths, self._cap)
+            except (OSError, HomeUnusable) as exc:
+                if self._full is None:
+                    self._stop_writing(exc)
+                return
+        elif there is not None:
+            # Another daemon's log; or, while this one's is full, something in the way of a fresh
+            # one (a folder, a link), which the next line looks at again.
+            self._blocked = self._full is None or stat.S_ISREG(there.st_mode)
+            return
+        self._begin_fresh(ours)
+
+    def _begin_fresh(self, ours: tuple[int, int]) -> None:
+        """Go on in a fresh log, once the one written (`ours`) is moved aside or gone."""
+        try:
+            fresh = self._paths.home.open_file(self._paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except (OSError, HomeUnusable):
+            return  # no descriptor left, or a link put there: tried again at the next line
         _write_to(fresh)
         dropped, self._full = self._full is not None, None
         log.handle(self._header)
-        log.info("the log passed %d bytes: its earlier lines are in %s", self._cap, self._paths.old_log.name)
+        if _is(self._paths.old_log, ours):
+            log.info(
+                "the log passed %d bytes: its earlier lines are in %s", self._cap, self._paths.old_log.name
+            )
+        else:
+            log.info("the log passed %d bytes and was removed: its earlier lines are gone", self._cap)
         if dropped:
             log.warning("the lines logged while it could not be moved aside were dropped")
 
     def _stop_writing(self, exc: OSError | HomeUnusable) -> None:
         """Say why the log cannot be moved aside, as its last line, and write nothing more to it."""
         self._full = _identity(os.fstat(sys.stderr.fileno()))
-        self._blocked = True  # the warning passes through this handler too
-        log.warning(
-            "%s passed %d bytes and cannot be moved aside (%s): remove what stands in the way; until "
-            "then the daemon logs nothing more, and goes on in a fresh log once it can",
+        self._last_line(
+            logging.WARNING, "%s passed %d bytes and cannot be moved aside (%s): remove what stands in "
+            "the way; until then the daemon logs nothing more, and goes on in a fresh log once it can",
             self._paths.log, self._cap, exc,
         )  # fmt: skip
+
+    def _last_line(self, level: int, message: str, *args: object) -> None:
+        """Log one line where descriptor 2 goes, then send descriptors 1 and 2 nowhere."""
+        self._blocked = True  # the line passes through this handler too
+        log.log(level, message, *args)
         self._blocked = False
         _write_to(os.open(os.devnull, os.O_WRONLY))
 
@@ -250,12 +308,22 @@ def cap_log(paths: DaemonPaths, header: logging.LogRecord) -> None:
         logging.getLogger().addHandler(LogCap(paths, log_cap(), header))
 
 
+def log_crash(exc: Exception) -> None:
+    """Log the daemon's crash, its traceback; in a full log, one line in its place (`LogCap.crashed`)."""
+    for handler in _caps():
+        handler.crashed(exc)
+    log.exception("the daemon stopped on an unexpected error", exc_info=exc)
+
+
 def uncap_log() -> None:
     """Stop keeping the log under the cap: before the daemon lets go of its lock, after which
     `daemon.log` may be another daemon's."""
-    root = logging.getLogger()
-    for handler in [handler for handler in root.handlers if isinstance(handler, LogCap)]:
-        root.removeHandler(handler)
+    for handler in _caps():
+        logging.getLogger().removeHandler(handler)
+
+
+def _caps() -> list[LogCap]:
+    return [handler for handler in logging.getLogger().handlers if isinstance(handler, LogCap)]
 
 
 def _writes_to(log: Path) -> bool:

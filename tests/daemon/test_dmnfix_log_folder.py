@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from tests.waiting import wait_until
 
 CAP = 2048
 
@@ -60,3 +63,118 @@ def test_a_folder_at_the_older_log_stops_the_log_at_its_cap_until_it_is_gone(
     assert "the lines logged while it could not be moved aside were dropped" in fresh
     assert after[-1] in fresh
     assert _remem(home, "daemon", "status").returncode == 0, "the daemon still serves"
+
+
+def _writes_to(pid: int, log: Path) -> bool:
+    """Whether descriptors 1 and 2 of process `pid` are the file at `log` (Linux's /proc)."""
+    found = log.stat()
+    return all(
+        (written.st_dev, written.st_ino) == (found.st_dev, found.st_ino)
+        for written in (os.stat(f"/proc/{pid}/fd/{fd}") for fd in (1, 2))
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux's /proc/PID/fd")
+def test_a_full_log_removed_with_the_folder_in_its_way_goes_on_in_a_fresh_one(
+    home: Home, tmp_path: Path
+) -> None:
+    """A user who follows the warning and removes both the full log and the folder: the way is
+    clear, where the daemon took the missing log for another daemon's and logged nothing more."""
+    paths = DaemonPaths(home)
+    assert _remem(home, "daemon", "start").returncode == 0
+    paths.old_log.mkdir()
+    _log_long_lines(home, tmp_path, "before", 12)
+    assert " cannot be moved aside (" in paths.log.read_text().splitlines()[-1]
+    paths.log.unlink()
+    paths.old_log.rmdir()
+    after = _log_long_lines(home, tmp_path, "after", 3)
+    lines = paths.log.read_text().splitlines()
+    pid = paths.read_status().pid  # type: ignore[union-attr]
+    assert lines[0].endswith(f"(pid {pid})") and " listening on " in lines[0], lines
+    assert lines[1].endswith(f" INFO the log passed {CAP} bytes and was removed: its earlier lines are gone")
+    assert lines[2].endswith(" WARNING the lines logged while it could not be moved aside were dropped")
+    assert after[-1] in lines[-1]
+    assert _writes_to(pid, paths.log)
+    assert not paths.old_log.exists()
+
+
+def test_a_crash_while_the_log_is_full_is_said_at_its_end(home: Home, tmp_path: Path) -> None:
+    """Its descriptors 1 and 2 go nowhere: the crash's traceback was lost, and the log ended with
+    the warning as if the daemon still ran. A folder put where its socket was crashes it: it
+    stops (it can no longer be reached) and cannot remove its socket."""
+    paths = DaemonPaths(home)
+    assert _remem(home, "daemon", "start").returncode == 0
+    paths.old_log.mkdir()
+    _log_long_lines(home, tmp_path, "before", 12)
+    warned = paths.log.read_text().splitlines()[-1]
+    assert " cannot be moved aside (" in warned
+    socket = Path(paths.read_status().socket)  # type: ignore[union-attr]
+    socket.unlink()
+    socket.mkdir()
+    try:
+        wait_until(lambda: not paths.running(), what="the daemon's crash")
+    finally:
+        socket.rmdir()
+    *_, last_warned, crashed = paths.log.read_text().splitlines()
+    assert last_warned == warned
+    assert crashed.endswith(
+        f" ERROR the daemon stopped on an unexpected error, IsADirectoryError: [Errno 21] Is a "
+        f"directory: '{socket}' (its traceback is not logged: the log is full)"
+    ), crashed
+    assert paths.old_log.is_dir()
+
+
+# The daemon's log capped as a spawned daemon's is, in a process of its own whose opening of the
+# fresh log after the rename finds no descriptor left (EMFILE): a real daemon at its descriptor
+# limit cannot be made to fail that one open and no other.
+_NO_DESCRIPTOR_LEFT = """
+import errno, logging, os, sys
+from pathlib import Path
+from remem.daemon.credentials import log_to_stderr
+from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths, cap_log
+
+paths = DaemonPaths(Home(Path(sys.argv[1])))
+opened = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+for fd in (1, 2):
+    os.dup2(opened, fd)
+log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("remem.daemon")
+header = log.makeRecord(log.name, logging.INFO, "", 0, "listening on here (pid %d)", (os.getpid(),), None)
+log.handle(header)
+cap_log(paths, header)
+real = Home.open_file
+
+def no_descriptor_left(home, path, flags):
+    Home.open_file = real
+    raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+Home.open_file = no_descriptor_left
+for n in range(int(sys.argv[2])):
+    log.info("line %d %s", n, "x" * 100)
+"""
+
+
+def test_a_fresh_log_that_cannot_be_opened_once_is_opened_at_the_next_line(home: Home) -> None:
+    """The log was moved aside, so it is no full log to stop writing: the daemon said it could
+    not be moved aside (into the log moved aside), took the missing log for another daemon's
+    and logged nothing more."""
+    paths = DaemonPaths(home)
+    count = 25  # the log moved aside once
+    environment = {**os.environ, LOG_CAP_ENV: str(CAP)}
+    ran = subprocess.run(
+        [sys.executable, "-c", _NO_DESCRIPTOR_LEFT, str(home.root), str(count)],
+        capture_output=True, text=True, timeout=60, env=environment,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    older, fresh = paths.old_log.read_text(), paths.log.read_text()
+    assert "cannot be moved aside" not in older + fresh
+    lines = fresh.splitlines()
+    assert " INFO listening on here (pid " in lines[0], lines
+    assert lines[1].endswith(
+        f" INFO the log passed {CAP} bytes: its earlier lines are in {paths.old_log.name}"
+    )
+    # None dropped: the line whose fresh log could not be opened went on into the one moved aside.
+    logged = [line for line in (older + fresh).splitlines() if " INFO line " in line]
+    assert [line.split()[4] for line in logged] == [str(n) for n in range(count)], logged
+    assert " INFO line 0 " in older and f" INFO line {count - 1} " in lines[-1]
