@@ -116,15 +116,24 @@ class _Ready:
 
 
 @dataclass(frozen=True)
+class _Projected:
+    """A session's content as the model is shown it."""
+
+    evidence: Evidence
+    cut_off: Refused | None  # when damage alone left the evidence empty: why that is no verdict
+
+
+@dataclass(frozen=True)
 class _Input:
     """A source observed twice, identically, with the memory it will be reviewed against. Of the
     session only what the review uses is kept, not its content read whole (decision 0469): the
     later observations compare the catalog's revision, and proposals cite the evidence's ranges."""
 
     entry: Entry
+    idle_seconds: int  # the settings' `sessions.idle_seconds` it was read with
     digest: str  # of the content read: the review's
-    evidence: Evidence  # that content as the model is shown it
-    cut_off: Refused | None  # when damage alone left the evidence empty: why that is no verdict
+    review: str  # the review id that digest makes
+    projected: _Projected | None  # None when the freeze left it to the review, under its lock
     workspace: WorkspaceId
     global_snapshot: GlobalSnapshot
     workspace_snapshot: WorkspaceSnapshot
@@ -142,6 +151,10 @@ class _ReviewLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+    def __contains__(self, review: str) -> bool:
+        """Whether a request runs or waits for `review` (asked from a thread too: one lookup)."""
+        return review in self._locks
 
     @contextlib.contextmanager
     def of(self, review: str) -> Iterator[asyncio.Lock]:
@@ -183,7 +196,7 @@ class Consolidator:
             return _result(settled, recovered=True)
         progress("freezing", {})
         source = await asyncio.to_thread(self._freeze, session_id, settings)
-        review = review_id(session_id, source.digest, source.workspace.key)
+        review = source.review
         try:
             async with self._reviewing(review, progress):
                 return await self._review(review, source, route, progress)
@@ -230,9 +243,10 @@ class Consolidator:
         if receipt is not None and receipt.status is Status.COMMITTING:
             return _result(recover(self.home, self.store, self.receipts, receipt), recovered=True)
         unmark(self.home, review)  # a crash after a final receipt kept it; readers must not wait here
-        evidence = source.evidence
-        if evidence.is_empty() and source.cut_off is not None:  # damage hid the turns (decision 0368)
-            raise source.cut_off
+        projected = source.projected or _reprojected(source)
+        evidence = projected.evidence
+        if evidence.is_empty() and projected.cut_off is not None:  # damage hid the turns (decision 0368)
+            raise projected.cut_off
         rendered = evidence.render()
         shown = content_hash(rendered)
         if receipt is None:  # a new review: of content another review read? (decision 0378)
@@ -428,15 +442,18 @@ class Consolidator:
         )
 
     def _frozen(self, catalog: SessionCatalog, session_id: str, settings: Settings) -> _Input:
-        entry = self._eligible(catalog, session_id, settings.sessions.idle_seconds)
-        log = _read_source(entry, settings.sessions.idle_seconds)
+        idle_seconds = settings.sessions.idle_seconds
+        entry = self._eligible(catalog, session_id, idle_seconds)
+        log = _read_source(entry, idle_seconds)
         # The review is bound to the digest of what it read: kept, so the list and the tree
         # need not hash the session again to show its review state.
         catalog.keep_digest(entry, log.digest, log.digest_state if isinstance(log, SessionLog) else None)
-        evidence = _evidence(catalog, entry, log)
-        cut = _cut_off(entry, log) if evidence.is_empty() else None
         assert entry.summary.cwd is not None
         workspace = WorkspaceId.from_cwd(entry.summary.cwd)
+        review = review_id(session_id, log.digest, workspace.key)
+        # Projecting a harness file costs several times its read: not done for a run its receipt will
+        # likely answer, which waits holding the digest alone (decision 0469).
+        projected = None if self._answered_first(review) else _projection(catalog, entry, log)
         try:
             global_snapshot, global_raw = self.store.read_global_with_bytes()
             workspace_snapshot, files = self.store.read_workspace_with_files(workspace)
@@ -445,11 +462,33 @@ class Consolidator:
             raise Refused("MEMORY_INVALID", message, [f.path for f in exc.files]) from None
         frozen = Frozen(global_raw, files)
         source = _Input(
-            entry, log.digest, evidence, cut, workspace, global_snapshot, workspace_snapshot, frozen, catalog
+            entry,
+            idle_seconds,
+            log.digest,
+            review,
+            projected,
+            workspace,
+            global_snapshot,
+            workspace_snapshot,
+            frozen,
+            catalog,
         )
         if not self._still_same(source):
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
         return source
+
+    def _answered_first(self, review: str) -> bool:
+        """Whether a run of `review` will likely be answered before its evidence is needed: another
+        request of this process runs it, or its receipt is settled, committing, under way (in
+        another process, or left by a crash) or cannot be read. Only a failed review, or none,
+        surely asks the model; the review's lock settles it."""
+        if review in self._reviews:
+            return True
+        try:
+            receipt = self.receipts.read(review)
+        except ReceiptError:  # refused under the lock, before anything is projected
+            return True
+        return receipt is not None and receipt.status not in FAILED
 
     def _eligible(self, catalog: SessionCatalog, session_id: str, idle_seconds: int) -> Entry:
         # A whole listing, not the index's shortcut: uniqueness must be seen, not assumed.
@@ -698,6 +737,21 @@ def _changed_ns(path: Path) -> int | None:
         return os.stat(path).st_mtime_ns
     except OSError:
         return None
+
+
+def _projection(catalog: SessionCatalog, entry: Entry, log: SessionLog | HarnessFile) -> _Projected:
+    evidence = _evidence(catalog, entry, log)
+    return _Projected(evidence, _cut_off(entry, log) if evidence.is_empty() else None)
+
+
+def _reprojected(source: _Input) -> _Projected:
+    """The evidence of a source frozen without it, its session read again under the review's
+    lock: only the content the review id was made of (the same digest), else `SOURCE_CHANGED`."""
+    log = _read_source(source.entry, source.idle_seconds)
+    if log.digest != source.digest:
+        session = source.entry.summary.id
+        raise Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
+    return _projection(source.catalog, source.entry, log)
 
 
 def _evidence(catalog: SessionCatalog, entry: Entry, log: SessionLog | HarnessFile) -> Evidence:

@@ -1,0 +1,114 @@
+"""A run its receipt answers projects no evidence (decision 0469).
+
+Projection (a Claude Code file's turns as the model is shown them) costs several times the read
+and hash each run makes. It was done in the freeze of every run, so consolidating a session
+already reviewed again, and every request queued behind a running review of it, projected the
+whole session for nothing. A run now projects in its freeze only when its review surely asks
+the model (none yet, or a failed one); any other waits holding the digest alone and, should it
+have to review after all, reads the session again under the review's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from remem.daemon.consolidation import runner
+from remem.daemon.consolidation.evidence import project_evidence
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.consolidation.runner import Consolidator
+from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import ConsolidationResult, Status
+from remem.daemon.sessions.reader import read_session
+from tests.daemon.helpers import crash_at
+from tests.fake_openai import FakeOpenAI, Reply, tool_call
+
+from .conftest import Source, proposal, put
+
+
+@pytest.fixture
+def projections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sessions each projection in this process was of (the real projection runs)."""
+    made: list[str] = []
+    project: Callable[..., Any] = runner._evidence
+
+    def counted(catalog: Any, entry: Any, log: Any) -> Any:
+        made.append(entry.summary.id)
+        return project(catalog, entry, log)
+
+    monkeypatch.setattr(runner, "_evidence", counted)
+    return made
+
+
+def _consolidated(home: Home, session: str) -> ConsolidationResult:
+    return asyncio.run(Consolidator(home).consolidate(session, lambda phase, data: None))
+
+
+def test_a_session_consolidated_again_is_answered_from_its_receipt_without_projecting(
+    home: Home, fake: FakeOpenAI, source: Source, projections: list[str]
+) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    first = _consolidated(home, source.id)
+    assert first.status is Status.COMMITTED and projections == [source.id]
+
+    again = _consolidated(home, source.id)
+    assert (again.review, again.status, again.recovered) == (first.review, Status.COMMITTED, False)
+    assert projections == [source.id], "the receipt answered it: nothing projected"
+    assert fake.count == 1
+
+
+def test_a_run_frozen_while_its_receipt_is_under_way_reads_the_session_again_to_review_it(
+    home: Home,
+    fake: FakeOpenAI,
+    source: Source,
+    projections: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    crash_at("consolidation.after-attempt-receipt", home, monkeypatch, "consolidate", source.id)
+    [left] = ReceiptStore(home).all()
+    assert left.status is Status.RUNNING and fake.count == 0  # killed before the model was asked
+
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    done = _consolidated(home, source.id)
+    assert (done.review, done.status) == (left.review, Status.COMMITTED)
+    assert projections == [source.id], "projected once, under the review's lock"
+    [request] = fake.requests
+    shown = project_evidence(read_session(source.path)).render()
+    assert any(shown in str(m["content"]) for m in request["messages"]), "the session's evidence"
+    assert ReceiptStore(home).read(left.review).attempts[-1].number == 2  # type: ignore[union-attr]
+
+
+def test_a_request_queued_behind_a_running_review_of_its_session_projects_nothing(
+    home: Home, fake: FakeOpenAI, source: Source, projections: list[str]
+) -> None:
+    asked, answer = threading.Event(), threading.Event()
+
+    def held(request: dict[str, Any]) -> Reply:
+        asked.set()
+        assert answer.wait(60), "the queued request never waited"
+        return tool_call(proposal(put("prefer-uv", source.evidence())))
+
+    fake.reply_with(held)
+
+    async def both() -> tuple[ConsolidationResult, ConsolidationResult]:
+        consolidator, queued = Consolidator(home), asyncio.Event()
+        first = asyncio.create_task(consolidator.consolidate(source.id, lambda phase, data: None))
+        assert await asyncio.to_thread(asked.wait, 60)  # the first run's review is under way
+
+        def progress(phase: str, data: dict[str, Any]) -> None:
+            if phase == "waiting":
+                queued.set()
+
+        second = asyncio.create_task(consolidator.consolidate(source.id, progress))
+        await queued.wait()
+        answer.set()
+        return await first, await second
+
+    first, second = asyncio.run(both())
+    assert (first.status, second.status) == (Status.COMMITTED, Status.COMMITTED)
+    assert second.review == first.review and fake.count == 1
+    assert projections == [source.id], "the queued request was answered by the receipt: nothing projected"
