@@ -50,9 +50,10 @@ START_TIMEOUT_SECONDS = 15.0
 # Other requests have no timeout: a consolidation or a cold listing may rightly take minutes.
 HELLO_TIMEOUT_SECONDS = 10.0
 RETRY_SECONDS = 0.05
-# How `remem daemon run` begins the line it prints, and exits 0 on, when another daemon serves
-# its home: a spawned daemon prints it into its log, where its spawner reads it.
-ALREADY_RUNNING = "remem daemon already running for "
+# Set for the daemon a client spawns: a `remem daemon run` that finds another daemon serving its
+# home then exits `SERVED_ELSEWHERE_EXIT`, where one run by hand exits 0 (decision 0478).
+SPAWNED_ENV = "REMEM_DAEMON_SPAWNED"
+SERVED_ELSEWHERE_EXIT = 75  # sysexits' EX_TEMPFAIL: the home is served, by another daemon
 
 
 class DaemonUnavailable(Exception):
@@ -520,9 +521,12 @@ def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:
     # A home the daemon would refuse (`daemon run`): said here as it says it, before its log is
     # made, and as the home's own reason (HomeUnusable) rather than a daemon that failed to start.
     paths.home.refuse_non_utf8_name()
-    # Under the spawn lock with no daemon running: no other daemon writes the log meanwhile. One
-    # over the cap gives way to a fresh one (decision 0453), which the daemon keeps under it.
-    rotate_log(paths, log_cap())
+    # Under the spawn lock with no daemon holding the lock, a log over the cap gives way to a
+    # fresh one (decision 0453), which the daemon keeps under it. Not while a daemon still
+    # answers the socket, its lock file deleted (decision 0331): the log is that daemon's, which
+    # would stop keeping it under the cap once moved aside; the one spawned leaves at once.
+    if not paths.answering():
+        rotate_log(paths, log_cap())
     # Never through a link nor into a folder: the log would be written wherever it points, or
     # not at all (HomeUnusable). Refused only here, where it is opened: a daemon that runs in the
     # foreground logs to its standard error, and one that runs already needs no log opened.
@@ -532,8 +536,9 @@ def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:
         command = [sys.executable, "-m", "remem.daemon", "--home", str(paths.home.root), "daemon", "run"]
         # A new session: the daemon outlives the CLI or editor that started it.
         process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
-        )
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            env={**os.environ, SPAWNED_ENV: "1"},
+        )  # fmt: skip
     finally:
         os.close(log)
     return process, since
@@ -559,22 +564,23 @@ def _wait_for_status(
 ) -> None:
     """Wait until the daemon started writes its status file; else say why, from what it wrote
     to its log after byte `since` (the log is every daemon's: an older line is no cause). One
-    that exited 0 found another daemon serving: that one's status file comes while it holds the
-    lock, and when none holds it, `ServedElsewhere` has the caller look for it again. Else, when
-    none holds the lock, it was stopped (a signal) before it was ready: its log says which."""
+    that exited `SERVED_ELSEWHERE_EXIT` found another daemon serving: `ServedElsewhere` has the
+    caller look for that one again. One that exited 0 with none holding the lock was stopped (a
+    signal) before it was ready: its log says which."""
     while time.monotonic() < deadline:
         status = paths.read_status()
         if status is not None and status != stale and paths.running():
             return
         code = process.poll()
+        if code == SERVED_ELSEWHERE_EXIT:
+            raise ServedElsewhere(
+                f"another remem daemon serves {paths.home.root} but did not answer within "
+                f"{START_TIMEOUT_SECONDS:.0f} s"
+            )
         if code == 0 and not paths.running():
-            words = _last_words(paths, since)
-            if any(line.startswith(ALREADY_RUNNING) for line in _lines_since(paths, since) or ()):
-                raise ServedElsewhere(
-                    f"another remem daemon serves {paths.home.root} but did not answer within "
-                    f"{START_TIMEOUT_SECONDS:.0f} s; the one started left: {words}"
-                )
-            raise DaemonUnavailable(f"the remem daemon was stopped before it was ready: {words}")
+            raise DaemonUnavailable(
+                f"the remem daemon was stopped before it was ready: {_last_words(paths, since)}"
+            )
         if code is not None and code != 0:
             ended = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             raise DaemonUnavailable(

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..client import ALREADY_RUNNING
+from ..client import SERVED_ELSEWHERE_EXIT, SPAWNED_ENV
 from ..credentials import log_to_stderr
 from ..fsutil import atomic_rewrite
 from ..home import Home, HomeUnusable
@@ -146,7 +146,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         (signals or StopSignals()).hand_to(loop, self.stop)
         socket_path = self.paths.socket
-        if _answering(self.paths):
+        if self.paths.answering():
             self.services.close()
             raise AlreadyServed
         socket_path.unlink(missing_ok=True)  # a crashed daemon's socket: nobody listens on it
@@ -535,30 +535,6 @@ class HomeLock:
         self._held.release()
 
 
-def _answering(paths: DaemonPaths) -> bool:
-    """Whether a daemon of this home listens, though the lock was free (its file was deleted):
-    taking its socket over would leave it serving nobody."""
-    sockets = {paths.socket}
-    info = paths.read_status()
-    # One started with another socket folder (another environment): same name, keyed by home.
-    if info is not None and Path(info.socket).name == paths.socket.name:
-        sockets.add(Path(info.socket))
-    return any(_listening(path) for path in sockets)
-
-
-def _listening(path: Path) -> bool:
-    # The kernel answers a connect to a local socket at once, whether or not its owner accepts.
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.setblocking(False)
-        try:
-            probe.connect(str(path))
-        except BlockingIOError:
-            return True  # its backlog is full: busy, not gone
-        except OSError:
-            return False  # no socket, or a dead daemon's that nobody listens on
-        return True
-
-
 def _same_user(writer: asyncio.StreamWriter) -> bool:
     sock: socket.socket | None = writer.get_extra_info("socket")
     if sock is None:
@@ -570,13 +546,16 @@ def _same_user(writer: asyncio.StreamWriter) -> bool:
 
 
 def run(home: Home) -> int:
-    """Run the daemon in the foreground; 0 also when another daemon already serves this home."""
+    """Run the daemon in the foreground; 0 also when another daemon already serves this home,
+    but `SERVED_ELSEWHERE_EXIT` for a daemon a client spawned (`SPAWNED_ENV`), which its
+    spawner tells by that status alone: words in a log can be moved aside or forged."""
+    spawned = os.environ.pop(SPAWNED_ENV, None) is not None  # not passed on to what it runs
     log_cap()  # an invalid cap is said before the daemon starts, not once it listens
     home.ensure_layout()
     paths = DaemonPaths(home)
     held = try_file_lock(paths.lock)
     if held is None:
-        return _already_running(paths)
+        return _already_running(paths, spawned)
     lock = HomeLock(paths.lock, held)
     signals = StopSignals()  # the home's daemon from here on: a signal stops it, never cuts it short
     try:
@@ -584,7 +563,7 @@ def run(home: Home) -> int:
         raise_descriptor_limit()
         asyncio.run(Daemon(home, RunningSettings(home)).serve(lock, signals))
     except AlreadyServed:
-        return _already_running(paths)
+        return _already_running(paths, spawned)
     except (HomeUnusable, LockUnusable):
         raise  # one line, as every command says it
     except Exception as exc:
@@ -601,8 +580,8 @@ class Crashed(Exception):
     """The daemon stopped on an unexpected error, its traceback logged (a bug: exit 4)."""
 
 
-def _already_running(paths: DaemonPaths) -> int:
+def _already_running(paths: DaemonPaths, spawned: bool) -> int:
     running = paths.read_status()
     pid = f" (pid {running.pid})" if running else ""
-    print(f"{ALREADY_RUNNING}{paths.home.root}{pid}")
-    return 0
+    print(f"remem daemon already running for {paths.home.root}{pid}")
+    return SERVED_ELSEWHERE_EXIT if spawned else 0

@@ -23,6 +23,7 @@ import errno
 import hashlib
 import logging
 import os
+import socket
 import stat
 import sys
 import tempfile
@@ -103,8 +104,27 @@ class DaemonPaths:
     @cached_property
     def socket(self) -> Path:
         """Where this home's daemon listens (chosen once: a fallback folder is unique)."""
-        key = hashlib.sha256(os.fsencode(self.home.root)).hexdigest()[:_KEY_CHARS]
-        return socket_dir() / f"{key}.sock"
+        return socket_dir() / self._socket_name
+
+    @property
+    def _socket_name(self) -> str:
+        return f"{hashlib.sha256(os.fsencode(self.home.root)).hexdigest()[:_KEY_CHARS]}.sock"
+
+    def answering(self) -> bool:
+        """Whether a daemon of this home listens, whether or not it holds the lock (its file was
+        deleted, decision 0331): in each usual socket folder that is ours (none is made), and
+        where the status file says, under the same name (one started in another environment).
+        A daemon that finds one leaves rather than take its socket over; a client does not move
+        its log aside (`rotate_log`)."""
+        sockets = {
+            folder / self._socket_name
+            for folder in _usual_socket_dirs(_temp_dir())
+            if own_private_dir(folder)
+        }
+        info = self.read_status()
+        if info is not None and Path(info.socket).name == self._socket_name:
+            sockets.add(Path(info.socket))
+        return any(_listening(path) for path in sockets)
 
     def running(self) -> bool:
         """Whether a daemon holds this home's lock (the kernel drops it when a daemon dies)."""
@@ -376,6 +396,19 @@ def _claimed(folder: Path) -> bool:
         return True
     log.warning("%s is not a folder of this user (a link, or another user's); remove it", folder)
     return False
+
+
+def _listening(path: Path) -> bool:
+    # The kernel answers a connect to a local socket at once, whether or not its owner accepts.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.setblocking(False)
+        try:
+            probe.connect(str(path))
+        except BlockingIOError:
+            return True  # its backlog is full: busy, not gone
+        except OSError:
+            return False  # no socket, or a dead daemon's that nobody listens on
+        return True
 
 
 def _no_folder(why: str) -> NoSocketFolder:
