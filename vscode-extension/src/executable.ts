@@ -9,25 +9,33 @@ import * as path from 'node:path';
 
 import { Settings } from './ids';
 
-/** What is at a path, as far as running it goes. */
-export type Found = 'executable' | 'not-executable' | 'not-a-file' | 'missing';
+/** What is at a path, as far as running it goes; `unreachable`: it could not be looked at for
+ * another reason than nothing being there (a folder on the way not searchable, a link that loops),
+ * with the system's words. */
+export type Found = 'executable' | 'not-executable' | 'not-a-file' | 'missing' | { unreachable: string };
 
 /** What `remem.command` runs, or why it runs nothing: empty; a bare name no folder of `PATH` has
- * as an executable file; a path with nothing there, no file there (a folder), or a file without
- * its execute permission (`path` as resolved). */
+ * as a file (one without its execute permission is named as found); a path with nothing there, no
+ * file there (a folder), a file without its execute permission, or one that cannot be looked at
+ * (`path` as resolved). */
 export type Resolved =
   | { executable: string }
   | { problem: 'empty' }
   | { problem: 'not-on-path'; name: string }
-  | { problem: Exclude<Found, 'executable'>; name: string; path: string };
+  | { problem: 'missing' | 'not-a-file' | 'not-executable'; name: string; path: string }
+  | { problem: 'unreachable'; reason: string; name: string; path: string };
 
 /** What `candidate` is, read from the disk. */
 export function probe(candidate: string): Found {
   let stat: fs.Stats;
   try {
     stat = fs.statSync(candidate);
-  } catch {
-    return 'missing';
+  } catch (error) {
+    const { code, message, syscall } = error as NodeJS.ErrnoException;
+    // ENOTDIR: a file where a folder of the path should be, so nothing is there either.
+    if (code === 'ENOENT' || code === 'ENOTDIR') return 'missing';
+    // Node says "CODE: description, stat '<path>'": the message names the path already.
+    return { unreachable: message.replace(`, ${syscall} '${candidate}'`, '') };
   }
   if (!stat.isFile()) return 'not-a-file';
   try {
@@ -48,17 +56,25 @@ export function resolveExecutable(
 ): Resolved {
   const name = command.trim();
   if (!name) return { problem: 'empty' };
-  if (name.includes('/') || name.includes(path.sep)) {
-    const named = path.resolve(cwd, expandHome(name));
-    const what = found(named);
-    return what === 'executable' ? { executable: named } : { problem: what, name, path: named };
-  }
+  if (name.includes('/') || name.includes(path.sep)) return atPath(name, path.resolve(cwd, expandHome(name)), found);
+  let plain: string | undefined; // the first file of that name without its execute permission
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, name);
-    if (found(candidate) === 'executable') return { executable: candidate };
+    const what = found(candidate);
+    if (what === 'executable') return { executable: candidate };
+    if (what === 'not-executable') plain ??= candidate;
   }
-  return { problem: 'not-on-path', name };
+  // As a shell does, a later executable is run past a file that is none; with none, that file is why.
+  return plain ? { problem: 'not-executable', name, path: plain } : { problem: 'not-on-path', name };
+}
+
+/** What the path `named` (as `name` resolved) runs, or why it runs nothing. */
+function atPath(name: string, named: string, found: (candidate: string) => Found): Resolved {
+  const what = found(named);
+  if (what === 'executable') return { executable: named };
+  if (typeof what === 'string') return { problem: what, name, path: named };
+  return { problem: 'unreachable', reason: what.unreachable, name, path: named };
 }
 
 function expandHome(value: string): string {
@@ -81,11 +97,14 @@ export function notFoundMessage(resolved: Exclude<Resolved, { executable: string
     return `${CANNOT_START}"${name}" was not found on ${editorPath}.${INSTALL}`;
   }
   const named = `"${name}"${resolved.path === name ? '' : ` (${resolved.path})`}`;
-  const why = {
-    missing: 'was not found: nothing is there.',
-    'not-a-file': 'is not a file (a folder?): name the executable itself, not the folder it is in.',
-    'not-executable': 'is a file without execute permission: not a program that can be run.',
-  }[resolved.problem];
+  const why =
+    resolved.problem === 'unreachable'
+      ? `cannot be reached (${resolved.reason}).`
+      : {
+          missing: 'was not found: nothing is there.',
+          'not-a-file': 'is not a file (a folder?): name the executable itself, not the folder it is in.',
+          'not-executable': 'is a file without execute permission: not a program that can be run.',
+        }[resolved.problem];
   return `${CANNOT_START}${named} ${why}${SET_THE_PATH}`;
 }
 

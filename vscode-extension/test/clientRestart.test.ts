@@ -83,6 +83,27 @@ test('what a setting that runs nothing names: the editor\'s PATH, the file it na
   assert.match(await said('  '), /"remem\.command" is empty\./);
 });
 
+test('a path that cannot be looked at says why, not that nothing is there; a file on PATH that cannot run says so', async (t) => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'remem-command-'));
+  const plainBin = path.join(folder, 'plain-bin');
+  fs.mkdirSync(plainBin);
+  fs.writeFileSync(path.join(plainBin, 'remem-plain'), '#!/bin/sh\n', { mode: 0o644 });
+  fs.symlinkSync('loop', path.join(folder, 'loop')); // stat fails with ELOOP, also as root (EACCES would not)
+  const editorPath = process.env.PATH;
+  process.env.PATH = `${plainBin}${path.delimiter}${editorPath}`;
+  t.after(() => {
+    process.env.PATH = editorPath;
+    fs.rmSync(folder, { recursive: true });
+  });
+  await restartedWith(path.join(folder, 'loop', 'remem'));
+  assert.equal(ui.errors.length, 1);
+  assert.ok(ui.errors[0].includes(`"${path.join(folder, 'loop', 'remem')}" cannot be reached (ELOOP: too many symbolic links encountered).`), ui.errors[0]);
+  await restartedWith('remem-plain');
+  assert.equal(ui.errors.length, 1);
+  const plain = `"remem-plain" (${path.join(plainBin, 'remem-plain')}) is a file without execute permission`;
+  assert.ok(ui.errors[0].includes(plain), ui.errors[0]);
+});
+
 test('a missing executable is said with Open Settings and Show Log, and its error names them for the views', async () => {
   ui.buttons.length = 0;
   ui.executed.length = 0;

@@ -44,6 +44,8 @@ test('a path that runs nothing says why: nothing there, no file, no execute perm
   // On PATH, what is no executable file is passed by, as a shell does.
   const found = (p: string): Found => (p === '/a/remem' ? 'not-executable' : p === '/b/remem' ? 'executable' : 'not-a-file');
   assert.deepEqual(resolveExecutable('remem', { PATH: '/c:/a:/b' }, '/proj', found), { executable: '/b/remem' });
+  // With no executable of that name, the file found that cannot run is why, not "not on PATH".
+  assert.deepEqual(resolveExecutable('remem', { PATH: '/c:/a:/d' }, '/proj', found), { problem: 'not-executable', name: 'remem', path: '/a/remem' });
 });
 
 test('"~" is the user\'s home folder, also where HOME is not set', (t) => {
