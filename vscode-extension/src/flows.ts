@@ -61,6 +61,9 @@ export interface Ui {
   openReceipt(review: string, title?: string): Promise<void>;
   /** VS Code's diff editor on two documents (URIs), left ↔ right. */
   openDiff(left: string, right: string, title: string): Promise<void>;
+  /** Runs `task` with `message` in the status bar while it runs (VS Code shows it only once the
+   * task took 150 ms: a quick one does not flicker). */
+  busy<T>(message: string, task: () => Promise<T>): Promise<T>;
 }
 
 export interface Server {
@@ -168,10 +171,13 @@ interface Offer {
   items: SessionPick[];
 }
 
+export const READING_SESSIONS = "Reading this workspace's sessions…";
+
 /** What the picker of `target`'s folder would offer; with nothing to offer, says `none` and stops. */
 async function offered(ctx: FlowContext, target: SessionTarget, candidates: Candidates, none: None, preferred?: string): Promise<Offer> {
   const folder = await chooseFolder(ctx, target.cwd);
-  const tree = await treeOf(ctx, folder);
+  // A cold tree takes a second or more, with nothing else on screen yet (no picker, no key prompt).
+  const tree = await ctx.ui.busy(READING_SESSIONS, () => treeOf(ctx, folder));
   const { nodes } = tree;
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, typeof none === 'string' ? none : none(tree));

@@ -91,6 +91,9 @@ export const editorUi: Omit<Ui, 'openReceipt'> = {
     const editor = await vscode.window.showTextDocument(document, shown);
     if (at) editor.revealRange(at, vscode.TextEditorRevealType.AtTop);
   },
+  async busy(message, task) {
+    return vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: message }, task);
+  },
 };
 
 /** The session of the transcript in the active editor, if one is. */

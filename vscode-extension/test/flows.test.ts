@@ -93,8 +93,22 @@ class Harness implements flows.Ui, flows.Server {
   async openReceipt(review: string, title?: string) {
     this.opened.push(`receipt:${review}${title ? `:${title}` : ''}`);
   }
+  /** Each status-bar progress shown, with the requests sent while it showed. */
+  readonly busyWith: Array<[string, string[]]> = [];
+  private sentWhileBusy: string[] | undefined;
+  async busy<T>(message: string, task: () => Promise<T>): Promise<T> {
+    const sent: string[] = [];
+    this.busyWith.push([message, sent]);
+    this.sentWhileBusy = sent;
+    try {
+      return await task();
+    } finally {
+      this.sentWhileBusy = undefined;
+    }
+  }
   async request<R>(method: string, params: object): Promise<R> {
     this.sent.push([method, params]);
+    this.sentWhileBusy?.push(method);
     const response = this.responses[method];
     return (typeof response === 'function' ? response(params) : response) as R; // a function answers by params
   }
@@ -139,6 +153,16 @@ test('consolidate from the palette: pick among eligible sessions, then run the s
   ]);
   assert.equal(h.sessionRefreshes, 1);
   assert.equal(h.memoryRefreshes, 1);
+});
+
+test('consolidate from the palette reads the sessions under a status-bar progress, the key asked after it', async () => {
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: FAMILY };
+  h.responses['remem/settings'] = NO_KEY; // the warning that asks for a key is no progress's
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  assert.deepEqual(h.busyWith, [[flows.READING_SESSIONS, ['remem/sessionTree']]]);
+  assert.equal(flows.READING_SESSIONS, "Reading this workspace's sessions…");
+  assert.equal(h.warnings.length, 1);
 });
 
 test('consolidate from a tree item asks nothing; a dismissed pick sends nothing', async () => {

@@ -129,7 +129,7 @@ test('a workspace without records says so, and a click on it consolidates a sess
   // The folder's sessions are offered: no "which folder?" although the window has two.
   const h = { sent: [] as Array<[string, object]> };
   const ctx = {
-    ui: { pick: async () => undefined } as unknown as flows.Ui,
+    ui: { pick: async () => undefined, busy: (_: string, task: () => Promise<unknown>) => task() } as unknown as flows.Ui,
     server: {
       request: async <R>(method: string, params: object) => {
         h.sent.push([method, params]);
