@@ -7,7 +7,7 @@
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { FixableError, RESTART_SERVER } from './fixes';
 import { GLOBAL_FILE, memoryFile, sessionLabel, sessionTitle, shortId } from './format';
-import { CommandTitles, OPEN_SETTINGS, paletteName, ViewNames } from './ids';
+import { CommandTitles, OPEN_SETTINGS, paletteName, SESSIONS_UNREADABLE, ViewNames } from './ids';
 import {
   type ChangedRecord,
   type ConsolidationOutcome,
@@ -221,9 +221,7 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
 export const NO_SESSIONS_YET =
   'This workspace has no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in ' +
   `this folder. ${ViewNames.sessions} lists where remem looked.`;
-export const NO_SESSIONS_READ =
-  'No agent session of this workspace could be read: ' +
-  `${ViewNames.sessions} says which files or folders could not be, and why.`;
+export const NO_SESSIONS_READ = `${SESSIONS_UNREADABLE}: ${ViewNames.sessions} says which files or folders could not be, and why.`;
 
 /** Why no session of the folder can be consolidated: it has none yet, none could be read, or none
  * the daemon takes. */

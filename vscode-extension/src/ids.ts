@@ -1,6 +1,7 @@
 /**
  * The extension's own ids, each written once here: its commands (`remem.*`), views, settings,
- * context key, the rows' context values, webview and status item. The server's ids (`remem.lsp.*`, `remem/…`) are in
+ * context key, the rows' context values, webview and status item; and the sentences a view and a
+ * message both say. The server's ids (`remem.lsp.*`, `remem/…`) are in
  * `protocol.ts`. `package.json` contributes the same ids; `test/manifest.test.ts` checks that the
  * two agree.
  */
@@ -65,6 +66,10 @@ export const ViewNames = {
   sessions: 'Session Branches',
   memory: 'Memory',
 } as const;
+
+/** What Session Branches' empty state and Consolidate Session's message both say of a folder none
+ * of whose sessions could be read. */
+export const SESSIONS_UNREADABLE = 'No agent sessions of this workspace could be read';
 
 const SECTION = 'remem';
 const COMMAND_KEY = 'command';

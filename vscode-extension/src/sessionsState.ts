@@ -8,7 +8,7 @@
 
 import { type Fix, rowFix } from './fixes';
 import { sessionLabel } from './format';
-import { ClientCommands } from './ids';
+import { ClientCommands, SESSIONS_UNREADABLE } from './ids';
 import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeResult } from './protocol';
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
@@ -196,10 +196,11 @@ export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH
 
 /** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
 export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
-  const unreadable = result.errors?.length ? 'could be read' : 'were found'; // the row above says why
+  // None read is not none there: the row above says why.
+  const none = result.errors?.length ? SESSIONS_UNREADABLE : 'No agent sessions of this workspace were found';
   const rows: NoteRow[] = [
     {
-      label: `No agent sessions of this workspace ${unreadable}`,
+      label: none,
       tooltip: 'Sessions appear here once an agent harness has worked in this folder.',
       icon: 'info',
     },

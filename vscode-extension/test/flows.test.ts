@@ -5,7 +5,8 @@ import { fixesOf, RESTART_SERVER } from '../src/fixes';
 import type { FolderElement } from '../src/folderView';
 import * as flows from '../src/flows';
 import type { PickItem } from '../src/picks';
-import type { HistoryEntry } from '../src/protocol';
+import type { HistoryEntry, SessionTreeResult } from '../src/protocol';
+import { emptyRows } from '../src/sessionsState';
 import { FAMILY, NOW, node } from './fixtures';
 
 /** A scripted UI and server that record what the flow asked and sent. */
@@ -199,6 +200,9 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   await flows.run(() => flows.consolidateSession(unread.ctx));
   assert.deepEqual(unread.asked, [`info:${flows.NO_SESSIONS_READ}`]);
   assert.match(flows.NO_SESSIONS_READ, /could be read.*Session Branches says which files or folders could not be, and why/);
+  // In the words of the view's empty state, which it sends the user to.
+  const [viewSays] = emptyRows(unread.responses['remem/sessionTree'] as SessionTreeResult, '/h');
+  assert.ok(flows.NO_SESSIONS_READ.startsWith(`${viewSays.label}: `), flows.NO_SESSIONS_READ);
 });
 
 test('with no key and nothing to consolidate, only that is said: no key is asked for in vain', async () => {
