@@ -48,7 +48,6 @@ import contextlib
 import difflib
 import functools
 import hashlib
-import itertools
 import logging
 import os
 import re
@@ -526,7 +525,7 @@ class History:
                 return every[:limit], len(every) - limit
             # the file's entries may lie anywhere in the log: kept first, then limited
             touching = self._touching(repo, self._log(repo, branch), name)
-            entries = list(itertools.islice(touching, limit))
+            entries = _at_most(touching, limit)
             if limit is None or len(entries) < limit:
                 return entries, 0
             try:
@@ -1106,6 +1105,14 @@ class History:
                 f"the memory history at {self.path} was replaced while an entry of {branch} was being "
                 "written; that entry is left out, and the next change records the state it finds"
             )
+
+
+def _at_most(entries: Iterator[HistoryEntry], limit: int | None) -> list[HistoryEntry]:
+    """The first `limit` of `entries` (every one with None), taking no more from them: a limit
+    of any size, where `itertools.islice` refuses one past `sys.maxsize`."""
+    if limit is None:
+        return list(entries)
+    return [entry for _, entry in zip(range(limit), entries, strict=False)]
 
 
 def _is_scope(scope: str) -> bool:
