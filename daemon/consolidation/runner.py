@@ -17,7 +17,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -113,6 +113,7 @@ class _Ready:
     context: str
     ranges: list[EvidenceRange]
     debug: DebugLog | None
+    source: _Input  # as the review goes on: read again under its lock if it was frozen without evidence
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,7 @@ class Consolidator:
         except asyncio.CancelledError:
             result = await asyncio.to_thread(self._finish, _cancelled(ready.receipt))
         else:
-            result = await self._conclude(ready.receipt, outcome, source, progress)
+            result = await self._conclude(ready.receipt, outcome, ready.source, progress)
         progress("finished", {"status": result.status.value})
         return result
 
@@ -243,7 +244,7 @@ class Consolidator:
         if receipt is not None and receipt.status is Status.COMMITTING:
             return _result(recover(self.home, self.store, self.receipts, receipt), recovered=True)
         unmark(self.home, review)  # a crash after a final receipt kept it; readers must not wait here
-        projected = source.projected or _reprojected(source)
+        source, projected = _projected(source)
         evidence = projected.evidence
         if evidence.is_empty() and projected.cut_off is not None:  # damage hid the turns (decision 0368)
             raise projected.cut_off
@@ -299,7 +300,7 @@ class Consolidator:
         except SessionLogError as exc:
             why = f"the worker session could not be written: {exc.reason}"
             return self._finish(ended(receipt, Status.INTERNAL_ERROR, why))
-        return _Ready(receipt, log, context, evidence.ranges(), debug)
+        return _Ready(receipt, log, context, evidence.ranges(), debug, source)
 
     def _adopt(
         self, receipt: Receipt, arguments: str, ranges: list[EvidenceRange], source: _Input
@@ -444,10 +445,7 @@ class Consolidator:
     def _frozen(self, catalog: SessionCatalog, session_id: str, settings: Settings) -> _Input:
         idle_seconds = settings.sessions.idle_seconds
         entry = self._eligible(catalog, session_id, idle_seconds)
-        log = _read_source(entry, idle_seconds)
-        # The review is bound to the digest of what it read: kept, so the list and the tree
-        # need not hash the session again to show its review state.
-        catalog.keep_digest(entry, log.digest, log.digest_state if isinstance(log, SessionLog) else None)
+        log = _read_kept(catalog, entry, idle_seconds)
         assert entry.summary.cwd is not None
         workspace = WorkspaceId.from_cwd(entry.summary.cwd)
         review = review_id(session_id, log.digest, workspace.key)
@@ -744,14 +742,37 @@ def _projection(catalog: SessionCatalog, entry: Entry, log: SessionLog | Harness
     return _Projected(evidence, _cut_off(entry, log) if evidence.is_empty() else None)
 
 
-def _reprojected(source: _Input) -> _Projected:
-    """The evidence of a source frozen without it, its session read again under the review's
-    lock: only the content the review id was made of (the same digest), else `SOURCE_CHANGED`."""
-    log = _read_source(source.entry, source.idle_seconds)
+def _projected(source: _Input) -> tuple[_Input, _Projected]:
+    """`source` with its evidence: one frozen without it (decision 0469) is read again now, under
+    the review's lock. That read is observed as the freeze observes one (the session not live,
+    its bytes those of the revision it is listed at) and taken only with the content the review
+    id was made of: the same digest, else `SOURCE_CHANGED`. Its revision may have moved while
+    the request waited (a `touch`, a `chmod`): the later observations compare this read's."""
+    if source.projected is not None:
+        return source, source.projected
+    session, catalog = source.entry.summary.id, source.catalog
+    waited = Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
+    try:
+        entry = catalog.find(session)
+    except SessionNotFound:
+        raise waited from None
+    if entry.path != source.entry.path:
+        raise waited
+    if entry.summary.live:
+        raise _live(session, catalog.harness_pid(entry), _changed_ns(entry.path), source.idle_seconds)
+    log = _read_kept(catalog, entry, source.idle_seconds)
     if log.digest != source.digest:
-        session = source.entry.summary.id
-        raise Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
-    return _projection(source.catalog, source.entry, log)
+        raise waited
+    projected = _projection(catalog, entry, log)
+    return replace(source, entry=entry, projected=projected), projected
+
+
+def _read_kept(catalog: SessionCatalog, entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:
+    """`_read_source`, its digest kept at the revision read: the review is bound to it, so the
+    list and the tree need not hash the session again to show its review state."""
+    log = _read_source(entry, idle_seconds)
+    catalog.keep_digest(entry, log.digest, log.digest_state if isinstance(log, SessionLog) else None)
+    return log
 
 
 def _evidence(catalog: SessionCatalog, entry: Entry, log: SessionLog | HarnessFile) -> Evidence:

@@ -11,8 +11,11 @@ have to review after all, reads the session again under the review's lock.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,14 +23,15 @@ import pytest
 from remem.daemon.consolidation import runner
 from remem.daemon.consolidation.evidence import project_evidence
 from remem.daemon.consolidation.receipts import ReceiptStore
-from remem.daemon.consolidation.runner import Consolidator
+from remem.daemon.consolidation.runner import Consolidator, Refused
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import ConsolidationResult, Status
 from remem.daemon.sessions.reader import read_session
 from tests.daemon.helpers import crash_at
-from tests.fake_openai import FakeOpenAI, Reply, tool_call
+from tests.fake_openai import FakeOpenAI, Reply, status, tool_call
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
-from .conftest import Source, proposal, put
+from .conftest import OLD, Source, proposal, put
 
 
 @pytest.fixture
@@ -112,3 +116,67 @@ def test_a_request_queued_behind_a_running_review_of_its_session_projects_nothin
     assert (first.status, second.status) == (Status.COMMITTED, Status.COMMITTED)
     assert second.review == first.review and fake.count == 1
     assert projections == [source.id], "the queued request was answered by the receipt: nothing projected"
+
+
+def _queued_behind_a_failing_run(
+    home: Home, fake: FakeOpenAI, source: Source, meanwhile: Callable[[], None], *replies: Reply
+) -> ConsolidationResult:
+    """A request queued behind a run of the same review (so frozen holding the digest alone):
+    `meanwhile` runs while it waits, then that run fails, and the queued one must review the
+    session itself, reading it again under the review's lock; the model answers it `replies`."""
+    asked, answer = threading.Event(), threading.Event()
+
+    def held(request: dict[str, Any]) -> Reply:
+        asked.set()
+        assert answer.wait(60), "the queued request never waited"
+        return status(401, "bad key")
+
+    fake.reply_with(held)
+    fake.reply(*replies)
+
+    async def both() -> ConsolidationResult:
+        consolidator, queued = Consolidator(home), asyncio.Event()
+        first = asyncio.create_task(consolidator.consolidate(source.id, lambda phase, data: None))
+        assert await asyncio.to_thread(asked.wait, 60)  # the first run's review is under way
+
+        def progress(phase: str, data: dict[str, Any]) -> None:
+            if phase == "waiting":
+                queued.set()
+
+        second = asyncio.create_task(consolidator.consolidate(source.id, progress))
+        await queued.wait()
+        meanwhile()
+        answer.set()
+        assert (await first).status not in (Status.COMMITTED, Status.NO_CHANGE)
+        return await second
+
+    return asyncio.run(both())
+
+
+def test_a_session_touched_while_a_request_waited_is_reviewed_by_its_content(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    # Only the file's times move (a backup tool, a `touch`): the content the review id was made of is there.
+    touch = partial(os.utime, source.path, (OLD + 60, OLD + 60))
+    done = _queued_behind_a_failing_run(
+        home, fake, source, touch, tool_call(proposal(put("prefer-uv", source.evidence())))
+    )
+    assert done.status is Status.COMMITTED and fake.count == 2
+    assert ReceiptStore(home).read(done.review).attempts[-1].number == 2  # type: ignore[union-attr]
+
+
+def test_a_session_whose_content_changed_while_a_request_waited_is_refused(
+    home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path
+) -> None:
+    other = build_session(SessionSpec(seed=2, turns=4, cwd=source.cwd), session_id=source.id)
+    rewritten = write_session(tmp_path / "other", other).read_bytes()
+
+    def rewrite() -> None:
+        source.path.write_bytes(rewritten)
+        os.utime(source.path, (OLD, OLD))
+
+    with pytest.raises(Refused) as refused:
+        _queued_behind_a_failing_run(home, fake, source, rewrite)
+    assert refused.value.code == "SOURCE_CHANGED"
+    assert refused.value.message == f"session {source.id} changed while this request waited; try again"
+    assert fake.count == 1, "the changed session was not shown to the model"
