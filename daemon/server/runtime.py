@@ -213,7 +213,8 @@ class LogCap(logging.Handler):
     a fresh one is clear): once a regular file other than its own is there (a daemon started
     after this one let go of its lock), it is that daemon's, and this one just stops capping. A
     log that cannot be moved aside (a folder at `daemon.log.1`) is said once, and written no
-    more: descriptors 1 and 2 go nowhere until a later line finds the way clear. A fresh log
+    more: descriptors 1 and 2 go nowhere until a later line finds the way clear; so is a log that
+    cannot be looked at (its folder made unsearchable, an I/O error). A fresh log
     that cannot be opened (no descriptor left) is tried again at the next line, the descriptors
     kept as they were."""
 
@@ -222,10 +223,21 @@ class LogCap(logging.Handler):
         self._paths, self._cap, self._header = paths, cap, header
         self._blocked = False  # no more capping: the log is not ours
         self._full: tuple[int, int] | None = None  # the log left full (device, inode), written no more
+        self._failing = False  # the last line could not be capped (an unexpected error, said)
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self._blocked:
+        if self._blocked:
+            return
+        # Never raises: logging does not catch a handler's error, so it raised where the line was
+        # logged (the status keeper died of it, and no client could find the daemon again).
+        try:
             self._keep_under_cap()
+        except Exception:  # said once, with its traceback, until a line is capped again
+            if not self._failing:
+                self.handleError(record)
+            self._failing = True
+        else:
+            self._failing = False
 
     def crashed(self, exc: Exception) -> None:
         """Before the daemon logs its crash: a log that takes nothing more would lose the
@@ -263,6 +275,10 @@ class LogCap(logging.Handler):
             there = os.stat(self._paths.log, follow_symlinks=False)
         except FileNotFoundError:
             there = None  # moved aside (its fresh log could not be opened) or removed: the way is clear
+        except OSError as exc:  # the state folder unsearchable or a file, an I/O error: in the way
+            if self._full is None:
+                self._stop_writing(exc)
+            return  # looked at again at the next line
         if there is not None and _identity(there) == ours:
             try:
                 rotate_log(self._paths, self._cap)
@@ -307,8 +323,10 @@ class LogCap(logging.Handler):
     def _last_line(self, level: int, message: str, *args: object) -> None:
         """Log one line where descriptor 2 goes, then send descriptors 1 and 2 nowhere."""
         self._blocked = True  # the line passes through this handler too
-        log.log(level, message, *args)
-        self._blocked = False
+        try:
+            log.log(level, message, *args)
+        finally:
+            self._blocked = False
         _write_to(os.open(os.devnull, os.O_WRONLY))
 
 

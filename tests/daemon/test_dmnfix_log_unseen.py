@@ -1,0 +1,132 @@
+"""A daemon whose full log cannot be looked at (its state folder made unsearchable) says so as
+the log's last line and serves on (decision 0453): the error raised out of the line being
+logged, and the status keeper, which logged that its status file was unreadable, died of it, so
+the status file was never put back and every command answered that no daemon could be reached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import SPAWNED_ENV
+from remem.daemon.home import Home
+from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
+
+from .helpers import wait_until
+
+CAP = 1024
+
+
+def _remem(
+    home: Home, *args: str, preexec: Callable[[], None] | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The CLI through the daemon, the log's cap `CAP`."""
+    environment = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, SPAWNED_ENV)}
+    environment.update({LOG_CAP_ENV: str(CAP), **env})
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=environment, preexec_fn=preexec
+    )
+
+
+@pytest.fixture
+def bound(home: Home) -> Iterator[int]:
+    """A running daemon's pid, a daemon that permissions bind also when run as root (see
+    test_lspfix_unjudged_cause)."""
+    privileged = os.geteuid() == 0
+    try:
+        started = _remem(home, "daemon", "start", preexec=_bound_by_permissions if privileged else None)
+    except subprocess.SubprocessError as error:
+        pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
+    assert started.returncode == 0, started.stderr
+    pid = DaemonPaths(home).read_status().pid  # type: ignore[union-attr]
+    try:
+        if privileged and (held := effective(pid) & PAST_MASK):
+            pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
+        yield pid
+    finally:
+        _remem(home, "daemon", "stop")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux's /proc/PID/fd")
+def test_a_full_log_in_an_unsearchable_folder_is_said_and_the_daemon_stays_findable(
+    home: Home, bound: int
+) -> None:
+    paths = DaemonPaths(home)
+    with paths.log.open("a") as log:
+        log.write("x" * CAP + "\n")  # full: the next line the daemon logs takes it over
+    home.state.chmod(0o600)
+    try:
+        # The keeper finds its status file unreadable and says so: the line that looks at the log.
+        wait_until(lambda: os.readlink(f"/proc/{bound}/fd/2") == os.devnull, what="the log left")
+    finally:
+        home.state.chmod(0o700)
+    said = paths.log.read_text().splitlines()[-1]
+    assert f" WARNING {paths.log} passed {CAP} bytes and cannot be moved aside (" in said, said
+    assert f"Permission denied: '{paths.log}'): remove what stands in the way; " in said, said
+
+    paths.status.unlink()
+    wait_until(lambda: paths.read_status() is not None, what="the status file put back")
+    assert paths.read_status().pid == bound  # type: ignore[union-attr]
+    # A line logged once the folder is back (dropped, as the log still takes nothing) moves the
+    # full log aside, and the next goes on in a fresh one: each client whose Claude Code folder
+    # the daemon does not read is logged once.
+    for other in ("a-claude-folder", "another-claude-folder"):
+        asked = _remem(home, "daemon", "status", CLAUDE_CONFIG_DIR=str(home.root.parent / other))
+        assert asked.returncode == 0, asked.stderr
+    assert paths.old_log.read_text().splitlines()[-1] == said
+    fresh = paths.log.read_text().splitlines()
+    assert fresh[0].endswith(f"(pid {bound})") and " listening on " in fresh[0], fresh
+    assert fresh[2].endswith(" WARNING the lines logged while it could not be moved aside were dropped")
+    assert str(home.root.parent / other) in fresh[-1], fresh
+
+
+# The daemon's log capped as a spawned daemon's is, in a process of its own that has no
+# descriptor left (its limit lowered to those it holds), with a folder at `daemon.log.1`: the log
+# cannot be moved aside, and the warning that says so cannot then send the log to /dev/null.
+_NO_DESCRIPTOR_LEFT = """
+import logging, os, resource, sys
+from pathlib import Path
+from remem.daemon.credentials import log_to_stderr
+from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths, cap_log
+
+paths = DaemonPaths(Home(Path(sys.argv[1])))
+paths.old_log.mkdir()
+opened = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+for fd in (1, 2):
+    os.dup2(opened, fd)
+os.close(opened)
+log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
+log = logging.getLogger("remem.daemon")
+header = log.makeRecord(log.name, logging.INFO, "", 0, "listening on here (pid %d)", (os.getpid(),), None)
+log.handle(header)
+cap_log(paths, header)
+free = os.dup(0)
+os.close(free)
+resource.setrlimit(resource.RLIMIT_NOFILE, (free, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+for n in range(int(sys.argv[2])):
+    log.info("line %d %s", n, "x" * 100)
+"""
+
+
+def test_a_line_whose_capping_fails_is_logged_and_raises_nowhere(home: Home) -> None:
+    """It raised out of the line being logged, where the daemon's status keeper died of it."""
+    paths = DaemonPaths(home)
+    environment = {**os.environ, LOG_CAP_ENV: str(CAP)}
+    ran = subprocess.run(
+        [sys.executable, "-c", _NO_DESCRIPTOR_LEFT, str(home.root), "20"],
+        capture_output=True, text=True, timeout=60, env=environment,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    logged = paths.log.read_text()
+    assert " cannot be moved aside ([Errno 24] Too many open files: " in logged, logged
+    assert logged.count("--- Logging error ---") == 1, logged  # said once, not at every line
+    assert " INFO line 19 " in logged, "the lines after it are logged"
