@@ -549,7 +549,8 @@ def run(home: Home) -> int:
     """Run the daemon in the foreground; 0 also when another daemon already serves this home,
     but `SERVED_ELSEWHERE_EXIT` for a daemon a client spawned (`SPAWNED_ENV`), which its
     spawner tells by that status alone: words in a log can be moved aside or forged."""
-    spawned = os.environ.pop(SPAWNED_ENV, None) is not None  # not passed on to what it runs
+    # "1" alone, as its spawner sets it: a value a user left set (empty, 0) is a run by hand.
+    spawned = os.environ.pop(SPAWNED_ENV, None) == "1"  # not passed on to what it runs
     log_cap()  # an invalid cap is said before the daemon starts, not once it listens
     home.ensure_layout()
     paths = DaemonPaths(home)

@@ -1,7 +1,9 @@
 """A daemon whose full log cannot be looked at (its state folder made unsearchable) says so as
 the log's last line and serves on (decision 0453): the error raised out of the line being
 logged, and the status keeper, which logged that its status file was unreadable, died of it, so
-the status file was never put back and every command answered that no daemon could be reached."""
+the status file was never put back and every command answered that no daemon could be reached.
+And only the "1" a client sets marks a daemon as spawned (decision 0478): any value a user left
+in the environment had a `remem daemon run` by hand exit 75."""
 
 from __future__ import annotations
 
@@ -86,6 +88,19 @@ def test_a_full_log_in_an_unsearchable_folder_is_said_and_the_daemon_stays_finda
     assert fresh[0].endswith(f"(pid {bound})") and " listening on " in fresh[0], fresh
     assert fresh[2].endswith(" WARNING the lines logged while it could not be moved aside were dropped")
     assert str(home.root.parent / other) in fresh[-1], fresh
+
+
+@pytest.mark.parametrize("value", ["", "0"])
+def test_a_daemon_run_by_hand_with_another_value_of_the_spawned_variable_exits_0(
+    home: Home, value: str
+) -> None:
+    assert _remem(home, "daemon", "start").returncode == 0
+    try:
+        ran = _remem(home, "daemon", "run", **{SPAWNED_ENV: value})
+        assert ran.returncode == 0, (ran.stdout, ran.stderr)
+        assert ran.stdout.startswith(f"remem daemon already running for {home.root} (pid "), ran.stdout
+    finally:
+        _remem(home, "daemon", "stop")
 
 
 # The daemon's log capped as a spawned daemon's is, in a process of its own that has no
