@@ -29,9 +29,11 @@ from remem.daemon.protocol.consolidation import ConsolidationResult, Status
 from remem.daemon.sessions.reader import read_session
 from tests.daemon.helpers import crash_at
 from tests.fake_openai import FakeOpenAI, Reply, status, tool_call
+from tests.sessions import claude_lines as cl
 from tests.sessions.factory import SessionSpec, build_session, write_session
+from tests.sessions.harness_roots import claude_project, write
 
-from .conftest import OLD, Source, proposal, put
+from .conftest import OLD, Source, configure, proposal, put
 
 
 @pytest.fixture
@@ -119,7 +121,7 @@ def test_a_request_queued_behind_a_running_review_of_its_session_projects_nothin
 
 
 def _queued_behind_a_failing_run(
-    home: Home, fake: FakeOpenAI, source: Source, meanwhile: Callable[[], None], *replies: Reply
+    home: Home, fake: FakeOpenAI, session: str, meanwhile: Callable[[], None], *replies: Reply
 ) -> ConsolidationResult:
     """A request queued behind a run of the same review (so frozen holding the digest alone):
     `meanwhile` runs while it waits, then that run fails, and the queued one must review the
@@ -136,14 +138,14 @@ def _queued_behind_a_failing_run(
 
     async def both() -> ConsolidationResult:
         consolidator, queued = Consolidator(home), asyncio.Event()
-        first = asyncio.create_task(consolidator.consolidate(source.id, lambda phase, data: None))
+        first = asyncio.create_task(consolidator.consolidate(session, lambda phase, data: None))
         assert await asyncio.to_thread(asked.wait, 60)  # the first run's review is under way
 
         def progress(phase: str, data: dict[str, Any]) -> None:
             if phase == "waiting":
                 queued.set()
 
-        second = asyncio.create_task(consolidator.consolidate(source.id, progress))
+        second = asyncio.create_task(consolidator.consolidate(session, progress))
         await queued.wait()
         meanwhile()
         answer.set()
@@ -159,7 +161,7 @@ def test_a_session_touched_while_a_request_waited_is_reviewed_by_its_content(
     # Only the file's times move (a backup tool, a `touch`): the content the review id was made of is there.
     touch = partial(os.utime, source.path, (OLD + 60, OLD + 60))
     done = _queued_behind_a_failing_run(
-        home, fake, source, touch, tool_call(proposal(put("prefer-uv", source.evidence())))
+        home, fake, source.id, touch, tool_call(proposal(put("prefer-uv", source.evidence())))
     )
     assert done.status is Status.COMMITTED and fake.count == 2
     assert ReceiptStore(home).read(done.review).attempts[-1].number == 2  # type: ignore[union-attr]
@@ -176,7 +178,24 @@ def test_a_session_whose_content_changed_while_a_request_waited_is_refused(
         os.utime(source.path, (OLD, OLD))
 
     with pytest.raises(Refused) as refused:
-        _queued_behind_a_failing_run(home, fake, source, rewrite)
+        _queued_behind_a_failing_run(home, fake, source.id, rewrite)
     assert refused.value.code == "SOURCE_CHANGED"
     assert refused.value.message == f"session {source.id} changed while this request waited; try again"
     assert fake.count == 1, "the changed session was not shown to the model"
+
+
+def test_a_claude_code_session_appended_while_a_request_waited_is_refused_live(
+    home: Home, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    # As a new request would be told: a harness file changed within sessions.idle_seconds is live.
+    claude = tmp_path / "claude"
+    configure(home, fake, tmp_path / "dsh", (claude, "claude-code"), timeout_seconds=20)
+    talk = [cl.prompt("u1", None, "always run the tests with uv"), cl.say("a1", "u1", "noted")]
+    path = write(claude_project(claude) / f"{cl.SID}.jsonl", cl.jsonl(*talk))
+    appended = cl.jsonl(*talk, cl.prompt("u2", "a1", "and lint with ruff"))
+
+    with pytest.raises(Refused) as refused:
+        _queued_behind_a_failing_run(home, fake, cl.SID, partial(write, path, appended, old=False))
+    assert refused.value.code == "LIVE"
+    assert refused.value.message.startswith(f"session {cl.SID} is still live: its file last changed ")
+    assert fake.count == 1
