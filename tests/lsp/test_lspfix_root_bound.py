@@ -66,5 +66,7 @@ def test_the_server_is_bound_by_permissions_whatever_sets_of_the_runner_hold_the
         pytest.skip(
             f"root cannot hold its ways past permissions in its inheritable and ambient sets here: {error}"
         )
+    assert ran.stdout.strip(), f"pytest said nothing (status {ran.returncode}); its stderr:\n{ran.stderr}"
     summary = ran.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"3 passed in .*", summary), ran.stdout  # two tests of the first, one of the second
+    # Two tests of the first, one of the second; a warning of pytest's is no failure.
+    assert re.match(r"3 passed(, \d+ warnings?)? in ", summary), ran.stdout
