@@ -32,7 +32,8 @@ again, its branches whose head moved elsewhere than down from the one it knew un
 read that meets an object it cannot read (gone, or its bytes corrupt) says the history is
 damaged and which entry, never a bug (decision 0395). A repository the disk refuses to make (a
 full disk) leaves no folder, and a read says so with what to do (decision 0398); a merge of the
-small packs that fails is a warning: the entry it follows is written.
+small packs that fails is a warning (a bug of remem's, an error with its traceback): the entry it
+follows is written.
 
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import functools
 import hashlib
 import logging
@@ -101,7 +103,12 @@ _UMASK_LOCK = threading.Lock()
 # a plain GitError ("incorrect data check") when its bytes are damaged. Either is damage.
 _UNREADABLE: tuple[type[Exception], ...] = (KeyError,) if pygit2 is None else (KeyError, pygit2.GitError)
 # What a small pack whose objects a merge cannot add raises: that, or its index is no index.
+# libgit2 raises the same for its own failure to open a file (`_os_trouble`), which is no damage.
 _UNMERGEABLE: tuple[type[Exception], ...] = (ValueError, *_UNREADABLE)
+# What pygit2 raises for the OS's failure in libgit2 (no errno in it), and Python's own.
+_PASSING: tuple[type[Exception], ...] = (OSError, MemoryError)
+# How libgit2 ends the message of an OS error it says as a GitError (`<what>: <strerror>`).
+_OS_WORDS = tuple(f": {os.strerror(code)}" for code in sorted(errno.errorcode))
 
 
 class HistoryError(Exception):
@@ -1018,26 +1025,37 @@ class History:
             self._opened_as = written
         self._ends_recorded(composed.branch)
         faultpoint("history.after-ref")
-        if not _is_pack_time(oid):
-            return
-        # The entry is written, so a merge that fails is housekeeping left to the next one (a
-        # full disk, no file descriptor left, a folder a `git gc` removed meanwhile), or, when it
-        # meets an object that does not read, the history's damage, said with what to do: never
-        # that the entry is missing. A small pack whose objects do not read is left out (`_added`).
+        if _is_pack_time(oid):
+            self._merge(repo)
+
+    def _merge(self, repo: pygit2.Repository) -> None:
+        """Merge the small packs after an entry. The entry is written, so a merge that fails is
+        housekeeping left to the next one when the OS failed it (a full disk, no file descriptor
+        left, a folder a `git gc` removed meanwhile), the history's damage, said with what to do,
+        when it met an object that does not read, and a bug of remem's, logged with its
+        traceback, otherwise: never that the entry is missing. A small pack whose objects do not
+        read is left out (`_added`)."""
         try:
             if self._merge_packs(repo):  # libgit2 would go on looking in the packs just removed
                 self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
-        except Exception as exc:
-            damaged = isinstance(exc, _UNREADABLE) and _refused_errno(exc) is None
+        except (*_UNMERGEABLE, *_PASSING) as exc:
+            # asked before the repository is let go: that closes the packs libgit2 holds open
+            trouble = _os_trouble(exc, [self.path / "objects"])
             self._close()  # opened again at the next use, in case some were removed
             log.warning(
                 "memory history: could not merge the small packs (%s); the entry is written, %s",
-                _reason(exc),
-                "but " + self._damage("an object of its small packs does not read")
-                if damaged
-                else "and a later one merges them",
+                _reason(trouble or exc),
+                "and a later one merges them"
+                if trouble is not None
+                else "but " + self._damage("an object of its small packs does not read"),
+            )
+        except Exception:
+            self._close()
+            log.exception(
+                "memory history: a bug of remem stopped the merge of the small packs; the entry "
+                "is written, the small packs stay until a remem without it merges them"
             )
 
     def _merge_packs(self, repo: pygit2.Repository) -> bool:
@@ -1088,6 +1106,9 @@ class History:
             for oid in oids:
                 repo.odb.read(oid)
         except _UNMERGEABLE as exc:
+            trouble = _os_trouble(exc, [index, index.with_suffix(".pack")])
+            if trouble is not None:  # this process's, not the pack's: the merge is left to a later one
+                raise trouble from None
             what = f"its pack {index.stem} does not read ({_reason(exc)}), and is left out of the merges"
             log.warning("memory history: %s", self._damage(what))
             return False
@@ -1404,6 +1425,24 @@ def _is_pack_time(oid: pygit2.Oid) -> bool:
     # Entries are counted by the commit ids' first bytes: no count to keep, and on average
     # one merge per PACK_EVERY entries whatever the scope.
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
+
+
+def _os_trouble(exc: Exception, opened: list[Path]) -> Exception | None:
+    """The OS's failure behind a merge's error `exc`, None when there is none: the history is
+    damaged. libgit2 says one as an OSError, as a GitError ending with the OS's words (`failed to
+    create temporary file '...': Too many open files`), or not at all: an object of a pack it
+    could not open (no file descriptor left) is only "not found". So the files it read,
+    `opened`, are opened once more, and the OS's refusal is the reason; a file gone is damage."""
+    if isinstance(exc, _PASSING) or str(exc).endswith(_OS_WORDS):
+        return exc
+    for path in opened:
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        except FileNotFoundError:
+            continue
+        except OSError as refused:
+            return refused
+    return None
 
 
 def _refused_errno(exc: Exception) -> int | None:
