@@ -16,6 +16,7 @@ import {
   HISTORY_REFUSED,
   type HistoryEntry,
   type HistoryLogResult,
+  type ListError,
   type MemoryAtResult,
   type MemoryOverview,
   type ModelList,
@@ -148,22 +149,22 @@ interface Chosen {
   node?: FlatNode; // the row picked, when the user picked one
 }
 
-/** The session named by the argument, or the one the user picks from `candidates`; `none` says
- * why there is none to pick (a function: told the folder's tree, its sessions and what could not be read). */
+/** The session named by the argument, or the one the user picks from `candidates`. */
 async function chooseSession(
   ctx: FlowContext,
   target: SessionTarget,
   candidates: Candidates,
   title: string,
-  none: None,
-  preferred?: string,
+  choice: Choice = {},
 ): Promise<Chosen> {
   if (target.session) return { session: target.session, label: target.label };
-  return pickOffered(ctx, await offered(ctx, target, candidates, none, preferred), title);
+  return pickOffered(ctx, await offered(ctx, target, candidates, choice), title);
 }
 
 type Candidates = (nodes: FlatNode[], now: number) => SessionPick[];
-type None = string | ((tree: SessionTreeResult) => string);
+/** `preferred`: the session offered first; `none`: why there is none to pick when the folder has
+ * sessions, but none of the candidates (without it, the picker offers every session). */
+type Choice = { none?: string; preferred?: string };
 
 /** The sessions of a folder a picker would offer, and the folder's sessions they are rows of. */
 interface Offer {
@@ -173,15 +174,37 @@ interface Offer {
 
 export const READING_SESSIONS = "Reading this workspace's sessions…";
 
-/** What the picker of `target`'s folder would offer; with nothing to offer, says `none` and stops. */
-async function offered(ctx: FlowContext, target: SessionTarget, candidates: Candidates, none: None, preferred?: string): Promise<Offer> {
+/** What the picker of `target`'s folder would offer; with nothing to offer, says why and stops. */
+async function offered(ctx: FlowContext, target: SessionTarget, candidates: Candidates, { none, preferred }: Choice): Promise<Offer> {
   const folder = await chooseFolder(ctx, target.cwd);
   // A cold tree takes a second or more, with nothing else on screen yet (no picker, no key prompt).
   const tree = await ctx.ui.busy(READING_SESSIONS, () => treeOf(ctx, folder));
   const { nodes } = tree;
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
-  if (items.length === 0) return stop(ctx.ui, typeof none === 'string' ? none : none(tree));
+  if (items.length === 0) return stop(ctx.ui, nothingOffered(tree, none));
   return { nodes, items };
+}
+
+export const NO_SESSIONS_YET =
+  'This workspace has no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in ' +
+  `this folder. ${ViewNames.sessions} lists where remem looked.`;
+
+/** Why a picker of the folder whose sessions are `tree` has nothing to offer: it has no sessions yet,
+ * none could be read (as the view's empty state says it), or `none` — and then whether some could not
+ * be read, which may be the ones the user looked for. */
+function nothingOffered(tree: SessionTreeResult, none = NO_SESSIONS_YET): string {
+  const unread = unreadText(tree.errors ?? []);
+  if (tree.nodes.length === 0) return unread ? `${SESSIONS_UNREADABLE}: ${unread}` : NO_SESSIONS_YET;
+  return unread ? `${none} Some of this workspace's sessions could not be read: ${unread}` : none;
+}
+
+/** What could not be read, for a message: the first in the daemon's words, the others counted
+ * (Session Branches' warning row lists each); '' when everything was read. */
+function unreadText(errors: readonly ListError[]): string {
+  const [first] = errors;
+  if (!first) return '';
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more, which ${ViewNames.sessions} lists)` : '';
+  return `${first.path}: ${first.message.replace(/\.$/, '')}${more}.`;
 }
 
 async function pickOffered(ctx: FlowContext, { nodes, items }: Offer, title: string): Promise<Chosen> {
@@ -212,26 +235,16 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
   // Whether the folder has a session to consolidate is said before the route is checked, not
   // after a key was asked for in vain (decision 0476); the key is still asked before the pick
   // (decision 0102).
-  const offer = target.session ? null : await offered(ctx, target, consolidationPicks, nothingToConsolidate);
+  const offer = target.session ? null : await offered(ctx, target, consolidationPicks, { none: NOTHING_TO_CONSOLIDATE });
   await ensureRoute(ctx);
   const session = offer ? (await pickOffered(ctx, offer, CONSOLIDATE_SESSION)).session : target.session;
   await consolidate(ctx, { session });
 }
 
-export const NO_SESSIONS_YET =
-  'This workspace has no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in ' +
-  `this folder. ${ViewNames.sessions} lists where remem looked.`;
-export const NO_SESSIONS_READ = `${SESSIONS_UNREADABLE}: ${ViewNames.sessions} says which files or folders could not be, and why.`;
-
-/** Why no session of the folder can be consolidated: it has none yet, none could be read, or none
- * the daemon takes. */
-function nothingToConsolidate(tree: SessionTreeResult): string {
-  if (tree.nodes.length > 0) {
-    return 'No session of this workspace can be consolidated now: live and archived sessions cannot, nor ' +
-      'subagents, which are consolidated with the session that started them.';
-  }
-  return tree.errors?.length ? NO_SESSIONS_READ : NO_SESSIONS_YET; // as the view's empty state says it
-}
+/** Why none of the folder's sessions can be consolidated: none is one the daemon takes. */
+const NOTHING_TO_CONSOLIDATE =
+  'No session of this workspace can be consolidated now: live and archived sessions cannot, nor ' +
+  'subagents, which are consolidated with the session that started them.';
 
 /** `remem.lsp.consolidate` as the server's code action (`{cwd}`: the workspace's latest finished
  * session) or another caller runs it: the same flow as Consolidate Session's once the session is
@@ -389,14 +402,9 @@ export async function branchFromTurn(ctx: FlowContext, arg?: unknown): Promise<s
     // only after the confirmation, so say it before anything is asked.
     return stop(ctx.ui, `There is no turn ${target.turn} to branch after: turns are numbered from 1.`);
   }
-  const { session, label } = await chooseSession(
-    ctx,
-    target,
-    sessionPicks,
-    BRANCH_FROM_TURN,
-    'This workspace has no sessions to branch from.',
-    ctx.activeSession(),
-  );
+  const { session, label } = await chooseSession(ctx, target, sessionPicks, BRANCH_FROM_TURN, {
+    preferred: ctx.activeSession(),
+  });
   // The session's revision the turn is chosen from (the lens's transcript, or the turns picked
   // from): the server refuses a branch once the session changed since, never cuts another turn.
   const { turn, revision } =
@@ -459,13 +467,7 @@ async function chooseTurn(ctx: FlowContext, session: string): Promise<{ turn: nu
 
 export async function openTranscript(ctx: FlowContext, arg?: unknown): Promise<void> {
   const target = sessionTarget(arg);
-  const { session, label } = await chooseSession(
-    ctx,
-    target,
-    transcriptPicks,
-    OPEN_TRANSCRIPT,
-    'This workspace has no sessions yet.',
-  );
+  const { session, label } = await chooseSession(ctx, target, transcriptPicks, OPEN_TRANSCRIPT);
   await ctx.ui.openTranscript(session, label ?? (await labelOf(ctx, session)), target.turn, target.keepFocus);
 }
 
@@ -567,7 +569,7 @@ async function chooseModel(ctx: FlowContext, provider: string, current?: string)
 export async function renameSession(ctx: FlowContext, arg?: unknown): Promise<void> {
   await ownSessionOnly(ctx, arg, 'rename');
   const target = sessionTarget(arg);
-  const { session, node } = await chooseSession(ctx, target, sessionPicks, RENAME_SESSION, 'No sessions to rename.');
+  const { session, node } = await chooseSession(ctx, target, sessionPicks, RENAME_SESSION);
   // The title itself, not the row's label ("After turn 2 · …" is no part of a branch's title).
   const row = isNodeArg(arg) ? arg.node : node;
   const current = row ? sessionTitle(row) : '';
@@ -600,11 +602,14 @@ export async function setArchived(ctx: FlowContext, arg: unknown, archived: bool
     sessionTarget(arg),
     (nodes, now) => sessionPicks(nodes.filter((n) => n.archived !== archived), now), // what it would change
     paletteName(archived ? CommandTitles.archiveSession : CommandTitles.restoreSession),
-    archived ? 'No session here to archive.' : 'No archived session here to restore.',
+    { none: archived ? ALL_ARCHIVED : NONE_ARCHIVED },
   );
   await ctx.server.command(archived ? ServerCommands.archive : ServerCommands.restore, { session });
   ctx.refreshSessions();
 }
+
+const ALL_ARCHIVED = 'Every session of this workspace is archived already.';
+const NONE_ARCHIVED = 'No session of this workspace is archived: there is nothing to restore.';
 
 /** A keybinding acts on the selected row, whatever it is; an in-file branch or an inline subagent
  * is part of its session's file, which the daemon knows by no id of its own. */

@@ -67,8 +67,8 @@ export const ViewNames = {
   memory: 'Memory',
 } as const;
 
-/** What Session Branches' empty state and Consolidate Session's message both say of a folder none
- * of whose sessions could be read. */
+/** What Session Branches' empty state and a command's session picker both say of a folder none of
+ * whose sessions could be read. */
 export const SESSIONS_UNREADABLE = 'No agent sessions of this workspace could be read';
 
 const SECTION = 'remem';

@@ -5,7 +5,8 @@ import { fixesOf, RESTART_SERVER } from '../src/fixes';
 import type { FolderElement } from '../src/folderView';
 import * as flows from '../src/flows';
 import type { PickItem } from '../src/picks';
-import type { HistoryEntry, SessionTreeResult } from '../src/protocol';
+import { SESSIONS_UNREADABLE } from '../src/ids';
+import type { FlatNode, HistoryEntry, SessionTreeResult } from '../src/protocol';
 import { emptyRows } from '../src/sessionsState';
 import { FAMILY, NOW, node } from './fixtures';
 
@@ -194,15 +195,74 @@ test('with nothing eligible the user is told why instead of seeing an empty pick
   await flows.run(() => flows.consolidateSession(empty.ctx));
   assert.deepEqual(empty.asked, [`info:${flows.NO_SESSIONS_YET}`]);
   assert.match(flows.NO_SESSIONS_YET, /no agent sessions yet/);
-  // A folder whose sessions could not be read is not told it has none yet: the tree says why.
-  const unread = new Harness();
-  unread.responses['remem/sessionTree'] = { nodes: [], errors: [{ path: '/h/.claude/projects/-proj', message: 'Permission denied' }] };
-  await flows.run(() => flows.consolidateSession(unread.ctx));
-  assert.deepEqual(unread.asked, [`info:${flows.NO_SESSIONS_READ}`]);
-  assert.match(flows.NO_SESSIONS_READ, /could be read.*Session Branches says which files or folders could not be, and why/);
-  // In the words of the view's empty state, which it sends the user to.
-  const [viewSays] = emptyRows(unread.responses['remem/sessionTree'] as SessionTreeResult, '/h');
-  assert.ok(flows.NO_SESSIONS_READ.startsWith(`${viewSays.label}: `), flows.NO_SESSIONS_READ);
+});
+
+/** Each palette command that picks a session, and the picker's sentence when the folder has
+ * sessions but none it would offer (undefined: it offers every session). */
+type Picker = [string, (ctx: flows.FlowContext) => Promise<unknown>, FlatNode[], RegExp | undefined];
+const PICKERS: Picker[] = [
+  [
+    'Consolidate Session',
+    (ctx) => flows.consolidateSession(ctx),
+    [node('busy', { live: true })],
+    /^No session of this workspace can be consolidated now/,
+  ],
+  ['Branch from Turn', (ctx) => flows.branchFromTurn(ctx), [], undefined],
+  ['Open Session Transcript', (ctx) => flows.openTranscript(ctx), [], undefined],
+  ['Rename Session', (ctx) => flows.renameSession(ctx), [], undefined],
+  [
+    'Archive Session',
+    (ctx) => flows.setArchived(ctx, undefined, true),
+    [node('old', { archived: true })],
+    /^Every session of this workspace is archived already\.$/,
+  ],
+  ['Restore Session', (ctx) => flows.setArchived(ctx, undefined, false), [node('s1')], /^No session of this workspace is archived: there is nothing to restore\.$/],
+];
+const UNREADABLE = { path: '/h/.claude/projects/-proj', message: 'Permission denied' };
+
+test('every session picker of a folder whose sessions could not be read says so with why, not that it has none', async () => {
+  for (const [name, flow] of PICKERS) {
+    const unread = new Harness();
+    unread.responses['remem/sessionTree'] = { nodes: [], errors: [UNREADABLE] };
+    await flows.run(() => flow(unread.ctx));
+    // In the words of the view's empty state, then the daemon's.
+    const [viewSays] = emptyRows(unread.responses['remem/sessionTree'] as SessionTreeResult, '/h');
+    assert.equal(viewSays.label, SESSIONS_UNREADABLE);
+    assert.deepEqual(unread.asked, [`info:${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied.`], name);
+    assert.deepEqual(unread.warnings, [], name);
+    // Several: the first said, the others counted, where the view lists them.
+    const several = new Harness();
+    const another = { path: '/h/.codex/sessions', message: 'Input/output error.' };
+    several.responses['remem/sessionTree'] = { nodes: [], errors: [UNREADABLE, another] };
+    await flows.run(() => flow(several.ctx));
+    assert.deepEqual(several.asked, [
+      `info:${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied (and 1 more, which Session Branches lists).`,
+    ], name);
+    // None there and nothing unread: none yet, and where they come from.
+    const empty = new Harness();
+    empty.responses['remem/sessionTree'] = { nodes: [] };
+    await flows.run(() => flow(empty.ctx));
+    assert.deepEqual(empty.asked, [`info:${flows.NO_SESSIONS_YET}`], name);
+  }
+  assert.match(flows.NO_SESSIONS_YET, /no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in this folder/);
+});
+
+test('a picker with sessions but none to offer says why, and whether some could not be read', async () => {
+  for (const [name, flow, nodes, none] of PICKERS) {
+    if (!none) continue;
+    const h = new Harness();
+    h.responses['remem/sessionTree'] = { nodes };
+    await flows.run(() => flow(h.ctx));
+    assert.equal(h.asked.length, 1, name);
+    assert.match(h.asked[0].replace(/^info:/, ''), none, name);
+    // What could not be read may be the session looked for: said after why.
+    const partly = new Harness();
+    partly.responses['remem/sessionTree'] = { nodes, errors: [UNREADABLE] };
+    await flows.run(() => flow(partly.ctx));
+    assert.deepEqual(partly.asked, [
+      `${h.asked[0]} Some of this workspace's sessions could not be read: /h/.claude/projects/-proj: Permission denied.`,
+    ], name);
+  }
 });
 
 test('with no key and nothing to consolidate, only that is said: no key is asked for in vain', async () => {
