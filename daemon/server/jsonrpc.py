@@ -307,12 +307,13 @@ def _unusable(exc: HomeUnusable | LockUnusable) -> RpcError:
 
 
 def log_failed(what: str, exc: Exception) -> None:
-    """Log that `what` failed with `exc`, for a task the daemon goes on after: a write the file
-    system refused (a full disk: no bug, and tried again later) in one warning line, raised here
-    or answered as UNWRITABLE; anything else as an error with its traceback."""
+    """Log that `what` failed with `exc`, for a task the daemon goes on after (a background
+    settle, a reaction to a change): what a request would be answered in words of its own (a
+    refusal, something in the home in the way, a write the file system refused: no bug, and
+    tried again later) in one warning line naming it; anything else as an error with its
+    traceback."""
     if (
-        isinstance(exc, RpcError)
-        and exc.code == UNWRITABLE
+        isinstance(exc, (RpcError, HomeUnusable, LockUnusable))
         or isinstance(exc, OSError)
         and is_refused_write(exc)
     ):
