@@ -135,8 +135,14 @@ export async function chooseFolder(ctx: FlowContext, cwd?: string): Promise<Fold
   return chosen(pick).folder;
 }
 
+export const READING_SESSIONS = "Reading this workspace's sessions…";
+
+/** The folder's sessions, read under a status-bar progress: a flow reads them while the user waits
+ * (before a picker, a key prompt, a tab's name, a key's act), and a cold tree takes a second or more
+ * with nothing else on screen yet. */
 async function treeOf(ctx: FlowContext, folder: Folder): Promise<SessionTreeResult> {
-  return ctx.server.request<SessionTreeResult>(Requests.sessionTree, { cwd: folder.cwd });
+  const read = () => ctx.server.request<SessionTreeResult>(Requests.sessionTree, { cwd: folder.cwd });
+  return ctx.ui.busy(READING_SESSIONS, read);
 }
 
 async function sessionsOf(ctx: FlowContext, folder: Folder): Promise<FlatNode[]> {
@@ -172,13 +178,9 @@ interface Offer {
   items: SessionPick[];
 }
 
-export const READING_SESSIONS = "Reading this workspace's sessions…";
-
 /** What the picker of `target`'s folder would offer; with nothing to offer, says why and stops. */
 async function offered(ctx: FlowContext, target: SessionTarget, candidates: Candidates, { none, preferred }: Choice): Promise<Offer> {
-  const folder = await chooseFolder(ctx, target.cwd);
-  // A cold tree takes a second or more, with nothing else on screen yet (no picker, no key prompt).
-  const tree = await ctx.ui.busy(READING_SESSIONS, () => treeOf(ctx, folder));
+  const tree = await treeOf(ctx, await chooseFolder(ctx, target.cwd));
   const { nodes } = tree;
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
   if (items.length === 0) return stop(ctx.ui, nothingOffered(tree, none));

@@ -167,6 +167,22 @@ test('consolidate from the palette reads the sessions under a status-bar progres
   assert.equal(h.warnings.length, 1);
 });
 
+test('every read of the sessions a command waits on is under the status-bar progress, not only a picker\'s', async () => {
+  const reads = [['remem/sessionTree']]; // one progress, the one read made while it showed
+  // A link's session named by id only: its tab is named as the tree names it.
+  const link = new Harness();
+  link.responses['remem/sessionTree'] = { nodes: [node('s1')] };
+  await flows.run(() => flows.openTranscript(link.ctx, { session: 's1' }));
+  assert.deepEqual(link.opened, ['transcript:s1:Title of s1']);
+  assert.deepEqual(link.busyWith, reads.map((sent) => [flows.READING_SESSIONS, sent]));
+  // A key on a row drawn archived: whether it still is is read again before it acts.
+  const key = new Harness();
+  key.responses['remem/sessionTree'] = { nodes: [node('s1')] };
+  await flows.run(() => flows.setArchived(key.ctx, { type: 'session', cwd: '/proj', node: node('s1', { archived: true }) }, true));
+  assert.deepEqual(key.sent.at(-1), ['remem.lsp.archive', { session: 's1' }]);
+  assert.deepEqual(key.busyWith, reads.map((sent) => [flows.READING_SESSIONS, sent]));
+});
+
 test('consolidate from a tree item asks nothing; a dismissed pick sends nothing', async () => {
   const h = new Harness();
   await flows.run(() => flows.consolidateSession(h.ctx, { type: 'session', cwd: '/proj', node: node('s9') }));
