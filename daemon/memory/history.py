@@ -99,12 +99,16 @@ _INTENT_MAX_BYTES = 64 * 1024  # an entry's JSON line: an actor's few names and 
 _TEMP = re.compile(r"\.history-[0-9a-f]{8}")  # a repository being made, renamed `history` once whole
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
-# What pygit2 raises for an object it cannot read: NotFoundError (a KeyError) when it is gone,
-# a plain GitError ("incorrect data check") when its bytes are damaged. Either is damage.
-_UNREADABLE: tuple[type[Exception], ...] = (KeyError,) if pygit2 is None else (KeyError, pygit2.GitError)
-# What a small pack whose objects a merge cannot add raises: that, or its index is no index.
+_GIT_ERRORS: tuple[type[Exception], ...] = () if pygit2 is None else (pygit2.GitError,)
+# What pygit2 raises for an object it cannot read: NotFoundError (a GitError and a KeyError; a
+# bare KeyError before pygit2 1.21) when it is gone, a plain GitError ("incorrect data check")
+# when its bytes are damaged. Either is damage.
+_UNREADABLE: tuple[type[Exception], ...] = (KeyError, *_GIT_ERRORS)
+# What an object a merge reads before adding it raises when it does not read (`_looking_up`
+# saying it gone as a GitError): that, or its pack's index is no index, or its name no id. A bare
+# KeyError, or a ValueError, met elsewhere in a merge is a bug's, not the history's damage.
 # libgit2 raises the same for its own failure to open a file (`_os_trouble`), which is no damage.
-_UNMERGEABLE: tuple[type[Exception], ...] = (ValueError, *_UNREADABLE)
+_UNMERGEABLE: tuple[type[Exception], ...] = (ValueError, *_GIT_ERRORS)
 # What pygit2 raises for the OS's failure in libgit2 (no errno in it), and Python's own.
 _PASSING: tuple[type[Exception], ...] = (OSError, MemoryError)
 # How libgit2 ends the message of an OS error it says as a GitError (`<what>: <strerror>`).
@@ -1033,14 +1037,14 @@ class History:
         housekeeping left to the next one when the OS failed it (a full disk, no file descriptor
         left, a folder a `git gc` removed meanwhile), the history's damage, said with what to do,
         when it met an object that does not read, and a bug of remem's, logged with its
-        traceback, otherwise: never that the entry is missing. A small pack whose objects do not
-        read is left out (`_added`)."""
+        traceback, otherwise: never that the entry is missing. A small pack or a loose object
+        that does not read is left out (`_read_whole`)."""
         try:
             if self._merge_packs(repo):  # libgit2 would go on looking in the packs just removed
                 self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
-        except (*_UNMERGEABLE, *_PASSING) as exc:
+        except (*_GIT_ERRORS, *_PASSING) as exc:
             # asked before the repository is let go: that closes the packs libgit2 holds open
             trouble = _os_trouble(exc, [self.path / "objects"])
             self._close()  # opened again at the next use, in case some were removed
@@ -1066,7 +1070,7 @@ class History:
         remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
         packs = small_packs(objects / "pack", MERGED_MAX)
         loose = [
-            (folder, name)
+            folder / name
             for folder in objects.iterdir()
             if len(folder.name) == 2 and folder.is_dir()
             for name in os.listdir(folder)
@@ -1074,47 +1078,62 @@ class History:
         ]
         if len(packs) + len(loose) < 2:
             return False
-        builder = pygit2.PackBuilder(repo)
-        packs = [index for index in packs if self._added(repo, builder, index)]
-        if len(packs) + len(loose) < 2:  # one pack written again would be named as it is, then removed
+        read = {index: self._pack_read(repo, index) for index in packs}
+        read |= {path: self._loose_read(repo, path) for path in loose}
+        merged = {path: oids for path, oids in read.items() if oids is not None}
+        if len(merged) < 2:  # one pack written again would be named as it is, then removed
             return False
-        for folder, name in loose:
-            builder.add(pygit2.Oid(hex=folder.name + name))
-        builder.write()
+        builder = pygit2.PackBuilder(repo)
+        with _looking_up():
+            for oid in (oid for oids in merged.values() for oid in oids):
+                builder.add(oid)
+            builder.write()
         faultpoint("history.merge.after-write")
         # The pack first: an index left without it (a merge killed here) is unseen by readers as
         # a pack without its index is, and the next merge takes its objects (read from the merged
         # pack) and removes it, where a pack left without its index stayed for good.
-        for index in packs:
+        for index in (index for index in packs if index in merged):
             index.with_suffix(".pack").unlink(missing_ok=True)
             faultpoint("history.merge.mid-removal")
             index.unlink(missing_ok=True)
         faultpoint("history.merge.after-pack-removal")
-        for folder, name in loose:  # each is in the pack now: readers find it there
-            with contextlib.suppress(FileNotFoundError):
-                (folder / name).unlink()
+        for path in (path for path in loose if path in merged):  # each is in the pack now
+            path.unlink(missing_ok=True)
         return True
 
-    def _added(self, repo: pygit2.Repository, builder: pygit2.PackBuilder, index: Path) -> bool:
-        """Add the objects of the pack of `index` to a merge; False when they do not read (its
-        index or pack damaged): that pack is left as it is, its bytes perhaps still of use to
-        `git index-pack`, and said to be the history's damage. Its entries' reads say so too."""
+    def _pack_read(self, repo: pygit2.Repository, index: Path) -> list[pygit2.Oid] | None:
+        """The objects of the small pack of `index`, each read whole (`_read_whole`)."""
+        files = [index, index.with_suffix(".pack")]
+        return self._read_whole(repo, lambda: pack_ids(index), files, f"its pack {index.stem}")
+
+    def _loose_read(self, repo: pygit2.Repository, path: Path) -> list[pygit2.Oid] | None:
+        """The loose object at `path` (objects/<2 hex>/<38 hex>), read whole (`_read_whole`)."""
+        oid = path.parent.name + path.name
+        return self._read_whole(repo, lambda: [oid], [path], f"its loose object {oid}")
+
+    def _read_whole(
+        self, repo: pygit2.Repository, ids: Callable[[], list[str]], files: list[Path], what: str
+    ) -> list[pygit2.Oid] | None:
+        """The objects `ids` names, each read whole (decompressed) before a merge adds it: adding
+        one only finds it, so altered bytes showed only as the merge was written, which then
+        failed for good. None when one does not read (`files`: those they are read from): `what`
+        is left as it is, out of the merges, its bytes perhaps still of use to `git index-pack`,
+        and said to be the history's damage. Its entries' reads say so too."""
         try:
-            oids = [pygit2.Oid(hex=oid) for oid in pack_ids(index)]
-            # Each read whole before any is added: adding one only finds it, so altered bytes
-            # showed as the merge was written, which then failed for good.
-            for oid in oids:
-                repo.odb.read(oid)
+            oids = [pygit2.Oid(hex=oid) for oid in ids()]
+            with _looking_up():
+                for oid in oids:
+                    repo.odb.read(oid)
         except _UNMERGEABLE as exc:
-            trouble = _os_trouble(exc, [index, index.with_suffix(".pack")])
-            if trouble is not None:  # this process's, not the pack's: the merge is left to a later one
+            trouble = _os_trouble(exc, files)
+            if trouble is not None:  # this process's, not the object's: the merge is left to a later one
                 raise trouble from None
-            what = f"its pack {index.stem} does not read ({_reason(exc)}), and is left out of the merges"
-            log.warning("memory history: %s", self._damage(what))
-            return False
-        for oid in oids:
-            builder.add(oid)
-        return True
+            log.warning(
+                "memory history: %s",
+                self._damage(f"{what} does not read ({_reason(exc)}), and is left out of the merges"),
+            )
+            return None
+        return oids
 
     def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
         """Before a branch is moved: the repository, its objects and its branches are the folders
@@ -1425,6 +1444,19 @@ def _is_pack_time(oid: pygit2.Oid) -> bool:
     # Entries are counted by the commit ids' first bytes: no count to keep, and on average
     # one merge per PACK_EVERY entries whatever the scope.
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
+
+
+@contextlib.contextmanager
+def _looking_up() -> Iterator[None]:
+    """Around pygit2's calls that look objects up: one not found is said as a GitError, as pygit2
+    says it from 1.21 on (NotFoundError); an earlier pygit2 raised a bare KeyError, which anywhere
+    else in a merge is a bug's."""
+    try:
+        yield
+    except KeyError as exc:
+        if isinstance(exc, _GIT_ERRORS):
+            raise
+        raise pygit2.GitError(*exc.args) from exc
 
 
 def _os_trouble(exc: Exception, opened: list[Path]) -> Exception | None:
