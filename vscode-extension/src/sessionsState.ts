@@ -196,12 +196,14 @@ export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH
 
 /** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
 export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
-  // None read is not none there: the row above says why.
-  const none = result.errors?.length ? SESSIONS_UNREADABLE : 'No agent sessions of this workspace were found';
+  // None read is not none there: the row above says why, and that is what to fix.
+  const unread = Boolean(result.errors?.length);
   const rows: NoteRow[] = [
     {
-      label: none,
-      tooltip: 'Sessions appear here once an agent harness has worked in this folder.',
+      label: unread ? SESSIONS_UNREADABLE : 'No agent sessions of this workspace were found',
+      tooltip: unread
+        ? 'The row above says which files or folders could not be read, and why.'
+        : 'Sessions appear here once an agent harness has worked in this folder.',
       icon: 'info',
     },
     { label: HARNESSES, tooltip: HARNESSES, icon: 'hubot' },

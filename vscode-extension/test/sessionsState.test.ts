@@ -233,7 +233,11 @@ test('what the tree could not read is one row above it, each path and reason in 
   assert.deepEqual(errorRows({ nodes: FAMILY, errors: [] }), []);
   assert.deepEqual(errorRows({ nodes: FAMILY }), []);
   // An empty tree with errors does not say there are no sessions, only that none could be read.
-  assert.equal(emptyRows({ nodes: [], errors: [link] }, '/home/me')[0].label, 'No agent sessions of this workspace could be read');
+  const [unread] = emptyRows({ nodes: [], errors: [link] }, '/home/me');
+  assert.equal(unread.label, 'No agent sessions of this workspace could be read');
+  // Its tooltip sends the user to what could not be read, not to an agent that has not worked here.
+  assert.equal(unread.tooltip, 'The row above says which files or folders could not be read, and why.');
+  assert.equal(emptyRows({ nodes: [] }, '/home/me')[0].tooltip, 'Sessions appear here once an agent harness has worked in this folder.');
 });
 
 test('the trees kept of folders no longer in the workspace are dropped, this window\'s and a past one\'s', async () => {
