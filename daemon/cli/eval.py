@@ -139,8 +139,9 @@ async def _run_all(
     stopped: list[signal.Signals],
 ) -> None:
     """Append each case's score to `scores` as it ends, so an interrupted run can say how far it
-    got. A closed terminal or a `kill` (appended to `stopped`) stops it as Ctrl-C does: killed
-    outright, it would leave each case's temporary home behind."""
+    got. Ctrl-C, a closed terminal or a `kill` (appended to `stopped`) cancels it: killed
+    outright, it would leave each case's temporary home behind. A stop after the first waits
+    for that cleanup."""
     from ..evaluation.cases import CWD
     from ..evaluation.formats import FORMATS
     from ..evaluation.harness import run_case
@@ -150,10 +151,14 @@ async def _run_all(
     loop = asyncio.get_running_loop()
 
     def stop_by(stop: signal.Signals) -> None:
+        # Only the first stop cancels. Ctrl-C is handled here too, not by `asyncio.run`, whose
+        # second Ctrl-C raises wherever the run is: in the deletion of a case's home, say,
+        # which it left half done.
+        if not stopped:
+            task.cancel()
         stopped.append(stop)
-        task.cancel()
 
-    for stop in (signal.SIGTERM, signal.SIGHUP):
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(stop, stop_by, stop)
     show = sys.stderr.isatty()
     with click.progressbar(
@@ -163,7 +168,7 @@ async def _run_all(
         for name, case in chosen:  # the bar names the case just done
             score = await run_case(case, FORMATS[name](CWD), settings, backend.home)
             if _interrupted(score):
-                raise asyncio.CancelledError  # asyncio.run reports it as the KeyboardInterrupt it was
+                raise asyncio.CancelledError  # the stop it was, as the caller reports one
             scores.append(score)
             bar.update(1, f"{name}/{case.name}")
 
