@@ -228,7 +228,7 @@ class ReceiptStore:
         """The receipt of `review` and its file's text exactly as written; None when there is
         none; `ReceiptError` when the file is not a valid receipt, or is no regular file (a link,
         a FIFO: never followed nor waited on); `HomeUnusable` when the receipts' folder, or one
-        above it in the home, is a symbolic link. Other `OSError`s pass."""
+        above it in the home, is a symbolic link or no folder (a file). Other `OSError`s pass."""
         path = self.path(review)
         self._home.refuse_link(self.folder)
         try:
@@ -236,6 +236,9 @@ class ReceiptStore:
             return parse_receipt(text), text
         except FileNotFoundError:
             return None
+        except NotADirectoryError:  # a file where the receipts' folder, or one above it, goes
+            self._home.names_in(self.folder)  # says which, as a listing of the receipts says it
+            raise  # a folder again since: what is left is a bug's
         except _NotAFile as exc:
             raise ReceiptError(f"{path}: {exc}") from None
         except (ValueError, ValidationError, yaml.YAMLError) as exc:
