@@ -500,6 +500,9 @@ export async function openWorkspaceMemory(ctx: FlowContext, arg?: unknown): Prom
   await ctx.ui.openFile(workspace.index);
 }
 
+const NO_RECEIPTS =
+  `No session of this workspace has been consolidated yet: "${CONSOLIDATE_SESSION}" consolidates one and writes its receipt.`;
+
 export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void> {
   const target = sessionTarget(arg);
   const file = target.session ? {} : fileTarget(arg); // a session item's `review` is its state, not an id
@@ -513,13 +516,13 @@ export async function showReceipt(ctx: FlowContext, arg?: unknown): Promise<void
     const found = receipts.find((r) => r.session === target.session);
     if (!found) {
       const all = `remem receipts --session ${target.session}`;
-      const message = `No receipt of session ${shortId(target.session)} among the 20 most recent; \`${all}\` lists all.`;
+      const message = `No receipt of session ${shortId(target.session)} among this workspace's 20 most recent; \`${all}\` lists all.`;
       return stop(ctx.ui, message);
     }
     return ctx.ui.openReceipt(found.review, found.title ?? undefined);
   }
   const items = receiptPicks(receipts, ctx.now());
-  if (items.length === 0) return stop(ctx.ui, 'No consolidation has written a receipt yet.');
+  if (items.length === 0) return stop(ctx.ui, NO_RECEIPTS);
   const pick = await ctx.ui.pick(items, { title: SHOW_RECEIPT, placeholder: 'Pick a receipt (newest first)' });
   const { review, title } = chosen(pick);
   await ctx.ui.openReceipt(review, title ?? undefined);

@@ -542,6 +542,27 @@ test('memory files open where the overview says they are', async () => {
   assert.deepEqual(fresh.opened, []);
 });
 
+test('Show Receipt in a workspace with none says none of its sessions was consolidated, not that no consolidation ran', async () => {
+  // Another folder of the window may have receipts: the overview lists this one's.
+  const h = new Harness();
+  h.folders = [
+    { name: 'a', cwd: '/a' },
+    { name: 'b', cwd: '/b' },
+  ];
+  h.responses['remem/memoryOverview'] = { ...OVERVIEW, receipts: [] };
+  h.picks.push(byLabel('b'));
+  await flows.run(() => flows.showReceipt(h.ctx));
+  assert.deepEqual(h.sent, [['remem/memoryOverview', { cwd: '/b' }]]);
+  assert.deepEqual(h.asked.slice(1), [
+    'info:No session of this workspace has been consolidated yet: "Remem: Consolidate Session" consolidates one and writes its receipt.',
+  ]);
+  // A session's own: among this workspace's newest, and the command that lists all of them.
+  const session = new Harness();
+  session.responses['remem/memoryOverview'] = OVERVIEW;
+  await flows.run(() => flows.showReceipt(session.ctx, { type: 'session', cwd: '/proj', node: node('s2') }));
+  assert.deepEqual(session.asked, ["info:No receipt of session s2 among this workspace's 20 most recent; `remem receipts --session s2` lists all."]);
+});
+
 test('select model: the provider\'s listed models are picked, the key state in the title; Type… types one', async () => {
   const h = new Harness();
   h.responses['remem/models'] = { ...UNLISTED, provider: 'deepseek', models: ['deepseek-v4-pro', 'deepseek-v4-flash'] };
