@@ -2,9 +2,11 @@
 
 `ReceiptStore.read_as_written` (and `read`) met `memory/reviews`, or `memory`, made a file as a
 raw NotADirectoryError, where a listing of the receipts says it as `HomeUnusable` naming the
-folder. Through the daemon the marks' listing every request begins with refuses first; a caller
-of the store outside a daemon request (the CLI's own read of a receipt when the daemon is gone,
-the evaluation harness) met the bug's error.
+folder. No command shows it: through the daemon, or in the CLI's process (`--no-daemon`), the
+marks' listing every request begins with refuses first; the CLI's own read of a review's receipt
+(when the daemon is gone after answering) takes any OSError as a receipt it cannot read now, and
+the language server only lists the receipts. So the store is asked as a caller of it outside a
+request asks it.
 """
 
 from __future__ import annotations
