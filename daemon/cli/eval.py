@@ -98,7 +98,7 @@ def _route_settings(backend: Backend, provider: str | None, model: str | None) -
         settings, _ = SettingsStore(backend.home).read()
     except SettingsError as exc:
         fail("\n".join(exc.problems))
-    _check_provider(settings, provider)
+    _check_options(settings, provider, model)
     data = settings.model_dump(exclude_unset=True)
     chosen = data.setdefault("consolidation", {})
     chosen.update({k: v for k, v in {"provider": provider, "model": model}.items() if v is not None})
@@ -108,15 +108,22 @@ def _route_settings(backend: Backend, provider: str | None, model: str | None) -
         fail("\n".join(exc.problems))
 
 
-def _check_provider(settings: Settings, provider: str | None) -> None:
+def _check_options(settings: Settings, provider: str | None, model: str | None) -> None:
     """Before the evaluated settings are parsed: remem writes them, so the line their error
     names is in no file the user has; the option is what to fix."""
+    from ..settings import check_model_id
+
     known = settings.all_providers()
     if provider is not None and provider not in known:
         raise click.UsageError(
             f"--provider {one_line(provider)} is not a provider of your settings; use one of "
             f"{', '.join(sorted(known))} or add it under providers in settings.yml"
         )
+    if model is not None:
+        try:
+            check_model_id(model)
+        except ValueError as exc:
+            raise click.UsageError(f"--model: {exc}") from None
 
 
 def _yaml(data: dict[str, object]) -> bytes:
