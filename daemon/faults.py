@@ -4,7 +4,8 @@
 flush) the moment it reaches that point, so tests can prove every durable write protocol
 recovers from a crash at each step; `<name>@<n>` dies the n-th time the process reaches it
 (a point inside a loop, like an append). With the variable unset a fault point is one
-comparison.
+comparison. `raise:<name>` (or `raise:<name>@<n>`) raises `Fault` there instead: an unexpected
+error, as a bug would raise, for the tests of what the process does with one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ POINTS: frozenset[str] = frozenset(
         "consolidation.after-final-receipt",
         "consolidation.receipt.after-temp-write",
         "credentials.after-temp-write",
+        "daemon.status-keeper.before-rewrite",
         "fork.after-mark",
         "fork.after-prepare",
         "fork.after-temp-write",
@@ -66,11 +68,19 @@ POINTS: frozenset[str] = frozenset(
 )
 
 
-def _armed(value: str | None) -> tuple[str, int] | None:
+class Fault(Exception):
+    """Raised at the fault point armed as `raise:<name>`."""
+
+
+_RAISE = "raise:"
+
+
+def _armed(value: str | None) -> tuple[str, int, bool] | None:
     if not value:
         return None
-    name, _, nth = value.partition("@")
-    return name, int(nth or 1)
+    raising = value.startswith(_RAISE)
+    name, _, nth = value.removeprefix(_RAISE).partition("@")
+    return name, int(nth or 1), raising
 
 
 _ARMED = _armed(os.environ.get("REMEM_FAULTPOINT"))
@@ -78,10 +88,13 @@ _reached = 0
 
 
 def faultpoint(name: str) -> None:
-    """Die here when this point is the armed one; a typo in `name` is a programming error."""
+    """Die (or raise `Fault`) here when this point is the armed one; a typo in `name` is a
+    programming error."""
     global _reached
     if _ARMED is not None and name == _ARMED[0]:
         assert name in POINTS, f"unregistered fault point {name!r}"
         _reached += 1
         if _reached == _ARMED[1]:
+            if _ARMED[2]:
+                raise Fault(f"fault point {name} reached")
             os._exit(EXIT_CODE)

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from ..client import SERVED_ELSEWHERE_EXIT, SPAWNED_ENV
 from ..credentials import log_to_stderr
+from ..faults import faultpoint
 from ..fsutil import atomic_rewrite
 from ..home import Home, HomeUnusable
 from ..locks import LockHandle, LockUnusable, try_file_lock
@@ -94,6 +95,7 @@ class Daemon:
         self._serving: set[asyncio.Task[None]] = set()  # one task per connection
         self._refusing = False  # clients past `max_connections` are refused (logged once)
         self._stop = asyncio.Event()
+        self._crash: BaseException | None = None  # what ended its own background work unexpectedly
         self._idle: asyncio.TimerHandle | None = None
         self._status_file: bytes | None = None  # what state/daemon.json must hold while serving
         self._status_turn = threading.Lock()  # a rewrite in its thread never undoes a forget
@@ -169,7 +171,9 @@ class Daemon:
             await asyncio.to_thread(self.watcher.stop)
             self.services.close()
         self._forget_status()
-        release_socket(socket_path)
+        release_socket(socket_path, self._socket_identity)
+        if self._crash is not None:
+            raise self._crash  # once stopped as on a shutdown: `run` logs it, its traceback, as a crash
 
     async def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
         """Set up the watches. A change made once the status file exists is heard, as before
@@ -187,6 +191,7 @@ class Daemon:
         self._status_file = info.model_dump_json().encode() + b"\n"
         atomic_rewrite(self.paths.status, self._status_file)
         keeper = asyncio.create_task(self._keep_state(lock))
+        keeper.add_done_callback(self._ended)
         self._arm_idle(FIRST_CLIENT_SECONDS)
         listening = log.makeRecord(
             log.name, logging.INFO, __file__, 0, "listening on %s (pid %d)", (socket_path, os.getpid()), None
@@ -211,6 +216,30 @@ class Daemon:
         self.services.stopping()
         self._forget_status()
         self._stop.set()
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A background task of the daemon's ended: one that raised stops the daemon as a crash,
+        where it ended silently and left a daemon half alive (its status file never put back)."""
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self._crashed(exc)
+
+    def _crashed(self, exc: BaseException) -> None:
+        """Stop on `exc`, an unexpected error of the daemon's own work (not a request's): `serve`
+        raises it once the daemon stopped, which `run` logs with its traceback (exit 4)."""
+        if self._crash is None:
+            self._crash = exc
+        try:
+            self.stop()
+        finally:
+            self._stop.set()
+
+    def _guarded(self, callback: Callable[..., None], *args: object) -> None:
+        """Run `callback` (a timer's) so that an unexpected error in it stops the daemon as a
+        crash, not only logged by the event loop, the daemon going on without what it does."""
+        try:
+            callback(*args)
+        except Exception as exc:
+            self._crashed(exc)
 
     async def _keep_state(self, lock: HomeLock) -> None:
         """Put the status file back when it is deleted or overwritten (clients find us by it),
@@ -250,6 +279,7 @@ class Daemon:
                 return
             if not self._status_blocked:
                 log.warning("%s was %s; rewriting it", self.paths.status, change)
+            faultpoint("daemon.status-keeper.before-rewrite")
             try:
                 atomic_rewrite(self.paths.status, expected)
             except OSError as exc:  # a folder in the way: the keeper must outlive it, and say so once
@@ -346,7 +376,7 @@ class Daemon:
     def _arm_idle(self, at_least: float = 0) -> None:
         self._disarm_idle()
         seconds = max(self.idle_seconds, at_least)
-        self._idle = asyncio.get_running_loop().call_later(seconds, self._idle_exit, seconds)
+        self._idle = asyncio.get_running_loop().call_later(seconds, self._guarded, self._idle_exit, seconds)
 
     def _disarm_idle(self) -> None:
         if self._idle is not None:

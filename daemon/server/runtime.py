@@ -38,7 +38,7 @@ from ..fsutil import PRIVATE_DIR_MODE, own_private_dir
 from ..home import Home, HomeUnusable
 from ..locks import held_elsewhere, try_file_lock
 from ..protocol.rpc import DaemonInfo
-from ..safe_open import folder_at, read_regular
+from ..safe_open import folder_at, kind_of, read_regular
 
 log = logging.getLogger("remem.daemon")
 POLL_SECONDS = 0.02  # how often a waiting client looks at the lock and the status file again
@@ -436,9 +436,24 @@ def _no_folder(why: str) -> NoSocketFolder:
     )
 
 
-def release_socket(path: Path) -> None:
-    """Remove a stopping daemon's socket, and the fresh folder it was given, if any."""
-    path.unlink(missing_ok=True)
+def release_socket(path: Path, ours: tuple[int, int] | None) -> None:
+    """Remove a stopping daemon's socket (`ours`: its device and inode), and the fresh folder it
+    was given, if any. Anything else at its path (a folder put there, another socket) is left
+    alone, said in one line: a stopping daemon never fails on what stands there."""
+    try:
+        found = os.stat(path, follow_symlinks=False)
+        if _identity(found) == ours:
+            path.unlink()
+        else:
+            log.warning(
+                "%s is no longer the daemon's socket (%s stands there): left alone",
+                path,
+                kind_of(found.st_mode),
+            )
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("the daemon's socket %s cannot be removed (%s)", path, exc.strerror or exc)
     if path.parent.name.startswith(f"{_shared_name()}-"):
         with contextlib.suppress(OSError):  # not empty: something else put a file there
             path.parent.rmdir()

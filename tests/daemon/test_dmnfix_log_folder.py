@@ -100,26 +100,22 @@ def test_a_full_log_removed_with_the_folder_in_its_way_goes_on_in_a_fresh_one(
 
 def test_a_crash_while_the_log_is_full_is_said_at_its_end(home: Home, tmp_path: Path) -> None:
     """Its descriptors 1 and 2 go nowhere: the crash's traceback was lost, and the log ended with
-    the warning as if the daemon still ran. A folder put where its socket was crashes it: it
-    stops (it can no longer be reached) and cannot remove its socket."""
+    the warning as if the daemon still ran. An unexpected error raised in its status keeper (a
+    fault point, once its status file is removed) crashes it."""
     paths = DaemonPaths(home)
-    assert _remem(home, "daemon", "start").returncode == 0
+    fault = "daemon.status-keeper.before-rewrite"
+    assert _remem(home, "daemon", "start", REMEM_FAULTPOINT=f"raise:{fault}").returncode == 0
     paths.old_log.mkdir()
     _log_long_lines(home, tmp_path, "before", 12)
     warned = paths.log.read_text().splitlines()[-1]
     assert " cannot be moved aside (" in warned
-    socket = Path(paths.read_status().socket)  # type: ignore[union-attr]
-    socket.unlink()
-    socket.mkdir()
-    try:
-        wait_until(lambda: not paths.running(), what="the daemon's crash")
-    finally:
-        socket.rmdir()
+    paths.status.unlink()
+    wait_until(lambda: not paths.running(), what="the daemon's crash")
     *_, last_warned, crashed = paths.log.read_text().splitlines()
     assert last_warned == warned
     assert crashed.endswith(
-        f" ERROR the daemon stopped on an unexpected error, IsADirectoryError: [Errno 21] Is a "
-        f"directory: '{socket}' (its traceback is not logged: the log is full)"
+        f" ERROR the daemon stopped on an unexpected error, Fault: fault point {fault} reached (its "
+        "traceback is not logged: the log is full)"
     ), crashed
     assert paths.old_log.is_dir()
 
