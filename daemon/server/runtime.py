@@ -224,6 +224,9 @@ class LogCap(logging.Handler):
         self._blocked = False  # no more capping: the log is not ours
         self._full: tuple[int, int] | None = None  # the log left full (device, inode), written no more
         self._failing = False  # the last line could not be capped (an unexpected error, said)
+        # Where descriptors 1 and 2 go while the log takes nothing: opened now, as a log that
+        # cannot be moved aside for want of descriptors would find none left for it then.
+        self._nowhere = os.open(os.devnull, os.O_WRONLY)
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._blocked:
@@ -257,6 +260,7 @@ class LogCap(logging.Handler):
             os.close(full)
             return
         _write_to(full)
+        os.close(full)
         message = " ".join(str(exc).split())[:CRASH_MESSAGE_CHARS]
         self._last_line(
             logging.ERROR, "the daemon stopped on an unexpected error, %s: %s (its traceback is not "
@@ -300,6 +304,7 @@ class LogCap(logging.Handler):
         except (OSError, HomeUnusable):
             return  # no descriptor left, or a link put there: tried again at the next line
         _write_to(fresh)
+        os.close(fresh)
         dropped, self._full = self._full is not None, None
         log.handle(self._header)
         if _is(self._paths.old_log, ours):
@@ -327,16 +332,21 @@ class LogCap(logging.Handler):
             log.log(level, message, *args)
         finally:
             self._blocked = False
-        _write_to(os.open(os.devnull, os.O_WRONLY))
+        _write_to(self._nowhere)
+
+    def close(self) -> None:
+        if self._nowhere != -1:  # logging closes at exit too what `uncap_log` closed
+            os.close(self._nowhere)
+            self._nowhere = -1
+        super().close()
 
 
 def _write_to(fd: int) -> None:
-    """Make `fd` this process's standard output and error (and close it)."""
+    """Make `fd` this process's standard output and error."""
     sys.stdout.flush()
     sys.stderr.flush()
     for std in (1, 2):
         os.dup2(fd, std)
-    os.close(fd)
 
 
 def cap_log(paths: DaemonPaths, header: logging.LogRecord) -> None:
@@ -358,6 +368,7 @@ def uncap_log() -> None:
     `daemon.log` may be another daemon's."""
     for handler in _caps():
         logging.getLogger().removeHandler(handler)
+        handler.close()
 
 
 def _caps() -> list[LogCap]:
