@@ -53,6 +53,7 @@ RETRY_SECONDS = 0.05
 # Set for the daemon a client spawns: a `remem daemon run` that finds another daemon serving its
 # home then exits `SERVED_ELSEWHERE_EXIT`, where one run by hand exits 0 (decision 0478).
 SPAWNED_ENV = "REMEM_DAEMON_SPAWNED"
+SPAWNED = "1"  # its value: any other (empty, 0, a user's leftover) is a run by hand
 SERVED_ELSEWHERE_EXIT = 75  # sysexits' EX_TEMPFAIL: the home is served, by another daemon
 
 
@@ -537,7 +538,7 @@ def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:
         # A new session: the daemon outlives the CLI or editor that started it.
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-            env={**os.environ, SPAWNED_ENV: "1"},
+            env={**os.environ, SPAWNED_ENV: SPAWNED},
         )  # fmt: skip
     finally:
         os.close(log)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..client import SERVED_ELSEWHERE_EXIT, SPAWNED_ENV
+from ..client import SERVED_ELSEWHERE_EXIT, SPAWNED, SPAWNED_ENV
 from ..credentials import log_to_stderr
 from ..faults import faultpoint
 from ..fsutil import atomic_rewrite
@@ -579,8 +579,7 @@ def run(home: Home) -> int:
     """Run the daemon in the foreground; 0 also when another daemon already serves this home,
     but `SERVED_ELSEWHERE_EXIT` for a daemon a client spawned (`SPAWNED_ENV`), which its
     spawner tells by that status alone: words in a log can be moved aside or forged."""
-    # "1" alone, as its spawner sets it: a value a user left set (empty, 0) is a run by hand.
-    spawned = os.environ.pop(SPAWNED_ENV, None) == "1"  # not passed on to what it runs
+    spawned = os.environ.pop(SPAWNED_ENV, None) == SPAWNED  # not passed on to what it runs
     log_cap()  # an invalid cap is said before the daemon starts, not once it listens
     home.ensure_layout()
     paths = DaemonPaths(home)
