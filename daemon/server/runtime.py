@@ -213,7 +213,8 @@ class LogCap(logging.Handler):
     a fresh one is clear): once a regular file other than its own is there (a daemon started
     after this one let go of its lock), it is that daemon's, and this one just stops capping. A
     log that cannot be moved aside (a folder at `daemon.log.1`) is said once, and written no
-    more: descriptors 1 and 2 go nowhere until a later line finds the way clear; so is a log that
+    more: descriptors 1 and 2 go nowhere until a later line finds the way clear (while /dev/null
+    cannot be opened, they stay, until a later line opens it); so is a log that
     cannot be looked at (its folder made unsearchable, an I/O error). A fresh log
     that cannot be opened (no descriptor left) is tried again at the next line, the descriptors
     kept as they were."""
@@ -225,8 +226,10 @@ class LogCap(logging.Handler):
         self._full: tuple[int, int] | None = None  # the log left full (device, inode), written no more
         self._failing = False  # the last line could not be capped (an unexpected error, said)
         # Where descriptors 1 and 2 go while the log takes nothing: opened now, as a log that
-        # cannot be moved aside for want of descriptors would find none left for it then.
-        self._nowhere = os.open(os.devnull, os.O_WRONLY)
+        # cannot be moved aside for want of descriptors would find none left for it then; None
+        # when it cannot be (no descriptor now, no /dev/null), opened when needed, and at each
+        # later line until it is: a daemon never fails to start for want of it.
+        self._nowhere = _open_nowhere()
 
     def emit(self, record: logging.LogRecord) -> None:
         if self._blocked:
@@ -275,6 +278,8 @@ class LogCap(logging.Handler):
             ours = _identity(written)
         else:
             ours = self._full
+            if self._nowhere is None:  # still writing to the full log: quiet it if it can be now
+                self._go_quiet()
         try:
             there = os.stat(self._paths.log, follow_symlinks=False)
         except FileNotFoundError:
@@ -332,13 +337,28 @@ class LogCap(logging.Handler):
             log.log(level, message, *args)
         finally:
             self._blocked = False
-        _write_to(self._nowhere)
+        self._go_quiet()
+
+    def _go_quiet(self) -> None:
+        """Send descriptors 1 and 2 nowhere; kept as they are when /dev/null cannot be opened."""
+        if self._nowhere is None:
+            self._nowhere = _open_nowhere()
+        if self._nowhere is not None:
+            _write_to(self._nowhere)
 
     def close(self) -> None:
-        if self._nowhere != -1:  # logging closes at exit too what `uncap_log` closed
+        if self._nowhere is not None:  # logging closes at exit too what `uncap_log` closed
             os.close(self._nowhere)
-            self._nowhere = -1
+            self._nowhere = None
         super().close()
+
+
+def _open_nowhere() -> int | None:
+    """/dev/null for writing, None when it cannot be opened (no descriptor left, none there)."""
+    try:
+        return os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return None
 
 
 def _write_to(fd: int) -> None:
