@@ -68,7 +68,7 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
-from ..fsutil import WRITE_REMEDIES, Unwritable, is_refused_write
+from ..fsutil import WRITE_REMEDIES, Unwritable
 from ..home import Home, HomeUnusable, linked_message
 from ..locks import LockHandle, bounded_file_lock
 from ..os_names import shown
@@ -112,7 +112,10 @@ _UNMERGEABLE: tuple[type[Exception], ...] = (ValueError, *_GIT_ERRORS)
 # What pygit2 raises for the OS's failure in libgit2 (no errno in it), and Python's own.
 _PASSING: tuple[type[Exception], ...] = (OSError, MemoryError)
 # How libgit2 ends the message of an OS error it says as a GitError (`<what>: <strerror>`).
-_OS_WORDS = tuple(f": {os.strerror(code)}" for code in sorted(errno.errorcode))
+_OS_WORDS = {f": {os.strerror(code)}": code for code in sorted(errno.errorcode)}
+# The OS's refusals that pass by themselves: a merge that meets one on reading an object is left
+# to a later one. Any other refusal of an object's own file (a link, a permission) lasts.
+_PASSING_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 
 
 class HistoryError(Exception):
@@ -1118,19 +1121,22 @@ class History:
         one only finds it, so altered bytes showed only as the merge was written, which then
         failed for good. None when one does not read (`files`: those they are read from): `what`
         is left as it is, out of the merges, its bytes perhaps still of use to `git index-pack`,
-        and said to be the history's damage. Its entries' reads say so too."""
+        and said to be the history's damage, naming the file the OS refused if it did (a link,
+        a permission: no later merge would read it either). Its entries' reads say so too. Only
+        the OS's trouble that passes by itself (`_passes`) stops the merge, left to a later one."""
         try:
             oids = [pygit2.Oid(hex=oid) for oid in ids()]
             with _looking_up():
                 for oid in oids:
                     repo.odb.read(oid)
-        except _UNMERGEABLE as exc:
+        except (*_UNMERGEABLE, *_PASSING) as exc:
             trouble = _os_trouble(exc, files)
-            if trouble is not None:  # this process's, not the object's: the merge is left to a later one
+            if trouble is not None and _passes(trouble):
                 raise trouble from None
+            said = _refusal(files) or exc
             log.warning(
                 "memory history: %s",
-                self._damage(f"{what} does not read ({_reason(exc)}), and is left out of the merges"),
+                self._damage(f"{what} does not read ({_reason(said)}), and is left out of the merges"),
             )
             return None
         return oids
@@ -1465,11 +1471,17 @@ def _os_trouble(exc: Exception, opened: list[Path]) -> Exception | None:
     create temporary file '...': Too many open files`), or not at all: an object of a pack it
     could not open (no file descriptor left) is only "not found". So the files it read,
     `opened`, are opened once more, and the OS's refusal is the reason; a file gone is damage."""
-    if isinstance(exc, _PASSING) or str(exc).endswith(_OS_WORDS):
+    if isinstance(exc, _PASSING) or _os_errno(exc) is not None:
         return exc
-    for path in opened:
+    return _refusal(opened)
+
+
+def _refusal(paths: list[Path]) -> OSError | None:
+    """The OS's refusal to open one of `paths`, None when each opens or is gone. A link is not
+    followed, and refused (`ELOOP`): it may lead anywhere, and libgit2 reads none as an object."""
+    for path in paths:
         try:
-            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW))
         except FileNotFoundError:
             continue
         except OSError as refused:
@@ -1477,13 +1489,24 @@ def _os_trouble(exc: Exception, opened: list[Path]) -> Exception | None:
     return None
 
 
-def _refused_errno(exc: Exception) -> int | None:
-    """The errno of a write the file system refused (`WRITE_REMEDIES`), or None. libgit2 says
-    it only in its message, ending with the error's text (`...: No space left on device`)."""
-    if isinstance(exc, OSError) and is_refused_write(exc):
+def _passes(trouble: BaseException) -> bool:
+    """Whether the OS's `trouble` passes by itself (no memory or file descriptor left for now)."""
+    return isinstance(trouble, MemoryError) or _os_errno(trouble) in _PASSING_ERRNOS
+
+
+def _os_errno(exc: BaseException) -> int | None:
+    """The errno of the OS's error `exc`, or None. libgit2 says it only in its message, ending
+    with the error's text (`...: No space left on device`); pygit2's OSError has no errno."""
+    if isinstance(exc, OSError) and exc.errno is not None:
         return exc.errno
-    text = str(exc)  # pygit2's OSError has no errno either
-    return next((code for code in WRITE_REMEDIES if text.endswith(f": {os.strerror(code)}")), None)
+    text = str(exc)
+    return next((code for words, code in _OS_WORDS.items() if text.endswith(words)), None)
+
+
+def _refused_errno(exc: Exception) -> int | None:
+    """The errno of a write the file system refused (`WRITE_REMEDIES`), or None."""
+    code = _os_errno(exc)
+    return code if code in WRITE_REMEDIES else None
 
 
 def _reason(exc: BaseException) -> str:

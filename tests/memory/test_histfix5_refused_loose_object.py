@@ -1,0 +1,97 @@
+"""A loose object whose file the OS refuses for good is left out of the merges; the rest merge.
+
+A loose object that did not read, and whose file, opened once more, was refused by the OS for
+any reason but a missing one, stopped the whole merge as the OS's passing trouble ("a later one
+merges them"). A refusal that lasts (a link to itself, a file remem's user may not read) made
+every later merge stop the same way: one more small pack stayed for each entry, without bound,
+and the object was never named as something to fix. Only the OS's troubles that pass by
+themselves (no file descriptor or memory left, an interrupted call) leave the merge to a later
+one now; any other refusal of the object's own file is said as damage, naming it, and the rest
+merge. A link there is never followed by that second open: it is itself what is in the way.
+
+Permissions bind root too here: run as root, the merging process is started without the
+capabilities that let root past them (see test_lspfix_unjudged_cause), and the unreadable case is
+skipped, saying why, only where root may not give them up.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from remem.daemon.memory import history as history_module
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.lsp.test_lspfix_unjudged_cause import _bound_by_permissions
+
+from .factory import put
+from .test_crash_recovery import EMPTY
+from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, NEVER, indexes
+
+
+def linked_to_itself(loose: Path) -> str:
+    loose.unlink()
+    loose.symlink_to(loose.name)
+    return os.strerror(errno.ELOOP)
+
+
+def unreadable(loose: Path) -> str:
+    loose.chmod(0)
+    return "Permission denied"
+
+
+REFUSALS: dict[str, Callable[[Path], str]] = {"linked to itself": linked_to_itself, "unreadable": unreadable}
+
+
+def _run(store: MemoryStore, *args: str) -> subprocess.CompletedProcess[str]:
+    """Python with `args`, run as remem's user, whom permissions bind even when it is root."""
+    privileged = os.geteuid() == 0
+    try:
+        return subprocess.run(
+            [sys.executable, *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "REMEM_HOME": str(store.home.root)},
+            preexec_fn=_bound_by_permissions if privileged else None,
+            check=False,
+        )
+    except subprocess.SubprocessError as error:  # root without CAP_SETPCAP, in some containers
+        pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_a_loose_object_the_os_refuses_for_good_is_named_and_the_small_packs_merge(
+    refusal: str, store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(history_module, "PACK_EVERY", NEVER)
+    revision = EMPTY
+    for body in ("One.\n", "Two.\n", "Three.\n"):
+        revision = store.commit_workspace(workspace, revision, [put("alpha", body)]).revision
+    repository = store.home.root / "history"
+    # As an older remem wrote an entry's objects: libgit2's own write, one loose file each.
+    planted = str(pygit2.Repository(str(repository)).create_blob(b"An older remem's record.\n"))
+    loose = repository / "objects" / planted[:2] / planted[2:]
+    said = REFUSALS[refusal](loose)
+    if _run(store, "-c", "import sys; open(sys.argv[1], 'rb')", str(loose)).returncode == 0:
+        pytest.skip("run as root, whose processes read past permissions still")
+
+    changes = [json.dumps([put("alpha", f"Later {n}.\n").model_dump()]) for n in range(MERGES)]
+    merging = _run(store, "-c", MERGING_COMMITS, str(store.home.root), workspace.cwd, revision, *changes)
+    assert merging.returncode == 0, merging.stderr
+    answers = [json.loads(line) for line in merging.stdout.splitlines()]
+    assert len(answers) == MERGES and all(done["history"] for done in answers), merging.stderr
+    assert "a later one merges them" not in merging.stderr, merging.stderr
+    assert f"its loose object {planted} does not read" in merging.stderr, merging.stderr
+    assert said in merging.stderr, merging.stderr
+    assert "is damaged" in merging.stderr and "move history aside" in merging.stderr, merging.stderr
+    assert loose.is_symlink() or loose.exists(), "a refused loose object is left as it is"
+    # Every merge took the small packs: one merged pack, not one more per entry.
+    assert len(indexes(store)) == 1, merging.stderr
