@@ -104,6 +104,7 @@ class Daemon:
         # whose home was moved or removed, or whose socket was, serves nobody and leaves.
         self._home_identity = home.identity()
         self._socket_identity: tuple[int, int] | None = None
+        self._socket_lost = False  # it stopped on its socket removed or replaced, said then
         # The harnesses' default folders of the environment it was started in, said in hello; a
         # client's other ones are logged once each (its user is warned by the client itself).
         self.harness_roots = harness_roots()
@@ -171,7 +172,7 @@ class Daemon:
             await asyncio.to_thread(self.watcher.stop)
             self.services.close()
         self._forget_status()
-        release_socket(socket_path, self._socket_identity)
+        release_socket(socket_path, self._socket_identity, replaced_said=self._socket_lost)
         if self._crash is not None:
             raise self._crash  # once stopped as on a shutdown: `run` logs it, its traceback, as a crash
 
@@ -264,6 +265,7 @@ class Daemon:
         clients already connected with paths that lead nowhere, and no `remem daemon stop` could
         find it (decision 0383)."""
         if _identity(self.paths.socket) != self._socket_identity:
+            self._socket_lost = True  # what stands there as it stops is not said again as a warning
             return f"its socket {self.paths.socket} was removed or replaced"
         if self.home.identity() != self._home_identity:
             return f"its home {self.home.root} was moved or removed"

@@ -467,16 +467,18 @@ def _no_folder(why: str) -> NoSocketFolder:
     )
 
 
-def release_socket(path: Path, ours: tuple[int, int] | None) -> None:
+def release_socket(path: Path, ours: tuple[int, int] | None, replaced_said: bool = False) -> None:
     """Remove a stopping daemon's socket (`ours`: its device and inode), and the fresh folder it
     was given, if any. Anything else at its path (a folder put there, another socket) is left
-    alone, said in one line: a stopping daemon never fails on what stands there."""
+    alone, said in one line: a warning, but only a note when the daemon already warned that its
+    socket was replaced (`replaced_said`), the one event it stopped on."""
     try:
         found = os.stat(path, follow_symlinks=False)
         if _identity(found) == ours:
             path.unlink()
         else:
-            log.warning(
+            log.log(
+                logging.INFO if replaced_said else logging.WARNING,
                 "%s is no longer the daemon's socket (%s stands there): left alone",
                 path,
                 kind_of(found.st_mode),

@@ -56,7 +56,7 @@ def test_a_folder_at_its_socket_is_left_alone_and_the_daemon_stops_with_0(
     finally:
         (socket / "notes.txt").unlink()
         socket.rmdir()
-    assert f" WARNING {socket} is no longer the daemon's socket (a folder stands there): left alone\n" in said
+    assert f" INFO {socket} is no longer the daemon's socket (a folder stands there): left alone\n" in said
     assert "Traceback" not in said, said
 
 
