@@ -6,35 +6,16 @@ takes nothing more from there on."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from remem.daemon.server.runtime import DaemonPaths
 
-CAP = 1024
+from .capped_log import CAP, run_capped
 
 # The daemon's log capped as a spawned daemon's is, in a process of its own, with /dev/null
 # pointing at a path that does not exist when capping begins and is reached, and a folder at
 # `daemon.log.1`; /dev/null is back before the last lines.
 _NO_DEVNULL = """
-import logging, os, sys
-from pathlib import Path
-from remem.daemon.credentials import log_to_stderr
-from remem.daemon.home import Home
-from remem.daemon.server.runtime import DaemonPaths, cap_log
-
-paths = DaemonPaths(Home(Path(sys.argv[1])))
 paths.old_log.mkdir()
-opened = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-for fd in (1, 2):
-    os.dup2(opened, fd)
-os.close(opened)
-log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
-log = logging.getLogger("remem.daemon")
-header = log.makeRecord(log.name, logging.INFO, "", 0, "listening on here (pid %d)", (os.getpid(),), None)
-log.handle(header)
 devnull, os.devnull = os.devnull, str(paths.home.root / "no-devnull")
 cap_log(paths, header)
 for n in range(20):
@@ -48,11 +29,7 @@ print("printed after it")
 
 def test_a_daemon_that_cannot_open_dev_null_caps_its_log_and_quiets_it_once_it_can(home: Home) -> None:
     paths = DaemonPaths(home)
-    environment = {**os.environ, LOG_CAP_ENV: str(CAP)}
-    ran = subprocess.run(
-        [sys.executable, "-c", _NO_DEVNULL, str(home.root)],
-        capture_output=True, text=True, timeout=60, env=environment,
-    )  # fmt: skip
+    ran = run_capped(home, _NO_DEVNULL)
     logged = paths.log.read_text()
     assert ran.returncode == 0, logged
     assert f" WARNING {paths.log} passed {CAP} bytes and cannot be moved aside (" in logged, logged

@@ -21,9 +21,8 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
 from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
 
+from .capped_log import CAP, run_capped
 from .helpers import wait_until
-
-CAP = 1024
 
 
 def _remem(
@@ -106,22 +105,6 @@ def test_a_daemon_run_by_hand_with_another_value_of_the_spawned_variable_exits_0
 # The daemon's log capped as a spawned daemon's is, in a process of its own where moving the log
 # aside meets an unexpected error (a bug, made here: no failure of the system's is one now).
 _CAPPING_FAILS = """
-import logging, os, sys
-from pathlib import Path
-from remem.daemon.credentials import log_to_stderr
-from remem.daemon.home import Home
-from remem.daemon.server import runtime
-from remem.daemon.server.runtime import DaemonPaths, cap_log
-
-paths = DaemonPaths(Home(Path(sys.argv[1])))
-opened = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-for fd in (1, 2):
-    os.dup2(opened, fd)
-os.close(opened)
-log_to_stderr(logging.INFO, "%(asctime)s %(levelname)s %(message)s")
-log = logging.getLogger("remem.daemon")
-header = log.makeRecord(log.name, logging.INFO, "", 0, "listening on here (pid %d)", (os.getpid(),), None)
-log.handle(header)
 cap_log(paths, header)
 def a_bug(paths, cap):
     raise RuntimeError("a bug in capping")
@@ -134,11 +117,7 @@ for n in range(int(sys.argv[2])):
 def test_a_line_whose_capping_fails_is_logged_and_raises_nowhere(home: Home) -> None:
     """It raised out of the line being logged, where the daemon's status keeper died of it."""
     paths = DaemonPaths(home)
-    environment = {**os.environ, LOG_CAP_ENV: str(CAP)}
-    ran = subprocess.run(
-        [sys.executable, "-c", _CAPPING_FAILS, str(home.root), "20"],
-        capture_output=True, text=True, timeout=60, env=environment,
-    )  # fmt: skip
+    ran = run_capped(home, _CAPPING_FAILS, "20")
     assert ran.returncode == 0, ran.stderr
     logged = paths.log.read_text()
     assert "RuntimeError: a bug in capping" in logged, logged
