@@ -10,6 +10,7 @@ not read is left as it is, named in the warning, and the rest merge.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pygit2
 import pytest
@@ -23,17 +24,26 @@ from .test_crash_recovery import EMPTY
 from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, NEVER, indexes, remem, replaced
 
 
-def test_a_loose_object_that_does_not_read_is_left_out_and_the_small_packs_merge(
+def planted_loose_object(
     store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[str, Path]:
+    """Three entries in small packs, none merged, and a loose object as an older remem wrote an
+    entry's (libgit2's own write, one file each): the revision the entries reached, and the
+    object's file."""
     monkeypatch.setattr(history_module, "PACK_EVERY", NEVER)
     revision = EMPTY
     for body in ("One.\n", "Two.\n", "Three.\n"):
         revision = store.commit_workspace(workspace, revision, [put("alpha", body)]).revision
     repository = store.home.root / "history"
-    # As an older remem wrote an entry's objects: libgit2's own write, one loose file each.
     planted = str(pygit2.Repository(str(repository)).create_blob(b"An older remem's record.\n"))
-    loose = repository / "objects" / planted[:2] / planted[2:]
+    return revision, repository / "objects" / planted[:2] / planted[2:]
+
+
+def test_a_loose_object_that_does_not_read_is_left_out_and_the_small_packs_merge(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    revision, loose = planted_loose_object(store, workspace, monkeypatch)
+    planted = loose.parent.name + loose.name
     data = bytearray(loose.read_bytes())
     data[len(data) // 2] ^= 0xFF  # as a disk fault would
     replaced(loose, bytes(data))

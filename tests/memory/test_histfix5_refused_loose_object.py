@@ -24,17 +24,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pygit2
 import pytest
 
-from remem.daemon.memory import history as history_module
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.lsp.test_lspfix_unjudged_cause import _bound_by_permissions
 
 from .factory import put
-from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, NEVER, indexes
+from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, indexes
+from .test_histfix4_damaged_loose_object import planted_loose_object
 
 
 def linked_to_itself(loose: Path) -> str:
@@ -71,14 +69,8 @@ def _run(store: MemoryStore, *args: str) -> subprocess.CompletedProcess[str]:
 def test_a_loose_object_the_os_refuses_for_good_is_named_and_the_small_packs_merge(
     refusal: str, store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(history_module, "PACK_EVERY", NEVER)
-    revision = EMPTY
-    for body in ("One.\n", "Two.\n", "Three.\n"):
-        revision = store.commit_workspace(workspace, revision, [put("alpha", body)]).revision
-    repository = store.home.root / "history"
-    # As an older remem wrote an entry's objects: libgit2's own write, one loose file each.
-    planted = str(pygit2.Repository(str(repository)).create_blob(b"An older remem's record.\n"))
-    loose = repository / "objects" / planted[:2] / planted[2:]
+    revision, loose = planted_loose_object(store, workspace, monkeypatch)
+    planted = loose.parent.name + loose.name
     said = REFUSALS[refusal](loose)
     if _run(store, "-c", "import sys; open(sys.argv[1], 'rb')", str(loose)).returncode == 0:
         pytest.skip("run as root, whose processes read past permissions still")
