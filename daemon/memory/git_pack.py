@@ -4,8 +4,8 @@ libgit2 writes each object as a loose file (a temp file created, linked, unlinke
 of ten blobs, a tree and a commit was some forty file-system changes, each waiting its turn in
 the disk's journal behind the memory commit's syncs. A pack of them is two files. The format is
 git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a version 2 index), so
-libgit2 and plain `git` read it like any other pack; `History` merges small packs into one now
-and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
+libgit2 and plain `git` read it like any other pack; `pack_merge` merges small packs into one
+now and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
 temp is removed, and so is its `.pack` when its index cannot be written; the temp a killed
 writer left, or libgit2's in a killed merge, is removed at the next merge (`remove_leftovers`).
 """

@@ -39,15 +39,15 @@ A full log's parsed entries are kept for the next process in the log cache (`log
 decision 0191), which a log believes only as far as the branch's head leads down to it.
 
 Each entry's objects are written as one small pack (`git_pack`: two files, where loose objects
-were one file each); about every `PACK_EVERY` entries the small packs are merged into one, with
-deltas (near-identical trees make a 200-record workspace's entry a few hundred bytes).
+were one file each); about every `PACK_EVERY` entries the small packs are merged into one
+(`pack_merge`), with deltas (near-identical trees make a 200-record workspace's entry a few
+hundred bytes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import errno
 import functools
 import hashlib
 import logging
@@ -74,9 +74,10 @@ from ..locks import LockHandle, bounded_file_lock
 from ..os_names import shown
 from ..protocol.memory import Actor, FileStat, HistoryEntry
 from ..safe_open import read_regular
-from .git_pack import LEFTOVER_SECONDS, pack_ids, remove_leftovers, small_packs, write_pack
+from .git_pack import LEFTOVER_SECONDS, write_pack
 from .identity import is_workspace_key
 from .log_cache import LogCache, LogLine, MetaLine
+from .pack_merge import GIT_ERRORS, PASSING, merge_small_packs, os_errno, os_trouble
 from .record import GLOBAL_FILE, record_name_of
 from .revision import empty_revision, name_bytes
 from .stamps import Stamp, stamp
@@ -88,7 +89,6 @@ except ImportError:  # pragma: no cover - a dependency; kept so memory works wit
 
 log = logging.getLogger("remem.daemon")
 PACK_EVERY = 32  # entries (each its own small pack) between two merges of the small packs
-MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, packs few
 LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its last entry
 QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
 WRITING_WAIT_SECONDS = 5.0  # a writer holds the writing lock for milliseconds; past this it is stuck
@@ -99,23 +99,10 @@ _INTENT_MAX_BYTES = 64 * 1024  # an entry's JSON line: an actor's few names and 
 _TEMP = re.compile(r"\.history-[0-9a-f]{8}")  # a repository being made, renamed `history` once whole
 _SIGNATURE = ("remem", "remem@localhost")
 _UMASK_LOCK = threading.Lock()
-_GIT_ERRORS: tuple[type[Exception], ...] = () if pygit2 is None else (pygit2.GitError,)
 # What pygit2 raises for an object it cannot read: NotFoundError (a GitError and a KeyError; a
 # bare KeyError before pygit2 1.21) when it is gone, a plain GitError ("incorrect data check")
 # when its bytes are damaged. Either is damage.
-_UNREADABLE: tuple[type[Exception], ...] = (KeyError, *_GIT_ERRORS)
-# What an object a merge reads before adding it raises when it does not read (`_looking_up`
-# saying it gone as a GitError): that, or its pack's index is no index, or its name no id. A bare
-# KeyError, or a ValueError, met elsewhere in a merge is a bug's, not the history's damage.
-# libgit2 raises the same for its own failure to open a file (`_os_trouble`), which is no damage.
-_UNMERGEABLE: tuple[type[Exception], ...] = (ValueError, *_GIT_ERRORS)
-# What pygit2 raises for the OS's failure in libgit2 (no errno in it), and Python's own.
-_PASSING: tuple[type[Exception], ...] = (OSError, MemoryError)
-# How libgit2 ends the message of an OS error it says as a GitError (`<what>: <strerror>`).
-_OS_WORDS = {f": {os.strerror(code)}": code for code in sorted(errno.errorcode)}
-# The OS's refusals that pass by themselves: a merge that meets one on reading an object is left
-# to a later one. Any other refusal of an object's own file (a link, a permission) lasts.
-_PASSING_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
+_UNREADABLE: tuple[type[Exception], ...] = (KeyError, *GIT_ERRORS)
 
 
 class HistoryError(Exception):
@@ -1041,15 +1028,16 @@ class History:
         left, a folder a `git gc` removed meanwhile), the history's damage, said with what to do,
         when it met an object that does not read, and a bug of remem's, logged with its
         traceback, otherwise: never that the entry is missing. A small pack or a loose object
-        that does not read is left out (`_read_whole`)."""
+        that does not read is left out (`_left_out`)."""
         try:
-            if self._merge_packs(repo):  # libgit2 would go on looking in the packs just removed
+            # once merged, libgit2 would go on looking in the packs just removed
+            if merge_small_packs(repo, self._left_out):
                 self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
-        except (*_GIT_ERRORS, *_PASSING) as exc:
+        except (*GIT_ERRORS, *PASSING) as exc:
             # asked before the repository is let go: that closes the packs libgit2 holds open
-            trouble = _os_trouble(exc, [self.path / "objects"])
+            trouble = os_trouble(exc, [self.path / "objects"])
             self._close()  # opened again at the next use, in case some were removed
             log.warning(
                 "memory history: could not merge the small packs (%s); the entry is written, %s",
@@ -1065,81 +1053,12 @@ class History:
                 "is written, the small packs stay until a remem without it merges them"
             )
 
-    def _merge_packs(self, repo: pygit2.Repository) -> bool:
-        """Merge the small packs (each entry's, and earlier merges still small) and any loose
-        objects (written by an earlier remem) into one pack, with deltas, then drop what was
-        merged; whether a merge was written."""
-        objects = Path(repo.path) / "objects"
-        remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
-        packs = small_packs(objects / "pack", MERGED_MAX)
-        loose = [
-            folder / name
-            for folder in objects.iterdir()
-            if len(folder.name) == 2 and folder.is_dir()
-            for name in os.listdir(folder)
-            if len(name) == 38
-        ]
-        if len(packs) + len(loose) < 2:
-            return False
-        read = {index: self._pack_read(repo, index) for index in packs}
-        read |= {path: self._loose_read(repo, path) for path in loose}
-        merged = {path: oids for path, oids in read.items() if oids is not None}
-        if len(merged) < 2:  # one pack written again would be named as it is, then removed
-            return False
-        builder = pygit2.PackBuilder(repo)
-        with _looking_up():
-            for oid in (oid for oids in merged.values() for oid in oids):
-                builder.add(oid)
-            builder.write()
-        faultpoint("history.merge.after-write")
-        # The pack first: an index left without it (a merge killed here) is unseen by readers as
-        # a pack without its index is, and the next merge takes its objects (read from the merged
-        # pack) and removes it, where a pack left without its index stayed for good.
-        for index in (index for index in packs if index in merged):
-            index.with_suffix(".pack").unlink(missing_ok=True)
-            faultpoint("history.merge.mid-removal")
-            index.unlink(missing_ok=True)
-        faultpoint("history.merge.after-pack-removal")
-        for path in (path for path in loose if path in merged):  # each is in the pack now
-            path.unlink(missing_ok=True)
-        return True
-
-    def _pack_read(self, repo: pygit2.Repository, index: Path) -> list[pygit2.Oid] | None:
-        """The objects of the small pack of `index`, each read whole (`_read_whole`)."""
-        files = [index, index.with_suffix(".pack")]
-        return self._read_whole(repo, lambda: pack_ids(index), files, f"its pack {index.stem}")
-
-    def _loose_read(self, repo: pygit2.Repository, path: Path) -> list[pygit2.Oid] | None:
-        """The loose object at `path` (objects/<2 hex>/<38 hex>), read whole (`_read_whole`)."""
-        oid = path.parent.name + path.name
-        return self._read_whole(repo, lambda: [oid], [path], f"its loose object {oid}")
-
-    def _read_whole(
-        self, repo: pygit2.Repository, ids: Callable[[], list[str]], files: list[Path], what: str
-    ) -> list[pygit2.Oid] | None:
-        """The objects `ids` names, each read whole (decompressed) before a merge adds it: adding
-        one only finds it, so altered bytes showed only as the merge was written, which then
-        failed for good. None when one does not read (`files`: those they are read from): `what`
-        is left as it is, out of the merges, its bytes perhaps still of use to `git index-pack`,
-        and said to be the history's damage, naming the file the OS refused if it did (a link,
-        a permission: no later merge would read it either). Its entries' reads say so too. Only
-        the OS's trouble that passes by itself (`_passes`) stops the merge, left to a later one."""
-        try:
-            oids = [pygit2.Oid(hex=oid) for oid in ids()]
-            with _looking_up():
-                for oid in oids:
-                    repo.odb.read(oid)
-        except (*_UNMERGEABLE, *_PASSING) as exc:
-            trouble = _os_trouble(exc, files)
-            if trouble is not None and _passes(trouble):
-                raise trouble from None
-            said = _refusal(files) or exc
-            log.warning(
-                "memory history: %s",
-                self._damage(f"{what} does not read ({_reason(said)}), and is left out of the merges"),
-            )
-            return None
-        return oids
+    def _left_out(self, what: str, exc: BaseException) -> None:
+        """A small pack or a loose object a merge left out, as it does not read: the damage."""
+        log.warning(
+            "memory history: %s",
+            self._damage(f"{what} does not read ({_reason(exc)}), and is left out of the merges"),
+        )
 
     def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
         """Before a branch is moved: the repository, its objects and its branches are the folders
@@ -1452,60 +1371,9 @@ def _is_pack_time(oid: pygit2.Oid) -> bool:
     return int(str(oid)[:4], 16) % PACK_EVERY == 0
 
 
-@contextlib.contextmanager
-def _looking_up() -> Iterator[None]:
-    """Around pygit2's calls that look objects up: one not found is said as a GitError, as pygit2
-    says it from 1.21 on (NotFoundError); an earlier pygit2 raised a bare KeyError, which anywhere
-    else in a merge is a bug's."""
-    try:
-        yield
-    except KeyError as exc:
-        if isinstance(exc, _GIT_ERRORS):
-            raise
-        raise pygit2.GitError(*exc.args) from exc
-
-
-def _os_trouble(exc: Exception, opened: list[Path]) -> Exception | None:
-    """The OS's failure behind a merge's error `exc`, None when there is none: the history is
-    damaged. libgit2 says one as an OSError, as a GitError ending with the OS's words (`failed to
-    create temporary file '...': Too many open files`), or not at all: an object of a pack it
-    could not open (no file descriptor left) is only "not found". So the files it read,
-    `opened`, are opened once more, and the OS's refusal is the reason; a file gone is damage."""
-    if isinstance(exc, _PASSING) or _os_errno(exc) is not None:
-        return exc
-    return _refusal(opened)
-
-
-def _refusal(paths: list[Path]) -> OSError | None:
-    """The OS's refusal to open one of `paths`, None when each opens or is gone. A link is not
-    followed, and refused (`ELOOP`): it may lead anywhere, and libgit2 reads none as an object."""
-    for path in paths:
-        try:
-            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW))
-        except FileNotFoundError:
-            continue
-        except OSError as refused:
-            return refused
-    return None
-
-
-def _passes(trouble: BaseException) -> bool:
-    """Whether the OS's `trouble` passes by itself (no memory or file descriptor left for now)."""
-    return isinstance(trouble, MemoryError) or _os_errno(trouble) in _PASSING_ERRNOS
-
-
-def _os_errno(exc: BaseException) -> int | None:
-    """The errno of the OS's error `exc`, or None. libgit2 says it only in its message, ending
-    with the error's text (`...: No space left on device`); pygit2's OSError has no errno."""
-    if isinstance(exc, OSError) and exc.errno is not None:
-        return exc.errno
-    text = str(exc)
-    return next((code for words, code in _OS_WORDS.items() if text.endswith(words)), None)
-
-
 def _refused_errno(exc: Exception) -> int | None:
     """The errno of a write the file system refused (`WRITE_REMEDIES`), or None."""
-    code = _os_errno(exc)
+    code = os_errno(exc)
     return code if code in WRITE_REMEDIES else None
 
 

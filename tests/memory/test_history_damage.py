@@ -24,8 +24,9 @@ from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.git_pack import pack_ids, small_packs
-from remem.daemon.memory.history import HAND_EDIT, MERGED_MAX
+from remem.daemon.memory.history import HAND_EDIT
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.pack_merge import MERGED_MAX
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import CommitResult
 from remem.daemon.protocol.rpc import (
