@@ -12,7 +12,8 @@ reported: whatever happened to it is not this review's.
 from __future__ import annotations
 
 from ..faults import faultpoint
-from ..memory.history import GLOBAL_FILE, RECOVERED, History, HistoryError, stat
+from ..memory.history import GLOBAL_FILE, RECOVERED, History, HistoryError
+from ..memory.history_diff import stat
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..protocol.consolidation import HistoryLink, Receipt, ScopeRevisions, Status, Target

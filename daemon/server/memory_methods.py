@@ -24,7 +24,8 @@ from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
-from ..memory.history import HAND_EDIT, RECOVERED, Attribution, HistoryError, stat, unified_diff
+from ..memory.history import HAND_EDIT, RECOVERED, Attribution, HistoryError
+from ..memory.history_diff import stat, unified_diff
 from ..memory.identity import WorkspaceId
 from ..memory.lint import listing
 from ..memory.revert import revert

@@ -24,6 +24,7 @@ from remem.daemon.faults import EXIT_CODE, POINTS
 from remem.daemon.home import Home
 from remem.daemon.memory import history as history_module
 from remem.daemon.memory.history import History
+from remem.daemon.memory.history_diff import stat
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.log_cache import FOLDER, LogCache
 from remem.daemon.memory.store import MemoryStore
@@ -641,10 +642,10 @@ def test_a_crash_while_writing_the_log_cache_never_corrupts_it(
 
 def test_a_generations_line_counts_are_those_of_its_diff() -> None:
     record = b"---\nname: a\ndescription: d\ntype: feedback\n---\n++i stays\n"
-    added, removed = history_module.stat({}, {"a.md": record}), history_module.stat({"a.md": record}, {})
+    added, removed = stat({}, {"a.md": record}), stat({"a.md": record}, {})
     assert (added.added, added.insertions, added.deletions) == (["a"], 6, 0)
     assert (removed.removed, removed.insertions, removed.deletions) == (["a"], 0, 6)
-    changed = history_module.stat({"a.md": record}, {"a.md": record.replace(b"++i", b"--j")})
+    changed = stat({"a.md": record}, {"a.md": record.replace(b"++i", b"--j")})
     assert (changed.changed, changed.insertions, changed.deletions) == (["a"], 1, 1)
 
 

@@ -25,7 +25,8 @@ from remem.daemon.cli import cli
 from remem.daemon.home import Home
 from remem.daemon.locks import try_file_lock
 from remem.daemon.memory.batch import InvalidChanges
-from remem.daemon.memory.history import HAND_EDIT, RECOVERED, unified_diff, workspace_generation
+from remem.daemon.memory.history import HAND_EDIT, RECOVERED, workspace_generation
+from remem.daemon.memory.history_diff import unified_diff
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.revert import changes_to
 from remem.daemon.memory.revision import workspace_revision
