@@ -607,24 +607,16 @@ def _last_words(paths: DaemonPaths, since: int) -> str:
     is: a traceback's last line that is not indented is its exception, the cause, where the
     lines above it are the stack. Of the last `LAST_WORDS_BYTES` only: a daemon that failed
     to start never moved its log (`LogCap`), but what it wrote may be long."""
-    lines = _lines_since(paths, since)
-    if lines is None:  # none, or a link (never read through)
+    try:
+        with _open_log(paths) as log:
+            log.seek(max(since, os.fstat(log.fileno()).st_size - LAST_WORDS_BYTES))
+            lines = log.read(LAST_WORDS_BYTES).decode(errors="replace").splitlines()
+    except OSError:  # none, or a link (never read through)
         return f"it wrote no log ({paths.log})"
     said = next((line for line in reversed(lines) if line.strip() and not line[0].isspace()), None)
     return (
         f"{said or 'it wrote nothing to its log'} (the daemon's log: {paths.log}){_no_room(paths.log.parent)}"
     )
-
-
-def _lines_since(paths: DaemonPaths, since: int) -> list[str] | None:
-    """The lines of the daemon's log after byte `since`, of its last `LAST_WORDS_BYTES`; None
-    when there is no log to read (none, or a link: never read through)."""
-    try:
-        with _open_log(paths) as log:
-            log.seek(max(since, os.fstat(log.fileno()).st_size - LAST_WORDS_BYTES))
-            return log.read(LAST_WORDS_BYTES).decode(errors="replace").splitlines()
-    except OSError:
-        return None
 
 
 def _no_room(folder: Path) -> str:
