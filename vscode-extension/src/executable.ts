@@ -81,7 +81,8 @@ function expandHome(value: string): string {
   return value === '~' || value.startsWith('~/') ? path.join(os.homedir(), value.slice(1)) : value;
 }
 
-const CANNOT_START = 'remem: cannot start the language server: ';
+/** What every message of a setting that runs nothing begins with. */
+export const CANNOT_START = 'remem: cannot start the language server: ';
 const CHECKOUT_REMEM = '<checkout>/.venv/bin/remem';
 const SET_THE_PATH = ` Set "${Settings.commandName}" to the full path of the remem executable (for a checkout set up with scripts/setup: ${CHECKOUT_REMEM}).`;
 const INSTALL =
@@ -111,7 +112,7 @@ export function notFoundMessage(resolved: Exclude<Resolved, { executable: string
 /** A setting that is no string (an array, a number) names no executable at all. */
 export function notStringMessage(setting: unknown): string {
   return (
-    `remem: cannot start the language server: "${Settings.commandName}" must be a string, the name or the ` +
+    `${CANNOT_START}"${Settings.commandName}" must be a string, the name or the ` +
     `path of the remem executable, not ${JSON.stringify(setting)}. Arguments cannot be given: remem runs it as "<it> lsp".`
   );
 }

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
-import { type Found, resolveExecutable } from '../src/executable';
+import { CANNOT_START, type Found, notFoundMessage, notStringMessage, resolveExecutable } from '../src/executable';
 import { age } from '../src/format';
 import { statusView } from '../src/status';
 
@@ -46,6 +46,20 @@ test('a path that runs nothing says why: nothing there, no file, no execute perm
   assert.deepEqual(resolveExecutable('remem', { PATH: '/c:/a:/b' }, '/proj', found), { executable: '/b/remem' });
   // With no executable of that name, the file found that cannot run is why, not "not on PATH".
   assert.deepEqual(resolveExecutable('remem', { PATH: '/c:/a:/d' }, '/proj', found), { problem: 'not-executable', name: 'remem', path: '/a/remem' });
+});
+
+test('every message of a remem.command that runs nothing opens with the one prefix, once', () => {
+  const messages = [
+    notStringMessage(['remem', 'lsp']),
+    notFoundMessage({ problem: 'empty' }),
+    notFoundMessage({ problem: 'not-on-path', name: 'remem' }),
+    notFoundMessage({ problem: 'missing', name: 'bin/remem', path: '/proj/bin/remem' }),
+    notFoundMessage({ problem: 'unreachable', reason: 'EACCES: permission denied', name: 'remem', path: '/a/remem' }),
+  ];
+  for (const message of messages) {
+    assert.ok(message.startsWith(CANNOT_START), message);
+    assert.equal(message.split(CANNOT_START).length, 2, message);
+  }
 });
 
 test('"~" is the user\'s home folder, also where HOME is not set', (t) => {
