@@ -6,7 +6,7 @@
 
 import { fileTarget, historyUri, sessionTarget, type SessionTarget } from './args';
 import { FixableError, RESTART_SERVER } from './fixes';
-import { GLOBAL_FILE, memoryFile, sessionLabel, sessionTitle, shortId } from './format';
+import { GLOBAL_FILE, memoryFile, readSeverity, type Severity, sessionLabel, sessionTitle, shortId } from './format';
 import { CommandTitles, OPEN_SETTINGS, paletteName, SESSIONS_UNREADABLE, ViewNames } from './ids';
 import {
   type ChangedRecord,
@@ -113,8 +113,8 @@ export async function run(flow: () => Promise<unknown>): Promise<void> {
   }
 }
 
-async function stop(ui: Ui, message?: string): Promise<never> {
-  if (message) await ui.info(message);
+async function stop(ui: Ui, message?: string, severity: Severity = 'info'): Promise<never> {
+  if (message) await (severity === 'warning' ? ui.warn(message) : ui.info(message));
   throw new Stop();
 }
 
@@ -183,7 +183,7 @@ async function offered(ctx: FlowContext, target: SessionTarget, candidates: Cand
   const tree = await treeOf(ctx, await chooseFolder(ctx, target.cwd));
   const { nodes } = tree;
   const items = preferredFirst(candidates(nodes, ctx.now()), preferred);
-  if (items.length === 0) return stop(ctx.ui, nothingOffered(tree, none));
+  if (items.length === 0) return stop(ctx.ui, nothingOffered(tree, none), readSeverity(tree.errors));
   return { nodes, items };
 }
 

@@ -17,6 +17,16 @@ export function age(thenMs: number, nowMs: number): string {
   return `${Math.floor(elapsed / (365 * DAY))} y ago`;
 }
 
+/** How loud a message or a view's note row is; each is also the codicon such a row shows. */
+export type Severity = 'info' | 'warning';
+
+/** The severity of what is said of a read, given what could not be read: a warning the user must
+ * notice when anything could not be (a folder whose sessions cannot be read is not one without
+ * them), information otherwise. Every message and row about a read takes it from here. */
+export function readSeverity(unread: readonly unknown[] | undefined): Severity {
+  return unread?.length ? 'warning' : 'info';
+}
+
 /** Global memory's file. */
 export const GLOBAL_FILE = 'GLOBAL.md';
 

@@ -7,7 +7,7 @@
  */
 
 import { type Fix, rowFix } from './fixes';
-import { sessionLabel } from './format';
+import { readSeverity, sessionLabel } from './format';
 import { ClientCommands, SESSIONS_UNREADABLE } from './ids';
 import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeResult } from './protocol';
 
@@ -204,7 +204,7 @@ export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
       tooltip: unread
         ? 'The row above says which files or folders could not be read, and why.'
         : 'Sessions appear here once an agent harness has worked in this folder.',
-      icon: 'info',
+      icon: readSeverity(result.errors),
     },
     { label: HARNESSES, tooltip: HARNESSES, icon: 'hubot' },
   ];
@@ -258,7 +258,7 @@ export function errorRows(result: SessionTreeResult): NoteRow[] {
       description: errors.length === 1 ? '1 file or folder' : `${errors.length} files or folders`,
       // A plain tooltip: Markdown's backticks would show as typed.
       tooltip: `${shown.join('\n')}\n\nThe command "remem sessions list" lists them too.`,
-      icon: 'warning',
+      icon: readSeverity(errors),
     },
   ];
 }

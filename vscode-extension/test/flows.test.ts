@@ -244,21 +244,23 @@ test('every session picker of a folder whose sessions could not be read says so 
     // In the words of the view's empty state, then the daemon's.
     const [viewSays] = emptyRows(unread.responses['remem/sessionTree'] as SessionTreeResult, '/h');
     assert.equal(viewSays.label, SESSIONS_UNREADABLE);
-    assert.deepEqual(unread.asked, [`info:${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied.`], name);
-    assert.deepEqual(unread.warnings, [], name);
+    // A warning, which the user must notice: not information that none are there.
+    assert.deepEqual(unread.warnings, [`${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied.`], name);
+    assert.deepEqual(unread.asked, [], name);
     // Several: the first said, the others counted, where the view lists them.
     const several = new Harness();
     const another = { path: '/h/.codex/sessions', message: 'Input/output error.' };
     several.responses['remem/sessionTree'] = { nodes: [], errors: [UNREADABLE, another] };
     await flows.run(() => flow(several.ctx));
-    assert.deepEqual(several.asked, [
-      `info:${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied (and 1 more, which Session Branches lists).`,
+    assert.deepEqual(several.warnings, [
+      `${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied (and 1 more, which Session Branches lists).`,
     ], name);
-    // None there and nothing unread: none yet, and where they come from.
+    // None there and nothing unread: none yet, and where they come from, as information.
     const empty = new Harness();
     empty.responses['remem/sessionTree'] = { nodes: [] };
     await flows.run(() => flow(empty.ctx));
     assert.deepEqual(empty.asked, [`info:${flows.NO_SESSIONS_YET}`], name);
+    assert.deepEqual(empty.warnings, [], name);
   }
   assert.match(flows.NO_SESSIONS_YET, /no agent sessions yet: they appear once Claude Code, Codex or DSH has worked in this folder/);
 });
@@ -275,9 +277,10 @@ test('a picker with sessions but none to offer says why, and whether some could 
     const partly = new Harness();
     partly.responses['remem/sessionTree'] = { nodes, errors: [UNREADABLE] };
     await flows.run(() => flow(partly.ctx));
-    assert.deepEqual(partly.asked, [
-      `${h.asked[0]} Some of this workspace's sessions could not be read: /h/.claude/projects/-proj: Permission denied.`,
+    assert.deepEqual(partly.warnings, [
+      `${h.asked[0].replace(/^info:/, '')} Some of this workspace's sessions could not be read: /h/.claude/projects/-proj: Permission denied.`,
     ], name);
+    assert.deepEqual(partly.asked, [], name);
   }
 });
 

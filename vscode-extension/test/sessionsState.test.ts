@@ -237,7 +237,11 @@ test('what the tree could not read is one row above it, each path and reason in 
   assert.equal(unread.label, 'No agent sessions of this workspace could be read');
   // Its tooltip sends the user to what could not be read, not to an agent that has not worked here.
   assert.equal(unread.tooltip, 'The row above says which files or folders could not be read, and why.');
-  assert.equal(emptyRows({ nodes: [] }, '/home/me')[0].tooltip, 'Sessions appear here once an agent harness has worked in this folder.');
+  // A read that failed is a warning to notice, as the row above is; none there is information.
+  assert.equal(unread.icon, 'warning');
+  const [none] = emptyRows({ nodes: [] }, '/home/me');
+  assert.equal(none.tooltip, 'Sessions appear here once an agent harness has worked in this folder.');
+  assert.equal(none.icon, 'info');
 });
 
 test('the trees kept of folders no longer in the workspace are dropped, this window\'s and a past one\'s', async () => {
