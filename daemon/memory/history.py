@@ -265,6 +265,9 @@ class History:
         # When this process last started the repository again: a state found on a branch with no
         # entry since then may be anyone's, never credited to an earlier update (decision 0408).
         self._anew_at: str | None = None
+        # The damage a merge left out that this process said, with its files' stamps then: each
+        # is said once for each state of its files (`_left_out`), not at every merge.
+        self._told: set[tuple[str, tuple[Stamp | None, ...]]] = set()
         # By branch, why this process last failed to record an entry of it, until one is written.
         self._failures: dict[str, str] = {}
         # Until when (monotonic) the writing lock counts as stuck: a wait for it ran out, so the
@@ -1053,11 +1056,16 @@ class History:
                 "is written, the small packs stay until a remem without it merges them"
             )
 
-    def _left_out(self, what: str, exc: BaseException) -> None:
-        """A small pack or a loose object a merge left out, as it does not read: the damage."""
+    def _left_out(self, what: str, files: list[Path], exc: BaseException) -> None:
+        """A small pack, a loose object or a folder of them a merge left out, as it does not read:
+        the damage, said once by this process for each state of its files (decision 0483). Said at
+        every merge, it filled a daemon's log until the history was moved aside."""
+        told = (what, tuple(_stamp_of(path) for path in files))
+        if told in self._told:
+            return
+        self._told.add(told)
         log.warning(
-            "memory history: %s",
-            self._damage(f"{what} does not read ({_reason(exc)}), and is left out of the merges"),
+            "memory history: %s", self._damage(f"{what} ({_reason(exc)}), and is left out of the merges")
         )
 
     def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
@@ -1174,13 +1182,15 @@ def _object_id(kind: bytes, data: bytes) -> bytes:
 def _fingerprint(path: Path) -> tuple[Stamp | None, ...]:
     """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent): five lstat
     calls, so every use of the history checks it was not changed under this process."""
-    found: list[Stamp | None] = []
-    for name in _DEPENDED_ON:
-        try:
-            found.append(stamp(os.lstat(path / name)))
-        except OSError:
-            found.append(None)
-    return tuple(found)
+    return tuple(_stamp_of(path / name) for name in _DEPENDED_ON)
+
+
+def _stamp_of(path: Path) -> Stamp | None:
+    """The stat stamp of `path` itself, not followed (None: absent)."""
+    try:
+        return stamp(os.lstat(path))
+    except OSError:
+        return None
 
 
 def _folders(fingerprint: tuple[Stamp | None, ...]) -> tuple[int | None, ...]:

@@ -2,10 +2,11 @@
 and loose objects an older remem wrote, merged into one pack with deltas, then dropped.
 
 Each object is read whole before the merge adds it: a small pack or a loose object that does not
-read is left out of the merges and told to the caller (`merge_small_packs`'s `left_out`) as the
-history's damage, while the OS's trouble that passes by itself (no file descriptor or memory left
-for now) stops the merge, left to a later one. libgit2 says the OS's failures as a GitError ending
-with the OS's words, or as an object not found; `os_trouble` tells them from damage.
+read, or a folder of loose objects the OS refuses to list, is left out of the merges and told to
+the caller (`merge_small_packs`'s `left_out`) as the history's damage, while the OS's trouble
+that passes by itself (no file descriptor or memory left for now) stops the merge, left to a
+later one. libgit2 says the OS's failures as a GitError ending with the OS's words, or as an
+object not found; `os_trouble` tells them from damage.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ _OS_WORDS = {f": {os.strerror(code)}": code for code in sorted(errno.errorcode)}
 # to a later one. Any other refusal of an object's own file (a link, a permission) lasts.
 _PASSING_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 
-LeftOut = Callable[[str, BaseException], None]  # what does not read, and why
+# What does not read (said so), the files it is read from, and why.
+LeftOut = Callable[[str, list[Path], BaseException], None]
 
 
 def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
@@ -49,13 +51,7 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     objects = Path(repo.path) / "objects"
     remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
     packs = small_packs(objects / "pack", MERGED_MAX)
-    loose = [
-        folder / name
-        for folder in objects.iterdir()
-        if len(folder.name) == 2 and folder.is_dir()
-        for name in os.listdir(folder)
-        if len(name) == 38
-    ]
+    loose = _loose_objects(objects, left_out)
     if len(packs) + len(loose) < 2:
         return False
     read = {index: _pack_read(repo, index, left_out) for index in packs}
@@ -82,16 +78,38 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     return True
 
 
+def _loose_objects(objects: Path, left_out: LeftOut) -> list[Path]:
+    """The files of the loose objects in `objects/<2 hex>/`. A folder of them the OS refuses to
+    list for good (its permissions taken away) is left out, told to `left_out` as the history's
+    damage: its refusal stopped every merge, one more small pack staying per entry. Only the OS's
+    trouble that passes by itself stops the merge; a folder gone meanwhile holds nothing."""
+    found = []
+    for folder in objects.iterdir():
+        if len(folder.name) != 2 or not folder.is_dir():
+            continue
+        try:
+            names = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as refused:
+            if _passes(refused):
+                raise
+            left_out(f"its loose-object folder {folder.name} cannot be listed", [folder], refused)
+            continue
+        found += [folder / name for name in names if len(name) == 38]
+    return found
+
+
 def _pack_read(repo: pygit2.Repository, index: Path, left_out: LeftOut) -> list[pygit2.Oid] | None:
     """The objects of the small pack of `index`, each read whole (`_read_whole`)."""
     files = [index, index.with_suffix(".pack")]
-    return _read_whole(repo, lambda: pack_ids(index), files, f"its pack {index.stem}", left_out)
+    return _read_whole(repo, lambda: pack_ids(index), files, f"its pack {index.stem} does not read", left_out)
 
 
 def _loose_read(repo: pygit2.Repository, path: Path, left_out: LeftOut) -> list[pygit2.Oid] | None:
     """The loose object at `path` (objects/<2 hex>/<38 hex>), read whole (`_read_whole`)."""
     oid = path.parent.name + path.name
-    return _read_whole(repo, lambda: [oid], [path], f"its loose object {oid}", left_out)
+    return _read_whole(repo, lambda: [oid], [path], f"its loose object {oid} does not read", left_out)
 
 
 def _read_whole(
@@ -100,7 +118,7 @@ def _read_whole(
     """The objects `ids` names, each read whole (decompressed) before a merge adds it: adding
     one only finds it, so altered bytes showed only as the merge was written, which then
     failed for good. None when one does not read (`files`: those they are read from): `what`
-    is left as it is, out of the merges, its bytes perhaps still of use to `git index-pack`,
+    (which says so) is left as it is, out of the merges, its bytes perhaps still of use to `git index-pack`,
     and told to `left_out` as the history's damage, with the OS's refusal of a file if it
     refused one (a link, a permission: no later merge would read it either). Its entries' reads
     say so too. Only the OS's trouble that passes by itself (`_passes`) stops the merge, left
@@ -114,7 +132,7 @@ def _read_whole(
         trouble = os_trouble(exc, files)
         if trouble is not None and _passes(trouble):
             raise trouble from None
-        left_out(what, _refusal(files) or exc)
+        left_out(what, files, _refusal(files) or exc)
         return None
     return oids
 
