@@ -4,6 +4,7 @@
  */
 
 import type { Fix } from './fixes';
+import type { Folder } from './flows';
 import { GLOBAL_FILE, problemCount, receiptDescription, receiptTitle } from './format';
 import { ClientCommands, CommandTitles, RowContexts } from './ids';
 import type { MemoryOverview, ReceiptSummary, RecordSummary } from './protocol';
@@ -125,15 +126,25 @@ export function workspaceSection(overview: MemoryOverview, cwd: string): MemoryN
   };
 }
 
-export function receiptsSection(overview: MemoryOverview, nowMs: number): MemoryNode {
+/** The folder `cwd` as its memory's rows name it: "this workspace" when it is the window's only
+ * folder, else its name. The receipts are each folder's own, and a window of several draws them
+ * under each folder: that none has run is said of one folder, by its name (decision 0488). */
+export function folderPlace(cwd: string, folders: readonly Folder[]): string {
+  if (folders.length <= 1) return 'this workspace';
+  return folders.find((f) => f.cwd === cwd)?.name ?? cwd;
+}
+
+/** The recent receipts of the folder named `place` (`folderPlace`). */
+export function receiptsSection(overview: MemoryOverview, nowMs: number, place: string): MemoryNode {
   const children: MemoryNode[] = overview.receipts.map((r) => receiptNode(r, nowMs));
   if (children.length === 0) {
-    children.push({ kind: 'note', id: 'receipts-empty', label: 'No consolidation has run yet.' });
+    children.push({ kind: 'note', id: 'receipts-empty', label: `No consolidation has run in ${place} yet.` });
   }
   return { kind: 'section', id: 'receipts', label: 'Recent receipts', description: '', children };
 }
 
-/** The top level of the Memory view for workspace folder `cwd`. */
-export function memoryNodes(overview: MemoryOverview, cwd: string, nowMs: number): MemoryNode[] {
-  return [globalNode(overview), workspaceSection(overview, cwd), receiptsSection(overview, nowMs)];
+/** The top level of the Memory view for workspace folder `cwd`, one of the window's `folders`. */
+export function memoryNodes(overview: MemoryOverview, cwd: string, folders: readonly Folder[], nowMs: number): MemoryNode[] {
+  const place = folderPlace(cwd, folders);
+  return [globalNode(overview), workspaceSection(overview, cwd), receiptsSection(overview, nowMs, place)];
 }

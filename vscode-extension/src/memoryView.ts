@@ -109,8 +109,9 @@ export class MemoryView extends FolderView<MemoryEntry> {
   private async ask(cwd: string): Promise<MemoryEntry[]> {
     try {
       const overview = await this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
-      if (this.folders().some((f) => f.cwd === cwd)) this.shown.set(cwd, overview); // not removed meanwhile
-      return memoryNodes(overview, cwd, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
+      const folders = this.folders();
+      if (folders.some((f) => f.cwd === cwd)) this.shown.set(cwd, overview); // not removed meanwhile
+      return memoryNodes(overview, cwd, folders, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
     } catch (error) {
       const note: MemoryNode = { kind: 'note', id: 'error', label: errorMessage(error), icon: 'warning', fix: rowFix(error) };
       return [{ type: 'memory', cwd, node: note }];

@@ -5,6 +5,8 @@ import type { FlatNode } from '../src/protocol';
 import type { KeptState } from '../src/sessionsState';
 
 export const NOW = Date.UTC(2026, 10, 30, 12, 0, 0);
+/** A window of one workspace folder. */
+export const PROJ = [{ name: 'proj', cwd: '/proj' }];
 export const HOUR = 3_600_000;
 
 export function node(id: string, fields: Partial<FlatNode> = {}): FlatNode {

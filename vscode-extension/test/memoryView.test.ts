@@ -121,7 +121,10 @@ test('a workspace without records says so, and a click on it consolidates a sess
   const [, b] = await view.getChildren(); // a row per folder
   await view.getChildren(b);
   await settle();
-  const [, workspace] = await view.getChildren(b);
+  const [, workspace, receipts] = await view.getChildren(b);
+  // Its receipts are the folder's own: that none has run is said of it by name.
+  const [none] = await view.getChildren(receipts);
+  assert.equal((view.getTreeItem(none) as unknown as { label: string }).label, 'No consolidation has run in b yet.');
   const [note] = await view.getChildren(workspace);
   const item = view.getTreeItem(note) as unknown as { label: string; command?: { command: string; arguments: unknown[] } };
   assert.match(item.label, /^No records yet/);
