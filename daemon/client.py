@@ -43,7 +43,8 @@ from .protocol.rpc import (
     Result,
     RpcError,
 )
-from .server.runtime import LOG_CAP_MAX, POLL_SECONDS, DaemonPaths, log_cap, rotate_log
+from .server.log_cap import LOG_CAP_MAX, log_cap, rotate_log
+from .server.runtime import POLL_SECONDS, DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
 # A live daemon answers hello on its event loop at once; one that does not is stopped or stuck.

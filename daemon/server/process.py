@@ -57,8 +57,9 @@ from ..sessions.memo import ListingMemo
 from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
 from .jsonrpc import LONG_MESSAGES, READ_CHUNK, Backlogs, Connection, Dispatcher, encode_error
+from .log_cap import cap_log, log_cap, log_crash, uncap_log
 from .running_settings import RunningSettings
-from .runtime import DaemonPaths, cap_log, log_cap, log_crash, release_socket, uncap_log
+from .runtime import DaemonPaths, identity_at, release_socket
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 
 log = logging.getLogger("remem.daemon")
@@ -156,7 +157,7 @@ class Daemon:
         # The reader's buffer, not a message's bound (`Connection` holds an unfinished one).
         server = await asyncio.start_unix_server(self._connection, path=str(socket_path), limit=READ_CHUNK)
         os.chmod(socket_path, 0o600)
-        self._socket_identity = _identity(socket_path)
+        self._socket_identity = identity_at(socket_path)
         loop.set_exception_handler(AcceptFailures())
         self.max_connections = connection_cap()
         # Worker threads mostly wait (locks, fsync, disk), so far more of them than cores.
@@ -264,7 +265,7 @@ class Daemon:
         remove its socket; its home may be moved or removed under it: it would go on serving the
         clients already connected with paths that lead nowhere, and no `remem daemon stop` could
         find it (decision 0383)."""
-        if _identity(self.paths.socket) != self._socket_identity:
+        if identity_at(self.paths.socket) != self._socket_identity:
             self._socket_lost = True  # what stands there as it stops is not said again as a warning
             return f"its socket {self.paths.socket} was removed or replaced"
         if self.home.identity() != self._home_identity:
@@ -483,15 +484,6 @@ def _status_change(path: Path, expected: bytes) -> str | None:
     except OSError as exc:
         return f"replaced by {standing_at(path)}" if refused(exc) else f"unreadable ({exc.strerror or exc})"
     return None if current == expected else "changed"
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """The device and inode at `path` (not following a link), None when nothing is there."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def watched_roots(

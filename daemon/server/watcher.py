@@ -67,7 +67,9 @@ from watchdog.observers.polling import PollingObserverVFS
 from ..home import Home
 from ..memory.identity import is_workspace_key
 from ..protocol.rpc import WatchStatus
+from ..safe_open import Identity
 from .jsonrpc import log_failed
+from .runtime import identity
 
 with contextlib.suppress(ImportError):  # no inotify on this system: polling pairs nothing
     from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
@@ -430,7 +432,7 @@ class Watcher:
                 outcome.dropped.append(root)
         for root, held in list(self._root_watches.items()):
             # Moved away (inotify's watch follows the folder), or the path is another folder now.
-            if held.handler is gone or _identity(root) != held.identity:
+            if held.handler is gone or _folder_identity(root) != held.identity:
                 self._unwatch(root)
                 outcome.lost.append(root)
         missing = []
@@ -482,11 +484,11 @@ class Watcher:
         own), its events reported under `root`; False when no folder is there."""
         assert self._observer is not None
         handler = _Forward(self, root, root)
-        identity = _identity(handler.watched)
-        if identity is None:
+        folder = _folder_identity(handler.watched)
+        if folder is None:
             return False
         watch = self._observer.schedule(handler, handler.watched, recursive=True, event_filter=_EVENTS)
-        self._root_watches[root] = _Held(watch, handler, identity)
+        self._root_watches[root] = _Held(watch, handler, folder)
         return True
 
     def _unwatch(self, root: Path) -> None:
@@ -512,13 +514,14 @@ class Watcher:
             observer.join()
 
 
-def _identity(path: str | Path) -> tuple[int, int] | None:
-    """The device and inode of the folder at `path` (links followed), None if there is none."""
+def _folder_identity(path: str | Path) -> Identity | None:
+    """The device and inode of the folder at `path` (links followed, unlike `identity_at`:
+    a root that is a link is watched at its folder), None if there is none."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+    return identity(st) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _lstat(path: str) -> os.stat_result:
@@ -544,7 +547,7 @@ class _Held:
 
     watch: ObservedWatch
     handler: _Forward
-    identity: tuple[int, int]
+    identity: Identity
 
 
 @dataclass

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import LOG_CAP_ENV
+from remem.daemon.server.log_cap import LOG_CAP_ENV
 
 CAP = 1024
 
@@ -20,8 +20,9 @@ import logging, os, resource, sys
 from pathlib import Path
 from remem.daemon.credentials import log_to_stderr
 from remem.daemon.home import Home
-from remem.daemon.server import runtime
-from remem.daemon.server.runtime import DaemonPaths, cap_log, log_crash
+from remem.daemon.server import log_cap
+from remem.daemon.server.log_cap import cap_log, log_crash
+from remem.daemon.server.runtime import DaemonPaths
 
 paths = DaemonPaths(Home(Path(sys.argv[1])))
 opened = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)

@@ -14,7 +14,8 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from remem.daemon.server.log_cap import LOG_CAP_ENV
+from remem.daemon.server.runtime import DaemonPaths
 from tests.waiting import wait_until
 
 CAP = 2048
@@ -128,7 +129,8 @@ import errno, logging, os, sys
 from pathlib import Path
 from remem.daemon.credentials import log_to_stderr
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import DaemonPaths, cap_log
+from remem.daemon.server.log_cap import cap_log
+from remem.daemon.server.runtime import DaemonPaths
 
 paths = DaemonPaths(Home(Path(sys.argv[1])))
 opened = paths.home.open_file(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)

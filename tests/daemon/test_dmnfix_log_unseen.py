@@ -18,7 +18,8 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import SPAWNED_ENV
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from remem.daemon.server.log_cap import LOG_CAP_ENV
+from remem.daemon.server.runtime import DaemonPaths
 from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
 
 from .capped_log import CAP, run_capped
@@ -108,7 +109,7 @@ _CAPPING_FAILS = """
 cap_log(paths, header)
 def a_bug(paths, cap):
     raise RuntimeError("a bug in capping")
-runtime.rotate_log = a_bug
+log_cap.rotate_log = a_bug
 for n in range(int(sys.argv[2])):
     log.info("line %d %s", n, "x" * 100)
 """

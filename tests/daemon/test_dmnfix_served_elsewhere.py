@@ -20,7 +20,8 @@ import pytest
 from remem.daemon import client as daemon_client
 from remem.daemon.client import DaemonUnavailable, ServedElsewhere
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from remem.daemon.server.log_cap import LOG_CAP_ENV
+from remem.daemon.server.runtime import DaemonPaths
 
 from .helpers import remem, wait_until
 from .test_daemon_run_signals import _waiting_for

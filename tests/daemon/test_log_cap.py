@@ -20,7 +20,8 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.fsutil import locked_temp_path_for
 from remem.daemon.home import Home
 from remem.daemon.locks import file_lock
-from remem.daemon.server.runtime import LOG_CAP_ENV, DaemonPaths
+from remem.daemon.server.log_cap import LOG_CAP_ENV
+from remem.daemon.server.runtime import DaemonPaths
 from tests.waiting import wait_until
 
 CAP = 2048
