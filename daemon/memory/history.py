@@ -32,8 +32,8 @@ again, its branches whose head moved elsewhere than down from the one it knew un
 read that meets an object it cannot read (gone, or its bytes corrupt) says the history is
 damaged and which entry, never a bug (decision 0395). A repository the disk refuses to make (a
 full disk) leaves no folder, and a read says so with what to do (decision 0398); a merge of the
-small packs that fails is a warning (a bug of remem's, an error with its traceback): the entry it
-follows is written.
+small packs that fails is a warning (a bug of remem's, an error with its traceback; the history
+changed under it, information): the entry it follows is written.
 
 A full log's parsed entries are kept for the next process in the log cache (`log_cache`,
 decision 0191), which a log believes only as far as the branch's head leads down to it.
@@ -1028,10 +1028,9 @@ class History:
     def _merge(self, repo: pygit2.Repository) -> None:
         """Merge the small packs after an entry. The entry is written, so a merge that fails is
         housekeeping left to the next one when the OS failed it (a full disk, no file descriptor
-        left, a folder a `git gc` removed meanwhile), the history's damage, said with what to do,
-        when it met an object that does not read, and a bug of remem's, logged with its
-        traceback, otherwise: never that the entry is missing. A small pack or a loose object
-        that does not read is left out (`_left_out`)."""
+        left, a folder a `git gc` removed meanwhile) or when the history changed under it, and a
+        bug of remem's, logged with its traceback, otherwise: never that the entry is missing. A
+        small pack or a loose object that does not read is left out (`_left_out`)."""
         try:
             # once merged, libgit2 would go on looking in the packs just removed
             if merge_small_packs(repo, self._left_out):
@@ -1042,12 +1041,20 @@ class History:
             # asked before the repository is let go: that closes the packs libgit2 holds open
             trouble = os_trouble(exc, [self.path / "objects"])
             self._close()  # opened again at the next use, in case some were removed
+            if trouble is None:
+                # Every object the merge adds was read whole first (what did not read is left
+                # out): one it no longer finds went meanwhile (a user's `git gc` pruned it, the
+                # history was moved aside). Nothing is to be done: news, not a warning (0483).
+                log.info(
+                    "memory history: the history changed under the merge of the small packs (%s); "
+                    "the entry is written, and a later merge takes them",
+                    _reason(exc),
+                )
+                return
             log.warning(
-                "memory history: could not merge the small packs (%s); the entry is written, %s",
-                _reason(trouble or exc),
-                "and a later one merges them"
-                if trouble is not None
-                else "but " + self._damage("an object of its small packs does not read"),
+                "memory history: could not merge the small packs (%s); the entry is written, and a "
+                "later one merges them",
+                _reason(trouble),
             )
         except Exception:
             self._close()
