@@ -8,13 +8,15 @@ on purpose, so every problem of a record comes from the store's validator in one
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Annotated, Any
 
 import mcp_types as types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
+from remem.daemon.protocol.memory import STRICT
 from remem.daemon.protocol.rpc import MAX_AGENT_CHANGES, AgentChange
 from remem.daemon.validation import one_line
 
@@ -30,7 +32,22 @@ SHOWN_PROBLEMS = 20  # of a call's arguments: each extra key is one
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Every tool's arguments: no key the tool does not take, and each value of the JSON type its
+    schema names, never coerced to it (`"3"` is no `limit`, `"yes"` no boolean): the daemon's
+    own params are read so (decision 0475), and an agent told which argument is wrong and what
+    it sent corrects its call (decision 0485)."""
+
+    model_config = STRICT
+
+
+def _whole(value: Any) -> Any:
+    """A number with a zero fraction (`3.0`) as the integer it is: JSON Schema, which the tool's
+    declared schema is, counts it as an integer, and a harness may pass the model's number on
+    as it wrote it."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
 
 
 class ContextArguments(_Closed):
@@ -42,7 +59,7 @@ class ReadArguments(_Closed):
 
 
 class HistoryArguments(_Closed):
-    limit: int = Field(
+    limit: WholeNumber = Field(
         default=HISTORY_DEFAULT, ge=1, le=HISTORY_MAX, description="How many recent changes to list."
     )
 
@@ -170,17 +187,53 @@ TOOLS: list[types.Tool] = [
 
 def argument_problems(tool: str, exc: ValidationError) -> str:
     """Every problem of a call's arguments, one a line, for the agent (at most `SHOWN_PROBLEMS`:
-    each extra key the client sent is one)."""
+    each extra key the client sent is one): where, what it should be, and what was sent there."""
     lines = []
     errors = exc.errors()
     for error in errors[:SHOWN_PROBLEMS]:
         hint = ""
         if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
             hint = " (remem chooses the project and keeps track of what you read: no path, cwd or revision)"
+        elif error["type"] not in _NOT_OF_THE_VALUE:
+            hint = f"; got {given(error['input'])}"
+        if error["type"] in _JSON_TYPES:  # said in JSON's terms, which the schema is in
+            error["msg"] = f"should be {_JSON_TYPES[error['type']]}"
         lines.append(f"- {problem(error, 'arguments')}{hint}")
     if len(errors) > SHOWN_PROBLEMS:
         lines.append(f"- and {len(errors) - SHOWN_PROBLEMS} more problem(s)")
     return f"{tool}'s arguments are invalid; nothing was done:\n" + "\n".join(lines)
+
+
+# Problems whose input is not the value sent where they point: a key missing or extra, and a
+# change's `action` (the tag), which pydantic's message quotes itself.
+_NOT_OF_THE_VALUE = frozenset({"missing", "extra_forbidden", "union_tag_invalid", "union_tag_not_found"})
+
+
+# The type a problem of pydantic's says the value should be of, as JSON names it.
+_JSON_TYPES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+}
+
+
+def given(value: Any) -> str:
+    """A value the agent sent, as a problem names it: its JSON type, and a string's, a number's or
+    a literal's value, on one line and cut short."""
+    if isinstance(value, str):
+        return f"the string {shown(json.dumps(value, ensure_ascii=False))}"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {shown(json.dumps(value))}"
+    if isinstance(value, list):
+        return f"an array of {len(value)} item(s)"
+    return "an object"
 
 
 def problem(error: ErrorDetails, whole: str, depth: int = 0) -> str:
