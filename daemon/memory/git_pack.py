@@ -7,7 +7,8 @@ git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a versi
 libgit2 and plain `git` read it like any other pack; `pack_merge` merges small packs into one
 now and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
 temp is removed, and so is its `.pack` when its index cannot be written; the temp a killed
-writer left, or libgit2's in a killed merge, is removed at the next merge (`remove_leftovers`).
+writer left, or libgit2's in a killed merge, and a `.pack` an older remem's killed merge left
+without its index, are removed at the next merge (`remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ _TEMP_PREFIX = "tmp_pack_"
 # The temps of libgit2's own pack writer (a merge): `pack_git2_<hex>`, `pack_git2_<hex>idx.lock`.
 _LEFTOVER_PREFIXES = (_TEMP_PREFIX, "pack_git2_")
 # A leftover older than this is no writer's at work (a pack is written in milliseconds); a
-# younger one may be another program's (git's own temp packs are named so), and is left alone.
+# younger one may be another program's (git's own temp packs are named so), or a `.pack` whose
+# index is being written now, and is left alone.
 LEFTOVER_SECONDS = 600
 
 
@@ -76,14 +78,16 @@ def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
 
 
 def remove_leftovers(pack_dir: Path) -> list[str]:
-    """Remove the temps a writer killed in its work left (this module's, or libgit2's in a
-    merge), once stale; the names removed. (A `.pack` without its index is left: unseen by every
-    reader, it may be a damaged history's objects, which `git index-pack` recovers.)"""
+    """Remove what a writer killed in its work left, once stale; the names removed: the temps
+    (this module's, or libgit2's in a merge), and a `.pack` without its index, which an older
+    remem's merge, killed between removing a merged small pack's index and its pack, left for
+    good: unseen by every reader (a pack is found by its index), and its objects in the merge."""
     removed = []
     now = time.time()
     with contextlib.suppress(OSError):
-        for name in sorted(os.listdir(pack_dir)):
-            if not name.startswith(_LEFTOVER_PREFIXES):
+        names = set(os.listdir(pack_dir))
+        for name in sorted(names):
+            if not (name.startswith(_LEFTOVER_PREFIXES) or _without_index(name, names)):
                 continue
             with contextlib.suppress(OSError):
                 found = os.lstat(pack_dir / name)
@@ -91,6 +95,11 @@ def remove_leftovers(pack_dir: Path) -> list[str]:
                     os.unlink(pack_dir / name)
                     removed.append(name)
     return removed
+
+
+def _without_index(name: str, names: set[str]) -> bool:
+    """Whether `name` is a `.pack` whose index is not among `names`."""
+    return name.endswith(".pack") and f"{name.removesuffix('.pack')}.idx" not in names
 
 
 def pack_ids(index: Path) -> list[str]:

@@ -67,7 +67,7 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     faultpoint("history.merge.after-write")
     # The pack first: an index left without it (a merge killed here) is unseen by readers as
     # a pack without its index is, and the next merge takes its objects (read from the merged
-    # pack) and removes it, where a pack left without its index stayed for good.
+    # pack) and removes it; a pack left without its index is removed only once stale.
     for index in (index for index in packs if index in merged):
         index.with_suffix(".pack").unlink(missing_ok=True)
         faultpoint("history.merge.mid-removal")
@@ -118,10 +118,10 @@ def _read_whole(
     """The objects `ids` names, each read whole (decompressed) before a merge adds it: adding
     one only finds it, so altered bytes showed only as the merge was written, which then
     failed for good. None when one does not read (`files`: those they are read from): `what`
-    (which says so) is left as it is, out of the merges, its bytes perhaps still of use to `git index-pack`,
-    and told to `left_out` as the history's damage, with the OS's refusal of a file if it
-    refused one (a link, a permission: no later merge would read it either). Its entries' reads
-    say so too. Only the OS's trouble that passes by itself (`_passes`) stops the merge, left
+    (which says so) is left as it is, out of the merges, its bytes perhaps still of use to
+    `git index-pack`, and told to `left_out` as the history's damage, with the OS's refusal of
+    a file if it refused one (a link, a permission: no later merge would read it either). Its
+    entries' reads say so too. Only the OS's trouble that passes by itself (`_passes`) stops the merge, left
     to a later one."""
     try:
         oids = [pygit2.Oid(hex=oid) for oid in ids()]
