@@ -59,7 +59,7 @@ def eval_command(
     try:
         from ..consolidation.route import RouteError, resolve_route
         from ..evaluation.cases import CASES
-        from ..evaluation.formats import FORMATS
+        from ..evaluation.formats import FORMATS, case_id
         from ..evaluation.report import Report, table
 
         settings = _route_settings(backend, provider, model)
@@ -68,9 +68,14 @@ def eval_command(
         except RouteError as exc:
             fail(str(exc))
         # In place: the interruption's line counts them.
-        chosen += [(name, case) for name in FORMATS for case in CASES if _wanted(pattern, name, case)]
+        chosen += [
+            (name, case)
+            for name in FORMATS
+            for case in CASES
+            if _wanted(pattern, case_id(name, case.name), case)
+        ]
         if not chosen:
-            fail(f"no case matches {pattern!r}; the cases are " + ", ".join(f"dsh/{c.name}" for c in CASES))
+            fail(_no_case_matches(pattern))
         started = time.monotonic()
         asyncio.run(_run_all(chosen, settings, backend, scores, stopped))
         config = settings.consolidation
@@ -132,9 +137,21 @@ def _yaml(data: dict[str, object]) -> bytes:
     return yaml.safe_dump(data).encode("utf-8")
 
 
-def _wanted(pattern: str, format_name: str, case: Case) -> bool:
-    return fnmatch.fnmatchcase(f"{format_name}/{case.name}", pattern) or fnmatch.fnmatchcase(
-        case.name, pattern
+def _wanted(pattern: str, written_id: str, case: Case) -> bool:
+    return fnmatch.fnmatchcase(written_id, pattern) or fnmatch.fnmatchcase(case.name, pattern)
+
+
+def _no_case_matches(pattern: str) -> str:
+    """What `--cases` can match, from the set itself: each case's name, and its id in each
+    format the set is written in."""
+    from ..evaluation.cases import CASES
+    from ..evaluation.formats import FORMATS, case_id
+
+    example = case_id(next(iter(FORMATS)), CASES[0].name)
+    return (
+        f"no case matches {pattern!r}; --cases matches a case's name or its id, format/name (e.g. "
+        f"{example}). The formats are {', '.join(FORMATS)}; the cases are "
+        f"{', '.join(case.name for case in CASES)}"
     )
 
 
@@ -150,7 +167,7 @@ async def _run_all(
     outright, it would leave each case's temporary home behind. A stop after the first waits
     for that cleanup."""
     from ..evaluation.cases import CWD
-    from ..evaluation.formats import FORMATS
+    from ..evaluation.formats import FORMATS, case_id
     from ..evaluation.harness import run_case
 
     task = asyncio.current_task()
@@ -177,7 +194,7 @@ async def _run_all(
             if _interrupted(score):
                 raise asyncio.CancelledError  # the stop it was, as the caller reports one
             scores.append(score)
-            bar.update(1, f"{name}/{case.name}")
+            bar.update(1, case_id(name, case.name))
 
 
 def _interrupted(score: CaseScore) -> bool:

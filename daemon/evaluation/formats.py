@@ -62,3 +62,8 @@ class DshFormat:
 
 FormatFactory = Callable[[str], SessionFormat]
 FORMATS: dict[str, FormatFactory] = {"dsh": DshFormat}
+
+
+def case_id(format_name: str, case_name: str) -> str:
+    """A case written in a format, as `--cases`, the progress bar and the report name it."""
+    return f"{format_name}/{case_name}"

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .formats import case_id
 from .scoring import CaseScore
 
 Subject = Literal["model", "scripted-model"]
@@ -104,7 +105,7 @@ def table(report: Report) -> str:
     header = ["case", "status", *_COLUMNS]
     rows = [
         [
-            f"{c.score.format}/{c.score.case}",
+            case_id(c.score.format, c.score.case),
             c.score.status,
             *(_cell(getattr(c.metrics, k)) for k in _COLUMNS),
         ]
@@ -131,7 +132,7 @@ def _footer(report: Report) -> str:
         else f"{report.provider}/{report.model}"
     )
     misses = [
-        f"  {c.score.format}/{c.score.case}: {problems}"
+        f"  {case_id(c.score.format, c.score.case)}: {problems}"
         for c in report.cases
         if (problems := _problems(c.score))
     ]
