@@ -301,10 +301,11 @@ def _line_of(node: yaml.Node | None, location: list[str]) -> int:
 
 
 class SettingsStore:
-    """Reads `settings.yml` and updates it with CAS on the file's revision."""
+    """Reads `settings.yml` and updates it with CAS on the file's revision. Only an update makes
+    the home's folders: a read of a home never made (`settings model`, `eval`) leaves none."""
 
     def __init__(self, home: Home) -> None:
-        self.home = home.ensure_layout()
+        self.home = home
 
     def read(self) -> tuple[Settings, str]:
         raw = self._raw()
@@ -317,7 +318,7 @@ class SettingsStore:
         never written: HomeUnusable, naming the link, its target and the keys to set there."""
         said = (f"{k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in changes.items())
         change = "set " + ", ".join(said)  # as YAML would hold them
-        with file_lock(self.home.locks / "settings.lock"):
+        with file_lock(self.home.ensure_layout().locks / "settings.lock"):
             remove_stale_temps_of(self.home.settings_file)  # never credentials.yml's, in flight
             self.home.refuse_linked_write(self.home.settings_file, change)
             existing = self._existing()

@@ -150,7 +150,7 @@ def test_custom_provider_is_accepted() -> None:
 
 
 def test_a_file_read_again_unchanged_is_one_shared_snapshot_nobody_can_change(home: Home) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
     first, _ = store.read()
     assert store.read()[0] is first
@@ -161,7 +161,7 @@ def test_a_file_read_again_unchanged_is_one_shared_snapshot_nobody_can_change(ho
 
 
 def test_an_invalid_file_is_refused_on_every_read(home: Home) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_text("sessions:\n  idle_secs: 5\n")
     for _ in range(2):
         with pytest.raises(SettingsError, match="sessions.idle_secs: unknown key"):
@@ -169,7 +169,7 @@ def test_an_invalid_file_is_refused_on_every_read(home: Home) -> None:
 
 
 def test_update_is_compare_and_swap(home: Home) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
     _, revision = store.read()
     new_revision = store.update(revision, {"consolidation.model": "deepseek-v4-pro"})
@@ -190,7 +190,7 @@ def test_a_hand_save_between_the_read_and_the_publish_is_kept(
 ) -> None:
     """The settings lock binds remem's writers, not an editor: a save landing after the update
     read the file is kept, and the update is a conflict naming the file's new revision."""
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     if existed:
         home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
     _, revision = store.read()
@@ -210,7 +210,7 @@ def test_a_hand_save_between_the_read_and_the_publish_is_kept(
 
 
 def test_invalid_update_is_refused_and_nothing_written(home: Home) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     _, revision = store.read()
     with pytest.raises(SettingsError):
         store.update(revision, {"consolidation.max_tokens": "lots"})
@@ -258,7 +258,7 @@ def test_a_linked_settings_file_is_read_through_its_link_and_never_written(
     """The user's dotfiles link is theirs: remem reads it, and refuses an update with the link,
     its target and what to set there, never a conflict no retry could clear (decision 0375)."""
     target = linked_settings(home, tmp_path, text)
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     settings, revision = store.read()
     assert settings.sessions.idle_seconds == (30 if text else 120), "read through the link"
     with pytest.raises(HomeUnusable) as refused:
@@ -275,7 +275,7 @@ def test_a_link_put_in_place_of_settings_between_the_read_and_the_publish_is_lef
 ) -> None:
     """A dotfiles manager linking the file while remem updates it: the publish's exchange gives
     the link back, and the update is refused as linked, not as a conflict."""
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_text("sessions:\n  idle_seconds: 30\n")
     _, revision = store.read()
     target = tmp_path / "dotfiles" / "settings.yml"

@@ -51,7 +51,7 @@ def test_choosing_a_model_keeps_the_users_comments_and_layout(
     ids=["key", "section", "comments-only"],
 )
 def test_a_missing_key_is_added_where_a_person_would_write_it(home: Home, before: str, after: str) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_bytes(before.encode())
     store.update(store.read()[1], {"consolidation.model": "a: b"})
     assert home.settings_file.read_bytes() == after.encode()
@@ -67,7 +67,7 @@ def test_a_missing_key_is_added_where_a_person_would_write_it(home: Home, before
     ids=["empty-braces", "folded-value"],
 )
 def test_a_shape_an_edit_cannot_follow_is_rewritten_with_the_same_settings(home: Home, before: str) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_text(before)
     store.update(store.read()[1], {"consolidation.model": "m2"})
     assert store.read()[0].consolidation.model == "m2"
@@ -76,7 +76,7 @@ def test_a_shape_an_edit_cannot_follow_is_rewritten_with_the_same_settings(home:
 
 def test_a_value_already_set_is_left_as_written(home: Home) -> None:
     """The model picker sends the provider with the model: an unchanged one keeps its quotes."""
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     home.settings_file.write_text('consolidation:\n  provider: "ollama"   # quoted on purpose\n  model: m1\n')
     store.update(store.read()[1], {"consolidation.provider": "ollama", "consolidation.model": "m2"})
     assert home.settings_file.read_text() == (
@@ -85,7 +85,7 @@ def test_a_value_already_set_is_left_as_written(home: Home) -> None:
 
 
 def test_a_file_too_large_to_edit_quickly_is_rewritten(home: Home) -> None:
-    store = SettingsStore(home)
+    store = SettingsStore(home.ensure_layout())  # the test writes its file there first
     roots = "".join(f"    - /logs/{n:05}\n" for n in range(settings_edit.MAX_EDITED_CHARS // 16))
     home.settings_file.write_text(f"# many roots\nsessions:\n  roots:\n{roots}")
     store.update(store.read()[1], {"consolidation.model": "m2"})
