@@ -3,6 +3,7 @@
  * validity, and the most recent consolidation receipts, from `remem/memoryOverview`.
  */
 
+import { aboveName } from './ancestors';
 import type { Fix } from './fixes';
 import type { Folder } from './flows';
 import { GLOBAL_FILE, problemCount, receiptDescription, receiptTitle } from './format';
@@ -93,8 +94,19 @@ function consolidateFix(cwd: string): Fix {
   return { title: CommandTitles.consolidateSession, command: ClientCommands.consolidateSession, arguments: [{ cwd }] };
 }
 
-/** This workspace's index and records; `cwd`, its folder, is the one a click on "No records yet" consolidates. */
-export function workspaceSection(overview: MemoryOverview, cwd: string): MemoryNode {
+/** The workspace folder a Memory subtree is of: `place`, how its rows name it (`folderPlace`);
+ * `recordsAbove`, when it has no records, the nearest folder above it whose workspace has some;
+ * `home`, the user's home folder, from which a folder is named (`~/proj`). */
+export interface MemoryFolder {
+  cwd: string;
+  place: string;
+  recordsAbove?: string;
+  home: string;
+}
+
+/** This workspace's index and records; `cwd`, its folder, is the one a click on "No records yet"
+ * consolidates; without records, the folder above that has some is named (decision 0488). */
+export function workspaceSection(overview: MemoryOverview, { cwd, recordsAbove, home }: MemoryFolder): MemoryNode {
   const { index, folder } = overview.workspace;
   const children: MemoryNode[] = [];
   if (index) {
@@ -112,6 +124,10 @@ export function workspaceSection(overview: MemoryOverview, cwd: string): MemoryN
   if (children.length === 0) {
     const label = 'No records yet: consolidate a session';
     children.push({ kind: 'note', id: 'workspace-empty', label, fix: consolidateFix(cwd) });
+    if (recordsAbove) {
+      const above = `Records were kept for ${aboveName(recordsAbove, cwd, home)}: open it to see them`;
+      children.push({ kind: 'note', id: 'workspace-above', label: above, icon: 'folder-opened' });
+    }
   }
   const invalid = overview.records.filter((r) => !r.valid).length;
   const count = overview.records.length === 1 ? '1 record' : `${overview.records.length} records`;
@@ -143,8 +159,7 @@ export function receiptsSection(overview: MemoryOverview, nowMs: number, place: 
   return { kind: 'section', id: 'receipts', label: 'Recent receipts', description: '', children };
 }
 
-/** The top level of the Memory view for workspace folder `cwd`, one of the window's `folders`. */
-export function memoryNodes(overview: MemoryOverview, cwd: string, folders: readonly Folder[], nowMs: number): MemoryNode[] {
-  const place = folderPlace(cwd, folders);
-  return [globalNode(overview), workspaceSection(overview, cwd), receiptsSection(overview, nowMs, place)];
+/** The top level of the Memory view for a workspace folder. */
+export function memoryNodes(overview: MemoryOverview, folder: MemoryFolder, nowMs: number): MemoryNode[] {
+  return [globalNode(overview), workspaceSection(overview, folder), receiptsSection(overview, nowMs, folder.place)];
 }

@@ -1,12 +1,14 @@
 /** The Memory view: Global memory, this workspace's records and recent receipts; a click opens the file. */
 
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as vscode from 'vscode';
 
+import { nearestAbove } from './ancestors';
 import { rowFix } from './fixes';
 import { type FolderElement, FolderView } from './folderView';
-import { fileContextValue, type MemoryNode, memoryNodes } from './memoryTree';
+import { fileContextValue, folderPlace, type MemoryNode, memoryNodes } from './memoryTree';
 import { ClientCommands } from './ids';
 import { type MemoryOverview, Requests } from './protocol';
 import { errorMessage } from './vscodeapi';
@@ -107,11 +109,18 @@ export class MemoryView extends FolderView<MemoryEntry> {
   }
 
   private async ask(cwd: string): Promise<MemoryEntry[]> {
+    const overviewOf = (folder: string) => this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd: folder });
     try {
-      const overview = await this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
+      const overview = await overviewOf(cwd);
+      const home = os.homedir();
+      // A subfolder of a project is a workspace of its own: without records, the folder above with some is named.
+      const recordsAbove = overview.records.length
+        ? undefined
+        : await nearestAbove(cwd, home, async (folder) => (await overviewOf(folder)).records.length > 0);
       const folders = this.folders();
       if (folders.some((f) => f.cwd === cwd)) this.shown.set(cwd, overview); // not removed meanwhile
-      return memoryNodes(overview, cwd, folders, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
+      const folder = { cwd, place: folderPlace(cwd, folders), recordsAbove, home };
+      return memoryNodes(overview, folder, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
     } catch (error) {
       const note: MemoryNode = { kind: 'note', id: 'error', label: errorMessage(error), icon: 'warning', fix: rowFix(error) };
       return [{ type: 'memory', cwd, node: note }];

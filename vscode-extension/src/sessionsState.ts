@@ -6,6 +6,7 @@
  * a cold listing is. The last answer of each folder is kept in the workspace's state.
  */
 
+import { aboveName, homeRelative, nearestAbove } from './ancestors';
 import { type Fix, rowFix } from './fixes';
 import { readSeverity, sessionLabel } from './format';
 import { ClientCommands, SESSIONS_UNREADABLE } from './ids';
@@ -18,9 +19,13 @@ export interface KeptState {
   update(key: string, value: unknown): Thenable<void>;
 }
 
+/** A folder's answer; with no sessions and nothing unread, the nearest folder above it whose
+ * workspace has some (`sessionsAbove`), which its empty state names. */
+export type FolderTree = SessionTreeResult & { sessionsAbove?: string };
+
 export type Shown =
   | { kind: 'loading' }
-  | { kind: 'tree'; result: SessionTreeResult; refreshing: boolean }
+  | { kind: 'tree'; result: FolderTree; refreshing: boolean }
   | { kind: 'error'; message: string; fix: Fix }; // `fix`: what clicking its row does
 
 /** How far the listing a folder waits for has indexed the logs it must read. */
@@ -43,7 +48,7 @@ export class FolderSessions {
 
   constructor(
     private readonly keptState: KeptState,
-    private readonly ask: (cwd: string) => Promise<SessionTreeResult>,
+    private readonly ask: (cwd: string) => Promise<FolderTree>,
     private readonly changed: () => void,
     private readonly describeError: (error: unknown) => string,
   ) {}
@@ -170,7 +175,18 @@ export function relabelled(before: Map<string, string>, now: Map<string, string>
   return new Map([...now].filter(([id, label]) => before.get(id) !== label));
 }
 
-function sameTree(shown: Shown, result: SessionTreeResult): boolean {
+/** `ask`, and for a folder without sessions, whose were all read, the nearest folder above it with
+ * some (`sessionsAbove`): a subfolder of a project is a workspace of its own (decision 0488). */
+export function askingAbove(ask: (cwd: string) => Promise<SessionTreeResult>, home: string): (cwd: string) => Promise<FolderTree> {
+  return async (cwd) => {
+    const result = await ask(cwd);
+    if (result.nodes.length || result.errors?.length) return result;
+    const above = await nearestAbove(cwd, home, async (folder) => (await ask(folder)).nodes.length > 0);
+    return above ? { ...result, sessionsAbove: above } : result;
+  };
+}
+
+function sameTree(shown: Shown, result: FolderTree): boolean {
   return shown.kind === 'tree' && !shown.refreshing && JSON.stringify(shown.result) === JSON.stringify(result);
 }
 
@@ -195,7 +211,7 @@ export function loadingRow(indexing: Indexing | undefined): NoteRow {
 export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH';
 
 /** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
-export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
+export function emptyRows(result: FolderTree, cwd: string, home: string): NoteRow[] {
   // None read is not none there: the row above says why, and that is what to fix.
   const unread = Boolean(result.errors?.length);
   const rows: NoteRow[] = [
@@ -206,6 +222,7 @@ export function emptyRows(result: SessionTreeResult, home: string): NoteRow[] {
         : 'Sessions appear here once an agent harness has worked in this folder.',
       icon: readSeverity(result.errors),
     },
+    ...aboveRows(result.sessionsAbove, cwd, home),
     { label: HARNESSES, tooltip: HARNESSES, icon: 'hubot' },
   ];
   for (const root of result.searched ?? []) rows.push(rootRow(root, home));
@@ -243,6 +260,21 @@ export function settingsRows(result: SessionTreeResult): NoteRow[] {
   return [row];
 }
 
+/** The row that names the folder above whose workspace has the sessions this one lacks. */
+function aboveRows(above: string | undefined, cwd: string, home: string): NoteRow[] {
+  if (!above) return [];
+  return [
+    {
+      label: `Sessions were recorded in ${aboveName(above, cwd, home)}`,
+      description: 'open it to see them',
+      tooltip:
+        `remem keeps an agent's sessions under the folder it ran in: ${above} has sessions, and this ` +
+        `folder, inside it, is a workspace of its own. Open ${homeRelative(above, home)} to see them and its memory.`,
+      icon: 'folder-opened',
+    },
+  ];
+}
+
 const ERRORS_SHOWN = 20; // in the tooltip of `errorRows`: the rest are counted
 
 /** The row above the tree (or the empty state) when some of what it looked at could not be read: a
@@ -271,7 +303,7 @@ const HARNESS_FOLDERS: Record<SessionFormat, { name: string; folder: string }> =
 };
 
 function rootRow(root: SearchedRoot, home: string): NoteRow {
-  const path = home && root.path.startsWith(`${home}/`) ? `~${root.path.slice(home.length)}` : root.path;
+  const path = homeRelative(root.path, home);
   const harness = root.harness ? HARNESS_FOLDERS[root.harness] : undefined;
   const description = [harness?.name, root.exists ? undefined : 'not found'].filter(Boolean).join(' · ');
   return {

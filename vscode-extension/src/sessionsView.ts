@@ -9,7 +9,7 @@ import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { ClientCommands } from './ids';
 import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
-import { emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
+import { askingAbove, emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
 import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
@@ -51,7 +51,7 @@ export class SessionsView extends FolderView<SessionEntry> {
   constructor(server: Server, folders: () => Folder[], kept: KeptState) {
     super(server, folders);
     const ask = (cwd: string) => server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
-    this.state = new FolderSessions(kept, ask, () => this.answered(), errorMessage);
+    this.state = new FolderSessions(kept, askingAbove(ask, os.homedir()), () => this.answered(), errorMessage);
   }
 
   private answered(): void {
@@ -164,7 +164,7 @@ export class SessionsView extends FolderView<SessionEntry> {
     this.hiddenArchived.set(cwd, visible.hidden);
     const forest = new SessionForest(visible.nodes);
     this.forests.set(cwd, forest);
-    const notes = shown.result.nodes.length === 0 ? emptyRows(shown.result, os.homedir()) : [];
+    const notes = shown.result.nodes.length === 0 ? emptyRows(shown.result, cwd, os.homedir()) : [];
     // Above the tree (or the empty state): settings.yml is invalid, so the daemon drew it on the last valid
     // settings; some of what it looked at could not be read.
     const rows = [...settingsRows(shown.result), ...errorRows(shown.result), ...notes];

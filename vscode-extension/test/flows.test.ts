@@ -242,7 +242,7 @@ test('every session picker of a folder whose sessions could not be read says so 
     unread.responses['remem/sessionTree'] = { nodes: [], errors: [UNREADABLE] };
     await flows.run(() => flow(unread.ctx));
     // In the words of the view's empty state, then the daemon's.
-    const [viewSays] = emptyRows(unread.responses['remem/sessionTree'] as SessionTreeResult, '/h');
+    const [viewSays] = emptyRows(unread.responses['remem/sessionTree'] as SessionTreeResult, '/proj', '/h');
     assert.equal(viewSays.label, SESSIONS_UNREADABLE);
     // A warning, which the user must notice: not information that none are there.
     assert.deepEqual(unread.warnings, [`${SESSIONS_UNREADABLE}: /h/.claude/projects/-proj: Permission denied.`], name);

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { memoryNodes } from '../src/memoryTree';
+import { folderPlace, memoryNodes } from '../src/memoryTree';
 import type { MemoryOverview } from '../src/protocol';
 import { HOUR, NOW, PROJ } from './fixtures';
+
+const AT_PROJ = { cwd: '/proj', place: 'this workspace', home: '/home/me' };
 
 const OVERVIEW: MemoryOverview = {
   global: { path: '/h/memory/GLOBAL.md', valid: false, problems: 2 },
@@ -44,7 +46,7 @@ const OVERVIEW: MemoryOverview = {
 };
 
 test('global, workspace records (sorted, with validity) and receipts, each opening its file', () => {
-  const [global, workspace, receipts] = memoryNodes(OVERVIEW, '/proj', PROJ, NOW);
+  const [global, workspace, receipts] = memoryNodes(OVERVIEW, AT_PROJ, NOW);
   assert.equal(global.kind, 'file');
   assert.equal(global.kind === 'file' && global.description, 'Global memory · 2 problems');
   assert.equal(global.kind === 'file' && global.path, '/h/memory/GLOBAL.md');
@@ -71,7 +73,7 @@ test('global, workspace records (sorted, with validity) and receipts, each openi
 
 test('an untitled session\'s receipt is named as its picker names it, the whole id in its tooltip', () => {
   const untitled = { ...OVERVIEW.receipts[0], session: 'session-12345678-aaaa', title: '  ' };
-  const [, , receipts] = memoryNodes({ ...OVERVIEW, receipts: [untitled] }, '/proj', PROJ, NOW);
+  const [, , receipts] = memoryNodes({ ...OVERVIEW, receipts: [untitled] }, AT_PROJ, NOW);
   const [row] = receipts.kind === 'section' ? receipts.children : [];
   assert.equal(row.label, 'Session 12345678');
   assert.match(row.kind === 'file' ? row.tooltip : '', /\nSession session-12345678-aaaa\n/);
@@ -84,13 +86,13 @@ test('an empty workspace and no receipts say so instead of showing nothing', () 
     records: [],
     receipts: [],
   };
-  const [global, workspace, receipts] = memoryNodes(empty, '/proj', PROJ, NOW);
+  const [global, workspace, receipts] = memoryNodes(empty, AT_PROJ, NOW);
   assert.equal(global.kind === 'file' && global.description, 'Global memory · valid');
   assert.equal(workspace.kind === 'section' && workspace.description, '0 records · no memory folder yet');
   assert.deepEqual(workspace.kind === 'section' && workspace.children.map((c) => c.kind), ['note']);
   assert.deepEqual(receipts.kind === 'section' && receipts.children.map((c) => c.kind), ['note']);
   const said = (folders: typeof PROJ, cwd = '/proj') => {
-    const [, , section] = memoryNodes(empty, cwd, folders, NOW);
+    const [, , section] = memoryNodes(empty, { ...AT_PROJ, cwd, place: folderPlace(cwd, folders) }, NOW);
     return section.kind === 'section' ? section.children.map((c) => c.label) : [];
   };
   assert.deepEqual(said(PROJ), ['No consolidation has run in this workspace yet.']);
@@ -98,4 +100,18 @@ test('an empty workspace and no receipts say so instead of showing nothing', () 
   const two = [...PROJ, { name: 'tools', cwd: '/tools' }];
   assert.deepEqual(said(two, '/tools'), ['No consolidation has run in tools yet.']);
   assert.deepEqual(said(two), ['No consolidation has run in proj yet.']);
+});
+
+test('a workspace without records names the folder above whose workspace has some', () => {
+  const empty: MemoryOverview = { ...OVERVIEW, records: [], workspace: { key: null, folder: null, index: null } };
+  const app = { cwd: '/home/me/proj/app', place: 'this workspace', home: '/home/me' };
+  const labels = (folder: typeof app & { recordsAbove?: string }) => {
+    const [, workspace] = memoryNodes(empty, folder, NOW);
+    return workspace.kind === 'section' ? workspace.children.map((c) => c.label) : [];
+  };
+  assert.deepEqual(labels({ ...app, recordsAbove: '/home/me/proj' }), [
+    'No records yet: consolidate a session',
+    'Records were kept for the parent folder ~/proj: open it to see them',
+  ]);
+  assert.deepEqual(labels(app), ['No records yet: consolidate a session']);
 });

@@ -152,3 +152,38 @@ test('a workspace without records says so, and a click on it consolidates a sess
     [Requests.settings, {}],
   ]);
 });
+
+test('a subfolder of a project without records names the folder above whose workspace has some', async (t) => {
+  const home = process.env.HOME;
+  process.env.HOME = '/home/me';
+  t.after(() => {
+    process.env.HOME = home;
+  });
+  const recorded = { ...overview(0), records: [{ name: 'r', type: 'project', description: 'd', path: '/p/r.md', valid: true, problems: 0 }] };
+  const asked: string[] = [];
+  const server = {
+    request: async <R>(_method: string, params: object): Promise<R> => {
+      const { cwd } = params as { cwd: string };
+      asked.push(cwd);
+      return (cwd === '/home/me/proj' || cwd === '/home/me' ? recorded : overview(0)) as R;
+    },
+    command: async <R>() => undefined as R,
+  };
+  const workspaceRows = async (cwd: string): Promise<string[]> => {
+    asked.length = 0;
+    const view = new MemoryView(server, () => [{ name: 'x', cwd }]);
+    await view.getChildren();
+    await settle();
+    const [, workspace] = await view.getChildren();
+    const rows = await view.getChildren(workspace);
+    return rows.map((row) => (view.getTreeItem(row) as unknown as { label: string }).label);
+  };
+  assert.deepEqual(await workspaceRows('/home/me/proj/app'), [
+    'No records yet: consolidate a session',
+    'Records were kept for the parent folder ~/proj: open it to see them',
+  ]);
+  assert.deepEqual(asked, ['/home/me/proj/app', '/home/me/proj']);
+  // The home folder's records are no hint: a project at its top is one of its own.
+  assert.deepEqual(await workspaceRows('/home/me/other'), ['No records yet: consolidate a session']);
+  assert.deepEqual(asked, ['/home/me/other']);
+});

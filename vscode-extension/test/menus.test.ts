@@ -11,7 +11,7 @@ import { ClientCommands, ROW_TOKEN_SEPARATOR, RowContexts, Views } from '../src/
 import { fileContextValue, type MemoryNode, memoryNodes } from '../src/memoryTree';
 import type { FlatNode, MemoryOverview, ReviewStateName } from '../src/protocol';
 import { sessionContextValue } from '../src/sessionTree';
-import { NOW, node, PROJ } from './fixtures';
+import { NOW, node } from './fixtures';
 
 interface MenuItem {
   command: string;
@@ -79,7 +79,7 @@ function memoryValues(): Set<string> {
     if (n.kind === 'file') values.add(fileContextValue(n));
     if (n.kind === 'section') n.children.forEach(visit);
   };
-  memoryNodes(OVERVIEW, '/proj', PROJ, NOW).forEach(visit);
+  memoryNodes(OVERVIEW, { cwd: '/proj', place: 'this workspace', home: '/home/me' }, NOW).forEach(visit);
   return values;
 }
 

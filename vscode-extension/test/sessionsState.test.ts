@@ -81,6 +81,7 @@ test('the empty state names the harnesses, each root searched, and the next step
       ],
       settingsFile: '/home/me/.remem/settings.yml',
     },
+    '/home/me/proj',
     '/home/me',
   );
   assert.deepEqual(
@@ -123,6 +124,7 @@ test('the empty state says which harness each default folder is for, found or no
       ],
       settingsFile: '/home/me/.remem/settings.yml',
     },
+    '/home/me/proj',
     '/home/me',
   );
   const roots = rows.filter((r) => r.label.startsWith('Looked in '));
@@ -233,13 +235,13 @@ test('what the tree could not read is one row above it, each path and reason in 
   assert.deepEqual(errorRows({ nodes: FAMILY, errors: [] }), []);
   assert.deepEqual(errorRows({ nodes: FAMILY }), []);
   // An empty tree with errors does not say there are no sessions, only that none could be read.
-  const [unread] = emptyRows({ nodes: [], errors: [link] }, '/home/me');
+  const [unread] = emptyRows({ nodes: [], errors: [link] }, '/home/me/proj', '/home/me');
   assert.equal(unread.label, 'No agent sessions of this workspace could be read');
   // Its tooltip sends the user to what could not be read, not to an agent that has not worked here.
   assert.equal(unread.tooltip, 'The row above says which files or folders could not be read, and why.');
   // A read that failed is a warning to notice, as the row above is; none there is information.
   assert.equal(unread.icon, 'warning');
-  const [none] = emptyRows({ nodes: [] }, '/home/me');
+  const [none] = emptyRows({ nodes: [] }, '/home/me/proj', '/home/me');
   assert.equal(none.tooltip, 'Sessions appear here once an agent harness has worked in this folder.');
   assert.equal(none.icon, 'info');
 });

@@ -113,3 +113,45 @@ test('the trees a past window kept of folders removed since are dropped at the f
   await sessions.getChildren();
   assert.deepEqual(kept.keys(), ['remem.sessionTree:/a']);
 });
+
+test('a subfolder of a project without sessions names the folder above whose workspace has them', async (t) => {
+  const home = process.env.HOME;
+  process.env.HOME = '/home/me';
+  t.after(() => {
+    process.env.HOME = home;
+  });
+  const trees: Record<string, SessionTreeResult> = {
+    '/home/me/proj': { nodes: [node('p1')] },
+    '/home/me': { nodes: [node('h1')] }, // the home folder's, never named
+  };
+  const asked: string[] = [];
+  const server = {
+    request: async <R>(_method: string, params: object): Promise<R> => {
+      const { cwd } = params as { cwd: string };
+      asked.push(cwd);
+      return (trees[cwd] ?? { nodes: [] }) as R;
+    },
+    command: async <R>(): Promise<R> => undefined as R,
+  };
+  const labels = async (cwd: string): Promise<string[]> => {
+    asked.length = 0;
+    const sessions = new SessionsView(server, () => [{ name: 'x', cwd }], new Kept());
+    await sessions.getChildren();
+    await settle();
+    const rows = await sessions.getChildren();
+    const notes = rows.filter((row) => row.type === 'note');
+    return notes.map((row) => (sessions.getTreeItem(row) as unknown as { label: string }).label);
+  };
+  const [none, hint] = await labels('/home/me/proj/app');
+  assert.equal(none, 'No agent sessions of this workspace were found');
+  assert.equal(hint, 'Sessions were recorded in the parent folder ~/proj');
+  assert.deepEqual(asked, ['/home/me/proj/app', '/home/me/proj']);
+  // Further down: named too, the nearest first.
+  assert.equal((await labels('/home/me/proj/app/src'))[1], 'Sessions were recorded in the folder ~/proj above it');
+  // A project of its own at home's top: the home folder's sessions are no hint.
+  assert.ok(!(await labels('/home/me/other')).some((label) => label.startsWith('Sessions were recorded')));
+  assert.deepEqual(asked, ['/home/me/other']);
+  // A folder with sessions asks nothing more.
+  await labels('/home/me/proj');
+  assert.deepEqual(asked, ['/home/me/proj']);
+});
