@@ -27,6 +27,9 @@ const FIRST_ROWS_WAIT_MS = 1500; // how long the view's first rows may hold the 
 
 let client: RememClient | undefined;
 
+type CommandKey = keyof typeof ClientCommands;
+type Handler = (...args: unknown[]) => Promise<unknown>;
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('Remem', { log: true });
   const server = new RememClient(log);
@@ -102,8 +105,32 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void tellWithFixes('error', errorMessage(error), fixesOf(error));
     }
   };
-  const command = (id: string, handler: (...args: unknown[]) => Promise<unknown>): vscode.Disposable =>
+  const command = (id: string, handler: Handler): vscode.Disposable =>
     vscode.commands.registerCommand(id, (...args: unknown[]) => reported(id, () => handler(...args)));
+  // Each command of `ClientCommands` (which `package.json` contributes, as test/manifest.test.ts
+  // checks) by its key: one added without its handler here fails the type check.
+  const handlers: Record<CommandKey, Handler> = {
+    consolidateSession: (arg) => flows.consolidateSession(ctx, arg),
+    branchFromTurn: (arg) => flows.branchFromTurn(ctx, arg),
+    openGlobalMemory: () => flows.openGlobalMemory(ctx),
+    openWorkspaceMemory: (arg) => flows.openWorkspaceMemory(ctx, arg),
+    openTranscript: (arg) => flows.openTranscript(ctx, arg),
+    showReceipt: (arg) => flows.showReceipt(ctx, arg),
+    showMemoryHistory: (arg) => flows.showMemoryHistory(ctx, arg),
+    selectModel: () => flows.selectModel(ctx),
+    enterApiKey: () => flows.enterApiKey(ctx),
+    renameSession: (arg) => flows.renameSession(ctx, row(arg)),
+    archiveSession: (arg) => flows.setArchived(ctx, row(arg), true),
+    restoreSession: (arg) => flows.setArchived(ctx, row(arg), false),
+    showArchived: () => showArchived(true),
+    hideArchived: () => showArchived(false),
+    openFile: (path) => editorUi.openFile(String(path)),
+    learnMore: () => learnMore(context.extensionUri),
+    restartServer: () => restart(),
+    showLog: async () => log.show(),
+    refreshSessions: async () => refreshSessions(),
+    refreshMemory: async () => refreshMemory(),
+  };
 
   // A memory file's source action runs the server's command: it gets the palette's checks too.
   server.consolidateThrough((arg) => reported(ServerCommands.consolidate, () => flows.consolidateAsked(ctx, arg)));
@@ -145,27 +172,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration(Settings.commandName)) void restart();
     }),
-    command(ClientCommands.consolidateSession, (arg) => flows.consolidateSession(ctx, arg)),
-    command(ClientCommands.branchFromTurn, (arg) => flows.branchFromTurn(ctx, arg)),
-    command(ClientCommands.openGlobalMemory, () => flows.openGlobalMemory(ctx)),
-    command(ClientCommands.openWorkspaceMemory, (arg) => flows.openWorkspaceMemory(ctx, arg)),
-    command(ClientCommands.openTranscript, (arg) => flows.openTranscript(ctx, arg)),
-    command(ClientCommands.showReceipt, (arg) => flows.showReceipt(ctx, arg)),
-    command(ClientCommands.showMemoryHistory, (arg) => flows.showMemoryHistory(ctx, arg)),
-    command(ClientCommands.selectModel, () => flows.selectModel(ctx)),
-    command(ClientCommands.enterApiKey, () => flows.enterApiKey(ctx)),
-    command(ClientCommands.renameSession, (arg) => flows.renameSession(ctx, row(arg))),
-    command(ClientCommands.archiveSession, (arg) => flows.setArchived(ctx, row(arg), true)),
-    command(ClientCommands.restoreSession, (arg) => flows.setArchived(ctx, row(arg), false)),
-    command(ClientCommands.showArchived, () => showArchived(true)),
-    command(ClientCommands.hideArchived, () => showArchived(false)),
     vscode.window.registerFileDecorationProvider(archivedRows),
-    command(ClientCommands.openFile, (path) => editorUi.openFile(String(path))),
-    command(ClientCommands.learnMore, () => learnMore(context.extensionUri)),
-    command(ClientCommands.restartServer, () => restart()),
-    command(ClientCommands.showLog, async () => log.show()),
-    command(ClientCommands.refreshSessions, async () => refreshSessions()),
-    command(ClientCommands.refreshMemory, async () => refreshMemory()),
+    ...Object.entries(handlers).map(([key, handler]) => command(ClientCommands[key as CommandKey], handler)),
   );
 
   void startAfterFirstRows(server, sessions);
