@@ -1187,9 +1187,18 @@ def _object_id(kind: bytes, data: bytes) -> bytes:
 
 
 def _fingerprint(path: Path) -> tuple[Stamp | None, ...]:
-    """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent): five lstat
-    calls, so every use of the history checks it was not changed under this process."""
-    return tuple(_stamp_of(path / name) for name in _DEPENDED_ON)
+    """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent), then of each
+    file of its packs: five lstat calls, a listing and one lstat a pack file, so every use of the
+    history checks it was not changed under this process. libgit2 maps a pack and its index as
+    it reads them: one cut short in place (a restore tool writing into it) killed the process
+    with SIGBUS at its next read; opened afresh, libgit2 checks an index's size as it opens it,
+    and the read says the history is damaged (decision 0483)."""
+    packs = path / "objects" / "pack"
+    try:
+        names = sorted(os.listdir(packs))
+    except OSError:
+        names = []
+    return tuple(_stamp_of(path / name) for name in _DEPENDED_ON) + tuple(_stamp_of(packs / n) for n in names)
 
 
 def _stamp_of(path: Path) -> Stamp | None:
