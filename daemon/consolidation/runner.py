@@ -244,7 +244,7 @@ class Consolidator:
         if receipt is not None and receipt.status is Status.COMMITTING:
             return _result(recover(self.home, self.store, self.receipts, receipt), recovered=True)
         unmark(self.home, review)  # a crash after a final receipt kept it; readers must not wait here
-        source, projected = _projected(source)
+        source, projected = self._projected(source)
         evidence = projected.evidence
         if evidence.is_empty() and projected.cut_off is not None:  # damage hid the turns (decision 0368)
             raise projected.cut_off
@@ -497,7 +497,22 @@ class Consolidator:
         summary = entry.summary
         if summary.kind == "subagent":
             raise _subagent(catalog, session_id, summary.parent, entries, errors)
-        if summary.live:
+        self._refuse_live(catalog, entry, entries, idle_seconds)
+        if summary.cwd is None:
+            raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
+        if entry.archived:
+            raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
+        return entry
+
+    def _refuse_live(
+        self, catalog: SessionCatalog, entry: Entry, entries: list[Entry], idle_seconds: int
+    ) -> None:
+        """`LIVE` when the session of `entry`, listed among `entries`, may still be written: the
+        listing says it is live, a subagent of it still runs, or a process holds its file open
+        for writing. Asked of every read a review goes on with: the freeze's, and a queued run's
+        read again after it waited (decision 0487), when its harness may have taken it up again."""
+        session_id = entry.summary.id
+        if entry.summary.live:
             raise _live(session_id, catalog.harness_pid(entry), _changed_ns(entry.path), idle_seconds)
         running = _live_subagent(session_id, entries)
         if running is not None:
@@ -513,11 +528,30 @@ class Consolidator:
                 f"session {session_id} is still live: a process (pid {writer}) still has its file open "
                 "for writing; consolidate it once it has finished",
             )
-        if summary.cwd is None:
-            raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
-        if entry.archived:
-            raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
-        return entry
+
+    def _projected(self, source: _Input) -> tuple[_Input, _Projected]:
+        """`source` with its evidence: one frozen without it (decision 0469) is read again now,
+        under the review's lock, on a whole listing, and judged as the freeze judges it: gone, it
+        is refused as a new request would be (`NOT_FOUND`, `AMBIGUOUS`, `UNREADABLE`); live
+        again, `LIVE` (decision 0487). It is taken only with the content the review id was made
+        of, at the same path: the same digest, else `SOURCE_CHANGED`. Its revision may have moved
+        while the request waited (a `touch`, a `chmod`): the later observations compare this read's."""
+        if source.projected is not None:
+            return source, source.projected
+        session, catalog = source.entry.summary.id, source.catalog
+        waited = Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
+        entries, errors = catalog.entries()
+        entry = next((e for e in entries if e.summary.id == session), None)
+        if entry is None:
+            raise self._not_found(catalog, session, entries, errors)
+        if entry.path != source.entry.path:
+            raise waited
+        self._refuse_live(catalog, entry, entries, source.idle_seconds)
+        log = _read_kept(catalog, entry, source.idle_seconds)
+        if log.digest != source.digest:
+            raise waited
+        projected = _projection(catalog, entry, log)
+        return replace(source, entry=entry, projected=projected), projected
 
     def _open_writer(self, entry: Entry) -> int | None:
         """A live process, other than this one, that holds the session's file open for writing, as
@@ -740,31 +774,6 @@ def _changed_ns(path: Path) -> int | None:
 def _projection(catalog: SessionCatalog, entry: Entry, log: SessionLog | HarnessFile) -> _Projected:
     evidence = _evidence(catalog, entry, log)
     return _Projected(evidence, _cut_off(entry, log) if evidence.is_empty() else None)
-
-
-def _projected(source: _Input) -> tuple[_Input, _Projected]:
-    """`source` with its evidence: one frozen without it (decision 0469) is read again now, under
-    the review's lock. That read is observed as the freeze observes one (the session not live,
-    its bytes those of the revision it is listed at) and taken only with the content the review
-    id was made of: the same digest, else `SOURCE_CHANGED`. Its revision may have moved while
-    the request waited (a `touch`, a `chmod`): the later observations compare this read's."""
-    if source.projected is not None:
-        return source, source.projected
-    session, catalog = source.entry.summary.id, source.catalog
-    waited = Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
-    try:
-        entry = catalog.find(session)
-    except SessionNotFound:
-        raise waited from None
-    if entry.path != source.entry.path:
-        raise waited
-    if entry.summary.live:
-        raise _live(session, catalog.harness_pid(entry), _changed_ns(entry.path), source.idle_seconds)
-    log = _read_kept(catalog, entry, source.idle_seconds)
-    if log.digest != source.digest:
-        raise waited
-    projected = _projection(catalog, entry, log)
-    return replace(source, entry=entry, projected=projected), projected
 
 
 def _read_kept(catalog: SessionCatalog, entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:

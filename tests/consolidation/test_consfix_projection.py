@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from tests.fake_openai import FakeOpenAI, Reply, status, tool_call
 from tests.sessions import claude_lines as cl
 from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.sessions.harness_roots import claude_project, write
+from tests.sessions.holders import holding
 
 from .conftest import OLD, Source, configure, proposal, put
 
@@ -198,4 +202,29 @@ def test_a_claude_code_session_appended_while_a_request_waited_is_refused_live(
         _queued_behind_a_failing_run(home, fake, cl.SID, partial(write, path, appended, old=False))
     assert refused.value.code == "LIVE"
     assert refused.value.message.startswith(f"session {cl.SID} is still live: its file last changed ")
+    assert fake.count == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells on Linux only")
+def test_a_session_its_harness_opened_for_writing_while_a_request_waited_is_refused_live(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    # The same judgement as the freeze's (decision 0487): quiet, unchanged, yet held for writing.
+    with ExitStack() as held:
+        harness: list[subprocess.Popen[str]] = []
+        take_up = lambda: harness.append(held.enter_context(holding(source.path, "a")))  # noqa: E731
+        with pytest.raises(Refused) as refused:
+            _queued_behind_a_failing_run(home, fake, source.id, take_up)
+        assert refused.value.code == "LIVE"
+        assert f"a process (pid {harness[0].pid}) still has its file open" in refused.value.message
+    assert fake.count == 1, "the session taken up again was not shown to the model"
+
+
+def test_a_session_removed_while_a_request_waited_is_refused_as_a_new_request_would_be(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    with pytest.raises(Refused) as refused:
+        _queued_behind_a_failing_run(home, fake, source.id, source.path.unlink)
+    assert refused.value.code == "NOT_FOUND"
+    assert refused.value.message.startswith(f"no session {source.id!r}")
     assert fake.count == 1
