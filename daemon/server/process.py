@@ -125,6 +125,7 @@ class Daemon:
             implicit=implicit,
             on_roots_forgotten=self.listing_memo.forget_roots,
             on_events_lost=self._events_lost,
+            guard=self._guarded,
         )
         self.dispatcher = Dispatcher(
             {
@@ -236,8 +237,9 @@ class Daemon:
             self._stop.set()
 
     def _guarded(self, callback: Callable[..., None], *args: object) -> None:
-        """Run `callback` (a timer's) so that an unexpected error in it stops the daemon as a
-        crash, not only logged by the event loop, the daemon going on without what it does."""
+        """Run `callback` (the idle timer's, each of the watcher's on the event loop) so that an
+        unexpected error in it stops the daemon as a crash, not only logged by the event loop,
+        the daemon going on without what it does."""
         try:
             callback(*args)
         except Exception as exc:
@@ -387,6 +389,7 @@ class Daemon:
             self._idle = None
 
     def _idle_exit(self, seconds: float) -> None:
+        faultpoint("daemon.idle-timer.before-exit")
         log.info("no client for %.0f s: exiting", seconds)
         self.stop()
 

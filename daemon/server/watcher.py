@@ -64,6 +64,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserverVFS
 
+from ..faults import faultpoint
 from ..home import Home
 from ..memory.identity import is_workspace_key
 from ..protocol.rpc import WatchStatus
@@ -121,6 +122,10 @@ class SettingsFile:
 
 Target = MemoryScope | SessionRoot | SettingsFile
 OnChange = Callable[[Target], Awaitable[None]]
+# Runs one of the watcher's callbacks on the event loop: the daemon's (`Daemon._guarded`) stops
+# it as a crash on an unexpected error, where the loop only logged it and a callback that never
+# armed the next look left the roots looked at no more, the daemon serving stale listings.
+Guard = Callable[..., None]
 Backend = Literal["inotify", "polling"]
 
 
@@ -143,12 +148,14 @@ class Watcher:
         implicit: Iterable[Path] = (),
         on_roots_forgotten: Callable[[list[str]], None] = lambda roots: None,
         on_events_lost: Callable[[], None] = lambda: None,
+        guard: Guard = lambda callback, *args: callback(*args),
     ) -> None:
         self.home = home
         self._on_change = on_change
         self._on_root_paths = on_root_paths
         self._on_roots_forgotten = on_roots_forgotten
         self._on_events_lost = on_events_lost
+        self._guard = guard
         # On the event loop.
         self._roots = list(roots)
         self._implicit = frozenset(implicit)
@@ -229,22 +236,21 @@ class Watcher:
     def post(self, paths: tuple[str, ...], gone: _Forward | None = None) -> None:
         """Hand changed paths to the event loop (and, `gone`, the word of a root's own watch
         that the root was deleted); safe from any thread."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._event, paths, gone)
+        self._post(self._event, paths, gone)
 
     def post_exhausted(self, exc: OSError) -> None:
         """Hand the news that inotify could not watch a new folder (out of watches) to the
         event loop; safe from any thread."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._exhausted, exc)
+        self._post(self._exhausted, exc)
 
     def post_lost(self) -> None:
         """Hand the news that events were lost to the event loop; safe from any thread."""
+        self._post(self._lost)
+
+    def _post(self, callback: Callable[..., None], *args: object) -> None:
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._lost)
+            loop.call_soon_threadsafe(self._guard, callback, *args)
 
     # -- on the event loop ---------------------------------------------------------------
 
@@ -262,7 +268,7 @@ class Watcher:
         except RuntimeError:  # stopped meanwhile, from another thread
             return
         self._busy += 1
-        future.add_done_callback(lambda done: self._done(done, announce))
+        future.add_done_callback(lambda done: self._guard(self._done, done, announce))
 
     def _done(self, future: asyncio.Future[_Outcome], announce: bool) -> None:
         self._busy -= 1
@@ -271,7 +277,11 @@ class Watcher:
         if self._stopped or future.cancelled():
             return
         failure = future.exception()
-        if failure is not None:  # looked at again at the next turn
+        if failure is not None and not isinstance(failure, OSError):
+            raise failure  # a bug's, which no next turn mends: the daemon stops as a crash (decision 0484)
+        if (
+            failure is not None
+        ):  # the system's (a folder gone, no permission): looked at again at the next turn
             said = f"{type(failure).__name__}: {failure}"
             if said != self._failure:  # a lasting cause fills no log, one turn every few seconds
                 log.error(
@@ -318,7 +328,7 @@ class Watcher:
             self._recheck.cancel()
             self._recheck = None
         if not self._stopped and self._loop is not None:
-            self._recheck = self._loop.call_later(MISSING_ROOT_SECONDS, self._look_again)
+            self._recheck = self._loop.call_later(MISSING_ROOT_SECONDS, self._guard, self._look_again)
 
     def _look_again(self) -> None:
         self._recheck = None
@@ -379,7 +389,7 @@ class Watcher:
             earlier.timer.cancel()
             first = earlier.first
         delay = max(0.0, min(DEBOUNCE_SECONDS, first + MAX_DELAY_SECONDS - now))
-        self._pending[target] = _Pending(first, self._loop.call_later(delay, self._fire, target))
+        self._pending[target] = _Pending(first, self._loop.call_later(delay, self._guard, self._fire, target))
 
     def _fire(self, target: Target) -> None:
         del self._pending[target]
@@ -403,6 +413,7 @@ class Watcher:
         those that are not the folder watched any more (`gone`: its watch saw it deleted),
         watch those there now. inotify out of watches or instances (now, or `exhausted` at a
         folder made since): polling, from scratch."""
+        faultpoint("daemon.watcher.turn")
         outcome = _Outcome(backend=self._backend, reason=self._polling_reason)
         while True:
             try:
