@@ -6,6 +6,7 @@ it listens (`LogCap`; decision 0453).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -120,7 +121,7 @@ class LogCap(logging.Handler):
         if self._blocked or self._full is None:
             return
         try:
-            full = self._paths.home.open_file(self._paths.log, os.O_WRONLY | os.O_APPEND)
+            full = self._open_full()
         except (OSError, HomeUnusable):
             return
         if identity(os.fstat(full)) != self._full:  # replaced since: not ours to write
@@ -133,6 +134,21 @@ class LogCap(logging.Handler):
             logging.ERROR, "the daemon stopped on an unexpected error, %s: %s (its traceback is not "
             "logged: the log is full)", type(exc).__name__, message,
         )  # fmt: skip
+
+    def _open_full(self) -> int:
+        """The full log, for its last line. With no descriptor left (its limit reached, which
+        may be why it is full), the one held for /dev/null is given up for it, where the crash
+        went unsaid: descriptors 1 and 2 go there already, and it is opened again once the line
+        is written (`_go_quiet`)."""
+        flags = os.O_WRONLY | os.O_APPEND
+        try:
+            return self._paths.home.open_file(self._paths.log, flags)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE) or self._nowhere is None:
+                raise
+        os.close(self._nowhere)
+        self._nowhere = None
+        return self._paths.home.open_file(self._paths.log, flags)
 
     def _keep_under_cap(self) -> None:
         if self._full is None:

@@ -1,7 +1,7 @@
 """A full log that cannot be moved aside for want of descriptors (decision 0453): the warning
-saying so is its last line, and the log takes nothing more, a crash's traceback neither. The
-daemon opened /dev/null only then, which found no descriptor left either: descriptors 1 and 2
-kept writing to the full log, which grew without bound."""
+saying so is its last line, and the log takes nothing more but a crash's one line, no traceback
+(decision 0484). The daemon opened /dev/null only then, which found no descriptor left either:
+descriptors 1 and 2 kept writing to the full log, which grew without bound."""
 
 from __future__ import annotations
 
@@ -26,13 +26,19 @@ print("a traceback printed")
 """
 
 
-def test_a_full_log_with_no_descriptor_left_takes_nothing_after_its_warning(home: Home) -> None:
+def test_a_full_log_with_no_descriptor_left_takes_only_its_crash_after_its_warning(home: Home) -> None:
+    """The crash's line is written through the descriptor held for /dev/null, given up for it:
+    the crash went unsaid, the log ending with the warning as if the daemon still ran."""
     paths = DaemonPaths(home)
     ran = run_capped(home, _NO_DESCRIPTOR_LEFT)
     assert ran.returncode == 0, ran.stderr
     logged = paths.log.read_text()
-    said = logged.splitlines()[-1]
-    assert f" WARNING {paths.log} passed {CAP} bytes and cannot be moved aside ([Errno 24] " in said, logged
-    assert len(logged) <= CAP + 2 * len(said), logged
+    *_, warned, crashed = logged.splitlines()
+    assert f" WARNING {paths.log} passed {CAP} bytes and cannot be moved aside ([Errno 24] " in warned, logged
+    assert crashed.endswith(
+        " ERROR the daemon stopped on an unexpected error, RuntimeError: a bug (its traceback is not "
+        "logged: the log is full)"
+    ), logged
+    assert len(logged) <= CAP + 2 * len(warned) + len(crashed), logged
     assert "Logging error" not in logged and " INFO line 19 " not in logged, logged
-    assert "a bug" not in logged and "a traceback printed" not in logged, logged
+    assert "Traceback" not in logged and "a traceback printed" not in logged, logged
