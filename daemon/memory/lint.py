@@ -2,13 +2,16 @@
 
 A record is judged together with its sibling records (duplicate names, the record limit) and
 `MEMORY.md` against what those records render to, exactly as the store would judge them, plus
-the warnings for people the store does not need (`likely_secrets`).
+the warnings for people the store does not need (`likely_secrets`). A folder read once
+(`read_folder`) judges the texts an editor has open against it (`judge_edited`) for what
+a keystroke changes alone, as the whole folder's judgement would.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fsutil import UNMERGED_MARKER
@@ -25,9 +28,17 @@ from .canonical import (
     too_large,
 )
 from .diagnostics import Diagnostic, FileProblems, Position, Range, Severity, diagnostic, has_errors
+from .index import render_index
 from .lint_cache import FolderEntries, LintCache
-from .record import GLOBAL_FILE, INDEX_FILE, record_name_of
-from .validation import validate_global, validate_workspace
+from .record import GLOBAL_FILE, INDEX_FILE, RECORDS_MAX, record_name_of
+from .validation import (
+    ParsedRecord,
+    check_duplicates,
+    too_many,
+    validate_global,
+    validate_index,
+    validate_workspace,
+)
 
 _SKIPPED_DIRS = {"reviews", "debug"}
 
@@ -96,36 +107,154 @@ def lint_workspace_folder(
     """
     edited = edited or {}
     cache = cache or LintCache()
-    names, listed_others = _entries(folder, cache)
-    others = set(listed_others)  # and those no regular file any more when read (swapped since)
-    undecodable = {name for name in names if not is_utf8(name)}  # never read: no record's
-    names -= undecodable
-    decoded: dict[str, tuple[str, list[Diagnostic]]] = {}
-    for name in sorted(names | set(edited)):
-        if record_name_of(name) is not None:
-            read = _edited(edited[name]) if name in edited else _read(cache, folder, name, others)
-            if read is not None:
-                decoded[name] = read
-    index: tuple[str, list[Diagnostic]] | None = None
-    if INDEX_FILE in edited:
-        index = (edited[INDEX_FILE], [])
-    elif INDEX_FILE in names:
-        index = _read(cache, folder, INDEX_FILE, others)
+    files = read_folder(folder, edited, cache)
+    decoded = dict(files.read)
+    decoded.update(_edited_records(edited))
+    index = (edited[INDEX_FILE], []) if INDEX_FILE in edited else files.index
     unread = any(has_errors(problems) for _, problems in decoded.values())  # not UTF-8, too large
     parsed, index_problems = validate_workspace(
         {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse, unread
     )
-    kept = [other for other in names if UNMERGED_MARKER in other]  # almost always none
+    kept = files.kept
     reports = {
-        name: (problems if FILE_TOO_LARGE in problems else problems + parsed[name].diagnostics)
-        + (unmerged_saves(name, kept) if kept else [])
-        for name, (_, problems) in decoded.items()
+        name: _record_report(name, problems, parsed[name], kept) for name, (_, problems) in decoded.items()
     }
     if index is not None:
         reports[INDEX_FILE] = index[1] + index_problems + (_orphaned_saves(kept, decoded) if kept else [])
+    return _with_names_problems(reports, files)
+
+
+@dataclass
+class FolderFiles:
+    """A workspace folder's files as read once, but for the texts an editor stands in for
+    (`edited`): what a keystroke's judgement (`judge_edited`) takes as its siblings'."""
+
+    entries: FolderEntries  # as listed: the same object while the listing is unchanged
+    edited: frozenset[str]
+    undecodable: frozenset[str]  # names that are not UTF-8: never read, no record's
+    others: frozenset[str]  # listed as no regular file, or none any more when read: never read
+    read: dict[str, tuple[str, list[Diagnostic]]]  # each record not edited: text, decoding problems
+    index: tuple[str, list[Diagnostic]] | None  # `MEMORY.md`'s, when not edited
+    kept: list[str]  # the saves kept beside a file (`swap.py`): almost always none
+    _siblings: _Siblings | None = field(default=None, init=False, repr=False)  # derived when first judged
+
+    def unchanged(self, folder: Path, cache: LintCache) -> bool:
+        """Whether `folder` lists what it listed when read (its own stamp unchanged and settled):
+        a file added, removed, renamed or replaced (the store's way of writing) changes it."""
+        return _entries(folder, cache) is self.entries
+
+    def siblings(self, cache: LintCache) -> _Siblings:
+        if self._siblings is None:
+            self._siblings = _Siblings.of(self.read, cache)
+        return self._siblings
+
+
+def read_folder(folder: Path, edited: Iterable[str], cache: LintCache) -> FolderFiles:
+    """The files of `folder` but those named in `edited`, each read through `cache`."""
+    entries = _entries(folder, cache)
+    others = set(entries.other)  # and those no regular file any more when read (swapped since)
+    undecodable = frozenset(name for name in entries.regular if not is_utf8(name))
+    names = entries.regular - undecodable
+    stand_in = frozenset(edited)
+    read: dict[str, tuple[str, list[Diagnostic]]] = {}
+    for name in sorted(names - stand_in):
+        if record_name_of(name) is not None and (found := _read(cache, folder, name, others)) is not None:
+            read[name] = found
+    index = None
+    if INDEX_FILE in names and INDEX_FILE not in stand_in:
+        index = _read(cache, folder, INDEX_FILE, others)
+    kept = [other for other in names if UNMERGED_MARKER in other]
+    return FolderFiles(entries, stand_in, undecodable, frozenset(others), read, index, kept)
+
+
+@dataclass(frozen=True)
+class _Siblings:
+    """What the workspace-wide rules need of the records read: computed once per reading, so a
+    keystroke costs what the edited records change, not what the folder holds."""
+
+    parsed: dict[str, ParsedRecord]  # as parsed alone: never changed
+    by_name: dict[str, list[str]]  # file names by record name, case folded
+    sound: bool  # each read as text, valid alone, no two of them one name: the index is knowable
+
+    @classmethod
+    def of(cls, read: Mapping[str, tuple[str, list[Diagnostic]]], cache: LintCache) -> _Siblings:
+        parsed = {name: cache.parse(text, name) for name, (text, _) in read.items()}
+        by_name: dict[str, list[str]] = defaultdict(list)
+        for file_name in sorted(parsed):
+            if (name := parsed[file_name].fields.get("name")) is not None:
+                by_name[name.casefold()].append(file_name)
+        sound = (
+            all(p.record is not None for p in parsed.values())
+            and all(len(files) == 1 for files in by_name.values())
+            and not any(has_errors(problems) for _, problems in read.values())
+        )
+        return cls(parsed, dict(by_name), sound)
+
+
+def judge_edited(
+    files: FolderFiles, edited: Mapping[str, str], cache: LintCache
+) -> dict[str, list[Diagnostic]]:
+    """What `lint_workspace_folder` finds for each of `edited` (the names `files` was read
+    without), its siblings taken as `files` read them: only the duplicate names the edited
+    records share are looked at again, and the index rendered only when it is edited."""
+    assert files.edited == edited.keys(), "judged with other stand-ins than it was read without"
+    siblings = files.siblings(cache)
+    own = _edited_records(edited)
+    parsed = {name: cache.parse(text, name) for name, (text, _) in own.items()}
+    # A name is a duplicate within the files of its (case-folded) name alone: those files, a
+    # sibling's copy that may be changed, are judged as the whole folder would judge them.
+    named = {
+        sibling: cache.parse(files.read[sibling][0], sibling)
+        for result in parsed.values()
+        if (name := result.fields.get("name")) is not None
+        for sibling in siblings.by_name.get(name.casefold(), ())
+    }
+    check_duplicates({**named, **parsed})
+    count = len(files.read) + len(own)
+    if count > RECORDS_MAX:
+        for name, result in parsed.items():
+            result.diagnostics.append(too_many(count, own[name][0]))
+    kept = files.kept
+    reports = {
+        name: _record_report(name, problems, parsed[name], kept) for name, (_, problems) in own.items()
+    }
+    if INDEX_FILE in edited:
+        valid = (
+            siblings.sound
+            and all(result.record is not None for result in parsed.values())
+            and not any(has_errors(problems) for _, problems in own.values())
+        )
+        records = [*(p.record for p in siblings.parsed.values()), *(p.record for p in parsed.values())]
+        expected = render_index(r for r in records if r is not None) if valid else None
+        orphaned = _orphaned_saves(kept, files.read.keys() | own.keys()) if kept else []
+        reports[INDEX_FILE] = validate_index(edited[INDEX_FILE], expected) + orphaned
+    return _with_names_problems(reports, files, files.edited)
+
+
+def _edited_records(edited: Mapping[str, str]) -> dict[str, tuple[str, list[Diagnostic]]]:
+    return {name: _edited(text) for name, text in edited.items() if record_name_of(name) is not None}
+
+
+def _record_report(
+    name: str, problems: list[Diagnostic], parsed: ParsedRecord, kept: list[str]
+) -> list[Diagnostic]:
+    # Past the size cap only that is said; the text judged was none.
+    found = problems if FILE_TOO_LARGE in problems else problems + parsed.diagnostics
+    return found + (unmerged_saves(name, kept) if kept else [])
+
+
+def _with_names_problems(
+    reports: dict[str, list[Diagnostic]], files: FolderFiles, only: frozenset[str] | None = None
+) -> dict[str, list[Diagnostic]]:
+    """`reports`, with what names say by themselves (of `only` those, if given): one not UTF-8,
+    or one of a file that is not regular (never read, as the store reads none: a link could lead
+    anywhere)."""
+    undecodable, others = files.undecodable, files.others
+    if only is not None:
+        undecodable, others = undecodable & only, others & only
     for name in undecodable:
         reports[name] = [NAME_NOT_UTF8]
-    for name in others:  # never read, as the store reads none of them (a link could lead anywhere)
+    for name in others:
         if name == INDEX_FILE or record_name_of(name) is not None:
             irregular = IRREGULAR_INDEX if name == INDEX_FILE else IRREGULAR_RECORD
             reports[name] = [irregular, *reports.get(name, [])]

@@ -214,10 +214,10 @@ def validate_workspace(
     index should say is unknown, as while any record is invalid.
     """
     parsed = {name: parse(text, name) for name, text in files.items()}
-    _check_duplicates(parsed)
+    check_duplicates(parsed)
     if len(files) > RECORDS_MAX:
         for name, result in parsed.items():
-            result.diagnostics.append(_too_many(len(files), files[name]))
+            result.diagnostics.append(too_many(len(files), files[name]))
     index_problems: list[Diagnostic] = []
     if index_text is not None:
         records = [p.record for p in parsed.values() if p.record is not None]
@@ -226,7 +226,7 @@ def validate_workspace(
     return parsed, index_problems
 
 
-def _too_many(count: int, text: str) -> Diagnostic:
+def too_many(count: int, text: str) -> Diagnostic:
     return diagnostic(
         "too-many-records",
         Severity.ERROR,
@@ -235,7 +235,7 @@ def _too_many(count: int, text: str) -> Diagnostic:
     )
 
 
-def _check_duplicates(parsed: dict[str, ParsedRecord]) -> None:
+def check_duplicates(parsed: dict[str, ParsedRecord]) -> None:
     seen: dict[str, str] = {}
     for file_name in sorted(parsed):
         name = parsed[file_name].fields.get("name")

@@ -9,6 +9,12 @@ changed since they were last published to it: a keystroke re-judges the folder, 
 open documents whose problems stayed the same hear nothing (400 open records made 400
 publishes a keystroke). After a reconnection every open document's are published again.
 
+A keystroke judges only the open texts, against the folder's other files as last read: read
+less than `TRUST_READ` ago, with the same texts open and the folder's listing unchanged, they
+are taken as they are, and read again `TRUST_READ` after that reading, so a file changed in
+place that no one tells of shows within it. Whatever else re-judges a folder reads it now
+(decision 0481).
+
 A burst of opens (a window restored, a folder's records opened at once) judges each folder
 once: each open judged its whole folder, and 400 records took 400 judgements of 400 (8 s). A
 record opened is judged when no other has opened for `BURST_QUIET`, at the latest `BURST_LATEST`
@@ -48,7 +54,7 @@ from pygls.capabilities import get_capability
 
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
-from remem.daemon.memory.lint import lint_workspace_folder, listing, unmerged_saves
+from remem.daemon.memory.lint import FolderFiles, judge_edited, listing, read_folder, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE, INDEX_FILE, record_name_of
 from remem.daemon.memory.validation import validate_global, validate_index
 from remem.daemon.settings import SettingsError, parse_settings
@@ -89,7 +95,7 @@ def register(server: RememServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RememServer, params: types.DidChangeTextDocumentParams) -> None:
-        refresh(ls, home_path(ls, params.text_document.uri))
+        refresh(ls, home_path(ls, params.text_document.uri), typed=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: RememServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -125,6 +131,8 @@ def _stop(ls: RememServer) -> None:
     """Judge nothing more: after `shutdown` nothing may be published, nor any judgement tried."""
     if (burst := _BURSTS.pop(ls, None)) is not None and burst.timer is not None:
         burst.timer.cancel()
+    for read in _READS.pop(ls, {}).values():
+        read.forget()
     if (unjudged := _UNJUDGED.get(ls)) is not None:
         unjudged.stop()
 
@@ -243,8 +251,9 @@ def _refresh_open(ls: RememServer) -> None:
         _publish_folder(ls, folder)  # once each, not once per document open in it
 
 
-def refresh(ls: RememServer, path: Path | None) -> None:
-    """Diagnose the memory file at `path` and, for a workspace's, the folder's open documents."""
+def refresh(ls: RememServer, path: Path | None, *, typed: bool = False) -> None:
+    """Diagnose the memory file at `path` and, for a workspace's, the folder's open documents;
+    `typed`: the editor changed its text, and nothing on disk is known to have changed."""
     if path is None:
         return
     if path == ls.home.global_file:
@@ -252,7 +261,7 @@ def refresh(ls: RememServer, path: Path | None) -> None:
     elif path == ls.home.settings_file:
         _refresh_settings(ls)
     elif workspace_folder(ls, path) is not None:
-        _publish_folder(ls, path.parent)
+        _publish_folder(ls, path.parent, typed=typed)
 
 
 def refresh_global(ls: RememServer) -> None:
@@ -310,8 +319,10 @@ def settings_problems(text: str) -> list[Diagnostic]:
     return []
 
 
-def _publish_folder(ls: RememServer, folder: Path) -> None:
-    """Validate the folder with the editor's texts and publish for each document open in it."""
+def _publish_folder(ls: RememServer, folder: Path, *, typed: bool = False) -> None:
+    """Validate the folder with the editor's texts and publish for each document open in it;
+    `typed`: after a change of the editor's, judged with its files as last read if that is
+    recent enough (`_folder_files`)."""
     if (burst := _BURSTS.get(ls)) is not None:
         burst.folders.discard(folder)  # judged now, with every text opened so far
     open_here = {path.name: doc for path, doc in open_documents(ls).items() if path.parent == folder}
@@ -322,13 +333,60 @@ def _publish_folder(ls: RememServer, folder: Path) -> None:
         # A linked folder is never read through (it may lead out of REMEM_HOME), as the store.
         if folder.is_symlink():
             return {name: encoded[name][1] + [LINKED_WORKSPACE] for name in edited}
-        reports = lint_workspace_folder(folder, edited, ls.lint_cache)
+        reports = judge_edited(_folder_files(ls, folder, edited, typed), edited, ls.lint_cache)
         return {name: encoded[name][1] + reports.get(name, []) for name in edited}
+
+    if not open_here and (read := _READS.get(ls, {}).pop(folder, None)) is not None:
+        read.forget()  # no document left to judge the folder for
 
     def alone() -> dict[str, list[Diagnostic]]:
         return {name: encoded[name][1] + _own_problems(ls, name, text) for name, text in edited.items()}
 
     _judge(ls, folder, open_here, judge, alone)
+
+
+# How long a folder's files, as last read, are taken as they are for a keystroke's judgement.
+TRUST_READ = 1.0
+
+
+@dataclass
+class _Read:
+    """A folder's files as read at `at` (the loop's clock), and when they are read again."""
+
+    files: FolderFiles
+    at: float
+    timer: asyncio.TimerHandle | None = None
+
+    def forget(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+_READS: weakref.WeakKeyDictionary[RememServer, dict[Path, _Read]] = weakref.WeakKeyDictionary()
+
+
+def _folder_files(ls: RememServer, folder: Path, edited: Mapping[str, str], typed: bool) -> FolderFiles:
+    """The files of `folder` but the `edited` ones, as a keystroke (`typed`) may take them: as
+    last read, if less than `TRUST_READ` ago, with the same texts open and the folder listing
+    the same files (its own stamp unchanged); they are read again `TRUST_READ` after that
+    reading, in case a file changed in place with no one telling (decision 0481). For any other
+    cause (an open, a save, news of a change on disk), and past that, they are read now."""
+    reads = _READS.setdefault(ls, {})
+    loop = asyncio.get_running_loop()
+    read = reads.get(folder)
+    if not (
+        typed
+        and read is not None
+        and loop.time() - read.at < TRUST_READ
+        and read.files.edited == edited.keys()
+        and read.files.unchanged(folder, ls.lint_cache)
+    ):
+        if (read := reads.pop(folder, None)) is not None:  # not trusted again, should reading fail
+            read.forget()
+        read = reads[folder] = _Read(read_folder(folder, edited, ls.lint_cache), loop.time())
+    if typed and read.timer is None:
+        read.timer = loop.call_at(read.at + TRUST_READ, _publish_folder, ls, folder)
+    return read.files
 
 
 def _own_problems(ls: RememServer, name: str, text: str) -> list[Diagnostic]:
