@@ -61,6 +61,7 @@ def eval_command(
         from ..evaluation.cases import CASES
         from ..evaluation.formats import FORMATS, case_id
         from ..evaluation.report import Report, table
+        from ..evaluation.scratch import remove_stale
 
         settings = _route_settings(backend, provider, model)
         try:
@@ -76,6 +77,7 @@ def eval_command(
         ]
         if not chosen:
             fail(_no_case_matches(pattern))
+        remove_stale()  # the private homes of runs killed outright, which could not delete them
         started = time.monotonic()
         asyncio.run(_run_all(chosen, settings, backend, scores, stopped))
         config = settings.consolidation

@@ -14,9 +14,9 @@ import json
 import math
 import pickle
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from .cases import CWD, filler_turn
 from .formats import SessionFormat, Written
 from .labels import Case
 from .scoring import CaseScore, score_case
+from .scratch import private_folder
 
 _PROBE_FILLERS = 8  # padding turns, and lines pasted in each, of a probe
 _CONTEXT_MARGIN = 2048  # bytes of the review input besides the evidence: headings, records, task
@@ -63,18 +64,18 @@ class Trace:
 
 async def run_case(case: Case, fmt: SessionFormat, settings: Settings, user_home: Home) -> CaseScore:
     """Review `case` written in `fmt` against `settings`' route, in a private home, and grade it."""
-    try:
-        made = tempfile.TemporaryDirectory(prefix="remem-eval-")
-    except OSError as exc:  # no temporary folder can be written to: the disk is full, say
-        return _failed(case, fmt, {}, "unreadable", f"its private home cannot be made: {exc}")
-    with made as scratch:
+    with ExitStack() as held:
         try:
-            home, root = _private_home(Path(scratch), settings)
+            scratch = held.enter_context(private_folder())
+        except OSError as exc:  # no temporary folder can be written to: the disk is full, say
+            return _failed(case, fmt, {}, "unreadable", f"its private home cannot be made: {exc}")
+        try:
+            home, root = _private_home(scratch, settings)
             _seed_memory(home, case)
         except OSError as exc:
             return _failed(case, fmt, {}, "unreadable", f"its private home cannot be written: {_reason(exc)}")
         max_input_bytes = settings.consolidation.max_input_bytes
-        written = await _generated(case, fmt, root, Path(scratch), max_input_bytes)
+        written = await _generated(case, fmt, root, scratch, max_input_bytes)
         if isinstance(written, str):  # one case's, not the run's: the others still count
             return _failed(
                 case, fmt, {}, "unreadable", f"its session cannot be written as remem reads it: {written}"

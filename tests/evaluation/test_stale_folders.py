@@ -1,0 +1,68 @@
+"""A `remem eval` killed outright (SIGKILL) cannot delete its case's private home, which holds the
+evaluated settings (the model's `base_url`): the next run removes it, and never the home of a
+run still going (decision 0486). Real `remem eval` processes, the model hanging over HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from tests.fake_openai import FakeOpenAI, hang
+
+from .test_cli import _command, _env
+
+pytestmark = pytest.mark.slow  # three runs of `remem eval`
+
+TIMEOUT_SECONDS = 60
+
+
+def _start(home: Home, temp: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _command(home, "--cases", "dsh/decision"), env=_env(TMPDIR=str(temp)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _waiting_on_the_model(run: subprocess.Popen[str], fake: FakeOpenAI, asked: int) -> None:
+    """Until the model was asked `asked` times in all: the run's case is under way, its folder made."""
+    deadline = time.monotonic() + TIMEOUT_SECONDS  # a hang guard, not a speed assertion
+    while fake.count < asked and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake.count == asked and run.poll() is None, run.stderr.read() if run.stderr else ""
+
+
+def test_the_next_run_removes_a_killed_runs_folder_and_leaves_a_live_ones(
+    user_home: Home, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake.reply_always(lambda body: hang())
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    with _start(user_home, temp) as killed:
+        _waiting_on_the_model(killed, fake, 1)
+        killed.kill()
+        killed.communicate(timeout=TIMEOUT_SECONDS)
+    [left] = temp.glob("remem-eval-*")
+    assert (left / "home" / "settings.yml").is_file(), "the killed run's home, settings and all"
+
+    with _start(user_home, temp) as live:
+        try:
+            _waiting_on_the_model(live, fake, 2)
+            [running] = set(temp.glob("remem-eval-*")) - {left}
+            # A case that never asks the model: the run ends on its own.
+            done = subprocess.run(
+                _command(user_home, "--cases", "dsh/empty"), env=_env(TMPDIR=str(temp)),
+                capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert list(temp.iterdir()) == [running], "the killed run's folder is gone, the live one's kept"
+            assert (running / "home" / "settings.yml").is_file()
+            assert live.poll() is None, "the live run goes on"
+        finally:
+            live.terminate()  # a stop it acts on: it deletes its own folder
+            live.communicate(timeout=TIMEOUT_SECONDS)
+    assert live.returncode == 143
+    assert not list(temp.iterdir())
