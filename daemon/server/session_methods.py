@@ -1,8 +1,9 @@
 """The daemon's session and fork methods, over the configured roots only, off the event loop.
 
 Each call opens the catalog afresh (settings may have changed, and SQLite connections are not
-shared between worker threads); a client can name sessions by id and workspaces by cwd, never
-a root or a log path, so nothing outside REMEM_HOME and the configured roots is reachable.
+shared between worker threads; its index connects only when a row is read or written); a
+client can name sessions by id and workspaces by cwd, never a root or a log path, so nothing
+outside REMEM_HOME and the configured roots is reachable.
 Extra roots exist only for the CLI run in-process, where the user names them on the command
 line. A root whose logs changed is announced once as `sessions/changed`, the root's
 fingerprint telling news from the echo of the daemon's own fork. The daemon's `ListingMemo`,

@@ -178,13 +178,27 @@ class SessionIndex:
         for suffix in ("", "-wal", "-shm"):
             if os.path.islink(f"{path}{suffix}"):
                 raise HomeUnusable(linked_message(Path(f"{path}{suffix}"), kind="file"))
-        self.in_memory = False  # the file refused a write: this process keeps its rows itself
-        try:
-            self._db = self._open()
-        except (sqlite3.OperationalError, OSError) as exc:
-            if not _refused(exc):
-                raise
-            self._db = self._keep_in_memory(exc, None)
+        self._in_memory = False  # the file refused a write: this process keeps its rows itself
+        self._connection: sqlite3.Connection | None = None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection, opened at its first use: a warm listing the daemon answers from what
+        it remembers reads no row, and opening one costs more than the rest of its answer."""
+        if self._connection is None:
+            try:
+                self._connection = self._open()
+            except (sqlite3.OperationalError, OSError) as exc:
+                if not _refused(exc):
+                    raise
+                self._connection = self._keep_in_memory(exc, None)
+        return self._connection
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether this process keeps the rows itself, the file having refused a write."""
+        self._db  # noqa: B018 -- opening it is what tells
+        return self._in_memory
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -236,7 +250,7 @@ class SessionIndex:
                 memory.execute(statement)
         if kept is not None:
             kept.close()
-        self.in_memory = True
+        self._in_memory = True
         if str(self.path) not in _WARNED:  # once a process: a daemon opens it for every request
             _WARNED.add(str(self.path))
             log.warning(
@@ -253,9 +267,9 @@ class SessionIndex:
         try:
             return write()
         except sqlite3.OperationalError as exc:
-            if self.in_memory or not _refused(exc):
+            if self._in_memory or not _refused(exc):
                 raise
-            self._db = self._keep_in_memory(exc, self._db)
+            self._connection = self._keep_in_memory(exc, self._db)
             return write()
 
     def rows(self) -> dict[str, LogRow]:
@@ -414,7 +428,8 @@ class SessionIndex:
         self._db.execute("COMMIT")
 
     def close(self) -> None:
-        self._db.close()
+        if self._connection is not None:
+            self._connection.close()
 
 
 _WARNED: set[str] = set()  # the index files this process has said it keeps in memory
