@@ -45,6 +45,10 @@ _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
 MAX_ANSWERS = 32  # queries (the whole listing, workspaces) whose last answer is kept
 MAX_SCANS = MAX_ANSWERS  # workspaces (and the whole listing) whose scan a harness root keeps
 MARK_HISTORY = 64  # batches of marks remembered, to tell a kept answer what changed since
+# A folder opened only to look up names in it: no read permission needed, as for a path's `stat`.
+_FOLDER_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+# Logs by the folder two levels up: each log's name from there, its path, the `stat` it had.
+Probe = list[tuple[str, list[tuple[str, str, os.stat_result]]]]
 
 
 def file_stamp(path: str) -> Stamp | None:
@@ -97,11 +101,19 @@ class Answer:
     # watcher looks for a missing root only every few seconds; a listing looks each time).
     absent: frozenset[str] = frozenset()
 
+    probe: Probe | None = None  # `files` by folder, made when first asked for (`moved`)
+
     def place(self, path: str) -> tuple[int, int | None] | None:
         if self.places is None:
             slots = {e.row.path: i for i, e in enumerate(self.entries)}
             self.places = {f.path: (i, slots.get(f.path)) for i, f in enumerate(self.files)}
         return self.places.get(path)
+
+    def moved(self) -> list[str] | None:
+        """The files whose `stat` moved since (its revision's fields); None if one is gone."""
+        if self.probe is None:
+            self.probe = _probe(self.files)
+        return _moved(self.probe)
 
 
 @dataclass
@@ -221,7 +233,7 @@ class ListingMemo:
             marked = bool(self._marks) or self._lost
         if known is None or marked or known.generation != self._generation:
             return None
-        if not self._trust_events() and _moved(known.files) != []:
+        if not self._trust_events() and known.moved() != []:
             return None
         self._answers.move_to_end(query)
         return known
@@ -240,7 +252,7 @@ class ListingMemo:
             return None  # the history no longer reaches back to it
         paths: set[str] = set().union(*applied)
         if not self._trust_events():
-            stirred = _moved(known.files)
+            stirred = known.moved()
             if stirred is None:
                 return None
             paths.update(stirred)
@@ -409,24 +421,44 @@ def _paths(project: _Project) -> list[str]:
     return [path for files in project.found.values() for path in files]
 
 
-def _moved(files: list[LogFile]) -> list[str] | None:
+def _probe(files: list[LogFile]) -> Probe:
+    """`files` by the folder two levels up: a root, or a DSH project folder."""
+    folders: dict[str, list[tuple[str, str, os.stat_result]]] = {}
+    for path, st in files:
+        folder, name = os.path.split(path)
+        above, below = os.path.split(folder)
+        folders.setdefault(above, []).append((os.path.join(below, name), path, st))
+    return list(folders.items())
+
+
+def _moved(probe: Probe) -> list[str] | None:
     """The files whose `stat` moved (its revision's fields); None if one is gone. One `stat`
-    each is the polling floor, so the comparison is written out rather than a revision built."""
+    each is the polling floor, so the comparison is written out rather than a revision built,
+    and each is taken from its folder's descriptor: the kernel then walks two names, not the
+    whole path (a descriptor opened now, so a folder moved or replaced is the one there now)."""
     lstat = os.lstat
-    try:
-        return [path for path, old in files if not _same(lstat(path), old)]
-    except OSError:
-        return None
-
-
-def _same(st: os.stat_result, old: os.stat_result) -> bool:
-    return (
-        st.st_mtime_ns == old.st_mtime_ns
-        and st.st_size == old.st_size
-        and st.st_ino == old.st_ino
-        and st.st_ctime_ns == old.st_ctime_ns
-        and st.st_dev == old.st_dev
-    )
+    moved: list[str] = []
+    for folder, logs in probe:
+        try:
+            fd = os.open(folder, _FOLDER_FLAGS)
+        except OSError:
+            return None
+        try:
+            for name, path, old in logs:
+                st = lstat(name, dir_fd=fd)
+                if (
+                    st.st_mtime_ns != old.st_mtime_ns
+                    or st.st_size != old.st_size
+                    or st.st_ino != old.st_ino
+                    or st.st_ctime_ns != old.st_ctime_ns
+                    or st.st_dev != old.st_dev
+                ):
+                    moved.append(path)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    return moved
 
 
 def regular_stat(path: str) -> os.stat_result | None:
