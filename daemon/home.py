@@ -236,20 +236,39 @@ class Home:
         except FileNotFoundError:
             return []
         except NotADirectoryError:  # a file where it, or a folder on its way, goes
-            for at in self._way_to(folder):
-                self.refuse_non_folder(at)
+            self.refuse_unusable(folder)
             raise  # a folder again since: what is left is a bug's
         except PermissionError as exc:
-            raise HomeUnusable(self._unreadable_message(folder, exc.strerror or str(exc))) from None
+            raise HomeUnusable(self._unreadable_message(folder, exc)) from None
+
+    def refuse_unusable(self, folder: Path) -> Path:
+        """HomeUnusable when `folder`, or a folder between the home and it, is a symbolic link or
+        no folder (a file), in the words `ensure_layout` would use: for a read under `folder`
+        that met NotADirectoryError, said as what to fix, never as a bug's. What is not there
+        yet passes."""
+        self.refuse_link(folder)
+        for at in self._way_to(folder):
+            self.refuse_non_folder(at)
+        return folder
+
+    def first_impassable(self, path: Path, error: OSError) -> Path | None:
+        """The first folder in the home, on the way down to `path` (the home, then each folder
+        between it and `path`), that cannot be passed through with `error`'s error number; None
+        when each can be. Tried, not guessed from a mode, which root is not held to: what fails
+        under a refused folder is said of that folder, however deep the failure."""
+        if error.errno is None:
+            return None
+        return next((at for at in self._way_to(path)[:-1] if impassable(at) == error.errno), None)
 
     def _way_to(self, path: Path) -> list[Path]:
         """The home, each folder between it and `path`, and `path`, in that order."""
         return [at for at in reversed((path, *path.parents)) if at.is_relative_to(self.root)]
 
-    def _unreadable_message(self, folder: Path, reason: str) -> str:
+    def _unreadable_message(self, folder: Path, error: OSError) -> str:
         """Why `folder` cannot be listed, said of the folder that stops it: the first on its way
         that cannot be passed through, else `folder` itself."""
-        stopped = next((at.parent for at in self._way_to(folder) if not _passable(at)), folder)
+        stopped = self.first_impassable(folder, error) or folder
+        reason = error.strerror or str(error)
         return (
             f"remem's home {self.root} cannot be used: {stopped} cannot be read ({reason}); "
             f"let your user read it, or choose another home with --home or ${HOME_ENV}"
@@ -329,15 +348,14 @@ def _why_unwritable(folder: Path) -> str | None:
     return os.strerror(errno.EROFS if read_only else errno.EACCES)
 
 
-def _passable(path: Path) -> bool:
-    """Whether `path` can be reached: a refusal means the folder above it cannot be passed through."""
+def impassable(folder: Path) -> int | None:
+    """The error number of reaching a name in `folder` (its path resolved, then searched), as
+    judging a path under it does; None when it can be passed through."""
     try:
-        os.lstat(path)
-    except PermissionError:
-        return False
-    except OSError:
-        pass  # not this kind of refusal: the listing's own says it
-    return True
+        os.stat(os.path.join(folder, os.curdir))  # `Path` would drop the `.`: `folder` is then not searched
+    except OSError as error:
+        return error.errno
+    return None
 
 
 def _tighten(path: Path) -> None:

@@ -237,7 +237,7 @@ class ReceiptStore:
         except FileNotFoundError:
             return None
         except NotADirectoryError:  # a file where the receipts' folder, or one above it, goes
-            self._home.names_in(self.folder)  # says which, as a listing of the receipts says it
+            self._home.refuse_unusable(self.folder)  # says which, as a listing of the receipts says it
             raise  # a folder again since: what is left is a bug's
         except _NotAFile as exc:
             raise ReceiptError(f"{path}: {exc}") from None

@@ -158,3 +158,16 @@ def test_a_hover_on_a_home_whose_receipts_folder_is_a_file_says_what_to_fix(
         "textDocument": {"uri": uri}, "position": {"line": 2, "character": 3}}})  # fmt: skip
     shown = server.answer(1)["result"]["contents"]["value"]
     assert f"{home.reviews} cannot be made a folder (File exists); move what is in the way" in shown, shown
+
+
+def test_a_receipts_folder_behind_a_folder_that_cannot_be_passed_through_names_that_folder(
+    bound: Home,
+) -> None:
+    # `memory` refused: the receipts cannot be reached, and `memory` is what to fix, not `reviews`.
+    bound.memory.chmod(0o600)
+    try:
+        answers = _calls(bound, READS)
+    finally:
+        bound.memory.chmod(0o700)
+    _refused(answers, bound.memory, "cannot be read (Permission denied); let your user read it")
+    _serves_again(bound)
