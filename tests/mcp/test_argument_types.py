@@ -111,11 +111,15 @@ async def test_a_wrong_type_is_named_with_the_type_it_should_be_and_what_was_sen
         name = text_of(await session.call("memory_read", {"name": 7}))
         record = put("a-record")
         content = text_of(await session.update({**record, "record": {**record["record"], "content": None}}))
+        context = text_of(await session.call("memory_context", {"limit": "3"}))  # it takes none
     assert limit.splitlines()[1:] == ['- limit: should be an integer; got the string "3"'], limit
     assert flag.splitlines()[1:] == ["- limit: should be an integer; got true"], flag
     assert name.splitlines()[1:] == ["- name: should be a string; got the number 7"], name
     assert content.splitlines()[1:] == ["- changes.0.put.record.content: should be a string; got null"], (
         content
+    )
+    assert context.splitlines()[1].startswith("- limit: Extra inputs are not permitted (remem chooses"), (
+        context
     )
 
 
