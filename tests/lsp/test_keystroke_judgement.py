@@ -147,9 +147,10 @@ async def test_each_keystroke_publishes_the_full_judgement(client: LanguageClien
     # makes is published without another.
     await typed(record("typed", description="About typed", body="Body, again.\n"))
     listed = os.stat(folder).st_mtime_ns
+    now = record("typed", description="About alpha")  # as long as it was: one write, no truncation
+    assert len(now) == len((folder / "alpha.md").read_text())
     with open(folder / "alpha.md", "r+") as alpha:
-        alpha.truncate()
-        alpha.write(record("typed", description="About alpha"))
+        alpha.write(now)
     assert os.stat(folder).st_mtime_ns == listed
     await until(lambda: published() == expected())
     assert "remem/name-duplicate" in {code for code, *_ in published()["typed.md"]}
