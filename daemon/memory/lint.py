@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..fsutil import UNMERGED_MARKER
 from ..os_names import is_utf8, shown
+from ..protocol.memory import Record
 from .canonical import (
     FILE_TOO_LARGE,
     IRREGULAR_GLOBAL,
@@ -172,7 +173,7 @@ class _Siblings:
     """What the workspace-wide rules need of the records read: computed once per reading, so a
     keystroke costs what the edited records change, not what the folder holds."""
 
-    parsed: dict[str, ParsedRecord]  # as parsed alone: never changed
+    records: list[Record]  # each valid one's, for the index
     by_name: dict[str, list[str]]  # file names by record name, case folded
     sound: bool  # each read as text, valid alone, no two of them one name: the index is knowable
 
@@ -188,7 +189,8 @@ class _Siblings:
             and all(len(files) == 1 for files in by_name.values())
             and not any(has_errors(problems) for _, problems in read.values())
         )
-        return cls(parsed, dict(by_name), sound)
+        records = [p.record for p in parsed.values() if p.record is not None]
+        return cls(records, dict(by_name), sound)
 
 
 def judge_edited(
@@ -224,8 +226,8 @@ def judge_edited(
             and all(result.record is not None for result in parsed.values())
             and not any(has_errors(problems) for _, problems in own.values())
         )
-        records = [*(p.record for p in siblings.parsed.values()), *(p.record for p in parsed.values())]
-        expected = render_index(r for r in records if r is not None) if valid else None
+        records = [*siblings.records, *(p.record for p in parsed.values() if p.record is not None)]
+        expected = render_index(records) if valid else None
         orphaned = _orphaned_saves(kept, files.read.keys() | own.keys()) if kept else []
         reports[INDEX_FILE] = validate_index(edited[INDEX_FILE], expected) + orphaned
     return _with_names_problems(reports, files, files.edited)
