@@ -113,7 +113,9 @@ def write_generation(
     no longer holds it; Unwritable, with the old generation in place and no temp left, when
     the file system refuses a write (a full disk, a read-only mount); and FolderMoved, no temp
     left, when `folder`'s path no longer names it at the commit point: every write goes through
-    its descriptor, so none lands where a link swapped in at its path leads.
+    its descriptor, so none lands where a link swapped in at its path leads. A folder moved
+    after the commit point holds the generation wherever it went, and is FolderMoved
+    (`published`) too: the workspace's path no longer shows it (decision 0487).
     """
     steps: list[Step] = []
     written: list[str] = []  # the temps written so far, the journal's too
@@ -175,6 +177,8 @@ def write_generation(
         raise Unwritable(exc, folder.path) from exc
     faultpoint("memory.workspace.before-journal-removal")
     _finish(folder)
+    if not folder.in_place():  # moved (not removed) since the commit point: published elsewhere
+        raise FolderMoved(folder.path, published=True)
 
 
 def _discard_temps(folder: HeldFolder, temps: list[str]) -> None:

@@ -99,12 +99,16 @@ def test_a_link_swapped_in_after_the_commit_point_is_not_followed(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The journal is in place: the steps go on in the folder that was opened, wherever it is."""
+    """The journal is in place: the steps go on in the folder that was opened, wherever it is,
+    and the answer says the path no longer shows it (decision 0487)."""
     folder = store.folder(workspace)
     relinked = Relink(folder, tmp_path / "outside")
     _at("memory.workspace.after-journal", relinked, monkeypatch)
-    result = store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
-    assert result.status == "committed"
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
+    [problem] = [d for f in refused.value.files for d in f.diagnostics]
+    assert problem.code == "remem/moved-workspace"
+    assert "while the commit was being published in it" in problem.message
     assert _files(relinked.outside) == relinked.seen, "no step is applied where the link leads"
     relinked.back()
     records = {r.name: r.content for r in store.read_workspace(workspace).records}
@@ -145,6 +149,26 @@ def test_a_folder_removed_after_the_commit_point_is_said_as_moved(
     [problem] = [d for f in refused.value.files for d in f.diagnostics]
     assert problem.code == "remem/moved-workspace"
     assert "while the commit was being published in it" in problem.message
+
+
+def test_a_folder_moved_after_the_commit_point_is_said_as_moved_not_committed(
+    store: MemoryStore, workspace: WorkspaceId, committed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Moved, not removed: every step lands in the moved folder, so none fails, yet the
+    workspace's path no longer shows the records; `committed` would say it does."""
+    folder = store.folder(workspace)
+    moved = folder.with_name(folder.name + ".moved")
+    _at("memory.workspace.mid-rename", lambda: folder.rename(moved), monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
+    [problem] = refused.value.files
+    assert problem.path == str(folder)
+    [said] = problem.diagnostics
+    assert said.code == "remem/moved-workspace"
+    assert "while the commit was being published in it; read the workspace again" in said.message
+    assert store.read_workspace(workspace).records == [], "the path shows no records"
+    assert {"keep.md", "new.md"} <= set(_files(moved)), "the generation is in the moved folder"
+    assert not [name for name in _files(moved) if is_temp_name(name) or name == journal.JOURNAL_NAME]
 
 
 def test_a_folder_moved_while_the_journal_is_written_gets_no_journal(
