@@ -32,6 +32,7 @@ POINTS: frozenset[str] = frozenset(
         "credentials.after-temp-write",
         "daemon.idle-timer.before-exit",
         "daemon.status-keeper.before-rewrite",
+        "daemon.watcher.event",
         "daemon.watcher.turn",
         "fork.after-mark",
         "fork.after-prepare",

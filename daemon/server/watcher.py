@@ -247,6 +247,12 @@ class Watcher:
         """Hand the news that events were lost to the event loop; safe from any thread."""
         self._post(self._lost)
 
+    def post_failure(self, exc: Exception) -> None:
+        """Hand an unexpected error met on watchdog's thread to the event loop, where it is
+        raised under the guard: left there, it ended that thread, and no change was heard again;
+        safe from any thread."""
+        self._post(_raise, exc)
+
     def _post(self, callback: Callable[..., None], *args: object) -> None:
         loop = self._loop
         if loop is not None and not loop.is_closed():
@@ -535,6 +541,10 @@ def _folder_identity(path: str | Path) -> Identity | None:
     return identity(st) if stat.S_ISDIR(st.st_mode) else None
 
 
+def _raise(exc: Exception) -> None:
+    raise exc
+
+
 def _lstat(path: str) -> os.stat_result:
     """`os.lstat`, for polling, with a `st_mtime` that moves with the ctime too. watchdog's
     snapshots tell a modification by mtime, size and inode only (and an attribute change by
@@ -625,6 +635,13 @@ class _Forward(FileSystemEventHandler):
         return path
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        try:
+            self._hand_over(event)
+        except Exception as exc:  # raised in watchdog's thread, it would end it
+            self._watcher.post_failure(exc)
+
+    def _hand_over(self, event: FileSystemEvent) -> None:
+        faultpoint("daemon.watcher.event")
         if isinstance(event, EventsLostEvent):  # its path is the watch's, not a changed one
             self._watcher.post_lost()
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,12 @@ from remem.daemon.server.runtime import DaemonPaths
 from tests.waiting import wait_until
 
 
-def _crashed_in_the_background(home: Home, tmp_path: Path, fault: str, nth: int = 1) -> str:
+def _crashed_in_the_background(
+    home: Home, tmp_path: Path, fault: str, nth: int = 1, then: Callable[[], object] = lambda: None
+) -> str:
     """Run a daemon in the foreground armed to raise `faults.Fault` the `nth` time it reaches
-    `fault`, which it must do once it listens; wait for its stop, which must be a crash: what
-    it logged."""
+    `fault`, which it must do once it listens (and `then` is done); wait for its stop, which
+    must be a crash: what it logged."""
     paths = DaemonPaths(home)
     stderr = tmp_path / "stderr.txt"
     environment = {**os.environ, "REMEM_FAULTPOINT": f"raise:{fault}@{nth}"}
@@ -32,6 +35,7 @@ def _crashed_in_the_background(home: Home, tmp_path: Path, fault: str, nth: int 
         listening = " INFO listening on "
         wait_until(lambda: listening in stderr.read_text() or daemon.poll() is not None, what="listening")
         assert listening in stderr.read_text(), "it listened before the fault"
+        then()
         wait_until(lambda: daemon.poll() is not None, what="the daemon's stop", seen=stderr.read_text)
     finally:
         if daemon.poll() is None:
@@ -54,6 +58,19 @@ def test_an_unexpected_error_in_the_watchers_look_at_the_roots_stops_the_daemon_
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\n  watch: {watch}\n")
     logged = _crashed_in_the_background(home, tmp_path, "daemon.watcher.turn", nth=2)
     assert "watching the session roots failed" not in logged, logged
+
+
+@pytest.mark.parametrize("watch", ["auto", "polling"])
+def test_an_unexpected_error_on_watchdogs_thread_stops_the_daemon_as_a_crash(
+    home: Home, tmp_path: Path, watch: str
+) -> None:
+    """It ended watchdog's thread (`Exception in thread`), and no change was heard again."""
+    home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\n  watch: {watch}\n")
+    edited = home.memory / "GLOBAL.md"
+    logged = _crashed_in_the_background(
+        home, tmp_path, "daemon.watcher.event", then=lambda: edited.write_text("x\n")
+    )
+    assert "Exception in thread" not in logged, logged
 
 
 def test_an_unexpected_error_in_the_idle_timer_stops_the_daemon_as_a_crash(
