@@ -195,6 +195,7 @@ class ListingMemo:
         self._entries: dict[str, tuple[tuple[object, ...], Entry]] = {}
         self._revisions: dict[str, tuple[os.stat_result, str]] = {}  # by log path: bounded
         self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
+        self._stirred: tuple[Answer, list[str] | None] | None = None  # `answer`'s last stat pass
         self._generation = 0  # how many batches of marks were applied
         self._history: deque[tuple[int, set[str]]] = deque(maxlen=MARK_HISTORY)
         self.continuations = Continuations()  # of the logs listed last: a grown one continues
@@ -229,12 +230,15 @@ class ListingMemo:
         """The answer kept for `query`, if no mark came since it was computed and (polling)
         every file it looked at still has the `stat` it used."""
         known = self._answers.get(query)
+        self._stirred = None
         with self._marks_lock:
             marked = bool(self._marks) or self._lost
         if known is None or marked or known.generation != self._generation:
             return None
-        if not self._trust_events() and known.moved() != []:
-            return None
+        if not self._trust_events():
+            self._stirred = (known, known.moved())  # for `moved`, should this listing go on there
+            if self._stirred[1] != []:
+                return None
         self._answers.move_to_end(query)
         return known
 
@@ -252,7 +256,10 @@ class ListingMemo:
             return None  # the history no longer reaches back to it
         paths: set[str] = set().union(*applied)
         if not self._trust_events():
-            stirred = known.moved()
+            # The pass `answer` just made, when it made one of this answer: each `stat` once per
+            # listing. A log changed since is seen by the next listing, its `stat` kept as it was.
+            taken, self._stirred = self._stirred, None
+            stirred = taken[1] if taken is not None and taken[0] is known else known.moved()
             if stirred is None:
                 return None
             paths.update(stirred)
