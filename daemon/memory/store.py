@@ -163,6 +163,8 @@ class MemoryStore:
                 return CommitResult(
                     status="conflict", revision=global_revision(_read_global_in(folder) or b"")
                 )
+            except FolderMoved as exc:
+                raise MemoryInvalid([FileProblems(path=str(exc.path), diagnostics=[_MOVED_MEMORY])]) from None
             entry = self.history.record(
                 None,
                 global_generation(plan.before, current),
@@ -361,8 +363,12 @@ class MemoryStore:
             )
 
     def _publish_global(self, folder: HeldFolder, plan: GlobalPlan, expected: str) -> None:
+        """Publish `plan` in `folder`, the `memory` folder opened; FolderMoved (`published`) when
+        its path no longer names it once published: `GLOBAL.md` went with it (decision 0487)."""
         points = {"written": "memory.global.after-temp-write", "exchanged": "memory.global.after-exchange"}
         publish_in(folder, GLOBAL_FILE, plan.content, expected, **points)
+        if not folder.in_place():
+            raise FolderMoved(folder.path, published=True)
 
     def _in_memory_folder(self, action: Callable[[HeldFolder], T]) -> T:
         """`action` of the `memory` folder, opened from REMEM_HOME without following a link: a
@@ -549,6 +555,13 @@ def _before_commit_point(folder: HeldFolder) -> Iterator[None]:
         if folder.in_place():
             raise
         raise FolderMoved(folder.path) from exc
+
+
+_MOVED_MEMORY = _file_problem(
+    "moved-memory",
+    "remem's memory folder was moved, replaced or removed while Global's commit was being published "
+    "in it; read Global again to see what it holds",
+)
 
 
 def _moved(exc: FolderMoved) -> Diagnostic:

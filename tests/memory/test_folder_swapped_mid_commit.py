@@ -202,8 +202,28 @@ def test_a_link_swapped_in_at_memory_before_globals_exchange_is_not_followed(
     base = store.replace_global(EMPTY, "Old global.\n").revision
     relinked = Relink(store.home.memory, tmp_path / "outside")
     _at("memory.global.after-temp-write", relinked, monkeypatch)
-    assert store.replace_global(base, "New global.\n").status == "committed"
+    with pytest.raises(MemoryInvalid) as refused:  # published in the folder moved aside (decision 0487)
+        store.replace_global(base, "New global.\n")
+    assert [d.code for f in refused.value.files for d in f.diagnostics] == ["remem/moved-memory"]
     assert _files(relinked.outside) == relinked.seen, "GLOBAL.md where the link leads is left as it was"
     relinked.back()
     assert store.read_global().content == "New global.\n"
     assert not [name for name in _files(store.home.memory) if is_temp_name(name)]
+
+
+def test_a_memory_folder_moved_during_globals_commit_is_said_as_moved_not_committed(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    memory = store.home.memory
+    moved = memory.with_name("memory.moved")
+    _at("memory.global.after-exchange", lambda: memory.rename(moved), monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.replace_global(base, "New global.\n")
+    [problem] = refused.value.files
+    assert problem.path == str(memory)
+    [said] = problem.diagnostics
+    assert said.code == "remem/moved-memory"
+    assert "while Global's commit was being published in it; read Global again" in said.message
+    assert (moved / "GLOBAL.md").read_text() == "New global.\n", "published in the folder moved away"
+    assert not memory.exists()
