@@ -258,7 +258,7 @@ class Home:
         under a refused folder is said of that folder, however deep the failure."""
         if error.errno is None:
             return None
-        return next((at for at in self._way_to(path)[:-1] if impassable(at) == error.errno), None)
+        return next((at for at in self._way_to(path)[:-1] if _impassable(at) == error.errno), None)
 
     def _way_to(self, path: Path) -> list[Path]:
         """The home, each folder between it and `path`, and `path`, in that order."""
@@ -348,7 +348,7 @@ def _why_unwritable(folder: Path) -> str | None:
     return os.strerror(errno.EROFS if read_only else errno.EACCES)
 
 
-def impassable(folder: Path) -> int | None:
+def _impassable(folder: Path) -> int | None:
     """The error number of reaching a name in `folder` (its path resolved, then searched), as
     judging a path under it does; None when it can be passed through."""
     try:

@@ -442,19 +442,7 @@ def _cause(ls: RememServer, error: OSError) -> str:
     if not (error.strerror and error.filename):
         return str(error)
     failed = Path(os.fsdecode(error.filename))
-    down = [path for path in reversed(failed.parents) if path.is_relative_to(ls.home.root)]
-    first = next((path for path in down if _impassable(path) == error.errno), failed)
-    return f"{error.strerror}: {first}"
-
-
-def _impassable(folder: Path) -> int | None:
-    """The error number of reaching a name in `folder` (its path resolved, then searched), as
-    judging a path under it does; None when it can be passed through."""
-    try:
-        os.stat(os.path.join(folder, os.curdir))  # `Path` would drop the `.`: `folder` is then not searched
-    except OSError as error:
-        return error.errno
-    return None
+    return f"{error.strerror}: {ls.home.first_impassable(failed, error) or failed}"
 
 
 def _unjudged_warning(cause: str) -> Diagnostic:
