@@ -253,7 +253,7 @@ BENCHMARKS = [
     Benchmark(
         name="lsp.diagnostics-record-200",
         note=_NOTE + "the same empty-list server (the 8 KiB record in a workspace of 200 records, "
-        "the limit: the whole folder is judged again)",
+        "the limit: the typed record is judged against the folder's last reading)",
         target=1.5,
         budget=Budget(iterations=400, warmup=40),
         setup=_full_workspace_round_trip,
