@@ -9,6 +9,8 @@ on purpose, so every problem of a record comes from the store's validator in one
 from __future__ import annotations
 
 import json
+import re
+from contextlib import suppress
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -33,18 +35,28 @@ SHOWN_PROBLEMS = 20  # of a call's arguments: each extra key is one
 
 class _Closed(BaseModel):
     """Every tool's arguments: no key the tool does not take, and each value of the JSON type its
-    schema names, never coerced to it (`"3"` is no `limit`, `"yes"` no boolean): the daemon's
+    schema names, never coerced to it (`"yes"` is no boolean, `true` no `limit`): the daemon's
     own params are read so (decision 0475), and an agent told which argument is wrong and what
-    it sent corrects its call (decision 0485)."""
+    it sent corrects its call (decision 0485). An integer's one exception is `WholeNumber`'s."""
 
     model_config = STRICT
 
 
+# The text of a JSON integer, exactly: no sign but `-`, no leading zero, no space around it.
+_INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
 def _whole(value: Any) -> Any:
-    """A number with a zero fraction (`3.0`) as the integer it is: JSON Schema, which the tool's
-    declared schema is, counts it as an integer, and a harness may pass the model's number on
-    as it wrote it."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+    """An integer as the integer it is, however the harness passed it on (decision 0485): a
+    number with a zero fraction (`3.0`), which JSON Schema, the tool's declared schema, counts as
+    an integer; and a string holding an integer's text (`"3"`), which Claude Code sends for the
+    model's number in many of its builds."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
+        with suppress(ValueError):  # more digits than Python converts: refused as the string sent
+            return int(value)
+    return value
 
 
 WholeNumber = Annotated[int, BeforeValidator(_whole)]

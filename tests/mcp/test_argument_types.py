@@ -1,10 +1,12 @@
 """Every tool's arguments are read strictly, as the schema `tools/list` shows the agent says them
 (decision 0485): a value of another JSON type is refused naming the argument, the type it should
-be and what was sent, never coerced (`"limit": "3"` was 3, `true` was 1), and what the schema
-allows is served."""
+be and what was sent, never coerced (`true` was 1, `"3.5"` was 3), and what the schema allows is
+served. The one exception: a string holding an integer's text, where an integer is asked, is
+that integer (Claude Code sends the model's numbers so in many of its builds)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ GOOD: dict[str, dict[str, Any]] = {
 # Each value of another JSON type, and how a refusal names it.
 SENT: list[tuple[Any, str]] = [
     ("3", 'the string "3"'),
+    ("3.5", 'the string "3.5"'),
+    (" 3", 'the string " 3"'),
     ("yes", 'the string "yes"'),
     (3, "the number 3"),
     (3.0, "the number 3.0"),
@@ -71,6 +75,15 @@ def _same_kind(value: Any, original: Any) -> bool:
     return any(isinstance(value, kind) and isinstance(original, kind) for kind in (list, dict))
 
 
+def served(schema: Draft202012Validator, good: Any, path: tuple[str | int, ...], value: Any) -> bool:
+    """Whether the tool serves `good` with `value` at `path`: when its declared schema takes it,
+    or takes the integer whose JSON text the string `value` is (decision 0485's exception)."""
+    integer = isinstance(value, str) and re.fullmatch(r"-?(0|[1-9][0-9]*)", value)
+    return schema.is_valid(replaced(good, path, value)) or bool(
+        integer and schema.is_valid(replaced(good, path, int(value)))
+    )
+
+
 def refused(tool: str, said: str) -> list[str] | None:
     """The problems listed if the call was refused for its arguments, else None."""
     head, *problems = said.splitlines()
@@ -92,7 +105,7 @@ async def test_each_argument_is_refused_as_its_declared_schema_refuses_it(home: 
                     arguments = replaced(good, path, value)
                     problems = refused(tool, text_of(await session.call(tool, arguments)))
                     where = f"{tool} {path} = {value!r}: {problems}"
-                    assert (problems is None) == schema.is_valid(arguments), where
+                    assert (problems is None) == served(schema, good, path, value), where
                     # A tag is quoted in its own message, and an array's or object's problem is
                     # inside it.
                     if problems is not None and path[-1] != "action" and not _same_kind(value, original):
@@ -106,13 +119,15 @@ async def test_a_wrong_type_is_named_with_the_type_it_should_be_and_what_was_sen
     home: Home, project: Path
 ) -> None:
     async with agent(home, project, options=("--no-daemon",)) as session:
-        limit = text_of(await session.call("memory_history", {"limit": "3"}))
+        limit = text_of(await session.call("memory_history", {"limit": "3.5"}))
+        spaced = text_of(await session.call("memory_history", {"limit": " 3"}))
         flag = text_of(await session.call("memory_history", {"limit": True}))
         name = text_of(await session.call("memory_read", {"name": 7}))
         record = put("a-record")
         content = text_of(await session.update({**record, "record": {**record["record"], "content": None}}))
         context = text_of(await session.call("memory_context", {"limit": "3"}))  # it takes none
-    assert limit.splitlines()[1:] == ['- limit: should be an integer; got the string "3"'], limit
+    assert limit.splitlines()[1:] == ['- limit: should be an integer; got the string "3.5"'], limit
+    assert spaced.splitlines()[1:] == ['- limit: should be an integer; got the string " 3"'], spaced
     assert flag.splitlines()[1:] == ["- limit: should be an integer; got true"], flag
     assert name.splitlines()[1:] == ["- name: should be a string; got the number 7"], name
     assert content.splitlines()[1:] == ["- changes.0.put.record.content: should be a string; got null"], (
@@ -131,9 +146,11 @@ async def test_good_calls_are_served(
         committed = await session.update(put("prefer-uv", "Use uv, never pip.\n"), put("second"))
         record = text_of(await session.call("memory_read", {"name": "prefer-uv"}))
         whole = text_of(await session.call("memory_history", {"limit": 1.0}))  # an integer to JSON Schema
+        stringified = text_of(await session.call("memory_history", {"limit": "1"}))  # as Claude Code sends it
         default = text_of(await session.call("memory_history"))
     assert not committed.is_error and "Committed 2 change(s)" in text_of(committed)
     assert "Use uv, never pip." in record
     assert len(whole.splitlines()) == 2 and "added `prefer-uv`, `second`" in whole, whole
     assert whole.splitlines()[1] in default.splitlines(), default
+    assert stringified == whole, stringified
     assert {r.name for r in store.read_workspace(workspace).records} == {"prefer-uv", "second"}
