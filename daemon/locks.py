@@ -10,6 +10,8 @@ leave a scope locked. Three ways to take one:
 - `try_file_lock` never waits: for a lock whose holder may keep it for minutes, looked for again
   and again by its caller, which a cancel can then stop (a review's lock, held by another run of
   the session's consolidation, in `consolidation/runner.py`), or to ask whether a daemon runs.
+  `try_file_lock_strictly` is the same take for a caller that must tell a lock held from one the
+  file system refuses, and may leave a missing lock file unmade (an eval case's folder).
 - `bounded_file_lock` polls up to a deadline: for a lock that must never hold up its caller,
   whatever its holder does (the history's, the daemon's spawn lock).
 """
@@ -96,6 +98,23 @@ def try_file_lock(path: Path) -> LockHandle | None:
     return _lock_handle(path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
 
 
+def try_file_lock_strictly(path: Path, *, create: bool = True) -> LockHandle | None:
+    """`try_file_lock` for a caller that must tell a lock held from one that cannot be taken at
+    all: None only when another holder has it; the OSError when the file system refuses the lock
+    (ENOLCK on some network mounts), which `try_file_lock` answers None. With `create` False, a
+    missing lock file is a FileNotFoundError, never made."""
+    handle = os.fdopen(_open(path, create=create), "r+b")
+    try:
+        portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+    except portalocker.AlreadyLocked:
+        handle.close()
+        return None
+    except portalocker.LockException as exc:
+        handle.close()
+        raise exc.__cause__ if isinstance(exc.__cause__, OSError) else OSError(str(exc)) from None
+    return LockHandle(handle)
+
+
 def held_elsewhere(path: Path) -> bool:
     """Whether another holder has the lock at `path`, tried through a read-only descriptor and
     let go at once: for a folder that cannot be written (a read-only mount), where no lock can
@@ -147,10 +166,10 @@ def _lock_handle(path: Path, flags: portalocker.LockFlags) -> LockHandle | None:
     return LockHandle(handle)
 
 
-def _open(path: Path) -> int:
+def _open(path: Path, *, create: bool = True) -> int:
     # Never through a symlink: O_CREAT would create a file wherever it points.
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        return os.open(path, os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if create else 0), PRIVATE_FILE_MODE)
     except OSError as exc:
         if exc.errno in (errno.EISDIR, errno.ELOOP):
             raise LockUnusable(path, "a folder or a symlink stands there") from None

@@ -4,18 +4,21 @@ run still going (decision 0486). Real `remem eval` processes, the model hanging 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from remem.daemon.evaluation.scratch import LOCKLESS_STALE_SECONDS, OWNER_LOCK
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, hang
 
 from .test_cli import _command, _env
 
-pytestmark = pytest.mark.slow  # three runs of `remem eval`
+pytestmark = pytest.mark.slow  # runs of `remem eval`
 
 TIMEOUT_SECONDS = 60
 
@@ -66,3 +69,64 @@ def test_the_next_run_removes_a_killed_runs_folder_and_leaves_a_live_ones(
             live.communicate(timeout=TIMEOUT_SECONDS)
     assert live.returncode == 143
     assert not list(temp.iterdir())
+
+
+def test_a_folder_without_its_lock_file_is_removed_only_once_it_lay_unchanged_a_day(
+    user_home: Home, tmp_path: Path
+) -> None:
+    """A folder is without its lock file while it is made or deleted, and an older remem's is
+    for good. The removal made the lock file to take it: in a folder being deleted, that file
+    failed its run's deletion (ENOTEMPTY), and a folder being made was taken from its maker."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    fresh, old = temp / "remem-eval-fresh", temp / "remem-eval-old"
+    for folder in (fresh, old):
+        (folder / "home").mkdir(parents=True)
+        (folder / "home" / "settings.yml").write_text("consolidation: {}\n")
+    day_and_more = time.time() - LOCKLESS_STALE_SECONDS - 60
+    os.utime(old, (day_and_more, day_and_more))
+    done = subprocess.run(
+        _command(user_home, "--cases", "dsh/empty"), env=_env(TMPDIR=str(temp)),
+        capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(temp.iterdir()) == [fresh] and not (fresh / OWNER_LOCK).exists()
+
+
+def test_a_temporary_folder_without_locks_fails_each_case_saying_so(user_home: Home, tmp_path: Path) -> None:
+    """A file system that refuses locks (ENOLCK: some NFS and FUSE mounts), played by a hook
+    loaded at the run's start (`sitecustomize`) that fails the lock of a case folder's file: an
+    AssertionError ended the run as a bug in remem."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(NO_LOCKS_HOOK)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    paths = os.pathsep.join([str(hooks), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = _env(TMPDIR=str(temp), PYTHONPATH=paths)
+    done = subprocess.run(
+        _command(user_home, "--cases", "dsh/decision", "--json"), env=env,
+        capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    [case] = json.loads(done.stdout)["cases"]
+    assert case["score"]["status"] == "unreadable"
+    assert case["score"]["error"] == "its private home cannot be made: [Errno 37] No locks available"
+    assert not list(temp.iterdir()), "the folder whose lock failed is deleted"
+
+
+NO_LOCKS_HOOK = f"""
+import errno, fcntl, os
+
+_flock = fcntl.flock
+
+
+def flock(fd, operation):
+    number = fd if isinstance(fd, int) else fd.fileno()
+    if os.readlink(f"/proc/self/fd/{{number}}").endswith("/{OWNER_LOCK}"):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    return _flock(fd, operation)
+
+
+fcntl.flock = flock
+"""
