@@ -40,6 +40,10 @@ _OS_WORDS = {f": {os.strerror(code)}": code for code in sorted(errno.errorcode)}
 # to a later one. Any other refusal of an object's own file (a link, a permission) lasts.
 _PASSING_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 
+# A stale pack without its index holding an object the history lacks otherwise: a copy tool that
+# restored it ahead of its index, or the only copy of entries (`git index-pack` indexes it).
+_UNINDEXED = "its pack {} has no index and holds objects no other pack does (its index still to be copied?)"
+
 # What does not read (said so), the files it is read from, and why.
 LeftOut = Callable[[str, list[Path], BaseException], None]
 
@@ -49,7 +53,11 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     objects (written by an earlier remem) into one pack, with deltas, then drop what was
     merged; whether a merge was written. The caller holds the writing lock."""
     objects = Path(repo.path) / "objects"
-    remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
+    # the writing lock is held: no writer of remem's is at work
+    for pack in remove_leftovers(objects / "pack", repo.odb.exists):
+        index = pack.with_suffix(".idx")
+        no_index = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), index.name)
+        left_out(_UNINDEXED.format(pack.stem), [pack, index], no_index)
     packs = small_packs(objects / "pack", MERGED_MAX)
     loose = _loose_objects(objects, left_out)
     if len(packs) + len(loose) < 2:
@@ -67,7 +75,8 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     faultpoint("history.merge.after-write")
     # The pack first: an index left without it (a merge killed here) is unseen by readers as
     # a pack without its index is, and the next merge takes its objects (read from the merged
-    # pack) and removes it; a pack left without its index is removed only once stale.
+    # pack) and removes it; a pack left without its index is removed once stale, its objects
+    # held by the merged pack.
     for index in (index for index in packs if index in merged):
         index.with_suffix(".pack").unlink(missing_ok=True)
         faultpoint("history.merge.mid-removal")

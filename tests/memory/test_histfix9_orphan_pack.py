@@ -3,7 +3,8 @@
 An older remem's merge removed each merged small pack's index before its `.pack`: a process
 killed in between left a `.pack` no reader sees (a pack is found by its index) and no merge
 takes, for good, with the temps of a killed writer (removed once stale since). It is removed
-as they are; a young one may be a pack whose index is being written now, and is left.
+as they are, its objects being in the merged pack; a young one (by its mtime or its ctime, which
+no copy tool sets back) may be a pack whose index is being written or copied now, and is left.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from remem.daemon.memory import history
+from remem.daemon.memory import git_pack, history
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
@@ -37,13 +38,17 @@ def test_a_pack_left_without_its_index_is_removed_once_stale(
     # indexes, left them (their objects in the merged pack it wrote first)
     for pack, data in small.items():
         pack.write_bytes(data)
-    stale, fresh = small
     hour_ago = time.time() - 3600
-    os.utime(stale, (hour_ago, hour_ago))
+    for pack in small:
+        os.utime(pack, (hour_ago, hour_ago))  # its mtime set back: changed just now all the same
 
-    assert store.commit_workspace(workspace, revision, [put("delta")]).history is not None
-    packs, with_index = halves(stale.parent)
-    assert stale.stem not in packs, "a stale pack without its index stays for good"
-    assert fresh.stem in packs, "a young pack without its index may be one being written"
-    assert packs - {fresh.stem} == with_index and len(with_index) == 1
-    every_entry_reads(MemoryStore(store.home), workspace, 4)
+    done = store.commit_workspace(workspace, revision, [put("delta")])
+    assert done.history is not None
+    packs, with_index = halves(next(iter(small)).parent)
+    assert set(small) <= {pack.with_name(f"{name}.pack") for name in packs}, "a young pack was removed"
+
+    monkeypatch.setattr(git_pack, "LEFTOVER_SECONDS", -1)  # the ten minutes past
+    assert store.commit_workspace(workspace, done.revision, [put("epsilon")]).history is not None
+    packs, with_index = halves(next(iter(small)).parent)
+    assert packs == with_index and len(with_index) == 1, "a stale pack without its index stays for good"
+    every_entry_reads(MemoryStore(store.home), workspace, 5)
