@@ -5,8 +5,9 @@ changes (its `planned` revision is not its `before`), the current revision is co
 the receipt's `before` and `planned`. Planned already: nothing to do (revisions are content
 addresses, so an equal generation made by anyone is the same state). Still before: commit it,
 compare-and-swapped on `before`. Anything else: a third party changed it, and nothing is
-overwritten (`target-conflict`). A scope the plan leaves as it was is neither checked nor
-reported: whatever happened to it is not this review's.
+overwritten (`target-conflict`); a commit the store refuses (its folder moved, replaced or
+removed while the commit was published in it) ends so too, saying what it met. A scope the plan
+leaves as it was is neither checked nor reported: whatever happened to it is not this review's.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ _LOOK_BACK = 64  # entries of a scope's log searched for this review's own after
 def converge(
     store: MemoryStore, workspace: WorkspaceId, receipt: Receipt, changes: list[ProposedChange]
 ) -> Receipt:
-    """The receipt after committing what is still to commit: `committed` or `target-conflict`."""
+    """The receipt after committing what is still to commit: `committed` or `target-conflict`
+    (a scope changed by someone else, or its commit refused as invalid memory: its folder moved,
+    replaced or removed while the commit was published in it, decision 0487)."""
     planned = _planned(receipt.target)
     now = _current(store, workspace)
     # Committed before a crash, which may have cut off its history entry: recorded for the review.
@@ -52,7 +55,12 @@ def converge(
         (workspace.key, "consolidation.after-workspace-commit"),
     ):
         if scope in planned and now[scope] == planned[scope].before:
-            went_in, entries[scope] = _commit(store, workspace, scope, planned[scope].before, changes, actor)
+            try:
+                went_in, entries[scope] = _commit(
+                    store, workspace, scope, planned[scope].before, changes, actor
+                )
+            except MemoryInvalid as exc:  # its folder moved or removed mid-commit, a lock unusable
+                return _conflict(store, workspace, receipt, _refused(scope, exc), entries)
             if not went_in:
                 why = f"{_names([scope])} changed by someone else meanwhile"
                 return _conflict(store, workspace, receipt, why, entries)
@@ -98,6 +106,13 @@ def _commit(
         batch = [batch_change(c) for c in changes if not isinstance(c, ReplaceGlobal)]
         result = store.commit_workspace(workspace, before, batch, actor)
     return result.status != "conflict", result.history
+
+
+def _refused(scope: Scope, exc: MemoryInvalid) -> str:
+    """Why the commit of `scope` was refused, each problem with the file or folder it is of:
+    the folder the commit was published in may be elsewhere now, so `committed` would lie."""
+    said = "; ".join(f"{f.path}: {d.message}" for f in exc.files for d in f.diagnostics)
+    return f"{_names([scope])} could not be committed: {said}"
 
 
 def _conflict(
