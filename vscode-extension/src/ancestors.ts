@@ -2,25 +2,36 @@
  * The folders above a workspace folder, where an agent may have worked on the project the folder
  * is part of. remem keys sessions and memory by the exact folder an agent ran in, so a subfolder
  * of a project is a workspace of its own: opened alone it shows none of the project's. Its empty
- * states name the nearest folder above it that has some (decision 0488).
+ * states name the nearest folder above it that has some, found once per window (decision 0488).
  */
 
 import * as path from 'node:path';
 
-/** `folder` as the user reads it: under the home folder, from `~`. */
-export function homeRelative(folder: string, home: string): string {
-  return home && folder.startsWith(`${home}/`) ? `~${folder.slice(home.length)}` : folder;
+/** How paths are split and compared: node's own `path`, or in a test the other platform's
+ * (`path.win32`, `path.posix`). */
+export type PathFlavour = Pick<path.PlatformPath, 'dirname' | 'relative' | 'isAbsolute' | 'sep'>;
+
+/** `folder` from `home`, when strictly below it (case as the platform compares it). */
+function belowHome(folder: string, home: string, paths: PathFlavour): string | undefined {
+  if (!home) return undefined;
+  const relative = paths.relative(home, folder);
+  const outside = relative === '..' || relative.startsWith(`..${paths.sep}`) || paths.isAbsolute(relative);
+  return relative && !outside ? relative : undefined;
 }
 
-/** The folders above `cwd`, nearest first, that may be its project's: below the home folder when
- * `cwd` is in it, never the home folder nor the file system's root, from which agents run for
- * anything (neither is a project `cwd` is part of). */
-export function ancestorsOf(cwd: string, home: string): string[] {
-  if (cwd === home) return [];
-  const inHome = home !== '' && cwd.startsWith(`${home}/`);
+/** `folder` as the user reads it: under the home folder, from `~`. */
+export function homeRelative(folder: string, home: string, paths: PathFlavour = path): string {
+  const below = belowHome(folder, home, paths);
+  return below === undefined ? folder : `~${paths.sep}${below}`;
+}
+
+/** The folders above `cwd`, nearest first, that may be its project's: those strictly below the
+ * home folder. Never the home folder nor anything above or beside it, from which agents run for
+ * anything (none is a project `cwd` is part of); none at all when `cwd` is not below home. */
+export function ancestorsOf(cwd: string, home: string, paths: PathFlavour = path): string[] {
   const found: string[] = [];
-  for (let folder = path.dirname(cwd); folder !== path.dirname(folder); folder = path.dirname(folder)) {
-    if (inHome && folder === home) break;
+  if (belowHome(cwd, home, paths) === undefined) return found;
+  for (let folder = paths.dirname(cwd); belowHome(folder, home, paths) !== undefined; folder = paths.dirname(folder)) {
     found.push(folder);
   }
   return found;
@@ -41,7 +52,57 @@ export async function nearestAbove(
 
 /** How a hint names `folder`, above the workspace folder `cwd`: "the parent folder ~/proj", or
  * "the folder ~/proj above it" when it is further up. */
-export function aboveName(folder: string, cwd: string, home: string): string {
-  const named = homeRelative(folder, home);
-  return path.dirname(cwd) === folder ? `the parent folder ${named}` : `the folder ${named} above it`;
+export function aboveName(folder: string, cwd: string, home: string, paths: PathFlavour = path): string {
+  const named = homeRelative(folder, home, paths);
+  return paths.dirname(cwd) === folder ? `the parent folder ${named}` : `the folder ${named} above it`;
+}
+
+/**
+ * The folder above each workspace folder that `find` names, found once per window and kept: an
+ * empty folder's view is redrawn on every change anywhere, and asking the folders above each time
+ * cost the daemon a listing of each (and a place among its kept answers). Found again only when
+ * told (`forget`): an explicit Refresh, or the folder's own answer no longer holding any.
+ */
+export class FoldersAbove {
+  private readonly finding = new Map<string, Promise<string | undefined>>();
+  private readonly found = new Map<string, string | undefined>();
+  private readonly listeners: ((cwd: string) => void)[] = [];
+
+  constructor(private readonly find: (cwd: string) => Promise<string | undefined>) {}
+
+  /** The folder found above `cwd`, undefined while none is (or it is still being found): the
+   * first look starts the finding, so an empty state is drawn at once, and its hint when known. */
+  of(cwd: string): string | undefined {
+    void this.nearest(cwd);
+    return this.found.get(cwd);
+  }
+
+  /** The folder above `cwd` once found; asked at most once until forgotten. */
+  nearest(cwd: string): Promise<string | undefined> {
+    const asked = this.finding.get(cwd);
+    if (asked) return asked;
+    const finding = this.find(cwd)
+      .catch(() => undefined) // a hint is no reason to fail
+      .then((folder) => {
+        if (this.finding.get(cwd) !== finding) return folder; // forgotten meanwhile: asked again
+        const before = this.found.get(cwd);
+        this.found.set(cwd, folder);
+        if (folder !== before) for (const listener of this.listeners) listener(cwd);
+        return folder;
+      });
+    this.finding.set(cwd, finding);
+    return finding;
+  }
+
+  /** Calls `listener` with a folder whose finding changed (found, or gone). */
+  onChanged(listener: (cwd: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Find `cwd`'s folder (all folders' without one) again at the next look; what was found is
+   * shown until the new finding replaces it. */
+  forget(cwd?: string): void {
+    if (cwd === undefined) this.finding.clear();
+    else this.finding.delete(cwd);
+  }
 }

@@ -16,7 +16,7 @@ import { ClientCommands, ContextKeys, Settings, STATUS_ITEM, Views } from './ids
 import { MemoryView } from './memoryView';
 import { HISTORY_SCHEME, ServerCommands, TRANSCRIPT_SCHEME, type StatusParams } from './protocol';
 import { ReceiptPanels } from './receipts';
-import { archivedRows, SessionsView } from './sessionsView';
+import { archivedRows, findingSessionsAbove, SessionsView } from './sessionsView';
 import { statusView } from './status';
 import { TranscriptProvider } from './transcripts';
 import { activeSession, editorUi, errorMessage, tellWithFixes, workspaceFolders } from './vscodeapi';
@@ -34,7 +34,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel('Remem', { log: true });
   const server = new RememClient(log);
   client = server;
-  const sessions = new SessionsView(server, workspaceFolders, context.workspaceState);
+  const above = findingSessionsAbove(server); // both views' empty states name the folder above it finds
+  const sessions = new SessionsView(server, workspaceFolders, context.workspaceState, above);
   const sessionsTree = vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions, showCollapseAll: true });
   sessions.onDescription = (text) => {
     sessionsTree.description = text;
@@ -47,7 +48,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await vscode.commands.executeCommand('setContext', ContextKeys.showArchived, show);
     sessions.setShowArchived(show);
   };
-  const memory = new MemoryView(server, workspaceFolders);
+  const memory = new MemoryView(server, workspaceFolders, above);
   const transcripts = new TranscriptProvider(server, (id) => sessions.labelOf(id), log);
   const receipts = new ReceiptPanels(server);
   sessions.onRelabel = (labels) => {
@@ -128,8 +129,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     learnMore: () => learnMore(context.extensionUri),
     restartServer: () => restart(),
     showLog: async () => log.show(),
-    refreshSessions: async () => refreshSessions(),
-    refreshMemory: async () => refreshMemory(),
+    // A view's Refresh button: what it found above its empty folders is found again too.
+    refreshSessions: async () => {
+      sessions.forgetAbove();
+      refreshSessions();
+    },
+    refreshMemory: async () => {
+      memory.forgetAbove();
+      refreshMemory();
+    },
   };
 
   // A memory file's source action runs the server's command: it gets the palette's checks too.
@@ -182,6 +190,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
    * and the views, read again, show why instead of the old server's rows. */
   async function restart(): Promise<void> {
     await server.restart();
+    // What the old server failed to say of a folder above was passed by: ask the new one.
+    sessions.forgetAbove();
+    memory.forgetAbove();
     refreshSessions();
     refreshMemory();
   }

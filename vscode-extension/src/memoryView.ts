@@ -5,12 +5,14 @@ import * as path from 'node:path';
 
 import * as vscode from 'vscode';
 
-import { nearestAbove } from './ancestors';
+import { FoldersAbove } from './ancestors';
 import { rowFix } from './fixes';
+import type { Folder, Server } from './flows';
 import { type FolderElement, FolderView } from './folderView';
 import { fileContextValue, folderPlace, type MemoryNode, memoryNodes } from './memoryTree';
 import { ClientCommands } from './ids';
 import { type MemoryOverview, Requests } from './protocol';
+import { findingSessionsAbove } from './sessionsView';
 import { errorMessage } from './vscodeapi';
 
 type MemoryEntry = { type: 'memory'; cwd: string; node: MemoryNode };
@@ -18,6 +20,27 @@ type MemoryEntry = { type: 'memory'; cwd: string; node: MemoryNode };
 export type MemoryElement = FolderElement | MemoryEntry;
 
 export class MemoryView extends FolderView<MemoryEntry> {
+  // The nearest folder above each empty one whose workspace has records: the folder above with
+  // sessions (Session Branches' finding), when its own overview has records. A folder with
+  // records above it has sessions: records are kept for a workspace whose sessions were
+  // consolidated (decision 0488).
+  private readonly recordsAbove: FoldersAbove;
+
+  constructor(
+    server: Server,
+    folders: () => Folder[],
+    private readonly sessionsAbove: FoldersAbove = findingSessionsAbove(server), // the window's, from Session Branches
+  ) {
+    super(server, folders);
+    this.recordsAbove = new FoldersAbove(async (cwd) => {
+      const folder = await sessionsAbove.nearest(cwd);
+      return folder && (await this.overviewOf(folder)).records.length ? folder : undefined;
+    });
+    this.recordsAbove.onChanged((cwd) => {
+      if (this.shown.get(cwd)?.records.length === 0) this.refresh();
+    });
+  }
+
   protected childrenOf({ cwd, node }: MemoryEntry): MemoryEntry[] {
     if (node.kind !== 'section') return [];
     return node.children.map((child) => ({ type: 'memory', cwd, node: child }));
@@ -100,6 +123,12 @@ export class MemoryView extends FolderView<MemoryEntry> {
     super.refresh();
   }
 
+  /** Before an explicit Refresh: the folders above the empty ones are asked again at their next draw. */
+  forgetAbove(): void {
+    this.sessionsAbove.forget();
+    this.recordsAbove.forget();
+  }
+
   private async firstAnswer(cwd: string): Promise<void> {
     let rows = await this.ask(cwd);
     while (this.again.delete(cwd)) rows = await this.ask(cwd);
@@ -108,22 +137,30 @@ export class MemoryView extends FolderView<MemoryEntry> {
     super.refresh(); // drawn, not asked again: the other folders' first answers are still good
   }
 
+  private overviewOf(cwd: string): Promise<MemoryOverview> {
+    return this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd });
+  }
+
   private async ask(cwd: string): Promise<MemoryEntry[]> {
-    const overviewOf = (folder: string) => this.server.request<MemoryOverview>(Requests.memoryOverview, { cwd: folder });
     try {
-      const overview = await overviewOf(cwd);
-      const home = os.homedir();
-      // A subfolder of a project is a workspace of its own: without records, the folder above with some is named.
-      const recordsAbove = overview.records.length
-        ? undefined
-        : await nearestAbove(cwd, home, async (folder) => (await overviewOf(folder)).records.length > 0);
+      const overview = await this.overviewOf(cwd);
+      const recordsAbove = this.aboveOf(cwd, overview);
       const folders = this.folders();
       if (folders.some((f) => f.cwd === cwd)) this.shown.set(cwd, overview); // not removed meanwhile
-      const folder = { cwd, place: folderPlace(cwd, folders), recordsAbove, home };
+      const folder = { cwd, place: folderPlace(cwd, folders), recordsAbove, home: os.homedir() };
       return memoryNodes(overview, folder, Date.now()).map((node) => ({ type: 'memory', cwd, node }));
     } catch (error) {
       const note: MemoryNode = { kind: 'note', id: 'error', label: errorMessage(error), icon: 'warning', fix: rowFix(error) };
       return [{ type: 'memory', cwd, node: note }];
     }
+  }
+
+  /** The folder above `cwd` its "No records yet" names, once found: a subfolder of a project is a
+   * workspace of its own. A folder with records asks none; one that had some and has none now
+   * asks again. */
+  private aboveOf(cwd: string, overview: MemoryOverview): string | undefined {
+    if (overview.records.length) return undefined;
+    if (this.shown.get(cwd)?.records.length) this.recordsAbove.forget(cwd);
+    return this.recordsAbove.of(cwd);
   }
 }

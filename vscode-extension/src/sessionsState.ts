@@ -6,7 +6,7 @@
  * a cold listing is. The last answer of each folder is kept in the workspace's state.
  */
 
-import { aboveName, homeRelative, nearestAbove } from './ancestors';
+import { aboveName, homeRelative } from './ancestors';
 import { type Fix, rowFix } from './fixes';
 import { readSeverity, sessionLabel } from './format';
 import { ClientCommands, SESSIONS_UNREADABLE } from './ids';
@@ -19,13 +19,9 @@ export interface KeptState {
   update(key: string, value: unknown): Thenable<void>;
 }
 
-/** A folder's answer; with no sessions and nothing unread, the nearest folder above it whose
- * workspace has some (`sessionsAbove`), which its empty state names. */
-export type FolderTree = SessionTreeResult & { sessionsAbove?: string };
-
 export type Shown =
   | { kind: 'loading' }
-  | { kind: 'tree'; result: FolderTree; refreshing: boolean }
+  | { kind: 'tree'; result: SessionTreeResult; refreshing: boolean }
   | { kind: 'error'; message: string; fix: Fix }; // `fix`: what clicking its row does
 
 /** How far the listing a folder waits for has indexed the logs it must read. */
@@ -48,7 +44,7 @@ export class FolderSessions {
 
   constructor(
     private readonly keptState: KeptState,
-    private readonly ask: (cwd: string) => Promise<FolderTree>,
+    private readonly ask: (cwd: string) => Promise<SessionTreeResult>,
     private readonly changed: () => void,
     private readonly describeError: (error: unknown) => string,
   ) {}
@@ -175,18 +171,7 @@ export function relabelled(before: Map<string, string>, now: Map<string, string>
   return new Map([...now].filter(([id, label]) => before.get(id) !== label));
 }
 
-/** `ask`, and for a folder without sessions, whose were all read, the nearest folder above it with
- * some (`sessionsAbove`): a subfolder of a project is a workspace of its own (decision 0488). */
-export function askingAbove(ask: (cwd: string) => Promise<SessionTreeResult>, home: string): (cwd: string) => Promise<FolderTree> {
-  return async (cwd) => {
-    const result = await ask(cwd);
-    if (result.nodes.length || result.errors?.length) return result;
-    const above = await nearestAbove(cwd, home, async (folder) => (await ask(folder)).nodes.length > 0);
-    return above ? { ...result, sessionsAbove: above } : result;
-  };
-}
-
-function sameTree(shown: Shown, result: FolderTree): boolean {
+function sameTree(shown: Shown, result: SessionTreeResult): boolean {
   return shown.kind === 'tree' && !shown.refreshing && JSON.stringify(shown.result) === JSON.stringify(result);
 }
 
@@ -210,8 +195,9 @@ export function loadingRow(indexing: Indexing | undefined): NoteRow {
 
 export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH';
 
-/** The empty state: what was not found, which harnesses remem reads, where it looked, next steps. */
-export function emptyRows(result: FolderTree, cwd: string, home: string): NoteRow[] {
+/** The empty state: what was not found, the nearest folder above `cwd` whose workspace has
+ * sessions (`sessionsAbove`, once found), which harnesses remem reads, where it looked, next steps. */
+export function emptyRows(result: SessionTreeResult, cwd: string, home: string, sessionsAbove?: string): NoteRow[] {
   // None read is not none there: the row above says why, and that is what to fix.
   const unread = Boolean(result.errors?.length);
   const rows: NoteRow[] = [
@@ -222,7 +208,7 @@ export function emptyRows(result: FolderTree, cwd: string, home: string): NoteRo
         : 'Sessions appear here once an agent harness has worked in this folder.',
       icon: readSeverity(result.errors),
     },
-    ...aboveRows(result.sessionsAbove, cwd, home),
+    ...aboveRows(sessionsAbove, cwd, home),
     { label: HARNESSES, tooltip: HARNESSES, icon: 'hubot' },
   ];
   for (const root of result.searched ?? []) rows.push(rootRow(root, home));

@@ -4,12 +4,13 @@ import * as os from 'node:os';
 
 import * as vscode from 'vscode';
 
+import { FoldersAbove, nearestAbove } from './ancestors';
 import type { Fix } from './fixes';
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { ClientCommands } from './ids';
 import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
-import { askingAbove, emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
+import { emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
 import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
 
@@ -30,6 +31,14 @@ export const archivedRows: vscode.FileDecorationProvider = {
   },
 };
 
+/** The nearest folder above each workspace folder whose workspace has sessions, found once per
+ * window with the folders' own request (decision 0488): the Memory view's hint starts from it too. */
+export function findingSessionsAbove(server: Server): FoldersAbove {
+  const hasSessions = async (folder: string) =>
+    (await server.request<SessionTreeResult>(Requests.sessionTree, { cwd: folder })).nodes.length > 0;
+  return new FoldersAbove((cwd) => nearestAbove(cwd, os.homedir(), hasSessions));
+}
+
 export class SessionsView extends FolderView<SessionEntry> {
   private readonly forests = new Map<string, SessionForest>();
   private readonly state: FolderSessions;
@@ -42,16 +51,31 @@ export class SessionsView extends FolderView<SessionEntry> {
   onRelabel: (labels: Map<string, string>) => void = () => undefined;
   private labels = new Map<string, string>();
   private drawnFolders: string[] | undefined; // the workspace folders of the rows last drawn
+  // Whether each folder's rows last drawn were the empty state (its hint found then is drawn).
+  private readonly drawnEmpty = new Map<string, boolean>();
   private drawn: () => void = () => undefined;
   /** Settles once the view has answered its first rows (the kept tree or the loading row). */
   readonly firstRows = new Promise<void>((resolve) => {
     this.drawn = resolve;
   });
 
-  constructor(server: Server, folders: () => Folder[], kept: KeptState) {
+  constructor(
+    server: Server,
+    folders: () => Folder[],
+    kept: KeptState,
+    private readonly above: FoldersAbove = findingSessionsAbove(server), // the window's, shared with Memory
+  ) {
     super(server, folders);
     const ask = (cwd: string) => server.request<SessionTreeResult>(Requests.sessionTree, { cwd });
-    this.state = new FolderSessions(kept, askingAbove(ask, os.homedir()), () => this.answered(), errorMessage);
+    this.state = new FolderSessions(kept, ask, () => this.answered(), errorMessage);
+    above.onChanged((cwd) => {
+      if (this.drawnEmpty.get(cwd)) super.refresh();
+    });
+  }
+
+  /** Before an explicit Refresh: the folders above the empty ones are asked again at their next draw. */
+  forgetAbove(): void {
+    this.above.forget();
   }
 
   private answered(): void {
@@ -81,6 +105,7 @@ export class SessionsView extends FolderView<SessionEntry> {
       for (const cwd of this.state.forget(new Set(folders))) {
         this.forests.delete(cwd);
         this.hiddenArchived.delete(cwd);
+        this.drawnEmpty.delete(cwd);
       }
       this.labels = this.state.labels();
       super.refresh();
@@ -164,12 +189,22 @@ export class SessionsView extends FolderView<SessionEntry> {
     this.hiddenArchived.set(cwd, visible.hidden);
     const forest = new SessionForest(visible.nodes);
     this.forests.set(cwd, forest);
-    const notes = shown.result.nodes.length === 0 ? emptyRows(shown.result, cwd, os.homedir()) : [];
+    const above = this.aboveOf(cwd, shown.result);
+    const notes = shown.result.nodes.length === 0 ? emptyRows(shown.result, cwd, os.homedir(), above) : [];
     // Above the tree (or the empty state): settings.yml is invalid, so the daemon drew it on the last valid
     // settings; some of what it looked at could not be read.
     const rows = [...settingsRows(shown.result), ...errorRows(shown.result), ...notes];
     const noteEntries = rows.map((row, index): SessionEntry => ({ type: 'note', cwd, row, index }));
     return [...noteEntries, ...forest.roots().map((node): SessionEntry => ({ type: 'session', cwd, node }))];
+  }
+
+  /** The folder above `cwd` its empty state names, once found; a folder with sessions (or some it
+   * could not read) asks none, and one that had sessions and has none now asks again. */
+  private aboveOf(cwd: string, result: SessionTreeResult): string | undefined {
+    const empty = result.nodes.length === 0 && !result.errors?.length;
+    if (empty && this.drawnEmpty.get(cwd) === false) this.above.forget(cwd);
+    this.drawnEmpty.set(cwd, empty);
+    return empty ? this.above.of(cwd) : undefined;
   }
 }
 

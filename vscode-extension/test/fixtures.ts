@@ -56,3 +56,27 @@ export class Kept implements KeptState {
     else this.values.set(key, value);
   }
 }
+
+/** A language server answering each request with `answer(method, cwd)` (a promise the test
+ * settles when it holds an answer back), that notes what it was asked, as `method cwd`. */
+export function folderServer(answer: (method: string, cwd: string) => unknown) {
+  const asked: string[] = [];
+  return {
+    asked,
+    request: async <R>(method: string, params: object): Promise<R> => {
+      const { cwd } = params as { cwd: string };
+      asked.push(`${method} ${cwd}`);
+      return (await answer(method, cwd)) as R;
+    },
+    command: async <R>(): Promise<R> => undefined as R,
+  };
+}
+
+/** The home folder (`os.homedir()`) at `home` for the rest of test `t`. */
+export function homeAt(t: { after(fn: () => void): void }, home: string): void {
+  const was = process.env.HOME;
+  process.env.HOME = home;
+  t.after(() => {
+    process.env.HOME = was;
+  });
+}

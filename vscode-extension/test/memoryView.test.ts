@@ -8,7 +8,9 @@ import * as flows from '../src/flows';
 import { ClientCommands } from '../src/ids';
 import { MemoryView } from '../src/memoryView';
 import { type MemoryOverview, Requests } from '../src/protocol';
-import { NOW, node } from './fixtures';
+import type { FoldersAbove } from '../src/ancestors';
+import { findingSessionsAbove, SessionsView } from '../src/sessionsView';
+import { folderServer, homeAt, Kept, NOW, node } from './fixtures';
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -153,37 +155,120 @@ test('a workspace without records says so, and a click on it consolidates a sess
   ]);
 });
 
-test('a subfolder of a project without records names the folder above whose workspace has some', async (t) => {
-  const home = process.env.HOME;
-  process.env.HOME = '/home/me';
-  t.after(() => {
-    process.env.HOME = home;
+const OVERVIEW = Requests.memoryOverview;
+const TREE = Requests.sessionTree;
+const RECORDED = { ...overview(0), records: [{ name: 'r', type: 'project', description: 'd', path: '/p/r.md', valid: true, problems: 0 }] };
+
+/** A server where `/home/me/proj` has sessions and records (its overview held back until `held`
+ * settles, when given), and every other folder neither, but for the records `recorded` names. */
+function projectServer(held?: Promise<unknown>, recorded = new Set<string>()) {
+  return folderServer((method, cwd) => {
+    const proj = cwd === '/home/me/proj';
+    if (method === TREE) return { nodes: proj ? [node('p1')] : [] };
+    if (!proj) return recorded.has(cwd) ? RECORDED : overview(0);
+    return held ? held.then(() => RECORDED) : RECORDED;
   });
-  const recorded = { ...overview(0), records: [{ name: 'r', type: 'project', description: 'd', path: '/p/r.md', valid: true, problems: 0 }] };
-  const asked: string[] = [];
-  const server = {
-    request: async <R>(_method: string, params: object): Promise<R> => {
-      const { cwd } = params as { cwd: string };
-      asked.push(cwd);
-      return (cwd === '/home/me/proj' || cwd === '/home/me' ? recorded : overview(0)) as R;
-    },
-    command: async <R>() => undefined as R,
-  };
-  const workspaceRows = async (cwd: string): Promise<string[]> => {
-    asked.length = 0;
-    const view = new MemoryView(server, () => [{ name: 'x', cwd }]);
-    await view.getChildren();
-    await settle();
+}
+
+/** The Memory view of one workspace folder, and its workspace section's rows as the editor draws
+ * them: each draw reads the view again, and lets what it asked for answer. */
+function oneFolder(server: ReturnType<typeof folderServer>, cwd: string, above?: FoldersAbove) {
+  const view = new MemoryView(server, () => [{ name: 'x', cwd }], above);
+  let redraws = 0;
+  view.onDidChangeTreeData(() => redraws++);
+  const workspaceRows = async (): Promise<string[]> => {
     const [, workspace] = await view.getChildren();
-    const rows = await view.getChildren(workspace);
-    return rows.map((row) => (view.getTreeItem(row) as unknown as { label: string }).label);
+    const rows = workspace ? await view.getChildren(workspace) : [];
+    return rows.map((row) => (row as { node: { label: string } }).node.label); // a record's row needs an editor to draw
   };
-  assert.deepEqual(await workspaceRows('/home/me/proj/app'), [
-    'No records yet: consolidate a session',
-    'Records were kept for the parent folder ~/proj: open it to see them',
-  ]);
-  assert.deepEqual(asked, ['/home/me/proj/app', '/home/me/proj']);
+  /** Draws until the rows stand still: the first answer, then what it started. */
+  const settled = async (): Promise<string[]> => {
+    for (let round = 0; round < 3; round++) {
+      await workspaceRows();
+      await settle();
+    }
+    return workspaceRows();
+  };
+  return { view, workspaceRows, settled, redraws: () => redraws };
+}
+
+/** What `server` was asked of folders other than the workspace folder `/home/me/proj/app`. */
+const askedAbove = (server: ReturnType<typeof folderServer>): string[] =>
+  server.asked.filter((asked) => !asked.endsWith(' /home/me/proj/app'));
+
+const NONE = 'No records yet: consolidate a session';
+const HINT = 'Records were kept for the parent folder ~/proj: open it to see them';
+
+test('a subfolder of a project without records names the folder above whose workspace has some', async (t) => {
+  homeAt(t, '/home/me');
+  const server = projectServer();
+  assert.deepEqual(await oneFolder(server, '/home/me/proj/app').settled(), [NONE, HINT]);
+  // The folder above with sessions, then its records (each draw reads the folder's own overview).
+  assert.deepEqual(askedAbove(server), [`${TREE} /home/me/proj`, `${OVERVIEW} /home/me/proj`]);
   // The home folder's records are no hint: a project at its top is one of its own.
-  assert.deepEqual(await workspaceRows('/home/me/other'), ['No records yet: consolidate a session']);
-  assert.deepEqual(asked, ['/home/me/other']);
+  server.asked.length = 0;
+  assert.deepEqual(await oneFolder(server, '/home/me/other').settled(), [NONE]);
+  assert.deepEqual(new Set(server.asked), new Set([`${OVERVIEW} /home/me/other`]));
+});
+
+test('an empty folder asks the folders above it once a window: not at each refresh, again at Refresh or when its records are gone', async (t) => {
+  homeAt(t, '/home/me');
+  const recorded = new Set<string>();
+  const server = projectServer(undefined, recorded);
+  const memory = oneFolder(server, '/home/me/proj/app');
+  await memory.settled();
+  // A memory change, a session's new label, a consolidation's end: only the folder's own overview.
+  server.asked.length = 0;
+  for (let n = 0; n < 2; n++) {
+    memory.view.refresh();
+    assert.deepEqual(await memory.settled(), [NONE, HINT]);
+  }
+  assert.deepEqual(askedAbove(server), []);
+  // The view's Refresh button: asked again, the hint shown meanwhile.
+  server.asked.length = 0;
+  memory.view.forgetAbove();
+  memory.view.refresh();
+  assert.deepEqual(await memory.workspaceRows(), [NONE, HINT]);
+  await memory.settled();
+  assert.deepEqual(askedAbove(server), [`${TREE} /home/me/proj`, `${OVERVIEW} /home/me/proj`]);
+  // Its own records came, then went (undone): the records above are asked again (the sessions
+  // above are Session Branches' to find again).
+  recorded.add('/home/me/proj/app');
+  memory.view.refresh();
+  await memory.settled();
+  recorded.clear();
+  server.asked.length = 0;
+  memory.view.refresh();
+  assert.deepEqual(await memory.settled(), [NONE, HINT]);
+  assert.deepEqual(askedAbove(server), [`${OVERVIEW} /home/me/proj`]);
+});
+
+test('the Memory view starts from the folder above that Session Branches found: it asks no tree of its own', async (t) => {
+  homeAt(t, '/home/me');
+  const server = projectServer();
+  const cwd = '/home/me/proj/app';
+  const above = findingSessionsAbove(server);
+  const sessions = new SessionsView(server, () => [{ name: 'x', cwd }], new Kept(), above);
+  for (let round = 0; round < 3; round++) {
+    await sessions.getChildren();
+    await settle();
+  }
+  server.asked.length = 0;
+  assert.deepEqual(await oneFolder(server, cwd, above).settled(), [NONE, HINT]);
+  assert.ok(!server.asked.some((asked) => asked.startsWith(TREE)), server.asked.join(', '));
+});
+
+test('"No records yet" is drawn at once; the folder above is added when it answers', async (t) => {
+  homeAt(t, '/home/me');
+  let release: () => void = () => undefined;
+  const server = projectServer(new Promise<void>((resolve) => {
+    release = resolve;
+  }));
+  const memory = oneFolder(server, '/home/me/proj/app');
+  assert.deepEqual(await memory.settled(), [NONE]); // the folder above has not answered
+  const before = memory.redraws();
+  release();
+  await settle();
+  assert.ok(memory.redraws() > before, 'the hint is drawn when found');
+  assert.deepEqual(await memory.settled(), [NONE, HINT]);
 });

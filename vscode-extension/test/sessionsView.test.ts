@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import type { Folder } from '../src/flows';
-import type { SessionTreeResult } from '../src/protocol';
+import { Requests, type SessionTreeResult } from '../src/protocol';
 import { FixableError, OPEN_COMMAND_SETTING, SHOW_LOG } from '../src/fixes';
 import { type SessionElement, SessionsView } from '../src/sessionsView';
-import { Kept, node } from './fixtures';
+import { folderServer, homeAt, Kept, node } from './fixtures';
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -114,44 +114,119 @@ test('the trees a past window kept of folders removed since are dropped at the f
   assert.deepEqual(kept.keys(), ['remem.sessionTree:/a']);
 });
 
-test('a subfolder of a project without sessions names the folder above whose workspace has them', async (t) => {
-  const home = process.env.HOME;
-  process.env.HOME = '/home/me';
-  t.after(() => {
-    process.env.HOME = home;
-  });
-  const trees: Record<string, SessionTreeResult> = {
-    '/home/me/proj': { nodes: [node('p1')] },
-    '/home/me': { nodes: [node('h1')] }, // the home folder's, never named
-  };
-  const asked: string[] = [];
-  const server = {
-    request: async <R>(_method: string, params: object): Promise<R> => {
-      const { cwd } = params as { cwd: string };
-      asked.push(cwd);
-      return (trees[cwd] ?? { nodes: [] }) as R;
-    },
-    command: async <R>(): Promise<R> => undefined as R,
-  };
-  const labels = async (cwd: string): Promise<string[]> => {
-    asked.length = 0;
-    const sessions = new SessionsView(server, () => [{ name: 'x', cwd }], new Kept());
-    await sessions.getChildren();
-    await settle();
+const TREE = Requests.sessionTree;
+
+/** Session Branches of one workspace folder over `server`, and its note rows as the editor draws
+ * them: each draw reads the view again, and lets what it asked for answer. */
+function oneFolder(server: ReturnType<typeof folderServer>, cwd: string) {
+  const sessions = new SessionsView(server, () => [{ name: 'x', cwd }], new Kept());
+  let redraws = 0;
+  sessions.onDidChangeTreeData(() => redraws++);
+  const notes = async (): Promise<string[]> => {
     const rows = await sessions.getChildren();
     const notes = rows.filter((row) => row.type === 'note');
     return notes.map((row) => (sessions.getTreeItem(row) as unknown as { label: string }).label);
   };
+  /** Draws until the rows stand still: the first answer, then what it started. */
+  const settled = async (): Promise<string[]> => {
+    for (let round = 0; round < 3; round++) {
+      await notes();
+      await settle();
+    }
+    return notes();
+  };
+  return { sessions, notes, settled, redraws: () => redraws };
+}
+
+const HINT = /^Sessions were recorded in/;
+
+test('a subfolder of a project without sessions names the folder above whose workspace has them', async (t) => {
+  homeAt(t, '/home/me');
+  const trees: Record<string, SessionTreeResult> = {
+    '/home/me/proj': { nodes: [node('p1')] },
+    '/home/me': { nodes: [node('h1')] }, // the home folder's, never named
+  };
+  const server = folderServer((_method, cwd) => trees[cwd] ?? { nodes: [] });
+  const labels = async (cwd: string): Promise<string[]> => {
+    server.asked.length = 0;
+    return oneFolder(server, cwd).settled();
+  };
   const [none, hint] = await labels('/home/me/proj/app');
   assert.equal(none, 'No agent sessions of this workspace were found');
   assert.equal(hint, 'Sessions were recorded in the parent folder ~/proj');
-  assert.deepEqual(asked, ['/home/me/proj/app', '/home/me/proj']);
+  assert.deepEqual(server.asked, [`${TREE} /home/me/proj/app`, `${TREE} /home/me/proj`]);
   // Further down: named too, the nearest first.
   assert.equal((await labels('/home/me/proj/app/src'))[1], 'Sessions were recorded in the folder ~/proj above it');
   // A project of its own at home's top: the home folder's sessions are no hint.
-  assert.ok(!(await labels('/home/me/other')).some((label) => label.startsWith('Sessions were recorded')));
-  assert.deepEqual(asked, ['/home/me/other']);
+  assert.ok(!(await labels('/home/me/other')).some((label) => HINT.test(label)));
+  assert.deepEqual(server.asked, [`${TREE} /home/me/other`]);
   // A folder with sessions asks nothing more.
   await labels('/home/me/proj');
-  assert.deepEqual(asked, ['/home/me/proj']);
+  assert.deepEqual(server.asked, [`${TREE} /home/me/proj`]);
+});
+
+test('outside the home folder no folder above is asked: none is a project below home', async (t) => {
+  homeAt(t, '/home/me');
+  const server = folderServer((_method, cwd) => ({ nodes: cwd === '/tmp/scratch/sub' || cwd === '/home/other/proj/sub' ? [] : [node('n')] }));
+  for (const cwd of ['/tmp/scratch/sub', '/home/other/proj/sub']) {
+    server.asked.length = 0;
+    const rows = await oneFolder(server, cwd).settled();
+    assert.ok(!rows.some((label) => HINT.test(label)), cwd);
+    assert.deepEqual(server.asked, [`${TREE} ${cwd}`]);
+  }
+});
+
+test('an empty folder asks the folders above it once a window: not at each refresh, again at Refresh or when its sessions are gone', async (t) => {
+  homeAt(t, '/home/me');
+  const cwd = '/home/me/proj/app/src';
+  let own: SessionTreeResult = { nodes: [] };
+  const server = folderServer((_method, folder) => (folder === cwd ? own : { nodes: folder === '/home/me/proj' ? [node('p1')] : [] }));
+  const view = oneFolder(server, cwd);
+  assert.match((await view.settled())[1], HINT);
+  const probes = [`${TREE} /home/me/proj/app`, `${TREE} /home/me/proj`];
+  assert.deepEqual(server.asked, [`${TREE} ${cwd}`, ...probes]);
+
+  // A session changed anywhere (`remem/treeChanged`): only the folder's own tree is asked.
+  server.asked.length = 0;
+  for (let n = 0; n < 2; n++) {
+    view.sessions.refresh();
+    assert.match((await view.settled())[1], HINT);
+  }
+  assert.deepEqual(server.asked, [`${TREE} ${cwd}`, `${TREE} ${cwd}`]);
+
+  // The view's Refresh button: asked again, the hint shown meanwhile.
+  server.asked.length = 0;
+  view.sessions.forgetAbove();
+  view.sessions.refresh();
+  assert.match((await view.notes())[1], HINT);
+  await view.settled();
+  assert.deepEqual(server.asked, [`${TREE} ${cwd}`, ...probes]);
+
+  // Its own sessions came, then went (archived, moved): asked again.
+  own = { nodes: [node('s1')] };
+  view.sessions.refresh();
+  await view.settled();
+  own = { nodes: [] };
+  server.asked.length = 0;
+  view.sessions.refresh();
+  await view.settled();
+  assert.deepEqual(server.asked, [`${TREE} ${cwd}`, ...probes]);
+});
+
+test('the empty state is drawn at once; the folder above is added when it answers', async (t) => {
+  homeAt(t, '/home/me');
+  let answerAbove: (tree: SessionTreeResult) => void = () => undefined;
+  const held = new Promise<SessionTreeResult>((resolve) => {
+    answerAbove = resolve;
+  });
+  const server = folderServer((_method, cwd) => (cwd === '/home/me/proj' ? held : { nodes: [] }));
+  const view = oneFolder(server, '/home/me/proj/app');
+  const rows = await view.settled(); // the folder above has not answered
+  assert.equal(rows[0], 'No agent sessions of this workspace were found');
+  assert.ok(!rows.some((label) => HINT.test(label)));
+  const before = view.redraws();
+  answerAbove({ nodes: [node('p1')] });
+  await settle();
+  assert.ok(view.redraws() > before, 'the hint is drawn when found');
+  assert.equal((await view.notes())[1], 'Sessions were recorded in the parent folder ~/proj');
 });
