@@ -364,9 +364,16 @@ class MemoryStore:
 
     def _publish_global(self, folder: HeldFolder, plan: GlobalPlan, expected: str) -> None:
         """Publish `plan` in `folder`, the `memory` folder opened; FolderMoved (`published`) when
-        its path no longer names it once published: `GLOBAL.md` went with it (decision 0487)."""
+        its path no longer names it once published: `GLOBAL.md` went with it (decision 0487).
+        So too when a step fails, or finds `GLOBAL.md` gone, because the folder was removed (or
+        moved) meanwhile: not a save by hand, nor an error of remem's."""
         points = {"written": "memory.global.after-temp-write", "exchanged": "memory.global.after-exchange"}
-        publish_in(folder, GLOBAL_FILE, plan.content, expected, **points)
+        try:
+            publish_in(folder, GLOBAL_FILE, plan.content, expected, **points)
+        except (Displaced, OSError) as exc:
+            if folder.in_place():
+                raise
+            raise FolderMoved(folder.path, published=True) from exc
         if not folder.in_place():
             raise FolderMoved(folder.path, published=True)
 

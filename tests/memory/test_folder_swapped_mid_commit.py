@@ -227,3 +227,22 @@ def test_a_memory_folder_moved_during_globals_commit_is_said_as_moved_not_commit
     assert "while Global's commit was being published in it; read Global again" in said.message
     assert (moved / "GLOBAL.md").read_text() == "New global.\n", "published in the folder moved away"
     assert not memory.exists()
+
+
+@pytest.mark.parametrize("point", ["memory.global.after-temp-write", "memory.global.after-exchange"])
+def test_a_memory_folder_removed_during_globals_commit_is_said_as_moved(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """Removed, not moved: the exchange finds GLOBAL.md gone (it was a conflict with the empty
+    revision, read as someone else's edit), or the check after it finds its temp gone (a
+    FileNotFoundError, the daemon's internal error)."""
+    base = store.replace_global(EMPTY, "Old global.\n").revision
+    memory = store.home.memory
+    _at(point, lambda: shutil.rmtree(memory), monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.replace_global(base, "New global.\n")
+    [problem] = refused.value.files
+    assert problem.path == str(memory)
+    assert [d.code for d in problem.diagnostics] == ["remem/moved-memory"]
+    assert store.read_global().content == ""
+    assert [e.after for e in store.history.log(None, 8)] == [base], "no entry for a commit not made"
