@@ -62,6 +62,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -234,7 +235,7 @@ class History:
         self._repo: pygit2.Repository | None = None
         # The stamps of `_DEPENDED_ON` as the repository object was opened or last written by this
         # process: other stamps found say the history changed under it, and it is opened again.
-        self._opened_as: tuple[Stamp | None, ...] = ()
+        self._opened_as = _UNOPENED
         # Each branch's head as this process last read or wrote it: a head found that does not
         # lead down to it was put there by no entry's writer (a backup restored, decision 0442).
         self._seen: dict[str, str] = {}
@@ -1018,7 +1019,7 @@ class History:
             at=composed.at,
         )
         written = _fingerprint(self.path)
-        if _folders(written) == _folders(opened):  # this process's own write is no news to it
+        if _own_write_alone(opened, written):  # this process's own write is no news to it
             self._opened_as = written
         self._ends_recorded(composed.branch)
         faultpoint("history.after-ref")
@@ -1075,7 +1076,7 @@ class History:
             "memory history: %s", self._damage(f"{what} ({_reason(exc)}), and is left out of the merges")
         )
 
-    def _still_as_opened(self, opened: tuple[Stamp | None, ...], branch: str) -> None:
+    def _still_as_opened(self, opened: _Fingerprint, branch: str) -> None:
         """Before a branch is moved: the repository, its objects and its branches are the folders
         the entry's objects were written to and its parent read from, not a backup restored or a
         history moved aside meanwhile, where the branch would name a parent it lacks."""
@@ -1186,9 +1187,19 @@ def _object_id(kind: bytes, data: bytes) -> bytes:
     return hashlib.sha1(b"%s %d\0%s" % (kind, len(data), data)).digest()
 
 
-def _fingerprint(path: Path) -> tuple[Stamp | None, ...]:
+class _Fingerprint(NamedTuple):
+    """What an open repository object's answers rest on, as stat stamps (None: absent)."""
+
+    depended: tuple[Stamp | None, ...]  # of `_DEPENDED_ON`
+    packs: dict[str, Stamp]  # of each file in objects/pack, by name
+
+
+_UNOPENED = _Fingerprint((), {})
+
+
+def _fingerprint(path: Path) -> _Fingerprint:
     """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent), then of each
-    file of its packs: five lstat calls, a listing and one lstat a pack file, so every use of the
+    file of its packs (by name): five lstat calls, a listing and one lstat a pack file, so every use of the
     history checks it was not changed under this process. libgit2 maps a pack and its index as
     it reads them: one cut short in place (a restore tool writing into it) killed the process
     with SIGBUS at its next read; opened afresh, libgit2 checks an index's size as it opens it,
@@ -1198,7 +1209,21 @@ def _fingerprint(path: Path) -> tuple[Stamp | None, ...]:
         names = sorted(os.listdir(packs))
     except OSError:
         names = []
-    return tuple(_stamp_of(path / name) for name in _DEPENDED_ON) + tuple(_stamp_of(packs / n) for n in names)
+    found = {name: _stamp_of(packs / name) for name in names}
+    return _Fingerprint(
+        tuple(_stamp_of(path / name) for name in _DEPENDED_ON),
+        {name: at for name, at in found.items() if at is not None},
+    )
+
+
+def _own_write_alone(opened: _Fingerprint, written: _Fingerprint) -> bool:
+    """Whether the history changed from `opened` to `written` by this process's write alone:
+    the same folders, each pack file there before as it was, the new ones its pack's. A file
+    of a pack cut short in place meanwhile (another program writing into it) is news: taken for
+    the process's own, the pack libgit2 mapped before stayed mapped past its new end, and the
+    next read was killed by SIGBUS; left out, the next use opens the repository afresh."""
+    unchanged = all(written.packs.get(name) == before for name, before in opened.packs.items())
+    return unchanged and _folders(written) == _folders(opened)
 
 
 def _stamp_of(path: Path) -> Stamp | None:
@@ -1209,11 +1234,11 @@ def _stamp_of(path: Path) -> Stamp | None:
         return None
 
 
-def _folders(fingerprint: tuple[Stamp | None, ...]) -> tuple[int | None, ...]:
+def _folders(fingerprint: _Fingerprint) -> tuple[int | None, ...]:
     """The inodes of the folders of `_REPLACEABLE` in a `_fingerprint`: another folder in
     their place (a backup restored) is another history, where a write of its own only changes
     their stamps' times."""
-    held = dict(zip(_DEPENDED_ON, fingerprint, strict=False))  # () before the first open
+    held = dict(zip(_DEPENDED_ON, fingerprint.depended, strict=False))  # () before the first open
     return tuple(None if (found := held.get(name)) is None else found[0] for name in _REPLACEABLE)
 
 
