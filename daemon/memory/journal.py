@@ -22,6 +22,7 @@ as `<name>.unmerged-*`.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -115,7 +116,8 @@ def write_generation(
     left, when `folder`'s path no longer names it at the commit point: every write goes through
     its descriptor, so none lands where a link swapped in at its path leads. A folder moved
     after the commit point holds the generation wherever it went, and is FolderMoved
-    (`published`) too: the workspace's path no longer shows it (decision 0487).
+    (`published`) too: the workspace's path no longer shows it (decision 0487). One whose step a
+    save by hand displaced has the steps undone there, as in place, and is FolderMoved unpublished.
     """
     steps: list[Step] = []
     written: list[str] = []  # the temps written so far, the journal's too
@@ -159,8 +161,8 @@ def write_generation(
             if len(done) == 1:
                 faultpoint("memory.workspace.mid-rename")
     except Displaced as displaced:
-        if not folder.in_place():  # removed: its files went with it, and no undo has a place
-            raise FolderMoved(folder.path, published=True) from displaced
+        if not folder.in_place():
+            raise FolderMoved(folder.path, published=not _undone(folder, done)) from displaced
         _roll_back(folder, done)
         watch_put_back(displaced)  # after the whole batch is undone: readers never see half of it
         raise
@@ -169,7 +171,9 @@ def write_generation(
         # with the steps before it, as a displaced file is. Any other error, a step refused
         # halfway (an exchange whose check then failed) or an undo that fails too leaves the
         # journal, and the folder's next access brings the generation forward as after a crash.
-        if not folder.in_place():  # removed: its next access is a fresh folder's
+        if not folder.in_place():
+            # Moved or removed: the journal stays in the folder wherever it went (its next access
+            # there brings the generation forward, as after a crash); the path's is a fresh folder's.
             raise FolderMoved(folder.path, published=True) from exc
         if not is_refused_write(exc) or not _untouched(folder, steps[len(done)]):
             raise
@@ -179,6 +183,20 @@ def write_generation(
     _finish(folder)
     if not folder.in_place():  # moved (not removed) since the commit point: published elsewhere
         raise FolderMoved(folder.path, published=True)
+
+
+def _undone(folder: HeldFolder, done: list[Step]) -> bool:
+    """Whether the steps `done` were undone in `folder`, which a save by hand displaced a step of
+    after it was moved away: undone through its descriptor, wherever it went, so the folder holds
+    the old generation and the save, no journal. False when it was removed meanwhile (its files
+    went with it) or an undo failed there: its journal then stays with it."""
+    if os.fstat(folder.fd).st_nlink == 0:  # removed: no undo has a place
+        return False
+    try:
+        _roll_back(folder, done)
+    except OSError:
+        return False
+    return True
 
 
 def _discard_temps(folder: HeldFolder, temps: list[str]) -> None:

@@ -246,3 +246,28 @@ def test_a_memory_folder_removed_during_globals_commit_is_said_as_moved(
     assert [d.code for d in problem.diagnostics] == ["remem/moved-memory"]
     assert store.read_global().content == ""
     assert [e.after for e in store.history.log(None, 8)] == [base], "no entry for a commit not made"
+
+
+def test_a_folder_moved_while_a_save_displaces_a_step_is_undone_where_it_went(
+    store: MemoryStore, workspace: WorkspaceId, committed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first step (`keep` changed) is taken, then the folder is moved and the record the next
+    step makes is saved by hand in it: that step finds the save. The journal and the changed
+    record stayed in the moved folder, half a generation; they are undone through the folder's
+    descriptor, as in place."""
+    folder = store.folder(workspace)
+    before = _files(folder)
+    moved = folder.with_name(folder.name + ".moved")
+    saved = b"---\nname: new\ndescription: Saved by hand\ntype: project\n---\nMine.\n"
+
+    def move_and_save() -> None:
+        folder.rename(moved)
+        (moved / "new.md").write_bytes(saved)
+
+    _at("memory.workspace.mid-rename", move_and_save, monkeypatch)
+    with pytest.raises(MemoryInvalid) as refused:
+        store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
+    [problem] = [d for f in refused.value.files for d in f.diagnostics]
+    assert problem.code == "remem/moved-workspace"
+    assert "during the commit, so no record was changed" in problem.message
+    assert _files(moved) == {**before, "new.md": saved}, "the step taken undone, the save kept, no journal"
