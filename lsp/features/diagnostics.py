@@ -12,8 +12,9 @@ publishes a keystroke). After a reconnection every open document's are published
 A keystroke judges only the open texts, against the folder's other files as last read: read
 less than `TRUST_READ` ago, with the same texts open and the folder's listing unchanged, they
 are taken as they are, and read again `TRUST_READ` after that reading, so a file changed in
-place that no one tells of shows within it. Whatever else re-judges a folder reads it now
-(decision 0481).
+place that no one tells of shows within it. Whatever else re-judges a folder reads it now. A
+reading holds the folder's texts: it is kept only while a document of the folder is open, and
+for `READINGS_KEPT` folders at most (decision 0481).
 
 A burst of opens (a window restored, a folder's records opened at once) judges each folder
 once: each open judged its whole folder, and 400 records took 400 judgements of 400 (8 s). A
@@ -330,6 +331,8 @@ def _publish_folder(ls: RememServer, folder: Path, *, typed: bool = False) -> No
     edited = {name: text for name, (text, _) in encoded.items()}
 
     def judge() -> dict[str, list[Diagnostic]]:
+        if not edited:  # no document left to judge for: the folder is neither read nor kept
+            return {}
         # A linked folder is never read through (it may lead out of REMEM_HOME), as the store.
         if folder.is_symlink():
             return {name: encoded[name][1] + [LINKED_WORKSPACE] for name in edited}
@@ -347,6 +350,9 @@ def _publish_folder(ls: RememServer, folder: Path, *, typed: bool = False) -> No
 
 # How long a folder's files, as last read, are taken as they are for a keystroke's judgement.
 TRUST_READ = 1.0
+# How many folders' readings are kept at most, the least recently judged with dropped first: a
+# reading holds its folder's texts, and is kept only while a document of the folder is open.
+READINGS_KEPT = 8
 
 
 @dataclass
@@ -383,7 +389,11 @@ def _folder_files(ls: RememServer, folder: Path, edited: Mapping[str, str], type
     ):
         if (read := reads.pop(folder, None)) is not None:  # not trusted again, should reading fail
             read.forget()
-        read = reads[folder] = _Read(read_folder(folder, edited, ls.lint_cache), loop.time())
+        read = _Read(read_folder(folder, edited, ls.lint_cache), loop.time())
+    reads.pop(folder, None)
+    reads[folder] = read  # last: the least recently judged with go first
+    for oldest in list(reads)[:-READINGS_KEPT]:
+        reads.pop(oldest).forget()
     if typed and read.timer is None:
         read.timer = loop.call_at(read.at + TRUST_READ, _publish_folder, ls, folder)
     return read.files
