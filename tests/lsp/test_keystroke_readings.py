@@ -146,3 +146,32 @@ async def test_the_readings_kept_are_bounded(editor: InProcess, folders: list[Pa
     # The folders judged last keep theirs; the others' scheduled readings went with them.
     assert list(editor.readings()) == folders[-diagnostics.READINGS_KEPT :]
     assert len(list(rereads())) == diagnostics.READINGS_KEPT
+
+
+@pytest.mark.asyncio
+async def test_keystrokes_within_trust_read_read_their_folder_once(
+    editor: InProcess, folders: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # However slow the machine, every keystroke here falls within the time a reading is trusted.
+    monkeypatch.setattr(diagnostics, "TRUST_READ", 3600.0)
+    reads: list[Path] = []
+
+    def counted(folder: Path, *args: Any) -> Any:
+        reads.append(folder)
+        return read_folder(folder, *args)
+
+    read_folder = diagnostics.read_folder
+    monkeypatch.setattr(diagnostics, "read_folder", counted)
+    first, second = folders[:2]
+    for folder in (first, second):
+        editor.open(folder / "typed.md", record("typed"))
+    for n in range(20):
+        for folder in (first, second):
+            editor.type(folder / "typed.md", typed(folder / "typed.md", n))
+    assert sorted(reads) == [first, second]  # each read once: judged with the opens, then trusted
+    assert sorted(handle._args[1] for handle in rereads()) == [first, second]  # one reading again each
+
+    editor.close_document(first / "typed.md")
+    assert [handle._args[1] for handle in rereads()] == [second]
+    await editor.request("shutdown", None)
+    assert list(rereads()) == []
