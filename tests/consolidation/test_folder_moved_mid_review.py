@@ -28,7 +28,6 @@ from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import remem
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.scratch import process_folder
-from tests.waiting import until
 
 from .conftest import Source, both_scopes
 
@@ -81,7 +80,8 @@ def _run(home: Home, session: str) -> tuple[dict[str, Any], list[dict[str, Any]]
         asking = await AsyncDaemonClient.open(home)
         try:
             result = await asking.call("consolidation/run", {"session": session})
-            await until(lambda: bool(finished()), what="the run's end told to every client")
+            # Told before the answer: an answer on the listening connection comes after it.
+            await listening.call("consolidation/receipts", {"session": session})
             return result
         finally:
             await asking.close()
