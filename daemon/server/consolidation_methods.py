@@ -101,6 +101,9 @@ class ConsolidationMethods:
             raise refused(
                 "CANCELLED", "cancelled before the model was asked; run it again to review"
             ) from None
+        except Exception:  # a bug's, answered INTERNAL: its receipt may have moved all the same
+            outcome = "INTERNAL"
+            raise
         finally:
             self._forget(params.session, task)
             if outcome is not None:
