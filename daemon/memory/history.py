@@ -140,7 +140,7 @@ _INSIDE = (
     "refs",
     "refs/heads",
 )
-_LISTED_INSIDE = ("objects", "objects/pack", "refs/heads")
+_LISTED_INSIDE = ("objects", "refs/heads")  # and objects/pack, in the pass of `_fingerprint`
 # What an open repository object's answers rest on: the repository folder itself (replaced by a
 # backup, or by a new one), the folders of its objects, packs and branches, and the packed refs.
 # A change to any is a change of the history under this process (or its own write).
@@ -148,6 +148,9 @@ _DEPENDED_ON = ("", "objects", "objects/pack", "refs/heads", "packed-refs")
 # Of those, the folders a history put in place of this one replaces: the repository, its objects
 # and its branches (`_still_as_opened`).
 _REPLACEABLE = ("", "objects", "refs/heads")
+# The files of objects/pack libgit2 maps into memory as it reads: a pack and its index. A temp
+# of a writer, or any other file there, changes no answer.
+_MAPPED = (".idx", ".pack")
 
 CLI = Actor(kind="cli")
 HAND_EDIT = Actor(kind="hand-edit")
@@ -743,8 +746,8 @@ class History:
 
     def _opened(self) -> pygit2.Repository:
         self._home.refuse_link(self.path)  # libgit2 would read and write wherever it points
-        self._refuse_links_inside()
         fingerprint = _fingerprint(self.path)
+        self._refuse_links_inside(fingerprint)
         if self._repo is not None and fingerprint == self._opened_as:
             return self._repo
         # None yet, or the history changed under this process (a pack deleted, the folder
@@ -791,10 +794,11 @@ class History:
             self._repo.free()
         self._repo = None
 
-    def _refuse_links_inside(self) -> None:
+    def _refuse_links_inside(self, fingerprint: _Fingerprint) -> None:
         """HomeUnusable when a file or folder libgit2 or the pack writer use inside the
         repository, or an object, pack or branch file, is a link: they follow it, out of the home
-        with memory's content (as at `history` itself). An lstat each, a listing of three folders."""
+        with memory's content (as at `history` itself). An lstat each, a listing of two folders;
+        objects/pack's is the `fingerprint`'s pass."""
         for name in _INSIDE:
             if (self.path / name).is_symlink():
                 raise HomeUnusable(linked_message(self.path / name, self._home.root))
@@ -807,6 +811,8 @@ class History:
                 linked = next((entry.path for entry in entries if entry.is_symlink()), None)
             if linked is not None:
                 raise HomeUnusable(linked_message(Path(linked), self._home.root))
+        if fingerprint.linked is not None:
+            raise HomeUnusable(linked_message(Path(fingerprint.linked), self._home.root))
 
     def _init(self) -> pygit2.Repository:
         """A new repository, made aside and renamed into place whole. One the file system refuses
@@ -1080,7 +1086,7 @@ class History:
         """Before a branch is moved: the repository, its objects and its branches are the folders
         the entry's objects were written to and its parent read from, not a backup restored or a
         history moved aside meanwhile, where the branch would name a parent it lacks."""
-        if _folders(_fingerprint(self.path)) != _folders(opened):
+        if _folders(_depended(self.path)) != _folders(opened.depended):
             self._close()  # opened afresh at the next use
             raise HistoryError(
                 f"the memory history at {self.path} was replaced while an entry of {branch} was being "
@@ -1191,29 +1197,37 @@ class _Fingerprint(NamedTuple):
     """What an open repository object's answers rest on, as stat stamps (None: absent)."""
 
     depended: tuple[Stamp | None, ...]  # of `_DEPENDED_ON`
-    packs: dict[str, Stamp]  # of each file in objects/pack, by name
+    packs: dict[str, Stamp]  # of each pack and index file (`_MAPPED`), by name
+    linked: str | None  # the path of a link in objects/pack, if any (`_refuse_links_inside`)
 
 
-_UNOPENED = _Fingerprint((), {})
+_UNOPENED = _Fingerprint((), {}, None)
 
 
 def _fingerprint(path: Path) -> _Fingerprint:
     """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent), then of each
-    file of its packs (by name): five lstat calls, a listing and one lstat a pack file, so every use of the
-    history checks it was not changed under this process. libgit2 maps a pack and its index as
-    it reads them: one cut short in place (a restore tool writing into it) killed the process
-    with SIGBUS at its next read; opened afresh, libgit2 checks an index's size as it opens it,
-    and the read says the history is damaged (decision 0483)."""
-    packs = path / "objects" / "pack"
-    try:
-        names = sorted(os.listdir(packs))
-    except OSError:
-        names = []
-    found = {name: _stamp_of(packs / name) for name in names}
-    return _Fingerprint(
-        tuple(_stamp_of(path / name) for name in _DEPENDED_ON),
-        {name: at for name, at in found.items() if at is not None},
-    )
+    pack and index file (by name): what libgit2 maps as it reads, so every use of the history
+    checks it was not changed under this process. One cut short in place (a restore tool writing
+    into it) killed the process with SIGBUS at its next read; opened afresh, libgit2 checks an
+    index's size as it opens it, and the read says the history is damaged (decision 0483). Five
+    lstat calls, one pass over objects/pack (`os.scandir`: no path built) and an lstat a pack
+    file: two per merged pack of `MERGED_MAX` objects (some 650 one-record entries), never
+    merged again, so their number grows with the history (decision 0483)."""
+    packs: dict[str, Stamp] = {}
+    linked = None
+    with contextlib.suppress(OSError), os.scandir(path / "objects" / "pack") as found:
+        for entry in found:
+            if entry.is_symlink():  # the listing says so: no call
+                linked = entry.path
+            elif entry.name.endswith(_MAPPED):
+                with contextlib.suppress(OSError):
+                    packs[entry.name] = stamp(entry.stat(follow_symlinks=False))
+    return _Fingerprint(_depended(path), packs, linked)
+
+
+def _depended(path: Path) -> tuple[Stamp | None, ...]:
+    """The stat stamps of `_DEPENDED_ON` in the repository at `path` (None: absent)."""
+    return tuple(_stamp_of(path / name) for name in _DEPENDED_ON)
 
 
 def _own_write_alone(opened: _Fingerprint, written: _Fingerprint) -> bool:
@@ -1223,7 +1237,7 @@ def _own_write_alone(opened: _Fingerprint, written: _Fingerprint) -> bool:
     the process's own, the pack libgit2 mapped before stayed mapped past its new end, and the
     next read was killed by SIGBUS; left out, the next use opens the repository afresh."""
     unchanged = all(written.packs.get(name) == before for name, before in opened.packs.items())
-    return unchanged and _folders(written) == _folders(opened)
+    return unchanged and _folders(written.depended) == _folders(opened.depended)
 
 
 def _stamp_of(path: Path) -> Stamp | None:
@@ -1234,11 +1248,11 @@ def _stamp_of(path: Path) -> Stamp | None:
         return None
 
 
-def _folders(fingerprint: _Fingerprint) -> tuple[int | None, ...]:
-    """The inodes of the folders of `_REPLACEABLE` in a `_fingerprint`: another folder in
-    their place (a backup restored) is another history, where a write of its own only changes
-    their stamps' times."""
-    held = dict(zip(_DEPENDED_ON, fingerprint.depended, strict=False))  # () before the first open
+def _folders(depended: tuple[Stamp | None, ...]) -> tuple[int | None, ...]:
+    """The inodes of the folders of `_REPLACEABLE` in the stamps of `_DEPENDED_ON`: another
+    folder in their place (a backup restored) is another history, where a write of its own
+    only changes their stamps' times."""
+    held = dict(zip(_DEPENDED_ON, depended, strict=False))  # () before the first open
     return tuple(None if (found := held.get(name)) is None else found[0] for name in _REPLACEABLE)
 
 
