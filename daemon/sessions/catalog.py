@@ -468,6 +468,7 @@ class SessionCatalog:
             answer.volatile,
             answer.shown,
             places=answer.places,
+            probe=answer.probe,
             summaries=answer.summaries,
             running=processes,
             absent=answer.absent,

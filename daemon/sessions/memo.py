@@ -45,10 +45,13 @@ _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
 MAX_ANSWERS = 32  # queries (the whole listing, workspaces) whose last answer is kept
 MAX_SCANS = MAX_ANSWERS  # workspaces (and the whole listing) whose scan a harness root keeps
 MARK_HISTORY = 64  # batches of marks remembered, to tell a kept answer what changed since
-# A folder opened only to look up names in it: no read permission needed, as for a path's `stat`.
-_FOLDER_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
-# Logs by the folder two levels up: each log's name from there, its path, the `stat` it had.
-Probe = list[tuple[str, list[tuple[str, str, os.stat_result]]]]
+# A root opened only to look up names in it (Linux's O_PATH): no read permission needed, as for a
+# path's `stat`. Without O_PATH an open would need it and cost a real open: paths are used.
+_FOLDER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC if hasattr(os, "O_PATH") else None
+# An answer's `files` by the root each lies under (None: by its path): each one's name from
+# there and its place in `files`. Positions, not `stat`s: a patched answer keeps its paths in
+# their places, so it keeps the probe too.
+Probe = list[tuple[str | None, list[tuple[str, int]]]]
 
 
 def file_stamp(path: str) -> Stamp | None:
@@ -101,7 +104,7 @@ class Answer:
     # watcher looks for a missing root only every few seconds; a listing looks each time).
     absent: frozenset[str] = frozenset()
 
-    probe: Probe | None = None  # `files` by folder, made when first asked for (`moved`)
+    probe: Probe | None = None  # `files` by root, made when first asked for (`moved`)
 
     def place(self, path: str) -> tuple[int, int | None] | None:
         if self.places is None:
@@ -109,11 +112,12 @@ class Answer:
             self.places = {f.path: (i, slots.get(f.path)) for i, f in enumerate(self.files)}
         return self.places.get(path)
 
-    def moved(self) -> list[str] | None:
-        """The files whose `stat` moved since (its revision's fields); None if one is gone."""
+    def moved(self, roots: Iterable[str]) -> list[str] | None:
+        """The files whose `stat` moved since (its revision's fields); None if one is gone.
+        `roots`: the folders its files were found under (a file under none is stat-ed by path)."""
         if self.probe is None:
-            self.probe = _probe(self.files)
-        return _moved(self.probe)
+            self.probe = _probe(self.files, roots)
+        return _moved(self.probe, self.files)
 
 
 @dataclass
@@ -236,7 +240,8 @@ class ListingMemo:
         if known is None or marked or known.generation != self._generation:
             return None
         if not self._trust_events():
-            self._stirred = (known, known.moved())  # for `moved`, should this listing go on there
+            # For `moved`, should this listing go on there.
+            self._stirred = (known, known.moved(self._scanned_roots()))
             if self._stirred[1] != []:
                 return None
         self._answers.move_to_end(query)
@@ -259,13 +264,18 @@ class ListingMemo:
             # The pass `answer` just made, when it made one of this answer: each `stat` once per
             # listing. A log changed since is seen by the next listing, its `stat` kept as it was.
             taken, self._stirred = self._stirred, None
-            stirred = taken[1] if taken is not None and taken[0] is known else known.moved()
-            if stirred is None:
+            if taken is None or taken[0] is not known:
+                taken = (known, known.moved(self._scanned_roots()))
+            if taken[1] is None:
                 return None
-            paths.update(stirred)
+            paths.update(taken[1])
         if any(known.place(path) is None for path in paths):
             return None
         return known, paths
+
+    def _scanned_roots(self) -> set[str]:
+        """The roots the memo keeps scans of: those an answer's files were found under."""
+        return {*self._roots, *(root for root, _ in self._harness)}
 
     def keep(self, query: Hashable, answer: Answer, generation: int) -> None:
         answer.generation = generation
@@ -428,31 +438,37 @@ def _paths(project: _Project) -> list[str]:
     return [path for files in project.found.values() for path in files]
 
 
-def _probe(files: list[LogFile]) -> Probe:
-    """`files` by the folder two levels up: a root, or a DSH project folder."""
-    folders: dict[str, list[tuple[str, str, os.stat_result]]] = {}
-    for path, st in files:
-        folder, name = os.path.split(path)
-        above, below = os.path.split(folder)
-        folders.setdefault(above, []).append((os.path.join(below, name), path, st))
-    return list(folders.items())
+def _probe(files: list[LogFile], roots: Iterable[str]) -> Probe:
+    """`files` by the root each lies under (the innermost, as roots may nest), so that its
+    `stat` is taken relative to that root's descriptor and the kernel walks the two to four
+    names below the root (project, session, Codex's day folders), not the whole path. One
+    descriptor per root: a folder per log's parent would cost an open and a close for each
+    Claude Code subagent folder or DSH project of one session, more than the walk it saves."""
+    inner_first = sorted(roots, key=len, reverse=True) if _FOLDER_FLAGS is not None else []
+    prefixes = {f"{root}{os.sep}": root for root in inner_first}
+    by_root: dict[str | None, list[tuple[str, int]]] = {}
+    for place, (path, _) in enumerate(files):
+        prefix = next((p for p in prefixes if path.startswith(p)), None)
+        if prefix is None:
+            by_root.setdefault(None, []).append((path, place))
+        else:
+            by_root.setdefault(prefixes[prefix], []).append((path[len(prefix) :], place))
+    return list(by_root.items())
 
 
-def _moved(probe: Probe) -> list[str] | None:
+def _moved(probe: Probe, files: list[LogFile]) -> list[str] | None:
     """The files whose `stat` moved (its revision's fields); None if one is gone. One `stat`
     each is the polling floor, so the comparison is written out rather than a revision built,
-    and each is taken from its folder's descriptor: the kernel then walks two names, not the
-    whole path (a descriptor opened now, so a folder moved or replaced is the one there now)."""
+    and each is taken from its root's descriptor (`_probe`), opened now: a folder moved or
+    replaced is the one there now, as for a path."""
     lstat = os.lstat
     moved: list[str] = []
-    for folder, logs in probe:
+    for root, logs in probe:
+        fd = _open_root(root)
         try:
-            fd = os.open(folder, _FOLDER_FLAGS)
-        except OSError:
-            return None
-        try:
-            for name, path, old in logs:
-                st = lstat(name, dir_fd=fd)
+            for name, place in logs:
+                path, old = files[place]
+                st = lstat(path) if fd is None else lstat(name, dir_fd=fd)
                 if (
                     st.st_mtime_ns != old.st_mtime_ns
                     or st.st_size != old.st_size
@@ -464,8 +480,20 @@ def _moved(probe: Probe) -> list[str] | None:
         except OSError:
             return None
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
     return moved
+
+
+def _open_root(root: str | None) -> int | None:
+    """A descriptor to look names up in `root`, or None: its files are then stat-ed by path,
+    which says whether they are still there (the root gone, or its open refused)."""
+    if root is None or _FOLDER_FLAGS is None:
+        return None
+    try:
+        return os.open(root, _FOLDER_FLAGS)
+    except OSError:
+        return None
 
 
 def regular_stat(path: str) -> os.stat_result | None:
