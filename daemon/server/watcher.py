@@ -26,7 +26,10 @@ changed. inotify is preferred; when its watch or instance limit is hit, or the s
 it, polling takes over and `daemon/status` says why. The limit may be hit later than a root's
 first watch, at a folder made in it: watchdog's inotify then only logs that it cannot watch it
 and goes on, so that record is listened for (`_Exhausted`) and leads to the same polling, every
-root watched anew and reported changed (decision 0440).
+root watched anew and reported changed (decision 0440). A watch watchdog cannot set up for the
+tree's or the system's sake (`Unwatchable`: a folder nested past the recursion limit, no thread
+left) is a root said failing in the status, as one an OSError stops; a thread of watchdog's that
+ends on an error (heard through `threading.excepthook`) has every watch set up anew (decision 0484).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import errno
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +67,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserverVFS
+from watchdog.utils import BaseThread
 
 from ..faults import faultpoint
 from ..home import Home
@@ -170,6 +175,7 @@ class Watcher:
         self._recheck: asyncio.TimerHandle | None = None
         self._failure: str | None = None  # why the last turn failed (said once, not every turn)
         self._status = WatchStatus(backend="off", paths=[], missing=[])
+        self._previous_hook = threading.excepthook  # chained to while the watcher runs
         # On the watcher's thread.
         self._backend: Backend = "polling" if mode == "polling" else "inotify"
         self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
@@ -178,7 +184,7 @@ class Watcher:
         # Each root's watch, with the handler only it reports to (its word that the root is
         # gone) and the folder it is on.
         self._root_watches: dict[Path, _Held] = {}
-        self._failing: set[Path] = set()  # roots that could not be watched (said once)
+        self._failing: dict[Path, str] = {}  # the roots that could not be watched, and why (said once)
         self._listening: _Exhausted | None = None  # on watchdog's inotify log, while it is used
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -188,6 +194,8 @@ class Watcher:
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="remem-watch")
         self._status = WatchStatus(backend="off", reason=STARTING, paths=[], missing=[])
         self._first = asyncio.Event()
+        self._previous_hook = threading.excepthook
+        threading.excepthook = self._thread_ended
         self._submit(announce=False)
 
     async def ready(self, seconds: float | None = None) -> bool:
@@ -203,6 +211,8 @@ class Watcher:
     def stop(self) -> None:
         """Stop watching (blocks until the watcher's thread is done: call it off the event loop)."""
         self._stopped = True
+        if threading.excepthook == self._thread_ended:  # else one set since chains to it: left
+            threading.excepthook = self._previous_hook
         if self._recheck is not None:
             self._recheck.cancel()
         worker, self._worker = self._worker, None
@@ -251,7 +261,29 @@ class Watcher:
         """Hand an unexpected error met on watchdog's thread to the event loop, where it is
         raised under the guard: left there, it ended that thread, and no change was heard again;
         safe from any thread."""
-        self._post(_raise, exc)
+        self._post(self._raise, exc)
+
+    def _thread_ended(self, args: threading.ExceptHookArgs) -> None:
+        """`threading.excepthook` while the watcher runs: one of its watchdog threads ended on an
+        error (an inotify reader whose callback failed, a polling emitter's snapshot failing other
+        than with an OSError: a folder nested past the recursion limit moved in), after which that
+        watch heard nothing more, the daemon serving on; any other thread's is passed on."""
+        thread = args.thread
+        if thread is not None and self._ours(thread) and isinstance(args.exc_value, Exception):
+            self._post(self._died, thread.name, args.exc_value)
+        else:
+            self._previous_hook(args)
+
+    def _ours(self, thread: threading.Thread) -> bool:
+        observer = self._observer
+        if observer is None or not isinstance(thread, BaseThread):
+            return False
+        # inotify's reader thread is the observer's own, not one of its emitters.
+        return (
+            thread is observer
+            or thread in observer.emitters
+            or thread is getattr(observer, "_inotify_fd", None)
+        )
 
     def _post(self, callback: Callable[..., None], *args: object) -> None:
         loop = self._loop
@@ -261,16 +293,22 @@ class Watcher:
     # -- on the event loop ---------------------------------------------------------------
 
     def _submit(
-        self, *, announce: bool = True, gone: _Forward | None = None, exhausted: OSError | None = None
+        self,
+        *,
+        announce: bool = True,
+        gone: _Forward | None = None,
+        exhausted: OSError | None = None,
+        afresh: bool = False,
     ) -> None:
         """Have the watcher's thread look at the roots (`_turn`); what it did comes back to
         `_done`. `announce`: a root watched anew is reported changed (not at the start).
-        `exhausted`: inotify ran out while watching a new folder, polling must take over."""
+        `exhausted`: inotify ran out while watching a new folder, polling must take over.
+        `afresh`: a thread of watchdog's ended, every watch is set up anew."""
         loop, worker = self._loop, self._worker
         if loop is None or worker is None or self._stopped:
             return
         try:
-            future = loop.run_in_executor(worker, self._turn, list(self._roots), gone, exhausted)
+            future = loop.run_in_executor(worker, self._turn, list(self._roots), gone, exhausted, afresh)
         except RuntimeError:  # stopped meanwhile, from another thread
             return
         self._busy += 1
@@ -283,11 +321,11 @@ class Watcher:
         if self._stopped or future.cancelled():
             return
         failure = future.exception()
-        if failure is not None and not isinstance(failure, OSError):
+        if failure is not None and not isinstance(failure, (OSError, Unwatchable)):
             raise failure  # a bug's, which no next turn mends: the daemon stops as a crash (decision 0484)
         if (
             failure is not None
-        ):  # the system's (a folder gone, no permission): looked at again at the next turn
+        ):  # the system's or the tree's (a folder gone, no permission): looked at again at the next turn
             said = f"{type(failure).__name__}: {failure}"
             if said != self._failure:  # a lasting cause fills no log, one turn every few seconds
                 log.error(
@@ -323,7 +361,7 @@ class Watcher:
         self._watched = outcome.watched
         self._status = WatchStatus(
             backend=outcome.backend,
-            reason=outcome.reason,
+            reason="; ".join(filter(None, [outcome.reason, *outcome.failing])) or None,
             paths=[str(self.home.memory), *map(str, outcome.watched)],
             missing=[str(root) for root in outcome.missing if root not in self._implicit],
         )
@@ -352,6 +390,22 @@ class Watcher:
             # A root's own watch saw the root deleted, and ended (watchdog stops a watch whose
             # folder is gone): the root is missing until it is back, then watched and announced.
             self._submit(gone=gone)
+
+    def _died(self, thread: str, exc: Exception) -> None:
+        """A thread of watchdog's ended on `exc`: what it watched hears nothing more, so every
+        watch is set up anew (a root that cannot be any more is said failing, and tried again),
+        every root watched anew reported changed."""
+        if self._stopped:
+            return
+        log.error("watchdog's thread %s ended on an error; watching anew", thread, exc_info=exc)
+        self._submit(afresh=True)
+
+    def _raise(self, exc: Exception) -> None:
+        """An unexpected error met on watchdog's thread: a crash, unless the watcher is stopping
+        (heard between its stop and the observer's end), when it is only logged."""
+        if not self._stopped:
+            raise exc
+        log_failed("watching, while it stopped", exc)
 
     def _exhausted(self, exc: OSError) -> None:
         """A folder made below a watched one got no inotify watch: what happens in it would go
@@ -414,13 +468,18 @@ class Watcher:
 
     # -- on the watcher's thread -----------------------------------------------------------
 
-    def _turn(self, roots: list[Path], gone: _Forward | None, exhausted: OSError | None = None) -> _Outcome:
+    def _turn(
+        self, roots: list[Path], gone: _Forward | None, exhausted: OSError | None = None, afresh: bool = False
+    ) -> _Outcome:
         """Start the observer if it is not yet, unwatch the roots no longer configured and
         those that are not the folder watched any more (`gone`: its watch saw it deleted),
         watch those there now. inotify out of watches or instances (now, or `exhausted` at a
-        folder made since): polling, from scratch."""
+        folder made since): polling, from scratch. `afresh`: a new observer, every root lost."""
         faultpoint("daemon.watcher.turn")
         outcome = _Outcome(backend=self._backend, reason=self._polling_reason)
+        if afresh:
+            outcome.lost.extend(self._root_watches)
+            self._stop_observer()
         while True:
             try:
                 if exhausted is not None and self._backend == "inotify":
@@ -460,20 +519,26 @@ class Watcher:
                 watched = self._watch_root(root)
             except (FileNotFoundError, NotADirectoryError):  # gone while its watch was set up
                 watched = False
-            except OSError as exc:
-                if self._backend == "inotify" and exc.errno in _LIMITS:
+            except (OSError, Unwatchable) as exc:
+                if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
                     raise
+                why = (
+                    str(exc)
+                    if isinstance(exc, Unwatchable)
+                    else f"session root {root} cannot be watched ({exc})"
+                )
                 if root not in self._failing:
-                    log.warning("session root %s cannot be watched (%s); trying again", root, exc)
-                    self._failing.add(root)
+                    log.warning("%s; trying again every %g s", why, MISSING_ROOT_SECONDS)
+                self._failing[root] = why
                 continue
-            self._failing.discard(root)
+            self._failing.pop(root, None)
             if watched:
                 outcome.added.append(root)
             else:
                 missing.append(root)
         outcome.watched = [root for root in roots if root in self._root_watches]
         outcome.missing = missing
+        outcome.failing = [self._failing[root] for root in roots if root in self._failing]
 
     def _begin(self) -> None:
         """An observer with the watches that are always there (memory folder, settings)."""
@@ -488,10 +553,13 @@ class Watcher:
         try:
             for folder, recursive in ((self.home.memory, True), (self.home.root, False)):
                 handler = _Forward(self, None, folder)
-                self._fixed.append(
-                    observer.schedule(handler, handler.watched, recursive=recursive, event_filter=_EVENTS)
-                )
-            observer.start()
+                with _watchdogs(f"{folder} cannot be watched"):
+                    watch = observer.schedule(
+                        handler, handler.watched, recursive=recursive, event_filter=_EVENTS
+                    )
+                self._fixed.append(watch)
+            with _watchdogs("watching cannot start"):
+                observer.start()
         except BaseException:
             self._stop_observer()
             raise
@@ -504,7 +572,8 @@ class Watcher:
         folder = _folder_identity(handler.watched)
         if folder is None:
             return False
-        watch = self._observer.schedule(handler, handler.watched, recursive=True, event_filter=_EVENTS)
+        with _watchdogs(f"session root {root} cannot be watched"):
+            watch = self._observer.schedule(handler, handler.watched, recursive=True, event_filter=_EVENTS)
         self._root_watches[root] = _Held(watch, handler, folder)
         return True
 
@@ -541,8 +610,24 @@ def _folder_identity(path: str | Path) -> Identity | None:
     return identity(st) if stat.S_ISDIR(st.st_mode) else None
 
 
-def _raise(exc: Exception) -> None:
-    raise exc
+class Unwatchable(Exception):
+    """watchdog could not set up a watch, for the tree's or the system's sake, not with an
+    OSError: a folder nested past the recursion limit (walked recursively), no thread left to
+    start. Tried again as an OSError is: no bug of remem's."""
+
+
+@contextlib.contextmanager
+def _watchdogs(what: str) -> Iterator[None]:
+    """Around a call that sets up watchdog's watches or threads: its `RuntimeError` (a
+    `RecursionError` too) is `Unwatchable`, `what` then the cause."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if isinstance(exc, RecursionError):
+            cause = "a folder under it is nested deeper than can be watched"
+        else:
+            cause = f"{type(exc).__name__}: {exc}"
+        raise Unwatchable(f"{what}: {cause}") from exc
 
 
 def _lstat(path: str) -> os.stat_result:
@@ -582,6 +667,7 @@ class _Outcome:
     added: list[Path] = field(default_factory=list)  # watched anew
     dropped: list[Path] = field(default_factory=list)  # no longer configured, unwatched
     lost: list[Path] = field(default_factory=list)  # deleted, moved away or replaced, unwatched
+    failing: list[str] = field(default_factory=list)  # why each root that could not be watched was not
 
 
 @dataclass(frozen=True)
