@@ -30,8 +30,9 @@ NEVER_IN_A_CLIENT = (
 )
 
 # 16 since fsutil names its publish steps' fault points (`faults`, a stdlib-only leaf); 17 since
-# the home refuses a name that is not UTF-8 (`os_names`, another).
-CLIENT_MODULES = 17
+# the home refuses a name that is not UTF-8 (`os_names`, another); 18 since the log's cap is a
+# module of its own (`log_cap`: a client moves an over-cap log aside before a spawn).
+CLIENT_MODULES = 18
 
 
 def loaded_anything_of(loaded: list[str], packages: tuple[str, ...]) -> list[str]:

@@ -34,10 +34,11 @@ DOMAIN = (
 )
 SERVER = "remem.daemon.server"
 FRONT_ENDS = ("remem.daemon.cli", "remem.daemon.client", "remem.lsp", "remem.agents")
-# What of the server a front end may use: where a running daemon's status file and socket are,
-# and the one composition of its handlers (to run them in-process). Everything else there
-# (the handlers themselves, the process, the watcher) is the daemon's own.
-SERVER_SURFACE = (f"{SERVER}.runtime", f"{SERVER}.composition")
+# What of the server a front end may use: where a running daemon's status file, socket and log
+# are, the log's cap (a client spawning a daemon moves an over-cap log aside first), and the one
+# composition of its handlers (to run them in-process). Everything else there (the handlers
+# themselves, the process, the watcher) is the daemon's own.
+SERVER_SURFACE = (f"{SERVER}.runtime", f"{SERVER}.log_cap", f"{SERVER}.composition")
 PROTOCOL = "remem.daemon.protocol"
 
 
