@@ -132,7 +132,7 @@ def detect_format(path: Path) -> SessionFormat:
 def _names(path: Path) -> list[str]:
     try:
         return os.listdir(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the path (`not_a_folder` says it)
         return []
 
 
@@ -180,6 +180,8 @@ def not_a_folder(path: Path) -> str | None:
         mode = os.stat(path).st_mode
     except OSError:
         return None
+    except ValueError:  # read from the settings, where a YAML string may hold "\0"
+        return "session root's path holds a NUL character, which no file name can; correct it in the settings"
     if stat.S_ISDIR(mode):
         return None
     return f"session root is {kind_of(mode)}, not a folder; name the folder that holds the sessions instead"
@@ -225,12 +227,22 @@ def harness_home(path: Path, found: SessionFormat) -> list[Root]:
     if found == "codex":  # a rollout folder itself
         return []
     sessions, projects = path / "sessions", path / "projects"
-    if sessions.is_dir() and detect_format(sessions) == "codex":
+    if _is_dir(sessions) and detect_format(sessions) == "codex":
         found_here = [sessions, path / "archived_sessions"]
-        return [Root(folder, "codex") for folder in found_here if folder.is_dir()]
-    if projects.is_dir() and detect_format(projects) == "claude-code":
+        return [Root(folder, "codex") for folder in found_here if _is_dir(folder)]
+    if _is_dir(projects) and detect_format(projects) == "claude-code":
         return [Root(projects, "claude-code")]
     return []
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether a folder is at `path`; False when none can be looked for there (a root that
+    cannot be searched, a NUL in its path): the root is then taken as named, and its listing
+    says why it cannot be read, where this raised at every start of the daemon."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def default_roots() -> list[Root]:
