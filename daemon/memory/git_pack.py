@@ -148,7 +148,7 @@ def pack_file_ids(pack: Path) -> list[str] | None:
         return None
     try:
         return _read_objects(memoryview(data))
-    except (ValueError, IndexError, zlib.error):
+    except (ValueError, LookupError, struct.error, zlib.error):  # a delta's base not in it, too
         return None
 
 

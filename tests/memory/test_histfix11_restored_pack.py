@@ -159,3 +159,20 @@ def test_a_pack_restored_whole_after_a_merge_took_its_objects_is_removed_and_log
         caplog.text
     )
     every_entry_reads(MemoryStore(store.home), workspace, 15)
+
+
+def test_a_pack_cut_short_proves_nothing_and_its_read_never_raises(
+    store: MemoryStore, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A pack a copy left short (within its header, or an object) reads as nothing proved, so
+    it is kept: its read never raises, which would stop the merge."""
+    monkeypatch.setattr(history, "PACK_EVERY", NEVER)
+    revision, _ = _entries(store, workspace, 12)
+    monkeypatch.setattr(history, "PACK_EVERY", 1)
+    _entries(store, workspace, 1, revision)
+    [merged] = indexes(store)
+    data = merged.with_suffix(".pack").read_bytes()
+    for length in (0, 10, 12, 40, len(data) // 2, len(data) - 40):
+        cut = tmp_path / f"cut-{length}.pack"
+        cut.write_bytes(data[:length])
+        assert git_pack.pack_file_ids(cut) is None, length
