@@ -33,14 +33,21 @@ def commit_to_a_new_workspace(store: MemoryStore, folder: Path) -> None:
 
 def test_a_store_keeps_no_file_of_the_entries_it_wrote(store: MemoryStore, tmp_path: Path) -> None:
     commit_to_a_new_workspace(store, tmp_path / "first")  # what is made once, whatever the count
+    # Two rounds, the smaller counted: a table of the interpreter's (interned strings) that earlier
+    # tests filled to its brim grows once by megabytes in one of them, while what the store kept
+    # of its entries grows in both.
+    kept = min(_kept_over_new_workspaces(store, tmp_path, batch) for batch in ("a", "b"))
+    assert kept < 500_000, f"{kept} bytes kept after committing to {WORKSPACES} workspaces"
+
+
+def _kept_over_new_workspaces(store: MemoryStore, tmp_path: Path, batch: str) -> int:
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for n in range(WORKSPACES):
-            commit_to_a_new_workspace(store, tmp_path / f"project-{n}")
+            commit_to_a_new_workspace(store, tmp_path / f"project-{batch}{n}")
         gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
+        return tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert kept < 500_000, f"{kept} bytes kept after committing to {WORKSPACES} workspaces"
