@@ -551,6 +551,10 @@ class Watcher:
             observer = PollingObserverVFS(_lstat, _list, polling_interval=POLL_SECONDS)
         self._observer = observer
         try:
+            # Started first: each watch is then set up as it is scheduled, and one that cannot
+            # be is said by its folder.
+            with _watchdogs("watching cannot start"):
+                observer.start()
             for folder, recursive in ((self.home.memory, True), (self.home.root, False)):
                 handler = _Forward(self, None, folder)
                 with _watchdogs(f"{folder} cannot be watched"):
@@ -558,8 +562,6 @@ class Watcher:
                         handler, handler.watched, recursive=recursive, event_filter=_EVENTS
                     )
                 self._fixed.append(watch)
-            with _watchdogs("watching cannot start"):
-                observer.start()
         except BaseException:
             self._stop_observer()
             raise

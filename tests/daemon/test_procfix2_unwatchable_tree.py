@@ -53,9 +53,9 @@ def unnest(top: Path) -> None:
 
 
 def configure(home: Home, watch: str, *roots: Path) -> None:
-    listed = "".join(f"    - {str(root)!r}\n" for root in roots)
+    listed = "".join(f"\n    - {str(root)!r}" for root in roots) or " []"
     home.settings_file.write_text(
-        f"daemon:\n  idle_minutes: 2\n  watch: {watch}\nsessions:\n  roots:\n{listed}"
+        f"daemon:\n  idle_minutes: 2\n  watch: {watch}\nsessions:\n  roots:{listed}\n"
     )
 
 
@@ -120,3 +120,20 @@ def test_a_tree_nested_too_deep_moved_in_leaves_the_other_roots_heard(
         for top in (struck / "deep", aside):
             if top.exists():
                 unnest(top)
+
+
+@pytest.mark.parametrize("watch", ["auto", "polling"])
+def test_a_memory_folder_nested_too_deep_leaves_the_watch_off_saying_why(
+    home: Home, monkeypatch: pytest.MonkeyPatch, watch: str
+) -> None:
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    configure(home, watch)
+    nest(home.memory / "deep")
+    try:
+        assert listed(home) == 0  # it exited 4 before it listened
+        status = watch_status(home)
+        assert status["backend"] == "off", status
+        assert status["reason"] == f"failed: {home.memory} cannot be watched: {NESTED}", status
+    finally:
+        remem(home, "daemon", "stop")
+        unnest(home.memory / "deep")
