@@ -45,9 +45,14 @@ class _Strict(BaseModel):
 
 def _absolute_root(path: str) -> str:
     """A root must name one folder whoever reads it: the daemon runs from another folder than
-    the command that started it, so a relative path would be read from there (decision 0362)."""
+    the command that started it, so a relative path would be read from there (decision 0362);
+    a NUL cannot be in a file's name, so a root holding one names none."""
+    shown = one_line(path)  # a line break in it would forge a line of the daemon's log
+    if "\0" in path:
+        raise ValueError(
+            f"'{shown}' holds a NUL character, which no file name can; write the folder's path without it"
+        )
     if not (path.startswith("~") or os.path.isabs(path)):
-        shown = one_line(path)  # a line break in it would forge a line of the daemon's log
         raise ValueError(
             f"'{shown}' is a relative path, which the daemon would look for from its own working "
             f"folder, not this file's; write the absolute path (/…/{shown}) or one starting with ~"

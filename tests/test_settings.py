@@ -114,6 +114,19 @@ def test_a_wrong_root_is_told_what_a_root_is_once(roots: str, expected: list[str
     ), problems
 
 
+def test_a_root_holding_a_nul_is_refused_by_its_settings() -> None:
+    """YAML's "\\0" puts a NUL in a string, which no file name can hold: said where it is written,
+    not first when the daemon looks in the root."""
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(b'sessions:\n  roots: ["/abs/\\0x", {path: "~/y\\0"}]\n')
+    assert caught.value.problems == [
+        "settings.yml:2: sessions.roots.0: '/abs/\\x00x' holds a NUL character, which no file name can; "
+        "write the folder's path without it",
+        "settings.yml:2: sessions.roots.1.path: '~/y\\x00' holds a NUL character, which no file name "
+        "can; write the folder's path without it",
+    ]
+
+
 def test_a_relative_root_is_refused_with_what_to_write_instead() -> None:
     """The daemon runs from another folder than the command that started it: a relative root
     would be looked for there (decision 0362). An absolute path and one from ~ name one folder."""

@@ -30,7 +30,7 @@ def test_settings_values_are_logged_escaped_on_one_line(home: Home, monkeypatch:
     assert not [line for line in lines if line.startswith(FORGED)], lines
     [warning] = [line for line in lines if "settings.yml is invalid" in line]
     assert f"'rel\\n{FORGED}' is a relative path" in warning and f"(/…/rel\\n{FORGED})" in warning
-    assert "'\\x00bad' is a relative path" in warning and f"evil\\u2028{FORGED}: unknown key" in warning
+    assert "'\\x00bad' holds a NUL character" in warning and f"evil\\u2028{FORGED}: unknown key" in warning
     problems = status["settingsProblems"]
     assert len(problems) == 3 and all("\n" not in p and "\x00" not in p for p in problems), problems
 
