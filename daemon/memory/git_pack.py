@@ -7,45 +7,36 @@ git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a versi
 libgit2 and plain `git` read it like any other pack; `pack_merge` merges small packs into one
 now and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
 temp is removed, and so is its `.pack` when its index cannot be written; the temp a killed
-writer left, or libgit2's in a killed merge, are removed at the next merge once stale, and so is
-a `.pack` without its index whose objects, read from the pack itself (`pack_file_ids`), the
-history holds otherwise (`remove_leftovers`): an older remem's killed merge left such packs.
+writer left, or libgit2's in a killed merge, is removed at the next merge (`remove_leftovers`).
+A `.pack` without its index is never removed, only found (`packs_without_index`): libgit2 does
+not read it, and it may be the only copy of entries (a restore copying it ahead of its index).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 import secrets
 import stat
 import struct
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..fsutil import PRIVATE_FILE_MODE
 from ..safe_open import open_regular
 
-log = logging.getLogger("remem.daemon")
-
 KINDS = {b"commit": 1, b"tree": 2, b"blob": 3}
-_NAMES = {**{kind: name for name, kind in KINDS.items()}, 4: b"tag"}
-_OFS_DELTA, _REF_DELTA = 6, 7
 _IDX_MAGIC = b"\377tOc" + struct.pack(">I", 2)
 _FANOUT_END = len(_IDX_MAGIC) + 256 * 4
 _TEMP_PREFIX = "tmp_pack_"
 # The temps of libgit2's own pack writer (a merge): `pack_git2_<hex>`, `pack_git2_<hex>idx.lock`.
 _LEFTOVER_PREFIXES = (_TEMP_PREFIX, "pack_git2_")
 # A leftover older than this is no writer's at work (a pack is written in milliseconds); a
-# younger one may be another program's (git's own temp packs are named so), or a `.pack` whose
-# index is being written now, and is left alone.
+# younger one may be another program's (git's own temp packs are named so), and is left alone.
 LEFTOVER_SECONDS = 600
-# The most bytes of a pack without its index read to prove it redundant, packed and inflated: a
-# small pack (an entry's, or a merge's of at most `pack_merge.MERGED_MAX` objects) is far less.
-ORPHAN_READ_MAX = 32 * 1024 * 1024
 
 
 def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
@@ -86,171 +77,37 @@ def write_pack(pack_dir: Path, objects: Sequence[tuple[bytes, bytes]]) -> str:
     return name
 
 
-def remove_leftovers(pack_dir: Path, held: Callable[[str], bool]) -> list[Path]:
-    """Remove what a writer killed in its work left, once stale: the temps (this module's, or
-    libgit2's in a merge), and a `.pack` without its index whose every object `held` (the
-    repository has it through the other packs' indexes or as a loose object: an older remem's
-    merge, killed between removing a merged small pack's index and its pack, left one for good).
-    Each such pack removed is logged, named. The stale ones without their index kept (an object
-    of theirs held nowhere else, or not read within `ORPHAN_READ_MAX` bytes) are returned: a pack
-    restored by a copy tool ahead of its index, which may be the only copy of entries."""
-    kept = []
+def remove_leftovers(pack_dir: Path) -> list[str]:
+    """Remove the temps a writer killed in its work left (this module's, or libgit2's in a
+    merge), once stale; the names removed. (A `.pack` without its index is left: unseen by every
+    reader, it may be a damaged history's objects, which `git index-pack` recovers.)"""
+    removed = []
     now = time.time()
     with contextlib.suppress(OSError):
-        names = set(os.listdir(pack_dir))
-        for name in sorted(names):
-            orphan = _without_index(name, names)
-            if not (orphan or name.startswith(_LEFTOVER_PREFIXES)):
+        for name in sorted(os.listdir(pack_dir)):
+            if not name.startswith(_LEFTOVER_PREFIXES):
                 continue
             with contextlib.suppress(OSError):
                 found = os.lstat(pack_dir / name)
-                if not stat.S_ISREG(found.st_mode) or now - _changed(found, orphan) <= LEFTOVER_SECONDS:
-                    continue
-                if not orphan:
+                if stat.S_ISREG(found.st_mode) and now - found.st_mtime > LEFTOVER_SECONDS:
                     os.unlink(pack_dir / name)
-                elif _redundant(pack_dir / name, held):
-                    os.unlink(pack_dir / name)
-                    log.info(
-                        "memory history: removed %s, a pack without its index whose objects the history has",
-                        name,
-                    )
-                else:
-                    kept.append(pack_dir / name)
-    return kept
+                    removed.append(name)
+    return removed
 
 
-def _changed(found: os.stat_result, orphan: bool) -> float:
-    """When a leftover last changed. A `.pack`'s ctime counts too: a copy tool (`cp -p`, `rsync
-    -a`, a restore) sets its mtime back to the original's, ctime it cannot, so a pack restored
-    just now, its index still to come, is young. A temp is never data: its mtime is enough."""
-    return max(found.st_mtime, found.st_ctime) if orphan else found.st_mtime
-
-
-def _redundant(pack: Path, held: Callable[[str], bool]) -> bool:
-    """Whether every object of `pack` (read from the pack itself) is `held` elsewhere."""
-    ids = pack_file_ids(pack)
-    return ids is not None and all(held(oid) for oid in ids)
-
-
-def _without_index(name: str, names: set[str]) -> bool:
-    """Whether `name` is a `.pack` whose index is not among `names`."""
-    return name.endswith(".pack") and f"{name.removesuffix('.pack')}.idx" not in names
-
-
-def pack_file_ids(pack: Path) -> list[str] | None:
-    """The ids of the objects a pack holds, read from the pack itself (no index needed): each
-    object inflated, its deltas applied on their base earlier in the pack (as git and libgit2
-    write them), and hashed. None when it does not read whole, or holds more than
-    `ORPHAN_READ_MAX` bytes packed or inflated: a bounded read, never a proof of anything."""
-    with os.fdopen(open_regular(pack), "rb") as handle:
-        data = handle.read(ORPHAN_READ_MAX + 1)
-    if len(data) > ORPHAN_READ_MAX:
-        return None
-    try:
-        return _read_objects(memoryview(data))
-    except (ValueError, LookupError, struct.error, zlib.error):  # a delta's base not in it, too
-        return None
-
-
-def _read_objects(data: memoryview) -> list[str]:
-    if bytes(data[:4]) != b"PACK" or struct.unpack_from(">I", data, 4)[0] not in (2, 3):
-        raise ValueError("not a pack")
-    count = struct.unpack_from(">I", data, 8)[0]
-    at, inflated = 12, 0
-    by_offset: dict[int, tuple[bytes, bytes]] = {}  # an object's kind and bytes, by its offset
-    by_id: dict[bytes, tuple[bytes, bytes]] = {}
-    for _ in range(count):
-        start = at
-        kind, at = _object_header(data, at)
-        if kind == _OFS_DELTA:
-            back, at = _offset(data, at)
-            base = by_offset[start - back]
-        elif kind == _REF_DELTA:
-            base, at = by_id[bytes(data[at : at + 20])], at + 20
-        body, at = _inflated(data, at)
-        inflated += len(body)
-        if inflated > ORPHAN_READ_MAX:
-            raise ValueError("too large to read")
-        found = (
-            (base[0], _patched(base[1], body)) if kind in (_OFS_DELTA, _REF_DELTA) else (_NAMES[kind], body)
-        )
-        oid = hashlib.sha1(b"%s %d\0%s" % (found[0], len(found[1]), found[1])).digest()
-        by_offset[start], by_id[oid] = found, found
-    return [oid.hex() for oid in by_id]
-
-
-def _object_header(data: memoryview, at: int) -> tuple[int, int]:
-    """An object's kind and where its data starts (its size is the inflated data's length)."""
-    byte = data[at]
-    kind = (byte >> 4) & 7
-    while byte & 0x80:
-        at += 1
-        byte = data[at]
-    if kind not in _NAMES and kind not in (_OFS_DELTA, _REF_DELTA):
-        raise ValueError(f"unknown object kind {kind}")
-    return kind, at + 1
-
-
-def _offset(data: memoryview, at: int) -> tuple[int, int]:
-    """An offset delta's distance back to its base (git's own varint, each more byte adding one)."""
-    byte = data[at]
-    back = byte & 0x7F
-    while byte & 0x80:
-        at += 1
-        byte = data[at]
-        back = ((back + 1) << 7) | (byte & 0x7F)
-    return back, at + 1
-
-
-def _inflated(data: memoryview, at: int) -> tuple[bytes, int]:
-    """The zlib stream at `at`, inflated, and where it ends; fed in growing chunks, so a pack's
-    read costs its length, not its length per object."""
-    stream = zlib.decompressobj()
-    out, fed = [], 4096
-    while not stream.eof:
-        chunk = data[at : at + fed]
-        if not chunk:
-            raise ValueError("a pack cut short")
-        out.append(stream.decompress(chunk))
-        at += len(chunk) - len(stream.unused_data)
-        fed *= 2
-    return b"".join(out), at
-
-
-def _patched(base: bytes, delta: bytes) -> bytes:
-    """`base` with git's `delta` applied: copies from the base and inserts of the delta's bytes."""
-    _, at = _varint(delta, 0)
-    size, at = _varint(delta, at)
-    out = bytearray()
-    while at < len(delta):
-        op = delta[at]
-        at += 1
-        if op & 0x80:  # a copy: which of 4 offset and 3 length bytes follow, by the op's bits
-            fields = bytearray()
-            for bit in range(7):
-                fields.append(delta[at] if op & (1 << bit) else 0)
-                at += bool(op & (1 << bit))
-            offset = int.from_bytes(fields[:4], "little")
-            out += base[offset : offset + (int.from_bytes(fields[4:], "little") or 0x10000)]
-        elif op:
-            out += delta[at : at + op]
-            at += op
-        else:
-            raise ValueError("a delta's reserved op")
-    if len(out) != size:
-        raise ValueError("a delta's result is not its size")
-    return bytes(out)
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, at
+def packs_without_index(pack_dir: Path) -> list[Path]:
+    """The `.pack` files in `pack_dir` whose index is not there, by name alone: never opened, so
+    one of any size or bytes costs a listing. An older remem's merge killed between its two
+    removals left such a pack (a copy of objects its merged pack holds); a copy tool restoring
+    the history file by file leaves one until its index follows."""
+    with contextlib.suppress(OSError):
+        names = set(os.listdir(pack_dir))
+        return [
+            pack_dir / name
+            for name in sorted(names)
+            if name.endswith(".pack") and f"{name.removesuffix('.pack')}.idx" not in names
+        ]
+    return []
 
 
 def pack_ids(index: Path) -> list[str]:

@@ -3,10 +3,11 @@ and loose objects an older remem wrote, merged into one pack with deltas, then d
 
 Each object is read whole before the merge adds it: a small pack or a loose object that does not
 read, or a folder of loose objects the OS refuses to list, is left out of the merges and told to
-the caller (`merge_small_packs`'s `left_out`) as the history's damage, while the OS's trouble
-that passes by itself (no file descriptor or memory left for now) stops the merge, left to a
-later one. libgit2 says the OS's failures as a GitError ending with the OS's words, or as an
-object not found; `os_trouble` tells them from damage.
+the caller (`merge_small_packs`'s `left_out`) as the history's damage, as is a `.pack` without
+its index (never opened nor removed), while the OS's trouble that passes by itself (no file
+descriptor or memory left for now) stops the merge, left to a later one. libgit2 says the OS's
+failures as a GitError ending with the OS's words, or as an object not found; `os_trouble` tells
+them from damage.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..faults import faultpoint
-from .git_pack import pack_ids, remove_leftovers, small_packs
+from .git_pack import pack_ids, packs_without_index, remove_leftovers, small_packs
 
 try:
     import pygit2
@@ -40,9 +41,13 @@ _OS_WORDS = {f": {os.strerror(code)}": code for code in sorted(errno.errorcode)}
 # to a later one. Any other refusal of an object's own file (a link, a permission) lasts.
 _PASSING_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR})
 
-# A stale pack without its index holding an object the history lacks otherwise: a copy tool that
-# restored it ahead of its index, or the only copy of entries (`git index-pack` indexes it).
-_UNINDEXED = "its pack {} has no index and holds objects no other pack does (its index still to be copied?)"
+# A `.pack` without its index, never removed nor opened (decision 0483): an older remem's killed
+# merge left it (a copy of what its merged pack holds), or a copy tool restores it ahead of its
+# index, perhaps the only copy of entries. What it costs is disk alone; what mends it, the user's.
+_UNINDEXED = (
+    "its pack {} has no index: libgit2 does not read it; if a copy tool is still restoring the "
+    "history, its index will follow; otherwise `git index-pack` can rebuild the index, or remove the file"
+)
 
 # What does not read (said so), the files it is read from, and why.
 LeftOut = Callable[[str, list[Path], BaseException], None]
@@ -53,8 +58,8 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     objects (written by an earlier remem) into one pack, with deltas, then drop what was
     merged; whether a merge was written. The caller holds the writing lock."""
     objects = Path(repo.path) / "objects"
-    # the writing lock is held: no writer of remem's is at work
-    for pack in remove_leftovers(objects / "pack", repo.odb.exists):
+    remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
+    for pack in packs_without_index(objects / "pack"):
         index = pack.with_suffix(".idx")
         no_index = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), index.name)
         left_out(_UNINDEXED.format(pack.stem), [pack, index], no_index)
@@ -75,8 +80,8 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     faultpoint("history.merge.after-write")
     # The pack first: an index left without it (a merge killed here) is unseen by readers as
     # a pack without its index is, and the next merge takes its objects (read from the merged
-    # pack) and removes it; a pack left without its index is removed once stale, its objects
-    # held by the merged pack.
+    # pack) and removes it. (An older remem removed the index first: a `.pack` such a kill left
+    # is kept, and said above.)
     for index in (index for index in packs if index in merged):
         index.with_suffix(".pack").unlink(missing_ok=True)
         faultpoint("history.merge.mid-removal")
