@@ -5,9 +5,10 @@ Protocol: every new file is written to a synced temp file; then the journal nami
 published atomically (the commit point); then each temp is exchanged with its final name, which
 keeps record paths stable for editors, and the displaced file is checked to be the one
 compared (daemon/swap.py). A file saved by hand since the comparison undoes the steps taken and
-the commit reports a conflict. Last the folder is synced, and the journal is removed, then
-the displaced files. The exchanges are not synced one by one: while the journal is on disk
-it replays any step a power cut undid (decision 0190). A write the file system refuses before
+the commit reports a conflict; a record a step made and a person saved since stays as saved.
+Last the folder is synced, and the journal is removed, then the displaced files. The exchanges
+are not synced one by one: while the journal is on disk it replays any step a power cut undid
+(decision 0190). A write the file system refuses before
 the commit point removes the temps written so far, and a step it refuses outright after it undoes
 the steps before it, as a displaced file does: either way the commit is `Unwritable`, changing
 nothing (decision 0398).
@@ -42,6 +43,7 @@ from ..safe_open import HeldFolder
 from ..swap import (
     ABSENT,
     ANY,
+    EMPTY,
     Displaced,
     digest,
     digest_at,
@@ -272,11 +274,24 @@ def _roll_back(folder: HeldFolder, done: list[Step]) -> None:
         if step.after is None:
             put_back(folder, step.temp, step.final)
         elif step.before == ABSENT:
-            folder.unlink(step.final)
+            _take_back(folder, step.final, step.after)
         else:
             swap_back(folder, step.temp, step.final, step.after)
         faultpoint("memory.workspace.mid-rollback")
     _finish(folder)
+
+
+def _take_back(folder: HeldFolder, name: str, ours: str) -> None:
+    """Undo a step that made `name`: moved aside to a fresh temp (which `_finish` removes)
+    only while it holds our bytes. A save by hand over it since (an editor's save of the record it
+    just showed) stays as saved, with no old file to put back, and the commit's version goes with
+    the commit; moving first, then checking, leaves no instant in which a save is removed.
+    """
+    # The aside's name records ours, and no bytes compared (EMPTY stands for them): should a crash
+    # cut this off with a save there, recovery keeps it beside the name (`remove_stale_temps`).
+    aside = temp_path_for(folder.path / name, swap=(ours, EMPTY)).name
+    with contextlib.suppress(Displaced):  # saved, or deleted, by hand: `swap_out` put it back
+        swap_out(folder, name, aside, ours, durable=False)
 
 
 def _settle(folder: HeldFolder, step: Step) -> None:

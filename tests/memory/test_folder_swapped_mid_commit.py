@@ -271,3 +271,33 @@ def test_a_folder_moved_while_a_save_displaces_a_step_is_undone_where_it_went(
     assert problem.code == "remem/moved-workspace"
     assert "during the commit, so no record was changed" in problem.message
     assert _files(moved) == {**before, "new.md": saved}, "the step taken undone, the save kept, no journal"
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["in-place", "moved"])
+def test_a_record_a_step_made_and_a_person_saved_since_stays_when_the_commit_is_undone(
+    store: MemoryStore, workspace: WorkspaceId, committed: str, monkeypatch: pytest.MonkeyPatch, moved: bool
+) -> None:
+    """The first step makes `first.md`; an editor saves over it (its atomic save: a new file
+    renamed in), then the next step's name is saved by hand, so the commit is undone. The undo
+    takes back only the commit's own file: the save of `first.md` stays as saved."""
+    folder = store.folder(workspace)
+    before = _files(folder)
+    target = folder.with_name(folder.name + ".moved") if moved else folder
+    edited = b"---\nname: first\ndescription: Edited by hand\ntype: project\n---\nMy own lines.\n"
+    saved = b"---\nname: second\ndescription: Saved by hand\ntype: project\n---\nMine.\n"
+
+    def edit_and_save() -> None:
+        if moved:
+            folder.rename(target)
+        (target / "first.md.edit").write_bytes(edited)
+        (target / "first.md.edit").rename(target / "first.md")
+        (target / "second.md").write_bytes(saved)
+
+    _at("memory.workspace.mid-rename", edit_and_save, monkeypatch)
+    changes = [put("first"), put("second")]
+    if moved:
+        with pytest.raises(MemoryInvalid):  # the path shows no generation: said as moved
+            store.commit_workspace(workspace, committed, changes)
+    else:
+        assert store.commit_workspace(workspace, committed, changes).status == "conflict"
+    assert _files(target) == {**before, "first.md": edited, "second.md": saved}, "both saves kept, no journal"
