@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import suppress
-from typing import Annotated, Any
+import sys
+from typing import Annotated, Any, NoReturn
 
 import mcp_types as types
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import ErrorDetails, PydanticKnownError
 
 from remem.daemon.memory.record import BODY_MAX_BYTES, GLOBAL_MAX_BYTES, TYPE_MEANINGS
 from remem.daemon.protocol.memory import STRICT
@@ -42,24 +42,39 @@ class _Closed(BaseModel):
     model_config = STRICT
 
 
-# The text of a JSON integer, exactly: no sign but `-`, no leading zero, no space around it.
-_INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+# An integer's JSON text as an encoder writes it, exactly: no sign but `-`, no leading zero, no
+# `-0` (JavaScript's and Python's encoders write 0), no space around it.
+_INTEGER_TEXT = re.compile(r"0|-?[1-9][0-9]*")
 
 
-def _whole(value: Any) -> Any:
+def _whole(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """An integer as the integer it is, however the harness passed it on (decision 0485): a
     number with a zero fraction (`3.0`), which JSON Schema, the tool's declared schema, counts as
     an integer; and a string holding an integer's text (`"3"`), which Claude Code sends for the
     model's number in many of its builds."""
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return handler(int(value))
     if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
-        with suppress(ValueError):  # more digits than Python converts: refused as the string sent
-            return int(value)
-    return value
+        try:
+            number = int(value)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            _refuse_beyond_bounds(value, handler)
+        return handler(number)
+    return handler(value)
 
 
-WholeNumber = Annotated[int, BeforeValidator(_whole)]
+def _refuse_beyond_bounds(text: str, handler: ValidatorFunctionWrapHandler) -> NoReturn:
+    """Refuse an integer's text too long to convert as the bound its number passes, naming the
+    text sent: it is beyond every bound an argument has, as is the same text cut to what converts."""
+    try:
+        handler(int(text[: sys.get_int_max_str_digits()]))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise PydanticKnownError(error["type"], error.get("ctx")) from None  # type: ignore[arg-type]
+    raise PydanticKnownError("int_type")  # an argument without bounds: the cut number is not served
+
+
+WholeNumber = Annotated[int, WrapValidator(_whole)]
 
 
 class ContextArguments(_Closed):

@@ -6,8 +6,9 @@ that integer (Claude Code sends the model's numbers so in many of its builds).""
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,11 @@ SENT: list[tuple[Any, str]] = [
     ("3", 'the string "3"'),
     ("3.5", 'the string "3.5"'),
     (" 3", 'the string " 3"'),
+    ("3\n", 'the string "3\\n"'),
+    ("03", 'the string "03"'),
+    ("+3", 'the string "+3"'),
+    ("-0", 'the string "-0"'),  # an integer's text, but not as an encoder writes it (0)
+    ("\u0663", 'the string "\u0663"'),  # ARABIC-INDIC DIGIT THREE, which Python's int() reads
     ("yes", 'the string "yes"'),
     (3, "the number 3"),
     (3.0, "the number 3.0"),
@@ -75,12 +81,21 @@ def _same_kind(value: Any, original: Any) -> bool:
     return any(isinstance(value, kind) and isinstance(original, kind) for kind in (list, dict))
 
 
+def integer_of(text: str) -> int | None:
+    """The integer whose JSON text `text` is, exactly as an encoder writes it, else None."""
+    with suppress(ValueError):  # not JSON
+        number = json.loads(text)
+        if type(number) is int and json.dumps(number) == text:
+            return number
+    return None
+
+
 def served(schema: Draft202012Validator, good: Any, path: tuple[str | int, ...], value: Any) -> bool:
     """Whether the tool serves `good` with `value` at `path`: when its declared schema takes it,
     or takes the integer whose JSON text the string `value` is (decision 0485's exception)."""
-    integer = isinstance(value, str) and re.fullmatch(r"-?(0|[1-9][0-9]*)", value)
-    return schema.is_valid(replaced(good, path, value)) or bool(
-        integer and schema.is_valid(replaced(good, path, int(value)))
+    integer = integer_of(value) if isinstance(value, str) else None
+    return schema.is_valid(replaced(good, path, value)) or (
+        integer is not None and schema.is_valid(replaced(good, path, integer))
     )
 
 
@@ -122,6 +137,9 @@ async def test_a_wrong_type_is_named_with_the_type_it_should_be_and_what_was_sen
         limit = text_of(await session.call("memory_history", {"limit": "3.5"}))
         spaced = text_of(await session.call("memory_history", {"limit": " 3"}))
         flag = text_of(await session.call("memory_history", {"limit": True}))
+        # More digits than Python's int() converts: an integer's text still, beyond the bounds.
+        huge = text_of(await session.call("memory_history", {"limit": "9" * 5000}))
+        negative = text_of(await session.call("memory_history", {"limit": "-" + "9" * 5000}))
         name = text_of(await session.call("memory_read", {"name": 7}))
         record = put("a-record")
         content = text_of(await session.update({**record, "record": {**record["record"], "content": None}}))
@@ -129,6 +147,12 @@ async def test_a_wrong_type_is_named_with_the_type_it_should_be_and_what_was_sen
     assert limit.splitlines()[1:] == ['- limit: should be an integer; got the string "3.5"'], limit
     assert spaced.splitlines()[1:] == ['- limit: should be an integer; got the string " 3"'], spaced
     assert flag.splitlines()[1:] == ["- limit: should be an integer; got true"], flag
+    assert huge.splitlines()[1:] == [
+        f'- limit: Input should be less than or equal to 50; got the string "{"9" * 59}…'
+    ], huge
+    assert negative.splitlines()[1:] == [
+        f'- limit: Input should be greater than or equal to 1; got the string "-{"9" * 58}…'
+    ], negative
     assert name.splitlines()[1:] == ["- name: should be a string; got the number 7"], name
     assert content.splitlines()[1:] == ["- changes.0.put.record.content: should be a string; got null"], (
         content
