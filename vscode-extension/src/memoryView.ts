@@ -20,10 +20,9 @@ type MemoryEntry = { type: 'memory'; cwd: string; node: MemoryNode };
 export type MemoryElement = FolderElement | MemoryEntry;
 
 export class MemoryView extends FolderView<MemoryEntry> {
-  // The nearest folder above each empty one whose workspace has records: the folder above with
-  // sessions (Session Branches' finding), when its own overview has records. A folder with
-  // records above it has sessions: records are kept for a workspace whose sessions were
-  // consolidated (decision 0488).
+  // The folder above each empty one that Session Branches found (the nearest with sessions), when
+  // its own overview has records: records are kept for a workspace whose sessions were
+  // consolidated (decision 0488). Found again whenever Session Branches' finding changes.
   private readonly recordsAbove: FoldersAbove;
 
   constructor(
@@ -33,11 +32,20 @@ export class MemoryView extends FolderView<MemoryEntry> {
   ) {
     super(server, folders);
     this.recordsAbove = new FoldersAbove(async (cwd) => {
-      const folder = await sessionsAbove.nearest(cwd);
-      return folder && (await this.overviewOf(folder)).records.length ? folder : undefined;
+      const { folder, skipped } = await sessionsAbove.nearest(cwd);
+      const kept = folder && (await this.overviewOf(folder)).records.length ? folder : undefined;
+      return { folder: kept, skipped };
     });
-    this.recordsAbove.onChanged((cwd) => {
+    const redrawEmpty = (cwd: string) => {
       if (this.shown.get(cwd)?.records.length === 0) this.refresh();
+    };
+    this.recordsAbove.onChanged(redrawEmpty);
+    // A first finding is the one the records above wait for; a later one (Session Branches'
+    // Refresh, a restarted server) replaced what they were found from.
+    sessionsAbove.onChanged((cwd, again) => {
+      if (!again) return;
+      this.recordsAbove.forget(cwd);
+      redrawEmpty(cwd);
     });
   }
 

@@ -258,6 +258,35 @@ test('the Memory view starts from the folder above that Session Branches found: 
   assert.ok(!server.asked.some((asked) => asked.startsWith(TREE)), server.asked.join(', '));
 });
 
+test('what Session Branches\' Refresh finds above anew, the Memory view asks the records of and draws', async (t) => {
+  homeAt(t, '/home/me');
+  let parentWorked = false; // an agent ran in the parent folder, and its session was consolidated
+  const server = folderServer((method, cwd) => {
+    const parent = cwd === '/home/me/proj' && parentWorked;
+    if (method === TREE) return { nodes: parent ? [node('p1')] : [] };
+    return parent ? RECORDED : overview(0);
+  });
+  const cwd = '/home/me/proj/app';
+  const above = findingSessionsAbove(server);
+  const sessions = new SessionsView(server, () => [{ name: 'x', cwd }], new Kept(), above);
+  const drawSessions = async () => {
+    for (let round = 0; round < 3; round++) {
+      await sessions.getChildren();
+      await settle();
+    }
+  };
+  await drawSessions();
+  const memory = oneFolder(server, cwd, above);
+  assert.deepEqual(await memory.settled(), [NONE]);
+  parentWorked = true;
+  sessions.forgetAbove(); // Session Branches' Refresh button, not the Memory view's
+  sessions.refresh();
+  const before = memory.redraws();
+  await drawSessions();
+  assert.ok(memory.redraws() > before, 'the Memory view is drawn again');
+  assert.deepEqual(await memory.settled(), [NONE, HINT]);
+});
+
 test('"No records yet" is drawn at once; the folder above is added when it answers', async (t) => {
   homeAt(t, '/home/me');
   let release: () => void = () => undefined;
