@@ -163,10 +163,14 @@ def write_generation(
             if len(done) == 1:
                 faultpoint("memory.workspace.mid-rename")
     except Displaced as displaced:
-        if not folder.in_place():
-            raise FolderMoved(folder.path, published=not _undone(folder, done)) from displaced
-        _roll_back(folder, done)
+        moved = not folder.in_place()
+        if not moved:
+            _roll_back(folder, done)
+        elif not _undone(folder, done):
+            raise FolderMoved(folder.path, published=True) from displaced
         watch_put_back(displaced)  # after the whole batch is undone: readers never see half of it
+        if moved:
+            raise FolderMoved(folder.path) from displaced
         raise
     except OSError as exc:
         # A step the file system refused (a new name needing a block of a full folder) is undone
