@@ -78,7 +78,7 @@ from .git_pack import LEFTOVER_SECONDS, write_pack
 from .history_diff import stat
 from .identity import is_workspace_key
 from .log_cache import LogCache, LogLine, MetaLine
-from .pack_merge import GIT_ERRORS, PASSING, merge_small_packs, os_errno, os_trouble
+from .pack_merge import GIT_ERRORS, PASSING, Unindexed, merge_small_packs, os_errno, os_trouble
 from .record import GLOBAL_FILE, record_name_of
 from .revision import empty_revision, name_bytes
 from .stamps import Stamp, stamp
@@ -1078,6 +1078,9 @@ class History:
         if told in self._told:
             return
         self._told.add(told)
+        if isinstance(exc, Unindexed):
+            log.warning("memory history at %s: %s", self.path, what)
+            return
         log.warning(
             "memory history: %s", self._damage(f"{what} ({_reason(exc)}), and is left out of the merges")
         )

@@ -3,8 +3,8 @@ and loose objects an older remem wrote, merged into one pack with deltas, then d
 
 Each object is read whole before the merge adds it: a small pack or a loose object that does not
 read, or a folder of loose objects the OS refuses to list, is left out of the merges and told to
-the caller (`merge_small_packs`'s `left_out`) as the history's damage, as is a `.pack` without
-its index (never opened nor removed), while the OS's trouble that passes by itself (no file
+the caller (`merge_small_packs`'s `left_out`) as the history's damage, and a `.pack` without
+its index (never opened nor removed) as `Unindexed`, while the OS's trouble that passes by itself (no file
 descriptor or memory left for now) stops the merge, left to a later one. libgit2 says the OS's
 failures as a GitError ending with the OS's words, or as an object not found; `os_trouble` tells
 them from damage.
@@ -53,6 +53,11 @@ _UNINDEXED = (
 LeftOut = Callable[[str, list[Path], BaseException], None]
 
 
+class Unindexed(FileNotFoundError):
+    """Why a `.pack` without its index is left out: no damage of the history's (what it holds is
+    read through other packs or nowhere yet), so it is said without the damage's advice."""
+
+
 def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     """Merge the small packs (each entry's, and earlier merges still small) and any loose
     objects (written by an earlier remem) into one pack, with deltas, then drop what was
@@ -61,7 +66,7 @@ def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
     for pack in packs_without_index(objects / "pack"):
         index = pack.with_suffix(".idx")
-        no_index = FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), index.name)
+        no_index = Unindexed(errno.ENOENT, os.strerror(errno.ENOENT), index.name)
         left_out(_UNINDEXED.format(pack.stem), [pack, index], no_index)
     packs = small_packs(objects / "pack", MERGED_MAX)
     loose = _loose_objects(objects, left_out)

@@ -60,4 +60,5 @@ def test_a_pack_an_older_merge_left_without_its_index_is_kept_and_said_once(
         assert said[0].levelno == logging.WARNING
         assert "has no index: libgit2 does not read it" in said[0].getMessage()
         assert "`git index-pack` can rebuild the index, or remove the file" in said[0].getMessage()
+        assert "damaged" not in said[0].getMessage() and "aside" not in said[0].getMessage()
     every_entry_reads(MemoryStore(store.home), workspace, 6)
