@@ -37,17 +37,26 @@ export function ancestorsOf(cwd: string, home: string, paths: PathFlavour = path
   return found;
 }
 
-/** The nearest folder above `cwd` that `has` says holds what `cwd` does not; a folder `has` fails
- * for (the server down, its answer unreadable) is passed by: a hint is no reason to fail. */
+/** What the folders above a workspace folder said: the nearest that has what it lacks, and whether
+ * one nearer was passed by for a request that failed (the server down, its answer unreadable): a
+ * hint is no reason to fail, but such a finding may be wrong and is asked again. */
+export type Finding = { folder: string | undefined; skipped: boolean };
+
+/** The nearest folder above `cwd` that `has` says holds what `cwd` does not. */
 export async function nearestAbove(
   cwd: string,
   home: string,
   has: (folder: string) => Promise<boolean>,
-): Promise<string | undefined> {
+): Promise<Finding> {
+  let skipped = false;
   for (const folder of ancestorsOf(cwd, home)) {
-    if (await has(folder).catch(() => false)) return folder;
+    const holds = await has(folder).catch(() => {
+      skipped = true;
+      return false;
+    });
+    if (holds) return { folder, skipped };
   }
-  return undefined;
+  return { folder: undefined, skipped };
 }
 
 /** How a hint names `folder`, above the workspace folder `cwd`: "the parent folder ~/proj", or
@@ -60,15 +69,17 @@ export function aboveName(folder: string, cwd: string, home: string, paths: Path
 /**
  * The folder above each workspace folder that `find` names, found once per window and kept: an
  * empty folder's view is redrawn on every change anywhere, and asking the folders above each time
- * cost the daemon a listing of each (and a place among its kept answers). Found again only when
- * told (`forget`): an explicit Refresh, or the folder's own answer no longer holding any.
+ * cost the daemon a listing of each (and a place among its kept answers). A finding that passed a
+ * folder by for a failed request is shown but not kept: the next look asks again. Found again also
+ * when told (`forget`): an explicit Refresh, a restarted server, or the folder's own answer no
+ * longer holding any.
  */
 export class FoldersAbove {
-  private readonly finding = new Map<string, Promise<string | undefined>>();
+  private readonly finding = new Map<string, Promise<Finding>>();
   private readonly found = new Map<string, string | undefined>();
-  private readonly listeners: ((cwd: string) => void)[] = [];
+  private readonly listeners: ((cwd: string, again: boolean) => void)[] = [];
 
-  constructor(private readonly find: (cwd: string) => Promise<string | undefined>) {}
+  constructor(private readonly find: (cwd: string) => Promise<Finding>) {}
 
   /** The folder found above `cwd`, undefined while none is (or it is still being found): the
    * first look starts the finding, so an empty state is drawn at once, and its hint when known. */
@@ -77,25 +88,28 @@ export class FoldersAbove {
     return this.found.get(cwd);
   }
 
-  /** The folder above `cwd` once found; asked at most once until forgotten. */
-  nearest(cwd: string): Promise<string | undefined> {
+  /** The folder above `cwd` once found; asked at most once until forgotten, or while unsure. */
+  nearest(cwd: string): Promise<Finding> {
     const asked = this.finding.get(cwd);
     if (asked) return asked;
-    const finding = this.find(cwd)
-      .catch(() => undefined) // a hint is no reason to fail
-      .then((folder) => {
-        if (this.finding.get(cwd) !== finding) return folder; // forgotten meanwhile: asked again
+    const finding: Promise<Finding> = this.find(cwd)
+      .catch(() => ({ folder: undefined, skipped: true })) // a hint is no reason to fail
+      .then((found) => {
+        if (this.finding.get(cwd) !== finding) return found; // forgotten meanwhile: asked again
+        if (found.skipped) this.finding.delete(cwd); // perhaps wrong: the next look asks again
+        const again = this.found.has(cwd);
         const before = this.found.get(cwd);
-        this.found.set(cwd, folder);
-        if (folder !== before) for (const listener of this.listeners) listener(cwd);
-        return folder;
+        this.found.set(cwd, found.folder);
+        if (found.folder !== before) for (const listener of this.listeners) listener(cwd, again);
+        return found;
       });
     this.finding.set(cwd, finding);
     return finding;
   }
 
-  /** Calls `listener` with a folder whose finding changed (found, or gone). */
-  onChanged(listener: (cwd: string) => void): void {
+  /** Calls `listener` with a folder whose finding changed (found, or gone), and whether it replaced
+   * an earlier one (rather than being the first). */
+  onChanged(listener: (cwd: string, again: boolean) => void): void {
     this.listeners.push(listener);
   }
 

@@ -79,6 +79,7 @@ export class RememClient implements Server, vscode.Disposable {
   private readonly status = new vscode.EventEmitter<StatusParams>();
   private readonly sessionsProgress = new vscode.EventEmitter<SessionsProgressParams>();
   private readonly consolidated = new vscode.EventEmitter<ConsolidationOutcome>();
+  private readonly runningAgain = new vscode.EventEmitter<void>();
   private latest: StatusParams = { state: 'starting' };
   private readonly actionTitles = new ActionTitles(); // of the server's code actions, for their failures
   readonly onTreeChanged = this.treeChanged.event;
@@ -87,6 +88,10 @@ export class RememClient implements Server, vscode.Disposable {
   readonly onSessionsProgress = this.sessionsProgress.event;
   /** A consolidation this window ran has ended: the extension tells its outcome (the server does not). */
   readonly onConsolidated = this.consolidated.event;
+  /** The library started a new server after one that ran died: what the views found through the
+   * old one (the folders above, decision 0488) is to be found again. Fired before the views are
+   * told to read again. An explicit `restart` fires nothing: its caller reads the views again. */
+  readonly onRunningAgain = this.runningAgain.event;
 
   // What runs `remem.lsp.consolidate` when the server's code action asks for it (`consolidateThrough`).
   private consolidation: ((arg: object) => Promise<unknown>) | undefined;
@@ -168,6 +173,7 @@ export class RememClient implements Server, vscode.Disposable {
     this.treeChanged.dispose();
     this.sessionsProgress.dispose();
     this.consolidated.dispose();
+    this.runningAgain.dispose();
     this.memoryChanged.dispose();
     this.status.dispose();
   }
@@ -213,6 +219,7 @@ export class RememClient implements Server, vscode.Disposable {
         // The library restarted a server that died: the views may show what it refused while it
         // was down, and the new server has no gap of its own to tell them about.
         if (ran) {
+          this.runningAgain.fire();
           this.treeChanged.fire();
           this.memoryChanged.fire();
         }

@@ -159,6 +159,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       selected = selection[0];
     }),
     server.onStatus(showStatus),
+    server.onRunningAgain(forgetAbove),
     server.onTreeChanged(refreshSessions),
     server.onSessionsProgress((params) => sessions.progress(params)),
     server.onConsolidated((outcome) => void reported('consolidation result', () => flows.showConsolidation(ctx, outcome))),
@@ -190,11 +191,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
    * and the views, read again, show why instead of the old server's rows. */
   async function restart(): Promise<void> {
     await server.restart();
-    // What the old server failed to say of a folder above was passed by: ask the new one.
-    sessions.forgetAbove();
-    memory.forgetAbove();
+    forgetAbove(); // what the old server said of the folders above: ask the new one
     refreshSessions();
     refreshMemory();
+  }
+
+  /** A server started anew: the folders above the empty ones are asked again at their next draw. */
+  function forgetAbove(): void {
+    sessions.forgetAbove();
+    memory.forgetAbove();
   }
 }
 

@@ -34,16 +34,18 @@ test('a folder is named from home only when below it', () => {
   assert.equal(homeRelative('/srv/x', ''), '/srv/x');
 });
 
-test('the nearest folder above that has what the folder lacks; one that cannot be asked is passed by', async () => {
+test('the nearest folder above that has what the folder lacks; one that cannot be asked is passed by, and said to be', async () => {
   const asked: string[] = [];
   const has = async (folder: string): Promise<boolean> => {
     asked.push(folder);
     if (folder === '/home/me/a/b') throw new Error('the language server is not running');
     return folder === '/home/me/a';
   };
-  assert.equal(await nearestAbove('/home/me/a/b/c/d', '/home/me', has), '/home/me/a');
+  assert.deepEqual(await nearestAbove('/home/me/a/b/c/d', '/home/me', has), { folder: '/home/me/a', skipped: true });
   assert.deepEqual(asked, ['/home/me/a/b/c', '/home/me/a/b', '/home/me/a']); // no further once found
-  assert.equal(await nearestAbove('/home/me/x/y', '/home/me', async () => false), undefined);
+  // Found before the folder that fails: nothing nearer was passed by.
+  assert.deepEqual(await nearestAbove('/home/me/a/x', '/home/me', has), { folder: '/home/me/a', skipped: false });
+  assert.deepEqual(await nearestAbove('/home/me/x/y', '/home/me', async () => false), { folder: undefined, skipped: false });
 });
 
 test('a hint names the folder above as the user reads it: the parent, or a folder further up', () => {

@@ -33,6 +33,22 @@ const CONNECTION_INACTIVE = -32096; // the library's "Client is not running"
 const PENDING_RESPONSE_REJECTED = -32097; // its "Pending response rejected since connection got disposed"
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+test('a server the library restarted after it died says so before the views read again: what they found above is asked again', async () => {
+  const client = new RememClient(log as never);
+  const heard: string[] = [];
+  client.onRunningAgain(() => heard.push('running again'));
+  client.onTreeChanged(() => heard.push('tree changed'));
+  await client.start();
+  const changed = ui.states[ui.states.length - 1];
+  changed({ newState: State.Starting });
+  changed({ newState: State.Running });
+  assert.deepEqual(heard, []); // the first start
+  changed({ newState: State.Stopped }); // the server died
+  changed({ newState: State.Starting });
+  changed({ newState: State.Running });
+  assert.deepEqual(heard, ['running again', 'tree changed']);
+});
+
 /** A client restarted (as "Remem: Restart Server" and a change of `remem.command` do) with `setting`. */
 async function restartedWith(setting: unknown): Promise<RememClient> {
   ui.setting = setting;

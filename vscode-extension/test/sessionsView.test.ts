@@ -213,6 +213,39 @@ test('an empty folder asks the folders above it once a window: not at each refre
   assert.deepEqual(server.asked, [`${TREE} ${cwd}`, ...probes]);
 });
 
+test('a folder above that could not be asked is asked again at the next draw: the finding is kept only once all answered', async (t) => {
+  homeAt(t, '/home/me');
+  let down = true; // the server restarting, or the daemon unreachable, for the parent's request
+  const server = folderServer((_method, cwd) => {
+    if (cwd === '/home/me/proj' && down) throw new Error('the language server is not running');
+    return { nodes: cwd === '/home/me/proj' ? [node('p1')] : [] };
+  });
+  const view = oneFolder(server, '/home/me/proj/app');
+  assert.ok(!(await view.settled()).some((label) => HINT.test(label)));
+  down = false;
+  view.sessions.refresh(); // `remem/treeChanged`, as after the library restarted the server
+  assert.equal((await view.settled())[1], 'Sessions were recorded in the parent folder ~/proj');
+  // Found with every folder answering: kept, not asked again at each change.
+  server.asked.length = 0;
+  view.sessions.refresh();
+  await view.settled();
+  assert.deepEqual(server.asked, [`${TREE} /home/me/proj/app`]);
+});
+
+test('a folder further up found past one that could not be asked is named until the nearer one answers', async (t) => {
+  homeAt(t, '/home/me');
+  let down = true;
+  const server = folderServer((_method, cwd) => {
+    if (cwd === '/home/me/a/proj' && down) throw new Error('daemon unreachable');
+    return { nodes: cwd === '/home/me/a/proj' || cwd === '/home/me/a' ? [node('p1')] : [] };
+  });
+  const view = oneFolder(server, '/home/me/a/proj/app');
+  assert.equal((await view.settled())[1], 'Sessions were recorded in the folder ~/a above it');
+  down = false;
+  view.sessions.refresh();
+  assert.equal((await view.settled())[1], 'Sessions were recorded in the parent folder ~/a/proj');
+});
+
 test('the empty state is drawn at once; the folder above is added when it answers', async (t) => {
   homeAt(t, '/home/me');
   let answerAbove: (tree: SessionTreeResult) => void = () => undefined;
