@@ -196,9 +196,9 @@ def _undone(folder: HeldFolder, done: list[Step]) -> bool:
     after it was moved away: undone through its descriptor, wherever it went, so the folder holds
     the old generation and the save, no journal. False when it was removed meanwhile (its files
     went with it) or an undo failed there: its journal then stays with it."""
-    if os.fstat(folder.fd).st_nlink == 0:  # removed: no undo has a place
-        return False
     try:
+        if os.fstat(folder.fd).st_nlink == 0:  # removed: no undo has a place
+            return False
         _roll_back(folder, done)
     except OSError:
         return False
