@@ -95,7 +95,8 @@ function consolidateFix(cwd: string): Fix {
 }
 
 /** The workspace folder a Memory subtree is of: `place`, how its rows name it (`folderPlace`);
- * `recordsAbove`, when it has no records, the nearest folder above it whose workspace has some;
+ * `recordsAbove`, when it has no records, the folder above it that Session Branches found, when
+ * that folder has records;
  * `home`, the user's home folder, from which a folder is named (`~/proj`). */
 export interface MemoryFolder {
   cwd: string;
@@ -105,7 +106,7 @@ export interface MemoryFolder {
 }
 
 /** This workspace's index and records; `cwd`, its folder, is the one a click on "No records yet"
- * consolidates; without records, the folder above that has some is named (decision 0488). */
+ * consolidates; without records, the folder above found with records is named (decision 0488). */
 export function workspaceSection(overview: MemoryOverview, { cwd, recordsAbove, home }: MemoryFolder): MemoryNode {
   const { index, folder } = overview.workspace;
   const children: MemoryNode[] = [];
