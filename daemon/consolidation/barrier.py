@@ -60,7 +60,7 @@ def converge(
                     store, workspace, scope, planned[scope].before, changes, actor
                 )
             except MemoryInvalid as exc:  # its folder moved or removed mid-commit, a lock unusable
-                return _conflict(store, workspace, receipt, _refused(scope, exc), entries)
+                return _conflict(store, workspace, receipt, _refused(scope, exc), entries, (scope,))
             if not went_in:
                 why = f"{_names([scope])} changed by someone else meanwhile"
                 return _conflict(store, workspace, receipt, why, entries)
@@ -116,13 +116,23 @@ def _refused(scope: Scope, exc: MemoryInvalid) -> str:
 
 
 def _conflict(
-    store: MemoryStore, workspace: WorkspaceId, receipt: Receipt, why: str, entries: dict[Scope, str | None]
+    store: MemoryStore,
+    workspace: WorkspaceId,
+    receipt: Receipt,
+    why: str,
+    entries: dict[Scope, str | None],
+    refused: tuple[Scope, ...] = (),
 ) -> Receipt:
     """`target-conflict`, still recording what this review did commit (Global, when the
     workspace changed between the two commits, or before a crash): memory holds it, so the
-    receipt must say so, with its `after` revision and its history entry."""
+    receipt must say so, with its `after` revision and its history entry. A scope whose commit
+    the store `refused` is not among them, even where its path shows the planned state (a copy of
+    the folder the commit went to, put in its place meanwhile): that is said instead."""
     planned, now = _planned(receipt.target), _current(store, workspace)
-    done = {scope: revisions for scope, revisions in planned.items() if now[scope] == revisions.planned}
+    shown = {scope: revisions for scope, revisions in planned.items() if now[scope] == revisions.planned}
+    done = {scope: revisions for scope, revisions in shown.items() if scope not in refused}
+    if any(scope in shown for scope in refused):
+        why += "; the folder at its path now, put there meanwhile, holds the planned state"
     if not done:
         return ended(receipt, Status.TARGET_CONFLICT, why)
     target = _after(receipt.target, {scope: now[scope] for scope in done})
