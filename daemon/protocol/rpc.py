@@ -649,9 +649,9 @@ class ConsolidationProgress(_Strict):
 
 class ConsolidationFinished(_Strict):
     """`consolidation/finished`: a run of `session` ended, whoever asked for it; `outcome` is
-    its receipt's status, the refusal's code when no review began (`CANCELLED`, `LIVE`, ...), or
-    `INTERNAL` when an unexpected error ended it. The session's review badge may have changed,
-    committed or not."""
+    its receipt's status, the refusal's code when no review began (`CANCELLED`, `LIVE`, ...),
+    `UNWRITABLE` or `HOME_UNUSABLE` as the run was answered, or `INTERNAL` when an unexpected
+    error ended it. The session's review badge may have changed, committed or not."""
 
     session: str
     outcome: str

@@ -21,7 +21,8 @@ from ..consolidation.route import Route, RouteError, resolve_route, store_api_ke
 from ..consolidation.runner import Consolidator, Refused
 from ..consolidation.settle import settle_committing
 from ..fsutil import Unwritable
-from ..home import Home
+from ..home import Home, HomeUnusable
+from ..locks import LockUnusable
 from ..memory.identity import WorkspaceId
 from ..protocol import rpc
 from ..protocol.consolidation import ConsolidationResult, Status
@@ -101,6 +102,9 @@ class ConsolidationMethods:
             raise refused(
                 "CANCELLED", "cancelled before the model was asked; run it again to review"
             ) from None
+        except (HomeUnusable, LockUnusable):  # answered HOME_UNUSABLE by the dispatcher
+            outcome = "HOME_UNUSABLE"
+            raise
         except Exception:  # a bug's, answered INTERNAL: its receipt may have moved all the same
             outcome = "INTERNAL"
             raise
