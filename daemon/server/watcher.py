@@ -28,8 +28,10 @@ first watch, at a folder made in it: watchdog's inotify then only logs that it c
 and goes on, so that record is listened for (`_Exhausted`) and leads to the same polling, every
 root watched anew and reported changed (decision 0440). A watch watchdog cannot set up for the
 tree's or the system's sake (`Unwatchable`: a folder nested past the recursion limit, no thread
-left) is a root said failing in the status, as one an OSError stops; a thread of watchdog's that
-ends on an error (heard through `threading.excepthook`) has every watch set up anew (decision 0484).
+left) is a root, or the memory folder, said failing in the status, as one an OSError stops; each
+watch is set up on its own, so one that fails blinds no other. A thread of watchdog's that ends on
+an error (heard through `threading.excepthook`) has every watch set up anew; a turn that fails
+whole leaves nothing watched, and every root it watched is forgotten (decision 0484).
 """
 
 from __future__ import annotations
@@ -181,10 +183,12 @@ class Watcher:
         self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
         self._observer: BaseObserver | None = None
         self._fixed: list[ObservedWatch] = []  # the memory folder's and the settings' watches
+        self._memory: ObservedWatch | None = None  # the memory folder's, once set up
         # Each root's watch, with the handler only it reports to (its word that the root is
         # gone) and the folder it is on.
         self._root_watches: dict[Path, _Held] = {}
-        self._failing: dict[Path, str] = {}  # the roots that could not be watched, and why (said once)
+        # What could not be watched, and why (said once): a root, or the memory folder (None).
+        self._failing: dict[Path | None, str] = {}
         self._listening: _Exhausted | None = None  # on watchdog's inotify log, while it is used
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -323,23 +327,21 @@ class Watcher:
         failure = future.exception()
         if failure is not None and not isinstance(failure, (OSError, Unwatchable)):
             raise failure  # a bug's, which no next turn mends: the daemon stops as a crash (decision 0484)
-        if (
-            failure is not None
-        ):  # the system's or the tree's (a folder gone, no permission): looked at again at the next turn
+        if failure is not None:
+            # The system's or the tree's (the home gone, no thread left): nothing is watched now
+            # (the turn stopped the observer), looked at again at the next turn.
             said = f"{type(failure).__name__}: {failure}"
             if said != self._failure:  # a lasting cause fills no log, one turn every few seconds
-                log.error(
-                    "watching the session roots failed; trying again every %g s",
-                    MISSING_ROOT_SECONDS,
-                    exc_info=failure,
-                )
+                log.error("watching failed; trying again every %g s", MISSING_ROOT_SECONDS, exc_info=failure)
                 self._failure = said
-            if self._status.backend == "off":
-                self._status = WatchStatus(backend="off", reason=f"failed: {failure}", paths=[], missing=[])
+            self._status = WatchStatus(backend="off", reason=f"failed: {failure}", paths=[], missing=[])
+            unwatched, self._watched = self._watched, []
+            if unwatched:  # what happens in them goes unheard: the memo must not answer for them
+                self._on_roots_forgotten([str(root) for root in unwatched])
             self._arm()
             return
         if self._failure is not None:
-            log.info("watching the session roots again")
+            log.info("watching again")
             self._failure = None
         self._apply(future.result(), announce)
 
@@ -362,7 +364,7 @@ class Watcher:
         self._status = WatchStatus(
             backend=outcome.backend,
             reason="; ".join(filter(None, [outcome.reason, *outcome.failing])) or None,
-            paths=[str(self.home.memory), *map(str, outcome.watched)],
+            paths=[*([str(self.home.memory)] if outcome.memory else []), *map(str, outcome.watched)],
             missing=[str(root) for root in outcome.missing if root not in self._implicit],
         )
         self._arm()
@@ -486,8 +488,12 @@ class Watcher:
                     raise exhausted
                 self._look(roots, gone, outcome)
                 return outcome
+            except Unwatchable:
+                self._stop_observer()
+                raise
             except OSError as exc:
                 if self._backend != "inotify" or exc.errno not in _LIMITS:
+                    self._stop_observer()  # nothing is watched, and the event loop says so
                     raise
                 # What inotify watched before this turn is forgotten; the rest is watched anew.
                 outcome.lost.extend(root for root in self._root_watches if root not in outcome.added)
@@ -502,6 +508,7 @@ class Watcher:
     def _look(self, roots: list[Path], gone: _Forward | None, outcome: _Outcome) -> None:
         if self._observer is None:
             self._begin()
+        outcome.memory = self._watch_memory()
         for root in list(self._root_watches):
             if root not in roots:
                 self._unwatch(root)
@@ -522,14 +529,12 @@ class Watcher:
             except (OSError, Unwatchable) as exc:
                 if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
                     raise
-                why = (
+                self._fail(
+                    root,
                     str(exc)
                     if isinstance(exc, Unwatchable)
-                    else f"session root {root} cannot be watched ({exc})"
+                    else f"session root {root} cannot be watched ({exc})",
                 )
-                if root not in self._failing:
-                    log.warning("%s; trying again every %g s", why, MISSING_ROOT_SECONDS)
-                self._failing[root] = why
                 continue
             self._failing.pop(root, None)
             if watched:
@@ -538,10 +543,48 @@ class Watcher:
                 missing.append(root)
         outcome.watched = [root for root in roots if root in self._root_watches]
         outcome.missing = missing
-        outcome.failing = [self._failing[root] for root in roots if root in self._failing]
+        outcome.failing = [self._failing[key] for key in (None, *roots) if key in self._failing]
+
+    def _watch_memory(self) -> bool:
+        """Watch the memory folder if it is not yet; whether it is. One that cannot be (a folder
+        nested past the recursion limit in it) is said failing and tried again, the roots
+        watched on: it must not blind them."""
+        if self._memory is not None:
+            return True
+        handler = _Forward(self, None, self.home.memory)
+        try:
+            self._memory = self._schedule(
+                handler, True, f"memory folder {self.home.memory} cannot be watched"
+            )
+        except (OSError, Unwatchable) as exc:
+            if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
+                raise
+            why = (
+                str(exc)
+                if isinstance(exc, Unwatchable)
+                else f"memory folder {self.home.memory} cannot be watched ({exc})"
+            )
+            self._fail(None, why)
+            return False
+        self._fixed.append(self._memory)
+        self._failing.pop(None, None)
+        return True
+
+    def _fail(self, key: Path | None, why: str) -> None:
+        """`key` (a root, None the memory folder) could not be watched: said once, tried again."""
+        if key not in self._failing:
+            log.warning("%s; trying again every %g s", why, MISSING_ROOT_SECONDS)
+        self._failing[key] = why
+
+    def _schedule(self, handler: _Forward, recursive: bool, what: str) -> ObservedWatch:
+        assert self._observer is not None
+        with _watchdogs(what):
+            return self._observer.schedule(
+                handler, handler.watched, recursive=recursive, event_filter=_EVENTS
+            )
 
     def _begin(self) -> None:
-        """An observer with the watches that are always there (memory folder, settings)."""
+        """An observer with the settings' watch (the memory folder's is `_watch_memory`'s)."""
         observer: BaseObserver
         if self._backend == "inotify":
             observer = Observer()
@@ -555,13 +598,11 @@ class Watcher:
             # be is said by its folder.
             with _watchdogs("watching cannot start"):
                 observer.start()
-            for folder, recursive in ((self.home.memory, True), (self.home.root, False)):
-                handler = _Forward(self, None, folder)
-                with _watchdogs(f"{folder} cannot be watched"):
-                    watch = observer.schedule(
-                        handler, handler.watched, recursive=recursive, event_filter=_EVENTS
-                    )
-                self._fixed.append(watch)
+            self._fixed.append(
+                self._schedule(
+                    _Forward(self, None, self.home.root), False, f"{self.home.root} cannot be watched"
+                )
+            )
         except BaseException:
             self._stop_observer()
             raise
@@ -576,8 +617,7 @@ class Watcher:
         folder = _folder_identity(handler.watched)
         if folder is None:
             return False
-        with _watchdogs(f"session root {root} cannot be watched"):
-            watch = self._observer.schedule(handler, handler.watched, recursive=True, event_filter=_EVENTS)
+        watch = self._schedule(handler, True, f"session root {root} cannot be watched")
         self._root_watches[root] = _Held(watch, handler, folder)
         return True
 
@@ -595,7 +635,7 @@ class Watcher:
 
     def _stop_observer(self) -> None:
         observer, self._observer = self._observer, None
-        self._root_watches, self._fixed = {}, []
+        self._root_watches, self._fixed, self._memory = {}, [], None
         listening, self._listening = self._listening, None
         if listening is not None:
             _WATCHDOG_INOTIFY_LOG.removeFilter(listening)
@@ -666,12 +706,13 @@ class _Outcome:
 
     backend: Backend
     reason: str | None
+    memory: bool = False  # whether the memory folder is watched
     watched: list[Path] = field(default_factory=list)  # the roots watched now
     missing: list[Path] = field(default_factory=list)
     added: list[Path] = field(default_factory=list)  # watched anew
     dropped: list[Path] = field(default_factory=list)  # no longer configured, unwatched
     lost: list[Path] = field(default_factory=list)  # deleted, moved away or replaced, unwatched
-    failing: list[str] = field(default_factory=list)  # why each root that could not be watched was not
+    failing: list[str] = field(default_factory=list)  # why each folder that could not be watched was not
 
 
 @dataclass(frozen=True)

@@ -123,17 +123,52 @@ def test_a_tree_nested_too_deep_moved_in_leaves_the_other_roots_heard(
 
 
 @pytest.mark.parametrize("watch", ["auto", "polling"])
-def test_a_memory_folder_nested_too_deep_leaves_the_watch_off_saying_why(
-    home: Home, monkeypatch: pytest.MonkeyPatch, watch: str
+def test_a_memory_folder_nested_too_deep_is_said_failing_and_the_roots_are_heard(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: str
 ) -> None:
     monkeypatch.delenv(NO_DAEMON_ENV)
-    configure(home, watch)
+    sound = tmp_path / "sound"
+    sound.mkdir()
+    configure(home, watch, sound)
     nest(home.memory / "deep")
     try:
         assert listed(home) == 0  # it exited 4 before it listened
         status = watch_status(home)
-        assert status["backend"] == "off", status
-        assert status["reason"] == f"failed: {home.memory} cannot be watched: {NESTED}", status
+        # It was `off`, "failed: …/memory cannot be watched", no root watched.
+        assert status["backend"] == ("polling" if watch == "polling" else "inotify"), status
+        assert f"memory folder {home.memory} cannot be watched: {NESTED}" in str(status["reason"]), status
+        assert str(sound) in status["paths"] and str(home.memory) not in status["paths"], status  # type: ignore[operator]
+        write_session(sound, build_session(SessionSpec(seed=1, turns=2)))
+        wait_until(lambda: listed(home) == 1, what="the new session listed")
     finally:
         remem(home, "daemon", "stop")
         unnest(home.memory / "deep")
+
+
+@pytest.mark.parametrize("watch", ["auto", "polling"])
+def test_a_tree_nested_too_deep_moved_into_memory_leaves_the_roots_heard(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watch: str
+) -> None:
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    sound = tmp_path / "sound"
+    sound.mkdir()
+    aside = tmp_path / "deep"
+    nest(aside)
+    configure(home, watch, sound)
+    try:
+        assert listed(home) == 0  # a listing the daemon keeps
+        assert str(home.memory) in watch_status(home)["paths"]  # type: ignore[operator]
+        aside.rename(home.memory / "deep")
+        # The memory folder's thread died, the new observer could not watch it and stopped: the
+        # status still said every path watched, nothing was, the kept listing served for good.
+        said = f"memory folder {home.memory} cannot be watched: {NESTED}"
+        wait_until(lambda: said in str(watch_status(home)["reason"]), what="the memory folder said failing")
+        status = watch_status(home)
+        assert str(sound) in status["paths"] and str(home.memory) not in status["paths"], status  # type: ignore[operator]
+        write_session(sound, build_session(SessionSpec(seed=1, turns=2)))
+        wait_until(lambda: listed(home) == 1, what="the new session listed")
+    finally:
+        remem(home, "daemon", "stop")
+        for top in (home.memory / "deep", aside):
+            if top.exists():
+                unnest(top)

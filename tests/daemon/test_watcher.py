@@ -185,8 +185,8 @@ def test_a_lasting_failure_is_logged_once_and_its_end_too(
     asyncio.run(scenario())
     said = [r.getMessage() for r in caplog.records if r.name == watcher_module.log.name]
     assert said == [
-        "watching the session roots failed; trying again every 0.02 s",
-        "watching the session roots again",
+        "watching failed; trying again every 0.02 s",
+        "watching again",
     ]
 
 
