@@ -28,8 +28,9 @@ first watch, at a folder made in it: watchdog's inotify then only logs that it c
 and goes on, so that record is listened for (`_Exhausted`) and leads to the same polling, every
 root watched anew and reported changed (decision 0440). A watch watchdog cannot set up for the
 tree's or the system's sake (`Unwatchable`: a folder nested past the recursion limit, no thread
-left) is a root, or the memory folder, said failing in the status, as one an OSError stops; each
-watch is set up on its own, so one that fails blinds no other. A thread of watchdog's that ends on
+left) is a root, or the memory folder, said failing in the status, as one an OSError stops, and
+tried again after a wait that doubles (up to a minute), the inotify watches its try left taken
+back; each watch is set up on its own, so one that fails blinds no other. A thread of watchdog's that ends on
 an error (heard through `threading.excepthook`) has every watch set up anew; a turn that fails
 whole leaves nothing watched, and every root it watched is forgotten (decision 0484).
 """
@@ -99,6 +100,9 @@ POLL_SECONDS = 1.0
 # How often each root is looked at: one that does not exist (any more) is looked for, a
 # watched one must still be the folder its watch is on (moved away or replaced, it is not).
 MISSING_ROOT_SECONDS = 2.0
+# A folder watchdog cannot watch for the tree's sake (`Unwatchable`) is tried again after twice
+# the last wait, up to this: such a tree seldom mends in seconds, and each try walks it whole.
+MAX_RETRY_SECONDS = 60.0
 STARTING = "starting: the watches are being set up"
 _LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
 # Opening and reading are not changes; without this filter our own reads would wake us. A
@@ -188,7 +192,7 @@ class Watcher:
         # gone) and the folder it is on.
         self._root_watches: dict[Path, _Held] = {}
         # What could not be watched, and why (said once): a root, or the memory folder (None).
-        self._failing: dict[Path | None, str] = {}
+        self._failing: dict[Path | None, _Failing] = {}
         self._listening: _Exhausted | None = None  # on watchdog's inotify log, while it is used
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -520,7 +524,7 @@ class Watcher:
                 outcome.lost.append(root)
         missing = []
         for root in roots:
-            if root in self._root_watches:
+            if root in self._root_watches or not self._due(root):
                 continue
             try:
                 watched = self._watch_root(root)
@@ -529,12 +533,7 @@ class Watcher:
             except (OSError, Unwatchable) as exc:
                 if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
                     raise
-                self._fail(
-                    root,
-                    str(exc)
-                    if isinstance(exc, Unwatchable)
-                    else f"session root {root} cannot be watched ({exc})",
-                )
+                self._fail(root, exc, f"session root {root} cannot be watched ({exc})")
                 continue
             self._failing.pop(root, None)
             if watched:
@@ -543,7 +542,7 @@ class Watcher:
                 missing.append(root)
         outcome.watched = [root for root in roots if root in self._root_watches]
         outcome.missing = missing
-        outcome.failing = [self._failing[key] for key in (None, *roots) if key in self._failing]
+        outcome.failing = [self._failing[key].why for key in (None, *roots) if key in self._failing]
 
     def _watch_memory(self) -> bool:
         """Watch the memory folder if it is not yet; whether it is. One that cannot be (a folder
@@ -551,6 +550,8 @@ class Watcher:
         watched on: it must not blind them."""
         if self._memory is not None:
             return True
+        if not self._due(None):
+            return False
         handler = _Forward(self, None, self.home.memory)
         try:
             self._memory = self._schedule(
@@ -559,29 +560,40 @@ class Watcher:
         except (OSError, Unwatchable) as exc:
             if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
                 raise
-            why = (
-                str(exc)
-                if isinstance(exc, Unwatchable)
-                else f"memory folder {self.home.memory} cannot be watched ({exc})"
-            )
-            self._fail(None, why)
+            self._fail(None, exc, f"memory folder {self.home.memory} cannot be watched ({exc})")
             return False
         self._fixed.append(self._memory)
         self._failing.pop(None, None)
         return True
 
-    def _fail(self, key: Path | None, why: str) -> None:
-        """`key` (a root, None the memory folder) could not be watched: said once, tried again."""
-        if key not in self._failing:
-            log.warning("%s; trying again every %g s", why, MISSING_ROOT_SECONDS)
-        self._failing[key] = why
+    def _fail(self, key: Path | None, exc: Exception, why: str) -> None:
+        """`key` (a root, None the memory folder) could not be watched (`why`, unless `exc` is
+        `Unwatchable`, which says it): said once, tried again at the next turn, or (`Unwatchable`)
+        after twice the last wait."""
+        earlier = self._failing.get(key)
+        wait = MISSING_ROOT_SECONDS
+        if isinstance(exc, Unwatchable):
+            why = str(exc)
+            if earlier is not None:
+                wait = min(2 * earlier.wait, MAX_RETRY_SECONDS)
+        if earlier is None:
+            log.warning("%s; trying again in %g s", why, wait)
+        self._failing[key] = _Failing(why, wait, time.monotonic() + wait)
+
+    def _due(self, key: Path | None) -> bool:
+        """Whether `key`, failing, is to be tried again at this turn."""
+        failing = self._failing.get(key)
+        return failing is None or time.monotonic() >= failing.due
 
     def _schedule(self, handler: _Forward, recursive: bool, what: str) -> ObservedWatch:
-        assert self._observer is not None
-        with _watchdogs(what):
-            return self._observer.schedule(
-                handler, handler.watched, recursive=recursive, event_filter=_EVENTS
-            )
+        observer = self._observer
+        assert observer is not None
+        try:
+            with _watchdogs(what):
+                return observer.schedule(handler, handler.watched, recursive=recursive, event_filter=_EVENTS)
+        except Unwatchable:
+            _drop_orphans(observer)
+            raise
 
     def _begin(self) -> None:
         """An observer with the settings' watch (the memory folder's is `_watch_memory`'s)."""
@@ -654,6 +666,29 @@ def _folder_identity(path: str | Path) -> Identity | None:
     return identity(st) if stat.S_ISDIR(st.st_mode) else None
 
 
+def _drop_orphans(observer: BaseObserver) -> None:
+    """Take back the inotify watches of a watch that failed to be set up. watchdog (7.1) takes
+    them back only on an OSError: on a `RecursionError` the callbacks of every folder it walked
+    stayed in the observer's one inotify instance, more at every try (megabytes a minute). They
+    are those of no emitter's group (each registers under its group's id)."""
+    inotify = getattr(observer, "_inotify_fd", None)
+    if inotify is None:  # polling, or inotify's instance not made yet
+        return
+    live = {
+        id(group)
+        for emitter in observer.emitters
+        if (group := getattr(emitter, "_inotify", None)) is not None
+    }
+    orphans = [
+        (wd, key)
+        for wd, watch in list(inotify._watch_for_wd.items())
+        for key in list(watch.callbacks)
+        if key not in live
+    ]
+    if orphans:
+        inotify.remove_callbacks(orphans)
+
+
 class Unwatchable(Exception):
     """watchdog could not set up a watch, for the tree's or the system's sake, not with an
     OSError: a folder nested past the recursion limit (walked recursively), no thread left to
@@ -713,6 +748,15 @@ class _Outcome:
     dropped: list[Path] = field(default_factory=list)  # no longer configured, unwatched
     lost: list[Path] = field(default_factory=list)  # deleted, moved away or replaced, unwatched
     failing: list[str] = field(default_factory=list)  # why each folder that could not be watched was not
+
+
+@dataclass(frozen=True)
+class _Failing:
+    """Why a folder could not be watched, how long was waited before trying again, and when."""
+
+    why: str
+    wait: float
+    due: float  # on `time.monotonic`
 
 
 @dataclass(frozen=True)
