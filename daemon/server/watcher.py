@@ -623,8 +623,6 @@ class Watcher:
         """Watch `root` at the folder it names (its link, if it is one, followed: only its
         own), its events reported under `root`; False when no folder is there."""
         assert self._observer is not None
-        if "\0" in str(root):  # from the settings (a YAML string may hold one): no path can
-            raise Unwatchable(f"session root {root} cannot be watched: its path holds a NUL character")
         handler = _Forward(self, root, root)
         folder = _folder_identity(handler.watched)
         if folder is None:

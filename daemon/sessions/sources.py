@@ -132,7 +132,7 @@ def detect_format(path: Path) -> SessionFormat:
 def _names(path: Path) -> list[str]:
     try:
         return os.listdir(path)
-    except (OSError, ValueError):  # ValueError: a NUL in the path (`not_a_folder` says it)
+    except OSError:
         return []
 
 
@@ -180,8 +180,6 @@ def not_a_folder(path: Path) -> str | None:
         mode = os.stat(path).st_mode
     except OSError:
         return None
-    except ValueError:  # read from the settings, where a YAML string may hold "\0"
-        return "session root's path holds a NUL character, which no file name can; correct it in the settings"
     if stat.S_ISDIR(mode):
         return None
     return f"session root is {kind_of(mode)}, not a folder; name the folder that holds the sessions instead"
@@ -237,11 +235,11 @@ def harness_home(path: Path, found: SessionFormat) -> list[Root]:
 
 def _is_dir(path: Path) -> bool:
     """Whether a folder is at `path`; False when none can be looked for there (a root that
-    cannot be searched, a NUL in its path): the root is then taken as named, and its listing
-    says why it cannot be read, where this raised at every start of the daemon."""
+    cannot be searched): the root is then taken as named, and its listing says why it cannot
+    be read, where this raised at every start of the daemon."""
     try:
         return stat.S_ISDIR(os.stat(path).st_mode)
-    except (OSError, ValueError):
+    except OSError:
         return False
 
 

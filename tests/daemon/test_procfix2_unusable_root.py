@@ -1,8 +1,7 @@
-"""A configured session root that cannot be looked into (its folder unsearchable) or that no path
-can be (a NUL character in it, which a YAML string may hold) is said unreadable in a listing and
-(the latter) not watched, in `daemon/status`, while the daemon serves: looking for a harness's folders in it
-raised as the daemon started (`PermissionError`, `ValueError: embedded null byte`), exit 4 at
-every spawn, every command failing."""
+"""A configured session root that cannot be looked into (its folder unsearchable) is said
+unreadable in a listing while the daemon serves: looking for a harness's folders in it raised as
+the daemon started (`PermissionError`), exit 4 at every spawn, every command failing. One that no
+path can be (a NUL character in it, which a YAML string may hold) is refused by the settings."""
 
 from __future__ import annotations
 
@@ -37,15 +36,16 @@ def served(home: Home) -> tuple[str, dict[str, object]]:
     return listed.stderr + listed.stdout, json.loads(status.stdout)["watch"]
 
 
-def test_a_root_holding_a_nul_is_said_unreadable_and_the_daemon_serves(home: Home, tmp_path: Path) -> None:
+def test_a_root_holding_a_nul_is_refused_by_the_settings(home: Home, tmp_path: Path) -> None:
+    """No path can hold a NUL: the settings refuse it where they are read, before the daemon
+    looks in any root (argv and the environment cannot carry one: no other way in)."""
     root = f"{tmp_path / 'sessions'}\0x"
     configure(home, root)
     try:
-        listed, watch = served(home)
-        assert "session root's path holds a NUL character, which no file name can" in listed, listed
-        assert "0 session(s), 1 unreadable" in listed, listed
-        assert f"session root {root} cannot be watched: its path holds a NUL character" in str(
-            watch["reason"]
+        said = _remem(home, "sessions", "list")
+        assert said.returncode == 2, said
+        assert f"sessions.roots.0: {root!r} holds a NUL character, which no file name can" in said.stderr, (
+            said
         )
     finally:
         _remem(home, "daemon", "stop")
