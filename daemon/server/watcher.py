@@ -181,7 +181,6 @@ class Watcher:
         self._recheck: asyncio.TimerHandle | None = None
         self._failure: str | None = None  # why the last turn failed (said once, not every turn)
         self._status = WatchStatus(backend="off", paths=[], missing=[])
-        self._previous_hook = threading.excepthook  # chained to while the watcher runs
         # On the watcher's thread.
         self._backend: Backend = "polling" if mode == "polling" else "inotify"
         self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
@@ -202,8 +201,7 @@ class Watcher:
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="remem-watch")
         self._status = WatchStatus(backend="off", reason=STARTING, paths=[], missing=[])
         self._first = asyncio.Event()
-        self._previous_hook = threading.excepthook
-        threading.excepthook = self._thread_ended
+        _hear_threads(self)
         self._submit(announce=False)
 
     async def ready(self, seconds: float | None = None) -> bool:
@@ -219,8 +217,7 @@ class Watcher:
     def stop(self) -> None:
         """Stop watching (blocks until the watcher's thread is done: call it off the event loop)."""
         self._stopped = True
-        if threading.excepthook == self._thread_ended:  # else one set since chains to it: left
-            threading.excepthook = self._previous_hook
+        _unhear_threads(self)
         if self._recheck is not None:
             self._recheck.cancel()
         worker, self._worker = self._worker, None
@@ -271,18 +268,15 @@ class Watcher:
         safe from any thread."""
         self._post(self._raise, exc)
 
-    def _thread_ended(self, args: threading.ExceptHookArgs) -> None:
-        """`threading.excepthook` while the watcher runs: one of its watchdog threads ended on an
-        error (an inotify reader whose callback failed, a polling emitter's snapshot failing other
-        than with an OSError: a folder nested past the recursion limit moved in), after which that
-        watch heard nothing more, the daemon serving on; any other thread's is passed on."""
-        thread = args.thread
-        if thread is not None and self._ours(thread) and isinstance(args.exc_value, Exception):
-            self._post(self._died, thread.name, args.exc_value)
-        else:
-            self._previous_hook(args)
+    def post_died(self, thread: threading.Thread, exc: Exception) -> None:
+        """Hand the news that one of its watchdog threads (`owns`) ended on `exc` to the event
+        loop (heard through `threading.excepthook`): that watch heard nothing more, the daemon
+        serving on (an inotify reader whose callback failed, a polling emitter's snapshot
+        failing other than with an OSError: a folder nested past the recursion limit moved in)."""
+        self._post(self._died, thread.name, exc)
 
-    def _ours(self, thread: threading.Thread) -> bool:
+    def owns(self, thread: threading.Thread) -> bool:
+        """Whether `thread` is one of its observer's."""
         observer = self._observer
         if observer is None or not isinstance(thread, BaseThread):
             return False
@@ -652,6 +646,41 @@ class Watcher:
         if observer is not None and observer.is_alive():
             observer.stop()
             observer.join()
+
+
+# The watchers running, to which `threading.excepthook` hands a thread of theirs that ended on an
+# error; the hook is installed while one runs, the one before it restored when none does.
+_running: list[Watcher] = []
+_hearing = threading.Lock()
+_previous_hook = threading.excepthook
+
+
+def _hear_threads(watcher: Watcher) -> None:
+    global _previous_hook
+    with _hearing:
+        if not _running:
+            _previous_hook = threading.excepthook
+            threading.excepthook = _thread_ended
+        _running.append(watcher)
+
+
+def _unhear_threads(watcher: Watcher) -> None:
+    with _hearing:
+        if watcher in _running:
+            _running.remove(watcher)
+        if not _running and threading.excepthook is _thread_ended:  # else one set since chains to it: left
+            threading.excepthook = _previous_hook
+
+
+def _thread_ended(args: threading.ExceptHookArgs) -> None:
+    """`threading.excepthook` while a watcher runs: a thread of a watcher's that ended on an error
+    is handed to it; any other thread's is passed on."""
+    thread, exc = args.thread, args.exc_value
+    owner = next((w for w in list(_running) if thread is not None and w.owns(thread)), None)
+    if owner is not None and thread is not None and isinstance(exc, Exception):
+        owner.post_died(thread, exc)
+    else:
+        _previous_hook(args)
 
 
 def _folder_identity(path: str | Path) -> Identity | None:
