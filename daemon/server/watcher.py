@@ -105,6 +105,7 @@ MISSING_ROOT_SECONDS = 2.0
 MAX_RETRY_SECONDS = 60.0
 STARTING = "starting: the watches are being set up"
 _LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
+_NO_THREAD = "can't start new thread"  # `threading.Thread.start`'s RuntimeError
 # Opening and reading are not changes; without this filter our own reads would wake us. A
 # watch with a filter hears of lost events only if it lists them. A change of metadata alone
 # (`touch`, an mtime set back by `cp -p`, a chmod) comes as an attribute event: it changes a
@@ -724,16 +725,18 @@ class Unwatchable(Exception):
 
 @contextlib.contextmanager
 def _watchdogs(what: str) -> Iterator[None]:
-    """Around a call that sets up watchdog's watches or threads: its `RuntimeError` (a
-    `RecursionError` too) is `Unwatchable`, `what` then the cause."""
+    """Around a call that sets up watchdog's watches or threads: a `RecursionError` (a tree
+    walked recursively) or no thread left to start is `Unwatchable`, `what` then the cause. Any
+    other `RuntimeError` is a bug's (`NotImplementedError` among them; polling's walk runs
+    remem's `_lstat` and `_list`), raised as it is."""
     try:
         yield
+    except RecursionError as exc:
+        raise Unwatchable(f"{what}: a folder under it is nested deeper than can be watched") from exc
     except RuntimeError as exc:
-        if isinstance(exc, RecursionError):
-            cause = "a folder under it is nested deeper than can be watched"
-        else:
-            cause = f"{type(exc).__name__}: {exc}"
-        raise Unwatchable(f"{what}: {cause}") from exc
+        if not str(exc).startswith(_NO_THREAD):
+            raise
+        raise Unwatchable(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def _lstat(path: str) -> os.stat_result:

@@ -7,6 +7,7 @@ root grew by megabytes a minute, a try every 2 s, each walking the tree whole (p
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,5 +80,24 @@ def test_a_root_that_cannot_be_watched_is_not_tried_again_at_every_turn(
             outcome = watcher._turn([deep_root], None)
             assert "nested deeper than can be watched" in outcome.failing[0], outcome
         assert tried == 1  # it was 4: tried at every turn, every 2 s for good
+    finally:
+        watcher._stop_observer()
+
+
+def test_a_bug_met_setting_up_a_watch_is_raised_not_said_unwatchable(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a tree nested too deep or no thread left is the tree's or the system's: a
+    `RuntimeError` of remem's own (`NotImplementedError` is one) in polling's walk, which runs
+    remem's `_list`, was said "cannot be watched" and tried again for good, a bug hidden."""
+
+    def unfinished(path: str | None) -> Iterator[os.DirEntry[str]]:
+        raise NotImplementedError("a bug of remem's")
+
+    monkeypatch.setattr(watcher_module, "_list", unfinished)
+    watcher = Watcher(home.ensure_layout(), [tmp_path], _ignore, "polling")
+    try:
+        with pytest.raises(NotImplementedError):
+            watcher._turn([tmp_path], None)
     finally:
         watcher._stop_observer()
