@@ -512,6 +512,8 @@ class Watcher:
             if root not in roots:
                 self._unwatch(root)
                 outcome.dropped.append(root)
+        for key in [key for key in self._failing if key is not None and key not in roots]:
+            del self._failing[key]  # configured again, it is tried at once and said anew
         for root, held in list(self._root_watches.items()):
             # Moved away (inotify's watch follows the folder), or the path is another folder now.
             if held.handler is gone or _folder_identity(root) != held.identity:

@@ -101,3 +101,26 @@ def test_a_bug_met_setting_up_a_watch_is_raised_not_said_unwatchable(
             watcher._turn([tmp_path], None)
     finally:
         watcher._stop_observer()
+
+
+def test_a_root_failing_no_longer_configured_is_forgotten(
+    home: Home, deep_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its failure was kept: configured again, the root waited out the old failure's wait,
+    unsaid in the log, its watch not even tried."""
+    tried = 0
+    watch_root = Watcher._watch_root
+
+    def counted(watcher: Watcher, root: Path) -> bool:
+        nonlocal tried
+        tried += 1
+        return watch_root(watcher, root)
+
+    monkeypatch.setattr(Watcher, "_watch_root", counted)
+    watcher = Watcher(home.ensure_layout(), [deep_root], _ignore, "polling")
+    try:
+        for roots in ([deep_root], [], [deep_root]):  # configured, removed, configured again
+            watcher._turn(roots, None)
+        assert tried == 2
+    finally:
+        watcher._stop_observer()
