@@ -15,6 +15,7 @@ only went on (decision 0351).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -191,7 +192,10 @@ def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
         return named_roots(_absolute(entry))
     path = _absolute(entry.path)
     found = detect_format(path)
-    home = harness_home(path, found)
+    try:
+        home = harness_home(path, found)
+    except OSError as exc:
+        return [_unreadable(path, entry.format or found, exc)]
     if home and (entry.format is None or entry.format == home[0].format):
         return home
     return [Root(path, entry.format or found, problem=not_a_folder(path) or misplaced(path))]
@@ -213,7 +217,19 @@ def named_roots(path: Path) -> list[Root]:
     absolute = Path(os.path.abspath(path))
     found = detect_format(absolute)
     problem = not_a_folder(absolute) or misplaced(absolute)
-    return harness_home(absolute, found) or [Root(absolute, found, problem=problem)]
+    try:
+        home = harness_home(absolute, found)
+    except OSError as exc:
+        return [_unreadable(absolute, found, exc)]
+    return home or [Root(absolute, found, problem=problem)]
+
+
+def _unreadable(path: Path, found: SessionFormat, exc: OSError) -> Root:
+    """The root at `path` whose own folders could not be looked for, for another reason than
+    that none is there (`_is_dir`): its listing says why, the other roots listed."""
+    return Root(
+        path, found, problem=f"session root cannot be looked into ({exc.strerror or exc}); check the path"
+    )
 
 
 def harness_home(path: Path, found: SessionFormat) -> list[Root]:
@@ -234,13 +250,19 @@ def harness_home(path: Path, found: SessionFormat) -> list[Root]:
 
 
 def _is_dir(path: Path) -> bool:
-    """Whether a folder is at `path`; False when none can be looked for there (a root that
-    cannot be searched): the root is then taken as named, and its listing says why it cannot
-    be read, where this raised at every start of the daemon."""
+    """Whether a folder is at `path`; False when none is or none can be looked for there (a
+    root that cannot be searched): the root is then taken as named, and its listing says why it
+    cannot be read, where this raised at every start of the daemon. Any other error (an I/O
+    error, a name too long) is raised, for the root's listing to say (`_unreadable`)."""
     try:
         return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:
-        return False
+    except OSError as exc:
+        if exc.errno in _NO_FOLDER:
+            return False
+        raise
+
+
+_NO_FOLDER = frozenset({errno.EACCES, errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
 
 
 def default_roots() -> list[Root]:
