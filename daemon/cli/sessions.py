@@ -184,7 +184,7 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
 def _missing(path: Path) -> str:
     """Why a folder a listing looked in holds nothing: not there, or no folder (a root that is
     a file is listed as an error of its own above; "not found" contradicted it)."""
-    return "not a folder" if path.exists() else "not found"
+    return "not a folder" if os.path.exists(path) else "not found"  # os.path: never raises
 
 
 def _roots_read(backend: Backend, extra: Sequence[Path], defaults: Sequence[Root]) -> list[Root]:

@@ -517,7 +517,9 @@ class SessionCatalog:
 
     def _absent(self) -> frozenset[str]:
         """The roots no folder stands at now (those that are no root at all say so each time)."""
-        return frozenset(str(s.path) for s in self.sources if s.problem is None and not s.path.is_dir())
+        # `os.path.isdir`: a root that cannot be looked at now is absent for this listing, where
+        # `Path.is_dir` raised what only a name too long or an I/O error says.
+        return frozenset(str(s.path) for s in self.sources if s.problem is None and not os.path.isdir(s.path))
 
     def _stamps(self) -> tuple[Stamp | None, ...]:
         """The files besides the logs a listing reads: titles, archive states, published forks."""

@@ -49,8 +49,10 @@ def looked_in(roots: Iterable[Path], defaults_read: Sequence[Root] | None = None
     chosen = default_roots() if defaults_read is None else defaults_read
     defaults = {root.path: root.format for root in chosen}
     read = list(dict.fromkeys(roots))
-    looked = [Looked(path, path.is_dir(), defaults.get(path)) for path in read]
-    return looked + [Looked(path, path.is_dir(), f) for path, f in defaults.items() if path not in read]
+    # `os.path.isdir` says False for a path that cannot be looked at (a name too long, an I/O
+    # error), which the listing said as an error of its own; `Path.is_dir` raised it.
+    looked = [Looked(path, os.path.isdir(path), defaults.get(path)) for path in read]
+    return looked + [Looked(path, os.path.isdir(path), f) for path, f in defaults.items() if path not in read]
 
 
 def harness_roots() -> dict[SessionFormat, list[str]]:

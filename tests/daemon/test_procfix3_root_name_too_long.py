@@ -31,3 +31,19 @@ def test_a_root_whose_name_is_too_long_is_said_unreadable_and_the_others_listed(
         assert "session root cannot be looked into (File name too long)" in said, said
     finally:
         _remem(home, "daemon", "stop")
+
+
+def test_a_listing_of_only_such_a_root_says_where_it_looked(home: Home, tmp_path: Path) -> None:
+    """Nothing listed: the client says where it looked, and asked each folder whether it is one
+    (`Path.is_dir` raised the name's error there: "internal error, a bug in remem")."""
+    long = tmp_path / ("x" * 300)
+    home.settings_file.write_text(
+        f"daemon:\n  idle_minutes: 2\nsessions:\n  roots:\n    - {json.dumps(str(long))}\n"
+    )
+    try:
+        listed = _remem(home, "sessions", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert "session root cannot be looked into (File name too long)" in listed.stderr, listed.stderr
+        assert f"  {long} (not found)" in listed.stderr, listed.stderr
+    finally:
+        _remem(home, "daemon", "stop")
