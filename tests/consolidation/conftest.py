@@ -17,6 +17,8 @@ from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import FakeOpenAI
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
+from .folder_hook import daemon_env  # noqa: F401 - a fixture of the tests that move a folder
+
 KEY_ENV = "REMEM_TEST_MODEL_KEY"
 OLD = 1_600_000_000  # an mtime long past, so the session is not live
 
