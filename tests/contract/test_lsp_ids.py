@@ -28,12 +28,17 @@ def test_each_name_is_written_once_in_the_ids_module() -> None:
 
 def test_the_extension_registers_the_commands_the_servers_lenses_run() -> None:
     # The extension writes its command ids once, in `ClientCommands` of src/ids.ts, and registers
-    # each as `command(ClientCommands.<key>, …)` in src/extension.ts.
+    # each by its key from the handler table of src/extension.ts (`const handlers: Record<…> = {`).
     client = (
         (EXTENSION_SRC / "ids.ts").read_text().split("export const ClientCommands = {", 1)[1].split("}", 1)[0]
     )
     named = dict(re.findall(r"(\w+): '([\w.]+)'", client))
-    keys = re.findall(r"command\(ClientCommands\.(\w+),", (EXTENSION_SRC / "extension.ts").read_text())
+    table = (
+        (EXTENSION_SRC / "extension.ts")
+        .read_text()
+        .split("const handlers: Record<CommandKey, Handler> = {", 1)[1]
+    )
+    keys = re.findall(r"^    (\w+): ", table.split("\n  };", 1)[0], re.MULTILINE)
     registered = {named[key] for key in keys}
     assert "remem.consolidateSession" in registered  # the patterns see the registrations
     assert set(ids.EXTENSION_COMMANDS) - registered == set()
