@@ -79,7 +79,8 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     assert wrong.returncode == 1 and "dsh/decision  provider-failed" in wrong.stdout
     assert "AuthenticationError, HTTP 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
     nothing = remem(user_home, "--cases", "nope*")
-    assert nothing.returncode == 2 and "dsh/secrets" in nothing.stderr
+    assert nothing.returncode == 2 and "The formats are dsh; the cases are " in nothing.stderr
+    assert "secrets" in nothing.stderr.split("the cases are ", 1)[1], nothing.stderr
     unknown = remem(user_home, "--provider", "nowhere")
     assert (
         unknown.returncode == 2 and "--provider nowhere is not a provider of your settings" in unknown.stderr
