@@ -26,6 +26,7 @@ from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.settle import marks, pending, settle_committing
 from remem.daemon.faults import EXIT_CODE
 from remem.daemon.home import Home
+from remem.daemon.memory import history as history_module
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.api import DaemonApi
@@ -37,6 +38,7 @@ from tests.daemon.helpers import calls, remem, wait_until
 from tests.daemon.test_crash_recovery import _Reached
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.fifo import released
+from tests.memory.test_histaud_damaged_packs import NEVER
 
 pytestmark = pytest.mark.slow
 
@@ -212,6 +214,9 @@ def test_the_points_are_those_a_settle_reaches(
     home, _ = copy
     recorder = _Reached()
     monkeypatch.setattr(faults, "_ARMED", (recorder, 0))
+    # A merge of the small packs runs at an entry whose commit id (which holds its time) is a
+    # multiple of PACK_EVERY: its points are no settle's own, reached one run in 32 otherwise.
+    monkeypatch.setattr(history_module, "PACK_EVERY", NEVER)
     [settled] = settle_committing(home)
     assert settled.status is Status.COMMITTED
     assert recorder.crashes() == set(SETTLE_POINTS)
