@@ -16,7 +16,7 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
 from tests.daemon.helpers import remem
-from tests.scratch import process_folder
+from tests.scratch import hooked_pythonpath
 
 MOVE_ENV = "REMEM_TEST_MOVE_AT"
 HOOK = """
@@ -47,11 +47,7 @@ _faults.faultpoint = _moving
 @pytest.fixture
 def daemon_env(home: Home, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Requests through a daemon that loads the hook; it is stopped after the test."""
-    hooks = process_folder("remem-move-hook-")
-    (hooks / "sitecustomize.py").write_text(HOOK)
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(hooks), *filter(None, [os.environ.get("PYTHONPATH")])])
-    )
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(HOOK, "remem-move-hook-"))
     monkeypatch.delenv(NO_DAEMON_ENV)
     yield
     monkeypatch.delenv(MOVE_ENV, raising=False)

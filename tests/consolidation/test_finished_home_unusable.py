@@ -9,7 +9,6 @@ there once the review's attempt receipt is written.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +20,7 @@ from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import HOME_UNUSABLE, RpcError
 from tests.daemon.helpers import remem
 from tests.fake_openai import FakeOpenAI, tool_call
-from tests.scratch import process_folder
+from tests.scratch import hooked_pythonpath
 
 from .conftest import Source, both_scopes
 
@@ -49,11 +48,7 @@ _faults.faultpoint = _linking
 
 @pytest.fixture
 def daemon_env(home: Home, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    hooks = process_folder("remem-link-hook-")
-    (hooks / "sitecustomize.py").write_text(HOOK)
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(hooks), *filter(None, [os.environ.get("PYTHONPATH")])])
-    )
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(HOOK, "remem-link-hook-"))
     monkeypatch.setenv(LINK_ENV, str(home.reviews / "committing"))
     monkeypatch.delenv(NO_DAEMON_ENV)
     yield

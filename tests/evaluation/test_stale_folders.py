@@ -15,6 +15,7 @@ import pytest
 from remem.daemon.evaluation.scratch import LOCKLESS_STALE_SECONDS, OWNER_LOCK
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, hang
+from tests.scratch import hooked_pythonpath
 
 from .test_cli import _command, _env
 
@@ -97,13 +98,9 @@ def test_a_temporary_folder_without_locks_fails_each_case_saying_so(user_home: H
     """A file system that refuses locks (ENOLCK: some NFS and FUSE mounts), played by a hook
     loaded at the run's start (`sitecustomize`) that fails the lock of a case folder's file: an
     AssertionError ended the run as a bug in remem."""
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(NO_LOCKS_HOOK)
     temp = tmp_path / "temp"
     temp.mkdir()
-    paths = os.pathsep.join([str(hooks), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = _env(TMPDIR=str(temp), PYTHONPATH=paths)
+    env = _env(TMPDIR=str(temp), PYTHONPATH=hooked_pythonpath(NO_LOCKS_HOOK, "remem-no-locks-hook-"))
     done = subprocess.run(
         _command(user_home, "--cases", "dsh/decision", "--json"), env=env,
         capture_output=True, text=True, timeout=TIMEOUT_SECONDS,

@@ -19,7 +19,7 @@ import pytest_lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.fifo import released
-from tests.scratch import process_folder
+from tests.scratch import hooked_pythonpath
 
 from .editor import begin, codes, end, make_client, open_document, own_home, record, until, workspace_folder
 from .live import stopping_daemon
@@ -52,12 +52,9 @@ os.stat, os.lstat = _after_look(os.stat), _after_look(os.lstat)
 
 
 def _server_env() -> dict[str, str]:
-    hooks = process_folder("remem-lsp-swap-hook-")
-    (hooks / "sitecustomize.py").write_text(HOOK)
-    paths = [str(hooks), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(paths),
+        "PYTHONPATH": hooked_pythonpath(HOOK, "remem-lsp-swap-hook-"),
         SWAP_ENV: os.pathsep.join([str(SIBLING), str(STAGED)]),
     }
 
