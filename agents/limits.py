@@ -5,7 +5,8 @@ so each session gets a token bucket: a burst of `BURST` commits, refilled at `PE
 Only commits spend it: a refused call (stale, invalid) wrote nothing, and an agent retrying
 after a fresh read is doing what it was told. A commit is spent as it is sent and given back
 if refused, so one whose answer never comes (the call cancelled, a failure) counts: the daemon
-may have committed it. An empty bucket refuses any update. The size cap keeps a call well
+may have committed it. An empty bucket refuses any update whose arguments are well formed (a
+malformed one is told what is wrong instead, and spends nothing). The size cap keeps a call well
 inside the daemon's message limit; the store's own limits (8 KiB a record body, 24 KiB Global,
 200 records) are checked by its validator and reported as problems.
 """

@@ -201,10 +201,9 @@ class AgentSession:
         raise RpcError(HISTORY_REFUSED, invalid.message)  # valid by now: the history is to blame
 
     async def update(self, cwd: str, arguments: dict[str, Any]) -> AgentUpdateResult:
-        """Commit against this session's observation and advance it; Refusal otherwise."""
-        wait = self.budget.wait()
-        if wait:
-            raise Refusal(self.budget.refusal(wait))
+        """Commit against this session's observation and advance it; Refusal otherwise. The
+        arguments are checked before the budget: a malformed call is told what is wrong, not
+        to wait for a commit it could never make."""
         size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
         if size > MAX_UPDATE_BYTES:
             raise Refusal(
@@ -217,6 +216,9 @@ class AgentSession:
             raise Refusal(argument_problems(UPDATE, exc)) from None
         if self.observation is None:
             raise Refusal(NOT_READ)
+        wait = self.budget.wait()
+        if wait:
+            raise Refusal(self.budget.refusal(wait))
         identity = AgentIdentity(session=self.id, client=self.client)
         params = AgentUpdateParams(cwd=cwd, observed=self.observation, changes=changes, agent=identity)
         # Spent before the commit is sent, not after its answer: a call cancelled meanwhile may
