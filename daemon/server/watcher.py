@@ -25,7 +25,7 @@ overflowed), the loss is handed over (`on_events_lost`) and every watched root i
 changed. inotify is preferred; when its watch or instance limit is hit, or the settings ask for
 it, polling takes over and `daemon/status` says why. The limit may be hit later than a root's
 first watch, at a folder made in it: watchdog's inotify then only logs that it cannot watch it
-and goes on, so that record is listened for (`_Exhausted`) and leads to the same polling, every
+and goes on, so that record is listened for (`inotify_exhausted`) and leads to the same polling, every
 root watched anew and reported changed (decision 0440). A watch watchdog cannot set up for the
 tree's or the system's sake (`Unwatchable`: a folder nested past the recursion limit, no thread
 left) is a root, or the memory folder, said failing in the status, as one an OSError stops, and
@@ -33,66 +33,47 @@ tried again after a wait that doubles (up to a minute), the inotify watches its 
 back; each watch is set up on its own, so one that fails blinds no other. A thread of watchdog's that ends on
 an error (heard through `threading.excepthook`) has every watch set up anew; a turn that fails
 whole leaves nothing watched, and every root it watched is forgotten (decision 0484).
+
+This module is the watcher itself: the event loop's side (debouncing, status, what is handed
+over) and its thread's (the turns). watchdog's observers are `watchdog_observers`, a watch's
+handler and targets `watch_events`, the retries `watch_retries`, the thread hook `watch_threads`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import stat
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
-from watchdog.events import (
-    DirAttribEvent,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirModifiedEvent,
-    DirMovedEvent,
-    EventsLostEvent,
-    FileAttribEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
-from watchdog.observers.polling import PollingObserverVFS
-from watchdog.utils import BaseThread
 
 from ..faults import faultpoint
 from ..home import Home
 from ..memory.identity import is_workspace_key
 from ..protocol.rpc import WatchStatus
 from ..safe_open import Identity
+from . import watchdog_observers
+from .inotify_exhausted import LIMITS, Exhausted
 from .jsonrpc import log_failed
 from .runtime import identity
+from .watch_events import Forward, MemoryScope, OnChange, SessionRoot, SettingsFile, Target
+from .watch_retries import Retries
+from .watch_threads import hear_threads, unhear_threads
+from .watchdog_observers import EVENTS, Unwatchable, setting_up
 
-with contextlib.suppress(ImportError):  # no inotify on this system: polling pairs nothing
-    from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
-
-    # watchdog holds the first half of a move (and every event of its watch after it) half a
-    # second, to pair it with its second half. The daemon marks every path an event names, so
-    # it needs no pairing, and a listing made in that half second was answered from before a
-    # move out of a watched folder (the log at both paths). Unpaired, a move is reported as
-    # its two halves, deleted and created.
-    InotifyMoveEventGrouper.delay = 0
+__all__ = ["MemoryScope", "OnChange", "SessionRoot", "SettingsFile", "Target", "Unwatchable", "Watcher"]
 
 log = logging.getLogger("remem.daemon")
-# Where watchdog's inotify says it could not watch a folder made below a watch (`_Exhausted`).
-_WATCHDOG_INOTIFY_LOG = logging.getLogger("watchdog.observers.inotify")
 
 DEBOUNCE_SECONDS = 0.15
 MAX_DELAY_SECONDS = 1.0  # a session appended to without pause is still reported every second
@@ -100,40 +81,7 @@ POLL_SECONDS = 1.0
 # How often each root is looked at: one that does not exist (any more) is looked for, a
 # watched one must still be the folder its watch is on (moved away or replaced, it is not).
 MISSING_ROOT_SECONDS = 2.0
-# A folder watchdog cannot watch for the tree's sake (`Unwatchable`) is tried again after twice
-# the last wait, up to this: such a tree seldom mends in seconds, and each try walks it whole.
-MAX_RETRY_SECONDS = 60.0
 STARTING = "starting: the watches are being set up"
-_LIMITS = (errno.ENOSPC, errno.EMFILE)  # inotify's watch and instance limits
-_NO_THREAD = "can't start new thread"  # `threading.Thread.start`'s RuntimeError
-# Opening and reading are not changes; without this filter our own reads would wake us. A
-# watch with a filter hears of lost events only if it lists them. A change of metadata alone
-# (`touch`, an mtime set back by `cp -p`, a chmod) comes as an attribute event: it changes a
-# log's revision, liveness or readability without a write.
-_EVENTS: list[type[FileSystemEvent]] = [
-    FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-    FileAttribEvent, DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent,
-    DirAttribEvent, EventsLostEvent,
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class MemoryScope:
-    key: str | None  # None is Global
-
-
-@dataclass(frozen=True)
-class SessionRoot:
-    path: Path
-
-
-@dataclass(frozen=True)
-class SettingsFile:
-    pass
-
-
-Target = MemoryScope | SessionRoot | SettingsFile
-OnChange = Callable[[Target], Awaitable[None]]
 # Runs one of the watcher's callbacks on the event loop: the daemon's (`Daemon._guarded`) stops
 # it as a crash on an unexpected error, where the loop only logged it and a callback that never
 # armed the next look left the roots looked at no more, the daemon serving stale listings.
@@ -192,8 +140,8 @@ class Watcher:
         # gone) and the folder it is on.
         self._root_watches: dict[Path, _Held] = {}
         # What could not be watched, and why (said once): a root, or the memory folder (None).
-        self._failing: dict[Path | None, _Failing] = {}
-        self._listening: _Exhausted | None = None  # on watchdog's inotify log, while it is used
+        self._failing = Retries()
+        self._listening: Exhausted | None = None  # on watchdog's inotify log, while it is used
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Watch with inotify, or with polling when asked to or when inotify runs out; the
@@ -202,7 +150,7 @@ class Watcher:
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="remem-watch")
         self._status = WatchStatus(backend="off", reason=STARTING, paths=[], missing=[])
         self._first = asyncio.Event()
-        _hear_threads(self)
+        hear_threads(self)
         self._submit(announce=False)
 
     async def ready(self, seconds: float | None = None) -> bool:
@@ -218,7 +166,7 @@ class Watcher:
     def stop(self) -> None:
         """Stop watching (blocks until the watcher's thread is done: call it off the event loop)."""
         self._stopped = True
-        _unhear_threads(self)
+        unhear_threads(self)
         if self._recheck is not None:
             self._recheck.cancel()
         worker, self._worker = self._worker, None
@@ -249,7 +197,7 @@ class Watcher:
             *(held.handler.watched for held in list(self._root_watches.values())),
         ]
 
-    def post(self, paths: tuple[str, ...], gone: _Forward | None = None) -> None:
+    def post(self, paths: tuple[str, ...], gone: Forward | None = None) -> None:
         """Hand changed paths to the event loop (and, `gone`, the word of a root's own watch
         that the root was deleted); safe from any thread."""
         self._post(self._event, paths, gone)
@@ -279,14 +227,7 @@ class Watcher:
     def owns(self, thread: threading.Thread) -> bool:
         """Whether `thread` is one of its observer's."""
         observer = self._observer
-        if observer is None or not isinstance(thread, BaseThread):
-            return False
-        # inotify's reader thread is the observer's own, not one of its emitters.
-        return (
-            thread is observer
-            or thread in observer.emitters
-            or thread is getattr(observer, "_inotify_fd", None)
-        )
+        return observer is not None and watchdog_observers.owns(observer, thread)
 
     def _post(self, callback: Callable[..., None], *args: object) -> None:
         loop = self._loop
@@ -299,7 +240,7 @@ class Watcher:
         self,
         *,
         announce: bool = True,
-        gone: _Forward | None = None,
+        gone: Forward | None = None,
         exhausted: OSError | None = None,
         afresh: bool = False,
     ) -> None:
@@ -380,7 +321,7 @@ class Watcher:
         if self._busy == 0:  # else the turn under way looks, and arms this again when back
             self._submit()
 
-    def _event(self, paths: tuple[str, ...], gone: _Forward | None = None) -> None:
+    def _event(self, paths: tuple[str, ...], gone: Forward | None = None) -> None:
         for path in paths:
             target = self.classify(path)
             if isinstance(target, SessionRoot):
@@ -470,7 +411,7 @@ class Watcher:
     # -- on the watcher's thread -----------------------------------------------------------
 
     def _turn(
-        self, roots: list[Path], gone: _Forward | None, exhausted: OSError | None = None, afresh: bool = False
+        self, roots: list[Path], gone: Forward | None, exhausted: OSError | None = None, afresh: bool = False
     ) -> _Outcome:
         """Start the observer if it is not yet, unwatch the roots no longer configured and
         those that are not the folder watched any more (`gone`: its watch saw it deleted),
@@ -491,7 +432,7 @@ class Watcher:
                 self._stop_observer()
                 raise
             except OSError as exc:
-                if self._backend != "inotify" or exc.errno not in _LIMITS:
+                if self._backend != "inotify" or exc.errno not in LIMITS:
                     self._stop_observer()  # nothing is watched, and the event loop says so
                     raise
                 # What inotify watched before this turn is forgotten; the rest is watched anew.
@@ -504,7 +445,7 @@ class Watcher:
                 log.warning("%s", reason)
                 gone = exhausted = None
 
-    def _look(self, roots: list[Path], gone: _Forward | None, outcome: _Outcome) -> None:
+    def _look(self, roots: list[Path], gone: Forward | None, outcome: _Outcome) -> None:
         if self._observer is None:
             self._begin()
         outcome.memory = self._watch_memory()
@@ -512,8 +453,7 @@ class Watcher:
             if root not in roots:
                 self._unwatch(root)
                 outcome.dropped.append(root)
-        for key in [key for key in self._failing if key is not None and key not in roots]:
-            del self._failing[key]  # configured again, it is tried at once and said anew
+        self._failing.keep_roots(roots)
         for root, held in list(self._root_watches.items()):
             # Moved away (inotify's watch follows the folder), or the path is another folder now.
             if held.handler is gone or _folder_identity(root) != held.identity:
@@ -521,25 +461,27 @@ class Watcher:
                 outcome.lost.append(root)
         missing = []
         for root in roots:
-            if root in self._root_watches or not self._due(root):
+            if root in self._root_watches or not self._failing.due(root):
                 continue
             try:
                 watched = self._watch_root(root)
             except (FileNotFoundError, NotADirectoryError):  # gone while its watch was set up
                 watched = False
             except (OSError, Unwatchable) as exc:
-                if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
+                if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in LIMITS:
                     raise
-                self._fail(root, exc, f"session root {root} cannot be watched ({exc})")
+                self._failing.fail(
+                    root, exc, f"session root {root} cannot be watched ({exc})", MISSING_ROOT_SECONDS
+                )
                 continue
-            self._failing.pop(root, None)
+            self._failing.mended(root)
             if watched:
                 outcome.added.append(root)
             else:
                 missing.append(root)
         outcome.watched = [root for root in roots if root in self._root_watches]
         outcome.missing = missing
-        outcome.failing = [self._failing[key].why for key in (None, *roots) if key in self._failing]
+        outcome.failing = self._failing.reasons([None, *roots])
 
     def _watch_memory(self) -> bool:
         """Watch the memory folder if it is not yet; whether it is. One that cannot be (a folder
@@ -547,49 +489,31 @@ class Watcher:
         watched on: it must not blind them."""
         if self._memory is not None:
             return True
-        if not self._due(None):
+        if not self._failing.due(None):
             return False
-        handler = _Forward(self, None, self.home.memory)
+        handler = Forward(self, None, self.home.memory)
         try:
             self._memory = self._schedule(
                 handler, True, f"memory folder {self.home.memory} cannot be watched"
             )
         except (OSError, Unwatchable) as exc:
-            if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in _LIMITS:
+            if isinstance(exc, OSError) and self._backend == "inotify" and exc.errno in LIMITS:
                 raise
-            self._fail(None, exc, f"memory folder {self.home.memory} cannot be watched ({exc})")
+            why = f"memory folder {self.home.memory} cannot be watched ({exc})"
+            self._failing.fail(None, exc, why, MISSING_ROOT_SECONDS)
             return False
         self._fixed.append(self._memory)
-        self._failing.pop(None, None)
+        self._failing.mended(None)
         return True
 
-    def _fail(self, key: Path | None, exc: Exception, why: str) -> None:
-        """`key` (a root, None the memory folder) could not be watched (`why`, unless `exc` is
-        `Unwatchable`, which says it): said once, tried again at the next turn, or (`Unwatchable`)
-        after twice the last wait."""
-        earlier = self._failing.get(key)
-        wait = MISSING_ROOT_SECONDS
-        if isinstance(exc, Unwatchable):
-            why = str(exc)
-            if earlier is not None:
-                wait = min(2 * earlier.wait, MAX_RETRY_SECONDS)
-        if earlier is None:
-            log.warning("%s; trying again in %g s", why, wait)
-        self._failing[key] = _Failing(why, wait, time.monotonic() + wait)
-
-    def _due(self, key: Path | None) -> bool:
-        """Whether `key`, failing, is to be tried again at this turn."""
-        failing = self._failing.get(key)
-        return failing is None or time.monotonic() >= failing.due
-
-    def _schedule(self, handler: _Forward, recursive: bool, what: str) -> ObservedWatch:
+    def _schedule(self, handler: Forward, recursive: bool, what: str) -> ObservedWatch:
         observer = self._observer
         assert observer is not None
         try:
-            with _watchdogs(what):
-                return observer.schedule(handler, handler.watched, recursive=recursive, event_filter=_EVENTS)
+            with setting_up(what):
+                return observer.schedule(handler, handler.watched, recursive=recursive, event_filter=EVENTS)
         except Unwatchable:
-            _drop_orphans(observer)
+            watchdog_observers.drop_orphans(observer)
             raise
 
     def _begin(self) -> None:
@@ -597,19 +521,19 @@ class Watcher:
         observer: BaseObserver
         if self._backend == "inotify":
             observer = Observer()
-            self._listening = _Exhausted(self)
-            _WATCHDOG_INOTIFY_LOG.addFilter(self._listening)
-        else:  # lstat: a link below a watched folder is never walked through
-            observer = PollingObserverVFS(_lstat, _list, polling_interval=POLL_SECONDS)
+            self._listening = Exhausted(self)
+            self._listening.listen()
+        else:
+            observer = watchdog_observers.polling_observer(POLL_SECONDS)
         self._observer = observer
         try:
             # Started first: each watch is then set up as it is scheduled, and one that cannot
             # be is said by its folder.
-            with _watchdogs("watching cannot start"):
+            with setting_up("watching cannot start"):
                 observer.start()
             self._fixed.append(
                 self._schedule(
-                    _Forward(self, None, self.home.root), False, f"{self.home.root} cannot be watched"
+                    Forward(self, None, self.home.root), False, f"{self.home.root} cannot be watched"
                 )
             )
         except BaseException:
@@ -620,7 +544,7 @@ class Watcher:
         """Watch `root` at the folder it names (its link, if it is one, followed: only its
         own), its events reported under `root`; False when no folder is there."""
         assert self._observer is not None
-        handler = _Forward(self, root, root)
+        handler = Forward(self, root, root)
         folder = _folder_identity(handler.watched)
         if folder is None:
             return False
@@ -645,45 +569,10 @@ class Watcher:
         self._root_watches, self._fixed, self._memory = {}, [], None
         listening, self._listening = self._listening, None
         if listening is not None:
-            _WATCHDOG_INOTIFY_LOG.removeFilter(listening)
+            listening.stop()
         if observer is not None and observer.is_alive():
             observer.stop()
             observer.join()
-
-
-# The watchers running, to which `threading.excepthook` hands a thread of theirs that ended on an
-# error; the hook is installed while one runs, the one before it restored when none does.
-_running: list[Watcher] = []
-_hearing = threading.Lock()
-_previous_hook = threading.excepthook
-
-
-def _hear_threads(watcher: Watcher) -> None:
-    global _previous_hook
-    with _hearing:
-        if not _running:
-            _previous_hook = threading.excepthook
-            threading.excepthook = _thread_ended
-        _running.append(watcher)
-
-
-def _unhear_threads(watcher: Watcher) -> None:
-    with _hearing:
-        if watcher in _running:
-            _running.remove(watcher)
-        if not _running and threading.excepthook is _thread_ended:  # else one set since chains to it: left
-            threading.excepthook = _previous_hook
-
-
-def _thread_ended(args: threading.ExceptHookArgs) -> None:
-    """`threading.excepthook` while a watcher runs: a thread of a watcher's that ended on an error
-    is handed to it; any other thread's is passed on."""
-    thread, exc = args.thread, args.exc_value
-    owner = next((w for w in list(_running) if thread is not None and w.owns(thread)), None)
-    if owner is not None and thread is not None and isinstance(exc, Exception):
-        owner.post_died(thread, exc)
-    else:
-        _previous_hook(args)
 
 
 def _folder_identity(path: str | Path) -> Identity | None:
@@ -696,74 +585,12 @@ def _folder_identity(path: str | Path) -> Identity | None:
     return identity(st) if stat.S_ISDIR(st.st_mode) else None
 
 
-def _drop_orphans(observer: BaseObserver) -> None:
-    """Take back the inotify watches of a watch that failed to be set up. watchdog (7.1) takes
-    them back only on an OSError: on a `RecursionError` the callbacks of every folder it walked
-    stayed in the observer's one inotify instance, more at every try (megabytes a minute). They
-    are those of no emitter's group (each registers under its group's id)."""
-    inotify = getattr(observer, "_inotify_fd", None)
-    if inotify is None:  # polling, or inotify's instance not made yet
-        return
-    live = {
-        id(group)
-        for emitter in observer.emitters
-        if (group := getattr(emitter, "_inotify", None)) is not None
-    }
-    orphans = [
-        (wd, key)
-        for wd, watch in list(inotify._watch_for_wd.items())
-        for key in list(watch.callbacks)
-        if key not in live
-    ]
-    if orphans:
-        inotify.remove_callbacks(orphans)
-
-
-class Unwatchable(Exception):
-    """watchdog could not set up a watch, for the tree's or the system's sake, not with an
-    OSError: a folder nested past the recursion limit (walked recursively), no thread left to
-    start. Tried again as an OSError is: no bug of remem's."""
-
-
-@contextlib.contextmanager
-def _watchdogs(what: str) -> Iterator[None]:
-    """Around a call that sets up watchdog's watches or threads: a `RecursionError` (a tree
-    walked recursively) or no thread left to start is `Unwatchable`, `what` then the cause. Any
-    other `RuntimeError` is a bug's (`NotImplementedError` among them; polling's walk runs
-    remem's `_lstat` and `_list`), raised as it is."""
-    try:
-        yield
-    except RecursionError as exc:
-        raise Unwatchable(f"{what}: a folder under it is nested deeper than can be watched") from exc
-    except RuntimeError as exc:
-        if not str(exc).startswith(_NO_THREAD):
-            raise
-        raise Unwatchable(f"{what}: {type(exc).__name__}: {exc}") from exc
-
-
-def _lstat(path: str) -> os.stat_result:
-    """`os.lstat`, for polling, with a `st_mtime` that moves with the ctime too. watchdog's
-    snapshots tell a modification by mtime, size and inode only (and an attribute change by
-    mode and owner), so a file rewritten in place at its size with its mtime put back went
-    unheard; only its ctime tells. watchdog only compares `st_mtime` for inequality; the real
-    times stay in the `_ns` fields (decision 0440)."""
-    st = os.lstat(path)
-    # Its pickling form: the visible fields and the named rest, whichever the platform has.
-    _, (visible, extra) = cast("tuple[object, tuple[tuple[int, ...], dict[str, Any]]]", st.__reduce__())
-    return os.stat_result(visible, {**extra, "st_mtime": st.st_mtime + st.st_ctime})
-
-
-def _list(path: str | None) -> Iterator[os.DirEntry[str]]:
-    """A folder's entries, for polling: only ever called on a folder `lstat` found."""
-    return os.scandir(path)
-
-
 @dataclass
 class _Held:
     """A root's watch, the handler only it reports to, the folder (device, inode) it is on."""
 
     watch: ObservedWatch
-    handler: _Forward
+    handler: Forward
     identity: Identity
 
 
@@ -783,75 +610,6 @@ class _Outcome:
 
 
 @dataclass(frozen=True)
-class _Failing:
-    """Why a folder could not be watched, how long was waited before trying again, and when."""
-
-    why: str
-    wait: float
-    due: float  # on `time.monotonic`
-
-
-@dataclass(frozen=True)
 class _Pending:
     first: float
     timer: asyncio.TimerHandle
-
-
-class _Exhausted(logging.Filter):
-    """Listens on watchdog's inotify log for its word that a folder made below a watch could
-    not be watched for want of watches or instances (it logs `Unable to watch %r: %s` with the
-    OSError and goes on, the folder unwatched), and tells the watcher, whose folders it is in.
-    The record itself is let through."""
-
-    def __init__(self, watcher: Watcher) -> None:
-        super().__init__()
-        self._watcher = watcher
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        exc = next((a for a in args if isinstance(a, OSError)), None)
-        path = args[0] if args and isinstance(args[0], (str, bytes)) else None
-        if exc is not None and exc.errno in _LIMITS and path is not None and self._mine(os.fsdecode(path)):
-            self._watcher.post_exhausted(exc)
-        return True
-
-    def _mine(self, path: str) -> bool:
-        folders = self._watcher.watched_folders()
-        return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
-
-
-class _Forward(FileSystemEventHandler):
-    """Runs on watchdog's thread: hands each event's paths to the event loop, nothing more.
-    Its watch is on `watched`, the folder `path` names (a link there followed), and its
-    events' paths are reported under `path`. The handler of a root's watch (`root`) also tells
-    when that watch saw the root itself deleted."""
-
-    def __init__(self, watcher: Watcher, root: Path | None, path: Path) -> None:
-        self._watcher = watcher
-        self.root = root
-        self.path = str(path)
-        self.watched = os.path.realpath(path)
-        self._below = self.watched.rstrip(os.sep) + os.sep
-
-    def shown(self, path: str) -> str:
-        """`path`, from the watched folder, as it lies under the configured one."""
-        if path == self.watched:
-            return self.path
-        if self.watched != self.path and path.startswith(self._below):
-            return os.path.join(self.path, path[len(self._below) :])
-        return path
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        try:
-            self._hand_over(event)
-        except Exception as exc:  # raised in watchdog's thread, it would end it
-            self._watcher.post_failure(exc)
-
-    def _hand_over(self, event: FileSystemEvent) -> None:
-        faultpoint("daemon.watcher.event")
-        if isinstance(event, EventsLostEvent):  # its path is the watch's, not a changed one
-            self._watcher.post_lost()
-            return
-        paths = tuple(self.shown(os.fsdecode(p)) for p in (event.src_path, event.dest_path) if p)
-        gone = self.root is not None and isinstance(event, DirDeletedEvent) and paths == (str(self.root),)
-        self._watcher.post(paths, self if gone else None)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.server import watchdog_observers
 from remem.daemon.server import watcher as watcher_module
 from remem.daemon.server.watcher import Watcher
 
@@ -28,8 +29,8 @@ async def _ignore(target: object) -> None:
 
 def _callbacks(watcher: Watcher) -> int:
     """How many callbacks the observer's inotify instance holds, over all its watches."""
-    inotify = watcher._observer._inotify_fd  # type: ignore[union-attr]
-    return sum(len(watch.callbacks) for watch in list(inotify._watch_for_wd.values()))
+    assert watcher._observer is not None
+    return watchdog_observers.inotify_callbacks(watcher._observer)
 
 
 @pytest.fixture
@@ -94,7 +95,7 @@ def test_a_bug_met_setting_up_a_watch_is_raised_not_said_unwatchable(
     def unfinished(path: str | None) -> Iterator[os.DirEntry[str]]:
         raise NotImplementedError("a bug of remem's")
 
-    monkeypatch.setattr(watcher_module, "_list", unfinished)
+    monkeypatch.setattr(watchdog_observers, "_list", unfinished)
     watcher = Watcher(home.ensure_layout(), [tmp_path], _ignore, "polling")
     try:
         with pytest.raises(NotImplementedError):

@@ -1,0 +1,179 @@
+"""watchdog's observers as the watcher uses them: inotify or polling (`lstat`), the events a
+watch hears, a watch that cannot be set up for the tree's or the system's sake (`Unwatchable`),
+and the few of watchdog's internals no public API reaches (its inotify reader thread and the
+callbacks a failed watch left), each read in one place that says when watchdog changed them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+from watchdog.events import (
+    DirAttribEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    EventsLostEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+)
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserverVFS
+from watchdog.utils import BaseThread
+from watchdog.version import VERSION_STRING
+
+_INOTIFY: tuple[type[BaseObserver], ...] = ()  # inotify's observer, where the system has it
+with contextlib.suppress(ImportError):  # no inotify on this system: polling pairs nothing
+    from watchdog.observers.inotify import InotifyObserver
+    from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
+
+    _INOTIFY = (InotifyObserver,)
+
+    # watchdog holds the first half of a move (and every event of its watch after it) half a
+    # second, to pair it with its second half. The daemon marks every path an event names, so
+    # it needs no pairing, and a listing made in that half second was answered from before a
+    # move out of a watched folder (the log at both paths). Unpaired, a move is reported as
+    # its two halves, deleted and created.
+    InotifyMoveEventGrouper.delay = 0
+
+_NO_THREAD = "can't start new thread"  # `threading.Thread.start`'s RuntimeError
+# Opening and reading are not changes; without this filter our own reads would wake us. A
+# watch with a filter hears of lost events only if it lists them. A change of metadata alone
+# (`touch`, an mtime set back by `cp -p`, a chmod) comes as an attribute event: it changes a
+# log's revision, liveness or readability without a write.
+EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+    FileAttribEvent, DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent,
+    DirAttribEvent, EventsLostEvent,
+]  # fmt: skip
+# The watchdog versions `_inotify_internals` was checked against (its pin is `>=7,<8`).
+CHECKED_WITH = "7.1.1"
+
+
+class Unwatchable(Exception):
+    """watchdog could not set up a watch, for the tree's or the system's sake, not with an
+    OSError: a folder nested past the recursion limit (walked recursively), no thread left to
+    start. Tried again as an OSError is: no bug of remem's."""
+
+
+class WatchdogChanged(Exception):
+    """An internal of watchdog's that remem reads is not there (or not so) any more: watchdog
+    changed it since the version checked; the watcher must be checked against the new one."""
+
+
+@contextlib.contextmanager
+def setting_up(what: str) -> Iterator[None]:
+    """Around a call that sets up watchdog's watches or threads: a `RecursionError` (a tree
+    walked recursively) or no thread left to start is `Unwatchable`, `what` then the cause. Any
+    other `RuntimeError` is a bug's (`NotImplementedError` among them; polling's walk runs
+    remem's `_lstat` and `_list`), raised as it is."""
+    try:
+        yield
+    except RecursionError as exc:
+        raise Unwatchable(f"{what}: a folder under it is nested deeper than can be watched") from exc
+    except RuntimeError as exc:
+        if not str(exc).startswith(_NO_THREAD):
+            raise
+        raise Unwatchable(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+def polling_observer(interval: float) -> BaseObserver:
+    """An observer that polls every `interval` seconds, with `lstat`: a link below a watched
+    folder is never walked through."""
+    return PollingObserverVFS(_lstat, _list, polling_interval=interval)
+
+
+def owns(observer: BaseObserver, thread: threading.Thread) -> bool:
+    """Whether `thread` is one of `observer`'s: itself, an emitter, or its inotify reader."""
+    if not isinstance(thread, BaseThread):
+        return False
+    internals = _inotify_internals(observer)
+    # inotify's reader thread is the observer's own, not one of its emitters.
+    return (
+        thread is observer
+        or thread in observer.emitters
+        or (internals is not None and thread is internals.reader)
+    )
+
+
+def drop_orphans(observer: BaseObserver) -> None:
+    """Take back the inotify watches of a watch that failed to be set up. watchdog (7.1) takes
+    them back only on an OSError: on a `RecursionError` (or a thread that could not start) the
+    callbacks of every folder it walked stayed in the observer's one inotify instance, more at
+    every try (megabytes a minute). They are those of no emitter's group."""
+    internals = _inotify_internals(observer)
+    if internals is None:
+        return
+    orphans = [(wd, key) for wd, key in internals.registered if key not in internals.live]
+    if orphans:
+        internals.reader.remove_callbacks(orphans)
+
+
+def inotify_callbacks(observer: BaseObserver) -> int:
+    """How many callbacks the observer's inotify instance holds, over all its watches (0 when
+    it has none yet, or polls)."""
+    internals = _inotify_internals(observer)
+    return 0 if internals is None else len(internals.registered)
+
+
+@dataclass(frozen=True)
+class _Internals:
+    reader: Any  # watchdog's `InotifyFD`: a thread, and the inotify instance of every emitter
+    live: frozenset[int]  # the callback ids of the emitters' watch groups (each its group's id)
+    registered: list[tuple[int, int]]  # every (watch descriptor, callback id) the reader holds
+
+
+def _inotify_internals(observer: BaseObserver) -> _Internals | None:
+    """What no public API of watchdog says: an inotify observer's reader (`_inotify_fd`, made at
+        its first watch), each emitter's watch group (`_inotify`, registered under `id(group)`) and
+        the reader's callbacks per watch (`_watch_for_wd`, `Watch.callbacks`). Checked with watchdog
+        `CHECKED_WITH`; None for an observer that is not inotify's or has no watch yet. (An observer
+    made on a reader of remem's, which the emitters take publicly, would need none of them but a
+    watch group's id; watchdog's own makes its reader at its first watch, where the limits are met.)"""
+    if not isinstance(observer, _INOTIFY):
+        return None  # polling
+    try:
+        reader = cast(Any, observer)._inotify_fd
+        if reader is None:
+            return None
+        live = frozenset(
+            id(group) for emitter in observer.emitters if (group := cast(Any, emitter)._inotify) is not None
+        )
+        registered = [
+            (wd, key) for wd, watch in list(reader._watch_for_wd.items()) for key in list(watch.callbacks)
+        ]
+    except AttributeError as exc:
+        raise WatchdogChanged(_changed(str(exc))) from exc
+    return _Internals(reader, live, registered)
+
+
+def _changed(what: str) -> str:
+    return f"watchdog {VERSION_STRING} changed what remem reads of it ({what}); checked with {CHECKED_WITH}"
+
+
+def _lstat(path: str) -> os.stat_result:
+    """`os.lstat`, for polling, with a `st_mtime` that moves with the ctime too. watchdog's
+    snapshots tell a modification by mtime, size and inode only (and an attribute change by
+    mode and owner), so a file rewritten in place at its size with its mtime put back went
+    unheard; only its ctime tells. watchdog only compares `st_mtime` for inequality; the real
+    times stay in the `_ns` fields (decision 0440)."""
+    st = os.lstat(path)
+    # Its pickling form: the visible fields and the named rest, whichever the platform has.
+    _, (visible, extra) = cast("tuple[object, tuple[tuple[int, ...], dict[str, Any]]]", st.__reduce__())
+    return os.stat_result(visible, {**extra, "st_mtime": st.st_mtime + st.st_ctime})
+
+
+def _list(path: str | None) -> Iterator[os.DirEntry[str]]:
+    """A folder's entries, for polling: only ever called on a folder `lstat` found."""
+    return os.scandir(path)
