@@ -21,6 +21,8 @@ class Listener(Protocol):
 
     def post_exhausted(self, exc: OSError) -> None: ...
 
+    def post_failure(self, exc: Exception) -> None: ...
+
 
 class Exhausted(logging.Filter):
     """On watchdog's inotify log while `listen`ing: tells the listener of a folder of its that
@@ -37,12 +39,21 @@ class Exhausted(logging.Filter):
         _WATCHDOG_INOTIFY_LOG.removeFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # A logger's filter runs inside the `logger.warning` of whoever logs (watchdog's inotify
+        # dispatcher): raised there, it ended that thread, and every watch of the observer with
+        # it. An error of the listener's is handed over instead, as a watch's handler hands one.
+        try:
+            self._hear(record)
+        except Exception as exc:
+            self._listener.post_failure(exc)
+        return True
+
+    def _hear(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, tuple) else ()
         exc = next((a for a in args if isinstance(a, OSError)), None)
         path = args[0] if args and isinstance(args[0], (str, bytes)) else None
         if exc is not None and exc.errno in LIMITS and path is not None and self._mine(os.fsdecode(path)):
             self._listener.post_exhausted(exc)
-        return True
 
     def _mine(self, path: str) -> bool:
         folders = self._listener.watched_folders()
