@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .home import HOME_ENV, Home
-from .locks import bounded_file_lock
+from .locks import LockRefused, bounded_file_lock
 from .protocol.rpc import (
     APP_VERSION,
     DAEMON_HELLO,
@@ -475,6 +475,8 @@ def _start(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
 
 def _unstartable(paths: DaemonPaths, exc: OSError) -> str:
     """Why the daemon could not be started, when the system refused a file or the process."""
+    if isinstance(exc, LockRefused):  # says the file, the reason and the remedy itself
+        return f"the remem daemon could not be started: {exc}"
     where = exc.filename if exc.filename is not None else paths.home.state
     said = f"the remem daemon could not be started: {where}: {exc.strerror or exc}"
     if exc.errno in (errno.EACCES, errno.EPERM):

@@ -10,10 +10,14 @@ leave a scope locked. Three ways to take one:
 - `try_file_lock` never waits: for a lock whose holder may keep it for minutes, looked for again
   and again by its caller, which a cancel can then stop (a review's lock, held by another run of
   the session's consolidation, in `consolidation/runner.py`), or to ask whether a daemon runs.
-  `try_file_lock_strictly` is the same take for a caller that must tell a lock held from one the
-  file system refuses, and may leave a missing lock file unmade (an eval case's folder).
+  `try_file_lock_strictly` is the same take for a caller that may leave a missing lock file
+  unmade (an eval case's folder).
 - `bounded_file_lock` polls up to a deadline: for a lock that must never hold up its caller,
   whatever its holder does (the history's, the daemon's spawn lock).
+
+Only another holder makes a lock "held" (None, or a wait). A lock the file system refuses (ENOLCK
+on some network mounts, EIO) is `LockRefused`, whichever way it is taken: told apart, a bounded
+wait would run to its deadline and its caller blame another process, on every try, for good.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .fsutil import PRIVATE_FILE_MODE
+from .home import HOME_ENV
 
 # portalocker's import asks `tempfile` for a writable folder, the default of a semaphore class
 # remem never uses; where none can be written (a full /tmp, `ulimit -f 0`) that raised, and
@@ -46,17 +51,37 @@ else:
 
 
 class LockUnusable(Exception):
-    """Something other than a lock file stands where one must be (a folder, a symlink)."""
+    """No lock can be taken at `path`: something other than a lock file stands there (a folder, a
+    symlink). `said` is what the diagnostic carrying the path separately says of the file."""
 
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path} {LOCK_UNUSABLE.format(reason=reason)}")
+    def __init__(self, path: Path, reason: str, said: str | None = None) -> None:
         self.path, self.reason = path, reason
+        self.said = said or LOCK_UNUSABLE.format(reason=reason)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:  # never OSError's "[Errno N] …", which names neither file nor remedy
+        return f"{self.path} {self.said}"
+
+
+class LockRefused(LockUnusable, OSError):
+    """The file system refused to lock `path` (its errno kept): no lock can be taken in this home,
+    which no wait and no retry changes."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        name = errno.errorcode.get(cause.errno or 0, "")
+        reason = f"{cause.strerror or cause}{f' ({name})' if name else ''}"
+        super().__init__(path, reason, LOCK_REFUSED.format(reason=reason))
+        self.errno, self.strerror, self.filename, self.cause = cause.errno, cause.strerror, str(path), cause
 
 
 _POLL_SECONDS = 0.01  # a bounded wait's look again: holders of such locks hold them for milliseconds
 
 # Said of the file without its path, which the diagnostic that carries it names separately.
 LOCK_UNUSABLE = "cannot be used as a lock file ({reason}); remove it, remem recreates it"
+LOCK_REFUSED = (
+    "cannot be locked: {reason}; the file system it is on refuses locks: "
+    f"put remem's home on a local disk (--home or ${HOME_ENV})"
+)
 
 
 @contextmanager
@@ -64,8 +89,7 @@ def file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive (or shared) lock on `path`, creating the lock file user-only."""
     fd = _open(path)
     with os.fdopen(fd, "r+b") as handle:
-        flags = portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE
-        portalocker.lock(handle, flags)
+        _lock(handle, path, portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE)
         try:
             yield
         finally:
@@ -94,25 +118,21 @@ class LockHandle:
 
 
 def try_file_lock(path: Path) -> LockHandle | None:
-    """Take an exclusive lock without waiting; None when another holder has it."""
+    """Take an exclusive lock without waiting; None when another holder has it, LockRefused when
+    the file system refuses it."""
     return _lock_handle(path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
 
 
 def try_file_lock_strictly(path: Path, *, create: bool = True) -> LockHandle | None:
-    """`try_file_lock` for a caller that must tell a lock held from one that cannot be taken at
-    all: None only when another holder has it; the OSError when the file system refuses the lock
-    (ENOLCK on some network mounts), which `try_file_lock` answers None. With `create` False, a
+    """`try_file_lock` for a lock outside remem's home (an eval case's folder), which moving the
+    home does not move: a refusal is the file system's own OSError. With `create` False, a
     missing lock file is a FileNotFoundError, never made."""
-    handle = os.fdopen(_open(path, create=create), "r+b")
     try:
-        portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
-    except portalocker.AlreadyLocked:
-        handle.close()
-        return None
-    except portalocker.LockException as exc:
-        handle.close()
-        raise exc.__cause__ if isinstance(exc.__cause__, OSError) else OSError(str(exc)) from None
-    return LockHandle(handle)
+        return _lock_handle(
+            path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING, create=create
+        )
+    except LockRefused as exc:
+        raise exc.cause from None
 
 
 def held_elsewhere(path: Path) -> bool:
@@ -141,7 +161,8 @@ def acquire_file_lock(path: Path) -> LockHandle:
 
 def bounded_file_lock(path: Path, *, within: float, shared: bool = False) -> LockHandle | None:
     """Wait up to `within` seconds for a lock that outlives any one block of code (release it
-    yourself); None when another holder keeps it that long. For a lock whose wait must stay
+    yourself); None when another holder keeps it that long, LockRefused at once when the file
+    system refuses it. For a lock whose wait must stay
     bounded even when its holder stops in its work (a command suspended with Ctrl-Z): polled,
     since the kernel's wait has no timeout."""
     flags = (portalocker.LockFlags.SHARED if shared else portalocker.LockFlags.EXCLUSIVE) | (
@@ -155,15 +176,30 @@ def bounded_file_lock(path: Path, *, within: float, shared: bool = False) -> Loc
     return handle
 
 
-def _lock_handle(path: Path, flags: portalocker.LockFlags) -> LockHandle | None:
-    fd = _open(path)
-    handle = os.fdopen(fd, "r+b")
+def _lock_handle(path: Path, flags: portalocker.LockFlags, *, create: bool = True) -> LockHandle | None:
+    handle = os.fdopen(_open(path, create=create), "r+b")
     try:
-        portalocker.lock(handle, flags)
-    except portalocker.LockException:
+        taken = _lock(handle, path, flags)
+    except LockRefused:
+        handle.close()
+        raise
+    if not taken:
         handle.close()
         return None
     return LockHandle(handle)
+
+
+def _lock(handle: BinaryIO, path: Path, flags: portalocker.LockFlags) -> bool:
+    """Lock `handle`: False when another holder has it (only a non-blocking take can find that),
+    LockRefused when the file system will not lock it at all."""
+    try:
+        portalocker.lock(handle, flags)
+    except portalocker.AlreadyLocked:  # EAGAIN / EWOULDBLOCK, or EACCES where lockf says held so
+        return False
+    except portalocker.LockException as exc:
+        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else OSError(str(exc))
+        raise LockRefused(path, cause) from None
+    return True
 
 
 def _open(path: Path, *, create: bool = True) -> int:

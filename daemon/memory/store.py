@@ -31,7 +31,7 @@ from ..fsutil import (
     remove_stale_temps,
 )
 from ..home import Home
-from ..locks import LOCK_UNUSABLE, LockUnusable, file_lock
+from ..locks import LockUnusable, file_lock
 from ..os_names import is_utf8, shown
 from ..protocol.memory import (
     Actor,
@@ -588,7 +588,7 @@ def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         with file_lock(path, shared=shared):
             yield
     except LockUnusable as exc:
-        problem = _file_problem("unusable-lock", f"this file {LOCK_UNUSABLE.format(reason=exc.reason)}")
+        problem = _file_problem("unusable-lock", f"this file {exc.said}")
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
 
 
