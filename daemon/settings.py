@@ -139,7 +139,12 @@ PREDEFINED_PROVIDERS = {
     "deepseek": ProviderSettings(base_url="https://api.deepseek.com", api_key_env="DEEPSEEK_API_KEY"),
     "openai": ProviderSettings(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"),
     "ollama": ProviderSettings(base_url="http://127.0.0.1:11434/v1"),
+    # Anthropic's OpenAI SDK compatibility layer (decision 0493): chat completions only.
+    "anthropic": ProviderSettings(base_url="https://api.anthropic.com/v1", api_key_env="ANTHROPIC_API_KEY"),
 }
+# The predefined providers none of whose models is `consolidation.model`'s default, nor named as
+# one to use by their documentation: a route to one is refused until its model is chosen.
+MODEL_TO_CHOOSE = frozenset({"anthropic"})
 
 
 class Settings(_Strict):

@@ -11,6 +11,15 @@ from .route import InvalidBaseUrl, Route, open_client
 log = logging.getLogger("remem.daemon")
 MAX_MODELS = 500
 _TIMEOUT_SECONDS = 5.0
+# Why a predefined provider may list none through the OpenAI client, and what to do instead.
+_WHY = {
+    "anthropic": (
+        ": Anthropic's OpenAI compatibility layer documents chat completions only, and its own "
+        "model list asks for the x-api-key and anthropic-version headers, which the OpenAI client "
+        "does not send; choose a model id from Anthropic's models overview with `remem settings "
+        "model --provider anthropic --model …`"
+    ),
+}
 
 
 async def list_models(route: Route) -> tuple[list[str], str | None]:
@@ -30,7 +39,8 @@ async def list_models(route: Route) -> tuple[list[str], str | None]:
     except APIError as exc:
         reason = f"HTTP {exc.status_code}" if isinstance(exc, APIStatusError) else type(exc).__name__
         log.info("%s lists no models at %s (%s)", route.provider, route.shown_url, reason)
-        return [], f"{route.provider} did not list its models at {route.shown_url} ({reason})"
+        said = f"{route.provider} did not list its models at {route.shown_url} ({reason})"
+        return [], said + _WHY.get(route.provider, "")
     finally:
         await client.close()
     if not ids:

@@ -32,7 +32,7 @@ from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
 from ..safe_open import open_linked, read_capped, refused, standing_at
-from ..settings import Settings
+from ..settings import MODEL_TO_CHOOSE, Settings
 from ..swap import discard
 
 if TYPE_CHECKING:
@@ -104,17 +104,25 @@ def open_client(route: Route, **options: Any) -> AsyncOpenAI:
         raise InvalidBaseUrl(credentials.redact(str(exc))) from None
 
 
-def resolve_route(home: Home, settings: Settings) -> Route:
+def resolve_route(home: Home, settings: Settings, *, listing: bool = False) -> Route:
+    """The route `settings` choose; RouteError saying what to set when there is none. `listing`:
+    the route only lists the provider's models, so the model need not be chosen yet."""
     config = settings.consolidation
     provider = settings.all_providers()[config.provider]  # parse_settings checked that it exists
     limit = provider.max_output_tokens
     capped = limit is not None and limit < config.max_tokens
     _remember_login(provider.base_url)
+    api_key = _api_key(home, config.provider, provider.api_key_env)  # a missing key is said first
+    if not listing and config.provider in MODEL_TO_CHOOSE and "model" not in config.model_fields_set:
+        raise RouteError(
+            f"{config.provider} has no default model: choose one with `remem settings model "
+            f"--provider {config.provider} --model …`, the model id as {config.provider} names it"
+        )
     return Route(
         provider=config.provider,
         model=config.model,
         base_url=provider.base_url,
-        api_key=_api_key(home, config.provider, provider.api_key_env),
+        api_key=api_key,
         max_tokens=limit if capped and limit is not None else config.max_tokens,
         max_tokens_setting=f"providers.{config.provider}.max_output_tokens"
         if capped

@@ -197,7 +197,9 @@ class ConsolidationMethods:
             if params.provider not in settings.all_providers():
                 raise refused("INVALID", f"`{params.provider}` is not a provider")
             chosen = settings.consolidation.model_copy(update={"provider": params.provider})
-            return resolve_route(self.home, settings.model_copy(update={"consolidation": chosen}))
+            return resolve_route(
+                self.home, settings.model_copy(update={"consolidation": chosen}), listing=True
+            )
 
         try:
             found = await asyncio.to_thread(route)

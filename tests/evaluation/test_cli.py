@@ -85,7 +85,10 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     assert (
         unknown.returncode == 2 and "--provider nowhere is not a provider of your settings" in unknown.stderr
     )
-    assert "deepseek, fake, ollama, openai" in unknown.stderr and "evaluated settings" not in unknown.stderr
+    assert (
+        "anthropic, deepseek, fake, ollama, openai" in unknown.stderr
+        and "evaluated settings" not in unknown.stderr
+    )
 
 
 def test_a_failing_route_is_not_reported_as_the_models_figures(user_home: Home, fake: FakeOpenAI) -> None:
