@@ -95,6 +95,8 @@ _NEVER = 1 << 63  # a `live_until` the clock never reaches: no liveness hangs on
 # the mtime says nothing about recency (decision 0441).
 FUTURE_SLACK_NS = 60 * 1_000_000_000
 Known = tuple[str, os.stat_result, LogRow | None]  # a log at its `stat`, and its index row if any
+# remem's titles and archive states, why its file is unusable (None when it is not), DSH's archive list.
+Shown = tuple[dict[str, SessionMeta], str | None, frozenset[str]]
 # Told (logs read, logs to read) while a listing indexes what changed.
 Progress = Callable[[int, int], None]
 
@@ -338,6 +340,8 @@ class SessionCatalog:
         self.key_variables = frozenset(key_variables)
         # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
         self.continuations = memo.continuations if memo is not None else Continuations()
+        # What this catalog last read of the files besides the logs, at their stamps (`_shown_files`).
+        self._kept_shown: tuple[tuple[Stamp | None, ...], Shown] | None = None
 
     @classmethod
     def open(
@@ -538,10 +542,9 @@ class SessionCatalog:
             processes = self._running()
         rows, files, errors = self._refresh(wanted, progress)
         now_ns = time.time_ns()
-        metas, unreadable = self.metadata.read()
+        metas, unreadable, dsh = self._shown_files()
         if unreadable is not None:
             errors.append(ListError(path=str(self.metadata.path), message=unreadable))
-        dsh = dsh_archived()
         # A Codex thread's rollouts a revert superseded are its history, not sessions (decision 0366).
         superseded = superseded_rollouts(row for row, _ in rows)
         rows = [(row, st) for row, st in rows if row.path not in superseded] if superseded else rows
@@ -579,6 +582,20 @@ class SessionCatalog:
             running=processes,
             absent=absent,
         )
+
+    def _shown_files(self) -> Shown:
+        """remem's titles and archive states (with why its file is unusable) and DSH's archive
+        list. A catalog kept between listings reuses what it read last while both files' stamps,
+        old enough to be trusted (`settled`), prove them unchanged: stamped before reading, so a
+        write from then on moves the stamp the next listing compares (decision 0489)."""
+        stamps = (file_stamp(str(self.metadata.path)), file_stamp(str(dsh_registry())))
+        kept = self._kept_shown
+        if kept is not None and kept[0] == stamps and settled(stamps, time.time_ns()):
+            return kept[1]
+        metas, unreadable = self.metadata.read()
+        shown = (metas, unreadable, dsh_archived())
+        self._kept_shown = (stamps, shown)
+        return shown
 
     def wrote(self, path: Path) -> None:
         """`path` is a log remem itself just wrote: the memo hears of it now, since the
