@@ -32,6 +32,7 @@ from .. import safe_yaml
 from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_rewrite, refused_as_unwritable
 from ..home import Home
+from ..os_names import is_utf8, shown
 from ..protocol.consolidation import Attempt, HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
@@ -43,6 +44,10 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # receipt stands, and the next write of it removes the temp (decision 0411).
 AFTER_TEMP_WRITE = "consolidation.receipt.after-temp-write"
 CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit semantics change
+NAME_NOT_UTF8 = (
+    "its name is not UTF-8 (shown with \\x escapes), so it is no receipt: remem names each "
+    "<review-id>.md; rename or remove the file"
+)
 
 
 SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
@@ -260,6 +265,9 @@ class ReceiptStore:
         """Every readable receipt, oldest first, and each file that is not one, with why."""
         receipts, errors = [], []
         for path in self._files():
+            if not is_utf8(path.name):  # no review id is: an answer holding it failed to be sent
+                errors.append(ListError(path=shown(str(path)), message=NAME_NOT_UTF8))
+                continue
             try:
                 receipts.append(self._cached(path))
             except FileNotFoundError:  # replaced or removed since the glob

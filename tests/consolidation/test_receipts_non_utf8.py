@@ -1,0 +1,54 @@
+"""A file in the receipts' folder whose name is not UTF-8 is no receipt: `remem receipts` says it
+as an error of its own, by its name with the bad bytes as `\\xNN`, and lists every receipt else.
+Its raw name failed the daemon's answer as a bug (exit 4), and `--no-daemon` printed it with the
+surrogates Python keeps such bytes as; both are run here as the real `remem` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.consolidation.receipts import NAME_NOT_UTF8
+from remem.daemon.home import Home
+from tests.test_cli_receipts_order import reviewed
+
+
+def _remem(home: Home, *args: str, daemon: bool) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != NO_DAEMON_ENV}
+    env.update({} if daemon else {NO_DAEMON_ENV: "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args],
+        capture_output=True, text=True, errors="backslashreplace", env=env, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_a_receipt_file_named_not_utf8_is_its_own_error(home: Home, daemon: bool) -> None:
+    reviewed(home, "session-kept", "a", "2026-01-01T00:00:00Z")
+    folder = home.root / "memory" / "reviews"
+    try:
+        (folder / os.fsdecode(b"\xff.md")).symlink_to("/etc/hostname")
+        (folder / os.fsdecode(b"b\xfe.md")).write_text("junk")
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    try:
+        done = _remem(home, "receipts", "--json", daemon=daemon)
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert answer["errors"] == [
+            {"path": f"{folder}/\\xff.md", "message": NAME_NOT_UTF8},
+            {"path": f"{folder}/b\\xfe.md", "message": NAME_NOT_UTF8},
+        ]
+        assert [r["source"]["session"] for r in answer["receipts"]] == ["session-kept"]
+        text = _remem(home, "receipts", daemon=daemon)
+        assert text.returncode == 0, text.stderr
+        assert f"error: {folder}/b\\xfe.md: {NAME_NOT_UTF8}\n" in text.stderr
+        assert "\\udc" not in text.stderr  # no surrogate written out as such
+    finally:
+        if daemon:
+            assert _remem(home, "daemon", "stop", daemon=True).returncode == 0
