@@ -101,21 +101,24 @@ class Home:
         """Create the fixed folders (0700); existing ones, and a hand-made `settings.yml`, are
         tightened to user-only, never loosened. A symbolic link at any of them, or at a folder or
         file remem makes in them (`ENTRIES`), is refused: remem would read and write through it."""
-        for folder in (
-            self.root,
-            self.memory,
-            self.workspaces,
-            self.reviews,
-            self.sessions,
-            self.state,
-            self.locks,
-        ):
+        for folder in self._layout:
             self._make_folder(folder)
         for entry in self._entries:  # a parent before its children: the last part is enough
             if entry.is_symlink():
                 raise HomeUnusable(linked_message(entry, self.root))
         _tighten(self.settings_file)
         return self
+
+    def refuse_unusable_layout(self) -> Home:
+        """HomeUnusable when a link or a file stands where `ensure_layout` makes a folder, in its
+        words; nothing made: for what lays the home out only once it is used."""
+        for folder in self._layout:
+            self.refuse_unusable(folder)
+        return self
+
+    @cached_property
+    def _layout(self) -> tuple[Path, ...]:
+        return (self.root, self.memory, self.workspaces, self.reviews, self.sessions, self.state, self.locks)
 
     @cached_property
     def _entries(self) -> tuple[Path, ...]:

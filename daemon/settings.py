@@ -312,8 +312,8 @@ def _line_of(node: yaml.Node | None, location: list[str]) -> int:
 
 class SettingsStore:
     """Reads `settings.yml` and updates it with CAS on the file's revision. Only an update makes
-    the home's folders: a read of a home never made (`remem eval`'s) leaves none. A command that
-    also builds a `MemoryStore` (`settings model` without the daemon) lays the home out there."""
+    the home's folders: a read of a home never made (`remem eval`'s, `settings model`'s) leaves
+    none."""
 
     def __init__(self, home: Home) -> None:
         self.home = home

@@ -170,7 +170,7 @@ class AgentUpdates:
         """Reads through `cache`, a snapshot cache over `store`."""
         self.store = store
         self.cache = cache
-        self.trail = AuditTrail(store.home)
+        self.trail = AuditTrail(store.where)
         # Rendered contexts by (Global revision, workspace revision): equal revisions, equal text.
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._texts_lock = threading.Lock()

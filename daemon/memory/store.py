@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
@@ -119,9 +120,16 @@ class MemoryStore:
     ) -> None:
         """`defer_history`: a commit returns before its history entry is written (the daemon).
         `attribute`: who made a state the history finds unrecorded, when a record says (`History`)."""
-        self.home = home.ensure_layout()
-        self.history = History(self.home, enabled=history, deferred=defer_history, attribute=attribute)
+        # Laid out at its first use (`home`); what stands in the way is said now, as it always was.
+        self.where = home.refuse_unusable_layout()  # its paths: for what only names files there
+        self.history = History(home, enabled=history, deferred=defer_history, attribute=attribute)
         self._odd_infos: set[Path] = set()  # irregular workspace.json files already logged
+
+    @cached_property
+    def home(self) -> Home:
+        """The home, laid out at the store's first use of it: a command that never reads or
+        writes memory through the store (`settings model`, `receipts`) makes nothing there."""
+        return self.where.ensure_layout()
 
     # -- Global ---------------------------------------------------------------------------
 
