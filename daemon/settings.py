@@ -334,9 +334,7 @@ class SettingsStore:
             self.home.refuse_linked_write(self.home.settings_file, change)
             existing = self._existing()
             raw = existing or b""
-            if revision_of(raw) != expected_revision:
-                raise SettingsConflict(revision_of(raw))
-            new_raw, unkept = _updated(raw, str(self.home.settings_file), changes)
+            new_raw, unkept = _planned(raw, str(self.home.settings_file), expected_revision, changes)
             self._publish(new_raw, ABSENT if existing is None else digest(existing), change)
             if unkept is not None:  # the daemon's log; a command says it itself (`rewritten_whole`)
                 log.info(
@@ -371,11 +369,25 @@ def model_changes(provider: str, model: str) -> dict[str, str]:
     return {"consolidation.provider": provider, "consolidation.model": model}
 
 
-def rewritten_whole(raw: bytes, changes: Mapping[str, Any]) -> str | None:
-    """Why an update of the file holding `raw` with `changes` rewrites it whole, its comments
-    and layout lost; None when it sets them in the user's text. The same bytes are updated
-    alike: a command that sent its change to the daemon, at `raw`'s revision, says it thus."""
-    return _updated(raw, "settings.yml", changes)[1]
+def rewritten_whole(raw: bytes, expected_revision: str, changes: Mapping[str, Any]) -> str | None:
+    """Why `SettingsStore.update(expected_revision, changes)` of the file holding `raw` rewrites
+    it whole, its comments and layout lost; None when it sets them in the user's text, or
+    refuses the update as stale. The same bytes are updated alike: a command that sent its
+    change to the daemon says it thus of the bytes it read."""
+    try:
+        return _planned(raw, "settings.yml", expected_revision, changes)[1]
+    except SettingsConflict:
+        return None
+
+
+def _planned(
+    raw: bytes, source: str, expected_revision: str, changes: Mapping[str, Any]
+) -> tuple[bytes, str | None]:
+    """`_updated`, once `raw` is at `expected_revision` (else SettingsConflict): what an update
+    writes, decided here alone."""
+    if revision_of(raw) != expected_revision:
+        raise SettingsConflict(revision_of(raw))
+    return _updated(raw, source, changes)
 
 
 def _updated(raw: bytes, source: str, changes: Mapping[str, Any]) -> tuple[bytes, str | None]:

@@ -255,12 +255,11 @@ def _send(backend: Backend, chosen: SelectModelParams) -> ModelSettings:
     """Send the choice, and say when it rewrote settings.yml whole, its comments and layout
     lost (decision 0463): the daemon updates the bytes of the revision it is sent, which this
     command reads first, alike (`rewritten_whole`)."""
-    from ..settings import SettingsError, model_changes, read_settings_file, revision_of, rewritten_whole
+    from ..settings import SettingsError, model_changes, read_settings_file, rewritten_whole
 
     try:
         raw = read_settings_file(backend.home.settings_file) or b""
-        same = revision_of(raw) == chosen.expectedRevision  # else refused as stale, and chosen again
-        unkept = rewritten_whole(raw, model_changes(chosen.provider, chosen.model)) if same else None
+        unkept = rewritten_whole(raw, chosen.expectedRevision, model_changes(chosen.provider, chosen.model))
     except SettingsError:
         unkept = None  # the daemon refuses the choice, saying why
     answer = backend.api().select_model(chosen)
