@@ -136,11 +136,11 @@ class _Internals:
 
 def _inotify_internals(observer: BaseObserver) -> _Internals | None:
     """What no public API of watchdog says: an inotify observer's reader (`_inotify_fd`, made at
-        its first watch), each emitter's watch group (`_inotify`, registered under `id(group)`) and
-        the reader's callbacks per watch (`_watch_for_wd`, `Watch.callbacks`). Checked with watchdog
-        `CHECKED_WITH`; None for an observer that is not inotify's or has no watch yet. (An observer
-    made on a reader of remem's, which the emitters take publicly, would need none of them but a
-    watch group's id; watchdog's own makes its reader at its first watch, where the limits are met.)"""
+    its first watch), each emitter's watch group (`_inotify`, registered under `id(group)`) and
+    the reader's callbacks per watch (`_watch_for_wd`, `Watch.callbacks`). Checked with watchdog
+    `CHECKED_WITH`; None for an observer that is not inotify's or has no watch yet. A reader of
+    remem's own (the emitters take one publicly) would spare the first, but watchdog's observer
+    makes its reader at its first watch, where inotify's limits are met and said."""
     if not isinstance(observer, _INOTIFY):
         return None  # polling
     try:
