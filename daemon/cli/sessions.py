@@ -25,7 +25,7 @@ from ..protocol.rpc import (
     SessionParams,
     TranscriptParams,
 )
-from ..protocol.sessions import ROLLED_BACK, ReviewState, SessionFormat
+from ..protocol.sessions import ROLLED_BACK, ListError, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots, unique_roots
 from ..validation import one_line
@@ -106,7 +106,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
     for error in listing.errors:
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
-        _none_found(backend, params.cwd, roots, unreadable=len(listing.errors))
+        _none_found(backend, params.cwd, roots, listing.errors)
     say(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
 
 
@@ -133,7 +133,7 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
     for error in answer.errors:  # as `list` says them: an unreadable workspace is not an empty one
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not nodes:
-        _none_found(backend, params.cwd, roots, unreadable=len(answer.errors))
+        _none_found(backend, params.cwd, roots, answer.errors)
 
 
 def harness_badge(session_format: SessionFormat) -> str:
@@ -152,9 +152,15 @@ def problems_badge(problems: int) -> str:
     return f"[{problems} problem{'' if problems == 1 else 's'}]" if problems else ""
 
 
-def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unreadable: int = 0) -> None:
+def _none_found(
+    backend: Backend, cwd: str | None, roots: Sequence[Path], errors: Sequence[ListError]
+) -> None:
     """What an empty answer means, where remem looked, and where to go from it: said on stderr,
-    so the output stays empty for scripts."""
+    so the output stays empty for scripts. A folder the answer's `errors` name is not said to be
+    missing: its error, above, says why it was not read (a root whose name is not UTF-8 is
+    named by its shown path, where no folder is)."""
+    unreadable = len(errors)
+    said = {error.path for error in errors}
     harnesses = sorted(HARNESS_NAMES.values())
     where = "" if cwd is None else f"of {cwd} "
     if cwd is not None and not os.path.isdir(cwd):  # a typo, or a project moved since: either way, said
@@ -172,7 +178,8 @@ def _none_found(backend: Backend, cwd: str | None, roots: Sequence[Path], unread
     defaults = [d for d in defaults if d.path in paths or unique_roots([*read, d]) != read]
     for folder in looked_in(paths, defaults):
         whose = f"{HARNESS_NAMES[folder.harness]}'s folder" if folder.harness else ""
-        what = ", ".join(part for part in (whose, "" if folder.exists else _missing(folder.path)) if part)
+        fine = folder.exists or str(folder.path) in said
+        what = ", ".join(part for part in (whose, "" if fine else _missing(folder.path)) if part)
         say(f"  {one_line(str(folder.path))}{f' ({what})' if what else ''}", err=True)
     say(
         f"Add a folder under sessions.roots in {backend.home.settings_file}, "

@@ -5,12 +5,13 @@ folder in one format: remem's own root and DSH's are DSH; `~/.claude/projects` (
 `$CLAUDE_CONFIG_DIR/projects`) is Claude Code; `~/.codex/sessions` and
 `~/.codex/archived_sessions` (or under `$CODEX_HOME`) are Codex. Each default root is used only
 when it exists. A configured root may name its format; a plain path is recognised by its
-layout (decision 0120). Every format is served through the same interface, `Source`: which
-files of a root are sessions (all, or those that can belong to one workspace), and what one
-file says at one revision, for the index. DSH's adapter is the catalog's own reader path,
-which continues a grown log from its resume point; Codex's goes on from the tally of what it
-read last (decision 0350); Claude Code's from the graph it read last, while the conversation
-only went on (decision 0351).
+layout (decision 0120). A root whose name is not UTF-8 (from a variable, or a `~` of such a
+`HOME`) is never read: the listing says it as the root's error (decision 0494). Every format
+is served through the same interface, `Source`: which files of a root are sessions (all, or
+those that can belong to one workspace), and what one file says at one revision, for the index.
+DSH's adapter is the catalog's own reader path, which continues a grown log from its resume
+point; Codex's goes on from the tally of what it read last (decision 0350); Claude Code's from
+the graph it read last, while the conversation only went on (decision 0351).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..home import Home
+from ..os_names import is_utf8, shown
 from ..protocol.sessions import SessionFormat
 from ..safe_open import kind_of
 
@@ -187,10 +189,13 @@ def not_a_folder(path: Path) -> str | None:
 
 
 def configured_roots(entry: str | SessionRootSetting) -> list[Root]:
-    """The roots a `sessions.roots` entry names (`harness_home` for a harness's own folder)."""
+    """The roots a `sessions.roots` entry names (`harness_home` for a harness's own folder);
+    one whose name is not UTF-8 (a `~` of a HOME whose name is not) is one root said unread."""
+    path = _absolute(entry if isinstance(entry, str) else entry.path)
+    if not is_utf8(str(path)):
+        return [_misnamed(path, None if isinstance(entry, str) else entry.format)]
     if isinstance(entry, str):
-        return named_roots(_absolute(entry))
-    path = _absolute(entry.path)
+        return named_roots(path)
     found = detect_format(path)
     try:
         home = harness_home(path, found)
@@ -270,10 +275,28 @@ def default_roots() -> list[Root]:
     names them all): the session folders of each home (`HARNESS_HOMES`), taken from the
     harness's variable, else its default."""
     return [
-        Root(home.path() / folder, fmt, implicit=True)
+        _default_root(home.path() / folder, fmt)
         for fmt, home in HARNESS_HOMES.items()
         for folder in home.folders
     ]
+
+
+def _default_root(path: Path, fmt: SessionFormat) -> Root:
+    """The default root at `path`; one whose name is not UTF-8 is said unread only where a
+    folder is there, as any default root is read only then."""
+    if is_utf8(str(path)):
+        return Root(path, fmt, implicit=True)
+    unread = _misnamed(path, fmt)
+    return unread if os.path.isdir(path) else Root(unread.path, fmt, implicit=True)
+
+
+def _misnamed(path: Path, fmt: SessionFormat | None) -> Root:
+    """The root at `path`, whose name is not UTF-8, by its shown name and never looked into: the
+    index, the listing and the daemon's answers hold paths as UTF-8 text, where its name failed
+    every command that stored or sent it. Its format (`fmt`, else DSH) is only a label."""
+    from .roots import NAME_REASON  # only for such a name: it costs the reader's imports
+
+    return Root(Path(shown(str(path))), fmt or "dsh", problem=NAME_REASON)
 
 
 def all_roots(
@@ -284,7 +307,8 @@ def all_roots(
     first named with."""
     roots = [Root(home.sessions, "dsh", implicit=True)]
     roots += [root for entry in configured for root in configured_roots(entry)]
-    roots += [root for root in (default_roots() if defaults is None else defaults) if root.path.is_dir()]
+    chosen = default_roots() if defaults is None else defaults
+    roots += [root for root in chosen if root.problem is not None or root.path.is_dir()]
     return unique_roots(roots)
 
 
