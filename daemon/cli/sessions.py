@@ -83,7 +83,8 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
     if as_json:
         emit_json(listing)
         return
-    width = max((len(s.id) for s in listing.sessions), default=0)  # ids differ in length by harness
+    ids = [one_line(s.id) for s in listing.sessions]  # a file's name may hold a newline
+    width = max(map(len, ids), default=0)  # ids differ in length by harness
     badges = [
         " ".join(
             mark
@@ -98,11 +99,11 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         for s in listing.sessions
     ]
     column = max(map(len, badges), default=0)  # so every title starts at one column
-    for s, badge in zip(listing.sessions, badges, strict=True):
+    for s, shown_id, badge in zip(listing.sessions, ids, badges, strict=True):
         turns = f"{s.turns:>3} {'turn' if s.turns == 1 else 'turns':<5}"
         marks = f" {badge:<{column}}" if column else ""
         title = one_line(s.title or "(untitled)")
-        say(f"{s.id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{marks}  {title}")
+        say(f"{shown_id:<{width}}  {_age(s.createdAt)}  {s.kind:<8} {turns}{marks}  {title}")
     for error in listing.errors:
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
@@ -129,7 +130,8 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
         marks = (harness_badge(node.format), review_badge(node.review), problems_badge(node.problems))
         flags += "".join(f" {mark}" for mark in marks if mark)
         flags += " (archived)" if node.archived else ""
-        say(f"{'  ' * node.depth}{node.kind}: {one_line(node.title or node.id)}{extra}{flags}  {node.id}")
+        title = one_line(node.title or node.id)  # a file's name, so an id, may hold a newline
+        say(f"{'  ' * node.depth}{node.kind}: {title}{extra}{flags}  {one_line(node.id)}")
     for error in answer.errors:  # as `list` says them: an unreadable workspace is not an empty one
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not nodes:
