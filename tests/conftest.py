@@ -53,7 +53,7 @@ def latin1_folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(home: Home) -> MemoryStore:
-    return MemoryStore(home)
+    return MemoryStore(home.ensure_layout())  # the store lays it out only once it is used
 
 
 @pytest.fixture

@@ -710,6 +710,7 @@ def test_a_log_cache_or_marker_linked_out_of_the_home_is_never_written(
     outside = tmp_path / "outside"
     outside.mkdir()
     store = MemoryStore(home)
+    assert store.home.state.is_dir()  # laid out at its first use: before the link is made
     if linked == "cache":  # a repository of its own, its cache folder a link
         commits(store, workspace, ["alpha", "beta"])
         (home.root / "history" / FOLDER).symlink_to(outside)
