@@ -187,7 +187,7 @@ def claude_mcp(cc: ClaudeCode, env: dict[str, str], *args: str) -> str:
 
 @pytest.mark.slow
 def test_claude_code_connects_to_the_server_the_printed_command_adds(tmp_path: Path) -> None:
-    home = tmp_path / "remem-home"  # made by the server Claude Code starts, so by its REMEM_HOME
+    home = tmp_path / "remem-home"
     command = pasted(print_config(home, "--harness", "claude").stdout, CLAUDE_TITLE)
     with FakeAnthropic() as fake:
         cc, env = claude_code(tmp_path / "claude", fake)
@@ -198,7 +198,8 @@ def test_claude_code_connects_to_the_server_the_printed_command_adds(tmp_path: P
         got = claude_mcp(cc, env, "get", "remem")  # starts the server and asks it, as `claude` does
     assert "Status: ✔ Connected" in got, got
     assert f"Command: {REMEM}\n" in got and "Args: --no-daemon mcp\n" in got, got
-    assert (home / "memory").is_dir()
+    assert f"REMEM_HOME={home}" in got, got
+    assert not home.exists()  # connecting reads, and a read makes nothing (decision 0492)
 
 
 @pytest.mark.slow
@@ -212,7 +213,8 @@ def test_claude_code_connects_to_the_server_of_the_printed_mcp_json(tmp_path: Pa
         (cc.config_dir / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
         got = claude_mcp(cc, env, "get", "remem")
     assert "Scope: Project config" in got and "Status: ✔ Connected" in got, got
-    assert (home / "memory").is_dir()
+    assert f"REMEM_HOME={home}" in got, got
+    assert not home.exists()  # connecting reads, and a read makes nothing (decision 0492)
 
 
 @pytest.mark.slow
