@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..os_names import is_utf8
+from ..os_names import is_utf8, shown
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from ..safe_open import Walk, open_regular, reason
 from .formats import jsonl
@@ -63,7 +63,6 @@ from .roots import (
     folder_entries,
     not_regular,
     root_fingerprint,
-    shown_path,
     unreadable_folder,
 )
 from .sources import FileScan, detect_format
@@ -631,14 +630,14 @@ def _take(entry: os.DirEntry[str], files: list[LogFile], rejected: list[Rejected
     except FileNotFoundError:
         return  # gone since the folder was read
     except OSError as exc:
-        rejected.append(Rejected(shown_path(entry.path), f"cannot be read: {exc.strerror or exc}"))
+        rejected.append(Rejected(entry.path, f"cannot be read: {exc.strerror or exc}"))
         return
     if not is_utf8(entry.path):
-        rejected.append(Rejected(shown_path(entry.path), NAME_REASON))
+        rejected.append(Rejected(entry.path, NAME_REASON))
     elif stat.S_ISREG(st.st_mode):
         files.append(LogFile(entry.path, st))
     else:
-        rejected.append(Rejected(Path(entry.path), not_regular(st.st_mode)))
+        rejected.append(Rejected(entry.path, not_regular(st.st_mode)))
 
 
 def claude_folders(cwd: str) -> tuple[str, int]:
@@ -663,7 +662,7 @@ class ClaudeCodeSource:
             if wanted is not None and not _may_hold(project.name, *wanted):
                 continue
             if project.is_symlink():
-                rejected.append(Rejected(Path(project.path), LINK_REASON))
+                rejected.append(Rejected(project.path, LINK_REASON))
             elif project.is_dir(follow_symlinks=False) and not project.name.startswith("."):
                 scanned.append(f"{project.path}{os.sep}")
                 self._project(project.path, files, rejected)
@@ -679,7 +678,7 @@ class ClaudeCodeSource:
     def _project(self, folder: str, files: list[LogFile], rejected: list[Rejected]) -> None:
         for entry in folder_entries(folder, rejected):
             if entry.is_symlink():
-                rejected.append(Rejected(Path(entry.path), LINK_REASON))
+                rejected.append(Rejected(entry.path, LINK_REASON))
             elif entry.name.endswith(".jsonl"):
                 _take(entry, files, rejected)
             elif entry.is_dir(follow_symlinks=False):
@@ -691,22 +690,22 @@ class ClaudeCodeSource:
         except (FileNotFoundError, NotADirectoryError):
             return  # a session folder without subagents
         except OSError as exc:  # the session folder cannot be looked into: its subagents unknown
-            rejected.append(Rejected(shown_path(os.path.dirname(folder)), unreadable_folder(exc)))
+            rejected.append(Rejected(os.path.dirname(folder), unreadable_folder(exc)))
             return
         if stat.S_ISLNK(mode):  # scandir would follow it out of the root
-            rejected.append(Rejected(Path(folder), LINK_REASON))
+            rejected.append(Rejected(folder, LINK_REASON))
             return
         entries = folder_entries(folder, rejected) if stat.S_ISDIR(mode) else []
         names = {e.name for e in entries}
         for entry in entries:
             if entry.is_symlink():
-                rejected.append(Rejected(Path(entry.path), LINK_REASON))
+                rejected.append(Rejected(entry.path, LINK_REASON))
             elif entry.name.endswith(".jsonl"):
                 _take(entry, files, rejected)
             elif entry.name.endswith(".meta.json"):
                 transcript = entry.name.removesuffix(".meta.json") + ".jsonl"
                 if transcript not in names:
-                    rejected.append(Rejected(Path(entry.path), SIDECAR_REASON.format(name=transcript)))
+                    rejected.append(Rejected(entry.path, SIDECAR_REASON.format(name=shown(transcript))))
 
     def index(self, path: Path, revision: str, root: Path | None = None) -> Update:
         return _index(self.format, path, revision, root)
@@ -831,7 +830,7 @@ class CodexSource:
             folder, depth = folders.pop()
             for entry in folder_entries(folder, rejected):
                 if entry.is_symlink():
-                    rejected.append(Rejected(Path(entry.path), LINK_REASON))
+                    rejected.append(Rejected(entry.path, LINK_REASON))
                 elif entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
                     _take(entry, files, rejected)
                 elif depth < 3 and entry.is_dir(follow_symlinks=False):

@@ -49,15 +49,23 @@ def folder_entries(path: str, rejected: list[Rejected]) -> list[os.DirEntry[str]
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as exc:
-        rejected.append(Rejected(shown_path(path), unreadable_folder(exc)))
+        rejected.append(Rejected(path, unreadable_folder(exc)))
         return []
 
 
-class Rejected(NamedTuple):
-    """Something in a root that looks like a session but is not read, and why."""
-
+class _Refusal(NamedTuple):
     path: Path
     reason: str
+
+
+class Rejected(_Refusal):
+    """Something in a root that looks like a session but is not read, and why. Its path is kept
+    by its shown name (`shown_path`) whatever the caller passes: a refusal is stored and sent as
+    UTF-8, and it is often of a name that is not (a link or a stray file is refused before its
+    name is checked), so no branch that refuses can forget it (decision 0495)."""
+
+    def __new__(cls, path: str | Path, reason: str) -> Rejected:
+        return super().__new__(cls, shown_path(str(path)), reason)
 
 
 FLAT_REASON = "flat log file outside a session directory; DSH only reads <project>/<session>/<log>"
@@ -101,16 +109,16 @@ def _logs_in(session_dir: str, rejected: list[Rejected]) -> Iterator[tuple[Encod
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:  # the folder, not each log name in it
-            rejected.append(Rejected(shown_path(session_dir), unreadable_folder(exc)))
+            rejected.append(Rejected(session_dir, unreadable_folder(exc)))
             return
         if not is_utf8(path):
-            rejected.append(Rejected(shown_path(path), NAME_REASON))
+            rejected.append(Rejected(path, NAME_REASON))
         elif stat.S_ISREG(st.st_mode):
             yield encoding, LogFile(path, st)
         elif stat.S_ISLNK(st.st_mode):
-            rejected.append(Rejected(Path(path), LINK_REASON))
+            rejected.append(Rejected(path, LINK_REASON))
         else:
-            rejected.append(Rejected(Path(path), not_regular(st.st_mode)))
+            rejected.append(Rejected(path, not_regular(st.st_mode)))
 
 
 def _projects(
@@ -133,19 +141,19 @@ def _log_files(
         if project.name.startswith("."):
             continue  # a project folder is always `--<slug>--`: a dot folder is no project
         if project.is_symlink():
-            rejected.append(Rejected(Path(project.path), LINK_REASON))
+            rejected.append(Rejected(project.path, LINK_REASON))
             continue
         if not project.is_dir(follow_symlinks=False):
             continue
         # No dot filter here: DSH keeps a leading `.` of a session id in its folder's name.
         for entry in folder_entries(project.path, rejected):
             if entry.is_symlink():
-                rejected.append(Rejected(Path(entry.path), LINK_REASON))
+                rejected.append(Rejected(entry.path, LINK_REASON))
             elif entry.is_dir(follow_symlinks=False):
                 for encoding, log in _logs_in(entry.path, rejected):
                     found[encoding].append(log)
             elif entry.is_file(follow_symlinks=False) and FLAT_LOG_NAME.match(entry.name):
-                rejected.append(Rejected(Path(entry.path), FLAT_REASON))
+                rejected.append(Rejected(entry.path, FLAT_REASON))
     return found, rejected
 
 
