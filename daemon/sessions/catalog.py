@@ -25,7 +25,6 @@ from typing import Literal
 
 from ..home import Home
 from ..locks import LockUnusable, try_file_lock
-from ..memory.stamps import Stamp
 from ..protocol.sessions import (
     ListError,
     Listing,
@@ -67,7 +66,7 @@ from .harness_sources import (
 )
 from .index import UNKEPT, Continuation, LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem, listed_title
-from .memo import Answer, ListingMemo, file_stamp, regular_stat, settled
+from .memo import NO_STAMPS, Answer, ListingMemo, Stamps, file_stamps, regular_stat
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
 from .paths import encode_segment, encoding_of_file_name, project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
@@ -341,7 +340,7 @@ class SessionCatalog:
         # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
         self.continuations = memo.continuations if memo is not None else Continuations()
         # What this catalog last read of the files besides the logs, at their stamps (`_shown_files`).
-        self._kept_shown: tuple[tuple[Stamp | None, ...], Shown] | None = None
+        self._kept_shown: tuple[Stamps, Shown] | None = None
 
     @classmethod
     def open(
@@ -491,11 +490,9 @@ class SessionCatalog:
         """Whether what an answer read besides its logs, and the clock, still say the same
         (`processes`: what the Claude Code homes say now)."""
         now_ns = time.time_ns()
-        stamps = self._stamps()
         return (
             now_ns < answer.live_until
-            and answer.stamps == stamps
-            and settled(stamps, now_ns)
+            and answer.stamps.still(self._stamps())
             and all(self._live(e.row, st, now_ns, NOTHING) == e.summary.live for e, st in answer.volatile)
             and processes == answer.running
             and not any(os.path.isdir(root) for root in answer.absent)
@@ -525,16 +522,15 @@ class SessionCatalog:
         # `Path.is_dir` raised what only a name too long or an I/O error says.
         return frozenset(str(s.path) for s in self.sources if s.problem is None and not os.path.isdir(s.path))
 
-    def _stamps(self) -> tuple[Stamp | None, ...]:
+    def _stamps(self) -> Stamps:
         """The files besides the logs a listing reads: titles, archive states, published forks."""
-        paths = (self.metadata.path, dsh_registry(), self.published.folder)
-        return tuple(file_stamp(str(p)) for p in paths)
+        return file_stamps(str(p) for p in (self.metadata.path, dsh_registry(), self.published.folder))
 
     def _compute(
         self,
         wanted: str | None,
         progress: Progress | None,
-        stamps: tuple[Stamp | None, ...] = (),
+        stamps: Stamps = NO_STAMPS,
         processes: Running | None = None,
         absent: frozenset[str] = frozenset(),
     ) -> Answer:
@@ -585,12 +581,12 @@ class SessionCatalog:
 
     def _shown_files(self) -> Shown:
         """remem's titles and archive states (with why its file is unusable) and DSH's archive
-        list. A catalog kept between listings reuses what it read last while both files' stamps,
-        old enough to be trusted (`settled`), prove them unchanged: stamped before reading, so a
-        write from then on moves the stamp the next listing compares (decision 0489)."""
-        stamps = (file_stamp(str(self.metadata.path)), file_stamp(str(dsh_registry())))
+        list. A catalog kept between listings reuses what it read last while both files' stamps
+        prove them unchanged since that read (`Stamps.still`: stamped before reading, each of a
+        change old enough then to be trusted), decision 0489."""
+        stamps = file_stamps((str(self.metadata.path), str(dsh_registry())))
         kept = self._kept_shown
-        if kept is not None and kept[0] == stamps and settled(stamps, time.time_ns()):
+        if kept is not None and kept[0].still(stamps):
             return kept[1]
         metas, unreadable = self.metadata.read()
         shown = (metas, unreadable, dsh_archived())

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -64,9 +65,31 @@ def file_stamp(path: str) -> Stamp | None:
         return None
 
 
-def settled(stamps: Iterable[Stamp | None], now_ns: int) -> bool:
-    """Whether every stamp is old enough to prove its file unchanged (not racily clean)."""
-    return all(s is None or s[3] < now_ns - RACY_NS for s in stamps)
+@dataclass(frozen=True)
+class Stamps:
+    """The stamps of files read from `taken_ns` on (taken before reading them)."""
+
+    stamps: tuple[Stamp | None, ...]
+    taken_ns: int
+
+    def still(self, now: Stamps) -> bool:
+        """Whether stamps taken later (`now`) prove the files unchanged since these were taken:
+        the same, and each of a change (ctime and mtime) older than `RACY_NS` before they were
+        taken. A write after the read lands in a later timestamp tick than such a change, so it
+        moves the stamp; a change within the window may share a tick with a write of the same
+        size after the read, which leaves the stamp as it was (a racily clean file): its stamp
+        proves nothing, whatever the clock says now."""
+        horizon = self.taken_ns - RACY_NS
+        return now.stamps == self.stamps and all(s is None or max(s[2], s[3]) < horizon for s in self.stamps)
+
+
+def file_stamps(paths: Iterable[str]) -> Stamps:
+    """The stamps of the files at `paths`, with when they were taken (`Stamps`)."""
+    taken_ns = time.time_ns()
+    return Stamps(tuple(file_stamp(p) for p in paths), taken_ns)
+
+
+NO_STAMPS = Stamps((), 0)  # of an answer no memo keeps: it is never compared
 
 
 @dataclass
@@ -74,7 +97,8 @@ class Answer:
     """A listing's entries and errors as computed, with what they were computed from.
 
     `files` are every file it looked at, with the `stat` it used (polling takes them again);
-    `stamps` are the files outside the roots it read (remem's metadata, DSH's archive list);
+    `stamps` are those of the files outside the roots it read (remem's metadata, DSH's archive
+    list, published forks), taken before it read them;
     `live_until` is when the clock alone would change a session's liveness; `volatile` are
     the entries whose liveness hangs on a lock, looked at again each time, and `running` what
     Claude Code's homes said of their processes, read again each time. `shown` is what it
@@ -85,7 +109,7 @@ class Answer:
     entries: list[Entry]
     errors: list[ListError]
     files: list[LogFile]
-    stamps: tuple[Stamp | None, ...]
+    stamps: Stamps
     live_until: int
     volatile: list[tuple[Entry, os.stat_result]]
     shown: tuple[dict[str, SessionMeta], frozenset[str]]

@@ -1,8 +1,9 @@
 """What a catalog kept between listings reads again each time besides the logs (decision 0489).
 
 remem's titles and archive states and DSH's archive list are read again only when their files'
-stamps moved (or are too recent to prove anything): a relist after an append reads the log's
-new bytes, not those files. Opens are seen through Python's audit hook, the real `open` calls.
+stamps moved (or were too recent to prove anything when they were read): a relist after an
+append reads the log's new bytes, not those files. Opens are seen through Python's audit hook,
+the real `open` calls.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def test_a_relist_reads_titles_and_archive_lists_again_only_when_their_files_cha
     [first] = catalog.listing().sessions
     assert first.title == "Named"
     _settle(metadata.path, registry)
+    # What the first listing read, it read within the racy window of the files' last change:
+    # the next listing reads them again, and keeps what it read (decision 0489).
+    with _watching() as opened:
+        catalog.listing()
+    assert sorted(opened) == sorted(WATCHED)
 
     writer.append(draft.batches[1])
     with _watching() as opened:
