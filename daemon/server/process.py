@@ -51,7 +51,6 @@ from ..protocol.rpc import (
 )
 from ..safe_open import read_regular, refused, standing_at
 from ..sessions import sources
-from ..sessions.catalog import default_roots
 from ..sessions.harness_homes import harness_roots
 from ..sessions.memo import ListingMemo
 from ..settings import SessionRootSetting, Settings
@@ -496,11 +495,13 @@ def watched_roots(
     default folder and each configured home's later folder (`sources.awaited_folders`) found
     or not, so that one made while the daemon runs is watched (and its listing kept current)
     once it is there; and those not configured themselves, which are not reported missing (a
-    listing passes them by while they do not exist)."""
+    listing passes them by while they do not exist). A root whose name is not UTF-8 is none of
+    them: never looked into, its listing's error says why (decision 0494); watched by its shown
+    name, it was reported missing where it stands."""
     configured = list(configured)
-    listed = default_roots(home, configured)
+    listed = [root.path for root in sources.all_roots(home, configured) if not root.misnamed]
     named = {root.path for entry in configured for root in sources.configured_roots(entry)}
-    defaults = [root.path for root in sources.default_roots()]
+    defaults = [root.path for root in sources.default_roots() if not root.misnamed]
     awaited = [path for entry in configured for path in sources.awaited_folders(entry)]
     later = [path for path in [*defaults, *awaited] if path not in listed]
     quiet = [*(path for path in defaults if path not in named), *awaited]

@@ -35,7 +35,7 @@ from ..protocol.sessions import (
 )
 from ..safe_open import Walk, folder_at, open_regular
 from ..safe_open import reason as why_refused
-from ..settings import SessionRootSetting, Settings, SettingsStore
+from ..settings import Settings, SettingsStore
 from .claude_processes import NOTHING, Running, home_of, running
 from .cold_reads import (
     INDEX_BATCH,
@@ -292,11 +292,6 @@ def _names_session(path: str, fmt: SessionFormat, session_id: str) -> bool:
         return named is not None and session_id in (named.thread, named.rollout)
     folder = os.path.basename(os.path.dirname(path)) if encoding_of_file_name(name) else name
     return session_id != "" and folder == encode_segment(session_id)
-
-
-def default_roots(home: Home, configured: Iterable[str | SessionRootSetting]) -> list[Path]:
-    """The folders of every root `all_roots` names (what the daemon's watcher watches)."""
-    return [root.path for root in all_roots(home, configured)]
 
 
 class SessionCatalog:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..home import Home, HomeUnusable
 from ..protocol.sessions import SessionFormat
-from .sources import HARNESS_HOMES, HARNESS_NAMES, Root, configured_roots, default_roots
+from .sources import HARNESS_HOMES, HARNESS_NAMES, Root, configured_roots, default_listed, default_roots
 
 
 @dataclass(frozen=True)
@@ -79,23 +79,26 @@ def roots_said(said: Mapping[str, Sequence[str]]) -> list[Root]:
 @dataclass(frozen=True)
 class Elsewhere:
     """A harness whose session folders in this process's environment (`here`) the daemon does
-    not read: its own default folders are `daemon`."""
+    not read: its own default folders are `daemon`. `misnamed`: one of them is there by a name
+    that is not UTF-8, which no listing reads (`here` holds its shown name)."""
 
     harness: SessionFormat
     daemon: tuple[Path, ...]
     here: tuple[Path, ...]
+    misnamed: bool = False
 
 
 def unread_here(home: Home, daemon: Mapping[str, Sequence[str]]) -> list[Elsewhere]:
     """Each harness with a session folder in this process's environment that exists and that
     the daemon, whose default folders are `daemon`, reads neither by default nor as a root of
-    `sessions.roots`: its sessions are missing from the daemon's answers. Compared as real
-    paths; `settings.yml` is read only when a folder is not among the daemon's defaults."""
+    `sessions.roots`: its sessions are missing from the daemon's answers. One whose name is not
+    UTF-8 the daemon names only as its error when its own is the same (by its shown name); else
+    its listing says nothing of it (decision 0494). Compared as real paths; `settings.yml` is
+    read only when a folder is not among the daemon's defaults."""
     theirs = roots_said(daemon)
     read = {os.path.realpath(root.path) for root in theirs}
-    missing = [
-        root for root in default_roots() if root.path.is_dir() and os.path.realpath(root.path) not in read
-    ]
+    here = default_roots()
+    missing = [root for root in here if default_listed(root) and os.path.realpath(root.path) not in read]
     if missing:
         read |= {os.path.realpath(root.path) for root in _configured(home)}
         missing = [root for root in missing if os.path.realpath(root.path) not in read]
@@ -104,7 +107,8 @@ def unread_here(home: Home, daemon: Mapping[str, Sequence[str]]) -> list[Elsewhe
         Elsewhere(
             fmt,
             tuple(root.path for root in theirs if root.format == fmt),
-            tuple(root.path for root in default_roots() if root.format == fmt),
+            tuple(root.path for root in here if root.format == fmt),
+            any(root.misnamed for root in missing if root.format == fmt),
         )
         for fmt in harnesses
     ]
@@ -134,7 +138,11 @@ def elsewhere_warning(found: Sequence[Elsewhere], pid: int, whose: str, remedy: 
             else f"{whose} default ({variable} unset)"
         )
         where = f"in {_folders(one.daemon)}, not in {_folders(one.here)}"
-        said.append(f"{HARNESS_NAMES[one.harness]} sessions {where}, {named}")
+        # No daemon reads it, nor a listing without one: said so, or the remedy would mislead.
+        unread = (
+            ", a folder whose name is not UTF-8, which no listing can read: rename it" if one.misnamed else ""
+        )
+        said.append(f"{HARNESS_NAMES[one.harness]} sessions {where}, {named}{unread}")
     return f"the daemon (pid {pid}) reads {', and '.join(said)}; {remedy}"
 
 

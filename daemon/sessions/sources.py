@@ -21,7 +21,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -53,8 +53,11 @@ class Root:
     path: Path
     format: SessionFormat
     implicit: bool = False
-    # Why the folder is not listed: it is one level inside a root (`misplaced`).
+    # Why the folder is not listed: it is one level inside a root (`misplaced`), its name is
+    # not UTF-8 (`_misnamed`), ...; said as the root's error.
     problem: str | None = None
+    # Its name is not UTF-8: `path` is its shown name, which stands for no folder (or another).
+    misnamed: bool = False
 
 
 @dataclass(frozen=True)
@@ -282,12 +285,21 @@ def default_roots() -> list[Root]:
 
 
 def _default_root(path: Path, fmt: SessionFormat) -> Root:
-    """The default root at `path`; one whose name is not UTF-8 is said unread only where a
-    folder is there, as any default root is read only then."""
+    """The default root at `path`. One whose name is not UTF-8 is never looked into, by its
+    shown name (`_misnamed`) or its raw one: whether a folder is there is decided here, once,
+    from the raw name. Said unread only where one is (it is not `implicit` then), as any default
+    root is read only then."""
     if is_utf8(str(path)):
         return Root(path, fmt, implicit=True)
     unread = _misnamed(path, fmt)
-    return unread if os.path.isdir(path) else Root(unread.path, fmt, implicit=True)
+    return unread if os.path.isdir(path) else replace(unread, implicit=True)
+
+
+def default_listed(root: Root) -> bool:
+    """Whether a listing takes up the default root `root`: where its folder is. One whose name
+    is not UTF-8 is its error when its folder was there (`_default_root`); its shown name, which
+    stands for no folder or for another one, is never looked at."""
+    return not root.implicit if root.misnamed else root.path.is_dir()
 
 
 def _misnamed(path: Path, fmt: SessionFormat | None) -> Root:
@@ -296,7 +308,7 @@ def _misnamed(path: Path, fmt: SessionFormat | None) -> Root:
     every command that stored or sent it. Its format (`fmt`, else DSH) is only a label."""
     from .roots import NAME_REASON  # only for such a name: it costs the reader's imports
 
-    return Root(Path(shown(str(path))), fmt or "dsh", problem=NAME_REASON)
+    return Root(Path(shown(str(path))), fmt or "dsh", problem=NAME_REASON, misnamed=True)
 
 
 def all_roots(
@@ -308,7 +320,7 @@ def all_roots(
     roots = [Root(home.sessions, "dsh", implicit=True)]
     roots += [root for entry in configured for root in configured_roots(entry)]
     chosen = default_roots() if defaults is None else defaults
-    roots += [root for root in chosen if root.problem is not None or root.path.is_dir()]
+    roots += [root for root in chosen if default_listed(root)]
     return unique_roots(roots)
 
 
