@@ -17,7 +17,8 @@ leave a scope locked. Three ways to take one:
 
 Only another holder makes a lock "held" (None, or a wait). A lock the file system refuses (ENOLCK
 on some network mounts, EIO) is `LockRefused`, whichever way it is taken: told apart, a bounded
-wait would run to its deadline and its caller blame another process, on every try, for good.
+wait would run to its deadline and its caller blame another process, on every try, for good. A
+take that waits and is answered "held" anyway is refused too: its block never runs unlocked.
 """
 
 from __future__ import annotations
@@ -144,9 +145,7 @@ def held_elsewhere(path: Path) -> bool:
     except FileNotFoundError:
         return False
     with os.fdopen(fd, "rb") as handle:
-        try:
-            portalocker.lock(handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
-        except portalocker.LockException:
+        if not _lock(handle, path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING):
             return True
         portalocker.unlock(handle)
     return False
@@ -194,9 +193,12 @@ def _lock(handle: BinaryIO, path: Path, flags: portalocker.LockFlags) -> bool:
     LockRefused when the file system will not lock it at all."""
     try:
         portalocker.lock(handle, flags)
-    except portalocker.AlreadyLocked:  # EAGAIN / EWOULDBLOCK, or EACCES where lockf says held so
-        return False
     except portalocker.LockException as exc:
+        # EAGAIN / EWOULDBLOCK, or EACCES where lockf says held so: "held" only to a take that
+        # does not wait. A waiting take told so was not made to wait: entering its block as if
+        # locked would run it unlocked, so it is refused like any other failure.
+        if isinstance(exc, portalocker.AlreadyLocked) and flags & portalocker.LockFlags.NON_BLOCKING:
+            return False
         cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else OSError(str(exc))
         raise LockRefused(path, cause) from None
     return True
