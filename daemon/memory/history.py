@@ -780,6 +780,12 @@ class History:
             )
             self._anew, self._anew_at = True, _at(datetime.now(timezone.utc))
             repo = self._init()
+        if not self._marker.exists():
+            # A repository is there, so it was started: its mark was lost where no `state/` was
+            # made yet. Marked now, a later deletion of `history` is told; a home that cannot be
+            # written is read as it is.
+            with contextlib.suppress(OSError):
+                self._mark_started()
         self._repo = repo
         return repo
 
@@ -836,8 +842,13 @@ class History:
             raise Unwritable(OSError(refused, os.strerror(refused)), self.path.parent) from exc
         if temp.exists():
             shutil.rmtree(temp)
-        os.close(self._home.open_file(self._marker, os.O_WRONLY | os.O_CREAT))
+        self._mark_started()
         return pygit2.Repository(str(self.path))
+
+    def _mark_started(self) -> None:
+        """Mark the repository started: from now on, `history` missing was deleted, and what it
+        then finds is recovered (decision 0395)."""
+        os.close(self._home.open_file(self._marker, os.O_WRONLY | os.O_CREAT))
 
     def _remove_stale_temps(self) -> None:
         """Remove the repositories a process killed while making one left beside `history`; only

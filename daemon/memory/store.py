@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -122,7 +122,7 @@ class MemoryStore:
         `attribute`: who made a state the history finds unrecorded, when a record says (`History`)."""
         # Laid out at its first use (`home`); what stands in the way is said now, as it always was.
         self.where = home.refuse_unusable_layout()  # its paths: for what only names files there
-        self.history = History(home, enabled=history, deferred=defer_history, attribute=attribute)
+        self._history = partial(History, enabled=history, deferred=defer_history, attribute=attribute)
         self._odd_infos: set[Path] = set()  # irregular workspace.json files already logged
 
     @cached_property
@@ -130,6 +130,12 @@ class MemoryStore:
         """The home, laid out at the store's first use of it: a command that never reads or
         writes memory through the store (`settings model`, `receipts`) makes nothing there."""
         return self.where.ensure_layout()
+
+    @cached_property
+    def history(self) -> History:
+        """The memory history, over the laid-out home: its first read of a fresh home starts the
+        repository and marks it started in `state/`, which must be there."""
+        return self._history(self.home)
 
     # -- Global ---------------------------------------------------------------------------
 
