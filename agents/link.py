@@ -38,11 +38,13 @@ class InProcessLink:
 
     async def request(self, method: Method[Params, Result], params: Params) -> Result:
         identity = self._home.identity()  # one stat: what the snapshot caches cannot see
-        if identity != self._identity:
+        # None recorded: there was no home, so the handlers read none before the one made since.
+        if self._identity not in (None, identity):
             log.warning("%s is another folder now: its memory is read afresh", self._home.root)
-            stale, self._identity = self._handlers, identity
+            stale = self._handlers
             self._handlers = InProcess(self._home, Host(watch=self._watch))
             await stale.close()  # a call still running on it proves by looking at the files
+        self._identity = identity
         return await self._handlers.request(method, params)
 
     async def close(self) -> None:
