@@ -780,7 +780,7 @@ class History:
             )
             self._anew, self._anew_at = True, _at(datetime.now(timezone.utc))
             repo = self._init()
-        if not self._marker.exists():
+        if not os.path.lexists(self._marker):  # a link there is never written through
             # A repository is there, so it was started: its mark was lost where no `state/` was
             # made yet. Marked now, a later deletion of `history` is told; a home that cannot be
             # written is read as it is.
