@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import HomeUnusable
-from remem.daemon.locks import LockUnusable
+from remem.daemon.locks import LockRefused, LockUnusable
 from remem.daemon.memory.identity import WorkspaceId, is_workspace_key
 from remem.daemon.memory.record import render_record
 from remem.daemon.protocol.api import DaemonApi
@@ -70,6 +70,11 @@ STALE = (
 LOCK_IN_THE_WAY = (
     "remem cannot reach its memory: {name} in remem's home cannot be used as a lock file "
     "({reason}). Ask the user to remove that file (remem recreates it), then try again."
+)
+# A lock the file system refuses (ENOLCK on some network mounts): no file to remove, no retry helps.
+LOCK_REFUSED_BY_DISK = (
+    "remem cannot reach its memory: the file system remem's home is on refuses to lock {name} "
+    "({reason}). Ask the user to put remem's home on a local disk, then try again."
 )
 # The daemon's message names the home's paths: for the user (logged), not the agent.
 HOME_IN_THE_WAY = (
@@ -323,15 +328,21 @@ def _invalid_memory(exc: RpcError) -> str:
 
 def _lock_of(exc: RpcError) -> LockUnusable | None:
     """The lock file in the way that the daemon's HOME_UNUSABLE names in its data (protocol 28),
-    as this process would have met it; None for anything else in the home."""
+    refused by the file system when `refused` says so, as this process would have met it; None
+    for anything else in the home."""
     data = exc.data
     if isinstance(data, dict) and isinstance(data.get("path"), str) and isinstance(data.get("reason"), str):
-        return LockUnusable(Path(data["path"]), data["reason"])
+        path, reason = Path(data["path"]), data["reason"]
+        # The reason already holds the OS's words and errno name: kept whole as the cause's.
+        return (
+            LockRefused(path, OSError(reason)) if data.get("refused") is True else LockUnusable(path, reason)
+        )
     return None
 
 
 def _lock_in_the_way(exc: LockUnusable) -> str:
-    return LOCK_IN_THE_WAY.format(name=_lock_name(exc), reason=exc.reason)
+    said = LOCK_REFUSED_BY_DISK if isinstance(exc, LockRefused) else LOCK_IN_THE_WAY
+    return said.format(name=_lock_name(exc), reason=exc.reason)
 
 
 def _lock_name(exc: LockUnusable) -> str:

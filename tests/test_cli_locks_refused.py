@@ -16,6 +16,8 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from tests.mcp.conftest import agent, text_of
+from tests.mcp.conftest import put as mcp_put
 from tests.scratch import hooked_pythonpath
 
 REFUSED_ENV = "REMEM_TEST_REFUSED_LOCKS"  # lock files whose name starts with it are refused
@@ -109,3 +111,23 @@ def test_the_daemon_says_a_refused_lock_and_keeps_serving(home: Home, tmp_path: 
     assert not list(home.root.rglob(f"{RECORD['name']}.md"))
     status = remem(home, "daemon", "status")
     assert status.returncode == 0 and "remem daemon running" in status.stdout
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["daemon", "no-daemon"])
+async def test_an_agent_is_told_a_refused_lock_needs_a_local_disk_not_a_file_removed(
+    home: Home, tmp_path: Path, hooked: None, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    monkeypatch.setenv(REFUSED_ENV, "agent-")
+    options = ("--no-daemon",) if mode == "no-daemon" else ()
+    try:
+        async with agent(home, tmp_path, options=options) as session:
+            await session.context()
+            refused = await session.update(mcp_put("alpha"))
+    finally:
+        if mode == "daemon":
+            remem(home, "daemon", "stop")
+    said = text_of(refused)
+    assert refused.is_error
+    assert "Ask the user to put remem's home on a local disk, then try again." in said
+    assert "remove" not in said and str(home.root) not in said

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..fsutil import Unwritable, is_refused_write
 from ..home import HomeUnusable
-from ..locks import LockUnusable
+from ..locks import LockRefused, LockUnusable
 from ..protocol.api import Handler
 from ..protocol.rpc import (
     ANSWER_TOO_LARGE,
@@ -298,11 +298,13 @@ def _shortened(answer: bytes, limit: int) -> bytes:
 
 
 def _unusable(exc: HomeUnusable | LockUnusable) -> RpcError:
-    """HOME_UNUSABLE; a lock file in the way also travels as its `path` and `reason`, so a client
-    can say it as it says a LockUnusable met in its own process (the MCP server tells an agent of
-    the lock file by its name alone, never the home's path)."""
+    """HOME_UNUSABLE; a lock file in the way also travels as its `path`, `reason` and whether the
+    file system `refused` to lock it (LockRefused), so a client can say it as it says a
+    LockUnusable met in its own process (the MCP server tells an agent of the lock file by its
+    name alone, never the home's path, and asks for a local disk rather than the file removed)."""
     if isinstance(exc, LockUnusable):
-        return RpcError(HOME_UNUSABLE, str(exc), {"path": str(exc.path), "reason": exc.reason})
+        data = {"path": str(exc.path), "reason": exc.reason, "refused": isinstance(exc, LockRefused)}
+        return RpcError(HOME_UNUSABLE, str(exc), data)
     return RpcError(HOME_UNUSABLE, str(exc))
 
 

@@ -32,4 +32,8 @@ def test_an_unusable_agent_lock_travels_with_its_path_and_reason(
     [refused] = calls(home, [("agents/update", {**update, "agent": {"session": "s1"}})])
     assert isinstance(refused, RpcError) and refused.code == HOME_UNUSABLE, refused
     assert refused.message.startswith(f"{lock} cannot be used as a lock file"), refused.message
-    assert refused.data == {"path": str(lock), "reason": "a folder or a symlink stands there"}
+    assert refused.data == {
+        "path": str(lock),
+        "reason": "a folder or a symlink stands there",
+        "refused": False,
+    }
