@@ -16,7 +16,7 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.sessions.harness_sources import SIDECAR_REASON
-from remem.daemon.sessions.roots import FLAT_REASON, LINK_REASON
+from remem.daemon.sessions.roots import FLAT_REASON, LINK_REASON, NAME_REASON
 from tests.sessions.claude_lines import CWD
 from tests.sessions.harness_roots import SID, TID, build_roots, claude_project
 
@@ -48,6 +48,7 @@ def _odd_names(tmp_path: Path) -> dict[str, str]:
     target.mkdir()
     claude = claude_project(roots["claude-code"])
     (dsh_project,) = roots["dsh"].glob("*/")
+    (rollout,) = roots["codex"].glob(f"*/*/*/*{TID}.jsonl")
     sidecar = claude / SID / "subagents" / f"agent-{BAD}.meta.json"
     sidecar.write_text("{}")
     return {
@@ -58,12 +59,22 @@ def _odd_names(tmp_path: Path) -> dict[str, str]:
         _link(roots["codex"] / "2026" / BAD, target): LINK_REASON,
         _link(roots["dsh"] / f"--{BAD}--", target): LINK_REASON,
         _link(dsh_project / BAD, target): LINK_REASON,
-        str(_flat(dsh_project / f"{BAD}.jsonl")): FLAT_REASON,
+        _copy(dsh_project / f"{BAD}.jsonl", b""): FLAT_REASON,
+        # Named like a session and a regular file: refused by its name (NAME_REASON) all along.
+        _copy(claude / f"{BAD}r.jsonl", claude / f"{SID}.jsonl"): NAME_REASON,
+        _copy(roots["claude-code"] / f"-y{BAD}" / f"{SID}.jsonl", claude / f"{SID}.jsonl"): NAME_REASON,
+        _copy(claude / SID / "subagents" / f"agent-{BAD}r.jsonl", claude / f"{SID}.jsonl"): NAME_REASON,
+        _copy(
+            roots["codex"] / "2026" / f"{BAD}d" / f"rollout-2026-05-01T00-30-00-{TID}.jsonl", rollout
+        ): NAME_REASON,
+        _copy(dsh_project / f"{BAD}s" / "session.jsonl", b""): NAME_REASON,
     }
 
 
-def _flat(path: Path) -> str:
-    path.write_text("")
+def _copy(path: Path, source: Path | bytes) -> str:
+    """`path` made a regular file holding `source` (a file's bytes); its name as a listing shows it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(source if isinstance(source, bytes) else source.read_bytes())
     return str(path).replace(BAD, "\\xff")
 
 
@@ -96,6 +107,10 @@ def test_odd_names_refused_early_are_each_one_error_by_their_shown_name(tmp_path
         assert {SID, TID, "dsh-1"} <= {s["id"] for s in listing["sessions"]}  # type: ignore[union-attr, index]
         tree = _listed(env, "tree", "--cwd", CWD)
         assert SID in json.dumps(tree)
+        # A rollout of the thread under a folder whose name is not UTF-8 is never indexed: its
+        # lookup by id passes it by, where the index was asked for it (exit 4, INTERNAL).
+        shown = _listed(env, "show", TID)
+        assert shown["header"]["id"] == TID, shown  # type: ignore[index]
         text = _remem(env, "sessions", "list")
         assert text.returncode == 0 and "\\xff" in text.stderr.decode()
         assert b"\xff" not in text.stderr + text.stdout

@@ -25,6 +25,7 @@ from typing import Literal
 
 from ..home import Home
 from ..locks import LockUnusable, try_file_lock
+from ..os_names import is_utf8
 from ..protocol.sessions import (
     ListError,
     Listing,
@@ -765,7 +766,9 @@ class SessionCatalog:
                     name = entry.name
                     if name.startswith("rollout-") and name.endswith(".jsonl"):  # as a scan takes them
                         named = rollout_name(name) if thread in name.lower() else None
-                        if named is not None and named.thread == thread:
+                        # A path that is not UTF-8 is never indexed (a listing's NAME_REASON
+                        # error): no news, and the index cannot even be asked for it.
+                        if named is not None and named.thread == thread and is_utf8(entry.path):
                             found.add(entry.path)
                     elif depth < 3 and entry.is_dir(follow_symlinks=False):
                         number = name.isascii() and name.isdigit()

@@ -495,7 +495,9 @@ _UNSTORABLE = (OverflowError, UnicodeEncodeError, sqlite3.ProgrammingError)
 def _storable(db: sqlite3.Connection, update: Update) -> Update:
     """`update`, or when SQLite cannot take one of its values, its log's row as an error saying
     so (of the same revision: the file is read again once it changes). Each value is bound in a
-    `SELECT`, which writes nothing."""
+    `SELECT`, which writes nothing. The row's path is stored as it is: a path that is not UTF-8
+    never comes here, as a scan refuses it by its shown name before it is read (`roots.Rejected`,
+    `NAME_REASON`; decisions 0494, 0495)."""
     rows = [_values(update), *_turn_values(update.row.path, update.turns)]
     try:
         for values in rows:
