@@ -500,6 +500,12 @@ class Consolidator:
         self._refuse_live(catalog, entry, entries, idle_seconds)
         if summary.cwd is None:
             raise Refused("NO_CWD", f"session {session_id} has no cwd, so no workspace to learn for")
+        if not os.path.isabs(summary.cwd):  # never resolved against the daemon's own folder
+            raise Refused(
+                "NO_CWD",
+                f"session {session_id}'s cwd {summary.cwd!r} is not an absolute path on this machine, "
+                "so no workspace to learn for",
+            )
         if entry.archived:
             raise Refused("ARCHIVED", f"session {session_id} is archived; restore it to consolidate it")
         return entry
