@@ -17,13 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from watchdog.utils import UnsupportedLibcError
+
 if TYPE_CHECKING:
     from watchdog.observers.inotify_c import WatchDescriptor
 
 try:
     from watchdog.observers.inotify_c import InotifyConstants as _In
     from watchdog.observers.inotify_c import inotify_add_watch, inotify_init, inotify_rm_watch
-except (ImportError, OSError, AttributeError):  # no inotify on this system
+# No inotify on this system: watchdog says a C library without it (macOS, BSD) so.
+except (ImportError, OSError, AttributeError, UnsupportedLibcError):
     _In = None  # type: ignore[assignment,misc]
 
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows

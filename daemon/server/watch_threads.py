@@ -17,6 +17,8 @@ class ThreadOwner(Protocol):
 
     def post_died(self, thread: threading.Thread, exc: Exception) -> None: ...
 
+    def post_failure(self, exc: Exception) -> None: ...
+
 
 # The owners running, to which `threading.excepthook` hands a thread of theirs that ended on an
 # error.
@@ -48,8 +50,21 @@ def _thread_ended(args: threading.ExceptHookArgs) -> None:
     """`threading.excepthook` while an owner runs: a thread of an owner's that ended on an error
     is handed to it; any other thread's is passed on."""
     thread, exc = args.thread, args.exc_value
-    owner = next((o for o in list(_running) if thread is not None and o.owns(thread)), None)
+    owner = None if thread is None else _owner(thread)
     if owner is not None and thread is not None and isinstance(exc, Exception):
         owner.post_died(thread, exc)
     else:
         _previous_hook(args)
+
+
+def _owner(thread: threading.Thread) -> ThreadOwner | None:
+    """The running owner of `thread`, if any. An owner whose `owns` fails is handed that as a
+    failure, and the look goes on: raised here, it ended the hook, the thread's end handed to
+    no one, not even the hook found before."""
+    for owner in list(_running):
+        try:
+            if owner.owns(thread):
+                return owner
+        except Exception as exc:
+            owner.post_failure(exc)
+    return None

@@ -1,12 +1,16 @@
-"""watchdog's observers as the watcher uses them: inotify or polling (`lstat`), the events a
-watch hears, a watch that cannot be set up for the tree's or the system's sake (`Unwatchable`),
-and the few of watchdog's internals no public API reaches (its inotify reader thread and the
-callbacks a failed watch left), each read in one place that says when watchdog changed them.
+"""watchdog's observers as the watcher uses them: inotify (where the system has it) or polling
+(`lstat`), the events a watch hears, a watch that cannot be set up for the tree's or the
+system's sake (`Unwatchable`), and the few of watchdog's internals no public API reaches (its
+inotify reader thread and the callbacks a failed watch left). Those are checked once, as an
+inotify observer gets its first watch (`check_internals`: on a watchdog that changed them the
+watcher polls); read later, they never raise (decision 0496).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -30,14 +34,19 @@ from watchdog.events import (
 )
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
-from watchdog.utils import BaseThread
+from watchdog.utils import BaseThread, UnsupportedLibcError
 from watchdog.version import VERSION_STRING
 
+log = logging.getLogger("remem.daemon")
+
 _INOTIFY: tuple[type[BaseObserver], ...] = ()  # inotify's observer, where the system has it
-with contextlib.suppress(ImportError):  # no inotify on this system: polling pairs nothing
+NO_INOTIFY: str | None = None  # why this system has no inotify, where it has none
+try:
     from watchdog.observers.inotify import InotifyObserver
     from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
-
+except (ImportError, UnsupportedLibcError) as exc:  # a C library without inotify (macOS, BSD)
+    NO_INOTIFY = f"this system has no inotify ({exc})"
+else:
     _INOTIFY = (InotifyObserver,)
 
     # watchdog holds the first half of a move (and every event of its watch after it) half a
@@ -94,16 +103,27 @@ def polling_observer(interval: float) -> BaseObserver:
     return PollingObserverVFS(_lstat, _list, polling_interval=interval)
 
 
+def inotify_observer() -> BaseObserver:
+    """inotify's observer; only where the system has inotify (`NO_INOTIFY` is None)."""
+    return InotifyObserver()
+
+
+def check_internals(observer: BaseObserver) -> None:
+    """Raise `WatchdogChanged` when an internal of watchdog's that remem reads is not on
+    `observer` as checked: called once it has a watch (its reader is made at the first), so that
+    a watchdog that changed them is met once, where the watcher can poll instead."""
+    _inotify_internals(observer)
+
+
 def owns(observer: BaseObserver, thread: threading.Thread) -> bool:
-    """Whether `thread` is one of `observer`'s: itself, an emitter, or its inotify reader."""
+    """Whether `thread` is one of `observer`'s: itself, an emitter, or its inotify reader. Runs in
+    `threading.excepthook`, on any thread: `in` on the emitters' live set is one step, and the
+    reader (the observer's own thread, none of its emitters) is the one internal read, without
+    failing."""
     if not isinstance(thread, BaseThread):
         return False
-    internals = _inotify_internals(observer)
-    # inotify's reader thread is the observer's own, not one of its emitters.
     return (
-        thread is observer
-        or thread in observer.emitters
-        or (internals is not None and thread is internals.reader)
+        thread is observer or thread in observer.emitters or thread is getattr(observer, "_inotify_fd", None)
     )
 
 
@@ -111,8 +131,14 @@ def drop_orphans(observer: BaseObserver) -> None:
     """Take back the inotify watches of a watch that failed to be set up. watchdog (7.1) takes
     them back only on an OSError: on a `RecursionError` (or a thread that could not start) the
     callbacks of every folder it walked stayed in the observer's one inotify instance, more at
-    every try (megabytes a minute). They are those of no emitter's group."""
-    internals = _inotify_internals(observer)
+    every try (megabytes a minute). They are those of no emitter's group. Never raises: on a
+    watchdog changed since `check_internals` they are left, said once in the log (raised, the
+    root's failure was a crash at every spawn, for as long as the tree lasted)."""
+    try:
+        internals = _inotify_internals(observer)
+    except WatchdogChanged as exc:
+        _say_once(f"{exc}: the inotify watches left by a watch that failed are not taken back")
+        return
     if internals is None:
         return
     orphans = [(wd, key) for wd, key in internals.registered if key not in internals.live]
@@ -120,11 +146,10 @@ def drop_orphans(observer: BaseObserver) -> None:
         internals.reader.remove_callbacks(orphans)
 
 
-def inotify_callbacks(observer: BaseObserver) -> int:
-    """How many callbacks the observer's inotify instance holds, over all its watches (0 when
-    it has none yet, or polls)."""
-    internals = _inotify_internals(observer)
-    return 0 if internals is None else len(internals.registered)
+@functools.cache
+def _say_once(message: str) -> None:
+    """A lasting cause, met at every try, said once in the log."""
+    log.warning("%s", message)
 
 
 @dataclass(frozen=True)
@@ -148,7 +173,9 @@ def _inotify_internals(observer: BaseObserver) -> _Internals | None:
         if reader is None:
             return None
         live = frozenset(
-            id(group) for emitter in observer.emitters if (group := cast(Any, emitter)._inotify) is not None
+            id(group)
+            for emitter in observer.emitters.copy()
+            if (group := cast(Any, emitter)._inotify) is not None
         )
         registered = [
             (wd, key) for wd, watch in list(reader._watch_for_wd.items()) for key in list(watch.callbacks)

@@ -22,11 +22,13 @@ root's link pointed elsewhere), is unwatched and missing until a folder is there
 watched anew. A root watched anew, or no longer, is handed over as such (`on_roots_forgotten`):
 nothing told what happened in it meanwhile. When the kernel drops events (inotify's queue
 overflowed), the loss is handed over (`on_events_lost`) and every watched root is reported
-changed. inotify is preferred; when its watch or instance limit is hit, or the settings ask for
-it, polling takes over and `daemon/status` says why. The limit may be hit later than a root's
-first watch, at a folder made in it: watchdog's inotify then only logs that it cannot watch it
-and goes on, so that record is listened for (`inotify_exhausted`) and leads to the same polling, every
-root watched anew and reported changed (decision 0440). A watch watchdog cannot set up for the
+changed. inotify is preferred; when its watch or instance limit is hit, the settings ask for
+it, the system has none, or watchdog changed the internals remem reads of it (checked once, at
+the observer's first watch: decision 0496), polling takes over and `daemon/status` says why.
+The limit may be hit later than a root's first watch, at a folder made in it: watchdog's
+inotify then only logs that it cannot watch it and goes on, so that record is listened for
+(`inotify_exhausted`) and leads to the same polling, every root watched anew and reported
+changed (decision 0440). A watch watchdog cannot set up for the
 tree's or the system's sake (`Unwatchable`: a folder nested past the recursion limit, no thread
 left) is a root, or the memory folder, said failing in the status, as one an OSError stops, and
 tried again after a wait that doubles (up to a minute), the inotify watches its try left taken
@@ -54,7 +56,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from ..faults import faultpoint
@@ -69,7 +70,7 @@ from .runtime import identity
 from .watch_events import Forward, MemoryScope, OnChange, SessionRoot, SettingsFile, Target
 from .watch_retries import Retries
 from .watch_threads import hear_threads, unhear_threads
-from .watchdog_observers import EVENTS, Unwatchable, setting_up
+from .watchdog_observers import EVENTS, NO_INOTIFY, Unwatchable, WatchdogChanged, setting_up
 
 __all__ = ["MemoryScope", "OnChange", "SessionRoot", "SettingsFile", "Target", "Unwatchable", "Watcher"]
 
@@ -131,8 +132,8 @@ class Watcher:
         self._failure: str | None = None  # why the last turn failed (said once, not every turn)
         self._status = WatchStatus(backend="off", paths=[], missing=[])
         # On the watcher's thread.
-        self._backend: Backend = "polling" if mode == "polling" else "inotify"
-        self._polling_reason = "the setting daemon.watch is `polling`" if mode == "polling" else None
+        self._polling_reason = _polling_from_the_start(mode)
+        self._backend: Backend = "inotify" if self._polling_reason is None else "polling"
         self._observer: BaseObserver | None = None
         self._fixed: list[ObservedWatch] = []  # the memory folder's and the settings' watches
         self._memory: ObservedWatch | None = None  # the memory folder's, once set up
@@ -416,7 +417,8 @@ class Watcher:
         """Start the observer if it is not yet, unwatch the roots no longer configured and
         those that are not the folder watched any more (`gone`: its watch saw it deleted),
         watch those there now. inotify out of watches or instances (now, or `exhausted` at a
-        folder made since): polling, from scratch. `afresh`: a new observer, every root lost."""
+        folder made since), or watchdog changed what remem reads of it: polling, from scratch.
+        `afresh`: a new observer, every root lost."""
         faultpoint("daemon.watcher.turn")
         outcome = _Outcome(backend=self._backend, reason=self._polling_reason)
         if afresh:
@@ -431,19 +433,24 @@ class Watcher:
             except Unwatchable:
                 self._stop_observer()
                 raise
+            except WatchdogChanged as exc:  # met at the observer's first watch (`_begin`)
+                self._poll_instead(outcome, str(exc))
             except OSError as exc:
                 if self._backend != "inotify" or exc.errno not in LIMITS:
                     self._stop_observer()  # nothing is watched, and the event loop says so
                     raise
-                # What inotify watched before this turn is forgotten; the rest is watched anew.
-                outcome.lost.extend(root for root in self._root_watches if root not in outcome.added)
-                outcome.added.clear()
-                self._stop_observer()
-                self._backend = outcome.backend = "polling"
-                reason = f"inotify limit reached ({exc.strerror or exc}); polling every second"
-                self._polling_reason = outcome.reason = reason
-                log.warning("%s", reason)
-                gone = exhausted = None
+                self._poll_instead(outcome, f"inotify limit reached ({exc.strerror or exc})")
+            gone = exhausted = None
+
+    def _poll_instead(self, outcome: _Outcome, why: str) -> None:
+        """inotify cannot serve (`why`): what it watched before this turn is forgotten, the rest
+        is watched anew, by polling."""
+        outcome.lost.extend(root for root in self._root_watches if root not in outcome.added)
+        outcome.added.clear()
+        self._stop_observer()
+        self._backend = outcome.backend = "polling"
+        self._polling_reason = outcome.reason = f"{why}; polling every second"
+        log.warning("%s", outcome.reason)
 
     def _look(self, roots: list[Path], gone: Forward | None, outcome: _Outcome) -> None:
         if self._observer is None:
@@ -520,7 +527,7 @@ class Watcher:
         """An observer with the settings' watch (the memory folder's is `_watch_memory`'s)."""
         observer: BaseObserver
         if self._backend == "inotify":
-            observer = Observer()
+            observer = watchdog_observers.inotify_observer()
             self._listening = Exhausted(self)
             self._listening.listen()
         else:
@@ -536,6 +543,7 @@ class Watcher:
                     Forward(self, None, self.home.root), False, f"{self.home.root} cannot be watched"
                 )
             )
+            watchdog_observers.check_internals(observer)  # with a watch: its inotify reader made
         except BaseException:
             self._stop_observer()
             raise
@@ -573,6 +581,13 @@ class Watcher:
         if observer is not None and observer.is_alive():
             observer.stop()
             observer.join()
+
+
+def _polling_from_the_start(mode: Literal["auto", "polling"]) -> str | None:
+    """Why the watcher polls from its start, if it does: the settings ask, or no inotify here."""
+    if mode == "polling":
+        return "the setting daemon.watch is `polling`"
+    return None if NO_INOTIFY is None else f"{NO_INOTIFY}; polling every second"
 
 
 def _folder_identity(path: str | Path) -> Identity | None:

@@ -18,6 +18,7 @@ from remem.daemon.server import watchdog_observers
 from remem.daemon.server import watcher as watcher_module
 from remem.daemon.server.watcher import Watcher
 
+from .inotify_held import inotify_callbacks
 from .test_procfix2_unwatchable_tree import nest, unnest
 
 TRIES = 4
@@ -30,7 +31,7 @@ async def _ignore(target: object) -> None:
 def _callbacks(watcher: Watcher) -> int:
     """How many callbacks the observer's inotify instance holds, over all its watches."""
     assert watcher._observer is not None
-    return watchdog_observers.inotify_callbacks(watcher._observer)
+    return inotify_callbacks(watcher._observer)
 
 
 @pytest.fixture

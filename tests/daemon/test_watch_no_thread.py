@@ -10,16 +10,22 @@ file is there, as the OS refuses a thread past its limit."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
+from watchdog.observers.inotify import InotifyEmitter
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from remem.daemon.server import watcher as watcher_module
+from remem.daemon.server.watcher import Watcher
 from tests.scratch import hooked_pythonpath
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 from .helpers import remem, wait_until
+from .inotify_held import inotify_callbacks
 from .test_procfix2_unwatchable_tree import configure, listed
 
 ROOT_ENV = "REMEM_TEST_NO_THREAD_ROOT"  # the folder whose emitter cannot start
@@ -80,3 +86,36 @@ def test_a_root_whose_watch_gets_no_thread_is_said_failing_and_tried_again(
         wait_until(lambda: listed(home) == 1, what="the new session heard")
     finally:
         remem(home, "daemon", "stop")
+
+
+async def _ignore(target: object) -> None:
+    pass
+
+
+def test_an_inotify_emitter_that_got_no_thread_leaves_no_callbacks_at_any_try(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """watchdog's emitter registers its folders' inotify callbacks as it starts
+    (`on_thread_start`), before `Thread.start` refuses it: each try's are taken back."""
+    root = tmp_path / "dsh"
+    for i in range(5):
+        (root / f"w{i}").mkdir(parents=True)
+    start = threading.Thread.start
+
+    def refusing(thread: threading.Thread) -> None:  # the OS's thread limit, met by the root's emitter
+        if isinstance(thread, InotifyEmitter) and os.fspath(thread.watch.path) == str(root):
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refusing)
+    monkeypatch.setattr(watcher_module, "MISSING_ROOT_SECONDS", 0.0)  # tried at every turn
+    watcher = Watcher(home.ensure_layout(), [root], _ignore, "auto")
+    try:
+        for _ in range(3):  # the watcher's turns, run here: no event loop to hand them to
+            outcome = watcher._turn([root], None)
+            assert outcome.backend == "inotify" and outcome.watched == [], outcome
+            assert f"session root {root} {NO_THREAD}" in outcome.failing[0], outcome
+            assert watcher._observer is not None
+            assert inotify_callbacks(watcher._observer, root) == 0
+    finally:
+        watcher._stop_observer()

@@ -24,6 +24,7 @@ from watchdog.observers.api import ObservedWatch
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
+from remem.daemon.server import watchdog_observers
 from remem.daemon.server import watcher as watcher_module
 from remem.daemon.server.watcher import SessionRoot, Target, Watcher
 from remem.daemon.sessions.catalog import SessionCatalog
@@ -306,7 +307,7 @@ def test_a_slow_root_never_holds_the_event_loop(
     quick.mkdir()
     slow.mkdir()
     gate = _Gate(slow)
-    monkeypatch.setattr(watcher_module, "Observer", gate.observer)
+    monkeypatch.setattr(watchdog_observers, "InotifyObserver", gate.observer)
     heard = _Recorder()
     watcher = heard.watcher(home, [quick, slow] if when == "at the start" else [quick], "auto")
     try:

@@ -25,6 +25,7 @@ from watchdog.observers import Observer
 
 from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.home import Home
+from remem.daemon.server import watchdog_observers
 from remem.daemon.server import watcher as watcher_module
 from remem.daemon.server.watcher import SessionRoot, Target, Watcher
 from remem.daemon.sessions.catalog import SessionCatalog
@@ -100,7 +101,7 @@ class _Recording(Observer):  # type: ignore[misc,valid-type]
 def test_lost_events_report_every_watched_root_changed(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(watcher_module, "Observer", _Recording)
+    monkeypatch.setattr(watchdog_observers, "InotifyObserver", _Recording)
     roots = [tmp_path / "one", tmp_path / "two"]
     for root in roots:
         root.mkdir()

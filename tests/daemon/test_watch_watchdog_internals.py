@@ -1,9 +1,10 @@
 """The internals of watchdog's the watcher reads (no public API says them): an inotify
 observer's reader thread, its emitters' watch groups and the callbacks the reader holds.
 
-Read through the real watchdog installed: should a release rename or reshape them, these fail
-with `WatchdogChanged` naming what is gone and the version checked, where the watcher would have
-heard no reader's end and let a failed watch's callbacks pile up, silently."""
+Read through the real watchdog installed: should a release rename or reshape them, the check
+made at an observer's first watch fails with `WatchdogChanged` naming what is gone and the
+version checked (the watcher then polls), where the watcher would have heard no reader's end and
+let a failed watch's callbacks pile up, silently."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from watchdog.observers.inotify import InotifyObserver
 
 from remem.daemon.server import watchdog_observers
 from remem.daemon.server.watchdog_observers import CHECKED_WITH, WatchdogChanged
+
+from .inotify_held import inotify_callbacks
 
 
 @pytest.fixture
@@ -31,7 +34,8 @@ def observer(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_the_reader_thread_and_every_folders_callback_are_found(observer: InotifyObserver) -> None:
-    assert watchdog_observers.inotify_callbacks(observer) == 3  # the folder and its two
+    watchdog_observers.check_internals(observer)
+    assert inotify_callbacks(observer) == 3  # the folder and its two
     readers = [t for t in threading.enumerate() if watchdog_observers.owns(observer, t)]
     emitters = list(observer.emitters)
     assert len(emitters) == 1
@@ -43,7 +47,7 @@ def test_a_reader_gone_from_watchdog_fails_loudly(observer: InotifyObserver) -> 
     reader = vars(observer).pop("_inotify_fd")
     try:
         with pytest.raises(WatchdogChanged, match=f"_inotify_fd.*checked with {CHECKED_WITH}"):
-            watchdog_observers.inotify_callbacks(observer)
+            watchdog_observers.check_internals(observer)
     finally:
         vars(observer)["_inotify_fd"] = reader  # for the observer to stop it
 
@@ -53,7 +57,7 @@ def test_a_watch_group_gone_from_watchdog_fails_loudly(observer: InotifyObserver
     group = vars(emitter).pop("_inotify")
     try:
         with pytest.raises(WatchdogChanged, match=f"_inotify.*checked with {CHECKED_WITH}"):
-            watchdog_observers.drop_orphans(observer)
+            watchdog_observers.check_internals(observer)
     finally:
         vars(emitter)["_inotify"] = group
 
@@ -61,5 +65,5 @@ def test_a_watch_group_gone_from_watchdog_fails_loudly(observer: InotifyObserver
 def test_a_polling_observer_has_none_to_read(tmp_path: Path) -> None:
     observer = watchdog_observers.polling_observer(60)
     observer.schedule(FileSystemEventHandler(), str(tmp_path), recursive=True)
-    assert watchdog_observers.inotify_callbacks(observer) == 0
-    watchdog_observers.drop_orphans(observer)  # nothing to take back, and no error
+    watchdog_observers.check_internals(observer)  # nothing to read, and no error
+    watchdog_observers.drop_orphans(observer)  # nothing to take back

@@ -11,6 +11,7 @@ import pytest
 from watchdog.observers import Observer
 
 from remem.daemon.home import Home
+from remem.daemon.server import watchdog_observers
 from remem.daemon.server import watcher as watcher_module
 from remem.daemon.server.watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
 from tests.waiting import until
@@ -110,7 +111,7 @@ class ExhaustedInotify(Observer):  # type: ignore[misc,valid-type]
 def test_inotify_limits_fall_back_to_polling(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(watcher_module, "Observer", ExhaustedInotify)
+    monkeypatch.setattr(watchdog_observers, "InotifyObserver", ExhaustedInotify)
     root = tmp_path / "dsh"
     root.mkdir()
 
@@ -130,7 +131,7 @@ def test_inotify_limits_fall_back_to_polling(
 
 
 def test_status_says_why_it_polls(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(watcher_module, "Observer", ExhaustedInotify)
+    monkeypatch.setattr(watchdog_observers, "InotifyObserver", ExhaustedInotify)
 
     async def scenario() -> dict[str, object]:
         watcher, _ = make(home, [tmp_path / "missing"])
@@ -158,7 +159,7 @@ def test_a_lasting_failure_is_logged_once_and_its_end_too(
 ) -> None:
     """The watcher tries again every few seconds: a daemon left running for a day with a cause
     that lasts must not write its traceback to the log at every turn."""
-    monkeypatch.setattr(watcher_module, "Observer", BrokenObserver)
+    monkeypatch.setattr(watchdog_observers, "InotifyObserver", BrokenObserver)
     monkeypatch.setattr(watcher_module, "MISSING_ROOT_SECONDS", 0.02)
     turns = 0
     look = Watcher._look
@@ -177,7 +178,7 @@ def test_a_lasting_failure_is_logged_once_and_its_end_too(
         try:
             await until(lambda: turns >= 10, what="ten failed turns")
             assert "inotify refused" in str(watcher.status().reason)
-            monkeypatch.setattr(watcher_module, "Observer", Observer)  # the cause is gone
+            monkeypatch.setattr(watchdog_observers, "InotifyObserver", Observer)  # the cause is gone
             await started(watcher)
         finally:
             await asyncio.to_thread(watcher.stop)
