@@ -40,8 +40,9 @@ class Exhausted(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         # A logger's filter runs inside the `logger.warning` of whoever logs (watchdog's inotify
-        # dispatcher): raised there, it ended that thread, and every watch of the observer with
-        # it. An error of the listener's is handed over instead, as a watch's handler hands one.
+        # dispatcher): raised there, it ended the dispatcher, whose reader raised it again and
+        # ended too, heard as a thread's end: every watch was set up anew, the listener's bug
+        # hidden. It is handed over instead, as a watch's handler hands one: a crash (decision 0484).
         try:
             self._hear(record)
         except Exception as exc:

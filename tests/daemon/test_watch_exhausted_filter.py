@@ -1,8 +1,10 @@
 """The listener on watchdog's inotify log never raises into the `logger.warning` that runs it.
 
 A logger's filters run inside the logging call: an error there left watchdog's `_add_callback`
-from its `logger.warning("Unable to watch …")`, on the inotify dispatcher, which ended on it and
-took every watch of the observer with it. It is handed to the listener as a failure instead."""
+from its `logger.warning("Unable to watch …")`, on the inotify dispatcher, which ended on it; its
+reader (watchdog 7.1) raised it again and ended too, which the watcher heard as a thread's end
+and set every watch up anew, the listener's bug hidden. It is handed to the listener as a
+failure instead, which the watcher raises as a crash (decision 0484)."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def test_an_error_of_the_listener_is_handed_over_not_raised_into_the_logging_cal
     heard = _Heard(None)
     exhausted = _listening(heard)
     try:
-        _log_unable_to_watch("/watched/new")  # raised here, it ended watchdog's thread
+        _log_unable_to_watch("/watched/new")  # raised here, it ended watchdog's dispatcher
     finally:
         exhausted.stop()
     assert [str(exc) for exc in heard.failures] == ["the watched folders could not be read"]
