@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 
+from ..settings import PREDEFINED_PROVIDERS
 from .route import InvalidBaseUrl, Route, open_client
 
 log = logging.getLogger("remem.daemon")
 MAX_MODELS = 500
 _TIMEOUT_SECONDS = 5.0
-# Why a predefined provider may list none through the OpenAI client, and what to do instead.
+# Why a predefined provider, at its own URL, lists none through the OpenAI client, and what to
+# do instead (`_why_none`).
 _WHY = {
     "anthropic": (
         ": Anthropic's OpenAI compatibility layer documents chat completions only, and its own "
@@ -37,12 +39,23 @@ async def list_models(route: Route) -> tuple[list[str], str | None]:
             if len(ids) == MAX_MODELS:
                 break
     except APIError as exc:
-        reason = f"HTTP {exc.status_code}" if isinstance(exc, APIStatusError) else type(exc).__name__
+        status = exc.status_code if isinstance(exc, APIStatusError) else None
+        reason = type(exc).__name__ if status is None else f"HTTP {status}"
         log.info("%s lists no models at %s (%s)", route.provider, route.shown_url, reason)
         said = f"{route.provider} did not list its models at {route.shown_url} ({reason})"
-        return [], said + _WHY.get(route.provider, "")
+        # Not for a refused key (401/403) nor an unreachable server: those say what to fix.
+        return [], said + (_why_none(route) if status not in (None, 401, 403) else "")
     finally:
         await client.close()
     if not ids:
-        return [], f"{route.provider} lists no models at {route.shown_url}"
+        return [], f"{route.provider} lists no models at {route.shown_url}" + _why_none(route)
     return sorted(set(ids)), None
+
+
+def _why_none(route: Route) -> str:
+    """`_WHY` of `route`'s provider at its predefined URL; nothing at a base_url the user set (a
+    proxy, which may list models the layer does not)."""
+    predefined = PREDEFINED_PROVIDERS.get(route.provider)
+    if predefined is None or predefined.base_url != route.base_url:
+        return ""
+    return _WHY.get(route.provider, "")

@@ -60,10 +60,9 @@ def test_a_review_through_anthropic_needs_a_chosen_model_and_sends_what_the_laye
         [request] = layer.requests
     assert unchosen.returncode == 2 and CHOOSE in unchosen.stderr, unchosen.stderr
     assert listed["keyReady"] and listed["models"] == [], "a model need not be chosen to list them"
-    assert (
-        "(HTTP 404): Anthropic's OpenAI compatibility layer documents chat completions only" in listed["note"]
-    )
-    assert "remem settings model --provider anthropic --model" in listed["note"]
+    # Its base_url is one of the user's here (the fake), which may list models the layer does
+    # not: the why of the predefined URL is not said (test_anthropic_models_note.py says it).
+    assert listed["note"].endswith("(HTTP 404)"), listed["note"]
     assert chosen.returncode == 0, chosen.stderr
     assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
     assert set(request) == ACCEPTED, "no n, stream, tool_choice, response_format nor parallel_tool_calls"
