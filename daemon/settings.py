@@ -134,6 +134,14 @@ class ConsolidationSettings(_Strict):
     max_input_bytes: int = Field(default=131072, gt=0, le=SESSION_LINE_MAX_BYTES)
     debug: bool = False
 
+    @property
+    def chosen_model(self) -> str | None:
+        """`model`, or None when `provider` has no default model (`MODEL_TO_CHOOSE`) and the
+        settings chose none: the default is deepseek's, which that provider would be sent."""
+        if self.provider in MODEL_TO_CHOOSE and "model" not in self.model_fields_set:
+            return None
+        return self.model
+
 
 PREDEFINED_PROVIDERS = {
     "deepseek": ProviderSettings(base_url="https://api.deepseek.com", api_key_env="DEEPSEEK_API_KEY"),

@@ -36,6 +36,7 @@ from .output import (
     Command,
     Group,
     emit_json,
+    fail,
     failure,
     refused_write,
     say,
@@ -231,7 +232,7 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
         key = f" — {current.keyProblem}{_key_elsewhere(backend, current)}"
     else:
         key = f" (API key from ${current.apiKeyEnv} or credentials.yml)" if current.apiKeyEnv else ""
-    say(f"{current.provider}/{current.model}{key}")
+    say(f"{current.provider}/{current.model or '(no model chosen)'}{key}")
 
 
 def _select(
@@ -270,9 +271,27 @@ def _send(backend: Backend, chosen: SelectModelParams) -> ModelSettings:
 
 
 def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> SelectModelParams:
+    provider = provider or current.provider
     return SelectModelParams(
-        provider=provider or current.provider, model=model or current.model, expectedRevision=current.revision
+        provider=provider, model=model or _kept_model(current, provider), expectedRevision=current.revision
     )
+
+
+def _kept_model(current: ModelSettings, provider: str) -> str:
+    """The model a choice without --model keeps: the current one, unless none is chosen, or
+    `provider` has no default model and the current one was chosen for another provider
+    (decision 0493): written, it would be sent to a provider that never had it."""
+    from ..settings import MODEL_TO_CHOOSE
+
+    give = f"give --model, the model id as {provider} names it"
+    if current.model is None and provider == current.provider:
+        fail(f"{provider} has no default model and none is chosen yet: {give}")
+    if current.model is None:
+        fail(f"{current.provider} has no model chosen, so there is none to keep for {provider}: {give}")
+    if provider != current.provider and provider in MODEL_TO_CHOOSE:
+        fail(f"{provider} has no default model, and `{current.model}` is the one chosen for "
+             f"{current.provider}: {give}")  # fmt: skip
+    return current.model
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:

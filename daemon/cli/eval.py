@@ -131,6 +131,23 @@ def _check_options(settings: Settings, provider: str | None, model: str | None) 
             check_model_id(model)
         except ValueError as exc:
             raise click.UsageError(f"--model: {exc}") from None
+    elif provider is not None and not _model_chosen_for(settings, provider):
+        raise click.UsageError(
+            f"--provider {one_line(provider)} has no default model, and your settings choose none "
+            f"for it: give --model, the model id as {one_line(provider)} names it"
+        )
+
+
+def _model_chosen_for(settings: Settings, provider: str) -> bool:
+    """Whether `--provider` without `--model` has a model to measure: the one your settings chose
+    when they route to `provider` already, else its default, which some have none of (decision
+    0493): measured, the model of another provider would be sent to it."""
+    from ..settings import MODEL_TO_CHOOSE
+
+    config = settings.consolidation
+    if config.provider == provider:
+        return config.chosen_model is not None
+    return provider not in MODEL_TO_CHOOSE
 
 
 def _yaml(data: dict[str, object]) -> bytes:

@@ -32,7 +32,7 @@ from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
 from ..safe_open import open_linked, read_capped, refused, standing_at
-from ..settings import MODEL_TO_CHOOSE, Settings
+from ..settings import Settings
 from ..swap import discard
 
 if TYPE_CHECKING:
@@ -112,12 +112,14 @@ def resolve_route(home: Home, settings: Settings, *, listing: bool = False) -> R
     limit = provider.max_output_tokens
     capped = limit is not None and limit < config.max_tokens
     _remember_login(provider.base_url)
-    api_key = _api_key(home, config.provider, provider.api_key_env)  # a missing key is said first
-    if not listing and config.provider in MODEL_TO_CHOOSE and "model" not in config.model_fields_set:
+    # A missing model is said before a missing key: the editor offers what fixes the problem
+    # said, and choosing the model then says the key is missing (decision 0493).
+    if not listing and config.chosen_model is None:
         raise RouteError(
             f"{config.provider} has no default model: choose one with `remem settings model "
             f"--provider {config.provider} --model …`, the model id as {config.provider} names it"
         )
+    api_key = _api_key(home, config.provider, provider.api_key_env)
     return Route(
         provider=config.provider,
         model=config.model,

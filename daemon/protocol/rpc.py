@@ -67,7 +67,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # alone, never another client's run of the session that this one waits for.
 # 33: memory/log says how many older entries its limit left out (`more`); memory/diff may answer
 #     the stat only (`patch: false`).
-PROTOCOL_VERSION = 33
+# 34: consolidation/settings/read (and select, credentials/set) answer `model: null` while the
+#     provider has no default model and none is chosen (decision 0493).
+PROTOCOL_VERSION = 34
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -394,7 +396,9 @@ class ModelSettings(_Strict):
     """The consolidation route as `remem settings model` shows it (never the API key)."""
 
     provider: str
-    model: str
+    # None: the provider has no default model and none is chosen (decision 0493); a client that
+    # writes a choice must not send back a model id the provider never had.
+    model: str | None
     providers: list[str]
     apiKeyEnv: str | None
     revision: str  # of settings.yml, for the compare-and-swap of `consolidation/settings/select`

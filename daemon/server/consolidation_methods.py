@@ -219,7 +219,7 @@ class ConsolidationMethods:
         except RouteError as exc:
             problem = str(exc)
         return ModelSettings(
-            provider=route.provider, model=route.model, providers=sorted(providers),
+            provider=route.provider, model=route.chosen_model, providers=sorted(providers),
             apiKeyEnv=providers[route.provider].api_key_env if route.provider in providers else None,
             revision=revision, keyReady=problem is None, keyProblem=problem,
         )  # fmt: skip

@@ -34,6 +34,7 @@ import {
   consolidationPicks,
   historyPicks,
   modelPicks,
+  NO_MODEL,
   type PickItem,
   providerPicks,
   type SessionPick,
@@ -329,7 +330,9 @@ async function ensureRoute(ctx: FlowContext): Promise<void> {
 }
 
 async function offerRouteFixes(ctx: FlowContext, settings: ModelSettings): Promise<void> {
-  const actions = settings.apiKeyEnv ? [ENTER_KEY, SELECT_MODEL, OPEN_SETTINGS] : [SELECT_MODEL, OPEN_SETTINGS];
+  // No model chosen is said before a missing key, so the key is not what to offer then.
+  const keyFixes = settings.apiKeyEnv && settings.model !== null;
+  const actions = keyFixes ? [ENTER_KEY, SELECT_MODEL, OPEN_SETTINGS] : [SELECT_MODEL, OPEN_SETTINGS];
   const choice = await ctx.ui.warn(`Remem cannot consolidate yet: ${settings.keyProblem ?? 'no model route'}`, ...actions);
   if (choice === ENTER_KEY && (await enterApiKey(ctx, settings.provider)).keyReady) return;
   if (choice === SELECT_MODEL && (await selectModel(ctx)).keyReady) return;
@@ -349,8 +352,11 @@ export async function enterApiKey(ctx: FlowContext, provider?: string): Promise<
   if (!apiKey) return stop(ctx.ui, 'No key given; nothing was stored.');
   const args: SetApiKeyArgs = { provider: name, apiKey };
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.setApiKey, args);
+  const route = updated.keyReady
+    ? `consolidation can use ${updated.provider} / ${updated.model}`
+    : `consolidation cannot run yet: ${updated.keyProblem ?? 'see settings.yml'}`;
   // Not awaited: a message resolves only once dismissed, and the consolidation goes on meanwhile.
-  void ctx.ui.info(`The API key of ${name} is stored; consolidation can use ${updated.provider} / ${updated.model}.`);
+  void ctx.ui.info(`The API key of ${name} is stored; ${route}.`);
   return updated;
 }
 
@@ -532,10 +538,12 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
   const pick = await ctx.ui.pick(providerPicks(settings), {
     title: SELECT_CONSOLIDATION_MODEL,
-    placeholder: `Provider (now ${settings.provider} / ${settings.model})`,
+    placeholder: `Provider (now ${settings.provider} / ${settings.model ?? NO_MODEL})`,
   });
   const { provider } = chosen(pick);
-  const model = await chooseModel(ctx, provider, provider === settings.provider ? settings.model : undefined);
+  // Another provider's model, or none chosen (null), is never offered as this one's.
+  const current = provider === settings.provider ? (settings.model ?? undefined) : undefined;
+  const model = await chooseModel(ctx, provider, current);
   if (!model) return stop(ctx.ui, 'No model given; the consolidation model is unchanged.');
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
   const now = `Consolidation now uses ${updated.provider} / ${updated.model}`;

@@ -193,12 +193,15 @@ export function modelPicks(models: readonly string[], current: string | undefine
   return [...listed, { label: TYPE_MODEL, description: 'one the list does not name', model: null }];
 }
 
+/** How a route whose provider has no default model and none chosen shows its model. */
+export const NO_MODEL = 'no model chosen';
+
 /** Providers with the current one first and marked. */
 export function providerPicks(settings: ModelSettings): ProviderPick[] {
   const ordered = [settings.provider, ...settings.providers.filter((p) => p !== settings.provider)];
   return ordered.map((provider) => ({
     label: provider,
-    description: provider === settings.provider ? `current · ${settings.model}` : undefined,
+    description: provider === settings.provider ? `current · ${settings.model ?? NO_MODEL}` : undefined,
     provider,
   }));
 }

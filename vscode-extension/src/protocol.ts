@@ -44,7 +44,7 @@ export const SECRET_FIELDS: ReadonlyArray<keyof SetApiKeyArgs> = ['apiKey'];
 
 /** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
  * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
-export const PROTOCOL = 33;
+export const PROTOCOL = 34;
 
 /** The protocol a server's `initialize` capabilities name; null when they name none (older). */
 export function serverProtocol(capabilities: { experimental?: unknown } | undefined): number | null {
@@ -172,7 +172,7 @@ export interface ReceiptResult {
 
 export interface ModelSettings {
   provider: string;
-  model: string;
+  model: string | null; // null: the provider has no default model and none is chosen yet
   providers: string[];
   apiKeyEnv: string | null;
   revision: string;

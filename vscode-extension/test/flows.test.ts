@@ -1331,3 +1331,56 @@ test('a consolidation result opens the record or the receipt; a failure warns wi
   assert.deepEqual(failed.warnings, [message]);
   assert.deepEqual(failed.offered, [[flows.OPEN_RECEIPT]]);
 });
+
+const UNCHOSEN = {
+  ...ROUTE,
+  provider: 'anthropic',
+  model: null,
+  providers: ['anthropic', 'deepseek', 'ollama', 'openai'],
+  apiKeyEnv: 'ANTHROPIC_API_KEY',
+  keyReady: false,
+  keyProblem: 'anthropic has no default model: choose one with `remem settings model --provider anthropic --model …`',
+};
+
+test('no model chosen (decision 0493): the picker prefills none, and a Claude model typed is what is sent', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = UNCHOSEN;
+  h.responses['remem/models'] = { ...UNLISTED, provider: 'anthropic' };
+  h.responses['remem.lsp.selectModel'] = { ...UNCHOSEN, model: 'claude-sonnet-4-5', keyReady: true, keyProblem: null };
+  h.picks.push(byLabel('anthropic'));
+  h.inputs.push('claude-sonnet-4-5');
+  await flows.run(() => flows.selectModel(h.ctx));
+  assert.equal(h.asked[0], 'pick:Remem: Select Consolidation Model:anthropic|deepseek|ollama|openai');
+  assert.equal(h.asked[1], 'input:', 'no model of another provider (nor the default deepseek one) prefilled');
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.selectModel', { provider: 'anthropic', model: 'claude-sonnet-4-5' }]);
+  // Enter on an empty box chooses nothing.
+  const empty = new Harness();
+  empty.responses['remem/settings'] = UNCHOSEN;
+  empty.responses['remem/models'] = { ...UNLISTED, provider: 'anthropic' };
+  empty.picks.push(byLabel('anthropic'));
+  empty.inputs.push('');
+  await flows.run(() => flows.selectModel(empty.ctx));
+  assert.ok(!empty.sent.some(([id]) => id === 'remem.lsp.selectModel'));
+});
+
+test('no model chosen: the route fix offered is the model, not a key it has', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = UNCHOSEN;
+  h.warnAnswers.push(undefined);
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.match(h.warnings[0], /^Remem cannot consolidate yet: anthropic has no default model/);
+  assert.deepEqual(h.offered[0], [flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
+  assert.ok(!h.sent.some(([id]) => id === 'remem.lsp.consolidate'));
+});
+
+test('a key stored for a route that still cannot run claims no route', async () => {
+  const h = new Harness();
+  h.responses['remem.lsp.setApiKey'] = UNCHOSEN;
+  h.inputs.push('sk-ant');
+  const updated = await flows.enterApiKey(h.ctx, 'anthropic');
+  assert.equal(updated.keyReady, false);
+  assert.equal(
+    h.asked.at(-1),
+    `info:The API key of anthropic is stored; consolidation cannot run yet: ${UNCHOSEN.keyProblem}.`,
+  );
+});

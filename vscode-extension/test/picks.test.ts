@@ -130,6 +130,20 @@ test('the current provider comes first and is marked with its model', () => {
   );
 });
 
+test('a current provider without a chosen model says so, never "null" (decision 0493)', () => {
+  const picks = providerPicks({
+    provider: 'anthropic',
+    model: null,
+    providers: ['anthropic', 'deepseek'],
+    apiKeyEnv: 'ANTHROPIC_API_KEY',
+    revision: 'r',
+    keyReady: false,
+    keyProblem: 'anthropic has no default model: choose one',
+    settingsFile: '/h/settings.yml',
+  });
+  assert.equal(picks[0].description, 'current · no model chosen');
+});
+
 test('a revert names the entry it went back to, or the empty state before the first', () => {
   const revert = (reverts: string | null) => ({
     id: 'b'.repeat(40),
