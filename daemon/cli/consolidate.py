@@ -201,10 +201,23 @@ def settings() -> None:
     """Read or change remem's settings."""
 
 
+class _ProviderOption(click.Option):
+    """`--provider`, its help naming the predefined providers as settings.py defines them: read
+    when the help is shown, as no other run of the CLI needs the settings module loaded."""
+
+    @property
+    def help(self) -> str:
+        from ..settings import PREDEFINED_PROVIDERS
+
+        return f"A provider ({', '.join(PREDEFINED_PROVIDERS)}, or your own)."
+
+    @help.setter
+    def help(self, _: str | None) -> None:
+        pass  # click sets it when the option is made; the property says it
+
+
 @settings.command()
-@click.option(
-    "--provider", default=None, type=NON_EMPTY, help="A provider (deepseek, openai, ollama, or your own)."
-)
+@click.option("--provider", cls=_ProviderOption, default=None, type=NON_EMPTY)
 @click.option("--model", default=None, type=NON_EMPTY, help="The model id at that provider.")
 @json_option
 @click.pass_obj
