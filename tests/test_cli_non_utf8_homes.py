@@ -9,34 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.sessions.roots import NAME_REASON
-
-
-def _folder(path: Path) -> Path:
-    """`path`, made, whose name is not UTF-8; the test is skipped where the file system refuses it."""
-    try:
-        path.mkdir(parents=True)
-    except OSError:
-        pytest.skip("this file system refuses names that are not UTF-8")
-    return path
+from tests.misnamed import misnamed_folder, remem_run
 
 
 def _shown(path: Path) -> str:
     return os.fsencode(path).decode(errors="backslashreplace")
-
-
-def _remem(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "remem.daemon", *args],
-        capture_output=True, text=True, errors="backslashreplace", env=env, timeout=120,
-    )  # fmt: skip
 
 
 def _env(tmp_path: Path, daemon: bool, **variables: Path) -> dict[str, str]:
@@ -47,45 +28,45 @@ def _env(tmp_path: Path, daemon: bool, **variables: Path) -> dict[str, str]:
 
 
 def test_a_codex_home_not_utf8_is_a_root_error_and_the_daemon_serves(tmp_path: Path) -> None:
-    codex = _folder(tmp_path / os.fsdecode(b"codex\xff")) / "sessions"
+    codex = misnamed_folder(tmp_path / os.fsdecode(b"codex\xff")) / "sessions"
     codex.mkdir()
     claude = tmp_path / "nowhere" / os.fsdecode(b"claude\xfe")  # no folder there: never said
     env = _env(tmp_path, True, CODEX_HOME=codex.parent, CLAUDE_CONFIG_DIR=claude)
     (tmp_path / "ws").mkdir()
     try:
-        shown = _remem(env, "memory", "show", "--cwd", str(tmp_path / "ws"), "--json")
+        shown = remem_run(env, "memory", "show", "--cwd", str(tmp_path / "ws"), "--json")
         assert shown.returncode == 0, shown.stderr
-        listed = _remem(env, "sessions", "list", "--json")
+        listed = remem_run(env, "sessions", "list", "--json")
         assert listed.returncode == 0, listed.stderr
         assert json.loads(listed.stdout) == {
             "sessions": [],
             "errors": [{"path": _shown(codex), "message": NAME_REASON}],
         }
-        text = _remem(env, "sessions", "list")
+        text = remem_run(env, "sessions", "list")
         assert f"error: {_shown(codex)}: {NAME_REASON}\n" in text.stderr
         # Its error is above: the folder is not said to be missing where it is not read.
         assert f"  {_shown(codex)} (Codex's folder)\n" in text.stderr
         assert f"  {_shown(claude)}/projects (Claude Code's folder, not found)\n" in text.stderr
-        status = _remem(env, "daemon", "status")
+        status = remem_run(env, "daemon", "status")
         assert status.returncode == 0, status.stderr
     finally:
-        stopped = _remem(env, "daemon", "stop")
+        stopped = remem_run(env, "daemon", "stop")
     assert (stopped.returncode, stopped.stdout) == (0, "remem daemon stopped\n"), stopped.stderr
 
 
 def test_a_root_under_a_home_not_utf8_is_a_root_error_without_the_daemon(tmp_path: Path) -> None:
-    home = _folder(tmp_path / os.fsdecode(b"h\xff"))
+    home = misnamed_folder(tmp_path / os.fsdecode(b"h\xff"))
     dsh = home / "dsh"
     dsh.mkdir()
     remem = tmp_path / "remem"
     remem.mkdir()
     (remem / "settings.yml").write_text('sessions:\n  roots: ["~/dsh"]\n')
     env = {**_env(tmp_path, False), "HOME": str(home)}
-    listed = _remem(env, "sessions", "list", "--json")
+    listed = remem_run(env, "sessions", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == {
         "sessions": [],
         "errors": [{"path": _shown(dsh), "message": NAME_REASON}],
     }
-    again = _remem(env, "sessions", "list", "--json")  # the index is used again: nothing was kept of it
+    again = remem_run(env, "sessions", "list", "--json")  # the index is used again: nothing was kept of it
     assert (again.returncode, again.stdout) == (0, listed.stdout), again.stderr

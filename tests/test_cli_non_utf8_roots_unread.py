@@ -8,35 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.sessions.roots import NAME_REASON
 from remem.daemon.sessions.writer import SessionWriter
+from tests.misnamed import misnamed_folder, remem_run
 from tests.sessions.factory import SessionSpec, build_session
 
 MISNAMED = os.fsdecode(b"h\xff")
 SHOWN = "h\\xff"  # how remem shows that name, and a name of its own
-
-
-def _folder(path: Path) -> Path:
-    """`path`, made, whose name is not UTF-8; the test is skipped where the file system refuses it."""
-    try:
-        path.mkdir(parents=True)
-    except OSError:
-        pytest.skip("this file system refuses names that are not UTF-8")
-    return path
-
-
-def _remem(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "remem.daemon", *args],
-        capture_output=True, text=True, errors="backslashreplace", env=env, timeout=120,
-    )  # fmt: skip
 
 
 def _env(tmp_path: Path, **variables: Path) -> dict[str, str]:
@@ -48,19 +29,19 @@ def _env(tmp_path: Path, **variables: Path) -> dict[str, str]:
 
 
 def _stopped(env: dict[str, str]) -> None:
-    stopped = _remem(env, "daemon", "stop")
+    stopped = remem_run(env, "daemon", "stop")
     assert stopped.returncode == 0, stopped.stderr
 
 
 def test_a_shell_whose_dsh_home_is_not_utf8_is_told_the_daemon_does_not_read_it(tmp_path: Path) -> None:
-    misnamed = _folder(tmp_path / MISNAMED / "dsh")
+    misnamed = misnamed_folder(tmp_path / MISNAMED / "dsh")
     (misnamed / "sessions").mkdir()
     daemons = _env(tmp_path, DSH_HOME=tmp_path / "dsh")
     (tmp_path / "dsh" / "sessions").mkdir(parents=True)
-    started = _remem(daemons, "daemon", "start")
+    started = remem_run(daemons, "daemon", "start")
     assert started.returncode == 0, started.stderr
     try:
-        listed = _remem({**daemons, "DSH_HOME": str(misnamed)}, "sessions", "list")
+        listed = remem_run({**daemons, "DSH_HOME": str(misnamed)}, "sessions", "list")
     finally:
         _stopped(daemons)
     assert listed.returncode == 0, listed.stderr
@@ -72,14 +53,14 @@ def test_a_shell_whose_dsh_home_is_not_utf8_is_told_the_daemon_does_not_read_it(
 
 
 def test_a_configured_root_under_a_home_not_utf8_is_neither_watched_nor_missing(tmp_path: Path) -> None:
-    home = _folder(tmp_path / MISNAMED)
+    home = misnamed_folder(tmp_path / MISNAMED)
     (home / "sess").mkdir()
     (tmp_path / "remem").mkdir()
     (tmp_path / "remem" / "settings.yml").write_text("sessions:\n  roots: [~/sess]\n")
     env = _env(tmp_path, HOME=home)
     try:
-        listed = _remem(env, "sessions", "list", "--json")
-        while "not watching yet" in (status := _remem(env, "daemon", "status")).stdout:
+        listed = remem_run(env, "sessions", "list", "--json")
+        while "not watching yet" in (status := remem_run(env, "daemon", "status")).stdout:
             pass  # the watcher starts in its thread
     finally:
         _stopped(env)
@@ -100,6 +81,6 @@ def test_a_folder_named_as_a_name_not_utf8_is_shown_is_not_read_for_it(tmp_path:
     writer.close()
     env = {**_env(tmp_path, HOME=tmp_path / MISNAMED), NO_DAEMON_ENV: "1"}
     del env["DSH_HOME"]
-    listed = _remem(env, "sessions", "list", "--json")
+    listed = remem_run(env, "sessions", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == {"sessions": [], "errors": []}
