@@ -21,6 +21,7 @@ from tests.mcp.conftest import put as mcp_put
 from tests.scratch import hooked_pythonpath
 
 REFUSED_ENV = "REMEM_TEST_REFUSED_LOCKS"  # lock files whose name starts with it are refused
+READ_ONLY_ENV = "REMEM_TEST_READ_ONLY_LOCKS"  # lock files it starts, opened to write: EROFS
 
 HOOK = f"""
 import errno, fcntl, os
@@ -39,6 +40,18 @@ def _refusing(real):
 
 
 fcntl.flock, fcntl.lockf = _refusing(fcntl.flock), _refusing(fcntl.lockf)
+
+_read_only = os.environ.get("{READ_ONLY_ENV}")
+_open = os.open
+
+
+def _opening(path, flags, *args, **kwargs):
+    if _read_only and os.path.basename(path).startswith(_read_only) and flags & os.O_RDWR:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+    return _open(path, flags, *args, **kwargs)
+
+
+os.open = _opening
 """
 
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -101,6 +114,17 @@ def test_a_daemon_lock_refused_is_said_by_the_command_that_starts_it(
     assert done.stderr.startswith(
         f"remem: the remem daemon could not be started: {home.state / f'{lock}.lock'} {REFUSED}{REMEDY}\n"
     )
+
+
+def test_a_refused_daemon_lock_in_a_read_only_state_folder_is_said_not_taken_for_a_daemon(
+    home: Home, tmp_path: Path, hooked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert remem(home, "memory", "show", "--cwd", str(tmp_path)).returncode == 0  # lays the home out
+    (home.state / "daemon.lock").touch()
+    monkeypatch.setenv(READ_ONLY_ENV, "daemon")
+    done = remem(home, "daemon", "stop", refused="daemon")
+    assert done.returncode == 2
+    assert done.stderr == f"remem: {home.state / 'daemon.lock'} {REFUSED}{REMEDY}\n"
 
 
 def test_the_daemon_says_a_refused_lock_and_keeps_serving(home: Home, tmp_path: Path, daemon: None) -> None:
