@@ -74,13 +74,14 @@ class Stamps:
 
     def still(self, now: Stamps) -> bool:
         """Whether stamps taken later (`now`) prove the files unchanged since these were taken:
-        the same, and each of a change (ctime and mtime) older than `RACY_NS` before they were
-        taken. A write after the read lands in a later timestamp tick than such a change, so it
-        moves the stamp; a change within the window may share a tick with a write of the same
-        size after the read, which leaves the stamp as it was (a racily clean file): its stamp
-        proves nothing, whatever the clock says now."""
+        the same, and each of a change (its ctime) older than `RACY_NS` before they were taken.
+        A write after the read lands in a later timestamp tick than such a change, so it moves
+        the stamp; a change within the window may share a tick with a write of the same size
+        after the read, which leaves the stamp as it was (a racily clean file): its stamp proves
+        nothing, whatever the clock says now. The mtime says nothing of when the file changed:
+        any program sets it (a copy that kept it, another machine's clock), even in the future."""
         horizon = self.taken_ns - RACY_NS
-        return now.stamps == self.stamps and all(s is None or max(s[2], s[3]) < horizon for s in self.stamps)
+        return now.stamps == self.stamps and all(s is None or s[3] < horizon for s in self.stamps)
 
 
 def file_stamps(paths: Iterable[str]) -> Stamps:
