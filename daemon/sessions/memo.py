@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
 from .reader import stat_revision
-from .roots import LogFile, Rejected, project_logs, shown_path, single_encoding, unreadable_folder
+from .roots import LogFile, Rejected, project_logs, single_encoding, unreadable_folder
 from .sources import FileScan
 
 _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
@@ -403,7 +403,7 @@ class ListingMemo:
         try:
             names = sorted(os.listdir(root)) if root.is_dir() else []
         except OSError as exc:  # unreadable: said as a scan says it, and looked at again next time
-            refused = [Rejected(shown_path(str(root)), unreadable_folder(exc))]
+            refused = [Rejected(root, unreadable_folder(exc))]
             fresh = _Root({}, names_current=False, refused=refused)
         else:
             fresh = _Root({name: kept.get(name) for name in names})
