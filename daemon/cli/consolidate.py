@@ -225,16 +225,15 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
     """Show the consolidation model, or choose another one (--provider, --model or both; the one
     left out stays as it is)."""
     try:
-        current = backend.api().model_settings(Empty())
-        before = current.provider
+        before = current = backend.api().model_settings(Empty())
         if provider is not None or model is not None:
             current = _select(backend, current, provider, model)
     except RpcError as exc:
         _refused(exc, as_json, backend)
-    if model is None and current.provider != before and not as_json:
+    if model is None and before.model is not None and current.provider != before.provider and not as_json:
         # Another provider rarely serves the same model id: say it was kept, before it fails a review.
         say(
-            f"note: the model `{current.model}` was kept from {before}; "
+            f"note: the model `{current.model}` was kept from {before.provider}; "
             f"give --model for one of {current.provider}",
             err=True,
         )
@@ -293,18 +292,30 @@ def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> 
 def _kept_model(current: ModelSettings, provider: str) -> str:
     """The model a choice without --model keeps: the current one, unless none is chosen, or
     `provider` has no default model and the current one was chosen for another provider
-    (decision 0493): written, it would be sent to a provider that never had it."""
+    (decision 0493): written, it would be sent to a provider that never had it. With none
+    chosen, the provider whose model the settings' default is (deepseek) is given that one."""
     from ..settings import MODEL_TO_CHOOSE
 
     give = f"give --model, the model id as {provider} names it"
-    if current.model is None and provider == current.provider:
-        fail(f"{provider} has no default model and none is chosen yet: {give}")
     if current.model is None:
+        default = _default_model(provider)
+        if default is not None:
+            return default
+        if provider == current.provider:
+            fail(f"{provider} has no default model and none is chosen yet: {give}")
         fail(f"{current.provider} has no model chosen, so there is none to keep for {provider}: {give}")
     if provider != current.provider and provider in MODEL_TO_CHOOSE:
         fail(f"{provider} has no default model, and `{current.model}` is the one chosen for "
              f"{current.provider}: {give}")  # fmt: skip
     return current.model
+
+
+def _default_model(provider: str) -> str | None:
+    """`consolidation.model`'s default when it is `provider`'s own: the default provider's."""
+    from ..settings import ConsolidationSettings
+
+    fields = ConsolidationSettings.model_fields
+    return fields["model"].default if provider == fields["provider"].default else None
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:
