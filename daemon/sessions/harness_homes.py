@@ -165,7 +165,8 @@ class ResumePlace:
 def resume_place(harness: SessionFormat, child: Path, cwd: str | None, resume: Sequence[str]) -> ResumePlace:
     """Where and how `resume` (the harness's argv) continues `child`, a session of `cwd`, a
     Claude Code or Codex session: remem writes their children where the harness resumes them.
-    A `cwd` that is no folder any more keeps its command, and a note says why it fails."""
+    A `cwd` that is no folder any more keeps its command, and a note says why it fails; one that
+    is not absolute is no place to `cd` to, and a note says so."""
     home = HARNESS_HOMES[harness]
     found = _home_of(harness, child)
     if found is None:
@@ -179,7 +180,13 @@ def resume_place(harness: SessionFormat, child: Path, cwd: str | None, resume: S
     env = {} if os.path.realpath(found) == os.path.realpath(default) else {home.variable: str(found)}
     words = [f"{variable}={shlex.quote(value)}" for variable, value in env.items()] + [shlex.join(resume)]
     note: str | None = None
-    if cwd is not None:
+    if cwd is not None and not os.path.isabs(cwd):
+        # Relative to a folder no file keeps: a `cd` (or a look at it) would go from wherever
+        # the command runs, which is no place of the session's (decision 0495).
+        note = (
+            f"the session's cwd {cwd!r} is not an absolute path: run this from the folder the session was in"
+        )
+    elif cwd is not None:
         words.insert(0, f"cd {shlex.quote(cwd)} &&")
         if _gone(cwd):
             note = (
