@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import watchdog
@@ -36,14 +37,18 @@ def no_inotify_pythonpath() -> str:
     return hooked_pythonpath(_NO_INOTIFY_HOOK, "remem-no-inotify-")
 
 
-def renamed_pythonpath(module: str, old: str, new: str) -> str:
-    """A PYTHONPATH whose watchdog is a copy of the installed one with `old` renamed `new`
-    throughout `module` (a path in the package): a release that renamed an internal, working."""
+def renamed_pythonpath(renames: Mapping[str, str], *modules: str) -> str:
+    """A PYTHONPATH whose watchdog is a copy of the installed one with each old name of
+    `renames` given its new one throughout `modules` (paths in the package): a release that
+    renamed an internal, working (its uses renamed with it)."""
     folder = process_folder("remem-watchdog-renamed-")
     package = folder / "watchdog"
     shutil.copytree(Path(watchdog.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
-    changed = package / module
-    text = changed.read_text()
-    assert old in text, f"{old} is not in watchdog's {module}"
-    changed.write_text(text.replace(old, new))
+    texts = {module: (package / module).read_text() for module in modules}
+    for old in renames:
+        assert any(old in text for text in texts.values()), f"{old} is in none of watchdog's {modules}"
+    for module, text in texts.items():
+        for old, new in renames.items():
+            text = text.replace(old, new)
+        (package / module).write_text(text)
     return os.pathsep.join([str(folder), *filter(None, [os.environ.get("PYTHONPATH")])])

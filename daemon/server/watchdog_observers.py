@@ -1,7 +1,8 @@
 """watchdog's observers as the watcher uses them: inotify (where the system has it) or polling
 (`lstat`), the events a watch hears, a watch that cannot be set up for the tree's or the
 system's sake (`Unwatchable`), and the few of watchdog's internals no public API reaches (its
-inotify reader thread and the callbacks a failed watch left). Those are checked once, as an
+inotify reader thread, the callbacks a failed watch left, the half second it holds a move's
+first half). Those are checked once, as an
 inotify observer gets its first watch (`check_internals`: on a watchdog that changed them the
 watcher polls); read later, they never raise (decision 0496).
 """
@@ -13,7 +14,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -39,24 +40,44 @@ from watchdog.version import VERSION_STRING
 
 log = logging.getLogger("remem.daemon")
 
+# The watchdog versions the internals remem reads were checked against (its pin is `>=7,<8`).
+CHECKED_WITH = "7.1.1"
+
+
+def _changed(what: str) -> str:
+    return f"watchdog {VERSION_STRING} changed what remem reads of it ({what}); checked with {CHECKED_WITH}"
+
+
+def _moves_unheld() -> str | None:
+    """watchdog holds the first half of a move (and every event of its watch after it) half a
+    second, to pair it with its second half. The daemon marks every path an event names, so it
+    needs no pairing, and a listing made in that half second was answered from before a move
+    out of a watched folder (the log at both paths). Unpaired, a move is reported as its two
+    halves, deleted and created. None once so; what changed where watchdog moved the hold."""
+    try:
+        from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
+    except ImportError as exc:
+        return _changed(str(exc))
+    # Set where it is not watchdog's, it would be a new attribute nothing reads: the hold kept.
+    if "delay" not in vars(InotifyMoveEventGrouper):
+        return _changed("InotifyMoveEventGrouper has no attribute 'delay'")
+    InotifyMoveEventGrouper.delay = 0
+    return None
+
+
 _INOTIFY: tuple[type[BaseObserver], ...] = ()  # inotify's observer, where the system has it
 NO_INOTIFY: str | None = None  # why this system has no inotify, where it has none
+_MOVES_HELD: str | None = None  # how watchdog changed its hold of a move, where it did
 try:
     from watchdog.observers.inotify import InotifyObserver
-    from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
 except (ImportError, UnsupportedLibcError) as exc:  # a C library without inotify (macOS, BSD)
     NO_INOTIFY = f"this system has no inotify ({exc})"
 else:
     _INOTIFY = (InotifyObserver,)
-
-    # watchdog holds the first half of a move (and every event of its watch after it) half a
-    # second, to pair it with its second half. The daemon marks every path an event names, so
-    # it needs no pairing, and a listing made in that half second was answered from before a
-    # move out of a watched folder (the log at both paths). Unpaired, a move is reported as
-    # its two halves, deleted and created.
-    InotifyMoveEventGrouper.delay = 0
+    _MOVES_HELD = _moves_unheld()
 
 _NO_THREAD = "can't start new thread"  # `threading.Thread.start`'s RuntimeError
+_ORPHANS_LEFT = "the inotify watches left by a watch that failed are not taken back"
 # Opening and reading are not changes; without this filter our own reads would wake us. A
 # watch with a filter hears of lost events only if it lists them. A change of metadata alone
 # (`touch`, an mtime set back by `cp -p`, a chmod) comes as an attribute event: it changes a
@@ -66,8 +87,6 @@ EVENTS: list[type[FileSystemEvent]] = [
     FileAttribEvent, DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent,
     DirAttribEvent, EventsLostEvent,
 ]  # fmt: skip
-# The watchdog versions `_inotify_internals` was checked against (its pin is `>=7,<8`).
-CHECKED_WITH = "7.1.1"
 
 
 class Unwatchable(Exception):
@@ -112,6 +131,8 @@ def check_internals(observer: BaseObserver) -> None:
     """Raise `WatchdogChanged` when an internal of watchdog's that remem reads is not on
     `observer` as checked: called once it has a watch (its reader is made at the first), so that
     a watchdog that changed them is met once, where the watcher can poll instead."""
+    if _MOVES_HELD is not None and isinstance(observer, _INOTIFY):
+        raise WatchdogChanged(_MOVES_HELD)
     _inotify_internals(observer)
 
 
@@ -137,13 +158,17 @@ def drop_orphans(observer: BaseObserver) -> None:
     try:
         internals = _inotify_internals(observer)
     except WatchdogChanged as exc:
-        _say_once(f"{exc}: the inotify watches left by a watch that failed are not taken back")
+        _say_once(f"{exc}: {_ORPHANS_LEFT}")
         return
     if internals is None:
         return
     orphans = [(wd, key) for wd, key in internals.registered if key not in internals.live]
-    if orphans:
-        internals.reader.remove_callbacks(orphans)
+    if not orphans:
+        return
+    try:
+        internals.remove_callbacks(orphans)
+    except (AttributeError, TypeError) as exc:  # reshaped since the check: its arguments, its work
+        _say_once(f"{_changed(str(exc))}: {_ORPHANS_LEFT}")
 
 
 @functools.cache
@@ -154,7 +179,9 @@ def _say_once(message: str) -> None:
 
 @dataclass(frozen=True)
 class _Internals:
-    reader: Any  # watchdog's `InotifyFD`: a thread, and the inotify instance of every emitter
+    # watchdog's `InotifyFD` (a thread, and the inotify instance of every emitter) takes back
+    # callbacks with this: read with the rest, so that a rename of it is met at the check.
+    remove_callbacks: Callable[[list[tuple[int, int]]], None]
     live: frozenset[int]  # the callback ids of the emitters' watch groups (each its group's id)
     registered: list[tuple[int, int]]  # every (watch descriptor, callback id) the reader holds
 
@@ -162,7 +189,8 @@ class _Internals:
 def _inotify_internals(observer: BaseObserver) -> _Internals | None:
     """What no public API of watchdog says: an inotify observer's reader (`_inotify_fd`, made at
     its first watch), each emitter's watch group (`_inotify`, registered under `id(group)`) and
-    the reader's callbacks per watch (`_watch_for_wd`, `Watch.callbacks`). Checked with watchdog
+    the reader's callbacks per watch (`_watch_for_wd`, `Watch.callbacks`) and its way to take
+    them back (`remove_callbacks`). Checked with watchdog
     `CHECKED_WITH`; None for an observer that is not inotify's or has no watch yet. A reader of
     remem's own (the emitters take one publicly) would spare the first, but watchdog's observer
     makes its reader at its first watch, where inotify's limits are met and said."""
@@ -180,13 +208,10 @@ def _inotify_internals(observer: BaseObserver) -> _Internals | None:
         registered = [
             (wd, key) for wd, watch in list(reader._watch_for_wd.items()) for key in list(watch.callbacks)
         ]
+        remove_callbacks = reader.remove_callbacks
     except AttributeError as exc:
         raise WatchdogChanged(_changed(str(exc))) from exc
-    return _Internals(reader, live, registered)
-
-
-def _changed(what: str) -> str:
-    return f"watchdog {VERSION_STRING} changed what remem reads of it ({what}); checked with {CHECKED_WITH}"
+    return _Internals(remove_callbacks, live, registered)
 
 
 def _lstat(path: str) -> os.stat_result:

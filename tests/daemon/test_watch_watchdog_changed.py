@@ -53,20 +53,51 @@ def deep_root(tmp_path: Path) -> Iterator[Path]:
     unnest(root / "deep")
 
 
-def test_a_daemon_on_a_watchdog_that_renamed_its_reader_polls_and_says_why(
-    home: Home, deep_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# A watchdog within the pin that renamed what remem reads: the names, the modules they are in
+# (renamed with their uses: a working watchdog), and what the daemon says is gone.
+_CHANGES = {
+    "reader": (
+        {"_inotify_fd": "_reader"},
+        ["observers/inotify.py"],
+        "'InotifyObserver' object has no attribute '_inotify_fd'",
+    ),
+    # Before, met only where a failed watch's callbacks were taken back: a crash at the deep root.
+    "remove_callbacks": (
+        {"remove_callbacks": "discard_callbacks"},
+        ["observers/inotify_c.py", "observers/inotify.py"],
+        "'InotifyFD' object has no attribute 'remove_callbacks'",
+    ),
+    # Before, "this system has no inotify", though it has.
+    "move grouper": (
+        {"InotifyMoveEventGrouper": "InotifyMoveGrouper"},
+        ["observers/inotify_move_event_grouper.py", "observers/inotify.py"],
+        "cannot import name 'InotifyMoveEventGrouper'",
+    ),
+    # Before, set as a new attribute nothing read: every move held half a second, unsaid.
+    "move hold": (
+        {"delay: Seconds": "hold: Seconds", "self.delay": "self.hold"},
+        ["observers/inotify_move_event_grouper.py"],
+        "InotifyMoveEventGrouper has no attribute 'delay'",
+    ),
+}
+
+
+@pytest.mark.parametrize("changed", list(_CHANGES))
+def test_a_daemon_on_a_watchdog_that_renamed_an_internal_polls_and_says_why(
+    changed: str, home: Home, deep_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    renames, modules, gone = _CHANGES[changed]
     other = tmp_path / "other"
     other.mkdir()
     monkeypatch.delenv(NO_DAEMON_ENV)
-    monkeypatch.setenv("PYTHONPATH", renamed_pythonpath("observers/inotify.py", "_inotify_fd", "_reader"))
+    monkeypatch.setenv("PYTHONPATH", renamed_pythonpath(renames, *modules))
     configure(home, "auto", deep_root, other)
     try:
         assert listed(home) == 0  # the daemon serves (it crashed at the deep root, exit 4)
         status = watch_status(home)
         reason = str(status["reason"])
         assert status["backend"] == "polling", status
-        assert f"{CHANGED} ('InotifyObserver' object has no attribute '_inotify_fd')" in reason, status
+        assert f"{CHANGED} ({gone}" in reason, status
         assert f"checked with {CHECKED_WITH}; polling every second" in reason, status
         assert f"session root {deep_root} cannot be watched: a folder under it is nested" in reason, status
         assert str(other) in status["paths"], status  # type: ignore[operator]
@@ -91,6 +122,29 @@ def test_an_internal_gone_after_the_check_leaves_a_failed_watchs_callbacks_said_
                 assert "nested deeper than can be watched" in outcome.failing[0], outcome
         said = [r.getMessage() for r in caplog.records if CHANGED in r.getMessage()]
         assert len(said) == 1 and "are not taken back" in said[0], said
+    finally:
+        watcher._stop_observer()
+
+
+def test_a_reader_that_takes_callbacks_back_otherwise_after_the_check_leaves_them_said_once(
+    home: Home, deep_root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Taking a failed watch's callbacks back raised out of the watch (a crash at every spawn)
+    on a watchdog whose reader takes them otherwise than read at the check."""
+    monkeypatch.setattr(watcher_module, "MISSING_ROOT_SECONDS", 0.0)  # tried at every turn
+    watcher = Watcher(home.ensure_layout(), [deep_root], _ignore, "auto")
+    try:
+        watcher._turn([deep_root], None)  # the observer made and checked, the root failing
+        reader = watcher._observer._inotify_fd  # type: ignore[union-attr]
+        # Put back before the observer stops: watchdog's own stop takes callbacks back with it.
+        with monkeypatch.context() as changed, caplog.at_level(logging.WARNING, logger="remem.daemon"):
+            changed.setitem(vars(reader), "remove_callbacks", lambda wd, key: None)  # one at a time
+            for _ in range(3):
+                outcome = watcher._turn([deep_root], None)
+                assert outcome.backend == "inotify", outcome
+                assert "nested deeper than can be watched" in outcome.failing[0], outcome
+        said = [r.getMessage() for r in caplog.records if CHANGED in r.getMessage()]
+        assert len(said) == 1 and "are not taken back" in said[0] and "positional argument" in said[0], said
     finally:
         watcher._stop_observer()
 
