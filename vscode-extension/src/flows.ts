@@ -541,8 +541,9 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
     placeholder: `Provider (now ${settings.provider} / ${settings.model ?? NO_MODEL})`,
   });
   const { provider } = chosen(pick);
-  // Another provider's model, or none chosen (null), is never offered as this one's.
-  const current = provider === settings.provider ? (settings.model ?? undefined) : undefined;
+  // Another provider's model is never offered as this one's: undefined, where null is the
+  // current provider's with none chosen.
+  const current = provider === settings.provider ? settings.model : undefined;
   const model = await chooseModel(ctx, provider, current);
   if (!model) return stop(ctx.ui, 'No model given; the consolidation model is unchanged.');
   const updated = await ctx.server.command<ModelSettings>(ServerCommands.selectModel, { provider, model });
@@ -557,15 +558,17 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   return choice === ENTER_KEY ? enterApiKey(ctx, updated.provider) : updated;
 }
 
-/** A model of `provider`: picked from the list its API gives, else typed (the note says why). */
-async function chooseModel(ctx: FlowContext, provider: string, current?: string): Promise<string> {
+/** A model of `provider`: picked from the list its API gives, else typed (the note says why).
+ * `current`: its model when it is the current provider (null: none chosen), else undefined. */
+async function chooseModel(ctx: FlowContext, provider: string, current: string | null | undefined): Promise<string> {
   const listed = await ctx.server.request<ModelList>(Requests.models, { provider });
   const key = listed.keyReady ? 'its route has a key' : `no API key yet (${listed.keyProblem ?? 'see settings.yml'})`;
   const title = `Remem: model of ${provider} — ${key}`;
   if (listed.models.length > 0) {
-    const pick = await ctx.ui.pick(modelPicks(listed.models, current), {
+    const now = current === undefined ? 'another provider' : (current ?? NO_MODEL);
+    const pick = await ctx.ui.pick(modelPicks(listed.models, current ?? undefined), {
       title,
-      placeholder: `The models ${provider} lists (now ${current ?? 'another provider'})`,
+      placeholder: `The models ${provider} lists (now ${now})`,
     });
     const { model } = chosen(pick);
     if (model !== null) return model;

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { fixesOf, RESTART_SERVER } from '../src/fixes';
 import type { FolderElement } from '../src/folderView';
 import * as flows from '../src/flows';
-import type { PickItem } from '../src/picks';
+import { NO_MODEL, type PickItem } from '../src/picks';
 import { SESSIONS_UNREADABLE } from '../src/ids';
 import type { FlatNode, HistoryEntry, SessionTreeResult } from '../src/protocol';
 import { emptyRows } from '../src/sessionsState';
@@ -13,6 +13,7 @@ import { FAMILY, NOW, node } from './fixtures';
 /** A scripted UI and server that record what the flow asked and sent. */
 class Harness implements flows.Ui, flows.Server {
   readonly asked: string[] = [];
+  readonly placeholders: string[] = [];
   readonly sent: Array<[string, object]> = [];
   readonly opened: string[] = [];
   picks: Array<(items: PickItem[]) => PickItem | undefined> = [];
@@ -39,6 +40,7 @@ class Harness implements flows.Ui, flows.Server {
 
   async pick<T extends PickItem>(items: T[], options: { title: string; placeholder: string }) {
     this.asked.push(`pick:${options.title}:${items.map((i) => i.label).join('|')}`);
+    this.placeholders.push(options.placeholder);
     const answer = this.picks.shift();
     assert.ok(answer, `unexpected pick: ${options.placeholder}`);
     return answer(items) as T | undefined;
@@ -1361,6 +1363,24 @@ test('no model chosen (decision 0493): the picker prefills none, and a Claude mo
   empty.inputs.push('');
   await flows.run(() => flows.selectModel(empty.ctx));
   assert.ok(!empty.sent.some(([id]) => id === 'remem.lsp.selectModel'));
+});
+
+test('no model chosen, and the provider lists models: the picker says none is chosen, not another provider', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = UNCHOSEN;
+  h.responses['remem/models'] = { ...UNLISTED, provider: 'anthropic', models: ['claude-sonnet-4-5'] };
+  h.responses['remem.lsp.selectModel'] = { ...UNCHOSEN, model: 'claude-sonnet-4-5', keyReady: true, keyProblem: null };
+  h.picks.push(byLabel('anthropic'), byLabel('claude-sonnet-4-5'));
+  await flows.run(() => flows.selectModel(h.ctx));
+  assert.equal(h.placeholders[1], `The models anthropic lists (now ${NO_MODEL})`);
+  // Another provider than the current one: its model is not this one's.
+  const other = new Harness();
+  other.responses['remem/settings'] = UNCHOSEN;
+  other.responses['remem/models'] = { ...UNLISTED, provider: 'deepseek', models: ['deepseek-v4-pro'] };
+  other.responses['remem.lsp.selectModel'] = { ...ROUTE, model: 'deepseek-v4-pro' };
+  other.picks.push(byLabel('deepseek'), byLabel('deepseek-v4-pro'));
+  await flows.run(() => flows.selectModel(other.ctx));
+  assert.equal(other.placeholders[1], 'The models deepseek lists (now another provider)');
 });
 
 test('no model chosen: the route fix offered is the model, not a key it has', async () => {
