@@ -449,7 +449,7 @@ class Watcher:
         outcome.added.clear()
         self._stop_observer()
         self._backend = outcome.backend = "polling"
-        self._polling_reason = outcome.reason = f"{why}; polling every second"
+        self._polling_reason = outcome.reason = _polling(why)
         log.warning("%s", outcome.reason)
 
     def _look(self, roots: list[Path], gone: Forward | None, outcome: _Outcome) -> None:
@@ -587,7 +587,13 @@ def _polling_from_the_start(mode: Literal["auto", "polling"]) -> str | None:
     """Why the watcher polls from its start, if it does: the settings ask, or no inotify here."""
     if mode == "polling":
         return "the setting daemon.watch is `polling`"
-    return None if NO_INOTIFY is None else f"{NO_INOTIFY}; polling every second"
+    return None if NO_INOTIFY is None else _polling(NO_INOTIFY)
+
+
+def _polling(why: str) -> str:
+    """The watcher's reason to poll: `why`, and how often."""
+    every = "every second" if POLL_SECONDS == 1 else f"every {POLL_SECONDS:g} seconds"
+    return f"{why}; polling {every}"
 
 
 def _folder_identity(path: str | Path) -> Identity | None:
