@@ -137,15 +137,18 @@ def try_file_lock_strictly(path: Path, *, create: bool = True) -> LockHandle | N
 
 
 def held_elsewhere(path: Path) -> bool:
-    """Whether another holder has the lock at `path`, tried through a read-only descriptor and
-    let go at once: for a folder that cannot be written (a read-only mount), where no lock can
-    be taken but one may be held. No file there: none is held."""
+    """Whether another holder has the lock at `path` exclusively (a daemon's), tried through a
+    read-only descriptor and let go at once: for a folder that cannot be written (a read-only
+    mount), where no lock can be taken but one may be held. No file there: none is held. Tried
+    shared: it conflicts with an exclusive holder just the same, and where flock is emulated
+    with byte-range locks (NFS, CIFS) an exclusive one needs a descriptor open for writing
+    (EBADF, flock(2)), which would read as a file system refusing every lock."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return False
     with os.fdopen(fd, "rb") as handle:
-        if not _lock(handle, path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING):
+        if not _lock(handle, path, portalocker.LockFlags.SHARED | portalocker.LockFlags.NON_BLOCKING):
             return True
         portalocker.unlock(handle)
     return False
