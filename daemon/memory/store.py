@@ -15,6 +15,7 @@ import dataclasses
 import errno
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -122,7 +123,12 @@ class MemoryStore:
         `attribute`: who made a state the history finds unrecorded, when a record says (`History`)."""
         # Laid out at its first use (`home`); what stands in the way is said now, as it always was.
         self.where = home.refuse_unusable_layout()  # its paths: for what only names files there
-        self._history = partial(History, enabled=history, deferred=defer_history, attribute=attribute)
+        self._make_history = partial(History, enabled=history, deferred=defer_history, attribute=attribute)
+        # One history per store (its caches and its writers' turns are its own): built once,
+        # under a lock, however many threads meet its first use (`cached_property` has no lock
+        # from Python 3.12).
+        self._history: History | None = None
+        self._history_lock = threading.Lock()
         self._odd_infos: set[Path] = set()  # irregular workspace.json files already logged
 
     @cached_property
@@ -131,11 +137,15 @@ class MemoryStore:
         writes memory through the store (`settings model`, `receipts`) makes nothing there."""
         return self.where.ensure_layout()
 
-    @cached_property
+    @property
     def history(self) -> History:
         """The memory history, over the laid-out home: its first read of a fresh home starts the
         repository and marks it started in `state/`, which must be there."""
-        return self._history(self.home)
+        if (built := self._history) is None:
+            with self._history_lock:
+                if (built := self._history) is None:
+                    built = self._history = self._make_history(self.home)
+        return built
 
     # -- Global ---------------------------------------------------------------------------
 
