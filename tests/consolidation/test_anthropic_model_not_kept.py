@@ -10,9 +10,11 @@ import pytest
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from remem.daemon.settings import ConsolidationSettings, parse_settings
 from tests.daemon.helpers import remem
 
 MODEL = "claude-sonnet-4-5"
+DEFAULTS = ConsolidationSettings()
 
 
 @pytest.fixture(params=["daemon", "no-daemon"])
@@ -62,6 +64,24 @@ def test_switching_to_it_does_not_carry_another_providers_model(home: Home) -> N
     kept = remem(home, "settings", "model", "--provider", "anthropic", "--json")
     assert chosen.returncode == 0 and kept.returncode == 0, kept.stderr
     assert json.loads(kept.stdout)["model"] == MODEL and json.loads(kept.stdout)["keyReady"] is True
+
+
+@pytest.mark.usefixtures("through")
+def test_switching_to_deepseek_takes_its_default_model(home: Home) -> None:
+    """The way back: the provider whose model the settings' default is (deepseek) is given that
+    model, as a fresh settings file routes to it; one of which no model is known asks (above)."""
+    home.settings_file.write_text("consolidation:\n  provider: anthropic\n")
+    shown = remem(home, "settings", "model", "--provider", DEFAULTS.provider)
+    read = remem(home, "settings", "model", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"{DEFAULTS.provider}/{DEFAULTS.model}"), shown.stdout
+    assert "was kept from" not in shown.stderr, "no model was chosen to keep: the default is given"
+    assert (json.loads(read.stdout)["provider"], json.loads(read.stdout)["model"]) == (
+        DEFAULTS.provider,
+        DEFAULTS.model,
+    )
+    written = parse_settings(home.settings_file.read_bytes()).consolidation
+    assert (written.provider, written.chosen_model) == (DEFAULTS.provider, DEFAULTS.model)
 
 
 def test_no_model_chosen_is_said_before_a_missing_key(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
