@@ -101,7 +101,8 @@ def test_a_history_lock_refused_is_said_at_once_not_blamed_on_another_process(
 ) -> None:
     done = put(home, tmp_path, refused="history")
     assert done.returncode == 0, done.stderr
-    assert f"{home.locks / 'history.lock'} {REFUSED}" in done.stderr
+    # Said whole, the remedy too, however long the home's path (a reason was cut at 200 characters).
+    assert f"{home.locks / 'history.lock'} {REFUSED}{REMEDY})" in done.stderr
     assert "another process" not in done.stderr
 
 

@@ -70,7 +70,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..faults import faultpoint
 from ..fsutil import WRITE_REMEDIES, Unwritable
 from ..home import Home, HomeUnusable, linked_message
-from ..locks import LockHandle, bounded_file_lock
+from ..locks import LockHandle, LockUnusable, bounded_file_lock
 from ..os_names import shown
 from ..protocol.memory import Actor, HistoryEntry
 from ..safe_open import read_regular
@@ -1393,6 +1393,8 @@ def _refused_errno(exc: Exception) -> int | None:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, LockUnusable):  # remem's own sentence (the file, why, the remedy): said whole
+        return str(exc)
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
 
 
