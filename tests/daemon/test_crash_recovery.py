@@ -126,7 +126,11 @@ def test_the_points_are_those_a_consolidation_reaches(
     fake.reply(tool_call(both_scopes(source)))
     result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))
     assert result.status.value == "committed"
-    assert reached.crashes() == set(CONSOLIDATION_POINTS)
+    # A merge of the small packs follows one history entry in PACK_EVERY, chosen by its commit
+    # id (which holds its time): housekeeping after the entry is written, no consolidation's own
+    # point, and killed in tests/memory/test_histfix_merge_kill.py. Reached one run in 16 here.
+    own = {point for point in reached.crashes() if not point.startswith("history.merge.")}
+    assert own == set(CONSOLIDATION_POINTS)
     registered = {p for p in faults.POINTS if p.startswith("consolidation.")}
     assert registered <= set(reached.points), "every consolidation point is on this path"
 
