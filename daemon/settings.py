@@ -136,11 +136,62 @@ class ConsolidationSettings(_Strict):
 
     @property
     def chosen_model(self) -> str | None:
-        """`model`, or None when `provider` has no default model (`MODEL_TO_CHOOSE`) and the
-        settings chose none: the default is deepseek's, which that provider would be sent."""
-        if self.provider in MODEL_TO_CHOOSE and "model" not in self.model_fields_set:
+        """`model`, or None when the settings choose no model of `provider` (`unchosen` says why)."""
+        return None if self.unchosen is not None else self.model
+
+    @property
+    def unchosen(self) -> str | None:
+        """Why the settings choose no model of `provider`, None when they do. A provider without a
+        default model (`MODEL_TO_CHOOSE`) has none chosen while the key is unset, and none while
+        it holds the default provider's default model either (decision 0500): that is deepseek's
+        model, which it does not serve, written there by a remem before 0493 that kept the model
+        when the provider changed."""
+        if self.provider not in MODEL_TO_CHOOSE:
             return None
-        return self.model
+        if "model" not in self.model_fields_set:
+            return no_default_model(self.provider)
+        if self.model == default_model(DEFAULT_PROVIDER):
+            return (
+                f"`{self.model}`, the consolidation.model of settings.yml, is {DEFAULT_PROVIDER}'s default "
+                f"model, which {self.provider} does not serve, so no model is chosen for {self.provider}"
+            )
+        return None
+
+
+DEFAULT_PROVIDER: str = ConsolidationSettings.model_fields["provider"].default
+
+
+def default_model(provider: str) -> str | None:
+    """`provider`'s default model: `consolidation.model`'s default for the provider it is a model
+    of (deepseek); remem knows no other provider's."""
+    fields = ConsolidationSettings.model_fields
+    return fields["model"].default if provider == DEFAULT_PROVIDER else None
+
+
+def no_default_model(provider: str, kept: str | None = None, kept_from: str | None = None) -> str:
+    """That a route to `provider` has no model unless one is chosen for it; `kept`: the model
+    chosen for another provider, `kept_from`, which a command without `--model` would send."""
+    said = (
+        f"{provider} has no default model"
+        if provider in MODEL_TO_CHOOSE
+        else f"remem knows no default model of {provider}"
+    )
+    return said + (f", and `{kept}` is the one chosen for {kept_from}" if kept is not None else "")
+
+
+def model_to_choose(provider: str, how: str, why: str | None = None) -> str:
+    """The one sentence of a route to `provider` with no model of its own to send (decisions
+    0493, 0500): `why` (`no_default_model` unless given), then `how` to choose one where it is
+    said: the daemon names `remem settings model` (`choose_with_settings`), a command `--model`."""
+    return f"{why or no_default_model(provider)}: {how}, the model id as {provider} names it"
+
+
+def choose_with_settings(provider: str) -> str:
+    """`how` of `model_to_choose` where no command line is at hand: the daemon's, the editor's."""
+    return f"choose one with `remem settings model --provider {provider} --model …`"
+
+
+GIVE_MODEL = "give --model"  # `how` of `model_to_choose` in a command that takes `--model`
 
 
 PREDEFINED_PROVIDERS = {

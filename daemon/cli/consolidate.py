@@ -294,28 +294,18 @@ def _kept_model(current: ModelSettings, provider: str) -> str:
     `provider` has no default model and the current one was chosen for another provider
     (decision 0493): written, it would be sent to a provider that never had it. With none
     chosen, the provider whose model the settings' default is (deepseek) is given that one."""
-    from ..settings import MODEL_TO_CHOOSE
+    from ..settings import GIVE_MODEL, MODEL_TO_CHOOSE, default_model, model_to_choose, no_default_model
 
-    give = f"give --model, the model id as {provider} names it"
     if current.model is None:
-        default = _default_model(provider)
+        default = default_model(provider)
         if default is not None:
             return default
-        if provider == current.provider:
-            fail(f"{provider} has no default model and none is chosen yet: {give}")
-        fail(f"{current.provider} has no model chosen, so there is none to keep for {provider}: {give}")
+        fail(model_to_choose(provider, GIVE_MODEL))
     if provider != current.provider and provider in MODEL_TO_CHOOSE:
-        fail(f"{provider} has no default model, and `{current.model}` is the one chosen for "
-             f"{current.provider}: {give}")  # fmt: skip
+        fail(
+            model_to_choose(provider, GIVE_MODEL, no_default_model(provider, current.model, current.provider))
+        )
     return current.model
-
-
-def _default_model(provider: str) -> str | None:
-    """`consolidation.model`'s default when it is `provider`'s own: the default provider's."""
-    from ..settings import ConsolidationSettings
-
-    fields = ConsolidationSettings.model_fields
-    return fields["model"].default if provider == fields["provider"].default else None
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:

@@ -32,7 +32,7 @@ from ..home import Home, HomeUnusable
 from ..locks import file_lock
 from ..protocol.rpc import NO_API_KEY
 from ..safe_open import open_linked, read_capped, refused, standing_at
-from ..settings import Settings
+from ..settings import Settings, choose_with_settings, model_to_choose
 from ..swap import discard
 
 if TYPE_CHECKING:
@@ -114,10 +114,9 @@ def resolve_route(home: Home, settings: Settings, *, listing: bool = False) -> R
     _remember_login(provider.base_url)
     # A missing model is said before a missing key: the editor offers what fixes the problem
     # said, and choosing the model then says the key is missing (decision 0493).
-    if not listing and config.chosen_model is None:
+    if not listing and config.unchosen is not None:
         raise RouteError(
-            f"{config.provider} has no default model: choose one with `remem settings model "
-            f"--provider {config.provider} --model …`, the model id as {config.provider} names it"
+            model_to_choose(config.provider, choose_with_settings(config.provider), config.unchosen)
         )
     api_key = _api_key(home, config.provider, provider.api_key_env)
     return Route(

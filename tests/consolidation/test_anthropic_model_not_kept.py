@@ -41,11 +41,9 @@ def test_a_current_provider_without_a_chosen_model_asks_for_one(home: Home) -> N
         shown.stdout
     )
     assert again.returncode == 2, again.stderr
-    assert "anthropic has no default model and none is chosen yet: give --model" in again.stderr
+    assert "anthropic has no default model: give --model" in again.stderr
     assert elsewhere.returncode == 2, elsewhere.stderr
-    assert (
-        "anthropic has no model chosen, so there is none to keep for openai: give --model" in elsewhere.stderr
-    )
+    assert "remem knows no default model of openai: give --model" in elsewhere.stderr
     assert home.settings_file.read_bytes() == before
 
 

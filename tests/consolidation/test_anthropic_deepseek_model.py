@@ -1,0 +1,65 @@
+"""Settings that route to anthropic with deepseek's default model (written by a remem before
+decision 0493, which kept the model when the provider changed, or by hand) choose no model
+(decision 0500): the read and `remem settings model` say so and why, a consolidation refuses
+naming `remem settings model --model`, nothing is sent, and the user's file is left as it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+from remem.daemon.settings import ConsolidationSettings
+from tests.daemon.helpers import remem
+from tests.fake_openai import FakeOpenAI, tool_call
+
+from .conftest import proposal, write_source
+
+KEY = "sk-ant-test"
+DEEPSEEK = ConsolidationSettings()  # deepseek and its default model
+WHY = (
+    f"`{DEEPSEEK.model}`, the consolidation.model of settings.yml, is {DEEPSEEK.provider}'s default "
+    "model, which anthropic does not serve, so no model is chosen for anthropic: "
+    "choose one with `remem settings model --provider anthropic --model …`"
+)
+
+
+def test_deepseeks_default_model_is_no_choice_for_anthropic(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    root = tmp_path / "dsh-sessions"
+    source = write_source(root, str(tmp_path / "project"))
+    with FakeOpenAI(api_key=KEY) as layer:
+        home.ensure_layout()
+        home.settings_file.write_text(
+            f"consolidation:\n  provider: anthropic\n  model: {DEEPSEEK.model}\n"
+            f"providers:\n  anthropic:\n    base_url: {layer.origin + '/v1'!r}\n"
+            "    api_key_env: ANTHROPIC_API_KEY\n"
+            f"sessions:\n  roots: [{str(root)!r}]\n"
+        )
+        written = home.settings_file.read_bytes()
+        try:
+            read = remem(home, "settings", "model", "--json")
+            shown = remem(home, "settings", "model")
+            refused = remem(home, "consolidate", source.id)
+            unchanged = home.settings_file.read_bytes()
+            chosen = remem(home, "settings", "model", "--model", "claude-sonnet-4-5")
+            layer.reply(tool_call(proposal()))
+            reviewed = remem(home, "consolidate", source.id, "--json")
+        finally:
+            remem(home, "daemon", "stop")
+        sent = [request["model"] for request in layer.requests]
+    answer = json.loads(read.stdout)
+    assert (answer["model"], answer["keyReady"]) == (None, False), answer
+    assert answer["keyProblem"].startswith(WHY), answer["keyProblem"]
+    assert shown.stdout.startswith(f"anthropic/(no model chosen) — {WHY}"), shown.stdout
+    assert refused.returncode == 2 and WHY in refused.stderr, refused.stderr
+    assert unchanged == written, "a read never rewrites the user's file"
+    assert chosen.returncode == 0, chosen.stderr
+    assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
+    assert sent == ["claude-sonnet-4-5"], "deepseek's model was never sent to anthropic"
