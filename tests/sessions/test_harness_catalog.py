@@ -436,11 +436,14 @@ def test_a_codex_fork_lands_inside_the_root_its_parent_was_listed_from(
     """A `sessions` folder gets today's date folders, as Codex writes; any other root the child
     beside its parent (decision 0290). Either way it lists, and the command exits."""
     roots = _codex_root(tmp_path / "r1" / "r2" / "r3" / name)
+    # Codex files by local time; the day read on both sides of the fork, as a fork running over
+    # midnight lands in either.
+    days = {time.strftime("%Y/%m/%d", time.localtime())}
     made = json.loads(invoke(home, roots, "fork", TID, "--op-id", "flat", "--json"))
+    days.add(time.strftime("%Y/%m/%d", time.localtime()))
     (child,) = [p for p in tmp_path.rglob("rollout-*.jsonl") if made["child"] in p.name]
-    today = time.strftime("%Y/%m/%d", time.localtime())  # Codex files by local time
-    folder = roots["codex"] / today if name == "sessions" else roots["codex"]
-    assert child.parent == folder
+    folders = {roots["codex"] / day for day in days} if name == "sessions" else {roots["codex"]}
+    assert child.parent in folders
     listed = {s.id: s for s in catalog(home, roots).listing().sessions}
     assert listed[made["child"]].parent == TID
 
