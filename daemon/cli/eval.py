@@ -108,7 +108,10 @@ def _route_settings(backend: Backend, provider: str | None, model: str | None) -
     _check_options(settings, provider, model)
     data = settings.model_dump(exclude_unset=True)
     chosen = data.setdefault("consolidation", {})
-    chosen.update({k: v for k, v in {"provider": provider, "model": model}.items() if v is not None})
+    if provider is not None:
+        chosen.update(provider=provider, model=model or _model_of(settings, provider))
+    elif model is not None:
+        chosen.update(model=model)
     try:
         return parse_settings(_yaml(data), "the evaluated settings")
     except SettingsError as exc:
@@ -131,23 +134,25 @@ def _check_options(settings: Settings, provider: str | None, model: str | None) 
             check_model_id(model)
         except ValueError as exc:
             raise click.UsageError(f"--model: {exc}") from None
-    elif provider is not None and not _model_chosen_for(settings, provider):
-        raise click.UsageError(
-            f"--provider {one_line(provider)} has no default model, and your settings choose none "
-            f"for it: give --model, the model id as {one_line(provider)} names it"
-        )
 
 
-def _model_chosen_for(settings: Settings, provider: str) -> bool:
-    """Whether `--provider` without `--model` has a model to measure: the one your settings chose
-    when they route to `provider` already, else its default, which some have none of (decision
-    0493): measured, the model of another provider would be sent to it."""
-    from ..settings import MODEL_TO_CHOOSE
+def _model_of(settings: Settings, provider: str) -> str:
+    """The model `--provider` without `--model` measures: the one your settings chose for
+    `provider` when they route to it, else its default (decision 0500). Never the model chosen
+    for another provider, nor `consolidation.model`'s default (deepseek's) for another provider:
+    sent, it would be measured as `provider`'s, or fail every case on a model it does not serve."""
+    from ..settings import GIVE_MODEL, default_model, model_to_choose, no_default_model
 
     config = settings.consolidation
-    if config.provider == provider:
-        return config.chosen_model is not None
-    return provider not in MODEL_TO_CHOOSE
+    if config.provider == provider and "model" in config.model_fields_set:
+        model, why = config.chosen_model, config.unchosen
+    else:
+        model = default_model(provider)
+        kept = config.chosen_model if config.provider != provider else None
+        why = no_default_model(provider, kept, config.provider)
+    if model is None:
+        raise click.UsageError(one_line(model_to_choose(provider, GIVE_MODEL, why)))
+    return model
 
 
 def _yaml(data: dict[str, object]) -> bytes:

@@ -32,7 +32,7 @@ def test_a_provider_without_a_default_model_is_measured_only_with_a_chosen_one(
     unchosen = _eval(user_home, "--provider", "anthropic", "--cases", EMPTY)
     for refusal in (refused, unchosen):
         assert refusal.returncode == 2, refusal.stderr
-        assert "--provider anthropic has no default model" in refusal.stderr
+        assert "anthropic has no default model" in refusal.stderr
         assert "give --model" in refusal.stderr and "remem settings model" not in refusal.stderr
     assert given.returncode == 0 and "Measured anthropic/claude-sonnet-4-5" in given.stdout, given.stderr
     assert kept.returncode == 0 and "Measured anthropic/scripted" in kept.stdout, kept.stderr
