@@ -165,9 +165,20 @@ def workspace_cwd(ls: RememServer, key: str) -> str:
 
 def workspace_folder(ls: RememServer, path: Path) -> Path | None:
     """The workspace folder a record or `MEMORY.md` belongs to; None for any other file."""
-    if path.suffix != ".md" or path.parent.parent != ls.home.workspaces:
+    return _workspace_folder(path, ls.home.workspaces)
+
+
+@functools.lru_cache(maxsize=1024)  # asked on every keystroke: two new `Path`s and a comparison
+def _workspace_folder(path: Path, workspaces: Path) -> Path | None:
+    if path.suffix != ".md" or path.parent.parent != workspaces:
         return None
     return path.parent
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke
+def folder_and_name(path: Path) -> tuple[Path, str]:
+    """The folder `path` is in, and its name."""
+    return path.parent, path.name
 
 
 @functools.lru_cache(maxsize=1024)  # asked for every open document on every keystroke

@@ -61,7 +61,7 @@ from remem.daemon.memory.validation import validate_global, validate_index
 from remem.daemon.settings import SettingsError, parse_settings
 
 from ..daemon_link import RECONNECTED
-from ..documents import home_path, open_documents, workspace_folder
+from ..documents import folder_and_name, home_path, open_documents, workspace_folder
 from ..rule_docs import PREFIX, rule_href
 from ..server import RememServer
 from ..text_documents import LspTextDocument
@@ -326,17 +326,18 @@ def _publish_folder(ls: RememServer, folder: Path, *, typed: bool = False) -> No
     recent enough (`_folder_files`)."""
     if (burst := _BURSTS.get(ls)) is not None:
         burst.folders.discard(folder)  # judged now, with every text opened so far
-    open_here = {path.name: doc for path, doc in open_documents(ls).items() if path.parent == folder}
+    placed = ((folder_and_name(path), doc) for path, doc in open_documents(ls).items())
+    open_here = {name: doc for (parent, name), doc in placed if parent == folder}
     encoded = {name: _as_utf8(document) for name, document in open_here.items()}
     edited = {name: text for name, (text, _) in encoded.items()}
 
     def judge() -> dict[str, list[Diagnostic]]:
         if not edited:  # no document left to judge for: the folder is neither read nor kept
             return {}
-        # A linked folder is never read through (it may lead out of REMEM_HOME), as the store.
-        if folder.is_symlink():
+        files = _folder_files(ls, folder, edited, typed)
+        if files is None:  # a linked folder is never read through (it may lead out of REMEM_HOME)
             return {name: encoded[name][1] + [LINKED_WORKSPACE] for name in edited}
-        reports = judge_edited(_folder_files(ls, folder, edited, typed), edited, ls.lint_cache)
+        reports = judge_edited(files, edited, ls.lint_cache)
         return {name: encoded[name][1] + reports.get(name, []) for name in edited}
 
     if not open_here and (read := _READS.get(ls, {}).pop(folder, None)) is not None:
@@ -371,12 +372,15 @@ class _Read:
 _READS: weakref.WeakKeyDictionary[RememServer, dict[Path, _Read]] = weakref.WeakKeyDictionary()
 
 
-def _folder_files(ls: RememServer, folder: Path, edited: Mapping[str, str], typed: bool) -> FolderFiles:
+def _folder_files(
+    ls: RememServer, folder: Path, edited: Mapping[str, str], typed: bool
+) -> FolderFiles | None:
     """The files of `folder` but the `edited` ones, as a keystroke (`typed`) may take them: as
     last read, if less than `TRUST_READ` ago, with the same texts open and the folder listing
     the same files (its own stamp unchanged); they are read again `TRUST_READ` after that
     reading, in case a file changed in place with no one telling (decision 0481). For any other
-    cause (an open, a save, news of a change on disk), and past that, they are read now."""
+    cause (an open, a save, news of a change on disk), and past that, they are read now. None
+    when the folder is a link, which is never read through, as the store reads none."""
     reads = _READS.setdefault(ls, {})
     loop = asyncio.get_running_loop()
     read = reads.get(folder)
@@ -386,9 +390,15 @@ def _folder_files(ls: RememServer, folder: Path, edited: Mapping[str, str], type
         and loop.time() - read.at < TRUST_READ
         and read.files.edited == edited.keys()
         and read.files.unchanged(folder, ls.lint_cache)
+        # Listed, the folder was no link when read, and its own stamp, kept with its type, says
+        # it is none now: a keystroke spares the `lstat` that asks again. Not listed (gone, or a
+        # link leading nowhere), nothing tells, so it is asked.
+        and (read.files.entries.regular or read.files.entries.other or not folder.is_symlink())
     ):
         if (read := reads.pop(folder, None)) is not None:  # not trusted again, should reading fail
             read.forget()
+        if folder.is_symlink():
+            return None
         read = _Read(read_folder(folder, edited, ls.lint_cache), loop.time())
     reads.pop(folder, None)
     reads[folder] = read  # last: the least recently judged with go first
