@@ -29,7 +29,10 @@ HARNESSES = ("claude", "codex")
 EVERY_HARNESS = "all"
 # TOML 1.0 forbids DEL in a string; the rest would drive the terminal the table is printed on.
 _TOML_ESCAPED = re.compile(f"[{CONTROLS}]")
-_TITLES = {"claude": "Claude Code, from the project's folder:", "codex": "Codex, in ~/.codex/config.toml:"}
+# Each block's title is a comment of its own language, so a block can be appended to config.toml
+# or piped to a shell as it is printed.
+_CLAUDE_TITLE = "# Claude Code, for every project (run it in any folder):"
+_CODEX_HOME = "CODEX_HOME"
 
 
 class Unwirable(Exception):
@@ -74,9 +77,10 @@ def _passed_on(home: Home) -> str | None:
 
 
 def claude_code_command(remem: str, home: str | None, args: Sequence[str] = MCP_ARGS) -> str:
-    """The shell command that registers the server with Claude Code (for the project it is run in)."""
+    """The shell command that registers the server with Claude Code for every project of the
+    user: its default scope is the folder it is run in, which from the clone is remem's own."""
     env = ["-e", f"{HOME_ENV}={home}"] if home else []
-    return shlex.join(["claude", "mcp", "add", SERVER, *env, "--", remem, *args])
+    return shlex.join(["claude", "mcp", "add", "--scope", "user", SERVER, *env, "--", remem, *args])
 
 
 def claude_code_json(launch: Launch) -> dict[str, Any]:
@@ -109,7 +113,7 @@ def _toml(value: str | list[str]) -> str:
 
 
 def wiring_text(launch: Launch, harnesses: Sequence[str]) -> str:
-    """The wiring of each of `harnesses`, under a line saying where it goes, indented to paste.
+    """The wiring of each of `harnesses`, under a comment saying where it goes, indented to paste.
     Unwirable for a path that a terminal would not show as it is, which a paste would change."""
     for word in (launch.home or "", launch.command, *launch.args):
         if one_line(word) != word:
@@ -119,10 +123,22 @@ def wiring_text(launch: Launch, harnesses: Sequence[str]) -> str:
                 "printed to paste; rename it, or take the wiring from --json, which holds it exactly"
             )
     blocks = _blocks(launch)
+    titles = {"claude": _CLAUDE_TITLE, "codex": f"# Codex, in {_codex_config_file()}:"}
     lines = [
-        line for name in harnesses for line in (_TITLES[name], *(f"  {b}" if b else "" for b in blocks[name]))
+        line for name in harnesses for line in (titles[name], *(f"  {b}" if b else "" for b in blocks[name]))
     ]
     return "\n".join(lines)
+
+
+def _codex_config_file() -> str:
+    """Where Codex reads its configuration: `$CODEX_HOME`'s, as its value, which the comment
+    can hold only as one line (else it is named by the variable)."""
+    codex_home = os.environ.get(_CODEX_HOME, "")
+    if not codex_home:
+        return "~/.codex/config.toml"
+    if one_line(codex_home) != codex_home:
+        return f"${_CODEX_HOME}/config.toml"
+    return os.path.join(codex_home, "config.toml")
 
 
 def wiring_json(launch: Launch, harnesses: Sequence[str]) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from tests.harnesses.fake_responses import text as answer
 from tests.harnesses.toolchain import RUN_TIMEOUT
 
 REMEM = Path(sys.executable).with_name("remem")  # the console script a user runs
-CLAUDE_TITLE = "Claude Code, from the project's folder:"
-CODEX_TITLE = "Codex, in ~/.codex/config.toml:"
+CLAUDE_TITLE = "# Claude Code, for every project (run it in any folder):"
+CODEX_TITLE = "# Codex, in ~/.codex/config.toml:"
 
 
 def print_config(
@@ -34,22 +34,11 @@ def print_config(
     without $REMEM_HOME but for `env`'s: `home` None is the default home, `~/.remem`."""
     if not REMEM.exists():
         pytest.skip(f"no remem console script at {REMEM} (pip install -e .)")
-    shell = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, "REMEM_HOME")} | env
+    unset = (NO_DAEMON_ENV, "REMEM_HOME", "CODEX_HOME")
+    shell = {k: v for k, v in os.environ.items() if k not in unset} | env
     homed = [] if home is None else ["--home", str(home)]
     command = [str(remem), *homed, "--no-daemon", "mcp", "--print-config", *args]
     return subprocess.run(command, env=shell, stdin=stdin, capture_output=True, text=True, timeout=60)
-
-
-def pasted(printed: str, title: str) -> str:
-    """What the user pastes from the block under `title`: its lines, unindented."""
-    lines = printed.splitlines()
-    start = lines.index(title) + 1
-    block = []
-    for line in lines[start:]:
-        if line and not line.startswith("  "):  # the next harness's title
-            break
-        block.append(line[2:])
-    return "\n".join(block) + "\n"
 
 
 def test_it_prints_at_once_whatever_stdin_is(tmp_path: Path) -> None:
@@ -79,7 +68,7 @@ def test_the_default_home_is_passed_on_as_nothing_and_another_by_its_path(tmp_pa
     default = print_config(None)
     assert default.returncode == 0, default.stderr
     assert "REMEM_HOME" not in default.stdout
-    assert f"  claude mcp add remem -- {REMEM} --no-daemon mcp\n" in default.stdout
+    assert f"  claude mcp add --scope user remem -- {REMEM} --no-daemon mcp\n" in default.stdout
     other = json.loads(print_config(tmp_path / "home", "--json").stdout)
     launch = {
         "command": str(REMEM),
@@ -123,7 +112,8 @@ def test_a_path_a_terminal_would_change_is_refused_as_text_and_exact_in_json(
     server = tomllib.loads(wiring["codex"]["configToml"])["mcp_servers"]["remem"]
     assert (server["args"], server["env"]) == (args, {"REMEM_HOME": str(home)})
     added = shlex.split(wiring["claude"]["command"])
-    assert added == ["claude", "mcp", "add", "remem", "-e", f"REMEM_HOME={home}", "--", str(REMEM), *args]
+    user = ["claude", "mcp", "add", "--scope", "user", "remem"]
+    assert added == [*user, "-e", f"REMEM_HOME={home}", "--", str(REMEM), *args]
 
 
 def test_a_remem_whose_path_is_not_utf8_is_refused(tmp_path: Path) -> None:
@@ -187,16 +177,25 @@ def claude_mcp(cc: ClaudeCode, env: dict[str, str], *args: str) -> str:
 
 @pytest.mark.slow
 def test_claude_code_connects_to_the_server_the_printed_command_adds(tmp_path: Path) -> None:
+    """Piped to a shell as printed, from the clone, the command wires the server into the
+    user's other projects too: Claude Code's default scope is only the folder it is run in."""
     home = tmp_path / "remem-home"
-    command = pasted(print_config(home, "--harness", "claude").stdout, CLAUDE_TITLE)
+    printed = print_config(home, "--harness", "claude").stdout
+    clone = tmp_path / "clone"
+    clone.mkdir()
     with FakeAnthropic() as fake:
         cc, env = claude_code(tmp_path / "claude", fake)
         added = subprocess.run(
-            ["bash", "-c", command], cwd=cc.cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
+            ["bash"], input=printed, cwd=clone, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
         )
         assert added.returncode == 0, added.stderr
+        # A user's server is started only in a folder the user trusted, as in `claude`'s dialog.
+        config = cc.config_dir / ".claude.json"
+        claude_json = json.loads(config.read_text())
+        claude_json.setdefault("projects", {})[str(cc.cwd)] = {"hasTrustDialogAccepted": True}
+        config.write_text(json.dumps(claude_json))
         got = claude_mcp(cc, env, "get", "remem")  # starts the server and asks it, as `claude` does
-    assert "Status: ✔ Connected" in got, got
+    assert "Scope: User config" in got and "Status: ✔ Connected" in got, got
     assert f"Command: {REMEM}\n" in got and "Args: --no-daemon mcp\n" in got, got
     assert f"REMEM_HOME={home}" in got, got
     assert not home.exists()  # connecting reads, and a read makes nothing (decision 0492)
@@ -219,12 +218,23 @@ def test_claude_code_connects_to_the_server_of_the_printed_mcp_json(tmp_path: Pa
 
 @pytest.mark.slow
 def test_codex_loads_memory_through_the_printed_table(tmp_path: Path) -> None:
+    """Appended to Codex's config.toml as printed, title and all, as docs/agents.md says."""
     home = tmp_path / "remem-home"
-    table = pasted(print_config(home, "--harness", "codex").stdout, CODEX_TITLE)
     with FakeResponses() as fake:
         cx = Codex(tmp_path / "codex", fake)
         config = cx.codex_home / "config.toml"
-        config.write_text(config.read_text() + "\n" + table)
+        printed = print_config(home, "--harness", "codex", CODEX_HOME=str(cx.codex_home)).stdout
+        assert printed.startswith(f"# Codex, in {config}:\n"), printed
+        config.write_text(config.read_text() + "\n" + printed)
+        listed = subprocess.run(
+            [str(cx.executable), "mcp", "list"],
+            cwd=cx.cwd,
+            env=cx.env(),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+        )
+        assert listed.returncode == 0 and "remem" in listed.stdout, listed.stderr
         fake.reply(function_calls(("memory_context", {}), namespace="mcp__remem"), answer("memory loaded"))
         run = cx.exec("--sandbox", "read-only", "load memory")
         _, second = fake.requests

@@ -63,5 +63,6 @@ def test_the_command_prints_both(tmp_path: Path) -> None:
     printed = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
     python = sys.executable  # run as a module: the Python that runs it, which a harness can start
     home = shlex.quote(f"REMEM_HOME={tmp_path}")
-    assert f"claude mcp add remem -e {home} -- {shlex.quote(python)} -m remem.daemon mcp\n" in printed
+    added = f"claude mcp add --scope user remem -e {home} -- {shlex.quote(python)} -m remem.daemon mcp\n"
+    assert added in printed
     assert f'  command = "{python}"\n' in printed
