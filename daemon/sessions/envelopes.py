@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Union
 
@@ -195,14 +195,19 @@ def _sources_ok(kind: str, seqs: list[int] | UnsetType, seq: int) -> bool:
     and strictly earlier, or empty only for an assistant message."""
     if seqs is UNSET:
         return True
-    if not seqs:
+    count = len(seqs)
+    if count == 1:  # a tool/result's call: alone, it is unique
+        return seqs[0] < seq
+    if not count:
         return kind == "assistant/message"
-    if seqs[-1] >= seq:
+    first, last = seqs[0], seqs[-1]
+    if last >= seq:
         return False
-    # DSH writes a consecutive run, which proves uniqueness in C; any other list is counted.
-    return seqs == list(range(seqs[0], seqs[0] + len(seqs))) or (
-        max(seqs) < seq and len(set(seqs)) == len(seqs)
-    )
+    # DSH writes a consecutive run, which proves uniqueness in C (its ends, compared first,
+    # spare building the run for any other list); any other list is counted.
+    if last - first == count - 1 and seqs == list(range(first, last + 1)):
+        return True
+    return max(seqs) < seq and len(set(seqs)) == count
 
 
 def _checked_judge(kind: str, kept: bool) -> Judge:
@@ -262,6 +267,11 @@ class LineUnion:
     plain: dict[type, str]
     judges: dict[type, Judge]
     kinds: dict[type, str]  # every struct's event type (a packed row's members' for a row)
+    # Each struct's way, its type when plain and its judge otherwise: one look-up a line.
+    ways: dict[type, str | Judge] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ways", {**self.plain, **self.judges})
 
 
 @lru_cache(maxsize=8)

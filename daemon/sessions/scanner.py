@@ -209,7 +209,7 @@ class _Skimming:
     ) -> tuple[int, int, list[Record]]:
         """Take `lines[first:]` (`lines[0]` is line `first_line`) until a line needs the general
         path: the index of that line (or `len(lines)`), the next seq and the records held."""
-        plain, judges, keep, note, sink = self.union.plain, self.union.judges, self.keep, self.note, self.sink
+        ways, keep, note, sink = self.union.ways, self.keep, self.note, self.sink
         every = sink is None  # every event, or (folding) the kept ones and the last
         members = every or _CHUNK in keep
         append, extend = records.append, records.extend
@@ -219,16 +219,17 @@ class _Skimming:
         index, count = first, len(lines)
         while index < count:
             decoded = lines[index]
-            kind = plain.get(decoded.__class__)
-            if kind is not None and decoded.seq == seq:
+            way = ways[decoded.__class__]
+            if way.__class__ is str:  # a plain line's type
+                if decoded.seq != seq:
+                    break
                 seq += 1
                 index += 1
                 if not every:
                     continue
-                append(_new_tuple(Skimmed, (kind, seq - 1, None)))
+                append(_new_tuple(Skimmed, (way, seq - 1, None)))
             else:
-                judge = None if kind is not None else judges[decoded.__class__]
-                item = None if judge is None else judge(decoded, seq, cap - before - len(records), note)
+                item = way(decoded, seq, cap - before - len(records), note)  # type: ignore[operator]
                 if item is None:
                     break
                 index += 1

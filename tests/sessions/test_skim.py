@@ -200,6 +200,7 @@ _CHECKED_BENDS = [
     _bend(3, {"sourceEventSeqs": [0, 1, 2]}),  # a consecutive run, as DSH writes them
     _bend(3, {"sourceEventSeqs": [2, 0, 1]}),  # unordered but unique and earlier: legal
     _bend(3, {"sourceEventSeqs": [0, 2, 2]}),
+    _bend(3, {"sourceEventSeqs": [0, 0, 2]}),  # a run's ends and length, a duplicate inside
     _bend(3, {"sourceEventSeqs": [5, 1]}),  # the last is earlier, another is not
     _bend(3, {"sourceEventSeqs": [1, 3]}),
     _bend(3, message={"role": "user"}),
