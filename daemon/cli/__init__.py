@@ -113,6 +113,17 @@ class _LazyGroup(Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            # Click suggests from `self.commands`, which holds none of the lazy ones: their names
+            # suggest them as well, and import nothing.
+            names = self.list_commands(ctx)
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=names, ctx=ctx) from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in _LAZY_COMMANDS:
             return super().get_command(ctx, cmd_name)
