@@ -169,7 +169,11 @@ _ANY_HOME_NAME = frozenset({"lsp", "mcp", "memory"})
 @click.pass_obj
 def lsp(backend: Backend) -> None:
     """Run the language server on stdio (what the editor extension starts)."""
-    need_stdio("lsp", "editor")
+    need_stdio(
+        "lsp",
+        "editor",
+        "remem lsp is started by your editor over stdio: the Remem extension of VS Code starts it",
+    )
     from remem.lsp.compose import create_server  # the CLI need not load pygls otherwise
 
     from ..credentials import log_to_stderr
@@ -181,16 +185,19 @@ def lsp(backend: Backend) -> None:
     sys.exit(0 if server.protocol.shut_down else 1)
 
 
-def need_stdio(command: str, client: str) -> None:
+def need_stdio(command: str, client: str, for_a_terminal: str) -> None:
     """Refuse to serve with stdin or stdout closed (`remem mcp <&-`): Python starts without a
     stream for it (its own sign the descriptor was closed), and the server would fail on its
-    first read or write."""
+    first read or write. Typed in a terminal, it says `for_a_terminal` (who starts the server),
+    where it would otherwise wait for its client's messages without a word."""
     if sys.stdout is None:
         raise OutputUnwritable("standard output is closed")
-    if sys.stdin is None:
-        from .output import fail
+    from .output import fail, say
 
+    if sys.stdin is None:
         fail(f"remem {command} reads its {client}'s messages on stdin, which is closed; start it with a pipe")
+    if sys.stdin.isatty():
+        say(f"{for_a_terminal} (Ctrl-C to quit)", err=True)
 
 
 def main() -> None:

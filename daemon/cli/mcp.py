@@ -40,7 +40,11 @@ def mcp(backend: Backend, cwd: str | None, print_config: bool, harness: str | No
         return
     if harness is not None or as_json:
         raise click.UsageError("--harness and --json go with --print-config; the server itself takes neither")
-    need_stdio("mcp", "MCP client")
+    need_stdio(
+        "mcp",
+        "MCP client",
+        "remem mcp is started by your agent harness over stdio; to wire it: `remem mcp --print-config`",
+    )
     from remem.agents.server import serve  # the CLI need not load the MCP SDK otherwise
 
     serve(backend.home, cwd=folder, use_daemon=backend.use_daemon)
