@@ -68,12 +68,16 @@ def run(backend: Backend) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.pass_obj
 def start(backend: Backend, as_json: bool) -> None:
-    """Start the daemon unless it is running; print how to reach it."""
+    """Start the daemon unless it is running; print whether it was started, its pid and version."""
+    paths = DaemonPaths(backend.home)
+    before = paths.read_status() if paths.running() else None
     status = _status(backend.home, start=True)
     if as_json:
         emit_json(status)
-    else:
-        say(f"remem daemon running (pid {status.pid}, version {status.version})")
+        return
+    # Another pid is a daemon started now: none ran, or one of another version was replaced.
+    how = "already running" if before is not None and before.pid == status.pid else "started"
+    say(f"remem daemon {how} (pid {status.pid}, version {status.version})")
 
 
 @daemon.command()
