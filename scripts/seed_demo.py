@@ -176,6 +176,17 @@ def demo_settings(session_root: Path, user_settings: Path | None) -> dict[str, A
     return {**settings, **chosen}
 
 
+# Consolidating after the demo says to set the key variable, which cannot help: the route's note
+# says why, where its settings are read.
+DEMO_MODEL_NOTE = f"""\
+# scripts/demo wrote this file. Its provider `{demo_model.PROVIDER}` is remem's scripted demo model
+# (scripts/demo_model.py), which serves only while scripts/demo runs, and ${demo_model.KEY_ENV} is
+# the key scripts/demo gives it for that run: once the demo has ended, setting that variable does
+# not bring the model back. Run scripts/demo again, or choose a model of yours for this home:
+#   REMEM_HOME=<this folder> remem settings model --provider P --model M
+"""
+
+
 def demo_model_route(base_url: str) -> dict[str, Any]:
     """The settings that send consolidation to the scripted demo model at `base_url`."""
     return {
@@ -196,7 +207,8 @@ def seed(
     if demo_model_url:
         chosen.update(demo_model_route(demo_model_url))
     settings = yaml.safe_dump(chosen, sort_keys=False)
-    Home(home).ensure_layout().settings_file.write_text(settings, encoding="utf-8")
+    note = DEMO_MODEL_NOTE if demo_model_url else ""
+    Home(home).ensure_layout().settings_file.write_text(note + settings, encoding="utf-8")
     return seed_sessions(session_root, str(project))
 
 
