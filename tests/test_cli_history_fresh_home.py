@@ -1,9 +1,9 @@
-"""The memory history of a fresh home is started in the laid-out home: a read of an entry by id
-(`memory diff`, `show --at`, `revert`) that is the home's first use answers that the id names no
-entry, where it started the repository without `state/`, failed to mark it started ("cannot be
-read", exit 1) and left a history whose later deletion went untold. A repository found unmarked
-(such a home) is marked at its next read, so a deletion after it is told and what the history
-finds then is recovered, not credited to an old commit (decision 0395)."""
+"""A read of an entry by id (`memory diff`, `show --at`, `revert`) that is a fresh home's first
+use answers that the id names no entry, where it started the repository without `state/`, failed
+to mark it started ("cannot be read", exit 1) and left a history whose later deletion went
+untold; it starts none (decision 0499), as a read makes nothing. A repository found unmarked (a
+home an earlier remem left so) is marked at its next read, so a deletion after it is told and
+what the history finds then is recovered, not credited to an old commit (decision 0395)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def remem(home: Home, *args: str, stdin: str | None = None) -> subprocess.Comple
 def test_a_fresh_homes_first_read_of_an_unknown_entry_says_so(home: Home, read: tuple[str, ...]) -> None:
     done = remem(home, *read, "abc1234")
     assert done.stderr == "remem: `abc1234` names no history entry (see `remem memory log`)\n"
-    assert (home.state / "history-started").is_file()
+    assert not home.root.exists()
 
 
 def test_an_unmarked_history_is_marked_so_its_deletion_is_told(home: Home, tmp_path: Path) -> None:

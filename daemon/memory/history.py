@@ -94,6 +94,7 @@ LOGS_HELD = 4  # scopes whose parsed log is kept: a log is re-read only past its
 QUEUED_MAX = 4  # commits whose entries may wait for the writer; the next one waits for a place
 WRITING_WAIT_SECONDS = 5.0  # a writer holds the writing lock for milliseconds; past this it is stuck
 STUCK_WAIT_SECONDS = 0.5  # a wait in the WRITING_WAIT_SECONDS after one ran out (`_wait_for_writing`)
+_NO_ENTRY = "`{ref}` names no history entry (see `remem memory log`)"
 _MARKER = "history-started"  # in state/: the repository existed, so its absence is news
 _INTENT = "history-intent-{}.json"  # in state/, by branch: the entry a commit under way is to have
 _INTENT_MAX_BYTES = 64 * 1024  # an entry's JSON line: an actor's few names and three short fields
@@ -506,10 +507,23 @@ class History:
 
     # -- reading (each waits for entries still being written) -----------------------------
 
+    def never_started(self) -> bool:
+        """Whether this home's history was never started (no repository, no mark that one was)
+        and this process has no entry on its way to start it: a read answers it empty and makes
+        nothing, not even the writing lock waited on (decision 0499), unless this process failed
+        to record its scope (its read then tries to start it, and says why it cannot). A deleted
+        one is started again by its next read, and said (decision 0395)."""
+        with self._queue:
+            if self._queued:
+                return False
+        return not os.path.lexists(self.path) and not os.path.lexists(self._marker)
+
     def log(self, workspace_key: str | None, limit: int | None = None) -> list[HistoryEntry]:
         """The scope's entries, newest first. Entries never change, so a scope's parsed log is
         kept, in this process and (for the next) in the log cache, and a later log reads only
         the commits made since."""
+        if self.enabled and self.never_started() and branch_of(workspace_key) not in self._failures:
+            return []
         with self._reader() as repo:
             return self._log(repo, branch_of(workspace_key), limit)
 
@@ -521,6 +535,8 @@ class History:
         limit left out: None when an older entry does not read (the entries listed stand). Both
         come from one read, so an entry written meanwhile is never counted as older than them."""
         branch = branch_of(workspace_key)
+        if self.enabled and self.never_started() and branch not in self._failures:
+            return [], 0
         with self._reader() as repo:
             if name is None:
                 entries = self._log(repo, branch, limit)
@@ -701,6 +717,8 @@ class History:
             raise HistoryError(
                 f"`{ref}` is not a history entry id; ids are 7 to 40 hex digits (see `remem memory log`)"
             )
+        if self.enabled and self.never_started():
+            raise HistoryError(_NO_ENTRY.format(ref=ref))
         with self._reader() as repo:
             yield self._commit(repo, ref, text)
 
@@ -738,7 +756,7 @@ class History:
         if breaks:  # it may name an entry below a break, which nothing can tell
             _, oid, error = breaks[0]
             return f"`{ref}` names no entry the history can read; " + self._damaged(str(oid), error)
-        return f"`{ref}` names no history entry (see `remem memory log`)"
+        return _NO_ENTRY.format(ref=ref)
 
     def _open(self) -> pygit2.Repository:
         with self._lock, _private_files():

@@ -133,18 +133,20 @@ class MemoryStore:
 
     @cached_property
     def home(self) -> Home:
-        """The home, laid out at the store's first use of it: a command that never reads or
-        writes memory through the store (`settings model`, `receipts`) makes nothing there."""
+        """The home, laid out at the store's first lock of a scope: a command that never reads
+        memory through the store (`settings model`, `receipts`), or reads only scopes never made
+        (`_never_made`), makes nothing there."""
         return self.where.ensure_layout()
 
     @property
     def history(self) -> History:
-        """The memory history, over the laid-out home: its first read of a fresh home starts the
-        repository and marks it started in `state/`, which must be there."""
+        """The memory history. Built over the home's paths alone: a read of a history never
+        started answers it empty and makes nothing (decision 0499); what writes an entry does so
+        under a scope's lock, in the home that lock laid out."""
         if (built := self._history) is None:
             with self._history_lock:
                 if (built := self._history) is None:
-                    built = self._history = self._make_history(self.home)
+                    built = self._history = self._make_history(self.where)
         return built
 
     # -- Global ---------------------------------------------------------------------------
@@ -158,7 +160,7 @@ class MemoryStore:
         text, problems = decode(raw)
         problems += validate_global(text)
         if has_errors(problems):
-            files = [FileProblems(path=str(self.home.global_file), diagnostics=problems)]
+            files = [FileProblems(path=str(self.where.global_file), diagnostics=problems)]
             raise MemoryInvalid(files, global_revision(raw))
         return GlobalSnapshot(revision=global_revision(raw), content=canonicalize(text)), raw
 
@@ -270,6 +272,9 @@ class MemoryStore:
         (a hand edit, or a state found on start); the new entry's id, if one was written."""
         if not self.history.enabled:
             return None
+        scope = self.where.memory if workspace_key is None else self.where.workspaces / workspace_key
+        if self.history.never_started() and self._never_made(scope):
+            return None  # no memory and no history: nothing to record, and nothing made to say so
         if workspace_key is None:
 
             def look() -> str | None:
@@ -313,7 +318,7 @@ class MemoryStore:
         return True
 
     def folder(self, workspace: WorkspaceId) -> Path:
-        return self.home.workspaces / workspace.key
+        return self.where.workspaces / workspace.key
 
     def workspace_of(self, key: str) -> WorkspaceId:
         """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown)."""
@@ -327,7 +332,7 @@ class MemoryStore:
         return self._read_global_file() or b""
 
     def _read_global_file(self) -> bytes | None:
-        return _read_memory_file(self.home.global_file, IRREGULAR_GLOBAL)
+        return _read_memory_file(self.where.global_file, IRREGULAR_GLOBAL)
 
     def _info(self, path: Path, folder: HeldFolder | None = None) -> WorkspaceInfo | None:
         """workspace.json's content; None when there is none to believe.
@@ -415,6 +420,8 @@ class MemoryStore:
             return action(folder)
 
     def _locked_global(self, action: Callable[[], T], *, exclusive: bool = False) -> T:
+        if not exclusive and self._never_made(self.where.memory):
+            return action()
         lock = self.home.locks / "global.lock"
         if not exclusive:
             with self._scope_lock(lock, shared=True):
@@ -429,6 +436,8 @@ class MemoryStore:
     def _locked_workspace(self, workspace: WorkspaceId, action: Callable[[dict[str, bytes]], T]) -> T:
         """`action` of the workspace's record files, read under its shared lock (its exclusive
         one when an interrupted commit is to be settled first)."""
+        if self._never_made(self.folder(workspace)):
+            return action({})
         with self._scope_lock(self._lock_of(workspace), shared=True), self._held(workspace) as folder:
             names = [] if folder is None else folder.names()
             if not needs_recovery(names):
@@ -450,6 +459,14 @@ class MemoryStore:
                 except Unwritable as exc:  # the records are settled: they are read all the same
                     log.warning("MEMORY.md is left behind its records: %s (`remem memory reindex`)", exc)
             return action(_read_records(folder), folder)
+
+    def _never_made(self, scope: Path) -> bool:
+        """Whether the scope's folder (`memory` for Global) was never made: no commit published
+        there, none is to be settled, so a read answers it empty without its lock, which would
+        make a lock file and lay the home out (decision 0499). A commit making it meanwhile is
+        after this read. A link on the way is refused as under the lock."""
+        self.where.refuse_link(scope.parent)
+        return not os.path.lexists(scope)
 
     def _lock_of(self, workspace: WorkspaceId) -> Path:
         return self.home.locks / f"ws-{workspace.key}.lock"

@@ -48,7 +48,8 @@ def test_a_history_a_full_disk_cannot_start_is_refused_with_the_remedy_and_leave
 ) -> None:
     with full_disk(tmp_path / "disk") as disk:
         home = Home(disk / "home")
-        home.root.mkdir()
+        # Memory the history has not recorded: `memory log` starts it to record that, and cannot.
+        MemoryStore(home, history=False).commit_workspace(workspace, EMPTY, [put("alpha")])
         fill(disk)
         for _ in range(2):
             code, out, err = run(home, "memory", "log", "--cwd", workspace.cwd, "--json")
@@ -63,8 +64,20 @@ def test_a_history_a_full_disk_cannot_start_is_refused_with_the_remedy_and_leave
             assert history_temps(home) == [] and not (home.root / "history").exists()
         (disk / "filler").unlink()
         code, out, err = run(home, "memory", "log", "--cwd", workspace.cwd, "--json")
-        assert code == 0 and json.loads(out)["entries"] == [], (out, err)
+        assert code == 0 and [e["actor"]["kind"] for e in json.loads(out)["entries"]] == ["recovered"], out
         assert history_temps(home) == [] and (home.root / "history" / "HEAD").is_file()
+
+
+def test_a_log_of_a_home_holding_nothing_on_a_full_disk_answers_empty_and_makes_nothing(
+    tmp_path: Path, workspace: WorkspaceId
+) -> None:
+    with full_disk(tmp_path / "disk") as disk:
+        home = Home(disk / "home")
+        home.root.mkdir()
+        fill(disk)
+        code, out, err = run(home, "memory", "log", "--cwd", workspace.cwd, "--json")
+        assert code == 0 and json.loads(out)["entries"] == [], (out, err)
+        assert os.listdir(home.root) == []  # decision 0499
 
 
 def test_a_history_folder_a_crash_left_is_removed_once_stale(home: Home, workspace: WorkspaceId) -> None:

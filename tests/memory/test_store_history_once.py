@@ -47,4 +47,4 @@ def test_two_threads_meeting_the_first_use_get_one_history(
     for thread in threads:
         thread.join()
     assert len(built) == 1 and seen == [built[0], built[0]], (built, seen)
-    assert home.state.is_dir()  # built over the laid-out home
+    assert not home.root.exists()  # built over the home's paths: nothing made (decision 0499)
