@@ -5,7 +5,7 @@ of ten blobs, a tree and a commit was some forty file-system changes, each waiti
 the disk's journal behind the memory commit's syncs. A pack of them is two files. The format is
 git's own (`gitformat-pack`: a version 2 pack of undeltified objects and a version 2 index), so
 libgit2 and plain `git` read it like any other pack; `pack_merge` merges small packs into one
-now and then (`pack_counts`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
+now and then (`small_packs`, `pack_ids`). A pack whose write fails (a full disk) leaves nothing: its
 temp is removed, and so is its `.pack` when its index cannot be written; the temp a killed
 writer left, or libgit2's in a killed merge, is removed at the next merge (`remove_leftovers`).
 A `.pack` without its index is never removed, only found (`packs_without_index`): libgit2 does
@@ -119,11 +119,11 @@ def pack_ids(index: Path) -> list[str]:
     return [names[i : i + 20].hex() for i in range(0, len(names), 20)]
 
 
-def pack_counts(pack_dir: Path) -> list[tuple[Path, int | None]]:
-    """The index of each pack and the count of objects it holds, None when that count does not
-    read (an index a power cut left empty: a merge that tries it finds it damaged and says so,
-    where counting it stopped every merge). A FIFO or a link named as an index is passed by."""
-    found: list[tuple[Path, int | None]] = []
+def small_packs(pack_dir: Path, most: int) -> list[Path]:
+    """The indexes of the packs holding at most `most` objects (an entry's, or a few merged), and
+    of those whose count does not read (an index a power cut left empty): a merge that tries one
+    finds it damaged and says so, where counting it stopped every merge."""
+    found = []
     for name in os.listdir(pack_dir):
         if name.endswith(".idx"):
             try:  # never waiting on a FIFO for a writer, nor through a link: no index of remem's
@@ -132,10 +132,10 @@ def pack_counts(pack_dir: Path) -> list[tuple[Path, int | None]]:
                 continue
             with os.fdopen(fd, "rb") as handle:
                 head = handle.read(_FANOUT_END)
-            try:
-                found.append((pack_dir / name, _count(head)))
-            except ValueError:
-                found.append((pack_dir / name, None))
+            with contextlib.suppress(ValueError):
+                if _count(head) > most:
+                    continue
+            found.append(pack_dir / name)
     return found
 
 

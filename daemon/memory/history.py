@@ -39,9 +39,9 @@ A full log's parsed entries are kept for the next process in the log cache (`log
 decision 0191), which a log believes only as far as the branch's head leads down to it.
 
 Each entry's objects are written as one small pack (`git_pack`: two files, where loose objects
-were one file each); about every `PACK_EVERY` entries the smallest packs are merged into one
-(`pack_merge`: the packs stay a geometric progression, few however long the history), with
-deltas (near-identical trees make a 200-record workspace's entry a few hundred bytes).
+were one file each); about every `PACK_EVERY` entries the small packs are merged into one
+(`pack_merge`), with deltas (near-identical trees make a 200-record workspace's entry a few
+hundred bytes).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ from .git_pack import LEFTOVER_SECONDS, write_pack
 from .history_diff import stat
 from .identity import is_workspace_key
 from .log_cache import LogCache, LogLine, MetaLine
-from .pack_merge import GIT_ERRORS, PASSING, Unindexed, merge_packs, os_errno, os_trouble
+from .pack_merge import GIT_ERRORS, PASSING, Unindexed, merge_small_packs, os_errno, os_trouble
 from .record import GLOBAL_FILE, record_name_of
 from .revision import empty_revision, name_bytes
 from .stamps import Stamp, stamp
@@ -1069,7 +1069,7 @@ class History:
         small pack or a loose object that does not read is left out (`_left_out`)."""
         try:
             # once merged, libgit2 would go on looking in the packs just removed
-            if merge_packs(repo, self._left_out):
+            if merge_small_packs(repo, self._left_out):
                 self._close()
                 self._repo = pygit2.Repository(str(self.path))
                 self._opened_as = _fingerprint(self.path)
@@ -1243,8 +1243,8 @@ def _fingerprint(path: Path) -> _Fingerprint:
     into it) killed the process with SIGBUS at its next read; opened afresh, libgit2 checks an
     index's size as it opens it, and the read says the history is damaged (decision 0483). Five
     lstat calls, one pass over objects/pack (`os.scandir`: no path built) and an lstat a pack
-    file: two a pack, whose number the merges keep logarithmic in the history's objects
-    (decision 0501)."""
+    file: two per merged pack of `MERGED_MAX` objects (some 650 one-record entries), never
+    merged again, so their number grows with the history (decision 0483)."""
     packs: dict[str, Stamp] = {}
     linked = None
     with contextlib.suppress(OSError), os.scandir(path / "objects" / "pack") as found:

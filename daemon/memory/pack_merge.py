@@ -1,12 +1,5 @@
-"""The merge of the memory history's packs: each entry's small pack, the smallest of the earlier
-merges and loose objects an older remem wrote, merged into one pack with deltas, then dropped.
-
-Which packs a merge takes is `git repack --geometric=2`'s rule (decision 0501): sorted by their
-counts of objects, the packs left must each hold at least twice the objects of all the smaller
-ones together, the merged one among them, so the smallest run that breaks it is merged. The
-count of packs stays logarithmic in the history's objects, and an object is written again a
-logarithmic number of times. (A merged pack of 2000 objects was never merged again before: one
-more pack, two more files every reader lists and libgit2 maps, for every 2000 objects, forever.)
+"""The merge of the memory history's small packs: each entry's pack, earlier merges still small
+and loose objects an older remem wrote, merged into one pack with deltas, then dropped.
 
 Each object is read whole before the merge adds it: a small pack or a loose object that does not
 read, or a folder of loose objects the OS refuses to list, is left out of the merges and told to
@@ -26,15 +19,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..faults import faultpoint
-from .git_pack import pack_counts, pack_ids, packs_without_index, remove_leftovers
+from .git_pack import pack_ids, packs_without_index, remove_leftovers, small_packs
 
 try:
     import pygit2
 except ImportError:  # pragma: no cover - a dependency; kept so memory works without it
     pygit2 = None  # type: ignore[assignment]
 
-# Each pack left after a merge holds at least GROWTH times the objects of all the smaller ones.
-GROWTH = 2
+MERGED_MAX = 2000  # objects in a pack still merged again: merges stay small, packs few
 GIT_ERRORS: tuple[type[Exception], ...] = () if pygit2 is None else (pygit2.GitError,)
 # What an object a merge reads before adding it raises when it does not read (`_looking_up`
 # saying it gone as a GitError): that, or its pack's index is no index, or its name no id. A bare
@@ -66,18 +58,18 @@ class Unindexed(FileNotFoundError):
     read through other packs or nowhere yet), so it is said without the damage's advice."""
 
 
-def merge_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
-    """Merge the smallest packs (`to_merge`) and any loose objects (written by an earlier remem)
-    into one pack, with deltas, then drop what was merged; whether a merge was written. The
-    caller holds the writing lock."""
+def merge_small_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
+    """Merge the small packs (each entry's, and earlier merges still small) and any loose
+    objects (written by an earlier remem) into one pack, with deltas, then drop what was
+    merged; whether a merge was written. The caller holds the writing lock."""
     objects = Path(repo.path) / "objects"
     remove_leftovers(objects / "pack")  # the writing lock is held: no writer of remem's is at work
     for pack in packs_without_index(objects / "pack"):
         index = pack.with_suffix(".idx")
         no_index = Unindexed(errno.ENOENT, os.strerror(errno.ENOENT), index.name)
         left_out(_UNINDEXED.format(pack.stem), [pack, index], no_index)
+    packs = small_packs(objects / "pack", MERGED_MAX)
     loose = _loose_objects(objects, left_out)
-    packs = to_merge(pack_counts(objects / "pack"), len(loose))
     if len(packs) + len(loose) < 2:
         return False
     read = {index: _pack_read(repo, index, left_out) for index in packs}
@@ -103,38 +95,6 @@ def merge_packs(repo: pygit2.Repository, left_out: LeftOut) -> bool:
     for path in (path for path in loose if path in merged):  # each is in the pack now
         path.unlink(missing_ok=True)
     return True
-
-
-def to_merge(counted: list[tuple[Path, int | None]], loose: int) -> list[Path]:
-    """The indexes of the packs a merge takes, of `counted` (each index and its count of objects):
-    the smallest run whose merge leaves the packs a geometric progression (`geometric_run`), the
-    `loose` objects counted as one more pack (they are always taken); and each index whose count
-    does not read (damage, which the merge finds and says) or whose pack is gone (a merge killed
-    as it removed its sources left it, its objects in the pack that merge wrote; or a copy tool
-    restores the pack after it), counted as nothing."""
-    weighed: list[tuple[int, Path | None]] = [(loose, None)] if loose else []
-    taken = []
-    for index, count in counted:
-        if count is None or not os.path.lexists(index.with_suffix(".pack")):
-            taken.append(index)
-        else:
-            weighed.append((count, index))
-    weighed.sort(key=lambda pair: pair[0])
-    run = geometric_run([count for count, _ in weighed])
-    return taken + [index for _, index in weighed[:run] if index is not None]
-
-
-def geometric_run(counts: list[int]) -> int:
-    """How many of the smallest packs (`counts`, ascending) to merge so that each pack left holds
-    at least GROWTH times the objects of all the smaller ones together: the last pack that holds
-    fewer and all below it. A pack's bound counts every smaller pack whether merged or not (the
-    merged one holds them all), so one pass finds it; 0 when the packs already form it."""
-    run = below = 0
-    for position, count in enumerate(counts):
-        if position and count < GROWTH * below:
-            run = position + 1
-        below += count
-    return run
 
 
 def _loose_objects(objects: Path, left_out: LeftOut) -> list[Path]:

@@ -23,9 +23,10 @@ from click.testing import CliRunner
 from remem.daemon.cli import cli
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from remem.daemon.memory.git_pack import pack_counts, pack_ids
+from remem.daemon.memory.git_pack import pack_ids, small_packs
 from remem.daemon.memory.history import HAND_EDIT
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.pack_merge import MERGED_MAX
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import CommitResult
 from remem.daemon.protocol.rpc import (
@@ -302,9 +303,7 @@ def test_a_fifo_among_the_packs_is_passed_by_not_waited_on(
     pack_dir = store.home.root / "history" / "objects" / "pack"
     os.mkfifo(pack_dir / "pack-0000.idx")
     found = []
-    worker = threading.Thread(
-        target=lambda: found.extend(index for index, _ in pack_counts(pack_dir)), daemon=True
-    )
+    worker = threading.Thread(target=lambda: found.extend(small_packs(pack_dir, MERGED_MAX)), daemon=True)
     worker.start()
     worker.join(10)
     assert not worker.is_alive(), "it waited on the FIFO"
