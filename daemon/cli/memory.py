@@ -289,7 +289,7 @@ def diff(backend: Backend, entry: str, to: str | None, as_json: bool) -> None:
 @click.pass_obj
 def revert(backend: Backend, entry: str, expected_revision: str | None, before: bool, as_json: bool) -> None:
     """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation; say what
-    it changed and how to take it back (decision 0443)."""
+    it changed and how to take it back."""
     api = backend.api()
     try:
         _commit(
