@@ -3,6 +3,7 @@ log, diff, show --at and revert."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -152,8 +153,10 @@ def apply(
     backend: Backend, cwd: str | None, expected_revision: str, changes_file: BinaryIO, as_json: bool
 ) -> None:
     """Commit a batch of record changes if the workspace is still at --expected-revision."""
+    raw = changes_file.read()
+    _check_changes_file(raw, _input_name(changes_file), as_json)
     try:
-        changes = CHANGES.validate_json(changes_file.read())
+        changes = CHANGES.validate_json(raw)
     except ValidationError as exc:
         _report_result_invalid([_problem_from(error) for error in exc.errors()], as_json)
     folder = workspace_params(cwd).cwd
@@ -418,6 +421,41 @@ def _its_change(
 def _change(made: HistoryDiffResult) -> dict[str, Any]:
     """What a revert changed (its own entry's stat) and the entry that takes it back."""
     return {"stat": made.stat.model_dump(mode="json"), "takeBack": made.fromEntry}
+
+
+def _input_name(source: BinaryIO) -> str:
+    name = getattr(source, "name", None)  # '-' opens standard input, which Python names <stdin>
+    return str(name) if isinstance(name, str) and name != "<stdin>" else "standard input"
+
+
+_JSON_KINDS: dict[type, str] = {
+    dict: "an object",
+    str: "a string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def _check_changes_file(raw: bytes, name: str, as_json: bool) -> None:
+    """Refuse a `--changes` input that is no JSON list, naming it and where it goes wrong:
+    the schema's own words (`Input should be a valid array`) named neither."""
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        said = f"{name} is not UTF-8 text; --changes takes a JSON list of changes"
+    except json.JSONDecodeError as exc:
+        if not exc.doc.strip():
+            said = f"{name} is empty; --changes takes a JSON list of changes"
+        else:
+            said = f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    else:
+        if isinstance(data, list):
+            return
+        flag = "--changes" if name == "standard input" else f"--changes {name}"
+        said = f"{flag} must hold a JSON list of changes; {name} holds {_JSON_KINDS[type(data)]}"
+    _report_result_invalid([Problem(code="remem/bad-change", message=said)], as_json)
 
 
 def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:
