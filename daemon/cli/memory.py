@@ -16,8 +16,10 @@ from pydantic_core import ErrorDetails
 
 from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import FileProblems, Severity
+from ..memory.identity import WorkspaceId
 from ..memory.lint import NotMemoryFile, lint_paths
 from ..memory.revision import workspace_revision
+from ..os_names import is_utf8
 from ..protocol.memory import Actor, CommitResult, FileStat, HistoryEntry
 from ..protocol.rpc import (
     HISTORY_REFUSED,
@@ -35,6 +37,7 @@ from ..protocol.rpc import (
     Result,
     RevertParams,
     RpcError,
+    WorkspaceParams,
 )
 from ..validation import one_line
 from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, workspace_params
@@ -167,7 +170,18 @@ def apply(
         said = f"no folder is at {folder}; check --cwd (new memory is started only in an existing folder)"
         _report_result_invalid([Problem(code="remem/no-folder", message=said)], as_json)
     params = CommitWorkspaceParams(cwd=folder, expectedRevision=expected_revision, changes=changes)
-    _commit(backend.api().commit_workspace, params, as_json)
+    key = WorkspaceId.from_cwd(folder).key  # as the daemon names it
+
+    def conflict(now: str) -> str:
+        hint = _retry_hint(
+            expected_revision,
+            _revision_of(lambda: backend.api().read_global(Empty()).revision),
+            "Global memory's revision",
+            "`memory apply` takes the workspace's",
+        )
+        return f"this workspace's memory ({key}) is at {now}, not {expected_revision}; {hint}"
+
+    _commit(backend.api().commit_workspace, params, as_json, conflict)
 
 
 @memory.command("replace-global")
@@ -188,7 +202,20 @@ def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, a
             as_json,
         )
     params = ReplaceGlobalParams(expectedRevision=expected_revision, content=content)
-    _commit(backend.api().replace_global, params, as_json)
+
+    def conflict(now: str) -> str:
+        here = _current_workspace()
+        if here is None:
+            return f"Global memory is at {now}, not {expected_revision}; {RETRY}"
+        hint = _retry_hint(
+            expected_revision,
+            _revision_of(lambda: backend.api().read_workspace(WorkspaceParams(cwd=here.cwd)).revision),
+            f"the revision of this workspace's memory ({here.key})",
+            "`memory replace-global` takes Global memory's",
+        )
+        return f"Global memory is at {now}, not {expected_revision}; {hint}"
+
+    _commit(backend.api().replace_global, params, as_json, conflict)
 
 
 @memory.command()
@@ -294,11 +321,23 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
     """Make the scope of history entry ENTRY hold what ENTRY left, as a new generation; say what
     it changed and how to take it back."""
     api = backend.api()
+
+    def conflict(now: str) -> str:
+        # Asked only now: a conflict is rare, and the entry alone says which scope it changed.
+        try:
+            workspace = api.memory_show_at(HistoryEntryParams(entry=entry)).entry.workspace
+        except RpcError:
+            scope = f"the scope entry {entry} changed"
+        else:
+            scope = "Global memory" if workspace is None else f"the memory of workspace {workspace}"
+        return f"{scope} is at {now}, not {expected_revision}; {RETRY}"
+
     try:
         _commit(
             api.memory_revert,
             RevertParams(entry=entry, expectedRevision=expected_revision, before=before),
             as_json,
+            conflict,
             # the stat alone, from a daemon that runs: never a daemon started, nor a patch sent
             change=lambda made: backend.api(start=False).memory_diff(
                 HistoryDiffParams(entry=made, patch=False)
@@ -372,9 +411,12 @@ def _commit(
     ask: Callable[[Params], CommitResult],
     params: Params,
     as_json: bool,
+    conflict: Callable[[str], str],
     change: Callable[[str], HistoryDiffResult] | None = None,
 ) -> None:
-    """`change`: what the committed generation's entry (by id) changed, said as the revert's."""
+    """`conflict`: what a conflict says, given the scope's current revision: which scope it
+    is, the daemon's answer holding only the revision. `change`: what the committed
+    generation's entry (by id) changed, said as the revert's."""
     try:
         result = ask(params)
     except RpcError as exc:
@@ -393,7 +435,7 @@ def _commit(
         made = _its_change(change, result)
         emit_json(result if made is None else {**result.model_dump(mode="json"), "change": _change(made)})
     elif result.status == "conflict":
-        say(f"conflict: memory changed meanwhile, now at {result.revision}; re-read it and retry", err=True)
+        say(f"conflict: {conflict(result.revision)}", err=True)
     else:
         say(f"{result.status}: {result.revision}")  # said first: the commit stands, whatever follows
         made = _its_change(change, result)
@@ -421,6 +463,37 @@ def _its_change(
 def _change(made: HistoryDiffResult) -> dict[str, Any]:
     """What a revert changed (its own entry's stat) and the entry that takes it back."""
     return {"stat": made.stat.model_dump(mode="json"), "takeBack": made.fromEntry}
+
+
+RETRY = "re-read it (`remem memory show`) and retry"
+
+
+def _retry_hint(expected: str, other: str | None, other_said: str, takes: str) -> str:
+    """How to retry a conflict. `remem memory show` prints Global's revision first: copied for
+    the workspace (or the other way round), it conflicts though nothing changed, and again on
+    every retry, unless it is said to be the other scope's (`other`, that scope's revision now)."""
+    if other != expected:
+        return RETRY
+    return f"{expected} is {other_said}; {takes} (see `remem memory show`)"
+
+
+def _revision_of(read: Callable[[], str]) -> str | None:
+    """The other scope's revision, or None when it cannot be read (its memory invalid, say):
+    only a hint goes unsaid, never the conflict."""
+    try:
+        return read()
+    except RpcError:
+        return None
+
+
+def _current_workspace() -> WorkspaceId | None:
+    """The workspace `replace-global` runs in, to compare its revision; None for a removed
+    folder or a name the protocol cannot carry."""
+    try:
+        here = os.getcwd()
+    except FileNotFoundError:
+        return None
+    return WorkspaceId.from_cwd(here) if is_utf8(here) else None
 
 
 def _input_name(source: BinaryIO) -> str:
