@@ -141,21 +141,17 @@ class ConsolidationSettings(_Strict):
 
     @property
     def unchosen(self) -> str | None:
-        """Why the settings choose no model of `provider`, None when they do. A provider without a
-        default model (`MODEL_TO_CHOOSE`) has none chosen while the key is unset, and none while
-        it holds the default provider's default model either (decision 0500): that is deepseek's
-        model, which it does not serve, written there by a remem before 0493 that kept the model
-        when the provider changed."""
-        if self.provider not in MODEL_TO_CHOOSE:
+        """Why the settings choose no model of `provider`, None when they do. A provider whose
+        default model remem does not know (every one but deepseek) has none chosen while the key
+        is unset: its default is deepseek's model (decision 0500, amended). One that does not
+        serve that model (`MODEL_TO_CHOOSE`) has none chosen while the key holds it either: a
+        remem before 0493 wrote it there, keeping the model when the provider changed."""
+        if default_model(self.provider) is not None:
             return None
         if "model" not in self.model_fields_set:
             return no_default_model(self.provider)
-        if self.model == default_model(DEFAULT_PROVIDER):
-            return (
-                f"`{self.model}`, the consolidation.model of settings.yml, is {DEFAULT_PROVIDER}'s default "
-                f"model, which {self.provider} does not serve, so no model is chosen for {self.provider}"
-            )
-        return None
+        unserved = unserved_model(self.provider, self.model, "the consolidation.model of settings.yml")
+        return f"{unserved}, so no model is chosen for {self.provider}" if unserved is not None else None
 
 
 DEFAULT_PROVIDER: str = ConsolidationSettings.model_fields["provider"].default
@@ -177,6 +173,15 @@ def no_default_model(provider: str, kept: str | None = None, kept_from: str | No
         else f"remem knows no default model of {provider}"
     )
     return said + (f", and `{kept}` is the one chosen for {kept_from}" if kept is not None else "")
+
+
+def unserved_model(provider: str, model: str, where: str | None = None) -> str | None:
+    """Why `provider` cannot be sent `model`, None when it may: deepseek's default model, to a
+    predefined provider that does not serve it (`MODEL_TO_CHOOSE`); `where` the model was read."""
+    if provider not in MODEL_TO_CHOOSE or model != default_model(DEFAULT_PROVIDER):
+        return None
+    read = f", {where}," if where is not None else ""
+    return f"`{model}`{read} is {DEFAULT_PROVIDER}'s default model, which {provider} does not serve"
 
 
 def model_to_choose(provider: str, how: str, why: str | None = None) -> str:
@@ -202,7 +207,8 @@ PREDEFINED_PROVIDERS = {
     "anthropic": ProviderSettings(base_url="https://api.anthropic.com/v1", api_key_env="ANTHROPIC_API_KEY"),
 }
 # The predefined providers none of whose models is `consolidation.model`'s default, nor named as
-# one to use by their documentation: a route to one is refused until its model is chosen.
+# one to use by their documentation: that default in a route to one is no model chosen, and a
+# choice of it is refused (`unserved_model`).
 MODEL_TO_CHOOSE = frozenset({"anthropic"})
 
 

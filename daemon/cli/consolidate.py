@@ -291,17 +291,18 @@ def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> 
 
 def _kept_model(current: ModelSettings, provider: str) -> str:
     """The model a choice without --model keeps: the current one, unless none is chosen, or
-    `provider` has no default model and the current one was chosen for another provider
-    (decision 0493): written, it would be sent to a provider that never had it. With none
-    chosen, the provider whose model the settings' default is (deepseek) is given that one."""
-    from ..settings import GIVE_MODEL, MODEL_TO_CHOOSE, default_model, model_to_choose, no_default_model
+    `provider` has no default model remem knows (every one but deepseek) and the current one was
+    chosen for another provider (decisions 0493, 0500): written, it would be sent to a provider
+    that never had it. With none chosen, the provider whose model the settings' default is
+    (deepseek) is given that one."""
+    from ..settings import GIVE_MODEL, default_model, model_to_choose, no_default_model
 
     if current.model is None:
         default = default_model(provider)
         if default is not None:
             return default
         fail(model_to_choose(provider, GIVE_MODEL))
-    if provider != current.provider and provider in MODEL_TO_CHOOSE:
+    if provider != current.provider and default_model(provider) is None:
         fail(
             model_to_choose(provider, GIVE_MODEL, no_default_model(provider, current.model, current.provider))
         )

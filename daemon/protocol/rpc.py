@@ -396,8 +396,9 @@ class ModelSettings(_Strict):
     """The consolidation route as `remem settings model` shows it (never the API key)."""
 
     provider: str
-    # None: the provider has no default model and none is chosen (decision 0493); a client that
-    # writes a choice must not send back a model id the provider never had.
+    # None: no model is chosen for the provider, whose default remem does not know (every one but
+    # deepseek), or the one set is deepseek's default, which it does not serve (decisions 0493,
+    # 0500); a client that writes a choice must not send back a model id the provider never had.
     model: str | None
     providers: list[str]
     apiKeyEnv: str | None

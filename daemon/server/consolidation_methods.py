@@ -42,7 +42,16 @@ from ..protocol.rpc import (
     SelectModelParams,
     SetApiKeyParams,
 )
-from ..settings import Settings, SettingsConflict, SettingsError, SettingsStore, check_model_id, model_changes
+from ..settings import (
+    Settings,
+    SettingsConflict,
+    SettingsError,
+    SettingsStore,
+    check_model_id,
+    model_changes,
+    model_to_choose,
+    unserved_model,
+)
 from .jsonrpc import Handler, log_failed, unwritable
 from .memory_methods import MemoryMethods, Publish, unheard
 
@@ -167,6 +176,10 @@ class ConsolidationMethods:
                 check_model_id(params.model)
             except ValueError as exc:
                 raise refused("INVALID", str(exc)) from None
+            # Written, it would read back as no model chosen (decision 0500): say so now.
+            unserved = unserved_model(params.provider, params.model)
+            if unserved is not None:
+                raise refused("INVALID", model_to_choose(params.provider, "choose one it serves", unserved))
             SettingsStore(self.home).update(
                 params.expectedRevision, model_changes(params.provider, params.model)
             )

@@ -99,10 +99,13 @@ def test_settings_model_reads_and_selects_with_compare_and_swap(
     )
     code, out, err = run(home, "settings", "model", "--provider", "nowhere")
     assert code == 2 and "nowhere" in err
-    # Only the provider given: the model id is kept, and said to be, since it rarely fits.
+    # Only the provider given: remem knows no default model of fake, and ollama's is never its
+    # (decision 0500, amended); deepseek keeps the model id, and says so, since it rarely fits.
     code, out, err = run(home, "settings", "model", "--provider", "fake")
-    assert code == 0 and out.startswith("fake/qwen3:8b")
-    assert err.strip() == "note: the model `qwen3:8b` was kept from ollama; give --model for one of fake"
+    assert code == 2 and "give --model" in err and "`qwen3:8b` is the one chosen for ollama" in err, err
+    code, out, err = run(home, "settings", "model", "--provider", "deepseek")
+    assert code == 0 and out.startswith("deepseek/qwen3:8b")
+    assert err.strip() == "note: the model `qwen3:8b` was kept from ollama; give --model for one of deepseek"
     code, out, err = run(home, "settings", "model", "--provider", "fake", "--model", "fake-model")
     assert code == 0 and err == ""
 

@@ -59,15 +59,20 @@ def test_credentials_file_must_be_private_and_well_formed(
     assert "sk-secret-typo" not in str(bad.value) and "apikey" in str(bad.value)
 
 
-def test_a_local_provider_needs_no_key(home: Home) -> None:
-    route = resolve_route(home, settings("consolidation:\n  provider: ollama\n"))
-    assert route.base_url.startswith("http://127.0.0.1") and route.api_key
+def test_a_local_provider_needs_no_key_but_a_chosen_model(home: Home) -> None:
+    """remem knows no default model of ollama: deepseek's, the key's default, is never sent to it."""
+    with pytest.raises(RouteError) as unchosen:
+        resolve_route(home, settings("consolidation:\n  provider: ollama\n"))
+    assert str(unchosen.value).startswith("remem knows no default model of ollama: choose one with")
+    route = resolve_route(home, settings("consolidation:\n  provider: ollama\n  model: qwen3:8b\n"))
+    assert route.base_url.startswith("http://127.0.0.1") and route.api_key and route.model == "qwen3:8b"
 
 
 def test_the_output_budget_is_the_smaller_of_the_setting_and_the_models_limit(home: Home) -> None:
     local = "providers:\n  small:\n    base_url: http://127.0.0.1:9/v1\n    max_output_tokens: 4096\n"
-    assert resolve_route(home, settings(local + "consolidation:\n  provider: small\n")).max_tokens == 4096
-    roomy = local.replace("4096", "32000") + "consolidation:\n  provider: small\n  max_tokens: 8192\n"
+    route = "consolidation:\n  provider: small\n  model: local-model\n"
+    assert resolve_route(home, settings(local + route)).max_tokens == 4096
+    roomy = local.replace("4096", "32000") + route + "  max_tokens: 8192\n"
     assert resolve_route(home, settings(roomy)).max_tokens == 8192
 
 
@@ -89,7 +94,7 @@ def test_of_the_base_urls_query_only_the_values_of_credentials_are_remembered(
         ]
     )
     gateway = f"providers:\n  gateway:\n    base_url: 'http://127.0.0.1:9/v1?{query}'\n"
-    resolve_route(home, settings(gateway + "consolidation:\n  provider: gateway\n"))
+    resolve_route(home, settings(gateway + "consolidation:\n  provider: gateway\n  model: gpt-x\n"))
     said = "gpt-4o-mini 2024-02-01 gateway%2Bkey-41c7 gateway+key-41c7 5d672d79c15b functions-key-9e2"
     assert credentials.redact(f"{said} a-key-without-a-name") == "gpt-4o-mini 2024-02-01" + (
         " [redacted route-key]" * 5
