@@ -326,7 +326,7 @@ def _publish_folder(ls: RememServer, folder: Path, *, typed: bool = False) -> No
     recent enough (`_folder_files`)."""
     if (burst := _BURSTS.get(ls)) is not None:
         burst.folders.discard(folder)  # judged now, with every text opened so far
-    placed = ((folder_and_name(path), doc) for path, doc in open_documents(ls).items())
+    placed = ((folder_and_name(doc, path), doc) for path, doc in open_documents(ls).items())
     open_here = {name: doc for (parent, name), doc in placed if parent == folder}
     encoded = {name: _as_utf8(document) for name, document in open_here.items()}
     edited = {name: text for name, (text, _) in encoded.items()}
