@@ -114,7 +114,10 @@ def lint_workspace_folder(
     index = (edited[INDEX_FILE], []) if INDEX_FILE in edited else files.index
     unread = any(has_errors(problems) for _, problems in decoded.values())  # not UTF-8, too large
     parsed, index_problems = validate_workspace(
-        {name: text for name, (text, _) in decoded.items()}, index[0] if index else None, cache.parse, unread
+        {name: text for name, (text, _) in decoded.items()},
+        index[0] if index else None,
+        lambda text, name: cache.parse(text, name, typed=name in edited),
+        unread,
     )
     kept = files.kept
     reports = {
@@ -202,7 +205,7 @@ def judge_edited(
     assert files.edited == edited.keys(), "judged with other stand-ins than it was read without"
     siblings = files.siblings(cache)
     own = _edited_records(edited)
-    parsed = {name: cache.parse(text, name) for name, (text, _) in own.items()}
+    parsed = {name: cache.parse(text, name, typed=True) for name, (text, _) in own.items()}
     # A name is a duplicate within the files of its (case-folded) name alone: those files, a
     # sibling's copy that may be changed, are judged as the whole folder would judge them.
     named = {

@@ -14,7 +14,10 @@ after the folder was listed is refused, never followed nor waited on.
 
 Each cache is bounded in entries and in the characters of text it holds: every keystroke in a
 long document is a new text, and a count of entries alone let a language server grow by a
-megabyte a keystroke in a 1 MiB record, to over a gigabyte.
+megabyte a keystroke in a 1 MiB record, to over a gigabyte. The parses of typed texts (an
+editor's documents, a new text on each change) are kept apart from those of the files read: a
+burst of changes (typing fast, a formatter, an agent writing) otherwise pushed the folder's
+records out, and the folder's next reading parsed all of them again (about 60 ms for 200).
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from .validation import ParsedRecord, parse_record
 # the text of that many records at their largest.
 _ENTRIES = 2 * RECORDS_MAX
 _CHARS = _ENTRIES * (FRONT_MATTER_MAX_BYTES + BODY_MAX_BYTES)
+# Typed texts: the open documents' latest versions, a folder's worth of them; older versions,
+# never asked for again, are what goes first.
+_TYPED_ENTRIES = RECORDS_MAX
+_TYPED_CHARS = _TYPED_ENTRIES * (FRONT_MATTER_MAX_BYTES + BODY_MAX_BYTES)
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -45,19 +52,28 @@ _V = TypeVar("_V")
 class LintCache:
     """Bounded, least-recently-used caches of record parses, settled file texts and listings."""
 
-    def __init__(self, entries: int = _ENTRIES, chars: int = _CHARS) -> None:
+    def __init__(
+        self,
+        entries: int = _ENTRIES,
+        chars: int = _CHARS,
+        typed_entries: int = _TYPED_ENTRIES,
+        typed_chars: int = _TYPED_CHARS,
+    ) -> None:
         # Keyed by the text's id: the entry holds the text, so no other live string has that id.
         self._parses: _Lru[tuple[str, int], tuple[str, ParsedRecord]] = _Lru(entries, chars)
+        self._typed: _Lru[tuple[str, int], tuple[str, ParsedRecord]] = _Lru(typed_entries, typed_chars)
         self._texts: _ByStat[tuple[str, list[Diagnostic]]] = _ByStat(_Lru(entries, chars))
         self._listings: _ByStat[FolderEntries] = _ByStat(_Lru(entries, chars))
 
-    def parse(self, text: str, file_name: str) -> ParsedRecord:
-        """`parse_record(text, file_name)` with its likely secrets, as a copy the caller may add to."""
+    def parse(self, text: str, file_name: str, typed: bool = False) -> ParsedRecord:
+        """`parse_record(text, file_name)` with its likely secrets, as a copy the caller may add to;
+        `typed`: the text is an editor's document, kept apart from the files' texts."""
+        parses = self._typed if typed else self._parses
         key = (file_name, id(text))
-        kept = self._parses.get(key)
+        kept = parses.get(key)
         if kept is None:
             kept = (text, parse_record(text, file_name, secrets=True))
-            self._parses.put(key, kept, len(text))
+            parses.put(key, kept, len(text))
         parsed = kept[1]
         # Workspace-wide rules append to the diagnostics and drop the record; the cached one stays.
         return ParsedRecord(
