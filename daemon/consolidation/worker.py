@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import ipaddress
 import logging
 import re
 import socket
@@ -27,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -36,6 +38,7 @@ from ..limits import MIB, SESSION_LINE_MAX_BYTES, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
 from ..sessions.writer import json_line
+from ..settings import PREDEFINED_PROVIDERS
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
 from .route import InvalidBaseUrl, Route
@@ -198,11 +201,19 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
     if isinstance(exc, APIError):
         await asyncio.to_thread(log.end, "error")
         asked = f"(asked {route.shown_url})"
+        hint = None
         if isinstance(exc, APIConnectionError) and not isinstance(exc, APITimeoutError):
-            hint = _unanswered(exc)
-            asked += f"; {hint}" if hint is not None else ""
+            hint = _unanswered(exc, _predefined_remote(route))
+        if hint is None:
+            return Outcome(
+                "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
+            )
+        # Said in words, the exception chain for the log: its texts are the HTTP client's and the
+        # system's, never the provider's, so they may be logged.
         return Outcome(
-            "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
+            "provider-failed",
+            error=f"no whole answer from {route.shown_url}: {hint}",
+            cause=f"{_describe(exc)} {asked}; {hint}",
         )
     if isinstance(exc, OSError) and is_refused_write(exc):  # a full disk: no bug, and no frames
         log.close()  # the log is what failed; the receipt, smaller, may still be written
@@ -322,26 +333,52 @@ def _connect(connect: Callable[[], AsyncOpenAI]) -> AsyncOpenAI:
     return client
 
 
-def _unanswered(exc: BaseException) -> str | None:
-    """What to do about a request that brought no whole answer, by the error the SDK's
-    `APIConnectionError` (always "Connection error.") was raised from: a server that did answer
-    is not to be started. None for what is none of these (the SDK wraps any error of the
+def _predefined_remote(route: Route) -> bool:
+    """Whether `route` asks a predefined provider's own server at the URL remem gives it (the
+    user set no base_url of their own), away from this machine: what fails there is the
+    network, never a base_url the user wrote, nor a server the user is to start."""
+    predefined = PREDEFINED_PROVIDERS.get(route.provider)
+    if predefined is None or predefined.base_url != route.base_url:
+        return False
+    host = urlsplit(route.base_url).hostname or ""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host != "localhost"
+
+
+def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
+    """What happened to a request that brought no whole answer, and what to do, by the error the
+    SDK's `APIConnectionError` (always "Connection error.") was raised from: a server that did
+    answer is not to be started, and a user who set no base_url is not told to check it
+    (`predefined_remote`). None for what is none of these (the SDK wraps any error of the
     request so): its own words say it."""
     from httpx2 import ConnectError, ReadError, RemoteProtocolError
 
     causes = list(_causes(exc))
+    network = "check the network"
     hints: list[tuple[tuple[type[BaseException], ...], str]] = [
         (
             (ssl.SSLCertVerificationError,),
-            "its TLS certificate was refused: check that base_url names the server's own host, or "
+            f"its TLS certificate was refused, as when something on the network intercepts TLS: {network}"
+            if predefined_remote
+            else "its TLS certificate was refused: check that base_url names the server's own host, or "
             "begin it with http:// if the server serves plain HTTP too",
         ),
         (
             (ssl.SSLError,),
-            "a server answered there, but not in TLS: if it serves plain HTTP (local servers "
+            "a server answered there, but not in TLS, as when something on the network intercepts "
+            f"it: {network}"
+            if predefined_remote
+            else "a server answered there, but not in TLS: if it serves plain HTTP (local servers "
             "mostly do), begin base_url with http://, not https://",
         ),
-        ((socket.gaierror,), "its host name was not found: check the host in base_url, and the network"),
+        (
+            (socket.gaierror,),
+            f"its host name was not found: {network}"
+            if predefined_remote
+            else "its host name was not found: check the host in base_url, and the network",
+        ),
         (
             (RemoteProtocolError, ReadError),
             "a server answered there, but broke its answer off (it closed the connection before "
@@ -349,7 +386,9 @@ def _unanswered(exc: BaseException) -> str | None:
         ),
         (
             (ConnectError,),
-            "nothing answered there: start the provider's server, or choose another model "
+            f"nothing answered there: {network}, or choose another model (remem settings model)"
+            if predefined_remote
+            else "nothing answered there: start the provider's server, or choose another model "
             "(remem settings model)",
         ),
     ]
