@@ -43,6 +43,8 @@ import asyncio
 import functools
 import logging
 import os
+import stat
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import FolderFiles, judge_edited, listing, read_folder, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE, INDEX_FILE, record_name_of
+from remem.daemon.memory.stamps import RACY_NS
 from remem.daemon.memory.validation import validate_global, validate_index
 from remem.daemon.settings import SettingsError, parse_settings
 
@@ -358,10 +361,13 @@ READINGS_KEPT = 8
 
 @dataclass
 class _Read:
-    """A folder's files as read at `at` (the loop's clock), and when they are read again."""
+    """A folder's files as read at `at` (the loop's clock), and when they are read again;
+    `proof`: the folder's own `lstat` (`_seen`) taken before it was listed, which a keystroke
+    finds the same while the listing is, or None when it proves nothing (a change too recent)."""
 
     files: FolderFiles
     at: float
+    proof: tuple[int, ...] | None
     timer: asyncio.TimerHandle | None = None
 
     def forget(self) -> None:
@@ -376,30 +382,33 @@ def _folder_files(
     ls: RememServer, folder: Path, edited: Mapping[str, str], typed: bool
 ) -> FolderFiles | None:
     """The files of `folder` but the `edited` ones, as a keystroke (`typed`) may take them: as
-    last read, if less than `TRUST_READ` ago, with the same texts open and the folder listing
-    the same files (its own stamp unchanged); they are read again `TRUST_READ` after that
-    reading, in case a file changed in place with no one telling (decision 0481). For any other
-    cause (an open, a save, news of a change on disk), and past that, they are read now. None
-    when the folder is a link, which is never read through, as the store reads none."""
+    last read, if less than `TRUST_READ` ago, with the same texts open and the folder's own
+    `lstat` the same as before that reading listed it (its type, device and settled stamp: a
+    file added, removed, renamed or replaced changes it, and so does a link put in its place);
+    they are read again `TRUST_READ` after that reading, in case a file changed in place with no
+    one telling (decision 0481). For any other cause (an open, a save, news of a change on disk),
+    and past that, they are read now. None when the folder is a link, which is never read
+    through, as the store reads none. A keystroke's one `lstat` is asked before anything is
+    listed, so nothing is ever listed through a link put in the folder's place."""
     reads = _READS.setdefault(ls, {})
     loop = asyncio.get_running_loop()
     read = reads.get(folder)
     if not (
         typed
         and read is not None
+        and read.proof is not None
         and loop.time() - read.at < TRUST_READ
         and read.files.edited == edited.keys()
-        and read.files.unchanged(folder, ls.lint_cache)
-        # Listed, the folder was no link when read, and its own stamp, kept with its type, says
-        # it is none now: a keystroke spares the `lstat` that asks again. Not listed (gone, or a
-        # link leading nowhere), nothing tells, so it is asked.
-        and (read.files.entries.regular or read.files.entries.other or not folder.is_symlink())
+        and _seen(folder) == read.proof
     ):
         if (read := reads.pop(folder, None)) is not None:  # not trusted again, should reading fail
             read.forget()
-        if folder.is_symlink():
+        seen = _seen(folder)
+        if seen and stat.S_ISLNK(seen[0]):
             return None
-        read = _Read(read_folder(folder, edited, ls.lint_cache), loop.time())
+        # Taken before the listing: a change made while it is listed makes the next one differ.
+        settled = not seen or time.time_ns() - seen[-1] > RACY_NS
+        read = _Read(read_folder(folder, edited, ls.lint_cache), loop.time(), seen if settled else None)
     reads.pop(folder, None)
     reads[folder] = read  # last: the least recently judged with go first
     for oldest in list(reads)[:-READINGS_KEPT]:
@@ -407,6 +416,16 @@ def _folder_files(
     if typed and read.timer is None:
         read.timer = loop.call_at(read.at + TRUST_READ, _publish_folder, ls, folder)
     return read.files
+
+
+def _seen(folder: Path) -> tuple[int, ...]:
+    """The folder's own type, device, inode, size, mtime and ctime (an `lstat`: a link's own,
+    never what it leads to); empty when nothing is there (gone, as the listing takes it)."""
+    try:
+        st = os.lstat(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    return (stat.S_IFMT(st.st_mode), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _own_problems(ls: RememServer, name: str, text: str) -> list[Diagnostic]:
