@@ -55,6 +55,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from remem.daemon.home import HomeUnusable
 from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import FolderFiles, judge_edited, listing, read_folder, unmerged_saves
@@ -388,8 +389,9 @@ def _folder_files(
     they are read again `TRUST_READ` after that reading, in case a file changed in place with no
     one telling (decision 0481). For any other cause (an open, a save, news of a change on disk),
     and past that, they are read now. None when the folder is a link, which is never read
-    through, as the store reads none. A keystroke's one `lstat` is asked before anything is
-    listed, so nothing is ever listed through a link put in the folder's place."""
+    through, as the store reads none; `HomeUnusable`, as the store says it, when `memory` or
+    `memory/workspaces` is one. A keystroke's one `lstat` is asked before anything is listed,
+    so nothing is ever listed through a link; the folders above are asked at each reading."""
     reads = _READS.setdefault(ls, {})
     loop = asyncio.get_running_loop()
     read = reads.get(folder)
@@ -403,6 +405,7 @@ def _folder_files(
     ):
         if (read := reads.pop(folder, None)) is not None:  # not trusted again, should reading fail
             read.forget()
+        ls.home.refuse_link(ls.home.workspaces)
         seen = _seen(folder)
         if seen and stat.S_ISLNK(seen[0]):
             return None
@@ -453,12 +456,13 @@ def _judge(
     alone: Callable[[], Mapping[str, list[Diagnostic]]],
 ) -> None:
     """Publish to each of `documents` (by file name) what `judge` finds for it; or, when it
-    cannot judge (an `OSError`), what each text shows `alone` (without the disk) and a warning
-    that says so, once per cause in a popup too, and try again until it can."""
+    cannot judge (an `OSError`, or a link above the workspaces: `HomeUnusable`), what each text
+    shows `alone` (without the disk) and a warning that says so, once per cause in a popup too,
+    and try again until it can."""
     unjudged = _UNJUDGED.setdefault(ls, _Unjudged())
     try:
         found = judge()
-    except OSError as error:
+    except (OSError, HomeUnusable) as error:
         cause = _cause(ls, error)
         log.warning("cannot judge %s: %s", target, cause)
         known = alone()
@@ -471,14 +475,14 @@ def _judge(
         _publish(ls, document, found.get(name, []))
 
 
-def _cause(ls: RememServer, error: OSError) -> str:
+def _cause(ls: RememServer, error: OSError | HomeUnusable) -> str:
     """What failed, named where it failed: the first folder in the home, on the way down to the
     path that failed, that cannot be passed through with the same error (tried, not guessed
     from its mode, which root is not held to: a loop of links, a folder refused), else that path
     itself. A loop or a refused folder is so one cause, however many of the folders and files
     under it are judged; a folder that can be passed through though not listed is no cause of
-    what fails under it."""
-    if not (error.strerror and error.filename):
+    what fails under it. A link above the workspaces (`HomeUnusable`) is said as the store says it."""
+    if isinstance(error, HomeUnusable) or not (error.strerror and error.filename):
         return str(error)
     failed = Path(os.fsdecode(error.filename))
     return f"{error.strerror}: {ls.home.first_impassable(failed, error) or failed}"

@@ -2,13 +2,16 @@
 
 A workspace folder replaced by a link, within `TRUST_READ` of its last reading, is said to be
 linked before anything is listed: the folder's own `lstat`, asked first, tells (the listing's
-cache, asked first, listed the link's target to find out its listing had changed). Every
-`os.scandir`, `os.listdir` and `open` is watched by an audit hook, which sees what the language
-server itself asks of the system.
+cache, asked first, listed the link's target to find out its listing had changed). A link at
+`memory/workspaces` or `memory` is refused as the store refuses it, saying what the store says,
+in and out of that window: only the last folder of the path was asked, and the records of the
+link's target were listed and read. Every `os.scandir`, `os.listdir` and `open` is watched by an
+audit hook, which sees what the language server itself asks of the system.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -102,3 +105,38 @@ async def test_a_folder_replaced_by_a_link_within_the_window_is_not_listed_throu
 
     assert touched == []
     assert codes(editor, mine) == ["remem/linked-workspace"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("linked", ["memory/workspaces", "memory"])
+@pytest.mark.parametrize("window", ["within", "past"])
+async def test_a_link_above_the_workspace_folder_is_refused_as_the_store_refuses_it(
+    editor: InProcess, tmp_path: Path, linked: str, window: str
+) -> None:
+    folder = workspace_folder(HOME, f"linked-above-{linked}-{window}")
+    (folder / "sibling.md").write_text(record("sibling"))
+    mine = folder / "mine.md"
+    editor.open(mine, record("mine"))
+    editor.type(mine, record("mine", body="Typed once.\n"))
+    assert codes(editor, mine) == []
+    link = HOME.root / linked
+    outside = tmp_path / "outside"
+    shutil.copytree(link, outside, symlinks=True)
+    (outside / folder.relative_to(link) / "other.md").write_text(record("mine"))  # a duplicate
+    aside = tmp_path / "aside"
+    link.rename(aside)
+    try:
+        link.symlink_to(outside, target_is_directory=True)
+        if window == "past":
+            await asyncio.sleep(1.2)  # past `TRUST_READ`
+
+        touched = touched_outside(outside, lambda: editor.type(mine, record("mine", body="Typed twice.\n")))
+
+        found = diagnostics_of(editor, mine)
+    finally:
+        link.unlink()
+        aside.rename(link)
+    assert touched == []
+    assert [f"{d['source']}/{d['code']}" for d in found] == ["remem/unjudged"]
+    said = f"remem's home {HOME.root} cannot be used: {link} is a symbolic link"
+    assert said in found[0]["message"]
