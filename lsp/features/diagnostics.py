@@ -301,8 +301,9 @@ def _refresh_settings(ls: RememServer) -> None:
 
 
 def _kept(ls: RememServer, path: Path) -> list[Diagnostic]:
-    """A warning for each save kept beside a single file (swap.py): only the daemon's log said so."""
-    return unmerged_saves(path.name, listing(path.parent, ls.lint_cache))
+    """A warning for each save kept beside a single file (swap.py): only the daemon's log said so.
+    `HomeUnusable` when `memory` is a link, which the store refuses and which is never listed."""
+    return unmerged_saves(path.name, listing(ls.home.refuse_link(path.parent), ls.lint_cache))
 
 
 def settings_problems(text: str) -> list[Diagnostic]:

@@ -140,3 +140,28 @@ async def test_a_link_above_the_workspace_folder_is_refused_as_the_store_refuses
     assert [f"{d['source']}/{d['code']}" for d in found] == ["remem/unjudged"]
     said = f"remem's home {HOME.root} cannot be used: {link} is a symbolic link"
     assert said in found[0]["message"]
+
+
+@pytest.mark.asyncio
+async def test_global_md_under_a_linked_memory_folder_is_refused_as_the_store_refuses_it(
+    editor: InProcess, tmp_path: Path
+) -> None:
+    global_file = HOME.global_file
+    editor.open(global_file, "# Rules\n")
+    link = HOME.memory
+    outside = tmp_path / "outside"
+    shutil.copytree(link, outside, symlinks=True)
+    aside = tmp_path / "aside"
+    link.rename(aside)
+    try:
+        link.symlink_to(outside, target_is_directory=True)
+
+        touched = touched_outside(outside, lambda: editor.type(global_file, "# Rules, typed\n"))
+
+        found = diagnostics_of(editor, global_file)
+    finally:
+        link.unlink()
+        aside.rename(link)
+    assert touched == []
+    assert [f"{d['source']}/{d['code']}" for d in found] == ["remem/unjudged"]
+    assert f"remem's home {HOME.root} cannot be used: {link} is a symbolic link" in found[0]["message"]
