@@ -359,6 +359,7 @@ def _check_head(
         else:
             seen[key] = value_node
             _check_value(key, value_node, front, positions, file_name, parsed)
+    problems += _comments(source, node, front, positions)
     for key in FIELDS:
         if key not in seen:
             problems.append(
@@ -403,19 +404,19 @@ def _compose(
     except yaml.reader.ReaderError:
         return None  # control characters: already reported at their exact place
     except yaml.MarkedYAMLError as exc:
-        if isinstance(exc, safe_yaml.AliasRefused):
-            code, message = "front-matter-alias", "YAML aliases are not allowed in front matter"
-        else:
-            code, message = "front-matter-syntax", f"the front matter is not valid YAML: {exc.problem}"
         mark = exc.problem_mark
         at = front.start + (mark.index if mark is not None else 0)
-        problems.append(
-            diagnostic(
-                code,
-                Severity.ERROR,
-                f"{message}; write `key: value` lines",
-                positions.range(at, min(at + 1, front.end)),
+        if isinstance(exc, safe_yaml.AliasRefused):
+            code, message = (
+                "front-matter-alias",
+                "YAML aliases are not allowed in front matter; write `key: value` lines",
             )
+        else:
+            code = "front-matter-syntax"
+            advice = _syntax_advice(exc, positions.text, at)
+            message = f"the front matter is not valid YAML: {exc.problem}; {advice}"
+        problems.append(
+            diagnostic(code, Severity.ERROR, message, positions.range(at, min(at + 1, front.end)))
         )
         return None
     if node is None:
@@ -431,6 +432,70 @@ def _compose(
         )
         return None
     return node
+
+
+def _syntax_advice(exc: yaml.MarkedYAMLError, text: str, at: int) -> str:
+    """How to mend the line YAML refused. A second `: ` in a plain value is the usual slip
+    (`description: Use uv: not pip`): the lines are `key: value` already, so the advice is the
+    quotes, shown on the line as written."""
+    if not (exc.problem or "").startswith("mapping values are not allowed"):
+        return "write `key: value` lines"
+    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+    written = _KEY_LINE.fullmatch(text[start : _line_end(text, at)].rstrip())
+    if written is None:  # a continuation line, say: its own key is elsewhere
+        return 'a value holding `: ` must be quoted: `description: "…"`'
+    return f"a value holding `: ` must be quoted: `{written[1]}: {_quoted(written[2])}`"
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _line_end(text: str, at: int) -> int:
+    ends = [i for i in (text.find("\n", at), text.find("\r", at)) if i >= 0]
+    return min(ends, default=len(text))
+
+
+_KEY_LINE = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(.+)")
+_COMMENT = re.compile(r"[ \t]+#")
+_SHOWN_COMMENT = 60
+
+
+def _comments(
+    source: str, root: yaml.MappingNode, front: _FrontMatter, positions: TextPositions
+) -> list[Diagnostic]:
+    """Text YAML cut from an unquoted description as a comment (decision 0504): the description
+    is free text, so what follows ` #` there may well have been meant as its own. A note after
+    `name` or `type` (neither can hold a `#`), after a quoted value or on a line of its own was
+    written as a comment, and is left alone."""
+    for key, value in root.value:
+        if not (
+            isinstance(key, yaml.ScalarNode)
+            and key.value == "description"
+            and isinstance(value, yaml.ScalarNode)
+            and value.tag == _STR_TAG
+            and not value.style  # plain: the C loader says "", PyYAML None
+            and value.start_mark.line == value.end_mark.line
+        ):
+            continue
+        end = value.end_mark.index
+        hash_mark = _COMMENT.match(source[end : _line_end(source, end)])
+        if hash_mark is None:
+            continue
+        at = end + hash_mark.end() - 1
+        comment = source[at : _line_end(source, at)].rstrip()
+        written = _quoted(source[value.start_mark.index : at] + comment)
+        message = (
+            f"`{_shown(comment)}` is a YAML comment, dropped from the description, which reads "
+            f"`{value.value}`; quote the value to keep the text after `#`: `description: {written}`"
+        )
+        where = positions.range(front.start + at, front.start + at + len(comment))
+        return [diagnostic("front-matter-comment", Severity.WARNING, message, where)]
+    return []
+
+
+def _shown(comment: str) -> str:
+    return comment if len(comment) <= _SHOWN_COMMENT else comment[: _SHOWN_COMMENT - 1] + "…"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,0 +1,93 @@
+"""Text a hand edit puts after ` #` in an unquoted description is a YAML comment, which no
+reader of the record sees: it is said, where it is, with the quoting that keeps it (decision
+0504). And a value holding `: ` gets the quotes it needs, not advice to write the `key: value`
+lines it already is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.memory.diagnostics import Diagnostic, Severity
+from remem.daemon.memory.lint import lint_paths
+from remem.daemon.memory.validation import parse_record, validate_record
+
+
+def front(*lines: str) -> str:
+    return "---\n" + "".join(f"{line}\n" for line in lines) + "---\nbody\n"
+
+
+def comments(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    return [d for d in diagnostics if d.code == "remem/front-matter-comment"]
+
+
+def span(d: Diagnostic) -> tuple[int, int, int, int]:
+    r = d.range
+    return (r.start.line, r.start.character, r.end.line, r.end.character)
+
+
+HASH = front("name: hash", "description: Run #tests before commit", "type: feedback")
+
+
+def test_a_comment_after_a_plain_value_is_a_warning_on_the_comment_naming_what_is_dropped() -> None:
+    parsed = parse_record(HASH, "hash.md")
+    [warning] = parsed.diagnostics
+    assert warning.code == "remem/front-matter-comment" and warning.severity == Severity.WARNING
+    assert span(warning) == (2, 17, 2, 37)
+    assert warning.message == (
+        "`#tests before commit` is a YAML comment, dropped from the description, which reads `Run`; "
+        'quote the value to keep the text after `#`: `description: "Run #tests before commit"`'
+    )
+    # A warning: the record stays readable as YAML reads it, as it was before the rule.
+    assert parsed.record is not None and parsed.record.description == "Run"
+
+
+def test_the_quoting_offered_keeps_the_whole_text() -> None:
+    [warning] = validate_record(HASH, "hash.md")
+    offered = warning.message.rsplit("`description: ", 1)[1].removesuffix("`")
+    fixed = parse_record(front("name: hash", f"description: {offered}", "type: feedback"), "hash.md")
+    assert fixed.diagnostics == []
+    assert fixed.record is not None and fixed.record.description == "Run #tests before commit"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ("# why: see the body", "name: hash", "description: x", "type: feedback"),
+        ("name: hash", 'description: "Run" # a note', "type: feedback"),
+        ("name: hash  # the file is hash.md", "description: x", "type: feedback  # rules, not facts"),
+    ],
+    ids=["own-line", "after-quotes", "after-name-and-type"],
+)
+def test_a_note_written_as_a_comment_is_left_alone(lines: tuple[str, ...]) -> None:
+    assert validate_record(front(*lines), "hash.md") == []
+
+
+@pytest.mark.parametrize(
+    "description",
+    ['"Run #tests before commit"', "'Run #tests'", "C#-style names", "issue#12 first", "|\n  Run #tests"],
+)
+def test_a_hash_that_is_part_of_a_value_is_no_comment(description: str) -> None:
+    text = front("name: hash", f"description: {description}", "type: feedback")
+    assert comments(validate_record(text, "hash.md")) == []
+
+
+def test_memory_validate_reports_it_for_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "hash.md"
+    path.write_text(HASH)
+    [report] = lint_paths([path])
+    assert [d.code for d in report.diagnostics] == ["remem/front-matter-comment"]
+
+
+def test_a_value_holding_a_colon_is_told_to_be_quoted_at_the_colon() -> None:
+    text = front("name: uv", "description: Use uv: not pip", "type: feedback")
+    [error] = validate_record(text, "uv.md")
+    assert error.code == "remem/front-matter-syntax" and span(error) == (2, 19, 2, 20)
+    assert error.message.endswith('a value holding `: ` must be quoted: `description: "Use uv: not pip"`')
+    assert "write `key: value` lines" not in error.message
+
+
+def test_other_syntax_errors_keep_their_advice() -> None:
+    [error] = validate_record(front("name: [a"), "a.md")
+    assert error.message.endswith("; write `key: value` lines")
