@@ -22,6 +22,7 @@ records out, and the folder's next reading parsed all of them again (about 60 ms
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -95,8 +96,9 @@ class LintCache:
         return text, list(problems)
 
     def entries(self, folder: Path) -> FolderEntries:
-        """The names of the entries in `folder`, listed again only when they changed."""
-        return self._listings.get(os.fspath(folder), lambda st: (_entries(folder), st), FolderEntries.chars)
+        """The names of the entries in `folder`, listed again only when they changed;
+        `NotADirectoryError` when `folder` is a link or no folder: none is listed through it."""
+        return self._listings.get(os.fspath(folder), lambda st: _entries(folder, st), FolderEntries.chars)
 
 
 class _Lru(Generic[_K, _V]):
@@ -179,8 +181,24 @@ class FolderEntries(NamedTuple):
         return sum(map(len, self.regular)) + sum(map(len, self.other))
 
 
-def _entries(folder: Path) -> FolderEntries:
-    # scandir's entry types spare a stat per file.
-    with os.scandir(folder) as entries:
-        plain = {e.name: e.is_file(follow_symlinks=False) for e in entries}
-    return FolderEntries(frozenset(n for n in plain if plain[n]), frozenset(n for n in plain if not plain[n]))
+def _entries(folder: Path, st: os.stat_result) -> tuple[FolderEntries, os.stat_result]:
+    """The entries of the folder `st` (its lstat) found, with the stat of what was listed. Listed
+    through a descriptor that follows no link: a link put at `folder` (before the lstat or after
+    it) lists nothing of the folder it leads to, wherever a caller asks."""
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", os.fspath(folder))
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link came meanwhile
+            raise NotADirectoryError(errno.ENOTDIR, "a link, not a folder", os.fspath(folder)) from None
+        raise
+    try:
+        listed = os.fstat(fd)
+        # scandir's entry types spare a stat per file.
+        with os.scandir(fd) as entries:
+            plain = {e.name: e.is_file(follow_symlinks=False) for e in entries}
+    finally:
+        os.close(fd)
+    regular = frozenset(n for n in plain if plain[n])
+    return FolderEntries(regular, frozenset(n for n in plain if not plain[n])), listed

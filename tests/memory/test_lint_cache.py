@@ -166,3 +166,22 @@ def test_the_index_verdict_follows_a_sibling_edited_on_disk(tmp_path: Path) -> N
     path.write_text(original, encoding="utf-8")
     assert _codes(lint_workspace_folder(folder, edited, cache))["MEMORY.md"] == []
     assert lint_workspace_folder(folder, edited, cache) == lint_workspace_folder(folder, edited)
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["first-look", "after-a-reading"])
+def test_a_link_put_at_a_folder_lists_nothing_of_where_it_leads(tmp_path: Path, kept: bool) -> None:
+    """Whoever asks a folder's entries (a keystroke's judge, a lint of the folder), a link at its
+    path is no folder: the folder outside it leads to is never listed, before or after a reading."""
+    folder, outside = tmp_path / "ws", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (outside / "secret-name.md").write_text("x", encoding="utf-8")
+    cache = LintCache()
+    if kept:
+        assert cache.entries(folder).regular == frozenset()
+        folder.rmdir()
+    else:
+        folder.rmdir()
+    folder.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(NotADirectoryError):
+        cache.entries(folder)
