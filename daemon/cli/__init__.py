@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 from typing import Any, NoReturn
 
@@ -197,7 +198,18 @@ def need_stdio(command: str, client: str, for_a_terminal: str) -> None:
     if sys.stdin is None:
         fail(f"remem {command} reads its {client}'s messages on stdin, which is closed; start it with a pipe")
     if sys.stdin.isatty():
+        # The servers read stdin in a thread no KeyboardInterrupt reaches: the MCP server waited
+        # for that thread (until Enter), and pygls' loop swallowed the interrupt. With no client
+        # on the other side, nothing is left to finish.
+        signal.signal(signal.SIGINT, _quit_at_once)
         say(f"{for_a_terminal} (Ctrl-C to quit)", err=True)
+
+
+def _quit_at_once(signum: int, frame: object) -> NoReturn:
+    from .output import EXIT_INTERRUPTED, say
+
+    say("remem: interrupted", err=True)
+    os._exit(EXIT_INTERRUPTED)  # not sys.exit: that would wait for the thread blocked reading
 
 
 def main() -> None:
