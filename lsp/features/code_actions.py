@@ -277,6 +277,24 @@ def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
     return [_fix(f"Quote the value: {quoted}", diagnostic, edit, preferred=True)]
 
 
+def _keep_comment(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """The description quoted whole, the text YAML took as a comment (the diagnostic's range)
+    kept in it (decision 0504)."""
+    line = diagnostic.range.start.line
+    key = _VALUE_START.match(context.lines[line]) if line < len(context.lines) else None
+    if key is None:
+        return []
+    written = types.Range(types.Position(line, len(key.group(0))), diagnostic.range.end)
+    quoted = json.dumps(context.range_text(written), ensure_ascii=False)
+    edit = context.edit([types.TextEdit(written, quoted)])
+    return [
+        _fix(f"Quote the description to keep its text after `#`: {quoted}", diagnostic, edit, preferred=True)
+    ]
+
+
+_VALUE_START = re.compile(r"description:[ \t]+")  # ASCII: its length is the same in UTF-16
+
+
 def _tabs(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
     """Each tab of an indentation as two spaces; where only taking a record's own key (`name:`,
     `description:`, `type:`) tabbed in back to the margin makes the front matter parse, that."""
@@ -514,6 +532,7 @@ _FIXERS: dict[str, Fixer] = {
     "remem/missing-key": _missing_key,
     "remem/unknown-key": _key_casing,
     "remem/non-string-value": _quote,
+    "remem/front-matter-comment": _keep_comment,
     "remem/front-matter-tab": _tabs,
     "remem/type-invalid": _type,
     "remem/name-invalid": _name,

@@ -102,6 +102,16 @@ CASES = [
      "Set the name to `dup2` (the file name)", True, record("dup2")),
     ("name-from-file", "first.md", record("second"), "remem/name-mismatch",
      "Set the name to `first` (the file name)", False, record("first")),
+    # Text YAML took as a comment is kept, quoted with the rest (decision 0504); an emoji before
+    # it counts two UTF-16 units in the editor's columns.
+    ("comment-kept", "h.md", record("h", description="Run #tests before commit"),
+     "remem/front-matter-comment",
+     'Quote the description to keep its text after `#`: "Run #tests before commit"', True,
+     record("h", description='"Run #tests before commit"')),
+    ("comment-kept-wide", "w.md", record("w", description="Ship \U0001F680 #now  "),
+     "remem/front-matter-comment",
+     'Quote the description to keep its text after `#`: "Ship \U0001F680 #now"', True,
+     record("w", description='"Ship \U0001F680 #now"  ')),
     ("description-from-body", "e.md", record("e", description='""', body="Use uv, not pip.\n"),
      "remem/description-empty", "Use the body's first line as the description", False,
      record("e", description="Use uv, not pip.", body="Use uv, not pip.\n")),
