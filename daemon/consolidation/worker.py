@@ -19,6 +19,7 @@ import asyncio
 import importlib
 import ipaddress
 import logging
+import os
 import re
 import socket
 import ssl
@@ -203,7 +204,7 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         asked = f"(asked {route.shown_url})"
         hint = None
         if isinstance(exc, APIConnectionError) and not isinstance(exc, APITimeoutError):
-            hint = _unanswered(exc, _predefined_remote(route))
+            hint = _through_proxy(exc, route) or _unanswered(exc, _predefined_remote(route))
         if hint is None:
             return Outcome(
                 "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
@@ -345,6 +346,61 @@ def _predefined_remote(route: Route) -> bool:
         return not ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host != "localhost"
+
+
+def _through_proxy(exc: BaseException, route: Route) -> str | None:
+    """What happened to a request the HTTP client sent through a proxy, when it never reached
+    the server: that proxy is to be checked, not base_url nor a server to start. None when no
+    proxy applies to base_url, or the request failed past it (its TLS, its answer)."""
+    from httpx2 import ConnectError, ProxyError
+
+    causes = list(_causes(exc))
+    if not any(isinstance(e, (socket.gaierror, ConnectError, ProxyError)) for e in causes):
+        return None
+    proxy = _proxy_of(route.base_url)
+    if proxy is None:
+        return None
+    if any(isinstance(e, socket.gaierror) for e in causes):
+        what = "whose host name was not found"
+    elif any(isinstance(e, ProxyError) for e in causes):
+        what = "which answered, but did not connect it to the server"
+    else:
+        what = "where nothing answered"
+    check = "that variable" if proxy.variable is not None else "them"
+    return (
+        f"it was sent through the proxy {proxy.shown} of {proxy.variable or 'the system proxy settings'}, "
+        f"{what}: check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
+    )
+
+
+@dataclass(frozen=True)
+class _Proxy:
+    shown: str  # its URL as scheme://host:port, and "(its login not shown)" when it holds one
+    variable: str | None  # `$HTTPS_PROXY`, …; None when the system's settings name it
+
+
+def _proxy_of(base_url: str) -> _Proxy | None:
+    """The proxy the HTTP client sends a request to `base_url` through; None when it goes
+    straight to the server. The client's own lookup, made from the environment the daemon was
+    started in: its proxies (a lowercase variable before an uppercase one, ALL_PROXY for any
+    scheme), less NO_PROXY's hosts, the most specific pattern first."""
+    from httpx2 import URL
+    from httpx2._utils import URLPattern, get_environment_proxies
+
+    url = URL(base_url)
+    proxies = {URLPattern(key): proxy for key, proxy in get_environment_proxies().items()}
+    # Sorted as the client sorts its mounts, the first that matches is the one it uses.
+    pattern = next((pattern for pattern in sorted(proxies) if pattern.matches(url)), None)
+    proxy = proxies[pattern] if pattern is not None else None
+    if pattern is None or proxy is None:
+        return None
+    parsed = URL(proxy)
+    scheme = pattern.scheme or "all"
+    # `getproxies`, which the client asks, reads the lowercase variable first.
+    names = (f"{scheme}_proxy", f"{scheme.upper()}_PROXY")
+    variable = next((f"${name}" for name in names if os.environ.get(name)), None)
+    login = " (its login not shown)" if parsed.userinfo else ""
+    return _Proxy(f"{parsed.scheme}://{parsed.netloc.decode('ascii')}{login}", variable)
 
 
 def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
