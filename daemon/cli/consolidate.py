@@ -230,11 +230,12 @@ def model(backend: Backend, provider: str | None, model: str | None, as_json: bo
             current = _select(backend, current, provider, model)
     except RpcError as exc:
         _refused(exc, as_json, backend)
-    if model is None and before.model is not None and current.provider != before.provider and not as_json:
-        # Another provider rarely serves the same model id: say it was kept, before it fails a review.
+    changed = current.provider != before.provider and current.model != before.model
+    if model is None and before.model is not None and changed and not as_json:
+        # The model the user chose is not kept, nor silently dropped: say which one replaced it.
         say(
-            f"note: the model `{current.model}` was kept from {before.provider}; "
-            f"give --model for one of {current.provider}",
+            f"note: {current.provider}'s default model `{current.model}` was chosen, not `{before.model}`, "
+            f"the one chosen for {before.provider}; give --model for another model of {current.provider}",
             err=True,
         )
     if as_json:
@@ -290,23 +291,19 @@ def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> 
 
 
 def _kept_model(current: ModelSettings, provider: str) -> str:
-    """The model a choice without --model keeps: the current one, unless none is chosen, or
-    `provider` has no default model remem knows (every one but deepseek) and the current one was
-    chosen for another provider (decisions 0493, 0500): written, it would be sent to a provider
-    that never had it. With none chosen, the provider whose model the settings' default is
-    (deepseek) is given that one."""
+    """The model a choice without --model keeps: the current one while the provider stays, else
+    `provider`'s default (deepseek's, the one remem knows), never the model chosen for another
+    provider: written, it would be sent to a provider that never had it (decisions 0493, 0500).
+    Without a default, the model is asked for."""
     from ..settings import GIVE_MODEL, default_model, model_to_choose, no_default_model
 
-    if current.model is None:
-        default = default_model(provider)
-        if default is not None:
-            return default
-        fail(model_to_choose(provider, GIVE_MODEL))
-    if provider != current.provider and default_model(provider) is None:
-        fail(
-            model_to_choose(provider, GIVE_MODEL, no_default_model(provider, current.model, current.provider))
-        )
-    return current.model
+    if provider == current.provider and current.model is not None:
+        return current.model
+    default = default_model(provider)
+    if default is not None:
+        return default
+    kept = None if current.model is None else no_default_model(provider, current.model, current.provider)
+    fail(model_to_choose(provider, GIVE_MODEL, kept))
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:

@@ -100,12 +100,16 @@ def test_settings_model_reads_and_selects_with_compare_and_swap(
     code, out, err = run(home, "settings", "model", "--provider", "nowhere")
     assert code == 2 and "nowhere" in err
     # Only the provider given: remem knows no default model of fake, and ollama's is never its
-    # (decision 0500, amended); deepseek keeps the model id, and says so, since it rarely fits.
+    # (decision 0500, amended); deepseek is given its default, not ollama's model, and says so.
     code, out, err = run(home, "settings", "model", "--provider", "fake")
     assert code == 2 and "give --model" in err and "`qwen3:8b` is the one chosen for ollama" in err, err
     code, out, err = run(home, "settings", "model", "--provider", "deepseek")
-    assert code == 0 and out.startswith("deepseek/qwen3:8b")
-    assert err.strip() == "note: the model `qwen3:8b` was kept from ollama; give --model for one of deepseek"
+    assert code == 0 and out.startswith("deepseek/deepseek-v4-flash"), out
+    assert err.strip() == (
+        "note: deepseek's default model `deepseek-v4-flash` was chosen, not `qwen3:8b`, the one chosen "
+        "for ollama; give --model for another model of deepseek"
+    )
+    assert "model: deepseek-v4-flash" in home.settings_file.read_text()
     code, out, err = run(home, "settings", "model", "--provider", "fake", "--model", "fake-model")
     assert code == 0 and err == ""
 
