@@ -697,6 +697,9 @@ class History:
             raise HistoryError("memory history is off (the pygit2 package is missing)")
         # The writing lock is made in `state/locks`: never through a link there (HomeUnusable).
         self._home.refuse_link(self._writing.parent)
+        # A link at `history` is the home's problem, its remedy said whole: met by `_open`, it
+        # would be said as the history's, cut short (`_reason`).
+        self._home.refuse_link(self.path)
         self.flush()  # before the lock: this process's writer takes it to write what is waited for
         with self._lock:
             try:
