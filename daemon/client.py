@@ -513,11 +513,22 @@ def _start_or_wait(paths: DaemonPaths, spawn: bool, deadline: float) -> None:
         # With no daemon running, a status file is a dead daemon's: the new one must replace it.
         stale = paths.read_status()
         process, since = _spawn(paths)
+        _spawned_here.add(process.pid)
         _wait_for_status(paths, process, stale, since, deadline)
         # Reap it when it exits, or a long-lived spawner (the language server) keeps a zombie.
         threading.Thread(target=process.wait, name="remem-daemon-reaper", daemon=True).start()
     finally:
         spawning.release()
+
+
+# The pids of the daemons this process spawned, under the spawn lock: whether one it reached is
+# its own start is known only there (another command may have spawned it a moment before).
+_spawned_here: set[int] = set()
+
+
+def spawned_here(pid: int) -> bool:
+    """Whether this process spawned the daemon `pid` (`remem daemon start`'s "started")."""
+    return pid in _spawned_here
 
 
 def _spawn(paths: DaemonPaths) -> tuple[subprocess.Popen[bytes], int]:

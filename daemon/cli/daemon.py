@@ -19,6 +19,7 @@ from ..client import (
     OtherDaemonVersion,
     SocketTransport,
     shutdown,
+    spawned_here,
 )
 from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
@@ -69,14 +70,12 @@ def run(backend: Backend) -> None:
 @click.pass_obj
 def start(backend: Backend, as_json: bool) -> None:
     """Start the daemon unless it is running; print whether it was started, its pid and version."""
-    paths = DaemonPaths(backend.home)
-    before = paths.read_status() if paths.running() else None
     status = _status(backend.home, start=True)
     if as_json:
         emit_json(status)
         return
-    # Another pid is a daemon started now: none ran, or one of another version was replaced.
-    how = "already running" if before is not None and before.pid == status.pid else "started"
+    # Told by the spawn itself, under its lock: two starts at once both saw none running before.
+    how = "started" if spawned_here(status.pid) else "already running"
     say(f"remem daemon {how} (pid {status.pid}, version {status.version})")
 
 
