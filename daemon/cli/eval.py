@@ -121,7 +121,7 @@ def _route_settings(backend: Backend, provider: str | None, model: str | None) -
 def _check_options(settings: Settings, provider: str | None, model: str | None) -> None:
     """Before the evaluated settings are parsed: remem writes them, so the line their error
     names is in no file the user has; the option is what to fix."""
-    from ..settings import check_model_id
+    from ..settings import GIVE_MODEL, check_model_id, model_to_choose, unserved_model
 
     known = settings.all_providers()
     if provider is not None and provider not in known:
@@ -134,6 +134,11 @@ def _check_options(settings: Settings, provider: str | None, model: str | None) 
             check_model_id(model)
         except ValueError as exc:
             raise click.UsageError(f"--model: {exc}") from None
+        # Refused by the route too, which would name settings.yml, where the option put it.
+        routed = provider or settings.consolidation.provider
+        unserved = unserved_model(routed, model)
+        if unserved is not None:
+            raise click.UsageError(one_line(model_to_choose(routed, GIVE_MODEL, f"--model {unserved}")))
 
 
 def _model_of(settings: Settings, provider: str) -> str:

@@ -1,0 +1,43 @@
+"""`remem eval`'s refusals of a model name what the user wrote: the `--model` option when it is
+the model a provider does not serve (not settings.yml, which holds none such; decision 0500)."""
+
+from __future__ import annotations
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.settings import ConsolidationSettings
+from tests.fake_openai import FakeOpenAI
+
+from .conftest import KEY_ENV
+from .test_cli import remem
+
+pytestmark = pytest.mark.slow  # the real CLI in its own process
+CASE = "dsh/decision"  # one case that asks the model
+DEEPSEEK = ConsolidationSettings()  # the default route: deepseek and its default model
+
+
+@pytest.mark.parametrize(
+    ("route", "options"),
+    [
+        ("  provider: openai\n  model: gpt-4o\n", ("--provider", "anthropic")),
+        ("  provider: anthropic\n  model: claude-sonnet-4-5\n", ()),
+    ],
+    ids=["provider-given", "provider-configured"],
+)
+def test_deepseeks_default_given_for_anthropic_is_refused_naming_the_option(
+    user_home: Home, fake: FakeOpenAI, route: str, options: tuple[str, ...]
+) -> None:
+    served = "".join(
+        f"  {name}:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
+        for name in ("openai", "anthropic")
+    )
+    user_home.settings_file.write_text(f"consolidation:\n{route}providers:\n{served}")
+    refused = remem(user_home, *options, "--model", DEEPSEEK.model, "--cases", CASE)
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    assert (
+        f"--model `{DEEPSEEK.model}` is {DEEPSEEK.provider}'s default model, which anthropic does not serve: "
+        "give --model, the model id as anthropic names it"
+    ) in " ".join(refused.stderr.split()), refused.stderr
+    assert "settings.yml" not in refused.stderr, "the settings hold no such model"
+    assert fake.count == 0
