@@ -32,7 +32,7 @@ from ..fsutil import (
     refused_as_unwritable,
     remove_stale_temps,
 )
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..locks import LockUnusable, file_lock
 from ..os_names import is_utf8, shown
 from ..protocol.memory import (
@@ -44,7 +44,7 @@ from ..protocol.memory import (
     Record,
     WorkspaceSnapshot,
 )
-from ..safe_open import HeldFolder, read_regular, refused
+from ..safe_open import HeldFolder, kind_at, read_regular, refused
 from ..swap import ABSENT, ANY, Displaced, digest, publish_in
 from .batch import (
     GlobalPlan,
@@ -492,6 +492,12 @@ class MemoryStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
+            if exc.errno == errno.ENOTDIR:  # a file where a folder of memory goes: not remem's bug
+                kind = kind_at(exc.filename) or "not a folder"
+                raise HomeUnusable(
+                    f"remem's home {self.home.root} cannot be used: {exc.filename} is {kind}, where "
+                    "remem keeps a folder of memory; move it out of the home (or remove it)"
+                ) from None
             if exc.errno != errno.ELOOP:
                 raise
             self._refuse_linked(path)  # HomeUnusable for a link above it, if one is still there
