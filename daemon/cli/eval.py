@@ -153,7 +153,12 @@ def _model_of(settings: Settings, provider: str) -> str:
         model, why = config.chosen_model, config.unchosen
     else:
         model = default_model(provider)
-        kept = config.chosen_model if config.provider != provider else None
+        # Named only when the settings set it: the key's default is nobody's choice.
+        kept = (
+            config.chosen_model
+            if config.provider != provider and "model" in config.model_fields_set
+            else None
+        )
         why = no_default_model(provider, kept, config.provider)
     if model is None:
         raise click.UsageError(one_line(model_to_choose(provider, GIVE_MODEL, why)))

@@ -1,5 +1,6 @@
 """`remem eval`'s refusals of a model name what the user wrote: the `--model` option when it is
-the model a provider does not serve (not settings.yml, which holds none such; decision 0500)."""
+the model a provider does not serve (not settings.yml, which holds none such), and a model the
+settings chose only when they set one (decision 0500)."""
 
 from __future__ import annotations
 
@@ -40,4 +41,21 @@ def test_deepseeks_default_given_for_anthropic_is_refused_naming_the_option(
         "give --model, the model id as anthropic names it"
     ) in " ".join(refused.stderr.split()), refused.stderr
     assert "settings.yml" not in refused.stderr, "the settings hold no such model"
+    assert fake.count == 0
+
+
+@pytest.mark.parametrize(
+    "settings", ["", "consolidation:\n  provider: deepseek\n"], ids=["empty", "provider-only"]
+)
+def test_a_default_nobody_chose_is_not_named_as_chosen(
+    user_home: Home, fake: FakeOpenAI, settings: str
+) -> None:
+    user_home.settings_file.write_text(settings)
+    refused = remem(user_home, "--provider", "openai", "--cases", CASE)
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    said = " ".join(refused.stderr.split())
+    assert "remem knows no default model of openai: give --model, the model id as openai names it" in said, (
+        said
+    )
+    assert "chosen for" not in said and DEEPSEEK.model not in said, said
     assert fake.count == 0
