@@ -45,8 +45,10 @@ class Harness implements flows.Ui, flows.Server {
     assert.ok(answer, `unexpected pick: ${options.placeholder}`);
     return answer(items) as T | undefined;
   }
+  readonly prompts: string[] = [];
   async input(options: { title: string; prompt: string; value?: string }) {
     this.asked.push(`input:${options.value ?? ''}`);
+    this.prompts.push(options.prompt);
     return this.inputs.shift();
   }
   async confirm(message: string, detail: string) {
@@ -1363,6 +1365,22 @@ test('no model chosen (decision 0493): the picker prefills none, and a Claude mo
   empty.inputs.push('');
   await flows.run(() => flows.selectModel(empty.ctx));
   assert.ok(!empty.sent.some(([id]) => id === 'remem.lsp.selectModel'));
+});
+
+test('a typed model is given an example only of the provider\'s own default: deepseek\'s for deepseek, none for another', async () => {
+  const typed = async (provider: string) => {
+    const h = new Harness();
+    h.responses['remem/settings'] = UNCHOSEN;
+    h.responses['remem/models'] = { ...UNLISTED, provider };
+    h.responses['remem.lsp.selectModel'] = { ...ROUTE, provider, model: 'm' };
+    h.picks.push(byLabel(provider));
+    h.inputs.push('m');
+    await flows.run(() => flows.selectModel(h.ctx));
+    return h.prompts;
+  };
+  assert.deepEqual(await typed('anthropic'), ['No list of models: HTTP 404. The model id anthropic knows']);
+  assert.deepEqual(await typed('openai'), ['No list of models: HTTP 404. The model id openai knows']);
+  assert.deepEqual(await typed('deepseek'), ['No list of models: HTTP 404. The model id deepseek knows, e.g. deepseek-v4-flash']);
 });
 
 test('no model chosen, and the provider lists models: the picker says none is chosen, not another provider', async () => {
