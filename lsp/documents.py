@@ -34,7 +34,9 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls import uris
 
+from remem.daemon.home import HomeUnusable
 from remem.daemon.memory.diagnostics import TextPositions
+from remem.daemon.memory.lint import listing
 from remem.daemon.memory.record import INDEX_FILE, RecordType, record_name_of, render_record
 from remem.daemon.memory.validation import validate_record
 from remem.daemon.protocol.memory import Record
@@ -129,9 +131,10 @@ def _file_bytes(path: Path) -> bytes | None:
 def record_texts(ls: RememServer, folder: Path) -> tuple[dict[str, str], set[str]]:
     """Every record of a workspace folder by file name, the editor's texts standing in for files;
     and the names of those whose bytes are not UTF-8 (left out: what they say is unknown)."""
-    if folder.is_symlink():  # its files are not memory's, and may lie outside REMEM_HOME
+    try:  # a link at the folder or above it: its files are not memory's, and may lie outside REMEM_HOME
+        names = listing(ls.home.refuse_link(folder), ls.lint_cache)  # listed through no link
+    except HomeUnusable:
         return {}, set()
-    names = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
     opened = {path.name: doc.source for path, doc in open_documents(ls).items() if path.parent == folder}
     texts: dict[str, str] = {}
     undecodable: set[str] = set()

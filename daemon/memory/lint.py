@@ -133,7 +133,7 @@ class FolderFiles:
     """A workspace folder's files as read once, but for the texts an editor stands in for
     (`edited`): what a keystroke's judgement (`judge_edited`) takes as its siblings'."""
 
-    entries: FolderEntries  # as listed: the same object while the listing is unchanged
+    entries: FolderEntries  # as listed
     edited: frozenset[str]
     undecodable: frozenset[str]  # names that are not UTF-8: never read, no record's
     others: frozenset[str]  # listed as no regular file, or none any more when read: never read
@@ -141,11 +141,6 @@ class FolderFiles:
     index: tuple[str, list[Diagnostic]] | None  # `MEMORY.md`'s, when not edited
     kept: list[str]  # the saves kept beside a file (`swap.py`): almost always none
     _siblings: _Siblings | None = field(default=None, init=False, repr=False)  # derived when first judged
-
-    def unchanged(self, folder: Path, cache: LintCache) -> bool:
-        """Whether `folder` lists what it listed when read (its own stamp unchanged and settled):
-        a file added, removed, renamed or replaced (the store's way of writing) changes it."""
-        return _entries(folder, cache) is self.entries
 
     def siblings(self, cache: LintCache) -> _Siblings:
         if self._siblings is None:

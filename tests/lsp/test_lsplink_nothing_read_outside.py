@@ -23,6 +23,7 @@ import pytest
 import pytest_asyncio
 
 from remem.daemon.home import Home
+from remem.lsp.documents import record_texts
 from tests.scratch import process_folder
 
 from .editor import record, refusing_daemon, workspace_folder
@@ -165,3 +166,29 @@ async def test_global_md_under_a_linked_memory_folder_is_refused_as_the_store_re
     assert touched == []
     assert [f"{d['source']}/{d['code']}" for d in found] == ["remem/unjudged"]
     assert f"remem's home {HOME.root} cannot be used: {link} is a symbolic link" in found[0]["message"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("linked", ["memory/workspaces", "workspace"])
+async def test_a_quick_fix_reads_no_record_through_a_link(
+    editor: InProcess, tmp_path: Path, linked: str
+) -> None:
+    """The records a quick fix renders the index from (`record_texts`) are never listed through
+    a link at the workspace folder or above it: only the folder itself was asked, and the
+    listing followed a link put there after."""
+    folder = workspace_folder(HOME, f"quick-fix-{linked}")
+    (folder / "sibling.md").write_text(record("sibling"))
+    link = folder if linked == "workspace" else HOME.root / linked
+    outside = tmp_path / "outside"
+    shutil.copytree(link, outside, symlinks=True)
+    aside = tmp_path / "aside"
+    link.rename(aside)
+    try:
+        link.symlink_to(outside, target_is_directory=True)
+        read: list[Any] = []
+        touched = touched_outside(outside, lambda: read.append(record_texts(editor.server, folder)))
+    finally:
+        link.unlink()
+        aside.rename(link)
+    assert (touched, read) == ([], [({}, set())])
+    assert record_texts(editor.server, folder)[0].keys() == {"sibling.md"}  # the link gone: read again
