@@ -5,25 +5,12 @@ real `remem` process with and without the daemon."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-
-
-def remem(home: Home, *args: str, daemon: bool) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if daemon:
-        del env[NO_DAEMON_ENV]
-    return subprocess.run(
-        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+from tests.cli_process import remem
 
 
 @pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])

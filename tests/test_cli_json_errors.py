@@ -5,18 +5,16 @@ not found and what is refused, through the real `remem` process."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.fsutil import locked_temp_path_for
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from tests.cli_process import remem as run_remem
 from tests.consolidation.conftest import Source, fake, source  # noqa: F401 - fixtures
 from tests.fake_openai import FakeOpenAI
 
@@ -24,13 +22,7 @@ KEY = {"DEEPSEEK_API_KEY": "sk-test"}  # the default route's: a refusal comes be
 
 
 def remem(home: Home, *args: str, daemon: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **KEY}
-    if daemon:
-        del env[NO_DAEMON_ENV]
-    return subprocess.run(
-        [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+    return run_remem(home, *args, daemon=daemon, env=KEY)
 
 
 def assert_json_error(done: subprocess.CompletedProcess[str], code: str, status: int) -> str:
