@@ -91,3 +91,28 @@ def test_no_help_names_a_decision_number() -> None:
     every = helps(cli, ["remem"])
     assert len(every) > 30, "every subcommand is walked"
     assert [name for name, text in every if re.search(r"decision\s+\d", text, re.IGNORECASE)] == []
+
+
+def test_json_too_deep_or_with_too_long_a_number_is_refused_as_not_valid_json(
+    home: Home, tmp_path: Path
+) -> None:
+    # Python's json raises RecursionError and ValueError for these, no JSONDecodeError: they
+    # were reported as a bug in remem (exit 4) where any other malformed input exits 2.
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    big = tmp_path / "big.json"
+    big.write_text("[" + "1" * 5000 + "]")
+    for changes, why in [
+        (deep, "its lists or objects nest too deeply"),
+        (big, "a number in it has more than 4300 digits"),
+    ]:
+        said = f"{changes} is not valid JSON: {why}"
+        assert apply(home, tmp_path, str(changes)) == (2, "", f"invalid: {said} [remem/bad-change]\n")
+        code, out, _ = apply(home, tmp_path, str(changes), None, "--json")
+        assert (code, json.loads(out)) == (
+            2,
+            {
+                "status": "invalid",
+                "problems": [{"code": "remem/bad-change", "message": said, "change": None, "file": None}],
+            },
+        )

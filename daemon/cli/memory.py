@@ -523,6 +523,11 @@ def _check_changes_file(raw: bytes, name: str, as_json: bool) -> None:
             said = f"{name} is empty; --changes takes a JSON list of changes"
         else:
             said = f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except RecursionError:
+        said = f"{name} is not valid JSON: its lists or objects nest too deeply"
+    except ValueError:  # the one json.loads raises besides JSONDecodeError: an integer too long
+        digits = sys.get_int_max_str_digits()
+        said = f"{name} is not valid JSON: a number in it has more than {digits} digits"
     else:
         if isinstance(data, list):
             return
