@@ -116,3 +116,17 @@ def test_json_too_deep_or_with_too_long_a_number_is_refused_as_not_valid_json(
                 "problems": [{"code": "remem/bad-change", "message": said, "change": None, "file": None}],
             },
         )
+
+
+def test_a_byte_order_mark_is_said_in_words(home: Home, tmp_path: Path) -> None:
+    # json.loads(bytes) guesses UTF-16 and skips a BOM; the schema's decoder then refused the
+    # same bytes in its own words, naming neither the file nor the mark.
+    changes = tmp_path / "changes.json"
+    for raw in ["[]".encode("utf-16"), b"\xef\xbb\xbf[]"]:
+        changes.write_bytes(raw)
+        assert apply(home, tmp_path, str(changes)) == (
+            2,
+            "",
+            f"invalid: {changes} starts with a byte-order mark; --changes takes UTF-8 text without one "
+            "[remem/bad-change]\n",
+        )

@@ -3,6 +3,7 @@ log, diff, show --at and revert."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import sys
@@ -511,11 +512,19 @@ _JSON_KINDS: dict[type, str] = {
 }
 
 
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-32's begin as UTF-16's
+
+
 def _check_changes_file(raw: bytes, name: str, as_json: bool) -> None:
     """Refuse a `--changes` input that is no JSON list, naming it and where it goes wrong:
     the schema's own words (`Input should be a valid array`) named neither."""
+    # Decoded here, strictly: json.loads(bytes) would take UTF-16 or a byte-order mark, which
+    # the schema's decoder then refuses in its own words.
+    if raw.startswith(_BOMS):
+        said = f"{name} starts with a byte-order mark; --changes takes UTF-8 text without one"
+        _report_result_invalid([Problem(code="remem/bad-change", message=said)], as_json)
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         said = f"{name} is not UTF-8 text; --changes takes a JSON list of changes"
     except json.JSONDecodeError as exc:
