@@ -19,7 +19,7 @@ from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import FileProblems, Severity
 from ..memory.identity import WorkspaceId
 from ..memory.lint import NotMemoryFile, lint_paths
-from ..memory.revision import workspace_revision
+from ..memory.revision import empty_revision, workspace_revision
 from ..os_names import is_utf8
 from ..protocol.memory import Actor, CommitResult, FileStat, HistoryEntry
 from ..protocol.rpc import (
@@ -467,13 +467,16 @@ def _change(made: HistoryDiffResult) -> dict[str, Any]:
 
 
 RETRY = "re-read it (`remem memory show`) and retry"
+# An empty Global and an empty workspace hash alike (both scopes are at it in a fresh home): a
+# lost race from it is an ordinary stale revision, never one copied from the other scope.
+_EMPTY = empty_revision(None)
 
 
 def _retry_hint(expected: str, other: str | None, other_said: str, takes: str) -> str:
     """How to retry a conflict. `remem memory show` prints Global's revision first: copied for
     the workspace (or the other way round), it conflicts though nothing changed, and again on
     every retry, unless it is said to be the other scope's (`other`, that scope's revision now)."""
-    if other != expected:
+    if other != expected or expected == _EMPTY:
         return RETRY
     return f"{expected} is {other_said}; {takes} (see `remem memory show`)"
 

@@ -90,3 +90,34 @@ def test_a_conflict_names_its_scope_and_a_revision_of_the_other_scope(
         f"conflict: the memory of workspace {key} is at {workspace_revision}, not {EMPTY}; "
         "re-read it (`remem memory show`) and retry\n",
     )
+
+
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_a_race_lost_from_the_empty_revision_is_no_revision_of_the_other_scope(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, daemon: bool
+) -> None:
+    # In a fresh home both scopes hold nothing, so both are at the empty revision: a second
+    # commit from it lost an ordinary race and was told it had copied the other scope's.
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    monkeypatch.chdir(tmp_path)
+    key = WorkspaceId.from_cwd(tmp_path).key
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    apply = ["memory", "apply", "--changes", "-", "--expected-revision", EMPTY]
+    assert run(home, *apply, daemon=daemon, stdin=changes)[0] == 0
+    now = show(home, tmp_path, daemon)["workspace"]["revision"]
+    assert run(home, *apply, daemon=daemon, stdin=changes)[2] == (
+        f"conflict: this workspace's memory ({key}) is at {now}, not {EMPTY}; "
+        "re-read it (`remem memory show`) and retry\n"
+    )
+
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.chdir(other)  # a workspace still empty, as Global is before its first replace
+    text = tmp_path / "global.md"
+    text.write_text("Answer briefly.\n")
+    replace = ["memory", "replace-global", "--file", str(text), "--expected-revision", EMPTY]
+    assert run(home, *replace, daemon=daemon)[0] == 0
+    now = show(home, other, daemon)["global"]["revision"]
+    assert run(home, *replace, daemon=daemon)[2] == (
+        f"conflict: Global memory is at {now}, not {EMPTY}; re-read it (`remem memory show`) and retry\n"
+    )
