@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -172,6 +173,9 @@ def apply(
         _report_result_invalid([Problem(code="remem/no-folder", message=said)], as_json)
     params = CommitWorkspaceParams(cwd=folder, expectedRevision=expected_revision, changes=changes)
     key = WorkspaceId.from_cwd(folder).key  # as the daemon names it
+    # Named by --cwd, the scope is not the shell's folder, which a bare `memory show` would read.
+    scope = f"this workspace's memory ({key})" if cwd is None else f"the memory of {folder} ({key})"
+    show = "remem memory show" if cwd is None else f"remem memory show --cwd {shlex.quote(folder)}"
 
     def conflict(now: str) -> str:
         hint = _retry_hint(
@@ -179,8 +183,9 @@ def apply(
             _revision_of(lambda: backend.api().read_global(Empty()).revision),
             "Global memory's revision",
             "`memory apply` takes the workspace's",
+            show,
         )
-        return f"this workspace's memory ({key}) is at {now}, not {expected_revision}; {hint}"
+        return f"{scope} is at {now}, not {expected_revision}; {hint}"
 
     _commit(backend.api().commit_workspace, params, as_json, conflict)
 
@@ -472,13 +477,15 @@ RETRY = "re-read it (`remem memory show`) and retry"
 _EMPTY = empty_revision(None)
 
 
-def _retry_hint(expected: str, other: str | None, other_said: str, takes: str) -> str:
+def _retry_hint(
+    expected: str, other: str | None, other_said: str, takes: str, show: str = "remem memory show"
+) -> str:
     """How to retry a conflict. `remem memory show` prints Global's revision first: copied for
     the workspace (or the other way round), it conflicts though nothing changed, and again on
     every retry, unless it is said to be the other scope's (`other`, that scope's revision now)."""
     if other != expected or expected == _EMPTY:
-        return RETRY
-    return f"{expected} is {other_said}; {takes} (see `remem memory show`)"
+        return f"re-read it (`{show}`) and retry"
+    return f"{expected} is {other_said}; {takes} (see `{show}`)"
 
 
 def _revision_of(read: Callable[[], str]) -> str | None:

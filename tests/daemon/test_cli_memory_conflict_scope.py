@@ -53,15 +53,15 @@ def test_a_conflict_names_its_scope_and_a_revision_of_the_other_scope(
     assert run(home, *apply, global_revision, daemon=daemon, stdin=changes) == (
         3,
         "",
-        f"conflict: this workspace's memory ({key}) is at {EMPTY}, not {global_revision}; "
+        f"conflict: the memory of {project} ({key}) is at {EMPTY}, not {global_revision}; "
         f"{global_revision} is Global memory's revision; `memory apply` takes the workspace's "
-        "(see `remem memory show`)\n",
+        f"(see `remem memory show --cwd {project}`)\n",
     )
     assert run(home, *apply, EMPTY, daemon=daemon, stdin=changes)[0] == 0
     workspace_revision = show(home, project, daemon)["workspace"]["revision"]
     assert run(home, *apply, EMPTY, daemon=daemon, stdin=changes)[2] == (
-        f"conflict: this workspace's memory ({key}) is at {workspace_revision}, not {EMPTY}; "
-        "re-read it (`remem memory show`) and retry\n"
+        f"conflict: the memory of {project} ({key}) is at {workspace_revision}, not {EMPTY}; "
+        f"re-read it (`remem memory show --cwd {project}`) and retry\n"
     )
     code, out, _ = run(home, *apply, EMPTY, "--json", daemon=daemon, stdin=changes)
     assert (code, json.loads(out)) == (
@@ -120,4 +120,21 @@ def test_a_race_lost_from_the_empty_revision_is_no_revision_of_the_other_scope(
     now = show(home, other, daemon)["global"]["revision"]
     assert run(home, *replace, daemon=daemon)[2] == (
         f"conflict: Global memory is at {now}, not {EMPTY}; re-read it (`remem memory show`) and retry\n"
+    )
+
+
+def test_a_conflict_in_a_folder_given_by_cwd_names_it_in_the_command_to_re_read(
+    home: Home, tmp_path: Path
+) -> None:
+    # A bare `remem memory show` reads the shell's folder, another workspace than --cwd's.
+    project = tmp_path / "my project"
+    project.mkdir()
+    key = WorkspaceId.from_cwd(project).key
+    changes = json.dumps([{"action": "put", "record": RECORD}])
+    apply = ["memory", "apply", "--cwd", str(project), "--changes", "-", "--expected-revision", EMPTY]
+    assert run(home, *apply, daemon=False, stdin=changes)[0] == 0
+    now = show(home, project, False)["workspace"]["revision"]
+    assert run(home, *apply, daemon=False, stdin=changes)[2] == (
+        f"conflict: the memory of {project} ({key}) is at {now}, not {EMPTY}; "
+        f"re-read it (`remem memory show --cwd '{project}'`) and retry\n"
     )
