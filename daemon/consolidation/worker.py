@@ -385,7 +385,11 @@ def _proxy_of(base_url: str) -> _Proxy | None:
     started in: its proxies (a lowercase variable before an uppercase one, ALL_PROXY for any
     scheme), less NO_PROXY's hosts, the most specific pattern first."""
     from httpx2 import URL
-    from httpx2._utils import URLPattern, get_environment_proxies
+
+    try:  # the client's own lookup lives in a private module: a client that moved it loses the hint
+        from httpx2._utils import URLPattern, get_environment_proxies
+    except ImportError:
+        return None
 
     url = URL(base_url)
     proxies = {URLPattern(key): proxy for key, proxy in get_environment_proxies().items()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,17 @@ def test_all_proxy_is_blamed_unless_no_proxy_names_the_host(
         assert fake.count == 1, "NO_PROXY sent the second request to the server itself"
     assert f"through the proxy http://127.0.0.1:{closed_port} of $ALL_PROXY, where nothing" in proxied
     assert "proxy" not in straight and "straight to the server" in straight, straight
+
+
+def test_a_client_whose_proxy_lookup_moved_still_says_what_failed(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy is found by the client's own lookup, in a private module of it: a client that
+    moved it costs the hint its proxy part, never the receipt its words."""
+    _nowhere_is_found(monkeypatch, "no-such-proxy.invalid")
+    monkeypatch.setenv("HTTP_PROXY", "http://no-such-proxy.invalid:8080")
+    monkeypatch.setitem(sys.modules, "httpx2._utils", None)  # its import now fails
+    with FakeOpenAI(api_key="sk-test") as fake:
+        url = fake.base_url
+        error = _failed_with(home, tmp_path, url)
+    assert error.startswith(f"no whole answer from {url}: its host name was not found"), error
