@@ -558,10 +558,6 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
   return choice === ENTER_KEY ? enterApiKey(ctx, updated.provider) : updated;
 }
 
-/** The default model of each provider remem knows one of (`default_model` in settings.py):
- * another provider's id, given as an example, would be refused or fail the review. */
-const KNOWN_DEFAULT_MODELS: Readonly<Record<string, string>> = { deepseek: 'deepseek-v4-flash' };
-
 /** A model of `provider`: picked from the list its API gives, else typed (the note says why).
  * `current`: its model when it is the current provider (null: none chosen), else undefined. */
 async function chooseModel(ctx: FlowContext, provider: string, current: string | null | undefined): Promise<string> {
@@ -578,10 +574,11 @@ async function chooseModel(ctx: FlowContext, provider: string, current: string |
     if (model !== null) return model;
   }
   const why = listed.models.length > 0 ? '' : `No list of models: ${listed.note ?? 'the provider gives none'}. `;
-  const example = KNOWN_DEFAULT_MODELS[provider];
   const answer = await ctx.ui.input({
     title,
-    prompt: `${why}The model id ${provider} knows${example ? `, e.g. ${example}` : ''}`,
+    // No example id: another provider's would be refused, and the one default remem knows is the
+    // daemon's to say (settings.py), not written again here.
+    prompt: `${why}The model id ${provider} knows`,
     value: current ?? '',
   });
   return chosen(answer).trim();

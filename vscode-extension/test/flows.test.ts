@@ -1367,7 +1367,7 @@ test('no model chosen (decision 0493): the picker prefills none, and a Claude mo
   assert.ok(!empty.sent.some(([id]) => id === 'remem.lsp.selectModel'));
 });
 
-test('a typed model is given an example only of the provider\'s own default: deepseek\'s for deepseek, none for another', async () => {
+test('a typed model is asked as the provider\'s own id, with no other provider\'s as an example', async () => {
   const typed = async (provider: string) => {
     const h = new Harness();
     h.responses['remem/settings'] = UNCHOSEN;
@@ -1380,7 +1380,7 @@ test('a typed model is given an example only of the provider\'s own default: dee
   };
   assert.deepEqual(await typed('anthropic'), ['No list of models: HTTP 404. The model id anthropic knows']);
   assert.deepEqual(await typed('openai'), ['No list of models: HTTP 404. The model id openai knows']);
-  assert.deepEqual(await typed('deepseek'), ['No list of models: HTTP 404. The model id deepseek knows, e.g. deepseek-v4-flash']);
+  assert.deepEqual(await typed('deepseek'), ['No list of models: HTTP 404. The model id deepseek knows']);
 });
 
 test('no model chosen, and the provider lists models: the picker says none is chosen, not another provider', async () => {
