@@ -63,7 +63,9 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
     by_folder: dict[Path, list[Path]] = defaultdict(list)
     for path in files:
         if path.name == GLOBAL_FILE:
-            reports[path] = _global_problems(path) + unmerged_saves(GLOBAL_FILE, listing(path.parent))
+            reports[path] = _global_problems(path) + unmerged_saves(
+                GLOBAL_FILE, listing(path.parent.resolve())
+            )
         elif home is not None and _in_linked_workspace(path, home):
             reports[path] = [LINKED_WORKSPACE]
         else:
@@ -93,7 +95,9 @@ def _in_linked_workspace(path: Path, home: Path) -> bool:
 
 
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
-    reports = lint_workspace_folder(folder)
+    # A folder the user names is read where it leads (a folder linked elsewhere, `/tmp` on
+    # macOS); the listing itself follows no link, and a link in the home was said above.
+    reports = lint_workspace_folder(folder.resolve())
     return {path: reports[path.name] for path in wanted}
 
 
