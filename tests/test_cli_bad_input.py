@@ -146,18 +146,19 @@ def test_a_blank_remem_home_means_the_default_home(
     monkeypatch.setenv("HOME", str(user))  # ~/.remem is then inside this test's folder
     monkeypatch.setenv("REMEM_HOME", blank)
     monkeypatch.chdir(work)
-    result = invoke("memory", "show", "--cwd", str(work), "--json")
+    # A write, as a read of a fresh home makes nothing there (decision 0499).
+    result = invoke("settings", "model", "--provider", "deepseek", "--model", "deepseek-v4-pro")
     assert result.exit_code == 0, result.stderr
-    assert (user / ".remem" / "memory").is_dir()
+    assert (user / ".remem" / "settings.yml").is_file()
     assert list(work.iterdir()) == [], "no home named by the blank value in the current folder"
 
 
 def test_remem_home_still_chooses_the_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     monkeypatch.setenv("REMEM_HOME", str(tmp_path / "chosen"))
-    result = invoke("memory", "show", "--cwd", str(tmp_path), "--json")
+    result = invoke("settings", "model", "--provider", "deepseek", "--model", "deepseek-v4-pro")
     assert result.exit_code == 0, result.stderr
-    assert (tmp_path / "chosen" / "memory").is_dir() and not (tmp_path / "user").exists()
+    assert (tmp_path / "chosen" / "settings.yml").is_file() and not (tmp_path / "user").exists()
 
 
 def test_a_bug_met_in_this_process_is_one_line_and_its_traceback_is_kept(

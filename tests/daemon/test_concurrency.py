@@ -31,7 +31,9 @@ def test_requests_stuck_behind_a_lock_stall_no_one_else(home: Home, tmp_path: Pa
     async def scenario() -> None:
         writer, bystander, *readers = [await AsyncDaemonClient.open(home) for _ in range(5)]
         # Another process (a `--no-daemon` CLI, say) holds the workspace for as long as it likes.
-        with file_lock(home.ensure_layout().locks / f"ws-{stuck.key}.lock"):
+        # Its folder made: a read of a scope never made answers it empty, no lock waited on (0499).
+        (home.ensure_layout().workspaces / stuck.key).mkdir()
+        with file_lock(home.locks / f"ws-{stuck.key}.lock"):
             slow = [asyncio.create_task(writer.call("memory/commitWorkspace", commit)) for _ in range(10)]
             # More stuck readers than the daemon has worker threads, each client below its
             # in-flight limit, so that each could still be answered on other matters.
@@ -118,7 +120,8 @@ def test_the_status_file_is_kept_while_every_worker_thread_waits_on_a_lock(
         clients = [await AsyncDaemonClient.open(home) for _ in range(len(stuck))]
         with contextlib.ExitStack() as held:
             for workspace in stuck:  # other processes hold these workspaces for as long as they like
-                held.enter_context(file_lock(home.ensure_layout().locks / f"ws-{workspace.key}.lock"))
+                (home.ensure_layout().workspaces / workspace.key).mkdir()  # made: read under its lock
+                held.enter_context(file_lock(home.locks / f"ws-{workspace.key}.lock"))
             slow = [
                 asyncio.create_task(client.call("memory/readWorkspace", {"cwd": workspace.cwd}))
                 for client, workspace in zip(clients, stuck, strict=True)
