@@ -206,9 +206,12 @@ def need_stdio(command: str, client: str, for_a_terminal: str) -> None:
 
 
 def _quit_at_once(signum: int, frame: object) -> NoReturn:
-    from .output import EXIT_INTERRUPTED, say
+    from .output import EXIT_INTERRUPTED
 
-    say("remem: interrupted", err=True)
+    # Straight to the descriptor: the handler may run inside a write to sys.stderr (a log line),
+    # whose buffer would refuse a reentrant write or wait on a lock another thread holds.
+    with contextlib.suppress(OSError):
+        os.write(2, b"remem: interrupted\n")
     os._exit(EXIT_INTERRUPTED)  # not sys.exit: that would wait for the thread blocked reading
 
 
