@@ -14,9 +14,11 @@ from .server import RememServer
 from .stores import Stores
 
 
-def create_server(home: Home) -> RememServer:
+def create_server(home: Home, *, use_daemon: bool = True) -> RememServer:
+    """`use_daemon=False` (`remem --no-daemon lsp`): no daemon is started or joined, and the
+    features it serves say so (decision 0507)."""
     logs.quiet_refusals()
-    server = RememServer(home, DaemonLink(home), LintCache(), Stores(home))
+    server = RememServer(home, DaemonLink(home, use_daemon=use_daemon), LintCache(), Stores(home))
     for feature in FEATURES:
         feature.register(server)
     return server

@@ -20,6 +20,10 @@ sessions may have changed unseen, and what was asked meanwhile was refused. `STA
 change. A connection to a daemon that does not read a harness folder this server's environment
 names (it was started elsewhere, with other `CLAUDE_CONFIG_DIR`, `CODEX_HOME` or `DSH_HOME`) is
 told once, as `ELSEWHERE` (decision 0372).
+
+A server started with `--no-daemon` (or `REMEM_NO_DAEMON=1`) never connects, so never starts a
+daemon: it validates in its own process, says once that the daemon's features are off and why,
+and every stateful request answers with that (decision 0507).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ POLL_SECONDS = 1.0  # how often a stopped daemon's status file is looked for (a 
 DAEMON_UNAVAILABLE = -32020  # JSON-RPC error: no daemon, and the server will not start one now
 STOPPED = "the remem daemon was stopped; the next request starts it again"
 CRASHED = "the remem daemon stopped unexpectedly; starting a new one"
+NO_DAEMON = "started with --no-daemon (or REMEM_NO_DAEMON=1), this language server uses no daemon"
 
 # The link's own events, beside the daemon's notifications (`memory/changed`, ...):
 STATUS = "link/status"  # the state changed: a `Status`, dumped
@@ -83,10 +88,11 @@ class Status(BaseModel):
 class DaemonLink:
     """The language server's transport to the daemon; `api` is the daemon's methods over it."""
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, *, use_daemon: bool = True) -> None:
         self._home = home
+        self._use_daemon = use_daemon
         self.client = AsyncDaemonClient(
-            home, start=True, listener=self._heard, greeted=self._greeted, replace_once=True
+            home, start=use_daemon, listener=self._heard, greeted=self._greeted, replace_once=True
         )
         self.api = DaemonApi(self)
         self.degraded: str | None = None  # why there is no daemon, when there is none
@@ -108,6 +114,9 @@ class DaemonLink:
         """Connect (starting the daemon if needed) in the background, and keep connected; once
         (a second `initialized` would start a second keeper, which `close` never stops)."""
         if self._keeper is not None:
+            return
+        if not self._use_daemon:
+            self._fail(NO_DAEMON)  # and nothing is kept: no daemon is joined, none started
             return
         self._keeper = asyncio.create_task(self._keep())
         self._keeper.add_done_callback(_log_crash)
@@ -134,6 +143,14 @@ class DaemonLink:
 
     def refusal(self) -> JsonRpcServerError:
         """The one error every stateful request gets while the server is degraded."""
+        if not self._use_daemon:
+            return JsonRpcServerError(
+                f"the remem daemon's features are off: {NO_DAEMON}. Memory files are still "
+                "validated; for sessions, consolidation and the Memory view, start the language "
+                "server without it (the Remem extension passes none: unset REMEM_NO_DAEMON where "
+                "the editor starts, then Remem: Restart Server)",
+                DAEMON_UNAVAILABLE,
+            )
         return JsonRpcServerError(
             f"the remem daemon is unavailable: {self.degraded}. Memory files are still "
             "validated; fix the cause, then run `remem daemon start` (the editor reconnects by itself)",
@@ -171,7 +188,7 @@ class DaemonLink:
             ) from None
 
     async def _reached(self) -> None:
-        if self.degraded is not None:
+        if self.degraded is not None or not self._use_daemon:  # asked before `open`, too
             raise self.refusal()
         if not self.client.connected:
             await self._reach()

@@ -180,7 +180,7 @@ def lsp(backend: Backend) -> None:
     from ..credentials import log_to_stderr
 
     log_to_stderr(logging.WARNING, "%(message)s")  # the editor shows the lines in its Remem log
-    server = create_server(backend.home)
+    server = create_server(backend.home, use_daemon=backend.use_daemon)
     server.start_io()
     # The spec's status for `exit`: pygls sets it from its event loop, whose teardown loses it.
     sys.exit(0 if server.protocol.shut_down else 1)
