@@ -256,13 +256,13 @@ def _select(
     `settings model`, an edit), it is read again and the choice made on it, a few times."""
     for _ in range(_SELECT_ATTEMPTS - 1):
         try:
-            return _send(backend, _chosen(current, provider, model))
+            return _send(backend, _chosen(backend, current, provider, model))
         except RpcError as exc:
             if exc.code != CONSOLIDATION_REFUSED or exc.data["code"] != "STALE_SETTINGS":
                 raise
         time.sleep(random.uniform(0, _SELECT_PAUSE))  # apart from the others that changed it
         current = backend.api().model_settings(Empty())
-    return _send(backend, _chosen(current, provider, model))
+    return _send(backend, _chosen(backend, current, provider, model))
 
 
 def _send(backend: Backend, chosen: SelectModelParams) -> ModelSettings:
@@ -283,14 +283,15 @@ def _send(backend: Backend, chosen: SelectModelParams) -> ModelSettings:
     return answer
 
 
-def _chosen(current: ModelSettings, provider: str | None, model: str | None) -> SelectModelParams:
+def _chosen(
+    backend: Backend, current: ModelSettings, provider: str | None, model: str | None
+) -> SelectModelParams:
     provider = provider or current.provider
-    return SelectModelParams(
-        provider=provider, model=model or _kept_model(current, provider), expectedRevision=current.revision
-    )
+    kept = model or _kept_model(backend, current, provider)
+    return SelectModelParams(provider=provider, model=kept, expectedRevision=current.revision)
 
 
-def _kept_model(current: ModelSettings, provider: str) -> str:
+def _kept_model(backend: Backend, current: ModelSettings, provider: str) -> str:
     """The model a choice without --model keeps: the current one while the provider stays, else
     `provider`'s default (deepseek's, the one remem knows), never the model chosen for another
     provider: written, it would be sent to a provider that never had it (decisions 0493, 0500).
@@ -302,8 +303,25 @@ def _kept_model(current: ModelSettings, provider: str) -> str:
     default = default_model(provider)
     if default is not None:
         return default
-    kept = None if current.model is None else no_default_model(provider, current.model, current.provider)
-    fail(model_to_choose(provider, GIVE_MODEL, kept))
+    kept = current.model if _model_set(backend, current) else None
+    fail(model_to_choose(provider, GIVE_MODEL, no_default_model(provider, kept, current.provider)))
+
+
+def _model_set(backend: Backend, current: ModelSettings) -> bool:
+    """Whether settings.yml, as the daemon read it (`current.revision`), sets consolidation.model:
+    unset, the answer's model is the key's default, deepseek's, which nobody chose, and a refusal
+    naming it as 'the one chosen for deepseek' would say what is not. Read here, as the answer
+    says the model alone; a file changed since (or unreadable) is said as unset, naming none."""
+    from ..settings import SettingsError, parse_settings, read_settings_file, revision_of
+
+    try:
+        raw = read_settings_file(backend.home.settings_file) or b""
+    except SettingsError:
+        return False
+    # The same bytes the daemon parsed: parsed here too, they parse.
+    return (
+        revision_of(raw) == current.revision and "model" in parse_settings(raw).consolidation.model_fields_set
+    )
 
 
 def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.settings import ConsolidationSettings
+from tests.cli_process import remem as cli_remem
 from tests.daemon.helpers import remem
 from tests.fake_openai import FakeOpenAI, tool_call
 
@@ -67,16 +68,40 @@ def test_a_route_without_a_model_is_refused_until_one_is_chosen(
 def test_choosing_a_provider_without_a_model_asks_for_one(
     home: Home, monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> None:
-    """From the default route, the model kept would be deepseek's, which `provider` never had."""
+    """From the default route, the model kept would be deepseek's, which `provider` never had;
+    it is the key's default, nobody's choice, so it is not named as the one chosen for deepseek."""
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with FakeOpenAI(api_key="sk-test") as fake:
         _settings(home, fake, "  max_tokens: 4096\n")
     written = home.settings_file.read_bytes()
     refused = remem(home, "settings", "model", "--provider", provider)
     assert refused.returncode == 2, refused.stdout
-    assert f"give --model, the model id as {provider} names it" in refused.stderr, refused.stderr
-    assert f"`{DEEPSEEK.model}` is the one chosen for {DEEPSEEK.provider}" in refused.stderr
+    said = f"remem knows no default model of {provider}: give --model, the model id as {provider} names it"
+    assert refused.stderr == f"remem: {said}\n", refused.stderr
     assert home.settings_file.read_bytes() == written
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_an_empty_home_names_no_model_chosen_for_deepseek(home: Home, daemon: bool) -> None:
+    """The daemon's answer names the model, not whether the file set it: the CLI reads that."""
+    try:
+        refused = cli_remem(home, "settings", "model", "--provider", "openai", daemon=daemon)
+    finally:
+        if daemon:
+            cli_remem(home, "daemon", "stop", daemon=True)
+    assert refused.returncode == 2, refused.stdout
+    assert refused.stderr == (
+        "remem: remem knows no default model of openai: give --model, the model id as openai names it\n"
+    )
+    assert not home.settings_file.exists()
+
+
+def test_a_model_the_file_sets_for_deepseek_is_named(home: Home) -> None:
+    home.ensure_layout()
+    home.settings_file.write_text(f"consolidation:\n  model: {DEEPSEEK.model}\n")
+    refused = remem(home, "settings", "model", "--provider", "openai")
+    assert refused.returncode == 2, refused.stdout
+    assert f"`{DEEPSEEK.model}` is the one chosen for {DEEPSEEK.provider}: give --model" in refused.stderr
 
 
 def test_the_model_chosen_for_the_provider_is_kept(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
