@@ -458,7 +458,9 @@ def _line_end(text: str, at: int) -> int:
 
 _KEY_LINE = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(.+)")
 _COMMENT = re.compile(r"[ \t]+#")
-_SHOWN_COMMENT = 60
+# How much of the line a warning quotes on each side of the `#` where YAML cut it: enough to
+# find the place, where the whole of a long line would make the message kilobytes.
+_SHOWN_SIDE = 60
 
 
 def _comments(
@@ -484,18 +486,37 @@ def _comments(
             continue
         at = end + hash_mark.end() - 1
         comment = source[at : _line_end(source, at)].rstrip()
-        written = _quoted(source[value.start_mark.index : at] + comment)
+        before = source[value.start_mark.index : at]
         message = (
-            f"`{_shown(comment)}` is a YAML comment, dropped from the description, which reads "
-            f"`{value.value}`; quote the value to keep the text after `#`: `description: {written}`"
+            f"`{_head(comment)}` is a YAML comment, dropped from the description, which reads "
+            f"`{_tail(value.value)}`; {_keeping(before, comment)}"
         )
         where = positions.range(front.start + at, front.start + at + len(comment))
         return [diagnostic("front-matter-comment", Severity.WARNING, message, where)]
     return []
 
 
-def _shown(comment: str) -> str:
-    return comment if len(comment) <= _SHOWN_COMMENT else comment[: _SHOWN_COMMENT - 1] + "…"
+def _keeping(before: str, comment: str) -> str:
+    """How to keep the comment's text: the value quoted, shown cut around the `#`, unless quoted
+    whole it is over the description's limit, when quoting alone would make the record invalid
+    (decision 0504, amended)."""
+    line = _quoted(_tail(before) + _head(comment))
+    length = len((before + comment).strip())
+    if length <= DESCRIPTION_MAX:
+        return f"quote the value to keep the text after `#`: `description: {line}`"
+    return (
+        f"quoted with the text after `#`, the description would be {length} characters, over the "
+        f"{DESCRIPTION_MAX} allowed (`description: {line}`): shorten it to at most {DESCRIPTION_MAX} "
+        "characters, moving the rest to the body, then quote it"
+    )
+
+
+def _head(text: str) -> str:
+    return text if len(text) <= _SHOWN_SIDE else text[: _SHOWN_SIDE - 1] + "…"
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= _SHOWN_SIDE else "…" + text[1 - _SHOWN_SIDE :]
 
 
 @functools.lru_cache(maxsize=1024)

@@ -26,10 +26,10 @@ from pygls.workspace import TextDocument
 
 from remem.daemon import safe_yaml
 from remem.daemon.memory.canonical import canonicalize
-from remem.daemon.memory.diagnostics import TextPositions
+from remem.daemon.memory.diagnostics import Severity, TextPositions
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, RecordType
-from remem.daemon.memory.validation import validate_workspace
+from remem.daemon.memory.validation import validate_record, validate_workspace
 from remem.daemon.protocol.memory import RECORD_SUFFIX
 
 from .. import ids
@@ -279,17 +279,43 @@ def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
 
 def _keep_comment(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
     """The description quoted whole, the text YAML took as a comment (the diagnostic's range)
-    kept in it (decision 0504)."""
+    kept in it; when that is over the description's limit, which quoting alone would turn into
+    an error, quoted shortened with its full text moved to the body (decision 0504, amended)."""
     line = diagnostic.range.start.line
     key = _VALUE_START.match(context.lines[line]) if line < len(context.lines) else None
     if key is None:
         return []
     written = types.Range(types.Position(line, len(key.group(0))), diagnostic.range.end)
-    quoted = json.dumps(context.range_text(written), ensure_ascii=False)
-    edit = context.edit([types.TextEdit(written, quoted)])
-    return [
-        _fix(f"Quote the description to keep its text after `#`: {quoted}", diagnostic, edit, preferred=True)
+    text = context.range_text(written)
+    if len(text.strip()) <= DESCRIPTION_MAX:
+        quoted = json.dumps(text, ensure_ascii=False)
+        edit = context.edit([types.TextEdit(written, quoted)])
+        title = f"Quote the description to keep its text after `#`: {quoted}"
+        return [_fix(title, diagnostic, edit, preferred=True)]
+    whole = text.strip()
+    edits = [
+        types.TextEdit(written, json.dumps(_shortened(whole), ensure_ascii=False)),
+        _prepend_to_body(context, whole),
     ]
+    if not _adds_no_error(context, edits):
+        return []
+    title = (
+        f"Quote the description shortened to {DESCRIPTION_MAX} characters and move its full text, "
+        "the part after `#` too, to the body"
+    )
+    return [_fix(title, diagnostic, context.edit(edits))]
+
+
+def _adds_no_error(context: _Context, edits: list[types.TextEdit]) -> bool:
+    """Whether the document with `edits` applied has no error it did not have already (a body
+    near its budget, say, which the moved text would take past it)."""
+    after = context.text
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        start, end = offset_at(after, edit.range.start), offset_at(after, edit.range.end)
+        after = after[:start] + edit.new_text + after[end:]
+    name = context.file.path.name
+    had = {d.code for d in validate_record(context.text, name) if d.severity is Severity.ERROR}
+    return all(d.code in had for d in validate_record(after, name) if d.severity is Severity.ERROR)
 
 
 _VALUE_START = re.compile(r"description:[ \t]+")  # ASCII: its length is the same in UTF-16

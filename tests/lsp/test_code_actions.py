@@ -202,6 +202,44 @@ async def test_a_long_description_is_shortened_and_kept_whole_in_the_body(client
     assert long.startswith(fixed.description[:-1]) and fixed.content == f"{long}\n\nBody.\n"
 
 
+# Quoted whole, a description cut at its ` #` would be over the limit: quoting alone would make
+# the record invalid (decision 0504, amended).
+OVER_BEFORE = " ".join(f"step{n}" for n in range(20))  # 129 characters
+OVER_LINE = OVER_BEFORE + " #" + " ".join(f"why{n}" for n in range(30))  # 300 characters
+
+
+async def test_a_comment_kept_over_the_limit_is_quoted_shortened_and_kept_whole_in_the_body(
+    client: LanguageClient,
+) -> None:
+    text = record("over", description=OVER_LINE)
+    uri = open_document(client, workspace_folder(HOME, "comment-over") / "over.md", text)
+    [action] = fixing(
+        await code_actions(client, uri, "remem/front-matter-comment"), "remem/front-matter-comment"
+    )
+    assert action.title == (
+        "Quote the description shortened to 200 characters and move its full text, "
+        "the part after `#` too, to the body"
+    )
+    assert not action.is_preferred  # it rewrites what the user wrote: theirs to choose
+    fixed = parse_record(await apply_fix(client, uri, text, action, 2), "over.md")
+    assert fixed.diagnostics == [] and fixed.record is not None
+    assert len(fixed.record.description) <= 200 and OVER_LINE.startswith(fixed.record.description[:-1])
+    assert fixed.record.content == f"{OVER_LINE}\n\nBody.\n"
+    await until(lambda: codes(client, uri) == [])
+
+
+async def test_no_fix_keeps_a_comment_over_the_limit_where_the_body_has_no_room(
+    client: LanguageClient,
+) -> None:
+    body = "x" * (8 * 1024 - 100) + "\n"
+    text = record("full", description=OVER_LINE, body=body)
+    uri = open_document(client, workspace_folder(HOME, "comment-full") / "full.md", text)
+    assert (
+        fixing(await code_actions(client, uri, "remem/front-matter-comment"), "remem/front-matter-comment")
+        == []
+    )
+
+
 async def test_a_file_renamed_to_its_record_name_clears_the_mismatch(client: LanguageClient) -> None:
     folder = workspace_folder(HOME, "rename")
     text = record("wanted")

@@ -5,6 +5,9 @@ lines it already is."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,49 @@ def test_a_value_holding_a_colon_is_told_to_be_quoted_at_the_colon() -> None:
 def test_other_syntax_errors_keep_their_advice() -> None:
     [error] = validate_record(front("name: [a"), "a.md")
     assert error.message.endswith("; write `key: value` lines")
+
+
+# A hand-written line far longer than the description's limit, cut by YAML at its ` #`.
+LONG_BEFORE = " ".join(f"step{n}" for n in range(40))  # 269 characters
+LONG_COMMENT = "#" + " ".join(f"why{n}" for n in range(150))  # 940 characters
+LONG = front("name: long", f"description: {LONG_BEFORE} {LONG_COMMENT}", "type: feedback")
+
+
+def test_a_long_line_is_quoted_cut_around_the_hash_where_its_text_is_lost() -> None:
+    text = front("name: mid", f"description: {LONG_BEFORE[:120]} #{'x' * 70}", "type: feedback")
+    [warning] = validate_record(text, "mid.md")
+    reads, quoted = "…" + LONG_BEFORE[61:120], "…" + LONG_BEFORE[62:120] + " "
+    assert warning.message == (
+        f"`#{'x' * 58}…` is a YAML comment, dropped from the description, which reads `{reads}`; "
+        f'quote the value to keep the text after `#`: `description: "{quoted}#{"x" * 58}…"`'
+    )
+
+
+def test_quoting_that_would_be_over_the_limit_is_said_with_its_length() -> None:
+    parsed = parse_record(LONG, "long.md")
+    [too_long, warning] = parsed.diagnostics  # what YAML reads is over the limit already
+    assert too_long.code == "remem/description-too-long"
+    reads, quoted = "…" + LONG_BEFORE[-59:], "…" + LONG_BEFORE[-58:] + " "
+    shown = LONG_COMMENT[:59] + "…"
+    assert warning.message == (
+        f"`{shown}` is a YAML comment, dropped from the description, which reads `{reads}`; quoted "
+        "with the text after `#`, the description would be 1210 characters, over the 200 allowed "
+        f'(`description: "{quoted}{shown}"`): shorten it to at most 200 characters, moving the rest '
+        "to the body, then quote it"
+    )
+
+
+def test_memory_validate_in_its_own_process_says_it_briefly(tmp_path: Path) -> None:
+    path = tmp_path / "long.md"
+    path.write_text(LONG)
+    done = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "--home", str(tmp_path / "home"), "--no-daemon"]
+        + ["memory", "validate", "--json", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done.stderr  # the description-too-long error
+    [file] = json.loads(done.stdout)["files"]
+    [warning] = [d for d in file["diagnostics"] if d["code"] == "remem/front-matter-comment"]
+    assert warning["message"] == parse_record(LONG, "long.md").diagnostics[1].message
+    assert len(warning["message"]) < 600 and "over the 200 allowed" in warning["message"]
