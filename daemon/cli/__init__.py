@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import logging
 import os
+import shlex
 import signal
 import sys
 from typing import Any, NoReturn
@@ -42,6 +43,10 @@ _LAZY_COMMANDS = {
 }
 
 
+JSON = "--json"  # every command's option that asks for machine-readable output
+AFTER = f"{JSON} goes after the command, not before it"
+
+
 class _PipeClosed(Exception):
     """What read the output went away, carried past click to `main` (click would exit 1)."""
 
@@ -68,6 +73,7 @@ class _LazyGroup(Group):
     ) -> click.Context:
         if extra.get("resilient_parsing"):  # only read, by `_asks_json` and `_keep_traceback`
             return super().make_context(info_name, args, parent, **extra)
+        given = list(args)  # click's parsing eats the list
         try:  # `remem --help | true`, `remem --version | true`: written before `invoke`
             answer_json(self._asks_json(info_name, args))  # before anything can fail
             return super().make_context(info_name, args, parent, **extra)
@@ -75,8 +81,36 @@ class _LazyGroup(Group):
             raise _PipeClosed from exc
         except KeyboardInterrupt as exc:  # as the command's group loads, to read its options
             raise _Interrupted from exc
+        except click.NoSuchOption as exc:
+            _misused(self._json_before_command(info_name, given, exc) if exc.option_name == JSON else exc)
         except click.ClickException as exc:
             _misused(exc)
+
+    def _json_before_command(
+        self, info_name: str | None, args: list[str], exc: click.NoSuchOption
+    ) -> click.UsageError:
+        """`remem --json COMMAND …`: click refuses the option before it reads the command, so a
+        mistyped command went unsaid. It is said first, with its likely names, and either way
+        where `--json`, each command's own option, goes."""
+        if JSON not in args:  # `--json=…`: no flag, click's words stand
+            return exc
+        rest = list(args)
+        rest.remove(JSON)  # the first: what click refused
+        reading: dict[str, Any] = {"resilient_parsing": True, "ignore_unknown_options": True}
+        ctx = super().make_context(info_name, list(rest), **reading)
+        words = [*ctx._protected_args, *ctx.args]
+        if not words or words[0].startswith("-"):
+            return exc
+        command = self.get_command(ctx, words[0])
+        if command is None:
+            mistyped = click.exceptions.NoSuchCommand(
+                words[0], possibilities=self.list_commands(ctx), ctx=ctx
+            )
+            return click.UsageError(f"{mistyped.format_message()} And {AFTER}.", ctx)
+        if not isinstance(command, click.Group) and JSON not in {o for p in command.params for o in p.opts}:
+            return exc  # `remem --json lsp`: no command here takes it
+        where = shlex.join(["remem", *rest, JSON])
+        return click.UsageError(f"{AFTER}: `{where}`", ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
