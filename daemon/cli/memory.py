@@ -175,7 +175,7 @@ def apply(
     key = WorkspaceId.from_cwd(folder).key  # as the daemon names it
     # Named by --cwd, the scope is not the shell's folder, which a bare `memory show` would read.
     scope = f"this workspace's memory ({key})" if cwd is None else f"the memory of {folder} ({key})"
-    show = "remem memory show" if cwd is None else f"remem memory show --cwd {shlex.quote(folder)}"
+    show = SHOW if cwd is None else f"{SHOW} --cwd {shlex.quote(folder)}"
 
     def conflict(now: str) -> str:
         hint = _retry_hint(
@@ -212,7 +212,7 @@ def replace_global(backend: Backend, expected_revision: str, source: BinaryIO, a
     def conflict(now: str) -> str:
         here = _current_workspace()
         if here is None:
-            return f"Global memory is at {now}, not {expected_revision}; {RETRY}"
+            return f"Global memory is at {now}, not {expected_revision}; {_retry()}"
         hint = _retry_hint(
             expected_revision,
             _revision_of(lambda: backend.api().read_workspace(WorkspaceParams(cwd=here.cwd)).revision),
@@ -336,7 +336,7 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
             scope = f"the scope entry {entry} changed"
         else:
             scope = "Global memory" if workspace is None else f"the memory of workspace {workspace}"
-        return f"{scope} is at {now}, not {expected_revision}; {RETRY}"
+        return f"{scope} is at {now}, not {expected_revision}; {_retry()}"
 
     try:
         _commit(
@@ -471,20 +471,25 @@ def _change(made: HistoryDiffResult) -> dict[str, Any]:
     return {"stat": made.stat.model_dump(mode="json"), "takeBack": made.fromEntry}
 
 
-RETRY = "re-read it (`remem memory show`) and retry"
 # An empty Global and an empty workspace hash alike (both scopes are at it in a fresh home): a
 # lost race from it is an ordinary stale revision, never one copied from the other scope.
 _EMPTY = empty_revision(None)
 
 
-def _retry_hint(
-    expected: str, other: str | None, other_said: str, takes: str, show: str = "remem memory show"
-) -> str:
+SHOW = "remem memory show"  # what reads a scope's revision, said in a conflict's hint
+
+
+def _retry(show: str = SHOW) -> str:
+    """How to retry a conflict: `show` reads the scope's revision again."""
+    return f"re-read it (`{show}`) and retry"
+
+
+def _retry_hint(expected: str, other: str | None, other_said: str, takes: str, show: str = SHOW) -> str:
     """How to retry a conflict. `remem memory show` prints Global's revision first: copied for
     the workspace (or the other way round), it conflicts though nothing changed, and again on
     every retry, unless it is said to be the other scope's (`other`, that scope's revision now)."""
     if other != expected or expected == _EMPTY:
-        return f"re-read it (`{show}`) and retry"
+        return _retry(show)
     return f"{expected} is {other_said}; {takes} (see `{show}`)"
 
 
