@@ -144,14 +144,18 @@ class ConsolidationSettings(_Strict):
         """Why the settings choose no model of `provider`, None when they do. A provider whose
         default model remem does not know (every one but deepseek) has none chosen while the key
         is unset: its default is deepseek's model (decision 0500, amended). One that does not
-        serve that model (`MODEL_TO_CHOOSE`) has none chosen while the key holds it either: a
-        remem before 0493 wrote it there, keeping the model when the provider changed."""
+        serve that model (`DEFAULT_UNSERVED`) has none chosen while the key holds it either: an
+        older remem wrote it there, keeping the model when the provider changed (decision 0506)."""
         if default_model(self.provider) is not None:
             return None
         if "model" not in self.model_fields_set:
             return no_default_model(self.provider)
         unserved = unserved_model(self.provider, self.model, "the consolidation.model of settings.yml")
-        return f"{unserved}, so no model is chosen for {self.provider}" if unserved is not None else None
+        if unserved is None:
+            return None
+        chosen = f"`remem settings model --provider {self.provider}`"
+        wrote = f"an older remem wrote it there when {chosen} was given no --model"
+        return f"{unserved} ({wrote}), so no model is chosen for {self.provider}"
 
 
 DEFAULT_PROVIDER: str = ConsolidationSettings.model_fields["provider"].default
@@ -177,8 +181,8 @@ def no_default_model(provider: str, kept: str | None = None, kept_from: str | No
 
 def unserved_model(provider: str, model: str, where: str | None = None) -> str | None:
     """Why `provider` cannot be sent `model`, None when it may: deepseek's default model, to a
-    predefined provider that does not serve it (`MODEL_TO_CHOOSE`); `where` the model was read."""
-    if provider not in MODEL_TO_CHOOSE or model != default_model(DEFAULT_PROVIDER):
+    predefined provider that does not serve it (`DEFAULT_UNSERVED`); `where` the model was read."""
+    if provider not in DEFAULT_UNSERVED or model != default_model(DEFAULT_PROVIDER):
         return None
     read = f", {where}," if where is not None else ""
     return f"`{model}`{read} is {DEFAULT_PROVIDER}'s default model, which {provider} does not serve"
@@ -206,10 +210,14 @@ PREDEFINED_PROVIDERS = {
     # Anthropic's OpenAI SDK compatibility layer (decision 0493): chat completions only.
     "anthropic": ProviderSettings(base_url="https://api.anthropic.com/v1", api_key_env="ANTHROPIC_API_KEY"),
 }
-# The predefined providers none of whose models is `consolidation.model`'s default, nor named as
-# one to use by their documentation: that default in a route to one is no model chosen, and a
-# choice of it is refused (`unserved_model`).
+# The predefined providers that have no default model, said as such (`no_default_model`); of the
+# others remem knows none.
 MODEL_TO_CHOOSE = frozenset({"anthropic"})
+# The predefined providers that serve only their own vendor's models, so never
+# `consolidation.model`'s default: that default in a route to one is no model chosen, and a choice
+# of it is refused (`unserved_model`, decision 0506). Not ollama, which serves open models by the
+# names its library gives them, nor a provider of the user's own (a proxy): either may serve it.
+DEFAULT_UNSERVED = MODEL_TO_CHOOSE | {"openai"}
 
 
 class Settings(_Strict):

@@ -22,7 +22,8 @@ KEY = "sk-ant-test"
 DEEPSEEK = ConsolidationSettings()  # deepseek and its default model
 WHY = (
     f"`{DEEPSEEK.model}`, the consolidation.model of settings.yml, is {DEEPSEEK.provider}'s default "
-    "model, which anthropic does not serve, so no model is chosen for anthropic: "
+    "model, which anthropic does not serve (an older remem wrote it there when `remem settings model "
+    "--provider anthropic` was given no --model), so no model is chosen for anthropic: "
     "choose one with `remem settings model --provider anthropic --model …`"
 )
 

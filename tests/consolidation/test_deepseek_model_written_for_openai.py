@@ -1,0 +1,90 @@
+"""Settings that route to openai with deepseek's default model, which `remem settings model
+--provider openai` wrote before decision 0500's amendment (it kept the model the route had: from a
+fresh home, deepseek's default), choose no model (decision 0506): the read and a consolidation say
+so, that an older remem wrote it, and how to choose one; nothing is sent to openai, and the file is
+left as it is. A provider that may serve that model (ollama, one of the user's own) is sent it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.settings import ConsolidationSettings
+from tests.daemon.helpers import remem
+from tests.fake_openai import FakeOpenAI, tool_call
+
+from .conftest import KEY_ENV, proposal, write_source
+
+DEEPSEEK = ConsolidationSettings()  # deepseek and its default model
+WHY = (
+    f"`{DEEPSEEK.model}`, the consolidation.model of settings.yml, is {DEEPSEEK.provider}'s default "
+    "model, which openai does not serve (an older remem wrote it there when `remem settings model "
+    "--provider openai` was given no --model), so no model is chosen for openai: choose one with "
+    "`remem settings model --provider openai --model …`, the model id as openai names it"
+)
+
+
+def _written(home: Home, fake: FakeOpenAI, provider: str, root: Path) -> None:
+    home.ensure_layout()
+    home.settings_file.write_text(
+        f"consolidation:\n  provider: {provider}\n  model: {DEEPSEEK.model}\n"
+        f"providers:\n  {provider}:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
+        f"sessions:\n  roots: [{str(root)!r}]\n"
+    )
+
+
+def test_deepseeks_default_model_written_for_openai_is_no_choice(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    root = tmp_path / "dsh-sessions"
+    source = write_source(root, str(tmp_path / "project"))
+    with FakeOpenAI(api_key="sk-test") as fake:
+        _written(home, fake, "openai", root)
+        written = home.settings_file.read_bytes()
+        read = json.loads(remem(home, "settings", "model", "--json").stdout)
+        refused = remem(home, "consolidate", source.id, "--json")
+        unchanged = home.settings_file.read_bytes()
+        chosen = remem(home, "settings", "model", "--model", "gpt-4.1-mini")
+        fake.reply(tool_call(proposal()))
+        reviewed = remem(home, "consolidate", source.id, "--json")
+        sent = [request["model"] for request in fake.requests]
+    assert (read["model"], read["keyReady"], read["keyProblem"]) == (None, False, WHY), read
+    assert refused.returncode == 2, refused.stdout
+    assert json.loads(refused.stdout)["error"] == {"code": "NO_ROUTE", "message": WHY}, refused.stdout
+    assert unchanged == written, "a read never rewrites the user's file"
+    assert chosen.returncode == 0, chosen.stderr
+    assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
+    assert sent == ["gpt-4.1-mini"], "deepseek's model was never sent to openai"
+
+
+def test_choosing_it_for_openai_is_refused(home: Home) -> None:
+    """Written, it would read back as no model chosen."""
+    home.ensure_layout()
+    home.settings_file.write_text("consolidation:\n  max_tokens: 4096\n")
+    refused = remem(home, "settings", "model", "--provider", "openai", "--model", DEEPSEEK.model)
+    assert refused.returncode == 2, refused.stdout
+    assert (
+        f"`{DEEPSEEK.model}` is {DEEPSEEK.provider}'s default model, which openai does not serve: "
+        "choose one it serves, the model id as openai names it"
+    ) in refused.stderr, refused.stderr
+    assert home.settings_file.read_text() == "consolidation:\n  max_tokens: 4096\n"
+
+
+@pytest.mark.parametrize("provider", ["ollama", "mine"])
+def test_a_provider_that_may_serve_it_is_sent_it(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    root = tmp_path / "dsh-sessions"
+    source = write_source(root, str(tmp_path / "project"))
+    with FakeOpenAI(api_key="sk-test") as fake:
+        _written(home, fake, provider, root)
+        fake.reply(tool_call(proposal()))
+        reviewed = remem(home, "consolidate", source.id, "--json")
+        sent = [request["model"] for request in fake.requests]
+    assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
+    assert sent == [DEEPSEEK.model]
