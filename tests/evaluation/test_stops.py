@@ -3,10 +3,10 @@ signalled as a terminal (its whole group) or `kill` (the process) signals it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -14,10 +14,13 @@ import pytest
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI
 from tests.interrupting import interrupted_at_import
+from tests.waiting import wait_until
 
 from .test_cli import _command, _env
 
 pytestmark = pytest.mark.slow  # each test starts `remem eval` several times
+
+HANG_SECONDS = 60  # a bound on a hang, never a measure of speed
 
 
 def _start(home: Home, temp: Path, *args: str) -> subprocess.Popen[str]:
@@ -50,24 +53,45 @@ def _running_with(temp: Path) -> list[int]:
     return running
 
 
+def _writer(temp: Path) -> int | None:
+    """The child process writing the padded case, while it runs."""
+    for pid in _running_with(temp):
+        try:
+            if b"_write_for_parent" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:  # gone meanwhile
+            continue
+    return None
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_while_the_long_case_is_written_is_acted_on_at_once(
     user_home: Home, fake: FakeOpenAI, tmp_path: Path, stop: signal.Signals
 ) -> None:
-    """Writing the long case for a 1 MB limit takes seconds; the stop waited for it to end (~15 s)."""
+    """Writing the long case for a 1 MB limit takes seconds; the stop waited for it to end (~15 s).
+    The writer is frozen before the stop, so a run that waits for the write never ends: the
+    outcome, not the machine's speed, tells a stop acted on from one that waited."""
     user_home.settings_file.write_text(user_home.settings_file.read_text().replace("32768", "1000000"))
     temp = tmp_path / "temp"
     temp.mkdir()
     with _start(user_home, temp, "--cases", "dsh/long") as run:
-        deadline = time.monotonic() + 60
-        while (
-            not list(temp.glob("remem-eval-*/probe-*")) and run.poll() is None and time.monotonic() < deadline
-        ):
-            time.sleep(0.02)  # until the case is being written
-        _signal(run, stop)
-        signalled = time.monotonic()
-        out, err = run.communicate(timeout=60)  # a hang guard; the speed is asserted below
-    assert time.monotonic() - signalled < 2, "the stop waited for the case to be written"  # ~0.1 s
+        try:
+            wait_until(
+                lambda: _writer(temp) is not None or run.poll() is not None,
+                what="the long case's writer to start", seen=lambda: list(temp.rglob("*")),
+            )  # fmt: skip
+            writer = _writer(temp)
+            assert writer is not None, f"the run ended before writing the case: {run.communicate()}"
+            os.kill(writer, signal.SIGSTOP)
+            _signal(run, stop)
+            out, err = run.communicate(timeout=HANG_SECONDS)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"remem eval went on after {stop.name} while its case was being written")
+        finally:
+            left = _running_with(temp)
+            for pid in left:  # a run that did not stop, or a writer left frozen
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     assert (run.returncode, out, err) == (
         128 + stop,
         "",
@@ -75,7 +99,7 @@ def test_a_stop_while_the_long_case_is_written_is_acted_on_at_once(
     )
     assert fake.count == 0
     assert not list(temp.iterdir()), "the half-written case is deleted"
-    assert not _running_with(temp), "nothing goes on writing it"
+    assert not left, "nothing goes on writing it"
 
 
 @pytest.mark.parametrize(
