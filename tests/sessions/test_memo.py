@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from remem.daemon.forks.sources import fork_session
 from remem.daemon.home import Home
 from remem.daemon.protocol.forks import ForkRequest
+from remem.daemon.sessions import catalog as catalog_module
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.harness_sources import HARNESS_SOURCES
 from remem.daemon.sessions.memo import ListingMemo
@@ -26,7 +26,6 @@ from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.sources import Root
 from remem.daemon.sessions.writer import LOCK_NAME, SessionWriter
 from tests.sessions.factory import SessionSpec, build_session, write_session
-from tests.waiting import wait_until
 
 from .claude_lines import CWD as CLAUDE_CWD
 from .claude_lines import jsonl, prompt, say
@@ -266,14 +265,32 @@ def test_a_kept_answer_follows_titles_and_archive_lists_written_beside_the_logs(
     assert restored.archived is False
 
 
-def test_a_kept_answer_expires_when_recency_alone_would_end_a_session(home: Home, tmp_path: Path) -> None:
+class _Clock:
+    """The catalog's clock, set by the test: what recency says hangs on it alone, not on how
+    long the machine takes between two listings."""
+
+    def __init__(self, now_ns: int) -> None:
+        self.now_ns = now_ns
+
+    def time_ns(self) -> int:
+        return self.now_ns
+
+
+def test_a_kept_answer_expires_when_recency_alone_would_end_a_session(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "r"
     path = write_session(root, build_session(SessionSpec(seed=1, turns=1, cwd=CWD)))
+    written_ns = path.stat().st_mtime_ns
+    clock = _Clock(written_ns)
+    monkeypatch.setattr(catalog_module, "time", clock)
     memo = ListingMemo(lambda: True)
     catalog = SessionCatalog(home, [root], idle_seconds=1, memo=memo)
-    [recent] = catalog.listing().sessions
-    assert recent.live is True, "written just now"
-    wait_until(lambda: time.time_ns() > path.stat().st_mtime_ns + 1_000_000_000, what="a second idle")
+    listing = catalog.listing()
+    assert [s.live for s in listing.sessions] == [True], "written just now"
+    clock.now_ns = written_ns + 999_999_999
+    assert catalog.listing() is listing, "the answer is kept while it holds"
+    clock.now_ns = written_ns + 1_000_000_000
     [idle] = SessionCatalog(home, [root], idle_seconds=1, memo=memo).listing().sessions
     assert idle.live is False, "no mark came: the answer knew when it would stop being true"
 
