@@ -23,11 +23,12 @@ from typing import Any
 
 from remem.daemon.consolidation.evidence import shown_turns
 from remem.daemon.consolidation.proposal import TOOL_NAME
+from remem.daemon.consolidation.route import DEMO_KEY_ENV
 from remem.daemon.sessions.scripted import ScriptedTool, ScriptedTurn, ToolOutput
 
 PROVIDER = "demo"
 MODEL = "remem-demo-scripted"
-KEY_ENV = "REMEM_DEMO_MODEL_KEY"
+KEY_ENV = DEMO_KEY_ENV  # named by the route, which says what to do once the demo has ended
 
 _FACT = ScriptedTurn(
     "Right, the gateway cuts every request off at 30 seconds and ops won't raise it, so anything "

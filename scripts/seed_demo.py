@@ -176,13 +176,13 @@ def demo_settings(session_root: Path, user_settings: Path | None) -> dict[str, A
     return {**settings, **chosen}
 
 
-# Consolidating after the demo says to set the key variable, which cannot help: the route's note
-# says why, where its settings are read.
+# Above the provider it describes, not the route: `remem settings model` rewrites the route in
+# this text, comments kept, and a note about the route would then speak of one no longer there.
 DEMO_MODEL_NOTE = f"""\
-# scripts/demo wrote this file. Its provider `{demo_model.PROVIDER}` is remem's scripted demo model
-# (scripts/demo_model.py), which serves only while scripts/demo runs, and ${demo_model.KEY_ENV} is
-# the key scripts/demo gives it for that run: once the demo has ended, setting that variable does
-# not bring the model back. Run scripts/demo again, or choose a model of yours for this home:
+# scripts/demo wrote the provider `{demo_model.PROVIDER}` below: remem's scripted demo model
+# (scripts/demo_model.py), which serves only while scripts/demo runs, with the key it gives it
+# for that run; once the demo has ended, no key brings it back. A route to it then needs
+# scripts/demo run again, or a model of yours in its place:
 #   REMEM_HOME=<this folder> remem settings model --provider P --model M
 """
 
@@ -206,9 +206,11 @@ def seed(
     chosen = demo_settings(session_root, None if demo_model_url else user_settings)
     if demo_model_url:
         chosen.update(demo_model_route(demo_model_url))
+    providers = {"providers": chosen.pop("providers")} if demo_model_url else {}
     settings = yaml.safe_dump(chosen, sort_keys=False)
-    note = DEMO_MODEL_NOTE if demo_model_url else ""
-    Home(home).ensure_layout().settings_file.write_text(note + settings, encoding="utf-8")
+    if providers:
+        settings += DEMO_MODEL_NOTE + yaml.safe_dump(providers, sort_keys=False)
+    Home(home).ensure_layout().settings_file.write_text(settings, encoding="utf-8")
     return seed_sessions(session_root, str(project))
 
 

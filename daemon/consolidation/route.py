@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 
 _SHAPE = "providers: {name: {api_key: ...}}"  # what credentials.yml holds, said in errors
+# The variable scripts/demo gives its scripted model's per-run key in (scripts/demo_model.py): a
+# route whose key it is, unset, is a demo home's after the demo, whose model no key brings back.
+DEMO_KEY_ENV = "REMEM_DEMO_MODEL_KEY"
 
 
 class RouteError(Exception):
@@ -178,6 +181,12 @@ def _configured_key(home: Home, provider: str, env: str | None) -> str:
     if stored is not None and (key := stored.api_key.strip()):
         where = f"the API key at providers.{provider}.api_key in {home.credentials_file}"
         return _sendable(key, where, "correct it there, or enter the key again")
+    if env == DEMO_KEY_ENV:  # set while the demo runs; asked for after it, it cannot help
+        raise RouteError(
+            f"`{provider}` is remem's scripted demo model, which serves only while scripts/demo runs: "
+            "choose a model of yours with `remem settings model --provider P --model M`, "
+            "or run scripts/demo again"
+        )
     # A variable exported empty (`export KEY=`) is no unset one: "set it" would read as done.
     fix = (
         f"{env} is set but empty; set it to the key"
