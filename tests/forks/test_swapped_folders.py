@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
-import time
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -38,9 +39,23 @@ def _fork(catalog: SessionCatalog, where: Swappable, op: str = "op") -> Operatio
     return refused.value
 
 
-def _today(root: Path) -> Path:
-    """The date folder a Codex fork made now lands in (local time, as Codex files)."""
-    return root / time.strftime("%Y/%m/%d", time.localtime())
+def _day(root: Path, now: datetime) -> Path:
+    """The date folder a Codex fork made at `now` lands in (local time, as Codex files)."""
+    return root / f"{now.astimezone():%Y/%m/%d}"
+
+
+def _swap_the_childs_day(monkeypatch: pytest.MonkeyPatch, where: Swappable, outside: Path) -> Swappable:
+    """Have the child's date folder, made for it, swapped for a link to `outside` once its meta
+    line is made: the day is the one the fork read (a fork over midnight lands in the next)."""
+    original = codex_child.child_meta
+
+    def swapping(first_meta_line: bytes, child: str, parent: str, now: datetime) -> bytes:
+        meta = original(first_meta_line, child, parent, now)
+        replace(where, folder=_day(where.root, now), outside=outside).swap()
+        return meta
+
+    monkeypatch.setattr(codex_child, "child_meta", swapping)
+    return replace(where, outside=outside)
 
 
 @pytest.mark.parametrize("fmt", ["claude-code", "codex", "dsh"])
@@ -64,16 +79,14 @@ def test_a_child_folder_swapped_before_the_child_is_written_is_not_written_throu
 ) -> None:
     where = swappable(tmp_path, fmt)
     catalog = _catalog(home, where)
-    if fmt == "codex":  # the child's own folder: today's, made for it (not the parent's)
-        outside = tmp_path / "outside-today"
-        outside.mkdir()
-        where = Swappable(fmt, where.root, _today(where.root), where.file, outside, where.session)
-    before = where.outside_files()
     # The parent is read by now, and (Codex) the child's folders made: the child's bytes are next.
     if fmt == "claude-code":
         swap_after(monkeypatch, claude_code_child, "child_lines", where)
-    else:
-        swap_after(monkeypatch, codex_child, "child_meta", where)
+    else:  # the child's own folder: today's, made for it (not the parent's)
+        outside = tmp_path / "outside-today"
+        outside.mkdir()
+        where = _swap_the_childs_day(monkeypatch, where, outside)
+    before = where.outside_files()
     refused = _fork(catalog, where)
     assert refused.code == "INVALID" and "symbolic link" in refused.message, refused.message
     assert where.outside_files() == before, "no child nor temp file out of the root"
@@ -107,7 +120,9 @@ def test_the_folders_a_codex_fork_makes_are_user_only_whatever_the_umask(home: H
         done, child = fork_session(catalog, ForkRequest(source=where.session, operationId="op"))
     finally:
         os.umask(was)
-    assert done.created and child.parent == _today(where.root)
+    # The day the fork read, as its file's name says: a day read here is the next one after midnight.
+    day = datetime.strptime(child.name.split("T")[0], "rollout-%Y-%m-%d")
+    assert done.created and child.parent == where.root / f"{day:%Y/%m/%d}"
     made = {p for p in where.root.rglob("*") if p.is_dir()} - folders
     assert made, "the fork made today's date folders"
     assert {str(p): stat.S_IMODE(p.stat().st_mode) for p in made} == {str(p): 0o700 for p in made}

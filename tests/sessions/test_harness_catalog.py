@@ -471,7 +471,9 @@ def test_a_codex_fork_never_lands_through_a_link_in_its_root(home: Home, tmp_pat
     sessions = _codex_root(tmp_path / "codex" / "sessions")
     outside = tmp_path / "outside"
     outside.mkdir()
-    (sessions["codex"] / time.strftime("%Y", time.localtime())).symlink_to(outside)  # this year, locally
+    # The year the fork reads, locally: this one, or the next when the run crosses the new year.
+    for year in {time.localtime(when).tm_year for when in (time.time(), time.time() + 24 * 3600)}:
+        (sessions["codex"] / str(year)).symlink_to(outside)
     refused = json.loads(invoke(home, sessions, "fork", TID, "--op-id", "a", "--json"))
     assert refused["error"]["code"] == "INVALID" and "symbolic link" in refused["error"]["message"]
     assert list(outside.rglob("*")) == []
