@@ -20,8 +20,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import MERGES, MERGING_COMMITS, NEVER, indexes, remem, replaced
 from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, NEVER, indexes, remem, replaced
 
 
 def planted_loose_object(

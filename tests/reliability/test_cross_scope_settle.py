@@ -38,7 +38,7 @@ from tests.daemon.helpers import calls, remem, wait_until
 from tests.daemon.test_crash_recovery import _Reached
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.fifo import released
-from tests.memory.test_histaud_damaged_packs import NEVER
+from tests.memory.history_packs import NEVER
 
 pytestmark = pytest.mark.slow
 
