@@ -28,8 +28,8 @@ from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import HOME_UNUSABLE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 from tests.lsp.editor import RECORD
+from tests.lsp.piped_server import Server, initialize, server  # noqa: F401 - the fixture
 from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
-from tests.lsp.test_misbehaving_client import Server, _initialize, server  # noqa: F401 - the fixture
 
 READS = [("sessions/list", {}), ("sessions/tree", {"cwd": "/w"}), ("consolidation/receipts", {})]
 
@@ -151,7 +151,7 @@ def test_a_hover_on_a_home_whose_receipts_folder_is_a_file_says_what_to_fix(
     home.reviews.write_text("not a folder\n")
     text = RECORD.format(name="note-a", description="shown", type="project", body="Body.\n")
     uri = (workspace / "note-a.md").as_uri()
-    _initialize(server)
+    initialize(server)
     document = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
     server.send({"id": 1, "method": "textDocument/hover", "params": {

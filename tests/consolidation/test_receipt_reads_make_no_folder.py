@@ -11,7 +11,7 @@ from remem.daemon.consolidation.receipts import CONSOLIDATOR_VERSION, ReceiptSto
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Receipt, ScopeRevisions, Source, Status, Target
 from tests.lsp.editor import RECORD
-from tests.lsp.test_misbehaving_client import Server, _initialize, server  # noqa: F401 - the fixture
+from tests.lsp.piped_server import Server, initialize, server  # noqa: F401 - the fixture
 
 
 def _tree(root: Path) -> set[Path]:
@@ -28,7 +28,7 @@ def test_a_hover_and_lenses_on_a_home_without_receipts_make_no_folder(
     record = folder / "note-a.md"
     record.write_text(RECORD.format(name="note-a", description="shown", type="project", body="Body.\n"))
     before = _tree(home.root)
-    _initialize(server)
+    initialize(server)
     document = {"uri": record.as_uri(), "languageId": "markdown", "version": 1, "text": record.read_text()}
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
     server.send({"id": 1, "method": "textDocument/hover", "params": {

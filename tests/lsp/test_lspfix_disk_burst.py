@@ -18,8 +18,8 @@ from typing import Any
 
 from remem.daemon.home import Home
 
+from .piped_server import Server, send, server  # noqa: F401 - the fixture
 from .test_lspfix_memory_on_disk import WATCHES, _codes_after, _start, _text
-from .test_misbehaving_client import Server, _send, server  # noqa: F401 - the fixture
 
 TWINS = 20
 CREATED = 1  # FileChangeType.Created
@@ -44,8 +44,8 @@ def test_a_burst_of_changes_on_disk_judges_each_folder_once(server: Server, tmp_
     for n in range(TWINS):
         twin = folder / f"twin-{n:02d}.md"
         twin.write_text(_text(twin.stem))  # a twin only as the editor has it: one more a judgement
-        _send(burst, _opened(twin))
-        _send(burst, {"method": "workspace/didChangeWatchedFiles", "params": {
+        send(burst, _opened(twin))
+        send(burst, {"method": "workspace/didChangeWatchedFiles", "params": {
             "changes": [{"uri": twin.as_uri(), "type": CREATED}]}})  # fmt: skip
     assert server.process.stdin is not None
     server.process.stdin.write(burst.getvalue())

@@ -12,8 +12,8 @@ from pathlib import Path
 from remem.daemon.home import Home
 
 from .editor import RECORD
+from .piped_server import Server, initialize, server  # noqa: F401 - the fixture
 from .test_lspfix_unjudged_cause import bound_server, modes  # noqa: F401 - the fixture
-from .test_misbehaving_client import Server, _initialize, server  # noqa: F401 - the fixture
 
 TEXT = RECORD.format(name="{name}", description="a note", type="project", body="Body.\n")
 
@@ -29,7 +29,7 @@ def _hovers(talked: Server, folder: Path, names: list[str]) -> dict[str, str]:
     uri = (folder / "MEMORY.md").as_uri()
     index = "".join(f"- [{name}]({name}.md) — a note\n" for name in names)
     document = {"uri": uri, "languageId": "markdown", "version": 1, "text": index}
-    _initialize(talked)
+    initialize(talked)
     talked.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
     shown = {}
     for line, name in enumerate(names, 1):

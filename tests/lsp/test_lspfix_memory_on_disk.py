@@ -17,7 +17,7 @@ from typing import Any
 from remem.daemon.home import Home
 
 from .editor import RECORD
-from .test_misbehaving_client import Server, server  # noqa: F401 - the fixture
+from .piped_server import Server, server  # noqa: F401 - the fixture
 
 WATCHES = {
     "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True}}

@@ -24,7 +24,7 @@ import pytest
 from remem.daemon.home import Home
 
 from .editor import RECORD
-from .test_misbehaving_client import Server, _initialize
+from .piped_server import Server, initialize
 
 TEXT = RECORD.format(name="note-a", description="a note", type="project", body="Body.\n")
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 2, 4
@@ -159,7 +159,7 @@ def test_a_folder_passed_through_though_not_listed_is_not_the_cause_of_what_fail
 ) -> None:
     uris = [(workspaces / name / "note-a.md").as_uri() for name in ("p1", "p2")]
     with modes((workspaces, 0o311), (workspaces / "p1", 0), (workspaces / "p2", 0)):
-        _initialize(bound_server)
+        initialize(bound_server)
         for uri in uris:
             _open(bound_server, uri)
         said = _judged(bound_server, uris)
@@ -177,7 +177,7 @@ def test_a_folder_that_cannot_be_passed_through_is_one_cause_for_everything_unde
 ) -> None:
     uris = [(workspaces / name / "note-a.md").as_uri() for name in ("p1", "p2")]
     with modes((workspaces, 0o600)):  # listed, never searched
-        _initialize(bound_server)
+        initialize(bound_server)
         for uri in uris:
             _open(bound_server, uri)
         said = _judged(bound_server, uris)

@@ -9,132 +9,50 @@ which nobody waits for, is dropped with one line in the log that holds none of i
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from remem.daemon.home import Home
 
-ANSWER_SECONDS = 30
+from .piped_server import Server, initialize, server  # noqa: F401 - the fixture
+
 SECRET = "text-that-must-not-reach-the-log"
 
 
-def _frame(stream: IO[bytes], body: bytes) -> None:
-    stream.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-    stream.flush()
-
-
-def _send(stream: IO[bytes], message: dict[str, Any]) -> None:
-    _frame(stream, json.dumps({"jsonrpc": "2.0", **message}).encode())
-
-
-def _receive(stream: IO[bytes]) -> dict[str, Any]:
-    length = 0
-    while (line := stream.readline().strip()) != b"":
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    message: dict[str, Any] = json.loads(stream.read(length))
-    return message
-
-
-def _until_answer(stream: IO[bytes], msg_id: int | None) -> list[dict[str, Any]]:
-    """What the server sends up to and including its answer to `msg_id` (None: an answer whose
-    id is null); a failure when none comes within 30 s."""
-
-    def read() -> list[dict[str, Any]]:
-        heard = [_receive(stream)]
-        while "method" in heard[-1] or heard[-1].get("id", "none") != msg_id:
-            heard.append(_receive(stream))
-        return heard
-
-    reading = ThreadPoolExecutor(1)
-    try:
-        return reading.submit(read).result(ANSWER_SECONDS)
-    finally:
-        reading.shutdown(wait=False)  # a read left waiting ends with the server
-
-
-class Server:
-    def __init__(self, process: subprocess.Popen[bytes], log: Path) -> None:
-        self.process, self.log = process, log
-        self.heard: list[dict[str, Any]] = []
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        _send(self.process.stdin, message)
-
-    def frame(self, body: bytes) -> None:
-        assert self.process.stdin is not None
-        _frame(self.process.stdin, body)
-
-    def answer(self, msg_id: int | None) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        heard = _until_answer(self.process.stdout, msg_id)
-        self.heard.extend(heard)
-        return heard[-1]
-
-    def popups(self) -> list[str]:
-        return [m["params"]["message"] for m in self.heard if m.get("method") == "window/showMessage"]
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    """`remem lsp` over pipes, before `initialize` (never `initialized`: no daemon starts)."""
-    home = Home(tmp_path / "home")
-    log = tmp_path / "server.log"
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-    try:
-        yield Server(process, log)
-    finally:
-        process.kill()
-        process.wait()
-
-
-def _initialize(server: Server, msg_id: int = 0) -> None:
-    server.send({"id": msg_id, "method": "initialize", "params": {"capabilities": {}}})
-    assert "capabilities" in server.answer(msg_id)["result"]
-
-
-def test_a_body_that_is_no_json_is_answered_parse_error(server: Server) -> None:
+def test_a_body_that_is_no_json_is_answered_parse_error(server: Server) -> None:  # noqa: F811
     server.frame(b"{not json")
     refused = server.answer(None)
     assert refused["error"]["code"] == -32700 and refused["id"] is None
     server.frame(b"\xff\xfe{}")  # no UTF-8
     assert server.answer(None)["error"]["code"] == -32700
-    _initialize(server)  # the server reads on
+    initialize(server)  # the server reads on
     assert server.popups() == []
 
 
 @pytest.mark.parametrize(
     "body", [b"[]", b"5", b'{"id": 1, "method": "initialize"}'], ids=["batch", "number", "no-jsonrpc"]
 )
-def test_what_is_no_json_rpc_message_is_answered_invalid_request(server: Server, body: bytes) -> None:
+def test_what_is_no_json_rpc_message_is_answered_invalid_request(server: Server, body: bytes) -> None:  # noqa: F811
     server.frame(body)
     refused = server.answer(None)
     assert refused["error"]["code"] == -32600 and refused["id"] is None
-    _initialize(server, 2)
+    initialize(server, 2)
     assert server.popups() == []
 
 
-def test_a_request_before_initialize_is_not_initialized_whatever_its_params(server: Server) -> None:
+def test_a_request_before_initialize_is_not_initialized_whatever_its_params(server: Server) -> None:  # noqa: F811
     server.send({"id": 1, "method": "textDocument/hover", "params": {}})
     assert server.answer(1)["error"]["code"] == -32002
 
 
-def _open(server: Server, uri: str, text: Any) -> None:
+def _open(server: Server, uri: str, text: Any) -> None:  # noqa: F811
     document = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
 
 
-def _change(server: Server, uri: str, version: int, *changes: dict[str, Any]) -> None:
+def _change(server: Server, uri: str, version: int, *changes: dict[str, Any]) -> None:  # noqa: F811
     identifier = {"uri": uri, "version": version}
     server.send(
         {
@@ -144,7 +62,7 @@ def _change(server: Server, uri: str, version: int, *changes: dict[str, Any]) ->
     )
 
 
-def _headings(server: Server, uri: str, msg_id: int) -> list[str] | None:
+def _headings(server: Server, uri: str, msg_id: int) -> list[str] | None:  # noqa: F811
     """The server's copy of GLOBAL.md, by its headings; None when it has none open."""
     server.send(
         {"id": msg_id, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": uri}}}
@@ -154,9 +72,10 @@ def _headings(server: Server, uri: str, msg_id: int) -> list[str] | None:
 
 
 def test_a_malformed_notification_is_dropped_without_a_popup_or_its_text_in_the_log(
-    server: Server, tmp_path: Path
+    server: Server,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    _initialize(server)
+    initialize(server)
     uri = Home(tmp_path / "home").global_file.as_uri()
     _change(server, uri, 2, {"text": f"# {SECRET}\n"})  # never opened
     _open(server, uri, 5)  # no string: was opened as "5"
@@ -187,9 +106,10 @@ def test_a_malformed_notification_is_dropped_without_a_popup_or_its_text_in_the_
     "msg_id", [{"n": 1}, [1], True, None, 1.5], ids=["object", "array", "bool", "null", "fraction"]
 )
 def test_a_request_whose_id_is_no_integer_or_string_is_refused_and_not_run(
-    server: Server, msg_id: Any
+    server: Server,  # noqa: F811
+    msg_id: Any,
 ) -> None:
-    _initialize(server)
+    initialize(server)
     server.send({"id": msg_id, "method": "shutdown"})  # was run: the server shut down
     refused = server.answer(None)
     assert refused["error"]["code"] == -32600 and refused["id"] is None
@@ -200,9 +120,10 @@ def test_a_request_whose_id_is_no_integer_or_string_is_refused_and_not_run(
 
 
 def test_a_change_whose_range_ends_before_it_starts_replaces_that_range_in_order(
-    server: Server, tmp_path: Path
+    server: Server,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    _initialize(server)
+    initialize(server)
     uri = Home(tmp_path / "home").global_file.as_uri()
     _open(server, uri, "# abcdef\n")
     backwards = {"start": {"line": 0, "character": 5}, "end": {"line": 0, "character": 2}}
@@ -214,7 +135,7 @@ def test_a_change_whose_range_ends_before_it_starts_replaces_that_range_in_order
     assert server.popups() == []
 
 
-def _published_to(server: Server, uri: str) -> list[list[dict[str, Any]]]:
+def _published_to(server: Server, uri: str) -> list[list[dict[str, Any]]]:  # noqa: F811
     return [
         m["params"]["diagnostics"]
         for m in server.heard
@@ -223,9 +144,10 @@ def _published_to(server: Server, uri: str) -> list[list[dict[str, Any]]]:
 
 
 def test_a_document_a_change_to_which_was_dropped_is_served_again_only_from_its_whole_text(
-    server: Server, tmp_path: Path
+    server: Server,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
-    _initialize(server)
+    initialize(server)
     uri = Home(tmp_path / "home").global_file.as_uri()
     _open(server, uri, "# Kept")
     assert _headings(server, uri, 1) == ["Kept"]

@@ -16,7 +16,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.record import RECORDS_MAX
 
 from .editor import RECORD
-from .test_misbehaving_client import Server, _initialize, _send, server  # noqa: F401 - the fixture
+from .piped_server import Server, initialize, send, server  # noqa: F401 - the fixture
 
 OPENED = 20
 
@@ -30,7 +30,7 @@ def test_a_burst_of_opens_is_judged_once_on_every_text(server: Server, tmp_path:
     folder.mkdir(parents=True)
     for n in range(RECORDS_MAX):  # the limit: each record opened unsaved goes past it
         (folder / f"note-{n:03d}.md").write_text(_record(f"note-{n:03d}"))
-    _initialize(server)
+    initialize(server)
     names = ["note-000", *(f"new-{n:02d}" for n in range(OPENED))]
     uris = [(folder / f"{name}.md").as_uri() for name in names]
     for uri, name in zip(uris, names, strict=True):  # back to back, as an editor restoring a window
@@ -62,12 +62,12 @@ def test_a_folder_that_cannot_be_judged_leaves_the_next_request_answered_and_the
     readable = workspaces / "zz-after-it"  # judged after it
     readable.mkdir(parents=True)
     fine = (readable / "note-b.md").as_uri()
-    _initialize(server)
+    initialize(server)
     burst = io.BytesIO()  # in one write, as an editor restoring a window sends them
     for uri, name in ((unreadable, "note-a"), (fine, "note-b")):
         document = {"uri": uri, "languageId": "markdown", "version": 1, "text": _record(name)}
-        _send(burst, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
-    _send(burst, {"id": 1, "method": "textDocument/hover", "params": {
+        send(burst, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    send(burst, {"id": 1, "method": "textDocument/hover", "params": {
         "textDocument": {"uri": unreadable}, "position": {"line": 1, "character": 0}}})  # fmt: skip
     assert server.process.stdin is not None
     server.process.stdin.write(burst.getvalue())

@@ -12,7 +12,7 @@ from pathlib import Path
 from remem.daemon.home import Home
 
 from .editor import RECORD
-from .test_misbehaving_client import Server, _initialize, server  # noqa: F401 - the fixture
+from .piped_server import Server, initialize, server  # noqa: F401 - the fixture
 
 
 def test_a_hover_and_lenses_on_a_home_whose_reviews_cannot_be_read_answer_without_them(
@@ -25,7 +25,7 @@ def test_a_hover_and_lenses_on_a_home_whose_reviews_cannot_be_read_answer_withou
     home.reviews.write_text("not a folder\n")  # where the receipts' folder goes
     text = RECORD.format(name="note-a", description="what the hover shows", type="project", body="Body.\n")
     uri = (folder / "note-a.md").as_uri()
-    _initialize(server)
+    initialize(server)
     document = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
     server.send({"id": 1, "method": "textDocument/hover", "params": {

@@ -20,7 +20,7 @@ from remem.lsp.features.diagnostics import RETRY_UNJUDGED
 from remem.lsp.rule_docs import rule_href
 
 from .editor import RECORD
-from .test_misbehaving_client import ANSWER_SECONDS, Server, _initialize, _receive, server  # noqa: F401 - the fixture
+from .piped_server import ANSWER_SECONDS, Server, initialize, receive, server  # noqa: F401 - the fixture
 
 TEXT = RECORD.format(name="note-a", description="a note", type="project", body="Body.\n")
 
@@ -38,7 +38,7 @@ def _until_published(talked: Server, uri: str, seconds: float = ANSWER_SECONDS) 
 
     def read() -> list[dict[str, Any]]:
         while True:
-            heard = _receive(stdout)
+            heard = receive(stdout)
             talked.heard.append(heard)
             if heard.get("method") == "textDocument/publishDiagnostics" and heard["params"]["uri"] == uri:
                 diagnostics: list[dict[str, Any]] = heard["params"]["diagnostics"]
@@ -59,7 +59,7 @@ def test_a_folder_that_cannot_be_judged_says_so_on_its_documents_once_and_clears
     workspaces.parent.mkdir(parents=True)
     os.symlink(workspaces.name, workspaces)  # a loop: nothing under it can be listed (ELOOP)
     uri = (workspaces / "proj" / "note-a.md").as_uri()
-    _initialize(server)
+    initialize(server)
     document = {"uri": uri, "languageId": "markdown", "version": 1, "text": TEXT}
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
     for version in (2, 3, 4):  # keystrokes
@@ -95,7 +95,7 @@ def test_global_md_whose_folder_cannot_be_listed_says_so_and_clears_when_fixed(
     home.root.mkdir()
     os.symlink(home.memory.name, home.memory)  # a loop: GLOBAL.md's folder cannot be listed
     uri = home.global_file.as_uri()
-    _initialize(server)
+    initialize(server)
     document = {"uri": uri, "languageId": "markdown", "version": 1, "text": "# Rules\n"}
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
     server.send({"id": 1, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": uri}}})
@@ -127,7 +127,7 @@ def test_one_cause_is_one_popup_however_many_folders_and_files_meet_it(
 ) -> None:
     # Each folder's judgement failed with its own path in the cause: one popup per folder.
     home = _looped_home(tmp_path)
-    _initialize(server)
+    initialize(server)
     uris = [(home.workspaces / f"p{n}" / "note-a.md").as_uri() for n in range(3)]
     for uri in uris:
         _open(server, uri, TEXT)
@@ -153,7 +153,7 @@ def test_what_a_text_shows_by_itself_is_published_beside_the_unjudged_warning(
     tmp_path: Path,
 ) -> None:
     home = _looped_home(tmp_path)
-    _initialize(server)
+    initialize(server)
     _open(server, home.global_file.as_uri(), "Prefer terse answers.\npassword: hunter2hunter2\n\ud800\n")
     record = (home.workspaces / "proj" / "note-a.md").as_uri()
     _open(server, record, RECORD.format(name="note-a", description="a note", type="nonsense", body="Body.\n"))
@@ -172,7 +172,7 @@ def test_nothing_is_judged_again_after_shutdown(
     tmp_path: Path,
 ) -> None:
     home = _looped_home(tmp_path)
-    _initialize(server)
+    initialize(server)
     uri = home.global_file.as_uri()
     _open(server, uri, "# Rules\n")
     server.send({"id": 1, "method": "shutdown"})
