@@ -27,7 +27,6 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
@@ -42,6 +41,7 @@ from ..sessions.writer import json_line
 from ..settings import PREDEFINED_PROVIDERS
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
+from .provider_errors import seconds, status_name, status_said
 from .route import InvalidBaseUrl, Route
 from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
@@ -87,10 +87,12 @@ class Outcome:
 
 @dataclass
 class _Heard:
-    """The provider's last HTTP answer in an attempt: its status and its `Retry-After`."""
+    """The provider's last HTTP answer in an attempt: its status and its `Retry-After`; and how
+    many answers it gave the attempt (a timeout after one is no network's fault)."""
 
     status: int | None = None
     retry_after: str | None = None
+    answers: int = 0
 
 
 # The attempt under way, seen from the HTTP client the routes share: set around the attempt's
@@ -118,6 +120,7 @@ async def _asking(request: httpx2.Request) -> None:
 async def _hear(response: httpx2.Response) -> None:
     if (heard := _HEARD.get()) is not None:
         heard.status, heard.retry_after = response.status_code, response.headers.get("retry-after")
+        heard.answers += 1
 
 
 async def run_attempt(
@@ -162,48 +165,48 @@ async def run_attempt(
 
 def _timed_out(route: Route, heard: _Heard) -> str:
     """The timeout, and the HTTP error the provider last answered, if it did: then the SDK was
-    waiting to retry, not the model answering. Only a status and a number: no provider text."""
+    waiting to retry, not the model answering. Only a status and a number: no provider text.
+    Without such an error, what to do depends on whether the provider answered anything."""
     timeout = f"no final proposal within {route.timeout_seconds:g} s from {route.shown_url}"
-    if heard.status is None or heard.status < 400:
-        return timeout
-    wait = _seconds(heard.retry_after)
+    if heard.answers and (heard.status is None or heard.status < 400):
+        answered = "the provider answered before, not this step in time"
+        return f"{timeout}: {answered}; raise consolidation.timeout_seconds"
+    if heard.status is None:
+        check = "the network" if _predefined_remote(route) else "the network and base_url"
+        return (
+            f"{timeout}: no answer came; raise consolidation.timeout_seconds if the model is that slow, "
+            f"or check {check}"
+        )
+    wait = seconds(heard.retry_after)
     asked = f" and asked to wait {wait:g} s" if wait is not None else ""
     return (
-        f"{timeout}: the provider answered {heard.status} ({_status_name(heard.status)}){asked}; "
+        f"{timeout}: the provider answered {heard.status} ({status_name(heard.status)}){asked}; "
         "raise consolidation.timeout_seconds or try later"
     )
-
-
-def _status_name(status: int) -> str:
-    if status == HTTPStatus.TOO_MANY_REQUESTS:
-        return "rate limited"
-    try:
-        return HTTPStatus(status).phrase.lower()
-    except ValueError:
-        return "an HTTP error"
-
-
-def _seconds(retry_after: str | None) -> float | None:
-    """`Retry-After` in seconds; None for a date, or what is no number (never quoted: the
-    provider's text)."""
-    try:
-        seconds = float(retry_after or "")
-    except ValueError:
-        return None
-    return seconds if 0 < seconds < float("inf") else None
 
 
 async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
     """A provider's error ends the attempt `provider-failed`. Anything else went wrong in remem
     and ends it `internal-error`, rather than failing the request and leaving the attempt
     `running` for the next request to close as `interrupted`, which names no cause."""
-    from openai import APIConnectionError, APIError, APITimeoutError
+    from openai import APIConnectionError, APIError, APIStatusError
 
     if isinstance(exc, APIError):
         await asyncio.to_thread(log.end, "error")
         asked = f"(asked {route.shown_url})"
+        if isinstance(exc, APIStatusError):  # remem's words and a next step, then the provider's
+            said = status_said(
+                exc.status_code, exc.response.headers.get("retry-after"), _identifier(exc.code), route,
+                _predefined_remote(route),
+            )  # fmt: skip
+            words = _said(exc)
+            return Outcome(
+                "provider-failed",
+                error=said + (f" — {words}" if words else ""),
+                cause=f"{_identify(exc)} {asked}",
+            )
         hint = None
-        if isinstance(exc, APIConnectionError) and not isinstance(exc, APITimeoutError):
+        if isinstance(exc, APIConnectionError):
             hint = _through_proxy(exc, route) or _unanswered(exc, _predefined_remote(route))
         if hint is None:
             return Outcome(
@@ -350,27 +353,35 @@ def _predefined_remote(route: Route) -> bool:
 
 def _through_proxy(exc: BaseException, route: Route) -> str | None:
     """What happened to a request the HTTP client sent through a proxy, when it never reached
-    the server: that proxy is to be checked, not base_url nor a server to start. None when no
-    proxy applies to base_url, or the request failed past it (its TLS, its answer)."""
-    from httpx2 import ConnectError, ProxyError
+    the server: that proxy is to be checked, not base_url nor a server to start; or whose TLS
+    certificate was refused, as a proxy that re-signs it makes it. None when no proxy applies to
+    base_url, or the request failed past it (its answer)."""
+    from httpx2 import ConnectError, ConnectTimeout, ProxyError
 
     causes = list(_causes(exc))
-    if not any(isinstance(e, (socket.gaierror, ConnectError, ProxyError)) for e in causes):
+    if not any(isinstance(e, (socket.gaierror, ConnectError, ConnectTimeout, ProxyError)) for e in causes):
         return None
     proxy = _proxy_of(route.base_url)
     if proxy is None:
         return None
+    via = f"it was sent through the proxy {proxy.shown} of {proxy.variable or 'the system proxy settings'}"
+    if any(isinstance(e, ssl.SSLCertVerificationError) for e in causes):
+        # The HTTP client trusts SSL_CERT_FILE in place of the system's certificates when it is set.
+        return (
+            f"{via}, and the TLS certificate that came back through it was refused, as when a proxy re-signs "
+            "TLS: trust that proxy's CA certificate (add it to the system's, or set SSL_CERT_FILE to a PEM "
+            "file holding it and the usual roots), then run `remem daemon stop`"
+        )
     if any(isinstance(e, socket.gaierror) for e in causes):
         what = "whose host name was not found"
     elif any(isinstance(e, ProxyError) for e in causes):
         what = "which answered, but did not connect it to the server"
+    elif any(isinstance(e, ConnectTimeout) for e in causes):
+        what = "which did not take the connection in time"
     else:
         what = "where nothing answered"
     check = "that variable" if proxy.variable is not None else "them"
-    return (
-        f"it was sent through the proxy {proxy.shown} of {proxy.variable or 'the system proxy settings'}, "
-        f"{what}: check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
-    )
+    return f"{via}, {what}: check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
 
 
 @dataclass(frozen=True)
@@ -409,11 +420,11 @@ def _proxy_of(base_url: str) -> _Proxy | None:
 
 def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
     """What happened to a request that brought no whole answer, and what to do, by the error the
-    SDK's `APIConnectionError` (always "Connection error.") was raised from: a server that did
-    answer is not to be started, and a user who set no base_url is not told to check it
-    (`predefined_remote`). None for what is none of these (the SDK wraps any error of the
-    request so): its own words say it."""
-    from httpx2 import ConnectError, ReadError, RemoteProtocolError
+    SDK's `APIConnectionError` ("Connection error.", or its `APITimeoutError`'s "Request timed
+    out.") was raised from: a server that did answer is not to be started, and a user who set no
+    base_url is not told to check it (`predefined_remote`). None for what is none of these (the
+    SDK wraps any error of the request so): its own words say it."""
+    from httpx2 import ConnectError, ConnectTimeout, ReadError, RemoteProtocolError, TimeoutException
 
     causes = list(_causes(exc))
     network = "check the network"
@@ -450,6 +461,17 @@ def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
             if predefined_remote
             else "nothing answered there: start the provider's server, or choose another model "
             "(remem settings model)",
+        ),
+        (
+            (ConnectTimeout,),  # what drops the connection unanswered: a firewall, a host that is off
+            f"nothing took the connection in time: {network}"
+            if predefined_remote
+            else "nothing took the connection in time: check the host and port in base_url, and the network",
+        ),
+        (
+            (TimeoutException,),
+            "it did not answer one request within the HTTP client's own wait: try again later, or choose "
+            "another model (remem settings model)",
         ),
     ]
     return next((hint for kinds, hint in hints if any(isinstance(e, kinds) for e in causes)), None)

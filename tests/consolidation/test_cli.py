@@ -49,7 +49,8 @@ def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenA
     fake.reply(status(401, "bad key"))
     code, out, _ = run(home, "consolidate", source.id, "--json")
     failed = json.loads(out)
-    assert code == 1 and failed["status"] == "provider-failed" and "AuthenticationError" in failed["reason"]
+    assert code == 1 and failed["status"] == "provider-failed"
+    assert failed["reason"].startswith("the provider refused the API key (HTTP 401"), failed["reason"]
     code, out, _ = run(home, "consolidate", "session-missing", "--json")
     missing = json.loads(out)["error"]
     assert code == 1 and missing["code"] == "NOT_FOUND"
@@ -59,9 +60,13 @@ def test_failures_and_refusals_have_their_exit_codes(home: Home, fake: FakeOpenA
     assert code == 1 and "full id" in partial["message"] and "--root" not in partial["message"], partial
     fake.reply(status(401, "bad key"))  # a fresh attempt, told why it failed
     code, out, _ = run(home, "consolidate", source.id)
-    assert code == 1 and out.startswith("provider-failed — review ") and ": AuthenticationError" in out, out
+    assert (
+        code == 1
+        and out.startswith("provider-failed — review ")
+        and ": the provider refused the API key" in out
+    )
     code, out, _ = run(home, "receipts")
-    assert "\n    AuthenticationError" in out and "bad key" in out, out
+    assert "\n    the provider refused the API key" in out and "bad key" in out, out
     for empty in (("consolidate", ""), ("settings", "model", "--model", "")):
         code, out, err = run(home, *empty)
         assert code == 2 and "must not be empty" in err and "Traceback" not in err

@@ -149,6 +149,32 @@ def test_a_host_name_not_found_is_said_so(
     ), error
 
 
+@contextlib.contextmanager
+def _full_backlog() -> Iterator[str]:
+    """A URL whose listener never accepts and whose queue of connections is full: the system
+    drops every further one unanswered, as a firewall does, and the client's connect times out."""
+    with socket.socket() as listener, contextlib.ExitStack() as held:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        for _ in range(3):  # the queue takes one more than the backlog: more than enough to fill it
+            waiting = held.enter_context(socket.socket())
+            waiting.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                waiting.connect(("127.0.0.1", port))
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_connection_nothing_takes_in_time_says_what_to_check(home: Home, tmp_path: Path) -> None:
+    """The SDK's own connect timeout (5 s, each of its tries), not the attempt's, ends it."""
+    with _full_backlog() as url:
+        error = _failed_with(home, tmp_path, url)
+    assert error == (
+        f"no whole answer from {url}: nothing took the connection in time: check the host and port in "
+        "base_url, and the network"
+    ), error
+
+
 @pytest.mark.parametrize("url", ["http:///v1", "http://:8000/v1", "https://user@/v1"])
 def test_a_base_url_that_names_no_host_is_no_valid_url(home: Home, tmp_path: Path, url: str) -> None:
     error = _failed_with(home, tmp_path, url)

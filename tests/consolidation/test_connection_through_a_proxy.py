@@ -4,9 +4,14 @@ variable, not base_url nor a server to start; the proxy's login is never written
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
+import ssl
+import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,3 +140,92 @@ def test_a_client_whose_proxy_lookup_moved_still_says_what_failed(
         url = fake.base_url
         error = _failed_with(home, tmp_path, url)
     assert error.startswith(f"no whole answer from {url}: its host name was not found"), error
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def _intercepting_proxy(folder: Path, host: str) -> Iterator[tuple[str, Path]]:
+    """An HTTP proxy that opens every CONNECT tunnel and answers the TLS in it itself, with a
+    certificate for `host` signed by a CA of its own, as a corporate proxy that inspects TLS
+    does; past the TLS, it answers every request 401. Its URL, and its CA certificate."""
+    ca, ca_key, leaf, leaf_key = (folder / name for name in ("ca.pem", "ca.key", "leaf.pem", "leaf.key"))
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Proxy CA",
+             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
+             "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
+    (folder / "leaf.ext").write_text(f"subjectAltName=DNS:{host}\n")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={host}", "-keyout", str(leaf_key),
+             "-out", str(folder / "leaf.csr"))  # fmt: skip
+    _openssl("x509", "-req", "-in", str(folder / "leaf.csr"), "-CA", str(ca), "-CAkey", str(ca_key),
+             "-CAcreateserial", "-days", "1", "-extfile", str(folder / "leaf.ext"),
+             "-out", str(leaf))  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(leaf, leaf_key)
+    refused = b'{"error": {"message": "no such key", "type": "authentication_error"}}'
+    stop = threading.Event()
+
+    def read(conn: socket.socket) -> None:
+        """A request whole, its body too: a socket closed with bytes unread resets the connection."""
+        asked = b""
+        while b"\r\n\r\n" not in asked and (chunk := conn.recv(4096)):
+            asked += chunk
+        head, _, body = asked.partition(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.lower().split(b"\r\n")
+                       if line.startswith(b"content-length:")), 0)  # fmt: skip
+        while len(body) < length and (chunk := conn.recv(65536)):
+            body += chunk
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(0.05)  # so that `stop` is seen
+
+        def serve() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(OSError):  # a client refusing the certificate, too
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.settimeout(5)
+                        read(conn)
+                        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                        with context.wrap_socket(conn, server_side=True) as tls:
+                            read(tls)
+                            tls.sendall(
+                                b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+                                + f"Content-Length: {len(refused)}\r\nConnection: close\r\n\r\n".encode()
+                                + refused
+                            )
+
+        server = threading.Thread(target=serve)
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}", ca
+        finally:
+            stop.set()
+            server.join()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_a_proxy_that_re_signs_tls_says_to_trust_its_certificate_as_the_client_does(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not "nothing answered": the proxy did, with a certificate the client does not trust. The
+    advice is what the HTTP client honours: with SSL_CERT_FILE naming the proxy's CA, the
+    request goes past the TLS (to the proxy's own 401)."""
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    url = "https://remem-test.invalid/v1"
+    with _intercepting_proxy(tmp_path, "remem-test.invalid") as (proxy, ca):
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        refused = _failed_with(home, tmp_path / "refused", url)
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+        trusted = _failed_with(home, tmp_path / "trusted", url)
+    assert refused == (
+        f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and the TLS "
+        "certificate that came back through it was refused, as when a proxy re-signs TLS: trust that "
+        "proxy's CA certificate (add it to the system's, or set SSL_CERT_FILE to a PEM file holding it "
+        "and the usual roots), then run `remem daemon stop`"
+    ), refused
+    assert trusted.startswith(f"the provider refused the API key (HTTP 401 unauthorized, asked {url})"), (
+        trusted
+    )

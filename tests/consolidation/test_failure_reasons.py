@@ -162,10 +162,32 @@ def test_a_timeout_while_the_sdk_waits_out_a_429_names_it(
 def test_a_timeout_after_the_provider_answered_is_only_a_timeout(
     home: Home, fake: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """A 503 answered and retried, then a model that never answers: the last answer was no error."""
+    """A 503 answered and retried, then a model that never answers: the last answer was no error,
+    and the network reached the provider."""
     root = tmp_path / "dsh-sessions"
     configure(home, fake, root, timeout_seconds=1.5)
     source = write_source(root, str(tmp_path / "project"))
     fake.reply(text("Let me look."), status(503, retry_after=0.1), hang())
     error, _ = _failed(home, source.id, Status.PROVIDER_FAILED)
-    assert error == f"no final proposal within 1.5 s from {fake.base_url}"
+    assert error == (
+        f"no final proposal within 1.5 s from {fake.base_url}: the provider answered before, not this "
+        "step in time; raise consolidation.timeout_seconds"
+    )
+
+
+def test_a_timeout_with_no_answer_at_all_says_what_to_do(
+    home: Home, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    root = tmp_path / "dsh-sessions"
+    configure(home, fake, root, timeout_seconds=0.5)
+    source = write_source(root, str(tmp_path / "project"))
+    fake.reply(hang())
+    error, causes = _failed(home, source.id, Status.PROVIDER_FAILED)
+    assert (
+        error
+        == causes[0]
+        == (
+            f"no final proposal within 0.5 s from {fake.base_url}: no answer came; raise "
+            "consolidation.timeout_seconds if the model is that slow, or check the network and base_url"
+        )
+    )

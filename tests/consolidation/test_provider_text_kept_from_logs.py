@@ -86,8 +86,8 @@ def test_a_400_quoting_the_session_reaches_the_receipt_but_no_log(
     cause = f"BadRequestError, HTTP 400, type invalid_request_error (asked {fake.base_url})"
     assert failed_line(debug)["error"] == cause
     assert cause in caplog.text, "the daemon's log says which attempt failed, and how"
-    assert error.startswith("BadRequestError, HTTP 400, type invalid_request_error — Invalid prompt")
-    assert prompt in error and error.endswith(f"(asked {fake.base_url})"), "the user reads the reason"
+    assert error.startswith(f"the provider refused the request (HTTP 400 bad request, asked {fake.base_url})")
+    assert "(remem settings model) — Invalid prompt" in error and prompt in error, "the user reads the reason"
 
 
 def test_a_text_answer_is_quoted_to_the_user_but_no_log(

@@ -98,7 +98,7 @@ def test_a_key_in_the_base_urls_query_is_kept_nowhere(home: Home, fake: FakeOpen
     assert "no route POST /v1/?key=[redacted route-key]chat/completions" in outputs[1].stdout
     shown = f"{fake.base_url}?key=[redacted query]"
     assert listed["note"] == f"fake did not list its models at {shown} (HTTP 404)"
-    assert f"(asked {shown})" in outputs[1].stdout
+    assert f"(HTTP 404 not found, asked {shown})" in outputs[1].stdout
     log = (home.state / "daemon.log").read_text()
     assert f"HTTP Request: GET {fake.origin}/v1/?key=[redacted query] " in log  # `models` appended too
     assert all(QUERY_KEY not in o.stdout + o.stderr for o in outputs)

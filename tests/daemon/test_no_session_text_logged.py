@@ -40,5 +40,6 @@ def test_a_400_quoting_the_session_is_told_to_the_user_and_kept_from_the_logs(
     cause = f"BadRequestError, HTTP 400, type invalid_request_error (asked {fake.base_url})"
     assert [line["error"] for line in failed] == [cause]
     assert f"attempt 1 ended provider-failed: {cause}" in daemon_log
-    assert "HTTP 400, type invalid_request_error — Invalid prompt" in told.stdout, "what failed, and why"
+    assert "the provider refused the request (HTTP 400 bad request, asked " in told.stdout, "what failed"
+    assert "choose another model (remem settings model) — Invalid prompt" in told.stdout, "and why"
     assert prompt in told.stdout and prompt in receipts.stdout, "the user reads the provider's reason"

@@ -77,7 +77,7 @@ def test_refusals_name_what_to_fix(user_home: Home, fake: FakeOpenAI) -> None:
     assert missing.returncode == 2 and KEY_ENV in missing.stderr and fake.count == 0
     wrong = remem(user_home, "--cases", "decision", key="sk-wrong")
     assert wrong.returncode == 1 and "dsh/decision  provider-failed" in wrong.stdout
-    assert "AuthenticationError, HTTP 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
+    assert "the provider refused the API key (HTTP 401" in wrong.stdout and "sk-wrong" not in wrong.stdout
     nothing = remem(user_home, "--cases", "nope*")
     assert nothing.returncode == 2 and "The formats are dsh; the cases are " in nothing.stderr
     assert "secrets" in nothing.stderr.split("the cases are ", 1)[1], nothing.stderr
@@ -100,9 +100,10 @@ def test_a_failing_route_is_not_reported_as_the_models_figures(user_home: Home, 
     assert "these figures do not measure the model until that cause is fixed" in text.stdout
     # The error has commas of its own: a semicolon ends it before what the grade found.
     assert (
-        "  dsh/decision: InternalServerError, HTTP 500, type server_error — overloaded (asked " in text.stdout
+        "  dsh/decision: the provider failed on its side (HTTP 500 internal server error, asked "
+        in text.stdout
     )
-    assert "/v1); missed cache-sqlite\n" in text.stdout
+    assert "or see that server's log — overloaded; missed cache-sqlite\n" in text.stdout
     report = json.loads(remem(user_home, "--cases", "dsh/[de]*", "--json").stdout)
     assert report["totals"]["undecided"] == 1
     assert [c["metrics"]["undecided"] for c in report["cases"]] == [1, 0]  # decision, then empty
