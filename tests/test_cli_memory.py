@@ -487,10 +487,14 @@ def test_a_revert_says_what_it_changed_and_how_to_take_it_back(
         assert (change["stat"]["removed"], change["stat"]["deletions"]) == (["beta", "prefer-uv"], 12)
     else:
         lines = out.splitlines()
-        assert lines[1:] == [
+        assert lines[1:3] == [
             "this revert: removed beta, prefer-uv (+0 -12)",
-            f"to take it back: remem memory revert {newest['id'][:12]}",
+            f"it took back {first['id'][:12]} and 1 later change with it:",
         ]
+        assert lines[3].startswith(f"  {newest['id'][:12]}  ") and lines[3].endswith(
+            "cli  added beta (+6 -0)"
+        )
+        assert lines[4:] == [f"to take it back: remem memory revert {newest['id'][:12]}"]
     assert run(home, "memory", "revert", newest["id"])[0] == 0
     assert [r["name"] for r in show(home, tmp_path)["workspace"]["records"]] == ["beta", "prefer-uv"]
 

@@ -34,6 +34,7 @@ from ..protocol.rpc import (
     HistoryDiffResult,
     HistoryEntryParams,
     HistoryLogParams,
+    HistoryShowResult,
     Params,
     ReplaceGlobalParams,
     Result,
@@ -41,6 +42,7 @@ from ..protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
+from ..safe_open import read_regular
 from ..validation import one_line
 from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, workspace_params
 from .backend import Backend
@@ -333,10 +335,25 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
         try:
             workspace = api.memory_show_at(HistoryEntryParams(entry=entry)).entry.workspace
         except RpcError:
-            scope = f"the scope entry {entry} changed"
-        else:
-            scope = "Global memory" if workspace is None else f"the memory of workspace {workspace}"
-        return f"{scope} is at {now}, not {expected_revision}; {_retry()}"
+            return f"the scope entry {entry} changed is at {now}, not {expected_revision}; {_retry()}"
+        assert expected_revision is not None  # a revert planned on no revision never conflicts
+        if workspace is None:
+            here = _current_workspace()
+            hint = _retry() if here is None else _retry_hint(
+                expected_revision,
+                _revision_of(lambda: api.read_workspace(WorkspaceParams(cwd=here.cwd)).revision),
+                f"the revision of this workspace's memory ({here.key})",
+                "a revert of a Global entry takes Global memory's",
+            )  # fmt: skip
+            return f"Global memory is at {now}, not {expected_revision}; {hint}"
+        hint = _retry_hint(
+            expected_revision,
+            _revision_of(lambda: api.read_global(Empty()).revision),
+            "Global memory's revision",
+            "a revert of a workspace's entry takes the workspace's",
+            _show_workspace(backend, workspace),
+        )
+        return f"the memory of workspace {workspace} is at {now}, not {expected_revision}; {hint}"
 
     try:
         _commit(
@@ -348,11 +365,151 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
             change=lambda made: backend.api(start=False).memory_diff(
                 HistoryDiffParams(entry=made, patch=False)
             ),
+            after=lambda made: _after_revert(backend, entry, before, made),
         )
     except RpcError as exc:
         if exc.code != HISTORY_REFUSED:
             raise
         _refused(exc)
+
+
+SHOWN_LATER = 5  # later changes a revert names one by one; the rest are counted
+
+
+def _after_revert(backend: Backend, entry: str, before: bool, made: HistoryDiffResult) -> list[str]:
+    """What a committed revert says after its own change (decision 0510): the changes after
+    ENTRY it took back too, and how to take it back, or why a revert cannot."""
+    take_back = made.fromEntry
+    if take_back is None:  # no entry before the revert's: nothing to go back to
+        return []
+    try:  # the scope, and what it held before the revert; unknown, both are said as they can be
+        held: HistoryShowResult | None = backend.api(start=False).memory_show_at(
+            HistoryEntryParams(entry=take_back)
+        )
+    except Exception:
+        held = None
+    return [*_later_changes(backend, entry, before, made, take_back, held), _take_back(take_back, held)]
+
+
+def _later_changes(
+    backend: Backend,
+    entry: str,
+    before: bool,
+    made: HistoryDiffResult,
+    take_back: str,
+    held: HistoryShowResult | None,
+) -> list[str]:
+    """The changes of ENTRY's scope after ENTRY that the revert took back: `this revert:` says
+    their files together, as if ENTRY had made them all."""
+    named = entry.lower()
+    if before and take_back.startswith(named):
+        return []  # ENTRY was the newest: it alone was undone
+    lead = f"it took back {entry[:12]} and" if before else "it took back"
+    try:
+        later = None if held is None else _entries_after(backend, named, made.toEntry, held.entry.workspace)
+    except Exception:  # the log could not be read: said without it
+        later = None
+    if later is None:
+        if before:
+            return [f"{lead} every later change of its memory, up to {take_back[:12]}"]
+        return [f"{lead} every change made after {entry[:12]}, up to {take_back[:12]}"]
+    entries, count = later
+    changes = "change" if count == 1 else "changes"
+    said = [
+        f"{lead} {count} later {changes} with it:"
+        if before
+        else f"{lead} {count} {changes} made after {entry[:12]}:"
+    ]
+    said += [
+        one_line(f"  {e.id[:12]}  {e.at}  {_actor(e)}{_stat_line(e.stat)}") for e in entries[:SHOWN_LATER]
+    ]
+    if count > SHOWN_LATER:
+        assert held is not None  # the log was read
+        key = held.entry.workspace
+        where = "--global" if key is None else f"--cwd {shlex.quote(_project_of(backend, key) or '')}"
+        said.append(f"  ... and {count - SHOWN_LATER} more (`remem memory log {where}` lists them)")
+    return said
+
+
+def _entries_after(
+    backend: Backend, named: str, revert: str, workspace: str | None
+) -> tuple[list[HistoryEntry], int] | None:
+    """The newest of the entries between ENTRY (`named`: its id, or the start of it) and the
+    revert, newest first, with their stat, and how many there are; None when the scope's log
+    cannot be asked for (a workspace whose project folder is unknown) or does not hold them."""
+    cwd = None if workspace is None else _project_of(backend, workspace)
+    if workspace is not None and cwd is None:
+        return None
+    api = backend.api(start=False)
+    page = api.memory_log(HistoryLogParams(cwd=cwd, limit=SHOWN_LATER + 2, stat=True)).entries
+    ids = [e.id for e in page]
+    if revert not in ids:  # later entries came meanwhile, past the page: too rare to look further
+        return None
+    shown = page[ids.index(revert) + 1 :]
+    end = next((n for n, e in enumerate(shown) if e.id.startswith(named)), None)
+    if end is not None:
+        return shown[:end], end
+    every = [e.id for e in api.memory_log(HistoryLogParams(cwd=cwd, stat=False)).entries]
+    start = every.index(revert) + 1
+    end = next((n for n, e in enumerate(every[start:]) if e.startswith(named)), None)
+    return None if end is None else (shown, end)
+
+
+def _take_back(take_back: str, held: HistoryShowResult | None) -> str:
+    """How to take a revert back: revert to `take_back`, the scope's newest entry before it;
+    unless what it held was invalid, which a revert never puts back (`remem/revert-invalid`)."""
+    invalid = [] if held is None else _unrestorable(held)
+    if not invalid:
+        return f"to take it back: remem memory revert {take_back[:12]}"
+    files = ", ".join(invalid)
+    return (
+        f"it cannot be taken back by a revert: {files} {'was' if len(invalid) == 1 else 'were'} invalid "
+        f"at {take_back[:12]}, the entry before it, and a revert never writes invalid files back; "
+        f"`remem memory show --at {take_back[:12]}` shows them, to copy back by hand and fix"
+    )
+
+
+def _unrestorable(held: HistoryShowResult) -> list[str]:
+    """The files of `held` a revert to its entry would refuse, judged as the revert judges them."""
+    # Loaded only here: a revert that says it cannot be taken back is rare.
+    from ..memory.batch import InvalidChanges
+    from ..memory.history import GLOBAL_FILE
+    from ..memory.revert import changes_to, global_text
+
+    # Sent decoded, a file that is no UTF-8 holds U+FFFD where its bytes were, which then
+    # decodes; a record that means that character is rarer than one saved in another encoding.
+    undecoded = sorted(name for name, text in held.files.items() if "\ufffd" in text)
+    try:
+        if held.entry.workspace is None:
+            global_text(held.files.get(GLOBAL_FILE, "").encode("utf-8"))
+        else:
+            changes_to({}, {name: text.encode("utf-8") for name, text in held.files.items()})
+    except InvalidChanges as exc:
+        return sorted({*undecoded, *(p.file for p in exc.problems if p.file)})
+    return undecoded
+
+
+def _show_workspace(backend: Backend, key: str) -> str:
+    """The command that reads workspace `key`'s revision: a bare `remem memory show` reads the
+    folder it runs in, another workspace's memory elsewhere."""
+    here = _current_workspace()
+    if here is not None and here.key == key:
+        return SHOW
+    project = _project_of(backend, key)
+    return f"{SHOW} --cwd {shlex.quote(project) if project else '<its project folder>'}"
+
+
+def _project_of(backend: Backend, key: str) -> str | None:
+    """The project folder of workspace `key`, as its workspace.json names it; None when it
+    names none (its folder recreated by a revert), or one that is not `key`'s."""
+    from ..memory.store import WORKSPACE_INFO, WORKSPACE_INFO_MAX_BYTES, WorkspaceInfo
+
+    try:
+        raw = read_regular(backend.home.workspaces / key / WORKSPACE_INFO, WORKSPACE_INFO_MAX_BYTES)
+        cwd = "" if raw is None else WorkspaceInfo.model_validate_json(raw).cwd
+    except (OSError, ValidationError):
+        return None
+    return cwd if cwd and WorkspaceId.from_cwd(cwd).key == key else None
 
 
 def _show_at(backend: Backend, at: str, as_json: bool) -> None:
@@ -419,10 +576,12 @@ def _commit(
     as_json: bool,
     conflict: Callable[[str], str],
     change: Callable[[str], HistoryDiffResult] | None = None,
+    after: Callable[[HistoryDiffResult], list[str]] | None = None,
 ) -> None:
     """`conflict`: what a conflict says, given the scope's current revision: which scope it
     is, the daemon's answer holding only the revision. `change`: what the committed
-    generation's entry (by id) changed, said as the revert's."""
+    generation's entry (by id) changed, said as the revert's; `after`: the lines said after
+    it, given that change."""
     try:
         result = ask(params)
     except RpcError as exc:
@@ -447,8 +606,8 @@ def _commit(
         made = _its_change(change, result)
         if made is not None:
             say(one_line(f"this revert: {_stat_line(made.stat).strip()}"))
-            if made.fromEntry is not None:
-                say(f"to take it back: remem memory revert {made.fromEntry[:12]}")
+            for line in after(made) if after is not None else ():
+                say(line)
     sys.exit(EXIT_CONFLICT if result.status == "conflict" else 0)
 
 

@@ -1,0 +1,109 @@
+"""What `remem memory revert` says, run as a user runs it: the later changes a revert takes back
+with the entry named, a take-back it can offer, and a conflict's hint in the entry's own
+workspace (decision 0510)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from tests.cli_process import remem
+from tests.memory.factory import put
+
+EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def project_with_two_changes(home: Home, tmp_path: Path) -> tuple[MemoryStore, WorkspaceId, str, str]:
+    """A workspace where one change added rec-a, rec-b and rec-c, and a later one user-note;
+    (its store, the workspace, the first entry, the later one)."""
+    (tmp_path / "project").mkdir()
+    workspace = WorkspaceId.from_cwd(tmp_path / "project")
+    store = MemoryStore(home)
+    first = store.commit_workspace(workspace, EMPTY, [put("rec-a"), put("rec-b"), put("rec-c")])
+    later = store.commit_workspace(workspace, first.revision, [put("user-note")])
+    assert first.history is not None and later.history is not None
+    return store, workspace, first.history, later.history
+
+
+def test_an_undo_names_the_later_changes_it_took_back_too(home: Home, tmp_path: Path) -> None:
+    """`--before ENTRY` took back the user's later record with ENTRY's, said as one change, as
+    if ENTRY had made it; exit 0 and nothing named it."""
+    store, workspace, first, later = project_with_two_changes(home, tmp_path)
+
+    done = remem(home, "memory", "revert", "--before", first)
+
+    assert done.returncode == 0, done.stderr
+    assert store.read_workspace(workspace).records == []
+    lines = done.stdout.splitlines()
+    assert lines[:3] == [
+        f"committed: {EMPTY}",
+        "this revert: removed rec-a, rec-b, rec-c, user-note (+0 -24)",
+        f"it took back {first[:12]} and 1 later change with it:",
+    ], done.stdout
+    assert re.fullmatch(rf"  {later[:12]}  \S+  cli  added user-note \(\+6 -0\)", lines[3]), lines[3]
+    assert lines[4:] == [f"to take it back: remem memory revert {later[:12]}"]
+
+    # Undoing the newest change alone takes back nothing later.
+    redone = remem(home, "memory", "revert", later)
+    assert redone.returncode == 0 and [r.name for r in store.read_workspace(workspace).records] == [
+        "rec-a", "rec-b", "rec-c", "user-note",
+    ]  # fmt: skip
+    undo_newest = remem(home, "memory", "revert", "--before", store.history.log(workspace.key)[0].id)
+    assert "took back" not in undo_newest.stdout, undo_newest.stdout
+
+
+def test_a_revert_away_from_an_invalid_hand_edit_offers_no_take_back_that_fails(
+    home: Home, tmp_path: Path
+) -> None:
+    """The printed `to take it back: remem memory revert ENTRY` named an entry holding an invalid
+    record, which a revert refuses (exit 2, remem/revert-invalid)."""
+    store, workspace, first, later = project_with_two_changes(home, tmp_path)
+    (home.workspaces / workspace.key / "rec-a.md").write_text("---\nname: rec-a\n---\nbroken\n")
+    assert remem(home, "memory", "log", "--cwd", workspace.cwd).returncode == 0  # records the edit
+    edited = store.history.log(workspace.key)[0].id
+
+    done = remem(home, "memory", "revert", later)
+
+    assert done.returncode == 0, done.stderr
+    assert "to take it back" not in done.stdout, done.stdout
+    assert done.stdout.splitlines()[-1] == (
+        f"it cannot be taken back by a revert: rec-a.md was invalid at {edited[:12]}, the entry before "
+        "it, and a revert never writes invalid files back; "
+        f"`remem memory show --at {edited[:12]}` shows them, to copy back by hand and fix"
+    )
+    refused = remem(home, "memory", "revert", edited)  # what the line used to offer
+    assert refused.returncode == 2 and "[remem/revert-invalid]" in refused.stderr, refused.stderr
+
+
+def test_a_revert_conflict_hints_in_the_entrys_workspace_and_names_globals_revision(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from another folder, the hint was a bare `remem memory show` (that folder's memory),
+    and a Global revision given for a workspace entry got no word that it is Global's."""
+    store, workspace, first, _ = project_with_two_changes(home, tmp_path)
+    store.replace_global(EMPTY, "Answer briefly.\n")
+    global_revision = store.read_global().revision
+    now = store.read_workspace(workspace).revision
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    copied = remem(home, "memory", "revert", first, "--expected-revision", global_revision)
+    stale = remem(home, "memory", "revert", first, "--expected-revision", EMPTY)
+
+    assert (copied.returncode, copied.stdout) == (3, "")
+    assert copied.stderr == (
+        f"conflict: the memory of workspace {workspace.key} is at {now}, not {global_revision}; "
+        f"{global_revision} is Global memory's revision; a revert of a workspace's entry takes the "
+        f"workspace's (see `remem memory show --cwd {workspace.cwd}`)\n"
+    )
+    assert (stale.returncode, stale.stderr) == (
+        3,
+        f"conflict: the memory of workspace {workspace.key} is at {now}, not {EMPTY}; "
+        f"re-read it (`remem memory show --cwd {workspace.cwd}`) and retry\n",
+    )
