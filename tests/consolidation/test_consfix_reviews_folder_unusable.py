@@ -29,7 +29,7 @@ from remem.daemon.protocol.rpc import HOME_UNUSABLE, RpcError
 from remem.daemon.server.runtime import DaemonPaths
 from tests.lsp.editor import RECORD
 from tests.lsp.piped_server import Server, initialize, server  # noqa: F401 - the fixture
-from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
+from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
 READS = [("sessions/list", {}), ("sessions/tree", {"cwd": "/w"}), ("consolidation/receipts", {})]
 
@@ -92,7 +92,7 @@ def bound(home: Home) -> Iterator[Home]:
     home.ensure_layout()
     privileged = os.geteuid() == 0
     try:
-        pid = _start(home, _bound_by_permissions if privileged else None)
+        pid = _start(home, bound_by_permissions if privileged else None)
     except subprocess.SubprocessError as error:
         pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
     try:

@@ -20,7 +20,7 @@ from remem.daemon.client import SPAWNED_ENV
 from remem.daemon.home import Home
 from remem.daemon.server.log_cap import LOG_CAP_ENV
 from remem.daemon.server.runtime import DaemonPaths
-from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
+from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
 from .capped_log import CAP, run_capped
 from .helpers import wait_until
@@ -44,7 +44,7 @@ def bound(home: Home) -> Iterator[int]:
     test_lspfix_unjudged_cause)."""
     privileged = os.geteuid() == 0
     try:
-        started = _remem(home, "daemon", "start", preexec=_bound_by_permissions if privileged else None)
+        started = _remem(home, "daemon", "start", preexec=bound_by_permissions if privileged else None)
     except subprocess.SubprocessError as error:
         pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
     assert started.returncode == 0, started.stderr

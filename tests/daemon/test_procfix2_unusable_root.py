@@ -15,7 +15,7 @@ import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
-from tests.lsp.test_lspfix_unjudged_cause import PAST_MASK, _bound_by_permissions, effective
+from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
 from .test_dmnfix_log_unseen import _remem
 
@@ -56,7 +56,7 @@ def bound_start(home: Home) -> Iterator[subprocess.CompletedProcess[str]]:
     """`daemon start`, its daemon bound by permissions also when run as root."""
     privileged = os.geteuid() == 0
     try:
-        started = _remem(home, "daemon", "start", preexec=_bound_by_permissions if privileged else None)
+        started = _remem(home, "daemon", "start", preexec=bound_by_permissions if privileged else None)
     except subprocess.SubprocessError as error:
         pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
     try:

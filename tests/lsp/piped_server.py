@@ -4,6 +4,7 @@ the framing, the server process (the `server` fixture) and its `initialize`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import IO, Any
 import pytest
 
 from remem.daemon.home import Home
+from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
 ANSWER_SECONDS = 30
 
@@ -94,3 +96,30 @@ def server(tmp_path: Path) -> Iterator[Server]:
 def initialize(server: Server, msg_id: int = 0) -> None:
     server.send({"id": msg_id, "method": "initialize", "params": {"capabilities": {}}})
     assert "capabilities" in server.answer(msg_id)["result"]
+
+
+@pytest.fixture
+def bound_server(tmp_path: Path) -> Iterator[Server]:
+    """`remem lsp` over pipes, before `initialize`, that permissions bind even when run as root."""
+    home = Home(tmp_path / "home")
+    log = tmp_path / "server.log"
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "lsp"]
+    privileged = os.geteuid() == 0
+    try:
+        with log.open("wb") as stderr:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                preexec_fn=bound_by_permissions if privileged else None,
+            )
+    except subprocess.SubprocessError as error:  # root without CAP_SETPCAP, in some containers
+        pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
+    try:
+        if privileged and (held := effective(process.pid) & PAST_MASK):
+            pytest.skip(f"run as root, whose server holds its way past permissions still (CapEff {held:#x})")
+        yield Server(process, log)
+    finally:
+        process.kill()
+        process.wait()

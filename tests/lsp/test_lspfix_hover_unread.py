@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from remem.daemon.home import Home
+from tests.permissions import modes
 
 from .editor import RECORD
-from .piped_server import Server, initialize, server  # noqa: F401 - the fixture
-from .test_lspfix_unjudged_cause import bound_server, modes  # noqa: F401 - the fixture
+from .piped_server import Server, bound_server, initialize, server  # noqa: F401 - the fixtures
 
 TEXT = RECORD.format(name="{name}", description="a note", type="project", body="Body.\n")
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.permissions import PAST_MASK, PAST_PERMISSIONS, effective, raise_ambient, set_inheritable
+
 from . import test_lspfix_hover_unread, test_lspfix_unjudged_cause
-from .test_lspfix_unjudged_cause import PAST_MASK, PAST_PERMISSIONS, effective, raise_ambient, set_inheritable
 
 BOUND_TESTS = [  # each test that `bound_server` starts the server of
     test_lspfix_unjudged_cause.__file__,

@@ -28,7 +28,7 @@ import pytest
 
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
-from tests.lsp.test_lspfix_unjudged_cause import _bound_by_permissions
+from tests.permissions import bound_by_permissions
 
 from .factory import put
 from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, indexes
@@ -58,7 +58,7 @@ def _run(store: MemoryStore, *args: str) -> subprocess.CompletedProcess[str]:
             capture_output=True,
             text=True,
             env={**os.environ, "REMEM_HOME": str(store.home.root)},
-            preexec_fn=_bound_by_permissions if privileged else None,
+            preexec_fn=bound_by_permissions if privileged else None,
             check=False,
         )
     except subprocess.SubprocessError as error:  # root without CAP_SETPCAP, in some containers
