@@ -329,9 +329,16 @@ async function ensureRoute(ctx: FlowContext): Promise<void> {
   if (!settings.keyReady) await offerRouteFixes(ctx, settings);
 }
 
+// The variable scripts/demo gives its scripted model's per-run key in: DEMO_KEY_ENV of the
+// daemon's consolidation/route.py, which tells the demo's route by it whatever its provider is
+// called (decision 0506). The wire carries the variable (`apiKeyEnv`), not whether it is the demo's;
+// tests/contract/test_demo_key_env.py keeps this copy the daemon's.
+const DEMO_KEY_ENV = 'REMEM_DEMO_MODEL_KEY';
+
 async function offerRouteFixes(ctx: FlowContext, settings: ModelSettings): Promise<void> {
-  // No model chosen is said before a missing key, so the key is not what to offer then.
-  const keyFixes = settings.apiKeyEnv && settings.model !== null;
+  // No model chosen is said before a missing key, so the key is not what to offer then; nor for
+  // the demo's model after the demo, which no key brings back (decision 0511).
+  const keyFixes = settings.apiKeyEnv && settings.apiKeyEnv !== DEMO_KEY_ENV && settings.model !== null;
   const actions = keyFixes ? [ENTER_KEY, SELECT_MODEL, OPEN_SETTINGS] : [SELECT_MODEL, OPEN_SETTINGS];
   const choice = await ctx.ui.warn(`Remem cannot consolidate yet: ${settings.keyProblem ?? 'no model route'}`, ...actions);
   if (choice === ENTER_KEY && (await enterApiKey(ctx, settings.provider)).keyReady) return;

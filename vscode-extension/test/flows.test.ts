@@ -1411,6 +1411,39 @@ test('no model chosen: the route fix offered is the model, not a key it has', as
   assert.ok(!h.sent.some(([id]) => id === 'remem.lsp.consolidate'));
 });
 
+// A demo home after the demo: the route scripts/seed_demo.py writes, as the daemon answers it then.
+const DEMO_ENDED = {
+  ...ROUTE,
+  provider: 'demo',
+  model: 'remem-demo-scripted',
+  providers: ['anthropic', 'deepseek', 'demo', 'ollama', 'openai'],
+  apiKeyEnv: 'REMEM_DEMO_MODEL_KEY',
+  keyReady: false,
+  keyProblem:
+    "`demo` is remem's scripted demo model, which serves only while scripts/demo runs: choose a model of yours " +
+    'with `remem settings model --provider P --model M`, or run scripts/demo again',
+};
+
+test('the demo\'s model after the demo: the route fix offered is a model of the user\'s, not a key (decision 0511)', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = DEMO_ENDED;
+  h.responses['remem/models'] = { ...UNLISTED, provider: 'deepseek', models: ['deepseek-v4-flash'] };
+  h.responses['remem.lsp.selectModel'] = ROUTE;
+  h.warnAnswers.push(flows.SELECT_MODEL);
+  h.picks.push(byLabel('deepseek'), byLabel('deepseek-v4-flash'));
+  await flows.run(() => flows.consolidateSession(h.ctx, 's1'));
+  assert.equal(h.warnings[0], `Remem cannot consolidate yet: ${DEMO_ENDED.keyProblem}`);
+  assert.deepEqual(h.offered[0], [flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.consolidate', { session: 's1' }]);
+  // A provider of the user's own called `demo`, keyed by a variable of theirs, is no demo: its
+  // key is offered, as the daemon asks for it.
+  const own = new Harness();
+  own.responses['remem/settings'] = { ...DEMO_ENDED, apiKeyEnv: 'MY_DEMO_KEY', keyProblem: 'no API key for provider `demo`' };
+  own.warnAnswers.push(undefined);
+  await flows.run(() => flows.consolidateSession(own.ctx, 's1'));
+  assert.deepEqual(own.offered[0], [flows.ENTER_KEY, flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
+});
+
 test('a key stored for a route that still cannot run claims no route', async () => {
   const h = new Harness();
   h.responses['remem.lsp.setApiKey'] = UNCHOSEN;
