@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import sys
 import time
 import uuid
@@ -11,7 +12,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..consolidation.receipts import FAILED
+from ..consolidation.receipts import FAILED, SUCCEEDED, now
 from ..protocol.consolidation import Receipt, Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
@@ -19,6 +20,7 @@ from ..protocol.rpc import (
     UNWRITABLE,
     ConsolidateParams,
     Empty,
+    HistoryLogParams,
     ModelSettings,
     ReceiptsParams,
     ReviewParams,
@@ -29,6 +31,7 @@ from ..protocol.rpc import (
 from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend
+from .memory import project_of
 from .output import (
     EXIT_CONFLICT,
     EXIT_INTERRUPTED,
@@ -67,6 +70,9 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
 
     # Named, so that a Ctrl-C's cancel stops this run alone, never another's it may wait for.
     params = ConsolidateParams(session=session_id, run=uuid.uuid4().hex)
+    # A receipt completed before this moment is an earlier review's, returned as it was: the
+    # answer does not say so, and receipts are stamped by this machine's clock too.
+    asked_at = now()
     try:
         result = backend.api(listener=show_progress).consolidate(params)
     except RpcError as exc:
@@ -87,9 +93,16 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         if result.repeats is not None:
             said += f"; its evidence is what review {result.repeats} read, so no model was asked"
         say(said if why is None else f"{said}: {one_line(why)}")
-        if result.changes:
-            for line in _changes_said(backend, result.review, {}):
-                say(f"  {line}")
+        read = _receipt_and_turns(backend, result.review) if result.status in SUCCEEDED else None
+        if read is not None:
+            receipt, turns = read
+            if result.changes:
+                for line in _changes_said(backend, receipt, {receipt.source.session: turns}):
+                    say(f"  {line}")
+            for line in _history_said(receipt):
+                say(line)
+            if receipt.completedAt is not None and receipt.completedAt < asked_at:
+                say(_earlier_said(backend, receipt))
     if result.status is Status.CANCELLED and not backend.use_daemon:
         sys.exit(EXIT_INTERRUPTED)  # in this process only Ctrl-C cancels (asyncio turns it into a cancel)
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
@@ -128,6 +141,61 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
             )
         lines.append(said)
     return lines
+
+
+def _history_said(receipt: Receipt) -> list[str]:
+    """The history entries `receipt`'s commits made, as its summary names them, and the reverts
+    that undo them: one a memory it changed (each also takes back that memory's later changes)."""
+    link = receipt.history
+    entries = [] if link is None else [
+        (scope, entry)
+        for scope, entry in (("workspace", link.workspaceEntry), ("Global", link.globalEntry))
+        if entry
+    ]  # fmt: skip
+    if not entries:
+        return []
+    undo = "; ".join(f"remem memory revert --before {entry[:12]}" for _, entry in entries)
+    return [
+        f"History: {', '.join(f'{scope} {entry[:12]}' for scope, entry in entries)} "
+        "(`remem memory diff ENTRY` shows one)",
+        f"To undo it: {undo}",
+    ]
+
+
+def _earlier_said(backend: Backend, receipt: Receipt) -> str:
+    """That `receipt` is an earlier review's, and whether memory it changed has changed since."""
+    said = (
+        f"This is the receipt of an earlier review (completed {receipt.completedAt}): "
+        "nothing was reviewed again"
+    )
+    moved = [
+        log for log, cwd, entry in _logs_of(backend, receipt) if _newest(backend, cwd) not in (None, entry)
+    ]
+    return f"{said}; memory has changed since (see `{'`, `'.join(moved)}`)." if moved else f"{said}."
+
+
+def _logs_of(backend: Backend, receipt: Receipt) -> list[tuple[str, str | None, str]]:
+    """Each memory `receipt`'s review changed whose log can be read: the `memory log` that
+    lists it, its project folder (None: Global), and the review's entry there."""
+    link = receipt.history
+    logs: list[tuple[str, str | None, str]] = []
+    if link is not None and link.workspaceEntry:
+        project = project_of(backend, receipt.target.workspace)
+        if project is not None:
+            logs.append((f"remem memory log --cwd {shlex.quote(project)}", project, link.workspaceEntry))
+    if link is not None and link.globalEntry:
+        logs.append(("remem memory log --global", None, link.globalEntry))
+    return logs
+
+
+def _newest(backend: Backend, cwd: str | None) -> str | None:
+    """The newest history entry of the workspace of `cwd` (None: Global); None when it cannot
+    be read now."""
+    try:
+        entries = backend.api(start=False).memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False)).entries
+    except Exception:  # only whether memory moved goes unsaid
+        return None
+    return entries[0].id if entries else None
 
 
 def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[TurnRow]] | None:
@@ -189,6 +257,8 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         if error:
             say(f"    {one_line(error)}")
         for line in _changes_said(backend, r, turns) if r.changes else ():
+            say(f"    {line}")
+        for line in _history_said(r):
             say(f"    {line}")
     for bad in found.errors:
         say(f"error: {one_line(bad.path)}: {one_line(bad.message)}", err=True)

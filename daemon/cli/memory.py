@@ -426,7 +426,7 @@ def _later_changes(
     if count > SHOWN_LATER:
         assert held is not None  # the log was read
         key = held.entry.workspace
-        where = "--global" if key is None else f"--cwd {shlex.quote(_project_of(backend, key) or '')}"
+        where = "--global" if key is None else f"--cwd {shlex.quote(project_of(backend, key) or '')}"
         said.append(f"  ... and {count - SHOWN_LATER} more (`remem memory log {where}` lists them)")
     return said
 
@@ -437,7 +437,7 @@ def _entries_after(
     """The newest of the entries between ENTRY (`named`: its id, or the start of it) and the
     revert, newest first, with their stat, and how many there are; None when the scope's log
     cannot be asked for (a workspace whose project folder is unknown) or does not hold them."""
-    cwd = None if workspace is None else _project_of(backend, workspace)
+    cwd = None if workspace is None else project_of(backend, workspace)
     if workspace is not None and cwd is None:
         return None
     api = backend.api(start=False)
@@ -495,11 +495,11 @@ def _show_workspace(backend: Backend, key: str) -> str:
     here = _current_workspace()
     if here is not None and here.key == key:
         return SHOW
-    project = _project_of(backend, key)
+    project = project_of(backend, key)
     return f"{SHOW} --cwd {shlex.quote(project) if project else '<its project folder>'}"
 
 
-def _project_of(backend: Backend, key: str) -> str | None:
+def project_of(backend: Backend, key: str) -> str | None:
     """The project folder of workspace `key`, as its workspace.json names it; None when it
     names none (its folder recreated by a revert), or one that is not `key`'s."""
     from ..memory.store import WORKSPACE_INFO, WORKSPACE_INFO_MAX_BYTES, WorkspaceInfo

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from tests.consolidation.conftest import OLD, configure, proposal, put
 from tests.fake_openai import FakeOpenAI, tool_call
@@ -51,4 +52,12 @@ def test_receipts_whose_turns_are_past_the_answer_cap_are_listed_without_turns(
     listed = remem(home, "receipts")
 
     assert listed.returncode == 0, (listed.stdout, listed.stderr)
-    assert listed.stdout.splitlines()[1:] == ["    added prefer-uv (feedback) ← lines 1–2", "1 receipt(s)"]
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.history is not None and receipt.history.workspaceEntry is not None
+    entry = receipt.history.workspaceEntry[:12]
+    assert listed.stdout.splitlines()[1:] == [
+        "    added prefer-uv (feedback) ← lines 1–2",
+        f"    History: workspace {entry} (`remem memory diff ENTRY` shows one)",
+        f"    To undo it: remem memory revert --before {entry}",
+        "1 receipt(s)",
+    ]
