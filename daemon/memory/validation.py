@@ -614,8 +614,15 @@ def _name_rule_broken(value: str) -> str:
         return "the name is empty; use lowercase letters, digits and hyphens, e.g. `prefer-uv`"
     if len(value) > NAME_MAX:
         return f"the name is {len(value)} characters long; at most {NAME_MAX} are allowed"
-    if value != value.lower() and _NAME.fullmatch(value.lower()):
-        return f"names are lowercase; use `{value.lower()}`"
+    lowered = value.lower()
+    if value != lowered and _NAME.fullmatch(lowered):
+        # No advice the next check refuses (`MEMORY`: `memory` is reserved): it says both at once.
+        refused = _name_rules(lowered)
+        return (
+            f"names are lowercase; use `{lowered}`"
+            if refused is None
+            else f"names are lowercase, and {refused[1]}"
+        )
     bad = sorted({ch for ch in value if not (ch.isascii() and (ch.isalnum() or ch == "-"))})
     if bad:
         shown = " ".join(f"`{ch}`" for ch in bad)
