@@ -107,3 +107,14 @@ def test_a_revert_conflict_hints_in_the_entrys_workspace_and_names_globals_revis
         f"conflict: the memory of workspace {workspace.key} is at {now}, not {EMPTY}; "
         f"re-read it (`remem memory show --cwd {workspace.cwd}`) and retry\n",
     )
+
+    # A Global entry, its revert given the revision of the workspace it runs in.
+    monkeypatch.chdir(workspace.cwd)
+    global_entry = store.history.log(None)[0].id
+    copied = remem(home, "memory", "revert", global_entry, "--expected-revision", now)
+    assert (copied.returncode, copied.stderr) == (
+        3,
+        f"conflict: Global memory is at {global_revision}, not {now}; {now} is the revision of this "
+        f"workspace's memory ({workspace.key}); a revert of a Global entry takes Global memory's "
+        "(see `remem memory show`)\n",
+    )
