@@ -197,7 +197,8 @@ def first_local_root(roots: list[Any]) -> str | None:
 
 
 def local_path(uri: str) -> str | None:
-    """The absolute local folder a `file://` URI names, lexically normalised; None for others."""
+    """The absolute local folder a `file://` URI names, lexically normalised; None for others,
+    and for one that names no folder that exists."""
     parsed = urlparse(uri)
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return None
@@ -214,4 +215,14 @@ def local_path(uri: str) -> str | None:
         return None
     if not os.path.isabs(path) or "\0" in path:
         return None
-    return os.path.abspath(path)
+    folder = os.path.abspath(path)
+    if not os.path.isdir(folder):
+        # A folder of the client's machine, or one since removed: memory started for it would be
+        # read by no project, and new memory is started only in a folder that exists (decision
+        # 0508, as `--cwd` and `memory apply` take none other).
+        log.warning(
+            "the client's root %r names no folder on this machine (nothing is there, or no folder); skipped",
+            uri[:SHOWN_URI_CHARS],
+        )
+        return None
+    return folder

@@ -113,3 +113,31 @@ async def test_a_server_started_in_a_folder_not_named_in_utf8_says_so_or_works_i
     store.commit_workspace(workspace, EMPTY, [put_change("root-fact")])
     async with agent(home, None, roots=[project], command=wrapper) as session:
         assert "root-fact" in await session.context()
+
+
+async def test_a_root_at_which_no_folder_stands_is_skipped_and_starts_no_memory(
+    home: Home, store: MemoryStore, project: Path, tmp_path: Path
+) -> None:
+    """Such a root was the workspace: `memory_update` started memory for a folder no project
+    reads, which `memory apply` refuses (decision 0396). Skipped as a root not UTF-8 is, the next
+    root (else the start folder) is the workspace, and the server's log says so (decision 0508)."""
+    missing, a_file, start = tmp_path / "x-nonexistent", tmp_path / "a-file", tmp_path / "start"
+    a_file.write_text("not a folder\n")
+    start.mkdir()
+    log = tmp_path / "server.log"
+    keep_log = ["/bin/sh", "-c", 'exec "$@" 2>>"$0"', str(log)]  # the server's stderr, kept
+    for roots, chosen in (([missing, a_file, project], project), ([missing], start)):
+        async with agent(home, None, roots=roots, start_dir=start, command=keep_log) as session:
+            await session.context()
+            written = await session.update(put(f"in-{chosen.name}"))
+        assert not written.is_error, text_of(written)
+        assert f"in-{chosen.name}" in {
+            r.name for r in store.read_workspace(WorkspaceId.from_cwd(chosen)).records
+        }
+    for folder in (missing, a_file):
+        assert not store.folder(WorkspaceId.from_cwd(folder)).exists(), folder
+    logged = log.read_text()
+    assert logged.count(f"the client's root '{missing.as_uri()}' names no folder on this machine") == 2, (
+        logged
+    )
+    assert logged.count(f"the client's root '{a_file.as_uri()}' names no folder on this machine") == 1, logged
