@@ -56,6 +56,7 @@ from .context_watch import ContextWatch
 from .limits import MAX_UPDATE_BYTES, UpdateBudget
 from .link import MemoryLink
 from .tools import UPDATE, UpdateArguments, argument_problems
+from .tools import shown as quoted
 
 NOT_READ = (
     "You have not loaded memory in this session yet: call memory_context first. memory_update only "
@@ -364,8 +365,9 @@ def _problem_line(problem: dict[str, Any], changes: Sequence[AgentChange]) -> st
 
 
 def _label(change: AgentChange) -> str:
+    """The change a problem is about, its name as the agent sent it: on one line, cut short."""
     if isinstance(change, PutChange):
-        return f" (put `{change.record.name}`)"
+        return f" (put `{quoted(change.record.name)}`)"
     if isinstance(change, DeleteChange):
-        return f" (delete `{change.name}`)"
+        return f" (delete `{quoted(change.name)}`)"
     return " (replace-global)"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, TypeAdapter
 
 from ..protocol.memory import Change, DeleteChange, PutChange, Record
+from ..validation import one_line
 from .canonical import canonical_bytes, canonicalize, decode
 from .diagnostics import Diagnostic, Severity
 from .index import render_index
@@ -19,10 +20,16 @@ from .revision import global_revision, workspace_revision
 from .validation import validate_global, validate_workspace
 
 CHANGES = TypeAdapter(list[Change])
+_SHOWN_NAME_CHARS = 60  # of a name a change sent, quoted back in a problem (it may be 252 long)
 
 
 def change_name(change: PutChange | DeleteChange) -> str:
     return change.record.name if isinstance(change, PutChange) else change.name
+
+
+def _shown_name(name: str) -> str:
+    """A name a change sent, as a problem quotes it: one line, cut after `_SHOWN_NAME_CHARS`."""
+    return one_line(name if len(name) <= _SHOWN_NAME_CHARS else f"{name[:_SHOWN_NAME_CHARS]}…")
 
 
 class Problem(BaseModel):
@@ -129,12 +136,13 @@ def _batch_problems(current: dict[str, bytes], changes: list[PutChange | DeleteC
     seen: dict[str, int] = {}
     for number, change in enumerate(changes):
         name = change_name(change)
+        shown = _shown_name(name)
         if name.casefold() in seen:
             problems.append(
                 Problem(
                     code="remem/batch-duplicate-name",
                     change=number,
-                    message=f"changes {seen[name.casefold()]} and {number} both touch `{name}`; "
+                    message=f"changes {seen[name.casefold()]} and {number} both touch `{shown}`; "
                     "a batch changes each record at most once",
                 )
             )
@@ -144,7 +152,7 @@ def _batch_problems(current: dict[str, bytes], changes: list[PutChange | DeleteC
                 Problem(
                     code="remem/delete-missing",
                     change=number,
-                    message=f"deletes `{name}`, which does not exist; re-read the "
+                    message=f"deletes `{shown}`, which does not exist; re-read the "
                     "workspace and drop this change",
                 )
             )

@@ -8,6 +8,12 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 RECORD_SUFFIX = ".md"
+# The longest record name a client may send: a file name's 255 bytes (`fsutil.NAME_MAX`, which
+# the protocol may not import) less `.md`, so any record file a workspace can hold, one named by
+# hand past the validator's 64 characters too, can be named to delete it. Anything longer names
+# no file, and a refusal quoting it could be as long as the request (decision 0508).
+NAME_SENT_MAX = 255 - len(RECORD_SUFFIX)
+RecordName = Annotated[str, Field(max_length=NAME_SENT_MAX)]
 # How what a client sends is read: no field the model lacks, and each value of the JSON type the
 # schema names, never coerced to it (decision 0475). Every request's params (`rpc._Params`, a
 # fork's request), and the records and changes of a batch.
@@ -19,7 +25,7 @@ class Record(BaseModel):
     """One memory record as agents and the wire see it; `content` is the Markdown body."""
 
     model_config = STRICT
-    name: str
+    name: RecordName
     description: str
     type: str
     content: str
@@ -38,7 +44,7 @@ class PutChange(BaseModel):
 class DeleteChange(BaseModel):
     model_config = STRICT
     action: Literal["delete"]
-    name: str
+    name: RecordName
 
 
 Change = Annotated[PutChange | DeleteChange, Field(discriminator="action")]

@@ -69,7 +69,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 #     the stat only (`patch: false`).
 # 34: consolidation/settings/read (and select, credentials/set) answer `model: null` while the
 #     provider has no default model and none is chosen (decision 0493).
-PROTOCOL_VERSION = 34
+# 35: a record's name, in a put and a delete, is at most 252 characters (decision 0508).
+PROTOCOL_VERSION = 35
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
