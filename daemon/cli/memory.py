@@ -332,28 +332,30 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
 
     def conflict(now: str) -> str:
         # Asked only now: a conflict is rare, and the entry alone says which scope it changed.
+        # Without --expected-revision, it is the revision the revert was planned from.
+        expected = expected_revision or "the revision the revert was planned from"
         try:
             workspace = api.memory_show_at(HistoryEntryParams(entry=entry)).entry.workspace
         except RpcError:
-            return f"the scope entry {entry} changed is at {now}, not {expected_revision}; {_retry()}"
-        assert expected_revision is not None  # a revert planned on no revision never conflicts
+            return f"the scope entry {entry} changed is at {now}, not {expected}; {_retry()}"
         if workspace is None:
             here = _current_workspace()
-            hint = _retry() if here is None else _retry_hint(
+            hint = _retry() if here is None or expected_revision is None else _retry_hint(
                 expected_revision,
                 _revision_of(lambda: api.read_workspace(WorkspaceParams(cwd=here.cwd)).revision),
                 f"the revision of this workspace's memory ({here.key})",
                 "a revert of a Global entry takes Global memory's",
             )  # fmt: skip
-            return f"Global memory is at {now}, not {expected_revision}; {hint}"
-        hint = _retry_hint(
+            return f"Global memory is at {now}, not {expected}; {hint}"
+        show = _show_workspace(backend, workspace)
+        hint = _retry(show) if expected_revision is None else _retry_hint(
             expected_revision,
             _revision_of(lambda: api.read_global(Empty()).revision),
             "Global memory's revision",
             "a revert of a workspace's entry takes the workspace's",
-            _show_workspace(backend, workspace),
-        )
-        return f"the memory of workspace {workspace} is at {now}, not {expected_revision}; {hint}"
+            show,
+        )  # fmt: skip
+        return f"the memory of workspace {workspace} is at {now}, not {expected}; {hint}"
 
     try:
         _commit(
