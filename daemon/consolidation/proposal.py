@@ -27,7 +27,7 @@ from ..memory.batch import (
     plan_workspace,
 )
 from ..protocol.consolidation import EvidenceRange
-from ..protocol.memory import DeleteChange, PutChange, Record
+from ..protocol.memory import DeleteChange, PutChange, Record, RecordName
 
 TOOL_NAME = "memory_review_propose"
 
@@ -37,7 +37,7 @@ class _Closed(BaseModel):
 
 
 class ProposedRecord(_Closed):
-    name: str
+    name: RecordName  # what the store's changes carry: a longer one is the model's to fix
     description: str
     type: Literal["feedback", "project", "reference"]
     content: str
@@ -57,7 +57,7 @@ class Put(_Closed):
 
 class Delete(_Closed):
     action: Literal["delete"]
-    name: str
+    name: RecordName
     evidence: list[EvidenceRange] = Field(min_length=1)
 
 

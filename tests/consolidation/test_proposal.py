@@ -163,3 +163,16 @@ def test_a_change_holding_a_credential_is_refused_without_repeating_it(
 
 def test_naming_where_a_secret_lives_is_not_refused() -> None:
     assert plan(put("db", content="The staging password is in $STAGING_DB_PASSWORD (1Password).\n"))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [put("n" * 300), {"action": "delete", "name": "n" * 300, "evidence": EV}],
+    ids=["put", "delete"],
+)
+def test_a_name_past_what_a_change_may_carry_is_sent_back_to_the_model(change: dict[str, Any]) -> None:
+    # A name the store's change models refuse must be a problem for the model to fix, not a
+    # ValidationError out of the plan that ends the attempt as remem's own failure.
+    said = problems(change)
+    assert len(said) == 1 and "name" in said[0] and "252" in said[0]
+    assert "n" * 61 not in said[0], "the name is not quoted back"
