@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import SPAWNED_ENV
 from remem.daemon.home import Home
 from remem.daemon.server.log_cap import LOG_CAP_ENV
 
@@ -43,3 +46,15 @@ def run_capped(home: Home, script: str, *args: str) -> subprocess.CompletedProce
         [sys.executable, "-c", _LOGGING_AS_A_DAEMON + script, str(home.root), *args],
         capture_output=True, text=True, timeout=60, env={**os.environ, LOG_CAP_ENV: str(CAP)},
     )  # fmt: skip
+
+
+def remem_logging_capped(
+    home: Home, *args: str, preexec: Callable[[], None] | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The CLI through the daemon, the log's cap `CAP`."""
+    environment = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, SPAWNED_ENV)}
+    environment.update({LOG_CAP_ENV: str(CAP), **env})
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=environment, preexec_fn=preexec
+    )

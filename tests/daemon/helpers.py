@@ -1,5 +1,6 @@
-"""Daemon test helpers: the CLI as a subprocess, a crash at a fault point, calls on one connection
-(and `wait_until`, from tests/waiting.py, which the daemon tests import from here)."""
+"""Daemon test helpers: the CLI as a subprocess, a crash at a fault point and the points a run
+reaches, calls on one connection, the process waiting for a lock (and `wait_until`, from
+tests/waiting.py, which the daemon tests import from here)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,3 +68,30 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+class Reached:
+    """Armed in place of a fault point's name: equal to none, it records every one reached."""
+
+    def __init__(self) -> None:
+        self.points: Counter[str] = Counter()
+
+    def __eq__(self, name: object) -> bool:
+        self.points[str(name)] += 1
+        return False
+
+    def crashes(self) -> set[str]:
+        """Every `REMEM_FAULTPOINT` value that kills the run somewhere: each hit of each point."""
+        return {p if n == 1 else f"{p}@{n}" for p, hits in self.points.items() for n in range(1, hits + 1)}
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def waiting_for(lock: Path) -> int | None:
+    """The process that waits for the flock on `lock` someone else holds (Linux's /proc/locks)."""
+    inode = f":{os.stat(lock).st_ino}"
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[1:3] == ["->", "FLOCK"] and fields[6].endswith(inode):
+            return int(fields[5])
+    return None

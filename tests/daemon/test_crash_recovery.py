@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from tests.consolidation.conftest import Source, both_scopes
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.forks.points import BEFORE_PUBLISH
 
-from .helpers import crash_at, remem
+from .helpers import Reached, crash_at, remem
 
 pytestmark = pytest.mark.slow
 
@@ -84,26 +83,9 @@ def mode(request: pytest.FixtureRequest, fake: FakeOpenAI, monkeypatch: pytest.M
     return str(request.param)
 
 
-class _Reached:
-    """Armed in place of a fault point's name: equal to none, it records every one reached."""
-
-    def __init__(self) -> None:
-        self.points: Counter[str] = Counter()
-
-    def __eq__(self, name: object) -> bool:
-        self.points[str(name)] += 1
-        return False
-
-    def crashes(self) -> set[str]:
-        """Every `REMEM_FAULTPOINT` value that kills the run somewhere: each hit of each point."""
-        return {p if n == 1 else f"{p}@{n}" for p, hits in self.points.items() for n in range(1, hits + 1)}
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 @pytest.fixture
-def reached(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Reached]:
-    recorder = _Reached()
+def reached(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reached]:
+    recorder = Reached()
     monkeypatch.setattr(faults, "_ARMED", (recorder, 0))
     yield recorder
 
@@ -121,7 +103,7 @@ def attempts(home: Home, review: str) -> list[tuple[int, str, str | None]]:
 
 
 def test_the_points_are_those_a_consolidation_reaches(
-    home: Home, fake: FakeOpenAI, source: Source, reached: _Reached
+    home: Home, fake: FakeOpenAI, source: Source, reached: Reached
 ) -> None:
     fake.reply(tool_call(both_scopes(source)))
     result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))

@@ -19,6 +19,7 @@ from remem.daemon import client as daemon_client
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
+from tests.daemon.helpers import waiting_for
 from tests.waiting import wait_until
 
 
@@ -28,16 +29,6 @@ def _waits_for_lock(pid: int) -> bool:
         line.split()[1:3] == ["->", "FLOCK"] and line.split()[5] == str(pid)
         for line in Path("/proc/locks").read_text().splitlines()
     )
-
-
-def _waiting_for(lock: Path) -> int | None:
-    """The process that waits for the flock on `lock` someone else holds (Linux's /proc/locks)."""
-    inode = f":{os.stat(lock).st_ino}"
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()
-        if fields[1:3] == ["->", "FLOCK"] and fields[6].endswith(inode):
-            return int(fields[5])
-    return None
 
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
@@ -71,7 +62,7 @@ def test_a_spawned_daemon_stopped_while_it_starts_is_said_at_once_with_its_signa
     with open(global_lock, "a+b") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # its start waits for it, as in the test above
         process, since = daemon_client._spawn(paths)
-        wait_until(lambda: _waiting_for(global_lock) == process.pid, what="the daemon's start")
+        wait_until(lambda: waiting_for(global_lock) == process.pid, what="the daemon's start")
         process.send_signal(signal.SIGTERM)
     with pytest.raises(DaemonUnavailable) as failed:
         daemon_client._wait_for_status(paths, process, None, since, time.monotonic() + 30)

@@ -9,33 +9,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.client import SPAWNED_ENV
 from remem.daemon.home import Home
-from remem.daemon.server.log_cap import LOG_CAP_ENV
 from remem.daemon.server.runtime import DaemonPaths
 from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
-from .capped_log import CAP, run_capped
+from .capped_log import CAP, remem_logging_capped, run_capped
 from .helpers import wait_until
-
-
-def _remem(
-    home: Home, *args: str, preexec: Callable[[], None] | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    """The CLI through the daemon, the log's cap `CAP`."""
-    environment = {k: v for k, v in os.environ.items() if k not in (NO_DAEMON_ENV, SPAWNED_ENV)}
-    environment.update({LOG_CAP_ENV: str(CAP), **env})
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=60, env=environment, preexec_fn=preexec
-    )
 
 
 @pytest.fixture
@@ -44,7 +29,9 @@ def bound(home: Home) -> Iterator[int]:
     test_lspfix_unjudged_cause)."""
     privileged = os.geteuid() == 0
     try:
-        started = _remem(home, "daemon", "start", preexec=bound_by_permissions if privileged else None)
+        started = remem_logging_capped(
+            home, "daemon", "start", preexec=bound_by_permissions if privileged else None
+        )
     except subprocess.SubprocessError as error:
         pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
     assert started.returncode == 0, started.stderr
@@ -54,7 +41,7 @@ def bound(home: Home) -> Iterator[int]:
             pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
         yield pid
     finally:
-        _remem(home, "daemon", "stop")
+        remem_logging_capped(home, "daemon", "stop")
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux's /proc/PID/fd")
@@ -81,7 +68,9 @@ def test_a_full_log_in_an_unsearchable_folder_is_said_and_the_daemon_stays_finda
     # full log aside, and the next goes on in a fresh one: each client whose Claude Code folder
     # the daemon does not read is logged once.
     for other in ("a-claude-folder", "another-claude-folder"):
-        asked = _remem(home, "daemon", "status", CLAUDE_CONFIG_DIR=str(home.root.parent / other))
+        asked = remem_logging_capped(
+            home, "daemon", "status", CLAUDE_CONFIG_DIR=str(home.root.parent / other)
+        )
         assert asked.returncode == 0, asked.stderr
     assert paths.old_log.read_text().splitlines()[-1] == said
     fresh = paths.log.read_text().splitlines()
@@ -94,13 +83,13 @@ def test_a_full_log_in_an_unsearchable_folder_is_said_and_the_daemon_stays_finda
 def test_a_daemon_run_by_hand_with_another_value_of_the_spawned_variable_exits_0(
     home: Home, value: str
 ) -> None:
-    assert _remem(home, "daemon", "start").returncode == 0
+    assert remem_logging_capped(home, "daemon", "start").returncode == 0
     try:
-        ran = _remem(home, "daemon", "run", **{SPAWNED_ENV: value})
+        ran = remem_logging_capped(home, "daemon", "run", **{SPAWNED_ENV: value})
         assert ran.returncode == 0, (ran.stdout, ran.stderr)
         assert ran.stdout.startswith(f"remem daemon already running for {home.root} (pid "), ran.stdout
     finally:
-        _remem(home, "daemon", "stop")
+        remem_logging_capped(home, "daemon", "stop")
 
 
 # The daemon's log capped as a spawned daemon's is, in a process of its own where moving the log

@@ -23,8 +23,7 @@ from remem.daemon.home import Home
 from remem.daemon.server.log_cap import LOG_CAP_ENV
 from remem.daemon.server.runtime import DaemonPaths
 
-from .helpers import remem, wait_until
-from .test_daemon_run_signals import _waiting_for
+from .helpers import remem, wait_until, waiting_for
 
 
 def test_a_client_whose_daemon_finds_another_serving_reaches_that_one(home: Home) -> None:
@@ -87,7 +86,7 @@ def test_a_daemon_stopped_while_it_starts_is_said_so_whatever_its_log_says(
     with open(global_lock, "a+b") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # its start waits for it (test_daemon_run_signals)
         process, since = daemon_client._spawn(paths)
-        wait_until(lambda: _waiting_for(global_lock) == process.pid, what="the daemon's start")
+        wait_until(lambda: waiting_for(global_lock) == process.pid, what="the daemon's start")
         process.send_signal(signal.SIGTERM)
     assert "\nremem daemon already running for x" in paths.log.read_text()[since:]
     with pytest.raises(DaemonUnavailable) as failed:

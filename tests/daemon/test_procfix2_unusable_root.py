@@ -17,7 +17,7 @@ from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
-from .test_dmnfix_log_unseen import _remem
+from .capped_log import remem_logging_capped
 
 
 def configure(home: Home, root: str) -> None:
@@ -29,9 +29,9 @@ def configure(home: Home, root: str) -> None:
 def served(home: Home) -> tuple[str, dict[str, object]]:
     """What `sessions list` says (through the daemon: its root's errors on standard error),
     and the daemon's watch status."""
-    listed = _remem(home, "sessions", "list")
+    listed = remem_logging_capped(home, "sessions", "list")
     assert listed.returncode == 0, listed.stderr
-    status = _remem(home, "daemon", "status", "--json")
+    status = remem_logging_capped(home, "daemon", "status", "--json")
     assert status.returncode == 0, status.stderr
     return listed.stderr + listed.stdout, json.loads(status.stdout)["watch"]
 
@@ -42,13 +42,13 @@ def test_a_root_holding_a_nul_is_refused_by_the_settings(home: Home, tmp_path: P
     root = f"{tmp_path / 'sessions'}\0x"
     configure(home, root)
     try:
-        said = _remem(home, "sessions", "list")
+        said = remem_logging_capped(home, "sessions", "list")
         assert said.returncode == 2, said
         assert f"sessions.roots.0: {root!r} holds a NUL character, which no file name can" in said.stderr, (
             said
         )
     finally:
-        _remem(home, "daemon", "stop")
+        remem_logging_capped(home, "daemon", "stop")
 
 
 @pytest.fixture
@@ -56,7 +56,9 @@ def bound_start(home: Home) -> Iterator[subprocess.CompletedProcess[str]]:
     """`daemon start`, its daemon bound by permissions also when run as root."""
     privileged = os.geteuid() == 0
     try:
-        started = _remem(home, "daemon", "start", preexec=bound_by_permissions if privileged else None)
+        started = remem_logging_capped(
+            home, "daemon", "start", preexec=bound_by_permissions if privileged else None
+        )
     except subprocess.SubprocessError as error:
         pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
     try:
@@ -65,7 +67,7 @@ def bound_start(home: Home) -> Iterator[subprocess.CompletedProcess[str]]:
             pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
         yield started
     finally:
-        _remem(home, "daemon", "stop")
+        remem_logging_capped(home, "daemon", "stop")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 from remem.daemon.home import Home
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
-from .test_dmnfix_log_unseen import _remem
+from .capped_log import remem_logging_capped
 
 
 def test_a_root_whose_name_is_too_long_is_said_unreadable_and_the_others_listed(
@@ -24,13 +24,13 @@ def test_a_root_whose_name_is_too_long_is_said_unreadable_and_the_others_listed(
     roots = "".join(f"\n    - {json.dumps(str(root))}" for root in (sound, long))
     home.settings_file.write_text(f"daemon:\n  idle_minutes: 2\nsessions:\n  roots:{roots}\n")
     try:
-        listed = _remem(home, "sessions", "list")
+        listed = remem_logging_capped(home, "sessions", "list")
         assert listed.returncode == 0, listed.stderr  # "the daemon failed on sessions/list, a bug"
         said = listed.stderr + listed.stdout
         assert "1 session(s), 1 unreadable" in said, said
         assert "session root cannot be looked into (File name too long)" in said, said
     finally:
-        _remem(home, "daemon", "stop")
+        remem_logging_capped(home, "daemon", "stop")
 
 
 def test_a_listing_of_only_such_a_root_says_where_it_looked(home: Home, tmp_path: Path) -> None:
@@ -41,10 +41,10 @@ def test_a_listing_of_only_such_a_root_says_where_it_looked(home: Home, tmp_path
         f"daemon:\n  idle_minutes: 2\nsessions:\n  roots:\n    - {json.dumps(str(long))}\n"
     )
     try:
-        listed = _remem(home, "sessions", "list")
+        listed = remem_logging_capped(home, "sessions", "list")
         assert listed.returncode == 0, listed.stderr
         assert "session root cannot be looked into (File name too long)" in listed.stderr, listed.stderr
         # Said unreadable above, so not called "not found" among the folders looked in.
         assert f"  {long}\n" in listed.stderr, listed.stderr
     finally:
-        _remem(home, "daemon", "stop")
+        remem_logging_capped(home, "daemon", "stop")

@@ -34,8 +34,7 @@ from remem.daemon.protocol.consolidation import Status
 from remem.daemon.protocol.rpc import AgentContextParams
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV, both_scopes, configure, write_source
-from tests.daemon.helpers import calls, remem, wait_until
-from tests.daemon.test_crash_recovery import _Reached
+from tests.daemon.helpers import Reached, calls, remem, wait_until
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.fifo import released
 from tests.memory.history_packs import NEVER
@@ -212,7 +211,7 @@ def test_the_points_are_those_a_settle_reaches(
     copy: tuple[Home, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home, _ = copy
-    recorder = _Reached()
+    recorder = Reached()
     monkeypatch.setattr(faults, "_ARMED", (recorder, 0))
     # A merge of the small packs runs at an entry whose commit id (which holds its time) is a
     # multiple of PACK_EVERY: its points are no settle's own, reached one run in 32 otherwise.
