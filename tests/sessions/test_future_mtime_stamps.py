@@ -22,7 +22,7 @@ from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.writer import SessionWriter
 from tests.sessions.factory import SessionSpec, build_session
-from tests.sessions.test_relist_fixed_costs import _settle, _watching
+from tests.sessions.stamped_reads import settle, watching
 
 AN_HOUR_AHEAD = 3600
 
@@ -41,14 +41,14 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     registry.write_text(json.dumps({"global": {"archivedSessionIds": []}}))
     ahead = time.time() + AN_HOUR_AHEAD
     os.utime(registry, (ahead, ahead))
-    _settle(registry)
+    settle(registry)
     return root
 
 
 def _relisted_reads(listing: Callable[[], object]) -> list[str]:
     """What the second of two listings opens of the files besides the logs."""
     listing()
-    with _watching() as opened:
+    with watching() as opened:
         listing()
     return opened
 

@@ -9,50 +9,18 @@ the real `open` calls.
 from __future__ import annotations
 
 import json
-import os
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.home import Home
-from remem.daemon.memory.stamps import RACY_NS
 from remem.daemon.sessions.catalog import SessionCatalog
 from remem.daemon.sessions.metadata import SessionMetadata
 from remem.daemon.sessions.writer import SessionWriter
 from tests.sessions.factory import SessionSpec, build_session
+from tests.sessions.stamped_reads import WATCHED, settle, watching
 
 CWD = "/home/dev/projects/demo"
-WATCHED = ("session-meta.json", "workspace.json")
-_opened: list[list[str]] = []  # the names opened while a `_watching` block runs
-
-
-def _heard(event: str, args: tuple[object, ...]) -> None:
-    if event == "open" and _opened and isinstance(args[0], str | bytes | os.PathLike):
-        name = os.path.basename(os.fsdecode(args[0]))
-        if name in WATCHED:
-            _opened[-1].append(name)
-
-
-sys.addaudithook(_heard)  # for good (a hook cannot be removed): it only records inside `_watching`
-
-
-@contextmanager
-def _watching() -> Iterator[list[str]]:
-    _opened.append([])
-    try:
-        yield _opened[-1]
-    finally:
-        _opened.pop()
-
-
-def _settle(*paths: Path) -> None:
-    """Wait until every file's stamp is old enough to be trusted (its ctime cannot be set back)."""
-    latest = max(p.stat().st_ctime_ns for p in paths)
-    time.sleep(max(0, latest + RACY_NS - time.time_ns()) / 1e9 + 0.1)
 
 
 def test_a_relist_reads_titles_and_archive_lists_again_only_when_their_files_changed(
@@ -72,22 +40,22 @@ def test_a_relist_reads_titles_and_archive_lists_again_only_when_their_files_cha
     metadata.update(draft.header.id, None, title="Named")
     [first] = catalog.listing().sessions
     assert first.title == "Named"
-    _settle(metadata.path, registry)
+    settle(metadata.path, registry)
     # What the first listing read, it read within the racy window of the files' last change:
     # the next listing reads them again, and keeps what it read (decision 0489).
-    with _watching() as opened:
+    with watching() as opened:
         catalog.listing()
     assert sorted(opened) == sorted(WATCHED)
 
     writer.append(draft.batches[1])
-    with _watching() as opened:
+    with watching() as opened:
         [grown] = catalog.listing().sessions
     assert grown.turns == first.turns + 1 and grown.title == "Named"
     assert opened == [], "both files' settled stamps prove them unchanged"
 
     metadata.update(draft.header.id, None, title="Renamed")
     registry.write_text(json.dumps({"global": {"archivedSessionIds": [draft.header.id]}}))
-    with _watching() as opened:
+    with watching() as opened:
         [entry], _ = catalog.entries()
     assert entry.summary.title == "Renamed" and entry.archived is True
     assert sorted(opened) == sorted(WATCHED), "their stamps moved: both are read again"
