@@ -3,23 +3,19 @@
 `MEMORY.md` (generated) is replaced without being read; `workspace.json` (a label) leaves the
 project folder unknown, named in the log; a journal or an agent-update intent is a specific
 problem; the memory overview shows a record or `GLOBAL.md` as lint reports it, without reading
-it. Every case that once blocked runs with a deadline (`_within`): a regression fails the test
+it. Every case that once blocked runs with a deadline (`within`): a regression fails the test
 instead of hanging the suite, and the stuck reader is then let go.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import stat
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -40,64 +36,14 @@ from remem.daemon.server.runtime import DaemonPaths
 from tests.waiting import wait_until
 
 from .factory import put
+from .odd_files import OUTSIDE_RECORD, put_odd, within
 from .test_store import EMPTY
-
-T = TypeVar("T")
-DEADLINE_S = 10.0  # a bound on a hang, never a speed assertion: each call here takes milliseconds
-OUTSIDE_RECORD = "---\nname: elsewhere\ndescription: Not remem's to show\ntype: user\n---\nOutside.\n"
-
-
-def _within(call: Callable[[], T], *fifos: Path) -> T:
-    """`call()`'s result, or what it raised; the test fails if it has not returned by the deadline
-    (it opened a FIFO and waits for a writer). `fifos` are then opened for writing once, so the
-    stuck reader sees an end of file and lets go of any lock it holds."""
-    result: list[T] = []
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(call())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            raised.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(DEADLINE_S)
-    if thread.is_alive():
-        for fifo in fifos:
-            with contextlib.suppress(OSError):
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        thread.join(DEADLINE_S)
-        pytest.fail(f"still blocked after {DEADLINE_S:g} s: it waits on a FIFO for a writer")
-    if raised:
-        raise raised[0]
-    return result[0]
 
 
 def _committed(store: MemoryStore, workspace: WorkspaceId) -> Path:
     """The workspace's folder, after one commit wrote `alpha`, `MEMORY.md` and `workspace.json`."""
     assert store.commit_workspace(workspace, EMPTY, [put("alpha")]).status == "committed"
     return store.folder(workspace)
-
-
-def _odd(path: Path, kind: str, tmp_path: Path) -> Path | None:
-    """Put a `kind` of odd file at `path` (replacing what is there); the FIFO involved, if any."""
-    path.unlink(missing_ok=True)
-    if kind == "fifo":
-        os.mkfifo(path)
-        return path
-    if kind == "folder":
-        path.mkdir()
-        return None
-    outside = tmp_path / f"outside-{path.name}"
-    if kind == "link to an outside fifo":
-        os.mkfifo(outside)
-        path.symlink_to(outside)
-        return outside
-    assert kind == "link to an outside file"
-    outside.write_text(OUTSIDE_RECORD)
-    path.symlink_to(outside)
-    return None
 
 
 def _is_regular(path: Path) -> bool:
@@ -114,9 +60,9 @@ def test_an_index_that_is_a_fifo_is_replaced_without_waiting(
     folder = _committed(store, workspace)
     index = folder / INDEX_FILE
     wanted = index.read_bytes()
-    fifo = _odd(index, kind, tmp_path)
+    fifo = put_odd(index, kind, tmp_path)
     assert fifo is not None
-    assert _within(lambda: store.regenerate_index(workspace), fifo) is True
+    assert within(lambda: store.regenerate_index(workspace), fifo) is True
     assert _is_regular(index) and index.read_bytes() == wanted
     assert fifo == index or stat.S_ISFIFO(fifo.lstat().st_mode), "an outside FIFO is left alone"
     # The scope's exclusive lock was let go: the workspace reads and commits as before.
@@ -148,9 +94,9 @@ def test_a_fifo_workspace_info_leaves_the_cwd_unknown_and_the_memory_working(
     folder = _committed(store, workspace)
     assert store.workspace_of(workspace.key) == workspace, "a plain workspace.json names the project"
     info = folder / WORKSPACE_INFO
-    _odd(info, "fifo", tmp_path)
+    put_odd(info, "fifo", tmp_path)
     with caplog.at_level(logging.WARNING, logger="remem.daemon"):
-        found = _within(lambda: store.workspace_of(workspace.key), info)
+        found = within(lambda: store.workspace_of(workspace.key), info)
         assert found == WorkspaceId(key=workspace.key, cwd="")
         store.workspace_of(workspace.key)
     warnings = [r.getMessage() for r in caplog.records if str(info) in r.getMessage()]
@@ -159,8 +105,8 @@ def test_a_fifo_workspace_info_leaves_the_cwd_unknown_and_the_memory_working(
     # What the daemon does at start for every workspace, holding the scope's exclusive lock: a
     # hand edit made while no daemon watched gets its history entry.
     (folder / "alpha.md").write_text((folder / "alpha.md").read_text() + "Edited by hand.\n")
-    assert _within(lambda: store.sync_history(workspace.key, RECOVERED), info) is not None
-    assert _within(lambda: store.sync_history(workspace.key, HAND_EDIT), info) is None, "recorded"
+    assert within(lambda: store.sync_history(workspace.key, RECOVERED), info) is not None
+    assert within(lambda: store.sync_history(workspace.key, HAND_EDIT), info) is None, "recorded"
     assert [r.name for r in store.read_workspace(workspace).records] == ["alpha"]
     assert stat.S_ISFIFO(info.lstat().st_mode), "left for the person the log names it to"
 
@@ -185,7 +131,7 @@ def test_the_daemon_starts_and_serves_with_a_fifo_workspace_info(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     info = _committed(store, workspace) / WORKSPACE_INFO
-    _odd(info, "fifo", tmp_path)
+    put_odd(info, "fifo", tmp_path)
     monkeypatch.delenv(NO_DAEMON_ENV)
     remem = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
     daemon = subprocess.Popen([*remem, "daemon", "run"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -228,7 +174,7 @@ def test_an_odd_journal_is_named_not_waited_on_nor_followed(
         outside.write_text(json.dumps({"revision": EMPTY, "steps": []}))
         journal.symlink_to(outside)
     with pytest.raises(MemoryInvalid) as refused:
-        _within(lambda: store.read_workspace(workspace), journal)
+        within(lambda: store.read_workspace(workspace), journal)
     [file] = refused.value.files
     assert (file.path, [d.code for d in file.diagnostics]) == (str(journal), ["remem/unreadable-journal"])
     assert "delete the journal" in file.diagnostics[0].message
@@ -250,7 +196,7 @@ def test_an_odd_thing_at_a_temps_name_is_left_by_the_crash_recovery(
     else:
         odd.mkdir()
         (odd / "inside").write_text("kept\n")
-    base = _within(lambda: store.read_workspace(workspace), odd).revision
+    base = within(lambda: store.read_workspace(workspace), odd).revision
     assert store.commit_workspace(workspace, base, [put("beta")]).status == "committed"
     assert [r.name for r in store.read_workspace(workspace).records] == ["alpha", "beta"]
     assert odd.is_dir() if kind == "folder" else stat.S_ISFIFO(odd.lstat().st_mode)
@@ -265,7 +211,7 @@ def test_a_record_swapped_for_a_fifo_after_the_check_is_refused_not_waited_on(
     # The instant between the check and the open, in which a FIFO can be swapped in.
     monkeypatch.setattr(Path, "is_file", lambda path: path == record or is_file(path))
     with pytest.raises(MemoryInvalid) as refused:
-        _within(lambda: store.read_workspace(workspace), record)
+        within(lambda: store.read_workspace(workspace), record)
     [file] = refused.value.files
     assert (file.path, [d.code for d in file.diagnostics]) == (str(record), ["remem/not-a-regular-file"])
     assert "FIFO" in file.diagnostics[0].message, "it names what it may be, not only a link or folder"
@@ -283,12 +229,12 @@ def test_an_odd_intent_is_set_aside_not_waited_on(
     trail.folder.mkdir(parents=True, exist_ok=True)
     scope = scope_name(workspace.key)
     intent = trail.folder / f".intent-{scope}.json"
-    _odd(intent, kind, tmp_path)
+    put_odd(intent, kind, tmp_path)
     updates = AgentUpdates(store, SnapshotCache(store, watch=False))
     try:
         assert updates.pending_scopes() == [scope]
         with caplog.at_level(logging.WARNING):
-            _within(lambda: updates.settle(scope), intent)  # as the daemon does before it serves
+            within(lambda: updates.settle(scope), intent)  # as the daemon does before it serves
         assert updates.pending_scopes() == []
     finally:
         updates.close()
@@ -304,7 +250,7 @@ def test_a_fifo_audit_entry_is_named_not_waited_on(store: MemoryStore) -> None:
     entry = trail.path("20260101T000000000Z-0badc0de")
     os.mkfifo(entry)
     with pytest.raises(AuditError, match="not a regular file") as refused:
-        _within(trail.all, entry)
+        within(trail.all, entry)
     assert str(entry) in str(refused.value)
 
 
@@ -315,8 +261,8 @@ def test_a_fifo_audit_entry_is_named_not_waited_on(store: MemoryStore) -> None:
 def test_the_overview_shows_an_odd_global_as_lint_does(
     home: Home, store: MemoryStore, tmp_path: Path, kind: str
 ) -> None:
-    fifo = _odd(home.global_file, kind, tmp_path)
-    health = _within(lambda: global_health(home, None), *([fifo] if fifo else []))
+    fifo = put_odd(home.global_file, kind, tmp_path)
+    health = within(lambda: global_health(home, None), *([fifo] if fifo else []))
     assert (health.path, health.valid, health.problems) == (str(home.global_file), False, 1)
     with pytest.raises(MemoryInvalid) as refused:
         store.read_global()
@@ -345,8 +291,8 @@ def test_the_overview_shows_an_odd_record_as_lint_does(
 ) -> None:
     folder = _committed(store, workspace)
     record = folder / "beta.md"
-    fifo = _odd(record, kind, tmp_path)
-    where, rows = _within(lambda: workspace_health(home, workspace, {}), *([fifo] if fifo else []))
+    fifo = put_odd(record, kind, tmp_path)
+    where, rows = within(lambda: workspace_health(home, workspace, {}), *([fifo] if fifo else []))
     assert where.folder == str(folder)
     linted = lint_workspace_folder(folder)
     assert [d.code for d in linted["beta.md"]] == ["remem/not-a-regular-file"]

@@ -6,7 +6,7 @@ record in between was followed out of the home (its text shown) or waited on for
 language server's main thread, a daemon thread `remem daemon stop` could not stop). Here the
 swap happens at the very instant between the look and the read: the first `stat` of the record
 (`os.stat` or `os.lstat`, whichever the code asks) sees the regular file, then the odd one is
-renamed over it. Each read then runs with a deadline (`_within`), so a reader that waits fails
+renamed over it. Each read then runs with a deadline (`within`), so a reader that waits fails
 the test instead of hanging the suite. What a swapped file gets is what the same file gets when
 it is already there when looked at.
 """
@@ -31,7 +31,7 @@ from remem.daemon.memory.snapshot_cache import SnapshotCache
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore
 
 from .factory import put
-from .test_odd_files import _odd, _within
+from .odd_files import put_odd, within
 from .test_store import EMPTY
 
 KINDS = ["fifo", "link to an outside fifo", "link to an outside file"]
@@ -46,7 +46,7 @@ def _committed(store: MemoryStore, workspace: WorkspaceId) -> Path:
 def _staged(path: Path, kind: str, tmp_path: Path) -> tuple[Path, Path | None]:
     """The odd file of `kind` made beside `path` (to be renamed over it), and its FIFO if any."""
     staged = path.with_name(f".staged-{path.name}")
-    fifo = _odd(staged, kind, tmp_path)
+    fifo = put_odd(staged, kind, tmp_path)
     return staged, (path if fifo == staged else fifo)
 
 
@@ -89,9 +89,9 @@ def _codes(reports: dict[str, list]) -> dict[str, list[str]]:  # type: ignore[ty
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_memory_file_that_is_no_regular_file_is_not_read(tmp_path: Path, kind: str) -> None:
     record = tmp_path / "beta.md"
-    fifo = _odd(record, kind, tmp_path)
+    fifo = put_odd(record, kind, tmp_path)
     with pytest.raises(Unread) as refused:
-        _within(lambda: read_file(record, IRREGULAR_RECORD), *([fifo] if fifo else []))
+        within(lambda: read_file(record, IRREGULAR_RECORD), *([fifo] if fifo else []))
     assert refused.value.diagnostic == IRREGULAR_RECORD
 
 
@@ -99,9 +99,9 @@ def test_a_memory_file_that_is_no_regular_file_is_not_read(tmp_path: Path, kind:
 def test_the_lint_cache_reads_no_record_that_is_no_regular_file(tmp_path: Path, kind: str) -> None:
     folder = tmp_path / "ws"
     folder.mkdir()
-    fifo = _odd(folder / "beta.md", kind, tmp_path)
+    fifo = put_odd(folder / "beta.md", kind, tmp_path)
     with pytest.raises(Unread):
-        _within(lambda: LintCache().read(folder, "beta.md"), *([fifo] if fifo else []))
+        within(lambda: LintCache().read(folder, "beta.md"), *([fifo] if fifo else []))
 
 
 # -- a record swapped between the listing's look and the read ------------------------------------
@@ -115,7 +115,7 @@ def test_a_record_swapped_after_the_look_is_linted_as_one_found_so(
     record = folder / "beta.md"
     staged, fifo = _staged(record, kind, tmp_path)
     with _swapped_after_stat(record, staged):
-        swapped = _within(lambda: lint_workspace_folder(folder, cache=LintCache()), *([fifo] if fifo else []))
+        swapped = within(lambda: lint_workspace_folder(folder, cache=LintCache()), *([fifo] if fifo else []))
     found = lint_workspace_folder(folder)  # the odd file there when looked at: listed as such
     assert _codes(found)["beta.md"] == ["remem/not-a-regular-file"]
     assert swapped == found
@@ -147,7 +147,7 @@ def test_the_overview_of_a_record_swapped_after_the_look_reads_nothing_through_i
     record = folder / "beta.md"
     staged, fifo = _staged(record, kind, tmp_path)
     with _swapped_after_stat(record, staged):
-        _, rows = _within(lambda: workspace_health(home, workspace, {}), *([fifo] if fifo else []))
+        _, rows = within(lambda: workspace_health(home, workspace, {}), *([fifo] if fifo else []))
     beta = next(row for row in rows if Path(row.path).name == "beta.md")
     assert (beta.name, beta.description, beta.type) == ("beta", "", ""), "nothing read through"
     assert (beta.valid, beta.problems) == (False, 1)
@@ -159,12 +159,12 @@ def test_a_global_swapped_after_the_look_is_validated_as_one_found_so(
     home: Home, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home.ensure_layout()
-    fifo = _odd(home.global_file, kind, tmp_path)
+    fifo = put_odd(home.global_file, kind, tmp_path)
     # What a look at the path a moment before the read saw: a plain file, no link.
     is_file, is_symlink = Path.is_file, Path.is_symlink
     monkeypatch.setattr(Path, "is_file", lambda path: path == home.global_file or is_file(path))
     monkeypatch.setattr(Path, "is_symlink", lambda path: path != home.global_file and is_symlink(path))
-    [linted] = _within(lambda: lint_paths([home.global_file]), *([fifo] if fifo else []))
+    [linted] = within(lambda: lint_paths([home.global_file]), *([fifo] if fifo else []))
     assert linted.diagnostics == [IRREGULAR_GLOBAL]
 
 
@@ -174,7 +174,7 @@ def test_a_global_swapped_after_the_look_is_validated_as_one_found_so(
 def test_the_snapshot_digest_of_a_fifo_is_none_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "beta.md"
     os.mkfifo(fifo)
-    assert _within(lambda: snapshot_cache._file_digest(fifo), fifo) is None
+    assert within(lambda: snapshot_cache._file_digest(fifo), fifo) is None
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link to an outside fifo"])
@@ -189,7 +189,7 @@ def test_a_record_swapped_after_the_snapshot_look_is_refused_as_the_store_refuse
         staged, fifo = _staged(record, kind, tmp_path)
         # Just written, so the stamps cannot prove the snapshot: the bytes are hashed.
         with _swapped_after_stat(record, staged), pytest.raises(MemoryInvalid) as refused:
-            _within(lambda: cache.workspace_snapshot(workspace), *([fifo] if fifo else []))
+            within(lambda: cache.workspace_snapshot(workspace), *([fifo] if fifo else []))
     finally:
         cache.close()
     [file] = refused.value.files
