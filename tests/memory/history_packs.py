@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from remem.daemon.memory.store import MemoryStore
@@ -20,6 +21,25 @@ def replaced(path: Path, data: bytes) -> None:
     fresh = path.with_name("damaged")
     fresh.write_bytes(data)
     os.replace(fresh, path)
+
+
+def emptied(path: Path) -> None:
+    replaced(path, b"")
+
+
+def altered(pack: Path) -> None:
+    """A byte of the first object's compressed bytes flipped (after the 12-byte header and the
+    object's own 2-byte one), as a disk fault would."""
+    data = bytearray(pack.read_bytes())
+    data[20] ^= 0xFF
+    replaced(pack, bytes(data))
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {
+    "index emptied": emptied,
+    "pack emptied": lambda index: emptied(index.with_suffix(".pack")),
+    "pack altered": lambda index: altered(index.with_suffix(".pack")),
+}
 
 
 def indexes(store: MemoryStore) -> list[Path]:

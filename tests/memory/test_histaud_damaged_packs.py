@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -26,27 +24,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
-from .history_packs import MERGES, MERGING_COMMITS, NEVER, indexes, remem, replaced
+from .history_packs import DAMAGES, MERGES, MERGING_COMMITS, NEVER, indexes, remem
 from .test_crash_recovery import EMPTY
-
-
-def emptied(path: Path) -> None:
-    replaced(path, b"")
-
-
-def altered(pack: Path) -> None:
-    """A byte of the first object's compressed bytes flipped (after the 12-byte header and the
-    object's own 2-byte one), as a disk fault would."""
-    data = bytearray(pack.read_bytes())
-    data[20] ^= 0xFF
-    replaced(pack, bytes(data))
-
-
-DAMAGES: dict[str, Callable[[Path], None]] = {
-    "index emptied": emptied,
-    "pack emptied": lambda index: emptied(index.with_suffix(".pack")),
-    "pack altered": lambda index: altered(index.with_suffix(".pack")),
-}
 
 
 @pytest.mark.parametrize("damage", DAMAGES)

@@ -23,8 +23,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import indexes
 from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import indexes
 
 # A process that reads an entry's files (libgit2 maps its pack's index), waits for the test to
 # truncate that index in place, then reads them again.

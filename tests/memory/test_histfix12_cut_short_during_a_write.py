@@ -26,8 +26,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import indexes
 from .test_crash_recovery import EMPTY, REPO
-from .test_histaud_damaged_packs import indexes
 
 # Reads an entry (libgit2 maps its pack's index), then commits, the index being cut short in
 # place once the commit's objects are written; then reads the entry again.

@@ -24,8 +24,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import NEVER, indexes
 from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import NEVER, indexes
 
 SMALL_PACKS = 40
 SPARE_FILES = 8  # open files beyond those of the started process: an entry's write needs a few

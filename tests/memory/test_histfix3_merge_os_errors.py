@@ -28,8 +28,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import NEVER, indexes
 from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import NEVER, indexes
 
 SMALL_PACKS = 4
 # Open files left beyond those of the started process: from none (the commit itself fails) to

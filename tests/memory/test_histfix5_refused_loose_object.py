@@ -31,7 +31,7 @@ from remem.daemon.memory.store import MemoryStore
 from tests.permissions import bound_by_permissions
 
 from .factory import put
-from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, indexes
+from .history_packs import MERGES, MERGING_COMMITS, indexes
 from .test_histfix4_damaged_loose_object import planted_loose_object
 
 

@@ -21,7 +21,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
-from .test_histaud_damaged_packs import MERGES, MERGING_COMMITS, indexes
+from .history_packs import MERGES, MERGING_COMMITS, indexes
 from .test_histfix4_damaged_loose_object import planted_loose_object
 from .test_histfix5_refused_loose_object import _run
 

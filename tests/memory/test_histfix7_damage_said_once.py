@@ -19,8 +19,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import DAMAGES, NEVER, indexes, replaced
 from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import DAMAGES, NEVER, indexes, replaced
 
 
 @pytest.mark.parametrize("damage", DAMAGES)

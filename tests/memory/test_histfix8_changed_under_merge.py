@@ -24,7 +24,7 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
-from .test_histaud_damaged_packs import indexes
+from .history_packs import indexes
 from .test_histfix4_damaged_loose_object import planted_loose_object
 
 # Two commits, logged as the daemon logs; the first's merge meets the history changed under it.

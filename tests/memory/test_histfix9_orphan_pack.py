@@ -21,8 +21,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 
 from .factory import put
+from .history_packs import NEVER, indexes
 from .test_crash_recovery import EMPTY
-from .test_histaud_damaged_packs import NEVER, indexes
 from .test_histfix_merge_kill import every_entry_reads, halves
 
 
