@@ -1,5 +1,6 @@
 """`remem lsp` over pipes, for tests that speak to it as any client might, malformed or not:
-the framing, the server process (the `server` fixture) and its `initialize`."""
+the framing, the server process (the `server` fixture), its `initialize`, and the diagnostics
+it publishes for a note."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import IO, Any
 import pytest
 
 from remem.daemon.home import Home
+from tests.lsp.editor import RECORD
 from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
 ANSWER_SECONDS = 30
@@ -78,6 +80,11 @@ class Server:
         return [m["params"]["message"] for m in self.heard if m.get("method") == "window/showMessage"]
 
 
+WATCHES = {
+    "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True}}
+}
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     """`remem lsp` over pipes, before `initialize` (never `initialized`: no daemon starts)."""
@@ -123,3 +130,22 @@ def bound_server(tmp_path: Path) -> Iterator[Server]:
     finally:
         process.kill()
         process.wait()
+
+
+def note_text(name: str) -> str:
+    return RECORD.format(name=name, description="a note", type="project", body="Body.\n")
+
+
+def initialize_with(talked: Server, capabilities: dict[str, Any]) -> None:
+    talked.send({"id": 0, "method": "initialize", "params": {"capabilities": capabilities}})
+    assert "capabilities" in talked.answer(0)["result"]
+
+
+def codes_after(talked: Server, uri: str, msg_id: int) -> list[str]:
+    """The codes last published to `uri` once every message sent before is handled."""
+    talked.send(
+        {"id": msg_id, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": uri}}}
+    )
+    talked.answer(msg_id)
+    heard = [m["params"] for m in talked.heard if m.get("method") == "textDocument/publishDiagnostics"]
+    return [d["code"] for d in [p for p in heard if p["uri"] == uri][-1]["diagnostics"]]

@@ -18,8 +18,7 @@ from typing import Any
 
 from remem.daemon.home import Home
 
-from .piped_server import Server, send, server  # noqa: F401 - the fixture
-from .test_lspfix_memory_on_disk import WATCHES, _codes_after, _start, _text
+from .piped_server import WATCHES, Server, codes_after, initialize_with, note_text, send, server  # noqa: F401 - the fixture
 
 TWINS = 20
 CREATED = 1  # FileChangeType.Created
@@ -27,7 +26,7 @@ CREATED = 1  # FileChangeType.Created
 
 def _opened(path: Path) -> dict[str, Any]:
     """The `didOpen` of `path` with a record named `note-a`."""
-    document = {"uri": path.as_uri(), "languageId": "markdown", "version": 1, "text": _text("note-a")}
+    document = {"uri": path.as_uri(), "languageId": "markdown", "version": 1, "text": note_text("note-a")}
     return {"method": "textDocument/didOpen", "params": {"textDocument": document}}
 
 
@@ -35,15 +34,15 @@ def test_a_burst_of_changes_on_disk_judges_each_folder_once(server: Server, tmp_
     folder = Home(tmp_path / "home").workspaces / "proj"
     folder.mkdir(parents=True)
     first = (folder / "note-a.md").as_uri()
-    _start(server, WATCHES)
+    initialize_with(server, WATCHES)
     server.send(_opened(folder / "note-a.md"))
-    assert _codes_after(server, first, 1) == []
+    assert codes_after(server, first, 1) == []
     before = len(server.heard)
 
     burst = io.BytesIO()  # in one write, as a client tells of a checkout file by file
     for n in range(TWINS):
         twin = folder / f"twin-{n:02d}.md"
-        twin.write_text(_text(twin.stem))  # a twin only as the editor has it: one more a judgement
+        twin.write_text(note_text(twin.stem))  # a twin only as the editor has it: one more a judgement
         send(burst, _opened(twin))
         send(burst, {"method": "workspace/didChangeWatchedFiles", "params": {
             "changes": [{"uri": twin.as_uri(), "type": CREATED}]}})  # fmt: skip
@@ -51,7 +50,7 @@ def test_a_burst_of_changes_on_disk_judges_each_folder_once(server: Server, tmp_
     server.process.stdin.write(burst.getvalue())
     server.process.stdin.flush()
 
-    assert _codes_after(server, first, 2) == ["name-duplicate"] * TWINS
+    assert codes_after(server, first, 2) == ["name-duplicate"] * TWINS
     heard = Counter(
         m["params"]["uri"]
         for m in server.heard[before:]

@@ -16,32 +16,9 @@ from typing import Any
 
 from remem.daemon.home import Home
 
-from .editor import RECORD
-from .piped_server import Server, server  # noqa: F401 - the fixture
+from .piped_server import WATCHES, Server, codes_after, initialize_with, note_text, server  # noqa: F401 - the fixture
 
-WATCHES = {
-    "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True}}
-}
 DELETED = 3  # FileChangeType.Deleted
-
-
-def _text(name: str) -> str:
-    return RECORD.format(name=name, description="a note", type="project", body="Body.\n")
-
-
-def _start(talked: Server, capabilities: dict[str, Any]) -> None:
-    talked.send({"id": 0, "method": "initialize", "params": {"capabilities": capabilities}})
-    assert "capabilities" in talked.answer(0)["result"]
-
-
-def _codes_after(talked: Server, uri: str, msg_id: int) -> list[str]:
-    """The codes last published to `uri` once every message sent before is handled."""
-    talked.send(
-        {"id": msg_id, "method": "textDocument/documentSymbol", "params": {"textDocument": {"uri": uri}}}
-    )
-    talked.answer(msg_id)
-    heard = [m["params"] for m in talked.heard if m.get("method") == "textDocument/publishDiagnostics"]
-    return [d["code"] for d in [p for p in heard if p["uri"] == uri][-1]["diagnostics"]]
 
 
 def _registrations(talked: Server) -> list[dict[str, Any]]:
@@ -56,12 +33,12 @@ def test_a_workspace_folder_deleted_on_disk_is_judged_again_when_the_editor_tell
     home = Home(tmp_path / "home")
     folder = home.workspaces / "proj"
     folder.mkdir(parents=True)
-    (folder / "note-b.md").write_text(_text("note-a"))  # a sibling that claims the same name
+    (folder / "note-b.md").write_text(note_text("note-a"))  # a sibling that claims the same name
     uri = (folder / "note-a.md").as_uri()
-    _start(server, WATCHES)
+    initialize_with(server, WATCHES)
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
-        "uri": uri, "languageId": "markdown", "version": 1, "text": _text("note-a")}}})  # fmt: skip
-    assert "name-duplicate" in _codes_after(server, uri, 1)
+        "uri": uri, "languageId": "markdown", "version": 1, "text": note_text("note-a")}}})  # fmt: skip
+    assert "name-duplicate" in codes_after(server, uri, 1)
 
     [registration] = _registrations(server)
     assert registration["method"] == "workspace/didChangeWatchedFiles"
@@ -73,7 +50,7 @@ def test_a_workspace_folder_deleted_on_disk_is_judged_again_when_the_editor_tell
     shutil.rmtree(folder)  # by hand, no daemon running
     server.send({"method": "workspace/didChangeWatchedFiles", "params": {
         "changes": [{"uri": folder.as_uri(), "type": DELETED}]}})  # fmt: skip
-    assert _codes_after(server, uri, 2) == []
+    assert codes_after(server, uri, 2) == []
 
 
 def test_an_editor_that_cannot_watch_on_request_is_not_asked(
@@ -83,8 +60,8 @@ def test_an_editor_that_cannot_watch_on_request_is_not_asked(
     folder = Home(tmp_path / "home").workspaces / "proj"
     folder.mkdir(parents=True)
     uri = (folder / "note-a.md").as_uri()
-    _start(server, {})
+    initialize_with(server, {})
     server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
-        "uri": uri, "languageId": "markdown", "version": 1, "text": _text("note-a")}}})  # fmt: skip
-    assert _codes_after(server, uri, 1) == []
+        "uri": uri, "languageId": "markdown", "version": 1, "text": note_text("note-a")}}})  # fmt: skip
+    assert codes_after(server, uri, 1) == []
     assert _registrations(server) == []
