@@ -9,12 +9,10 @@ written (before the commit point), and after its journal is in place (after it).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from remem.daemon import swap
 from remem.daemon.fsutil import is_temp_name
 from remem.daemon.memory import journal
 from remem.daemon.memory.identity import WorkspaceId
@@ -22,26 +20,13 @@ from remem.daemon.memory.store import MemoryInvalid, MemoryStore
 from remem.daemon.protocol.memory import DeleteChange, PutChange
 from remem.daemon.safe_open import HeldFolder
 
+from .commit_points import when_reached
 from .factory import delete, put
 from .test_store import EMPTY
 
 
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
-
-
-def _at(point: str, action: Callable[[], None], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run `action` once, when the commit reaches the fault point `point`."""
-    module = swap if point.startswith("memory.global.") else journal
-    reached = module.faultpoint
-
-    def hook(name: str) -> None:
-        reached(name)
-        if name == point:
-            monkeypatch.setattr(module, "faultpoint", reached)
-            action()
-
-    monkeypatch.setattr(module, "faultpoint", hook)
 
 
 class Relink:
@@ -78,7 +63,7 @@ def test_a_link_swapped_in_before_the_commit_point_gets_nothing_and_says_so(
     folder = store.folder(workspace)
     before = _files(folder)
     relinked = Relink(folder, tmp_path / "outside")
-    _at("memory.workspace.after-temp-files", relinked, monkeypatch)
+    when_reached("memory.workspace.after-temp-files", relinked, monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
     assert _files(relinked.outside) == relinked.seen, "nothing is written where the link leads"
@@ -103,7 +88,7 @@ def test_a_link_swapped_in_after_the_commit_point_is_not_followed(
     and the answer says the path no longer shows it (decision 0487)."""
     folder = store.folder(workspace)
     relinked = Relink(folder, tmp_path / "outside")
-    _at("memory.workspace.after-journal", relinked, monkeypatch)
+    when_reached("memory.workspace.after-journal", relinked, monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
     [problem] = [d for f in refused.value.files for d in f.diagnostics]
@@ -120,7 +105,7 @@ def test_a_folder_removed_before_the_commit_point_is_said_not_an_internal_error(
     store: MemoryStore, workspace: WorkspaceId, committed: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = store.folder(workspace)
-    _at("memory.workspace.after-temp-files", lambda: shutil.rmtree(folder), monkeypatch)
+    when_reached("memory.workspace.after-temp-files", lambda: shutil.rmtree(folder), monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.commit_workspace(workspace, committed, [put("keep", "Changed.\n")])
     assert [d.code for f in refused.value.files for d in f.diagnostics] == ["remem/moved-workspace"]
@@ -143,7 +128,7 @@ def test_a_folder_removed_after_the_commit_point_is_said_as_moved(
     """Whichever step meets the missing folder (a replace or deletion finds its file gone, a new
     record's link fails), the answer names the folder, not a conflict with a save by hand."""
     folder = store.folder(workspace)
-    _at("memory.workspace.after-journal", lambda: shutil.rmtree(folder), monkeypatch)
+    when_reached("memory.workspace.after-journal", lambda: shutil.rmtree(folder), monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.commit_workspace(workspace, committed, changes)
     [problem] = [d for f in refused.value.files for d in f.diagnostics]
@@ -158,7 +143,7 @@ def test_a_folder_moved_after_the_commit_point_is_said_as_moved_not_committed(
     workspace's path no longer shows the records; `committed` would say it does."""
     folder = store.folder(workspace)
     moved = folder.with_name(folder.name + ".moved")
-    _at("memory.workspace.mid-rename", lambda: folder.rename(moved), monkeypatch)
+    when_reached("memory.workspace.mid-rename", lambda: folder.rename(moved), monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
     [problem] = refused.value.files
@@ -201,7 +186,7 @@ def test_a_link_swapped_in_at_memory_before_globals_exchange_is_not_followed(
 ) -> None:
     base = store.replace_global(EMPTY, "Old global.\n").revision
     relinked = Relink(store.home.memory, tmp_path / "outside")
-    _at("memory.global.after-temp-write", relinked, monkeypatch)
+    when_reached("memory.global.after-temp-write", relinked, monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:  # published in the folder moved aside (decision 0487)
         store.replace_global(base, "New global.\n")
     assert [d.code for f in refused.value.files for d in f.diagnostics] == ["remem/moved-memory"]
@@ -217,7 +202,7 @@ def test_a_memory_folder_moved_during_globals_commit_is_said_as_moved_not_commit
     base = store.replace_global(EMPTY, "Old global.\n").revision
     memory = store.home.memory
     moved = memory.with_name("memory.moved")
-    _at("memory.global.after-exchange", lambda: memory.rename(moved), monkeypatch)
+    when_reached("memory.global.after-exchange", lambda: memory.rename(moved), monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.replace_global(base, "New global.\n")
     [problem] = refused.value.files
@@ -238,7 +223,7 @@ def test_a_memory_folder_removed_during_globals_commit_is_said_as_moved(
     FileNotFoundError, the daemon's internal error)."""
     base = store.replace_global(EMPTY, "Old global.\n").revision
     memory = store.home.memory
-    _at(point, lambda: shutil.rmtree(memory), monkeypatch)
+    when_reached(point, lambda: shutil.rmtree(memory), monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.replace_global(base, "New global.\n")
     [problem] = refused.value.files
@@ -264,7 +249,7 @@ def test_a_folder_moved_while_a_save_displaces_a_step_is_undone_where_it_went(
         folder.rename(moved)
         (moved / "new.md").write_bytes(saved)
 
-    _at("memory.workspace.mid-rename", move_and_save, monkeypatch)
+    when_reached("memory.workspace.mid-rename", move_and_save, monkeypatch)
     with pytest.raises(MemoryInvalid) as refused:
         store.commit_workspace(workspace, committed, [put("keep", "Changed.\n"), put("new")])
     [problem] = [d for f in refused.value.files for d in f.diagnostics]
@@ -293,7 +278,7 @@ def test_a_record_a_step_made_and_a_person_saved_since_stays_when_the_commit_is_
         (target / "first.md.edit").rename(target / "first.md")
         (target / "second.md").write_bytes(saved)
 
-    _at("memory.workspace.mid-rename", edit_and_save, monkeypatch)
+    when_reached("memory.workspace.mid-rename", edit_and_save, monkeypatch)
     changes = [put("first"), put("second")]
     if moved:
         with pytest.raises(MemoryInvalid):  # the path shows no generation: said as moved

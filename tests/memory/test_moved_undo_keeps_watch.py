@@ -16,8 +16,8 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryInvalid, MemoryStore
 from tests.reliability.editor import STYLES
 
+from .commit_points import when_reached
 from .factory import put
-from .test_folder_swapped_mid_commit import _at
 from .test_hand_save_window import LateEditor
 from .test_store import EMPTY
 
@@ -35,7 +35,7 @@ def test_a_save_put_back_in_a_moved_folder_outlives_a_save_built_on_our_file(
         folder.rename(moved)
         folder.symlink_to(moved)
 
-    _at("memory.workspace.mid-rename", move_behind_a_link, monkeypatch)
+    when_reached("memory.workspace.mid-rename", move_behind_a_link, monkeypatch)
     target = folder / "beta.md"
     saved = target.read_bytes().replace(b"Why it matters.", b"Saved by hand.")
     editor = LateEditor(target, saved, style)
