@@ -36,3 +36,43 @@ def test_json_before_a_real_command_says_where_it_goes(home: Home) -> None:
         == f"--json goes after the command, not before it: `remem --home {home.root} sessions list --json`"
     )
     assert not home.root.exists()  # refused before anything ran
+
+
+def _said(home: Home, *args: str) -> str:
+    done = _remem(home, *args)
+    assert done.returncode == 2 and done.stderr == ""
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "USAGE"
+    return error["message"]
+
+
+def test_json_before_a_group_says_it_goes_after_one_of_its_commands(home: Home) -> None:
+    # `remem sessions --json` would be refused again: a group has no --json of its own.
+    assert _said(home, "--json", "sessions") == (
+        "--json goes after the subcommand, not before the command: `remem --home "
+        f"{home.root} sessions COMMAND … --json`, COMMAND one of: archive, fork, list, rename, "
+        "restore, show, tree, turns"
+    )
+    daemon = _said(home, "--json", "daemon")
+    assert daemon.endswith("`, COMMAND one of: start, status, stop")  # `daemon run` has no --json
+    assert not home.root.exists()
+
+
+def test_a_mistyped_subcommand_after_json_is_suggested(home: Home) -> None:
+    assert _said(home, "--json", "sessions", "lisst") == (
+        "No such command 'lisst'. Did you mean 'list'? And --json goes after the subcommand, not "
+        f"before the command: `remem --home {home.root} sessions COMMAND … --json`."
+    )
+
+
+def test_json_before_a_command_without_it_is_not_suggested_after_it(home: Home) -> None:
+    assert (
+        _said(home, "--json", "daemon", "run")
+        == f"`remem --home {home.root} daemon run` has no --json option"
+    )
+
+
+def test_json_given_before_and_after_is_shown_once(home: Home) -> None:
+    assert _said(home, "--json", "sessions", "list", "--json") == (
+        f"--json goes after the command, not before it: `remem --home {home.root} sessions list --json`"
+    )

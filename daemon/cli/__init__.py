@@ -45,6 +45,7 @@ _LAZY_COMMANDS = {
 
 JSON = "--json"  # every command's option that asks for machine-readable output
 AFTER = f"{JSON} goes after the command, not before it"
+UNDER = f"{JSON} goes after the subcommand, not before the command"
 
 
 class _PipeClosed(Exception):
@@ -62,6 +63,13 @@ def _misused(exc: click.ClickException) -> NoReturn:
     if not answers_json():
         raise exc  # click's own text: the usage line and the hint to `--help`
     failure("USAGE" if isinstance(exc, click.UsageError) else "REFUSED", exc.format_message())
+
+
+def _takes_json(command: click.Command | None) -> bool:
+    """Whether `command` is given `--json`: it has the option, or it is a group (its commands do)."""
+    return isinstance(command, click.Group) or (
+        command is not None and JSON in {o for p in command.params for o in p.opts}
+    )
 
 
 class _LazyGroup(Group):
@@ -90,26 +98,39 @@ class _LazyGroup(Group):
         self, info_name: str | None, args: list[str], exc: click.NoSuchOption
     ) -> click.UsageError:
         """`remem --json COMMAND …`: click refuses the option before it reads the command, so a
-        mistyped command went unsaid. It is said first, with its likely names, and either way
-        where `--json`, each command's own option, goes."""
+        mistyped command went unsaid. The command line is read down to the command that runs: a
+        mistyped name on the way is said first, with its likely names, and either way where
+        `--json`, each command's own option, goes; it is shown there only on a command that
+        takes it."""
         if JSON not in args:  # `--json=…`: no flag, click's words stand
             return exc
         rest = list(args)
         rest.remove(JSON)  # the first: what click refused
         reading: dict[str, Any] = {"resilient_parsing": True, "ignore_unknown_options": True}
         ctx = super().make_context(info_name, list(rest), **reading)
-        words = [*ctx._protected_args, *ctx.args]
-        if not words or words[0].startswith("-"):
-            return exc
-        command = self.get_command(ctx, words[0])
-        if command is None:
-            mistyped = click.exceptions.NoSuchCommand(
-                words[0], possibilities=self.list_commands(ctx), ctx=ctx
-            )
-            return click.UsageError(f"{mistyped.format_message()} And {AFTER}.", ctx)
-        if not isinstance(command, click.Group) and JSON not in {o for p in command.params for o in p.opts}:
-            return exc  # `remem --json lsp`: no command here takes it
-        where = shlex.join(["remem", *rest, JSON])
+        command: click.Command = self
+        while isinstance(command, click.Group):  # down to the command that runs
+            words = [*ctx._protected_args, *ctx.args]
+            named = rest[: len(rest) - len(words)]  # the command line down to this group
+            usage = f"`{shlex.join(['remem', *named])} COMMAND … {JSON}`"
+            if not words or words[0].startswith("-"):
+                if command is self:  # `remem --json`, `remem --json --bogus`: click's words stand
+                    return exc
+                takers = [n for n in command.list_commands(ctx) if _takes_json(command.get_command(ctx, n))]
+                return click.UsageError(f"{UNDER}: {usage}, COMMAND one of: {', '.join(takers)}", ctx)
+            found = command.get_command(ctx, words[0])
+            if found is None:
+                mistyped = click.exceptions.NoSuchCommand(
+                    words[0], possibilities=command.list_commands(ctx), ctx=ctx
+                )
+                where = f"{AFTER}." if command is self else f"{UNDER}: {usage}."
+                return click.UsageError(f"{mistyped.format_message()} And {where}", ctx)
+            ctx = found.make_context(words[0], words[1:], parent=ctx, **reading)
+            command = found
+        if not _takes_json(command):
+            return click.UsageError(f"`{shlex.join(['remem', *rest])}` has no {JSON} option", ctx)
+        given_after = bool(ctx.params.get("as_json"))  # `remem --json sessions list --json`
+        where = shlex.join(["remem", *rest] if given_after else ["remem", *rest, JSON])
         return click.UsageError(f"{AFTER}: `{where}`", ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
