@@ -26,8 +26,8 @@ from remem.daemon.sessions.reader import skim_session, stat_revision
 from remem.daemon.sessions.sources import Root
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
+from .cold_read_workers import until_a_worker_opened, workers
 from .logs import CWD, lines, place, raw_log, turn_events
-from .test_cold_reads import _until_a_worker_opened, workers
 
 ALONE = ColdReads(processes=1)
 SPREAD = ColdReads(processes=2, min_bytes=0, share_bytes=1)  # every log a share of its own
@@ -55,7 +55,7 @@ def _moved_away_while_listed(catalog: SessionCatalog, root: Path, spread: bool =
 
     def progress(done: int, total: int) -> None:
         if spread and not aside.exists():
-            _until_a_worker_opened(catalog.index.path)  # a worker reads some of the rest
+            until_a_worker_opened(catalog.index.path)  # a worker reads some of the rest
         if not aside.exists():
             root.rename(aside)
 

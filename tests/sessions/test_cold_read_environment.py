@@ -17,7 +17,7 @@ from remem.daemon.sessions.cold_reads import ColdReads
 from remem.daemon.settings import SettingsStore
 from tests.sessions.factory import build_family, write_session
 
-from .test_cold_reads import workers
+from .cold_read_workers import workers
 
 SPREAD = ColdReads(processes=2, min_bytes=0, share_bytes=1)  # workers start for any listing
 KEY_ENV = "MINE_MODEL_CREDENTIAL"  # named by settings.yml; its name alone says no key

@@ -3,10 +3,7 @@ worker that dies at either side of storing its share costs time, never a row."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ from remem.daemon.sessions.index import LogRow
 from remem.daemon.sessions.sources import Root
 from tests.sessions.factory import build_family, write_session
 
+from .cold_read_workers import children, until_a_worker_opened, workers
 from .harness_roots import CWD, build_roots
 from .logs import lines, raw_log, turn_events
 
@@ -53,44 +51,13 @@ def listed(
 
     def progress(done: int, total: int) -> None:
         if not told and reads.processes > 1:
-            _until_a_worker_opened(catalog.index.path)
+            until_a_worker_opened(catalog.index.path)
         told.append((done, total))
 
     listing = catalog.listing(progress=progress)
     assert not workers()  # every worker is gone with its listing
     index = {path: (row, catalog.index.turns(path)) for path, row in catalog.index.rows().items()}
     return listing, index, told
-
-
-def children(command: bytes) -> list[int]:
-    """The live processes this process started whose command line holds `command`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == os.getpid() and command in (proc / "cmdline").read_bytes():
-                found.append(int(proc.name))
-    return found
-
-
-def workers() -> list[int]:
-    return children(b"cold_reads import work")
-
-
-def _until_a_worker_opened(index: Path) -> None:
-    deadline = time.monotonic() + 60
-    while (pids := workers()) and time.monotonic() < deadline:
-        if any(_holds(pid, index) for pid in pids):
-            time.sleep(0.2)  # for its "ready" to reach the listing
-            return
-        time.sleep(0.01)
-
-
-def _holds(pid: int, path: Path) -> bool:
-    """Whether process `pid` has `path` open."""
-    with contextlib.suppress(OSError):
-        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
-    return False
 
 
 def test_a_spread_listing_lists_and_indexes_what_one_process_does(
