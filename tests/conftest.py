@@ -19,6 +19,10 @@ from tests.scratch import process_folder
 _NO_HARNESS_HOME = str(process_folder("remem-tests-no-harness-"))
 os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_NO_HARNESS_HOME, "claude")
 os.environ["CODEX_HOME"] = os.path.join(_NO_HARNESS_HOME, "codex")
+# A shell that exports the CLI's switch would turn the daemon off in every language server, daemon
+# and harness a test module starts with a copy of os.environ taken at import; `no_daemon` sets it
+# again for each test, and tests that want it pass `--no-daemon` or set it themselves.
+os.environ.pop(NO_DAEMON_ENV, None)
 
 
 @pytest.fixture(autouse=True)
