@@ -146,9 +146,10 @@ class DaemonLink:
         if not self._use_daemon:
             return JsonRpcServerError(
                 f"the remem daemon's features are off: {NO_DAEMON}. Memory files are still "
-                "validated; for sessions, consolidation and the Memory view, start the language "
-                "server without it (the Remem extension passes none: unset REMEM_NO_DAEMON where "
-                "the editor starts, then Remem: Restart Server)",
+                "validated; for sessions, consolidation and the Memory view, restart the server "
+                "with neither: the Remem extension passes neither itself (it drops REMEM_NO_DAEMON "
+                "from the editor's environment), so look at what runs it: the script remem.command "
+                "names, or another editor's server command and environment",
                 DAEMON_UNAVAILABLE,
             )
         return JsonRpcServerError(

@@ -248,7 +248,7 @@ export class RememClient implements Server, vscode.Disposable {
   private serverOptions(executable: string, cwd: string): ServerOptions {
     // Called by `client.start()` (again on each automatic restart), which spawns it at once.
     return async () => {
-      const server = await spawnServer(executable, cwd, process.env);
+      const server = await spawnServer(executable, cwd, serverEnvironment(process.env));
       server.on('error', (error) => this.log.error(`remem lsp: ${error.message}`));
       this.server = server;
       return server;
@@ -362,4 +362,13 @@ async function answered<R>(answer: Thenable<R>): Promise<R> {
     if (code === codes.PendingResponseRejected) throw notRunning(STOPPED_ANSWERING);
     throw error;
   }
+}
+
+/** The editor's environment but `REMEM_NO_DAEMON`: the command line's switch, which a login shell
+ * may export for the terminal (where the CLI suggests `--no-daemon`), would turn the daemon's
+ * features off in the editor too, and nothing in the editor could turn them back on (decision 0507). */
+function serverEnvironment(editor: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env = { ...editor };
+  delete env.REMEM_NO_DAEMON;
+  return env;
 }

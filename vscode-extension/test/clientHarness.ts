@@ -5,6 +5,7 @@
  * into Node's module cache, where the client's `require`s find them.
  */
 
+import type { ChildProcess } from 'node:child_process';
 import Module from 'node:module';
 
 import * as protocol from 'vscode-languageserver-protocol';
@@ -84,6 +85,7 @@ export const ui = {
   folders: undefined as { uri: { scheme: string; fsPath: string } }[] | undefined, // the workspace's
   panels: [] as Array<{ title: string; webview: { html: string } }>, // webview panels created
   options: undefined as ClientOptions | undefined, // the latest language client's options
+  spawn: undefined as (() => Promise<ChildProcess>) | undefined, // how the latest client starts its server
 };
 
 type Next = (command: string, args: unknown[]) => unknown;
@@ -179,7 +181,8 @@ function shown(buttons: string[]): string | undefined {
 }
 
 class LanguageClient {
-  constructor(_id: string, _name: string, _server: unknown, options: ClientOptions) {
+  constructor(_id: string, _name: string, server: unknown, options: ClientOptions) {
+    ui.spawn = server as () => Promise<ChildProcess>;
     ui.options = options;
   }
   start = async (): Promise<void> => undefined;
