@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,23 +16,16 @@ from tests.scripted_model import serve
 from tests.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 
 from .conftest import KEY_ENV
+from .eval_command import eval_command, eval_env
 
 pytestmark = pytest.mark.slow  # `remem eval` runs the whole labelled set in processes: 10-30 s each
 MARKER = "private-marker-7f3a"
 
 
-def _command(home: Home, *args: str) -> list[str]:
-    return [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon", "eval", *args]
-
-
-def _env(key: str | None = "sk-test", **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
-    env.update({KEY_ENV: key} if key else {})
-    return env | more
-
-
 def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_command(home, *args), env=_env(key), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        eval_command(home, *args), env=eval_env(key), capture_output=True, text=True, timeout=120
+    )
 
 
 def test_eval_measures_the_harness_and_says_so(user_home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:
@@ -133,9 +124,9 @@ def test_ctrl_c_stops_the_run_with_no_report(
     fake.reply_always(lambda body: hang())
     temp = tmp_path / "temp"
     temp.mkdir()
-    command = _command(user_home, "--cases", "dsh/[cd]*", "--json")
-    with subprocess.Popen(command, env=_env(TMPDIR=str(temp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as run:  # fmt: skip
+    command = eval_command(user_home, "--cases", "dsh/[cd]*", "--json")
+    with subprocess.Popen(command, env=eval_env(TMPDIR=str(temp)), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as run:  # fmt: skip
         deadline = time.monotonic() + 60
         while fake.count == 0 and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)  # until the first case waits on the model

@@ -8,14 +8,14 @@ import subprocess
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI
 
-from .test_cli import _command, _env
+from .eval_command import eval_command, eval_env
 
 EMPTY = "dsh/empty"  # ends before anything is said: no model is asked
 
 
 def _eval(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
-    env = _env(ANTHROPIC_API_KEY="sk-ant-test")
-    return subprocess.run(_command(home, *args), env=env, capture_output=True, text=True, timeout=120)
+    env = eval_env(ANTHROPIC_API_KEY="sk-ant-test")
+    return subprocess.run(eval_command(home, *args), env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_a_provider_without_a_default_model_is_measured_only_with_a_chosen_one(

@@ -14,7 +14,7 @@ import pytest
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, hang
 
-from .test_cli import _command, _env
+from .eval_command import eval_command, eval_env
 
 pytestmark = pytest.mark.slow  # the real CLI in its own process
 
@@ -46,10 +46,10 @@ def test_a_second_ctrl_c_does_not_stop_the_private_home_being_deleted(
         sys.executable,
         "-c",
         SECOND_CTRL_C_AT_CLEANUP,
-        *_command(user_home, "--cases", "dsh/decision")[3:],
+        *eval_command(user_home, "--cases", "dsh/decision")[3:],
     ]
-    with subprocess.Popen(command, env=_env(TMPDIR=str(temp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as run:  # fmt: skip
+    with subprocess.Popen(command, env=eval_env(TMPDIR=str(temp)), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as run:  # fmt: skip
         deadline = time.monotonic() + 60
         while fake.count == 0 and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)  # until the case waits on the model

@@ -13,7 +13,7 @@ import pytest
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI
 
-from .test_cli import _command, _env
+from .eval_command import eval_command, eval_env
 
 pytestmark = pytest.mark.slow  # `remem eval` in a process of its own
 
@@ -42,7 +42,7 @@ def test_a_case_whose_home_cannot_be_written_is_graded_not_a_crash(
     printed and the run exits 1: a case graded unreadable ended before the model decided it,
     and a run that did not measure the model does not pass (decision 0452)."""
     done = subprocess.run(
-        _command(user_home, "--cases", "dsh/decision", "--json"), env=_env(), capture_output=True,
+        eval_command(user_home, "--cases", "dsh/decision", "--json"), env=eval_env(), capture_output=True,
         text=True, timeout=120, preexec_fn=_files_limited_to(size),
     )  # fmt: skip
     assert done.returncode == 1, done.stderr

@@ -11,7 +11,7 @@ from remem.daemon.evaluation.cases import CASES
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI
 
-from .test_cli import _env
+from .eval_command import eval_env
 
 # `remem` with one more format in the set (a Claude Code generator, say, once one is written).
 _WITH_ANOTHER_FORMAT = (
@@ -27,7 +27,11 @@ _WITH_ANOTHER_FORMAT = (
 def test_no_match_names_the_formats_and_the_cases(user_home: Home, fake: FakeOpenAI) -> None:
     command = [sys.executable, "-c", _WITH_ANOTHER_FORMAT, "--home", str(user_home.root), "--no-daemon"]
     done = subprocess.run(
-        [*command, "eval", "--cases", "nothing-*"], env=_env(), capture_output=True, text=True, timeout=120
+        [*command, "eval", "--cases", "nothing-*"],
+        env=eval_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     names = ", ".join(case.name for case in CASES)
     assert (done.returncode, done.stdout) == (2, "")

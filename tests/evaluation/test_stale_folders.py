@@ -17,7 +17,7 @@ from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, hang
 from tests.scratch import hooked_pythonpath
 
-from .test_cli import _command, _env
+from .eval_command import eval_command, eval_env
 
 pytestmark = pytest.mark.slow  # runs of `remem eval`
 
@@ -26,7 +26,7 @@ TIMEOUT_SECONDS = 60
 
 def _start(home: Home, temp: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        _command(home, "--cases", "dsh/decision"), env=_env(TMPDIR=str(temp)),
+        eval_command(home, "--cases", "dsh/decision"), env=eval_env(TMPDIR=str(temp)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -58,7 +58,7 @@ def test_the_next_run_removes_a_killed_runs_folder_and_leaves_a_live_ones(
             [running] = set(temp.glob("remem-eval-*")) - {left}
             # A case that never asks the model: the run ends on its own.
             done = subprocess.run(
-                _command(user_home, "--cases", "dsh/empty"), env=_env(TMPDIR=str(temp)),
+                eval_command(user_home, "--cases", "dsh/empty"), env=eval_env(TMPDIR=str(temp)),
                 capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
@@ -87,7 +87,7 @@ def test_a_folder_without_its_lock_file_is_removed_only_once_it_lay_unchanged_a_
     day_and_more = time.time() - LOCKLESS_STALE_SECONDS - 60
     os.utime(old, (day_and_more, day_and_more))
     done = subprocess.run(
-        _command(user_home, "--cases", "dsh/empty"), env=_env(TMPDIR=str(temp)),
+        eval_command(user_home, "--cases", "dsh/empty"), env=eval_env(TMPDIR=str(temp)),
         capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -100,9 +100,9 @@ def test_a_temporary_folder_without_locks_fails_each_case_saying_so(user_home: H
     AssertionError ended the run as a bug in remem."""
     temp = tmp_path / "temp"
     temp.mkdir()
-    env = _env(TMPDIR=str(temp), PYTHONPATH=hooked_pythonpath(NO_LOCKS_HOOK, "remem-no-locks-hook-"))
+    env = eval_env(TMPDIR=str(temp), PYTHONPATH=hooked_pythonpath(NO_LOCKS_HOOK, "remem-no-locks-hook-"))
     done = subprocess.run(
-        _command(user_home, "--cases", "dsh/decision", "--json"), env=env,
+        eval_command(user_home, "--cases", "dsh/decision", "--json"), env=env,
         capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr

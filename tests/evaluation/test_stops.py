@@ -16,7 +16,7 @@ from tests.fake_openai import FakeOpenAI
 from tests.interrupting import interrupted_at_import
 from tests.waiting import wait_until
 
-from .test_cli import _command, _env
+from .eval_command import eval_command, eval_env
 
 pytestmark = pytest.mark.slow  # each test starts `remem eval` several times
 
@@ -25,8 +25,8 @@ HANG_SECONDS = 60  # a bound on a hang, never a measure of speed
 
 def _start(home: Home, temp: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        _command(home, *args), env=_env(TMPDIR=str(temp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
+        eval_command(home, *args), env=eval_env(TMPDIR=str(temp)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
 
 
@@ -114,7 +114,7 @@ def test_ctrl_c_exits_130_before_the_cases_run_too(
 ) -> None:
     """Both were imported with the command, inside Click, which made a Ctrl-C "Aborted!", exit 1."""
     # What follows `python -m remem.daemon`:
-    command = interrupted_at_import(module, *_command(user_home, "--cases", "dsh/decision")[3:])
-    done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
+    command = interrupted_at_import(module, *eval_command(user_home, "--cases", "dsh/decision")[3:])
+    done = subprocess.run(command, env=eval_env(), capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", f"remem: interrupted {said}; no report\n")
     assert fake.count == 0
