@@ -1414,7 +1414,9 @@ def _refused_errno(exc: Exception) -> int | None:
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, LockUnusable):  # remem's own sentence (the file, why, the remedy): said whole
+    # remem's own sentences (what, why, the remedy) are said whole, bounded as they are: their
+    # foreign parts were cut where they were written. Another's text is cut to its first line.
+    if isinstance(exc, (LockUnusable, HistoryError)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
 
