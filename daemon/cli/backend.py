@@ -15,7 +15,9 @@ names a folder the daemon does not read, and its empty state names the daemon's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,9 +77,47 @@ class Backend:
 
 def _in_process(home: Home, roots: Sequence[Path], listener: Listener | None) -> _InProcess:
     from ..credentials import log_to_stderr
+    from .output import answers_json
 
-    log_to_stderr(logging.WARNING, "remem: %(message)s")  # what the daemon's handlers log, masked
+    if answers_json():
+        # Given `--json`, stderr stays empty (a failure is the JSON alone): what the handlers log
+        # goes where the daemon's own lines go, as it would through the daemon (decision 0509).
+        logging.basicConfig(level=logging.WARNING, handlers=[_HomeLog(home)], force=True)
+    else:
+        log_to_stderr(logging.WARNING, "remem: %(message)s")  # what the daemon's handlers log, masked
     return _InProcess(home, roots, listener)
+
+
+class _HomeLog(logging.Handler):
+    """The home's log, `state/daemon.log`, for what the daemon's handlers log in this process:
+    each line masked, marked as this process's, and appended in one write, so a daemon writing
+    there meanwhile never splits it. Opened for each line, never through a link: rare lines,
+    and a daemon may have moved the log aside since (its cap). A log that cannot be written
+    takes nothing, and the command goes on: what it must say, its answer says."""
+
+    def __init__(self, home: Home) -> None:
+        from ..credentials import RedactingFormatter
+
+        super().__init__()
+        self._home = home
+        self.setFormatter(
+            RedactingFormatter("%(asctime)s %(levelname)s [a command, pid %(process)d] %(message)s")
+        )
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from ..home import HomeUnusable
+        from ..server.runtime import DaemonPaths
+
+        try:
+            line = (self.format(record) + "\n").encode(errors="replace")
+            fd = self._home.open_file(DaemonPaths(self._home).log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except (OSError, HomeUnusable):
+            return
+        try:
+            with contextlib.suppress(OSError):  # a full disk: the line is lost, not the command
+                os.write(fd, line)
+        finally:
+            os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,11 @@ def test_an_entry_written_without_a_blob_is_reported_and_mended(home: Home, work
     entries = json.loads(out)["entries"]
     assert [e["id"] for e in entries] == [damaged, first.history]
     assert entries[0]["stat"] is None and entries[1]["stat"]["added"] == ["alpha", "beta"]
-    assert f"remem: memory history: entry {damaged[:12]} cannot be read" in err
+    # Given `--json`, stderr stays empty: the warning is in the home's log (decision 0509).
+    assert (
+        err == ""
+        and f"memory history: entry {damaged[:12]} cannot be read" in DaemonPaths(home).log.read_text()
+    )
     for args in (("diff", damaged), ("show", "--at", damaged), ("revert", damaged)):
         code, out, err = run(home, "memory", *args)
         assert code == 1 and "the history lacks the bytes of its file beta.md" in err, args

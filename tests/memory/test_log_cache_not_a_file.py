@@ -20,6 +20,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.log_cache import FOLDER
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.server.runtime import DaemonPaths
 from tests.fifo import released
 
 from .test_history import cached, commits, run, walked
@@ -61,7 +62,9 @@ def test_a_log_cache_that_is_no_file_is_read_as_none_and_replaced(
     ids = walked(home, workspace.key)
     assert [e["id"] for e in json.loads(out)["entries"]] == ids
     assert [e.id for e in fresh] == ids
-    assert f"the log cache of {branch} is {WHAT[shape]}; it is replaced" in err
+    # Given `--json`, stderr stays empty: the warning is in the home's log (decision 0509).
+    logged = DaemonPaths(home).log.read_text()
+    assert err == "" and f"the log cache of {branch} is {WHAT[shape]}; it is replaced" in logged
     assert stat.S_ISREG(os.lstat(path).st_mode), "replaced by a regular file, as a damaged cache is"
     again = cached(home).load(branch)
     assert again.clean and [line.id for line in reversed(again.lines)] == ids
