@@ -25,7 +25,7 @@ from remem.daemon.protocol.consolidation import Status
 from tests.fake_openai import ScriptedHandler, ScriptedServer
 
 from .conftest import KEY_ENV, write_source
-from .test_provider_answers import RawAnswers, _failed_with
+from .provider_failures import RawAnswers, failed_with
 
 NOTHING_ANSWERED = "nothing answered there"
 
@@ -61,7 +61,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_answer_broken_off_mid_body_says_the_server_broke_it_off(home: Home, tmp_path: Path) -> None:
     with CutAnswers() as cut:
         url = f"{cut.origin}/v1"
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
         assert cut.count >= 1, "a server did answer"
     assert NOTHING_ANSWERED not in error, error
     assert error == (
@@ -74,7 +74,7 @@ def test_an_answer_broken_off_mid_body_says_the_server_broke_it_off(home: Home, 
 def test_https_to_a_plain_http_server_says_to_use_http(home: Home, tmp_path: Path) -> None:
     with RawAnswers("application/json", b"{}") as plain:
         url = plain.origin.replace("http://", "https://") + "/v1"
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
     assert NOTHING_ANSWERED not in error, error
     assert error == (
         f"no whole answer from {url}: a server answered there, but not in TLS: if it serves plain "
@@ -119,7 +119,7 @@ def _self_signed_tls_server(folder: Path) -> Iterator[str]:
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
 def test_an_untrusted_certificate_is_said_so_not_plain_http(home: Home, tmp_path: Path) -> None:
     with _self_signed_tls_server(tmp_path) as url:
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
     assert NOTHING_ANSWERED not in error, error
     assert error == (
         f"no whole answer from {url}: its TLS certificate was refused: check that base_url names the "
@@ -141,7 +141,7 @@ def test_a_host_name_not_found_is_said_so(
 
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
     url = "http://no-such-host.invalid/v1"
-    error = _failed_with(home, tmp_path, url)
+    error = failed_with(home, tmp_path, url)
     assert NOTHING_ANSWERED not in error, error
     assert error == (
         f"no whole answer from {url}: its host name was not found: check the host in base_url, "
@@ -168,7 +168,7 @@ def _full_backlog() -> Iterator[str]:
 def test_a_connection_nothing_takes_in_time_says_what_to_check(home: Home, tmp_path: Path) -> None:
     """The SDK's own connect timeout (5 s, each of its tries), not the attempt's, ends it."""
     with _full_backlog() as url:
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
     assert error == (
         f"no whole answer from {url}: nothing took the connection in time: check the host and port in "
         "base_url, and the network"
@@ -177,7 +177,7 @@ def test_a_connection_nothing_takes_in_time_says_what_to_check(home: Home, tmp_p
 
 @pytest.mark.parametrize("url", ["http:///v1", "http://:8000/v1", "https://user@/v1"])
 def test_a_base_url_that_names_no_host_is_no_valid_url(home: Home, tmp_path: Path, url: str) -> None:
-    error = _failed_with(home, tmp_path, url)
+    error = failed_with(home, tmp_path, url)
     assert error.startswith(
         "the provider's base_url is not a valid URL (it names no host, as http://127.0.0.1:8000/v1 does)"
     ), error

@@ -22,7 +22,7 @@ from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI, status
 
 from .conftest import KEY_ENV
-from .test_provider_answers import _failed_with
+from .provider_failures import failed_with
 
 PASSWORD = "PROXYPW-never-shown"
 
@@ -71,7 +71,7 @@ def test_a_proxy_whose_host_is_not_found_is_blamed_not_base_url(
     monkeypatch.setenv("HTTP_PROXY", f"http://user:{PASSWORD}@no-such-proxy.invalid:8080")
     with FakeOpenAI(api_key="sk-test") as fake, caplog.at_level("DEBUG"):
         url = fake.base_url
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
         assert fake.count == 0, "the request went to the proxy, not to the server that runs"
     assert error == (
         f"no whole answer from {url}: it was sent through the proxy "
@@ -89,7 +89,7 @@ def test_a_proxy_where_nothing_answers_is_blamed_not_the_server(
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{closed_port}")
     with FakeOpenAI(api_key="sk-test") as fake:
         url = fake.base_url
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
         assert fake.count == 0
     assert error == (
         f"no whole answer from {url}: it was sent through the proxy "
@@ -105,7 +105,7 @@ def test_a_proxy_that_does_not_connect_to_an_https_server_is_blamed(
     with FakeOpenAI() as proxy, caplog.at_level("DEBUG"):
         origin = proxy.origin
         monkeypatch.setenv("HTTPS_PROXY", origin.replace("http://", f"http://user:{PASSWORD}@"))
-        error = _failed_with(home, tmp_path, "https://remem-test.invalid/v1")
+        error = failed_with(home, tmp_path, "https://remem-test.invalid/v1")
     assert error == (
         f"no whole answer from https://remem-test.invalid/v1: it was sent through the proxy {origin} "
         "(its login not shown) of $HTTPS_PROXY, which answered, but did not connect it to the server: "
@@ -119,10 +119,10 @@ def test_all_proxy_is_blamed_unless_no_proxy_names_the_host(
 ) -> None:
     monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{closed_port}")
     with FakeOpenAI(api_key="sk-test") as fake:
-        proxied = _failed_with(home, tmp_path / "proxied", fake.base_url)
+        proxied = failed_with(home, tmp_path / "proxied", fake.base_url)
         monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
         fake.reply(status(400, "straight to the server"))
-        straight = _failed_with(home, tmp_path / "straight", fake.base_url)
+        straight = failed_with(home, tmp_path / "straight", fake.base_url)
         assert fake.count == 1, "NO_PROXY sent the second request to the server itself"
     assert f"through the proxy http://127.0.0.1:{closed_port} of $ALL_PROXY, where nothing" in proxied
     assert "proxy" not in straight and "straight to the server" in straight, straight
@@ -138,7 +138,7 @@ def test_a_client_whose_proxy_lookup_moved_still_says_what_failed(
     monkeypatch.setitem(sys.modules, "httpx2._utils", None)  # its import now fails
     with FakeOpenAI(api_key="sk-test") as fake:
         url = fake.base_url
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
     assert error.startswith(f"no whole answer from {url}: its host name was not found"), error
 
 
@@ -217,9 +217,9 @@ def test_a_proxy_that_re_signs_tls_says_to_trust_its_certificate_as_the_client_d
     url = "https://remem-test.invalid/v1"
     with _intercepting_proxy(tmp_path, "remem-test.invalid") as (proxy, ca):
         monkeypatch.setenv("HTTPS_PROXY", proxy)
-        refused = _failed_with(home, tmp_path / "refused", url)
+        refused = failed_with(home, tmp_path / "refused", url)
         monkeypatch.setenv("SSL_CERT_FILE", str(ca))
-        trusted = _failed_with(home, tmp_path / "trusted", url)
+        trusted = failed_with(home, tmp_path / "trusted", url)
     assert refused == (
         f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and the TLS "
         "certificate that came back through it was refused, as when a proxy re-signs TLS: trust that "

@@ -4,59 +4,26 @@ to retry it. The receipt says it, the logs only its kind."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from pathlib import Path
 
 import pytest
 
 from remem.daemon.consolidation.proposal import TOOL_NAME
-from remem.daemon.consolidation.receipts import ReceiptStore
-from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.consolidation.worker import MAX_STEPS
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
 from tests.fake_openai import FakeOpenAI, Reply, hang, status, text, tool_call
 
 from .conftest import KEY_ENV, Source, configure, proposal, put, write_source
-from .test_provider_answers import RawAnswers, _configure
+from .provider_failures import RawAnswers, configure_provider, failed_attempt
 
 GAVE_UP = f"no valid final proposal within {MAX_STEPS} model steps; the last answer"
 
 
-class _Causes(logging.Handler):
-    """What the daemon's log says of each failed attempt, after `ended <status>: `."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.said: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if " ended " in record.msg:
-            self.said.append(record.getMessage().split(": ", 1)[1])
-
-
-def _failed(home: Home, session_id: str, expected: Status) -> tuple[str, list[str]]:
-    """The receipt's error and the causes the daemon's log was given, of an attempt that failed."""
-    causes, daemon = _Causes(), logging.getLogger("remem.daemon")
-    # `setLevel`, not the attribute: it clears what `isEnabledFor` remembers of an earlier level.
-    level = daemon.level
-    daemon.setLevel(logging.INFO)
-    daemon.addHandler(causes)
-    try:
-        result = asyncio.run(Consolidator(home).consolidate(session_id, lambda phase, data: None))
-    finally:
-        daemon.removeHandler(causes)
-        daemon.setLevel(level)
-    receipt = ReceiptStore(home).read(result.review)
-    assert receipt is not None and result.status is receipt.status is expected
-    return receipt.attempts[-1].error or "", causes.said
-
-
 def _answered(home: Home, fake: FakeOpenAI, source: Source, *replies: Reply) -> tuple[str, list[str]]:
     fake.reply(*replies)
-    return _failed(home, source.id, Status.INVALID_PROPOSAL)
+    return failed_attempt(home, source.id, Status.INVALID_PROPOSAL)
 
 
 def test_arguments_that_are_not_json_are_named(home: Home, fake: FakeOpenAI, source: Source) -> None:
@@ -130,9 +97,9 @@ def test_an_answer_cut_off_by_the_token_limit_is_named(
     body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
     with RawAnswers("application/json", json.dumps(body).encode()) as raw:
         root = tmp_path / "dsh-sessions"
-        _configure(home, f"{raw.origin}/v1", root, provider_limit)
+        configure_provider(home, f"{raw.origin}/v1", root, provider_limit)
         session = write_source(root, str(tmp_path / "project"))
-        error, causes = _failed(home, session.id, Status.INVALID_PROPOSAL)
+        error, causes = failed_attempt(home, session.id, Status.INVALID_PROPOSAL)
     cut = f"{GAVE_UP} was cut off at max_tokens {limit} (finish_reason length)"
     assert error == f"{cut}: raise {setting}"
     assert causes == [cut]
@@ -147,7 +114,7 @@ def test_a_timeout_while_the_sdk_waits_out_a_429_names_it(
     configure(home, fake, root, timeout_seconds=0.5)
     source = write_source(root, str(tmp_path / "project"))
     fake.reply(status(429, "slow down", retry_after=30))
-    error, causes = _failed(home, source.id, Status.PROVIDER_FAILED)
+    error, causes = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert (
         error
         == causes[0]
@@ -168,7 +135,7 @@ def test_a_timeout_after_the_provider_answered_is_only_a_timeout(
     configure(home, fake, root, timeout_seconds=1.5)
     source = write_source(root, str(tmp_path / "project"))
     fake.reply(text("Let me look."), status(503, retry_after=0.1), hang())
-    error, _ = _failed(home, source.id, Status.PROVIDER_FAILED)
+    error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert error == (
         f"no final proposal within 1.5 s from {fake.base_url}: the provider answered before, not this "
         "step in time; raise consolidation.timeout_seconds"
@@ -182,7 +149,7 @@ def test_a_timeout_with_no_answer_at_all_says_what_to_do(
     configure(home, fake, root, timeout_seconds=0.5)
     source = write_source(root, str(tmp_path / "project"))
     fake.reply(hang())
-    error, causes = _failed(home, source.id, Status.PROVIDER_FAILED)
+    error, causes = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert (
         error
         == causes[0]

@@ -12,43 +12,14 @@ import pytest
 
 from remem.daemon.consolidation.models import list_models
 from remem.daemon.consolidation.proposal import TOOL_NAME
-from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.consolidation.route import Route
-from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.home import Home
-from remem.daemon.protocol.consolidation import Status
 from remem.daemon.sessions.reader import read_session
-from tests.fake_openai import ScriptedHandler, ScriptedServer
 
-from .conftest import KEY_ENV, write_source
+from .conftest import KEY_ENV
+from .provider_failures import RawAnswers, failed_with
 
 _GOOD = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": None}
-
-
-class _RawHandler(ScriptedHandler):
-    """Answers every POST 200 with `answer`, its content type and body, whatever they are."""
-
-    fake_name = "RawAnswers"
-    answer: tuple[str, bytes]
-
-    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._record({})
-        content_type, body = self.answer
-        self.close_connection = True
-        self.send_response(200)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-class RawAnswers(ScriptedServer):
-    """A provider whose every chat completion is answered 200 with `body`, as `content_type`."""
-
-    def __init__(self, content_type: str, body: bytes) -> None:
-        super().__init__()
-        self.handler = type("Handler", (_RawHandler,), {"answer": (content_type, body)})
 
 
 def _json(**fields: object) -> tuple[str, bytes]:
@@ -66,27 +37,6 @@ ANSWERS = {
 }
 
 
-def _configure(home: Home, base_url: str, root: Path, provider_limit: int | None = None) -> None:
-    home.ensure_layout()
-    limit = "" if provider_limit is None else f"    max_output_tokens: {provider_limit}\n"
-    home.settings_file.write_text(
-        "consolidation:\n  provider: fake\n  model: fake-model\n"
-        f"providers:\n  fake:\n    base_url: {base_url!r}\n    api_key_env: {KEY_ENV}\n{limit}"
-        f"sessions:\n  roots: [{str(root)!r}]\n"
-    )
-
-
-def _failed_with(home: Home, tmp_path: Path, base_url: str) -> str:
-    root = tmp_path / "dsh-sessions"
-    _configure(home, base_url, root)
-    source = write_source(root, str(tmp_path / "project"))
-    result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))
-    receipt = ReceiptStore(home).read(result.review)
-    assert result.status is Status.PROVIDER_FAILED and receipt is not None
-    assert receipt.status is Status.PROVIDER_FAILED, "the receipt does not stay running"
-    return receipt.attempts[0].error or ""
-
-
 @pytest.mark.parametrize("case", sorted(ANSWERS))
 def test_a_200_that_is_no_chat_completion_fails_the_attempt_saying_why(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
@@ -95,7 +45,7 @@ def test_a_200_that_is_no_chat_completion_fails_the_attempt_saying_why(
     (content_type, body), why = ANSWERS[case]
     with RawAnswers(content_type, body) as raw:
         url = f"{raw.origin}/v1"
-        error = _failed_with(home, tmp_path, url)
+        error = failed_with(home, tmp_path, url)
         assert raw.count == 1, "a malformed answer is not retried"
     assert why in error and error.endswith(f"(asked {url})")
 
@@ -115,7 +65,7 @@ def test_an_answer_too_large_to_record_fails_the_attempt_and_its_log_reads_back(
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
     body = _json(choices=[{"index": 0, "finish_reason": "tool_calls", "message": message}])
     with RawAnswers(*body) as raw:
-        error = _failed_with(home, tmp_path, f"{raw.origin}/v1")
+        error = failed_with(home, tmp_path, f"{raw.origin}/v1")
     assert error.startswith(f"the answer is {9 << 20} bytes of text and tool arguments; a consolidation step")
     logs = [p for p in home.sessions.rglob("session.jsonl*") if p.is_file()]
     assert logs and all(read_session(p).header for p in logs), "every worker log reads back"
@@ -128,7 +78,7 @@ def test_a_base_url_that_is_no_url_fails_the_attempt_saying_so(
     """Without an http(s) scheme the client fails only when it asks, as if nothing answered
     there: the user was told to start the provider's server."""
     monkeypatch.setenv(KEY_ENV, "sk-test")
-    error = _failed_with(home, tmp_path, url)
+    error = failed_with(home, tmp_path, url)
     assert error.startswith("the provider's base_url is not a valid URL") and f"(asked {url})" in error
     assert "nothing answered" not in error, error
 
@@ -139,7 +89,7 @@ def test_a_login_in_the_base_url_is_never_reported(
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with RawAnswers("text/html", b"<html>proxy login</html>") as raw:
         host = raw.origin.removeprefix("http://")
-        error = _failed_with(home, tmp_path, f"http://alice:hunter2@{host}/v1")
+        error = failed_with(home, tmp_path, f"http://alice:hunter2@{host}/v1")
     assert "hunter2" not in error and "alice" not in error
     assert error.endswith(f"(asked http://[redacted userinfo]@{host}/v1)")
 
@@ -164,7 +114,7 @@ def test_a_provider_nothing_listens_for_is_said_once_with_what_to_do(
     with socket.socket() as probe:  # a port nothing listens on once it is closed
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
-    error = _failed_with(home, tmp_path, url)
+    error = failed_with(home, tmp_path, url)
     assert error == (
         f"no whole answer from {url}: nothing answered there: start the provider's server, or choose "
         "another model (remem settings model)"

@@ -14,8 +14,7 @@ from remem.daemon.protocol.consolidation import Status
 from tests.fake_openai import FakeOpenAI, Reply, ScriptedHandler, ScriptedServer, status
 
 from .conftest import KEY_ENV, Source, configure, write_source
-from .test_failure_reasons import _failed
-from .test_provider_answers import _configure
+from .provider_failures import configure_provider, failed_attempt
 
 MODEL = "`fake-model`"
 CHOOSE = "choose another model (remem settings model)"
@@ -23,7 +22,7 @@ CHOOSE = "choose another model (remem settings model)"
 
 def _said(home: Home, source: Source, fake: FakeOpenAI, *replies: Reply) -> str:
     fake.reply(*replies)
-    error, causes = _failed(home, source.id, Status.PROVIDER_FAILED)
+    error, causes = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert causes and all(" — " not in cause for cause in causes), "the provider's words reach no log"
     return error
 
@@ -55,7 +54,7 @@ def test_a_refused_key_names_the_variable_it_came_from_never_the_key(
     home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-wrong-key-1234")
-    error, causes = _failed(home, source.id, Status.PROVIDER_FAILED)
+    error, causes = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert error == (
         f"the provider refused the API key (HTTP 401 unauthorized, asked {fake.base_url}): check the key in "
         f"${KEY_ENV} — Incorrect API key provided (FakeOpenAI)."
@@ -69,7 +68,7 @@ def test_a_refused_key_from_credentials_yml_names_its_place(
     monkeypatch.delenv(KEY_ENV)
     home.credentials_file.write_text("providers: {fake: {api_key: sk-stored-wrong}}\n")
     os.chmod(home.credentials_file, 0o600)
-    error = _failed(home, source.id, Status.PROVIDER_FAILED)[0]
+    error = failed_attempt(home, source.id, Status.PROVIDER_FAILED)[0]
     assert error.startswith(
         f"the provider refused the API key (HTTP 401 unauthorized, asked {fake.base_url}): check "
         "providers.fake.api_key in credentials.yml, or name the variable holding it in "
@@ -86,7 +85,7 @@ def test_a_base_url_without_the_api_path_is_said_to_be_checked(
     settings = home.settings_file.read_text()
     home.settings_file.write_text(settings.replace(fake.base_url, fake.origin))
     source = write_source(root, str(tmp_path / "project"))
-    error, _ = _failed(home, source.id, Status.PROVIDER_FAILED)
+    error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert error.startswith(
         f"the provider has no model {MODEL}, or no chat completions API there (HTTP 404 not found, asked "
         f"{fake.origin}): check the model id (remem settings model) and that base_url is the API's (most "
@@ -136,9 +135,9 @@ def test_a_spent_quota_is_not_said_to_be_a_rate_limit(
     with SpentQuota() as spent:
         url = f"{spent.origin}/v1"
         root = tmp_path / "dsh-sessions"
-        _configure(home, url, root)
+        configure_provider(home, url, root)
         source = write_source(root, str(tmp_path / "project"))
-        error, _ = _failed(home, source.id, Status.PROVIDER_FAILED)
+        error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert error == (
         f"the provider's account has no balance or quota left (HTTP 429 rate limited, asked {url}): top it "
         f"up at the provider, or {CHOOSE} — You exceeded your current quota"

@@ -22,7 +22,7 @@ from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import Computed, FakeOpenAI, Reply, status
 
 from .conftest import KEY_ENV, Source, configure, write_source
-from .test_provider_answers import RawAnswers
+from .provider_failures import RawAnswers
 
 MARKER = "Quoted-from-the-session marker 7d1c"
 

@@ -18,8 +18,7 @@ from remem.daemon.protocol.consolidation import Status
 from remem.daemon.sessions.reader import read_session
 
 from .conftest import KEY_ENV, proposal, put, write_source
-from .test_provider_answers import RawAnswers, _configure
-from .test_worker_robustness import _answer
+from .provider_failures import RawAnswers, chat_answer, configure_provider
 
 
 def _recorded_usage(home: Home, tmp_path: Path, usage: object) -> object:
@@ -28,8 +27,8 @@ def _recorded_usage(home: Home, tmp_path: Path, usage: object) -> object:
     source = write_source(root, str(tmp_path / "project"))
     arguments = json.dumps(proposal(put("prefer-uv", source.evidence())))
     call = {"id": "c1", "type": "function", "function": {"name": TOOL_NAME, "arguments": arguments}}
-    with RawAnswers("application/json", _answer({"tool_calls": [call]}, usage=usage)) as raw:
-        _configure(home, f"{raw.origin}/v1", root)
+    with RawAnswers("application/json", chat_answer({"tool_calls": [call]}, usage=usage)) as raw:
+        configure_provider(home, f"{raw.origin}/v1", root)
         result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))
     assert result.status is Status.COMMITTED, "counts of another shape fail nothing"
     receipt = ReceiptStore(home).read(result.review)

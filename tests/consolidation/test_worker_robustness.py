@@ -4,7 +4,6 @@ session stays whole when a cancel or the timeout lands while a step is being wri
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from remem.daemon.sessions.reader import read_session
 from tests.fake_openai import FakeOpenAI, tool_call
 
 from .conftest import KEY_ENV, Source, configure, proposal, put, write_source
-from .test_provider_answers import RawAnswers, _configure
+from .provider_failures import RawAnswers, chat_answer, configure_provider
 
 
 def _consolidate(home: Home, session_id: str) -> ConsolidationResult:
@@ -43,14 +42,8 @@ def _worker_events(home: Home, receipt: Receipt) -> list[str]:
     return [e.type for e in read_session(path).events]
 
 
-def _answer(message: dict[str, Any], **fields: Any) -> bytes:
-    choice = {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", **message}}
-    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": None}
-    return json.dumps({**body, "choices": [choice], **fields}).encode()
-
-
 def _calls(*calls: Any) -> bytes:
-    return _answer({"tool_calls": list(calls)})
+    return chat_answer({"tool_calls": list(calls)})
 
 
 _FUNCTION = {"name": "memory_review_propose", "arguments": "{}"}
@@ -65,11 +58,11 @@ MALFORMED = {
         "has no string id, name or arguments",
     ),
     "no-call-id": (_calls({"type": "function", "function": _FUNCTION}), "has no string id"),
-    "tool-calls-a-string": (_answer({"tool_calls": "oops"}), "tool_calls is not a list"),
+    "tool-calls-a-string": (chat_answer({"tool_calls": "oops"}), "tool_calls is not a list"),
     "a-tool-call-a-string": (_calls("oops"), "a tool call in the answer is not an object"),
-    "content-a-list": (_answer({"content": ["hi"]}), "the answer's content is not text"),
+    "content-a-list": (chat_answer({"content": ["hi"]}), "the answer's content is not text"),
     "reasoning-a-number": (
-        _answer({"content": "hi", "reasoning_content": 1}),
+        chat_answer({"content": "hi", "reasoning_content": 1}),
         "reasoning_content is not text",
     ),
 }
@@ -83,7 +76,7 @@ def test_a_malformed_completion_fails_the_attempt_instead_of_the_request(
     body, why = MALFORMED[case]
     with RawAnswers("application/json", body) as raw:
         root = tmp_path / "dsh-sessions"
-        _configure(home, f"{raw.origin}/v1", root)
+        configure_provider(home, f"{raw.origin}/v1", root)
         session = write_source(root, str(tmp_path / "project"))
         result = _consolidate(home, session.id)
         assert raw.count == 1, "a malformed answer is not retried"
@@ -98,9 +91,9 @@ def test_token_counts_of_another_shape_are_unknown_and_the_attempt_goes_on(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, usage: object
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-test")
-    with RawAnswers("application/json", _answer({"content": "hi"}, usage=usage)) as raw:
+    with RawAnswers("application/json", chat_answer({"content": "hi"}, usage=usage)) as raw:
         root = tmp_path / "dsh-sessions"
-        _configure(home, f"{raw.origin}/v1", root)
+        configure_provider(home, f"{raw.origin}/v1", root)
         session = write_source(root, str(tmp_path / "project"))
         result = _consolidate(home, session.id)
         assert raw.count > 1, "each step was answered and the model asked again"
