@@ -134,29 +134,6 @@ class ConsolidationSettings(_Strict):
     max_input_bytes: int = Field(default=131072, gt=0, le=SESSION_LINE_MAX_BYTES)
     debug: bool = False
 
-    @property
-    def chosen_model(self) -> str | None:
-        """`model`, or None when the settings choose no model of `provider` (`unchosen` says why)."""
-        return None if self.unchosen is not None else self.model
-
-    @property
-    def unchosen(self) -> str | None:
-        """Why the settings choose no model of `provider`, None when they do. A provider whose
-        default model remem does not know (every one but deepseek) has none chosen while the key
-        is unset: its default is deepseek's model (decision 0500, amended). One that does not
-        serve that model (`DEFAULT_UNSERVED`) has none chosen while the key holds it either: an
-        older remem wrote it there, keeping the model when the provider changed (decision 0506)."""
-        if default_model(self.provider) is not None:
-            return None
-        if "model" not in self.model_fields_set:
-            return no_default_model(self.provider)
-        unserved = unserved_model(self.provider, self.model, "the consolidation.model of settings.yml")
-        if unserved is None:
-            return None
-        chosen = f"`remem settings model --provider {self.provider}`"
-        wrote = f"an older remem wrote it there when {chosen} was given no --model"
-        return f"{unserved} ({wrote}), so no model is chosen for {self.provider}"
-
 
 DEFAULT_PROVIDER: str = ConsolidationSettings.model_fields["provider"].default
 
@@ -179,13 +156,26 @@ def no_default_model(provider: str, kept: str | None = None, kept_from: str | No
     return said + (f", and `{kept}` is the one chosen for {kept_from}" if kept is not None else "")
 
 
-def unserved_model(provider: str, model: str, where: str | None = None) -> str | None:
-    """Why `provider` cannot be sent `model`, None when it may: deepseek's default model, to a
-    predefined provider that does not serve it (`DEFAULT_UNSERVED`); `where` the model was read."""
-    if provider not in DEFAULT_UNSERVED or model != default_model(DEFAULT_PROVIDER):
+def unserved_model(provider: str, base_url: str, model: str, where: str | None = None) -> str | None:
+    """Why `provider` at `base_url` cannot be sent `model`, None when it may: deepseek's default
+    model, to a predefined provider that does not serve it (`DEFAULT_UNSERVED`) at the URL remem
+    gives it. A base_url of the user's own is a proxy, which may serve it under that id (decision
+    0506, amended); `where` the model was read."""
+    if (
+        provider not in DEFAULT_UNSERVED
+        or not at_predefined_url(provider, base_url)
+        or model != default_model(DEFAULT_PROVIDER)
+    ):
         return None
     read = f", {where}," if where is not None else ""
     return f"`{model}`{read} is {DEFAULT_PROVIDER}'s default model, which {provider} does not serve"
+
+
+def at_predefined_url(provider: str, base_url: str) -> bool:
+    """Whether `base_url` is the one remem gives the predefined `provider`: the user set none of
+    their own, which would be a proxy or a server of theirs, serving what they chose to."""
+    predefined = PREDEFINED_PROVIDERS.get(provider)
+    return predefined is not None and predefined.base_url == base_url
 
 
 def model_to_choose(provider: str, how: str, why: str | None = None) -> str:
@@ -215,8 +205,9 @@ PREDEFINED_PROVIDERS = {
 MODEL_TO_CHOOSE = frozenset({"anthropic"})
 # The predefined providers that serve only their own vendor's models, so never
 # `consolidation.model`'s default: that default in a route to one is no model chosen, and a choice
-# of it is refused (`unserved_model`, decision 0506). Not ollama, which serves open models by the
-# names its library gives them, nor a provider of the user's own (a proxy): either may serve it.
+# of it is refused (`unserved_model`, decision 0506). Only at the URL remem gives them: one the
+# user set is a proxy (OpenRouter, a gateway), which may serve it. Not ollama, which serves open
+# models by the names its library gives them, nor a provider of the user's own: either may.
 DEFAULT_UNSERVED = MODEL_TO_CHOOSE | {"openai"}
 
 
@@ -228,6 +219,34 @@ class Settings(_Strict):
 
     def all_providers(self) -> dict[str, ProviderSettings]:
         return {**PREDEFINED_PROVIDERS, **self.providers}
+
+    @property
+    def chosen_model(self) -> str | None:
+        """`consolidation.model`, or None when the settings choose no model of the route's
+        provider (`unchosen` says why)."""
+        return None if self.unchosen is not None else self.consolidation.model
+
+    @property
+    def unchosen(self) -> str | None:
+        """Why the settings choose no model of the route's provider, None when they do. A provider
+        whose default model remem does not know (every one but deepseek) has none chosen while the
+        key is unset: its default is deepseek's model (decision 0500, amended). One that does not
+        serve that model (`unserved_model`) has none chosen while the key holds it either: an
+        older remem wrote it there, keeping the model when the provider changed (decision 0506)."""
+        config = self.consolidation
+        if default_model(config.provider) is not None:
+            return None
+        if "model" not in config.model_fields_set:
+            return no_default_model(config.provider)
+        base_url = self.all_providers()[config.provider].base_url  # parse_settings checked it exists
+        unserved = unserved_model(
+            config.provider, base_url, config.model, "the consolidation.model of settings.yml"
+        )
+        if unserved is None:
+            return None
+        chosen = f"`remem settings model --provider {config.provider}`"
+        wrote = f"an older remem wrote it there when {chosen} was given no --model"
+        return f"{unserved} ({wrote}), so no model is chosen for {config.provider}"
 
     def key_variables(self) -> frozenset[str]:
         """The environment variables that hold a provider's API key, as these settings name them."""

@@ -136,7 +136,7 @@ def _check_options(settings: Settings, provider: str | None, model: str | None) 
             raise click.UsageError(f"--model: {exc}") from None
         # Refused by the route too, which would name settings.yml, where the option put it.
         routed = provider or settings.consolidation.provider
-        unserved = unserved_model(routed, model)
+        unserved = unserved_model(routed, known[routed].base_url, model)
         if unserved is not None:
             raise click.UsageError(one_line(model_to_choose(routed, GIVE_MODEL, f"--model {unserved}")))
 
@@ -150,12 +150,12 @@ def _model_of(settings: Settings, provider: str) -> str:
 
     config = settings.consolidation
     if config.provider == provider and "model" in config.model_fields_set:
-        model, why = config.chosen_model, config.unchosen
+        model, why = settings.chosen_model, settings.unchosen
     else:
         model = default_model(provider)
         # Named only when the settings set it: the key's default is nobody's choice.
         kept = (
-            config.chosen_model
+            settings.chosen_model
             if config.provider != provider and "model" in config.model_fields_set
             else None
         )

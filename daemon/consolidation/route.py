@@ -117,9 +117,9 @@ def resolve_route(home: Home, settings: Settings, *, listing: bool = False) -> R
     _remember_login(provider.base_url)
     # A missing model is said before a missing key: the editor offers what fixes the problem
     # said, and choosing the model then says the key is missing (decision 0493).
-    if not listing and config.unchosen is not None:
+    if not listing and settings.unchosen is not None:
         raise RouteError(
-            model_to_choose(config.provider, choose_with_settings(config.provider), config.unchosen)
+            model_to_choose(config.provider, choose_with_settings(config.provider), settings.unchosen)
         )
     api_key = _api_key(home, config.provider, provider.api_key_env)
     return Route(

@@ -38,7 +38,7 @@ from ..limits import MIB, SESSION_LINE_MAX_BYTES, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
 from ..sessions.writer import json_line
-from ..settings import PREDEFINED_PROVIDERS
+from ..settings import at_predefined_url
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
 from .provider_errors import seconds, status_name, status_said
@@ -341,8 +341,7 @@ def _predefined_remote(route: Route) -> bool:
     """Whether `route` asks a predefined provider's own server at the URL remem gives it (the
     user set no base_url of their own), away from this machine: what fails there is the
     network, never a base_url the user wrote, nor a server the user is to start."""
-    predefined = PREDEFINED_PROVIDERS.get(route.provider)
-    if predefined is None or predefined.base_url != route.base_url:
+    if not at_predefined_url(route.provider, route.base_url):
         return False
     host = urlsplit(route.base_url).hostname or ""
     try:

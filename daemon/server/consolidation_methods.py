@@ -177,7 +177,8 @@ class ConsolidationMethods:
             except ValueError as exc:
                 raise refused("INVALID", str(exc)) from None
             # Written, it would read back as no model chosen (decision 0500): say so now.
-            unserved = unserved_model(params.provider, params.model)
+            base_url = settings.all_providers()[params.provider].base_url
+            unserved = unserved_model(params.provider, base_url, params.model)
             if unserved is not None:
                 raise refused("INVALID", model_to_choose(params.provider, "choose one it serves", unserved))
             SettingsStore(self.home).update(
@@ -232,7 +233,7 @@ class ConsolidationMethods:
         except RouteError as exc:
             problem = str(exc)
         return ModelSettings(
-            provider=route.provider, model=route.chosen_model, providers=sorted(providers),
+            provider=route.provider, model=settings.chosen_model, providers=sorted(providers),
             apiKeyEnv=providers[route.provider].api_key_env if route.provider in providers else None,
             revision=revision, keyReady=problem is None, keyProblem=problem,
         )  # fmt: skip

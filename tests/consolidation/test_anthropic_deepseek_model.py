@@ -1,7 +1,9 @@
-"""Settings that route to anthropic with deepseek's default model (written by a remem before
-decision 0493, which kept the model when the provider changed, or by hand) choose no model
-(decision 0500): the read and `remem settings model` say so and why, a consolidation refuses
-naming `remem settings model --model`, nothing is sent, and the user's file is left as it is."""
+"""Settings that route to anthropic, at the URL remem gives it, with deepseek's default model
+(written by a remem before decision 0493, which kept the model when the provider changed, or by
+hand) choose no model (decision 0500): the read and `remem settings model` say so and why, a
+consolidation refuses naming `remem settings model --model` before anything is sent, and the
+user's file is left as it is. A base_url of the user's own may serve it: see
+test_deepseek_model_written_for_openai (decision 0506, amended)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,8 @@ from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.settings import ConsolidationSettings
 from tests.daemon.helpers import remem
-from tests.fake_openai import FakeOpenAI, tool_call
 
-from .conftest import proposal, write_source
+from .conftest import write_source
 
 KEY = "sk-ant-test"
 DEEPSEEK = ConsolidationSettings()  # deepseek and its default model
@@ -35,26 +36,20 @@ def test_deepseeks_default_model_is_no_choice_for_anthropic(
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     root = tmp_path / "dsh-sessions"
     source = write_source(root, str(tmp_path / "project"))
-    with FakeOpenAI(api_key=KEY) as layer:
-        home.ensure_layout()
-        home.settings_file.write_text(
-            f"consolidation:\n  provider: anthropic\n  model: {DEEPSEEK.model}\n"
-            f"providers:\n  anthropic:\n    base_url: {layer.origin + '/v1'!r}\n"
-            "    api_key_env: ANTHROPIC_API_KEY\n"
-            f"sessions:\n  roots: [{str(root)!r}]\n"
-        )
-        written = home.settings_file.read_bytes()
-        try:
-            read = remem(home, "settings", "model", "--json")
-            shown = remem(home, "settings", "model")
-            refused = remem(home, "consolidate", source.id)
-            unchanged = home.settings_file.read_bytes()
-            chosen = remem(home, "settings", "model", "--model", "claude-sonnet-4-5")
-            layer.reply(tool_call(proposal()))
-            reviewed = remem(home, "consolidate", source.id, "--json")
-        finally:
-            remem(home, "daemon", "stop")
-        sent = [request["model"] for request in layer.requests]
+    home.ensure_layout()
+    home.settings_file.write_text(
+        f"consolidation:\n  provider: anthropic\n  model: {DEEPSEEK.model}\n"
+        f"sessions:\n  roots: [{str(root)!r}]\n"
+    )
+    written = home.settings_file.read_bytes()
+    try:
+        read = remem(home, "settings", "model", "--json")
+        shown = remem(home, "settings", "model")
+        refused = remem(home, "consolidate", source.id)
+        unchanged = home.settings_file.read_bytes()
+        chosen = remem(home, "settings", "model", "--model", "claude-sonnet-4-5", "--json")
+    finally:
+        remem(home, "daemon", "stop")
     answer = json.loads(read.stdout)
     assert (answer["model"], answer["keyReady"]) == (None, False), answer
     assert answer["keyProblem"].startswith(WHY), answer["keyProblem"]
@@ -62,5 +57,5 @@ def test_deepseeks_default_model_is_no_choice_for_anthropic(
     assert refused.returncode == 2 and WHY in refused.stderr, refused.stderr
     assert unchanged == written, "a read never rewrites the user's file"
     assert chosen.returncode == 0, chosen.stderr
-    assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
-    assert sent == ["claude-sonnet-4-5"], "deepseek's model was never sent to anthropic"
+    route = json.loads(chosen.stdout)
+    assert (route["model"], route["keyReady"]) == ("claude-sonnet-4-5", True), route

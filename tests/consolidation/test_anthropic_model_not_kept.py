@@ -78,8 +78,8 @@ def test_switching_to_deepseek_takes_its_default_model(home: Home) -> None:
         DEFAULTS.provider,
         DEFAULTS.model,
     )
-    written = parse_settings(home.settings_file.read_bytes()).consolidation
-    assert (written.provider, written.chosen_model) == (DEFAULTS.provider, DEFAULTS.model)
+    written = parse_settings(home.settings_file.read_bytes())
+    assert (written.consolidation.provider, written.chosen_model) == (DEFAULTS.provider, DEFAULTS.model)
 
 
 def test_no_model_chosen_is_said_before_a_missing_key(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,10 @@
-"""Settings that route to openai with deepseek's default model, which `remem settings model
---provider openai` wrote before decision 0500's amendment (it kept the model the route had: from a
-fresh home, deepseek's default), choose no model (decision 0506): the read and a consolidation say
-so, that an older remem wrote it, and how to choose one; nothing is sent to openai, and the file is
-left as it is. A provider that may serve that model (ollama, one of the user's own) is sent it."""
+"""Settings that route to openai, at the URL remem gives it, with deepseek's default model, which
+`remem settings model --provider openai` wrote before decision 0500's amendment (it kept the
+model the route had: from a fresh home, deepseek's default), choose no model (decision 0506): the
+read and a consolidation say so, that an older remem wrote it, and how to choose one; nothing is
+sent to openai, and the file is left as it is. A provider that may serve that model is sent it,
+and choosing it for one is written: ollama, one of the user's own, and openai or anthropic at a
+base_url the user set (a proxy: OpenRouter, a gateway; decision 0506, amended)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
-from remem.daemon.settings import ConsolidationSettings
-from tests.daemon.helpers import remem
+from remem.daemon.settings import ConsolidationSettings, parse_settings
+from tests.cli_process import remem
 from tests.fake_openai import FakeOpenAI, tool_call
 
 from .conftest import KEY_ENV, proposal, write_source
@@ -28,6 +30,8 @@ WHY = (
 
 
 def _written(home: Home, fake: FakeOpenAI, provider: str, root: Path) -> None:
+    """A route to `provider` with deepseek's default model, `provider` served by `fake` (a
+    base_url of the user's own)."""
     home.ensure_layout()
     home.settings_file.write_text(
         f"consolidation:\n  provider: {provider}\n  model: {DEEPSEEK.model}\n"
@@ -36,29 +40,34 @@ def _written(home: Home, fake: FakeOpenAI, provider: str, root: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
 def test_deepseeks_default_model_written_for_openai_is_no_choice(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, daemon: bool
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     root = tmp_path / "dsh-sessions"
     source = write_source(root, str(tmp_path / "project"))
-    with FakeOpenAI(api_key="sk-test") as fake:
-        _written(home, fake, "openai", root)
-        written = home.settings_file.read_bytes()
-        read = json.loads(remem(home, "settings", "model", "--json").stdout)
-        refused = remem(home, "consolidate", source.id, "--json")
+    home.ensure_layout()
+    home.settings_file.write_text(
+        f"consolidation:\n  provider: openai\n  model: {DEEPSEEK.model}\n"
+        f"sessions:\n  roots: [{str(root)!r}]\n"
+    )
+    written = home.settings_file.read_bytes()
+    try:
+        read = json.loads(remem(home, "settings", "model", "--json", daemon=daemon).stdout)
+        refused = remem(home, "consolidate", source.id, "--json", daemon=daemon)
         unchanged = home.settings_file.read_bytes()
-        chosen = remem(home, "settings", "model", "--model", "gpt-4.1-mini")
-        fake.reply(tool_call(proposal()))
-        reviewed = remem(home, "consolidate", source.id, "--json")
-        sent = [request["model"] for request in fake.requests]
+        chosen = remem(home, "settings", "model", "--model", "gpt-4.1-mini", "--json", daemon=daemon)
+    finally:
+        if daemon:
+            remem(home, "daemon", "stop", daemon=True)
     assert (read["model"], read["keyReady"], read["keyProblem"]) == (None, False, WHY), read
     assert refused.returncode == 2, refused.stdout
     assert json.loads(refused.stdout)["error"] == {"code": "NO_ROUTE", "message": WHY}, refused.stdout
     assert unchanged == written, "a read never rewrites the user's file"
     assert chosen.returncode == 0, chosen.stderr
-    assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
-    assert sent == ["gpt-4.1-mini"], "deepseek's model was never sent to openai"
+    route = json.loads(chosen.stdout)
+    assert (route["model"], route["keyReady"]) == ("gpt-4.1-mini", True), route
 
 
 def test_choosing_it_for_openai_is_refused(home: Home) -> None:
@@ -74,7 +83,7 @@ def test_choosing_it_for_openai_is_refused(home: Home) -> None:
     assert home.settings_file.read_text() == "consolidation:\n  max_tokens: 4096\n"
 
 
-@pytest.mark.parametrize("provider", ["ollama", "mine"])
+@pytest.mark.parametrize("provider", ["ollama", "mine", "openai", "anthropic"])
 def test_a_provider_that_may_serve_it_is_sent_it(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
 ) -> None:
@@ -83,8 +92,35 @@ def test_a_provider_that_may_serve_it_is_sent_it(
     source = write_source(root, str(tmp_path / "project"))
     with FakeOpenAI(api_key="sk-test") as fake:
         _written(home, fake, provider, root)
+        read = json.loads(remem(home, "settings", "model", "--json").stdout)
         fake.reply(tool_call(proposal()))
         reviewed = remem(home, "consolidate", source.id, "--json")
         sent = [request["model"] for request in fake.requests]
+    assert (read["model"], read["keyReady"]) == (DEEPSEEK.model, True), read
     assert json.loads(reviewed.stdout)["status"] == "no-change", reviewed.stdout
     assert sent == [DEEPSEEK.model]
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_choosing_it_for_a_base_url_of_the_users_own_is_written(
+    home: Home, monkeypatch: pytest.MonkeyPatch, provider: str, daemon: bool
+) -> None:
+    """The user who points openai at a proxy chose deepseek's model there on purpose."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    home.ensure_layout()
+    home.settings_file.write_text(
+        f"providers:\n  {provider}:\n    base_url: https://openrouter.example/api/v1\n"
+        f"    api_key_env: {KEY_ENV}\n"
+    )
+    try:
+        chosen = remem(
+            home, "settings", "model", "--provider", provider, "--model", DEEPSEEK.model, daemon=daemon
+        )
+    finally:
+        if daemon:
+            remem(home, "daemon", "stop", daemon=True)
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.startswith(f"{provider}/{DEEPSEEK.model} "), chosen.stdout
+    written = parse_settings(home.settings_file.read_bytes())
+    assert (written.consolidation.provider, written.chosen_model) == (provider, DEEPSEEK.model)

@@ -29,11 +29,8 @@ DEEPSEEK = ConsolidationSettings()  # the default route: deepseek and its defaul
 def test_deepseeks_default_given_for_anthropic_is_refused_naming_the_option(
     user_home: Home, fake: FakeOpenAI, route: str, options: tuple[str, ...]
 ) -> None:
-    served = "".join(
-        f"  {name}:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
-        for name in ("openai", "anthropic")
-    )
-    user_home.settings_file.write_text(f"consolidation:\n{route}providers:\n{served}")
+    """At the URL remem gives anthropic: one of the user's own may serve it (below)."""
+    user_home.settings_file.write_text(f"consolidation:\n{route}")
     refused = remem(user_home, *options, "--model", DEEPSEEK.model, "--cases", CASE)
     assert refused.returncode == 2, (refused.stdout, refused.stderr)
     assert (
@@ -59,3 +56,16 @@ def test_a_default_nobody_chose_is_not_named_as_chosen(
     )
     assert "chosen for" not in said and DEEPSEEK.model not in said, said
     assert fake.count == 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_deepseeks_default_given_for_a_proxy_of_the_users_own_is_measured(
+    user_home: Home, fake: FakeOpenAI, provider: str
+) -> None:
+    """A base_url the user set (OpenRouter, a gateway) may serve it (decision 0506, amended)."""
+    user_home.settings_file.write_text(
+        f"providers:\n  {provider}:\n    base_url: {fake.base_url}\n    api_key_env: {KEY_ENV}\n"
+    )
+    measured = remem(user_home, "--provider", provider, "--model", DEEPSEEK.model, "--cases", "dsh/empty")
+    assert measured.returncode == 0, measured.stderr
+    assert f"Measured {provider}/{DEEPSEEK.model}" in measured.stdout, measured.stdout
