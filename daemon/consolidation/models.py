@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from ..settings import PREDEFINED_PROVIDERS
+from ..settings import at_predefined_url
 from .route import InvalidBaseUrl, Route, open_client
 
 log = logging.getLogger("remem.daemon")
@@ -55,7 +55,4 @@ async def list_models(route: Route) -> tuple[list[str], str | None]:
 def _why_none(route: Route) -> str:
     """`_WHY` of `route`'s provider at its predefined URL; nothing at a base_url the user set (a
     proxy, which may list models the layer does not)."""
-    predefined = PREDEFINED_PROVIDERS.get(route.provider)
-    if predefined is None or predefined.base_url != route.base_url:
-        return ""
-    return _WHY.get(route.provider, "")
+    return _WHY.get(route.provider, "") if at_predefined_url(route.provider, route.base_url) else ""
