@@ -118,3 +118,57 @@ def test_a_revert_conflict_hints_in_the_entrys_workspace_and_names_globals_revis
         f"workspace's memory ({workspace.key}); a revert of a Global entry takes Global memory's "
         "(see `remem memory show`)\n",
     )
+
+
+def test_a_take_back_is_offered_for_a_valid_record_that_holds_the_replacement_character(
+    home: Home, tmp_path: Path
+) -> None:
+    """A valid record whose text holds U+FFFD was taken for a file that was no UTF-8, and every
+    file of the entry before the revert was judged, those the revert never touched too: the
+    take-back, which a revert makes, was said to be impossible."""
+    (tmp_path / "project").mkdir()
+    workspace = WorkspaceId.from_cwd(tmp_path / "project")
+    store = MemoryStore(home)
+    mojibake = store.commit_workspace(workspace, EMPTY, [put("mojibake", "Caf\ufffd was mis-saved.\n")])
+    other = store.commit_workspace(workspace, mojibake.revision, [put("other")])
+    assert mojibake.history is not None and other.history is not None
+
+    done = remem(home, "memory", "revert", "--before", other.history)  # `mojibake` untouched
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"to take it back: remem memory revert {other.history[:12]}"
+    taken_back = remem(home, "memory", "revert", other.history)
+    assert taken_back.returncode == 0, taken_back.stderr
+
+    undone = remem(home, "memory", "revert", "--before", mojibake.history)  # `mojibake` removed
+    assert undone.returncode == 0, undone.stderr
+    take_back = undone.stdout.splitlines()[-1]
+    assert re.fullmatch(r"to take it back: remem memory revert [0-9a-f]{12}", take_back), undone.stdout
+    redone = remem(home, "memory", "revert", take_back.rsplit(" ", 1)[1])
+    assert redone.returncode == 0, redone.stderr
+    assert [r.name for r in store.read_workspace(workspace).records] == ["mojibake", "other"]
+    assert "Caf\ufffd" in store.read_workspace(workspace).records[0].content
+
+
+def test_a_revert_away_from_a_record_saved_in_another_encoding_names_it_alone(
+    home: Home, tmp_path: Path
+) -> None:
+    """A record hand-saved as Latin-1 reads as valid once its bytes are decoded with U+FFFD, and
+    a revert refuses to put it back: it is named, and a record the revert never touched, whose
+    text holds U+FFFD, is not."""
+    store, workspace, _, later = project_with_two_changes(home, tmp_path)
+    now = store.read_workspace(workspace).revision
+    store.commit_workspace(workspace, now, [put("mojibake", "Caf\ufffd was mis-saved.\n")])
+    latin1 = "---\nname: rec-a\ndescription: About rec-a\ntype: project\n---\nCaf\xe9.\n".encode("latin-1")
+    (home.workspaces / workspace.key / "rec-a.md").write_bytes(latin1)
+    assert remem(home, "memory", "log", "--cwd", workspace.cwd).returncode == 0  # records the edit
+    edited = store.history.log(workspace.key)[0].id
+
+    done = remem(home, "memory", "revert", "--before", edited)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith(
+        f"it cannot be taken back by a revert: rec-a.md was invalid at {edited[:12]}, "
+    ), done.stdout
+    refused = remem(home, "memory", "revert", edited)
+    assert refused.returncode == 2 and "rec-a.md was not valid UTF-8" in refused.stderr, refused.stderr

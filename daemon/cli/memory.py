@@ -390,7 +390,7 @@ def _after_revert(backend: Backend, entry: str, before: bool, made: HistoryDiffR
         )
     except Exception:
         held = None
-    return [*_later_changes(backend, entry, before, made, take_back, held), _take_back(take_back, held)]
+    return [*_later_changes(backend, entry, before, made, take_back, held), _take_back(take_back, held, made)]
 
 
 def _later_changes(
@@ -457,10 +457,10 @@ def _entries_after(
     return None if end is None else (shown, end)
 
 
-def _take_back(take_back: str, held: HistoryShowResult | None) -> str:
+def _take_back(take_back: str, held: HistoryShowResult | None, made: HistoryDiffResult) -> str:
     """How to take a revert back: revert to `take_back`, the scope's newest entry before it;
     unless what it held was invalid, which a revert never puts back (`remem/revert-invalid`)."""
-    invalid = [] if held is None else _unrestorable(held)
+    invalid = [] if held is None else _unrestorable(held, made)
     if not invalid:
         return f"to take it back: remem memory revert {take_back[:12]}"
     files = ", ".join(invalid)
@@ -471,24 +471,35 @@ def _take_back(take_back: str, held: HistoryShowResult | None) -> str:
     )
 
 
-def _unrestorable(held: HistoryShowResult) -> list[str]:
-    """The files of `held` a revert to its entry would refuse, judged as the revert judges them."""
+def _unrestorable(held: HistoryShowResult, made: HistoryDiffResult) -> list[str]:
+    """The files of `held` a revert to its entry would refuse, judged as that revert judges
+    them: those the revert `made` changed or removed, as a revert writes only the files that
+    differ from what is there (the rest stand as a commit left them, valid); Global's text."""
     # Loaded only here: a revert that says it cannot be taken back is rare.
     from ..memory.batch import InvalidChanges
     from ..memory.history import GLOBAL_FILE
+    from ..memory.record import record_name_of
     from ..memory.revert import changes_to, global_text
+    from ..memory.revision import global_revision
+    from ..os_names import shown
 
-    # Sent decoded, a file that is no UTF-8 holds U+FFFD where its bytes were, which then
-    # decodes; a record that means that character is rarer than one saved in another encoding.
-    undecoded = sorted(name for name, text in held.files.items() if "\ufffd" in text)
+    every = {name: text.encode("utf-8") for name, text in held.files.items()}
+    went = {*made.stat.changed, *made.stat.removed}  # as the stat labels them: a record by its name
+    is_global = held.entry.workspace is None
+    data = every if is_global else {n: d for n, d in every.items() if shown(record_name_of(n) or n) in went}
+    # The answer holds each file decoded, U+FFFD where bytes were no UTF-8, and a record may
+    # hold U+FFFD itself: the files are the entry's bytes only when they hash to its revision;
+    # when they do not, a file that was no UTF-8 is among those holding U+FFFD.
+    hashed = global_revision(every.get(GLOBAL_FILE, b"")) if is_global else workspace_revision(every)
+    undecoded = [] if hashed == held.entry.after else [n for n, d in data.items() if "\ufffd".encode() in d]
     try:
-        if held.entry.workspace is None:
-            global_text(held.files.get(GLOBAL_FILE, "").encode("utf-8"))
+        if is_global:
+            global_text(data.get(GLOBAL_FILE, b""))
         else:
-            changes_to({}, {name: text.encode("utf-8") for name, text in held.files.items()})
+            changes_to({}, data)
     except InvalidChanges as exc:
         return sorted({*undecoded, *(p.file for p in exc.problems if p.file)})
-    return undecoded
+    return sorted(undecoded)
 
 
 def _show_workspace(backend: Backend, key: str) -> str:
