@@ -43,7 +43,18 @@ def test_each_change_is_named_with_the_turns_of_its_evidence(
     assert done.returncode == 0, done.stderr
     head, *changes = done.stdout.splitlines()
     assert re.fullmatch(r"committed, 2 change\(s\) — review [0-9a-f]{64}, attempt 1", head), head
-    assert changes == ["  added prefer-uv (feedback) ← turn 2", "  added run-ci (feedback) ← turns 1, 3"]
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.history is not None and receipt.history.workspaceEntry is not None
+    entry = receipt.history.workspaceEntry[:12]
+    history = [  # below the changes since decision 0510
+        f"History: workspace {entry} (`remem memory diff ENTRY` shows one)",
+        f"To undo it: remem memory revert --before {entry}",
+    ]
+    assert changes == [
+        "  added prefer-uv (feedback) ← turn 2",
+        "  added run-ci (feedback) ← turns 1, 3",
+        *history,
+    ]
 
     listed = _remem(home, "receipts")
     assert listed.returncode == 0, listed.stderr
@@ -52,6 +63,7 @@ def test_each_change_is_named_with_the_turns_of_its_evidence(
     assert lines[1:] == [
         "    added prefer-uv (feedback) ← turn 2",
         "    added run-ci (feedback) ← turns 1, 3",
+        *(f"    {line}" for line in history),
         "1 receipt(s)",
     ]
     as_json = json.loads(_remem(home, "receipts", "--json").stdout)

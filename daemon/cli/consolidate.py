@@ -8,6 +8,7 @@ import shlex
 import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import click
@@ -99,10 +100,11 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
             if result.changes:
                 for line in _changes_said(backend, receipt, {receipt.source.session: turns}):
                     say(f"  {line}")
-            for line in _history_said(receipt):
+            logs = _Logs(backend)
+            for line in _history_said(receipt, logs):
                 say(line)
             if receipt.completedAt is not None and receipt.completedAt < asked_at:
-                say(_earlier_said(backend, receipt))
+                say(_earlier_said(receipt, logs))
     if result.status is Status.CANCELLED and not backend.use_daemon:
         sys.exit(EXIT_INTERRUPTED)  # in this process only Ctrl-C cancels (asyncio turns it into a cancel)
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
@@ -143,59 +145,90 @@ def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, lis
     return lines
 
 
-def _history_said(receipt: Receipt) -> list[str]:
-    """The history entries `receipt`'s commits made, as its summary names them, and the reverts
-    that undo them: one a memory it changed (each also takes back that memory's later changes)."""
-    link = receipt.history
-    entries = [] if link is None else [
-        (scope, entry)
-        for scope, entry in (("workspace", link.workspaceEntry), ("Global", link.globalEntry))
-        if entry
-    ]  # fmt: skip
-    if not entries:
+def _history_said(receipt: Receipt, logs: _Logs) -> list[str]:
+    """The history entries `receipt`'s commits made, as its summary names them, and how to undo
+    them: `revert --before` of an entry that is still its memory's newest; of one that is not,
+    that it would take back the changes made after it too, as a `memory log` lists them."""
+    said = _entries_of(receipt)
+    if not said:
         return []
-    undo = "; ".join(f"remem memory revert --before {entry[:12]}" for _, entry in entries)
-    return [
-        f"History: {', '.join(f'{scope} {entry[:12]}' for scope, entry in entries)} "
-        "(`remem memory diff ENTRY` shows one)",
-        f"To undo it: {undo}",
+    undo: list[str] = []
+    lines = [
+        f"History: {', '.join(f'{scope} {entry[:12]}' for scope, _, entry in said)} "
+        "(`remem memory diff ENTRY` shows one)"
     ]
+    for scope, workspace, entry in said:
+        log, newest = logs.of(workspace)
+        revert = f"remem memory revert --before {entry[:12]}"
+        if newest == entry:
+            undo.append(revert)
+        elif newest is None:  # the log cannot be read now: what came after it goes unknown
+            lines.append(
+                f"{scope.capitalize()} memory: `{revert}` undoes it and any change made there after it "
+                f"(`{log}` lists them)"
+            )
+        else:
+            lines.append(
+                f"{scope.capitalize()} memory changed after it (`{log}` lists how): `{revert}` would "
+                "take those changes back too"
+            )
+    return [lines[0], f"To undo it: {'; '.join(undo)}", *lines[1:]] if undo else lines
 
 
-def _earlier_said(backend: Backend, receipt: Receipt) -> str:
+def _earlier_said(receipt: Receipt, logs: _Logs) -> str:
     """That `receipt` is an earlier review's, and whether memory it changed has changed since."""
     said = (
         f"This is the receipt of an earlier review (completed {receipt.completedAt}): "
         "nothing was reviewed again"
     )
     moved = [
-        log for log, cwd, entry in _logs_of(backend, receipt) if _newest(backend, cwd) not in (None, entry)
+        log
+        for _, workspace, entry in _entries_of(receipt)
+        for log, newest in [logs.of(workspace)]
+        if newest not in (None, entry)
     ]
     return f"{said}; memory has changed since (see `{'`, `'.join(moved)}`)." if moved else f"{said}."
 
 
-def _logs_of(backend: Backend, receipt: Receipt) -> list[tuple[str, str | None, str]]:
-    """Each memory `receipt`'s review changed whose log can be read: the `memory log` that
-    lists it, its project folder (None: Global), and the review's entry there."""
+def _entries_of(receipt: Receipt) -> list[tuple[str, str | None, str]]:
+    """Each history entry `receipt`'s review made: its scope's word, its workspace's key (None:
+    Global), the entry."""
     link = receipt.history
-    logs: list[tuple[str, str | None, str]] = []
-    if link is not None and link.workspaceEntry:
-        project = project_of(backend, receipt.target.workspace)
-        if project is not None:
-            logs.append((f"remem memory log --cwd {shlex.quote(project)}", project, link.workspaceEntry))
-    if link is not None and link.globalEntry:
-        logs.append(("remem memory log --global", None, link.globalEntry))
-    return logs
+    if link is None:
+        return []
+    made = [("workspace", receipt.target.workspace, link.workspaceEntry), ("Global", None, link.globalEntry)]
+    return [(scope, workspace, entry) for scope, workspace, entry in made if entry]
 
 
-def _newest(backend: Backend, cwd: str | None) -> str | None:
-    """The newest history entry of the workspace of `cwd` (None: Global); None when it cannot
-    be read now."""
-    try:
-        entries = backend.api(start=False).memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False)).entries
-    except Exception:  # only whether memory moved goes unsaid
-        return None
-    return entries[0].id if entries else None
+@dataclass
+class _Logs:
+    """Each memory's `memory log` command and newest entry, read once a memory however many
+    receipts name it."""
+
+    backend: Backend
+    read: dict[str | None, tuple[str, str | None]] = field(default_factory=dict)
+
+    def of(self, workspace: str | None) -> tuple[str, str | None]:
+        """The `memory log` that lists the memory of `workspace` (None: Global), and its newest
+        entry; None when it cannot be read now (a workspace whose project folder is unknown)."""
+        if workspace not in self.read:
+            project = None if workspace is None else project_of(self.backend, workspace)
+            if workspace is None:
+                self.read[None] = ("remem memory log --global", self._newest(None))
+            elif project is None:
+                self.read[workspace] = ("remem memory log --cwd <its project folder>", None)
+            else:
+                log = f"remem memory log --cwd {shlex.quote(project)}"
+                self.read[workspace] = (log, self._newest(project))
+        return self.read[workspace]
+
+    def _newest(self, cwd: str | None) -> str | None:
+        try:
+            api = self.backend.api(start=False)
+            entries = api.memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False)).entries
+        except Exception:  # only whether memory moved since goes unknown
+            return None
+        return entries[0].id if entries else None
 
 
 def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[TurnRow]] | None:
@@ -247,6 +280,7 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         emit_json(found)
         return
     turns: dict[str, list[TurnRow]] = {}  # by session: read once for all of its receipts
+    logs = _Logs(backend)
     for r in found.receipts:
         names = ", ".join(c.name or "Global" for c in r.changes) or "-"
         # Changes a review proposed but did not commit (its source changed, its target moved)
@@ -258,7 +292,7 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
             say(f"    {one_line(error)}")
         for line in _changes_said(backend, r, turns) if r.changes else ():
             say(f"    {line}")
-        for line in _history_said(r):
+        for line in _history_said(r, logs):
             say(f"    {line}")
     for bad in found.errors:
         say(f"error: {one_line(bad.path)}: {one_line(bad.message)}", err=True)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from tests.cli_process import remem
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.memory.factory import put as user_put
 
-from .conftest import Source, both_scopes
+from .conftest import Source, both_scopes, proposal, put
 
 
 def test_a_committed_review_says_its_history_and_how_to_undo_it(
@@ -34,12 +37,55 @@ def test_a_committed_review_says_its_history_and_how_to_undo_it(
     again = remem(home, "consolidate", source.id)
 
     assert again.returncode == 0 and fake.count == 1, again.stderr
-    assert again.stdout.splitlines()[-3:] == [
+    moved = [
+        f"Workspace memory changed after it (`remem memory log --cwd {source.cwd}` lists how): "
+        f"`remem memory revert --before {workspace}` would take those changes back too",
+        "Global memory changed after it (`remem memory log --global` lists how): "
+        f"`remem memory revert --before {glob}` would take those changes back too",
+    ]
+    assert again.stdout.splitlines()[-4:] == [
         history,
-        undo,
+        *moved,
         f"This is the receipt of an earlier review (completed {receipt.completedAt}): nothing was "
         f"reviewed again; memory has changed since (see `remem memory log --cwd {source.cwd}`, "
         "`remem memory log --global`).",
     ], again.stdout
     listed = remem(home, "receipts")
-    assert listed.returncode == 0 and f"\n    {history}\n    {undo}\n" in listed.stdout, listed.stdout
+    assert (
+        listed.returncode == 0 and "".join(f"\n    {line}" for line in [history, *moved]) in listed.stdout
+    ), listed.stdout
+
+
+def test_a_review_followed_by_other_changes_is_not_offered_an_undo_that_takes_them_too(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    """`To undo it: remem memory revert --before ENTRY` was printed for every committed review:
+    run after the user's own changes, it removed them with the review's record."""
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    assert remem(home, "consolidate", source.id).returncode == 0
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.history is not None and receipt.history.workspaceEntry is not None
+    entry = receipt.history.workspaceEntry[:12]
+    store = MemoryStore(home)
+    workspace = WorkspaceId.from_cwd(source.cwd)
+    now = store.read_workspace(workspace).revision
+    store.commit_workspace(workspace, now, [user_put("user-a"), user_put("user-b"), user_put("user-c")])
+
+    listed = remem(home, "receipts")
+
+    assert listed.returncode == 0, listed.stderr
+    assert "To undo it" not in listed.stdout, listed.stdout
+    assert listed.stdout.splitlines()[2:4] == [
+        f"    History: workspace {entry} (`remem memory diff ENTRY` shows one)",
+        f"    Workspace memory changed after it (`remem memory log --cwd {source.cwd}` lists how): "
+        f"`remem memory revert --before {entry}` would take those changes back too",
+    ], listed.stdout
+
+    # Its history is the newest again once the user's changes are undone: the undo is offered.
+    newest = store.history.log(workspace.key)[0].id
+    assert remem(home, "memory", "revert", "--before", newest).returncode == 0
+    assert remem(home, "memory", "revert", "--before", receipt.history.workspaceEntry).returncode == 0
+    assert [r.name for r in store.read_workspace(workspace).records] == []
+    redone = remem(home, "memory", "revert", "--before", store.history.log(workspace.key)[0].id)
+    assert redone.returncode == 0, redone.stderr
+    assert [r.name for r in store.read_workspace(workspace).records] == ["prefer-uv"]
