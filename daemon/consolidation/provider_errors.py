@@ -9,7 +9,6 @@ is the caller's to add for the user alone (decision 0373).
 
 from __future__ import annotations
 
-import os
 from http import HTTPStatus
 
 from .route import Route
@@ -27,21 +26,14 @@ def status_said(status: int, retry_after: str | None, code: str | None, route: R
 
 def _meaning(status: int, code: str | None, route: Route, remote: bool, retry: str) -> tuple[str, str]:
     model = f"`{route.model}`"
-    variable = _key_variable(route)
-    stored = f"providers.{route.provider}.api_key in credentials.yml"
+    if status in (HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN) and route.key_env is None:
+        return "the provider wants an API key", _no_key(route.provider)
     if status == HTTPStatus.UNAUTHORIZED:
-        # No variable holds it: credentials.yml does, or none was sent, when no api_key_env is set.
-        named = f"providers.{route.provider}.api_key_env"
-        todo = (
-            f"check the key in {variable}"
-            if variable
-            else f"check {stored}, or name the variable holding it in {named}"
-        )
-        return "the provider refused the API key", todo
+        return "the provider refused the API key", f"check {_key_place(route)}{_when_read(route)}"
     if status == HTTPStatus.FORBIDDEN:
         return (
             "the provider refused access with this API key",
-            f"check that the account of the key in {variable or stored} may use model {model}",
+            f"check that the account of {_key_place(route)} may use model {model}{_when_read(route)}",
         )
     if status == HTTPStatus.PAYMENT_REQUIRED or code == "insufficient_quota":
         return (
@@ -59,6 +51,15 @@ def _meaning(status: int, code: str | None, route: Route, remote: bool, retry: s
     if status >= 500:
         log = "" if remote else ", or see that server's log"
         return "the provider failed on its side", f"{retry}{log}"
+    if code == "context_length_exceeded":
+        # max_input_bytes does not cut an input: one over it ends evidence-too-large, unsent.
+        return (
+            f"the input is longer than model {model} takes",
+            "choose a model with a longer context (remem settings model), or lower max_tokens "
+            f"{route.max_tokens} ({route.max_tokens_setting}); consolidation.max_input_bytes "
+            f"({route.max_input_bytes}), set under what the model takes, ends a longer input "
+            "evidence-too-large before it is sent",
+        )
     return (
         "the provider refused the request",
         f"check that model {model} takes max_tokens {route.max_tokens} ({route.max_tokens_setting}) "
@@ -66,17 +67,29 @@ def _meaning(status: int, code: str | None, route: Route, remote: bool, retry: s
     )
 
 
-def _key_variable(route: Route) -> str | None:
-    """`$NAME` of the variable the route's key came from: the route takes a provider's variable
-    before credentials.yml, and the key is said by where it is, never itself."""
-    return next(
-        (
-            f"${name}"
-            for name, value in sorted(os.environ.items())
-            if route.api_key and value.strip() == route.api_key
-        ),
-        None,
+def _no_key(provider: str) -> str:
+    """What to do when the provider wants a key and the route sends none of the user's: its
+    provider names no variable, and credentials.yml is read only for one that does."""
+    return (
+        f"remem sends none, as providers.{provider}.api_key_env is not set; set it to the variable "
+        "holding the key (credentials.yml is read only for a provider that names one)"
     )
+
+
+def _key_place(route: Route) -> str:
+    """Where the key the route sent is, by the variable or the setting, never the key."""
+    if route.key_stored:
+        return f"the key at providers.{route.provider}.api_key in credentials.yml"
+    return f"the key in ${route.key_env}"
+
+
+def _when_read(route: Route) -> str:
+    """When the daemon read the key, as a user who has changed it must know: a variable when it
+    started (its environment stays as it was), credentials.yml at each consolidation, and only
+    while that variable is unset."""
+    if route.key_stored:
+        return f" (read as the daemon has no ${route.key_env})"
+    return f" (the daemon read ${route.key_env} when it started: after changing it, run `remem daemon stop`)"
 
 
 def status_name(status: int) -> str:

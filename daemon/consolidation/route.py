@@ -1,14 +1,15 @@
 """The model route of a consolidation: provider, model, limits and the API key to use.
 
-The key comes from the provider's environment variable, else from `credentials.yml` (which
-must be private to the user). A missing key is reported, naming the variable, before any
-session is read or frozen. `store_api_key` writes a key into `credentials.yml` (mode 0600,
-replaced atomically under a lock), for the editor's "Enter API Key…"; a `credentials.yml`
-linked into the home is read through its link (the mode checked is its target's) but never
-written (decision 0375). A key goes in an HTTP header, which holds printable ASCII only: one
-with any other character (a line break pasted with it, a typographic dash) is refused when
-stored, and said wherever it was found when a route would use it, by the character and its
-position, never the key.
+The key comes from the provider's environment variable, else from `credentials.yml` (which must
+be private to the user); a provider that names no variable is sent no key of the user's, and
+`credentials.yml` is not read for it. The route records which it was. A missing key is reported,
+naming the variable, before any session is read or frozen. `store_api_key` writes a key into
+`credentials.yml` (mode 0600, replaced atomically under a lock), for the editor's "Enter API
+Key…"; a `credentials.yml` linked into the home is read through its link (the mode checked is
+its target's) but never written (decision 0375). A key goes in an HTTP header, which holds
+printable ASCII only: one with any other character (a line break pasted with it, a typographic
+dash) is refused when stored, and said wherever it was found when a route would use it, by the
+character and its position, never the key.
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ class Route:
     timeout_seconds: float
     max_input_bytes: int
     debug: bool
+    # Where `api_key` came from, for what to check when the provider refuses it (never the key):
+    # the variable `key_env` names, else credentials.yml (`key_stored`). With no `key_env` the
+    # provider names no api_key_env, and no key of the user's is sent: credentials.yml is unread.
+    key_env: str | None = None
+    key_stored: bool = False
 
     @property
     def shown_url(self) -> str:
@@ -121,7 +127,8 @@ def resolve_route(home: Home, settings: Settings, *, listing: bool = False) -> R
         raise RouteError(
             model_to_choose(config.provider, choose_with_settings(config.provider), settings.unchosen)
         )
-    api_key = _api_key(home, config.provider, provider.api_key_env)
+    env = provider.api_key_env
+    api_key, stored = _api_key(home, config.provider, env)
     return Route(
         provider=config.provider,
         model=config.model,
@@ -134,6 +141,8 @@ def resolve_route(home: Home, settings: Settings, *, listing: bool = False) -> R
         timeout_seconds=config.timeout_seconds,
         max_input_bytes=config.max_input_bytes,
         debug=config.debug,
+        key_env=env,
+        key_stored=stored,
     )
 
 
@@ -165,22 +174,25 @@ def _remember_login(base_url: str) -> None:
         credentials.remember(base64.b64encode(f"{user}:{password}".encode()).decode("ascii"))
 
 
-def _api_key(home: Home, provider: str, env: str | None) -> str:
-    key = _configured_key(home, provider, env)
+def _api_key(home: Home, provider: str, env: str | None) -> tuple[str, bool]:
+    """The key to send, and whether it is credentials.yml's."""
+    key, stored = _configured_key(home, provider, env)
     credentials.remember(key)  # a provider's error may echo it: redaction must know it exactly
-    return key
+    return key, stored
 
 
-def _configured_key(home: Home, provider: str, env: str | None) -> str:
+def _configured_key(home: Home, provider: str, env: str | None) -> tuple[str, bool]:
     if env is None:
-        return "unused"  # a local server (ollama) takes any key, but the client needs one
+        return "unused", False  # a local server (ollama) takes any key, but the client needs one
     given = os.environ.get(env)
     if key := (given or "").strip():
-        return _sendable(key, f"the API key in ${env}", f"set {env} to the key as the provider shows it")
+        return _sendable(
+            key, f"the API key in ${env}", f"set {env} to the key as the provider shows it"
+        ), False
     stored = read_credentials(home).providers.get(provider)
     if stored is not None and (key := stored.api_key.strip()):
         where = f"the API key at providers.{provider}.api_key in {home.credentials_file}"
-        return _sendable(key, where, "correct it there, or enter the key again")
+        return _sendable(key, where, "correct it there, or enter the key again"), True
     if env == DEMO_KEY_ENV:  # set while the demo runs; asked for after it, it cannot help
         raise RouteError(
             f"`{provider}` is remem's scripted demo model, which serves only while scripts/demo runs: "

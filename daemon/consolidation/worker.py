@@ -365,11 +365,9 @@ def _through_proxy(exc: BaseException, route: Route) -> str | None:
         return None
     via = f"it was sent through the proxy {proxy.shown} of {proxy.variable or 'the system proxy settings'}"
     if any(isinstance(e, ssl.SSLCertVerificationError) for e in causes):
-        # The HTTP client trusts SSL_CERT_FILE in place of the system's certificates when it is set.
         return (
             f"{via}, and the TLS certificate that came back through it was refused, as when a proxy re-signs "
-            "TLS: trust that proxy's CA certificate (add it to the system's, or set SSL_CERT_FILE to a PEM "
-            "file holding it and the usual roots), then run `remem daemon stop`"
+            f"TLS: {_trust_ca('that proxy')}"
         )
     if any(isinstance(e, socket.gaierror) for e in causes):
         what = "whose host name was not found"
@@ -381,6 +379,16 @@ def _through_proxy(exc: BaseException, route: Route) -> str | None:
         what = "where nothing answered"
     check = "that variable" if proxy.variable is not None else "them"
     return f"{via}, {what}: check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
+
+
+def _trust_ca(whose: str) -> str:
+    """What to do when `whose` TLS interception re-signs the server's certificate. The HTTP
+    client trusts SSL_CERT_FILE in place of the system's certificates when it is set, and the
+    daemon reads it when it starts."""
+    return (
+        f"trust {whose}'s CA certificate (add it to the system's, or set SSL_CERT_FILE to a PEM file "
+        "holding it and the usual roots), then run `remem daemon stop`"
+    )
 
 
 @dataclass(frozen=True)
@@ -430,7 +438,8 @@ def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
     hints: list[tuple[tuple[type[BaseException], ...], str]] = [
         (
             (ssl.SSLCertVerificationError,),
-            f"its TLS certificate was refused, as when something on the network intercepts TLS: {network}"
+            "its TLS certificate was refused, as when something on the network intercepts TLS (a company's "
+            f"filter, an antivirus): {_trust_ca('that interceptor')}; else {network}"
             if predefined_remote
             else "its TLS certificate was refused: check that base_url names the server's own host, or "
             "begin it with http:// if the server serves plain HTTP too",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import ssl
@@ -15,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -196,7 +198,7 @@ def test_a_predefined_providers_host_not_found_says_check_the_network_in_words(
     host = url.split("//")[1]
 
     def resolve(name: Any, *args: Any, **kwargs: Any) -> Any:
-        if name == host:
+        if name in (host, host.encode()):  # the async client's lookup gives it as bytes
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return real(name, *args, **kwargs)
 
@@ -215,3 +217,43 @@ def test_a_predefined_providers_host_not_found_says_check_the_network_in_words(
         == f"no whole answer from {url}: its host name was not found: check the network"
     )
     assert "APIConnectionError <- ConnectError" in caplog.text and "Name or service not known" in caplog.text
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_a_predefined_providers_certificate_refused_without_a_proxy_says_how_to_trust_the_interceptor(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What re-signs TLS on the way (a company's filter, an antivirus) may be set in no proxy
+    variable: the predefined provider's host then answers with a certificate no client trusts.
+    Here its name leads to a server of the test's, whose certificate is its own; the client
+    connects to the port of the URL, so the predefined URL is given that port."""
+    from remem.daemon.settings import PREDEFINED_PROVIDERS
+
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+    deepseek = PREDEFINED_PROVIDERS["deepseek"]
+    host = deepseek.base_url.split("//")[1]
+    real = socket.getaddrinfo
+
+    def resolve(name: Any, *args: Any, **kwargs: Any) -> Any:
+        return real("127.0.0.1" if name in (host, host.encode()) else name, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    root = tmp_path / "dsh-sessions"
+    home.ensure_layout()
+    home.settings_file.write_text(f"sessions:\n  roots: [{str(root)!r}]\n")
+    source = write_source(root, str(tmp_path / "project"))
+    with _self_signed_tls_server(tmp_path) as intercepting:
+        url = f"https://{host}:{urlsplit(intercepting).port}"
+        monkeypatch.setitem(PREDEFINED_PROVIDERS, "deepseek", deepseek.model_copy(update={"base_url": url}))
+        result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))
+    receipt = ReceiptStore(home).read(result.review)
+    assert receipt is not None and receipt.status is Status.PROVIDER_FAILED
+    assert receipt.attempts[0].error == (
+        f"no whole answer from {url}: its TLS certificate was refused, as when something on the network "
+        "intercepts TLS (a company's filter, an antivirus): trust that interceptor's CA certificate (add it "
+        "to the system's, or set SSL_CERT_FILE to a PEM file holding it and the usual roots), then run "
+        "`remem daemon stop`; else check the network"
+    )

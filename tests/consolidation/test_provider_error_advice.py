@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Status
-from tests.fake_openai import FakeOpenAI, Reply, ScriptedHandler, ScriptedServer, status
+from tests.daemon.helpers import remem
+from tests.fake_openai import FakeOpenAI, Reply, ScriptedHandler, ScriptedServer, status, tool_call
 
-from .conftest import KEY_ENV, Source, configure, write_source
+from .conftest import KEY_ENV, Source, configure, proposal, put, write_source
 from .provider_failures import configure_provider, failed_attempt
 
 MODEL = "`fake-model`"
 CHOOSE = "choose another model (remem settings model)"
+RESTART = f"(the daemon read ${KEY_ENV} when it started: after changing it, run `remem daemon stop`)"
 
 
 def _said(home: Home, source: Source, fake: FakeOpenAI, *replies: Reply) -> str:
@@ -31,7 +34,7 @@ def _said(home: Home, source: Source, fake: FakeOpenAI, *replies: Reply) -> str:
     ("code", "what", "todo"),
     [
         (403, "the provider refused access with this API key", f"check that the account of the key in "
-         f"${KEY_ENV} may use model {MODEL}"),
+         f"${KEY_ENV} may use model {MODEL} {RESTART}"),
         (402, "the provider's account has no balance or quota left",
          f"top it up at the provider, or {CHOOSE}"),
         (400, "the provider refused the request", f"check that model {MODEL} takes max_tokens 8192 "
@@ -57,7 +60,7 @@ def test_a_refused_key_names_the_variable_it_came_from_never_the_key(
     error, causes = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert error == (
         f"the provider refused the API key (HTTP 401 unauthorized, asked {fake.base_url}): check the key in "
-        f"${KEY_ENV} — Incorrect API key provided (FakeOpenAI)."
+        f"${KEY_ENV} {RESTART} — Incorrect API key provided (FakeOpenAI)."
     )
     assert "sk-wrong" not in error + " ".join(causes)
 
@@ -70,9 +73,39 @@ def test_a_refused_key_from_credentials_yml_names_its_place(
     os.chmod(home.credentials_file, 0o600)
     error = failed_attempt(home, source.id, Status.PROVIDER_FAILED)[0]
     assert error.startswith(
-        f"the provider refused the API key (HTTP 401 unauthorized, asked {fake.base_url}): check "
-        "providers.fake.api_key in credentials.yml, or name the variable holding it in "
-        "providers.fake.api_key_env — "
+        f"the provider refused the API key (HTTP 401 unauthorized, asked {fake.base_url}): check the key at "
+        f"providers.fake.api_key in credentials.yml (read as the daemon has no ${KEY_ENV}) — "
+    ), error
+
+
+@pytest.mark.parametrize("refusal", [401, 403])
+def test_a_provider_naming_no_key_variable_is_said_to_send_none_whatever_credentials_yml_holds(
+    home: Home, tmp_path: Path, refusal: int
+) -> None:
+    """Without api_key_env the route sends no key of the user's and never reads credentials.yml:
+    the key stored there for it, the one the server takes, changes nothing, and is not the place
+    to check."""
+    root = tmp_path / "dsh-sessions"
+    home.ensure_layout()
+    home.credentials_file.write_text("providers: {mine: {api_key: sk-right}}\n")
+    os.chmod(home.credentials_file, 0o600)
+    with FakeOpenAI(api_key="sk-right" if refusal == 401 else None) as fake:
+        home.settings_file.write_text(
+            "consolidation:\n  provider: mine\n  model: fake-model\n"
+            f"providers:\n  mine:\n    base_url: {fake.base_url}\n"
+            f"sessions:\n  roots: [{str(root)!r}]\n"
+        )
+        source = write_source(root, str(tmp_path / "project"))
+        if refusal == 403:  # a 401 is the fake's own, refusing the key the SDK sends, none of the user's
+            fake.reply(status(refusal, "no key"))
+        error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
+        url = fake.base_url
+    name = {401: "unauthorized", 403: "forbidden"}[refusal]
+    assert error == (
+        f"the provider wants an API key (HTTP {refusal} {name}, asked {url}): remem sends none, as "
+        "providers.mine.api_key_env is not set; set it to the variable holding the key (credentials.yml "
+        "is read only for a provider that names one)"
+        + (" — Incorrect API key provided (FakeOpenAI)." if refusal == 401 else " — no key")
     ), error
 
 
@@ -142,3 +175,65 @@ def test_a_spent_quota_is_not_said_to_be_a_rate_limit(
         f"the provider's account has no balance or quota left (HTTP 429 rate limited, asked {url}): top it "
         f"up at the provider, or {CHOOSE} — You exceeded your current quota"
     )
+
+
+class _ContextHandler(ScriptedHandler):
+    """Answers every request 400 as OpenAI does when the input and max_tokens overflow the model's
+    context window."""
+
+    fake_name = "ContextTooLong"
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._record({})
+        error = {
+            "message": "This model's maximum context length is 8192 tokens",
+            "type": "invalid_request_error",
+        }
+        self._send_json(400, {"error": {**error, "param": "messages", "code": "context_length_exceeded"}})
+
+
+class ContextTooLong(ScriptedServer):
+    handler = _ContextHandler
+
+
+def test_an_input_longer_than_the_model_takes_names_what_to_change(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """consolidation.max_input_bytes does not cut an input: lowered, it ends a longer one
+    evidence-too-large unsent, as the advice says."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with ContextTooLong() as small:
+        url = f"{small.origin}/v1"
+        root = tmp_path / "dsh-sessions"
+        configure_provider(home, url, root)
+        source = write_source(root, str(tmp_path / "project"))
+        error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
+        assert small.count == 1, "a context too long is not retried"
+    assert error == (
+        f"the input is longer than model {MODEL} takes (HTTP 400 bad request, asked {url}): choose a model "
+        "with a longer context (remem settings model), or lower max_tokens 8192 (consolidation.max_tokens); "
+        "consolidation.max_input_bytes (131072), set under what the model takes, ends a longer input "
+        "evidence-too-large before it is sent — This model's maximum context length is 8192 tokens"
+    )
+
+
+@pytest.mark.slow
+def test_a_key_changed_since_the_daemon_started_is_said_to_need_a_restart(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon keeps the environment it was started in: a key corrected in this shell since
+    is not the one it sends, which the refusal says, with how to have it read again."""
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
+    monkeypatch.setenv(KEY_ENV, "sk-wrong-key-1234")
+    try:
+        assert remem(home, "daemon", "start").returncode == 0
+        monkeypatch.setenv(KEY_ENV, "sk-test")  # corrected here, after the daemon started
+        refused = remem(home, "consolidate", source.id)
+        assert refused.returncode == 1 and f"check the key in ${KEY_ENV} {RESTART}" in refused.stdout, refused
+        assert remem(home, "daemon", "stop").returncode == 0
+        fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+        done = remem(home, "consolidate", source.id)
+        assert done.returncode == 0 and done.stdout.startswith("committed"), done
+    finally:
+        remem(home, "daemon", "stop")
