@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
@@ -175,7 +176,22 @@ def at_predefined_url(provider: str, base_url: str) -> bool:
     """Whether `base_url` is the one remem gives the predefined `provider`: the user set none of
     their own, which would be a proxy or a server of theirs, serving what they chose to."""
     predefined = PREDEFINED_PROVIDERS.get(provider)
-    return predefined is not None and predefined.base_url == base_url
+    return predefined is not None and _url_key(predefined.base_url) == _url_key(base_url)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _url_key(url: str) -> tuple[str, str, int | None, str] | None:
+    """`url` as the server it asks sees it: the provider's own URL written with capitals, its
+    default port or a trailing slash is still its own, not a proxy. None for no valid URL."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or ""), port or _DEFAULT_PORTS.get(scheme), parts.path.rstrip("/")
 
 
 def model_to_choose(provider: str, how: str, why: str | None = None) -> str:
@@ -245,7 +261,11 @@ class Settings(_Strict):
         if unserved is None:
             return None
         chosen = f"`remem settings model --provider {config.provider}`"
-        wrote = f"an older remem wrote it there when {chosen} was given no --model"
+        # Or chosen for a base_url of the user's own since taken out: that choice may stand again.
+        wrote = (
+            f"an older remem wrote it there when {chosen} was given no --model, or it was chosen "
+            f"for a base_url of providers.{config.provider} no longer set"
+        )
         return f"{unserved} ({wrote}), so no model is chosen for {config.provider}"
 
     def key_variables(self) -> frozenset[str]:

@@ -24,7 +24,8 @@ DEEPSEEK = ConsolidationSettings()  # deepseek and its default model
 WHY = (
     f"`{DEEPSEEK.model}`, the consolidation.model of settings.yml, is {DEEPSEEK.provider}'s default "
     "model, which anthropic does not serve (an older remem wrote it there when `remem settings model "
-    "--provider anthropic` was given no --model), so no model is chosen for anthropic: "
+    "--provider anthropic` was given no --model, or it was chosen for a base_url of "
+    "providers.anthropic no longer set), so no model is chosen for anthropic: "
     "choose one with `remem settings model --provider anthropic --model …`"
 )
 

@@ -24,7 +24,8 @@ DEEPSEEK = ConsolidationSettings()  # deepseek and its default model
 WHY = (
     f"`{DEEPSEEK.model}`, the consolidation.model of settings.yml, is {DEEPSEEK.provider}'s default "
     "model, which openai does not serve (an older remem wrote it there when `remem settings model "
-    "--provider openai` was given no --model), so no model is chosen for openai: choose one with "
+    "--provider openai` was given no --model, or it was chosen for a base_url of "
+    "providers.openai no longer set), so no model is chosen for openai: choose one with "
     "`remem settings model --provider openai --model …`, the model id as openai names it"
 )
 
@@ -81,6 +82,22 @@ def test_choosing_it_for_openai_is_refused(home: Home) -> None:
         "choose one it serves, the model id as openai names it"
     ) in refused.stderr, refused.stderr
     assert home.settings_file.read_text() == "consolidation:\n  max_tokens: 4096\n"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://api.openai.com/v1/", "https://API.OpenAI.com/v1", "https://api.openai.com:443/v1"],
+)
+def test_the_providers_own_url_written_another_way_is_still_its_own(home: Home, url: str) -> None:
+    """Capitals, its default port or a trailing slash ask the same server: no proxy, so the
+    model OpenAI does not serve is still refused before it is written."""
+    home.ensure_layout()
+    own = f"providers:\n  openai:\n    base_url: {url}\n    api_key_env: OPENAI_API_KEY\n"
+    home.settings_file.write_text(own)
+    refused = remem(home, "settings", "model", "--provider", "openai", "--model", DEEPSEEK.model)
+    assert refused.returncode == 2, refused.stdout
+    assert "which openai does not serve" in refused.stderr, refused.stderr
+    assert home.settings_file.read_text() == own
 
 
 @pytest.mark.parametrize("provider", ["ollama", "mine", "openai", "anthropic"])
