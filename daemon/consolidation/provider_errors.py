@@ -84,12 +84,16 @@ def _key_place(route: Route) -> str:
 
 
 def _when_read(route: Route) -> str:
-    """When the daemon read the key, as a user who has changed it must know: a variable when it
-    started (its environment stays as it was), credentials.yml at each consolidation, and only
-    while that variable is unset."""
+    """When remem read the key, as a user who has changed it must know: a variable when the
+    process running the review started (a daemon keeps that environment; `--no-daemon` and
+    `remem eval` read their own), credentials.yml at each consolidation, and only while that
+    variable is unset."""
     if route.key_stored:
-        return f" (read as the daemon has no ${route.key_env})"
-    return f" (the daemon read ${route.key_env} when it started: after changing it, run `remem daemon stop`)"
+        return f" (read as remem's environment has no ${route.key_env})"
+    return (
+        f" (remem read ${route.key_env} when it started, and a running daemon keeps that value: "
+        "after changing it, run `remem daemon stop`)"
+    )
 
 
 def status_name(status: int) -> str:

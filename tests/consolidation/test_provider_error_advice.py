@@ -20,7 +20,10 @@ from .provider_failures import configure_provider, failed_attempt
 
 MODEL = "`fake-model`"
 CHOOSE = "choose another model (remem settings model)"
-RESTART = f"(the daemon read ${KEY_ENV} when it started: after changing it, run `remem daemon stop`)"
+RESTART = (
+    f"(remem read ${KEY_ENV} when it started, and a running daemon keeps that value: "
+    "after changing it, run `remem daemon stop`)"
+)
 
 
 def _said(home: Home, source: Source, fake: FakeOpenAI, *replies: Reply) -> str:
@@ -74,7 +77,7 @@ def test_a_refused_key_from_credentials_yml_names_its_place(
     error = failed_attempt(home, source.id, Status.PROVIDER_FAILED)[0]
     assert error.startswith(
         f"the provider refused the API key (HTTP 401 unauthorized, asked {fake.base_url}): check the key at "
-        f"providers.fake.api_key in credentials.yml (read as the daemon has no ${KEY_ENV}) — "
+        f"providers.fake.api_key in credentials.yml (read as remem's environment has no ${KEY_ENV}) — "
     ), error
 
 
