@@ -15,7 +15,6 @@ names a folder the daemon does not read, and its empty state names the daemon's 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Sequence
@@ -92,8 +91,9 @@ class _HomeLog(logging.Handler):
     """The home's log, `state/daemon.log`, for what the daemon's handlers log in this process:
     each line masked, marked as this process's, and appended in one write, so a daemon writing
     there meanwhile never splits it. Opened for each line, never through a link: rare lines,
-    and a daemon may have moved the log aside since (its cap). A log that cannot be written
-    takes nothing, and the command goes on: what it must say, its answer says."""
+    and a daemon may have moved the log aside since (its cap). A line the log cannot take (a
+    full disk, a home with no `state/` yet) goes to stderr as without `--json`: a warning that
+    only a log could carry (an index kept in memory, say) is said rather than lost."""
 
     def __init__(self, home: Home) -> None:
         from ..credentials import RedactingFormatter
@@ -103,19 +103,26 @@ class _HomeLog(logging.Handler):
         self.setFormatter(
             RedactingFormatter("%(asctime)s %(levelname)s [a command, pid %(process)d] %(message)s")
         )
+        self._stderr = logging.StreamHandler()
+        self._stderr.setFormatter(RedactingFormatter("remem: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        if not self._logged(record):
+            self._stderr.emit(record)
+
+    def _logged(self, record: logging.LogRecord) -> bool:
         from ..home import HomeUnusable
         from ..server.runtime import DaemonPaths
 
+        line = (self.format(record) + "\n").encode(errors="replace")
         try:
-            line = (self.format(record) + "\n").encode(errors="replace")
             fd = self._home.open_file(DaemonPaths(self._home).log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         except (OSError, HomeUnusable):
-            return
+            return False
         try:
-            with contextlib.suppress(OSError):  # a full disk: the line is lost, not the command
-                os.write(fd, line)
+            return os.write(fd, line) == len(line)
+        except OSError:
+            return False
         finally:
             os.close(fd)
 

@@ -71,6 +71,8 @@ def test_listings_on_a_full_disk_are_answered_from_memory(
         started = remem(home, "daemon", "start", full=True)
         assert started.returncode == 0, started.stderr
     full = mode == "no-daemon"  # the daemon's commands are not limited: the daemon is
+    if full:  # the disk is full for the home's log too: a `--json` command's warning goes to stderr
+        (home.state / "daemon.log").write_bytes(b"an older line\n" * (LIMIT // 14 + 1))
 
     ids |= add_sessions(root, range(3, 23))  # the index must grow to hold them
     first = remem(home, *list_args, full=full)
