@@ -1057,11 +1057,15 @@ class History:
             at=composed.at,
         )
         written = _fingerprint(self.path)
-        if _own_write_alone(opened, written):  # this process's own write is no news to it
+        alone = _own_write_alone(opened, written)
+        if alone:  # this process's own write is no news to it
             self._opened_as = written
         self._ends_recorded(composed.branch)
         faultpoint("history.after-ref")
-        if _is_pack_time(oid):
+        # Not after a write another program's change came with: the merge reads every small
+        # pack through this use's mappings, one of them maybe cut short meanwhile (SIGBUS), and
+        # a later entry, on the repository opened afresh, merges them as well.
+        if alone and _is_pack_time(oid):
             self._merge(repo)
 
     def _merge(self, repo: pygit2.Repository) -> None:

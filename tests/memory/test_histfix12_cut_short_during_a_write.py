@@ -21,6 +21,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from remem.daemon.memory.git_pack import pack_ids
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
@@ -41,7 +43,9 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import PutChange, Record
 
-home, cwd, revision, entry, index = sys.argv[1:]
+home, cwd, revision, entry, index, merging = sys.argv[1:]
+# The merge of the small packs that follows an entry one time in PACK_EVERY (by its id): always, or never.
+history._is_pack_time = lambda oid: merging == "merging"
 store = MemoryStore(Home(Path(home)))
 print(sorted(store.history.files_at(entry)), flush=True)
 faultpoint = history.faultpoint
@@ -64,14 +68,19 @@ except HistoryError as exc:
 """
 
 
+@pytest.mark.parametrize("merging", ["merging", "no merge"])
 def test_an_index_cut_short_while_the_process_writes_is_damage_said_at_its_next_read(
-    store: MemoryStore, workspace: WorkspaceId
+    store: MemoryStore, workspace: WorkspaceId, merging: str
 ) -> None:
+    """Whether the entry's id makes it merge the small packs or not: the merge read every pack
+    through the mappings of the write's use, the one cut short too, and was killed by SIGBUS
+    (a CI run whose entry merged); after a write another program's change came with, the merge
+    waits for an entry on the repository opened afresh."""
     first = store.commit_workspace(workspace, EMPTY, [put("alpha")])
     second = store.commit_workspace(workspace, first.revision, [put("beta")])
     assert first.history is not None and second.history is not None
     [index] = [index for index in indexes(store) if first.history in pack_ids(index)]
-    args = [str(store.home.root), workspace.cwd, second.revision, first.history, str(index)]
+    args = [str(store.home.root), workspace.cwd, second.revision, first.history, str(index), merging]
     run = subprocess.run(
         [sys.executable, "-c", _CUT_DURING_A_WRITE, *args],
         cwd=REPO,
