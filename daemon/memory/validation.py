@@ -499,11 +499,12 @@ def _comments(
 def _keeping(before: str, comment: str) -> str:
     """How to keep the comment's text: the value quoted, shown cut around the `#`, unless quoted
     whole it is over the description's limit, when quoting alone would make the record invalid
-    (decision 0504, amended)."""
-    line = _quoted(_tail(before) + _head(comment))
+    (decision 0504, amended). Within the limit the value is shown whole, as one to copy: cut,
+    a copy would lose the text the warning is about."""
     length = len((before + comment).strip())
     if length <= DESCRIPTION_MAX:
-        return f"quote the value to keep the text after `#`: `description: {line}`"
+        return f"quote the value to keep the text after `#`: `description: {_quoted(before + comment)}`"
+    line = _quoted(_tail(before) + _head(comment))
     return (
         f"quoted with the text after `#`, the description would be {length} characters, over the "
         f"{DESCRIPTION_MAX} allowed (`description: {line}`): shorten it to at most {DESCRIPTION_MAX} "

@@ -103,12 +103,14 @@ LONG = front("name: long", f"description: {LONG_BEFORE} {LONG_COMMENT}", "type: 
 
 
 def test_a_long_line_is_quoted_cut_around_the_hash_where_its_text_is_lost() -> None:
+    """What is lost and what is read are cut; the quoted value to copy, within the limit, is
+    whole (cut, a copy dropped its start and kept a `…`)."""
     text = front("name: mid", f"description: {LONG_BEFORE[:120]} #{'x' * 70}", "type: feedback")
     [warning] = validate_record(text, "mid.md")
-    reads, quoted = "…" + LONG_BEFORE[61:120], "…" + LONG_BEFORE[62:120] + " "
+    reads = "…" + LONG_BEFORE[61:120]
     assert warning.message == (
         f"`#{'x' * 58}…` is a YAML comment, dropped from the description, which reads `{reads}`; "
-        f'quote the value to keep the text after `#`: `description: "{quoted}#{"x" * 58}…"`'
+        f'quote the value to keep the text after `#`: `description: "{LONG_BEFORE[:120]} #{"x" * 70}"`'
     )
 
 
