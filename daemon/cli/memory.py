@@ -42,7 +42,6 @@ from ..protocol.rpc import (
     RpcError,
     WorkspaceParams,
 )
-from ..safe_open import read_regular
 from ..validation import one_line
 from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, workspace_params
 from .backend import Backend
@@ -515,12 +514,12 @@ def _show_workspace(backend: Backend, key: str) -> str:
 def project_of(backend: Backend, key: str) -> str | None:
     """The project folder of workspace `key`, as its workspace.json names it; None when it
     names none (its folder recreated by a revert), or one that is not `key`'s."""
-    from ..memory.store import WORKSPACE_INFO, WORKSPACE_INFO_MAX_BYTES, WorkspaceInfo
+    from ..home import HomeUnusable
+    from ..memory.store import MemoryStore
 
     try:
-        raw = read_regular(backend.home.workspaces / key / WORKSPACE_INFO, WORKSPACE_INFO_MAX_BYTES)
-        cwd = "" if raw is None else WorkspaceInfo.model_validate_json(raw).cwd
-    except (OSError, ValidationError):
+        cwd = MemoryStore(backend.home, history=False).workspace_of(key).cwd
+    except (OSError, HomeUnusable):
         return None
     return cwd if cwd and WorkspaceId.from_cwd(cwd).key == key else None
 

@@ -321,9 +321,10 @@ class MemoryStore:
         return self.where.workspaces / workspace.key
 
     def workspace_of(self, key: str) -> WorkspaceId:
-        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown)."""
-        self.home.refuse_link(self.home.workspaces)
-        info = self._info(self.home.workspaces / key / WORKSPACE_INFO)
+        """The workspace stored under `key`; its cwd comes from workspace.json ("" if unknown).
+        Read over the home's paths: a read lays nothing out (decision 0499)."""
+        self.where.refuse_link(self.where.workspaces)
+        info = self._info(self.where.workspaces / key / WORKSPACE_INFO)
         return WorkspaceId(key=key, cwd="" if info is None else info.cwd)
 
     # -- Internals ------------------------------------------------------------------------
