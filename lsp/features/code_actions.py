@@ -459,12 +459,15 @@ def _describe(context: _Context, diagnostic: types.Diagnostic) -> list[types.Cod
 
 
 def _prepend_to_body(context: _Context, text: str) -> types.TextEdit:
+    """`text` as the body's first paragraph. A blank line parts it from a body only where the body
+    does not start with one: after an empty body it would be a blank line at the file's end."""
     assert context.front is not None
     newline = line_break(context.text)
     below = context.front.closing + 1
     if below < len(context.lines):
         at = types.Position(below, 0)
-        return types.TextEdit(types.Range(at, at), f"{text}{newline}{newline}")
+        gap = newline if context.lines[below].strip() else ""
+        return types.TextEdit(types.Range(at, at), f"{text}{newline}{gap}")
     at = types.Position(context.front.closing, len(context.lines[context.front.closing]))
     return types.TextEdit(types.Range(at, at), f"{newline}{text}{newline}")
 

@@ -202,6 +202,31 @@ async def test_a_long_description_is_shortened_and_kept_whole_in_the_body(client
     assert long.startswith(fixed.description[:-1]) and fixed.content == f"{long}\n\nBody.\n"
 
 
+# What follows the closing `---`: nothing (the file ends on it), its line break only, a body, and
+# a body after a blank line. Each way the moved text is the body's first paragraph, and the file
+# ends in one line break (not a blank line, a new warning).
+AFTER_CLOSING = [
+    ("closing-at-eof", "", "\n"),
+    ("closing-line-at-eof", "\n", "\n"),
+    ("body", "\nBody.\n", "\n\nBody.\n"),
+    ("blank-then-body", "\n\nBody.\n", "\n\nBody.\n"),
+]
+
+
+@pytest.mark.parametrize(("shape", "after", "rest"), AFTER_CLOSING, ids=[a[0] for a in AFTER_CLOSING])
+async def test_a_description_moved_to_the_body_is_its_first_paragraph_and_adds_no_problem(
+    client: LanguageClient, shape: str, after: str, rest: str
+) -> None:
+    long = " ".join(f"word{n}" for n in range(60))
+    text = record("moved", description=long, body="").removesuffix("\n") + after
+    uri = open_document(client, workspace_folder(HOME, shape) / "moved.md", text)
+    [action] = await code_actions(client, uri, "remem/description-too-long")
+    fixed = parse_record(await apply_fix(client, uri, text, action, 2), "moved.md")
+    assert fixed.diagnostics == [] and fixed.record is not None
+    assert fixed.record.content == long + rest
+    await until(lambda: codes(client, uri) == [])
+
+
 # Quoted whole, a description cut at its ` #` would be over the limit: quoting alone would make
 # the record invalid (decision 0504, amended).
 OVER_BEFORE = " ".join(f"step{n}" for n in range(20))  # 129 characters
