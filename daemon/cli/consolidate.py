@@ -162,7 +162,7 @@ def _history_said(receipt: Receipt, logs: _Logs) -> list[str]:
         revert = f"remem memory revert --before {entry[:12]}"
         if newest == entry:
             undo.append(revert)
-        elif newest is None:  # the log cannot be read now: what came after it goes unknown
+        elif newest is None:  # the log cannot be read now, or lacks a change: what came after it goes unknown
             lines.append(
                 f"{scope.capitalize()} memory: `{revert}` undoes it and any change made there after it "
                 f"(`{log}` lists them)"
@@ -210,7 +210,8 @@ class _Logs:
 
     def of(self, workspace: str | None) -> tuple[str, str | None]:
         """The `memory log` that lists the memory of `workspace` (None: Global), and its newest
-        entry; None when it cannot be read now (a workspace whose project folder is unknown)."""
+        entry; None when it cannot be read now (a workspace whose project folder is unknown) or
+        the history lacks a change of that memory."""
         if workspace not in self.read:
             project = None if workspace is None else project_of(self.backend, workspace)
             if workspace is None:
@@ -223,12 +224,15 @@ class _Logs:
         return self.read[workspace]
 
     def _newest(self, cwd: str | None) -> str | None:
+        """The memory's newest entry; None when the log cannot be read (the daemon gone, a
+        refusal), or when its history could not record the memory as it is now (`problem`: a
+        full disk, say): a change on disk it lacks would go with `revert --before`, unsaid."""
         try:
             api = self.backend.api(start=False)
-            entries = api.memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False)).entries
+            read = api.memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False))
         except Exception:  # only whether memory moved since goes unknown
             return None
-        return entries[0].id if entries else None
+        return None if read.problem is not None or not read.entries else read.entries[0].id
 
 
 def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[TurnRow]] | None:

@@ -11,6 +11,7 @@ from remem.daemon.memory.store import MemoryStore
 from tests.cli_process import remem
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.memory.factory import put as user_put
+from tests.unwritable import unwritable
 
 from .conftest import Source, both_scopes, proposal, put
 
@@ -89,3 +90,28 @@ def test_a_review_followed_by_other_changes_is_not_offered_an_undo_that_takes_th
     redone = remem(home, "memory", "revert", "--before", store.history.log(workspace.key)[0].id)
     assert redone.returncode == 0, redone.stderr
     assert [r.name for r in store.read_workspace(workspace).records] == ["prefer-uv"]
+
+
+def test_a_change_the_history_could_not_record_is_not_offered_as_undone_by_the_review_alone(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    """A hand edit made after the review, which the history could not record (its pack folder
+    refused the write, as a full disk does), left the review's entry the newest: `receipts`
+    offered `revert --before ENTRY` as its undo, and that revert took the edit back too."""
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    assert remem(home, "consolidate", source.id).returncode == 0
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.history is not None and receipt.history.workspaceEntry is not None
+    entry = receipt.history.workspaceEntry[:12]
+    record = home.workspaces / WorkspaceId.from_cwd(source.cwd).key / "prefer-uv.md"
+    record.write_text(record.read_text().replace("Use uv for everything.", "Use uv, and ruff too."))
+
+    with unwritable(home.root / "history" / "objects" / "pack"):
+        listed = remem(home, "receipts")
+
+    assert listed.returncode == 0, listed.stderr
+    assert "To undo it" not in listed.stdout, listed.stdout
+    assert listed.stdout.splitlines()[3] == (
+        f"    Workspace memory: `remem memory revert --before {entry}` undoes it and any change made "
+        f"there after it (`remem memory log --cwd {source.cwd}` lists them)"
+    ), listed.stdout
