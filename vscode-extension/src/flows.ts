@@ -335,21 +335,42 @@ async function ensureRoute(ctx: FlowContext): Promise<void> {
 // tests/contract/test_demo_key_env.py keeps this copy the daemon's.
 const DEMO_KEY_ENV = 'REMEM_DEMO_MODEL_KEY';
 
+/** Whether a key typed for the route's provider can help: not where the provider takes none
+ * (`apiKeyEnv` null: a local server), nor for the demo's model, which no key brings back after
+ * the demo (decision 0511). */
+function takesKey(settings: ModelSettings): boolean {
+  return settings.apiKeyEnv !== null && settings.apiKeyEnv !== DEMO_KEY_ENV;
+}
+
 async function offerRouteFixes(ctx: FlowContext, settings: ModelSettings): Promise<void> {
-  // No model chosen is said before a missing key, so the key is not what to offer then; nor for
-  // the demo's model after the demo, which no key brings back (decision 0511).
-  const keyFixes = settings.apiKeyEnv && settings.apiKeyEnv !== DEMO_KEY_ENV && settings.model !== null;
+  // No model chosen is said before a missing key, so the key is not what to offer then.
+  const keyFixes = takesKey(settings) && settings.model !== null;
   const actions = keyFixes ? [ENTER_KEY, SELECT_MODEL, OPEN_SETTINGS] : [SELECT_MODEL, OPEN_SETTINGS];
   const choice = await ctx.ui.warn(`Remem cannot consolidate yet: ${settings.keyProblem ?? 'no model route'}`, ...actions);
-  if (choice === ENTER_KEY && (await enterApiKey(ctx, settings.provider)).keyReady) return;
+  if (choice === ENTER_KEY && (await storeApiKey(ctx, settings.provider)).keyReady) return;
   if (choice === SELECT_MODEL && (await selectModel(ctx)).keyReady) return;
   if (choice === OPEN_SETTINGS) await ctx.ui.openFile(settings.settingsFile);
   throw new Stop();
 }
 
-/** The key of `provider`, typed hidden and stored by the daemon in credentials.yml (mode 0600). */
-export async function enterApiKey(ctx: FlowContext, provider?: string): Promise<ModelSettings> {
-  const name = provider ?? (await ctx.server.request<ModelSettings>(Requests.settings, {})).provider;
+/** Where no key can help the route, the ways on are another model and settings.yml. */
+async function offerAnotherModel(ctx: FlowContext, message: string, settings: ModelSettings): Promise<ModelSettings> {
+  const choice = await ctx.ui.warn(message, SELECT_MODEL, OPEN_SETTINGS);
+  if (choice === SELECT_MODEL) return selectModel(ctx);
+  if (choice === OPEN_SETTINGS) await ctx.ui.openFile(settings.settingsFile);
+  return settings;
+}
+
+/** The palette's Enter API Key…: the current provider's key, where a key can help its route. */
+export async function enterApiKey(ctx: FlowContext): Promise<ModelSettings> {
+  const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
+  if (takesKey(settings)) return storeApiKey(ctx, settings.provider);
+  const why = settings.keyProblem ? `: ${settings.keyProblem}` : '';
+  return offerAnotherModel(ctx, `${settings.provider} takes no API key${why}`, settings);
+}
+
+/** The key of `name`, typed hidden and stored by the daemon in credentials.yml (mode 0600). */
+async function storeApiKey(ctx: FlowContext, name: string): Promise<ModelSettings> {
   const answer = await ctx.ui.input({
     title: `Remem: API key of ${name}`,
     prompt: 'Stored in remem\'s credentials.yml (readable only by you), where the CLI reads it too',
@@ -561,8 +582,9 @@ export async function selectModel(ctx: FlowContext): Promise<ModelSettings> {
     void ctx.ui.info(`${now}; ${updated.apiKeyEnv ? 'its API key is set' : 'it needs no API key'}.`);
     return updated;
   }
+  if (!takesKey(updated)) return offerAnotherModel(ctx, `${now}, but it cannot run: ${updated.keyProblem ?? ''}`, updated);
   const choice = await ctx.ui.warn(`${now}, but it has no API key yet: ${updated.keyProblem ?? ''}`, ENTER_KEY);
-  return choice === ENTER_KEY ? enterApiKey(ctx, updated.provider) : updated;
+  return choice === ENTER_KEY ? storeApiKey(ctx, updated.provider) : updated;
 }
 
 /** A model of `provider`: picked from the list its API gives, else typed (the note says why).

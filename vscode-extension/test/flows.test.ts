@@ -1444,11 +1444,57 @@ test('the demo\'s model after the demo: the route fix offered is a model of the 
   assert.deepEqual(own.offered[0], [flows.ENTER_KEY, flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
 });
 
+test('the demo\'s model after the demo: Enter API Key… asks for no key and offers a model of the user\'s (decision 0511)', async () => {
+  const h = new Harness();
+  h.responses['remem/settings'] = DEMO_ENDED;
+  h.responses['remem/models'] = { ...UNLISTED, provider: 'deepseek', models: ['deepseek-v4-flash'] };
+  h.responses['remem.lsp.selectModel'] = ROUTE;
+  h.warnAnswers.push(flows.SELECT_MODEL);
+  h.picks.push(byLabel('deepseek'), byLabel('deepseek-v4-flash'));
+  await flows.run(() => flows.enterApiKey(h.ctx));
+  assert.deepEqual(h.warnings, [`demo takes no API key: ${DEMO_ENDED.keyProblem}`]);
+  assert.deepEqual(h.offered[0], [flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
+  assert.ok(!h.asked.some((asked) => asked.startsWith('input:')), 'no key is typed');
+  assert.deepEqual(h.sent.at(-1), ['remem.lsp.selectModel', { provider: 'deepseek', model: 'deepseek-v4-flash' }]);
+  // A provider that takes no key (a local server) is told the same way, before a key is typed.
+  const local = new Harness();
+  local.responses['remem/settings'] = { ...ROUTE, provider: 'ollama', model: 'llama3', apiKeyEnv: null };
+  local.warnAnswers.push(undefined);
+  await flows.run(() => flows.enterApiKey(local.ctx));
+  assert.deepEqual(local.warnings, ['ollama takes no API key']);
+  assert.ok(!local.sent.some(([id]) => id === 'remem.lsp.setApiKey'));
+  // A provider of the user's own called `demo` is asked its key.
+  const own = new Harness();
+  own.responses['remem/settings'] = { ...DEMO_ENDED, apiKeyEnv: 'MY_DEMO_KEY' };
+  own.responses['remem.lsp.setApiKey'] = ROUTE;
+  own.inputs.push('sk-own');
+  await flows.run(() => flows.enterApiKey(own.ctx));
+  assert.deepEqual(own.sent.at(-1), ['remem.lsp.setApiKey', { provider: 'demo', apiKey: 'sk-own' }]);
+});
+
+test('the demo\'s model chosen in Select Consolidation Model: the warning offers another model, not a key (decision 0511)', async () => {
+  const h = new Harness();
+  h.responses['remem/models'] = { ...NO_KEY_LIST, provider: 'demo', keyProblem: DEMO_ENDED.keyProblem };
+  h.responses['remem/settings'] = { ...ROUTE, providers: DEMO_ENDED.providers };
+  h.responses['remem.lsp.selectModel'] = DEMO_ENDED;
+  h.picks.push(byLabel('demo'));
+  h.inputs.push('remem-demo-scripted');
+  h.warnAnswers.push(flows.OPEN_SETTINGS);
+  const updated = await flows.selectModel(h.ctx);
+  assert.equal(updated.keyReady, false);
+  assert.deepEqual(h.warnings, [
+    `Consolidation now uses demo / remem-demo-scripted, but it cannot run: ${DEMO_ENDED.keyProblem}`,
+  ]);
+  assert.deepEqual(h.offered.at(-1), [flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
+  assert.deepEqual(h.opened, [DEMO_ENDED.settingsFile]);
+});
+
 test('a key stored for a route that still cannot run claims no route', async () => {
   const h = new Harness();
+  h.responses['remem/settings'] = UNCHOSEN;
   h.responses['remem.lsp.setApiKey'] = UNCHOSEN;
   h.inputs.push('sk-ant');
-  const updated = await flows.enterApiKey(h.ctx, 'anthropic');
+  const updated = await flows.enterApiKey(h.ctx);
   assert.equal(updated.keyReady, false);
   assert.equal(
     h.asked.at(-1),
