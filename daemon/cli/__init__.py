@@ -72,6 +72,20 @@ def _takes_json(command: click.Command | None) -> bool:
     )
 
 
+def _read(
+    command: click.Command, name: str | None, args: list[str], parent: click.Context | None
+) -> tuple[click.Context, list[str]]:
+    """`command`'s options read off `args` as click reads them, nothing checked or run, however
+    wrong the rest; and the words they leave: a group's subcommand and its arguments. A group's
+    own `parse_args` puts the subcommand's name apart, in `protected_args` (deprecated since
+    Click 8.2, private as `_protected_args`): read as a plain command (`Command.parse_args`), it
+    leaves every word in `ctx.args`, as Click 9's groups will."""
+    settings = {**command.context_settings, "resilient_parsing": True, "ignore_unknown_options": True}
+    ctx = command.context_class(command, info_name=name, parent=parent, **settings)
+    with ctx.scope(cleanup=False):  # as `make_context` parses
+        return ctx, click.Command.parse_args(command, ctx, list(args))
+
+
 class _LazyGroup(Group):
     """A group whose commands named in `_LAZY_COMMANDS` are imported on first use, and whose
     output meeting a closed pipe ends in `main` as every other closed pipe does."""
@@ -79,7 +93,7 @@ class _LazyGroup(Group):
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
-        if extra.get("resilient_parsing"):  # only read, by `_asks_json` and `_keep_traceback`
+        if extra.get("resilient_parsing"):  # only read (`_keep_traceback`, completion)
             return super().make_context(info_name, args, parent, **extra)
         given = list(args)  # click's parsing eats the list
         try:  # `remem --help | true`, `remem --version | true`: written before `invoke`
@@ -106,11 +120,9 @@ class _LazyGroup(Group):
             return exc
         rest = list(args)
         rest.remove(JSON)  # the first: what click refused
-        reading: dict[str, Any] = {"resilient_parsing": True, "ignore_unknown_options": True}
-        ctx = super().make_context(info_name, list(rest), **reading)
+        ctx, words = _read(self, info_name, rest, None)
         command: click.Command = self
         while isinstance(command, click.Group):  # down to the command that runs
-            words = [*ctx._protected_args, *ctx.args]
             named = rest[: len(rest) - len(words)]  # the command line down to this group
             usage = f"`{shlex.join(['remem', *named])} COMMAND … {JSON}`"
             if not words or words[0].startswith("-"):
@@ -125,7 +137,7 @@ class _LazyGroup(Group):
                 )
                 where = f"{AFTER}." if command is self else f"{UNDER}: {usage}."
                 return click.UsageError(f"{mistyped.format_message()} And {where}", ctx)
-            ctx = found.make_context(words[0], words[1:], parent=ctx, **reading)
+            ctx, words = _read(found, words[0], words[1:], ctx)
             command = found
         if not _takes_json(command):
             return click.UsageError(f"`{shlex.join(['remem', *rest])}` has no {JSON} option", ctx)
@@ -149,22 +161,16 @@ class _LazyGroup(Group):
         A group's unknown option (`remem --bogus …`, `remem sessions --json list`) ends the
         reading as a command that does not exist does: only the words after it can say."""
         command: click.Command = self
-        reading: dict[str, Any] = {"resilient_parsing": True, "ignore_unknown_options": True}
-        ctx = self.make_context(info_name, list(args), **reading)
-        rest: list[str] = []
+        ctx, rest = _read(self, info_name, args, None)
         while isinstance(command, click.Group):
-            rest = [*ctx._protected_args, *ctx.args]  # what the group left to its subcommand
             if not rest:
                 return False
             name, found, after = command.resolve_command(ctx, rest)
             if found is None or name is None:  # no such command: only the words can say
-                return "--json" in rest
+                return JSON in rest
             command = found
-            ctx = command.make_context(name, list(after), parent=ctx, **reading)  # it eats the list
-            rest = after
-        parser = command.make_parser(ctx)
-        parser.ignore_unknown_options = True  # a mistyped option does not end the reading
-        return bool(parser.parse_args(rest)[0].get("as_json"))
+            ctx, rest = _read(command, name, after, ctx)
+        return bool(ctx.params.get("as_json"))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
