@@ -1,6 +1,7 @@
 """What an HTTP error the provider answered means for the user, and what to do about it: the
 refused key and where it came from, the model or base_url not found, a rate limit or a spent
-quota and when to retry, a refused request, the provider's own trouble (decision 0505).
+quota and when to retry, a refused request, the provider's own trouble (decision 0505); and a
+TLS handshake that failed, by what OpenSSL said of it (decision 0515).
 
 Only remem's words, the status and the route's own names (the model, the masked base_url, the
 variable holding the key, never the key): the provider's message, which may quote the request,
@@ -9,6 +10,7 @@ is the caller's to add for the user alone (decision 0373).
 
 from __future__ import annotations
 
+import ssl
 from http import HTTPStatus
 
 from .route import Route
@@ -113,3 +115,56 @@ def seconds(retry_after: str | None) -> float | None:
     except ValueError:
         return None
     return value if 0 < value < float("inf") else None
+
+
+# OpenSSL's verify codes (X509_V_ERR_*) of a certificate for another name than the one asked, and
+# of one whose chain ends at no CA the client trusts: self-signed, or a private CA's.
+_OTHER_NAME = frozenset({62, 64})
+_UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})
+
+
+def tls_said(error: ssl.SSLError, remote: bool) -> str:
+    """What a TLS handshake at base_url that failed with `error` means, and what to do; `remote`
+    as `status_said` has it. On the predefined provider's own server, a certificate refused is
+    something on the network intercepting TLS, not the server's."""
+    network = "check the network"
+    if not isinstance(error, ssl.SSLCertVerificationError):
+        if remote:
+            return (
+                "a server answered there, but not in TLS, as when something on the network intercepts "
+                f"it: {network}"
+            )
+        return (
+            "a server answered there, but not in TLS: if it serves plain HTTP (local servers mostly do), "
+            "begin base_url with http://, not https://"
+        )
+    if remote:
+        return (
+            "its TLS certificate was refused, as when something on the network intercepts TLS (a company's "
+            f"filter, an antivirus): {trust_ca('that interceptor')}; else {network}"
+        )
+    if error.verify_code in _OTHER_NAME:
+        return (
+            "its TLS certificate is made out to another host than base_url names: write in base_url the "
+            "host name the certificate names"
+        )
+    if error.verify_code in _UNKNOWN_ISSUER:
+        return (
+            "its TLS certificate is signed by no CA this machine trusts (a self-signed certificate, its own "
+            f"CA, or a private CA's): {trust_ca('that server')}"
+        )
+    # OpenSSL's own words for the rest (expired, revoked, …): they name the certificate's fault.
+    return (
+        f"its TLS certificate was refused ({error.verify_message}): check the server's certificate, and "
+        "this machine's date"
+    )
+
+
+def trust_ca(whose: str) -> str:
+    """What to do when `whose` certificate is signed by a CA the client does not trust. The HTTP
+    client trusts SSL_CERT_FILE in place of the system's certificates when it is set, and the
+    daemon reads it when it starts."""
+    return (
+        f"trust {whose}'s CA certificate (add it to the system's, or set SSL_CERT_FILE to a PEM file "
+        "holding it and the usual roots), then run `remem daemon stop`"
+    )

@@ -41,7 +41,7 @@ from ..sessions.writer import json_line
 from ..settings import at_predefined_url
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
-from .provider_errors import seconds, status_name, status_said
+from .provider_errors import seconds, status_name, status_said, tls_said, trust_ca
 from .route import InvalidBaseUrl, Route
 from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
@@ -367,8 +367,10 @@ def _through_proxy(exc: BaseException, route: Route) -> str | None:
     if any(isinstance(e, ssl.SSLCertVerificationError) for e in causes):
         return (
             f"{via}, and the TLS certificate that came back through it was refused, as when a proxy re-signs "
-            f"TLS: {_trust_ca('that proxy')}"
+            f"TLS: {trust_ca('that proxy')}"
         )
+    if any(isinstance(e, ssl.SSLError) for e in causes):
+        return f"{via}, {_not_tls(proxy)}"
     if any(isinstance(e, socket.gaierror) for e in causes):
         what = "whose host name was not found"
     elif any(isinstance(e, ProxyError) for e in causes):
@@ -381,13 +383,15 @@ def _through_proxy(exc: BaseException, route: Route) -> str | None:
     return f"{via}, {what}: check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
 
 
-def _trust_ca(whose: str) -> str:
-    """What to do when `whose` TLS interception re-signs the server's certificate. The HTTP
-    client trusts SSL_CERT_FILE in place of the system's certificates when it is set, and the
-    daemon reads it when it starts."""
+def _not_tls(proxy: _Proxy) -> str:
+    """Who did not answer in TLS: the proxy, when its URL is https://, which the client speaks
+    TLS to first; else the server past it, in the tunnel the proxy opened."""
+    if proxy.shown.startswith("https://"):
+        where = "that variable's URL" if proxy.variable is not None else "the proxy's URL"
+        return f"which did not answer in TLS: if it serves plain HTTP (most proxies do), begin {where} with http://"
     return (
-        f"trust {whose}'s CA certificate (add it to the system's, or set SSL_CERT_FILE to a PEM file "
-        "holding it and the usual roots), then run `remem daemon stop`"
+        "and the server past it did not answer in TLS: if it serves plain HTTP, begin base_url with http://, "
+        "not https://"
     )
 
 
@@ -434,24 +438,10 @@ def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
     from httpx2 import ConnectError, ConnectTimeout, ReadError, RemoteProtocolError, TimeoutException
 
     causes = list(_causes(exc))
+    if (tls := next((e for e in causes if isinstance(e, ssl.SSLError)), None)) is not None:
+        return tls_said(tls, predefined_remote)
     network = "check the network"
     hints: list[tuple[tuple[type[BaseException], ...], str]] = [
-        (
-            (ssl.SSLCertVerificationError,),
-            "its TLS certificate was refused, as when something on the network intercepts TLS (a company's "
-            f"filter, an antivirus): {_trust_ca('that interceptor')}; else {network}"
-            if predefined_remote
-            else "its TLS certificate was refused: check that base_url names the server's own host, or "
-            "begin it with http:// if the server serves plain HTTP too",
-        ),
-        (
-            (ssl.SSLError,),
-            "a server answered there, but not in TLS, as when something on the network intercepts "
-            f"it: {network}"
-            if predefined_remote
-            else "a server answered there, but not in TLS: if it serves plain HTTP (local servers "
-            "mostly do), begin base_url with http://, not https://",
-        ),
         (
             (socket.gaierror,),
             f"its host name was not found: {network}"

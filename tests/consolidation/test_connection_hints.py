@@ -85,13 +85,13 @@ def test_https_to_a_plain_http_server_says_to_use_http(home: Home, tmp_path: Pat
 
 
 @contextlib.contextmanager
-def _self_signed_tls_server(folder: Path) -> Iterator[str]:
-    """An https:// URL whose server offers a certificate of its own making, which no client
-    trusts; the handshake is all it does."""
+def _self_signed_tls_server(folder: Path) -> Iterator[tuple[str, Path]]:
+    """An https:// URL whose server offers a certificate of its own making for 127.0.0.1, which no
+    client trusts; the handshake is all it does. The URL, and the certificate."""
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-        + ["-keyout", str(key), "-out", str(cert)],
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
         check=True,
         capture_output=True,
     )
@@ -112,20 +112,48 @@ def _self_signed_tls_server(folder: Path) -> Iterator[str]:
         server = threading.Thread(target=serve)
         server.start()
         try:
-            yield f"https://127.0.0.1:{listener.getsockname()[1]}/v1"
+            yield f"https://127.0.0.1:{listener.getsockname()[1]}/v1", cert
         finally:
             stop.set()
             server.join()
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
-def test_an_untrusted_certificate_is_said_so_not_plain_http(home: Home, tmp_path: Path) -> None:
-    with _self_signed_tls_server(tmp_path) as url:
-        error = failed_with(home, tmp_path, url)
+def test_a_self_signed_certificate_says_to_trust_it_not_to_check_the_host(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """base_url names the host the certificate is made for: only its signer is unknown. The advice
+    is what the HTTP client honours: with SSL_CERT_FILE naming the certificate, the handshake
+    passes (and the server, which does nothing past it, breaks the answer off)."""
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    with _self_signed_tls_server(tmp_path) as (url, cert):
+        error = failed_with(home, tmp_path / "refused", url)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        trusted = failed_with(home, tmp_path / "trusted", url)
     assert NOTHING_ANSWERED not in error, error
     assert error == (
-        f"no whole answer from {url}: its TLS certificate was refused: check that base_url names the "
-        "server's own host, or begin it with http:// if the server serves plain HTTP too"
+        f"no whole answer from {url}: its TLS certificate is signed by no CA this machine trusts (a "
+        "self-signed certificate, its own CA, or a private CA's): trust that server's CA certificate (add "
+        "it to the system's, or set SSL_CERT_FILE to a PEM file holding it and the usual roots), then run "
+        "`remem daemon stop`"
+    ), error
+    assert "TLS" not in trusted and "a server answered there, but broke its answer off" in trusted, trusted
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_a_certificate_for_another_host_says_to_name_its_host(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The certificate is trusted (SSL_CERT_FILE) but made out to 127.0.0.1, and base_url names
+    localhost: the signer is not what to fix."""
+    with _self_signed_tls_server(tmp_path) as (url, cert):
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        url = url.replace("127.0.0.1", "localhost")
+        error = failed_with(home, tmp_path, url)
+    assert error == (
+        f"no whole answer from {url}: its TLS certificate is made out to another host than base_url "
+        "names: write in base_url the host name the certificate names"
     ), error
 
 
@@ -245,7 +273,7 @@ def test_a_predefined_providers_certificate_refused_without_a_proxy_says_how_to_
     home.ensure_layout()
     home.settings_file.write_text(f"sessions:\n  roots: [{str(root)!r}]\n")
     source = write_source(root, str(tmp_path / "project"))
-    with _self_signed_tls_server(tmp_path) as intercepting:
+    with _self_signed_tls_server(tmp_path) as (intercepting, _):
         url = f"https://{host}:{urlsplit(intercepting).port}"
         monkeypatch.setitem(PREDEFINED_PROVIDERS, "deepseek", deepseek.model_copy(update={"base_url": url}))
         result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))

@@ -229,3 +229,65 @@ def test_a_proxy_that_re_signs_tls_says_to_trust_its_certificate_as_the_client_d
     assert trusted.startswith(f"the provider refused the API key (HTTP 401 unauthorized, asked {url})"), (
         trusted
     )
+
+
+def test_an_https_proxy_url_to_a_plain_http_proxy_says_to_begin_it_with_http(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake server speaks plain HTTP; $HTTPS_PROXY names it with https://, so the client
+    speaks TLS to the proxy itself, which answers, just not in TLS."""
+    with FakeOpenAI() as proxy:
+        origin = proxy.origin.replace("http://", "https://")
+        monkeypatch.setenv("HTTPS_PROXY", origin)
+        error = failed_with(home, tmp_path, "https://remem-test.invalid/v1")
+    assert error == (
+        f"no whole answer from https://remem-test.invalid/v1: it was sent through the proxy {origin} of "
+        "$HTTPS_PROXY, which did not answer in TLS: if it serves plain HTTP (most proxies do), begin that "
+        "variable's URL with http://"
+    ), error
+
+
+@contextlib.contextmanager
+def _tunnel_to_plain_http() -> Iterator[str]:
+    """An HTTP proxy that opens every CONNECT tunnel to a server speaking plain HTTP: whatever
+    comes through the tunnel is answered 400, as such a server answers a TLS hello. Its URL."""
+    stop = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(0.05)  # so that `stop` is seen
+
+        def serve() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.settimeout(5)
+                        asked = b""
+                        while b"\r\n\r\n" not in asked and (chunk := conn.recv(4096)):
+                            asked += chunk
+                        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                        conn.recv(4096)  # the client's TLS hello
+                        conn.sendall(
+                            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        )
+
+        server = threading.Thread(target=serve)
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        finally:
+            stop.set()
+            server.join()
+
+
+def test_an_https_base_url_to_a_plain_http_server_past_a_proxy_says_to_begin_it_with_http(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not "nothing answered": the proxy opened the tunnel, and the server in it answered plain HTTP."""
+    url = "https://remem-test.invalid/v1"
+    with _tunnel_to_plain_http() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        error = failed_with(home, tmp_path, url)
+    assert error == (
+        f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and the server "
+        "past it did not answer in TLS: if it serves plain HTTP, begin base_url with http://, not https://"
+    ), error
