@@ -227,10 +227,15 @@ class _Logs:
         """The memory's newest entry; None when the log cannot be read (the daemon gone, a
         refusal), or when its history could not record the memory as it is now (`problem`: a
         full disk, say): a change on disk it lacks would go with `revert --before`, unsaid."""
+        from ..client import DaemonUnavailable
+        from ..home import HomeUnusable
+        from ..locks import LockUnusable
+
         try:
             api = self.backend.api(start=False)
             read = api.memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False))
-        except Exception:  # only whether memory moved since goes unknown
+        # Run in this process, an unusable home or lock is raised as it is, not as an RpcError.
+        except (RpcError, DaemonUnavailable, HomeUnusable, LockUnusable):
             return None
         return None if read.problem is not None or not read.entries else read.entries[0].id
 
