@@ -263,11 +263,11 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
         cwd=None if global_ else workspace_params(cwd).cwd, limit=limit or None, stat=not no_stat
     )
     result = _read(backend.api().memory_log, params, as_json)
-    if result.problem is not None and backend.use_daemon:  # in this process, its log said it
-        _warn_daemon_said(backend, result.problem)
-    if as_json:
+    if as_json:  # it carries the problem; stderr stays empty, as in this process (decision 0509)
         emit_json(result)
         return
+    if result.problem is not None and backend.use_daemon:  # in this process, its log said it
+        _warn_daemon_said(backend, result.problem)
     for entry in result.entries:
         # One row an entry, whatever a file's name holds: a newline in it would forge a row.
         say(one_line(f"{entry.id[:12]}  {entry.at}  {_actor(entry)}{_stat_line(entry.stat)}"))

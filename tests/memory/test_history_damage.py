@@ -264,7 +264,8 @@ def test_a_daemon_whose_history_cannot_record_says_so_with_the_log(
 ) -> None:
     """Through the daemon `memory log` showed the history as it was, exit 0, no word of the
     commit it lacked: the failure was only in the daemon's log (without the daemon, stderr said
-    it). The answer now says why, until an entry of the scope is written."""
+    it). The answer now says why, until an entry of the scope is written: on stderr, or given
+    `--json` in its `problem` alone, stderr empty as without the daemon (decision 0509)."""
     monkeypatch.delenv(NO_DAEMON_ENV, raising=False)
     first = MemoryStore(home).commit_workspace(workspace, EMPTY, [put("alpha")])
     changes = json.dumps([{"action": "put", "record": put("beta").record.model_dump()}])
@@ -277,11 +278,16 @@ def test_a_daemon_whose_history_cannot_record_says_so_with_the_log(
             )  # fmt: skip
             assert applied.returncode == 0, applied.stderr
             logged = _log_through_the_daemon(home, workspace)
-        assert logged.returncode == 0 and len(json.loads(logged.stdout)["entries"]) == 1
-        assert "remem: warning: the history could not record what changed (" in logged.stderr, logged.stderr
+            said = _log_through_the_daemon(home, workspace, "--no-stat")
+        answer = json.loads(logged.stdout)
+        assert logged.returncode == 0 and len(answer["entries"]) == 1 and logged.stderr == "", logged
+        assert answer["problem"].startswith("the history could not record what changed ("), answer
+        assert said.returncode == 0 and len(said.stdout.splitlines()) == 1, said
+        assert said.stderr.startswith("remem: warning: the history could not record what changed ("), said
         again = _log_through_the_daemon(home, workspace)  # its state recorded now, no warning
-        kinds = [e["actor"]["kind"] for e in json.loads(again.stdout)["entries"]]
-        assert kinds == ["cli", "cli"] and "warning" not in again.stderr, again.stderr
+        recorded = json.loads(again.stdout)
+        kinds = [e["actor"]["kind"] for e in recorded["entries"]]
+        assert kinds == ["cli", "cli"] and recorded["problem"] is None, recorded
     finally:
         subprocess.run([*_CLI, "--home", str(home.root), "daemon", "stop"], capture_output=True, timeout=60)
 
@@ -289,8 +295,11 @@ def test_a_daemon_whose_history_cannot_record_says_so_with_the_log(
 _CLI = [sys.executable, "-m", "remem.daemon"]
 
 
-def _log_through_the_daemon(home: Home, workspace: WorkspaceId) -> subprocess.CompletedProcess[str]:
-    command = [*_CLI, "--home", str(home.root), "memory", "log", "--cwd", workspace.cwd, "--json"]
+def _log_through_the_daemon(
+    home: Home, workspace: WorkspaceId, said: str = "--json"
+) -> subprocess.CompletedProcess[str]:
+    """`memory log` of `workspace`, `--json` unless `said` asks for its rows."""
+    command = [*_CLI, "--home", str(home.root), "memory", "log", "--cwd", workspace.cwd, said]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
