@@ -300,6 +300,7 @@ HELP_AND_VERSION = [
     ["memory", "--help"],
     ["sessions", "list", "-h"],
     ["eval", "--help"],
+    ["mcp", "--help"],
 ]
 
 

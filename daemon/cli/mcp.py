@@ -9,10 +9,10 @@ from remem.agents.wiring import EVERY_HARNESS, HARNESSES, Unwirable, this_launch
 from . import need_stdio
 from .arguments import utf8_folder
 from .backend import Backend
-from .output import emit_json, fail, say
+from .output import Command, emit_json, fail, say
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False),
