@@ -15,19 +15,30 @@ from http import HTTPStatus
 
 from .route import Route
 
+# How Anthropic says an account's prepaid credit is spent: a 400 `invalid_request_error` like any
+# refused parameter, with no `code`; only its message tells it.
+_NO_CREDIT = "credit balance is too low to access the anthropic api"
 
-def status_said(status: int, retry_after: str | None, code: str | None, route: Route, remote: bool) -> str:
+
+def status_said(
+    status: int, retry_after: str | None, code: str | None, words: str, route: Route, remote: bool
+) -> str:
     """What the provider's `status` means and what to do: `retry_after` is its `Retry-After`,
-    `code` its error `code` (an identifier), `remote` whether the route asks a predefined
-    provider's own server, whose base_url the user did not write."""
+    `code` its error `code` (an identifier), `words` its message, only matched, never repeated
+    here, `remote` whether the route asks a predefined provider's own server, whose base_url
+    the user did not write."""
     wait = seconds(retry_after)
     retry = f"retry in {wait:g} s, as it asks" if wait is not None else "retry later"
-    what, todo = _meaning(status, code, route, remote, retry)
+    what, todo = _meaning(status, code, words, route, remote, retry)
     return f"{what} (HTTP {status} {status_name(status)}, asked {route.shown_url}): {todo}"
 
 
-def _meaning(status: int, code: str | None, route: Route, remote: bool, retry: str) -> tuple[str, str]:
+def _meaning(
+    status: int, code: str | None, words: str, route: Route, remote: bool, retry: str
+) -> tuple[str, str]:
     model = f"`{route.model}`"
+    if status == HTTPStatus.BAD_REQUEST and _NO_CREDIT in words.lower():
+        return "the Anthropic account has no credit left", _buy_credits(route)
     if status in (HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN) and route.key_env is None:
         return "the provider wants an API key", _no_key(route.provider)
     if status == HTTPStatus.UNAUTHORIZED:
@@ -66,6 +77,16 @@ def _meaning(status: int, code: str | None, route: Route, remote: bool, retry: s
         "the provider refused the request",
         f"check that model {model} takes max_tokens {route.max_tokens} ({route.max_tokens_setting}) "
         "and an input this long, or choose another model (remem settings model)",
+    )
+
+
+def _buy_credits(route: Route) -> str:
+    """Where Anthropic's credit is bought: per organization, so credit bought for another one than
+    the key's (a second workspace, a personal account) changes nothing."""
+    whose = "" if route.key_env is None else f" of {_key_place(route)}"
+    return (
+        f"buy credits for the organization{whose} in the Anthropic Console, under Plans & Billing "
+        "(another organization's credit does not count), or choose another model (remem settings model)"
     )
 
 

@@ -195,11 +195,11 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         await asyncio.to_thread(log.end, "error")
         asked = f"(asked {route.shown_url})"
         if isinstance(exc, APIStatusError):  # remem's words and a next step, then the provider's
-            said = status_said(
-                exc.status_code, exc.response.headers.get("retry-after"), _identifier(exc.code), route,
-                _predefined_remote(route),
-            )  # fmt: skip
             words = _said(exc)
+            said = status_said(
+                exc.status_code, exc.response.headers.get("retry-after"), _identifier(exc.code), words,
+                route, _predefined_remote(route),
+            )  # fmt: skip
             return Outcome(
                 "provider-failed",
                 error=said + (f" — {words}" if words else ""),

@@ -240,3 +240,47 @@ def test_a_key_changed_since_the_daemon_started_is_said_to_need_a_restart(
         assert done.returncode == 0 and done.stdout.startswith("committed"), done
     finally:
         remem(home, "daemon", "stop")
+
+
+NO_CREDIT = (
+    "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade "
+    "or purchase credits."
+)
+
+
+class _NoCreditHandler(ScriptedHandler):
+    """Answers every request 400 with the body Anthropic answers for an organization whose credit is
+    spent: its own error shape, with no `code`."""
+
+    fake_name = "NoCredit"
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._record({})
+        self._send_json(
+            400, {"type": "error", "error": {"type": "invalid_request_error", "message": NO_CREDIT}}
+        )
+
+
+class NoCredit(ScriptedServer):
+    handler = _NoCreditHandler
+
+
+def test_a_spent_anthropic_credit_says_where_to_buy_it_not_to_check_the_request(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anthropic says it with a 400 like a refused parameter: checking max_tokens would not help."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with NoCredit() as spent:
+        url = f"{spent.origin}/v1"
+        root = tmp_path / "dsh-sessions"
+        configure_provider(home, url, root)
+        source = write_source(root, str(tmp_path / "project"))
+        error, causes = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
+        assert spent.count == 1, "a spent credit is not retried"
+    assert error == (
+        f"the Anthropic account has no credit left (HTTP 400 bad request, asked {url}): buy credits for the "
+        f"organization of the key in ${KEY_ENV} in the Anthropic Console, under Plans & Billing (another "
+        f"organization's credit does not count), or {CHOOSE} — {NO_CREDIT}"
+    )
+    assert not any("credit" in cause for cause in causes), "the provider's words reach no log"
