@@ -172,3 +172,28 @@ def test_a_revert_away_from_a_record_saved_in_another_encoding_names_it_alone(
     ), done.stdout
     refused = remem(home, "memory", "revert", edited)
     assert refused.returncode == 2 and "rec-a.md was not valid UTF-8" in refused.stderr, refused.stderr
+
+
+def test_a_revert_away_from_a_workspace_file_named_global_md_offers_no_take_back_that_fails(
+    home: Home, tmp_path: Path
+) -> None:
+    """A file named GLOBAL.md hand-made in a workspace is no valid record (its name is not one),
+    and the stat names it by its file name: the take-back judged the files the revert changed by
+    their record names, missed it, and offered `remem memory revert ENTRY`, which is refused."""
+    store, workspace, _, _ = project_with_two_changes(home, tmp_path)
+    made = "---\nname: GLOBAL\ndescription: About Global\ntype: project\n---\nBy hand.\n"
+    (home.workspaces / workspace.key / "GLOBAL.md").write_text(made)
+    assert remem(home, "memory", "log", "--cwd", workspace.cwd).returncode == 0  # records the edit
+    edited = store.history.log(workspace.key)[0].id
+
+    done = remem(home, "memory", "revert", "--before", edited)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "this revert: removed GLOBAL.md (+0 -6)",
+        f"it cannot be taken back by a revert: GLOBAL.md was invalid at {edited[:12]}, the entry before "
+        "it, and a revert never writes invalid files back; "
+        f"`remem memory show --at {edited[:12]}` shows them, to copy back by hand and fix",
+    ], done.stdout
+    refused = remem(home, "memory", "revert", edited)  # what the line used to offer
+    assert refused.returncode == 2 and "[remem/revert-invalid]" in refused.stderr, refused.stderr

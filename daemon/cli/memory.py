@@ -477,15 +477,14 @@ def _unrestorable(held: HistoryShowResult, made: HistoryDiffResult) -> list[str]
     # Loaded only here: a revert that says it cannot be taken back is rare.
     from ..memory.batch import InvalidChanges
     from ..memory.history import GLOBAL_FILE
-    from ..memory.record import record_name_of
+    from ..memory.history_diff import file_label
     from ..memory.revert import changes_to, global_text
     from ..memory.revision import global_revision
-    from ..os_names import shown
 
     every = {name: text.encode("utf-8") for name, text in held.files.items()}
-    went = {*made.stat.changed, *made.stat.removed}  # as the stat labels them: a record by its name
+    went = {*made.stat.changed, *made.stat.removed}
     is_global = held.entry.workspace is None
-    data = every if is_global else {n: d for n, d in every.items() if shown(record_name_of(n) or n) in went}
+    data = every if is_global else {n: d for n, d in every.items() if file_label(n) in went}
     # The answer holds each file decoded, U+FFFD where bytes were no UTF-8, and a record may
     # hold U+FFFD itself: the files are the entry's bytes only when they hash to its revision;
     # when they do not, a file that was no UTF-8 is among those holding U+FFFD.

@@ -20,7 +20,7 @@ def stat(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> FileStat:
         old, new = before.get(name), after.get(name)
         if old == new:
             continue
-        label = _label(name)
+        label = file_label(name)
         (result.added if old is None else result.removed if new is None else result.changed).append(label)
         # Counted from the matcher `unified_diff` uses, not from its text: a record's own
         # `---` front matter reads like a diff's file header there.
@@ -67,8 +67,9 @@ def _quoted_char(char: str) -> str:
     return _C_ESCAPES.get(char, f"\\{ord(char):03o}")
 
 
-def _label(name: str) -> str:
-    """A record by its name; GLOBAL.md (and anything else) by its file name."""
+def file_label(name: str) -> str:
+    """How a stat names file `name`: a record by its name; GLOBAL.md (a workspace's hand-made
+    one too) and anything else by its file name."""
     record = None if name == GLOBAL_FILE else record_name_of(name)
     return shown(record if record is not None else name)
 
