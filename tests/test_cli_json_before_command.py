@@ -4,6 +4,7 @@ its likely names, and so is where `--json` goes, through the real `remem` proces
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -76,3 +77,22 @@ def test_json_given_before_and_after_is_shown_once(home: Home) -> None:
     assert _said(home, "--json", "sessions", "list", "--json") == (
         f"--json goes after the command, not before it: `remem --home {home.root} sessions list --json`"
     )
+
+
+def _shown(said: str) -> list[str]:
+    """The command line a usage error shows (between backticks), as words to run."""
+    return shlex.split(said.split("`")[1])
+
+
+def test_json_before_mcp_shows_a_command_line_that_works(home: Home) -> None:
+    # `remem mcp --json` would be refused again: the server has no --json, only --print-config does.
+    said = _said(home, "--json", "mcp")
+    assert said == (
+        "--json goes after the command, not before it, and only with --print-config: "
+        f"`remem --home {home.root} mcp --print-config --json`"
+    )
+    shown = _shown(said)
+    assert shown[0] == "remem"
+    done = subprocess.run([*REMEM, *shown[1:]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "server" in json.loads(done.stdout)

@@ -20,6 +20,7 @@ from ..locks import LockUnusable
 from .backend import NO_DAEMON_ENV, Backend
 from .output import (
     FOLDER_REMOVED,
+    Command,
     Group,
     OutputUnwritable,
     answer_json,
@@ -141,9 +142,12 @@ class _LazyGroup(Group):
             command = found
         if not _takes_json(command):
             return click.UsageError(f"`{shlex.join(['remem', *rest])}` has no {JSON} option", ctx)
-        given_after = bool(ctx.params.get("as_json"))  # `remem --json sessions list --json`
-        where = shlex.join(["remem", *rest] if given_after else ["remem", *rest, JSON])
-        return click.UsageError(f"{AFTER}: `{where}`", ctx)
+        given = {o for p in command.params if p.name and ctx.params.get(p.name) for o in p.opts}
+        json_with = command.json_with if isinstance(command, Command) else None
+        wanted = [o for o in (json_with, JSON) if o is not None and o not in given]
+        where = shlex.join(["remem", *rest, *wanted])  # `--json` once: `remem --json mcp --json`
+        only = f", and only with {json_with}" if json_with in wanted else ""
+        return click.UsageError(f"{AFTER}{only}: `{where}`", ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

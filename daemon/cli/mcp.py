@@ -11,8 +11,10 @@ from .arguments import utf8_folder
 from .backend import Backend
 from .output import Command, emit_json, fail, say
 
+PRINT_CONFIG = "--print-config"
 
-@click.command(cls=Command)
+
+@click.command(cls=Command, json_with=PRINT_CONFIG)
 @click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False),
@@ -20,7 +22,7 @@ from .output import Command, emit_json, fail, say
     "else the current folder).",
 )
 @click.option(
-    "--print-config",
+    PRINT_CONFIG,
     is_flag=True,
     help="Print how to wire this server into Claude Code and Codex, instead of serving.",
 )

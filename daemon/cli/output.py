@@ -81,7 +81,13 @@ class _SaysHelp:
 
 
 class Command(_SaysHelp, click.Command):
-    """Every `remem` command's class (`@click.command(cls=Command)`)."""
+    """Every `remem` command's class (`@click.command(cls=Command)`). `json_with`: the option its
+    `--json` is taken only beside (`remem mcp --print-config`), so that where `--json` is said
+    to go (`remem --json mcp`) the command line shown works."""
+
+    def __init__(self, *args: Any, json_with: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.json_with = json_with
 
 
 class Group(_SaysHelp, click.Group):
