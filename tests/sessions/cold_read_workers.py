@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from pathlib import Path
+
+from tests.waiting import wait_until
 
 
 def children(command: bytes) -> list[int]:
@@ -25,12 +26,14 @@ def workers() -> list[int]:
 
 
 def until_a_worker_opened(index: Path) -> None:
-    deadline = time.monotonic() + 60
-    while (pids := workers()) and time.monotonic() < deadline:
-        if any(_holds(pid, index) for pid in pids):
-            time.sleep(0.2)  # for its "ready" to reach the listing
-            return
-        time.sleep(0.01)
+    """Wait until a worker has `index` open, or none is left (each ended). A worker opens the
+    index at its first share, after it sent the listing its "ready": once it holds the index,
+    that message is in the listing's end of their link, where the listing's next look finds it."""
+    wait_until(
+        lambda: not (pids := workers()) or any(_holds(pid, index) for pid in pids),
+        what=f"a cold-read worker to open {index.name}, or every one to end",
+        seen=workers,
+    )
 
 
 def _holds(pid: int, path: Path) -> bool:

@@ -37,6 +37,11 @@ def watching() -> Iterator[list[str]]:
 
 
 def settle(*paths: Path) -> None:
-    """Wait until every file's stamp is old enough to be trusted (its ctime cannot be set back)."""
+    """Wait until every file's last change (its ctime) is more than `RACY_NS` old by the clock a
+    listing takes its stamps with, so that the next listing's stamps prove the files unchanged.
+    What is awaited is time itself: no program can set a ctime back, so only the clock passing
+    it settles a file. The sleep is the time left, checked against that clock again, as a sleep
+    may end before the realtime clock (slewed by NTP) has moved as far."""
     latest = max(p.stat().st_ctime_ns for p in paths)
-    time.sleep(max(0, latest + RACY_NS - time.time_ns()) / 1e9 + 0.1)
+    while (left := latest + RACY_NS - time.time_ns()) >= 0:
+        time.sleep(left / 1e9)
