@@ -4,6 +4,7 @@ workspace (decision 0510)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -197,3 +198,32 @@ def test_a_revert_away_from_a_workspace_file_named_global_md_offers_no_take_back
     ], done.stdout
     refused = remem(home, "memory", "revert", edited)  # what the line used to offer
     assert refused.returncode == 2 and "[remem/revert-invalid]" in refused.stderr, refused.stderr
+
+
+def test_a_record_holding_the_replacement_character_is_not_named_beside_one_that_was_no_utf8(
+    home: Home, tmp_path: Path
+) -> None:
+    """Both records went with the revert: the one saved as Latin-1 cannot be put back, the one
+    whose own text holds U+FFFD can. Both were named invalid: the entry's files, sent decoded,
+    did not hash to its revision, and every file holding U+FFFD was taken for the one."""
+    store, workspace, _, _ = project_with_two_changes(home, tmp_path)
+    folder = home.workspaces / workspace.key
+    (folder / "mojibake.md").write_text(
+        "---\nname: mojibake\ndescription: About mojibake\ntype: project\n---\nCaf\ufffd was mis-saved.\n"
+    )
+    latin1 = "---\nname: latin\ndescription: About latin\ntype: project\n---\nCaf\xe9.\n".encode("latin-1")
+    (folder / "latin.md").write_bytes(latin1)
+    assert remem(home, "memory", "log", "--cwd", workspace.cwd).returncode == 0  # records the edit
+    edited = store.history.log(workspace.key)[0].id
+
+    done = remem(home, "memory", "revert", "--before", edited)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "this revert: removed latin, mojibake (+0 -12)",
+        f"it cannot be taken back by a revert: latin.md was invalid at {edited[:12]}, the entry before "
+        "it, and a revert never writes invalid files back; "
+        f"`remem memory show --at {edited[:12]}` shows them, to copy back by hand and fix",
+    ], done.stdout
+    shown = json.loads(remem(home, "memory", "show", "--at", edited, "--json").stdout)
+    assert shown["undecoded"] == ["latin.md"] and "\ufffd" in shown["files"]["mojibake.md"], shown

@@ -479,17 +479,14 @@ def _unrestorable(held: HistoryShowResult, made: HistoryDiffResult) -> list[str]
     from ..memory.history import GLOBAL_FILE
     from ..memory.history_diff import file_label
     from ..memory.revert import changes_to, global_text
-    from ..memory.revision import global_revision
 
     every = {name: text.encode("utf-8") for name, text in held.files.items()}
     went = {*made.stat.changed, *made.stat.removed}
     is_global = held.entry.workspace is None
     data = every if is_global else {n: d for n, d in every.items() if file_label(n) in went}
-    # The answer holds each file decoded, U+FFFD where bytes were no UTF-8, and a record may
-    # hold U+FFFD itself: the files are the entry's bytes only when they hash to its revision;
-    # when they do not, a file that was no UTF-8 is among those holding U+FFFD.
-    hashed = global_revision(every.get(GLOBAL_FILE, b"")) if is_global else workspace_revision(every)
-    undecoded = [] if hashed == held.entry.after else [n for n, d in data.items() if "\ufffd".encode() in d]
+    # Texts come decoded, U+FFFD where bytes were no UTF-8 and where a record holds its own: the
+    # answer names the files of the first kind.
+    undecoded = [name for name in held.undecoded if name in data]
     try:
         if is_global:
             global_text(data.get(GLOBAL_FILE, b""))

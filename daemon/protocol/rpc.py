@@ -70,7 +70,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 34: consolidation/settings/read (and select, credentials/set) answer `model: null` while the
 #     provider has no default model and none is chosen (decision 0493).
 # 35: a record's name, in a put and a delete, is at most 252 characters (decision 0508).
-PROTOCOL_VERSION = 35
+# 36: memory/showAt names the files whose bytes are no UTF-8 (`undecoded`, decision 0510).
+PROTOCOL_VERSION = 36
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -221,7 +222,8 @@ class HistoryDiffResult(_Strict):
 
 class HistoryShowResult(_Strict):
     entry: HistoryEntry
-    files: dict[str, str]  # file name -> text, as the entry left them
+    files: dict[str, str]  # file name -> text, as the entry left them, U+FFFD where bytes were no UTF-8
+    undecoded: list[str] = []  # the files whose bytes were no UTF-8: a text's own U+FFFD is not said
 
 
 class RevertParams(HistoryEntryParams):

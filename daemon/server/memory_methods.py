@@ -307,7 +307,8 @@ class MemoryMethods:
             entry = self.store.history.entry(params.entry)
             files = self.store.history.files_at(entry.id)
             texts = {name: data.decode("utf-8", "replace") for name, data in files.items()}
-            return HistoryShowResult(entry=entry, files=texts)
+            undecoded = sorted(name for name, data in files.items() if texts[name].encode() != data)
+            return HistoryShowResult(entry=entry, files=texts, undecoded=undecoded)
 
         return await self._off_loop(HISTORY_READS, show)
 
