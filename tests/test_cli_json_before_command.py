@@ -1,5 +1,6 @@
-"""`--json` typed before the command, as a global option: a mistyped command is still said, with
-its likely names, and so is where `--json` goes, through the real `remem` process."""
+"""`--json` typed before the command, as a global option, or given to a group or a command without
+it: a mistyped command is still said, with its likely names, and so is where `--json` goes,
+through the real `remem` process."""
 
 from __future__ import annotations
 
@@ -96,3 +97,31 @@ def test_json_before_mcp_shows_a_command_line_that_works(home: Home) -> None:
     done = subprocess.run([*REMEM, *shown[1:]], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "server" in json.loads(done.stdout)
+
+
+def test_json_given_to_a_group_says_it_goes_after_one_of_its_commands(home: Home) -> None:
+    assert _said(home, "sessions", "--json") == (
+        f"--json goes after the subcommand: `remem --home {home.root} sessions COMMAND … --json`, "
+        "COMMAND one of: archive, fork, list, rename, restore, show, tree, turns"
+    )
+    assert _said(home, "sessions", "--json", "list") == (
+        f"--json goes after the command, not before it: `remem --home {home.root} sessions list --json`"
+    )
+    assert _said(home, "sessions", "--json", "lisst") == (
+        "No such command 'lisst'. Did you mean 'list'? And --json goes after the subcommand: "
+        f"`remem --home {home.root} sessions COMMAND … --json`."
+    )
+    assert not home.root.exists()
+
+
+def test_json_alone_says_it_goes_after_a_command(home: Home) -> None:
+    assert _said(home, "--json") == (
+        f"--json goes after the command: `remem --home {home.root} COMMAND … --json`, COMMAND one of: "
+        "consolidate, daemon, eval, mcp, memory, receipts, sessions, settings"
+    )
+
+
+def test_json_after_a_command_without_it_says_it_has_none(home: Home) -> None:
+    done = _remem(home, "lsp", "--json")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(f"Error: `remem --home {home.root} lsp` has no --json option\n")

@@ -46,7 +46,9 @@ _LAZY_COMMANDS = {
 
 JSON = "--json"  # every command's option that asks for machine-readable output
 AFTER = f"{JSON} goes after the command, not before it"
-UNDER = f"{JSON} goes after the subcommand, not before the command"
+AFTER_SUBCOMMAND = f"{JSON} goes after the subcommand"
+UNDER = f"{AFTER_SUBCOMMAND}, not before the command"
+_GIVEN = "remem.given"  # in the context's `meta`: the command line, as the root was given it
 
 
 class _PipeClosed(Exception):
@@ -99,26 +101,29 @@ class _LazyGroup(Group):
         given = list(args)  # click's parsing eats the list
         try:  # `remem --help | true`, `remem --version | true`: written before `invoke`
             answer_json(self._asks_json(info_name, args))  # before anything can fail
-            return super().make_context(info_name, args, parent, **extra)
+            ctx = super().make_context(info_name, args, parent, **extra)
+            ctx.meta[_GIVEN] = given  # for `invoke`, to say where a refused `--json` goes
+            return ctx
         except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
             raise _PipeClosed from exc
         except KeyboardInterrupt as exc:  # as the command's group loads, to read its options
             raise _Interrupted from exc
         except click.NoSuchOption as exc:
-            _misused(self._json_before_command(info_name, given, exc) if exc.option_name == JSON else exc)
+            _misused(self._json_refused(info_name, given, exc, before_command=True))
         except click.ClickException as exc:
             _misused(exc)
 
-    def _json_before_command(
-        self, info_name: str | None, args: list[str], exc: click.NoSuchOption
+    def _json_refused(
+        self, info_name: str | None, args: list[str], exc: click.NoSuchOption, *, before_command: bool
     ) -> click.UsageError:
-        """`remem --json COMMAND …`: click refuses the option before it reads the command, so a
-        mistyped command went unsaid. The command line is read down to the command that runs: a
-        mistyped name on the way is said first, with its likely names, and either way where
-        `--json`, each command's own option, goes; it is shown there only on a command that
-        takes it."""
-        if JSON not in args:  # `--json=…`: no flag, click's words stand
+        """`remem --json COMMAND …`, `remem sessions --json`: a command or group refused `--json`
+        (before the command: click refuses it before it reads the command, so a mistyped command
+        went unsaid). The command line is read down to the command that runs: a mistyped name on
+        the way is said first, with its likely names, and either way where `--json`, each
+        command's own option, goes; it is shown there only on a command that takes it."""
+        if exc.option_name != JSON or JSON not in args:  # `--json=…`: no flag, click's words stand
             return exc
+        under = UNDER if before_command else AFTER_SUBCOMMAND
         rest = list(args)
         rest.remove(JSON)  # the first: what click refused
         ctx, words = _read(self, info_name, rest, None)
@@ -126,17 +131,16 @@ class _LazyGroup(Group):
         while isinstance(command, click.Group):  # down to the command that runs
             named = rest[: len(rest) - len(words)]  # the command line down to this group
             usage = f"`{shlex.join(['remem', *named])} COMMAND … {JSON}`"
-            if not words or words[0].startswith("-"):
-                if command is self:  # `remem --json`, `remem --json --bogus`: click's words stand
-                    return exc
+            if not words or words[0].startswith("-"):  # `remem --json`, `remem sessions --json`
                 takers = [n for n in command.list_commands(ctx) if _takes_json(command.get_command(ctx, n))]
-                return click.UsageError(f"{UNDER}: {usage}, COMMAND one of: {', '.join(takers)}", ctx)
+                goes = f"{JSON} goes after the command" if command is self else under
+                return click.UsageError(f"{goes}: {usage}, COMMAND one of: {', '.join(takers)}", ctx)
             found = command.get_command(ctx, words[0])
             if found is None:
                 mistyped = click.exceptions.NoSuchCommand(
                     words[0], possibilities=command.list_commands(ctx), ctx=ctx
                 )
-                where = f"{AFTER}." if command is self else f"{UNDER}: {usage}."
+                where = f"{AFTER}." if command is self else f"{under}: {usage}."
                 return click.UsageError(f"{mistyped.format_message()} And {where}", ctx)
             ctx, words = _read(found, words[0], words[1:], ctx)
             command = found
@@ -156,6 +160,8 @@ class _LazyGroup(Group):
             raise _PipeClosed from exc
         except KeyboardInterrupt as exc:
             raise _Interrupted from exc
+        except click.NoSuchOption as exc:  # `remem sessions --json`, `remem lsp --json`
+            _misused(self._json_refused(ctx.info_name, ctx.meta[_GIVEN], exc, before_command=False))
         except click.ClickException as exc:  # a subcommand's arguments, or a command's own refusal
             _misused(exc)
 
