@@ -58,6 +58,7 @@ from .harness_sources import (
     BranchInfo,
     SidechainInfo,
     Tallied,
+    copied_turns,
     file_turns,
     inherited_turns,
     read_file,
@@ -119,15 +120,16 @@ class Entry:
 
     def lineage_item(self, copy_of: str | None = None, fork_turn: int | None = None) -> LineageItem:
         """This session as the tree shows it: under its recorded parent, or under `copy_of`,
-        the session it is inferred to be a copy of, with no fork turn (decisions 0122, 0461)."""
-        turn = self.row.fork_turn if fork_turn is None else fork_turn
+        the session it is inferred to be a copy of, after the turns it copied of that one
+        (`fork_turn`, None for none; decisions 0122, 0461, 0517)."""
+        turn = self.row.fork_turn if fork_turn is None and copy_of is None else fork_turn
         return LineageItem(
             id=self.summary.id,
             title=self.summary.title,
             parent=copy_of or self.row.parent,
             origin=self.row.origin,
             created_at=self.summary.createdAt,
-            fork_turn=None if copy_of else turn,
+            fork_turn=turn,
             live=self.summary.live,
             archived=self.archived,
             format=self.row.format,
@@ -168,15 +170,20 @@ class Entry:
 def lineage_items(entries: Iterable[Entry]) -> list[LineageItem]:
     """What the tree shows of `entries`: each session, its in-file branches, and for a Claude
     Code copy made by `--fork-session` (same uuids, no marker of its own) the session it copies
-    as an inferred parent (`_copied_from`). A Codex fork that copied none of its parent's lines has
-    its fork turn read from the parent's file (decision 0281)."""
+    as an inferred parent (`_copied_from`), after the turns it shares with it (decision 0517).
+    A Codex fork that copied none of its parent's lines has its fork turn read from the
+    parent's file (decision 0281)."""
     entries = list(entries)
     by_id = {entry.summary.id: entry for entry in entries}
     copies = _copied_from(entries)
     items: list[LineageItem] = []
     for entry in entries:
-        fork_turn = _inherited_fork_turn(entry.row, by_id)
-        items.append(entry.lineage_item(copies.get(entry.summary.id), fork_turn))
+        original = by_id.get(copies.get(entry.summary.id, ""))
+        if original is None:
+            items.append(entry.lineage_item(None, _inherited_fork_turn(entry.row, by_id)))
+        else:
+            shared = copied_turns(entry.row, original.row) or None
+            items.append(entry.lineage_item(original.summary.id, shared))
         items.extend(entry.branch_items())
     return items
 
@@ -594,6 +601,16 @@ class SessionCatalog:
         watcher's news of it may come after the writer's next lookup."""
         if self.memo is not None:
             self.memo.changed([str(path)])
+
+    def copied_fork_turn(self, entry: Entry) -> int:
+        """The turns a Claude Code `--fork-session` copy shares with the session it copies, as
+        the tree shows them (`lineage_items`); 0 for any other session (decision 0517)."""
+        if entry.row.root_uuid is None or entry.row.origin is not None:
+            return 0
+        entries = self.entries(entry.summary.cwd)[0]
+        same = [e for e in entries if e.row.root_uuid == entry.row.root_uuid]
+        original = next((e for e in same if e.summary.id == _copied_from(same).get(entry.summary.id)), None)
+        return 0 if original is None else copied_turns(entry.row, original.row)
 
     def inherited_fork_turn(self, entry: Entry) -> int | None:
         """The turn of its parent a Codex fork that copied none of its turns branched after, as

@@ -33,7 +33,15 @@ from ..os_names import is_utf8, shown
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from ..safe_open import Walk, open_regular, reason
 from .formats import jsonl
-from .formats.claude_code import Grown, Sidechain, Transcript, grow, listed_transcript, read_transcript
+from .formats.claude_code import (
+    Grown,
+    Sidechain,
+    Transcript,
+    grow,
+    listed_transcript,
+    read_transcript,
+    turn_ends,
+)
 from .formats.codex import (
     Rollout,
     RolloutName,
@@ -269,6 +277,29 @@ def _turns_before(path: str, revision: str, ordinal: int, base: str) -> int | No
         return None
     history = base_history(Path(path), data, base)
     return None if history is None else turns_begun_before(history, ordinal) or None
+
+
+def copied_turns(copy: LogRow, original: LogRow) -> int:
+    """The turns a Claude Code `--fork-session` copy holds of the session it copies, read from
+    both files as listed: its first turns whose records are all the original's first turns.
+    A turn the copy added to, or one the original was rewound past (an abandoned branch now,
+    reviewed with neither), is the copy's own; 0 when either file cannot be read."""
+    ends, theirs = _turn_ends(copy.path, copy.revision), _turn_ends(original.path, original.revision)
+    shared = 0
+    for mine, its in zip(ends, theirs, strict=False):
+        if mine is None or mine != its:
+            break
+        shared += 1
+    return shared
+
+
+@functools.lru_cache(maxsize=64)  # as `_turns_before`: a tree is drawn again on every change
+def _turn_ends(path: str, revision: str) -> tuple[str | None, ...]:
+    try:
+        data = read_file(Path(path), listed=revision)
+    except (OSError, LineTooLong):
+        return ()
+    return turn_ends(data, Path(path).name)
 
 
 def base_history(path: Path, data: bytes, base: str) -> bytes | None:

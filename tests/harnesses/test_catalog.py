@@ -54,8 +54,9 @@ def test_claude_code_resume_fork_and_rewind_in_the_tree(
     nodes = {n["id"]: n for n in sessions(home, root, "tree", "--cwd", str(claude_scenario.cwd))["nodes"]}
     assert (nodes[made["child"]]["parent"], nodes[made["child"]]["live"]) == (parent, False)
     # The tree knows where it branched (every copied line says where from), so its row can say
-    # "After turn 1"; a --fork-session copy says nothing of the kind.
-    assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (1, None)
+    # "After turn 1"; a --fork-session copy marks nothing, but shares its parent's records: its
+    # second turn too, which the parent was rewound past since, so it left after turn 1.
+    assert (nodes[made["child"]]["forkTurn"], nodes[fork]["forkTurn"]) == (1, 1)
     # Made just now, not when the conversation it copies began ("just now" in the tree).
     assert nodes[made["child"]]["createdAt"] >= before - 1_000 > nodes[parent]["createdAt"]
 

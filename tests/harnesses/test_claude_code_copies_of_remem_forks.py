@@ -2,9 +2,9 @@
 
 The copy Claude Code writes keeps the fork's lines whole, `forkedFrom` naming the fork's parent
 included, and adds no marker of its own: it records the fork's parent, not the fork. The tree
-must place it under the fork it copies, flagged `inferred` with no fork turn, as it places a
-copy of a session without a recorded parent (decisions 0122, 0461); two remem forks of one
-turn stay forks of their parent.
+must place it under the fork it copies, flagged `inferred`, after the turns it shares with that
+fork, as it places a copy of a session without a recorded parent (decisions 0122, 0461, 0517);
+two remem forks of one turn stay forks of their parent.
 """
 
 from __future__ import annotations
@@ -59,9 +59,11 @@ def test_a_fork_session_copy_of_a_remem_fork_sits_under_that_fork(tmp_path: Path
         parent: (None, "root", None, []),
         fork: (parent, "fork", 1, []),
         twin: (parent, "fork", 1, []),
-        copy: (fork, "fork", None, ["inferred"]),
-        copy_of_copy: (fork, "fork", None, ["inferred"]),
-        copy_of_parent: (parent, "fork", None, ["inferred"]),
+        copy: (fork, "fork", 1, ["inferred"]),
+        # Under the earliest of the sessions it shares its first record with (0461), after the
+        # turns it shares with that one: its second turn is the copy's it copied.
+        copy_of_copy: (fork, "fork", 1, ["inferred"]),
+        copy_of_parent: (parent, "fork", 2, ["inferred"]),
     }
     # Made when it was copied, not when the fork it copies was: its own lines come first.
     assert nodes[copy]["createdAt"] >= before and nodes[copy]["createdAt"] > nodes[fork]["createdAt"]

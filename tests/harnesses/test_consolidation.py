@@ -182,3 +182,31 @@ def test_a_codex_fork_that_copied_no_turn_is_reviewed_knowing_where_it_branched(
         sent = fake.requests[0]["messages"][1]["content"]
     assert "This session is a branch of another session after that session's turn 2: what came" in sent
     assert "forked prompt" in sent and "read the notes" not in sent and "second answer" not in sent
+
+
+def test_a_claude_code_fork_session_copy_leaves_out_the_turns_its_original_was_reviewed_with(
+    home: Home, tmp_path: Path, claude_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`claude --resume <parent> --fork-session` copies the parent's records under a new id and
+    marks none of them: its review sent the model the parent's turns again. The parent was then
+    rewound past its second turn, so only the first is still the parent's to review."""
+    parent, copy = claude_scenario.runs["first"], claude_scenario.runs["fork"]
+    root, _ = _claude_copy(parent, tmp_path)
+    _claude_copy(copy, tmp_path)
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with FakeOpenAI(api_key="sk-test") as fake:
+        configure(home, fake, root)
+        fake.reply(Computed(_cite_the_first_turn))
+        assert _consolidate(home, parent.session_id).status is Status.COMMITTED
+        fake.reply(tool_call(proposal()))
+        assert _consolidate(home, copy.session_id).status is Status.NO_CHANGE
+        # The evidence, before the memory the parent's review wrote ("The notes say alpha.").
+        sent = fake.requests[1]["messages"][1]["content"].split("# Global memory now")[0]
+    assert "This session is a branch of another session after that session's turn 1: turns 1-1" in sent
+    assert "read the notes" not in sent and "notes say alpha" not in sent
+    assert "and again" in sent and "forked prompt" in sent  # the copy's own: never the parent's now
+    out = CliRunner().invoke(
+        cli, ["--home", str(home.root), "sessions", "tree", "--cwd", str(claude_scenario.cwd), "--json"]
+    )
+    (node,) = [n for n in json.loads(out.stdout)["nodes"] if n["id"] == copy.session_id]
+    assert (node["parent"], node["forkTurn"], node["flags"]) == (parent.session_id, 1, ["inferred"])

@@ -220,7 +220,7 @@ async def test_a_forks_own_prompt_is_its_own_whatever_its_turns_are_numbered(
     tree = await editor.request("remem/sessionTree", {"cwd": str(codex_scenario.cwd)})
     node = next(n for n in tree["nodes"] if n["id"] == fork)
     assert (node["kind"], node["forkTurn"], node["ownPrompt"]) == ("fork", 2, "forked prompt")
-    # A `--fork-session` copy holds its parent's turns first; where it branched, the tree cannot say.
+    # A `--fork-session` copy holds its parent's turns first, marked by nothing but their records.
     tree = await editor.request("remem/sessionTree", {"cwd": str(own.cc.cwd)})
     node = next(n for n in tree["nodes"] if n["id"] == own.copy)
-    assert (node["kind"], node["forkTurn"], node["ownPrompt"]) == ("fork", None, "the copy's own question")
+    assert (node["kind"], node["forkTurn"], node["ownPrompt"]) == ("fork", 1, "the copy's own question")

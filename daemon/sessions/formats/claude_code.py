@@ -527,6 +527,14 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     return _Parsed(lines, graph, path, on_path, transcript, held, talk, starts, read_problems)
 
 
+def turn_ends(data: bytes, name: str) -> tuple[str | None, ...]:
+    """The uuid of each active-conversation turn's last record, in order. A `--fork-session`
+    copy keeps its original's records whole, and each record names the one above it, so two
+    files whose Nth ends agree hold the same first N turns, record for record."""
+    parsed = _parse(data, name, turns=False)
+    return tuple(group[-1].record.uuid for group in _groups(parsed.path, parsed.graph.prompts))
+
+
 @dataclass(frozen=True)
 class Selection:
     """The records a fork after a turn of the active conversation inherits.
