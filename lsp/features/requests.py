@@ -222,7 +222,8 @@ def _inherited(turns: list[TurnRow], parent: list[TurnRow] | None, fork_turn: in
     """How many of a fork's first turns are its parent's, by what the turns say, not by their
     numbers (decision 0369). A fork that copied its parent's turns holds them first, as the
     parent has them: then the fork point (`fork_turn`) counts them, or, when the tree does not
-    know it (a Claude Code `--fork-session` copy), the turns it shares with its parent do. A
+    know it (a `--fork-session` copy sharing no whole turn with its parent, decision 0517), the
+    turns it shares with its parent do. A
     fork that inherits them by reference (Codex's own fork) holds only its own turns, from 1,
     though its fork point is after its parent's turn N. Without the parent's turns the fork
     point is all there is to count by."""
