@@ -199,11 +199,14 @@ def canonical_problems(text: str, positions: TextPositions, end: int | None = No
 def _line_ending_problem(text: str, positions: TextPositions) -> Diagnostic:
     first = text.index("\r")
     count = text.count("\r")
+    # The whole of the first line break, ending at the next line's start: a CRLF's CR alone
+    # ended past its line's end, which an editor clamps to an empty, invisible range.
+    end = first + (2 if text.startswith("\r\n", first) else 1)
     return diagnostic(
         "line-endings",
         Severity.WARNING,
         f"the file uses CR or CRLF line endings ({count} of them); convert them to LF",
-        positions.range(first, first + 1),
+        positions.range(first, end),
     )
 
 

@@ -152,6 +152,19 @@ async def test_one_fix_makes_the_text_canonical(client: LanguageClient) -> None:
     await until(lambda: codes(client, uri) == [])
 
 
+async def test_the_line_endings_warning_covers_the_first_line_break(client: LanguageClient) -> None:
+    """It covered a CRLF's CR alone, `0:3-0:4` on `---\\r\\n`: past the line's end, which an
+    editor clamps to an empty range, so nothing was underlined."""
+    text = record("crlf-range").replace("\n", "\r\n")
+    uri = open_document(client, workspace_folder(HOME, "crlf-range") / "crlf-range.md", text)
+    [action] = await code_actions(client, uri, "remem/line-endings")
+    [warning] = action.diagnostics or []
+    where = warning.range
+    assert (where.start.line, where.start.character, where.end.line, where.end.character) == (0, 3, 1, 0)
+    assert await apply_fix(client, uri, text, action, 2) == record("crlf-range")
+    await until(lambda: codes(client, uri) == [])
+
+
 async def test_tabs_then_a_multiline_description_are_fixed_in_turn(client: LanguageClient) -> None:
     text = "---\nname: tab\ndescription: Use uv\n\tfor environments\ntype: project\n---\nBody.\n"
     uri = open_document(client, workspace_folder(HOME, "tabs") / "tab.md", text)

@@ -62,14 +62,39 @@ def test_valid_record_has_no_problems_and_parses_fields() -> None:
     [
         ("no front matter\n", "front-matter-missing", (0, 0, 0, 15)),
         ("", "front-matter-missing", (0, 0, 0, 0)),
-        ("---\nname: a\n", "front-matter-unterminated", (0, 0, 0, 3)),
+        ("---\nname: a\n", "front-matter-unterminated", (1, 0, 1, 7)),
         ("---\nname: a\n\tdescription: b\n---\nx\n", "front-matter-tab", (2, 0, 2, 1)),
-        ("---\nname: [a\n---\nx\n", "front-matter-syntax", (2, 0, 2, 0)),
+        ("---\nname: [a\n---\nx\n", "front-matter-syntax", (1, 6, 1, 7)),  # the `[` never closed
         ("---\n- a\n---\nx\n", "front-matter-not-mapping", (1, 0, 1, 3)),
     ],
 )
 def test_front_matter_structure(text: str, code: str, where: tuple[int, int, int, int]) -> None:
     assert span(only(validate_record(text, "a.md"), code)) == where
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "line"),
+    [
+        (
+            "---\ntype: project\nname: a\ndescription: A fact\nBody.\n",
+            "add a `---` line after `description: A fact` (line 4)",
+            3,
+        ),
+        ("---\nname: c\n", "add a `---` line after `name: c` (line 2)", 1),
+        ("---\nname: c\n  continued\nBody.\n", "add a `---` line after `continued` (line 3)", 2),
+        (
+            "---\n",
+            "below the `---` line write `name:`, `description:` and `type:` lines, then a closing `---` line",
+            0,
+        ),
+    ],
+)
+def test_a_front_matter_never_closed_is_told_where_its_closing_line_goes(
+    text: str, message: str, line: int
+) -> None:
+    [problem] = validate_record(text, "a.md")
+    assert problem.code == "remem/front-matter-unterminated" and problem.range.start.line == line
+    assert problem.message == f"the front matter is never closed; {message}"
 
 
 def test_a_billion_laughs_front_matter_is_one_small_error_at_its_first_alias() -> None:
@@ -117,6 +142,14 @@ def test_non_string_values(line: str, fragment: str) -> None:
     problem = only(validate_record(text, "a.md"), "non-string-value")
     assert fragment in problem.message
     assert span(problem)[:2] == (1, 6) or fragment == "has no value"
+
+
+@pytest.mark.parametrize("line", ["description:", "description:   ", 'description: ""'])
+def test_a_description_with_nothing_after_it_is_empty(line: str) -> None:
+    text = f"---\nname: a\n{line}\ntype: project\n---\nbody\n"
+    [problem] = validate_record(text, "a.md")
+    assert problem.code == "remem/description-empty"
+    assert problem.message == "the description is empty; say in one line when this memory applies"
 
 
 def test_quoted_scalars_are_strings() -> None:
@@ -237,7 +270,7 @@ def test_global_size_limit_counts_utf8_bytes() -> None:
     ("text", "code", "severity", "where"),
     [
         ("\ufeffhello\n", "bom", Severity.WARNING, (0, 0, 0, 1)),
-        ("a\r\nb\r\n", "line-endings", Severity.WARNING, (0, 1, 0, 2)),
+        ("a\r\nb\r\n", "line-endings", Severity.WARNING, (0, 1, 1, 0)),
         ("a\x00b\n", "control-character", Severity.ERROR, (0, 1, 0, 2)),
         ("a\x85b\n", "control-character", Severity.ERROR, (0, 1, 0, 2)),
         ("hello", "trailing-newline", Severity.WARNING, (0, 4, 0, 5)),
