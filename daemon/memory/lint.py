@@ -62,12 +62,12 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
     reports: dict[Path, list[Diagnostic]] = {}
     by_folder: dict[Path, list[Path]] = defaultdict(list)
     for path in files:
-        if path.name == GLOBAL_FILE:
+        if home is not None and _in_linked_workspace(path, home):
+            reports[path] = [LINKED_WORKSPACE]
+        elif path.name == GLOBAL_FILE and not (home is not None and _in_workspace_folder(path, home)):
             reports[path] = _global_problems(path) + unmerged_saves(
                 GLOBAL_FILE, listing(path.parent.resolve())
             )
-        elif home is not None and _in_linked_workspace(path, home):
-            reports[path] = [LINKED_WORKSPACE]
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
@@ -92,6 +92,12 @@ def _in_linked_workspace(path: Path, home: Path) -> bool:
     is one on macOS)."""
     folder = path if path.parent.resolve() == home else path.parent
     return folder.is_symlink() and folder.parent.resolve() == home
+
+
+def _in_workspace_folder(path: Path, home: Path) -> bool:
+    """Whether `path` is a file of one of the home's workspace folders (`home` as above), where
+    the store reads a `GLOBAL.md` as the record `GLOBAL`, as every other `<name>.md`."""
+    return path.parent.resolve().parent == home
 
 
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:

@@ -1,0 +1,38 @@
+"""`remem memory validate` judges a file as what the store reads it as, which its place in the
+home decides, not its name alone: through the real `remem` process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from tests.cli_process import remem
+
+NOT_A_RECORD = "Be brief.\n"  # free Markdown: a valid Global file, no record
+
+
+def validated(home: Home, path: Path) -> tuple[int, dict[str, list[str]]]:
+    done = remem(home, "memory", "validate", str(path), "--json")
+    files = json.loads(done.stdout)["files"]
+    return done.returncode, {f["path"]: [d["code"] for d in f["diagnostics"]] for f in files}
+
+
+def test_a_global_md_in_a_workspace_folder_is_judged_as_the_record_the_store_refuses(
+    home: Home, tmp_path: Path
+) -> None:
+    """It was judged as the Global file by its name: `0 problem(s)`, while `memory show` refused
+    the workspace for it and sent the user to `memory validate`."""
+    project = tmp_path / "project"
+    project.mkdir()
+    folder = home.workspaces / WorkspaceId.from_cwd(project).key
+    folder.mkdir(parents=True)
+    (folder / "GLOBAL.md").write_text(NOT_A_RECORD)
+    home.global_file.write_text(NOT_A_RECORD)  # the home's own: still the Global file
+    shown = remem(home, "memory", "show", "--cwd", str(project), "--json")
+    assert shown.returncode == 1 and "remem/front-matter-missing" in shown.stdout, shown
+    wanted = {str(folder / "GLOBAL.md"): ["remem/front-matter-missing"]}
+    for path in (folder / "GLOBAL.md", folder):
+        assert validated(home, path) == (1, wanted), path
+    assert validated(home, home.memory) == (1, {**wanted, str(home.global_file): []})
