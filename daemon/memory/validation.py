@@ -281,15 +281,41 @@ def _find_front_matter(
     closing = _CLOSING.search(text, opening.end())
     if closing is not None:
         return _FrontMatter(opening.end(), closing.start(), closing.end())
-    problems.append(
-        diagnostic(
-            "front-matter-unterminated",
-            Severity.ERROR,
-            "the front matter is never closed; add a `---` line after the `type:` line",
-            positions.line_range(0),
-        )
-    )
+    problems.append(_unterminated(text, opening.end(), positions))
     return None
+
+
+def _unterminated(text: str, start: int, positions: TextPositions) -> Diagnostic:
+    """The front matter never closed: where the `---` line goes is after its last `key: value`
+    line (the body's first line follows it); with none, the keys are missing too."""
+    end = unclosed_front_matter_end(text)
+    if end is None:
+        message = (
+            "the front matter is never closed; below the `---` line write `name:`, `description:` "
+            "and `type:` lines, then a closing `---` line"
+        )
+        return diagnostic("front-matter-unterminated", Severity.ERROR, message, positions.line_range(0))
+    last = positions.position(end - 1).line
+    shown = _head(text[positions.line_starts[last] : end].strip())
+    message = f"the front matter is never closed; add a `---` line after `{shown}` (line {last + 1})"
+    return diagnostic("front-matter-unterminated", Severity.ERROR, message, positions.line_range(last))
+
+
+# A `key: value` line, or one indented under it (a value's continuation).
+_OPEN_KEY_LINE = re.compile(r"(?:[A-Za-z0-9_-]+:(?:[ \t][^\r\n]*)?|[ \t]+\S[^\r\n]*)(?:\r\n|\r|\n|\Z)")
+
+
+def unclosed_front_matter_end(text: str) -> int | None:
+    """Where the closing `---` line of a front matter never closed belongs: the offset just past
+    the run of `key: value` lines below the opening line; None when there is no such line (or
+    the front matter is closed)."""
+    opening = _OPENING.match(text, 1 if text.startswith(BOM) else 0)
+    if opening is None or _CLOSING.search(text, opening.end()) is not None:
+        return None
+    end = at = opening.end()
+    while at < len(text) and (line := _OPEN_KEY_LINE.match(text, at)) is not None:
+        end = at = line.end()
+    return end if end > opening.end() else None
 
 
 def _check_fields(

@@ -29,7 +29,7 @@ from remem.daemon.memory.canonical import canonicalize
 from remem.daemon.memory.diagnostics import Severity, TextPositions
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, RecordType
-from remem.daemon.memory.validation import validate_record, validate_workspace
+from remem.daemon.memory.validation import unclosed_front_matter_end, validate_record, validate_workspace
 from remem.daemon.protocol.memory import RECORD_SUFFIX
 
 from .. import ids
@@ -197,6 +197,20 @@ def _controls(context: _Context, diagnostic: types.Diagnostic) -> list[types.Cod
     if not edits:
         return []
     return [_fix("Delete every control character", diagnostic, context.edit(edits), preferred=True)]
+
+
+def _close(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """The closing `---` line after the front matter's last `key: value` line."""
+    end = unclosed_front_matter_end(context.text)
+    if end is None:
+        return []
+    newline = line_break(context.text)
+    ends_a_line = context.text[end - 1] in "\r\n"
+    line = f"---{newline}" if ends_a_line else f"{newline}---{newline}"
+    at = lsp_range(TextPositions(context.text), end, end)
+    after = at.start.line - 1 if ends_a_line else at.start.line
+    title = f"Close the front matter with a `---` line after line {after + 1}"
+    return [_fix(title, diagnostic, context.edit([types.TextEdit(at, line)]), preferred=True)]
 
 
 # -- front-matter keys ------------------------------------------------------------------------
@@ -563,6 +577,7 @@ _FIXERS: dict[str, Fixer] = {
     "remem/non-string-value": _quote,
     "remem/front-matter-comment": _keep_comment,
     "remem/front-matter-tab": _tabs,
+    "remem/front-matter-unterminated": _close,
     "remem/type-invalid": _type,
     "remem/name-invalid": _name,
     "remem/name-mismatch": _name_mismatch,
@@ -579,6 +594,7 @@ _WITHOUT_FRONT_MATTER = frozenset(
         "remem/line-endings",
         "remem/trailing-newline",
         "remem/control-character",
+        "remem/front-matter-unterminated",
         "remem/index-out-of-sync",
     )
 )
