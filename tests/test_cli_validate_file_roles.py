@@ -36,3 +36,17 @@ def test_a_global_md_in_a_workspace_folder_is_judged_as_the_record_the_store_ref
     for path in (folder / "GLOBAL.md", folder):
         assert validated(home, path) == (1, wanted), path
     assert validated(home, home.memory) == (1, {**wanted, str(home.global_file): []})
+
+
+def test_a_global_md_in_a_linked_workspace_folder_is_not_read(home: Home, tmp_path: Path) -> None:
+    """It was read through the link as the Global file, its text judged."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "GLOBAL.md").write_text("\x01\n")  # a control character: an error, were it read
+    folder = home.workspaces / "linked-0000000000000000"
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(outside, target_is_directory=True)
+    assert validated(home, folder / "GLOBAL.md") == (
+        1,
+        {str(folder / "GLOBAL.md"): ["remem/linked-workspace"]},
+    )
