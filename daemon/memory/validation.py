@@ -430,7 +430,7 @@ def _compose(
     except yaml.reader.ReaderError:
         return None  # control characters: already reported at their exact place
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
+        mark = _error_mark(exc)
         at = front.start + (mark.index if mark is not None else 0)
         if isinstance(exc, safe_yaml.AliasRefused):
             code, message = (
@@ -460,17 +460,31 @@ def _compose(
     return node
 
 
+def _error_mark(exc: yaml.MarkedYAMLError) -> yaml.Mark | None:
+    """Where the text YAML refused starts. Scanning a token (`'tis`, `*important*`) or parsing
+    a flow collection (`[a`), YAML may notice only at the end of the stream: the token or
+    collection's start, its context mark, is the place; other contexts name the whole mapping."""
+    context = exc.context or ""
+    if exc.context_mark is not None and context.startswith(("while scanning", "while parsing a flow")):
+        return exc.context_mark
+    return exc.problem_mark
+
+
 def _syntax_advice(exc: yaml.MarkedYAMLError, text: str, at: int) -> str:
     """How to mend the line YAML refused. A second `: ` in a plain value is the usual slip
-    (`description: Use uv: not pip`): the lines are `key: value` already, so the advice is the
+    (`description: Use uv: not pip`), then a value starting with one of YAML's indicators
+    (`'tis`, `[draft]`, `@team`): the lines are `key: value` already, so the advice is the
     quotes, shown on the line as written."""
-    if not (exc.problem or "").startswith("mapping values are not allowed"):
-        return "write `key: value` lines"
     start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
     written = _KEY_LINE.fullmatch(text[start : _line_end(text, at)].rstrip())
-    if written is None:  # a continuation line, say: its own key is elsewhere
-        return 'a value holding `: ` must be quoted: `description: "…"`'
-    return f"a value holding `: ` must be quoted: `{written[1]}: {_quoted(written[2])}`"
+    if (exc.problem or "").startswith("mapping values are not allowed"):
+        if written is None:  # a continuation line, say: its own key is elsewhere
+            return 'a value holding `: ` must be quoted: `description: "…"`'
+        return f"a value holding `: ` must be quoted: `{written[1]}: {_quoted(written[2])}`"
+    if written is not None and _INDICATOR.match(written[2]):
+        shown = f"`` {written[2][0]} ``" if written[2][0] == "`" else f"`{written[2][0]}`"
+        return f"a value starting with {shown} must be quoted: `{written[1]}: {_quoted(written[2])}`"
+    return "write `key: value` lines"
 
 
 def _quoted(value: str) -> str:
@@ -483,6 +497,8 @@ def _line_end(text: str, at: int) -> int:
 
 
 _KEY_LINE = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(.+)")
+# What YAML reads as the start of something other than plain text (`#` aside: a comment).
+_INDICATOR = re.compile(r"""[!&*|>'"%@`\[\]{},]|[-?:](?:[ \t]|$)""")
 _COMMENT = re.compile(r"[ \t]+#")
 # How much of the line a warning quotes on each side of the `#` where YAML cut it: enough to
 # find the place, where the whole of a long line would make the message kilobytes.

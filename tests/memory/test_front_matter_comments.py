@@ -92,8 +92,31 @@ def test_a_value_holding_a_colon_is_told_to_be_quoted_at_the_colon() -> None:
 
 
 def test_other_syntax_errors_keep_their_advice() -> None:
-    [error] = validate_record(front("name: [a"), "a.md")
+    [error] = validate_record(front("name: a", "b"), "a.md")  # a line with no colon
     assert error.message.endswith("; write `key: value` lines")
+
+
+@pytest.mark.parametrize(
+    ("value", "column"),
+    [
+        ("'tis the season", 13),  # YAML notices only at the end: told at the quote that opens it
+        ('"Quoted" then more', 22),
+        ("[draft] notes", 21),
+        ("@mention the team", 13),
+        ("*important* rule", 13),
+        ("- a list", 13),
+        ('"C:\\dir" is home', 16),  # at the unknown escape `\d`; quoted, `"` and `\` are escaped
+    ],
+)
+def test_a_value_starting_with_a_yaml_indicator_is_told_on_its_line_to_be_quoted(
+    value: str, column: int
+) -> None:
+    [error] = validate_record(front("name: q", f"description: {value}", "type: feedback"), "q.md")
+    assert error.code == "remem/front-matter-syntax" and span(error) == (2, column, 2, column + 1)
+    advice, quoted = error.message.split("; ")[-1].split(": `", 1)
+    assert advice == f"a value starting with `{value[0]}` must be quoted"
+    fixed = parse_record(front("name: q", quoted.removesuffix("`"), "type: feedback"), "q.md")
+    assert fixed.record is not None and fixed.record.description == value
 
 
 # A hand-written line far longer than the description's limit, cut by YAML at its ` #`.
