@@ -24,8 +24,9 @@ from ..protocol.rpc import (
     RpcError,
     SessionParams,
     TranscriptParams,
+    TurnRow,
 )
-from ..protocol.sessions import ROLLED_BACK, ListError, ReviewState, SessionFormat
+from ..protocol.sessions import OPEN, ROLLED_BACK, ListError, ReviewState, SessionFormat
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots, unique_roots
 from ..validation import one_line
@@ -227,10 +228,17 @@ def turns(backend: Backend, session_id: str, roots: tuple[Path, ...], as_json: b
         say(f"{one_line(session_id)} has no turns yet.", err=True)  # stdout stays empty for scripts
     unit = "events" if result.format == "dsh" else "lines"
     for t in result.turns:
-        why = "rolled back" if t.status == ROLLED_BACK else "open"
-        mark = "" if t.forkable else f"  ({why}: cannot branch)"
+        mark = "" if t.forkable else f"  ({_unbranchable(t, result.parent)})"
         end = t.endSeq if t.endSeq is not None else "…"
         say(f"{t.turn:>4}  {t.status:<11} {unit} {t.startSeq}-{end}  {one_line(t.user)}{mark}")
+
+
+def _unbranchable(turn: TurnRow, parent: str | None) -> str:
+    """Why no fork can be made after `turn`: its own state, or else its session's, which only a
+    Claude Code subagent's file has (Claude Code resumes sessions, not subagents)."""
+    if turn.status in (OPEN, ROLLED_BACK):
+        return f"{'rolled back' if turn.status == ROLLED_BACK else 'open'}: cannot branch"
+    return f"subagent: branch its parent {one_line(parent)}" if parent else "subagent: branch its parent"
 
 
 @sessions.command()

@@ -95,10 +95,11 @@ def _by_turn_end(catalog: SessionCatalog, request: ForkRequest, entry: JournalEn
     if request.afterTurn is None or (entry.source, entry.forkTurn) != (request.source, request.afterTurn):
         return None
     try:
+        branchable = catalog.find(request.source).branchable
         turns = catalog.projection(request.source).turns
     except SessionNotFound:
         return None
-    row = next((TurnRow.of(t) for t in turns if t.turn == request.afterTurn), None)
+    row = next((TurnRow.of(t, branchable) for t in turns if t.turn == request.afterTurn), None)
     legacy = None if row is None else request.model_copy(update={"afterTurn": None, "atSeq": row.fork_at})
     return legacy if legacy is not None and legacy.digest() == entry.requestHash else None
 

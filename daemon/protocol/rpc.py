@@ -288,14 +288,16 @@ class TurnRow(_Strict):
         return self.endSeq if self.forkable and self.endSeq is not None else self.startSeq
 
     @classmethod
-    def of(cls, turn: TurnSummary) -> TurnRow:
+    def of(cls, turn: TurnSummary, branchable: bool) -> TurnRow:
+        """`turn` of a session that can (`branchable`) or cannot be branched at all: a
+        subagent's turn ends as it did, and still none of its turns is offered."""
         return cls(
             turn=turn.turn,
             startSeq=turn.startSeq,
             endSeq=turn.endSeq,
             status=turn.status,
             user=turn.user,
-            forkable=turn.forkable,
+            forkable=branchable and turn.forkable,
         )
 
 

@@ -204,7 +204,7 @@ class SessionMethods:
             # The revision is taken before the turns are read: turns newer than it make a fork
             # checked against it refused as stale, never one cut from turns it does not name.
             summary = (entry := catalog.find(params.id)).summary
-            rows = [TurnRow.of(t) for t in catalog.projection(params.id).turns]
+            rows = [TurnRow.of(t, entry.branchable) for t in catalog.projection(params.id).turns]
             return TurnsResult(
                 format=entry.format,
                 turns=rows,
@@ -220,8 +220,9 @@ class SessionMethods:
         (a receipt outlives its session)."""
 
         def facts(catalog: SessionCatalog) -> tuple[str | None, list[TurnRow]]:
-            title = catalog.find(session).summary.title
-            return title, [TurnRow.of(t) for t in catalog.projection(session).turns]
+            entry = catalog.find(session)
+            turns = catalog.projection(session).turns
+            return entry.summary.title, [TurnRow.of(t, entry.branchable) for t in turns]
 
         try:
             return await self._run(facts)
@@ -264,14 +265,14 @@ class SessionMethods:
                 return LogResult(
                     header=row.model_dump(mode="json"),
                     title=projection.title,
-                    turns=[TurnRow.of(t) for t in projection.turns],
+                    turns=[TurnRow.of(t, entry.branchable) for t in projection.turns],
                     events=[],
                 )
             log, projection = catalog.read(params.id), catalog.projection(params.id)
             return LogResult(
                 header=log.header.to_record(),
                 title=projection.title,
-                turns=[TurnRow.of(t) for t in projection.turns],
+                turns=[TurnRow.of(t, entry.branchable) for t in projection.turns],
                 events=[e.to_record() for e in log.events],
             )
 

@@ -58,6 +58,7 @@ from .harness_sources import (
     BranchInfo,
     SidechainInfo,
     Tallied,
+    branchable,
     copied_turns,
     file_turns,
     inherited_turns,
@@ -117,6 +118,10 @@ class Entry:
     @property
     def format(self) -> SessionFormat:
         return self.row.format
+
+    @property
+    def branchable(self) -> bool:
+        return branchable(self.format, subagent=self.row.origin == "subagent")
 
     def lineage_item(self, copy_of: str | None = None, fork_turn: int | None = None) -> LineageItem:
         """This session as the tree shows it: under its recorded parent, or under `copy_of`,

@@ -27,8 +27,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-import msgspec
-
 from ..os_names import is_utf8, shown
 from ..protocol.sessions import OPEN, ROLLED_BACK, SessionFormat, TurnSummary
 from ..safe_open import Walk, open_regular, reason
@@ -185,11 +183,15 @@ class SessionView:
 
     @property
     def branchable(self) -> bool:
-        """Whether a fork after one of its turns can be made, as the fork service judges it: not
-        of a Claude Code subagent's own file, whose records `claude --resume` finds no
-        conversation in (`claude_code.fork_selection` refuses it). A Codex subagent is a rollout
-        like any other, which `codex resume` continues once forked."""
-        return not (self.format == "claude-code" and self.subagent)
+        return branchable(self.format, subagent=self.subagent)
+
+
+def branchable(fmt: SessionFormat, *, subagent: bool) -> bool:
+    """Whether a fork after one of a session's turns can be made, as the fork service judges it:
+    not of a Claude Code subagent's own file, whose records `claude --resume` finds no
+    conversation in (`claude_code.fork_selection` refuses it). A Codex subagent is a rollout
+    like any other, which `codex resume` continues once forked."""
+    return not (fmt == "claude-code" and subagent)
 
 
 def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
@@ -538,7 +540,8 @@ def epoch_ms(stamp: str | None) -> int | None:
 
 def turn_summaries(turns: tuple[Turn, ...]) -> list[TurnSummary]:
     """The turns as the index and `sessions turns` show them; a turn that cannot be branched
-    from reads `open` (or `rolled-back`), with its line range as the seq range."""
+    from reads `open` (or `rolled-back`), with its line range as the seq range. A turn of a
+    session no fork can be made of (`Entry.branchable`) keeps the status it ended with."""
     rows = []
     for turn in turns:
         status = turn.status if turn.forkable or turn.status == ROLLED_BACK else OPEN
@@ -562,15 +565,7 @@ def file_turns(
     (`unreadable` says why; `root` and `listed` as `open_listed` takes them)."""
     data, st = read_file_stat(path, root=root, listed=listed)
     view = view_of(fmt, path, data)
-    return turn_summaries(branchable_turns(view)), stat_revision(st)
-
-
-def branchable_turns(view: SessionView) -> tuple[Turn, ...]:
-    """The view's turns, none forkable in a session that cannot be branched at all
-    (`SessionView.branchable`): what `sessions turns` and the editor offer to branch after."""
-    if view.branchable:
-        return view.turns
-    return tuple(msgspec.structs.replace(turn, forkable=False) for turn in view.turns)
+    return turn_summaries(view.turns), stat_revision(st)
 
 
 def _index(fmt: SessionFormat, path: Path, revision: str, root: Path | None) -> Update:

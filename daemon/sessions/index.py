@@ -28,6 +28,8 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
+# 26: a Claude Code subagent's turns keep the status they ended with (its file is unforkable as
+# a whole, `Entry.branchable`), where they were stored as open
 # 25: a Claude Code `--fork-session` copy of a fork is dated by its first line (decision 0461);
 # 24: a Claude Code or Codex title cut from a long first prompt ends in an ellipsis;
 # 23: a Claude Code parentUuid cycle is read on from where Claude Code's walk goes on, a record
@@ -54,7 +56,7 @@ from .reader import ResumePoint
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 BUSY_SECONDS = 30.0
 log = logging.getLogger(__name__)
 T = TypeVar("T")

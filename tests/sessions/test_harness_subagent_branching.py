@@ -1,7 +1,8 @@
 """What the daemon offers to branch agrees with what its fork service makes: a Claude Code
 subagent's own file is refused (`claude --resume` finds no conversation in a child of its
-sidechain records), so none of its turns reads forkable and its transcript gets no "Branch after
-turn" lens; a Codex subagent forks like any rollout, so its turns stay forkable."""
+sidechain records), so none of its turns reads forkable (each keeps the status it ended with,
+and `sessions turns` says to branch its parent) and its transcript gets no "Branch after turn"
+lens; a Codex subagent forks like any rollout, so its turns stay forkable."""
 
 from __future__ import annotations
 
@@ -46,8 +47,12 @@ def test_no_turn_of_a_claude_code_subagents_file_is_offered_for_branching(
     home: Home, roots: dict[str, Path]
 ) -> None:
     assert (claude_project(roots["claude-code"]) / SID / "subagents" / f"{AGENT}.jsonl").is_file()
-    # Its turn ended as its session's did, but no fork can be made after it.
-    assert turn_rows(home, roots, AGENT) == [(1, "open", False)]
+    # Its turn ended as its session's did, and says so, but no fork can be made after it.
+    assert turn_rows(home, roots, AGENT) == [(1, "completed", False)]
+    [row] = json.loads(sessions(home, roots, "turns", AGENT, "--json"))["turns"]
+    assert row["endSeq"] == 4
+    [line] = sessions(home, roots, "turns", AGENT).splitlines()
+    assert "completed" in line and line.endswith(f"(subagent: branch its parent {SID})"), line
     refused = json.loads(sessions(home, roots, "fork", AGENT, "--op-id", "x", "--json"))
     assert refused["error"]["code"] == "INVALID" and "not subagents" in refused["error"]["message"]
     # The session that ran it is the one to branch, and it is offered.
