@@ -593,6 +593,14 @@ def _check_value(
     if key == "name":
         parsed.name_span = _node_span(node, front, positions.text)
         parsed.positions = positions
+    if (
+        key == "description"
+        and isinstance(node, yaml.ScalarNode)
+        and node.tag == _NULL_TAG
+        and not node.value
+    ):
+        parsed.diagnostics.append(_no_description(node, front, positions))
+        return
     if not isinstance(node, yaml.ScalarNode) or node.tag != _STR_TAG:
         parsed.diagnostics.append(_non_string(key, node, _node_range(node, front, positions)))
         return
@@ -603,6 +611,24 @@ def _check_value(
     if message is not None:
         code, text = message
         parsed.diagnostics.append(diagnostic(code, Severity.ERROR, text, _node_range(node, front, positions)))
+
+
+def _no_description(node: yaml.ScalarNode, front: _FrontMatter, positions: TextPositions) -> Diagnostic:
+    """`description:` with nothing YAML reads after it: an empty description, as `""` is. What
+    follows ` #` there is a comment to YAML, though it was likely meant as the description
+    (`description: #tests first`): that is said, with the line quoted to keep it."""
+    at = front.start + node.start_mark.index
+    text = positions.text
+    hash_mark = _COMMENT.match(text, at, _line_end(text, at))
+    empty = _description_problem("", False, None)
+    assert empty is not None
+    code, message = empty
+    if hash_mark is None:
+        return diagnostic(code, Severity.ERROR, message, positions.range(at, at))
+    start = hash_mark.end() - 1
+    comment = text[start : _line_end(text, start)].rstrip()
+    message = f"`{_head(comment)}` is a YAML comment, so the description is empty; {_keeping('', comment)}"
+    return diagnostic(code, Severity.ERROR, message, positions.range(start, start + len(comment)))
 
 
 def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:

@@ -465,11 +465,14 @@ def _description(context: _Context, diagnostic: types.Diagnostic) -> list[types.
 
 
 def _describe(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    # `description: #tests first`: the diagnostic covers the text YAML took as a comment.
+    commented = context.range_text(diagnostic.range).startswith("#")
+    actions = _keep_comment(context, diagnostic) if commented else []
     summary = _body_summary(context)
-    if not summary:
-        return []
-    edit = context.edit(context.set_key("description", summary))
-    return [_fix("Use the body's first line as the description", diagnostic, edit)]
+    if summary:
+        edit = context.edit(context.set_key("description", summary))
+        actions.append(_fix("Use the body's first line as the description", diagnostic, edit))
+    return actions
 
 
 def _prepend_to_body(context: _Context, text: str) -> types.TextEdit:

@@ -112,6 +112,13 @@ CASES = [
      "remem/front-matter-comment",
      'Quote the description to keep its text after `#`: "Ship \U0001F680 #now"', True,
      record("w", description='"Ship \U0001F680 #now"  ')),
+    # YAML reads it all as a comment: quoted, the text is the description.
+    ("description-all-comment", "ac.md", record("ac", description="#tests first"),
+     "remem/description-empty", 'Quote the description to keep its text after `#`: "#tests first"', True,
+     record("ac", description='"#tests first"')),
+    ("description-bare", "bare.md", record("bare", description="", body="Use uv, not pip.\n"),
+     "remem/description-empty", "Use the body's first line as the description", False,
+     record("bare", description="Use uv, not pip.", body="Use uv, not pip.\n")),
     ("unterminated", "open.md", record("open").replace("---\nBody", "Body"),
      "remem/front-matter-unterminated", "Close the front matter with a `---` line after line 4", True,
      record("open")),

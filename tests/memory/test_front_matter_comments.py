@@ -119,6 +119,15 @@ def test_a_value_starting_with_a_yaml_indicator_is_told_on_its_line_to_be_quoted
     assert fixed.record is not None and fixed.record.description == value
 
 
+def test_a_description_yaml_reads_all_as_a_comment_is_empty_and_told_to_be_quoted() -> None:
+    [error] = validate_record(front("name: hash", "description: #tests first", "type: feedback"), "hash.md")
+    assert error.code == "remem/description-empty" and span(error) == (2, 13, 2, 25)
+    assert error.message == (
+        "`#tests first` is a YAML comment, so the description is empty; quote the value to keep "
+        'the text after `#`: `description: "#tests first"`'
+    )
+
+
 # A hand-written line far longer than the description's limit, cut by YAML at its ` #`.
 LONG_BEFORE = " ".join(f"step{n}" for n in range(40))  # 269 characters
 LONG_COMMENT = "#" + " ".join(f"why{n}" for n in range(150))  # 940 characters
