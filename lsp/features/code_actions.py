@@ -403,18 +403,25 @@ def _name(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAct
     written = context.current("name")
     if written is None:
         return []
-    slug = _NOT_SLUG.sub("-", written.lower()).strip("-")
-    # The file's own name, when it is one, fixes this and cannot mismatch: it is preferred.
+    slug = _slug(written)
+    # The file's own name, when it is one, fixes this and cannot mismatch: it is preferred. Any
+    # other name would trade this error for `name-mismatch`, so the slug is offered only as it.
     stem = file_name_as_record(context.file.path)
     actions = []
-    if valid_name(slug):
-        preferred = slug == stem or (stem is None and slug == written.lower())
+    if slug == stem:
         edit = context.edit(context.set_key("name", slug))
-        actions.append(_fix(f"Change the name to `{slug}`", diagnostic, edit, preferred=preferred))
-    if stem is not None and stem != slug:
+        actions.append(_fix(f"Change the name to `{slug}`", diagnostic, edit, preferred=True))
+    elif stem is not None:
         edit = context.edit(context.set_key("name", stem))
         actions.append(_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit, preferred=True))
     return actions
+
+
+def _slug(written: str) -> str:
+    """`written` as a name: accents folded to ASCII letters (`Ödd` → `odd`), runs of anything
+    else a hyphen."""
+    folded = unicodedata.normalize("NFKD", written).encode("ascii", "ignore").decode("ascii")
+    return _NOT_SLUG.sub("-", folded.lower()).strip("-")
 
 
 def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:

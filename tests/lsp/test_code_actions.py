@@ -100,6 +100,9 @@ CASES = [
     # Lower-casing `Dupe` would mismatch `dup2.md`: the file's name is the preferred fix.
     ("name-invalid-from-file", "dup2.md", record("Dupe"), "remem/name-invalid",
      "Set the name to `dup2` (the file name)", True, record("dup2")),
+    # An accent is folded, not dropped: `ödd` is `odd`, not `dd`.
+    ("name-folded", "odd.md", record("\u00f6dd"), "remem/name-invalid",
+     "Change the name to `odd`", True, record("odd")),
     ("name-from-file", "first.md", record("second"), "remem/name-mismatch",
      "Set the name to `first` (the file name)", False, record("first")),
     # Text YAML took as a comment is kept, quoted with the rest (decision 0504); an emoji before
@@ -333,6 +336,12 @@ async def test_memory_md_is_replaced_by_the_index_or_regenerated_by_the_daemon(
                (("alpha", {"type": "feedback"}), ("beta", {"description": "Unsaved"}))]  # fmt: skip
     assert fixed == render_index([r for r in records if r is not None]) and "Unsaved" in fixed
     await until(lambda: codes(client, uri) == [] and codes(client, beta) == [])
+
+
+async def test_no_name_is_offered_that_would_differ_from_the_file_name(client: LanguageClient) -> None:
+    """`ödd.md` holds no valid name, so any name offered would trade this error for a mismatch."""
+    uri = open_document(client, workspace_folder(HOME, "accented") / "\u00f6dd.md", record("\u00f6dd"))
+    assert fixing(await code_actions(client, uri, "remem/name-invalid"), "remem/name-invalid") == []
 
 
 async def test_rules_without_a_safe_fix_get_none(client: LanguageClient) -> None:
