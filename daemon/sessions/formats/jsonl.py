@@ -214,7 +214,8 @@ def _replaced_reason(number: int, raw: bytes, bad: int) -> str:
 
 def _bad_reason(number: int, raw: bytes, exc: Exception) -> str:
     if isinstance(exc, msgspec.ValidationError):
-        return f"line {number}: {exc}"
+        # msgspec quotes types and paths as Markdown code, whose backticks a terminal shows.
+        return f"line {number}: {str(exc).replace('`', '')}"
     if raw.startswith(codecs.BOM_UTF8):  # an editor's save; msgspec only says "byte 0"
         return f"line {number} begins with a UTF-8 byte-order mark, which JSON forbids"
     return f"line {number} is not JSON: {exc}"
