@@ -242,7 +242,7 @@ class Home:
             self.refuse_unusable(folder)
             raise  # a folder again since: what is left is a bug's
         except PermissionError as exc:
-            raise HomeUnusable(self._unreadable_message(folder, exc)) from None
+            raise HomeUnusable(self.unreadable_message(folder, exc)) from None
 
     def refuse_unusable(self, folder: Path) -> Path:
         """HomeUnusable when `folder`, or a folder between the home and it, is a symbolic link or
@@ -267,10 +267,11 @@ class Home:
         """The home, each folder between it and `path`, and `path`, in that order."""
         return [at for at in reversed((path, *path.parents)) if at.is_relative_to(self.root)]
 
-    def _unreadable_message(self, folder: Path, error: OSError) -> str:
-        """Why `folder` cannot be listed, said of the folder that stops it: the first on its way
-        that cannot be passed through, else `folder` itself."""
-        stopped = self.first_impassable(folder, error) or folder
+    def unreadable_message(self, path: Path, error: OSError) -> str:
+        """Why `path` (a folder of the home to list, or a file in it to read) cannot be opened,
+        said of the folder that stops it: the first on its way that cannot be passed through,
+        else `path` itself."""
+        stopped = self.first_impassable(path, error) or path
         reason = error.strerror or str(error)
         return (
             f"remem's home {self.root} cannot be used: {stopped} cannot be read ({reason}); "

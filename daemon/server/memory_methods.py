@@ -16,12 +16,13 @@ import functools
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
 from ..fsutil import UNMERGED_MARKER, Unwritable
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..memory.batch import InvalidChanges
 from ..memory.context import render_context
 from ..memory.history import HAND_EDIT, RECOVERED, Attribution, HistoryError
@@ -339,15 +340,19 @@ class MemoryMethods:
             return await asyncio.to_thread(action)
 
     async def _off_loop(self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False) -> T:
-        return await _answered(self.in_scope_thread(scope, action, reads_global=reads_global))
+        return await _answered(
+            self.in_scope_thread(scope, action, reads_global=reads_global), self.store.where
+        )
 
 
 def _scope_of(entry: HistoryEntry) -> str:
     return "Global memory" if entry.workspace is None else f"workspace {entry.workspace}"
 
 
-async def _answered(work: Awaitable[T]) -> T:
-    """What `work` gives, the store's refusals said as this protocol's errors."""
+async def _answered(work: Awaitable[T], home: Home) -> T:
+    """What `work` gives, the store's refusals said as this protocol's errors, and a file or
+    folder of `home` this user may not open as the home in the way (HomeUnusable: the daemon's
+    HOME_UNUSABLE, exit 2), with and without a daemon."""
     try:
         return await work
     except InvalidChanges as exc:
@@ -363,3 +368,14 @@ async def _answered(work: Awaitable[T]) -> T:
         raise RpcError(HISTORY_REFUSED, str(exc)) from None
     except Unwritable as exc:  # as the dispatcher says it, for a command without the daemon too
         raise unwritable(exc) from None
+    except PermissionError as exc:
+        # A write refused is Unwritable, above: what is left is a read its mode refuses
+        # (a GLOBAL.md or a workspace's folder made unreadable), the user's to fix, not a bug.
+        if not _in_home(home, exc.filename):
+            raise
+        raise HomeUnusable(home.unreadable_message(Path(exc.filename), exc)) from None
+
+
+def _in_home(home: Home, filename: object) -> bool:
+    """Whether an error's `filename` is a path in `home`: one elsewhere, or none, is a bug's."""
+    return isinstance(filename, str) and Path(filename).is_relative_to(home.root)

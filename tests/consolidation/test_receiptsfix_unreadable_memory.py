@@ -1,0 +1,132 @@
+"""A memory file or folder remem's user may not read (its mode) is the home in the way, said
+naming it, with and without a daemon; `remem receipts` goes on without that memory's newest entry.
+
+Run in the command's own process, the store's PermissionError was no refusal the memory handlers
+knew: `remem --no-daemon receipts` ended "internal error, a bug in remem (PermissionError …)",
+exit 4, where it said how to undo the review in Global memory, and `remem memory log` exited 4
+on either path (through the daemon: "the daemon failed on memory/log, a bug in remem").
+
+Permissions bind root too here: run as root, each command's process is started without the
+capabilities that let root past them (see test_lspfix_unjudged_cause), and a test is skipped,
+saying why, only where root may not give them up.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.server.runtime import DaemonPaths
+from tests.cli_process import remem
+from tests.fake_openai import FakeOpenAI, tool_call
+from tests.permissions import PAST_MASK, bound_by_permissions, effective, modes
+
+from .conftest import Source, both_scopes
+
+
+def as_user(command: list[str], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`command` run as a user file modes bind: root without its ways past them."""
+    privileged = os.geteuid() == 0
+    try:
+        return subprocess.run(
+            command, capture_output=True, text=True, env=environment, timeout=120,
+            preexec_fn=bound_by_permissions if privileged else None,
+        )  # fmt: skip
+    except subprocess.SubprocessError as error:  # root without CAP_SETPCAP, in some containers
+        pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
+
+
+def bound(home: Home, *args: str, daemon: bool = False) -> subprocess.CompletedProcess[str]:
+    """`remem ARGS` (through the daemon it starts, with `daemon`) as a user file modes bind."""
+    environment = {**os.environ}
+    if daemon:
+        environment.pop(NO_DAEMON_ENV, None)
+    return as_user([sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args], environment)
+
+
+def unreadable_to_user(path: Path) -> None:
+    """Skip unless a process bound as `bound`'s may not open `path`: root may read past modes still."""
+    opening = [sys.executable, "-c", "import os, sys; os.open(sys.argv[1], os.O_RDONLY)", str(path)]
+    if as_user(opening, {**os.environ}).returncode == 0:
+        pytest.skip("run as root, whose processes read past permissions still")
+
+
+@pytest.fixture
+def reviewed(home: Home, fake: FakeOpenAI, source: Source) -> str:
+    """A review committed to both memories; its Global history entry, as receipts say it."""
+    fake.reply(tool_call(both_scopes(source)))
+    done = remem(home, "consolidate", source.id)
+    assert done.returncode == 0, done.stderr
+    [receipt] = ReceiptStore(home).all()
+    assert receipt.history is not None and receipt.history.globalEntry
+    return receipt.history.globalEntry[:12]
+
+
+@pytest.fixture(params=[False, True], ids=["no-daemon", "daemon"])
+def daemon(request: pytest.FixtureRequest, home: Home) -> Iterator[bool]:
+    """Whether the command goes through a daemon, started as it, bound by permissions too."""
+    if not request.param:
+        yield False
+        return
+    try:
+        started = bound(home, "daemon", "start", daemon=True)
+        assert started.returncode == 0, started.stderr
+        info = DaemonPaths(home).read_status()
+        if os.geteuid() == 0 and info is not None and (held := effective(info.pid) & PAST_MASK):
+            pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
+        yield True
+    finally:
+        remem(home, "daemon", "stop")
+
+
+def unreadable(home: Home, path: Path) -> str:
+    """What remem says of `path`, a memory file or folder it may not read: its one line."""
+    return (
+        f"remem: remem's home {home.root} cannot be used: {path} cannot be read (Permission denied); "
+        "let your user read it, or choose another home with --home or $REMEM_HOME"
+    )
+
+
+def test_receipts_go_on_past_an_unreadable_global_memory_with_or_without_a_daemon(
+    home: Home, reviewed: str, daemon: bool
+) -> None:
+    with modes((home.global_file, 0)):
+        unreadable_to_user(home.global_file)
+        listed = bound(home, "receipts", daemon=daemon)
+
+    assert listed.returncode == 0, listed.stderr
+    undo = (
+        f"    Global memory: `remem memory revert --before {reviewed}` undoes it and any change made "
+        "there after it (`remem memory log --global` lists them)"
+    )
+    assert undo in listed.stdout.splitlines(), listed.stdout
+
+
+def test_an_unreadable_global_memory_is_said_naming_it_with_or_without_a_daemon(
+    home: Home, reviewed: str, daemon: bool
+) -> None:
+    with modes((home.global_file, 0)):
+        unreadable_to_user(home.global_file)
+        log = bound(home, "memory", "log", "--global", daemon=daemon)
+
+    assert (log.returncode, log.stderr.strip()) == (2, unreadable(home, home.global_file)), log
+
+
+def test_a_workspace_folder_that_cannot_be_listed_is_said_naming_it_with_or_without_a_daemon(
+    home: Home, reviewed: str, source: Source, daemon: bool
+) -> None:
+    folder = home.workspaces / WorkspaceId.from_cwd(source.cwd).key
+    with modes((folder, 0)):
+        unreadable_to_user(folder)
+        log = bound(home, "memory", "log", "--cwd", source.cwd, daemon=daemon)
+
+    assert (log.returncode, log.stderr.strip()) == (2, unreadable(home, folder)), log
