@@ -143,13 +143,39 @@ def seconds(retry_after: str | None) -> float | None:
 _OTHER_NAME = frozenset({62, 64})
 _UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})
 
+# OpenSSL's reasons for a first answer that is no TLS record, as plain HTTP is ("HTTP/1.1 …" read as
+# a record header): a wrong version number (OpenSSL 3.0, 3.1), a record layer failure (3.2 on), an
+# HTTP request (a server's side). Any other reason (an alert, the connection closed mid-handshake)
+# came from something that does speak TLS, or from nothing that said what it speaks.
+_PLAIN_HTTP = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"})
 
-def tls_said(error: ssl.SSLError, remote: bool) -> str:
-    """What a TLS handshake at base_url that failed with `error` means, and what to do; `remote`
-    as `status_said` has it. On the predefined provider's own server, a certificate refused is
-    something on the network intercepting TLS, not the server's."""
+
+def plain_http(error: ssl.SSLError) -> bool:
+    """Whether the handshake that failed with `error` was answered in plain HTTP."""
+    return error.reason in _PLAIN_HTTP
+
+
+def signer_unknown(error: ssl.SSLCertVerificationError) -> bool:
+    """Whether the certificate was refused for its signer alone, as one a proxy re-signs is."""
+    return error.verify_code in _UNKNOWN_ISSUER
+
+
+def openssl_reason(error: ssl.SSLError) -> str:
+    """Why a TLS handshake failed otherwise than on plain HTTP or a certificate, in OpenSSL's
+    words for its reason (an identifier of OpenSSL's, never the server's text)."""
+    reason = error.reason.lower().replace("_", " ") if error.reason else "none given"
+    return f"OpenSSL's reason: {reason}"
+
+
+def tls_said(error: ssl.SSLError, remote: bool, host: str) -> str:
+    """What a TLS handshake with `host`, base_url's, that failed with `error` means, and what to
+    do; `remote` as `status_said` has it. On the predefined provider's own server, a certificate
+    refused is something on the network intercepting TLS, not the server's."""
     network = "check the network"
     if not isinstance(error, ssl.SSLCertVerificationError):
+        if not plain_http(error):
+            check = network if remote else "check the host and port in base_url, and see that server's log"
+            return f"the TLS handshake failed ({openssl_reason(error)}): {check}"
         if remote:
             return (
                 "a server answered there, but not in TLS, as when something on the network intercepts "
@@ -164,19 +190,25 @@ def tls_said(error: ssl.SSLError, remote: bool) -> str:
             "its TLS certificate was refused, as when something on the network intercepts TLS (a company's "
             f"filter, an antivirus): {trust_ca('that interceptor')}; else {network}"
         )
-    if error.verify_code in _OTHER_NAME:
-        return (
-            "its TLS certificate is made out to another host than base_url names: write in base_url the "
-            "host name the certificate names"
-        )
-    if error.verify_code in _UNKNOWN_ISSUER:
+    if signer_unknown(error):
         return (
             "its TLS certificate is signed by no CA this machine trusts (a self-signed certificate, its own "
             f"CA, or a private CA's): {trust_ca('that server')}"
         )
+    return certificate_said(error, "its TLS certificate", host)
+
+
+def certificate_said(error: ssl.SSLCertVerificationError, certificate: str, host: str) -> str:
+    """What `certificate`, checked for `host` and refused with `error` for another fault than its
+    signer, means and what to do."""
+    if error.verify_code in _OTHER_NAME:
+        return (
+            f"{certificate} is made out to another host than {host}, which base_url names: write in base_url "
+            "the host name the certificate names"
+        )
     # OpenSSL's own words for the rest (expired, revoked, …): they name the certificate's fault.
     return (
-        f"its TLS certificate was refused ({error.verify_message}): check the server's certificate, and "
+        f"{certificate} was refused ({error.verify_message}): check the server's certificate, and "
         "this machine's date"
     )
 

@@ -41,7 +41,17 @@ from ..sessions.writer import json_line
 from ..settings import at_predefined_url
 from .prompt import SYSTEM_RULES, TOOL
 from .proposal import TOOL_NAME, Frozen, Plan, ProposalRejected, parse_arguments, plan_proposal
-from .provider_errors import seconds, status_name, status_said, tls_said, trust_ca
+from .provider_errors import (
+    certificate_said,
+    openssl_reason,
+    plain_http,
+    seconds,
+    signer_unknown,
+    status_name,
+    status_said,
+    tls_said,
+    trust_ca,
+)
 from .route import InvalidBaseUrl, Route
 from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
 
@@ -207,7 +217,7 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
             )
         hint = None
         if isinstance(exc, APIConnectionError):
-            hint = _through_proxy(exc, route) or _unanswered(exc, _predefined_remote(route))
+            hint = _through_proxy(exc, route) or _unanswered(exc, route)
         if hint is None:
             return Outcome(
                 "provider-failed", error=f"{_describe(exc)} {asked}", cause=f"{_identify(exc)} {asked}"
@@ -353,8 +363,8 @@ def _predefined_remote(route: Route) -> bool:
 def _through_proxy(exc: BaseException, route: Route) -> str | None:
     """What happened to a request the HTTP client sent through a proxy, when it never reached
     the server: that proxy is to be checked, not base_url nor a server to start; or whose TLS
-    certificate was refused, as a proxy that re-signs it makes it. None when no proxy applies to
-    base_url, or the request failed past it (its answer)."""
+    handshake failed there. None when no proxy applies to base_url, or the request failed past
+    it (its answer)."""
     from httpx2 import ConnectError, ConnectTimeout, ProxyError
 
     causes = list(_causes(exc))
@@ -364,13 +374,8 @@ def _through_proxy(exc: BaseException, route: Route) -> str | None:
     if proxy is None:
         return None
     via = f"it was sent through the proxy {proxy.shown} of {proxy.variable or 'the system proxy settings'}"
-    if any(isinstance(e, ssl.SSLCertVerificationError) for e in causes):
-        return (
-            f"{via}, and the TLS certificate that came back through it was refused, as when a proxy re-signs "
-            f"TLS: {trust_ca('that proxy')}"
-        )
-    if any(isinstance(e, ssl.SSLError) for e in causes):
-        return f"{via}, {_not_tls(proxy)}"
+    if (tls := next((e for e in causes if isinstance(e, ssl.SSLError)), None)) is not None:
+        return f"{via}, {_tls_through(tls, proxy, route)}"
     if any(isinstance(e, socket.gaierror) for e in causes):
         what = "whose host name was not found"
     elif any(isinstance(e, ProxyError) for e in causes):
@@ -379,20 +384,45 @@ def _through_proxy(exc: BaseException, route: Route) -> str | None:
         what = "which did not take the connection in time"
     else:
         what = "where nothing answered"
-    check = "that variable" if proxy.variable is not None else "them"
-    return f"{via}, {what}: check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
+    return f"{via}, {what}: {_proxy_check(proxy, route)}"
 
 
-def _not_tls(proxy: _Proxy) -> str:
-    """Who did not answer in TLS: the proxy, when its URL is https://, which the client speaks
-    TLS to first; else the server past it, in the tunnel the proxy opened."""
+def _tls_through(error: ssl.SSLError, proxy: _Proxy, route: Route) -> str:
+    """What a TLS handshake that failed through `proxy` with `error` means, after "it was sent
+    through the proxy …,". Plain HTTP came from the proxy itself when its URL is https://, which
+    the client speaks TLS to first; else from within the tunnel, where it may be the proxy's own
+    block page: base_url is told to begin with http:// only when the user wrote it, since the key
+    would go in clear. A certificate refused for its signer is the one a proxy re-signing TLS
+    gives; one refused for another fault is told as without a proxy."""
+    remote = _predefined_remote(route)
+    host = urlsplit(route.base_url).hostname or ""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        if remote or signer_unknown(error):
+            return (
+                "and the TLS certificate that came back through it was refused, as when a proxy re-signs "
+                f"TLS: {trust_ca('that proxy')}"
+            )
+        return f"and {certificate_said(error, 'the TLS certificate that came back through it', host)}"
+    if not plain_http(error):
+        return (
+            f"and the TLS handshake through it failed ({openssl_reason(error)}): {_proxy_check(proxy, route)}"
+        )
     if proxy.shown.startswith("https://"):
         where = "that variable's URL" if proxy.variable is not None else "the proxy's URL"
         return f"which did not answer in TLS: if it serves plain HTTP (most proxies do), begin {where} with http://"
+    blocked = f"{_proxy_check(proxy, route)}, or ask the proxy's admin to let {host} through"
+    if remote:
+        return f"and what came back through it was plain HTTP, not TLS, as a proxy's block page is: {blocked}"
     return (
-        "and the server past it did not answer in TLS: if it serves plain HTTP, begin base_url with http://, "
-        "not https://"
+        "and what came back through it was plain HTTP, not TLS: a proxy's block page (then "
+        f"{blocked}), or a server past it serving plain HTTP (then begin base_url with http://, not https://)"
     )
+
+
+def _proxy_check(proxy: _Proxy, route: Route) -> str:
+    """What to check of a proxy that failed a request: its variable, or a way round it."""
+    check = "that variable" if proxy.variable is not None else "them"
+    return f"check {check}, or add {urlsplit(route.base_url).hostname} to NO_PROXY"
 
 
 @dataclass(frozen=True)
@@ -429,17 +459,18 @@ def _proxy_of(base_url: str) -> _Proxy | None:
     return _Proxy(f"{parsed.scheme}://{parsed.netloc.decode('ascii')}{login}", variable)
 
 
-def _unanswered(exc: BaseException, predefined_remote: bool) -> str | None:
+def _unanswered(exc: BaseException, route: Route) -> str | None:
     """What happened to a request that brought no whole answer, and what to do, by the error the
     SDK's `APIConnectionError` ("Connection error.", or its `APITimeoutError`'s "Request timed
     out.") was raised from: a server that did answer is not to be started, and a user who set no
-    base_url is not told to check it (`predefined_remote`). None for what is none of these (the
+    base_url is not told to check it (`_predefined_remote`). None for what is none of these (the
     SDK wraps any error of the request so): its own words say it."""
     from httpx2 import ConnectError, ConnectTimeout, ReadError, RemoteProtocolError, TimeoutException
 
+    predefined_remote = _predefined_remote(route)
     causes = list(_causes(exc))
     if (tls := next((e for e in causes if isinstance(e, ssl.SSLError)), None)) is not None:
-        return tls_said(tls, predefined_remote)
+        return tls_said(tls, predefined_remote, urlsplit(route.base_url).hostname or "")
     network = "check the network"
     hints: list[tuple[tuple[type[BaseException], ...], str]] = [
         (

@@ -11,9 +11,7 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +26,7 @@ from tests.fake_openai import ScriptedHandler, ScriptedServer
 
 from .conftest import KEY_ENV, write_source
 from .provider_failures import RawAnswers, failed_with
+from .tls_servers import drain, hanging_up_after_the_hello, self_signed, serving
 
 NOTHING_ANSWERED = "nothing answered there"
 
@@ -88,34 +87,55 @@ def test_https_to_a_plain_http_server_says_to_use_http(home: Home, tmp_path: Pat
 def _self_signed_tls_server(folder: Path) -> Iterator[tuple[str, Path]]:
     """An https:// URL whose server offers a certificate of its own making for 127.0.0.1, which no
     client trusts; the handshake is all it does. The URL, and the certificate."""
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed(folder)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    stop = threading.Event()
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        listener.settimeout(0.05)  # so that `stop` is seen
+    with serving(lambda conn: context.wrap_socket(conn, server_side=True).close()) as port:
+        yield f"https://127.0.0.1:{port}/v1", cert
 
-        def serve() -> None:
-            while not stop.is_set():
-                with contextlib.suppress(OSError):
-                    conn, _ = listener.accept()
-                    with conn:
-                        conn.settimeout(5)
-                        context.wrap_socket(conn, server_side=True).close()
 
-        server = threading.Thread(target=serve)
-        server.start()
-        try:
-            yield f"https://127.0.0.1:{listener.getsockname()[1]}/v1", cert
-        finally:
-            stop.set()
-            server.join()
+def _wanting_a_client_certificate(cert: Path, key: Path) -> Callable[[socket.socket], None]:
+    """A server that takes TLS only from a client with a certificate its CA signed: OpenSSL ends
+    the handshake of one without, with an alert."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(cert)
+
+    def answer(conn: socket.socket) -> None:
+        tls = context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        with contextlib.suppress(ssl.SSLError):  # the client sent no certificate
+            tls.do_handshake()
+        with socket.socket(fileno=tls.detach()) as raw:
+            raw.settimeout(5)
+            drain(raw)
+
+    return answer
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_a_server_wanting_a_client_certificate_is_not_told_to_drop_tls(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It answered in TLS, and its certificate is trusted: http:// would only send the key in clear."""
+    cert, key = self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    with serving(_wanting_a_client_certificate(cert, key)) as port:
+        url = f"https://127.0.0.1:{port}/v1"
+        error = failed_with(home, tmp_path, url)
+    said = f"no whole answer from {url}: the TLS handshake failed (OpenSSL's reason: "
+    assert error.startswith(said) and "certificate required" in error, error
+    assert error.endswith("): check the host and port in base_url, and see that server's log"), error
+
+
+def test_a_serverhanging_up_after_the_hello_is_not_told_to_drop_tls(home: Home, tmp_path: Path) -> None:
+    with serving(hanging_up_after_the_hello) as port:
+        url = f"https://127.0.0.1:{port}/v1"
+        error = failed_with(home, tmp_path, url)
+    said = f"no whole answer from {url}: the TLS handshake failed (OpenSSL's reason: "
+    assert error.startswith(said), error
+    assert error.endswith("): check the host and port in base_url, and see that server's log"), error
+    assert "http://" not in error, error
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
@@ -152,8 +172,8 @@ def test_a_certificate_for_another_host_says_to_name_its_host(
         url = url.replace("127.0.0.1", "localhost")
         error = failed_with(home, tmp_path, url)
     assert error == (
-        f"no whole answer from {url}: its TLS certificate is made out to another host than base_url "
-        "names: write in base_url the host name the certificate names"
+        f"no whole answer from {url}: its TLS certificate is made out to another host than localhost, "
+        "which base_url names: write in base_url the host name the certificate names"
     ), error
 
 

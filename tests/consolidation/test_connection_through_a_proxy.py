@@ -12,17 +12,19 @@ import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.protocol.consolidation import Status
 from tests.fake_openai import FakeOpenAI, status
 
-from .conftest import KEY_ENV
-from .provider_failures import failed_with
+from .conftest import KEY_ENV, write_source
+from .provider_failures import failed_attempt, failed_with
+from .tls_servers import hanging_up_after_the_hello, self_signed, serving
 
 PASSWORD = "PROXYPW-never-shown"
 
@@ -282,12 +284,108 @@ def _tunnel_to_plain_http() -> Iterator[str]:
 def test_an_https_base_url_to_a_plain_http_server_past_a_proxy_says_to_begin_it_with_http(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Not "nothing answered": the proxy opened the tunnel, and the server in it answered plain HTTP."""
+    """Not "nothing answered": the proxy opened the tunnel, and plain HTTP came back through it,
+    from the server past it or from the proxy itself (a block page): base_url is the user's, who
+    knows whether its server serves plain HTTP."""
     url = "https://remem-test.invalid/v1"
     with _tunnel_to_plain_http() as proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy)
         error = failed_with(home, tmp_path, url)
     assert error == (
-        f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and the server "
-        "past it did not answer in TLS: if it serves plain HTTP, begin base_url with http://, not https://"
+        f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and what came "
+        "back through it was plain HTTP, not TLS: a proxy's block page (then check that variable, or add "
+        "remem-test.invalid to NO_PROXY, or ask the proxy's admin to let remem-test.invalid through), or a "
+        "server past it serving plain HTTP (then begin base_url with http://, not https://)"
     ), error
+
+
+def test_a_block_page_through_a_proxy_to_a_predefined_provider_never_says_to_drop_tls(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider's own server speaks TLS: plain HTTP in the tunnel is the proxy's (a block
+    page), and http:// would send the key in clear."""
+    from remem.daemon.settings import PREDEFINED_PROVIDERS
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    url = PREDEFINED_PROVIDERS["openai"].base_url
+    root = tmp_path / "dsh-sessions"
+    home.ensure_layout()
+    home.settings_file.write_text(
+        f"consolidation:\n  provider: openai\n  model: gpt-4.1\nsessions:\n  roots: [{str(root)!r}]\n"
+    )
+    source = write_source(root, str(tmp_path / "project"))
+    with _tunnel_to_plain_http() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
+    assert error == (
+        f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and what came "
+        "back through it was plain HTTP, not TLS, as a proxy's block page is: check that variable, or add "
+        "api.openai.com to NO_PROXY, or ask the proxy's admin to let api.openai.com through"
+    ), error
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    """What `source` sends, to `sink`, until it hangs up; then `sink` is told no more comes."""
+    with contextlib.suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+def _tunnel_to(port: int) -> Callable[[socket.socket], None]:
+    """An HTTP proxy that opens every CONNECT tunnel to `port` of 127.0.0.1, whatever it asks,
+    and passes the bytes both ways untouched: the TLS in it is the server's, not re-signed."""
+
+    def answer(conn: socket.socket) -> None:
+        asked = b""
+        while b"\r\n\r\n" not in asked and (chunk := conn.recv(4096)):
+            asked += chunk
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        with socket.create_connection(("127.0.0.1", port)) as server:
+            back = threading.Thread(target=_pump, args=(server, conn))
+            back.start()
+            _pump(conn, server)
+            back.join()
+
+    return answer
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_a_certificate_for_another_host_through_a_plain_tunnel_names_the_host_not_a_re_signing_proxy(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's certificate is trusted (SSL_CERT_FILE), made out to 127.0.0.1, and base_url
+    names another host: trusting a proxy's CA would change nothing."""
+    cert, key = self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    url = "https://llm-gateway.invalid/v1"
+    with (
+        serving(lambda conn: context.wrap_socket(conn, server_side=True).close()) as server,
+        serving(_tunnel_to(server)) as port,
+    ):
+        proxy = f"http://127.0.0.1:{port}"
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        error = failed_with(home, tmp_path, url)
+    assert error == (
+        f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and the TLS "
+        "certificate that came back through it is made out to another host than llm-gateway.invalid, which "
+        "base_url names: write in base_url the host name the certificate names"
+    ), error
+
+
+def test_a_handshake_ended_through_a_proxy_says_why_and_never_to_drop_tls(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What hung up in the tunnel spoke no plain HTTP: the proxy's route is what to check."""
+    url = "https://remem-test.invalid/v1"
+    with serving(hanging_up_after_the_hello) as server, serving(_tunnel_to(server)) as port:
+        proxy = f"http://127.0.0.1:{port}"
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        error = failed_with(home, tmp_path, url)
+    said = f"no whole answer from {url}: it was sent through the proxy {proxy} of $HTTPS_PROXY, and the TLS "
+    assert error.startswith(said + "handshake through it failed (OpenSSL's reason: "), error
+    assert error.endswith("): check that variable, or add remem-test.invalid to NO_PROXY"), error
+    assert "http://," not in error and "begin base_url" not in error, error
