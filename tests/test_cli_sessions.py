@@ -518,3 +518,19 @@ def test_a_transcript_names_a_working_directory_as_it_is(home: Home, tmp_path: P
         code, out, err = run(home, "show", session, "--root", str(where))
         assert code == 0, err
         assert f"- Working directory: `{SPELLED_CWD}`\n" in out, out
+
+
+def test_archive_and_restore_name_a_session_by_the_title_it_is_shown_with(home: Home, tmp_path: Path) -> None:
+    """A Claude Code session titled by its file, never renamed in remem, is not "untitled"."""
+    roots = [f"--root={root}" for root in build_roots(tmp_path).values()]
+    [shown] = [
+        s["title"] for s in json.loads(run(home, "list", *roots, "--json")[1])["sessions"] if s["id"] == SID
+    ]
+    assert shown
+    for command, state in (("archive", "archived"), ("restore", "not archived")):
+        code, out, _ = run(home, command, SID, *roots)
+        assert code == 0 and out.startswith(f'{SID}: "{shown}", {state}; metadata change'), out
+    code, out, _ = run(home, "archive", SID, *roots, "--json")
+    assert code == 0 and json.loads(out)["title"] is None and json.loads(out)["displayTitle"] == shown
+    code, out, _ = run(home, "rename", SID, "Plan B", *roots)
+    assert code == 0 and out.startswith(f'{SID}: "Plan B", archived;'), out

@@ -439,7 +439,7 @@ def _print_meta(meta: MetaResult, as_json: bool) -> None:
     if as_json:
         emit_json(meta)
     else:
-        title = f'"{one_line(meta.title)}"' if meta.title else "untitled"
+        title = f'"{one_line(meta.displayTitle)}"' if meta.displayTitle else "untitled"
         archived = {True: ", archived", False: ", not archived", None: ""}[meta.archived]
         say(f"{meta.id}: {title}{archived}; metadata change {meta.generation} (for --expected-generation)")
 

@@ -71,7 +71,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 #     provider has no default model and none is chosen (decision 0493).
 # 35: a record's name, in a put and a delete, is at most 252 characters (decision 0508).
 # 36: memory/showAt names the files whose bytes are no UTF-8 (`undecoded`, decision 0510).
-PROTOCOL_VERSION = 36
+# 37: sessions/rename and sessions/archive answer the title the session is shown with
+#     (`displayTitle`), which its file may give it where remem's `title` is null.
+PROTOCOL_VERSION = 37
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -329,6 +331,9 @@ class ArchiveParams(SessionParams):
 
 class MetaResult(SessionMeta):
     id: str
+    # The title `sessions list` and `tree` show: remem's own (`title`), else the one its file
+    # gives it; null for an untitled session. What a text answer names the session by.
+    displayTitle: str | None
 
 
 class ConsolidateParams(_Params):

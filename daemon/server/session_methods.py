@@ -322,9 +322,12 @@ class SessionMethods:
 
     async def _meta(self, session_id: str, expected: int | None, **changes: object) -> MetaResult:
         def update(catalog: SessionCatalog) -> tuple[MetaResult, Path]:
-            root = catalog.root_of(catalog.find(session_id).path)
+            entry = catalog.find(session_id)
+            root = catalog.root_of(entry.path)
             meta = SessionMetadata(self.home).update(session_id, expected, **changes)
-            return MetaResult(id=session_id, **meta.model_dump()), root
+            # Found before the change: its title is the one shown unless a rename changed it.
+            shown = meta.title or entry.summary.title
+            return MetaResult(id=session_id, displayTitle=shown, **meta.model_dump()), root
 
         result, root = await self._run(update, changes=True)
         # The metadata lives in REMEM_HOME, not in the root: no file event will tell anyone.

@@ -50,6 +50,7 @@ def test_rename_archive_restore_with_generations(home: Home, family: tuple[Path,
     assert code == 0 and renamed == {
         "id": fork,
         "title": "Try the other approach",
+        "displayTitle": "Try the other approach",
         "archived": None,
         "generation": 1,
     }
