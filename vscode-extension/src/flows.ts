@@ -366,7 +366,11 @@ export async function enterApiKey(ctx: FlowContext): Promise<ModelSettings> {
   const settings = await ctx.server.request<ModelSettings>(Requests.settings, {});
   if (takesKey(settings)) return storeApiKey(ctx, settings.provider);
   const why = settings.keyProblem ? `: ${settings.keyProblem}` : '';
-  return offerAnotherModel(ctx, `${settings.provider} takes no API key${why}`, settings);
+  // The demo's route does take a key, the one scripts/demo gives it, which no user types.
+  const none = settings.apiKeyEnv === null
+    ? `${settings.provider} takes no API key`
+    : `no API key you enter helps ${settings.provider}'s route`;
+  return offerAnotherModel(ctx, `${none}${why}`, settings);
 }
 
 /** The key of `name`, typed hidden and stored by the daemon in credentials.yml (mode 0600). */

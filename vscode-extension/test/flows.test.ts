@@ -1452,7 +1452,7 @@ test('the demo\'s model after the demo: Enter API Key… asks for no key and off
   h.warnAnswers.push(flows.SELECT_MODEL);
   h.picks.push(byLabel('deepseek'), byLabel('deepseek-v4-flash'));
   await flows.run(() => flows.enterApiKey(h.ctx));
-  assert.deepEqual(h.warnings, [`demo takes no API key: ${DEMO_ENDED.keyProblem}`]);
+  assert.deepEqual(h.warnings, [`no API key you enter helps demo's route: ${DEMO_ENDED.keyProblem}`]);
   assert.deepEqual(h.offered[0], [flows.SELECT_MODEL, flows.OPEN_SETTINGS]);
   assert.ok(!h.asked.some((asked) => asked.startsWith('input:')), 'no key is typed');
   assert.deepEqual(h.sent.at(-1), ['remem.lsp.selectModel', { provider: 'deepseek', model: 'deepseek-v4-flash' }]);
