@@ -16,6 +16,7 @@ from remem.daemon.cli import cli
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import Receipt, ScopeRevisions, Source, Status, Target
+from remem.daemon.sessions.harness_sources import claude_folders
 from tests.sessions import claude_lines, codex_lines
 from tests.sessions.claude_lines import CWD as CLAUDE_CWD
 from tests.sessions.factory import (
@@ -25,7 +26,7 @@ from tests.sessions.factory import (
     fork_session,
     write_session,
 )
-from tests.sessions.harness_roots import SID, TID, build_roots
+from tests.sessions.harness_roots import SID, TID, build_roots, write
 
 CWD = "/home/dev/projects/demo"
 
@@ -534,3 +535,39 @@ def test_archive_and_restore_name_a_session_by_the_title_it_is_shown_with(home: 
     assert code == 0 and json.loads(out)["title"] is None and json.loads(out)["displayTitle"] == shown
     code, out, _ = run(home, "rename", SID, "Plan B", *roots)
     assert code == 0 and out.startswith(f'{SID}: "Plan B", archived;'), out
+
+
+def test_a_workspace_reached_through_a_link_lists_what_every_harness_recorded_of_it(
+    home: Home, tmp_path: Path
+) -> None:
+    """Claude Code records the folder a link resolves to (its getcwd), DSH the path its client
+    named: a workspace named through a link lists both; a folder below it names the workspace."""
+    project = tmp_path / "work" / "proj"
+    (project / "src").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    claude, dsh = tmp_path / "claude" / "projects", tmp_path / "dsh"
+    lines = [
+        claude_lines.prompt("u1", None, "read the notes", cwd=str(project)),
+        claude_lines.say("a1", "u1", "notes read", cwd=str(project)),
+    ]
+    write(claude / claude_folders(str(project))[0] / f"{SID}.jsonl", claude_lines.jsonl(*lines))
+    recorded = build_session(SessionSpec(seed=50, turns=1, cwd=str(link)), session_id="session-linked")
+    write_session(dsh, recorded)
+    roots = [f"--root={claude}", f"--root={dsh}"]
+    both = {SID, "session-linked"}
+    code, out, _ = run(home, "tree", "--cwd", str(link), *roots, "--json")
+    assert code == 0 and {n["id"] for n in json.loads(out)["nodes"]} == both, out
+    code, out, _ = run(home, "tree", "--cwd", str(project), *roots, "--json")  # no link leads back
+    assert code == 0 and [n["id"] for n in json.loads(out)["nodes"]] == [SID], out
+    code, out, _ = run(home, "list", "--cwd", str(link), *roots, "--json")
+    assert code == 0 and {s["id"] for s in json.loads(out)["sessions"]} == both
+    code, out, err = run(home, "tree", "--cwd", str(project / "src"), *roots)
+    assert code == 0 and out == "", "scripts still read an empty tree"
+    assert err.splitlines() == [
+        f"No agent sessions of {project / 'src'} were found; a folder above or below it has some:",
+        f"  {project} (1 session)",
+        f"Give that folder: --cwd {project}",
+    ], err
+    code, out, err = run(home, "list", "--cwd", str(tmp_path / "work"), *roots)
+    assert code == 0 and f"  {project} (1 session)" in err.splitlines() and "sessions.roots" not in err, err

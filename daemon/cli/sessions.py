@@ -4,6 +4,7 @@ rename, archive and restore one session."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -162,6 +163,8 @@ def _none_found(
     so the output stays empty for scripts. A folder the answer's `errors` name is not said to be
     missing: its error, above, says why it was not read (a root whose name is not UTF-8 is
     named by its shown path, where no folder is)."""
+    if cwd is not None and _nearby(backend, roots, cwd):
+        return
     unreadable = len(errors)
     said = {error.path for error in errors}
     harnesses = sorted(HARNESS_NAMES.values())
@@ -189,6 +192,45 @@ def _none_found(
         "or read one once with `--root FOLDER`.",
         err=True,
     )
+
+
+def _nearby(backend: Backend, roots: Sequence[Path], cwd: str) -> bool:
+    """Name the folders above or below the workspace `cwd` (by any path it goes by) that have
+    sessions, nearest first, and the `--cwd` to give; False when none has. A session belongs to
+    the folder its agent ran in, which may be a project's root or one of its folders."""
+    from ..sessions.catalog import workspace_paths  # only for an empty answer
+
+    with _indexing_bar(None, shown=True) as listener, _refusals():
+        listing = backend.api(roots, listener).list_sessions(ListParams())
+    asked = workspace_paths(cwd)
+    counts: dict[str, int] = {}
+    for session in listing.sessions:
+        if session.cwd is not None and any(_related(session.cwd, path) for path in asked):
+            counts[session.cwd] = counts.get(session.cwd, 0) + 1
+    if not counts:
+        return False
+    depth = cwd.count(os.sep)
+    folders = sorted(counts, key=lambda folder: (abs(folder.count(os.sep) - depth), folder))
+    say(f"No agent sessions of {one_line(cwd)} were found; a folder above or below it has some:", err=True)
+    for folder in folders[:_NEARBY_SHOWN]:
+        count = counts[folder]
+        say(f"  {one_line(folder)} ({count} session{'' if count == 1 else 's'})", err=True)
+    say(f"Give that folder: --cwd {shlex.quote(one_line(folders[0]))}", err=True)
+    return True
+
+
+_NEARBY_SHOWN = 5  # a home folder's many projects below it would fill the screen
+
+
+def _related(folder: str, asked: str) -> bool:
+    """Whether `folder` (a session's recorded cwd) is above or below `asked`, both absolute."""
+    if folder == asked or not os.path.isabs(folder):
+        return False
+    return _inside(folder, asked) or _inside(asked, folder)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _missing(path: Path) -> str:

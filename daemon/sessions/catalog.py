@@ -385,9 +385,12 @@ class SessionCatalog:
         its listing costs what it holds; ids are then unique within those directories only.
         Worker sessions of the consolidator are never listed: they are remem's own audit trail.
         `progress(done, total)` hears how many of the logs that must be read have been.
+        A workspace is its folder by each path its sessions may record (`workspace_paths`).
         """
-        answer = self._answer(cwd, progress)
-        return list(answer.entries), list(answer.errors)
+        answers = self._answers(cwd, progress)
+        if len(answers) == 1:
+            return list(answers[0].entries), list(answers[0].errors)
+        return _merged(answers)
 
     def listing(self, cwd: str | None = None, progress: Progress | None = None) -> Listing:
         """The listing of `entries`; through the daemon's memo, the very same object while
@@ -398,10 +401,18 @@ class SessionCatalog:
         self, cwd: str | None = None, progress: Progress | None = None
     ) -> tuple[Listing, Sequence[Entry]]:
         """`listing`, and the entries it shows (of the same moment)."""
-        answer = self._answer(cwd, progress)
+        answers = self._answers(cwd, progress)
+        if len(answers) > 1:
+            entries, errors = _merged(answers)
+            return Listing(sessions=[e.summary for e in entries], errors=errors), entries
+        answer = answers[0]
         if answer.listing is None:
             answer.listing = Listing(sessions=[e.summary for e in answer.entries], errors=list(answer.errors))
         return answer.listing, answer.entries
+
+    def _answers(self, cwd: str | None, progress: Progress | None) -> list[Answer]:
+        """The answer of every session, or one of each path the workspace `cwd` goes by."""
+        return [self._answer(path, progress) for path in ([None] if cwd is None else workspace_paths(cwd))]
 
     def _answer(self, cwd: str | None, progress: Progress | None) -> Answer:
         wanted = os.path.abspath(cwd) if cwd is not None else None
@@ -572,8 +583,7 @@ class SessionCatalog:
                     volatile.append((entry, st))
                 else:
                     live_until = min(live_until, self._recency_ends(entry, st, processes))
-        # The summary's `createdAt` and `id`, read from the row (a slotted dataclass) for speed.
-        entries.sort(key=lambda e: (e.row.created_at or 0, e.row.id or ""))
+        entries.sort(key=_oldest_first)
         return Answer(
             entries,
             errors,
@@ -1267,6 +1277,23 @@ def _placing(row: LogRow) -> tuple[str | None, int | None, str | None]:
     return row.id, row.created_at, row.cwd
 
 
+def workspace_paths(cwd: str) -> list[str]:
+    """The paths the sessions of the workspace at `cwd` may record as theirs: `cwd` made
+    absolute, as DSH records the folder its client names (through a link, if it was), and the
+    folder links resolve it to, as Claude Code and Codex record `getcwd()` (decision 0516)."""
+    given = os.path.abspath(cwd)
+    resolved = os.path.realpath(given)
+    return [given] if resolved == given else [given, resolved]
+
+
+def _merged(answers: Sequence[Answer]) -> tuple[list[Entry], list[ListError]]:
+    """The entries of `answers` (of one workspace's paths, so none twice), oldest first as one
+    answer has them, and their errors, each once: a root not there is one error of each."""
+    entries = sorted((e for answer in answers for e in answer.entries), key=_oldest_first)
+    errors = {(e.path, e.message): e for answer in answers for e in answer.errors}
+    return entries, list(errors.values())
+
+
 def _shown(
     row: LogRow, metas: dict[str, SessionMeta], dsh: frozenset[str], summaries: dict[str, str] | None = None
 ) -> tuple[str | None, bool]:
@@ -1321,6 +1348,12 @@ def _problems(row: LogRow, live: bool) -> int:
         return 0
     counts: dict[str, int] = json.loads(row.problems)
     return sum(n for code, n in counts.items() if not (live and code == "torn-tail"))
+
+
+def _oldest_first(entry: Entry) -> tuple[int, str]:
+    """A listing's order: its summary's `createdAt`, then `id`, read from the row (a slotted
+    dataclass) for speed."""
+    return entry.row.created_at or 0, entry.row.id or ""
 
 
 def _new_entry(row: LogRow, live: bool, display_title: str | None, archived: bool) -> Entry:
