@@ -50,3 +50,23 @@ def test_a_global_md_in_a_linked_workspace_folder_is_not_read(home: Home, tmp_pa
         1,
         {str(folder / "GLOBAL.md"): ["remem/linked-workspace"]},
     )
+
+
+def test_a_file_the_store_never_reads_in_the_homes_memory_folder_is_no_memory_file(
+    home: Home, tmp_path: Path
+) -> None:
+    """A `MEMORY.md` beside `GLOBAL.md` was judged as the index of a folder whose records were
+    `GLOBAL.md` and any `<name>.md` there, and passed; nothing reads or writes it."""
+    home.workspaces.mkdir(parents=True)
+    home.global_file.write_text(NOT_A_RECORD)
+    strays = [home.memory / "MEMORY.md", home.memory / "notes.md", home.workspaces / "MEMORY.md"]
+    for stray in strays:
+        stray.write_text("---\nname: notes\ndescription: d\ntype: nope\n---\nbody\n")
+    for stray in strays:
+        done = remem(home, "memory", "validate", str(stray))
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr == (
+            f"remem: {stray}: not a memory file: in remem's home only memory/GLOBAL.md and the files "
+            "of each memory/workspaces/<key>/ folder are memory; move what it holds into one of them\n"
+        )
+    assert validated(home, home.memory) == (0, {str(home.global_file): []})  # not walked into

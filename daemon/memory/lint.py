@@ -55,8 +55,9 @@ class NotMemoryFile(Exception):
 
 def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FileProblems]:
     """Every memory file of `paths` (and under its folders), judged as the store judges it;
-    `workspaces` is the home's folder of workspace folders, one of which the store refuses as a
-    link: nothing in such a folder is read."""
+    `workspaces` is the home's folder of workspace folders: in the home a file is what its place
+    makes it, not its name (decision 0519), and in a workspace folder that is a link (which the
+    store refuses) nothing is read."""
     files = _expand(paths, workspaces)
     home = workspaces.resolve() if workspaces is not None else None  # once, not per file
     reports: dict[Path, list[Diagnostic]] = {}
@@ -345,6 +346,7 @@ _NO_ENTRIES = FolderEntries(frozenset(), frozenset())
 def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
     found: list[Path] = []
     problems: list[str] = []  # every path that is not one, not only the first
+    home = workspaces.resolve() if workspaces is not None else None
     for path in paths:
         if path.is_dir():
             found.extend(_memory_files_under(path, workspaces))
@@ -352,6 +354,11 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
             problems.append(f"{path}: no such file or folder")
         elif path.suffix != ".md" or path.name.startswith("."):
             problems.append(f"{path}: not a memory file (GLOBAL.md, MEMORY.md or a <name>.md record)")
+        elif home is not None and _unread_in_home(path, home):
+            problems.append(
+                f"{path}: not a memory file: in remem's home only memory/GLOBAL.md and the files of each "
+                "memory/workspaces/<key>/ folder are memory; move what it holds into one of them"
+            )
         else:
             found.append(path)
     if problems:
@@ -375,4 +382,19 @@ def _memory_files_under(folder: Path, workspaces: Path | None) -> list[Path]:
         listed = path.is_symlink() or not path.is_dir()
         if listed and not _SKIPPED_DIRS.intersection(relative[:-1]) and not path.name.startswith("."):
             found.append(path)
-    return found
+    if workspaces is None:
+        return found
+    home = workspaces.resolve()
+    return [path for path in found if not _unread_in_home(path, home)]
+
+
+def _unread_in_home(path: Path, home: Path) -> bool:
+    """Whether `path` is a file the store never reads although it lies in the home's memory
+    folder (`home` is its workspaces folder, as above): there, only `GLOBAL.md` and the files of
+    a workspace folder are memory; a `MEMORY.md` beside `GLOBAL.md` indexes nothing."""
+    if _in_linked_workspace(path, home):
+        return False  # reported as the link it is in
+    folder = path.parent.resolve()
+    if folder == home.parent:
+        return path.name != GLOBAL_FILE
+    return folder.is_relative_to(home.parent) and folder.parent != home
