@@ -5,11 +5,15 @@ through the real `remem` process."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from tests.sessions import claude_lines as cl
 
 REMEM = [sys.executable, "-m", "remem.daemon"]
 
@@ -125,3 +129,57 @@ def test_json_after_a_command_without_it_says_it_has_none(home: Home) -> None:
     done = _remem(home, "lsp", "--json")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.endswith(f"Error: `remem --home {home.root} lsp` has no --json option\n")
+
+
+def test_help_or_version_beside_a_misplaced_json_is_shown_as_without_it(home: Home) -> None:
+    # Asked for, the help (or version) is what the user wants: no command line with it inside.
+    for line in (
+        ["--json", "--help"],
+        ["--json", "-h", "sessions"],  # the root's, as `remem -h sessions` shows it
+        ["sessions", "--json", "--help"],
+        ["sessions", "--help", "--json", "list"],
+        ["--json", "sessions", "list", "--help"],
+        ["--json", "--version"],
+    ):
+        done = _remem(home, *line)
+        without = _remem(home, *[word for word in line if word != "--json"])
+        assert (done.returncode, done.stdout, done.stderr) == (0, without.stdout, ""), line
+        assert without.returncode == 0 and without.stdout.startswith(("Usage: remem", "remem, version"))
+    assert not home.root.exists()
+
+
+def test_an_unknown_option_beside_a_misplaced_json_is_said(home: Home) -> None:
+    # Not a command line without the command the user typed: the option is what stands in the way.
+    for line in (["--json", "--bogus", "sessions", "list"], ["sessions", "--json", "--bogus", "list"]):
+        assert (
+            _said(home, *line)
+            == "No such option '--bogus'. And --json goes after the command, not before it."
+        )
+
+
+def test_an_option_without_its_value_beside_a_misplaced_json_is_said(home: Home) -> None:
+    # `remem mcp --harness --print-config --json` would take `--print-config` for the harness.
+    assert _said(home, "--json", "mcp", "--harness") == (
+        "Option '--harness' requires an argument. And --json goes after the command, not before it."
+    )
+
+
+def test_json_before_a_command_with_a_double_dash_shows_a_command_line_that_works(
+    home: Home, tmp_path: Path
+) -> None:
+    # After `--` every word is an argument: `--json` there would be a second title.
+    root = tmp_path / "claude"
+    folder = root / "projects" / "-home-u-proj"
+    folder.mkdir(parents=True)
+    (folder / f"{cl.SID}.jsonl").write_bytes(cl.jsonl(cl.prompt("u1", None, "q"), cl.say("a1", "u1", "a")))
+    said = _said(home, "--json", "sessions", "rename", "--root", str(root), cl.SID, "--", "-draft")
+    assert said == (
+        f"--json goes after the command, not before it: `remem --home {home.root} sessions rename "
+        f"--json --root {root} {cl.SID} -- -draft`"
+    )
+    shown = _shown(said)
+    assert shown[0] == "remem"
+    env = {**os.environ, NO_DAEMON_ENV: "1"}
+    done = subprocess.run([*REMEM, *shown[1:]], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["title"] == "-draft"

@@ -101,15 +101,16 @@ class _LazyGroup(Group):
         given = list(args)  # click's parsing eats the list
         try:  # `remem --help | true`, `remem --version | true`: written before `invoke`
             answer_json(self._asks_json(info_name, args))  # before anything can fail
-            ctx = super().make_context(info_name, args, parent, **extra)
+            try:
+                ctx = super().make_context(info_name, args, parent, **extra)
+            except click.NoSuchOption as exc:  # what is said instead may be a help, written here
+                raise self._json_refused(info_name, given, exc, before_command=True) from None
             ctx.meta[_GIVEN] = given  # for `invoke`, to say where a refused `--json` goes
             return ctx
         except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
             raise _PipeClosed from exc
         except KeyboardInterrupt as exc:  # as the command's group loads, to read its options
             raise _Interrupted from exc
-        except click.NoSuchOption as exc:
-            _misused(self._json_refused(info_name, given, exc, before_command=True))
         except click.ClickException as exc:
             _misused(exc)
 
@@ -118,20 +119,25 @@ class _LazyGroup(Group):
     ) -> click.UsageError:
         """`remem --json COMMAND …`, `remem sessions --json`: a command or group refused `--json`
         (before the command: click refuses it before it reads the command, so a mistyped command
-        went unsaid). The command line is read down to the command that runs: a mistyped name on
-        the way is said first, with its likely names, and either way where `--json`, each
-        command's own option, goes; it is shown there only on a command that takes it."""
+        went unsaid). The command line is read down to the command that runs, without that
+        `--json`, as click reads it to run it: a help or version it asks for is shown (exit 0),
+        and what it refuses (an unknown option, an option without its value, a mistyped command,
+        with its likely names) is said first. Either way it says where `--json`, each command's
+        own option, goes; it is shown there only on a command that takes it."""
         if exc.option_name != JSON or JSON not in args:  # `--json=…`: no flag, click's words stand
             return exc
         under = UNDER if before_command else AFTER_SUBCOMMAND
         rest = list(args)
         rest.remove(JSON)  # the first: what click refused
-        ctx, words = _read(self, info_name, rest, None)
         command: click.Command = self
+        name, words, ctx = info_name, rest, None
         while isinstance(command, click.Group):  # down to the command that runs
+            if words:  # none: click would show the group's help, where a command was left out
+                self._read_to_run(command, name, words, ctx, AFTER)
+            ctx, words = _read(command, name, words, ctx)
             named = rest[: len(rest) - len(words)]  # the command line down to this group
             usage = f"`{shlex.join(['remem', *named])} COMMAND … {JSON}`"
-            if not words or words[0].startswith("-"):  # `remem --json`, `remem sessions --json`
+            if not words:  # `remem --json`, `remem sessions --json`
                 takers = [n for n in command.list_commands(ctx) if _takes_json(command.get_command(ctx, n))]
                 goes = f"{JSON} goes after the command" if command is self else under
                 return click.UsageError(f"{goes}: {usage}, COMMAND one of: {', '.join(takers)}", ctx)
@@ -142,26 +148,64 @@ class _LazyGroup(Group):
                 )
                 where = f"{AFTER}." if command is self else f"{under}: {usage}."
                 return click.UsageError(f"{mistyped.format_message()} And {where}", ctx)
-            ctx, words = _read(found, words[0], words[1:], ctx)
-            command = found
+            command, name, words = found, words[0], words[1:]
+        return self._json_goes(command, name, words, ctx, rest)
+
+    def _json_goes(
+        self,
+        command: click.Command,
+        name: str | None,
+        words: list[str],
+        parent: click.Context | None,
+        rest: list[str],
+    ) -> click.UsageError:
+        """Where `--json` goes on `command`, named in `rest` (the command line but `--json`) and
+        given `words`: the command line with it there, or that the command has none."""
+        named = rest[: len(rest) - len(words)]  # the command line down to the command's name
         if not _takes_json(command):
+            none = f"`{shlex.join(['remem', *named])}` has no {JSON} option"
+            ctx = self._read_to_run(command, name, words, parent, none)
             return click.UsageError(f"`{shlex.join(['remem', *rest])}` has no {JSON} option", ctx)
+        ctx = self._read_to_run(command, name, words, parent, AFTER)
         given = {o for p in command.params if p.name and ctx.params.get(p.name) for o in p.opts}
         json_with = command.json_with if isinstance(command, Command) else None
         wanted = [o for o in (json_with, JSON) if o is not None and o not in given]
-        where = shlex.join(["remem", *rest, *wanted])  # `--json` once: `remem --json mcp --json`
+        # After a `--` every word is an argument, and a `--` may be an option's value: right after
+        # the command's name, the options are read as options whatever follows.
+        shown = [*named, *wanted, *words] if "--" in words else [*rest, *wanted]
         only = f", and only with {json_with}" if json_with in wanted else ""
-        return click.UsageError(f"{AFTER}{only}: `{where}`", ctx)
+        return click.UsageError(f"{AFTER}{only}: `{shlex.join(['remem', *shown])}`", ctx)
+
+    def _read_to_run(
+        self,
+        command: click.Command,
+        name: str | None,
+        words: list[str],
+        parent: click.Context | None,
+        hint: str,
+    ) -> click.Context:
+        """`command`'s context for `words`, read as click reads them to run them: a help or
+        version they ask for is shown (click exits 0), and their refusal is said, then `hint`
+        (where `--json` goes): a command line shown with `--json` in its place must work."""
+        # The root's own `make_context` would take the line again for whether it answers in JSON.
+        make = super().make_context if command is self else command.make_context
+        try:
+            return make(name, list(words), parent)
+        except click.UsageError as exc:
+            said = exc.format_message()  # a type's refusal may end without a full stop
+            said = said if said.endswith((".", "?", ")")) else f"{said}."
+            raise click.UsageError(f"{said} And {hint}.", exc.ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except click.NoSuchOption as exc:  # `remem sessions --json`, `remem lsp --json`
+                raise self._json_refused(ctx.info_name, ctx.meta[_GIVEN], exc, before_command=False) from None
         except BrokenPipeError as exc:  # click's own handler exits 1: "the memory has errors"
             raise _PipeClosed from exc
         except KeyboardInterrupt as exc:
             raise _Interrupted from exc
-        except click.NoSuchOption as exc:  # `remem sessions --json`, `remem lsp --json`
-            _misused(self._json_refused(ctx.info_name, ctx.meta[_GIVEN], exc, before_command=False))
         except click.ClickException as exc:  # a subcommand's arguments, or a command's own refusal
             _misused(exc)
 
