@@ -7,7 +7,10 @@ workspace-wide problems (a duplicate name, `MEMORY.md` out of sync) appear and c
 affected document at once. A document's diagnostics are published when they, or its version,
 changed since they were last published to it: a keystroke re-judges the folder, but the other
 open documents whose problems stayed the same hear nothing (400 open records made 400
-publishes a keystroke). After a reconnection every open document's are published again.
+publishes a keystroke). After a reconnection every open document's are published again. An
+open document's file is itself read on open, save and a change on disk the editor tells of,
+for the one thing its text cannot show: bytes that are not UTF-8, which the editor decoded as
+it chose (`_read_disk`).
 
 A keystroke judges only the open texts, against the folder's other files as last read: read
 less than `TRUST_READ` ago, with the same texts open and the folder's listing unchanged, they
@@ -55,8 +58,9 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from remem.daemon import safe_open
 from remem.daemon.home import HomeUnusable
-from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, too_large
+from remem.daemon.memory.canonical import FILE_TOO_LARGE, LINKED_WORKSPACE, decode, read_capped, too_large
 from remem.daemon.memory.diagnostics import Diagnostic, Position, Range, Severity, TextPositions, diagnostic
 from remem.daemon.memory.lint import FolderFiles, judge_edited, listing, read_folder, unmerged_saves
 from remem.daemon.memory.record import GLOBAL_FILE, INDEX_FILE, record_name_of
@@ -65,7 +69,7 @@ from remem.daemon.memory.validation import validate_global, validate_index
 from remem.daemon.settings import SettingsError, parse_settings
 
 from ..daemon_link import RECONNECTED
-from ..documents import folder_and_name, home_path, open_documents, workspace_folder
+from ..documents import folder_and_name, home_path, memory_file, open_documents, opened, workspace_folder
 from ..rule_docs import PREFIX, rule_href
 from ..server import RememServer
 from ..text_documents import LspTextDocument
@@ -90,6 +94,7 @@ RETRY_UNJUDGED = 2.0
 def register(server: RememServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RememServer, params: types.DidOpenTextDocumentParams) -> None:
+        _read_disk(ls, params.text_document.uri)
         path = home_path(ls, params.text_document.uri)
         if path is not None and path.is_relative_to(ls.home.root):
             _watch_memory(ls)
@@ -104,6 +109,7 @@ def register(server: RememServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: RememServer, params: types.DidSaveTextDocumentParams) -> None:
+        _read_disk(ls, params.text_document.uri)
         refresh(ls, home_path(ls, params.text_document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -239,6 +245,9 @@ def _disk_changed(ls: RememServer, changed: list[Path]) -> None:
     def concerns(folder: Path) -> bool:
         return any(path.parent == folder or folder.is_relative_to(path) for path in changed)
 
+    for path, document in open_documents(ls).items():
+        if any(path.is_relative_to(gone) for gone in changed):  # the file, or a folder above it
+            _read_disk(ls, document.uri)
     if concerns(ls.home.memory):
         refresh_global(ls)
     for folder in sorted(
@@ -545,19 +554,51 @@ _UNJUDGED: weakref.WeakKeyDictionary[RememServer, _Unjudged] = weakref.WeakKeyDi
 
 
 def _as_utf8(document: LspTextDocument) -> tuple[str, list[Diagnostic]]:
-    """The text the validators judge (each lone surrogate as U+FFFD), and an encoding error at
-    the first lone surrogate of the text as the editor sent it.
+    """The text the validators judge (each lone surrogate as U+FFFD), and its encoding errors:
+    the file's on disk as last read (`_read_disk`), and one at the first lone surrogate of the
+    text as the editor sent it.
 
     An editor can send one (JSON `"\\ud800"`), though no file can hold it; U+FFFD is one code
     point and one UTF-16 unit as the surrogate was, so every position the validators give stays
     true of the editor's text."""
+    on_disk = _ON_DISK.get(document, [])
     first = document.lone_surrogate
     if first is None:
-        return document.source, []
+        return document.source, on_disk
     code = ord(document.editor_source[first])
     message = f"the text holds a lone surrogate (U+{code:04X}), which UTF-8 cannot encode; delete it"
     where = TextPositions(document.source).range(first, first + 1)
-    return document.source, [diagnostic("encoding", Severity.ERROR, message, where)]
+    return document.source, [*on_disk, diagnostic("encoding", Severity.ERROR, message, where)]
+
+
+# The encoding error of each open memory document's file on disk, as last read: the editor's
+# text, which it decoded as it chose (Latin-1, say), stands in for the file everywhere else.
+_ON_DISK: weakref.WeakKeyDictionary[LspTextDocument, list[Diagnostic]] = weakref.WeakKeyDictionary()
+_REENCODE = (
+    " (VS Code: click the encoding in the status bar; if the text looks wrong, Reopen with "
+    "Encoding the one it was saved in; then Save with Encoding, UTF-8)"
+)
+
+
+def _read_disk(ls: RememServer, uri: str) -> None:
+    """Read the file of the memory document open at `uri` as the store would (on an open, a
+    save, a change on disk the editor told of), and keep its encoding error for the document
+    until it is read again: a file saved in another encoding made `remem memory validate`
+    report it, and the store refuse the workspace, while the editor, judging its own decoded
+    text, said nothing. The file is opened from the home down through no link and never waited
+    on as a FIFO, and read up to the store's cap; what cannot be read so (gone, a link, too
+    large, unreadable) has no encoding to judge, and its folder's judgement says what it is."""
+    document = opened(ls, uri)
+    found = memory_file(ls, uri)
+    if document is None or found is None:
+        return
+    try:
+        with os.fdopen(safe_open.open_regular(found.path, root=ls.home.root), "rb") as handle:
+            raw = read_capped(handle)
+    except OSError:
+        raw = None
+    problems = [] if raw is None else decode(raw)[1]
+    _ON_DISK[document] = [p.model_copy(update={"message": p.message + _REENCODE}) for p in problems]
 
 
 def _described(code: str) -> types.CodeDescription | None:
