@@ -287,6 +287,9 @@ export interface HistoryLogResult {
 export interface MemoryAtResult {
   entry: HistoryEntry;
   files: Record<string, string>;
+  // The files whose bytes were no UTF-8 (their text holds U+FFFD there); absent from a server
+  // older than protocol 36.
+  undecoded?: string[];
 }
 
 export interface RevertResult {
